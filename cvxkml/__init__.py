@@ -1,0 +1,19 @@
+"""cvxkml — convex metric and kernel learning.
+
+Every problem has an exact CVXPY model (``solve_reference``) and a fast Numba solver
+(``solve``) that return the same :class:`Solution`.
+"""
+from .declare import ITML, LogDetKernel
+from .errors import (ConvergenceWarning, CvxkmlError, InfeasibleError, InvalidInputError,
+                     NotPSDError, SolverError)
+from .kernels import Kernel
+from .sideinfo import LinearConstraints, PairConstraints, RelativeConstraints
+from .solution import Solution
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ITML", "LogDetKernel", "Kernel", "PairConstraints", "RelativeConstraints",
+    "LinearConstraints", "Solution", "CvxkmlError", "InvalidInputError", "NotPSDError",
+    "InfeasibleError", "SolverError", "ConvergenceWarning",
+]

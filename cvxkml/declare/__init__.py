@@ -1,0 +1,5 @@
+"""The declarative layer: problem objects that build CVXPY models (ground truth)
+and dispatch to the fast solvers."""
+from .logdet import ITML, LogDetKernel, LogDetProblem
+
+__all__ = ["ITML", "LogDetKernel", "LogDetProblem"]

@@ -1,0 +1,381 @@
+"""LogDet metric and kernel learning (Jain et al. 2012, eq. 2, 3, 4, 7).
+
+Both problems are written on one *whitened* core.  The learned matrix is
+M = T X̂ Tᵀ with M0 = T Tᵀ (T = chol(W0) for the metric, T = G0 with K0 = G0 G0ᵀ a
+range-space factor for the kernel), so that D_ld(M, M0) = D_ld(X̂, I_r) =
+tr X̂ − log det X̂ − r, and a pair distance is d(i, j) = v̂ᵀ X̂ v̂ with
+v̂ = F[i] − F[j] (F = X T for the metric, F = G0 for the kernel).  The CVXPY model
+is therefore well conditioned, never inverts K0 or W0, and handles a rank-deficient
+K0 on its range space (Kulis et al. 2009, eq. 14).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import check_data, check_kernel_matrix, check_positive, check_symmetric, psd_rank
+from ..divergences import logdet_divergence, logdet_divergence_diag
+from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, NotPSDError, SolverError
+from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints
+from ..solution import Solution
+
+__all__ = ["LogDetProblem", "ITML", "LogDetKernel"]
+
+_CLARABEL_MAX_DIM = 40   # Clarabel's memory grows with the square of the PSD block (CVXPY-NOTES)
+
+
+def _split_constraints(constraints):
+    if isinstance(constraints, (PairConstraints, RelativeConstraints, LinearConstraints)):
+        constraints = [constraints]
+    out = {PairConstraints: None, RelativeConstraints: None, LinearConstraints: None}
+    for c in constraints:
+        kind = type(c)
+        if kind not in out:
+            raise InvalidInputError(
+                f"Unsupported constraint object {kind.__name__}; use PairConstraints, "
+                "RelativeConstraints or LinearConstraints from cvxkml.sideinfo.")
+        if out[kind] is not None:
+            raise InvalidInputError(f"Give at most one {kind.__name__} object (concatenate the arrays).")
+        out[kind] = c
+    if all(v is None for v in out.values()):
+        raise InvalidInputError("At least one constraint set is required.")
+    return out[PairConstraints], out[RelativeConstraints], out[LinearConstraints]
+
+
+class LogDetProblem:
+    """Common machinery of :class:`ITML` and :class:`LogDetKernel`.
+
+    Subclasses set ``M0`` (N × N), ``T`` (N × r), ``F`` (points × r) and implement
+    :meth:`pair_values` (squared learned distances of index pairs under a matrix M).
+    """
+
+    kind = "logdet"
+    M0: np.ndarray
+    T: np.ndarray
+    F: np.ndarray
+
+    def _init_constraints(self, constraints, n_points: int, dim: int, gamma):
+        self.pairs, self.relative, self.linear = _split_constraints(constraints)
+        for c in (self.pairs, self.relative):
+            if c is not None:
+                c.validate(n_points)
+        if self.linear is not None:
+            self.linear.validate(dim)
+        self.gamma = check_positive(gamma, "gamma", allow_none=True)
+        if self.gamma is not None and self.pairs is None:
+            raise InvalidInputError("gamma (LogDet slack) applies to pair constraints; none were given.")
+        if self.pairs is not None:
+            p0 = self.pair_values(self.M0, self.pairs.i, self.pairs.j)
+            tiny = p0 <= 1e-12 * max(1.0, float(np.max(np.abs(p0))))
+            if np.any(tiny):
+                c = int(np.flatnonzero(tiny)[0])
+                raise InvalidInputError(
+                    f"Pair {c} ({self.pairs.i[c]}, {self.pairs.j[c]}) has zero distance under the "
+                    "baseline; LogDet keeps the range space, so its distance can never change and "
+                    "the projection is undefined. Remove such pairs (PairConstraints.from_labels "
+                    "drops them).")
+
+    # ------------------------------------------------------------------ numpy side
+    @property
+    def n_constraints(self) -> int:
+        return sum(len(c) for c in (self.pairs, self.relative, self.linear) if c is not None)
+
+    def pair_values(self, M, i, j) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def best_slack(self, M) -> np.ndarray | None:
+        """The optimal slack ξ for a fixed M: ξ0 where the bound holds, else the distance."""
+        if self.gamma is None or self.pairs is None:
+            return None
+        p = self.pair_values(M, self.pairs.i, self.pairs.j)
+        ok = self.pairs.y * (p - self.pairs.bound) <= 0
+        return np.where(ok, self.pairs.bound, p)
+
+    def objective(self, M, xi=None) -> float:
+        """D_ld(M, M0) (+ γ·D_ld(diag ξ, diag ξ0) with slack; ξ = the best slack for M
+        unless given)."""
+        val = logdet_divergence(M, self.M0)
+        if self.gamma is not None:
+            xi = self.best_slack(M) if xi is None else np.asarray(xi, dtype=float)
+            val += self.gamma * logdet_divergence_diag(xi, self.pairs.bound)
+        return float(val)
+
+    def violations(self, M, xi=None) -> np.ndarray:
+        """Per-constraint violations max(0, ·) in the order pairs, relative, linear.
+        Pair targets are the bounds, or ξ when given (slack problems)."""
+        M = np.asarray(M, dtype=float)
+        out = []
+        if self.pairs is not None:
+            p = self.pair_values(M, self.pairs.i, self.pairs.j)
+            target = self.pairs.bound if xi is None else np.asarray(xi, dtype=float)
+            out.append(self.pairs.y * (p - target))
+        if self.relative is not None:
+            r = self.relative
+            out.append(self.pair_values(M, r.i, r.j) + r.margin - self.pair_values(M, r.i, r.k))
+        if self.linear is not None:
+            L = self.linear
+            vals = (np.einsum("tab,ab->t", L.C, M) if L.C is not None
+                    else np.einsum("ta,ab,tb->t", L.Z, M, L.Z))
+            out.append(vals - L.b)
+        return np.maximum(np.concatenate(out), 0.0)
+
+    def dual_value(self, lam) -> float:
+        """Lagrange dual g(λ) for pair constraints only (a lower bound on the optimum).
+
+        g(λ) = log det(I_r + V̂ᵀ diag(δλ) V̂) − Σ δλb            (hard)
+             = log det(I_r + V̂ᵀ diag(δλ) V̂) + γ Σ log(1 − δλξ0/γ)  (slack)
+        with V̂ the whitened pair vectors; −inf outside the dual domain.
+        """
+        if self.pairs is None or self.relative is not None or self.linear is not None:
+            raise InvalidInputError("dual_value is implemented for pair constraints only.")
+        lam = np.asarray(lam, dtype=float)
+        if np.any(lam < 0):
+            return -np.inf
+        P = self.pairs
+        act = lam > 0
+        dl = P.y[act] * lam[act]
+        Vh = self.F[P.i[act]] - self.F[P.j[act]]
+        A = np.eye(self.F.shape[1]) + Vh.T @ (dl[:, None] * Vh)
+        sign, logdet = np.linalg.slogdet(A)
+        if sign <= 0:
+            return -np.inf
+        if self.gamma is None:
+            return float(logdet - dl @ P.bound[act])
+        arg = 1.0 - dl * P.bound[act] / self.gamma
+        if np.any(arg <= 0):
+            return -np.inf
+        return float(logdet + self.gamma * np.sum(np.log(arg)))
+
+    def matrix_from_whitened(self, Xh) -> np.ndarray:
+        M = self.T @ Xh @ self.T.T
+        return 0.5 * (M + M.T)
+
+    # ------------------------------------------------------------------ CVXPY side
+    def to_cvxpy(self) -> cp.Problem:
+        """The exact model as a ``cvxpy.Problem``.
+
+        Variables (``problem.var_dict``): ``"X"``, the r × r whitened matrix X̂ with
+        M = T X̂ Tᵀ (see :meth:`matrix_expression`), and ``"xi"`` (slack problems).
+        Constraints are vectorized: one expression per constraint family.
+        """
+        r = self.T.shape[1]
+        X = cp.Variable((r, r), symmetric=True, name="X")
+        objective = cp.trace(X) - cp.log_det(X) - r
+        cons = []
+        self._pair_con = None
+        if self.pairs is not None:
+            P = self.pairs
+            Vh = self.F[P.i] - self.F[P.j]
+            p = cp.sum(cp.multiply(Vh @ X, Vh), axis=1)
+            if self.gamma is None:
+                self._pair_con = cp.multiply(P.y, p - P.bound) <= 0
+            else:
+                xi = cp.Variable(len(P), name="xi")
+                objective = objective + self.gamma * (
+                    cp.sum(cp.multiply(1.0 / P.bound, xi)) - cp.sum(cp.log(xi))
+                    + float(np.sum(np.log(P.bound))) - len(P))
+                self._pair_con = cp.multiply(P.y, p - xi) <= 0
+            cons.append(self._pair_con)
+        if self.relative is not None:
+            R = self.relative
+            Vj = self.F[R.i] - self.F[R.j]
+            Vk = self.F[R.i] - self.F[R.k]
+            cons.append(cp.sum(cp.multiply(Vj @ X, Vj), axis=1) + R.margin
+                        <= cp.sum(cp.multiply(Vk @ X, Vk), axis=1))
+        if self.linear is not None:
+            L = self.linear
+            if L.C is not None:
+                Ch = np.einsum("ai,tab,bj->tij", self.T, L.C, self.T)
+                cons.append(Ch.reshape(len(L), -1) @ cp.vec(X, order="C") <= L.b)
+            else:
+                Zh = L.Z @ self.T
+                cons.append(cp.sum(cp.multiply(Zh @ X, Zh), axis=1) <= L.b)
+        return cp.Problem(cp.Minimize(objective), cons)
+
+    def matrix_expression(self, problem: cp.Problem):
+        """The learned matrix M = T X̂ Tᵀ as a CVXPY expression of ``problem``'s ``X``."""
+        return self.T @ problem.var_dict["X"] @ self.T.T
+
+    def default_solver(self) -> str:
+        return "CLARABEL" if self.T.shape[1] <= _CLARABEL_MAX_DIM else "SCS"
+
+    def solve_reference(self, solver: str | None = None, eps: float = 1e-9,
+                        accept_inaccurate: bool = False, **opts) -> Solution:
+        """Solve the exact model with a conic solver at high accuracy.
+
+        Default solver: Clarabel (interior point) when the matrix variable is at most
+        40 × 40, SCS (``eps_abs = eps_rel = eps``, up to 200 000 iterations) above,
+        where Clarabel's memory becomes prohibitive.  Raises :class:`InfeasibleError`
+        for infeasible hard constraints and :class:`SolverError` for any other
+        non-optimal status (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
+        """
+        solver = (solver or self.default_solver()).upper()
+        prob = self.to_cvxpy()
+        if solver == "SCS":
+            kw = dict(eps_abs=eps, eps_rel=eps, max_iters=200_000)
+        elif solver == "CLARABEL":
+            kw = dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
+        else:
+            kw = {}
+        kw.update(opts)
+        t0 = time.perf_counter()
+        try:
+            prob.solve(solver=solver, **kw)
+        except cp.error.SolverError as exc:
+            raise SolverError(
+                f"{solver} failed on the exact model ({exc}). Try solver='SCS' or 'CLARABEL', "
+                "or rescale the data.") from exc
+        elapsed = time.perf_counter() - t0
+        status = prob.status
+        if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+            raise InfeasibleError(
+                f"The hard-constraint problem is infeasible ({solver}: {status}). "
+                "Use LogDet slack: pass gamma=<positive number> (e.g. 1.0).")
+        if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
+            raise SolverError(
+                f"{solver} returned status {status!r} on the exact model; try the other solver, "
+                "a looser eps, or accept_inaccurate=True.")
+        Xh = prob.var_dict["X"].value
+        Xh = 0.5 * (Xh + Xh.T)
+        M = self.matrix_from_whitened(Xh)
+        lam = None
+        if self._pair_con is not None:
+            lam = np.maximum(np.asarray(self._pair_con.dual_value, dtype=float).ravel(), 0.0)
+        xi = None
+        if self.gamma is not None:
+            xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
+        iters = getattr(prob.solver_stats, "num_iters", None) or 0
+        dual_value = None
+        if lam is not None and self.relative is None and self.linear is None:
+            dual_value = self.dual_value(lam)
+        return Solution(
+            matrix=M, objective=self.objective(M), dual=lam, slack=xi,
+            violations=self.violations(M, xi), n_iter=int(iters),
+            converged=status == cp.OPTIMAL, time=elapsed, status=status,
+            solver=f"cvxpy-{solver.lower()}", dual_value=dual_value,
+            info={"solver_objective": float(prob.solution.opt_val)})
+
+    # ------------------------------------------------------------------ fast side
+    def _run_bregman(self, tol, max_sweeps):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def solve(self, tol: float = 1e-9, max_sweeps: int = 20_000) -> Solution:
+        """The fast solver: cyclic Bregman projections (Jain et al. Algorithm 1).
+
+        Stops when the relative dual change of a sweep, Σ|λ − λ_old| / (Σ|λ| + Σ|λ_old|),
+        falls below ``tol``; after ``max_sweeps`` it warns (:class:`ConvergenceWarning`)
+        and returns ``converged=False``.  Pair constraints only; relative and general
+        linear constraints are available in the exact model (:meth:`solve_reference`).
+        """
+        from ..solvers.bregman import NONPOSITIVE_DISTANCE, NONFINITE, NOT_CONVERGED
+
+        if self.pairs is None or self.relative is not None or self.linear is not None:
+            raise InvalidInputError(
+                "The fast Bregman solver handles pair constraints only; use solve_reference() "
+                "for relative or general linear constraints.")
+        tol = check_positive(tol, "tol")
+        if int(max_sweeps) < 1:
+            raise InvalidInputError("max_sweeps must be a positive integer.")
+        res = self._run_bregman(tol, int(max_sweeps))
+        if res.code in (NONPOSITIVE_DISTANCE, NONFINITE):
+            what = ("a constrained distance reached zero" if res.code == NONPOSITIVE_DISTANCE
+                    else "the iterates became non-finite")
+            if self.gamma is None:
+                raise InfeasibleError(
+                    f"Bregman projections broke down after {res.sweeps} sweep(s): {what} "
+                    f"(constraint {res.bad_index}). The hard constraints are most likely infeasible; "
+                    "use LogDet slack by passing gamma=<positive number>.")
+            raise SolverError(f"Bregman projections broke down after {res.sweeps} sweep(s): {what}.")
+        converged = res.code != NOT_CONVERGED
+        M = res.matrix
+        xi = res.xi if self.gamma is not None else None
+        viol = self.violations(M, xi)
+        if not converged:
+            warnings.warn(
+                f"Bregman projections did not converge in {res.sweeps} sweeps: relative dual change "
+                f"{res.dual_change:.3g} > tol {tol:.3g}, max violation {np.max(viol):.3g}. Raise "
+                "max_sweeps or tol" + ("" if self.gamma is not None else
+                                        ", or use slack (gamma) if the constraints conflict") + ".",
+                ConvergenceWarning, stacklevel=2)
+        return Solution(
+            matrix=M, objective=self.objective(M), dual=res.lam, slack=xi, violations=viol,
+            n_iter=res.sweeps, converged=converged, time=res.time,
+            status="converged" if converged else "max_sweeps reached",
+            solver=f"bregman-{self.kind}", dual_value=self.dual_value(res.lam),
+            info={"dual_change": res.dual_change})
+
+
+class ITML(LogDetProblem):
+    """LogDet (information-theoretic) metric learning, Jain et al. eq. 2 / 4 (7 with slack):
+
+        min_W  D_ld(W, W0) [+ γ D_ld(diag ξ, diag ξ0)]
+        s.t.   (x_i − x_j)ᵀ W (x_i − x_j) <= u (similar) / >= l (dissimilar)  [or ξ_ij]
+
+    Parameters
+    ----------
+    X : (n, d) data.  constraints : PairConstraints (fast + exact), RelativeConstraints
+    and/or LinearConstraints on W (exact model only).  W0 : PD prior (default I).
+    gamma : None for hard constraints, else the LogDet slack weight γ > 0.
+    """
+
+    kind = "metric"
+
+    def __init__(self, X, constraints, W0=None, gamma=None):
+        self.X = check_data(X, "X")
+        d = self.X.shape[1]
+        if W0 is None:
+            self.M0 = np.eye(d)
+            self.T = np.eye(d)
+        else:
+            self.M0 = check_kernel_matrix(W0, "W0", require_pd=True)
+            if self.M0.shape != (d, d):
+                raise InvalidInputError(f"W0 must be {d} × {d} to match X; got {self.M0.shape}.")
+            self.T = np.linalg.cholesky(self.M0)
+        self.F = self.X @ self.T
+        self._init_constraints(constraints, self.X.shape[0], d, gamma)
+
+    def pair_values(self, M, i, j):
+        V = self.X[np.asarray(i)] - self.X[np.asarray(j)]
+        return np.einsum("ij,jk,ik->i", V, np.asarray(M, dtype=float), V)
+
+    def _run_bregman(self, tol, max_sweeps):
+        from ..solvers.bregman import bregman_metric
+        P = self.pairs
+        return bregman_metric(self.M0, self.X, P.i, P.j, P.y, P.bound, self.gamma, tol, max_sweeps)
+
+
+class LogDetKernel(LogDetProblem):
+    """LogDet kernel learning, Jain et al. eq. 3 (7 with slack):
+
+        min_K  D_ld(K, K0) [+ γ D_ld(diag ξ, diag ξ0)]
+        s.t.   K_ii + K_jj − 2K_ij <= u (similar) / >= l (dissimilar)  [or ξ_ij]
+
+    K0 must be PSD.  A rank-deficient K0 is handled on its range space (the learned K
+    keeps range(K0), Kulis et al. 2009): the exact model works with the r × r matrix
+    X̂ (K = G0 X̂ G0ᵀ, K0 = G0 G0ᵀ), and the Bregman solver never inverts K0.
+    """
+
+    kind = "kernel"
+
+    def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
+        self.M0 = check_kernel_matrix(K0, "K0")
+        rank, w, V = psd_rank(self.M0, "K0", rank_rtol)
+        keep = w > rank_rtol * max(float(np.max(np.abs(w))), np.finfo(float).tiny)
+        self.rank = rank
+        self.T = V[:, keep] * np.sqrt(w[keep])
+        self.F = self.T
+        n = self.M0.shape[0]
+        self._init_constraints(constraints, n, n, gamma)
+
+    def pair_values(self, M, i, j):
+        M = np.asarray(M, dtype=float)
+        i = np.asarray(i); j = np.asarray(j)
+        return M[i, i] + M[j, j] - 2.0 * M[i, j]
+
+    def _run_bregman(self, tol, max_sweeps):
+        from ..solvers.bregman import bregman_kernel
+        P = self.pairs
+        return bregman_kernel(self.M0, P.i, P.j, P.y, P.bound, self.gamma, tol, max_sweeps)

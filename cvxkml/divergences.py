@@ -1,0 +1,114 @@
+"""Numpy values of the matrix divergences — the one place their formulas live.
+
+The CVXPY models, the fast solvers' certificates and the tests all evaluate
+divergences through these functions.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+from ._validation import check_symmetric
+from .errors import InvalidInputError
+
+__all__ = [
+    "logdet_divergence", "logdet_divergence_diag", "von_neumann_divergence",
+    "frobenius_divergence", "range_basis",
+]
+
+
+def range_basis(Y: np.ndarray, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal basis V (n × r) of range(Y) and the r positive eigenvalues of a PSD Y."""
+    w, V = np.linalg.eigh(0.5 * (Y + Y.T))
+    scale = max(float(np.max(np.abs(w))), np.finfo(float).tiny)
+    keep = w > rtol * scale
+    return V[:, keep], w[keep]
+
+
+def _same_range(X: np.ndarray, V: np.ndarray, rtol: float) -> bool:
+    """Whether X = P X P for P the projector on span(V) (up to ``rtol`` relative)."""
+    XV = X @ V
+    resid = X - V @ (V.T @ XV) @ V.T
+    return float(np.linalg.norm(resid)) <= rtol * max(1.0, float(np.linalg.norm(X)))
+
+
+def logdet_divergence(X, Y, rtol: float = 1e-10) -> float:
+    """D_ld(X, Y) = tr(X Y⁻¹) − log det(X Y⁻¹) − n.
+
+    For positive definite Y this is computed with a Cholesky factor of Y.  For a
+    rank-deficient PSD Y it is the divergence on the range space (Kulis et al. 2009,
+    Definition 4 / Theorem 7): with V an orthonormal basis of range(Y),
+    D_ld(X, Y) = D_ld(VᵀXV, VᵀYV) when range(X) = range(Y), and +inf otherwise.
+    No singular matrix is ever inverted.  Returns +inf when X is not PD on that range.
+    """
+    X = check_symmetric(X, "X")
+    Y = check_symmetric(Y, "Y")
+    if X.shape != Y.shape:
+        raise InvalidInputError(f"X and Y must have the same shape; got {X.shape} and {Y.shape}.")
+    n = X.shape[0]
+    try:
+        cY = sla.cho_factor(Y, lower=True)
+        diag = np.abs(np.diag(cY[0]))
+        if diag.min() <= np.sqrt(rtol) * diag.max():
+            raise np.linalg.LinAlgError("numerically singular")
+    except (np.linalg.LinAlgError, sla.LinAlgError):
+        V, w = range_basis(Y, rtol)
+        if V.shape[1] == 0:
+            return 0.0 if np.allclose(X, 0.0) else np.inf
+        if not _same_range(X, V, 1e-7):
+            return np.inf
+        return logdet_divergence(V.T @ X @ V, np.diag(w), rtol)
+    M = sla.cho_solve(cY, X)                       # Y⁻¹ X (same trace / det as X Y⁻¹)
+    tr = float(np.trace(M))
+    try:
+        cX = np.linalg.cholesky(X)
+    except np.linalg.LinAlgError:
+        return np.inf
+    logdet_x = 2.0 * float(np.sum(np.log(np.diag(cX))))
+    logdet_y = 2.0 * float(np.sum(np.log(np.diag(cY[0]))))
+    return tr - (logdet_x - logdet_y) - n
+
+
+def logdet_divergence_diag(x, y) -> float:
+    """D_ld(diag x, diag y) = Σ x/y − log(x/y) − 1 for positive vectors (LogDet slack term)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if np.any(x <= 0):
+        return np.inf
+    r = x / y
+    return float(np.sum(r - np.log(r) - 1.0))
+
+
+def _psd_log(w: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues and a mask of the positive ones (others count as exact zeros)."""
+    scale = max(float(np.max(np.abs(w))), np.finfo(float).tiny)
+    pos = w > rtol * scale
+    if np.any(w < -1e3 * rtol * scale):
+        raise InvalidInputError("von Neumann divergence needs PSD arguments.")
+    return np.where(pos, w, 0.0), pos
+
+
+def von_neumann_divergence(X, Y, rtol: float = 1e-12) -> float:
+    """D_vN(X, Y) = tr(X log X − X log Y − X + Y) for PSD X, Y (0 log 0 = 0).
+
+    +inf when range(X) is not contained in range(Y).
+    """
+    X = check_symmetric(X, "X")
+    Y = check_symmetric(Y, "Y")
+    lx, U = np.linalg.eigh(X)
+    ly, V = np.linalg.eigh(Y)
+    lx, px = _psd_log(lx, rtol)
+    ly, py = _psd_log(ly, rtol)
+    xlogx = float(np.sum(lx[px] * np.log(lx[px])))
+    # tr(X log Y) = Σ_ij λ_i(X) (u_iᵀ v_j)² log μ_j over μ_j > 0
+    C = (U[:, px].T @ V) ** 2                      # |px| × n
+    if np.any(C[:, ~py].sum(axis=1) > 1e-9):
+        return np.inf
+    xlogy = float(lx[px] @ (C[:, py] @ np.log(ly[py])))
+    return xlogx - xlogy - float(np.trace(X)) + float(np.trace(Y))
+
+
+def frobenius_divergence(X, Y) -> float:
+    """‖X − Y‖²_F (squared Frobenius distance)."""
+    D = np.asarray(X, dtype=float) - np.asarray(Y, dtype=float)
+    return float(np.sum(D * D))

@@ -1,0 +1,30 @@
+"""Typed errors and warnings of cvxkml.
+
+Every error says what went wrong and what to do about it.  All errors derive from
+:class:`CvxkmlError`, which is a :class:`ValueError`, so code written for the usual
+scikit-learn conventions keeps working.
+"""
+
+
+class CvxkmlError(ValueError):
+    """Base class of all cvxkml errors."""
+
+
+class InvalidInputError(CvxkmlError):
+    """An input array or parameter is malformed (shape, NaN/inf, range, sign)."""
+
+
+class NotPSDError(InvalidInputError):
+    """A matrix that must be positive (semi)definite is not."""
+
+
+class InfeasibleError(CvxkmlError):
+    """The hard-constraint problem has no feasible point (or the solver could not find one)."""
+
+
+class SolverError(CvxkmlError):
+    """A numerical solver failed or returned a non-optimal status."""
+
+
+class ConvergenceWarning(UserWarning):
+    """A fast solver stopped before meeting its tolerance."""

@@ -1,0 +1,320 @@
+"""Side information: pair distance constraints, relative (triplet) constraints and
+general linear constraints tr(C_t M) <= b_t, plus their generation from labels.
+
+Distances are always **squared** learned distances, d(i, j) = (e_i − e_j)ᵀK(e_i − e_j)
+for a kernel matrix K, or (x_i − x_j)ᵀW(x_i − x_j) for a Mahalanobis matrix W.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ._validation import as_float_array
+from .errors import InvalidInputError
+
+__all__ = [
+    "PairConstraints", "RelativeConstraints", "LinearConstraints",
+    "pairs_from_labels", "random_pairs_from_labels", "percentile_bounds",
+    "baseline_metric", "baseline_kernel",
+]
+
+
+def _index_array(a, name: str) -> np.ndarray:
+    arr = np.asarray(a)
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{name} must be a 1-D index array; got shape {arr.shape}.")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.all(np.isfinite(arr.astype(float))) or np.any(arr != np.round(arr)):
+            raise InvalidInputError(f"{name} must contain integer indices.")
+    return np.ascontiguousarray(arr.astype(np.int64))
+
+
+def _check_range(idx: np.ndarray, n: int, name: str) -> None:
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = idx[(idx < 0) | (idx >= n)][0]
+        raise InvalidInputError(
+            f"{name} contains index {bad}, out of range for {n} points (valid: 0 … {n - 1}).")
+
+
+@dataclass(frozen=True)
+class PairConstraints:
+    """Pairwise distance constraints.
+
+    ``y[t] = +1`` (similar): d(i_t, j_t) <= bound_t;  ``y[t] = −1`` (dissimilar):
+    d(i_t, j_t) >= bound_t.  Validated on construction: equal lengths, i ≠ j,
+    non-negative indices, y ∈ {−1, +1}, finite positive bounds.  Indices are checked
+    against the number of points by :meth:`validate` (the problem objects call it).
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    y: np.ndarray
+    bound: np.ndarray
+
+    def __post_init__(self):
+        i = _index_array(self.i, "i")
+        j = _index_array(self.j, "j")
+        y = np.asarray(self.y, dtype=float).ravel()
+        b = np.asarray(self.bound, dtype=float).ravel()
+        if b.size == 1 and i.size != 1:
+            b = np.full(i.size, float(b[0]))
+        if not (i.size == j.size == y.size == b.size):
+            raise InvalidInputError(
+                f"i, j, y and bound must have the same length; got {i.size}, {j.size}, {y.size}, {b.size}.")
+        if i.size == 0:
+            raise InvalidInputError("PairConstraints needs at least one pair.")
+        if np.any(i < 0) or np.any(j < 0):
+            raise InvalidInputError("Pair indices must be non-negative.")
+        same = np.flatnonzero(i == j)
+        if same.size:
+            raise InvalidInputError(
+                f"Pair {same[0]} has i = j = {i[same[0]]}; a point's distance to itself is always 0. "
+                "Remove such pairs.")
+        if not np.all(np.isin(y, (-1.0, 1.0))):
+            raise InvalidInputError("y must be +1 (similar) or -1 (dissimilar) for every pair.")
+        if not np.all(np.isfinite(b)) or np.any(b <= 0):
+            raise InvalidInputError(
+                "Pair bounds must be finite and positive (they are squared distances); "
+                f"got min {np.min(b):.3g}.")
+        object.__setattr__(self, "i", i)
+        object.__setattr__(self, "j", j)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "bound", b)
+
+    def __len__(self) -> int:
+        return int(self.i.size)
+
+    def validate(self, n: int) -> "PairConstraints":
+        _check_range(self.i, n, "PairConstraints.i")
+        _check_range(self.j, n, "PairConstraints.j")
+        return self
+
+    @classmethod
+    def from_labels(cls, labels, baseline: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
+                    scheme: str = "jain", n_similar: int = 100, n_dissimilar: int = 100,
+                    n_constraints: int | None = None, percentiles=(5.0, 95.0),
+                    random_state=None) -> "PairConstraints":
+        """Pairs from class labels with bounds from percentiles of baseline distances.
+
+        ``scheme="jain"``: :func:`pairs_from_labels` (Jain et al. 2012 §6);
+        ``scheme="itml"``: :func:`random_pairs_from_labels` (the ITML code).
+        ``baseline(i, j)`` returns squared baseline distances (see :func:`baseline_metric`,
+        :func:`baseline_kernel`); u, l = ``percentiles`` of their distribution over all
+        pairs of points (a seeded sample of 100 000 pairs when there are more), as in
+        :func:`percentile_bounds`.  Pairs at baseline distance zero are dropped with a warning.
+        """
+        rng = np.random.default_rng(random_state)
+        labels = np.asarray(labels).ravel()
+        if scheme == "jain":
+            i, j, y = pairs_from_labels(labels, n_similar, n_dissimilar, rng)
+        elif scheme == "itml":
+            i, j, y = random_pairs_from_labels(labels, n_constraints, rng)
+        else:
+            raise InvalidInputError(f"scheme must be 'jain' or 'itml'; got {scheme!r}.")
+        u, l = percentile_bounds(baseline, labels.size, percentiles, rng)
+        d0 = np.asarray(baseline(i, j), dtype=float)
+        keep = d0 > 1e-12 * max(1.0, u, l)
+        if not np.all(keep):
+            warnings.warn(
+                f"Dropped {int(np.sum(~keep))} pair(s) with zero baseline distance (duplicate "
+                "points): a Bregman projection on them is undefined.", UserWarning, stacklevel=2)
+            i, j, y = i[keep], j[keep], y[keep]
+        if i.size == 0:
+            raise InvalidInputError("No usable pairs: all sampled pairs have zero baseline distance.")
+        return cls(i, j, y, np.where(y > 0, u, l))
+
+
+def _dedupe(i, j, y):
+    a, b = np.minimum(i, j), np.maximum(i, j)
+    _, first = np.unique(np.stack([a, b]), axis=1, return_index=True)
+    first = np.sort(first)
+    return i[first], j[first], y[first]
+
+
+def _labels_ok(labels):
+    labels = np.asarray(labels).ravel()
+    classes, inv = np.unique(labels, return_inverse=True)
+    if labels.size < 2:
+        raise InvalidInputError("Need at least two labelled points to build pair constraints.")
+    return classes, inv
+
+
+def pairs_from_labels(labels, n_similar: int = 100, n_dissimilar: int = 100, random_state=None):
+    """Jain et al. (2012) §6: for each class, ``n_similar`` random within-class pairs
+    (+1) and ``n_dissimilar`` pairs of a class member with a point of another class (−1).
+
+    Duplicate pairs (in either order) are removed, so a small class yields fewer pairs.
+    Returns index arrays (i, j, y).
+    """
+    rng = np.random.default_rng(random_state)
+    classes, inv = _labels_ok(labels)
+    I, J, Y = [], [], []
+    for c in range(classes.size):
+        members = np.flatnonzero(inv == c)
+        others = np.flatnonzero(inv != c)
+        if members.size >= 2 and n_similar > 0:
+            a = rng.choice(members, n_similar)
+            b = rng.choice(members, n_similar)
+            ok = a != b
+            I.append(a[ok]); J.append(b[ok]); Y.append(np.ones(ok.sum()))
+        if others.size and n_dissimilar > 0:
+            I.append(rng.choice(members, n_dissimilar)); J.append(rng.choice(others, n_dissimilar))
+            Y.append(-np.ones(n_dissimilar))
+    if not I:
+        raise InvalidInputError("No pairs could be formed: every class has a single point and there is one class.")
+    return _dedupe(np.concatenate(I).astype(np.int64), np.concatenate(J).astype(np.int64),
+                   np.concatenate(Y))
+
+
+def random_pairs_from_labels(labels, n_constraints: int | None = None, random_state=None):
+    """The ITML code's scheme: ``n_constraints`` (default 40·c·(c−1), c the number of
+    classes) random pairs, +1 when both points share a class and −1 otherwise.
+    Duplicates and i = j draws are removed.  Returns (i, j, y)."""
+    rng = np.random.default_rng(random_state)
+    classes, inv = _labels_ok(labels)
+    c = classes.size
+    m = int(n_constraints) if n_constraints is not None else 40 * c * (c - 1)
+    if m <= 0:
+        raise InvalidInputError(
+            "n_constraints must be positive (the default 40·c·(c−1) is 0 for a single class).")
+    n = inv.size
+    a = rng.integers(0, n, m)
+    b = rng.integers(0, n, m)
+    ok = a != b
+    a, b = a[ok], b[ok]
+    return _dedupe(a, b, np.where(inv[a] == inv[b], 1.0, -1.0))
+
+
+def percentile_bounds(baseline, n: int, percentiles=(5.0, 95.0), random_state=None,
+                      max_pairs: int = 100_000) -> tuple[float, float]:
+    """(u, l) = the given percentiles of the squared baseline distances over all pairs of
+    the n points (a seeded random sample of ``max_pairs`` pairs when there are more).
+
+    Jain et al. (2012) use (1, 99); Davis et al. (2007) and Kulis et al. (2009) (5, 95).
+    Pairs at distance zero are excluded from the distribution.
+    """
+    lo, hi = percentiles
+    if not (0 <= lo < hi <= 100):
+        raise InvalidInputError(f"percentiles must satisfy 0 <= lower < upper <= 100; got {percentiles}.")
+    rng = np.random.default_rng(random_state)
+    if n * (n - 1) // 2 <= max_pairs:
+        i, j = np.triu_indices(n, 1)
+    else:
+        i = rng.integers(0, n, max_pairs)
+        j = rng.integers(0, n, max_pairs)
+        ok = i != j
+        i, j = i[ok], j[ok]
+    d = np.asarray(baseline(i, j), dtype=float)
+    d = d[d > 1e-12 * max(1.0, float(np.max(d)) if d.size else 1.0)]
+    if d.size == 0:
+        raise InvalidInputError("All baseline distances are zero: the points coincide.")
+    u, l = np.percentile(d, [lo, hi])
+    return float(u), float(l)
+
+
+def baseline_metric(X, W0=None):
+    """Squared baseline Mahalanobis distances (x_i − x_j)ᵀW0(x_i − x_j) as a callable (i, j)."""
+    X = as_float_array(X, "X", ndim=2)
+    W0 = None if W0 is None else as_float_array(W0, "W0", ndim=2)
+
+    def dist(i, j):
+        V = X[np.asarray(i)] - X[np.asarray(j)]
+        return np.einsum("ij,ij->i", V, V) if W0 is None else np.einsum("ij,ij->i", V @ W0, V)
+    return dist
+
+
+def baseline_kernel(K0):
+    """Squared baseline kernel distances K0_ii + K0_jj − 2 K0_ij as a callable (i, j)."""
+    K0 = as_float_array(K0, "K0", ndim=2)
+
+    def dist(i, j):
+        i = np.asarray(i); j = np.asarray(j)
+        return K0[i, i] + K0[j, j] - 2.0 * K0[i, j]
+    return dist
+
+
+@dataclass(frozen=True)
+class RelativeConstraints:
+    """Relative comparisons d(i, j) + margin <= d(i, k) (hard constraints)."""
+
+    i: np.ndarray
+    j: np.ndarray
+    k: np.ndarray
+    margin: np.ndarray
+
+    def __post_init__(self):
+        i, j, k = (_index_array(a, nm) for a, nm in ((self.i, "i"), (self.j, "j"), (self.k, "k")))
+        mg = np.asarray(self.margin, dtype=float).ravel()
+        if mg.size == 1 and i.size != 1:
+            mg = np.full(i.size, float(mg[0]))
+        if not (i.size == j.size == k.size == mg.size) or i.size == 0:
+            raise InvalidInputError("i, j, k and margin must be non-empty and of equal length.")
+        if np.any(i == j) or np.any(i == k) or np.any(j == k):
+            raise InvalidInputError("Relative constraints need three distinct points i, j, k.")
+        if not np.all(np.isfinite(mg)) or np.any(mg < 0):
+            raise InvalidInputError("Margins must be finite and non-negative.")
+        for nm, a in (("i", i), ("j", j), ("k", k), ("margin", mg)):
+            object.__setattr__(self, nm, a)
+
+    def __len__(self) -> int:
+        return int(self.i.size)
+
+    def validate(self, n: int) -> "RelativeConstraints":
+        for nm in ("i", "j", "k"):
+            _check_range(getattr(self, nm), n, f"RelativeConstraints.{nm}")
+        return self
+
+
+@dataclass(frozen=True)
+class LinearConstraints:
+    """General linear constraints tr(C_t M) <= b_t on the learned matrix M (K or W).
+
+    Give ``C`` as an (m, N, N) array of symmetric matrices, or ``Z`` as an (m, N)
+    array of vectors meaning C_t = z_t z_tᵀ (then tr(C_t M) = z_tᵀ M z_t).
+    """
+
+    b: np.ndarray
+    C: np.ndarray | None = None
+    Z: np.ndarray | None = None
+
+    def __post_init__(self):
+        if (self.C is None) == (self.Z is None):
+            raise InvalidInputError("Give exactly one of C (dense matrices) or Z (rank-one vectors).")
+        b = as_float_array(self.b, "b").ravel()
+        if self.C is not None:
+            C = as_float_array(self.C, "C")
+            if C.ndim == 2:
+                C = C[None]
+            if C.ndim != 3 or C.shape[1] != C.shape[2]:
+                raise InvalidInputError(f"C must have shape (m, N, N); got {C.shape}.")
+            if not np.allclose(C, np.transpose(C, (0, 2, 1)), atol=1e-12, rtol=1e-10):
+                raise InvalidInputError("Each C_t must be symmetric (use (C + C.T) / 2).")
+            object.__setattr__(self, "C", 0.5 * (C + np.transpose(C, (0, 2, 1))))
+            m = C.shape[0]
+        else:
+            Z = as_float_array(self.Z, "Z")
+            if Z.ndim == 1:
+                Z = Z[None]
+            if Z.ndim != 2:
+                raise InvalidInputError(f"Z must have shape (m, N); got {Z.shape}.")
+            object.__setattr__(self, "Z", Z)
+            m = Z.shape[0]
+        if b.size != m or m == 0:
+            raise InvalidInputError(f"b must have one entry per constraint ({m}); got {b.size}.")
+        object.__setattr__(self, "b", b)
+
+    def __len__(self) -> int:
+        return int(self.b.size)
+
+    @property
+    def dim(self) -> int:
+        return int(self.C.shape[1] if self.C is not None else self.Z.shape[1])
+
+    def validate(self, n: int) -> "LinearConstraints":
+        if self.dim != n:
+            raise InvalidInputError(
+                f"Linear constraint matrices are {self.dim} × {self.dim} but the learned matrix is {n} × {n}.")
+        return self
