@@ -110,17 +110,26 @@ class Kernel:
             return gaussian_kernel(X, Y, **self.params)
         return polynomial_kernel(X, Y, **self.params)
 
-    def diag(self, X) -> np.ndarray:
-        """κ0(x, x) for each row of X (without forming the full matrix)."""
-        X = check_data(X)
+    def paired(self, A, B) -> np.ndarray:
+        """κ0(a_t, b_t) for the rows of A and B (without forming the full matrix)."""
+        if self.precomputed:
+            raise InvalidInputError("Paired values of a precomputed kernel are not available from X.")
+        A, B = _pair(A, B)
+        if A.shape[0] != B.shape[0]:
+            raise InvalidInputError("A and B must have the same number of rows.")
         if self.name in ("gaussian", "rbf"):
-            return np.ones(X.shape[0])
+            D = A - B
+            return np.exp(-_gaussian_gamma(self.params.get("sigma"), self.params.get("gamma"))
+                          * np.einsum("ij,ij->i", D, D))
+        dots = np.einsum("ij,ij->i", A, B)
         if self.name == "linear":
-            return np.einsum("ij,ij->i", X, X)
-        if self.name in ("polynomial", "poly"):
-            p = dict(degree=2, coef0=1.0, scale=1.0, **self.params)
-            return (p["scale"] * np.einsum("ij,ij->i", X, X) + p["coef0"]) ** int(p["degree"])
-        raise InvalidInputError("The diagonal of a precomputed kernel is not available from X.")
+            return dots
+        p = dict(degree=2, coef0=1.0, scale=1.0, **self.params)
+        return (p["scale"] * dots + p["coef0"]) ** int(p["degree"])
+
+    def diag(self, X) -> np.ndarray:
+        """κ0(x, x) for each row of X."""
+        return self.paired(X, X)
 
 
 def kernel_matrix(X, Y=None, kernel: str | Kernel = "linear", **params) -> np.ndarray:
