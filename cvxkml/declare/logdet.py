@@ -158,8 +158,12 @@ class LogDetProblem:
         """The exact model as a ``cvxpy.Problem``.
 
         Variables (``problem.var_dict``): ``"X"``, the r × r whitened matrix X̂ with
-        M = T X̂ Tᵀ (see :meth:`matrix_expression`), and ``"xi"`` (slack problems).
-        Constraints are vectorized: one expression per constraint family.
+        M = T X̂ Tᵀ (see :meth:`matrix_expression`), and for slack problems
+        ``"xi_ratio"`` = ξ / ξ0 (the slack relative to the bounds; this scaling keeps
+        the conic solvers accurate when slacks span orders of magnitude).  Pair
+        constraints are written divided by their bounds, δ(p/b − 1) <= 0 (hard) or
+        δ(p/b − ξ/ξ0) <= 0 (slack).  Constraints are vectorized: one expression per
+        constraint family.
         """
         r = self.T.shape[1]
         X = cp.Variable((r, r), symmetric=True, name="X")
@@ -167,17 +171,17 @@ class LogDetProblem:
         cons = []
         self._pair_con = None
         if self.pairs is not None:
+            # Scaled by the bounds: rows v̂/√b give p/b, and the slack is the ratio s = ξ/ξ0,
+            # so every constraint and slack variable is O(1) (duals are mapped back below).
             P = self.pairs
-            Vh = self.F[P.i] - self.F[P.j]
+            Vh = (self.F[P.i] - self.F[P.j]) / np.sqrt(P.bound)[:, None]
             p = cp.sum(cp.multiply(Vh @ X, Vh), axis=1)
             if self.gamma is None:
-                self._pair_con = cp.multiply(P.y, p - P.bound) <= 0
+                self._pair_con = cp.multiply(P.y, p - 1.0) <= 0
             else:
-                xi = cp.Variable(len(P), name="xi")
-                objective = objective + self.gamma * (
-                    cp.sum(cp.multiply(1.0 / P.bound, xi)) - cp.sum(cp.log(xi))
-                    + float(np.sum(np.log(P.bound))) - len(P))
-                self._pair_con = cp.multiply(P.y, p - xi) <= 0
+                s = cp.Variable(len(P), name="xi_ratio")
+                objective = objective + self.gamma * (cp.sum(s) - cp.sum(cp.log(s)) - len(P))
+                self._pair_con = cp.multiply(P.y, p - s) <= 0
             cons.append(self._pair_con)
         if self.relative is not None:
             R = self.relative
@@ -202,21 +206,24 @@ class LogDetProblem:
     def default_solver(self) -> str:
         return "CLARABEL" if self.T.shape[1] <= _CLARABEL_MAX_DIM else "SCS"
 
-    def solve_reference(self, solver: str | None = None, eps: float = 1e-9,
+    def solve_reference(self, solver: str | None = None, eps: float | None = None,
                         accept_inaccurate: bool = False, **opts) -> Solution:
         """Solve the exact model with a conic solver at high accuracy.
 
-        Default solver: Clarabel (interior point) when the matrix variable is at most
-        40 × 40, SCS (``eps_abs = eps_rel = eps``, up to 200 000 iterations) above,
-        where Clarabel's memory becomes prohibitive.  Raises :class:`InfeasibleError`
+        Default solver: Clarabel (interior point, gap and feasibility tolerances
+        ``eps`` = 1e-8) when the matrix variable is at most 40 × 40, SCS
+        (``eps_abs = eps_rel = eps`` = 1e-9, up to 200 000 iterations) above, where
+        Clarabel's memory becomes prohibitive.  Raises :class:`InfeasibleError`
         for infeasible hard constraints and :class:`SolverError` for any other
         non-optimal status (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
         """
         solver = (solver or self.default_solver()).upper()
         prob = self.to_cvxpy()
         if solver == "SCS":
+            eps = 1e-9 if eps is None else eps
             kw = dict(eps_abs=eps, eps_rel=eps, max_iters=200_000)
         elif solver == "CLARABEL":
+            eps = 1e-8 if eps is None else eps
             kw = dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
         else:
             kw = {}
@@ -244,9 +251,10 @@ class LogDetProblem:
         lam = None
         if self._pair_con is not None:
             lam = np.maximum(np.asarray(self._pair_con.dual_value, dtype=float).ravel(), 0.0)
+            lam = lam / self.pairs.bound              # constraints were divided by the bounds
         xi = None
         if self.gamma is not None:
-            xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
+            xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * self.pairs.bound
         iters = getattr(prob.solver_stats, "num_iters", None) or 0
         dual_value = None
         if lam is not None and self.relative is None and self.linear is None:

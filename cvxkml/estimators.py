@@ -1,0 +1,519 @@
+"""scikit-learn estimators for LogDet metric and kernel learning (Jain et al. 2012).
+
+:class:`ITML` learns a Mahalanobis matrix W on the features (eq. 2 / 4, with LogDet
+slack eq. 7); :class:`KernelITML` learns a kernel matrix K on the training points
+(eq. 3 / 7) and extends it to new points with eq. 6.  Both build pair constraints from
+class labels (:meth:`cvxkml.sideinfo.PairConstraints.from_labels`), solve with the fast
+Bregman solver and follow the metric-learn vocabulary: ``transform``,
+``pair_distance``, ``pair_score`` and ``get_metric`` (a callable usable as
+``KNeighborsClassifier(metric=est.get_metric())``).
+"""
+from __future__ import annotations
+
+import numbers
+from functools import partial
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from ._validation import check_kernel_matrix, check_positive
+from .declare import ITML as _ITMLProblem
+from .declare import LogDetKernel as _LogDetKernelProblem
+from .errors import InvalidInputError
+from .kernels import Kernel
+from .learned import LearnedKernel, components_from_metric, kernel_S
+from .sideinfo import PairConstraints, baseline_kernel, baseline_metric
+
+__all__ = ["ITML", "KernelITML"]
+
+_COV_RIDGE = 1e-6          # relative ridge of prior="covariance"
+_KERNEL_PARAMS = {
+    "linear": set(), "precomputed": set(),
+    "gaussian": {"sigma", "gamma"}, "rbf": {"sigma", "gamma"},
+    "polynomial": {"degree", "coef0", "scale"}, "poly": {"degree", "coef0", "scale"},
+}
+
+
+def _metric_distance(u, v, L):
+    """sqrt((u − v)ᵀ LᵀL (u − v)) for two feature vectors (ITML.get_metric)."""
+    diff = L @ (np.asarray(u, dtype=float).ravel() - np.asarray(v, dtype=float).ravel())
+    return float(np.sqrt(diff @ diff))
+
+
+def _kernel_distance(u, v, learned):
+    """Learned kernel distance between two feature vectors (KernelITML.get_metric)."""
+    a = np.asarray(u, dtype=float).reshape(1, -1)
+    b = np.asarray(v, dtype=float).reshape(1, -1)
+    return float(np.sqrt(learned.pair_sq_distances(a, b)[0]))
+
+
+class _LogDetLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """What ITML and KernelITML share: parameter checks, label → pair constraints,
+    the pair API and the tags.  Subclasses implement ``_pair_sq_distances(A, B)``."""
+
+    def _check_params(self):
+        gamma = check_positive(self.gamma, "gamma", allow_none=True)
+        if self.scheme not in ("jain", "itml"):
+            raise InvalidInputError(f"scheme must be 'jain' or 'itml'; got {self.scheme!r}.")
+        for name in ("n_similar", "n_dissimilar"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 0:
+                raise InvalidInputError(f"{name} must be a non-negative integer; got {v!r}.")
+        if self.scheme == "jain" and self.n_similar + self.n_dissimilar == 0:
+            raise InvalidInputError("n_similar and n_dissimilar are both 0: no pairs to learn from.")
+        nc = self.n_constraints
+        if nc is not None and (not isinstance(nc, numbers.Integral) or isinstance(nc, bool) or nc < 1):
+            raise InvalidInputError(f"n_constraints must be None or a positive integer; got {nc!r}.")
+        try:
+            lo, hi = (float(p) for p in self.percentiles)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"percentiles must be a pair (lower, upper); got {self.percentiles!r}.") from exc
+        if not 0 <= lo < hi <= 100:
+            raise InvalidInputError(
+                f"percentiles must satisfy 0 <= lower < upper <= 100; got {self.percentiles!r}.")
+        tol = check_positive(self.tol, "tol")
+        ms = self.max_sweeps
+        if not isinstance(ms, numbers.Integral) or isinstance(ms, bool) or ms < 1:
+            raise InvalidInputError(f"max_sweeps must be a positive integer; got {ms!r}.")
+        return gamma, (lo, hi), tol, int(ms)
+
+    def _validate_fit_data(self, X, y):
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise InvalidInputError(
+                f"{type(self).__name__} needs labels from at least 2 classes to form dissimilar "
+                f"pairs; y has 1 class ({classes[0]!r}).")
+        return X, y
+
+    def _constraints(self, y, baseline, percentiles):
+        rs = self.random_state
+        if isinstance(rs, np.random.RandomState):      # numpy Generators take ints
+            rs = int(rs.randint(np.iinfo(np.int32).max))
+        return PairConstraints.from_labels(
+            y, baseline, scheme=self.scheme, n_similar=self.n_similar,
+            n_dissimilar=self.n_dissimilar, n_constraints=self.n_constraints,
+            percentiles=percentiles, random_state=rs)
+
+    def _store_solution(self, sol):
+        self.solution_ = sol
+        self.n_iter_ = int(sol.n_iter)
+
+    def pair_distance(self, pairs):
+        """Learned (non-squared) distances of pairs of points.
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+            ``pairs[t, 0]`` and ``pairs[t, 1]`` are the two points of pair t.
+
+        Returns
+        -------
+        distances : ndarray of shape (n_pairs,)
+        """
+        check_is_fitted(self)
+        self._check_not_precomputed("pair_distance")
+        pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
+        if pairs.ndim != 3 or pairs.shape[1] != 2 or pairs.shape[2] != self.n_features_in_:
+            raise InvalidInputError(
+                f"pairs must have shape (n_pairs, 2, {self.n_features_in_}); got {pairs.shape}.")
+        return np.sqrt(np.maximum(self._pair_sq_distances(pairs[:, 0], pairs[:, 1]), 0.0))
+
+    def pair_score(self, pairs):
+        """Similarity scores of pairs: ``-pair_distance(pairs)`` (higher = more similar).
+
+        Parameters
+        ----------
+        pairs : array-like of shape (n_pairs, 2, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_pairs,)
+        """
+        return -self.pair_distance(pairs)
+
+    def _check_not_precomputed(self, what):
+        pass
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+class ITML(_LogDetLearner):
+    """Information-theoretic (LogDet) metric learning on features (Jain et al. 2012,
+    eq. 2 / 4; eq. 7 with slack):
+
+        min_W  D_ld(W, W0) + γ D_ld(diag ξ, diag ξ0)
+        s.t.   (x_i − x_j)ᵀ W (x_i − x_j) <= ξ_ij  (similar),  >= ξ_ij  (dissimilar),
+
+    with ξ0 = u for similar and l for dissimilar pairs, u and l the ``percentiles`` of
+    the squared baseline (prior) distances.  Solved by cyclic Bregman projections.
+
+    Parameters
+    ----------
+    gamma : float or None, default=1.0
+        LogDet slack weight γ > 0 (larger = constraints enforced more strictly).  With
+        slack every label set is feasible.  ``None`` imposes hard constraints.
+    scheme : {"jain", "itml"}, default="jain"
+        How pairs are drawn from the labels: ``"jain"`` takes, for every class,
+        ``n_similar`` random within-class pairs and ``n_dissimilar`` pairs of a member
+        with a point of another class (Jain et al. §6); ``"itml"`` draws
+        ``n_constraints`` random pairs (default 40·c·(c−1), c classes), similar when the
+        labels agree (the original ITML code).  Duplicate pairs are removed.
+    n_similar : int, default=100
+        Similar pairs per class (``scheme="jain"``).
+    n_dissimilar : int, default=100
+        Dissimilar pairs per class (``scheme="jain"``).
+    n_constraints : int or None, default=None
+        Number of random pairs for ``scheme="itml"`` (None: 40·c·(c−1)).
+    percentiles : tuple of two floats, default=(5.0, 95.0)
+        Percentiles (lower, upper) of the squared baseline distances over all pairs of
+        training points giving the bounds u (similar) and l (dissimilar).
+    prior : {"identity", "covariance"} or array-like of shape (n_features, n_features), \
+default="identity"
+        The prior Mahalanobis matrix W0: the identity (Euclidean), the inverse
+        covariance of X regularised to be positive definite,
+        W0 = (Σ + 1e-6·(tr Σ / d)·I)⁻¹, or a given symmetric positive definite matrix.
+    tol : float, default=1e-6
+        Stopping tolerance of the Bregman solver (relative change of the dual variables
+        over a sweep).
+    max_sweeps : int, default=10000
+        Maximum number of sweeps over the constraints; when reached, the solver emits a
+        :class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept.
+    random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
+default=None
+        Seed of the pair sampling (and of the percentile sample for large n).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+        L with W = LᵀL; ``transform(X) = X @ components_.T``.
+    solution_ : cvxkml.solution.Solution
+        The solver's result (``matrix`` is W, plus duals, slack, convergence info).
+    n_iter_ : int
+        Number of Bregman sweeps.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when X has string column names.
+    """
+
+    def __init__(self, *, gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
+                 n_constraints=None, percentiles=(5.0, 95.0), prior="identity", tol=1e-6,
+                 max_sweeps=10000, random_state=None):
+        self.gamma = gamma
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.prior = prior
+        self.tol = tol
+        self.max_sweeps = max_sweeps
+        self.random_state = random_state
+
+    def _prior_matrix(self, X):
+        d = X.shape[1]
+        prior = self.prior
+        if isinstance(prior, str):
+            if prior == "identity":
+                return None
+            if prior == "covariance":
+                C = np.atleast_2d(np.cov(X, rowvar=False))
+                scale = float(np.trace(C)) / d
+                if not scale > 0:
+                    raise InvalidInputError(
+                        "prior='covariance' needs X with non-constant features (the covariance is 0).")
+                W0 = np.linalg.inv(C + _COV_RIDGE * scale * np.eye(d))
+                return 0.5 * (W0 + W0.T)
+            raise InvalidInputError(
+                f"prior must be 'identity', 'covariance' or a PD matrix; got {prior!r}.")
+        W0 = check_kernel_matrix(prior, "prior", require_pd=True)
+        if W0.shape != (d, d):
+            raise InvalidInputError(f"prior must be {d} × {d} to match X; got {W0.shape}.")
+        return W0
+
+    def fit(self, X, y):
+        """Learn the Mahalanobis matrix from labelled data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (at least 2 samples, finite).
+        y : array-like of shape (n_samples,)
+            Class labels (at least 2 classes).
+
+        Returns
+        -------
+        self : ITML
+        """
+        gamma, percentiles, tol, max_sweeps = self._check_params()
+        X, y = self._validate_fit_data(X, y)
+        W0 = self._prior_matrix(X)
+        pc = self._constraints(y, baseline_metric(X, W0), percentiles)
+        sol = _ITMLProblem(X, pc, W0=W0, gamma=gamma).solve(tol=tol, max_sweeps=max_sweeps)
+        self.components_ = components_from_metric(sol.matrix)
+        self._store_solution(sol)
+        return self
+
+    def transform(self, X):
+        """Map X to the learned space, ``X @ components_.T``; Euclidean distances there
+        are the learned Mahalanobis distances.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.components_.T
+
+    def get_mahalanobis_matrix(self):
+        """The learned Mahalanobis matrix W = LᵀL, shape (n_features, n_features)."""
+        check_is_fitted(self)
+        return self.components_.T @ self.components_
+
+    def get_metric(self):
+        """A callable ``f(u, v) -> float``, the learned distance sqrt((u − v)ᵀW(u − v))
+        between two feature vectors (a snapshot: refitting does not change it).  Usable as
+        ``KNeighborsClassifier(metric=est.get_metric())``; picklable."""
+        check_is_fitted(self)
+        return partial(_metric_distance, L=self.components_.copy())
+
+    def _pair_sq_distances(self, A, B):
+        D = (A - B) @ self.components_.T
+        return np.einsum("ij,ij->i", D, D)
+
+
+class KernelITML(_LogDetLearner):
+    """LogDet kernel learning (Jain et al. 2012, eq. 3; eq. 7 with slack) with the
+    inductive extension to new points (eq. 6):
+
+        min_K  D_ld(K, K0) + γ D_ld(diag ξ, diag ξ0)
+        s.t.   K_ii + K_jj − 2K_ij <= ξ_ij  (similar),  >= ξ_ij  (dissimilar),
+
+    with K0 = κ0(X, X) the base kernel on the training points.  The learned kernel on
+    arbitrary points is κ(z1, z2) = κ0(z1, z2) + k1ᵀ S k2 with S = K0⁺(K − K0)K0⁺ and
+    k_i = κ0(z_i, X_train) (Theorem 1).
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "rbf", "linear", "polynomial", "poly", "precomputed"}, \
+default="gaussian"
+        The base kernel κ0.  With ``"precomputed"``, ``fit`` takes the square training
+        kernel matrix κ0(X_train, X_train) and ``transform`` takes κ0(X_new, X_train) of
+        shape (n_new, n_train).
+    kernel_params : dict or None, default=None
+        Parameters of the base kernel: ``sigma`` or ``gamma`` for the Gaussian kernel
+        κ0(x, y) = exp(−gamma·‖x − y‖²) (gamma = 1 / (2 sigma²)); ``degree``, ``coef0``,
+        ``scale`` for the polynomial kernel (scale·xᵀy + coef0)^degree (defaults 2, 1, 1);
+        none for the linear and precomputed kernels.  ``None`` uses the defaults; for the
+        Gaussian kernel the default is gamma = 1 / n_features, computed at fit time (as
+        scikit-learn's ``gamma="auto"``; no rescaling by the data variance, so
+        standardise the features first).
+    gamma : float or None, default=1.0
+        LogDet slack weight γ > 0; ``None`` imposes hard constraints.
+    scheme : {"jain", "itml"}, default="jain"
+        Pair sampling scheme, as in :class:`ITML`.
+    n_similar : int, default=100
+        Similar pairs per class (``scheme="jain"``).
+    n_dissimilar : int, default=100
+        Dissimilar pairs per class (``scheme="jain"``).
+    n_constraints : int or None, default=None
+        Number of random pairs for ``scheme="itml"`` (None: 40·c·(c−1)).
+    percentiles : tuple of two floats, default=(5.0, 95.0)
+        Percentiles of the squared base-kernel distances giving the bounds u and l.
+    ridge : float, default=0.0
+        Non-negative value added to the diagonal of the training matrix K0 before
+        learning (a white-noise term of the base kernel: it does not change κ0 between
+        distinct points, so new points are extended with the plain κ0).
+    tol : float, default=1e-6
+        Stopping tolerance of the Bregman solver.
+    max_sweeps : int, default=10000
+        Maximum number of sweeps (then a :class:`cvxkml.errors.ConvergenceWarning`).
+    random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
+default=None
+        Seed of the pair sampling.
+
+    Attributes
+    ----------
+    X_fit_ : ndarray of shape (n_train, n_features)
+        The training points (with ``"precomputed"``: the training kernel matrix).
+    kernel_ : cvxkml.kernels.Kernel
+        The base kernel with its resolved parameters.
+    learned_kernel_ : cvxkml.learned.LearnedKernel
+        The learned kernel as a function of new points (eq. 6).
+    embedding_ : ndarray of shape (n_train, n_components)
+        ``transform`` of the training points: ``embedding_ @ embedding_.T`` is the
+        learned training kernel matrix (for ``ridge=0``).
+    solution_ : cvxkml.solution.Solution
+        The solver's result (``matrix`` is the learned n_train × n_train kernel K).
+    n_iter_ : int
+        Number of Bregman sweeps.
+    n_features_in_ : int
+        Number of features seen in ``fit`` (n_train for ``"precomputed"``).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when X has string column names.
+    """
+
+    def __init__(self, *, kernel="gaussian", kernel_params=None, gamma=1.0, scheme="jain",
+                 n_similar=100, n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0),
+                 ridge=0.0, tol=1e-6, max_sweeps=10000, random_state=None):
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.gamma = gamma
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.ridge = ridge
+        self.tol = tol
+        self.max_sweeps = max_sweeps
+        self.random_state = random_state
+
+    @property
+    def _precomputed(self):
+        return self.kernel == "precomputed"
+
+    def _base_kernel(self, n_features):
+        if not isinstance(self.kernel, str) or self.kernel not in _KERNEL_PARAMS:
+            raise InvalidInputError(
+                f"kernel must be one of {sorted(_KERNEL_PARAMS)}; got {self.kernel!r}.")
+        params = {} if self.kernel_params is None else self.kernel_params
+        if not isinstance(params, dict):
+            raise InvalidInputError(f"kernel_params must be a dict or None; got {params!r}.")
+        allowed = _KERNEL_PARAMS[self.kernel]
+        unknown = set(params) - allowed
+        if unknown:
+            raise InvalidInputError(
+                f"Unknown kernel_params {sorted(unknown)} for kernel={self.kernel!r}; "
+                f"allowed: {sorted(allowed) or 'none'}.")
+        params = dict(params)
+        if self.kernel in ("gaussian", "rbf") and not params:
+            params["gamma"] = 1.0 / n_features
+        return Kernel(self.kernel, params)
+
+    def fit(self, X, y):
+        """Learn the kernel on the training points from labelled data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) \
+for ``kernel="precomputed"``
+            Training data, or the training kernel matrix κ0(X_train, X_train).
+        y : array-like of shape (n_samples,)
+            Class labels (at least 2 classes).
+
+        Returns
+        -------
+        self : KernelITML
+        """
+        gamma, percentiles, tol, max_sweeps = self._check_params()
+        ridge = float(self.ridge) if isinstance(self.ridge, numbers.Real) else np.nan
+        if not (np.isfinite(ridge) and ridge >= 0):
+            raise InvalidInputError(f"ridge must be a finite non-negative number; got {self.ridge!r}.")
+        X, y = self._validate_fit_data(X, y)
+        kern = self._base_kernel(X.shape[1])
+        if self._precomputed and X.shape[0] != X.shape[1]:
+            raise InvalidInputError(
+                "With kernel='precomputed', X must be the square training kernel matrix "
+                f"κ0(X_train, X_train); got shape {X.shape}.")
+        K0 = kern(X, X)
+        K0 = 0.5 * (K0 + K0.T)
+        K0_fit = K0 + ridge * np.eye(K0.shape[0]) if ridge > 0 else K0
+        pc = self._constraints(y, baseline_kernel(K0_fit), percentiles)
+        sol = _LogDetKernelProblem(K0_fit, pc, gamma=gamma).solve(tol=tol, max_sweeps=max_sweeps)
+        self.X_fit_ = X
+        self.kernel_ = kern
+        S = kernel_S(K0_fit, sol.matrix)
+        self.learned_kernel_ = LearnedKernel(kern, X, 0.5 * (S + S.T))   # S is symmetric up to round-off
+        self.embedding_ = self.learned_kernel_.embed_cross(K0)
+        self._store_solution(sol)
+        return self
+
+    def transform(self, X):
+        """Embedding coordinates ψ(X) of the learned kernel.
+
+        ψ(z)ᵀψ(z') equals the learned kernel κ(z, z') exactly when z and z' lie in the
+        span of the training points in feature space (Theorem 1 / eq. 6); otherwise the
+        component orthogonal to that span, which the learned W* = I + ΦSΦᵀ leaves
+        unchanged, is dropped.  Inner products with training points stay exact, so
+        distances from a new point to the training points are the learned ones up to a
+        constant per new point (nearest-neighbour rankings are exact).  For exact
+        values use :meth:`learned_kernel`, :meth:`pair_distance` or :meth:`get_metric`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_samples, n_train) for \
+``kernel="precomputed"`` (κ0(X, X_train))
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components)
+            n_components = the rank of the learned training kernel matrix.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        K_cross = X if self._precomputed else self.kernel_(X, self.X_fit_)
+        return self.learned_kernel_.embed_cross(K_cross)
+
+    def learned_kernel(self, X, Y=None):
+        """The learned kernel matrix κ(X, Y) between arbitrary points (eq. 6).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+        Y : array-like of shape (n_samples_Y, n_features) or None, default=None
+            None means Y = X.
+
+        Returns
+        -------
+        K : ndarray of shape (n_samples_X, n_samples_Y)
+        """
+        check_is_fitted(self)
+        self._check_not_precomputed("learned_kernel")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Y = X if Y is None else validate_data(self, Y, reset=False, dtype=np.float64)
+        return self.learned_kernel_(X, Y)
+
+    def get_metric(self):
+        """A callable ``f(u, v) -> float``, the learned kernel distance
+        sqrt(κ(u, u) + κ(v, v) − 2κ(u, v)) between two feature vectors (a snapshot;
+        picklable).  Not available for ``kernel="precomputed"``."""
+        check_is_fitted(self)
+        self._check_not_precomputed("get_metric")
+        return partial(_kernel_distance, learned=self.learned_kernel_)
+
+    def _check_not_precomputed(self, what):
+        if self._precomputed:
+            raise InvalidInputError(
+                f"{what} needs the base kernel between arbitrary points, which "
+                "kernel='precomputed' does not provide; use transform with κ0(X, X_train), "
+                "or fit with a named kernel.")
+
+    def _pair_sq_distances(self, A, B):
+        return self.learned_kernel_.pair_sq_distances(A, B)
+
+    @property
+    def _n_features_out(self):
+        return self.embedding_.shape[1]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags
