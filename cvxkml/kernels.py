@@ -124,7 +124,7 @@ class Kernel:
         dots = np.einsum("ij,ij->i", A, B)
         if self.name == "linear":
             return dots
-        p = dict(degree=2, coef0=1.0, scale=1.0, **self.params)
+        p = {"degree": 2, "coef0": 1.0, "scale": 1.0, **self.params}
         return (p["scale"] * dots + p["coef0"]) ** int(p["degree"])
 
     def diag(self, X) -> np.ndarray:

@@ -1,0 +1,162 @@
+"""The ``cvxkml`` command: --version, ``bench itml --quick`` and ``demo``.
+
+The printed tables are parsed back (cells are separated by two or more spaces).  No
+timing assertions: only that times and ratios are finite and positive.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cvxkml import __version__, bench
+from cvxkml.cli import format_table, main
+
+
+def _run(argv) -> tuple[int, str]:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(argv)
+    return rc, buf.getvalue()
+
+
+def _table(text: str, first_header: str) -> tuple[list[str], list[list[str]]]:
+    """The table whose header row starts with ``first_header``: (headers, rows)."""
+    lines = text.splitlines()
+    start = next(k for k, ln in enumerate(lines) if ln.startswith(first_header + "  "))
+    headers = re.split(r"\s{2,}", lines[start].strip())
+    assert set(lines[start + 1].replace(" ", "")) == {"-"}
+    rows = []
+    for ln in lines[start + 2:]:
+        if not ln.strip() or ln.startswith("("):
+            break
+        rows.append(re.split(r"\s{2,}", ln.strip()))
+    assert rows and all(len(r) == len(headers) for r in rows)
+    return headers, rows
+
+
+def _positive_finite(cell: str) -> bool:
+    v = float(cell)
+    return math.isfinite(v) and v > 0
+
+
+# ---------------------------------------------------------------- version / usage
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"cvxkml {__version__}"
+
+
+def test_version_console_entry_point():
+    out = subprocess.run([sys.executable, "-m", "cvxkml.cli", "--version"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == f"cvxkml {__version__}"
+
+
+def test_no_command_prints_help():
+    rc, out = _run([])
+    assert rc == 2 and "demo" in out and "bench" in out
+    rc, out = _run(["bench"])
+    assert rc == 2 and "itml" in out
+
+
+def test_format_table():
+    t = format_table(["a", "bb"], [["x y", "1"], ["long cell", "22"]])
+    lines = t.splitlines()
+    assert lines[0].split() == ["a", "bb"] and set(lines[1].replace(" ", "")) == {"-"}
+    assert re.split(r"\s{2,}", lines[3]) == ["long cell", "22"]
+
+
+# ---------------------------------------------------------------- bench itml --quick
+@pytest.fixture(scope="module")
+def bench_output():
+    rc, out = _run(["bench", "itml", "--quick"])
+    assert rc == 0
+    return out
+
+
+def test_bench_projection_table(bench_output):
+    headers, rows = _table(bench_output, "form")
+    assert headers == ["form", "size", "pairs", "projections", "rank-1 updates", "numba [s/proj]",
+                       "numpy [s/proj]", "numpy/numba", "max rel diff"]
+    assert [(r[0], r[1]) for r in rows] == [("metric", "d=4"), ("metric", "d=13"), ("kernel", "n=100")]
+    for r in rows:
+        assert 0 < int(r[4]) <= int(r[3])
+        assert all(_positive_finite(c) for c in r[5:8])
+        assert float(r[8]) < 1e-10            # same update, same arithmetic
+
+
+def test_bench_tolerance_table(bench_output):
+    headers, rows = _table(bench_output, "n")
+    assert headers == ["n", "pairs", "exact solver", "fast [s]", "exact [s]", "fast/exact",
+                       "rel obj gap", "fast max viol", "exact max viol", "exact status"]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("10", "20", "scs"), ("10", "20", "clarabel"), ("20", "40", "scs"), ("20", "40", "clarabel")]
+    for r in rows:
+        assert all(_positive_finite(c) for c in r[3:6])
+        assert float(r[6]) < 1e-5
+        assert r[9] == "optimal"
+
+
+def test_numpy_loops_match_numba():
+    """The plain-NumPy reference loops reproduce the Numba solver's iterates."""
+    from cvxkml.datasets import make_random_instance
+    from cvxkml.solvers.bregman import bregman_kernel, bregman_metric
+
+    pm = make_random_instance(20, 4, 30, 1.0, kind="metric", random_state=2)
+    P = pm.pairs
+    res = bregman_metric(pm.M0, pm.X, P.i, P.j, P.y, P.bound, 1.0, tol=0.0, max_sweeps=7)
+    W, xi, lam = np.eye(4), P.bound.copy(), np.zeros(len(P))
+    V = pm.X[P.i] - pm.X[P.j]
+    bench.numpy_sweeps_metric(W, V, P.y, xi, lam, 1.0, 7)
+    np.testing.assert_allclose(W, res.matrix, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(lam, res.lam, rtol=1e-10, atol=1e-12)
+
+    pk = make_random_instance(15, 3, 25, 2.0, kind="kernel", random_state=2)
+    P = pk.pairs
+    res = bregman_kernel(pk.M0, P.i, P.j, P.y, P.bound, 2.0, tol=0.0, max_sweeps=7)
+    K, xi, lam = pk.M0.copy(), P.bound.copy(), np.zeros(len(P))
+    bench.numpy_sweeps_kernel(K, P.i, P.j, P.y, xi, lam, 2.0, 7)
+    np.testing.assert_allclose(K, res.matrix, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(xi, res.xi, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- demo
+@pytest.fixture(scope="module")
+def demo_output():
+    rc, out = _run(["demo"])
+    assert rc == 0
+    return out
+
+
+def test_demo_knn_table(demo_output):
+    headers, rows = _table(demo_output, "method")
+    assert headers == ["method", "fold 1", "fold 2", "mean ± spread", "fit time [s]"]
+    assert [r[0] for r in rows] == ["Euclidean", "ITML", "KernelITML (Gaussian)"]
+    for r in rows:
+        folds = [float(c) for c in r[1:3]]
+        mean, spread = (float(c) for c in r[3].split("±"))
+        assert all(0.0 <= a <= 1.0 for a in folds)
+        assert mean == pytest.approx(np.mean(folds), abs=1e-3)
+        assert spread >= 0
+    assert min(float(r[3].split("±")[0]) for r in rows) > 0.8       # Wine is easy
+
+
+def test_demo_fast_vs_exact(demo_output):
+    headers, rows = _table(demo_output, "solver")
+    assert headers == ["solver", "objective", "max violation", "time [s]"]
+    assert rows[0][0].startswith("fast (Bregman") and rows[1][0].startswith("exact (cvxpy-")
+    f_fast, f_exact = float(rows[0][1]), float(rows[1][1])
+    assert abs(f_fast - f_exact) <= 1e-5 * abs(f_exact)
+    assert all(float(r[2]) < 1e-6 for r in rows)
+    gap = float(re.search(r"relative objective gap: (\S+)", demo_output).group(1))
+    ratio = float(re.search(r"time ratio fast/exact: (\S+)", demo_output).group(1))
+    assert 0 <= gap < 1e-5
+    assert math.isfinite(ratio) and ratio > 0

@@ -1,0 +1,175 @@
+"""Offline loaders (cvxkml.datasets) and the random LogDet instances."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cvxkml import datasets
+from cvxkml.declare import ITML, LogDetKernel
+from cvxkml.errors import InvalidInputError
+
+
+@pytest.fixture(scope="module")
+def folder() -> Path:
+    """The data folder as cvxkml resolves it (CVXKML_DATA, else ../shared/data from the
+    working directory), else ../shared/data next to the repository."""
+    try:
+        d = datasets.data_dir()
+    except FileNotFoundError:
+        d = Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not d.is_dir():
+        pytest.skip(f"offline data folder not found ({d}): set CVXKML_DATA to a folder holding "
+                    "the shared data sets (ionosphere.csv, …, mnist5000.npz, mfeat.npz)")
+    return d
+
+
+# ---------------------------------------------------------------- shapes (README table)
+CSV_SHAPES = {
+    "ionosphere": ((351, 34), 2),
+    "sonar": ((208, 60), 2),
+    "spambase": ((4601, 57), 2),
+    "balance": ((625, 4), 3),
+    "pendigits": ((10992, 16), 10),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CSV_SHAPES))
+def test_csv_shapes(folder, name):
+    X, y = datasets.load_csv_dataset(name, data_dir=folder)
+    shape, n_classes = CSV_SHAPES[name]
+    assert X.shape == shape
+    assert X.dtype == np.float64 and np.all(np.isfinite(X))
+    assert y.shape == (shape[0],)
+    assert np.unique(y).size == n_classes
+
+
+def test_csv_name_with_suffix_and_label_types(folder):
+    X, y = datasets.load_csv_dataset("sonar.csv", data_dir=folder)
+    assert X.shape == (208, 60)
+    assert set(np.unique(y)) == {"M", "R"}
+    _, yp = datasets.load_csv_dataset("pendigits", data_dir=folder)
+    assert np.issubdtype(yp.dtype, np.integer) and set(np.unique(yp)) == set(range(10))
+
+
+def test_nursery_is_one_hot(folder):
+    X, y = datasets.load_csv_dataset("nursery", data_dir=folder)
+    assert X.shape == (12960, 27)
+    assert set(np.unique(X)) == {0.0, 1.0}
+    np.testing.assert_array_equal(X.sum(axis=1), 8.0)      # one category per attribute
+    assert np.unique(y).size == 5
+
+
+def test_mnist5000(folder):
+    X, y = datasets.load_npz("mnist5000", data_dir=folder)
+    assert X.shape == (5000, 784) and X.dtype == np.float64
+    assert 0 <= X.min() and X.max() <= 255
+    np.testing.assert_array_equal(np.bincount(y), np.full(10, 500))
+
+
+def test_mfeat(folder):
+    d = datasets.load_npz("mfeat.npz", data_dir=folder)
+    dims = {"fou": 76, "fac": 216, "kar": 64, "pix": 240, "zer": 47, "mor": 6}
+    assert set(d) == set(dims) | {"y"}
+    for view, k in dims.items():
+        assert d[view].shape == (2000, k)
+    np.testing.assert_array_equal(np.bincount(d["y"]), np.full(10, 200))
+
+
+# ---------------------------------------------------------------- folder resolution
+def test_data_dir_precedence(tmp_path, monkeypatch):
+    shared = tmp_path / "shared" / "data"
+    shared.mkdir(parents=True)
+    work = tmp_path / "repo"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.delenv(datasets.DATA_ENV, raising=False)
+    assert datasets.data_dir().resolve() == shared.resolve()            # ../shared/data
+    monkeypatch.setenv(datasets.DATA_ENV, str(tmp_path / "env"))
+    assert datasets.data_dir() == tmp_path / "env"                      # environment
+    assert datasets.data_dir(tmp_path / "arg") == tmp_path / "arg"      # argument wins
+
+
+def test_data_dir_unconfigured(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(datasets.DATA_ENV, raising=False)
+    with pytest.raises(FileNotFoundError, match="CVXKML_DATA"):
+        datasets.data_dir()
+    with pytest.raises(FileNotFoundError, match="No data folder"):
+        datasets.load_csv_dataset("sonar")
+
+
+def test_env_variable_is_used(folder, tmp_path, monkeypatch):
+    shutil.copy(folder / "balance.csv", tmp_path / "balance.csv")
+    monkeypatch.setenv(datasets.DATA_ENV, str(tmp_path))
+    X, y = datasets.load_csv_dataset("balance")
+    assert X.shape == (625, 4)
+
+
+def test_missing_csv_message(tmp_path):
+    with pytest.raises(FileNotFoundError,
+                       match=r"'sonar\.csv' not found: expected .*sonar\.csv.*Gorman.*CVXKML_DATA"):
+        datasets.load_csv_dataset("sonar", data_dir=tmp_path)
+
+
+def test_missing_npz_message(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"'mnist5000\.npz' not found.*MNIST.*data_dir"):
+        datasets.load_npz("mnist5000", data_dir=tmp_path)
+
+
+def test_unknown_names(tmp_path):
+    with pytest.raises(InvalidInputError, match="Unknown data set 'isolet'"):
+        datasets.load_csv_dataset("isolet", data_dir=tmp_path)
+    with pytest.raises(InvalidInputError, match="choose one of"):
+        datasets.load_npz("usps", data_dir=tmp_path)
+
+
+def test_wine_standardized():
+    X, y = datasets.load_wine_standardized()
+    assert X.shape == (178, 13)
+    np.testing.assert_allclose(X.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(X.std(axis=0), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(np.bincount(y), [59, 71, 48])
+
+
+# ---------------------------------------------------------------- random instances
+@pytest.mark.parametrize("kind, cls, dim", [("metric", ITML, 4), ("kernel", LogDetKernel, 12)])
+def test_random_instance(kind, cls, dim):
+    p = datasets.make_random_instance(12, 4, 20, 1.0, kind=kind, random_state=3)
+    assert isinstance(p, cls)
+    assert len(p.pairs) == 20 and p.gamma == 1.0
+    assert p.M0.shape == (dim, dim)
+    assert np.all(p.pairs.i < p.pairs.j)                                # distinct pairs
+    assert len(set(zip(p.pairs.i, p.pairs.j))) == 20
+    q = datasets.make_random_instance(12, 4, 20, 1.0, kind=kind, random_state=3)
+    np.testing.assert_array_equal(p.M0, q.M0)
+    np.testing.assert_array_equal(p.pairs.bound, q.pairs.bound)
+    assert np.all(np.linalg.eigvalsh(p.M0) > 0)
+
+
+@pytest.mark.parametrize("kind", ["metric", "kernel"])
+def test_random_instance_fast_matches_exact(kind):
+    p = datasets.make_random_instance(10, 3, 15, 1.0, kind=kind, random_state=1)
+    fast = p.solve(tol=1e-10, max_sweeps=100_000)
+    exact = p.solve_reference()
+    assert fast.converged
+    assert abs(fast.objective - exact.objective) <= 1e-6 * max(1.0, abs(exact.objective))
+
+
+def test_random_instance_hard_constraints():
+    p = datasets.make_random_instance(8, 3, 2, None, kind="metric", random_state=0)
+    assert p.gamma is None
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n=5, d=2, n_pairs=11), "n_pairs must be between 1 and n"),
+    (dict(n=5, d=2, n_pairs=0), "n_pairs must be between 1 and n"),
+    (dict(n=1, d=2, n_pairs=1), "n >= 2"),
+    (dict(n=5, d=2, n_pairs=3, kind="graph"), "kind must be"),
+])
+def test_random_instance_errors(kwargs, match):
+    kwargs.setdefault("gamma", 1.0)
+    with pytest.raises(InvalidInputError, match=match):
+        datasets.make_random_instance(**kwargs)

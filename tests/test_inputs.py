@@ -1,0 +1,140 @@
+"""Bad input gives a typed error that says what to do; nothing returns NaN."""
+import warnings
+
+import numpy as np
+import pytest
+
+import cvxkml
+from cvxkml.errors import (ConvergenceWarning, InfeasibleError, InvalidInputError, NotPSDError)
+from cvxkml.sideinfo import (LinearConstraints, PairConstraints, RelativeConstraints,
+                             baseline_metric)
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 3))
+    return X, PairConstraints([0, 1, 2], [3, 4, 5], [1, -1, 1], [1.0, 5.0, 1.0])
+
+
+def test_nan_and_inf(data):
+    X, pc = data
+    Xn = X.copy(); Xn[0, 0] = np.nan
+    with pytest.raises(InvalidInputError, match="NaN or inf"):
+        cvxkml.ITML(Xn, pc)
+    K = X @ X.T + np.eye(8); K[1, 2] = K[2, 1] = np.inf
+    with pytest.raises(InvalidInputError, match="NaN or inf"):
+        cvxkml.LogDetKernel(K, pc)
+
+
+def test_kernel_shape_symmetry_psd(data):
+    X, pc = data
+    with pytest.raises(InvalidInputError, match="square"):
+        cvxkml.LogDetKernel(np.ones((8, 7)), pc)
+    A = X @ X.T + np.eye(8); A[0, 1] += 1.0
+    with pytest.raises(InvalidInputError, match="symmetric"):
+        cvxkml.LogDetKernel(A, pc)
+    with pytest.raises(NotPSDError, match="not positive semidefinite"):
+        cvxkml.LogDetKernel(X @ X.T - 3 * np.eye(8), pc)
+    with pytest.raises(NotPSDError, match="positive definite"):
+        cvxkml.ITML(X, pc, W0=np.diag([1.0, 1.0, 0.0]))
+
+
+def test_pair_constraint_validation():
+    with pytest.raises(InvalidInputError, match="i = j"):
+        PairConstraints([0, 1], [0, 2], [1, 1], [1.0, 1.0])
+    with pytest.raises(InvalidInputError, match="finite and positive"):
+        PairConstraints([0], [1], [1], [0.0])
+    with pytest.raises(InvalidInputError, match="finite and positive"):
+        PairConstraints([0], [1], [1], [np.nan])
+    with pytest.raises(InvalidInputError, match=r"\+1 \(similar\) or -1"):
+        PairConstraints([0], [1], [0], [1.0])
+    with pytest.raises(InvalidInputError, match="same length"):
+        PairConstraints([0, 1], [1], [1], [1.0])
+    with pytest.raises(InvalidInputError, match="integer"):
+        PairConstraints([0.5], [1], [1], [1.0])
+
+
+def test_index_out_of_range(data):
+    X, _ = data
+    pc = PairConstraints([0, 9], [1, 2], [1, 1], [1.0, 1.0])
+    with pytest.raises(InvalidInputError, match="index 9, out of range for 8 points"):
+        cvxkml.ITML(X, pc)
+    with pytest.raises(InvalidInputError, match="out of range"):
+        cvxkml.LogDetKernel(X @ X.T + np.eye(8), pc)
+
+
+def test_zero_baseline_distance_pair():
+    X = np.array([[0.0, 1.0], [0.0, 1.0], [2.0, 0.0]])
+    pc = PairConstraints([0, 0], [1, 2], [-1, -1], [1.0, 1.0])
+    with pytest.raises(InvalidInputError, match="zero distance under the baseline"):
+        cvxkml.ITML(X, pc)
+    with pytest.warns(UserWarning, match="zero baseline distance"):
+        got = PairConstraints.from_labels([0, 1, 0], baseline_metric(X), n_similar=20,
+                                          n_dissimilar=20, random_state=0)
+    assert not np.any((np.minimum(got.i, got.j) == 0) & (np.maximum(got.i, got.j) == 1))
+
+
+def test_infeasible_hard_constraints():
+    """d(0,1) <= 1 and d(0,1) >= 4 cannot both hold: the exact model says so and
+    suggests slack; the fast solver does not converge and says so; slack solves it."""
+    X = np.random.default_rng(1).normal(size=(4, 2))
+    pc = PairConstraints([0, 1], [1, 0], [1, -1], [1.0, 4.0])
+    prob = cvxkml.ITML(X, pc)
+    with pytest.raises(InfeasibleError, match="gamma"):
+        prob.solve_reference()
+    with pytest.warns(ConvergenceWarning, match="slack"):
+        try:
+            sol = prob.solve(max_sweeps=200)
+        except InfeasibleError as exc:                 # breakdown is also acceptable
+            assert "gamma" in str(exc)
+        else:
+            assert not sol.converged and sol.max_violation > 0.1
+            assert np.all(np.isfinite(sol.matrix))
+            warnings.warn("slack", ConvergenceWarning)   # keep pytest.warns satisfied
+    sol = cvxkml.ITML(X, pc, gamma=1.0).solve()
+    assert sol.converged and np.all(np.isfinite(sol.matrix)) and np.isfinite(sol.objective)
+
+
+def test_parameters(data):
+    X, pc = data
+    for bad in (0.0, -1.0, np.inf, "a"):
+        with pytest.raises(InvalidInputError, match="gamma"):
+            cvxkml.ITML(X, pc, gamma=bad)
+    with pytest.raises(InvalidInputError, match="tol"):
+        cvxkml.ITML(X, pc, gamma=1.0).solve(tol=0)
+    with pytest.raises(InvalidInputError, match="max_sweeps"):
+        cvxkml.ITML(X, pc, gamma=1.0).solve(max_sweeps=0)
+    with pytest.raises(InvalidInputError, match="W0 must be 3 × 3"):
+        cvxkml.ITML(X, pc, W0=np.eye(4))
+
+
+def test_fast_solver_rejects_unsupported_constraints(data):
+    X, pc = data
+    rel = RelativeConstraints([0], [1], [2], 0.5)
+    prob = cvxkml.ITML(X, [pc, rel])
+    with pytest.raises(InvalidInputError, match="solve_reference"):
+        prob.solve()
+    with pytest.raises(InvalidInputError, match="at most one PairConstraints"):
+        cvxkml.ITML(X, [pc, pc])
+    with pytest.raises(InvalidInputError, match="Unsupported constraint"):
+        cvxkml.ITML(X, [pc, "x"])
+    with pytest.raises(InvalidInputError, match="3 × 3"):
+        cvxkml.ITML(X, LinearConstraints(b=[1.0], Z=np.ones((1, 4))))
+
+
+def test_relative_and_linear_constraints_in_exact_model(data):
+    """The exact model enforces relative and general linear constraints."""
+    X, pc = data
+    rel = RelativeConstraints([0, 1], [1, 2], [2, 3], [0.5, 0.5])
+    lin = LinearConstraints(b=[0.8], C=np.eye(3)[None] * 0.5)            # tr(W)/2 <= 0.8
+    prob = cvxkml.ITML(X, [rel, lin])
+    sol = prob.solve_reference()
+    assert sol.max_violation <= 1e-6
+    assert np.trace(sol.matrix) / 2 <= 0.8 + 1e-6
+    d = prob.pair_values(sol.matrix, [0, 1, 0, 1], [1, 2, 2, 3])
+    assert d[0] + 0.5 <= d[2] + 1e-6 and d[1] + 0.5 <= d[3] + 1e-6
+    K0 = X @ X.T + np.eye(8)
+    lin_k = LinearConstraints(b=[-0.1], Z=np.eye(8)[[0]] - np.eye(8)[[1]])  # impossible: distance <= -0.1
+    with pytest.raises(InfeasibleError, match="gamma"):
+        cvxkml.LogDetKernel(K0, lin_k).solve_reference()
