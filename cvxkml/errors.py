@@ -4,6 +4,7 @@ Every error says what went wrong and what to do about it.  All errors derive fro
 :class:`CvxkmlError`, which is a :class:`ValueError`, so code written for the usual
 scikit-learn conventions keeps working.
 """
+from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 
 
 class CvxkmlError(ValueError):
@@ -26,5 +27,6 @@ class SolverError(CvxkmlError):
     """A numerical solver failed or returned a non-optimal status."""
 
 
-class ConvergenceWarning(UserWarning):
-    """A fast solver stopped before meeting its tolerance."""
+class ConvergenceWarning(_SklearnConvergenceWarning):
+    """A fast solver stopped before meeting its tolerance (a scikit-learn
+    ``ConvergenceWarning``, so the usual scikit-learn warning filters apply)."""

@@ -137,11 +137,7 @@ class _LogDetLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return -self.pair_distance(pairs)
 
     def _check_not_precomputed(self, what):
-        pass
-
-    @property
-    def _n_features_out(self):
-        return self.components_.shape[0]
+        """Overridden by KernelITML (precomputed kernels cannot evaluate new pairs)."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -187,7 +183,7 @@ default="identity"
     tol : float, default=1e-6
         Stopping tolerance of the Bregman solver (relative change of the dual variables
         over a sweep).
-    max_sweeps : int, default=10000
+    max_sweeps : int, default=50000
         Maximum number of sweeps over the constraints; when reached, the solver emits a
         :class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept.
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
@@ -210,7 +206,7 @@ default=None
 
     def __init__(self, *, gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
                  n_constraints=None, percentiles=(5.0, 95.0), prior="identity", tol=1e-6,
-                 max_sweeps=10000, random_state=None):
+                 max_sweeps=50000, random_state=None):
         self.gamma = gamma
         self.scheme = scheme
         self.n_similar = n_similar
@@ -298,6 +294,10 @@ default=None
         D = (A - B) @ self.components_.T
         return np.einsum("ij,ij->i", D, D)
 
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
 
 class KernelITML(_LogDetLearner):
     """LogDet kernel learning (Jain et al. 2012, eq. 3; eq. 7 with slack) with the
@@ -343,7 +343,7 @@ default="gaussian"
         distinct points, so new points are extended with the plain κ0).
     tol : float, default=1e-6
         Stopping tolerance of the Bregman solver.
-    max_sweeps : int, default=10000
+    max_sweeps : int, default=50000
         Maximum number of sweeps (then a :class:`cvxkml.errors.ConvergenceWarning`).
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
 default=None
@@ -372,7 +372,7 @@ default=None
 
     def __init__(self, *, kernel="gaussian", kernel_params=None, gamma=1.0, scheme="jain",
                  n_similar=100, n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0),
-                 ridge=0.0, tol=1e-6, max_sweeps=10000, random_state=None):
+                 ridge=0.0, tol=1e-6, max_sweeps=50000, random_state=None):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.gamma = gamma
@@ -440,8 +440,7 @@ for ``kernel="precomputed"``
         sol = _LogDetKernelProblem(K0_fit, pc, gamma=gamma).solve(tol=tol, max_sweeps=max_sweeps)
         self.X_fit_ = X
         self.kernel_ = kern
-        S = kernel_S(K0_fit, sol.matrix)
-        self.learned_kernel_ = LearnedKernel(kern, X, 0.5 * (S + S.T))   # S is symmetric up to round-off
+        self.learned_kernel_ = LearnedKernel(kern, X, kernel_S(K0_fit, sol.matrix))
         self.embedding_ = self.learned_kernel_.embed_cross(K0)
         self._store_solution(sol)
         return self

@@ -28,7 +28,8 @@ def kernel_S(K0, K, rtol: float = 1e-10) -> np.ndarray:
     K = check_symmetric(K, "K")
     V, w = range_basis(K0, rtol)
     P = V / w                                         # K0⁺ = V diag(1/w) Vᵀ
-    return P @ (V.T @ (K - K0) @ V) @ P.T
+    S = P @ (V.T @ (K - K0) @ V) @ P.T
+    return 0.5 * (S + S.T)                            # exact symmetry (round-off grows with cond K0)
 
 
 class LearnedKernel:

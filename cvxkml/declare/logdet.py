@@ -225,6 +225,8 @@ class LogDetProblem:
         elif solver == "CLARABEL":
             eps = 1e-8 if eps is None else eps
             kw = dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
+            if accept_inaccurate:        # InsufficientProgress → last iterate, 'optimal_inaccurate'
+                kw["accept_unknown"] = True
         else:
             kw = {}
         kw.update(opts)
