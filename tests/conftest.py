@@ -14,20 +14,21 @@ settings.load_profile("default")
 
 
 def shared_data_dir() -> Path | None:
-    """The benchmark data folder: $CVXKML_DATA, else ../shared/data next to the repo."""
-    env = os.environ.get("CVXKML_DATA")
-    cands = [Path(env)] if env else []
-    cands.append(Path(__file__).resolve().parents[2] / "shared" / "data")
-    for c in cands:
-        if c.is_dir():
-            return c
-    return None
+    """The data folder as cvxkml resolves it (argument-free: $CVXKML_DATA, else
+    ../shared/data from the working directory), else ../shared/data next to the repository;
+    None when neither exists."""
+    from cvxkml import datasets
+    try:
+        d = datasets.data_dir()
+    except FileNotFoundError:
+        d = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return d if d.is_dir() else None
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def data_dir():
     d = shared_data_dir()
     if d is None:
-        pytest.skip("benchmark data folder not found: set CVXKML_DATA to a copy of the "
-                    "shared data sets (see README, 'Data')")
+        pytest.skip("offline data folder not found: set CVXKML_DATA to a folder holding the "
+                    "shared data sets (ionosphere.csv, …, mnist5000.npz, mfeat.npz; see README, 'Data')")
     return d

@@ -13,17 +13,8 @@ from cvxkml.errors import InvalidInputError
 
 
 @pytest.fixture(scope="module")
-def folder() -> Path:
-    """The data folder as cvxkml resolves it (CVXKML_DATA, else ../shared/data from the
-    working directory), else ../shared/data next to the repository."""
-    try:
-        d = datasets.data_dir()
-    except FileNotFoundError:
-        d = Path(__file__).resolve().parents[2] / "shared" / "data"
-    if not d.is_dir():
-        pytest.skip(f"offline data folder not found ({d}): set CVXKML_DATA to a folder holding "
-                    "the shared data sets (ionosphere.csv, …, mnist5000.npz, mfeat.npz)")
-    return d
+def folder(data_dir) -> Path:
+    return data_dir
 
 
 # ---------------------------------------------------------------- shapes (README table)
