@@ -120,7 +120,11 @@ def test_logdet_congruence_invariance(seed, n, rank):
     B = rng.normal(size=(n, r))
     X = B @ np.diag(rng.uniform(0.5, 2, r)) @ B.T
     Y = B @ np.diag(rng.uniform(0.5, 2, r)) @ B.T
-    P = rng.normal(size=(n, n)) + 3 * np.eye(n)
+    # a general invertible P with cond(P) <= 4, so PᵀYP stays well above the rank threshold
+    # (eigenvalues below 1e-10·max count as zero)
+    Q1, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    Q2, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    P = Q1 @ np.diag(rng.uniform(0.5, 2.0, n)) @ Q2
     d = logdet_divergence(X, Y)
     dP = logdet_divergence(P.T @ X @ P, P.T @ Y @ P)
     assert np.isfinite(d) and d >= -1e-9
