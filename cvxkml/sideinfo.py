@@ -16,7 +16,7 @@ from ._validation import as_float_array
 from .errors import InvalidInputError
 
 __all__ = [
-    "PairConstraints", "RelativeConstraints", "LinearConstraints",
+    "PairConstraints", "RelativeConstraints", "SimilarityConstraints", "LinearConstraints",
     "pairs_from_labels", "random_pairs_from_labels", "percentile_bounds",
     "baseline_metric", "baseline_kernel",
 ]
@@ -317,4 +317,38 @@ class LinearConstraints:
         if self.dim != n:
             raise InvalidInputError(
                 f"Linear constraint matrices are {self.dim} × {self.dim} but the learned matrix is {n} × {n}.")
+        return self
+
+
+@dataclass(frozen=True)
+class SimilarityConstraints:
+    """Similarity constraints on learned inner products: M-inner(j, l) >= bound, i.e.
+    K_jl >= b_t for a kernel matrix (Kulis et al. 2009 §6.2.2); hard constraints."""
+
+    j: np.ndarray
+    l: np.ndarray
+    bound: np.ndarray
+
+    def __post_init__(self):
+        j = _index_array(self.j, "j")
+        l = _index_array(self.l, "l")
+        b = np.asarray(self.bound, dtype=float).ravel()
+        if b.size == 1 and j.size != 1:
+            b = np.full(j.size, float(b[0]))
+        if not (j.size == l.size == b.size) or j.size == 0:
+            raise InvalidInputError("j, l and bound must be non-empty and of equal length.")
+        if np.any(j == l):
+            raise InvalidInputError("Similarity constraints need j ≠ l (a diagonal entry is a norm, "
+                                    "use LinearConstraints for it).")
+        if not np.all(np.isfinite(b)):
+            raise InvalidInputError("Similarity bounds must be finite.")
+        for nm, a in (("j", j), ("l", l), ("bound", b)):
+            object.__setattr__(self, nm, a)
+
+    def __len__(self) -> int:
+        return int(self.j.size)
+
+    def validate(self, n: int) -> "SimilarityConstraints":
+        _check_range(self.j, n, "SimilarityConstraints.j")
+        _check_range(self.l, n, "SimilarityConstraints.l")
         return self

@@ -3,3 +3,6 @@ and dispatch to the fast solvers."""
 from .logdet import ITML, LogDetKernel, LogDetProblem
 
 __all__ = ["ITML", "LogDetKernel", "LogDetProblem"]
+from .lowrank import LowRankLogDet
+
+__all__ += ["LowRankLogDet"]

@@ -19,7 +19,7 @@ import numpy as np
 from .._validation import check_data, check_kernel_matrix, check_positive, check_symmetric, psd_rank
 from ..divergences import logdet_divergence, logdet_divergence_diag
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, NotPSDError, SolverError
-from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints
+from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from ..solution import Solution
 
 __all__ = ["LogDetProblem", "ITML", "LogDetKernel"]
@@ -27,39 +27,46 @@ __all__ = ["LogDetProblem", "ITML", "LogDetKernel"]
 _CLARABEL_MAX_DIM = 40   # Clarabel's memory grows with the square of the PSD block (CVXPY-NOTES)
 
 
+_FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
+
+
 def _split_constraints(constraints):
-    if isinstance(constraints, (PairConstraints, RelativeConstraints, LinearConstraints)):
+    """(pairs, relative, similarity, linear), each a constraint object or None."""
+    if isinstance(constraints, _FAMILIES):
         constraints = [constraints]
-    out = {PairConstraints: None, RelativeConstraints: None, LinearConstraints: None}
+    out = dict.fromkeys(_FAMILIES)
     for c in constraints:
         kind = type(c)
         if kind not in out:
             raise InvalidInputError(
                 f"Unsupported constraint object {kind.__name__}; use PairConstraints, "
-                "RelativeConstraints or LinearConstraints from cvxkml.sideinfo.")
+                "RelativeConstraints, SimilarityConstraints or LinearConstraints from cvxkml.sideinfo.")
         if out[kind] is not None:
             raise InvalidInputError(f"Give at most one {kind.__name__} object (concatenate the arrays).")
         out[kind] = c
     if all(v is None for v in out.values()):
         raise InvalidInputError("At least one constraint set is required.")
-    return out[PairConstraints], out[RelativeConstraints], out[LinearConstraints]
+    return tuple(out[k] for k in _FAMILIES)
 
 
 class LogDetProblem:
     """Common machinery of :class:`ITML` and :class:`LogDetKernel`.
 
     Subclasses set ``M0`` (N × N), ``T`` (N × r), ``F`` (points × r) and implement
-    :meth:`pair_values` (squared learned distances of index pairs under a matrix M).
+    :meth:`pair_values` (squared learned distances of index pairs under a matrix M) and
+    :meth:`pair_inner` (learned inner products).  ``fast_families`` lists the constraint
+    families the fast solver handles.
     """
 
     kind = "logdet"
+    fast_families: tuple = (PairConstraints,)
     M0: np.ndarray
     T: np.ndarray
     F: np.ndarray
 
     def _init_constraints(self, constraints, n_points: int, dim: int, gamma):
-        self.pairs, self.relative, self.linear = _split_constraints(constraints)
-        for c in (self.pairs, self.relative):
+        self.pairs, self.relative, self.similarity, self.linear = _split_constraints(constraints)
+        for c in (self.pairs, self.relative, self.similarity):
             if c is not None:
                 c.validate(n_points)
         if self.linear is not None:
@@ -81,10 +88,25 @@ class LogDetProblem:
     # ------------------------------------------------------------------ numpy side
     @property
     def n_constraints(self) -> int:
-        return sum(len(c) for c in (self.pairs, self.relative, self.linear) if c is not None)
+        return sum(len(c) for c in self._families() if c is not None)
 
-    def pair_values(self, M, i, j) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _families(self):
+        return (self.pairs, self.relative, self.similarity, self.linear)
+
+    @property
+    def pairs_only(self) -> bool:
+        return self.pairs is not None and all(c is None for c in self._families()[1:])
+
+    def pair_values(self, M, i, j) -> np.ndarray:
+        """Squared learned distances of index pairs: v̂ᵀ M v̂ with v̂ = F[i] − F[j] (rows of
+        the data / factor the matrix acts on); the kernel problem overrides it."""
+        V = self.F[np.asarray(i)] - self.F[np.asarray(j)]
+        return np.einsum("ij,jk,ik->i", V, np.asarray(M, dtype=float), V)
+
+    def pair_inner(self, M, j, l) -> np.ndarray:
+        """Learned inner products F[j]ᵀ M F[l] (K_jl for the kernel problem)."""
+        return np.einsum("ij,jk,ik->i", self.F[np.asarray(j)], np.asarray(M, dtype=float),
+                         self.F[np.asarray(l)])
 
     def best_slack(self, M) -> np.ndarray | None:
         """The optimal slack ξ for a fixed M: ξ0 where the bound holds, else the distance."""
@@ -104,7 +126,7 @@ class LogDetProblem:
         return float(val)
 
     def violations(self, M, xi=None) -> np.ndarray:
-        """Per-constraint violations max(0, ·) in the order pairs, relative, linear.
+        """Per-constraint violations max(0, ·) in the order pairs, relative, similarity, linear.
         Pair targets are the bounds, or ξ when given (slack problems)."""
         M = np.asarray(M, dtype=float)
         out = []
@@ -115,6 +137,8 @@ class LogDetProblem:
         if self.relative is not None:
             r = self.relative
             out.append(self.pair_values(M, r.i, r.j) + r.margin - self.pair_values(M, r.i, r.k))
+        if self.similarity is not None:
+            out.append(self.similarity.bound - self.pair_inner(M, self.similarity.j, self.similarity.l))
         if self.linear is not None:
             L = self.linear
             vals = (np.einsum("tab,ab->t", L.C, M) if L.C is not None
@@ -122,32 +146,67 @@ class LogDetProblem:
             out.append(vals - L.b)
         return np.maximum(np.concatenate(out), 0.0)
 
-    def dual_value(self, lam) -> float:
-        """Lagrange dual g(λ) for pair constraints only (a lower bound on the optimum).
+    def _whitened_family_terms(self):
+        """Per family: (Â_c as a function of multipliers → r × r sum, targets t_c) in the
+        whitened space, so that every constraint reads tr(X̂ Â_c) <= t_c."""
+        terms = []
+        if self.pairs is not None:
+            P = self.pairs
+            Vh = self.F[P.i] - self.F[P.j]
+            terms.append((lambda l, Vh=Vh, y=P.y: Vh.T @ ((y * l)[:, None] * Vh), P.y * P.bound))
+        if self.relative is not None:
+            R = self.relative
+            Vj = self.F[R.i] - self.F[R.j]
+            Vk = self.F[R.i] - self.F[R.k]
+            terms.append((lambda l, Vj=Vj, Vk=Vk: Vj.T @ (l[:, None] * Vj) - Vk.T @ (l[:, None] * Vk),
+                          -R.margin))
+        if self.similarity is not None:
+            Sm = self.similarity
+            Fj, Fl = self.F[Sm.j], self.F[Sm.l]
+            terms.append((lambda l, Fj=Fj, Fl=Fl: -0.5 * (Fj.T @ (l[:, None] * Fl) + Fl.T @ (l[:, None] * Fj)),
+                          -Sm.bound))
+        if self.linear is not None:
+            L = self.linear
+            if L.C is not None:
+                Ch = np.einsum("ai,tab,bj->tij", self.T, L.C, self.T)
+                terms.append((lambda l, Ch=Ch: np.einsum("t,tij->ij", l, Ch), L.b))
+            else:
+                Zh = L.Z @ self.T
+                terms.append((lambda l, Zh=Zh: Zh.T @ (l[:, None] * Zh), L.b))
+        return terms
 
-        g(λ) = log det(I_r + V̂ᵀ diag(δλ) V̂) − Σ δλb            (hard)
-             = log det(I_r + V̂ᵀ diag(δλ) V̂) + γ Σ log(1 − δλξ0/γ)  (slack)
-        with V̂ the whitened pair vectors; −inf outside the dual domain.
+    def dual_value(self, lam) -> float:
+        """Lagrange dual g(λ), a lower bound on the optimum for any λ >= 0.
+
+        With every constraint written tr(X̂ Â_c) <= t_c in the whitened space,
+            g(λ) = log det(I_r + Σ_c λ_c Â_c) − Σ_c λ_c t_c,
+        except that for slack problems the pair terms −δλb become γ Σ log(1 − δλξ0/γ).
+        −inf outside the dual domain.  ``lam`` follows the order of :meth:`violations`.
         """
-        if self.pairs is None or self.relative is not None or self.linear is not None:
-            raise InvalidInputError("dual_value is implemented for pair constraints only.")
         lam = np.asarray(lam, dtype=float)
+        if lam.size != self.n_constraints:
+            raise InvalidInputError(f"lam must have one entry per constraint ({self.n_constraints}).")
         if np.any(lam < 0):
             return -np.inf
-        P = self.pairs
-        act = lam > 0
-        dl = P.y[act] * lam[act]
-        Vh = self.F[P.i[act]] - self.F[P.j[act]]
-        A = np.eye(self.F.shape[1]) + Vh.T @ (dl[:, None] * Vh)
-        sign, logdet = np.linalg.slogdet(A)
+        A = np.eye(self.T.shape[1])
+        lin = 0.0
+        start = 0
+        for fam, (term, t) in zip([c for c in self._families() if c is not None],
+                                  self._whitened_family_terms()):
+            l = lam[start:start + len(fam)]
+            start += len(fam)
+            A += term(l)
+            if fam is self.pairs and self.gamma is not None:
+                arg = 1.0 - fam.y * l * fam.bound / self.gamma
+                if np.any(arg <= 0):
+                    return -np.inf
+                lin += self.gamma * float(np.sum(np.log(arg)))
+            else:
+                lin -= float(l @ t)
+        sign, logdet = np.linalg.slogdet(0.5 * (A + A.T))
         if sign <= 0:
             return -np.inf
-        if self.gamma is None:
-            return float(logdet - dl @ P.bound[act])
-        arg = 1.0 - dl * P.bound[act] / self.gamma
-        if np.any(arg <= 0):
-            return -np.inf
-        return float(logdet + self.gamma * np.sum(np.log(arg)))
+        return float(logdet + lin)
 
     def matrix_from_whitened(self, Xh) -> np.ndarray:
         M = self.T @ Xh @ self.T.T
@@ -170,6 +229,7 @@ class LogDetProblem:
         objective = cp.trace(X) - cp.log_det(X) - r
         cons = []
         self._pair_con = None
+        self._family_cons = []          # one vectorized constraint per family, in violations() order
         if self.pairs is not None:
             # Scaled by the bounds: rows v̂/√b give p/b, and the slack is the ratio s = ξ/ξ0,
             # so every constraint and slack variable is O(1) (duals are mapped back below).
@@ -183,12 +243,18 @@ class LogDetProblem:
                 objective = objective + self.gamma * (cp.sum(s) - cp.sum(cp.log(s)) - len(P))
                 self._pair_con = cp.multiply(P.y, p - s) <= 0
             cons.append(self._pair_con)
+            self._family_cons.append(self._pair_con)
         if self.relative is not None:
             R = self.relative
             Vj = self.F[R.i] - self.F[R.j]
             Vk = self.F[R.i] - self.F[R.k]
             cons.append(cp.sum(cp.multiply(Vj @ X, Vj), axis=1) + R.margin
                         <= cp.sum(cp.multiply(Vk @ X, Vk), axis=1))
+            self._family_cons.append(cons[-1])
+        if self.similarity is not None:
+            Sm = self.similarity
+            cons.append(cp.sum(cp.multiply(self.F[Sm.j] @ X, self.F[Sm.l]), axis=1) >= Sm.bound)
+            self._family_cons.append(cons[-1])
         if self.linear is not None:
             L = self.linear
             if L.C is not None:
@@ -197,6 +263,7 @@ class LogDetProblem:
             else:
                 Zh = L.Z @ self.T
                 cons.append(cp.sum(cp.multiply(Zh @ X, Zh), axis=1) <= L.b)
+            self._family_cons.append(cons[-1])
         return cp.Problem(cp.Minimize(objective), cons)
 
     def matrix_expression(self, problem: cp.Problem):
@@ -250,17 +317,16 @@ class LogDetProblem:
         Xh = prob.var_dict["X"].value
         Xh = 0.5 * (Xh + Xh.T)
         M = self.matrix_from_whitened(Xh)
-        lam = None
-        if self._pair_con is not None:
-            lam = np.maximum(np.asarray(self._pair_con.dual_value, dtype=float).ravel(), 0.0)
-            lam = lam / self.pairs.bound              # constraints were divided by the bounds
+        duals = [np.maximum(np.asarray(c.dual_value, dtype=float).ravel(), 0.0)
+                 for c in self._family_cons]
+        if self.pairs is not None:
+            duals[0] = duals[0] / self.pairs.bound    # pair rows were divided by the bounds
+        lam = np.concatenate(duals)
         xi = None
         if self.gamma is not None:
             xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * self.pairs.bound
         iters = getattr(prob.solver_stats, "num_iters", None) or 0
-        dual_value = None
-        if lam is not None and self.relative is None and self.linear is None:
-            dual_value = self.dual_value(lam)
+        dual_value = self.dual_value(lam)
         return Solution(
             matrix=M, objective=self.objective(M), dual=lam, slack=xi,
             violations=self.violations(M, xi), n_iter=int(iters),
@@ -269,27 +335,36 @@ class LogDetProblem:
             info={"solver_objective": float(prob.solution.opt_val)})
 
     # ------------------------------------------------------------------ fast side
-    def _run_bregman(self, tol, max_sweeps):  # pragma: no cover - abstract
+    def _run_fast(self, tol, max_sweeps):  # pragma: no cover - abstract
+        """Run the fast solver; returns a :class:`cvxkml.solvers.bregman.BregmanResult`
+        whose ``matrix`` is in the problem's own space and ``lam`` follows the order of
+        :meth:`violations` (``xi`` holds the pair slacks first)."""
         raise NotImplementedError
 
     def solve(self, tol: float = 1e-9, max_sweeps: int = 20_000) -> Solution:
-        """The fast solver: cyclic Bregman projections (Jain et al. Algorithm 1).
+        """The fast solver: cyclic Bregman projections (Jain et al. Algorithm 1; Kulis et
+        al. Algorithm 2 for the low-rank problem).
 
         Stops when the relative dual change of a sweep, Σ|λ − λ_old| / (Σ|λ| + Σ|λ_old|),
         falls below ``tol``; after ``max_sweeps`` it warns (:class:`ConvergenceWarning`)
-        and returns ``converged=False``.  Pair constraints only; relative and general
-        linear constraints are available in the exact model (:meth:`solve_reference`).
+        and returns ``converged=False``.  The constraint families handled are listed in
+        ``fast_families``; the others are available in the exact model
+        (:meth:`solve_reference`).
         """
         from ..solvers.bregman import NONPOSITIVE_DISTANCE, NONFINITE, NOT_CONVERGED
 
-        if self.pairs is None or self.relative is not None or self.linear is not None:
+        unsupported = [type(c).__name__ for c in self._families()
+                       if c is not None and not isinstance(c, self.fast_families)]
+        if unsupported:
             raise InvalidInputError(
-                "The fast Bregman solver handles pair constraints only; use solve_reference() "
-                "for relative or general linear constraints.")
+                f"The fast solver of {type(self).__name__} handles "
+                f"{', '.join(f.__name__ for f in self.fast_families)} only, not "
+                f"{', '.join(unsupported)}; use solve_reference() (the exact model), or "
+                "LowRankLogDet for relative and similarity constraints.")
         tol = check_positive(tol, "tol")
         if int(max_sweeps) < 1:
             raise InvalidInputError("max_sweeps must be a positive integer.")
-        res = self._run_bregman(tol, int(max_sweeps))
+        res = self._run_fast(tol, int(max_sweeps))
         if res.code in (NONPOSITIVE_DISTANCE, NONFINITE):
             what = ("a constrained distance reached zero" if res.code == NONPOSITIVE_DISTANCE
                     else "the iterates became non-finite")
@@ -301,7 +376,7 @@ class LogDetProblem:
             raise SolverError(f"Bregman projections broke down after {res.sweeps} sweep(s): {what}.")
         converged = res.code != NOT_CONVERGED
         M = res.matrix
-        xi = res.xi if self.gamma is not None else None
+        xi = res.xi[: len(self.pairs)] if self.gamma is not None else None
         viol = self.violations(M, xi)
         if not converged:
             warnings.warn(
@@ -314,8 +389,9 @@ class LogDetProblem:
             matrix=M, objective=self.objective(M), dual=res.lam, slack=xi, violations=viol,
             n_iter=res.sweeps, converged=converged, time=res.time,
             status="converged" if converged else "max_sweeps reached",
-            solver=f"bregman-{self.kind}", dual_value=self.dual_value(res.lam),
-            info={"dual_change": res.dual_change})
+            solver=f"bregman-{self.kind}",
+            dual_value=self.dual_value(res.lam),
+            info={"dual_change": res.dual_change, **res.extra})
 
 
 class ITML(LogDetProblem):
@@ -351,7 +427,11 @@ class ITML(LogDetProblem):
         V = self.X[np.asarray(i)] - self.X[np.asarray(j)]
         return np.einsum("ij,jk,ik->i", V, np.asarray(M, dtype=float), V)
 
-    def _run_bregman(self, tol, max_sweeps):
+    def pair_inner(self, M, j, l):
+        return np.einsum("ij,jk,ik->i", self.X[np.asarray(j)], np.asarray(M, dtype=float),
+                         self.X[np.asarray(l)])
+
+    def _run_fast(self, tol, max_sweeps):
         from ..solvers.bregman import bregman_metric
         P = self.pairs
         return bregman_metric(self.M0, self.X, P.i, P.j, P.y, P.bound, self.gamma, tol, max_sweeps)
@@ -365,10 +445,15 @@ class LogDetKernel(LogDetProblem):
 
     K0 must be PSD.  A rank-deficient K0 is handled on its range space (the learned K
     keeps range(K0), Kulis et al. 2009): the exact model works with the r × r matrix
-    X̂ (K = G0 X̂ G0ᵀ, K0 = G0 G0ᵀ), and the Bregman solver never inverts K0.
+    X̂ (K = G0 X̂ G0ᵀ, K0 = G0 G0ᵀ), and no solver inverts K0.  The fast solver is Jain
+    et al. Algorithm 1 on K (O(n²) per projection) for a full-rank K0 with pair
+    constraints; for a rank-r K0, or with relative / similarity constraints, it is the
+    factored Algorithm 2 of Kulis et al. on G0 (O(r²) per projection;
+    ``Solution.info["path"]`` says which ran).
     """
 
     kind = "kernel"
+    fast_families = (PairConstraints, RelativeConstraints, SimilarityConstraints)
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
         self.M0 = check_kernel_matrix(K0, "K0")
@@ -385,7 +470,22 @@ class LogDetKernel(LogDetProblem):
         i = np.asarray(i); j = np.asarray(j)
         return M[i, i] + M[j, j] - 2.0 * M[i, j]
 
-    def _run_bregman(self, tol, max_sweeps):
+    def pair_inner(self, M, j, l):
+        return np.asarray(M, dtype=float)[np.asarray(j), np.asarray(l)]
+
+    def _run_fast(self, tol, max_sweeps):
+        n = self.M0.shape[0]
+        if self.rank < n or not self.pairs_only:
+            # range-space factor path (Kulis et al. Alg. 2): O(r²) per projection, and it
+            # handles relative and similarity constraints
+            from .lowrank import LowRankLogDet
+            sub = LowRankLogDet(self.T, [c for c in self._families()[:3] if c is not None], self.gamma)
+            res = sub._run_fast(tol, max_sweeps)
+            res.matrix = self.matrix_from_whitened(res.matrix)
+            res.extra.update(G=self.T @ res.extra.pop("B"), path="lowrank")
+            return res
         from ..solvers.bregman import bregman_kernel
         P = self.pairs
-        return bregman_kernel(self.M0, P.i, P.j, P.y, P.bound, self.gamma, tol, max_sweeps)
+        res = bregman_kernel(self.M0, P.i, P.j, P.y, P.bound, self.gamma, tol, max_sweeps)
+        res.extra["path"] = "dense"
+        return res

@@ -18,7 +18,7 @@ Stopping rule, after every full sweep: Σ|λ − λ_old| / (Σ|λ| + Σ|λ_old|)
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
@@ -37,6 +37,7 @@ class BregmanResult:
     code: int
     bad_index: int
     time: float
+    extra: dict = field(default_factory=dict)     # solver-specific outputs (e.g. the factor B)
 
 
 @nb.njit(cache=True, fastmath=False)

@@ -1,0 +1,128 @@
+"""Low-rank LogDet kernel learning (Kulis, Sustik, Dhillon, JMLR 2009, §4–6).
+
+With K0 = G0 G0ᵀ (G0 n × r of full column rank) the learned kernel keeps the range space,
+K = G0 X̂ G0ᵀ, and D_ld(K, K0) = D_ld(X̂, I_r) (the paper's eq. 14 with the orthonormal
+basis absorbed into G0).  The problem is therefore the LogDet metric problem on the rows
+of G0 with prior I: its learned matrix is the r × r X̂ = B Bᵀ, and every formula
+(objective, violations, dual certificate, CVXPY model) is the one of
+:class:`~cvxkml.declare.logdet.LogDetProblem`.  The fast solver is Algorithm 2 with
+CHOLUPDATEMULT on the triangular factor B, plus rank-two projections for relative and
+similarity constraints (:mod:`cvxkml.solvers.lowrank`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_data
+from ..errors import InvalidInputError
+from ..factor import Factorization, factorize
+from ..sideinfo import PairConstraints, RelativeConstraints, SimilarityConstraints
+from .logdet import LogDetProblem
+
+__all__ = ["LowRankLogDet"]
+
+
+class LowRankLogDet(LogDetProblem):
+    """min_K D_ld(K, K0) [+ γ D_ld(diag ξ, diag ξ0)] with K0 = G0 G0ᵀ of rank r.
+
+    Parameters
+    ----------
+    G0 : (n, r) factor of full column rank, or a :class:`~cvxkml.factor.Factorization`.
+    constraints : PairConstraints (slack with ``gamma``), RelativeConstraints and
+        SimilarityConstraints (hard; fast and exact), LinearConstraints on X̂ (exact only).
+    gamma : None (hard) or the LogDet slack weight for the pair constraints.
+
+    The learned matrix of a :class:`~cvxkml.solution.Solution` is X̂ (r × r); the kernel is
+    K = G0 X̂ G0ᵀ = G Gᵀ with G = G0 B (:meth:`kernel_factor`), B in ``info["B"]``.
+    Use :meth:`from_kernel` to factor a PSD K0 first.
+    """
+
+    kind = "lowrank"
+    fast_families = (PairConstraints, RelativeConstraints, SimilarityConstraints)
+
+    def __init__(self, G0, constraints, gamma=None):
+        self.factorization = G0 if isinstance(G0, Factorization) else None
+        G0 = check_data(G0.G0 if self.factorization is not None else G0, "G0")
+        n, r = G0.shape
+        if r > n:
+            raise InvalidInputError(f"The factor G0 must have at most n = {n} columns; got {r}.")
+        sv = np.linalg.svd(G0, compute_uv=False)
+        if sv[-1] <= 1e-10 * sv[0]:
+            raise InvalidInputError(
+                f"G0 must have full column rank (smallest singular value {sv[-1]:.3g}, largest "
+                f"{sv[0]:.3g}): drop dependent columns, or build it with LowRankLogDet.from_kernel.")
+        self.G0 = G0
+        self.F = G0
+        self.T = np.eye(r)
+        self.M0 = np.eye(r)
+        self._init_constraints(constraints, n, r, gamma)
+
+    @classmethod
+    def from_kernel(cls, K0, constraints, gamma=None, method: str = "eigen", rank: int | None = None,
+                    tol: float = 1e-10, landmarks=None, random_state=None) -> "LowRankLogDet":
+        """Factor a PSD K0 (``method`` = "eigen", "icholesky" or "nystroem"; see
+        :func:`cvxkml.factor.factorize`) and build the problem on that factor."""
+        return cls(factorize(K0, method, rank, tol, landmarks, random_state), constraints, gamma)
+
+    @property
+    def rank(self) -> int:
+        return int(self.G0.shape[1])
+
+    def kernel_factor(self, solution) -> np.ndarray:
+        """G = G0 B with K = G Gᵀ (O(n r²), done once at the end)."""
+        B = solution.info.get("B")
+        if B is None:
+            B = np.linalg.cholesky(solution.matrix)
+        return self.G0 @ B
+
+    def kernel(self, solution) -> np.ndarray:
+        """The learned n × n kernel matrix (only for moderate n)."""
+        G = self.kernel_factor(solution)
+        return G @ G.T
+
+    def transform(self, solution, K_cross) -> np.ndarray:
+        """Learned factor coordinates Bᵀ g(x) of new points from κ0(X_new, X_train), through
+        the factorization the problem was built on (Kulis et al. §6.1)."""
+        if self.factorization is None:
+            raise InvalidInputError(
+                "This problem was built from a raw factor G0: map new points to factor "
+                "coordinates g(x) yourself (for a linear kernel G0 = X, g(x) = x) and use "
+                "transform_factor().")
+        return self.transform_factor(solution, self.factorization.transform_cross(K_cross))
+
+    @staticmethod
+    def transform_factor(solution, g) -> np.ndarray:
+        """x ↦ Bᵀ g(x) for factor coordinates g (rows)."""
+        B = solution.info.get("B")
+        if B is None:
+            B = np.linalg.cholesky(solution.matrix)
+        return np.asarray(g, dtype=float) @ B
+
+    def _run_fast(self, tol, max_sweeps):
+        from ..solvers.bregman import BregmanResult
+        from ..solvers.lowrank import PAIR, RANK2, lowrank_logdet
+
+        kinds, I, J, Kx, cu, cv, delta, target = [], [], [], [], [], [], [], []
+        if self.pairs is not None:
+            P = self.pairs
+            m = len(P)
+            kinds.append(np.full(m, PAIR)); I.append(P.i); J.append(P.j); Kx.append(P.j)
+            cu.append(np.zeros((m, 2))); cv.append(np.zeros((m, 2)))
+            delta.append(P.y); target.append(P.bound)
+        if self.relative is not None:          # d(i,j) + margin <= d(i,k)
+            R = self.relative
+            m = len(R)
+            kinds.append(np.full(m, RANK2)); I.append(R.i); J.append(R.j); Kx.append(R.k)
+            cu.append(np.tile([1.0, -1.0], (m, 1))); cv.append(np.tile([1.0, -1.0], (m, 1)))
+            delta.append(np.ones(m)); target.append(-R.margin)
+        if self.similarity is not None:        # −F_jᵀX̂F_l <= −b: u = (g_j − g_l)/2, v = (g_j + g_l)/2
+            S = self.similarity
+            m = len(S)
+            kinds.append(np.full(m, RANK2)); I.append(S.j); J.append(S.l); Kx.append(S.l)
+            cu.append(np.tile([0.5, -0.5], (m, 1))); cv.append(np.tile([0.5, 0.5], (m, 1)))
+            delta.append(np.ones(m)); target.append(-S.bound)
+        cat = np.concatenate
+        B, lam, xi, sweeps, change, code, bad, t = lowrank_logdet(
+            self.G0, cat(kinds), cat(I), cat(J), cat(Kx), cat(cu), cat(cv), cat(delta), cat(target),
+            self.gamma, tol, max_sweeps)
+        return BregmanResult(B @ B.T, lam, xi, sweeps, change, code, bad, t, extra={"B": B})
