@@ -1,0 +1,204 @@
+"""Low-rank LogDet kernel learning (Kulis et al. 2009) against the range-space model, the
+dense solvers and a dense Cholesky."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+import cvxkml
+from cvxkml.declare import LowRankLogDet
+from cvxkml.errors import ConvergenceWarning, InfeasibleError, InvalidInputError
+from cvxkml.factor import factorize, incomplete_cholesky
+from cvxkml.kernels import gaussian_kernel
+from cvxkml.sideinfo import (PairConstraints, RelativeConstraints, SimilarityConstraints,
+                             baseline_metric, percentile_bounds)
+from cvxkml.solvers.lowrank import _chol_factor_solve, cholupdatemult
+from instances import _forest_pairs, _random_pairs
+
+GAP = VIOL = 1e-6
+FAST = dict(tol=1e-12, max_sweeps=20_000)
+
+
+def _factor_instance(seed, n, r, m, hard):
+    rng = np.random.default_rng(seed)
+    G0 = rng.normal(size=(n, r)) * rng.uniform(0.5, 2.0, size=r)
+    i, j = _forest_pairs(rng, n, min(m, r)) if hard else _random_pairs(rng, n, m)
+    base = baseline_metric(G0)
+    u, l = percentile_bounds(base, n, (5, 95), rng)
+    y = rng.choice([-1.0, 1.0], size=i.size)
+    return G0, PairConstraints(i, j, y, np.where(y > 0, u, l))
+
+
+def _fast(problem):
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sol = problem.solve(**FAST)
+    assert any(issubclass(w.category, ConvergenceWarning) for w in rec) == (not sol.converged)
+    return sol
+
+
+def _check(problem, hard):
+    fast = _fast(problem)
+    assume(fast.converged)
+    exact = problem.solve_reference(accept_inaccurate=True)
+    scale = max(1.0, abs(exact.objective))
+    if exact.status == "optimal":
+        assert abs(fast.objective - exact.objective) <= GAP * scale, (fast, exact)
+    else:
+        assert not hard
+        assert fast.objective <= exact.objective + GAP * scale
+    assert fast.max_violation <= VIOL
+    assert abs(fast.gap) <= GAP * max(1.0, abs(fast.objective)), fast
+    # B is lower triangular and X̂ = B Bᵀ
+    B = fast.info["B"]
+    assert np.allclose(B, np.tril(B)) and np.allclose(B @ B.T, fast.matrix)
+    return fast, exact
+
+
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 12), r=st.integers(1, 12),
+       m=st.integers(1, 12))
+def test_lowrank_hard_matches_range_space_model(seed, n, r, m):
+    """Property test, hard constraints, rank r from 1 to n."""
+    G0, pc = _factor_instance(seed, n, min(r, n), m, hard=True)
+    _check(LowRankLogDet(G0, pc), hard=True)
+
+
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 12), r=st.integers(1, 12),
+       m=st.integers(1, 24), gamma=st.sampled_from([0.01, 0.1, 1.0, 10.0, 100.0]))
+def test_lowrank_slack_matches_range_space_model(seed, n, r, m, gamma):
+    G0, pc = _factor_instance(seed, n, min(r, n), m, hard=False)
+    _check(LowRankLogDet(G0, pc, gamma=gamma), hard=False)
+
+
+@settings(max_examples=60)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 10), r=st.integers(2, 6),
+       n_rel=st.integers(0, 3), n_sim=st.integers(0, 3), with_pairs=st.booleans())
+def test_relative_and_similarity_projections_match_model(seed, n, r, n_rel, n_sim, with_pairs):
+    """Rank-two projections (§6.2.2) reach the exact optimum; slack on the pairs keeps
+    most draws feasible, infeasible draws (exact model says so) are skipped."""
+    assume(n_rel + n_sim > 0)
+    rng = np.random.default_rng(seed)
+    r = min(r, n)
+    G0, pc = _factor_instance(seed, n, r, 6, hard=False)
+    cons = [pc] if with_pairs else []
+    if n_rel:
+        trip = np.array([rng.choice(n, 3, replace=False) for _ in range(n_rel)])
+        cons.append(RelativeConstraints(trip[:, 0], trip[:, 1], trip[:, 2], rng.uniform(0, 0.5, n_rel)))
+    if n_sim:
+        jl = np.array([rng.choice(n, 2, replace=False) for _ in range(n_sim)])
+        cons.append(SimilarityConstraints(jl[:, 0], jl[:, 1], rng.normal(size=n_sim)))
+    problem = LowRankLogDet(G0, cons, gamma=1.0 if with_pairs else None)
+    try:
+        exact = problem.solve_reference(accept_inaccurate=True)
+    except InfeasibleError:
+        assume(False)
+    assume(exact.status == "optimal")
+    fast = _fast(problem)
+    assume(fast.converged)
+    scale = max(1.0, abs(exact.objective))
+    assert abs(fast.objective - exact.objective) <= 1e-6 * scale, (fast, exact)
+    assert fast.max_violation <= 1e-6
+    assert abs(fast.gap) <= 1e-6 * max(1.0, abs(fast.objective))
+    assert np.all(fast.dual >= 0)
+    assert np.allclose(fast.dual, exact.dual, atol=1e-3 * max(1.0, np.abs(fast.dual).max()))
+
+
+@pytest.mark.parametrize("r", [1, 2, 7, 40])
+@pytest.mark.parametrize("boundary", [None, 1e-3, 1e-6])
+def test_cholupdatemult_matches_dense(r, boundary):
+    """CHOLUPDATEMULT = dense Cholesky of I + a x xᵀ followed by B·L, to 1e-12 relative
+    (near the PD boundary 1 + a‖x‖² = ε, scaled by the conditioning 1/ε of that factor)."""
+    rng = np.random.default_rng(r)
+    for trial in range(5):
+        x = rng.normal(size=r)
+        a = rng.uniform(-0.9, 3.0) / (x @ x) if boundary is None else -(1 - boundary) / (x @ x)
+        B = np.tril(rng.normal(size=(r, r))) + 3 * np.eye(r)
+        L = np.linalg.cholesky(np.eye(r) + a * np.outer(x, x))
+        got = B.copy()
+        cholupdatemult(a, x, got)
+        ref = B @ L
+        tol = 1e-12 * (1.0 if boundary is None else 1.0 / boundary ** 0.5)
+        assert np.abs(got - ref).max() <= tol * np.abs(ref).max()
+        assert np.allclose(got, np.tril(got))                 # stays lower triangular
+        y = rng.normal(size=r)
+        z = np.empty(r)
+        _chol_factor_solve(a, x, y, z)
+        np.testing.assert_allclose(L @ z, y, atol=1e-9 * (1 if boundary is None else 1 / boundary))
+
+
+@pytest.mark.parametrize("gamma", [None, 1.0])
+def test_full_rank_equals_dense_solver(gamma):
+    """With r = n (K0 = G0 G0ᵀ PD) the low-rank solution is the dense kernel solver's."""
+    G0, pc = _factor_instance(3, 9, 9, 8 if gamma is None else 20, hard=gamma is None)
+    low = LowRankLogDet(G0, pc, gamma=gamma).solve(tol=1e-13)
+    K_low = G0 @ low.matrix @ G0.T
+    dense = cvxkml.LogDetKernel(G0 @ G0.T, pc, gamma=gamma)
+    assert dense.rank == 9
+    K_dense = dense.solve(tol=1e-13)
+    assert K_dense.info["path"] == "dense"
+    np.testing.assert_allclose(K_low, K_dense.matrix, atol=1e-9 * np.abs(K_dense.matrix).max())
+    assert abs(low.objective - K_dense.objective) <= 1e-9 * max(1.0, low.objective)
+
+
+def test_rank_deficient_kernel_routes_to_lowrank_path():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 5))
+    K0 = X @ X.T
+    pc = PairConstraints.from_labels(rng.integers(0, 2, 30), baseline_metric(X), n_similar=10,
+                                     n_dissimilar=10, random_state=0)
+    sol = cvxkml.LogDetKernel(K0, pc, gamma=1.0).solve(tol=1e-12)
+    assert sol.info["path"] == "lowrank" and sol.info["G"].shape == (30, 5)
+    np.testing.assert_allclose(sol.info["G"] @ sol.info["G"].T, sol.matrix, atol=1e-10)
+    dense = cvxkml.solvers.bregman_kernel(K0, pc.i, pc.j, pc.y, pc.bound, 1.0, 1e-12, 20_000)
+    np.testing.assert_allclose(sol.matrix, dense.matrix, atol=1e-8 * np.abs(sol.matrix).max())
+
+
+def test_out_of_sample_linear_and_factorizations():
+    """Linear kernel, G0 = X: new points map by x ↦ Bᵀx and reproduce the learned kernel;
+    factor maps (eigen, incomplete Cholesky, Nyström) reproduce the factor on training
+    points and the learned kernel on new points within the factor's range."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 6))
+    y = (X[:, 0] > 0).astype(int)
+    pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=15, n_dissimilar=15,
+                                     random_state=1)
+    prob = LowRankLogDet(X, pc, gamma=1.0)
+    sol = prob.solve()
+    Z = rng.normal(size=(7, 6))
+    E = prob.transform_factor(sol, Z)
+    np.testing.assert_allclose(E @ E.T, Z @ sol.matrix @ Z.T, rtol=1e-10, atol=1e-10)
+    Xg = rng.normal(size=(50, 3))
+    K0 = gaussian_kernel(Xg, sigma=1.5)
+    Znew = rng.normal(size=(5, 3))
+    Kc = gaussian_kernel(Znew, Xg, sigma=1.5)
+    for method, kw in [("eigen", {}), ("icholesky", {"rank": 20}), ("nystroem", {"rank": 20, "random_state": 0})]:
+        f = factorize(K0, method, **kw)
+        np.testing.assert_allclose(f.transform_cross(K0), f.G0, atol=1e-7)
+        p2 = LowRankLogDet(f, PairConstraints([0, 1, 2], [3, 4, 5], [1, -1, 1], [0.2, 1.5, 0.2]), gamma=1.0)
+        s2 = p2.solve()
+        Ttrain = p2.transform(s2, K0)
+        G = p2.kernel_factor(s2)
+        np.testing.assert_allclose(Ttrain @ Ttrain.T, G @ G.T, atol=1e-7)
+        assert p2.transform(s2, Kc).shape == (5, f.rank)
+    G, piv = incomplete_cholesky(K0, tol=1e-12)
+    assert np.abs(G @ G.T - K0).max() < 1e-9 and len(set(piv)) == len(piv)
+
+
+def test_lowrank_bad_inputs():
+    G0 = np.random.default_rng(0).normal(size=(6, 3))
+    pc = PairConstraints([0], [1], [1], [1.0])
+    with pytest.raises(InvalidInputError, match="full column rank"):
+        LowRankLogDet(np.hstack([G0, G0[:, :1]]), pc)
+    with pytest.raises(InvalidInputError, match="at most n = 6 columns"):
+        LowRankLogDet(np.random.default_rng(1).normal(size=(6, 7)), pc)
+    with pytest.raises(InvalidInputError, match="rank 5 exceeds the numerical rank 3"):
+        factorize(G0 @ G0.T, "eigen", rank=5)
+    with pytest.raises(InvalidInputError, match="between 1 and n = 6"):
+        factorize(G0 @ G0.T, "eigen", rank=9)
+    G0z = G0.copy(); G0z[1] = G0z[0]
+    with pytest.raises(InvalidInputError, match="zero distance under the baseline"):
+        LowRankLogDet(G0z, pc)
+    with pytest.raises(InvalidInputError, match="not LinearConstraints"):
+        from cvxkml.sideinfo import LinearConstraints
+        LowRankLogDet(G0, [pc, LinearConstraints(b=[1.0], Z=np.ones((1, 3)))]).solve()
