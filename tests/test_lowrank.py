@@ -197,8 +197,11 @@ def test_lowrank_bad_inputs():
     with pytest.raises(InvalidInputError, match="between 1 and n = 6"):
         factorize(G0 @ G0.T, "eigen", rank=9)
     G0z = G0.copy(); G0z[1] = G0z[0]
-    with pytest.raises(InvalidInputError, match="zero distance under the baseline"):
-        LowRankLogDet(G0z, pc)
+    two = PairConstraints([0, 2], [1, 3], [-1, 1], [1.0, 1.0])
+    with pytest.warns(UserWarning, match="1 of them dissimilar"):
+        prob = LowRankLogDet(G0z, two)
+    sol = prob.solve()
+    assert list(sol.info["skipped_pairs"]) == [0] and len(prob.pairs) == 1 and sol.converged
     with pytest.raises(InvalidInputError, match="not LinearConstraints"):
         from cvxkml.sideinfo import LinearConstraints
         LowRankLogDet(G0, [pc, LinearConstraints(b=[1.0], Z=np.ones((1, 3)))]).solve()

@@ -64,7 +64,11 @@ class LogDetProblem:
     T: np.ndarray
     F: np.ndarray
 
-    def _init_constraints(self, constraints, n_points: int, dim: int, gamma):
+    def _init_constraints(self, constraints, n_points: int, dim: int, gamma, zero_pairs: str = "raise"):
+        """Split and validate constraints.  Pairs at zero baseline distance (LogDet keeps the
+        range space, so their distance can never change) raise, or with
+        ``zero_pairs="skip"`` are dropped with a warning and listed in ``skipped_pairs``
+        (indices into the given PairConstraints)."""
         self.pairs, self.relative, self.similarity, self.linear = _split_constraints(constraints)
         for c in (self.pairs, self.relative, self.similarity):
             if c is not None:
@@ -74,16 +78,35 @@ class LogDetProblem:
         self.gamma = check_positive(gamma, "gamma", allow_none=True)
         if self.gamma is not None and self.pairs is None:
             raise InvalidInputError("gamma (LogDet slack) applies to pair constraints; none were given.")
+        self.skipped_pairs = np.zeros(0, dtype=np.int64)
         if self.pairs is not None:
             p0 = self.pair_values(self.M0, self.pairs.i, self.pairs.j)
             tiny = p0 <= 1e-12 * max(1.0, float(np.max(np.abs(p0))))
-            if np.any(tiny):
+            if np.any(tiny) and zero_pairs == "skip":
+                self.skipped_pairs = np.flatnonzero(tiny)
+                n_dis = int(np.sum(self.pairs.y[tiny] < 0))
+                warnings.warn(
+                    f"Skipped {tiny.sum()} pair(s) identical in the factor space (zero distance that "
+                    f"can never change){f'; {n_dis} of them dissimilar, hence unsatisfiable' if n_dis else ''}. "
+                    "Indices in problem.skipped_pairs and Solution.info['skipped_pairs'].",
+                    UserWarning, stacklevel=3)
+                keep = ~tiny
+                if not np.any(keep):
+                    self.pairs = None
+                    if all(c is None for c in self._families()):
+                        raise InvalidInputError("Every pair is identical in the factor space; nothing to learn.")
+                else:
+                    P = self.pairs
+                    self.pairs = PairConstraints(P.i[keep], P.j[keep], P.y[keep], P.bound[keep])
+            elif np.any(tiny):
                 c = int(np.flatnonzero(tiny)[0])
                 raise InvalidInputError(
                     f"Pair {c} ({self.pairs.i[c]}, {self.pairs.j[c]}) has zero distance under the "
                     "baseline; LogDet keeps the range space, so its distance can never change and "
                     "the projection is undefined. Remove such pairs (PairConstraints.from_labels "
                     "drops them).")
+            if self.pairs is None and self.gamma is not None:
+                self.gamma = None
 
     # ------------------------------------------------------------------ numpy side
     @property
@@ -391,7 +414,7 @@ class LogDetProblem:
             status="converged" if converged else "max_sweeps reached",
             solver=f"bregman-{self.kind}",
             dual_value=self.dual_value(res.lam),
-            info={"dual_change": res.dual_change, **res.extra})
+            info={"dual_change": res.dual_change, "skipped_pairs": self.skipped_pairs, **res.extra})
 
 
 class ITML(LogDetProblem):

@@ -32,6 +32,9 @@ class LowRankLogDet(LogDetProblem):
         SimilarityConstraints (hard; fast and exact), LinearConstraints on X̂ (exact only).
     gamma : None (hard) or the LogDet slack weight for the pair constraints.
 
+    Pairs identical in the factor space (zero distance, which LogDet can never change) are
+    skipped with a warning and listed in ``skipped_pairs`` / ``Solution.info["skipped_pairs"]``.
+
     The learned matrix of a :class:`~cvxkml.solution.Solution` is X̂ (r × r); the kernel is
     K = G0 X̂ G0ᵀ = G Gᵀ with G = G0 B (:meth:`kernel_factor`), B in ``info["B"]``.
     Use :meth:`from_kernel` to factor a PSD K0 first.
@@ -55,7 +58,7 @@ class LowRankLogDet(LogDetProblem):
         self.F = G0
         self.T = np.eye(r)
         self.M0 = np.eye(r)
-        self._init_constraints(constraints, n, r, gamma)
+        self._init_constraints(constraints, n, r, gamma, zero_pairs="skip")
 
     @classmethod
     def from_kernel(cls, K0, constraints, gamma=None, method: str = "eigen", rank: int | None = None,
