@@ -6,3 +6,6 @@ __all__ = ["ITML", "LogDetKernel", "LogDetProblem"]
 from .lowrank import LowRankLogDet
 
 __all__ += ["LowRankLogDet"]
+from .iplr import IPLR
+
+__all__ += ["IPLR"]

@@ -1,0 +1,306 @@
+"""Identity-plus-low-rank (IPLR) metric learning / reduced-basis kernel learning
+(Jain et al. 2012, §3.6 eq. 8–11; §4.3 eq. 19–21, Theorems 7–8, LogDet case).
+
+W = I + U L Uᵀ with U (d × k) an orthonormal basis U = R (RᵀR)^-½ of span(R), R = ΦJ.
+With F = I + L and Φ' = UᵀΦ (k × n):  D_ld(W, I) = D_ld(F, I_k) (eq. 9) and
+d_W(i, j) = r_ij + d_F(φ'_i, φ'_j), where r_ij = d_I(φ_i, φ_j) − d_I(φ'_i, φ'_j) ≥ 0 is the
+part of the distance outside span(U) (eq. 10).  Problem (8) is therefore problem (11):
+LogDet metric learning of the k × k matrix F on the reduced points φ'_i with bounds
+shifted by r_ij — an :class:`~cvxkml.declare.logdet.ITML` problem, solved by the same
+O(k²)-per-projection Bregman method after O(min(n, d)·k) preparation.  With slack, the
+slack lives on the shifted bounds (ξ0 = b − r_ij), the literal reading of "(11) is an
+instance of (2)".
+
+Pairs whose shifted bound is <= 0 are decided analytically: a dissimilar one always
+holds (dropped), a similar one cannot hold in this basis (InfeasibleError for hard
+constraints; dropped with a warning under slack).  Both are listed in ``dropped_pairs``.
+"""
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import check_data, check_kernel_matrix
+from ..errors import InfeasibleError, InvalidInputError
+from ..learned import LearnedKernel
+from ..sideinfo import PairConstraints
+from .logdet import ITML
+
+__all__ = ["IPLR", "feature_basis", "kernel_basis", "kmeans", "kernel_kmeans"]
+
+
+# ----------------------------------------------------------------------------- bases
+def kmeans(X, k, random_state=None, n_init=4, max_iter=100):
+    """Lloyd's k-means (k-means++ seeding); returns (centers k × d, labels)."""
+    X = np.asarray(X, dtype=float)
+    rng = np.random.default_rng(random_state)
+    best = (np.inf, None, None)
+    for _ in range(n_init):
+        C = X[[rng.integers(len(X))]]
+        for _ in range(1, k):
+            d2 = np.min(((X[:, None] - C[None]) ** 2).sum(-1), axis=1)
+            p = d2 / d2.sum() if d2.sum() > 0 else None
+            C = np.vstack([C, X[rng.choice(len(X), p=p)]])
+        for _ in range(max_iter):
+            lab = np.argmin(((X[:, None] - C[None]) ** 2).sum(-1), axis=1)
+            Cn = np.array([X[lab == c].mean(0) if np.any(lab == c) else C[c] for c in range(k)])
+            if np.allclose(Cn, C):
+                break
+            C = Cn
+        inertia = float(((X - C[lab]) ** 2).sum())
+        if inertia < best[0]:
+            best = (inertia, C, lab)
+    return best[1], best[2]
+
+
+def kernel_kmeans(K, k, random_state=None, n_init=4, max_iter=100):
+    """Kernel k-means in feature space (distances from K); returns cluster labels."""
+    K = np.asarray(K, dtype=float)
+    n = K.shape[0]
+    rng = np.random.default_rng(random_state)
+    diag = np.diag(K)
+    best = (np.inf, None)
+    for _ in range(n_init):
+        lab = rng.integers(0, k, n)
+        lab[rng.choice(n, k, replace=False)] = np.arange(k)
+        for _ in range(max_iter):
+            D = np.empty((n, k))
+            for c in range(k):
+                m = lab == c
+                if not np.any(m):
+                    D[:, c] = np.inf
+                    continue
+                D[:, c] = diag - 2 * K[:, m].mean(1) + K[np.ix_(m, m)].mean()
+            new = np.argmin(D, axis=1)
+            if np.array_equal(new, lab):
+                break
+            lab = new
+        obj = float(D[np.arange(n), lab].sum())
+        if obj < best[0]:
+            best = (obj, lab)
+    return best[1]
+
+
+def _class_groups(y, k, rng):
+    """Index groups for class-mean bases (Jain et al. §6.2): k = c class means; k > c
+    per-class clusters (k split over classes); k < c means of a random subset of k classes."""
+    classes = np.unique(y)
+    c = classes.size
+    if k <= c:
+        chosen = classes if k == c else rng.choice(classes, k, replace=False)
+        return [np.flatnonzero(y == cl) for cl in chosen], None
+    per = np.full(c, k // c)
+    per[: k % c] += 1
+    return [np.flatnonzero(y == cl) for cl in classes], per
+
+
+def feature_basis(X, k, method="svd", y=None, random_state=None) -> np.ndarray:
+    """R (d × k) spanning the low-rank part: "svd" (top-k right singular vectors of X,
+    i.e. the top left singular vectors of Φ = Xᵀ), "kmeans" (k-means centres),
+    "class-means" (see :func:`_class_groups`; needs ``y``)."""
+    X = check_data(X)
+    rng = np.random.default_rng(random_state)
+    if not 1 <= k <= min(X.shape):
+        raise InvalidInputError(f"k must be between 1 and min(n, d) = {min(X.shape)}; got {k}.")
+    if method == "svd":
+        return np.linalg.svd(X, full_matrices=False)[2][:k].T
+    if method == "kmeans":
+        return kmeans(X, k, rng.integers(2**31))[0].T
+    if method == "class-means":
+        if y is None:
+            raise InvalidInputError("basis 'class-means' needs the labels y.")
+        groups, per = _class_groups(np.asarray(y), k, rng)
+        if per is None:
+            return np.array([X[g].mean(0) for g in groups]).T
+        cols = [kmeans(X[g], min(p, len(g)), rng.integers(2**31))[0] for g, p in zip(groups, per)]
+        return np.vstack(cols).T
+    raise InvalidInputError(f"Unknown feature basis {method!r}: use 'svd', 'kmeans' or 'class-means'.")
+
+
+def kernel_basis(K0, k, method="random", y=None, random_state=None) -> np.ndarray:
+    """J (n × k) with R = ΦJ: "random" (Gaussian J), "subset" (indicator columns of k random
+    points), "kernel-kmeans" (normalized cluster indicators: R holds the cluster means in
+    feature space), "class-means" (normalized class indicators, as for features)."""
+    K0 = np.asarray(K0, dtype=float)
+    n = K0.shape[0]
+    rng = np.random.default_rng(random_state)
+    if not 1 <= k <= n:
+        raise InvalidInputError(f"k must be between 1 and n = {n}; got {k}.")
+    if method == "random":
+        return rng.normal(size=(n, k))
+    if method == "subset":
+        J = np.zeros((n, k))
+        J[rng.choice(n, k, replace=False), np.arange(k)] = 1.0
+        return J
+    if method in ("kernel-kmeans", "class-means"):
+        if method == "kernel-kmeans":
+            lab = kernel_kmeans(K0, k, rng.integers(2**31))
+            groups = [np.flatnonzero(lab == c) for c in range(k)]
+        else:
+            if y is None:
+                raise InvalidInputError("basis 'class-means' needs the labels y.")
+            groups, per = _class_groups(np.asarray(y), k, rng)
+            if per is not None:
+                sub = []
+                for g, p in zip(groups, per):
+                    lab = kernel_kmeans(K0[np.ix_(g, g)], min(p, len(g)), rng.integers(2**31))
+                    sub += [g[lab == c] for c in range(min(p, len(g)))]
+                groups = sub
+        groups = [g for g in groups if g.size]
+        J = np.zeros((n, len(groups)))
+        for c, g in enumerate(groups):
+            J[g, c] = 1.0 / g.size
+        return J
+    raise InvalidInputError(
+        f"Unknown kernel basis {method!r}: use 'random', 'subset', 'kernel-kmeans' or 'class-means'.")
+
+
+def _inv_sqrt_psd(A, name):
+    w, V = np.linalg.eigh(0.5 * (A + A.T))
+    if w[0] <= 1e-10 * max(w[-1], np.finfo(float).tiny):
+        raise InvalidInputError(
+            f"{name} is singular (smallest eigenvalue {w[0]:.3g}): the basis columns are dependent "
+            "in feature space; use fewer or different basis vectors.")
+    return (V / np.sqrt(w)) @ V.T
+
+
+# ----------------------------------------------------------------------------- problem
+class IPLR:
+    """Identity-plus-low-rank LogDet metric learning, W = I + U L Uᵀ (eq. 8 / 11).
+
+    Build with :meth:`from_features` (explicit X, basis R) or :meth:`from_kernel`
+    (K0 and J with R = ΦJ).  ``reduced`` is the k × k problem (11) as an
+    :class:`~cvxkml.declare.logdet.ITML` object: its ``solve()`` (fast Bregman, O(k²) per
+    projection) and ``solve_reference()`` (CVXPY) return F*.  :meth:`metric` and
+    :meth:`kernel` map F* back; :meth:`learned_kernel` evaluates on new points.
+    """
+
+    def __init__(self, Phi_red, base_dist, constraints, gamma=None):
+        self.Phi_red = np.asarray(Phi_red, dtype=float)            # n × k rows φ'_i
+        if not isinstance(constraints, PairConstraints):
+            raise InvalidInputError("IPLR takes PairConstraints (problem (8) has distance constraints).")
+        n = self.Phi_red.shape[0]
+        P = constraints.validate(n)
+        V = self.Phi_red[P.i] - self.Phi_red[P.j]
+        red = np.einsum("ij,ij->i", V, V)
+        resid = np.maximum(base_dist(P.i, P.j) - red, 0.0)          # r_ij >= 0
+        shifted = P.bound - resid
+        scale = max(1.0, float(np.max(np.abs(P.bound))))
+        always = (P.y < 0) & (shifted <= 1e-12 * scale)             # dissimilar, holds already
+        never = (P.y > 0) & (shifted <= 1e-12 * scale)              # similar, impossible
+        zero_red = red <= 1e-12 * scale                             # no component in span(U)
+        never |= zero_red & ~always & (P.y < 0)
+        always |= zero_red & ~never & (P.y > 0)
+        if np.any(never) and gamma is None:
+            c = int(np.flatnonzero(never)[0])
+            raise InfeasibleError(
+                f"Pair {c} ({P.i[c]}, {P.j[c]}) cannot satisfy its bound in this basis: its distance "
+                f"outside span(U) is {resid[c]:.4g} (bound {P.bound[c]:.4g}). Enlarge or change the "
+                "basis (k), or use slack (gamma).")
+        if np.any(never):
+            warnings.warn(f"Dropped {int(never.sum())} similar pair(s) whose distance outside the basis "
+                          "already exceeds the bound (not satisfiable in this basis).", UserWarning,
+                          stacklevel=3)
+        keep = ~(always | never)
+        self.constraints = P
+        self.residual = resid
+        self.dropped_pairs = np.flatnonzero(~keep)
+        if not np.any(keep):
+            raise InvalidInputError("No constraint is active in this basis; nothing to learn.")
+        self.kept = np.flatnonzero(keep)
+        self.gamma = gamma
+        self.reduced = ITML(self.Phi_red,
+                            PairConstraints(P.i[keep], P.j[keep], P.y[keep], shifted[keep]), gamma=gamma)
+
+    # -------------------------------------------------------------- constructors
+    @classmethod
+    def from_features(cls, X, constraints, basis="svd", k=None, y=None, gamma=None, random_state=None):
+        """Explicit features X (n × d); ``basis`` is a name for :func:`feature_basis` (with
+        k, y) or a d × k array R.  U = R (RᵀR)^-½."""
+        X = check_data(X)
+        R = feature_basis(X, k, basis, y, random_state) if isinstance(basis, str) else check_data(basis, "R")
+        if R.shape[0] != X.shape[1]:
+            raise InvalidInputError(f"The basis R must be d × k with d = {X.shape[1]}; got {R.shape}.")
+        U = R @ _inv_sqrt_psd(R.T @ R, "RᵀR")
+        self = cls(X @ U, lambda i, j: np.sum((X[i] - X[j]) ** 2, axis=1), constraints, gamma)
+        self.X, self.U, self.K0, self.J = X, U, None, None
+        return self
+
+    @classmethod
+    def from_kernel(cls, K0, constraints, J="random", k=None, y=None, gamma=None, random_state=None):
+        """Kernel K0 (n × n); ``J`` a name for :func:`kernel_basis` (with k, y) or an n × k
+        array.  Φ' = (JᵀK0J)^-½ JᵀK0, so only a k × k matrix is inverted."""
+        K0 = check_kernel_matrix(K0, "K0")
+        J = kernel_basis(K0, k, J, y, random_state) if isinstance(J, str) else np.asarray(J, dtype=float)
+        if J.ndim != 2 or J.shape[0] != K0.shape[0]:
+            raise InvalidInputError(f"J must be n × k with n = {K0.shape[0]}; got {J.shape}.")
+        KJ_is = _inv_sqrt_psd(J.T @ K0 @ J, "JᵀK0J")
+        Phi_red = (KJ_is @ J.T @ K0).T
+        d0 = np.diag(K0)
+        self = cls(Phi_red, lambda i, j: d0[i] + d0[j] - 2 * K0[i, j], constraints, gamma)
+        self.X, self.U, self.K0, self.J, self._KJ_is = None, None, K0, J, KJ_is
+        return self
+
+    # -------------------------------------------------------------- solving and maps
+    def solve(self, **kw):
+        """F* by the fast solver of the reduced problem (11)."""
+        return self.reduced.solve(**kw)
+
+    def solve_reference(self, **kw):
+        """F* by the exact model of the reduced problem (11)."""
+        return self.reduced.solve_reference(**kw)
+
+    def metric(self, F) -> np.ndarray:
+        """W* = I + U (F* − I) Uᵀ (explicit features)."""
+        if self.U is None:
+            raise InvalidInputError("metric() needs explicit features; use kernel() for a kernel basis.")
+        return np.eye(self.U.shape[0]) + self.U @ (F - np.eye(F.shape[0])) @ self.U.T
+
+    def kernel(self, F) -> np.ndarray:
+        """K* = K0 + Φ'ᵀ (F* − I) Φ' = K0 + K0 J (JᵀK0J)^-½ (F* − I) (JᵀK0J)^-½ JᵀK0."""
+        K0 = self.K0 if self.K0 is not None else self.X @ self.X.T
+        return K0 + self.Phi_red @ (F - np.eye(F.shape[0])) @ self.Phi_red.T
+
+    def pair_sq_distances(self, F, i, j) -> np.ndarray:
+        """d_W(i, j) = r_ij + d_F(φ'_i, φ'_j) for training pairs (eq. 10)."""
+        K = self.kernel(F)
+        i, j = np.asarray(i), np.asarray(j)
+        return K[i, i] + K[j, j] - 2 * K[i, j]
+
+    def learned_kernel(self, F, base, X_train) -> LearnedKernel:
+        """κ(z1, z2) = κ0(z1, z2) + k1ᵀ S k2 with S = J (JᵀK0J)^-½ (F* − I) (JᵀK0J)^-½ Jᵀ
+        (Theorem 8 / eq. 18 with α = 1); ``base`` = κ0, ``X_train`` the n training points."""
+        if self.J is None:
+            raise InvalidInputError("learned_kernel() is for the kernel basis; use metric() for features.")
+        M = self.J @ self._KJ_is
+        return LearnedKernel(base, X_train, M @ (F - np.eye(F.shape[0])) @ M.T)
+
+    # -------------------------------------------------------------- eq. 8 model (verification)
+    def eq8_model(self) -> cp.Problem:
+        """Problem (8) written directly over the d × d W = I + U L Uᵀ (explicit features,
+        small d), with the same slack convention as (11): variables "L" (and "xi").
+        Its optimum equals the reduced problem's (Jain et al. eq. 9–10)."""
+        if self.U is None:
+            raise InvalidInputError("eq8_model() needs explicit features.")
+        d, k = self.U.shape
+        L = cp.Variable((k, k), symmetric=True, name="L")
+        W = np.eye(d) + self.U @ L @ self.U.T
+        W = 0.5 * (W + W.T)
+        P = self.constraints
+        keep = self.kept
+        V = self.X[P.i[keep]] - self.X[P.j[keep]]
+        dist = cp.sum(cp.multiply(V @ W, V), axis=1)
+        obj = cp.trace(W) - cp.log_det(W) - d
+        b = P.bound[keep]
+        y = P.y[keep]
+        r = self.residual[keep]
+        if self.gamma is None:
+            cons = [cp.multiply(y, dist - b) <= 0]
+        else:
+            xi0 = b - r
+            s = cp.Variable(keep.size, name="xi_ratio")
+            obj = obj + self.gamma * (cp.sum(s) - cp.sum(cp.log(s)) - keep.size)
+            cons = [cp.multiply(y, dist - r - cp.multiply(xi0, s)) <= 0]
+        return cp.Problem(cp.Minimize(obj), cons)

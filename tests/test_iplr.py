@@ -1,0 +1,123 @@
+"""IPLR / reduced-basis LogDet learning (Jain et al. §3.6, eq. 8–11, Theorems 7–8)."""
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+import cvxkml
+from cvxkml.declare import IPLR
+from cvxkml.declare.iplr import feature_basis, kernel_basis
+from cvxkml.errors import InfeasibleError, InvalidInputError
+from cvxkml.kernels import Kernel, gaussian_kernel
+from cvxkml.sideinfo import PairConstraints, baseline_metric, percentile_bounds
+from instances import _random_pairs
+
+
+def _instance(seed, n, d, m, percentiles):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    i, j = _random_pairs(rng, n, m)
+    yv = rng.choice([-1.0, 1.0], size=i.size)
+    u, l = percentile_bounds(baseline_metric(X), n, percentiles, rng)
+    return rng, X, PairConstraints(i, j, yv, np.where(yv > 0, u, l))
+
+
+@settings(max_examples=40)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 10), d=st.integers(2, 6),
+       k=st.integers(1, 6), m=st.integers(1, 12), gamma=st.sampled_from([None, 0.1, 1.0, 10.0]))
+def test_reduced_problem_equals_eq8_model(seed, n, d, k, m, gamma):
+    """The k × k problem (11) and the d × d model (8) with W = I + ULUᵀ have the same
+    optimum (eq. 9–10); the fast solver of (11) reaches it; W* = I + U(F* − I)Uᵀ
+    satisfies the original constraints (hard case)."""
+    k = min(k, d)
+    rng, X, pc = _instance(seed, n, d, m if gamma else min(m, 3), (30, 70) if gamma is None else (5, 95))
+    R = rng.normal(size=(d, k))
+    try:
+        prob = IPLR.from_features(X, pc, R, gamma=gamma)
+        ref = prob.solve_reference(accept_inaccurate=True)
+    except (InfeasibleError, InvalidInputError):
+        assume(False)
+    assume(ref.status == "optimal")
+    fast = prob.solve(tol=1e-12, max_sweeps=20_000)
+    assume(fast.converged)
+    m8 = prob.eq8_model()
+    m8.solve(solver="CLARABEL")
+    assume(m8.status == "optimal")
+    scale = max(1.0, abs(ref.objective))
+    assert abs(m8.value - ref.objective) <= 1e-5 * scale
+    assert abs(fast.objective - ref.objective) <= 1e-6 * scale
+    W = prob.metric(fast.matrix)
+    if gamma is None:
+        P = pc
+        kept = prob.kept
+        dist = baseline_metric(X, W)(P.i[kept], P.j[kept])
+        assert np.all(P.y[kept] * (dist - P.bound[kept]) <= 1e-6 * np.abs(P.bound[kept]).max())
+        # D_ld(W, I) = D_ld(F, I) (eq. 9)
+        from cvxkml.divergences import logdet_divergence
+        assert abs(logdet_divergence(W, np.eye(d)) - fast.objective) <= 1e-8 * scale
+
+
+@pytest.mark.parametrize("gamma", [None, 1.0])
+def test_full_bases_reduce_to_itml_and_kernel(gamma):
+    """R = I (k = d) gives ITML; J = I (k = n) gives the full kernel solution."""
+    rng, X, pc = _instance(1, 12, 5, 5 if gamma is None else 20, (40, 60))
+    if gamma is None:
+        pc = PairConstraints(pc.i[:3], pc.j[:3], pc.y[:3], pc.bound[:3])
+    f = IPLR.from_features(X, pc, np.eye(5), gamma=gamma).solve(tol=1e-13)
+    itml = cvxkml.ITML(X, pc, gamma=gamma).solve(tol=1e-13)
+    np.testing.assert_allclose(IPLR.from_features(X, pc, np.eye(5), gamma=gamma).metric(f.matrix),
+                               itml.matrix, atol=1e-9)
+    K0 = gaussian_kernel(X, sigma=2.0)
+    pk = IPLR.from_kernel(K0, pc, np.eye(12), gamma=gamma)
+    fk = pk.solve(tol=1e-13)
+    full = cvxkml.LogDetKernel(K0, pc, gamma=gamma).solve(tol=1e-13)
+    np.testing.assert_allclose(pk.kernel(fk.matrix), full.matrix, atol=1e-8 * np.abs(full.matrix).max())
+
+
+def test_kernel_basis_matches_feature_basis_and_extends_to_new_points():
+    """Theorem 8 with a linear kernel: J on K0 = XXᵀ is the feature basis R = XᵀJ; the
+    learned kernel function equals zᵀ W* z' on new points."""
+    rng, X, pc = _instance(2, 25, 7, 30, (5, 95))
+    J = kernel_basis(X @ X.T, 4, "random", random_state=0)
+    pk = IPLR.from_kernel(X @ X.T, pc, J, gamma=1.0)
+    pf = IPLR.from_features(X, pc, X.T @ J, gamma=1.0)
+    Fk, Ff = pk.solve(tol=1e-12), pf.solve(tol=1e-12)
+    assert abs(Fk.objective - Ff.objective) <= 1e-8 * max(1, Ff.objective)
+    W = pf.metric(Ff.matrix)
+    np.testing.assert_allclose(pk.kernel(Fk.matrix), X @ W @ X.T, atol=1e-8)
+    lk = pk.learned_kernel(Fk.matrix, Kernel("linear"), X)
+    Z = rng.normal(size=(6, 7))
+    np.testing.assert_allclose(lk(Z), Z @ W @ Z.T, atol=1e-8)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_basis_choices(k):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 6))
+    y = np.repeat([0, 1, 2], [14, 13, 13])
+    for method in ("svd", "kmeans", "class-means"):
+        R = feature_basis(X, k, method, y=y, random_state=0)
+        assert R.shape == (6, k) and np.linalg.matrix_rank(R) == k
+    R = feature_basis(X, 3, "class-means", y=y)
+    np.testing.assert_allclose(R[:, 0], X[y == 0].mean(0))          # k = c: class means
+    K0 = gaussian_kernel(X, sigma=2.0)
+    for method in ("random", "subset", "kernel-kmeans", "class-means"):
+        J = kernel_basis(K0, k, method, y=y, random_state=0)
+        assert J.shape[0] == 40 and 1 <= J.shape[1] <= k
+        assert np.linalg.matrix_rank(J.T @ K0 @ J) == J.shape[1]
+    sub = kernel_basis(K0, k, "subset", random_state=1)
+    assert np.all(sub.sum(0) == 1) and set(np.unique(sub)) == {0.0, 1.0}
+
+
+def test_iplr_errors():
+    rng, X, pc = _instance(3, 10, 4, 6, (5, 95))
+    with pytest.raises(InvalidInputError, match="singular"):
+        IPLR.from_features(X, pc, np.ones((4, 2)), gamma=1.0)
+    with pytest.raises(InvalidInputError, match="d × k with d = 4"):
+        IPLR.from_features(X, pc, np.eye(3), gamma=1.0)
+    with pytest.raises(InvalidInputError, match="needs the labels"):
+        feature_basis(X, 2, "class-means")
+    with pytest.raises(InvalidInputError, match="Unknown kernel basis"):
+        kernel_basis(X @ X.T, 2, "nope")
+    tight = PairConstraints([0], [1], [1], [1e-6])                   # similar, bound below residual
+    with pytest.raises(InfeasibleError, match="Enlarge or change the basis"):
+        IPLR.from_features(X, tight, np.eye(4)[:, :1])
