@@ -204,7 +204,7 @@ def tolerance_rows(quick: bool = False, repeats: int | None = None, seed: int = 
     exact_objective, rel_gap (= |f_fast − f_exact| / max(1, |f_exact|)), fast_max_violation,
     exact_max_violation, exact_status, fast_sweeps.
     """
-    from .declare.logdet import _CLARABEL_MAX_DIM
+    from .declare.base import _CLARABEL_MAX_DIM
 
     warm_up()
     sizes = (10, 20) if quick else (20, 40, 80)

@@ -5,7 +5,7 @@ K = G0 X̂ G0ᵀ, and D_ld(K, K0) = D_ld(X̂, I_r) (the paper's eq. 14 with the 
 basis absorbed into G0).  The problem is therefore the LogDet metric problem on the rows
 of G0 with prior I: its learned matrix is the r × r X̂ = B Bᵀ, and every formula
 (objective, violations, dual certificate, CVXPY model) is the one of
-:class:`~cvxkml.declare.logdet.LogDetProblem`.  The fast solver is Algorithm 2 with
+:class:`~cvxkml.declare.base.SpectralProblem`.  The fast solver is Algorithm 2 with
 CHOLUPDATEMULT on the triangular factor B, plus rank-two projections for relative and
 similarity constraints (:mod:`cvxkml.solvers.lowrank`).
 """
@@ -17,12 +17,12 @@ from .._validation import check_data
 from ..errors import InvalidInputError
 from ..factor import Factorization, factorize
 from ..sideinfo import PairConstraints, RelativeConstraints, SimilarityConstraints
-from .logdet import LogDetProblem
+from .base import SpectralProblem
 
 __all__ = ["LowRankLogDet"]
 
 
-class LowRankLogDet(LogDetProblem):
+class LowRankLogDet(SpectralProblem):
     """min_K D_ld(K, K0) [+ γ D_ld(diag ξ, diag ξ0)] with K0 = G0 G0ᵀ of rank r.
 
     Parameters

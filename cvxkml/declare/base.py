@@ -1,0 +1,441 @@
+"""The whitened core shared by every spectral problem (Jain et al. 2012, eq. 12–13).
+
+The learned matrix is M = T X̂ Tᵀ with M0 = T Tᵀ (T = chol(W0) for a metric, T = G0 with
+K0 = G0 G0ᵀ a range-space factor for a kernel), and the objective is a spectral function
+of the whitened matrix, f(X̂) = f(M0^-½ M M0^-½) (for LogDet: D_ld(M, M0) = D_ld(X̂, I_r)).
+A pair distance is d(i, j) = v̂ᵀ X̂ v̂ with v̂ = F[i] − F[j] (F = X T for the metric,
+F = G0 for the kernel).  The CVXPY model is therefore well conditioned, never inverts
+K0 or W0, and handles a rank-deficient K0 on its range space (Kulis et al. 2009, eq. 14).
+Everything regularizer-specific (value, CVXPY form, slack, conjugate for the dual)
+comes from a :mod:`~cvxkml.declare.regularizers` object.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import check_positive
+from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
+from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
+from ..solution import Solution
+from .regularizers import LogDet, Regularizer
+
+__all__ = ["SpectralProblem"]
+
+_CLARABEL_MAX_DIM = 40   # Clarabel's memory grows with the square of the PSD block (CVXPY-NOTES)
+
+
+_FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
+
+
+def _split_constraints(constraints):
+    """(pairs, relative, similarity, linear), each a constraint object or None."""
+    if isinstance(constraints, _FAMILIES):
+        constraints = [constraints]
+    out = dict.fromkeys(_FAMILIES)
+    for c in constraints:
+        kind = type(c)
+        if kind not in out:
+            raise InvalidInputError(
+                f"Unsupported constraint object {kind.__name__}; use PairConstraints, "
+                "RelativeConstraints, SimilarityConstraints or LinearConstraints from cvxkml.sideinfo.")
+        if out[kind] is not None:
+            raise InvalidInputError(f"Give at most one {kind.__name__} object (concatenate the arrays).")
+        out[kind] = c
+    if all(v is None for v in out.values()):
+        raise InvalidInputError("At least one constraint set is required.")
+    return tuple(out[k] for k in _FAMILIES)
+
+
+class SpectralProblem:
+    """Common machinery of the whitened spectral problems (ITML, LogDetKernel,
+    SpectralMetric, SpectralKernel, LowRankLogDet, …).
+
+    Subclasses set ``M0`` (N × N), ``T`` (N × r), ``F`` (points × r) and implement
+    :meth:`pair_values` (squared learned distances of index pairs under a matrix M) and
+    :meth:`pair_inner` (learned inner products).  ``fast_families`` lists the constraint
+    families the fast solver handles.
+    """
+
+    kind = "logdet"
+    fast_families: tuple = (PairConstraints,)
+    regularizer: Regularizer = LogDet()
+    M0: np.ndarray
+    T: np.ndarray
+    F: np.ndarray
+
+    def _init_constraints(self, constraints, n_points: int, dim: int, gamma, zero_pairs: str = "raise"):
+        """Split and validate constraints.  Pairs at zero baseline distance (LogDet keeps the
+        range space, so their distance can never change) raise, or with
+        ``zero_pairs="skip"`` are dropped with a warning and listed in ``skipped_pairs``
+        (indices into the given PairConstraints)."""
+        self.pairs, self.relative, self.similarity, self.linear = _split_constraints(constraints)
+        for c in (self.pairs, self.relative, self.similarity):
+            if c is not None:
+                c.validate(n_points)
+        if self.linear is not None:
+            self.linear.validate(dim)
+        self.gamma = check_positive(gamma, "gamma", allow_none=True)
+        if self.gamma is not None and self.pairs is None:
+            raise InvalidInputError("gamma (slack) applies to pair constraints; none were given.")
+        if self.gamma is not None and not self.regularizer.has_slack:
+            raise InvalidInputError(
+                f"{self.regularizer.name} has no slack formulation; use hard constraints (gamma=None).")
+        r = self.T.shape[1]
+        self._Tpinv = np.linalg.pinv(self.T) if self.T.shape[0] != r or not np.allclose(self.T, np.eye(r)) \
+            else np.eye(r)
+        self.skipped_pairs = np.zeros(0, dtype=np.int64)
+        if self.pairs is not None:
+            p0 = self.pair_values(self.M0, self.pairs.i, self.pairs.j)
+            tiny = p0 <= 1e-12 * max(1.0, float(np.max(np.abs(p0))))
+            if np.any(tiny) and zero_pairs == "skip":
+                self.skipped_pairs = np.flatnonzero(tiny)
+                n_dis = int(np.sum(self.pairs.y[tiny] < 0))
+                warnings.warn(
+                    f"Skipped {tiny.sum()} pair(s) identical in the factor space (zero distance that "
+                    f"can never change){f'; {n_dis} of them dissimilar, hence unsatisfiable' if n_dis else ''}. "
+                    "Indices in problem.skipped_pairs and Solution.info['skipped_pairs'].",
+                    UserWarning, stacklevel=3)
+                keep = ~tiny
+                if not np.any(keep):
+                    self.pairs = None
+                    if all(c is None for c in self._families()):
+                        raise InvalidInputError("Every pair is identical in the factor space; nothing to learn.")
+                else:
+                    P = self.pairs
+                    self.pairs = PairConstraints(P.i[keep], P.j[keep], P.y[keep], P.bound[keep])
+            elif np.any(tiny):
+                c = int(np.flatnonzero(tiny)[0])
+                raise InvalidInputError(
+                    f"Pair {c} ({self.pairs.i[c]}, {self.pairs.j[c]}) has zero distance under the "
+                    "baseline; LogDet keeps the range space, so its distance can never change and "
+                    "the projection is undefined. Remove such pairs (PairConstraints.from_labels "
+                    "drops them).")
+            if self.pairs is None and self.gamma is not None:
+                self.gamma = None
+
+    # ------------------------------------------------------------------ numpy side
+    @property
+    def n_constraints(self) -> int:
+        return sum(len(c) for c in self._families() if c is not None)
+
+    def _families(self):
+        return (self.pairs, self.relative, self.similarity, self.linear)
+
+    @property
+    def pairs_only(self) -> bool:
+        return self.pairs is not None and all(c is None for c in self._families()[1:])
+
+    def pair_values(self, M, i, j) -> np.ndarray:
+        """Squared learned distances of index pairs: v̂ᵀ M v̂ with v̂ = F[i] − F[j] (rows of
+        the data / factor the matrix acts on); the kernel problem overrides it."""
+        V = self.F[np.asarray(i)] - self.F[np.asarray(j)]
+        return np.einsum("ij,jk,ik->i", V, np.asarray(M, dtype=float), V)
+
+    def pair_inner(self, M, j, l) -> np.ndarray:
+        """Learned inner products F[j]ᵀ M F[l] (K_jl for the kernel problem)."""
+        return np.einsum("ij,jk,ik->i", self.F[np.asarray(j)], np.asarray(M, dtype=float),
+                         self.F[np.asarray(l)])
+
+    def best_slack(self, M) -> np.ndarray | None:
+        """The optimal slack ξ for a fixed M: ξ0 where the bound holds, else the distance."""
+        if self.gamma is None or self.pairs is None:
+            return None
+        p = self.pair_values(M, self.pairs.i, self.pairs.j)
+        ok = self.pairs.y * (p - self.pairs.bound) <= 0
+        return np.where(ok, self.pairs.bound, p)
+
+    def whiten(self, M) -> np.ndarray | None:
+        """X̂ with M = T X̂ Tᵀ, or None when M is not in the range of T (M0)."""
+        M = np.asarray(M, dtype=float)
+        Xh = self._Tpinv @ M @ self._Tpinv.T
+        Xh = 0.5 * (Xh + Xh.T)
+        if self.T.shape[0] != self.T.shape[1]:
+            resid = np.linalg.norm(M - self.T @ Xh @ self.T.T)
+            if resid > 1e-7 * max(1.0, float(np.linalg.norm(M))):
+                return None
+        return Xh
+
+    def objective(self, M, xi=None) -> float:
+        """f(X̂) for M = T X̂ Tᵀ (for LogDet: D_ld(M, M0)); + γ·D(diag ξ, diag ξ0) with slack,
+        ξ = the best slack for M unless given.  +inf when M leaves the range of M0 or the
+        domain of f."""
+        Xh = self.whiten(M)
+        if Xh is None:
+            return np.inf
+        val = self.regularizer.value(Xh)
+        if self.gamma is not None:
+            xi = self.best_slack(M) if xi is None else np.asarray(xi, dtype=float)
+            val += self.gamma * self.regularizer.slack_value(xi, self.pairs.bound)
+        return float(val)
+
+    def violations(self, M, xi=None) -> np.ndarray:
+        """Per-constraint violations max(0, ·) in the order pairs, relative, similarity, linear.
+        Pair targets are the bounds, or ξ when given (slack problems)."""
+        M = np.asarray(M, dtype=float)
+        out = []
+        if self.pairs is not None:
+            p = self.pair_values(M, self.pairs.i, self.pairs.j)
+            target = self.pairs.bound if xi is None else np.asarray(xi, dtype=float)
+            out.append(self.pairs.y * (p - target))
+        if self.relative is not None:
+            r = self.relative
+            out.append(self.pair_values(M, r.i, r.j) + r.margin - self.pair_values(M, r.i, r.k))
+        if self.similarity is not None:
+            out.append(self.similarity.bound - self.pair_inner(M, self.similarity.j, self.similarity.l))
+        if self.linear is not None:
+            L = self.linear
+            vals = (np.einsum("tab,ab->t", L.C, M) if L.C is not None
+                    else np.einsum("ta,ab,tb->t", L.Z, M, L.Z))
+            out.append(vals - L.b)
+        return np.maximum(np.concatenate(out), 0.0)
+
+    def _whitened_family_terms(self):
+        """Per family: (Â_c as a function of multipliers → r × r sum, targets t_c) in the
+        whitened space, so that every constraint reads tr(X̂ Â_c) <= t_c."""
+        terms = []
+        if self.pairs is not None:
+            P = self.pairs
+            Vh = self.F[P.i] - self.F[P.j]
+            terms.append((lambda l, Vh=Vh, y=P.y: Vh.T @ ((y * l)[:, None] * Vh), P.y * P.bound))
+        if self.relative is not None:
+            R = self.relative
+            Vj = self.F[R.i] - self.F[R.j]
+            Vk = self.F[R.i] - self.F[R.k]
+            terms.append((lambda l, Vj=Vj, Vk=Vk: Vj.T @ (l[:, None] * Vj) - Vk.T @ (l[:, None] * Vk),
+                          -R.margin))
+        if self.similarity is not None:
+            Sm = self.similarity
+            Fj, Fl = self.F[Sm.j], self.F[Sm.l]
+            terms.append((lambda l, Fj=Fj, Fl=Fl: -0.5 * (Fj.T @ (l[:, None] * Fl) + Fl.T @ (l[:, None] * Fj)),
+                          -Sm.bound))
+        if self.linear is not None:
+            L = self.linear
+            if L.C is not None:
+                Ch = np.einsum("ai,tab,bj->tij", self.T, L.C, self.T)
+                terms.append((lambda l, Ch=Ch: np.einsum("t,tij->ij", l, Ch), L.b))
+            else:
+                Zh = L.Z @ self.T
+                terms.append((lambda l, Zh=Zh: Zh.T @ (l[:, None] * Zh), L.b))
+        return terms
+
+    def dual_value(self, lam) -> float:
+        """Lagrange dual g(λ), a lower bound on the optimum for any λ >= 0.
+
+        With every constraint written tr(X̂ Â_c) <= t_c in the whitened space,
+            g(λ) = −f*_+(−Σ_c λ_c Â_c) − Σ_c λ_c t_c,
+        f*_+ the conjugate of the regularizer over X̂ ⪰ 0 (for LogDet:
+        log det(I + Σ λ_c Â_c) − Σ λ_c t_c); with slack the pair terms −δλb become the
+        regularizer's slack conjugate.  −inf outside the dual domain.  ``lam`` follows the
+        order of :meth:`violations`.
+        """
+        lam = np.asarray(lam, dtype=float)
+        if lam.size != self.n_constraints:
+            raise InvalidInputError(f"lam must have one entry per constraint ({self.n_constraints}).")
+        if np.any(lam < 0):
+            return -np.inf
+        A = np.zeros((self.T.shape[1],) * 2)
+        lin = 0.0
+        start = 0
+        for fam, (term, t) in zip([c for c in self._families() if c is not None],
+                                  self._whitened_family_terms()):
+            l = lam[start:start + len(fam)]
+            start += len(fam)
+            A += term(l)
+            if fam is self.pairs and self.gamma is not None:
+                lin += self.regularizer.slack_conj(fam.y * l, fam.bound, self.gamma)
+            else:
+                lin -= float(l @ t)
+        val = -self.regularizer.conj(-A) + lin
+        return float(val) if np.isfinite(val) else -np.inf
+
+    def matrix_from_whitened(self, Xh) -> np.ndarray:
+        M = self.T @ Xh @ self.T.T
+        return 0.5 * (M + M.T)
+
+    # ------------------------------------------------------------------ CVXPY side
+    def to_cvxpy(self) -> cp.Problem:
+        """The exact model as a ``cvxpy.Problem``.
+
+        Variables (``problem.var_dict``): ``"X"``, the r × r whitened matrix X̂ with
+        M = T X̂ Tᵀ (see :meth:`matrix_expression`), and for slack problems
+        ``"xi_ratio"`` = ξ / ξ0 (the slack relative to the bounds; this scaling keeps
+        the conic solvers accurate when slacks span orders of magnitude).  Pair
+        constraints are written divided by their bounds, δ(p/b − 1) <= 0 (hard) or
+        δ(p/b − ξ/ξ0) <= 0 (slack).  Constraints are vectorized: one expression per
+        constraint family.
+        """
+        r = self.T.shape[1]
+        X = cp.Variable((r, r), symmetric=True, name="X")
+        objective = self.regularizer.cvx(X)
+        # LogDet and von Neumann imply X ⪰ 0 through their cones; the others need it stated
+        cons = [X >> 0] if self.regularizer.alpha == 0.0 else []
+        self._pair_con = None
+        self._family_cons = []          # one vectorized constraint per family, in violations() order
+        if self.pairs is not None:
+            # Scaled by the bounds: rows v̂/√b give p/b, and the slack is the ratio s = ξ/ξ0,
+            # so every constraint and slack variable is O(1) (duals are mapped back below).
+            P = self.pairs
+            Vh = (self.F[P.i] - self.F[P.j]) / np.sqrt(P.bound)[:, None]
+            p = cp.sum(cp.multiply(Vh @ X, Vh), axis=1)
+            if self.gamma is None:
+                self._pair_con = cp.multiply(P.y, p - 1.0) <= 0
+            else:
+                s = cp.Variable(len(P), name="xi_ratio")
+                objective = objective + self.gamma * self.regularizer.slack_cvx(s, P.bound)
+                self._pair_con = cp.multiply(P.y, p - s) <= 0
+            cons.append(self._pair_con)
+            self._family_cons.append(self._pair_con)
+        if self.relative is not None:
+            R = self.relative
+            Vj = self.F[R.i] - self.F[R.j]
+            Vk = self.F[R.i] - self.F[R.k]
+            cons.append(cp.sum(cp.multiply(Vj @ X, Vj), axis=1) + R.margin
+                        <= cp.sum(cp.multiply(Vk @ X, Vk), axis=1))
+            self._family_cons.append(cons[-1])
+        if self.similarity is not None:
+            Sm = self.similarity
+            cons.append(cp.sum(cp.multiply(self.F[Sm.j] @ X, self.F[Sm.l]), axis=1) >= Sm.bound)
+            self._family_cons.append(cons[-1])
+        if self.linear is not None:
+            L = self.linear
+            if L.C is not None:
+                Ch = np.einsum("ai,tab,bj->tij", self.T, L.C, self.T)
+                cons.append(Ch.reshape(len(L), -1) @ cp.vec(X, order="C") <= L.b)
+            else:
+                Zh = L.Z @ self.T
+                cons.append(cp.sum(cp.multiply(Zh @ X, Zh), axis=1) <= L.b)
+            self._family_cons.append(cons[-1])
+        return cp.Problem(cp.Minimize(objective), cons)
+
+    def matrix_expression(self, problem: cp.Problem):
+        """The learned matrix M = T X̂ Tᵀ as a CVXPY expression of ``problem``'s ``X``."""
+        return self.T @ problem.var_dict["X"] @ self.T.T
+
+    def default_solver(self) -> str:
+        return "CLARABEL" if self.T.shape[1] <= _CLARABEL_MAX_DIM else "SCS"
+
+    def solve_reference(self, solver: str | None = None, eps: float | None = None,
+                        accept_inaccurate: bool = False, **opts) -> Solution:
+        """Solve the exact model with a conic solver at high accuracy.
+
+        Default solver: Clarabel (interior point, gap and feasibility tolerances
+        ``eps`` = 1e-8) when the matrix variable is at most 40 × 40, SCS
+        (``eps_abs = eps_rel = eps`` = 1e-9, up to 200 000 iterations) above, where
+        Clarabel's memory becomes prohibitive.  Raises :class:`InfeasibleError`
+        for infeasible hard constraints and :class:`SolverError` for any other
+        non-optimal status (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
+        """
+        solver = (solver or self.default_solver()).upper()
+        prob = self.to_cvxpy()
+        if solver == "SCS":
+            eps = 1e-9 if eps is None else eps
+            kw = dict(eps_abs=eps, eps_rel=eps, max_iters=200_000)
+        elif solver == "CLARABEL":
+            eps = 1e-8 if eps is None else eps
+            kw = dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
+            if accept_inaccurate:        # InsufficientProgress → last iterate, 'optimal_inaccurate'
+                kw["accept_unknown"] = True
+        else:
+            kw = {}
+        kw.update(opts)
+        t0 = time.perf_counter()
+        try:
+            prob.solve(solver=solver, **kw)
+        except cp.error.SolverError as exc:
+            raise SolverError(
+                f"{solver} failed on the exact model ({exc}). Try solver='SCS' or 'CLARABEL', "
+                "or rescale the data.") from exc
+        elapsed = time.perf_counter() - t0
+        status = prob.status
+        if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+            raise InfeasibleError(
+                f"The hard-constraint problem is infeasible ({solver}: {status}). "
+                "Use LogDet slack: pass gamma=<positive number> (e.g. 1.0).")
+        if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
+            raise SolverError(
+                f"{solver} returned status {status!r} on the exact model; try the other solver, "
+                "a looser eps, or accept_inaccurate=True.")
+        Xh = prob.var_dict["X"].value
+        Xh = 0.5 * (Xh + Xh.T)
+        M = self.matrix_from_whitened(Xh)
+        duals = [np.maximum(np.asarray(c.dual_value, dtype=float).ravel(), 0.0)
+                 for c in self._family_cons]
+        if self.pairs is not None:
+            duals[0] = duals[0] / self.pairs.bound    # pair rows were divided by the bounds
+        lam = np.concatenate(duals)
+        xi = None
+        if self.gamma is not None:
+            xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * self.pairs.bound
+        iters = getattr(prob.solver_stats, "num_iters", None) or 0
+        dual_value = self.dual_value(lam)
+        return Solution(
+            matrix=M, objective=self.objective(M), dual=lam, slack=xi,
+            violations=self.violations(M, xi), n_iter=int(iters),
+            converged=status == cp.OPTIMAL, time=elapsed, status=status,
+            solver=f"cvxpy-{solver.lower()}", dual_value=dual_value,
+            info={"solver_objective": float(prob.solution.opt_val)})
+
+    # ------------------------------------------------------------------ fast side
+    def _run_fast(self, tol, max_sweeps):  # pragma: no cover - abstract
+        """Run the fast solver; returns a :class:`cvxkml.solvers.bregman.BregmanResult`
+        whose ``matrix`` is in the problem's own space and ``lam`` follows the order of
+        :meth:`violations` (``xi`` holds the pair slacks first)."""
+        raise NotImplementedError
+
+    def solve(self, tol: float = 1e-9, max_sweeps: int = 20_000) -> Solution:
+        """The fast solver: cyclic Bregman projections (Jain et al. Algorithm 1; Kulis et
+        al. Algorithm 2 for the low-rank problem).
+
+        Stops when the relative dual change of a sweep, Σ|λ − λ_old| / (Σ|λ| + Σ|λ_old|),
+        falls below ``tol``; after ``max_sweeps`` it warns (:class:`ConvergenceWarning`)
+        and returns ``converged=False``.  The constraint families handled are listed in
+        ``fast_families``; the others are available in the exact model
+        (:meth:`solve_reference`).
+        """
+        from ..solvers.bregman import NONPOSITIVE_DISTANCE, NONFINITE, NOT_CONVERGED
+
+        unsupported = [type(c).__name__ for c in self._families()
+                       if c is not None and not isinstance(c, self.fast_families)]
+        if unsupported:
+            raise InvalidInputError(
+                f"The fast solver of {type(self).__name__} handles "
+                f"{', '.join(f.__name__ for f in self.fast_families)} only, not "
+                f"{', '.join(unsupported)}; use solve_reference() (the exact model), or "
+                "LowRankLogDet for relative and similarity constraints.")
+        tol = check_positive(tol, "tol")
+        if int(max_sweeps) < 1:
+            raise InvalidInputError("max_sweeps must be a positive integer.")
+        res = self._run_fast(tol, int(max_sweeps))
+        if res.code in (NONPOSITIVE_DISTANCE, NONFINITE):
+            what = ("a constrained distance reached zero" if res.code == NONPOSITIVE_DISTANCE
+                    else "the iterates became non-finite")
+            if self.gamma is None:
+                raise InfeasibleError(
+                    f"Bregman projections broke down after {res.sweeps} sweep(s): {what} "
+                    f"(constraint {res.bad_index}). The hard constraints are most likely infeasible; "
+                    "use LogDet slack by passing gamma=<positive number>.")
+            raise SolverError(f"Bregman projections broke down after {res.sweeps} sweep(s): {what}.")
+        converged = res.code != NOT_CONVERGED
+        M = res.matrix
+        xi = res.xi[: len(self.pairs)] if self.gamma is not None else None
+        viol = self.violations(M, xi)
+        if not converged:
+            warnings.warn(
+                f"Bregman projections did not converge in {res.sweeps} sweeps: relative dual change "
+                f"{res.dual_change:.3g} > tol {tol:.3g}, max violation {np.max(viol):.3g}. Raise "
+                "max_sweeps or tol" + ("" if self.gamma is not None else
+                                        ", or use slack (gamma) if the constraints conflict") + ".",
+                ConvergenceWarning, stacklevel=2)
+        return Solution(
+            matrix=M, objective=self.objective(M), dual=res.lam, slack=xi, violations=viol,
+            n_iter=res.sweeps, converged=converged, time=res.time,
+            status="converged" if converged else "max_sweeps reached",
+            solver=f"bregman-{self.kind}",
+            dual_value=self.dual_value(res.lam),
+            info={"dual_change": res.dual_change, "skipped_pairs": self.skipped_pairs, **res.extra})
+
+

@@ -1,0 +1,175 @@
+"""Spectral regularizers f(A) = Σ_i f_s(λ_i(A)) (Jain et al. 2012, Definition 3) — each
+declared in one place: scalar function f_s, its minimizer α on x >= 0, the CVXPY
+expression, the numpy value, and the conjugate used by the Lagrange dual certificate,
+
+    f*_+(M) = sup_{A ⪰ 0} tr(AM) − f(A) = Σ_i f*_s(μ_i(M)),  f*_s(μ) = sup_{x >= 0} xμ − f_s(x),
+
+so that for constraints tr(Â_c X̂) <= t_c the dual is g(λ) = −f*_+(−Σ λ_c Â_c) − Σ λ_c t_c.
+A new spectral regularizer is a subclass defining these few methods.
+
+Slack (pairs only): ``slack_cvx``/``slack_value``/``slack_conj`` define γ·D(diag ξ, diag ξ0)
+for the regularizers that have a paper-given slack (LogDet: Jain et al. eq. 7; von Neumann:
+Kulis et al. §6.2.1).  ``s`` is the slack ratio ξ/ξ0.
+"""
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from ..errors import InvalidInputError
+
+__all__ = ["Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm"]
+
+
+def _eigvalsh(A):
+    return np.linalg.eigvalsh(0.5 * (A + A.T))
+
+
+class Regularizer:
+    """Base class.  Subclasses set ``name``, ``alpha`` (minimizer of f_s on x >= 0) and
+    implement ``f_s``, ``conj_s``, ``cvx``."""
+
+    name = "regularizer"
+    alpha = 1.0
+    has_slack = False
+
+    def f_s(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def conj_s(self, mu: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def cvx(self, X: cp.Expression):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def value(self, A) -> float:
+        """f(A) = Σ f_s(λ_i(A)); +inf outside the domain."""
+        lam = _eigvalsh(np.asarray(A, dtype=float))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = self.f_s(lam)
+        return float(np.sum(v)) if np.all(np.isfinite(v)) else np.inf
+
+    def conj(self, M) -> float:
+        """f*_+(M) = Σ f*_s(μ_i(M))."""
+        return float(np.sum(self.conj_s(_eigvalsh(np.asarray(M, dtype=float)))))
+
+    def check_theorem4(self):
+        """Theorem 4 needs the minimizer α of f_s on x >= 0 to be non-negative."""
+        if not (self.alpha >= 0):
+            raise InvalidInputError(
+                f"{self.name}: the minimizer α = {self.alpha} of f_s is negative; Theorem 4 "
+                "(kernel ↔ metric equivalence) needs α >= 0.")
+
+    # slack (only where has_slack)
+    def slack_value(self, xi, xi0) -> float:  # pragma: no cover - abstract
+        raise InvalidInputError(f"{self.name} has no slack formulation; use hard constraints (gamma=None).")
+
+    def slack_cvx(self, s, xi0):  # pragma: no cover - abstract
+        raise InvalidInputError(f"{self.name} has no slack formulation; use hard constraints (gamma=None).")
+
+    def slack_conj(self, dl, xi0, gamma) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class LogDet(Regularizer):
+    """f_s(x) = x − log x − 1 (f(A) = D_ld(A, I)), α = 1.  Slack: D_ld(diag ξ, diag ξ0)."""
+
+    name = "LogDet"
+    alpha = 1.0
+    has_slack = True
+
+    def f_s(self, x):
+        return np.where(x > 0, x - np.log(np.where(x > 0, x, 1.0)) - 1.0, np.inf)
+
+    def conj_s(self, mu):
+        return np.where(mu < 1, -np.log(np.where(mu < 1, 1.0 - mu, 1.0)), np.inf)
+
+    def cvx(self, X):
+        return cp.trace(X) - cp.log_det(X) - X.shape[0]
+
+    def slack_value(self, xi, xi0):
+        r = np.asarray(xi, dtype=float) / np.asarray(xi0, dtype=float)
+        return float(np.sum(r - np.log(r) - 1.0)) if np.all(r > 0) else np.inf
+
+    def slack_cvx(self, s, xi0):
+        return cp.sum(s) - cp.sum(cp.log(s)) - s.shape[0]
+
+    def slack_conj(self, dl, xi0, gamma):
+        arg = 1.0 - dl * xi0 / gamma
+        return float(gamma * np.sum(np.log(arg))) if np.all(arg > 0) else -np.inf
+
+
+class VonNeumann(Regularizer):
+    """f_s(x) = x log x − x + 1 (f(A) = D_vN(A, I), Jain et al. §5.1), α = 1.
+    Slack: D_vN(diag ξ, diag ξ0) = Σ ξ log(ξ/ξ0) − ξ + ξ0 (Kulis et al. §6.2.1)."""
+
+    name = "VonNeumann"
+    alpha = 1.0
+    has_slack = True
+
+    def f_s(self, x):
+        x = np.maximum(x, 0.0)
+        return np.where(x > 0, x * np.log(np.where(x > 0, x, 1.0)), 0.0) - x + 1.0
+
+    def conj_s(self, mu):
+        return np.exp(mu) - 1.0
+
+    def cvx(self, X):
+        return -cp.von_neumann_entr(X) - cp.trace(X) + X.shape[0]
+
+    def slack_value(self, xi, xi0):
+        xi = np.asarray(xi, dtype=float); xi0 = np.asarray(xi0, dtype=float)
+        if np.any(xi < 0):
+            return np.inf
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(xi > 0, xi * np.log(xi / xi0), 0.0)
+        return float(np.sum(t - xi + xi0))
+
+    def slack_cvx(self, s, xi0):
+        return cp.sum(cp.multiply(xi0, -cp.entr(s) - s + 1.0))
+
+    def slack_conj(self, dl, xi0, gamma):
+        return float(gamma * np.sum(xi0 * (1.0 - np.exp(dl / gamma))))
+
+
+class Frobenius(Regularizer):
+    """f_s(x) = x²/2 (f(A) = ½‖A‖²_F, POLA, Jain et al. §5.2), α = 0."""
+
+    name = "Frobenius"
+    alpha = 0.0
+
+    def f_s(self, x):
+        return 0.5 * x * x
+
+    def conj_s(self, mu):
+        return 0.5 * np.maximum(mu, 0.0) ** 2
+
+    def cvx(self, X):
+        return 0.5 * cp.sum_squares(X)
+
+
+class TraceNorm(Regularizer):
+    """f_s(x) = τx + x² (τ tr A + ‖A‖²_F on A ⪰ 0, Jain et al. eq. 26), α = 0."""
+
+    name = "TraceNorm"
+    alpha = 0.0
+
+    def __init__(self, tau: float = 1.0):
+        if not np.isfinite(tau) or tau <= 0:
+            raise InvalidInputError(f"tau must be a finite positive number; got {tau!r}.")
+        self.tau = float(tau)
+
+    def f_s(self, x):
+        return self.tau * x + x * x
+
+    def conj_s(self, mu):
+        return 0.25 * np.maximum(mu - self.tau, 0.0) ** 2
+
+    def cvx(self, X):
+        return self.tau * cp.trace(X) + cp.sum_squares(X)
+
+    def __repr__(self):
+        return f"TraceNorm(tau={self.tau:g})"
