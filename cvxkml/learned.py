@@ -22,13 +22,14 @@ from .errors import InvalidInputError
 __all__ = ["kernel_S", "LearnedKernel", "LearnedMetric", "components_from_metric"]
 
 
-def kernel_S(K0, K, rtol: float = 1e-10) -> np.ndarray:
-    """S = K0⁺ (K − K0) K0⁺ (Theorem 1; K0⁺ the pseudo-inverse on range(K0))."""
+def kernel_S(K0, K, rtol: float = 1e-10, alpha: float = 1.0) -> np.ndarray:
+    """S = K0⁺ (K − αK0) K0⁺ (Theorem 1 with α = 1, Theorem 4 / eq. 18 in general; K0⁺ the
+    pseudo-inverse on range(K0))."""
     K0 = check_symmetric(K0, "K0")
     K = check_symmetric(K, "K")
     V, w = range_basis(K0, rtol)
     P = V / w                                         # K0⁺ = V diag(1/w) Vᵀ
-    S = P @ (V.T @ (K - K0) @ V) @ P.T
+    S = P @ (V.T @ (K - alpha * K0) @ V) @ P.T
     return 0.5 * (S + S.T)                            # exact symmetry (round-off grows with cond K0)
 
 
@@ -54,7 +55,8 @@ class LearnedKernel:
 
     @classmethod
     def from_solution(cls, base, X_train, K0, K, alpha: float = 1.0) -> "LearnedKernel":
-        return cls(base, X_train, kernel_S(K0, K), alpha)
+        """From a kernel solution K* of (12) with a regularizer whose f_s is minimized at α."""
+        return cls(base, X_train, kernel_S(K0, K, alpha=alpha), alpha)
 
     # cross-kernel forms (also usable with precomputed kernels)
     def from_cross(self, K1, K2, K12) -> np.ndarray:
@@ -100,6 +102,7 @@ class LearnedKernel:
     def _embedding(self, rtol: float = 1e-10):
         if self._embed is None:
             K0 = self.base(self.X_train, self.X_train)
+            # (for α = 0 the learned kernel is K0 S K0 on the training points)
             K = self.alpha * K0 + K0 @ self.S @ K0
             V, w = range_basis(K, rtol)
             self._embed = (K0, V / np.sqrt(w))

@@ -9,3 +9,7 @@ __all__ += ["LowRankLogDet"]
 from .iplr import IPLR
 
 __all__ += ["IPLR"]
+from .regularizers import Frobenius, LogDet, TraceNorm, VonNeumann
+from .spectral import SpectralKernel, SpectralMetric
+
+__all__ += ["SpectralKernel", "SpectralMetric", "LogDet", "VonNeumann", "Frobenius", "TraceNorm"]
