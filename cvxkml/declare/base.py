@@ -194,32 +194,36 @@ class SpectralProblem:
         return np.maximum(np.concatenate(out), 0.0)
 
     def _whitened_family_terms(self):
-        """Per family: (Â_c as a function of multipliers → r × r sum, targets t_c) in the
-        whitened space, so that every constraint reads tr(X̂ Â_c) <= t_c."""
+        """Per family (sum, adjoint, t): every constraint reads tr(X̂ Â_c) <= t_c in the
+        whitened space; ``sum(λ)`` = Σ_c λ_c Â_c (r × r) and ``adjoint(G)`` = [tr(G Â_c)]_c."""
+        quad = lambda V, G: np.einsum("ij,jk,ik->i", V, G, V)
         terms = []
         if self.pairs is not None:
             P = self.pairs
             Vh = self.F[P.i] - self.F[P.j]
-            terms.append((lambda l, Vh=Vh, y=P.y: Vh.T @ ((y * l)[:, None] * Vh), P.y * P.bound))
+            terms.append((lambda l, Vh=Vh, y=P.y: Vh.T @ ((y * l)[:, None] * Vh),
+                          lambda G, Vh=Vh, y=P.y: y * quad(Vh, G), P.y * P.bound))
         if self.relative is not None:
             R = self.relative
             Vj = self.F[R.i] - self.F[R.j]
             Vk = self.F[R.i] - self.F[R.k]
             terms.append((lambda l, Vj=Vj, Vk=Vk: Vj.T @ (l[:, None] * Vj) - Vk.T @ (l[:, None] * Vk),
-                          -R.margin))
+                          lambda G, Vj=Vj, Vk=Vk: quad(Vj, G) - quad(Vk, G), -R.margin))
         if self.similarity is not None:
             Sm = self.similarity
             Fj, Fl = self.F[Sm.j], self.F[Sm.l]
             terms.append((lambda l, Fj=Fj, Fl=Fl: -0.5 * (Fj.T @ (l[:, None] * Fl) + Fl.T @ (l[:, None] * Fj)),
-                          -Sm.bound))
+                          lambda G, Fj=Fj, Fl=Fl: -np.einsum("ij,jk,ik->i", Fj, G, Fl), -Sm.bound))
         if self.linear is not None:
             L = self.linear
             if L.C is not None:
                 Ch = np.einsum("ai,tab,bj->tij", self.T, L.C, self.T)
-                terms.append((lambda l, Ch=Ch: np.einsum("t,tij->ij", l, Ch), L.b))
+                terms.append((lambda l, Ch=Ch: np.einsum("t,tij->ij", l, Ch),
+                              lambda G, Ch=Ch: np.einsum("tij,ij->t", Ch, G), L.b))
             else:
                 Zh = L.Z @ self.T
-                terms.append((lambda l, Zh=Zh: Zh.T @ (l[:, None] * Zh), L.b))
+                terms.append((lambda l, Zh=Zh: Zh.T @ (l[:, None] * Zh),
+                              lambda G, Zh=Zh: quad(Zh, G), L.b))
         return terms
 
     def dual_value(self, lam) -> float:
@@ -240,8 +244,8 @@ class SpectralProblem:
         A = np.zeros((self.T.shape[1],) * 2)
         lin = 0.0
         start = 0
-        for fam, (term, t) in zip([c for c in self._families() if c is not None],
-                                  self._whitened_family_terms()):
+        for fam, (term, _, t) in zip([c for c in self._families() if c is not None],
+                                     self._whitened_family_terms()):
             l = lam[start:start + len(fam)]
             start += len(fam)
             A += term(l)
@@ -272,7 +276,7 @@ class SpectralProblem:
         X = cp.Variable((r, r), symmetric=True, name="X")
         objective = self.regularizer.cvx(X)
         # LogDet and von Neumann imply X ⪰ 0 through their cones; the others need it stated
-        cons = [X >> 0] if self.regularizer.alpha == 0.0 else []
+        cons = [] if self.regularizer.implies_psd else [X >> 0]
         self._pair_con = None
         self._family_cons = []          # one vectorized constraint per family, in violations() order
         if self.pairs is not None:

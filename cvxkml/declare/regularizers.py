@@ -26,12 +26,15 @@ def _eigvalsh(A):
 
 
 class Regularizer:
-    """Base class.  Subclasses set ``name``, ``alpha`` (minimizer of f_s on x >= 0) and
-    implement ``f_s``, ``conj_s``, ``cvx``."""
+    """Base class.  Subclasses set ``name``, ``alpha`` (minimizer of f_s on x >= 0),
+    ``implies_psd`` (whether ``cvx`` already forces X ⪰ 0; otherwise the model adds it) and
+    implement ``f_s``, ``conj_s``, ``cvx`` (and ``conj_grad_s``/``conj_hess_s`` for
+    :func:`~cvxkml.declare.dual.solve_dual`)."""
 
     name = "regularizer"
     alpha = 1.0
     has_slack = False
+    implies_psd = False      # True when the CVXPY form already forces X ⪰ 0 (log_det, entropy)
 
     def f_s(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -40,6 +43,26 @@ class Regularizer:
         raise NotImplementedError
 
     def cvx(self, X: cp.Expression):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def conj_grad_s(self, mu: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        """d f*_s / dμ (the primal eigenvalue x(μ) = argmax_x xμ − f_s(x))."""
+        raise NotImplementedError
+
+    def conj_grad(self, M) -> np.ndarray:
+        """∇f*_+(M) = U diag(f*_s'(μ)) Uᵀ: the primal X̂ that attains the conjugate."""
+        mu, U = np.linalg.eigh(0.5 * (M + M.T))
+        return (U * self.conj_grad_s(mu)) @ U.T
+
+    def slack_conj_grad(self, dl, xi0, gamma):  # pragma: no cover - abstract
+        """d slack_conj / d(δλ) per pair."""
+        raise NotImplementedError
+
+    def conj_hess_s(self, mu):  # pragma: no cover - abstract
+        """f*_s''(μ) (for the divided differences of the dual Hessian)."""
+        raise NotImplementedError
+
+    def slack_conj_hess(self, dl, xi0, gamma):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def value(self, A) -> float:
@@ -80,6 +103,7 @@ class LogDet(Regularizer):
     name = "LogDet"
     alpha = 1.0
     has_slack = True
+    implies_psd = True
 
     def f_s(self, x):
         return np.where(x > 0, x - np.log(np.where(x > 0, x, 1.0)) - 1.0, np.inf)
@@ -89,6 +113,18 @@ class LogDet(Regularizer):
 
     def cvx(self, X):
         return cp.trace(X) - cp.log_det(X) - X.shape[0]
+
+    def conj_grad_s(self, mu):
+        return np.where(mu < 1, 1.0 / np.where(mu < 1, 1.0 - mu, 1.0), np.inf)
+
+    def slack_conj_grad(self, dl, xi0, gamma):
+        return -xi0 / (1.0 - dl * xi0 / gamma)
+
+    def conj_hess_s(self, mu):
+        return 1.0 / (1.0 - mu) ** 2
+
+    def slack_conj_hess(self, dl, xi0, gamma):
+        return -(xi0 ** 2) / gamma / (1.0 - dl * xi0 / gamma) ** 2
 
     def slack_value(self, xi, xi0):
         r = np.asarray(xi, dtype=float) / np.asarray(xi0, dtype=float)
@@ -109,6 +145,7 @@ class VonNeumann(Regularizer):
     name = "VonNeumann"
     alpha = 1.0
     has_slack = True
+    implies_psd = True
 
     def f_s(self, x):
         x = np.maximum(x, 0.0)
@@ -119,6 +156,18 @@ class VonNeumann(Regularizer):
 
     def cvx(self, X):
         return -cp.von_neumann_entr(X) - cp.trace(X) + X.shape[0]
+
+    def conj_grad_s(self, mu):
+        return np.exp(mu)
+
+    def slack_conj_grad(self, dl, xi0, gamma):
+        return -xi0 * np.exp(dl / gamma)
+
+    def conj_hess_s(self, mu):
+        return np.exp(mu)
+
+    def slack_conj_hess(self, dl, xi0, gamma):
+        return -xi0 / gamma * np.exp(dl / gamma)
 
     def slack_value(self, xi, xi0):
         xi = np.asarray(xi, dtype=float); xi0 = np.asarray(xi0, dtype=float)
@@ -133,6 +182,20 @@ class VonNeumann(Regularizer):
 
     def slack_conj(self, dl, xi0, gamma):
         return float(gamma * np.sum(xi0 * (1.0 - np.exp(dl / gamma))))
+
+    @staticmethod
+    def fast_solver(problem, tol, max_sweeps):
+        """Kulis et al. Algorithm 3 on the whitened r × r matrix (prior I, q0 = 0)."""
+        from ..solvers.vonneumann import vonneumann_pairs
+        if not problem.pairs_only:
+            raise InvalidInputError(
+                "The von Neumann fast solver handles pair constraints only; use solve_reference() "
+                "for relative, similarity or linear constraints.")
+        P = problem.pairs
+        res = vonneumann_pairs(problem.F, np.zeros(problem.F.shape[1]), P.i, P.j, P.y, P.bound,
+                               problem.gamma, tol, max_sweeps)
+        res.matrix = problem.matrix_from_whitened(res.matrix)
+        return res
 
 
 class Frobenius(Regularizer):
@@ -149,6 +212,12 @@ class Frobenius(Regularizer):
 
     def cvx(self, X):
         return 0.5 * cp.sum_squares(X)
+
+    def conj_grad_s(self, mu):
+        return np.maximum(mu, 0.0)
+
+    def conj_hess_s(self, mu):
+        return (mu > 0).astype(float)
 
 
 class TraceNorm(Regularizer):
@@ -170,6 +239,12 @@ class TraceNorm(Regularizer):
 
     def cvx(self, X):
         return self.tau * cp.trace(X) + cp.sum_squares(X)
+
+    def conj_grad_s(self, mu):
+        return 0.5 * np.maximum(mu - self.tau, 0.0)
+
+    def conj_hess_s(self, mu):
+        return 0.5 * (mu > self.tau).astype(float)
 
     def __repr__(self):
         return f"TraceNorm(tau={self.tau:g})"

@@ -1,0 +1,180 @@
+"""The spectral framework (Jain et al. §4, Theorem 4) and von Neumann kernel learning
+(Jain et al. §5.1; Kulis et al. §5.2 Algorithm 3)."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+from cvxkml.declare import (Frobenius, LogDet, SpectralKernel, SpectralMetric, TraceNorm,
+                            VonNeumann)
+from cvxkml.declare.dual import solve_dual
+from cvxkml.declare.regularizers import Regularizer
+from cvxkml.errors import ConvergenceWarning, InvalidInputError
+from cvxkml.kernels import Kernel
+from cvxkml.learned import LearnedKernel
+from cvxkml.sideinfo import PairConstraints, baseline_metric
+from cvxkml.solvers.vonneumann import rank_one_eig_update
+from instances import metric_instance
+
+REGS = [LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)]
+FAST = dict(tol=1e-13, max_sweeps=50_000)
+
+
+def _three_pairs(pc):
+    order = np.argsort(pc.y, kind="stable")[:3]            # dissimilar (−1) first
+    return PairConstraints(pc.i[order], pc.j[order], pc.y[order], pc.bound[order])
+
+
+def _theorem4_instance(seed, n, extra):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, n + extra))
+    y = rng.integers(0, 2, n)
+    pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=3, n_dissimilar=3,
+                                     random_state=seed)
+    return rng, X, pc
+
+
+@pytest.mark.parametrize("reg", REGS, ids=repr)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_theorem4_exact_models(reg, seed):
+    """Theorem 4 for every regularizer, on the exact models: with Φ of full column rank
+    (d > n), SpectralMetric and SpectralKernel have the same optimum, K* = ΦᵀW*Φ and the
+    same learned kernel on new points (eq. 18 with the regularizer's α), to the conic
+    solver's matrix accuracy (objective 1e-6, matrices 2e-3 relative)."""
+    rng, X, pc = _theorem4_instance(seed, 7, 3)
+    gamma = 1.0 if reg.has_slack else None
+    if gamma is None:       # hard: 3 pairs incl. dissimilar ones (else α = 0 gives K* = 0)
+        pc = _three_pairs(pc)
+    W = SpectralMetric(X, pc, reg, gamma=gamma).solve_reference()
+    K = SpectralKernel(X @ X.T, pc, reg, gamma=gamma).solve_reference()
+    scale = max(1.0, abs(W.objective))
+    assert abs(W.objective - K.objective) <= 1e-6 * scale
+    Kw = X @ W.matrix @ X.T
+    assert np.abs(Kw - K.matrix).max() <= 2e-3 * np.abs(K.matrix).max()
+    lk = LearnedKernel.from_solution(Kernel("linear"), X, X @ X.T, K.matrix, alpha=reg.alpha)
+    Z = rng.normal(size=(4, X.shape[1]))
+    ref = Z @ W.matrix @ Z.T
+    assert np.abs(lk(Z) - ref).max() <= 2e-3 * max(1.0, np.abs(ref).max())
+    # the dual certificate is tight at the exact optimum (checks every conjugate)
+    assert abs(W.gap) <= 1e-5 * scale and abs(K.gap) <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("reg", [LogDet(), VonNeumann()], ids=repr)
+@pytest.mark.parametrize("gamma", [None, 1.0])
+def test_theorem4_fast_solvers(reg, gamma):
+    """Theorem 4 with the fast solvers (LogDet: Bregman; von Neumann: Algorithm 3): the
+    same K and the same distances on new points to 1e-6."""
+    rng, X, pc = _theorem4_instance(5, 8, 4)
+    if gamma is None:
+        pc = _three_pairs(pc)
+    W = SpectralMetric(X, pc, reg, gamma=gamma).solve(**FAST)
+    K = SpectralKernel(X @ X.T, pc, reg, gamma=gamma).solve(**FAST)
+    assert W.converged and K.converged
+    np.testing.assert_allclose(X @ W.matrix @ X.T, K.matrix, atol=1e-6 * np.abs(K.matrix).max())
+    lk = LearnedKernel.from_solution(Kernel("linear"), X, X @ X.T, K.matrix, alpha=reg.alpha)
+    Z1, Z2 = rng.normal(size=(5, 12)), rng.normal(size=(5, 12))
+    D = Z1 - Z2
+    np.testing.assert_allclose(lk.pair_sq_distances(Z1, Z2), np.einsum("ij,jk,ik->i", D, W.matrix, D),
+                               rtol=1e-6, atol=1e-8)
+
+
+def _vn_check(problem, hard):
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        fast = problem.solve(tol=1e-12, max_sweeps=20_000)
+    assert any(issubclass(w.category, ConvergenceWarning) for w in rec) == (not fast.converged)
+    assume(fast.converged)
+    exact = problem.solve_reference(accept_inaccurate=True)
+    scale = max(1.0, abs(exact.objective))
+    if exact.status == "optimal":
+        assert abs(fast.objective - exact.objective) <= 1e-6 * scale, (fast, exact)
+    else:
+        assert fast.objective <= exact.objective + 1e-6 * scale
+    assert fast.max_violation <= 1e-6
+    assert abs(fast.gap) <= 1e-8 * max(1.0, abs(fast.objective)), fast
+    return fast
+
+
+@settings(max_examples=40)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), d=st.integers(1, 6), m=st.integers(1, 6))
+def test_vonneumann_hard_fast_vs_model(seed, n, d, m):
+    """Algorithm 3 vs the von_neumann_entr model: gap <= 1e-6 (the exponential-cone model's
+    accuracy), fast certificate <= 1e-8."""
+    X, pc = metric_instance(seed, n, d, m, hard=True)
+    _vn_check(SpectralMetric(X, pc, VonNeumann()), hard=True)
+
+
+@settings(max_examples=40)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), d=st.integers(1, 6),
+       m=st.integers(1, 16), gamma=st.sampled_from([0.1, 1.0, 10.0]))
+def test_vonneumann_slack_fast_vs_model_and_dual(seed, n, d, m, gamma):
+    """Slack (Kulis et al. §6.2.1): fast vs model as above, and fast vs the exact dual
+    solved by L-BFGS-B + Newton: objective gap <= 1e-8."""
+    X, pc = metric_instance(seed, n, d, m, hard=False)
+    prob = SpectralMetric(X, pc, VonNeumann(), gamma=gamma)
+    fast = _vn_check(prob, hard=False)
+    dual = solve_dual(prob)
+    assume(dual.converged)
+    assert abs(fast.objective - dual.objective) <= 1e-8 * max(1.0, abs(dual.objective))
+    assert abs(dual.gap) <= 1e-8 * max(1.0, abs(dual.objective))          # KKT: dual = primal
+
+
+@pytest.mark.parametrize("case", ["generic", "clustered", "tiny-w", "zero-w", "negative"])
+def test_secular_eigen_update_matches_eigh(case):
+    """diag(q) + θwwᵀ by deflation + secular equation + Gu–Eisenstat vectors vs eigh."""
+    rng = np.random.default_rng(["generic", "clustered", "tiny-w", "zero-w", "negative"].index(case))
+    for trial in range(30):
+        r = int(rng.integers(1, 60))
+        q = rng.normal(size=r)
+        w = rng.normal(size=r)
+        theta = 10 ** rng.uniform(-3, 2)
+        if case == "clustered":
+            q = np.round(q, 1)                       # exact ties and near ties
+            q[: r // 3] += rng.normal(size=r // 3) * 1e-13
+        elif case == "tiny-w":
+            w[rng.random(r) < 0.4] *= 1e-9
+        elif case == "zero-w":
+            w[rng.random(r) < 0.4] = 0.0
+        elif case == "negative":
+            theta = -theta
+        A = np.diag(q) + theta * np.outer(w, w)
+        lam, U = rank_one_eig_update(q, w, theta)
+        ref = np.linalg.eigvalsh(A)
+        scale = max(1.0, np.abs(ref).max())
+        assert np.abs(np.sort(lam) - ref).max() <= 1e-10 * scale
+        assert np.abs(U.T @ U - np.eye(r)).max() <= 1e-10
+        assert np.abs(A @ U - U * lam).max() <= 1e-10 * scale
+
+
+def test_custom_regularizer_and_bad_inputs():
+    """A user-declared spectral regularizer works with the exact model; α < 0 is rejected
+    (Theorem 4); regularizers without a fast solver or slack say what to do."""
+    class Shifted(Regularizer):
+        name, alpha = "Shifted", 2.0
+
+        def f_s(self, x):
+            return (x - 2.0) ** 2
+
+        def conj_s(self, mu):
+            x = np.maximum(mu / 2 + 2.0, 0.0)
+            return x * mu - (x - 2.0) ** 2
+
+        def cvx(self, X):
+            import cvxpy as cp
+            return cp.sum_squares(X - 2.0 * np.eye(X.shape[0]))
+
+    X, pc = metric_instance(3, 8, 3, 3, hard=True)
+    sol = SpectralMetric(X, pc, Shifted()).solve_reference()
+    assert sol.converged and abs(sol.gap) <= 1e-5 * max(1, sol.objective)
+
+    class Negative(Shifted):
+        name, alpha = "Negative", -1.0
+    with pytest.raises(InvalidInputError, match="Theorem 4"):
+        SpectralMetric(X, pc, Negative())
+    with pytest.raises(InvalidInputError, match="no slack formulation"):
+        SpectralMetric(X, pc, Frobenius(), gamma=1.0)
+    with pytest.raises(InvalidInputError, match="regularizer must be"):
+        SpectralKernel(X @ X.T + np.eye(8), pc, "logdet")
+    with pytest.raises(InvalidInputError, match="tau"):
+        TraceNorm(-1.0)
