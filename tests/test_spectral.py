@@ -178,3 +178,24 @@ def test_custom_regularizer_and_bad_inputs():
         SpectralKernel(X @ X.T + np.eye(8), pc, "logdet")
     with pytest.raises(InvalidInputError, match="tau"):
         TraceNorm(-1.0)
+
+
+@settings(max_examples=40)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), m=st.integers(1, 12),
+       kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+       gamma=st.sampled_from([None, 0.3, 3.0]))
+def test_vonneumann_kernel_fast_model_dual(seed, n, m, kind, gamma):
+    """Kulis et al.'s D_vN(K, K0): Algorithm 3 vs the von_neumann_entr model (1e-6), vs the
+    exact dual (1e-8, when the dual optimizer certifies convergence), and the objective is
+    divergences.von_neumann_divergence (one formula)."""
+    from cvxkml.declare import VonNeumannKernel
+    from cvxkml.divergences import von_neumann_divergence
+    from instances import kernel_instance
+    K0, pc = kernel_instance(seed, n, m, hard=gamma is None, kind=kind)
+    prob = VonNeumannKernel(K0, pc, gamma=gamma)
+    fast = _vn_check(prob, hard=gamma is None)
+    slack = gamma * prob.regularizer.slack_value(prob.best_slack(fast.matrix), pc.bound) if gamma else 0.0
+    assert abs(fast.objective - von_neumann_divergence(fast.matrix, K0) - slack) <= 1e-9 * max(1, fast.objective)
+    dual = solve_dual(prob)
+    if dual.converged:
+        assert abs(fast.objective - dual.objective) <= 1e-8 * max(1.0, abs(dual.objective))

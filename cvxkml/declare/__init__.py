@@ -13,3 +13,6 @@ from .regularizers import Frobenius, LogDet, TraceNorm, VonNeumann
 from .spectral import SpectralKernel, SpectralMetric
 
 __all__ += ["SpectralKernel", "SpectralMetric", "LogDet", "VonNeumann", "Frobenius", "TraceNorm"]
+from .vonneumann import VonNeumannKernel
+
+__all__ += ["VonNeumannKernel"]

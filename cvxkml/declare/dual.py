@@ -71,8 +71,8 @@ def _dense_mats(problem):
 
 def _hessian(problem, lam, mats):
     terms_A = np.einsum("c,cij->ij", lam, mats)
-    mu, U = np.linalg.eigh(-0.5 * (terms_A + terms_A.T))
     reg = problem.regularizer
+    mu, U = np.linalg.eigh(-0.5 * (terms_A + terms_A.T) + reg.conj_shift(terms_A.shape[0]))
     fp = reg.conj_grad_s(mu)
     fpp = reg.conj_hess_s(mu)
     dm = mu[:, None] - mu[None, :]

@@ -72,6 +72,10 @@ class Regularizer:
             v = self.f_s(lam)
         return float(np.sum(v)) if np.all(np.isfinite(v)) else np.inf
 
+    def conj_shift(self, r):
+        """S with f*_+(M) = Σ f*_s(μ_i(M + S)) (zero for spectral regularizers)."""
+        return np.zeros((r, r))
+
     def conj(self, M) -> float:
         """f*_+(M) = Σ f*_s(μ_i(M))."""
         return float(np.sum(self.conj_s(_eigvalsh(np.asarray(M, dtype=float)))))
@@ -140,34 +144,76 @@ class LogDet(Regularizer):
 
 class VonNeumann(Regularizer):
     """f_s(x) = x log x − x + 1 (f(A) = D_vN(A, I), Jain et al. §5.1), α = 1.
-    Slack: D_vN(diag ξ, diag ξ0) = Σ ξ log(ξ/ξ0) − ξ + ξ0 (Kulis et al. §6.2.1)."""
+    Slack: D_vN(diag ξ, diag ξ0) = Σ ξ log(ξ/ξ0) − ξ + ξ0 (Kulis et al. §6.2.1).
+
+    With ``prior=p`` (positive vector) the regularizer is D_vN(A, diag p) instead — Kulis et
+    al.'s D_vN(K, K0) written in the eigenbasis of K0 (not spectral in A alone, so not for
+    Theorem 4; used by :class:`~cvxkml.declare.vonneumann.VonNeumannKernel`).  Its
+    conjugate is f*_+(M) = tr exp(M + diag log p) − Σ p.
+    """
 
     name = "VonNeumann"
     alpha = 1.0
     has_slack = True
     implies_psd = True
 
+    def __init__(self, prior=None):
+        if prior is None:
+            self.logp = None
+        else:
+            p = np.asarray(prior, dtype=float).ravel()
+            if not np.all(np.isfinite(p)) or np.any(p <= 0):
+                raise InvalidInputError("The von Neumann prior must be a finite positive vector "
+                                        "(the positive eigenvalues of K0).")
+            self.logp = np.log(p)
+            self.alpha = np.nan                  # not a spectral function of A
+
+    def check_theorem4(self):
+        if self.logp is not None:
+            raise InvalidInputError(
+                "VonNeumann(prior=…) is D_vN(K, K0) (Kulis et al.), not a spectral function of "
+                "K0^-½ K K0^-½; use VonNeumannKernel for it, or VonNeumann() in the framework.")
+
+    def conj_shift(self, r):
+        return np.zeros((r, r)) if self.logp is None else np.diag(self.logp)
+
     def f_s(self, x):
         x = np.maximum(x, 0.0)
         return np.where(x > 0, x * np.log(np.where(x > 0, x, 1.0)), 0.0) - x + 1.0
 
+    def value(self, A) -> float:
+        v = super().value(A)
+        if self.logp is None:
+            return v
+        A = np.asarray(A, dtype=float)
+        # Σ f_s(λ) = tr(A log A − A + I); subtract tr(A log P) and turn the +I into +P
+        return float(v - np.sum(np.diag(A) * self.logp) + np.sum(np.exp(self.logp)) - A.shape[0])
+
     def conj_s(self, mu):
         return np.exp(mu) - 1.0
 
+    def conj(self, M) -> float:
+        r = M.shape[0]
+        mu = np.linalg.eigvalsh(0.5 * (M + M.T) + self.conj_shift(r))
+        base = 0.0 if self.logp is None else float(np.sum(np.exp(self.logp))) - r
+        return float(np.sum(self.conj_s(mu))) - base
+
+    def conj_grad(self, M):
+        mu, U = np.linalg.eigh(0.5 * (M + M.T) + self.conj_shift(M.shape[0]))
+        return (U * np.exp(mu)) @ U.T
+
     def cvx(self, X):
-        return -cp.von_neumann_entr(X) - cp.trace(X) + X.shape[0]
+        expr = -cp.von_neumann_entr(X) - cp.trace(X) + X.shape[0]
+        if self.logp is not None:
+            expr = expr - cp.sum(cp.multiply(self.logp, cp.diag(X))) + float(np.sum(np.exp(self.logp))) \
+                - X.shape[0]
+        return expr
 
     def conj_grad_s(self, mu):
         return np.exp(mu)
 
-    def slack_conj_grad(self, dl, xi0, gamma):
-        return -xi0 * np.exp(dl / gamma)
-
     def conj_hess_s(self, mu):
         return np.exp(mu)
-
-    def slack_conj_hess(self, dl, xi0, gamma):
-        return -xi0 / gamma * np.exp(dl / gamma)
 
     def slack_value(self, xi, xi0):
         xi = np.asarray(xi, dtype=float); xi0 = np.asarray(xi0, dtype=float)
@@ -183,19 +229,27 @@ class VonNeumann(Regularizer):
     def slack_conj(self, dl, xi0, gamma):
         return float(gamma * np.sum(xi0 * (1.0 - np.exp(dl / gamma))))
 
-    @staticmethod
-    def fast_solver(problem, tol, max_sweeps):
-        """Kulis et al. Algorithm 3 on the whitened r × r matrix (prior I, q0 = 0)."""
+    def slack_conj_grad(self, dl, xi0, gamma):
+        return -xi0 * np.exp(dl / gamma)
+
+    def slack_conj_hess(self, dl, xi0, gamma):
+        return -xi0 / gamma * np.exp(dl / gamma)
+
+    def fast_solver(self, problem, tol, max_sweeps):
+        """Kulis et al. Algorithm 3 on the r × r matrix (q0 = log prior, 0 for prior I)."""
         from ..solvers.vonneumann import vonneumann_pairs
         if not problem.pairs_only:
             raise InvalidInputError(
                 "The von Neumann fast solver handles pair constraints only; use solve_reference() "
                 "for relative, similarity or linear constraints.")
         P = problem.pairs
-        res = vonneumann_pairs(problem.F, np.zeros(problem.F.shape[1]), P.i, P.j, P.y, P.bound,
-                               problem.gamma, tol, max_sweeps)
+        q0 = np.zeros(problem.F.shape[1]) if self.logp is None else self.logp
+        res = vonneumann_pairs(problem.F, q0, P.i, P.j, P.y, P.bound, problem.gamma, tol, max_sweeps)
         res.matrix = problem.matrix_from_whitened(res.matrix)
         return res
+
+    def __repr__(self):
+        return "VonNeumann()" if self.logp is None else f"VonNeumann(prior=<{self.logp.size} values>)"
 
 
 class Frobenius(Regularizer):

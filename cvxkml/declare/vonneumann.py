@@ -1,0 +1,60 @@
+"""von Neumann kernel learning relative to K0 (Kulis, Sustik, Dhillon 2009, §3–5.2):
+
+    min_K D_vN(K, K0) [+ γ D_vN(diag ξ, diag ξ0)]  s.t. pair constraints on K,
+
+with D_vN(K, K0) = tr(K log K − K log K0 − K + K0).  The von Neumann divergence keeps the
+range space and is invariant under orthogonal (not general) congruences, so the problem
+is written in the orthonormal eigenbasis V0 of K0 = V0 diag(p) V0ᵀ: K = V0 X̂ V0ᵀ and
+D_vN(K, K0) = D_vN(X̂, diag p).  The exact CVXPY model is
+−von_neumann_entr(X̂) − tr(X̂ log diag p) − tr X̂ + Σ p (never `quantum_rel_entr`, see
+CVXPY-NOTES); the fast solver is Algorithm 3 started from q = log p; the exact dual is
+:func:`~cvxkml.declare.dual.solve_dual` (K(λ) = exp(log K0 − C(λ)) on the range space).
+This differs from Jain et al.'s eq. (22), f_vN(K0^-½ K K0^-½), which is
+``SpectralKernel(K0, constraints, VonNeumann())``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_kernel_matrix, psd_rank
+from ..sideinfo import PairConstraints
+from .base import SpectralProblem
+from .regularizers import VonNeumann
+
+__all__ = ["VonNeumannKernel"]
+
+
+class VonNeumannKernel(SpectralProblem):
+    """D_vN(K, K0) kernel learning (Kulis et al. 2009) on the range space of a PSD K0.
+
+    Parameters
+    ----------
+    K0 : (n, n) PSD kernel matrix.  constraints : PairConstraints (fast and exact);
+    relative, similarity and linear constraints in the exact model.
+    gamma : None (hard) or the von Neumann slack weight (§6.2.1).
+    """
+
+    kind = "vonneumann"
+    fast_families = (PairConstraints,)
+
+    def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
+        self.M0 = check_kernel_matrix(K0, "K0")
+        rank, w, V = psd_rank(self.M0, "K0", rank_rtol)
+        keep = w > rank_rtol * max(float(np.max(np.abs(w))), np.finfo(float).tiny)
+        self.rank = rank
+        self.T = V[:, keep]                      # orthonormal: X̂ = V0ᵀ K V0
+        self.F = self.T
+        self.regularizer = VonNeumann(prior=w[keep])
+        n = self.M0.shape[0]
+        self._init_constraints(constraints, n, n, gamma)
+
+    def pair_values(self, M, i, j):
+        M = np.asarray(M, dtype=float)
+        i = np.asarray(i); j = np.asarray(j)
+        return M[i, i] + M[j, j] - 2.0 * M[i, j]
+
+    def pair_inner(self, M, j, l):
+        return np.asarray(M, dtype=float)[np.asarray(j), np.asarray(l)]
+
+    def _run_fast(self, tol, max_sweeps):
+        return self.regularizer.fast_solver(self, tol, max_sweeps)
