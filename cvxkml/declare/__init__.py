@@ -16,3 +16,6 @@ __all__ += ["SpectralKernel", "SpectralMetric", "LogDet", "VonNeumann", "Frobeni
 from .vonneumann import VonNeumannKernel
 
 __all__ += ["VonNeumannKernel"]
+from .trace import TraceSSIKDR
+
+__all__ += ["TraceSSIKDR"]

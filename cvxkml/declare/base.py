@@ -358,7 +358,9 @@ class SpectralProblem:
         if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
             raise InfeasibleError(
                 f"The hard-constraint problem is infeasible ({solver}: {status}). "
-                "Use LogDet slack: pass gamma=<positive number> (e.g. 1.0).")
+                + ("Use slack: pass gamma=<positive number> (e.g. 1.0)." if self.regularizer.has_slack
+                   else f"The {self.regularizer.name} problem has no slack formulation: relax or "
+                        "remove conflicting constraints."))
         if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
             raise SolverError(
                 f"{solver} returned status {status!r} on the exact model; try the other solver, "
@@ -438,7 +440,7 @@ class SpectralProblem:
             matrix=M, objective=self.objective(M), dual=res.lam, slack=xi, violations=viol,
             n_iter=res.sweeps, converged=converged, time=res.time,
             status="converged" if converged else "max_sweeps reached",
-            solver=f"bregman-{self.kind}",
+            solver=f"{res.extra.pop('solver', 'bregman')}-{self.kind}",
             dual_value=self.dual_value(res.lam),
             info={"dual_change": res.dual_change, "skipped_pairs": self.skipped_pairs, **res.extra})
 

@@ -422,7 +422,8 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
     Xh = (W * np.exp(q)) @ W.T
     return BregmanResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
                          elapsed, extra={"W": W, "q": q,
-                                         "evals_per_projection": stats[0] / max(stats[1], 1)})
+                                         "evals_per_projection": stats[0] / max(stats[1], 1),
+                                         "solver": "vonneumann-alg3"})
 
 
 def rank_one_eig_update(q, w, theta):

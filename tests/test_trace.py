@@ -1,0 +1,100 @@
+"""Trace-SSIKDR (Jain et al. §5.4, eq. 26–28, Algorithm 2, Lemma 10)."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+from cvxkml.declare import TraceSSIKDR
+from cvxkml.errors import ConvergenceWarning, InvalidInputError
+from cvxkml.sideinfo import PairConstraints, RelativeConstraints
+from instances import kernel_instance
+
+
+def _rank(w, rtol):
+    return int(np.sum(w > rtol * max(w.max(), 1e-300)))
+
+
+@settings(max_examples=40)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), m=st.integers(1, 11),
+       kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+       tau=st.sampled_from([0.01, 0.3, 3.0]))
+def test_fast_matches_exact_and_rank(seed, n, m, kind, tau):
+    """Relative objective gap <= 1e-4, violations <= 1e-5, and the rank of the fast
+    solution equals the numerical rank of the exact one (draws with an eigenvalue in the
+    ambiguous band 1e-6 … 1e-3 of the largest are skipped: the conic solver cannot decide
+    them)."""
+    K0, pc = kernel_instance(seed, n, m, hard=True, kind=kind)
+    prob = TraceSSIKDR(K0, pc, tau=tau)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        fast = prob.solve(tol=1e-10, max_sweeps=20_000)
+    assert any(issubclass(w.category, ConvergenceWarning) for w in rec) == (not fast.converged)
+    assume(fast.converged)
+    exact = prob.solve_reference()
+    assert abs(fast.objective - exact.objective) <= 1e-4 * max(1.0, abs(exact.objective))
+    assert fast.max_violation <= 1e-5
+    we = np.linalg.eigvalsh(prob.whiten(exact.matrix))
+    wf = np.linalg.eigvalsh(prob.whiten(fast.matrix))
+    amb = lambda w: np.any((w >= 1e-5) & (w <= 1e-3))
+    assume(not amb(we) and not amb(wf))
+    assert np.sum(wf > 1e-5) == np.sum(we > 1e-5)
+
+
+def test_lemma10_identity():
+    """Lemma 10: the top-k eigenvectors U_k of K0^½CK0^½ are K0^½V_k normalized, where V_k are
+    right eigenvectors of CK0, and Σ_k = Λ_k.  The normalization is 1/√(v_kᵀK0v_k) (the
+    printed D_k = 1/(vᵀK0v) holds only for K0-normalized v, where both are 1)."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(9, 9))
+    K0 = A @ A.T + np.eye(9)
+    B = rng.normal(size=(9, 3))
+    C = B @ np.diag([2.0, -1.0, 0.5]) @ B.T
+    w, Q = np.linalg.eigh(K0)
+    K0h = (Q * np.sqrt(w)) @ Q.T
+    sig, U = np.linalg.eigh(K0h @ C @ K0h)
+    lam, Vr = np.linalg.eig(C @ K0)
+    order = np.argsort(-lam.real)[:2]
+    lam, Vr = lam.real[order], Vr.real[:, order]
+    np.testing.assert_allclose(lam, sig[::-1][:2], rtol=1e-10)
+    for k in range(2):
+        v = Vr[:, k]
+        u = K0h @ v / np.sqrt(v @ K0 @ v)
+        uk = U[:, ::-1][:, k]
+        assert min(np.abs(u - uk).max(), np.abs(u + uk).max()) < 1e-9
+
+
+def test_embedding_reproduces_learned_kernel_and_new_points():
+    K0, pc = kernel_instance(3, 14, 12, hard=True, kind="gaussian")
+    prob = TraceSSIKDR(K0, pc, tau=0.2)
+    sol = prob.solve(tol=1e-10)
+    E = prob.embedding(sol, K0)
+    np.testing.assert_allclose(E @ E.T, sol.matrix, atol=1e-8 * max(1.0, np.abs(sol.matrix).max()))
+    assert E.shape[1] == np.sum(np.linalg.eigvalsh(prob.whiten(sol.matrix)) > 1e-9 * np.abs(sol.matrix).max())
+
+
+def test_tau_large_and_rank_monotone():
+    """τ → large gives K̃ = 0 when the constraints allow it (only similarity bounds);
+    raising τ never raises the rank."""
+    K0, pc = kernel_instance(4, 12, 11, hard=True, kind="gaussian")
+    sim = PairConstraints(pc.i, pc.j, np.ones(len(pc)), pc.bound)
+    sol = TraceSSIKDR(K0, sim, tau=100.0).solve()
+    assert np.abs(sol.matrix).max() <= 1e-12 and sol.objective == 0.0
+    prob_of = lambda tau: TraceSSIKDR(K0, pc, tau=tau)
+    ranks = []
+    for tau in [0.01, 0.1, 1.0, 10.0, 100.0]:
+        p = prob_of(tau)
+        s = p.solve(tol=1e-10)
+        ranks.append(_rank(np.linalg.eigvalsh(p.whiten(s.matrix)), 1e-8))
+    assert all(a >= b for a, b in zip(ranks, ranks[1:])), ranks
+
+
+def test_trace_bad_inputs():
+    K0, pc = kernel_instance(5, 8, 5, hard=True, kind="gaussian")
+    with pytest.raises(InvalidInputError, match="tau"):
+        TraceSSIKDR(K0, pc, tau=0.0)
+    with pytest.raises(InvalidInputError, match="solve_reference"):
+        TraceSSIKDR(K0, [pc, RelativeConstraints([0], [1], [2], 0.1)], tau=1.0).solve()
+    with pytest.raises(InvalidInputError, match="K_cross must be"):
+        p = TraceSSIKDR(K0, pc, tau=1.0)
+        p.embedding(p.solve(), np.ones((2, 3)))
