@@ -300,5 +300,20 @@ class TraceNorm(Regularizer):
     def conj_hess_s(self, mu):
         return 0.5 * (mu > self.tau).astype(float)
 
+    def fast_solver(self, problem, tol, max_sweeps):
+        """Accelerated Uzawa / singular-value-thresholding dual ascent (Jain et al. Alg. 2,
+        derived for eq. 26; see :mod:`cvxkml.solvers.trace`).  Pair constraints only."""
+        from ..solvers.trace import trace_uzawa
+        if not problem.pairs_only or problem.gamma is not None:
+            raise InvalidInputError(
+                "The Trace-SSIKDR fast solver handles hard pair constraints only; use "
+                "solve_reference() for other constraint families.")
+        P = problem.pairs
+        V = problem.F[P.i] - problem.F[P.j]
+        res = trace_uzawa(V, P.y, P.y * P.bound, self.tau, tol=tol, max_iter=max_sweeps)
+        res.extra["whitened"] = res.matrix
+        res.matrix = problem.matrix_from_whitened(res.matrix)
+        return res
+
     def __repr__(self):
         return f"TraceNorm(tau={self.tau:g})"
