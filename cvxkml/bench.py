@@ -312,3 +312,257 @@ def demo_fast_vs_exact(n: int = 30, gamma: float = 1.0, random_state: int = 0,
         "fast_s": t_fast, "exact_s": t_exact, "time_ratio": t_fast / t_exact,
         "exact_solver": se.solver, "fast_sweeps": sf.n_iter,
     }
+
+
+# =========================================================================== low rank
+# ``cvxkml bench lowrank``: Kulis, Sustik & Dhillon (2009) Algorithm 2 with CHOLUPDATEMULT.
+import numba as nb  # noqa: E402
+
+from .solvers.lowrank import cholupdatemult  # noqa: E402
+
+_LOWRANK_SIZES = (10, 50, 100, 200)
+
+
+@nb.njit(cache=True)
+def _drive_cholupdatemult(B, B0, X, betas, reset):
+    """Times CHOLUPDATEMULT alone: B ← B L_t, L_t L_tᵀ = I + β_t x_t x_tᵀ for a stream of
+    (β_t, x_t), B reset to B0 every ``reset`` updates (keeps B bounded; the r² copy per
+    ``reset`` updates is included in the time)."""
+    for t in range(X.shape[0]):
+        if t % reset == 0:
+            B[:, :] = B0
+        cholupdatemult(betas[t], X[t], B)
+
+
+def numpy_lowrank_sweep(B, G0, I, J, delta, xi, lam, gamma):
+    """One sweep of the low-rank projection in dense NumPy: w = Bᵀ(G0[i] − G0[j]), p = ‖w‖²,
+    α, β and the slack update as in :func:`numpy_sweeps_metric`, then
+    L = cholesky(I + β w wᵀ) and B ← B @ L (skipped when β = 0).  Updates ``xi``, ``lam`` in
+    place; returns (B, number of rank-one updates)."""
+    r = B.shape[0]
+    eye = np.eye(r)
+    updates = 0
+    for c in range(I.shape[0]):
+        w = B.T @ (G0[I[c]] - G0[J[c]])
+        p = float(w @ w)
+        if not p > 0.0:
+            raise FloatingPointError(f"non-positive distance at constraint {c}")
+        alpha, beta, xi[c] = _numpy_project(p, delta[c], xi[c], lam[c], gamma)
+        lam[c] -= alpha
+        if beta != 0.0:
+            B = B @ np.linalg.cholesky(eye + beta * np.outer(w, w))
+            updates += 1
+    return B, updates
+
+
+def _lowrank_pairs(r: int, m: int, seed: int, eps: float = 0.25):
+    """A random factor G0 (n × r, standard normal, n = max(1000, 4r)) and ``m`` constraints on
+    m/2 random pairs, each pair constrained twice in a row: d ≤ (1−ε)b, then d ≥ (1+ε)b
+    (b its distance under K0).  The two conflict, so with slack every projection is violated
+    and performs a rank-one update (none is skipped), while B stays well conditioned."""
+    rng = np.random.default_rng(seed)
+    n = max(1000, 4 * r)
+    G0 = rng.standard_normal((n, r))
+    h = max(1, m // 2)
+    I = rng.integers(0, n, h)
+    J = (I + 1 + rng.integers(0, n - 1, h)) % n
+    b = np.sum((G0[I] - G0[J]) ** 2, axis=1)
+    I2, J2 = np.repeat(I, 2), np.repeat(J, 2)
+    delta = np.tile([1.0, -1.0], h)
+    bound = np.where(delta > 0, (1 - eps) * np.repeat(b, 2), (1 + eps) * np.repeat(b, 2))
+    return np.ascontiguousarray(G0), I2.astype(np.int64), J2.astype(np.int64), delta, bound
+
+
+def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[dict]:
+    """Projections per second of the low-rank LogDet solver at r = 10, 50, 100, 200
+    (``quick``: r = 10, 50 with fewer projections), one core, Numba warmed up.
+
+    * ``update_per_s``: CHOLUPDATEMULT alone (B ← B L, a stream of unit x with β = +1, −0.5
+      alternating, B reset every 100 updates), and ``update_gflops`` = rate × (3r² + 2r)/1e9.
+    * ``proj_per_s``: whole projections in the solver loop ``_sweeps_lowrank`` (w = Bᵀv,
+      α, β, slack update, CHOLUPDATEMULT) over one sweep of m constraints (slack γ = 1;
+      m/2 random pairs, each constrained to d ≤ 0.75b then d ≥ 1.25b, so that every
+      projection updates: ``updates`` counts them, from the duals); ``proj_gflops`` counts
+      only the update's 3r² + 2r flops per projection.
+    * ``numpy_proj_per_s``: the same projections in dense NumPy (:func:`numpy_lowrank_sweep`:
+      cholesky of I + β w wᵀ, then B @ L) on the first ``numpy_projections`` pairs, BLAS
+      limited to one thread; ``speedup`` = proj_per_s / numpy_proj_per_s;
+      ``max_rel_diff`` = max |B_numba − B_numpy| / max |B_numpy| after those projections.
+    Times are the best of ``repeats`` (default 3 full, 1 quick) runs on fresh copies.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from .solvers.lowrank import PAIR, _sweeps_lowrank
+
+    repeats = (1 if quick else 3) if repeats is None else int(repeats)
+    sizes = (10, 50) if quick else _LOWRANK_SIZES
+    flop_budget = 1e7 if quick else 3e8
+    np_budget = 0.05 if quick else 0.5          # rough seconds for the NumPy loop
+    drive = _drive_cholupdatemult
+    rows = []
+    for r in sizes:
+        flops = 3 * r * r + 2 * r
+        # ---- update alone
+        rng = np.random.default_rng(seed + r)
+        n_upd = max(1000, int(flop_budget / flops))
+        Xu = rng.standard_normal((n_upd, r))
+        Xu /= np.linalg.norm(Xu, axis=1)[:, None]
+        betas = np.where(np.arange(n_upd) % 2 == 0, 1.0, -0.5)
+        B0 = np.eye(r)
+        B = B0.copy()
+        drive(B, B0, Xu[:2], betas[:2], 100)                  # compile / load, untimed
+        t_upd = np.inf
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            drive(B, B0, Xu, betas, 100)
+            t_upd = min(t_upd, time.perf_counter() - t0)
+        if not np.all(np.isfinite(B)):
+            raise RuntimeError(f"update benchmark diverged at r = {r}")
+        # ---- whole projections, Numba solver loop vs dense NumPy
+        m = 2 * max(500, int(flop_budget / (8 * r * r)))
+        G0, I, J, delta, bound = _lowrank_pairs(r, m, seed + r)
+        kind = np.full(m, PAIR, dtype=np.int64)
+        zeros2 = np.zeros((m, 2))
+        gamma = 1.0
+
+        def run_numba(mm):
+            Bn, xi, lam = np.eye(r), bound[:mm].copy(), np.zeros(mm)
+            t0 = time.perf_counter()
+            res = _sweeps_lowrank(Bn, G0, kind[:mm], I[:mm], J[:mm], J[:mm], zeros2[:mm], zeros2[:mm],
+                                  delta[:mm], xi, lam, gamma, 0.0, 1)
+            dt = time.perf_counter() - t0
+            if res[2] not in (0, 1) or res[0] != 1:          # OK / NOT_CONVERGED after one sweep
+                raise RuntimeError(f"low-rank sweep stopped (code {res[2]}) at r = {r}")
+            return Bn, dt, int(np.count_nonzero(lam))      # λ starts at 0: λ_c ≠ 0 iff updated
+
+        run_numba(min(m, 10))                                # compile / load, untimed
+        timed = [run_numba(m) for _ in range(repeats)]
+        t_proj = min(t[1] for t in timed)
+        nb_updates = timed[0][2]
+        per_np = 3e-5 + 2.5e-10 * r ** 3                    # rough guess of the NumPy cost
+        m_np = int(min(m, max(50, np_budget / per_np)))
+        B_nb = run_numba(m_np)[0]
+        t_np = np.inf
+        with threadpool_limits(limits=1):
+            for _ in range(repeats):
+                xi, lam = bound[:m_np].copy(), np.zeros(m_np)
+                t0 = time.perf_counter()
+                B_np, updates = numpy_lowrank_sweep(np.eye(r), G0, I[:m_np], J[:m_np], delta[:m_np],
+                                                    xi, lam, gamma)
+                t_np = min(t_np, time.perf_counter() - t0)
+        upd_rate, proj_rate, np_rate = n_upd / t_upd, m / t_proj, m_np / t_np
+        rows.append({
+            "r": int(r), "flops_per_update": int(flops),
+            "updates": int(n_upd), "update_per_s": upd_rate, "update_gflops": upd_rate * flops / 1e9,
+            "projections": int(m), "proj_updates": nb_updates, "proj_per_s": proj_rate, "proj_gflops": proj_rate * flops / 1e9,
+            "numpy_projections": int(m_np), "numpy_updates": int(updates),
+            "numpy_proj_per_s": np_rate, "speedup": proj_rate / np_rate,
+            "max_rel_diff": float(np.max(np.abs(B_nb - B_np)) / max(1e-300, np.max(np.abs(B_np)))),
+        })
+    return rows
+
+
+def mnist_shape_factor(n: int = 60_000, r: int = 100, data_dir=None, noise: float = 0.1,
+                       seed: int = 0):
+    """The MNIST-shape workload's factor G0 (n × r) and labels.
+
+    With ``mnist5000.npz`` in the data folder: the 5000 images (pixels 0–255, centred) are
+    projected on their top ``r`` principal components and stacked ⌈n/5000⌉ times, every copy
+    after the first with Gaussian noise of ``noise`` × the per-component standard deviation,
+    then cut to n rows.  Without the file: a synthetic of the same shape (10 classes, Gaussian
+    class centres, per-component scale 1/√(k+1)).  Returns (G0, y, source description).
+    """
+    from .datasets import load_npz
+
+    rng = np.random.default_rng(seed)
+    try:
+        X, y = load_npz("mnist5000", data_dir=data_dir)
+    except FileNotFoundError:
+        X = None
+    if X is not None:
+        from threadpoolctl import threadpool_limits
+
+        Xc = X - X.mean(axis=0)
+        with threadpool_limits(limits=1):                   # multithreaded eigh stalls on a busy box
+            _, V = np.linalg.eigh(Xc.T @ Xc)                # principal axes (d × d, d = 784)
+        Z = Xc @ V[:, ::-1][:, :r]
+        sd = Z.std(axis=0)
+        copies = -(-n // Z.shape[0])
+        G0 = np.concatenate([Z] + [Z + noise * sd * rng.standard_normal(Z.shape)
+                                   for _ in range(copies - 1)])[:n]
+        yy = np.tile(y, copies)[:n]
+        src = (f"mnist5000.npz, PCA-{r}, {copies} copies (noise {noise:g} x component sd), "
+               f"first {n} rows")
+        return np.ascontiguousarray(G0), yy, src
+    yy = rng.integers(0, 10, n)
+    scale = 1.0 / np.sqrt(np.arange(1, r + 1))
+    G0 = (rng.standard_normal((10, r))[yy] + rng.standard_normal((n, r))) * scale
+    return np.ascontiguousarray(G0), yy, f"synthetic (no mnist5000.npz): 10 Gaussian classes, {n} x {r}"
+
+
+def lowrank_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol: float = 1e-3,
+                          gamma: float = 1.0, max_sweeps: int | None = None,
+                          counts=None) -> dict:
+    """The MNIST-shape workload of Kulis et al. §7.2: n = 60 000, r = 100 (``quick``:
+    n = 6000, r = 20), ``counts`` = 10 000 and 100 000 random pair constraints from the
+    labels (the ITML scheme: similar when the labels agree) with bounds at the 5th / 95th
+    percentiles of the squared distances under K0 = G0 G0ᵀ (``quick``: 1000 and 5000), LogDet
+    slack γ = ``gamma``, solved to ``tol`` on the relative dual change.
+
+    Returns {"source", "n", "r", "rows"}; a row: constraints (requested), pairs (after
+    removing duplicates), sweeps, converged, dual_change, solver_s (the Numba loop),
+    build_s (constraints with their percentile bounds + problem object), total_s (build +
+    solve() + G = G0 B), proj_per_s (sweeps × pairs / solver_s), paper_min (MATLAB+MEX time
+    reported by the paper, or None).  Runs on one core (BLAS / LAPACK limited to one thread;
+    the projection loop is serial anyway).
+    """
+    n, r = (6000, 20) if quick else (60_000, 100)
+    counts = ((1000, 5000) if quick else (10_000, 100_000)) if counts is None else counts
+    max_sweeps = (2000 if quick else 100_000) if max_sweeps is None else int(max_sweeps)
+    from threadpoolctl import threadpool_limits
+
+    warm_up_lowrank()
+    with threadpool_limits(limits=1):
+        return _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick)
+
+
+def _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick):
+    from .declare import LowRankLogDet
+    from .sideinfo import PairConstraints, baseline_metric
+
+    paper = {10_000: 4.8, 100_000: 11.3}
+    G0, y, src = mnist_shape_factor(n, r, data_dir=data_dir, seed=seed)
+    rows = []
+    for m in counts:
+        t0 = time.perf_counter()
+        pc = PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=int(m),
+                                         percentiles=(5.0, 95.0), random_state=seed + int(m))
+        prob = LowRankLogDet(G0, pc, gamma=gamma)
+        t1 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sol = prob.solve(tol=tol, max_sweeps=max_sweeps)
+        prob.kernel_factor(sol)
+        t2 = time.perf_counter()
+        rows.append({
+            "constraints": int(m), "pairs": len(prob.pairs), "sweeps": int(sol.n_iter),
+            "converged": bool(sol.converged), "dual_change": float(sol.info["dual_change"]),
+            "solver_s": float(sol.time), "build_s": t1 - t0, "total_s": t2 - t0,
+            "proj_per_s": sol.n_iter * len(prob.pairs) / max(sol.time, 1e-12),
+            "paper_min": paper.get(int(m)) if not quick else None,
+        })
+    return {"source": src, "n": n, "r": r, "gamma": gamma, "tol": tol, "rows": rows}
+
+
+def warm_up_lowrank() -> None:
+    """Compile (or load from cache) the low-rank Numba loop on a tiny problem."""
+    from .declare import LowRankLogDet
+    from .sideinfo import PairConstraints
+
+    G0 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    LowRankLogDet(G0, PairConstraints([0, 1], [1, 2], [1.0, -1.0], [1.0, 2.0]), gamma=1.0).solve(
+        tol=1e-6, max_sweeps=50)
+
+
+__all__ += ["numpy_lowrank_sweep", "lowrank_projection_rows", "mnist_shape_factor",
+            "lowrank_workload_rows", "warm_up_lowrank"]

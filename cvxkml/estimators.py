@@ -516,3 +516,237 @@ for ``kernel="precomputed"``
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
         return tags
+
+
+# =========================================================================== low rank
+class _FactorMap:
+    """x ↦ Bᵀ g(x): the learned low-rank embedding of new points (picklable snapshot).
+    g(x) = k_P(x)ᵀ · map are the factor coordinates of the factorization (eigen / Nyström map
+    on all training points, or on the pivot / landmark columns)."""
+
+    def __init__(self, kernel, X_fit, factorization, B):
+        self.kernel = kernel
+        self.X_fit = X_fit
+        self.factorization = factorization
+        self.B = B
+
+    def from_cross(self, K_cross):
+        return self.factorization.transform_cross(K_cross) @ self.B
+
+    def __call__(self, X):
+        return self.from_cross(self.kernel(X, self.X_fit))
+
+
+def _factor_map_distance(u, v, fmap):
+    """Learned low-rank distance ‖Bᵀg(u) − Bᵀg(v)‖ (LowRankKernelITML.get_metric)."""
+    Z = fmap(np.vstack([np.asarray(u, dtype=float).ravel(), np.asarray(v, dtype=float).ravel()]))
+    d = Z[0] - Z[1]
+    return float(np.sqrt(d @ d))
+
+
+class LowRankKernelITML(_LogDetLearner):
+    """Low-rank LogDet kernel learning (Kulis, Sustik & Dhillon 2009, Algorithm 2; slack as
+    in their §6.2.1) with out-of-sample extension through the factorization (§6.1).
+
+    The base kernel matrix on the training points is factored, K0 ≈ G0 G0ᵀ (G0 n × r, see
+    :func:`cvxkml.factor.factorize`), and the learned kernel keeps that range space:
+    K = G0 B Bᵀ G0ᵀ with B r × r, found by cyclic Bregman projections at O(r²) each
+    (:class:`cvxkml.declare.LowRankLogDet`):
+
+        min_K  D_ld(K, K0) + γ D_ld(diag ξ, diag ξ0)
+        s.t.   K_ii + K_jj − 2K_ij <= ξ_ij  (similar),  >= ξ_ij  (dissimilar).
+
+    A new point x is mapped to its factor coordinates g(x) (computed from κ0(x, X_train)
+    by the same factorization), then to Bᵀg(x); training points map to the rows of G0 B.
+
+    Parameters
+    ----------
+    rank : int or None, default=None
+        Rank r of the factor (1 <= r <= n_samples).  None: the numerical rank of K0
+        (``method="eigen"``), or as many pivots as ``factor_tol`` needs
+        (``"icholesky"``); ``"nystroem"`` needs a rank (its number of landmarks).
+    method : {"eigen", "icholesky", "nystroem"}, default="eigen"
+        Factorization of K0: top-r eigenvectors (G0 = V_r Λ_r^½), pivoted incomplete
+        Cholesky, or Nyström on r random landmark points (seeded by ``random_state``).
+    kernel : {"gaussian", "rbf", "linear", "polynomial", "poly", "precomputed"}, \
+default="gaussian"
+        The base kernel κ0, as in :class:`KernelITML` (with ``"precomputed"``, ``fit``
+        takes κ0(X_train, X_train) and ``transform`` κ0(X_new, X_train)).
+    kernel_params : dict or None, default=None
+        Base kernel parameters, as in :class:`KernelITML` (Gaussian default:
+        gamma = 1 / n_features).
+    gamma : float or None, default=1.0
+        LogDet slack weight γ > 0; ``None`` imposes hard constraints.
+    scheme, n_similar, n_dissimilar, n_constraints, percentiles
+        Pair constraints from the labels, as in :class:`ITML`; the bounds are percentiles
+        of the squared distances under the factored K0 = G0 G0ᵀ.
+    factor_tol : float, default=1e-10
+        Relative tolerance of the factorization: eigenvalues below ``factor_tol`` × the
+        largest are dropped (``"eigen"``); pivoting stops when the residual trace is at most
+        ``factor_tol`` × tr(K0) (``"icholesky"``).
+    tol : float, default=1e-6
+        Stopping tolerance of the Bregman solver (relative dual change over a sweep).
+    max_sweeps : int, default=50000
+        Maximum number of sweeps (then a :class:`cvxkml.errors.ConvergenceWarning`).
+    random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
+default=None
+        Seed of the pair sampling and of the Nyström landmarks.
+
+    Attributes
+    ----------
+    X_fit_ : ndarray of shape (n_train, n_features)
+        The training points (the training kernel matrix for ``"precomputed"``).
+    kernel_ : cvxkml.kernels.Kernel
+        The base kernel with its resolved parameters.
+    factorization_ : cvxkml.factor.Factorization
+        G0 (``factorization_.G0``) and the map of new points to factor coordinates.
+    rank_ : int
+        The rank r of the learned kernel.
+    B_ : ndarray of shape (rank_, rank_)
+        Lower-triangular B with K = G0 B Bᵀ G0ᵀ.
+    embedding_ : ndarray of shape (n_train, rank_)
+        G0 B, the transform of the training points (K = embedding_ @ embedding_.T).
+    solution_ : cvxkml.solution.Solution
+        The solver's result (``matrix`` is X̂ = B Bᵀ, r × r; ``info["B"]`` is B).
+    n_iter_ : int
+        Number of Bregman sweeps.
+    n_features_in_ : int
+        Number of features seen in ``fit`` (n_train for ``"precomputed"``).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when X has string column names.
+    """
+
+    def __init__(self, *, rank=None, method="eigen", kernel="gaussian", kernel_params=None,
+                 gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None,
+                 percentiles=(5.0, 95.0), factor_tol=1e-10, tol=1e-6, max_sweeps=50000,
+                 random_state=None):
+        self.rank = rank
+        self.method = method
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.gamma = gamma
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.factor_tol = factor_tol
+        self.tol = tol
+        self.max_sweeps = max_sweeps
+        self.random_state = random_state
+
+    @property
+    def _precomputed(self):
+        return self.kernel == "precomputed"
+
+    # KernelITML's kernel resolution reads only ``kernel`` and ``kernel_params``.
+    _base_kernel = KernelITML._base_kernel
+
+    def fit(self, X, y):
+        """Factor the base kernel on the training points and learn B from labelled data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) \
+for ``kernel="precomputed"``
+        y : array-like of shape (n_samples,)
+            Class labels (at least 2 classes).
+
+        Returns
+        -------
+        self : LowRankKernelITML
+        """
+        from .declare import LowRankLogDet
+        from .factor import factorize
+
+        gamma, percentiles, tol, max_sweeps = self._check_params()
+        if self.method not in ("eigen", "icholesky", "nystroem"):
+            raise InvalidInputError(
+                f"method must be 'eigen', 'icholesky' or 'nystroem'; got {self.method!r}.")
+        rank = self.rank
+        if rank is not None and (not isinstance(rank, numbers.Integral) or isinstance(rank, bool)
+                                 or rank < 1):
+            raise InvalidInputError(f"rank must be None or a positive integer; got {rank!r}.")
+        factor_tol = check_positive(self.factor_tol, "factor_tol")
+        X, y = self._validate_fit_data(X, y)
+        if rank is not None and rank > X.shape[0]:
+            raise InvalidInputError(
+                f"rank = {rank} exceeds the number of training points n = {X.shape[0]}: the "
+                "learned kernel has rank at most n.")
+        kern = self._base_kernel(X.shape[1])
+        if self._precomputed and X.shape[0] != X.shape[1]:
+            raise InvalidInputError(
+                "With kernel='precomputed', X must be the square training kernel matrix "
+                f"κ0(X_train, X_train); got shape {X.shape}.")
+        K0 = kern(X, X)
+        K0 = 0.5 * (K0 + K0.T)
+        rs = self.random_state
+        if isinstance(rs, np.random.RandomState):
+            rs = int(rs.randint(np.iinfo(np.int32).max))
+        fact = factorize(K0, self.method, None if rank is None else int(rank), factor_tol,
+                         None, rs)
+        pc = self._constraints(y, baseline_metric(fact.G0), percentiles)
+        prob = LowRankLogDet(fact, pc, gamma=gamma)
+        sol = prob.solve(tol=tol, max_sweeps=max_sweeps)
+        self.X_fit_ = X
+        self.kernel_ = kern
+        self.factorization_ = fact
+        self.B_ = np.asarray(sol.info["B"])
+        self.rank_ = int(self.B_.shape[0])
+        self.embedding_ = prob.kernel_factor(sol)
+        self._store_solution(sol)
+        return self
+
+    def _map(self):
+        return _FactorMap(self.kernel_, self.X_fit_, self.factorization_, self.B_)
+
+    def transform(self, X):
+        """The learned low-rank embedding Bᵀg(x): factor coordinates g(x) of each point
+        through the fitted factorization (from κ0(x, X_train)), then Bᵀ.  For training
+        points it returns the rows of ``embedding_`` (exactly for ``"eigen"``); the
+        learned kernel between two points is the inner product of their embeddings.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or (n_samples, n_train) for \
+``kernel="precomputed"`` (κ0(X, X_train))
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, rank_)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        fmap = self._map()
+        return fmap.from_cross(X) if self._precomputed else fmap(X)
+
+    def get_metric(self):
+        """A callable ``f(u, v) -> float``, the learned distance ‖Bᵀg(u) − Bᵀg(v)‖ between two
+        feature vectors (a snapshot; picklable).  Not available for ``kernel="precomputed"``."""
+        check_is_fitted(self)
+        self._check_not_precomputed("get_metric")
+        return partial(_factor_map_distance, fmap=self._map())
+
+    def _check_not_precomputed(self, what):
+        if self._precomputed:
+            raise InvalidInputError(
+                f"{what} needs the base kernel between arbitrary points, which "
+                "kernel='precomputed' does not provide; use transform with κ0(X, X_train), "
+                "or fit with a named kernel.")
+
+    def _pair_sq_distances(self, A, B):
+        fmap = self._map()
+        D = fmap(A) - fmap(B)
+        return np.einsum("ij,ij->i", D, D)
+
+    @property
+    def _n_features_out(self):
+        return self.rank_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags
+
+
+__all__ += ["LowRankKernelITML"]

@@ -235,3 +235,14 @@ def test_random_state_kinds_and_determinism():
     c = ITML(random_state=np.random.default_rng(3), **SMALL).fit(X8, Y8)
     np.testing.assert_array_equal(a.components_, b.components_)
     assert c.components_.shape == (3, 3)
+
+
+# --------------------------------------------------------------------------- LowRankKernelITML
+from cvxkml.estimators import LowRankKernelITML  # noqa: E402
+
+
+@parametrize_with_checks(
+    [LowRankKernelITML(**SMALL), LowRankKernelITML(kernel="linear", method="icholesky", **SMALL)],
+    xfail_strict=True)
+def test_sklearn_compatible_lowrank(estimator, check):
+    check(estimator)

@@ -193,6 +193,20 @@ class SpectralProblem:
             out.append(vals - L.b)
         return np.maximum(np.concatenate(out), 0.0)
 
+    def _max_relative_violation(self, viol) -> float:
+        """max violation / max(1, |target|) over all constraints (targets in violations() order)."""
+        targets = []
+        if self.pairs is not None:
+            targets.append(self.pairs.bound)
+        if self.relative is not None:
+            targets.append(self.relative.margin)
+        if self.similarity is not None:
+            targets.append(self.similarity.bound)
+        if self.linear is not None:
+            targets.append(self.linear.b)
+        t = np.concatenate(targets) if targets else np.zeros(0)
+        return float(np.max(viol / np.maximum(1.0, np.abs(t)), initial=0.0))
+
     def _whitened_family_terms(self):
         """Per family (sum, adjoint, t): every constraint reads tr(X̂ Â_c) <= t_c in the
         whitened space; ``sum(λ)`` = Σ_c λ_c Â_c (r × r) and ``adjoint(G)`` = [tr(G Â_c)]_c."""
@@ -429,6 +443,12 @@ class SpectralProblem:
         M = res.matrix
         xi = res.xi[: len(self.pairs)] if self.gamma is not None else None
         viol = self.violations(M, xi)
+        rel_viol = self._max_relative_violation(viol)
+        if converged and self.gamma is None and rel_viol > 1e-3:
+            warnings.warn(
+                f"The dual change met tol after {res.sweeps} sweeps, but hard constraints are still "
+                f"violated by up to {rel_viol:.3g} relative: the constraints may be infeasible (use "
+                "slack, gamma=…) or tol is too loose for them.", ConvergenceWarning, stacklevel=2)
         if not converged:
             warnings.warn(
                 f"Bregman projections did not converge in {res.sweeps} sweeps: relative dual change "
@@ -442,6 +462,7 @@ class SpectralProblem:
             status="converged" if converged else "max_sweeps reached",
             solver=f"{res.extra.pop('solver', 'bregman')}-{self.kind}",
             dual_value=self.dual_value(res.lam),
-            info={"dual_change": res.dual_change, "skipped_pairs": self.skipped_pairs, **res.extra})
+            info={"dual_change": res.dual_change, "max_relative_violation": rel_viol,
+                  "skipped_pairs": self.skipped_pairs, **res.extra})
 
 

@@ -76,13 +76,14 @@ def _chol_factor_solve(alpha, x, y, z):
 
 @nb.njit(cache=True)
 def _bt_times(B, v, out):
-    """out = Bᵀ v for lower-triangular B."""
+    """out = Bᵀ v for lower-triangular B, reading B row by row (contiguous)."""
     r = v.shape[0]
     for j in range(r):
-        s = 0.0
-        for i in range(j, r):
-            s += B[i, j] * v[i]
-        out[j] = s
+        out[j] = 0.0
+    for i in range(r):
+        vi = v[i]
+        for j in range(i + 1):
+            out[j] += B[i, j] * vi
 
 
 @nb.njit(cache=True)

@@ -1,0 +1,489 @@
+"""Reproduction of the transductive experiments of Kulis, Sustik & Dhillon (JMLR 2009, §7.1)
+with the low-rank LogDet solver (:class:`cvxkml.declare.LowRankLogDet`).
+
+* **Digits** — pendigits digits {3, 8, 9}, a random sample of 317 points
+  (:data:`DIGITS_SAMPLE_SEED`), the rank-16 linear kernel K0 = X Xᵀ (G0 = X, raw features),
+  random pair constraints d(i, j) ≤ (1 − ε) b for same-class and ≥ (1 + ε) b for
+  different-class pairs (b = the pair's distance under K0, ε = 0.25), hard constraints,
+  tolerance 1e-3.  Kernel k-means NMI against the number of constraints (Figure 1 left),
+  5-NN accuracy (50/50 split, two folds, constraints drawn among the training half), cycles
+  (sweeps) to convergence, and the percentage of 300 constraints satisfied against the
+  number of cycles (Figure 1 right).
+* **Spambase** (rank 57, raw features) and **Nursery** (rank 8: each of the 8 categorical
+  attributes coded 0, 1, … in the order of the UCI attribute description, see
+  :data:`NURSERY_ORDER`) with LogDet slack (γ = 1; the paper does not give γ): NMI and cycles
+  against the number of constraints (Figures 3 and 4).
+
+Kernel k-means (:func:`kernel_kmeans`, k-means++ seeding in feature space, several seeded
+restarts, best objective kept) and NMI (:func:`nmi`, normalized by the mean entropy as in
+the paper) are implemented here.  Every function returns plain rows; nothing prints
+(``cvxkml reproduce lowrank`` prints them).
+"""
+from __future__ import annotations
+
+import csv
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import CvxkmlError, InvalidInputError
+
+__all__ = [
+    "DIGITS_SAMPLE_SEED", "NURSERY_ORDER", "PAPER", "nmi", "kernel_kmeans", "KMeansResult",
+    "load_digits389", "load_spambase", "load_nursery_ordinal", "relative_pair_constraints",
+    "digits_rows", "digits_convergence_rows", "uci_rows", "reproduce_lowrank",
+]
+
+#: Seed of the 317-point random sample of pendigits {3, 8, 9} (numpy ``default_rng``).
+DIGITS_SAMPLE_SEED = 0
+
+#: Natural category order of the Nursery attributes (UCI ``nursery.names``); attribute k of a
+#: row is coded by the position of its value in ``NURSERY_ORDER[k]``.
+NURSERY_ORDER = (
+    ("parents", ("usual", "pretentious", "great_pret")),
+    ("has_nurs", ("proper", "less_proper", "improper", "critical", "very_crit")),
+    ("form", ("complete", "completed", "incomplete", "foster")),
+    ("children", ("1", "2", "3", "more")),
+    ("housing", ("convenient", "less_conv", "critical")),
+    ("finance", ("convenient", "inconv")),
+    ("social", ("nonprob", "slightly_prob", "problematic")),
+    ("health", ("recommended", "priority", "not_recom")),
+)
+
+#: What the paper states in its text (§7.1, §7.2).  The figures' curves are not in the text;
+#: only their axis ranges survive the extraction, and those are labelled as such.
+PAPER = {
+    "digits_nmi": "Figure 1 (left): curve not in the text; NMI axis 0.4-0.9 over 0-140 "
+                  "constraints; 'adding just a few constraints improves the results significantly'",
+    "digits_knn": "5-NN accuracy rises from 94% to 97% with constraints (number of constraints "
+                  "not stated; 50/50 split, two-fold CV, 20 runs)",
+    "digits_cycles": "LogDet: between 17 and 354 cycles (von Neumann: 11 cycles for 30 "
+                     "constraints, 105 for 420)",
+    "digits_satisfied": "Figure 1 (right): 300 constraints, % satisfied (tolerance 1e-3) vs "
+                        "cycles, axis 0-350 cycles; curve not in the text",
+    "spambase_nmi": "Figure 3 (left): curve not in the text; NMI axis 0.2-0.5 over 0-500 "
+                    "constraints; 'clustering accuracy improvements with very little supervision'",
+    "spambase_cycles": "Figure 4 (left): LogDet cycles axis up to 6000 over 50-500 constraints; "
+                       "'much larger than the von Neumann algorithm' (29 cycles at 500)",
+    "nursery_nmi": "Figure 3 (right): curve not in the text; NMI axis 0.1-0.3 over 0-500 "
+                   "constraints; both divergences 'perform similarly'",
+    "nursery_cycles": "Figure 4 (right): cycles axis up to 1000 over 50-500 constraints",
+}
+
+
+# --------------------------------------------------------------------------- NMI
+def nmi(labels_true, labels_pred) -> float:
+    """Normalized mutual information I(C; K) / ((H(C) + H(K)) / 2) (Strehl et al. 2000, as in
+    Kulis et al. §7.1; scikit-learn's ``normalized_mutual_info_score`` with the default
+    arithmetic mean).  Two single-cluster labelings give 1; one single-cluster labeling
+    against a non-trivial one gives 0."""
+    a = np.asarray(labels_true).ravel()
+    b = np.asarray(labels_pred).ravel()
+    if a.size != b.size:
+        raise InvalidInputError(f"labelings differ in length: {a.size} and {b.size}.")
+    if a.size == 0:
+        raise InvalidInputError("NMI needs at least one labelled point.")
+    _, ia = np.unique(a, return_inverse=True)
+    _, ib = np.unique(b, return_inverse=True)
+    ka, kb = int(ia.max()) + 1, int(ib.max()) + 1
+    C = np.bincount(ia * kb + ib, minlength=ka * kb).reshape(ka, kb).astype(float)
+    n = float(a.size)
+    P = C / n
+    pa, pb = P.sum(axis=1), P.sum(axis=0)
+    ha = -float(np.sum(pa * np.log(pa)))
+    hb = -float(np.sum(pb * np.log(pb)))
+    if ka == 1 and kb == 1:
+        return 1.0
+    if ha + hb == 0.0:
+        return 1.0
+    nz = P > 0
+    mi = float(np.sum(P[nz] * (np.log(P[nz]) - np.log(np.outer(pa, pb)[nz]))))
+    return max(mi, 0.0) / (0.5 * (ha + hb))
+
+
+# --------------------------------------------------------------------------- kernel k-means
+@dataclass
+class KMeansResult:
+    labels: np.ndarray       # (n,) cluster index of each point, 0 … n_clusters − 1
+    objective: float         # Σ_i ‖φ(x_i) − m_{c(i)}‖² (feature-space within-cluster scatter)
+    n_iter: int              # Lloyd iterations of the best restart
+    n_init: int
+
+
+def kernel_kmeans(K=None, n_clusters: int = 2, *, factor=None, n_init: int = 10,
+                  max_iter: int = 300, random_state=None) -> KMeansResult:
+    """Kernel k-means (Dhillon et al. 2004) on a kernel matrix ``K`` (n × n, PSD) or on a
+    factor ``factor`` = G with K = G Gᵀ (O(n r k) per iteration, never forming K).
+
+    Squared feature-space distance of point i to the mean of cluster c:
+    K_ii − 2/|c| Σ_{j∈c} K_ij + 1/|c|² Σ_{j,l∈c} K_jl.  Each of ``n_init`` restarts seeds by
+    k-means++ (D² sampling with kernel distances), then alternates assignment and mean
+    update until the assignment stops changing (or ``max_iter``); a cluster that empties
+    takes the point farthest from its own cluster mean.  The restart with the smallest
+    objective is returned; seeds come from ``numpy.random.default_rng(random_state)``.
+    """
+    if (K is None) == (factor is None):
+        raise InvalidInputError("Give exactly one of K (kernel matrix) or factor (G with K = G Gᵀ).")
+    if factor is not None:
+        G = np.asarray(factor, dtype=float)
+        if G.ndim != 2:
+            raise InvalidInputError(f"factor must be 2-D (n × r); got shape {G.shape}.")
+        n = G.shape[0]
+        diag = np.einsum("ij,ij->i", G, G)
+        cols = lambda idx: G @ G[idx].T                       # K[:, idx]
+        times = lambda Z: G @ (G.T @ Z)                       # K Z
+    else:
+        K = np.asarray(K, dtype=float)
+        if K.ndim != 2 or K.shape[0] != K.shape[1]:
+            raise InvalidInputError(f"K must be a square matrix; got shape {K.shape}.")
+        n = K.shape[0]
+        diag = np.diag(K).copy()
+        cols = lambda idx: K[:, idx]
+        times = lambda Z: K @ Z
+    if not np.all(np.isfinite(diag)):
+        raise InvalidInputError("The kernel (or factor) has non-finite entries.")
+    k = int(n_clusters)
+    if not 1 <= k <= n:
+        raise InvalidInputError(f"n_clusters must be between 1 and n = {n}; got {n_clusters}.")
+    if int(n_init) < 1 or int(max_iter) < 1:
+        raise InvalidInputError("n_init and max_iter must be positive integers.")
+    rng = np.random.default_rng(random_state)
+    best = None
+    for _ in range(int(n_init)):
+        # k-means++ seeding in feature space
+        seeds = [int(rng.integers(n))]
+        d2 = np.maximum(diag + diag[seeds[0]] - 2.0 * cols([seeds[0]])[:, 0], 0.0)
+        for _c in range(1, k):
+            tot = float(d2.sum())
+            nxt = int(rng.choice(n, p=d2 / tot)) if tot > 0 else int(rng.integers(n))
+            seeds.append(nxt)
+            d2 = np.minimum(d2, np.maximum(diag + diag[nxt] - 2.0 * cols([nxt])[:, 0], 0.0))
+        D = diag[:, None] + diag[seeds][None, :] - 2.0 * cols(seeds)
+        labels = np.argmin(D, axis=1)
+        labels[seeds] = np.arange(k)                       # every cluster starts non-empty
+        it = 0
+        for it in range(1, int(max_iter) + 1):
+            counts = np.maximum(np.bincount(labels, minlength=k), 1).astype(float)
+            Z = np.zeros((n, k))
+            Z[np.arange(n), labels] = 1.0 / counts[labels]
+            KZ = times(Z)
+            D = diag[:, None] - 2.0 * KZ + np.einsum("ic,ic->c", Z, KZ)[None, :]
+            new = np.argmin(D, axis=1)
+            new_counts = np.bincount(new, minlength=k)
+            for c in np.flatnonzero(new_counts == 0):      # re-seed empty clusters
+                own = D[np.arange(n), new]
+                movable = new_counts[new] > 1
+                i = int(np.argmax(np.where(movable, own, -np.inf)))
+                new_counts[new[i]] -= 1
+                new[i] = c
+                new_counts[c] += 1
+            if np.array_equal(new, labels):
+                break
+            labels = new
+        counts = np.bincount(labels, minlength=k).astype(float)
+        Z = np.zeros((n, k))
+        Z[np.arange(n), labels] = 1.0 / counts[labels]
+        KZ = times(Z)
+        own = diag - 2.0 * KZ[np.arange(n), labels] + np.einsum("ic,ic->c", Z, KZ)[labels]
+        obj = float(np.sum(np.maximum(own, 0.0)))
+        if best is None or obj < best.objective:
+            best = KMeansResult(labels.copy(), obj, it, int(n_init))
+    return best
+
+
+# --------------------------------------------------------------------------- data
+def load_digits389(data_dir=None, n: int = 317, seed: int = DIGITS_SAMPLE_SEED):
+    """Pendigits digits {3, 8, 9} (train + test merged, 16 raw features 0–100): a random
+    sample of ``n`` points without replacement (``default_rng(seed)``), in file order."""
+    from .datasets import load_csv_dataset
+
+    X, y = load_csv_dataset("pendigits", data_dir=data_dir)
+    pool = np.flatnonzero(np.isin(y, (3, 8, 9)))
+    idx = np.sort(np.random.default_rng(seed).choice(pool, int(n), replace=False))
+    return X[idx], y[idx]
+
+
+def load_spambase(data_dir=None):
+    """Spambase, 57 raw features (no scaling, as the paper's 'linear kernel over the
+    original data'), labels 1 = spam, 0 = non-spam."""
+    from .datasets import load_csv_dataset
+
+    X, y = load_csv_dataset("spambase", data_dir=data_dir)
+    return X, (np.asarray(y) == "spam").astype(np.int64)
+
+
+def load_nursery_ordinal(data_dir=None):
+    """Nursery with each attribute coded 0, 1, … in the UCI order of :data:`NURSERY_ORDER`
+    (12 960 × 8, rank 8, matching the paper's rank-8 kernel; the package loader's one-hot
+    encoding has rank 20).  Labels are integer codes of the 5 classes (sorted names)."""
+    from .datasets import data_dir as _data_dir, load_csv_dataset
+
+    _, y = load_csv_dataset("nursery", data_dir=data_dir)       # checks the file, labels
+    path = _data_dir(data_dir) / "nursery.csv"
+    with open(path, newline="") as fh:
+        rows = [r for r in csv.reader(fh) if r][1:]
+    X = np.empty((len(rows), len(NURSERY_ORDER)))
+    for k, (name, cats) in enumerate(NURSERY_ORDER):
+        lookup = {c: v for v, c in enumerate(cats)}
+        try:
+            X[:, k] = [lookup[r[k].strip()] for r in rows]
+        except KeyError as exc:
+            raise InvalidInputError(
+                f"nursery.csv: unexpected value {exc.args[0]!r} of attribute {name!r}; "
+                f"expected one of {cats}.") from None
+    _, yi = np.unique(y, return_inverse=True)
+    return X, yi.astype(np.int64)
+
+
+# --------------------------------------------------------------------------- constraints
+def relative_pair_constraints(G0, labels, m: int, eps: float = 0.25, rng=None, pool=None):
+    """``m`` random pairs (i ≠ j, uniformly over ``pool`` or all points, drawn with
+    replacement as the paper's 'two data points are chosen at random'): d(i, j) ≤ (1 − ε) b
+    for same-class pairs, d(i, j) ≥ (1 + ε) b for different-class pairs, b = ‖G0[i] − G0[j]‖²
+    (the distance under K0 = G0 G0ᵀ).  Pairs at b = 0 (duplicate points) are redrawn.
+    Returns a :class:`~cvxkml.sideinfo.PairConstraints`."""
+    from .sideinfo import PairConstraints
+
+    rng = np.random.default_rng(rng)
+    G0 = np.asarray(G0, dtype=float)
+    labels = np.asarray(labels)
+    pool = np.arange(G0.shape[0]) if pool is None else np.asarray(pool)
+    I, J = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    for _ in range(100):
+        need = int(m) - I.size
+        if need <= 0:
+            break
+        a = pool[rng.integers(0, pool.size, need)]
+        b = pool[rng.integers(0, pool.size, need)]
+        d = np.sum((G0[a] - G0[b]) ** 2, axis=1)
+        ok = (a != b) & (d > 1e-12 * max(1.0, float(np.max(d, initial=0.0))))
+        I, J = np.concatenate([I, a[ok]]), np.concatenate([J, b[ok]])
+    if I.size < m:
+        raise InvalidInputError("Could not draw enough pairs of distinct points.")
+    b = np.sum((G0[I] - G0[J]) ** 2, axis=1)
+    y = np.where(labels[I] == labels[J], 1.0, -1.0)
+    return PairConstraints(I, J, y, np.where(y > 0, (1.0 - eps) * b, (1.0 + eps) * b))
+
+
+def _learn(G0, pc, gamma, tol, max_sweeps):
+    """Solve the low-rank problem; returns (G = G0 B or None, Solution or None, problem)."""
+    from .declare import LowRankLogDet
+
+    prob = LowRankLogDet(G0, pc, gamma=gamma)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            sol = prob.solve(tol=tol, max_sweeps=max_sweeps)
+        except CvxkmlError:                            # breakdown on infeasible hard constraints
+            return None, None, prob
+    return prob.kernel_factor(sol), sol, prob
+
+
+def _exact_feasible(prob):
+    """True / False when the exact (CVXPY) model is feasible / infeasible, None if unknown."""
+    from .errors import InfeasibleError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            prob.solve_reference(accept_inaccurate=True)
+        except InfeasibleError:
+            return False
+        except CvxkmlError:
+            return None
+    return True
+
+
+def _rel_violation(sol, pc):
+    """Largest violation of the pair constraints relative to their bounds."""
+    return float(np.max(sol.violations[: len(pc)] / pc.bound))
+
+
+def _knn_accuracy(G, y, train, test, k=5):
+    from sklearn.neighbors import KNeighborsClassifier
+
+    return float(KNeighborsClassifier(n_neighbors=k).fit(G[train], y[train]).score(G[test], y[test]))
+
+
+def _summary(values):
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return {"mean": np.nan, "std": np.nan}
+    return {"mean": float(v.mean()), "std": float(v.std())}
+
+
+# --------------------------------------------------------------------------- experiments
+def digits_rows(counts=(0, 10, 20, 40, 60, 80, 100, 120, 140), n_draws: int = 20, seed: int = 0,
+                data_dir=None, eps: float = 0.25, tol: float = 1e-3, max_sweeps: int = 100_000,
+                n_init: int = 10, knn_k: int = 5, check_exact: bool = True) -> list[dict]:
+    """Digits (Figure 1 left, k-NN accuracy, cycles).  For each number of constraints and
+    each of ``n_draws`` draws (seeds (``seed``, draw, count)): NMI of kernel k-means
+    (3 clusters, ``n_init`` restarts) on the learned kernel with constraints drawn among all
+    317 points; 5-NN accuracy with a random 50/50 split and two folds, constraints drawn
+    among each fold's training half, kernel learned on all points (transductive).  Hard
+    constraints, as in the paper.  With ``check_exact`` the exact CVXPY model of each NMI
+    run says whether its hard constraints are feasible at all.
+
+    Row: constraints, draws, nmi_mean, nmi_std, knn_mean, knn_std (over draws; a draw's
+    accuracy is the mean of its two folds), cycles_min / _median / _max (sweeps of the NMI
+    runs), converged (NMI runs meeting tol), feasible (NMI runs whose exact model is
+    feasible; −1 when not checked), viol_median (median over the NMI runs of the largest
+    violation relative to its bound), solve_s (mean solver time of the NMI runs)."""
+    X, y = load_digits389(data_dir)
+    rows = []
+    for m in counts:
+        nmis, accs, cycles, solve_s, viol = [], [], [], [], []
+        converged = feasible = 0
+        for d in range(int(n_draws)):
+            rng = np.random.default_rng([seed, d, int(m)])
+            if m == 0:
+                G = X
+                converged += 1
+                feasible += 1
+            else:
+                pc = relative_pair_constraints(X, y, m, eps, rng)
+                G, sol, prob = _learn(X, pc, None, tol, max_sweeps)
+                if sol is not None:
+                    cycles.append(sol.n_iter)
+                    solve_s.append(sol.time)
+                    viol.append(_rel_violation(sol, pc))
+                    converged += int(sol.converged)
+                if check_exact:
+                    feasible += int(bool(_exact_feasible(prob)))
+            if G is not None:
+                nmis.append(nmi(y, kernel_kmeans(factor=G, n_clusters=3, n_init=n_init,
+                                                 random_state=rng).labels))
+            perm = rng.permutation(y.size)
+            halves = (perm[: y.size // 2], perm[y.size // 2:])
+            fold_acc = []
+            for tr, te in (halves, halves[::-1]):
+                if m == 0:
+                    Gk = X
+                else:
+                    Gk, _sol, _prob = _learn(X, relative_pair_constraints(X, y, m, eps, rng, pool=tr),
+                                             None, tol, max_sweeps)
+                if Gk is not None:
+                    fold_acc.append(_knn_accuracy(Gk, y, tr, te, knn_k))
+            if fold_acc:
+                accs.append(float(np.mean(fold_acc)))
+        s_nmi, s_acc = _summary(nmis), _summary(accs)
+        rows.append({
+            "constraints": int(m), "draws": int(n_draws),
+            "nmi_mean": s_nmi["mean"], "nmi_std": s_nmi["std"],
+            "knn_mean": s_acc["mean"], "knn_std": s_acc["std"],
+            "cycles_min": int(min(cycles)) if cycles else 0,
+            "cycles_median": float(np.median(cycles)) if cycles else 0.0,
+            "cycles_max": int(max(cycles)) if cycles else 0,
+            "converged": converged, "feasible": feasible if (check_exact or m == 0) else -1,
+            "viol_median": float(np.median(viol)) if viol else 0.0,
+            "solve_s": float(np.mean(solve_s)) if solve_s else 0.0,
+        })
+    return rows
+
+
+def digits_convergence_rows(m: int = 300, cycles=(1, 2, 5, 10, 20, 50, 100, 150, 200, 250, 300, 350),
+                            seed: int = 0, data_dir=None, eps: float = 0.25,
+                            sat_tol: float = 1e-3) -> dict:
+    """Digits, Figure 1 (right): one draw of ``m`` constraints; for each number of cycles
+    (sweeps) c, the hard problem is solved from scratch with ``max_sweeps = c`` (tol 1e-12,
+    so it runs exactly c sweeps unless it converges earlier), and the percentage of
+    constraints satisfied to a relative tolerance ``sat_tol`` (violation ≤ sat_tol·bound) is
+    recorded.  Returns {"feasible": the exact model's verdict on this draw (True / False /
+    None), "rows": [{cycles, sweeps_run, satisfied_pct, max_rel_violation}]}."""
+    X, y = load_digits389(data_dir)
+    pc = relative_pair_constraints(X, y, m, eps, np.random.default_rng([seed, 300]))
+    rows = []
+    prob = None
+    for c in cycles:
+        _G, sol, prob = _learn(X, pc, None, 1e-12, int(c))
+        if sol is None:
+            rows.append({"cycles": int(c), "sweeps_run": 0, "satisfied_pct": np.nan,
+                         "max_rel_violation": np.nan})
+            continue
+        rel = sol.violations[: len(pc)] / pc.bound
+        rows.append({"cycles": int(c), "sweeps_run": int(sol.n_iter),
+                     "satisfied_pct": float(100.0 * np.mean(rel <= sat_tol)),
+                     "max_rel_violation": float(np.max(rel))})
+    return {"constraints": int(m), "feasible": _exact_feasible(prob), "rows": rows}
+
+
+_UCI = {
+    # name: (loader, clusters, description)
+    "spambase": (load_spambase, 2, "4601 x 57, raw features, rank 57"),
+    "nursery": (load_nursery_ordinal, 5, "12960 x 8, ordinal codes (UCI order), rank 8"),
+}
+
+
+def uci_rows(name: str, counts=(0, 50, 100, 200, 300, 400, 500), n_draws: int = 5, seed: int = 0,
+             data_dir=None, eps: float = 0.25, gamma: float = 1.0, tol: float = 1e-3,
+             max_sweeps: int = 100_000, n_init: int = 10) -> list[dict]:
+    """Spambase / Nursery (Figures 3 and 4): NMI of kernel k-means (2 resp. 5 clusters) on
+    the learned rank-57 resp. rank-8 linear kernel, with LogDet slack γ = ``gamma``, and the
+    cycles to convergence.  Row: constraints, draws, nmi_mean, nmi_std, cycles_min,
+    cycles_median, cycles_max, converged (runs meeting tol), solve_s (mean solver time)."""
+    if name not in _UCI:
+        raise InvalidInputError(f"name must be one of {sorted(_UCI)}; got {name!r}.")
+    loader, k, _ = _UCI[name]
+    X, y = loader(data_dir)
+    rows = []
+    for m in counts:
+        nmis, cycles, solve_s, solved = [], [], [], 0
+        for d in range(int(n_draws)):
+            rng = np.random.default_rng([seed, d, int(m), 7])
+            if m == 0:
+                G, sol = X, None
+                solved += 1
+            else:
+                G, sol, _st = _learn(X, relative_pair_constraints(X, y, m, eps, rng), gamma, tol,
+                                     max_sweeps)
+                if sol is not None:
+                    cycles.append(sol.n_iter)
+                    solve_s.append(sol.time)
+                    solved += int(sol.converged)
+            if G is not None:
+                nmis.append(nmi(y, kernel_kmeans(factor=G, n_clusters=k, n_init=n_init,
+                                                 random_state=rng).labels))
+        s = _summary(nmis)
+        rows.append({
+            "constraints": int(m), "draws": int(n_draws), "nmi_mean": s["mean"], "nmi_std": s["std"],
+            "cycles_min": int(min(cycles)) if cycles else 0,
+            "cycles_median": float(np.median(cycles)) if cycles else 0.0,
+            "cycles_max": int(max(cycles)) if cycles else 0,
+            "converged": solved, "solve_s": float(np.mean(solve_s)) if solve_s else 0.0,
+        })
+    return rows
+
+
+def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None) -> dict:
+    """All sections: ``digits`` (rows of :func:`digits_rows`), ``digits_convergence``
+    (:func:`digits_convergence_rows`), ``spambase`` and ``nursery`` (:func:`uci_rows`),
+    ``settings`` (what was run) and ``elapsed_s``.  ``quick`` shrinks the grids and draws
+    (a smoke run for tests, not a reproduction).  BLAS is limited to one thread (the
+    matrices are small; this keeps the run steady on a shared machine)."""
+    from threadpoolctl import threadpool_limits
+
+    from .bench import warm_up_lowrank
+
+    if quick:
+        dig = dict(counts=(0, 40), n_draws=2, n_init=3)
+        conv = dict(m=60, cycles=(1, 10))
+        uci = dict(counts=(0, 50), n_draws=1, n_init=3)
+    else:
+        dig = dict(counts=(0, 10, 20, 40, 60, 80, 100, 120, 140), n_draws=20, n_init=10)
+        conv = dict(m=300, cycles=(1, 2, 5, 10, 20, 50, 100, 150, 200, 250, 300, 350, 1000, 3000))
+        uci = dict(counts=(0, 50, 100, 200, 300, 400, 500), n_draws=5, n_init=10)
+    out = {"settings": {"quick": quick, "seed": seed, "digits_sample_seed": DIGITS_SAMPLE_SEED,
+                        "eps": 0.25, "tol": 1e-3, "gamma_uci": 1.0, "digits": dig,
+                        "convergence": conv, "uci": uci}}
+    warm_up_lowrank()                                  # keep Numba cache loading out of solve_s
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=1):
+        out["digits"] = digits_rows(seed=seed, data_dir=data_dir, **dig)
+        out["digits_convergence"] = digits_convergence_rows(seed=seed, data_dir=data_dir, **conv)
+        for name in ("spambase", "nursery"):
+            out[name] = uci_rows(name, seed=seed, data_dir=data_dir, **uci)
+    out["elapsed_s"] = time.perf_counter() - t0
+    return out
