@@ -138,3 +138,13 @@ def test_relative_and_linear_constraints_in_exact_model(data):
     lin_k = LinearConstraints(b=[-0.1], Z=np.eye(8)[[0]] - np.eye(8)[[1]])  # impossible: distance <= -0.1
     with pytest.raises(InfeasibleError, match="gamma"):
         cvxkml.LogDetKernel(K0, lin_k).solve_reference()
+
+
+def test_converged_dual_change_with_violated_hard_constraints_warns():
+    """The paper's stopping rule (relative dual change) can be met on infeasible hard
+    constraints; the solver then says so instead of reporting a clean success."""
+    X = np.random.default_rng(1).normal(size=(4, 2))
+    pc = PairConstraints([0, 1], [1, 0], [1, -1], [1.0, 4.0])
+    with pytest.warns(ConvergenceWarning, match="may be infeasible"):
+        sol = cvxkml.ITML(X, pc).solve(tol=0.5, max_sweeps=1000)
+    assert sol.converged and sol.info["max_relative_violation"] > 1.0
