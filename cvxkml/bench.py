@@ -566,3 +566,280 @@ def warm_up_lowrank() -> None:
 
 __all__ += ["numpy_lowrank_sweep", "lowrank_projection_rows", "mnist_shape_factor",
             "lowrank_workload_rows", "warm_up_lowrank"]
+
+
+# =========================================================================== von Neumann
+# ``cvxkml bench vonneumann``: Kulis, Sustik & Dhillon (2009) Algorithm 3 (factored von
+# Neumann projections, secular-equation eigen updates) against a dense NumPy baseline.
+_VN_SIZES = (10, 50, 100, 200)
+_VN_PAPER_MIN = {10_000: 7.7, 100_000: 71.4}        # Kulis et al. §7.2, von Neumann, MATLAB
+
+
+def vonneumann_pairs_problem(r: int, m: int, seed: int, eps: float = 0.25):
+    """Kulis et al.'s factored problem min D_vN(K, K0) for K0 = G0 G0ᵀ on the pairs of
+    :func:`_lowrank_pairs` (G0 standard normal n × r, each pair constrained to d <= (1−ε)b
+    then d >= (1+ε)b, so that with slack every projection updates).  With G0 = U diag(s) Vᵀ
+    the solver works on F = U (orthonormal) and q0 = log s² (X̂0 = diag(s²)), the start of
+    Algorithm 3.  Returns (F, q0, I, J, delta, bound)."""
+    G0, I, J, delta, bound = _lowrank_pairs(r, m, seed, eps)
+    F, q0 = _orthonormal_factor(G0)
+    return F, q0, I, J, delta, bound
+
+
+def _orthonormal_factor(G0):
+    """F (n × r, orthonormal columns) and q0 = log of the eigenvalues of K0 = G0 G0ᵀ, from the
+    r × r Gram matrix (O(n r²); BLAS threads as set by the caller)."""
+    s2, V = np.linalg.eigh(G0.T @ G0)
+    s2 = np.maximum(s2, np.finfo(float).tiny)
+    F = (G0 @ V) / np.sqrt(s2)
+    return np.ascontiguousarray(F), np.log(s2)
+
+
+def _dense_vn_eval(q, w, theta):
+    """log h(θ), d log h/dθ, eigenvalues and eigenvectors of diag(q) + θwwᵀ by numpy.linalg.eigh
+    (h(θ) = wᵀ exp(diag q + θwwᵀ) w, h' by the Daleckii–Krein divided differences)."""
+    lam, U = np.linalg.eigh(np.diag(q) + theta * np.outer(w, w))
+    c2 = (U.T @ w) ** 2
+    m = float(lam.max())
+    e = np.exp(lam - m)
+    h = float(e @ c2)
+    D = lam[:, None] - lam[None, :]
+    close = np.abs(D) <= 1e-8 * np.maximum(1.0, np.abs(lam))[:, None]
+    G = np.where(close, 0.5 * (e[:, None] + e[None, :]), (e[:, None] - e[None, :]) / np.where(close, 1.0, D))
+    return m + np.log(h), float(c2 @ G @ c2) / h, lam, U
+
+
+def _dense_vn_zerofinder(q, w, target_log, inv_gamma):
+    """The safeguarded Newton iteration of the solver's ZEROFINDER (same steps, brackets and
+    stopping rules), each evaluation a dense eigh.  Returns (θ, evaluations, λ, U at θ)."""
+    lh, dl, lam, U = _dense_vn_eval(q, w, 0.0)
+    phi, dphi = lh - target_log, dl + inv_gamma
+    lo, hi = (-np.inf, 0.0) if phi > 0 else (0.0, np.inf)
+    theta, evals = 0.0, 1
+    nz2 = float(w @ w)
+    for _ in range(100):
+        if abs(phi) <= 1e-14 * max(1.0, abs(target_log)):
+            break
+        tn = theta - phi / dphi if dphi > 0 else np.nan
+        if not np.isfinite(tn) or tn <= lo or tn >= hi:
+            if np.isfinite(lo) and np.isfinite(hi):
+                tn = 0.5 * (lo + hi)
+            elif np.isfinite(lo):
+                tn = max(2.0 * max(theta, lo) + 1.0 / nz2, theta + 1.0 / nz2)
+            else:
+                tn = min(2.0 * min(theta, hi) - 1.0 / nz2, theta - 1.0 / nz2)
+        theta = tn
+        lh, dl, lam, U = _dense_vn_eval(q, w, theta)
+        evals += 1
+        phi, dphi = lh + theta * inv_gamma - target_log, dl + inv_gamma
+        if phi > 0:
+            hi = theta
+        else:
+            lo = theta
+        if np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 1e-15 * max(1.0, abs(theta)):
+            break
+    return theta, evals, lam, U
+
+
+def numpy_vonneumann_sweep(W, q, F, I, J, delta, xi, lam, gamma):
+    """One sweep of the von Neumann projection (Kulis et al. Algorithm 3) in dense NumPy, the
+    baseline of ``cvxkml bench vonneumann``: w = Wᵀ(F[i] − F[j]); the projection parameter θ*
+    by the solver's safeguarded Newton iteration, every evaluation of
+    log h(θ) = log wᵀexp(diag q + θwwᵀ)w an ``eigh`` of the r × r matrix diag q + θwwᵀ; the
+    dual correction Δλ = max(−δθ*, −λ), θ = −δΔλ; then W ← W @ U, q ← eigenvalues (and the
+    slack ξ ← ξ e^{−θ/γ}).  ``gamma`` = inf for hard constraints.  Updates ``xi`` and ``lam``
+    in place; returns (W, q, evaluations, projections that ran the root finder)."""
+    inv_g = 0.0 if np.isinf(gamma) else 1.0 / gamma
+    evals = searched = 0
+    for c in range(I.shape[0]):
+        w = W.T @ (F[I[c]] - F[J[c]])
+        if not np.any(w):
+            continue
+        theta_star, ne, lam_e, U = _dense_vn_zerofinder(q, w, np.log(xi[c]), inv_g)
+        evals += ne
+        searched += 1
+        dlam = max(-delta[c] * theta_star, -lam[c])
+        theta = -delta[c] * dlam
+        lam[c] += dlam
+        if theta == 0.0:
+            continue
+        if theta != theta_star:
+            lam_e, U = np.linalg.eigh(np.diag(q) + theta * np.outer(w, w))
+        W = W @ U
+        q = lam_e
+        if inv_g:
+            xi[c] *= np.exp(-theta * inv_g)
+    return W, q, evals, searched
+
+
+def warm_up_vonneumann() -> None:
+    """Compile (or load from cache) the von Neumann Numba loop on a tiny problem."""
+    from .solvers.vonneumann import vonneumann_pairs
+
+    F, q0, I, J, delta, bound = vonneumann_pairs_problem(3, 4, 0)
+    vonneumann_pairs(F, q0, I, J, delta, bound, 1.0, 1e-6, 5)
+
+
+def vonneumann_projection_rows(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[dict]:
+    """Seconds per von Neumann projection (Kulis et al. Algorithm 3) at r = 10, 50, 100, 200
+    (``quick``: r = 10, 50 with fewer projections), one core, Numba warmed up.
+
+    Workload (:func:`vonneumann_pairs_problem`): K0 = G0 G0ᵀ of rank r, F = U, q0 = log s²,
+    m/2 random pairs each constrained to d <= 0.75b then d >= 1.25b, slack γ = 1: every
+    projection is violated and updates (``updates`` counts them, from the duals).
+
+    * ``s_per_proj``: one sweep of the solver loop ``_sweeps_vn`` over m constraints
+      (w = Wᵀv, deflation, ZEROFINDER with secular-equation evaluations, Gu–Eisenstat
+      eigenvectors, W ← WU), best of ``repeats``; ``evals_per_proj``: evaluations of h per
+      projection (the paper: "rarely more than six").
+    * ``zerofinder_s``: ZEROFINDER alone (the secular-equation evaluations of h that find θ*),
+      per projection, for the first 20 constraints from the state after the sweep
+      (``zerofinder_evals`` evaluations each); ``rootfinder_share`` = zerofinder_s /
+      s_per_proj (timed on different states, so it can exceed 1 by noise).
+    * ``numpy_s_per_proj``: the same projections in dense NumPy
+      (:func:`numpy_vonneumann_sweep`: an ``eigh`` of diag q + θwwᵀ per evaluation, then
+      W @ U) on the first ``numpy_projections`` constraints, BLAS limited to one thread;
+      ``speedup`` = numpy / Numba seconds per projection; ``max_rel_diff`` = max |X̂_numba −
+      X̂_numpy| / max |X̂_numpy| after those projections (X̂ = W diag(e^q) Wᵀ).
+    """
+    from threadpoolctl import threadpool_limits
+
+    from .solvers.vonneumann import _deflate, _sweeps_vn, _zerofinder, vonneumann_pairs
+
+    repeats = (1 if quick else 3) if repeats is None else int(repeats)
+    sizes = (10, 50) if quick else _VN_SIZES
+    budget = 2e5 if quick else 2e7                     # ~ r³ units of work per timed sweep
+    np_budget = 0.1 if quick else 1.0                  # rough seconds for the NumPy loop
+    warm_up_vonneumann()
+    rows = []
+    with threadpool_limits(limits=1):
+        for r in sizes:
+            m = 2 * max(25 if quick else 100, int(budget / r ** 3))
+            F, q0, I, J, delta, bound = vonneumann_pairs_problem(r, m, seed + r)
+
+            def run_numba(mm):
+                W, q, lam, st = np.eye(r), q0.copy(), np.zeros(mm), np.zeros(2)
+                t0 = time.perf_counter()
+                res = _sweeps_vn(W, q, F, I[:mm], J[:mm], delta[:mm], bound[:mm].copy(), lam, 1.0, 0.0, 1, st)
+                dt = time.perf_counter() - t0
+                if res[2] not in (0, 1) or res[0] != 1:
+                    raise RuntimeError(f"von Neumann sweep stopped (code {res[2]}) at r = {r}")
+                return W, q, lam, st, dt
+
+            timed = [run_numba(m) for _ in range(repeats)]
+            t_nb = min(t[4] for t in timed)
+            W, q, lam, st, _ = timed[0]
+            # the root finder alone: ZEROFINDER for the first few constraints from the final state
+            n_zf = min(m, 20)
+            bufs = (np.empty(r, dtype=np.int64), np.empty(r), np.empty(r), np.empty(r))
+            zf_s, zf_evals = 0.0, 0
+            for rep in range(2):                               # first pass compiles / warms up
+                zf_s, zf_evals = 0.0, 0
+                for c in range(n_zf):
+                    Wc, qc = W.copy(), q.copy()
+                    wc = Wc.T @ (F[I[c]] - F[J[c]])
+                    idx = _deflate(qc, wc, Wc, 1e-14, 1e-12)
+                    d, z = np.ascontiguousarray(qc[idx]), np.ascontiguousarray(wc[idx])
+                    t0 = time.perf_counter()
+                    _theta, ne = _zerofinder(d, z, float(np.log(bound[c])), 1.0, *bufs)
+                    zf_s += time.perf_counter() - t0
+                    zf_evals += int(ne)
+            # dense baseline on a prefix of the same constraints
+            per_np = 1e-4 + 4 * 4e-9 * r ** 3                # rough guess of the NumPy cost
+            m_np = int(min(m, max(10, np_budget / per_np)))
+            ref = vonneumann_pairs(F, q0, I[:m_np], J[:m_np], delta[:m_np], bound[:m_np], 1.0, 0.0, 1)
+            t_np = np.inf
+            for _ in range(repeats):
+                xi, lamn = bound[:m_np].copy(), np.zeros(m_np)
+                t0 = time.perf_counter()
+                Wn, qn, np_evals, searched = numpy_vonneumann_sweep(np.eye(r), q0.copy(), F, I[:m_np], J[:m_np],
+                                                                    delta[:m_np], xi, lamn, 1.0)
+                t_np = min(t_np, time.perf_counter() - t0)
+            Xn = (Wn * np.exp(qn)) @ Wn.T
+            diff = float(np.max(np.abs(ref.matrix - Xn)) / np.max(np.abs(Xn)))
+            nb_s, np_s = t_nb / m, t_np / m_np
+            rows.append({
+                "r": int(r), "projections": int(m), "updates": int(np.count_nonzero(lam)),
+                "evals_per_proj": float(st[0] / max(st[1], 1)), "s_per_proj": nb_s,
+                "zerofinder_s": zf_s / n_zf, "zerofinder_evals": zf_evals / n_zf,
+                "rootfinder_share": zf_s / n_zf / nb_s,
+                "numpy_projections": int(m_np), "numpy_evals_per_proj": np_evals / max(searched, 1),
+                "numpy_s_per_proj": np_s, "speedup": np_s / nb_s, "max_rel_diff": diff,
+            })
+    return rows
+
+
+def vonneumann_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol: float = 1e-3,
+                             gamma: float = 1.0, max_sweeps: int | None = None, counts=None,
+                             time_budget: float | None = None) -> dict:
+    """The MNIST-shape workload of Kulis et al. §7.2 with von Neumann (Algorithm 3):
+    G0 from :func:`mnist_shape_factor` (n = 60 000, r = 100; ``quick``: n = 3000, r = 10),
+    K0 = G0 G0ᵀ, the same random label pairs and 5th / 95th-percentile bounds as
+    :func:`lowrank_workload_rows` (ITML scheme, seed + m), von Neumann slack γ = ``gamma``,
+    min D_vN(K, K0) solved to ``tol`` on the relative dual change.  ``counts`` defaults to
+    (10 000,) (``quick``: (500, 2000)).
+
+    The solver loop runs sweep by sweep (identical arithmetic to one call) so that it can stop
+    after ``time_budget`` seconds per count (default 1800; ``quick`` 30); a row then says
+    ``converged = False`` and its numbers are per sweep / per projection.  Row: constraints,
+    pairs, sweeps, converged, dual_change, solver_s, build_s (constraints + F = U, q0),
+    s_per_proj, evals_per_proj, sweep_s (seconds per sweep), paper_min.  ``extrapolated``:
+    seconds for one sweep of 100 000 constraints (s_per_proj × 1e5) and, assuming it needs the
+    sweeps of the largest converged count, the total.  One core (BLAS limited to one thread).
+    """
+    n, r = (3000, 10) if quick else (60_000, 100)
+    counts = ((500, 2000) if quick else (10_000,)) if counts is None else tuple(counts)
+    max_sweeps = (2000 if quick else 100_000) if max_sweeps is None else int(max_sweeps)
+    time_budget = (30.0 if quick else 1800.0) if time_budget is None else float(time_budget)
+    from threadpoolctl import threadpool_limits
+
+    from .sideinfo import PairConstraints, baseline_metric
+    from .solvers.bregman import NONFINITE, OK
+    from .solvers.vonneumann import _sweeps_vn
+
+    warm_up_vonneumann()
+    with threadpool_limits(limits=1):
+        G0, y, src = mnist_shape_factor(n, r, data_dir=data_dir, seed=seed)
+        rows = []
+        for m in counts:
+            t0 = time.perf_counter()
+            pc = PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=int(m),
+                                             percentiles=(5.0, 95.0), random_state=seed + int(m))
+            F, q0 = _orthonormal_factor(G0)
+            build = time.perf_counter() - t0
+            I = np.ascontiguousarray(pc.i, dtype=np.int64)
+            J = np.ascontiguousarray(pc.j, dtype=np.int64)
+            delta = np.ascontiguousarray(pc.y, dtype=np.float64)
+            xi = np.array(pc.bound, dtype=np.float64)
+            W, q, lam, st = np.eye(r), q0.copy(), np.zeros(len(pc)), np.zeros(2)
+            sweeps, change, converged, solver_s = 0, np.inf, False, 0.0
+            while sweeps < max_sweeps and solver_s < time_budget:
+                t1 = time.perf_counter()
+                done, change, code, bad = _sweeps_vn(W, q, F, I, J, delta, xi, lam, float(gamma), float(tol), 1, st)
+                solver_s += time.perf_counter() - t1
+                sweeps += int(done)
+                if code == NONFINITE:
+                    raise RuntimeError(f"von Neumann workload: non-finite iterate at constraint {bad}")
+                if code == OK:
+                    converged = True
+                    break
+            proj = sweeps * len(pc)
+            rows.append({
+                "constraints": int(m), "pairs": len(pc), "sweeps": sweeps, "converged": converged,
+                "dual_change": float(change), "solver_s": solver_s, "build_s": build,
+                "s_per_proj": solver_s / max(proj, 1), "evals_per_proj": float(st[0] / max(st[1], 1)),
+                "sweep_s": solver_s / max(sweeps, 1),
+                "paper_min": None if quick else _VN_PAPER_MIN.get(int(m)),
+            })
+    conv = [row for row in rows if row["converged"]]
+    per_proj = float(np.median([row["s_per_proj"] for row in rows]))
+    big = 100_000
+    extra = {"constraints": big, "sweep_s": per_proj * big,
+             "assumed_sweeps": max(conv, key=lambda q_: q_["constraints"])["sweeps"] if conv else None}
+    extra["total_s"] = None if extra["assumed_sweeps"] is None else extra["sweep_s"] * extra["assumed_sweeps"]
+    return {"source": src, "n": n, "r": r, "gamma": gamma, "tol": tol, "time_budget": time_budget,
+            "rows": rows, "extrapolated": extra, "paper_min_100k": _VN_PAPER_MIN[big]}
+
+
+__all__ += ["vonneumann_pairs_problem", "numpy_vonneumann_sweep", "warm_up_vonneumann",
+            "vonneumann_projection_rows", "vonneumann_workload_rows"]

@@ -10,6 +10,11 @@
     cvxkml reproduce yeung [--quick] [--part …] [--out DIR]
                                 Yeung et al. (2007) Tables 1–2 and Figure 1 (J values
                                 beside the paper's; PNG + JSON in DIR)
+    cvxkml bench vonneumann [--quick]  von Neumann Algorithm 3: seconds per projection vs r
+                                (vs dense NumPy eigh) and the MNIST-shape workload
+    cvxkml reproduce spectral [--quick]  Kulis et al. 2009 Figure 5 (4-NN error, UCI)
+    cvxkml reproduce trace [--quick] [--out DIR]  Jain et al. 2012 Figure 2 c–d
+                                (Trace-SSIKDR vs kernel PCA on unseen digits; PNG + JSON)
     cvxkml --version
 
 The numbers come from :mod:`cvxkml.bench`; this module only parses and prints.
@@ -281,14 +286,152 @@ def _add_reproduce_yeung(sub) -> None:
     y = rsub.add_parser("yeung", help="Yeung, Chang & Dai (IJCAI 2007): Table 1 (XOR), Figure 1, "
                                       "Table 2 (MNIST subset)")
     y.add_argument("--quick", action="store_true", help="small sizes and 2 runs (for tests)")
-    y.add_argument("--part", choices=["all", "table1", "figure1", "table2"], default="all",
-                   help="which experiment (default all)")
+    y.add_argument("--part", choices=["all", "table1", "figure1", "table2", "scaling"], default="all",
+                   help="which experiment (default all: table1, figure1, table2)")
     y.add_argument("--out", default=".", help="folder for the PNG and the JSON of numbers (default .)")
     y.add_argument("--runs", type=int, default=None, help="random S per setting (default 10, quick 2)")
     y.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     y.add_argument("--data-dir", default=None, help="offline data folder (default: $CVXKML_DATA or "
                                                     "../shared/data)")
     y.set_defaults(func=_cmd_reproduce_yeung)
+
+
+# --------------------------------------------------------------------------- von Neumann / spectral
+def _cmd_bench_vonneumann(args) -> int:
+    from . import bench
+
+    t_start = time.perf_counter()
+    mode = "quick" if args.quick else "full"
+    print(f"cvxkml bench vonneumann ({mode}): one core (serial Numba loops; NumPy with BLAS limited "
+          "to 1 thread), Numba warmed up, best of repeats, time.perf_counter")
+    print()
+    print("(a) Seconds per projection, von Neumann (Kulis et al. 2009, Algorithm 3: secular-equation "
+          "eigen update of Q + theta w w^T, W <- W U) vs dense NumPy (eigh per root-finder evaluation)")
+    rows = bench.vonneumann_projection_rows(quick=args.quick, repeats=args.repeats, seed=args.seed)
+    print(format_table(
+        ["r", "projections", "updates", "evals/proj", "alg3 [s/proj]", "zerofinder [s/proj]",
+         "zerofinder/proj", "numpy proj", "numpy evals/proj", "numpy [s/proj]", "numpy/alg3",
+         "max rel diff"],
+        [[str(r["r"]), str(r["projections"]), str(r["updates"]), f"{r['evals_per_proj']:.2f}",
+          f"{r['s_per_proj']:.3e}", f"{r['zerofinder_s']:.3e}", f"{r['rootfinder_share']:.2f}",
+          str(r["numpy_projections"]), f"{r['numpy_evals_per_proj']:.2f}", f"{r['numpy_s_per_proj']:.3e}",
+          f"{r['speedup']:.3g}", f"{r['max_rel_diff']:.1e}"] for r in rows]))
+    print("(K0 = G0 G0^T of rank r, slack gamma = 1, pairs constrained to d <= 0.75b then d >= 1.25b so "
+          "every projection updates; evals/proj: evaluations of h(theta) per projection (paper: 'rarely "
+          "more than six');")
+    print(" zerofinder: the root finder alone for 20 constraints from the final state, its share of a "
+          "whole projection in the next column; numpy: the same projections, eigh of diag(q) + theta w w^T "
+          "per evaluation then W @ U,")
+    print(" on the first 'numpy proj' constraints; max rel diff: max |X_alg3 - X_numpy| / max |X_numpy| "
+          "after those projections)")
+    print()
+    res = bench.vonneumann_workload_rows(quick=args.quick, data_dir=args.data_dir, seed=args.seed,
+                                         counts=args.constraints, time_budget=args.budget)
+    print(f"(b) MNIST-shape workload (Kulis et al. 2009, §7.2), von Neumann min D_vN(K, K0), "
+          f"K0 = G0 G0^T: n = {res['n']}, r = {res['r']}, random label pairs with 5th/95th-percentile "
+          f"bounds, slack gamma = {res['gamma']:g}, tol {res['tol']:g} on the relative dual change, "
+          f"solver stopped after {res['time_budget']:g} s")
+    print(f"    data: {res['source']}")
+    print(format_table(
+        ["constraints", "pairs", "sweeps", "converged", "dual change", "solver [s]", "build [s]",
+         "s/proj", "evals/proj", "s/sweep", "paper (MATLAB)"],
+        [[str(r["constraints"]), str(r["pairs"]), str(r["sweeps"]), "yes" if r["converged"] else "no",
+          f"{r['dual_change']:.2e}", f"{r['solver_s']:.3g}", f"{r['build_s']:.3g}", f"{r['s_per_proj']:.3e}",
+          f"{r['evals_per_proj']:.2f}", f"{r['sweep_s']:.3g}",
+          "-" if r["paper_min"] is None else f"{r['paper_min']:g} min"] for r in res["rows"]]))
+    ex = res["extrapolated"]
+    print("(build: constraints with percentile bounds + F = U, q0 = log eig(K0) from the r x r Gram "
+          "matrix; the paper's times were measured on 2009 hardware)")
+    line = (f"extrapolated to {ex['constraints']} constraints at n = {res['n']}, r = {res['r']}: "
+            f"{ex['sweep_s']:.3g} s per sweep (median s/proj above x {ex['constraints']})")
+    if ex["total_s"] is not None:
+        line += (f"; x {ex['assumed_sweeps']} sweeps (those of the largest converged run above, an "
+                 f"assumption) = {ex['total_s']:.3g} s = {ex['total_s'] / 60:.3g} min")
+    print(line + f"; paper {res['paper_min_100k']:g} min; issue target 5 min")
+    print()
+    print(f"bench finished in {time.perf_counter() - t_start:.1f} s")
+    return 0
+
+
+def _cmd_reproduce_spectral(args) -> int:
+    import numpy as np
+
+    from . import reproduce_spectral as rs
+
+    res = rs.reproduce_spectral(quick=args.quick, seed=args.seed, data_dir=args.data_dir,
+                                n_repeats=args.repeats)
+    st = res["settings"]
+    print("cvxkml reproduce spectral: Kulis, Sustik & Dhillon (JMLR 2009) §7.2, Figure 5 — k-NN (k = 4) "
+          f"error with learned metrics{' (QUICK smoke run, not a reproduction)' if args.quick else ''}")
+    print(f"{st['n_repeats']} x stratified two-fold CV (seed {st['seed']}); features standardized on the "
+          "training fold; 40c^2 random label pairs, bounds at the 5th/95th percentiles of the squared "
+          "training distances;")
+    gsel = (f"gamma fixed to {st['grid'][0]:g} (no inner CV)" if len(st["grid"]) == 1 else
+            f"gamma from {{{', '.join(f'{g:g}' for g in st['grid'])}}} by an inner stratified two-fold "
+            "CV on each training fold")
+    print(f"{gsel}; solver tol {st['tol']:g} (relative dual change), at most {st['max_sweeps']} sweeps")
+    print("LogDet = ITML on the standardized features; von Neumann = VonNeumannKernel, D_vN(K, K0) on the "
+          "linear kernel K0 = X X^T (Kulis et al.'s problem), mapped to new points by W^1/2, "
+          "K = X W X^T")
+    print()
+    names = {"euclidean": "Euclidean", "logdet": "LogDet", "vonneumann": "von Neumann"}
+    body = []
+    for r in res["rows"]:
+        g = r["gammas"]
+        if g:
+            vals, cnt = np.unique(g, return_counts=True)
+            gtxt = ", ".join(f"{v:g}:{c}" for v, c in zip(vals, cnt))
+        else:
+            gtxt = "-"
+        body.append([r["dataset"], f"{r['n']}x{r['d']}", str(r["classes"]), names[r["method"]],
+                     _pm(r["mean"], r["std"]), gtxt,
+                     f"{r['pairs']:.0f}" if r["fits"] else "-", f"{r['sweeps']:g}" if r["fits"] else "-",
+                     f"{r['converged']}/{r['fits']}" if r["fits"] else "-", f"{r['fit_s']:.1f}"])
+    print(format_table(["dataset", "n x d", "classes", "method", "4-NN error", "gamma chosen (value:folds)",
+                        "pairs", "sweeps (median)", "converged", "time [s]"], body))
+    print("(error: mean ± std over the repeats of each repeat's two-fold mean error; pairs: constraints "
+          "after removing duplicates; sweeps and converged: the final fit of each fold; time includes "
+          "the inner CV)")
+    print(f"paper: {rs.PAPER['figure5']}")
+    print(f"paper: {rs.PAPER['claim']}")
+    print("paper: Soybean not available offline, so left out; MCML and LMNN not run")
+    print()
+    print(f"reproduction finished in {res['elapsed_s']:.1f} s")
+    return 0
+
+
+def _add_spectral_commands(sub, bsub) -> None:
+    """``bench vonneumann`` and ``reproduce spectral`` (the ``reproduce`` command is reused
+    when another experiment made it)."""
+    vn = bsub.add_parser("vonneumann", help="von Neumann Algorithm 3 (Kulis et al. 2009): seconds per "
+                                            "projection vs r, vs dense NumPy, and the MNIST-shape workload")
+    vn.add_argument("--quick", action="store_true", help="small sizes (for tests)")
+    vn.add_argument("--repeats", type=int, default=None,
+                    help="timing repeats, best of (default 3 full, 1 quick)")
+    vn.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    vn.add_argument("--constraints", type=int, nargs="+", default=None,
+                    help="constraint counts of the MNIST-shape workload (default 10000; quick 500 2000)")
+    vn.add_argument("--budget", type=float, default=None,
+                    help="seconds after which a workload solve stops (default 1800, quick 30)")
+    vn.add_argument("--data-dir", default=None,
+                    help="folder holding mnist5000.npz (default: $CVXKML_DATA or ../shared/data; "
+                         "without it a synthetic of the same shape is used)")
+    vn.set_defaults(func=_cmd_bench_vonneumann)
+
+    rep = sub.choices.get("reproduce")
+    if rep is None:
+        rep = sub.add_parser("reproduce", help="paper reproductions")
+        rep.set_defaults(func=lambda a: (rep.print_help(), 2)[1])
+    rsub = _subcommands(rep, "experiment", "EXPERIMENT")
+    sp = rsub.add_parser("spectral", help="Kulis et al. 2009 Figure 5: 4-NN error on Wine, Ionosphere, "
+                                          "Iris, Balance (Euclidean, LogDet, von Neumann)")
+    sp.add_argument("--quick", action="store_true", help="one repeat, gamma = 1 (smoke run for tests)")
+    sp.add_argument("--repeats", type=int, default=None, help="two-fold CV repeats (default 5, quick 1)")
+    sp.add_argument("--seed", type=int, default=0, help="seed of splits and constraints (default 0)")
+    sp.add_argument("--data-dir", default=None,
+                    help="folder holding ionosphere.csv and balance.csv (default: $CVXKML_DATA or "
+                         "../shared/data)")
+    sp.set_defaults(func=_cmd_reproduce_spectral)
 
 
 # --------------------------------------------------------------------------- parser
@@ -319,6 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lowrank_commands(sub, bsub)
     bench.set_defaults(func=lambda a: (bench.print_help(), 2)[1])
     _add_reproduce_yeung(sub)
+    _add_spectral_commands(sub, bsub)
+    from .reproduce_trace import register_cli as _add_reproduce_trace
+    _add_reproduce_trace(sub)
     return parser
 
 

@@ -87,9 +87,11 @@ def _vn_check(problem, hard):
     assume(fast.converged)
     exact = problem.solve_reference(accept_inaccurate=True)
     scale = max(1.0, abs(exact.objective))
-    if exact.status == "optimal":
+    if exact.status == "optimal" and abs(exact.gap) <= 1e-7 * scale:
         assert abs(fast.objective - exact.objective) <= 1e-6 * scale, (fast, exact)
     else:
+        # the exponential-cone solve is itself inexact (its own certificate gap reached 2e-6 on
+        # one draw): its point is feasible, so its value still bounds the optimum from above
         assert fast.objective <= exact.objective + 1e-6 * scale
     assert fast.max_violation <= 1e-6
     assert abs(fast.gap) <= 1e-8 * max(1.0, abs(fast.objective)), fast

@@ -37,15 +37,17 @@ _EPS = np.finfo(np.float64).eps
 
 @nb.njit(cache=True)
 def _secular_f(d, z2, rho, a, tau):
-    """f = 1 + ρ Σ z_i² / ((d_i − d_a) − τ), and df/dτ."""
+    """f = 1 + ρ Σ z_i² / ((d_i − d_a) − τ), df/dτ, and the round-off scale 1 + Σ|ρ z_i²/δ_i|."""
     f = 1.0
     df = 0.0
+    sabs = 1.0
     for i in range(d.shape[0]):
         delta = (d[i] - d[a]) - tau
         t = z2[i] / delta
         f += rho * t
         df += rho * t / delta
-    return f, df
+        sabs += abs(rho * t)
+    return f, df, sabs
 
 
 @nb.njit(cache=True)
@@ -69,7 +71,7 @@ def secular_roots(d, z, rho, anchor, tau):
             width = (d[j] - d[j - 1]) if lo_pole >= 0 else -rho * nz2
         # anchor at the pole nearer the root (sign of f at the midpoint decides), bracket in τ
         if hi_pole >= 0 and lo_pole >= 0:
-            f_mid, _ = _secular_f(d, z2, rho, lo_pole, 0.5 * width)
+            f_mid, _, _ = _secular_f(d, z2, rho, lo_pole, 0.5 * width)
             root_left = (f_mid > 0) if rho > 0 else (f_mid < 0)   # f ↑ in λ for ρ > 0, ↓ for ρ < 0
             if root_left:
                 a, lo, hi = lo_pole, 0.0, 0.5 * width
@@ -82,8 +84,8 @@ def secular_roots(d, z, rho, anchor, tau):
         # iterate in τ on (lo, hi), poles at τ = 0 and τ = ±width excluded
         t = 0.5 * (lo + hi)
         for _ in range(200):
-            f, df = _secular_f(d, z2, rho, a, t)
-            if f == 0.0:
+            f, df, sabs = _secular_f(d, z2, rho, a, t)
+            if abs(f) <= 8.0 * _EPS * sabs:          # f at round-off level (as LAPACK dlaed4)
                 break
             # bracket update (f monotone: sign tells the side)
             increasing = rho > 0
@@ -171,16 +173,18 @@ def _weights_and_h(d, z, rho, anchor, tau, lam, c2):
         c2[j] = 1.0 / (rho * rho * s)
         if lam[j] > m:
             m = lam[j]
+    e = np.empty(k)
     h = 0.0
     for j in range(k):
-        h += np.exp(lam[j] - m) * c2[j]
+        e[j] = np.exp(lam[j] - m)
+        h += e[j] * c2[j]
     dh = 0.0
     for j in range(k):
-        ej = np.exp(lam[j] - m)
+        ej = e[j]
         dh += c2[j] * c2[j] * ej
         for l in range(j + 1, k):
             dlam = lam[j] - lam[l]
-            el = np.exp(lam[l] - m)
+            el = e[l]
             if abs(dlam) > 1e-8 * max(1.0, abs(lam[j])):
                 g = (ej - el) / dlam
             else:

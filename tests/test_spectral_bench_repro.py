@@ -1,0 +1,160 @@
+"""``cvxkml bench vonneumann`` (Kulis et al. 2009 Algorithm 3 vs a dense NumPy baseline, the
+MNIST-shape workload) and ``cvxkml reproduce spectral`` (Kulis et al. Figure 5).
+
+No timing assertions: times are only checked to be finite and positive.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import re
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from cvxkml import bench
+from cvxkml.cli import main
+from cvxkml.declare import VonNeumannKernel
+from cvxkml.errors import InvalidInputError
+from cvxkml.reproduce_spectral import fit_transform_method, load_uci
+from cvxkml.solvers.vonneumann import vonneumann_pairs
+
+
+def _run(argv) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(argv)
+    assert rc == 0
+    return buf.getvalue()
+
+
+def _tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Every table of the output (header line followed by a dashes line): (headers, rows)."""
+    lines = text.splitlines()
+    out = []
+    for k in range(1, len(lines)):
+        if lines[k].strip() and set(lines[k].replace(" ", "")) == {"-"}:
+            headers = re.split(r"\s{2,}", lines[k - 1].strip())
+            rows = []
+            for ln in lines[k + 1:]:
+                if not ln.strip() or ln.startswith(("(", "paper", " ")):
+                    break
+                rows.append(re.split(r"\s{2,}", ln.strip()))
+            assert rows and all(len(r) == len(headers) for r in rows), (headers, rows)
+            out.append((headers, rows))
+    return out
+
+
+def _pos(cell: str) -> bool:
+    v = float(cell)
+    return math.isfinite(v) and v > 0
+
+
+# --------------------------------------------------------------------------- bench vonneumann
+def test_bench_vonneumann_quick_structure():
+    text = _run(["bench", "vonneumann", "--quick", "--seed", "1"])
+    (h1, proj), (h2, work) = _tables(text)
+    assert h1[0] == "r" and [r[0] for r in proj] == ["10", "50"]
+    for r in proj:
+        assert int(r[2]) == int(r[1])                            # every projection updated
+        assert 1.0 <= float(r[3]) <= 6.0                         # evaluations per projection
+        assert all(_pos(c) for c in r[4:7]) and int(r[7]) >= 10
+        assert 1.0 <= float(r[8]) <= 6.0 and _pos(r[9]) and _pos(r[10])
+        assert float(r[11]) < 1e-10                              # Algorithm 3 X == dense NumPy X
+    assert h2[:4] == ["constraints", "pairs", "sweeps", "converged"]
+    assert [r[0] for r in work] == ["500", "2000"]
+    for r in work:
+        assert int(r[1]) <= int(r[0]) and int(r[2]) >= 1 and r[3] in ("yes", "no")
+        assert all(_pos(c) for c in r[5:10]) and r[10] == "-"
+    assert "data: " in text and "extrapolated to 100000 constraints" in text
+    assert "bench finished" in text
+
+
+@pytest.mark.parametrize("gamma", [1.0, None], ids=["slack", "hard"])
+@pytest.mark.parametrize("prior", ["K0", "identity"])
+def test_dense_baseline_equals_algorithm3(gamma, prior):
+    """The dense NumPy projection (eigh per root-finder evaluation, W @ U) and Algorithm 3
+    (secular equation, Gu–Eisenstat vectors) do the same arithmetic up to round-off: same
+    X̂ = W e^Q Wᵀ, duals, slacks and root-finder evaluations, over two sweeps.  ``identity``
+    starts from q = 0 (all eigenvalues equal: the solver deflates everything at first)."""
+    r, m = 6, 16
+    F, q0, I, J, delta, bound = bench.vonneumann_pairs_problem(r, m, seed=4)
+    if prior == "identity":
+        q0 = np.zeros(r)
+    if gamma is None:
+        # hard: one constraint of each pair (feasible) and violated at the start: d <= 0.75b under
+        # K0, d >= 1.25b under the identity (there every distance is far below its K0 bound)
+        k = slice(0, None, 2) if prior == "K0" else slice(1, None, 2)
+        I, J, delta, bound = I[k], J[k], delta[k], bound[k]
+    g = np.inf if gamma is None else gamma
+    ref = vonneumann_pairs(F, q0, I, J, delta, bound, gamma, 0.0, 2)
+    W, q = np.eye(r), q0.copy()
+    xi, lam = bound.astype(float).copy(), np.zeros(len(I))
+    evals = searched = 0
+    for _ in range(2):
+        W, q, e, s = bench.numpy_vonneumann_sweep(W, q, F, I, J, delta, xi, lam, g)
+        evals += e
+        searched += s
+    X = (W * np.exp(q)) @ W.T
+    np.testing.assert_allclose(ref.matrix, X, rtol=0, atol=1e-11 * np.abs(X).max())
+    np.testing.assert_allclose(ref.lam, lam, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ref.xi, xi, rtol=1e-11)
+    assert np.count_nonzero(lam) > 0
+    assert ref.extra["evals_per_projection"] == pytest.approx(evals / searched, abs=0.25)
+    np.testing.assert_allclose(W.T @ W, np.eye(r), atol=1e-12)
+
+
+def test_vonneumann_pairs_problem_is_kulis_start():
+    """F = U and q0 = log eig(K0): F diag(e^q0) Fᵀ = G0 G0ᵀ, and the bounds are the ±25 % of
+    the distances under K0 (each pair twice)."""
+    G0, I, J, delta, bound = bench._lowrank_pairs(5, 8, 2)
+    F, q0, I2, J2, d2, b2 = bench.vonneumann_pairs_problem(5, 8, 2)
+    np.testing.assert_allclose((F * np.exp(q0)) @ F.T, G0 @ G0.T, atol=1e-10 * np.abs(G0).max() ** 2)
+    np.testing.assert_allclose(F.T @ F, np.eye(5), atol=1e-12)
+    np.testing.assert_array_equal(I, I2)
+    np.testing.assert_allclose(b2, bound)
+
+
+def test_vonneumann_workload_custom_counts_and_budget(tmp_path):
+    res = bench.vonneumann_workload_rows(quick=True, data_dir=tmp_path, counts=(300,), time_budget=1e-9)
+    assert res["source"].startswith("synthetic") and (res["n"], res["r"]) == (3000, 10)
+    (row,) = res["rows"]
+    assert row["sweeps"] == 1 and row["pairs"] <= 300               # the budget stops after one sweep
+    assert res["extrapolated"]["sweep_s"] > 0
+
+
+# --------------------------------------------------------------------------- reproduce spectral
+def test_reproduce_spectral_quick_smoke(data_dir):
+    text = _run(["reproduce", "spectral", "--quick", "--data-dir", str(data_dir)])
+    ((headers, rows),) = _tables(text)
+    assert headers[:5] == ["dataset", "n x d", "classes", "method", "4-NN error"]
+    assert [r[0] for r in rows] == [d for d in ("wine", "ionosphere", "iris", "balance") for _ in range(3)]
+    assert [r[3] for r in rows[:3]] == ["Euclidean", "LogDet", "von Neumann"]
+    assert {r[1] for r in rows} == {"178x13", "351x34", "150x4", "625x4"}
+    for r in rows:
+        mean, std = (float(v) for v in r[4].split(" ± "))
+        assert 0.0 <= mean <= 0.5 and std == 0.0                  # one repeat
+        if r[3] != "Euclidean":
+            assert r[5] == "1:2" and r[8] == "2/2"               # gamma fixed to 1, both folds converged
+            c = int(r[2])
+            assert 0.8 * 40 * c * c <= float(r[6]) <= 40 * c * c  # 40c² pairs less duplicates
+    assert "QUICK smoke run" in text and "not in the text" in text
+
+
+def test_vonneumann_map_reproduces_learned_kernel():
+    """The von Neumann map x ↦ L x of the reproduction gives back the learned K on the
+    training points: (X Lᵀ)(X Lᵀ)ᵀ = K (K = X W Xᵀ on the range of K0 = X Xᵀ)."""
+    X, y = load_uci("iris")
+    X = (X - X.mean(0)) / X.std(0)
+    with threadpool_limits(limits=1):
+        L, info = fit_transform_method("vonneumann", X, y, 1.0, np.random.default_rng(0))
+        from cvxkml.reproduce_spectral import _constraints
+        pc = _constraints(X, y, np.random.default_rng(0))
+        sol = VonNeumannKernel(X @ X.T, pc, gamma=1.0).solve(tol=1e-3, max_sweeps=2000)
+    Z = X @ L.T
+    np.testing.assert_allclose(Z @ Z.T, sol.matrix, atol=1e-9 * np.abs(sol.matrix).max())
+    assert info["converged"] and info["pairs"] == len(pc)
+    with pytest.raises(InvalidInputError, match="name must be one of"):
+        load_uci("soybean")
