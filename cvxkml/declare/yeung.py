@@ -1,0 +1,374 @@
+"""Yeung, Chang & Dai (IJCAI 2007): the two convex problems of the scalable
+semi-supervised kernel metric, as exact CVXPY models beside their closed forms.
+
+* :class:`SpectralReweighting` — the β problem (eq. 1–4; eq. 7 for landmarks):
+
+      min_β  J_S(β) = βᵀ D_S β    s.t.  1ᵀβ = c,
+
+  D_S = diag(d), d_r = (1/|S|) Σ_{(i,j)∈S} (U[i, r] − U[j, r])², c = Σ_r √λ_r, over the
+  columns u_r of U (eigenvectors of the centred kernel K = H K̂ H, or of the landmark
+  kernel L).  Closed form β = c D⁻¹1 / (1ᵀD⁻¹1) (eq. 4).  The learned kernel is
+  K_β = U diag(β²) Uᵀ.
+* :class:`EmbeddingWeightProblem` — the weights of one point over its K nearest
+  landmarks (eq. 9–12):
+
+      min_w  E(w) = wᵀ G w    s.t.  1ᵀw = 1,
+
+  with G the local Gram matrix (eq. 11).  Closed form: solve G ŵ = 1, w = ŵ / 1ᵀŵ.
+
+Both use D + εsI / G + εsI when D / G is singular (footnotes 3–4; the rule is
+:func:`cvxkml.yeung_core.regularize`), and every formula (D_S, J_S, G, the rule) comes
+from :mod:`cvxkml.yeung_core` (NumPy only), so the model, the closed form, the landmark
+solver and the tests evaluate the same expressions.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import as_float_array, check_kernel_matrix, check_positive
+from ..errors import InvalidInputError, SolverError
+from ..kernels import center_kernel
+from ..sideinfo import PairConstraints
+from ..solution import Solution
+from ..yeung_core import (DEFAULT_EPSILON, beta_closed_form, criterion, equality_multiplier,
+                          lle_weights, local_gram, positive_spectrum, regularize, similarity_diag)
+
+__all__ = ["SpectralReweighting", "EmbeddingWeightProblem", "similarity_pairs"]
+
+
+def similarity_pairs(pairs, n_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """The similarity set S as index arrays (i, j), validated against ``n_points``.
+
+    Parameters
+    ----------
+    pairs : PairConstraints or array-like of shape (|S|, 2)
+        Similar pairs.  From a :class:`~cvxkml.sideinfo.PairConstraints` only the similar
+        pairs (y = +1) are used — the method has no dissimilarity term — and the others
+        are dropped with a warning.
+    n_points : int
+        Number of points the indices refer to.
+
+    Returns
+    -------
+    i, j : int64 arrays of shape (|S|,)
+
+    Raises
+    ------
+    InvalidInputError
+        S is empty, malformed, has a pair (i, i), or an index outside 0 … n_points − 1.
+    """
+    if isinstance(pairs, PairConstraints):
+        sim = pairs.y > 0
+        if not np.all(sim):
+            warnings.warn(
+                f"Yeung et al. learn from similarity pairs only; {int(np.sum(~sim))} dissimilar "
+                "pair(s) were ignored.", UserWarning, stacklevel=3)
+        i, j = pairs.i[sim], pairs.j[sim]
+    else:
+        arr = np.asarray(pairs)
+        if arr.ndim != 2 or arr.shape[1] != 2:
+            raise InvalidInputError(
+                f"pairs must be a PairConstraints object or an array of shape (|S|, 2) of point "
+                f"indices; got shape {arr.shape}.")
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            f = arr.astype(float)
+            if not np.all(np.isfinite(f)) or np.any(f != np.round(f)):
+                raise InvalidInputError("pairs must contain integer point indices.")
+        i, j = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
+    if i.size == 0:
+        raise InvalidInputError(
+            "The similarity set S is empty; give at least one pair of points of the same class.")
+    bad = np.flatnonzero((i < 0) | (i >= n_points) | (j < 0) | (j >= n_points))
+    if bad.size:
+        t = bad[0]
+        raise InvalidInputError(
+            f"Similarity pair {t} ({i[t]}, {j[t]}) is out of range for {n_points} points "
+            f"(valid indices: 0 … {n_points - 1}).")
+    same = np.flatnonzero(i == j)
+    if same.size:
+        raise InvalidInputError(
+            f"Similarity pair {same[0]} joins point {i[same[0]]} with itself; remove such pairs.")
+    return np.ascontiguousarray(i), np.ascontiguousarray(j)
+
+
+def _clarabel_opts(eps):
+    return dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
+
+
+def _run(prob: cp.Problem, solver: str, eps: float, opts: dict):
+    solver = solver.upper()
+    kw = _clarabel_opts(eps) if solver == "CLARABEL" else (
+        dict(eps_abs=eps, eps_rel=eps, max_iters=200_000) if solver == "SCS" else {})
+    kw.update(opts)
+    t0 = time.perf_counter()
+    try:
+        prob.solve(solver=solver, **kw)
+    except cp.error.SolverError as exc:
+        raise SolverError(f"{solver} failed on the exact model ({exc}); try solver='SCS'.") from exc
+    elapsed = time.perf_counter() - t0
+    if prob.status != cp.OPTIMAL:
+        raise SolverError(
+            f"{solver} returned status {prob.status!r} on the exact model; try the other solver "
+            "or a looser eps.")
+    return elapsed, int(getattr(prob.solver_stats, "num_iters", None) or 0)
+
+
+class SpectralReweighting:
+    """The β problem of Yeung et al. (eq. 1–4; eq. 7 with landmarks).
+
+        min_β  J_S(β) = βᵀ D β    s.t.  1ᵀβ = c,
+
+    D = D_S, or D_S + ε s I when D_S is singular (footnote 3,
+    :func:`cvxkml.yeung_core.regularize`); c = Σ_r √λ_r.
+
+    Parameters
+    ----------
+    U : array-like of shape (N, q)
+        Components u_r as columns (orthonormal eigenvectors of the centred kernel K, or
+        of the landmark kernel L; rows index points).
+    eigenvalues : array-like of shape (q,)
+        Their positive eigenvalues λ_r (only c = Σ √λ_r and the √λ start point use them).
+    pairs : PairConstraints or array-like of shape (|S|, 2)
+        Similarity pairs S, indices into the rows of U (see :func:`similarity_pairs`).
+    epsilon : float, default=1e-3
+        Relative ε of the singularity rule.
+
+    Attributes
+    ----------
+    d_S : (q,) the diagonal of D_S (eq. 2 / 7).  d : (q,) the diagonal actually used.
+    regularized : whether D_S was singular and ε s was added.  c : the constant of 1ᵀβ = c.
+    i, j : the pairs.
+    """
+
+    def __init__(self, U, eigenvalues, pairs, epsilon: float = DEFAULT_EPSILON):
+        self.U = as_float_array(U, "U", ndim=2)
+        self.eigenvalues = as_float_array(eigenvalues, "eigenvalues", ndim=1)
+        if self.eigenvalues.size != self.U.shape[1] or self.U.shape[1] == 0:
+            raise InvalidInputError(
+                f"eigenvalues must have one entry per column of U ({self.U.shape[1]} >= 1); got "
+                f"{self.eigenvalues.size}.")
+        if np.any(self.eigenvalues <= 0):
+            raise InvalidInputError(
+                "eigenvalues must be positive (keep only the positive eigenpairs of the centred "
+                "kernel, as positive_spectrum does).")
+        self.epsilon = check_positive(epsilon, "epsilon")
+        self.i, self.j = similarity_pairs(pairs, self.U.shape[0])
+        self.d_S = similarity_diag(self.U, self.i, self.j)
+        self.d, self.regularized = regularize(self.d_S, self.epsilon)
+        self.c = float(np.sum(np.sqrt(self.eigenvalues)))
+
+    @classmethod
+    def from_kernel(cls, K_hat, pairs, epsilon: float = DEFAULT_EPSILON, center: bool = True,
+                    rank_rtol: float = 1e-10) -> "SpectralReweighting":
+        """The full method of §2: K = H K̂ H (``center=True``), its p positive eigenpairs
+        (eigenvalues above ``rank_rtol`` times the largest), and S on the n points."""
+        K = check_kernel_matrix(K_hat, "K_hat")
+        if center:
+            K = center_kernel(K)
+        lam, V = positive_spectrum(K, rank_rtol, name="the centred kernel K")
+        return cls(V, lam, pairs, epsilon)
+
+    # ------------------------------------------------------------------ numpy side
+    @property
+    def n_components(self) -> int:
+        return int(self.U.shape[1])
+
+    def objective(self, beta) -> float:
+        """J_S(β) = βᵀ D β (with the D actually used, see ``regularized``)."""
+        return criterion(beta, self.d)
+
+    def violations(self, beta) -> np.ndarray:
+        """|1ᵀβ − c| (one equality constraint)."""
+        return np.array([abs(float(np.sum(beta)) - self.c)])
+
+    def dual_value(self, rho: float) -> float:
+        """Lagrange dual g(ρ) = min_β βᵀDβ + ρ(c − 1ᵀβ) = ρc − (ρ²/4) Σ 1/d_r (a lower
+        bound on the optimum, equal to it at ρ* = 2c / Σ 1/d_r)."""
+        return float(rho * self.c - 0.25 * rho ** 2 * np.sum(1.0 / self.d))
+
+    def uniform_beta(self) -> np.ndarray:
+        """The feasible point c/q · 1 (uniform weights)."""
+        return np.full(self.n_components, self.c / self.n_components)
+
+    def spectrum_beta(self) -> np.ndarray:
+        """The feasible point β = √λ (the kernel before learning: K_β = K)."""
+        return np.sqrt(self.eigenvalues)
+
+    def learned_kernel(self, beta) -> np.ndarray:
+        """K_β = U diag(β²) Uᵀ (N × N)."""
+        beta = np.asarray(beta, dtype=float)
+        M = (self.U * (beta ** 2)[None, :]) @ self.U.T
+        return 0.5 * (M + M.T)
+
+    def _solution(self, beta, rho, *, n_iter, time_, status, solver, info=None) -> Solution:
+        return Solution(
+            matrix=self.learned_kernel(beta), objective=self.objective(beta),
+            dual=np.array([rho]), slack=None, violations=self.violations(beta), n_iter=n_iter,
+            converged=True, time=time_, status=status, solver=solver,
+            dual_value=self.dual_value(rho),
+            info={"beta": np.asarray(beta, dtype=float), "c": self.c, "regularized": self.regularized,
+                  "J_S_unregularized": criterion(beta, self.d_S), **(info or {})})
+
+    # ------------------------------------------------------------------ CVXPY side
+    def to_cvxpy(self) -> cp.Problem:
+        """The exact model, written in the normalized variable b = β / c with the weights
+        d̃ = d / min(d):
+
+            min_b  Σ_r d̃_r b_r²    s.t.  Σ_r b_r = 1,
+
+        which is the β problem divided by c²·min(d) (same minimizer, β = c·b; see
+        :meth:`beta_expression`).  The normalization keeps the QP well scaled when d spans
+        many orders of magnitude (Clarabel then stops at 'optimal_inaccurate' on the
+        unscaled form).  Variable: ``problem.var_dict["b"]``; the equality constraint is
+        ``problem.constraints[0]``.
+        """
+        b = cp.Variable(self.n_components, name="b")
+        w = self.d / float(np.min(self.d))
+        return cp.Problem(cp.Minimize(cp.sum(cp.multiply(w, cp.square(b)))), [cp.sum(b) == 1.0])
+
+    def beta_expression(self, problem: cp.Problem):
+        """β = c·b as a CVXPY expression of ``problem``'s variable."""
+        return self.c * problem.var_dict["b"]
+
+    def solve_reference(self, solver: str = "CLARABEL", eps: float = 1e-10, **opts) -> Solution:
+        """Solve the exact model with a conic solver (Clarabel, tolerances ``eps``, by
+        default).  The dual of the equality constraint is mapped back to ρ of eq. 3.
+
+        Raises
+        ------
+        SolverError
+            The solver failed or did not report optimality.
+        """
+        prob = self.to_cvxpy()
+        elapsed, iters = _run(prob, solver, eps, opts)
+        beta = self.c * np.asarray(prob.var_dict["b"].value, dtype=float)
+        # scaled Lagrangian Σ d̃ b² + ρ̃ (1 − Σ b) times c² min(d) is eq. 3 with ρ = c min(d) ρ̃;
+        # CVXPY's dual of "sum(b) == 1" is −ρ̃.
+        rho = -float(np.ravel(prob.constraints[0].dual_value)[0]) * self.c * float(np.min(self.d))
+        return self._solution(beta, rho, n_iter=iters, time_=elapsed, status=prob.status,
+                              solver=f"cvxpy-{solver.lower()}",
+                              info={"solver_objective": float(prob.value) * self.c ** 2 * float(np.min(self.d))})
+
+    # ------------------------------------------------------------------ fast side
+    def solve(self) -> Solution:
+        """The closed form β = c D⁻¹1 / (1ᵀD⁻¹1) (eq. 4) and ρ = 2c / (1ᵀD⁻¹1)."""
+        t0 = time.perf_counter()
+        beta = beta_closed_form(self.d, self.c)
+        rho = equality_multiplier(self.d, self.c)
+        return self._solution(beta, rho, n_iter=0, time_=time.perf_counter() - t0,
+                              status="closed form", solver="closed-form")
+
+
+class EmbeddingWeightProblem:
+    """The embedding weights of one point over its K neighbours (Yeung et al. eq. 9–12):
+
+        min_w  E(w) = wᵀ G w = ‖φ(x) − Σ_j w_j φ(x_j)‖²    s.t.  1ᵀw = 1,
+
+    G the local Gram matrix of eq. 11, or G + ε s I when G is singular (footnote 4).
+
+    Parameters
+    ----------
+    G : array-like of shape (K, K)
+        Symmetric PSD local Gram matrix (see :meth:`from_kernel`, :meth:`from_points`).
+    epsilon : float, default=1e-3
+        Relative ε of the singularity rule.
+
+    Attributes
+    ----------
+    G : the given matrix.  G_eff : the one used.  regularized : whether ε s was added.
+    """
+
+    def __init__(self, G, epsilon: float = DEFAULT_EPSILON):
+        self.G = check_kernel_matrix(G, "G")
+        self.epsilon = check_positive(epsilon, "epsilon")
+        self.G_eff, self.regularized = regularize(self.G, self.epsilon)
+
+    @classmethod
+    def from_kernel(cls, kxx, kxN, KNN, epsilon: float = DEFAULT_EPSILON) -> "EmbeddingWeightProblem":
+        """From kernel values: k(x, x) (scalar), k(x, x_j) (K,), k(x_j, x_k) (K, K) (eq. 11)."""
+        kxN = as_float_array(kxN, "kxN", ndim=1)
+        KNN = as_float_array(KNN, "KNN", ndim=2)
+        if KNN.shape != (kxN.size, kxN.size):
+            raise InvalidInputError(f"KNN must be {kxN.size} × {kxN.size}; got {KNN.shape}.")
+        G = local_gram(np.array([float(kxx)]), kxN[None], KNN[None])[0]
+        return cls(G, epsilon)
+
+    @classmethod
+    def from_points(cls, kernel, x, neighbors, epsilon: float = DEFAULT_EPSILON) -> "EmbeddingWeightProblem":
+        """From a base kernel (a :class:`cvxkml.kernels.Kernel`), the point x (d,) and its
+        neighbours (K, d)."""
+        x = as_float_array(x, "x").reshape(1, -1)
+        N = as_float_array(neighbors, "neighbors", ndim=2)
+        return cls.from_kernel(kernel(x, x)[0, 0], kernel(x, N)[0], kernel(N, N), epsilon)
+
+    @property
+    def n_neighbors(self) -> int:
+        return int(self.G.shape[0])
+
+    def objective(self, w) -> float:
+        """wᵀ G w with the G actually used (``G_eff``)."""
+        w = np.asarray(w, dtype=float)
+        return float(w @ self.G_eff @ w)
+
+    def violations(self, w) -> np.ndarray:
+        """|1ᵀw − 1|."""
+        return np.array([abs(float(np.sum(w)) - 1.0)])
+
+    def dual_value(self, a: float) -> float:
+        """Lagrange dual g(a) = min_w wᵀGw + a(1 − 1ᵀw) = a − (a²/4) 1ᵀG⁻¹1."""
+        s = float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
+        return float(a - 0.25 * a ** 2 * s)
+
+    def _solution(self, w, a, *, n_iter, time_, status, solver) -> Solution:
+        return Solution(
+            matrix=np.asarray(w, dtype=float), objective=self.objective(w), dual=np.array([a]),
+            slack=None, violations=self.violations(w), n_iter=n_iter, converged=True, time=time_,
+            status=status, solver=solver, dual_value=self.dual_value(a),
+            info={"regularized": self.regularized,
+                  "E_unregularized": float(np.asarray(w) @ self.G @ np.asarray(w))})
+
+    def to_cvxpy(self) -> cp.Problem:
+        """The exact model in whitened coordinates: with G_eff / s = V Λ Vᵀ (s = mean
+        diagonal of G_eff, which is positive definite) and w = T t, T = V Λ^-½,
+
+            min_t  ‖t‖²    s.t.  (1ᵀT) t = 1,
+
+        which is E(w) / s over the same feasible set (see :meth:`weights_expression`).
+        Written in w directly, the objective is nearly flat along the eigenvectors of small
+        eigenvalues, where the minimizer lives, and the conic solver's w is accurate only
+        to ≈ 1e-6 on regularized G; whitened, to ≈ 1e-15.  Variable:
+        ``problem.var_dict["t"]``; the equality constraint is ``problem.constraints[0]``.
+        """
+        s = float(np.trace(self.G_eff)) / self.n_neighbors
+        lam, V = np.linalg.eigh(self.G_eff / s)
+        self._scale = s
+        self._T = V / np.sqrt(lam)[None, :]
+        t = cp.Variable(self.n_neighbors, name="t")
+        return cp.Problem(cp.Minimize(cp.sum_squares(t)), [(np.ones(self.n_neighbors) @ self._T) @ t == 1.0])
+
+    def weights_expression(self, problem: cp.Problem):
+        """w = T t as a CVXPY expression of ``problem``'s variable (after :meth:`to_cvxpy`)."""
+        return self._T @ problem.var_dict["t"]
+
+    def solve_reference(self, solver: str = "CLARABEL", eps: float = 1e-10, **opts) -> Solution:
+        """Solve the exact model with a conic solver; the dual of 1ᵀw = 1 is mapped to the
+        multiplier a of eq. 12 (a = 2 E(w*))."""
+        prob = self.to_cvxpy()
+        elapsed, iters = _run(prob, solver, eps, opts)
+        w = self._T @ np.asarray(prob.var_dict["t"].value, dtype=float)
+        a = -float(np.ravel(prob.constraints[0].dual_value)[0]) * self._scale
+        return self._solution(w, a, n_iter=iters, time_=elapsed, status=prob.status,
+                              solver=f"cvxpy-{solver.lower()}")
+
+    def solve(self) -> Solution:
+        """The closed form of eq. 12: solve G ŵ = 1, w = ŵ / 1ᵀŵ; a = 2 / 1ᵀG⁻¹1."""
+        t0 = time.perf_counter()
+        w, _ = lle_weights(self.G[None], self.epsilon)
+        w = w[0]
+        a = 2.0 / float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
+        return self._solution(w, a, n_iter=0, time_=time.perf_counter() - t0,
+                              status="closed form", solver="closed-form")
