@@ -451,7 +451,7 @@ def register_cli(sub) -> None:
     if "trace" in rsub.choices:
         return
     p = rsub.add_parser("trace", help="Jain et al. 2012 §6.4 / Figure 2 c-d: Trace-SSIKDR vs kernel "
-                                      "PCA, 2-D embedding of unseen digits; about 10 minutes")
+                                      "PCA, 2-D embedding of unseen digits; 10-15 minutes on MNIST")
     p.add_argument("--quick", action="store_true", help="tiny sizes, one draw (smoke run for tests)")
     p.add_argument("--dataset", choices=sorted(DATASETS), default="mnist5000",
                    help="offline digits set (default mnist5000)")

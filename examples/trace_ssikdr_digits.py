@@ -5,8 +5,10 @@ transformation of a Gaussian kernel from 100 labelled digits, embed 2 000 unseen
     python examples/trace_ssikdr_digits.py [OUT.png] [--dataset mnist5000|pendigits] [--tau T]
 
 Needs the offline data folder ($CVXKML_DATA or ../shared/data: mnist5000.npz or
-pendigits.csv) and matplotlib for the PNG.  One training draw, about a minute; the
-10-draw experiment with mean ± std is ``cvxkml reproduce trace``.
+pendigits.csv) and matplotlib for the PNG.  One training draw: about a minute on MNIST,
+a few minutes on pendigits (the solver needs ~20 000 iterations there, see
+reference/jain2012-trace.md); the 10-draw experiment with mean ± std is
+``cvxkml reproduce trace``.
 """
 import argparse
 
