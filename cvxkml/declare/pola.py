@@ -1,0 +1,76 @@
+"""POLA in kernel space (Jain et al. 2012 §5.2; Shalev-Shwartz, Singer & Ng 2004).
+
+Batch POLA learns a Mahalanobis matrix with margin constraints on pair distances,
+
+    min_{W ⪰ 0} ½‖W‖²_F   s.t.   y_ij (b − d_W(x_i, x_j)) >= 1,   (i, j) ∈ P,
+
+i.e. d_W <= b − 1 for similar pairs (y = +1) and d_W >= b + 1 for dissimilar pairs
+(y = −1), d_W the squared learned distance.  (The paper writes ‖W‖²_F; the factor ½ does
+not change the minimizer.)  It is the spectral problem (13) with f(A) = ½‖A‖²_F, whose
+minimizer is α = 0, so by Theorem 4 it is solved in kernel space as
+
+    min_{K ⪰ 0} ½‖K0^-½ K K0^-½‖²_F   s.t.  the same constraints on K,
+
+with W* = Φ S Φᵀ, S = K0⁺ K* K0⁺ and the learned kernel κ(z1, z2) = k1ᵀ S k2 (eq. 18
+with α = 0).  The classes below are :class:`SpectralKernel` / :class:`SpectralMetric`
+with the :class:`Frobenius` regularizer and pair constraints built by
+:func:`pola_constraints`; their fast solver is :func:`cvxkml.solvers.pola.pola_dual`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..sideinfo import PairConstraints
+from .regularizers import Frobenius
+from .spectral import SpectralKernel, SpectralMetric
+
+__all__ = ["pola_constraints", "POLAKernel", "POLAMetric"]
+
+
+def pola_constraints(i, j, y, b=2.0) -> PairConstraints:
+    """POLA's margin constraints y (b − d(i, j)) >= 1 as :class:`PairConstraints`:
+    bound b − 1 for similar pairs (y = +1, d <= b − 1) and b + 1 for dissimilar pairs
+    (y = −1, d >= b + 1).
+
+    Parameters
+    ----------
+    i, j : index arrays of the pairs.  y : +1 (similar) / −1 (dissimilar) per pair.
+    b : the distance threshold, a scalar or one value per pair; every similar pair needs
+        b > 1 (d <= b − 1 <= 0 would force a zero distance).
+    """
+    y = np.asarray(y, dtype=float).ravel()
+    if not np.all(np.isin(y, (-1.0, 1.0))):
+        raise InvalidInputError("y must be +1 (similar) or -1 (dissimilar) for every pair.")
+    b = np.asarray(b, dtype=float).ravel()
+    if b.size == 1:
+        b = np.full(y.size, float(b[0]))
+    if b.size != y.size:
+        raise InvalidInputError(f"b must be a scalar or one value per pair ({y.size}); got {b.size}.")
+    if not np.all(np.isfinite(b)):
+        raise InvalidInputError("The POLA threshold b must be finite.")
+    bound = b - y
+    bad = np.flatnonzero(bound <= 0)
+    if bad.size:
+        raise InvalidInputError(
+            f"POLA threshold b = {b[bad[0]]:g} gives a non-positive bound b − 1 for similar pair "
+            f"{bad[0]}; choose b > 1 (similar pairs need d <= b − 1 > 0).")
+    return PairConstraints(i, j, y, bound)
+
+
+class POLAKernel(SpectralKernel):
+    """Kernel-space POLA (Jain et al. §5.2): ``SpectralKernel(K0, pola_constraints(i, j, y, b),
+    Frobenius())``.  K0 PSD (rank-deficient: solved on its range space)."""
+
+    def __init__(self, K0, i, j, y, b=2.0):
+        super().__init__(K0, pola_constraints(i, j, y, b), Frobenius())
+        self.kind = "kernel-pola"
+
+
+class POLAMetric(SpectralMetric):
+    """Batch POLA on features: ``SpectralMetric(X, pola_constraints(i, j, y, b), Frobenius())``
+    (W d × d)."""
+
+    def __init__(self, X, i, j, y, b=2.0):
+        super().__init__(X, pola_constraints(i, j, y, b), Frobenius())
+        self.kind = "metric-pola"

@@ -1,0 +1,95 @@
+"""Every constraint of a whitened spectral problem as a short sum of signed rank-one terms.
+
+A :class:`~cvxkml.declare.base.SpectralProblem` writes each constraint as
+tr(X̂ Â_c) <= t_c on the r × r whitened matrix X̂ (see ``_whitened_family_terms``).
+The solvers in :mod:`cvxkml.solvers.pola` and :mod:`cvxkml.solvers.sdp_logdet` take the
+constraints in one problem-independent form,
+
+    Â_c = Σ_{a = ptr[c]}^{ptr[c+1]-1} w_a u_a u_aᵀ    (rows u_a of U, weights w_a),
+
+in the order of :meth:`~cvxkml.declare.base.SpectralProblem.violations`:
+
+- pair (i, j, y, bound):          one term  u = F[i] − F[j], w = y;      t = y·bound
+- relative d(i,j) + margin <= d(i,k): two terms  F[i]−F[j] (w = +1), F[i]−F[k] (w = −1); t = −margin
+- similarity  inner(j, l) >= bound:  −½(f_j f_lᵀ + f_l f_jᵀ) = −¼(f_j+f_l)(f_j+f_l)ᵀ + ¼(f_j−f_l)(f_j−f_l)ᵀ;
+  t = −bound
+- linear, rank-one form (Z):      one term  u = T ᵀz, w = 1;            t = b
+- linear, dense form (C):         the eigen-decomposition of Ĉ = TᵀCT (nonzero eigenvalues).
+
+Memory is O(#terms · r) — no r × r matrix per constraint.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ConstraintTerms", "constraint_terms"]
+
+
+@dataclass(frozen=True)
+class ConstraintTerms:
+    """Â_c = Σ_{a in ptr[c]:ptr[c+1]} w[a] U[a] U[a]ᵀ and targets t (tr(X̂Â_c) <= t_c)."""
+
+    U: np.ndarray        # (p, r) float64, C-contiguous
+    w: np.ndarray        # (p,) float64
+    ptr: np.ndarray      # (m + 1,) int64
+    t: np.ndarray        # (m,) float64
+
+    @property
+    def m(self) -> int:
+        return int(self.t.size)
+
+    def owner(self) -> np.ndarray:
+        return np.repeat(np.arange(self.m), np.diff(self.ptr))
+
+    def dense(self) -> np.ndarray:
+        """All Â_c as an (m, r, r) stack (for tests and small problems)."""
+        r = self.U.shape[1]
+        out = np.zeros((self.m, r, r))
+        np.add.at(out, self.owner(), self.w[:, None, None] * self.U[:, :, None] * self.U[:, None, :])
+        return out
+
+
+def constraint_terms(problem, eig_rtol: float = 1e-14) -> ConstraintTerms:
+    """The constraints of ``problem`` (a SpectralProblem) as signed rank-one terms."""
+    F, T = problem.F, problem.T
+    r = T.shape[1]
+    Us, ws, counts, ts = [], [], [], []
+    if problem.pairs is not None:
+        P = problem.pairs
+        Us.append(F[P.i] - F[P.j]); ws.append(P.y.astype(float))
+        counts.append(np.ones(len(P), dtype=np.int64)); ts.append(P.y * P.bound)
+    if problem.relative is not None:
+        R = problem.relative
+        Vj, Vk = F[R.i] - F[R.j], F[R.i] - F[R.k]
+        U = np.empty((2 * len(R), r)); U[0::2] = Vj; U[1::2] = Vk
+        w = np.empty(2 * len(R)); w[0::2] = 1.0; w[1::2] = -1.0
+        Us.append(U); ws.append(w); counts.append(np.full(len(R), 2, dtype=np.int64))
+        ts.append(-R.margin)
+    if problem.similarity is not None:
+        S = problem.similarity
+        Fj, Fl = F[S.j], F[S.l]
+        U = np.empty((2 * len(S), r)); U[0::2] = Fj + Fl; U[1::2] = Fj - Fl
+        w = np.empty(2 * len(S)); w[0::2] = -0.25; w[1::2] = 0.25
+        Us.append(U); ws.append(w); counts.append(np.full(len(S), 2, dtype=np.int64))
+        ts.append(-S.bound)
+    if problem.linear is not None:
+        L = problem.linear
+        if L.C is None:
+            Us.append(L.Z @ T); ws.append(np.ones(len(L)))
+            counts.append(np.ones(len(L), dtype=np.int64))
+        else:
+            Ch = np.einsum("ai,tab,bj->tij", T, L.C, T)
+            for C in Ch:
+                lam, V = np.linalg.eigh(0.5 * (C + C.T))
+                keep = np.abs(lam) > eig_rtol * max(float(np.max(np.abs(lam))), np.finfo(float).tiny)
+                Us.append(V[:, keep].T); ws.append(lam[keep])
+                counts.append(np.array([int(keep.sum())], dtype=np.int64))
+        ts.append(np.asarray(L.b, dtype=float))
+    cnt = np.concatenate(counts)
+    ptr = np.zeros(cnt.size + 1, dtype=np.int64)
+    np.cumsum(cnt, out=ptr[1:])
+    U = np.ascontiguousarray(np.concatenate(Us, axis=0), dtype=np.float64).reshape(-1, r)
+    return ConstraintTerms(U, np.ascontiguousarray(np.concatenate(ws), dtype=np.float64), ptr,
+                           np.ascontiguousarray(np.concatenate(ts), dtype=np.float64))

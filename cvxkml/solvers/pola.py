@@ -1,0 +1,367 @@
+"""POLA in kernel space (Jain et al. 2012 §5.2; Shalev-Shwartz et al. 2004): the Frobenius
+regularizer ½‖X̂‖²_F over X̂ ⪰ 0 with linear constraints tr(X̂ Â_c) <= t_c, solved on its
+Lagrange dual by accelerated projected gradient (FISTA with adaptive restart), polished by
+a projected semismooth Newton method.
+
+Dual (f*_+(M) = ½‖P₊(M)‖², P₊ the projection on the PSD cone):
+
+    g(λ) = −½‖P₊(−A(λ))‖²_F − λᵀt,   A(λ) = Σ_c λ_c Â_c,   λ >= 0,
+    ∇g(λ)_c = tr(X̂(λ) Â_c) − t_c,     X̂(λ) = P₊(−A(λ))   (the primal map),
+
+concave, with ∇g Lipschitz of constant L = ‖𝒜‖² = λ_max(G), G_cd = tr(Â_c Â_d) (P₊ is
+non-expansive).  FISTA steps λ ← max(0, y + ∇g(y)/L) with O'Donoghue–Candès gradient
+restarts.  Newton polish: the generalized Hessian of −g is H = 𝒜* 𝒥 𝒜 with
+𝒥[D] = V(Γ ∘ VᵀDV)Vᵀ (−A = V diag μ Vᵀ, Γ_kl the divided differences of max(μ, 0));
+projected Newton (Bertsekas 1982) on the free set, with an Armijo search along the
+projection arc; the Newton system is solved densely when p·r² is small (O(p² r²) per
+Hessian), else by conjugate gradients with matrix-free products Hv (O(p r² + r³) each).
+
+Stopping rule (checked at the current dual point λ, with X̂ = X̂(λ)):
+
+    relative duality gap   |f(X̂) − g(λ)| / max(f(X̂), |g(λ)|)               <= tol, and
+    relative violation     max_c (tr(X̂Â_c) − t_c)₊ / max(|t_c|, 10⁻⁶‖Â_c‖_F ‖X̂‖_F) <= tol
+
+(relative to the target; the floor only matters for t_c ≈ 0, e.g. relative constraints
+with zero margin, where round-off in tr(X̂Â_c) is of order ε‖Â_c‖‖X̂‖), where
+f(X̂) − g(λ) = Σ_c λ_c (t_c − tr(X̂Â_c)).  Since ½‖·‖² is 1-strongly convex,
+‖X̂(λ) − X̂*‖²_F <= 2 (g* − g(λ)).
+
+Constraints arrive as signed rank-one terms (:mod:`cvxkml.declare.terms`):
+Â_c = Σ_{a ∈ c} w_a u_a u_aᵀ.  Cost per FISTA iteration: one r × r eigendecomposition
+plus O(p r²).  No CVXPY here.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult
+
+__all__ = ["pola_dual", "psd_part"]
+
+_TINY = np.finfo(np.float64).tiny
+
+
+def psd_part(M):
+    """(P₊(M), eigenvalues, eigenvectors) of a symmetric M."""
+    mu, V = np.linalg.eigh(0.5 * (M + M.T))
+    return (V * np.maximum(mu, 0.0)) @ V.T, mu, V
+
+
+class _Ops:
+    """A(λ), its adjoint, norms and the Hessian for signed rank-one terms."""
+
+    def __init__(self, U, w, ptr, t):
+        self.U = np.ascontiguousarray(U, dtype=np.float64)
+        self.w = np.ascontiguousarray(w, dtype=np.float64)
+        self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+        self.t = np.ascontiguousarray(t, dtype=np.float64)
+        self.m = self.t.size
+        self.r = self.U.shape[1]
+        self.owner = np.repeat(np.arange(self.m), np.diff(self.ptr))
+        # ‖Â_c‖_F² = Σ_{a,b ∈ c} w_a w_b (u_a·u_b)²
+        self.norms = np.zeros(self.m)
+        for c in range(self.m):
+            Uc = self.U[self.ptr[c]:self.ptr[c + 1]]
+            if Uc.shape[0]:
+                Gc = Uc @ Uc.T
+                wc = self.w[self.ptr[c]:self.ptr[c + 1]]
+                self.norms[c] = np.sqrt(max(float(wc @ (Gc * Gc) @ wc), 0.0))
+
+    def A(self, lam):
+        coef = self.w * lam[self.owner]
+        return (self.U.T * coef) @ self.U
+
+    def adjoint(self, X):
+        q = self.w * np.einsum("ij,ij->i", self.U @ X, self.U)
+        return np.bincount(self.owner, weights=q, minlength=self.m)
+
+    def lipschitz(self, exact_max_terms=4000, rng_seed=0):
+        """λ_max(G), G_cd = tr(Â_c Â_d): exact for up to ``exact_max_terms`` terms, else power
+        iteration with a 10 % margin."""
+        p = self.U.shape[0]
+        if p == 0:
+            return 1.0
+        if p <= exact_max_terms:
+            Gt = self.U @ self.U.T
+            Gt = (Gt * Gt) * np.outer(self.w, self.w)
+            S = np.zeros((p, self.m))
+            S[np.arange(p), self.owner] = 1.0
+            G = S.T @ Gt @ S
+            return max(float(np.linalg.eigvalsh(0.5 * (G + G.T))[-1]), _TINY)
+        x = np.random.default_rng(rng_seed).normal(size=self.m)
+        L = 0.0
+        for _ in range(100):
+            y = self.adjoint(self.A(x))
+            ny = np.linalg.norm(y)
+            if ny == 0.0:
+                return 1.0
+            L = ny / np.linalg.norm(x)
+            x = y / ny
+        return 1.1 * L
+
+    @staticmethod
+    def divided_differences(mu):
+        """Γ_kl = (max(μ_k,0) − max(μ_l,0)) / (μ_k − μ_l) (1 / 0 on ties of positive /
+        non-positive eigenvalues): the Jacobian of P₊ is D ↦ V(Γ ∘ VᵀDV)Vᵀ."""
+        fp = np.maximum(mu, 0.0)
+        dm = mu[:, None] - mu[None, :]
+        same = np.abs(dm) <= 1e-14 * max(1.0, float(np.max(np.abs(mu))))
+        return np.where(same, (mu[:, None] > 0) & (mu[None, :] > 0),
+                        (fp[:, None] - fp[None, :]) / np.where(same, 1.0, dm)).astype(float)
+
+    def hess_vec(self, Gam, V, v):
+        """H v = 𝒜*(V(Γ ∘ Vᵀ A(v) V)Vᵀ), O(p r² + r³) (matrix-free)."""
+        Dt = V.T @ self.A(v) @ V
+        return self.adjoint(V @ (Gam * Dt) @ V.T)
+
+    def hessian(self, mu, V):
+        """H = −∇²g (generalized, m × m, PSD) at the point with −A(λ) = V diag(μ) Vᵀ,
+        dense: O(p² r²)."""
+        Gam = self.divided_differences(mu)
+        Ut = self.U @ V                                        # (p, r)
+        Q = (Ut[:, :, None] * Ut[:, None, :]).reshape(Ut.shape[0], -1)
+        Ht = (Q * Gam.ravel()) @ Q.T * np.outer(self.w, self.w)
+        p = Ut.shape[0]
+        S = np.zeros((p, self.m))
+        S[np.arange(p), self.owner] = 1.0
+        H = S.T @ Ht @ S
+        return 0.5 * (H + H.T)
+
+
+def _evaluate(ops, lam):
+    """(g, ∇g, X̂, f, μ, V) at λ; g = −inf when A(λ) overflows."""
+    A = ops.A(lam)
+    if not np.all(np.isfinite(A)):
+        nan = np.full(ops.m, np.nan)
+        return -np.inf, nan, None, np.inf, None, None
+    X, mu, V = psd_part(-A)
+    f = 0.5 * float(np.sum(np.maximum(mu, 0.0) ** 2))
+    g = -f - float(lam @ ops.t)
+    grad = ops.adjoint(X) - ops.t
+    return g, grad, X, f, mu, V
+
+
+def _kkt(ops, lam, g, grad, X, f):
+    """(relative gap, relative violation) of the stopping rule."""
+    gap = float(lam @ (-grad))                 # f − g = Σ λ_c (t_c − tr(X̂Â_c))
+    rel_gap = abs(gap) / max(f, abs(g), _TINY)
+    scale = np.maximum(np.maximum(np.abs(ops.t), 1e-6 * ops.norms * np.linalg.norm(X)), _TINY)
+    rel_viol = float(np.max(np.maximum(grad, 0.0) / scale, initial=0.0))
+    return rel_gap, rel_viol
+
+
+def _cg(matvec, b, rtol, maxiter):
+    """Conjugate gradients for a symmetric positive (semi)definite operator, from 0."""
+    x = np.zeros_like(b)
+    r = b.copy()
+    p = r.copy()
+    rr = float(r @ r)
+    stop = (rtol * np.sqrt(rr)) ** 2
+    for _ in range(maxiter):
+        if rr <= stop:
+            break
+        Ap = matvec(p)
+        pAp = float(p @ Ap)
+        if not pAp > 0:
+            break
+        a = rr / pAp
+        x += a * p
+        r -= a * Ap
+        rr_new = float(r @ r)
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    return x
+
+
+def _newton(ops, lam, L, tol, max_steps=30, sigma=1e-4, dense=True):
+    """Projected semismooth Newton ascent from λ; returns (λ, steps, converged).  The
+    Newton system on the free set is solved densely (``dense``) or by conjugate gradients
+    with matrix-free Hessian products (Newton-CG, for large p·r²)."""
+    g, grad, X, f, mu, V = _evaluate(ops, lam)
+    for step in range(max_steps):
+        rg, rv = _kkt(ops, lam, g, grad, X, f)
+        if rg <= tol and rv <= tol:
+            return lam, step, True
+        eps = float(np.max(np.abs(lam - np.maximum(lam + grad / L, 0.0)), initial=0.0))
+        active = (lam <= eps) & (grad < 0)
+        free = ~active
+        d = grad / L                              # projected-gradient part on the active set
+        if np.any(free) and dense:
+            H = ops.hessian(mu, V)[np.ix_(free, free)]
+            reg = 1e-12 * max(float(np.max(np.diag(H), initial=0.0)), _TINY)
+            try:
+                dF = np.linalg.lstsq(H + reg * np.eye(H.shape[0]), grad[free], rcond=1e-13)[0]
+            except np.linalg.LinAlgError:
+                return lam, step, False
+            d[free] = dF
+        elif np.any(free):
+            Gam = ops.divided_differences(mu)
+            reg = 1e-10 * L
+            vfull = np.zeros(ops.m)
+
+            def matvec(vF):
+                vfull[:] = 0.0
+                vfull[free] = vF
+                return ops.hess_vec(Gam, V, vfull)[free] + reg * vF
+            eta = min(0.1, max(1e-10, np.sqrt(max(rg, rv))))
+            d[free] = _cg(matvec, grad[free], eta, maxiter=min(500, 5 * int(np.sum(free)) + 10))
+        s = 1.0
+        for _ in range(40):
+            cand = np.maximum(lam + s * d, 0.0)
+            gc, gradc, Xc, fc, muc, Vc = _evaluate(ops, cand)
+            if np.isfinite(gc) and gc >= g + sigma * float(grad @ (cand - lam)) and gc >= g:
+                break
+            s *= 0.5
+        else:
+            return lam, step, False
+        if gc <= g:                                # no progress: stagnation
+            return lam, step, False
+        lam, g, grad, X, f, mu, V = cand, gc, gradc, Xc, fc, muc, Vc
+    rg, rv = _kkt(ops, lam, g, grad, X, f)
+    return lam, max_steps, (rg <= tol and rv <= tol)
+
+
+def _farkas(ops, lam):
+    """(μ_min(A(d)) / Σ_c d_c‖Â_c‖_F, dᵀt / Σ_c d_c|t_c|) for d = λ / Σλ (0, 0 at λ = 0).
+
+    A(d) ⪰ 0 with dᵀt < 0 is a Farkas certificate of infeasibility: every feasible X̂ ⪰ 0
+    would give 0 <= tr(X̂A(d)) <= dᵀt < 0 (and g(sλ) → ∞ as s → ∞)."""
+    s = float(np.sum(lam))
+    if not s > 0 or ops.r == 0:
+        return 0.0, 0.0
+    d = lam / s
+    mmin = float(np.linalg.eigvalsh(ops.A(d))[0])
+    return (mmin / max(float(d @ ops.norms), _TINY),
+            float(d @ ops.t) / max(float(d @ np.abs(ops.t)), _TINY))
+
+
+def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam0=None,
+              newton: str | bool = "auto", check_every: int = 5,
+              newton_budget: float = 1e6) -> BregmanResult:
+    """Solve min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c on the dual (see the module doc).
+
+    Parameters
+    ----------
+    U, w, ptr, t : the constraints as signed rank-one terms (:mod:`cvxkml.declare.terms`).
+    tol : tolerance of the stopping rule (relative gap and relative violation).
+    max_iter : maximum number of FISTA iterations (Newton steps count too).
+    lam0 : warm start (λ >= 0), default 0.
+    newton : True / "auto" (Newton polish; dense Newton systems when p·r² <=
+        ``newton_budget``, Newton-CG above) or False (FISTA only).
+
+    Returns a :class:`~cvxkml.solvers.bregman.BregmanResult` with ``matrix`` = X̂(λ) (r × r,
+    whitened), ``lam`` = λ, ``sweeps`` = iterations (FISTA + Newton), ``dual_change`` = the
+    larger of the two stopping quantities, ``code`` OK / NOT_CONVERGED / NONFINITE (λ
+    overflowed) and ``extra`` =
+    {"rel_gap", "rel_violation", "fista_iterations", "newton_steps", "restarts",
+    "lipschitz", "farkas", "infeasible"}; ``farkas`` = (μ_min(A(d)) / Σ d_c‖Â_c‖,
+    dᵀt / Σ d_c|t_c|) for d = λ/Σλ: the first >= −1e-12 and the second <= −1e-6 is a
+    Farkas certificate of infeasibility up to round-off (the dual diverges along d); the
+    solver then stops early with ``infeasible`` = True (code NOT_CONVERGED).
+    """
+    ops = _Ops(U, w, ptr, t)
+    m = ops.m
+    t0 = time.perf_counter()
+    lam = np.zeros(m) if lam0 is None else np.maximum(np.array(lam0, dtype=np.float64), 0.0)
+    L = ops.lipschitz()
+    use_newton = newton is True or newton == "auto"
+    dense = ops.U.shape[0] * ops.r ** 2 <= newton_budget and ops.m <= 3000
+    lam_prev = lam.copy()
+    tk = 1.0
+    restarts = 0
+    newton_steps = 0
+    next_newton = 50
+    wait = 50
+    it = 0
+    converged = False
+    rel_gap = rel_viol = np.inf
+    infeasible = False
+    nonfinite = False
+    next_farkas = 100
+    while True:
+        g, grad, X, f, mu, V = _evaluate(ops, lam)
+        if not np.isfinite(g):
+            nonfinite = True
+            break
+        rel_gap, rel_viol = _kkt(ops, lam, g, grad, X, f)
+        if rel_gap <= tol and rel_viol <= tol:
+            converged = True
+            break
+        if it + newton_steps >= max_iter:
+            break
+        if it >= next_farkas:
+            next_farkas = it + 100
+            mmin, lin = _farkas(ops, lam)
+            if mmin >= -1e-12 and lin <= -1e-6:
+                infeasible = True
+                break
+        if use_newton and it >= next_newton:
+            lam_n, steps, ok = _newton(ops, lam, L, tol, max_steps=min(30, max_iter - it - newton_steps),
+                                       dense=dense)
+            newton_steps += steps
+            if steps:
+                lam, lam_prev, tk = lam_n, lam_n.copy(), 1.0
+            if ok:
+                continue                            # re-evaluated (and accepted) at the loop top
+            mmin, lin = _farkas(ops, lam)
+            if mmin >= -1e-12 and lin <= -1e-6:
+                infeasible = True
+                break
+            next_newton = it + wait
+            wait *= 2
+        for _ in range(check_every):               # FISTA iterations between checks
+            if it + newton_steps >= max_iter:
+                break
+            tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * tk * tk))
+            y = lam + ((tk - 1.0) / tn) * (lam - lam_prev)
+            Ay = ops.A(y)
+            if not np.all(np.isfinite(Ay)):
+                nonfinite = True
+                break
+            Xy, _, _ = psd_part(-Ay)
+            new = np.maximum(y + (ops.adjoint(Xy) - ops.t) / L, 0.0)
+            if float((y - new) @ (new - lam)) > 0.0:  # gradient restart
+                tn = 1.0
+                restarts += 1
+            lam_prev, lam, tk = lam, new, tn
+            it += 1
+        if nonfinite:
+            break
+    A = ops.A(lam)
+    if np.all(np.isfinite(A)):
+        X, _, _ = psd_part(-A)
+        farkas = _farkas(ops, lam)
+    else:
+        nonfinite = True
+        X = np.full((ops.r, ops.r), np.nan)
+        farkas = (np.nan, np.nan)
+    elapsed = time.perf_counter() - t0
+    code = OK if converged else (NONFINITE if nonfinite else NOT_CONVERGED)
+    return BregmanResult(
+        matrix=0.5 * (X + X.T), lam=lam, xi=np.zeros(0), sweeps=int(it + newton_steps),
+        dual_change=float(max(rel_gap, rel_viol)), code=code, bad_index=-1, time=elapsed,
+        extra={"solver": "pola-dual", "rel_gap": float(rel_gap), "rel_violation": float(rel_viol),
+               "fista_iterations": int(it), "newton_steps": int(newton_steps), "restarts": int(restarts), "lipschitz": float(L),
+               "farkas": farkas, "infeasible": bool(infeasible)})
+
+
+def pola_dual(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam0=None,
+              newton: str | bool = "auto", check_every: int = 5,
+              newton_budget: float = 1e6) -> BregmanResult:
+    """Solve min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c (see :func:`_pola_dual_impl` and the
+    module doc).  BLAS runs single-threaded for r <= 256 (many small eigendecompositions:
+    multithreaded ones stall on a busy machine)."""
+    with _blas_limit(np.shape(U)[1]):
+        return _pola_dual_impl(U, w, ptr, t, tol=tol, max_iter=max_iter, lam0=lam0, newton=newton,
+                               check_every=check_every, newton_budget=newton_budget)
+
+
+def _blas_limit(r, max_dim=256):
+    """Single-threaded BLAS for small matrices (thread start-up and spinning dominate there)."""
+    from contextlib import nullcontext
+    if r > max_dim:
+        return nullcontext()
+    from threadpoolctl import threadpool_limits
+    return threadpool_limits(limits=1, user_api="blas")
