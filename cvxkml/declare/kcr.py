@@ -1,0 +1,329 @@
+"""Kernel classification rule with a learned metric embedding (Sriperumbudur, Lang &
+Lanckriet, ICML 2008, eq. 2 and 9).
+
+Learn Σ ⪰ 0 with 1ᵀΣ1 = 0 and a squared bandwidth h̃ >= ε:
+
+    min  Σ_i [ 2 − n_i⁺ + Σ_j [ 1 + τ_ij tr(M_ij Σ) − τ_ij h̃ ]₊ ]₊ + λ tr(KΣ),
+
+τ_ij = ±1 for equal / different labels, n_i⁺ = #{j : τ_ij = 1} (i included),
+M_ij = (k_i − k_j)(k_i − k_j)ᵀ with k_i the i-th column of K, so
+tr(M_ij Σ) = D_ij is the learned squared distance.  j runs over all n points, j = i
+included (as printed; that term is [1 − h̃]₊).  Numpy values: :mod:`cvxkml.kcr_formulas`.
+
+:class:`KCR` holds the data, writes the exact CVXPY model (:meth:`KCR.to_cvxpy`,
+:meth:`KCR.solve_reference`) and runs the fast solver (:meth:`KCR.solve`,
+:func:`cvxkml.solvers.kcr.kcr_pdhg`).
+"""
+from __future__ import annotations
+
+import time
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import as_float_array, check_kernel_matrix, check_positive
+from ..errors import ConvergenceWarning, InvalidInputError, SolverError
+from ..kcr_formulas import (basis_orthogonal_to_ones, dual_lower_bound, dual_objective,
+                            h_upper_bound, kcr_objective, label_structure, project_onto_N,
+                            sq_distances_from_gram, whitening)
+from ..solution import Solution
+
+__all__ = ["KCR"]
+
+_PARAMETERIZATIONS = ("whitened", "reduced", "full")
+_CLARABEL_MAX_N = 40
+
+
+class KCR:
+    """The KCR semidefinite program (eq. 9) on a training kernel matrix.
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+        Training kernel matrix (symmetric positive semidefinite, finite).
+    y : array-like of shape (n,)
+        Class labels: at least 2 classes, each with at least 2 members (a singleton
+        class has n_i⁺ = 1, so its point could only be classified by itself; the
+        relaxation then changes character and the rule is undefined for it).
+    lam : float
+        Regularization weight λ > 0 of tr(KΣ).
+    h_min : float, default=1e-6
+        The lower bound ε in h̃ >= ε (the paper's h̃ > 0).
+    rank_rtol : float, default=1e-12
+        Eigenvalues of VᵀKV below ``rank_rtol`` · max are dropped in the whitened
+        coordinates of the fast solver and of ``parameterization="whitened"``
+        (:func:`cvxkml.kcr_formulas.whitening`).
+
+    Attributes
+    ----------
+    K, y, lam, h_min : the data.
+    classes, codes, tau, c : label structure (:func:`cvxkml.kcr_formulas.label_structure`).
+    T, F : whitened coordinates, Σ = T X Tᵀ, F = K T (n × r).
+    rank : r.
+    """
+
+    def __init__(self, K, y, lam, h_min: float = 1e-6, rank_rtol: float = 1e-12):
+        self.K = check_kernel_matrix(K, "K")
+        n = self.K.shape[0]
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise InvalidInputError(f"y must have shape ({n},) to match K; got {y.shape}.")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise InvalidInputError("y contains NaN or inf; give a finite class label to every point.")
+        self.y = y
+        self.classes, self.codes, self.tau, self.c = label_structure(y)
+        if self.classes.size < 2:
+            raise InvalidInputError(
+                f"KCR needs at least 2 classes; y has 1 ({self.classes[0]!r}). With one class every "
+                "point is classified correctly and there is nothing to learn.")
+        sizes = np.bincount(self.codes)
+        if np.any(sizes < 2):
+            small = [self.classes[k] for k in np.flatnonzero(sizes < 2)]
+            raise InvalidInputError(
+                f"Every class needs at least 2 members (the rule classifies a point by the other "
+                f"points of its class); class(es) {small!r} have 1. Remove them or merge classes.")
+        self.lam = check_positive(lam, "lam")
+        self.h_min = check_positive(h_min, "h_min")
+        self.rank_rtol = check_positive(rank_rtol, "rank_rtol")
+        self.T, self.F = whitening(self.K, self.rank_rtol)
+        self.rank = self.T.shape[1]
+
+    @property
+    def n(self) -> int:
+        return self.K.shape[0]
+
+    def with_lam(self, lam) -> "KCR":
+        """The same problem with another λ (shares K, labels and whitened coordinates, so
+        a solution of one is a warm start for the other)."""
+        other = object.__new__(KCR)
+        other.__dict__.update(self.__dict__)
+        other.lam = check_positive(lam, "lam")
+        return other
+
+    # ------------------------------------------------------------------ numpy side
+    def distances(self, Sigma) -> np.ndarray:
+        """All learned squared distances D = diag(KΣK)1ᵀ + 1diag(KΣK)ᵀ − 2KΣK."""
+        S = as_float_array(Sigma, "Sigma", ndim=2)
+        return sq_distances_from_gram(self.K @ S @ self.K)
+
+    def objective(self, Sigma, h) -> float:
+        """Eq. 9 at (Σ, h̃) (:func:`cvxkml.kcr_formulas.kcr_objective`)."""
+        S = as_float_array(Sigma, "Sigma", ndim=2)
+        return kcr_objective(sq_distances_from_gram(self.K @ S @ self.K), h, self.tau, self.c,
+                             float(np.sum(self.K * S)), self.lam)
+
+    def objective_factor(self, G, h) -> float:
+        """Eq. 9 at Σ = G Gᵀ (n × k factor; KΣK = (KG)(KG)ᵀ, tr(KΣ) = ‖K^{1/2}G‖²)."""
+        G = as_float_array(G, "G", ndim=2)
+        KG = self.K @ G
+        return kcr_objective(sq_distances_from_gram(KG @ KG.T), h, self.tau, self.c,
+                             float(np.sum(G * KG)), self.lam)
+
+    def violations(self, Sigma, h) -> np.ndarray:
+        """[max(0, −λ_min(Σ)), |1ᵀΣ1|, max(0, h_min − h̃)] (absolute values)."""
+        S = as_float_array(Sigma, "Sigma", ndim=2)
+        S = 0.5 * (S + S.T)
+        lmin = float(np.linalg.eigvalsh(S)[0])
+        return np.array([max(0.0, -lmin), abs(float(S.sum())), max(0.0, self.h_min - float(h))])
+
+    def trace_bound(self) -> float:
+        """R >= tr(KΣ*) for every optimal Σ*: λ tr(KΣ*) <= f* <= f(0, h̃) for h̃ ∈ {ε, 1}."""
+        D0 = np.zeros((self.n, self.n))
+        f0 = min(kcr_objective(D0, h, self.tau, self.c, 0.0, self.lam) for h in (self.h_min, 1.0))
+        return f0 / self.lam
+
+    def dual_value(self, s, trace_bound: float | None = None) -> float:
+        """Certified lower bound on the optimum from dual weights s ∈ [0, 1]^{n×n}
+        (:func:`cvxkml.kcr_formulas.dual_lower_bound`; R = :meth:`trace_bound` unless
+        a smaller valid ``trace_bound`` is given)."""
+        s = as_float_array(s, "s", ndim=2)
+        if s.shape != (self.n, self.n):
+            raise InvalidInputError(f"s must be {self.n} × {self.n}; got {s.shape}.")
+        s = np.clip(s, 0.0, 1.0)
+        R = self.trace_bound() if trace_bound is None else float(trace_bound)
+        a, S = dual_objective(s, self.tau, self.c)
+        W = self.tau * (s + s.T)
+        Gm = self.F.T @ ((np.diag(W.sum(axis=1)) - W) @ self.F)
+        lmin = float(np.linalg.eigvalsh(0.5 * (Gm + Gm.T))[0])
+        Z = sq_distances_from_gram(self.F @ self.F.T)
+        np.fill_diagonal(Z, 0.0)
+        zmax = float(np.max(Z[self.tau > 0]))
+        return dual_lower_bound(a, S, lmin, self.lam, R, self.h_min, h_upper_bound(R, zmax))[0]
+
+    # ------------------------------------------------------------------ CVXPY side
+    def _pairs(self):
+        n = self.n
+        I, J = np.triu_indices(n, 1)
+        P = I.size
+        E = sp.csr_matrix((np.ones(2 * P), (np.concatenate([I, J]), np.tile(np.arange(P), 2))),
+                          shape=(n, P))
+        return I, J, self.tau[I, J], E
+
+    def to_cvxpy(self, parameterization: str = "whitened") -> cp.Problem:
+        """The exact model as a ``cvxpy.Problem`` (vectorized, DCP).
+
+        The matrix variable (``problem.var_dict["S"]``) depends on ``parameterization``:
+
+        * ``"full"``: Σ (n × n, PSD) with the constraint 1ᵀΣ1 = 0, as printed; it has no
+          strictly feasible point (Σ1 = 0 is forced), which conic solvers handle poorly.
+        * ``"reduced"``: Σ = V M Vᵀ with M ⪰ 0 ((n−1) × (n−1)) and V an orthonormal
+          basis of 1⊥ — the same feasible set (see
+          :func:`cvxkml.kcr_formulas.project_onto_N`) without the equality.
+        * ``"whitened"`` (default): Σ = T X Tᵀ with X ⪰ 0 (r × r), TᵀKT = I
+          (:func:`cvxkml.kcr_formulas.whitening`) — the reduced model in the eigenbasis
+          of VᵀKV, identical to it when no eigenvalue is dropped, and the best
+          conditioned of the three.
+
+        With G the matrix mapping the variable to KΣK = G S Gᵀ, the distances of all
+        pairs are one affine expression, B = G S Gᵀ, D = diag(B)1ᵀ + 1diag(B)ᵀ − 2B,
+        taken on the index arrays (I, J) of the pairs i < j (D is symmetric and so is
+        each inner hinge); each row sum adds the pair hinges through a sparse incidence
+        matrix, plus the self term [1 − h̃]₊.  ``problem.var_dict["h"]`` is h̃ >= ε.
+        """
+        if parameterization not in _PARAMETERIZATIONS:
+            raise InvalidInputError(
+                f"parameterization must be one of {_PARAMETERIZATIONS}; got {parameterization!r}.")
+        n = self.n
+        cons = []
+        if parameterization == "full":
+            S = cp.Variable((n, n), PSD=True, name="S")
+            G = self.K
+            reg = cp.sum(cp.multiply(self.K, S))
+            cons.append(cp.sum(S) == 0)
+        elif parameterization == "reduced":
+            V = basis_orthogonal_to_ones(n)
+            S = cp.Variable((n - 1, n - 1), PSD=True, name="S")
+            G = self.K @ V
+            Kt = V.T @ self.K @ V
+            reg = cp.sum(cp.multiply(0.5 * (Kt + Kt.T), S))
+        else:
+            S = cp.Variable((self.rank, self.rank), PSD=True, name="S")
+            G = self.F
+            reg = cp.trace(S)
+        h = cp.Variable(name="h")
+        I, J, tp, E = self._pairs()
+        B = G @ S @ G.T
+        dB = cp.diag(B)
+        d = dB[I] + dB[J] - 2 * B[I, J]
+        inner = cp.pos(1 + cp.multiply(tp, d - h))
+        rows = self.c + E @ inner + cp.pos(1 - h)
+        objective = cp.sum(cp.pos(rows)) + self.lam * reg
+        cons.append(h >= self.h_min)
+        return cp.Problem(cp.Minimize(objective), cons)
+
+    def sigma_from_variable(self, value, parameterization: str) -> np.ndarray:
+        """Σ ∈ N from the model's matrix variable, projected back onto N (exact
+        projection: PSD clipping of the reduced/whitened variable, P_N for "full")."""
+        M = np.asarray(value, dtype=np.float64)
+        M = 0.5 * (M + M.T)
+        if parameterization == "full":
+            return project_onto_N(M)
+        w, U = np.linalg.eigh(M)
+        keep = w > 0
+        Tm = basis_orthogonal_to_ones(self.n) if parameterization == "reduced" else self.T
+        Gf = Tm @ (U[:, keep] * np.sqrt(w[keep]))
+        Gf -= Gf.mean(axis=0)[None, :]
+        return Gf @ Gf.T
+
+    def default_solver(self) -> str:
+        return "CLARABEL" if self.n <= _CLARABEL_MAX_N else "SCS"
+
+    def solve_reference(self, solver: str | None = None, parameterization: str = "whitened",
+                        eps: float | None = None, accept_inaccurate: bool = False,
+                        **opts) -> Solution:
+        """Solve the exact model with a conic solver.
+
+        Default solver: Clarabel (tolerances ``eps`` = 1e-8) for n <= 40, SCS
+        (eps_abs = eps_rel = ``eps`` = 1e-8, up to 100 000 iterations) above.  The
+        returned Σ is the solver's variable projected back onto N and its objective is
+        evaluated by :meth:`objective` at that feasible point (``info["solver_objective"]``
+        keeps the solver's own value).  A non-optimal status raises :class:`SolverError`
+        (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
+        """
+        solver = (solver or self.default_solver()).upper()
+        prob = self.to_cvxpy(parameterization)
+        if solver == "SCS":
+            eps = 1e-8 if eps is None else eps
+            kw = dict(eps_abs=eps, eps_rel=eps, max_iters=100_000)
+        elif solver == "CLARABEL":
+            eps = 1e-8 if eps is None else eps
+            kw = dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
+            if accept_inaccurate:
+                kw["accept_unknown"] = True
+        else:
+            kw = {}
+        kw.update(opts)
+        t0 = time.perf_counter()
+        try:
+            prob.solve(solver=solver, **kw)
+        except cp.error.SolverError as exc:
+            raise SolverError(
+                f"{solver} failed on the exact KCR model ({exc}). Try solver='SCS' or 'CLARABEL', "
+                "another parameterization, or accept_inaccurate=True.") from exc
+        elapsed = time.perf_counter() - t0
+        status = prob.status
+        if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
+            raise SolverError(
+                f"{solver} returned status {status!r} on the exact KCR model (n = {self.n}, "
+                f"parameterization {parameterization!r}); try the other solver, the 'whitened' "
+                "parameterization, a looser eps, or accept_inaccurate=True.")
+        Sigma = self.sigma_from_variable(prob.var_dict["S"].value, parameterization)
+        h = max(self.h_min, float(prob.var_dict["h"].value))
+        iters = getattr(prob.solver_stats, "num_iters", None) or 0
+        return Solution(
+            matrix=Sigma, objective=self.objective(Sigma, h), dual=None, slack=None,
+            violations=self.violations(Sigma, h), n_iter=int(iters),
+            converged=status == cp.OPTIMAL, time=elapsed, status=status,
+            solver=f"cvxpy-{solver.lower()}-{parameterization}", dual_value=None,
+            info={"h": h, "solver_objective": float(prob.solution.opt_val)})
+
+    # ------------------------------------------------------------------ fast side
+    def solve(self, tol: float = 1e-3, max_iter: int = 20_000, time_limit: float | None = None,
+              check_every: int = 10, warm_start: dict | None = None, verbose: bool = False,
+              warn: bool = True, **solver_opts) -> Solution:
+        """The fast solver: restarted Halpern PDHG with a certified duality gap
+        (:func:`cvxkml.solvers.kcr.kcr_pdhg`, in the whitened coordinates).
+
+        Stops with ``converged=True`` once the certified relative gap
+        (f − g)/max(1, |f|) <= ``tol``; otherwise after ``max_iter`` iterations or
+        ``time_limit`` seconds with ``converged=False`` and a
+        :class:`ConvergenceWarning` (unless ``warn=False``), returning the best point
+        found and its still-valid gap bound.
+
+        Returns
+        -------
+        Solution
+            ``matrix`` Σ (n × n, in N), ``objective`` (eq. 9), ``dual`` the n × n dual
+            weights s of the certificate, ``dual_value`` its lower bound,
+            ``info``: ``h`` (h̃), ``factor`` G (n × k, Σ = GGᵀ, Gᵀ1 = 0), ``gap`` (relative),
+            ``warm_start`` (pass to a related solve), ``n_restarts``, ``history``.
+        """
+        import warnings
+
+        from ..solvers.kcr import kcr_pdhg
+
+        tol = check_positive(tol, "tol")
+        if int(max_iter) < 1:
+            raise InvalidInputError("max_iter must be a positive integer.")
+        res = kcr_pdhg(self.F, self.tau, self.c, self.lam, h_min=self.h_min, tol=tol,
+                       max_iter=int(max_iter), time_limit=time_limit,
+                       check_every=int(check_every), warm_start=warm_start, verbose=verbose,
+                       **solver_opts)
+        G = self.T @ res.factor
+        G -= G.mean(axis=0)[None, :]
+        Sigma = G @ G.T
+        if not res.converged and warn:
+            warnings.warn(
+                f"KCR PDHG stopped ({res.status}) after {res.n_iter} iterations with a certified "
+                f"relative gap {res.gap:.3g} > tol {tol:.3g}. Raise max_iter / time_limit, loosen "
+                "tol, or rescale the kernel (a very wide Gaussian kernel with a small lam is "
+                "ill-conditioned).", ConvergenceWarning, stacklevel=2)
+        return Solution(
+            matrix=Sigma, objective=self.objective_factor(G, res.h), dual=res.s * res.theta,
+            slack=None,
+            violations=self.violations(Sigma, res.h), n_iter=res.n_iter, converged=res.converged,
+            time=res.time, status=res.status, solver="pdhg-kcr", dual_value=res.lower_bound,
+            info={"h": res.h, "factor": G, "gap": res.gap, "warm_start": res.warm,
+                  "n_restarts": res.n_restarts, "history": res.history,
+                  "solver_objective": res.objective})

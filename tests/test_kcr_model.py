@@ -1,0 +1,209 @@
+"""KCR (Sriperumbudur et al. 2008): formulas, the projection onto N, the exact model and
+bad inputs (cvxkml.kcr_formulas, cvxkml.declare.kcr, cvxkml.solvers.kcr)."""
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from cvxkml.declare.kcr import KCR
+from cvxkml.errors import ConvergenceWarning, CvxkmlError, InvalidInputError, NotPSDError
+from cvxkml.kcr_formulas import (basis_orthogonal_to_ones, kcr_objective, label_structure,
+                                 project_onto_N, rule_predict, sq_distances_from_gram, whitening)
+from cvxkml.kernels import gaussian_kernel
+from cvxkml.solvers.kcr import alternating_projections, dykstra_projections, kcr_subgradient
+
+
+def _instance(seed=0, n=12, n_classes=3, gamma=0.5):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % n_classes
+    X = rng.normal(size=(n, 3)) + y[:, None]
+    return gaussian_kernel(X, gamma=gamma), y
+
+
+# --------------------------------------------------------------------------- formulas
+def test_objective_matches_a_plain_loop():
+    K, y = _instance(1, n=9)
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(9, 4))
+    A -= A.mean(axis=0)
+    Sigma = A @ A.T
+    h, lam = 0.7, 0.3
+    p = KCR(K, y, lam)
+    total = 0.0
+    for i in range(9):
+        inner = 0.0
+        n_plus = sum(y[j] == y[i] for j in range(9))
+        for j in range(9):
+            t = 1.0 if y[i] == y[j] else -1.0
+            v = K[:, i] - K[:, j]
+            inner += max(0.0, 1.0 + t * (v @ Sigma @ v) - t * h)
+        total += max(0.0, 2.0 - n_plus + inner)
+    total += lam * np.trace(K @ Sigma)
+    assert p.objective(Sigma, h) == pytest.approx(total, rel=1e-12)
+    assert p.objective_factor(A, h) == pytest.approx(total, rel=1e-10)
+
+
+def test_label_structure():
+    classes, codes, tau, c = label_structure(np.array(["b", "a", "b", "a", "a"]))
+    assert list(classes) == ["a", "b"] and list(codes) == [1, 0, 1, 0, 0]
+    assert tau[0, 2] == 1 and tau[0, 1] == -1 and np.all(np.diag(tau) == 1)
+    assert list(c) == [0.0, -1.0, 0.0, -1.0, -1.0]
+
+
+def test_whitening_coordinates():
+    K, _ = _instance(3, n=10)
+    T, F = whitening(K)
+    assert np.allclose(T.T @ np.ones(10), 0.0, atol=1e-10)
+    assert np.allclose(T.T @ K @ T, np.eye(T.shape[1]), atol=1e-8)
+    assert np.allclose(F, K @ T)
+
+
+# --------------------------------------------------------------------------- projection onto N
+def _random_symmetric(seed, n):
+    A = np.random.default_rng(seed).normal(size=(n, n))
+    return A + A.T
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_projection_onto_N_is_exact(seed):
+    n = 7
+    X = _random_symmetric(seed, n)
+    P = project_onto_N(X)
+    V = basis_orthogonal_to_ones(n)
+    scale = np.linalg.norm(X)
+    # feasibility: P ⪰ 0, 1ᵀP1 = 0 (hence P1 = 0)
+    assert np.linalg.eigvalsh(P)[0] >= -1e-12 * scale
+    assert abs(P.sum()) <= 1e-12 * scale and np.allclose(P @ np.ones(n), 0.0, atol=1e-12 * scale)
+    # optimality on a closed convex cone: X − P in the polar cone {Z : VᵀZV ⪯ 0}, ⟨X − P, P⟩ = 0
+    assert np.linalg.eigvalsh(V.T @ (X - P) @ V)[-1] <= 1e-10 * scale
+    assert abs(np.sum((X - P) * P)) <= 1e-10 * scale ** 2
+    # idempotent, and the closed form P_PSD(HXH)
+    assert np.allclose(project_onto_N(P), P, atol=1e-12 * scale)
+    H = np.eye(n) - np.ones((n, n)) / n
+    w, U = np.linalg.eigh(H @ X @ H)
+    assert np.allclose(P, (U * np.maximum(w, 0)) @ U.T, atol=1e-10 * scale)
+
+
+def test_projection_is_the_limit_of_dykstra_not_of_plain_alternation():
+    """Dykstra's alternating projections converge to P_N(X) (slowly: N has no interior);
+    the paper's plain alternation converges to a point of N that is in general farther."""
+    X = _random_symmetric(0, 6)
+    P = project_onto_N(X)
+    errs = [np.linalg.norm(dykstra_projections(X, k) - P) for k in (10, 100, 1000, 4000)]
+    assert all(b < a for a, b in zip(errs, errs[1:])), errs
+    assert errs[-1] < 0.1 * np.linalg.norm(X - P)
+    A = alternating_projections(X, 4000)
+    assert np.linalg.eigvalsh(A)[0] >= -1e-10 and abs(A.sum()) < 1e-2     # (nearly) in N
+    assert np.linalg.norm(X - A) > np.linalg.norm(X - P) + 0.1           # but not the nearest
+
+
+# --------------------------------------------------------------------------- the exact model
+@pytest.mark.parametrize("par", ["whitened", "reduced", "full"])
+def test_model_expression_equals_numpy_objective(par):
+    """The CVXPY objective at a feasible point equals the numpy formula (one formula)."""
+    K, y = _instance(4, n=8)
+    p = KCR(K, y, 0.4)
+    prob = p.to_cvxpy(par)
+    S, h = prob.var_dict["S"], prob.var_dict["h"]
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(S.shape[0], 3))
+    M = A @ A.T
+    S.value = M
+    h.value = np.array(0.9)
+    if par == "full":
+        M = project_onto_N(M)
+        S.value = M
+        Sigma = M
+    elif par == "reduced":
+        V = basis_orthogonal_to_ones(8)
+        Sigma = V @ M @ V.T
+    else:
+        Sigma = p.T @ M @ p.T.T
+    assert prob.objective.value == pytest.approx(p.objective(Sigma, 0.9), rel=1e-9)
+    assert prob.is_dcp()
+
+
+def test_parameterizations_agree():
+    K, y = _instance(6, n=10)
+    p = KCR(K, y, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vals = {par: p.solve_reference(parameterization=par, accept_inaccurate=True)
+                for par in ("whitened", "reduced", "full")}
+    ref = vals["whitened"].objective
+    for par, sol in vals.items():
+        assert sol.objective == pytest.approx(ref, rel=2e-4), (par, sol)
+        assert sol.max_violation <= 1e-9 * max(1.0, np.linalg.norm(sol.matrix))
+
+
+def test_dual_value_is_a_lower_bound():
+    K, y = _instance(7, n=10)
+    p = KCR(K, y, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opt = p.solve_reference(accept_inaccurate=True).objective
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        s = rng.uniform(size=(10, 10)) * rng.uniform()
+        assert p.dual_value(s) <= opt + 1e-6
+    fast = p.solve(tol=1e-4)
+    assert p.dual_value(fast.dual) <= opt + 1e-6
+    assert fast.dual_value <= opt + 1e-6 <= fast.objective + 2e-6
+
+
+def test_paper_algorithm1_baseline_is_feasible_and_descends():
+    K, y = _instance(9, n=10)
+    p = KCR(K, y, 1.0)
+    res = kcr_subgradient(K, p.tau, p.c, p.lam, max_iter=200)
+    assert res["objective"] < res["history"][0][1]
+    S = res["Sigma"]
+    assert np.linalg.eigvalsh(S)[0] >= -1e-10 and abs(S.sum()) < 1e-10
+    assert res["objective"] >= p.solve(tol=1e-4).dual_value - 1e-9
+
+
+# --------------------------------------------------------------------------- the rule (eq. 2)
+def test_rule_counts_and_tie_rules():
+    codes = np.array([0, 0, 1, 1, 2])
+    # query 0: balls hold 1 point of class 0 and 1 of class 1 (tie), nearest is class 1
+    # query 1: empty ball; the nearest point is the class-2 one
+    # query 2: two class-1 points inside, no tie
+    D = np.array([[0.9, 5.0, 0.2, 5.0, 5.0],
+                  [3.0, 3.0, 3.0, 3.0, 2.5],
+                  [0.1, 5.0, 0.5, 0.6, 5.0]])
+    assert list(rule_predict(D, codes, 3, 1.0, "nearest")) == [1, 2, 1]
+    assert list(rule_predict(D, codes, 3, 1.0, "first")) == [0, 0, 1]
+    # everything inside the ball: majority vote (class 0 and 1 tie at 2, nearest decides)
+    big = rule_predict(D, codes, 3, 1e9, "nearest")
+    assert set(big) <= {0, 1}
+    assert list(rule_predict(D, np.array([0, 0, 0, 1, 1]), 2, 1e9)) == [0, 0, 0]
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("make, err, match", [
+    (lambda K, y: KCR(K, np.zeros(12, int), 1.0), InvalidInputError, "at least 2 classes"),
+    (lambda K, y: KCR(K, np.r_[y[:-1], 7], 1.0), InvalidInputError, "at least 2 members"),
+    (lambda K, y: KCR(np.where(np.eye(12) > 0, np.nan, K), y, 1.0), InvalidInputError, "NaN"),
+    (lambda K, y: KCR(K, y, 0.0), InvalidInputError, "lam must be a finite positive"),
+    (lambda K, y: KCR(K, y, -1.0), InvalidInputError, "lam must be a finite positive"),
+    (lambda K, y: KCR(K - 3 * np.eye(12), y, 1.0), NotPSDError, "positive semidefinite"),
+    (lambda K, y: KCR(K, y[:5], 1.0), InvalidInputError, r"y must have shape \(12,\)"),
+    (lambda K, y: KCR(np.ones((12, 12)), y, 1.0), InvalidInputError, "constant"),
+    (lambda K, y: KCR(K, y, 1.0).to_cvxpy("dense"), InvalidInputError, "parameterization"),
+    (lambda K, y: KCR(K, y, 1.0).solve(max_iter=0), InvalidInputError, "max_iter"),
+])
+def test_bad_input(make, err, match):
+    K, y = _instance(10)
+    with pytest.raises(err, match=match):
+        make(K, y)
+
+
+def test_non_converged_solve_warns_and_says_so():
+    K, y = _instance(11, n=14, gamma=0.05)
+    p = KCR(K, y, 1e-3)
+    with pytest.warns(ConvergenceWarning, match="certified relative gap"):
+        sol = p.solve(tol=1e-6, max_iter=30)
+    assert not sol.converged and sol.status == "max_iter reached"
+    assert sol.info["gap"] > 1e-6
+    assert sol.dual_value <= sol.objective
+    assert isinstance(ConvergenceWarning("x"), Warning) and issubclass(InvalidInputError, CvxkmlError)

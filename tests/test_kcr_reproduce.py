@@ -1,0 +1,57 @@
+"""The Table 1 reproduction of Sriperumbudur et al. 2008 (cvxkml.reproduce_kcr) and
+``cvxkml reproduce kcr``: protocol pieces and a smoke run (no timing assertions)."""
+import contextlib
+import io
+import re
+
+import numpy as np
+import pytest
+
+from cvxkml import reproduce_kcr as rk
+from cvxkml.cli import main
+
+
+def test_stratified_split_sizes_and_disjointness():
+    y = np.repeat([0, 1, 2], [50, 30, 20])
+    tr, va, te = rk.stratified_split(y, np.random.default_rng(0))
+    assert len(set(tr) | set(va) | set(te)) == 100
+    assert not (set(tr) & set(va)) and not (set(tr) & set(te)) and not (set(va) & set(te))
+    for cls, n in ((0, 50), (1, 30), (2, 20)):
+        assert np.sum(y[tr] == cls) == round(0.5 * n) and np.sum(y[va] == cls) == round(0.2 * n)
+
+
+def test_knn_errors_on_separated_data():
+    rng = np.random.default_rng(1)
+    y = np.repeat([0, 1], 20)
+    X = rng.normal(size=(40, 2)) * 0.1 + 5 * y[:, None]
+    r = rk.knn_errors(X[::2], y[::2], X[1::2], y[1::2], X[1::2], y[1::2])
+    assert r["train"] == 0 and r["test"] == 0 and r["k"] == 1
+
+
+def test_load_dataset_shapes(data_dir):
+    for name, shape in (("iris", (150, 4)), ("wine", (178, 13)), ("balance", (625, 4)),
+                        ("ionosphere", (351, 34))):
+        X, y = rk.load_dataset(name, data_dir)
+        assert X.shape == shape and y.shape == (shape[0],)
+
+
+def test_cli_quick_run():
+    buf, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
+        rc = main(["reproduce", "kcr", "--quick"])
+    out = buf.getvalue()
+    assert rc == 0, out
+    row = next(ln for ln in out.splitlines() if ln.startswith("iris (150, 4, 3)"))
+    cells = re.split(r"\s{2,}", row.strip())
+    assert cells[1] == "75/30/45"
+    for cell in cells[2:6]:                                   # mean ± std of error in %
+        mean, std = (float(v) for v in cell.split(" ± "))
+        assert 0.0 <= mean <= 100.0 and std == 0.0
+    done, total = (int(v) for v in cells[6].split("/"))
+    assert total == 4 and 0 <= done <= 4
+    assert "(ν, λ) chosen" in out and "train error = resubstitution" in out
+
+
+def test_unknown_dataset():
+    with pytest.raises(ValueError, match="Unknown data set"):
+        rk.load_dataset("mnist")
