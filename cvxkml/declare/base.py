@@ -11,7 +11,6 @@ comes from a :mod:`~cvxkml.declare.regularizers` object.
 """
 from __future__ import annotations
 
-import time
 import warnings
 
 import cvxpy as cp
@@ -21,6 +20,7 @@ from .._validation import check_positive
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
 from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from ..solution import Solution
+from ._conic import solve_conic
 from .regularizers import LogDet, Regularizer
 
 __all__ = ["SpectralProblem"]
@@ -349,36 +349,12 @@ class SpectralProblem:
         """
         solver = (solver or self.default_solver()).upper()
         prob = self.to_cvxpy()
-        if solver == "SCS":
-            eps = 1e-9 if eps is None else eps
-            kw = dict(eps_abs=eps, eps_rel=eps, max_iters=200_000)
-        elif solver == "CLARABEL":
-            eps = 1e-8 if eps is None else eps
-            kw = dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
-            if accept_inaccurate:        # InsufficientProgress → last iterate, 'optimal_inaccurate'
-                kw["accept_unknown"] = True
-        else:
-            kw = {}
-        kw.update(opts)
-        t0 = time.perf_counter()
-        try:
-            prob.solve(solver=solver, **kw)
-        except cp.error.SolverError as exc:
-            raise SolverError(
-                f"{solver} failed on the exact model ({exc}). Try solver='SCS' or 'CLARABEL', "
-                "or rescale the data.") from exc
-        elapsed = time.perf_counter() - t0
-        status = prob.status
-        if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
-            raise InfeasibleError(
-                f"The hard-constraint problem is infeasible ({solver}: {status}). "
-                + ("Use slack: pass gamma=<positive number> (e.g. 1.0)." if self.regularizer.has_slack
-                   else f"The {self.regularizer.name} problem has no slack formulation: relax or "
-                        "remove conflicting constraints."))
-        if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
-            raise SolverError(
-                f"{solver} returned status {status!r} on the exact model; try the other solver, "
-                "a looser eps, or accept_inaccurate=True.")
+        hint = ("Use slack: pass gamma=<positive number> (e.g. 1.0)." if self.regularizer.has_slack
+                else f"The {self.regularizer.name} problem has no slack formulation: relax or "
+                     "remove conflicting constraints.")
+        elapsed, status, iters = solve_conic(prob, solver, eps, accept_inaccurate,
+                                             what="exact model", infeasible_hint=hint,
+                                             **opts)
         Xh = prob.var_dict["X"].value
         Xh = 0.5 * (Xh + Xh.T)
         M = self.matrix_from_whitened(Xh)
@@ -390,11 +366,10 @@ class SpectralProblem:
         xi = None
         if self.gamma is not None:
             xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * self.pairs.bound
-        iters = getattr(prob.solver_stats, "num_iters", None) or 0
         dual_value = self.dual_value(lam)
         return Solution(
             matrix=M, objective=self.objective(M), dual=lam, slack=xi,
-            violations=self.violations(M, xi), n_iter=int(iters),
+            violations=self.violations(M, xi), n_iter=iters,
             converged=status == cp.OPTIMAL, time=elapsed, status=status,
             solver=f"cvxpy-{solver.lower()}", dual_value=dual_value,
             info={"solver_objective": float(prob.solution.opt_val)})

@@ -30,10 +30,11 @@ import cvxpy as cp
 import numpy as np
 
 from .._validation import as_float_array, check_kernel_matrix, check_positive
-from ..errors import InvalidInputError, SolverError
+from ..errors import InvalidInputError
 from ..kernels import center_kernel
 from ..sideinfo import PairConstraints
 from ..solution import Solution
+from ._conic import solve_conic
 from ..yeung_core import (DEFAULT_EPSILON, beta_closed_form, criterion, equality_multiplier,
                           lle_weights, local_gram, positive_spectrum, regularize, similarity_diag)
 
@@ -93,28 +94,6 @@ def similarity_pairs(pairs, n_points: int) -> tuple[np.ndarray, np.ndarray]:
         raise InvalidInputError(
             f"Similarity pair {same[0]} joins point {i[same[0]]} with itself; remove such pairs.")
     return np.ascontiguousarray(i), np.ascontiguousarray(j)
-
-
-def _clarabel_opts(eps):
-    return dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
-
-
-def _run(prob: cp.Problem, solver: str, eps: float, opts: dict):
-    solver = solver.upper()
-    kw = _clarabel_opts(eps) if solver == "CLARABEL" else (
-        dict(eps_abs=eps, eps_rel=eps, max_iters=200_000) if solver == "SCS" else {})
-    kw.update(opts)
-    t0 = time.perf_counter()
-    try:
-        prob.solve(solver=solver, **kw)
-    except cp.error.SolverError as exc:
-        raise SolverError(f"{solver} failed on the exact model ({exc}); try solver='SCS'.") from exc
-    elapsed = time.perf_counter() - t0
-    if prob.status != cp.OPTIMAL:
-        raise SolverError(
-            f"{solver} returned status {prob.status!r} on the exact model; try the other solver "
-            "or a looser eps.")
-    return elapsed, int(getattr(prob.solver_stats, "num_iters", None) or 0)
 
 
 class SpectralReweighting:
@@ -244,7 +223,7 @@ class SpectralReweighting:
             The solver failed or did not report optimality.
         """
         prob = self.to_cvxpy()
-        elapsed, iters = _run(prob, solver, eps, opts)
+        elapsed, _, iters = solve_conic(prob, solver, eps, **opts)
         beta = self.c * np.asarray(prob.var_dict["b"].value, dtype=float)
         # scaled Lagrangian Σ d̃ b² + ρ̃ (1 − Σ b) times c² min(d) is eq. 3 with ρ = c min(d) ρ̃;
         # CVXPY's dual of "sum(b) == 1" is −ρ̃.
@@ -358,7 +337,7 @@ class EmbeddingWeightProblem:
         """Solve the exact model with a conic solver; the dual of 1ᵀw = 1 is mapped to the
         multiplier a of eq. 12 (a = 2 E(w*))."""
         prob = self.to_cvxpy()
-        elapsed, iters = _run(prob, solver, eps, opts)
+        elapsed, _, iters = solve_conic(prob, solver, eps, **opts)
         w = self._T @ np.asarray(prob.var_dict["t"].value, dtype=float)
         a = -float(np.ravel(prob.constraints[0].dual_value)[0]) * self._scale
         return self._solution(w, a, n_iter=iters, time_=elapsed, status=prob.status,

@@ -1,0 +1,64 @@
+"""One place that runs a CVXPY problem with a conic solver at high accuracy.
+
+Every exact model of the library (the spectral core, KCR, LMNN / MKL, the Yeung β
+problem) solves through :func:`solve_conic`, so the solver options, the accepted
+statuses and the error messages are the same everywhere.
+"""
+
+from __future__ import annotations
+
+import time
+
+import cvxpy as cp
+
+from ..errors import InfeasibleError, SolverError
+
+__all__ = ["solve_conic"]
+
+
+def solve_conic(prob: cp.Problem, solver: str, eps: float | None = None,
+                accept_inaccurate: bool = False, what: str = "exact model",
+                infeasible_hint: str = "check the constraints.", scs_eps: float = 1e-9,
+                scs_max_iters: int = 200_000, **opts) -> tuple[float, str, int]:
+    """Solve ``prob`` with ``solver``; return (seconds, status, iterations).
+
+    Clarabel: gap and feasibility tolerances ``eps`` (default 1e-8); with
+    ``accept_inaccurate`` also ``accept_unknown`` (InsufficientProgress returns the last
+    iterate as ``optimal_inaccurate``).  SCS: ``eps_abs = eps_rel = eps`` (default
+    ``scs_eps``), at most ``scs_max_iters`` iterations.  Other solvers get ``opts`` only;
+    ``opts`` override the defaults.
+
+    Raises :class:`InfeasibleError` (message ends with ``infeasible_hint``) for an
+    infeasible status and :class:`SolverError` for a solver failure or any other
+    non-optimal status; ``optimal_inaccurate`` is accepted only with
+    ``accept_inaccurate=True``.
+    """
+    solver = solver.upper()
+    if solver == "SCS":
+        eps = scs_eps if eps is None else eps
+        kw = dict(eps_abs=eps, eps_rel=eps, max_iters=scs_max_iters)
+    elif solver == "CLARABEL":
+        eps = 1e-8 if eps is None else eps
+        kw = dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
+        if accept_inaccurate:
+            kw["accept_unknown"] = True
+    else:
+        kw = {}
+    kw.update(opts)
+    t0 = time.perf_counter()
+    try:
+        prob.solve(solver=solver, **kw)
+    except cp.error.SolverError as exc:
+        raise SolverError(
+            f"{solver} failed on the {what} ({exc}). Try solver='SCS' or 'CLARABEL', "
+            "accept_inaccurate=True, or rescale the data.") from exc
+    elapsed = time.perf_counter() - t0
+    status = prob.status
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        raise InfeasibleError(f"The {what} is infeasible ({solver}: {status}). {infeasible_hint}")
+    if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
+        raise SolverError(
+            f"{solver} returned status {status!r} on the {what}; try the other solver, a looser "
+            "eps, or accept_inaccurate=True.")
+    iters = getattr(prob.solver_stats, "num_iters", None) or 0
+    return elapsed, status, int(iters)
