@@ -236,6 +236,17 @@ def _subcommands(parser: argparse.ArgumentParser, dest: str, metavar: str):
     return parser.add_subparsers(dest=dest, metavar=metavar)
 
 
+def reproduce_subcommands(sub):
+    """The experiment subparsers of the shared ``cvxkml reproduce`` command, creating the
+    command on first use.  Every paper reproduction registers itself here, from this
+    module or from its own ``register_cli(sub)``."""
+    rep = sub.choices.get("reproduce")
+    if rep is None:
+        rep = sub.add_parser("reproduce", help="paper reproductions")
+        rep.set_defaults(func=lambda a: (rep.print_help(), 2)[1])
+    return _subcommands(rep, "experiment", "EXPERIMENT")
+
+
 def _add_lowrank_commands(sub, bsub) -> None:
     """``bench lowrank`` and ``reproduce lowrank`` (a ``reproduce`` command is created
     when no other experiment has made one)."""
@@ -250,11 +261,7 @@ def _add_lowrank_commands(sub, bsub) -> None:
                          "without it a synthetic of the same shape is used)")
     lr.set_defaults(func=_cmd_bench_lowrank)
 
-    rep = sub.choices.get("reproduce")
-    if rep is None:
-        rep = sub.add_parser("reproduce", help="paper reproductions")
-        rep.set_defaults(func=lambda a: (rep.print_help(), 2)[1])
-    rsub = _subcommands(rep, "experiment", "EXPERIMENT")
+    rsub = reproduce_subcommands(sub)
     rl = rsub.add_parser("lowrank", help="Kulis et al. 2009 §7.1: Digits, Spambase, Nursery "
                                          "(NMI, 5-NN, cycles); a few minutes")
     rl.add_argument("--quick", action="store_true", help="tiny grids (smoke run for tests)")
@@ -279,12 +286,7 @@ def _cmd_reproduce_yeung(args) -> int:
 
 def _add_reproduce_yeung(sub) -> None:
     """Register ``cvxkml reproduce yeung`` (under a shared ``reproduce`` command)."""
-    rep = sub.choices.get("reproduce")
-    if rep is None:
-        rep = sub.add_parser("reproduce", help="paper reproductions")
-        rep.add_subparsers(dest="experiment", metavar="EXPERIMENT")
-        rep.set_defaults(func=lambda a: (rep.print_help(), 2)[1])
-    rsub = next(a for a in rep._actions if isinstance(a, argparse._SubParsersAction))
+    rsub = reproduce_subcommands(sub)
     y = rsub.add_parser("yeung", help="Yeung, Chang & Dai (IJCAI 2007): Table 1 (XOR), Figure 1, "
                                       "Table 2 (MNIST subset)")
     y.add_argument("--quick", action="store_true", help="small sizes and 2 runs (for tests)")
@@ -420,11 +422,7 @@ def _add_spectral_commands(sub, bsub) -> None:
                          "without it a synthetic of the same shape is used)")
     vn.set_defaults(func=_cmd_bench_vonneumann)
 
-    rep = sub.choices.get("reproduce")
-    if rep is None:
-        rep = sub.add_parser("reproduce", help="paper reproductions")
-        rep.set_defaults(func=lambda a: (rep.print_help(), 2)[1])
-    rsub = _subcommands(rep, "experiment", "EXPERIMENT")
+    rsub = reproduce_subcommands(sub)
     sp = rsub.add_parser("spectral", help="Kulis et al. 2009 Figure 5: 4-NN error on Wine, Ionosphere, "
                                           "Iris, Balance (Euclidean, LogDet, von Neumann)")
     sp.add_argument("--quick", action="store_true", help="one repeat, gamma = 1 (smoke run for tests)")

@@ -439,15 +439,9 @@ def _cmd_reproduce_trace(args) -> int:
 def register_cli(sub) -> None:
     """Add ``cvxkml reproduce trace`` under the shared ``reproduce`` command (created here
     when no other experiment has made it; its experiment subparsers are reused)."""
-    import argparse
+    from .cli import reproduce_subcommands
 
-    rep = sub.choices.get("reproduce")
-    if rep is None:
-        rep = sub.add_parser("reproduce", help="paper reproductions")
-        rep.set_defaults(func=lambda a: (rep.print_help(), 2)[1])
-    rsub = next((a for a in rep._actions if isinstance(a, argparse._SubParsersAction)), None)
-    if rsub is None:
-        rsub = rep.add_subparsers(dest="experiment", metavar="EXPERIMENT")
+    rsub = reproduce_subcommands(sub)
     if "trace" in rsub.choices:
         return
     p = rsub.add_parser("trace", help="Jain et al. 2012 §6.4 / Figure 2 c-d: Trace-SSIKDR vs kernel "
