@@ -5,7 +5,7 @@ Every problem has an exact CVXPY model (``solve_reference``) and a fast Numba so
 """
 from .declare import ITML, LogDetKernel
 from .errors import (ConvergenceWarning, CvxkmlError, InfeasibleError, InvalidInputError,
-                     NotPSDError, SolverError)
+                     NotPSDError, SolverError, UnboundedError)
 from .kernels import Kernel
 from .sideinfo import LinearConstraints, PairConstraints, RelativeConstraints
 from .solution import Solution
@@ -15,5 +15,5 @@ __version__ = "0.1.0"
 __all__ = [
     "ITML", "LogDetKernel", "Kernel", "PairConstraints", "RelativeConstraints",
     "LinearConstraints", "Solution", "CvxkmlError", "InvalidInputError", "NotPSDError",
-    "InfeasibleError", "SolverError", "ConvergenceWarning",
+    "InfeasibleError", "SolverError", "UnboundedError", "ConvergenceWarning",
 ]

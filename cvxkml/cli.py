@@ -15,6 +15,8 @@
     cvxkml reproduce spectral [--quick]  Kulis et al. 2009 Figure 5 (4-NN error, UCI)
     cvxkml reproduce trace [--quick] [--out DIR]  Jain et al. 2012 Figure 2 c–d
                                 (Trace-SSIKDR vs kernel PCA on unseen digits; PNG + JSON)
+    cvxkml bench pola [--quick]        POLA and LogDet-barrier SDP fast solvers vs CVXPY
+                                (Clarabel/SCS): time to the same accuracy, as ratios
     cvxkml reproduce kcr [--quick] [--splits N] [--grid full|reduced]
                                 Sriperumbudur et al. 2008 Table 1 (k-NN vs KCR, UCI)
     cvxkml --version
@@ -467,6 +469,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_reproduce_trace(sub)
     from .reproduce_kcr import register_cli as _add_reproduce_kcr
     _add_reproduce_kcr(sub)
+    from .bench_pola import register_cli as _add_bench_pola
+    _add_bench_pola(bsub)
     return parser
 
 

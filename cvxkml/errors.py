@@ -23,6 +23,11 @@ class InfeasibleError(CvxkmlError):
     """The hard-constraint problem has no feasible point (or the solver could not find one)."""
 
 
+class UnboundedError(CvxkmlError):
+    """The problem is unbounded below (no dual-feasible point), e.g. the LogDet-barrier SDP
+    with a C0 that is not positive definite on the feasible directions."""
+
+
 class SolverError(CvxkmlError):
     """A numerical solver failed or returned a non-optimal status."""
 

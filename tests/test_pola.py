@@ -32,7 +32,8 @@ from cvxkml.errors import ConvergenceWarning, CvxkmlError, InfeasibleError, Inva
 from cvxkml.estimators_pola import KernelPOLA
 from cvxkml.kernels import Kernel, gaussian_kernel
 from cvxkml.learned import LearnedKernel
-from cvxkml.sideinfo import RelativeConstraints, SimilarityConstraints, baseline_kernel
+from cvxkml.sideinfo import (LinearConstraints, RelativeConstraints, SimilarityConstraints,
+                             baseline_kernel)
 from cvxkml.solvers.pola import pola_dual
 from instances import _forest_pairs, _random_pairs
 
@@ -176,12 +177,16 @@ def test_other_constraint_families_fast_vs_exact():
     pc = pola_constraints([0, 2, 4], [1, 3, 5], [1, -1, -1], 2.0)
     rel = RelativeConstraints([6, 7], [0, 1], [8, 2], 0.5)
     sim = SimilarityConstraints([3, 5], [8, 6], 0.2)
-    prob = SpectralKernel(K0, [pc, rel, sim], Frobenius())
-    fast = _fast(prob)
-    exact = prob.solve_reference()
-    assert fast.converged
-    assert abs(fast.objective - exact.objective) <= 1e-6 * max(1.0, exact.objective)
-    assert fast.max_violation <= 1e-8 and abs(fast.gap) <= 1e-7 * max(1.0, fast.objective)
+    C = rng.normal(size=(2, 9, 9))
+    C = C + C.transpose(0, 2, 1)                       # general symmetric C_t: tr(C_t K) <= b_t
+    lin = LinearConstraints(np.array([np.trace(C[0] @ K0), np.trace(C[1] @ K0) + 1.0]), C=C)
+    for families in ([pc, rel, sim], [pc, rel, sim, lin]):
+        prob = SpectralKernel(K0, families, Frobenius())
+        fast = _fast(prob)
+        exact = prob.solve_reference()
+        assert fast.converged
+        assert abs(fast.objective - exact.objective) <= 1e-6 * max(1.0, exact.objective)
+        assert fast.max_violation <= 1e-8 and abs(fast.gap) <= 1e-7 * max(1.0, fast.objective)
 
 
 # --------------------------------------------------------------------------- Theorem 4, α = 0
@@ -317,3 +322,28 @@ def test_estimator_params_and_errors():
     x1 = np.arange(8.0)[:, None]
     with pytest.raises(InfeasibleError):
         KernelPOLA(kernel="linear", n_similar=20, n_dissimilar=20, random_state=0).fit(x1, np.arange(8) % 2)
+
+
+# --------------------------------------------------------------------------- benchmark
+def test_bench_pola_compare_rows_structure():
+    """``cvxkml bench pola`` rows on small instances: the fast solver, stopped at the CVXPY
+    solver's measured accuracy, reaches it (fast acc <= cvxpy acc, with round-off slack)."""
+    from cvxkml.bench_pola import compare_rows, pola_instance, sdp_instance
+    for prob, label in [(pola_instance(8, seed=3), "pola"), (sdp_instance(6, "mvu", 0.5, seed=3), "sdp")]:
+        rows = compare_rows(prob, label, repeats=1)
+        assert [r["solver"] for r in rows] == ["CLARABEL", "SCS"]
+        for r in rows:
+            assert r["ref_converged"] and r["fast_converged"] and r["ratio"] > 0
+            assert r["fast_acc"] <= max(r["cvx_acc"], 1e-12) * 10, r
+
+
+def test_bench_pola_register_cli():
+    """``register_cli(bsub)`` adds ``bench pola`` (cli.py wires it into ``cvxkml bench``)."""
+    import argparse
+    from cvxkml.bench_pola import register_cli
+    parser = argparse.ArgumentParser()
+    bsub = parser.add_subparsers(dest="benchmark")
+    register_cli(bsub)
+    register_cli(bsub)                                 # idempotent
+    args = parser.parse_args(["pola", "--quick", "--repeats", "2"])
+    assert args.quick and args.repeats == 2 and callable(args.func)

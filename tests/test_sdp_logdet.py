@@ -208,6 +208,11 @@ def test_barrier_optimum_approaches_sdp_optimum():
     for row in exact:
         assert -1e-6 <= row["excess"] <= row["bound"] + 1e-6, row
     assert exact[-1]["excess"] <= 1e-3
+    # the solutions converge too: distance to the γ = 1e-4 solution shrinks with γ
+    last = exact[-1]["matrix"]
+    dist = [np.linalg.norm(row["matrix"] - last) / np.linalg.norm(last) for row in exact[:-1]]
+    assert np.all(np.diff(dist) < 0) and dist[-1] <= 1e-2, dist
+    assert all(0 <= row["distance"] < np.inf for row in exact)
     _, fast = barrier_path(prob, gs[:3], fast=True, max_sweeps=100_000)
     for f, e in zip(fast, exact):
         assert f["converged"]

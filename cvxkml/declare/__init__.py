@@ -19,3 +19,8 @@ __all__ += ["VonNeumannKernel"]
 from .trace import TraceSSIKDR
 
 __all__ += ["TraceSSIKDR"]
+from .pola import POLAKernel, POLAMetric, pola_constraints
+from .sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric, barrier_path
+
+__all__ += ["POLAKernel", "POLAMetric", "pola_constraints", "LinearLogDet", "SDPLogDetKernel",
+            "SDPLogDetMetric", "barrier_path"]

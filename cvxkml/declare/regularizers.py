@@ -81,11 +81,45 @@ class Regularizer:
         return float(np.sum(self.conj_s(_eigvalsh(np.asarray(M, dtype=float)))))
 
     def check_theorem4(self):
-        """Theorem 4 needs the minimizer α of f_s on x >= 0 to be non-negative."""
-        if not (self.alpha >= 0):
+        """Theorem 4 needs f_s to attain its minimum over x >= 0 at a finite α >= 0 (the
+        learned W* = αI + ΦSΦᵀ, eq. 18).  Raises when the declared ``alpha`` is negative,
+        not a finite number, outside the domain of f_s (f_s(α) = ±inf or NaN), or visibly
+        not the minimizer (some probe x >= 0 has f_s(x) < f_s(α))."""
+        try:
+            a = float(self.alpha)
+        except (TypeError, ValueError):
+            a = np.nan
+        if not np.isfinite(a):
             raise InvalidInputError(
-                f"{self.name}: the minimizer α = {self.alpha} of f_s is negative; Theorem 4 "
+                f"{self.name}: the minimizer α = {self.alpha!r} of f_s is not a finite number; "
+                "Theorem 4 (kernel ↔ metric equivalence, W* = αI + ΦSΦᵀ) needs f_s to attain its "
+                "minimum over x >= 0 at a finite α >= 0 (a barrier such as −log x has none).")
+        if a < 0:
+            raise InvalidInputError(
+                f"{self.name}: the minimizer α = {a:g} of f_s is negative; Theorem 4 "
                 "(kernel ↔ metric equivalence) needs α >= 0.")
+        try:
+            with np.errstate(all="ignore"):
+                fa = float(np.asarray(self.f_s(np.array([a])), dtype=float).ravel()[0])
+                h = 1e-3 * (1.0 + a)
+                probes = np.array([0.0, max(a - h, 0.0), a + h, 0.5 * a, 2.0 * a + 1.0,
+                                   10.0 * (a + 1.0)])
+                fp = np.asarray(self.f_s(probes), dtype=float).ravel()
+        except NotImplementedError:
+            return
+        if not np.isfinite(fa):
+            raise InvalidInputError(
+                f"{self.name}: f_s(α) = {fa} at the declared minimizer α = {a:g}, outside the "
+                "domain of f_s; Theorem 4 needs f_s to attain its minimum at α (for a barrier "
+                "domain x > 0, α must be > 0).")
+        tol = 1e-12 * (1.0 + abs(fa))
+        bad = np.flatnonzero(np.isfinite(fp) & (fp < fa - tol))
+        if bad.size:
+            x = float(probes[bad[0]])
+            raise InvalidInputError(
+                f"{self.name}: the declared α = {a:g} is not the minimizer of f_s over x >= 0 "
+                f"(f_s({x:g}) = {fp[bad[0]]:.6g} < f_s(α) = {fa:.6g}); Theorem 4's W* = αI + ΦSΦᵀ "
+                "and the learned kernel of eq. 18 need the true minimizer.")
 
     # slack (only where has_slack)
     def slack_value(self, xi, xi0) -> float:  # pragma: no cover - abstract
@@ -189,8 +223,11 @@ class VonNeumann(Regularizer):
         # Σ f_s(λ) = tr(A log A − A + I); subtract tr(A log P) and turn the +I into +P
         return float(v - np.sum(np.diag(A) * self.logp) + np.sum(np.exp(self.logp)) - A.shape[0])
 
+    # exp overflows to +inf far from the optimum (e.g. an L-BFGS-B trial step in
+    # declare.dual, which treats a non-finite value as "outside": it backtracks); no warning
     def conj_s(self, mu):
-        return np.exp(mu) - 1.0
+        with np.errstate(over="ignore"):
+            return np.exp(mu) - 1.0
 
     def conj(self, M) -> float:
         r = M.shape[0]
@@ -200,7 +237,8 @@ class VonNeumann(Regularizer):
 
     def conj_grad(self, M):
         mu, U = np.linalg.eigh(0.5 * (M + M.T) + self.conj_shift(M.shape[0]))
-        return (U * np.exp(mu)) @ U.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (U * np.exp(mu)) @ U.T
 
     def cvx(self, X):
         expr = -cp.von_neumann_entr(X) - cp.trace(X) + X.shape[0]
@@ -227,10 +265,12 @@ class VonNeumann(Regularizer):
         return cp.sum(cp.multiply(xi0, -cp.entr(s) - s + 1.0))
 
     def slack_conj(self, dl, xi0, gamma):
-        return float(gamma * np.sum(xi0 * (1.0 - np.exp(dl / gamma))))
+        with np.errstate(over="ignore"):
+            return float(gamma * np.sum(xi0 * (1.0 - np.exp(dl / gamma))))
 
     def slack_conj_grad(self, dl, xi0, gamma):
-        return -xi0 * np.exp(dl / gamma)
+        with np.errstate(over="ignore"):
+            return -xi0 * np.exp(dl / gamma)
 
     def slack_conj_hess(self, dl, xi0, gamma):
         return -xi0 / gamma * np.exp(dl / gamma)

@@ -43,7 +43,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._validation import as_float_array, check_symmetric
-from ..errors import CvxkmlError, InfeasibleError, InvalidInputError, SolverError
+from ..errors import InfeasibleError, InvalidInputError, SolverError, UnboundedError
 from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from .logdet import ITML, LogDetKernel
 from .regularizers import Regularizer
@@ -51,10 +51,6 @@ from .regularizers import Regularizer
 __all__ = ["UnboundedError", "LinearLogDet", "SDPLogDetKernel", "SDPLogDetMetric", "barrier_path"]
 
 _PSD_TOL = 1e-8        # relative tolerance of the γ = 0 dual / primal PSD tests
-
-
-class UnboundedError(CvxkmlError):
-    """The problem is unbounded below (no dual-feasible point)."""
 
 
 class LinearLogDet(Regularizer):
@@ -337,11 +333,16 @@ def barrier_path(problem, gammas, fast: bool = True, warm_start: bool = True, **
     started from the previous γ's multipliers when ``warm_start``; or the exact model with
     ``fast=False``) and the plain SDP (23) once (exact).  Returns (p_sdp, rows) with one
     dict per γ: ``gamma``, ``linear`` = tr(X̂_γĈ0), ``excess`` = linear − p_sdp,
-    ``bound`` = γ r (the central-path gap: 0 <= excess <= γ r), ``objective`` (barrier
-    objective), ``sweeps``, ``converged``, ``time``.
+    ``bound`` = γ r (the central-path gap: 0 <= excess <= γ r), ``distance`` =
+    ‖M_γ − M_sdp‖_F / ‖M_sdp‖_F (M_sdp the conic solver's SDP solution; when the SDP
+    optimum is not unique the barrier path tends to the analytic centre of the optimal
+    face, so this measures the distance to that one solution), ``objective`` (barrier
+    objective), ``sweeps``, ``converged``, ``time`` and ``matrix`` (the learned M_γ).
     """
     sdp = problem.solve_sdp()
     p_sdp = sdp.info["linear_objective"]
+    M_sdp = np.asarray(sdp.matrix, dtype=float)
+    nrm = max(float(np.linalg.norm(M_sdp)), np.finfo(float).tiny)
     r = problem.T.shape[1]
     rows = []
     lam = None
@@ -354,6 +355,7 @@ def barrier_path(problem, gammas, fast: bool = True, warm_start: bool = True, **
             sol = pg.solve_reference(**solve_kw)
         lin = sol.info["linear_objective"]
         rows.append(dict(gamma=float(g), linear=lin, excess=lin - p_sdp, bound=float(g) * r,
+                         distance=float(np.linalg.norm(sol.matrix - M_sdp)) / nrm,
                          objective=sol.objective, sweeps=sol.n_iter, converged=sol.converged,
-                         time=sol.time))
+                         time=sol.time, matrix=sol.matrix))
     return p_sdp, rows

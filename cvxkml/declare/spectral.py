@@ -14,6 +14,7 @@ in :mod:`cvxkml.learned`), and K* = ΦᵀW*Φ.  The exact models are the whitene
 from __future__ import annotations
 
 from ..errors import InvalidInputError
+from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from .logdet import ITML, LogDetKernel
 from .regularizers import LogDet, Regularizer
 
@@ -30,6 +31,15 @@ def _check_regularizer(reg):
 
 
 class _FastDispatch:
+    @property
+    def fast_families(self):
+        """LogDet: the Bregman solvers' families; any other regularizer: every family, its
+        ``fast_solver`` rejects what it does not handle (von Neumann and TraceNorm: pairs;
+        Frobenius/POLA: all)."""
+        if isinstance(self.regularizer, LogDet):
+            return super().fast_families
+        return (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
+
     def _run_fast(self, tol, max_sweeps):
         reg = self.regularizer
         if isinstance(reg, LogDet):
