@@ -11,6 +11,12 @@ measured in the same run.
   PDHG's certified lower bound.
 * :func:`large_n_row` — one solve at n = 500 (Balance): CPU time to certified gaps of
   1e-2, 3e-3, 1e-3 and the gap reached within 60 CPU seconds.
+* :func:`gap_sweep_rows` — fast (tol 1e-4) vs exact (Clarabel) on many random instances
+  drawn like the property tests (n <= 30, 2–3 classes): relative objective gaps and the
+  feasibility of both returned Σ.
+
+``python -m cvxkml.bench_kcr [sweep|exact|alg1|large|all]`` runs them and prints the rows;
+:func:`register_cli` adds the same as ``cvxkml bench kcr`` once :mod:`cvxkml.cli` calls it.
 """
 from __future__ import annotations
 
@@ -25,7 +31,8 @@ from .errors import SolverError
 from .kernels import gaussian_kernel
 from .solvers.kcr import kcr_subgradient
 
-__all__ = ["random_problem", "exact_vs_fast_rows", "algorithm1_rows", "large_n_row"]
+__all__ = ["random_problem", "random_instance", "exact_vs_fast_rows", "algorithm1_rows",
+           "large_n_row", "gap_sweep_rows", "summarize_sweep", "run", "main", "register_cli"]
 
 
 def random_problem(n_per_class: int, n_classes: int = 3, lam: float = 1.0, nu_factor: float = 1.0,
@@ -46,9 +53,10 @@ def _timed(fn):
 
 
 def exact_vs_fast_rows(sizes=(4, 7, 10, 14), solvers=(("CLARABEL", "whitened"),), seed=0,
-                       lam=1.0) -> list[dict]:
+                       lam=1.0, eps=None, **solver_opts) -> list[dict]:
     """n = 3 × size points; for each exact (solver, parameterization): status, times,
-    objective difference to the fast solver (tol 1e-4) and the CPU-time ratio."""
+    objective difference to the fast solver (tol 1e-4) and the CPU-time ratio.
+    ``eps`` and ``solver_opts`` go to :meth:`KCR.solve_reference`."""
     rows = []
     for size in sizes:
         p = random_problem(size, lam=lam, seed=seed)
@@ -58,7 +66,7 @@ def exact_vs_fast_rows(sizes=(4, 7, 10, 14), solvers=(("CLARABEL", "whitened"),)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     return p.solve_reference(solver=solver, parameterization=par,
-                                             accept_inaccurate=True)
+                                             accept_inaccurate=True, eps=eps, **solver_opts)
             try:
                 ex, e_cpu, e_wall = _timed(run)
                 status, obj = ex.status, ex.objective
@@ -117,3 +125,170 @@ def large_n_row(n: int = 500, nu: float = 1.0, lam: float = 1.0, max_iter: int =
                 gap=sol.info["gap"], cpu=cpu, wall=wall, to_1e2=first(1e-2), to_3e3=first(3e-3),
                 to_1e3=first(1e-3), gap_after_60_cpu_s=within[-1] if within else None,
                 rank_sigma=sol.info["factor"].shape[1], h=sol.info["h"])
+
+
+# --------------------------------------------------------------------------- property sweep
+def random_instance(seed, sizes, kind="gaussian", nu_factor=1.0, lam=1.0) -> KCR:
+    """The instance family of ``tests/test_kcr_properties.py``: classes of the given
+    ``sizes``, features N(class offset, I) in 3-D with offsets N(0, 1.5²); a Gaussian
+    kernel with ν = nu_factor / median squared distance, or (``kind="linear"``)
+    XXᵀ + 0.1 I."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(len(sizes)), sizes)
+    X = rng.normal(size=(y.size, 3)) + 1.5 * rng.normal(size=(len(sizes), 3))[y]
+    if kind == "gaussian":
+        sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
+        K = gaussian_kernel(X, gamma=nu_factor / float(np.median(sq[sq > 0])))
+    else:
+        K = X @ X.T + 0.1 * np.eye(y.size)
+    return KCR(K, y, lam)
+
+
+def _feasibility(S) -> tuple[float, float, float]:
+    scale = max(1.0, float(np.linalg.norm(S, 2)))
+    return float(np.linalg.eigvalsh(0.5 * (S + S.T))[0]), float(abs(S.sum())), scale
+
+
+def gap_sweep_rows(n_draws: int = 100, seed: int = 0, max_n: int = 30, fast_tol: float = 1e-4,
+                   max_iter: int = 100_000) -> list[dict]:
+    """``n_draws`` random instances (2–3 classes of 2–10 points, n <= ``max_n``, kernel
+    Gaussian (ν factor ½, 1, 2) with prob. 2/3 else ridged linear, λ ∈ {0.01, 0.1, 1, 10}):
+    fast solve (certified tol ``fast_tol``) vs the exact model (Clarabel, whitened,
+    projected back onto N).  rel_gap = |f_fast − f_exact| / max(1, |f_exact|); signed > 0
+    means the fast solver is worse.  Feasibility of both Σ: λ_min, |1ᵀΣ1| and the scale
+    max(1, ‖Σ‖₂)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for draw in range(n_draws):
+        L = int(rng.integers(2, 4))
+        while True:
+            sizes = [int(v) for v in rng.integers(2, 11, size=L)]
+            if sum(sizes) <= max_n:
+                break
+        kind = "gaussian" if rng.uniform() < 2 / 3 else "linear"
+        nu_factor = float(rng.choice([0.5, 1.0, 2.0]))
+        lam = float(rng.choice([0.01, 0.1, 1.0, 10.0]))
+        p = random_instance(int(rng.integers(2 ** 31 - 1)), sizes, kind, nu_factor, lam)
+        fast, f_cpu, _ = _timed(lambda: p.solve(tol=fast_tol, max_iter=max_iter, warn=False))
+
+        def run():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return p.solve_reference(accept_inaccurate=True)
+        try:
+            exact, e_cpu, _ = _timed(run)
+            e_status, e_obj = exact.status, exact.objective
+            e_min, e_sum, e_scale = _feasibility(exact.matrix)
+        except SolverError as exc:
+            e_status, e_obj, e_cpu = f"error ({str(exc)[:40]})", np.nan, np.nan
+            e_min = e_sum = e_scale = np.nan
+        f_min, f_sum, f_scale = _feasibility(fast.matrix)
+        scale = max(1.0, abs(e_obj))
+        rows.append(dict(draw=draw, n=p.n, sizes=sizes, kind=kind, nu_factor=nu_factor, lam=lam,
+                         fast_converged=fast.converged, fast_iter=fast.n_iter,
+                         fast_cert_gap=fast.info["gap"], fast_cpu=f_cpu,
+                         exact_status=e_status, exact_cpu=e_cpu,
+                         f_fast=fast.objective, f_exact=e_obj,
+                         rel_gap=abs(fast.objective - e_obj) / scale,
+                         signed=(fast.objective - e_obj) / scale,
+                         cert_below_exact=bool(fast.dual_value <= e_obj + 1e-7 * scale),
+                         fast_lmin_rel=f_min / f_scale, fast_sum_rel=f_sum / f_scale,
+                         exact_lmin_rel=e_min / e_scale, exact_sum_rel=e_sum / e_scale))
+    return rows
+
+
+def summarize_sweep(rows) -> dict:
+    """Max / median / 95th percentile of the relative gaps and the worst feasibility."""
+    g = np.array([r["rel_gap"] for r in rows], dtype=float)
+    ok = np.isfinite(g)
+    return dict(draws=len(rows), exact_ok=int(ok.sum()),
+                exact_inaccurate=sum(r["exact_status"] == "optimal_inaccurate" for r in rows),
+                fast_converged=sum(bool(r["fast_converged"]) for r in rows),
+                max_gap=float(g[ok].max()), median_gap=float(np.median(g[ok])),
+                p95_gap=float(np.percentile(g[ok], 95)),
+                over_1e3=int(np.sum(g[ok] > 1e-3)),
+                fast_worse=int(sum(r["signed"] > 0 for r in rows if np.isfinite(r["signed"]))),
+                max_n=max(r["n"] for r in rows),
+                cert_valid=sum(r["cert_below_exact"] for r in rows),
+                worst_fast_lmin_rel=float(min(r["fast_lmin_rel"] for r in rows)),
+                worst_fast_sum_rel=float(max(r["fast_sum_rel"] for r in rows)),
+                worst_exact_lmin_rel=float(np.nanmin([r["exact_lmin_rel"] for r in rows])),
+                worst_exact_sum_rel=float(np.nanmax([r["exact_sum_rel"] for r in rows])),
+                median_fast_cpu=float(np.median([r["fast_cpu"] for r in rows])),
+                median_exact_cpu=float(np.nanmedian([r["exact_cpu"] for r in rows])),
+                max_fast_iter=int(max(r["fast_iter"] for r in rows)))
+
+
+# --------------------------------------------------------------------------- entry point
+def _print_rows(rows):
+    for r in rows:
+        print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in r.items()), flush=True)
+
+
+def _add_arguments(ap) -> None:
+    ap.add_argument("what", nargs="?", default="all", choices=("sweep", "exact", "alg1", "large", "all"))
+    ap.add_argument("--draws", type=int, default=100, help="sweep: random instances (default 100)")
+    ap.add_argument("--exact-sizes", type=int, nargs="+", default=[10, 20, 30, 40],
+                    help="exact: points per class (3 classes) for the SCS runs")
+    ap.add_argument("--scs-eps", type=float, default=1e-6, help="exact: SCS eps_abs = eps_rel")
+    ap.add_argument("--scs-time-limit", type=float, default=600.0, help="exact: SCS seconds per solve")
+    ap.add_argument("--n", type=int, default=500, help="large: number of Balance points")
+    ap.add_argument("--json", default=None, help="write all rows as JSON")
+
+
+def run(args) -> int:
+    """Run the parts selected by ``args.what`` and print their rows."""
+    import json
+
+    out = {}
+    if args.what in ("sweep", "all"):
+        rows = gap_sweep_rows(args.draws)
+        out["sweep"] = dict(rows=rows, summary=summarize_sweep(rows))
+        print("fast vs exact sweep:", flush=True)
+        _print_rows([out["sweep"]["summary"]])
+    if args.what in ("exact", "all"):
+        print("exact model with SCS vs fast:", flush=True)
+        out["exact"] = []
+        for size in args.exact_sizes:             # one size at a time, printed as it finishes
+            rows = exact_vs_fast_rows(sizes=(size,), solvers=(("SCS", "whitened"),),
+                                      eps=args.scs_eps, time_limit_secs=args.scs_time_limit)
+            out["exact"] += rows
+            _print_rows(rows)
+    if args.what in ("alg1", "all"):
+        rows = algorithm1_rows()
+        out["alg1"] = rows
+        print("paper's Algorithm 1 vs PDHG (same CPU budget):", flush=True)
+        _print_rows(rows)
+    if args.what in ("large", "all"):
+        row = large_n_row(n=args.n)
+        out["large"] = row
+        print(f"n = {args.n} fast solve:", flush=True)
+        _print_rows([row])
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+    return 0
+
+
+def main(argv=None) -> int:
+    """``python -m cvxkml.bench_kcr [sweep|exact|alg1|large|all] [options]``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m cvxkml.bench_kcr")
+    _add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+def register_cli(bsub) -> None:
+    """Add ``cvxkml bench kcr`` to the ``bench`` subparsers ``bsub``."""
+    if "kcr" in bsub.choices:
+        return
+    p = bsub.add_parser("kcr", help="KCR (Sriperumbudur et al. 2008): fast vs exact sweep, exact "
+                                    "model with SCS, Algorithm 1 vs PDHG, n = 500 solve")
+    _add_arguments(p)
+    p.set_defaults(func=run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

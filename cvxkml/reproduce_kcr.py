@@ -304,15 +304,9 @@ def _cmd_reproduce_kcr(args) -> int:
 def register_cli(sub) -> None:
     """Add ``cvxkml reproduce kcr`` under the shared ``reproduce`` command (created here
     when no other experiment has made it; its experiment subparsers are reused)."""
-    import argparse
+    from .cli import reproduce_subcommands
 
-    rep = sub.choices.get("reproduce")
-    if rep is None:
-        rep = sub.add_parser("reproduce", help="paper reproductions")
-        rep.set_defaults(func=lambda a: (rep.print_help(), 2)[1])
-    rsub = next((a for a in rep._actions if isinstance(a, argparse._SubParsersAction)), None)
-    if rsub is None:
-        rsub = rep.add_subparsers(dest="experiment", metavar="EXPERIMENT")
+    rsub = reproduce_subcommands(sub)
     if "kcr" in rsub.choices:
         return
     p = rsub.add_parser("kcr", help="Sriperumbudur et al. 2008 Table 1: k-NN vs the kernel "

@@ -65,7 +65,6 @@ def test_tie_rules_and_proba_consistency(fitted):
     est, X, y = fitted
     e = clone(est).fit(X, y)
     # a 1-D hand-made embedding: training points at 0 (class 0), 1 (class 1), 10 (class 2)
-    n = y.size
     pos = np.array([0.0, 1.0, 10.0])[y]
     e.train_embedding_ = pos[:, None]
     e._sq_distances = lambda Xq: (Xq[:, :1] - pos[None, :]) ** 2

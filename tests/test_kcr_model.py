@@ -2,14 +2,13 @@
 bad inputs (cvxkml.kcr_formulas, cvxkml.declare.kcr, cvxkml.solvers.kcr)."""
 import warnings
 
-import cvxpy as cp
 import numpy as np
 import pytest
 
 from cvxkml.declare.kcr import KCR
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, InvalidInputError, NotPSDError
-from cvxkml.kcr_formulas import (basis_orthogonal_to_ones, kcr_objective, label_structure,
-                                 project_onto_N, rule_predict, sq_distances_from_gram, whitening)
+from cvxkml.kcr_formulas import (basis_orthogonal_to_ones, label_structure, project_onto_N,
+                                 rule_predict, whitening)
 from cvxkml.kernels import gaussian_kernel
 from cvxkml.solvers.kcr import alternating_projections, dykstra_projections, kcr_subgradient
 
@@ -207,3 +206,28 @@ def test_non_converged_solve_warns_and_says_so():
     assert sol.info["gap"] > 1e-6
     assert sol.dual_value <= sol.objective
     assert isinstance(ConvergenceWarning("x"), Warning) and issubclass(InvalidInputError, CvxkmlError)
+
+
+def test_psd_step_survives_a_lapack_mrrr_failure(monkeypatch):
+    """?syevr occasionally reports an internal error (seen once, float32, during the Wine
+    reproduction); the PSD step then falls back to divide and conquer in float64."""
+    import scipy.linalg
+
+    from cvxkml.solvers import kcr as ks
+
+    M = _random_symmetric(3, 40)
+    ref_w = np.linalg.eigvalsh(M)
+    ref = (lambda w, U: (U * np.maximum(w, 0)) @ U.T)(*np.linalg.eigh(M))
+
+    def broken(*args, **kwargs):
+        raise np.linalg.LinAlgError("Internal Error.")
+
+    monkeypatch.setattr(ks.sla, "eigh", broken)
+    assert ks.sla is scipy.linalg
+    P, w = ks._psd_part(M, 1, np.float32)      # rank hint 1: the partial (evr) path
+    assert np.allclose(P @ P.T, ref, atol=1e-10 * np.abs(M).max())
+    assert np.allclose(np.sort(w), ref_w[ref_w > 0])
+    # and a whole solve (its certificate's λ_min also uses evr) still certifies
+    K, y = _instance(12, n=10)
+    sol = KCR(K, y, 1.0).solve(tol=1e-3)
+    assert sol.converged

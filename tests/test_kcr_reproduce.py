@@ -55,3 +55,13 @@ def test_cli_quick_run():
 def test_unknown_dataset():
     with pytest.raises(ValueError, match="Unknown data set"):
         rk.load_dataset("mnist")
+
+
+def test_bench_sweep_smoke():
+    """The fast-vs-exact sweep behind the reference sheet runs and summarizes (2 draws)."""
+    from cvxkml.bench_kcr import gap_sweep_rows, summarize_sweep
+
+    rows = gap_sweep_rows(n_draws=2, seed=1, max_n=12)
+    summary = summarize_sweep(rows)
+    assert summary["draws"] == 2 and summary["max_n"] <= 12
+    assert summary["max_gap"] <= 1e-3 and summary["cert_valid"] == 2

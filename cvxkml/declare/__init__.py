@@ -24,3 +24,6 @@ from .sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric, barrier_path
 
 __all__ += ["POLAKernel", "POLAMetric", "pola_constraints", "LinearLogDet", "SDPLogDetKernel",
             "SDPLogDetMetric", "barrier_path"]
+from .kcr import KCR
+
+__all__ += ["KCR"]

@@ -16,18 +16,17 @@ included (as printed; that term is [1 − h̃]₊).  Numpy values: :mod:`cvxkml.
 """
 from __future__ import annotations
 
-import time
-
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
 from .._validation import as_float_array, check_kernel_matrix, check_positive
-from ..errors import ConvergenceWarning, InvalidInputError, SolverError
+from ..errors import ConvergenceWarning, InvalidInputError
 from ..kcr_formulas import (basis_orthogonal_to_ones, dual_lower_bound, dual_objective,
                             h_upper_bound, kcr_objective, label_structure, project_onto_N,
                             sq_distances_from_gram, whitening)
 from ..solution import Solution
+from ._conic import solve_conic
 
 __all__ = ["KCR"]
 
@@ -243,34 +242,12 @@ class KCR:
         """
         solver = (solver or self.default_solver()).upper()
         prob = self.to_cvxpy(parameterization)
-        if solver == "SCS":
-            eps = 1e-8 if eps is None else eps
-            kw = dict(eps_abs=eps, eps_rel=eps, max_iters=100_000)
-        elif solver == "CLARABEL":
-            eps = 1e-8 if eps is None else eps
-            kw = dict(tol_gap_abs=eps, tol_gap_rel=eps, tol_feas=eps)
-            if accept_inaccurate:
-                kw["accept_unknown"] = True
-        else:
-            kw = {}
-        kw.update(opts)
-        t0 = time.perf_counter()
-        try:
-            prob.solve(solver=solver, **kw)
-        except cp.error.SolverError as exc:
-            raise SolverError(
-                f"{solver} failed on the exact KCR model ({exc}). Try solver='SCS' or 'CLARABEL', "
-                "another parameterization, or accept_inaccurate=True.") from exc
-        elapsed = time.perf_counter() - t0
-        status = prob.status
-        if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
-            raise SolverError(
-                f"{solver} returned status {status!r} on the exact KCR model (n = {self.n}, "
-                f"parameterization {parameterization!r}); try the other solver, the 'whitened' "
-                "parameterization, a looser eps, or accept_inaccurate=True.")
+        elapsed, status, iters = solve_conic(
+            prob, solver, eps, accept_inaccurate,
+            what=f"exact KCR model (n = {self.n}, parameterization {parameterization!r})",
+            scs_eps=1e-8, scs_max_iters=100_000, **opts)
         Sigma = self.sigma_from_variable(prob.var_dict["S"].value, parameterization)
         h = max(self.h_min, float(prob.var_dict["h"].value))
-        iters = getattr(prob.solver_stats, "num_iters", None) or 0
         return Solution(
             matrix=Sigma, objective=self.objective(Sigma, h), dual=None, slack=None,
             violations=self.violations(Sigma, h), n_iter=int(iters),

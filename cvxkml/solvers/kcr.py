@@ -254,10 +254,17 @@ def _psd_part(M, rank_hint, dtype=np.float64):
     The eigendecomposition runs in ``dtype`` (float32: LAPACK ssyevr/ssyevd)."""
     r = M.shape[0]
     Mx = M.astype(dtype, copy=False)
-    if rank_hint * 8 < r:
-        w, U = sla.eigh(Mx, driver="evr", subset_by_value=(0.0, np.inf), check_finite=False)
-    else:
-        w, U = np.linalg.eigh(Mx)
+    try:
+        if rank_hint * 8 < r:
+            w, U = sla.eigh(Mx, driver="evr", subset_by_value=(0.0, np.inf), check_finite=False)
+        else:
+            w, U = np.linalg.eigh(Mx)
+    except np.linalg.LinAlgError:
+        # LAPACK's MRRR driver (?syevr) can report an internal error on rare matrices
+        # (seen once in float32 on Wine); fall back to divide and conquer in float64.
+        if not np.all(np.isfinite(M)):
+            raise
+        w, U = np.linalg.eigh(np.asarray(M, dtype=np.float64))
     keep = w > 0.0
     w = w[keep].astype(np.float64)
     return U[:, keep].astype(np.float64) * np.sqrt(w), w
@@ -370,8 +377,11 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             best.update(f=f, P=P.copy(), h=hn)
         R = best["f"] / lam
         a, S = dual_objective(sn, tau, c)
-        lmin = float(sla.eigh(Gn, eigvals_only=True, subset_by_index=(0, 0), check_finite=False,
-                              driver="evr")[0])
+        try:
+            lmin = float(sla.eigh(Gn, eigvals_only=True, subset_by_index=(0, 0),
+                                  check_finite=False, driver="evr")[0])
+        except np.linalg.LinAlgError:      # rare ?syevr internal error: divide and conquer
+            lmin = float(np.linalg.eigvalsh(Gn)[0])
         g, th = dual_lower_bound(a, S, lmin, lam, R, h_min, h_upper_bound(R, zmax))
         if g > lower["g"]:
             lower.update(g=g, s=sn.copy(), theta=th)
