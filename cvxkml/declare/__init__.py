@@ -27,3 +27,9 @@ __all__ += ["POLAKernel", "POLAMetric", "pola_constraints", "LinearLogDet", "SDP
 from .kcr import KCR
 
 __all__ += ["KCR"]
+from .lmnn import LMNNProblem
+from .mkl import (CallablePObjective, LinearPObjective, LMNNWeightObjective, MuWeightStep,
+                  RankOneWeightStep, alternate)
+
+__all__ += ["LMNNProblem", "LinearPObjective", "CallablePObjective", "LMNNWeightObjective",
+            "RankOneWeightStep", "MuWeightStep", "alternate"]

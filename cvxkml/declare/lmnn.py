@@ -1,0 +1,429 @@
+"""LMNN as a declarative problem: the exact CVXPY model (ground truth) and the fast
+primal–dual solver (Weinberger & Saul 2009; Wang, Do, Woznica & Kalousis 2011, eq. 18).
+
+    min_{A ⪰ 0, ξ ≥ 0}  Σ_ij S_ij { (1 − γ) d_A(i, j) + γ Σ_l (1 − Y_il) ξ_ijl }
+    s.t.                d_A(i, l) − d_A(i, j) >= 1 − ξ_ijl,
+
+with d_A(i, j) = (z_i − z_j)ᵀ A (z_i − z_j) on a feature matrix Z (n × D):
+
+* :meth:`LMNNProblem.linear` — z_i = x_i, A is d × d (Weinberger & Saul);
+* :meth:`LMNNProblem.kernel` — z_i = K^i, the i-th column of a kernel matrix, A is n × n
+  (Wang et al. eq. 2, 18; the optimal form M = Φᵀ A Φ of Jain et al. 2010);
+* :meth:`LMNNProblem.multiple_kernels` — NR-ML-MKL (Wang et al. eq. 12–14):
+  z_i = Φ_Z(x_i) = (K_1^i, …, K_m^i), A″ is mn × mn.
+
+Both solvers work in the orthonormal coordinates of Z (Z = U S Vᵀ, numerical rank r):
+d depends on A only through X̂ = S Vᵀ A V S (r × r), so the model over X̂ ⪰ 0 with
+features U is an exact reparameterization on the row space of Z, far better
+conditioned than the literal model when Z is a kernel matrix (``to_cvxpy(whiten=False)``
+builds the literal D × D model for checking).  The returned A = V S⁻¹ X̂ S⁻¹ Vᵀ + the
+start matrix's block on the orthogonal complement of the row space (which no training
+distance sees; with the default start A0 = I it is the identity there, as a projected
+gradient path from I leaves it).
+
+A caveat the model makes visible: for a *full-rank* kernel matrix (e.g. Gaussian) the
+kernel parameterization can collapse every class to a point on the training set, so the
+optimum is F* = 0 (take A = K⁻¹ w wᵀ K⁻¹ with w constant on each class); the minimizers
+then grow like K⁻¹, and what a solver returns depends on where it stops.  With a
+rank-deficient K (linear, low-degree polynomial kernels, or fewer features than
+points) the optimum is non-trivial.
+
+Exact model size (measured, 2-core box, Clarabel, k = 5 unless said, balanced
+2-class labels): the model has one hinge slack per triplet, n·k·(n − n_c) ≈ n²k/2
+of them, and an r × r PSD block.  Kernel LMNN (r = n): n = 20 (1000 triplets)
+≈ 0.5 s, n = 30 (2250) ≈ 1.6 s, n = 40 (4000) ≈ 4.6 s, n = 60 (9000) ≈ 30 s;
+linear LMNN with d = 5: n = 40 ≈ 0.35 s, n = 100 (25 000 triplets) ≈ 4 s.  So the exact
+model is practical up to n ≈ 40–50 points for kernel / NR LMNN and a few hundred points
+for low-dimensional linear LMNN; beyond that use :meth:`LMNNProblem.solve`.
+Re-measured under load (load average ≈ 6 on the 2 cores, ``python -m cvxkml.bench_mkl``):
+a *full-rank* kernel (degenerate optimum F* = 0) is much harder for Clarabel — n = 20,
+30, 40 took 2.9, 22, 101 s and ended ``optimal_inaccurate`` — while linear LMNN with
+d = 5 took 0.42 s (n = 40) and 6.9 s (n = 100, 25 000 triplets); linear LMNN on the
+Wine training split of the tests (n = 106, d = 13, 37 030 triplets) did not finish
+accurately (Clarabel ``optimal_inaccurate`` after about 5 minutes).
+"""
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+
+from .._validation import as_float_array, check_kernel_matrix
+from ..errors import ConvergenceWarning, InvalidInputError, SolverError
+from ..kernels import kernel_sq_distances
+from ..lmnn_terms import (LMNNTriplets, lmnn_dual_value, lmnn_objective, lmnn_slack,
+                          orthonormal_factor, pair_quadratic)
+from ..solution import Solution
+from ._conic import solve_conic
+
+__all__ = ["LMNNProblem", "check_kernel_list"]
+
+_CLARABEL_MAX_DIM = 60     # r × r PSD block and ~n²k/2 slacks: Clarabel is fast and exact here
+
+
+def _check_gamma(gamma) -> float:
+    try:
+        g = float(gamma)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"gamma must be a number in (0, 1]; got {gamma!r}.") from exc
+    if not (0.0 < g <= 1.0):
+        raise InvalidInputError(
+            f"gamma must lie in (0, 1] (weight of the hinge terms; the paper uses 0.5); got {gamma!r}.")
+    return g
+
+
+def check_kernel_list(Ks, name: str = "kernels") -> list[np.ndarray]:
+    """A non-empty list of symmetric PSD kernel matrices of one common size n × n.
+
+    Raises
+    ------
+    InvalidInputError
+        Empty list, non-square matrix, or matrices of different sizes.
+    NotPSDError
+        A matrix with a clearly negative eigenvalue.
+    """
+    if isinstance(Ks, np.ndarray) and Ks.ndim == 2:
+        Ks = [Ks]
+    try:
+        Ks = list(Ks)
+    except TypeError as exc:
+        raise InvalidInputError(f"{name} must be a list of kernel matrices; got {type(Ks).__name__}.") from exc
+    if not Ks:
+        raise InvalidInputError(f"{name} must contain at least one kernel matrix.")
+    out = []
+    for l, K in enumerate(Ks):
+        K = check_kernel_matrix(K, f"{name}[{l}]")
+        if out and K.shape != out[0].shape:
+            raise InvalidInputError(
+                f"All kernel matrices must have the same size (one row/column per training "
+                f"point); {name}[0] is {out[0].shape[0]} × {out[0].shape[0]} but {name}[{l}] is "
+                f"{K.shape[0]} × {K.shape[0]}. Compute every kernel on the same points.")
+        out.append(K)
+    return out
+
+
+class LMNNProblem:
+    """LMNN (eq. 18) on a feature matrix Z: exact model and fast solver.
+
+    Use the constructors :meth:`linear`, :meth:`kernel` and :meth:`multiple_kernels`;
+    the plain constructor takes any feature matrix.
+
+    Parameters
+    ----------
+    Z : array-like of shape (n, D)
+        Features z_i (rows); d_A(i, j) = (z_i − z_j)ᵀ A (z_i − z_j).
+    y : array-like of shape (n,)
+        Class labels (at least 2 classes; every class needs k + 1 members).
+    k : int, default=5
+        Target neighbours per point (the paper's setting).
+    gamma : float in (0, 1], default=0.5
+        Weight γ of the hinge terms (the paper's setting).
+    neighbor_sq_dist : array-like of shape (n, n), optional
+        Squared distances that define the target neighbours (default: Euclidean
+        distances between the rows of Z).
+    targets : tuple (i, j) of index arrays, optional
+        Explicit target entries instead of nearest neighbours.
+    triplets : LMNNTriplets, optional
+        A ready structure (shared by several problems on the same points, e.g. the
+        metric steps of the MKL alternation).
+    small_classes : {"raise", "shrink"}, default="raise"
+        What to do with classes of fewer than k + 1 members
+        (:func:`cvxkml.lmnn_terms.target_neighbors`).
+    rank_rtol : float, default=1e-8
+        Singular values of Z below ``rank_rtol`` × the largest are dropped (row space).
+        A = V S⁻¹ X̂ S⁻¹ Vᵀ has condition up to 1/rank_rtol², so evaluating distances
+        through A (rather than through X̂ or the factor) loses up to that much accuracy
+        for ill-conditioned kernels; the solvers and ``Solution.objective`` /
+        ``violations`` work with X̂.
+
+    Attributes
+    ----------
+    triplets : LMNNTriplets
+        Pairs, targets and triplets.
+    U, s, Vt : the factor Z ≈ U diag(s) Vt on the numerical row space (rank r).
+    """
+
+    kind = "features"
+
+    def __init__(self, Z, y, k: int = 5, gamma: float = 0.5, *, neighbor_sq_dist=None,
+                 targets=None, triplets: LMNNTriplets | None = None, rank_rtol: float = 1e-8,
+                 small_classes: str = "raise"):
+        self.Z = as_float_array(Z, "Z", ndim=2)
+        n = self.Z.shape[0]
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != n:
+            raise InvalidInputError(f"y must have one label per row of Z ({n}); got shape {y.shape}.")
+        self.y = y
+        self.gamma = _check_gamma(gamma)
+        if triplets is not None:
+            if not isinstance(triplets, LMNNTriplets) or triplets.n != n:
+                raise InvalidInputError(f"triplets must be an LMNNTriplets built for {n} points.")
+            self.triplets = triplets
+        elif targets is not None:
+            self.triplets = LMNNTriplets.from_labels(y, k, targets=targets)
+        else:
+            if neighbor_sq_dist is None:
+                neighbor_sq_dist = kernel_sq_distances(self.Z @ self.Z.T)
+            self.triplets = LMNNTriplets.from_labels(y, k, sq_dist=neighbor_sq_dist,
+                                                     small_classes=small_classes)
+        self.k = self.triplets.k
+        self.U, self.s, self.Vt = orthonormal_factor(self.Z, rank_rtol)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def linear(cls, X, y, k: int = 5, gamma: float = 0.5, **kw) -> "LMNNProblem":
+        """Linear LMNN: d_A(i, j) = (x_i − x_j)ᵀ A (x_i − x_j), A d × d; target neighbours
+        by Euclidean distance."""
+        prob = cls(X, y, k, gamma, **kw)
+        prob.kind = "linear"
+        return prob
+
+    @classmethod
+    def kernel(cls, K, y, k: int = 5, gamma: float = 0.5, **kw) -> "LMNNProblem":
+        """Kernel LMNN (eq. 2, 18): d_A(i, j) = (K^i − K^j)ᵀ A (K^i − K^j), A n × n; target
+        neighbours by the kernel's feature-space distance K_ii + K_jj − 2K_ij (unless
+        ``neighbor_sq_dist`` / ``targets`` / ``triplets`` are given)."""
+        K = check_kernel_matrix(K, "K")
+        if not any(key in kw for key in ("neighbor_sq_dist", "targets", "triplets")):
+            kw["neighbor_sq_dist"] = kernel_sq_distances(K)
+        prob = cls(K, y, k, gamma, **kw)
+        prob.kind = "kernel"
+        return prob
+
+    @classmethod
+    def multiple_kernels(cls, Ks, y, k: int = 5, gamma: float = 0.5, **kw) -> "LMNNProblem":
+        """NR-ML-MKL (eq. 12–14): LMNN on the concatenated empirical kernel maps
+        Φ_Z(x_i) = (K_1^i, …, K_m^i), A″ mn × mn.  Target neighbours by the feature-space
+        distance of the unweighted sum Σ_l K_l (the space H of the paper)."""
+        Ks = check_kernel_list(Ks)
+        if not any(key in kw for key in ("neighbor_sq_dist", "targets", "triplets")):
+            kw["neighbor_sq_dist"] = kernel_sq_distances(sum(Ks))
+        prob = cls(np.hstack(Ks), y, k, gamma, **kw)
+        prob.kind = "nr-mkl"
+        prob.n_kernels = len(Ks)
+        return prob
+
+    # ------------------------------------------------------------------ numpy side
+    @property
+    def dim(self) -> int:
+        """D, the size of A."""
+        return self.Z.shape[1]
+
+    @property
+    def rank(self) -> int:
+        """r, the numerical rank of Z (size of the whitened variable X̂)."""
+        return self.U.shape[1]
+
+    def pair_distances(self, A) -> np.ndarray:
+        """Squared learned distances of all pairs of the structure under A (D × D)."""
+        A = as_float_array(A, "A", ndim=2)
+        if A.shape != (self.dim, self.dim):
+            raise InvalidInputError(f"A must be {self.dim} × {self.dim}; got {A.shape}.")
+        return pair_quadratic(self.Z, A, self.triplets.pi, self.triplets.pj)
+
+    def objective(self, A) -> float:
+        """F(A), eq. 18 with the optimal slack (:func:`cvxkml.lmnn_terms.lmnn_objective`)."""
+        return lmnn_objective(self.pair_distances(A), self.triplets, self.gamma)
+
+    def objective_whitened(self, X) -> float:
+        """F at A = V S⁻¹ X̂ S⁻¹ Vᵀ, from the whitened X̂ (r × r)."""
+        p = pair_quadratic(self.U, X, self.triplets.pi, self.triplets.pj)
+        return lmnn_objective(p, self.triplets, self.gamma)
+
+    def slack(self, A) -> np.ndarray:
+        """The optimal slack ξ_t = [1 + d(i, j) − d(i, l)]_+ of every triplet."""
+        return lmnn_slack(self.pair_distances(A), self.triplets)
+
+    def violations(self, A, xi=None) -> np.ndarray:
+        """Per triplet max(0, 1 − ξ_t − (d(i, l) − d(i, j)), −ξ_t) (0 for the optimal slack),
+        followed by the PSD violation max(0, −λ_min(A))."""
+        return self._violations(self.pair_distances(A), A, xi)
+
+    def violations_whitened(self, X, xi=None) -> np.ndarray:
+        """:meth:`violations` evaluated through the whitened X̂ (well conditioned)."""
+        return self._violations(pair_quadratic(self.U, X, self.triplets.pi, self.triplets.pj), X, xi)
+
+    def _violations(self, p, M, xi) -> np.ndarray:
+        xi = lmnn_slack(p, self.triplets) if xi is None else np.asarray(xi, dtype=float)
+        tr = self.triplets
+        margin = np.maximum(np.maximum(0.0, 1.0 - xi - (p[tr.ti] - p[tr.tt])), -xi)
+        lam = float(np.linalg.eigvalsh(0.5 * (M + M.T))[0]) if M.size else 0.0
+        return np.append(margin, max(0.0, -lam))
+
+    def dual_value(self, alpha) -> float:
+        """Certified lower bound g(α) on the optimum (:func:`cvxkml.lmnn_terms.lmnn_dual_value`)."""
+        alpha = np.asarray(alpha, dtype=float)
+        if alpha.shape != (self.triplets.n_triplets,):
+            raise InvalidInputError(f"alpha must have one entry per triplet ({self.triplets.n_triplets}).")
+        return lmnn_dual_value(self.U, self.triplets, alpha, self.gamma)
+
+    def whiten(self, A) -> np.ndarray:
+        """X̂ = S Vᵀ A V S, the part of A that the training distances see."""
+        A = as_float_array(A, "A", ndim=2)
+        if A.shape != (self.dim, self.dim):
+            raise InvalidInputError(f"A must be {self.dim} × {self.dim}; got {A.shape}.")
+        B = self.Vt * self.s[:, None]
+        X = B @ A @ B.T
+        return 0.5 * (X + X.T)
+
+    def matrix_from_whitened(self, X, complement=None) -> np.ndarray:
+        """A = V S⁻¹ X̂ S⁻¹ Vᵀ + P⊥ C P⊥, C = ``complement`` (default I) and P⊥ the projector
+        onto the orthogonal complement of the row space of Z."""
+        C = (self.Vt / self.s[:, None]).T            # V S⁻¹ (D × r)
+        A = C @ np.asarray(X, dtype=float) @ C.T
+        if self.rank < self.dim:
+            Pp = np.eye(self.dim) - self.Vt.T @ self.Vt
+            Cc = np.eye(self.dim) if complement is None else np.asarray(complement, dtype=float)
+            A = A + Pp @ Cc @ Pp
+        return 0.5 * (A + A.T)
+
+    def factor(self, X, complement=None, rtol: float = 1e-12) -> np.ndarray:
+        """L (q × D) with Lᵀ L = :meth:`matrix_from_whitened` (X̂, complement), built from
+        X̂'s eigendecomposition without forming A: rows √λ_k w_kᵀ S⁻¹ Vᵀ, then a square
+        root of the complement block.  ``Z_new @ L.T`` maps new feature rows to the
+        learned space (Euclidean distances there are the learned distances)."""
+        lam, W = np.linalg.eigh(0.5 * (np.asarray(X, dtype=float) + np.asarray(X, dtype=float).T))
+        keep = lam > rtol * max(float(lam[-1]) if lam.size else 0.0, np.finfo(float).tiny)
+        L = (W[:, keep] * np.sqrt(lam[keep])).T @ (self.Vt / self.s[:, None])
+        if self.rank < self.dim:
+            N = np.linalg.svd(self.Vt, full_matrices=True)[2][self.rank:]     # complement basis (rows)
+            if complement is None:
+                Lc = N
+            else:
+                C = N @ np.asarray(complement, dtype=float) @ N.T
+                lc, Wc = np.linalg.eigh(0.5 * (C + C.T))
+                kc = lc > rtol * max(float(np.abs(lc).max()) if lc.size else 0.0, np.finfo(float).tiny)
+                Lc = (Wc[:, kc] * np.sqrt(lc[kc])).T @ N
+            L = np.vstack([L, Lc])
+        return L
+
+    # ------------------------------------------------------------------ CVXPY side
+    def to_cvxpy(self, whiten: bool = True) -> cp.Problem:
+        """The exact model as a ``cvxpy.Problem``.
+
+        Variables (``problem.var_dict``): ``"X"`` (r × r PSD, the whitened X̂; with
+        ``whiten=False`` ``"A"``, the literal D × D matrix) and ``"xi"`` (one slack per
+        triplet).  The pair distances are one vectorized expression
+        ``sum(multiply(Up @ X, Up), axis=1)`` over the distinct pairs; the margin
+        constraints index it (``problem.constraints[0]`` holds their multipliers α).
+        """
+        tr = self.triplets
+        if whiten:
+            F = self.U
+            M = cp.Variable((self.rank, self.rank), PSD=True, name="X")
+        else:
+            F = self.Z
+            M = cp.Variable((self.dim, self.dim), PSD=True, name="A")
+        Fp = F[tr.pi] - F[tr.pj]
+        p = cp.sum(cp.multiply(Fp @ M, Fp), axis=1)
+        xi = cp.Variable(tr.n_triplets, nonneg=True, name="xi")
+        objective = (1.0 - self.gamma) * (tr.target_weight @ p) + self.gamma * cp.sum(xi)
+        margin = p[tr.ti] - p[tr.tt] + xi >= 1.0
+        return cp.Problem(cp.Minimize(objective), [margin])
+
+    def default_solver(self) -> str:
+        return "CLARABEL" if self.rank <= _CLARABEL_MAX_DIM else "SCS"
+
+    def solve_reference(self, solver: str | None = None, eps: float | None = None,
+                        accept_inaccurate: bool = False, whiten: bool = True, **opts) -> Solution:
+        """Solve the exact model with a conic solver at high accuracy.
+
+        Default solver: Clarabel (tolerances ``eps`` = 1e-8) when r <= 60, SCS
+        (``eps`` = 1e-9) above.  See the module docstring for the sizes where this is
+        practical.  Raises :class:`SolverError` on a non-optimal status
+        (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
+
+        Returns
+        -------
+        Solution
+            ``matrix`` = A (D × D), ``slack`` = ξ, ``dual`` = α (the multipliers of the
+            margin constraints), ``dual_value`` = g(α), ``info["X"]`` = X̂.
+        """
+        solver = solver or self.default_solver()
+        prob = self.to_cvxpy(whiten=whiten)
+        elapsed, status, iters = solve_conic(prob, solver, eps, accept_inaccurate,
+                                             "exact LMNN model", **opts)
+        M = np.asarray(prob.var_dict["X" if whiten else "A"].value, dtype=float)
+        M = 0.5 * (M + M.T)
+        if whiten:
+            X = M
+            A = self.matrix_from_whitened(X)
+        else:
+            A = M
+            X = self.whiten(A)
+        xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
+        alpha = np.clip(np.asarray(prob.constraints[0].dual_value, dtype=float).ravel(), 0.0, self.gamma)
+        return Solution(
+            matrix=A, objective=self.objective_whitened(X), dual=alpha, slack=xi,
+            violations=self.violations_whitened(X, xi), n_iter=iters, converged=status == cp.OPTIMAL,
+            time=elapsed, status=status, solver=f"cvxpy-{solver.lower()}",
+            dual_value=self.dual_value(alpha),
+            info={"solver_objective": float(prob.solution.opt_val), "X": X, "rank": self.rank})
+
+    # ------------------------------------------------------------------ fast side
+    def solve(self, tol: float = 1e-5, max_iter: int = 20_000, A0=None, alpha0=None,
+              check_every: int = 200, buffer: float = 1.0, polish: bool = True) -> Solution:
+        """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`): primal–dual projected
+        sub-gradient with Weinberger & Saul's active set, in the whitened coordinates.
+
+        Parameters
+        ----------
+        tol : float, default=1e-5
+            Stop when the certified relative gap (F − g) / max(1, |F|) <= tol, g a Lagrange
+            dual bound (so ``converged=True`` is a proof of tol-optimality).
+        max_iter : int, default=20000
+            Iteration budget; when exhausted a :class:`ConvergenceWarning` is emitted,
+            ``converged=False`` and the best iterate is returned.
+        A0 : array-like of shape (D, D), optional
+            Start matrix (default the identity, the paper's initialization); only its
+            whitened part S Vᵀ A0 V S enters the iteration, the rest is kept on the
+            complement of the row space.
+        alpha0 : array-like of shape (T,), optional
+            Start multipliers.
+        check_every, buffer, polish
+            See :func:`cvxkml.solvers.lmnn.lmnn_pdhg`.
+
+        Returns
+        -------
+        Solution
+            ``matrix`` = A, ``slack`` = the optimal ξ of A, ``dual`` = α, ``dual_value`` =
+            g(α), ``n_iter`` = iterations; ``info`` holds X̂, the history of checks
+            (iteration, F, g, working triplets) and solver diagnostics.
+        """
+        from ..solvers.lmnn import lmnn_pdhg
+
+        if not (np.isfinite(tol) and tol > 0):
+            raise InvalidInputError(f"tol must be a positive number; got {tol!r}.")
+        if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 0:
+            raise InvalidInputError(f"max_iter must be a non-negative integer; got {max_iter!r}.")
+        if A0 is None:
+            X0, complement = np.diag(self.s ** 2), None
+        else:
+            A0 = as_float_array(A0, "A0", ndim=2)
+            X0, complement = self.whiten(A0), A0
+        if alpha0 is not None:
+            alpha0 = np.asarray(alpha0, dtype=float)
+            if alpha0.shape != (self.triplets.n_triplets,):
+                raise InvalidInputError(f"alpha0 must have one entry per triplet ({self.triplets.n_triplets}).")
+        try:
+            res = lmnn_pdhg(self.U, self.triplets, self.gamma, X0=X0, alpha0=alpha0, tol=float(tol),
+                            max_iter=int(max_iter), check_every=int(check_every),
+                            buffer=float(buffer), polish=polish)
+        except FloatingPointError as exc:
+            raise SolverError(
+                f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
+                "normalize the kernel by its mean diagonal).") from exc
+        A = self.matrix_from_whitened(res.X, complement)
+        xi = lmnn_slack(pair_quadratic(self.U, res.X, self.triplets.pi, self.triplets.pj), self.triplets)
+        if not res.converged:
+            warnings.warn(
+                f"LMNN solver stopped after {res.n_iter} iterations (max_iter) with certified relative "
+                f"gap {(res.objective - res.dual_value) / max(1.0, abs(res.objective)):.3g} > tol {tol:.3g}. "
+                "Raise max_iter or tol; the best iterate is returned.", ConvergenceWarning, stacklevel=2)
+        return Solution(
+            matrix=A, objective=res.objective, dual=res.alpha, slack=xi,
+            violations=self.violations_whitened(res.X, xi), n_iter=res.n_iter, converged=res.converged,
+            time=res.time, status=res.status, solver="pdhg-lmnn", dual_value=res.dual_value,
+            info={"X": res.X, "rank": self.rank, "history": res.history, "complement": complement,
+                  **res.info})

@@ -1,0 +1,357 @@
+"""LMNN's triplet structure and the numpy values of its objective and Lagrange dual —
+the one place these formulas are written (Weinberger & Saul, JMLR 2009; Wang, Do,
+Woznica & Kalousis, NIPS 2011, eq. 18).
+
+Every LMNN flavour in cvxkml (linear, kernel, multiple kernels) is the same problem on
+a feature matrix Z (n × D): the squared learned distance is
+
+    d_A(i, j) = (z_i − z_j)ᵀ A (z_i − z_j),      A ⪰ 0 (D × D),
+
+with z_i = x_i (linear), z_i = K^i, the i-th kernel column (kernel, A is n × n), or
+z_i = (K_1^i, …, K_m^i) (NR-ML-MKL, eq. 13).  With the slack eliminated, eq. 18 reads
+
+    F(A) = (1 − γ) Σ_{(i,j) ∈ S} d_A(i, j)  +  γ Σ_{(i,j) ∈ S} Σ_{l: y_l ≠ y_i} [1 + d_A(i, j) − d_A(i, l)]_+ ,
+
+S the target-neighbour entries (j among the k nearest same-class points of i).  The
+structure is stored once as *pairs* (distinct unordered point pairs whose distance
+enters F), the target entries as pair indices, and the *triplets* (i, j, l) as the pair
+indices of (i, j) and (i, l), so every value is a function of the vector p of pair
+distances: :func:`lmnn_objective`.  The exact CVXPY model, the fast solver's stopping
+rule, the MKL weight steps and the tests all evaluate F through it.
+
+Lagrange dual (the optimality certificate).  With α_t ∈ [0, γ] the multipliers of the
+margin constraints d(i, l) − d(i, j) >= 1 − ξ_t,
+
+    g(α) = Σ_t α_t    if  G(α) = Σ_p w_p(α) (z_i − z_j)(z_i − z_j)ᵀ ⪰ 0,   else −∞,
+    w_p(α) = (1 − γ)·S_p + Σ_{t: (i,j)=p} α_t − Σ_{t: (i,l)=p} α_t,
+
+S_p the number of target entries on pair p.  Weak duality makes g(α) <= F(A) for every
+feasible A; :func:`lmnn_dual_value` evaluates g at the largest feasible scaling sα,
+s ∈ [0, 1] (G(0) ⪰ 0 always, so the bound is finite).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import as_float_array
+from .errors import InvalidInputError
+
+__all__ = [
+    "LMNNTriplets", "target_neighbors", "lmnn_objective", "lmnn_slack", "pair_weights",
+    "laplacian_quadratic", "lmnn_dual_value", "pair_quadratic", "orthonormal_factor",
+]
+
+
+# --------------------------------------------------------------------------- structure
+def _label_codes(y) -> tuple[np.ndarray, np.ndarray]:
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise InvalidInputError(f"y must be 1-dimensional; got shape {y.shape}.")
+    classes, codes = np.unique(y, return_inverse=True)
+    return classes, codes.astype(np.int64)
+
+
+def _check_class_sizes(classes, codes, k: int, small_classes: str = "raise") -> None:
+    if small_classes not in ("raise", "shrink"):
+        raise InvalidInputError(f"small_classes must be 'raise' or 'shrink'; got {small_classes!r}.")
+    if classes.size < 2:
+        raise InvalidInputError(
+            "LMNN needs labels from at least 2 classes (impostors are points of another "
+            f"class); y has {classes.size} class.")
+    counts = np.bincount(codes, minlength=classes.size)
+    if small_classes == "shrink":
+        if counts.max() < 2:
+            raise InvalidInputError(
+                "Every class has a single member: no point has a same-class target neighbour. "
+                "LMNN needs at least one class with two or more members.")
+        return
+    small = np.flatnonzero(counts < k + 1)
+    if small.size:
+        c = int(small[0])
+        raise InvalidInputError(
+            f"Class {classes[c]!r} has {counts[c]} member(s); k = {k} target neighbours need "
+            f"k + 1 = {k + 1} members in every class. Lower k to at most {int(counts.min()) - 1} "
+            "(the smallest class size minus one), or drop / merge the small classes.")
+
+
+def target_neighbors(sq_dist, y, k: int, small_classes: str = "raise") -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest same-class points of every point (Weinberger & Saul's target
+    neighbours; the S matrix of eq. 18).
+
+    Parameters
+    ----------
+    sq_dist : array-like of shape (n, n)
+        Squared distances used to pick the neighbours (Euclidean for linear LMNN, the
+        kernel's feature-space distance for kernel LMNN).
+    y : array-like of shape (n,)
+        Class labels.
+    k : int
+        Target neighbours per point (>= 1).  Ties are broken by the smaller index.
+    small_classes : {"raise", "shrink"}, default="raise"
+        A class with fewer than k + 1 members makes k targets impossible: ``"raise"``
+        raises :class:`InvalidInputError`; ``"shrink"`` gives each point of such a class
+        min(k, class size − 1) targets (none for a singleton class, whose point still
+        serves as an impostor of the other classes).
+
+    Returns
+    -------
+    i, j : int64 arrays of shape (n·k,)
+        Entry e says that j[e] is a target neighbour of i[e]; i is sorted.
+
+    Raises
+    ------
+    InvalidInputError
+        Fewer than two classes, or (``small_classes="raise"``) a class with fewer than
+        k + 1 members.
+    """
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise InvalidInputError(f"k must be a positive integer; got {k!r}.")
+    k = int(k)
+    classes, codes = _label_codes(y)
+    D = as_float_array(sq_dist, "sq_dist", ndim=2)
+    n = codes.size
+    if D.shape != (n, n):
+        raise InvalidInputError(f"sq_dist must be {n} × {n} to match y; got {D.shape}.")
+    _check_class_sizes(classes, codes, k, small_classes)
+    ti, tj = [], []
+    for c in range(classes.size):
+        members = np.flatnonzero(codes == c)
+        kc = min(k, members.size - 1)
+        if kc < 1:
+            continue
+        sub = D[np.ix_(members, members)].copy()
+        np.fill_diagonal(sub, np.inf)
+        order = np.argsort(sub, axis=1, kind="stable")[:, :kc]
+        ti.append(np.repeat(members, kc))
+        tj.append(members[order].ravel())
+    i = np.concatenate(ti)
+    j = np.concatenate(tj)
+    perm = np.argsort(i, kind="stable")
+    return i[perm].astype(np.int64), j[perm].astype(np.int64)
+
+
+@dataclass(frozen=True)
+class LMNNTriplets:
+    """The index structure of an LMNN problem (no distances, no features).
+
+    Attributes
+    ----------
+    n : number of points.
+    k : target neighbours per point.
+    codes : class code of every point (0 … c − 1).
+    pi, pj : int64 arrays (P,), the distinct pairs (pi < pj) whose distance enters F.
+    target_i, target_j : the target entries (S_ij = 1), shape (n·k,).
+    target_pair : pair index of every target entry.
+    target_weight : float array (P,), S_ij + S_ji per pair (0 for impostor-only pairs).
+    trip_i, trip_j, trip_l : the triplets (i, j, l), j a target of i, y_l ≠ y_i.
+    tt, ti : pair index of (i, j) and of (i, l) for every triplet.
+    """
+
+    n: int
+    k: int
+    codes: np.ndarray
+    pi: np.ndarray
+    pj: np.ndarray
+    target_i: np.ndarray
+    target_j: np.ndarray
+    target_pair: np.ndarray
+    target_weight: np.ndarray
+    trip_i: np.ndarray
+    trip_j: np.ndarray
+    trip_l: np.ndarray
+    tt: np.ndarray
+    ti: np.ndarray
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.pi.size)
+
+    @property
+    def n_triplets(self) -> int:
+        return int(self.tt.size)
+
+    @classmethod
+    def from_labels(cls, y, k: int = 5, sq_dist=None, targets=None,
+                    small_classes: str = "raise") -> "LMNNTriplets":
+        """Build the structure from labels and either neighbour distances or given targets.
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+            Class labels (at least 2 classes, each with at least k + 1 members).
+        k : int, default=5
+            Target neighbours per point (the paper's setting).
+        sq_dist : array-like of shape (n, n), optional
+            Squared distances defining the target neighbours (:func:`target_neighbors`).
+        targets : tuple (i, j) of int arrays, optional
+            Explicit target entries instead (every j[e] must share i[e]'s class, i ≠ j).
+        small_classes : {"raise", "shrink"}, default="raise"
+            See :func:`target_neighbors`.
+        """
+        classes, codes = _label_codes(y)
+        n = codes.size
+        if (sq_dist is None) == (targets is None):
+            raise InvalidInputError("Give exactly one of sq_dist (to pick target neighbours) or targets.")
+        if targets is None:
+            t_i, t_j = target_neighbors(sq_dist, y, k, small_classes)
+        else:
+            _check_class_sizes(classes, codes, 0)
+            try:
+                t_i, t_j = (np.asarray(a).ravel() for a in targets)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError("targets must be a pair (i, j) of index arrays.") from exc
+            if t_i.shape != t_j.shape or t_i.size == 0:
+                raise InvalidInputError("targets must be two non-empty index arrays of equal length.")
+            if not (np.issubdtype(t_i.dtype, np.integer) and np.issubdtype(t_j.dtype, np.integer)):
+                raise InvalidInputError("targets must hold integer point indices.")
+            t_i = t_i.astype(np.int64)
+            t_j = t_j.astype(np.int64)
+            if t_i.min() < 0 or t_j.min() < 0 or t_i.max() >= n or t_j.max() >= n:
+                raise InvalidInputError(f"target indices must lie in 0 … {n - 1}.")
+            if np.any(t_i == t_j) or np.any(codes[t_i] != codes[t_j]):
+                raise InvalidInputError("every target (i, j) must have i ≠ j and y_i = y_j.")
+        # triplets: every target entry (i, j) × every l of another class
+        tr_e, tr_l = [], []
+        for c in range(classes.size):
+            ent = np.flatnonzero(codes[t_i] == c)
+            others = np.flatnonzero(codes != c)
+            tr_e.append(np.repeat(ent, others.size))
+            tr_l.append(np.tile(others, ent.size))
+        e = np.concatenate(tr_e).astype(np.int64)
+        trip_l = np.concatenate(tr_l).astype(np.int64)
+        trip_i, trip_j = t_i[e], t_j[e]
+        # distinct unordered pairs over targets and impostor pairs
+        a = np.concatenate([t_i, trip_i])
+        b = np.concatenate([t_j, trip_l])
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        keys, inv = np.unique(lo * n + hi, return_inverse=True)
+        pi, pj = (keys // n).astype(np.int64), (keys % n).astype(np.int64)
+        target_pair = inv[: t_i.size].astype(np.int64)
+        ti = inv[t_i.size:].astype(np.int64)
+        tt = target_pair[e]
+        weight = np.bincount(target_pair, minlength=keys.size).astype(np.float64)
+        k_eff = int(k) if targets is None else int(np.max(np.bincount(t_i, minlength=n)))
+        return cls(n=int(n), k=k_eff, codes=codes, pi=pi, pj=pj, target_i=t_i, target_j=t_j,
+                   target_pair=target_pair, target_weight=weight, trip_i=trip_i, trip_j=trip_j,
+                   trip_l=trip_l, tt=tt, ti=ti)
+
+
+# --------------------------------------------------------------------------- values
+def pair_quadratic(Z, A, pi, pj) -> np.ndarray:
+    """(z_i − z_j)ᵀ A (z_i − z_j) for the index pairs (pi, pj): the squared learned distances.
+    A may be any symmetric matrix (indefinite A gives the linear map, not a distance)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    Y = Z @ np.asarray(A, dtype=np.float64)
+    pi = np.asarray(pi, dtype=np.int64)
+    pj = np.asarray(pj, dtype=np.int64)
+    return np.einsum("ij,ij->i", Z[pi] - Z[pj], Y[pi] - Y[pj])
+
+
+def lmnn_objective(p, trip: LMNNTriplets, gamma: float) -> float:
+    """F = (1 − γ) Σ_S d(i, j) + γ Σ_t [1 + d(i, j) − d(i, l)]_+ from the pair distances p
+    (one entry per pair of ``trip``; eq. 18 with the optimal slack)."""
+    p = np.asarray(p, dtype=np.float64)
+    pull = float(p[trip.target_pair].sum())
+    push = float(np.maximum(0.0, 1.0 + p[trip.tt] - p[trip.ti]).sum())
+    return (1.0 - gamma) * pull + gamma * push
+
+
+def lmnn_slack(p, trip: LMNNTriplets) -> np.ndarray:
+    """The optimal slack ξ_t = [1 + d(i, j) − d(i, l)]_+ for the pair distances p."""
+    p = np.asarray(p, dtype=np.float64)
+    return np.maximum(0.0, 1.0 + p[trip.tt] - p[trip.ti])
+
+
+def pair_weights(trip: LMNNTriplets, alpha, gamma: float) -> np.ndarray:
+    """w_p(α) = (1 − γ) S_p + Σ_{t:(i,j)=p} α_t − Σ_{t:(i,l)=p} α_t: the Lagrangian is
+    Σ α_t + Σ_p w_p d(p), so G(α) = Σ_p w_p (z_i − z_j)(z_i − z_j)ᵀ."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    P = trip.n_pairs
+    return ((1.0 - gamma) * trip.target_weight + np.bincount(trip.tt, alpha, minlength=P)
+            - np.bincount(trip.ti, alpha, minlength=P))
+
+
+def laplacian_quadratic(U, trip: LMNNTriplets, w) -> np.ndarray:
+    """Uᵀ Ω U with Ω = Σ_p w_p (e_i − e_j)(e_i − e_j)ᵀ, i.e. Σ_p w_p u_p u_pᵀ with
+    u_p = U[i] − U[j] (sparse Laplacian, O(P·r + n·r²))."""
+    U = np.asarray(U, dtype=np.float64)
+    n = U.shape[0]
+    w = np.asarray(w, dtype=np.float64)
+    rows = np.concatenate([trip.pi, trip.pj, trip.pi, trip.pj])
+    cols = np.concatenate([trip.pi, trip.pj, trip.pj, trip.pi])
+    vals = np.concatenate([w, w, -w, -w])
+    Om = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    G = U.T @ (Om @ U)
+    return 0.5 * (G + G.T)
+
+
+def _min_eig(M) -> float:
+    return float(np.linalg.eigvalsh(M)[0]) if M.size else 0.0
+
+
+def lmnn_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, rtol: float = 1e-11) -> float:
+    """A lower bound on the optimum of eq. 18 from multipliers α (weak duality).
+
+    ``U`` (n × r) spans the row features: the columns of Z (n × D) lie in range(U)
+    (Z = U S Vᵀ; any basis with the same range works; orthonormal is best conditioned).
+    α is clipped to [0, γ]; then g(sα) = s Σ α_t with s the largest value in [0, 1]
+    such that G(sα) ⪰ 0 (G(0) = (1 − γ) Σ_S u uᵀ ⪰ 0, so s = 0 is always feasible).
+    Eigenvalues down to −rtol·scale count as zero (round-off).
+    """
+    alpha = np.clip(np.asarray(alpha, dtype=np.float64), 0.0, gamma)
+    total = float(alpha.sum())
+    if total == 0.0:
+        return 0.0
+    U = np.asarray(U, dtype=np.float64)
+    zero = np.zeros_like(alpha)
+    OT = laplacian_quadratic(U, trip, pair_weights(trip, zero, gamma))
+    OH = laplacian_quadratic(U, trip, pair_weights(trip, alpha, gamma)) - OT
+    scale = max(np.linalg.norm(OT, 2) if OT.size else 0.0, np.linalg.norm(OH, 2) if OH.size else 0.0,
+                np.finfo(float).tiny)
+    eps = rtol * scale
+
+    def feasible(s):
+        return _min_eig(OT + s * OH) >= -eps
+
+    if feasible(1.0):
+        return total
+    # generalized eigenvalue when OT is positive definite: s* = 1 / λ_max(−T^-½ H T^-½)
+    wT, VT = np.linalg.eigh(OT)
+    s = 0.0
+    if wT[0] > 1e3 * eps:
+        Tm = VT / np.sqrt(wT)
+        lam = float(np.linalg.eigvalsh(-(Tm.T @ OH @ Tm))[-1])
+        s = min(1.0, 1.0 / lam) * (1.0 - 1e-12) if lam > 0 else 1.0
+        if not feasible(s):
+            s = 0.0
+    if s == 0.0:
+        lo, hi = 0.0, 1.0
+        for _ in range(50):
+            mid = 0.5 * (lo + hi)
+            if feasible(mid):
+                lo = mid
+            else:
+                hi = mid
+            if hi - lo <= 1e-10:
+                break
+        s = lo
+    return s * total
+
+
+def orthonormal_factor(Z, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Z = U diag(s) Vt with the singular values below rtol·s_max dropped.
+
+    The learned distances depend on A only through X̂ = diag(s) Vt A Vtᵀ diag(s) (r × r),
+    because (z_i − z_j) = Vtᵀ diag(s) (u_i − u_j); optimizing over X̂ ⪰ 0 with features U
+    is an exact reparameterization of eq. 18 on the row space of Z, A = Vtᵀ diag(1/s) X̂
+    diag(1/s) Vt.  Returns (U (n × r), s (r,), Vt (r × D)).
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    U, s, Vt = np.linalg.svd(Z, full_matrices=False)
+    if s.size == 0 or s[0] == 0.0:
+        raise InvalidInputError("The feature matrix is zero: every distance is 0 and nothing can be learned.")
+    r = int(np.sum(s > rtol * s[0]))
+    return np.ascontiguousarray(U[:, :r]), s[:r].copy(), np.ascontiguousarray(Vt[:r])

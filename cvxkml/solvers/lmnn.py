@@ -1,0 +1,540 @@
+"""Fast LMNN solver: primal–dual projected (sub)gradient with Weinberger & Saul's
+active-set bookkeeping (Wang et al. 2011, eq. 18; Weinberger & Saul 2009, §5–6).
+
+The problem is solved in the orthonormal coordinates of the features (see
+:func:`cvxkml.lmnn_terms.orthonormal_factor`): Z = U S Vᵀ, d(i, j) = u_pᵀ X̂ u_p with
+u_p = U[i] − U[j], X̂ ⪰ 0 (r × r).  Written as a saddle problem over the hinge
+multipliers α_t ∈ [0, γ],
+
+    min_{X̂ ⪰ 0} max_{α ∈ [0, γ]^T}  Σ_t α_t + Σ_p w_p(α) u_pᵀ X̂ u_p ,
+
+one iteration is (Chambolle & Pock 2011)
+
+    X̂ ← Π_PSD(X̂ − τ G(α)),          G(α) = Σ_p w_p(α) u_p u_pᵀ = Uᵀ Ω(α) U,
+    α_t ← clip(α_t + σ_t (1 + d̄(i, j) − d̄(i, l)), 0, γ),   d̄ = 2 d(X̂_new) − d(X̂_old).
+
+The X̂-step is Weinberger & Saul's projected gradient step, whose sub-gradient weights
+α_t ∈ {0, γ} (violated or not) are replaced by multipliers that converge, so the
+iterates reach the optimum instead of oscillating around it.  Π_PSD clips the negative
+eigenvalues of an eigendecomposition.  Numba kernels accumulate the pair weights from the
+working triplets and Ω(α)U over the pairs (the gradient accumulation), and the pair
+distances from the factor.
+
+Active set (Weinberger & Saul §6): between full passes only the *working* triplets —
+active (α_t > 0) or near-active (1 + d(i, j) − d(i, l) > −``buffer``) — are updated; a
+triplet outside it keeps α_t = 0, exactly what its update would give while its margin
+holds.  Every ``check_every`` iterations all pair distances are recomputed, the working
+set is rebuilt, and the true objective F (:func:`cvxkml.lmnn_terms.lmnn_objective`)
+and the Lagrange dual bound g (:func:`cvxkml.lmnn_terms.lmnn_dual_value`) are
+evaluated on *all* triplets.
+
+Stopping rule: F(best X̂) − max g <= tol · max(1, |F|) — a certified relative
+optimality gap (weak duality), so ``converged`` is never claimed without proof.  At
+the same checks the method restarts from the better of the current and the averaged
+iterate, and re-balances the primal weight ω (τ = η/ω, σ = ηω·s_t) from the distance
+travelled (Applegate et al. 2021, PDLP).  σ_t is diagonally preconditioned by
+s_t = 1/‖u_ij u_ijᵀ − u_il u_ilᵀ‖_F.
+
+Dual recovery (the certificate).  The primal iterate settles long before the PDHG
+multipliers do: on the Wine instance of the tests the best X̂ after 20 000 iterations is
+within 5.7e-7 (relative) of the optimum, while the best PDHG / least-squares bound is
+still 2.7e-5 below it, because X̂* has rank 5 of 13 and G(α) must be PSD on its null
+space.  Once F stops moving, :func:`_barrier_dual` solves the dual restricted to the
+kink triplets of the best X̂ by a small interior-point method (strictly feasible, so
+certified); :func:`_polish_dual` (least squares on G(α)X̂ = 0) remains as a fallback.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numba as nb
+import numpy as np
+
+from scipy.optimize import lsq_linear
+from scipy.sparse.linalg import LinearOperator
+from threadpoolctl import threadpool_limits
+
+from ..lmnn_terms import (LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
+                          pair_weights)
+
+__all__ = ["LMNNResult", "lmnn_pdhg"]
+
+
+@dataclass
+class LMNNResult:
+    X: np.ndarray             # r × r, the whitened matrix X̂ (best primal iterate)
+    alpha: np.ndarray         # multipliers α (T,) of the best dual bound
+    objective: float          # F at X
+    dual_value: float         # best certified lower bound
+    n_iter: int
+    converged: bool
+    time: float
+    status: str
+    history: list = field(default_factory=list)    # (iteration, F, g, working triplets)
+    info: dict = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- kernels
+@nb.njit(cache=True)
+def _pair_quad(U, Y, pi, pj, pairs, out):
+    """out[p] = (U[i] − U[j]) · (Y[i] − Y[j]) for p in ``pairs`` (Y = U X̂: u_pᵀ X̂ u_p)."""
+    r = U.shape[1]
+    for q in range(pairs.shape[0]):
+        p = pairs[q]
+        a = pi[p]
+        b = pj[p]
+        s = 0.0
+        for c in range(r):
+            s += (U[a, c] - U[b, c]) * (Y[a, c] - Y[b, c])
+        out[p] = s
+
+
+@nb.njit(cache=True)
+def _weights(w_base, tt, ti, alpha, work, w):
+    """w = w_base + Σ_{t ∈ work} α_t (e_tt − e_ti): the pair weights of G(α)."""
+    w[:] = w_base
+    for q in range(work.shape[0]):
+        t = work[q]
+        a = alpha[t]
+        if a != 0.0:
+            w[tt[t]] += a
+            w[ti[t]] -= a
+
+
+@nb.njit(cache=True)
+def _omega_times(U, pi, pj, w, pairs, out):
+    """out = Ω U with Ω = Σ_p w_p (e_i − e_j)(e_i − e_j)ᵀ over ``pairs``."""
+    out[:] = 0.0
+    r = U.shape[1]
+    for q in range(pairs.shape[0]):
+        p = pairs[q]
+        wp = w[p]
+        if wp == 0.0:
+            continue
+        a = pi[p]
+        b = pj[p]
+        for c in range(r):
+            d = wp * (U[a, c] - U[b, c])
+            out[a, c] += d
+            out[b, c] -= d
+
+
+@nb.njit(cache=True)
+def _psd_project(M):
+    """Π_PSD(M) by eigendecomposition (negative eigenvalues clipped)."""
+    S = 0.5 * (M + M.T)
+    lam, V = np.linalg.eigh(S)
+    r = lam.shape[0]
+    for c in range(r):
+        if lam[c] < 0.0:
+            lam[c] = 0.0
+    W = V * lam
+    return W @ V.T
+
+
+@nb.njit(cache=True)
+def _steps(U, X, alpha, p, pi, pj, w_base, tt, ti, work, work_pairs, sig, tau, gamma,
+           n_steps, X_sum, a_sum, w, OU, p_new):
+    """``n_steps`` primal–dual iterations on the working set (in place)."""
+    for _ in range(n_steps):
+        _weights(w_base, tt, ti, alpha, work, w)
+        _omega_times(U, pi, pj, w, work_pairs, OU)
+        G = U.T @ OU
+        X[:, :] = _psd_project(X - tau * G)
+        Y = U @ X
+        _pair_quad(U, Y, pi, pj, work_pairs, p_new)
+        for q in range(work.shape[0]):
+            t = work[q]
+            a = tt[t]
+            b = ti[t]
+            arg = 1.0 + (2.0 * p_new[a] - p[a]) - (2.0 * p_new[b] - p[b])
+            v = alpha[t] + sig[t] * arg
+            alpha[t] = 0.0 if v < 0.0 else (gamma if v > gamma else v)
+        for q in range(work_pairs.shape[0]):
+            pp = work_pairs[q]
+            p[pp] = p_new[pp]
+        X_sum += X
+        for q in range(work.shape[0]):
+            t = work[q]
+            a_sum[t] += alpha[t]
+
+
+# --------------------------------------------------------------------------- driver
+class _Ops:
+    """Full-pass operators on all pairs / triplets (power iteration, checks)."""
+
+    def __init__(self, U, trip: LMNNTriplets):
+        self.U = U
+        self.trip = trip
+        self.all_pairs = np.arange(trip.n_pairs, dtype=np.int64)
+        self.all_trip = np.arange(trip.n_triplets, dtype=np.int64)
+        self.w = np.empty(trip.n_pairs)
+        self.OU = np.empty_like(U)
+
+    def distances(self, X) -> np.ndarray:
+        out = np.empty(self.trip.n_pairs)
+        _pair_quad(self.U, self.U @ X, self.trip.pi, self.trip.pj, self.all_pairs, out)
+        return out
+
+    def K(self, X) -> np.ndarray:
+        q = self.distances(X)
+        return q[self.trip.tt] - q[self.trip.ti]
+
+    def Kt(self, yv) -> np.ndarray:
+        P = self.trip.n_pairs
+        w = np.bincount(self.trip.tt, yv, minlength=P) - np.bincount(self.trip.ti, yv, minlength=P)
+        _omega_times(self.U, self.trip.pi, self.trip.pj, w, self.all_pairs, self.OU)
+        G = self.U.T @ self.OU
+        return 0.5 * (G + G.T)
+
+
+def _operator_norm(ops: _Ops, s, n_iter: int = 40, seed: int = 0) -> float:
+    """‖diag(√s) K‖ by power iteration on Kᵀ diag(s) K (K: X̂ ↦ (⟨D̂_t, X̂⟩)_t)."""
+    r = ops.U.shape[1]
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((r, r))
+    X = X + X.T
+    X /= np.linalg.norm(X)
+    lam = 0.0
+    for _ in range(n_iter):
+        Y = ops.Kt(s * ops.K(X))
+        nrm = float(np.linalg.norm(Y))
+        if nrm == 0.0:
+            return 0.0
+        lam = nrm
+        X = Y / nrm
+    return float(np.sqrt(lam))
+
+
+def _working_set(p, trip: LMNNTriplets, alpha, buffer):
+    arg = 1.0 + p[trip.tt] - p[trip.ti]
+    work = np.flatnonzero((alpha > 0.0) | (arg > -buffer)).astype(np.int64)
+    pairs = np.union1d(np.flatnonzero(trip.target_weight > 0), trip.ti[work]).astype(np.int64)
+    return work, pairs
+
+
+_THETA = 0.2                       # smoothing of the primal weight update
+_POLISH_DELTAS = (1e-1, 1e-2, 1e-3, 1e-4)
+_POLISH_SETTLED = 1e-3             # dual recovery only once F changes by less than this per check
+_POLISH_DENSE_MAX = 1_000_000      # entries of the dense least-squares matrix
+_POLISH_MAX_KINKS = 200_000
+
+
+def _polish_dual(U, trip: LMNNTriplets, gamma, X, p, delta):
+    """Multipliers recovered from a primal point (complementary slackness).
+
+    Triplets with hinge argument > δ get α = γ, those below −δ get 0; the "kink"
+    triplets in between get the α ∈ [0, γ] that best satisfy G(α)X = 0 (bounded least
+    squares on G(α)V_X, V_X the range of X).  Returns α (always a valid input to the
+    dual bound, which certifies it)."""
+    arg = 1.0 + p[trip.tt] - p[trip.ti]
+    alpha = np.where(arg > delta, gamma, 0.0)
+    kinks = np.flatnonzero(np.abs(arg) <= delta)
+    if kinks.size == 0 or kinks.size > _POLISH_MAX_KINKS:
+        return alpha
+    lam, V = np.linalg.eigh(0.5 * (X + X.T))
+    keep = lam > 1e-7 * max(float(lam[-1]), 1e-300)
+    if not np.any(keep):
+        return alpha
+    VX = V[:, keep]
+    rhs = -(laplacian_quadratic(U, trip, pair_weights(trip, alpha, gamma)) @ VX).ravel()
+    Du = U[trip.pi] - U[trip.pj]
+    a = Du[trip.tt[kinks]]
+    b = Du[trip.ti[kinks]]
+    aV = a @ VX
+    bV = b @ VX
+    r, q = VX.shape
+    if kinks.size * r * q <= _POLISH_DENSE_MAX:
+        M = (a[:, :, None] * aV[:, None, :] - b[:, :, None] * bV[:, None, :]).reshape(kinks.size, -1).T
+    else:
+        def mv(x):
+            return (a.T @ (x[:, None] * aV) - b.T @ (x[:, None] * bV)).ravel()
+
+        def rmv(yv):
+            Y = yv.reshape(r, q)
+            return np.einsum("tr,tr->t", a @ Y, aV) - np.einsum("tr,tr->t", b @ Y, bV)
+
+        M = LinearOperator((r * q, kinks.size), matvec=mv, rmatvec=rmv, dtype=np.float64)
+    sol = lsq_linear(M, rhs, bounds=(0.0, gamma), lsmr_tol="auto", max_iter=200)
+    alpha[kinks] = np.clip(sol.x, 0.0, gamma)
+    return alpha
+
+
+_BARRIER_MAX_KINKS = 500           # variables of the restricted dual (dense Newton system, O(K²r) a step)
+_BARRIER_DELTAS = (1e-2, 1e-1)
+
+
+def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton: int = 300):
+    """Multipliers from a primal point by an interior-point method on a *restricted* dual.
+
+    The Lagrange dual of eq. 18 is  max Σ_t α_t  s.t.  α ∈ [0, γ]^T,  G(α) ⪰ 0.  Near an
+    optimal X̂ the triplets split into clearly violated ones (hinge argument > δ; α_t = γ
+    at the optimum), clearly satisfied ones (< −δ; α_t = 0) and the "kinks" in between.
+    Restricting α to  α_t = sγ (violated), α_t free in [0, γ] (kinks), 0 (others), with
+    one scalar s ∈ [0, 1], leaves a small SDP in (s, α_K):
+
+        max  sγ|V| + Σ_K α_k   s.t.  T + sH + Σ_K α_k (a_k a_kᵀ − b_k b_kᵀ) ⪰ 0,
+
+    T = G(0) (the target pull), H = γ Σ_V (a aᵀ − b bᵀ).  It is solved by a log-barrier
+    path-following Newton method (dense Hessian tr(G⁻¹E_i G⁻¹E_j), rank-two E_k, so
+    O(K²r + Kr² + r³) per step) from the strictly feasible point s = α = 10⁻³γ, until the
+    barrier gap ν/t <= ``gap_target``.  Every iterate is strictly feasible, so the α
+    returned is a valid dual point whatever the split; when the split is right its value
+    is the optimum.  Why it is needed: at the optimum X̂ is often rank deficient (rank 5
+    of 13 on Wine), G(α) must then be PSD on X̂'s null space, which neither the PDHG's
+    multipliers nor the least-squares recovery of :func:`_polish_dual` enforce; scaling
+    their α back to feasibility costs 1e-5–1e-4 of the bound.  Returns α, or None when
+    the start is infeasible (T singular) or the restriction has too many kinks.
+    """
+    arg = 1.0 + p[trip.tt] - p[trip.ti]
+    Vs = np.flatnonzero(arg > delta)
+    Ks = np.flatnonzero(np.abs(arg) <= delta)
+    K = Ks.size
+    if K > _BARRIER_MAX_KINKS:
+        return None
+    T = laplacian_quadratic(U, trip, pair_weights(trip, np.zeros(trip.n_triplets), gamma))
+    av = np.zeros(trip.n_triplets)
+    av[Vs] = gamma
+    H = laplacian_quadratic(U, trip, pair_weights(trip, av, gamma)) - T
+    Du = U[trip.pi] - U[trip.pj]
+    A = Du[trip.tt[Ks]]
+    B = Du[trip.ti[Ks]]
+    r = U.shape[1]
+    cV = gamma * Vs.size
+
+    def barrier(t, s, al):
+        if not (0.0 < s < 1.0) or np.any(al <= 0.0) or np.any(al >= gamma):
+            return np.inf, None
+        G = T + s * H + (A.T * al) @ A - (B.T * al) @ B
+        try:
+            L = np.linalg.cholesky(0.5 * (G + G.T))
+        except np.linalg.LinAlgError:
+            return np.inf, None
+        logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
+        f = cV * s + float(al.sum())
+        return (-t * f - logdet - float(np.sum(np.log(al)) + np.sum(np.log(gamma - al)))
+                - np.log(s) - np.log(1.0 - s)), L
+
+    s = 1e-3
+    al = np.full(K, 1e-3 * gamma)
+    if barrier(1.0, s, al)[1] is None:
+        return None
+    nu = r + 2 * K + 2                      # barrier parameter: the gap is ν / t at the centre
+    t = nu / max(1.0, cV + gamma * K)
+    newton = 0
+    while True:
+        for _ in range(100):                # centring
+            val, L = barrier(t, s, al)
+            if L is None:                   # cannot happen after an accepted step; be safe
+                return None
+            Li = np.linalg.inv(L)
+            At = A @ Li.T
+            Bt = B @ Li.T
+            Ht = Li @ H @ Li.T
+            grad = np.empty(K + 1)
+            grad[0] = -t * cV - np.trace(Ht) - 1.0 / s + 1.0 / (1.0 - s)
+            grad[1:] = (-t - (np.einsum("ij,ij->i", At, At) - np.einsum("ij,ij->i", Bt, Bt))
+                        - 1.0 / al + 1.0 / (gamma - al))
+            AA, AB, BB = At @ At.T, At @ Bt.T, Bt @ Bt.T
+            M = np.empty((K + 1, K + 1))
+            M[1:, 1:] = AA ** 2 - AB ** 2 - AB.T ** 2 + BB ** 2
+            M[1:, 1:] += np.diag(1.0 / al ** 2 + 1.0 / (gamma - al) ** 2)
+            hk = np.einsum("ij,jk,ik->i", At, Ht, At) - np.einsum("ij,jk,ik->i", Bt, Ht, Bt)
+            M[0, 1:] = hk
+            M[1:, 0] = hk
+            M[0, 0] = float(np.sum(Ht * Ht)) + 1.0 / s ** 2 + 1.0 / (1.0 - s) ** 2
+            try:
+                dx = -np.linalg.solve(M, grad)
+            except np.linalg.LinAlgError:
+                dx = -np.linalg.lstsq(M, grad, rcond=None)[0]
+            dec = float(-grad @ dx)
+            newton += 1
+            if not dec > 2e-9 or newton > max_newton:
+                break
+            step = 1.0
+            while step > 1e-12:             # backtracking (the barrier keeps the iterate inside)
+                if barrier(t, s + step * dx[0], al + step * dx[1:])[0] <= val - 0.25 * step * dec:
+                    break
+                step *= 0.5
+            else:
+                break                       # no decrease found (round-off): end this centring
+            s += step * dx[0]
+            al = al + step * dx[1:]
+        if nu / t <= gap_target or newton > max_newton:
+            break
+        t *= 20.0
+    alpha = np.zeros(trip.n_triplets)
+    alpha[Vs] = s * gamma
+    alpha[Ks] = al
+    return alpha
+
+
+def lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: float = 1e-6,
+              max_iter: int = 20_000, check_every: int = 200, buffer: float = 1.0,
+              polish: bool = True, seed: int = 0, blas_threads: int | None = 1) -> LMNNResult:
+    """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features; see
+    :func:`_lmnn_pdhg` for the parameters.  ``blas_threads`` limits the BLAS / LAPACK
+    threads during the solve (default 1: the matrices are small, and on a busy machine
+    oversubscribed BLAS threads slowed an r = 106 eigendecomposition 30-fold in our
+    measurements); None leaves the thread pools alone."""
+    if blas_threads is None:
+        return _lmnn_pdhg(U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed)
+    with threadpool_limits(limits=int(blas_threads)):
+        return _lmnn_pdhg(U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed)
+
+
+def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: float = 1e-6,
+               max_iter: int = 20_000, check_every: int = 200, buffer: float = 1.0,
+               polish: bool = True, seed: int = 0) -> LMNNResult:
+    """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features.
+
+    Parameters
+    ----------
+    U : ndarray (n, r)
+        Orthonormal (or any full-column-rank) feature factor; d(i, j) = u_pᵀ X̂ u_p.
+    trip : LMNNTriplets
+        Targets, pairs and triplets.
+    gamma : float in (0, 1)
+        Weight of the hinge terms (the paper's γ = 0.5).
+    X0 : ndarray (r, r), optional
+        Warm start (default: the identity).  alpha0 : warm-start multipliers.
+    tol : float
+        Certified relative optimality gap (F − g) / max(1, |F|) to stop at.
+    max_iter : int
+        Iteration budget; when reached the result says ``converged=False``.
+    check_every : int
+        Iterations between full passes (objective, dual bound, working set, restart).
+    buffer : float
+        Near-active margin of the working set (in units of the LMNN margin 1).
+    polish : bool
+        At every check, also recover multipliers from the best primal point by
+        complementary slackness (bounded least squares on the kink triplets) and keep
+        them when they give a better certified bound.
+
+    Returns
+    -------
+    LMNNResult
+    """
+    t0 = time.perf_counter()
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    n, r = U.shape
+    T = trip.n_triplets
+    P = trip.n_pairs
+    X = np.eye(r) if X0 is None else np.array(X0, dtype=np.float64, order="C")
+    X = np.ascontiguousarray(_psd_project(X))
+    alpha = np.zeros(T) if alpha0 is None else np.clip(np.array(alpha0, dtype=np.float64), 0, gamma)
+    ops = _Ops(U, trip)
+    # diagonal preconditioner s_t = 1 / ‖a aᵀ − b bᵀ‖_F (a = u_ij, b = u_il)
+    Dv = U[trip.pi] - U[trip.pj]
+    nv = np.einsum("ij,ij->i", Dv, Dv)
+    ab = np.einsum("ij,ij->i", Dv[trip.tt], Dv[trip.ti])
+    fro = np.sqrt(np.maximum(nv[trip.tt] ** 2 + nv[trip.ti] ** 2 - 2.0 * ab ** 2, 0.0))
+    fro = np.maximum(fro, 1e-12 * max(float(fro.max()) if T else 1.0, 1e-300))
+    s = 1.0 / fro
+    L = _operator_norm(ops, s, seed=seed) * 1.05
+    if not L > 0:
+        L = 1.0
+    eta = 0.95 / L
+    omega = 1.0
+    w_base = np.ascontiguousarray((1.0 - gamma) * trip.target_weight)
+    w = np.empty(P)
+    OU = np.empty((n, r))
+    p = ops.distances(X)
+    p_new = p.copy()
+    work, work_pairs = _working_set(p, trip, alpha, buffer)
+
+    best_f, best_X = np.inf, X.copy()
+    best_g, best_alpha = -np.inf, alpha.copy()
+    X_r, a_r = X.copy(), alpha.copy()
+    X_sum = np.zeros_like(X)
+    a_sum = np.zeros(T)
+    cnt = 0
+    polish_wait, polish_backoff = 0, 1   # checks to skip before the next dual recovery
+    polish_time = 0.0                    # reported in info only
+    prev_f = np.inf
+    history = []
+    it = 0
+    status = "max_iter reached"
+    converged = False
+    while True:
+        f = lmnn_objective(p, trip, gamma)
+        if not np.isfinite(f):
+            raise FloatingPointError("LMNN iterates became non-finite")
+        g = lmnn_dual_value(U, trip, alpha, gamma)
+        if cnt > 0:         # restart from the averaged iterate when it is better
+            Xa = X_sum / cnt
+            aa = alpha.copy()
+            aa[work] = a_sum[work] / cnt
+            pa = ops.distances(Xa)
+            fa = lmnn_objective(pa, trip, gamma)
+            ga = lmnn_dual_value(U, trip, aa, gamma)
+            if fa - ga < f - g:
+                X[:, :] = Xa
+                alpha[:] = aa
+                p[:] = pa
+                f, g = fa, ga
+        if f < best_f:
+            best_f, best_X = f, X.copy()
+        if g > best_g:
+            best_g, best_alpha = g, alpha.copy()
+        settled = abs(prev_f - best_f) <= _POLISH_SETTLED * max(1.0, abs(best_f))
+        prev_f = best_f
+        if polish_wait > 0:
+            polish_wait -= 1
+        elif polish and settled and best_f - best_g > tol * max(1.0, abs(best_f)):
+            # deterministic budget: after a recovery that does not certify, wait 1, 2, 4, …
+            # checks before the next one (O(log) recoveries per run)
+            tp = time.perf_counter()
+            p_best = ops.distances(best_X)
+            target = 0.1 * tol * max(1.0, abs(best_f))
+            for delta in _BARRIER_DELTAS:         # certified dual of the restricted problem
+                a_bar = _barrier_dual(U, trip, gamma, p_best, delta, target)
+                if a_bar is None:
+                    continue
+                g_bar = lmnn_dual_value(U, trip, a_bar, gamma)
+                if g_bar > best_g:
+                    best_g, best_alpha = g_bar, a_bar
+                if best_f - best_g <= tol * max(1.0, abs(best_f)):
+                    break
+            for delta in _POLISH_DELTAS:          # dual recovered from the best primal point
+                if best_f - best_g <= tol * max(1.0, abs(best_f)):
+                    break
+                a_pol = _polish_dual(U, trip, gamma, best_X, p_best, delta)
+                g_pol = lmnn_dual_value(U, trip, a_pol, gamma)
+                if g_pol > best_g:
+                    best_g, best_alpha = g_pol, a_pol
+                if best_f - best_g <= tol * max(1.0, abs(best_f)):
+                    break
+            polish_time += time.perf_counter() - tp
+            if best_f - best_g > tol * max(1.0, abs(best_f)):
+                polish_wait, polish_backoff = polish_backoff, 2 * polish_backoff
+        history.append((it, f, g, int(work.size)))
+        if best_f - best_g <= tol * max(1.0, abs(best_f)):
+            converged, status = True, "converged"
+            break
+        if it >= max_iter:
+            break
+        # primal weight from the movement since the last restart (PDLP)
+        dX = float(np.linalg.norm(X - X_r))
+        da = float(np.linalg.norm((alpha - a_r) / np.sqrt(s)))
+        if dX > 1e-14 and da > 1e-14:
+            omega = float(np.exp(_THETA * np.log(da / dX) + (1.0 - _THETA) * np.log(omega)))
+        X_r[:, :] = X
+        a_r[:] = alpha
+        work, work_pairs = _working_set(p, trip, alpha, buffer)
+        tau = eta / omega
+        sig = eta * omega * s
+        X_sum[:, :] = 0.0
+        a_sum[:] = 0.0
+        n_steps = int(min(check_every, max_iter - it))
+        _steps(U, X, alpha, p, trip.pi, trip.pj, w_base, trip.tt, trip.ti, work, work_pairs,
+               sig, tau, gamma, n_steps, X_sum, a_sum, w, OU, p_new)
+        cnt = n_steps
+        it += n_steps
+        p = ops.distances(X)
+    return LMNNResult(X=best_X, alpha=best_alpha, objective=float(best_f), dual_value=float(best_g),
+                      n_iter=int(it), converged=converged, time=time.perf_counter() - t0,
+                      status=status, history=history,
+                      info={"operator_norm": L, "primal_weight": omega, "polish_time": polish_time,
+                            "working_triplets": int(work.size), "triplets": int(T)})
