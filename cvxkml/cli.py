@@ -20,6 +20,8 @@
     cvxkml bench kcr [sweep|exact|alg1|large|all]  KCR fast vs exact, SCS sizes, n = 500
     cvxkml reproduce kcr [--quick] [--splits N] [--grid full|reduced]
                                 Sriperumbudur et al. 2008 Table 1 (k-NN vs KCR, UCI)
+    cvxkml reproduce mkl [--quick] [--datasets …] [--no-table2]
+                                Wang et al. 2011 Tables 1–2 (LMNN with multiple kernels)
     cvxkml --version
 
 The numbers come from :mod:`cvxkml.bench`; this module only parses and prints.
@@ -474,6 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench_pola(bsub)
     from .bench_kcr import register_cli as _add_bench_kcr
     _add_bench_kcr(bsub)
+    from .reproduce_mkl import register_cli as _add_reproduce_mkl
+    _add_reproduce_mkl(sub)
     return parser
 
 

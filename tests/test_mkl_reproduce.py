@@ -1,0 +1,105 @@
+"""The Wang et al. 2011 reproduction (cvxkml.reproduce_mkl): statistics, protocol
+pieces and a smoke run of ``--quick`` (tiny budgets; the numbers are not a reproduction)."""
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from cvxkml import reproduce_mkl as rm
+
+
+def test_mcnemar_and_scores():
+    a = np.array([True] * 50 + [False] * 0)
+    b = np.array([True] * 30 + [False] * 20)
+    # 20 discordant pairs, all in a's favour: χ² = (20 − 1)² / 20 = 18.05, p ≈ 2.1e-5
+    assert rm.mcnemar_pvalue(a, b) == pytest.approx(2.15e-5, rel=0.02)
+    assert rm.mcnemar_pvalue(a, a) == 1.0
+    c = b.copy()
+    scores, signs = rm.pairwise_scores({"A": a, "B": b, "C": c})
+    assert scores == {"A": 2.0, "B": 0.5, "C": 0.5}
+    assert signs[("A", "B")] == "+" and signs[("B", "A")] == "-" and signs[("B", "C")] == "="
+    # the paper's scale: with five methods and no significant difference every score is 2.0
+    same = {m: a for m in rm.TABLE1_METHODS}
+    assert set(rm.pairwise_scores(same)[0].values()) == {2.0}
+
+
+def test_folds_and_subsamples_are_stratified():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], [50, 30, 20])
+    folds = rm._stratified_folds(y, 10, rng)
+    assert sorted(np.concatenate(folds).tolist()) == list(range(100))
+    assert all(np.bincount(y[f], minlength=3).tolist() == [5, 3, 2] for f in folds)
+    sub = rm._stratified_subsample(y, 40, rng)
+    assert sub.size == 40 and np.bincount(y[sub]).tolist() == [20, 12, 8]
+    assert rm._stratified_subsample(y, None, rng).size == 100
+    a, b = rm._two_folds(y, rng)
+    assert np.intersect1d(a, b).size == 0 and a.size + b.size == 100
+
+
+def test_paper_tables_are_complete():
+    assert set(rm.PAPER_TABLE1) == set(rm.TABLE1_DATASETS)
+    assert all(set(r) == set(rm.TABLE1_METHODS) for r in rm.PAPER_TABLE1.values())
+    assert set(rm.PAPER_TABLE2) == set(rm.TABLE2_METHODS)
+    # the paper's scores are pairwise McNemar sums over the other four methods
+    assert all(sum(s for _, s in r.values()) == 10.0 for r in rm.PAPER_TABLE1.values())
+
+
+def test_quick_iris_run_and_cli(tmp_path, capsys):
+    """One fold of the quick protocol on Iris (scikit-learn data, always available),
+    through the command line."""
+    path = tmp_path / "r.json"
+    args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--no-table2", "--max-folds", "1",
+                                          "--out", str(path)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "Table 1" in out and "iris fold 1/1" in out
+    data = json.loads(path.read_text())
+    assert data["protocol"]["n_folds"] == 3 and data["table2"] is None
+    r = data["table1"]["iris"]
+    assert set(r["accuracy"]) == set(rm.TABLE1_METHODS)
+    assert r["folds_run"] == 1 and r["n_test"] == 51          # 17 of each class
+    assert all(0.0 <= a <= 100.0 for a in r["accuracy"].values())
+    assert r["accuracy"]["1-NN"] > 80.0
+    assert sum(r["score"].values()) == pytest.approx(10.0)       # 10 unordered pairs
+    f0 = r["per_fold"][0]
+    assert f0["n_learn"] == 21 and f0["n_train"] == 99
+    assert len(f0["mu"]) == 20 and sum(f0["mu"]) == pytest.approx(1.0)
+    assert f0["cv_kernel"] in rm.paper_kernels().labels()
+
+
+def _parser_with_mkl():
+    import argparse
+
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="command")
+    rm.register_cli(sub)
+    rm.register_cli(sub)                      # idempotent
+    return p
+
+
+def test_quick_mfeat_table2(data_dir):
+    if not (data_dir / "mfeat.npz").is_file():
+        pytest.skip(f"mfeat.npz not found in {data_dir} (Table 2 needs the Multiple Features data)")
+    proto = rm.quick_protocol()
+    proto.n_learn_mfeat = 40                  # 4 per class: inner-CV halves keep 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = rm.run_table2(proto, data_dir=data_dir, n_splits=1)
+    assert set(r["accuracy"]) == set(rm.TABLE2_METHODS) and r["n_test"] == 1000
+    s0 = r["per_split"][0]
+    assert len(s0["mu"]) == 6 and len(s0["kernels"]) == 6
+    assert r["accuracy"]["1-NN"] > 80.0
+
+
+def test_sonar_loader(data_dir):
+    if not (data_dir / "sonar.csv").is_file():
+        pytest.skip(f"sonar.csv not found in {data_dir}")
+    X, y = rm.load_dataset("sonar", data_dir)
+    assert X.shape == (208, 60) and np.unique(y).size == 2
+    X, y = rm.load_dataset("wdbc")
+    assert X.shape == (569, 30)
+    with pytest.raises(rm.InvalidInputError):
+        rm.load_dataset("colon")
