@@ -49,23 +49,31 @@ def _kernel_distance(u, v, learned):
     return float(np.sqrt(learned.pair_sq_distances(a, b)[0]))
 
 
+def check_pair_sampling(est) -> None:
+    """Validate the pair-sampling parameters shared by the estimators that draw pair
+    constraints from labels: ``scheme`` ('jain' | 'itml'), ``n_similar``,
+    ``n_dissimilar`` (non-negative integers, not both 0 for 'jain') and
+    ``n_constraints`` (None or a positive integer)."""
+    if est.scheme not in ("jain", "itml"):
+        raise InvalidInputError(f"scheme must be 'jain' or 'itml'; got {est.scheme!r}.")
+    for name in ("n_similar", "n_dissimilar"):
+        v = getattr(est, name)
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 0:
+            raise InvalidInputError(f"{name} must be a non-negative integer; got {v!r}.")
+    if est.scheme == "jain" and est.n_similar + est.n_dissimilar == 0:
+        raise InvalidInputError("n_similar and n_dissimilar are both 0: no pairs to learn from.")
+    nc = est.n_constraints
+    if nc is not None and (not isinstance(nc, numbers.Integral) or isinstance(nc, bool) or nc < 1):
+        raise InvalidInputError(f"n_constraints must be None or a positive integer; got {nc!r}.")
+
+
 class _LogDetLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """What ITML and KernelITML share: parameter checks, label → pair constraints,
     the pair API and the tags.  Subclasses implement ``_pair_sq_distances(A, B)``."""
 
     def _check_params(self):
         gamma = check_positive(self.gamma, "gamma", allow_none=True)
-        if self.scheme not in ("jain", "itml"):
-            raise InvalidInputError(f"scheme must be 'jain' or 'itml'; got {self.scheme!r}.")
-        for name in ("n_similar", "n_dissimilar"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 0:
-                raise InvalidInputError(f"{name} must be a non-negative integer; got {v!r}.")
-        if self.scheme == "jain" and self.n_similar + self.n_dissimilar == 0:
-            raise InvalidInputError("n_similar and n_dissimilar are both 0: no pairs to learn from.")
-        nc = self.n_constraints
-        if nc is not None and (not isinstance(nc, numbers.Integral) or isinstance(nc, bool) or nc < 1):
-            raise InvalidInputError(f"n_constraints must be None or a positive integer; got {nc!r}.")
+        check_pair_sampling(self)
         try:
             lo, hi = (float(p) for p in self.percentiles)
         except (TypeError, ValueError) as exc:

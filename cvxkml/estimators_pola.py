@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ._validation import check_positive
 from .declare.pola import POLAKernel
 from .errors import InvalidInputError
+from .estimators import check_pair_sampling
 from .kernels import Kernel
 from .learned import LearnedKernel, kernel_S
 from .sideinfo import baseline_kernel, pairs_from_labels, random_pairs_from_labels
@@ -117,17 +118,7 @@ default="gaussian"
         if not (np.isfinite(b) and b > 1):
             raise InvalidInputError(f"b must be a finite number > 1 (similar pairs need d <= b − 1 > 0); "
                                     f"got {self.b!r}.")
-        if self.scheme not in ("jain", "itml"):
-            raise InvalidInputError(f"scheme must be 'jain' or 'itml'; got {self.scheme!r}.")
-        for name in ("n_similar", "n_dissimilar"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 0:
-                raise InvalidInputError(f"{name} must be a non-negative integer; got {v!r}.")
-        if self.scheme == "jain" and self.n_similar + self.n_dissimilar == 0:
-            raise InvalidInputError("n_similar and n_dissimilar are both 0: no pairs to learn from.")
-        nc = self.n_constraints
-        if nc is not None and (not isinstance(nc, numbers.Integral) or isinstance(nc, bool) or nc < 1):
-            raise InvalidInputError(f"n_constraints must be None or a positive integer; got {nc!r}.")
+        check_pair_sampling(self)
         ridge = float(self.ridge) if isinstance(self.ridge, numbers.Real) else np.nan
         if not (np.isfinite(ridge) and ridge >= 0):
             raise InvalidInputError(f"ridge must be a finite non-negative number; got {self.ridge!r}.")
