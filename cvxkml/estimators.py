@@ -67,6 +67,16 @@ def check_pair_sampling(est) -> None:
         raise InvalidInputError(f"n_constraints must be None or a positive integer; got {nc!r}.")
 
 
+def training_kernel(kern: Kernel, X) -> np.ndarray:
+    """The symmetrized training kernel matrix κ0(X, X); with ``kern`` precomputed, X must
+    be that square matrix (a clear error otherwise)."""
+    if kern.precomputed and X.shape[0] != X.shape[1]:
+        raise InvalidInputError(
+            "With kernel='precomputed', X must be the square training kernel matrix "
+            f"κ0(X_train, X_train); got shape {X.shape}.")
+    K0 = kern(X, X)
+    return 0.5 * (K0 + K0.T)
+
 class _LogDetLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """What ITML and KernelITML share: parameter checks, label → pair constraints,
     the pair API and the tags.  Subclasses implement ``_pair_sq_distances(A, B)``."""
@@ -437,12 +447,7 @@ for ``kernel="precomputed"``
             raise InvalidInputError(f"ridge must be a finite non-negative number; got {self.ridge!r}.")
         X, y = self._validate_fit_data(X, y)
         kern = self._base_kernel(X.shape[1])
-        if self._precomputed and X.shape[0] != X.shape[1]:
-            raise InvalidInputError(
-                "With kernel='precomputed', X must be the square training kernel matrix "
-                f"κ0(X_train, X_train); got shape {X.shape}.")
-        K0 = kern(X, X)
-        K0 = 0.5 * (K0 + K0.T)
+        K0 = training_kernel(kern, X)
         K0_fit = K0 + ridge * np.eye(K0.shape[0]) if ridge > 0 else K0
         pc = self._constraints(y, baseline_kernel(K0_fit), percentiles)
         sol = _LogDetKernelProblem(K0_fit, pc, gamma=gamma).solve(tol=tol, max_sweeps=max_sweeps)
@@ -682,12 +687,7 @@ for ``kernel="precomputed"``
                 f"rank = {rank} exceeds the number of training points n = {X.shape[0]}: the "
                 "learned kernel has rank at most n.")
         kern = self._base_kernel(X.shape[1])
-        if self._precomputed and X.shape[0] != X.shape[1]:
-            raise InvalidInputError(
-                "With kernel='precomputed', X must be the square training kernel matrix "
-                f"κ0(X_train, X_train); got shape {X.shape}.")
-        K0 = kern(X, X)
-        K0 = 0.5 * (K0 + K0.T)
+        K0 = training_kernel(kern, X)
         rs = self.random_state
         if isinstance(rs, np.random.RandomState):
             rs = int(rs.randint(np.iinfo(np.int32).max))

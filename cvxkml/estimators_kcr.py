@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._validation import check_positive
 from .declare.kcr import KCR
 from .errors import InvalidInputError
+from .estimators import training_kernel
 from .kcr_formulas import class_counts, rule_predict
 from .kernels import Kernel
 
@@ -175,12 +176,7 @@ default="gaussian"
         if classes.size < 2:
             raise InvalidInputError(
                 f"KCRClassifier needs at least 2 classes; y has 1 class ({classes[0]!r}).")
-        if self._precomputed and X.shape[0] != X.shape[1]:
-            raise InvalidInputError(
-                "With kernel='precomputed', X must be the square training kernel matrix; got "
-                f"shape {X.shape}.")
-        K = kern(X, X)
-        K = 0.5 * (K + K.T)
+        K = training_kernel(kern, X)
         problem = KCR(K, y, lam, h_min=h_min)
         sol = problem.solve(tol=tol, max_iter=max_iter, time_limit=time_limit)
         G = sol.info["factor"]

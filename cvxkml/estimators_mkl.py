@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .declare.lmnn import LMNNProblem
 from .declare.mkl import W_GRID, alternate, combine_kernels
 from .errors import InvalidInputError
+from .estimators import training_kernel
 from .kernels import Kernel
 from .mkl_kernels import KernelSet, SourceKernel, nr_kernels, paper_kernels
 
@@ -217,13 +218,7 @@ class LMNN(_LMNNBase):
             self.kernel_ = None
             self.X_fit_ = None
         else:
-            if kern.precomputed and X.shape[0] != X.shape[1]:
-                raise InvalidInputError(
-                    "With kernel='precomputed', X must be the square training kernel matrix "
-                    f"κ(X_train, X_train); got shape {X.shape} (n_samples = {X.shape[0]}, "
-                    f"n_features = {X.shape[1]}).")
-            K = kern(X, X)
-            prob = LMNNProblem.kernel(0.5 * (K + K.T), y, self.k, self.gamma,
+            prob = LMNNProblem.kernel(training_kernel(kern, X), y, self.k, self.gamma,
                                       small_classes=self.small_classes)
             self.kernel_ = kern
             self.X_fit_ = X

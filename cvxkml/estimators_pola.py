@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ._validation import check_positive
 from .declare.pola import POLAKernel
 from .errors import InvalidInputError
-from .estimators import check_pair_sampling
+from .estimators import check_pair_sampling, training_kernel
 from .kernels import Kernel
 from .learned import LearnedKernel, kernel_S
 from .sideinfo import baseline_kernel, pairs_from_labels, random_pairs_from_labels
@@ -187,12 +187,7 @@ default="gaussian"
                 f"KernelPOLA needs labels from at least 2 classes to form dissimilar pairs; y has "
                 f"1 class ({classes[0]!r}).")
         kern = self._base_kernel(X.shape[1])
-        if self._precomputed and X.shape[0] != X.shape[1]:
-            raise InvalidInputError(
-                "With kernel='precomputed', X must be the square training kernel matrix "
-                f"κ0(X_train, X_train); got shape {X.shape}.")
-        K0 = kern(X, X)
-        K0 = 0.5 * (K0 + K0.T)
+        K0 = training_kernel(kern, X)
         K0_fit = K0 + ridge * np.eye(K0.shape[0]) if ridge > 0 else K0
         i, j, yy = self._pairs(y, K0_fit)
         sol = POLAKernel(K0_fit, i, j, yy, b).solve(tol=tol, max_sweeps=max_iter)

@@ -35,7 +35,8 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .errors import InvalidInputError
-from .estimators import KernelITML, _factor_map_distance, _FactorMap, _LogDetLearner
+from .estimators import (KernelITML, _factor_map_distance, _FactorMap, _LogDetLearner,
+                         training_kernel)
 from .factor import Factorization
 from .learned import LearnedKernel, kernel_S
 from .sideinfo import baseline_kernel
@@ -183,12 +184,7 @@ for ``kernel="precomputed"``
             raise InvalidInputError(f"divergence must be one of {_DIVERGENCES}; got {self.divergence!r}.")
         X, y = self._validate_fit_data(X, y)
         kern = self._base_kernel(X.shape[1])
-        if self._precomputed and X.shape[0] != X.shape[1]:
-            raise InvalidInputError(
-                "With kernel='precomputed', X must be the square training kernel matrix "
-                f"κ0(X_train, X_train); got shape {X.shape}.")
-        K0 = kern(X, X)
-        K0 = 0.5 * (K0 + K0.T)
+        K0 = training_kernel(kern, X)
         pc = self._constraints(y, baseline_kernel(K0), percentiles)
         if self.divergence == "kulis":
             prob, alpha = VonNeumannKernel(K0, pc, gamma=gamma), 0.0

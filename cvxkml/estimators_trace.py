@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._validation import check_positive
 from .declare.trace import TraceSSIKDR as _TraceProblem
 from .errors import InvalidInputError
-from .estimators import KernelITML, _LogDetLearner
+from .estimators import KernelITML, _LogDetLearner, training_kernel
 from .sideinfo import baseline_kernel
 
 __all__ = ["TraceSSIKDR"]
@@ -195,12 +195,7 @@ for ``kernel="precomputed"``
         tau, nc = self._check_trace_params()
         X, y = self._validate_fit_data(X, y)
         kern = self._base_kernel(X.shape[1])
-        if self._precomputed and X.shape[0] != X.shape[1]:
-            raise InvalidInputError(
-                "With kernel='precomputed', X must be the square training kernel matrix "
-                f"κ0(X_train, X_train); got shape {X.shape}.")
-        K0 = kern(X, X)
-        K0 = 0.5 * (K0 + K0.T)
+        K0 = training_kernel(kern, X)
         pc = self._constraints(y, baseline_kernel(K0), percentiles)
         # one BLAS thread: the solver does thousands of small (n × n) products and
         # eigendecompositions, where threads only add synchronisation cost (measured on a
