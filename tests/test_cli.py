@@ -5,8 +5,6 @@ timing assertions: only that times and ratios are finite and positive.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import re
 import subprocess
@@ -17,13 +15,7 @@ import pytest
 
 from cvxkml import __version__, bench
 from cvxkml.cli import format_table, main
-
-
-def _run(argv) -> tuple[int, str]:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(argv)
-    return rc, buf.getvalue()
+from cli_output import positive_finite, run_cli
 
 
 def _table(text: str, first_header: str) -> tuple[list[str], list[list[str]]]:
@@ -41,11 +33,6 @@ def _table(text: str, first_header: str) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-def _positive_finite(cell: str) -> bool:
-    v = float(cell)
-    return math.isfinite(v) and v > 0
-
-
 # ---------------------------------------------------------------- version / usage
 def test_version(capsys):
     with pytest.raises(SystemExit) as exc:
@@ -61,9 +48,9 @@ def test_version_console_entry_point():
 
 
 def test_no_command_prints_help():
-    rc, out = _run([])
+    rc, out = run_cli([])
     assert rc == 2 and "demo" in out and "bench" in out
-    rc, out = _run(["bench"])
+    rc, out = run_cli(["bench"])
     assert rc == 2 and "itml" in out
 
 
@@ -77,7 +64,7 @@ def test_format_table():
 # ---------------------------------------------------------------- bench itml --quick
 @pytest.fixture(scope="module")
 def bench_output():
-    rc, out = _run(["bench", "itml", "--quick"])
+    rc, out = run_cli(["bench", "itml", "--quick"])
     assert rc == 0
     return out
 
@@ -89,7 +76,7 @@ def test_bench_projection_table(bench_output):
     assert [(r[0], r[1]) for r in rows] == [("metric", "d=4"), ("metric", "d=13"), ("kernel", "n=100")]
     for r in rows:
         assert 0 < int(r[4]) <= int(r[3])
-        assert all(_positive_finite(c) for c in r[5:8])
+        assert all(positive_finite(c) for c in r[5:8])
         assert float(r[8]) < 1e-10            # same update, same arithmetic
 
 
@@ -101,7 +88,7 @@ def test_bench_tolerance_table(bench_output):
         ("10", "20", "scs"), ("10", "20", "clarabel"), ("20", "40", "scs"), ("20", "40", "clarabel")]
     for r in rows:
         assert int(r[3]) >= 1
-        assert all(_positive_finite(c) for c in r[4:7])
+        assert all(positive_finite(c) for c in r[4:7])
         assert float(r[7]) < 1e-5
         assert r[10] == "optimal"
 
@@ -132,7 +119,7 @@ def test_numpy_loops_match_numba():
 # ---------------------------------------------------------------- demo
 @pytest.fixture(scope="module")
 def demo_output():
-    rc, out = _run(["demo"])
+    rc, out = run_cli(["demo"])
     assert rc == 0
     return out
 

@@ -5,11 +5,7 @@ No timing assertions: times and rates are only checked to be finite and positive
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import math
 import pickle
-import re
 import warnings
 
 import numpy as np
@@ -18,58 +14,28 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
 from cvxkml import bench
-from cvxkml.cli import main
 from cvxkml.declare import LowRankLogDet
 from cvxkml.errors import CvxkmlError, InvalidInputError
 from cvxkml.estimators import LowRankKernelITML
 from cvxkml.reproduce_lowrank import (kernel_kmeans, load_digits389, load_nursery_ordinal, nmi,
                                       relative_pair_constraints, reproduce_lowrank)
-
-
-def _run(argv) -> str:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(argv)
-    assert rc == 0
-    return buf.getvalue()
-
-
-def _tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
-    """Every table of the output (header line followed by a dashes line): (headers, rows)."""
-    lines = text.splitlines()
-    out = []
-    for k in range(1, len(lines)):
-        if lines[k].strip() and set(lines[k].replace(" ", "")) == {"-"}:
-            headers = re.split(r"\s{2,}", lines[k - 1].strip())
-            rows = []
-            for ln in lines[k + 1:]:
-                if not ln.strip() or ln.startswith(("(", "paper", " ")):
-                    break
-                rows.append(re.split(r"\s{2,}", ln.strip()))
-            assert rows and all(len(r) == len(headers) for r in rows), (headers, rows)
-            out.append((headers, rows))
-    return out
-
-
-def _pos(cell: str) -> bool:
-    v = float(cell)
-    return math.isfinite(v) and v > 0
+from cli_output import output_tables, positive_finite, run_cli_ok
 
 
 # --------------------------------------------------------------------------- bench lowrank
 def test_bench_lowrank_quick_structure():
-    text = _run(["bench", "lowrank", "--quick", "--seed", "1"])
-    (h1, proj), (h2, work) = _tables(text)
+    text = run_cli_ok(["bench", "lowrank", "--quick", "--seed", "1"])
+    (h1, proj), (h2, work) = output_tables(text)
     assert h1[0] == "r" and [r[0] for r in proj] == ["10", "50"]
     for r in proj:
         rank = int(r[0])
         assert int(r[1]) == 3 * rank * rank + 2 * rank          # the paper's flop count
-        assert all(_pos(c) for c in r[2:8])
+        assert all(positive_finite(c) for c in r[2:8])
         assert float(r[8]) < 1e-10                              # Numba B == dense NumPy B
     assert h2[:3] == ["constraints", "pairs", "sweeps"] and [r[0] for r in work] == ["1000", "5000"]
     for r in work:
         assert int(r[1]) <= int(r[0]) and int(r[2]) >= 1 and r[3] in ("yes", "no")
-        assert all(_pos(c) for c in r[4:8]) and r[8] == "-"
+        assert all(positive_finite(c) for c in r[4:8]) and r[8] == "-"
     assert "data: " in text and "bench finished" in text
 
 
@@ -196,8 +162,8 @@ def test_digits_and_nursery_loaders(data_dir):
 
 
 def test_reproduce_lowrank_quick_smoke(data_dir):
-    text = _run(["reproduce", "lowrank", "--quick", "--data-dir", str(data_dir)])
-    tables = _tables(text)
+    text = run_cli_ok(["reproduce", "lowrank", "--quick", "--data-dir", str(data_dir)])
+    tables = output_tables(text)
     assert [t[0][0] for t in tables] == ["constraints", "cycles", "constraints", "constraints"]
     digits = tables[0][1]
     assert [r[0] for r in digits] == ["0", "40"]

@@ -5,69 +5,35 @@ No timing assertions: times are only checked to be finite and positive.
 """
 from __future__ import annotations
 
-import contextlib
-import io
-import math
-import re
 
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
 from cvxkml import bench
-from cvxkml.cli import main
 from cvxkml.declare import VonNeumannKernel
 from cvxkml.errors import InvalidInputError
 from cvxkml.reproduce_spectral import fit_transform_method, load_uci
 from cvxkml.solvers.vonneumann import vonneumann_pairs
-
-
-def _run(argv) -> str:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(argv)
-    assert rc == 0
-    return buf.getvalue()
-
-
-def _tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
-    """Every table of the output (header line followed by a dashes line): (headers, rows)."""
-    lines = text.splitlines()
-    out = []
-    for k in range(1, len(lines)):
-        if lines[k].strip() and set(lines[k].replace(" ", "")) == {"-"}:
-            headers = re.split(r"\s{2,}", lines[k - 1].strip())
-            rows = []
-            for ln in lines[k + 1:]:
-                if not ln.strip() or ln.startswith(("(", "paper", " ")):
-                    break
-                rows.append(re.split(r"\s{2,}", ln.strip()))
-            assert rows and all(len(r) == len(headers) for r in rows), (headers, rows)
-            out.append((headers, rows))
-    return out
-
-
-def _pos(cell: str) -> bool:
-    v = float(cell)
-    return math.isfinite(v) and v > 0
+from cli_output import output_tables, positive_finite, run_cli_ok
 
 
 # --------------------------------------------------------------------------- bench vonneumann
 def test_bench_vonneumann_quick_structure():
-    text = _run(["bench", "vonneumann", "--quick", "--seed", "1"])
-    (h1, proj), (h2, work) = _tables(text)
+    text = run_cli_ok(["bench", "vonneumann", "--quick", "--seed", "1"])
+    (h1, proj), (h2, work) = output_tables(text)
     assert h1[0] == "r" and [r[0] for r in proj] == ["10", "50"]
     for r in proj:
         assert int(r[2]) == int(r[1])                            # every projection updated
         assert 1.0 <= float(r[3]) <= 6.0                         # evaluations per projection
-        assert all(_pos(c) for c in r[4:7]) and int(r[7]) >= 10
-        assert 1.0 <= float(r[8]) <= 6.0 and _pos(r[9]) and _pos(r[10])
+        assert all(positive_finite(c) for c in r[4:7]) and int(r[7]) >= 10
+        assert 1.0 <= float(r[8]) <= 6.0 and positive_finite(r[9]) and positive_finite(r[10])
         assert float(r[11]) < 1e-10                              # Algorithm 3 X == dense NumPy X
     assert h2[:4] == ["constraints", "pairs", "sweeps", "converged"]
     assert [r[0] for r in work] == ["500", "2000"]
     for r in work:
         assert int(r[1]) <= int(r[0]) and int(r[2]) >= 1 and r[3] in ("yes", "no")
-        assert all(_pos(c) for c in r[5:10]) and r[10] == "-"
+        assert all(positive_finite(c) for c in r[5:10]) and r[10] == "-"
     assert "data: " in text and "extrapolated to 100000 constraints" in text
     assert "bench finished" in text
 
@@ -127,8 +93,8 @@ def test_vonneumann_workload_custom_counts_and_budget(tmp_path):
 
 # --------------------------------------------------------------------------- reproduce spectral
 def test_reproduce_spectral_quick_smoke(data_dir):
-    text = _run(["reproduce", "spectral", "--quick", "--data-dir", str(data_dir)])
-    ((headers, rows),) = _tables(text)
+    text = run_cli_ok(["reproduce", "spectral", "--quick", "--data-dir", str(data_dir)])
+    ((headers, rows),) = output_tables(text)
     assert headers[:5] == ["dataset", "n x d", "classes", "method", "4-NN error"]
     assert [r[0] for r in rows] == [d for d in ("wine", "ionosphere", "iris", "balance") for _ in range(3)]
     assert [r[3] for r in rows[:3]] == ["Euclidean", "LogDet", "von Neumann"]

@@ -4,17 +4,15 @@ Table 1 / Figure 1 / Table 2 protocols and ``cvxkml reproduce yeung --quick``.
 The full reproduction (``cvxkml reproduce yeung``) takes several minutes; its measured
 numbers are in reference/yeung2007-scalable.md.  Here only small instances run.
 """
-import contextlib
-import io
 import json
 import re
 
 import numpy as np
 import pytest
 
-from cvxkml.cli import main
 from cvxkml.reproduce_yeung import (PAPER_TABLE1, PAPER_TABLE2, figure1, make_xor, median_distance,
                                     table1_rows, table2_rows)
+from cli_output import run_cli
 
 
 def test_make_xor():
@@ -60,15 +58,8 @@ def test_table2_small(data_dir):
     assert (0, 1) in PAPER_TABLE2
 
 
-def _run(argv):
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = main(argv)
-    return rc, buf.getvalue()
-
-
 def test_cli_reproduce_yeung_quick(tmp_path):
-    rc, out = _run(["reproduce", "yeung", "--quick", "--part", "table1", "--out", str(tmp_path)])
+    rc, out = run_cli(["reproduce", "yeung", "--quick", "--part", "table1", "--out", str(tmp_path)])
     assert rc == 0
     assert "Table 1 — XOR, n = 1000" in out
     rows = [ln for ln in out.splitlines() if ln.startswith("our method")]
@@ -79,10 +70,10 @@ def test_cli_reproduce_yeung_quick(tmp_path):
         assert mean > 1.0 and std >= 0.0
     saved = json.loads((tmp_path / "yeung2007_results.json").read_text())
     assert set(saved["table1"]["ours"]) == {"100", "200"}
-    rc, out = _run(["reproduce", "yeung", "--quick", "--part", "scaling", "--out", str(tmp_path)])
+    rc, out = run_cli(["reproduce", "yeung", "--quick", "--part", "scaling", "--out", str(tmp_path)])
     assert rc == 0 and "Scaling — XOR" in out
     rows = [re.split(r"\s{2,}", ln.strip()) for ln in out.splitlines() if re.match(r"^(500|1000|2000)\s", ln)]
     assert [r[0] for r in rows] == ["500", "1000", "2000"]
     assert all(float(r[2]) > 0 for r in rows)            # ratios only, no timing assertion
-    rc, out = _run(["reproduce"])
+    rc, out = run_cli(["reproduce"])
     assert rc == 2 and "yeung" in out
