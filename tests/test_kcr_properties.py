@@ -22,8 +22,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cvxkml.declare.kcr import KCR
-from cvxkml.kernels import gaussian_kernel
+from cvxkml.bench_kcr import random_instance
 
 GAP, FEAS = 1e-3, 1e-9
 EXAMPLES = int(os.environ.get("CVXKML_KCR_EXAMPLES", "12"))
@@ -31,18 +30,6 @@ EXAMPLES = int(os.environ.get("CVXKML_KCR_EXAMPLES", "12"))
 slow = [pytest.mark.slow,
         pytest.mark.skipif(os.environ.get("CVXKML_SLOW") != "1",
                            reason="slow (about 3 minutes): set CVXKML_SLOW=1 to run")]
-
-
-def kcr_instance(seed, sizes, kind, nu_factor, lam):
-    rng = np.random.default_rng(seed)
-    y = np.repeat(np.arange(len(sizes)), sizes)
-    X = rng.normal(size=(y.size, 3)) + 1.5 * rng.normal(size=(len(sizes), 3))[y]
-    if kind == "gaussian":
-        sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-        K = gaussian_kernel(X, gamma=nu_factor / float(np.median(sq[sq > 0])))
-    else:
-        K = X @ X.T + 0.1 * np.eye(y.size)
-    return KCR(K, y, lam)
 
 
 def check_fast_vs_exact(problem, stats=None):
@@ -81,7 +68,7 @@ seeds = st.integers(0, 2**31 - 1)
 @settings(max_examples=EXAMPLES)
 @given(seed=seeds, sizes=sizes_default, kind=kinds, nu_factor=nu_factors, lam=lams)
 def test_fast_matches_exact(seed, sizes, kind, nu_factor, lam):
-    check_fast_vs_exact(kcr_instance(seed, sizes, kind, nu_factor, lam))
+    check_fast_vs_exact(random_instance(seed, sizes, kind, nu_factor, lam))
 
 
 @slow[0]
@@ -89,11 +76,11 @@ def test_fast_matches_exact(seed, sizes, kind, nu_factor, lam):
 @settings(max_examples=max(EXAMPLES, 40))
 @given(seed=seeds, sizes=sizes_large, kind=kinds, nu_factor=nu_factors, lam=lams)
 def test_fast_matches_exact_up_to_n30(seed, sizes, kind, nu_factor, lam):
-    check_fast_vs_exact(kcr_instance(seed, sizes, kind, nu_factor, lam))
+    check_fast_vs_exact(random_instance(seed, sizes, kind, nu_factor, lam))
 
 
 def test_warm_start_along_lambda_reaches_the_same_optimum():
-    p = kcr_instance(3, [6, 6, 5], "gaussian", 1.0, 1.0)
+    p = random_instance(3, [6, 6, 5], "gaussian", 1.0, 1.0)
     first = p.solve(tol=1e-4)
     cold = p.with_lam(0.1).solve(tol=1e-4)
     warm = p.with_lam(0.1).solve(tol=1e-4, warm_start=first.info["warm_start"])
