@@ -612,6 +612,8 @@ def _dense_vn_eval(q, w, theta):
 def _dense_vn_zerofinder(q, w, target_log, inv_gamma):
     """The safeguarded Newton iteration of the solver's ZEROFINDER (same steps, brackets and
     stopping rules), each evaluation a dense eigh.  Returns (θ, evaluations, λ, U at θ)."""
+    from .solvers.vonneumann import safeguarded_newton_step
+
     lh, dl, lam, U = _dense_vn_eval(q, w, 0.0)
     phi, dphi = lh - target_log, dl + inv_gamma
     lo, hi = (-np.inf, 0.0) if phi > 0 else (0.0, np.inf)
@@ -620,15 +622,7 @@ def _dense_vn_zerofinder(q, w, target_log, inv_gamma):
     for _ in range(100):
         if abs(phi) <= 1e-14 * max(1.0, abs(target_log)):
             break
-        tn = theta - phi / dphi if dphi > 0 else np.nan
-        if not np.isfinite(tn) or tn <= lo or tn >= hi:
-            if np.isfinite(lo) and np.isfinite(hi):
-                tn = 0.5 * (lo + hi)
-            elif np.isfinite(lo):
-                tn = max(2.0 * max(theta, lo) + 1.0 / nz2, theta + 1.0 / nz2)
-            else:
-                tn = min(2.0 * min(theta, hi) - 1.0 / nz2, theta - 1.0 / nz2)
-        theta = tn
+        theta = safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2)
         lh, dl, lam, U = _dense_vn_eval(q, w, theta)
         evals += 1
         phi, dphi = lh + theta * inv_gamma - target_log, dl + inv_gamma

@@ -221,6 +221,22 @@ def _eval(d, z, theta, anchor, tau, lam, c2):
 
 
 @nb.njit(cache=True)
+def safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2):
+    """The next iterate of ZEROFINDER's safeguarded Newton method for the increasing φ:
+    the Newton step when it stays inside the bracket (lo, hi), else bisection of a finite
+    bracket, else an expansion towards the open side by at least 1/‖w‖² (``nz2``)."""
+    tn = theta - phi / dphi if dphi > 0 else np.nan
+    if not np.isfinite(tn) or tn <= lo or tn >= hi:
+        if np.isfinite(lo) and np.isfinite(hi):
+            tn = 0.5 * (lo + hi)
+        elif np.isfinite(lo):
+            tn = max(2.0 * max(theta, lo) + 1.0 / nz2, theta + 1.0 / nz2)
+        else:
+            tn = min(2.0 * min(theta, hi) - 1.0 / nz2, theta - 1.0 / nz2)
+    return tn
+
+
+@nb.njit(cache=True)
 def _zerofinder(d, z, target_log, inv_gamma, anchor, tau, lam, c2):
     """θ with φ(θ) = log h(θ) + θ/γ − target_log = 0 (inv_gamma = 0 for hard constraints);
     returns (θ, evaluations)."""
@@ -241,16 +257,7 @@ def _zerofinder(d, z, target_log, inv_gamma, anchor, tau, lam, c2):
     for it in range(100):
         if abs(phi) <= 1e-14 * max(1.0, abs(target_log)):
             break
-        step = -phi / dphi if dphi > 0 else np.nan
-        tn = theta + step
-        if not np.isfinite(tn) or tn <= lo or tn >= hi:
-            if np.isfinite(lo) and np.isfinite(hi):
-                tn = 0.5 * (lo + hi)
-            elif np.isfinite(lo):
-                tn = max(2.0 * max(theta, lo) + 1.0 / nz2, theta + 1.0 / nz2)
-            else:
-                tn = min(2.0 * min(theta, hi) - 1.0 / nz2, theta - 1.0 / nz2)
-        theta = tn
+        theta = safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2)
         lh, dl = _eval(d, z, theta, anchor, tau, lam, c2)
         evals += 1
         phi = lh + theta * inv_gamma - target_log
