@@ -32,8 +32,8 @@ slow = [pytest.mark.slow,
                            reason="slow (about 3 minutes): set CVXKML_SLOW=1 to run")]
 
 
-def check_fast_vs_exact(problem, stats=None):
-    fast = problem.solve(tol=1e-4, max_iter=100_000)
+def check_fast_vs_exact(problem, stats=None, **solver_opts):
+    fast = problem.solve(tol=1e-4, max_iter=100_000, **solver_opts)
     assert fast.converged and fast.status == "converged", fast
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -69,6 +69,18 @@ seeds = st.integers(0, 2**31 - 1)
 @given(seed=seeds, sizes=sizes_default, kind=kinds, nu_factor=nu_factors, lam=lams)
 def test_fast_matches_exact(seed, sizes, kind, nu_factor, lam):
     check_fast_vs_exact(random_instance(seed, sizes, kind, nu_factor, lam))
+
+
+sizes_tracked = st.lists(st.integers(5, 7), min_size=3, max_size=3)
+
+
+@settings(max_examples=max(4, EXAMPLES // 2))
+@given(seed=seeds, sizes=sizes_tracked, kind=kinds, nu_factor=nu_factors, lam=lams)
+def test_fast_with_tracked_psd_steps_matches_exact(seed, sizes, kind, nu_factor, lam):
+    """The tracked PSD step (Krylov Rayleigh–Ritz, used by default from r = 64) switched
+    on at these small sizes (a 2-vector guard, no size threshold): same tolerances."""
+    check_fast_vs_exact(random_instance(seed, sizes, kind, nu_factor, lam),
+                        eig_min_size=0, eig_guard=2)
 
 
 @slow[0]
