@@ -10,12 +10,17 @@ measured in the same run.
   against PDHG with the same CPU budget: the objective gap each reaches, relative to
   PDHG's certified lower bound.
 * :func:`large_n_row` — one solve at n = 500 (Balance): CPU time to certified gaps of
-  1e-2, 3e-3, 1e-3 and the gap reached within 60 CPU seconds.
+  1e-2, 3e-3, 1e-3 and the gap reached within 60 CPU seconds, for the default solver
+  and, as the same-run baseline, the previous configuration (LAPACK PSD step every
+  iteration, Halpern iterations, certificate every 10 iterations).
+* :func:`variant_rows` — iterations and CPU time to a certified 1e-3 for the solver's
+  variants (plain / Halpern PDHG, tracked / LAPACK PSD step) on Iris, Wine, Ionosphere
+  and Balance subsets over a ν × λ grid.
 * :func:`gap_sweep_rows` — fast (tol 1e-4) vs exact (Clarabel) on many random instances
   drawn like the property tests (n <= 30, 2–3 classes): relative objective gaps and the
   feasibility of both returned Σ.
 
-``python -m cvxkml.bench_kcr [sweep|exact|alg1|large|all]`` runs them and prints the rows;
+``python -m cvxkml.bench_kcr [sweep|exact|alg1|large|variants|all]`` runs them and prints the rows;
 :func:`register_cli` adds the same as ``cvxkml bench kcr`` once :mod:`cvxkml.cli` calls it.
 """
 from __future__ import annotations
@@ -32,7 +37,7 @@ from .kernels import gaussian_kernel
 from .solvers.kcr import kcr_subgradient
 
 __all__ = ["random_problem", "random_instance", "exact_vs_fast_rows", "algorithm1_rows",
-           "large_n_row", "gap_sweep_rows", "summarize_sweep", "run", "main", "register_cli"]
+           "large_n_row", "variant_rows", "BASELINE", "gap_sweep_rows", "summarize_sweep", "run", "main", "register_cli"]
 
 
 def random_problem(n_per_class: int, n_classes: int = 3, lam: float = 1.0, nu_factor: float = 1.0,
@@ -100,31 +105,107 @@ def algorithm1_rows(cases=((25, 1.0), (25, 0.1)), seed=0, budget_factor=1.0) -> 
     return rows
 
 
-def large_n_row(n: int = 500, nu: float = 1.0, lam: float = 1.0, max_iter: int = 20_000,
-                data_dir=None, seed: int = 0) -> dict:
-    """One certified PDHG solve on n Balance points (standardized, Gaussian kernel ν),
-    single-threaded BLAS: CPU seconds to certified relative gaps 1e-2 / 3e-3 / 1e-3 and
-    the gap after 60 CPU seconds."""
-    from threadpoolctl import threadpool_limits
+# the configuration before the tracked PSD step (issue 6, first version): the baseline
+BASELINE = dict(eig="exact", halpern=True, check_every=10)
 
+
+def _balance_problem(n, nu, lam, data_dir=None, seed=0) -> KCR:
     X, y = load_csv_dataset("balance", data_dir)
     idx = np.random.default_rng(seed).choice(len(y), n, replace=False)
     X, y = X[idx], y[idx]
     X = (X - X.mean(axis=0)) / X.std(axis=0)
-    with threadpool_limits(1):
-        p = KCR(gaussian_kernel(X, gamma=nu), y, lam)
-        sol, cpu, wall = _timed(lambda: p.solve(tol=1e-3, max_iter=max_iter, warn=False))
-    hist = sol.info["history"]
+    return KCR(gaussian_kernel(X, gamma=nu), y, lam)
 
-    def first(target):
-        row = next((r for r in hist if r[3] <= target), None)
-        return None if row is None else dict(iteration=row[0], wall=row[4], cpu=row[5])
 
-    within = [r[3] for r in hist if r[5] <= 60.0]
-    return dict(n=n, nu=nu, lam=lam, rank=p.rank, converged=sol.converged, iterations=sol.n_iter,
-                gap=sol.info["gap"], cpu=cpu, wall=wall, to_1e2=first(1e-2), to_3e3=first(3e-3),
-                to_1e3=first(1e-3), gap_after_60_cpu_s=within[-1] if within else None,
-                rank_sigma=sol.info["factor"].shape[1], h=sol.info["h"])
+def large_n_row(n: int = 500, nu: float = 1.0, lam: float = 1.0, max_iter: int = 20_000,
+                data_dir=None, seed: int = 0, baseline: bool = True) -> dict:
+    """Certified PDHG solves on n Balance points (standardized, Gaussian kernel ν), one
+    BLAS thread: CPU seconds to certified relative gaps 1e-2 / 3e-3 / 1e-3 and the gap
+    after 60 CPU seconds — for the default solver and (``baseline``) for
+    :data:`BASELINE`, with the CPU-time ratio to 1e-3."""
+    p = _balance_problem(n, nu, lam, data_dir, seed)
+    p.solve(tol=1e-3, max_iter=5, warn=False)         # compile / warm up outside the timing
+
+    def one(opts):
+        sol, cpu, wall = _timed(lambda: p.solve(tol=1e-3, max_iter=max_iter, warn=False, **opts))
+        hist = sol.info["history"]
+
+        def first(target):
+            row = next((r for r in hist if r[3] <= target), None)
+            return None if row is None else dict(iteration=row[0], wall=row[4], cpu=row[5])
+
+        within = [r[3] for r in hist if r[5] <= 60.0]
+        return dict(converged=sol.converged, iterations=sol.n_iter, gap=sol.info["gap"], cpu=cpu,
+                    wall=wall, to_1e2=first(1e-2), to_3e3=first(3e-3), to_1e3=first(1e-3),
+                    gap_after_60_cpu_s=within[-1] if within else None,
+                    eig_exact=sol.info["eig_exact"], eig_tracked=sol.info["eig_tracked"],
+                    objective=sol.objective, rank_sigma=sol.info["factor"].shape[1],
+                    h=sol.info["h"])
+
+    row = dict(n=n, nu=nu, lam=lam, rank=p.rank, default=one({}))
+    if baseline:
+        row["baseline"] = one(BASELINE)
+        a, b = row["default"]["to_1e3"], row["baseline"]["to_1e3"]
+        row["speedup_to_1e3"] = (b["cpu"] / a["cpu"]) if a and b else None
+    return row
+
+
+def _variant_instances(data_dir=None, n_max=200, datasets=("iris", "wine", "ionosphere", "balance")):
+    from sklearn import datasets as skd
+
+    for name in datasets:
+        if name in ("iris", "wine"):
+            X, y = getattr(skd, "load_" + name)(return_X_y=True)
+        else:
+            X, y = load_csv_dataset(name, data_dir)
+        idx = np.random.default_rng(0).choice(len(y), min(n_max, len(y)), replace=False)
+        X, y = X[idx], y[idx]
+        X = (X - X.mean(axis=0)) / (X.std(axis=0) + 1e-12)
+        d = X.shape[1]
+        for nu in (0.25 / d, 4.0 / d, 64.0 / d):
+            for lam in (1e-2, 1.0, 1e2):
+                yield dict(data=name, n=len(y), nu=nu, lam=lam), KCR(gaussian_kernel(X, gamma=nu), y, lam)
+
+
+VARIANTS = {"plain+track": {}, "halpern+track": dict(halpern=True),
+            "plain+lapack": dict(eig="exact"), "halpern+lapack": dict(eig="exact", halpern=True)}
+
+
+def variant_rows(variants=("plain+track", "halpern+track", "plain+lapack"), n_max: int = 200,
+                 max_iter: int = 20_000, tol: float = 1e-3, data_dir=None,
+                 datasets=("iris", "wine", "ionosphere", "balance")) -> list[dict]:
+    """For each instance (Iris, Wine, Ionosphere, Balance; at most ``n_max`` points;
+    ν ∈ {¼, 4, 64}/d, λ ∈ {0.01, 1, 100}) and each solver variant of :data:`VARIANTS`:
+    iterations and CPU seconds to a certified relative gap ``tol`` (one BLAS thread)."""
+    rows = []
+    for meta, p in _variant_instances(data_dir, n_max, datasets):
+        p.solve(tol=tol, max_iter=5, warn=False)
+        row = dict(meta, r=p.rank)
+        for v in variants:
+            sol, cpu, _ = _timed(lambda: p.solve(tol=tol, max_iter=max_iter, warn=False, **VARIANTS[v]))
+            row[v] = dict(iterations=sol.n_iter, cpu=cpu, converged=sol.converged,
+                          objective=sol.objective)
+        rows.append(row)
+    return rows
+
+
+def summarize_variants(rows) -> dict:
+    """Per variant: instances converged, total iterations and CPU over the instances that
+    every variant solved, and against the first variant the count with fewer / more
+    iterations."""
+    names = [k for k in rows[0] if isinstance(rows[0][k], dict)] if rows else []
+    both = [r for r in rows if all(r[v]["converged"] for v in names)]
+    out = dict(instances=len(rows), solved_by_all=len(both))
+    for v in names:
+        out[v] = dict(converged=sum(r[v]["converged"] for r in rows),
+                      iterations=sum(r[v]["iterations"] for r in both),
+                      cpu=round(sum(r[v]["cpu"] for r in both), 2))
+        if v != names[0]:
+            out[v]["fewer_iterations_than_" + names[0]] = sum(
+                r[v]["iterations"] < r[names[0]]["iterations"] for r in rows)
+            out[v]["more_iterations_than_" + names[0]] = sum(
+                r[v]["iterations"] > r[names[0]]["iterations"] for r in rows)
+    return out
 
 
 # --------------------------------------------------------------------------- property sweep
@@ -227,13 +308,17 @@ def _print_rows(rows):
 
 
 def _add_arguments(ap) -> None:
-    ap.add_argument("what", nargs="?", default="all", choices=("sweep", "exact", "alg1", "large", "all"))
+    ap.add_argument("what", nargs="?", default="all",
+                    choices=("sweep", "exact", "alg1", "large", "variants", "all"))
     ap.add_argument("--draws", type=int, default=100, help="sweep: random instances (default 100)")
     ap.add_argument("--exact-sizes", type=int, nargs="+", default=[10, 20, 30, 40],
                     help="exact: points per class (3 classes) for the SCS runs")
     ap.add_argument("--scs-eps", type=float, default=1e-6, help="exact: SCS eps_abs = eps_rel")
     ap.add_argument("--scs-time-limit", type=float, default=600.0, help="exact: SCS seconds per solve")
     ap.add_argument("--n", type=int, default=500, help="large: number of Balance points")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="large: skip the same-run baseline solve (the previous configuration)")
+    ap.add_argument("--variant-n", type=int, default=200, help="variants: points per data set (max)")
     ap.add_argument("--json", default=None, help="write all rows as JSON")
 
 
@@ -261,10 +346,24 @@ def run(args) -> int:
         print("paper's Algorithm 1 vs PDHG (same CPU budget):", flush=True)
         _print_rows(rows)
     if args.what in ("large", "all"):
-        row = large_n_row(n=args.n)
+        row = large_n_row(n=args.n, baseline=not args.no_baseline)
         out["large"] = row
-        print(f"n = {args.n} fast solve:", flush=True)
-        _print_rows([row])
+        print(f"n = {args.n} fast solve (default solver, then the baseline {BASELINE}):", flush=True)
+        _print_rows([{k: v for k, v in row.items() if not isinstance(v, dict)}])
+        for part in ("default", "baseline"):
+            if part in row:
+                flat = {k: v for k, v in row[part].items() if not isinstance(v, dict)}
+                flat.update({k: v["cpu"] for k, v in row[part].items() if isinstance(v, dict)})
+                print(f" {part}:", flush=True)
+                _print_rows([flat])
+    if args.what in ("variants", "all"):
+        rows = variant_rows(n_max=args.variant_n)
+        out["variants"] = dict(rows=rows, summary=summarize_variants(rows))
+        print("solver variants (iterations / CPU s to a certified 1e-3):", flush=True)
+        _print_rows([{"instance": f"{r['data']} n={r['n']} nu={r['nu']:.3g} lam={r['lam']:g}",
+                      **{v: f"{r[v]['iterations']}/{r[v]['cpu']:.2f}{'' if r[v]['converged'] else '(nc)'}"
+                         for v in r if isinstance(r[v], dict)}} for r in rows])
+        print(" summary:", out["variants"]["summary"], flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1, default=lambda v: v.item() if hasattr(v, "item") else str(v))
@@ -285,7 +384,8 @@ def register_cli(bsub) -> None:
     if "kcr" in bsub.choices:
         return
     p = bsub.add_parser("kcr", help="KCR (Sriperumbudur et al. 2008): fast vs exact sweep, exact "
-                                    "model with SCS, Algorithm 1 vs PDHG, n = 500 solve")
+                                    "model with SCS, Algorithm 1 vs PDHG, n = 500 solve vs "
+                                    "baseline, solver variants")
     _add_arguments(p)
     p.set_defaults(func=run)
 

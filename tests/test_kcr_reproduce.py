@@ -65,3 +65,32 @@ def test_bench_sweep_smoke():
     summary = summarize_sweep(rows)
     assert summary["draws"] == 2 and summary["max_n"] <= 12
     assert summary["max_gap"] <= 1e-3 and summary["cert_valid"] == 2
+
+
+def test_bench_variants_smoke():
+    """The solver-variant comparison runs on Iris subsets and summarizes; every variant
+    reaches the same certified optimum where it converges."""
+    from cvxkml.bench_kcr import summarize_variants, variant_rows
+
+    rows = variant_rows(n_max=30, datasets=("iris",), max_iter=3000)
+    assert len(rows) == 9
+    summary = summarize_variants(rows)
+    assert summary["instances"] == 9 and 0 <= summary["solved_by_all"] <= 9
+    for r in rows:
+        done = [r[v]["objective"] for v in ("plain+track", "halpern+track", "plain+lapack")
+                if r[v]["converged"]]
+        if len(done) > 1:
+            assert max(done) - min(done) <= 2e-3 * max(1.0, abs(min(done)))
+
+
+def test_bench_large_row_smoke(data_dir):
+    """The n = 500 benchmark's row at a small n: default and baseline both solve to the
+    certified tolerance and agree; the ratio is reported."""
+    from cvxkml.bench_kcr import large_n_row
+
+    row = large_n_row(n=60, data_dir=data_dir, max_iter=20_000)
+    for part in ("default", "baseline"):
+        assert row[part]["converged"] and row[part]["gap"] <= 1e-3
+    assert abs(row["default"]["objective"] - row["baseline"]["objective"]) <= \
+        2e-3 * max(1.0, abs(row["baseline"]["objective"]))
+    assert row["speedup_to_1e3"] is not None and row["speedup_to_1e3"] > 0

@@ -257,10 +257,12 @@ class KCR:
 
     # ------------------------------------------------------------------ fast side
     def solve(self, tol: float = 1e-3, max_iter: int = 20_000, time_limit: float | None = None,
-              check_every: int = 10, warm_start: dict | None = None, verbose: bool = False,
+              check_every: int | None = None, warm_start: dict | None = None, verbose: bool = False,
               warn: bool = True, **solver_opts) -> Solution:
-        """The fast solver: restarted Halpern PDHG with a certified duality gap
-        (:func:`cvxkml.solvers.kcr.kcr_pdhg`, in the whitened coordinates).
+        """The fast solver: restarted PDHG with a certified duality gap and tracked PSD
+        steps (:func:`cvxkml.solvers.kcr.kcr_pdhg`, in the whitened coordinates; its
+        options — ``halpern``, ``eig``, ``blas_threads``, … — pass through
+        ``solver_opts``; ``check_every=None`` is its size-dependent default).
 
         Stops with ``converged=True`` once the certified relative gap
         (f − g)/max(1, |f|) <= ``tol``; otherwise after ``max_iter`` iterations or
@@ -274,7 +276,8 @@ class KCR:
             ``matrix`` Σ (n × n, in N), ``objective`` (eq. 9), ``dual`` the n × n dual
             weights s of the certificate, ``dual_value`` its lower bound,
             ``info``: ``h`` (h̃), ``factor`` G (n × k, Σ = GGᵀ, Gᵀ1 = 0), ``gap`` (relative),
-            ``warm_start`` (pass to a related solve), ``n_restarts``, ``history``.
+            ``warm_start`` (pass to a related solve), ``n_restarts``, ``history``,
+            ``eig_exact`` / ``eig_tracked`` (PSD steps by LAPACK / by the tracker).
         """
         import warnings
 
@@ -285,7 +288,7 @@ class KCR:
             raise InvalidInputError("max_iter must be a positive integer.")
         res = kcr_pdhg(self.F, self.tau, self.c, self.lam, h_min=self.h_min, tol=tol,
                        max_iter=int(max_iter), time_limit=time_limit,
-                       check_every=int(check_every), warm_start=warm_start, verbose=verbose,
+                       check_every=check_every, warm_start=warm_start, verbose=verbose,
                        **solver_opts)
         G = self.T @ res.factor
         G -= G.mean(axis=0)[None, :]
@@ -303,4 +306,5 @@ class KCR:
             time=res.time, status=res.status, solver="pdhg-kcr", dual_value=res.lower_bound,
             info={"h": res.h, "factor": G, "gap": res.gap, "warm_start": res.warm,
                   "n_restarts": res.n_restarts, "history": res.history,
+                  "eig_exact": res.eig_exact, "eig_tracked": res.eig_tracked,
                   "solver_objective": res.objective})
