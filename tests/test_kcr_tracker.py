@@ -130,3 +130,24 @@ def test_eig_option_is_validated(mid_problem):
     p = mid_problem
     with pytest.raises(ValueError, match="eig must be"):
         kcr_pdhg(p.F, p.tau, p.c, p.lam, eig="lanczos")
+
+
+def test_bad_warm_starts_and_non_finite_iterates_raise_clear_errors(mid_problem, monkeypatch):
+    from cvxkml.errors import InvalidInputError, SolverError
+    import cvxkml.solvers.kcr as kcr_mod
+
+    p = mid_problem
+    args = (p.F, p.tau, p.c, p.lam)
+    warm = dict(X=np.full((p.rank, p.rank), np.nan), h=1.0, s=np.zeros((p.n, p.n)))
+    with pytest.raises(InvalidInputError, match="NaN or infinite"):
+        kcr_pdhg(*args, warm_start=warm, max_iter=5)
+    warm = dict(X=np.zeros((3, 3)), h=1.0, s=np.zeros((p.n, p.n)))
+    with pytest.raises(InvalidInputError, match="same points"):
+        kcr_pdhg(*args, warm_start=warm, max_iter=5)
+
+    def nan_step(s, Bn, B, hbar, tau, beta, c, s_out):   # a diverged dual step
+        s_out[:] = np.nan
+        return np.nan
+    monkeypatch.setattr(kcr_mod, "_dual_step", nan_step)
+    with pytest.raises(SolverError, match="non-finite iterate at iteration 1"):
+        kcr_pdhg(*args, max_iter=5)

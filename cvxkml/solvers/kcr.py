@@ -58,6 +58,7 @@ import numba as nb
 import numpy as np
 import scipy.linalg as sla
 
+from ..errors import InvalidInputError, SolverError
 from ..kcr_formulas import (dual_lower_bound, dual_objective, h_upper_bound, kcr_objective,
                             project_onto_N, sq_distances_from_gram)
 
@@ -133,6 +134,9 @@ def _row_prox(v, kappa, out_row):
                 if v[j] > t:
                     tot += v[j]
                     cnt += 1
+            if cnt == 0:                 # only with non-finite v (caught by the caller)
+                done = True
+                break
             t_new = (tot - kappa) / cnt
             if t_new <= t:
                 done = True
@@ -517,6 +521,12 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         X = np.array(warm_start["X"], dtype=np.float64)
         h = max(h_min, float(warm_start["h"]))
         s = np.clip(np.array(warm_start["s"], dtype=np.float64), 0.0, 1.0)
+        if X.shape != (r, r) or s.shape != (n, n):
+            raise InvalidInputError(
+                f"warm_start has X {X.shape} and s {s.shape}; this problem needs ({r}, {r}) "
+                f"and ({n}, {n}) (a warm start must come from a problem with the same points).")
+        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(s)) and np.isfinite(h)):
+            raise InvalidInputError("warm_start contains NaN or infinite values.")
         omega = float(warm_start.get("omega", lam * np.sqrt(r) / n if omega0 is None else omega0))
         eta = float(warm_start.get("eta", 0.9 / (np.sqrt(2.0) * norm_A)))
     else:
@@ -598,6 +608,11 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             Bn = FP @ FP.T
             hn = max(h_min, h + alpha / hsc ** 2 * St)
             Sn = _dual_step(s, Bn, B, 2.0 * hn - h, tau, beta, c, s_new)
+            if not (np.isfinite(Sn) and np.isfinite(hn)):
+                raise SolverError(
+                    f"KCR PDHG produced a non-finite iterate at iteration {k_total + 1} "
+                    f"(step size {eta:.3g}, primal weight {omega:.3g}). Check the kernel matrix "
+                    "for huge entries, or solve without the warm start.")
             Xn = P @ P.T
             dh = hn - h
             ds2, inter = _step_stats(s_new, s, Bn, B, dh, tau)
