@@ -134,7 +134,7 @@ def _row_prox(v, kappa, out_row):
                 if v[j] > t:
                     tot += v[j]
                     cnt += 1
-            if cnt == 0:                 # only with non-finite v (caught by the caller)
+            if cnt == 0:     # t reached max(v): kappa below its rounding, or v not finite
                 done = True
                 break
             t_new = (tot - kappa) / cnt
