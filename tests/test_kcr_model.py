@@ -227,6 +227,10 @@ def test_psd_step_survives_a_lapack_mrrr_failure(monkeypatch):
     P, w = ks._psd_part(M, 1, np.float32)      # rank hint 1: the partial (evr) path
     assert np.allclose(P @ P.T, ref, atol=1e-10 * np.abs(M).max())
     assert np.allclose(np.sort(w), ref_w[ref_w > 0])
+    # the tracked PSD step's LAPACK path (a top-p subset by index) falls back the same way
+    tr = ks.PositivePartTracker(40, np.float32, guard=4, min_size=0)
+    P, w = tr(lambda V: M.astype(np.float32) @ V, lambda: M, exact=True)
+    assert np.allclose(P @ P.T, ref, atol=1e-5 * np.abs(M).max()) and tr.n_exact == 1
     # and a whole solve (its certificate's λ_min also uses evr) still certifies
     K, y = _instance(12, n=10)
     sol = KCR(K, y, 1.0).solve(tol=1e-3)

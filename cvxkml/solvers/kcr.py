@@ -262,23 +262,41 @@ def operator_norm(F, n_iter: int = 30, seed: int = 0) -> float:
     return est
 
 
+def _eigh(M, dtype, subset_by_value=None, subset_by_index=None):
+    """Eigenpairs (ascending) of a symmetric M computed in ``dtype``: LAPACK ``?syevr``
+    for a subset (``subset_by_value`` / ``subset_by_index`` as in scipy), ``?syevd``
+    otherwise.  LAPACK's MRRR driver can report an internal error on rare matrices (seen
+    once in float32 on Wine): then divide and conquer in float64, same subset."""
+    Mx = M.astype(dtype, copy=False)
+    subset = subset_by_value is not None or subset_by_index is not None
+    try:
+        if subset:
+            return sla.eigh(Mx, driver="evr", subset_by_value=subset_by_value,
+                            subset_by_index=subset_by_index, check_finite=False)
+        return np.linalg.eigh(Mx)
+    except np.linalg.LinAlgError:
+        if not np.all(np.isfinite(M)):
+            raise
+        w, U = np.linalg.eigh(np.asarray(M, dtype=np.float64))
+        if subset_by_value is not None:
+            sel = (w > subset_by_value[0]) & (w <= subset_by_value[1])
+        elif subset_by_index is not None:
+            sel = np.zeros(w.size, bool)
+            sel[subset_by_index[0]:subset_by_index[1] + 1] = True
+        else:
+            sel = np.ones(w.size, bool)
+        return w[sel], U[:, sel]
+
+
 def _psd_part(M, rank_hint, dtype=np.float64):
     """Positive eigen-part of a symmetric matrix as a float64 factor P (X⁺ = P Pᵀ) and
     its eigenvalues; only the positive eigenpairs are computed when few are expected.
     The eigendecomposition runs in ``dtype`` (float32: LAPACK ssyevr/ssyevd)."""
     r = M.shape[0]
-    Mx = M.astype(dtype, copy=False)
-    try:
-        if rank_hint * 8 < r:
-            w, U = sla.eigh(Mx, driver="evr", subset_by_value=(0.0, np.inf), check_finite=False)
-        else:
-            w, U = np.linalg.eigh(Mx)
-    except np.linalg.LinAlgError:
-        # LAPACK's MRRR driver (?syevr) can report an internal error on rare matrices
-        # (seen once in float32 on Wine); fall back to divide and conquer in float64.
-        if not np.all(np.isfinite(M)):
-            raise
-        w, U = np.linalg.eigh(np.asarray(M, dtype=np.float64))
+    if rank_hint * 8 < r:
+        w, U = _eigh(M, dtype, subset_by_value=(0.0, np.inf))
+    else:
+        w, U = _eigh(M, dtype)
     keep = w > 0.0
     w = w[keep].astype(np.float64)
     return U[:, keep].astype(np.float64) * np.sqrt(w), w
@@ -326,22 +344,13 @@ class PositivePartTracker:
         self.n_exact += 1
         r = self.r
         p = self.k + self.guard
-        Mx = np.ascontiguousarray(M, dtype=self.dtype)
-        w = U = None
+        w = None
         if self.enabled and 2 * p < r:
-            try:
-                w, U = sla.eigh(Mx, driver="evr", subset_by_index=(r - p, r - 1), check_finite=False)
-            except np.linalg.LinAlgError:
-                w = None
-            if w is not None and w[0] > 0.0:    # the positive part may be larger than p
+            w, U = _eigh(M, self.dtype, subset_by_index=(r - p, r - 1))
+            if w[0] > 0.0:                      # the positive part may be larger than p
                 w = None
         if w is None:
-            try:
-                w, U = np.linalg.eigh(Mx)
-            except np.linalg.LinAlgError:
-                if not np.all(np.isfinite(M)):
-                    raise
-                w, U = np.linalg.eigh(np.asarray(M, dtype=np.float64))
+            w, U = _eigh(M, self.dtype)
         keep = w > 0.0
         self.k = int(keep.sum())
         if self.enabled and self.k + self.guard < r // 3:
