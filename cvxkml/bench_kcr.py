@@ -319,6 +319,11 @@ def _add_arguments(ap) -> None:
     ap.add_argument("--no-baseline", action="store_true",
                     help="large: skip the same-run baseline solve (the previous configuration)")
     ap.add_argument("--variant-n", type=int, default=200, help="variants: points per data set (max)")
+    ap.add_argument("--variants", nargs="+", choices=sorted(VARIANTS),
+                    default=["plain+track", "halpern+track", "plain+lapack"],
+                    help="variants: solver variants to compare (the first is the reference)")
+    ap.add_argument("--variant-data", nargs="+", default=["iris", "wine", "ionosphere", "balance"],
+                    choices=["iris", "wine", "ionosphere", "balance"], help="variants: data sets")
     ap.add_argument("--json", default=None, help="write all rows as JSON")
 
 
@@ -357,7 +362,8 @@ def run(args) -> int:
                 print(f" {part}:", flush=True)
                 _print_rows([flat])
     if args.what in ("variants", "all"):
-        rows = variant_rows(n_max=args.variant_n)
+        rows = variant_rows(tuple(args.variants), n_max=args.variant_n,
+                            datasets=tuple(args.variant_data))
         out["variants"] = dict(rows=rows, summary=summarize_variants(rows))
         print("solver variants (iterations / CPU s to a certified 1e-3):", flush=True)
         _print_rows([{"instance": f"{r['data']} n={r['n']} nu={r['nu']:.3g} lam={r['lam']:g}",

@@ -524,7 +524,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         fdt = np.float64
         F_it, W_it, deg_it = F, W, deg
     tracker = (PositivePartTracker(r, fdt, guard=eig_guard, tol=eig_tol, min_size=eig_min_size)
-               if eig == "track" else None)
+               if eig == "track" and r >= eig_min_size else None)
 
     if warm_start is not None:
         X = np.array(warm_start["X"], dtype=np.float64)
