@@ -151,13 +151,10 @@ def large_n_row(n: int = 500, nu: float = 1.0, lam: float = 1.0, max_iter: int =
 
 
 def _variant_instances(data_dir=None, n_max=200, datasets=("iris", "wine", "ionosphere", "balance")):
-    from sklearn import datasets as skd
+    from .reproduce_kcr import load_dataset
 
     for name in datasets:
-        if name in ("iris", "wine"):
-            X, y = getattr(skd, "load_" + name)(return_X_y=True)
-        else:
-            X, y = load_csv_dataset(name, data_dir)
+        X, y = load_dataset(name, data_dir)
         idx = np.random.default_rng(0).choice(len(y), min(n_max, len(y)), replace=False)
         X, y = X[idx], y[idx]
         X = (X - X.mean(axis=0)) / (X.std(axis=0) + 1e-12)
