@@ -308,15 +308,14 @@ class PositivePartTracker:
 
     The basis U (r × p, orthonormal) holds the previous step's Ritz vectors of the k
     positive eigenvalues plus ``guard`` Ritz vectors just below zero.  One step builds
-    the block Krylov space span[U, M U, M²U] (``steps``), computes the Rayleigh–Ritz
+    the block Krylov space span[U, M U], computes the Rayleigh–Ritz
     pairs (θ_i, v_i) of M on it and keeps those with θ_i > 0; the cost is a few r × r × p
     products plus a (2p)² eigenproblem — a fraction of a full LAPACK eigendecomposition
     when k << r.  The step is accepted when the Ritz residuals of the kept pairs satisfy
     ‖[M v_i − θ_i v_i]_i‖_F <= ``tol`` · ‖θ₊‖ (this residual bound tracks the relative
     Frobenius error of the projection within a factor ~2 on the KCR iterations; measured in
     ``reference/sriperumbudur2008-kcr.md``), and at least ``guard // 2`` Ritz values are
-    <= 0 (so the block reaches below the positive part); a step that misses the tolerance
-    is repeated from its own Ritz basis (``rounds`` steps at most).  Otherwise — and on every call with
+    <= 0 (so the block reaches below the positive part).  Otherwise — and on every call with
     ``exact=True`` (the solver asks for it at each certificate, so a positive eigenvalue
     that appeared outside the tracked block is picked up) — it falls back to the LAPACK
     eigendecomposition and re-seeds U from it.  ``n_exact`` / ``n_tracked`` count the two,
@@ -324,14 +323,12 @@ class PositivePartTracker:
     """
 
     def __init__(self, r: int, dtype=np.float64, guard: int = 10, tol: float = 1e-3,
-                 steps: int = 1, rounds: int = 1, min_size: int = 200):
+                 min_size: int = 200):
         self.r = int(r)
         self.dtype = dtype
         self.guard = int(guard)
         self.tol = float(tol)
         self.abs_tol = np.inf
-        self.steps = int(steps)
-        self.rounds = max(1, int(rounds))
         # below this size (or when the positive part is not small) LAPACK is as fast
         self.enabled = self.r >= int(min_size)
         self.U = None
@@ -353,25 +350,24 @@ class PositivePartTracker:
             w, U = _eigh(M, self.dtype)
         keep = w > 0.0
         self.k = int(keep.sum())
-        if self.enabled and self.k + self.guard < r // 3:
-            top = min(w.size, self.k + self.guard)
-            self.U = np.ascontiguousarray(U[:, w.size - top:], dtype=self.dtype)
-        else:
-            self.U = None
+        self.U = (np.ascontiguousarray(self._block(w, U), dtype=self.dtype)
+                  if self.enabled and self._trackable(self.k) else None)
         wk = w[keep].astype(np.float64)
         return U[:, keep].astype(np.float64) * np.sqrt(wk), wk
 
+    def _trackable(self, k):
+        """A positive part of k pairs is small enough to track (else LAPACK is as fast)."""
+        return k + self.guard < self.r // 3
+
+    def _block(self, w, V):
+        """The next basis: the Ritz / eigenvectors of the k positive values and ``guard``
+        more below them (``w`` ascending)."""
+        return V[:, w.size - min(w.size, self.k + self.guard):]
+
     def _krylov_step(self, apply):
         U = self.U
-        blocks = [U]
-        Y = apply(U)
-        MU = Y
-        for _ in range(self.steps - 1):
-            blocks.append(Y)
-            Y = apply(Y)
-        blocks.append(Y)
-        B = np.hstack(blocks[1:])
-        B -= U @ (U.T @ B)                   # U is orthonormal: orthogonalize the rest
+        MU = apply(U)
+        B = MU - U @ (U.T @ MU)              # U is orthonormal: orthogonalize MU against it
         Q2, _ = np.linalg.qr(B)
         Q2 -= U @ (U.T @ Q2)                 # second pass (classical Gram–Schmidt twice)
         Q2, _ = np.linalg.qr(Q2)
@@ -396,21 +392,15 @@ class PositivePartTracker:
         the LAPACK path)."""
         if exact or self.U is None:
             return self._exact(build())
-        for attempt in range(self.rounds):
-            theta, V, keep, k, n_guard, res, scale = self._krylov_step(apply)
-            ok = n_guard >= max(1, self.guard // 2) and (
-                k == 0 or res <= min(self.tol * scale, self.abs_tol))
-            if ok or n_guard < max(1, self.guard // 2) or k + self.guard >= self.r // 3:
-                break
-            top = min(theta.size, k + self.guard)          # retry from the new Ritz basis
-            self.U = np.ascontiguousarray(V[:, theta.size - top:])
-        if not ok or k + self.guard >= self.r // 3:
+        theta, V, keep, k, n_guard, res, scale = self._krylov_step(apply)
+        ok = n_guard >= max(1, self.guard // 2) and (
+            k == 0 or res <= min(self.tol * scale, self.abs_tol))
+        if not ok or not self._trackable(k):
             self.n_rejected += 1
             return self._exact(build())
         self.n_tracked += 1
         self.k = k
-        top = min(theta.size, k + self.guard)
-        self.U = np.ascontiguousarray(V[:, theta.size - top:])
+        self.U = np.ascontiguousarray(self._block(theta, V))
         wk = theta[keep]
         return V[:, keep].astype(np.float64) * np.sqrt(wk), wk
 
