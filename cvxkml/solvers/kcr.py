@@ -478,13 +478,11 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     KCRResult
     """
     if blas_threads is not None:
+        args = dict(locals(), blas_threads=None)      # every parameter, as passed
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=int(blas_threads)):
-            return kcr_pdhg(F, tau, c, lam, h_min, tol, max_iter, time_limit, check_every,
-                            warm_start, verbose, halpern, restart_params, omega0, precision,
-                            eig, eig_tol, eig_step_factor, eig_guard, eig_min_size,
-                            restart_every, blas_threads=None)
+            return kcr_pdhg(**args)
     t0 = time.perf_counter()
     c0 = time.process_time()
     F = np.ascontiguousarray(F, dtype=np.float64)
