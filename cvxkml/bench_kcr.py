@@ -165,7 +165,9 @@ def _variant_instances(data_dir=None, n_max=200, datasets=("iris", "wine", "iono
 
 
 VARIANTS = {"plain+track": {}, "halpern+track": dict(halpern=True),
-            "plain+lapack": dict(eig="exact"), "halpern+lapack": dict(eig="exact", halpern=True)}
+            "plain+lapack": dict(eig="exact"), "halpern+lapack": dict(eig="exact", halpern=True),
+            # the default before diagonal preconditioning (issue 6, third session)
+            "unscaled": dict(scaling=0.0, eig_step_factor=0.1)}
 
 
 def variant_rows(variants=("plain+track", "halpern+track", "plain+lapack"), n_max: int = 200,
