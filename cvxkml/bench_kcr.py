@@ -105,8 +105,9 @@ def algorithm1_rows(cases=((25, 1.0), (25, 0.1)), seed=0, budget_factor=1.0) -> 
     return rows
 
 
-# the configuration before the tracked PSD step (issue 6, first version): the baseline
-BASELINE = dict(eig="exact", halpern=True, check_every=10)
+# the configuration of the first version of the solver (issue 6): LAPACK PSD steps,
+# Halpern iterations, a certificate every 10 iterations, no preconditioning
+BASELINE = dict(eig="exact", halpern=True, check_every=10, scaling=0.0)
 
 
 def _balance_problem(n, nu, lam, data_dir=None, seed=0) -> KCR:
