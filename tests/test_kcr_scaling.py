@@ -12,7 +12,7 @@ runs on Y with X = D Y D, and everything it returns or certifies is in the X coo
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from cvxkml.bench_kcr import random_instance
 from cvxkml.solvers.kcr import kcr_pdhg
@@ -31,18 +31,26 @@ def test_ci_instance_certifies_with_preconditioning_and_not_without():
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), sizes=st.lists(st.integers(3, 7), min_size=2, max_size=3),
        kind=st.sampled_from(["gaussian", "linear"]), lam=st.sampled_from([0.1, 1.0, 10.0]))
+@example(seed=0, sizes=[5, 5, 7], kind="linear", lam=0.1)      # CI's draw (see docstring)
 def test_every_scaling_reaches_the_same_certified_optimum(seed, sizes, kind, lam):
+    """Preconditioned runs (½, 1) must certify 1e-5; the unscaled one (0) is only asked
+    for what any run guarantees, g <= f* <= f (it can be very slow: CI's draw seed=0,
+    [5, 5, 7], linear, λ = 0.1 had a relative gap 1.7e-4 after 60 000 iterations, 0.11
+    after 10 000; preconditioned, 1e-5 in 1 340)."""
     p = random_instance(seed, sizes, kind, 1.0, lam)
-    sols = {q: p.solve(tol=1e-5, max_iter=60_000, warn=False, scaling=q) for q in (0.0, 0.5, 1.0)}
-    f = {q: s.objective for q, s in sols.items()}
-    scale = max(1.0, min(abs(v) for v in f.values()))
+    sols = {q: p.solve(tol=1e-5, max_iter=60_000 if q else 10_000, warn=False, scaling=q)
+            for q in (0.0, 0.5, 1.0)}
+    assert sols[0.5].converged and sols[1.0].converged, sols
     for q, s in sols.items():
-        assert s.converged, (q, s)
+        scale = max(1.0, abs(s.objective))
         # the objective recomputed from the returned Σ = T X Tᵀ is the certified one
         assert abs(s.objective - s.info["solver_objective"]) <= 1e-8 * scale, q
         for other in sols.values():
             assert s.dual_value <= other.objective + 1e-9 * scale
-    assert max(f.values()) - min(f.values()) <= 2e-5 * scale
+            # f* <= f <= g + (f − g) for both, so they differ by at most the larger gap
+            width = max(s.objective - s.dual_value, other.objective - other.dual_value)
+            assert abs(s.objective - other.objective) <= width + 1e-9 * scale, (q, s, other)
+    assert sols[0.5].info["gap"] <= 1e-5 and sols[1.0].info["gap"] <= 1e-5
 
 
 def test_warm_start_carries_over_between_scalings():
