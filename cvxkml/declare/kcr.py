@@ -261,8 +261,9 @@ class KCR:
               warn: bool = True, **solver_opts) -> Solution:
         """The fast solver: restarted PDHG with a certified duality gap and tracked PSD
         steps (:func:`cvxkml.solvers.kcr.kcr_pdhg`, in the whitened coordinates; its
-        options — ``halpern``, ``eig``, ``blas_threads``, … — pass through
-        ``solver_opts``; ``check_every=None`` is its size-dependent default).
+        options — ``scaling`` (diagonal preconditioning), ``halpern``, ``eig``,
+        ``blas_threads``, … — pass through ``solver_opts``; ``check_every=None`` is its
+        size-dependent default).
 
         Stops with ``converged=True`` once the certified relative gap
         (f − g)/max(1, |f|) <= ``tol``; otherwise after ``max_iter`` iterations or
