@@ -89,11 +89,13 @@ def test_fallbacks_go_to_lapack_and_are_counted():
     call(big, M)
     P, w = call(big, M + 1e-6)
     assert big.n_tracked == 0 and big.n_exact == 2 and w.size == R
-    # below min_size the tracker never tracks
+    # below min_size the tracker never tracks: every step is LAPACK's positive part
     small = PositivePartTracker(R, np.float64, min_size=R + 1)
     for M in seq:
-        call(small, M)
-    assert small.n_tracked == 0
+        P, w = call(small, M)
+        assert np.allclose(P @ P.T, psd_part(M), atol=1e-9)
+        assert small.k == w.size and np.all(w > 0)
+    assert small.n_tracked == 0 and small.n_exact == len(seq) and small.U is None
 
 
 @pytest.fixture(scope="module")

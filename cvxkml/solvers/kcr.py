@@ -325,7 +325,10 @@ class PositivePartTracker:
     ``exact=True`` (the solver asks for it at each certificate, so a positive eigenvalue
     that appeared outside the tracked block is picked up) — it falls back to the LAPACK
     eigendecomposition and re-seeds U from it.  ``n_exact`` / ``n_tracked`` count the two,
-    ``n_rejected`` the tracked steps that fell back.
+    ``n_rejected`` the tracked steps that fell back.  Below ``min_size`` (``enabled`` is
+    False) every step is LAPACK's positive part (:func:`_psd_part`, with the last rank as
+    the hint): :func:`kcr_pdhg` uses it that way below ``eig_min_size`` and for
+    ``eig="exact"``.
     """
 
     def __init__(self, r: int, dtype=np.float64, guard: int = 10, tol: float = 1e-3,
@@ -345,10 +348,14 @@ class PositivePartTracker:
 
     def _exact(self, M):
         self.n_exact += 1
+        if not self.enabled:              # LAPACK only: the positive part, as _psd_part does
+            P, w = _psd_part(M, self.k, self.dtype)
+            self.k = w.size
+            return P, w
         r = self.r
         p = self.k + self.guard
         w = None
-        if self.enabled and 2 * p < r:
+        if 2 * p < r:
             w, U = _eigh(M, self.dtype, subset_by_index=(r - p, r - 1))
             if w[0] > 0.0:                      # the positive part may be larger than p
                 w = None
@@ -357,7 +364,7 @@ class PositivePartTracker:
         keep = w > 0.0
         self.k = int(keep.sum())
         self.U = (np.ascontiguousarray(self._block(w, U), dtype=self.dtype)
-                  if self.enabled and self._trackable(self.k) else None)
+                  if self._trackable(self.k) else None)
         wk = w[keep].astype(np.float64)
         return U[:, keep].astype(np.float64) * np.sqrt(wk), wk
 
@@ -541,8 +548,9 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     else:
         fdt = np.float64
         F_it, W_it, deg_it = Fs, W, deg
-    tracker = (PositivePartTracker(r, fdt, guard=eig_guard, tol=eig_tol, min_size=eig_min_size)
-               if eig == "track" and r >= eig_min_size else None)
+    # one PSD-step object; below eig_min_size (or with eig="exact") it is LAPACK only
+    tracker = PositivePartTracker(r, fdt, guard=eig_guard, tol=eig_tol,
+                                  min_size=eig_min_size if eig == "track" else r + 1)
 
     if warm_start is not None:
         X = np.array(warm_start["X"], dtype=np.float64)
@@ -568,7 +576,8 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     _laplacian_weights(s, tau, W_it, deg_it)      # Aᵀ(tau∘s) = Fᵀ(diag(deg) − W)F
     G_exp = None                                  # explicit Aᵀ(tau∘s) when at hand
     X_fac = None                                  # a factor of X when at hand
-    rank_hint = r if warm_start is None else int(np.linalg.matrix_rank(X)) if X.any() else 0
+    if not tracker.enabled:        # rank hint of the LAPACK step (the tracker starts at 0)
+        tracker.k = r if warm_start is None else int(np.linalg.matrix_rank(X)) if X.any() else 0
     z0 = (X.copy(), h, s.copy(), B.copy(), St)
 
     best = dict(f=np.inf, P=np.zeros((r, 0)), h=h)
@@ -614,10 +623,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         while True:
             alpha = eta / omega
             beta = eta * omega
-            if tracker is None:
-                P, w = _psd_part(explicit_M(alpha), rank_hint, fdt)
-                rank_hint = w.size
-            else:
+            if tracker.enabled:
                 if X_fac is not None:                  # X = X_fac X_facᵀ (plain PDHG)
                     Pt = X_fac.astype(fdt)
 
@@ -634,7 +640,9 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
                     return X_apply(V) - alpha * (F_it.T @ (deg_it[:, None] * FV - W_it @ FV)
                                                  + lam_d[:, None] * V)
                 exact = G_exp is not None or (halpern and (k_total + 1) % check_every == 0)
-                P, w = tracker(apply_M, lambda alpha=alpha: explicit_M(alpha), exact=exact)
+            else:
+                apply_M, exact = None, True                 # LAPACK step
+            P, w = tracker(apply_M, lambda alpha=alpha: explicit_M(alpha), exact=exact)
             FP = Fs @ P
             Bn = FP @ FP.T
             hn = max(h_min, h + alpha / hsc ** 2 * St)
@@ -717,8 +725,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             G_exp = None
             X_fac = None
         _laplacian_weights(s, tau, W_it, deg_it)
-        if tracker is not None:        # PSD-step error small against the last primal step
-            tracker.abs_tol = eig_step_factor * np.sqrt(dx2)
+        tracker.abs_tol = eig_step_factor * np.sqrt(dx2)   # PSD-step error vs the last step
 
     gap = (best["f"] - lower["g"]) / max(1.0, abs(best["f"]))
     Xb = best["P"] @ best["P"].T
@@ -728,8 +735,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         objective=float(best["f"]), lower_bound=float(lower["g"]), gap=float(gap),
         converged=converged, n_iter=k_total, n_restarts=n_restarts,
         time=time.perf_counter() - t0, status=status, warm=warm, history=history,
-        eig_exact=tracker.n_exact if tracker is not None else k_total,
-        eig_tracked=tracker.n_tracked if tracker is not None else 0)
+        eig_exact=tracker.n_exact, eig_tracked=tracker.n_tracked)
 
 
 # --------------------------------------------------------------------------- the paper's method
