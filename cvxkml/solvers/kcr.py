@@ -20,7 +20,8 @@ cone.  The saddle form min_{X, h̃} max_{s ∈ [0,1]^{n×n}} L(X, h̃, s) with
   :class:`PositivePartTracker` updates them by one block-Krylov Rayleigh–Ritz step
   from the previous Ritz vectors, applying the matrix as X V − α(Fᵀ L(s) F V + λV)
   without forming it; a LAPACK eigendecomposition re-seeds it after every certificate
-  and whenever the Ritz residual exceeds a tenth of the last primal step;
+  and whenever the Ritz residual exceeds ``eig_step_factor`` (½) times the last primal
+  step;
   h̃⁺ = max(h_min, h̃ + α_h Σ tau∘s);
 * dual: per row, the proximal map of −(σ-scaled) t c_i over {0 <= s_j <= t <= 1} —
   s_j = min(max(v_j, 0), t) with t ∈ [0, 1] solving Σ_j (v_j − t)₊ = σ|c_i| (water
@@ -432,7 +433,8 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
              restart_params=(0.2, 0.8, 0.36), omega0=None, precision="mixed",
              eig="track", eig_tol=1e-3, eig_step_factor=0.5, eig_guard=10,
              eig_min_size=200, restart_every=10, blas_threads=1, scaling=0.5) -> KCRResult:
-    """Restarted Halpern PDHG for eq. 9 in whitened coordinates (see the module text).
+    """Restarted PDHG (plain, or Halpern with ``halpern=True``) for eq. 9 in whitened
+    coordinates, diagonally preconditioned (see the module text).
 
     Parameters
     ----------
