@@ -3,7 +3,7 @@ dense solvers and a dense Cholesky."""
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 
 import cvxkml
 from cvxkml.declare import LowRankLogDet
@@ -70,6 +70,8 @@ def test_lowrank_slack_matches_range_space_model(seed, n, r, m, gamma):
 @settings(max_examples=60)
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 10), r=st.integers(2, 6),
        n_rel=st.integers(0, 3), n_sim=st.integers(0, 3), with_pairs=st.booleans())
+# found by CI: a hard similarity constraint attainable only at the edge of the PD cone
+@example(seed=9, n=9, r=2, n_rel=0, n_sim=2, with_pairs=True)
 def test_relative_and_similarity_projections_match_model(seed, n, r, n_rel, n_sim, with_pairs):
     """Rank-two projections (§6.2.2) reach the exact optimum; slack on the pairs keeps
     most draws feasible, infeasible draws (exact model says so) are skipped."""
@@ -101,6 +103,23 @@ def test_relative_and_similarity_projections_match_model(seed, n, r, n_rel, n_si
     assert abs(fast.gap) <= 1e-6 * max(1.0, abs(fast.objective))
     assert np.all(fast.dual >= 0)
     assert np.allclose(fast.dual, exact.dual, atol=1e-3 * max(1.0, np.abs(fast.dual).max()))
+
+
+def test_unattainable_hard_similarity_constraint_is_reported_infeasible_by_both_sides():
+    """CI's draw (seed 9, n = 9, r = 2, two similarity constraints, slack on the pairs):
+    the last similarity bound holds only at the edge of the PD cone.  Clarabel ended
+    'optimal' at a singular matrix (objective 2.3e8 and climbing) and the Bregman sweep's
+    rank-two update (θ = 6.3e7, μ₋ = −1.6e-8) left a non-finite factor; both now raise
+    InfeasibleError and name the hard constraint."""
+    rng = np.random.default_rng(9)
+    G0, pc = _factor_instance(9, 9, 2, 6, hard=False)
+    jl = np.array([rng.choice(9, 2, replace=False) for _ in range(2)])
+    problem = LowRankLogDet(G0, [pc, SimilarityConstraints(jl[:, 0], jl[:, 1], rng.normal(size=2))],
+                            gamma=1.0)
+    with pytest.raises(InfeasibleError, match="singular on the range of K0"):
+        problem.solve_reference()
+    with pytest.raises(InfeasibleError, match=r"constraint 7, a hard relative or similarity"):
+        problem.solve(tol=1e-12, max_sweeps=20_000)
 
 
 @pytest.mark.parametrize("r", [1, 2, 7, 40])

@@ -367,8 +367,19 @@ class SpectralProblem:
         if self.gamma is not None:
             xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * self.pairs.bound
         dual_value = self.dual_value(lam)
+        objective = self.objective(M)
+        if not np.isfinite(objective):
+            # the solver's point is singular on the range of K0: the constraints admit no
+            # positive definite matrix there, and the "optimal" value is the solver running
+            # toward an infinite divergence
+            raise InfeasibleError(
+                f"The exact model ({solver}) ended '{status}' at a matrix that is singular on the "
+                f"range of K0 (LogDet divergence infinite; solver objective "
+                f"{float(prob.solution.opt_val):.3g}): no positive definite matrix satisfies the "
+                "hard constraints. " + ("gamma adds slack to the pair constraints only: relax or "
+                                       "remove the hard ones." if self.gamma is not None else hint))
         return Solution(
-            matrix=M, objective=self.objective(M), dual=lam, slack=xi,
+            matrix=M, objective=objective, dual=lam, slack=xi,
             violations=self.violations(M, xi), n_iter=iters,
             converged=status == cp.OPTIMAL, time=elapsed, status=status,
             solver=f"cvxpy-{solver.lower()}", dual_value=dual_value,
@@ -408,11 +419,20 @@ class SpectralProblem:
         if res.code in (NONPOSITIVE_DISTANCE, NONFINITE):
             what = ("a constrained distance reached zero" if res.code == NONPOSITIVE_DISTANCE
                     else "the iterates became non-finite")
+            # gamma puts slack on the pair constraints only (they come first); relative
+            # and similarity constraints stay hard
+            n_soft = len(self.pairs) if self.gamma is not None and self.pairs is not None else 0
             if self.gamma is None:
                 raise InfeasibleError(
                     f"Bregman projections broke down after {res.sweeps} sweep(s): {what} "
                     f"(constraint {res.bad_index}). The hard constraints are most likely infeasible; "
                     "use LogDet slack by passing gamma=<positive number>.")
+            if res.bad_index >= n_soft:
+                raise InfeasibleError(
+                    f"Bregman projections broke down after {res.sweeps} sweep(s): {what} "
+                    f"(constraint {res.bad_index}, a hard relative or similarity constraint: "
+                    "gamma adds slack to the pair constraints only). No positive definite matrix "
+                    "in the range of K0 satisfies the hard constraints; relax or remove them.")
             raise SolverError(f"Bregman projections broke down after {res.sweeps} sweep(s): {what}.")
         converged = res.code != NOT_CONVERGED
         M = res.matrix

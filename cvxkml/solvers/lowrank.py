@@ -257,6 +257,14 @@ def _sweeps_lowrank(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma
                 if not np.isfinite(theta_star):
                     return sweep, change, NONFINITE, c
                 theta = max(theta_star, -lam[c])
+                # the update scales the matrix by 1/(1 + θμ±) on two directions; when the
+                # two factors differ by more than 1e12 the constraint holds only at the edge
+                # of the PD cone (numerically unattainable: the update would leave a
+                # singular, then non-finite factor; seen with μ₋ = −1.6e-8, θ = 6.3e7)
+                f1 = 1.0 + theta * mp
+                f2 = 1.0 + theta * mm
+                if theta != 0.0 and not (min(f1, f2) > 0.0 and max(f1, f2) < 1e12 * min(f1, f2)):
+                    return sweep, change, NONFINITE, c
                 lam[c] += theta
                 if theta != 0.0:
                     _rank2_update(B, w, wt, theta, y1, y2, z)
