@@ -66,8 +66,11 @@ def test_tracked_steps_reproduce_the_psd_part(seed, k, drift, tol):
             assert tr.n_exact == before[1] + 1
             assert err <= 1e-10 * scale
     assert tr.n_exact + tr.n_tracked == len(seq)
-    if drift <= 1e-3 and tol >= 1e-3:
-        assert tr.n_tracked >= len(seq) - 3           # slow drift: the tracker does the work
+    # slow drift: the tracker does the work.  At drift 1e-3 the relative Ritz residual is
+    # itself ~1e-3 (CI drew seed 34464, k = 1: 1.1–1.8e-3 on every step, all sent to LAPACK,
+    # all exact), so the claim is made where the residual is well below tol
+    if drift <= 1e-4 and tol >= 1e-3:
+        assert tr.n_tracked >= len(seq) - 3
 
 
 def test_fallbacks_go_to_lapack_and_are_counted():

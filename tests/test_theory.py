@@ -1,7 +1,7 @@
 """Theorems and invariances of the LogDet family (Jain et al. 2012; Kulis et al. 2009)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 
 import cvxkml
 from cvxkml.divergences import logdet_divergence
@@ -23,11 +23,15 @@ def _labelled(seed, n, d):
 @settings(max_examples=25)
 @given(seed=st.integers(0, 10**6), n=st.integers(4, 10), extra=st.integers(0, 4),
        gamma=st.sampled_from([None, 0.5, 10.0]))
+@example(seed=132, n=9, extra=0, gamma=None)          # CI's near-singular draw (skipped)
 def test_theorem1_metric_equals_kernel(seed, n, extra, gamma):
     """Theorem 1: with a linear kernel on full-column-rank data (d >= n), the ITML metric
     and the LogDet kernel solutions give the same distances on training pairs and, via
     eq. 6, on new points."""
     rng, X, y = _labelled(seed, n, n + extra)
+    # full column rank numerically (the theorem's hypothesis): CI drew a square X with
+    # cond(XXᵀ) = 1.7e10, where K0⁻¹ in eq. 6 amplifies rounding past the 1e-6 below
+    assume(np.linalg.cond(X @ X.T) < 1e8)
     pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=4, n_dissimilar=4,
                                      random_state=seed)
     if gamma is None:                                   # keep hard draws feasible: a forest
