@@ -419,21 +419,20 @@ class SpectralProblem:
         if res.code in (NONPOSITIVE_DISTANCE, NONFINITE):
             what = ("a constrained distance reached zero" if res.code == NONPOSITIVE_DISTANCE
                     else "the iterates became non-finite")
+            head = f"Bregman projections broke down after {res.sweeps} sweep(s): {what}"
             # gamma puts slack on the pair constraints only (they come first); relative
             # and similarity constraints stay hard
             n_soft = len(self.pairs) if self.gamma is not None and self.pairs is not None else 0
             if self.gamma is None:
                 raise InfeasibleError(
-                    f"Bregman projections broke down after {res.sweeps} sweep(s): {what} "
-                    f"(constraint {res.bad_index}). The hard constraints are most likely infeasible; "
-                    "use LogDet slack by passing gamma=<positive number>.")
+                    f"{head} (constraint {res.bad_index}). The hard constraints are most likely "
+                    "infeasible; use LogDet slack by passing gamma=<positive number>.")
             if res.bad_index >= n_soft:
                 raise InfeasibleError(
-                    f"Bregman projections broke down after {res.sweeps} sweep(s): {what} "
-                    f"(constraint {res.bad_index}, a hard relative or similarity constraint: "
+                    f"{head} (constraint {res.bad_index}, a hard relative or similarity constraint: "
                     "gamma adds slack to the pair constraints only). No positive definite matrix "
                     "in the range of K0 satisfies the hard constraints; relax or remove them.")
-            raise SolverError(f"Bregman projections broke down after {res.sweeps} sweep(s): {what}.")
+            raise SolverError(f"{head}.")
         converged = res.code != NOT_CONVERGED
         M = res.matrix
         xi = res.xi[: len(self.pairs)] if self.gamma is not None else None
