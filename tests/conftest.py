@@ -5,12 +5,18 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-sys.path.insert(0, str(Path(__file__).parent))      # tests/instances.py
+sys.path.insert(0, str(Path(__file__).parent))      # tests/instances.py, tests/budget.py
 
-settings.register_profile(
-    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow],
-    max_examples=int(os.environ.get("CVXKML_EXAMPLES", "100")))
-settings.load_profile("default")
+from budget import DEFAULT, examples, fuzz_factor  # noqa: E402
+
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow],
+               max_examples=examples(DEFAULT))
+# Deterministic (default, and what CI runs): the draws depend only on the code.
+settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True, **_COMMON)
+# Fuzz (CVXKML_FUZZ=N): fresh draws, N x the examples; failures are kept in the example
+# database and printed with the @example / @reproduce_failure needed to replay them.
+settings.register_profile("fuzz", derandomize=False, print_blob=True, **_COMMON)
+settings.load_profile("fuzz" if fuzz_factor() else "deterministic")
 
 
 def shared_data_dir() -> Path | None:

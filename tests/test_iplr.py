@@ -10,6 +10,7 @@ from cvxkml.errors import InfeasibleError, InvalidInputError
 from cvxkml.kernels import Kernel, gaussian_kernel
 from cvxkml.sideinfo import PairConstraints, baseline_metric, percentile_bounds
 from instances import _random_pairs
+from budget import examples
 
 
 def _instance(seed, n, d, m, percentiles):
@@ -21,7 +22,7 @@ def _instance(seed, n, d, m, percentiles):
     return rng, X, PairConstraints(i, j, yv, np.where(yv > 0, u, l))
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 10), d=st.integers(2, 6),
        k=st.integers(1, 6), m=st.integers(1, 12), gamma=st.sampled_from([None, 0.1, 1.0, 10.0]))
 def test_reduced_problem_equals_eq8_model(seed, n, d, k, m, gamma):

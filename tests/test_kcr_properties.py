@@ -12,8 +12,8 @@ solver's certificate g must not exceed it.
 Instances: 2–3 classes of 2–7 points (n <= 21), and of 5–10 points (n <= 30),
 features N(class offset, I) in 3-D, a Gaussian kernel exp(−ν‖x − y‖²) with ν a
 multiple (½, 1, 2) of 1/median squared distance, or a ridged linear kernel; λ ∈ {0.01,
-0.1, 1, 10}.  ``CVXKML_KCR_EXAMPLES`` sets the number of draws (default 12; the n <= 30
-test draws 40 with ``CVXKML_SLOW=1``).
+0.1, 1, 10}.  12 draws per test (``CVXKML_FUZZ=N`` multiplies them; the n <= 30 test
+draws 40 with ``CVXKML_SLOW=1``).
 """
 import os
 import warnings
@@ -23,9 +23,10 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from cvxkml.bench_kcr import random_instance
+from budget import examples
 
 GAP, FEAS = 1e-3, 1e-9
-EXAMPLES = int(os.environ.get("CVXKML_KCR_EXAMPLES", "12"))
+EXAMPLES = examples(12)
 
 
 def check_fast_vs_exact(problem, stats=None, **solver_opts):
@@ -70,7 +71,7 @@ def test_fast_matches_exact(seed, sizes, kind, nu_factor, lam):
 sizes_tracked = st.lists(st.integers(5, 7), min_size=3, max_size=3)
 
 
-@settings(max_examples=max(4, EXAMPLES // 2))
+@settings(max_examples=max(examples(4), EXAMPLES // 2))
 @given(seed=seeds, sizes=sizes_tracked, kind=kinds, nu_factor=nu_factors, lam=lams)
 def test_fast_with_tracked_psd_steps_matches_exact(seed, sizes, kind, nu_factor, lam):
     """The tracked PSD step (Krylov Rayleigh–Ritz, used by default from r = 64) switched
@@ -79,7 +80,7 @@ def test_fast_with_tracked_psd_steps_matches_exact(seed, sizes, kind, nu_factor,
                         eig_min_size=0, eig_guard=2)
 
 
-@settings(max_examples=max(EXAMPLES, 40) if os.environ.get("CVXKML_SLOW") == "1" else EXAMPLES)
+@settings(max_examples=examples(40) if os.environ.get("CVXKML_SLOW") == "1" else EXAMPLES)
 @given(seed=seeds, sizes=sizes_large, kind=kinds, nu_factor=nu_factors, lam=lams)
 # found by CI: unpreconditioned PDHG had certified only 6.4e-4 after 100 000 iterations
 @example(seed=15757507, sizes=[8, 9, 9], kind="linear", nu_factor=0.5, lam=0.01)

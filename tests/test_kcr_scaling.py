@@ -16,6 +16,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from cvxkml.bench_kcr import random_instance
 from cvxkml.solvers.kcr import kcr_pdhg
+from budget import examples
 
 
 def test_ci_instance_certifies_with_preconditioning_and_not_without():
@@ -28,7 +29,7 @@ def test_ci_instance_certifies_with_preconditioning_and_not_without():
     assert unscaled.dual_value <= scaled.objective + 1e-9
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), sizes=st.lists(st.integers(3, 7), min_size=2, max_size=3),
        kind=st.sampled_from(["gaussian", "linear"]), lam=st.sampled_from([0.1, 1.0, 10.0]))
 @example(seed=0, sizes=[5, 5, 7], kind="linear", lam=0.1)      # CI's draw (see docstring)

@@ -18,6 +18,7 @@ from hypothesis import given, settings, strategies as st
 
 from cvxkml.bench_kcr import random_problem
 from cvxkml.solvers.kcr import PositivePartTracker, kcr_pdhg
+from budget import examples
 
 R = 80
 
@@ -47,7 +48,7 @@ def call(tr, M, exact=False):
     return tr(lambda V: M.astype(tr.dtype) @ V, lambda: M, exact=exact)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), k=st.integers(0, 8),
        drift=st.sampled_from([1e-4, 1e-3, 1e-2]), tol=st.sampled_from([1e-3, 1e-6]))
 def test_tracked_steps_reproduce_the_psd_part(seed, k, drift, tol):

@@ -7,7 +7,7 @@ Property test tolerances (issue 7): relative objective gap
 with g a Lagrange dual bound, which must not exceed the exact optimum.  Draws: linear
 LMNN, kernel LMNN with a rank-deficient kernel (non-trivial optimum), kernel LMNN with a
 full-rank Gaussian kernel (optimum 0: classes collapse on the training set) and
-NR-ML-MKL (two concatenated kernel maps).  Draw counts: CVXKML_EXAMPLES, else 25.
+NR-ML-MKL (two concatenated kernel maps).  Draw counts: 25 (``CVXKML_FUZZ=N`` multiplies them).
 """
 import os
 
@@ -21,8 +21,9 @@ from cvxkml.kernels import gaussian_kernel, kernel_sq_distances, polynomial_kern
 from cvxkml.lmnn_terms import (LMNNTriplets, lmnn_dual_value, lmnn_objective, orthonormal_factor,
                                pair_quadratic, target_neighbors)
 from honesty import solve_fast_honestly
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CVXKML_EXAMPLES", "0")) or 25
+EXAMPLES = examples(25)
 GAP = 1e-4
 TOL = 1e-5
 

@@ -15,6 +15,7 @@ from cvxkml.sideinfo import (PairConstraints, RelativeConstraints, SimilarityCon
 from cvxkml.solvers.lowrank import _chol_factor_solve, cholupdatemult
 from instances import _forest_pairs, _random_pairs
 from honesty import solve_fast_honestly
+from budget import examples
 
 GAP = VIOL = 1e-6
 FAST = dict(tol=1e-12, max_sweeps=20_000)
@@ -67,7 +68,7 @@ def test_lowrank_slack_matches_range_space_model(seed, n, r, m, gamma):
     _check(LowRankLogDet(G0, pc, gamma=gamma), hard=False)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 10), r=st.integers(2, 6),
        n_rel=st.integers(0, 3), n_sim=st.integers(0, 3), with_pairs=st.booleans())
 # found by CI: a hard similarity constraint attainable only at the edge of the PD cone

@@ -30,8 +30,9 @@ from cvxkml.errors import InvalidInputError, NotPSDError
 from cvxkml.kernels import Kernel, kernel_sq_distances
 from cvxkml.lmnn_terms import LMNNTriplets, pair_quadratic
 from cvxkml.mkl_kernels import KernelSet, nr_kernels, paper_kernels, source_kernels
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CVXKML_EXAMPLES", "0")) or 12
+EXAMPLES = examples(12)
 
 _BASE = [Kernel("linear"), Kernel("polynomial", {"degree": 2}), Kernel("gaussian", {"sigma": 1.5})]
 

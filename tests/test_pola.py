@@ -36,8 +36,9 @@ from cvxkml.sideinfo import (LinearConstraints, RelativeConstraints, SimilarityC
 from cvxkml.solvers.pola import pola_dual
 from instances import _forest_pairs, _random_pairs
 from honesty import solve_fast_honestly
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CVXKML_POLA_EXAMPLES", "30"))
+EXAMPLES = examples(30)
 GAP, CERT, VIOL = 1e-4, 1e-7, 1e-7
 
 
@@ -143,7 +144,7 @@ def test_metric_pola_fast_vs_exact(seed, n, d, m, bscale):
     assert np.linalg.eigvalsh(fast.matrix)[0] >= -1e-10 * max(1.0, np.abs(fast.matrix).max())
 
 
-@settings(max_examples=max(5, EXAMPLES // 3))
+@settings(max_examples=max(examples(5), EXAMPLES // 3))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 9), m=st.integers(1, 10))
 def test_fista_alone_and_dual_ground_truth(seed, n, m):
     """Without the Newton polish FISTA reaches the same optimum (solver level), and the

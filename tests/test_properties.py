@@ -2,7 +2,7 @@
 
 Tolerances (stated in the issue): relative objective gap
 |f_fast − f_exact| / max(1, |f_exact|) <= 1e-6; hard constraints: max violation <= 1e-6.
-Each test runs 100 valid instances by default (CVXKML_EXAMPLES overrides).
+Each test runs 100 valid instances by default (``CVXKML_FUZZ=N`` multiplies them).
 
 Hard-constraint draws are feasible by construction (tests/instances.py).  On a few
 ill-conditioned hard draws cyclic Bregman projections converge too slowly to reach

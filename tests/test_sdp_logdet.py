@@ -26,8 +26,9 @@ from cvxkml.sideinfo import (LinearConstraints, PairConstraints, RelativeConstra
 from cvxkml.solvers.sdp_logdet import barrier_primal, project_one
 from instances import kernel_instance, metric_instance
 from honesty import solve_fast_honestly
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CVXKML_SDP_EXAMPLES", "25"))
+EXAMPLES = examples(25)
 GAP, VIOL, CERT = 1e-6, 1e-6, 1e-6
 gammas = st.sampled_from([0.1, 1.0, 10.0])
 
@@ -135,7 +136,7 @@ def test_metric_fast_vs_exact_and_kernel_form(seed, d, extra, m, gamma):
         assert kern.objective == pytest.approx(fast.objective, rel=1e-6, abs=1e-6)
 
 
-@settings(max_examples=max(5, EXAMPLES // 2))
+@settings(max_examples=max(examples(5), EXAMPLES // 2))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 9), gamma=st.sampled_from([0.1, 1.0]))
 def test_indefinite_objective_phase1_fast_vs_exact(seed, n, gamma):
     """C0 = −I ('maximize the trace', MVU-like): Ĉ0 is not PD, phase I (auxiliary trace

@@ -16,6 +16,7 @@ from cvxkml.learned import LearnedKernel
 from cvxkml.sideinfo import PairConstraints, baseline_metric
 from cvxkml.solvers.vonneumann import rank_one_eig_update
 from instances import metric_instance
+from budget import examples
 
 REGS = [LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)]
 FAST = dict(tol=1e-13, max_sweeps=50_000)
@@ -98,7 +99,7 @@ def _vn_check(problem, hard):
     return fast
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), d=st.integers(1, 6), m=st.integers(1, 6))
 def test_vonneumann_hard_fast_vs_model(seed, n, d, m):
     """Algorithm 3 vs the von_neumann_entr model: gap <= 1e-6 (the exponential-cone model's
@@ -107,7 +108,7 @@ def test_vonneumann_hard_fast_vs_model(seed, n, d, m):
     _vn_check(SpectralMetric(X, pc, VonNeumann()), hard=True)
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), d=st.integers(1, 6),
        m=st.integers(1, 16), gamma=st.sampled_from([0.1, 1.0, 10.0]))
 def test_vonneumann_slack_fast_vs_model_and_dual(seed, n, d, m, gamma):
@@ -182,7 +183,7 @@ def test_custom_regularizer_and_bad_inputs():
         TraceNorm(-1.0)
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), m=st.integers(1, 12),
        kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
        gamma=st.sampled_from([None, 0.3, 3.0]))

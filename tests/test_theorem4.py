@@ -35,8 +35,9 @@ from cvxkml.learned import LearnedKernel, kernel_S
 from cvxkml.sideinfo import LinearConstraints, PairConstraints
 from instances import _forest_pairs, _random_pairs
 from honesty import solve_fast_honestly
+from budget import examples
 
-EXAMPLES = int(os.environ.get("CVXKML_THEOREM4_EXAMPLES", "20"))
+EXAMPLES = examples(20)
 TOL = 1e-6
 FAST = dict(tol=1e-12, max_sweeps=50_000)
 REGS = {"LogDet": LogDet, "VonNeumann": VonNeumann, "Frobenius": Frobenius,

@@ -9,6 +9,7 @@ from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel, LearnedMetric, kernel_S
 from cvxkml.sideinfo import PairConstraints, baseline_metric
 from instances import kernel_instance, metric_instance
+from budget import examples
 
 TOL = dict(tol=1e-13, max_sweeps=50_000)
 
@@ -20,7 +21,7 @@ def _labelled(seed, n, d):
     return rng, X, y
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(seed=st.integers(0, 10**6), n=st.integers(4, 10), extra=st.integers(0, 4),
        gamma=st.sampled_from([None, 0.5, 10.0]))
 @example(seed=132, n=9, extra=0, gamma=None)          # CI's near-singular draw (skipped)
@@ -114,7 +115,7 @@ def test_scale_invariance(kind, gamma):
         assert abs(sc.objective - s1.objective) <= 1e-6 * max(1.0, abs(s1.objective))
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(50))
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 8), rank=st.integers(0, 8))
 def test_logdet_congruence_invariance(seed, n, rank):
     """Kulis et al. Prop. 12: D_ld(PᵀXP, PᵀYP) = D_ld(X, Y) for invertible P, also on the

@@ -9,13 +9,14 @@ from cvxkml.declare import TraceSSIKDR
 from cvxkml.errors import ConvergenceWarning, InvalidInputError
 from cvxkml.sideinfo import PairConstraints, RelativeConstraints
 from instances import kernel_instance
+from budget import examples
 
 
 def _rank(w, rtol):
     return int(np.sum(w > rtol * max(w.max(), 1e-300)))
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), m=st.integers(1, 11),
        kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
        tau=st.sampled_from([0.01, 0.3, 3.0]))
