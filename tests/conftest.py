@@ -38,3 +38,14 @@ def data_dir():
         pytest.skip("offline data folder not found: set CVXKML_DATA to a folder holding the "
                     "shared data sets (ionosphere.csv, …, mnist5000.npz, mfeat.npz; see README, 'Data')")
     return d
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many draws the property tests discarded because the conic reference could not
+    be trusted (cvxkml.testing.reference_or_discard)."""
+    from cvxkml.testing import discards
+    counts = discards()
+    if counts:
+        terminalreporter.write_sep("-", "draws discarded for an untrusted exact reference")
+        for test, n in sorted(counts.items()):
+            terminalreporter.write_line(f"{n:5d}  {test}")

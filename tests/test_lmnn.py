@@ -20,7 +20,7 @@ from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError, So
 from cvxkml.kernels import gaussian_kernel, kernel_sq_distances, polynomial_kernel
 from cvxkml.lmnn_terms import (LMNNTriplets, lmnn_dual_value, lmnn_objective, orthonormal_factor,
                                pair_quadratic, target_neighbors)
-from honesty import solve_fast_honestly
+from cvxkml.testing import solve_fast_honestly
 from budget import examples
 
 EXAMPLES = examples(25)

@@ -35,7 +35,7 @@ from cvxkml.sideinfo import (LinearConstraints, RelativeConstraints, SimilarityC
                              baseline_kernel)
 from cvxkml.solvers.pola import pola_dual
 from instances import _forest_pairs, _random_pairs
-from honesty import solve_fast_honestly
+from cvxkml.testing import solve_fast_honestly
 from budget import examples
 
 EXAMPLES = examples(30)

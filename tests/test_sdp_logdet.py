@@ -25,7 +25,7 @@ from cvxkml.sideinfo import (LinearConstraints, PairConstraints, RelativeConstra
                              SimilarityConstraints)
 from cvxkml.solvers.sdp_logdet import barrier_primal, project_one
 from instances import kernel_instance, metric_instance
-from honesty import solve_fast_honestly
+from cvxkml.testing import solve_fast_honestly
 from budget import examples
 
 EXAMPLES = examples(25)

@@ -1,20 +1,20 @@
 """The spectral framework (Jain et al. §4, Theorem 4) and von Neumann kernel learning
 (Jain et al. §5.1; Kulis et al. §5.2 Algorithm 3)."""
-import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import example, assume, given, settings, strategies as st
 
 from cvxkml.declare import (Frobenius, LogDet, SpectralKernel, SpectralMetric, TraceNorm,
                             VonNeumann)
 from cvxkml.declare.dual import solve_dual
 from cvxkml.declare.regularizers import Regularizer
-from cvxkml.errors import ConvergenceWarning, InvalidInputError
+from cvxkml.errors import CvxkmlError, InvalidInputError
+from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
 from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel
 from cvxkml.sideinfo import PairConstraints, baseline_metric
-from cvxkml.solvers.vonneumann import rank_one_eig_update
+from cvxkml.solvers.vonneumann import rank_one_eig_update, vonneumann_pairs
 from instances import metric_instance
 from budget import examples
 
@@ -81,19 +81,13 @@ def test_theorem4_fast_solvers(reg, gamma):
 
 
 def _vn_check(problem, hard):
-    with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always")
-        fast = problem.solve(tol=1e-12, max_sweeps=20_000)
-    assert any(issubclass(w.category, ConvergenceWarning) for w in rec) == (not fast.converged)
+    fast = solve_fast_honestly(problem, tol=1e-12, max_sweeps=20_000)
     assume(fast.converged)
-    exact = problem.solve_reference(accept_inaccurate=True)
-    scale = max(1.0, abs(exact.objective))
-    if exact.status == "optimal" and abs(exact.gap) <= 1e-7 * scale:
-        assert abs(fast.objective - exact.objective) <= 1e-6 * scale, (fast, exact)
-    else:
-        # the exponential-cone solve is itself inexact (its own certificate gap reached 2e-6 on
-        # one draw): its point is feasible, so its value still bounds the optimum from above
-        assert fast.objective <= exact.objective + 1e-6 * scale
+    # the exponential-cone model is the least accurate conic solve (Clarabel ended
+    # 'optimal_inaccurate' 1 % off on one draw, seed=975): it is trusted only when optimal
+    # with its own certificate <= 1e-7, else re-solved with SCS, else the draw is discarded
+    exact = reference_or_discard(problem)
+    assert_matches_reference(problem, fast, exact, rtol=1e-6, viol=1e-6)
     assert fast.max_violation <= 1e-6
     assert abs(fast.gap) <= 1e-8 * max(1.0, abs(fast.objective)), fast
     return fast
@@ -101,6 +95,8 @@ def _vn_check(problem, hard):
 
 @settings(max_examples=examples(40))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), d=st.integers(1, 6), m=st.integers(1, 6))
+# issue 13, case 2: Clarabel 'optimal_inaccurate' 1 % off a certified fast optimum
+@example(seed=975, n=9, d=2, m=2)
 def test_vonneumann_hard_fast_vs_model(seed, n, d, m):
     """Algorithm 3 vs the von_neumann_entr model: gap <= 1e-6 (the exponential-cone model's
     accuracy), fast certificate <= 1e-8."""
@@ -111,6 +107,8 @@ def test_vonneumann_hard_fast_vs_model(seed, n, d, m):
 @settings(max_examples=examples(40))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), d=st.integers(1, 6),
        m=st.integers(1, 16), gamma=st.sampled_from([0.1, 1.0, 10.0]))
+# issue 13, case 3: the same with slack (fast certified to 4.7e-13, reference inaccurate)
+@example(seed=6, n=10, d=6, m=10, gamma=10.0)
 def test_vonneumann_slack_fast_vs_model_and_dual(seed, n, d, m, gamma):
     """Slack (Kulis et al. §6.2.1): fast vs model as above, and fast vs the exact dual
     solved by L-BFGS-B + Newton: objective gap <= 1e-8."""
@@ -202,3 +200,57 @@ def test_vonneumann_kernel_fast_model_dual(seed, n, m, kind, gamma):
     dual = solve_dual(prob)
     if dual.converged:
         assert abs(fast.objective - dual.objective) <= 1e-8 * max(1.0, abs(dual.objective))
+
+
+def _extreme_vn_instance():
+    """A hard von Neumann instance with bounds from 1e-22 to 4e20 (found by fuzzing
+    vonneumann_pairs, seed 501): it raised a bare ZeroDivisionError inside _sweeps_vn
+    (Numba's Python error model on a division by exact zero in the secular solver)."""
+    rng = np.random.default_rng(501)
+    n, r = int(rng.integers(2, 12)), int(rng.integers(1, 8))
+    F = rng.normal(size=(n, r)) * 10.0 ** rng.uniform(-6, 6) * rng.uniform(0.01, 2, size=r)
+    if rng.random() < 0.3:
+        F[1] = F[0] * (1 + 1e-9 * rng.random())
+    q0 = rng.normal(size=r) * rng.choice([0.0, 1.0, 10.0, 30.0])
+    m = int(rng.integers(1, 15))
+    I = rng.integers(0, n, m)
+    J = (I + rng.integers(1, n, m)) % n
+    y = rng.choice([-1.0, 1.0], m)
+    d0 = np.einsum("ij,j,ij->i", F[I] - F[J], np.exp(q0), F[I] - F[J])
+    bound = np.maximum(d0, 1e-300) * np.exp(rng.normal(size=m) * rng.choice([0.1, 1, 5, 20]))
+    return F, q0, I, J, y, bound
+
+
+def test_vonneumann_extreme_bounds_do_not_crash():
+    """IEEE arithmetic in the kernels (error_model='numpy'): the run ends with a code, finite
+    or reported NONFINITE, and the problem-level solve is honest about it."""
+    from cvxkml.solvers.bregman import NONFINITE
+    F, q0, I, J, y, bound = _extreme_vn_instance()
+    res = vonneumann_pairs(F, q0, I, J, y, bound, None, 1e-12, 2000)
+    assert res.code == NONFINITE or (np.all(np.isfinite(res.matrix)) and np.all(np.isfinite(res.lam)))
+    # the same bounds as a declared problem: infeasible, so never a certified success
+    prob = SpectralMetric(F, PairConstraints(I, J, y, bound), VonNeumann())
+    try:
+        sol = solve_fast_honestly(prob, tol=1e-12, max_sweeps=2000)
+    except CvxkmlError:
+        return
+    assert not sol.converged
+
+
+def test_kcr_then_vonneumann_in_one_process():
+    """Issue 13: after a KCR solve (BLAS thread limits, LAPACK eigensolvers) the von Neumann
+    solves of the Theorem 4 test gave ZeroDivisionError and then a segfault in one run.  In
+    one process: KCR first, then the von Neumann solves must match a fresh computation."""
+    from cvxkml.bench_kcr import random_instance
+    _, X, pc = _theorem4_instance(5, 8, 4)
+    hard = _three_pairs(pc)
+    before = [SpectralMetric(X, p, VonNeumann(), gamma=g).solve(**FAST).objective
+              for p, g in ((hard, None), (pc, 1.0))]
+    kcr = random_instance(7, [6, 7, 5], "gaussian", 1.0, 1.0).solve(tol=1e-5, max_iter=60_000)
+    assert kcr.converged
+    for (p, g), ref in zip(((hard, None), (pc, 1.0)), before):
+        W = SpectralMetric(X, p, VonNeumann(), gamma=g).solve(**FAST)
+        K = SpectralKernel(X @ X.T, p, VonNeumann(), gamma=g).solve(**FAST)
+        assert W.converged and K.converged
+        assert W.objective == ref
+        assert abs(K.objective - W.objective) <= 1e-9 * max(1.0, abs(ref))

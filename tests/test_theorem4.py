@@ -34,7 +34,7 @@ from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel, kernel_S
 from cvxkml.sideinfo import LinearConstraints, PairConstraints
 from instances import _forest_pairs, _random_pairs
-from honesty import solve_fast_honestly
+from cvxkml.testing import solve_fast_honestly
 from budget import examples
 
 EXAMPLES = examples(20)

@@ -52,7 +52,7 @@ def _project(p, d, xi_c, lam_c, gamma):
     return alpha, beta, xi_c
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _rank_one_update(M, u, beta):
     """M ← M + β u uᵀ (full symmetric matrix)."""
     n = u.shape[0]
@@ -62,7 +62,7 @@ def _rank_one_update(M, u, beta):
             M[a, b] += bu * u[b]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _dual_change(lam, lam_old):
     num = 0.0
     den = 0.0
@@ -72,7 +72,7 @@ def _dual_change(lam, lam_old):
     return 0.0 if den == 0.0 else num / den
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_sweeps):
     n = K.shape[0]
     m = I.shape[0]
@@ -102,7 +102,7 @@ def _sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_sweeps):
     return max_sweeps, change, NOT_CONVERGED, -1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_sweeps):
     d = W.shape[0]
     m = V.shape[0]

@@ -33,7 +33,7 @@ from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, _dual_c
 PAIR, RANK2 = 0, 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def cholupdatemult(alpha, x, B):
     """B ← B L with L Lᵀ = I + α x xᵀ, B lower triangular (Kulis et al. Algorithm 1).
 
@@ -58,7 +58,7 @@ def cholupdatemult(alpha, x, B):
             B[i, j] = (B[i, j] + acoef[j + 1] * x[j] * s) * h[j]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _chol_factor_solve(alpha, x, y, z):
     """z ← L⁻¹ y for L the Cholesky factor of I + α x xᵀ, in O(r) (forward substitution
     with L_jj = h_j, L_kj = α_{j+1} x_j h_j x_k for k > j)."""
@@ -74,7 +74,7 @@ def _chol_factor_solve(alpha, x, y, z):
         a = a_next
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _bt_times(B, v, out):
     """out = Bᵀ v for lower-triangular B, reading B row by row (contiguous)."""
     r = v.shape[0]
@@ -86,7 +86,7 @@ def _bt_times(B, v, out):
             out[j] += B[i, j] * vi
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _rank2_theta(g11, g12, g22, target):
     """Root θ* of h(θ) = Σ μ_k/(1 + θμ_k) = target on the PD interval, μ = eig(diag(1,−1) G).
     Returns (θ*, μ₊, μ₋)."""
@@ -136,12 +136,12 @@ def _rank2_theta(g11, g12, g22, target):
     return theta, mp, mm
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _h(theta, mp, mm):
     return mp / (1.0 + theta * mp) + mm / (1.0 + theta * mm)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _rank2_update(B, ut, vt, theta, work_y1, work_y2, work_z):
     """B ← B F with F Fᵀ = C(θ)⁻¹, C(θ) = I + θ(ũũᵀ − ṽṽᵀ) (ũ = Bᵀu, ṽ = Bᵀv given)."""
     r = ut.shape[0]
@@ -208,7 +208,7 @@ def _rank2_update(B, ut, vt, theta, work_y1, work_y2, work_z):
         cholupdatemult(l2, work_z, B)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _sweeps_lowrank(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, tol, max_sweeps):
     """Cyclic projections over mixed constraints.  PAIR rows use (I, J, delta, xi);
     RANK2 rows use u = G0[I]·cu1 + G0[J]·cu2, v = G0[I]·cv1 + G0[Kx]·cv2 and target xi."""

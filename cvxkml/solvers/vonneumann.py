@@ -35,7 +35,7 @@ from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult, _dual_change
 _EPS = np.finfo(np.float64).eps
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _secular_f(d, z2, rho, a, tau):
     """f = 1 + ρ Σ z_i² / ((d_i − d_a) − τ), df/dτ, and the round-off scale 1 + Σ|ρ z_i²/δ_i|."""
     f = 1.0
@@ -50,7 +50,7 @@ def _secular_f(d, z2, rho, a, tau):
     return f, df, sabs
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def secular_roots(d, z, rho, anchor, tau):
     """Eigenvalues of diag(d) + ρ z zᵀ for strictly increasing d and nonzero z, returned as
     λ_k = d[anchor[k]] + tau[k] (in increasing order)."""
@@ -159,7 +159,7 @@ def secular_roots(d, z, rho, anchor, tau):
         tau[j] = t
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _weights_and_h(d, z, rho, anchor, tau, lam, c2):
     """λ_k, (wᵀu_k)², and log h, h'/h at this ρ (= θ)."""
     k = d.shape[0]
@@ -193,7 +193,7 @@ def _weights_and_h(d, z, rho, anchor, tau, lam, c2):
     return m + np.log(h), dh / h
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _eval(d, z, theta, anchor, tau, lam, c2):
     """log h(θ) and d log h / dθ for the deflated problem."""
     k = d.shape[0]
@@ -220,7 +220,7 @@ def _eval(d, z, theta, anchor, tau, lam, c2):
     return _weights_and_h(d, z, theta, anchor, tau, lam, c2)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2):
     """The next iterate of ZEROFINDER's safeguarded Newton method for the increasing φ:
     the Newton step when it stays inside the bracket (lo, hi), else bisection of a finite
@@ -236,7 +236,7 @@ def safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2):
     return tn
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _zerofinder(d, z, target_log, inv_gamma, anchor, tau, lam, c2):
     """θ with φ(θ) = log h(θ) + θ/γ − target_log = 0 (inv_gamma = 0 for hard constraints);
     returns (θ, evaluations)."""
@@ -271,7 +271,7 @@ def _zerofinder(d, z, target_log, inv_gamma, anchor, tau, lam, c2):
     return theta, evals
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def eigvecs_from_roots(d, z, rho, anchor, tau, U):
     """Gu–Eisenstat eigenvectors of diag(d) + ρ z zᵀ from its computed roots (columns of U)."""
     k = d.shape[0]
@@ -297,7 +297,7 @@ def eigvecs_from_roots(d, z, rho, anchor, tau, U):
             U[i, j] /= s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _deflate(q, w, W, tol_w, tol_q):
     """Givens-merge clustered q (rotating W's columns and w), return the active indices
     sorted by q.  Deflated entries keep their (q_i, e_i) eigenpair."""
@@ -334,7 +334,7 @@ def _deflate(q, w, W, tol_w, tol_q):
     return active[:k]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
     """One von Neumann Bregman projection (in place on W, q).  Returns (Δλ, new target)."""
     r = q.shape[0]
@@ -361,6 +361,8 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
     theta_star, evals = _zerofinder(d, z, np.log(target), inv_g, anchor, tau, lam, c2)
     stats[0] += evals
     stats[1] += 1
+    if not np.isfinite(theta_star):
+        return np.nan, np.nan                    # the caller reports NONFINITE at this constraint
     dlam = max(-delta * theta_star, -lam_c)
     theta = -delta * dlam
     if theta == 0.0:
@@ -386,7 +388,7 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
     return dlam, new_target
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _sweeps_vn(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats):
     m = I.shape[0]
     r = q.shape[0]
@@ -399,10 +401,10 @@ def _sweeps_vn(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats):
             for a in range(r):
                 v[a] = F[I[c], a] - F[J[c], a]
             dl, xnew = project_pair(W, q, v, xi[c], delta[c], lam[c], gamma, stats)
+            if not (np.isfinite(xnew) and np.isfinite(dl)):
+                return sweep, change, NONFINITE, c
             lam[c] += dl
             xi[c] = xnew
-            if not np.isfinite(xnew):
-                return sweep, change, NONFINITE, c
         change = _dual_change(lam, lam_old)
         if not np.isfinite(change):
             return sweep + 1, change, NONFINITE, -1
@@ -430,7 +432,10 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
                                            np.ascontiguousarray(delta, dtype=np.float64),
                                            xi, lam, g, float(tol), int(max_sweeps), stats)
     elapsed = time.perf_counter() - t0
-    Xh = (W * np.exp(q)) @ W.T
+    with np.errstate(over="ignore", invalid="ignore"):
+        Xh = (W * np.exp(q)) @ W.T
+    if code == OK and not (np.all(np.isfinite(Xh)) and np.all(np.isfinite(lam))):
+        code = NONFINITE                 # e^q overflowed: multipliers diverging (infeasible)
     return BregmanResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
                          elapsed, extra={"W": W, "q": q,
                                          "evals_per_projection": stats[0] / max(stats[1], 1),
