@@ -55,15 +55,16 @@ def relative_violation(problem, sol) -> float:
     return float(rel(sol.violations)) if rel is not None else sol.max_violation
 
 
-def _untrusted_reason(problem, sol, cert_rtol, viol_tol) -> str | None:
+def _untrusted_reason(problem, sol, cert_rtol, viol_tol, require_certificate) -> str | None:
     if sol.status != "optimal":
         return f"status {sol.status!r}"
     if not np.isfinite(sol.objective):
         return "non-finite objective"
     gap = sol.gap
     if gap is None:
-        return "no certificate (dual value)"
-    if abs(gap) > cert_rtol * _scale(sol):
+        if require_certificate:
+            return "no certificate (dual value)"
+    elif abs(gap) > cert_rtol * _scale(sol):
         return f"certificate {gap:.3g} beyond {cert_rtol:g} x {_scale(sol):.3g}"
     viol = relative_violation(problem, sol)
     if viol > viol_tol:
@@ -80,7 +81,8 @@ def _attempts(problem):
     return [(default, None), (other, tight[other]), (default, tight[default])]
 
 
-def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7, **opts):
+def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
+                      require_certificate: bool = True, **opts):
     """The exact model's solution, used only if it can be trusted.
 
     Parameters
@@ -90,6 +92,9 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7, 
         Largest accepted |objective − dual value| relative to max(1, |objective|).
     viol_tol : float
         Largest accepted (relative) constraint violation.
+    require_certificate : bool
+        Reject a solution without a dual value (default).  False for exact models that
+        carry none yet (KCR): then status and violations decide.
     **opts : passed to ``solve_reference``.
 
     Returns
@@ -117,7 +122,7 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7, 
         except SolverError as exc:
             tried.append(f"{solver}(eps={eps}): {exc}")
             continue
-        reason = _untrusted_reason(problem, sol, cert_rtol, viol_tol)
+        reason = _untrusted_reason(problem, sol, cert_rtol, viol_tol, require_certificate)
         if reason is None:
             sol.info["reference_attempts"] = tried + [f"{solver}(eps={eps}): trusted"]
             return sol

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from cvxkml.bench_kcr import random_instance
+from cvxkml.testing import reference_or_discard
 from budget import examples
 
 GAP, FEAS = 1e-3, 1e-9
@@ -34,8 +35,9 @@ def check_fast_vs_exact(problem, stats=None, **solver_opts):
     assert fast.converged and fast.status == "converged", fast
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        exact = problem.solve_reference(accept_inaccurate=True)
-    assert exact.status in ("optimal", "optimal_inaccurate")
+        # the KCR model carries no dual certificate yet: status 'optimal' and feasibility
+        # decide; an inaccurate Clarabel answer is re-solved with SCS, else discarded
+        exact = reference_or_discard(problem, require_certificate=False, viol_tol=FEAS)
     scale = max(1.0, abs(exact.objective))
     rel = abs(fast.objective - exact.objective) / scale
     assert rel <= GAP, (fast, exact)

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from cvxkml.declare.lmnn import LMNNProblem, check_kernel_list
-from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError, SolverError
+from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError
 from cvxkml.kernels import gaussian_kernel, kernel_sq_distances, polynomial_kernel
 from cvxkml.lmnn_terms import (LMNNTriplets, lmnn_dual_value, lmnn_objective, orthonormal_factor,
                                pair_quadratic, target_neighbors)
-from cvxkml.testing import solve_fast_honestly
+from cvxkml.testing import reference_or_discard, solve_fast_honestly
 from budget import examples
 
 EXAMPLES = examples(25)
@@ -55,10 +55,9 @@ def fast_solve(prob, **kw):
 
 
 def exact_solve(prob):
-    try:
-        return prob.solve_reference(accept_inaccurate=True)
-    except SolverError:
-        return prob.solve_reference(solver="SCS", eps=1e-8, accept_inaccurate=True)
+    """Clarabel, else SCS at eps 1e-10; only an optimal answer with its own certificate
+    within 1e-6 is used, else the draw is discarded (and counted)."""
+    return reference_or_discard(prob, cert_rtol=1e-6, viol_tol=1e-7)
 
 
 @settings(max_examples=EXAMPLES)
@@ -79,13 +78,10 @@ def test_fast_matches_exact(seed, n, n_classes, k, gamma, kind):
     assert fast.max_violation <= 1e-9 * scale
     assert np.linalg.eigvalsh(fast.info["X"])[0] >= -1e-12 * max(1.0, np.abs(fast.info["X"]).max())
     exact = exact_solve(prob)
-    assert exact.status in ("optimal", "optimal_inaccurate")
     escale = max(1.0, abs(exact.objective))
     assert fast.dual_value <= exact.objective + GAP * escale            # weak duality
-    if exact.status == "optimal":
-        assert abs(fast.objective - exact.objective) <= GAP * escale, (fast, exact)
-    else:                                   # the exact point is still feasible: an upper bound
-        assert fast.objective <= exact.objective + GAP * escale, (fast, exact)
+    assert exact.dual_value <= fast.objective + GAP * escale            # and the other way
+    assert abs(fast.objective - exact.objective) <= GAP * escale, (fast, exact)
     if kind == "kernel-fullrank":           # the documented degenerate case: F* = 0
         assert exact.objective <= 1e-5 and fast.objective <= TOL
 
