@@ -4,8 +4,9 @@ Every property test asks for ``max_examples=examples(n)`` (or relies on the prof
 default, ``examples(DEFAULT)``), never for a fixed count, so ``CVXKML_FUZZ=N`` multiplies
 every test's draws by N.  The profiles themselves are registered in ``conftest.py``:
 
-* default and ``CI=true``: derandomized, no example database — the draws depend only on
-  the code, so a red run means the change broke something;
+* default, and always under ``CI=true`` (which ignores ``CVXKML_FUZZ``): derandomized, no
+  example database — the draws depend only on the code, so a red run means the change
+  broke something;
 * ``CVXKML_FUZZ=N`` (N >= 1): fresh random draws (``--hypothesis-seed`` picks them),
   N × the examples, with the example database, for deliberate fuzz runs.
 """
@@ -17,9 +18,10 @@ DEFAULT = 100
 
 
 def fuzz_factor() -> int:
-    """N from ``CVXKML_FUZZ=N`` (0 when unset: the deterministic profile)."""
+    """N from ``CVXKML_FUZZ=N`` (0 when unset, and always under ``CI=true``: the
+    deterministic profile)."""
     raw = os.environ.get("CVXKML_FUZZ", "").strip()
-    if not raw:
+    if not raw or os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
         return 0
     try:
         n = int(raw)
