@@ -35,7 +35,9 @@ import numpy as np
 from .errors import ConvergenceWarning, CvxkmlError, InfeasibleError, SolverError
 
 __all__ = ["UntrustedReference", "trusted_reference", "reference_or_discard", "discards",
-           "solve_fast_honestly", "assert_matches_reference", "relative_violation"]
+           "solve_fast_honestly", "assert_matches_reference", "relative_violation",
+           "check_regularizer", "metric_instance", "kernel_instance", "factor_instance",
+           "random_pairs", "forest_pairs", "problems"]
 
 _DISCARDS: Counter = Counter()
 
@@ -187,3 +189,222 @@ def assert_matches_reference(problem, fast, exact, rtol: float = 1e-6, viol: flo
         assert fast.objective - max(lower) <= rtol * scale, \
             f"fast objective above the best lower bound by more than rtol: fast={fast}, exact={exact}"
     assert abs(fast.objective - exact.objective) <= rtol * scale, (fast, exact)
+
+
+# --------------------------------------------------------------------------- regularizers
+def check_regularizer(reg, seed: int = 0, n_points: int = 40, rtol: float = 1e-6) -> dict:
+    """Check a spectral :class:`~cvxkml.declare.regularizers.Regularizer` before trusting
+    its exact model and certificates (Jain et al. 2012, Definition 3 and Theorem 4).
+
+    Checks, each on ``n_points`` random points:
+
+    1. the CVXPY form ``cvx(X)`` is convex (DCP) and equals ``value(X)`` = Σ f_s(λ_i(X))
+       on random positive definite X;
+    2. Fenchel–Young: f_s(x) + f*_s(μ) >= xμ for x >= 0, with equality at
+       x = ``conj_grad_s(μ)`` (so ``conj_s`` is the conjugate over x >= 0 and
+       ``conj_grad_s`` its maximizer);
+    3. ``conj_grad_s`` against central finite differences of ``conj_s``, and
+       ``conj_hess_s`` against those of ``conj_grad_s`` (when implemented);
+    4. Theorem 4's condition on α (``check_theorem4``).
+
+    Returns
+    -------
+    dict
+        The largest relative error of each check (``cvx``, ``fenchel_young``,
+        ``conj_grad``, ``conj_hess``).
+
+    Raises
+    ------
+    AssertionError
+        Naming the check that failed, the point and the two values.
+    """
+    import cvxpy as cp
+    rng = np.random.default_rng(seed)
+    reg.check_theorem4()
+    out = {}
+    # 1. CVXPY form vs value
+    err = 0.0
+    for _ in range(max(3, n_points // 8)):
+        r = int(rng.integers(1, 5))
+        B = rng.normal(size=(r, r))
+        A = B @ B.T / r + 0.1 * np.eye(r)
+        X = cp.Variable((r, r), symmetric=True)
+        expr = reg.cvx(X)
+        assert expr.is_convex(), f"{reg!r}: cvx(X) is not convex under DCP rules"
+        X.value = A
+        got, want = float(expr.value), reg.value(A)
+        e = abs(got - want) / max(1.0, abs(want))
+        assert e <= rtol, f"{reg!r}: cvx(X) = {got!r} but value(X) = {want!r} at X = {A.tolist()}"
+        err = max(err, e)
+    out["cvx"] = err
+    # 2. Fenchel–Young on x >= 0, equality at the conjugate's maximizer
+    a = max(float(reg.alpha), 0.0)
+    mus = np.concatenate([rng.normal(size=n_points) * 2.0, [0.0]])
+    with np.errstate(all="ignore"):
+        fc = np.asarray(reg.conj_s(mus), dtype=float)
+    mus, fc = mus[np.isfinite(fc)], fc[np.isfinite(fc)]
+    assert mus.size, f"{reg!r}: conj_s is infinite at every probe μ"
+    xs = np.abs(rng.normal(size=n_points)) * (1.0 + a) * 2.0
+    err = 0.0
+    with np.errstate(all="ignore"):
+        for mu, c in zip(mus, fc):
+            fx = np.asarray(reg.f_s(xs), dtype=float)
+            ok = np.isfinite(fx)
+            slack = fx[ok] + c - xs[ok] * mu
+            scale = 1.0 + np.abs(fx[ok]) + abs(c)
+            bad = np.flatnonzero(slack < -rtol * scale)
+            assert not bad.size, (f"{reg!r}: Fenchel–Young fails, f_s({xs[ok][bad[0]]:g}) + f*_s({mu:g}) < "
+                                  f"x·μ (conj_s is not the conjugate of f_s over x >= 0)")
+            try:
+                xm = float(np.asarray(reg.conj_grad_s(np.array([mu])), dtype=float).ravel()[0])
+            except NotImplementedError:
+                continue
+            fxm = float(np.asarray(reg.f_s(np.array([xm])), dtype=float).ravel()[0])
+            e = abs(fxm + c - xm * mu) / (1.0 + abs(fxm) + abs(c))
+            assert e <= rtol, (f"{reg!r}: at μ = {mu:g}, x = conj_grad_s(μ) = {xm:g} does not attain "
+                               f"the conjugate: f_s(x) + f*_s(μ) − xμ = {fxm + c - xm * mu:.3g}")
+            err = max(err, e)
+    out["fenchel_young"] = err
+    # 3. derivatives by central differences
+    for name, f, df in (("conj_grad", reg.conj_s, reg.conj_grad_s), ("conj_hess", reg.conj_grad_s, reg.conj_hess_s)):
+        err = 0.0
+        try:
+            for mu in mus:
+                h = 1e-5 * (1.0 + abs(mu))
+                with np.errstate(all="ignore"):
+                    f0, fp, fm = (float(np.asarray(f(np.array([mu + s * h])), dtype=float).ravel()[0])
+                                  for s in (0, 1, -1))
+                    d = float(np.asarray(df(np.array([mu])), dtype=float).ravel()[0])
+                fd = (fp - fm) / (2 * h)
+                if not (np.isfinite(fd) and np.isfinite(d)):
+                    continue
+                if abs((fp - f0) - (f0 - fm)) > 1e-3 * h * (1.0 + abs(fd)):
+                    continue                     # a kink (e.g. max(μ, 0) at 0): not differentiable
+                e = abs(fd - d) / (1.0 + abs(d))
+                assert e <= 1e-4, f"{reg!r}: {name}_s({mu:g}) = {d:.8g} but finite differences give {fd:.8g}"
+                err = max(err, e)
+        except NotImplementedError:
+            err = None
+        out[name] = err
+    return out
+
+
+# --------------------------------------------------------------------------- instances
+def random_pairs(rng, n, m):
+    """m distinct index pairs i < j out of n points."""
+    all_i, all_j = np.triu_indices(n, 1)
+    pick = rng.choice(all_i.size, size=min(m, all_i.size), replace=False)
+    return all_i[pick], all_j[pick]
+
+
+def forest_pairs(rng, n, m):
+    """Up to m edges of a random spanning tree: their difference vectors are generically
+    independent, so any positive distances are attainable (hard draws stay feasible)."""
+    order = rng.permutation(n)
+    i, j = [], []
+    for t in range(1, n):                        # random tree: attach order[t] to an earlier node
+        i.append(order[t])
+        j.append(order[rng.integers(0, t)])
+    keep = rng.choice(n - 1, size=min(m, n - 1), replace=False)
+    return np.array(i)[keep], np.array(j)[keep]
+
+
+def _bounded_pairs(rng, i, j, baseline, n, percentiles):
+    from .sideinfo import PairConstraints, percentile_bounds
+    y = rng.choice([-1.0, 1.0], size=i.size)
+    u, l = percentile_bounds(baseline, n, percentiles, rng)
+    return PairConstraints(i, j, y, np.where(y > 0, u, l))
+
+
+def metric_instance(seed, n, d, m, hard, percentiles=(5.0, 95.0)):
+    """(X, PairConstraints) for metric learning; hard draws use at most d forest pairs
+    (feasible by construction), bounds are percentiles of squared baseline distances."""
+    from .sideinfo import baseline_metric
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
+    i, j = forest_pairs(rng, n, min(m, d)) if hard else random_pairs(rng, n, m)
+    return X, _bounded_pairs(rng, i, j, baseline_metric(X), n, percentiles)
+
+
+def kernel_instance(seed, n, m, hard, kind="gaussian", percentiles=(5.0, 95.0)):
+    """(K0, PairConstraints); kind: 'gaussian' (PD), 'linear-ridge' (PD) or 'lowrank'
+    (rank d < n: the range-space path).  Hard draws use at most rank(K0) forest pairs."""
+    from .kernels import gaussian_kernel
+    from .sideinfo import baseline_kernel
+    rng = np.random.default_rng(seed)
+    if kind == "lowrank":
+        d = int(rng.integers(2, max(3, n - 1)))
+        X = rng.normal(size=(n, d))
+        K0 = X @ X.T
+        rank = d
+    else:
+        X = rng.normal(size=(n, 3))
+        if kind == "gaussian":
+            sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
+            K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+        else:
+            K0 = X @ X.T + 0.5 * np.eye(n)
+        rank = n
+    i, j = forest_pairs(rng, n, min(m, rank)) if hard else random_pairs(rng, n, m)
+    return K0, _bounded_pairs(rng, i, j, baseline_kernel(K0), n, percentiles)
+
+
+def factor_instance(seed, n, r, m, hard):
+    """(G0, PairConstraints) for low-rank LogDet on K0 = G0 G0ᵀ of rank r."""
+    from .sideinfo import baseline_metric
+    rng = np.random.default_rng(seed)
+    G0 = rng.normal(size=(n, r)) * rng.uniform(0.5, 2.0, size=r)
+    i, j = forest_pairs(rng, n, min(m, r)) if hard else random_pairs(rng, n, m)
+    return G0, _bounded_pairs(rng, i, j, baseline_metric(G0), n, (5, 95))
+
+
+_FAMILIES = ("itml", "logdet-kernel", "lowrank", "vonneumann-metric", "vonneumann-kernel")
+
+
+def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int = 12,
+             gammas=(0.1, 1.0, 10.0)):
+    """A Hypothesis strategy of declared problems of one family, feasible when hard.
+
+    Parameters
+    ----------
+    family : 'itml', 'logdet-kernel', 'lowrank', 'vonneumann-metric' or 'vonneumann-kernel'.
+    hard : True (hard constraints, feasible by construction), False (slack, γ drawn from
+        ``gammas``) or None (both).
+    max_n, max_m : largest number of points and of pair constraints.
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> @given(problems("itml", max_n=8))                        # doctest: +SKIP
+    ... def test_my_solver(problem):
+    ...     fast = solve_fast_honestly(problem, tol=1e-12)
+    ...     assert_matches_reference(problem, fast, reference_or_discard(problem))
+    """
+    from hypothesis import strategies as st
+    from . import declare
+    if family not in _FAMILIES:
+        raise ValueError(f"family must be one of {', '.join(_FAMILIES)}; got {family!r}")
+    if max_n < 3 or max_m < 1:
+        raise ValueError("max_n must be >= 3 and max_m >= 1")
+
+    def build(seed, n, m, is_hard, gamma, kind, d):
+        g = None if is_hard else gamma
+        if family == "itml":
+            X, pc = metric_instance(seed, n, d, m, is_hard)
+            return declare.ITML(X, pc, gamma=g)
+        if family == "vonneumann-metric":
+            X, pc = metric_instance(seed, n, d, m, is_hard)
+            return declare.SpectralMetric(X, pc, declare.VonNeumann(), gamma=g)
+        if family == "lowrank":
+            G0, pc = factor_instance(seed, n, min(d, n), m, is_hard)
+            return declare.LowRankLogDet(G0, pc, gamma=g)
+        K0, pc = kernel_instance(seed, n, m, is_hard, kind=kind)
+        if family == "logdet-kernel":
+            return declare.LogDetKernel(K0, pc, gamma=g)
+        return declare.VonNeumannKernel(K0, pc, gamma=g)
+
+    hards = st.just(hard) if hard is not None else st.booleans()
+    return st.builds(build, seed=st.integers(0, 2**31 - 1), n=st.integers(3, max_n),
+                     m=st.integers(1, max_m), is_hard=hards, gamma=st.sampled_from(list(gammas)),
+                     kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+                     d=st.integers(1, 6))
