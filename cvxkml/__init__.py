@@ -3,6 +3,7 @@
 Every problem has an exact CVXPY model (``solve_reference``) and a fast Numba solver
 (``solve``) that return the same :class:`Solution`.
 """
+from ._config import config_context, get_config, set_config
 from .declare import ITML, LogDetKernel
 from .errors import (ConvergenceWarning, CvxkmlError, InfeasibleError, InvalidInputError,
                      NotPSDError, SolverError, UnboundedError)
@@ -16,4 +17,5 @@ __all__ = [
     "ITML", "LogDetKernel", "Kernel", "PairConstraints", "RelativeConstraints",
     "LinearConstraints", "Solution", "CvxkmlError", "InvalidInputError", "NotPSDError",
     "InfeasibleError", "SolverError", "UnboundedError", "ConvergenceWarning",
+    "set_config", "get_config", "config_context",
 ]

@@ -59,12 +59,47 @@ def psd_rank(M: np.ndarray, name: str, rtol: float = 1e-10) -> tuple[int, np.nda
 
 
 def check_kernel_matrix(K, name: str = "K0", require_pd: bool = False) -> np.ndarray:
-    """A finite, symmetric, PSD matrix (PD when ``require_pd``)."""
-    K = check_symmetric(K, name)
-    if K.shape[0] < 1:
+    """A finite, symmetric, PSD float64 matrix (PD when ``require_pd``).
+
+    PSD up to the ``psd_tol`` option (:mod:`cvxkml._config`; automatic by default:
+    1e-9 · max|λ| for float64 input, max(1e-9, n·eps) · max|λ| for float32 input, from
+    the dtype ``K`` arrives with).  A matrix accepted with an eigenvalue below the float64
+    round-off level −1e-9 · max|λ| is returned clipped to PSD (negative eigenvalues set
+    to 0, rebuilt, symmetrised); one within it is returned unchanged.  For float32 (and
+    narrower) input the symmetry check allows 4·eps relative asymmetry.
+    """
+    from ._config import FLOAT64_PSD_TOL, blas_limit, get_config, psd_tolerance
+    try:
+        dtype = np.asarray(K).dtype
+    except (TypeError, ValueError):
+        dtype = np.dtype(np.float64)          # as_float_array reports the problem
+    sym_rtol = 1e-8
+    if np.issubdtype(dtype, np.floating):
+        sym_rtol = max(sym_rtol, 4.0 * float(np.finfo(dtype).eps))
+    K = check_symmetric(K, name, rtol=sym_rtol)
+    n = K.shape[0]
+    if n < 1:
         raise InvalidInputError(f"{name} must not be empty.")
-    rank, w, _ = psd_rank(K, name)
-    if require_pd and rank < K.shape[0]:
+    tol = psd_tolerance(n, dtype)
+    with blas_limit():
+        w, V = np.linalg.eigh(K)
+        scale = max(float(np.max(np.abs(w))), np.finfo(float).tiny)
+        if w[0] < -tol * scale:
+            raise NotPSDError(
+                f"{name} is not positive semidefinite: smallest eigenvalue {w[0]:.3g} "
+                f"(largest {w[-1]:.3g}), {-w[0] / scale:.3g} of the largest |eigenvalue| "
+                f"against the PSD tolerance {tol:.3g} ("
+                + ("psd_tol" if get_config()["psd_tol"] is not None else f"automatic for {dtype} input")
+                + "). Use a valid "
+                "kernel, or shift it (K + c I) / clip its negative eigenvalues; if it is PSD "
+                "up to the round-off of its computation, raise the tolerance with "
+                "cvxkml.set_config(psd_tol=...) or `with cvxkml.config_context(psd_tol=...):`.")
+        if w[0] < -FLOAT64_PSD_TOL * scale:          # accepted beyond float64 round-off: clip
+            w = np.maximum(w, 0.0)
+            K = (V * w) @ V.T
+            K = 0.5 * (K + K.T)
+    rank = int(np.sum(w > 1e-10 * scale))
+    if require_pd and rank < n:
         raise NotPSDError(
             f"{name} must be positive definite; it has rank {rank} < {K.shape[0]} "
             f"(smallest eigenvalue {w[0]:.3g}). Add a ridge (K + eps I) or use the range-space "
