@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
+from ._config import blas_limit
 from ._validation import check_kernel_matrix
 from .errors import InvalidInputError
 
@@ -36,6 +37,7 @@ class Factorization:
     def rank(self) -> int:
         return int(self.G0.shape[1])
 
+    @blas_limit()
     def transform_cross(self, K_cross) -> np.ndarray:
         K_cross = np.asarray(K_cross, dtype=float)
         if K_cross.ndim != 2 or K_cross.shape[1] != self.G0.shape[0]:
@@ -45,6 +47,7 @@ class Factorization:
         return Kp @ self._map
 
 
+@blas_limit()
 def incomplete_cholesky(K0, rank: int | None = None, tol: float = 1e-10):
     """Pivoted incomplete Cholesky: returns (G0, pivots) with K0 ≈ G0 G0ᵀ, stopping when the
     residual trace ≤ tol·tr(K0) or after ``rank`` pivots.  O(n r²)."""
@@ -68,9 +71,11 @@ def incomplete_cholesky(K0, rank: int | None = None, tol: float = 1e-10):
     return G[:, :r], np.array(piv, dtype=np.int64)
 
 
+@blas_limit()
 def factorize(K0, method: str = "eigen", rank: int | None = None, tol: float = 1e-10,
               landmarks=None, random_state=None) -> Factorization:
-    """Factor a PSD kernel matrix K0 ≈ G0 G0ᵀ (see the module docstring)."""
+    """Factor a PSD kernel matrix K0 ≈ G0 G0ᵀ (see the module docstring).  BLAS/LAPACK
+    threads follow the ``blas_threads`` option (:mod:`cvxkml._config`)."""
     K0 = check_kernel_matrix(K0, "K0")
     n = K0.shape[0]
     if rank is not None and not (1 <= int(rank) <= n):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._config import blas_limit
 from ._validation import check_data
 from .errors import InvalidInputError
 
@@ -36,12 +37,14 @@ def _sq_euclidean(X, Y):
     return D
 
 
+@blas_limit()
 def linear_kernel(X, Y=None) -> np.ndarray:
     """κ(x, y) = xᵀy."""
     X, Y = _pair(X, Y)
     return X @ Y.T
 
 
+@blas_limit()
 def gaussian_kernel(X, Y=None, *, sigma: float | None = None, gamma: float | None = None) -> np.ndarray:
     """κ(x, y) = exp(−γ‖x − y‖²) with γ = 1 / (2σ²); give exactly one of ``sigma`` / ``gamma``."""
     X, Y = _pair(X, Y)
@@ -64,6 +67,7 @@ def _gaussian_gamma(sigma, gamma) -> float:
     return float(gamma)
 
 
+@blas_limit()
 def polynomial_kernel(X, Y=None, *, degree: int = 2, coef0: float = 1.0, scale: float = 1.0) -> np.ndarray:
     """κ(x, y) = (scale·xᵀy + coef0)^degree."""
     X, Y = _pair(X, Y)

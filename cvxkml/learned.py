@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from ._config import blas_limit
 from ._validation import as_float_array, check_data, check_symmetric
 from .divergences import range_basis
 from .errors import InvalidInputError
@@ -22,6 +23,7 @@ from .errors import InvalidInputError
 __all__ = ["kernel_S", "LearnedKernel", "LearnedMetric", "components_from_metric"]
 
 
+@blas_limit()
 def kernel_S(K0, K, rtol: float = 1e-10, alpha: float = 1.0) -> np.ndarray:
     """S = K0⁺ (K − αK0) K0⁺ (Theorem 1 with α = 1, Theorem 4 / eq. 18 in general; K0⁺ the
     pseudo-inverse on range(K0))."""
@@ -59,14 +61,17 @@ class LearnedKernel:
         return cls(base, X_train, kernel_S(K0, K, alpha=alpha), alpha)
 
     # cross-kernel forms (also usable with precomputed kernels)
+    @blas_limit()
     def from_cross(self, K1, K2, K12) -> np.ndarray:
         """α K12 + K1 S K2ᵀ given K1 = κ0(Z1, X_train), K2 = κ0(Z2, X_train), K12 = κ0(Z1, Z2)."""
         return self.alpha * np.asarray(K12, dtype=float) + (np.asarray(K1) @ self.S) @ np.asarray(K2).T
 
+    @blas_limit()
     def diag_from_cross(self, K1, k11) -> np.ndarray:
         K1 = np.asarray(K1, dtype=float)
         return self.alpha * np.asarray(k11, dtype=float) + np.einsum("ij,jk,ik->i", K1, self.S, K1)
 
+    @blas_limit()
     def __call__(self, Z1, Z2=None) -> np.ndarray:
         Z2 = Z1 if Z2 is None else Z2
         return self.from_cross(self.base(Z1, self.X_train), self.base(Z2, self.X_train), self.base(Z1, Z2))
@@ -76,17 +81,20 @@ class LearnedKernel:
             return self.base.paired(A, B)
         return np.array([self.base(a[None], b[None])[0, 0] for a, b in zip(A, B)])
 
+    @blas_limit()
     def diag(self, Z) -> np.ndarray:
         """κ(z, z) for each row of Z."""
         Z = check_data(Z, "Z")
         return self.diag_from_cross(self.base(Z, self.X_train), self._base_paired(Z, Z))
 
+    @blas_limit()
     def sq_distances(self, Z1, Z2=None) -> np.ndarray:
         """All learned squared distances κ(a, a) + κ(b, b) − 2κ(a, b), a ∈ Z1, b ∈ Z2."""
         Z2 = Z1 if Z2 is None else Z2
         D = self.diag(Z1)[:, None] + self.diag(Z2)[None, :] - 2.0 * self(Z1, Z2)
         return np.maximum(D, 0.0)
 
+    @blas_limit()
     def pair_sq_distances(self, A, B) -> np.ndarray:
         """Learned squared distances between row a_t of A and row b_t of B:
         α κ0-distance + (k_a − k_b)ᵀ S (k_a − k_b)."""
@@ -99,6 +107,7 @@ class LearnedKernel:
         return np.maximum(self.alpha * base + np.einsum("ij,jk,ik->i", D, self.S, D), 0.0)
 
     # finite-dimensional embedding exact on span{φ(x_i)}
+    @blas_limit()
     def _embedding(self, rtol: float = 1e-10):
         if self._embed is None:
             K0 = self.base(self.X_train, self.X_train)
@@ -108,6 +117,7 @@ class LearnedKernel:
             self._embed = (K0, V / np.sqrt(w))
         return self._embed
 
+    @blas_limit()
     def embed_cross(self, K_cross) -> np.ndarray:
         """Coordinates ψ(z) with ψ(z)ᵀψ(z') = κ(z, z') for z, z' in the span of the training
         points (the component orthogonal to it, which W* leaves unchanged, is dropped).
@@ -117,10 +127,12 @@ class LearnedKernel:
         learned_cross = self.alpha * Kc + Kc @ self.S @ K0
         return learned_cross @ P
 
+    @blas_limit()
     def embed(self, Z) -> np.ndarray:
         return self.embed_cross(self.base(Z, self.X_train))
 
 
+@blas_limit()
 def components_from_metric(W, rtol: float = 1e-12) -> np.ndarray:
     """A factor L (d × d) with W = Lᵀ L, from the eigendecomposition of the PSD W."""
     W = check_symmetric(W, "W")
@@ -136,16 +148,19 @@ class LearnedMetric:
         self.W = check_symmetric(W, "W")
         self.L = components_from_metric(self.W)
 
+    @blas_limit()
     def transform(self, X) -> np.ndarray:
         X = check_data(X)
         if X.shape[1] != self.W.shape[0]:
             raise InvalidInputError(f"X must have {self.W.shape[0]} features; got {X.shape[1]}.")
         return X @ self.L.T
 
+    @blas_limit()
     def pair_sq_distances(self, A, B) -> np.ndarray:
         D = as_float_array(A, "A", 2) - as_float_array(B, "B", 2)
         return np.einsum("ij,jk,ik->i", D, self.W, D)
 
+    @blas_limit()
     def sq_distances(self, Z1, Z2=None) -> np.ndarray:
         from .kernels import _sq_euclidean
         T1 = self.transform(Z1)

@@ -216,6 +216,114 @@ def _record(monkeypatch, owner, name, log):
     monkeypatch.setattr(owner, name, recording)
 
 
+def _quiet(f):
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            f()
+    return run
+
+
+def _paths():
+    """name -> (owner, attribute called inside the limited region, library call)."""
+    import scipy.linalg  # noqa: F401
+    import cvxkml.factor as factor
+    import cvxkml.kernels as kernels
+    import cvxkml.learned as learned
+    import cvxkml.solvers.kcr as kcr
+    import cvxkml.solvers.lmnn as lmnn
+    import cvxkml.solvers.pola as pola
+    import cvxkml.solvers.sdp_logdet as sdp
+    import cvxkml.solvers.trace as trace
+    import cvxkml.solvers.yeung as yeung
+    from cvxkml.declare.kcr import KCR
+    from cvxkml.declare.lmnn import LMNNProblem
+    from cvxkml.declare.pola import POLAKernel
+    from cvxkml.declare.sdp import LinearLogDet, SDPLogDetKernel  # noqa: F401
+    from cvxkml.kernels import Kernel
+
+    rng = np.random.default_rng(0)
+    K0, pc = kernel_instance(0, 8, 5, False)
+    X = rng.normal(size=(12, 3))
+    y = np.arange(12) % 3
+    V = rng.normal(size=(6, 4))
+    return {
+        "check_kernel_matrix": (np.linalg, "eigh", lambda: check_kernel_matrix(K0)),
+        "factor.factorize": (factor, "check_kernel_matrix", lambda: factor.factorize(K0, "nystroem", rank=3)),
+        "factor.incomplete_cholesky": (np, "argmax", lambda: factor.incomplete_cholesky(K0, 3)),
+        "kernels": (kernels, "_pair", lambda: kernels.gaussian_kernel(X, sigma=1.0)),
+        "learned.LearnedMetric": (np.linalg, "eigh", lambda: learned.LearnedMetric(K0)),
+        "learned.kernel_S": (learned, "range_basis", lambda: learned.kernel_S(K0, K0 + np.eye(8))),
+        "solvers.kcr": (kcr, "_max_similar_sq_norm",
+                        _quiet(lambda: KCR(kernels.gaussian_kernel(X, gamma=0.5), y, 0.5).solve(
+                            tol=1e-2, max_iter=50, warn=False))),
+        "solvers.lmnn": (lmnn, "_lmnn_pdhg",
+                         _quiet(lambda: LMNNProblem.linear(X, y, k=2).solve(tol=1e-3, max_iter=200))),
+        "solvers.pola": (pola, "_pola_dual_impl",
+                         _quiet(lambda: POLAKernel(K0, [0, 1, 2], [3, 4, 5], [1, -1, 1], 2.0).solve())),
+        "solvers.sdp_logdet": (sdp, "_barrier_bregman_impl",
+                               _quiet(lambda: SDPLogDetKernel(K0 + np.eye(8), pc, np.eye(8), 1.0).solve())),
+        "solvers.trace": (trace, "top_eigs_above",
+                          lambda: trace.trace_uzawa(V, np.where(np.arange(6) % 2, 1.0, -1.0),
+                                                    np.ones(6), 0.1, max_iter=50)),
+        "solvers.yeung": (yeung, "positive_spectrum",
+                          lambda: yeung.fit_landmark_kernel(X, Kernel("gaussian", {"sigma": 1.0}),
+                                                            [0, 1], [3, 4], n_landmarks=8,
+                                                            n_neighbors=3, random_state=0)),
+    }
+
+
+PATHS = list(_paths())
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_library_calls_run_under_the_configured_blas_limit(path, monkeypatch):
+    owner, name, call = _paths()[path]
+    one, two = _limited(1), _limited(2)
+    log = []
+    _record(monkeypatch, owner, name, log)
+    with threadpool_limits(limits=2, user_api="blas"):
+        outside = _blas_threads()
+        call()                                               # default: one thread
+        assert log and all(s == one for s in log), log
+        assert _blas_threads() == outside                    # restored after the call
+        log.clear()
+        with cvxkml.config_context(blas_threads=None):       # None: left alone
+            call()
+        assert log and all(s == outside for s in log), log
+    with threadpool_limits(limits=1, user_api="blas"):
+        log.clear()
+        with cvxkml.config_context(blas_threads=2):
+            call()
+        assert log and all(s == two for s in log), log
+        assert _blas_threads() == one
+
+
+def test_per_call_blas_threads_wins_and_defaults_to_the_config(monkeypatch):
+    import cvxkml.solvers.lmnn as lmnn
+    from cvxkml.declare.lmnn import LMNNProblem
+    X = np.random.default_rng(1).normal(size=(12, 3))
+    prob = LMNNProblem.linear(X, np.arange(12) % 3, k=2)
+    log = []
+    _record(monkeypatch, lmnn, "_lmnn_pdhg", log)
+
+    def run(**kw):
+        log.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            lmnn.lmnn_pdhg(prob.U, prob.triplets, prob.gamma, tol=1e-3, max_iter=50, **kw)
+        return log[0]
+
+    one, two = _limited(1), _limited(2)
+    with threadpool_limits(limits=1, user_api="blas"):
+        assert run(blas_threads=2) == two
+        with cvxkml.config_context(blas_threads=2):
+            assert run() == two
+            assert run(blas_threads=1) == one
+            assert run(blas_threads=None) == one            # the process setting
+        assert _blas_threads() == one
+
+
 def test_nested_calls_enter_threadpoolctl_once(monkeypatch):
     from cvxkml.factor import factorize
     K0, _ = kernel_instance(1, 10, 5, False)

@@ -65,6 +65,7 @@ import numba as nb
 import numpy as np
 import scipy.linalg as sla
 
+from .._config import blas_limit
 from ..errors import InvalidInputError, SolverError
 from ..kcr_formulas import (dual_lower_bound, dual_objective, h_upper_bound, kcr_objective,
                             project_onto_N, sq_distances_from_gram)
@@ -248,6 +249,7 @@ def _adjoint(F, s, tau, W, deg):
     return 0.5 * (G + G.T)
 
 
+@blas_limit()
 def operator_norm(F, n_iter: int = 30, seed: int = 0) -> float:
     """Power-iteration estimate of ‖A‖ (A(X)_ij = z_ijᵀXz_ij over all ordered pairs)."""
     n, r = F.shape
@@ -432,7 +434,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
              check_every=None, warm_start=None, verbose=False, halpern=False,
              restart_params=(0.2, 0.8, 0.36), omega0=None, precision="mixed",
              eig="track", eig_tol=1e-3, eig_step_factor=0.5, eig_guard=10,
-             eig_min_size=200, restart_every=10, blas_threads=1, scaling=0.5) -> KCRResult:
+             eig_min_size=200, restart_every=10, blas_threads="config", scaling=0.5) -> KCRResult:
     """Restarted PDHG (plain, or Halpern with ``halpern=True``) for eq. 9 in whitened
     coordinates, diagonally preconditioned (see the module text).
 
@@ -486,11 +488,12 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         used (below it LAPACK is as fast; measured crossover between r = 150 and 200).
     restart_every : int
         Iterations between restart tests.
-    blas_threads : int or None
-        BLAS/LAPACK threads during the solve (threadpoolctl); ``None`` leaves the
-        process setting alone.  Default 1: the iteration is a chain of mid-sized
+    blas_threads : "config", int or None
+        BLAS/LAPACK threads during the solve (:func:`cvxkml._config.blas_limit`);
+        ``None`` leaves the process setting alone.  Default ``"config"``: the
+        ``blas_threads`` option (default 1: the iteration is a chain of mid-sized
         products, and on the 2-core reference machine two OpenBLAS threads doubled the
-        wall time at n = 500 (and took 2.4× at n = 102).
+        wall time at n = 500 and took 2.4× at n = 102).
     scaling : float in [0, 1]
         Diagonal preconditioning.  The iteration runs on Y with X = D Y D,
         D = diag(d), d_k = (‖F_k‖ / max_l ‖F_l‖)^(−scaling) for the whitened feature
@@ -508,9 +511,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     """
     if blas_threads is not None:
         args = dict(locals(), blas_threads=None)      # every parameter, as passed
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=int(blas_threads)):
+        with blas_limit(blas_threads):
             return kcr_pdhg(**args)
     t0 = time.perf_counter()
     c0 = time.process_time()
@@ -741,6 +742,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
 
 
 # --------------------------------------------------------------------------- the paper's method
+@blas_limit()
 def alternating_projections(X, n_iter: int = 1000) -> np.ndarray:
     """The paper's projection onto N (§4.1): B_m = A_m − (1ᵀA_m1/n²)11ᵀ,
     A_{m+1} = P_PSD(B_m), starting from A_0 = P_PSD(X).  Converges to *a* point of N —
@@ -755,6 +757,7 @@ def alternating_projections(X, n_iter: int = 1000) -> np.ndarray:
     return A
 
 
+@blas_limit()
 def dykstra_projections(X, n_iter: int = 1000) -> np.ndarray:
     """Dykstra's alternating projections onto {1ᵀΣ1 = 0} and the PSD cone: converges to
     the nearest point P_N(X) (Boyle & Dykstra 1986), slowly here (no Slater point)."""
@@ -779,6 +782,7 @@ def _psd(M):
     return (U[:, keep] * w[keep]) @ U[:, keep].T
 
 
+@blas_limit()
 def kcr_subgradient(K, tau, c, lam, h_min=1e-6, step=None, max_iter=1000, projection="exact",
                     n_proj=20, time_limit=None, h0=1.0, cpu_limit=None) -> dict:
     """The paper's Algorithm 1 on Σ (n × n): subgradient step, then projection onto N.

@@ -53,8 +53,8 @@ import numpy as np
 
 from scipy.optimize import lsq_linear
 from scipy.sparse.linalg import LinearOperator
-from threadpoolctl import threadpool_limits
 
+from .._config import blas_limit
 from ..lmnn_terms import (LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
                           pair_weights)
 
@@ -372,15 +372,15 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
 
 def lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: float = 1e-6,
               max_iter: int = 20_000, check_every: int = 200, buffer: float = 1.0,
-              polish: bool = True, seed: int = 0, blas_threads: int | None = 1) -> LMNNResult:
+              polish: bool = True, seed: int = 0, blas_threads: int | str | None = "config"
+              ) -> LMNNResult:
     """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features; see
     :func:`_lmnn_pdhg` for the parameters.  ``blas_threads`` limits the BLAS / LAPACK
-    threads during the solve (default 1: the matrices are small, and on a busy machine
+    threads during the solve (:func:`cvxkml._config.blas_limit`): default ``"config"``,
+    the ``blas_threads`` option (default 1: the matrices are small, and on a busy machine
     oversubscribed BLAS threads slowed an r = 106 eigendecomposition 30-fold in our
-    measurements); None leaves the thread pools alone."""
-    if blas_threads is None:
-        return _lmnn_pdhg(U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed)
-    with threadpool_limits(limits=int(blas_threads)):
+    measurements); an int sets it for this call; None leaves the thread pools alone."""
+    with blas_limit(blas_threads):
         return _lmnn_pdhg(U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed)
 
 

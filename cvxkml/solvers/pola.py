@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 
+from .._config import blas_limit
 from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult
 
 __all__ = ["pola_dual", "psd_part"]
@@ -43,6 +44,7 @@ __all__ = ["pola_dual", "psd_part"]
 _TINY = np.finfo(np.float64).tiny
 
 
+@blas_limit()
 def psd_part(M):
     """(P₊(M), eigenvalues, eigenvectors) of a symmetric M."""
     mu, V = np.linalg.eigh(0.5 * (M + M.T))
@@ -351,17 +353,8 @@ def pola_dual(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam0=None
               newton: str | bool = "auto", check_every: int = 5,
               newton_budget: float = 1e6) -> BregmanResult:
     """Solve min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c (see :func:`_pola_dual_impl` and the
-    module doc).  BLAS runs single-threaded for r <= 256 (many small eigendecompositions:
-    multithreaded ones stall on a busy machine)."""
-    with _blas_limit(np.shape(U)[1]):
+    module doc).  BLAS/LAPACK threads follow the ``blas_threads`` option (default 1: many
+    small eigendecompositions, and multithreaded ones stall on a busy machine)."""
+    with blas_limit():
         return _pola_dual_impl(U, w, ptr, t, tol=tol, max_iter=max_iter, lam0=lam0, newton=newton,
                                check_every=check_every, newton_budget=newton_budget)
-
-
-def _blas_limit(r, max_dim=256):
-    """Single-threaded BLAS for small matrices (thread start-up and spinning dominate there)."""
-    from contextlib import nullcontext
-    if r > max_dim:
-        return nullcontext()
-    from threadpoolctl import threadpool_limits
-    return threadpool_limits(limits=1, user_api="blas")

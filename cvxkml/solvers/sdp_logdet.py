@@ -54,6 +54,7 @@ import time
 import numba as nb
 import numpy as np
 
+from .._config import blas_limit
 from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, BregmanResult, _dual_change
 
 __all__ = ["barrier_bregman", "barrier_primal", "project_one", "UNBOUNDED", "INFEASIBLE_CONSTRAINT"]
@@ -303,6 +304,7 @@ def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
     return max_sweeps, change, kkt, NOT_CONVERGED, -1
 
 
+@blas_limit()
 def project_one(X, U, w, t, lam_c, gamma):
     """One projection (for tests): returns (X_new, δ, code) for the constraint
     tr(X Σ_a w_a u_a u_aᵀ) <= t with current multiplier λ_c (code OK, or
@@ -358,6 +360,7 @@ def _A(U, w, owner, lam):
     return (U.T * coef) @ U
 
 
+@blas_limit()
 def barrier_primal(C, U, w, ptr, lam, gamma, tau=0.0):
     """X(λ) = γ (C + τI + Σλ_cÂ_c)⁻¹, or None when that matrix is not positive definite."""
     owner = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
@@ -491,17 +494,9 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, l
 def barrier_bregman(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, lam0=None,
                     refresh=100, max_bound_growth=1e15, rec_tol=1e-12) -> BregmanResult:
     """Solve min tr(XC) − γ log det X s.t. tr(XÂ_c) <= t_c (see :func:`_barrier_bregman_impl`
-    and the module doc).  BLAS runs single-threaded for r <= 256."""
-    with _blas_limit(np.shape(C)[0]):
+    and the module doc).  BLAS/LAPACK threads follow the ``blas_threads`` option
+    (:mod:`cvxkml._config`, default 1)."""
+    with blas_limit():
         return _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=tol, max_sweeps=max_sweeps,
                                      lam0=lam0, refresh=refresh, max_bound_growth=max_bound_growth,
                                      rec_tol=rec_tol)
-
-
-def _blas_limit(r, max_dim=256):
-    """Single-threaded BLAS for small matrices (thread start-up and spinning dominate there)."""
-    from contextlib import nullcontext
-    if r > max_dim:
-        return nullcontext()
-    from threadpoolctl import threadpool_limits
-    return threadpool_limits(limits=1, user_api="blas")

@@ -28,11 +28,13 @@ import time
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, eigsh
 
+from .._config import blas_limit
 from .bregman import BregmanResult, NOT_CONVERGED, OK
 
 __all__ = ["trace_uzawa", "top_eigs_above"]
 
 
+@blas_limit()
 def top_eigs_above(matvec, dense, r, tau, dense_max=256, k0=6):
     """Eigenpairs (μ, U) of a symmetric r × r operator with μ > τ."""
     if dense is not None and r <= dense_max:
@@ -49,6 +51,7 @@ def top_eigs_above(matvec, dense, r, tau, dense_max=256, k0=6):
         k = min(2 * k, r - 1)
 
 
+@blas_limit()
 def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dense_max=256,
                 z0=None):
     """Solve the whitened Trace-SSIKDR dual for rank-one constraints Â_c = δ_c v_c v_cᵀ

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from .._config import blas_limit
 from ..errors import InvalidInputError
 from ..kernels import center_kernel
 from ..yeung_core import (DEFAULT_EPSILON, _fix_signs, beta_closed_form, criterion,  # noqa: F401
@@ -60,6 +61,7 @@ def nearest_landmarks(sq, n_neighbors: int) -> np.ndarray:
     return np.take_along_axis(idx, order, axis=1)
 
 
+@blas_limit()
 def embedding_weights(kxx, kxL, kLL, n_neighbors: int, epsilon: float, coincide=None):
     """Kernel-LLE embedding weights of points over their K nearest landmarks (§3.3).
 
@@ -198,6 +200,7 @@ class LearnedSpace:
         keep = s[order] > rank_rtol * float(np.max(s))
         return s[order][keep], _fix_signs(np.ascontiguousarray(self.alpha[:, order][:, keep]))
 
+    @blas_limit()
     def coords(self, X, coincide):
         """Learned coordinates z(x) = Σ_j w_j z(l_j) of the rows of X."""
         kxx, kxL = self.parent.cross(X, coincide)
@@ -256,6 +259,7 @@ class LandmarkKernel:
     def n_components(self) -> int:
         return int(self.beta.size)
 
+    @blas_limit()
     def weights(self, X) -> sp.csr_matrix:
         """Embedding weights (rows of W, eq. 12) of arbitrary points, (n, m) sparse."""
         X = np.asarray(X, dtype=float)
@@ -266,16 +270,19 @@ class LandmarkKernel:
                                          self.epsilon, coincide)
         return _to_csr(idx, w, self.XL.shape[0])
 
+    @blas_limit()
     def coordinates(self, W, learned: bool = True) -> np.ndarray:
         """KPCA coordinates from embedding weights: W V_α D_β^½ (learned, eq. 14 with
         D_β, so squared distances are eq. 16) or W V_α D_μ^½ (``learned=False``, eq. 14)."""
         scale = self.beta if learned else np.sqrt(self.mu)
         return np.asarray(W @ (self.alpha * scale[None, :]))
 
+    @blas_limit()
     def embed(self, X, learned: bool = True) -> np.ndarray:
         """Learned KPCA coordinates ỹ_β = D_β^½ V_αᵀ w of arbitrary points (eq. 14, 16)."""
         return self.coordinates(self.weights(X), learned)
 
+    @blas_limit()
     def landmark_kernel(self, learned: bool = True) -> np.ndarray:
         """V_α D_β V_αᵀ (learned) or V_α D_μ V_αᵀ = L (m × m)."""
         s = self.beta ** 2 if learned else self.mu
@@ -311,6 +318,7 @@ def _beta_step(space, iL, jL, epsilon, rank_rtol):
     return mu, alpha, beta_closed_form(d_eff, c), c, d_S, d_eff, reg
 
 
+@blas_limit()
 def fit_landmark_kernel(X, kernel, i, j, *, n_landmarks=None, n_neighbors: int = 10,
                         n_iter: int = 1, epsilon: float = DEFAULT_EPSILON, rank_rtol: float = 1e-10,
                         random_state=None) -> LandmarkKernel:
