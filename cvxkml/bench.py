@@ -390,7 +390,7 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
       ``max_rel_diff`` = max |B_numba − B_numpy| / max |B_numpy| after those projections.
     Times are the best of ``repeats`` (default 3 full, 1 quick) runs on fresh copies.
     """
-    from threadpoolctl import threadpool_limits
+    from ._config import blas_limit
 
     from .solvers.lowrank import PAIR, _sweeps_lowrank
 
@@ -443,7 +443,7 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
         m_np = int(min(m, max(50, np_budget / per_np)))
         B_nb = run_numba(m_np)[0]
         t_np = np.inf
-        with threadpool_limits(limits=1):
+        with blas_limit(1):
             for _ in range(repeats):
                 xi, lam = bound[:m_np].copy(), np.zeros(m_np)
                 t0 = time.perf_counter()
@@ -480,10 +480,10 @@ def mnist_shape_factor(n: int = 60_000, r: int = 100, data_dir=None, noise: floa
     except FileNotFoundError:
         X = None
     if X is not None:
-        from threadpoolctl import threadpool_limits
+        from ._config import blas_limit
 
         Xc = X - X.mean(axis=0)
-        with threadpool_limits(limits=1):                   # multithreaded eigh stalls on a busy box
+        with blas_limit(1):                   # multithreaded eigh stalls on a busy box
             _, V = np.linalg.eigh(Xc.T @ Xc)                # principal axes (d × d, d = 784)
         Z = Xc @ V[:, ::-1][:, :r]
         sd = Z.std(axis=0)
@@ -519,10 +519,10 @@ def lowrank_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol
     n, r = (6000, 20) if quick else (60_000, 100)
     counts = ((1000, 5000) if quick else (10_000, 100_000)) if counts is None else counts
     max_sweeps = (2000 if quick else 100_000) if max_sweeps is None else int(max_sweeps)
-    from threadpoolctl import threadpool_limits
+    from ._config import blas_limit
 
     warm_up_lowrank()
-    with threadpool_limits(limits=1):
+    with blas_limit(1):
         return _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick)
 
 
@@ -696,7 +696,7 @@ def vonneumann_projection_rows(quick: bool = False, repeats: int | None = None, 
       ``speedup`` = numpy / Numba seconds per projection; ``max_rel_diff`` = max |X̂_numba −
       X̂_numpy| / max |X̂_numpy| after those projections (X̂ = W diag(e^q) Wᵀ).
     """
-    from threadpoolctl import threadpool_limits
+    from ._config import blas_limit
 
     from .solvers.vonneumann import _deflate, _sweeps_vn, _zerofinder, vonneumann_pairs
 
@@ -706,7 +706,7 @@ def vonneumann_projection_rows(quick: bool = False, repeats: int | None = None, 
     np_budget = 0.1 if quick else 1.0                  # rough seconds for the NumPy loop
     warm_up_vonneumann()
     rows = []
-    with threadpool_limits(limits=1):
+    with blas_limit(1):
         for r in sizes:
             m = 2 * max(25 if quick else 100, int(budget / r ** 3))
             F, q0, I, J, delta, bound = vonneumann_pairs_problem(r, m, seed + r)
@@ -785,14 +785,14 @@ def vonneumann_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, 
     counts = ((500, 2000) if quick else (10_000,)) if counts is None else tuple(counts)
     max_sweeps = (2000 if quick else 100_000) if max_sweeps is None else int(max_sweeps)
     time_budget = (30.0 if quick else 1800.0) if time_budget is None else float(time_budget)
-    from threadpoolctl import threadpool_limits
+    from ._config import blas_limit
 
     from .sideinfo import PairConstraints, baseline_metric
     from .solvers.bregman import NONFINITE, OK
     from .solvers.vonneumann import _sweeps_vn
 
     warm_up_vonneumann()
-    with threadpool_limits(limits=1):
+    with blas_limit(1):
         G0, y, src = mnist_shape_factor(n, r, data_dir=data_dir, seed=seed)
         rows = []
         for m in counts:

@@ -191,12 +191,12 @@ def _progress(row):
 
 def _cmd(args) -> int:
     from .cli import format_table
-    from threadpoolctl import threadpool_limits
+    from ._config import blas_limit
     t_start = time.perf_counter()
     mode = "quick" if args.quick else "full"
     print(f"cvxkml bench pola ({mode}): POLA and barrier-SDP fast solvers vs CVXPY, time to the "
           "same accuracy (one BLAS thread, Numba and solvers warmed up)", flush=True)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_limit(1):
         rows = bench_rows(quick=args.quick, repeats=args.repeats, seed=args.seed, progress=_progress)
     ok = [r for r in rows if "ratio" in r]
     print(format_table(

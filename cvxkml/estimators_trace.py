@@ -21,9 +21,9 @@ import numbers
 import warnings
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._config import blas_limit
 from ._validation import check_positive
 from .declare.trace import TraceSSIKDR as _TraceProblem
 from .errors import InvalidInputError
@@ -95,7 +95,8 @@ default="gaussian"
         infeasible constraint set — possible for a rank-deficient K0 — ends this way).
         An ill-conditioned K0 needs many iterations (a Gaussian kernel on 100 pendigits,
         cond(K0) ≈ 4e4: about 20 000; on 100 MNIST digits, cond ≈ 2e3: about 1 000).
-        The solve runs with BLAS limited to one thread (threadpoolctl).
+        The solve follows the library's thread policy (``cvxkml.set_config(blas_threads=…)``,
+        default one BLAS thread).
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
 default=None
         Seed of the pair sampling (and of the percentile sample for large n).
@@ -197,10 +198,11 @@ for ``kernel="precomputed"``
         kern = self._base_kernel(X.shape[1])
         K0 = training_kernel(kern, X)
         pc = self._constraints(y, baseline_kernel(K0), percentiles)
-        # one BLAS thread: the solver does thousands of small (n × n) products and
-        # eigendecompositions, where threads only add synchronisation cost (measured on a
-        # busy 2-core machine, n = 150: 2.3 s with one thread, 166 s with two)
-        with threadpool_limits(limits=1, user_api="blas"):
+        # the library's thread policy (blas_threads, default 1): the solver does thousands
+        # of small (n × n) products and eigendecompositions, where threads only add
+        # synchronisation cost (measured on a busy 2-core machine, n = 150: 2.3 s with one
+        # thread, 166 s with two)
+        with blas_limit():
             problem = _TraceProblem(K0, pc, tau=tau)
             sol = problem.solve(tol=tol, max_sweeps=max_sweeps)
             P, s = problem.embedding_basis(sol)

@@ -463,7 +463,7 @@ def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None) -> dict
     ``settings`` (what was run) and ``elapsed_s``.  ``quick`` shrinks the grids and draws
     (a smoke run for tests, not a reproduction).  BLAS is limited to one thread (the
     matrices are small; this keeps the run steady on a shared machine)."""
-    from threadpoolctl import threadpool_limits
+    from ._config import blas_limit
 
     from .bench import warm_up_lowrank
 
@@ -480,7 +480,7 @@ def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None) -> dict
                         "convergence": conv, "uci": uci}}
     warm_up_lowrank()                                  # keep Numba cache loading out of solve_s
     t0 = time.perf_counter()
-    with threadpool_limits(limits=1):
+    with blas_limit(1):
         out["digits"] = digits_rows(seed=seed, data_dir=data_dir, **dig)
         out["digits_convergence"] = digits_convergence_rows(seed=seed, data_dir=data_dir, **conv)
         for name in ("spambase", "nursery"):

@@ -50,7 +50,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from ._config import blas_limit
 
 from .errors import ConvergenceWarning, InvalidInputError
 
@@ -248,7 +248,7 @@ def reproduce_trace(dataset: str = "mnist5000", quick: bool = False, seed: int =
     t_start = time.perf_counter()
     X, y = load_digits_data(dataset, data_dir)
     draws = []
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_limit(1):
         for r in range(cfg["n_draws"]):
             kw = {k: v for k, v in cfg.items() if k != "n_draws"}
             res = run_draw(X, y, seed + r, keep_embeddings=(r == 0), **kw)

@@ -319,9 +319,9 @@ def scaling_rows(ns=(1000, 2000, 4000, 8000, 16000), m: int = 200, n_pairs: int 
     Rows: n, landmark_s, full_s (None above full_max_n), landmark_ratio (to the first n),
     full_over_landmark.
     """
-    from threadpoolctl import threadpool_limits
+    from ._config import blas_limit
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_limit(1):
         return _scaling_rows(ns, m, n_pairs, n_neighbors, n_iter, full_max_n, repeats, seed)
 
 

@@ -10,8 +10,6 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import (check_estimators_pickle, check_fit_idempotent,
                                             check_methods_subset_invariance, parametrize_with_checks)
-from threadpoolctl import threadpool_limits
-
 from cvxkml.declare import SpectralKernel, VonNeumann, VonNeumannKernel
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, NotPSDError
 from cvxkml.estimators_spectral import VonNeumannKernelLearner
@@ -19,13 +17,6 @@ from cvxkml.kernels import Kernel
 from cvxkml.sideinfo import PairConstraints, baseline_kernel
 
 SMALL = dict(n_similar=10, n_dissimilar=10, tol=1e-5)
-
-
-@pytest.fixture(autouse=True)
-def _one_blas_thread():
-    # Algorithm 3's W <- W U is a BLAS product; a multithreaded BLAS stalls on a busy machine.
-    with threadpool_limits(limits=1):
-        yield
 
 
 # --------------------------------------------------------------------------- sklearn checks
@@ -74,10 +65,9 @@ def wine():
 @pytest.fixture(scope="module")
 def fitted(wine):
     Xtr, _, ytr, _ = wine
-    with threadpool_limits(limits=1):
-        return {div: VonNeumannKernelLearner(divergence=div, kernel="gaussian", random_state=0,
-                                             n_similar=10, n_dissimilar=10).fit(Xtr, ytr)
-                for div in ("kulis", "jain")}
+    return {div: VonNeumannKernelLearner(divergence=div, kernel="gaussian", random_state=0,
+                                         n_similar=10, n_dissimilar=10).fit(Xtr, ytr)
+            for div in ("kulis", "jain")}
 
 
 def _pairs(A, B):

@@ -5,10 +5,8 @@ No timing assertions: times are only checked to be finite and positive.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from cvxkml import bench
 from cvxkml.declare import VonNeumannKernel
@@ -114,11 +112,10 @@ def test_vonneumann_map_reproduces_learned_kernel():
     training points: (X Lᵀ)(X Lᵀ)ᵀ = K (K = X W Xᵀ on the range of K0 = X Xᵀ)."""
     X, y = load_uci("iris")
     X = (X - X.mean(0)) / X.std(0)
-    with threadpool_limits(limits=1):
-        L, info = fit_transform_method("vonneumann", X, y, 1.0, np.random.default_rng(0))
-        from cvxkml.reproduce_spectral import _constraints
-        pc = _constraints(X, y, np.random.default_rng(0))
-        sol = VonNeumannKernel(X @ X.T, pc, gamma=1.0).solve(tol=1e-3, max_sweeps=2000)
+    L, info = fit_transform_method("vonneumann", X, y, 1.0, np.random.default_rng(0))
+    from cvxkml.reproduce_spectral import _constraints
+    pc = _constraints(X, y, np.random.default_rng(0))
+    sol = VonNeumannKernel(X @ X.T, pc, gamma=1.0).solve(tol=1e-3, max_sweeps=2000)
     Z = X @ L.T
     np.testing.assert_allclose(Z @ Z.T, sol.matrix, atol=1e-9 * np.abs(sol.matrix).max())
     assert info["converged"] and info["pairs"] == len(pc)

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
 
+from .._config import blas_limit
+
 # status codes returned by the jitted loops
 OK, NOT_CONVERGED, NONPOSITIVE_DISTANCE, NONFINITE = 0, 1, 2, 3
 
@@ -142,6 +144,7 @@ def _prepare(delta, bound, gamma, lam0):
     return delta, xi, lam, g
 
 
+@blas_limit()
 def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000,
                    lam0=None) -> BregmanResult:
     """Cyclic Bregman projections on an n × n kernel matrix (Jain et al. Algorithm 1).
@@ -160,6 +163,7 @@ def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_0
     return BregmanResult(K, lam, xi, int(sweeps), float(change), int(code), int(bad), t)
 
 
+@blas_limit()
 def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000,
                    lam0=None) -> BregmanResult:
     """Cyclic Bregman projections on a d × d Mahalanobis matrix (Davis et al. 2007)."""

@@ -27,6 +27,8 @@ import time
 import numba as nb
 import numpy as np
 
+from .._config import blas_limit
+
 from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, _dual_change, _project
 
 # constraint kinds
@@ -276,6 +278,7 @@ def _sweeps_lowrank(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma
     return max_sweeps, change, NOT_CONVERGED, -1
 
 
+@blas_limit()
 def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None, tol=1e-9,
                    max_sweeps=10_000, B0=None):
     """Run the low-rank cyclic projections; returns (B, λ, ξ/targets, sweeps, change, code, bad, time).

@@ -30,6 +30,8 @@ import time
 import numba as nb
 import numpy as np
 
+from .._config import blas_limit
+
 from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult, _dual_change
 
 _EPS = np.finfo(np.float64).eps
@@ -413,6 +415,7 @@ def _sweeps_vn(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats):
     return max_sweeps, change, NOT_CONVERGED, -1
 
 
+@blas_limit()
 def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000):
     """Cyclic von Neumann projections on X̂ = W diag(e^q) Wᵀ (W = I, q = q0 initially)
     for pair constraints δ(v̂ᵀX̂v̂ − ξ) <= 0 with v̂ = F[i] − F[j]; returns a
@@ -442,6 +445,7 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
                                          "solver": "vonneumann-alg3"})
 
 
+@blas_limit()
 def rank_one_eig_update(q, w, theta):
     """Eigen-decomposition of diag(q) + θ w wᵀ by deflation + secular equation +
     Gu–Eisenstat vectors (the update of one projection); returns (eigenvalues, U) with
