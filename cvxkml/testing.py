@@ -351,11 +351,13 @@ def kernel_instance(seed, n, m, hard, kind="gaussian", percentiles=(5.0, 95.0)):
 
 def factor_instance(seed, n, r, m, hard):
     """(G0, PairConstraints) for low-rank LogDet on K0 = G0 G0ᵀ of rank r."""
-    from .sideinfo import baseline_metric
+    from .sideinfo import PairConstraints, baseline_metric, percentile_bounds
     rng = np.random.default_rng(seed)
     G0 = rng.normal(size=(n, r)) * rng.uniform(0.5, 2.0, size=r)
     i, j = forest_pairs(rng, n, min(m, r)) if hard else random_pairs(rng, n, m)
-    return G0, _bounded_pairs(rng, i, j, baseline_metric(G0), n, (5, 95))
+    u, l = percentile_bounds(baseline_metric(G0), n, (5, 95), rng)   # bounds, then signs
+    y = rng.choice([-1.0, 1.0], size=i.size)
+    return G0, PairConstraints(i, j, y, np.where(y > 0, u, l))
 
 
 _FAMILIES = ("itml", "logdet-kernel", "lowrank", "vonneumann-metric", "vonneumann-kernel")

@@ -1,11 +1,10 @@
-import os
 import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-sys.path.insert(0, str(Path(__file__).parent))      # tests/instances.py, tests/budget.py
+sys.path.insert(0, str(Path(__file__).parent))      # tests/budget.py
 
 from budget import DEFAULT, examples, fuzz_factor  # noqa: E402
 

@@ -10,7 +10,7 @@ from cvxkml.errors import InfeasibleError, InvalidInputError
 from cvxkml.kernels import Kernel, gaussian_kernel
 from cvxkml.sideinfo import PairConstraints, baseline_metric, percentile_bounds
 from cvxkml.testing import reference_or_discard
-from instances import _random_pairs
+from cvxkml.testing import random_pairs as _random_pairs
 from budget import examples
 
 

@@ -9,7 +9,6 @@ LMNN, kernel LMNN with a rank-deficient kernel (non-trivial optimum), kernel LMN
 full-rank Gaussian kernel (optimum 0: classes collapse on the training set) and
 NR-ML-MKL (two concatenated kernel maps).  Draw counts: 25 (``CVXKML_FUZZ=N`` multiplies them).
 """
-import os
 
 import numpy as np
 import pytest

@@ -11,24 +11,14 @@ from cvxkml.errors import InfeasibleError, InvalidInputError
 from cvxkml.factor import factorize, incomplete_cholesky
 from cvxkml.kernels import gaussian_kernel
 from cvxkml.sideinfo import (PairConstraints, RelativeConstraints, SimilarityConstraints,
-                             baseline_metric, percentile_bounds)
+                             baseline_metric)
 from cvxkml.solvers.lowrank import _chol_factor_solve, cholupdatemult
-from instances import _forest_pairs, _random_pairs
-from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
+from cvxkml.testing import (assert_matches_reference, factor_instance, reference_or_discard,
+                            solve_fast_honestly)
 from budget import examples
 
 GAP = VIOL = 1e-6
 FAST = dict(tol=1e-12, max_sweeps=20_000)
-
-
-def _factor_instance(seed, n, r, m, hard):
-    rng = np.random.default_rng(seed)
-    G0 = rng.normal(size=(n, r)) * rng.uniform(0.5, 2.0, size=r)
-    i, j = _forest_pairs(rng, n, min(m, r)) if hard else _random_pairs(rng, n, m)
-    base = baseline_metric(G0)
-    u, l = percentile_bounds(base, n, (5, 95), rng)
-    y = rng.choice([-1.0, 1.0], size=i.size)
-    return G0, PairConstraints(i, j, y, np.where(y > 0, u, l))
 
 
 def _fast(problem):
@@ -52,14 +42,14 @@ def _check(problem, hard):
        m=st.integers(1, 12))
 def test_lowrank_hard_matches_range_space_model(seed, n, r, m):
     """Property test, hard constraints, rank r from 1 to n."""
-    G0, pc = _factor_instance(seed, n, min(r, n), m, hard=True)
+    G0, pc = factor_instance(seed, n, min(r, n), m, hard=True)
     _check(LowRankLogDet(G0, pc), hard=True)
 
 
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 12), r=st.integers(1, 12),
        m=st.integers(1, 24), gamma=st.sampled_from([0.01, 0.1, 1.0, 10.0, 100.0]))
 def test_lowrank_slack_matches_range_space_model(seed, n, r, m, gamma):
-    G0, pc = _factor_instance(seed, n, min(r, n), m, hard=False)
+    G0, pc = factor_instance(seed, n, min(r, n), m, hard=False)
     _check(LowRankLogDet(G0, pc, gamma=gamma), hard=False)
 
 
@@ -78,7 +68,7 @@ def test_relative_and_similarity_projections_match_model(seed, n, r, n_rel, n_si
     assume(n_rel + n_sim > 0)
     rng = np.random.default_rng(seed)
     r = min(r, n)
-    G0, pc = _factor_instance(seed, n, r, 6, hard=False)
+    G0, pc = factor_instance(seed, n, r, 6, hard=False)
     cons = [pc] if with_pairs else []
     if n_rel:
         trip = np.array([rng.choice(n, 3, replace=False) for _ in range(n_rel)])
@@ -110,7 +100,7 @@ def test_unattainable_hard_similarity_constraint_is_reported_infeasible_by_both_
     rank-two update (θ = 6.3e7, μ₋ = −1.6e-8) left a non-finite factor; both now raise
     InfeasibleError and name the hard constraint."""
     rng = np.random.default_rng(9)
-    G0, pc = _factor_instance(9, 9, 2, 6, hard=False)
+    G0, pc = factor_instance(9, 9, 2, 6, hard=False)
     jl = np.array([rng.choice(9, 2, replace=False) for _ in range(2)])
     problem = LowRankLogDet(G0, [pc, SimilarityConstraints(jl[:, 0], jl[:, 1], rng.normal(size=2))],
                             gamma=1.0)
@@ -146,7 +136,7 @@ def test_cholupdatemult_matches_dense(r, boundary):
 @pytest.mark.parametrize("gamma", [None, 1.0])
 def test_full_rank_equals_dense_solver(gamma):
     """With r = n (K0 = G0 G0ᵀ PD) the low-rank solution is the dense kernel solver's."""
-    G0, pc = _factor_instance(3, 9, 9, 8 if gamma is None else 20, hard=gamma is None)
+    G0, pc = factor_instance(3, 9, 9, 8 if gamma is None else 20, hard=gamma is None)
     low = LowRankLogDet(G0, pc, gamma=gamma).solve(tol=1e-13)
     K_low = G0 @ low.matrix @ G0.T
     dense = cvxkml.LogDetKernel(G0 @ G0.T, pc, gamma=gamma)

@@ -15,7 +15,6 @@ global and must match the best grid point to grid resolution.  Measured on 40 ra
 m = 2 draws: 36 match the grid optimum; 4 stop at a worse local rank-one point
 (up to 2.7e-3 relative) — see test_convex_iteration_can_stop_at_a_local_point.
 """
-import os
 
 import cvxpy as cp
 import numpy as np

@@ -11,7 +11,6 @@ Draws are feasible by construction (forests of pairs, or label-consistent pairs 
 full-rank K0); a draw on which the solver honestly reports non-convergence (warning +
 converged=False, checked on every draw) is not counted (assume).
 """
-import os
 
 import numpy as np
 import pytest
@@ -34,7 +33,7 @@ from cvxkml.learned import LearnedKernel
 from cvxkml.sideinfo import (LinearConstraints, RelativeConstraints, SimilarityConstraints,
                              baseline_kernel)
 from cvxkml.solvers.pola import pola_dual
-from instances import _forest_pairs, _random_pairs
+from cvxkml.testing import forest_pairs as _forest_pairs, random_pairs as _random_pairs
 from cvxkml.testing import reference_or_discard, solve_fast_honestly
 from budget import examples
 

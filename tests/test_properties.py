@@ -23,7 +23,7 @@ import numpy as np
 from hypothesis import assume, given, strategies as st
 
 import cvxkml
-from instances import kernel_instance, metric_instance
+from cvxkml.testing import kernel_instance, metric_instance
 from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
 
 GAP, VIOL = 1e-6, 1e-6

@@ -9,7 +9,6 @@ Stated tolerances: relative objective gap |f_fast − f_exact| <= 1e-6·max(1, |
 interior by construction; honest non-convergence (warning + converged=False, checked on
 every draw) is not counted (assume).
 """
-import os
 
 import numpy as np
 import pytest
@@ -24,7 +23,7 @@ from cvxkml.kernels import gaussian_kernel
 from cvxkml.sideinfo import (LinearConstraints, PairConstraints, RelativeConstraints,
                              SimilarityConstraints)
 from cvxkml.solvers.sdp_logdet import barrier_primal, project_one
-from instances import kernel_instance, metric_instance
+from cvxkml.testing import kernel_instance, metric_instance
 from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
 from budget import examples
 

@@ -15,7 +15,7 @@ from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel
 from cvxkml.sideinfo import PairConstraints, baseline_metric
 from cvxkml.solvers.vonneumann import rank_one_eig_update, vonneumann_pairs
-from instances import metric_instance
+from cvxkml.testing import metric_instance
 from budget import examples
 
 REGS = [LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)]
@@ -191,7 +191,7 @@ def test_vonneumann_kernel_fast_model_dual(seed, n, m, kind, gamma):
     divergences.von_neumann_divergence (one formula)."""
     from cvxkml.declare import VonNeumannKernel
     from cvxkml.divergences import von_neumann_divergence
-    from instances import kernel_instance
+    from cvxkml.testing import kernel_instance
     K0, pc = kernel_instance(seed, n, m, hard=gamma is None, kind=kind)
     prob = VonNeumannKernel(K0, pc, gamma=gamma)
     fast = _vn_check(prob, hard=gamma is None)

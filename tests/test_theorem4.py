@@ -19,7 +19,6 @@ kernel form SDPLogDetKernel solves it on range(K0); it equals the metric problem
 fixed to the identity on null(Φᵀ), W* = I − QQᵀ + QA*Qᵀ (Φ = QR, A* the metric optimum on
 the coordinates R of the points), i.e. eq. 18 with α = 1 — which is what is checked.
 """
-import os
 
 import numpy as np
 import pytest
@@ -33,7 +32,7 @@ from cvxkml.errors import InfeasibleError, InvalidInputError
 from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel, kernel_S
 from cvxkml.sideinfo import LinearConstraints, PairConstraints
-from instances import _forest_pairs, _random_pairs
+from cvxkml.testing import forest_pairs as _forest_pairs, random_pairs as _random_pairs
 from cvxkml.testing import solve_fast_honestly
 from budget import examples
 

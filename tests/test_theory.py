@@ -8,7 +8,7 @@ from cvxkml.divergences import logdet_divergence
 from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel, LearnedMetric, kernel_S
 from cvxkml.sideinfo import PairConstraints, baseline_metric
-from instances import kernel_instance, metric_instance
+from cvxkml.testing import kernel_instance, metric_instance
 from budget import examples
 
 TOL = dict(tol=1e-13, max_sweeps=50_000)

@@ -8,7 +8,7 @@ from cvxkml.declare import TraceSSIKDR
 from cvxkml.errors import InvalidInputError
 from cvxkml.sideinfo import PairConstraints, RelativeConstraints
 from cvxkml.testing import reference_or_discard, solve_fast_honestly
-from instances import kernel_instance
+from cvxkml.testing import kernel_instance
 from budget import examples
 
 
