@@ -12,7 +12,8 @@ from typing import Callable
 
 import numpy as np
 
-from ._validation import as_float_array
+from ._validation import (as_float_array, as_generator, check_choice, check_index_array, check_int,
+                          check_labels, check_number, check_symmetric)
 from .errors import InvalidInputError
 
 __all__ = [
@@ -22,21 +23,11 @@ __all__ = [
 ]
 
 
-def _index_array(a, name: str) -> np.ndarray:
-    arr = np.asarray(a)
-    if arr.ndim != 1:
-        raise InvalidInputError(f"{name} must be a 1-D index array; got shape {arr.shape}.")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if not np.all(np.isfinite(arr.astype(float))) or np.any(arr != np.round(arr)):
-            raise InvalidInputError(f"{name} must contain integer indices.")
-    return np.ascontiguousarray(arr.astype(np.int64))
-
-
-def _check_range(idx: np.ndarray, n: int, name: str) -> None:
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        bad = idx[(idx < 0) | (idx >= n)][0]
-        raise InvalidInputError(
-            f"{name} contains index {bad}, out of range for {n} points (valid: 0 … {n - 1}).")
+def _values(a, name: str, size: int) -> np.ndarray:
+    """A 1-D float vector of per-constraint values (a scalar is broadcast to ``size``);
+    NaN/inf are left to the caller's own, more specific check."""
+    v = as_float_array(a, name, finite=False).ravel()
+    return np.full(size, float(v[0])) if v.size == 1 and size != 1 else v
 
 
 @dataclass(frozen=True)
@@ -55,19 +46,15 @@ class PairConstraints:
     bound: np.ndarray
 
     def __post_init__(self):
-        i = _index_array(self.i, "i")
-        j = _index_array(self.j, "j")
-        y = np.asarray(self.y, dtype=float).ravel()
-        b = np.asarray(self.bound, dtype=float).ravel()
-        if b.size == 1 and i.size != 1:
-            b = np.full(i.size, float(b[0]))
+        i = check_index_array(self.i, "i")
+        j = check_index_array(self.j, "j")
+        y = as_float_array(self.y, "y", finite=False).ravel()
+        b = _values(self.bound, "bound", i.size)
         if not (i.size == j.size == y.size == b.size):
             raise InvalidInputError(
                 f"i, j, y and bound must have the same length; got {i.size}, {j.size}, {y.size}, {b.size}.")
         if i.size == 0:
             raise InvalidInputError("PairConstraints needs at least one pair.")
-        if np.any(i < 0) or np.any(j < 0):
-            raise InvalidInputError("Pair indices must be non-negative.")
         same = np.flatnonzero(i == j)
         if same.size:
             raise InvalidInputError(
@@ -88,8 +75,8 @@ class PairConstraints:
         return int(self.i.size)
 
     def validate(self, n: int) -> "PairConstraints":
-        _check_range(self.i, n, "PairConstraints.i")
-        _check_range(self.j, n, "PairConstraints.j")
+        check_index_array(self.i, "PairConstraints.i", n)
+        check_index_array(self.j, "PairConstraints.j", n)
         return self
 
     @classmethod
@@ -106,17 +93,17 @@ class PairConstraints:
         pairs of points (a seeded sample of 100 000 pairs when there are more), as in
         :func:`percentile_bounds`.  Pairs at baseline distance zero are dropped with a warning.
         """
-        rng = np.random.default_rng(random_state)
-        labels = np.asarray(labels).ravel()
+        rng = as_generator(random_state)
+        labels = check_labels(labels, "labels")
+        check_choice(scheme, "scheme", ("jain", "itml"))
+        _check_baseline(baseline)
         if scheme == "jain":
             i, j, y = pairs_from_labels(labels, n_similar, n_dissimilar, rng)
-        elif scheme == "itml":
-            i, j, y = random_pairs_from_labels(labels, n_constraints, rng)
         else:
-            raise InvalidInputError(f"scheme must be 'jain' or 'itml'; got {scheme!r}.")
+            i, j, y = random_pairs_from_labels(labels, n_constraints, rng)
         u, l = percentile_bounds(baseline, labels.size, percentiles, rng)
-        d0 = np.asarray(baseline(i, j), dtype=float)
-        keep = d0 > 1e-12 * max(1.0, u, l)
+        d0 = _baseline_distances(baseline, i, j)
+        keep = d0 > 1e-12 * max(u, l)          # relative: data of any scale
         if not np.all(keep):
             warnings.warn(
                 f"Dropped {int(np.sum(~keep))} pair(s) with zero baseline distance (duplicate "
@@ -134,8 +121,29 @@ def _dedupe(i, j, y):
     return i[first], j[first], y[first]
 
 
+def _check_baseline(baseline) -> None:
+    if not callable(baseline):
+        raise InvalidInputError(
+            f"baseline must be a callable (i, j) -> squared baseline distances, e.g. "
+            f"baseline_metric(X) or baseline_kernel(K0); got {type(baseline).__name__}.")
+
+
+def _baseline_distances(baseline, i, j) -> np.ndarray:
+    """baseline(i, j) as a finite, non-negative float vector of one entry per pair."""
+    _check_baseline(baseline)
+    d = as_float_array(baseline(i, j), "baseline(i, j)", finite=False).ravel()
+    if d.size != np.size(i):
+        raise InvalidInputError(
+            f"baseline(i, j) must return one squared distance per pair ({np.size(i)}); got {d.size}.")
+    if not np.all(np.isfinite(d)) or np.any(d < 0):
+        raise InvalidInputError(
+            "baseline(i, j) returned NaN, inf or negative squared distances; check the data "
+            "(finite X, a PSD baseline kernel) behind the baseline.")
+    return d
+
+
 def _labels_ok(labels):
-    labels = np.asarray(labels).ravel()
+    labels = check_labels(labels, "labels")
     classes, inv = np.unique(labels, return_inverse=True)
     if labels.size < 2:
         raise InvalidInputError("Need at least two labelled points to build pair constraints.")
@@ -149,8 +157,10 @@ def pairs_from_labels(labels, n_similar: int = 100, n_dissimilar: int = 100, ran
     Duplicate pairs (in either order) are removed, so a small class yields fewer pairs.
     Returns index arrays (i, j, y).
     """
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     classes, inv = _labels_ok(labels)
+    n_similar = check_int(n_similar, "n_similar", minimum=0)
+    n_dissimilar = check_int(n_dissimilar, "n_dissimilar", minimum=0)
     I, J, Y = [], [], []
     for c in range(classes.size):
         members = np.flatnonzero(inv == c)
@@ -173,10 +183,11 @@ def random_pairs_from_labels(labels, n_constraints: int | None = None, random_st
     """The ITML code's scheme: ``n_constraints`` (default 40·c·(c−1), c the number of
     classes) random pairs, +1 when both points share a class and −1 otherwise.
     Duplicates and i = j draws are removed.  Returns (i, j, y)."""
-    rng = np.random.default_rng(random_state)
+    rng = as_generator(random_state)
     classes, inv = _labels_ok(labels)
     c = classes.size
-    m = int(n_constraints) if n_constraints is not None else 40 * c * (c - 1)
+    m = check_int(n_constraints, "n_constraints", minimum=None, allow_none=True)
+    m = 40 * c * (c - 1) if m is None else m
     if m <= 0:
         raise InvalidInputError(
             "n_constraints must be positive (the default 40·c·(c−1) is 0 for a single class).")
@@ -196,10 +207,17 @@ def percentile_bounds(baseline, n: int, percentiles=(5.0, 95.0), random_state=No
     Jain et al. (2012) use (1, 99); Davis et al. (2007) and Kulis et al. (2009) (5, 95).
     Pairs at distance zero are excluded from the distribution.
     """
-    lo, hi = percentiles
-    if not (0 <= lo < hi <= 100):
+    try:
+        lo, hi = percentiles
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"percentiles must be a pair (lower, upper); got {percentiles!r}.") from exc
+    lo = check_number(lo, "the lower percentile", low=0.0, high=100.0)
+    hi = check_number(hi, "the upper percentile", low=0.0, high=100.0)
+    if not lo < hi:
         raise InvalidInputError(f"percentiles must satisfy 0 <= lower < upper <= 100; got {percentiles}.")
-    rng = np.random.default_rng(random_state)
+    n = check_int(n, "n", minimum=2)
+    max_pairs = check_int(max_pairs, "max_pairs", minimum=1)
+    rng = as_generator(random_state)
     if n * (n - 1) // 2 <= max_pairs:
         i, j = np.triu_indices(n, 1)
     else:
@@ -207,10 +225,12 @@ def percentile_bounds(baseline, n: int, percentiles=(5.0, 95.0), random_state=No
         j = rng.integers(0, n, max_pairs)
         ok = i != j
         i, j = i[ok], j[ok]
-    d = np.asarray(baseline(i, j), dtype=float)
-    d = d[d > 1e-12 * max(1.0, float(np.max(d)) if d.size else 1.0)]
+    d = _baseline_distances(baseline, i, j)
+    d = d[d > 1e-12 * (float(np.max(d)) if d.size else 0.0)]      # relative: any scale
     if d.size == 0:
-        raise InvalidInputError("All baseline distances are zero: the points coincide.")
+        raise InvalidInputError(
+            "All baseline distances are zero: the points coincide. Give distinct points (check "
+            "for constant or duplicated rows in X, or a constant kernel).")
     u, l = np.percentile(d, [lo, hi])
     return float(u), float(l)
 
@@ -218,20 +238,23 @@ def percentile_bounds(baseline, n: int, percentiles=(5.0, 95.0), random_state=No
 def baseline_metric(X, W0=None):
     """Squared baseline Mahalanobis distances (x_i − x_j)ᵀW0(x_i − x_j) as a callable (i, j)."""
     X = as_float_array(X, "X", ndim=2)
-    W0 = None if W0 is None else as_float_array(W0, "W0", ndim=2)
+    W0 = None if W0 is None else check_symmetric(W0, "W0")
+    if W0 is not None and W0.shape[0] != X.shape[1]:
+        raise InvalidInputError(f"W0 must be {X.shape[1]} × {X.shape[1]} to match X; got {W0.shape}.")
 
     def dist(i, j):
-        V = X[np.asarray(i)] - X[np.asarray(j)]
+        i = check_index_array(i, "i", X.shape[0]); j = check_index_array(j, "j", X.shape[0])
+        V = X[i] - X[j]
         return np.einsum("ij,ij->i", V, V) if W0 is None else np.einsum("ij,ij->i", V @ W0, V)
     return dist
 
 
 def baseline_kernel(K0):
     """Squared baseline kernel distances K0_ii + K0_jj − 2 K0_ij as a callable (i, j)."""
-    K0 = as_float_array(K0, "K0", ndim=2)
+    K0 = check_symmetric(K0, "K0")
 
     def dist(i, j):
-        i = np.asarray(i); j = np.asarray(j)
+        i = check_index_array(i, "i", K0.shape[0]); j = check_index_array(j, "j", K0.shape[0])
         return K0[i, i] + K0[j, j] - 2.0 * K0[i, j]
     return dist
 
@@ -246,10 +269,8 @@ class RelativeConstraints:
     margin: np.ndarray
 
     def __post_init__(self):
-        i, j, k = (_index_array(a, nm) for a, nm in ((self.i, "i"), (self.j, "j"), (self.k, "k")))
-        mg = np.asarray(self.margin, dtype=float).ravel()
-        if mg.size == 1 and i.size != 1:
-            mg = np.full(i.size, float(mg[0]))
+        i, j, k = (check_index_array(a, nm) for a, nm in ((self.i, "i"), (self.j, "j"), (self.k, "k")))
+        mg = _values(self.margin, "margin", i.size)
         if not (i.size == j.size == k.size == mg.size) or i.size == 0:
             raise InvalidInputError("i, j, k and margin must be non-empty and of equal length.")
         if np.any(i == j) or np.any(i == k) or np.any(j == k):
@@ -264,7 +285,7 @@ class RelativeConstraints:
 
     def validate(self, n: int) -> "RelativeConstraints":
         for nm in ("i", "j", "k"):
-            _check_range(getattr(self, nm), n, f"RelativeConstraints.{nm}")
+            check_index_array(getattr(self, nm), f"RelativeConstraints.{nm}", n)
         return self
 
 
@@ -316,7 +337,8 @@ class LinearConstraints:
     def validate(self, n: int) -> "LinearConstraints":
         if self.dim != n:
             raise InvalidInputError(
-                f"Linear constraint matrices are {self.dim} × {self.dim} but the learned matrix is {n} × {n}.")
+                f"Linear constraint matrices are {self.dim} × {self.dim} but the learned matrix is "
+                f"{n} × {n}; give C of shape (m, {n}, {n}) or Z of shape (m, {n}).")
         return self
 
 
@@ -330,11 +352,9 @@ class SimilarityConstraints:
     bound: np.ndarray
 
     def __post_init__(self):
-        j = _index_array(self.j, "j")
-        l = _index_array(self.l, "l")
-        b = np.asarray(self.bound, dtype=float).ravel()
-        if b.size == 1 and j.size != 1:
-            b = np.full(j.size, float(b[0]))
+        j = check_index_array(self.j, "j")
+        l = check_index_array(self.l, "l")
+        b = _values(self.bound, "bound", j.size)
         if not (j.size == l.size == b.size) or j.size == 0:
             raise InvalidInputError("j, l and bound must be non-empty and of equal length.")
         if np.any(j == l):
@@ -349,6 +369,6 @@ class SimilarityConstraints:
         return int(self.j.size)
 
     def validate(self, n: int) -> "SimilarityConstraints":
-        _check_range(self.j, n, "SimilarityConstraints.j")
-        _check_range(self.l, n, "SimilarityConstraints.l")
+        check_index_array(self.j, "SimilarityConstraints.j", n)
+        check_index_array(self.l, "SimilarityConstraints.l", n)
         return self

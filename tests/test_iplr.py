@@ -117,7 +117,7 @@ def test_iplr_errors():
         IPLR.from_features(X, pc, np.eye(3), gamma=1.0)
     with pytest.raises(InvalidInputError, match="needs the labels"):
         feature_basis(X, 2, "class-means")
-    with pytest.raises(InvalidInputError, match="Unknown kernel basis"):
+    with pytest.raises(InvalidInputError, match="kernel basis J must be one of"):
         kernel_basis(X @ X.T, 2, "nope")
     tight = PairConstraints([0], [1], [1], [1e-6])                   # similar, bound below residual
     with pytest.raises(InfeasibleError, match="Enlarge or change the basis"):

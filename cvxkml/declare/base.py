@@ -16,7 +16,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_constraints, check_positive
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
 from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from ..solution import Solution
@@ -31,23 +31,9 @@ _CLARABEL_MAX_DIM = 40   # Clarabel's memory grows with the square of the PSD bl
 _FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
 
 
-def _split_constraints(constraints):
+def _split_constraints(constraints, owner: str = "This problem"):
     """(pairs, relative, similarity, linear), each a constraint object or None."""
-    if isinstance(constraints, _FAMILIES):
-        constraints = [constraints]
-    out = dict.fromkeys(_FAMILIES)
-    for c in constraints:
-        kind = type(c)
-        if kind not in out:
-            raise InvalidInputError(
-                f"Unsupported constraint object {kind.__name__}; use PairConstraints, "
-                "RelativeConstraints, SimilarityConstraints or LinearConstraints from cvxkml.sideinfo.")
-        if out[kind] is not None:
-            raise InvalidInputError(f"Give at most one {kind.__name__} object (concatenate the arrays).")
-        out[kind] = c
-    if all(v is None for v in out.values()):
-        raise InvalidInputError("At least one constraint set is required.")
-    return tuple(out[k] for k in _FAMILIES)
+    return check_constraints(constraints, _FAMILIES, owner)
 
 
 class SpectralProblem:
@@ -72,7 +58,8 @@ class SpectralProblem:
         range space, so their distance can never change) raise, or with
         ``zero_pairs="skip"`` are dropped with a warning and listed in ``skipped_pairs``
         (indices into the given PairConstraints)."""
-        self.pairs, self.relative, self.similarity, self.linear = _split_constraints(constraints)
+        self.pairs, self.relative, self.similarity, self.linear = _split_constraints(
+            constraints, type(self).__name__)
         for c in (self.pairs, self.relative, self.similarity):
             if c is not None:
                 c.validate(n_points)
@@ -90,7 +77,11 @@ class SpectralProblem:
         self.skipped_pairs = np.zeros(0, dtype=np.int64)
         if self.pairs is not None:
             p0 = self.pair_values(self.M0, self.pairs.i, self.pairs.j)
-            tiny = p0 <= 1e-12 * max(1.0, float(np.max(np.abs(p0))))
+            # zero relative to the other pairs, or at the round-off level of the coordinates
+            # (scale-free: data at 1e-8 or 1e8 is judged alike)
+            row_scale = float(np.max(np.einsum("ij,ij->i", self.F, self.F), initial=0.0))
+            tiny = p0 <= max(1e-12 * float(np.max(np.abs(p0))),
+                             (64 * np.finfo(float).eps) ** 2 * row_scale)
             if np.any(tiny) and zero_pairs == "skip":
                 self.skipped_pairs = np.flatnonzero(tiny)
                 n_dis = int(np.sum(self.pairs.y[tiny] < 0))
@@ -103,7 +94,9 @@ class SpectralProblem:
                 if not np.any(keep):
                     self.pairs = None
                     if all(c is None for c in self._families()):
-                        raise InvalidInputError("Every pair is identical in the factor space; nothing to learn.")
+                        raise InvalidInputError(
+                            "Every pair is identical in the factor space; nothing to learn. Remove "
+                            "pairs of duplicate points, or give other constraints.")
                 else:
                     P = self.pairs
                     self.pairs = PairConstraints(P.i[keep], P.j[keep], P.y[keep], P.bound[keep])

@@ -22,7 +22,8 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import check_data, check_kernel_matrix
+from .._validation import (as_generator, check_choice, check_constraints, check_data,
+                           check_int, check_kernel_matrix, check_labels, check_positive)
 from ..errors import InfeasibleError, InvalidInputError
 from ..learned import LearnedKernel
 from ..sideinfo import PairConstraints
@@ -101,9 +102,9 @@ def feature_basis(X, k, method="svd", y=None, random_state=None) -> np.ndarray:
     i.e. the top left singular vectors of Φ = Xᵀ), "kmeans" (k-means centres),
     "class-means" (see :func:`_class_groups`; needs ``y``)."""
     X = check_data(X)
-    rng = np.random.default_rng(random_state)
-    if not 1 <= k <= min(X.shape):
-        raise InvalidInputError(f"k must be between 1 and min(n, d) = {min(X.shape)}; got {k}.")
+    rng = as_generator(random_state)
+    check_choice(method, "the feature basis", ("svd", "kmeans", "class-means"))
+    k = check_int(k, "k (the basis size)", minimum=1, maximum=min(X.shape))
     if method == "svd":
         return np.linalg.svd(X, full_matrices=False)[2][:k].T
     if method == "kmeans":
@@ -111,23 +112,23 @@ def feature_basis(X, k, method="svd", y=None, random_state=None) -> np.ndarray:
     if method == "class-means":
         if y is None:
             raise InvalidInputError("basis 'class-means' needs the labels y.")
-        groups, per = _class_groups(np.asarray(y), k, rng)
+        groups, per = _class_groups(check_labels(y, "y", X.shape[0]), k, rng)
         if per is None:
             return np.array([X[g].mean(0) for g in groups]).T
         cols = [kmeans(X[g], min(p, len(g)), rng.integers(2**31))[0] for g, p in zip(groups, per)]
         return np.vstack(cols).T
-    raise InvalidInputError(f"Unknown feature basis {method!r}: use 'svd', 'kmeans' or 'class-means'.")
+    raise AssertionError(method)                # unreachable: check_choice above
 
 
 def kernel_basis(K0, k, method="random", y=None, random_state=None) -> np.ndarray:
     """J (n × k) with R = ΦJ: "random" (Gaussian J), "subset" (indicator columns of k random
     points), "kernel-kmeans" (normalized cluster indicators: R holds the cluster means in
     feature space), "class-means" (normalized class indicators, as for features)."""
-    K0 = np.asarray(K0, dtype=float)
+    K0 = check_kernel_matrix(K0, "K0")
     n = K0.shape[0]
-    rng = np.random.default_rng(random_state)
-    if not 1 <= k <= n:
-        raise InvalidInputError(f"k must be between 1 and n = {n}; got {k}.")
+    rng = as_generator(random_state)
+    check_choice(method, "the kernel basis J", ("random", "subset", "kernel-kmeans", "class-means"))
+    k = check_int(k, "k (the basis size)", minimum=1, maximum=n)
     if method == "random":
         return rng.normal(size=(n, k))
     if method == "subset":
@@ -141,7 +142,7 @@ def kernel_basis(K0, k, method="random", y=None, random_state=None) -> np.ndarra
         else:
             if y is None:
                 raise InvalidInputError("basis 'class-means' needs the labels y.")
-            groups, per = _class_groups(np.asarray(y), k, rng)
+            groups, per = _class_groups(check_labels(y, "y", n), k, rng)
             if per is not None:
                 sub = []
                 for g, p in zip(groups, per):
@@ -153,8 +154,7 @@ def kernel_basis(K0, k, method="random", y=None, random_state=None) -> np.ndarra
         for c, g in enumerate(groups):
             J[g, c] = 1.0 / g.size
         return J
-    raise InvalidInputError(
-        f"Unknown kernel basis {method!r}: use 'random', 'subset', 'kernel-kmeans' or 'class-means'.")
+    raise AssertionError(method)                # unreachable: check_choice above
 
 
 def _inv_sqrt_psd(A, name):
@@ -178,11 +178,11 @@ class IPLR:
     """
 
     def __init__(self, Phi_red, base_dist, constraints, gamma=None):
-        self.Phi_red = np.asarray(Phi_red, dtype=float)            # n × k rows φ'_i
-        if not isinstance(constraints, PairConstraints):
-            raise InvalidInputError("IPLR takes PairConstraints (problem (8) has distance constraints).")
+        self.Phi_red = check_data(Phi_red, "Phi_red")              # n × k rows φ'_i
+        P, = check_constraints(constraints, (PairConstraints,), "IPLR (problem (8) has distance constraints)")
+        gamma = check_positive(gamma, "gamma", allow_none=True)
         n = self.Phi_red.shape[0]
-        P = constraints.validate(n)
+        P = P.validate(n)
         V = self.Phi_red[P.i] - self.Phi_red[P.j]
         red = np.einsum("ij,ij->i", V, V)
         resid = np.maximum(base_dist(P.i, P.j) - red, 0.0)          # r_ij >= 0
@@ -208,7 +208,10 @@ class IPLR:
         self.residual = resid
         self.dropped_pairs = np.flatnonzero(~keep)
         if not np.any(keep):
-            raise InvalidInputError("No constraint is active in this basis; nothing to learn.")
+            raise InvalidInputError(
+                "No constraint is active in this basis (every pair already holds, or cannot hold, "
+                "whatever the k × k matrix); nothing to learn. Enlarge or change the basis (k), "
+                "or give other pairs.")
         self.kept = np.flatnonzero(keep)
         self.gamma = gamma
         self.reduced = ITML(self.Phi_red,
@@ -233,8 +236,8 @@ class IPLR:
         """Kernel K0 (n × n); ``J`` a name for :func:`kernel_basis` (with k, y) or an n × k
         array.  Φ' = (JᵀK0J)^-½ JᵀK0, so only a k × k matrix is inverted."""
         K0 = check_kernel_matrix(K0, "K0")
-        J = kernel_basis(K0, k, J, y, random_state) if isinstance(J, str) else np.asarray(J, dtype=float)
-        if J.ndim != 2 or J.shape[0] != K0.shape[0]:
+        J = kernel_basis(K0, k, J, y, random_state) if isinstance(J, str) else check_data(J, "J")
+        if J.shape[0] != K0.shape[0]:
             raise InvalidInputError(f"J must be n × k with n = {K0.shape[0]}; got {J.shape}.")
         KJ_is = _inv_sqrt_psd(J.T @ K0 @ J, "JᵀK0J")
         Phi_red = (KJ_is @ J.T @ K0).T

@@ -20,7 +20,8 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_float_array, check_kernel_matrix, check_positive
+from .._validation import (as_float_array, check_choice, check_conic_options, check_int,
+                           check_kernel_matrix, check_labels, check_number, check_positive)
 from ..errors import ConvergenceWarning, InvalidInputError
 from ..kcr_formulas import (basis_orthogonal_to_ones, dual_lower_bound, dual_objective,
                             h_upper_bound, kcr_objective, label_structure, project_onto_N,
@@ -29,6 +30,33 @@ from ..solution import Solution
 from ._conic import solve_conic
 
 __all__ = ["KCR"]
+
+
+def _check_pdhg_options(opts: dict) -> None:
+    """The documented options of :func:`cvxkml.solvers.kcr.kcr_pdhg` that ``KCR.solve``
+    passes through (unknown names are left to Python's own keyword check)."""
+    if "scaling" in opts:
+        check_number(opts["scaling"], "scaling", low=0.0, high=1.0)
+    for key in ("eig_tol", "eig_step_factor", "omega0"):
+        if key in opts:
+            check_positive(opts[key], key, allow_none=key == "omega0")
+    for key in ("eig_guard", "eig_min_size", "restart_every"):
+        if key in opts:
+            check_int(opts[key], key, minimum=1)
+    if "eig" in opts:
+        check_choice(opts["eig"], "eig", ("track", "exact"))
+    if "precision" in opts:
+        check_choice(opts["precision"], "precision", ("mixed", "double"))
+    if "restart_params" in opts:
+        try:
+            params = tuple(opts["restart_params"])
+        except TypeError:
+            params = ()
+        if len(params) != 3:
+            raise InvalidInputError("restart_params must be three numbers (sufficient, necessary, "
+                                    f"artificial); got {opts['restart_params']!r}.")
+        for v in params:
+            check_number(v, "each restart parameter", low=0.0, low_open=True)
 
 _PARAMETERIZATIONS = ("whitened", "reduced", "full")
 _CLARABEL_MAX_N = 40
@@ -65,12 +93,7 @@ class KCR:
     def __init__(self, K, y, lam, h_min: float = 1e-6, rank_rtol: float = 1e-12):
         self.K = check_kernel_matrix(K, "K")
         n = self.K.shape[0]
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != n:
-            raise InvalidInputError(f"y must have shape ({n},) to match K; got {y.shape}.")
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise InvalidInputError("y contains NaN or inf; give a finite class label to every point.")
-        self.y = y
+        self.y = y = check_labels(y, "y", n)
         self.classes, self.codes, self.tau, self.c = label_structure(y)
         if self.classes.size < 2:
             raise InvalidInputError(
@@ -240,7 +263,8 @@ class KCR:
         keeps the solver's own value).  A non-optimal status raises :class:`SolverError`
         (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
         """
-        solver = (solver or self.default_solver()).upper()
+        solver, eps = check_conic_options(solver, eps)
+        solver = solver or self.default_solver()
         prob = self.to_cvxpy(parameterization)
         elapsed, status, iters = solve_conic(
             prob, solver, eps, accept_inaccurate,
@@ -256,6 +280,24 @@ class KCR:
             info={"h": h, "solver_objective": float(prob.solution.opt_val)})
 
     # ------------------------------------------------------------------ fast side
+    def _check_warm_start(self, warm):
+        """``Solution.info["warm_start"]`` of a solve on the same points, or None."""
+        if warm is None:
+            return None
+        if not isinstance(warm, dict) or not {"X", "h", "s"} <= set(warm):
+            raise InvalidInputError(
+                "warm_start must be the dict Solution.info['warm_start'] of an earlier KCR solve "
+                "(keys 'X', 'h', 's', …); got " + (f"keys {sorted(map(str, warm))}" if isinstance(warm, dict)
+                                                    else type(warm).__name__) + ".")
+        out = dict(warm)
+        out["X"] = as_float_array(warm["X"], "warm_start['X']", ndim=2)
+        out["s"] = as_float_array(warm["s"], "warm_start['s']", ndim=2)
+        out["h"] = check_number(warm["h"], "warm_start['h']")
+        for key in ("omega", "eta"):
+            if key in warm:
+                out[key] = check_positive(warm[key], f"warm_start[{key!r}]")
+        return out
+
     def solve(self, tol: float = 1e-3, max_iter: int = 20_000, time_limit: float | None = None,
               check_every: int | None = None, warm_start: dict | None = None, verbose: bool = False,
               warn: bool = True, **solver_opts) -> Solution:
@@ -285,10 +327,13 @@ class KCR:
         from ..solvers.kcr import kcr_pdhg
 
         tol = check_positive(tol, "tol")
-        if int(max_iter) < 1:
-            raise InvalidInputError("max_iter must be a positive integer.")
+        max_iter = check_int(max_iter, "max_iter", minimum=1)
+        time_limit = check_positive(time_limit, "time_limit", allow_none=True)
+        check_every = check_int(check_every, "check_every", minimum=1, allow_none=True)
+        warm_start = self._check_warm_start(warm_start)
+        _check_pdhg_options(solver_opts)
         res = kcr_pdhg(self.F, self.tau, self.c, self.lam, h_min=self.h_min, tol=tol,
-                       max_iter=int(max_iter), time_limit=time_limit,
+                       max_iter=max_iter, time_limit=time_limit,
                        check_every=check_every, warm_start=warm_start, verbose=verbose,
                        **solver_opts)
         G = self.T @ res.factor

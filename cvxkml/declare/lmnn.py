@@ -49,7 +49,8 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import as_float_array, check_kernel_matrix
+from .._validation import (as_float_array, check_choice, check_conic_options, check_int,
+                           check_kernel_matrix, check_labels, check_number, check_positive)
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
 from ..lmnn_terms import (LMNNTriplets, lmnn_dual_value, lmnn_objective, lmnn_slack,
@@ -63,14 +64,8 @@ _CLARABEL_MAX_DIM = 60     # r × r PSD block and ~n²k/2 slacks: Clarabel is fa
 
 
 def _check_gamma(gamma) -> float:
-    try:
-        g = float(gamma)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"gamma must be a number in (0, 1]; got {gamma!r}.") from exc
-    if not (0.0 < g <= 1.0):
-        raise InvalidInputError(
-            f"gamma must lie in (0, 1] (weight of the hinge terms; the paper uses 0.5); got {gamma!r}.")
-    return g
+    return check_number(gamma, "gamma", low=0.0, high=1.0, low_open=True,
+                        what="a number in (0, 1] (weight of the hinge terms; the paper uses 0.5)")
 
 
 def check_kernel_list(Ks, name: str = "kernels") -> list[np.ndarray]:
@@ -151,11 +146,17 @@ class LMNNProblem:
                  small_classes: str = "raise"):
         self.Z = as_float_array(Z, "Z", ndim=2)
         n = self.Z.shape[0]
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != n:
-            raise InvalidInputError(f"y must have one label per row of Z ({n}); got shape {y.shape}.")
-        self.y = y
+        if n < 2 or self.Z.shape[1] < 1:
+            raise InvalidInputError(f"Z must have at least two rows and one column; got {self.Z.shape}.")
+        if np.all(self.Z == self.Z[0]):
+            raise InvalidInputError(
+                "All rows of Z are identical, so every distance is 0 and nothing can be learned; "
+                "give features (or a kernel matrix) that tell the points apart.")
+        self.y = y = check_labels(y, "y", n)
         self.gamma = _check_gamma(gamma)
+        k = check_int(k, "k", minimum=1)
+        check_choice(small_classes, "small_classes", ("raise", "shrink"))
+        rank_rtol = check_number(rank_rtol, "rank_rtol", low=0.0, high=1.0, low_open=True)
         if triplets is not None:
             if not isinstance(triplets, LMNNTriplets) or triplets.n != n:
                 raise InvalidInputError(f"triplets must be an LMNNTriplets built for {n} points.")
@@ -340,6 +341,7 @@ class LMNNProblem:
             ``matrix`` = A (D × D), ``slack`` = ξ, ``dual`` = α (the multipliers of the
             margin constraints), ``dual_value`` = g(α), ``info["X"]`` = X̂.
         """
+        solver, eps = check_conic_options(solver, eps)
         solver = solver or self.default_solver()
         prob = self.to_cvxpy(whiten=whiten)
         elapsed, status, iters = solve_conic(prob, solver, eps, accept_inaccurate,
@@ -393,23 +395,27 @@ class LMNNProblem:
         """
         from ..solvers.lmnn import lmnn_pdhg
 
-        if not (np.isfinite(tol) and tol > 0):
-            raise InvalidInputError(f"tol must be a positive number; got {tol!r}.")
-        if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 0:
-            raise InvalidInputError(f"max_iter must be a non-negative integer; got {max_iter!r}.")
+        tol = check_positive(tol, "tol")
+        max_iter = check_int(max_iter, "max_iter", minimum=0)
+        check_every = check_int(check_every, "check_every", minimum=1)
+        buffer = check_number(buffer, "buffer", low=0.0)
+        if not isinstance(polish, (bool, np.bool_)):
+            raise InvalidInputError(f"polish must be True or False; got {polish!r}.")
         if A0 is None:
             X0, complement = np.diag(self.s ** 2), None
         else:
             A0 = as_float_array(A0, "A0", ndim=2)
             X0, complement = self.whiten(A0), A0
         if alpha0 is not None:
-            alpha0 = np.asarray(alpha0, dtype=float)
-            if alpha0.shape != (self.triplets.n_triplets,):
-                raise InvalidInputError(f"alpha0 must have one entry per triplet ({self.triplets.n_triplets}).")
+            alpha0 = as_float_array(alpha0, "alpha0")
+            if alpha0.shape != (self.triplets.n_triplets,) or np.any(alpha0 < 0):
+                raise InvalidInputError(
+                    f"alpha0 must hold one non-negative multiplier per triplet "
+                    f"({self.triplets.n_triplets}), e.g. Solution.dual of an earlier solve.")
         try:
-            res = lmnn_pdhg(self.U, self.triplets, self.gamma, X0=X0, alpha0=alpha0, tol=float(tol),
-                            max_iter=int(max_iter), check_every=int(check_every),
-                            buffer=float(buffer), polish=polish)
+            res = lmnn_pdhg(self.U, self.triplets, self.gamma, X0=X0, alpha0=alpha0, tol=tol,
+                            max_iter=max_iter, check_every=check_every, buffer=buffer,
+                            polish=bool(polish))
         except FloatingPointError as exc:
             raise SolverError(
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "

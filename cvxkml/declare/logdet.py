@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_data, check_kernel_matrix, psd_rank
+from .._validation import check_data, check_kernel_matrix, range_space
 from ..errors import InvalidInputError
 from ..sideinfo import PairConstraints, RelativeConstraints, SimilarityConstraints
 from .base import SpectralProblem
@@ -76,10 +76,9 @@ class LogDetKernel(SpectralProblem):
     fast_families = (PairConstraints, RelativeConstraints, SimilarityConstraints)
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
-        self.M0 = check_kernel_matrix(K0, "K0")
-        rank, w, V = psd_rank(self.M0, "K0", rank_rtol)
-        keep = w > rank_rtol * max(float(np.max(np.abs(w))), np.finfo(float).tiny)
-        self.rank = rank
+        self.M0, w, V, keep = range_space(K0, "K0", rank_rtol)
+        self.rank = int(np.sum(keep))
+        self._range = (w, V, keep)
         self.T = V[:, keep] * np.sqrt(w[keep])
         self.F = self.T
         n = self.M0.shape[0]

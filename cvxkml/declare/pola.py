@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import as_float_array
 from ..errors import InvalidInputError
 from ..sideinfo import PairConstraints
 from .regularizers import Frobenius
@@ -39,10 +40,10 @@ def pola_constraints(i, j, y, b=2.0) -> PairConstraints:
     b : the distance threshold, a scalar or one value per pair; every similar pair needs
         b > 1 (d <= b − 1 <= 0 would force a zero distance).
     """
-    y = np.asarray(y, dtype=float).ravel()
+    y = as_float_array(y, "y", finite=False).ravel()
     if not np.all(np.isin(y, (-1.0, 1.0))):
         raise InvalidInputError("y must be +1 (similar) or -1 (dissimilar) for every pair.")
-    b = np.asarray(b, dtype=float).ravel()
+    b = as_float_array(b, "b", finite=False).ravel()
     if b.size == 1:
         b = np.full(y.size, float(b[0]))
     if b.size != y.size:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
+from .._validation import as_float_array, check_positive
 from ..errors import InvalidInputError
 
 __all__ = ["Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm"]
@@ -195,11 +196,11 @@ class VonNeumann(Regularizer):
         if prior is None:
             self.logp = None
         else:
-            p = np.asarray(prior, dtype=float).ravel()
-            if not np.all(np.isfinite(p)) or np.any(p <= 0):
+            p = as_float_array(prior, "The von Neumann prior", finite=False)
+            if p.ndim > 1 or p.size == 0 or not np.all(np.isfinite(p)) or np.any(p <= 0):
                 raise InvalidInputError("The von Neumann prior must be a finite positive vector "
                                         "(the positive eigenvalues of K0).")
-            self.logp = np.log(p)
+            self.logp = np.log(p.ravel())
             self.alpha = np.nan                  # not a spectral function of A
 
     def check_theorem4(self):
@@ -348,9 +349,7 @@ class TraceNorm(Regularizer):
     alpha = 0.0
 
     def __init__(self, tau: float = 1.0):
-        if not np.isfinite(tau) or tau <= 0:
-            raise InvalidInputError(f"tau must be a finite positive number; got {tau!r}.")
-        self.tau = float(tau)
+        self.tau = check_positive(tau, "tau")
 
     def f_s(self, x):
         return self.tau * x + x * x

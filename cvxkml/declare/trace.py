@@ -31,8 +31,7 @@ class TraceSSIKDR(SpectralKernel):
     def __init__(self, K0, constraints, tau: float = 1.0):
         super().__init__(K0, constraints, TraceNorm(tau), gamma=None)
         self.tau = float(tau)
-        w, V = np.linalg.eigh(self.M0)
-        keep = w > 1e-10 * max(float(w[-1]), np.finfo(float).tiny)
+        w, V, keep = self._range
         # the same factor G = V √w the core uses (T); ĝ(x) = diag(1/√w) Vᵀ k_x
         self._gmap = V[:, keep] / np.sqrt(w[keep])
 

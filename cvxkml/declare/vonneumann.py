@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_kernel_matrix, psd_rank
+from .._validation import range_space
 from ..sideinfo import PairConstraints
 from .base import SpectralProblem
 from .regularizers import VonNeumann
@@ -38,10 +38,8 @@ class VonNeumannKernel(SpectralProblem):
     fast_families = (PairConstraints,)
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
-        self.M0 = check_kernel_matrix(K0, "K0")
-        rank, w, V = psd_rank(self.M0, "K0", rank_rtol)
-        keep = w > rank_rtol * max(float(np.max(np.abs(w))), np.finfo(float).tiny)
-        self.rank = rank
+        self.M0, w, V, keep = range_space(K0, "K0", rank_rtol)
+        self.rank = int(np.sum(keep))
         self.T = V[:, keep]                      # orthonormal: X̂ = V0ᵀ K V0
         self.F = self.T
         self.regularizer = VonNeumann(prior=w[keep])

@@ -29,7 +29,8 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import as_float_array, check_kernel_matrix, check_positive
+from .._validation import (as_float_array, check_conic_options, check_index_array, check_kernel_matrix,
+                           check_number, check_positive)
 from ..errors import InvalidInputError
 from ..kernels import center_kernel
 from ..sideinfo import PairConstraints
@@ -70,25 +71,25 @@ def similarity_pairs(pairs, n_points: int) -> tuple[np.ndarray, np.ndarray]:
                 "pair(s) were ignored.", UserWarning, stacklevel=3)
         i, j = pairs.i[sim], pairs.j[sim]
     else:
-        arr = np.asarray(pairs)
-        if arr.ndim != 2 or arr.shape[1] != 2:
+        if pairs is None or isinstance(pairs, (str, bytes)):
+            raise InvalidInputError(
+                f"pairs must be a PairConstraints object or an array of shape (|S|, 2) of point "
+                f"indices; got {pairs!r}.")
+        try:
+            empty = np.size(pairs) == 0
+        except (TypeError, ValueError):          # ragged: check_index_array reports it
+            empty = False
+        arr = np.zeros((0, 2), np.int64) if empty else check_index_array(pairs, "pairs", ndim=2)
+        if arr.shape[1] != 2:
             raise InvalidInputError(
                 f"pairs must be a PairConstraints object or an array of shape (|S|, 2) of point "
                 f"indices; got shape {arr.shape}.")
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            f = arr.astype(float)
-            if not np.all(np.isfinite(f)) or np.any(f != np.round(f)):
-                raise InvalidInputError("pairs must contain integer point indices.")
         i, j = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
     if i.size == 0:
         raise InvalidInputError(
             "The similarity set S is empty; give at least one pair of points of the same class.")
-    bad = np.flatnonzero((i < 0) | (i >= n_points) | (j < 0) | (j >= n_points))
-    if bad.size:
-        t = bad[0]
-        raise InvalidInputError(
-            f"Similarity pair {t} ({i[t]}, {j[t]}) is out of range for {n_points} points "
-            f"(valid indices: 0 … {n_points - 1}).")
+    check_index_array(i, "similarity pair indices", n_points)
+    check_index_array(j, "similarity pair indices", n_points)
     same = np.flatnonzero(i == j)
     if same.size:
         raise InvalidInputError(
@@ -146,6 +147,7 @@ class SpectralReweighting:
         """The full method of §2: K = H K̂ H (``center=True``), its p positive eigenpairs
         (eigenvalues above ``rank_rtol`` times the largest), and S on the n points."""
         K = check_kernel_matrix(K_hat, "K_hat")
+        rank_rtol = check_number(rank_rtol, "rank_rtol", low=0.0, high=1.0, low_open=True)
         if center:
             K = center_kernel(K)
         lam, V = positive_spectrum(K, rank_rtol, name="the centred kernel K")
@@ -222,6 +224,8 @@ class SpectralReweighting:
         SolverError
             The solver failed or did not report optimality.
         """
+        solver, eps = check_conic_options(solver, eps)
+        solver = solver or "CLARABEL"
         prob = self.to_cvxpy()
         elapsed, _, iters = solve_conic(prob, solver, eps, **opts)
         beta = self.c * np.asarray(prob.var_dict["b"].value, dtype=float)
@@ -273,15 +277,24 @@ class EmbeddingWeightProblem:
         KNN = as_float_array(KNN, "KNN", ndim=2)
         if KNN.shape != (kxN.size, kxN.size):
             raise InvalidInputError(f"KNN must be {kxN.size} × {kxN.size}; got {KNN.shape}.")
-        G = local_gram(np.array([float(kxx)]), kxN[None], KNN[None])[0]
+        kxx = check_number(kxx, "kxx")
+        G = local_gram(np.array([kxx]), kxN[None], KNN[None])[0]
         return cls(G, epsilon)
 
     @classmethod
     def from_points(cls, kernel, x, neighbors, epsilon: float = DEFAULT_EPSILON) -> "EmbeddingWeightProblem":
         """From a base kernel (a :class:`cvxkml.kernels.Kernel`), the point x (d,) and its
         neighbours (K, d)."""
+        if not callable(kernel):
+            raise InvalidInputError(
+                f"kernel must be a callable base kernel such as cvxkml.kernels.Kernel('gaussian', "
+                f"{{'gamma': 1.0}}); got {kernel!r}.")
         x = as_float_array(x, "x").reshape(1, -1)
         N = as_float_array(neighbors, "neighbors", ndim=2)
+        if N.shape[0] < 1 or N.shape[1] != x.shape[1]:
+            raise InvalidInputError(
+                f"neighbors must be (K, {x.shape[1]}) with K >= 1 to match x ({x.shape[1]} features); "
+                f"got {N.shape}.")
         return cls.from_kernel(kernel(x, x)[0, 0], kernel(x, N)[0], kernel(N, N), epsilon)
 
     @property
@@ -300,7 +313,7 @@ class EmbeddingWeightProblem:
     def dual_value(self, a: float) -> float:
         """Lagrange dual g(a) = min_w wᵀGw + a(1 − 1ᵀw) = a − (a²/4) 1ᵀG⁻¹1."""
         s = float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
-        return float(a - 0.25 * a ** 2 * s)
+        return float(a * (1.0 - 0.25 * a * s))      # a − a²s/4 without overflowing a²
 
     def _solution(self, w, a, *, n_iter, time_, status, solver) -> Solution:
         return Solution(
@@ -336,6 +349,8 @@ class EmbeddingWeightProblem:
     def solve_reference(self, solver: str = "CLARABEL", eps: float = 1e-10, **opts) -> Solution:
         """Solve the exact model with a conic solver; the dual of 1ᵀw = 1 is mapped to the
         multiplier a of eq. 12 (a = 2 E(w*))."""
+        solver, eps = check_conic_options(solver, eps)
+        solver = solver or "CLARABEL"
         prob = self.to_cvxpy()
         elapsed, _, iters = solve_conic(prob, solver, eps, **opts)
         w = self._T @ np.asarray(prob.var_dict["t"].value, dtype=float)
