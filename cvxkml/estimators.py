@@ -15,10 +15,10 @@ from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_kernel_matrix, check_positive
+from ._validation import (check_kernel_matrix, check_positive, estimator_data,
+                          estimator_fit_data, estimator_pairs)
 from .declare import ITML as _ITMLProblem
 from .declare import LogDetKernel as _LogDetKernelProblem
 from .errors import InvalidInputError
@@ -99,8 +99,7 @@ class _LogDetLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return gamma, (lo, hi), tol, int(ms)
 
     def _validate_fit_data(self, X, y):
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        check_classification_targets(y)
+        X, y = estimator_fit_data(self, X, y)
         classes = np.unique(y)
         if classes.size < 2:
             raise InvalidInputError(
@@ -135,10 +134,7 @@ class _LogDetLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """
         check_is_fitted(self)
         self._check_not_precomputed("pair_distance")
-        pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
-        if pairs.ndim != 3 or pairs.shape[1] != 2 or pairs.shape[2] != self.n_features_in_:
-            raise InvalidInputError(
-                f"pairs must have shape (n_pairs, 2, {self.n_features_in_}); got {pairs.shape}.")
+        pairs = estimator_pairs(self, pairs)
         return np.sqrt(np.maximum(self._pair_sq_distances(pairs[:, 0], pairs[:, 1]), 0.0))
 
     def pair_score(self, pairs):
@@ -293,7 +289,7 @@ default=None
         X_new : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         return X @ self.components_.T
 
     def get_mahalanobis_matrix(self):
@@ -480,7 +476,7 @@ for ``kernel="precomputed"``
             n_components = the rank of the learned training kernel matrix.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         K_cross = X if self._precomputed else self.kernel_(X, self.X_fit_)
         return self.learned_kernel_.embed_cross(K_cross)
 
@@ -499,8 +495,8 @@ for ``kernel="precomputed"``
         """
         check_is_fitted(self)
         self._check_not_precomputed("learned_kernel")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        Y = X if Y is None else validate_data(self, Y, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
+        Y = X if Y is None else estimator_data(self, Y)
         return self.learned_kernel_(X, Y)
 
     def get_metric(self):
@@ -724,7 +720,7 @@ for ``kernel="precomputed"``
         X_new : ndarray of shape (n_samples, rank_)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         fmap = self._map()
         return fmap.from_cross(X) if self._precomputed else fmap(X)
 

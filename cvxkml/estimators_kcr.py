@@ -13,10 +13,9 @@ import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_positive
+from ._validation import check_positive, estimator_data, estimator_fit_data
 from .declare.kcr import KCR
 from .errors import InvalidInputError
 from .estimators import training_kernel
@@ -150,7 +149,7 @@ default="gaussian"
         return self.kernel == "precomputed"
 
     def _cross_kernel(self, X):
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         return X if self._precomputed else self.kernel_(X, self.X_fit_)
 
     # ------------------------------------------------------------------ fit
@@ -170,8 +169,7 @@ default="gaussian"
         """
         lam, h_min, tol, max_iter, time_limit = self._check_params()
         kern = self._make_kernel()
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        check_classification_targets(y)
+        X, y = estimator_fit_data(self, X, y)
         classes = np.unique(y)
         if classes.size < 2:
             raise InvalidInputError(

@@ -20,9 +20,9 @@ from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from ._validation import estimator_data, estimator_fit_data, estimator_pairs
 from .declare.lmnn import LMNNProblem
 from .declare.mkl import W_GRID, alternate, combine_kernels
 from .errors import InvalidInputError
@@ -62,8 +62,7 @@ class _LMNNBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     """Shared pieces: data checks, the pair API, tags."""
 
     def _validate_fit(self, X, y):
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        check_classification_targets(y)
+        X, y = estimator_fit_data(self, X, y)
         if np.unique(y).size < 2:
             raise InvalidInputError(
                 f"{type(self).__name__} needs labels from at least 2 classes (impostors are "
@@ -89,10 +88,7 @@ class _LMNNBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         distances : ndarray of shape (n_pairs,)
         """
         check_is_fitted(self)
-        pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
-        if pairs.ndim != 3 or pairs.shape[1] != 2 or pairs.shape[2] != self.n_features_in_:
-            raise InvalidInputError(
-                f"pairs must have shape (n_pairs, 2, {self.n_features_in_}); got {pairs.shape}.")
+        pairs = estimator_pairs(self, pairs)
         D = self.transform(pairs[:, 0]) - self.transform(pairs[:, 1])
         return np.sqrt(np.einsum("ij,ij->i", D, D))
 
@@ -246,7 +242,7 @@ class LMNN(_LMNNBase):
         X_new : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         return self._map(X) @ self.components_.T
 
     def get_mahalanobis_matrix(self):
@@ -415,5 +411,5 @@ class LMNNMKL(_LMNNBase):
         X_new : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         return self._map(X) @ self.components_.T

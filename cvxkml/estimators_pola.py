@@ -20,10 +20,9 @@ from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_positive
+from ._validation import check_positive, estimator_data, estimator_fit_data, estimator_pairs
 from .declare.pola import POLAKernel
 from .errors import InvalidInputError
 from .estimators import check_pair_sampling, training_kernel
@@ -179,8 +178,7 @@ default="gaussian"
         self : KernelPOLA
         """
         b, ridge, tol, max_iter = self._check_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        check_classification_targets(y)
+        X, y = estimator_fit_data(self, X, y)
         classes = np.unique(y)
         if classes.size < 2:
             raise InvalidInputError(
@@ -213,7 +211,7 @@ default="gaussian"
         X_new : ndarray of shape (n_samples, rank of the learned training kernel)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         K_cross = X if self._precomputed else self.kernel_(X, self.X_fit_)
         return self.learned_kernel_.embed_cross(K_cross)
 
@@ -221,8 +219,8 @@ default="gaussian"
         """κ(X, Y) = K_X S K_Yᵀ between arbitrary points (eq. 18, α = 0)."""
         check_is_fitted(self)
         self._check_not_precomputed("learned_kernel")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        Y = X if Y is None else validate_data(self, Y, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
+        Y = X if Y is None else estimator_data(self, Y)
         return self.learned_kernel_(X, Y)
 
     def get_metric(self):
@@ -235,10 +233,7 @@ default="gaussian"
         """Learned distances of pairs, ``pairs`` of shape (n_pairs, 2, n_features)."""
         check_is_fitted(self)
         self._check_not_precomputed("pair_distance")
-        pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
-        if pairs.ndim != 3 or pairs.shape[1] != 2 or pairs.shape[2] != self.n_features_in_:
-            raise InvalidInputError(
-                f"pairs must have shape (n_pairs, 2, {self.n_features_in_}); got {pairs.shape}.")
+        pairs = estimator_pairs(self, pairs)
         return np.sqrt(self.learned_kernel_.pair_sq_distances(pairs[:, 0], pairs[:, 1]))
 
     def pair_score(self, pairs):

@@ -32,8 +32,9 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from ._validation import estimator_data
 from .errors import InvalidInputError
 from .estimators import (KernelITML, _factor_map_distance, _FactorMap, _LogDetLearner,
                          training_kernel)
@@ -233,7 +234,7 @@ for ``kernel="precomputed"``
         X_new : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         K_cross = X if self._precomputed else self.kernel_(X, self.X_fit_)
         if self.divergence_ == "kulis":
             return self._map().from_cross(K_cross)
@@ -254,8 +255,8 @@ for ``kernel="precomputed"``
         """
         check_is_fitted(self)
         self._check_not_precomputed("learned_kernel")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        Y = X if Y is None else validate_data(self, Y, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
+        Y = X if Y is None else estimator_data(self, Y)
         if self.divergence_ == "kulis":
             fmap = self._map()
             return fmap(X) @ fmap(Y).T

@@ -21,10 +21,10 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._config import blas_limit
-from ._validation import check_positive
+from ._validation import check_positive, estimator_data
 from .declare.trace import TraceSSIKDR as _TraceProblem
 from .errors import InvalidInputError
 from .estimators import KernelITML, _LogDetLearner, training_kernel
@@ -237,7 +237,7 @@ for ``kernel="precomputed"``
         X_new : ndarray of shape (n_samples, n_components_)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         K_cross = X if self._precomputed else self.kernel_(X, self.X_fit_)
         return K_cross @ self.projection_
 

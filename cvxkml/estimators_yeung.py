@@ -15,10 +15,10 @@ from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_positive
+from ._validation import (check_positive, estimator_data, estimator_fit_data,
+                          estimator_labels, estimator_pairs)
 from .declare.yeung import SpectralReweighting, similarity_pairs
 from .errors import InvalidInputError
 from .kernels import Kernel
@@ -258,18 +258,14 @@ default=None
         self : SemiSupervisedKernelMetric
         """
         m, K, n_iter, eps, n_similar, rtol = self._check_params()
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = estimator_fit_data(self, X)
         rng = _generator(self.random_state)
         if pairs is None:
             if y is None:
                 raise InvalidInputError(
                     f"{type(self).__name__} requires y to be passed, but the target y is None; "
                     "give class labels y, or similarity pairs with fit(X, pairs=...).")
-            y = column_or_1d(y, warn=True)
-            if y.shape[0] != X.shape[0]:
-                raise InvalidInputError(
-                    f"X and y have inconsistent numbers of samples: {X.shape[0]} and {y.shape[0]}.")
-            check_classification_targets(y)
+            y = estimator_labels(y, X.shape[0])
             i, j = random_similar_pairs(y, n_similar, rng)
         else:
             if y is not None:
@@ -311,7 +307,7 @@ default=None
         X_new : ndarray of shape (n_samples, q)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = estimator_data(self, X)
         return self.model_.embed(X)
 
     def learned_kernel(self, X, Y=None):
@@ -323,10 +319,7 @@ default=None
     def pair_distance(self, pairs):
         """Learned (non-squared) distances of pairs of points, shape (n_pairs, 2, n_features)."""
         check_is_fitted(self)
-        pairs = check_array(pairs, allow_nd=True, dtype=np.float64, input_name="pairs")
-        if pairs.ndim != 3 or pairs.shape[1] != 2 or pairs.shape[2] != self.n_features_in_:
-            raise InvalidInputError(
-                f"pairs must have shape (n_pairs, 2, {self.n_features_in_}); got {pairs.shape}.")
+        pairs = estimator_pairs(self, pairs)
         D = self.model_.embed(pairs[:, 0]) - self.model_.embed(pairs[:, 1])
         return np.sqrt(np.einsum("ij,ij->i", D, D))
 
