@@ -52,17 +52,21 @@ def as_float_array(a, name: str, ndim: int | None = None, finite: bool = True) -
     return arr
 
 
-MAX_DATA_MAGNITUDE = 1e100     # squares and sums of squares of data stay finite below it
+MAX_DATA_MAGNITUDE = 1e100     # squares and sums of squares stay finite in float64 within
+                               # [1 / MAX_DATA_MAGNITUDE, MAX_DATA_MAGNITUDE]
 
 
 def check_magnitude(X: np.ndarray, name: str = "X") -> np.ndarray:
-    """Reject data whose squared distances would overflow float64 (|entries| > 1e100)."""
+    """Reject a non-zero data or kernel matrix whose largest |entry| lies outside
+    [1e-100, 1e100]: its squares (distances, whitened quantities) overflow or underflow
+    float64.  (A zero matrix is left to the checks that know what it means.)"""
     big = float(np.max(np.abs(X), initial=0.0))
-    if big > MAX_DATA_MAGNITUDE:
+    if big > MAX_DATA_MAGNITUDE or 0.0 < big < 1.0 / MAX_DATA_MAGNITUDE:
         raise InvalidInputError(
-            f"{name} has entries of magnitude {big:.3g}; squared distances and kernel values "
-            f"overflow float64 beyond {MAX_DATA_MAGNITUDE:.0e}. Rescale or standardize {name} "
-            "(e.g. sklearn.preprocessing.StandardScaler).")
+            f"{name} has entries of magnitude up to {big:.3g}; outside [1e-100, 1e100] squared "
+            f"distances and kernel values overflow or underflow float64. Rescale or standardize "
+            f"{name} (e.g. sklearn.preprocessing.StandardScaler, or divide a kernel by its mean "
+            "diagonal) and the distance bounds with it.")
     return X
 
 
@@ -218,10 +222,10 @@ def check_choice(value, name: str, choices) -> object:
     return value
 
 
-def check_index_array(a, name: str, n: int | None = None, ndim: int = 1) -> np.ndarray:
-    """An int64 array of point indices (``ndim`` dimensions): integer-valued (integer dtype,
-    or floats/objects holding whole numbers; not bool, not strings), non-negative, and
-    below ``n`` when given."""
+def check_index_array(a, name: str, n: int | None = None, ndim: int | None = 1) -> np.ndarray:
+    """An int64 array of point indices (``ndim`` dimensions; None: any): integer-valued
+    (integer dtype, or floats/objects holding whole numbers; not bool, not strings),
+    non-negative, and below ``n`` when given."""
     if a is None:
         raise InvalidInputError(f"{name} is None; pass an array of point indices.")
     try:
@@ -232,7 +236,7 @@ def check_index_array(a, name: str, n: int | None = None, ndim: int = 1) -> np.n
         raise InvalidInputError(
             f"{name} is boolean; pass integer point indices (np.flatnonzero(mask) turns a mask "
             "into indices).")
-    if raw.ndim != ndim:
+    if ndim is not None and raw.ndim != ndim:
         shape = "(m,)" if ndim == 1 else f"{ndim}-dimensional"
         raise InvalidInputError(f"{name} must be a {shape} index array; got shape {raw.shape}.")
     if raw.dtype.kind in "iu":
@@ -342,6 +346,19 @@ def check_conic_options(solver, eps) -> tuple[str | None, float | None]:
     return (None if solver is None else solver.upper()), check_positive(eps, "eps", allow_none=True)
 
 
+def input_rank_rtol(K, rank_rtol: float, name: str = "rank_rtol") -> float:
+    """The relative eigenvalue cut for the numerical rank of a kernel matrix as passed:
+    max(rank_rtol, n·eps), eps the machine epsilon of K's dtype (float64 for integer
+    input).  ``rank_rtol`` must lie in (0, 1]."""
+    rank_rtol = check_number(rank_rtol, name, low=0.0, high=1.0, low_open=True)
+    try:
+        arr = np.asarray(K)
+    except (TypeError, ValueError):          # check_kernel_matrix reports it
+        return rank_rtol
+    eps = float(np.finfo(arr.dtype if np.issubdtype(arr.dtype, np.floating) else float).eps)
+    return max(rank_rtol, (arr.shape[0] if arr.ndim else 1) * eps)
+
+
 def range_space(K, name: str = "K0", rank_rtol: float = 1e-10):
     """A PSD kernel matrix and its numerical range space: returns (K, w, V, keep), K as
     :func:`check_kernel_matrix` returns it, (w, V) its eigendecomposition and ``keep`` the
@@ -349,14 +366,8 @@ def range_space(K, name: str = "K0", rank_rtol: float = 1e-10):
     max(rank_rtol, n·eps)·max|λ|, eps the machine epsilon of the dtype K arrives with:
     below that a float32 (or narrower) matrix cannot tell it from zero (a rank-one float32
     kernel shows eigenvalues ~1e-10·max|λ| of pure round-off)."""
-    rank_rtol = check_number(rank_rtol, "rank_rtol", low=0.0, high=1.0, low_open=True)
-    try:
-        dtype = np.asarray(K).dtype
-    except (TypeError, ValueError):
-        dtype = np.dtype(np.float64)
-    eps = float(np.finfo(dtype).eps) if np.issubdtype(dtype, np.floating) else float(np.finfo(float).eps)
-    K = check_kernel_matrix(K, name)
-    rtol = max(rank_rtol, K.shape[0] * eps)
+    rtol = input_rank_rtol(K, rank_rtol)
+    K = check_magnitude(check_kernel_matrix(K, name), name)
     _, w, V = psd_rank(K, name, rtol)
     keep = w > rtol * max(float(np.max(np.abs(w))), np.finfo(float).tiny)
     return K, w, V, keep

@@ -243,7 +243,8 @@ def baseline_metric(X, W0=None):
         raise InvalidInputError(f"W0 must be {X.shape[1]} × {X.shape[1]} to match X; got {W0.shape}.")
 
     def dist(i, j):
-        i = check_index_array(i, "i", X.shape[0]); j = check_index_array(j, "j", X.shape[0])
+        i = check_index_array(i, "i", X.shape[0], ndim=None)
+        j = check_index_array(j, "j", X.shape[0], ndim=None)
         V = X[i] - X[j]
         return np.einsum("ij,ij->i", V, V) if W0 is None else np.einsum("ij,ij->i", V @ W0, V)
     return dist
@@ -254,7 +255,8 @@ def baseline_kernel(K0):
     K0 = check_symmetric(K0, "K0")
 
     def dist(i, j):
-        i = check_index_array(i, "i", K0.shape[0]); j = check_index_array(j, "j", K0.shape[0])
+        i = check_index_array(i, "i", K0.shape[0], ndim=None)
+        j = check_index_array(j, "j", K0.shape[0], ndim=None)
         return K0[i, i] + K0[j, j] - 2.0 * K0[i, j]
     return dist
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_data
+from .._validation import (as_float_array, as_generator, check_choice, check_data, check_index_array,
+                           check_int, input_rank_rtol)
 from ..errors import InvalidInputError
 from ..factor import Factorization, factorize
 from ..sideinfo import PairConstraints, RelativeConstraints, SimilarityConstraints
@@ -65,7 +66,14 @@ class LowRankLogDet(SpectralProblem):
                     tol: float = 1e-10, landmarks=None, random_state=None) -> "LowRankLogDet":
         """Factor a PSD K0 (``method`` = "eigen", "icholesky" or "nystroem"; see
         :func:`cvxkml.factor.factorize`) and build the problem on that factor."""
-        return cls(factorize(K0, method, rank, tol, landmarks, random_state), constraints, gamma)
+        check_choice(method, "method", ("eigen", "icholesky", "nystroem"))
+        tol = input_rank_rtol(K0, tol, "tol")          # float32 input: no round-off directions
+        n = as_float_array(K0, "K0", ndim=2).shape[0]
+        rank = check_int(rank, "rank", minimum=1, maximum=n, allow_none=True)
+        if landmarks is not None:
+            landmarks = check_index_array(landmarks, "landmarks", n)
+        return cls(factorize(K0, method, rank, tol, landmarks, as_generator(random_state)),
+                   constraints, gamma)
 
     @property
     def rank(self) -> int:

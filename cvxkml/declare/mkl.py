@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 import cvxpy as cp
 import numpy as np
 
-from .._validation import as_float_array
+from .._validation import (as_float_array, check_choice, check_conic_options, check_int, check_labels,
+                           check_number, check_positive)
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
 from ..lmnn_terms import LMNNTriplets, lmnn_objective, pair_quadratic
@@ -65,6 +66,15 @@ def combine_kernels(Ks, mu) -> np.ndarray:
     """K_μ = Σ_l μ_l K_l."""
     mu = np.asarray(mu, dtype=float)
     return np.tensordot(mu, np.asarray(Ks, dtype=float), axes=1)
+
+
+def _check_triplets(triplets, n: int | None = None) -> None:
+    if not isinstance(triplets, LMNNTriplets) or (n is not None and triplets.n != n):
+        raise InvalidInputError(
+            "triplets must be an LMNNTriplets (LMNNTriplets.from_labels)"
+            + (f" built for the kernels' {n} points" if n is not None else "")
+            + f"; got {type(triplets).__name__}" + (f" for {triplets.n} points" if isinstance(
+                triplets, LMNNTriplets) else "") + ".")
 
 
 def _check_mu(mu, m: int, name: str = "mu") -> np.ndarray:
@@ -197,7 +207,8 @@ class LMNNWeightObjective(LinearPObjective):
     """
 
     def __init__(self, Q, triplets: LMNNTriplets, gamma: float = 0.5):
-        Q = np.asarray(Q, dtype=float)
+        _check_triplets(triplets)
+        Q = as_float_array(Q, "Q")
         if Q.ndim != 3 or Q.shape[1] != Q.shape[2] or Q.shape[0] != triplets.n_pairs:
             raise InvalidInputError(
                 f"Q must have shape (n_pairs={triplets.n_pairs}, m, m); got {Q.shape}.")
@@ -210,6 +221,11 @@ class LMNNWeightObjective(LinearPObjective):
     @classmethod
     def from_kernels(cls, Ks, A, triplets: LMNNTriplets, gamma: float = 0.5) -> "LMNNWeightObjective":
         """Build the Q_p from the kernels K_l and the metric A (eq. 7)."""
+        _check_triplets(triplets)
+        Ks = np.asarray(check_kernel_list(Ks))
+        A = as_float_array(A, "A", ndim=2)
+        if A.shape != Ks.shape[1:]:
+            raise InvalidInputError(f"A must be {Ks.shape[1]} × {Ks.shape[1]} (one row per point); got {A.shape}.")
         return cls(pair_kernel_quadratics(Ks, A, triplets.pi, triplets.pj), triplets, gamma)
 
     def pair_values(self, P) -> np.ndarray:
@@ -339,16 +355,14 @@ class RankOneWeightStep:
                 "h must be a LinearPObjective (e.g. LMNNWeightObjective, or CallablePObjective "
                 "wrapping a CVXPY expression linear in P).")
         self.h = h
-        self.m = int(h.m)
-        w_grid = tuple(float(w) for w in w_grid)
-        if not w_grid or any(not (np.isfinite(w) and w > 0) for w in w_grid):
-            raise InvalidInputError(f"w_grid must hold positive numbers; got {w_grid!r}.")
-        self.w_grid = w_grid
-        self.rank_tol = float(rank_tol)
-        self.max_convex_iter = int(max_convex_iter)
-        if method not in ("auto", "full", "cutting-plane", "active-set"):
-            raise InvalidInputError(
-                f"method must be 'auto', 'full', 'cutting-plane' or 'active-set'; got {method!r}.")
+        self.m = check_int(h.m, "h.m (the number of kernels)", minimum=1)
+        grid = as_float_array(w_grid, "w_grid", finite=False) if not isinstance(w_grid, (str, bytes)) else None
+        if grid is None or grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
+            raise InvalidInputError(f"w_grid must be a non-empty sequence of positive numbers; got {w_grid!r}.")
+        self.w_grid = tuple(float(w) for w in grid)
+        self.rank_tol = check_positive(rank_tol, "rank_tol")
+        self.max_convex_iter = check_int(max_convex_iter, "max_convex_iter", minimum=1)
+        check_choice(method, "method", ("auto", "full", "cutting-plane", "active-set"))
         if method == "cutting-plane" and not h.supports_cuts:
             raise InvalidInputError("method='cutting-plane' needs h.linear_part(), h.cut() and "
                                     "h.initial_cuts(); use method='full'.")
@@ -365,14 +379,14 @@ class RankOneWeightStep:
             else:
                 method = "cutting-plane" if h.supports_cuts else "full"
         self.method = method
-        self.tol = float(tol)
-        self.solver = solver
-        self.max_cuts = int(max_cuts)
+        self.tol = check_positive(tol, "tol")
+        self.solver = check_conic_options(solver, None)[0] or "CLARABEL"
+        self.max_cuts = check_int(max_cuts, "max_cuts", minimum=1)
         self._model = None
         self._cuts = None
         self._active = None
         self._relaxation = None
-        self.active_buffer = float(active_buffer)
+        self.active_buffer = check_number(active_buffer, "active_buffer", low=0.0)
         self.n_solves = 0
 
     # ------------------------------------------------------------------ models
@@ -606,11 +620,16 @@ class MuWeightStep:
     """
 
     def __init__(self, h, m: int | None = None, solver: str = "CLARABEL"):
+        if not callable(getattr(h, "cvx_mu", h)):
+            raise InvalidInputError(
+                "h must have a method cvx_mu(mu) or be a callable mu -> CVXPY expression (convex in "
+                f"mu); got {type(h).__name__}.")
         self.h = h
-        self.m = int(m if m is not None else getattr(h, "m", 0))
-        if self.m < 1:
+        m = m if m is not None else getattr(h, "m", None)
+        if m is None:
             raise InvalidInputError("Give m, the number of kernels (or an h with an attribute m).")
-        self.solver = solver
+        self.m = check_int(m, "m (the number of kernels)", minimum=1)
+        self.solver = check_conic_options(solver, None)[0] or "CLARABEL"
 
     def to_cvxpy(self) -> cp.Problem:
         mu = cp.Variable(self.m, nonneg=True, name="mu")
@@ -789,17 +808,25 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
         kept), so F(A, μ) never increases beyond the metric solver's tolerance.
     """
     t0 = time.perf_counter()
-    if variant not in ("P", "mu"):
-        raise InvalidInputError(f"variant must be 'P' or 'mu'; got {variant!r}.")
+    check_choice(variant, "variant", ("P", "mu"))
+    max_outer = check_int(max_outer, "max_outer", minimum=1)
+    tol = check_positive(tol, "tol")
+    mu_tol = check_positive(mu_tol, "mu_tol")
+    for name, opts in (("lmnn_options", lmnn_options), ("weight_options", weight_options)):
+        if opts is not None and not isinstance(opts, dict):
+            raise InvalidInputError(f"{name} must be a dict of keyword arguments or None; got {opts!r}.")
     Ks = np.asarray(check_kernel_list(Ks))
     m, n, _ = Ks.shape
     gamma = _check_gamma(gamma)
     mu = np.full(m, 1.0 / m) if mu0 is None else _check_mu(mu0, m, "mu0")
     if triplets is None:
+        y = check_labels(y, "y", n)
+        k = check_int(k, "k", minimum=1)
+        check_choice(small_classes, "small_classes", ("raise", "shrink"))
         triplets = LMNNTriplets.from_labels(y, k, sq_dist=kernel_sq_distances(combine_kernels(Ks, mu)),
                                             small_classes=small_classes)
-    elif triplets.n != n:
-        raise InvalidInputError(f"triplets were built for {triplets.n} points, the kernels have {n}.")
+    else:
+        _check_triplets(triplets, n)
     A = np.eye(n) if A0 is None else as_float_array(A0, "A0", ndim=2)
     if A.shape != (n, n):
         raise InvalidInputError(f"A0 must be {n} × {n}; got {A.shape}.")
@@ -813,7 +840,7 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
     sol = None
     converged = False
     it = 0
-    for it in range(1, int(max_outer) + 1):
+    for it in range(1, max_outer + 1):
         # weight step (A fixed)
         h = LMNNWeightObjective.from_kernels(Ks, A, triplets, gamma)
         F_before = h.value_mu(mu)

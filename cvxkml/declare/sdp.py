@@ -42,7 +42,7 @@ import copy
 import cvxpy as cp
 import numpy as np
 
-from .._validation import as_float_array, check_symmetric
+from .._validation import as_float_array, check_number, check_positive, check_symmetric
 from ..errors import InfeasibleError, InvalidInputError, SolverError, UnboundedError
 from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from .logdet import ITML, LogDetKernel
@@ -73,12 +73,7 @@ class LinearLogDet(Regularizer):
 
     def __init__(self, C0, gamma: float = 1.0):
         self.C0 = check_symmetric(C0, "C0")
-        try:
-            g = float(gamma)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"gamma must be a finite number >= 0; got {gamma!r}.") from exc
-        if not (np.isfinite(g) and g >= 0):
-            raise InvalidInputError(f"gamma must be a finite number >= 0 (0: the plain SDP); got {gamma!r}.")
+        g = check_number(gamma, "gamma", low=0.0, what="a finite number >= 0 (0: the plain SDP)")
         self.gamma = g
         self.implies_psd = g > 0            # log_det brings the PSD cone; γ = 0 states X ⪰ 0
         self.C0h = None
@@ -225,7 +220,7 @@ class _SDPMixin:
         starts the dual; any λ with Ĉ0 + Σλ_cÂ_c ≻ 0 skips phase I — the optimal λ of the
         same problem with another γ is one (that matrix does not involve γ)."""
         if lam0 is not None:
-            lam0 = np.asarray(lam0, dtype=float).ravel()
+            lam0 = as_float_array(lam0, "lam0", finite=False).ravel()
             if lam0.size != self.n_constraints or not np.all(np.isfinite(lam0)) or np.any(lam0 < 0):
                 raise InvalidInputError(
                     f"lam0 must hold {self.n_constraints} finite non-negative multipliers.")
@@ -339,6 +334,13 @@ def barrier_path(problem, gammas, fast: bool = True, warm_start: bool = True, **
     face, so this measures the distance to that one solution), ``objective`` (barrier
     objective), ``sweeps``, ``converged``, ``time`` and ``matrix`` (the learned M_γ).
     """
+    if not isinstance(problem, _SDPMixin):
+        raise InvalidInputError(
+            f"barrier_path needs an SDPLogDetKernel or SDPLogDetMetric problem; got {type(problem).__name__}.")
+    try:
+        gammas = [check_positive(g, "each gamma of the path") for g in gammas]
+    except TypeError as exc:
+        raise InvalidInputError(f"gammas must be a sequence of positive numbers; got {gammas!r}.") from exc
     sdp = problem.solve_sdp()
     p_sdp = sdp.info["linear_objective"]
     M_sdp = np.asarray(sdp.matrix, dtype=float)
