@@ -23,7 +23,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._validation import (as_generator, check_choice, check_constraints, check_data,
-                           check_int, check_kernel_matrix, check_labels, check_positive)
+                           check_int, check_kernel_matrix, check_labels, check_positive, input_rank_rtol)
 from ..errors import InfeasibleError, InvalidInputError
 from ..learned import LearnedKernel
 from ..sideinfo import PairConstraints
@@ -157,9 +157,9 @@ def kernel_basis(K0, k, method="random", y=None, random_state=None) -> np.ndarra
     raise AssertionError(method)                # unreachable: check_choice above
 
 
-def _inv_sqrt_psd(A, name):
+def _inv_sqrt_psd(A, name, rtol: float = 1e-10):
     w, V = np.linalg.eigh(0.5 * (A + A.T))
-    if w[0] <= 1e-10 * max(w[-1], np.finfo(float).tiny):
+    if w[0] <= rtol * max(w[-1], np.finfo(float).tiny):
         raise InvalidInputError(
             f"{name} is singular (smallest eigenvalue {w[0]:.3g}): the basis columns are dependent "
             "in feature space; use fewer or different basis vectors.")
@@ -235,11 +235,12 @@ class IPLR:
     def from_kernel(cls, K0, constraints, J="random", k=None, y=None, gamma=None, random_state=None):
         """Kernel K0 (n × n); ``J`` a name for :func:`kernel_basis` (with k, y) or an n × k
         array.  Φ' = (JᵀK0J)^-½ JᵀK0, so only a k × k matrix is inverted."""
+        rtol = input_rank_rtol(K0, 1e-10)           # float32 K0: its round-off is not a direction
         K0 = check_kernel_matrix(K0, "K0")
         J = kernel_basis(K0, k, J, y, random_state) if isinstance(J, str) else check_data(J, "J")
         if J.shape[0] != K0.shape[0]:
             raise InvalidInputError(f"J must be n × k with n = {K0.shape[0]}; got {J.shape}.")
-        KJ_is = _inv_sqrt_psd(J.T @ K0 @ J, "JᵀK0J")
+        KJ_is = _inv_sqrt_psd(J.T @ K0 @ J, "JᵀK0J", rtol)
         Phi_red = (KJ_is @ J.T @ K0).T
         d0 = np.diag(K0)
         self = cls(Phi_red, lambda i, j: d0[i] + d0[j] - 2 * K0[i, j], constraints, gamma)

@@ -283,9 +283,10 @@ class SDPLogDetKernel(_SDPMixin, LogDetKernel):
     """
 
     def __init__(self, K0, constraints, C0, gamma: float = 1.0, rank_rtol: float = 1e-10):
-        K0 = as_float_array(K0, "K0", ndim=2)
-        self._C0_learned = _check_C0(C0, K0.shape[0])
+        n = as_float_array(K0, "K0", ndim=2).shape[0]
+        self._C0_learned = _check_C0(C0, n)
         self.regularizer = LinearLogDet(self._C0_learned, gamma)
+        # K0 as passed: its dtype sets the PSD and rank tolerances (float32: n·eps)
         super().__init__(K0, constraints, gamma=None, rank_rtol=rank_rtol)
         self.regularizer = self.regularizer.whitened(self.T)
         self.kind = "kernel-sdp-logdet"
