@@ -446,6 +446,8 @@ class SpectralProblem:
                 break
             attempt_tol = max(attempt_tol * 1e-2, 1e-16)
         sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
+        if not certified:
+            self._raise_if_farkas(sol)
         if not met and attempts == 1:
             warnings.warn(
                 f"Bregman projections did not converge in {sweeps} sweeps: relative dual change "
@@ -465,6 +467,52 @@ class SpectralProblem:
                    else "") + "raise max_sweeps, or loosen gap_tol / viol_tol.",
                 ConvergenceWarning, stacklevel=2)
         return sol
+
+    def farkas_direction(self, lam):
+        """Test the multipliers' direction d = λ/Σλ as a Farkas certificate of infeasibility
+        of the hard constraints tr(Â_c X̂) <= t_c, X̂ ⪰ 0: returns (min eigenvalue of
+        Σ d_c Â_c relative to Σ d_c‖Â_c‖₂, Σ d_c t_c relative to Σ d_c|t_c|).  A
+        non-negative first value and a negative second one mean that no X̂ ⪰ 0 satisfies
+        the constraints (Σ d_c tr(Â_c X̂) >= 0 > Σ d_c t_c); with slack (γ) the pair terms
+        are soft and the test does not apply (returns None)."""
+        lam = np.asarray(lam, dtype=float)
+        if self.gamma is not None or lam.size != self.n_constraints or not np.all(np.isfinite(lam)) \
+                or lam.sum() <= 0:
+            return None
+        d = lam / lam.sum()
+        A = np.zeros((self.T.shape[1],) * 2)
+        lin = lin_abs = norm = 0.0
+        start = 0
+        for fam, (term, _, t) in zip([c for c in self._families() if c is not None],
+                                     self._whitened_family_terms()):
+            dc = d[start:start + len(fam)]
+            for k in np.flatnonzero(dc):          # Σ d_c‖Â_c‖ from each constraint's own term
+                e = np.zeros(len(fam))
+                e[k] = 1.0
+                norm += dc[k] * float(np.max(np.abs(np.linalg.eigvalsh(term(e)))))
+            start += len(fam)
+            A += term(dc)
+            lin += float(dc @ t)
+            lin_abs += float(dc @ np.abs(t))
+        if norm <= 0 or lin_abs <= 0:
+            return None
+        return float(np.linalg.eigvalsh(0.5 * (A + A.T))[0]) / norm, lin / lin_abs
+
+    def _raise_if_farkas(self, sol) -> None:
+        """InfeasibleError when an uncertified hard-constraint solve's multipliers point along
+        a Farkas ray (min eigenvalue >= −1e-6, linear term <= −1e-3, both relative)."""
+        test = self.farkas_direction(sol.dual)
+        if test is None:
+            return
+        eig, lin = test
+        sol.info["farkas"] = test
+        if eig >= -1e-6 and lin <= -1e-3:
+            raise InfeasibleError(
+                f"The hard constraints are infeasible: after {sol.n_iter} sweeps the multipliers grow "
+                f"along d = λ/Σλ with Σd_cÂ_c ⪰ 0 (relative min eigenvalue {eig:.2g}) and Σd_c t_c < 0 "
+                f"(relative {lin:.2g}), a Farkas certificate up to round-off: no positive definite "
+                "matrix satisfies them. Use slack (gamma=<positive number>) or remove the conflicting "
+                "constraints; solve_reference() confirms.")
 
     def _raise_breakdown(self, res) -> None:
         """Typed errors for a fast run that broke down (a zero distance, non-finite iterates)."""
