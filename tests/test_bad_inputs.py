@@ -601,9 +601,9 @@ def _good_problem(name, inst, scale_exp=0):
         return make(A, P, 1.0 if name.startswith("IPLR") else None)    # IPLR: slack (small bases)
 
 
-SOLVE_BAD = {   # SpectralProblem.solve's max_sweeps: see test_known_unfixed_bugs for None / str / inf
+SOLVE_BAD = {   # SpectralProblem.solve
     "tol": NUMBER_BAD, "gap_tol": NUMBER_BAD, "viol_tol": NUMBER_BAD,
-    "max_sweeps": [0, -1, -10**6, 1, 2, 1.5, 2.0, np.int64(3), np.float64(2.0)],
+    "max_sweeps": [0, -1, -10**6, 1, 2, 1.5, 2.0, np.int64(3), np.float64(2.0), None, "a", np.inf],
 }
 
 
@@ -989,38 +989,32 @@ def _solve_max_sweeps(problem, value):
     return problem.solve(max_sweeps=value)
 
 
-KNOWN_UNFIXED = {
-    # SpectralProblem.solve (cvxkml/declare/base.py, not this change's to edit) calls
-    # int(max_sweeps) unchecked
-    "solve max_sweeps=None": lambda p: _solve_max_sweeps(p, None),        # TypeError
-    "solve max_sweeps='a'": lambda p: _solve_max_sweeps(p, "a"),          # ValueError
-    "solve max_sweeps=inf": lambda p: _solve_max_sweeps(p, np.inf),       # OverflowError
-    # SpectralProblem.solve_reference calls solver.upper() and hands eps / options to the
-    # conic solver unchecked (base.py and _conic.py)
-    "solve_reference solver=1": lambda p: p.solve_reference(solver=1),    # AttributeError
-    "solve_reference eps='a'": lambda p: p.solve_reference(eps="a"),      # TypeError (Clarabel)
-    "solve_reference bogus option": lambda p: p.solve_reference(bogus=1),  # TypeError (Clarabel)
+SOLVE_OPTIONS_BAD = {
+    # SpectralProblem.solve / solve_reference options: were int(max_sweeps), solver.upper()
+    # and the conic solver's own TypeError (now check_int, check_conic_options and a typed
+    # error for unknown solver options in declare/_conic.py)
+    "solve max_sweeps=None": lambda p: _solve_max_sweeps(p, None),
+    "solve max_sweeps='a'": lambda p: _solve_max_sweeps(p, "a"),
+    "solve max_sweeps=inf": lambda p: _solve_max_sweeps(p, np.inf),
+    "solve_reference solver=1": lambda p: p.solve_reference(solver=1),
+    "solve_reference eps='a'": lambda p: p.solve_reference(eps="a"),
+    "solve_reference bogus option": lambda p: p.solve_reference(bogus=1),
 }
 
 
-@pytest.mark.parametrize("case", sorted(KNOWN_UNFIXED))
-@pytest.mark.xfail(strict=True, reason="known untyped errors in files outside this change "
-                                       "(see the docstring); strict: passes once they are fixed")
-def test_known_unfixed_bugs(case):
-    """Bad inputs the oracle still rejects, in code this test's author does not own
-    (SpectralProblem.solve / solve_reference in declare/base.py, declare/_conic.py).  They
-    are kept out of the fuzz strategies above and listed here so that they are neither
-    forgotten nor hidden: each must fail the oracle until it is fixed."""
+@pytest.mark.parametrize("case", sorted(SOLVE_OPTIONS_BAD))
+def test_solve_options(case):
+    """Bad solve / solve_reference options give typed errors."""
     inst = Inst(0, 5, 2)
     problem = ITML(inst.X, inst.pairs)
-    feed(f"known: {case}", lambda: KNOWN_UNFIXED[case](problem))
+    assert feed("ITML solve/solve_reference options", lambda: SOLVE_OPTIONS_BAD[case](problem)) is None
 
 
-def test_known_unfixed_sdp_zero_division():
+def test_sdp_extreme_scale_is_a_typed_error():
     """SDPLogDetKernel at scale 1e8 (kernel entries ~1e16, C0 = I): the barrier Bregman
-    solver's Numba kernel divides by zero (error_model='python' raises ZeroDivisionError;
-    with NUMBA_DISABLE_JIT the same division gives inf and a typed SolverError).  In
-    cvxkml/solvers/sdp_logdet.py, outside this change."""
+    kernel divided by exact zero (Numba's Python error model raised ZeroDivisionError);
+    with IEEE arithmetic (error_model='numpy') the run reports non-finite iterates and
+    solve() raises a typed SolverError."""
     rng = np.random.default_rng(9)
     X = rng.normal(size=(4, 4)) * 1e8
     X[1] = X[0] + 0.3e8
@@ -1028,12 +1022,8 @@ def test_known_unfixed_sdp_zero_division():
     problem = SDPLogDetKernel(X @ X.T, pc, np.eye(4))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            problem.solve(max_sweeps=50)
-        except CvxkmlError:
-            pytest.fail("fixed: move this case into the fuzz (it now raises a typed error)")
-        except ZeroDivisionError:
-            pytest.xfail("known: ZeroDivisionError in solvers/sdp_logdet.py (_sweeps)")
+        assert feed("regression: SDPLogDetKernel.solve at scale 1e8",
+                    lambda: problem.solve(max_sweeps=50)) is None
 
 
 # ----------------------------------------------------------------------------- estimators
@@ -1137,11 +1127,11 @@ def test_zz_bad_input_count(request):
     ran_all = all(item.nodeid in _RAN or item is request.node for item in mine)
     if not ran_all:
         pytest.skip("the count is checked when the whole file runs")
-    fed = {k: v for k, v in FED.items() if not k.startswith("known:")}
+    fed = dict(FED)
     total = sum(fed.values())
     print(f"\nbad inputs fed: {total} over {len(fed)} entry points")
     for entry, count in sorted(fed.items()):
         print(f"{count:6d}  {entry}")
     assert total >= MIN_TOTAL, sorted(fed.items())
-    few = {k: v for k, v in fed.items() if v < 5}
+    few = {k: v for k, v in fed.items() if v < 5 and not k.startswith("regression:")}
     assert not few, f"entry points fed fewer than 5 bad inputs: {few}"

@@ -11,7 +11,7 @@ import time
 
 import cvxpy as cp
 
-from ..errors import InfeasibleError, SolverError
+from ..errors import InfeasibleError, InvalidInputError, SolverError
 
 __all__ = ["solve_conic"]
 
@@ -48,6 +48,10 @@ def solve_conic(prob: cp.Problem, solver: str, eps: float | None = None,
     t0 = time.perf_counter()
     try:
         prob.solve(solver=solver, **kw)
+    except TypeError as exc:                     # an option the solver does not know
+        raise InvalidInputError(
+            f"{solver} rejected the options {sorted(kw)} on the {what} ({exc}); pass only "
+            f"options that {solver} accepts.") from exc
     except cp.error.SolverError as exc:
         raise SolverError(
             f"{solver} failed on the {what} ({exc}). Try solver='SCS' or 'CLARABEL', "

@@ -16,7 +16,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import check_constraints, check_positive
+from .._validation import check_constraints, check_conic_options, check_int, check_positive
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
 from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from ..solution import Solution
@@ -340,7 +340,8 @@ class SpectralProblem:
         for infeasible hard constraints and :class:`SolverError` for any other
         non-optimal status (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
         """
-        solver = (solver or self.default_solver()).upper()
+        solver, eps = check_conic_options(solver, eps)
+        solver = solver or self.default_solver()
         prob = self.to_cvxpy()
         hint = ("Use slack: pass gamma=<positive number> (e.g. 1.0)." if self.regularizer.has_slack
                 else f"The {self.regularizer.name} problem has no slack formulation: relax or "
@@ -425,9 +426,7 @@ class SpectralProblem:
         tol = check_positive(tol, "tol")
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
-        if int(max_sweeps) < 1:
-            raise InvalidInputError("max_sweeps must be a positive integer.")
-        max_sweeps = int(max_sweeps)
+        max_sweeps = check_int(max_sweeps, "max_sweeps")
         attempt_tol, sweeps, elapsed, attempts = tol, 0, 0.0, 0
         while True:
             res = self._run_fast(attempt_tol, max_sweeps - sweeps)

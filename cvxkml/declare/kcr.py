@@ -40,9 +40,9 @@ def _check_pdhg_options(opts: dict) -> None:
     for key in ("eig_tol", "eig_step_factor", "omega0"):
         if key in opts:
             check_positive(opts[key], key, allow_none=key == "omega0")
-    for key in ("eig_guard", "eig_min_size", "restart_every"):
-        if key in opts:
-            check_int(opts[key], key, minimum=1)
+    for key, low in (("eig_guard", 0), ("eig_min_size", 0), ("restart_every", 1)):
+        if key in opts:                          # eig_min_size=0: track at every size
+            check_int(opts[key], key, minimum=low)
     if "eig" in opts:
         check_choice(opts["eig"], "eig", ("track", "exact"))
     if "precision" in opts:

@@ -108,7 +108,7 @@ class KCRResult:
 
 
 # --------------------------------------------------------------------------- Numba kernels
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _row_prox(v, kappa, out_row):
     """argmin_{s ∈ [0,1]^m} ½‖s − v‖² + kappa · max_j s_j   (kappa >= 0).
 
@@ -166,7 +166,7 @@ def _row_prox(v, kappa, out_row):
         out_row[j] = 0.0 if x <= 0.0 else (x if x < t else t)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _dual_step(s, Bn, B, hbar, tau, beta, c, s_out):
     """s_out = prox_{β f*}(s + β(1 + tau∘(D(B̄) − h̄))) row by row, B̄ = 2Bn − B (the
     Gram matrix of the extrapolated primal point); returns Σ tau∘s_out."""
@@ -187,7 +187,7 @@ def _dual_step(s, Bn, B, hbar, tau, beta, c, s_out):
     return S
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _step_stats(s_new, s, Bn, B, dh, tau):
     """(‖Δs‖², ⟨Δs, 𝒦Δx⟩) with Δs = s_new − s and 𝒦Δx = tau∘(D(Bn − B) − Δh)."""
     n = s.shape[0]
@@ -205,7 +205,7 @@ def _step_stats(s_new, s, Bn, B, dh, tau):
     return sq, inter
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _halpern(new, cur, anchor, wk):
     """cur ← wk (2 new − cur) + (1 − wk) anchor, in place (reflected Halpern step)."""
     a, b = cur.shape
@@ -214,7 +214,7 @@ def _halpern(new, cur, anchor, wk):
             cur[i, j] = wk * (2.0 * new[i, j] - cur[i, j]) + (1.0 - wk) * anchor[i, j]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _sq_dist(a, b):
     """‖a − b‖²_F."""
     acc = 0.0
@@ -226,7 +226,7 @@ def _sq_dist(a, b):
     return acc
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _laplacian_weights(s, tau, W, deg):
     """W = tau∘(s + sᵀ) and deg = W 1 (so Aᵀ(tau∘s) = Fᵀ(diag(deg) − W)F)."""
     n = s.shape[0]

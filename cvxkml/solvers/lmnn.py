@@ -76,7 +76,7 @@ class LMNNResult:
 
 
 # --------------------------------------------------------------------------- kernels
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _pair_quad(U, Y, pi, pj, pairs, out):
     """out[p] = (U[i] − U[j]) · (Y[i] − Y[j]) for p in ``pairs`` (Y = U X̂: u_pᵀ X̂ u_p)."""
     r = U.shape[1]
@@ -90,7 +90,7 @@ def _pair_quad(U, Y, pi, pj, pairs, out):
         out[p] = s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _weights(w_base, tt, ti, alpha, work, w):
     """w = w_base + Σ_{t ∈ work} α_t (e_tt − e_ti): the pair weights of G(α)."""
     w[:] = w_base
@@ -102,7 +102,7 @@ def _weights(w_base, tt, ti, alpha, work, w):
             w[ti[t]] -= a
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _omega_times(U, pi, pj, w, pairs, out):
     """out = Ω U with Ω = Σ_p w_p (e_i − e_j)(e_i − e_j)ᵀ over ``pairs``."""
     out[:] = 0.0
@@ -120,7 +120,7 @@ def _omega_times(U, pi, pj, w, pairs, out):
             out[b, c] -= d
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _psd_project(M):
     """Π_PSD(M) by eigendecomposition (negative eigenvalues clipped)."""
     S = 0.5 * (M + M.T)
@@ -133,7 +133,7 @@ def _psd_project(M):
     return W @ V.T
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _steps(U, X, alpha, p, pi, pj, w_base, tt, ti, work, work_pairs, sig, tau, gamma,
            n_steps, X_sum, a_sum, w, OU, p_new):
     """``n_steps`` primal–dual iterations on the working set (in place)."""

@@ -63,7 +63,7 @@ UNBOUNDED = 4                  # no dual-feasible start found: unbounded below
 INFEASIBLE_CONSTRAINT = NONPOSITIVE_DISTANCE    # a single constraint unsatisfiable by X ≻ 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _h(mu, gamma, t, delta):
     """h(δ) = γ Σ μ_k/(1 + δμ_k) − t, h'(δ) and the size Σ|terms| + |t| (for round-off)."""
     h = -t
@@ -78,7 +78,7 @@ def _h(mu, gamma, t, delta):
     return h, dh, size
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _root(mu, gamma, t, lam_c):
     """δ = max(root of h, −λ_c) on the domain of h; returns (δ, ok)."""
     mu_max = -np.inf
@@ -151,7 +151,7 @@ def _root(mu, gamma, t, lam_c):
     return max(x, -lam_c), True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _project_q(X, Uc, wc, t_c, lam_c, gamma, XU, G):
     """Projection onto one constraint with q >= 2 terms; updates X and returns (δ, code,
     h(0) = tr(XÂ_c) − t_c before the projection, its scale max(|t_c|, γΣ|μ_k|))."""
@@ -217,7 +217,7 @@ def _project_q(X, Uc, wc, t_c, lam_c, gamma, XU, G):
     return delta, OK, h0, size0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _kkt_term(h0, size, lam_c):
     """Relative KKT residual of one constraint before its projection: |h| if λ_c > 0, h₊ if
     λ_c = 0 (h = tr(XÂ_c) − t_c)."""
@@ -225,7 +225,7 @@ def _kkt_term(h0, size, lam_c):
     return v / size if size > 0.0 else v
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
     """Cyclic projections.  Stops after the first sweep whose largest relative KKT residual
     (measured at each constraint just before its projection) is below ``tol``.
