@@ -153,14 +153,16 @@ default="gaussian"
         else:
             i, j, yy = random_pairs_from_labels(y, self.n_constraints, rng)
         d0 = baseline_kernel(K0)(i, j)
-        keep = d0 > 1e-12 * max(1.0, float(np.max(d0)))
+        keep = d0 > 1e-12 * float(np.max(d0))           # relative: data of any scale
         if not np.all(keep):
             warnings.warn(
                 f"Dropped {int(np.sum(~keep))} pair(s) with zero base-kernel distance (duplicate "
                 "points): their learned distance is 0 whatever K.", UserWarning, stacklevel=3)
             i, j, yy = i[keep], j[keep], yy[keep]
         if i.size == 0:
-            raise InvalidInputError("No usable pairs: all sampled pairs have zero base-kernel distance.")
+            raise InvalidInputError(
+                "No usable pairs: all sampled pairs have zero base-kernel distance. Give distinct "
+                "points (check for constant or duplicated rows in X), or another base kernel.")
         return i, j, yy
 
     # ------------------------------------------------------------------ fit / transform

@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import (check_positive, estimator_data, estimator_fit_data,
+from ._validation import (as_generator, check_positive, estimator_data, estimator_fit_data,
                           estimator_labels, estimator_pairs)
 from .declare.yeung import SpectralReweighting, similarity_pairs
 from .errors import InvalidInputError
@@ -30,13 +30,6 @@ _KERNEL_PARAMS = {
     "linear": set(), "gaussian": {"sigma", "gamma"}, "rbf": {"sigma", "gamma"},
     "polynomial": {"degree", "coef0", "scale"}, "poly": {"degree", "coef0", "scale"},
 }
-
-
-def _generator(random_state) -> np.random.Generator:
-    """A numpy Generator from None, an int, a RandomState or a Generator."""
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(int(random_state.randint(np.iinfo(np.int32).max)))
-    return np.random.default_rng(random_state)
 
 
 def random_similar_pairs(labels, n_pairs: int = 50, random_state=None) -> tuple[np.ndarray, np.ndarray]:
@@ -63,7 +56,7 @@ def random_similar_pairs(labels, n_pairs: int = 50, random_state=None) -> tuple[
     labels = np.asarray(labels).ravel()
     if not isinstance(n_pairs, numbers.Integral) or isinstance(n_pairs, bool) or n_pairs < 1:
         raise InvalidInputError(f"n_pairs must be a positive integer; got {n_pairs!r}.")
-    rng = _generator(random_state)
+    rng = as_generator(random_state)
     n = labels.size
     _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
     total = int(np.sum(counts * (counts - 1) // 2))
@@ -259,7 +252,7 @@ default=None
         """
         m, K, n_iter, eps, n_similar, rtol = self._check_params()
         X = estimator_fit_data(self, X)
-        rng = _generator(self.random_state)
+        rng = as_generator(self.random_state)
         if pairs is None:
             if y is None:
                 raise InvalidInputError(

@@ -114,6 +114,9 @@ class PairConstraints:
         return cls(i, j, y, np.where(y > 0, u, l))
 
 
+MAX_SAMPLED_PAIRS = 10_000_000    # draws per class / in total (duplicates are removed anyway)
+
+
 def _dedupe(i, j, y):
     a, b = np.minimum(i, j), np.maximum(i, j)
     _, first = np.unique(np.stack([a, b]), axis=1, return_index=True)
@@ -159,8 +162,8 @@ def pairs_from_labels(labels, n_similar: int = 100, n_dissimilar: int = 100, ran
     """
     rng = as_generator(random_state)
     classes, inv = _labels_ok(labels)
-    n_similar = check_int(n_similar, "n_similar", minimum=0)
-    n_dissimilar = check_int(n_dissimilar, "n_dissimilar", minimum=0)
+    n_similar = check_int(n_similar, "n_similar", minimum=0, maximum=MAX_SAMPLED_PAIRS)
+    n_dissimilar = check_int(n_dissimilar, "n_dissimilar", minimum=0, maximum=MAX_SAMPLED_PAIRS)
     I, J, Y = [], [], []
     for c in range(classes.size):
         members = np.flatnonzero(inv == c)
@@ -186,7 +189,7 @@ def random_pairs_from_labels(labels, n_constraints: int | None = None, random_st
     rng = as_generator(random_state)
     classes, inv = _labels_ok(labels)
     c = classes.size
-    m = check_int(n_constraints, "n_constraints", minimum=None, allow_none=True)
+    m = check_int(n_constraints, "n_constraints", minimum=None, maximum=MAX_SAMPLED_PAIRS, allow_none=True)
     m = 40 * c * (c - 1) if m is None else m
     if m <= 0:
         raise InvalidInputError(

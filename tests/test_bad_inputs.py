@@ -603,7 +603,7 @@ def _good_problem(name, inst, scale_exp=0):
 
 SOLVE_BAD = {   # SpectralProblem.solve
     "tol": NUMBER_BAD, "gap_tol": NUMBER_BAD, "viol_tol": NUMBER_BAD,
-    "max_sweeps": [0, -1, -10**6, 1, 2, 1.5, 2.0, np.int64(3), np.float64(2.0), None, "a", np.inf],
+    "max_sweeps": INT_BAD + [-10**6, 1, 2, np.int64(3), np.float64(2.0), "a", -np.inf],
 }
 
 
@@ -641,8 +641,9 @@ def test_spectral_solve_reference_hard_data(name, inst, data):
         maker = (_kernel_problem if kernel else _metric_problem)(
             name, inst, VonNeumann() if kernel else Frobenius())
         build = lambda: maker(A, P, None)                        # noqa: E731
-    note(f"{kind} 1e{exp}")
-    feed(f"{name}.solve_reference", build, then=lambda problem: problem.solve_reference())
+    options = _conic_case(draw) if draw(st.booleans()) else {}
+    note(f"{kind} 1e{exp} {options}")
+    feed(f"{name}.solve_reference", build, then=lambda problem: problem.solve_reference(**options))
 
 
 @pytest.mark.parametrize("name", KERNEL_PROBLEMS)
@@ -1010,6 +1011,19 @@ def test_solve_options(case):
     assert feed("ITML solve/solve_reference options", lambda: SOLVE_OPTIONS_BAD[case](problem)) is None
 
 
+@pytest.mark.xfail(strict=True, reason="known: an SDP-LogDet fast solve stopped by max_sweeps in "
+                                       "phase I returns a matrix outside the barrier domain")
+def test_known_unfixed_sdp_phase_one_iterate():
+    """SDPLogDetKernel with the rank-one C0 = 11ᵀ, stopped after 20 sweeps (still in phase I):
+    Solution.objective is +inf (the returned X̂ is singular, log det = −inf) with status
+    'max_sweeps reached'; 2 000 sweeps give a typed SolverError.  In LinearLogDet.fast_solver
+    (declare/sdp.py) / solvers/sdp_logdet.py, outside this change.  Found by a
+    CVXKML_FUZZ=3 run (test_sdp_regularizers, C0 'constant' and 'huge')."""
+    inst = Inst(0, 4, 2)
+    problem = SDPLogDetKernel(inst.K, inst.kpairs, np.ones((4, 4)))
+    feed("known: SDP phase-I iterate", lambda: problem.solve(max_sweeps=20))
+
+
 def test_sdp_extreme_scale_is_a_typed_error():
     """SDPLogDetKernel at scale 1e8 (kernel entries ~1e16, C0 = I): the barrier Bregman
     kernel divided by exact zero (Numba's Python error model raised ZeroDivisionError);
@@ -1127,7 +1141,7 @@ def test_zz_bad_input_count(request):
     ran_all = all(item.nodeid in _RAN or item is request.node for item in mine)
     if not ran_all:
         pytest.skip("the count is checked when the whole file runs")
-    fed = dict(FED)
+    fed = {k: v for k, v in FED.items() if not k.startswith("known:")}     # (xfail cases)
     total = sum(fed.values())
     print(f"\nbad inputs fed: {total} over {len(fed)} entry points")
     for entry, count in sorted(fed.items()):

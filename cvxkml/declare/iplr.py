@@ -187,7 +187,7 @@ class IPLR:
         red = np.einsum("ij,ij->i", V, V)
         resid = np.maximum(base_dist(P.i, P.j) - red, 0.0)          # r_ij >= 0
         shifted = P.bound - resid
-        scale = max(1.0, float(np.max(np.abs(P.bound))))
+        scale = float(np.max(P.bound))                              # relative: any scale
         always = (P.y < 0) & (shifted <= 1e-12 * scale)             # dissimilar, holds already
         never = (P.y > 0) & (shifted <= 1e-12 * scale)              # similar, impossible
         zero_red = red <= 1e-12 * scale                             # no component in span(U)
