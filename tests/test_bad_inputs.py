@@ -1011,17 +1011,17 @@ def test_solve_options(case):
     assert feed("ITML solve/solve_reference options", lambda: SOLVE_OPTIONS_BAD[case](problem)) is None
 
 
-@pytest.mark.xfail(strict=True, reason="known: an SDP-LogDet fast solve stopped by max_sweeps in "
-                                       "phase I returns a matrix outside the barrier domain")
-def test_known_unfixed_sdp_phase_one_iterate():
+def test_sdp_phase_one_iterate_is_a_typed_error():
     """SDPLogDetKernel with the rank-one C0 = 11ᵀ, stopped after 20 sweeps (still in phase I):
-    Solution.objective is +inf (the returned X̂ is singular, log det = −inf) with status
-    'max_sweeps reached'; 2 000 sweeps give a typed SolverError.  In LinearLogDet.fast_solver
-    (declare/sdp.py) / solvers/sdp_logdet.py, outside this change.  Found by a
+    Solution.objective was +inf (the returned X̂ singular, log det = −inf) with status
+    'max_sweeps reached'; now a SolverError that says to raise max_sweeps.  Found by a
     CVXKML_FUZZ=3 run (test_sdp_regularizers, C0 'constant' and 'huge')."""
     inst = Inst(0, 4, 2)
     problem = SDPLogDetKernel(inst.K, inst.kpairs, np.ones((4, 4)))
-    feed("known: SDP phase-I iterate", lambda: problem.solve(max_sweeps=20))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert feed("regression: SDPLogDetKernel phase-I iterate",
+                    lambda: problem.solve(max_sweeps=20)) is None
 
 
 def test_sdp_extreme_scale_is_a_typed_error():

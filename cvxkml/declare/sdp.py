@@ -155,7 +155,7 @@ class LinearLogDet(Regularizer):
     # ------------------------------------------------------------------ fast solver
     def fast_solver(self, problem, tol, max_sweeps, lam0=None):
         """Bregman projections under the barrier (:func:`cvxkml.solvers.sdp_logdet.barrier_bregman`)."""
-        from ..solvers.bregman import NONFINITE, NONPOSITIVE_DISTANCE
+        from ..solvers.bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED
         from ..solvers.sdp_logdet import UNBOUNDED, barrier_bregman
         from .terms import constraint_terms
         if self.gamma == 0:
@@ -185,6 +185,14 @@ class LinearLogDet(Regularizer):
                 f"The barrier Bregman projections became non-finite after {res.sweeps} sweeps; the "
                 "constraints may be (nearly) infeasible or badly scaled. Check with solve_reference().")
         res.matrix = problem.matrix_from_whitened(res.matrix)
+        if res.code == NOT_CONVERGED and not np.isfinite(problem.objective(res.matrix)):
+            # stopped early (seen right after phase I, C0 = 11ᵀ: an eigenvalue of 6e15) at a
+            # matrix outside the barrier's domain, which has no finite objective to report
+            raise SolverError(
+                f"The barrier Bregman projections stopped after {res.sweeps} sweeps (max_sweeps; "
+                f"phase I took {res.extra['phase1_sweeps']}) at a matrix outside the domain of "
+                "log det (no finite objective yet). Raise max_sweeps, or warm-start with lam0 from "
+                "a solve of the same constraints.")
         return res
 
     def __repr__(self):
