@@ -426,7 +426,7 @@ class SpectralProblem:
         tol = check_positive(tol, "tol")
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
-        max_sweeps = check_int(max_sweeps, "max_sweeps")
+        max_sweeps = check_int(max_sweeps, "max_sweeps", maximum=10**15)   # int64 in the kernels
         attempt_tol, sweeps, elapsed, attempts = tol, 0, 0.0, 0
         while True:
             res = self._run_fast(attempt_tol, max_sweeps - sweeps)
