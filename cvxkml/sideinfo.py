@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ._validation import (as_float_array, as_generator, check_choice, check_index_array, check_int,
-                          check_labels, check_number, check_symmetric)
+                          check_labels, check_magnitude, check_number, check_symmetric)
 from .errors import InvalidInputError
 
 __all__ = [
@@ -66,6 +66,7 @@ class PairConstraints:
             raise InvalidInputError(
                 "Pair bounds must be finite and positive (they are squared distances); "
                 f"got min {np.min(b):.3g}.")
+        check_magnitude(b, "bound")
         object.__setattr__(self, "i", i)
         object.__setattr__(self, "j", j)
         object.__setattr__(self, "y", y)
@@ -282,6 +283,7 @@ class RelativeConstraints:
             raise InvalidInputError("Relative constraints need three distinct points i, j, k.")
         if not np.all(np.isfinite(mg)) or np.any(mg < 0):
             raise InvalidInputError("Margins must be finite and non-negative.")
+        check_magnitude(mg, "margin")
         for nm, a in (("i", i), ("j", j), ("k", k), ("margin", mg)):
             object.__setattr__(self, nm, a)
 
@@ -309,7 +311,7 @@ class LinearConstraints:
     def __post_init__(self):
         if (self.C is None) == (self.Z is None):
             raise InvalidInputError("Give exactly one of C (dense matrices) or Z (rank-one vectors).")
-        b = as_float_array(self.b, "b").ravel()
+        b = check_magnitude(as_float_array(self.b, "b").ravel(), "b")
         if self.C is not None:
             C = as_float_array(self.C, "C")
             if C.ndim == 2:
@@ -367,6 +369,7 @@ class SimilarityConstraints:
                                     "use LinearConstraints for it).")
         if not np.all(np.isfinite(b)):
             raise InvalidInputError("Similarity bounds must be finite.")
+        check_magnitude(b, "bound")
         for nm, a in (("j", j), ("l", l), ("bound", b)):
             object.__setattr__(self, nm, a)
 

@@ -547,7 +547,7 @@ REGULARIZERS = [LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)]
 
 
 def _problem_case(draw, name, inst):
-    """(label, thunk) of one bad input for a spectral-family constructor."""
+    """(label, thunk, hard) of one bad input for a spectral-family constructor."""
     kernel = name in KERNEL_PROBLEMS
     extra = draw(st.sampled_from(REGULARIZERS))
     make = (_kernel_problem if kernel else _metric_problem)(name, inst, extra)
@@ -572,7 +572,7 @@ def _problem_case(draw, name, inst):
     if which == "other":
         what, kw = _extra_case(draw, name, inst)
         label += f" {what}"
-    return label, (lambda: make(A, P, g, **kw))
+    return label, (lambda: make(A, P, g, **kw)), g is None
 
 
 @pytest.mark.parametrize("name", KERNEL_PROBLEMS + METRIC_PROBLEMS)
@@ -581,10 +581,11 @@ def _problem_case(draw, name, inst):
 def test_spectral_problem_constructors(name, inst, data):
     """Each constructor of the spectral family on one malformed argument; what builds is
     solved for a few sweeps."""
-    label, thunk = _problem_case(data.draw, name, inst)
+    label, thunk, hard = _problem_case(data.draw, name, inst)
     note(label)
     valid = label.startswith("array scaled") or label == "array float32" or (
         label == "array float32_lowrank" and name != "IPLR.from_kernel")     # (k = 2 > rank 1)
+    valid = valid and not (hard and name.startswith("IPLR"))  # a small basis may defeat hard pairs
     feed(name, thunk, then=_short_solve, must_build=valid)
 
 
@@ -817,7 +818,9 @@ def test_lmnn(entry, inst, data):
         kw["targets"] = draw(st.sampled_from([None, ([0], [2]), ([0], [1]), ([0], [inst.n]),
                                               ([0.5], [2]), "t", ([], []), ([0, 1], [2])]))
     if entry.endswith("multiple_kernels"):
-        Z = draw(st.sampled_from([[inst.K, Z], [Z], Z, [], None, [inst.K, inst.K[:-1, :-1]]]))
+        lists = [[inst.K, Z], [Z], Z, [], None, [inst.K, inst.K[:-1, :-1]]]
+        k = draw(st.integers(0, len(lists) - 1))
+        Z, valid = lists[k], valid and k < 3
     feed(entry, _lmnn_entry(entry, Z, y, kw), then=lambda p: p.solve(max_iter=20),
          must_build=valid)
 
