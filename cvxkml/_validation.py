@@ -110,7 +110,8 @@ def psd_rank(M: np.ndarray, name: str, rtol: float = 1e-10) -> tuple[int, np.nda
 
 
 def check_kernel_matrix(K, name: str = "K0", require_pd: bool = False) -> np.ndarray:
-    """A finite, symmetric, PSD float64 matrix (PD when ``require_pd``).
+    """A finite, symmetric, PSD float64 matrix (PD when ``require_pd``) of magnitude in
+    [1e-100, 1e100] (:func:`check_magnitude`; a zero matrix passes this check).
 
     PSD up to the ``psd_tol`` option (:mod:`cvxkml._config`; automatic by default:
     1e-9 · max|λ| for float64 input, max(1e-9, n·eps) · max|λ| for float32 input, from
@@ -127,7 +128,7 @@ def check_kernel_matrix(K, name: str = "K0", require_pd: bool = False) -> np.nda
     sym_rtol = 1e-8
     if np.issubdtype(dtype, np.floating):
         sym_rtol = max(sym_rtol, 4.0 * float(np.finfo(dtype).eps))
-    K = check_symmetric(K, name, rtol=sym_rtol)
+    K = check_magnitude(check_symmetric(K, name, rtol=sym_rtol), name)
     n = K.shape[0]
     if n < 1:
         raise InvalidInputError(f"{name} must not be empty.")

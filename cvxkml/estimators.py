@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import (check_kernel_matrix, check_positive, estimator_data,
+from ._validation import (as_generator, check_kernel_matrix, check_positive, estimator_data,
                           estimator_fit_data, estimator_pairs)
 from .declare import ITML as _ITMLProblem
 from .declare import LogDetKernel as _LogDetKernelProblem
@@ -108,13 +108,10 @@ class _LogDetLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return X, y
 
     def _constraints(self, y, baseline, percentiles):
-        rs = self.random_state
-        if isinstance(rs, np.random.RandomState):      # numpy Generators take ints
-            rs = int(rs.randint(np.iinfo(np.int32).max))
         return PairConstraints.from_labels(
             y, baseline, scheme=self.scheme, n_similar=self.n_similar,
             n_dissimilar=self.n_dissimilar, n_constraints=self.n_constraints,
-            percentiles=percentiles, random_state=rs)
+            percentiles=percentiles, random_state=as_generator(self.random_state))
 
     def _store_solution(self, sol):
         self.solution_ = sol
@@ -684,11 +681,8 @@ for ``kernel="precomputed"``
                 "learned kernel has rank at most n.")
         kern = self._base_kernel(X.shape[1])
         K0 = training_kernel(kern, X)
-        rs = self.random_state
-        if isinstance(rs, np.random.RandomState):
-            rs = int(rs.randint(np.iinfo(np.int32).max))
         fact = factorize(K0, self.method, None if rank is None else int(rank), factor_tol,
-                         None, rs)
+                         None, as_generator(self.random_state))
         pc = self._constraints(y, baseline_metric(fact.G0), percentiles)
         prob = LowRankLogDet(fact, pc, gamma=gamma)
         sol = prob.solve(tol=tol, max_sweeps=max_sweeps)

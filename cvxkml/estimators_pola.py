@@ -22,7 +22,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_positive, estimator_data, estimator_fit_data, estimator_pairs
+from ._validation import (as_generator, check_positive, estimator_data, estimator_fit_data,
+                          estimator_pairs)
 from .declare.pola import POLAKernel
 from .errors import InvalidInputError
 from .estimators import check_pair_sampling, training_kernel
@@ -144,10 +145,7 @@ default="gaussian"
         return Kernel(self.kernel, params)
 
     def _pairs(self, y, K0):
-        rs = self.random_state
-        if isinstance(rs, np.random.RandomState):
-            rs = int(rs.randint(np.iinfo(np.int32).max))
-        rng = np.random.default_rng(rs)
+        rng = as_generator(self.random_state)
         if self.scheme == "jain":
             i, j, yy = pairs_from_labels(y, self.n_similar, self.n_dissimilar, rng)
         else:

@@ -23,6 +23,7 @@ from .declare.yeung import SpectralReweighting, similarity_pairs
 from .errors import InvalidInputError
 from .kernels import Kernel
 from .solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
+from .yeung_core import check_epsilon
 
 __all__ = ["SemiSupervisedKernelMetric", "random_similar_pairs"]
 
@@ -208,7 +209,7 @@ default=None
             raise InvalidInputError(
                 f"n_neighbors = {K} exceeds n_landmarks = {m}: a point is reconstructed from its "
                 "K nearest landmarks, so use n_neighbors <= n_landmarks.")
-        return (m, K, pos_int("n_iter"), check_positive(self.epsilon, "epsilon"),
+        return (m, K, pos_int("n_iter"), check_epsilon(self.epsilon),
                 pos_int("n_similar"), check_positive(self.rank_rtol, "rank_rtol"))
 
     def _base_kernel(self, n_features) -> Kernel:

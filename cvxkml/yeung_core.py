@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import psd_rank
+from ._validation import check_number, psd_rank
 from .errors import InvalidInputError
 
 __all__ = [
-    "DEFAULT_EPSILON", "positive_spectrum", "similarity_diag", "criterion", "regularize",
+    "DEFAULT_EPSILON", "check_epsilon", "positive_spectrum", "similarity_diag", "criterion", "regularize",
     "beta_closed_form", "equality_multiplier", "local_gram", "lle_weights",
 ]
 
@@ -34,6 +34,15 @@ __all__ = [
 #: of the points), and nearly unregularized weights reach |w| ≈ 600; 1e-3 is the usual LLE
 #: regularization (Roweis & Saul 2000; scikit-learn's ``reg``).
 DEFAULT_EPSILON = 1e-3
+MAX_EPSILON = 1e3
+
+
+def check_epsilon(epsilon) -> float:
+    """The relative ε of :func:`regularize`, in (0, 1e3]: from ε = 1 on the ridge ε s is at
+    least the mean diagonal, so every matrix counts as singular; far beyond it the ridge
+    swamps the data and the certificates overflow."""
+    return check_number(epsilon, "epsilon", low=0.0, high=MAX_EPSILON, low_open=True,
+                        what="a relative regularization in (0, 1e3] (the default is 1e-3)")
 
 
 # --------------------------------------------------------------------------- spectra

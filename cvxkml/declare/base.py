@@ -533,7 +533,10 @@ class SpectralProblem:
                 f"{head} (constraint {res.bad_index}, a hard relative or similarity constraint: "
                 "gamma adds slack to the pair constraints only). No positive definite matrix "
                 "in the range of K0 satisfies the hard constraints; relax or remove them.")
-        raise SolverError(f"{head}.")
+        raise SolverError(
+            f"{head} with slack weight gamma = {self.gamma:.3g}. Use a gamma nearer 1 (the slack "
+            "terms scale like 1/gamma), rescale the data and bounds to order 1, or check with "
+            "solve_reference().")
 
     def _fast_solution(self, res, sweeps, elapsed) -> Solution:
         """The :class:`Solution` of a fast run (``converged`` = the run met its own rule)."""

@@ -107,7 +107,7 @@ class KCR:
                 f"points of its class); class(es) {small!r} have 1. Remove them or merge classes.")
         self.lam = check_positive(lam, "lam")
         self.h_min = check_positive(h_min, "h_min")
-        self.rank_rtol = check_positive(rank_rtol, "rank_rtol")
+        self.rank_rtol = check_number(rank_rtol, "rank_rtol", low=0.0, high=1.0, low_open=True)
         self.T, self.F = whitening(self.K, self.rank_rtol)
         self.rank = self.T.shape[1]
 

@@ -30,14 +30,14 @@ import cvxpy as cp
 import numpy as np
 
 from .._validation import (as_float_array, check_conic_options, check_index_array, check_kernel_matrix,
-                           check_number, check_positive)
+                           check_number)
 from ..errors import InvalidInputError
 from ..kernels import center_kernel
 from ..sideinfo import PairConstraints
 from ..solution import Solution
 from ._conic import solve_conic
-from ..yeung_core import (DEFAULT_EPSILON, beta_closed_form, criterion, equality_multiplier,
-                          lle_weights, local_gram, positive_spectrum, regularize, similarity_diag)
+from ..yeung_core import (DEFAULT_EPSILON, beta_closed_form, check_epsilon, criterion,
+                          equality_multiplier, lle_weights, local_gram, positive_spectrum, regularize, similarity_diag)
 
 __all__ = ["SpectralReweighting", "EmbeddingWeightProblem", "similarity_pairs"]
 
@@ -135,7 +135,7 @@ class SpectralReweighting:
             raise InvalidInputError(
                 "eigenvalues must be positive (keep only the positive eigenpairs of the centred "
                 "kernel, as positive_spectrum does).")
-        self.epsilon = check_positive(epsilon, "epsilon")
+        self.epsilon = check_epsilon(epsilon)
         self.i, self.j = similarity_pairs(pairs, self.U.shape[0])
         self.d_S = similarity_diag(self.U, self.i, self.j)
         self.d, self.regularized = regularize(self.d_S, self.epsilon)
@@ -267,7 +267,7 @@ class EmbeddingWeightProblem:
 
     def __init__(self, G, epsilon: float = DEFAULT_EPSILON):
         self.G = check_kernel_matrix(G, "G")
-        self.epsilon = check_positive(epsilon, "epsilon")
+        self.epsilon = check_epsilon(epsilon)
         self.G_eff, self.regularized = regularize(self.G, self.epsilon)
 
     @classmethod
