@@ -35,14 +35,16 @@ __all__ = [
 #: regularization (Roweis & Saul 2000; scikit-learn's ``reg``).
 DEFAULT_EPSILON = 1e-3
 MAX_EPSILON = 1e3
+MIN_EPSILON = 1e-14
 
 
 def check_epsilon(epsilon) -> float:
-    """The relative ε of :func:`regularize`, in (0, 1e3]: from ε = 1 on the ridge ε s is at
-    least the mean diagonal, so every matrix counts as singular; far beyond it the ridge
-    swamps the data and the certificates overflow."""
-    return check_number(epsilon, "epsilon", low=0.0, high=MAX_EPSILON, low_open=True,
-                        what="a relative regularization in (0, 1e3] (the default is 1e-3)")
+    """The relative ε of :func:`regularize`, in [1e-14, 1e3]: below ~100 machine epsilons
+    the ridge ε s is lost in the round-off of G (ε = 1e-300 left G exactly singular); from
+    ε = 1 on the ridge is at least the mean diagonal, so every matrix counts as singular,
+    and far beyond it the ridge swamps the data and the certificates overflow."""
+    return check_number(epsilon, "epsilon", low=MIN_EPSILON, high=MAX_EPSILON,
+                        what="a relative regularization in [1e-14, 1e3] (the default is 1e-3)")
 
 
 # --------------------------------------------------------------------------- spectra

@@ -314,7 +314,7 @@ def project_one(X, U, w, t, lam_c, gamma):
     w = np.ascontiguousarray(np.atleast_1d(w), dtype=np.float64)
     lam = np.array([lam_c], dtype=np.float64)
     ptr = np.array([0, U.shape[0]], dtype=np.int64)
-    _, _, _, code, _ = _sweeps(X, U, w, ptr, np.array([float(t)]), lam, float(gamma), 0.0, 1)
+    _, _, _, code, _ = _safe_sweeps(X, U, w, ptr, np.array([float(t)]), lam, float(gamma), 0.0, 1)
     return 0.5 * (X + X.T), float(lam[0] - lam_c), OK if code == NOT_CONVERGED else int(code)
 
 
@@ -361,17 +361,31 @@ def _A(U, w, owner, lam):
 
 
 @blas_limit()
+def _safe_sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
+    """:func:`_sweeps`, with a singular q × q system inside a multi-term projection (the
+    iterate at the barrier's boundary: LinAlgError from Numba's solve) reported as NONFINITE
+    at an unknown constraint instead of raised."""
+    try:
+        return _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps)
+    except np.linalg.LinAlgError:
+        return 0, np.inf, np.inf, NONFINITE, -1
+
+
 def barrier_primal(C, U, w, ptr, lam, gamma, tau=0.0):
     """X(λ) = γ (C + τI + Σλ_cÂ_c)⁻¹, or None when that matrix is not positive definite."""
     owner = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
     Z = C + _A(U, w, owner, lam) + tau * np.eye(C.shape[0])
     Z = 0.5 * (Z + Z.T)
-    try:
+    if not np.all(np.isfinite(Z)):
+        return None
+    try:                      # (a Cholesky factor with a zero pivot is singular: also None)
         Lc = np.linalg.cholesky(Z)
+        Li = np.linalg.solve(Lc, np.eye(C.shape[0]))
     except np.linalg.LinAlgError:
         return None
-    Li = np.linalg.solve(Lc, np.eye(C.shape[0]))
     X = gamma * (Li.T @ Li)
+    if not np.all(np.isfinite(X)):
+        return None
     return 0.5 * (X + X.T)
 
 
@@ -440,7 +454,7 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, l
         P = _positive_term_nullspace(U, w)
         while True:
             n_sw = min(refresh, max_sweeps - total)
-            sw, change, kkt, code, bad = _sweeps(Xe, Ue, we, pe, te, lam_e, gamma, float(tol), n_sw)
+            sw, change, kkt, code, bad = _safe_sweeps(Xe, Ue, we, pe, te, lam_e, gamma, float(tol), n_sw)
             total += sw
             sweeps1 += sw
             lam[:] = lam_e[:m]
@@ -474,7 +488,7 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, l
     bad = -1
     while total < max_sweeps:
         n_sw = min(refresh, max_sweeps - total)
-        sw, change, kkt, code, bad = _sweeps(X, U, w, ptr, t, lam, gamma, float(tol), n_sw)
+        sw, change, kkt, code, bad = _safe_sweeps(X, U, w, ptr, t, lam, gamma, float(tol), n_sw)
         total += sw
         if code != NOT_CONVERGED:
             break
