@@ -18,7 +18,7 @@ from .errors import InvalidInputError
 
 __all__ = [
     "PairConstraints", "RelativeConstraints", "SimilarityConstraints", "LinearConstraints",
-    "pairs_from_labels", "random_pairs_from_labels", "percentile_bounds",
+    "Hinge", "pairs_from_labels", "random_pairs_from_labels", "percentile_bounds",
     "baseline_metric", "baseline_kernel",
 ]
 
@@ -380,3 +380,54 @@ class SimilarityConstraints:
         check_index_array(self.j, "SimilarityConstraints.j", n)
         check_index_array(self.l, "SimilarityConstraints.l", n)
         return self
+
+
+class Hinge:
+    """Soft constraints with hinge (ℓ1) slack: wrap a constraint object so that each of its
+    constraints g_c(M) <= t_c may be violated at a cost C_c per unit,
+
+        min f(M) + Σ_c C_c ξ_c   s.t.  g_c(M) <= t_c + ξ_c,  ξ_c >= 0,
+
+    i.e. the penalty C_c·max(0, g_c(M) − t_c) in the objective (the dual multipliers are
+    then boxed, 0 <= λ_c <= C_c).  Works for every family (pairs, relative/triplets,
+    similarity, linear) of the spectral problems, in the exact model and the fast solve.
+
+    Parameters
+    ----------
+    constraints : PairConstraints, RelativeConstraints, SimilarityConstraints or LinearConstraints
+    C : float or array-like of shape (len(constraints),), default=1.0
+        The cost per unit of violation, positive and finite (one value, or one per
+        constraint).  In a pair constraint the unit is the squared distance; in a relative
+        constraint, the difference of squared distances.
+
+    Examples
+    --------
+    >>> triplets = RelativeConstraints(i, j, k, margin)            # doctest: +SKIP
+    >>> LogDetKernel(K0, [pairs, Hinge(triplets, C=0.5)])            # doctest: +SKIP
+    """
+
+    FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
+
+    def __init__(self, constraints, C=1.0):
+        if not isinstance(constraints, self.FAMILIES):
+            raise InvalidInputError(
+                "Hinge wraps one constraint object (PairConstraints, RelativeConstraints, "
+                f"SimilarityConstraints or LinearConstraints); got {type(constraints).__name__}.")
+        m = len(constraints)
+        C = as_float_array(C, "C", finite=False)
+        if C.ndim > 1 or C.size not in (1, m):
+            raise InvalidInputError(f"C must be one number or one per constraint ({m}); got shape "
+                                    f"{C.shape}.")
+        if not np.all(np.isfinite(C)) or np.any(C <= 0):
+            raise InvalidInputError("C must be positive and finite (use the constraint object "
+                                    "itself, without Hinge, for hard constraints).")
+        check_magnitude(C, "C")
+        self.constraints = constraints
+        self.C = np.broadcast_to(C.ravel(), (m,)).astype(np.float64).copy()
+
+    def __len__(self) -> int:
+        return len(self.constraints)
+
+    def __repr__(self) -> str:
+        c = f"{self.C[0]:g}" if np.all(self.C == self.C[0]) else f"<{self.C.size} values>"
+        return f"Hinge({type(self.constraints).__name__}[{len(self)}], C={c})"

@@ -98,8 +98,10 @@ def test_trace_bad_inputs():
     K0, pc = kernel_instance(5, 8, 5, hard=True, kind="gaussian")
     with pytest.raises(InvalidInputError, match="tau"):
         TraceSSIKDR(K0, pc, tau=0.0)
-    with pytest.raises(InvalidInputError, match="solve_reference"):
-        TraceSSIKDR(K0, [pc, RelativeConstraints([0], [1], [2], 0.1)], tau=1.0).solve()
+    with_rel = TraceSSIKDR(K0, [pc, RelativeConstraints([0], [1], [2], 0.1)], tau=1.0)
+    with pytest.raises(InvalidInputError, match="use method='dual'"):
+        with_rel.solve(method="native")              # Uzawa takes pairs only
+    assert with_rel.solve().solver.startswith("dual-newton")
     with pytest.raises(InvalidInputError, match="K_cross must be"):
         p = TraceSSIKDR(K0, pc, tau=1.0)
         p.embedding(p.solve(), np.ones((2, 3)))

@@ -9,10 +9,12 @@ __all__ += ["LowRankLogDet"]
 from .iplr import IPLR
 
 __all__ += ["IPLR"]
-from .regularizers import Frobenius, LogDet, TraceNorm, VonNeumann
+from .dual import solve_dual
+from .regularizers import Frobenius, LogDet, Regularizer, TraceNorm, VonNeumann
 from .spectral import SpectralKernel, SpectralMetric
 
-__all__ += ["SpectralKernel", "SpectralMetric", "LogDet", "VonNeumann", "Frobenius", "TraceNorm"]
+__all__ += ["SpectralKernel", "SpectralMetric", "Regularizer", "LogDet", "VonNeumann", "Frobenius",
+            "TraceNorm", "solve_dual"]
 from .vonneumann import VonNeumannKernel
 
 __all__ += ["VonNeumannKernel"]
@@ -33,3 +35,6 @@ from .mkl import (CallablePObjective, LinearPObjective, LMNNWeightObjective, MuW
 
 __all__ += ["LMNNProblem", "LinearPObjective", "CallablePObjective", "LMNNWeightObjective",
             "RankOneWeightStep", "MuWeightStep", "alternate"]
+from .yeung import EmbeddingWeightProblem, SpectralReweighting
+
+__all__ += ["SpectralReweighting", "EmbeddingWeightProblem"]

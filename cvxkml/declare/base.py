@@ -18,7 +18,8 @@ import numpy as np
 
 from .._validation import check_constraints, check_conic_options, check_int, check_positive
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
-from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
+from ..sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
+                        SimilarityConstraints)
 from ..solution import Solution
 from ._conic import solve_conic
 from .regularizers import LogDet, Regularizer
@@ -36,6 +37,16 @@ def _split_constraints(constraints, owner: str = "This problem"):
     return check_constraints(constraints, _FAMILIES, owner)
 
 
+def _unwrap_hinge(constraints):
+    """(constraints with every :class:`~cvxkml.sideinfo.Hinge` replaced by the object it
+    wraps, {family type: C array})."""
+    items = constraints if isinstance(constraints, (list, tuple)) else [constraints]
+    if not any(isinstance(c, Hinge) for c in items):
+        return constraints, {}
+    hinge = {type(c.constraints): c.C for c in items if isinstance(c, Hinge)}
+    return [c.constraints if isinstance(c, Hinge) else c for c in items], hinge
+
+
 class SpectralProblem:
     """Common machinery of the whitened spectral problems (ITML, LogDetKernel,
     SpectralMetric, SpectralKernel, LowRankLogDet, …).
@@ -48,6 +59,7 @@ class SpectralProblem:
 
     kind = "logdet"
     fast_families: tuple = (PairConstraints,)
+    _hinge: dict = {}          # family type -> hinge weights C (sideinfo.Hinge); never mutated
     regularizer: Regularizer = LogDet()
     M0: np.ndarray
     T: np.ndarray
@@ -58,8 +70,10 @@ class SpectralProblem:
         range space, so their distance can never change) raise, or with
         ``zero_pairs="skip"`` are dropped with a warning and listed in ``skipped_pairs``
         (indices into the given PairConstraints)."""
+        constraints, hinge = _unwrap_hinge(constraints)
         self.pairs, self.relative, self.similarity, self.linear = _split_constraints(
             constraints, type(self).__name__)
+        self._hinge = dict(hinge)
         for c in (self.pairs, self.relative, self.similarity):
             if c is not None:
                 c.validate(n_points)
@@ -68,6 +82,10 @@ class SpectralProblem:
         self.gamma = check_positive(gamma, "gamma", allow_none=True)
         if self.gamma is not None and self.pairs is None:
             raise InvalidInputError("gamma (slack) applies to pair constraints; none were given.")
+        if self.gamma is not None and PairConstraints in self._hinge:
+            raise InvalidInputError(
+                "The pair constraints carry two slacks: gamma (the regularizer's slack) and Hinge. "
+                "Use one: gamma=None with Hinge(pairs, C), or the bare PairConstraints with gamma.")
         if self.gamma is not None and not self.regularizer.has_slack:
             raise InvalidInputError(
                 f"{self.regularizer.name} has no slack formulation; use hard constraints (gamma=None).")
@@ -91,8 +109,11 @@ class SpectralProblem:
                     "Indices in problem.skipped_pairs and Solution.info['skipped_pairs'].",
                     UserWarning, stacklevel=3)
                 keep = ~tiny
+                if PairConstraints in self._hinge:
+                    self._hinge[PairConstraints] = self._hinge[PairConstraints][keep]
                 if not np.any(keep):
                     self.pairs = None
+                    self._hinge.pop(PairConstraints, None)
                     if all(c is None for c in self._families()):
                         raise InvalidInputError(
                             "Every pair is identical in the factor space; nothing to learn. Remove "
@@ -152,10 +173,32 @@ class SpectralProblem:
                 return None
         return Xh
 
+    @property
+    def upper(self) -> np.ndarray:
+        """(m,) the hinge weights C_c in :meth:`violations` order (+inf: a hard constraint);
+        the upper bounds of the dual multipliers."""
+        parts = [np.full(len(f), np.inf) if self._hinge.get(type(f)) is None else self._hinge[type(f)]
+                 for f in self._families() if f is not None]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    @property
+    def soft(self) -> np.ndarray:
+        """(m,) bool: which constraints carry hinge slack (:class:`~cvxkml.sideinfo.Hinge`)."""
+        return np.isfinite(self.upper)
+
+    def hinge_value(self, M) -> float:
+        """Σ_c C_c·max(0, g_c(M) − t_c) over the hinge-slack constraints (0 without any)."""
+        if not self._hinge:
+            return 0.0
+        soft = self.soft
+        res = self.residuals(M)[soft]
+        return float(self.upper[soft] @ np.maximum(res, 0.0))
+
     def objective(self, M, xi=None) -> float:
         """f(X̂) for M = T X̂ Tᵀ (for LogDet: D_ld(M, M0)); + γ·D(diag ξ, diag ξ0) with slack,
-        ξ = the best slack for M unless given.  +inf when M leaves the range of M0 or the
-        domain of f."""
+        ξ = the best slack for M unless given; + Σ C_c·max(0, g_c(M) − t_c) for
+        :class:`~cvxkml.sideinfo.Hinge` constraints.  +inf when M leaves the range of M0 or
+        the domain of f."""
         Xh = self.whiten(M)
         if Xh is None:
             return np.inf
@@ -163,11 +206,22 @@ class SpectralProblem:
         if self.gamma is not None:
             xi = self.best_slack(M) if xi is None else np.asarray(xi, dtype=float)
             val += self.gamma * self.regularizer.slack_value(xi, self.pairs.bound)
+        if self._hinge:
+            val += self.hinge_value(M)
         return float(val)
 
     def violations(self, M, xi=None) -> np.ndarray:
         """Per-constraint violations max(0, ·) in the order pairs, relative, similarity, linear.
-        Pair targets are the bounds, or ξ when given (slack problems)."""
+        Pair targets are the bounds, or ξ when given (slack problems).  A hinge-slack
+        constraint is never violated (its slack is max(0, residual), priced in the
+        objective): 0."""
+        v = np.maximum(self.residuals(M, xi), 0.0)
+        if self._hinge:
+            v[self.soft] = 0.0
+        return v
+
+    def residuals(self, M, xi=None) -> np.ndarray:
+        """Signed residuals g_c(M) − t_c (<= 0: satisfied) in :meth:`violations` order."""
         M = np.asarray(M, dtype=float)
         out = []
         if self.pairs is not None:
@@ -184,7 +238,7 @@ class SpectralProblem:
             vals = (np.einsum("tab,ab->t", L.C, M) if L.C is not None
                     else np.einsum("ta,ab,tb->t", L.Z, M, L.Z))
             out.append(vals - L.b)
-        return np.maximum(np.concatenate(out), 0.0)
+        return np.concatenate(out)
 
     def _max_relative_violation(self, viol) -> float:
         """max violation / max(1, |target|) over all constraints (targets in violations() order)."""
@@ -246,7 +300,7 @@ class SpectralProblem:
         lam = np.asarray(lam, dtype=float)
         if lam.size != self.n_constraints:
             raise InvalidInputError(f"lam must have one entry per constraint ({self.n_constraints}).")
-        if np.any(lam < 0):
+        if np.any(lam < 0) or (self._hinge and np.any(lam > self.upper)):
             return -np.inf
         A = np.zeros((self.T.shape[1],) * 2)
         lin = 0.0
@@ -292,7 +346,11 @@ class SpectralProblem:
             P = self.pairs
             Vh = (self.F[P.i] - self.F[P.j]) / np.sqrt(P.bound)[:, None]
             p = cp.sum(cp.multiply(Vh @ X, Vh), axis=1)
-            if self.gamma is None:
+            if PairConstraints in self._hinge:        # y(p − b) <= ξ, written over b: ξ/b
+                s = cp.Variable(len(P), nonneg=True, name="hinge_pairs")
+                objective = objective + (self._hinge[PairConstraints] * P.bound) @ s
+                self._pair_con = cp.multiply(P.y, p - 1.0) <= s
+            elif self.gamma is None:
                 self._pair_con = cp.multiply(P.y, p - 1.0) <= 0
             else:
                 s = cp.Variable(len(P), name="xi_ratio")
@@ -304,23 +362,37 @@ class SpectralProblem:
             R = self.relative
             Vj = self.F[R.i] - self.F[R.j]
             Vk = self.F[R.i] - self.F[R.k]
-            cons.append(cp.sum(cp.multiply(Vj @ X, Vj), axis=1) + R.margin
-                        <= cp.sum(cp.multiply(Vk @ X, Vk), axis=1))
-            self._family_cons.append(cons[-1])
+            res = (cp.sum(cp.multiply(Vj @ X, Vj), axis=1) + R.margin
+                   - cp.sum(cp.multiply(Vk @ X, Vk), axis=1))
+            objective = self._soft_constraint(R, "relative", res, objective, cons)
         if self.similarity is not None:
             Sm = self.similarity
-            cons.append(cp.sum(cp.multiply(self.F[Sm.j] @ X, self.F[Sm.l]), axis=1) >= Sm.bound)
-            self._family_cons.append(cons[-1])
+            res = Sm.bound - cp.sum(cp.multiply(self.F[Sm.j] @ X, self.F[Sm.l]), axis=1)
+            objective = self._soft_constraint(Sm, "similarity", res, objective, cons)
         if self.linear is not None:
             L = self.linear
             if L.C is not None:
                 Ch = np.einsum("ai,tab,bj->tij", self.T, L.C, self.T)
-                cons.append(Ch.reshape(len(L), -1) @ cp.vec(X, order="C") <= L.b)
+                res = Ch.reshape(len(L), -1) @ cp.vec(X, order="C") - L.b
             else:
                 Zh = L.Z @ self.T
-                cons.append(cp.sum(cp.multiply(Zh @ X, Zh), axis=1) <= L.b)
-            self._family_cons.append(cons[-1])
+                res = cp.sum(cp.multiply(Zh @ X, Zh), axis=1) - L.b
+            objective = self._soft_constraint(L, "linear", res, objective, cons)
         return cp.Problem(cp.Minimize(objective), cons)
+
+    def _soft_constraint(self, family, name, residual, objective, cons):
+        """Append ``residual <= 0`` (hard) or ``residual <= ξ``, ξ >= 0, with C·ξ added to the
+        objective (:class:`~cvxkml.sideinfo.Hinge`; variable ``"hinge_<name>"``) to ``cons``
+        and ``self._family_cons``; returns the objective."""
+        C = self._hinge.get(type(family))
+        if C is None:
+            cons.append(residual <= 0)
+        else:
+            xi = cp.Variable(len(family), nonneg=True, name=f"hinge_{name}")
+            cons.append(residual <= xi)
+            objective = objective + C @ xi
+        self._family_cons.append(cons[-1])
+        return objective
 
     def matrix_expression(self, problem: cp.Problem):
         """The learned matrix M = T X̂ Tᵀ as a CVXPY expression of ``problem``'s ``X``."""
@@ -357,6 +429,8 @@ class SpectralProblem:
         if self.pairs is not None:
             duals[0] = duals[0] / self.pairs.bound    # pair rows were divided by the bounds
         lam = np.concatenate(duals)
+        if self._hinge:                           # the dual box 0 <= λ <= C (round-off above C)
+            lam = np.minimum(lam, self.upper)
         xi = None
         if self.gamma is not None:
             xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * self.pairs.bound
@@ -386,10 +460,48 @@ class SpectralProblem:
         :meth:`violations` (``xi`` holds the pair slacks first)."""
         raise NotImplementedError
 
+    def _native_fast_ok(self) -> bool:
+        """Whether the problem's own fast solver (Bregman projections, …) handles these
+        constraints: every family in ``fast_families`` and no hinge slack."""
+        return not self._hinge and all(c is None or isinstance(c, self.fast_families)
+                                       for c in self._families())
+
+    def _dual_solver_check(self) -> None:
+        """Raise when the generic dual solver cannot take this problem (it needs the
+        conjugate's methods, and handles hard and hinge constraints, not gamma slack)."""
+        from ..solvers.dual_newton import missing_methods
+        missing = missing_methods(self.regularizer)
+        if missing:
+            raise InvalidInputError(
+                f"No fast solver for {type(self).__name__} with the {self.regularizer.name} "
+                f"regularizer and these constraints: the generic dual solver needs the "
+                f"regularizer's {', '.join(missing)} (see cvxkml.declare.Regularizer; "
+                "cvxkml.testing.check_regularizer checks them). Implement them, or use "
+                "solve_reference() (the exact model).")
+        if self.gamma is not None:
+            raise InvalidInputError(
+                f"The {self.regularizer.name} slack (gamma) is solved by the native fast solver "
+                "for pair constraints only; with other families or hinge slack use "
+                "Hinge(pairs, C) instead of gamma, or solve_reference().")
+
+    def _run_dual(self, tol, max_sweeps, lam0=None):
+        """The generic certified dual solver (:func:`cvxkml.solvers.dual_newton.dual_newton`)
+        on the whitened problem; ``matrix`` mapped back to the problem's space."""
+        from ..solvers.dual_newton import dual_newton
+        from .terms import constraint_terms
+        ct = constraint_terms(self)
+        res = dual_newton(ct.U, ct.w, ct.ptr, ct.t, self.regularizer,
+                          upper=self.upper if self._hinge else None, tol=tol,
+                          max_iter=max_sweeps, lam0=lam0)
+        res.matrix = self.matrix_from_whitened(res.matrix)
+        return res
+
     def solve(self, tol: float = 1e-9, max_sweeps: int = 20_000, gap_tol: float | None = None,
-              viol_tol: float | None = None) -> Solution:
+              viol_tol: float | None = None, *, method: str = "auto", warm_start=None) -> Solution:
         """The fast solver: cyclic Bregman projections (Jain et al. Algorithm 1; Kulis et
-        al. Algorithm 2 for the low-rank problem), or the regularizer's own fast solver.
+        al. Algorithm 2 for the low-rank problem), the regularizer's own fast solver, or the
+        generic certified dual solver (any regularizer, every constraint family, hinge
+        slack: :mod:`cvxkml.solvers.dual_newton`).
 
         Parameters
         ----------
@@ -403,6 +515,16 @@ class SpectralProblem:
             f(M) − g(λ) lies in [−gap_tol, gap_tol]·max(1, |f(M)|) (a negative gap beyond
             that means an infeasible point) and the largest relative constraint violation
             is at most ``viol_tol``.  None: max(tol, 1e-6).
+        method : {"auto", "native", "dual"}
+            "native": the problem's own algorithm (raises when it does not handle these
+            constraints); "dual": the generic dual solver (projected Newton on the box-
+            constrained Lagrange dual, stopping on its certificate; ``max_sweeps`` caps its
+            Newton iterations; ``tol`` is its relative gap); "auto" (default): native when it
+            handles the constraints (no :class:`~cvxkml.sideinfo.Hinge`, families in
+            ``fast_families``, a regularizer with a fast solver), else dual.
+        warm_start : array-like of shape (m,) or None
+            Multipliers λ (in :meth:`violations` order) to start the dual solver from, e.g.
+            ``previous_solution.dual`` of a neighbouring problem (dual method only).
 
         Notes
         -----
@@ -415,44 +537,70 @@ class SpectralProblem:
         The constraint families handled are listed in ``fast_families``; the others are
         available in the exact model (:meth:`solve_reference`).
         """
-        unsupported = [type(c).__name__ for c in self._families()
-                       if c is not None and not isinstance(c, self.fast_families)]
-        if unsupported:
+        from .._validation import as_float_array, check_choice
+        method = check_choice(method, "method", ("auto", "native", "dual"))
+        native = self._native_fast_ok()
+        if method == "native" and not native:
+            unsupported = [type(c).__name__ for c in self._families()
+                           if c is not None and not isinstance(c, self.fast_families)]
             raise InvalidInputError(
-                f"The fast solver of {type(self).__name__} handles "
-                f"{', '.join(f.__name__ for f in self.fast_families)} only, not "
-                f"{', '.join(unsupported)}; use solve_reference() (the exact model), or "
-                "LowRankLogDet for relative and similarity constraints.")
+                f"The native fast solver of {type(self).__name__} ({self.regularizer.name}) does not "
+                "handle " + (f"{', '.join(unsupported)}" if unsupported else "these constraints")
+                + (" or hinge slack" if self._hinge else "") + "; use method='dual' (or 'auto'), "
+                "or solve_reference() (the exact model).")
+        use_dual = method == "dual" or (method == "auto" and not native)
+        if use_dual:
+            self._dual_solver_check()
+        lam0 = None
+        if warm_start is not None:
+            if not use_dual:
+                raise InvalidInputError("warm_start applies to the dual solver; pass method='dual'.")
+            lam0 = as_float_array(warm_start, "warm_start").ravel()
+            if lam0.size != self.n_constraints or np.any(lam0 < 0):
+                raise InvalidInputError(
+                    f"warm_start must hold {self.n_constraints} non-negative multipliers (one per "
+                    "constraint, in violations() order), e.g. a previous Solution.dual.")
         tol = check_positive(tol, "tol")
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
         max_sweeps = check_int(max_sweeps, "max_sweeps", maximum=10**15)   # int64 in the kernels
         attempt_tol, sweeps, elapsed, attempts = tol, 0, 0.0, 0
         while True:
-            res = self._run_fast(attempt_tol, max_sweeps - sweeps)
+            res = (self._run_dual(attempt_tol, max_sweeps - sweeps, lam0) if use_dual
+                   else self._run_fast(attempt_tol, max_sweeps - sweeps))
             attempts += 1
             sweeps += res.sweeps
             elapsed += res.time
             self._raise_breakdown(res)
             sol = self._fast_solution(res, sweeps, elapsed)
-            met = sol.converged                     # the dual-change rule
             scale = max(1.0, abs(sol.objective))
             gap = sol.gap
             rel_viol = sol.info["max_relative_violation"]
-            certified = (met and gap is not None and -gap_tol * scale <= gap <= gap_tol * scale
-                         and rel_viol <= viol_tol)
-            if certified or not met or attempt_tol <= 1e-16 or sweeps >= max_sweeps:
+            within = (gap is not None and -gap_tol * scale <= gap <= gap_tol * scale
+                      and rel_viol <= viol_tol)
+            # Bregman: the paper's dual-change rule, then the certificate; the dual solver's
+            # rule is the certificate itself (a stall at round-off below gap_tol counts)
+            met = sol.converged or (use_dual and within)
+            certified = met and within
+            if use_dual:
+                sol.converged = met
+                sol.status = "converged" if met else sol.status
+            if certified or not met or use_dual or attempt_tol <= 1e-16 or sweeps >= max_sweeps:
                 break
             attempt_tol = max(attempt_tol * 1e-2, 1e-16)
         sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
         if not certified:
             self._raise_if_farkas(sol)
         if not met and attempts == 1:
+            what = ("The dual solver did not certify in {} Newton iterations: relative gap/violation"
+                    if use_dual else "Bregman projections did not converge in {} sweeps: relative "
+                    "dual change").format(sweeps)
             warnings.warn(
-                f"Bregman projections did not converge in {sweeps} sweeps: relative dual change "
+                f"{what} "
                 f"{res.dual_change:.3g} > tol {attempt_tol:.3g}, max violation {sol.max_violation:.3g}. "
-                "Raise max_sweeps or tol" + ("" if self.gamma is not None else
-                                              ", or use slack (gamma) if the constraints conflict") + ".",
+                "Raise max_sweeps or tol" + ("" if self.gamma is not None or self._hinge else
+                                              ", or use slack (gamma, or Hinge) if the constraints "
+                                              "conflict") + ".",
                 ConvergenceWarning, stacklevel=2)
         elif not certified:
             sol.converged = False
@@ -475,8 +623,11 @@ class SpectralProblem:
         the constraints (Σ d_c tr(Â_c X̂) >= 0 > Σ d_c t_c); with slack (γ) the pair terms
         are soft and the test does not apply (returns None)."""
         lam = np.asarray(lam, dtype=float)
-        if self.gamma is not None or lam.size != self.n_constraints or not np.all(np.isfinite(lam)) \
-                or lam.sum() <= 0:
+        if self.gamma is not None or lam.size != self.n_constraints or not np.all(np.isfinite(lam)):
+            return None
+        if self._hinge:                  # the ray runs in the hard constraints' multipliers
+            lam = np.where(self.soft, 0.0, lam)
+        if lam.sum() <= 0:
             return None
         d = lam / lam.sum()
         A = np.zeros((self.T.shape[1],) * 2)

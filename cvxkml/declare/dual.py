@@ -91,9 +91,10 @@ def _hessian(problem, lam, mats):
 def _newton_polish(problem, lam, tol, max_iter=100):
     """Projected Newton ascent on g over λ >= 0 (active set: λ_c = 0 with ∂g/∂λ_c <= 0)."""
     mats = _dense_mats(problem)
+    ub = problem.upper                        # hinge slack boxes the multipliers (+inf: hard)
     g, grad, _ = _grad_parts(problem, lam)
     for it in range(max_iter):
-        free = (lam > 0) | (grad > 0)
+        free = ((lam > 0) | (grad > 0)) & ((lam < ub) | (grad < 0))
         pg = np.where(free, grad, 0.0)
         if np.max(np.abs(pg), initial=0.0) <= tol:
             return lam, it
@@ -109,7 +110,7 @@ def _newton_polish(problem, lam, tol, max_iter=100):
             step = pg
         t = 1.0
         for _ in range(60):
-            cand = np.maximum(lam + t * step, 0.0)
+            cand = np.clip(lam + t * step, 0.0, ub)
             gc, gradc, _ = _grad_parts(problem, cand)
             if np.isfinite(gc) and gc >= g + 1e-4 * grad @ (cand - lam) - 1e-15 * abs(g):
                 break
@@ -138,10 +139,11 @@ def solve_dual(problem, tol: float = 1e-12, max_iter: int = 20_000, polish: bool
         return -v, -g
 
     t0 = time.perf_counter()
-    res = minimize(fun, np.zeros(m), jac=True, method="L-BFGS-B", bounds=[(0, None)] * m,
+    bounds = [(0.0, None if not np.isfinite(u) else float(u)) for u in problem.upper]
+    res = minimize(fun, np.zeros(m), jac=True, method="L-BFGS-B", bounds=bounds,
                    options=dict(maxiter=max_iter, maxfun=4 * max_iter, ftol=tol, gtol=tol * 1e-2,
                                 maxcor=30))
-    lam = np.maximum(res.x, 0.0)
+    lam = np.clip(res.x, 0.0, problem.upper)
     newton_steps = 0
     if polish:
         lam, newton_steps = _newton_polish(problem, lam, tol * 1e-1)
@@ -159,7 +161,10 @@ def solve_dual(problem, tol: float = 1e-12, max_iter: int = 20_000, polish: bool
     viol = problem.violations(M, xi)
     # grad_c = residual_c = tr(X̂Â_c) − t_c (or with slack); complementary slackness λ_c·|grad_c|
     comp = float(np.sum(lam * np.abs(grad)))
-    proj_grad = float(np.max(np.abs(np.where(lam > 0, grad, np.maximum(grad, 0.0))), initial=0.0))
+    ub = problem.upper
+    pg = np.where(lam > 0, grad, np.maximum(grad, 0.0))
+    pg = np.where(lam >= ub, np.minimum(pg, 0.0), pg)
+    proj_grad = float(np.max(np.abs(pg), initial=0.0))
     return Solution(matrix=M, objective=problem.objective(M, xi), dual=lam, slack=xi,
                     violations=viol, n_iter=int(res.nit) + newton_steps,
                     converged=proj_grad <= max(tol, 1e-9), time=elapsed,

@@ -276,6 +276,10 @@ class VonNeumann(Regularizer):
     def slack_conj_hess(self, dl, xi0, gamma):
         return -xi0 / gamma * np.exp(dl / gamma)
 
+    def fast_handles(self, problem) -> bool:
+        """Algorithm 3 takes pair constraints only (others go to the generic dual solver)."""
+        return problem.pairs_only
+
     def fast_solver(self, problem, tol, max_sweeps):
         """Kulis et al. Algorithm 3 on the r × r matrix (q0 = log prior, 0 for prior I)."""
         from ..solvers.vonneumann import vonneumann_pairs
@@ -365,6 +369,10 @@ class TraceNorm(Regularizer):
 
     def conj_hess_s(self, mu):
         return 0.5 * (mu > self.tau).astype(float)
+
+    def fast_handles(self, problem) -> bool:
+        """The Uzawa solver takes hard pair constraints only."""
+        return problem.pairs_only and problem.gamma is None
 
     def fast_solver(self, problem, tol, max_sweeps):
         """Accelerated Uzawa / singular-value-thresholding dual ascent (Jain et al. Alg. 2,

@@ -40,6 +40,17 @@ class _FastDispatch:
             return super().fast_families
         return (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
 
+    def _native_fast_ok(self) -> bool:
+        """LogDet: the Bregman solvers' families; another regularizer: its ``fast_solver``
+        (if any) and its ``fast_handles(problem)`` (if declared); never with hinge slack."""
+        reg = self.regularizer
+        if isinstance(reg, LogDet):
+            return super()._native_fast_ok()
+        if self._hinge or getattr(reg, "fast_solver", None) is None:
+            return False
+        handles = getattr(reg, "fast_handles", None)
+        return True if handles is None else bool(handles(self))
+
     def _run_fast(self, tol, max_sweeps):
         reg = self.regularizer
         if isinstance(reg, LogDet):

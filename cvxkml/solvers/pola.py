@@ -118,10 +118,12 @@ class _Ops:
         Dt = V.T @ self.A(v) @ V
         return self.adjoint(V @ (Gam * Dt) @ V.T)
 
-    def hessian(self, mu, V):
+    def hessian(self, mu, V, Gam=None):
         """H = −∇²g (generalized, m × m, PSD) at the point with −A(λ) = V diag(μ) Vᵀ,
-        dense: O(p² r²)."""
-        Gam = self.divided_differences(mu)
+        dense: O(p² r²).  ``Gam``: the divided differences of the primal map's eigenvalue
+        function (default: those of max(μ, 0), the Frobenius case)."""
+        if Gam is None:
+            Gam = self.divided_differences(mu)
         Ut = self.U @ V                                        # (p, r)
         Q = (Ut[:, :, None] * Ut[:, None, :]).reshape(Ut.shape[0], -1)
         Ht = (Q * Gam.ravel()) @ Q.T * np.outer(self.w, self.w)
