@@ -32,12 +32,14 @@ from collections import Counter
 
 import numpy as np
 
+from ._optima import list_optima, load_optimum
 from .errors import ConvergenceWarning, CvxkmlError, InfeasibleError, SolverError
 
 __all__ = ["UntrustedReference", "trusted_reference", "reference_or_discard", "discards",
            "solve_fast_honestly", "assert_matches_reference", "relative_violation",
            "check_regularizer", "metric_instance", "kernel_instance", "factor_instance",
-           "random_pairs", "forest_pairs", "problems"]
+           "random_pairs", "forest_pairs", "triplets", "variant_instance", "problems",
+           "cross_check", "load_optimum", "list_optima"]
 
 _DISCARDS: Counter = Counter()
 
@@ -360,18 +362,126 @@ def factor_instance(seed, n, r, m, hard):
     return G0, PairConstraints(i, j, y, np.where(y > 0, u, l))
 
 
-_FAMILIES = ("itml", "logdet-kernel", "lowrank", "vonneumann-metric", "vonneumann-kernel")
+def triplets(rng, labels_or_n, m):
+    """m relative-comparison triplets (i, j, k): with labels, j shares i's class and k does
+    not (the usual side information); with a number of points, random distinct triples."""
+    out = []
+    if np.ndim(labels_or_n) == 0:
+        n = int(labels_or_n)
+        while len(out) < m:
+            out.append(tuple(rng.choice(n, 3, replace=False)))
+    else:
+        lab = np.asarray(labels_or_n)
+        for _ in range(100 * m):
+            if len(out) == m:
+                break
+            a, b, c = rng.integers(0, lab.size, 3)
+            if a != b and lab[a] == lab[b] and lab[a] != lab[c]:
+                out.append((a, b, c))
+    t = np.array(out, dtype=np.int64).reshape(-1, 3)
+    return t[:, 0], t[:, 1], t[:, 2]
+
+
+def variant_instance(seed, n, m, regularizer=None, kernel=False, hard_pairs=True, C=1.0):
+    """A declared variant mixing hard and hinge-slack constraints, feasible by construction:
+    ``SpectralMetric`` (or ``SpectralKernel`` with ``kernel=True``, Gaussian K0) with the given
+    regularizer (default LogDet), up to min(m, dim) hard forest pairs (``hard_pairs``; else
+    random pairs under :class:`~cvxkml.sideinfo.Hinge`) and m relative triplets under
+    ``Hinge(…, C)`` whose margin is the median squared baseline distance (so many are active)."""
+    from . import declare
+    from .kernels import gaussian_kernel
+    from .sideinfo import Hinge, RelativeConstraints, baseline_kernel, baseline_metric
+    rng = np.random.default_rng(seed)
+    d = 3
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
+    reg = declare.LogDet() if regularizer is None else regularizer
+    if kernel:
+        sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
+        K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+        baseline, dim = baseline_kernel(K0), n
+    else:
+        baseline, dim = baseline_metric(X), d
+    i, j = forest_pairs(rng, n, min(m, dim)) if hard_pairs else random_pairs(rng, n, m)
+    pairs = _bounded_pairs(rng, i, j, baseline, n, (5.0, 95.0))
+    ti, tj, tk = triplets(rng, n, m)
+    margin = float(np.median(baseline(np.arange(n), np.roll(np.arange(n), 1))))
+    rel = Hinge(RelativeConstraints(ti, tj, tk, np.full(ti.size, margin)), C)
+    cons = [pairs if hard_pairs else Hinge(pairs, C), rel]
+    return declare.SpectralKernel(K0, cons, reg) if kernel else declare.SpectralMetric(X, cons, reg)
+
+
+def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, seed: int = 0,
+                solver=None, **solve_kw) -> dict:
+    """Validate a problem's fast solve against its trusted exact model on many draws.
+
+    Parameters
+    ----------
+    problems_or_strategy : iterable of problems, a callable ``seed -> problem``, or a
+        Hypothesis strategy of problems (e.g. :func:`problems`).
+    n_draws : number of problems drawn (callable / strategy).
+    rtol : agreement asked of :func:`assert_matches_reference`.
+    seed : first seed for a callable (draws use seed, seed + 1, …).
+    solver : callable ``problem -> Solution`` or None
+        The solver under test (e.g. your own); None: ``problem.solve(**solve_kw)`` through
+        :func:`solve_fast_honestly` (which also checks the warning/``converged`` rule).
+    solve_kw : passed to ``problem.solve``.
+
+    Returns
+    -------
+    dict with ``draws``, ``checked``, ``discarded`` (untrusted reference or infeasible),
+    ``max_gap`` (largest relative |fast − exact| objective difference) and ``failures``
+    (list of (problem, message)).  Nothing is raised: the caller asserts on the tally.
+    """
+    if hasattr(problems_or_strategy, "example") and hasattr(problems_or_strategy, "map"):
+        from hypothesis import HealthCheck, given, settings
+        drawn = []
+
+        @settings(max_examples=n_draws, database=None, derandomize=True,
+                  suppress_health_check=list(HealthCheck))
+        @given(problems_or_strategy)
+        def _collect(p):
+            drawn.append(p)
+        _collect()
+        items = drawn
+    elif callable(problems_or_strategy):
+        items = (problems_or_strategy(seed + k) for k in range(n_draws))
+    else:
+        items = problems_or_strategy
+    out = {"draws": 0, "checked": 0, "discarded": 0, "max_gap": 0.0, "failures": []}
+    for prob in items:
+        out["draws"] += 1
+        try:
+            exact = trusted_reference(prob)
+        except (UntrustedReference, InfeasibleError):
+            out["discarded"] += 1
+            continue
+        try:
+            fast = solve_fast_honestly(prob, **solve_kw) if solver is None else solver(prob)
+            assert_matches_reference(prob, fast, exact, rtol=rtol, viol=rtol)
+        except Exception as exc:                # noqa: BLE001 - a crash of the solver under test is a failure
+            out["failures"].append((prob, f"{type(exc).__name__}: {exc}"))
+            continue
+        out["checked"] += 1
+        out["max_gap"] = max(out["max_gap"], abs(fast.objective - exact.objective) / _scale(exact))
+    return out
+
+
+_FAMILIES = ("itml", "logdet-kernel", "lowrank", "vonneumann-metric", "vonneumann-kernel",
+             "hinge-metric", "hinge-kernel")
 
 
 def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int = 12,
-             gammas=(0.1, 1.0, 10.0)):
+             gammas=(0.1, 1.0, 10.0), regularizer=None):
     """A Hypothesis strategy of declared problems of one family, feasible when hard.
 
     Parameters
     ----------
-    family : 'itml', 'logdet-kernel', 'lowrank', 'vonneumann-metric' or 'vonneumann-kernel'.
+    family : 'itml', 'logdet-kernel', 'lowrank', 'vonneumann-metric', 'vonneumann-kernel',
+        or 'hinge-metric' / 'hinge-kernel' (:func:`variant_instance`: any ``regularizer``,
+        hinge-slack triplets, pairs hard or under Hinge).
     hard : True (hard constraints, feasible by construction), False (slack, γ drawn from
-        ``gammas``) or None (both).
+        ``gammas``; hinge families: pairs under Hinge) or None (both).
+    regularizer : the hinge families' regularizer (default LogDet()).
     max_n, max_m : largest number of points and of pair constraints.
 
     Examples
@@ -391,6 +501,9 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
 
     def build(seed, n, m, is_hard, gamma, kind, d):
         g = None if is_hard else gamma
+        if family.startswith("hinge-"):
+            return variant_instance(seed, n, m, regularizer, kernel=family == "hinge-kernel",
+                                    hard_pairs=is_hard, C=gamma)
         if family == "itml":
             X, pc = metric_instance(seed, n, d, m, is_hard)
             return declare.ITML(X, pc, gamma=g)
