@@ -17,6 +17,7 @@
                                 (Trace-SSIKDR vs kernel PCA on unseen digits; PNG + JSON)
     cvxkml bench pola [--quick]        POLA and LogDet-barrier SDP fast solvers vs CVXPY
                                 (Clarabel/SCS): time to the same accuracy, as ratios
+    cvxkml bench variants [--quick]    the generic dual solver vs Clarabel / SciPy on declared variants
     cvxkml bench kcr [sweep|exact|alg1|large|all]  KCR fast vs exact, SCS sizes, n = 500
     cvxkml reproduce kcr [--quick] [--splits N] [--grid full|reduced]
                                 Sriperumbudur et al. 2008 Table 1 (k-NN vs KCR, UCI)
@@ -476,6 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench_pola(bsub)
     from .bench_kcr import register_cli as _add_bench_kcr
     _add_bench_kcr(bsub)
+    from .bench_variants import register_cli as _add_bench_variants
+    _add_bench_variants(bsub)
     from .reproduce_mkl import register_cli as _add_reproduce_mkl
     _add_reproduce_mkl(sub)
     return parser

@@ -148,3 +148,17 @@ def test_demo_fast_vs_exact(demo_output):
     ratio = float(re.search(r"time ratio fast/exact: (\S+)", demo_output).group(1))
     assert 0 <= gap < 1e-5
     assert math.isfinite(ratio) and ratio > 0
+
+
+# ---------------------------------------------------------------- bench variants --quick
+def test_bench_variants_quick():
+    """The generic dual solver's bench: every variant certified and equal to Clarabel's
+    optimum (the table's accuracy columns), whatever the times."""
+    from cvxkml.bench_variants import VARIANTS, variant_rows
+    rows = variant_rows(quick=True)
+    assert [r["variant"] for r in rows] == list(VARIANTS)
+    for r in rows:
+        assert r["fast_converged"] and r["fast_cert"] <= 1e-8, r
+        assert r["clarabel_status"] == "optimal" and r["fast_diff"] <= 1e-6, r
+    rc, out = run_cli(["bench", "variants", "--quick"])
+    assert rc == 0 and "clarabel/fast" in out and "bench finished" in out
