@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import estimator_data, estimator_fit_data, estimator_pairs
+from ._validation import check_positive, estimator_data, estimator_fit_data, estimator_pairs
 from .declare.lmnn import LMNNProblem
 from .declare.mkl import W_GRID, alternate, combine_kernels
 from .errors import InvalidInputError
@@ -52,10 +52,6 @@ def _pos_int(value, name, minimum=1):
     return int(value)
 
 
-def _pos_float(value, name):
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not (np.isfinite(value) and value > 0):
-        raise InvalidInputError(f"{name} must be a positive number; got {value!r}.")
-    return float(value)
 
 
 class _LMNNBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -74,7 +70,7 @@ class _LMNNBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return X, y
 
     def _lmnn_options(self):
-        return {"tol": _pos_float(self.tol, "tol"), "max_iter": _pos_int(self.max_iter, "max_iter")}
+        return {"tol": check_positive(self.tol, "tol"), "max_iter": _pos_int(self.max_iter, "max_iter")}
 
     def pair_distance(self, pairs):
         """Learned (non-squared) distances of pairs of points.
@@ -373,7 +369,7 @@ class LMNNMKL(_LMNNBase):
             self.result_ = None
             self.n_iter_ = int(sol.n_iter)
         else:
-            outer_tol = _pos_float(self.outer_tol, "outer_tol")
+            outer_tol = check_positive(self.outer_tol, "outer_tol")
             res = alternate(Ks, y, variant=self.variant, k=self.k, gamma=self.gamma,
                             max_outer=_pos_int(self.max_outer, "max_outer"), tol=outer_tol,
                             mu_tol=10 * outer_tol, lmnn_options=opts,

@@ -199,6 +199,8 @@ def corrupt(draw, A, kernel: bool):
     if kind == "missing_row":
         return kind, A[:-1, :-1] if kernel else A[:-1]
     if kind == "duplicate_rows":
+        if A.shape[0] < 2:                        # one row: the duplicate is an extra row
+            return kind, np.vstack([A, A])
         B = A.copy()
         if kernel:
             B[1, :] = B[0, :]
