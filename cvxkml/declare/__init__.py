@@ -38,3 +38,6 @@ __all__ += ["LMNNProblem", "LinearPObjective", "CallablePObjective", "LMNNWeight
 from .yeung import EmbeddingWeightProblem, SpectralReweighting
 
 __all__ += ["SpectralReweighting", "EmbeddingWeightProblem"]
+from .extend import ExtendedProblem
+
+__all__ += ["ExtendedProblem"]

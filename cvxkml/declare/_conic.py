@@ -13,7 +13,7 @@ import cvxpy as cp
 
 from ..errors import InfeasibleError, InvalidInputError, SolverError
 
-__all__ = ["solve_conic"]
+__all__ = ["solve_conic", "solve_conic_bound"]
 
 
 def solve_conic(prob: cp.Problem, solver: str, eps: float | None = None,
@@ -33,7 +33,24 @@ def solve_conic(prob: cp.Problem, solver: str, eps: float | None = None,
     non-optimal status; ``optimal_inaccurate`` is accepted only with
     ``accept_inaccurate=True``.
     """
-    solver = solver.upper()
+    elapsed, status, iters, _ = _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint,
+                                     scs_eps, scs_max_iters, False, opts)
+    return elapsed, status, iters
+
+
+def solve_conic_bound(prob: cp.Problem, solver: str, eps: float | None = None,
+                      accept_inaccurate: bool = False, what: str = "exact model",
+                      infeasible_hint: str = "check the constraints.", scs_eps: float = 1e-9,
+                      scs_max_iters: int = 200_000, **opts) -> tuple[float, str, int, float]:
+    """:func:`solve_conic` that also returns the conic solver's own lower bound on the optimum:
+    its dual objective (Clarabel ``obj_val_dual``, SCS ``dobj``) plus CVXPY's constant offset
+    (``prob.value`` minus the solver's primal objective).  The bound is NaN for other solvers.
+    Used where no closed-form Lagrange dual exists (:meth:`SpectralProblem.extend`)."""
+    return _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps,
+                scs_max_iters, True, opts)
+
+
+def _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts):
     if solver == "SCS":
         eps = scs_eps if eps is None else eps
         kw = dict(eps_abs=eps, eps_rel=eps, max_iters=scs_max_iters)
@@ -45,9 +62,27 @@ def solve_conic(prob: cp.Problem, solver: str, eps: float | None = None,
     else:
         kw = {}
     kw.update(opts)
+    return kw
+
+
+def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters,
+         want_bound, opts):
+    solver = solver.upper()
+    kw = _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts)
+    bound = float("nan")
     t0 = time.perf_counter()
     try:
-        prob.solve(solver=solver, **kw)
+        if want_bound and solver in ("CLARABEL", "SCS"):
+            # the documented three-step route keeps the raw solver result (its dual objective)
+            data, chain, inverse = prob.get_problem_data(solver, solver_opts=kw)
+            raw = chain.solve_via_data(prob, data, warm_start=False, verbose=False, solver_opts=kw)
+            prob.unpack_results(raw, chain, inverse)
+            if prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+                primal, dual = ((raw.obj_val, raw.obj_val_dual) if solver == "CLARABEL"
+                                else (raw["info"]["pobj"], raw["info"]["dobj"]))
+                bound = float(dual) + (float(prob.value) - float(primal))
+        else:
+            prob.solve(solver=solver, **kw)
     except TypeError as exc:                     # an option the solver does not know
         raise InvalidInputError(
             f"{solver} rejected the options {sorted(kw)} on the {what} ({exc}); pass only "
@@ -65,4 +100,4 @@ def solve_conic(prob: cp.Problem, solver: str, eps: float | None = None,
             f"{solver} returned status {status!r} on the {what}; try the other solver, a looser "
             "eps, or accept_inaccurate=True.")
     iters = getattr(prob.solver_stats, "num_iters", None) or 0
-    return elapsed, status, int(iters)
+    return elapsed, status, int(iters), bound

@@ -394,6 +394,15 @@ class SpectralProblem:
         self._family_cons.append(cons[-1])
         return objective
 
+    def extend(self, term=None, constraints=None):
+        """This problem plus a convex objective term and/or constraints on the learned matrix
+        M, written in CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem` whose
+        ``objective`` includes the term and whose ``solve_reference()`` is certified by the
+        conic solver's dual objective.  ``term``: M -> scalar expression;
+        ``constraints``: M -> list of constraints."""
+        from .extend import ExtendedProblem
+        return ExtendedProblem(self, term=term, constraints=constraints)
+
     def matrix_expression(self, problem: cp.Problem):
         """The learned matrix M = T X̂ Tᵀ as a CVXPY expression of ``problem``'s ``X``."""
         return self.T @ problem.var_dict["X"] @ self.T.T
