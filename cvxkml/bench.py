@@ -94,7 +94,7 @@ def numpy_sweeps_kernel(K, I, J, delta, xi, lam, gamma, n_sweeps):
 def warm_up() -> None:
     """Compile (or load from cache) the Numba Bregman loops on a tiny problem."""
     for kind in ("metric", "kernel"):
-        make_random_instance(6, 3, 6, 1.0, kind=kind, random_state=0).solve(tol=1e-6, max_sweeps=50)
+        make_random_instance(6, 3, 6, 1.0, kind=kind, random_state=0).solve(tol=1e-6, max_iter=50)
 
 
 def _best_of(fn, repeats: int) -> float:
@@ -215,7 +215,7 @@ def tolerance_rows(quick: bool = False, repeats: int | None = None, seed: int = 
         fast = {}
 
         def run_fast():
-            fast["sol"] = prob.solve(tol=tol, max_sweeps=1_000_000)
+            fast["sol"] = prob.solve(tol=tol, max_iter=1_000_000)
 
         t_fast = _best_of(run_fast, repeats)
         sf = fast["sol"]
@@ -299,7 +299,7 @@ def demo_fast_vs_exact(n: int = 30, gamma: float = 1.0, random_state: int = 0,
     warm_up()
     prob = make_random_instance(n, 5, 2 * n, gamma, kind="kernel", random_state=random_state)
     t0 = time.perf_counter()
-    sf = prob.solve(tol=tol, max_sweeps=1_000_000)
+    sf = prob.solve(tol=tol, max_iter=1_000_000)
     t_fast = time.perf_counter() - t0
     t0 = time.perf_counter()
     se = prob.solve_reference()
@@ -541,7 +541,7 @@ def _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quic
         t1 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sol = prob.solve(tol=tol, max_sweeps=max_sweeps)
+            sol = prob.solve(tol=tol, max_iter=max_sweeps)
         prob.kernel_factor(sol)
         t2 = time.perf_counter()
         rows.append({
@@ -561,7 +561,7 @@ def warm_up_lowrank() -> None:
 
     G0 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     LowRankLogDet(G0, PairConstraints([0, 1], [1, 2], [1.0, -1.0], [1.0, 2.0]), gamma=1.0).solve(
-        tol=1e-6, max_sweeps=50)
+        tol=1e-6, max_iter=50)
 
 
 __all__ += ["numpy_lowrank_sweep", "lowrank_projection_rows", "mnist_shape_factor",

@@ -103,7 +103,7 @@ def _fast(problem, tol, max_sweeps):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
-        sol = problem.solve(tol=tol, max_sweeps=max_sweeps)
+        sol = problem.solve(tol=tol, max_iter=max_sweeps)
         return sol, time.perf_counter() - t0
 
 

@@ -268,7 +268,7 @@ default=None
         X, y = self._validate_fit_data(X, y)
         W0 = self._prior_matrix(X)
         pc = self._constraints(y, baseline_metric(X, W0), percentiles)
-        sol = _ITMLProblem(X, pc, W0=W0, gamma=gamma).solve(tol=tol, max_sweeps=max_sweeps)
+        sol = _ITMLProblem(X, pc, W0=W0, gamma=gamma).solve(tol=tol, max_iter=max_sweeps)
         self.components_ = components_from_metric(sol.matrix)
         self._store_solution(sol)
         return self
@@ -443,7 +443,7 @@ for ``kernel="precomputed"``
         K0 = training_kernel(kern, X)
         K0_fit = K0 + ridge * np.eye(K0.shape[0]) if ridge > 0 else K0
         pc = self._constraints(y, baseline_kernel(K0_fit), percentiles)
-        sol = _LogDetKernelProblem(K0_fit, pc, gamma=gamma).solve(tol=tol, max_sweeps=max_sweeps)
+        sol = _LogDetKernelProblem(K0_fit, pc, gamma=gamma).solve(tol=tol, max_iter=max_sweeps)
         self.X_fit_ = X
         self.kernel_ = kern
         self.learned_kernel_ = LearnedKernel(kern, X, kernel_S(K0_fit, sol.matrix))
@@ -685,7 +685,7 @@ for ``kernel="precomputed"``
                          None, as_generator(self.random_state))
         pc = self._constraints(y, baseline_metric(fact.G0), percentiles)
         prob = LowRankLogDet(fact, pc, gamma=gamma)
-        sol = prob.solve(tol=tol, max_sweeps=max_sweeps)
+        sol = prob.solve(tol=tol, max_iter=max_sweeps)
         self.X_fit_ = X
         self.kernel_ = kern
         self.factorization_ = fact

@@ -191,7 +191,7 @@ for ``kernel="precomputed"``
             prob, alpha = VonNeumannKernel(K0, pc, gamma=gamma), 0.0
         else:
             prob, alpha = SpectralKernel(K0, pc, VonNeumann(), gamma=gamma), VonNeumann.alpha
-        sol = prob.solve(tol=tol, max_sweeps=max_sweeps)
+        sol = prob.solve(tol=tol, max_iter=max_sweeps)
         self.X_fit_ = X
         self.kernel_ = kern
         self.alpha_ = float(alpha)

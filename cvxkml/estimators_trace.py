@@ -204,7 +204,7 @@ for ``kernel="precomputed"``
         # thread, 166 s with two)
         with blas_limit():
             problem = _TraceProblem(K0, pc, tau=tau)
-            sol = problem.solve(tol=tol, max_sweeps=max_sweeps)
+            sol = problem.solve(tol=tol, max_iter=max_sweeps)
             P, s = problem.embedding_basis(sol)
         k = int(s.size)
         if nc is not None and nc > k:

@@ -275,7 +275,7 @@ def _learn(G0, pc, gamma, tol, max_sweeps):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            sol = prob.solve(tol=tol, max_sweeps=max_sweeps)
+            sol = prob.solve(tol=tol, max_iter=max_sweeps)
         except CvxkmlError:                            # breakdown on infeasible hard constraints
             return None, None, prob
     return prob.kernel_factor(sol), sol, prob

@@ -130,7 +130,7 @@ def fit_transform_method(method: str, Xtr, ytr, gamma: float, rng, tol: float = 
         raise InvalidInputError(f"method must be one of {METHODS}; got {method!r}.")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")             # ConvergenceWarning: counted below
-        sol = prob.solve(tol=tol, max_sweeps=max_sweeps)
+        sol = prob.solve(tol=tol, max_iter=max_sweeps)
     if method == "logdet":
         W = sol.matrix
     else:                                           # K = X W Xᵀ on the range of K0

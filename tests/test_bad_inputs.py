@@ -299,7 +299,7 @@ def bad_constraints(draw, inst: Inst, kernel: bool, N: int):
 
 def _short_solve(problem):
     """A few sweeps of the fast solver: enough to see an error type or a finite result."""
-    return problem.solve(max_sweeps=20)
+    return problem.solve(max_iter=20)
 
 
 # ----------------------------------------------------------------------------- side information
@@ -606,7 +606,9 @@ def _good_problem(name, inst, scale_exp=0):
 
 SOLVE_BAD = {   # SpectralProblem.solve
     "tol": NUMBER_BAD, "gap_tol": NUMBER_BAD, "viol_tol": NUMBER_BAD,
-    "max_sweeps": INT_BAD + [-10**6, 1, 2, np.int64(3), np.float64(2.0), "a", -np.inf],
+    "max_iter": INT_BAD + [-10**6, 1, 2, np.int64(3), np.float64(2.0), "a", -np.inf],
+    "method": ["bregman", None, 1, "DUAL"],
+    "warm_start": [np.full(3, -1.0), "a", np.full(1000, 1.0), [np.nan]],
 }
 
 
@@ -620,7 +622,9 @@ def test_spectral_solve_parameters(name, inst, data):
     if name.startswith("SDPLogDet") and key in ("gap_tol", "viol_tol"):
         key = "tol"                                   # the barrier solver's rule is its KKT residual
     value = draw(st.sampled_from(SOLVE_BAD[key]))
-    kw = {"max_sweeps": 20, key: value}
+    if name.startswith("SDPLogDet") and key in ("method", "warm_start"):
+        key, value = "max_iter", value if key == "method" else -1
+    kw = {"max_iter": 20, key: value}
     problem = _good_problem(name, inst, draw(st.integers(-4, 4)))
     feed(f"{name}.solve", lambda: problem.solve(**kw))
 
@@ -699,7 +703,7 @@ def test_pola(entry, inst, data):
         feed(entry, lambda: pola_constraints(**args))
     else:
         cls = POLAKernel if entry == "POLAKernel" else POLAMetric
-        feed(entry, lambda: cls(A, **args), then=lambda p: p.solve(max_sweeps=20), must_build=valid)
+        feed(entry, lambda: cls(A, **args), then=lambda p: p.solve(max_iter=20), must_build=valid)
 
 
 @pytest.mark.parametrize("entry", ["LinearLogDet", "TraceNorm", "VonNeumann", "SDPLogDetKernel C0",
@@ -988,11 +992,11 @@ def test_mkl_weight_steps(entry, inst, data):
         problem = SDPLogDetKernel(inst.K, inst.kpairs, np.eye(inst.n))
         gammas = draw(st.sampled_from([None, [], [-1.0], [0.0], [np.nan], "g", [1.0, "a"], 1.0, [1j]]))
         target = draw(st.sampled_from([problem, problem, ITML(inst.X, inst.pairs), None]))
-        feed(entry, lambda: barrier_path(target, gammas, max_sweeps=20))
+        feed(entry, lambda: barrier_path(target, gammas, max_iter=20))
 
 
 def _solve_max_sweeps(problem, value):
-    return problem.solve(max_sweeps=value)
+    return problem.solve(max_iter=value)
 
 
 SOLVE_OPTIONS_BAD = {
@@ -1026,7 +1030,7 @@ def test_sdp_phase_one_iterate_is_a_typed_error():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert feed("regression: SDPLogDetKernel phase-I iterate",
-                    lambda: problem.solve(max_sweeps=20)) is None
+                    lambda: problem.solve(max_iter=20)) is None
 
 
 def test_sdp_extreme_scale_is_a_typed_error():
@@ -1042,7 +1046,7 @@ def test_sdp_extreme_scale_is_a_typed_error():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert feed("regression: SDPLogDetKernel.solve at scale 1e8",
-                    lambda: problem.solve(max_sweeps=50)) is None
+                    lambda: problem.solve(max_iter=50)) is None
 
 
 # ----------------------------------------------------------------------------- estimators

@@ -143,7 +143,7 @@ def test_random_instance(kind, cls, dim):
 @pytest.mark.parametrize("kind", ["metric", "kernel"])
 def test_random_instance_fast_matches_exact(kind):
     p = datasets.make_random_instance(10, 3, 15, 1.0, kind=kind, random_state=1)
-    fast = p.solve(tol=1e-10, max_sweeps=100_000)
+    fast = p.solve(tol=1e-10, max_iter=100_000)
     exact = p.solve_reference()
     assert fast.converged
     assert abs(fast.objective - exact.objective) <= 1e-6 * max(1.0, abs(exact.objective))

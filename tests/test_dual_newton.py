@@ -129,7 +129,16 @@ def test_infeasible_hard_part_is_detected_with_hinge_elsewhere():
     with pytest.raises(InfeasibleError):
         prob.solve_reference()
     try:
-        sol = solve_fast_honestly(prob, max_sweeps=2000)
+        sol = solve_fast_honestly(prob, max_iter=2000)
     except InfeasibleError:
         return
     assert not sol.converged and sol.max_violation > 0.1
+
+
+def test_max_sweeps_still_works_with_a_deprecation_warning():
+    X, pc = metric_instance(4, 8, 3, 3, hard=True)
+    prob = ITML(X, pc)
+    with pytest.warns(DeprecationWarning, match="use max_iter"):
+        old = prob.solve(tol=1e-10, max_sweeps=5000)
+    new = prob.solve(tol=1e-10, max_iter=5000)
+    assert old.objective == new.objective and old.n_iter == new.n_iter

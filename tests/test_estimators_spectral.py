@@ -85,7 +85,7 @@ def test_matches_declarative_problems(wine, fitted):
     for div, prob in (("kulis", VonNeumannKernel(K0, pc, gamma=1.0)),
                       ("jain", SpectralKernel(K0, pc, VonNeumann(), gamma=1.0))):
         est = fitted[div]
-        sol = prob.solve(tol=1e-6, max_sweeps=10000)
+        sol = prob.solve(tol=1e-6, max_iter=10000)
         np.testing.assert_allclose(est.solution_.matrix, sol.matrix, atol=1e-10)
         assert est.solution_.converged
         assert est.alpha_ == {"kulis": 0.0, "jain": 1.0}[div]

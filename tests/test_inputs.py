@@ -83,7 +83,7 @@ def test_infeasible_hard_constraints():
     with pytest.raises(InfeasibleError, match="gamma"):
         prob.solve_reference()
     with pytest.raises(InfeasibleError, match="gamma"):
-        prob.solve(max_sweeps=200)
+        prob.solve(max_iter=200)
     sol = cvxkml.ITML(X, pc, gamma=1.0).solve()
     assert sol.converged and np.all(np.isfinite(sol.matrix)) and np.isfinite(sol.objective)
 
@@ -95,18 +95,18 @@ def test_parameters(data):
             cvxkml.ITML(X, pc, gamma=bad)
     with pytest.raises(InvalidInputError, match="tol"):
         cvxkml.ITML(X, pc, gamma=1.0).solve(tol=0)
-    with pytest.raises(InvalidInputError, match="max_sweeps"):
-        cvxkml.ITML(X, pc, gamma=1.0).solve(max_sweeps=0)
+    with pytest.raises(InvalidInputError, match="max_iter"):
+        cvxkml.ITML(X, pc, gamma=1.0).solve(max_iter=0)
     with pytest.raises(InvalidInputError, match="W0 must be 3 × 3"):
         cvxkml.ITML(X, pc, W0=np.eye(4))
 
 
-def test_fast_solver_rejects_unsupported_constraints(data):
+def test_native_solver_rejects_unsupported_constraints(data):
     X, pc = data
     rel = RelativeConstraints([0], [1], [2], 0.5)
     prob = cvxkml.ITML(X, [pc, rel])
     with pytest.raises(InvalidInputError, match="solve_reference"):
-        prob.solve()
+        prob.solve(method="native")                  # Bregman takes pairs; 'auto' goes dual
     with pytest.raises(InvalidInputError, match="at most one PairConstraints"):
         cvxkml.ITML(X, [pc, pc])
     with pytest.raises(InvalidInputError, match="Unsupported constraint"):
@@ -140,7 +140,7 @@ def test_infeasible_hard_constraints_raise_with_a_farkas_certificate():
     X = np.random.default_rng(1).normal(size=(4, 2))
     pc = PairConstraints([0, 1], [1, 0], [1, -1], [1.0, 4.0])       # d(0,1) <= 1 and >= 4
     with pytest.raises(InfeasibleError, match="Farkas certificate"):
-        cvxkml.ITML(X, pc).solve(tol=0.5, max_sweeps=1000)
+        cvxkml.ITML(X, pc).solve(tol=0.5, max_iter=1000)
     with pytest.raises(InfeasibleError):
         cvxkml.ITML(X, pc).solve_reference()
     # the same pairs with slack are a fine problem: the soft pairs admit no Farkas ray
@@ -149,5 +149,5 @@ def test_infeasible_hard_constraints_raise_with_a_farkas_certificate():
     # a feasible problem stopped early is reported uncertified, never infeasible
     ok = PairConstraints([0, 1], [1, 2], [1, -1], [1.0, 4.0])
     with pytest.warns(ConvergenceWarning):
-        early = cvxkml.ITML(X, ok).solve(tol=1e-12, max_sweeps=1)
+        early = cvxkml.ITML(X, ok).solve(tol=1e-12, max_iter=1)
     assert not early.converged

@@ -38,7 +38,7 @@ def test_reduced_problem_equals_eq8_model(seed, n, d, k, m, gamma):
         ref = reference_or_discard(prob)
     except (InfeasibleError, InvalidInputError):
         assume(False)
-    fast = prob.solve(tol=1e-12, max_sweeps=20_000)
+    fast = prob.solve(tol=1e-12, max_iter=20_000)
     assume(fast.converged)
     m8 = prob.eq8_model()
     m8.solve(solver="CLARABEL")

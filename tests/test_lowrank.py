@@ -18,7 +18,7 @@ from cvxkml.testing import (assert_matches_reference, factor_instance, reference
 from budget import examples
 
 GAP = VIOL = 1e-6
-FAST = dict(tol=1e-12, max_sweeps=20_000)
+FAST = dict(tol=1e-12, max_iter=20_000)
 
 
 def _fast(problem):
@@ -107,7 +107,7 @@ def test_unattainable_hard_similarity_constraint_is_reported_infeasible_by_both_
     with pytest.raises(InfeasibleError, match="singular on the range of K0"):
         problem.solve_reference()
     with pytest.raises(InfeasibleError, match=r"constraint 7, a hard relative or similarity"):
-        problem.solve(tol=1e-12, max_sweeps=20_000)
+        problem.solve(tol=1e-12, max_iter=20_000)
 
 
 @pytest.mark.parametrize("r", [1, 2, 7, 40])

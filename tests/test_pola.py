@@ -243,7 +243,7 @@ def test_nonconvergence_is_reported():
     K0, i, j, y, b = pola_kernel_instance(4, 9, 12, "gaussian", "labels", 2.0)
     prob = POLAKernel(K0, i, j, y, b)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        sol = prob.solve(max_sweeps=2)
+        sol = prob.solve(max_iter=2)
     assert not sol.converged and sol.n_iter == 2
     assert sol.info["rel_gap"] > 1e-9 or sol.info["rel_violation"] > 1e-9
 

@@ -27,7 +27,7 @@ from cvxkml.testing import kernel_instance, metric_instance
 from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
 
 GAP, VIOL = 1e-6, 1e-6
-FAST = dict(tol=1e-12, max_sweeps=20_000)
+FAST = dict(tol=1e-12, max_iter=20_000)
 
 seeds = st.integers(0, 2**31 - 1)
 gammas = st.sampled_from([0.01, 0.1, 1.0, 10.0, 100.0])

@@ -13,7 +13,7 @@ NAMES = list_optima()
 RTOL = 1e-6
 
 # the fast solve of each family, with the options that reach 1e-6 relative
-_SWEEPS = dict(tol=1e-12, max_sweeps=100_000)
+_SWEEPS = dict(tol=1e-12, max_iter=100_000)
 FAST = {
     "itml": _SWEEPS, "logdet-kernel": _SWEEPS, "lowrank-logdet": _SWEEPS,
     "spectral-metric": _SWEEPS, "spectral-kernel": _SWEEPS, "vonneumann-kernel": _SWEEPS,

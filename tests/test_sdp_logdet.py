@@ -137,7 +137,7 @@ def test_indefinite_objective_phase1_fast_vs_exact(seed, n, gamma):
     """C0 = −I ('maximize the trace', MVU-like): Ĉ0 is not PD, phase I (auxiliary trace
     bound, a q = r projection) finds a dual-feasible start; then vs the exact model."""
     K0, cons = mvu_instance(seed, n)
-    fast, _ = _check(SDPLogDetKernel(K0, cons, -np.eye(n), gamma), max_sweeps=100_000)
+    fast, _ = _check(SDPLogDetKernel(K0, cons, -np.eye(n), gamma), max_iter=100_000)
     assert fast.info["phase1_sweeps"] > 0
 
 
@@ -163,7 +163,7 @@ def test_all_constraint_families_fast_vs_exact():
     prob = SDPLogDetKernel(K_true + np.eye(n), [pc, rel, sim, lin], _pd(rng, n), 0.5)
     ct = constraint_terms(prob)
     assert list(np.diff(ct.ptr)[:2 + 3 + 2]) == [1, 1, 2, 2, 2, 2, 2]
-    fast = _fast(prob, max_sweeps=100_000)
+    fast = _fast(prob, max_iter=100_000)
     exact = prob.solve_reference()
     assert fast.converged
     assert abs(fast.objective - exact.objective) <= GAP * max(1, abs(exact.objective)) + abs(exact.gap)
@@ -204,7 +204,7 @@ def test_barrier_optimum_approaches_sdp_optimum():
     dist = [np.linalg.norm(row["matrix"] - last) / np.linalg.norm(last) for row in exact[:-1]]
     assert np.all(np.diff(dist) < 0) and dist[-1] <= 1e-2, dist
     assert all(0 <= row["distance"] < np.inf for row in exact)
-    _, fast = barrier_path(prob, gs[:3], fast=True, max_sweeps=100_000)
+    _, fast = barrier_path(prob, gs[:3], fast=True, max_iter=100_000)
     for f, e in zip(fast, exact):
         assert f["converged"]
         assert f["linear"] == pytest.approx(e["linear"], rel=1e-5)
@@ -219,7 +219,7 @@ def test_unbounded_problems_are_reported():
     K0, cons = mvu_instance(1, 6)
     prob = SDPLogDetKernel(K0, cons[0], -np.eye(6), 0.5)
     with pytest.raises(UnboundedError, match="unbounded"):
-        prob.solve(max_sweeps=100_000)
+        prob.solve(max_iter=100_000)
     with pytest.raises(UnboundedError, match="unbounded"):
         prob.solve_reference()
     with pytest.raises(UnboundedError, match="unbounded"):
@@ -259,11 +259,11 @@ def test_warm_start_and_nonconvergence_are_honest():
     K0, cons = mvu_instance(3, 7)
     prob = SDPLogDetKernel(K0, cons, -np.eye(7), 0.3)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        short = prob.solve(max_sweeps=5)
+        short = prob.solve(max_iter=5)
     assert not short.converged and short.n_iter == 5
-    full = prob.solve(max_sweeps=100_000)
+    full = prob.solve(max_iter=100_000)
     assert full.converged and full.info["phase1_sweeps"] > 0
-    warm = prob.with_gamma(0.2).solve(lam0=full.dual, max_sweeps=100_000)   # Ĉ0 + A(λ) ≻ 0: no phase I
+    warm = prob.with_gamma(0.2).solve(lam0=full.dual, max_iter=100_000)   # Ĉ0 + A(λ) ≻ 0: no phase I
     assert warm.converged and warm.info["phase1_sweeps"] == 0
     ct = constraint_terms(prob)
     Xw = barrier_primal(prob.regularizer.C0h, ct.U, ct.w, ct.ptr, warm.dual, 0.2)

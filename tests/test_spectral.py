@@ -19,7 +19,7 @@ from cvxkml.testing import metric_instance
 from budget import examples
 
 REGS = [LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)]
-FAST = dict(tol=1e-13, max_sweeps=50_000)
+FAST = dict(tol=1e-13, max_iter=50_000)
 
 
 def _three_pairs(pc):
@@ -81,7 +81,7 @@ def test_theorem4_fast_solvers(reg, gamma):
 
 
 def _vn_check(problem, hard):
-    fast = solve_fast_honestly(problem, tol=1e-12, max_sweeps=20_000)
+    fast = solve_fast_honestly(problem, tol=1e-12, max_iter=20_000)
     assume(fast.converged)
     # the exponential-cone model is the least accurate conic solve (Clarabel ended
     # 'optimal_inaccurate' 1 % off on one draw, seed=975): it is trusted only when optimal
@@ -231,7 +231,7 @@ def test_vonneumann_extreme_bounds_do_not_crash():
     # the same bounds as a declared problem: infeasible, so never a certified success
     prob = SpectralMetric(F, PairConstraints(I, J, y, bound), VonNeumann())
     try:
-        sol = solve_fast_honestly(prob, tol=1e-12, max_sweeps=2000)
+        sol = solve_fast_honestly(prob, tol=1e-12, max_iter=2000)
     except CvxkmlError:
         return
     assert not sol.converged

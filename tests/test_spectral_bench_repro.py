@@ -115,7 +115,7 @@ def test_vonneumann_map_reproduces_learned_kernel():
     L, info = fit_transform_method("vonneumann", X, y, 1.0, np.random.default_rng(0))
     from cvxkml.reproduce_spectral import _constraints
     pc = _constraints(X, y, np.random.default_rng(0))
-    sol = VonNeumannKernel(X @ X.T, pc, gamma=1.0).solve(tol=1e-3, max_sweeps=2000)
+    sol = VonNeumannKernel(X @ X.T, pc, gamma=1.0).solve(tol=1e-3, max_iter=2000)
     Z = X @ L.T
     np.testing.assert_allclose(Z @ Z.T, sol.matrix, atol=1e-9 * np.abs(sol.matrix).max())
     assert info["converged"] and info["pairs"] == len(pc)

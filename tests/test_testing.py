@@ -129,7 +129,7 @@ def test_assert_matches_reference_catches_disagreement():
 def test_problems_strategy_gives_solvable_instances(problem):
     """The strategy's draws are what the contract needs: a certified fast solve that
     matches a trusted reference (the 10-line recipe of the module docstring)."""
-    fast = solve_fast_honestly(problem, tol=1e-12, max_sweeps=20_000)
+    fast = solve_fast_honestly(problem, tol=1e-12, max_iter=20_000)
     assert fast.converged
     assert_matches_reference(problem, fast, reference_or_discard(problem))
 

@@ -38,7 +38,7 @@ from budget import examples
 
 EXAMPLES = examples(20)
 TOL = 1e-6
-FAST = dict(tol=1e-12, max_sweeps=50_000)
+FAST = dict(tol=1e-12, max_iter=50_000)
 REGS = {"LogDet": LogDet, "VonNeumann": VonNeumann, "Frobenius": Frobenius,
         "TraceNorm": lambda: TraceNorm(0.5)}
 

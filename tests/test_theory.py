@@ -11,7 +11,7 @@ from cvxkml.sideinfo import PairConstraints, baseline_metric
 from cvxkml.testing import kernel_instance, metric_instance
 from budget import examples
 
-TOL = dict(tol=1e-13, max_sweeps=50_000)
+TOL = dict(tol=1e-13, max_iter=50_000)
 
 
 def _labelled(seed, n, d):

@@ -28,7 +28,7 @@ def test_fast_matches_exact_and_rank(seed, n, m, kind, tau):
     decide them)."""
     K0, pc = kernel_instance(seed, n, m, hard=True, kind=kind)
     prob = TraceSSIKDR(K0, pc, tau=tau)
-    fast = solve_fast_honestly(prob, tol=1e-10, max_sweeps=20_000)
+    fast = solve_fast_honestly(prob, tol=1e-10, max_iter=20_000)
     assume(fast.converged)
     # trusted only when optimal with its own certificate <= 1e-6 (else SCS, else discarded)
     exact = reference_or_discard(prob, cert_rtol=1e-6, viol_tol=1e-6)

@@ -505,8 +505,9 @@ class SpectralProblem:
         res.matrix = self.matrix_from_whitened(res.matrix)
         return res
 
-    def solve(self, tol: float = 1e-9, max_sweeps: int = 20_000, gap_tol: float | None = None,
-              viol_tol: float | None = None, *, method: str = "auto", warm_start=None) -> Solution:
+    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, gap_tol: float | None = None,
+              viol_tol: float | None = None, *, method: str = "auto", warm_start=None,
+              max_sweeps: int | None = None) -> Solution:
         """The fast solver: cyclic Bregman projections (Jain et al. Algorithm 1; Kulis et
         al. Algorithm 2 for the low-rank problem), the regularizer's own fast solver, or the
         generic certified dual solver (any regularizer, every constraint family, hinge
@@ -517,8 +518,9 @@ class SpectralProblem:
         tol : float
             The paper's stopping rule: the relative dual change of a sweep,
             Σ|λ − λ_old| / (Σ|λ| + Σ|λ_old|), below ``tol``.
-        max_sweeps : int
-            Total sweeps over all attempts (see below).
+        max_iter : int
+            Total sweeps (Bregman, native solvers) or Newton iterations (dual solver) over all
+            attempts (see below).  ``max_sweeps`` is its deprecated former name.
         gap_tol, viol_tol : float or None
             The certificate: a solve is ``converged`` only when the Lagrange-dual gap
             f(M) − g(λ) lies in [−gap_tol, gap_tol]·max(1, |f(M)|) (a negative gap beyond
@@ -569,10 +571,14 @@ class SpectralProblem:
                 raise InvalidInputError(
                     f"warm_start must hold {self.n_constraints} non-negative multipliers (one per "
                     "constraint, in violations() order), e.g. a previous Solution.dual.")
+        if max_sweeps is not None:
+            warnings.warn("solve(max_sweeps=...) is deprecated and will be removed in the next "
+                          "release; use max_iter=...", DeprecationWarning, stacklevel=2)
+            max_iter = max_sweeps
         tol = check_positive(tol, "tol")
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
-        max_sweeps = check_int(max_sweeps, "max_sweeps", maximum=10**15)   # int64 in the kernels
+        max_sweeps = check_int(max_iter, "max_iter", maximum=10**15)   # int64 in the kernels
         attempt_tol, sweeps, elapsed, attempts = tol, 0, 0.0, 0
         while True:
             res = (self._run_dual(attempt_tol, max_sweeps - sweeps, lam0) if use_dual
@@ -607,7 +613,7 @@ class SpectralProblem:
             warnings.warn(
                 f"{what} "
                 f"{res.dual_change:.3g} > tol {attempt_tol:.3g}, max violation {sol.max_violation:.3g}. "
-                "Raise max_sweeps or tol" + ("" if self.gamma is not None or self._hinge else
+                "Raise max_iter or tol" + ("" if self.gamma is not None or self._hinge else
                                               ", or use slack (gamma, or Hinge) if the constraints "
                                               "conflict") + ".",
                 ConvergenceWarning, stacklevel=2)
@@ -620,7 +626,7 @@ class SpectralProblem:
                 f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} (allowed ±{gap_tol:.3g}), max relative "
                 f"violation {rel_viol:.3g} (allowed {viol_tol:.3g}). "
                 + ("The hard constraints may be infeasible (use slack, gamma=…), or " if self.gamma is None
-                   else "") + "raise max_sweeps, or loosen gap_tol / viol_tol.",
+                   else "") + "raise max_iter, or loosen gap_tol / viol_tol.",
                 ConvergenceWarning, stacklevel=2)
         return sol
 

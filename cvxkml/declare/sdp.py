@@ -38,6 +38,7 @@ in γ (see :func:`barrier_path`).
 from __future__ import annotations
 
 import copy
+import warnings
 
 import cvxpy as cp
 import numpy as np
@@ -189,9 +190,9 @@ class LinearLogDet(Regularizer):
             # stopped early (seen right after phase I, C0 = 11ᵀ: an eigenvalue of 6e15) at a
             # matrix outside the barrier's domain, which has no finite objective to report
             raise SolverError(
-                f"The barrier Bregman projections stopped after {res.sweeps} sweeps (max_sweeps; "
+                f"The barrier Bregman projections stopped after {res.sweeps} sweeps (max_iter; "
                 f"phase I took {res.extra['phase1_sweeps']}) at a matrix outside the domain of "
-                "log det (no finite objective yet). Raise max_sweeps, or warm-start with lam0 from "
+                "log det (no finite objective yet). Raise max_iter, or warm-start with lam0 from "
                 "a solve of the same constraints.")
         return res
 
@@ -212,7 +213,8 @@ class _SDPMixin:
     def _run_fast(self, tol, max_sweeps):
         return self.regularizer.fast_solver(self, tol, max_sweeps, lam0=self._lam0)
 
-    def solve(self, tol: float = 1e-9, max_sweeps: int = 20_000, lam0=None):
+    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, lam0=None, *,
+              max_sweeps: int | None = None, **kw):
         """Fast solver: Bregman projections under the barrier
         (:func:`cvxkml.solvers.sdp_logdet.barrier_bregman`; when Ĉ0 is not positive definite a
         phase I with an auxiliary trace bound finds a dual-feasible start).  Stops when the
@@ -234,7 +236,11 @@ class _SDPMixin:
                     f"lam0 must hold {self.n_constraints} finite non-negative multipliers.")
         self._lam0 = lam0
         try:
-            sol = super().solve(tol=tol, max_sweeps=max_sweeps)
+            if max_sweeps is not None:
+                warnings.warn("solve(max_sweeps=...) is deprecated and will be removed in the next "
+                              "release; use max_iter=...", DeprecationWarning, stacklevel=2)
+                max_iter = max_sweeps
+            sol = super().solve(tol=tol, max_iter=max_iter, **kw)
         finally:
             self._lam0 = None
         sol.info["linear_objective"] = self.linear_objective(sol.matrix)
