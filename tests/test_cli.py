@@ -158,7 +158,7 @@ def test_bench_variants_quick():
     rows = variant_rows(quick=True)
     assert [r["variant"] for r in rows] == list(VARIANTS)
     for r in rows:
-        assert r["fast_converged"] and r["fast_cert"] <= 1e-8, r
+        assert r["fast_converged"] and r["fast_cert"] <= 1e-6, r          # the default gap_tol
         assert r["clarabel_status"] == "optimal" and r["fast_diff"] <= 1e-6, r
     rc, out = run_cli(["bench", "variants", "--quick"])
     assert rc == 0 and "clarabel/fast" in out and "bench finished" in out

@@ -175,13 +175,16 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
                 # Levenberg–Marquardt damping: the dual Hessian is singular whenever m exceeds
                 # r(r+1)/2 or a regularizer is flat (Frobenius, trace); the damping vanishes
                 # with the certificate, keeping the fast local convergence
-                reg = max(float(np.max(np.diag(Hf), initial=0.0)), _TINY) * \
-                    min(1e-2, max(1e-12, damping * np.sqrt(max(rel_gap, rel_viol))))
+                # (Marquardt's scaling: μ·diag(H), so one stiff constraint — a trace budget —
+                # does not damp the others into gradient steps)
+                mu_lm = min(1e-2, max(1e-12, damping * np.sqrt(max(rel_gap, rel_viol))))
+                dH = np.diag(Hf)
+                scale_d = np.maximum(dH, 1e-12 * max(float(np.max(dH, initial=0.0)), _TINY))
+                Hreg = Hf + np.diag(mu_lm * scale_d)
                 try:
-                    d[free] = np.linalg.solve(Hf + reg * np.eye(Hf.shape[0]), grad[free])
+                    d[free] = np.linalg.solve(Hreg, grad[free])
                 except np.linalg.LinAlgError:
-                    d[free] = np.linalg.lstsq(Hf + reg * np.eye(Hf.shape[0]), grad[free],
-                                              rcond=1e-13)[0]
+                    d[free] = np.linalg.lstsq(Hreg, grad[free], rcond=1e-13)[0]
             else:
                 vfull = np.zeros(m)
                 hv_reg = 1e-10 * max(float(np.max(ops.norms, initial=1.0)) ** 2, _TINY)
