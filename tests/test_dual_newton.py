@@ -142,3 +142,46 @@ def test_max_sweeps_still_works_with_a_deprecation_warning():
         old = prob.solve(tol=1e-10, max_sweeps=5000)
     new = prob.solve(tol=1e-10, max_iter=5000)
     assert old.objective == new.objective and old.n_iter == new.n_iter
+
+
+def test_register_fast_solver_protocol():
+    """A registered fast solver is used, its result checked against the protocol, and the
+    problem certifies its answer; handles() routes the rest to the dual solver."""
+    from cvxkml.declare import register_fast_solver
+    from cvxkml.declare.regularizers import _FAST_SOLVERS
+    from cvxkml.declare.terms import constraint_terms
+    from cvxkml.solvers import FastResult
+    from cvxkml.solvers.dual_newton import dual_newton
+
+    class MyFrobenius(Frobenius):
+        fast_solver = None                   # drop the inherited POLA solver: use the registry
+
+    calls = []
+
+    def my_solver(problem, tol, max_iter):   # a user's solver: here the dual one, renamed
+        calls.append(max_iter)
+        ct = constraint_terms(problem)
+        res = dual_newton(ct.U, ct.w, ct.ptr, ct.t, problem.regularizer, tol=tol, max_iter=max_iter)
+        res.matrix = problem.matrix_from_whitened(res.matrix)
+        res.extra["solver"] = "mine"
+        return res
+
+    X, pc = metric_instance(7, 10, 3, 3, hard=True)
+    try:
+        register_fast_solver(MyFrobenius, my_solver, handles=lambda p: p.pairs_only)
+        prob = SpectralMetric(X, pc, MyFrobenius())
+        sol = solve_fast_honestly(prob, tol=1e-7, max_iter=300)
+        assert calls == [300] and sol.solver.startswith("mine") and sol.converged
+        assert_matches_reference(prob, sol, prob.solve_reference(), rtol=1e-6)
+        rel = RelativeConstraints([0], [1], [2], [0.0])
+        assert SpectralMetric(X, [pc, rel], MyFrobenius()).solve().solver.startswith("dual-newton")
+
+        def broken(problem, tol, max_iter):
+            return FastResult(problem.M0, np.zeros(1), np.zeros(0), 1, 0.0, 0, -1, 0.0)
+        register_fast_solver(MyFrobenius, broken)
+        with pytest.raises(InvalidInputError, match="broke the fast-solver protocol: lam of shape"):
+            SpectralMetric(X, pc, MyFrobenius()).solve()
+        with pytest.raises(InvalidInputError, match="Regularizer subclass"):
+            register_fast_solver(MyFrobenius(), broken)
+    finally:
+        _FAST_SOLVERS.pop(MyFrobenius, None)

@@ -10,11 +10,12 @@ from .iplr import IPLR
 
 __all__ += ["IPLR"]
 from .dual import solve_dual
-from .regularizers import Frobenius, LogDet, Regularizer, TraceNorm, VonNeumann
+from .regularizers import (Frobenius, LogDet, Regularizer, TraceNorm, VonNeumann,
+                           register_fast_solver)
 from .spectral import SpectralKernel, SpectralMetric
 
 __all__ += ["SpectralKernel", "SpectralMetric", "Regularizer", "LogDet", "VonNeumann", "Frobenius",
-            "TraceNorm", "solve_dual"]
+            "TraceNorm", "solve_dual", "register_fast_solver"]
 from .vonneumann import VonNeumannKernel
 
 __all__ += ["VonNeumannKernel"]

@@ -584,6 +584,7 @@ class SpectralProblem:
             res = (self._run_dual(attempt_tol, max_sweeps - sweeps, lam0) if use_dual
                    else self._run_fast(attempt_tol, max_sweeps - sweeps))
             attempts += 1
+            self._check_fast_result(res)
             sweeps += res.sweeps
             elapsed += res.time
             self._raise_breakdown(res)
@@ -629,6 +630,30 @@ class SpectralProblem:
                    else "") + "raise max_iter, or loosen gap_tol / viol_tol.",
                 ConvergenceWarning, stacklevel=2)
         return sol
+
+    def _check_fast_result(self, res) -> None:
+        """The fast-solver protocol (:mod:`cvxkml.solvers.result`), checked before anything is
+        built from a result: a FastResult, an N × N matrix, one multiplier per constraint, a
+        known status, a non-negative iteration count."""
+        from ..solvers.result import FastResult, Status
+        N = self.M0.shape[0]
+        problems = []
+        if not isinstance(res, FastResult):
+            problems.append(f"returned {type(res).__name__}, not cvxkml.solvers.FastResult")
+        else:
+            if np.shape(res.matrix) != (N, N):
+                problems.append(f"matrix of shape {np.shape(res.matrix)}, not {(N, N)}")
+            if np.shape(res.lam) != (self.n_constraints,):
+                problems.append(f"lam of shape {np.shape(res.lam)}, not ({self.n_constraints},) (one "
+                                "multiplier per constraint, in violations() order)")
+            if res.code not in set(int(s) for s in Status):
+                problems.append(f"code {res.code!r} is not a cvxkml.solvers.Status")
+            if not isinstance(res.sweeps, (int, np.integer)) or res.sweeps < 0:
+                problems.append(f"sweeps {res.sweeps!r} is not a non-negative integer")
+        if problems:
+            raise InvalidInputError(
+                f"The fast solver of {type(self).__name__} ({self.regularizer.name}) broke the "
+                f"fast-solver protocol: {'; '.join(problems)}. See cvxkml.solvers.result.")
 
     def farkas_direction(self, lam):
         """Test the multipliers' direction d = λ/Σλ as a Farkas certificate of infeasibility

@@ -19,7 +19,52 @@ import numpy as np
 from .._validation import as_float_array, check_positive
 from ..errors import InvalidInputError
 
-__all__ = ["Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm"]
+__all__ = ["Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm", "register_fast_solver",
+           "fast_solver_for"]
+
+_FAST_SOLVERS: dict = {}         # Regularizer subclass -> (solver, handles)
+
+
+def register_fast_solver(regularizer_cls, solver, handles=None) -> None:
+    """Register ``solver(problem, tol, max_iter) -> FastResult`` as the native fast solver of
+    every spectral problem whose regularizer is an instance of ``regularizer_cls`` (the
+    protocol: :mod:`cvxkml.solvers.result`).
+
+    Parameters
+    ----------
+    regularizer_cls : a :class:`Regularizer` subclass.
+    solver : callable (problem, tol, max_iter) -> FastResult
+        Works on the problem's NumPy attributes, returns the matrix in the problem's space and
+        one multiplier per constraint; ``problem.solve()`` computes the objective, violations
+        and certificate and decides ``converged`` from them.
+    handles : callable problem -> bool, optional
+        Which problems the solver takes (e.g. ``lambda p: p.pairs_only``); the others go to
+        the generic dual solver.  Default: all.
+
+    A ``fast_solver`` method on the regularizer class itself takes precedence.
+    """
+    if not (isinstance(regularizer_cls, type) and issubclass(regularizer_cls, Regularizer)):
+        raise InvalidInputError("register_fast_solver needs a Regularizer subclass (the class, "
+                                f"not an instance); got {regularizer_cls!r}.")
+    if not callable(solver) or (handles is not None and not callable(handles)):
+        raise InvalidInputError("solver (and handles, if given) must be callable: "
+                                "solver(problem, tol, max_iter) -> FastResult, handles(problem) -> bool.")
+    _FAST_SOLVERS[regularizer_cls] = (solver, handles)
+
+
+def fast_solver_for(reg):
+    """(solver, handles) for a regularizer instance: its ``fast_solver`` method (with its
+    ``fast_handles``, if any), else the registration of the nearest class in its MRO, else
+    (None, None)."""
+    method = getattr(reg, "fast_solver", None)
+    if method is not None:
+        return (lambda problem, tol, max_iter: method(problem, tol, max_iter)), \
+            getattr(reg, "fast_handles", None)
+    for cls in type(reg).__mro__:
+        if cls in _FAST_SOLVERS:
+            solver, handles = _FAST_SOLVERS[cls]
+            return (lambda problem, tol, max_iter: solver(problem, tol, max_iter)), handles
+    return None, None
 
 
 def _eigvalsh(A):

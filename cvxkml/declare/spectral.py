@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..errors import InvalidInputError
 from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from .logdet import ITML, LogDetKernel
-from .regularizers import LogDet, Regularizer
+from .regularizers import LogDet, Regularizer, fast_solver_for
 
 __all__ = ["SpectralMetric", "SpectralKernel"]
 
@@ -46,16 +46,16 @@ class _FastDispatch:
         reg = self.regularizer
         if isinstance(reg, LogDet):
             return super()._native_fast_ok()
-        if self._hinge or getattr(reg, "fast_solver", None) is None:
+        solver, handles = fast_solver_for(reg)
+        if self._hinge or solver is None:
             return False
-        handles = getattr(reg, "fast_handles", None)
         return True if handles is None else bool(handles(self))
 
     def _run_fast(self, tol, max_sweeps):
         reg = self.regularizer
         if isinstance(reg, LogDet):
             return super()._run_fast(tol, max_sweeps)
-        runner = getattr(reg, "fast_solver", None)
+        runner, _ = fast_solver_for(reg)
         if runner is None:
             raise InvalidInputError(
                 f"No fast solver for the {reg.name} regularizer yet; use solve_reference() (the "

@@ -1,4 +1,8 @@
-"""Fast hand-written solvers (Numba).  No CVXPY import in this package."""
-from .bregman import bregman_kernel, bregman_metric, BregmanResult
+"""Fast hand-written solvers (Numba / NumPy).  No CVXPY import in this package.
 
-__all__ = ["bregman_kernel", "bregman_metric", "BregmanResult"]
+Every solver returns a :class:`~cvxkml.solvers.result.FastResult` (the public fast-solver
+protocol: :mod:`cvxkml.solvers.result`)."""
+from .bregman import BregmanResult, bregman_kernel, bregman_metric
+from .result import FastResult, Status
+
+__all__ = ["bregman_kernel", "bregman_metric", "FastResult", "Status", "BregmanResult"]

@@ -18,28 +18,15 @@ Stopping rule, after every full sweep: Σ|λ − λ_old| / (Σ|λ| + Σ|λ_old|)
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
 
 from .._config import blas_limit
+# status codes of the jitted loops: cvxkml.solvers.result.Status
+from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
 
-# status codes returned by the jitted loops
-OK, NOT_CONVERGED, NONPOSITIVE_DISTANCE, NONFINITE = 0, 1, 2, 3
-
-
-@dataclass
-class BregmanResult:
-    matrix: np.ndarray
-    lam: np.ndarray
-    xi: np.ndarray
-    sweeps: int
-    dual_change: float
-    code: int
-    bad_index: int
-    time: float
-    extra: dict = field(default_factory=dict)     # solver-specific outputs (e.g. the factor B)
+BregmanResult = FastResult        # the former name of the public result type
 
 
 @nb.njit(cache=True, fastmath=False)

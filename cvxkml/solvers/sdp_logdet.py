@@ -56,10 +56,10 @@ import numpy as np
 
 from .._config import blas_limit
 from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, BregmanResult, _dual_change
+from .result import UNBOUNDED           # no dual-feasible start found: unbounded below
 
 __all__ = ["barrier_bregman", "barrier_primal", "project_one", "UNBOUNDED", "INFEASIBLE_CONSTRAINT"]
 
-UNBOUNDED = 4                  # no dual-feasible start found: unbounded below
 INFEASIBLE_CONSTRAINT = NONPOSITIVE_DISTANCE    # a single constraint unsatisfiable by X ≻ 0
 
 
