@@ -143,6 +143,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
                              time=time.perf_counter() - t0,
                              extra={"solver": "dual-newton", "reason": "f* is not finite at λ = 0"})
     dense = ops.U.shape[0] * r * r <= newton_budget and m <= 3000
+    boost = 1.0          # Levenberg–Marquardt: ×10 after a failed / short Newton step, ÷10 after a full one
     it = grad_steps = cg_steps = 0
     converged = infeasible = False
     rel_gap = rel_viol = np.inf
@@ -155,7 +156,8 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
         if it >= max_iter:
             break
         if it and it % 25 == 0 and not soft.all():
-            mmin, lin = _farkas(ops, st.lam)
+            # over the hard multipliers only: soft constraints can always be met with slack
+            mmin, lin = _farkas(ops, np.where(soft, 0.0, st.lam))
             if mmin >= -1e-12 and lin <= -1e-6:
                 infeasible = True
                 break
@@ -177,7 +179,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
                 # with the certificate, keeping the fast local convergence
                 # (Marquardt's scaling: μ·diag(H), so one stiff constraint — a trace budget —
                 # does not damp the others into gradient steps)
-                mu_lm = min(1e-2, max(1e-12, damping * np.sqrt(max(rel_gap, rel_viol))))
+                mu_lm = min(1e8, boost * min(1e-2, max(1e-12, damping * np.sqrt(max(rel_gap, rel_viol)))))
                 dH = np.diag(Hf)
                 scale_d = np.maximum(dH, 1e-12 * max(float(np.max(dH, initial=0.0)), _TINY))
                 Hreg = Hf + np.diag(mu_lm * scale_d)
@@ -221,19 +223,29 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
                 break
             step *= 0.5
         it += 1
-        if new is None:
-            if np.any(free) and np.any(d != 0):          # Newton stalled: one gradient try next
-                st_try = st
-                d_g = grad / np.maximum(ops.norms ** 2 * float(np.max(np.abs(Gam), initial=1.0)), _TINY)
-                step = 1.0
-                for _ in range(60):
-                    cand = np.clip(lam + step * d_g, 0.0, upper)
-                    c = _evaluate(ops, conj, shift, cand)
-                    if c is not None and c.g > st_try.g:
-                        new = c
-                        break
-                    step *= 0.5
-                grad_steps += 1
+        boost = max(1.0, boost / 10.0) if (new is not None and step == 1.0) else min(boost * 10.0, 1e12)
+        if new is None or step < 1e-2:
+            # Newton failed or crawled (a singular Hessian: kinks of f*, flat regularizers):
+            # a scaled gradient step, expanded while it keeps improving
+            d_g = grad / np.maximum(ops.norms ** 2 * float(np.max(np.abs(Gam), initial=1.0)), _TINY)
+            base_st = new if new is not None else st
+            best, step = None, 1.0
+            for _ in range(60):
+                cand = np.clip(base_st.lam + step * d_g, 0.0, upper)
+                c = _evaluate(ops, conj, shift, cand)
+                if c is not None and c.g > base_st.g:
+                    best = c
+                    break
+                step *= 0.5
+            while best is not None and step < 2.0 ** 30:
+                step *= 2.0
+                c = _evaluate(ops, conj, shift, np.clip(base_st.lam + step * d_g, 0.0, upper))
+                if c is None or c.g <= best.g:
+                    break
+                best = c
+            grad_steps += 1
+            if best is not None:
+                new = best
             if new is None:
                 break                                    # no ascent possible at round-off
         st = new
@@ -245,7 +257,8 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
         dual_change=float(max(rel_gap, rel_viol)), code=code, bad_index=-1, time=elapsed,
         extra={"solver": "dual-newton", "rel_gap": float(rel_gap), "rel_violation": float(rel_viol),
                "newton_iterations": int(it), "gradient_steps": int(grad_steps),
-               "cg_solves": int(cg_steps), "farkas": _farkas(ops, st.lam), "infeasible": bool(infeasible),
+               "cg_solves": int(cg_steps), "farkas": _farkas(ops, np.where(soft, 0.0, st.lam)),
+               "infeasible": bool(infeasible),
                "residuals": st.grad.copy(), "objective_fy": float(f_total)})
 
 
