@@ -589,6 +589,13 @@ class SpectralProblem:
             elapsed += res.time
             self._raise_breakdown(res)
             sol = self._fast_solution(res, sweeps, elapsed)
+            if not np.isfinite(sol.objective):
+                raise SolverError(
+                    f"The fast solver ({sol.solver}) stopped after {sweeps} iteration(s) at a matrix "
+                    f"outside the domain of the {self.regularizer.name} objective (objective "
+                    f"{sol.objective}: a zero eigenvalue on the range of M0 under a log det, or a "
+                    "matrix outside that range). Rescale the problem (a barrier weight or bounds "
+                    "far from 1), raise max_iter, or use solve_reference().")
             scale = max(1.0, abs(sol.objective))
             gap = sol.gap
             rel_viol = sol.info["max_relative_violation"]

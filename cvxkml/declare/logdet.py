@@ -97,9 +97,27 @@ class LogDetKernel(SpectralProblem):
         if self.rank < n or not self.pairs_only:
             # range-space factor path (Kulis et al. Alg. 2): O(r²) per projection, and it
             # handles relative and similarity constraints
+            import warnings
+
             from .lowrank import LowRankLogDet
-            sub = LowRankLogDet(self.T, [c for c in self._families()[:3] if c is not None], self.gamma)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                sub = LowRankLogDet(self.T, [c for c in self._families()[:3] if c is not None],
+                                    self.gamma)
             res = sub._run_fast(tol, max_sweeps)
+            if sub.skipped_pairs.size:
+                # pairs at round-off distance in the factor (seen with data scaled by 1e-6): the
+                # sub-problem dropped them; they keep λ = 0 and their bound as slack here
+                keep = np.setdiff1d(np.arange(len(self.pairs)), sub.skipped_pairs)
+                n_p = len(self.pairs)
+                lam = np.zeros(self.n_constraints)
+                lam[keep] = res.lam[:keep.size]
+                lam[n_p:] = res.lam[keep.size:]
+                res.lam = lam
+                if res.xi.size:
+                    xi = self.pairs.bound.copy()
+                    xi[keep] = res.xi[:keep.size]
+                    res.xi = np.concatenate([xi, res.xi[keep.size:]])
             res.matrix = self.matrix_from_whitened(res.matrix)
             res.extra.update(G=self.T @ res.extra.pop("B"), path="lowrank")
             return res

@@ -30,7 +30,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._validation import (as_float_array, check_conic_options, check_index_array, check_kernel_matrix,
-                           check_number)
+                           check_magnitude, check_number)
 from ..errors import InvalidInputError
 from ..kernels import center_kernel
 from ..sideinfo import PairConstraints
@@ -125,8 +125,9 @@ class SpectralReweighting:
     """
 
     def __init__(self, U, eigenvalues, pairs, epsilon: float = DEFAULT_EPSILON):
-        self.U = as_float_array(U, "U", ndim=2)
-        self.eigenvalues = as_float_array(eigenvalues, "eigenvalues", ndim=1)
+        self.U = check_magnitude(as_float_array(U, "U", ndim=2), "U")
+        self.eigenvalues = check_magnitude(as_float_array(eigenvalues, "eigenvalues", ndim=1),
+                                           "eigenvalues")
         if self.eigenvalues.size != self.U.shape[1] or self.U.shape[1] == 0:
             raise InvalidInputError(
                 f"eigenvalues must have one entry per column of U ({self.U.shape[1]} >= 1); got "
@@ -169,7 +170,9 @@ class SpectralReweighting:
     def dual_value(self, rho: float) -> float:
         """Lagrange dual g(ρ) = min_β βᵀDβ + ρ(c − 1ᵀβ) = ρc − (ρ²/4) Σ 1/d_r (a lower
         bound on the optimum, equal to it at ρ* = 2c / Σ 1/d_r)."""
-        return float(rho * self.c - 0.25 * rho ** 2 * np.sum(1.0 / self.d))
+        # factored: ρ² overflows for huge components (|U| ~ 1e100 gives ρ ~ 1e200) while
+        # ρ·Σ1/d stays O(c) near ρ*
+        return float(rho * (self.c - 0.25 * rho * float(np.sum(1.0 / self.d))))
 
     def uniform_beta(self) -> np.ndarray:
         """The feasible point c/q · 1 (uniform weights)."""
