@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_positive, estimator_data, estimator_fit_data, estimator_pairs
+from ._validation import check_int, check_positive, estimator_data, estimator_fit_data, estimator_pairs
 from .declare.lmnn import LMNNProblem
 from .declare.mkl import W_GRID, alternate, combine_kernels
 from .errors import InvalidInputError
@@ -70,7 +70,7 @@ class _LMNNBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return X, y
 
     def _lmnn_options(self):
-        return {"tol": check_positive(self.tol, "tol"), "max_iter": _pos_int(self.max_iter, "max_iter")}
+        return {"tol": check_positive(self.tol, "tol"), "max_iter": check_int(self.max_iter, "max_iter", maximum=10**15)}
 
     def pair_distance(self, pairs):
         """Learned (non-squared) distances of pairs of points.

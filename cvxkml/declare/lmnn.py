@@ -396,7 +396,8 @@ class LMNNProblem:
         from ..solvers.lmnn import lmnn_pdhg
 
         tol = check_positive(tol, "tol")
-        max_iter = check_int(max_iter, "max_iter", minimum=0)
+        # (10**20 was accepted and ran for ever on a stalled draw: fuzz seed 7107)
+        max_iter = check_int(max_iter, "max_iter", minimum=0, maximum=10**15)
         check_every = check_int(check_every, "check_every", minimum=1)
         buffer = check_number(buffer, "buffer", low=0.0)
         if not isinstance(polish, (bool, np.bool_)):
