@@ -190,9 +190,9 @@ class SpectralProblem:
         """Σ_c C_c·max(0, g_c(M) − t_c) over the hinge-slack constraints (0 without any)."""
         if not self._hinge:
             return 0.0
-        soft = self.soft
-        res = self.residuals(M)[soft]
-        return float(self.upper[soft] @ np.maximum(res, 0.0))
+        upper = self.upper
+        soft = np.isfinite(upper)
+        return float(upper[soft] @ np.maximum(self.residuals(M)[soft], 0.0))
 
     def objective(self, M, xi=None) -> float:
         """f(X̂) for M = T X̂ Tᵀ (for LogDet: D_ld(M, M0)); + γ·D(diag ξ, diag ξ0) with slack,
@@ -529,7 +529,7 @@ class SpectralProblem:
         method : {"auto", "native", "dual"}
             "native": the problem's own algorithm (raises when it does not handle these
             constraints); "dual": the generic dual solver (projected Newton on the box-
-            constrained Lagrange dual, stopping on its certificate; ``max_sweeps`` caps its
+            constrained Lagrange dual, stopping on its certificate; ``max_iter`` caps its
             Newton iterations; ``tol`` is its relative gap); "auto" (default): native when it
             handles the constraints (no :class:`~cvxkml.sideinfo.Hinge`, families in
             ``fast_families``, a regularizer with a fast solver), else dual.
@@ -545,8 +545,8 @@ class SpectralProblem:
         met but the certificate is not, the solve is repeated with tol divided by 100
         (down to 1e-16) within the same ``max_sweeps`` budget; if the certificate is still
         not met it warns (:class:`ConvergenceWarning`) and returns ``converged=False``.
-        The constraint families handled are listed in ``fast_families``; the others are
-        available in the exact model (:meth:`solve_reference`).
+        The native solver handles the families in ``fast_families``; the others (and hinge
+        slack) go to the dual solver with ``method="auto"``.
         """
         from .._validation import as_float_array, check_choice
         method = check_choice(method, "method", ("auto", "native", "dual"))

@@ -2,6 +2,8 @@
 spectral core (:class:`~cvxkml.declare.base.SpectralProblem` with the LogDet regularizer)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._validation import check_data, check_kernel_matrix, range_space
@@ -97,8 +99,6 @@ class LogDetKernel(SpectralProblem):
         if self.rank < n or not self.pairs_only:
             # range-space factor path (Kulis et al. Alg. 2): O(r²) per projection, and it
             # handles relative and similarity constraints
-            import warnings
-
             from .lowrank import LowRankLogDet
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)

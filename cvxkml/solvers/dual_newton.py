@@ -43,8 +43,8 @@ import time
 import numpy as np
 
 from .._config import blas_limit
-from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult
 from .pola import _cg, _farkas, _Ops
+from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
 __all__ = ["dual_newton", "missing_methods", "REQUIRED_METHODS"]
 
@@ -138,7 +138,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
         lam = np.zeros(m)
         st = _evaluate(ops, conj, shift, lam)
     if st is None:
-        return BregmanResult(matrix=np.full((r, r), np.nan), lam=lam, xi=np.zeros(0), sweeps=0,
+        return FastResult(matrix=np.full((r, r), np.nan), lam=lam, xi=np.zeros(0), sweeps=0,
                              dual_change=np.inf, code=NONFINITE, bad_index=-1,
                              time=time.perf_counter() - t0,
                              extra={"solver": "dual-newton", "reason": "f* is not finite at λ = 0"})
@@ -146,8 +146,6 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
     boost = 1.0          # Levenberg–Marquardt: ×10 after a failed / short Newton step, ÷10 after a full one
     it = grad_steps = cg_steps = 0
     converged = infeasible = False
-    rel_gap = rel_viol = np.inf
-    f_total = st.f
     while True:
         rel_gap, rel_viol, f_total = _certificate(st, upper, soft, scale_t)
         if rel_gap <= tol and rel_viol <= tol:
@@ -168,6 +166,8 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
         free = ~active
         x_p = np.asarray(conj.conj_hess_s(st.mu), dtype=float)
         Gam = _divided_differences(st.mu, st.x, x_p)
+        # curvature of g along e_c bounded by ‖Â_c‖²·max|Γ|: the scaled-gradient step's scale
+        grad_curv = np.maximum(ops.norms ** 2 * float(np.max(np.abs(Gam), initial=1.0)), _TINY)
         d = np.zeros(m)
         if np.any(free):
             if dense:
@@ -180,7 +180,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
                 # (Marquardt's scaling: μ·diag(H), so one stiff constraint — a trace budget —
                 # does not damp the others into gradient steps)
                 mu_lm = min(1e8, boost * min(1e-2, max(1e-12, damping * np.sqrt(max(rel_gap, rel_viol)))))
-                dH = np.diag(Hf)
+                dH = diag[free]
                 scale_d = np.maximum(dH, 1e-12 * max(float(np.max(dH, initial=0.0)), _TINY))
                 Hreg = Hf + np.diag(mu_lm * scale_d)
                 try:
@@ -207,7 +207,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
             if dense and np.any(free):
                 curv = np.maximum(diag, _TINY)
             else:
-                curv = np.maximum(ops.norms ** 2 * float(np.max(np.abs(Gam), initial=1.0)), _TINY)
+                curv = grad_curv
             sel = active if np.any(free) else np.ones(m, dtype=bool)
             d[sel] = grad[sel] / curv[sel]
             if not np.any(free):
@@ -227,7 +227,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
         if new is None or step < 1e-2:
             # Newton failed or crawled (a singular Hessian: kinks of f*, flat regularizers):
             # a scaled gradient step, expanded while it keeps improving
-            d_g = grad / np.maximum(ops.norms ** 2 * float(np.max(np.abs(Gam), initial=1.0)), _TINY)
+            d_g = grad / grad_curv
             base_st = new if new is not None else st
             best, step = None, 1.0
             for _ in range(60):
@@ -252,7 +252,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
     elapsed = time.perf_counter() - t0
     X = (st.V * st.x) @ st.V.T
     code = OK if converged else NOT_CONVERGED
-    return BregmanResult(
+    return FastResult(
         matrix=0.5 * (X + X.T), lam=st.lam, xi=np.zeros(0), sweeps=int(it),
         dual_change=float(max(rel_gap, rel_viol)), code=code, bad_index=-1, time=elapsed,
         extra={"solver": "dual-newton", "rel_gap": float(rel_gap), "rel_violation": float(rel_viol),
@@ -263,7 +263,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
 
 
 def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter: int = 500,
-                lam0=None, newton_budget: float = 4e6) -> BregmanResult:
+                lam0=None, newton_budget: float = 4e6) -> FastResult:
     """Solve min f(X̂) + Σ C_c ξ_c s.t. tr(X̂Â_c) <= t_c + ξ_c, X̂ ⪰ 0 on its dual (module doc).
 
     Parameters
@@ -286,7 +286,7 @@ def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter
 
     Returns
     -------
-    BregmanResult
+    FastResult
         ``matrix`` = X̂(λ) (r × r, whitened), ``lam`` = λ, ``sweeps`` = Newton iterations,
         ``dual_change`` = max(relative gap, relative violation), ``code`` OK (certified) /
         NOT_CONVERGED / NONFINITE (f* infinite at λ = 0), ``extra`` with the certificate's
