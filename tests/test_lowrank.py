@@ -12,7 +12,7 @@ from cvxkml.factor import factorize, incomplete_cholesky
 from cvxkml.kernels import gaussian_kernel
 from cvxkml.sideinfo import (PairConstraints, RelativeConstraints, SimilarityConstraints,
                              baseline_metric)
-from cvxkml.solvers.lowrank import _chol_factor_solve, cholupdatemult
+from cvxkml.solvers.lowrank import _chol_factor_solve, _rank2_theta, cholupdatemult
 from cvxkml.testing import (assert_matches_reference, factor_instance, reference_or_discard,
                             solve_fast_honestly)
 from budget import examples
@@ -108,6 +108,33 @@ def test_unattainable_hard_similarity_constraint_is_reported_infeasible_by_both_
         problem.solve_reference()
     with pytest.raises(InfeasibleError, match=r"constraint 7, a hard relative or similarity"):
         problem.solve(tol=1e-12, max_iter=20_000)
+
+
+@pytest.mark.parametrize("target, expected", [(1.0, 2.0 / 3.0), (-1.0, np.inf)])
+def test_rank2_root_on_a_rank_one_gram_terminates(target, expected):
+    """G = [[4, 2], [2, 1]] has rank one: μ = (3, 0) and h(θ) = 3/(1 + 3θ) > 0 on the PD
+    interval θ > −1/3.  A target ≤ 0 is unattainable; the bracketing once doubled its open
+    end without bound (fuzz seed 8208: a rank-one factor hung the sweep).  Now the root is
+    reported as +∞, or −∞ when h stays below the target."""
+    theta, mp, mm = _rank2_theta(4.0, 2.0, 1.0, target)
+    assert (mp, mm) == (3.0, 0.0)
+    assert theta == pytest.approx(expected, rel=1e-12)
+    assert _rank2_theta(4.0, 2.0, 1.0, 0.0)[0] > 1e300          # h → 0⁺ only at overflow
+    assert _rank2_theta(0.0, 0.0, 0.0, 1.0)[0] == -np.inf      # h ≡ 0 < 1
+    assert _rank2_theta(0.0, 0.0, 0.0, -1.0)[0] == np.inf      # h ≡ 0 > −1
+
+
+@pytest.mark.parametrize("bound", [-5.0, 0.0, 1e-3, 5.0])
+def test_rank_one_factor_with_a_similarity_constraint_matches_model(bound):
+    """A rank-one factor and one hard similarity constraint, active or not: the sweep ends
+    (it hung at fuzz seed 8208) and agrees with the exact range-space model."""
+    G0 = np.array([[1.0], [2.0], [-1.0], [0.5]])
+    problem = LowRankLogDet(G0, [SimilarityConstraints([0], [1], [bound])])
+    fast = problem.solve(max_iter=20)
+    exact = problem.solve_reference()
+    assert fast.converged
+    assert fast.objective == pytest.approx(exact.objective, abs=1e-6)
+    assert fast.max_violation <= 1e-9
 
 
 @pytest.mark.parametrize("r", [1, 2, 7, 40])

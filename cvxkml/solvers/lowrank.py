@@ -124,10 +124,22 @@ def _rank2_theta(g11, g12, g22, target):
     if not np.isfinite(theta):                      # safeguard: bisection on the monotone h
         a_ = lo if np.isfinite(lo) else -1.0
         b_ = hi if np.isfinite(hi) else 1.0
-        while not np.isfinite(lo) and _h(a_, mp, mm) < target:
+        # an open end is pushed out by doubling, at most to overflow: h may stay on one side
+        # of the target on the whole PD interval (a rank-one G, μ₋ = 0: h = μ₊/(1 + θμ₊) > 0
+        # never reaches a target ≤ 0); the root is then ±∞: −∞ lets the caller's θ = max(θ*, −λ)
+        # release the multiplier, +∞ is an unattainable constraint
+        for _ in range(1100):
+            if np.isfinite(lo) or not np.isfinite(a_) or not (_h(a_, mp, mm) < target):
+                break
             a_ *= 2.0
-        while not np.isfinite(hi) and _h(b_, mp, mm) > target:
+        for _ in range(1100):
+            if np.isfinite(hi) or not np.isfinite(b_) or not (_h(b_, mp, mm) > target):
+                break
             b_ *= 2.0
+        if not np.isfinite(lo) and not (np.isfinite(a_) and _h(a_, mp, mm) >= target):
+            return -np.inf, mp, mm                  # h < target everywhere: the root is at −∞
+        if not np.isfinite(hi) and not (np.isfinite(b_) and _h(b_, mp, mm) <= target):
+            return np.inf, mp, mm                   # h > target everywhere: unattainable
         for _ in range(200):
             mid = 0.5 * (a_ + b_)
             if _h(mid, mp, mm) > target:
@@ -256,9 +268,9 @@ def _sweeps_lowrank(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma
                     g12 += w[k] * wt[k]
                     g22 += wt[k] * wt[k]
                 theta_star, mp, mm = _rank2_theta(g11, g12, g22, xi[c])
-                if not np.isfinite(theta_star):
-                    return sweep, change, NONFINITE, c
                 theta = max(theta_star, -lam[c])
+                if np.isnan(theta_star) or not np.isfinite(theta):
+                    return sweep, change, NONFINITE, c
                 # the update scales the matrix by 1/(1 + θμ±) on two directions; when the
                 # two factors differ by more than 1e12 the constraint holds only at the edge
                 # of the PD cone (numerically unattainable: the update would leave a
