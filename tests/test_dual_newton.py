@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from budget import examples
 from cvxkml.declare import (ITML, Frobenius, LogDet, LogDetKernel, Regularizer, SpectralMetric,
                             TraceNorm, VonNeumann)
-from cvxkml.errors import InvalidInputError
+from cvxkml.errors import ConvergenceWarning, InvalidInputError
 from cvxkml.sideinfo import Hinge, PairConstraints, RelativeConstraints, SimilarityConstraints
 from cvxkml.testing import (assert_matches_reference, metric_instance, problems,
                             reference_or_discard, solve_fast_honestly, variant_instance)
@@ -210,3 +210,21 @@ def test_dual_solver_frobenius_flat_region_does_not_crawl():
     assert fast.converged
     assert fast.info["newton_iterations"] <= 100
     assert_matches_reference(problem, fast, problem.solve_reference(), rtol=1e-6)
+
+
+def test_callback_sees_every_newton_iteration_and_can_stop_the_solve():
+    """solve(callback=…) on the dual solver: called once per Newton iteration with the
+    certificate's parts; a truthy return stops the solve, which is then honestly
+    unconverged (status 'stopped by callback', ConvergenceWarning)."""
+    problem = variant_instance(1, 10, 8, LogDet(), hard_pairs=False, C=1.0)
+    seen = []
+    full = problem.solve(tol=1e-10, callback=seen.append)
+    assert full.converged and len(seen) == full.n_iter
+    assert {"iteration", "objective", "gap", "violation", "dual"} <= set(seen[0])
+    assert [s["iteration"] for s in seen] == list(range(full.n_iter))
+    with pytest.warns(ConvergenceWarning, match="callback stopped"):
+        stopped = problem.solve(tol=1e-10, callback=lambda s: s["iteration"] >= 2)
+    assert not stopped.converged and stopped.status == "stopped by callback"
+    assert stopped.n_iter == 2
+    with pytest.raises(InvalidInputError, match="callback must be None or a callable"):
+        problem.solve(callback=3)

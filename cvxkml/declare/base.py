@@ -22,11 +22,12 @@ from ..sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConst
                         SimilarityConstraints)
 from ..solution import Solution
 from ._conic import solve_conic
+from .problem import CALLBACK_STOP, Problem
 from .regularizers import LogDet, Regularizer
 
 __all__ = ["SpectralProblem"]
 
-_CLARABEL_MAX_DIM = 40   # Clarabel's memory grows with the square of the PSD block (CVXPY-NOTES)
+_CLARABEL_MAX_DIM = Problem.clarabel_max_size   # Clarabel's memory: square of the PSD block (CVXPY-NOTES)
 
 
 _FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
@@ -47,7 +48,7 @@ def _unwrap_hinge(constraints):
     return [c.constraints if isinstance(c, Hinge) else c for c in items], hinge
 
 
-class SpectralProblem:
+class SpectralProblem(Problem):
     """Common machinery of the whitened spectral problems (ITML, LogDetKernel,
     SpectralMetric, SpectralKernel, LowRankLogDet, …).
 
@@ -407,8 +408,9 @@ class SpectralProblem:
         """The learned matrix M = T X̂ Tᵀ as a CVXPY expression of ``problem``'s ``X``."""
         return self.T @ problem.var_dict["X"] @ self.T.T
 
-    def default_solver(self) -> str:
-        return "CLARABEL" if self.T.shape[1] <= _CLARABEL_MAX_DIM else "SCS"
+    def exact_size(self) -> int:
+        """The side r of the whitened PSD variable X̂."""
+        return int(self.T.shape[1])
 
     def solve_reference(self, solver: str | None = None, eps: float | None = None,
                         accept_inaccurate: bool = False, **opts) -> Solution:
@@ -427,9 +429,8 @@ class SpectralProblem:
         hint = ("Use slack: pass gamma=<positive number> (e.g. 1.0)." if self.regularizer.has_slack
                 else f"The {self.regularizer.name} problem has no slack formulation: relax or "
                      "remove conflicting constraints.")
-        elapsed, status, iters = solve_conic(prob, solver, eps, accept_inaccurate,
-                                             what="exact model", infeasible_hint=hint,
-                                             **opts)
+        elapsed, status, iters = solve_conic(prob, solver, eps, True, what="exact model",
+                                             infeasible_hint=hint, **opts)
         Xh = prob.var_dict["X"].value
         Xh = 0.5 * (Xh + Xh.T)
         M = self.matrix_from_whitened(Xh)
@@ -455,12 +456,16 @@ class SpectralProblem:
                 f"{float(prob.solution.opt_val):.3g}): no positive definite matrix satisfies the "
                 "hard constraints. " + ("gamma adds slack to the pair constraints only: relax or "
                                        "remove the hard ones." if self.gamma is not None else hint))
-        return Solution(
+        sol = Solution(
             matrix=M, objective=objective, dual=lam, slack=xi,
             violations=self.violations(M, xi), n_iter=iters,
             converged=status == cp.OPTIMAL, time=elapsed, status=status,
             solver=f"cvxpy-{solver.lower()}", dual_value=dual_value,
             info={"solver_objective": float(prob.solution.opt_val)})
+        sol.info["max_relative_violation"] = self._max_relative_violation(sol.violations)
+        sol = self._accept_reference(sol, status, accept_inaccurate)
+        sol.converged = sol.converged or bool(sol.info.get("accepted_by_certificate"))
+        return sol
 
     # ------------------------------------------------------------------ fast side
     def _run_fast(self, tol, max_sweeps):  # pragma: no cover - abstract
@@ -493,7 +498,7 @@ class SpectralProblem:
                 "for pair constraints only; with other families or hinge slack use "
                 "Hinge(pairs, C) instead of gamma, or solve_reference().")
 
-    def _run_dual(self, tol, max_sweeps, lam0=None):
+    def _run_dual(self, tol, max_sweeps, lam0=None, callback=None):
         """The generic certified dual solver (:func:`cvxkml.solvers.dual_newton.dual_newton`)
         on the whitened problem; ``matrix`` mapped back to the problem's space."""
         from ..solvers.dual_newton import dual_newton
@@ -501,13 +506,13 @@ class SpectralProblem:
         ct = constraint_terms(self)
         res = dual_newton(ct.U, ct.w, ct.ptr, ct.t, self.regularizer,
                           upper=self.upper if self._hinge else None, tol=tol,
-                          max_iter=max_sweeps, lam0=lam0)
+                          max_iter=max_sweeps, lam0=lam0, callback=callback)
         res.matrix = self.matrix_from_whitened(res.matrix)
         return res
 
     def solve(self, tol: float = 1e-9, max_iter: int = 20_000, gap_tol: float | None = None,
               viol_tol: float | None = None, *, method: str = "auto", warm_start=None,
-              max_sweeps: int | None = None) -> Solution:
+              callback=None, max_sweeps: int | None = None) -> Solution:
         """The fast solver: cyclic Bregman projections (Jain et al. Algorithm 1; Kulis et
         al. Algorithm 2 for the low-rank problem), the regularizer's own fast solver, or the
         generic certified dual solver (any regularizer, every constraint family, hinge
@@ -536,6 +541,12 @@ class SpectralProblem:
         warm_start : array-like of shape (m,) or None
             Multipliers λ (in :meth:`violations` order) to start the dual solver from, e.g.
             ``previous_solution.dual`` of a neighbouring problem (dual method only).
+        callback : callable or None
+            Called with a dict at each certificate check — every Newton iteration of the dual
+            solver (``iteration``, ``objective``, ``gap``, ``violation``, ``dual``), every
+            attempt of the native solver (``iteration`` = sweeps so far, ``objective``,
+            ``gap``, ``violation``, ``dual_change``); a truthy return stops the solve
+            (``status="stopped by callback"``, ``converged=False`` unless certified).
 
         Notes
         -----
@@ -571,17 +582,14 @@ class SpectralProblem:
                 raise InvalidInputError(
                     f"warm_start must hold {self.n_constraints} non-negative multipliers (one per "
                     "constraint, in violations() order), e.g. a previous Solution.dual.")
-        if max_sweeps is not None:
-            warnings.warn("solve(max_sweeps=...) is deprecated and will be removed in the next "
-                          "release; use max_iter=...", DeprecationWarning, stacklevel=2)
-            max_iter = max_sweeps
+        callback = self._check_callback(callback)
         tol = check_positive(tol, "tol")
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
-        max_sweeps = check_int(max_iter, "max_iter", maximum=10**15)   # int64 in the kernels
-        attempt_tol, sweeps, elapsed, attempts = tol, 0, 0.0, 0
+        max_sweeps = self._iteration_limit(max_iter, max_sweeps)   # int64 in the kernels
+        attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
         while True:
-            res = (self._run_dual(attempt_tol, max_sweeps - sweeps, lam0) if use_dual
+            res = (self._run_dual(attempt_tol, max_sweeps - sweeps, lam0, callback) if use_dual
                    else self._run_fast(attempt_tol, max_sweeps - sweeps))
             attempts += 1
             self._check_fast_result(res)
@@ -608,13 +616,27 @@ class SpectralProblem:
             if use_dual:
                 sol.converged = met
                 sol.status = "converged" if met else sol.status
-            if certified or not met or use_dual or attempt_tol <= 1e-16 or sweeps >= max_sweeps:
+                stopped = bool(res.extra.get("stopped")) and not met
+            elif callback is not None and not certified and callback(
+                    {"iteration": sweeps, "objective": sol.objective,
+                     "gap": None if gap is None else gap / scale, "violation": rel_viol,
+                     "dual_change": res.dual_change}):
+                stopped = True
+            if (certified or not met or use_dual or stopped or attempt_tol <= 1e-16
+                    or sweeps >= max_sweeps):
                 break
             attempt_tol = max(attempt_tol * 1e-2, 1e-16)
         sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
         if not certified:
             self._raise_if_farkas(sol)
-        if not met and attempts == 1:
+        if stopped:
+            sol.converged = False
+            sol.status = CALLBACK_STOP
+            gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
+            self._warn_unconverged(sol, f"The callback stopped the solve after {sweeps} iteration(s), "
+                                   f"uncertified: relative gap {gap_txt}, max relative violation "
+                                   f"{rel_viol:.3g}.")
+        elif not met and attempts == 1:
             what = ("The dual solver did not certify in {} Newton iterations: relative gap/violation"
                     if use_dual else "Bregman projections did not converge in {} sweeps: relative "
                     "dual change").format(sweeps)

@@ -140,7 +140,8 @@ def _expand(ops, conj, shift, lam, d, upper, best):
     return best
 
 
-def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_budget, damping=1e-2):
+def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_budget, callback=None,
+                      damping=1e-2):
     ops = _Ops(U, w, ptr, t)
     m, r = ops.m, ops.r
     upper = np.full(m, np.inf) if upper is None else np.asarray(upper, dtype=np.float64)
@@ -161,13 +162,17 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
     dense = ops.U.shape[0] * r * r <= newton_budget and m <= 3000
     boost = 1.0          # Levenberg–Marquardt: ×10 after a failed / short Newton step, ÷10 after a full one
     it = grad_steps = cg_steps = 0
-    converged = infeasible = False
+    converged = infeasible = stopped = False
     while True:
         rel_gap, rel_viol, f_total = _certificate(st, upper, soft, scale_t)
         if rel_gap <= tol and rel_viol <= tol:
             converged = True
             break
         if it >= max_iter:
+            break
+        if callback is not None and callback({"iteration": it, "objective": f_total, "gap": rel_gap,
+                                              "violation": rel_viol, "dual": st.lam.copy()}):
+            stopped = True
             break
         if it and it % 25 == 0 and not soft.all():
             # over the hard multipliers only: soft constraints can always be met with slack
@@ -276,12 +281,12 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
         extra={"solver": "dual-newton", "rel_gap": float(rel_gap), "rel_violation": float(rel_viol),
                "newton_iterations": int(it), "gradient_steps": int(grad_steps),
                "cg_solves": int(cg_steps), "farkas": _farkas(ops, np.where(soft, 0.0, st.lam)),
-               "infeasible": bool(infeasible),
+               "infeasible": bool(infeasible), "stopped": bool(stopped),
                "residuals": st.grad.copy(), "objective_fy": float(f_total)})
 
 
 def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter: int = 500,
-                lam0=None, newton_budget: float = 4e6) -> FastResult:
+                lam0=None, newton_budget: float = 4e6, callback=None) -> FastResult:
     """Solve min f(X̂) + Σ C_c ξ_c s.t. tr(X̂Â_c) <= t_c + ξ_c, X̂ ⪰ 0 on its dual (module doc).
 
     Parameters
@@ -301,6 +306,10 @@ def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter
         to λ = 0).
     newton_budget : float
         Dense Newton systems while p·r² is at most this; Newton-CG above.
+    callback : callable or None
+        Called before each Newton iteration with a dict (``iteration``, ``objective`` the
+        primal value f + hinge, ``gap`` and ``violation`` relative, ``dual`` λ); a truthy
+        return stops the solve (``extra["stopped"]``).
 
     Returns
     -------
@@ -311,4 +320,5 @@ def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter
         parts, the Farkas test of :func:`cvxkml.solvers.pola._farkas` and the residuals ρ.
     """
     with blas_limit():
-        return _dual_newton_impl(U, w, ptr, t, conjugate, upper, tol, max_iter, lam0, newton_budget)
+        return _dual_newton_impl(U, w, ptr, t, conjugate, upper, tol, max_iter, lam0, newton_budget,
+                                 callback)

@@ -1,0 +1,117 @@
+"""The contract every declared problem keeps, and the machinery it shares (written once).
+
+Every class in :mod:`cvxkml.declare` that has an exact model is a :class:`Problem`:
+
+* ``to_cvxpy()`` — the exact model, a DCP ``cvxpy.Problem``;
+* ``objective(...)`` / ``violations(...)`` — NumPy evaluations at a primal point (the
+  arguments are the family's primal variables, e.g. ``(M, xi)``, ``(Sigma, h)``, ``(A,)``);
+* ``solve_reference(solver=None, eps=None, accept_inaccurate=False, **opts)`` — the exact
+  model through a conic solver (:meth:`default_solver` picks it by size), returning a
+  :class:`~cvxkml.solution.Solution` whose ``dual_value`` is a Lagrange lower bound built
+  from the solver's duals (``gap`` = objective − dual_value), or whose
+  ``info["no_certificate"]`` says why there is none;
+* ``solve(tol=…, max_iter=…, callback=None, warm_start=None, …)`` — the family's fast
+  algorithm; ``converged=True`` only when its certificate is within tolerance, otherwise
+  ``converged=False`` and a :class:`~cvxkml.errors.ConvergenceWarning`.  ``callback``
+  (when given) is called with a dict (``iteration``, ``objective``, ``gap``, … as the
+  algorithm knows them) at each of the solver's certificate checks; a truthy return stops
+  the solve (``status="stopped by callback"``, honestly unconverged unless certified).
+
+``optimal_inaccurate`` (Clarabel's "insufficient progress", SCS's iteration cap) is
+accepted by default **when the answer's own certificate shows it is good**: relative
+gap and relative violation at most :data:`INACCURATE_RTOL`; it is then returned with
+``info["accepted_by_certificate"] = True``.  Otherwise it raises
+:class:`~cvxkml.errors.SolverError` unless ``accept_inaccurate=True``.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._validation import check_int
+from ..errors import ConvergenceWarning, SolverError
+
+__all__ = ["Problem", "INACCURATE_RTOL", "CALLBACK_STOP"]
+
+#: relative certificate at which an ``optimal_inaccurate`` conic answer is accepted anyway
+INACCURATE_RTOL = 1e-6
+#: the status of a solve that its callback stopped
+CALLBACK_STOP = "stopped by callback"
+
+
+class Problem:
+    """Base class of every declared problem (the contract of the module docstring)."""
+
+    #: the size at which :meth:`default_solver` switches from Clarabel to SCS: the side of the
+    #: model's largest PSD block (:meth:`exact_size`) above which Clarabel's memory grows too fast
+    clarabel_max_size: int = 40
+
+    # ------------------------------------------------------------------ to implement
+    def to_cvxpy(self):                                                     # pragma: no cover
+        raise NotImplementedError
+
+    def objective(self, *primal) -> float:                                  # pragma: no cover
+        raise NotImplementedError
+
+    def violations(self, *primal) -> np.ndarray:                            # pragma: no cover
+        raise NotImplementedError
+
+    def solve_reference(self, solver=None, eps=None, accept_inaccurate=False, **opts):  # pragma: no cover
+        raise NotImplementedError
+
+    def solve(self, *args, **kwargs):                                       # pragma: no cover
+        raise NotImplementedError
+
+    def exact_size(self) -> int:
+        """The side of the exact model's largest PSD block (what its cost grows with)."""
+        raise NotImplementedError                                            # pragma: no cover
+
+    # ------------------------------------------------------------------ shared
+    def default_solver(self) -> str:
+        """Clarabel up to :attr:`clarabel_max_size` (:meth:`exact_size`), SCS above."""
+        return "CLARABEL" if self.exact_size() <= self.clarabel_max_size else "SCS"
+
+    @staticmethod
+    def _iteration_limit(max_iter, max_sweeps=None, name: str = "max_iter") -> int:
+        """``max_iter`` checked (1 … 1e15), or the deprecated ``max_sweeps`` in its place."""
+        if max_sweeps is not None:
+            warnings.warn("solve(max_sweeps=...) is deprecated and will be removed in the next "
+                          "release; use max_iter=...", DeprecationWarning, stacklevel=3)
+            max_iter = max_sweeps
+        return check_int(max_iter, name, minimum=1, maximum=10**15)
+
+    @staticmethod
+    def _check_callback(callback):
+        from ..errors import InvalidInputError
+        if callback is not None and not callable(callback):
+            raise InvalidInputError(
+                f"callback must be None or a callable taking one dict; got {type(callback).__name__}.")
+        return callback
+
+    @staticmethod
+    def _accept_reference(sol, status: str, accept_inaccurate: bool, what: str = "exact model"):
+        """The rule for a conic answer (module docstring): ``optimal`` passes;
+        ``optimal_inaccurate`` passes with ``accept_inaccurate`` or when its own relative gap
+        and relative violation are at most :data:`INACCURATE_RTOL`; anything else raised
+        earlier (:func:`cvxkml.declare._conic.solve_conic`)."""
+        if status != "optimal_inaccurate" or accept_inaccurate:
+            return sol
+        scale = max(1.0, abs(sol.objective))
+        gap = sol.gap
+        rel_viol = float(sol.info.get("max_relative_violation", sol.max_violation / scale))
+        if gap is not None and abs(gap) <= INACCURATE_RTOL * scale and rel_viol <= INACCURATE_RTOL:
+            sol.info["accepted_by_certificate"] = True
+            return sol
+        gap_txt = "none" if gap is None else f"{gap / scale:.3g}"
+        raise SolverError(
+            f"{sol.solver} returned status 'optimal_inaccurate' on the {what} and its certificate "
+            f"does not vouch for it (relative gap {gap_txt}, relative violation {rel_viol:.3g}; "
+            f"accepted at {INACCURATE_RTOL:g}); try the other solver, a looser eps, or "
+            "accept_inaccurate=True.")
+
+    @staticmethod
+    def _warn_unconverged(sol, message: str, stacklevel: int = 3) -> None:
+        """The one ConvergenceWarning of an unconverged fast solve."""
+        if not sol.converged:
+            warnings.warn(message, ConvergenceWarning, stacklevel=stacklevel)
