@@ -151,11 +151,11 @@ def _rebuild_trace(z):
 
 
 def _rebuild_pola_kernel(z):
-    return declare.POLAKernel(z["K0"], z["i"], z["j"], z["y"], float(z["b"]))
+    return declare.POLAKernel(z["K0"], declare.pola_constraints(z["i"], z["j"], z["y"], float(z["b"])))
 
 
 def _rebuild_pola_metric(z):
-    return declare.POLAMetric(z["X"], z["i"], z["j"], z["y"], float(z["b"]))
+    return declare.POLAMetric(z["X"], declare.pola_constraints(z["i"], z["j"], z["y"], float(z["b"])))
 
 
 def _rebuild_sdp_kernel(z):

@@ -36,7 +36,7 @@ __all__ = ["pola_instance", "sdp_instance", "compare_rows", "register_cli"]
 def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
     """Kernel POLA on a Gaussian K0 (n points in 5-D, 3 classes), about 2n random label-
     consistent pairs (feasible: K0 has full rank), b = 1 + median squared distance."""
-    from .declare.pola import POLAKernel
+    from .declare.pola import POLAKernel, pola_constraints
     from .kernels import gaussian_kernel
     from .sideinfo import baseline_kernel
     rng = np.random.default_rng(seed)
@@ -49,7 +49,7 @@ def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
     i, j = all_i[pick], all_j[pick]
     y = np.where(labels[i] == labels[j], 1.0, -1.0)
     b = 1.0 + float(np.median(baseline_kernel(K0)(i, j)))
-    return POLAKernel(K0, i, j, y, b)
+    return POLAKernel(K0, pola_constraints(i, j, y, b))
 
 
 def sdp_instance(n: int, kind: str = "mvu", gamma: float = 0.1, seed: int = 0):

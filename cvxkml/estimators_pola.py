@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import (as_generator, check_positive, estimator_data, estimator_fit_data,
                           estimator_pairs)
-from .declare.pola import POLAKernel
+from .declare.pola import POLAKernel, pola_constraints
 from .errors import InvalidInputError
 from .estimators import check_pair_sampling, training_kernel
 from .kernels import Kernel
@@ -188,7 +188,7 @@ default="gaussian"
         K0 = training_kernel(kern, X)
         K0_fit = K0 + ridge * np.eye(K0.shape[0]) if ridge > 0 else K0
         i, j, yy = self._pairs(y, K0_fit)
-        sol = POLAKernel(K0_fit, i, j, yy, b).solve(tol=tol, max_iter=max_iter)
+        sol = POLAKernel(K0_fit, pola_constraints(i, j, yy, b)).solve(tol=tol, max_iter=max_iter)
         self.X_fit_ = X
         self.kernel_ = kern
         self.learned_kernel_ = LearnedKernel(kern, X, kernel_S(K0_fit, sol.matrix, alpha=0.0), alpha=0.0)

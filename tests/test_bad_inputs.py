@@ -684,8 +684,13 @@ def test_pola(entry, inst, data):
     P = inst.kpairs if entry == "POLAKernel" else inst.pairs
     args = dict(i=P.i, j=P.j, y=P.y, b=2.0)
     A = inst.K if entry == "POLAKernel" else inst.X
-    which = draw(st.sampled_from(["array", "i", "j", "y", "b"]))
+    which = draw(st.sampled_from(["array", "i", "j", "y", "b", "constraints"]))
     valid = False
+    if which == "constraints" and entry != "pola_constraints":
+        cls = POLAKernel if entry == "POLAKernel" else POLAMetric
+        bad = draw(st.sampled_from([None, "pairs", 3, [], [P, "x"], (P.i, P.j), np.ones((3, 2))]))
+        feed(entry, lambda: cls(A, bad))
+        return
     if which == "array" and entry != "pola_constraints":
         kind, A = corrupt(draw, A, kernel=entry == "POLAKernel")
         valid = kind.startswith("scaled") or kind == "float32"
@@ -703,7 +708,8 @@ def test_pola(entry, inst, data):
         feed(entry, lambda: pola_constraints(**args))
     else:
         cls = POLAKernel if entry == "POLAKernel" else POLAMetric
-        feed(entry, lambda: cls(A, **args), then=lambda p: p.solve(max_iter=20), must_build=valid)
+        feed(entry, lambda: cls(A, pola_constraints(**args)), then=lambda p: p.solve(max_iter=20),
+             must_build=valid)
 
 
 @pytest.mark.parametrize("entry", ["LinearLogDet", "TraceNorm", "VonNeumann", "SDPLogDetKernel C0",

@@ -238,7 +238,7 @@ def _paths():
     import cvxkml.solvers.yeung as yeung
     from cvxkml.declare.kcr import KCR
     from cvxkml.declare.lmnn import LMNNProblem
-    from cvxkml.declare.pola import POLAKernel
+    from cvxkml.declare.pola import POLAKernel, pola_constraints
     from cvxkml.declare.sdp import LinearLogDet, SDPLogDetKernel  # noqa: F401
     from cvxkml.kernels import Kernel
 
@@ -260,7 +260,7 @@ def _paths():
         "solvers.lmnn": (lmnn, "_lmnn_pdhg",
                          _quiet(lambda: LMNNProblem.linear(X, y, k=2).solve(tol=1e-3, max_iter=200))),
         "solvers.pola": (pola, "_pola_dual_impl",
-                         _quiet(lambda: POLAKernel(K0, [0, 1, 2], [3, 4, 5], [1, -1, 1], 2.0).solve())),
+                         _quiet(lambda: POLAKernel(K0, pola_constraints([0, 1, 2], [3, 4, 5], [1, -1, 1], 2.0)).solve())),
         "solvers.sdp_logdet": (sdp, "_barrier_bregman_impl",
                                _quiet(lambda: SDPLogDetKernel(K0 + np.eye(8), pc, np.eye(8), 1.0).solve())),
         "solvers.trace": (trace, "top_eigs_above",

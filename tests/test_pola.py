@@ -30,7 +30,7 @@ from cvxkml.errors import ConvergenceWarning, CvxkmlError, InfeasibleError, Inva
 from cvxkml.estimators_pola import KernelPOLA
 from cvxkml.kernels import Kernel, gaussian_kernel
 from cvxkml.learned import LearnedKernel
-from cvxkml.sideinfo import (LinearConstraints, RelativeConstraints, SimilarityConstraints,
+from cvxkml.sideinfo import (Hinge, LinearConstraints, RelativeConstraints, SimilarityConstraints,
                              baseline_kernel)
 from cvxkml.solvers.pola import pola_dual
 from cvxkml.testing import forest_pairs as _forest_pairs, random_pairs as _random_pairs
@@ -111,7 +111,7 @@ def test_pola_constraints_bounds_and_errors():
     # only dissimilar pairs may use b <= 1 (bound b + 1 > 0)
     assert pola_constraints([0], [1], [-1], 0.5).bound[0] == 1.5
     K0 = np.eye(4) + 0.1
-    prob = POLAKernel(K0, [0, 1], [1, 2], [1, -1], b=3.0)
+    prob = POLAKernel(K0, pola_constraints([0, 1], [1, 2], [1, -1], 3.0))
     assert isinstance(prob.regularizer, Frobenius) and prob.kind == "kernel-pola"
 
 
@@ -123,7 +123,7 @@ def test_pola_constraints_bounds_and_errors():
 def test_kernel_pola_fast_vs_exact(seed, n, m, kind, structure, bscale):
     """Kernel POLA: FISTA/Newton dual solver vs the CVXPY model (sum_squares + PSD)."""
     K0, i, j, y, b = pola_kernel_instance(seed, n, m, kind, structure, bscale)
-    _check_vs_exact(POLAKernel(K0, i, j, y, b))
+    _check_vs_exact(POLAKernel(K0, pola_constraints(i, j, y, b)))
 
 
 @settings(max_examples=EXAMPLES)
@@ -141,7 +141,7 @@ def test_metric_pola_fast_vs_exact(seed, n, d, m, bscale):
     # returns the certified optimum 1.8e14 but Clarabel and SCS both report 'infeasible'
     assume(np.all(dd >= 1e-3))
     b = 1.0 + bscale * float(np.median(dd))
-    fast, _ = _check_vs_exact(POLAMetric(X, i, j, y, b))
+    fast, _ = _check_vs_exact(POLAMetric(X, pola_constraints(i, j, y, b)))
     assert np.linalg.eigvalsh(fast.matrix)[0] >= -1e-10 * max(1.0, np.abs(fast.matrix).max())
 
 
@@ -151,7 +151,7 @@ def test_fista_alone_and_dual_ground_truth(seed, n, m):
     """Without the Newton polish FISTA reaches the same optimum (solver level), and the
     independent L-BFGS-B + Newton dual solver (declare.dual) agrees."""
     K0, i, j, y, b = pola_kernel_instance(seed, n, m, "gaussian", "labels", 1.0)
-    prob = POLAKernel(K0, i, j, y, b)
+    prob = POLAKernel(K0, pola_constraints(i, j, y, b))
     ct = constraint_terms(prob)
     both = pola_dual(ct.U, ct.w, ct.ptr, ct.t, tol=1e-9)
     plain = pola_dual(ct.U, ct.w, ct.ptr, ct.t, tol=1e-9, newton=False, max_iter=50_000)
@@ -196,8 +196,8 @@ def test_theorem4_pola_fast_and_alpha0_embedding():
     X = rng.normal(size=(n, d))
     i, j = _random_pairs(rng, n, 8)
     y = np.where(rng.integers(0, 2, n)[i] == rng.integers(0, 2, n)[j], 1.0, -1.0)
-    W = POLAMetric(X, i, j, y, 3.0).solve()
-    K = POLAKernel(X @ X.T, i, j, y, 3.0).solve()
+    W = POLAMetric(X, pola_constraints(i, j, y, 3.0)).solve()
+    K = POLAKernel(X @ X.T, pola_constraints(i, j, y, 3.0)).solve()
     assert W.converged and K.converged
     np.testing.assert_allclose(X @ W.matrix @ X.T, K.matrix, atol=1e-6 * np.abs(K.matrix).max())
     lk = LearnedKernel.from_solution(Kernel("linear"), X, X @ X.T, K.matrix, alpha=0.0)
@@ -215,7 +215,7 @@ def test_alpha0_embedding_of_zero_kernel():
     columns and the learned kernel is 0."""
     X = np.random.default_rng(2).normal(size=(5, 2))
     K0 = gaussian_kernel(X, sigma=1.0)
-    sol = POLAKernel(K0, [0, 1], [1, 2], [1, 1], 2.0).solve()
+    sol = POLAKernel(K0, pola_constraints([0, 1], [1, 2], [1, 1], 2.0)).solve()
     assert sol.converged and sol.n_iter == 0 and np.abs(sol.matrix).max() == 0.0
     lk = LearnedKernel.from_solution(Kernel("gaussian", {"sigma": 1.0}), X, K0, sol.matrix, alpha=0.0)
     assert lk.embed(X).shape == (5, 0)
@@ -228,20 +228,20 @@ def test_infeasible_is_detected_by_both_models():
     Farkas direction (Σd_cÂ_c ⪰ 0, dᵀt < 0) and raises; so does the exact model."""
     X = np.random.default_rng(1).normal(size=(6, 3))
     K0 = gaussian_kernel(X, sigma=1.5)
-    prob = POLAKernel(K0, [0, 0, 2], [1, 1, 3], [1, -1, -1], 2.0)
+    prob = POLAKernel(K0, pola_constraints([0, 0, 2], [1, 1, 3], [1, -1, -1], 2.0))
     with pytest.raises(InfeasibleError, match="Farkas"):
         prob.solve()
     with pytest.raises(InfeasibleError):
         prob.solve_reference()
     # a triangle: d01, d12 <= 0.2 forces d02 <= 0.8 < 2.2
-    tri = POLAKernel(K0, [0, 1, 0], [1, 2, 2], [1, 1, -1], 1.2)
+    tri = POLAKernel(K0, pola_constraints([0, 1, 0], [1, 2, 2], [1, 1, -1], 1.2))
     with pytest.raises(InfeasibleError):
         tri.solve()
 
 
 def test_nonconvergence_is_reported():
     K0, i, j, y, b = pola_kernel_instance(4, 9, 12, "gaussian", "labels", 2.0)
-    prob = POLAKernel(K0, i, j, y, b)
+    prob = POLAKernel(K0, pola_constraints(i, j, y, b))
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         sol = prob.solve(max_iter=2)
     assert not sol.converged and sol.n_iter == 2
@@ -253,13 +253,13 @@ def test_bad_inputs():
     with pytest.raises(InvalidInputError, match="no slack formulation"):
         SpectralKernel(K0, pola_constraints([0], [1], [1], 2.0), Frobenius(), gamma=1.0)
     with pytest.raises(InvalidInputError, match="out of range"):
-        POLAKernel(K0, [0], [7], [1], 2.0)
+        POLAKernel(K0, pola_constraints([0], [7], [1], 2.0))
     with pytest.raises(CvxkmlError, match="positive semidefinite"):
-        POLAKernel(K0 - 2 * np.eye(4), [0], [1], [1], 2.0)
+        POLAKernel(K0 - 2 * np.eye(4), pola_constraints([0], [1], [1], 2.0))
     with pytest.raises(InvalidInputError, match="zero distance"):
-        POLAKernel(np.ones((3, 3)), [0], [1], [-1], 2.0)          # identical points
+        POLAKernel(np.ones((3, 3)), pola_constraints([0], [1], [-1], 2.0))   # identical points
     with pytest.raises(InvalidInputError, match="tol"):
-        POLAKernel(K0, [0], [1], [-1], 2.0).solve(tol=-1.0)
+        POLAKernel(K0, pola_constraints([0], [1], [-1], 2.0)).solve(tol=-1.0)
 
 
 # --------------------------------------------------------------------------- estimator
@@ -344,3 +344,24 @@ def test_bench_pola_register_cli():
     register_cli(bsub)                                 # idempotent
     args = parser.parse_args(["pola", "--quick", "--repeats", "2"])
     assert args.quick and args.repeats == 2 and callable(args.func)
+
+
+def test_constructors_take_constraint_objects_and_the_old_form_is_deprecated():
+    """POLAKernel / POLAMetric take constraint objects like every declared problem; the former
+    positional (i, j, y, b) still builds the same problem, with a DeprecationWarning."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(8, 3))
+    i, j, y = np.array([0, 1, 2, 3]), np.array([4, 5, 6, 7]), np.array([1.0, -1.0, 1.0, -1.0])
+    for cls, A in ((POLAKernel, X @ X.T + 0.1 * np.eye(8)), (POLAMetric, X)):
+        new = cls(A, pola_constraints(i, j, y, 3.0))
+        with pytest.warns(DeprecationWarning, match="pola_constraints"):
+            old = cls(A, i, j, y, 3.0)
+        np.testing.assert_array_equal(new.pairs.bound, old.pairs.bound)
+        assert new.solve().objective == pytest.approx(old.solve().objective, rel=1e-12)
+        with pytest.raises(InvalidInputError, match="no further i, j, y or b"):
+            cls(A, pola_constraints(i, j, y, 3.0), j)
+        with pytest.raises(InvalidInputError, match="takes constraint objects"):
+            cls(A, "pairs")
+    # other families and hinge slack go to the dual solver
+    prob = POLAKernel(X @ X.T + 0.1 * np.eye(8), [Hinge(pola_constraints(i, j, y, 3.0), 1.0)])
+    assert prob.solve(tol=1e-10).converged

@@ -18,11 +18,13 @@ with the :class:`Frobenius` regularizer and pair constraints built by
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._validation import as_float_array
 from ..errors import InvalidInputError
-from ..sideinfo import PairConstraints
+from ..sideinfo import Hinge, LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from .regularizers import Frobenius
 from .spectral import SpectralKernel, SpectralMetric
 
@@ -59,19 +61,53 @@ def pola_constraints(i, j, y, b=2.0) -> PairConstraints:
     return PairConstraints(i, j, y, bound)
 
 
-class POLAKernel(SpectralKernel):
-    """Kernel-space POLA (Jain et al. §5.2): ``SpectralKernel(K0, pola_constraints(i, j, y, b),
-    Frobenius())``.  K0 PSD (rank-deficient: solved on its range space)."""
+_SIDE_INFO = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints, Hinge)
 
-    def __init__(self, K0, i, j, y, b=2.0):
-        super().__init__(K0, pola_constraints(i, j, y, b), Frobenius())
+
+def _pola_side_info(constraints, rest, b, owner):
+    """The constraint objects of a POLA problem: ``constraints`` as given (a constraint
+    object or a list of them, e.g. :func:`pola_constraints`), or the deprecated
+    positional form (i, j, y[, b]) turned into :func:`pola_constraints`."""
+    first = "K0" if owner == "POLAKernel" else "X"
+    items = constraints if isinstance(constraints, (list, tuple)) else [constraints]
+    if len(items) and all(isinstance(c, _SIDE_INFO) for c in items):
+        if rest or b is not None:
+            raise InvalidInputError(
+                f"{owner}({first}, constraints) takes constraint objects and no further i, j, y or "
+                f"b; pass {owner}({first}, pola_constraints(i, j, y, b)).")
+        return constraints
+    if len(rest) not in (2, 3):
+        raise InvalidInputError(
+            f"{owner} takes constraint objects; got {type(constraints).__name__} and {len(rest)} more "
+            f"positional argument(s). Pass e.g. {owner}({first}, pola_constraints(i, j, y, b)).")
+    warnings.warn(f"{owner}({first}, i, j, y, b) is deprecated and will be removed in the next "
+                  f"release; use {owner}({first}, pola_constraints(i, j, y, b)).", DeprecationWarning,
+                  stacklevel=3)
+    j, y = rest[0], rest[1]
+    bb = rest[2] if len(rest) == 3 else (2.0 if b is None else b)
+    return pola_constraints(constraints, j, y, bb)
+
+
+class POLAKernel(SpectralKernel):
+    """Kernel-space POLA (Jain et al. §5.2): ``SpectralKernel(K0, constraints, Frobenius())``.
+
+    Parameters
+    ----------
+    K0 : array-like (n, n), PSD (rank-deficient: solved on its range space).
+    constraints : constraint object(s); POLA's own are :func:`pola_constraints` ``(i, j, y,
+        b)`` (any family, and :class:`~cvxkml.sideinfo.Hinge` slack, go to the dual solver).
+        The former form ``POLAKernel(K0, i, j, y, b)`` still works, with a DeprecationWarning.
+    """
+
+    def __init__(self, K0, constraints, *rest, b=None):
+        super().__init__(K0, _pola_side_info(constraints, rest, b, "POLAKernel"), Frobenius())
         self.kind = "kernel-pola"
 
 
 class POLAMetric(SpectralMetric):
-    """Batch POLA on features: ``SpectralMetric(X, pola_constraints(i, j, y, b), Frobenius())``
-    (W d × d)."""
+    """Batch POLA on features: ``SpectralMetric(X, constraints, Frobenius())`` (W d × d);
+    ``constraints`` as in :class:`POLAKernel`."""
 
-    def __init__(self, X, i, j, y, b=2.0):
-        super().__init__(X, pola_constraints(i, j, y, b), Frobenius())
+    def __init__(self, X, constraints, *rest, b=None):
+        super().__init__(X, _pola_side_info(constraints, rest, b, "POLAMetric"), Frobenius())
         self.kind = "metric-pola"
