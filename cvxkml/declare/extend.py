@@ -26,11 +26,12 @@ from .._validation import check_conic_options
 from ..errors import InvalidInputError
 from ..solution import Solution
 from ._conic import solve_conic_bound
+from .problem import Problem
 
 __all__ = ["ExtendedProblem"]
 
 
-class ExtendedProblem:
+class ExtendedProblem(Problem):
     """A declared problem with an extra convex objective term and/or extra constraints.
 
     Parameters
@@ -69,6 +70,10 @@ class ExtendedProblem:
                                                             for c in cs):
                 raise InvalidInputError("constraints(M) must return a list of CVXPY constraints "
                                         "(e.g. [cp.trace(M) <= 10]).")
+
+    def exact_size(self) -> int:
+        """The base problem's (the extension adds no PSD block)."""
+        return self.base.exact_size()
 
     def __getattr__(self, name):              # n_constraints, pairs, M0, … of the base problem
         if name in ("base", "term", "extra"):
@@ -115,20 +120,27 @@ class ExtendedProblem:
                                     f"objective; use solver='CLARABEL' or 'SCS', not {solver!r}.")
         prob = self.to_cvxpy()
         elapsed, status, iters, bound = solve_conic_bound(
-            prob, solver, eps, accept_inaccurate, what="extended exact model",
+            prob, solver, eps, True, what="extended exact model",
             infeasible_hint="relax the extra constraints or use slack.", **opts)
         Xh = prob.var_dict["X"].value
         M = self.base.matrix_from_whitened(0.5 * (Xh + Xh.T))
         xi = None
         if self.base.gamma is not None:
             xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * self.base.pairs.bound
-        return Solution(
+        viol = self.violations(M, xi)
+        m = self.base.n_constraints
+        rel = max(self.base._max_relative_violation(viol[:m]), float(np.max(viol[m:], initial=0.0)))
+        sol = Solution(
             matrix=M, objective=self.objective(M, xi), dual=None, slack=xi,
-            violations=self.violations(M, xi), n_iter=iters, converged=status == cp.OPTIMAL,
+            violations=viol, n_iter=iters, converged=status == cp.OPTIMAL,
             time=elapsed, status=status, solver=f"cvxpy-{solver.lower()}", dual_value=bound,
             info={"solver_objective": float(prob.value), "term": self.term_value(M),
+                  "max_relative_violation": rel,
                   "certificate": f"{solver} dual objective (no closed-form Lagrange dual for an "
                                  "extension)"})
+        sol = self._accept_reference(sol, status, accept_inaccurate, what="extended exact model")
+        sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
+        return sol
 
     def solve(self, *args, **kw):
         raise InvalidInputError(

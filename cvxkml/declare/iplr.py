@@ -28,6 +28,7 @@ from ..errors import InfeasibleError, InvalidInputError
 from ..learned import LearnedKernel
 from ..sideinfo import PairConstraints
 from .logdet import ITML
+from .problem import Problem
 
 __all__ = ["IPLR", "feature_basis", "kernel_basis", "kmeans", "kernel_kmeans"]
 
@@ -167,7 +168,7 @@ def _inv_sqrt_psd(A, name, rtol: float = 1e-10):
 
 
 # ----------------------------------------------------------------------------- problem
-class IPLR:
+class IPLR(Problem):
     """Identity-plus-low-rank LogDet metric learning, W = I + U L Uᵀ (eq. 8 / 11).
 
     Build with :meth:`from_features` (explicit X, basis R) or :meth:`from_kernel`
@@ -248,13 +249,33 @@ class IPLR:
         return self
 
     # -------------------------------------------------------------- solving and maps
-    def solve(self, **kw):
-        """F* by the fast solver of the reduced problem (11)."""
-        return self.reduced.solve(**kw)
+    def exact_size(self) -> int:
+        """k, the side of the reduced k × k matrix F (problem (11))."""
+        return self.reduced.exact_size()
 
-    def solve_reference(self, **kw):
-        """F* by the exact model of the reduced problem (11)."""
-        return self.reduced.solve_reference(**kw)
+    def to_cvxpy(self):
+        """The exact model of the reduced problem (11) (:meth:`ITML.to_cvxpy`): F is k × k."""
+        return self.reduced.to_cvxpy()
+
+    def objective(self, F, xi=None) -> float:
+        """The LogDet divergence D_ld(F, I) of (11) (plus the slack term with ``gamma``)."""
+        return self.reduced.objective(F, xi)
+
+    def violations(self, F, xi=None) -> np.ndarray:
+        """The kept constraints' violations under F (``kept`` indexes them in ``constraints``)."""
+        return self.reduced.violations(F, xi)
+
+    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, callback=None, warm_start=None,
+              **kw):
+        """F* by the fast solver of the reduced problem (11) (:meth:`SpectralProblem.solve`:
+        Bregman projections at O(k²) each, or the dual solver; the same certificate)."""
+        return self.reduced.solve(tol=tol, max_iter=max_iter, callback=callback,
+                                  warm_start=warm_start, **kw)
+
+    def solve_reference(self, solver=None, eps=None, accept_inaccurate: bool = False, **opts):
+        """F* by the exact model of the reduced problem (11), with its Lagrange certificate."""
+        return self.reduced.solve_reference(solver=solver, eps=eps,
+                                            accept_inaccurate=accept_inaccurate, **opts)
 
     def metric(self, F) -> np.ndarray:
         """W* = I + U (F* − I) Uᵀ (explicit features)."""

@@ -36,6 +36,7 @@ from ..kernels import center_kernel
 from ..sideinfo import PairConstraints
 from ..solution import Solution
 from ._conic import solve_conic
+from .problem import CALLBACK_STOP, Problem
 from ..yeung_core import (DEFAULT_EPSILON, beta_closed_form, check_epsilon, criterion,
                           equality_multiplier, lle_weights, local_gram, positive_spectrum, regularize, similarity_diag)
 
@@ -97,7 +98,7 @@ def similarity_pairs(pairs, n_points: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(i), np.ascontiguousarray(j)
 
 
-class SpectralReweighting:
+class SpectralReweighting(Problem):
     """The β problem of Yeung et al. (eq. 1–4; eq. 7 with landmarks).
 
         min_β  J_S(β) = βᵀ D β    s.t.  1ᵀβ = c,
@@ -123,6 +124,8 @@ class SpectralReweighting:
     regularized : whether D_S was singular and ε s was added.  c : the constant of 1ᵀβ = c.
     i, j : the pairs.
     """
+
+    clarabel_max_size = 10**9          # a QP with one equality: Clarabel at every size
 
     def __init__(self, U, eigenvalues, pairs, epsilon: float = DEFAULT_EPSILON):
         self.U = check_magnitude(as_float_array(U, "U", ndim=2), "U")
@@ -188,6 +191,10 @@ class SpectralReweighting:
         M = (self.U * (beta ** 2)[None, :]) @ self.U.T
         return 0.5 * (M + M.T)
 
+    def exact_size(self) -> int:
+        """q, the number of weights (the exact model is a QP: no PSD block)."""
+        return self.n_components
+
     def _solution(self, beta, rho, *, n_iter, time_, status, solver, info=None) -> Solution:
         return Solution(
             matrix=self.learned_kernel(beta), objective=self.objective(beta),
@@ -195,7 +202,9 @@ class SpectralReweighting:
             converged=True, time=time_, status=status, solver=solver,
             dual_value=self.dual_value(rho),
             info={"beta": np.asarray(beta, dtype=float), "c": self.c, "regularized": self.regularized,
-                  "J_S_unregularized": criterion(beta, self.d_S), **(info or {})})
+                  "J_S_unregularized": criterion(beta, self.d_S),
+                  "max_relative_violation": float(self.violations(beta)[0]) / max(1.0, self.c),
+                  **(info or {})})
 
     # ------------------------------------------------------------------ CVXPY side
     def to_cvxpy(self) -> cp.Problem:
@@ -218,38 +227,53 @@ class SpectralReweighting:
         """β = c·b as a CVXPY expression of ``problem``'s variable."""
         return self.c * problem.var_dict["b"]
 
-    def solve_reference(self, solver: str = "CLARABEL", eps: float = 1e-10, **opts) -> Solution:
-        """Solve the exact model with a conic solver (Clarabel, tolerances ``eps``, by
-        default).  The dual of the equality constraint is mapped back to ρ of eq. 3.
+    def solve_reference(self, solver: str | None = None, eps: float | None = None,
+                        accept_inaccurate: bool = False, **opts) -> Solution:
+        """Solve the exact model with a conic solver (default Clarabel, tolerances ``eps`` =
+        1e-10).  The dual of the equality constraint is mapped back to ρ of eq. 3, so
+        ``dual_value`` is the Lagrange bound g(ρ) and ``gap`` the certificate.
 
         Raises
         ------
         SolverError
-            The solver failed or did not report optimality.
+            The solver failed, or did not report optimality and the certificate does not
+            vouch for its answer (:meth:`~cvxkml.declare.Problem._accept_reference`).
         """
-        solver, eps = check_conic_options(solver, eps)
-        solver = solver or "CLARABEL"
+        solver, eps = _qp_options(self, solver, eps)
         prob = self.to_cvxpy()
-        elapsed, _, iters = solve_conic(prob, solver, eps, **opts)
+        elapsed, status, iters = solve_conic(prob, solver, eps, True, **opts)
         beta = self.c * np.asarray(prob.var_dict["b"].value, dtype=float)
         # scaled Lagrangian Σ d̃ b² + ρ̃ (1 − Σ b) times c² min(d) is eq. 3 with ρ = c min(d) ρ̃;
         # CVXPY's dual of "sum(b) == 1" is −ρ̃.
         rho = -float(np.ravel(prob.constraints[0].dual_value)[0]) * self.c * float(np.min(self.d))
-        return self._solution(beta, rho, n_iter=iters, time_=elapsed, status=prob.status,
-                              solver=f"cvxpy-{solver.lower()}",
-                              info={"solver_objective": float(prob.value) * self.c ** 2 * float(np.min(self.d))})
+        sol = self._solution(beta, rho, n_iter=iters, time_=elapsed, status=status,
+                             solver=f"cvxpy-{solver.lower()}",
+                             info={"solver_objective": float(prob.value) * self.c ** 2 * float(np.min(self.d))})
+        return _accepted(self, sol, status, accept_inaccurate)
 
     # ------------------------------------------------------------------ fast side
-    def solve(self) -> Solution:
-        """The closed form β = c D⁻¹1 / (1ᵀD⁻¹1) (eq. 4) and ρ = 2c / (1ᵀD⁻¹1)."""
+    def solve(self, tol: float = 1e-8, callback=None) -> Solution:
+        """The closed form β = c D⁻¹1 / (1ᵀD⁻¹1) (eq. 4) and ρ = 2c / (1ᵀD⁻¹1).
+
+        Parameters
+        ----------
+        tol : float
+            The certificate asked of the closed form (round-off only): ``converged`` when
+            the relative gap J_S(β) − g(ρ) and the relative violation |1ᵀβ − c| / max(1, c)
+            are at most ``tol``; otherwise a ConvergenceWarning (an ill-conditioned D).
+        callback : callable or None
+            Called once with the certificate (``iteration`` 0, ``objective``, ``gap``,
+            ``violation``); a truthy return marks the solve stopped.
+        """
         t0 = time.perf_counter()
         beta = beta_closed_form(self.d, self.c)
         rho = equality_multiplier(self.d, self.c)
-        return self._solution(beta, rho, n_iter=0, time_=time.perf_counter() - t0,
-                              status="closed form", solver="closed-form")
+        sol = self._solution(beta, rho, n_iter=0, time_=time.perf_counter() - t0,
+                             status="closed form", solver="closed-form")
+        return _certify_closed_form(self, sol, tol, callback)
 
 
-class EmbeddingWeightProblem:
+class EmbeddingWeightProblem(Problem):
     """The embedding weights of one point over its K neighbours (Yeung et al. eq. 9–12):
 
         min_w  E(w) = wᵀ G w = ‖φ(x) − Σ_j w_j φ(x_j)‖²    s.t.  1ᵀw = 1,
@@ -267,6 +291,8 @@ class EmbeddingWeightProblem:
     ----------
     G : the given matrix.  G_eff : the one used.  regularized : whether ε s was added.
     """
+
+    clarabel_max_size = 10**9          # a QP with one equality: Clarabel at every size
 
     def __init__(self, G, epsilon: float = DEFAULT_EPSILON):
         self.G = check_kernel_matrix(G, "G")
@@ -318,13 +344,18 @@ class EmbeddingWeightProblem:
         s = float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
         return float(a * (1.0 - 0.25 * a * s))      # a − a²s/4 without overflowing a²
 
+    def exact_size(self) -> int:
+        """K, the number of weights (the exact model is a QP: no PSD block)."""
+        return self.n_neighbors
+
     def _solution(self, w, a, *, n_iter, time_, status, solver) -> Solution:
         return Solution(
             matrix=np.asarray(w, dtype=float), objective=self.objective(w), dual=np.array([a]),
             slack=None, violations=self.violations(w), n_iter=n_iter, converged=True, time=time_,
             status=status, solver=solver, dual_value=self.dual_value(a),
             info={"regularized": self.regularized,
-                  "E_unregularized": float(np.asarray(w) @ self.G @ np.asarray(w))})
+                  "E_unregularized": float(np.asarray(w) @ self.G @ np.asarray(w)),
+                  "max_relative_violation": float(self.violations(w)[0])})
 
     def to_cvxpy(self) -> cp.Problem:
         """The exact model in whitened coordinates: with G_eff / s = V Λ Vᵀ (s = mean
@@ -349,23 +380,67 @@ class EmbeddingWeightProblem:
         """w = T t as a CVXPY expression of ``problem``'s variable (after :meth:`to_cvxpy`)."""
         return self._T @ problem.var_dict["t"]
 
-    def solve_reference(self, solver: str = "CLARABEL", eps: float = 1e-10, **opts) -> Solution:
-        """Solve the exact model with a conic solver; the dual of 1ᵀw = 1 is mapped to the
-        multiplier a of eq. 12 (a = 2 E(w*))."""
-        solver, eps = check_conic_options(solver, eps)
-        solver = solver or "CLARABEL"
+    def solve_reference(self, solver: str | None = None, eps: float | None = None,
+                        accept_inaccurate: bool = False, **opts) -> Solution:
+        """Solve the exact model with a conic solver (default Clarabel, ``eps`` = 1e-10); the
+        dual of 1ᵀw = 1 is mapped to the multiplier a of eq. 12 (a = 2 E(w*)), so
+        ``dual_value`` is the Lagrange bound g(a) and ``gap`` the certificate."""
+        solver, eps = _qp_options(self, solver, eps)
         prob = self.to_cvxpy()
-        elapsed, _, iters = solve_conic(prob, solver, eps, **opts)
+        elapsed, status, iters = solve_conic(prob, solver, eps, True, **opts)
         w = self._T @ np.asarray(prob.var_dict["t"].value, dtype=float)
         a = -float(np.ravel(prob.constraints[0].dual_value)[0]) * self._scale
-        return self._solution(w, a, n_iter=iters, time_=elapsed, status=prob.status,
-                              solver=f"cvxpy-{solver.lower()}")
+        sol = self._solution(w, a, n_iter=iters, time_=elapsed, status=status,
+                             solver=f"cvxpy-{solver.lower()}")
+        return _accepted(self, sol, status, accept_inaccurate)
 
-    def solve(self) -> Solution:
-        """The closed form of eq. 12: solve G ŵ = 1, w = ŵ / 1ᵀŵ; a = 2 / 1ᵀG⁻¹1."""
+    def solve(self, tol: float = 1e-8, callback=None) -> Solution:
+        """The closed form of eq. 12: solve G ŵ = 1, w = ŵ / 1ᵀŵ; a = 2 / 1ᵀG⁻¹1.
+
+        ``tol`` and ``callback`` as in :meth:`SpectralReweighting.solve` (the certificate of
+        a closed form: round-off only)."""
         t0 = time.perf_counter()
         w, _ = lle_weights(self.G[None], self.epsilon)
         w = w[0]
         a = 2.0 / float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
-        return self._solution(w, a, n_iter=0, time_=time.perf_counter() - t0,
-                              status="closed form", solver="closed-form")
+        sol = self._solution(w, a, n_iter=0, time_=time.perf_counter() - t0,
+                             status="closed form", solver="closed-form")
+        return _certify_closed_form(self, sol, tol, callback)
+
+
+# ---------------------------------------------------------------------- shared by the two
+def _qp_options(problem, solver, eps):
+    """(solver, eps) of the two QPs' exact models: Clarabel at 1e-10 unless told otherwise."""
+    solver, eps = check_conic_options(solver, eps)
+    solver = solver or problem.default_solver()
+    if eps is None and solver == "CLARABEL":
+        eps = 1e-10
+    return solver, eps
+
+
+def _accepted(problem, sol, status, accept_inaccurate):
+    """The contract's rule for a conic answer; ``converged`` = optimal or vouched for."""
+    sol = problem._accept_reference(sol, status, accept_inaccurate)
+    sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
+    return sol
+
+
+def _certify_closed_form(problem, sol, tol, callback):
+    """A closed form's certificate checked against ``tol`` (an ill-conditioned D or G can
+    lose it to round-off), the callback told once, the warning when not certified."""
+    from .._validation import check_positive
+    tol = check_positive(tol, "tol")
+    callback = problem._check_callback(callback)
+    scale = max(1.0, abs(sol.objective))
+    gap = sol.gap
+    rel_gap = np.inf if gap is None else abs(gap) / scale
+    rel_viol = sol.info["max_relative_violation"]
+    sol.converged = bool(rel_gap <= tol and rel_viol <= tol)
+    if callback is not None and callback({"iteration": 0, "objective": sol.objective, "gap": rel_gap,
+                                          "violation": rel_viol}) and not sol.converged:
+        sol.status = CALLBACK_STOP
+    problem._warn_unconverged(sol, f"The closed form of {type(problem).__name__} lost its certificate "
+                              f"to round-off: relative gap {rel_gap:.3g}, relative violation "
+                              f"{rel_viol:.3g} > tol {tol:.3g} (an ill-conditioned system; raise "
+                              "epsilon or use solve_reference()).", stacklevel=4)
+    return sol
