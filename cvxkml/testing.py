@@ -37,7 +37,8 @@ from .errors import ConvergenceWarning, CvxkmlError, InfeasibleError, SolverErro
 
 __all__ = ["UntrustedReference", "trusted_reference", "reference_or_discard", "discards",
            "solve_fast_honestly", "assert_matches_reference", "relative_violation",
-           "check_regularizer", "metric_instance", "kernel_instance", "factor_instance",
+           "check_regularizer", "check_contract", "contract_cases", "register_contract_case",
+           "metric_instance", "kernel_instance", "factor_instance",
            "random_pairs", "forest_pairs", "triplets", "variant_instance", "problems",
            "cross_check", "load_optimum", "list_optima"]
 
@@ -56,7 +57,11 @@ def relative_violation(problem, sol) -> float:
     """Largest violation of ``sol`` relative to max(1, |target|) when the problem knows its
     targets (spectral problems), else the absolute largest violation."""
     rel = getattr(problem, "_max_relative_violation", None)
-    return float(rel(sol.violations)) if rel is not None else sol.max_violation
+    if rel is not None:
+        return float(rel(sol.violations))
+    if "max_relative_violation" in sol.info:       # the Problem contract's own measure
+        return float(sol.info["max_relative_violation"])
+    return sol.max_violation
 
 
 def _untrusted_reason(problem, sol, cert_rtol, viol_tol, require_certificate) -> str | None:
@@ -523,3 +528,199 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
                      m=st.integers(1, max_m), is_hard=hards, gamma=st.sampled_from(list(gammas)),
                      kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
                      d=st.integers(1, 6))
+
+
+# --------------------------------------------------------------------------- the contract
+_CONTRACT_CASES: dict = {}
+
+
+def register_contract_case(cls, factory, solve_kw=None, rtol: float = 1e-6, fast: bool = True):
+    """Register how to build small instances of a :class:`~cvxkml.declare.Problem` subclass
+    for :func:`check_contract` (cvxkml's contract test runs every registered class, and
+    fails for a class in :mod:`cvxkml.declare` without one).
+
+    Parameters
+    ----------
+    cls : the problem class.
+    factory : callable ``seed -> problem`` (a small instance whose exact model solves in
+        about a second).
+    solve_kw : keyword arguments of ``problem.solve`` for the comparison (e.g. a tolerance).
+    rtol : the agreement asked of :func:`assert_matches_reference`.
+    fast : False when the class has no fast solver (its ``solve()`` must then raise
+        :class:`~cvxkml.errors.InvalidInputError` saying so).
+    """
+    _CONTRACT_CASES[cls] = {"factory": factory, "solve_kw": dict(solve_kw or {}), "rtol": rtol,
+                            "fast": fast}
+
+
+def contract_cases() -> dict:
+    """{problem class: case} of every registered class (cvxkml's own are registered on
+    first use; see :func:`register_contract_case`)."""
+    if not _CONTRACT_CASES or not getattr(contract_cases, "_builtin", False):
+        _register_builtin_cases()
+        contract_cases._builtin = True
+    return dict(_CONTRACT_CASES)
+
+
+def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True) -> dict:
+    """Run one declared problem through the :class:`~cvxkml.declare.Problem` contract.
+
+    Checks, in order: it is a ``Problem``; ``to_cvxpy()`` is a DCP ``cvxpy.Problem``; bad
+    ``solve_reference`` / ``solve`` options raise :class:`~cvxkml.errors.InvalidInputError`;
+    the exact answer is trustworthy (:func:`trusted_reference`: ``optimal``, its own
+    certificate within 1e-7, violations within 1e-7); the fast solve is honest
+    (:func:`solve_fast_honestly`) and certified, and agrees with the exact answer through
+    both certificates (:func:`assert_matches_reference` at ``rtol``).
+
+    Returns
+    -------
+    dict with ``exact_objective``, ``exact_gap`` (relative certificate), ``exact_time``, and
+    with a fast solver ``fast_gap``, ``rel_diff`` (relative objective difference),
+    ``fast_time``.  Raises AssertionError naming what broke, and
+    :class:`UntrustedReference` / InfeasibleError when the exact side cannot be trusted
+    (the caller counts those draws as discarded).
+    """
+    import time
+
+    import cvxpy as cp
+
+    from .declare.problem import Problem
+    from .errors import InvalidInputError
+
+    def raises(call, what):
+        try:
+            call()
+        except InvalidInputError:
+            return
+        except Exception as exc:                 # noqa: BLE001 - any other type breaks the contract
+            raise AssertionError(f"{what}: raised {type(exc).__name__}, not InvalidInputError: {exc}") from exc
+        raise AssertionError(f"{what}: accepted")
+
+    name = type(problem).__name__
+    assert isinstance(problem, Problem), f"{name} is not a cvxkml.declare.Problem"
+    model = problem.to_cvxpy()
+    assert isinstance(model, cp.Problem) and model.is_dcp(), f"{name}.to_cvxpy() is not a DCP cvxpy.Problem"
+    raises(lambda: problem.solve_reference(solver=3), f"{name}.solve_reference(solver=3)")
+    raises(lambda: problem.solve_reference(eps=-1.0), f"{name}.solve_reference(eps=-1.0)")
+    t0 = time.perf_counter()
+    exact = trusted_reference(problem)
+    out = {"exact_time": time.perf_counter() - t0, "exact_objective": float(exact.objective),
+           "exact_gap": float(exact.gap) / _scale(exact)}
+    assert exact.converged, f"{name}: a trusted reference must say converged=True: {exact}"
+    if not fast:
+        raises(lambda: problem.solve(), f"{name}.solve() (no fast solver)")
+        return out
+    raises(lambda: problem.solve(tol=-1.0), f"{name}.solve(tol=-1.0)")
+    raises(lambda: problem.solve(callback=3), f"{name}.solve(callback=3)")
+    kw = dict(solve_kw or {})
+    t0 = time.perf_counter()
+    fast_sol = solve_fast_honestly(problem, **kw)
+    out["fast_time"] = time.perf_counter() - t0
+    assert fast_sol.converged, f"{name}: the fast solve did not certify: {fast_sol}"
+    assert fast_sol.gap is not None, f"{name}: a converged fast solve carries no certificate"
+    assert_matches_reference(problem, fast_sol, exact, rtol=rtol, viol=rtol)
+    out["fast_gap"] = float(fast_sol.gap) / _scale(fast_sol)
+    out["rel_diff"] = abs(fast_sol.objective - exact.objective) / max(_scale(fast_sol), _scale(exact))
+    return out
+
+
+def _pola_instance(seed, kernel):
+    from . import declare
+    from .sideinfo import baseline_kernel, baseline_metric
+    rng = np.random.default_rng(seed)
+    n, d = 8, 3
+    X = rng.normal(size=(n, d))
+    A = X @ X.T + 0.5 * np.eye(n) if kernel else X
+    i, j = forest_pairs(rng, n, n - 1 if kernel else d)
+    y = rng.permutation(np.resize([1.0, -1.0], i.size))           # both kinds of pair
+    base = (baseline_kernel(A) if kernel else baseline_metric(X))(i, j)
+    pc = declare.pola_constraints(i, j, y, 1.0 + float(np.median(base)))
+    return declare.POLAKernel(A, pc) if kernel else declare.POLAMetric(X, pc)
+
+
+def _labelled(seed, n=10, n_classes=2, d=3, shift=1.0):
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % n_classes
+    rng.shuffle(y)
+    return rng.normal(size=(n, d)) + shift * y[:, None], y
+
+
+def _register_builtin_cases():
+    """cvxkml's own classes: small instances of each (n <= 12), feasible by construction."""
+    import cvxpy as cp
+
+    from . import declare
+    from .kernels import gaussian_kernel
+    from .sideinfo import PairConstraints
+
+    def spectral_kernel(seed):
+        return variant_instance(seed, 8, 6, declare.Frobenius(), kernel=True)
+
+    def kcr(seed):
+        X, y = _labelled(seed, n=10)
+        sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
+        return declare.KCR(gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0])))), y, 1.0)
+
+    def embedding(seed):
+        rng = np.random.default_rng(seed)
+        A = rng.normal(size=(5, 3))
+        return declare.EmbeddingWeightProblem(A @ A.T + 0.1 * np.eye(5))
+
+    def reweighting(seed):
+        X, y = _labelled(seed, n=12)
+        rng = np.random.default_rng(seed)
+        i, j = random_pairs(rng, 12, 6)
+        same = y[i] == y[j]
+        pairs = np.stack([i[same], j[same]], axis=1) if same.any() else np.array([[0, 1]])
+        return declare.SpectralReweighting.from_kernel(gaussian_kernel(X, sigma=2.0), pairs)
+
+    def extended(seed):
+        X, pc = metric_instance(seed, 8, 3, 5, hard=False)
+        return declare.ITML(X, pc, gamma=1.0).extend(
+            term=lambda W: 0.1 * cp.sum(cp.abs(W - cp.diag(cp.diag(W)))))
+
+    def iplr(seed):
+        X, pc = metric_instance(seed, 10, 4, 6, hard=False)
+        return declare.IPLR.from_features(X, pc, k=3, gamma=1.0)
+
+    def lmnn(seed):
+        X, y = _labelled(seed, n=12, n_classes=2, d=2, shift=0.8)
+        return declare.LMNNProblem.linear(X, y, 2, 0.5)
+
+    def sdp(kernel):
+        def build(seed):
+            if kernel:
+                K0, pc = kernel_instance(seed, 7, 5, hard=False)
+                return declare.SDPLogDetKernel(K0, pc, np.eye(7), 1.0)
+            X, pc = metric_instance(seed, 7, 3, 5, hard=False)
+            return declare.SDPLogDetMetric(X, pc, np.eye(7), 1.0)
+        return build
+
+    def trace(seed):
+        K0, pc = kernel_instance(seed, 8, 6, hard=False)
+        return declare.TraceSSIKDR(K0, PairConstraints(pc.i, pc.j, pc.y, pc.bound), tau=1.0)
+
+    cases = [
+        (declare.ITML, lambda s: declare.ITML(*metric_instance(s, 8, 3, 6, hard=False), gamma=1.0), {"tol": 1e-10}),
+        (declare.LogDetKernel, lambda s: declare.LogDetKernel(*kernel_instance(s, 8, 6, hard=False), gamma=1.0),
+         {"tol": 1e-10}),
+        (declare.LowRankLogDet, lambda s: declare.LowRankLogDet(*factor_instance(s, 8, 3, 5, hard=False), gamma=1.0),
+         {"tol": 1e-10}),
+        (declare.SpectralMetric, lambda s: variant_instance(s, 8, 6, declare.VonNeumann()), {"tol": 1e-10}),
+        (declare.SpectralKernel, spectral_kernel, {"tol": 1e-10}),
+        (declare.VonNeumannKernel, lambda s: declare.VonNeumannKernel(*kernel_instance(s, 8, 6, hard=False), gamma=1.0),
+         {"tol": 1e-10}),
+        (declare.TraceSSIKDR, trace, {"tol": 1e-10}),
+        (declare.POLAKernel, lambda s: _pola_instance(s, True), {"tol": 1e-10}),
+        (declare.POLAMetric, lambda s: _pola_instance(s, False), {"tol": 1e-10}),
+        (declare.SDPLogDetKernel, sdp(True), {"tol": 1e-10}),
+        (declare.SDPLogDetMetric, sdp(False), {"tol": 1e-10}),
+        (declare.IPLR, iplr, {"tol": 1e-10}),
+        (declare.SpectralReweighting, reweighting, {}),
+        (declare.EmbeddingWeightProblem, embedding, {}),
+    ]
+    for cls, factory, kw in cases:
+        register_contract_case(cls, factory, kw)
+    register_contract_case(declare.KCR, kcr, {"tol": 1e-7, "max_iter": 200_000}, rtol=1e-6)
+    register_contract_case(declare.LMNNProblem, lmnn, {"tol": 1e-7}, rtol=1e-6)
+    register_contract_case(declare.ExtendedProblem, extended, fast=False)

@@ -1,8 +1,9 @@
 """The declarative layer: problem objects that build CVXPY models (ground truth)
 and dispatch to the fast solvers."""
+from .problem import Problem
 from .logdet import ITML, LogDetKernel, LogDetProblem
 
-__all__ = ["ITML", "LogDetKernel", "LogDetProblem"]
+__all__ = ["Problem", "ITML", "LogDetKernel", "LogDetProblem"]
 from .lowrank import LowRankLogDet
 
 __all__ += ["LowRankLogDet"]

@@ -16,7 +16,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import check_constraints, check_conic_options, check_int, check_positive
+from .._validation import check_constraints, check_conic_options, check_positive
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
 from ..sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
                         SimilarityConstraints)
@@ -411,6 +411,63 @@ class SpectralProblem(Problem):
     def exact_size(self) -> int:
         """The side r of the whitened PSD variable X̂."""
         return int(self.T.shape[1])
+
+    #: whether the learned matrix is a kernel matrix on the training points (kernel problems)
+    kernel_space = False
+    #: α of the extension to new points; None: the regularizer's (Theorem 4)
+    extension_alpha = None
+
+    def learned_kernel(self, solution, base, X_train):
+        """The learned kernel on new points (Jain et al. eq. 18 with Theorem 4):
+
+            κ(z1, z2) = α κ0(z1, z2) + k1ᵀ S k2,    S = K0⁺ (K* − α K0) K0⁺,
+
+        α the minimizer of the regularizer's f_s over x >= 0 (LogDet and the von Neumann
+        f_vN 1, Frobenius and trace 0; :meth:`Regularizer.check_theorem4` refuses a
+        regularizer without one), K0⁺ the pseudo-inverse on range(K0).
+
+        Parameters
+        ----------
+        solution : Solution or array-like (n, n)
+            A solution of this problem (its ``matrix`` K*).
+        base : callable (Z1, Z2) -> κ0 matrix
+            The base kernel K0 was computed with (e.g. :class:`cvxkml.kernels.Kernel`).
+        X_train : array-like (n, d)
+            The n training points of K0.
+
+        Returns
+        -------
+        cvxkml.learned.LearnedKernel
+        """
+        from ..learned import LearnedKernel
+        from .._validation import check_data
+        if not self.kernel_space:
+            raise InvalidInputError(
+                f"{type(self).__name__} learns a Mahalanobis matrix W, not a kernel on the training "
+                "points: use cvxkml.learned.LearnedMetric(solution.matrix) for new points.")
+        K = solution.matrix if isinstance(solution, Solution) else np.asarray(solution, dtype=float)
+        n = self.M0.shape[0]
+        X_train = check_data(X_train, "X_train")
+        if K.shape != (n, n) or X_train.shape[0] != n:
+            raise InvalidInputError(
+                f"The solution must be {n} × {n} and X_train must hold the {n} training points of "
+                f"K0; got {K.shape} and {X_train.shape[0]} points.")
+        if not callable(base):
+            raise InvalidInputError("base must be the base kernel K0 was computed with, a callable "
+                                    "(Z1, Z2) -> matrix such as cvxkml.kernels.Kernel('gaussian').")
+        if self.extension_alpha is None:
+            try:
+                self.regularizer.check_theorem4()
+            except InvalidInputError as exc:
+                raise InvalidInputError(
+                    f"{type(self).__name__} has no extension of its learned kernel to new points: "
+                    f"Theorem 4 (eq. 18) needs a spectral regularizer whose f_s has a finite "
+                    f"minimizer α >= 0, and {self.regularizer.name} has none ({exc}). Use the "
+                    "learned matrix on the training points (solution.matrix).") from exc
+            alpha = float(self.regularizer.alpha)
+        else:
+            alpha = float(self.extension_alpha)
+        return LearnedKernel.from_solution(base, X_train, self.M0, K, alpha=alpha)
 
     def solve_reference(self, solver: str | None = None, eps: float | None = None,
                         accept_inaccurate: bool = False, **opts) -> Solution:

@@ -75,6 +75,7 @@ class LogDetKernel(SpectralProblem):
     """
 
     kind = "kernel"
+    kernel_space = True
     fast_families = (PairConstraints, RelativeConstraints, SimilarityConstraints)
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):

@@ -36,6 +36,11 @@ class VonNeumannKernel(SpectralProblem):
 
     kind = "vonneumann"
     fast_families = (PairConstraints,)
+    kernel_space = True
+    #: Kulis' D_vN(K, K0) is not a spectral function of K0^-½ K K0^-½ (Theorem 4 does not
+    #: apply); its solution keeps range(K0), K* = K0 (K0⁺ K* K0⁺) K0, so the extension to new
+    #: points is the range-space one, α = 0 (Kulis et al. §6.1)
+    extension_alpha = 0.0
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
         self.M0, w, V, keep = range_space(K0, "K0", rank_rtol)
