@@ -254,3 +254,12 @@ def test_kcr_then_vonneumann_in_one_process():
         assert W.converged and K.converged
         assert W.objective == ref
         assert abs(K.objective - W.objective) <= 1e-9 * max(1.0, abs(ref))
+
+
+def test_vonneumann_kernel_fast_model_dual_fuzz_9301():
+    """Fuzz seed 9301 (CVXKML_FUZZ=5): a rank-2 K0 on 4 points; the solution's smallest
+    eigenvector (eigenvalue ~1e-11·‖K‖, round-off) overlapped null(K0) and the divergence
+    function returned +inf while the problem's objective was 25.9.  The range test is now
+    made on K itself."""
+    test_vonneumann_kernel_fast_model_dual.hypothesis.inner_test(seed=137, n=4, m=2, kind="lowrank",
+                                                                  gamma=None)
