@@ -39,7 +39,8 @@ __all__ = ["UntrustedReference", "trusted_reference", "reference_or_discard", "d
            "solve_fast_honestly", "assert_matches_reference", "relative_violation",
            "check_regularizer", "check_contract", "contract_cases", "register_contract_case",
            "metric_instance", "kernel_instance", "factor_instance",
-           "random_pairs", "forest_pairs", "triplets", "variant_instance", "problems",
+           "random_pairs", "forest_pairs", "triplets", "variant_instance", "feasible_instance",
+           "problems",
            "cross_check", "load_optimum", "list_optima"]
 
 _DISCARDS: Counter = Counter()
@@ -415,6 +416,99 @@ def variant_instance(seed, n, m, regularizer=None, kernel=False, hard_pairs=True
     return declare.SpectralKernel(K0, cons, reg) if kernel else declare.SpectralMetric(X, cons, reg)
 
 
+_CONSTRAINT_FAMILIES = ("pairs", "triplets", "similarity", "linear")
+
+
+def _random_spd(rng, k):
+    """Q diag(e^g) Qᵀ: Q a random rotation, g ~ N(0, 0.7²) — above and below the identity."""
+    Q = np.linalg.qr(rng.normal(size=(k, k)))[0]
+    return (Q * np.exp(0.7 * rng.normal(size=k))) @ Q.T
+
+
+def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=None, kernel=False,
+                      hard=True, C=1.0, rank=None, d=3):
+    """A declared spectral problem with any mix of constraint families, feasible by
+    construction: every constraint holds with a 5 % margin at a random positive definite
+    target M* (K* = K0^½ Q e^G Qᵀ K0^½ on range(K0) for a kernel problem, W* = Q e^G Qᵀ for
+    a metric one, G diagonal N(0, 0.7²)), so hard constraints never conflict, while M0
+    (M* with G = 0) violates many of them.
+
+    Parameters
+    ----------
+    seed : int.  n : points.  m : constraints per family.
+    families : subset of ("pairs", "triplets", "similarity", "linear").
+    regularizer : the spectral regularizer (default LogDet()).
+    kernel : SpectralKernel on a Gaussian K0 (True) or SpectralMetric on X (n × d).
+    hard : True: hard constraints; False: every family under ``Hinge(…, C)``.
+    rank : kernel problems only: a rank-``rank`` K0 (linear kernel of rank-``rank`` points)
+        instead of the Gaussian one; the target stays on range(K0).
+    d : features of X.
+
+    Returns
+    -------
+    SpectralMetric or SpectralKernel
+    """
+    from . import declare
+    from .kernels import gaussian_kernel
+    from .sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
+                           SimilarityConstraints)
+    bad = [f for f in families if f not in _CONSTRAINT_FAMILIES]
+    if bad or not families:
+        raise ValueError(f"families must be a non-empty subset of {_CONSTRAINT_FAMILIES}; got {families!r}")
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
+    if kernel:
+        if rank is not None:
+            Y = rng.normal(size=(n, rank))
+            K0 = Y @ Y.T
+        else:
+            sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
+            K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+        w, V = np.linalg.eigh(K0)
+        keep = w > 1e-10 * w.max()
+        half = V[:, keep] * np.sqrt(w[keep])                # K0 = half halfᵀ on its range
+        target = half @ _random_spd(rng, half.shape[1]) @ half.T
+        dist = lambda a, b: target[a, a] + target[b, b] - 2 * target[a, b]      # noqa: E731
+        inner = lambda a, b: target[a, b]                                       # noqa: E731
+        dim = n
+    else:
+        target = _random_spd(rng, d)
+        dist = lambda a, b: np.einsum("ij,jk,ik->i", X[a] - X[b], target, X[a] - X[b])  # noqa: E731
+        inner = lambda a, b: np.einsum("ij,jk,ik->i", X[a], target, X[b])               # noqa: E731
+        dim = d
+    wrap = (lambda c: c) if hard else (lambda c: Hinge(c, C))
+    cons = []
+    if "pairs" in families:
+        i, j = random_pairs(rng, n, m)
+        y = rng.choice([-1.0, 1.0], size=i.size)
+        dd = dist(i, j)
+        keep = dd > 1e-9 * max(1.0, float(np.max(dd)))
+        i, j, y, dd = i[keep], j[keep], y[keep], dd[keep]
+        cons.append(wrap(PairConstraints(i, j, y, np.where(y > 0, 1.05 * dd, 0.95 * dd))))
+    if "triplets" in families:
+        ti, tj, tk = triplets(rng, n, m)
+        dj, dk = dist(ti, tj), dist(ti, tk)
+        swap = dj > dk                                        # orient so d*(i, j) <= d*(i, k)
+        tj, tk = np.where(swap, tk, tj), np.where(swap, tj, tk)
+        cons.append(wrap(RelativeConstraints(ti, tj, tk, 0.5 * np.abs(dk - dj))))
+    if "similarity" in families:
+        a, b = random_pairs(rng, n, m)
+        s_ab = inner(a, b)
+        cons.append(wrap(SimilarityConstraints(a, b, s_ab - 0.05 * np.maximum(np.abs(s_ab), 1e-3))))
+    if "linear" in families:
+        # ± z zᵀ: an upper bound where M0 exceeds M* along z, a lower bound where it falls
+        # short, each 10 % of the way from M* to M0 — met by M*, violated by M0
+        Z = rng.normal(size=(m, dim))
+        M0 = K0 if kernel else np.eye(d)
+        at_target = np.einsum("ti,ij,tj->t", Z, target, Z)
+        at_start = np.einsum("ti,ij,tj->t", Z, M0, Z)
+        sign = np.where(at_start > at_target, 1.0, -1.0)
+        Cs = sign[:, None, None] * np.einsum("ti,tj->tij", Z, Z)
+        cons.append(wrap(LinearConstraints(b=sign * (at_target + 0.1 * (at_start - at_target)), C=Cs)))
+    reg = declare.LogDet() if regularizer is None else regularizer
+    return declare.SpectralKernel(K0, cons, reg) if kernel else declare.SpectralMetric(X, cons, reg)
+
+
 def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, seed: int = 0,
                 solver=None, **solve_kw) -> dict:
     """Validate a problem's fast solve against its trusted exact model on many draws.
@@ -472,18 +566,22 @@ def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, see
 
 
 _FAMILIES = ("itml", "logdet-kernel", "lowrank", "vonneumann-metric", "vonneumann-kernel",
-             "hinge-metric", "hinge-kernel")
+             "hinge-metric", "hinge-kernel", "feasible-metric", "feasible-kernel")
 
 
 def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int = 12,
-             gammas=(0.1, 1.0, 10.0), regularizer=None):
+             gammas=(0.1, 1.0, 10.0), regularizer=None, families=None):
     """A Hypothesis strategy of declared problems of one family, feasible when hard.
 
     Parameters
     ----------
     family : 'itml', 'logdet-kernel', 'lowrank', 'vonneumann-metric', 'vonneumann-kernel',
         or 'hinge-metric' / 'hinge-kernel' (:func:`variant_instance`: any ``regularizer``,
-        hinge-slack triplets, pairs hard or under Hinge).
+        hinge-slack triplets, pairs hard or under Hinge), or 'feasible-metric' /
+        'feasible-kernel' (:func:`feasible_instance`: any ``regularizer``, any non-empty
+        subset of the constraint ``families`` drawn — pairs, triplets, similarity, linear —
+        hard or under Hinge; the kernel ones on a Gaussian or a rank-deficient K0).
+    families : the constraint families the 'feasible-*' strategies draw from (default all).
     hard : True (hard constraints, feasible by construction), False (slack, γ drawn from
         ``gammas``; hinge families: pairs under Hinge) or None (both).
     regularizer : the hinge families' regularizer (default LogDet()).
@@ -504,8 +602,12 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
     if max_n < 3 or max_m < 1:
         raise ValueError("max_n must be >= 3 and max_m >= 1")
 
-    def build(seed, n, m, is_hard, gamma, kind, d):
+    def build(seed, n, m, is_hard, gamma, kind, d, fams):
         g = None if is_hard else gamma
+        if family.startswith("feasible-"):
+            rank = min(d, n - 1) if kind == "lowrank" else None
+            return feasible_instance(seed, n, m, fams, regularizer, kernel=family == "feasible-kernel",
+                                     hard=is_hard, C=gamma, rank=rank)
         if family.startswith("hinge-"):
             return variant_instance(seed, n, m, regularizer, kernel=family == "hinge-kernel",
                                     hard_pairs=is_hard, C=gamma)
@@ -524,10 +626,12 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
         return declare.VonNeumannKernel(K0, pc, gamma=g)
 
     hards = st.just(hard) if hard is not None else st.booleans()
+    pool = list(_CONSTRAINT_FAMILIES if families is None else families)
+    fams = st.lists(st.sampled_from(pool), min_size=1, max_size=len(pool), unique=True).map(tuple)
     return st.builds(build, seed=st.integers(0, 2**31 - 1), n=st.integers(3, max_n),
                      m=st.integers(1, max_m), is_hard=hards, gamma=st.sampled_from(list(gammas)),
                      kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
-                     d=st.integers(1, 6))
+                     d=st.integers(1, 6), fams=fams)
 
 
 # --------------------------------------------------------------------------- the contract

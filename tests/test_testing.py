@@ -5,12 +5,14 @@ import warnings
 import numpy as np
 import pytest
 from hypothesis import assume, event, given, settings
+from hypothesis import strategies as st
 
 from cvxkml.declare import Frobenius, LogDet, TraceNorm, VonNeumann
 from cvxkml.errors import ConvergenceWarning, InfeasibleError, SolverError
 from cvxkml.solution import Solution
-from cvxkml.testing import (UntrustedReference, assert_matches_reference, check_regularizer, problems,
-                            reference_or_discard, solve_fast_honestly, trusted_reference)
+from cvxkml.testing import (UntrustedReference, assert_matches_reference, check_regularizer,
+                            feasible_instance, problems, reference_or_discard, solve_fast_honestly,
+                            trusted_reference)
 from budget import examples
 
 
@@ -144,3 +146,26 @@ def test_problems_strategy_validates_arguments():
         problems("nope")
     with pytest.raises(ValueError, match="max_n"):
         problems("itml", max_n=2)
+
+
+@pytest.mark.parametrize("family", ["feasible-metric", "feasible-kernel"])
+@pytest.mark.parametrize("reg", [LogDet(), VonNeumann(), Frobenius()], ids=lambda r: r.name)
+@settings(max_examples=examples(8), deadline=None)
+@given(data=st.data())
+def test_feasible_instances_of_every_constraint_family(family, reg, data):
+    """problems('feasible-*'): any mix of pairs, triplets, similarity and linear constraints,
+    hard or hinge, Gaussian or rank-deficient K0 — feasible by construction (the exact model
+    never reports infeasible), and the fast solve matches the trusted reference."""
+    problem = data.draw(problems(family, regularizer=reg, max_n=9, max_m=5))
+    fast = solve_fast_honestly(problem, tol=1e-10, max_iter=5000)
+    exact = reference_or_discard(problem)                     # InfeasibleError would fail here
+    assert fast.converged, fast
+    event(f"active {int(np.sum(fast.dual > 1e-8 * max(1.0, fast.dual.max())))} of {fast.dual.size}")
+    assert_matches_reference(problem, fast, exact, rtol=1e-6)
+
+
+def test_feasible_instance_rejects_unknown_families():
+    with pytest.raises(ValueError, match="non-empty subset"):
+        feasible_instance(0, 6, 3, ("pairs", "quadruplets"))
+    with pytest.raises(ValueError, match="non-empty subset"):
+        feasible_instance(0, 6, 3, ())
