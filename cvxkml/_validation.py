@@ -92,20 +92,23 @@ def check_symmetric(M, name: str, rtol: float = 1e-8) -> np.ndarray:
     return 0.5 * (M + M.T)
 
 
-def psd_rank(M: np.ndarray, name: str, rtol: float = 1e-10) -> tuple[int, np.ndarray, np.ndarray]:
+def psd_rank(M: np.ndarray, name: str, rtol: float = 1e-10,
+             atol: float = 0.0) -> tuple[int, np.ndarray, np.ndarray]:
     """Eigen-decompose a symmetric matrix, check PSD, return (rank, eigvals, eigvecs).
 
-    Eigenvalues below ``-rtol * max|eig|`` make it non-PSD; those within
-    ``rtol * max|eig|`` of zero count as zero for the rank.
+    Eigenvalues below ``-max(10 * rtol * max|eig|, atol)`` make it non-PSD; those within
+    ``max(rtol * max|eig|, atol)`` of zero count as zero for the rank.  ``atol`` is the
+    absolute round-off of the computation that produced ``M`` (e.g. centring a kernel whose
+    entries are much larger than the centred result's).
     """
     w, V = np.linalg.eigh(M)
     scale = max(float(np.max(np.abs(w))), np.finfo(float).tiny) if w.size else 1.0
-    if w.size and w[0] < -rtol * scale * 10:
+    if w.size and w[0] < -max(rtol * scale * 10, atol):
         raise NotPSDError(
             f"{name} is not positive semidefinite: smallest eigenvalue {w[0]:.3g} "
             f"(largest {w[-1]:.3g}). Use a valid kernel, or shift it (M + c I) / clip its "
             "negative eigenvalues.")
-    rank = int(np.sum(w > rtol * scale))
+    rank = int(np.sum(w > max(rtol * scale, atol)))
     return rank, w, V
 
 

@@ -149,6 +149,15 @@ def center_kernel(K) -> np.ndarray:
     return K - row[None, :] - K.mean(axis=1)[:, None] + row.mean()
 
 
+def centering_roundoff(K) -> float:
+    """Absolute round-off level of :func:`center_kernel` on ``K``: 4 · n · eps · max|K|.
+
+    Eigenvalues of ``H K H`` within this of zero are indistinguishable from zero, however
+    small the centred matrix is (points that nearly coincide in feature space)."""
+    K = np.asarray(K, dtype=float)
+    return 4.0 * K.shape[0] * float(np.finfo(float).eps) * float(np.max(np.abs(K), initial=0.0))
+
+
 def normalize_mean_diagonal(K) -> np.ndarray:
     """K / mean(diag K), so the mean squared norm in feature space is one."""
     K = np.asarray(K, dtype=float)

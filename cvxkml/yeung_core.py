@@ -58,7 +58,8 @@ def _fix_signs(V: np.ndarray) -> np.ndarray:
     return V * s
 
 
-def positive_spectrum(K, rank_rtol: float = 1e-10, name: str = "K") -> tuple[np.ndarray, np.ndarray]:
+def positive_spectrum(K, rank_rtol: float = 1e-10, name: str = "K",
+                      atol: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Positive eigenvalues (descending) and unit eigenvectors of a symmetric PSD matrix.
 
     Parameters
@@ -69,6 +70,11 @@ def positive_spectrum(K, rank_rtol: float = 1e-10, name: str = "K") -> tuple[np.
         Eigenvalues at most ``rank_rtol`` times the largest count as zero.
     name : str
         Name used in error messages.
+    atol : float, default=0.0
+        Absolute round-off level of ``K``'s computation: eigenvalues within it of zero count
+        as zero, and only ones below ``-atol`` (or ``-10 · rank_rtol`` times the largest)
+        make ``K`` non-PSD.  Centring a kernel of entries ~1 whose points nearly coincide
+        leaves a centred matrix of norm ~1e-8 with round-off ~1e-16 (:func:`cvxkml.kernels.centering_roundoff`).
 
     Returns
     -------
@@ -85,9 +91,9 @@ def positive_spectrum(K, rank_rtol: float = 1e-10, name: str = "K") -> tuple[np.
         K has no positive eigenvalue (all points coincide in feature space).
     """
     K = np.asarray(K, dtype=float)
-    _, w, V = psd_rank(0.5 * (K + K.T), name, rank_rtol)
+    _, w, V = psd_rank(0.5 * (K + K.T), name, rank_rtol, atol)
     scale = max(float(np.max(np.abs(w))), np.finfo(float).tiny) if w.size else 0.0
-    keep = w > rank_rtol * scale
+    keep = w > max(rank_rtol * scale, atol)
     if not np.any(keep):
         raise InvalidInputError(
             f"{name} has no positive eigenvalue: after centring, all points coincide in feature "

@@ -32,7 +32,7 @@ import numpy as np
 from .._validation import (as_float_array, check_conic_options, check_index_array, check_kernel_matrix,
                            check_magnitude, check_number)
 from ..errors import InvalidInputError
-from ..kernels import center_kernel
+from ..kernels import center_kernel, centering_roundoff
 from ..sideinfo import PairConstraints
 from ..solution import Solution
 from ._conic import solve_conic
@@ -152,9 +152,11 @@ class SpectralReweighting(Problem):
         (eigenvalues above ``rank_rtol`` times the largest), and S on the n points."""
         K = check_kernel_matrix(K_hat, "K_hat")
         rank_rtol = check_number(rank_rtol, "rank_rtol", low=0.0, high=1.0, low_open=True)
+        atol = 0.0
         if center:
+            atol = centering_roundoff(K)
             K = center_kernel(K)
-        lam, V = positive_spectrum(K, rank_rtol, name="the centred kernel K")
+        lam, V = positive_spectrum(K, rank_rtol, name="the centred kernel K", atol=atol)
         return cls(V, lam, pairs, epsilon)
 
     # ------------------------------------------------------------------ numpy side

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from .._config import blas_limit
 from ..errors import InvalidInputError
-from ..kernels import center_kernel
+from ..kernels import center_kernel, centering_roundoff
 from ..yeung_core import (DEFAULT_EPSILON, _fix_signs, beta_closed_form, criterion,  # noqa: F401
                           equality_multiplier, lle_weights, local_gram, positive_spectrum,
                           regularize, similarity_diag)
@@ -311,7 +311,8 @@ def _beta_step(space, iL, jL, epsilon, rank_rtol):
         mu, alpha = space.spectrum(rank_rtol)
     else:
         mu, alpha = positive_spectrum(center_kernel(space.kLL), rank_rtol,
-                                      name="the centred landmark kernel L")
+                                      name="the centred landmark kernel L",
+                                      atol=centering_roundoff(space.kLL))
     d_S = similarity_diag(alpha, iL, jL)
     d_eff, reg = regularize(d_S, epsilon)
     c = float(np.sum(np.sqrt(mu)))
