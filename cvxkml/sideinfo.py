@@ -179,6 +179,11 @@ def pairs_from_labels(labels, n_similar: int = 100, n_dissimilar: int = 100, ran
             Y.append(-np.ones(n_dissimilar))
     if not I:
         raise InvalidInputError("No pairs could be formed: every class has a single point and there is one class.")
+    if sum(a.size for a in I) == 0:
+        raise InvalidInputError(
+            f"No pairs were drawn: there is one class, and each of its {n_similar} random "
+            "within-class draws paired a point with itself. Raise n_similar, or give labels "
+            "of more than one class.")
     return _dedupe(np.concatenate(I).astype(np.int64), np.concatenate(J).astype(np.int64),
                    np.concatenate(Y))
 

@@ -99,3 +99,13 @@ def test_divergences_known_values():
     assert logdet_divergence(X, P) == np.inf
     assert von_neumann_divergence(X, P) == np.inf
     assert np.isclose(von_neumann_divergence(2 * P, P), 2 * np.log(2) * np.trace(P) - np.trace(P))
+
+
+def test_pairs_from_labels_one_class_all_self_draws():
+    """Fuzz seed 9806: one class of 4 points whose 4 within-class draws were all i = j gave
+    no pairs, reported as 'all sampled pairs have zero baseline distance'.  The error now
+    says what happened."""
+    from cvxkml.errors import InvalidInputError
+    from cvxkml.sideinfo import pairs_from_labels
+    with pytest.raises(InvalidInputError, match="paired a point with itself"):
+        pairs_from_labels(np.zeros(4, dtype=int), 4, 4, np.random.default_rng(42183))

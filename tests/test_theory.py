@@ -18,7 +18,8 @@ def _labelled(seed, n, d):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     y = rng.integers(0, 3, n)
-    return rng, X, y
+    y[:2] = (0, 1)         # two classes, so dissimilar pairs exist (fuzz seed 9806 drew one
+    return rng, X, y       # class of 4 points whose 4 within-class draws were all i = j)
 
 
 @settings(max_examples=examples(25))
