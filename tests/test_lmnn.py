@@ -10,12 +10,15 @@ full-rank Gaussian kernel (optimum 0: classes collapse on the training set) and
 NR-ML-MKL (two concatenated kernel maps).  Draw counts: 25 (``CVXKML_FUZZ=N`` multiplies them).
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from cvxkml.declare.lmnn import LMNNProblem, check_kernel_list
-from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError
+from cvxkml.declare.problem import CALLBACK_STOP, Problem
+from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError, SolverError
 from cvxkml.kernels import gaussian_kernel, kernel_sq_distances, polynomial_kernel
 from cvxkml.lmnn_terms import (LMNNTriplets, lmnn_dual_value, lmnn_objective, orthonormal_factor,
                                pair_quadratic, target_neighbors)
@@ -139,9 +142,162 @@ def test_warm_start_at_optimum_stops_at_first_check():
     prob = LMNNProblem.linear(X, y, k=2)
     first = prob.solve(tol=TOL)
     assert first.converged
-    again = prob.solve(tol=1e-4, A0=first.matrix, alpha0=first.dual)
+    for start in ({"A0": first.matrix, "alpha0": first.dual}, {"warm_start": first},
+                  {"warm_start": {"A": first.matrix, "alpha": first.dual}}):
+        again = prob.solve(tol=1e-4, **start)
+        assert again.converged and again.n_iter == 0, start
+        assert again.objective == pytest.approx(first.objective, rel=1e-12)
+
+
+def test_warm_start_from_a_solution_of_this_problem_uses_its_exact_whitened_matrix():
+    """Kernel LMNN: A = V S⁻¹ X̂ S⁻¹ Vᵀ is ill conditioned, so a restart from a Solution
+    of the same problem takes its X̂ (info["X"]) as it is: the restart is at the same
+    point (to round-off of the start's PSD projection) and certifies at the first check."""
+    prob = make_problem("kernel-fullrank", 11, 14, 2, 2, 0.5)
+    first = prob.solve(tol=TOL)
+    assert first.converged and first.n_iter > 0
+    again = prob.solve(tol=TOL, warm_start=first)
     assert again.converged and again.n_iter == 0
-    assert again.objective == pytest.approx(first.objective, rel=1e-12)
+    # (whitening A back instead gave 6e-12 and 1.9e-11 on this draw, condition of S 2.3e4)
+    X1 = first.info["X"]
+    assert np.linalg.norm(again.info["X"] - X1) <= 1e-13 * np.linalg.norm(X1)
+    assert abs(again.objective - first.objective) <= 1e-13 * max(1.0, abs(first.objective))
+
+
+def test_warm_start_from_a_previous_solution_is_faster_and_certified():
+    """A Solution of an earlier solve (a coarser tolerance of this problem, or a
+    neighbouring γ on the same triplets) starts the PDHG closer: fewer iterations than
+    from A = I, and the same certified optimum (both within tol of F*, which the exact
+    model's own certificate brackets)."""
+    X, y = labelled_points(4, 14, 2, 2, d=3)
+    prob = LMNNProblem.linear(X, y, k=2, gamma=0.5)
+    cold = prob.solve(tol=TOL)
+    coarse = prob.solve(tol=1e-3)
+    neighbour = LMNNProblem.linear(X, y, k=2, gamma=0.45, triplets=prob.triplets).solve(tol=TOL)
+    exact = prob.solve_reference()
+    assert cold.converged and coarse.converged and neighbour.converged and exact.converged
+    scale = max(1.0, abs(exact.objective))
+    for start in (coarse, neighbour):
+        warm = prob.solve(tol=TOL, warm_start=start)
+        assert warm.converged and warm.status == "converged"
+        assert warm.n_iter < cold.n_iter, (warm.n_iter, cold.n_iter)
+        assert warm.objective - warm.dual_value <= TOL * max(1.0, abs(warm.objective))
+        assert abs(warm.objective - cold.objective) <= TOL * scale
+        # F* lies in [g_exact, F_exact]; a certified F lies in [F*, F* + tol·scale]
+        assert exact.dual_value - 1e-9 * scale <= warm.objective <= exact.objective + TOL * scale
+        assert warm.dual_value <= exact.objective + 1e-9 * scale
+
+
+def test_warm_start_bad_inputs():
+    X, y = labelled_points(1, 12, 2, 2, d=3)
+    prob = LMNNProblem.linear(X, y, k=2)
+    T = prob.triplets.n_triplets
+    with pytest.raises(InvalidInputError, match="not both"):
+        prob.solve(warm_start={"A": np.eye(3)}, A0=np.eye(3))
+    with pytest.raises(InvalidInputError, match="warm_start must be None, a Solution"):
+        prob.solve(warm_start=np.eye(3))
+    with pytest.raises(InvalidInputError, match=r"unknown key\(s\) \['X'\]"):
+        prob.solve(warm_start={"X": np.eye(3)})
+    with pytest.raises(InvalidInputError, match=r"warm_start\['A'\] must be 3 × 3"):
+        prob.solve(warm_start={"A": np.eye(4)})
+    with pytest.raises(InvalidInputError, match=rf"warm_start\['alpha'\] must hold one non-negative multiplier per triplet \({T}\)"):
+        prob.solve(warm_start={"alpha": np.ones(T + 1)})
+    with pytest.raises(InvalidInputError, match="alpha0 must hold"):
+        prob.solve(alpha0=-np.ones(T))
+
+
+# --------------------------------------------------------------------------- the contract
+def test_lmnn_problem_keeps_the_problem_contract():
+    X, y = labelled_points(1, 12, 2, 2, d=3)
+    prob = LMNNProblem.linear(X, y, k=2)
+    assert isinstance(prob, Problem)
+    assert prob.exact_size() == prob.rank == 3 and prob.clarabel_max_size == 60
+    assert prob.default_solver() == "CLARABEL"
+    prob.clarabel_max_size = 2                     # (instance attribute: this object only)
+    assert prob.default_solver() == "SCS"
+    with pytest.raises(InvalidInputError, match="max_iter must be a positive integer"):
+        prob.solve(max_iter=0)
+    with pytest.raises(InvalidInputError, match="max_iter"):
+        prob.solve(max_iter=10**20)
+
+
+def test_callback_sees_every_check_and_can_stop():
+    X, y = labelled_points(4, 14, 2, 2, d=3)
+    prob = LMNNProblem.linear(X, y, k=2)
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)        # converged: no warning
+        sol = prob.solve(tol=TOL, check_every=100, callback=lambda info: seen.append(dict(info)))
+    assert sol.converged and sol.status == "converged"
+    assert [c["iteration"] for c in seen] == list(range(0, sol.n_iter + 1, 100))
+    F = [c["objective"] for c in seen]
+    g = [c["dual_value"] for c in seen]
+    assert all(a >= b for a, b in zip(F, F[1:])) and all(a <= b for a, b in zip(g, g[1:]))
+    for c in seen:
+        assert c["gap"] == pytest.approx((c["objective"] - c["dual_value"]) / max(1.0, abs(c["objective"])))
+        assert c["working_triplets"] <= prob.triplets.n_triplets
+    assert seen[-1]["objective"] == sol.objective and seen[-1]["dual_value"] == sol.dual_value
+    assert seen[-1]["gap"] <= TOL < seen[-2]["gap"]
+
+    # a truthy return stops at that check: honest status, one ConvergenceWarning
+    calls = []
+    with pytest.warns(ConvergenceWarning, match="callback stopped it") as rec:
+        stopped = prob.solve(tol=1e-12, check_every=100,
+                             callback=lambda info: calls.append(info["iteration"]) or info["iteration"] >= 300)
+    assert sum(issubclass(w.category, ConvergenceWarning) for w in rec) == 1
+    assert calls == [0, 100, 200, 300]
+    assert stopped.status == CALLBACK_STOP and not stopped.converged and stopped.n_iter == 300
+    assert stopped.dual_value <= stopped.objective
+    assert stopped.gap > 1e-12 * max(1.0, stopped.objective)        # honestly uncertified
+
+    # a stop request at a check that certifies is a converged solve
+    first = prob.solve(tol=TOL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        done = prob.solve(tol=TOL, warm_start=first, callback=lambda info: True)
+    assert done.converged and done.status == "converged" and done.n_iter == 0
+
+    with pytest.raises(InvalidInputError, match="callback must be None or a callable taking one dict; got int"):
+        prob.solve(callback=3)
+
+
+@pytest.mark.filterwarnings("ignore:Solution may be inaccurate:UserWarning")     # (CVXPY, the SCS run)
+def test_reference_certificate_and_converged_honesty(monkeypatch):
+    """solve_reference: an optimal answer carries a Lagrange certificate 0 <= gap <= 1e-6
+    (relative; round-off below 0 allowed) and relative violation ~ 0; an
+    ``optimal_inaccurate`` answer is refused unless its certificate vouches for it, and is
+    ``converged`` only then."""
+    import cvxkml.declare.lmnn as lmnn_mod
+
+    X, y = labelled_points(4, 14, 2, 2, d=3)
+    prob = LMNNProblem.linear(X, y, k=2)
+    exact = prob.solve_reference()
+    scale = max(1.0, abs(exact.objective))
+    assert exact.status == "optimal" and exact.converged
+    assert -1e-9 * scale <= exact.gap <= 1e-6 * scale
+    assert exact.info["max_relative_violation"] <= 1e-7
+    assert "accepted_by_certificate" not in exact.info
+
+    # a short SCS run: optimal_inaccurate with a poor certificate
+    with pytest.raises(SolverError, match="certificate does not vouch"):
+        prob.solve_reference(solver="SCS", max_iters=20)
+    rough = prob.solve_reference(solver="SCS", max_iters=20, accept_inaccurate=True)
+    assert rough.status == "optimal_inaccurate" and not rough.converged
+    assert rough.gap > 1e-6 * max(1.0, abs(rough.objective)) or rough.info["max_relative_violation"] > 1e-6
+
+    # a good answer labelled optimal_inaccurate is accepted by its own certificate
+    real = lmnn_mod.solve_conic
+
+    def inaccurate(*args, **kwargs):
+        elapsed, status, iters = real(*args, **kwargs)
+        assert args[3] is True                 # the model is always solved accepting inaccurate
+        return elapsed, "optimal_inaccurate", iters
+
+    monkeypatch.setattr(lmnn_mod, "solve_conic", inaccurate)
+    vouched = prob.solve_reference()
+    assert vouched.status == "optimal_inaccurate" and vouched.converged
+    assert vouched.info["accepted_by_certificate"] is True
+    assert vouched.objective == pytest.approx(exact.objective, rel=1e-8)
 
 
 def test_rank_deficient_features_keep_the_start_on_the_complement():

@@ -44,23 +44,20 @@ accurately (Clarabel ``optimal_inaccurate`` after about 5 minutes).
 """
 from __future__ import annotations
 
-import warnings
-
 import cvxpy as cp
 import numpy as np
 
 from .._validation import (as_float_array, check_choice, check_conic_options, check_int,
                            check_kernel_matrix, check_labels, check_number, check_positive)
-from ..errors import ConvergenceWarning, InvalidInputError, SolverError
+from ..errors import InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
 from ..lmnn_terms import (LMNNTriplets, lmnn_dual_value, lmnn_objective, lmnn_slack,
                           orthonormal_factor, pair_quadratic)
 from ..solution import Solution
 from ._conic import solve_conic
+from .problem import CALLBACK_STOP, Problem
 
 __all__ = ["LMNNProblem", "check_kernel_list"]
-
-_CLARABEL_MAX_DIM = 60     # r × r PSD block and ~n²k/2 slacks: Clarabel is fast and exact here
 
 
 def _check_gamma(gamma) -> float:
@@ -98,8 +95,9 @@ def check_kernel_list(Ks, name: str = "kernels") -> list[np.ndarray]:
     return out
 
 
-class LMNNProblem:
-    """LMNN (eq. 18) on a feature matrix Z: exact model and fast solver.
+class LMNNProblem(Problem):
+    """LMNN (eq. 18) on a feature matrix Z: exact model and fast solver, under the
+    :class:`~cvxkml.declare.problem.Problem` contract.
 
     Use the constructors :meth:`linear`, :meth:`kernel` and :meth:`multiple_kernels`;
     the plain constructor takes any feature matrix.
@@ -140,6 +138,8 @@ class LMNNProblem:
     """
 
     kind = "features"
+    #: :meth:`default_solver` uses Clarabel up to an r × r PSD block with r = 60
+    clarabel_max_size = 60
 
     def __init__(self, Z, y, k: int = 5, gamma: float = 0.5, *, neighbor_sq_dist=None,
                  targets=None, triplets: LMNNTriplets | None = None, rank_rtol: float = 1e-8,
@@ -323,29 +323,73 @@ class LMNNProblem:
         margin = p[tr.ti] - p[tr.tt] + xi >= 1.0
         return cp.Problem(cp.Minimize(objective), [margin])
 
-    def default_solver(self) -> str:
-        return "CLARABEL" if self.rank <= _CLARABEL_MAX_DIM else "SCS"
+    def exact_size(self) -> int:
+        """The side of the exact model's PSD block: r, the rank of Z (the whitened X̂ of
+        :meth:`to_cvxpy`).  :meth:`default_solver` picks Clarabel up to
+        :attr:`clarabel_max_size` = 60 (an r × r block and about n²k/2 slacks: Clarabel is
+        fast and exact there, see the module docstring), SCS above."""
+        return self.rank
+
+    def _relative_violation(self, viol, X) -> float:
+        """The contract's relative violation of a point (X̂, ξ): the margin rows of
+        :meth:`violations` have target 1 and ξ >= 0 target 0, so they count as they are
+        (relative to max(1, |target|) = 1); the PSD violation max(0, −λ_min(X̂)) is taken
+        relative to max(1, λ_max(X̂)) (the scale of the matrix it belongs to)."""
+        viol = np.asarray(viol, dtype=float)
+        X = np.asarray(X, dtype=float)
+        top = float(np.linalg.eigvalsh(0.5 * (X + X.T))[-1]) if X.size else 0.0
+        margin = float(np.max(viol[:-1], initial=0.0))
+        return max(margin, float(viol[-1]) / max(1.0, abs(top)))
 
     def solve_reference(self, solver: str | None = None, eps: float | None = None,
                         accept_inaccurate: bool = False, whiten: bool = True, **opts) -> Solution:
-        """Solve the exact model with a conic solver at high accuracy.
+        """Solve the exact model (eq. 18 over X̂ ⪰ 0, :meth:`to_cvxpy`) with a conic solver
+        at high accuracy.
 
-        Default solver: Clarabel (tolerances ``eps`` = 1e-8) when r <= 60, SCS
-        (``eps`` = 1e-9) above.  See the module docstring for the sizes where this is
-        practical.  Raises :class:`SolverError` on a non-optimal status
-        (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
+        Parameters
+        ----------
+        solver : {"CLARABEL", "SCS", …} or None
+            None: :meth:`default_solver` — Clarabel (``eps`` = 1e-8) when the PSD block
+            (r, or D with ``whiten=False``) is at most :attr:`clarabel_max_size` = 60,
+            SCS (``eps`` = 1e-9) above.  See the module docstring for the sizes where this
+            is practical.
+        eps : float or None
+            The solver's tolerances (:func:`cvxkml.declare._conic.solve_conic`).
+        accept_inaccurate : bool, default=False
+            Return an ``optimal_inaccurate`` answer whatever its certificate says.  Without
+            it such an answer is returned only when its own certificate vouches for it
+            (relative gap and relative violation at most
+            :data:`~cvxkml.declare.problem.INACCURATE_RTOL`; then
+            ``info["accepted_by_certificate"] = True``), else :class:`SolverError`.
+        whiten : bool, default=True
+            Solve over X̂ (r × r, well conditioned); False: the literal model over A (D × D).
+        **opts
+            Passed to the solver.
 
         Returns
         -------
         Solution
             ``matrix`` = A (D × D), ``slack`` = ξ, ``dual`` = α (the multipliers of the
-            margin constraints), ``dual_value`` = g(α), ``info["X"]`` = X̂.
+            margin constraints, clipped to [0, γ]), ``dual_value`` = g(α), the Lagrange
+            lower bound of :func:`cvxkml.lmnn_terms.lmnn_dual_value` (so ``gap`` =
+            F − g certifies the answer), ``info["X"]`` = X̂,
+            ``info["max_relative_violation"]`` (:meth:`_relative_violation`).
+            ``converged`` is True only for status ``optimal`` or an ``optimal_inaccurate``
+            answer accepted by its certificate.
+
+        Raises
+        ------
+        InfeasibleError, SolverError
+            A failed or non-optimal conic solve (see ``accept_inaccurate``).
         """
         solver, eps = check_conic_options(solver, eps)
-        solver = solver or self.default_solver()
+        if not isinstance(whiten, (bool, np.bool_)):
+            raise InvalidInputError(f"whiten must be True or False; got {whiten!r}.")
+        if solver is None:
+            size = self.exact_size() if whiten else self.dim
+            solver = "CLARABEL" if size <= self.clarabel_max_size else "SCS"
         prob = self.to_cvxpy(whiten=whiten)
-        elapsed, status, iters = solve_conic(prob, solver, eps, accept_inaccurate,
-                                             "exact LMNN model", **opts)
+        elapsed, status, iters = solve_conic(prob, solver, eps, True, "exact LMNN model", **opts)
         M = np.asarray(prob.var_dict["X" if whiten else "A"].value, dtype=float)
         M = 0.5 * (M + M.T)
         if whiten:
@@ -356,33 +400,108 @@ class LMNNProblem:
             X = self.whiten(A)
         xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
         alpha = np.clip(np.asarray(prob.constraints[0].dual_value, dtype=float).ravel(), 0.0, self.gamma)
-        return Solution(
+        viol = self.violations_whitened(X, xi)
+        sol = Solution(
             matrix=A, objective=self.objective_whitened(X), dual=alpha, slack=xi,
-            violations=self.violations_whitened(X, xi), n_iter=iters, converged=status == cp.OPTIMAL,
+            violations=viol, n_iter=iters, converged=status == cp.OPTIMAL,
             time=elapsed, status=status, solver=f"cvxpy-{solver.lower()}",
             dual_value=self.dual_value(alpha),
-            info={"solver_objective": float(prob.solution.opt_val), "X": X, "rank": self.rank})
+            info={"solver_objective": float(prob.solution.opt_val), "X": X, "rank": self.rank,
+                  "max_relative_violation": self._relative_violation(viol, X)})
+        sol = self._accept_reference(sol, status, accept_inaccurate, "exact LMNN model")
+        sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
+        return sol
 
     # ------------------------------------------------------------------ fast side
-    def solve(self, tol: float = 1e-5, max_iter: int = 20_000, A0=None, alpha0=None,
-              check_every: int = 200, buffer: float = 1.0, polish: bool = True) -> Solution:
-        """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`): primal–dual projected
-        sub-gradient with Weinberger & Saul's active set, in the whitened coordinates.
+    def _start(self, warm_start, A0, alpha0):
+        """(X̂0, complement, α0) from ``warm_start`` (a Solution or a dict) or the
+        ``A0`` / ``alpha0`` pair; defaults X̂0 = S² (A0 = I), complement None, α0 None."""
+        if warm_start is not None and (A0 is not None or alpha0 is not None):
+            raise InvalidInputError(
+                "Pass the start either as warm_start (a Solution, or a dict with 'A' and/or "
+                "'alpha') or as A0 / alpha0, not both.")
+        X_given = None
+        a_name, al_name = "A0", "alpha0"
+        if isinstance(warm_start, Solution):
+            A0, alpha0 = warm_start.matrix, warm_start.dual
+            X_given = warm_start.info.get("X") if isinstance(warm_start.info, dict) else None
+            a_name, al_name = "warm_start.matrix", "warm_start.dual"
+        elif isinstance(warm_start, dict):
+            unknown = sorted(map(str, set(warm_start) - {"A", "alpha"}))
+            if unknown:
+                raise InvalidInputError(
+                    f"warm_start dict keys must be 'A' (D × D start matrix) and/or 'alpha' (one "
+                    f"multiplier per triplet); got unknown key(s) {unknown}.")
+            A0, alpha0 = warm_start.get("A"), warm_start.get("alpha")
+            a_name, al_name = "warm_start['A']", "warm_start['alpha']"
+        elif warm_start is not None:
+            raise InvalidInputError(
+                "warm_start must be None, a Solution of an earlier solve (its matrix A and "
+                "multipliers α are used) or a dict {'A': D × D matrix, 'alpha': multipliers}; "
+                f"got {type(warm_start).__name__}.")
+        if A0 is None:
+            X0, complement = np.diag(self.s ** 2), None
+        else:
+            A0 = as_float_array(A0, a_name, ndim=2)
+            if A0.shape != (self.dim, self.dim):
+                raise InvalidInputError(f"{a_name} must be {self.dim} × {self.dim} (D × D); got {A0.shape}.")
+            X0, complement = self.whiten(A0), A0
+            if X_given is not None and np.shape(X_given) == (self.rank, self.rank):
+                # a Solution of this problem: its own X̂ (A = V S⁻¹ X̂ S⁻¹ Vᵀ + complement)
+                # is exact, while whitening A back loses up to cond(S)² (kernel problems)
+                X_given = np.asarray(X_given, dtype=float)
+                back = self.matrix_from_whitened(X_given, A0)
+                if np.all(np.isfinite(back)) and np.linalg.norm(back - A0) <= 1e-8 * max(
+                        1.0, float(np.linalg.norm(A0))):
+                    X0 = 0.5 * (X_given + X_given.T)
+        if alpha0 is not None:
+            alpha0 = as_float_array(alpha0, al_name).ravel()
+            if alpha0.shape != (self.triplets.n_triplets,) or np.any(alpha0 < 0):
+                raise InvalidInputError(
+                    f"{al_name} must hold one non-negative multiplier per triplet "
+                    f"({self.triplets.n_triplets}), e.g. Solution.dual of an earlier solve of a "
+                    "problem with the same triplets (pass {'A': solution.matrix} to start from "
+                    "the matrix only).")
+        return X0, complement, alpha0
+
+    def solve(self, tol: float = 1e-5, max_iter: int = 20_000, callback=None, warm_start=None, *,
+              A0=None, alpha0=None, check_every: int = 200, buffer: float = 1.0,
+              polish: bool = True) -> Solution:
+        """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`) of eq. 18: primal–dual
+        projected sub-gradient with Weinberger & Saul's active set, in the whitened
+        coordinates, stopped on a certified duality gap.
 
         Parameters
         ----------
         tol : float, default=1e-5
             Stop when the certified relative gap (F − g) / max(1, |F|) <= tol, g a Lagrange
-            dual bound (so ``converged=True`` is a proof of tol-optimality).
+            dual bound (:func:`cvxkml.lmnn_terms.lmnn_dual_value`), so ``converged=True``
+            is a proof of tol-optimality.
         max_iter : int, default=20000
-            Iteration budget; when exhausted a :class:`ConvergenceWarning` is emitted,
-            ``converged=False`` and the best iterate is returned.
+            Iteration budget, 1 … 1e15; when exhausted ``converged=False``,
+            ``status="max_iter reached"``, one :class:`~cvxkml.errors.ConvergenceWarning`, and the best
+            iterate is returned.
+        callback : callable or None
+            Called with a dict at every certificate check of the solver (iteration 0, then
+            every ``check_every`` iterations): ``iteration``, ``objective`` (F at the best
+            iterate), ``dual_value`` (the best bound g), ``gap`` ((F − g) / max(1, |F|)),
+            ``current_objective``, ``working_triplets``.  A truthy return stops the solve:
+            ``status="stopped by callback"``, ``converged=False`` (unless that check
+            certified ``tol``) and a :class:`~cvxkml.errors.ConvergenceWarning`.
+        warm_start : Solution or dict or None
+            Where to start: a :class:`~cvxkml.solution.Solution` of an earlier solve (of
+            this problem, or of one with the same points and triplets, e.g. another γ or
+            kernel weighting): its ``matrix`` A and ``dual`` α are used (for a Solution of
+            this very problem its whitened ``info["X"]``, exact where A is ill
+            conditioned); or a dict ``{"A": D × D matrix, "alpha": (T,) multipliers}``
+            (either key may be left out).  Default: A = I, the paper's initialization,
+            and α = 0.
         A0 : array-like of shape (D, D), optional
-            Start matrix (default the identity, the paper's initialization); only its
-            whitened part S Vᵀ A0 V S enters the iteration, the rest is kept on the
-            complement of the row space.
+            Start matrix, the same as ``warm_start={"A": A0}`` (kept for existing callers;
+            prefer ``warm_start``).  Only its whitened part S Vᵀ A0 V S enters the
+            iteration; the rest is kept on the complement of the row space.
         alpha0 : array-like of shape (T,), optional
-            Start multipliers.
+            Start multipliers, the same as ``warm_start={"alpha": alpha0}``.
         check_every, buffer, polish
             See :func:`cvxkml.solvers.lmnn.lmnn_pdhg`.
 
@@ -391,46 +510,50 @@ class LMNNProblem:
         Solution
             ``matrix`` = A, ``slack`` = the optimal ξ of A, ``dual`` = α, ``dual_value`` =
             g(α), ``n_iter`` = iterations; ``info`` holds X̂, the history of checks
-            (iteration, F, g, working triplets) and solver diagnostics.
+            (iteration, F, g, working triplets), ``max_relative_violation`` and solver
+            diagnostics.
+
+        Raises
+        ------
+        InvalidInputError
+            Bad options (a non-callable ``callback``, a start of the wrong shape, …).
+        SolverError
+            The iterates diverged (badly scaled features).
         """
         from ..solvers.lmnn import lmnn_pdhg
 
         tol = check_positive(tol, "tol")
-        # (10**20 was accepted and ran for ever on a stalled draw: fuzz seed 7107)
-        max_iter = check_int(max_iter, "max_iter", minimum=0, maximum=10**15)
+        # capped at 1e15: 10**20 was accepted and ran for ever on a stalled draw (fuzz seed 7107)
+        max_iter = self._iteration_limit(max_iter)
+        callback = self._check_callback(callback)
         check_every = check_int(check_every, "check_every", minimum=1)
         buffer = check_number(buffer, "buffer", low=0.0)
         if not isinstance(polish, (bool, np.bool_)):
             raise InvalidInputError(f"polish must be True or False; got {polish!r}.")
-        if A0 is None:
-            X0, complement = np.diag(self.s ** 2), None
-        else:
-            A0 = as_float_array(A0, "A0", ndim=2)
-            X0, complement = self.whiten(A0), A0
-        if alpha0 is not None:
-            alpha0 = as_float_array(alpha0, "alpha0")
-            if alpha0.shape != (self.triplets.n_triplets,) or np.any(alpha0 < 0):
-                raise InvalidInputError(
-                    f"alpha0 must hold one non-negative multiplier per triplet "
-                    f"({self.triplets.n_triplets}), e.g. Solution.dual of an earlier solve.")
+        X0, complement, alpha0 = self._start(warm_start, A0, alpha0)
         try:
             res = lmnn_pdhg(self.U, self.triplets, self.gamma, X0=X0, alpha0=alpha0, tol=tol,
                             max_iter=max_iter, check_every=check_every, buffer=buffer,
-                            polish=bool(polish))
+                            polish=bool(polish), callback=callback)
         except FloatingPointError as exc:
             raise SolverError(
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
                 "normalize the kernel by its mean diagonal).") from exc
         A = self.matrix_from_whitened(res.X, complement)
         xi = lmnn_slack(pair_quadratic(self.U, res.X, self.triplets.pi, self.triplets.pj), self.triplets)
-        if not res.converged:
-            warnings.warn(
-                f"LMNN solver stopped after {res.n_iter} iterations (max_iter) with certified relative "
-                f"gap {(res.objective - res.dual_value) / max(1.0, abs(res.objective)):.3g} > tol {tol:.3g}. "
-                "Raise max_iter or tol; the best iterate is returned.", ConvergenceWarning, stacklevel=2)
-        return Solution(
+        viol = self.violations_whitened(res.X, xi)
+        status = res.status          # "converged", "max_iter reached" or CALLBACK_STOP
+        sol = Solution(
             matrix=A, objective=res.objective, dual=res.alpha, slack=xi,
-            violations=self.violations_whitened(res.X, xi), n_iter=res.n_iter, converged=res.converged,
-            time=res.time, status=res.status, solver="pdhg-lmnn", dual_value=res.dual_value,
+            violations=viol, n_iter=res.n_iter, converged=bool(res.converged),
+            time=res.time, status=status, solver="pdhg-lmnn", dual_value=res.dual_value,
             info={"X": res.X, "rank": self.rank, "history": res.history, "complement": complement,
-                  **res.info})
+                  "max_relative_violation": self._relative_violation(viol, res.X), **res.info})
+        rel_gap = (res.objective - res.dual_value) / max(1.0, abs(res.objective))
+        why = ("the callback stopped it" if status == CALLBACK_STOP
+               else "the iteration budget max_iter ran out")
+        self._warn_unconverged(
+            sol, f"LMNN solver stopped after {res.n_iter} iterations ({why}) with certified "
+            f"relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned."
+            + ("" if status == CALLBACK_STOP else " Raise max_iter or tol."))
+        return sol

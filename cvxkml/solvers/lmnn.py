@@ -372,8 +372,8 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
 
 def lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: float = 1e-6,
               max_iter: int = 20_000, check_every: int = 200, buffer: float = 1.0,
-              polish: bool = True, seed: int = 0, blas_threads: int | str | None = "config"
-              ) -> LMNNResult:
+              polish: bool = True, seed: int = 0, blas_threads: int | str | None = "config",
+              callback=None) -> LMNNResult:
     """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features; see
     :func:`_lmnn_pdhg` for the parameters.  ``blas_threads`` limits the BLAS / LAPACK
     threads during the solve (:func:`cvxkml._config.blas_limit`): default ``"config"``,
@@ -381,12 +381,17 @@ def lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: fl
     oversubscribed BLAS threads slowed an r = 106 eigendecomposition 30-fold in our
     measurements); an int sets it for this call; None leaves the thread pools alone."""
     with blas_limit(blas_threads):
-        return _lmnn_pdhg(U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed)
+        return _lmnn_pdhg(U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed,
+                          callback)
+
+
+#: ``LMNNResult.status`` of a run its callback stopped (= cvxkml.declare.problem.CALLBACK_STOP)
+CALLBACK_STOP = "stopped by callback"
 
 
 def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: float = 1e-6,
                max_iter: int = 20_000, check_every: int = 200, buffer: float = 1.0,
-               polish: bool = True, seed: int = 0) -> LMNNResult:
+               polish: bool = True, seed: int = 0, callback=None) -> LMNNResult:
     """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features.
 
     Parameters
@@ -411,10 +416,21 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
         At every check, also recover multipliers from the best primal point by
         complementary slackness (bounded least squares on the kink triplets) and keep
         them when they give a better certified bound.
+    seed : int
+        Seed of the power iteration that estimates the operator norm.
+    callback : callable or None
+        Called at every check (iteration 0, then every ``check_every`` iterations) with a
+        dict: ``iteration``, ``objective`` (F at the best X̂ so far), ``dual_value`` (the
+        best certified bound g), ``gap`` ((F − g) / max(1, |F|), the certified relative
+        gap), ``current_objective`` (F at the current iterate) and ``working_triplets``.
+        A truthy return stops the run (``status="stopped by callback"``) unless that
+        check already certified ``tol``.
 
     Returns
     -------
     LMNNResult
+        ``converged`` is True only when F − g <= tol · max(1, |F|); ``status`` is
+        ``"converged"``, ``"max_iter reached"`` or ``"stopped by callback"``.
     """
     t0 = time.perf_counter()
     U = np.ascontiguousarray(U, dtype=np.float64)
@@ -510,8 +526,16 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
             if best_f - best_g > tol * max(1.0, abs(best_f)):
                 polish_wait, polish_backoff = polish_backoff, 2 * polish_backoff
         history.append((it, f, g, int(work.size)))
-        if best_f - best_g <= tol * max(1.0, abs(best_f)):
+        scale = max(1.0, abs(best_f))
+        stop = callback is not None and bool(callback(
+            {"iteration": int(it), "objective": float(best_f), "dual_value": float(best_g),
+             "gap": float((best_f - best_g) / scale), "current_objective": float(f),
+             "working_triplets": int(work.size)}))
+        if best_f - best_g <= tol * scale:
             converged, status = True, "converged"
+            break
+        if stop:
+            status = CALLBACK_STOP
             break
         if it >= max_iter:
             break
