@@ -14,7 +14,15 @@ over all feasible P ∋ μ'μ'ᵀ and tr(P*W) >= 0; this is asserted on every dr
 global and must match the best grid point to grid resolution.  Measured on 40 random
 m = 2 draws: 36 match the grid optimum; 4 stop at a worse local rank-one point
 (up to 2.7e-3 relative) — see test_convex_iteration_can_stop_at_a_local_point.
+
+The certificates (the Problem contract).  solve()'s dual_value is the Lagrange dual value
+of that relaxation, so it must lie below every grid value and gap = h(μμᵀ) − dual_value
+must be >= 0 up to rounding; converged (no ConvergenceWarning) only when the rank-one
+point was reached and the gap is within tol, which on these draws happens exactly when
+the relaxation is tight.  The MKL_μ step is convex: its gap closes (<= 1e-6 relative).
 """
+
+import warnings
 
 import cvxpy as cp
 import numpy as np
@@ -23,9 +31,13 @@ from hypothesis import given, settings, strategies as st
 
 from cvxkml.declare.lmnn import LMNNProblem
 from cvxkml.declare.mkl import (CallablePObjective, LMNNMuMajorizer, LMNNWeightObjective,
-                                MuWeightStep, RankOneWeightStep, alternate, combine_kernels,
-                                joint_objective, lmnn_mu_step, mu_from_P, pair_kernel_quadratics)
-from cvxkml.errors import InvalidInputError, NotPSDError
+                                MuWeightStep, RankOneWeightStep, WeightStepSolution, _set_bound,
+                                alternate, combine_kernels, joint_objective, lmnn_mu_step, mu_from_P,
+                                pair_kernel_quadratics)
+from cvxkml.declare.problem import CALLBACK_STOP, Problem
+from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError
+from cvxkml.solution import Solution
+from cvxkml.testing import solve_fast_honestly
 from cvxkml.kernels import Kernel, kernel_sq_distances
 from cvxkml.lmnn_terms import LMNNTriplets, pair_quadratic
 from cvxkml.mkl_kernels import KernelSet, nr_kernels, paper_kernels, source_kernels
@@ -47,6 +59,14 @@ def instance(seed, m, n=12, k=2):
     B = rng.normal(size=(n, n)) * 0.3
     A = B @ B.T / n + 0.5 * np.eye(n)
     return X, y, Ks, tr, A
+
+
+def solve_recorded(step, **kw):
+    """step.solve(**kw) and whether it warned (ConvergenceWarning)."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sol = step.solve(**kw)
+    return sol, any(issubclass(r.category, ConvergenceWarning) for r in rec)
 
 
 def simplex_grid(m, steps):
@@ -133,11 +153,17 @@ def test_rank_one_step_against_brute_force(seed, m):
     grid = simplex_grid(m, steps)
     vals = np.array([h.value_mu(mu) for mu in grid])
     best = int(np.argmin(vals))
-    res = RankOneWeightStep(h).solve()
+    res, warned = solve_recorded(RankOneWeightStep(h))
     scale = max(1.0, abs(vals[best]))
     assert res.rank_one                                          # (17) reached
     assert res.relaxed <= vals.min() + 1e-7 * scale              # the relaxation is a lower bound
     assert res.relaxed <= res.objective + 1e-7 * scale
+    # the certificate: a Lagrange lower bound below every rank-one point, gap >= 0
+    assert res.dual_value <= vals.min() + 1e-7 * scale
+    assert res.gap >= -1e-7 * scale
+    assert warned == (not res.converged)
+    if res.converged:                                            # certified: the global optimum
+        assert res.objective <= vals.min() + 1e-6 * scale
     assert np.all(res.mu >= 0) and res.mu.sum() == pytest.approx(1.0)
     # local optimality certificate of the convex iteration, against every grid point
     penalty = res.w * np.einsum("gi,ij,gj->g", grid, res.info["W"], grid)
@@ -164,11 +190,15 @@ def test_convex_iteration_can_stop_at_a_local_point():
     h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
     grid = simplex_grid(2, 4000)
     vals = np.array([h.value_mu(mu) for mu in grid])
-    res = RankOneWeightStep(h).solve()
+    with pytest.warns(ConvergenceWarning, match="not certified optimal"):
+        res = RankOneWeightStep(h).solve()
     assert res.rank_one and res.w == 10.0
     assert res.objective > vals.min() * (1 + 1e-3)
     penalty = res.w * np.einsum("gi,ij,gj->g", grid, res.info["W"], grid)
     assert np.all(res.objective <= vals + penalty + 1e-6 * vals.min())
+    # honest: not certified, and the gap covers the distance to the global optimum
+    assert not res.converged and res.status == "rank one, not certified"
+    assert res.gap >= res.objective - vals.min() - 1e-7 * vals.min()
 
 
 def test_user_defined_h_linear_in_P():
@@ -188,10 +218,13 @@ def test_user_defined_h_linear_in_P():
         return cp.sum(cp.pos(1.0 - cp.multiply(sim, b - d)))
 
     h = CallablePObjective(3, cvx_h, value)
-    res = RankOneWeightStep(h).solve()
+    res = solve_fast_honestly(RankOneWeightStep(h))
     grid = simplex_grid(3, 60)
     vals = np.array([h.value_mu(mu) for mu in grid])
     assert res.rank_one and res.relaxed <= vals.min() + 1e-6
+    # no closed-form dual for a user h: the conic solver's dual objective certifies
+    assert "dual objective" in res.info["certificate"]
+    assert res.dual_value <= vals.min() + 1e-6 and res.gap >= -1e-6
     penalty = res.w * np.einsum("gi,ij,gj->g", grid, res.info["W"], grid)
     assert np.all(res.objective <= vals + penalty + 1e-6)
     # without a numpy value the CVXPY form is evaluated
@@ -221,11 +254,15 @@ def test_mu_step_convex_h_against_brute_force():
             return cp.sum(d) + 5.0 * cp.sum(cp.pos(d - cap))
 
     h = Compact()
-    res = MuWeightStep(h).solve()
+    res = solve_fast_honestly(MuWeightStep(h))
     grid = simplex_grid(3, 100)
     vals = np.array([h.value_mu(mu) for mu in grid])
-    assert res.objective <= vals.min() + 1e-7 * max(1.0, vals.min())
-    assert res.objective >= vals.min() - 0.05 * max(1.0, vals.min())      # grid resolution
+    scale = max(1.0, vals.min())
+    assert res.objective <= vals.min() + 1e-7 * scale
+    assert res.objective >= vals.min() - 0.05 * scale      # grid resolution
+    # certified: the dual value is below every grid value and the gap is closed
+    assert res.converged and res.dual_value <= vals.min() + 1e-8 * scale
+    assert -1e-8 * scale <= res.gap <= 1e-6 * scale
 
 
 def test_mu_step_rejects_h_not_convex_in_mu():
@@ -253,6 +290,213 @@ def test_lmnn_mu_majorizer_and_ccp_monotone():
     f = [v for _, v in res.history]
     assert all(b <= a + 1e-12 for a, b in zip(f, f[1:]))
     assert res.objective <= h.value_mu(mu0)
+    # one result shape, and honest about the missing certificate (h is not convex in μ)
+    assert isinstance(res, Solution) and res.converged and res.n_iter == len(f) - 1
+    assert res.dual_value is None and "not convex in μ" in res.info["no_certificate"]
+    np.testing.assert_array_equal(res.matrix, res.mu)
+    assert res.objective == pytest.approx(h.value_mu(res.mu), rel=1e-12)
+
+
+# --------------------------------------------------------------------------- the contract
+# seeded draws: (seed, m, whether the relaxation (15) with W = 0 is tight, measured: its P
+# is rank one and the convex iteration's answer is certified; otherwise the rank-one answer
+# lies 5.6e-4 to 8.4e-3 (relative) above the relaxation's bound)
+CERT_DRAWS = [(0, 3, False), (6, 2, False), (11, 3, False), (4, 3, True), (1, 2, True)]
+
+
+@pytest.mark.parametrize("seed, m, tight", CERT_DRAWS)
+def test_rank_one_certificate_on_seeded_draws(seed, m, tight):
+    """The relaxation's Lagrange bound (solve_reference, and solve's dual_value with every
+    method) lies below every rank-one point of a simplex grid; gap >= 0 up to rounding;
+    converged (no warning) exactly when rank one was reached and the gap is within tol."""
+    _, _, Ks, tr, A = instance(seed, m)
+    h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
+    grid = simplex_grid(m, 400 if m == 2 else 40)
+    vals = np.array([h.value_mu(mu) for mu in grid])
+    scale = max(1.0, vals.min())
+    step = RankOneWeightStep(h)
+    assert isinstance(step, Problem) and step.exact_size() == m
+    ref = step.solve_reference()
+    assert ref.converged and ref.info["relaxation"] and ref.info["rank_one"] == tight
+    assert -1e-8 * scale <= ref.gap <= 1e-6 * scale                   # the relaxation is certified
+    assert ref.max_violation <= 1e-7 and ref.objective == step.objective(ref.matrix)
+    assert ref.dual_value <= vals.min() + 1e-8 * scale                # below every rank-one point
+    assert ref.dual_value <= ref.info["rank_one_objective"] + 1e-8 * scale
+    # the closed-form Lagrange bound and the solver's own dual objective agree
+    assert ref.dual_value == pytest.approx(ref.info["solver_dual_objective"], rel=1e-7)
+    for method in ("full", "active-set", "cutting-plane"):
+        sol, warned = solve_recorded(RankOneWeightStep(h, method=method))
+        assert isinstance(sol, WeightStepSolution) and isinstance(sol, Solution)
+        assert sol.dual_value == pytest.approx(ref.dual_value, rel=1e-6)
+        assert sol.dual_value <= vals.min() + 1e-8 * scale
+        assert sol.gap >= -1e-8 * scale
+        np.testing.assert_allclose(sol.matrix, np.outer(sol.mu, sol.mu), atol=1e-15)
+        assert sol.objective == step.objective(sol.matrix) and sol.max_violation <= 1e-12
+        assert warned == (not sol.converged)
+        assert sol.converged == (sol.rank_one and abs(sol.gap) <= 1e-6 * max(1.0, sol.objective))
+        assert sol.converged == tight and sol.info["relaxation_rank_one"] == tight
+        if not tight:
+            assert sol.gap > 1e-4 * scale and sol.status == "rank one, not certified"
+
+
+def test_relaxation_bound_is_valid_for_any_multipliers():
+    """The closed-form bound (LMNN's affine minorant + the feasible-set bound) is a lower
+    bound on h over P ⪰ 0, P >= 0, Σ P = 1 for arbitrary multipliers, not only the
+    solver's (round-off in them only loosens it): checked with perturbed optimal
+    multipliers on random doubly non-negative P, rank-one μμᵀ and the relaxation's P*."""
+    _, _, Ks, tr, A = instance(3, 3)
+    h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
+    step = RankOneWeightStep(h)
+    prob, cons = step._full_model()                    # (15) with W = 0, s = 1
+    prob.solve(solver="CLARABEL")
+    P_star = prob.var_dict["P"].value
+
+    class Dual:                           # a solved constraint: only dual_value is read
+        def __init__(self, v):
+            self.dual_value = v
+
+    rng = np.random.default_rng(0)
+    Ps = [0.5 * (P_star + P_star.T)]
+    for _ in range(100):
+        V = rng.random((3, rng.integers(1, 4))) ** 3
+        Ps.append(V @ V.T / (V @ V.T).sum())
+    Ps += [np.outer(mu, mu) for mu in rng.dirichlet(np.ones(3) * 0.3, 100)]
+    hv = np.array([h.value(P) for P in Ps])
+    alpha, nu, N = (np.ravel(cons[0].dual_value), float(prob.constraints[0].dual_value),
+                    prob.constraints[1].dual_value)
+    exact = _set_bound(*h.minorant(cons), prob.constraints[:2], 1.0)
+    assert exact == pytest.approx(prob.value, rel=1e-7) and np.all(hv >= exact - 1e-9 * hv)
+    for k in range(40):
+        a_k = alpha + rng.uniform(-0.5, 0.5, alpha.size) * h.gamma        # leaves [0, γ]: clipped
+        if k == 0:                        # the worst outside [0, γ]: above γ where the hinge is
+            a_k = np.where(h.hinge_arguments(P_star) > 0, 1.5, -0.5) * h.gamma   # active, < 0 not
+        nu_k = nu + rng.normal() * 10.0 ** (k % 4 - 2)
+        N_k = N + rng.normal(size=N.shape) * 10.0 ** (k % 3 - 2)
+        if k == 1:                        # N < 0 is not a multiplier of P >= 0: clipped
+            a_k, nu_k, N_k = alpha, nu - 1.0, N - 1.0
+        a, G = h.minorant([Dual(a_k)])
+        assert np.all(hv >= a + np.einsum("pij,ij->p", np.array(Ps), G) - 1e-9 * hv)   # a minorant
+        bound = _set_bound(a, G, [Dual(nu_k), Dual(N_k)], 1.0)
+        assert np.all(hv >= bound - 1e-9 * hv), (k, bound, hv.min())
+    # ... and solve_reference reports the bound at the solver's multipliers: the optimum
+    ref = step.solve_reference()
+    assert ref.dual_value == pytest.approx(ref.objective, rel=1e-7)
+
+
+def test_rank_one_step_unconverged_is_honest():
+    """One iteration per w cannot leave the (non-rank-one) relaxation: not converged, a
+    ConvergenceWarning, and still a valid bound."""
+    _, _, Ks, tr, A = instance(0, 3)
+    h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
+    with pytest.warns(ConvergenceWarning, match="did not reach a rank-one P"):
+        sol = RankOneWeightStep(h).solve(max_iter=1)
+    assert not sol.converged and not sol.rank_one and sol.status == "rank one not reached"
+    assert sol.n_iter == len(sol.history) == len(RankOneWeightStep(h).w_grid)
+    assert sol.gap >= -1e-8 * sol.objective
+
+
+def test_rank_one_callback():
+    _, _, Ks, tr, A = instance(0, 3)
+    h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
+    calls = []
+    sol, warned = solve_recorded(RankOneWeightStep(h), callback=lambda d: calls.append(d))  # never stops
+    assert warned and not sol.converged and sol.rank_one         # the relaxation is not tight here
+    assert [c["iteration"] for c in calls] == list(range(1, sol.n_iter + 1))
+    assert set(calls[0]) == {"iteration", "w", "convex_iteration", "objective", "relaxed_objective",
+                             "rank_gap", "rank_one", "lower_bound", "gap"}
+    assert all(c["lower_bound"] == sol.dual_value for c in calls)      # known from the first solve
+    assert calls[-1]["rank_one"] and calls[-1]["objective"] == pytest.approx(sol.objective, rel=1e-12)
+    # a truthy return stops at once, honestly
+    with pytest.warns(ConvergenceWarning, match="callback stopped"):
+        stopped = RankOneWeightStep(h).solve(callback=lambda d: True)
+    assert stopped.status == CALLBACK_STOP and not stopped.converged and stopped.n_iter == 1
+    assert stopped.gap >= -1e-8 * stopped.objective
+    # a stop asked on the solve that reaches rank one changes nothing (it ends there anyway)
+    _, _, Ks, tr, A = instance(4, 3)
+    tight = solve_fast_honestly(RankOneWeightStep(LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)),
+                                callback=lambda d: True)
+    assert tight.converged and tight.status == "converged" and tight.n_iter == 1
+
+
+def test_rank_one_warm_start_forms():
+    """warm_start as previous weights μ is W = I − uuᵀ, u ∝ μ; W0 is its deprecated name."""
+    _, _, Ks, tr, A = instance(7, 3)
+    h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
+    mu = np.array([0.2, 0.5, 0.3])
+    u = mu / np.linalg.norm(mu)
+    W = np.eye(3) - np.outer(u, u)
+    a, _ = solve_recorded(RankOneWeightStep(h), warm_start=mu)
+    b, _ = solve_recorded(RankOneWeightStep(h), warm_start=W)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        c = RankOneWeightStep(h).solve(W0=W)
+    assert any(issubclass(r.category, DeprecationWarning) and "use warm_start" in str(r.message)
+               for r in rec)
+    np.testing.assert_array_equal(a.mu, b.mu)
+    np.testing.assert_array_equal(a.mu, c.mu)
+    # warm-started, the relaxation is solved at the end for the certificate
+    assert a.dual_value == pytest.approx(RankOneWeightStep(h).solve_reference().dual_value, rel=1e-6)
+    assert a.objective <= h.value_mu(mu) + 1e-9                        # cannot exceed the start
+
+
+def test_mu_step_contract():
+    """MKL_μ (eq. 6) is convex: certified gap, honest flags, the callback once."""
+    _, _, Ks, tr, A = instance(5, 3)
+    h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
+    step = MuWeightStep(LMNNMuMajorizer(h, np.full(3, 1 / 3)))
+    assert isinstance(step, Problem) and step.exact_size() == 3
+    ref = step.solve_reference()
+    scale = max(1.0, ref.objective)
+    assert ref.converged and -1e-8 * scale <= ref.gap <= 1e-6 * scale and ref.max_violation <= 1e-12
+    assert ref.objective == step.objective(ref.matrix) and ref.matrix.shape == (3,)
+    calls = []
+    sol = solve_fast_honestly(step, callback=lambda d: calls.append(d) or True)
+    assert sol.converged and sol.status == "converged" and len(calls) == 1   # certified: not stopped
+    assert calls[0]["lower_bound"] == sol.dual_value and abs(calls[0]["gap"]) <= 1e-6
+    with pytest.warns(ConvergenceWarning, match="not certified"):
+        strict = step.solve(tol=1e-15, callback=lambda d: True)             # below round-off
+    assert not strict.converged and strict.status == CALLBACK_STOP
+    # a solver without a dual objective: no certificate, honestly unconverged
+    with pytest.warns(ConvergenceWarning, match="reports no dual objective"):
+        osqp = MuWeightStep(lambda mu: cp.sum_squares(mu), m=4, solver="OSQP").solve()
+    assert osqp.dual_value is None and not osqp.converged and "OSQP" in osqp.info["no_certificate"]
+    # a plain callable h: the objective evaluates its CVXPY form (over auxiliary variables too)
+    t = cp.Variable()
+    for h_mu in (lambda mu: cp.sum_squares(mu), lambda mu: (t, [cp.sum_squares(mu) <= t])):
+        s = solve_fast_honestly(MuWeightStep(h_mu, m=4))
+        assert s.objective == pytest.approx(0.25, rel=1e-7) and s.gap == pytest.approx(0.0, abs=1e-7)
+        np.testing.assert_allclose(s.matrix, 0.25, atol=1e-6)
+
+
+def test_weight_step_bad_contract_inputs():
+    _, _, Ks, tr, A = instance(0, 3)
+    h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
+    P_step = RankOneWeightStep(h)
+    mu_step = MuWeightStep(LMNNMuMajorizer(h, np.full(3, 1 / 3)))
+    for step in (P_step, mu_step):
+        with pytest.raises(InvalidInputError, match="callback must be None or a callable"):
+            step.solve(callback="print")
+        with pytest.raises(InvalidInputError, match="tol must be a finite positive number"):
+            step.solve(tol=0.0)
+        with pytest.raises(InvalidInputError, match="max_iter must be a positive integer"):
+            step.solve(max_iter=0)
+    with pytest.raises(InvalidInputError, match=r"warm_start must be the start direction W of eq. 16, "
+                                                r"an 3 × 3 matrix .* got shape \(2, 2\)"):
+        P_step.solve(warm_start=np.eye(2))
+    with pytest.raises(InvalidInputError, match="got shape \\(4,\\)"):
+        P_step.solve(warm_start=np.ones(4))
+    with pytest.raises(InvalidInputError, match="non-negative numbers, not all zero"):
+        P_step.solve(warm_start=[0.5, 0.7, -0.2])
+    with pytest.raises(InvalidInputError, match="NaN or inf"):
+        P_step.solve(warm_start=np.full((3, 3), np.nan))
+    with pytest.raises(InvalidInputError, match="not both"):
+        P_step.solve(warm_start=np.eye(3), W0=np.eye(3))
+    with pytest.raises(InvalidInputError, match="takes no warm_start"):
+        mu_step.solve(warm_start=np.full(3, 1 / 3))
+    with pytest.raises(InvalidInputError, match="P must be 3 × 3"):
+        P_step.objective(np.eye(2))
+    with pytest.raises(InvalidInputError, match="one weight per kernel"):
+        mu_step.violations(np.ones(2))
 
 
 # --------------------------------------------------------------------------- Algorithm 1

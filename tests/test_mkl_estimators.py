@@ -99,6 +99,18 @@ def test_wine_one_nn_accuracy(wine, fitted):
     assert mkl.result_.n_outer == mkl.n_iter_ >= 1
 
 
+def test_mkl_weight_steps_carry_their_certificates(fitted):
+    """Algorithm 1's rank-one weight steps (result_.weight_results) are Solutions whose
+    dual_value, the relaxation's Lagrange bound, lies below their objective h(μμᵀ)."""
+    from cvxkml.solution import Solution
+    res = fitted["P"].result_
+    assert len(res.weight_results) == res.n_outer
+    for r in res.weight_results:
+        assert isinstance(r, Solution) and r.rank_one
+        assert r.gap is not None and r.gap >= -1e-8 * max(1.0, r.objective)
+        np.testing.assert_allclose(r.matrix, np.outer(r.mu, r.mu), atol=1e-15)
+
+
 def test_metric_and_pairs_agree_with_transform(wine, fitted):
     Xtr, Xte, ytr, _ = wine
     for est in fitted.values():

@@ -33,10 +33,10 @@ from .kcr import KCR
 __all__ += ["KCR"]
 from .lmnn import LMNNProblem
 from .mkl import (CallablePObjective, LinearPObjective, LMNNWeightObjective, MuWeightStep,
-                  RankOneWeightStep, alternate)
+                  RankOneWeightStep, WeightStepSolution, alternate)
 
 __all__ += ["LMNNProblem", "LinearPObjective", "CallablePObjective", "LMNNWeightObjective",
-            "RankOneWeightStep", "MuWeightStep", "alternate"]
+            "RankOneWeightStep", "MuWeightStep", "WeightStepSolution", "alternate"]
 from .yeung import EmbeddingWeightProblem, SpectralReweighting
 
 __all__ += ["SpectralReweighting", "EmbeddingWeightProblem"]

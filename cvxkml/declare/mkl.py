@@ -21,9 +21,16 @@ every pair distance is *linear in P* (:func:`pair_kernel_quadratics` builds the 
   form in P (``cvx``) and a numpy value (``value``) works; h that are "linear part +
   convex piecewise-linear part with a sub-gradient oracle" (as LMNN) can also be solved
   by cutting planes, exactly to a certified tolerance, however many hinge terms they
-  have.
+  have.  It keeps the :class:`~cvxkml.declare.problem.Problem` contract with an honest
+  certificate: the rank constraint of eq. 8 is nonconvex, so ``solve_reference`` solves
+  the convex relaxation ((15) with W = 0) and ``solve``'s ``dual_value`` is that
+  relaxation's Lagrange dual value — a lower bound on min_μ h(μμᵀ), which makes ``gap``
+  a bound on the rank-one answer's suboptimality, closed only when the relaxation is
+  tight.
 * :class:`MuWeightStep` — ML_h-MKL_μ, eq. 6 and Lemma 2: min h(μ) over the simplex for
-  any h convex in μ, as a CVXPY model (DCP-checked).  LMNN is not convex in μ (the
+  any h convex in μ, as a CVXPY model (DCP-checked), certified by the conic solver's dual
+  objective.  Both steps return a :class:`WeightStepSolution` (a
+  :class:`~cvxkml.solution.Solution`).  LMNN is not convex in μ (the
   impostor distances enter with a minus sign, §5); :class:`LMNNMuMajorizer` is its convex
   majorizer at a reference μ_k (impostor distances linearized), and :func:`lmnn_mu_step`
   iterates it (convex–concave procedure: each step is a convex model, F never increases).
@@ -48,12 +55,14 @@ from .._validation import (as_float_array, check_choice, check_conic_options, ch
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
 from ..lmnn_terms import LMNNTriplets, lmnn_objective, pair_quadratic
-from ._conic import solve_conic
+from ..solution import Solution
+from ._conic import solve_conic, solve_conic_bound
 from .lmnn import LMNNProblem, _check_gamma, check_kernel_list
+from .problem import CALLBACK_STOP, Problem
 
 __all__ = [
     "pair_kernel_quadratics", "LinearPObjective", "LMNNWeightObjective", "CallablePObjective",
-    "RankOneWeightStep", "WeightStepResult", "mu_from_P", "MuWeightStep", "LMNNMuMajorizer",
+    "RankOneWeightStep", "WeightStepSolution", "mu_from_P", "MuWeightStep", "LMNNMuMajorizer",
     "lmnn_mu_step", "alternate", "MKLResult", "combine_kernels", "W_GRID",
 ]
 
@@ -159,6 +168,33 @@ class LinearPObjective:
     def supports_cuts(self) -> bool:
         return all(hasattr(self, a) for a in ("linear_part", "cut", "initial_cuts"))
 
+    def minorant(self, cons, scale: float = 1.0, idx=None):
+        """An affine minorant of h read from the Lagrange multipliers of its own CVXPY
+        constraints after a solve: (a, G) with h(P') >= a + ⟨G, P'⟩ for *every* P'.
+
+        Parameters
+        ----------
+        cons : list
+            The constraints ``cvx`` (or ``cvx_subset``) returned, solved as part of a model
+            whose objective was multiplied by ``scale``.
+        scale : float
+            That factor (the multipliers are divided by it).
+        idx : array of int or None
+            The hinge terms of ``cvx_subset`` (None: ``cvx``).
+
+        Returns
+        -------
+        (a, G) or None
+            None (this default): h has no closed-form Lagrange dual, and the weight steps
+            certify with the conic solver's dual objective instead.
+        """
+        return None
+
+    @property
+    def has_minorant(self) -> bool:
+        """Whether :meth:`minorant` is implemented (the closed-form certificate)."""
+        return type(self).minorant is not LinearPObjective.minorant
+
 
 class CallablePObjective(LinearPObjective):
     """Wrap user functions as an h linear in P.
@@ -262,6 +298,30 @@ class LMNNWeightObjective(LinearPObjective):
     def initial_cuts(self):
         return [(0.0, np.zeros((self.m, self.m)))]          # the hinge sum is >= 0
 
+    def minorant(self, cons, scale: float = 1.0, idx=None):
+        """(a, G) with h(P') >= a + ⟨G, P'⟩ for every P', from the multipliers α_t of the
+        hinge constraints ξ_t >= 1 + ⟨Q_tt − Q_ti, P⟩ (of :meth:`cvx`, or of
+        :meth:`cvx_subset` for the terms ``idx``): each hinge γ[1 + ⟨D_t, P⟩]_+ is at least
+        α_t(1 + ⟨D_t, P⟩) for α_t ∈ [0, γ], so
+
+            a = Σ_t α_t,   G = (1 − γ) Σ_S Q_ij + Σ_t α_t (Q_tt − Q_ti)
+
+        (α clipped to [0, γ], hinges outside ``idx`` at α = 0).  Valid for any multipliers;
+        tight at the optimum of (15), where α are its Lagrange multipliers.  None when the
+        solver returned no multipliers."""
+        tr = self.triplets
+        idx = np.arange(tr.n_triplets) if idx is None else np.asarray(idx, dtype=np.int64)
+        if idx.size == 0:
+            alpha = np.zeros(0)
+        else:
+            dual = cons[0].dual_value if cons else None
+            if dual is None:
+                return None
+            alpha = np.clip(np.ravel(np.asarray(dual, dtype=float)) / scale, 0.0, self.gamma)
+        w = (np.bincount(tr.tt[idx], weights=alpha, minlength=tr.n_pairs)
+             - np.bincount(tr.ti[idx], weights=alpha, minlength=tr.n_pairs))
+        return float(alpha.sum()), self.linear_part() + np.tensordot(w, self.Q, axes=1)
+
     # active-set oracle: h_S = ⟨C, P⟩ + γ Σ_{t ∈ S} [1 + ⟨Q_tt − Q_ti, P⟩]_+ <= h for every S
     @property
     def n_terms(self) -> int:
@@ -286,33 +346,111 @@ class LMNNWeightObjective(LinearPObjective):
         return expr + self.gamma * cp.sum(xi), [D @ vecP + 1.0 <= xi]
 
 
-# --------------------------------------------------------------------------- MKL_P step
-@dataclass
-class WeightStepResult:
-    """Result of a kernel-weight step.
+# --------------------------------------------------------------------------- results
+class WeightStepSolution(Solution):
+    """The :class:`~cvxkml.solution.Solution` of a kernel-weight step, with read-only views
+    of what the step learned (all of them are in ``info`` too).
 
-    mu : the weights (simplex).  P : the final P (rank one when ``rank_one``).
-    objective : h(μμᵀ).  relaxed : h at the relaxation P (W = 0), a lower bound on
-    min_μ h(μμᵀ) when solved to optimality.  w : the weight w used (MKL_P).
-    rank_one : (17) reached.  history : per convex iteration (w, iteration, h(P*),
-    tr(P*W), Σ_{i>=2} λ_i).  n_solves : relaxations solved.  time : seconds.
+    ``matrix`` is the step's primal point: P (m × m) for the MKL_P step — μμᵀ from
+    :meth:`RankOneWeightStep.solve`, the relaxation's P from
+    :meth:`RankOneWeightStep.solve_reference` — and μ (m,) for the MKL_μ step.
     """
 
-    mu: np.ndarray
-    P: np.ndarray
-    objective: float
-    relaxed: float | None = None
-    w: float | None = None
-    rank_one: bool = True
-    history: list = field(default_factory=list)
-    n_solves: int = 0
-    time: float = 0.0
-    info: dict = field(default_factory=dict)
+    @property
+    def mu(self) -> np.ndarray:
+        """The kernel weights μ (on the simplex)."""
+        return self.info["mu"]
+
+    @property
+    def P(self) -> np.ndarray:
+        """The P step's P*: of the last convex iteration (numerically rank one when
+        ``rank_one``), or the relaxation's from ``solve_reference``; μμᵀ for the μ step."""
+        return self.info["P"]
+
+    @property
+    def relaxed(self) -> float | None:
+        """h at the relaxation's P (eq. 15 with W = 0), or None."""
+        return self.info.get("relaxed")
+
+    @property
+    def w(self) -> float | None:
+        """The weight w of (15) that reached the rank-one point (P step), or None."""
+        return self.info.get("w")
+
+    @property
+    def rank_one(self) -> bool:
+        """Whether (17) was reached (always True for the μ step)."""
+        return bool(self.info.get("rank_one", True))
+
+    @property
+    def history(self) -> list:
+        """Per convex iteration (w, iteration, h(P*), tr(P*W), Σ_{i>=2} λ_i) (P step), or
+        per CCP iteration (iteration, h) (:func:`lmnn_mu_step`)."""
+        return self.info.get("history", [])
+
+    @property
+    def n_solves(self) -> int:
+        """Conic solves made."""
+        return int(self.info.get("n_solves", 0))
 
 
-class RankOneWeightStep:
+# --------------------------------------------------------------------------- MKL_P step
+def _feasible_set(P) -> list:
+    """The constraints of eq. 8 / 15 on P besides P ⪰ 0 (a PSD variable): Σ_ij P_ij = 1 and
+    P >= 0, in this order.  Every model of the P step states them through this function
+    (:func:`_set_bound` reads their multipliers by position); :func:`_set_violations` is
+    their NumPy side."""
+    return [cp.sum(P) == 1.0, P >= 0.0]
+
+
+def _set_violations(P) -> np.ndarray:
+    """Violations of the convex constraints of eq. 8 / 15 at P: [max(0, −λ_min(P)),
+    |Σ_ij P_ij − 1|, max(0, −min_ij P_ij)] (all relative to Σ P = 1)."""
+    P = np.asarray(P, dtype=float)
+    lam_min = float(np.linalg.eigvalsh(0.5 * (P + P.T))[0])
+    return np.array([max(0.0, -lam_min), abs(float(P.sum()) - 1.0), max(0.0, -float(P.min()))])
+
+
+def _set_bound(a: float, G, cons, scale: float) -> float:
+    """A Lagrange lower bound on min_{P ∈ S} a + ⟨G, P⟩, S = {P ⪰ 0, P >= 0, Σ P = 1}, from
+    the multipliers of the :func:`_feasible_set` constraints ``cons`` of a model whose
+    objective was multiplied by ``scale``:
+
+        a + ν + min(0, λ_min(G − ν 11ᵀ − N)),   ν = −y / scale,  N = max(Z, 0) / scale,
+
+    y and Z CVXPY's duals of Σ P = 1 and P >= 0.  Valid for any ν and N >= 0: on S,
+    ⟨G, P⟩ = ν + ⟨N, P⟩ + ⟨R, P⟩ with ⟨N, P⟩ >= 0 and ⟨R, P⟩ >= min(0, λ_min(R))·tr P,
+    0 <= tr P <= Σ_ij P_ij = 1; so round-off in the multipliers only loosens the bound.
+    NaN when the solver returned no multipliers."""
+    y, Z = cons[0].dual_value, cons[1].dual_value
+    if y is None or Z is None:
+        return float("nan")
+    nu = -float(np.ravel(y)[0]) / scale
+    R = np.asarray(G, dtype=float) - nu - np.maximum(np.asarray(Z, dtype=float), 0.0) / scale
+    return float(a + nu + min(0.0, float(np.linalg.eigvalsh(0.5 * (R + R.T))[0])))
+
+
+class RankOneWeightStep(Problem):
     """The rank-one kernel-weight step ML_h-MKL_P (Wang et al. eq. 8, 15–17) for any h
-    linear in P.
+    linear in P:
+
+        min_P  h(P)   s.t.  P ⪰ 0,  Σ_ij P_ij = 1,  P >= 0,  rank P = 1        (8)
+
+    (P = μμᵀ, μ on the simplex).  The rank constraint makes (8) nonconvex; it is solved by
+    the convex iteration (15)–(17).  What is certified, and what is not:
+
+    * :meth:`solve_reference` solves the *convex relaxation* of (8) — (15) with W = 0, i.e.
+      (8) without the rank constraint — with a conic solver and its Lagrange dual: a
+      certified lower bound on min_μ h(μμᵀ), which equals it when the relaxation's P is
+      rank one (``info["rank_one"]``).
+    * :meth:`solve` runs the convex iteration and returns a rank-one point μμᵀ (an upper
+      bound on the optimum of (8)); its ``dual_value`` is the relaxation's Lagrange dual
+      value, so ``gap`` = h(μμᵀ) − dual_value >= 0 bounds how far μ can be from the global
+      optimum of (8).  ``converged=True`` only when the rank-one point (17) was reached *and*
+      the gap is within ``tol``: when the relaxation is not tight the gap stays positive —
+      the convex iteration is a local method (§4.1) with no global certificate — and the
+      answer is honestly reported as not certified (``converged=False``, a
+      :class:`ConvergenceWarning`) even when it is a good point.
 
     Parameters
     ----------
@@ -323,16 +461,16 @@ class RankOneWeightStep:
         Values of w tried in increasing order; the first that reaches the rank-one
         point (17) is used (the paper's rule).
     rank_tol : float, default=1e-6
-        Rank one means Σ_{i>=2} λ_i(P*) <= rank_tol · λ_1(P*).
+        Rank one means Σ_{i>=2} λ_i(P*) <= rank_tol · λ_1(P*) (eq. 17).
     max_convex_iter : int, default=50
-        Iterations (15)–(16) per value of w.
-    method : {"auto", "full", "cutting-plane"}, default="auto"
+        Iterations (15)–(16) per value of w (the default of ``solve(max_iter=...)``).
+    method : {"auto", "full", "cutting-plane", "active-set"}, default="auto"
         How (15) is solved: "full" builds the whole CVXPY model of h (practical while h
         has a few thousand terms); "cutting-plane" keeps h's linear part exact and
         replaces its piecewise part by the maximum of sub-gradient cuts (Kelley's
         method), re-solving a small CVXPY master problem (m × m PSD block + one row per
         cut) until the true value and the master bound agree to ``tol``; cuts are valid
-        for every W and w, so they are kept across the whole convex iteration.  "auto":
+        for every W and w, so they are kept across the whole convex iteration.
         "active-set" solves (15) with the hinge terms of a working set only and adds the
         hinges active at the solution until none is left out (exact: the restricted h
         is a lower bound on h that agrees with it at the final point).  "auto": full when
@@ -340,11 +478,22 @@ class RankOneWeightStep:
         ``cvx_subset`` (LMNN does), else cutting planes.
     tol : float, default=1e-7
         Relative gap of the cutting-plane solves.
-    solver : str, default="CLARABEL"
+    solver : str or None, default="CLARABEL"
+        The conic solver of (15) (None: :meth:`default_solver`, Clarabel up to m = 40
+        kernels); the default of :meth:`solve_reference` too.
     max_cuts : int, default=2000
         Cutting-plane budget per solve.
     active_buffer : float, default=0.5
         "active-set": hinges with argument > −active_buffer join the working set.
+
+    Notes
+    -----
+    The certificate's lower bound comes from :func:`_set_bound` applied to an affine
+    minorant of h: with :meth:`LinearPObjective.minorant` (LMNN: the hinge multipliers) or
+    the cutting-plane master's cut multipliers it is a closed-form Lagrange dual value,
+    valid for whatever multipliers the solver returns; for an h without one (a
+    :class:`CallablePObjective`) it is the conic solver's dual objective (Clarabel / SCS;
+    with another solver there is no certificate, ``info["no_certificate"]`` says so).
     """
 
     def __init__(self, h: LinearPObjective, w_grid=W_GRID, rank_tol: float = 1e-6,
@@ -380,90 +529,156 @@ class RankOneWeightStep:
                 method = "cutting-plane" if h.supports_cuts else "full"
         self.method = method
         self.tol = check_positive(tol, "tol")
-        self.solver = check_conic_options(solver, None)[0] or "CLARABEL"
+        self.solver = check_conic_options(solver, None)[0] or self.default_solver()
         self.max_cuts = check_int(max_cuts, "max_cuts", minimum=1)
-        self._model = None
+        self._model = None               # (cvxpy.Problem, h's constraints) of "full" / "active-set"
         self._cuts = None
         self._active = None
-        self._relaxation = None
+        self._relaxation = None          # (P, h(P), (bound, how)) of (15) with W = 0
+        self._unsettled = 0              # cutting-plane solves stopped at max_cuts
+        self._last_solver = self.solver  # the solver of the last solve (SCS after a fallback)
         self.active_buffer = check_number(active_buffer, "active_buffer", low=0.0)
         self.n_solves = 0
 
+    # ------------------------------------------------------------------ numpy side
+    def exact_size(self) -> int:
+        """m, the side of the PSD variable P (the number of kernels)."""
+        return self.m
+
+    def _matrix(self, P, name: str = "P") -> np.ndarray:
+        P = as_float_array(P, name, ndim=2)
+        if P.shape != (self.m, self.m):
+            raise InvalidInputError(f"{name} must be {self.m} × {self.m} (one row per kernel); got {P.shape}.")
+        return P
+
+    def objective(self, P) -> float:
+        """h(P), the objective of (8) and of (15) with W = 0 (for P = μμᵀ: h(μμᵀ))."""
+        return float(self.h.value(self._matrix(P)))
+
+    def violations(self, P) -> np.ndarray:
+        """The convex constraints of (8) / (15) at P: [max(0, −λ_min(P)), |Σ P − 1|,
+        max(0, −min P_ij)] (:func:`_set_violations`).  The rank constraint of (8) is measured
+        by :meth:`rank_gap` (eq. 17)."""
+        return _set_violations(self._matrix(P))
+
+    def rank_gap(self, P) -> float:
+        """Σ_{i>=2} λ_i(P) / λ_1(P), the rank-one measure of eq. 17 (0 for P = μμᵀ)."""
+        return self._tail(self._matrix(P))[1]
+
     # ------------------------------------------------------------------ models
-    def to_cvxpy(self) -> cp.Problem:
-        """Problem (15) as a ``cvxpy.Problem`` with variable ``"P"`` and parameters ``"wW"``
-        (= s·w·W) and ``"s"`` (a positive scale): min s·h(P) + tr(wW·P) s.t. P ⪰ 0,
-        Σ_ij P_ij = 1, P >= 0.  With s = 1 it is (15) as printed; the solver uses
-        s = 1 / max(1, w) so that large w (up to 1e8) stay well scaled.  Parameters keep
-        the model DPP, so re-solves skip the compilation."""
+    def _full_model(self):
+        """(the full model of (15), h's own constraints)."""
         P = cp.Variable((self.m, self.m), PSD=True, name="P")
         wW = cp.Parameter((self.m, self.m), symmetric=True, name="wW", value=np.zeros((self.m, self.m)))
         scale = cp.Parameter(nonneg=True, name="s", value=1.0)
         expr, cons = self.h.cvx(P)
         prob = cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))),
-                          [cp.sum(P) == 1.0, P >= 0.0] + list(cons))
-        return prob
+                          _feasible_set(P) + list(cons))
+        return prob, list(cons)
 
-    def _solve(self, prob, what):
-        """Solve with the chosen solver, falling back to SCS when it fails."""
+    def to_cvxpy(self) -> cp.Problem:
+        """Problem (15) as a ``cvxpy.Problem`` with variable ``"P"`` and parameters ``"wW"``
+        (= s·w·W) and ``"s"`` (a positive scale): min s·h(P) + tr(wW·P) s.t. P ⪰ 0,
+        Σ_ij P_ij = 1, P >= 0.  With s = 1 it is (15) as printed, and with wW = 0 (the
+        values it is built with) the convex relaxation of (8); the solver uses
+        s = 1 / max(1, w) so that large w (up to 1e8) stay well scaled.  Parameters keep
+        the model DPP, so re-solves skip the compilation."""
+        return self._full_model()[0]
+
+    def _solve(self, prob, what, want_bound: bool = False) -> float:
+        """Solve with the chosen solver, falling back to SCS when it fails; returns the
+        solver's dual objective (NaN unless ``want_bound``)."""
+        run = solve_conic_bound if want_bound else solve_conic
         try:
-            solve_conic(prob, self.solver, None, True, what)
+            out = run(prob, self.solver, None, True, what)
+            self._last_solver = self.solver
         except SolverError:
             if self.solver.upper() == "SCS":
                 raise
-            solve_conic(prob, "SCS", 1e-8, True, what)
+            out = run(prob, "SCS", 1e-8, True, what)
+            self._last_solver = "SCS"
         self.n_solves += 1
+        return float(out[3]) if want_bound else float("nan")
 
-    def _solve_full(self, w, W):
+    def _certificate(self, prob, cons, s, wW, raw, idx=None):
+        """(lower bound on (15) for the solved model, how it was obtained); the bound is None
+        when there is none.  ``prob`` starts with the :func:`_feasible_set` constraints."""
+        mino = self.h.minorant(cons, s, idx) if cons is not None else None
+        if mino is not None:
+            a, G = mino
+            bound = _set_bound(a, G + wW, prob.constraints[:2], s)
+            if np.isfinite(bound):
+                return bound, "Lagrange dual of (15) (multipliers of h's constraints and of the feasible set)"
+        if np.isfinite(raw):
+            return raw / s, f"{self._last_solver} dual objective of (15) (no closed-form dual for this h)"
+        return None, (f"{self._last_solver} returned neither multipliers for a closed-form Lagrange "
+                      "dual of h (LinearPObjective.minorant) nor a dual objective; use "
+                      "solver='CLARABEL' or 'SCS'")
+
+    def _solve_full(self, w, W, certify=False):
         if self._model is None:
-            self._model = self.to_cvxpy()
-        prob = self._model
+            self._model = self._full_model()
+        prob, cons = self._model
         s = 1.0 / max(1.0, w)
+        Ws = 0.5 * (W + W.T)
         prob.param_dict["s"].value = s
-        prob.param_dict["wW"].value = s * w * 0.5 * (W + W.T)
-        self._solve(prob, "MKL_P weight step (15)")
+        prob.param_dict["wW"].value = s * w * Ws
+        raw = self._solve(prob, "MKL_P weight step (15)", want_bound=certify and not self.h.has_minorant)
         P = np.asarray(prob.var_dict["P"].value, dtype=float)
         P = 0.5 * (P + P.T)
-        return P, self.h.value(P) + w * float(np.sum(W * P))
+        cert = self._certificate(prob, cons, s, w * Ws, raw) if certify else None
+        return P, self.h.value(P) + w * float(np.sum(W * P)), cert
 
-    def _solve_cutting_plane(self, w, W):
+    def _solve_cutting_plane(self, w, W, certify=False):
         """Kelley's cutting planes on h's piecewise part; returns the best P found, its
-        value and the master bound (a certified lower bound on (15))."""
+        value, the master bound, whether the gap closed, and (with ``certify``) the Lagrange
+        bound of the last master: with the cut multipliers β normalized to θ = β / Σβ,
+        h(P') >= ⟨C, P'⟩ + Σ θ_k (a_k + ⟨G_k, P'⟩) for every P', bounded over the feasible
+        set by :func:`_set_bound`."""
         m = self.m
         if self._cuts is None:
             self._cuts = list(self.h.initial_cuts())
             self._C = self.h.linear_part()
         s = 1.0 / max(1.0, w)
         C = s * (self._C + w * W)
-        best_val, best_P, lower = np.inf, None, -np.inf
+        best_val, best_P, lower, cert = np.inf, None, -np.inf, None
         for _ in range(self.max_cuts):
             a = np.array([c[0] for c in self._cuts])
             G = np.stack([c[1].ravel() for c in self._cuts])
             P = cp.Variable((m, m), PSD=True)
             xi = cp.Variable()
             prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(C, P)) + s * xi),
-                              [cp.sum(P) == 1.0, P >= 0.0, a + G @ cp.vec(P, order="C") <= xi])
+                              _feasible_set(P) + [a + G @ cp.vec(P, order="C") <= xi])
             self._solve(prob, "cutting-plane master of (15)")
             Pk = np.asarray(P.value, dtype=float)
             Pk = 0.5 * (Pk + Pk.T)
             lower = max(lower, float(prob.value) / s)
+            if certify:
+                beta = prob.constraints[2].dual_value
+                beta = None if beta is None else np.maximum(np.ravel(np.asarray(beta, dtype=float)), 0.0)
+                if beta is not None and beta.sum() > 0:
+                    theta = beta / beta.sum()
+                    Wsym = 0.5 * (W + W.T)
+                    Gm = self._C + w * Wsym + np.tensordot(theta, G.reshape(-1, m, m), axes=1)
+                    b = _set_bound(float(theta @ a), Gm, prob.constraints[:2], s)
+                    if np.isfinite(b) and (cert is None or b > cert[0]):
+                        cert = (b, "Lagrange dual of the cutting-plane master of (15) (cut multipliers)")
             val = self.h.value(Pk) + w * float(np.sum(W * Pk))
             if val < best_val:
                 best_val, best_P = val, Pk
             if best_val - lower <= self.tol * max(1.0, abs(best_val)):
-                return best_P, best_val, lower
+                return best_P, best_val, lower, True, cert
             self._cuts.append(self.h.cut(Pk))
-        warnings.warn(f"Cutting planes stopped at max_cuts={self.max_cuts} with relative gap "
-                      f"{(best_val - lower) / max(1.0, abs(best_val)):.3g}.", ConvergenceWarning, stacklevel=3)
-        return best_P, best_val, lower
+        return best_P, best_val, lower, False, cert
 
-    def _solve_active_set(self, w, W):
+    def _solve_active_set(self, w, W, certify=False):
         """Constraint generation on h's hinge terms: solve (15) with the hinges of a working
         set S only (h_S <= h everywhere), then add every hinge that is active at the
         solution and outside S (plus the near-active ones, argument > −``active_buffer``);
         when none is left out, h_S = h at the solution, which is then optimal for (15)
         exactly (h_S(P') + w⟨W, P'⟩ <= h(P') + w⟨W, P'⟩ for all P').  The working set is
-        kept across solves, and its compiled model is reused while it does not change."""
+        kept across solves, and its compiled model is reused while it does not change.
+        A Lagrange bound of the last working-set model bounds (15) too (h_S <= h)."""
         s = 1.0 / max(1.0, w)
         for _ in range(100):
             if self._active is None:
@@ -475,33 +690,47 @@ class RankOneWeightStep:
                 wW = cp.Parameter((self.m, self.m), symmetric=True, name="wW")
                 scale = cp.Parameter(nonneg=True, name="s")
                 expr, cons = self.h.cvx_subset(P, self._active)
-                self._model = cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))),
-                                         [cp.sum(P) == 1.0, P >= 0.0] + list(cons))
-            prob = self._model
+                self._model = (cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))),
+                                          _feasible_set(P) + list(cons)), list(cons))
+            prob, cons = self._model
+            Ws = 0.5 * (W + W.T)
             prob.param_dict["s"].value = s
-            prob.param_dict["wW"].value = s * w * 0.5 * (W + W.T)
-            self._solve(prob, "MKL_P weight step (15), working set")
+            prob.param_dict["wW"].value = s * w * Ws
+            raw = self._solve(prob, "MKL_P weight step (15), working set",
+                              want_bound=certify and not self.h.has_minorant)
             P = np.asarray(prob.var_dict["P"].value, dtype=float)
             P = 0.5 * (P + P.T)
             args = self.h.hinge_arguments(P)
             inside = np.zeros(args.size, dtype=bool)
             inside[self._active] = True
             if not np.any((args > 1e-9) & ~inside):
-                return P, self.h.value(P) + w * float(np.sum(W * P))
+                cert = self._certificate(prob, cons, s, w * Ws, raw, self._active) if certify else None
+                return P, self.h.value(P) + w * float(np.sum(W * P)), cert
             self._active = np.flatnonzero(inside | (args > -self.active_buffer))
             self._model = None
         raise SolverError("The working-set solve of (15) did not settle in 100 rounds; use method='cutting-plane'.")
 
+    def _relax(self, w, W, certify=False):
+        """(15) for (w, W) by the chosen method: (P*, value, certificate or None)."""
+        if self.method == "full":
+            return self._solve_full(float(w), W, certify)
+        if self.method == "active-set":
+            return self._solve_active_set(float(w), W, certify)
+        P, val, _, settled, cert = self._solve_cutting_plane(float(w), W, certify)
+        if not settled:
+            self._unsettled += 1
+        if certify and cert is None:
+            cert = (None, "the cutting-plane master returned no cut multipliers")
+        return P, val, cert
+
     def solve_relaxation(self, W=None, w: float = 1.0) -> tuple[np.ndarray, float]:
         """Solve (15) for a direction matrix W (default 0) and weight w; returns (P*, value)."""
-        W = np.zeros((self.m, self.m)) if W is None else as_float_array(W, "W", ndim=2)
-        if W.shape != (self.m, self.m):
-            raise InvalidInputError(f"W must be {self.m} × {self.m}; got {W.shape}.")
-        if self.method == "full":
-            return self._solve_full(float(w), W)
-        if self.method == "active-set":
-            return self._solve_active_set(float(w), W)
-        P, val, _ = self._solve_cutting_plane(float(w), W)
+        W = np.zeros((self.m, self.m)) if W is None else self._matrix(W, "W")
+        before = self._unsettled
+        P, val, _ = self._relax(float(w), W)
+        if self._unsettled > before:
+            warnings.warn(f"Cutting planes stopped at max_cuts={self.max_cuts} before the gap closed "
+                          f"to tol={self.tol:g}; raise max_cuts.", ConvergenceWarning, stacklevel=2)
         return P, val
 
     @staticmethod
@@ -512,9 +741,12 @@ class RankOneWeightStep:
         U = V[:, :-1]
         return U @ U.T
 
-    def _tail(self, P) -> tuple[float, float]:
+    @staticmethod
+    def _tail(P) -> tuple[float, float]:
+        """(Σ_{i>=2} λ_i(P), the same over λ_1(P)): eq. 17's tail, absolute and relative."""
         lam = np.linalg.eigvalsh(0.5 * (P + P.T))
-        return float(np.sum(lam[:-1])), float(lam[-1])
+        tail = float(np.sum(lam[:-1]))
+        return tail, tail / max(float(lam[-1]), np.finfo(float).tiny)
 
     def convex_iteration(self, w: float, W0=None) -> tuple[np.ndarray, bool, list, np.ndarray]:
         """Alternate (15) and (16) for one w from W0 (default 0) until (17) holds
@@ -523,90 +755,289 @@ class RankOneWeightStep:
         Returns (P, reached, history rows (w, it, h(P), tr(PW), tail), W) with W the
         direction matrix of the last solve: P minimizes h(P') + w·tr(P'W) over all
         feasible P', which is what certifies the point (see :meth:`solve`)."""
+        return self._iterate(w, W0, self.max_convex_iter)[:4]
+
+    def _iterate(self, w, W0, max_iter, step=None):
+        """:meth:`convex_iteration` with ``max_iter`` iterations and ``step(w, it, P, tail,
+        reached)`` after each solve (a truthy return stops); returns (P, reached,
+        history, W, stopped)."""
         W = np.zeros((self.m, self.m)) if W0 is None else np.asarray(W0, dtype=float)
         hist = []
         prev = np.inf
         P = None
-        for it in range(self.max_convex_iter):
+        for it in range(max_iter):
             try:
                 if W0 is None and it == 0 and self._relaxation is not None:
-                    P, val = self._relaxation          # (15) with W = 0 does not depend on w
+                    P, val = self._relaxation[:2]      # (15) with W = 0 does not depend on w
                 else:
-                    P, val = self.solve_relaxation(W, w)
+                    P, val, cert = self._relax(w, W, certify=W0 is None and it == 0)
                     if W0 is None and it == 0:
-                        self._relaxation = (P, val)
+                        self._relaxation = (P, val, cert)
             except SolverError:
                 hist.append((float(w), it, np.nan, np.nan, np.nan))
-                return P, False, hist, W            # numerical failure at this w: try the next w
-            tail, top = self._tail(P)
+                return P, False, hist, W, False     # numerical failure at this w: try the next w
+            tail, rel = self._tail(P)
             hist.append((float(w), it, self.h.value(P), float(np.sum(W * P)), tail))
-            if tail <= self.rank_tol * max(top, np.finfo(float).tiny):
-                return P, True, hist, W
+            reached = rel <= self.rank_tol
+            if step is not None and step(w, it, P, rel, reached) and not reached:
+                return P, False, hist, W, True
+            if reached:
+                return P, True, hist, W, False
             if it > 0 and val >= prev - 1e-10 * max(1.0, abs(prev)):
-                return P, False, hist, W            # stalled at a point that is not rank one
+                return P, False, hist, W, False     # stalled at a point that is not rank one
             prev = val
             W = self.direction(P)
-        return P, False, hist, W
+        return P, False, hist, W, False
 
-    def solve(self, W0=None) -> WeightStepResult:
-        """The weight step: the convex iteration for w = w_grid[0], w_grid[1], … until one
-        reaches the rank-one point; μ from that P.
+    def _start_direction(self, warm_start, W0):
+        """The start direction W of the convex iteration from ``warm_start`` (or the
+        deprecated ``W0``), validated."""
+        if W0 is not None:
+            if warm_start is not None:
+                raise InvalidInputError("Give the start direction once: pass warm_start=... (W0 is "
+                                        "its deprecated former name), not both.")
+            warnings.warn("solve(W0=...) is deprecated and will be removed in the next release; use "
+                          "warm_start=...", DeprecationWarning, stacklevel=3)
+            warm_start = W0
+        if warm_start is None:
+            return None
+        m = self.m
+        arr = as_float_array(warm_start, "warm_start")
+        if arr.shape == (m, m):
+            return arr
+        if arr.shape == (m,):
+            if np.any(arr < 0) or not arr.sum() > 0:
+                raise InvalidInputError(
+                    f"warm_start as weights must be {m} non-negative numbers, not all zero (e.g. the "
+                    f"previous μ); got {arr}.")
+            u = arr / np.linalg.norm(arr)
+            return np.eye(m) - np.outer(u, u)
+        raise InvalidInputError(
+            f"warm_start must be the start direction W of eq. 16, an {m} × {m} matrix (e.g. a "
+            f"previous solution's info['W']), or previous weights μ, {m} non-negative numbers "
+            f"(then W = I − uuᵀ, u = μ/‖μ‖); got shape {arr.shape}.")
+
+    def solve_reference(self, solver: str | None = None, eps: float | None = None,
+                        accept_inaccurate: bool = False, **opts) -> WeightStepSolution:
+        """The convex relaxation of (8) — (15) with W = 0, no rank constraint — by a conic
+        solver at high accuracy (the exact model the P step has; (8) itself is nonconvex).
 
         Parameters
         ----------
-        W0 : array-like (m, m), optional
-            Start direction (default 0, the paper's choice).  ``I − uuᵀ`` with u ∝ μ_prev
-            starts at the previous weights: then h(μμᵀ) cannot exceed h(μ_prev μ_prevᵀ) when
-            the rank-one point is reached (the values of (15) never increase).
+        solver : str or None
+            A CVXPY solver (default: the constructor's, Clarabel).
+        eps : float or None
+            Its tolerance (Clarabel 1e-8, SCS 1e-9 by default).
+        accept_inaccurate : bool
+            Accept ``optimal_inaccurate`` without the certificate vouching for it.
+        **opts
+            Passed to the solver.
 
         Returns
         -------
-        WeightStepResult
-            ``info["W"]`` is the direction of the last solve.  Since the final P minimizes
-            h(P') + w·tr(P'W) over every feasible P', the rank-one point satisfies
-            h(μμᵀ) <= h(μ'μ'ᵀ) + w·μ'ᵀWμ' for every μ' on the simplex (a local-optimality
-            certificate; the convex iteration is a local method, §4.1).
-            When no w reaches rank one, a :class:`ConvergenceWarning` is emitted and μ
-            comes from the top eigenvector of the last P (``rank_one=False``).
+        WeightStepSolution
+            ``matrix`` = the relaxation's P, ``objective`` = h(P), ``dual_value`` its
+            Lagrange dual value (a certified lower bound on min_μ h(μμᵀ); ``gap`` certifies
+            the relaxation), ``info["rank_one"]`` whether P is rank one (eq. 17, then it is
+            the global optimum of (8)), ``info["mu"]`` its top-eigenvector weights and
+            ``info["rank_one_objective"]`` = h(μμᵀ) for them (an upper bound on the optimum
+            of (8)), ``info["certificate"]`` how the bound was obtained.
+
+        Raises
+        ------
+        SolverError
+            The solver failed, or returned ``optimal_inaccurate`` that the certificate does
+            not vouch for (:meth:`~cvxkml.declare.Problem._accept_reference`).
+        """
+        solver, eps = check_conic_options(solver, eps)
+        solver = solver or self.solver
+        prob, cons = self._full_model()
+        elapsed, status, iters, raw = solve_conic_bound(
+            prob, solver, eps, True, what="relaxation (15) of the MKL_P weight step (W = 0)", **opts)
+        self._last_solver = solver
+        P = np.asarray(prob.var_dict["P"].value, dtype=float)
+        P = 0.5 * (P + P.T)
+        bound, how = self._certificate(prob, cons, 1.0, 0.0, raw)
+        viol = self.violations(P)
+        mu = mu_from_P(P)
+        rank_gap = self._tail(P)[1]
+        info = {"mu": mu, "P": P, "relaxed": self.objective(P), "relaxation": True,
+                "rank_one": rank_gap <= self.rank_tol, "rank_gap": rank_gap,
+                "rank_one_objective": self.objective(np.outer(mu, mu)), "n_solves": 1,
+                "solver_objective": float(prob.value), "solver_dual_objective": raw,
+                "max_relative_violation": float(np.max(viol))}
+        info["certificate" if bound is not None else "no_certificate"] = how
+        sol = WeightStepSolution(
+            matrix=P, objective=self.objective(P), dual=None, slack=None, violations=viol,
+            n_iter=iters, converged=status == cp.OPTIMAL, time=elapsed, status=status,
+            solver=f"cvxpy-{solver.lower()}", dual_value=bound, info=info)
+        sol = self._accept_reference(sol, status, accept_inaccurate,
+                                     what="relaxation (15) of the MKL_P weight step")
+        sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
+        return sol
+
+    def solve(self, tol: float = 1e-6, max_iter: int | None = None, callback=None, warm_start=None,
+              *, W0=None) -> WeightStepSolution:
+        """The weight step: the convex iteration (15)–(16) for w = w_grid[0], w_grid[1], …
+        until one reaches the rank-one point (17); μ from that P, certified against the
+        relaxation's Lagrange dual value.
+
+        Parameters
+        ----------
+        tol : float, default=1e-6
+            The certificate asked: ``converged`` when the rank-one point was reached and
+            the relative gap (h(μμᵀ) − dual_value) / max(1, |h(μμᵀ)|) lies in [−tol, tol].
+        max_iter : int or None
+            Iterations (15)–(16) per value of w (default: ``max_convex_iter``).
+        callback : callable or None
+            Called after every solve of (15) in the convex iteration with a dict:
+            ``iteration`` (solves so far), ``w``, ``convex_iteration`` (index for this w),
+            ``objective`` (h(μμᵀ) for μ from the current P*), ``relaxed_objective``
+            (h(P*)), ``rank_gap`` (Σ_{i>=2} λ_i / λ_1), ``rank_one`` (17 reached),
+            ``lower_bound`` (the relaxation's Lagrange bound; None while unknown: with a
+            warm start it is computed at the end) and ``gap`` (relative, or None).  A truthy
+            return stops the solve (``status="stopped by callback"``, ``converged=False``)
+            unless that solve reached the rank-one point, which ends it anyway.
+        warm_start : array-like, optional
+            The start direction W (m × m; default 0, the paper's choice), e.g. a previous
+            ``info["W"]``, or previous weights μ (m,), which start at W = I − uuᵀ, u ∝ μ:
+            then h(μμᵀ) cannot exceed h(μ_prev μ_prevᵀ) when the rank-one point is reached
+            (the values of (15) never increase).
+        W0 : array-like, optional
+            Deprecated name of an m × m ``warm_start``.
+
+        Returns
+        -------
+        WeightStepSolution
+            ``matrix`` = μμᵀ, ``objective`` = h(μμᵀ), ``dual_value`` = the Lagrange dual value
+            of the relaxation (15) with W = 0 (a lower bound on min_μ h(μμᵀ), so ``gap`` >= 0
+            up to rounding bounds μ's suboptimality), ``info``: ``mu``, ``P`` (the last P*),
+            ``relaxed`` (h at the relaxation's P), ``relaxation_rank_one`` (the relaxation is
+            tight: its P is rank one), ``w``, ``rank_one``, ``history``, ``n_solves``,
+            ``W`` (the last direction), ``certificate``.
+
+        Notes
+        -----
+        Besides the global gap, the final P minimizes h(P') + w·tr(P'W) over every
+        feasible P', so the rank-one point satisfies h(μμᵀ) <= h(μ'μ'ᵀ) + w·μ'ᵀWμ' for every
+        μ' on the simplex (a local-optimality certificate; the convex iteration is a local
+        method, §4.1).  When no w reaches rank one, μ comes from the top eigenvector of the
+        last P (``rank_one=False``).  Every unconverged return warns once
+        (:class:`ConvergenceWarning`).
         """
         t0 = time.perf_counter()
+        tol = check_positive(tol, "tol")
+        max_iter = self.max_convex_iter if max_iter is None else self._iteration_limit(max_iter)
+        callback = self._check_callback(callback)
+        W0 = self._start_direction(warm_start, W0)
         self.n_solves = 0
         self._relaxation = None
+        self._unsettled = 0
         history = []
-        relaxed = None
-        P = None
-        reached = False
-        w_used = None
-        last_P = W_last = None
+        reached = stopped = False
+        w_used = last_P = W_last = None
+        count = [0]
+
+        def step(w, it, P, rank_gap, reached_now):
+            if callback is None:
+                return False
+            count[0] += 1
+            mu_now = mu_from_P(P)
+            f = self.objective(np.outer(mu_now, mu_now))
+            bound = self._relaxation[2][0] if self._relaxation is not None else None
+            return callback({
+                "iteration": count[0], "w": float(w), "convex_iteration": it, "objective": f,
+                "relaxed_objective": self.h.value(P), "rank_gap": rank_gap,
+                "rank_one": bool(reached_now), "lower_bound": bound,
+                "gap": None if bound is None else (f - bound) / max(1.0, abs(f))})
+
         for w in self.w_grid:
-            P, reached, hist, W = self.convex_iteration(w, W0)
-            if relaxed is None and W0 is None and hist and np.isfinite(hist[0][2]):
-                relaxed = hist[0][2]
+            P, reached, hist, W, stopped = self._iterate(w, W0, max_iter, step)
             history += hist
             if P is not None:
                 last_P, w_used, W_last = P, w, W
-            if reached:
+            if reached or stopped:
                 break
         P = last_P
         if P is None:
             raise SolverError("Every solve of the weight step (15) failed; rescale the kernels "
                               "(normalize them by their mean diagonal) or try solver='SCS'.")
-        if not reached:
-            warnings.warn(
-                f"The convex iteration (eq. 15–16) did not reach a rank-one P for any w in "
-                f"{self.w_grid} (last tail Σλ_i≥2 = {history[-1][4]:.3g}); μ is taken from the top "
-                "eigenvector. Extend w_grid or raise max_convex_iter.", ConvergenceWarning, stacklevel=2)
+        # the certificate: the relaxation (15) with W = 0 (solved first unless warm-started)
+        if self._relaxation is None:
+            try:
+                Pr, vr, cert = self._relax(1.0, np.zeros((self.m, self.m)), certify=True)
+                self._relaxation = (Pr, vr, cert)
+            except SolverError as exc:
+                self._relaxation = (None, None, (None, f"the relaxation (15) with W = 0 failed: {exc}"))
+        P_rel, relaxed, (bound, how) = self._relaxation
         mu = mu_from_P(P)
-        return WeightStepResult(mu=mu, P=P, objective=self.h.value_mu(mu), relaxed=relaxed, w=w_used,
-                                rank_one=reached, history=history, n_solves=self.n_solves,
-                                time=time.perf_counter() - t0,
-                                info={"method": self.method, "W": W_last})
+        Pmu = np.outer(mu, mu)
+        obj = self.objective(Pmu)
+        viol = self.violations(Pmu)
+        scale = max(1.0, abs(obj))
+        gap = None if bound is None else obj - bound
+        within = gap is not None and -tol * scale <= gap <= tol * scale
+        converged = bool(reached and within and not stopped)
+        if stopped:
+            status = CALLBACK_STOP
+        elif converged:
+            status = "converged"
+        else:
+            status = "rank one, not certified" if reached else "rank one not reached"
+        info = {"mu": mu, "P": P, "relaxed": relaxed, "w": w_used, "rank_one": reached,
+                "relaxation_rank_one": bool(P_rel is not None and self.rank_gap(P_rel) <= self.rank_tol),
+                "history": history, "n_solves": self.n_solves, "method": self.method, "W": W_last,
+                "rank_gap": self.rank_gap(P), "gap_tol": tol,
+                "max_relative_violation": float(np.max(viol))}
+        info["certificate" if bound is not None else "no_certificate"] = how
+        if self._unsettled:
+            info["unsettled_cutting_plane_solves"] = self._unsettled
+        sol = WeightStepSolution(
+            matrix=Pmu, objective=obj, dual=None, slack=None, violations=viol, n_iter=len(history),
+            converged=converged, time=time.perf_counter() - t0, status=status,
+            solver=f"convex-iteration-{self.method}", dual_value=bound, info=info)
+        gap_txt = f"n/a (no certificate: {how})" if gap is None else f"{gap / scale:.3g}"
+        if stopped:
+            msg = (f"The callback stopped the convex iteration after {len(history)} solve(s) of (15), "
+                   f"before the rank-one point; relative gap {gap_txt}.")
+        elif not reached:
+            msg = (f"The convex iteration (eq. 15–16) did not reach a rank-one P for any w in "
+                   f"{self.w_grid} (last tail Σλ_i≥2 = {history[-1][4]:.3g}); μ is taken from the top "
+                   "eigenvector. Extend w_grid or raise max_iter (max_convex_iter).")
+        elif gap is None:
+            msg = (f"The rank-one point (w = {w_used:g}) carries no certificate: {how}.")
+        else:
+            msg = (f"The rank-one point (w = {w_used:g}) is not certified optimal: its relative gap "
+                   f"{gap_txt} to the relaxation's lower bound lies outside ±tol = {tol:.3g}. The "
+                   "relaxation (15) with W = 0 is not tight here or the convex iteration stopped at a "
+                   "local point (§4.1); the point may still be optimal. Compare solve_reference(), "
+                   "or loosen tol.")
+        self._warn_unconverged(sol, msg)
+        return sol
 
 
 # --------------------------------------------------------------------------- MKL_μ step
-class MuWeightStep:
-    """The kernel-weight step ML_h-MKL_μ (Wang et al. eq. 6, Lemma 2): min h(μ) over the
-    simplex μ >= 0, Σ μ = 1, for an h convex in μ, as a CVXPY model.
+def _simplex(mu) -> list:
+    """The constraint of eq. 6 on μ besides μ >= 0 (a nonneg variable): Σ_l μ_l = 1.  The
+    model states it through this function; :func:`_simplex_violations` is its NumPy side."""
+    return [cp.sum(mu) == 1.0]
+
+
+def _simplex_violations(mu) -> np.ndarray:
+    """[max(0, −min μ), |Σ μ − 1|]: the simplex constraints of eq. 6 at μ."""
+    mu = np.asarray(mu, dtype=float)
+    return np.array([max(0.0, -float(mu.min(initial=0.0))), abs(float(mu.sum()) - 1.0)])
+
+
+class MuWeightStep(Problem):
+    """The kernel-weight step ML_h-MKL_μ (Wang et al. eq. 6, Lemma 2):
+
+        min_μ  h(μ)   s.t.  μ >= 0,  Σ_l μ_l = 1                                   (6)
+
+    for an h convex in μ, as a CVXPY model (DCP-checked).  The problem is convex, so the
+    conic solve is certified: ``dual_value`` is the conic solver's dual objective (the
+    Lagrange dual value of the canonicalized model at the solver's multipliers; there is
+    no closed-form dual for an arbitrary h) and ``gap`` closes to the solver's tolerance.
 
     Parameters
     ----------
@@ -615,9 +1046,14 @@ class MuWeightStep:
         Squared distances are convex quadratics of μ (d = ‖R_p μ‖², R_pᵀR_p = Q_p), so
         objectives that only *increase* with distances (compactness, hinge losses on
         similar pairs) are convex; anything decreasing in a distance is not (CVXPY's DCP
-        check then raises a clear error).
+        check then raises a clear error).  An optional ``value_mu(mu) -> float`` gives
+        the NumPy value (:meth:`objective`; otherwise the CVXPY form is evaluated).
     m : number of kernels (taken from ``h.m`` when present).
+    solver : str, default="CLARABEL"
+        The conic solver (Clarabel or SCS for a certificate).
     """
+
+    clarabel_max_size = 10**9          # no PSD block: Clarabel at every size
 
     def __init__(self, h, m: int | None = None, solver: str = "CLARABEL"):
         if not callable(getattr(h, "cvx_mu", h)):
@@ -629,14 +1065,52 @@ class MuWeightStep:
         if m is None:
             raise InvalidInputError("Give m, the number of kernels (or an h with an attribute m).")
         self.m = check_int(m, "m (the number of kernels)", minimum=1)
-        self.solver = check_conic_options(solver, None)[0] or "CLARABEL"
+        self.solver = check_conic_options(solver, None)[0] or self.default_solver()
 
-    def to_cvxpy(self) -> cp.Problem:
-        mu = cp.Variable(self.m, nonneg=True, name="mu")
+    def exact_size(self) -> int:
+        """m, the number of weights (the model has no PSD block; its cones are h's)."""
+        return self.m
+
+    def _h_form(self, mu):
+        """(expression, constraints) of h at the CVXPY variable ``mu``."""
         fn = self.h.cvx_mu if hasattr(self.h, "cvx_mu") else self.h
         out = fn(mu)
         expr, cons = (out if isinstance(out, tuple) else (out, []))
-        prob = cp.Problem(cp.Minimize(expr), [cp.sum(mu) == 1.0] + list(cons))
+        return expr, list(cons)
+
+    # ------------------------------------------------------------------ numpy side
+    def _weights(self, mu) -> np.ndarray:
+        mu = as_float_array(mu, "mu", ndim=1)
+        if mu.size != self.m:
+            raise InvalidInputError(f"mu must have one weight per kernel ({self.m}); got {mu.size}.")
+        return mu
+
+    def objective(self, mu) -> float:
+        """h(μ): ``h.value_mu`` when h has it, else h's CVXPY form evaluated at μ (minimized
+        over its auxiliary variables, if any, by a conic solve with μ fixed)."""
+        mu = self._weights(mu)
+        if hasattr(self.h, "value_mu"):
+            return float(self.h.value_mu(mu))
+        var = cp.Variable(self.m, name="mu")
+        var.value = mu
+        expr, cons = self._h_form(var)
+        aux = {v.id for c in [expr, *cons] for v in c.variables()} - {var.id}
+        if not aux:
+            return float(expr.value)
+        prob = cp.Problem(cp.Minimize(expr), cons + [var == mu])
+        solve_conic(prob, "CLARABEL", None, True, "evaluation of h(μ)")
+        return float(prob.value)
+
+    def violations(self, mu) -> np.ndarray:
+        """The constraints of (6) at μ: [max(0, −min μ), |Σ μ − 1|] (:func:`_simplex_violations`)."""
+        return _simplex_violations(self._weights(mu))
+
+    # ------------------------------------------------------------------ CVXPY side
+    def to_cvxpy(self) -> cp.Problem:
+        """Model (6): variable ``"mu"`` (nonneg), min h(μ) s.t. Σ μ = 1 (+ h's constraints)."""
+        mu = cp.Variable(self.m, nonneg=True, name="mu")
+        expr, cons = self._h_form(mu)
+        prob = cp.Problem(cp.Minimize(expr), _simplex(mu) + cons)
         if not prob.is_dcp():
             raise InvalidInputError(
                 "The MKL_μ weight step needs an h convex in μ (Lemma 2); this h is not (CVXPY's "
@@ -645,15 +1119,118 @@ class MuWeightStep:
                 "the majorizer LMNNMuMajorizer / lmnn_mu_step.")
         return prob
 
-    def solve(self) -> WeightStepResult:
-        t0 = time.perf_counter()
+    def solve_reference(self, solver: str | None = None, eps: float | None = None,
+                        accept_inaccurate: bool = False, **opts) -> WeightStepSolution:
+        """Solve (6) by a conic solver at high accuracy, certified by its dual objective.
+
+        Parameters
+        ----------
+        solver : str or None
+            A CVXPY solver (default: the constructor's, Clarabel); only Clarabel and SCS
+            report the dual objective the certificate needs (others: ``dual_value`` None,
+            ``info["no_certificate"]``).
+        eps : float or None
+            Its tolerance (Clarabel 1e-8, SCS 1e-9 by default).
+        accept_inaccurate : bool
+            Accept ``optimal_inaccurate`` without the certificate vouching for it.
+        **opts
+            Passed to the solver.
+
+        Returns
+        -------
+        WeightStepSolution
+            ``matrix`` = μ (the solver's μ with round-off negatives clipped and Σ μ = 1
+            restored), ``objective`` = h(μ), ``dual_value`` the solver's dual objective,
+            ``info["mu"]``, ``info["P"]`` = μμᵀ, ``info["solver_violation"]`` (the largest
+            violation of (6) at the solver's own μ).
+        """
+        solver, eps = check_conic_options(solver, eps)
+        solver = solver or self.solver
         prob = self.to_cvxpy()
-        solve_conic(prob, self.solver, None, True, "MKL_μ weight step")
-        mu = np.maximum(np.asarray(prob.var_dict["mu"].value, dtype=float), 0.0)
+        elapsed, status, iters, bound = solve_conic_bound(
+            prob, solver, eps, True, what="MKL_μ weight step (eq. 6)", **opts)
+        raw = np.asarray(prob.var_dict["mu"].value, dtype=float)
+        mu = np.maximum(raw, 0.0)
         mu = mu / mu.sum()
-        val = self.h.value_mu(mu) if hasattr(self.h, "value_mu") else float(prob.value)
-        return WeightStepResult(mu=mu, P=np.outer(mu, mu), objective=val, n_solves=1,
-                                time=time.perf_counter() - t0, info={"model_value": float(prob.value)})
+        viol = self.violations(mu)
+        info = {"mu": mu, "P": np.outer(mu, mu), "n_solves": 1, "solver_objective": float(prob.value),
+                "solver_violation": float(np.max(_simplex_violations(raw))),
+                "max_relative_violation": float(np.max(viol))}
+        if np.isfinite(bound):
+            info["certificate"] = (f"{solver} dual objective of (6) (the Lagrange dual value of the "
+                                   "conic model at the solver's multipliers)")
+        else:
+            info["no_certificate"] = (f"{solver} reports no dual objective; use solver='CLARABEL' or "
+                                      "'SCS' for a certificate")
+        sol = WeightStepSolution(
+            matrix=mu, objective=self.objective(mu), dual=None, slack=None, violations=viol,
+            n_iter=iters, converged=status == cp.OPTIMAL, time=elapsed, status=status,
+            solver=f"cvxpy-{solver.lower()}", dual_value=float(bound) if np.isfinite(bound) else None,
+            info=info)
+        sol = self._accept_reference(sol, status, accept_inaccurate, what="MKL_μ weight step (eq. 6)")
+        sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
+        return sol
+
+    def solve(self, tol: float = 1e-6, max_iter: int | None = None, callback=None,
+              warm_start=None) -> WeightStepSolution:
+        """Solve (6) and check its certificate against ``tol``.  The μ step has no fast
+        algorithm of its own: this is the conic model of :meth:`solve_reference` (the
+        constructor's solver, ``optimal_inaccurate`` accepted and judged by the certificate).
+
+        Parameters
+        ----------
+        tol : float, default=1e-6
+            ``converged`` when the relative gap (h(μ) − dual_value) / max(1, |h(μ)|) lies in
+            [−tol, tol] and the relative violation is at most tol.
+        max_iter : int or None
+            The conic solver's iteration cap (Clarabel ``max_iter``, SCS ``max_iters``;
+            default: Clarabel's 200, SCS 200 000).  Clarabel stopped by it returns no point:
+            a :class:`SolverError` that says to raise it.
+        callback : callable or None
+            Called once with the certificate (``iteration`` = solver iterations,
+            ``objective``, ``lower_bound``, ``gap`` (relative), ``violation``); a truthy
+            return marks an uncertified solve ``"stopped by callback"``.
+        warm_start : None
+            Not supported (an interior-point solve from scratch); anything else raises.
+
+        Returns
+        -------
+        WeightStepSolution
+            As :meth:`solve_reference`; unconverged solves warn (:class:`ConvergenceWarning`).
+        """
+        tol = check_positive(tol, "tol")
+        callback = self._check_callback(callback)
+        if warm_start is not None:
+            raise InvalidInputError(
+                "The MKL_μ step is one interior-point conic solve from scratch and takes no "
+                "warm_start; pass warm_start=None.")
+        opts = {}
+        if max_iter is not None:
+            max_iter = self._iteration_limit(max_iter)
+            opts = {"scs_max_iters": max_iter} if self.solver == "SCS" else {"max_iter": max_iter}
+        try:
+            sol = self.solve_reference(accept_inaccurate=True, **opts)
+        except SolverError as exc:
+            if max_iter is None or "user_limit" not in str(exc):
+                raise
+            raise SolverError(f"The conic solve of the MKL_μ step stopped at max_iter={max_iter} "
+                              f"without an answer ({exc}); raise max_iter.") from exc
+        scale = max(1.0, abs(sol.objective))
+        gap = sol.gap
+        rel_gap = None if gap is None else gap / scale
+        rel_viol = sol.info["max_relative_violation"]
+        sol.converged = bool(rel_gap is not None and abs(rel_gap) <= tol and rel_viol <= tol)
+        sol.status = "converged" if sol.converged else "not certified"
+        sol.info["gap_tol"] = tol
+        if callback is not None and callback(
+                {"iteration": sol.n_iter, "objective": sol.objective, "lower_bound": sol.dual_value,
+                 "gap": rel_gap, "violation": rel_viol}) and not sol.converged:
+            sol.status = CALLBACK_STOP
+        gap_txt = "n/a (" + sol.info.get("no_certificate", "") + ")" if rel_gap is None else f"{rel_gap:.3g}"
+        self._warn_unconverged(sol, f"The MKL_μ step (6) is not certified: relative gap {gap_txt}, "
+                               f"relative violation {rel_viol:.3g} (tol {tol:.3g}). Use solver='CLARABEL', "
+                               "a smaller eps through solve_reference(), or loosen tol.")
+        return sol
 
 
 def _sqrt_psd_rows(Q) -> np.ndarray:
@@ -710,17 +1287,29 @@ class LMNNMuMajorizer:
 
 
 def lmnn_mu_step(weights: LMNNWeightObjective, mu0, max_iter: int = 30, tol: float = 1e-7,
-                 solver: str = "CLARABEL") -> WeightStepResult:
+                 solver: str = "CLARABEL") -> WeightStepSolution:
     """LMNN's MKL_μ weight step by the convex–concave procedure: repeatedly minimize the
-    convex majorizer :class:`LMNNMuMajorizer` at the current μ over the simplex (each a
-    :class:`MuWeightStep`), until h(μμᵀ) decreases by less than ``tol`` (relative).
-    h never increases; the limit is a stationary point (not necessarily global)."""
+    convex majorizer :class:`LMNNMuMajorizer` at the current μ over the simplex (each the
+    conic model (6) of a :class:`MuWeightStep`), until h(μμᵀ) decreases by less than
+    ``tol`` (relative).  h never increases; the limit is a stationary point (not
+    necessarily global).
+
+    Returns
+    -------
+    WeightStepSolution
+        ``matrix`` = μ, ``objective`` = h(μμᵀ); no certificate (``dual_value`` None,
+        ``info["no_certificate"]``: LMNN is not convex in μ, §5).  ``converged`` means the
+        decrease rule was met within ``max_iter`` (a stationary point, not a certified
+        optimum); otherwise a :class:`ConvergenceWarning`.  ``info``: ``mu``, ``P`` = μμᵀ,
+        ``history`` ((iteration, h) per step), ``n_solves``, ``method`` = "ccp".
+    """
     t0 = time.perf_counter()
     mu = _check_mu(mu0, weights.m, "mu0")
     f = weights.value_mu(mu)
     history = [(0, f)]
+    done = False
     for it in range(1, int(max_iter) + 1):
-        res = MuWeightStep(LMNNMuMajorizer(weights, mu), solver=solver).solve()
+        res = MuWeightStep(LMNNMuMajorizer(weights, mu), solver=solver).solve_reference(accept_inaccurate=True)
         f_new = weights.value_mu(res.mu)
         if f_new <= f:
             mu_new = res.mu
@@ -731,9 +1320,20 @@ def lmnn_mu_step(weights: LMNNWeightObjective, mu0, max_iter: int = 30, tol: flo
         mu, f = mu_new, f_new
         if done:
             break
-    return WeightStepResult(mu=mu, P=np.outer(mu, mu), objective=f, history=history,
-                            n_solves=len(history) - 1, time=time.perf_counter() - t0,
-                            info={"method": "ccp"})
+    sol = WeightStepSolution(
+        matrix=mu, objective=f, dual=None, slack=None, violations=_simplex_violations(mu),
+        n_iter=len(history) - 1, converged=bool(done), time=time.perf_counter() - t0,
+        status="stationary" if done else "max_iter reached", solver="ccp-lmnn-mu", dual_value=None,
+        info={"mu": mu, "P": np.outer(mu, mu), "history": history, "n_solves": len(history) - 1,
+              "method": "ccp",
+              "no_certificate": "LMNN's h(μμᵀ) is not convex in μ (§5): the convex–concave "
+                                "procedure reaches a stationary point and carries no optimality "
+                                "certificate"})
+    if not done:
+        warnings.warn(f"The convex–concave procedure of the MKL_μ step did not settle in max_iter="
+                      f"{int(max_iter)} steps (last decrease above tol {tol:g}, relative); raise "
+                      "max_iter.", ConvergenceWarning, stacklevel=2)
+    return sol
 
 
 # --------------------------------------------------------------------------- Algorithm 1
@@ -745,6 +1345,7 @@ class MKLResult:
     history : one dict per outer iteration (objective after the weight step and after the
     metric step, μ, w, LMNN iterations, convergence flags).  n_outer : iterations.
     converged : μ and F stopped changing within tolerance before max_outer.
+    weight_results : the :class:`WeightStepSolution` of each weight step.
     """
 
     mu: np.ndarray
@@ -851,10 +1452,13 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
                 W0 = np.eye(m) - np.outer(u, u)
             with warnings.catch_warnings(record=True) as rec:
                 warnings.simplefilter("always")
-                wres = RankOneWeightStep(h, **weight_options).solve(W0=W0)
+                wres = RankOneWeightStep(h, **weight_options).solve(warm_start=W0)
             _reemit(rec)
         else:
-            wres = lmnn_mu_step(h, mu, **weight_options)
+            with warnings.catch_warnings(record=True) as rec:
+                warnings.simplefilter("always")
+                wres = lmnn_mu_step(h, mu, **weight_options)
+            _reemit(rec)
         weight_results.append(wres)
         accepted = wres.objective <= F_before + 1e-9 * max(1.0, abs(F_before)) and (variant == "mu" or wres.rank_one)
         mu_new = wres.mu if accepted else mu
