@@ -30,6 +30,7 @@ from .errors import InvalidInputError
 __all__ = [
     "label_structure", "sq_distances_from_gram", "cross_sq_distances", "kcr_loss",
     "kcr_objective", "dual_objective", "dual_lower_bound", "h_upper_bound",
+    "dual_weights_from_epigraph",
     "basis_orthogonal_to_ones", "project_onto_N", "whitening", "class_counts",
     "rule_predict",
 ]
@@ -100,6 +101,36 @@ def dual_objective(s, tau, c) -> tuple[float, float]:
     """
     s = np.asarray(s, dtype=np.float64)
     return (float(s.sum() + np.dot(c, s.max(axis=1))), float(np.sum(tau * s)))
+
+
+def dual_weights_from_epigraph(n, I, J, theta, w, omega) -> np.ndarray:
+    """Dual weights s ∈ [0, 1]^{n×n} of :func:`dual_objective` from the multipliers of the
+    epigraph model (:meth:`cvxkml.declare.KCR.to_cvxpy`).
+
+    That model writes each row as r_i >= c_i + Σ_{p ∋ i} t_p + v, r >= 0 (multiplier
+    θ_i ∈ [0, 1]), each pair p = (i, j), i < j, once as t_p >= 1 + τ_p (D_p − h̃), t >= 0
+    (multiplier w_p ∈ [0, θ_i + θ_j], as t_p enters rows i and j), and the self term as
+    v >= 1 − h̃, v >= 0 (multiplier ω ∈ [0, Σθ]).  The pair's share of each row is
+    σ_p = w_p / (θ_i + θ_j), so s_ij = θ_i σ_p, s_ji = θ_j σ_p and s_ii = θ_i ω / Σθ:
+    the Lagrangian of the epigraph model at these multipliers is the one of
+    :func:`dual_objective` at s.  Multipliers a conic solver returns slightly outside
+    their box are clipped; any s in the box gives a valid bound (weak duality), so
+    clipping costs tightness only.
+    """
+    theta = np.clip(np.asarray(theta, dtype=np.float64).ravel(), 0.0, 1.0)
+    w = np.maximum(np.asarray(w, dtype=np.float64).ravel(), 0.0)
+    I = np.asarray(I, dtype=np.int64)
+    J = np.asarray(J, dtype=np.int64)
+    den = theta[I] + theta[J]
+    sigma = np.divide(w, den, out=np.zeros_like(w), where=den > 0)
+    sigma = np.clip(sigma, 0.0, 1.0)
+    s = np.zeros((int(n), int(n)))
+    s[I, J] = theta[I] * sigma
+    s[J, I] = theta[J] * sigma
+    tot = float(theta.sum())
+    share = min(1.0, max(0.0, float(omega)) / tot) if tot > 0 else 0.0
+    s[np.arange(n), np.arange(n)] = theta * share
+    return s
 
 
 def h_upper_bound(trace_bound, max_similar_sq_norm) -> float:

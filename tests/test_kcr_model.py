@@ -119,7 +119,17 @@ def test_model_expression_equals_numpy_objective(par):
         Sigma = V @ M @ V.T
     else:
         Sigma = p.T @ M @ p.T.T
+    # the epigraph variables at their smallest feasible values are the hinges
+    I, J, tp, E = p._pairs()
+    D = p.distances(Sigma)
+    t = np.maximum(0.0, 1 + tp * (D[I, J] - 0.9))
+    v = max(0.0, 1 - 0.9)
+    prob.var_dict["t"].value = t
+    prob.var_dict["v"].value = np.array(v)
+    prob.var_dict["r"].value = np.maximum(0.0, p.c + E @ t + v)
     assert prob.objective.value == pytest.approx(p.objective(Sigma, 0.9), rel=1e-9)
+    assert all(np.all(np.asarray(c.violation()) <= 1e-9 * max(1.0, np.abs(D).max()))
+               for c in prob.constraints[:3])
     assert prob.is_dcp()
 
 
@@ -235,3 +245,60 @@ def test_psd_step_survives_a_lapack_mrrr_failure(monkeypatch):
     K, y = _instance(12, n=10)
     sol = KCR(K, y, 1.0).solve(tol=1e-3)
     assert sol.converged
+
+
+# --------------------------------------------------------------------------- the exact certificate
+@pytest.mark.parametrize("seed,n,lam", [(0, 12, 0.01), (1, 12, 1.0), (2, 18, 0.1), (3, 24, 0.01)])
+def test_exact_solve_carries_a_lagrange_certificate(seed, n, lam):
+    """The epigraph model's multipliers give dual weights s in [0, 1]^{n×n}; KCR.dual_value(s)
+    is a lower bound (below the fast solver's certified value too) within 1e-4 of the
+    exact objective, and an 'optimal_inaccurate' answer is accepted only on that ground."""
+    K, y = _instance(seed, n=n)
+    p = KCR(K, y, lam)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)          # CVXPY's "may be inaccurate"
+        ref = p.solve_reference()
+    scale = max(1.0, abs(ref.objective))
+    assert ref.converged and ref.dual.shape == (n, n)
+    assert ref.dual.min() >= 0.0 and ref.dual.max() <= 1.0
+    assert ref.dual_value == pytest.approx(p.dual_value(ref.dual))
+    assert -1e-9 * scale <= ref.gap <= p.inaccurate_rtol * scale
+    if ref.status == "optimal_inaccurate":
+        assert ref.info["accepted_by_certificate"]
+    fast = p.solve(tol=1e-6, max_iter=100_000)
+    assert fast.converged
+    assert ref.dual_value <= fast.objective + 1e-9 * scale
+    assert fast.dual_value <= ref.objective + 1e-9 * scale
+
+
+def test_exact_solve_refuses_an_unvouched_inaccurate_answer(monkeypatch):
+    """With a stricter acceptance than Clarabel's stall point the same answer raises."""
+    from cvxkml.errors import SolverError
+    K, y = _instance(0, n=24)
+    p = KCR(K, y, 0.01)
+    monkeypatch.setattr(p, "inaccurate_rtol", 1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            sol = p.solve_reference()
+        except SolverError as exc:
+            assert "does not vouch" in str(exc)
+        else:                                   # Clarabel reached 'optimal' after all
+            assert sol.status == "optimal"
+
+
+def test_fast_solve_callback_and_solution_warm_start():
+    K, y = _instance(2, n=15)
+    p = KCR(K, y, 0.05)
+    seen = []
+    with pytest.warns(ConvergenceWarning):
+        stopped = p.solve(tol=1e-12, check_every=5, callback=lambda info: seen.append(info) or len(seen) >= 2)
+    assert stopped.status == "stopped by callback" and not stopped.converged
+    assert len(seen) == 2 and {"iteration", "objective", "gap", "lower_bound"} <= set(seen[0])
+    first = p.solve(tol=1e-5)
+    warm = p.with_lam(0.06).solve(tol=1e-5, warm_start=first)
+    assert warm.converged
+    with pytest.raises(InvalidInputError, match="callback"):
+        p.solve(callback=3)
+    with pytest.raises(InvalidInputError, match="warm_start"):
+        p.solve(warm_start=p.solve_reference(accept_inaccurate=True))

@@ -24,10 +24,11 @@ from .._validation import (as_float_array, check_choice, check_conic_options, ch
                            check_kernel_matrix, check_labels, check_number, check_positive)
 from ..errors import ConvergenceWarning, InvalidInputError
 from ..kcr_formulas import (basis_orthogonal_to_ones, dual_lower_bound, dual_objective,
-                            h_upper_bound, kcr_objective, label_structure, project_onto_N,
-                            sq_distances_from_gram, whitening)
+                            dual_weights_from_epigraph, h_upper_bound, kcr_objective,
+                            label_structure, project_onto_N, sq_distances_from_gram, whitening)
 from ..solution import Solution
 from ._conic import solve_conic
+from .problem import Problem
 
 __all__ = ["KCR"]
 
@@ -59,11 +60,14 @@ def _check_pdhg_options(opts: dict) -> None:
             check_number(v, "each restart parameter", low=0.0, low_open=True)
 
 _PARAMETERIZATIONS = ("whitened", "reduced", "full")
-_CLARABEL_MAX_N = 40
 
 
-class KCR:
+class KCR(Problem):
     """The KCR semidefinite program (eq. 9) on a training kernel matrix.
+
+    A :class:`~cvxkml.declare.Problem`: exact and fast solves both return a
+    :class:`~cvxkml.solution.Solution` certified by the Lagrange dual of
+    :func:`cvxkml.kcr_formulas.dual_lower_bound` (dual weights s ∈ [0, 1]^{n×n}).
 
     Parameters
     ----------
@@ -90,6 +94,12 @@ class KCR:
     rank : r.
     """
 
+    #: Clarabel's interior point stops with "insufficient progress" (``optimal_inaccurate``)
+    #: on most KCR models with n >= 24 whatever ``eps`` (1e-7 … 1e-10 end at the same
+    #: iterate), with certified relative gaps 1e-6 … 2e-5 and feasible Σ; such answers are
+    #: accepted when the certificate is within 1e-4 (``gap`` says how good they are).
+    inaccurate_rtol = 1e-4
+
     def __init__(self, K, y, lam, h_min: float = 1e-6, rank_rtol: float = 1e-12):
         self.K = check_kernel_matrix(K, "K")
         n = self.K.shape[0]
@@ -114,6 +124,11 @@ class KCR:
     @property
     def n(self) -> int:
         return self.K.shape[0]
+
+    def exact_size(self) -> int:
+        """n: the side of the exact model's PSD block is at most n (r in the default
+        whitened parameterization, n − 1 reduced, n full)."""
+        return self.n
 
     def with_lam(self, lam) -> "KCR":
         """The same problem with another λ (shares K, labels and whitened coordinates, so
@@ -202,6 +217,9 @@ class KCR:
         taken on the index arrays (I, J) of the pairs i < j (D is symmetric and so is
         each inner hinge); each row sum adds the pair hinges through a sparse incidence
         matrix, plus the self term [1 − h̃]₊.  ``problem.var_dict["h"]`` is h̃ >= ε.
+        The hinges are written as epigraphs — ``problem.constraints[:3]`` are
+        t >= 1 + τ(D − h̃), v >= 1 − h̃ and r >= c + E t + v with t, v, r >= 0, the
+        objective Σ r + λ·reg — so their multipliers give the certificate's dual weights.
         """
         if parameterization not in _PARAMETERIZATIONS:
             raise InvalidInputError(
@@ -228,11 +246,15 @@ class KCR:
         B = G @ S @ G.T
         dB = cp.diag(B)
         d = dB[I] + dB[J] - 2 * B[I, J]
-        inner = cp.pos(1 + cp.multiply(tp, d - h))
-        rows = self.c + E @ inner + cp.pos(1 - h)
-        objective = cp.sum(cp.pos(rows)) + self.lam * reg
+        # the hinges in epigraph form, so that the conic solver's multipliers are the dual
+        # weights of the certificate (kcr_formulas.dual_weights_from_epigraph)
+        t = cp.Variable(I.size, nonneg=True, name="t")
+        v = cp.Variable(nonneg=True, name="v")
+        r = cp.Variable(n, nonneg=True, name="r")
+        epi = [t >= 1 + cp.multiply(tp, d - h), v >= 1 - h, r >= self.c + E @ t + v]
+        objective = cp.sum(r) + self.lam * reg
         cons.append(h >= self.h_min)
-        return cp.Problem(cp.Minimize(objective), cons)
+        return cp.Problem(cp.Minimize(objective), epi + cons)
 
     def sigma_from_variable(self, value, parameterization: str) -> np.ndarray:
         """Σ ∈ N from the model's matrix variable, projected back onto N (exact
@@ -248,42 +270,70 @@ class KCR:
         Gf -= Gf.mean(axis=0)[None, :]
         return Gf @ Gf.T
 
-    def default_solver(self) -> str:
-        return "CLARABEL" if self.n <= _CLARABEL_MAX_N else "SCS"
-
     def solve_reference(self, solver: str | None = None, parameterization: str = "whitened",
                         eps: float | None = None, accept_inaccurate: bool = False,
                         **opts) -> Solution:
         """Solve the exact model with a conic solver.
 
-        Default solver: Clarabel (tolerances ``eps`` = 1e-8) for n <= 40, SCS
-        (eps_abs = eps_rel = ``eps`` = 1e-8, up to 100 000 iterations) above.  The
-        returned Σ is the solver's variable projected back onto N and its objective is
-        evaluated by :meth:`objective` at that feasible point (``info["solver_objective"]``
-        keeps the solver's own value).  A non-optimal status raises :class:`SolverError`
-        (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
+        Default solver (:meth:`~cvxkml.declare.Problem.default_solver`): Clarabel
+        (tolerances ``eps`` = 1e-8) for n <= 40, SCS (eps_abs = eps_rel = ``eps`` = 1e-8,
+        up to 100 000 iterations) above.  The returned Σ is the solver's variable projected
+        back onto N and its objective is evaluated by :meth:`objective` at that feasible
+        point (``info["solver_objective"]`` keeps the solver's own value).
+
+        The certificate: the multipliers of the epigraph constraints give dual weights
+        s ∈ [0, 1]^{n×n} (:func:`cvxkml.kcr_formulas.dual_weights_from_epigraph`,
+        returned as ``dual``), and ``dual_value`` = :meth:`dual_value` (s) is a rigorous
+        lower bound on the optimum, so ``gap`` = objective − dual_value >= 0 up to
+        rounding.  ``optimal_inaccurate`` is returned when that certificate vouches for it
+        (relative gap and violation <= 1e-6, ``info["accepted_by_certificate"]``) or with
+        ``accept_inaccurate=True``; otherwise, and for any other non-optimal status,
+        :class:`~cvxkml.errors.SolverError`.
         """
         solver, eps = check_conic_options(solver, eps)
         solver = solver or self.default_solver()
         prob = self.to_cvxpy(parameterization)
         elapsed, status, iters = solve_conic(
-            prob, solver, eps, accept_inaccurate,
+            prob, solver, eps, True,
             what=f"exact KCR model (n = {self.n}, parameterization {parameterization!r})",
             scs_eps=1e-8, scs_max_iters=100_000, **opts)
         Sigma = self.sigma_from_variable(prob.var_dict["S"].value, parameterization)
         h = max(self.h_min, float(prob.var_dict["h"].value))
-        return Solution(
-            matrix=Sigma, objective=self.objective(Sigma, h), dual=None, slack=None,
-            violations=self.violations(Sigma, h), n_iter=int(iters),
+        I, J, _, _ = self._pairs()
+        c_t, c_v, c_r = prob.constraints[:3]
+        s = dual_weights_from_epigraph(self.n, I, J, c_r.dual_value, c_t.dual_value,
+                                       float(np.ravel(c_v.dual_value)[0]))
+        objective = self.objective(Sigma, h)
+        violations = self.violations(Sigma, h)
+        sol = Solution(
+            matrix=Sigma, objective=objective, dual=s, slack=None,
+            violations=violations, n_iter=int(iters),
             converged=status == cp.OPTIMAL, time=elapsed, status=status,
-            solver=f"cvxpy-{solver.lower()}-{parameterization}", dual_value=None,
-            info={"h": h, "solver_objective": float(prob.solution.opt_val)})
+            solver=f"cvxpy-{solver.lower()}-{parameterization}", dual_value=self.dual_value(s),
+            info={"h": h, "solver_objective": float(prob.solution.opt_val),
+                  "max_relative_violation": self._relative_violation(Sigma, violations)})
+        sol = self._accept_reference(sol, status, accept_inaccurate, what="exact KCR model")
+        sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
+        return sol
+
+    @staticmethod
+    def _relative_violation(Sigma, violations) -> float:
+        """Violations of Σ ∈ N (λ_min, 1ᵀΣ1) relative to n·max|Σ|, of h̃ >= ε absolute."""
+        scale = max(1.0, Sigma.shape[0] * float(np.abs(Sigma).max(initial=0.0)))
+        return float(max(violations[0] / scale, violations[1] / scale, violations[2]))
 
     # ------------------------------------------------------------------ fast side
     def _check_warm_start(self, warm):
-        """``Solution.info["warm_start"]`` of a solve on the same points, or None."""
+        """An earlier fast :class:`Solution` on the same points, its ``info["warm_start"]``,
+        or None."""
         if warm is None:
             return None
+        if isinstance(warm, Solution):
+            if not isinstance(warm.info.get("warm_start"), dict):
+                raise InvalidInputError(
+                    "warm_start: this Solution carries no info['warm_start'] (only the fast "
+                    "solve's does); pass the Solution of an earlier KCR.solve().")
+            warm = warm.info["warm_start"]
         if not isinstance(warm, dict) or not {"X", "h", "s"} <= set(warm):
             raise InvalidInputError(
                 "warm_start must be the dict Solution.info['warm_start'] of an earlier KCR solve "
@@ -299,8 +349,8 @@ class KCR:
         return out
 
     def solve(self, tol: float = 1e-3, max_iter: int = 20_000, time_limit: float | None = None,
-              check_every: int | None = None, warm_start: dict | None = None, verbose: bool = False,
-              warn: bool = True, **solver_opts) -> Solution:
+              check_every: int | None = None, warm_start=None, verbose: bool = False,
+              warn: bool = True, callback=None, **solver_opts) -> Solution:
         """The fast solver: restarted PDHG with a certified duality gap and tracked PSD
         steps (:func:`cvxkml.solvers.kcr.kcr_pdhg`, in the whitened coordinates; its
         options — ``scaling`` (diagonal preconditioning), ``halpern``, ``eig``,
@@ -308,10 +358,13 @@ class KCR:
         size-dependent default).
 
         Stops with ``converged=True`` once the certified relative gap
-        (f − g)/max(1, |f|) <= ``tol``; otherwise after ``max_iter`` iterations or
-        ``time_limit`` seconds with ``converged=False`` and a
-        :class:`ConvergenceWarning` (unless ``warn=False``), returning the best point
-        found and its still-valid gap bound.
+        (f − g)/max(1, |f|) <= ``tol``; otherwise after ``max_iter`` iterations,
+        ``time_limit`` seconds or a truthy return of ``callback`` (called at each
+        certificate check with ``iteration``, ``objective``, ``lower_bound``, ``gap``, ``h``,
+        ``n_restarts``) with ``converged=False`` and a :class:`ConvergenceWarning` (unless
+        ``warn=False``), returning the best point found and its still-valid gap bound.
+        ``warm_start`` is an earlier fast :class:`Solution` on the same points (e.g. at a
+        neighbouring λ, :meth:`with_lam`) or its ``info["warm_start"]``.
 
         Returns
         -------
@@ -331,11 +384,12 @@ class KCR:
         time_limit = check_positive(time_limit, "time_limit", allow_none=True)
         check_every = check_int(check_every, "check_every", minimum=1, allow_none=True)
         warm_start = self._check_warm_start(warm_start)
+        callback = self._check_callback(callback)
         _check_pdhg_options(solver_opts)
         res = kcr_pdhg(self.F, self.tau, self.c, self.lam, h_min=self.h_min, tol=tol,
                        max_iter=max_iter, time_limit=time_limit,
                        check_every=check_every, warm_start=warm_start, verbose=verbose,
-                       **solver_opts)
+                       callback=callback, **solver_opts)
         G = self.T @ res.factor
         G -= G.mean(axis=0)[None, :]
         Sigma = G @ G.T

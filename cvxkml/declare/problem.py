@@ -46,6 +46,9 @@ class Problem:
     #: the size at which :meth:`default_solver` switches from Clarabel to SCS: the side of the
     #: model's largest PSD block (:meth:`exact_size`) above which Clarabel's memory grows too fast
     clarabel_max_size: int = 40
+    #: relative certificate (gap and violation) at which this family accepts an
+    #: ``optimal_inaccurate`` conic answer (:meth:`_accept_reference`)
+    inaccurate_rtol: float = INACCURATE_RTOL
 
     # ------------------------------------------------------------------ to implement
     def to_cvxpy(self):                                                     # pragma: no cover
@@ -89,25 +92,26 @@ class Problem:
                 f"callback must be None or a callable taking one dict; got {type(callback).__name__}.")
         return callback
 
-    @staticmethod
-    def _accept_reference(sol, status: str, accept_inaccurate: bool, what: str = "exact model"):
+    def _accept_reference(self, sol, status: str, accept_inaccurate: bool, what: str = "exact model"):
         """The rule for a conic answer (module docstring): ``optimal`` passes;
         ``optimal_inaccurate`` passes with ``accept_inaccurate`` or when its own relative gap
-        and relative violation are at most :data:`INACCURATE_RTOL`; anything else raised
-        earlier (:func:`cvxkml.declare._conic.solve_conic`)."""
+        and relative violation are at most :attr:`inaccurate_rtol` (:data:`INACCURATE_RTOL`
+        unless the family says otherwise); anything else raised earlier
+        (:func:`cvxkml.declare._conic.solve_conic`)."""
+        rtol = self.inaccurate_rtol
         if status != "optimal_inaccurate" or accept_inaccurate:
             return sol
         scale = max(1.0, abs(sol.objective))
         gap = sol.gap
         rel_viol = float(sol.info.get("max_relative_violation", sol.max_violation / scale))
-        if gap is not None and abs(gap) <= INACCURATE_RTOL * scale and rel_viol <= INACCURATE_RTOL:
+        if gap is not None and abs(gap) <= rtol * scale and rel_viol <= rtol:
             sol.info["accepted_by_certificate"] = True
             return sol
         gap_txt = "none" if gap is None else f"{gap / scale:.3g}"
         raise SolverError(
             f"{sol.solver} returned status 'optimal_inaccurate' on the {what} and its certificate "
             f"does not vouch for it (relative gap {gap_txt}, relative violation {rel_viol:.3g}; "
-            f"accepted at {INACCURATE_RTOL:g}); try the other solver, a looser eps, or "
+            f"accepted at {rtol:g}); try the other solver, a looser eps, or "
             "accept_inaccurate=True.")
 
     @staticmethod

@@ -434,7 +434,8 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
              check_every=None, warm_start=None, verbose=False, halpern=False,
              restart_params=(0.2, 0.8, 0.36), omega0=None, precision="mixed",
              eig="track", eig_tol=1e-3, eig_step_factor=0.5, eig_guard=10,
-             eig_min_size=200, restart_every=10, blas_threads="config", scaling=0.5) -> KCRResult:
+             eig_min_size=200, restart_every=10, blas_threads="config", scaling=0.5,
+             callback=None) -> KCRResult:
     """Restarted PDHG (plain, or Halpern with ``halpern=True``) for eq. 9 in whitened
     coordinates, diagonally preconditioned (see the module text).
 
@@ -504,6 +505,11 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         its conditioning is that of the kernel spectrum, and a small λ lets the optimum
         live in the weak directions; 1 equalizes the feature columns.  Certificates,
         the returned point and warm starts are in the X coordinates.
+    callback : callable or None
+        Called at every certificate check that does not converge with a dict
+        (``iteration``, ``objective`` — the best certified primal value —, ``lower_bound``,
+        ``gap`` — relative —, ``h``, ``n_restarts``); a truthy return stops the solve
+        (status ``"stopped by callback"``, not converged).
 
     Returns
     -------
@@ -688,6 +694,11 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             if gap <= tol:
                 converged = True
                 status = "converged"
+                break
+            if callback is not None and callback({"iteration": k_total, "objective": best["f"],
+                                                  "lower_bound": lower["g"], "gap": gap,
+                                                  "h": hn, "n_restarts": n_restarts}):
+                status = "stopped by callback"
                 break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
                 status = "time_limit reached"
