@@ -103,8 +103,9 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
     viol_tol : float
         Largest accepted (relative) constraint violation.
     require_certificate : bool
-        Reject a solution without a dual value (default).  False for exact models that
-        carry none yet (KCR): then status and violations decide.
+        Reject a solution without a dual value (default).  False for an exact model that
+        carries none (a user's variant; every cvxkml family carries one): then status and
+        violations decide.
     **opts : passed to ``solve_reference``.
 
     Returns
@@ -828,3 +829,23 @@ def _register_builtin_cases():
     register_contract_case(declare.KCR, kcr, {"tol": 1e-7, "max_iter": 200_000}, rtol=1e-6)
     register_contract_case(declare.LMNNProblem, lmnn, {"tol": 1e-7}, rtol=1e-6)
     register_contract_case(declare.ExtendedProblem, extended, fast=False)
+
+    def mkl_quadratic(seed, m=3):
+        rng = np.random.default_rng(seed)
+        G = rng.normal(size=(m, m + 2))
+        return G @ G.T / (m + 2) + 0.1 * np.eye(m), rng.normal(size=m)
+
+    def rank_one_step(seed):
+        # a linear h(P) = <C, P> on m = 3 kernels: the relaxation (15) with W = 0 is tight
+        # (doubly nonnegative = completely positive for m <= 4), so the fast solve must certify
+        from .declare.mkl import CallablePObjective
+        C, _ = mkl_quadratic(seed)
+        return declare.RankOneWeightStep(CallablePObjective(
+            3, lambda P: cp.sum(cp.multiply(C, P)), lambda P: float(np.sum(C * P))))
+
+    def mu_step(seed):
+        C, c = mkl_quadratic(seed)
+        return declare.MuWeightStep(lambda mu: cp.quad_form(mu, C) + c @ mu, m=3)
+
+    register_contract_case(declare.RankOneWeightStep, rank_one_step, {"tol": 1e-6}, rtol=1e-6)
+    register_contract_case(declare.MuWeightStep, mu_step, {"tol": 1e-7}, rtol=1e-6)
