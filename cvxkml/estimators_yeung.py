@@ -22,10 +22,15 @@ from ._validation import (as_generator, check_positive, estimator_data, estimato
 from .declare.yeung import SpectralReweighting, similarity_pairs
 from .errors import InvalidInputError
 from .kernels import Kernel
+from .sideinfo import MAX_SAMPLED_PAIRS
 from .solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
 from .yeung_core import check_epsilon
 
 __all__ = ["SemiSupervisedKernelMetric", "random_similar_pairs"]
+
+#: the largest ``n_iter`` accepted (each iteration is an eigendecomposition of the landmarks'
+#: kernel; the paper uses 3 and the learned space settles within a few)
+MAX_EXTENSION_ITER = 1000
 
 _KERNEL_PARAMS = {
     "linear": set(), "gaussian": {"sigma", "gamma"}, "rbf": {"sigma", "gamma"},
@@ -127,7 +132,8 @@ class SemiSupervisedKernelMetric(ClassNamePrefixFeaturesOutMixin, TransformerMix
     n_neighbors : int, default=10
         K, the number of nearest landmarks a point is reconstructed from (K <= m).
     n_iter : int, default=3
-        Iterations of the extension of §3.3 (1 = the basic algorithm; the paper uses 3).
+        Iterations of the extension of §3.3 (1 = the basic algorithm; the paper uses 3);
+        at most 1000.
     epsilon : float, default=1e-3
         Relative ε: D_S or a local Gram matrix G_i whose smallest eigenvalue is at most
         ε times its mean diagonal s is replaced by itself + ε s I (footnotes 3–4).
@@ -196,12 +202,14 @@ default=None
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
-        def pos_int(name, allow_none=False):
+        def pos_int(name, allow_none=False, maximum=None):
             v = getattr(self, name)
             if v is None and allow_none:
                 return None
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
                 raise InvalidInputError(f"{name} must be a positive integer; got {v!r}.")
+            if maximum is not None and v > maximum:
+                raise InvalidInputError(f"{name} must be at most {maximum}; got {v!r}.")
             return int(v)
         m = pos_int("n_landmarks", allow_none=True)
         K = pos_int("n_neighbors")
@@ -209,8 +217,10 @@ default=None
             raise InvalidInputError(
                 f"n_neighbors = {K} exceeds n_landmarks = {m}: a point is reconstructed from its "
                 "K nearest landmarks, so use n_neighbors <= n_landmarks.")
-        return (m, K, pos_int("n_iter"), check_epsilon(self.epsilon),
-                pos_int("n_similar"), check_positive(self.rank_rtol, "rank_rtol"))
+        # n_iter: each iteration is an eigendecomposition (the paper uses 3); fuzz seed 9604
+        # set n_iter = 10**20, and the fit ran until its history filled the memory
+        return (m, K, pos_int("n_iter", maximum=MAX_EXTENSION_ITER), check_epsilon(self.epsilon),
+                pos_int("n_similar", maximum=MAX_SAMPLED_PAIRS), check_positive(self.rank_rtol, "rank_rtol"))
 
     def _base_kernel(self, n_features) -> Kernel:
         if not isinstance(self.kernel, str) or self.kernel not in _KERNEL_PARAMS:

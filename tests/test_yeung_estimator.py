@@ -146,3 +146,14 @@ def test_random_similar_pairs():
     assert len(counts) == 6 and all(850 < c < 1150 for c in counts.values())
     with pytest.raises(InvalidInputError, match="positive integer"):
         random_similar_pairs(y, 0)
+
+
+@pytest.mark.parametrize("param,value", [("n_iter", 10**20), ("n_iter", 1001), ("n_similar", 10**20)])
+def test_huge_integer_parameters_are_refused(param, value):
+    """Fuzz seed 9604: n_iter = 10**20 passed the check, and the fit iterated until its
+    history filled the memory (the process was killed)."""
+    from cvxkml.errors import InvalidInputError
+    from cvxkml.estimators_yeung import SemiSupervisedKernelMetric
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    with pytest.raises(InvalidInputError, match=f"{param} must be at most"):
+        SemiSupervisedKernelMetric(n_neighbors=2, **{param: value}).fit(X, np.array([0, 1] * 4))
