@@ -479,6 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench_kcr(bsub)
     from .bench_variants import register_cli as _add_bench_variants
     _add_bench_variants(bsub)
+    from .bench_exact import register_cli as _add_bench_exact
+    _add_bench_exact(bsub)
     from .reproduce_mkl import register_cli as _add_reproduce_mkl
     _add_reproduce_mkl(sub)
     return parser

@@ -1,0 +1,51 @@
+"""Measured exact-model size limits.
+
+``EXACT_LIMITS[name]`` is the largest ``exact_size()`` (the side of the exact model's largest
+PSD block; the number of weights for the QP families) whose default ``solve_reference()``
+— default solver, default eps — finished within 60 s and 4 GiB on a realistic instance of
+the family, n grown by ×1.5 from 8 (8, 12, 18, 27, 41, 62, 93, 140, 210, 315, 473, 710,
+1065, …), so the true limit lies below the next size of that sequence.
+
+Where they come from: ``cvxkml bench exact-limits --jobs 2 --out reference/exact-limits.md
+--json reference/exact-limits.json`` (SDPLogDetMetric and LMNNProblem re-measured with
+``--families SDPLogDetMetric,LMNNProblem --max-errors 8 --update``), measured 2026-11-24 on
+the shared reference machine: x86_64, 2 cores shared with other jobs (load average 0.3 … 2),
+each solve in a fresh process with one BLAS/OpenMP thread (OpenBLAS), Python 3.11.7, under
+``nice -n 5``.  The table with the instances, solvers, times, memory and the reason each
+family stopped is ``reference/exact-limits.md``.
+
+Keys are class names; a spectral problem measured per regularizer is ``"Class[Regularizer]"``.
+Notes: SpectralReweighting and EmbeddingWeightProblem (closed-form QPs) were capped at
+n = 1500 and never reached a limit, so their values are lower bounds.  LMNNProblem stopped on
+accuracy, not cost: at d = 12, 18 and 27 Clarabel returned ``optimal_inaccurate`` with
+certified relative gaps 1.2e-6 … 3.5e-5 (above the 1e-6 the family accepts) and at d = 41
+the model passed 4 GiB.  The von Neumann families stop at 18 because the default solver is
+still Clarabel at n = 27 (107 s, or killed at 120 s); SCS solved the same VonNeumannKernel
+n = 27 instance in 37 s in a separate check (not a default solve, so not recorded here).
+"""
+
+#: {family: largest exact_size() solved by the default solve_reference() in <= 60 s and <= 4 GiB}
+EXACT_LIMITS: dict = {
+    "ITML": 210,
+    "LogDetKernel": 140,
+    "LowRankLogDet": 140,
+    "VonNeumannKernel": 18,
+    "SpectralKernel[Frobenius]": 140,
+    "SpectralKernel[VonNeumann]": 18,
+    "SpectralKernel[TraceNorm]": 140,
+    "SpectralMetric[Frobenius]": 140,
+    "SpectralMetric[VonNeumann]": 18,
+    "TraceSSIKDR": 210,
+    "POLAKernel": 210,
+    "POLAMetric": 315,
+    "SDPLogDetKernel": 27,
+    "SDPLogDetMetric": 93,
+    "IPLR": 210,
+    "ExtendedProblem": 140,
+    "KCR": 41,
+    "LMNNProblem": 8,
+    "RankOneWeightStep": 41,
+    "MuWeightStep": 210,
+    "SpectralReweighting": 1065,
+    "EmbeddingWeightProblem": 1065,
+}
