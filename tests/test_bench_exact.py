@@ -9,6 +9,7 @@ from cvxkml import declare
 from cvxkml.bench_exact import FAMILIES, _child, _fmt, build, measure, recorded_limits
 from cvxkml.cli import main
 from cvxkml.declare import problem as problem_module
+from cvxkml.errors import SolverError
 from cvxkml.testing import kernel_instance
 
 
@@ -72,7 +73,6 @@ def test_every_benchmarked_family_has_a_recorded_limit():
     assert all(isinstance(v, int) and v >= 8 for v in limits_module.EXACT_LIMITS.values())
 
 
-@pytest.mark.skipif(not hasattr(problem_module, "LARGE_FACTOR"), reason="no exact-size guard in Problem")
 def test_size_guard(monkeypatch):
     """Beyond LARGE_FACTOR x the measured limit solve_reference refuses up front with a
     SolverError that says what to do; allow_large=True solves anyway."""
@@ -88,3 +88,28 @@ def test_size_guard(monkeypatch):
     assert sol.converged and np.isfinite(sol.gap)
     monkeypatch.setitem(limits_module.EXACT_LIMITS, "LogDetKernel", 5)      # 9 <= 2 x 5
     assert p.solve_reference().converged
+
+
+def test_limit_lookup_order():
+    """The class's own entry wins over its base's; spectral problems are looked up per
+    regularizer; a user's subclass inherits its parent's limit; the guard uses the cost limit
+    where the family stopped on accuracy."""
+    from cvxkml.declare import POLAKernel, SpectralKernel, TraceSSIKDR, LMNNProblem
+    from cvxkml.testing import contract_cases
+    cases = contract_cases()
+    lim = limits_module.EXACT_LIMITS
+    for cls in (POLAKernel, TraceSSIKDR, SpectralKernel, LMNNProblem):
+        p = cases[cls]["factory"](0)
+        reg = getattr(p, "regularizer", None)
+        key = cls.__name__ if cls.__name__ in lim else f"{cls.__name__}[{type(reg).__name__}]"
+        assert p.exact_limit() == lim[key], cls
+
+        class Variant(cls):
+            pass
+        p.__class__ = Variant
+        assert p.exact_limit() == lim[key], cls
+    p = cases[LMNNProblem]["factory"](0)
+    assert limits_module.COST_LIMITS["LMNNProblem"] > lim["LMNNProblem"]
+    p.exact_size = lambda: problem_module.LARGE_FACTOR * limits_module.COST_LIMITS["LMNNProblem"] + 1
+    with pytest.raises(SolverError, match="allow_large=True"):
+        p.solve_reference()

@@ -49,3 +49,11 @@ EXACT_LIMITS: dict = {
     "SpectralReweighting": 1065,
     "EmbeddingWeightProblem": 1065,
 }
+
+#: where a family stopped on accuracy rather than on cost, the largest size whose default exact
+#: solve still *ended* (with an error) within 60 s and 4 GiB; the size guard of
+#: ``Problem.solve_reference`` uses this instead of :data:`EXACT_LIMITS` (LMNNProblem: the
+#: d = 27 model ended ``optimal_inaccurate`` in time, d = 41 passed 4 GiB)
+COST_LIMITS: dict = {
+    "LMNNProblem": 27,
+}

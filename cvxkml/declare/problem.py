@@ -25,6 +25,7 @@ gap and relative violation at most :data:`INACCURATE_RTOL`; it is then returned 
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -32,16 +33,51 @@ import numpy as np
 from .._validation import check_int
 from ..errors import ConvergenceWarning, SolverError
 
-__all__ = ["Problem", "INACCURATE_RTOL", "CALLBACK_STOP"]
+__all__ = ["Problem", "INACCURATE_RTOL", "CALLBACK_STOP", "LARGE_FACTOR"]
 
 #: relative certificate at which an ``optimal_inaccurate`` conic answer is accepted anyway
 INACCURATE_RTOL = 1e-6
 #: the status of a solve that its callback stopped
 CALLBACK_STOP = "stopped by callback"
+#: ``solve_reference`` refuses sizes above this multiple of the measured limit (unless
+#: ``allow_large=True``): the exact models' cost grows like n⁴ … n⁶, so twice the 60-s size
+#: means roughly 15 min … 1 h
+LARGE_FACTOR = 2
+
+
+def _size_guarded(impl):
+    """``impl`` (a ``solve_reference``) behind the size guard; nested calls (a subclass's
+    ``solve_reference`` calling its parent's) are checked once, by the outermost."""
+    @functools.wraps(impl)
+    def solve_reference(self, *args, allow_large: bool = False, **kwargs):
+        if self.__dict__.get("_in_solve_reference"):
+            return impl(self, *args, **kwargs)
+        if not allow_large:
+            self._check_exact_size()
+        self.__dict__["_in_solve_reference"] = True
+        try:
+            return impl(self, *args, **kwargs)
+        finally:
+            self.__dict__.pop("_in_solve_reference", None)
+    solve_reference._size_guarded = True
+    return solve_reference
 
 
 class Problem:
-    """Base class of every declared problem (the contract of the module docstring)."""
+    """Base class of every declared problem (the contract of the module docstring).
+
+    Exact-model size guard: every subclass's ``solve_reference`` takes ``allow_large=False``;
+    when :meth:`exact_size` is more than :data:`LARGE_FACTOR` times the family's measured
+    limit (:meth:`exact_limit`, from ``cvxkml bench exact-limits``) it raises
+    :class:`~cvxkml.errors.SolverError` up front instead of starting a solve that would run
+    for many minutes or exhaust the memory; ``allow_large=True`` solves anyway.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        impl = cls.__dict__.get("solve_reference")
+        if impl is not None and not getattr(impl, "_size_guarded", False):
+            cls.solve_reference = _size_guarded(impl)
 
     #: the size at which :meth:`default_solver` switches from Clarabel to SCS: the side of the
     #: model's largest PSD block (:meth:`exact_size`) above which Clarabel's memory grows too fast
@@ -71,6 +107,39 @@ class Problem:
         raise NotImplementedError                                            # pragma: no cover
 
     # ------------------------------------------------------------------ shared
+    def _limit_lookup(self, table: dict) -> int | None:
+        reg = getattr(self, "regularizer", None)
+        for cls in type(self).__mro__:
+            names = ([f"{cls.__name__}[{type(reg).__name__}]"] if reg is not None else []) + [cls.__name__]
+            for name in names:
+                if name in table:
+                    return int(table[name])
+        return None
+
+    def exact_limit(self) -> int | None:
+        """The largest :meth:`exact_size` whose default exact solve took at most 60 s and
+        4 GiB on the reference machine (:data:`cvxkml.declare._limits.EXACT_LIMITS`,
+        ``reference/exact-limits.md``), or None when the family was not measured.  The class
+        and then its bases are looked up, each as ``"Class[Regularizer]"`` (spectral problems)
+        before ``"Class"``, so a user's subclass inherits its parent's limit."""
+        from ._limits import EXACT_LIMITS
+        return self._limit_lookup(EXACT_LIMITS)
+
+    def _check_exact_size(self) -> None:
+        from ._limits import COST_LIMITS
+        limit = self._limit_lookup(COST_LIMITS) or self.exact_limit()
+        try:
+            size = int(self.exact_size())
+        except NotImplementedError:
+            return
+        if limit is not None and size > LARGE_FACTOR * limit:
+            raise SolverError(
+                f"The exact model of this {type(self).__name__} has a PSD block of side {size}, more "
+                f"than {LARGE_FACTOR}x the largest size ({limit}) whose default exact solve was "
+                "measured to end within 60 s and 4 GiB (reference/exact-limits.md); it would likely "
+                "run for many minutes or exhaust the memory. Use solve() (the certified fast "
+                "solver), or pass solve_reference(..., allow_large=True) to solve it anyway.")
+
     def default_solver(self) -> str:
         """Clarabel up to :attr:`clarabel_max_size` (:meth:`exact_size`), SCS above."""
         return "CLARABEL" if self.exact_size() <= self.clarabel_max_size else "SCS"
