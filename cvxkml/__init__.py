@@ -3,6 +3,7 @@
 Every problem has an exact CVXPY model (``solve_reference``) and a fast Numba solver
 (``solve``) that return the same :class:`Solution`.
 """
+from . import _deprecated
 from ._config import config_context, get_config, set_config
 from .declare import ITML, LogDetKernel
 from .errors import (ConvergenceWarning, CvxkmlError, InfeasibleError, InvalidInputError,
@@ -12,6 +13,8 @@ from .sideinfo import LinearConstraints, PairConstraints, RelativeConstraints
 from .solution import Solution
 
 __version__ = "0.1.0"
+
+_deprecated.install()
 
 __all__ = [
     "ITML", "LogDetKernel", "Kernel", "PairConstraints", "RelativeConstraints",

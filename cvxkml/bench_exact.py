@@ -97,7 +97,7 @@ def _mkl_objective(m, seed=0, n_points=30, k=2):
     PSD metric A, k = 2 target neighbours."""
     from .declare.mkl import LMNNWeightObjective
     from .kernels import gaussian_kernel, kernel_sq_distances
-    from .lmnn_terms import LMNNTriplets
+    from .formulas.lmnn import LMNNTriplets
     rng = np.random.default_rng(seed)
     X, y = _labelled(n_points, d=5, seed=seed, shift=0.6)
     Ks = []

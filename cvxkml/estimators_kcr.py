@@ -19,7 +19,7 @@ from ._validation import check_positive, estimator_data, estimator_fit_data
 from .declare.kcr import KCR
 from .errors import InvalidInputError
 from .estimators import training_kernel
-from .kcr_formulas import class_counts, rule_predict
+from .formulas.kcr import class_counts, rule_predict
 from .kernels import Kernel
 
 __all__ = ["KCRClassifier"]

@@ -24,7 +24,7 @@ from .errors import InvalidInputError
 from .kernels import Kernel
 from .sideinfo import MAX_SAMPLED_PAIRS
 from .solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
-from .yeung_core import check_epsilon
+from .formulas.yeung import check_epsilon
 
 __all__ = ["SemiSupervisedKernelMetric", "random_similar_pairs"]
 

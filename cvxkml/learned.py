@@ -17,7 +17,7 @@ import numpy as np
 
 from ._config import blas_limit
 from ._validation import as_float_array, check_data, check_symmetric
-from .divergences import range_basis
+from .formulas.divergences import range_basis
 from .errors import InvalidInputError
 
 __all__ = ["kernel_S", "LearnedKernel", "LearnedMetric", "components_from_metric"]

@@ -33,7 +33,7 @@ import numpy as np
 from .datasets import load_csv_dataset
 from .declare.kcr import KCR
 from .errors import ConvergenceWarning, InvalidInputError
-from .kcr_formulas import rule_predict
+from .formulas.kcr import rule_predict
 from .kernels import gaussian_kernel
 
 __all__ = [

@@ -33,8 +33,8 @@ import numpy as np
 from .errors import InvalidInputError
 from .estimators_yeung import SemiSupervisedKernelMetric, random_similar_pairs
 from .kernels import Kernel
-from .rca import RCA
-from .separability import separability
+from .baselines.rca import RCA
+from .baselines.separability import separability
 
 __all__ = [
     "PAPER_TABLE1", "PAPER_TABLE2", "MNIST_SUBSETS", "make_xor", "median_distance",

@@ -14,7 +14,7 @@ from cvxkml.declare.yeung import SpectralReweighting
 from cvxkml.estimators_yeung import SemiSupervisedKernelMetric, random_similar_pairs
 from cvxkml.kernels import Kernel
 from cvxkml.reproduce_yeung import make_xor, median_distance
-from cvxkml.separability import separability
+from cvxkml.baselines.separability import separability
 
 X, y = make_xor(4000, random_state=0)
 X_new, y_new = make_xor(500, random_state=1)

@@ -968,7 +968,7 @@ def test_mkl_weight_steps(entry, inst, data):
     """RankOneWeightStep / MuWeightStep / LMNNWeightObjective with bad arguments, and
     barrier_path with bad gammas (construction, then a solve for what builds)."""
     from cvxkml.declare import LMNNWeightObjective, MuWeightStep, RankOneWeightStep, barrier_path
-    from cvxkml.lmnn_terms import LMNNTriplets
+    from cvxkml.formulas.lmnn import LMNNTriplets
     draw = data.draw
     Ks = [inst.K, np.eye(inst.n)]
     trip = LMNNTriplets.from_labels(inst.y, 1, sq_dist=baseline_kernel(inst.K)(

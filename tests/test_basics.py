@@ -4,7 +4,7 @@ import pytest
 from scipy.linalg import logm
 
 from cvxkml import kernels as K
-from cvxkml.divergences import (frobenius_divergence, logdet_divergence, logdet_divergence_diag,
+from cvxkml.formulas.divergences import (frobenius_divergence, logdet_divergence, logdet_divergence_diag,
                                 von_neumann_divergence)
 from cvxkml.errors import InvalidInputError
 from cvxkml.sideinfo import (PairConstraints, baseline_kernel, baseline_metric, pairs_from_labels,

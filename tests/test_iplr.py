@@ -53,7 +53,7 @@ def test_reduced_problem_equals_eq8_model(seed, n, d, k, m, gamma):
         dist = baseline_metric(X, W)(P.i[kept], P.j[kept])
         assert np.all(P.y[kept] * (dist - P.bound[kept]) <= 1e-6 * np.abs(P.bound[kept]).max())
         # D_ld(W, I) = D_ld(F, I) (eq. 9)
-        from cvxkml.divergences import logdet_divergence
+        from cvxkml.formulas.divergences import logdet_divergence
         assert abs(logdet_divergence(W, np.eye(d)) - fast.objective) <= 1e-8 * scale
 
 

@@ -1,5 +1,5 @@
 """KCR (Sriperumbudur et al. 2008): formulas, the projection onto N, the exact model and
-bad inputs (cvxkml.kcr_formulas, cvxkml.declare.kcr, cvxkml.solvers.kcr)."""
+bad inputs (cvxkml.formulas.kcr, cvxkml.declare.kcr, cvxkml.solvers.kcr)."""
 import warnings
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 from cvxkml.declare.kcr import KCR
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, InvalidInputError, NotPSDError
-from cvxkml.kcr_formulas import (basis_orthogonal_to_ones, label_structure, project_onto_N,
+from cvxkml.formulas.kcr import (basis_orthogonal_to_ones, label_structure, project_onto_N,
                                  rule_predict, whitening)
 from cvxkml.kernels import gaussian_kernel
 from cvxkml.solvers.kcr import alternating_projections, dykstra_projections, kcr_subgradient

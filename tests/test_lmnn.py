@@ -20,7 +20,7 @@ from cvxkml.declare.lmnn import LMNNProblem, check_kernel_list
 from cvxkml.declare.problem import CALLBACK_STOP, Problem
 from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError, SolverError
 from cvxkml.kernels import gaussian_kernel, kernel_sq_distances, polynomial_kernel
-from cvxkml.lmnn_terms import (LMNNTriplets, lmnn_dual_value, lmnn_objective, orthonormal_factor,
+from cvxkml.formulas.lmnn import (LMNNTriplets, lmnn_dual_value, lmnn_objective, orthonormal_factor,
                                pair_quadratic, target_neighbors)
 from cvxkml.testing import reference_or_discard, solve_fast_honestly
 from budget import examples

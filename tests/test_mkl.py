@@ -39,7 +39,7 @@ from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError
 from cvxkml.solution import Solution
 from cvxkml.testing import solve_fast_honestly
 from cvxkml.kernels import Kernel, kernel_sq_distances
-from cvxkml.lmnn_terms import LMNNTriplets, pair_quadratic
+from cvxkml.formulas.lmnn import LMNNTriplets, pair_quadratic
 from cvxkml.mkl_kernels import KernelSet, nr_kernels, paper_kernels, source_kernels
 from budget import examples
 

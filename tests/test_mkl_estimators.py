@@ -138,7 +138,7 @@ def test_kernel_lmnn_training_transform_reproduces_the_objective(wine):
     prob = LMNNProblem.kernel(gaussian_kernel(Xtr[:60], gamma=1 / 13), ytr[:60])
     tr = prob.triplets
     p = np.sum((Z[tr.pi] - Z[tr.pj]) ** 2, axis=1)
-    from cvxkml.lmnn_terms import lmnn_objective
+    from cvxkml.formulas.lmnn import lmnn_objective
     assert lmnn_objective(p, tr, 0.5) == pytest.approx(sol.objective, rel=1e-6)
     # precomputed gives the same map
     from cvxkml.kernels import gaussian_kernel as gk

@@ -190,7 +190,7 @@ def test_vonneumann_kernel_fast_model_dual(seed, n, m, kind, gamma):
     exact dual (1e-8, when the dual optimizer certifies convergence), and the objective is
     divergences.von_neumann_divergence (one formula)."""
     from cvxkml.declare import VonNeumannKernel
-    from cvxkml.divergences import von_neumann_divergence
+    from cvxkml.formulas.divergences import von_neumann_divergence
     from cvxkml.testing import kernel_instance
     K0, pc = kernel_instance(seed, n, m, hard=gamma is None, kind=kind)
     prob = VonNeumannKernel(K0, pc, gamma=gamma)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import assume, example, given, settings, strategies as st
 
 import cvxkml
-from cvxkml.divergences import logdet_divergence
+from cvxkml.formulas.divergences import logdet_divergence
 from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel, LearnedMetric, kernel_S
 from cvxkml.sideinfo import PairConstraints, baseline_metric

@@ -14,12 +14,12 @@ from hypothesis import given, strategies as st
 from cvxkml.declare.yeung import EmbeddingWeightProblem, SpectralReweighting, similarity_pairs
 from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError
 from cvxkml.kernels import Kernel, center_kernel
-from cvxkml.rca import RCA, chunklets, rca_components, within_chunklet_covariance
-from cvxkml.separability import (mean_distances, separability, separability_from_kernel,
+from cvxkml.baselines.rca import RCA, chunklets, rca_components, within_chunklet_covariance
+from cvxkml.baselines.separability import (mean_distances, separability, separability_from_kernel,
                                  separability_lowrank)
 from cvxkml.sideinfo import PairConstraints
 from cvxkml.solvers.yeung import LearnedSpace, embedding_weights, fit_landmark_kernel
-from cvxkml.yeung_core import (criterion, lle_weights, local_gram, positive_spectrum, regularize,
+from cvxkml.formulas.yeung import (criterion, lle_weights, local_gram, positive_spectrum, regularize,
                                similarity_diag)
 
 TOL = 1e-8

@@ -11,7 +11,7 @@ from cvxkml.errors import InvalidInputError
 from cvxkml.estimators_yeung import SemiSupervisedKernelMetric, random_similar_pairs
 from cvxkml.kernels import Kernel
 from cvxkml.reproduce_yeung import make_xor
-from cvxkml.separability import separability
+from cvxkml.baselines.separability import separability
 from cvxkml.sideinfo import PairConstraints
 
 

@@ -8,7 +8,7 @@ Learn Σ ⪰ 0 with 1ᵀΣ1 = 0 and a squared bandwidth h̃ >= ε:
 τ_ij = ±1 for equal / different labels, n_i⁺ = #{j : τ_ij = 1} (i included),
 M_ij = (k_i − k_j)(k_i − k_j)ᵀ with k_i the i-th column of K, so
 tr(M_ij Σ) = D_ij is the learned squared distance.  j runs over all n points, j = i
-included (as printed; that term is [1 − h̃]₊).  Numpy values: :mod:`cvxkml.kcr_formulas`.
+included (as printed; that term is [1 − h̃]₊).  Numpy values: :mod:`cvxkml.formulas.kcr`.
 
 :class:`KCR` holds the data, writes the exact CVXPY model (:meth:`KCR.to_cvxpy`,
 :meth:`KCR.solve_reference`) and runs the fast solver (:meth:`KCR.solve`,
@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from .._validation import (as_float_array, check_choice, check_conic_options, check_int,
                            check_kernel_matrix, check_labels, check_number, check_positive)
 from ..errors import ConvergenceWarning, InvalidInputError
-from ..kcr_formulas import (basis_orthogonal_to_ones, dual_lower_bound, dual_objective,
+from ..formulas.kcr import (basis_orthogonal_to_ones, dual_lower_bound, dual_objective,
                             dual_weights_from_epigraph, h_upper_bound, kcr_objective,
                             label_structure, project_onto_N, sq_distances_from_gram, whitening)
 from ..solution import Solution
@@ -67,7 +67,7 @@ class KCR(Problem):
 
     A :class:`~cvxkml.declare.Problem`: exact and fast solves both return a
     :class:`~cvxkml.solution.Solution` certified by the Lagrange dual of
-    :func:`cvxkml.kcr_formulas.dual_lower_bound` (dual weights s ∈ [0, 1]^{n×n}).
+    :func:`cvxkml.formulas.kcr.dual_lower_bound` (dual weights s ∈ [0, 1]^{n×n}).
 
     Parameters
     ----------
@@ -84,12 +84,12 @@ class KCR(Problem):
     rank_rtol : float, default=1e-12
         Eigenvalues of VᵀKV below ``rank_rtol`` · max are dropped in the whitened
         coordinates of the fast solver and of ``parameterization="whitened"``
-        (:func:`cvxkml.kcr_formulas.whitening`).
+        (:func:`cvxkml.formulas.kcr.whitening`).
 
     Attributes
     ----------
     K, y, lam, h_min : the data.
-    classes, codes, tau, c : label structure (:func:`cvxkml.kcr_formulas.label_structure`).
+    classes, codes, tau, c : label structure (:func:`cvxkml.formulas.kcr.label_structure`).
     T, F : whitened coordinates, Σ = T X Tᵀ, F = K T (n × r).
     rank : r.
     """
@@ -145,7 +145,7 @@ class KCR(Problem):
         return sq_distances_from_gram(self.K @ S @ self.K)
 
     def objective(self, Sigma, h) -> float:
-        """Eq. 9 at (Σ, h̃) (:func:`cvxkml.kcr_formulas.kcr_objective`)."""
+        """Eq. 9 at (Σ, h̃) (:func:`cvxkml.formulas.kcr.kcr_objective`)."""
         S = as_float_array(Sigma, "Sigma", ndim=2)
         return kcr_objective(sq_distances_from_gram(self.K @ S @ self.K), h, self.tau, self.c,
                              float(np.sum(self.K * S)), self.lam)
@@ -172,7 +172,7 @@ class KCR(Problem):
 
     def dual_value(self, s, trace_bound: float | None = None) -> float:
         """Certified lower bound on the optimum from dual weights s ∈ [0, 1]^{n×n}
-        (:func:`cvxkml.kcr_formulas.dual_lower_bound`; R = :meth:`trace_bound` unless
+        (:func:`cvxkml.formulas.kcr.dual_lower_bound`; R = :meth:`trace_bound` unless
         a smaller valid ``trace_bound`` is given)."""
         s = as_float_array(s, "s", ndim=2)
         if s.shape != (self.n, self.n):
@@ -206,9 +206,9 @@ class KCR(Problem):
           strictly feasible point (Σ1 = 0 is forced), which conic solvers handle poorly.
         * ``"reduced"``: Σ = V M Vᵀ with M ⪰ 0 ((n−1) × (n−1)) and V an orthonormal
           basis of 1⊥ — the same feasible set (see
-          :func:`cvxkml.kcr_formulas.project_onto_N`) without the equality.
+          :func:`cvxkml.formulas.kcr.project_onto_N`) without the equality.
         * ``"whitened"`` (default): Σ = T X Tᵀ with X ⪰ 0 (r × r), TᵀKT = I
-          (:func:`cvxkml.kcr_formulas.whitening`) — the reduced model in the eigenbasis
+          (:func:`cvxkml.formulas.kcr.whitening`) — the reduced model in the eigenbasis
           of VᵀKV, identical to it when no eigenvalue is dropped, and the best
           conditioned of the three.
 
@@ -282,7 +282,7 @@ class KCR(Problem):
         point (``info["solver_objective"]`` keeps the solver's own value).
 
         The certificate: the multipliers of the epigraph constraints give dual weights
-        s ∈ [0, 1]^{n×n} (:func:`cvxkml.kcr_formulas.dual_weights_from_epigraph`,
+        s ∈ [0, 1]^{n×n} (:func:`cvxkml.formulas.kcr.dual_weights_from_epigraph`,
         returned as ``dual``), and ``dual_value`` = :meth:`dual_value` (s) is a rigorous
         lower bound on the optimum, so ``gap`` = objective − dual_value >= 0 up to
         rounding.  ``optimal_inaccurate`` is returned when that certificate vouches for it

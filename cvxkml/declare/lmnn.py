@@ -51,7 +51,7 @@ from .._validation import (as_float_array, check_choice, check_conic_options, ch
                            check_kernel_matrix, check_labels, check_number, check_positive)
 from ..errors import InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
-from ..lmnn_terms import (LMNNTriplets, lmnn_dual_value, lmnn_objective, lmnn_slack,
+from ..formulas.lmnn import (LMNNTriplets, lmnn_dual_value, lmnn_objective, lmnn_slack,
                           orthonormal_factor, pair_quadratic)
 from ..solution import Solution
 from ._conic import solve_conic
@@ -122,7 +122,7 @@ class LMNNProblem(Problem):
         metric steps of the MKL alternation).
     small_classes : {"raise", "shrink"}, default="raise"
         What to do with classes of fewer than k + 1 members
-        (:func:`cvxkml.lmnn_terms.target_neighbors`).
+        (:func:`cvxkml.formulas.lmnn.target_neighbors`).
     rank_rtol : float, default=1e-8
         Singular values of Z below ``rank_rtol`` × the largest are dropped (row space).
         A = V S⁻¹ X̂ S⁻¹ Vᵀ has condition up to 1/rank_rtol², so evaluating distances
@@ -224,7 +224,7 @@ class LMNNProblem(Problem):
         return pair_quadratic(self.Z, A, self.triplets.pi, self.triplets.pj)
 
     def objective(self, A) -> float:
-        """F(A), eq. 18 with the optimal slack (:func:`cvxkml.lmnn_terms.lmnn_objective`)."""
+        """F(A), eq. 18 with the optimal slack (:func:`cvxkml.formulas.lmnn.lmnn_objective`)."""
         return lmnn_objective(self.pair_distances(A), self.triplets, self.gamma)
 
     def objective_whitened(self, X) -> float:
@@ -253,7 +253,7 @@ class LMNNProblem(Problem):
         return np.append(margin, max(0.0, -lam))
 
     def dual_value(self, alpha) -> float:
-        """Certified lower bound g(α) on the optimum (:func:`cvxkml.lmnn_terms.lmnn_dual_value`)."""
+        """Certified lower bound g(α) on the optimum (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`)."""
         alpha = np.asarray(alpha, dtype=float)
         if alpha.shape != (self.triplets.n_triplets,):
             raise InvalidInputError(f"alpha must have one entry per triplet ({self.triplets.n_triplets}).")
@@ -371,7 +371,7 @@ class LMNNProblem(Problem):
         Solution
             ``matrix`` = A (D × D), ``slack`` = ξ, ``dual`` = α (the multipliers of the
             margin constraints, clipped to [0, γ]), ``dual_value`` = g(α), the Lagrange
-            lower bound of :func:`cvxkml.lmnn_terms.lmnn_dual_value` (so ``gap`` =
+            lower bound of :func:`cvxkml.formulas.lmnn.lmnn_dual_value` (so ``gap`` =
             F − g certifies the answer), ``info["X"]`` = X̂,
             ``info["max_relative_violation"]`` (:meth:`_relative_violation`).
             ``converged`` is True only for status ``optimal`` or an ``optimal_inaccurate``
@@ -475,7 +475,7 @@ class LMNNProblem(Problem):
         ----------
         tol : float, default=1e-5
             Stop when the certified relative gap (F − g) / max(1, |F|) <= tol, g a Lagrange
-            dual bound (:func:`cvxkml.lmnn_terms.lmnn_dual_value`), so ``converged=True``
+            dual bound (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`), so ``converged=True``
             is a proof of tol-optimality.
         max_iter : int, default=20000
             Iteration budget, 1 … 1e15; when exhausted ``converged=False``,

@@ -37,7 +37,7 @@ every pair distance is *linear in P* (:func:`pair_kernel_quadratics` builds the 
 * :func:`alternate` — Algorithm 1: weight step, then the LMNN metric step on
   K_μ = Σ μ_l K_l warm-started from the previous A, until μ and the objective stop
   changing.  The objective F(A, μ) of both half-steps is the LMNN objective of
-  :mod:`cvxkml.lmnn_terms` on the pair distances tr(P Q_ij) (one formula).
+  :mod:`cvxkml.formulas.lmnn` on the pair distances tr(P Q_ij) (one formula).
 * NR-ML-MKL (eq. 12–14) is LMNN on the concatenated maps:
   :meth:`cvxkml.declare.lmnn.LMNNProblem.multiple_kernels`.
 """
@@ -54,7 +54,7 @@ from .._validation import (as_float_array, check_choice, check_conic_options, ch
                            check_number, check_positive)
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
-from ..lmnn_terms import LMNNTriplets, lmnn_objective, pair_quadratic
+from ..formulas.lmnn import LMNNTriplets, lmnn_objective, pair_quadratic
 from ..solution import Solution
 from ._conic import solve_conic, solve_conic_bound
 from .lmnn import LMNNProblem, _check_gamma, check_kernel_list
@@ -1399,7 +1399,7 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
     weight_options : keyword arguments of :class:`RankOneWeightStep` ("P") or of
         :func:`lmnn_mu_step` ("mu").
     small_classes : {"raise", "shrink"}, default="raise"
-        Classes with fewer than k + 1 members (:func:`cvxkml.lmnn_terms.target_neighbors`).
+        Classes with fewer than k + 1 members (:func:`cvxkml.formulas.lmnn.target_neighbors`).
 
     Returns
     -------

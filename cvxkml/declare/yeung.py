@@ -17,8 +17,8 @@ semi-supervised kernel metric, as exact CVXPY models beside their closed forms.
   with G the local Gram matrix (eq. 11).  Closed form: solve G ŵ = 1, w = ŵ / 1ᵀŵ.
 
 Both use D + εsI / G + εsI when D / G is singular (footnotes 3–4; the rule is
-:func:`cvxkml.yeung_core.regularize`), and every formula (D_S, J_S, G, the rule) comes
-from :mod:`cvxkml.yeung_core` (NumPy only), so the model, the closed form, the landmark
+:func:`cvxkml.formulas.yeung.regularize`), and every formula (D_S, J_S, G, the rule) comes
+from :mod:`cvxkml.formulas.yeung` (NumPy only), so the model, the closed form, the landmark
 solver and the tests evaluate the same expressions.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from ..sideinfo import PairConstraints
 from ..solution import Solution
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem
-from ..yeung_core import (DEFAULT_EPSILON, beta_closed_form, check_epsilon, criterion,
+from ..formulas.yeung import (DEFAULT_EPSILON, beta_closed_form, check_epsilon, criterion,
                           equality_multiplier, lle_weights, local_gram, positive_spectrum, regularize, similarity_diag)
 
 __all__ = ["SpectralReweighting", "EmbeddingWeightProblem", "similarity_pairs"]
@@ -104,7 +104,7 @@ class SpectralReweighting(Problem):
         min_β  J_S(β) = βᵀ D β    s.t.  1ᵀβ = c,
 
     D = D_S, or D_S + ε s I when D_S is singular (footnote 3,
-    :func:`cvxkml.yeung_core.regularize`); c = Σ_r √λ_r.
+    :func:`cvxkml.formulas.yeung.regularize`); c = Σ_r √λ_r.
 
     Parameters
     ----------

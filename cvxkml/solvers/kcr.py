@@ -1,7 +1,7 @@
 """Fast solver for the kernel classification rule SDP (Sriperumbudur et al. 2008, eq. 9):
 restarted primal-dual hybrid gradient with a certified duality gap.
 
-Problem, in the whitened coordinates of :func:`cvxkml.kcr_formulas.whitening`
+Problem, in the whitened coordinates of :func:`cvxkml.formulas.kcr.whitening`
 (Σ = T X Tᵀ, tr(KΣ) = tr X, D_ij = z_ijᵀ X z_ij with z_ij = f_i − f_j):
 
     min_{X ⪰ 0, h̃ >= h_min}  Σ_i φ_i(1 + tau_i·∘(A(X)_i· − h̃)) + λ tr X,
@@ -44,8 +44,8 @@ costs O(n²(k + p) + n r p) for a block of p ≈ k + 10 vectors instead of the
 O(n²r + nr² + r³) of forming the r × r matrix and decomposing it.
 
 Stopping rule: a certified duality gap.  Every ``check_every`` iterations the objective
-f(X, h̃) (:func:`cvxkml.kcr_formulas.kcr_objective`) of the current primal point and the
-Lagrangian lower bound g(s) (:func:`cvxkml.kcr_formulas.dual_lower_bound`, one
+f(X, h̃) (:func:`cvxkml.formulas.kcr.kcr_objective`) of the current primal point and the
+Lagrangian lower bound g(s) (:func:`cvxkml.formulas.kcr.dual_lower_bound`, one
 λ_min computation) are evaluated; the solver stops with ``converged=True`` as soon as
 (f_best − g_best) / max(1, |f_best|) <= tol.  Otherwise it stops at ``max_iter`` or
 ``time_limit`` with ``converged=False``: the returned gap is then still a valid bound on
@@ -53,7 +53,7 @@ the suboptimality.
 
 The paper's own Algorithm 1 (subgradient step + projection onto N) is
 :func:`kcr_subgradient`; :func:`alternating_projections` and :func:`dykstra_projections`
-are the two iterative projections onto N that :func:`cvxkml.kcr_formulas.project_onto_N`
+are the two iterative projections onto N that :func:`cvxkml.formulas.kcr.project_onto_N`
 replaces by an exact one.
 """
 from __future__ import annotations
@@ -67,7 +67,7 @@ import scipy.linalg as sla
 
 from .._config import blas_limit
 from ..errors import InvalidInputError, SolverError
-from ..kcr_formulas import (dual_lower_bound, dual_objective, h_upper_bound, kcr_objective,
+from ..formulas.kcr import (dual_lower_bound, dual_objective, h_upper_bound, kcr_objective,
                             project_onto_N, sq_distances_from_gram)
 
 __all__ = [
@@ -442,7 +442,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     Parameters
     ----------
     F : (n, r) array
-        Whitened kernel features (:func:`cvxkml.kcr_formulas.whitening`).
+        Whitened kernel features (:func:`cvxkml.formulas.kcr.whitening`).
     tau : (n, n) array of ±1;  c : (n,) array, c_i = 2 − n_i⁺ <= 0.
     lam : float > 0.  h_min : lower bound ε on h̃.
     tol : float
@@ -803,7 +803,7 @@ def kcr_subgradient(K, tau, c, lam, h_min=1e-6, step=None, max_iter=1000, projec
     inner hinge is active in a row whose outer hinge is active (steps 3–5) and
     M_ij = (k_i − k_j)(k_i − k_j)ᵀ.  The paper leaves {α_t} open; here
     α_t = step / √(t + 1) (``step`` default: 1 / (‖K‖² · n)).  ``projection="exact"``
-    uses :func:`cvxkml.kcr_formulas.project_onto_N`; ``"alternating"`` runs ``n_proj``
+    uses :func:`cvxkml.formulas.kcr.project_onto_N`; ``"alternating"`` runs ``n_proj``
     sweeps of :func:`alternating_projections` (the paper).  Returns the best iterate as
     a dict (Sigma, h, objective, n_iter, time, history).  ``time_limit`` / ``cpu_limit``
     bound wall / CPU seconds.  A baseline for benchmarks: it has no certificate and no

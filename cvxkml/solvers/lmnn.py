@@ -2,7 +2,7 @@
 active-set bookkeeping (Wang et al. 2011, eq. 18; Weinberger & Saul 2009, §5–6).
 
 The problem is solved in the orthonormal coordinates of the features (see
-:func:`cvxkml.lmnn_terms.orthonormal_factor`): Z = U S Vᵀ, d(i, j) = u_pᵀ X̂ u_p with
+:func:`cvxkml.formulas.lmnn.orthonormal_factor`): Z = U S Vᵀ, d(i, j) = u_pᵀ X̂ u_p with
 u_p = U[i] − U[j], X̂ ⪰ 0 (r × r).  Written as a saddle problem over the hinge
 multipliers α_t ∈ [0, γ],
 
@@ -24,8 +24,8 @@ Active set (Weinberger & Saul §6): between full passes only the *working* tripl
 active (α_t > 0) or near-active (1 + d(i, j) − d(i, l) > −``buffer``) — are updated; a
 triplet outside it keeps α_t = 0, exactly what its update would give while its margin
 holds.  Every ``check_every`` iterations all pair distances are recomputed, the working
-set is rebuilt, and the true objective F (:func:`cvxkml.lmnn_terms.lmnn_objective`)
-and the Lagrange dual bound g (:func:`cvxkml.lmnn_terms.lmnn_dual_value`) are
+set is rebuilt, and the true objective F (:func:`cvxkml.formulas.lmnn.lmnn_objective`)
+and the Lagrange dual bound g (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`) are
 evaluated on *all* triplets.
 
 Stopping rule: F(best X̂) − max g <= tol · max(1, |F|) — a certified relative
@@ -55,7 +55,7 @@ from scipy.optimize import lsq_linear
 from scipy.sparse.linalg import LinearOperator
 
 from .._config import blas_limit
-from ..lmnn_terms import (LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
+from ..formulas.lmnn import (LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
                           pair_weights)
 
 __all__ = ["LMNNResult", "lmnn_pdhg"]

@@ -4,7 +4,7 @@ similarity pairs, its landmark (low-rank) version, kernel-LLE embedding weights 
 KPCA out-of-sample map.  NumPy only (batched LAPACK calls); no CVXPY import here.
 
 The formulas themselves (D_S, J_S, the ε rule, the closed forms of eq. 4 and 12, the
-local Gram matrices) live in :mod:`cvxkml.yeung_core` and are re-exported here; this
+local Gram matrices) live in :mod:`cvxkml.formulas.yeung` and are re-exported here; this
 module adds the landmark machinery:
 
 * :func:`nearest_landmarks`, :func:`embedding_weights` — the K nearest landmarks of many
@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from .._config import blas_limit
 from ..errors import InvalidInputError
 from ..kernels import center_kernel, centering_roundoff
-from ..yeung_core import (DEFAULT_EPSILON, _fix_signs, beta_closed_form, criterion,  # noqa: F401
+from ..formulas.yeung import (DEFAULT_EPSILON, _fix_signs, beta_closed_form, criterion,  # noqa: F401
                           equality_multiplier, lle_weights, local_gram, positive_spectrum,
                           regularize, similarity_diag)
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_number, psd_rank
-from .errors import InvalidInputError
+from .._validation import check_number, psd_rank
+from ..errors import InvalidInputError
 
 __all__ = [
     "DEFAULT_EPSILON", "check_epsilon", "positive_spectrum", "similarity_diag", "criterion", "regularize",

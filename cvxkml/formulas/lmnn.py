@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import as_float_array
-from .errors import InvalidInputError
+from .._validation import as_float_array
+from ..errors import InvalidInputError
 
 __all__ = [
     "LMNNTriplets", "target_neighbors", "lmnn_objective", "lmnn_slack", "pair_weights",

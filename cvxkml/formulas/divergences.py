@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_symmetric
-from .errors import InvalidInputError
+from .._validation import check_symmetric
+from ..errors import InvalidInputError
 
 __all__ = [
     "logdet_divergence", "logdet_divergence_diag", "von_neumann_divergence",

@@ -15,8 +15,8 @@ family carries a certificate.  Families whose exact model has no certificate yet
 the MKL weight steps) are stored on status and violations alone; their files say so
 (``certificate`` is ``"none"``).
 
-Regenerate everything with ``python -m cvxkml._optima`` (a few minutes), or some with
-``python -m cvxkml._optima NAME ...``.
+Regenerate everything with ``python -m cvxkml.testing._optima`` (a few minutes), or some with
+``python -m cvxkml.testing._optima NAME ...``.
 """
 from __future__ import annotations
 
@@ -28,15 +28,15 @@ from typing import Callable
 
 import numpy as np
 
-from . import declare
-from .errors import InvalidInputError
-from .sideinfo import PairConstraints
+from .. import declare
+from ..errors import InvalidInputError
+from ..sideinfo import PairConstraints
 
 __all__ = ["OPTIMA_DIR", "StoredOptimum", "list_optima", "load_optimum", "regenerate", "solve_exact",
            "INSTANCES"]
 
 #: Where the stored optima live (package data).
-OPTIMA_DIR = Path(__file__).parent / "data" / "optima"
+OPTIMA_DIR = Path(__file__).resolve().parents[1] / "data" / "optima"
 
 _CERT_RTOL = 1e-7
 
@@ -57,7 +57,7 @@ def _wine_subset(n, seed=0):
 
 
 def _gaussian(X, sigma):
-    from .kernels import gaussian_kernel
+    from ..kernels import gaussian_kernel
     return gaussian_kernel(X, sigma=sigma)
 
 
@@ -88,7 +88,7 @@ def _iris_forest_pairs():
 
 
 def _kernel_pairs(K0, labels, n_similar, n_dissimilar, seed):
-    from .sideinfo import baseline_kernel
+    from ..sideinfo import baseline_kernel
     return PairConstraints.from_labels(labels, baseline_kernel(K0), n_similar=n_similar,
                                        n_dissimilar=n_dissimilar, random_state=seed)
 
@@ -179,19 +179,19 @@ def _rebuild_lmnn(z):
 
 
 def _rebuild_yeung_beta(z):
-    from .declare.yeung import SpectralReweighting
+    from ..declare.yeung import SpectralReweighting
     return SpectralReweighting(z["U"], z["eigenvalues"], np.column_stack([z["i"], z["j"]]),
                                epsilon=float(z["epsilon"]))
 
 
 def _rebuild_yeung_embedding(z):
-    from .declare.yeung import EmbeddingWeightProblem
+    from ..declare.yeung import EmbeddingWeightProblem
     return EmbeddingWeightProblem(z["G"], epsilon=float(z["epsilon"]))
 
 
 def _mkl_weights(z):
-    from .kernels import kernel_sq_distances
-    from .lmnn_terms import LMNNTriplets
+    from ..kernels import kernel_sq_distances
+    from ..formulas.lmnn import LMNNTriplets
     Ks = np.asarray(z["Ks"], dtype=float)
     tr = LMNNTriplets.from_labels(z["labels"], int(z["k"]), sq_dist=kernel_sq_distances(Ks.sum(axis=0)))
     return declare.LMNNWeightObjective.from_kernels(list(Ks), z["A"], tr, float(z["gamma"]))
@@ -202,7 +202,7 @@ def _rebuild_mkl_p(z):
 
 
 def _rebuild_mkl_mu(z):
-    from .declare.mkl import LMNNMuMajorizer
+    from ..declare.mkl import LMNNMuMajorizer
     return declare.MuWeightStep(LMNNMuMajorizer(_mkl_weights(z), z["mu_ref"]))
 
 
@@ -238,7 +238,7 @@ _FAMILIES = {
 # --------------------------------------------------------------------------- instances
 def _itml_iris_slack():
     # Jain et al.'s constraints (1st / 99th percentiles) on Iris, LogDet slack γ = 1
-    from .sideinfo import baseline_metric
+    from ..sideinfo import baseline_metric
     X, y = _iris()
     pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=50, n_dissimilar=50,
                                      percentiles=(1, 99), random_state=0)
@@ -353,7 +353,7 @@ def _iplr_wine():
     # the 10th / 90th percentiles: every pair is active in this basis, none is dropped)
     Xs, yw = _wine_subset(40, seed=14)
     _, _, Vt = np.linalg.svd(Xs - Xs.mean(axis=0), full_matrices=False)
-    from .sideinfo import baseline_metric
+    from ..sideinfo import baseline_metric
     pc = PairConstraints.from_labels(yw, baseline_metric(Xs), n_similar=10, n_dissimilar=10,
                                      percentiles=(10, 90), random_state=15)
     return dict(X=Xs, R=Vt[:6].T.copy(), gamma=1.0, **_pc_inputs(pc))
@@ -374,8 +374,8 @@ def _lmnn_iris():
 
 
 def _yeung_beta_wine():
-    from .kernels import center_kernel
-    from .yeung_core import positive_spectrum
+    from ..kernels import center_kernel
+    from ..formulas.yeung import positive_spectrum
     Xs, yw = _wine_subset(40, seed=16)
     K = center_kernel(_gaussian(Xs, 4.0))
     lam, V = positive_spectrum(K, 1e-10)
@@ -386,7 +386,7 @@ def _yeung_beta_wine():
 
 
 def _yeung_embedding_wine():
-    from .yeung_core import local_gram
+    from ..formulas.yeung import local_gram
     Xs, _ = _wine_subset(40, seed=18)
     K = _gaussian(Xs, 4.0)
     D = np.diag(K)[:, None] + np.diag(K)[None] - 2 * K
@@ -399,7 +399,7 @@ def _mkl_inputs():
     X, y = _iris()
     idx = np.concatenate([np.arange(c * 50, c * 50 + 5) for c in range(3)])
     Xs = (X[idx] - X[idx].mean(axis=0)) / X[idx].std(axis=0)
-    from .kernels import normalize_mean_diagonal
+    from ..kernels import normalize_mean_diagonal
     Ks = np.stack([normalize_mean_diagonal(_gaussian(Xs, s)) for s in (1.0, 2.0)]
                   + [normalize_mean_diagonal(Xs @ Xs.T)])
     return dict(Ks=Ks, labels=y[idx], k=2, gamma=0.5, A=np.eye(len(idx)))
@@ -476,8 +476,8 @@ def _solve_mkl(problem, family):
     """The convex model of an MKL weight step by Clarabel at eps = 1e-10: (matrix, objective,
     status, solver, time).  The P step stores the relaxation (15) with W = 0 (its value is a
     lower bound on min_μ h(μμᵀ)); the μ step stores the optimal μ of its convex model."""
-    from .declare._conic import solve_conic
-    from .errors import SolverError
+    from ..declare._conic import solve_conic
+    from ..errors import SolverError
     attempts = []
     for solver, eps in (("CLARABEL", 1e-10), ("CLARABEL", 1e-9), ("SCS", 1e-10)):
         prob = problem.to_cvxpy()
@@ -503,7 +503,7 @@ def _exact(problem, family: _Family, family_name: str) -> dict:
         M, obj, status, solver, elapsed = _solve_mkl(problem, family_name)
         return dict(matrix=M, objective=obj, dual_value=np.nan, gap=np.nan, status=status,
                     solver=solver, solve_time=elapsed, certificate="none")
-    from .testing import trusted_reference
+    from . import trusted_reference
     target = problem.reduced if isinstance(problem, declare.IPLR) else problem
     sol = trusted_reference(target, cert_rtol=_CERT_RTOL, require_certificate=family.certificate)
     gap = sol.gap
@@ -692,7 +692,7 @@ def load_optimum(name: str, directory=None) -> StoredOptimum:
 
     Examples
     --------
-    >>> from cvxkml._optima import load_optimum
+    >>> from cvxkml.testing._optima import load_optimum
     >>> opt = load_optimum("itml_iris_slack")
     >>> sol = opt.problem.solve(tol=1e-12, max_iter=100_000)   # doctest: +SKIP
     >>> abs(sol.objective - opt.objective) <= 1e-6 * max(1.0, abs(opt.objective))  # doctest: +SKIP
@@ -702,7 +702,7 @@ def load_optimum(name: str, directory=None) -> StoredOptimum:
     if not isinstance(name, str) or name not in available:
         raise InvalidInputError(
             f"No stored optimum named {name!r}. Available: {', '.join(available) or '(none)'}. "
-            "Regenerate with `python -m cvxkml._optima`.")
+            "Regenerate with `python -m cvxkml.testing._optima`.")
     d = OPTIMA_DIR if directory is None else Path(directory)
     with np.load(d / f"{name}.npz", allow_pickle=False) as z:
         data = {k: z[k] for k in z.files}
@@ -727,7 +727,7 @@ def load_optimum(name: str, directory=None) -> StoredOptimum:
 
 
 def main(argv=None) -> int:
-    """``python -m cvxkml._optima [NAME ...]``: regenerate the stored optima (all by default)."""
+    """``python -m cvxkml.testing._optima [NAME ...]``: regenerate the stored optima (all by default)."""
     argv = sys.argv[1:] if argv is None else argv
     report = regenerate(argv or None)
     return 1 if any("error" in r for r in report.values()) else 0

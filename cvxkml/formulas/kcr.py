@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 __all__ = [
     "label_structure", "sq_distances_from_gram", "cross_sq_distances", "kcr_loss",

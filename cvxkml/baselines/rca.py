@@ -23,9 +23,9 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ._validation import check_data, check_positive
-from .declare.yeung import similarity_pairs
-from .errors import InvalidInputError
+from .._validation import check_data, check_positive
+from ..declare.yeung import similarity_pairs
+from ..errors import InvalidInputError
 
 __all__ = ["chunklets", "within_chunklet_covariance", "rca_components", "RCA"]
 

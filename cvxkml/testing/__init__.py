@@ -33,7 +33,7 @@ from collections import Counter
 import numpy as np
 
 from ._optima import list_optima, load_optimum
-from .errors import ConvergenceWarning, CvxkmlError, InfeasibleError, SolverError
+from ..errors import ConvergenceWarning, CvxkmlError, InfeasibleError, SolverError
 
 __all__ = ["UntrustedReference", "trusted_reference", "reference_or_discard", "discards",
            "solve_fast_honestly", "assert_matches_reference", "relative_violation",
@@ -319,7 +319,7 @@ def forest_pairs(rng, n, m):
 
 
 def _bounded_pairs(rng, i, j, baseline, n, percentiles):
-    from .sideinfo import PairConstraints, percentile_bounds
+    from ..sideinfo import PairConstraints, percentile_bounds
     y = rng.choice([-1.0, 1.0], size=i.size)
     u, l = percentile_bounds(baseline, n, percentiles, rng)
     return PairConstraints(i, j, y, np.where(y > 0, u, l))
@@ -328,7 +328,7 @@ def _bounded_pairs(rng, i, j, baseline, n, percentiles):
 def metric_instance(seed, n, d, m, hard, percentiles=(5.0, 95.0)):
     """(X, PairConstraints) for metric learning; hard draws use at most d forest pairs
     (feasible by construction), bounds are percentiles of squared baseline distances."""
-    from .sideinfo import baseline_metric
+    from ..sideinfo import baseline_metric
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
     i, j = forest_pairs(rng, n, min(m, d)) if hard else random_pairs(rng, n, m)
@@ -338,8 +338,8 @@ def metric_instance(seed, n, d, m, hard, percentiles=(5.0, 95.0)):
 def kernel_instance(seed, n, m, hard, kind="gaussian", percentiles=(5.0, 95.0)):
     """(K0, PairConstraints); kind: 'gaussian' (PD), 'linear-ridge' (PD) or 'lowrank'
     (rank d < n: the range-space path).  Hard draws use at most rank(K0) forest pairs."""
-    from .kernels import gaussian_kernel
-    from .sideinfo import baseline_kernel
+    from ..kernels import gaussian_kernel
+    from ..sideinfo import baseline_kernel
     rng = np.random.default_rng(seed)
     if kind == "lowrank":
         d = int(rng.integers(2, max(3, n - 1)))
@@ -360,7 +360,7 @@ def kernel_instance(seed, n, m, hard, kind="gaussian", percentiles=(5.0, 95.0)):
 
 def factor_instance(seed, n, r, m, hard):
     """(G0, PairConstraints) for low-rank LogDet on K0 = G0 G0ᵀ of rank r."""
-    from .sideinfo import PairConstraints, baseline_metric, percentile_bounds
+    from ..sideinfo import PairConstraints, baseline_metric, percentile_bounds
     rng = np.random.default_rng(seed)
     G0 = rng.normal(size=(n, r)) * rng.uniform(0.5, 2.0, size=r)
     i, j = forest_pairs(rng, n, min(m, r)) if hard else random_pairs(rng, n, m)
@@ -395,9 +395,9 @@ def variant_instance(seed, n, m, regularizer=None, kernel=False, hard_pairs=True
     regularizer (default LogDet), up to min(m, dim) hard forest pairs (``hard_pairs``; else
     random pairs under :class:`~cvxkml.sideinfo.Hinge`) and m relative triplets under
     ``Hinge(…, C)`` whose margin is the median squared baseline distance (so many are active)."""
-    from . import declare
-    from .kernels import gaussian_kernel
-    from .sideinfo import Hinge, RelativeConstraints, baseline_kernel, baseline_metric
+    from .. import declare
+    from ..kernels import gaussian_kernel
+    from ..sideinfo import Hinge, RelativeConstraints, baseline_kernel, baseline_metric
     rng = np.random.default_rng(seed)
     d = 3
     X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
@@ -449,9 +449,9 @@ def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=No
     -------
     SpectralMetric or SpectralKernel
     """
-    from . import declare
-    from .kernels import gaussian_kernel
-    from .sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
+    from .. import declare
+    from ..kernels import gaussian_kernel
+    from ..sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
                            SimilarityConstraints)
     bad = [f for f in families if f not in _CONSTRAINT_FAMILIES]
     if bad or not families:
@@ -597,7 +597,7 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
     ...     assert_matches_reference(problem, fast, reference_or_discard(problem))
     """
     from hypothesis import strategies as st
-    from . import declare
+    from .. import declare
     if family not in _FAMILIES:
         raise ValueError(f"family must be one of {', '.join(_FAMILIES)}; got {family!r}")
     if max_n < 3 or max_m < 1:
@@ -689,8 +689,8 @@ def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True
 
     import cvxpy as cp
 
-    from .declare.problem import Problem
-    from .errors import InvalidInputError
+    from ..declare.problem import Problem
+    from ..errors import InvalidInputError
 
     def raises(call, what):
         try:
@@ -730,8 +730,8 @@ def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True
 
 
 def _pola_instance(seed, kernel):
-    from . import declare
-    from .sideinfo import baseline_kernel, baseline_metric
+    from .. import declare
+    from ..sideinfo import baseline_kernel, baseline_metric
     rng = np.random.default_rng(seed)
     n, d = 8, 3
     X = rng.normal(size=(n, d))
@@ -754,9 +754,9 @@ def _register_builtin_cases():
     """cvxkml's own classes: small instances of each (n <= 12), feasible by construction."""
     import cvxpy as cp
 
-    from . import declare
-    from .kernels import gaussian_kernel
-    from .sideinfo import PairConstraints
+    from .. import declare
+    from ..kernels import gaussian_kernel
+    from ..sideinfo import PairConstraints
 
     def spectral_kernel(seed):
         return variant_instance(seed, 8, 6, declare.Frobenius(), kernel=True)
@@ -838,7 +838,7 @@ def _register_builtin_cases():
     def rank_one_step(seed):
         # a linear h(P) = <C, P> on m = 3 kernels: the relaxation (15) with W = 0 is tight
         # (doubly nonnegative = completely positive for m <= 4), so the fast solve must certify
-        from .declare.mkl import CallablePObjective
+        from ..declare.mkl import CallablePObjective
         C, _ = mkl_quadratic(seed)
         return declare.RankOneWeightStep(CallablePObjective(
             3, lambda P: cp.sum(cp.multiply(C, P)), lambda P: float(np.sum(C * P))))

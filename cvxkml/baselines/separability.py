@@ -19,8 +19,8 @@ from typing import Callable
 import numba as nb
 import numpy as np
 
-from ._validation import as_float_array, check_data
-from .errors import InvalidInputError
+from .._validation import as_float_array, check_data
+from ..errors import InvalidInputError
 
 __all__ = ["mean_distances", "separability", "separability_from_kernel", "separability_lowrank"]
 

@@ -1,0 +1,52 @@
+"""Old import paths, kept for one release (0.2) as aliases that warn.
+
+``import cvxkml.kcr_formulas`` (and every other path in :data:`MOVED`) still works: a
+meta-path finder hands back the module at its new place, the very same module object, and
+emits a :class:`DeprecationWarning` naming the new path.  One table instead of a re-export
+file per old path, so the package root holds only what is current.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+
+#: {old module path: new module path}
+MOVED: dict[str, str] = {
+    "cvxkml.divergences": "cvxkml.formulas.divergences",
+    "cvxkml.kcr_formulas": "cvxkml.formulas.kcr",
+    "cvxkml.lmnn_terms": "cvxkml.formulas.lmnn",
+    "cvxkml.yeung_core": "cvxkml.formulas.yeung",
+    "cvxkml.rca": "cvxkml.baselines.rca",
+    "cvxkml.separability": "cvxkml.baselines.separability",
+    "cvxkml._optima": "cvxkml.testing._optima",
+}
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, new: str):
+        self.new = new
+
+    def create_module(self, spec):
+        warnings.warn(f"{spec.name} moved to {self.new}; the old path will be removed in "
+                      "cvxkml 0.3", DeprecationWarning, stacklevel=4)
+        return importlib.import_module(self.new)
+
+    def exec_module(self, module):
+        """Nothing to run: the import system already bound the old name to the new module."""
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        new = MOVED.get(fullname)
+        if new is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(new))
+
+
+def install() -> None:
+    """Put the alias finder on ``sys.meta_path`` (once)."""
+    if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
+        sys.meta_path.append(_AliasFinder())

@@ -1,0 +1,22 @@
+"""Old import paths keep working for one release: the same module, with a DeprecationWarning."""
+import importlib
+import sys
+
+import pytest
+
+from cvxkml._deprecated import MOVED
+
+
+@pytest.mark.parametrize("old, new", sorted(MOVED.items()))
+def test_old_path_is_the_new_module_and_warns(old, new):
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
+        mod = importlib.import_module(old)
+    assert mod is importlib.import_module(new)
+    public = getattr(mod, "__all__", None) or [n for n in vars(mod) if not n.startswith("_")]
+    assert public and all(hasattr(mod, n) for n in public)
+
+
+def test_unknown_old_path_still_fails():
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("cvxkml.no_such_module")
