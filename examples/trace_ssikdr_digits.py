@@ -16,8 +16,8 @@ import numpy as np
 from sklearn.decomposition import PCA, KernelPCA
 from threadpoolctl import threadpool_limits
 
-from cvxkml.estimators_trace import TraceSSIKDR
-from cvxkml.reproduce_trace import draw_split, embedding_scores, load_digits_data, median_gamma
+from cvxkml.estimators.trace import TraceSSIKDR
+from cvxkml.experiments.reproduce_trace import draw_split, embedding_scores, load_digits_data, median_gamma
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("out", nargs="?", default="trace_ssikdr_digits.png")

@@ -11,9 +11,9 @@ Also checks the β step against its exact CVXPY model.
 import numpy as np
 
 from cvxkml.declare.yeung import SpectralReweighting
-from cvxkml.estimators_yeung import SemiSupervisedKernelMetric, random_similar_pairs
+from cvxkml.estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
 from cvxkml.kernels import Kernel
-from cvxkml.reproduce_yeung import make_xor, median_distance
+from cvxkml.experiments.reproduce_yeung import make_xor, median_distance
 from cvxkml.baselines.separability import separability
 
 X, y = make_xor(4000, random_state=0)

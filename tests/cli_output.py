@@ -4,7 +4,7 @@ import io
 import math
 import re
 
-from cvxkml.cli import main
+from cvxkml.experiments.cli import main
 
 
 def run_cli(argv) -> tuple[int, str]:

@@ -1058,14 +1058,14 @@ def test_sdp_extreme_scale_is_a_typed_error():
 
 # ----------------------------------------------------------------------------- estimators
 def _estimators():
-    from cvxkml.estimators import ITML as ITMLEstimator
-    from cvxkml.estimators import KernelITML, LowRankKernelITML
-    from cvxkml.estimators_kcr import KCRClassifier
-    from cvxkml.estimators_mkl import LMNN, LMNNMKL
-    from cvxkml.estimators_pola import KernelPOLA
-    from cvxkml.estimators_spectral import VonNeumannKernelLearner
-    from cvxkml.estimators_trace import TraceSSIKDR as TraceEstimator
-    from cvxkml.estimators_yeung import SemiSupervisedKernelMetric
+    from cvxkml.estimators.logdet import ITML as ITMLEstimator
+    from cvxkml.estimators.logdet import KernelITML, LowRankKernelITML
+    from cvxkml.estimators.kcr import KCRClassifier
+    from cvxkml.estimators.mkl import LMNN, LMNNMKL
+    from cvxkml.estimators.pola import KernelPOLA
+    from cvxkml.estimators.spectral import VonNeumannKernelLearner
+    from cvxkml.estimators.trace import TraceSSIKDR as TraceEstimator
+    from cvxkml.estimators.yeung import SemiSupervisedKernelMetric
     pairs = dict(n_similar=4, n_dissimilar=4, random_state=0)
     return {
         "estimators.ITML": lambda: ITMLEstimator(max_sweeps=30, **pairs),

@@ -6,8 +6,8 @@ import pytest
 
 import cvxkml.declare._limits as limits_module
 from cvxkml import declare
-from cvxkml.bench_exact import FAMILIES, _child, _fmt, build, measure, recorded_limits
-from cvxkml.cli import main
+from cvxkml.experiments.bench_exact import FAMILIES, _child, _fmt, build, measure, recorded_limits
+from cvxkml.experiments.cli import main
 from cvxkml.declare import problem as problem_module
 from cvxkml.errors import SolverError
 from cvxkml.testing import kernel_instance

@@ -13,8 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from cvxkml import __version__, bench
-from cvxkml.cli import format_table, main
+from cvxkml import __version__
+from cvxkml.experiments import bench
+from cvxkml.experiments.cli import format_table, main
 from cli_output import positive_finite, run_cli
 
 
@@ -42,7 +43,7 @@ def test_version(capsys):
 
 
 def test_version_console_entry_point():
-    out = subprocess.run([sys.executable, "-m", "cvxkml.cli", "--version"],
+    out = subprocess.run([sys.executable, "-m", "cvxkml.experiments.cli", "--version"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == f"cvxkml {__version__}"
 
@@ -154,7 +155,7 @@ def test_demo_fast_vs_exact(demo_output):
 def test_bench_variants_quick():
     """The generic dual solver's bench: every variant certified and equal to Clarabel's
     optimum (the table's accuracy columns), whatever the times."""
-    from cvxkml.bench_variants import VARIANTS, variant_rows
+    from cvxkml.experiments.bench_variants import VARIANTS, variant_rows
     rows = variant_rows(quick=True)
     assert [r["variant"] for r in rows] == list(VARIANTS)
     for r in rows:

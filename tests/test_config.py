@@ -163,10 +163,10 @@ def test_truly_non_psd_kernel_raises_naming_the_option():
 
 
 def _precomputed_estimators():
-    from cvxkml.estimators import KernelITML
-    from cvxkml.estimators_mkl import LMNN
-    from cvxkml.estimators_spectral import VonNeumannKernelLearner
-    from cvxkml.estimators_trace import TraceSSIKDR
+    from cvxkml.estimators.logdet import KernelITML
+    from cvxkml.estimators.mkl import LMNN
+    from cvxkml.estimators.spectral import VonNeumannKernelLearner
+    from cvxkml.estimators.trace import TraceSSIKDR
     return [KernelITML(kernel="precomputed", n_similar=20, n_dissimilar=20),
             VonNeumannKernelLearner(kernel="precomputed", n_similar=10, n_dissimilar=10, tol=1e-5),
             TraceSSIKDR(kernel="precomputed", n_similar=10, n_dissimilar=10, tol=1e-3, max_sweeps=50),

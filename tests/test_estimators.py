@@ -1,4 +1,4 @@
-"""scikit-learn estimators ITML and KernelITML (cvxkml.estimators)."""
+"""scikit-learn estimators ITML and KernelITML (cvxkml.estimators.logdet)."""
 import pickle
 
 import numpy as np
@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, NotPSDError
-from cvxkml.estimators import ITML, KernelITML
+from cvxkml.estimators.logdet import ITML, KernelITML
 
 SMALL = dict(n_similar=20, n_dissimilar=20)
 
@@ -241,7 +241,7 @@ def test_random_state_kinds_and_determinism():
 
 
 # --------------------------------------------------------------------------- LowRankKernelITML
-from cvxkml.estimators import LowRankKernelITML  # noqa: E402
+from cvxkml.estimators.logdet import LowRankKernelITML  # noqa: E402
 
 
 @parametrize_with_checks(

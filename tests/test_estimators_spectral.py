@@ -1,4 +1,4 @@
-"""scikit-learn estimator VonNeumannKernelLearner (cvxkml.estimators_spectral)."""
+"""scikit-learn estimator VonNeumannKernelLearner (cvxkml.estimators.spectral)."""
 import pickle
 
 import numpy as np
@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import (check_estimators_pickle, check_fit_i
                                             check_methods_subset_invariance, parametrize_with_checks)
 from cvxkml.declare import SpectralKernel, VonNeumann, VonNeumannKernel
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, NotPSDError
-from cvxkml.estimators_spectral import VonNeumannKernelLearner
+from cvxkml.estimators.spectral import VonNeumannKernelLearner
 from cvxkml.kernels import Kernel
 from cvxkml.sideinfo import PairConstraints, baseline_kernel
 

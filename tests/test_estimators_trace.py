@@ -1,4 +1,4 @@
-"""The scikit-learn transformer TraceSSIKDR (cvxkml.estimators_trace; Jain et al. 2012 §5.4)."""
+"""The scikit-learn transformer TraceSSIKDR (cvxkml.estimators.trace; Jain et al. 2012 §5.4)."""
 import pickle
 import warnings
 
@@ -11,7 +11,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvxkml.errors import ConvergenceWarning, CvxkmlError
-from cvxkml.estimators_trace import TraceSSIKDR
+from cvxkml.estimators.trace import TraceSSIKDR
 
 # Few pairs and few iterations: the checks test the API, not convergence (the solver warns,
 # ConvergenceWarning, when it stops early; the checks allow warnings).

@@ -1,4 +1,4 @@
-"""KCRClassifier (cvxkml.estimators_kcr): scikit-learn conventions, the rule of eq. 2
+"""KCRClassifier (cvxkml.estimators.kcr): scikit-learn conventions, the rule of eq. 2
 with its tie rule, the embedding, and bad input."""
 import pickle
 import warnings
@@ -9,7 +9,7 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, InvalidInputError
-from cvxkml.estimators_kcr import KCRClassifier
+from cvxkml.estimators.kcr import KCRClassifier
 from cvxkml.kernels import gaussian_kernel
 
 FAST = dict(tol=5e-2, max_iter=60)

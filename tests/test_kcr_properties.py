@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from cvxkml.bench_kcr import random_instance
+from cvxkml.experiments.bench_kcr import random_instance
 from cvxkml.testing import reference_or_discard
 from budget import examples
 

@@ -1,4 +1,4 @@
-"""The Table 1 reproduction of Sriperumbudur et al. 2008 (cvxkml.reproduce_kcr) and
+"""The Table 1 reproduction of Sriperumbudur et al. 2008 (cvxkml.experiments.reproduce_kcr) and
 ``cvxkml reproduce kcr``: protocol pieces and a smoke run (no timing assertions)."""
 import contextlib
 import io
@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from cvxkml import reproduce_kcr as rk
-from cvxkml.cli import main
+from cvxkml.experiments import reproduce_kcr as rk
+from cvxkml.experiments.cli import main
 
 
 def test_stratified_split_sizes_and_disjointness():
@@ -59,7 +59,7 @@ def test_unknown_dataset():
 
 def test_bench_sweep_smoke():
     """The fast-vs-exact sweep behind the reference sheet runs and summarizes (2 draws)."""
-    from cvxkml.bench_kcr import gap_sweep_rows, summarize_sweep
+    from cvxkml.experiments.bench_kcr import gap_sweep_rows, summarize_sweep
 
     rows = gap_sweep_rows(n_draws=2, seed=1, max_n=12)
     summary = summarize_sweep(rows)
@@ -70,7 +70,7 @@ def test_bench_sweep_smoke():
 def test_bench_variants_smoke():
     """The solver-variant comparison runs on Iris subsets and summarizes; every variant
     reaches the same certified optimum where it converges."""
-    from cvxkml.bench_kcr import summarize_variants, variant_rows
+    from cvxkml.experiments.bench_kcr import summarize_variants, variant_rows
 
     rows = variant_rows(n_max=30, datasets=("iris",), max_iter=3000)
     assert len(rows) == 9
@@ -86,7 +86,7 @@ def test_bench_variants_smoke():
 def test_bench_large_row_smoke(data_dir):
     """The n = 500 benchmark's row at a small n: default and baseline both solve to the
     certified tolerance and agree; the ratio is reported."""
-    from cvxkml.bench_kcr import large_n_row
+    from cvxkml.experiments.bench_kcr import large_n_row
 
     row = large_n_row(n=60, data_dir=data_dir, max_iter=20_000)
     for part in ("default", "baseline"):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from cvxkml.bench_kcr import random_instance
+from cvxkml.experiments.bench_kcr import random_instance
 from cvxkml.solvers.kcr import kcr_pdhg
 from budget import examples
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cvxkml.bench_kcr import random_problem
+from cvxkml.experiments.bench_kcr import random_problem
 from cvxkml.solvers.kcr import PositivePartTracker, kcr_pdhg
 from budget import examples
 

@@ -13,11 +13,11 @@ import pytest
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
-from cvxkml import bench
+from cvxkml.experiments import bench
 from cvxkml.declare import LowRankLogDet
 from cvxkml.errors import CvxkmlError, InvalidInputError
-from cvxkml.estimators import LowRankKernelITML
-from cvxkml.reproduce_lowrank import (kernel_kmeans, load_digits389, load_nursery_ordinal, nmi,
+from cvxkml.estimators.logdet import LowRankKernelITML
+from cvxkml.experiments.reproduce_lowrank import (kernel_kmeans, load_digits389, load_nursery_ordinal, nmi,
                                       relative_pair_constraints, reproduce_lowrank)
 from cli_output import output_tables, positive_finite, run_cli_ok
 

@@ -1,4 +1,4 @@
-"""scikit-learn estimators LMNN and LMNNMKL (cvxkml.estimators_mkl)."""
+"""scikit-learn estimators LMNN and LMNNMKL (cvxkml.estimators.mkl)."""
 import os
 import pickle
 import warnings
@@ -12,7 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvxkml.errors import ConvergenceWarning, InvalidInputError
-from cvxkml.estimators_mkl import LMNN, LMNNMKL
+from cvxkml.estimators.mkl import LMNN, LMNNMKL
 from cvxkml.kernels import Kernel
 
 KS = [Kernel("linear"), Kernel("gaussian", {"sigma": 1.0})]

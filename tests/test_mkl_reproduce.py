@@ -1,4 +1,4 @@
-"""The Wang et al. 2011 reproduction (cvxkml.reproduce_mkl): statistics, protocol
+"""The Wang et al. 2011 reproduction (cvxkml.experiments.reproduce_mkl): statistics, protocol
 pieces and a smoke run of ``--quick`` (tiny budgets; the numbers are not a reproduction)."""
 import json
 import warnings
@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from cvxkml import reproduce_mkl as rm
+from cvxkml.experiments import reproduce_mkl as rm
 
 
 def test_mcnemar_and_scores():

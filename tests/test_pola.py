@@ -27,7 +27,7 @@ from cvxkml.declare.dual import solve_dual
 from cvxkml.declare.pola import POLAKernel, POLAMetric, pola_constraints
 from cvxkml.declare.terms import constraint_terms
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, InfeasibleError, InvalidInputError
-from cvxkml.estimators_pola import KernelPOLA
+from cvxkml.estimators.pola import KernelPOLA
 from cvxkml.kernels import Kernel, gaussian_kernel
 from cvxkml.learned import LearnedKernel
 from cvxkml.sideinfo import (Hinge, LinearConstraints, RelativeConstraints, SimilarityConstraints,
@@ -325,7 +325,7 @@ def test_estimator_params_and_errors():
 def test_bench_pola_compare_rows_structure():
     """``cvxkml bench pola`` rows on small instances: the fast solver, stopped at the CVXPY
     solver's measured accuracy, reaches it (fast acc <= cvxpy acc, with round-off slack)."""
-    from cvxkml.bench_pola import compare_rows, pola_instance, sdp_instance
+    from cvxkml.experiments.bench_pola import compare_rows, pola_instance, sdp_instance
     for prob, label in [(pola_instance(8, seed=3), "pola"), (sdp_instance(6, "mvu", 0.5, seed=3), "sdp")]:
         rows = compare_rows(prob, label, repeats=1)
         assert [r["solver"] for r in rows] == ["CLARABEL", "SCS"]
@@ -337,7 +337,7 @@ def test_bench_pola_compare_rows_structure():
 def test_bench_pola_register_cli():
     """``register_cli(bsub)`` adds ``bench pola`` (cli.py wires it into ``cvxkml bench``)."""
     import argparse
-    from cvxkml.bench_pola import register_cli
+    from cvxkml.experiments.bench_pola import register_cli
     parser = argparse.ArgumentParser()
     bsub = parser.add_subparsers(dest="benchmark")
     register_cli(bsub)

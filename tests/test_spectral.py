@@ -241,7 +241,7 @@ def test_kcr_then_vonneumann_in_one_process():
     """Issue 13: after a KCR solve (BLAS thread limits, LAPACK eigensolvers) the von Neumann
     solves of the Theorem 4 test gave ZeroDivisionError and then a segfault in one run.  In
     one process: KCR first, then the von Neumann solves must match a fresh computation."""
-    from cvxkml.bench_kcr import random_instance
+    from cvxkml.experiments.bench_kcr import random_instance
     _, X, pc = _theorem4_instance(5, 8, 4)
     hard = _three_pairs(pc)
     before = [SpectralMetric(X, p, VonNeumann(), gamma=g).solve(**FAST).objective

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cvxkml import bench
+from cvxkml.experiments import bench
 from cvxkml.declare import VonNeumannKernel
 from cvxkml.errors import InvalidInputError
-from cvxkml.reproduce_spectral import fit_transform_method, load_uci
+from cvxkml.experiments.reproduce_spectral import fit_transform_method, load_uci
 from cvxkml.solvers.vonneumann import vonneumann_pairs
 from cli_output import output_tables, positive_finite, run_cli_ok
 
@@ -113,7 +113,7 @@ def test_vonneumann_map_reproduces_learned_kernel():
     X, y = load_uci("iris")
     X = (X - X.mean(0)) / X.std(0)
     L, info = fit_transform_method("vonneumann", X, y, 1.0, np.random.default_rng(0))
-    from cvxkml.reproduce_spectral import _constraints
+    from cvxkml.experiments.reproduce_spectral import _constraints
     pc = _constraints(X, y, np.random.default_rng(0))
     sol = VonNeumannKernel(X @ X.T, pc, gamma=1.0).solve(tol=1e-3, max_iter=2000)
     Z = X @ L.T

@@ -12,10 +12,10 @@ import json
 import numpy as np
 import pytest
 
-from cvxkml.cli import main
+from cvxkml.experiments.cli import main
 from cvxkml.errors import InvalidInputError
-from cvxkml.estimators_trace import TraceSSIKDR
-from cvxkml.reproduce_trace import (PAPER, QUICK, draw_split, embedding_scores, load_digits_data,
+from cvxkml.estimators.trace import TraceSSIKDR
+from cvxkml.experiments.reproduce_trace import (PAPER, QUICK, draw_split, embedding_scores, load_digits_data,
                                     median_gamma, reproduce_trace)
 
 

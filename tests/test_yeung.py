@@ -151,7 +151,7 @@ def test_local_gram_is_difference_gram():
 
 # --------------------------------------------------------------------------- landmark method
 def _xor(n, seed, std=0.3):
-    from cvxkml.reproduce_yeung import make_xor
+    from cvxkml.experiments.reproduce_yeung import make_xor
     return make_xor(n, std=std, random_state=seed)
 
 
@@ -399,7 +399,7 @@ def test_nearly_coincident_points_fit(scale):
     centre to a landmark kernel of norm ~5e-8 whose round-off eigenvalue -2.75e-16 was
     judged against that norm and refused as not PSD.  The centring round-off is measured on
     the uncentred kernel (``centering_roundoff``), so the fit goes through for every draw."""
-    from cvxkml.estimators_yeung import SemiSupervisedKernelMetric
+    from cvxkml.estimators.yeung import SemiSupervisedKernelMetric
     y = np.array([0, 1] * 4)
     for seed in range(20):
         X = np.random.default_rng(seed).normal(size=(8, 3)) * scale

@@ -8,9 +8,9 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvxkml.errors import InvalidInputError
-from cvxkml.estimators_yeung import SemiSupervisedKernelMetric, random_similar_pairs
+from cvxkml.estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
 from cvxkml.kernels import Kernel
-from cvxkml.reproduce_yeung import make_xor
+from cvxkml.experiments.reproduce_yeung import make_xor
 from cvxkml.baselines.separability import separability
 from cvxkml.sideinfo import PairConstraints
 
@@ -153,7 +153,7 @@ def test_huge_integer_parameters_are_refused(param, value):
     """Fuzz seed 9604: n_iter = 10**20 passed the check, and the fit iterated until its
     history filled the memory (the process was killed)."""
     from cvxkml.errors import InvalidInputError
-    from cvxkml.estimators_yeung import SemiSupervisedKernelMetric
+    from cvxkml.estimators.yeung import SemiSupervisedKernelMetric
     X = np.random.default_rng(0).normal(size=(8, 3))
     with pytest.raises(InvalidInputError, match=f"{param} must be at most"):
         SemiSupervisedKernelMetric(n_neighbors=2, **{param: value}).fit(X, np.array([0, 1] * 4))

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from cvxkml.reproduce_yeung import (PAPER_TABLE1, PAPER_TABLE2, figure1, make_xor, median_distance,
+from cvxkml.experiments.reproduce_yeung import (PAPER_TABLE1, PAPER_TABLE2, figure1, make_xor, median_distance,
                                     table1_rows, table2_rows)
 from cli_output import run_cli
 

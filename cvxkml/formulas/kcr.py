@@ -2,7 +2,7 @@
 ICML 2008) — the one place they are written for evaluation.
 
 The exact CVXPY model (:mod:`cvxkml.declare.kcr`), the fast solver's stopping rule
-(:mod:`cvxkml.solvers.kcr`), the estimator (:mod:`cvxkml.estimators_kcr`) and the tests
+(:mod:`cvxkml.solvers.kcr`), the estimator (:mod:`cvxkml.estimators.kcr`) and the tests
 all evaluate through these functions.  Pure numpy (no CVXPY, no Numba).
 
 Notation (paper eq. 9).  ``tau[i, j] = +1`` when y_i = y_j, else −1 (so ``tau[i, i] = 1``);

@@ -15,12 +15,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_positive, estimator_data, estimator_fit_data
-from .declare.kcr import KCR
-from .errors import InvalidInputError
-from .estimators import training_kernel
-from .formulas.kcr import class_counts, rule_predict
-from .kernels import Kernel
+from .._validation import check_positive, estimator_data, estimator_fit_data
+from ..declare.kcr import KCR
+from ..errors import InvalidInputError
+from .logdet import training_kernel
+from ..formulas.kcr import class_counts, rule_predict
+from ..kernels import Kernel
 
 __all__ = ["KCRClassifier"]
 

@@ -25,9 +25,9 @@ VARIANTS = ("logdet+hinge-triplets", "vonneumann+hinge-triplets", "frobenius+hin
 
 def variant_problem(name: str, n: int, seed: int = 0):
     """One benchmark problem (see the module doc)."""
-    from .declare import Frobenius, LogDet, SpectralKernel, TraceNorm, VonNeumann
-    from .sideinfo import Hinge, LinearConstraints
-    from .testing import variant_instance
+    from ..declare import Frobenius, LogDet, SpectralKernel, TraceNorm, VonNeumann
+    from ..sideinfo import Hinge, LinearConstraints
+    from ..testing import variant_instance
     regs = {"logdet": LogDet(), "vonneumann": VonNeumann(), "frobenius": Frobenius(),
             "tracenorm": TraceNorm(0.5)}
     reg_name, kind = name.split("+", 1)
@@ -49,7 +49,7 @@ def variant_rows(quick: bool = False, repeats: int | None = None, seed: int = 0,
     """Rows of (variant, n, m, times, accuracies, ratios); see the module doc."""
     import warnings
 
-    from .declare import solve_dual
+    from ..declare import solve_dual
     repeats = (1 if quick else 3) if repeats is None else int(repeats)
     sizes = sizes or ((12,) if quick else (20, 60))
     rows = []
@@ -89,7 +89,7 @@ def variant_rows(quick: bool = False, repeats: int | None = None, seed: int = 0,
 
 
 def _cmd(args) -> int:
-    from ._config import blas_limit
+    from .._config import blas_limit
     from .cli import format_table
     t_start = time.perf_counter()
     mode = "quick" if args.quick else "full"

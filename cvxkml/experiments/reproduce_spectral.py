@@ -48,7 +48,7 @@ import warnings
 
 import numpy as np
 
-from .errors import CvxkmlError, InvalidInputError
+from ..errors import CvxkmlError, InvalidInputError
 
 __all__ = ["DATASETS", "GAMMA_GRID", "METHODS", "PAPER", "load_uci", "fit_transform_method",
            "knn_error", "dataset_rows", "reproduce_spectral"]
@@ -84,7 +84,7 @@ def load_uci(name: str, data_dir=None):
         from sklearn.datasets import load_iris
         X, y = load_iris(return_X_y=True)
     elif key in ("ionosphere", "balance"):
-        from .datasets import load_csv_dataset
+        from ..datasets import load_csv_dataset
         X, y = load_csv_dataset(key, data_dir=data_dir)
     else:
         raise InvalidInputError(f"name must be one of {DATASETS}; got {name!r}.")
@@ -101,7 +101,7 @@ def _standardize(Xtr, Xte):
 
 def _constraints(X, y, rng):
     """40c² random label pairs with 5th / 95th-percentile bounds (squared distances)."""
-    from .sideinfo import PairConstraints, baseline_metric
+    from ..sideinfo import PairConstraints, baseline_metric
 
     c = np.unique(y).size
     with warnings.catch_warnings():
@@ -115,8 +115,8 @@ def fit_transform_method(method: str, Xtr, ytr, gamma: float, rng, tol: float = 
                          max_sweeps: int = 20_000):
     """Learn ``method`` on (Xtr, ytr) with fresh constraints; returns (L, info) with L the
     d × d linear map (x ↦ L x), info = {sweeps, converged, solve_s, pairs}."""
-    from .declare import ITML, VonNeumannKernel
-    from .learned import components_from_metric
+    from ..declare import ITML, VonNeumannKernel
+    from ..learned import components_from_metric
 
     d = Xtr.shape[1]
     if method == "euclidean":
@@ -226,7 +226,7 @@ def reproduce_spectral(quick: bool = False, seed: int = 0, data_dir=None, n_repe
     """All data sets (:func:`dataset_rows`).  ``quick``: one repeat, γ fixed to 1 (no inner
     CV) — a smoke run, not a reproduction.  BLAS limited to one thread.  Returns
     {"settings", "rows", "elapsed_s"}."""
-    from ._config import blas_limit
+    from .._config import blas_limit
 
     from .bench import warm_up_vonneumann
 

@@ -23,12 +23,12 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._config import blas_limit
-from ._validation import check_positive, estimator_data
-from .declare.trace import TraceSSIKDR as _TraceProblem
-from .errors import InvalidInputError
-from .estimators import KernelITML, _LogDetLearner, training_kernel
-from .sideinfo import baseline_kernel
+from .._config import blas_limit
+from .._validation import check_positive, estimator_data
+from ..declare.trace import TraceSSIKDR as _TraceProblem
+from ..errors import InvalidInputError
+from .logdet import KernelITML, _LogDetLearner, training_kernel
+from ..sideinfo import baseline_kernel
 
 __all__ = ["TraceSSIKDR"]
 
@@ -136,7 +136,7 @@ default=None
     Examples
     --------
     >>> from sklearn.datasets import load_digits
-    >>> from cvxkml.estimators_trace import TraceSSIKDR
+    >>> from cvxkml.estimators.trace import TraceSSIKDR
     >>> X, y = load_digits(return_X_y=True)
     >>> est = TraceSSIKDR(kernel_params={"gamma": 1e-3}, tau=10.0, n_components=2,
     ...                   n_similar=20, n_dissimilar=20, random_state=0).fit(X[:100], y[:100])

@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from .datasets import load_wine_standardized, make_random_instance
+from ..datasets import load_wine_standardized, make_random_instance
 
 __all__ = [
     "numpy_sweeps_metric", "numpy_sweeps_kernel", "warm_up", "projection_rows",
@@ -112,7 +112,7 @@ def _rel_gap(a: float, b: float) -> float:
 
 # --------------------------------------------------------------------------- (a) per projection
 def _projection_case(kind: str, size: int, n_proj: int, repeats: int, seed: int) -> dict:
-    from .solvers.bregman import _sweeps_kernel, _sweeps_metric
+    from ..solvers.bregman import _sweeps_kernel, _sweeps_metric
 
     if kind == "metric":
         n_points = max(2 * size, 60)
@@ -204,7 +204,7 @@ def tolerance_rows(quick: bool = False, repeats: int | None = None, seed: int = 
     exact_objective, rel_gap (= |f_fast − f_exact| / max(1, |f_exact|)), fast_max_violation,
     exact_max_violation, exact_status, fast_sweeps.
     """
-    from .declare.base import _CLARABEL_MAX_DIM
+    from ..declare.base import _CLARABEL_MAX_DIM
 
     warm_up()
     sizes = (10, 20) if quick else (20, 40, 80)
@@ -254,7 +254,7 @@ def demo_knn_rows(n_neighbors: int = 10, n_folds: int = 2, random_state: int = 0
     from sklearn.model_selection import StratifiedKFold
     from sklearn.neighbors import KNeighborsClassifier
 
-    from .estimators import ITML, KernelITML
+    from ..estimators.logdet import ITML, KernelITML
 
     warm_up()                                   # keep Numba compile time out of fit_s
     X, y = load_wine_standardized()
@@ -318,7 +318,7 @@ def demo_fast_vs_exact(n: int = 30, gamma: float = 1.0, random_state: int = 0,
 # ``cvxkml bench lowrank``: Kulis, Sustik & Dhillon (2009) Algorithm 2 with CHOLUPDATEMULT.
 import numba as nb  # noqa: E402
 
-from .solvers.lowrank import cholupdatemult  # noqa: E402
+from ..solvers.lowrank import cholupdatemult  # noqa: E402
 
 _LOWRANK_SIZES = (10, 50, 100, 200)
 
@@ -390,9 +390,9 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
       ``max_rel_diff`` = max |B_numba − B_numpy| / max |B_numpy| after those projections.
     Times are the best of ``repeats`` (default 3 full, 1 quick) runs on fresh copies.
     """
-    from ._config import blas_limit
+    from .._config import blas_limit
 
-    from .solvers.lowrank import PAIR, _sweeps_lowrank
+    from ..solvers.lowrank import PAIR, _sweeps_lowrank
 
     repeats = (1 if quick else 3) if repeats is None else int(repeats)
     sizes = (10, 50) if quick else _LOWRANK_SIZES
@@ -472,7 +472,7 @@ def mnist_shape_factor(n: int = 60_000, r: int = 100, data_dir=None, noise: floa
     then cut to n rows.  Without the file: a synthetic of the same shape (10 classes, Gaussian
     class centres, per-component scale 1/√(k+1)).  Returns (G0, y, source description).
     """
-    from .datasets import load_npz
+    from ..datasets import load_npz
 
     rng = np.random.default_rng(seed)
     try:
@@ -480,7 +480,7 @@ def mnist_shape_factor(n: int = 60_000, r: int = 100, data_dir=None, noise: floa
     except FileNotFoundError:
         X = None
     if X is not None:
-        from ._config import blas_limit
+        from .._config import blas_limit
 
         Xc = X - X.mean(axis=0)
         with blas_limit(1):                   # multithreaded eigh stalls on a busy box
@@ -519,7 +519,7 @@ def lowrank_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol
     n, r = (6000, 20) if quick else (60_000, 100)
     counts = ((1000, 5000) if quick else (10_000, 100_000)) if counts is None else counts
     max_sweeps = (2000 if quick else 100_000) if max_sweeps is None else int(max_sweeps)
-    from ._config import blas_limit
+    from .._config import blas_limit
 
     warm_up_lowrank()
     with blas_limit(1):
@@ -527,8 +527,8 @@ def lowrank_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol
 
 
 def _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick):
-    from .declare import LowRankLogDet
-    from .sideinfo import PairConstraints, baseline_metric
+    from ..declare import LowRankLogDet
+    from ..sideinfo import PairConstraints, baseline_metric
 
     paper = {10_000: 4.8, 100_000: 11.3}
     G0, y, src = mnist_shape_factor(n, r, data_dir=data_dir, seed=seed)
@@ -556,8 +556,8 @@ def _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quic
 
 def warm_up_lowrank() -> None:
     """Compile (or load from cache) the low-rank Numba loop on a tiny problem."""
-    from .declare import LowRankLogDet
-    from .sideinfo import PairConstraints
+    from ..declare import LowRankLogDet
+    from ..sideinfo import PairConstraints
 
     G0 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     LowRankLogDet(G0, PairConstraints([0, 1], [1, 2], [1.0, -1.0], [1.0, 2.0]), gamma=1.0).solve(
@@ -612,7 +612,7 @@ def _dense_vn_eval(q, w, theta):
 def _dense_vn_zerofinder(q, w, target_log, inv_gamma):
     """The safeguarded Newton iteration of the solver's ZEROFINDER (same steps, brackets and
     stopping rules), each evaluation a dense eigh.  Returns (θ, evaluations, λ, U at θ)."""
-    from .solvers.vonneumann import safeguarded_newton_step
+    from ..solvers.vonneumann import safeguarded_newton_step
 
     lh, dl, lam, U = _dense_vn_eval(q, w, 0.0)
     phi, dphi = lh - target_log, dl + inv_gamma
@@ -668,7 +668,7 @@ def numpy_vonneumann_sweep(W, q, F, I, J, delta, xi, lam, gamma):
 
 def warm_up_vonneumann() -> None:
     """Compile (or load from cache) the von Neumann Numba loop on a tiny problem."""
-    from .solvers.vonneumann import vonneumann_pairs
+    from ..solvers.vonneumann import vonneumann_pairs
 
     F, q0, I, J, delta, bound = vonneumann_pairs_problem(3, 4, 0)
     vonneumann_pairs(F, q0, I, J, delta, bound, 1.0, 1e-6, 5)
@@ -696,9 +696,9 @@ def vonneumann_projection_rows(quick: bool = False, repeats: int | None = None, 
       ``speedup`` = numpy / Numba seconds per projection; ``max_rel_diff`` = max |X̂_numba −
       X̂_numpy| / max |X̂_numpy| after those projections (X̂ = W diag(e^q) Wᵀ).
     """
-    from ._config import blas_limit
+    from .._config import blas_limit
 
-    from .solvers.vonneumann import _deflate, _sweeps_vn, _zerofinder, vonneumann_pairs
+    from ..solvers.vonneumann import _deflate, _sweeps_vn, _zerofinder, vonneumann_pairs
 
     repeats = (1 if quick else 3) if repeats is None else int(repeats)
     sizes = (10, 50) if quick else _VN_SIZES
@@ -785,11 +785,11 @@ def vonneumann_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, 
     counts = ((500, 2000) if quick else (10_000,)) if counts is None else tuple(counts)
     max_sweeps = (2000 if quick else 100_000) if max_sweeps is None else int(max_sweeps)
     time_budget = (30.0 if quick else 1800.0) if time_budget is None else float(time_budget)
-    from ._config import blas_limit
+    from .._config import blas_limit
 
-    from .sideinfo import PairConstraints, baseline_metric
-    from .solvers.bregman import NONFINITE, OK
-    from .solvers.vonneumann import _sweeps_vn
+    from ..sideinfo import PairConstraints, baseline_metric
+    from ..solvers.bregman import NONFINITE, OK
+    from ..solvers.vonneumann import _sweeps_vn
 
     warm_up_vonneumann()
     with blas_limit(1):

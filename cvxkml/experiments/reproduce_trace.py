@@ -50,9 +50,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from ._config import blas_limit
+from .._config import blas_limit
 
-from .errors import ConvergenceWarning, InvalidInputError
+from ..errors import ConvergenceWarning, InvalidInputError
 
 __all__ = ["PAPER", "DEFAULTS", "QUICK", "load_digits_data", "draw_split", "median_gamma",
            "embedding_scores", "run_draw", "reproduce_trace", "plot_embeddings", "format_results"]
@@ -78,7 +78,7 @@ def load_digits_data(dataset: str = "mnist5000", data_dir=None) -> tuple[np.ndar
     """(X, y) of an offline digits set, features scaled to [0, 1]: ``"mnist5000"``
     (5000 × 784 pixels / 255) or ``"pendigits"`` (10992 × 16 coordinates / 100).
     Raises FileNotFoundError (naming the file) when the data folder lacks it."""
-    from .datasets import load_csv_dataset, load_npz
+    from ..datasets import load_csv_dataset, load_npz
 
     if dataset not in DATASETS:
         raise InvalidInputError(f"dataset must be one of {sorted(DATASETS)}; got {dataset!r}.")
@@ -171,8 +171,8 @@ def run_draw(X, y, seed: int, *, n_train=100, n_test=2000, taus=(1.0, 10.0, 100.
     of Trace-SSIKDR at ``tau_figure`` and of kernel PCA with the test labels}."""
     from sklearn.decomposition import PCA, KernelPCA
 
-    from .estimators_trace import TraceSSIKDR
-    from .kernels import Kernel
+    from ..estimators.trace import TraceSSIKDR
+    from ..kernels import Kernel
 
     tr, te = draw_split(y, n_train, n_test, seed)
     Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]

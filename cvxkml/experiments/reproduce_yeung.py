@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InvalidInputError
-from .estimators_yeung import SemiSupervisedKernelMetric, random_similar_pairs
-from .kernels import Kernel
-from .baselines.rca import RCA
-from .baselines.separability import separability
+from ..errors import InvalidInputError
+from ..estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
+from ..kernels import Kernel
+from ..baselines.rca import RCA
+from ..baselines.separability import separability
 
 __all__ = [
     "PAPER_TABLE1", "PAPER_TABLE2", "MNIST_SUBSETS", "make_xor", "median_distance",
@@ -281,7 +281,7 @@ def table2_rows(data_dir=None, subsets=MNIST_SUBSETS, per_digit: int = 500, n_pa
     mean / std over ``n_runs`` random S of J for RCA and the method (m landmarks).
     Rows: subset, n, sigma, input, rbf, rca (list), ours (list), q (list), time.
     """
-    from .datasets import load_npz
+    from ..datasets import load_npz
 
     X_all, y_all = load_npz("mnist5000", data_dir)
     rows = []
@@ -319,7 +319,7 @@ def scaling_rows(ns=(1000, 2000, 4000, 8000, 16000), m: int = 200, n_pairs: int 
     Rows: n, landmark_s, full_s (None above full_max_n), landmark_ratio (to the first n),
     full_over_landmark.
     """
-    from ._config import blas_limit
+    from .._config import blas_limit
 
     with blas_limit(1):
         return _scaling_rows(ns, m, n_pairs, n_neighbors, n_iter, full_max_n, repeats, seed)

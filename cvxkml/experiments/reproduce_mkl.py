@@ -52,9 +52,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import chi2
 
-from .errors import ConvergenceWarning, InvalidInputError
-from .estimators_mkl import LMNN, LMNNMKL
-from .mkl_kernels import KernelSet, paper_kernels, source_kernels
+from ..errors import ConvergenceWarning, InvalidInputError
+from ..estimators.mkl import LMNN, LMNNMKL
+from ..mkl_kernels import KernelSet, paper_kernels, source_kernels
 
 __all__ = [
     "TABLE1_DATASETS", "TABLE1_METHODS", "TABLE2_METHODS", "PAPER_TABLE1", "PAPER_TABLE2",
@@ -113,7 +113,7 @@ def load_dataset(name: str, data_dir=None) -> tuple[np.ndarray, np.ndarray]:
     Wine, Iris and WDBC (``load_breast_cancer``) from scikit-learn."""
     key = str(name).lower()
     if key in ("sonar", "ionosphere"):
-        from .datasets import load_csv_dataset
+        from ..datasets import load_csv_dataset
         X, y = load_csv_dataset(key, data_dir)
     elif key == "wine":
         from sklearn.datasets import load_wine
@@ -368,7 +368,7 @@ def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_
 def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits: int | None = None,
                log=None) -> dict:
     """Table 2 protocol on Multiple Features (six sources, random 50/50 splits)."""
-    from .datasets import load_npz
+    from ..datasets import load_npz
 
     t0 = time.perf_counter()
     data = load_npz("mfeat", data_dir)
@@ -569,8 +569,8 @@ def register_cli(sub) -> None:
 
 
 def main(argv=None) -> int:
-    """``python -m cvxkml.reproduce_mkl [options]`` (the options of ``cvxkml reproduce mkl``)."""
-    p = argparse.ArgumentParser(prog="python -m cvxkml.reproduce_mkl", description=__doc__.split("\n")[0])
+    """``python -m cvxkml.experiments.reproduce_mkl [options]`` (the options of ``cvxkml reproduce mkl``)."""
+    p = argparse.ArgumentParser(prog="python -m cvxkml.experiments.reproduce_mkl", description=__doc__.split("\n")[0])
     _add_arguments(p)
     return _cmd_reproduce_mkl(p.parse_args(argv))
 

@@ -20,7 +20,7 @@ Protocol (the paper's, with the details it leaves open fixed as below):
   resubstitution estimate L̂(g_n)); test error on the test split.
 
 Every fit's certified gap, convergence flag and time are kept, so the report says how
-many fits met the tolerance.  Nothing here prints; :mod:`cvxkml.cli` formats.
+many fits met the tolerance.  Nothing here prints; :mod:`cvxkml.experiments.cli` formats.
 """
 from __future__ import annotations
 
@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .datasets import load_csv_dataset
-from .declare.kcr import KCR
-from .errors import ConvergenceWarning, InvalidInputError
-from .formulas.kcr import rule_predict
-from .kernels import gaussian_kernel
+from ..datasets import load_csv_dataset
+from ..declare.kcr import KCR
+from ..errors import ConvergenceWarning, InvalidInputError
+from ..formulas.kcr import rule_predict
+from ..kernels import gaussian_kernel
 
 __all__ = [
     "DATASETS", "FULL_NUS", "FULL_LAMS", "KS", "Protocol", "load_dataset", "stratified_split",

@@ -20,8 +20,8 @@ measured in the same run.
   drawn like the property tests (n <= 30, 2–3 classes): relative objective gaps and the
   feasibility of both returned Σ.
 
-``python -m cvxkml.bench_kcr [sweep|exact|alg1|large|variants|all]`` runs them and prints the rows;
-:func:`register_cli` adds the same as ``cvxkml bench kcr`` once :mod:`cvxkml.cli` calls it.
+``python -m cvxkml.experiments.bench_kcr [sweep|exact|alg1|large|variants|all]`` runs them and prints the rows;
+:func:`register_cli` adds the same as ``cvxkml bench kcr`` once :mod:`cvxkml.experiments.cli` calls it.
 """
 from __future__ import annotations
 
@@ -30,11 +30,11 @@ import warnings
 
 import numpy as np
 
-from .datasets import load_csv_dataset
-from .declare.kcr import KCR
-from .errors import SolverError
-from .kernels import gaussian_kernel
-from .solvers.kcr import kcr_subgradient
+from ..datasets import load_csv_dataset
+from ..declare.kcr import KCR
+from ..errors import SolverError
+from ..kernels import gaussian_kernel
+from ..solvers.kcr import kcr_subgradient
 
 __all__ = ["random_problem", "random_instance", "exact_vs_fast_rows", "algorithm1_rows",
            "large_n_row", "variant_rows", "BASELINE", "gap_sweep_rows", "summarize_sweep", "run", "main", "register_cli"]
@@ -377,10 +377,10 @@ def run(args) -> int:
 
 
 def main(argv=None) -> int:
-    """``python -m cvxkml.bench_kcr [sweep|exact|alg1|large|all] [options]``."""
+    """``python -m cvxkml.experiments.bench_kcr [sweep|exact|alg1|large|all] [options]``."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m cvxkml.bench_kcr")
+    ap = argparse.ArgumentParser(prog="python -m cvxkml.experiments.bench_kcr")
     _add_arguments(ap)
     return run(ap.parse_args(argv))
 

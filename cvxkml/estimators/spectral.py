@@ -34,13 +34,13 @@ from functools import partial
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import estimator_data
-from .errors import InvalidInputError
-from .estimators import (KernelITML, _factor_map_distance, _FactorMap, _LogDetLearner,
+from .._validation import estimator_data
+from ..errors import InvalidInputError
+from .logdet import (KernelITML, _factor_map_distance, _FactorMap, _LogDetLearner,
                          training_kernel)
-from .factor import Factorization
-from .learned import LearnedKernel, kernel_S
-from .sideinfo import baseline_kernel
+from ..factor import Factorization
+from ..learned import LearnedKernel, kernel_S
+from ..sideinfo import baseline_kernel
 
 __all__ = ["VonNeumannKernelLearner"]
 
@@ -130,7 +130,7 @@ default=None
     Examples
     --------
     >>> from sklearn.datasets import load_iris
-    >>> from cvxkml.estimators_spectral import VonNeumannKernelLearner
+    >>> from cvxkml.estimators.spectral import VonNeumannKernelLearner
     >>> X, y = load_iris(return_X_y=True)
     >>> est = VonNeumannKernelLearner(kernel="linear", n_similar=20, n_dissimilar=20,
     ...                               random_state=0).fit(X, y)
@@ -178,7 +178,7 @@ for ``kernel="precomputed"``
         -------
         self : VonNeumannKernelLearner
         """
-        from .declare import SpectralKernel, VonNeumann, VonNeumannKernel
+        from ..declare import SpectralKernel, VonNeumann, VonNeumannKernel
 
         gamma, percentiles, tol, max_sweeps = self._check_params()
         if not isinstance(self.divergence, str) or self.divergence not in _DIVERGENCES:

@@ -22,14 +22,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import (as_generator, check_positive, estimator_data, estimator_fit_data,
+from .._validation import (as_generator, check_positive, estimator_data, estimator_fit_data,
                           estimator_pairs)
-from .declare.pola import POLAKernel, pola_constraints
-from .errors import InvalidInputError
-from .estimators import check_pair_sampling, training_kernel
-from .kernels import Kernel
-from .learned import LearnedKernel, kernel_S
-from .sideinfo import baseline_kernel, pairs_from_labels, random_pairs_from_labels
+from ..declare.pola import POLAKernel, pola_constraints
+from ..errors import InvalidInputError
+from .logdet import check_pair_sampling, training_kernel
+from ..kernels import Kernel
+from ..learned import LearnedKernel, kernel_S
+from ..sideinfo import baseline_kernel, pairs_from_labels, random_pairs_from_labels
 
 __all__ = ["KernelPOLA"]
 

@@ -25,7 +25,7 @@
                                 Wang et al. 2011 Tables 1–2 (LMNN with multiple kernels)
     cvxkml --version
 
-The numbers come from :mod:`cvxkml.bench`; this module only parses and prints.
+The numbers come from :mod:`cvxkml.experiments.bench`; this module only parses and prints.
 """
 from __future__ import annotations
 
@@ -442,7 +442,7 @@ def _add_spectral_commands(sub, bsub) -> None:
 
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .. import __version__
 
     parser = argparse.ArgumentParser(
         prog="cvxkml", description="Convex metric and kernel learning: demos and benchmarks.")

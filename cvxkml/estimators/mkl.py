@@ -22,13 +22,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_int, check_positive, estimator_data, estimator_fit_data, estimator_pairs
-from .declare.lmnn import LMNNProblem
-from .declare.mkl import W_GRID, alternate, combine_kernels
-from .errors import InvalidInputError
-from .estimators import training_kernel
-from .kernels import Kernel
-from .mkl_kernels import KernelSet, SourceKernel, nr_kernels, paper_kernels
+from .._validation import check_int, check_positive, estimator_data, estimator_fit_data, estimator_pairs
+from ..declare.lmnn import LMNNProblem
+from ..declare.mkl import W_GRID, alternate, combine_kernels
+from ..errors import InvalidInputError
+from .logdet import training_kernel
+from ..kernels import Kernel
+from ..mkl_kernels import KernelSet, SourceKernel, nr_kernels, paper_kernels
 
 __all__ = ["LMNN", "LMNNMKL"]
 

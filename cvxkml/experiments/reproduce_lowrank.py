@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CvxkmlError, InvalidInputError
+from ..errors import CvxkmlError, InvalidInputError
 
 __all__ = [
     "DIGITS_SAMPLE_SEED", "NURSERY_ORDER", "PAPER", "nmi", "kernel_kmeans", "KMeansResult",
@@ -197,7 +197,7 @@ def kernel_kmeans(K=None, n_clusters: int = 2, *, factor=None, n_init: int = 10,
 def load_digits389(data_dir=None, n: int = 317, seed: int = DIGITS_SAMPLE_SEED):
     """Pendigits digits {3, 8, 9} (train + test merged, 16 raw features 0–100): a random
     sample of ``n`` points without replacement (``default_rng(seed)``), in file order."""
-    from .datasets import load_csv_dataset
+    from ..datasets import load_csv_dataset
 
     X, y = load_csv_dataset("pendigits", data_dir=data_dir)
     pool = np.flatnonzero(np.isin(y, (3, 8, 9)))
@@ -208,7 +208,7 @@ def load_digits389(data_dir=None, n: int = 317, seed: int = DIGITS_SAMPLE_SEED):
 def load_spambase(data_dir=None):
     """Spambase, 57 raw features (no scaling, as the paper's 'linear kernel over the
     original data'), labels 1 = spam, 0 = non-spam."""
-    from .datasets import load_csv_dataset
+    from ..datasets import load_csv_dataset
 
     X, y = load_csv_dataset("spambase", data_dir=data_dir)
     return X, (np.asarray(y) == "spam").astype(np.int64)
@@ -218,7 +218,7 @@ def load_nursery_ordinal(data_dir=None):
     """Nursery with each attribute coded 0, 1, … in the UCI order of :data:`NURSERY_ORDER`
     (12 960 × 8, rank 8, matching the paper's rank-8 kernel; the package loader's one-hot
     encoding has rank 20).  Labels are integer codes of the 5 classes (sorted names)."""
-    from .datasets import data_dir as _data_dir, load_csv_dataset
+    from ..datasets import data_dir as _data_dir, load_csv_dataset
 
     _, y = load_csv_dataset("nursery", data_dir=data_dir)       # checks the file, labels
     path = _data_dir(data_dir) / "nursery.csv"
@@ -244,7 +244,7 @@ def relative_pair_constraints(G0, labels, m: int, eps: float = 0.25, rng=None, p
     for same-class pairs, d(i, j) ≥ (1 + ε) b for different-class pairs, b = ‖G0[i] − G0[j]‖²
     (the distance under K0 = G0 G0ᵀ).  Pairs at b = 0 (duplicate points) are redrawn.
     Returns a :class:`~cvxkml.sideinfo.PairConstraints`."""
-    from .sideinfo import PairConstraints
+    from ..sideinfo import PairConstraints
 
     rng = np.random.default_rng(rng)
     G0 = np.asarray(G0, dtype=float)
@@ -269,7 +269,7 @@ def relative_pair_constraints(G0, labels, m: int, eps: float = 0.25, rng=None, p
 
 def _learn(G0, pc, gamma, tol, max_sweeps):
     """Solve the low-rank problem; returns (G = G0 B or None, Solution or None, problem)."""
-    from .declare import LowRankLogDet
+    from ..declare import LowRankLogDet
 
     prob = LowRankLogDet(G0, pc, gamma=gamma)
     with warnings.catch_warnings():
@@ -283,7 +283,7 @@ def _learn(G0, pc, gamma, tol, max_sweeps):
 
 def _exact_feasible(prob):
     """True / False when the exact (CVXPY) model is feasible / infeasible, None if unknown."""
-    from .errors import InfeasibleError
+    from ..errors import InfeasibleError
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -463,7 +463,7 @@ def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None) -> dict
     ``settings`` (what was run) and ``elapsed_s``.  ``quick`` shrinks the grids and draws
     (a smoke run for tests, not a reproduction).  BLAS is limited to one thread (the
     matrices are small; this keeps the run steady on a shared machine)."""
-    from ._config import blas_limit
+    from .._config import blas_limit
 
     from .bench import warm_up_lowrank
 

@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from .errors import ConvergenceWarning
+from ..errors import ConvergenceWarning
 
 __all__ = ["pola_instance", "sdp_instance", "compare_rows", "register_cli"]
 
@@ -36,9 +36,9 @@ __all__ = ["pola_instance", "sdp_instance", "compare_rows", "register_cli"]
 def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
     """Kernel POLA on a Gaussian K0 (n points in 5-D, 3 classes), about 2n random label-
     consistent pairs (feasible: K0 has full rank), b = 1 + median squared distance."""
-    from .declare.pola import POLAKernel, pola_constraints
-    from .kernels import gaussian_kernel
-    from .sideinfo import baseline_kernel
+    from ..declare.pola import POLAKernel, pola_constraints
+    from ..kernels import gaussian_kernel
+    from ..sideinfo import baseline_kernel
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 5))
     labels = rng.integers(0, 3, n)
@@ -59,9 +59,9 @@ def sdp_instance(n: int, kind: str = "mvu", gamma: float = 0.1, seed: int = 0):
     distances on a connected 2-NN graph bounded by their values in a random 2-D layout, and
     1ᵀK1 <= 1.  ``"pd"``: C0 = BBᵀ/n + 0.1 I (no phase I), n/2 forest pairs with bounds
     0.5× (similar) / 2× (dissimilar) their baseline distance."""
-    from .declare.sdp import SDPLogDetKernel
-    from .kernels import gaussian_kernel
-    from .sideinfo import LinearConstraints, PairConstraints
+    from ..declare.sdp import SDPLogDetKernel
+    from ..kernels import gaussian_kernel
+    from ..sideinfo import LinearConstraints, PairConstraints
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))
     D = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
@@ -191,7 +191,7 @@ def _progress(row):
 
 def _cmd(args) -> int:
     from .cli import format_table
-    from ._config import blas_limit
+    from .._config import blas_limit
     t_start = time.perf_counter()
     mode = "quick" if args.quick else "full"
     print(f"cvxkml bench pola ({mode}): POLA and barrier-SDP fast solvers vs CVXPY, time to the "

@@ -17,14 +17,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import (as_generator, check_kernel_matrix, check_positive, estimator_data,
+from .._validation import (as_generator, check_kernel_matrix, check_positive, estimator_data,
                           estimator_fit_data, estimator_pairs)
-from .declare import ITML as _ITMLProblem
-from .declare import LogDetKernel as _LogDetKernelProblem
-from .errors import InvalidInputError
-from .kernels import Kernel
-from .learned import LearnedKernel, components_from_metric, kernel_S
-from .sideinfo import PairConstraints, baseline_kernel, baseline_metric
+from ..declare import ITML as _ITMLProblem
+from ..declare import LogDetKernel as _LogDetKernelProblem
+from ..errors import InvalidInputError
+from ..kernels import Kernel
+from ..learned import LearnedKernel, components_from_metric, kernel_S
+from ..sideinfo import PairConstraints, baseline_kernel, baseline_metric
 
 __all__ = ["ITML", "KernelITML"]
 
@@ -662,8 +662,8 @@ for ``kernel="precomputed"``
         -------
         self : LowRankKernelITML
         """
-        from .declare import LowRankLogDet
-        from .factor import factorize
+        from ..declare import LowRankLogDet
+        from ..factor import factorize
 
         gamma, percentiles, tol, max_sweeps = self._check_params()
         if self.method not in ("eigen", "icholesky", "nystroem"):

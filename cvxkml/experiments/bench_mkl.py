@@ -2,7 +2,7 @@
 CVXPY model on property-test-like instances (relative gap, times), the exact model's
 cost as n grows, and Algorithm 1's outer-iteration counts.
 
-``python -m cvxkml.bench_mkl [--draws N] [--json FILE]``; nothing here is used by the
+``python -m cvxkml.experiments.bench_mkl [--draws N] [--json FILE]``; nothing here is used by the
 library itself.
 """
 from __future__ import annotations
@@ -14,11 +14,11 @@ import warnings
 
 import numpy as np
 
-from .declare.lmnn import LMNNProblem
-from .declare.mkl import alternate
-from .errors import ConvergenceWarning, SolverError
-from .kernels import Kernel, gaussian_kernel, polynomial_kernel
-from .mkl_kernels import KernelSet
+from ..declare.lmnn import LMNNProblem
+from ..declare.mkl import alternate
+from ..errors import ConvergenceWarning, SolverError
+from ..kernels import Kernel, gaussian_kernel, polynomial_kernel
+from ..mkl_kernels import KernelSet
 
 KINDS = ("linear", "kernel-lowrank", "kernel-fullrank", "nr-mkl")
 
@@ -113,7 +113,7 @@ def alternation_counts(draws: int = 5) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m cvxkml.bench_mkl")
+    p = argparse.ArgumentParser(prog="python -m cvxkml.experiments.bench_mkl")
     p.add_argument("--draws", type=int, default=10)
     p.add_argument("--json", default=None)
     p.add_argument("--parts", nargs="+", default=["gap", "sizes", "alternation"])

@@ -17,14 +17,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import (as_generator, check_positive, estimator_data, estimator_fit_data,
+from .._validation import (as_generator, check_positive, estimator_data, estimator_fit_data,
                           estimator_labels, estimator_pairs)
-from .declare.yeung import SpectralReweighting, similarity_pairs
-from .errors import InvalidInputError
-from .kernels import Kernel
-from .sideinfo import MAX_SAMPLED_PAIRS
-from .solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
-from .formulas.yeung import check_epsilon
+from ..declare.yeung import SpectralReweighting, similarity_pairs
+from ..errors import InvalidInputError
+from ..kernels import Kernel
+from ..sideinfo import MAX_SAMPLED_PAIRS
+from ..solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
+from ..formulas.yeung import check_epsilon
 
 __all__ = ["SemiSupervisedKernelMetric", "random_similar_pairs"]
 
@@ -177,7 +177,7 @@ default=None
     Examples
     --------
     >>> import numpy as np
-    >>> from cvxkml.estimators_yeung import SemiSupervisedKernelMetric
+    >>> from cvxkml.estimators.yeung import SemiSupervisedKernelMetric
     >>> rng = np.random.default_rng(0)
     >>> X = np.vstack([rng.normal(c, 0.3, (50, 2)) for c in ([1, 1], [-1, -1], [1, -1], [-1, 1])])
     >>> y = np.repeat([0, 0, 1, 1], 50)

@@ -1,0 +1,29 @@
+"""scikit-learn estimators of the learned kernels and metrics, one module per family.
+
+======================================  ====================================================
+:mod:`~cvxkml.estimators.logdet`        ITML, KernelITML, LowRankKernelITML (Davis et al.
+                                        2007; Jain et al. 2012; Kulis et al. 2009)
+:mod:`~cvxkml.estimators.spectral`      VonNeumannKernelLearner (Kulis et al. 2009 §5)
+:mod:`~cvxkml.estimators.trace`         TraceSSIKDR (Jain et al. 2012 §5)
+:mod:`~cvxkml.estimators.pola`          KernelPOLA (Jain et al. 2012 §4.2)
+:mod:`~cvxkml.estimators.kcr`           KCRClassifier (Sriperumbudur et al. 2008)
+:mod:`~cvxkml.estimators.mkl`           LMNN, LMNNMKL (Wang et al. 2011)
+:mod:`~cvxkml.estimators.yeung`         SemiSupervisedKernelMetric (Yeung et al. 2007)
+======================================  ====================================================
+
+:data:`ESTIMATORS` lists every estimator class; the scikit-learn compatibility test runs
+over it.
+"""
+from .kcr import KCRClassifier
+from .logdet import ITML, KernelITML, LowRankKernelITML
+from .mkl import LMNN, LMNNMKL
+from .pola import KernelPOLA
+from .spectral import VonNeumannKernelLearner
+from .trace import TraceSSIKDR
+from .yeung import SemiSupervisedKernelMetric, random_similar_pairs
+
+#: every estimator class of cvxkml
+ESTIMATORS = (ITML, KernelITML, LowRankKernelITML, VonNeumannKernelLearner, TraceSSIKDR,
+              KernelPOLA, KCRClassifier, LMNN, LMNNMKL, SemiSupervisedKernelMetric)
+
+__all__ = [cls.__name__ for cls in ESTIMATORS] + ["ESTIMATORS", "random_similar_pairs"]
