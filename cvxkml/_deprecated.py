@@ -44,6 +44,26 @@ MOVED: dict[str, str] = {
 }
 
 
+#: {(module, attribute): module that holds it now}
+MOVED_ATTRS: dict[tuple[str, str], str] = {
+    ("cvxkml.datasets", "make_random_instance"): "cvxkml.testing",
+}
+
+
+def moved_attribute(module: str):
+    """A module-level ``__getattr__`` for ``module`` that serves its moved attributes
+    (:data:`MOVED_ATTRS`) with a DeprecationWarning; imported by name, so the old module
+    does not depend on the new one."""
+    def __getattr__(name):
+        new = MOVED_ATTRS.get((module, name))
+        if new is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} moved to {new}.{name}; the old path will be removed in "
+                      "cvxkml 0.3", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(new), name)
+    return __getattr__
+
+
 class _AliasLoader(importlib.abc.Loader):
     def __init__(self, new: str):
         self.new = new

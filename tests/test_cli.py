@@ -96,7 +96,7 @@ def test_bench_tolerance_table(bench_output):
 
 def test_numpy_loops_match_numba():
     """The plain-NumPy reference loops reproduce the Numba solver's iterates."""
-    from cvxkml.datasets import make_random_instance
+    from cvxkml.testing import make_random_instance
     from cvxkml.solvers.bregman import bregman_kernel, bregman_metric
 
     pm = make_random_instance(20, 4, 30, 1.0, kind="metric", random_state=2)

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from cvxkml._deprecated import MOVED
+from cvxkml._deprecated import MOVED, MOVED_ATTRS
 
 
 @pytest.mark.parametrize("old, new", sorted(MOVED.items()))
@@ -20,3 +20,13 @@ def test_old_path_is_the_new_module_and_warns(old, new):
 def test_unknown_old_path_still_fails():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("cvxkml.no_such_module")
+
+
+@pytest.mark.parametrize("old, new", sorted(MOVED_ATTRS.items()))
+def test_moved_attribute_warns_and_is_the_same_object(old, new):
+    module, name = old
+    with pytest.warns(DeprecationWarning, match=f"{new}.{name}"):
+        obj = getattr(importlib.import_module(module), name)
+    assert obj is getattr(importlib.import_module(new), name)
+    with pytest.raises(AttributeError):
+        getattr(importlib.import_module(module), "no_such_name")

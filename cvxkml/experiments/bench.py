@@ -22,7 +22,8 @@ import warnings
 
 import numpy as np
 
-from ..datasets import load_wine_standardized, make_random_instance
+from ..datasets import load_wine_standardized
+from ..testing import make_random_instance
 
 __all__ = [
     "numpy_sweeps_metric", "numpy_sweeps_kernel", "warm_up", "projection_rows",

@@ -40,7 +40,7 @@ __all__ = ["UntrustedReference", "trusted_reference", "reference_or_discard", "d
            "check_regularizer", "check_contract", "contract_cases", "register_contract_case",
            "metric_instance", "kernel_instance", "factor_instance",
            "random_pairs", "forest_pairs", "triplets", "variant_instance", "feasible_instance",
-           "problems",
+           "problems", "make_random_instance",
            "cross_check", "load_optimum", "list_optima"]
 
 _DISCARDS: Counter = Counter()
@@ -508,6 +508,57 @@ def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=No
         cons.append(wrap(LinearConstraints(b=sign * (at_target + 0.1 * (at_start - at_target)), C=Cs)))
     reg = declare.LogDet() if regularizer is None else regularizer
     return declare.SpectralKernel(K0, cons, reg) if kernel else declare.SpectralMetric(X, cons, reg)
+
+
+def make_random_instance(n: int, d: int, n_pairs: int, gamma: float | None = 1.0,
+                         kind: str = "metric", random_state=None, n_classes: int = 2,
+                         percentiles=(5.0, 95.0)):
+    """A small random LogDet problem with pair constraints.
+
+    n points in d dimensions are drawn from ``n_classes`` Gaussian clusters (standard
+    normal centres, standard normal noise, so the clusters overlap).  ``n_pairs`` distinct pairs of points are
+    drawn without replacement; a pair is similar (+1) when both points come from the
+    same cluster, dissimilar (−1) otherwise.  The bounds u, l are the ``percentiles``
+    of the squared baseline distances over all pairs.
+
+    ``kind="metric"``: :class:`cvxkml.ITML` on X with W0 = I (d × d matrix).
+    ``kind="kernel"``: :class:`cvxkml.LogDetKernel` on K0 = the Gaussian kernel of X with
+    σ² = median squared distance / 2, plus 1e-3·I so that K0 is safely positive definite
+    (n × n matrix).  ``gamma`` is the LogDet slack weight (``None``: hard constraints,
+    which random pairs may make infeasible).  Returns the problem object; its
+    ``pairs`` hold the constraints, ``M0`` the prior, ``X`` (metric) the points.
+    """
+    from .. import declare
+    from ..errors import InvalidInputError
+    from ..kernels import gaussian_kernel, kernel_sq_distances
+    from ..sideinfo import PairConstraints
+
+    n, d, n_pairs = int(n), int(d), int(n_pairs)
+    if n < 2 or d < 1:
+        raise InvalidInputError(f"Need n >= 2 points and d >= 1 dimensions; got n={n}, d={d}.")
+    total = n * (n - 1) // 2
+    if not 1 <= n_pairs <= total:
+        raise InvalidInputError(f"n_pairs must be between 1 and n(n-1)/2 = {total}; got {n_pairs}.")
+    if kind not in ("metric", "kernel"):
+        raise InvalidInputError(f"kind must be 'metric' or 'kernel'; got {kind!r}.")
+    rng = np.random.default_rng(random_state)
+    labels = rng.integers(0, max(1, int(n_classes)), n)
+    centres = rng.standard_normal((max(1, int(n_classes)), d))
+    X = centres[labels] + rng.standard_normal((n, d))
+    iu, ju = np.triu_indices(n, 1)
+    pick = rng.choice(total, n_pairs, replace=False)
+    i, j = iu[pick], ju[pick]
+    y = np.where(labels[i] == labels[j], 1.0, -1.0)
+    D = kernel_sq_distances(X @ X.T)
+    if kind == "kernel":
+        sigma2 = float(np.median(D[iu, ju])) / 2.0
+        K0 = gaussian_kernel(X, gamma=1.0 / (2.0 * sigma2)) + 1e-3 * np.eye(n)
+        D = kernel_sq_distances(K0)
+    u, l = np.percentile(D[iu, ju], percentiles)
+    pairs = PairConstraints(i, j, y, np.where(y > 0, u, l))
+    if kind == "metric":
+        return declare.ITML(X, pairs, gamma=gamma)
+    return declare.LogDetKernel(K0, pairs, gamma=gamma)
 
 
 def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, seed: int = 0,
