@@ -503,7 +503,7 @@ def _exact(problem, family: _Family, family_name: str) -> dict:
         M, obj, status, solver, elapsed = _solve_mkl(problem, family_name)
         return dict(matrix=M, objective=obj, dual_value=np.nan, gap=np.nan, status=status,
                     solver=solver, solve_time=elapsed, certificate="none")
-    from . import trusted_reference
+    from ._reference import trusted_reference
     target = problem.reduced if isinstance(problem, declare.IPLR) else problem
     sol = trusted_reference(target, cert_rtol=_CERT_RTOL, require_certificate=family.certificate)
     gap = sol.gap

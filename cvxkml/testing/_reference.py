@@ -1,0 +1,167 @@
+"""Trusted ground truth and honest fast solves (see :mod:`cvxkml.testing`)."""
+from __future__ import annotations
+
+import os
+import warnings
+from collections import Counter
+
+import numpy as np
+
+from ..errors import ConvergenceWarning, CvxkmlError, InfeasibleError, SolverError
+
+
+_DISCARDS: Counter = Counter()
+
+
+class UntrustedReference(CvxkmlError):
+    """No conic solve of the exact model met the trust rules (status, certificate, violations)."""
+
+
+def _scale(sol) -> float:
+    return max(1.0, abs(float(sol.objective)))
+
+
+def relative_violation(problem, sol) -> float:
+    """Largest violation of ``sol`` relative to max(1, |target|) when the problem knows its
+    targets (spectral problems), else the absolute largest violation."""
+    rel = getattr(problem, "_max_relative_violation", None)
+    if rel is not None:
+        return float(rel(sol.violations))
+    if "max_relative_violation" in sol.info:       # the Problem contract's own measure
+        return float(sol.info["max_relative_violation"])
+    return sol.max_violation
+
+
+def _untrusted_reason(problem, sol, cert_rtol, viol_tol, require_certificate) -> str | None:
+    if sol.status != "optimal":
+        return f"status {sol.status!r}"
+    if not np.isfinite(sol.objective):
+        return "non-finite objective"
+    gap = sol.gap
+    if gap is None:
+        if require_certificate:
+            return "no certificate (dual value)"
+    elif abs(gap) > cert_rtol * _scale(sol):
+        return f"certificate {gap:.3g} beyond {cert_rtol:g} x {_scale(sol):.3g}"
+    viol = relative_violation(problem, sol)
+    if viol > viol_tol:
+        return f"violation {viol:.3g} > {viol_tol:g}"
+    return None
+
+
+def _attempts(problem):
+    """(solver, eps) pairs to try: the problem's default first, then the other conic solver
+    at a tighter tolerance, then the default again at a tighter tolerance."""
+    default = getattr(problem, "default_solver", lambda: "CLARABEL")().upper()
+    other = "SCS" if default == "CLARABEL" else "CLARABEL"
+    tight = {"CLARABEL": 1e-10, "SCS": 1e-10}
+    return [(default, None), (other, tight[other]), (default, tight[default])]
+
+
+def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
+                      require_certificate: bool = True, **opts):
+    """The exact model's solution, used only if it can be trusted.
+
+    Parameters
+    ----------
+    problem : a declared problem with ``solve_reference(solver=, eps=, accept_inaccurate=)``.
+    cert_rtol : float
+        Largest accepted |objective − dual value| relative to max(1, |objective|).
+    viol_tol : float
+        Largest accepted (relative) constraint violation.
+    require_certificate : bool
+        Reject a solution without a dual value (default).  False for an exact model that
+        carries none (a user's variant; every cvxkml family carries one): then status and
+        violations decide.
+    **opts : passed to ``solve_reference``.
+
+    Returns
+    -------
+    Solution
+        The first attempt that is ``optimal`` with a certificate within ``cert_rtol`` and
+        violations within ``viol_tol`` (``info["reference_attempts"]`` lists the tries).
+
+    Raises
+    ------
+    UntrustedReference
+        When no attempt qualifies (the message lists why each was rejected).
+    InfeasibleError
+        When every attempt reports the problem infeasible (one solver's infeasibility
+        claim against another's optimum makes the reference untrusted instead).
+    """
+    tried, infeasible = [], []
+    for solver, eps in _attempts(problem):
+        try:
+            sol = problem.solve_reference(solver=solver, eps=eps, accept_inaccurate=True, **opts)
+        except InfeasibleError as exc:          # a conic claim, checked against the others
+            infeasible.append(exc)
+            tried.append(f"{solver}(eps={eps}): {exc}")
+            continue
+        except SolverError as exc:
+            tried.append(f"{solver}(eps={eps}): {exc}")
+            continue
+        reason = _untrusted_reason(problem, sol, cert_rtol, viol_tol, require_certificate)
+        if reason is None:
+            sol.info["reference_attempts"] = tried + [f"{solver}(eps={eps}): trusted"]
+            return sol
+        tried.append(f"{solver}(eps={eps}): {reason}")
+    if len(infeasible) == len(tried):
+        raise infeasible[0]                     # every attempt says infeasible
+    raise UntrustedReference("No trustworthy exact solution: " + "; ".join(tried))
+
+
+def reference_or_discard(problem, **kw):
+    """:func:`trusted_reference` inside a Hypothesis test: an untrusted reference discards
+    the draw (``hypothesis.assume(False)``) and is counted under the running test's name
+    (:func:`discards`)."""
+    from hypothesis import assume, note
+    try:
+        return trusted_reference(problem, **kw)
+    except UntrustedReference as exc:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+        _DISCARDS[test] += 1
+        note(str(exc))
+        assume(False)
+
+
+def discards() -> dict:
+    """Draws discarded by :func:`reference_or_discard` so far, per test."""
+    return dict(_DISCARDS)
+
+
+def solve_fast_honestly(problem, gap_rtol: float | None = None, **kw):
+    """``problem.solve(**kw)``, asserting the honesty rule: it warns (ConvergenceWarning)
+    exactly when it returns ``converged=False``, and a converged solution with a
+    certificate has a gap no more negative than ``gap_rtol`` (default: the solve's own
+    ``info["gap_tol"]``, else 1e-6) times max(1, |objective|)."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sol = problem.solve(**kw)
+    warned = any(issubclass(w.category, ConvergenceWarning) for w in rec)
+    assert warned == (not sol.converged), \
+        f"a non-converged solve must warn, a converged one must not (converged={sol.converged}, warned={warned})"
+    if sol.converged and sol.gap is not None:
+        tol = gap_rtol if gap_rtol is not None else sol.info.get("gap_tol", 1e-6)
+        assert sol.gap >= -tol * _scale(sol), f"converged with a negative certificate: {sol}"
+    return sol
+
+
+def assert_matches_reference(problem, fast, exact, rtol: float = 1e-6, viol: float = 1e-6):
+    """Assert that a certified fast solution agrees with a trusted reference.
+
+    * the fast solution is feasible: relative violation <= ``viol``;
+    * weak duality across the two: each lower bound (dual value) is at most the other's
+      objective + ``rtol``·scale;
+    * the fast objective is within ``rtol``·scale of the best lower bound, and of the
+      reference objective.
+    """
+    scale = max(_scale(fast), _scale(exact))
+    assert relative_violation(problem, fast) <= viol, f"fast solution infeasible: {fast}"
+    lower = [s.dual_value for s in (fast, exact) if s.dual_value is not None and np.isfinite(s.dual_value)]
+    for lb in lower:
+        assert lb <= fast.objective + rtol * scale and lb <= exact.objective + rtol * scale, \
+            f"a lower bound exceeds an objective (weak duality): fast={fast}, exact={exact}"
+    if lower:
+        assert fast.objective - max(lower) <= rtol * scale, \
+            f"fast objective above the best lower bound by more than rtol: fast={fast}, exact={exact}"
+    assert abs(fast.objective - exact.objective) <= rtol * scale, (fast, exact)
