@@ -81,7 +81,7 @@ def _check_vs_exact(problem):
     # Clarabel stops at 'optimal_inaccurate' on a few draws (measured: 4e-8 relative below a
     # fast optimum that SCS confirms to 1e-10 and whose own certificate is 1e-12): such a
     # reference is re-solved with SCS, or the draw is discarded and counted
-    exact = reference_or_discard(problem)
+    exact = reference_or_discard(problem, feasible=fast)
     # relative gap, plus the reference's own accuracy (its certificate; Clarabel stops at
     # ~1e-9 absolute, which matters only when the optimum is 0)
     assert abs(fast.objective - exact.objective) <= GAP * abs(exact.objective) + abs(exact.gap) + 1e-12, \
@@ -140,9 +140,50 @@ def test_metric_pola_fast_vs_exact(seed, n, d, m, bscale):
     # near-duplicate points need W ~ (b + 1)/d_ij: at d_ij = 1e-7 (seed 5520) the fast solver
     # returns the certified optimum 1.8e14 but Clarabel and SCS both report 'infeasible'
     assume(np.all(dd >= 1e-3))
+    # nearly parallel differences (cond 3.2e3 at fuzz seed 11101) are feasible only at a scale
+    # (W ~ 1e7) that neither solver resolves: both say infeasible (the test below)
+    assume(i.size < 2 or np.linalg.cond(D) <= 1e2)
     b = 1.0 + bscale * float(np.median(dd))
     fast, _ = _check_vs_exact(POLAMetric(X, pola_constraints(i, j, y, b)))
     assert np.linalg.eigvalsh(fast.matrix)[0] >= -1e-10 * max(1.0, np.abs(fast.matrix).max())
+
+
+def _fuzz_11101(bscale):
+    rng = np.random.default_rng(266631355)
+    X = rng.normal(size=(3, 2)) * rng.uniform(0.5, 2.0, size=2)
+    i, j = _forest_pairs(rng, 3, 2)
+    y = rng.choice([-1.0, 1.0], size=i.size)
+    D = X[i] - X[j]
+    assert np.linalg.cond(D) > 1e3
+    b = 1.0 + bscale * float(np.median(np.einsum("ij,ij->i", D, D)))
+    return POLAMetric(X, pola_constraints(i, j, y, b))
+
+
+def test_nearly_parallel_pairs_feasible_only_at_scale():
+    """Fuzz seed 11101 (n = 3, d = 2, two pairs whose differences have cond 3.2e3: a short
+    dissimilar pair nearly parallel to a long similar one).  At bscale = 1 a feasible W
+    exists only with norm ~2.4e6: the fast solver certifies it (violation ~1e-9) while
+    Clarabel and SCS both say 'infeasible', so the harness discards the draw (refuted
+    conic claim) instead of failing.  At bscale = 4 the fast solver's Farkas test and the
+    conic solvers agree on infeasible, and the message gives the trace a feasible matrix
+    would need."""
+    prob = _fuzz_11101(1.0)
+    fast = prob.solve()
+    assert fast.converged and fast.max_violation <= 1e-8 * float(np.max(prob.pairs.bound))
+    assert np.linalg.norm(fast.matrix, 2) > 1e6
+    with pytest.raises(InfeasibleError):
+        prob.solve_reference()
+    from hypothesis.errors import UnsatisfiedAssumption
+    with pytest.raises(UnsatisfiedAssumption):
+        reference_or_discard(prob, feasible=fast)
+    with pytest.raises(InfeasibleError):                 # without the refuting point
+        reference_or_discard(prob)
+
+    prob = _fuzz_11101(4.0)
+    with pytest.raises(InfeasibleError, match=r"tr\(X̂\) >= [0-9.e+]+ in the whitened"):
+        prob.solve()
+    with pytest.raises(InfeasibleError):
+        prob.solve_reference()
 
 
 @settings(max_examples=max(examples(5), EXAMPLES // 3))

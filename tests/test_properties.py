@@ -43,7 +43,7 @@ def _fast(problem):
 def _check(problem, hard):
     fast = _fast(problem)
     assume(fast.converged)
-    exact = reference_or_discard(problem)          # optimal, own certificate <= 1e-7, or discarded
+    exact = reference_or_discard(problem, feasible=fast)          # optimal, own certificate <= 1e-7, or discarded
     # both certificates: weak duality across the two, fast within GAP of the best bound
     assert_matches_reference(problem, fast, exact, rtol=GAP, viol=VIOL)
     # hard: against the bounds; slack: the solver's (M, ξ) satisfies δ(p − ξ) <= 0

@@ -744,10 +744,14 @@ class SpectralProblem(Problem):
     def farkas_direction(self, lam):
         """Test the multipliers' direction d = λ/Σλ as a Farkas certificate of infeasibility
         of the hard constraints tr(Â_c X̂) <= t_c, X̂ ⪰ 0: returns (min eigenvalue of
-        Σ d_c Â_c relative to Σ d_c‖Â_c‖₂, Σ d_c t_c relative to Σ d_c|t_c|).  A
-        non-negative first value and a negative second one mean that no X̂ ⪰ 0 satisfies
-        the constraints (Σ d_c tr(Â_c X̂) >= 0 > Σ d_c t_c); with slack (γ) the pair terms
-        are soft and the test does not apply (returns None)."""
+        Σ d_c Â_c relative to Σ d_c‖Â_c‖₂, Σ d_c t_c relative to Σ d_c|t_c|, a lower bound
+        on tr(X̂) over the feasible set).  A non-negative first value and a negative second
+        one mean that no X̂ ⪰ 0 satisfies the constraints (Σ d_c tr(Â_c X̂) >= 0 > Σ d_c t_c;
+        the bound is then inf).  A slightly negative first value e still bounds every
+        feasible X̂: e·Σd_c‖Â_c‖·tr(X̂) <= Σ d_c tr(Â_c X̂) <= Σ d_c t_c < 0 gives
+        tr(X̂) >= |Σ d_c t_c| / (|e|·Σ d_c‖Â_c‖) — constraints that only a matrix of that size
+        satisfies.  With slack (γ) the pair terms are soft and the test does not apply
+        (returns None)."""
         lam = np.asarray(lam, dtype=float)
         if self.gamma is not None or lam.size != self.n_constraints or not np.all(np.isfinite(lam)):
             return None
@@ -772,23 +776,33 @@ class SpectralProblem(Problem):
             lin_abs += float(dc @ np.abs(t))
         if norm <= 0 or lin_abs <= 0:
             return None
-        return float(np.linalg.eigvalsh(0.5 * (A + A.T))[0]) / norm, lin / lin_abs
+        eig = float(np.linalg.eigvalsh(0.5 * (A + A.T))[0]) / norm
+        bound = np.inf if eig >= 0 or lin >= 0 else float(-lin / (-eig * norm))
+        return eig, lin / lin_abs, bound
 
     def _raise_if_farkas(self, sol) -> None:
         """InfeasibleError when an uncertified hard-constraint solve's multipliers point along
-        a Farkas ray (min eigenvalue >= −1e-6, linear term <= −1e-3, both relative)."""
+        a Farkas ray (min eigenvalue >= −1e-6, linear term <= −1e-3, both relative).  When the
+        min eigenvalue is slightly negative the message gives the trace every feasible matrix
+        would need (:meth:`farkas_direction`): such constraints are feasible only at a scale
+        that no solver, exact or fast, resolves (fuzz seed 11101: two nearly parallel pair
+        differences, a feasible W of norm ~1e7)."""
         test = self.farkas_direction(sol.dual)
         if test is None:
             return
-        eig, lin = test
+        eig, lin, bound = test
         sol.info["farkas"] = test
         if eig >= -1e-6 and lin <= -1e-3:
+            n = self.T.shape[1]
+            what = ("no positive semidefinite matrix satisfies them" if np.isinf(bound) else
+                    f"any matrix that satisfies them has tr(X̂) >= {bound:.3g} in the whitened "
+                    f"coordinates (the prior has tr = {n}), i.e. they are infeasible up to round-off")
             raise InfeasibleError(
                 f"The hard constraints are infeasible: after {sol.n_iter} sweeps the multipliers grow "
                 f"along d = λ/Σλ with Σd_cÂ_c ⪰ 0 (relative min eigenvalue {eig:.2g}) and Σd_c t_c < 0 "
-                f"(relative {lin:.2g}), a Farkas certificate up to round-off: no positive definite "
-                "matrix satisfies them. Use slack (gamma=<positive number>) or remove the conflicting "
-                "constraints; solve_reference() confirms.")
+                f"(relative {lin:.2g}), a Farkas certificate: {what}. Use slack "
+                "(gamma=<positive number>) or remove the conflicting constraints; solve_reference() "
+                "confirms.")
 
     def _raise_breakdown(self, res) -> None:
         """Typed errors for a fast run that broke down (a zero distance, non-finite iterates)."""
