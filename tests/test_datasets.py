@@ -1,4 +1,5 @@
-"""Offline loaders (cvxkml.datasets) and the random LogDet instances."""
+"""Offline loaders (cvxkml.datasets) and the random LogDet instances (cvxkml.testing; the old
+path ``cvxkml.datasets.make_random_instance`` is a deprecated alias)."""
 from __future__ import annotations
 
 import shutil
@@ -10,6 +11,7 @@ import pytest
 from cvxkml import datasets
 from cvxkml.declare import ITML, LogDetKernel
 from cvxkml.errors import InvalidInputError
+from cvxkml.testing import make_random_instance
 
 
 @pytest.fixture(scope="module")
@@ -125,16 +127,93 @@ def test_wine_standardized():
     np.testing.assert_array_equal(np.bincount(y), [59, 71, 48])
 
 
+# ---------------------------------------------------------------- one loader for every named set
+def test_load_dataset_matches_the_file_loaders(folder):
+    for name in ("ionosphere", "balance", "pendigits"):
+        X, y = datasets.load_dataset(name, folder)
+        X2, y2 = datasets.load_csv_dataset(name, folder)
+        np.testing.assert_array_equal(X, X2)
+        np.testing.assert_array_equal(y, y2)
+    X, y = datasets.load_dataset("MNIST5000", folder)
+    X2, y2 = datasets.load_npz("mnist5000", folder)
+    np.testing.assert_array_equal(X, X2)
+    np.testing.assert_array_equal(y, y2)
+
+
+def test_load_dataset_sklearn_sets_need_no_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(datasets.DATA_ENV, raising=False)
+    for name, shape, classes in (("iris", (150, 4), 3), ("wine", (178, 13), 3), ("wdbc", (569, 30), 2)):
+        X, y = datasets.load_dataset(name)
+        assert X.shape == shape and X.dtype == np.float64 and np.unique(y).size == classes
+    datasets.check_available(("iris", "wine", "wdbc"))             # no folder configured: fine
+
+
+def test_integer_labels(folder):
+    _, y = datasets.load_dataset("spambase", folder, integer_labels=True)
+    _, raw = datasets.load_csv_dataset("spambase", folder)
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, (raw == "spam").astype(int))   # sorted: nonspam = 0, spam = 1
+    np.testing.assert_array_equal(datasets.label_codes(["b", "a", "b", "c"]), [1, 0, 1, 2])
+
+
+def test_nursery_ordinal(folder):
+    X, y = datasets.load_csv_dataset("nursery", folder, categorical="ordinal")
+    assert X.shape == (12960, 8)
+    for k, (_, cats) in enumerate(datasets.CATEGORY_ORDER["nursery"]):
+        np.testing.assert_array_equal(np.unique(X[:, k]), np.arange(len(cats)))
+    Xo, yo = datasets.load_csv_dataset("nursery", folder)           # one-hot: the same rows
+    assert np.unique(X, axis=0).shape[0] == np.unique(Xo, axis=0).shape[0] == 12960
+    np.testing.assert_array_equal(y, yo)
+    assert np.linalg.matrix_rank(X) == 8
+    X2, y2 = datasets.load_csv_dataset("balance", folder, categorical="ordinal")   # numeric: unchanged
+    np.testing.assert_array_equal(X2, datasets.load_csv_dataset("balance", folder)[0])
+    with pytest.raises(InvalidInputError, match="categorical must be"):
+        datasets.load_csv_dataset("nursery", folder, categorical="binary")
+
+
+def test_nursery_ordinal_unknown_category(tmp_path):
+    (tmp_path / "nursery.csv").write_text(
+        "Parents,Has_nurs,Form,Children,Housing,Finance,Social,Health,label\n"
+        "usual,proper,complete,1,convenient,convenient,nonprob,recommended,recommend\n"
+        "royal,proper,complete,1,convenient,convenient,nonprob,recommended,recommend\n")
+    with pytest.raises(InvalidInputError, match=r"nursery\.csv: unexpected value 'royal' of attribute 'parents'"):
+        datasets.load_csv_dataset("nursery", tmp_path, categorical="ordinal")
+
+
+def test_check_available(folder, tmp_path):
+    datasets.check_available(("iris", "sonar", "mfeat", "mnist5000"), folder)
+    with pytest.raises(datasets.DataNotFoundError, match=r"'mfeat\.npz' not found"):
+        datasets.check_available(("iris", "mfeat"), tmp_path)
+    with pytest.raises(FileNotFoundError):                          # the error is a FileNotFoundError
+        datasets.check_available(("balance",), tmp_path)
+    with pytest.raises(InvalidInputError, match="Unknown data set 'soybean'"):
+        datasets.check_available(("soybean",), folder)
+
+
+def test_load_dataset_errors(folder):
+    with pytest.raises(InvalidInputError, match="Unknown data set 'usps'"):
+        datasets.load_dataset("usps", folder)
+    with pytest.raises(InvalidInputError, match="several views"):
+        datasets.load_dataset("mfeat", folder)
+
+
 # ---------------------------------------------------------------- random instances
+def test_random_instance_old_path_warns():
+    with pytest.warns(DeprecationWarning, match="moved to cvxkml.testing"):
+        old = datasets.make_random_instance
+    assert old is make_random_instance
+
+
 @pytest.mark.parametrize("kind, cls, dim", [("metric", ITML, 4), ("kernel", LogDetKernel, 12)])
 def test_random_instance(kind, cls, dim):
-    p = datasets.make_random_instance(12, 4, 20, 1.0, kind=kind, random_state=3)
+    p = make_random_instance(12, 4, 20, 1.0, kind=kind, random_state=3)
     assert isinstance(p, cls)
     assert len(p.pairs) == 20 and p.gamma == 1.0
     assert p.M0.shape == (dim, dim)
     assert np.all(p.pairs.i < p.pairs.j)                                # distinct pairs
     assert len(set(zip(p.pairs.i, p.pairs.j))) == 20
-    q = datasets.make_random_instance(12, 4, 20, 1.0, kind=kind, random_state=3)
+    q = make_random_instance(12, 4, 20, 1.0, kind=kind, random_state=3)
     np.testing.assert_array_equal(p.M0, q.M0)
     np.testing.assert_array_equal(p.pairs.bound, q.pairs.bound)
     assert np.all(np.linalg.eigvalsh(p.M0) > 0)
@@ -142,7 +221,7 @@ def test_random_instance(kind, cls, dim):
 
 @pytest.mark.parametrize("kind", ["metric", "kernel"])
 def test_random_instance_fast_matches_exact(kind):
-    p = datasets.make_random_instance(10, 3, 15, 1.0, kind=kind, random_state=1)
+    p = make_random_instance(10, 3, 15, 1.0, kind=kind, random_state=1)
     fast = p.solve(tol=1e-10, max_iter=100_000)
     exact = p.solve_reference()
     assert fast.converged
@@ -150,7 +229,7 @@ def test_random_instance_fast_matches_exact(kind):
 
 
 def test_random_instance_hard_constraints():
-    p = datasets.make_random_instance(8, 3, 2, None, kind="metric", random_state=0)
+    p = make_random_instance(8, 3, 2, None, kind="metric", random_state=0)
     assert p.gamma is None
 
 
@@ -163,4 +242,4 @@ def test_random_instance_hard_constraints():
 def test_random_instance_errors(kwargs, match):
     kwargs.setdefault("gamma", 1.0)
     with pytest.raises(InvalidInputError, match=match):
-        datasets.make_random_instance(**kwargs)
+        make_random_instance(**kwargs)

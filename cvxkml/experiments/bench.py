@@ -43,6 +43,20 @@ def _numpy_project(p, d, xi_c, lam_c, gamma):
     return alpha, beta, xi_c
 
 
+def _numpy_update(M, u, p, c, delta, xi, lam, gamma) -> int:
+    """One projection onto constraint ``c`` given u = M z and p = zᵀ M z: updates ``xi[c]``,
+    ``lam[c]`` and, unless β = 0, ``M ← M + β u uᵀ`` in place.  Returns 1 when M was
+    updated, else 0."""
+    if not p > 0.0:
+        raise FloatingPointError(f"non-positive distance at constraint {c}")
+    alpha, beta, xi[c] = _numpy_project(p, delta[c], xi[c], lam[c], gamma)
+    lam[c] -= alpha
+    if beta == 0.0:
+        return 0
+    M += beta * np.outer(u, u)
+    return 1
+
+
 def numpy_sweeps_metric(W, V, delta, xi, lam, gamma, n_sweeps):
     """``n_sweeps`` cyclic Bregman sweeps on a d × d Mahalanobis matrix, in plain NumPy.
 
@@ -55,16 +69,8 @@ def numpy_sweeps_metric(W, V, delta, xi, lam, gamma, n_sweeps):
     updates = 0
     for _ in range(n_sweeps):
         for c in range(V.shape[0]):
-            v = V[c]
-            Wv = W @ v
-            p = float(v @ Wv)
-            if not p > 0.0:
-                raise FloatingPointError(f"non-positive distance at constraint {c}")
-            alpha, beta, xi[c] = _numpy_project(p, delta[c], xi[c], lam[c], gamma)
-            lam[c] -= alpha
-            if beta != 0.0:
-                W += beta * np.outer(Wv, Wv)
-                updates += 1
+            Wv = W @ V[c]
+            updates += _numpy_update(W, Wv, float(V[c] @ Wv), c, delta, xi, lam, gamma)
     return updates
 
 
@@ -80,14 +86,7 @@ def numpy_sweeps_kernel(K, I, J, delta, xi, lam, gamma, n_sweeps):
         for c in range(I.shape[0]):
             i, j = I[c], J[c]
             Kz = K[i] - K[j]
-            p = float(Kz[i] - Kz[j])
-            if not p > 0.0:
-                raise FloatingPointError(f"non-positive distance at constraint {c}")
-            alpha, beta, xi[c] = _numpy_project(p, delta[c], xi[c], lam[c], gamma)
-            lam[c] -= alpha
-            if beta != 0.0:
-                K += beta * np.outer(Kz, Kz)
-                updates += 1
+            updates += _numpy_update(K, Kz, float(Kz[i] - Kz[j]), c, delta, xi, lam, gamma)
     return updates
 
 
@@ -527,17 +526,24 @@ def lowrank_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol
         return _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick)
 
 
+def _workload_pairs(G0, y, m: int, seed: int):
+    """The ``m`` random label pairs of the MNIST-shape workload (ITML scheme, seed + m),
+    bounds at the 5th / 95th percentiles of the squared distances under G0."""
+    from ..sideinfo import PairConstraints, baseline_metric
+
+    return PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=int(m),
+                                       percentiles=(5.0, 95.0), random_state=seed + int(m))
+
+
 def _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick):
     from ..declare import LowRankLogDet
-    from ..sideinfo import PairConstraints, baseline_metric
 
     paper = {10_000: 4.8, 100_000: 11.3}
     G0, y, src = mnist_shape_factor(n, r, data_dir=data_dir, seed=seed)
     rows = []
     for m in counts:
         t0 = time.perf_counter()
-        pc = PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=int(m),
-                                         percentiles=(5.0, 95.0), random_state=seed + int(m))
+        pc = _workload_pairs(G0, y, m, seed)
         prob = LowRankLogDet(G0, pc, gamma=gamma)
         t1 = time.perf_counter()
         with warnings.catch_warnings():
@@ -788,7 +794,6 @@ def vonneumann_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, 
     time_budget = (30.0 if quick else 1800.0) if time_budget is None else float(time_budget)
     from .._config import blas_limit
 
-    from ..sideinfo import PairConstraints, baseline_metric
     from ..solvers.bregman import NONFINITE, OK
     from ..solvers.vonneumann import _sweeps_vn
 
@@ -798,8 +803,7 @@ def vonneumann_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, 
         rows = []
         for m in counts:
             t0 = time.perf_counter()
-            pc = PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=int(m),
-                                             percentiles=(5.0, 95.0), random_state=seed + int(m))
+            pc = _workload_pairs(G0, y, m, seed)
             F, q0 = _orthonormal_factor(G0)
             build = time.perf_counter() - t0
             I = np.ascontiguousarray(pc.i, dtype=np.int64)

@@ -36,8 +36,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ._commands import add_command
+
 __all__ = ["FAMILIES", "build", "measure", "measure_fast", "family_limit", "limits", "recorded_limits",
-           "register_cli"]
+           "register"]
 
 #: BLAS / OpenMP thread pools of the child pinned to one thread
 THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -527,10 +529,58 @@ def _machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores (shared), 1 BLAS thread ({blas}), Python {platform.python_version()}"
 
 
-def register_cli(sub) -> None:
-    """``cvxkml bench exact-limits``."""
-    p = sub.add_parser("exact-limits",
-                       help="largest n of each family's default exact solve within time/memory limits")
+def _cmd_exact_limits(args) -> int:
+    """``cvxkml bench exact-limits``: measure, print the table, write it and the JSON."""
+    fams = [f.strip() for f in args.families.split(",") if f.strip()]
+    unknown = [f for f in fams if f not in FAMILIES]
+    if unknown:
+        print(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}", file=sys.stderr)
+        return 2
+    t0 = time.time()
+    load0 = os.getloadavg()
+    lock = threading.Lock()
+
+    def log(line):
+        with lock:
+            print(line, file=sys.stderr, flush=True)
+    rows = limits(fams, args.time_limit, args.mem_limit_gib, args.start, args.max_n, args.kill_factor,
+                  not args.no_fast, args.jobs, log=log, max_errors=args.max_errors)
+    load1 = os.getloadavg()
+    note = (f"{args.jobs} famil{'y' if args.jobs == 1 else 'ies'} at a time, load average "
+            f"{load0[0]:.1f} at the start and {load1[0]:.1f} at the end, {(time.time() - t0) / 60:.0f} min in all")
+    if args.note:
+        note += f"; {args.note}"
+    meta = {"date": time.strftime("%Y-%m-%d"), "machine": _machine(), "note": note,
+            "start": args.start, "kill_factor": args.kill_factor}
+    if args.update and args.json and os.path.exists(args.json):
+        with open(args.json) as fh:
+            old = json.load(fh)
+        for r in rows:
+            r["remeasured"] = f"{meta['date']}, {note}"
+        new = {r["family"]: r for r in rows}
+        kept = {r["family"]: r for r in old["rows"]}
+        kept.update(new)
+        order = [f for f in FAMILIES if f in kept] + [f for f in kept if f not in FAMILIES]
+        rows = [kept[f] for f in order]
+        meta = {k: old[k] for k in ("date", "machine", "note", "start", "kill_factor") if k in old}
+    table = _fmt(rows, args.time_limit, args.mem_limit_gib, meta)
+    print(table)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(table)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"time_limit": args.time_limit, "mem_limit_gib": args.mem_limit_gib, **meta,
+                       "limits": recorded_limits(rows), "rows": rows}, fh, indent=1)
+    return 0
+
+
+def register(commands) -> None:
+    """Add ``cvxkml bench exact-limits`` (see :mod:`._commands`)."""
+    p = add_command(commands, "bench", "exact-limits", _cmd_exact_limits,
+                    help="largest n of each family's default exact solve within time/memory limits")
+    if p is None:
+        return
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated family names (default all)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)")
     p.add_argument("--mem-limit-gib", type=float, default=4.0, help="peak memory per solve (default 4)")
@@ -548,48 +598,3 @@ def register_cli(sub) -> None:
     p.add_argument("--note", default="", help="free text for the machine line (e.g. the load)")
     p.add_argument("--out", default=None, help="write the markdown table here (e.g. reference/exact-limits.md)")
     p.add_argument("--json", default=None, help="write the rows as JSON here")
-
-    def run(args):
-        fams = [f.strip() for f in args.families.split(",") if f.strip()]
-        unknown = [f for f in fams if f not in FAMILIES]
-        if unknown:
-            print(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}", file=sys.stderr)
-            return 2
-        t0 = time.time()
-        load0 = os.getloadavg()
-        lock = threading.Lock()
-
-        def log(line):
-            with lock:
-                print(line, file=sys.stderr, flush=True)
-        rows = limits(fams, args.time_limit, args.mem_limit_gib, args.start, args.max_n, args.kill_factor,
-                      not args.no_fast, args.jobs, log=log, max_errors=args.max_errors)
-        load1 = os.getloadavg()
-        note = (f"{args.jobs} famil{'y' if args.jobs == 1 else 'ies'} at a time, load average "
-                f"{load0[0]:.1f} at the start and {load1[0]:.1f} at the end, {(time.time() - t0) / 60:.0f} min in all")
-        if args.note:
-            note += f"; {args.note}"
-        meta = {"date": time.strftime("%Y-%m-%d"), "machine": _machine(), "note": note,
-                "start": args.start, "kill_factor": args.kill_factor}
-        if args.update and args.json and os.path.exists(args.json):
-            with open(args.json) as fh:
-                old = json.load(fh)
-            for r in rows:
-                r["remeasured"] = f"{meta['date']}, {note}"
-            new = {r["family"]: r for r in rows}
-            kept = {r["family"]: r for r in old["rows"]}
-            kept.update(new)
-            order = [f for f in FAMILIES if f in kept] + [f for f in kept if f not in FAMILIES]
-            rows = [kept[f] for f in order]
-            meta = {k: old[k] for k in ("date", "machine", "note", "start", "kill_factor") if k in old}
-        table = _fmt(rows, args.time_limit, args.mem_limit_gib, meta)
-        print(table)
-        if args.out:
-            with open(args.out, "w") as fh:
-                fh.write(table)
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump({"time_limit": args.time_limit, "mem_limit_gib": args.mem_limit_gib, **meta,
-                           "limits": recorded_limits(rows), "rows": rows}, fh, indent=1)
-        return 0
-    p.set_defaults(func=run)

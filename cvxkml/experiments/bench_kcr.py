@@ -21,7 +21,7 @@ measured in the same run.
   feasibility of both returned Σ.
 
 ``python -m cvxkml.experiments.bench_kcr [sweep|exact|alg1|large|variants|all]`` runs them and prints the rows;
-:func:`register_cli` adds the same as ``cvxkml bench kcr`` once :mod:`cvxkml.experiments.cli` calls it.
+:func:`register` adds the same as ``cvxkml bench kcr``.
 """
 from __future__ import annotations
 
@@ -30,14 +30,15 @@ import warnings
 
 import numpy as np
 
-from ..datasets import load_csv_dataset
+from ..datasets import load_dataset
 from ..declare.kcr import KCR
 from ..errors import SolverError
 from ..kernels import gaussian_kernel
 from ..solvers.kcr import kcr_subgradient
+from ._commands import add_command, run_command
 
 __all__ = ["random_problem", "random_instance", "exact_vs_fast_rows", "algorithm1_rows",
-           "large_n_row", "variant_rows", "BASELINE", "gap_sweep_rows", "summarize_sweep", "run", "main", "register_cli"]
+           "large_n_row", "variant_rows", "BASELINE", "gap_sweep_rows", "summarize_sweep", "run", "main", "register"]
 
 
 def random_problem(n_per_class: int, n_classes: int = 3, lam: float = 1.0, nu_factor: float = 1.0,
@@ -111,7 +112,7 @@ BASELINE = dict(eig="exact", halpern=True, check_every=10, scaling=0.0)
 
 
 def _balance_problem(n, nu, lam, data_dir=None, seed=0) -> KCR:
-    X, y = load_csv_dataset("balance", data_dir)
+    X, y = load_dataset("balance", data_dir)
     idx = np.random.default_rng(seed).choice(len(y), n, replace=False)
     X, y = X[idx], y[idx]
     X = (X - X.mean(axis=0)) / X.std(axis=0)
@@ -152,8 +153,6 @@ def large_n_row(n: int = 500, nu: float = 1.0, lam: float = 1.0, max_iter: int =
 
 
 def _variant_instances(data_dir=None, n_max=200, datasets=("iris", "wine", "ionosphere", "balance")):
-    from .reproduce_kcr import load_dataset
-
     for name in datasets:
         X, y = load_dataset(name, data_dir)
         idx = np.random.default_rng(0).choice(len(y), min(n_max, len(y)), replace=False)
@@ -382,18 +381,18 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m cvxkml.experiments.bench_kcr")
     _add_arguments(ap)
-    return run(ap.parse_args(argv))
+    ap.set_defaults(func=run)
+    return run_command(ap.parse_args(argv), ap.prog)
 
 
-def register_cli(bsub) -> None:
-    """Add ``cvxkml bench kcr`` to the ``bench`` subparsers ``bsub``."""
-    if "kcr" in bsub.choices:
+def register(commands) -> None:
+    """Add ``cvxkml bench kcr`` (see :mod:`._commands`)."""
+    p = add_command(commands, "bench", "kcr", run,
+                    help="KCR (Sriperumbudur et al. 2008): fast vs exact sweep, exact model with SCS, "
+                         "Algorithm 1 vs PDHG, n = 500 solve vs baseline, solver variants")
+    if p is None:
         return
-    p = bsub.add_parser("kcr", help="KCR (Sriperumbudur et al. 2008): fast vs exact sweep, exact "
-                                    "model with SCS, Algorithm 1 vs PDHG, n = 500 solve vs "
-                                    "baseline, solver variants")
     _add_arguments(p)
-    p.set_defaults(func=run)
 
 
 if __name__ == "__main__":

@@ -29,8 +29,10 @@ import warnings
 import numpy as np
 
 from ..errors import ConvergenceWarning
+from ._commands import add_parser, add_run_options, subcommands
+from ._report import finish, format_table, start
 
-__all__ = ["pola_instance", "sdp_instance", "compare_rows", "register_cli"]
+__all__ = ["pola_instance", "sdp_instance", "compare_rows", "register", "register_cli"]
 
 
 def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
@@ -190,12 +192,10 @@ def _progress(row):
 
 
 def _cmd(args) -> int:
-    from .cli import format_table
     from .._config import blas_limit
-    t_start = time.perf_counter()
-    mode = "quick" if args.quick else "full"
-    print(f"cvxkml bench pola ({mode}): POLA and barrier-SDP fast solvers vs CVXPY, time to the "
-          "same accuracy (one BLAS thread, Numba and solvers warmed up)", flush=True)
+
+    t_start = start("cvxkml bench pola", args.quick, "POLA and barrier-SDP fast solvers vs CVXPY, time to "
+                    "the same accuracy (one BLAS thread, Numba and solvers warmed up)")
     with blas_limit(1):
         rows = bench_rows(quick=args.quick, repeats=args.repeats, seed=args.seed, progress=_progress)
     ok = [r for r in rows if "ratio" in r]
@@ -212,18 +212,25 @@ def _cmd(args) -> int:
     print("acc = max(relative objective error vs the fast solver at tol 1e-11, relative violation); "
           "* = fast solver not converged; reference certificates (relative |f − g|): "
           + ", ".join(f"{r['problem']} {r['ref_cert']:.1e}" for r in rows if r["solver"] == "SCS"))
-    print(f"bench finished in {time.perf_counter() - t_start:.1f} s")
-    return 0
+    return finish("bench", t_start)
 
 
 def register_cli(bsub) -> None:
-    """Add ``cvxkml bench pola`` to the ``bench`` subparsers ``bsub``."""
-    if "pola" in bsub.choices:
-        return
-    p = bsub.add_parser("pola", help="POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24): "
-                                     "fast solvers vs CVXPY (Clarabel / SCS), time to the same accuracy")
-    p.add_argument("--quick", action="store_true", help="small sizes, one repeat (for tests)")
-    p.add_argument("--repeats", type=int, default=None, help="fast-solver timing repeats, best of "
-                                                             "(default 3, quick 1)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.set_defaults(func=_cmd)
+    """Add ``pola`` to a ``bench`` subparsers action (what :func:`register` does inside
+    ``cvxkml bench``); a second call does nothing.
+
+    Parameters
+    ----------
+    bsub : argparse._SubParsersAction
+        The subparsers of ``cvxkml bench`` (or of any parser standing in for it).
+    """
+    p = add_parser(bsub, "pola", _cmd, help="POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24): "
+                                            "fast solvers vs CVXPY (Clarabel / SCS), time to the same accuracy")
+    if p is not None:
+        add_run_options(p, "small sizes, one repeat (for tests)",
+                        "fast-solver timing repeats, best of (default 3, quick 1)")
+
+
+def register(commands) -> None:
+    """Add ``cvxkml bench pola`` (see :mod:`._commands`)."""
+    register_cli(subcommands(commands, "bench"))

@@ -15,7 +15,10 @@ import time
 
 import numpy as np
 
-__all__ = ["variant_problem", "variant_rows", "register_cli"]
+from ._commands import add_command, add_run_options
+from ._report import finish, format_table, start
+
+__all__ = ["variant_problem", "variant_rows", "register"]
 
 EXACT_VN_MAX_N = 20     # the exact von Neumann model (von_neumann_entr cone) takes minutes beyond
 
@@ -90,11 +93,9 @@ def variant_rows(quick: bool = False, repeats: int | None = None, seed: int = 0,
 
 def _cmd(args) -> int:
     from .._config import blas_limit
-    from .cli import format_table
-    t_start = time.perf_counter()
-    mode = "quick" if args.quick else "full"
-    print(f"cvxkml bench variants ({mode}): generic dual solver vs Clarabel and SciPy L-BFGS-B "
-          "(one BLAS thread, warmed up, best of repeats for the fast solver)", flush=True)
+
+    t_start = start("cvxkml bench variants", args.quick, "generic dual solver vs Clarabel and SciPy "
+                    "L-BFGS-B (one BLAS thread, warmed up, best of repeats for the fast solver)")
     with blas_limit(1):
         rows = variant_rows(quick=args.quick, repeats=args.repeats, seed=args.seed,
                             progress=lambda r: print(f"  {r['variant']} n={r['n']}: done", flush=True))
@@ -109,18 +110,15 @@ def _cmd(args) -> int:
     print("cert = relative certificate |f − g| / max(1, |f|); |Δf| = relative objective difference "
           f"from Clarabel's (from the fast solver's where Clarabel is skipped: von Neumann beyond "
           f"n = {EXACT_VN_MAX_N}); * = not certified")
-    print(f"bench finished in {time.perf_counter() - t_start:.1f} s")
-    return 0
+    return finish("bench", t_start)
 
 
-def register_cli(bsub) -> None:
-    """Add ``cvxkml bench variants`` to the ``bench`` subparsers ``bsub``."""
-    if "variants" in bsub.choices:
+def register(commands) -> None:
+    """Add ``cvxkml bench variants`` (see :mod:`._commands`)."""
+    p = add_command(commands, "bench", "variants", _cmd,
+                    help="generic certified dual solver vs Clarabel and SciPy on declared variants "
+                         "(hinge triplets, trace budget)")
+    if p is None:
         return
-    p = bsub.add_parser("variants", help="generic certified dual solver vs Clarabel and SciPy on "
-                                         "declared variants (hinge triplets, trace budget)")
-    p.add_argument("--quick", action="store_true", help="n = 12, one repeat (for tests)")
-    p.add_argument("--repeats", type=int, default=None, help="fast-solver timing repeats, best of "
-                                                             "(default 3, quick 1)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.set_defaults(func=_cmd)
+    add_run_options(p, "n = 12, one repeat (for tests)",
+                    "fast-solver timing repeats, best of (default 3, quick 1)")

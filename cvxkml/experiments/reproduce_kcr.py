@@ -20,7 +20,8 @@ Protocol (the paper's, with the details it leaves open fixed as below):
   resubstitution estimate L̂(g_n)); test error on the test split.
 
 Every fit's certified gap, convergence flag and time are kept, so the report says how
-many fits met the tolerance.  Nothing here prints; :mod:`cvxkml.experiments.cli` formats.
+many fits met the tolerance.  Only the command ``cvxkml reproduce kcr`` (:func:`register`)
+prints.
 """
 from __future__ import annotations
 
@@ -30,15 +31,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..datasets import load_csv_dataset
+from ..datasets import check_available, load_dataset as _load_named
 from ..declare.kcr import KCR
 from ..errors import ConvergenceWarning, InvalidInputError
 from ..formulas.kcr import rule_predict
 from ..kernels import gaussian_kernel
+from ._commands import add_command
+from ._report import finish, format_table, write_json
 
 __all__ = [
     "DATASETS", "FULL_NUS", "FULL_LAMS", "KS", "Protocol", "load_dataset", "stratified_split",
-    "knn_errors", "kcr_grid", "run_split", "run_dataset", "reproduce",
+    "knn_errors", "kcr_grid", "run_split", "run_dataset", "reproduce", "register",
 ]
 
 DATASETS = ("balance", "ionosphere", "iris", "wine")
@@ -67,17 +70,9 @@ def load_dataset(name: str, data_dir=None) -> tuple[np.ndarray, np.ndarray]:
     """(X, y) of one of :data:`DATASETS` (Iris and Wine from scikit-learn, the others
     from the offline data folder)."""
     key = str(name).lower()
-    if key == "iris":
-        from sklearn.datasets import load_iris
-        X, y = load_iris(return_X_y=True)
-    elif key == "wine":
-        from sklearn.datasets import load_wine
-        X, y = load_wine(return_X_y=True)
-    elif key in ("balance", "ionosphere"):
-        X, y = load_csv_dataset(key, data_dir)
-    else:
+    if key not in DATASETS:
         raise InvalidInputError(f"Unknown data set {name!r}; choose from {DATASETS}.")
-    return np.asarray(X, dtype=np.float64), np.asarray(y)
+    return _load_named(key, data_dir)
 
 
 def stratified_split(y, rng, fractions=(0.5, 0.2, 0.3)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -225,6 +220,7 @@ def reproduce(datasets=DATASETS, protocol: Protocol | None = None, data_dir=None
               progress=None) -> list[dict]:
     """Run :func:`run_dataset` for each data set; returns one summary dict per set."""
     protocol = protocol or Protocol()
+    check_available(datasets, data_dir)
     return [run_dataset(name, protocol, data_dir, progress) for name in datasets]
 
 
@@ -247,8 +243,6 @@ def protocol_from_args(args) -> Protocol:
 
 def format_report(results, protocol: Protocol) -> str:
     """Table 1 layout: mean ± std (over splits) of train and test error in %."""
-    from .cli import format_table
-
     pm = lambda t: f"{t[0]:.2f} ± {t[1]:.2f}"
     rows = [[f"{r['name']} ({r['n']}, {r['d']}, {r['classes']})", "/".join(map(str, r["sizes"])),
              pm(r["knn_train"]), pm(r["knn_test"]), pm(r["kcr_train"]), pm(r["kcr_test"]),
@@ -274,11 +268,11 @@ def format_report(results, protocol: Protocol) -> str:
 
 
 def _cmd_reproduce_kcr(args) -> int:
-    import json
     import sys
 
     protocol = protocol_from_args(args)
     datasets = ("iris",) if args.quick and not args.datasets else tuple(args.datasets or DATASETS)
+    check_available(datasets, args.data_dir)            # before the header: a missing file is one line
     t0 = time.perf_counter()
     print("cvxkml reproduce kcr: Sriperumbudur, Lang & Lanckriet (ICML 2008) Table 1 — k-NN and "
           "KCR train / test error (%)")
@@ -292,25 +286,19 @@ def _cmd_reproduce_kcr(args) -> int:
     if args.out:
         slim = [{k: v for k, v in r.items() if k != "splits"} | {
             "fits": [f for sp in r["splits"] for f in sp["fits"]]} for r in results]
-        with open(args.out, "w") as fh:
-            json.dump(dict(protocol={k: v for k, v in vars(protocol).items()}, results=slim), fh,
-                      indent=1, default=float)
+        write_json(args.out, dict(protocol=vars(protocol), results=slim))
         print(f"numbers written to {args.out}")
     print()
-    print(f"reproduce kcr finished in {time.perf_counter() - t0:.1f} s")
-    return 0
+    return finish("reproduce kcr", t0)
 
 
-def register_cli(sub) -> None:
-    """Add ``cvxkml reproduce kcr`` under the shared ``reproduce`` command (created here
-    when no other experiment has made it; its experiment subparsers are reused)."""
-    from .cli import reproduce_subcommands
-
-    rsub = reproduce_subcommands(sub)
-    if "kcr" in rsub.choices:
+def register(commands) -> None:
+    """Add ``cvxkml reproduce kcr`` (see :mod:`._commands`)."""
+    p = add_command(commands, "reproduce", "kcr", _cmd_reproduce_kcr,
+                    help="Sriperumbudur et al. 2008 Table 1: k-NN vs the kernel classification rule on "
+                         "Balance, Ionosphere, Iris, Wine")
+    if p is None:
         return
-    p = rsub.add_parser("kcr", help="Sriperumbudur et al. 2008 Table 1: k-NN vs the kernel "
-                                    "classification rule on Balance, Ionosphere, Iris, Wine")
     p.add_argument("--quick", action="store_true",
                    help="Iris, one split, 2 × 2 grid (smoke run for tests)")
     p.add_argument("--splits", type=int, default=None, help="random splits (default 20, quick 1)")
@@ -326,4 +314,3 @@ def register_cli(sub) -> None:
     p.add_argument("--out", default=None, help="write all numbers (every fit) as JSON to this file")
     p.add_argument("--data-dir", default=None,
                    help="folder holding balance.csv and ionosphere.csv (default: $CVXKML_DATA or ../shared/data)")
-    p.set_defaults(func=_cmd_reproduce_kcr)

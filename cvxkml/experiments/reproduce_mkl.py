@@ -38,13 +38,12 @@ is reached only in the limit, see :mod:`cvxkml.declare.lmnn`, so any budget is a
 stop), Algorithm 1 at most ``max_outer`` outer iterations, and when a training fold has
 more than ``n_learn`` points the metric (and the weights) are learned on a stratified
 random subsample of ``n_learn`` of them; the 1-NN classifier then uses *all* training
-points of the fold, mapped by the learned (inductive) map.  Nothing here prints;
-:func:`main` formats.
+points of the fold, mapped by the learned (inductive) map.  Only the command
+(``cvxkml reproduce mkl``, :func:`register`, or :func:`main`) prints.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -52,14 +51,17 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import chi2
 
+from ..datasets import check_available, load_dataset as _load_named, load_npz
 from ..errors import ConvergenceWarning, InvalidInputError
 from ..estimators.mkl import LMNN, LMNNMKL
 from ..mkl_kernels import KernelSet, paper_kernels, source_kernels
+from ._commands import add_command, run_command
+from ._report import finish, write_json
 
 __all__ = [
     "TABLE1_DATASETS", "TABLE1_METHODS", "TABLE2_METHODS", "PAPER_TABLE1", "PAPER_TABLE2",
     "Protocol", "load_dataset", "mcnemar_pvalue", "pairwise_scores", "run_table1_dataset",
-    "run_table2", "reproduce", "register_cli", "main",
+    "run_table2", "reproduce", "register", "main",
 ]
 
 TABLE1_DATASETS = ("sonar", "wine", "iris", "ionosphere", "wdbc")
@@ -112,23 +114,11 @@ def load_dataset(name: str, data_dir=None) -> tuple[np.ndarray, np.ndarray]:
     """(X, y) of a Table 1 data set: Sonar and Ionosphere from the offline data folder,
     Wine, Iris and WDBC (``load_breast_cancer``) from scikit-learn."""
     key = str(name).lower()
-    if key in ("sonar", "ionosphere"):
-        from ..datasets import load_csv_dataset
-        X, y = load_csv_dataset(key, data_dir)
-    elif key == "wine":
-        from sklearn.datasets import load_wine
-        X, y = load_wine(return_X_y=True)
-    elif key == "iris":
-        from sklearn.datasets import load_iris
-        X, y = load_iris(return_X_y=True)
-    elif key == "wdbc":
-        from sklearn.datasets import load_breast_cancer
-        X, y = load_breast_cancer(return_X_y=True)
-    else:
+    if key not in TABLE1_DATASETS:
         raise InvalidInputError(f"Unknown data set {name!r}; choose from {TABLE1_DATASETS}.")
-    X = np.asarray(X, dtype=np.float64)
+    X, y = _load_named(key, data_dir)
     keep = X.std(axis=0) > 0                     # constant columns carry nothing (Ionosphere col 2)
-    return X[:, keep], np.asarray(y)
+    return X[:, keep], y
 
 
 # --------------------------------------------------------------------------- statistics
@@ -324,6 +314,38 @@ def _summarize(correct: dict, alpha: float) -> dict:
                         for a in correct for b in correct if a < b}}
 
 
+# --------------------------------------------------------------------------- one split
+def _run_split(X, y, tr, te, n_learn, kernels_for, methods, proto: Protocol, counter: _Counter, rng,
+               correct: dict, t0: float, log, label: str):
+    """One outer split (a fold of Table 1, a random split of Table 2): features standardized
+    on the training part, metrics learned on a stratified subsample of at most ``n_learn``
+    training points with the kernels ``kernels_for(learning points)``, the test points'
+    1-NN correctness of every method appended to ``correct``.  Returns (info, kernels)."""
+    Xtr, Xte = _standardize(X[tr], X[te])          # per column (Table 2: per source)
+    ytr, yte = y[tr], y[te]
+    sub = _stratified_subsample(ytr, n_learn, rng)
+    kernels = kernels_for(Xtr[sub])
+    res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto, counter, rng)
+    for m in methods:
+        correct[m].append(res[m])
+    info.update(n_train=int(tr.size), n_learn=int(sub.size), n_test=int(te.size),
+                accuracy={m: float(np.mean(res[m])) for m in methods}, seconds=time.perf_counter() - t0)
+    if log:
+        log(f"{label} ({info['seconds']:.0f} s so far): "
+            + ", ".join(f"{m} {100 * a:.1f}" for m, a in info["accuracy"].items()))
+    return info, kernels
+
+
+def _pooled(correct: dict, proto: Protocol, counter: _Counter, t0: float, **fields) -> dict:
+    """The summary of the pooled test predictions (:func:`_summarize`), then ``fields``,
+    the fit counts and the time."""
+    out = _summarize({m: np.concatenate(v) for m, v in correct.items()}, proto.alpha)
+    out.update(fields)
+    out.update(fits=counter.fits, unconverged_fits=counter.unconverged, method_seconds=counter.seconds,
+               seconds=time.perf_counter() - t0)
+    return out
+
+
 # --------------------------------------------------------------------------- Table 1
 def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_dir=None,
                        max_folds: int | None = None, log=None) -> dict:
@@ -341,35 +363,17 @@ def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_
     kernels = paper_kernels()
     for f, te in enumerate(folds):
         tr = np.setdiff1d(np.arange(y.size), te)
-        Xtr, Xte = _standardize(X[tr], X[te])
-        ytr, yte = y[tr], y[te]
-        sub = _stratified_subsample(ytr, proto.n_learn, rng)
-        res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto,
-                                 counter, rng)
-        for m in methods:
-            correct[m].append(res[m])
-        info.update(fold=f, n_train=int(tr.size), n_learn=int(sub.size), n_test=int(te.size),
-                    accuracy={m: float(np.mean(res[m])) for m in methods},
-                    seconds=time.perf_counter() - t0)
-        per_fold.append(info)
-        if log:
-            log(f"{name} fold {f + 1}/{len(folds)} ({info['seconds']:.0f} s so far): "
-                + ", ".join(f"{m} {100 * a:.1f}" for m, a in info["accuracy"].items()))
-    correct = {m: np.concatenate(v) for m, v in correct.items()}
-    out = _summarize(correct, proto.alpha)
-    out.update(dataset=name, n=int(y.size), d=int(X.shape[1]), folds_run=len(folds),
-               n_folds=proto.n_folds, per_fold=per_fold, fits=counter.fits,
-               unconverged_fits=counter.unconverged, method_seconds=counter.seconds,
-               seconds=time.perf_counter() - t0)
-    return out
+        info, _ = _run_split(X, y, tr, te, proto.n_learn, lambda Z: kernels, methods, proto, counter, rng,
+                             correct, t0, log, f"{name} fold {f + 1}/{len(folds)}")
+        per_fold.append({"fold": f, **info})
+    return _pooled(correct, proto, counter, t0, dataset=name, n=int(y.size), d=int(X.shape[1]),
+                   folds_run=len(folds), n_folds=proto.n_folds, per_fold=per_fold)
 
 
 # --------------------------------------------------------------------------- Table 2
 def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits: int | None = None,
                log=None) -> dict:
     """Table 2 protocol on Multiple Features (six sources, random 50/50 splits)."""
-    from ..datasets import load_npz
-
     t0 = time.perf_counter()
     data = load_npz("mfeat", data_dir)
     y = data["y"]
@@ -384,27 +388,11 @@ def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits:
     per_split = []
     for s in range(n_splits):
         tr, te = _two_folds(y, rng)
-        Xtr, Xte = _standardize(X[tr], X[te])          # per column = per source
-        ytr, yte = y[tr], y[te]
-        sub = _stratified_subsample(ytr, proto.n_learn_mfeat, rng)
-        kernels = source_kernels(Xtr[sub], cols)
-        res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto,
-                                 counter, rng)
-        for m in methods:
-            correct[m].append(res[m])
-        info.update(split=s, n_train=int(tr.size), n_learn=int(sub.size), n_test=int(te.size),
-                    accuracy={m: float(np.mean(res[m])) for m in methods},
-                    kernels=kernels.labels(), seconds=time.perf_counter() - t0)
-        per_split.append(info)
-        if log:
-            log(f"mfeat split {s + 1}/{n_splits} ({info['seconds']:.0f} s so far): "
-                + ", ".join(f"{m} {100 * a:.1f}" for m, a in info["accuracy"].items()))
-    correct = {m: np.concatenate(v) for m, v in correct.items()}
-    out = _summarize(correct, proto.alpha)
-    out.update(dataset="mfeat", splits_run=n_splits, per_split=per_split, fits=counter.fits,
-               unconverged_fits=counter.unconverged, method_seconds=counter.seconds,
-               seconds=time.perf_counter() - t0)
-    return out
+        info, kernels = _run_split(X, y, tr, te, proto.n_learn_mfeat, lambda Z: source_kernels(Z, cols),
+                                   methods, proto, counter, rng, correct, t0, log,
+                                   f"mfeat split {s + 1}/{n_splits}")
+        per_split.append({"split": s, **info, "kernels": kernels.labels()})
+    return _pooled(correct, proto, counter, t0, dataset="mfeat", splits_run=n_splits, per_split=per_split)
 
 
 # --------------------------------------------------------------------------- driver
@@ -420,6 +408,7 @@ def reproduce(proto: Protocol | None = None, datasets=TABLE1_DATASETS, table2: b
     """Run Table 1 on ``datasets`` and (``table2``) Table 2; returns all numbers.
     ``callback(key, result)`` is called after every data set (progress, partial saves)."""
     proto = proto or Protocol()
+    check_available(tuple(datasets) + (("mfeat",) if table2 else ()), data_dir)
     t0 = time.perf_counter()
     out = {"protocol": asdict(proto), "table1": {}, "table2": None}
     for name in datasets:
@@ -467,18 +456,6 @@ def format_report(res: dict) -> str:
     return "\n".join(lines)
 
 
-def _jsonable(o):
-    if isinstance(o, dict):
-        return {str(k): _jsonable(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_jsonable(v) for v in o]
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return o
-
-
 def _protocol_from_args(args) -> Protocol:
     proto = quick_protocol() if args.quick else Protocol()
     for key in ("n_folds", "n_splits", "max_iter", "cv_max_iter", "max_outer", "max_convex_iter",
@@ -507,8 +484,7 @@ def _cmd_reproduce_mkl(args) -> int:
         print(f"[{time.perf_counter() - t0:7.1f} s] {key}: " + ", ".join(
             f"{m} {a:.2f}" for m, a in r["accuracy"].items()), flush=True)
         if args.out:
-            with open(args.out, "w") as fh:
-                json.dump(_jsonable({"protocol": asdict(proto), "partial": partial}), fh, indent=1)
+            write_json(args.out, {"protocol": asdict(proto), "partial": partial})
 
     res = reproduce(proto, datasets=datasets, table2=table2, max_folds=args.max_folds,
                     n_splits=1 if (args.quick and args.n_splits is None) else None,
@@ -517,11 +493,9 @@ def _cmd_reproduce_mkl(args) -> int:
     print()
     print(format_report(res))
     if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(_jsonable(res), fh, indent=1)
+        write_json(args.out, res)
         print(f"numbers written to {args.out}")
-    print(f"reproduce mkl finished in {time.perf_counter() - t0:.1f} s")
-    return 0
+    return finish("reproduce mkl", t0)
 
 
 def _add_arguments(p) -> None:
@@ -554,25 +528,22 @@ def _add_arguments(p) -> None:
                    help="folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)")
 
 
-def register_cli(sub) -> None:
-    """Add ``cvxkml reproduce mkl`` under the shared ``reproduce`` command (created here
-    when no other experiment has made it; its experiment subparsers are reused)."""
-    from .cli import reproduce_subcommands
-
-    rsub = reproduce_subcommands(sub)
-    if "mkl" in rsub.choices:
+def register(commands) -> None:
+    """Add ``cvxkml reproduce mkl`` (see :mod:`._commands`)."""
+    p = add_command(commands, "reproduce", "mkl", _cmd_reproduce_mkl,
+                    help="Wang et al. 2011 Tables 1-2: LMNN with multiple kernels (NR-LMNN-MKL, "
+                         "LMNN-MKL_P, LMNN_H, LMNN-MKL_CV, 1-NN)")
+    if p is None:
         return
-    p = rsub.add_parser("mkl", help="Wang et al. 2011 Tables 1-2: LMNN with multiple kernels "
-                                    "(NR-LMNN-MKL, LMNN-MKL_P, LMNN_H, LMNN-MKL_CV, 1-NN)")
     _add_arguments(p)
-    p.set_defaults(func=_cmd_reproduce_mkl)
 
 
 def main(argv=None) -> int:
     """``python -m cvxkml.experiments.reproduce_mkl [options]`` (the options of ``cvxkml reproduce mkl``)."""
     p = argparse.ArgumentParser(prog="python -m cvxkml.experiments.reproduce_mkl", description=__doc__.split("\n")[0])
     _add_arguments(p)
-    return _cmd_reproduce_mkl(p.parse_args(argv))
+    p.set_defaults(func=_cmd_reproduce_mkl)
+    return run_command(p.parse_args(argv), p.prog)
 
 
 if __name__ == "__main__":  # pragma: no cover

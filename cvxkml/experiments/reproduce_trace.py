@@ -41,7 +41,7 @@ Protocol (fixed before any result was seen; nothing is tuned on the test digits)
   coordinates of the learned transformation, and in the base kernel's feature space.
 
 BLAS is limited to one thread throughout.  Every function returns plain data; printing is
-:func:`format_results` (the CLI).
+:func:`format_results` (the command ``cvxkml reproduce trace``, :func:`register`).
 """
 from __future__ import annotations
 
@@ -50,12 +50,16 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from .._config import blas_limit
 
+from .._config import blas_limit
+from ..datasets import load_dataset
 from ..errors import ConvergenceWarning, InvalidInputError
+from ._commands import add_command
+from ._report import format_table, pyplot, write_json
 
 __all__ = ["PAPER", "DEFAULTS", "QUICK", "load_digits_data", "draw_split", "median_gamma",
-           "embedding_scores", "run_draw", "reproduce_trace", "plot_embeddings", "format_results"]
+           "embedding_scores", "run_draw", "reproduce_trace", "plot_embeddings", "format_results",
+           "register"]
 
 #: What the paper reports for this experiment (Figure 2 c–d, §6.4): a figure, no numbers.
 PAPER = ("Figure 2 (c)-(d) only, no numbers: 2-D embeddings of 2000 unseen USPS digits, "
@@ -78,12 +82,10 @@ def load_digits_data(dataset: str = "mnist5000", data_dir=None) -> tuple[np.ndar
     """(X, y) of an offline digits set, features scaled to [0, 1]: ``"mnist5000"``
     (5000 × 784 pixels / 255) or ``"pendigits"`` (10992 × 16 coordinates / 100).
     Raises FileNotFoundError (naming the file) when the data folder lacks it."""
-    from ..datasets import load_csv_dataset, load_npz
-
     if dataset not in DATASETS:
         raise InvalidInputError(f"dataset must be one of {sorted(DATASETS)}; got {dataset!r}.")
-    X, y = load_npz(dataset, data_dir) if dataset == "mnist5000" else load_csv_dataset(dataset, data_dir)
-    return np.asarray(X, dtype=np.float64) / DATASETS[dataset], np.asarray(y).astype(np.int64)
+    X, y = load_dataset(dataset, data_dir)
+    return X / DATASETS[dataset], y.astype(np.int64)
 
 
 def draw_split(y, n_train: int = 100, n_test: int = 2000, random_state=None):
@@ -300,12 +302,7 @@ def plot_embeddings(path, emb: dict, dataset: str, cfg: dict, scores: dict) -> P
     """Side-by-side scatter of the 2-D test embeddings (Trace-SSIKDR top-2 eigen-coordinates,
     Trace-SSIKDR top-2 centred principal axes, kernel PCA), coloured by digit; saved as PNG
     at ``path`` (needs matplotlib)."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("Saving the embedding figure needs matplotlib (pip install matplotlib).") from exc
+    plt = pyplot("The embedding figure")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     y = emb["y"]
@@ -353,8 +350,6 @@ def _label(m: str) -> tuple[str, str]:
 
 def format_results(res: dict) -> str:
     """The tables printed by ``cvxkml reproduce trace``."""
-    from .cli import format_table
-
     st = res["settings"]
     pm = lambda ms: f"{ms[0]:.3f} ± {ms[1]:.3f}"
     order = ([f"trace2:{t:g}" for t in st["taus"]] + [f"tracepca2:{t:g}" for t in st["taus"]]
@@ -384,34 +379,16 @@ def format_results(res: dict) -> str:
 
 
 # --------------------------------------------------------------------------- CLI
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items() if k != "embeddings"}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return obj
-
-
 def _cmd_reproduce_trace(args) -> int:
-    import json
-
     taus = None if args.tau is None else [float(t) for t in args.tau]
     mode = "QUICK smoke run, not a reproduction" if args.quick else "reproduction"
     print(f"cvxkml reproduce trace: Jain, Kulis, Davis & Dhillon (JMLR 2012) §6.4, Figure 2 (c)-(d), "
           f"Trace-SSIKDR vs kernel PCA ({mode}); data: {args.dataset} (USPS is not available offline)")
     print(f"paper: {PAPER}")
     print()
-    try:
-        res = reproduce_trace(args.dataset, quick=args.quick, seed=args.seed, data_dir=args.data_dir,
-                              out_dir=None if args.no_png else args.out, n_draws=args.draws, taus=taus,
-                              echo=print)
-    except FileNotFoundError as exc:
-        print(f"data not found: {exc}")
-        return 1
+    res = reproduce_trace(args.dataset, quick=args.quick, seed=args.seed, data_dir=args.data_dir,
+                          out_dir=None if args.no_png else args.out, n_draws=args.draws, taus=taus,
+                          echo=print)
     st = res["settings"]
     print()
     print(f"{st['n_draws']} draw(s) of {st['n_train']} training digits ({st['n_train'] // 10} per digit) and "
@@ -428,24 +405,20 @@ def _cmd_reproduce_trace(args) -> int:
     if res["png"]:
         print(f"figure (first draw): {res['png']}")
     if args.out is not None:
-        path = Path(args.out) / f"jain2012_trace_{args.dataset}_results.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(_jsonable({k: v for k, v in res.items()}), indent=1))
+        path = write_json(Path(args.out) / f"jain2012_trace_{args.dataset}_results.json", res,
+                          drop=("embeddings",))
         print(f"numbers: {path}")
     print(f"reproduction finished in {res['elapsed_s']:.1f} s")
     return 0
 
 
-def register_cli(sub) -> None:
-    """Add ``cvxkml reproduce trace`` under the shared ``reproduce`` command (created here
-    when no other experiment has made it; its experiment subparsers are reused)."""
-    from .cli import reproduce_subcommands
-
-    rsub = reproduce_subcommands(sub)
-    if "trace" in rsub.choices:
+def register(commands) -> None:
+    """Add ``cvxkml reproduce trace`` (see :mod:`._commands`)."""
+    p = add_command(commands, "reproduce", "trace", _cmd_reproduce_trace,
+                    help="Jain et al. 2012 §6.4 / Figure 2 c-d: Trace-SSIKDR vs kernel PCA, 2-D "
+                         "embedding of unseen digits; 10-15 minutes on MNIST")
+    if p is None:
         return
-    p = rsub.add_parser("trace", help="Jain et al. 2012 §6.4 / Figure 2 c-d: Trace-SSIKDR vs kernel "
-                                      "PCA, 2-D embedding of unseen digits; 10-15 minutes on MNIST")
     p.add_argument("--quick", action="store_true", help="tiny sizes, one draw (smoke run for tests)")
     p.add_argument("--dataset", choices=sorted(DATASETS), default="mnist5000",
                    help="offline digits set (default mnist5000)")
@@ -457,4 +430,3 @@ def register_cli(sub) -> None:
     p.add_argument("--no-png", action="store_true", help="skip the figure (numbers only)")
     p.add_argument("--data-dir", default=None,
                    help="folder holding mnist5000.npz / pendigits.csv (default: $CVXKML_DATA or ../shared/data)")
-    p.set_defaults(func=_cmd_reproduce_trace)

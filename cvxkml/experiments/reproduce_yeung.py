@@ -21,7 +21,7 @@ distance of the data set (:func:`median_distance`); K = 10 nearest landmarks;
 among all same-class pairs; the random landmarks drawn uniformly from the points not in
 S; run r uses seed ``seed + r`` for S and for the landmarks.  Every ``*_rows`` function
 returns plain data; the ``format_*`` functions turn it into text and :func:`run` (the
-CLI's entry) prints it through a callback.
+entry of ``cvxkml reproduce yeung``, :func:`register`) prints it through a callback.
 """
 from __future__ import annotations
 
@@ -35,11 +35,13 @@ from ..estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
 from ..kernels import Kernel
 from ..baselines.rca import RCA
 from ..baselines.separability import separability
+from ._commands import add_command
+from ._report import finish, format_table, pyplot, write_json
 
 __all__ = [
     "PAPER_TABLE1", "PAPER_TABLE2", "MNIST_SUBSETS", "make_xor", "median_distance",
     "table1_rows", "figure1", "table2_rows", "scaling_rows", "format_table1", "format_figure1",
-    "format_table2", "format_scaling", "run",
+    "format_table2", "format_scaling", "run", "register",
 ]
 
 #: Table 1 of the paper: J for XOR (|S| = 50); method: m -> (mean, std) over 10 S.
@@ -188,7 +190,7 @@ def figure1(path=None, n_train: int = 360, n_new: int = 40, n_pairs: int = 15, m
     Saves a PNG at ``path`` when given (needs matplotlib).  Returns a dict with the 2-D
     embeddings (``panels``: name -> (train (n_train, 2), new (n_new, 2))), J of each
     method on the training and on the new points in its full coordinates (``J``:
-    name -> (J_train, J_new)), the pairs, sigma and the path.
+    name -> (J_train, J_new)), the pairs, sigma, m and the path.
     """
     Xtr, ytr = make_xor(n_train, random_state=seed)
     Xte, yte = make_xor(n_new, random_state=seed + 1)
@@ -219,19 +221,14 @@ def figure1(path=None, n_train: int = 360, n_new: int = 40, n_pairs: int = 15, m
     J["K_tilde_beta"] = (separability(Ztr, ytr), separability(Zte, yte))
 
     out = {"panels": panels, "J": J, "pairs": S, "sigma": kernel.params["sigma"], "path": None,
-           "data": (Xtr, ytr, Xte, yte)}
+           "data": (Xtr, ytr, Xte, yte), "m": m}
     if path is not None:
         out["path"] = str(_plot_figure1(Path(path), out, m))
     return out
 
 
 def _plot_figure1(path: Path, res: dict, m: int) -> Path:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:                      # pragma: no cover - depends on the env
-        raise ImportError("Saving Figure 1 needs matplotlib (pip install matplotlib).") from exc
+    plt = pyplot("The Figure 1 PNG")
     Xtr, ytr, Xte, yte = res["data"]
     S = res["pairs"]
     fig, axes = plt.subplots(2, 3, figsize=(12, 8))
@@ -351,8 +348,6 @@ def _scaling_rows(ns, m, n_pairs, n_neighbors, n_iter, full_max_n, repeats, seed
 
 
 def format_scaling(rows: list) -> str:
-    from .cli import format_table
-
     body = [[str(r["n"]), f"{r['n'] / rows[0]['n']:.0f}", f"{r['landmark_ratio']:.2f}",
              "—" if r["full_over_landmark"] is None else f"{r['full_over_landmark']:.1f}"] for r in rows]
     return ("Scaling — XOR, m = 200, K = 10, |S| = 50, 3 iterations; fit time (best of 3, BLAS on one "
@@ -368,8 +363,6 @@ def _pm(values, digits: int = 4) -> str:
 
 def format_table1(res: dict) -> str:
     """Table 1 as text: measured J beside the paper's."""
-    from .cli import format_table
-
     P = PAPER_TABLE1
     one = "ours_1iter" in res
     head = ["method", "m", "J measured (mean ± std)"] + (["J, 1 iteration"] if one else []) + [
@@ -394,8 +387,6 @@ def format_table1(res: dict) -> str:
 
 
 def format_figure1(res: dict) -> str:
-    from .cli import format_table
-
     rows = [[k, f"{v[0]:.4f}", f"{v[1]:.4f}"] for k, v in res["J"].items()]
     txt = (f"Figure 1 — XOR, 360 training + 40 new points, |S| = {len(res['pairs'])}, RBF sigma = "
            f"{res['sigma']:.4g}; J in each method's full coordinates (the paper gives no numbers)"
@@ -406,8 +397,6 @@ def format_figure1(res: dict) -> str:
 
 
 def format_table2(rows: list) -> str:
-    from .cli import format_table
-
     head = ["digits", "n", "input", "(paper)", "RBF", "(paper)", "RCA", "(paper)", "ours", "(paper)", "q"]
     body = []
     for r in rows:
@@ -427,18 +416,6 @@ def format_table2(rows: list) -> str:
             "subset; Isolet is not available offline\n\n" + format_table(head, body))
 
 
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items() if k not in ("panels", "data")}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (np.floating, np.integer)):
-        return obj.item()
-    return obj
-
-
 def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".", seed: int = 0,
         n_runs=None, data_dir=None, echo=print) -> dict:
     """Run the requested parts (any of "table1", "figure1", "scaling", "table2"), print
@@ -447,10 +424,9 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
 
     ``quick``: XOR with 1 000 points and m = 100, 200; MNIST subsets {0,1} and {0,1,2}
     with 100 images per digit; scaling at n = 500, 1000, 2000; 2 runs (for tests).
-    Table 2 is skipped with a message when the data folder is missing.
+    Table 2 is skipped with a message when the data folder is missing, the Figure 1 PNG
+    when matplotlib (the ``plots`` extra) is not installed.
     """
-    import json
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = (2 if quick else 10) if n_runs is None else int(n_runs)
@@ -461,8 +437,15 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
         echo(format_table1(results["table1"]))
         echo("")
     if "figure1" in parts:
-        results["figure1"] = figure1(out_dir / "yeung2007_figure1.png", seed=seed)
-        echo(format_figure1(results["figure1"]))
+        fig = results["figure1"] = figure1(seed=seed)
+        note = None
+        try:
+            fig["path"] = str(_plot_figure1(out_dir / "yeung2007_figure1.png", fig, fig["m"]))
+        except ImportError as exc:
+            note = f"{exc} (PNG not saved)"
+        echo(format_figure1(fig))
+        if note:
+            echo(note)
         echo("")
     if "scaling" in parts:
         kw = dict(ns=(500, 1000, 2000), full_max_n=1000, repeats=1) if quick else {}
@@ -478,7 +461,32 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
         else:
             echo(format_table2(results["table2"]))
         echo("")
-    path = out_dir / "yeung2007_results.json"
-    path.write_text(json.dumps(_jsonable(results), indent=1))
+    path = write_json(out_dir / "yeung2007_results.json", results, drop=("panels", "data"))
     echo(f"numbers saved to {path}")
     return results
+
+
+# --------------------------------------------------------------------------- command
+def _cmd_reproduce_yeung(args) -> int:
+    t_start = time.perf_counter()
+    parts = ("table1", "figure1", "table2") if args.part == "all" else (args.part,)
+    run(parts, quick=args.quick, out_dir=args.out, seed=args.seed, n_runs=args.runs,
+        data_dir=args.data_dir)
+    return finish("reproduce yeung", t_start)
+
+
+def register(commands) -> None:
+    """Add ``cvxkml reproduce yeung`` (see :mod:`._commands`)."""
+    p = add_command(commands, "reproduce", "yeung", _cmd_reproduce_yeung,
+                    help="Yeung, Chang & Dai (IJCAI 2007): Table 1 (XOR), Figure 1, Table 2 (MNIST "
+                         "subset)")
+    if p is None:
+        return
+    p.add_argument("--quick", action="store_true", help="small sizes and 2 runs (for tests)")
+    p.add_argument("--part", choices=["all", "table1", "figure1", "table2", "scaling"], default="all",
+                   help="which experiment (default all: table1, figure1, table2)")
+    p.add_argument("--out", default=".", help="folder for the PNG and the JSON of numbers (default .)")
+    p.add_argument("--runs", type=int, default=None, help="random S per setting (default 10, quick 2)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--data-dir", default=None, help="offline data folder (default: $CVXKML_DATA or "
+                                                    "../shared/data)")

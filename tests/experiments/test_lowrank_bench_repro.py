@@ -223,7 +223,7 @@ def test_lowrank_linear_kernel_equals_factor_problem(wine_std):
     est = LowRankKernelITML(kernel="linear", n_similar=30, n_dissimilar=30, random_state=3,
                             tol=1e-10).fit(Xtr, ytr)
     assert est.rank_ == 13
-    pc = est._constraints(ytr, lambda i, j: np.sum((Xtr[i] - Xtr[j]) ** 2, axis=1), (5.0, 95.0))
+    pc = est.pairs_                                      # the constraints it learned from
     sol = LowRankLogDet(Xtr, pc, gamma=1.0).solve(tol=1e-10)
     A, B = Xte[:20], Xte[20:40]
     direct = np.linalg.norm((A - B) @ sol.info["B"], axis=1)

@@ -75,8 +75,8 @@ def _parser_with_mkl():
 
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command")
-    rm.register_cli(sub)
-    rm.register_cli(sub)                      # idempotent
+    rm.register(sub)
+    rm.register(sub)                          # idempotent
     return p
 
 

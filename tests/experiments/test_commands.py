@@ -1,0 +1,150 @@
+"""How the ``cvxkml`` command is put together: the command names and options (pinned), one
+way of registering, a missing data folder as one line on standard error, and
+``reproduce yeung --quick`` without matplotlib."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+
+import pytest
+
+from cvxkml.experiments import _report, cli
+
+#: every command and its options, in the order of ``--help`` (``<what>``: a positional choice)
+COMMANDS = {
+    "demo": ("--seed", "--n"),
+    "bench itml": ("--quick", "--repeats", "--seed"),
+    "bench lowrank": ("--quick", "--repeats", "--seed", "--data-dir"),
+    "bench vonneumann": ("--quick", "--repeats", "--seed", "--constraints", "--budget", "--data-dir"),
+    "bench pola": ("--quick", "--repeats", "--seed"),
+    "bench kcr": ("<what>", "--draws", "--exact-sizes", "--scs-eps", "--scs-time-limit", "--n",
+                  "--no-baseline", "--variant-n", "--variants", "--variant-data", "--json"),
+    "bench variants": ("--quick", "--repeats", "--seed"),
+    "bench exact-limits": ("--families", "--time-limit", "--mem-limit-gib", "--start", "--max-n",
+                           "--kill-factor", "--jobs", "--max-errors", "--no-fast", "--update", "--note",
+                           "--out", "--json"),
+    "reproduce lowrank": ("--quick", "--seed", "--data-dir"),
+    "reproduce yeung": ("--quick", "--part", "--out", "--runs", "--seed", "--data-dir"),
+    "reproduce spectral": ("--quick", "--repeats", "--seed", "--data-dir"),
+    "reproduce trace": ("--quick", "--dataset", "--draws", "--tau", "--seed", "--out", "--no-png",
+                        "--data-dir"),
+    "reproduce kcr": ("--quick", "--splits", "--datasets", "--grid", "--tol", "--max-iter", "--time-limit",
+                      "--seed", "--out", "--data-dir"),
+    "reproduce mkl": ("--quick", "--datasets", "--no-table2", "--n-folds", "--max-folds", "--n-splits",
+                      "--max-iter", "--cv-max-iter", "--max-outer", "--max-convex-iter", "--no-table1",
+                      "--n-learn", "--n-learn-mfeat", "--seed", "--out", "--data-dir"),
+}
+
+
+def _subparsers(parser):
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def _commands(parser, prefix=""):
+    """{"group name": options} of every leaf command, in the parser's order."""
+    out = {}
+    for name, sub in _subparsers(parser).choices.items():
+        if _subparsers(sub) is not None:
+            out.update(_commands(sub, prefix + name + " "))
+            continue
+        opts = []
+        for a in sub._actions:
+            if isinstance(a, argparse._HelpAction):
+                continue
+            opts.append(a.option_strings[0] if a.option_strings else "<what>")
+        out[prefix + name] = tuple(opts)
+    return out
+
+
+def test_command_names_and_options_are_pinned():
+    found = _commands(cli.build_parser())
+    assert list(found) == list(COMMANDS)
+    assert found == COMMANDS
+
+
+def test_every_module_registers_the_same_way():
+    """Each module of the list adds its commands with ``register(commands)``; a second
+    call adds nothing, and a module's commands do not depend on another module's."""
+    for module in cli.COMMANDS:
+        parser = argparse.ArgumentParser()
+        commands = parser.add_subparsers(dest="command")
+        module.register(commands)
+        first = _commands(parser)
+        module.register(commands)
+        assert first and _commands(parser) == first, module.__name__
+    parser = argparse.ArgumentParser()
+    commands = parser.add_subparsers(dest="command")
+    for module in reversed(cli.COMMANDS):
+        module.register(commands)
+    assert set(_commands(parser)) == set(COMMANDS)
+
+
+def _run(argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("argv, fname", [
+    (["reproduce", "kcr"], "balance.csv"),
+    (["reproduce", "spectral"], "ionosphere.csv"),
+    (["reproduce", "spectral", "--quick"], "ionosphere.csv"),
+    (["reproduce", "lowrank", "--quick"], "pendigits.csv"),
+    (["reproduce", "mkl"], "sonar.csv"),
+    (["reproduce", "mkl", "--quick"], "mfeat.npz"),
+    (["reproduce", "trace", "--quick", "--no-png"], "mnist5000.npz"),
+])
+def test_missing_data_is_one_line_on_stderr(argv, fname, tmp_path, monkeypatch):
+    """Without the data folder's files: exit status 1, one line on standard error naming
+    the file, before any experiment runs."""
+    monkeypatch.setenv("CVXKML_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = _run(argv)
+    assert rc == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err
+    assert lines[0].startswith("cvxkml " + " ".join(a for a in argv if not a.startswith("-")) + ": ")
+    assert f"'{fname}' not found" in lines[0] and str(tmp_path) in lines[0] and "--data-dir" in lines[0]
+    assert "finished" not in out
+
+
+def test_no_data_folder_configured(tmp_path, monkeypatch):
+    monkeypatch.delenv("CVXKML_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)                       # no ../shared/data from here
+    rc, _, err = _run(["reproduce", "lowrank"])
+    assert rc == 1 and len(err.strip().splitlines()) == 1 and "No data folder configured" in err
+
+
+def test_reproduce_yeung_quick_without_matplotlib(tmp_path, monkeypatch):
+    """The tables are printed, the figure's absence is one line naming the ``plots`` extra,
+    and the numbers are still saved."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)      # import matplotlib -> ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    monkeypatch.setenv("CVXKML_DATA", str(tmp_path / "no-data"))
+    rc, out, err = _run(["reproduce", "yeung", "--quick", "--out", str(tmp_path)])
+    assert rc == 0, err
+    assert "Table 1 — XOR" in out and "Figure 1 — XOR" in out and "Table 2 skipped" in out
+    notes = [ln for ln in out.splitlines() if "matplotlib" in ln]
+    assert len(notes) == 1 and "cvxkml[plots]" in notes[0] and "PNG not saved" in notes[0]
+    assert not (tmp_path / "yeung2007_figure1.png").exists()
+    saved = json.loads((tmp_path / "yeung2007_results.json").read_text())
+    assert set(saved) == {"table1", "figure1"} and saved["figure1"]["path"] is None
+
+
+def test_pyplot_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r"The figure needs matplotlib, the 'plots' extra: .*cvxkml\[plots\]"):
+        _report.pyplot("The figure")
+
+
+def test_jsonable():
+    import numpy as np
+
+    obj = {1: (np.float64(0.5), np.arange(2)), "skip": np.zeros(3), "b": [np.int64(3), np.bool_(True)]}
+    out = _report.jsonable(obj, drop=("skip",))
+    assert out == {"1": [0.5, [0, 1]], "b": [3, True]}
+    assert json.loads(json.dumps(out)) == out
