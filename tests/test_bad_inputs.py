@@ -15,6 +15,7 @@ feeds at least 1000 of them, and every entry point its share.
 from __future__ import annotations
 
 import collections
+import inspect
 import re
 import numbers
 import warnings
@@ -1113,6 +1114,27 @@ def test_estimator_fit(name, data):
         est.set_params(**{key: value})
     out = est.predict if hasattr(est, "predict") else est.transform
     feed(f"{name}.fit", lambda: est.fit(X, y), then=lambda e: out(_TRAIN), must_build=valid)
+
+
+#: the estimators that also learn from user-given pairs, fit(X, pairs=...)
+_PAIR_LEARNERS = [name for name in sorted(ESTIMATORS)
+                  if "pairs" in inspect.signature(ESTIMATORS[name]().fit).parameters]
+PAIRS_BAD = [None, [], [[0, 8, 1]], [[-1, 2, 1]], [[0, 0, 1]], [[0, 1, 2]], [[0, 1, 0]],
+             [[0.5, 1, 1]], [[np.nan, 1, 1]], [[1e300, 1, 1]], [[0, 1, 1j]], [[True, False]],
+             [[0, 1], [2]], [["a", "b"]], [[None, 1, 1]], "0 1", {"i": 0}, [[[0, 1]]],
+             [[0, 1, 1, 1]], np.zeros((0, 3), dtype=int), [[0, 1, -1]], [[0, 2]],
+             PairConstraints([0], [9], [1.0], 1.0), PairConstraints([0], [2], [-1.0], 1e-90)]
+
+
+@pytest.mark.parametrize("name", _PAIR_LEARNERS)
+@settings(max_examples=examples(15))
+@given(data=st.data())
+def test_estimator_fit_pairs(name, data):
+    """fit(X, pairs=...) with malformed (or merely odd) pairs; what fits is used on X."""
+    pairs = data.draw(st.sampled_from(PAIRS_BAD))
+    note(f"pairs={pairs!r}")
+    est = ESTIMATORS[name]()
+    feed(f"{name}.fit(pairs)", lambda: est.fit(_TRAIN, pairs=pairs), then=lambda e: e.transform(_TRAIN))
 
 
 def _fitted(name):

@@ -11,6 +11,14 @@
 :mod:`~cvxkml.estimators.yeung`         SemiSupervisedKernelMetric (Yeung et al. 2007)
 ======================================  ====================================================
 
+What they share — parameter validation (one declared constraint per parameter), the base
+kernel, the side information and the metric vocabulary ``transform``, ``pair_distance``,
+``pair_score``, ``get_metric`` — is written once in :mod:`cvxkml.estimators._base`.  The
+estimators that learn from pair constraints take ``fit(X, y)`` (pairs drawn from labels) or
+``fit(X, pairs=...)`` (a :class:`~cvxkml.sideinfo.PairConstraints`, or an index array of
+rows (i, j) or (i, j, ±1)) and expose the pairs used as ``pairs_``; LMNN and LMNNMKL take
+given target neighbours (``targets``, ``targets_``); KCRClassifier learns from labels only.
+
 :data:`ESTIMATORS` lists every estimator class; the scikit-learn compatibility test runs
 over it.
 """

@@ -9,26 +9,20 @@ ball ρ²(x, X_i) = (k_x − k_i)ᵀ Σ (k_x − k_i) <= h̃.  The learned embed
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_positive, estimator_data, estimator_fit_data
+from .._validation import estimator_data
 from ..declare.kcr import KCR
-from ..errors import InvalidInputError
-from .logdet import training_kernel
 from ..formulas.kcr import class_counts, rule_predict
-from ..kernels import Kernel
+from ._base import (KERNEL_CONSTRAINTS, KERNEL_PARAMS, POSITIVE, CvxkmlEstimator, Integer, KernelMap,
+                    Options, Real)
 
 __all__ = ["KCRClassifier"]
 
-_KERNELS = ("gaussian", "rbf", "linear", "polynomial", "poly", "precomputed")
-_TIE_RULES = ("nearest", "first")
 
-
-class KCRClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+class KCRClassifier(ClassifierMixin, CvxkmlEstimator):
     """Kernel classification rule with a learned metric embedding and bandwidth
     (Sriperumbudur et al. 2008, eq. 2 with the naïve kernel, learned by the SDP eq. 9).
 
@@ -49,6 +43,13 @@ class KCRClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     tie the winner gets an extra half vote (an empty ball gives probability 1 to the
     1-NN label with ``"nearest"``, uniform with ``"first"``), so that
     ``argmax(predict_proba) == predict`` always.
+
+    Side information: class labels only.  The objective of eq. 9 counts, for every
+    training point, the points of its own class (n_i⁺) and the τ_ij = ±1 of all pairs
+    against the learned bandwidth, and the rule of eq. 2 votes with the labels of the
+    training points inside the ball: both need the class of every training point, which
+    a set of similar / dissimilar pairs does not give, so ``fit`` takes no ``pairs``.
+    ``pair_distance`` and ``get_metric`` give the learned distance ρ (with the full Σ).
 
     Parameters
     ----------
@@ -80,8 +81,11 @@ default="gaussian"
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    X_fit_ : ndarray (n_train, n_features), or the training kernel matrix (precomputed).
+        The class labels.
+    X_fit_ : ndarray of shape (n_train, n_features)
+        The training points (for ``"precomputed"`` the training kernel matrix).
     kernel_ : cvxkml.kernels.Kernel
+        The kernel with its resolved parameters.
     Sigma_ : ndarray of shape (n_train, n_train)
         The learned Σ ⪰ 0 with 1ᵀΣ1 = 0.
     h_ : float
@@ -91,66 +95,34 @@ default="gaussian"
     train_embedding_ : ndarray of shape (n_train, rank)
         φ of the training points.
     solution_ : cvxkml.solution.Solution
+        The solver's certified result (``matrix`` = Σ, ``info["h"]`` = h̃).
     n_iter_ : int
+        PDHG iterations.
     n_features_in_ : int
+        Number of features seen in ``fit`` (n_train for ``"precomputed"``).
+
+    References
+    ----------
+    Sriperumbudur, Lang & Lanckriet, "Metric embedding for kernel classification rules",
+    ICML 2008: eq. 2 (the rule), eq. 9 (the SDP), Remark 2 and Corollary 3 (the embedding).
     """
+
+    _parameter_constraints = {
+        **KERNEL_CONSTRAINTS, "nu": POSITIVE, "lam": POSITIVE, "h_min": POSITIVE,
+        "n_components": Integer(1, none=True), "tie_break": Options("nearest", "first"),
+        "tol": POSITIVE, "max_iter": Integer(1),
+        "time_limit": Real(0.0, low_open=True, none=True, what="a finite positive number")}
+    # the Gaussian kernel's width is nu (the paper's ν), not a kernel_params entry
+    _kernel_params_allowed = {**KERNEL_PARAMS, "gaussian": frozenset(), "rbf": frozenset()}
+    _kernel_params_hint = " Set the Gaussian kernel's parameter with nu=, not kernel_params."
 
     def __init__(self, *, kernel="gaussian", nu=1.0, kernel_params=None, lam=1.0, h_min=1e-6,
                  n_components=None, tie_break="nearest", tol=1e-3, max_iter=20000,
                  time_limit=None):
-        self.kernel = kernel
-        self.nu = nu
-        self.kernel_params = kernel_params
-        self.lam = lam
-        self.h_min = h_min
-        self.n_components = n_components
-        self.tie_break = tie_break
-        self.tol = tol
-        self.max_iter = max_iter
-        self.time_limit = time_limit
+        self._store(locals())
 
-    # ------------------------------------------------------------------ helpers
-    def _make_kernel(self) -> Kernel:
-        if not isinstance(self.kernel, str) or self.kernel not in _KERNELS:
-            raise InvalidInputError(f"kernel must be one of {list(_KERNELS)}; got {self.kernel!r}.")
-        params = {} if self.kernel_params is None else self.kernel_params
-        if not isinstance(params, dict):
-            raise InvalidInputError(f"kernel_params must be a dict or None; got {params!r}.")
-        if self.kernel in ("gaussian", "rbf"):
-            if params:
-                raise InvalidInputError("Set the Gaussian kernel's parameter with nu=, not kernel_params.")
-            return Kernel("gaussian", {"gamma": check_positive(self.nu, "nu")})
-        if self.kernel in ("polynomial", "poly"):
-            unknown = set(params) - {"degree", "coef0", "scale"}
-            if unknown:
-                raise InvalidInputError(f"Unknown kernel_params {sorted(unknown)} for the polynomial kernel.")
-            return Kernel("polynomial", dict(params))
-        if params:
-            raise InvalidInputError(f"kernel={self.kernel!r} takes no kernel_params; got {params!r}.")
-        return Kernel(self.kernel, {})
-
-    def _check_params(self):
-        lam = check_positive(self.lam, "lam")
-        h_min = check_positive(self.h_min, "h_min")
-        tol = check_positive(self.tol, "tol")
-        mi = self.max_iter
-        if not isinstance(mi, numbers.Integral) or isinstance(mi, bool) or mi < 1:
-            raise InvalidInputError(f"max_iter must be a positive integer; got {mi!r}.")
-        nc = self.n_components
-        if nc is not None and (not isinstance(nc, numbers.Integral) or isinstance(nc, bool) or nc < 1):
-            raise InvalidInputError(f"n_components must be None or a positive integer; got {nc!r}.")
-        if self.tie_break not in _TIE_RULES:
-            raise InvalidInputError(f"tie_break must be one of {list(_TIE_RULES)}; got {self.tie_break!r}.")
-        tl = None if self.time_limit is None else check_positive(self.time_limit, "time_limit")
-        return lam, h_min, tol, int(mi), tl
-
-    @property
-    def _precomputed(self) -> bool:
-        return self.kernel == "precomputed"
-
-    def _cross_kernel(self, X):
-        X = estimator_data(self, X)
-        return X if self._precomputed else self.kernel_(X, self.X_fit_)
+    def _default_kernel_params(self, n_features, p):
+        return {"gamma": p.nu} if p.kernel in ("gaussian", "rbf") else {}
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
@@ -166,22 +138,25 @@ default="gaussian"
         Returns
         -------
         self : KCRClassifier
+
+        Raises
+        ------
+        InvalidInputError
+            A parameter out of its range, X or y malformed, fewer than 2 classes or a class
+            of one member.
+        NotPSDError
+            A precomputed kernel matrix that is not positive semidefinite.
         """
-        lam, h_min, tol, max_iter, time_limit = self._check_params()
-        kern = self._make_kernel()
-        X, y = estimator_fit_data(self, X, y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise InvalidInputError(
-                f"KCRClassifier needs at least 2 classes; y has 1 class ({classes[0]!r}).")
-        K = training_kernel(kern, X)
-        problem = KCR(K, y, lam, h_min=h_min)
-        sol = problem.solve(tol=tol, max_iter=max_iter, time_limit=time_limit)
+        p = self._validate_params()
+        X, y = self._labelled_data(X, y)
+        kern, K = self._kernel_matrix(X, p)
+        problem = KCR(K, y, p.lam, h_min=p.h_min)
+        sol = problem.solve(tol=p.tol, max_iter=p.max_iter, time_limit=p.time_limit)
         G = sol.info["factor"]
         U, svals, _ = np.linalg.svd(G, full_matrices=False)
         keep = svals > 1e-12 * max(float(svals[0]) if svals.size else 0.0, np.finfo(float).tiny)
         self.embedding_ = U[:, keep] * svals[keep]
-        self.classes_ = classes
+        self.classes_ = np.unique(y)
         self.X_fit_ = X
         self.kernel_ = kern
         self._K_train = K
@@ -189,13 +164,16 @@ default="gaussian"
         self.Sigma_ = sol.matrix
         self.h_ = float(sol.info["h"])
         self.train_embedding_ = K @ self.embedding_
-        self.solution_ = sol
-        self.n_iter_ = int(sol.n_iter)
+        self._set_solution(sol)
         return self
+
+    def _embedding(self):
+        """φ(x) = Eᵀ k_x with the full E (the learned distance ρ)."""
+        return KernelMap(self.kernel_, self.X_fit_, self.embedding_)
 
     # ------------------------------------------------------------------ the rule
     def _sq_distances(self, X):
-        Z = self._cross_kernel(X) @ self.embedding_
+        Z = self._embed(estimator_data(self, X))
         T = self.train_embedding_
         D = (np.einsum("ij,ij->i", Z, Z)[:, None] + np.einsum("ij,ij->i", T, T)[None, :]
              - 2.0 * Z @ T.T)
@@ -204,9 +182,7 @@ default="gaussian"
     def learned_sq_distances(self, X):
         """ρ²(x, X_i) = (k_x − k_i)ᵀ Σ (k_x − k_i) to every training point.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) (or (n_samples, n_train) precomputed)
+        %(X_new)s
 
         Returns
         -------
@@ -218,9 +194,7 @@ default="gaussian"
     def predict(self, X):
         """Eq. 2 with the naïve kernel and the learned (Σ, h̃); ties by ``tie_break``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) (or (n_samples, n_train) precomputed)
+        %(X_new)s
 
         Returns
         -------
@@ -235,9 +209,7 @@ default="gaussian"
         points inside the learned ball (ties resolved by a half vote for the
         ``tie_break`` winner, so ``argmax`` matches :meth:`predict`).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) (or (n_samples, n_train) precomputed)
+        %(X_new)s
 
         Returns
         -------
@@ -265,29 +237,15 @@ default="gaussian"
         top ``n_components`` eigen-directions of Σ; Euclidean distances between embedded
         points are the learned distances ρ (exactly, when nothing is truncated).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) (or (n_samples, n_train) precomputed)
+        %(X_new)s
 
         Returns
         -------
         X_new : ndarray of shape (n_samples, d)
         """
-        check_is_fitted(self)
-        d = self._n_features_out
-        return self._cross_kernel(X) @ self.embedding_[:, :d]
+        return super().transform(X)[:, :self._n_features_out]
 
     @property
     def _n_features_out(self):
         r = self.embedding_.shape[1]
         return r if self.n_components is None else min(int(self.n_components), r)
-
-    def get_feature_names_out(self, input_features=None):
-        """Names ``kcrclassifier0`` … for the ``transform`` output columns."""
-        check_is_fitted(self)
-        return np.array([f"kcrclassifier{k}" for k in range(self._n_features_out)], dtype=object)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
-        return tags

@@ -11,106 +11,114 @@ Both learn A = LᵀL on a feature map z(x) (x itself, k(x), k_μ(x) = Σ μ_l k_
 (k_1(x), …, k_m(x))) and follow the metric-learn vocabulary: ``transform(X) = z(X) Lᵀ``
 (Euclidean distances there are the learned distances), ``components_`` = L,
 ``get_metric()`` (a picklable callable usable as ``KNeighborsClassifier(metric=...)``),
-``pair_distance``.
+``pair_distance`` (:mod:`cvxkml.estimators._base`).  Their side information is the
+labels, with the target neighbours picked by the paper's rule or given (``targets``).
 """
 from __future__ import annotations
 
-import numbers
-from functools import partial
-
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_int, check_positive, estimator_data, estimator_fit_data, estimator_pairs
+from .._validation import as_float_array, check_index_array
 from ..declare.lmnn import LMNNProblem
 from ..declare.mkl import W_GRID, alternate, combine_kernels
 from ..errors import InvalidInputError
-from .logdet import training_kernel
+from ..formulas.lmnn import LMNNTriplets
 from ..kernels import Kernel
 from ..mkl_kernels import KernelSet, SourceKernel, nr_kernels, paper_kernels
+from ._base import (KERNEL_CONSTRAINTS, POSITIVE, Check, ComponentsMixin, CvxkmlEstimator, Integer,
+                    KernelMap, LinearMap, Options, Real, fill_doc, training_kernel)
 
 __all__ = ["LMNN", "LMNNMKL"]
 
-_KERNEL_PARAMS = {
-    "linear": set(), "precomputed": set(),
-    "gaussian": {"sigma", "gamma"}, "rbf": {"sigma", "gamma"},
-    "polynomial": {"degree", "coef0", "scale"}, "poly": {"degree", "coef0", "scale"},
-}
+#: the parameters of the LMNN objective and of its solver
+_LMNN_CONSTRAINTS = {"k": Integer(1), "gamma": Real(0.0, 1.0, low_open=True, what="a number in (0, 1]"),
+                     "tol": POSITIVE, "max_iter": Integer(1, 10**15, whole_floats=True),
+                     "small_classes": Options("raise", "shrink")}
 
 
-def _map_distance(u, v, est):
-    """Learned distance between two feature vectors through ``est.transform``."""
-    Z = est.transform(np.vstack([np.asarray(u, dtype=float).ravel(), np.asarray(v, dtype=float).ravel()]))
-    d = Z[0] - Z[1]
-    return float(np.sqrt(d @ d))
+def _check_kernels(spec, name) -> KernelSet:
+    """The kernel set of LMNNMKL (a fresh one: fit stores its normalization)."""
+    if isinstance(spec, str):
+        if spec == "paper":
+            return paper_kernels()
+        if spec == "nr":
+            return nr_kernels()
+        raise InvalidInputError(f"{name} must be 'paper', 'nr', a KernelSet or a list; got {spec!r}.")
+    if isinstance(spec, KernelSet):
+        return KernelSet(spec.kernels, spec.normalize)
+    if isinstance(spec, (Kernel, SourceKernel)):
+        spec = [spec]
+    return KernelSet(spec)
 
 
-def _pos_int(value, name, minimum=1):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise InvalidInputError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-    return int(value)
+def _check_w_grid(value, name):
+    grid = None if isinstance(value, (str, bytes)) else as_float_array(value, name, finite=False)
+    if grid is None or grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
+        raise InvalidInputError(f"{name} must be a non-empty sequence of positive numbers; got {value!r}.")
+    return tuple(value)
 
 
+def _given(triplets) -> dict:
+    """The LMNNProblem option for given targets (none: the problem picks the neighbours)."""
+    return {} if triplets is None else {"triplets": triplets}
 
 
-class _LMNNBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """Shared pieces: data checks, the pair API, tags."""
+class _KernelsMap:
+    """x ↦ L z(x) with z(x) = Σ_l μ_l k_l(x), or (k_1(x), …, k_m(x)) when μ is None."""
 
-    def _validate_fit(self, X, y):
-        X, y = estimator_fit_data(self, X, y)
-        if np.unique(y).size < 2:
-            raise InvalidInputError(
-                f"{type(self).__name__} needs labels from at least 2 classes (impostors are "
-                "points of another class); y has 1 class.")
-        _pos_int(self.k, "k")
-        gamma = self.gamma
-        if not isinstance(gamma, numbers.Real) or isinstance(gamma, bool) or not (0 < gamma <= 1):
-            raise InvalidInputError(f"gamma must lie in (0, 1]; got {gamma!r}.")
-        return X, y
+    def __init__(self, kernel_set, X_fit, weights, L):
+        self.kernel_set, self.X_fit, self.weights, self.L = kernel_set, X_fit, weights, L
 
-    def _lmnn_options(self):
-        return {"tol": check_positive(self.tol, "tol"), "max_iter": check_int(self.max_iter, "max_iter", maximum=10**15)}
+    def __call__(self, X):
+        cross = self.kernel_set.cross_matrices(X, self.X_fit)
+        Z = np.hstack(cross) if self.weights is None else combine_kernels(cross, self.weights)
+        return Z @ self.L.T
 
-    def pair_distance(self, pairs):
-        """Learned (non-squared) distances of pairs of points.
+
+class _TargetNeighborsMixin:
+    """LMNN's side information: labels, with given or nearest-neighbour targets."""
+
+    _classes_reason = " (impostors are points of another class)"
+
+    @fill_doc
+    def fit(self, X, y, *, targets=None):
+        """Learn the metric from labelled data.
 
         Parameters
         ----------
-        pairs : array-like of shape (n_pairs, 2, n_features)
+        X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) for \
+``kernel="precomputed"``
+        y : array-like of shape (n_samples,)
+            Class labels (at least 2 classes; with the default targets each class needs
+            k + 1 members, see ``small_classes``).
+        targets : array-like of shape (m, 2) or None, default=None
+            Target neighbour pairs (i, j), indices into X with y_i = y_j and i ≠ j (e.g.
+            ``targets_`` of a fitted estimator).  None: the k nearest same-class points.
 
-        Returns
-        -------
-        distances : ndarray of shape (n_pairs,)
+        %(fitted_self)s
+
+        Raises
+        ------
+        InvalidInputError
+            A parameter out of its range, X or y malformed, fewer than 2 classes, a class
+            too small for k, or a target pair out of range or across classes.
         """
-        check_is_fitted(self)
-        pairs = estimator_pairs(self, pairs)
-        D = self.transform(pairs[:, 0]) - self.transform(pairs[:, 1])
-        return np.sqrt(np.einsum("ij,ij->i", D, D))
-
-    def get_metric(self):
-        """A callable ``f(u, v) -> float``, the learned distance between two feature
-        vectors (a snapshot of this fitted estimator; picklable).  Usable as
-        ``KNeighborsClassifier(metric=est.get_metric())``."""
-        check_is_fitted(self)
-        self._check_metric_available()
-        from copy import deepcopy
-        return partial(_map_distance, est=deepcopy(self))
-
-    def _check_metric_available(self):
-        """Overridden where the metric needs more than ``transform``."""
-
-    @property
-    def _n_features_out(self):
-        return self.components_.shape[0]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
+        p = self._validate_params()
+        X, y = self._labelled_data(X, y)
+        triplets = None
+        if targets is not None:
+            t = check_index_array(targets, "targets", X.shape[0], ndim=2)
+            if t.shape[1] != 2 or t.shape[0] == 0:
+                raise InvalidInputError(
+                    "targets must be a non-empty index array of shape (m, 2), rows (i, j) with j a "
+                    f"target neighbour of i; got shape {t.shape}.")
+            triplets = LMNNTriplets.from_labels(y, p.k, targets=(t[:, 0], t[:, 1]))
+        prob = self._fit(X, y, triplets, p)
+        self.targets_ = np.column_stack([prob.triplets.target_i, prob.triplets.target_j])
+        return self
 
 
-class LMNN(_LMNNBase):
+class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
     """Large margin nearest neighbour metric learning, linear or on a kernel's empirical
     map (Weinberger & Saul 2009; Wang et al. 2011, eq. 18):
 
@@ -125,6 +133,13 @@ class LMNN(_LMNNBase):
     With a full-rank kernel matrix the training classes can be collapsed exactly, so the
     optimum is 0 and what is learned depends on ``max_iter`` (see
     :mod:`cvxkml.declare.lmnn`); with the linear kernel it does not.
+
+    Side information: the labels y, and the target neighbours S — by default the k
+    nearest same-class points of each point in the input (or base kernel) space, or given
+    with ``fit(X, y, targets=...)``.  Pairs of similar / dissimilar points cannot replace
+    the labels: the hinge terms range over every impostor l with y_l ≠ y_i for each
+    target pair (i, j), the set the labels define, not a list of dissimilar pairs fixed
+    in advance.  ``targets_`` holds the target pairs used.
 
     Parameters
     ----------
@@ -159,109 +174,54 @@ class LMNN(_LMNNBase):
         Training data (kernel LMNN only; for ``"precomputed"`` the training kernel).
     kernel_ : Kernel or None
         The resolved base kernel (None for linear LMNN).
-    n_features_in_ : int
-    feature_names_in_ : ndarray, when X has string column names.
+    targets_ : ndarray of shape (n_targets, 2)
+        The target pairs (i, j), j a target neighbour of i (pass them back as ``targets``).
+    %(features_in)s
+
+    References
+    ----------
+    Weinberger & Saul, "Distance metric learning for large margin nearest neighbor
+    classification", JMLR 10, 2009.
+    Wang, Do, Woznica & Kalousis, "Metric learning with multiple kernels", NIPS 2011:
+    eq. 2 (kernel LMNN on the empirical map) and eq. 18.
     """
+
+    _parameter_constraints = {**_LMNN_CONSTRAINTS, **KERNEL_CONSTRAINTS}
 
     def __init__(self, *, k=5, gamma=0.5, kernel="linear", kernel_params=None, tol=1e-5,
                  max_iter=20000, small_classes="raise"):
-        self.k = k
-        self.gamma = gamma
-        self.kernel = kernel
-        self.kernel_params = kernel_params
-        self.tol = tol
-        self.max_iter = max_iter
-        self.small_classes = small_classes
+        self._store(locals())
 
-    def _base_kernel(self, n_features):
-        if not isinstance(self.kernel, str) or self.kernel not in _KERNEL_PARAMS:
-            raise InvalidInputError(f"kernel must be one of {sorted(_KERNEL_PARAMS)}; got {self.kernel!r}.")
-        params = {} if self.kernel_params is None else self.kernel_params
-        if not isinstance(params, dict):
-            raise InvalidInputError(f"kernel_params must be a dict or None; got {params!r}.")
-        unknown = set(params) - _KERNEL_PARAMS[self.kernel]
-        if unknown:
-            raise InvalidInputError(f"Unknown kernel_params {sorted(unknown)} for kernel={self.kernel!r}; "
-                                    f"allowed: {sorted(_KERNEL_PARAMS[self.kernel]) or 'none'}.")
-        params = dict(params)
-        if self.kernel in ("gaussian", "rbf") and not params:
-            params["gamma"] = 1.0 / n_features
-        return Kernel(self.kernel, params)
-
-    def fit(self, X, y):
-        """Learn the metric from labelled data.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) for
-            ``kernel="precomputed"``
-        y : array-like of shape (n_samples,)
-            Class labels (at least 2 classes, each with at least k + 1 members).
-
-        Returns
-        -------
-        self : LMNN
-        """
-        X, y = self._validate_fit(X, y)
-        opts = self._lmnn_options()
-        kern = self._base_kernel(X.shape[1])
-        if self.kernel == "linear":
-            prob = LMNNProblem.linear(X, y, self.k, self.gamma, small_classes=self.small_classes)
-            self.kernel_ = None
-            self.X_fit_ = None
+    def _fit(self, X, y, triplets, p):
+        kern = self._base_kernel(X.shape[1], p)
+        kw = {"small_classes": p.small_classes, **_given(triplets)}
+        if p.kernel == "linear":
+            prob = LMNNProblem.linear(X, y, p.k, p.gamma, **kw)
+            self.kernel_ = self.X_fit_ = None
         else:
-            prob = LMNNProblem.kernel(training_kernel(kern, X), y, self.k, self.gamma,
-                                      small_classes=self.small_classes)
+            prob = LMNNProblem.kernel(training_kernel(kern, X), y, p.k, p.gamma, **kw)
             self.kernel_ = kern
             self.X_fit_ = X
-        sol = prob.solve(**opts)
+        sol = prob.solve(tol=p.tol, max_iter=p.max_iter)
         self.components_ = prob.factor(sol.info["X"])
-        self.solution_ = sol
-        self.n_iter_ = int(sol.n_iter)
-        return self
+        self._set_solution(sol)
+        return prob
 
-    def _map(self, X):
-        if self.kernel == "linear":
-            return X
-        return X if self.kernel_.precomputed else self.kernel_(X, self.X_fit_)
-
-    def transform(self, X):
-        """Map X to the learned space, z(X) Lᵀ.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or (n_samples, n_train) for
-            ``kernel="precomputed"`` (κ(X, X_train))
-
-        Returns
-        -------
-        X_new : ndarray of shape (n_samples, n_components)
-        """
-        check_is_fitted(self)
-        X = estimator_data(self, X)
-        return self._map(X) @ self.components_.T
-
-    def get_mahalanobis_matrix(self):
-        """A = LᵀL, the learned matrix on the map z (n_map × n_map)."""
-        check_is_fitted(self)
-        return self.components_.T @ self.components_
-
-    def _check_metric_available(self):
-        if self.kernel == "precomputed":
-            raise InvalidInputError(
-                "get_metric needs the kernel between arbitrary points, which kernel='precomputed' "
-                "does not provide; use transform with κ(X, X_train), or fit with a named kernel.")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
-        return tags
+    def _embedding(self):
+        """z(x) Lᵀ: z = x (linear) or κ(x, X_train)."""
+        if self.kernel_ is None:
+            return LinearMap(self.components_)
+        return KernelMap(self.kernel_, self.X_fit_, self.components_.T)
 
 
-class LMNNMKL(_LMNNBase):
+class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
     """LMNN with multiple kernels (Wang et al. 2011): learns kernel weights μ (simplex) and
     a metric A on the empirical map of k_μ = Σ_l μ_l k_l, or (``variant="NR"``) a full
     metric on the concatenated maps.
+
+    Side information as in :class:`LMNN`: the labels and the target neighbours (by
+    default picked by the feature-space distance of the uniform combination Σ_l K_l / m,
+    fixed for the whole run; or given with ``fit(X, y, targets=...)``).
 
     Parameters
     ----------
@@ -278,8 +238,8 @@ class LMNNMKL(_LMNNBase):
         :class:`~cvxkml.mkl_kernels.SourceKernel` (multiple sources).  Every kernel is
         normalized by its mean diagonal on the training points.  Standardize the
         features first (the paper does).
-    k : int, default=5
-    gamma : float in (0, 1], default=0.5
+    k, gamma
+        As in :class:`LMNN` (defaults 5, 0.5).
     max_outer : int, default=10
         Outer iterations of Algorithm 1.
     outer_tol : float, default=1e-4
@@ -305,107 +265,63 @@ class LMNNMKL(_LMNNBase):
     kernel_set_ : KernelSet
         The kernels with their fitted normalization.
     kernel_labels_ : list of str
+        A label per kernel.
     result_ : cvxkml.declare.mkl.MKLResult or None
         Algorithm 1's record (objective history, outer iterations), None for ``"NR"``.
     solution_ : Solution
         The last LMNN metric step.
     n_iter_ : int
         Outer iterations (``"P"``, ``"mu"``) or LMNN iterations (``"NR"``).
+    targets_ : ndarray of shape (n_targets, 2)
+        The target pairs (i, j) used.
     X_fit_ : ndarray of shape (n_train, n_features)
+        The training points.
     n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    References
+    ----------
+    Wang, Do, Woznica & Kalousis, "Metric learning with multiple kernels", NIPS 2011:
+    Algorithm 1, eq. 12–14 (NR-LMNN-MKL) and eq. 15–17 (the rank-one weight step).
     """
+
+    _parameter_constraints = {
+        "variant": Options("P", "mu", "NR", what="'P', 'mu' or 'NR'"), "kernels": Check(_check_kernels),
+        **_LMNN_CONSTRAINTS, "max_outer": Integer(1), "outer_tol": POSITIVE,
+        "w_grid": Check(_check_w_grid), "max_convex_iter": Integer(1)}
 
     def __init__(self, *, variant="P", kernels="paper", k=5, gamma=0.5, max_outer=10,
                  outer_tol=1e-4, tol=1e-5, max_iter=20000, w_grid=W_GRID, small_classes="raise",
                  max_convex_iter=50):
-        self.variant = variant
-        self.kernels = kernels
-        self.k = k
-        self.gamma = gamma
-        self.max_outer = max_outer
-        self.outer_tol = outer_tol
-        self.tol = tol
-        self.max_iter = max_iter
-        self.w_grid = w_grid
-        self.small_classes = small_classes
-        self.max_convex_iter = max_convex_iter
+        self._store(locals())
 
-    def _kernel_set(self) -> KernelSet:
-        spec = self.kernels
-        if isinstance(spec, str):
-            if spec == "paper":
-                return paper_kernels()
-            if spec == "nr":
-                return nr_kernels()
-            raise InvalidInputError(f"kernels must be 'paper', 'nr', a KernelSet or a list; got {spec!r}.")
-        if isinstance(spec, KernelSet):
-            return KernelSet(spec.kernels, spec.normalize)       # a fresh copy (fit stores scales)
-        if isinstance(spec, (Kernel, SourceKernel)):
-            spec = [spec]
-        return KernelSet(spec)
-
-    def fit(self, X, y):
-        """Learn the kernel weights and the metric from labelled data.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self : LMNNMKL
-        """
-        if self.variant not in ("P", "mu", "NR"):
-            raise InvalidInputError(f"variant must be 'P', 'mu' or 'NR'; got {self.variant!r}.")
-        X, y = self._validate_fit(X, y)
-        opts = self._lmnn_options()
-        ks = self._kernel_set()
+    def _fit(self, X, y, triplets, p):
+        ks = p.kernels
         Ks = ks.fit_matrices(X)
-        if self.variant == "NR":
-            prob = LMNNProblem.multiple_kernels(Ks, y, self.k, self.gamma, small_classes=self.small_classes)
+        opts = {"tol": p.tol, "max_iter": p.max_iter}
+        if p.variant == "NR":
+            prob = LMNNProblem.multiple_kernels(Ks, y, p.k, p.gamma, small_classes=p.small_classes,
+                                                **_given(triplets))
             sol = prob.solve(**opts)
-            self.weights_ = None
-            self.result_ = None
-            self.n_iter_ = int(sol.n_iter)
+            self.weights_ = self.result_ = None
+            n_iter = sol.n_iter
         else:
-            outer_tol = check_positive(self.outer_tol, "outer_tol")
-            res = alternate(Ks, y, variant=self.variant, k=self.k, gamma=self.gamma,
-                            max_outer=_pos_int(self.max_outer, "max_outer"), tol=outer_tol,
-                            mu_tol=10 * outer_tol, lmnn_options=opts,
-                            weight_options=({"w_grid": tuple(self.w_grid),
-                                             "max_convex_iter": _pos_int(self.max_convex_iter, "max_convex_iter")}
-                                            if self.variant == "P" else None),
-                            small_classes=self.small_classes)
+            res = alternate(Ks, y, variant=p.variant, k=p.k, gamma=p.gamma, triplets=triplets,
+                            max_outer=p.max_outer, tol=p.outer_tol, mu_tol=10 * p.outer_tol,
+                            lmnn_options=opts,
+                            weight_options=({"w_grid": p.w_grid, "max_convex_iter": p.max_convex_iter}
+                                            if p.variant == "P" else None),
+                            small_classes=p.small_classes)
             prob, sol = res.metric_problem, res.metric_solution
             self.weights_ = res.mu
             self.result_ = res
-            self.n_iter_ = int(res.n_outer)
+            n_iter = res.n_outer
         self.components_ = prob.factor(sol.info["X"], sol.info.get("complement"))
-        self.solution_ = sol
         self.kernel_set_ = ks
         self.kernel_labels_ = ks.labels()
         self.X_fit_ = X
-        return self
+        self._set_solution(sol, n_iter)
+        return prob
 
-    def _map(self, X):
-        cross = self.kernel_set_.cross_matrices(X, self.X_fit_)
-        if self.variant == "NR":
-            return np.hstack(cross)
-        return combine_kernels(cross, self.weights_)
-
-    def transform(self, X):
-        """Map X to the learned space, z(X) Lᵀ with z = k_μ(x) (or the concatenated maps
-        for ``"NR"``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        X_new : ndarray of shape (n_samples, n_components)
-        """
-        check_is_fitted(self)
-        X = estimator_data(self, X)
-        return self._map(X) @ self.components_.T
+    def _embedding(self):
+        return _KernelsMap(self.kernel_set_, self.X_fit_, self.weights_, self.components_)

@@ -1,9 +1,9 @@
 """scikit-learn transformer for Trace-SSIKDR, trace-norm inductive semi-supervised kernel
 dimensionality reduction (Jain et al. 2012, §5.4, eq. 26–28, Algorithm 2, Lemma 10).
 
-:class:`TraceSSIKDR` builds hard pair constraints from class labels
+:class:`TraceSSIKDR` takes hard pair constraints — drawn from class labels
 (:meth:`cvxkml.sideinfo.PairConstraints.from_labels`, bounds from percentiles of the
-base-kernel distances), solves
+base-kernel distances) or given — solves
 
     min_{K̃ ⪰ 0} τ tr K̃ + ‖K̃‖²_F   s.t.  d_K(i, j) <= u (similar),  >= l (dissimilar),
     K = K0^½ K̃ K0^½                                                          (26)
@@ -17,26 +17,25 @@ where k = rank K̃ is decided by the data and τ (see :attr:`TraceSSIKDR.rank_`)
 """
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from .._config import blas_limit
-from .._validation import check_positive, estimator_data
 from ..declare.trace import TraceSSIKDR as _TraceProblem
-from ..errors import InvalidInputError
-from .logdet import KernelITML, _LogDetLearner, training_kernel
-from ..sideinfo import baseline_kernel
+from ._base import (BREGMAN_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, CvxkmlEstimator, Integer,
+                    KernelMap, PairLearnerMixin)
 
 __all__ = ["TraceSSIKDR"]
 
 
-class TraceSSIKDR(_LogDetLearner):
+class TraceSSIKDR(PairLearnerMixin, CvxkmlEstimator):
     """Trace-norm inductive semi-supervised kernel dimensionality reduction (Jain et al.
     2012, §5.4): a low-rank linear transformation of the base kernel's feature space,
-    learned from pair constraints derived from class labels, applied to new points.
+    learned from pair constraints, applied to new points.  Side information as in
+    :class:`cvxkml.estimators.ITML`: class labels (pairs drawn by ``scheme``, bounds u and l
+    from ``percentiles``) or user-given ``pairs`` (a PairConstraints used as given, or an
+    (m, 2) / (m, 3) index array with percentile bounds); ``pairs_`` holds the pairs used.
 
     The learned kernel on the training points is K = K0^½ K̃ K0^½ with K̃ the solution
     of eq. 26 (hard constraints: there is no slack).  ``transform`` maps x to
@@ -56,32 +55,16 @@ class TraceSSIKDR(_LogDetLearner):
 
     Parameters
     ----------
-    kernel : {"gaussian", "rbf", "linear", "polynomial", "poly", "precomputed"}, \
-default="gaussian"
-        The base kernel κ0.  With ``"precomputed"``, ``fit`` takes the square training
-        kernel matrix κ0(X_train, X_train) and ``transform`` takes κ0(X_new, X_train) of
-        shape (n_new, n_train).
-    kernel_params : dict or None, default=None
-        ``sigma`` or ``gamma`` for the Gaussian kernel exp(−gamma‖x − y‖²)
-        (gamma = 1 / (2 sigma²)); ``degree``, ``coef0``, ``scale`` for the polynomial
-        kernel.  None: defaults; for the Gaussian kernel gamma = 1 / n_features (as
-        scikit-learn's ``gamma="auto"``; standardise the features first, or give gamma).
+    %(kernel_parameters)s
     tau : float, default=1.0
         The trace-norm weight τ > 0 of eq. 26 (larger = lower rank).
     n_components : int or None, default=None
         Number of output coordinates: None keeps all k = :attr:`rank_`; an integer keeps
         the leading ``min(n_components, rank_)`` (a UserWarning says so when the learned
         rank is smaller than asked).
-    scheme : {"jain", "itml"}, default="jain"
-        How pairs are drawn from the labels (as in :class:`cvxkml.estimators.ITML`):
-        ``"jain"``: per class ``n_similar`` within-class and ``n_dissimilar``
-        between-class pairs (Jain et al. §6); ``"itml"``: ``n_constraints`` random pairs.
-    n_similar : int, default=100
-        Similar pairs per class (``scheme="jain"``).
-    n_dissimilar : int, default=100
-        Dissimilar pairs per class (``scheme="jain"``).
-    n_constraints : int or None, default=None
-        Number of random pairs for ``scheme="itml"`` (None: 40·c·(c−1)).
+    scheme, n_similar, n_dissimilar, n_constraints
+        How pairs are drawn from the labels, as in :class:`cvxkml.estimators.ITML`
+        (defaults "jain", 100, 100, None).
     percentiles : tuple of two floats, default=(5.0, 95.0)
         Percentiles (lower, upper) of the squared base-kernel distances over all pairs of
         training points giving the bounds u (similar) and l (dissimilar).  Jain et al.
@@ -103,12 +86,7 @@ default=None
 
     Attributes
     ----------
-    X_fit_ : ndarray of shape (n_train, n_features)
-        The training points (with ``"precomputed"``: the training kernel matrix).
-    kernel_ : cvxkml.kernels.Kernel
-        The base kernel with its resolved parameters.
-    constraints_ : cvxkml.sideinfo.PairConstraints
-        The pair constraints learned from.
+    %(kernel_fitted)s
     rank_ : int
         k, the rank of the learned transformation (number of eigenvalues of K̃ above
         1e-9 of the largest).
@@ -128,10 +106,14 @@ default=None
         The solver's result (``matrix`` is the learned n_train × n_train kernel K).
     n_iter_ : int
         Number of Uzawa iterations.
-    n_features_in_ : int
-        Number of features seen in ``fit`` (n_train for ``"precomputed"``).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Feature names, when X has string column names.
+    %(pairs_fitted)s
+    constraints_ : cvxkml.sideinfo.PairConstraints
+        The same object as ``pairs_`` (its earlier name).
+    %(features_in)s
+
+    References
+    ----------
+    %(jain2012)s: §5.4, eq. 26–28, Algorithm 2, Lemma 10.
 
     Examples
     --------
@@ -144,115 +126,40 @@ default=None
     (10, 2)
     """
 
+    _parameter_constraints = {**KERNEL_CONSTRAINTS, "tau": POSITIVE,
+                              "n_components": Integer(1, none=True), **BREGMAN_CONSTRAINTS}
+
     def __init__(self, *, kernel="gaussian", kernel_params=None, tau=1.0, n_components=None,
                  scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None,
                  percentiles=(5.0, 95.0), tol=1e-6, max_sweeps=20000, random_state=None):
-        self.kernel = kernel
-        self.kernel_params = kernel_params
-        self.tau = tau
-        self.n_components = n_components
-        self.scheme = scheme
-        self.n_similar = n_similar
-        self.n_dissimilar = n_dissimilar
-        self.n_constraints = n_constraints
-        self.percentiles = percentiles
-        self.tol = tol
-        self.max_sweeps = max_sweeps
-        self.random_state = random_state
+        self._store(locals())
 
-    # the shared checks read ``gamma`` (LogDet slack); Trace-SSIKDR has hard constraints only
-    gamma = None
-
-    @property
-    def _precomputed(self):
-        return self.kernel == "precomputed"
-
-    # KernelITML's kernel resolution reads only ``kernel`` and ``kernel_params``.
-    _base_kernel = KernelITML._base_kernel
-
-    def _check_trace_params(self):
-        tau = check_positive(self.tau, "tau")
-        nc = self.n_components
-        if nc is not None and (not isinstance(nc, numbers.Integral) or isinstance(nc, bool) or nc < 1):
-            raise InvalidInputError(f"n_components must be None or a positive integer; got {nc!r}.")
-        return tau, (None if nc is None else int(nc))
-
-    def fit(self, X, y):
-        """Learn the low-rank transformation from labelled training points.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) \
-for ``kernel="precomputed"``
-            Training data, or the training kernel matrix κ0(X_train, X_train).
-        y : array-like of shape (n_samples,)
-            Class labels (at least 2 classes).
-
-        Returns
-        -------
-        self : TraceSSIKDR
-        """
-        _, percentiles, tol, max_sweeps = self._check_params()
-        tau, nc = self._check_trace_params()
-        X, y = self._validate_fit_data(X, y)
-        kern = self._base_kernel(X.shape[1])
-        K0 = training_kernel(kern, X)
-        pc = self._constraints(y, baseline_kernel(K0), percentiles)
+    def _fit(self, X, y, pairs, p):
+        kern, K0, _, pc = self._kernel_pairs(X, y, pairs, p)
         # the library's thread policy (blas_threads, default 1): the solver does thousands
         # of small (n × n) products and eigendecompositions, where threads only add
-        # synchronisation cost (measured on a busy 2-core machine, n = 150: 2.3 s with one
-        # thread, 166 s with two)
+        # synchronisation cost
         with blas_limit():
-            problem = _TraceProblem(K0, pc, tau=tau)
-            sol = problem.solve(tol=tol, max_iter=max_sweeps)
+            problem = _TraceProblem(K0, pc, tau=p.tau)
+            sol = problem.solve(tol=p.tol, max_iter=p.max_sweeps)
             P, s = problem.embedding_basis(sol)
         k = int(s.size)
+        nc = p.n_components
         if nc is not None and nc > k:
             warnings.warn(
                 f"n_components={nc} but the learned transformation has rank {k}: transform "
-                f"returns {k} coordinates (lower tau for a higher rank).", UserWarning, stacklevel=2)
+                f"returns {k} coordinates (lower tau for a higher rank).", UserWarning, stacklevel=3)
         keep = k if nc is None else min(nc, k)
         self.X_fit_ = X
         self.kernel_ = kern
-        self.constraints_ = pc
+        self.pairs_ = self.constraints_ = pc
         self.rank_ = k
         self.n_components_ = keep
         self.eigenvalues_ = s
         self.projection_ = np.ascontiguousarray(P[:, :keep])
         self.embedding_ = K0 @ self.projection_
-        self._store_solution(sol)
-        return self
+        self._set_solution(sol)
 
-    def transform(self, X):
-        """k-dimensional coordinates x ↦ diag(√s) Uᵀ Λ^-½ Vᵀ κ0(X_train, x) of the learned
-        transformation (leading ``n_components_`` of them).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or (n_samples, n_train) for \
-``kernel="precomputed"`` (κ0(X, X_train))
-
-        Returns
-        -------
-        X_new : ndarray of shape (n_samples, n_components_)
-        """
-        check_is_fitted(self)
-        X = estimator_data(self, X)
-        K_cross = X if self._precomputed else self.kernel_(X, self.X_fit_)
-        return K_cross @ self.projection_
-
-    def _check_not_precomputed(self, what):
-        KernelITML._check_not_precomputed(self, what)
-
-    def _pair_sq_distances(self, A, B):
-        D = self.transform(A) - self.transform(B)
-        return np.einsum("ij,ij->i", D, D)
-
-    @property
-    def _n_features_out(self):
-        return self.n_components_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
-        return tags
+    def _embedding(self):
+        """x ↦ diag(√s) Uᵀ Λ^-½ Vᵀ κ0(X_train, x), the leading ``n_components_`` coordinates."""
+        return KernelMap(self.kernel_, self.X_fit_, self.projection_)

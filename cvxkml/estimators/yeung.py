@@ -11,31 +11,25 @@ coordinates are the learned distances of eq. 16.
 from __future__ import annotations
 
 import numbers
-from functools import partial
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
 
-from .._validation import (as_generator, check_positive, estimator_data, estimator_fit_data,
-                          estimator_labels, estimator_pairs)
+from .._validation import as_generator
 from ..declare.yeung import SpectralReweighting, similarity_pairs
 from ..errors import InvalidInputError
-from ..kernels import Kernel
+from ..formulas.yeung import check_epsilon
 from ..sideinfo import MAX_SAMPLED_PAIRS
 from ..solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
-from ..formulas.yeung import check_epsilon
+from ._base import (KERNEL_CONSTRAINTS, KERNEL_PARAMS, PAIR_CONSTRAINTS, POSITIVE, Check,
+                    CvxkmlEstimator, Integer, LearnedKernelMixin, Options, PairLearnerMixin,
+                    given_pairs)
 
 __all__ = ["SemiSupervisedKernelMetric", "random_similar_pairs"]
 
 #: the largest ``n_iter`` accepted (each iteration is an eigendecomposition of the landmarks'
-#: kernel; the paper uses 3 and the learned space settles within a few)
+#: kernel; the paper uses 3 and the learned space settles within a few; fuzz seed 9604 set
+#: n_iter = 10**20, and the fit ran until its history filled the memory)
 MAX_EXTENSION_ITER = 1000
-
-_KERNEL_PARAMS = {
-    "linear": set(), "gaussian": {"sigma", "gamma"}, "rbf": {"sigma", "gamma"},
-    "polynomial": {"degree", "coef0", "scale"}, "poly": {"degree", "coef0", "scale"},
-}
 
 
 def random_similar_pairs(labels, n_pairs: int = 50, random_state=None) -> tuple[np.ndarray, np.ndarray]:
@@ -93,14 +87,7 @@ def random_similar_pairs(labels, n_pairs: int = 50, random_state=None) -> tuple[
     return arr // n, arr % n
 
 
-def _embedding_distance(u, v, model):
-    """Learned distance between two feature vectors (SemiSupervisedKernelMetric.get_metric)."""
-    Z = model.embed(np.vstack([np.asarray(u, dtype=float).ravel(), np.asarray(v, dtype=float).ravel()]))
-    d = Z[0] - Z[1]
-    return float(np.sqrt(d @ d))
-
-
-class SemiSupervisedKernelMetric(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class SemiSupervisedKernelMetric(LearnedKernelMixin, PairLearnerMixin, CvxkmlEstimator):
     """Scalable kernel-based semi-supervised metric learning (Yeung, Chang & Dai, IJCAI 2007).
 
     From similarity pairs S only, learn the kernel K̃_β = W V_α D_β V_αᵀ Wᵀ:
@@ -117,6 +104,15 @@ class SemiSupervisedKernelMetric(ClassNamePrefixFeaturesOutMixin, TransformerMix
 
     With ``n_landmarks=None`` (or at least the number of training points) every point is
     a landmark and this is the full method of §2 (K_β = Σ β_r² v_r v_rᵀ).
+
+    Side information: similarity pairs S — drawn from class labels (``fit(X, y)``:
+    ``n_similar`` pairs uniformly among the same-label pairs) or given
+    (``fit(X, pairs=...)``: an (|S|, 2) index array, or rows (i, j, ±1) / a
+    :class:`~cvxkml.sideinfo.PairConstraints` of which only the similar pairs are used,
+    with a warning: the method has no dissimilarity term).  ``pairs_`` holds S.  The
+    random landmarks are drawn from ``random_state`` after the pairs, so a refit on
+    ``pairs_`` reproduces a fit on labels exactly when no landmark is random
+    (``n_landmarks=None`` or at least the number of points).
 
     Parameters
     ----------
@@ -170,9 +166,13 @@ default=None
         Training points whose G_i needed ε, per iteration.
     n_iter_ : int
         Iterations run.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Feature names, when X has string column names.
+    %(features_in)s
+
+    References
+    ----------
+    Yeung, Chang & Dai, "A scalable kernel-based semi-supervised metric learning algorithm
+    with out-of-sample generalization ability", IJCAI 2007: eq. 1–7 (β), eq. 8–12 (the
+    embedding weights), §3.3 (iterations), eq. 13–16 (coordinates and distances).
 
     Examples
     --------
@@ -181,107 +181,50 @@ default=None
     >>> rng = np.random.default_rng(0)
     >>> X = np.vstack([rng.normal(c, 0.3, (50, 2)) for c in ([1, 1], [-1, -1], [1, -1], [-1, 1])])
     >>> y = np.repeat([0, 0, 1, 1], 50)
-    >>> est = SemiSupervisedKernelMetric(kernel_params={"sigma": 1.0}, n_landmarks=60,
+    >>> est = SemiSupervisedKernelMetric(kernel_params={"sigma": 1.0}, n_landmarks=100,
     ...                                  random_state=0).fit(X, y)
     >>> est.transform(X[:3]).shape[0]
     3
     """
 
+    _parameter_constraints = {
+        "kernel": Options(*sorted(set(KERNEL_PARAMS) - {"precomputed"}),
+                          hint=" (A precomputed kernel is not supported: the landmark weights need "
+                               "k(x, x).)"),
+        "kernel_params": KERNEL_CONSTRAINTS["kernel_params"], "n_landmarks": Integer(1, none=True),
+        "n_neighbors": Integer(1), "n_iter": Integer(1, MAX_EXTENSION_ITER),
+        "epsilon": Check(lambda value, name: check_epsilon(value)),
+        "n_similar": Integer(1, MAX_SAMPLED_PAIRS), "rank_rtol": POSITIVE,
+        "random_state": PAIR_CONSTRAINTS["random_state"]}
+    _min_classes = 1            # S needs a repeated label, not two classes
+
     def __init__(self, *, kernel="gaussian", kernel_params=None, n_landmarks=100, n_neighbors=10,
                  n_iter=3, epsilon=DEFAULT_EPSILON, n_similar=50, rank_rtol=1e-10,
                  random_state=None):
-        self.kernel = kernel
-        self.kernel_params = kernel_params
-        self.n_landmarks = n_landmarks
-        self.n_neighbors = n_neighbors
-        self.n_iter = n_iter
-        self.epsilon = epsilon
-        self.n_similar = n_similar
-        self.rank_rtol = rank_rtol
-        self.random_state = random_state
+        self._store(locals())
 
-    # ------------------------------------------------------------------ checks
-    def _check_params(self):
-        def pos_int(name, allow_none=False, maximum=None):
-            v = getattr(self, name)
-            if v is None and allow_none:
-                return None
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise InvalidInputError(f"{name} must be a positive integer; got {v!r}.")
-            if maximum is not None and v > maximum:
-                raise InvalidInputError(f"{name} must be at most {maximum}; got {v!r}.")
-            return int(v)
-        m = pos_int("n_landmarks", allow_none=True)
-        K = pos_int("n_neighbors")
-        if m is not None and K > m:
+    def _check_param_relations(self, p):
+        super()._check_param_relations(p)
+        if p.n_landmarks is not None and p.n_neighbors > p.n_landmarks:
             raise InvalidInputError(
-                f"n_neighbors = {K} exceeds n_landmarks = {m}: a point is reconstructed from its "
-                "K nearest landmarks, so use n_neighbors <= n_landmarks.")
-        # n_iter: each iteration is an eigendecomposition (the paper uses 3); fuzz seed 9604
-        # set n_iter = 10**20, and the fit ran until its history filled the memory
-        return (m, K, pos_int("n_iter", maximum=MAX_EXTENSION_ITER), check_epsilon(self.epsilon),
-                pos_int("n_similar", maximum=MAX_SAMPLED_PAIRS), check_positive(self.rank_rtol, "rank_rtol"))
+                f"n_neighbors = {p.n_neighbors} exceeds n_landmarks = {p.n_landmarks}: a point is "
+                "reconstructed from its K nearest landmarks, so use n_neighbors <= n_landmarks.")
 
-    def _base_kernel(self, n_features) -> Kernel:
-        if not isinstance(self.kernel, str) or self.kernel not in _KERNEL_PARAMS:
-            raise InvalidInputError(
-                f"kernel must be one of {sorted(_KERNEL_PARAMS)}; got {self.kernel!r}. (A "
-                "precomputed kernel is not supported: the landmark weights need k(x, x).)")
-        params = {} if self.kernel_params is None else self.kernel_params
-        if not isinstance(params, dict):
-            raise InvalidInputError(f"kernel_params must be a dict or None; got {params!r}.")
-        unknown = set(params) - _KERNEL_PARAMS[self.kernel]
-        if unknown:
-            raise InvalidInputError(
-                f"Unknown kernel_params {sorted(unknown)} for kernel={self.kernel!r}; allowed: "
-                f"{sorted(_KERNEL_PARAMS[self.kernel]) or 'none'}.")
-        params = dict(params)
-        if self.kernel in ("gaussian", "rbf") and not params:
-            params["gamma"] = 1.0 / n_features
-        return Kernel(self.kernel, params)
-
-    # ------------------------------------------------------------------ fit
-    def fit(self, X, y=None, *, pairs=None):
-        """Learn the kernel metric from labels (a random S of ``n_similar`` same-label pairs)
-        or from given similarity pairs.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training points; all of them are embedded (with ``pairs``, most of them are
-            typically unlabelled).
-        y : array-like of shape (n_samples,) or None
-            Class labels of every point; S is drawn from them.  Give ``y`` or ``pairs``,
-            not both (for partially labelled data, build the pairs and pass ``pairs``).
-        pairs : PairConstraints or array-like of shape (|S|, 2) or None
-            Similarity pairs (indices into X).  Dissimilar pairs of a PairConstraints are
-            ignored with a warning (the method uses similarities only).
-
-        Returns
-        -------
-        self : SemiSupervisedKernelMetric
-        """
-        m, K, n_iter, eps, n_similar, rtol = self._check_params()
-        X = estimator_fit_data(self, X)
-        rng = as_generator(self.random_state)
+    def _fit(self, X, y, pairs, p):
+        rng = as_generator(p.random_state)
+        n = X.shape[0]
         if pairs is None:
-            if y is None:
-                raise InvalidInputError(
-                    f"{type(self).__name__} requires y to be passed, but the target y is None; "
-                    "give class labels y, or similarity pairs with fit(X, pairs=...).")
-            y = estimator_labels(y, X.shape[0])
-            i, j = random_similar_pairs(y, n_similar, rng)
+            i, j = random_similar_pairs(y, p.n_similar, rng)
         else:
-            if y is not None:
-                raise InvalidInputError("Give either labels y or similarity pairs, not both.")
-            i, j = similarity_pairs(pairs, X.shape[0])
-        kern = self._base_kernel(X.shape[1])
-        model = fit_landmark_kernel(X, kern, i, j, n_landmarks=m, n_neighbors=K, n_iter=n_iter,
-                                    epsilon=eps, rank_rtol=rtol, random_state=rng)
-        pos = np.full(X.shape[0], -1, dtype=np.int64)
+            i, j = similarity_pairs(given_pairs(pairs, n, np.ones_like), n)
+        kern = self._base_kernel(X.shape[1], p)
+        model = fit_landmark_kernel(X, kern, i, j, n_landmarks=p.n_landmarks, n_neighbors=p.n_neighbors,
+                                    n_iter=p.n_iter, epsilon=p.epsilon, rank_rtol=p.rank_rtol,
+                                    random_state=rng)
+        pos = np.full(n, -1, dtype=np.int64)
         pos[model.landmarks] = np.arange(model.landmarks.size)
         self.solution_ = SpectralReweighting(model.alpha, model.mu, np.column_stack([pos[i], pos[j]]),
-                                             eps).solve()
+                                             p.epsilon).solve()
         self.kernel_ = kern
         self.model_ = model
         self.pairs_ = np.column_stack([i, j])
@@ -292,53 +235,8 @@ default=None
         self.embedding_weights_ = model.W
         self.embedding_ = model.coordinates(model.W)
         self.n_regularized_ = list(model.n_regularized)
-        self.n_iter_ = n_iter
-        return self
+        self.n_iter_ = p.n_iter
 
-    # ------------------------------------------------------------------ use
-    def transform(self, X):
-        """Learned KPCA coordinates ỹ_β = D_β^½ V_αᵀ w of X (eq. 14 with D_β): w are the
-        points' embedding weights over their nearest landmarks, computed as for the
-        training points of the last iteration.  Squared Euclidean distances between rows
-        are the learned distances of eq. 16.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        X_new : ndarray of shape (n_samples, q)
-        """
-        check_is_fitted(self)
-        X = estimator_data(self, X)
-        return self.model_.embed(X)
-
-    def learned_kernel(self, X, Y=None):
-        """The learned kernel ỹ_β(X) ỹ_β(Y)ᵀ between arbitrary points (Y = X when None)."""
-        A = self.transform(X)
-        B = A if Y is None else self.transform(Y)
-        return A @ B.T
-
-    def pair_distance(self, pairs):
-        """Learned (non-squared) distances of pairs of points, shape (n_pairs, 2, n_features)."""
-        check_is_fitted(self)
-        pairs = estimator_pairs(self, pairs)
-        D = self.model_.embed(pairs[:, 0]) - self.model_.embed(pairs[:, 1])
-        return np.sqrt(np.einsum("ij,ij->i", D, D))
-
-    def get_metric(self):
-        """A callable ``f(u, v) -> float``, the learned distance ‖ỹ_β(u) − ỹ_β(v)‖ between
-        two feature vectors (eq. 16; a snapshot of the fitted model, picklable).  Usable as
-        ``KNeighborsClassifier(metric=est.get_metric())``."""
-        check_is_fitted(self)
-        return partial(_embedding_distance, model=self.model_)
-
-    @property
-    def _n_features_out(self):
-        return self.beta_.size
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
+    def _embedding(self):
+        """ỹ_β = D_β^½ V_αᵀ w of a point, w its weights over its nearest landmarks."""
+        return self.model_.embed

@@ -1,26 +1,14 @@
 """KCRClassifier (cvxkml.estimators.kcr): scikit-learn conventions, the rule of eq. 2
 with its tie rule, the embedding, and bad input."""
 import pickle
-import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from cvxkml.errors import ConvergenceWarning, CvxkmlError, InvalidInputError
+from cvxkml.errors import CvxkmlError, InvalidInputError
 from cvxkml.estimators.kcr import KCRClassifier
 from cvxkml.kernels import gaussian_kernel
-
-FAST = dict(tol=5e-2, max_iter=60)
-
-
-@parametrize_with_checks([KCRClassifier(**FAST)])
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
-
 
 def _blobs(seed=0, per_class=8, n_classes=3, spread=0.3, sep=4.0):
     rng = np.random.default_rng(seed)

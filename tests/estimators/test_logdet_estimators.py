@@ -1,56 +1,19 @@
-"""scikit-learn estimators ITML and KernelITML (cvxkml.estimators.logdet)."""
+"""scikit-learn estimators ITML and KernelITML (cvxkml.estimators.logdet); their scikit-learn
+compatibility is checked with every estimator in test_sklearn_compat.py."""
 import pickle
 
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.datasets import load_wine
-from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from cvxkml.errors import ConvergenceWarning, CvxkmlError, NotPSDError
+from cvxkml.errors import ConvergenceWarning, CvxkmlError
 from cvxkml.estimators.logdet import ITML, KernelITML
 
 SMALL = dict(n_similar=20, n_dissimilar=20)
 
 
-# --------------------------------------------------------------------------- sklearn checks
-def _expected_failed_checks(est):
-    if isinstance(est, KernelITML) and est.kernel == "precomputed":
-        return {
-            # The check centres X by subtracting its mean; for a pairwise estimator X is
-            # the kernel X @ X.T, and K - c is not PSD: LogDet needs a PSD K0 (NotPSDError).
-            "check_positive_only_tag_during_fit":
-                "a precomputed kernel minus a constant is not PSD; K0 must be PSD",
-            # The check fits X32 @ X32.T as float32 (cast to float64 by validate_data before
-            # the PSD check, so the automatic float32 psd_tol never sees it), as float64
-            # (lambda_min = -1.4e-8 lambda_max, beyond float64's 1e-9) and truncated to int
-            # (lambda_min = -2 of 216: not PSD). psd_tol=2e-2 passes it (tests/test_config.py).
-            "check_estimators_dtypes":
-                "the int-truncated precomputed kernel is not PSD (-0.9 %); the float32 one is cast "
-                "to float64 before the PSD check",
-        }
-    return {}
-
-
-@parametrize_with_checks(
-    [ITML(**SMALL), KernelITML(**SMALL), KernelITML(kernel="precomputed", **SMALL)],
-    expected_failed_checks=_expected_failed_checks, xfail_strict=True)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
-
-
 # --------------------------------------------------------------------------- Wine
-@pytest.fixture(scope="module")
-def wine():
-    X, y = load_wine(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.4, stratify=y, random_state=0)
-    sc = StandardScaler().fit(Xtr)
-    return sc.transform(Xtr), sc.transform(Xte), ytr, yte
-
-
 @pytest.fixture(scope="module")
 def fitted(wine):
     Xtr, _, ytr, _ = wine
@@ -193,22 +156,6 @@ def test_fit_input_errors(make):
         make().fit(K[:1], Y8[:1])
 
 
-def test_precomputed_errors():
-    with pytest.raises(CvxkmlError, match="square training kernel matrix"):
-        KernelITML(kernel="precomputed").fit(X8, Y8)
-    with pytest.raises(NotPSDError, match="positive semidefinite"):
-        KernelITML(kernel="precomputed").fit(X8 @ X8.T - 5.0, Y8)
-    est = KernelITML(kernel="precomputed", **SMALL).fit(X8 @ X8.T, Y8)
-    assert est.__sklearn_tags__().input_tags.pairwise
-    assert not KernelITML().__sklearn_tags__().input_tags.pairwise
-    for call in (lambda: est.learned_kernel(X8), est.get_metric,
-                 lambda: est.pair_distance(np.zeros((2, 2, 8)))):
-        with pytest.raises(CvxkmlError, match="precomputed"):
-            call()
-    with pytest.raises(ValueError, match="X has 3 features, but KernelITML is expecting 8"):
-        est.transform(X8)
-
-
 @pytest.mark.parametrize("est, match", [
     (ITML(scheme="foo"), "scheme must be 'jain' or 'itml'"),
     (ITML(gamma=-1.0), "gamma must be a finite positive number"),
@@ -238,14 +185,3 @@ def test_random_state_kinds_and_determinism():
     c = ITML(random_state=np.random.default_rng(3), **SMALL).fit(X8, Y8)
     np.testing.assert_array_equal(a.components_, b.components_)
     assert c.components_.shape == (3, 3)
-
-
-# --------------------------------------------------------------------------- LowRankKernelITML
-from cvxkml.estimators.logdet import LowRankKernelITML  # noqa: E402
-
-
-@parametrize_with_checks(
-    [LowRankKernelITML(**SMALL), LowRankKernelITML(kernel="linear", method="icholesky", **SMALL)],
-    xfail_strict=True)
-def test_sklearn_compatible_lowrank(estimator, check):
-    check(estimator)

@@ -1,15 +1,10 @@
 """scikit-learn estimators LMNN and LMNNMKL (cvxkml.estimators.mkl)."""
-import os
 import pickle
 import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_wine
-from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cvxkml.errors import ConvergenceWarning, InvalidInputError
 from cvxkml.estimators.mkl import LMNN, LMNNMKL
@@ -18,58 +13,7 @@ from cvxkml.kernels import Kernel
 KS = [Kernel("linear"), Kernel("gaussian", {"sigma": 1.0})]
 
 
-def _expected_failed_checks(est):
-    if isinstance(est, LMNN) and est.kernel == "precomputed":
-        return {
-            # The check centres X by subtracting its mean; for a pairwise estimator X is the
-            # kernel X @ X.T, and K - c is not PSD (kernel LMNN needs a PSD kernel).
-            "check_positive_only_tag_during_fit":
-                "a precomputed kernel minus a constant is not PSD",
-            # The check fits X32 @ X32.T as float32 (cast to float64 by validate_data before
-            # the PSD check, so the automatic float32 psd_tol never sees it), as float64
-            # (lambda_min = -1.4e-8 lambda_max, beyond float64's 1e-9) and truncated to int
-            # (lambda_min = -2 of 216: not PSD). psd_tol=2e-2 passes it (tests/test_config.py).
-            "check_estimators_dtypes":
-                "the int-truncated precomputed kernel is not PSD (-0.9 %); the float32 one is cast "
-                "to float64 before the PSD check",
-        }
-    return {}
-
-
-# Small budgets keep the ~50 fits of each check run short (ConvergenceWarnings are expected).
-@parametrize_with_checks(
-    [LMNN(k=2, max_iter=300), LMNN(k=2, kernel="precomputed", max_iter=30, small_classes="shrink")],
-    expected_failed_checks=_expected_failed_checks, xfail_strict=True)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("CVXKML_SLOW") != "1",
-                    reason="slow (about 2 minutes): set CVXKML_SLOW=1 to run")
-@parametrize_with_checks(
-    [LMNN(k=2, kernel="gaussian", max_iter=30),
-     LMNNMKL(k=2, kernels=KS, max_outer=2, max_iter=30),
-     LMNNMKL(variant="NR", k=2, kernels=KS, max_iter=30),
-     LMNNMKL(variant="mu", k=2, kernels=KS, max_outer=2, max_iter=30)],
-    expected_failed_checks=_expected_failed_checks, xfail_strict=True)
-def test_sklearn_compatible_slow(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
-
-
 # --------------------------------------------------------------------------- Wine
-@pytest.fixture(scope="module")
-def wine():
-    X, y = load_wine(return_X_y=True)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.4, stratify=y, random_state=0)
-    sc = StandardScaler().fit(Xtr)
-    return sc.transform(Xtr), sc.transform(Xte), ytr, yte
-
-
 def _nn(Atr, ytr, Ate, yte):
     return KNeighborsClassifier(n_neighbors=1).fit(Atr, ytr).score(Ate, yte)
 
