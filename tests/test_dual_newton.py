@@ -228,3 +228,21 @@ def test_callback_sees_every_newton_iteration_and_can_stop_the_solve():
     assert stopped.n_iter == 2
     with pytest.raises(InvalidInputError, match="callback must be None or a callable"):
         problem.solve(callback=3)
+
+
+def test_logdet_conjugate_curvature_does_not_overflow_on_a_diverging_dual():
+    """Fuzz seed 11202: ITML with hard similarity constraints sent a short dual-Newton solve to
+    μ = −8.4e156, where 1/(1 − μ)² overflowed (a RuntimeWarning escaping as an untyped error).
+    The curvature is (1/(1 − μ))²: tiny and finite, no warning."""
+    import warnings
+
+    from cvxkml.declare.regularizers import LogDet
+    reg = LogDet()
+    mu = np.array([-8.38059098e156, -1e300, -1.0, 0.0, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = reg.conj_hess_s(mu)
+        hs = reg.slack_conj_hess(np.array([-1e300, 0.0]), 1.0, 1.0)
+    assert np.all(np.isfinite(h)) and np.all(h >= 0)
+    np.testing.assert_allclose(h[2:], 1.0 / (1.0 - mu[2:]) ** 2, rtol=1e-15)
+    assert np.all(np.isfinite(hs)) and hs[1] == -1.0

@@ -105,3 +105,40 @@ def test_trace_bad_inputs():
     with pytest.raises(InvalidInputError, match="K_cross must be"):
         p = TraceSSIKDR(K0, pc, tau=1.0)
         p.embedding(p.solve(), np.ones((2, 3)))
+
+
+def test_top_eigs_above_zero_operator_and_lanczos_path():
+    """issue 16: TraceSSIKDR crashed on any training set of >= 257 points (ARPACK error -9,
+    'Starting vector is zero'): at z = 0 the operator −Σ z_c Â_c is zero, and Lanczos cannot
+    start.  The zero operator has no eigenvalue above τ; the Lanczos path (forced here with
+    dense_max=10) returns the dense answer."""
+    from cvxkml.solvers.trace import top_eigs_above
+    mu, U = top_eigs_above(lambda u: 0.0 * u, None, 300, 0.1, dense_max=10)
+    assert mu.size == 0 and U.shape == (300, 0)
+    rng = np.random.default_rng(3)
+    V = rng.normal(size=(20, 300))
+    w = rng.uniform(-1.0, 0.2, size=20)
+    A = -(V.T * w) @ V
+    for dense in (None, lambda: A):
+        mu, U = top_eigs_above(lambda u: A @ u, dense, 300, 0.5, dense_max=10)
+        ref = np.linalg.eigvalsh(A)
+        np.testing.assert_allclose(np.sort(mu), np.sort(ref[ref > 0.5]), rtol=1e-9)
+        np.testing.assert_allclose(A @ U, U * mu, atol=1e-8 * np.abs(ref).max())
+
+
+def test_fast_solver_beyond_256_points():
+    """n = 300 points (the old Lanczos threshold was 256) with fewer constraints than the
+    rank: the exact m × m reduction of −Σ z_c Â_c, certified."""
+    m = 40
+    from cvxkml.declare import TraceSSIKDR
+    from cvxkml.kernels import gaussian_kernel
+    from cvxkml.testing import random_pairs
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    K0 = gaussian_kernel(X, gamma=0.1) + 1e-8 * np.eye(300)
+    i, j = random_pairs(rng, 300, m)
+    y = np.where(rng.random(i.size) < 0.5, 1.0, -1.0)
+    D = K0[i, i] + K0[j, j] - 2 * K0[i, j]
+    pc = PairConstraints(i, j, y, np.where(y > 0, 0.5 * D, 1.5 * D))
+    sol = TraceSSIKDR(K0, pc, tau=1.0).solve(tol=1e-8)
+    assert sol.converged and sol.max_violation <= 1e-6 and abs(sol.gap) <= 1e-6 * max(1.0, sol.objective)

@@ -205,10 +205,14 @@ class LogDet(Regularizer):
         return -xi0 / (1.0 - dl * xi0 / gamma)
 
     def conj_hess_s(self, mu):
-        return 1.0 / (1.0 - mu) ** 2
+        # (1/(1 − μ))², not 1/(1 − μ)²: a diverging dual (μ ~ −1e157, fuzz seed 11202) must
+        # give a tiny curvature, not an overflow
+        r = 1.0 / (1.0 - mu)
+        return r * r
 
     def slack_conj_hess(self, dl, xi0, gamma):
-        return -(xi0 ** 2) / gamma / (1.0 - dl * xi0 / gamma) ** 2
+        r = xi0 / (1.0 - dl * xi0 / gamma)
+        return -(r * r) / gamma
 
     def slack_value(self, xi, xi0):
         r = np.asarray(xi, dtype=float) / np.asarray(xi0, dtype=float)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
 from .._config import blas_limit
 from .bregman import BregmanResult, NOT_CONVERGED, OK
@@ -35,24 +35,45 @@ __all__ = ["trace_uzawa", "top_eigs_above"]
 
 
 @blas_limit()
-def top_eigs_above(matvec, dense, r, tau, dense_max=256, k0=6):
-    """Eigenpairs (μ, U) of a symmetric r × r operator with μ > τ."""
+def top_eigs_above(matvec, dense, r, tau, dense_max=1024, k0=6):
+    """Eigenpairs (μ, U) of a symmetric r × r operator with μ > τ.
+
+    Dense ``eigh`` for r <= ``dense_max``; above, Lanczos (``eigsh``) from a fixed start
+    vector, widening k until the smallest returned eigenvalue is <= τ, and dense ``eigh``
+    once k passes r/4 (Lanczos for a quarter of the spectrum costs more than all of it).  Lanczos cannot start
+    on an operator that maps everything to zero (ARPACK error -9, 'Starting vector is zero':
+    Trace-SSIKDR at z = 0 on n >= 257 points); that operator has no eigenvalue above τ >= 0.
+    When ARPACK fails otherwise, the dense matrix is used if ``dense`` is given."""
     if dense is not None and r <= dense_max:
         mu, U = np.linalg.eigh(dense())
         keep = mu > tau
         return mu[keep], U[:, keep]
+    v0 = np.random.default_rng(0).standard_normal(r)
+    if not np.any(matvec(v0)):                       # the zero operator (z = 0)
+        return np.zeros(0), np.zeros((r, 0))
     op = LinearOperator((r, r), matvec=matvec, dtype=float)
     k = min(k0, r - 1)
     while True:
-        mu, U = eigsh(op, k=k, which="LA", tol=1e-12)
+        try:
+            mu, U = eigsh(op, k=k, which="LA", tol=1e-12, v0=v0)
+        except ArpackError:
+            if dense is None:
+                raise
+            mu, U = np.linalg.eigh(dense())
+            keep = mu > tau
+            return mu[keep], U[:, keep]
         if mu.min() <= tau or k >= r - 1:
             keep = mu > tau
             return mu[keep], U[:, keep]
         k = min(2 * k, r - 1)
+        if dense is not None and 4 * k > r:          # many eigenvalues above τ: Lanczos with
+            mu, U = np.linalg.eigh(dense())          # k ~ r is far slower than one dense eigh
+            keep = mu > tau
+            return mu[keep], U[:, keep]
 
 
 @blas_limit()
-def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dense_max=256,
+def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dense_max=1024,
                 z0=None):
     """Solve the whitened Trace-SSIKDR dual for rank-one constraints Â_c = δ_c v_c v_cᵀ
     (rows v_c of V, targets t_c); returns a BregmanResult with matrix = K̂, lam = z and
@@ -72,10 +93,22 @@ def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dens
     theta = 1.0
     scale = max(1.0, float(np.max(np.abs(t * nrm2)))) if m else 1.0
 
+    # with m < r constraints, −Σ z_c Â_c = −Vᵀ diag(w) V = Q (−R diag(w) Rᵀ) Qᵀ (Vᵀ = QR, Q r × m
+    # orthonormal): its eigenpairs are those of the m × m middle matrix, mapped by Q — exact
+    QR = np.linalg.qr(V.T) if 0 < m < r else None
+
+    def eigs_above(w):
+        if QR is not None:
+            Q, R = QR
+            mu, u = np.linalg.eigh(-(R * w) @ R.T)
+            keep = mu > tau
+            return mu[keep], Q @ u[:, keep]
+        return top_eigs_above(lambda u: -(V.T @ (w * (V @ u))), lambda: -(V.T * w) @ V, r, tau,
+                              dense_max)
+
     def primal(zz):
         w = delta * zz
-        A_neg = -(V.T * w) @ V                                   # −Σ z_c Â_c (r × r)
-        mu, U = top_eigs_above(lambda u: -(V.T @ (w * (V @ u))), lambda: A_neg, r, tau, dense_max)
+        mu, U = eigs_above(w)
         s = 0.5 * (mu - tau)
         P = V @ U                                                # m × k
         vals = delta * ((P * P) @ s)                             # tr(Â_c K̂)
