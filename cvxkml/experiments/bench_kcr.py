@@ -209,7 +209,7 @@ def summarize_variants(rows) -> dict:
 
 # --------------------------------------------------------------------------- property sweep
 def random_instance(seed, sizes, kind="gaussian", nu_factor=1.0, lam=1.0) -> KCR:
-    """The instance family of ``tests/test_kcr_properties.py``: classes of the given
+    """The instance family of ``tests/declare/test_kcr_properties.py``: classes of the given
     ``sizes``, features N(class offset, I) in 3-D with offsets N(0, 1.5²); a Gaussian
     kernel with ν = nu_factor / median squared distance, or (``kind="linear"``)
     XXᵀ + 0.1 I."""

@@ -31,7 +31,7 @@ def _points(seed, n, n_classes, d, shift=0.8):
 
 
 def make_problem(kind, seed, n, n_classes=2, k=2, gamma=0.5) -> LMNNProblem:
-    """The instance families of tests/test_lmnn.py::test_fast_matches_exact."""
+    """The instance families of tests/declare/test_lmnn.py::test_fast_matches_exact."""
     X, y = _points(seed, n, n_classes, 3 if kind == "linear" else 2)
     if kind == "linear":
         return LMNNProblem.linear(X, y, k, gamma)
