@@ -263,3 +263,174 @@ def test_vonneumann_kernel_fast_model_dual_fuzz_9301():
     made on K itself."""
     test_vonneumann_kernel_fast_model_dual.hypothesis.inner_test(seed=137, n=4, m=2, kind="lowrank",
                                                                   gamma=None)
+
+
+# ---------------------------------------------------------------- von Neumann: fast paths
+def _vn_problem(seed, n, m, gamma, kind):
+    """A VonNeumannKernel (kind 'gaussian' / 'lowrank', prior q0 = log eig K0) or a
+    SpectralMetric with VonNeumann() (kind 'metric', q0 = 0) and its solver inputs."""
+    from cvxkml.declare import VonNeumannKernel
+    from cvxkml.testing import kernel_instance
+    if kind == "metric":
+        X, pc = metric_instance(seed, n, 4, m, hard=gamma is None)
+        prob = SpectralMetric(X, pc, VonNeumann(), gamma=gamma)
+        q0 = np.zeros(prob.F.shape[1])
+    else:
+        K0, pc = kernel_instance(seed, n, m, hard=gamma is None, kind=kind)
+        prob = VonNeumannKernel(K0, pc, gamma=gamma)
+        q0 = prob.regularizer.logp
+    P = prob.pairs
+    return prob, (prob.F, q0, P.i, P.j, P.y, P.bound)
+
+
+@settings(max_examples=examples(30))
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), m=st.integers(2, 14),
+       gamma=st.sampled_from([None, 0.3, 3.0]), kind=st.sampled_from(["metric", "gaussian", "lowrank"]))
+def test_vonneumann_certificate_matches_problem(seed, n, m, gamma, kind):
+    """solvers.vonneumann.certificate (the solver's stopping rule) computes the problem's own
+    objective, Lagrange dual g(λ) and max relative violation (SpectralProblem.objective,
+    dual_value, violations), at any iterate: after 1 sweep and at the end."""
+    from cvxkml.solvers.vonneumann import certificate
+    prob, args = _vn_problem(seed, n, m, gamma, kind)
+    for sweeps in (1, 400):
+        res = vonneumann_pairs(*args, gamma, 1e-12, sweeps)
+        assume(np.all(np.isfinite(res.matrix)))
+        W, q = res.extra["W"], res.extra["q"]
+        cert = certificate(*args, res.xi, res.lam, W, q, gamma)
+        M = prob.matrix_from_whitened(res.matrix)
+        f = prob.objective(M)
+        g = prob.dual_value(res.lam)
+        xi = res.xi if gamma is not None else None
+        viol = prob._max_relative_violation(prob.violations(M, xi))
+        scale = max(1.0, abs(f))
+        assert abs(cert["objective"] - f) <= 1e-9 * scale
+        if np.isfinite(g):
+            assert abs(cert["dual"] - g) <= 1e-9 * scale
+        assert abs(cert["rel_violation"] - viol) <= 1e-9 * max(1.0, viol)
+
+
+@settings(max_examples=examples(30))
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), m=st.integers(2, 14),
+       gamma=st.sampled_from([None, 0.3, 3.0]), kind=st.sampled_from(["metric", "gaussian", "lowrank"]))
+def test_vonneumann_active_set_and_certificate_rule_reach_the_same_optimum(seed, n, m, gamma, kind):
+    """Active-set sweeps (λ > 0 only, then a full verification sweep) and the certificate
+    stopping rule reach the optimum of plain full sweeps: same X̂, λ and objective; every
+    run that says OK is certified (relative gap and violation within tolerance)."""
+    from cvxkml.solvers.bregman import OK
+    from cvxkml.solvers.vonneumann import certificate
+    prob, args = _vn_problem(seed, n, m, gamma, kind)
+    runs = {name: vonneumann_pairs(*args, gamma, 1e-12, 20_000, **kw) for name, kw in [
+        ("full", dict(stop="dual_change")), ("active", dict(active_set=True)),
+        ("both", dict()), ("cert", dict(stop="certificate", gap_tol=1e-10, viol_tol=1e-10))]}
+    assume(all(r.code == OK for r in runs.values()))
+    ref = runs["full"]
+    scale = max(1.0, np.abs(ref.matrix).max())
+    for name, r in runs.items():
+        cert = certificate(*args, r.xi, r.lam, r.extra["W"], r.extra["q"], gamma)
+        if name != "full":
+            tol = 1e-10 if name == "cert" else 1e-6
+            assert abs(cert["rel_gap"]) <= tol and cert["rel_violation"] <= tol, (name, cert)
+        # the certificate rule stops at a relative gap of 1e-10: the objective is that close,
+        # the matrix only to ~√gap (strong convexity)
+        assert np.abs(r.matrix - ref.matrix).max() <= (1e-4 if name == "cert" else 1e-7) * scale, name
+        f, f_ref = prob.objective(prob.matrix_from_whitened(r.matrix)), prob.objective(
+            prob.matrix_from_whitened(ref.matrix))
+        assert abs(f - f_ref) <= 1e-8 * max(1.0, abs(f_ref)), name
+    assert runs["active"].extra["full_sweeps"] >= 2 or runs["active"].sweeps == 1
+
+
+def test_vonneumann_ok_only_when_certified():
+    """The dual-change rule alone can be met far from the optimum (tol = 0.5 stops after a
+    few sweeps with a large violation); with the certificate in the rule the run goes on until
+    certified, or reports NOT_CONVERGED at max_sweeps — never OK uncertified."""
+    from cvxkml.solvers.bregman import NOT_CONVERGED, OK
+    from cvxkml.solvers.vonneumann import certificate
+    prob, args = _vn_problem(3, 12, 14, 1.0, "gaussian")
+    loose = vonneumann_pairs(*args, 1.0, 0.5, 10_000, stop="dual_change")
+    c = certificate(*args, loose.xi, loose.lam, loose.extra["W"], loose.extra["q"], 1.0)
+    assert loose.code == OK and c["rel_violation"] > 1e-6          # the paper's rule: met, not certified
+    strict = vonneumann_pairs(*args, 1.0, 0.5, 10_000, gap_tol=1e-9, viol_tol=1e-9)
+    c = certificate(*args, strict.xi, strict.lam, strict.extra["W"], strict.extra["q"], 1.0)
+    assert strict.code == OK and abs(c["rel_gap"]) <= 1e-9 and c["rel_violation"] <= 1e-9
+    assert strict.extra["certificate"]["rel_violation"] == c["rel_violation"]
+    capped = vonneumann_pairs(*args, 1.0, 0.5, loose.sweeps, gap_tol=1e-12, viol_tol=1e-12)
+    assert capped.code == NOT_CONVERGED
+    # tol <= 0: exactly max_sweeps full sweeps, also with the active set
+    for kw in (dict(), dict(active_set=True)):
+        r = vonneumann_pairs(*args, 1.0, 0.0, 3, **kw)
+        assert r.sweeps == 3 and r.code == NOT_CONVERGED and r.extra["full_sweeps"] >= 2
+    with pytest.raises(ValueError, match="stop"):
+        vonneumann_pairs(*args, 1.0, 1e-3, 3, stop="gap")
+    # a callback sees every full sweep and can stop the run (a time budget): never OK then
+    seen = []
+    r = vonneumann_pairs(*args, 1.0, 1e-12, 10_000, callback=lambda info: seen.append(info) or len(seen) == 2)
+    assert r.code == NOT_CONVERGED and r.sweeps == 2 and [i["sweeps"] for i in seen] == [1, 2]
+    assert all(i["certificate"] is None and i["time"] >= 0 for i in seen)
+
+
+def test_vonneumann_satisfied_constraint_without_multiplier_is_skipped_exactly():
+    """λ = 0 and the constraint holds: the projection is the identity (θ* has the sign the
+    dual correction clips to 0); project_pair returns at once and leaves W, q untouched.
+    A violated one is projected onto its bound."""
+    from cvxkml.solvers.vonneumann import project_pair
+    rng = np.random.default_rng(0)
+    r = 7
+    W = np.linalg.qr(rng.normal(size=(r, r)))[0]
+    q = rng.normal(size=r)
+    v = rng.normal(size=r)
+    p = float(v @ (W * np.exp(q)) @ W.T @ v)
+    for delta, target, skip in ((1.0, 2 * p, True), (-1.0, 0.5 * p, True), (1.0, 0.5 * p, False),
+                                (-1.0, 2 * p, False)):
+        W1, q1, st = W.copy(), q.copy(), np.zeros(5)
+        dl, xnew = project_pair(W1, q1, v, target, delta, 0.0, np.inf, st)
+        if skip:
+            assert dl == 0.0 and xnew == target and st[2] == 1 and st[1] == 0
+            assert np.array_equal(W1, W) and np.array_equal(q1, q)
+        else:
+            assert dl > 0 and st[2] == 0 and st[1] == 1
+            assert abs(v @ (W1 * np.exp(q1)) @ W1.T @ v - target) <= 1e-12 * target
+
+
+def test_vonneumann_warm_roots_on_a_pole():
+    """Warm-started secular roots (the later evaluations of ZEROFINDER and the clipped θ)
+    equal cold ones and eigh, also for a root within ulps of a pole: the MNIST-shape run
+    found λ_52 − d_52 = −1.7e-18 (|w_52|/‖w‖ = 9e-8), which a warm start once put on the pole
+    (τ = 0 → u = ẑ/0, NaN in W)."""
+    from cvxkml.solvers.vonneumann import _eigvecs_t, _secular, _zerofinder_w
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        k = int(rng.integers(2, 80))
+        d = np.sort(rng.uniform(18, 25, k))
+        z = rng.normal(size=k) * 0.05
+        z[rng.random(k) < 0.2] *= 10.0 ** rng.uniform(-8, -6)
+        lh0 = np.log(np.sum(np.exp(d - d.max()) * z * z)) + d.max()
+        bufs = [np.empty(k, dtype=np.int64)] + [np.empty(k) for _ in range(5)]
+        theta, _ = _zerofinder_w(d, z, lh0 + rng.normal() * 0.5, 1.0, *bufs, np.zeros(2))
+        an, ta, _, c2, dd, _ = bufs
+        for th in (theta, theta * rng.uniform(0.05, 1.0)):     # θ* and a clipped θ (warm)
+            if th != theta:
+                _secular(d, z, th, an, ta, c2, True, th - theta, dd)
+            a2, t2, c22 = np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
+            _secular(d, z, th, a2, t2, c22, False, 0.0, np.empty(k))
+            assert np.all(ta != 0.0)
+            lam, lam_cold = d[an] + ta, d[a2] + t2
+            A = np.diag(d) + th * np.outer(z, z)
+            assert np.abs(lam - np.linalg.eigvalsh(A)).max() <= 1e-13 * np.abs(d).max()
+            assert np.abs(lam - lam_cold).max() <= 1e-13 * np.abs(d).max()
+            np.testing.assert_allclose(c2, c22, rtol=1e-8, atol=0)
+            Ut = np.empty((k, k))
+            _eigvecs_t(d, z, th, an, ta, Ut)
+            assert np.all(np.isfinite(Ut))
+            assert np.abs(Ut @ Ut.T - np.eye(k)).max() <= 1e-12
+            assert np.abs(A @ Ut.T - Ut.T * lam).max() <= 1e-12 * np.abs(d).max()
+            theta = th
+
+
+def test_vonneumann_runs_are_bitwise_reproducible():
+    """Two runs in one process give the same bits (a fastmath-vectorized exp in a cached
+    kernel once made results depend on the memory layout)."""
+    from cvxkml.experiments import bench
+    F, q0, I, J, delta, bound = bench.vonneumann_pairs_problem(30, 120, 3)
+    runs = [vonneumann_pairs(F, q0, I, J, delta, bound, 1.0, 0.0, 3) for _ in range(4)]
+    for r in runs[1:]:
+        assert np.array_equal(r.matrix, runs[0].matrix) and np.array_equal(r.lam, runs[0].lam)
