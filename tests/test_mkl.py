@@ -1,6 +1,8 @@
 """Metric learning with multiple kernels (Wang et al. 2011): the MKL_P weight step
 (eq. 15–17) against brute force over the simplex, the cutting-plane solver against the
-full model, a user-supplied h linear in P, the MKL_μ step, Algorithm 1 and NR-ML-MKL.
+full model, the interior-point solver of (15) (cvxkml.solvers.mkl, the default for LMNN)
+against the trusted CVXPY model of the same (15), a user-supplied h linear in P, the
+MKL_μ step, Algorithm 1 and NR-ML-MKL.
 
 What the brute-force checks can and cannot assert.  min_μ h(μμᵀ) is not convex; (15)
 with W = 0 is its convex relaxation, so the relaxed value bounds every grid value from
@@ -30,14 +32,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cvxkml.declare.lmnn import LMNNProblem
-from cvxkml.declare.mkl import (CallablePObjective, LMNNMuMajorizer, LMNNWeightObjective,
+from cvxkml.declare.mkl import (CallablePObjective, LinearPObjective, LMNNMuMajorizer, LMNNWeightObjective,
                                 MuWeightStep, RankOneWeightStep, WeightStepSolution, _set_bound,
                                 alternate, combine_kernels, joint_objective, lmnn_mu_step, mu_from_P,
                                 pair_kernel_quadratics)
 from cvxkml.declare.problem import CALLBACK_STOP, Problem
 from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError
 from cvxkml.solution import Solution
-from cvxkml.testing import solve_fast_honestly
+from cvxkml.testing import (assert_matches_reference, reference_or_discard, solve_fast_honestly,
+                            trusted_reference)
+from cvxkml.solvers.mkl import HingeTerms, lagrange_bound, smat, svec, weight_step_ipm, _skron
 from cvxkml.kernels import Kernel, kernel_sq_distances
 from cvxkml.formulas.lmnn import LMNNTriplets, pair_quadratic
 from cvxkml.mkl_kernels import KernelSet, nr_kernels, paper_kernels, source_kernels
@@ -119,8 +123,9 @@ def test_active_set_matches_the_full_model(buffer):
         assert v_act == pytest.approx(v_full, rel=1e-6, abs=1e-8)
         assert h.value(P_act) <= h.value(P_full) + 1e-6 * max(1.0, h.value(P_full)) + w * 1e-6
     assert step._active.size < tr.n_triplets or buffer > 0
-    # the working-set model is the default for LMNN with many hinges
-    assert RankOneWeightStep(LMNNWeightObjective(np.zeros((tr.n_pairs, 3, 3)), tr), method="auto").method == "full"
+    # the interior-point method is the default for LMNN (it has hinge_terms())
+    assert RankOneWeightStep(LMNNWeightObjective(np.zeros((tr.n_pairs, 3, 3)), tr), method="auto").method \
+        == "interior-point"
 
 
 def test_direction_is_the_closed_form_of_eq16():
@@ -324,7 +329,7 @@ def test_rank_one_certificate_on_seeded_draws(seed, m, tight):
     assert ref.dual_value <= ref.info["rank_one_objective"] + 1e-8 * scale
     # the closed-form Lagrange bound and the solver's own dual objective agree
     assert ref.dual_value == pytest.approx(ref.info["solver_dual_objective"], rel=1e-7)
-    for method in ("full", "active-set", "cutting-plane"):
+    for method in ("interior-point", "full", "active-set", "cutting-plane"):
         sol, warned = solve_recorded(RankOneWeightStep(h, method=method))
         assert isinstance(sol, WeightStepSolution) and isinstance(sol, Solution)
         assert sol.dual_value == pytest.approx(ref.dual_value, rel=1e-6)
@@ -497,6 +502,182 @@ def test_weight_step_bad_contract_inputs():
         P_step.objective(np.eye(2))
     with pytest.raises(InvalidInputError, match="one weight per kernel"):
         mu_step.violations(np.ones(2))
+
+
+# --------------------------------------------------------------------------- the interior point
+def wide_instance(seed, m, n, k=2, gamma=0.5, rand_A=True):
+    """LMNN's h(P) on m normalized Gaussian / polynomial kernels of random bandwidths on
+    random feature subsets of n labelled 4-D points (2 classes)."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    X = rng.normal(size=(n, 4)) + 0.7 * y[:, None]
+    Ks = []
+    for l in range(m):
+        cols = rng.choice(4, size=int(rng.integers(1, 5)), replace=False)
+        Z = X[:, cols]
+        if l % 3 == 2:
+            K = (Z @ Z.T + 1.0) ** 2
+        else:
+            d2 = kernel_sq_distances(Z @ Z.T)
+            K = np.exp(-d2 / (2.0 * float(np.exp(rng.uniform(np.log(0.5), np.log(3.0)))) ** 2))
+        Ks.append(K / np.mean(np.diag(K)))
+    Ks = np.array(Ks)
+    tr = LMNNTriplets.from_labels(y, k, sq_dist=kernel_sq_distances(Ks.mean(0)))
+    if rand_A:
+        B = rng.normal(size=(n, n)) * 0.3
+        A = B @ B.T / n + 0.5 * np.eye(n)
+    else:
+        A = np.eye(n)
+    return LMNNWeightObjective.from_kernels(Ks, A, tr, gamma)
+
+
+class ShiftedH(LinearPObjective):
+    """h(P) + ⟨L, P⟩ for an LMNN h: with L = w·W its relaxation (W = 0 of the wrapper) is
+    problem (15) for (w, W), so the exact model and its trusted reference apply to every
+    (15) the convex iteration solves."""
+
+    def __init__(self, h, L):
+        self.h, self.L, self.m = h, 0.5 * (L + L.T), h.m
+        self.triplets = h.triplets
+
+    def cvx(self, P):
+        expr, cons = self.h.cvx(P)
+        return expr + cp.sum(cp.multiply(self.L, P)), cons
+
+    def value(self, P):
+        return self.h.value(P) + float(np.sum(self.L * P))
+
+    def minorant(self, cons, scale=1.0, idx=None):
+        a, G = self.h.minorant(cons, scale, idx)
+        return a, G + self.L
+
+    def hinge_terms(self):
+        t = self.h.hinge_terms()
+        return HingeTerms(t.C + self.L, self.h.Q, t.plus, t.minus, t.b, t.c)
+
+
+@settings(max_examples=EXAMPLES)
+@given(seed=st.integers(0, 2**31 - 1), m=st.integers(2, 6), n=st.integers(8, 14),
+       gamma=st.sampled_from([0.25, 0.5, 0.9]), w_exp=st.sampled_from([None, 0, 2, 4]),
+       rand_A=st.booleans())
+def test_interior_point_matches_the_exact_model(seed, m, n, gamma, w_exp, rand_A):
+    """The interior-point solve of (15) against the trusted CVXPY model of the same (15):
+    its relaxation value and its Lagrange bound (solve()'s ``relaxed`` and ``dual_value``)
+    match the reference's objective within 1e-6 (relative), the bound is below the
+    reference objective (weak duality), and a converged (certified) rank-one answer
+    matches the reference through both certificates.  w_exp: (15) with w = 10^w_exp and
+    the direction W of a random rank-one start (None: W = 0, the relaxation of (8))."""
+    h = wide_instance(seed, m, n, gamma=gamma, rand_A=rand_A)
+    if w_exp is not None:
+        mu = np.random.default_rng(seed + 1).dirichlet(np.ones(m))
+        h = ShiftedH(h, 10.0 ** w_exp * RankOneWeightStep.direction(np.outer(mu, mu)))
+    step = RankOneWeightStep(h, max_convex_iter=6)
+    assert step.method == "interior-point"
+    exact = reference_or_discard(step)
+    fast = solve_fast_honestly(step)
+    scale = max(1.0, abs(exact.objective))
+    assert abs(fast.relaxed - exact.objective) <= 1e-6 * scale, (fast.relaxed, exact)
+    # weak duality, up to the reference's own accuracy: a trusted conic answer may violate
+    # P ⪰ 0 / P >= 0 by up to 1e-7 and sit below the optimum by that much (fuzz seed 11,
+    # m = 6, n = 9: violations 3e-9, objective 1.0e-8 below the certified bound), while the
+    # interior-point P is exactly feasible
+    assert fast.dual_value <= exact.objective + 1e-7 * scale
+    assert fast.dual_value >= exact.objective - 1e-6 * scale                 # and tight
+    assert fast.gap >= -1e-8 * scale
+    assert fast.max_violation <= 1e-12
+    if fast.converged:
+        assert_matches_reference(step, fast, exact, rtol=1e-6)
+
+
+def test_interior_point_on_twenty_kernels():
+    """m = 20 (the paper's kernel count): the relaxation and a penalized solve (w = 10, W
+    from the relaxation) agree with the trusted CVXPY model of the same (15); the
+    certificate of the interior point is within 1e-8 of its value."""
+    h = wide_instance(3, 20, 12)
+    step = RankOneWeightStep(h)
+    exact = trusted_reference(step)
+    P, v = step.solve_relaxation()
+    scale = max(1.0, abs(exact.objective))
+    assert abs(v - exact.objective) <= 1e-7 * scale and np.max(step.violations(P)) <= 1e-12
+    t = h.hinge_terms()
+    res = weight_step_ipm(t)
+    bound = lagrange_bound(float(res.lam @ t.b), smat(t.Cs + t.adjoint(res.lam), 20), res.extra["nu"],
+                           res.extra["N"])
+    assert bound <= exact.objective + 1e-9 * scale and res.extra["value"] - bound <= 1e-8 * scale
+    W = RankOneWeightStep.direction(P)
+    shifted = RankOneWeightStep(ShiftedH(h, 10.0 * W))
+    ref_w = trusted_reference(shifted)
+    _, v_w = step.solve_relaxation(W, 10.0)
+    assert abs(v_w - ref_w.objective) <= 1e-7 * max(1.0, abs(ref_w.objective))
+
+
+def test_working_set_rounds_reach_the_optimum():
+    """Classified at a far point with a one-hinge kept set, the working set grows over
+    several rounds (linearized / dropped hinges with the wrong sign join it) and ends at
+    the optimum of the cold solve; the multipliers certify it."""
+    h = wide_instance(5, 4, 12)
+    t = h.hinge_terms()
+    cold = weight_step_ipm(t)
+    far = np.zeros((4, 4))
+    far[0, 0] = 1.0
+    warm = weight_step_ipm(t, P0=far, kink_target=1)
+    assert warm.extra["rounds"] >= 2 and warm.extra["kept"] == sorted(warm.extra["kept"])
+    # a cold start too large for all hinges: classified at the solution of a 10-hinge sample
+    sampled = weight_step_ipm(t, cold_budget=0.0, sample=10)
+    on, off = t.safe_signs()
+    assert sampled.extra["kept"][0] == min(64, int(np.sum(~(on | off))))       # not all of them
+    scale = max(1.0, cold.extra["value"])
+    for res in (warm, sampled):
+        assert abs(res.extra["value"] - cold.extra["value"]) <= 1e-8 * scale
+    for res in (cold, warm, sampled):
+        assert res.code == 0 and np.all((res.lam >= 0) & (res.lam <= t.c))
+        b = lagrange_bound(float(res.lam @ t.b), smat(t.Cs + t.adjoint(res.lam), 4), res.extra["nu"],
+                           res.extra["N"])
+        assert 0.0 <= res.extra["value"] - b <= 1e-8 * scale
+        assert res.extra["value"] == pytest.approx(h.value(res.matrix), rel=1e-12)
+    P = cold.matrix
+    assert np.linalg.eigvalsh(P)[0] >= -1e-14 and P.min() >= 0 and P.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_hinge_terms_reproduce_h():
+    """HingeTerms (the solver's NumPy form of h) against LMNN's h: value, hinge arguments,
+    Σ α_t D_t against the minorant, and the hinges of one sign on all of S."""
+    h = wide_instance(2, 5, 10)
+    t = h.hinge_terms()
+    assert h.hinge_terms() is t                                       # cached
+    rng = np.random.default_rng(0)
+    on, off = t.safe_signs()
+    for _ in range(20):
+        V = rng.random((5, int(rng.integers(1, 6)))) ** 2
+        P = V @ V.T / (V @ V.T).sum()
+        assert t.value(svec(P)) == pytest.approx(h.value(P), rel=1e-12)
+        args = t.arguments(svec(P))
+        np.testing.assert_allclose(args, h.hinge_arguments(P), rtol=1e-12, atol=1e-12)
+        assert np.all(args[on] >= -1e-12) and np.all(args[off] <= 1e-12)
+    alpha = rng.uniform(0, h.gamma, t.n_terms)
+
+    class Dual:
+        dual_value = alpha
+
+    a, G = h.minorant([Dual()])
+    np.testing.assert_allclose(smat(t.Cs + t.adjoint(alpha), 5), G, rtol=1e-12, atol=1e-12)
+    assert a == pytest.approx(float(alpha @ t.b))
+
+
+def test_svec_algebra():
+    rng = np.random.default_rng(1)
+    A, B, V = (rng.normal(size=(4, 4)) for _ in range(3))
+    A, B, V = A + A.T, B + B.T, V + V.T
+    assert svec(A) @ svec(B) == pytest.approx(np.sum(A * B), rel=1e-12)
+    np.testing.assert_allclose(smat(svec(A), 4), A, rtol=1e-15)
+    np.testing.assert_allclose(_skron(V) @ svec(A), svec(V @ A @ V), rtol=1e-12, atol=1e-12)
+
+
+def test_interior_point_needs_hinge_terms():
+    h = CallablePObjective(3, lambda P: cp.sum(P), lambda P: float(np.sum(P)))
+    assert RankOneWeightStep(h).method == "full"
+    with pytest.raises(InvalidInputError, match="hinge_terms"):
+        RankOneWeightStep(h, method="interior-point")
 
 
 # --------------------------------------------------------------------------- Algorithm 1

@@ -1,0 +1,646 @@
+"""Fast solver of the MKL_P weight step (Wang, Do, Woznica & Kalousis 2011, eq. 15):
+
+    min_P  ⟨C, P⟩ + Σ_t c_t [b_t + ⟨D_t, P⟩]_+      s.t.  P ⪰ 0,  P >= 0,  Σ_ij P_ij = 1,
+
+a linear-plus-hinge objective over the doubly non-negative slice S of m × m matrices
+(m = number of kernels).  For LMNN, C = (1 − γ) Σ_S Q_ij + w·W, c_t = γ, b_t = 1 and
+D_t = Q_ij − Q_il (pair matrices of eq. 7), so the problem has m(m+1)/2 unknowns and
+one hinge per triplet (thousands to hundreds of thousands).
+
+Algorithm: a primal–dual interior-point method (Mehrotra predictor–corrector, NT scaling
+for the PSD block) on a *reduced* problem, inside a working-set loop over the hinges.
+
+* Working set.  Every hinge t is either linearized (set A: [x]_+ -> x, i.e. α_t = c_t),
+  dropped (set I: [x]_+ -> 0, α_t = 0) or kept (set K).  Both x <= [x]_+ and 0 <= [x]_+,
+  so the reduced objective is a lower bound of the true one everywhere, and equal to it
+  at every P where the hinges of A are active and those of I inactive.  The loop solves
+  the reduced problem, evaluates all hinges at its solution, moves every hinge whose
+  linearization or dropping was wrong there into K (K only grows, so the loop ends),
+  and stops when the discrepancy is below the tolerance: the reduced optimum is then
+  the optimum of the full problem.  Hinges of one sign on all of S (b_t + min_ij (D_t)_ij
+  >= 0, or b_t + max_ij (D_t)_ij <= 0) are linearized / dropped for good.  The others are
+  classified at a start point: warm (the previous P* of the convex iteration), K = the
+  2·m(m+1)/2 hinges nearest their kink; cold, all of them in K when that is cheap, else
+  the solution of a uniform sample of 2000 of them (weights scaled up) is the start
+  point and K its 2000 hinges nearest the kink.  (Measured on Sonar with the 20 paper
+  kernels and A = I: classified at the centre of S instead, the reduced solution
+  overshoots and K grows to a third of the 87 000 hinges.)
+* Interior point.  The reduced problem is a small conic program: P ⪰ 0 (one m × m
+  block), P_ij >= 0 (i < j), and per kept hinge ξ_t >= 0, ξ_t >= b_t + ⟨D_t, P⟩.  After
+  eliminating the hinge variables, each Newton system is one (m(m+1)/2 + 1)-square
+  bordered positive definite system: the symmetric-Kronecker NT block of the PSD cone +
+  a diagonal + Σ_{t ∈ K} e_t d_t d_tᵀ (d_t = svec D_t).  For hinges on differences of
+  pair matrices the last term is formed through the pairs, Q_Πᵀ L Q_Π with L a sparse
+  weighted Laplacian on the pairs touched by K.  One step length for primal and dual,
+  backtracked to keep every complementarity product >= 10⁻³ × their mean (a wide
+  neighbourhood: without it the Mehrotra steps stalled at 10⁻²–10⁻³ on the Sonar
+  instances); the Mehrotra second-order term is dropped when it shortens the step; ΔZ
+  comes from the linearized dual equation, so the dual residual stays at round-off.
+  Precision: the objective data are scaled to magnitude 1, so when w·W dominates C
+  (w >= 10⁶) the hinge part sits near the round-off of the scaled data and a single
+  (15) solve certifies only a relative gap of about 10⁻⁷ (w = 10⁶) to 10⁻³ (w = 10⁸);
+  the relaxation (W = 0), whose bound certifies the weight step, reaches 10⁻⁹.
+
+Output: P, and the Lagrange multipliers of *every* constraint — α ∈ [0, c] for all hinges
+(c_t on A, 0 on I, the interior-point ones on K), ν for Σ P = 1, N >= 0 for P >= 0 — from
+which the caller builds the certified bound
+
+    Σ_t α_t b_t + ν + min(0, λ_min(C + Σ_t α_t D_t − ν 11ᵀ − N))  <=  min over S,
+
+valid for any such multipliers (the declare side computes it; a solver does not certify
+its own answer).  NumPy / SciPy only: no CVXPY.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from .._config import blas_limit
+from .result import NOT_CONVERGED, NONFINITE, OK, FastResult
+
+__all__ = ["HingeTerms", "weight_step_ipm", "svec", "smat", "lagrange_bound", "dnn_hinge_ipm"]
+
+SQRT2 = np.sqrt(2.0)
+#: the wide neighbourhood of the interior-point iterates: every complementarity product stays
+#: >= NEIGHBOURHOOD · (mean product) (step lengths are backtracked until it holds)
+NEIGHBOURHOOD = 1e-3
+#: duality gap of the scaled problem (data of magnitude <= 1) accepted whatever the objective
+ABS_GAP = 1e-12
+
+
+# --------------------------------------------------------------------------- svec
+@lru_cache(maxsize=32)
+def _svec_index(m: int):
+    """(I, J, f, off): upper-triangle indices, the svec factors (1 on the diagonal, √2 off
+    it; ⟨X, Y⟩ = svec(X)·svec(Y)) and the mask of off-diagonal coordinates."""
+    I, J = np.triu_indices(m)
+    f = np.where(I == J, 1.0, SQRT2)
+    return I, J, f, I != J
+
+
+def svec(X) -> np.ndarray:
+    """svec of a symmetric m × m matrix (or of a stack (…, m, m)): the upper triangle with
+    the off-diagonal entries times √2, so that svec(X)·svec(Y) = ⟨X, Y⟩."""
+    X = np.asarray(X, dtype=float)
+    I, J, f, _ = _svec_index(X.shape[-1])
+    return X[..., I, J] * f
+
+
+def smat(v, m: int) -> np.ndarray:
+    """The symmetric m × m matrix of an svec vector."""
+    I, J, f, _ = _svec_index(m)
+    X = np.empty((m, m))
+    x = np.asarray(v, dtype=float) / f
+    X[I, J] = x
+    X[J, I] = x
+    return X
+
+
+def _skron(V) -> np.ndarray:
+    """The matrix of U ↦ V U V (V symmetric) in svec coordinates."""
+    I, J, f, _ = _svec_index(V.shape[0])
+    VI, VJ = V[I], V[J]
+    return np.outer(f, f) * 0.5 * (VI[:, I] * VJ[:, J] + VI[:, J] * VJ[:, I])
+
+
+# --------------------------------------------------------------------------- data
+@dataclass
+class HingeTerms:
+    """h(P) = ⟨C, P⟩ + Σ_t c_t [b_t + ⟨D_t, P⟩]_+ with D_t = Q[plus_t] − Q[minus_t]
+    (or Q[plus_t] when ``minus`` is None): the objective of eq. 15 minus its w·tr(PW).
+
+    Parameters
+    ----------
+    C : (m, m) symmetric.
+    Q : (n_pairs, m, m) or (n_pairs, m·m) symmetric pair matrices.
+    plus, minus : (T,) indices into Q (``minus`` may be None).
+    b : (T,) offsets.
+    c : (T,) non-negative weights.
+    """
+
+    C: np.ndarray
+    Q: np.ndarray
+    plus: np.ndarray
+    minus: np.ndarray | None
+    b: np.ndarray
+    c: np.ndarray
+
+    def __post_init__(self):
+        self.C = np.asarray(self.C, dtype=float)
+        self.m = m = self.C.shape[0]
+        Q = np.asarray(self.Q, dtype=float)
+        Q = Q.reshape(Q.shape[0], m, m)
+        self.Qs = svec(0.5 * (Q + Q.transpose(0, 2, 1)))          # (n_pairs, m(m+1)/2)
+        self.plus = np.ascontiguousarray(self.plus, dtype=np.int64)
+        self.minus = None if self.minus is None else np.ascontiguousarray(self.minus, dtype=np.int64)
+        T = self.plus.size
+        self.b = np.broadcast_to(np.asarray(self.b, dtype=float), (T,)).copy()
+        self.c = np.broadcast_to(np.asarray(self.c, dtype=float), (T,)).copy()
+        if np.any(self.c < 0):
+            raise ValueError("hinge weights c must be non-negative")
+        self.Cs = svec(0.5 * (self.C + self.C.T))
+
+    @property
+    def n_terms(self) -> int:
+        return self.plus.size
+
+    def safe_signs(self, chunk: int = 4096):
+        """(always_active, always_inactive): hinges whose argument has one sign on all of
+        S, from b_t + min_ij (D_t)_ij >= 0 (resp. b_t + max_ij (D_t)_ij <= 0): on S,
+        ⟨D, P⟩ is a convex combination of D's entries (P >= 0, Σ P = 1)."""
+        if getattr(self, "_safe", None) is None:
+            I, J, f, _ = _svec_index(self.m)
+            lo = np.empty(self.n_terms)
+            hi = np.empty(self.n_terms)
+            for s0 in range(0, self.n_terms, chunk):
+                E = self.rows(np.arange(s0, min(s0 + chunk, self.n_terms))) / f
+                lo[s0:s0 + chunk] = E.min(axis=1)
+                hi[s0:s0 + chunk] = E.max(axis=1)
+            self._safe = (self.b + lo >= 0.0, self.b + hi <= 0.0)
+        return self._safe
+
+    def subset(self, idx, scale: float = 1.0) -> "HingeTerms":
+        """The hinges ``idx`` only, their weights times ``scale`` (same C and pair matrices,
+        shared, not copied)."""
+        out = object.__new__(HingeTerms)
+        out.C, out.Q, out.m, out.Qs, out.Cs = self.C, self.Q, self.m, self.Qs, self.Cs
+        out.plus = self.plus[idx]
+        out.minus = None if self.minus is None else self.minus[idx]
+        out.b, out.c = self.b[idx], self.c[idx] * scale
+        out._safe = None
+        return out
+
+    def pairs_touched(self, idx) -> int:
+        """How many pair matrices the hinges ``idx`` use."""
+        if self.minus is None:
+            return int(np.unique(self.plus[idx]).size)
+        return int(np.unique(np.concatenate([self.plus[idx], self.minus[idx]])).size)
+
+    def arguments(self, p) -> np.ndarray:
+        """b_t + ⟨D_t, P⟩ for every hinge, P given by its svec p."""
+        q = self.Qs @ p
+        out = self.b + q[self.plus]
+        if self.minus is not None:
+            out -= q[self.minus]
+        return out
+
+    def adjoint(self, alpha) -> np.ndarray:
+        """svec(Σ_t α_t D_t)."""
+        n = self.Qs.shape[0]
+        wts = np.bincount(self.plus, weights=alpha, minlength=n)
+        if self.minus is not None:
+            wts -= np.bincount(self.minus, weights=alpha, minlength=n)
+        nz = np.flatnonzero(wts)
+        return wts[nz] @ self.Qs[nz]
+
+    def rows(self, idx) -> np.ndarray:
+        """svec(D_t) for the hinges ``idx`` (len(idx) × m(m+1)/2)."""
+        D = self.Qs[self.plus[idx]]
+        if self.minus is not None:
+            D = D - self.Qs[self.minus[idx]]
+        return D
+
+    def value(self, p, L=None) -> float:
+        """h(P) (+ ⟨L, P⟩ for an svec L)."""
+        v = float(self.Cs @ p) + float(self.c @ np.maximum(self.arguments(p), 0.0))
+        return v if L is None else v + float(L @ p)
+
+
+def lagrange_bound(a: float, G, nu: float, N) -> float:
+    """a + ν + min(0, λ_min(G − ν 11ᵀ − N)), N clipped at 0: a lower bound on
+    min_{P ∈ S} a + ⟨G, P⟩ for any ν and N (S = {P ⪰ 0, P >= 0, Σ P = 1}; on S,
+    ⟨11ᵀ, P⟩ = 1, ⟨N, P⟩ >= 0 and tr P <= 1)."""
+    R = np.asarray(G, dtype=float) - nu - np.maximum(np.asarray(N, dtype=float), 0.0)
+    lam = float(np.linalg.eigvalsh(0.5 * (R + R.T))[0])
+    return float(a + nu + min(0.0, lam))
+
+
+# --------------------------------------------------------------------------- the IPM
+class _Rows:
+    """The kept hinges' linear maps for the interior point: D x, Dᵀ y and the Schur term
+    Σ_k e_k d_k d_kᵀ (d_k = svec D_k), from explicit rows (K × n_p)."""
+
+    def __init__(self, D):
+        self.D = np.ascontiguousarray(D, dtype=float)
+        self.K, self.n_p = self.D.shape
+
+    def dot(self, x):
+        return self.D @ x
+
+    def tdot(self, y):
+        return y @ self.D
+
+    def schur(self, e):
+        return self.D.T @ (self.D * e[:, None])
+
+    def row_absmax(self):
+        return np.abs(self.D).max(axis=1) if self.K else np.zeros(0)
+
+
+class _PairRows(_Rows):
+    """:class:`_Rows` for hinges on pair differences, D_k = Q[a_k] − Q[b_k], through the
+    n_Π pairs they touch: D x = (Q_Π x)[a] − (Q_Π x)[b], Dᵀ y = Q_Πᵀ (scatter of y), and
+    Σ_k e_k d_k d_kᵀ = Q_Πᵀ L(e) Q_Π with L(e) the weighted signed Laplacian of the
+    hinges on the pairs (a sparse n_Π × n_Π matrix whose pattern is built once)."""
+
+    def __init__(self, QP, a, b):
+        self.QP = np.ascontiguousarray(QP, dtype=float)
+        self.a = a
+        self.b = b
+        self.K = a.size
+        self.n_pairs, self.n_p = QP.shape
+        if b is None:
+            rows, cols, sign = a, a, np.ones(self.K)
+        else:
+            rows = np.concatenate([a, b, a, b])
+            cols = np.concatenate([a, b, b, a])
+            sign = np.concatenate([np.ones(2 * self.K), -np.ones(2 * self.K)])
+        key = rows * self.n_pairs + cols
+        uniq, self._pos = np.unique(key, return_inverse=True)
+        self._sign = sign
+        r, c = np.divmod(uniq, self.n_pairs)
+        self._indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=self.n_pairs))])
+        self._indices = c.astype(np.int32)
+        self._nnz = uniq.size
+
+    def dot(self, x):
+        q = self.QP @ x
+        return q[self.a] - q[self.b] if self.b is not None else q[self.a]
+
+    def _scatter(self, y):
+        w = np.bincount(self.a, weights=y, minlength=self.n_pairs)
+        if self.b is not None:
+            w -= np.bincount(self.b, weights=y, minlength=self.n_pairs)
+        return w
+
+    def tdot(self, y):
+        return self._scatter(y) @ self.QP
+
+    def schur(self, e):
+        reps = self._sign.size // self.K
+        data = np.bincount(self._pos, weights=self._sign * (np.tile(e, reps) if reps > 1 else e),
+                           minlength=self._nnz)
+        L = sp.csr_matrix((data, self._indices, self._indptr), shape=(self.n_pairs, self.n_pairs))
+        return self.QP.T @ (L @ self.QP)
+
+    def row_absmax(self):
+        if self.K == 0:
+            return np.zeros(0)
+        # max |entries| of D_k <= max|Q_a| + max|Q_b| (a bound is enough: it only scales)
+        qa = np.abs(self.QP).max(axis=1)
+        return qa[self.a] + (qa[self.b] if self.b is not None else 0.0)
+
+
+def _kept_rows(terms: "HingeTerms", idx) -> _Rows:
+    """The linear maps of the hinges ``idx``: through their pairs when those are fewer."""
+    plus = terms.plus[idx]
+    minus = terms.minus[idx] if terms.minus is not None else None
+    touched = np.unique(plus if minus is None else np.concatenate([plus, minus]))
+    if idx.size == 0 or touched.size >= 0.6 * idx.size:
+        return _Rows(terms.rows(idx))
+    loc = np.full(terms.Qs.shape[0], -1, dtype=np.int64)
+    loc[touched] = np.arange(touched.size)
+    return _PairRows(terms.Qs[touched], loc[plus], None if minus is None else loc[minus])
+
+
+def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, const: float = 0.0):
+    """min ⟨C, P⟩ + const + Σ_k c_k [b_k + ⟨D_k, P⟩]_+ over S by a primal–dual
+    interior-point method (Mehrotra predictor–corrector, NT scaling).
+
+    Parameters
+    ----------
+    Cs : svec of C.  D : (K, n_p) svec rows of the D_k, or a :class:`_Rows`.  b, c : (K,).
+    tol : relative duality gap (over max(1, |objective|)) and residual tolerance.
+
+    Returns
+    -------
+    dict with P, p (svec), Z, N (m × m, zero diagonal), alpha (K,), nu, iterations,
+    status ("optimal", "max_iter", "stalled" or "nonfinite"), pobj, dobj (unscaled, incl.
+    const).
+    """
+    I, J, f, off = _svec_index(m)
+    n_p = I.size
+    D = D if isinstance(D, _Rows) else _Rows(np.asarray(D, dtype=float).reshape(-1, n_p))
+    K = D.K
+    # scale the objective so its data are O(1) (hinge data are constraint rows: unscaled)
+    scale = max(float(np.abs(Cs).max(initial=0.0)),
+                float(np.max(c * D.row_absmax(), initial=0.0)), 1e-300)
+    Cn, cn = Cs / scale, c / scale
+    a = f.copy()                                      # svec(11ᵀ): ⟨11ᵀ, P⟩ = a·p
+    Io, Jo = I[off], J[off]
+    # start: P0 = (I/m + 11ᵀ/m²)/2 (strictly inside S), a dual-feasible (Z, N, ν, α, β)
+    P = 0.5 * (np.eye(m) / m + np.full((m, m), 1.0 / m ** 2))
+    p = svec(P)
+    arg0 = b + D.dot(p) if K else np.zeros(0)
+    theta = max(1.0, float(np.median(np.abs(arg0)))) if K else 1.0
+    xi = np.maximum(arg0, 0.0) + theta
+    s = xi - arg0
+    alpha, beta = 0.5 * cn, 0.5 * cn
+    G0 = smat(Cn + (D.tdot(alpha) if K else 0.0), m)
+    lam0 = np.linalg.eigvalsh(G0)
+    t0 = max(0.0, -lam0[0]) + max(1.0, float(np.abs(lam0).max()))
+    nu = -t0
+    nn = np.full(Io.size, 2.0 * t0)                    # N = t0 (11ᵀ − I): N_ij = nn/2
+    Z = G0 + t0 * np.eye(m)
+    theta_deg = m + Io.size + 2 * K
+    status = "max_iter"
+    it = 0
+    stall = 0
+
+    def nmat(x):
+        X = np.zeros((m, m))
+        X[Io, Jo] = 0.5 * x
+        X[Jo, Io] = 0.5 * x
+        return X
+
+    def max_step_psd(Lam_isqrt, A):
+        # largest t with Λ + tA ⪰ 0, given Λ^{-1/2}
+        Ms = Lam_isqrt[:, None] * A * Lam_isqrt[None, :]
+        lmin = float(np.linalg.eigvalsh(0.5 * (Ms + Ms.T))[0])
+        return np.inf if lmin >= 0 else -1.0 / lmin
+
+    def max_step_lp(x, dx):
+        neg = dx < 0
+        return float(np.min(-x[neg] / dx[neg])) if np.any(neg) else np.inf
+
+    for it in range(1, max_iter + 1):
+        pn = P[Io, Jo]
+        Dp = D.dot(p) if K else np.zeros(0)
+        Da = smat(D.tdot(alpha), m) if K else 0.0
+        R_P = smat(Cn, m) - Z - nmat(nn) + Da - nu
+        r_xi = cn - alpha - beta
+        r_h = xi - b - Dp - s
+        r_e = float(a @ p) - 1.0
+        comp = float(np.sum(P * Z)) + float(pn @ nn) + float(xi @ beta) + float(s @ alpha)
+        mu = comp / theta_deg
+        pobj = float(Cn @ p) + float(cn @ xi)
+        dobj = float(b @ alpha) + nu
+        res = max(float(np.abs(R_P).max()), float(np.abs(r_xi).max(initial=0.0)),
+                  float(np.abs(r_h).max(initial=0.0)) / max(1.0, theta), abs(r_e))
+        # relative gap, or an absolute one at the round-off level of the O(1) scaled data
+        # (when w·W dominates C the objective is tiny in scaled units: w = 1e8 makes it 1e-7)
+        ref = max(abs(pobj + const / scale), 1.0 / scale, ABS_GAP / tol)
+        if pobj - dobj <= tol * ref and res <= tol * max(1.0, float(np.abs(Cn).max())):
+            status = "optimal"
+            break
+        if not (np.isfinite(comp) and np.isfinite(res)):
+            status = "nonfinite"
+            break
+        # NT scaling of the PSD block: RᵀZR = R⁻¹PR⁻ᵀ = Λ
+        try:
+            Ls = np.linalg.cholesky(P)
+            Lz = np.linalg.cholesky(Z)
+        except np.linalg.LinAlgError:
+            status = "stalled"
+            break
+        U, lam, Vt = np.linalg.svd(Lz.T @ Ls)
+        lis = 1.0 / np.sqrt(lam)
+        R = Ls @ Vt.T * lis[None, :]
+        Rinv = (lis[:, None] * U.T) @ Lz.T
+        Winv = Rinv.T @ Rinv                                          # W_nt⁻¹
+        w3 = beta / xi
+        w4 = alpha / s
+        e = w3 * w4 / (w3 + w4)
+        M = _skron(Winv)
+        M[np.arange(n_p)[off], np.arange(n_p)[off]] += nn / (2.0 * pn)
+        M = M + D.schur(e) if K else M
+        M = 0.5 * (M + M.T)
+        try:
+            cho = sla.cho_factor(M, lower=True, check_finite=False)
+            solveM = lambda v: sla.cho_solve(cho, v, check_finite=False)   # noqa: E731
+        except (np.linalg.LinAlgError, sla.LinAlgError):
+            reg = 1e-14 * float(np.abs(np.diag(M)).max())
+            lu = sla.lu_factor(M + reg * np.eye(n_p), check_finite=False)
+            solveM = lambda v: sla.lu_solve(lu, v, check_finite=False)     # noqa: E731
+        Ma = solveM(a)
+        aMa = float(a @ Ma)
+
+        def newton(Zrhs, d_n, d_b, d_a):
+            g = d_b / xi + d_a / s - w4 * r_h - r_xi
+            q = d_a / s - w4 * r_h - w4 * g / (w3 + w4)
+            rhs = svec(-R_P + Zrhs + nmat(d_n / pn)) - (D.tdot(q) if K else 0.0)
+            Mr = solveM(rhs)
+            dnu = (-r_e - float(a @ Mr)) / aMa
+            dp = Mr + dnu * Ma
+            dP = smat(dp, m)
+            delta = D.dot(dp) if K else np.zeros(0)
+            dxi = (g + w4 * delta) / (w3 + w4)
+            ds = dxi - delta + r_h
+            dal = q + e * delta
+            dbe = (d_b - beta * dxi) / xi
+            dnn = (d_n - nn * dP[Io, Jo]) / pn
+            # ΔZ from the linearized dual equation (not from the complementarity row, whose
+            # W⁻¹ΔPW⁻¹ amplifies round-off near the end): the dual residual then stays exact
+            dZ = R_P - nmat(dnn) + (smat(D.tdot(dal), m) if K else 0.0) - dnu
+            dZ = 0.5 * (dZ + dZ.T)
+            return dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu
+
+        def steps(dP, dxi, ds, dal, dbe, dnn, dZ):
+            A_ = Rinv @ dP @ Rinv.T
+            B_ = R.T @ dZ @ R
+            tp = min(max_step_psd(lis, A_), max_step_lp(pn, dP[Io, Jo]),
+                     max_step_lp(xi, dxi), max_step_lp(s, ds))
+            td = min(max_step_psd(lis, B_), max_step_lp(nn, dnn),
+                     max_step_lp(alpha, dal), max_step_lp(beta, dbe))
+            return tp, td, A_, B_
+
+        # predictor
+        aff = newton(-Z, -pn * nn, -xi * beta, -s * alpha)
+        dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu = aff
+        tp, td, A_, B_ = steps(dP, dxi, ds, dal, dbe, dnn, dZ)
+        tp = td = min(1.0, tp, td)
+        comp_aff = (float(np.sum((P + tp * dP) * (Z + td * dZ)))
+                    + float((pn + tp * dP[Io, Jo]) @ (nn + td * dnn))
+                    + float((xi + tp * dxi) @ (beta + td * dbe)) + float((s + tp * ds) @ (alpha + td * dal)))
+        sigma = min(1.0, max(0.0, comp_aff / comp)) ** 3
+        # corrector (Mehrotra): second-order terms of the affine step
+        tpa, tda = tp, td
+
+        def combined(kc):
+            Dm = sigma * mu * np.eye(m) - np.diag(lam ** 2) - 0.5 * kc * (A_ @ B_ + B_ @ A_)
+            E = 2.0 * Dm / (lam[:, None] + lam[None, :])
+            Zrhs = Rinv.T @ E @ Rinv
+            d_n = sigma * mu - pn * nn - kc * dPa[Io, Jo] * dnna
+            d_b = sigma * mu - xi * beta - kc * dxia * dbea
+            d_a = sigma * mu - s * alpha - kc * dsa * dala
+            d = newton(Zrhs, d_n, d_b, d_a)
+            return d, steps(*d[1:8])[:2]
+
+        dPa, dxia, dsa, dala, dbea, dnna = dP, dxi, ds, dal, dbe, dnn
+        d, (tp, td) = combined(1.0)
+        if min(tp, td) < 0.5 * min(tpa, tda, 1.0):
+            # the second-order (Mehrotra) term hurt: keep the better of it and plain centring
+            d2, (tp2, td2) = combined(0.0)
+            if min(tp2, td2) > min(tp, td):
+                d, tp, td = d2, tp2, td2
+        dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu = d
+        tp = td = min(1.0, 0.99 * tp, 0.99 * td)
+        if not (np.isfinite(tp) and np.isfinite(td)) or not np.all(np.isfinite(dp)):
+            status = "nonfinite"
+            break
+        stall = stall + 1 if max(tp, td) < 1e-8 else 0
+        if stall >= 3:
+            status = "stalled"
+            break
+        # stay in a wide neighbourhood: every complementarity product >= γ·μ(t), γ =
+        # NEIGHBOURHOOD (or half the current ratio when the iterate is not yet inside it)
+        now = min(float(np.min(lam ** 2)), float(np.min(pn * nn, initial=np.inf)),
+                  float(np.min(xi * beta, initial=np.inf)),
+                  float(np.min(s * alpha, initial=np.inf))) / mu
+        gam = min(NEIGHBOURHOOD, 0.5 * now)
+        for _ in range(30):
+            try:
+                Lt = np.linalg.cholesky(P + tp * dP)
+                pz = np.linalg.eigvalsh(Lt.T @ (Z + td * dZ) @ Lt)
+            except np.linalg.LinAlgError:
+                pz = np.array([-1.0])
+            prods = [pz, (pn + tp * dP[Io, Jo]) * (nn + td * dnn), (xi + tp * dxi) * (beta + td * dbe),
+                     (s + tp * ds) * (alpha + td * dal)]
+            mut = sum(float(np.sum(x)) for x in prods) / theta_deg
+            if min(float(np.min(x, initial=np.inf)) for x in prods) >= gam * mut:
+                break
+            tp = td = 0.8 * tp
+        p = p + tp * dp
+        P = smat(p, m)
+        xi = xi + tp * dxi
+        s = s + tp * ds
+        Z = Z + td * dZ
+        Z = 0.5 * (Z + Z.T)
+        nn = nn + td * dnn
+        alpha = alpha + td * dal
+        beta = beta + td * dbe
+        nu = nu + td * dnu
+    N = nmat(nn)
+    return dict(P=P, p=p, Z=Z * scale, N=N * scale, alpha=np.clip(alpha * scale, 0.0, c), nu=nu * scale,
+                iterations=it, status=status, pobj=pobj * scale + const, dobj=dobj * scale + const)
+
+
+# --------------------------------------------------------------------------- working set
+def _default_start(m: int) -> np.ndarray:
+    return 0.5 * (np.eye(m) / m + np.full((m, m), 1.0 / m ** 2))
+
+
+def weight_step_ipm(terms: HingeTerms, L=None, P0=None, tol: float = 1e-9, max_iter: int = 80,
+                    kink_target: int | None = None, max_rounds: int = 50, cold_budget: float = 5e7,
+                    sample: int = 2000, blas_threads="config") -> FastResult:
+    """Solve eq. 15: min h(P) + ⟨L, P⟩ over S (h = ``terms``, L e.g. w·W), by the working-set
+    interior-point method of the module docstring.
+
+    Parameters
+    ----------
+    terms : HingeTerms.
+    L : (m, m) extra linear term, or None.
+    P0 : (m, m) the point the hinges are classified at (a previous solution: a warm
+        start), or None (a cold start).
+    tol : relative duality gap of each interior-point solve and the relative discrepancy
+        budget of the working set (both over max(1, |objective|)).
+    max_iter : interior-point iterations per reduced solve.
+    kink_target : warm start: how many hinges nearest their kink at P0 start in the kept
+        set K (default 2·m(m+1)/2, at least 64); the rest are linearized or dropped by
+        their sign at P0.
+    max_rounds : working-set rounds.
+    cold_budget : cold start: every hinge that can change sign on S starts in K when the
+        pair-structured Newton system costs at most this many flops per iteration
+        (n_pairs touched · (m(m+1)/2)²); otherwise the warm rule at the solution of a
+        uniform sample of ``sample`` of them (weights scaled up to the whole; a cheap
+        estimate of P*).  Hinges of one sign on all of S (:meth:`HingeTerms.safe_signs`)
+        are never kept.
+    sample : the size of that sample.
+
+    Returns
+    -------
+    FastResult
+        ``matrix`` = P, ``lam`` = α (one multiplier in [0, c_t] per hinge), ``xi`` = the
+        hinge arguments at P; ``extra``: ``nu``, ``N`` (m × m, >= 0 off the diagonal), ``Z``,
+        ``value`` (h(P) + ⟨L, P⟩), ``reduced_value`` / ``reduced_dual`` (the last reduced
+        problem's primal and dual objectives), ``rounds``, ``kept`` (|K| per round),
+        ``ipm_iterations``, ``ipm_status``, ``discrepancy``.  ``code`` OK when the last
+        reduced solve reached ``tol`` and the working set settled.
+    """
+    with blas_limit(blas_threads):
+        return _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_budget,
+                                int(sample))
+
+
+def _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_budget, sample):
+    t0 = time.perf_counter()
+    m, T = terms.m, terms.n_terms
+    I, J, f, off = _svec_index(m)
+    n_p = I.size
+    Ls = np.zeros(n_p) if L is None else svec(0.5 * (np.asarray(L, float) + np.asarray(L, float).T))
+    Cbase = terms.Cs + Ls
+    always_on, always_off = terms.safe_signs()
+    free = ~(always_on | always_off)
+    kept = np.zeros(T, dtype=bool)
+    cold = P0 is None
+    free_idx = np.flatnonzero(free)
+    if cold and free.any() and terms.pairs_touched(free_idx) * n_p ** 2 <= cold_budget:
+        kept = free.copy()
+        arg = np.zeros(T)
+    else:
+        if cold and free_idx.size > sample:
+            # too many hinges for a cold solve with all of them: classify at the solution of a
+            # uniform sample of the free ones (weights scaled up by T_free / sample; the
+            # hinges of one sign on S exact), solved with all its hinges kept
+            pick = np.sort(np.random.default_rng(0).choice(free_idx, sample, replace=False))
+            sub = np.concatenate([pick, np.flatnonzero(always_on | always_off)])
+            scale_w = np.ones(sub.size)
+            scale_w[:pick.size] = free_idx.size / pick.size
+            st = terms.subset(sub)
+            st.c = st.c * scale_w
+            st._safe = (always_on[sub], always_off[sub])
+            P0 = _weight_step_ipm(st, L, None, max(tol, 1e-6), max_iter, kink_target, max_rounds, np.inf,
+                                  sample).matrix
+        target = max(64, 2 * n_p) if kink_target is None else int(kink_target)
+        if cold and free_idx.size > sample:
+            target = max(target, sample)        # the sample's P is rougher than a previous P*
+        P0 = _default_start(m) if P0 is None else np.asarray(P0, dtype=float)
+        arg = terms.arguments(svec(0.5 * (P0 + P0.T)))
+        cand = np.flatnonzero(free)
+        if cand.size:
+            order = cand[np.argsort(np.abs(arg[cand]))]
+            kept[order[:min(target, order.size)]] = True
+            kept |= free & (np.abs(arg) <= 1e-9 * (1.0 + np.abs(terms.b)))
+    lin = ~kept & (always_on | (free & (arg > 0)))
+    history, ipm_its, rounds = [], 0, 0
+    code = OK
+    out = None
+    disc = 0.0
+    for rounds in range(1, max_rounds + 1):
+        idx = np.flatnonzero(kept)
+        lin_idx = np.flatnonzero(lin)
+        Chat = Cbase + (terms.adjoint(np.where(lin, terms.c, 0.0)) if lin_idx.size else 0.0)
+        const = float(terms.c[lin_idx] @ terms.b[lin_idx])
+        out = dnn_hinge_ipm(Chat, _kept_rows(terms, idx), terms.b[idx], terms.c[idx], m, tol=tol,
+                            max_iter=max_iter, const=const)
+        ipm_its += out["iterations"]
+        history.append(int(idx.size))
+        p = out["p"]
+        arg = terms.arguments(p)
+        value = float(Cbase @ p) + float(terms.c @ np.maximum(arg, 0.0))
+        bad = np.where(lin, np.maximum(-arg, 0.0), np.where(~kept, np.maximum(arg, 0.0), 0.0)) * terms.c
+        disc = float(bad.sum())
+        if out["status"] == "nonfinite":
+            code = NONFINITE
+            break
+        if disc <= 0.1 * tol * max(1.0, abs(value)):
+            if out["status"] != "optimal":
+                code = NOT_CONVERGED
+            break
+        kept |= bad > 0
+        lin &= ~kept
+    else:
+        code = NOT_CONVERGED
+    alpha = np.where(lin, terms.c, 0.0)
+    alpha[idx] = out["alpha"]
+    return FastResult(
+        matrix=out["P"], lam=alpha, xi=arg, sweeps=ipm_its, dual_change=disc, code=code, bad_index=-1,
+        time=time.perf_counter() - t0,
+        extra=dict(solver="working-set-ipm", nu=out["nu"], N=out["N"], Z=out["Z"], value=value,
+                   reduced_value=out["pobj"], reduced_dual=out["dobj"], rounds=rounds, kept=history,
+                   ipm_iterations=ipm_its, ipm_status=out["status"], discrepancy=disc, cold=cold))
