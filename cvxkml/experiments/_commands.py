@@ -22,12 +22,19 @@ import sys
 
 from ..datasets import DataNotFoundError
 
-__all__ = ["GROUPS", "add_parser", "add_command", "subcommands", "add_run_options", "run_command"]
+__all__ = ["GROUPS", "CommandError", "add_parser", "add_command", "subcommands", "add_run_options",
+           "run_command"]
 
 #: group -> (help, metavar of its commands)
 GROUPS = {"bench": ("benchmarks", "BENCHMARK"), "reproduce": ("paper reproductions", "EXPERIMENT")}
 
 _DEST = {"bench": "benchmark", "reproduce": "experiment"}
+
+
+class CommandError(Exception):
+    """A command cannot run as asked (an option needs an optional extra that is not
+    installed, or options that do not go together): :func:`run_command` prints the
+    message as one line and returns 1."""
 
 
 def _subparsers(parser: argparse.ArgumentParser):
@@ -147,11 +154,15 @@ def run_command(args, name: str = "cvxkml") -> int:
     int
         The command's exit status (None counts as 0); 1 when it stopped on a missing
         data file, after one line on standard error naming the file and where it was
-        looked for (no traceback).
+        looked for (no traceback), or on a :class:`CommandError` (its message as one
+        line).
     """
     try:
         return int(args.func(args) or 0)
     except DataNotFoundError as exc:
         hint = " (command line: --data-dir FOLDER)" if hasattr(args, "data_dir") else ""
         print(f"{name}: {exc}{hint}", file=sys.stderr)
+        return 1
+    except CommandError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
         return 1

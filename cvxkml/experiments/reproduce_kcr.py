@@ -20,8 +20,10 @@ Protocol (the paper's, with the details it leaves open fixed as below):
   resubstitution estimate L̂(g_n)); test error on the test split.
 
 Every fit's certified gap, convergence flag and time are kept, so the report says how
-many fits met the tolerance.  Only the command ``cvxkml reproduce kcr`` (:func:`register`)
-prints.
+many fits met the tolerance.  The fits of one ν on one split (warm-started along λ) are an
+independent task: ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml
+reproduce kcr --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers
+as the serial run.  Only the command ``cvxkml reproduce kcr`` (:func:`register`) prints.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from ..errors import ConvergenceWarning, InvalidInputError
 from ..formulas.kcr import rule_predict
 from ..kernels import gaussian_kernel
 from ._commands import add_command
+from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import finish, format_table, write_json
 
 __all__ = [
@@ -136,40 +139,72 @@ def _kcr_predict(G, h, K_cross, K_train, ytr, L):
     return rule_predict(_sq_euclid(Z, T), ytr, L, h, "nearest")
 
 
-def kcr_grid(Xtr, ytr, Xva, yva, protocol: Protocol) -> list[dict]:
-    """Fit KCR on every (ν, λ) of the grid (warm-started along decreasing λ); returns one
-    record per fit with its validation error, certificate and time."""
+def _nu_fits(Xtr, ytr, Xva, yva, nu, protocol: Protocol) -> list[dict]:
+    """The fits of one ν: every λ of the grid, warm-started along decreasing λ."""
     L = int(ytr.max()) + 1
     out = []
-    for nu in protocol.nus:
-        Ktr = gaussian_kernel(Xtr, gamma=nu)
-        Kva = gaussian_kernel(Xva, Xtr, gamma=nu)
-        base = KCR(Ktr, ytr, max(protocol.lams))
-        warm = None
-        for lam in sorted(protocol.lams, reverse=True):
-            prob = base.with_lam(lam)
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                sol = prob.solve(tol=protocol.tol, max_iter=protocol.max_iter,
-                                 time_limit=protocol.time_limit, warm_start=warm, warn=False)
-            elapsed = time.perf_counter() - t0
-            warm = sol.info["warm_start"]
-            G, h = sol.info["factor"], sol.info["h"]
-            val = float(np.mean(_kcr_predict(G, h, Kva, Ktr, ytr, L) != yva))
-            out.append(dict(nu=nu, lam=lam, val=val, G=G, h=h, converged=sol.converged,
-                            gap=sol.info["gap"], n_iter=sol.n_iter, time=elapsed,
-                            objective=sol.objective, rank=G.shape[1]))
+    Ktr = gaussian_kernel(Xtr, gamma=nu)
+    Kva = gaussian_kernel(Xva, Xtr, gamma=nu)
+    base = KCR(Ktr, ytr, max(protocol.lams))
+    warm = None
+    for lam in sorted(protocol.lams, reverse=True):
+        prob = base.with_lam(lam)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            sol = prob.solve(tol=protocol.tol, max_iter=protocol.max_iter,
+                             time_limit=protocol.time_limit, warm_start=warm, warn=False)
+        elapsed = time.perf_counter() - t0
+        warm = sol.info["warm_start"]
+        G, h = sol.info["factor"], sol.info["h"]
+        val = float(np.mean(_kcr_predict(G, h, Kva, Ktr, ytr, L) != yva))
+        out.append(dict(nu=nu, lam=lam, val=val, G=G, h=h, converged=sol.converged,
+                        gap=sol.info["gap"], n_iter=sol.n_iter, time=elapsed,
+                        objective=sol.objective, rank=G.shape[1]))
     return out
 
 
-def run_split(X, y, split, protocol: Protocol) -> dict:
-    """One split: k-NN and KCR errors (train, test) with the validation-chosen parameters."""
+def _grid_task(task) -> list[dict]:
+    """One task of :func:`run_dataset`: the fits of one ν on one split."""
+    X, y, split, nu, protocol = task
+    tr, va, _ = split
+    Xtr, Xva = _standardize(X[tr], X[va])
+    return _nu_fits(Xtr, y[tr], Xva, y[va], nu, protocol)
+
+
+def kcr_grid(Xtr, ytr, Xva, yva, protocol: Protocol, n_jobs: int | None = 1) -> list[dict]:
+    """Fit KCR on every (ν, λ) of the grid; returns one record per fit with its
+    validation error, certificate and time.
+
+    Parameters
+    ----------
+    Xtr, ytr, Xva, yva : ndarray
+        Standardized training and validation points, integer labels 0 … L − 1.
+    protocol : Protocol
+        The grid (``nus``, ``lams``) and the solver's tolerance and budgets.
+    n_jobs : int or None, default 1
+        The ν run as independent tasks (each warm-starts along decreasing λ) through
+        :func:`cvxkml.experiments._parallel.run_tasks`; the records do not depend on it.
+
+    Returns
+    -------
+    list of dict
+        One record per fit, ν by ν in the order of ``protocol.nus``, λ decreasing.
+    """
+    per_nu = run_tasks(_nu_task, [(Xtr, ytr, Xva, yva, nu, protocol) for nu in protocol.nus], n_jobs)
+    return [f for fits in per_nu for f in fits]
+
+
+def _nu_task(task) -> list[dict]:
+    return _nu_fits(*task)
+
+
+def _finish_split(X, y, split, fits, protocol: Protocol) -> dict:
+    """k-NN and the KCR errors with the validation-chosen (ν, λ) of ``fits``."""
     tr, va, te = split
     Xtr, Xva, Xte = _standardize(X[tr], X[va], X[te])
     ytr, yva, yte = y[tr], y[va], y[te]
     knn = knn_errors(Xtr, ytr, Xva, yva, Xte, yte, protocol.ks)
-    fits = kcr_grid(Xtr, ytr, Xva, yva, protocol)
     best = min(fits, key=lambda f: (f["val"], -f["lam"], f["nu"]))
     L = int(ytr.max()) + 1
     Ktr = gaussian_kernel(Xtr, gamma=best["nu"])
@@ -182,19 +217,55 @@ def run_split(X, y, split, protocol: Protocol) -> dict:
                 fits=light, sizes=(tr.size, va.size, te.size))
 
 
-def run_dataset(name: str, protocol: Protocol, data_dir=None, progress=None) -> dict:
-    """All splits of one data set; errors in percent (mean ± std over splits)."""
+def run_split(X, y, split, protocol: Protocol, n_jobs: int | None = 1) -> dict:
+    """One split: k-NN and KCR errors (train, test) with the validation-chosen parameters
+    (``n_jobs``: see :func:`kcr_grid`)."""
+    tr, va, _ = split
+    Xtr, Xva = _standardize(X[tr], X[va])
+    fits = kcr_grid(Xtr, y[tr], Xva, y[va], protocol, n_jobs)
+    return _finish_split(X, y, split, fits, protocol)
+
+
+def run_dataset(name: str, protocol: Protocol, data_dir=None, progress=None, n_jobs: int | None = 1) -> dict:
+    """All splits of one data set; errors in percent (mean ± std over splits).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`DATASETS`.
+    protocol : Protocol
+    data_dir : str or Path, optional
+        The offline data folder.
+    progress : callable, optional
+        ``progress(name, done, total, seconds)`` after each split.
+    n_jobs : int or None, default 1
+        The fits of every (split, ν) run as independent tasks through
+        :func:`cvxkml.experiments._parallel.run_tasks` (the splits are drawn first, in
+        order, from the seed); the numbers do not depend on it.
+
+    Returns
+    -------
+    dict
+        The summary (see :func:`reproduce`) with every split under ``"splits"``.
+    """
     X, y_raw = load_dataset(name, data_dir)
     _, y = np.unique(y_raw, return_inverse=True)
     y = y.ravel()
     rng = np.random.default_rng(protocol.seed)
-    splits = []
+    drawn = [stratified_split(y, rng, protocol.fractions) for _ in range(protocol.n_splits)]
     t0 = time.perf_counter()
-    for s in range(protocol.n_splits):
-        split = stratified_split(y, rng, protocol.fractions)
-        splits.append(run_split(X, y, split, protocol))
-        if progress is not None:
-            progress(name, s + 1, protocol.n_splits, time.perf_counter() - t0)
+    nus = len(protocol.nus)
+    splits = []
+
+    def done(k, _fits):
+        if (k + 1) % nus == 0 and progress is not None:
+            progress(name, (k + 1) // nus, protocol.n_splits, time.perf_counter() - t0)
+
+    per_task = run_tasks(_grid_task, [(X, y, split, nu, protocol) for split in drawn for nu in protocol.nus],
+                         n_jobs, callback=done)
+    for s, split in enumerate(drawn):
+        fits = [f for fits in per_task[s * nus:(s + 1) * nus] for f in fits]
+        splits.append(_finish_split(X, y, split, fits, protocol))
 
     def stat(key, part):
         v = 100.0 * np.array([sp[key][part] for sp in splits])
@@ -217,11 +288,12 @@ def run_dataset(name: str, protocol: Protocol, data_dir=None, progress=None) -> 
 
 
 def reproduce(datasets=DATASETS, protocol: Protocol | None = None, data_dir=None,
-              progress=None) -> list[dict]:
-    """Run :func:`run_dataset` for each data set; returns one summary dict per set."""
+              progress=None, n_jobs: int | None = 1) -> list[dict]:
+    """Run :func:`run_dataset` for each data set; returns one summary dict per set
+    (``n_jobs``: the (split, ν) tasks of each data set, see :func:`run_dataset`)."""
     protocol = protocol or Protocol()
     check_available(datasets, data_dir)
-    return [run_dataset(name, protocol, data_dir, progress) for name in datasets]
+    return [run_dataset(name, protocol, data_dir, progress, n_jobs) for name in datasets]
 
 
 # --------------------------------------------------------------------------- CLI
@@ -281,8 +353,10 @@ def _cmd_reproduce_kcr(args) -> int:
     def progress(name, done, total, elapsed):
         print(f"  {name}: split {done}/{total} done ({elapsed:.0f} s)", file=sys.stderr, flush=True)
 
-    results = reproduce(datasets, protocol, data_dir=args.data_dir, progress=progress)
+    with parallel_from_args(args) as (n_jobs, engine):
+        results = reproduce(datasets, protocol, data_dir=args.data_dir, progress=progress, n_jobs=n_jobs)
     print(format_report(results, protocol))
+    print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
     if args.out:
         slim = [{k: v for k, v in r.items() if k != "splits"} | {
             "fits": [f for sp in r["splits"] for f in sp["fits"]]} for r in results]
@@ -314,3 +388,4 @@ def register(commands) -> None:
     p.add_argument("--out", default=None, help="write all numbers (every fit) as JSON to this file")
     p.add_argument("--data-dir", default=None,
                    help="folder holding balance.csv and ionosphere.csv (default: $CVXKML_DATA or ../shared/data)")
+    add_parallel_options(p, "(split, nu) fits")

@@ -16,7 +16,10 @@ with the low-rank LogDet solver (:class:`cvxkml.declare.LowRankLogDet`).
 
 Kernel k-means (:func:`kernel_kmeans`, k-means++ seeding in feature space, several seeded
 restarts, best objective kept) and NMI (:func:`nmi`, normalized by the mean entropy as in
-the paper) are implemented here.  Every function returns plain rows; only the command
+the paper) are implemented here.  Every (constraint count, draw) has seeds of its own and
+is an independent task: ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml
+reproduce lowrank --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers
+as the serial run.  Every function returns plain rows; only the command
 ``cvxkml reproduce lowrank`` (:func:`register`) prints them.  The files are read by
 :mod:`cvxkml.datasets`; the Digits subset is drawn here.
 """
@@ -31,6 +34,7 @@ import numpy as np
 from ..datasets import CATEGORY_ORDER, check_available, load_dataset
 from ..errors import CvxkmlError, InvalidInputError
 from ._commands import add_command, add_run_options
+from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import format_table, pm
 
 __all__ = [
@@ -290,16 +294,58 @@ def _summary(values):
 
 
 # --------------------------------------------------------------------------- experiments
+def _digits_task(task) -> dict:
+    """One (number of constraints, draw) of :func:`digits_rows`, seeded by (seed, draw, m)."""
+    X, y, m, d, seed, eps, tol, max_sweeps, n_init, knn_k, check_exact = task
+    rng = np.random.default_rng([seed, d, int(m)])
+    out = {"nmi": None, "acc": None, "cycles": None, "solve_s": None, "viol": None,
+           "converged": 0, "feasible": 0}
+    if m == 0:
+        G = X
+        out["converged"] = out["feasible"] = 1
+    else:
+        pc = relative_pair_constraints(X, y, m, eps, rng)
+        G, sol, prob = _learn(X, pc, None, tol, max_sweeps)
+        if sol is not None:
+            out.update(cycles=sol.n_iter, solve_s=sol.time, viol=_rel_violation(sol, pc),
+                       converged=int(sol.converged))
+        if check_exact:
+            out["feasible"] = int(bool(_exact_feasible(prob)))
+    if G is not None:
+        out["nmi"] = nmi(y, kernel_kmeans(factor=G, n_clusters=3, n_init=n_init, random_state=rng).labels)
+    perm = rng.permutation(y.size)
+    halves = (perm[: y.size // 2], perm[y.size // 2:])
+    fold_acc = []
+    for tr, te in (halves, halves[::-1]):
+        if m == 0:
+            Gk = X
+        else:
+            Gk, _sol, _prob = _learn(X, relative_pair_constraints(X, y, m, eps, rng, pool=tr),
+                                     None, tol, max_sweeps)
+        if Gk is not None:
+            fold_acc.append(_knn_accuracy(Gk, y, tr, te, knn_k))
+    if fold_acc:
+        out["acc"] = float(np.mean(fold_acc))
+    return out
+
+
+def _present(draws, key) -> list:
+    return [r[key] for r in draws if r[key] is not None]
+
+
 def digits_rows(counts=(0, 10, 20, 40, 60, 80, 100, 120, 140), n_draws: int = 20, seed: int = 0,
                 data_dir=None, eps: float = 0.25, tol: float = 1e-3, max_sweeps: int = 100_000,
-                n_init: int = 10, knn_k: int = 5, check_exact: bool = True) -> list[dict]:
+                n_init: int = 10, knn_k: int = 5, check_exact: bool = True,
+                n_jobs: int | None = 1) -> list[dict]:
     """Digits (Figure 1 left, k-NN accuracy, cycles).  For each number of constraints and
     each of ``n_draws`` draws (seeds (``seed``, draw, count)): NMI of kernel k-means
     (3 clusters, ``n_init`` restarts) on the learned kernel with constraints drawn among all
     317 points; 5-NN accuracy with a random 50/50 split and two folds, constraints drawn
     among each fold's training half, kernel learned on all points (transductive).  Hard
     constraints, as in the paper.  With ``check_exact`` the exact CVXPY model of each NMI
-    run says whether its hard constraints are feasible at all.
+    run says whether its hard constraints are feasible at all.  Every (count, draw) is an
+    independent task: ``n_jobs`` runs them through
+    :func:`cvxkml.experiments._parallel.run_tasks` with the same rows.
 
     Row: constraints, draws, nmi_mean, nmi_std, knn_mean, knn_std (over draws; a draw's
     accuracy is the mean of its two folds), cycles_min / _median / _max (sweeps of the NMI
@@ -307,42 +353,16 @@ def digits_rows(counts=(0, 10, 20, 40, 60, 80, 100, 120, 140), n_draws: int = 20
     feasible; −1 when not checked), viol_median (median over the NMI runs of the largest
     violation relative to its bound), solve_s (mean solver time of the NMI runs)."""
     X, y = load_digits389(data_dir)
+    tasks = [(X, y, int(m), d, seed, eps, tol, max_sweeps, n_init, knn_k, check_exact)
+             for m in counts for d in range(int(n_draws))]
+    results = run_tasks(_digits_task, tasks, n_jobs)
     rows = []
-    for m in counts:
-        nmis, accs, cycles, solve_s, viol = [], [], [], [], []
-        converged = feasible = 0
-        for d in range(int(n_draws)):
-            rng = np.random.default_rng([seed, d, int(m)])
-            if m == 0:
-                G = X
-                converged += 1
-                feasible += 1
-            else:
-                pc = relative_pair_constraints(X, y, m, eps, rng)
-                G, sol, prob = _learn(X, pc, None, tol, max_sweeps)
-                if sol is not None:
-                    cycles.append(sol.n_iter)
-                    solve_s.append(sol.time)
-                    viol.append(_rel_violation(sol, pc))
-                    converged += int(sol.converged)
-                if check_exact:
-                    feasible += int(bool(_exact_feasible(prob)))
-            if G is not None:
-                nmis.append(nmi(y, kernel_kmeans(factor=G, n_clusters=3, n_init=n_init,
-                                                 random_state=rng).labels))
-            perm = rng.permutation(y.size)
-            halves = (perm[: y.size // 2], perm[y.size // 2:])
-            fold_acc = []
-            for tr, te in (halves, halves[::-1]):
-                if m == 0:
-                    Gk = X
-                else:
-                    Gk, _sol, _prob = _learn(X, relative_pair_constraints(X, y, m, eps, rng, pool=tr),
-                                             None, tol, max_sweeps)
-                if Gk is not None:
-                    fold_acc.append(_knn_accuracy(Gk, y, tr, te, knn_k))
-            if fold_acc:
-                accs.append(float(np.mean(fold_acc)))
+    for k, m in enumerate(counts):
+        draws = results[k * int(n_draws):(k + 1) * int(n_draws)]
+        nmis, accs, cycles = _present(draws, "nmi"), _present(draws, "acc"), _present(draws, "cycles")
+        solve_s, viol = _present(draws, "solve_s"), _present(draws, "viol")
+        converged = sum(r["converged"] for r in draws)
+        feasible = sum(r["feasible"] for r in draws)
         s_nmi, s_acc = _summary(nmis), _summary(accs)
         rows.append({
             "constraints": int(m), "draws": int(n_draws),
@@ -358,30 +378,52 @@ def digits_rows(counts=(0, 10, 20, 40, 60, 80, 100, 120, 140), n_draws: int = 20
     return rows
 
 
+def _cycles_task(task):
+    """One row of :func:`digits_convergence_rows`: the hard problem solved from scratch
+    with at most ``c`` sweeps; returns (row, problem)."""
+    X, pc, c, sat_tol = task
+    _G, sol, prob = _learn(X, pc, None, 1e-12, int(c))
+    if sol is None:
+        return {"cycles": int(c), "sweeps_run": 0, "satisfied_pct": np.nan, "max_rel_violation": np.nan}, prob
+    rel = sol.violations[: len(pc)] / pc.bound
+    return {"cycles": int(c), "sweeps_run": int(sol.n_iter),
+            "satisfied_pct": float(100.0 * np.mean(rel <= sat_tol)),
+            "max_rel_violation": float(np.max(rel))}, prob
+
+
 def digits_convergence_rows(m: int = 300, cycles=(1, 2, 5, 10, 20, 50, 100, 150, 200, 250, 300, 350),
                             seed: int = 0, data_dir=None, eps: float = 0.25,
-                            sat_tol: float = 1e-3) -> dict:
+                            sat_tol: float = 1e-3, n_jobs: int | None = 1) -> dict:
     """Digits, Figure 1 (right): one draw of ``m`` constraints; for each number of cycles
     (sweeps) c, the hard problem is solved from scratch with ``max_sweeps = c`` (tol 1e-12,
     so it runs exactly c sweeps unless it converges earlier), and the percentage of
     constraints satisfied to a relative tolerance ``sat_tol`` (violation ≤ sat_tol·bound) is
-    recorded.  Returns {"feasible": the exact model's verdict on this draw (True / False /
-    None), "rows": [{cycles, sweeps_run, satisfied_pct, max_rel_violation}]}."""
+    recorded.  The solves are independent tasks (``n_jobs``, see :func:`digits_rows`).
+    Returns {"feasible": the exact model's verdict on this draw (True / False / None),
+    "rows": [{cycles, sweeps_run, satisfied_pct, max_rel_violation}]}."""
     X, y = load_digits389(data_dir)
     pc = relative_pair_constraints(X, y, m, eps, np.random.default_rng([seed, 300]))
-    rows = []
-    prob = None
-    for c in cycles:
-        _G, sol, prob = _learn(X, pc, None, 1e-12, int(c))
-        if sol is None:
-            rows.append({"cycles": int(c), "sweeps_run": 0, "satisfied_pct": np.nan,
-                         "max_rel_violation": np.nan})
-            continue
-        rel = sol.violations[: len(pc)] / pc.bound
-        rows.append({"cycles": int(c), "sweeps_run": int(sol.n_iter),
-                     "satisfied_pct": float(100.0 * np.mean(rel <= sat_tol)),
-                     "max_rel_violation": float(np.max(rel))})
+    results = run_tasks(_cycles_task, [(X, pc, c, sat_tol) for c in cycles], n_jobs)
+    rows = [row for row, _prob in results]
+    prob = results[-1][1] if results else None
     return {"constraints": int(m), "feasible": _exact_feasible(prob), "rows": rows}
+
+
+def _uci_task(task) -> dict:
+    """One (number of constraints, draw) of :func:`uci_rows`, seeded by (seed, draw, m, 7)."""
+    X, y, k, m, d, seed, eps, gamma, tol, max_sweeps, n_init = task
+    rng = np.random.default_rng([seed, d, int(m), 7])
+    out = {"nmi": None, "cycles": None, "solve_s": None, "solved": 0}
+    if m == 0:
+        G = X
+        out["solved"] = 1
+    else:
+        G, sol, _st = _learn(X, relative_pair_constraints(X, y, m, eps, rng), gamma, tol, max_sweeps)
+        if sol is not None:
+            out.update(cycles=sol.n_iter, solve_s=sol.time, solved=int(sol.converged))
+    if G is not None:
+        out["nmi"] = nmi(y, kernel_kmeans(factor=G, n_clusters=k, n_init=n_init, random_state=rng).labels)
+    return out
 
 
 _UCI = {
@@ -393,50 +435,42 @@ _UCI = {
 
 def uci_rows(name: str, counts=(0, 50, 100, 200, 300, 400, 500), n_draws: int = 5, seed: int = 0,
              data_dir=None, eps: float = 0.25, gamma: float = 1.0, tol: float = 1e-3,
-             max_sweeps: int = 100_000, n_init: int = 10) -> list[dict]:
+             max_sweeps: int = 100_000, n_init: int = 10, n_jobs: int | None = 1) -> list[dict]:
     """Spambase / Nursery (Figures 3 and 4): NMI of kernel k-means (2 resp. 5 clusters) on
     the learned rank-57 resp. rank-8 linear kernel, with LogDet slack γ = ``gamma``, and the
-    cycles to convergence.  Row: constraints, draws, nmi_mean, nmi_std, cycles_min,
+    cycles to convergence.  Every (count, draw) is an independent task (``n_jobs``, see
+    :func:`digits_rows`).  Row: constraints, draws, nmi_mean, nmi_std, cycles_min,
     cycles_median, cycles_max, converged (runs meeting tol), solve_s (mean solver time)."""
     if name not in _UCI:
         raise InvalidInputError(f"name must be one of {sorted(_UCI)}; got {name!r}.")
     loader, k, _ = _UCI[name]
     X, y = loader(data_dir)
+    tasks = [(X, y, k, int(m), d, seed, eps, gamma, tol, max_sweeps, n_init)
+             for m in counts for d in range(int(n_draws))]
+    results = run_tasks(_uci_task, tasks, n_jobs)
     rows = []
-    for m in counts:
-        nmis, cycles, solve_s, solved = [], [], [], 0
-        for d in range(int(n_draws)):
-            rng = np.random.default_rng([seed, d, int(m), 7])
-            if m == 0:
-                G, sol = X, None
-                solved += 1
-            else:
-                G, sol, _st = _learn(X, relative_pair_constraints(X, y, m, eps, rng), gamma, tol,
-                                     max_sweeps)
-                if sol is not None:
-                    cycles.append(sol.n_iter)
-                    solve_s.append(sol.time)
-                    solved += int(sol.converged)
-            if G is not None:
-                nmis.append(nmi(y, kernel_kmeans(factor=G, n_clusters=k, n_init=n_init,
-                                                 random_state=rng).labels))
+    for j, m in enumerate(counts):
+        draws = results[j * int(n_draws):(j + 1) * int(n_draws)]
+        nmis, cycles, solve_s = _present(draws, "nmi"), _present(draws, "cycles"), _present(draws, "solve_s")
         s = _summary(nmis)
         rows.append({
             "constraints": int(m), "draws": int(n_draws), "nmi_mean": s["mean"], "nmi_std": s["std"],
             "cycles_min": int(min(cycles)) if cycles else 0,
             "cycles_median": float(np.median(cycles)) if cycles else 0.0,
             "cycles_max": int(max(cycles)) if cycles else 0,
-            "converged": solved, "solve_s": float(np.mean(solve_s)) if solve_s else 0.0,
+            "converged": sum(r["solved"] for r in draws),
+            "solve_s": float(np.mean(solve_s)) if solve_s else 0.0,
         })
     return rows
 
 
-def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None) -> dict:
+def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None, n_jobs: int | None = 1) -> dict:
     """All sections: ``digits`` (rows of :func:`digits_rows`), ``digits_convergence``
     (:func:`digits_convergence_rows`), ``spambase`` and ``nursery`` (:func:`uci_rows`),
     ``settings`` (what was run) and ``elapsed_s``.  ``quick`` shrinks the grids and draws
     (a smoke run for tests, not a reproduction).  BLAS is limited to one thread (the
-    matrices are small; this keeps the run steady on a shared machine)."""
+    matrices are small; this keeps the run steady on a shared machine).  ``n_jobs``: the
+    independent draws and solves of every section as tasks (see :func:`digits_rows`)."""
     from .._config import blas_limit
 
     from .bench import warm_up_lowrank
@@ -456,17 +490,19 @@ def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None) -> dict
     warm_up_lowrank()                                  # keep Numba cache loading out of solve_s
     t0 = time.perf_counter()
     with blas_limit(1):
-        out["digits"] = digits_rows(seed=seed, data_dir=data_dir, **dig)
-        out["digits_convergence"] = digits_convergence_rows(seed=seed, data_dir=data_dir, **conv)
+        out["digits"] = digits_rows(seed=seed, data_dir=data_dir, n_jobs=n_jobs, **dig)
+        out["digits_convergence"] = digits_convergence_rows(seed=seed, data_dir=data_dir, n_jobs=n_jobs, **conv)
         for name in ("spambase", "nursery"):
-            out[name] = uci_rows(name, seed=seed, data_dir=data_dir, **uci)
+            out[name] = uci_rows(name, seed=seed, data_dir=data_dir, n_jobs=n_jobs, **uci)
     out["elapsed_s"] = time.perf_counter() - t0
     return out
 
 
 # --------------------------------------------------------------------------- command
 def _cmd_reproduce_lowrank(args) -> int:
-    res = reproduce_lowrank(quick=args.quick, seed=args.seed, data_dir=args.data_dir)
+    check_available(("pendigits", "spambase", "nursery"), args.data_dir)   # before any worker starts
+    with parallel_from_args(args) as (n_jobs, engine):
+        res = reproduce_lowrank(quick=args.quick, seed=args.seed, data_dir=args.data_dir, n_jobs=n_jobs)
     st = res["settings"]
     dig, uci = st["digits"], st["uci"]
     print("cvxkml reproduce lowrank: Kulis, Sustik & Dhillon (JMLR 2009) §7.1 with the low-rank "
@@ -516,6 +552,7 @@ def _cmd_reproduce_lowrank(args) -> int:
         print(f"paper: NMI    {PAPER[name + '_nmi']}")
         print(f"paper: cycles {PAPER[name + '_cycles']}")
     print()
+    print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
     print(f"reproduction finished in {res['elapsed_s']:.1f} s")
     return 0
 
@@ -531,3 +568,4 @@ def register(commands) -> None:
     p.add_argument("--data-dir", default=None,
                    help="folder holding pendigits.csv, spambase.csv, nursery.csv "
                         "(default: $CVXKML_DATA or ../shared/data)")
+    add_parallel_options(p, "(constraint count, draw) fits")

@@ -38,8 +38,14 @@ is reached only in the limit, see :mod:`cvxkml.declare.lmnn`, so any budget is a
 stop), Algorithm 1 at most ``max_outer`` outer iterations, and when a training fold has
 more than ``n_learn`` points the metric (and the weights) are learned on a stratified
 random subsample of ``n_learn`` of them; the 1-NN classifier then uses *all* training
-points of the fold, mapped by the learned (inductive) map.  Only the command
-(``cvxkml reproduce mkl``, :func:`register`, or :func:`main`) prints.
+points of the fold, mapped by the learned (inductive) map.
+
+The folds of Table 1 and the splits of Table 2 are independent tasks: their random draws
+(learning subsample, inner CV halves) are made first, in the order of the serial
+protocol, and ``n_jobs`` runs the tasks through joblib (:mod:`._parallel`; ``cvxkml
+reproduce mkl --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers as
+the serial run.  Only the command (``cvxkml reproduce mkl``, :func:`register`, or
+:func:`main`) prints.
 """
 from __future__ import annotations
 
@@ -56,6 +62,7 @@ from ..errors import ConvergenceWarning, InvalidInputError
 from ..estimators.mkl import LMNN, LMNNMKL
 from ..mkl_kernels import KernelSet, paper_kernels, source_kernels
 from ._commands import add_command, run_command
+from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import finish, write_json
 
 __all__ = [
@@ -101,6 +108,7 @@ class Protocol:
     cv_max_iter: int = 150           # LMNN iterations per inner-CV fit
     max_outer: int = 2               # Algorithm 1
     max_convex_iter: int = 5         # (15)-(16) iterations per w in the weight step
+    tol: float = 1e-5                # certified relative gap of every LMNN metric step
     n_learn: int | None = 30         # learning-set cap (Table 1)
     n_learn_mfeat: int | None = 60   # learning-set cap (Table 2)
     k: int = 5
@@ -204,6 +212,13 @@ class _Counter:
             self.unconverged += int(not s.converged)
 
 
+def _protocol_scaling(cls) -> dict:
+    """``standardize=False`` for an estimator that has the option: the protocol standardizes
+    the features on the training fold itself, and the metric is learned on a subsample of
+    it (standardizing again with the subsample's statistics would change the protocol)."""
+    return {"standardize": False} if "standardize" in cls().get_params() else {}
+
+
 def _fit_quiet(est, X, y):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -211,14 +226,16 @@ def _fit_quiet(est, X, y):
 
 
 def _lmnn_precomputed(K, y, proto: Protocol, max_iter: int) -> LMNN:
-    return _fit_quiet(LMNN(k=proto.k, gamma=proto.gamma, kernel="precomputed", max_iter=max_iter,
+    return _fit_quiet(LMNN(k=proto.k, gamma=proto.gamma, kernel="precomputed", max_iter=max_iter, tol=proto.tol,
                            small_classes="shrink"), K, y)
 
 
 def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto: Protocol,
-                 counter: _Counter, rng, nr_kernels_spec="nr") -> dict:
+                 counter: _Counter, halves=None, nr_kernels_spec="nr") -> dict:
     """All methods on one training/test split: learning set (Xl, yl) ⊂ training set
-    (Xtr, ytr); returns {method: boolean correctness on the test points} and info."""
+    (Xtr, ytr); ``halves`` the inner two folds of the learning set (LMNN-MKL_CV, drawn
+    by :func:`_plan_split`); returns {method: boolean correctness on the test points}
+    and info."""
     out, info = {}, {}
     m = len(kernels)
 
@@ -231,16 +248,18 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
         tick("1-NN", t0)
     if "NR-LMNN-MKL" in methods:
         t0 = time.perf_counter()
-        est = _fit_quiet(LMNNMKL(variant="NR", kernels=nr_kernels_spec, k=proto.k, gamma=proto.gamma,
-                                 max_iter=proto.max_iter, small_classes="shrink"), Xl, yl)
+        est = _fit_quiet(LMNNMKL(variant="NR", kernels=nr_kernels_spec, k=proto.k, gamma=proto.gamma, tol=proto.tol,
+                                 max_iter=proto.max_iter, small_classes="shrink", **_protocol_scaling(LMNNMKL)),
+                         Xl, yl)
         counter.note([est.solution_])
         out["NR-LMNN-MKL"] = _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)
         tick("NR-LMNN-MKL", t0)
     if "LMNN-MKL_P" in methods:
         t0 = time.perf_counter()
-        est = _fit_quiet(LMNNMKL(variant="P", kernels=KernelSet(kernels.kernels), k=proto.k,
+        est = _fit_quiet(LMNNMKL(variant="P", kernels=KernelSet(kernels.kernels), k=proto.k, tol=proto.tol,
                                  gamma=proto.gamma, max_iter=proto.max_iter, max_outer=proto.max_outer,
-                                 max_convex_iter=proto.max_convex_iter, small_classes="shrink"), Xl, yl)
+                                 max_convex_iter=proto.max_convex_iter, small_classes="shrink",
+                                 **_protocol_scaling(LMNNMKL)), Xl, yl)
         res = est.result_
         counter.note([est.solution_])
         out["LMNN-MKL_P"] = _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)
@@ -266,7 +285,6 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
         tick("LMNN_H", t0)
     if "LMNN-MKL_CV" in methods:
         t0 = time.perf_counter()
-        halves = _two_folds(yl, rng)
         score = np.zeros(m)
         for l in range(m):
             for a, b in (halves, halves[::-1]):
@@ -315,25 +333,66 @@ def _summarize(correct: dict, alpha: float) -> dict:
 
 
 # --------------------------------------------------------------------------- one split
-def _run_split(X, y, tr, te, n_learn, kernels_for, methods, proto: Protocol, counter: _Counter, rng,
-               correct: dict, t0: float, log, label: str):
-    """One outer split (a fold of Table 1, a random split of Table 2): features standardized
-    on the training part, metrics learned on a stratified subsample of at most ``n_learn``
-    training points with the kernels ``kernels_for(learning points)``, the test points'
-    1-NN correctness of every method appended to ``correct``.  Returns (info, kernels)."""
+def _plan_split(y, tr, n_learn, methods, rng) -> tuple[np.ndarray, tuple | None]:
+    """The random draws of one outer split, in the order the serial protocol makes them
+    from the shared generator: the learning subsample of the training part, then (for
+    LMNN-MKL_CV) the inner two folds of the learning set.  Drawn for every split before
+    any fit, so that the splits can run as independent tasks with the same numbers."""
+    ytr = y[tr]
+    sub = _stratified_subsample(ytr, n_learn, rng)
+    halves = _two_folds(ytr[sub], rng) if "LMNN-MKL_CV" in methods else None
+    return sub, halves
+
+
+def _kernels_for(spec, Z) -> KernelSet:
+    """The kernels of a split: ``"paper"`` (the 20 kernels of Table 1) or ``("sources",
+    cols)`` (one Gaussian kernel per source of Table 2, σ0 from the learning points Z)."""
+    if spec == "paper":
+        return paper_kernels()
+    return source_kernels(Z, spec[1])
+
+
+def _split_task(task) -> dict:
+    """One outer split (a fold of Table 1, a random split of Table 2) as an independent
+    task: features standardized on the training part, metrics learned on the planned
+    learning subsample, the test points' 1-NN correctness of every method.  Returns
+    {"correct", "info" (``seconds``: the split's own wall time), "fits", "unconverged",
+    "seconds" (per method), "kernels"}."""
+    X, y, tr, te, sub, halves, kernel_spec, methods, proto = task
+    t0 = time.perf_counter()
     Xtr, Xte = _standardize(X[tr], X[te])          # per column (Table 2: per source)
     ytr, yte = y[tr], y[te]
-    sub = _stratified_subsample(ytr, n_learn, rng)
-    kernels = kernels_for(Xtr[sub])
-    res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto, counter, rng)
-    for m in methods:
-        correct[m].append(res[m])
+    kernels = _kernels_for(kernel_spec, Xtr[sub])
+    counter = _Counter()
+    res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto, counter, halves)
     info.update(n_train=int(tr.size), n_learn=int(sub.size), n_test=int(te.size),
                 accuracy={m: float(np.mean(res[m])) for m in methods}, seconds=time.perf_counter() - t0)
-    if log:
-        log(f"{label} ({info['seconds']:.0f} s so far): "
-            + ", ".join(f"{m} {100 * a:.1f}" for m, a in info["accuracy"].items()))
-    return info, kernels
+    return {"correct": res, "info": info, "fits": counter.fits, "unconverged": counter.unconverged,
+            "seconds": counter.seconds, "kernels": kernels.labels()}
+
+
+def _run_splits(X, y, parts, plans, kernel_spec, methods, proto: Protocol, t0: float, log, labels,
+                n_jobs) -> tuple[list, dict, _Counter]:
+    """Every outer split of ``parts`` ([(train, test)]), with the draws ``plans`` of
+    :func:`_plan_split`, through :func:`cvxkml.experiments._parallel.run_tasks`.
+    Returns (per-split results, pooled correctness lists, fit counter)."""
+    tasks = [(X, y, tr, te, sub, halves, kernel_spec, tuple(methods), proto)
+             for (tr, te), (sub, halves) in zip(parts, plans)]
+
+    def done(k, r):
+        if log:
+            log(f"{labels[k]} ({time.perf_counter() - t0:.0f} s so far): "
+                + ", ".join(f"{m} {100 * a:.1f}" for m, a in r["info"]["accuracy"].items()))
+
+    results = run_tasks(_split_task, tasks, n_jobs, callback=done)
+    correct = {m: [r["correct"][m] for r in results] for m in methods}
+    counter = _Counter()
+    for r in results:
+        counter.fits += r["fits"]
+        counter.unconverged += r["unconverged"]
+        for name, sec in r["seconds"].items():
+            counter.seconds[name] = counter.seconds.get(name, 0.0) + sec
+    return results, correct, counter
 
 
 def _pooled(correct: dict, proto: Protocol, counter: _Counter, t0: float, **fields) -> dict:
@@ -348,32 +407,52 @@ def _pooled(correct: dict, proto: Protocol, counter: _Counter, t0: float, **fiel
 
 # --------------------------------------------------------------------------- Table 1
 def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_dir=None,
-                       max_folds: int | None = None, log=None) -> dict:
-    """Table 1 protocol on one data set; ``max_folds`` runs only the first folds of the
-    ``n_folds``-fold split (a reduction, reported).  ``log(str)`` receives a line per fold."""
+                       max_folds: int | None = None, log=None, n_jobs: int | None = 1) -> dict:
+    """Table 1 protocol on one data set.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`TABLE1_DATASETS`.
+    proto : Protocol
+    methods : tuple of str, default TABLE1_METHODS
+    data_dir : str or Path, optional
+    max_folds : int, optional
+        Run only the first folds of the ``n_folds``-fold split (a reduction, reported).
+    log : callable, optional
+        ``log(str)`` receives a line per fold.
+    n_jobs : int or None, default 1
+        The folds run as independent tasks through
+        :func:`cvxkml.experiments._parallel.run_tasks` (their random draws made first,
+        in order); the numbers do not depend on it.
+
+    Returns
+    -------
+    dict
+        The pooled summary (accuracy, scores, McNemar signs), the per-fold details, the
+        fit counts and the seconds.
+    """
     t0 = time.perf_counter()
     X, y = load_dataset(name, data_dir)
     rng = np.random.default_rng(proto.seed)
     folds = _stratified_folds(y, proto.n_folds, rng)
     if max_folds is not None:
         folds = folds[:max_folds]
-    correct = {m: [] for m in methods}
-    counter = _Counter()
-    per_fold = []
-    kernels = paper_kernels()
-    for f, te in enumerate(folds):
-        tr = np.setdiff1d(np.arange(y.size), te)
-        info, _ = _run_split(X, y, tr, te, proto.n_learn, lambda Z: kernels, methods, proto, counter, rng,
-                             correct, t0, log, f"{name} fold {f + 1}/{len(folds)}")
-        per_fold.append({"fold": f, **info})
+    parts = [(np.setdiff1d(np.arange(y.size), te), te) for te in folds]
+    labels = [f"{name} fold {f + 1}/{len(folds)}" for f in range(len(folds))]
+    plans = [_plan_split(y, tr, proto.n_learn, methods, rng) for tr, _ in parts]
+    results, correct, counter = _run_splits(X, y, parts, plans, "paper", methods, proto, t0, log, labels,
+                                            n_jobs)
+    per_fold = [{"fold": f, **r["info"]} for f, r in enumerate(results)]
     return _pooled(correct, proto, counter, t0, dataset=name, n=int(y.size), d=int(X.shape[1]),
                    folds_run=len(folds), n_folds=proto.n_folds, per_fold=per_fold)
 
 
 # --------------------------------------------------------------------------- Table 2
 def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits: int | None = None,
-               log=None) -> dict:
-    """Table 2 protocol on Multiple Features (six sources, random 50/50 splits)."""
+               log=None, n_jobs: int | None = 1) -> dict:
+    """Table 2 protocol on Multiple Features (six sources, random 50/50 splits); the
+    splits run as independent tasks with ``n_jobs`` (see :func:`run_table1_dataset`)."""
     t0 = time.perf_counter()
     data = load_npz("mfeat", data_dir)
     y = data["y"]
@@ -383,15 +462,17 @@ def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits:
     cols = {v: np.arange(widths[i], widths[i + 1]) for i, v in enumerate(MFEAT_SOURCES)}
     rng = np.random.default_rng(proto.seed)
     n_splits = proto.n_splits if n_splits is None else n_splits
-    correct = {m: [] for m in methods}
-    counter = _Counter()
-    per_split = []
-    for s in range(n_splits):
+    # the serial protocol draws split s, then its learning subsample and inner folds, then
+    # split s + 1: the plan below keeps that order
+    parts, plans = [], []
+    for _ in range(n_splits):
         tr, te = _two_folds(y, rng)
-        info, kernels = _run_split(X, y, tr, te, proto.n_learn_mfeat, lambda Z: source_kernels(Z, cols),
-                                   methods, proto, counter, rng, correct, t0, log,
-                                   f"mfeat split {s + 1}/{n_splits}")
-        per_split.append({"split": s, **info, "kernels": kernels.labels()})
+        parts.append((tr, te))
+        plans.append(_plan_split(y, tr, proto.n_learn_mfeat, methods, rng))
+    labels = [f"mfeat split {s + 1}/{n_splits}" for s in range(n_splits)]
+    results, correct, counter = _run_splits(X, y, parts, plans, ("sources", cols), methods, proto, t0, log,
+                                            labels, n_jobs)
+    per_split = [{"split": s, **r["info"], "kernels": r["kernels"]} for s, r in enumerate(results)]
     return _pooled(correct, proto, counter, t0, dataset="mfeat", splits_run=n_splits, per_split=per_split)
 
 
@@ -404,20 +485,22 @@ def quick_protocol() -> Protocol:
 
 def reproduce(proto: Protocol | None = None, datasets=TABLE1_DATASETS, table2: bool = True,
               max_folds: int | None = None, n_splits: int | None = None, data_dir=None,
-              callback=None, log=None) -> dict:
+              callback=None, log=None, n_jobs: int | None = 1) -> dict:
     """Run Table 1 on ``datasets`` and (``table2``) Table 2; returns all numbers.
-    ``callback(key, result)`` is called after every data set (progress, partial saves)."""
+    ``callback(key, result)`` is called after every data set (progress, partial saves);
+    ``n_jobs``: the folds and splits of each data set as independent tasks (see
+    :func:`run_table1_dataset`)."""
     proto = proto or Protocol()
     check_available(tuple(datasets) + (("mfeat",) if table2 else ()), data_dir)
     t0 = time.perf_counter()
     out = {"protocol": asdict(proto), "table1": {}, "table2": None}
     for name in datasets:
-        r = run_table1_dataset(name, proto, data_dir=data_dir, max_folds=max_folds, log=log)
+        r = run_table1_dataset(name, proto, data_dir=data_dir, max_folds=max_folds, log=log, n_jobs=n_jobs)
         out["table1"][name] = r
         if callback:
             callback(name, r)
     if table2:
-        r = run_table2(proto, data_dir=data_dir, n_splits=n_splits, log=log)
+        r = run_table2(proto, data_dir=data_dir, n_splits=n_splits, log=log, n_jobs=n_jobs)
         out["table2"] = r
         if callback:
             callback("mfeat", r)
@@ -476,6 +559,7 @@ def _cmd_reproduce_mkl(args) -> int:
     proto = _protocol_from_args(args)
     datasets = () if args.no_table1 else (args.datasets or (("iris",) if args.quick else TABLE1_DATASETS))
     table2 = not args.no_table2
+    check_available(tuple(datasets) + (("mfeat",) if table2 else ()), args.data_dir)   # before any worker starts
     t0 = time.perf_counter()
     partial = {}
 
@@ -486,12 +570,14 @@ def _cmd_reproduce_mkl(args) -> int:
         if args.out:
             write_json(args.out, {"protocol": asdict(proto), "partial": partial})
 
-    res = reproduce(proto, datasets=datasets, table2=table2, max_folds=args.max_folds,
-                    n_splits=1 if (args.quick and args.n_splits is None) else None,
-                    data_dir=args.data_dir, callback=progress,
-                    log=lambda line: print(f"[{time.perf_counter() - t0:7.1f} s] {line}", flush=True))
+    with parallel_from_args(args) as (n_jobs, engine):
+        res = reproduce(proto, datasets=datasets, table2=table2, max_folds=args.max_folds,
+                        n_splits=1 if (args.quick and args.n_splits is None) else None,
+                        data_dir=args.data_dir, callback=progress, n_jobs=n_jobs,
+                        log=lambda line: print(f"[{time.perf_counter() - t0:7.1f} s] {line}", flush=True))
     print()
     print(format_report(res))
+    print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
     if args.out:
         write_json(args.out, res)
         print(f"numbers written to {args.out}")
@@ -526,6 +612,7 @@ def _add_arguments(p) -> None:
     p.add_argument("--out", default=None, help="write all numbers as JSON to this file")
     p.add_argument("--data-dir", default=None,
                    help="folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)")
+    add_parallel_options(p, "folds (Table 1) and splits (Table 2)")
 
 
 def register(commands) -> None:

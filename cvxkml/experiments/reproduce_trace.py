@@ -40,7 +40,10 @@ Protocol (fixed before any result was seen; nothing is tuned on the test digits)
   score with the digit labels as clusters (Euclidean, in the embedding).  Context rows: the same scores with all
   coordinates of the learned transformation, and in the base kernel's feature space.
 
-BLAS is limited to one thread throughout.  Every function returns plain data; printing is
+BLAS is limited to one thread throughout.  The draws are independent tasks (seed
+``seed + r``): ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml reproduce
+trace --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers as the
+serial run.  Every function returns plain data; printing is
 :func:`format_results` (the command ``cvxkml reproduce trace``, :func:`register`).
 """
 from __future__ import annotations
@@ -52,9 +55,10 @@ from pathlib import Path
 import numpy as np
 
 from .._config import blas_limit
-from ..datasets import load_dataset
+from ..datasets import check_available, load_dataset
 from ..errors import ConvergenceWarning, InvalidInputError
 from ._commands import add_command
+from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import format_table, pyplot, write_json
 
 __all__ = ["PAPER", "DEFAULTS", "QUICK", "load_digits_data", "draw_split", "median_gamma",
@@ -75,6 +79,13 @@ QUICK = dict(n_train=40, n_test=200, n_draws=1, taus=(10.0,), tau_figure=10.0, n
              n_dissimilar=10, percentiles=(1.0, 99.0), k=3, tol=1e-5, max_sweeps=5000)
 
 DATASETS = {"mnist5000": 255.0, "pendigits": 100.0}     # name -> feature scale
+
+
+def _iter_limit_name() -> str:
+    """The name of TraceSSIKDR's iteration limit (``max_iter``; ``max_sweeps`` before it)."""
+    from ..estimators.trace import TraceSSIKDR
+
+    return "max_iter" if "max_iter" in TraceSSIKDR().get_params() else "max_sweeps"
 
 
 # --------------------------------------------------------------------------- data
@@ -176,6 +187,7 @@ def run_draw(X, y, seed: int, *, n_train=100, n_test=2000, taus=(1.0, 10.0, 100.
     from ..estimators.trace import TraceSSIKDR
     from ..kernels import Kernel
 
+    limit = _iter_limit_name()
     tr, te = draw_split(y, n_train, n_test, seed)
     Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
     gamma = median_gamma(Xtr)
@@ -184,7 +196,7 @@ def run_draw(X, y, seed: int, *, n_train=100, n_test=2000, taus=(1.0, 10.0, 100.
     for tau in taus:
         est = TraceSSIKDR(kernel_params={"gamma": gamma}, tau=float(tau), n_similar=n_similar,
                           n_dissimilar=n_dissimilar, percentiles=percentiles, tol=tol,
-                          max_sweeps=max_sweeps, random_state=seed)
+                          random_state=seed, **{limit: max_sweeps})
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)     # recorded as converged=False
@@ -216,7 +228,7 @@ def run_draw(X, y, seed: int, *, n_train=100, n_test=2000, taus=(1.0, 10.0, 100.
     scores["kpca_test"] = embedding_scores(kt.transform(Xtr), ytr,
                                            kt.transform(Xte), yte, k)
     Kcross = kern(Xte, Xtr)
-    Kte_te = kern(Xte, Xte)
+    Kte_te = kern(Xte)                  # Y omitted: the diagonal is exactly κ(x, x) = 1
     d_te = np.ones(Xte.shape[0])
     scores["base"] = embedding_scores(None, ytr, None, yte, k,
                                       D_te=_kernel_distances(Kte_te, d_te, d_te),
@@ -231,13 +243,22 @@ def run_draw(X, y, seed: int, *, n_train=100, n_test=2000, taus=(1.0, 10.0, 100.
 
 
 # --------------------------------------------------------------------------- experiment
+def _draw_task(task) -> dict:
+    """One draw of :func:`reproduce_trace` (:func:`run_draw` with its seed)."""
+    X, y, seed, keep_embeddings, kw = task
+    with blas_limit(1):
+        return run_draw(X, y, seed, keep_embeddings=keep_embeddings, **kw)
+
+
 def reproduce_trace(dataset: str = "mnist5000", quick: bool = False, seed: int = 0, data_dir=None,
-                    out_dir=None, n_draws=None, taus=None, echo=None) -> dict:
+                    out_dir=None, n_draws=None, taus=None, echo=None, n_jobs: int | None = 1) -> dict:
     """The experiment: ``n_draws`` training draws (seeds ``seed``, ``seed + 1``, …), each
     scored for every method; the first draw's embeddings saved as a PNG in ``out_dir``
     (when given and matplotlib is installed).  ``echo`` (e.g. ``print``) gets a line per
-    draw.  Returns {"settings", "draws": [per-draw results], "summary": {method: {score:
-    (mean, std)}}, "solver_summary": {τ: …}, "png": path or None, "elapsed_s"}."""
+    draw.  The draws are independent tasks: ``n_jobs`` runs them through
+    :func:`cvxkml.experiments._parallel.run_tasks` with the same numbers.  Returns
+    {"settings", "draws": [per-draw results], "summary": {method: {score: (mean, std)}},
+    "solver_summary": {τ: …}, "png": path or None, "elapsed_s"}."""
     cfg = dict(QUICK if quick else DEFAULTS)
     if n_draws is not None:
         cfg["n_draws"] = int(n_draws)
@@ -249,23 +270,24 @@ def reproduce_trace(dataset: str = "mnist5000", quick: bool = False, seed: int =
         raise InvalidInputError("n_draws must be at least 1.")
     t_start = time.perf_counter()
     X, y = load_digits_data(dataset, data_dir)
-    draws = []
-    with blas_limit(1):
-        for r in range(cfg["n_draws"]):
-            kw = {k: v for k, v in cfg.items() if k != "n_draws"}
-            res = run_draw(X, y, seed + r, keep_embeddings=(r == 0), **kw)
-            draws.append(res)
-            if echo is not None:
-                s = res["scores"]
-                tf = f"trace2:{cfg['tau_figure']:g}"
-                tp = f"tracepca2:{cfg['tau_figure']:g}"
-                echo(f"  draw {r + 1}/{cfg['n_draws']} (seed {seed + r}): {res['n_constraints']} constraints; "
-                     f"{cfg['k']}-NN / silhouette: Trace-SSIKDR (tau {cfg['tau_figure']:g}) top-2 "
-                     f"{s[tf]['knn']:.3f} / {s[tf]['silhouette']:.3f}, centred PCA-2 {s[tp]['knn']:.3f} / "
-                     f"{s[tp]['silhouette']:.3f}; kernel PCA {s['kpca_train']['knn']:.3f} / "
-                     f"{s['kpca_train']['silhouette']:.3f}; ranks "
-                     + ", ".join(f"{t:g}: {v['rank']}" for t, v in res["solver"].items())
-                     + f" ({time.perf_counter() - t_start:.0f} s)")
+    kw = {k: v for k, v in cfg.items() if k != "n_draws"}
+
+    def done(r, res):
+        if echo is None:
+            return
+        s = res["scores"]
+        tf = f"trace2:{cfg['tau_figure']:g}"
+        tp = f"tracepca2:{cfg['tau_figure']:g}"
+        echo(f"  draw {r + 1}/{cfg['n_draws']} (seed {seed + r}): {res['n_constraints']} constraints; "
+             f"{cfg['k']}-NN / silhouette: Trace-SSIKDR (tau {cfg['tau_figure']:g}) top-2 "
+             f"{s[tf]['knn']:.3f} / {s[tf]['silhouette']:.3f}, centred PCA-2 {s[tp]['knn']:.3f} / "
+             f"{s[tp]['silhouette']:.3f}; kernel PCA {s['kpca_train']['knn']:.3f} / "
+             f"{s['kpca_train']['silhouette']:.3f}; ranks "
+             + ", ".join(f"{t:g}: {v['rank']}" for t, v in res["solver"].items())
+             + f" ({time.perf_counter() - t_start:.0f} s)")
+
+    draws = run_tasks(_draw_task, [(X, y, seed + r, r == 0, kw) for r in range(cfg["n_draws"])], n_jobs,
+                      callback=done)
     methods = list(draws[0]["scores"])
     summary = {m: {sc: _mean_std([d["scores"][m][sc] for d in draws]) for sc in ("knn", "knn_cv", "silhouette")}
                for m in methods}
@@ -380,15 +402,17 @@ def format_results(res: dict) -> str:
 
 # --------------------------------------------------------------------------- CLI
 def _cmd_reproduce_trace(args) -> int:
+    check_available((args.dataset,), args.data_dir)     # a missing file is one line, before the header
     taus = None if args.tau is None else [float(t) for t in args.tau]
     mode = "QUICK smoke run, not a reproduction" if args.quick else "reproduction"
     print(f"cvxkml reproduce trace: Jain, Kulis, Davis & Dhillon (JMLR 2012) §6.4, Figure 2 (c)-(d), "
           f"Trace-SSIKDR vs kernel PCA ({mode}); data: {args.dataset} (USPS is not available offline)")
     print(f"paper: {PAPER}")
     print()
-    res = reproduce_trace(args.dataset, quick=args.quick, seed=args.seed, data_dir=args.data_dir,
-                          out_dir=None if args.no_png else args.out, n_draws=args.draws, taus=taus,
-                          echo=print)
+    with parallel_from_args(args) as (n_jobs, engine):
+        res = reproduce_trace(args.dataset, quick=args.quick, seed=args.seed, data_dir=args.data_dir,
+                              out_dir=None if args.no_png else args.out, n_draws=args.draws, taus=taus,
+                              echo=print, n_jobs=n_jobs)
     st = res["settings"]
     print()
     print(f"{st['n_draws']} draw(s) of {st['n_train']} training digits ({st['n_train'] // 10} per digit) and "
@@ -401,6 +425,7 @@ def _cmd_reproduce_trace(args) -> int:
           "(estimator n_components=2), or the centred principal axes of the learned coordinates")
     print()
     print(format_results(res))
+    print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
     print()
     if res["png"]:
         print(f"figure (first draw): {res['png']}")
@@ -430,3 +455,4 @@ def register(commands) -> None:
     p.add_argument("--no-png", action="store_true", help="skip the figure (numbers only)")
     p.add_argument("--data-dir", default=None,
                    help="folder holding mnist5000.npz / pendigits.csv (default: $CVXKML_DATA or ../shared/data)")
+    add_parallel_options(p, "draws")

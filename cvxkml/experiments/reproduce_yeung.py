@@ -21,7 +21,10 @@ distance of the data set (:func:`median_distance`); K = 10 nearest landmarks;
 among all same-class pairs; the random landmarks drawn uniformly from the points not in
 S; run r uses seed ``seed + r`` for S and for the landmarks.  Every ``*_rows`` function
 returns plain data; the ``format_*`` functions turn it into text and :func:`run` (the
-entry of ``cvxkml reproduce yeung``, :func:`register`) prints it through a callback.
+entry of ``cvxkml reproduce yeung``, :func:`register`) prints it through a callback.  The
+runs of Table 1 and the subsets of Table 2 are independent tasks with their own seeds:
+``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml reproduce yeung --n-jobs
+N [--backend dask --scheduler ADDRESS]``) with the same numbers as the serial run.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from ..kernels import Kernel
 from ..baselines.rca import RCA
 from ..baselines.separability import separability
 from ._commands import add_command
+from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import finish, format_table, pyplot, write_json
 
 __all__ = [
@@ -126,13 +130,36 @@ def _fit(X, S, kernel, m, n_neighbors, n_iter, seed):
 
 
 # --------------------------------------------------------------------------- Table 1
+def _table1_task(task) -> dict:
+    """One random S of :func:`table1_rows` (seed ``seed + r``): J of RCA and of the method
+    for every m."""
+    X, y, kernel, n_pairs, landmarks, n_neighbors, n_iter, seed, also_one_iteration = task
+    n = X.shape[0]
+    i, j = random_similar_pairs(y, n_pairs, seed)
+    S = np.column_stack([i, j])
+    out = {"rca": separability(RCA().fit(X, S).transform(X), y), "ours": {}, "ours_1iter": {}, "q": {},
+           "regularized": {}}
+    for m in landmarks:
+        est = _fit(X, S, kernel, m, n_neighbors, n_iter, seed)
+        out["ours"][m] = separability(est.embedding_, y)
+        out["q"][m] = est.beta_.size
+        out["regularized"][m] = est.n_regularized_[-1] / max(1, n - m)
+        if also_one_iteration:
+            est1 = _fit(X, S, kernel, m, n_neighbors, 1, seed)
+            out["ours_1iter"][m] = separability(est1.embedding_, y)
+    return out
+
+
 def table1_rows(n: int = 8000, n_pairs: int = 50, landmarks=(100, 200, 300, 400, 500, 600, 700, 800),
                 n_runs: int = 10, n_neighbors: int = 10, n_iter: int = 3, seed: int = 0,
-                also_one_iteration: bool = True, sigma: float | None = None) -> dict:
+                also_one_iteration: bool = True, sigma: float | None = None,
+                n_jobs: int | None = 1) -> dict:
     """Table 1 protocol on XOR.
 
     ``sigma`` overrides the RBF width (default: the median pairwise distance, the
-    protocol's choice; other values are for sensitivity checks only).
+    protocol's choice; other values are for sensitivity checks only).  The runs (random
+    S, seed ``seed + r``) are independent tasks: ``n_jobs`` runs them through
+    :func:`cvxkml.experiments._parallel.run_tasks` with the same numbers.
 
     Returns a dict with ``n``, ``sigma`` (RBF width), ``input`` and ``rbf`` (J, no
     learning), ``rca`` (list of J over the runs), ``ours`` (m -> list of J),
@@ -148,18 +175,13 @@ def table1_rows(n: int = 8000, n_pairs: int = 50, landmarks=(100, 200, 300, 400,
            "input": separability(X, y), "rbf": separability(X, y, kernel), "rca": [],
            "ours": {m: [] for m in landmarks}, "ours_1iter": {m: [] for m in landmarks},
            "q": {m: [] for m in landmarks}, "regularized": {m: [] for m in landmarks}}
-    for r in range(n_runs):
-        i, j = random_similar_pairs(y, n_pairs, seed + r)
-        S = np.column_stack([i, j])
-        out["rca"].append(separability(RCA().fit(X, S).transform(X), y))
-        for m in landmarks:
-            est = _fit(X, S, kernel, m, n_neighbors, n_iter, seed + r)
-            out["ours"][m].append(separability(est.embedding_, y))
-            out["q"][m].append(est.beta_.size)
-            out["regularized"][m].append(est.n_regularized_[-1] / max(1, n - m))
-            if also_one_iteration:
-                est1 = _fit(X, S, kernel, m, n_neighbors, 1, seed + r)
-                out["ours_1iter"][m].append(separability(est1.embedding_, y))
+    runs = run_tasks(_table1_task, [(X, y, kernel, n_pairs, tuple(landmarks), n_neighbors, n_iter, seed + r,
+                                     also_one_iteration) for r in range(n_runs)], n_jobs)
+    for run in runs:
+        out["rca"].append(run["rca"])
+        for key in ("ours", "ours_1iter", "q", "regularized"):
+            for m, v in run[key].items():
+                out[key][m].append(v)
     if not also_one_iteration:
         out.pop("ours_1iter")
     out["time"] = time.perf_counter() - t0
@@ -267,39 +289,46 @@ def _plot_figure1(path: Path, res: dict, m: int) -> Path:
 
 
 # --------------------------------------------------------------------------- Table 2
+def _table2_task(task) -> dict:
+    """One digit subset of :func:`table2_rows` (all its runs)."""
+    X, y, sub, n_pairs, m, n_runs, n_neighbors, n_iter, seed = task
+    t0 = time.perf_counter()
+    kernel = _rbf(X)
+    row = {"subset": tuple(sub), "n": int(X.shape[0]), "sigma": kernel.params["sigma"],
+           "input": separability(X, y), "rbf": separability(X, y, kernel),
+           "rca": [], "ours": [], "q": []}
+    for r in range(n_runs):
+        i, j = random_similar_pairs(y, n_pairs, seed + r)
+        S = np.column_stack([i, j])
+        row["rca"].append(separability(RCA().fit(X, S).transform(X), y))
+        est = _fit(X, S, kernel, m, n_neighbors, n_iter, seed + r)
+        row["ours"].append(separability(est.embedding_, y))
+        row["q"].append(est.beta_.size)
+    row["time"] = time.perf_counter() - t0
+    return row
+
+
 def table2_rows(data_dir=None, subsets=MNIST_SUBSETS, per_digit: int = 500, n_pairs: int = 50,
                 m: int = 100, n_runs: int = 10, n_neighbors: int = 10, n_iter: int = 3,
-                seed: int = 0) -> list[dict]:
+                seed: int = 0, n_jobs: int | None = 1) -> list[dict]:
     """Table 2 protocol on the offline MNIST subset ``mnist5000`` (500 images per digit;
     the paper drew 2 000 per digit from the 60 000 training images).
 
     For each digit subset: all (or the first ``per_digit``) images of those digits, RBF
     σ = median pairwise distance, J for the input space and the RBF feature space, and
-    mean / std over ``n_runs`` random S of J for RCA and the method (m landmarks).
+    mean / std over ``n_runs`` random S of J for RCA and the method (m landmarks).  The
+    subsets are independent tasks: ``n_jobs`` runs them through
+    :func:`cvxkml.experiments._parallel.run_tasks` with the same numbers.
     Rows: subset, n, sigma, input, rbf, rca (list), ours (list), q (list), time.
     """
     from ..datasets import load_npz
 
     X_all, y_all = load_npz("mnist5000", data_dir)
-    rows = []
+    tasks = []
     for sub in subsets:
-        t0 = time.perf_counter()
         keep = np.concatenate([np.flatnonzero(y_all == d)[:per_digit] for d in sub])
-        X, y = X_all[keep], y_all[keep]
-        kernel = _rbf(X)
-        row = {"subset": tuple(sub), "n": int(X.shape[0]), "sigma": kernel.params["sigma"],
-               "input": separability(X, y), "rbf": separability(X, y, kernel),
-               "rca": [], "ours": [], "q": []}
-        for r in range(n_runs):
-            i, j = random_similar_pairs(y, n_pairs, seed + r)
-            S = np.column_stack([i, j])
-            row["rca"].append(separability(RCA().fit(X, S).transform(X), y))
-            est = _fit(X, S, kernel, m, n_neighbors, n_iter, seed + r)
-            row["ours"].append(separability(est.embedding_, y))
-            row["q"].append(est.beta_.size)
-        row["time"] = time.perf_counter() - t0
-        rows.append(row)
-    return rows
+        tasks.append((X_all[keep], y_all[keep], tuple(sub), n_pairs, m, n_runs, n_neighbors, n_iter, seed))
+    return run_tasks(_table2_task, tasks, n_jobs)
 
 
 # --------------------------------------------------------------------------- scaling
@@ -417,7 +446,7 @@ def format_table2(rows: list) -> str:
 
 
 def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".", seed: int = 0,
-        n_runs=None, data_dir=None, echo=print) -> dict:
+        n_runs=None, data_dir=None, echo=print, n_jobs: int | None = 1) -> dict:
     """Run the requested parts (any of "table1", "figure1", "scaling", "table2"), print
     each report through ``echo`` as it finishes, save the Figure 1 PNG and a JSON of all
     numbers in ``out_dir``; returns the results.
@@ -425,7 +454,9 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
     ``quick``: XOR with 1 000 points and m = 100, 200; MNIST subsets {0,1} and {0,1,2}
     with 100 images per digit; scaling at n = 500, 1000, 2000; 2 runs (for tests).
     Table 2 is skipped with a message when the data folder is missing, the Figure 1 PNG
-    when matplotlib (the ``plots`` extra) is not installed.
+    when matplotlib (the ``plots`` extra) is not installed.  ``n_jobs``: the runs of
+    Table 1 and the subsets of Table 2 as independent tasks (:func:`table1_rows`,
+    :func:`table2_rows`); Figure 1 and the timed scaling rows run serially.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -433,7 +464,7 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
     results = {}
     if "table1" in parts:
         kw = dict(n=1000, landmarks=(100, 200), also_one_iteration=False) if quick else {}
-        results["table1"] = table1_rows(n_runs=runs, seed=seed, **kw)
+        results["table1"] = table1_rows(n_runs=runs, seed=seed, n_jobs=n_jobs, **kw)
         echo(format_table1(results["table1"]))
         echo("")
     if "figure1" in parts:
@@ -455,7 +486,7 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
     if "table2" in parts:
         kw = dict(subsets=((0, 1), (0, 1, 2)), per_digit=100) if quick else {}
         try:
-            results["table2"] = table2_rows(data_dir, n_runs=runs, seed=seed, **kw)
+            results["table2"] = table2_rows(data_dir, n_runs=runs, seed=seed, n_jobs=n_jobs, **kw)
         except FileNotFoundError as exc:
             echo(f"Table 2 skipped: {exc}")
         else:
@@ -470,8 +501,10 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
 def _cmd_reproduce_yeung(args) -> int:
     t_start = time.perf_counter()
     parts = ("table1", "figure1", "table2") if args.part == "all" else (args.part,)
-    run(parts, quick=args.quick, out_dir=args.out, seed=args.seed, n_runs=args.runs,
-        data_dir=args.data_dir)
+    with parallel_from_args(args) as (n_jobs, engine):
+        run(parts, quick=args.quick, out_dir=args.out, seed=args.seed, n_runs=args.runs,
+            data_dir=args.data_dir, n_jobs=n_jobs)
+    print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
     return finish("reproduce yeung", t_start)
 
 
@@ -490,3 +523,4 @@ def register(commands) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--data-dir", default=None, help="offline data folder (default: $CVXKML_DATA or "
                                                     "../shared/data)")
+    add_parallel_options(p, "runs of Table 1 and subsets of Table 2")

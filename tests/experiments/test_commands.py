@@ -13,7 +13,11 @@ import pytest
 
 from cvxkml.experiments import _report, cli
 
-#: every command and its options, in the order of ``--help`` (``<what>``: a positional choice)
+PARALLEL = object()
+PARALLEL_OPTIONS = ("--n-jobs", "--backend", "--scheduler")
+
+#: every command and its options, in the order of ``--help`` (``<what>``: a positional choice;
+#: PARALLEL: the options of ``_parallel.add_parallel_options``)
 COMMANDS = {
     "demo": ("--seed", "--n"),
     "bench itml": ("--quick", "--repeats", "--seed"),
@@ -26,17 +30,22 @@ COMMANDS = {
     "bench exact-limits": ("--families", "--time-limit", "--mem-limit-gib", "--start", "--max-n",
                            "--kill-factor", "--jobs", "--max-errors", "--no-fast", "--update", "--note",
                            "--out", "--json"),
-    "reproduce lowrank": ("--quick", "--seed", "--data-dir"),
-    "reproduce yeung": ("--quick", "--part", "--out", "--runs", "--seed", "--data-dir"),
-    "reproduce spectral": ("--quick", "--repeats", "--seed", "--data-dir"),
+    "bench estimators": ("--quick", "--estimators", "--datasets", "--json", "--n-jobs", "--peer-python"),
+    "reproduce lowrank": ("--quick", "--seed", "--data-dir", PARALLEL),
+    "reproduce yeung": ("--quick", "--part", "--out", "--runs", "--seed", "--data-dir", PARALLEL),
+    "reproduce spectral": ("--quick", "--repeats", "--seed", "--data-dir", PARALLEL),
     "reproduce trace": ("--quick", "--dataset", "--draws", "--tau", "--seed", "--out", "--no-png",
-                        "--data-dir"),
+                        "--data-dir", PARALLEL),
     "reproduce kcr": ("--quick", "--splits", "--datasets", "--grid", "--tol", "--max-iter", "--time-limit",
-                      "--seed", "--out", "--data-dir"),
+                      "--seed", "--out", "--data-dir", PARALLEL),
     "reproduce mkl": ("--quick", "--datasets", "--no-table2", "--n-folds", "--max-folds", "--n-splits",
                       "--max-iter", "--cv-max-iter", "--max-outer", "--max-convex-iter", "--no-table1",
-                      "--n-learn", "--n-learn-mfeat", "--seed", "--out", "--data-dir"),
+                      "--n-learn", "--n-learn-mfeat", "--seed", "--out", "--data-dir", PARALLEL),
+    "reproduce logdet": ("--quick", "--repeats", "--seed", "--data-dir", "--json", PARALLEL),
 }
+#: every reproduction runs its independent fits through joblib (cvxkml.experiments._parallel)
+COMMANDS = {k: tuple(o for opt in v for o in (PARALLEL_OPTIONS if opt is PARALLEL else (opt,)))
+            for k, v in COMMANDS.items()}
 
 
 def _subparsers(parser):
@@ -97,6 +106,9 @@ def _run(argv) -> tuple[int, str, str]:
     (["reproduce", "mkl"], "sonar.csv"),
     (["reproduce", "mkl", "--quick"], "mfeat.npz"),
     (["reproduce", "trace", "--quick", "--no-png"], "mnist5000.npz"),
+    (["reproduce", "kcr", "--quick", "--datasets", "balance", "--n-jobs", "2"], "balance.csv"),
+    (["reproduce", "lowrank", "--backend", "dask"], "pendigits.csv"),
+    (["reproduce", "logdet", "--quick"], "ionosphere.csv"),
 ])
 def test_missing_data_is_one_line_on_stderr(argv, fname, tmp_path, monkeypatch):
     """Without the data folder's files: exit status 1, one line on standard error naming
@@ -107,9 +119,10 @@ def test_missing_data_is_one_line_on_stderr(argv, fname, tmp_path, monkeypatch):
     assert rc == 1
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err
-    assert lines[0].startswith("cvxkml " + " ".join(a for a in argv if not a.startswith("-")) + ": ")
+    assert lines[0].startswith("cvxkml " + " ".join(argv[:2]) + ": ")
     assert f"'{fname}' not found" in lines[0] and str(tmp_path) in lines[0] and "--data-dir" in lines[0]
-    assert "finished" not in out
+    assert "CVXKML_DATA environment variable" in lines[0]
+    assert "finished" not in out and "paper:" not in out
 
 
 def test_no_data_folder_configured(tmp_path, monkeypatch):

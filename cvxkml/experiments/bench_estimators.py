@@ -1,0 +1,410 @@
+"""``cvxkml bench estimators``: every estimator of :data:`cvxkml.estimators.ESTIMATORS`
+with its defaults, as a scikit-learn user would run it, beside the Euclidean baseline.
+
+Protocol:
+
+* data: Wine (178 × 13, 3 classes), breast cancer (569 × 30, 2 classes) and a stratified
+  random subset of 500 digits (8 × 8 pixels, 10 classes), all from the scikit-learn
+  loaders; each with the raw features and standardized (``StandardScaler`` in the
+  pipeline, fitted on the training fold);
+* 3-fold stratified cross-validation, shuffled with the fixed seed :data:`SEED`; every
+  estimator sees the same folds;
+* accuracy of ``Pipeline([StandardScaler (standardized only), estimator,
+  KNeighborsClassifier(1)])`` — 1-NN on the learned transform — and for
+  :class:`~cvxkml.estimators.KCRClassifier` its own ``predict`` (the kernel
+  classification rule);
+* the estimators' defaults, except ``random_state`` (None by default, so that every fit
+  draws other pairs) fixed to :data:`SEED`;
+* baseline (in the same run): Euclidean 1-NN, ``Pipeline([StandardScaler,
+  KNeighborsClassifier(1)])`` on the standardized features (and without the scaler on
+  the raw ones); ``vs baseline`` is the accuracy minus the standardized baseline's on the
+  same data set;
+* fit time: the mean over the folds of ``Pipeline.fit`` (time.perf_counter), one BLAS
+  thread and one Numba thread per fit; before the first timed fit of an estimator in a
+  process, one untimed warm-up fit on a stratified subsample of the first training fold
+  (Numba compilation and cache loading stay out of the timings);
+* the certificate of the fitted ``solution_`` where the estimator has one: how many of
+  the folds converged, the largest relative duality gap
+  (objective − dual value) / max(1, |objective|) and the largest constraint violation;
+* peer rows: metric-learn's ``ITML_Supervised`` and ``LMNN`` (their defaults,
+  ``random_state`` = :data:`SEED`) under the same protocol, when metric-learn runs here
+  or in the interpreter given with ``--peer-python`` (metric-learn 0.7 needs
+  scikit-learn < 1.8); otherwise one line says why they are missing.  metric-learn is
+  never a dependency of cvxkml.
+
+The cells (estimator × data set × features) are independent tasks: ``--n-jobs`` runs
+them through joblib (:mod:`._parallel`); accuracies do not depend on it, fit times do
+(fits then share the cores).  Only :func:`register`'s command prints.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ._commands import CommandError, add_command
+from ._parallel import describe, run_tasks
+from ._peer_metric_learn import warm_subset
+from ._report import finish, format_table, pm, start, write_json
+
+__all__ = ["SEED", "DATASETS", "FEATURES", "BASELINE", "load_bench_dataset", "cv_folds", "make_pipeline",
+           "run_cell", "run_bench", "format_report", "register"]
+
+#: Seed of the folds, the digits subset and the estimators' random_state.
+SEED = 0
+#: The data sets of the full run (``--quick``: a 60-point stratified subset of Wine).
+DATASETS = ("wine", "breast_cancer", "digits500")
+#: How the features are given to the pipeline.
+FEATURES = ("raw", "standardized")
+#: The name of the baseline row.
+BASELINE = "Euclidean 1-NN"
+N_FOLDS = 3
+QUICK_SIZE = 60
+
+
+# --------------------------------------------------------------------------- data
+def load_bench_dataset(name: str, quick: bool = False) -> tuple[np.ndarray, np.ndarray, str]:
+    """(X, y, description) of a bench data set.
+
+    Parameters
+    ----------
+    name : {"wine", "breast_cancer", "digits500"}
+    quick : bool, default False
+        A stratified random subset of :data:`QUICK_SIZE` points (seed :data:`SEED`).
+
+    Returns
+    -------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    description : str
+    """
+    from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+    from sklearn.model_selection import train_test_split
+
+    loaders = {"wine": load_wine, "breast_cancer": load_breast_cancer, "digits500": load_digits}
+    if name not in loaders:
+        raise CommandError(f"unknown data set {name!r}; choose from {', '.join(DATASETS)}.")
+    X, y = loaders[name](return_X_y=True)
+    X = np.asarray(X, dtype=float)
+    size = QUICK_SIZE if quick else (500 if name == "digits500" else None)
+    what = ""
+    if size is not None and size < y.size:
+        X, _, y, _ = train_test_split(X, y, train_size=size, stratify=y, random_state=SEED)
+        what = f", stratified subset (seed {SEED})"
+    return X, y, f"{X.shape[0]} x {X.shape[1]}, {np.unique(y).size} classes{what}"
+
+
+def cv_folds(y, n_folds: int = N_FOLDS, seed: int = SEED) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (train, test) indices of the shuffled stratified ``n_folds``-fold split."""
+    from sklearn.model_selection import StratifiedKFold
+
+    return list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(np.zeros((len(y), 1)), y))
+
+
+# --------------------------------------------------------------------------- estimators
+def _estimator_classes() -> dict:
+    from ..estimators import ESTIMATORS
+
+    return {cls.__name__: cls for cls in ESTIMATORS}
+
+
+def make_pipeline(name: str, features: str, seed: int = SEED):
+    """The pipeline of one row: optional ``StandardScaler``, the estimator with its
+    defaults (``random_state=seed`` when it has one) and 1-NN; a classifier
+    (:class:`~cvxkml.estimators.KCRClassifier`) ends the pipeline itself; the baseline
+    :data:`BASELINE` is the scaler and 1-NN alone."""
+    from sklearn.base import is_classifier
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.pipeline import make_pipeline as _make
+    from sklearn.preprocessing import StandardScaler
+
+    steps = [StandardScaler()] if features == "standardized" else []
+    if name == BASELINE:
+        return _make(*steps, KNeighborsClassifier(1))
+    est = _estimator_classes()[name]()
+    if "random_state" in est.get_params():
+        est.set_params(random_state=seed)
+    if is_classifier(est):
+        return _make(*steps, est)
+    return _make(*steps, est, KNeighborsClassifier(1))
+
+
+def _fitted_estimator(pipe, name):
+    return next(step for _, step in pipe.steps if type(step).__name__ == name)
+
+
+def _certificate(est) -> dict | None:
+    sol = getattr(est, "solution_", None)
+    if sol is None:
+        return None
+    gap = sol.gap
+    rel = None if gap is None else float(gap / max(1.0, abs(float(sol.objective))))
+    return {"converged": bool(sol.converged), "rel_gap": rel, "max_violation": float(sol.max_violation),
+            "status": str(sol.status), "solver": str(sol.solver), "n_iter": int(sol.n_iter)}
+
+
+_WARMED: set = set()           # estimators warmed up in this process
+
+
+def run_cell(task) -> dict:
+    """One cell (estimator, data set, features): the folds' accuracies, the mean fit
+    seconds and the certificates.
+
+    Parameters
+    ----------
+    task : tuple
+        ``(name, dataset, features, X, y, folds, seed)``.
+
+    Returns
+    -------
+    dict
+        ``estimator``, ``dataset``, ``features``, ``fold_accuracy`` (list), ``fit_s``
+        (mean seconds, None on error), ``certificates`` (one per fold, or None),
+        ``warmup_s`` (None when this process had warmed the estimator up already),
+        ``warnings`` (categories seen) and ``error`` (None or ``"Name: message"``).
+    """
+    from ..errors import ConvergenceWarning
+
+    name, dataset, features, X, y, folds, seed = task
+    row = {"estimator": name, "dataset": dataset, "features": features, "fold_accuracy": [], "fit_s": None,
+           "certificates": None, "warmup_s": None, "warnings": [], "error": None}
+    seen = set()
+    times, certs = [], []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warnings.simplefilter("ignore", ConvergenceWarning)      # recorded as converged = False
+            if name not in _WARMED:
+                warm = warm_subset(y, folds[0][0], seed)
+                t0 = time.perf_counter()
+                try:
+                    make_pipeline(name, features, seed).fit(X[warm], y[warm])
+                except Exception:                   # noqa: BLE001 - the timed fits report errors
+                    pass
+                row["warmup_s"] = time.perf_counter() - t0
+                _WARMED.add(name)
+            for train, test in folds:
+                pipe = make_pipeline(name, features, seed)
+                t0 = time.perf_counter()
+                pipe.fit(X[train], y[train])
+                times.append(time.perf_counter() - t0)
+                row["fold_accuracy"].append(float(pipe.score(X[test], y[test])))
+                if name != BASELINE:
+                    certs.append(_certificate(_fitted_estimator(pipe, name)))
+            seen = {w.category.__name__ for w in caught}
+        row["fit_s"] = float(np.mean(times))
+        row["certificates"] = None if not certs or all(c is None for c in certs) else certs
+    except Exception as exc:                        # noqa: BLE001 - one failing estimator is a row, not a crash
+        row["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+    row["warnings"] = sorted(seen)
+    return row
+
+
+# --------------------------------------------------------------------------- peers
+def _peer_rows(datasets_data, features, seed, peer_python) -> tuple[list[dict], str | None]:
+    """(rows, None) or ([], why the peer rows are missing)."""
+    from . import _peer_metric_learn as peer
+
+    cells = [{"estimator": p, "dataset": d, "features": f, "X": X, "y": y, "folds": folds}
+             for d, (X, y, folds, _) in datasets_data.items() for p in peer.PEERS for f in features]
+    if peer_python is None:
+        reason = peer.available()
+        if reason is not None:
+            return [], (f"{reason}; metric-learn 0.7 needs scikit-learn < 1.8: give --peer-python with an "
+                        "interpreter that has both (never a dependency of cvxkml)")
+        return peer.evaluate(cells, seed), None
+    with tempfile.TemporaryDirectory(prefix="cvxkml-peer-") as tmp:
+        src, dst = Path(tmp) / "cells.npz", Path(tmp) / "rows.json"
+        peer.write_cells(src, cells, seed)
+        proc = subprocess.run([peer_python, peer.__file__, str(src), str(dst)], capture_output=True, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+        if proc.returncode != 0 or not dst.exists():
+            tail = " ".join((proc.stderr or "").strip().splitlines()[-1:])[:200]
+            return [], f"{peer_python} could not run the peer rows (exit {proc.returncode}: {tail})"
+        out = json.loads(dst.read_text())
+    if "unavailable" in out:
+        return [], f"{out['unavailable']} (in {peer_python})"
+    v = out.get("versions", {})
+    for r in out["rows"]:
+        r["versions"] = v
+    return out["rows"], None
+
+
+# --------------------------------------------------------------------------- run
+def _check_names(estimators) -> list[str]:
+    """The estimator names to run (all when None); a :class:`CommandError` names the
+    unknown ones and the choices."""
+    classes = _estimator_classes()
+    names = list(classes) if not estimators else list(estimators)
+    unknown = [n for n in names if n not in classes]
+    if unknown:
+        raise CommandError(f"unknown estimator(s) {', '.join(unknown)}; choose from {', '.join(classes)}.")
+    return names
+
+
+def run_bench(estimators=None, datasets=DATASETS, quick: bool = False, n_jobs: int | None = 1,
+              peer_python=None, peers: bool = True, progress=None) -> dict:
+    """The bench (see the module docstring).
+
+    Parameters
+    ----------
+    estimators : list of str, optional
+        Names of :data:`cvxkml.estimators.ESTIMATORS` (default: all); the baseline
+        always runs.
+    datasets : tuple of str, default DATASETS
+    quick : bool, default False
+        Each data set reduced to a stratified subset of :data:`QUICK_SIZE` points.
+    n_jobs : int or None, default 1
+        The cells as independent tasks (:func:`cvxkml.experiments._parallel.run_tasks`).
+    peer_python : str, optional
+        An interpreter with metric-learn for the peer rows (default: this one).
+    peers : bool, default True
+        Whether to try the metric-learn peer rows at all.
+    progress : callable, optional
+        ``progress(row)`` after each cell, in order.
+
+    Returns
+    -------
+    dict
+        ``settings``, ``datasets`` (name -> description), ``rows`` (see
+        :func:`run_cell`; peer rows too), ``peer_note`` (None or why the peers are
+        missing) and ``elapsed_s``.
+    """
+    names = _check_names(estimators)
+    t0 = time.perf_counter()
+    data = {}
+    for d in datasets:
+        X, y, desc = load_bench_dataset(d, quick)
+        data[d] = (X, y, cv_folds(y), desc)
+    tasks = [(name, d, f, X, y, folds, SEED) for d, (X, y, folds, _) in data.items()
+             for name in [BASELINE] + names for f in FEATURES]
+    rows = run_tasks(run_cell, tasks, n_jobs, callback=None if progress is None else (lambda k, r: progress(r)))
+    peer_note = "not run"
+    if peers:
+        peer, peer_note = _peer_rows(data, FEATURES, SEED, peer_python)
+        rows += peer
+    return {"settings": {"quick": quick, "seed": SEED, "n_folds": N_FOLDS, "datasets": list(datasets),
+                         "estimators": names, "n_jobs": n_jobs, "features": list(FEATURES),
+                         "peer_python": peer_python},
+            "datasets": {d: v[3] for d, v in data.items()}, "rows": rows, "peer_note": peer_note,
+            "elapsed_s": time.perf_counter() - t0}
+
+
+# --------------------------------------------------------------------------- report
+HEADERS = ["estimator", "features", "accuracy (mean ± std)", "vs baseline", "fit [s]", "converged",
+           "max rel gap", "max violation"]
+
+
+def _cells(r: dict, base: float | None) -> list[str]:
+    if r["error"] is not None:
+        return [r["estimator"], r["features"], "error (see below)", "-", "-", "-", "-", "-"]
+    acc = np.asarray(r["fold_accuracy"])
+    is_base = r["estimator"] == BASELINE and r["features"] == "standardized"
+    delta = "-" if base is None or is_base else f"{acc.mean() - base:+.3f}".replace("-0.000", "+0.000")
+    certs = r.get("certificates")
+    if certs:
+        got = [c for c in certs if c is not None]
+        conv = f"{sum(c['converged'] for c in got)}/{len(got)}"
+        gaps = [c["rel_gap"] for c in got if c["rel_gap"] is not None]
+        gap = f"{max(gaps):.1e}" if gaps else "-"
+        viol = f"{max(c['max_violation'] for c in got):.1e}"
+    else:
+        conv = gap = viol = "-"
+    return [r["estimator"], r["features"], pm(acc.mean(), acc.std()), delta, f"{r['fit_s']:.3g}", conv, gap, viol]
+
+
+def format_report(res: dict) -> str:
+    """One table per data set (the baseline first), then the errors and notes."""
+    lines = []
+    errors = []
+    for d, desc in res["datasets"].items():
+        rows = [r for r in res["rows"] if r["dataset"] == d]
+        base = next((np.mean(r["fold_accuracy"]) for r in rows if r["estimator"] == BASELINE
+                     and r["features"] == "standardized" and r["error"] is None), None)
+        lines.append(f"{d} ({desc})")
+        lines.append(format_table(HEADERS, [_cells(r, base) for r in rows]))
+        lines.append("")
+        errors += [f"  {d} / {r['features']} / {r['estimator']}: {r['error']}" for r in rows if r["error"]]
+    versions = next((r["versions"] for r in res["rows"] if r.get("versions")), None)
+    if versions:
+        lines.append(f"(peer rows: metric-learn {versions.get('metric-learn', '?')} beside scikit-learn "
+                     f"{versions.get('scikit-learn', '?')}, run by {res['settings']['peer_python']})")
+    if errors:
+        lines.append("errors (the estimator raised while fitting with its defaults):")
+        lines += errors
+        lines.append("")
+    lines.append(f"(accuracy: {N_FOLDS}-fold stratified CV, seed {res['settings']['seed']}, mean ± std over "
+                 f"the folds; vs baseline: minus the accuracy of {BASELINE} on the standardized features; fit: "
+                 "mean Pipeline.fit seconds over the folds, one BLAS and one Numba thread, after an untimed "
+                 "warm-up fit; converged / gap / violation: the fitted solution_ of each fold, '-' without one)")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- command
+def _names(values):
+    out = []
+    for v in values or ():
+        out += [s for s in str(v).replace(",", " ").split() if s]
+    return out or None
+
+
+def _cmd_bench_estimators(args) -> int:
+    estimators = _names(args.estimators)
+    datasets = tuple(_names(args.datasets) or (("wine",) if args.quick else DATASETS))
+    bad = [d for d in datasets if d not in DATASETS]
+    if bad:
+        raise CommandError(f"unknown data set(s) {', '.join(bad)}; choose from {', '.join(DATASETS)}.")
+    _check_names(estimators)                           # before the header
+    n_jobs = 1 if args.n_jobs is None else args.n_jobs
+    t_start = start("cvxkml bench estimators", args.quick,
+                    f"{N_FOLDS}-fold stratified CV (seed {SEED}), 1-NN on the learned transform (KCRClassifier: "
+                    f"its own rule), estimator defaults with random_state = {SEED}; one BLAS and one Numba thread "
+                    "per fit, warm-up excluded, time.perf_counter; " + describe(n_jobs, "loky"))
+
+    def progress(r):
+        state = "error" if r["error"] else f"{np.mean(r['fold_accuracy']):.3f}, {r['fit_s']:.3g} s"
+        print(f"  {r['dataset']} / {r['features']} / {r['estimator']}: {state} "
+              f"({time.perf_counter() - t_start:.0f} s)", file=sys.stderr, flush=True)
+
+    res = run_bench(estimators, datasets, quick=args.quick, n_jobs=n_jobs, peer_python=args.peer_python,
+                    progress=progress)
+    if res["peer_note"] is not None:
+        print(f"metric-learn peer rows skipped: {res['peer_note']}")
+    print()
+    print(format_report(res))
+    if args.json:
+        write_json(args.json, res)
+        print(f"numbers written to {args.json}")
+    print()
+    return finish("bench", t_start)
+
+
+def register(commands) -> None:
+    """Add ``cvxkml bench estimators`` (see :mod:`._commands`)."""
+    p = add_command(commands, "bench", "estimators", _cmd_bench_estimators,
+                    help="every estimator with its defaults: 3-fold CV accuracy (1-NN on the learned "
+                         "transform), fit time and certificate on Wine, breast cancer and digits, beside "
+                         "Euclidean 1-NN and metric-learn")
+    if p is None:
+        return
+    p.add_argument("--quick", action="store_true",
+                   help=f"Wine only, a stratified subset of {QUICK_SIZE} points (smoke run for tests)")
+    p.add_argument("--estimators", nargs="+", default=None, metavar="NAME",
+                   help="estimator class names (default: all of cvxkml.estimators.ESTIMATORS); the baseline "
+                        "always runs")
+    p.add_argument("--datasets", nargs="+", default=None, metavar="NAME",
+                   help=f"data sets among {', '.join(DATASETS)} (default all; quick: wine)")
+    p.add_argument("--json", default=None, metavar="PATH", help="write every number (per fold) as JSON")
+    p.add_argument("--n-jobs", dest="n_jobs", type=int, default=None,
+                   help="run the cells (estimator x data set x features) on N worker processes (joblib loky; "
+                        "default 1); accuracies do not depend on it, fit times do")
+    p.add_argument("--peer-python", dest="peer_python", default=None, metavar="PATH",
+                   help="a Python interpreter with metric-learn (and a scikit-learn it supports, < 1.8) for "
+                        "the peer rows (default: this interpreter)")

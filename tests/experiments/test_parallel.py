@@ -1,0 +1,104 @@
+"""Independent fits of the reproductions through joblib (cvxkml.experiments._parallel): the
+numbers of ``--n-jobs 2`` (loky processes) and of a local Dask cluster are those of the
+serial run; results come back in task order; the options' errors are one line."""
+import json
+import sys
+import time
+
+import pytest
+
+from cli_output import run_cli
+from cvxkml.experiments import _parallel, reproduce_kcr
+
+#: fields that are measured seconds, not numbers of the experiment
+TIMES = {"time", "total_s", "median_fit_s", "max_fit_s"}
+
+#: a small reproduction grid: Iris (scikit-learn data), 2 splits x 2 nu x 2 lambda
+KCR_ARGS = ["reproduce", "kcr", "--quick", "--splits", "2"]
+
+
+def _numbers(obj):
+    if isinstance(obj, dict):
+        return {k: _numbers(v) for k, v in obj.items() if k not in TIMES}
+    if isinstance(obj, list):
+        return [_numbers(v) for v in obj]
+    return obj
+
+
+def _kcr(tmp_path, *extra):
+    path = tmp_path / f"kcr{len(list(tmp_path.iterdir()))}.json"
+    rc, out = run_cli(KCR_ARGS + ["--out", str(path), *extra])
+    assert rc == 0
+    return _numbers(json.loads(path.read_text())), out
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    numbers, out = _kcr(tmp_path_factory.mktemp("serial"))
+    assert "independent fits run serially" in out
+    fits = numbers["results"][0]["fits"]
+    assert len(fits) == 8 and len({(f["nu"], f["lam"]) for f in fits}) == 4
+    return numbers
+
+
+def _sleepy(task):
+    k, delay = task
+    time.sleep(delay)
+    return k * k
+
+
+def test_results_come_back_in_task_order():
+    """The first task finishes last; the results are still in task order, and so are the
+    callbacks."""
+    seen = []
+    out = _parallel.run_tasks(_sleepy, [(0, 0.6), (1, 0.0), (2, 0.0), (3, 0.0)], n_jobs=2,
+                              callback=lambda k, r: seen.append((k, r)))
+    assert out == [0, 1, 4, 9] and seen == list(enumerate(out))
+    assert _parallel.run_tasks(_sleepy, [(5, 0.0)], n_jobs=1) == [25]
+
+
+def test_loky_two_jobs_equal_serial(serial, tmp_path):
+    numbers, out = _kcr(tmp_path, "--n-jobs", "2")
+    assert "on 2 processes (joblib loky)" in out
+    assert numbers == serial
+
+
+def test_dask_local_cluster_equals_serial(serial, tmp_path):
+    """A local Dask cluster of two worker processes on the loopback interface, reached
+    with ``--backend dask --scheduler ADDRESS``."""
+    distributed = pytest.importorskip("distributed", reason="dask.distributed (the 'dask' extra) not installed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None, silence_logs=50) as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://127.0.0.1:")
+        numbers, out = _kcr(tmp_path, "--backend", "dask", "--scheduler", address)
+    assert f"dask ({address}, 2 workers)" in out
+    assert numbers == serial
+
+
+def test_function_level_n_jobs_equals_serial():
+    """The public functions take ``n_jobs`` too (here the grid of one split)."""
+    import numpy as np
+
+    protocol = reproduce_kcr.Protocol(n_splits=1, nus=(0.5, 2.0), lams=(1.0,), ks=(1,), max_iter=500)
+    X, y = reproduce_kcr.load_dataset("iris")
+    _, y = np.unique(y, return_inverse=True)
+    tr, va, _ = reproduce_kcr.stratified_split(y, np.random.default_rng(0))
+    Xtr, Xva = reproduce_kcr._standardize(X[tr], X[va])
+    one = reproduce_kcr.kcr_grid(Xtr, y[tr], Xva, y[va], protocol, n_jobs=1)
+    two = reproduce_kcr.kcr_grid(Xtr, y[tr], Xva, y[va], protocol, n_jobs=2)
+    strip = lambda fits: [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in f.items() if k != "time"}
+                          for f in fits]
+    assert [f["nu"] for f in one] == [0.5, 2.0] and strip(one) == strip(two)
+
+
+def test_option_errors_are_one_line(monkeypatch, capsys):
+    rc, out = run_cli(KCR_ARGS + ["--scheduler", "tcp://127.0.0.1:1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and "finished" not in out
+    assert err == ["cvxkml reproduce kcr: --scheduler needs --backend dask."]
+    monkeypatch.setitem(sys.modules, "distributed", None)          # import distributed -> ImportError
+    rc, out = run_cli(KCR_ARGS + ["--backend", "dask"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and "finished" not in out and len(err) == 1
+    assert err[0].endswith("--backend dask needs dask.distributed, the 'dask' extra: pip install 'cvxkml[dask]'")
