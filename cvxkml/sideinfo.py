@@ -23,6 +23,17 @@ __all__ = [
 ]
 
 
+
+def sample_index_pairs(n: int, max_pairs: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """All index pairs i < j of n points when there are at most ``max_pairs`` of them, else
+    ``max_pairs`` uniform draws (i, j) from the generator ``rng`` with i = j dropped."""
+    if n * (n - 1) // 2 <= max_pairs:
+        return np.triu_indices(n, 1)
+    i = rng.integers(0, n, max_pairs)
+    j = rng.integers(0, n, max_pairs)
+    ok = i != j
+    return i[ok], j[ok]
+
 def _values(a, name: str, size: int) -> np.ndarray:
     """A 1-D float vector of per-constraint values (a scalar is broadcast to ``size``);
     NaN/inf are left to the caller's own, more specific check."""
@@ -226,14 +237,7 @@ def percentile_bounds(baseline, n: int, percentiles=(5.0, 95.0), random_state=No
         raise InvalidInputError(f"percentiles must satisfy 0 <= lower < upper <= 100; got {percentiles}.")
     n = check_int(n, "n", minimum=2)
     max_pairs = check_int(max_pairs, "max_pairs", minimum=1)
-    rng = as_generator(random_state)
-    if n * (n - 1) // 2 <= max_pairs:
-        i, j = np.triu_indices(n, 1)
-    else:
-        i = rng.integers(0, n, max_pairs)
-        j = rng.integers(0, n, max_pairs)
-        ok = i != j
-        i, j = i[ok], j[ok]
+    i, j = sample_index_pairs(n, max_pairs, as_generator(random_state))
     d = _baseline_distances(baseline, i, j)
     d = d[d > 1e-12 * (float(np.max(d)) if d.size else 0.0)]      # relative: any scale
     if d.size == 0:

@@ -36,6 +36,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
 from ..kernels import Kernel
+from ..sideinfo import sample_index_pairs
 from ..baselines.rca import RCA
 from ..baselines.separability import separability
 from ._commands import add_command
@@ -101,14 +102,7 @@ def median_distance(X, max_pairs: int = 100_000, random_state=0) -> float:
     sample of ``max_pairs`` pairs when there are more): the RBF width σ used here."""
     X = np.asarray(X, dtype=float)
     n = X.shape[0]
-    rng = np.random.default_rng(random_state)
-    if n * (n - 1) // 2 <= max_pairs:
-        i, j = np.triu_indices(n, 1)
-    else:
-        i = rng.integers(0, n, max_pairs)
-        j = rng.integers(0, n, max_pairs)
-        ok = i != j
-        i, j = i[ok], j[ok]
+    i, j = sample_index_pairs(n, max_pairs, np.random.default_rng(random_state))
     D = X[i] - X[j]
     return float(np.median(np.sqrt(np.einsum("ij,ij->i", D, D))))
 
