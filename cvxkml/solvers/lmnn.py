@@ -41,7 +41,8 @@ within 5.7e-7 (relative) of the optimum, while the best PDHG / least-squares bou
 still 2.7e-5 below it, because X̂* has rank 5 of 13 and G(α) must be PSD on its null
 space.  Once F stops moving, :func:`_barrier_dual` solves the dual restricted to the
 kink triplets of the best X̂ by a small interior-point method (strictly feasible, so
-certified); :func:`_polish_dual` (least squares on G(α)X̂ = 0) remains as a fallback.
+certified); :func:`_polish_dual` (least squares on G(α)X̂ = 0) remains as a fallback,
+run at a check only when the barrier recovery could not run there.
 """
 from __future__ import annotations
 
@@ -413,9 +414,10 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
     buffer : float
         Near-active margin of the working set (in units of the LMNN margin 1).
     polish : bool
-        At every check, also recover multipliers from the best primal point by
-        complementary slackness (bounded least squares on the kink triplets) and keep
-        them when they give a better certified bound.
+        Once F settles, also recover multipliers from the best primal point: the
+        restricted-dual barrier (:func:`_barrier_dual`), or where it cannot run, by
+        complementary slackness (bounded least squares on the kink triplets); they are
+        kept when they give a better certified bound.
     seed : int
         Seed of the power iteration that estimates the operator norm.
     callback : callable or None
@@ -504,16 +506,22 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
             tp = time.perf_counter()
             p_best = ops.distances(best_X)
             target = 0.1 * tol * max(1.0, abs(best_f))
+            barrier_ran = False
             for delta in _BARRIER_DELTAS:         # certified dual of the restricted problem
                 a_bar = _barrier_dual(U, trip, gamma, p_best, delta, target)
                 if a_bar is None:
                     continue
+                barrier_ran = True
                 g_bar = lmnn_dual_value(U, trip, a_bar, gamma)
                 if g_bar > best_g:
                     best_g, best_alpha = g_bar, a_bar
                 if best_f - best_g <= tol * max(1.0, abs(best_f)):
                     break
-            for delta in _POLISH_DELTAS:          # dual recovered from the best primal point
+            # the least-squares recovery only as the fallback of a barrier that could not run
+            # (too many kinks, or a singular target pull): where the barrier ran, its bound
+            # was never beaten by this one in our measurements, which cost 20 of 30 s on
+            # breast cancer (n = 380, 335 580 triplets) for the same certificate
+            for delta in (() if barrier_ran else _POLISH_DELTAS):
                 if best_f - best_g <= tol * max(1.0, abs(best_f)):
                     break
                 a_pol = _polish_dual(U, trip, gamma, best_X, p_best, delta)
