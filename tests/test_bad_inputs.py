@@ -1069,11 +1069,11 @@ def _estimators():
     from cvxkml.estimators.yeung import SemiSupervisedKernelMetric
     pairs = dict(n_similar=4, n_dissimilar=4, random_state=0)
     return {
-        "estimators.ITML": lambda: ITMLEstimator(max_sweeps=30, **pairs),
-        "estimators.KernelITML": lambda: KernelITML(max_sweeps=30, **pairs),
-        "estimators.LowRankKernelITML": lambda: LowRankKernelITML(max_sweeps=30, **pairs),
-        "estimators_spectral.VonNeumannKernelLearner": lambda: VonNeumannKernelLearner(max_sweeps=30, **pairs),
-        "estimators_trace.TraceSSIKDR": lambda: TraceEstimator(max_sweeps=30, **pairs),
+        "estimators.ITML": lambda: ITMLEstimator(max_iter=30, **pairs),
+        "estimators.KernelITML": lambda: KernelITML(max_iter=30, **pairs),
+        "estimators.LowRankKernelITML": lambda: LowRankKernelITML(max_iter=30, **pairs),
+        "estimators_spectral.VonNeumannKernelLearner": lambda: VonNeumannKernelLearner(max_iter=30, **pairs),
+        "estimators_trace.TraceSSIKDR": lambda: TraceEstimator(max_iter=30, **pairs),
         "estimators_pola.KernelPOLA": lambda: KernelPOLA(max_iter=30, **pairs),
         "estimators_yeung.SemiSupervisedKernelMetric":
             lambda: SemiSupervisedKernelMetric(n_landmarks=8, n_neighbors=2, n_similar=2, random_state=0),

@@ -169,7 +169,7 @@ def _precomputed_estimators():
     from cvxkml.estimators.trace import TraceSSIKDR
     return [KernelITML(kernel="precomputed", n_similar=20, n_dissimilar=20),
             VonNeumannKernelLearner(kernel="precomputed", n_similar=10, n_dissimilar=10, tol=1e-5),
-            TraceSSIKDR(kernel="precomputed", n_similar=10, n_dissimilar=10, tol=1e-3, max_sweeps=50),
+            TraceSSIKDR(kernel="precomputed", n_similar=10, n_dissimilar=10, tol=1e-3, max_iter=50),
             LMNN(k=2, kernel="precomputed", max_iter=30, small_classes="shrink")]
 
 

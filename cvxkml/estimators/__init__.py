@@ -21,7 +21,15 @@ given target neighbours (``targets``, ``targets_``); KCRClassifier learns from l
 
 :data:`ESTIMATORS` lists every estimator class; the scikit-learn compatibility test runs
 over it.
+
+Shared parameters: ``verbose`` and ``callback`` (progress on the ``cvxkml`` logger, early
+stop), ``max_iter`` (the iteration limit; ``max_sweeps`` is its deprecated former name) and
+``standardize`` (with the median-heuristic kernel width, the data-driven defaults).
+Persistence without pickle: ``est.save(path)`` / ``Class.load(path)`` or :func:`save` /
+:func:`load` (an ``.npz`` file, :mod:`cvxkml.estimators._persist`).
 """
+from ._base import load, save
+from ._persist import EstimatorClassError, EstimatorFileError, FormatVersionError
 from .kcr import KCRClassifier
 from .logdet import ITML, KernelITML, LowRankKernelITML
 from .mkl import LMNN, LMNNMKL
@@ -34,4 +42,6 @@ from .yeung import SemiSupervisedKernelMetric, random_similar_pairs
 ESTIMATORS = (ITML, KernelITML, LowRankKernelITML, VonNeumannKernelLearner, TraceSSIKDR,
               KernelPOLA, KCRClassifier, LMNN, LMNNMKL, SemiSupervisedKernelMetric)
 
-__all__ = [cls.__name__ for cls in ESTIMATORS] + ["ESTIMATORS", "random_similar_pairs"]
+__all__ = [cls.__name__ for cls in ESTIMATORS] + [
+    "ESTIMATORS", "random_similar_pairs", "save", "load", "EstimatorFileError", "FormatVersionError",
+    "EstimatorClassError"]

@@ -23,9 +23,13 @@ are built on these two and nothing else.
 from __future__ import annotations
 
 import copy
+import logging
 import numbers
 import re
+import sys
 import textwrap
+import warnings
+from contextlib import contextmanager
 from functools import partial
 from types import SimpleNamespace
 
@@ -39,13 +43,15 @@ from ..errors import InvalidInputError
 from ..kernels import Kernel
 from ..learned import LearnedKernel, kernel_S
 from ..sideinfo import PairConstraints, baseline_kernel, percentile_bounds
+from ._persist import load as _persist_load, save as _persist_save
 
 __all__ = ["CvxkmlEstimator", "PairLearnerMixin", "ComponentsMixin", "LearnedKernelMixin",
            "KernelExtensionMixin", "KERNEL_PARAMS", "KERNEL_CONSTRAINTS", "PAIR_CONSTRAINTS",
            "SLACK_CONSTRAINTS", "BREGMAN_CONSTRAINTS", "POSITIVE", "NON_NEGATIVE", "Real",
            "Integer", "Options", "Check", "LinearMap", "KernelMap", "FactorCross",
            "EmbeddingDistance", "point_distance", "training_kernel", "given_pairs", "DOCS",
-           "fill_doc"]
+           "fill_doc", "StandardizedKernel", "FitMonitor", "LOGGER", "CONTROL_CONSTRAINTS",
+           "median_heuristic_gamma", "MEDIAN_SAMPLE"]
 
 #: base kernel name -> the ``kernel_params`` it takes
 KERNEL_PARAMS = {
@@ -154,8 +160,36 @@ PAIR_CONSTRAINTS = {"scheme": Options("jain", "itml", what="'jain' or 'itml'"),
 #: the slack weight γ of the LogDet and von Neumann problems (None: hard constraints)
 SLACK_CONSTRAINTS = {"gamma": Real(0.0, low_open=True, none=True, what="a finite positive number")}
 #: the Bregman / Uzawa families: pair bounds from percentiles, stopping rule
+#: (``max_sweeps`` is the deprecated former name of ``max_iter``)
 BREGMAN_CONSTRAINTS = {**PAIR_CONSTRAINTS, "percentiles": Check(_check_percentiles),
-                       "tol": POSITIVE, "max_sweeps": Integer(1)}
+                       "tol": POSITIVE, "max_iter": Integer(1), "max_sweeps": Integer(1, none=True)}
+
+
+def _check_verbose(value, name):
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return Integer(0)(value, name)
+
+
+def _check_callback(value, name):
+    if value is not None and not callable(value):
+        raise InvalidInputError(
+            f"{name} must be None or a callable taking one dict; got {type(value).__name__}.")
+    return value
+
+
+def _check_standardize(value, name):
+    if isinstance(value, str) and value == "auto":
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise InvalidInputError(f"{name} must be 'auto', True or False; got {value!r}.")
+
+
+#: progress and control, shared by every estimator
+CONTROL_CONSTRAINTS = {"verbose": Check(_check_verbose), "callback": Check(_check_callback)}
+#: standardization of the features before the base kernel
+STANDARDIZE_CONSTRAINTS = {"standardize": Check(_check_standardize)}
 
 
 # =========================================================================== picklable maps
@@ -234,6 +268,172 @@ def training_kernel(kern: Kernel, X) -> np.ndarray:
     return 0.5 * (K0 + K0.T)
 
 
+# =========================================================================== data-driven defaults
+#: the median heuristic uses at most this many training points (a fixed-seed sample above)
+MEDIAN_SAMPLE = 1000
+
+
+def median_heuristic_gamma(Z) -> float:
+    """The median heuristic of the Gaussian width: gamma = 1 / median_{i<j} ‖z_i − z_j‖²
+    over the rows of Z (the squared distances from :func:`sklearn.metrics.pairwise_distances`;
+    above :data:`MEDIAN_SAMPLE` rows, over a fixed-seed sample of that many rows, so the
+    rule does not depend on ``random_state``).  Zero distances (repeated points) are left
+    out; with no positive distance at all gamma = 1.  Equivalently σ² = median / 2 in
+    exp(−‖x − y‖² / (2σ²)): the kernel value at the median distance is e^{-1}."""
+    from sklearn.metrics import pairwise_distances
+    Z = np.asarray(Z, dtype=float)
+    if Z.shape[0] > MEDIAN_SAMPLE:
+        Z = Z[np.sort(np.random.default_rng(0).choice(Z.shape[0], MEDIAN_SAMPLE, replace=False))]
+    D = pairwise_distances(Z, metric="sqeuclidean")
+    d = D[np.triu_indices(Z.shape[0], 1)]
+    d = d[d > 0]
+    if d.size == 0:
+        return 1.0
+    med = float(np.median(d))
+    return 1.0 / med if np.isfinite(med) and med > 0 else 1.0
+
+
+def standardization(X):
+    """(mean, scale) of the columns of X: the training mean and standard deviation, a
+    standard deviation of 0 (a constant feature) replaced by 1 (as
+    :class:`sklearn.preprocessing.StandardScaler`)."""
+    X = np.asarray(X, dtype=float)
+    mean = X.mean(axis=0)
+    scale = X.std(axis=0)
+    scale = np.where(np.isfinite(scale) & (scale > 10 * np.finfo(float).eps * np.maximum(np.abs(mean), 1.0)),
+                     scale, 1.0)
+    return mean, scale
+
+
+class StandardizedKernel:
+    """A base kernel evaluated on standardized features, κ(x, y) = κ0((x − m) / s, (y − m) / s)
+    with the training mean m and standard deviation s (one per feature).  It has the
+    interface of :class:`cvxkml.kernels.Kernel` (called on two point sets, ``paired``,
+    ``diag``, ``name``, ``params``, ``precomputed``), so every learned map built on κ0 applies
+    it to new points unchanged."""
+
+    def __init__(self, kernel: Kernel, mean, scale):
+        self.kernel = kernel
+        self.mean = np.asarray(mean, dtype=float)
+        self.scale = np.asarray(scale, dtype=float)
+
+    name = property(lambda self: self.kernel.name)
+    params = property(lambda self: self.kernel.params)
+    precomputed = property(lambda self: False)
+
+    def standardize(self, X) -> np.ndarray:
+        """(X − m) / s."""
+        return (np.asarray(X, dtype=float) - self.mean) / self.scale
+
+    def __call__(self, X, Y=None):
+        Z = self.standardize(X)
+        return self.kernel(Z, None if Y is None or Y is X else self.standardize(Y))
+
+    def paired(self, A, B):
+        Za = self.standardize(A)
+        return self.kernel.paired(Za, Za if B is A else self.standardize(B))
+
+    def diag(self, X):
+        Z = self.standardize(X)
+        return self.kernel.paired(Z, Z)
+
+    def __repr__(self):
+        return f"StandardizedKernel({self.kernel!r})"
+
+
+# =========================================================================== progress
+#: the logger of cvxkml (fit progress at INFO level when ``verbose`` > 0)
+LOGGER = logging.getLogger("cvxkml")
+
+
+def _fmt(value):
+    if value is None:
+        return "n/a"
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.6g}"
+    return str(value)
+
+
+class FitMonitor:
+    """The ``callback`` threaded into a solver's ``solve(callback=...)`` by ``fit``.
+
+    At every check the solver reports (its certificate checks: see each estimator), it
+
+    1. builds the progress record: the solver's dict plus ``estimator`` (the class name),
+       ``stage`` (1, 2, …: which solve of the fit, for estimators that solve several
+       problems, e.g. LMNNMKL's metric steps), ``iteration`` (the solver's iteration count),
+       ``objective``, ``gap`` (certified relative gap or None) and ``violation`` (largest
+       relative constraint violation or None);
+    2. logs it to the ``cvxkml`` logger at INFO level when ``verbose`` > 0 (every
+       ``verbose``-th check: verbose=1 logs every check, verbose=10 every tenth);
+    3. calls the user's ``callback`` with the record; a truthy return stops the fit: the
+       solver returns its last (best) iterate with ``status="stopped by callback"``, and
+       every later check of the same fit (later stages) stops at once.
+    """
+
+    def __init__(self, name: str, verbose: int = 0, callback=None):
+        self.name, self.verbose, self.callback = name, int(verbose), callback
+        self.n_checks = 0
+        self.stopped = False
+        self.last = None
+        self.stage = 1
+
+    def __call__(self, info) -> bool:
+        info = dict(info) if isinstance(info, dict) else {"value": info}
+        it = info.get("iteration", info.get("sweeps", info.get("n_iter")))
+        gap = info.get("gap")
+        viol = info.get("violation", info.get("max_relative_violation"))
+        it = None if it is None else int(it)
+        last_it = None if self.last is None else self.last["iteration"]
+        if it is not None and last_it is not None and it <= last_it:
+            self.stage += 1                     # the count restarted: the fit's next solve
+        record = {**info, "estimator": self.name, "stage": self.stage, "iteration": it,
+                  "objective": info.get("objective"), "gap": gap, "violation": viol}
+        self.last = record
+        self.n_checks += 1
+        if self.verbose > 0 and (self.n_checks - 1) % self.verbose == 0:
+            LOGGER.info("%s [solve %s] iteration %s: objective %s, certified gap %s, violation %s",
+                        self.name, self.stage, _fmt(record["iteration"]), _fmt(record["objective"]),
+                        _fmt(gap), _fmt(viol))
+        if self.stopped:
+            return True
+        if self.callback is not None and self.callback(record):
+            self.stopped = True
+            if self.verbose > 0:
+                LOGGER.info("%s: stopped by the callback at iteration %s", self.name,
+                            _fmt(record["iteration"]))
+        return self.stopped
+
+    def for_solver(self):
+        """The callable to pass as ``solve(callback=...)`` (None when nobody listens)."""
+        return self if (self.verbose > 0 or self.callback is not None) else None
+
+
+@contextmanager
+def _verbose_logging(verbose: int):
+    """With verbose > 0, make the INFO records of the ``cvxkml`` logger visible for the
+    duration of ``fit``: its level is lowered to INFO when it is above, and when no
+    handler is configured anywhere up the logger tree a temporary stderr handler is added
+    (an application's own logging configuration is otherwise left to decide)."""
+    if verbose <= 0:
+        yield
+        return
+    old_level = LOGGER.level
+    handler = None
+    if LOGGER.getEffectiveLevel() > logging.INFO:
+        LOGGER.setLevel(logging.INFO)
+    if not LOGGER.hasHandlers():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[cvxkml] %(message)s"))
+        LOGGER.addHandler(handler)
+    try:
+        yield
+    finally:
+        LOGGER.setLevel(old_level)
+        if handler is not None:
+            LOGGER.removeHandler(handler)
+
+
 # =========================================================================== docstrings
 #: docstring pieces several estimators share, written once: a line ``%(name)s`` (alone on its
 #: line, any indentation) or an inline ``%(name)s`` in a docstring is replaced by the piece
@@ -259,9 +459,39 @@ kernel_params : dict or None, default=None
     κ0(x, y) = exp(−gamma·‖x − y‖²) (gamma = 1 / (2 sigma²)); ``degree``, ``coef0``,
     ``scale`` for the polynomial kernel (scale·xᵀy + coef0)^degree (defaults 2, 1, 1);
     none for the linear and precomputed kernels.  ``None`` uses the defaults; for the
-    Gaussian kernel the default is gamma = 1 / n_features, computed at fit time (as
-    scikit-learn's ``gamma="auto"``; no rescaling by the data variance, so standardise
-    the features first, or give gamma).""",
+    Gaussian kernel the width comes from the data at fit time by the median heuristic,
+    gamma = 1 / median_{i<j} ‖z_i − z_j‖² over the training points z (standardized, see
+    ``standardize``; a fixed-seed sample of 1000 points for larger sets), i.e.
+    σ² = median / 2: the kernel value at the median distance is e^{-1}.""",
+    "standardize": """\
+standardize : "auto" or bool, default="auto"
+    Standardize the features before the base kernel: z = (x − m) / s with the training
+    mean m and standard deviation s of each feature (a constant feature keeps s = 1), kept
+    as ``feature_mean_`` / ``feature_scale_`` and applied to every new point.  ``"auto"``
+    standardizes for the Gaussian kernel when its width is left to the median heuristic
+    (``kernel_params=None``): the defaults then give the same results on raw and on
+    standardized features.  A given width, the linear and polynomial kernels (whose
+    values depend on the features' origin and scale by design) and a precomputed kernel
+    see the features as given.""",
+    "control": """\
+verbose : int, default=0
+    Progress on the ``cvxkml`` logger (:mod:`logging`, INFO level): with verbose = k > 0 a
+    line at every k-th certificate check of the solver (iteration, objective, certified
+    relative gap, relative violation) and a summary at the end of ``fit``.  When no
+    logging handler is configured the lines go to stderr for the duration of ``fit``.
+callback : callable or None, default=None
+    Called at every certificate check of the solver with one dict (``estimator``,
+    ``stage``, ``iteration``, ``objective``, ``gap``, ``violation`` and the solver's own
+    entries).  A truthy return stops the fit early: the estimator keeps the solver's last
+    (best) iterate and is usable, the solver emits a
+    :class:`cvxkml.errors.ConvergenceWarning` and ``converged_`` is False.""",
+    "standardize_fitted": """\
+feature_mean_, feature_scale_ : ndarray of shape (n_features,) or None
+    The standardization applied before the base kernel (None: features used as given).""",
+    "converged": """\
+converged_ : bool
+    Whether the solver certified its tolerance (False when it ran out of iterations or the
+    ``callback`` stopped it).""",
     "pairs_fitted": """\
 pairs_ : cvxkml.sideinfo.PairConstraints
     The pair constraints learned from (pass them back as ``pairs`` to refit on them).""",
@@ -296,6 +526,58 @@ def fill_doc(obj):
 
 
 # =========================================================================== the base
+#: the library's estimator classes, registered by CvxkmlEstimator.__init_subclass__ (the
+#: public tuple is cvxkml.estimators.ESTIMATORS; a test checks that both agree)
+_REGISTRY: list = []
+
+
+def save(estimator, path) -> None:
+    """Write a fitted cvxkml estimator to an ``.npz`` file without pickle (format:
+    :mod:`cvxkml.estimators._persist`).
+
+    Parameters
+    ----------
+    estimator : a fitted estimator of :data:`cvxkml.estimators.ESTIMATORS`
+    path : str, path-like or a writable binary file object
+        ``.npz`` is appended to a file name without it (NumPy's rule).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        The estimator is not fitted.
+    InvalidInputError
+        Not a cvxkml estimator (a user's subclass included), or a fitted attribute that
+        is not plain data.
+    """
+    _persist_save(estimator, path, tuple(_REGISTRY))
+
+
+def load(path, cls=None):
+    """Read an estimator written by :func:`save`.
+
+    Parameters
+    ----------
+    path : str, path-like or a readable binary file object
+    cls : estimator class or None
+        When given, the file must hold an estimator of exactly this class.
+
+    Returns
+    -------
+    estimator : the fitted estimator, with the parameters it was saved with (``callback``
+        and a RandomState/Generator ``random_state`` as None).
+
+    Raises
+    ------
+    cvxkml.estimators.EstimatorFileError
+        Not a saved cvxkml estimator, or damaged.
+    cvxkml.estimators.FormatVersionError
+        Written in another format version.
+    cvxkml.estimators.EstimatorClassError
+        It holds another class than ``cls``, or a class this cvxkml does not have.
+    """
+    return _persist_load(path, tuple(_REGISTRY), cls)
+
+
 class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """The behaviour every cvxkml estimator shares.
 
@@ -316,6 +598,8 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
+        if cls.__module__.startswith("cvxkml.estimators.") and not cls.__name__.startswith("_"):
+            _REGISTRY.append(cls)
         fill_doc(cls)
         for value in vars(cls).values():
             if callable(value):
@@ -341,11 +625,54 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         params = self.get_params(deep=False)
         p = SimpleNamespace(**{name: check(params[name], name)
                                for name, check in self._parameter_constraints.items()})
+        if getattr(p, "max_sweeps", None) is not None:
+            warnings.warn(f"{type(self).__name__}(max_sweeps=...) is deprecated and will be removed in "
+                          "the next release; use max_iter=... (the one name of the iteration limit of "
+                          "every estimator).", DeprecationWarning, stacklevel=3)
+            p.max_iter = p.max_sweeps
         self._check_param_relations(p)
+        p.monitor = FitMonitor(type(self).__name__, getattr(p, "verbose", 0), getattr(p, "callback", None))
         return p
 
     def _check_param_relations(self, p) -> None:
         """Constraints between parameters (subclasses extend it)."""
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path) -> None:
+        """Write the fitted estimator (its parameters and everything it learned) to an
+        ``.npz`` file, without pickle (format: :mod:`cvxkml.estimators._persist`).
+        ``transform``, ``pair_distance``, ``predict``… of the loaded estimator equal this
+        one's bit for bit.
+
+        Parameters
+        ----------
+        path : str, path-like or writable binary file object
+            ``.npz`` is appended to a file name without it.
+        """
+        save(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """Read an estimator of this class written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str, path-like or readable binary file object
+
+        Returns
+        -------
+        estimator : the fitted estimator
+
+        Raises
+        ------
+        cvxkml.estimators.EstimatorClassError
+            The file holds another estimator class.
+        cvxkml.estimators.FormatVersionError
+            The file was written in another format version.
+        cvxkml.estimators.EstimatorFileError
+            Not a saved cvxkml estimator.
+        """
+        return load(path, cls)
 
     def _labelled_data(self, X, y):
         """X (float64, at least 2 samples) and class labels y of at least ``_min_classes``
@@ -363,13 +690,40 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     def _precomputed(self) -> bool:
         return getattr(self, "kernel", None) == "precomputed"
 
-    def _default_kernel_params(self, n_features, p) -> dict:
-        """Parameters of κ0 when ``kernel_params`` is empty: gamma = 1 / n_features for the
-        Gaussian kernel (scikit-learn's ``gamma="auto"``)."""
-        return {"gamma": 1.0 / n_features} if p.kernel in ("gaussian", "rbf") else {}
+    def _auto_standardize(self, p) -> bool:
+        """What ``standardize="auto"`` does: standardize when the Gaussian kernel's width is
+        left to the median heuristic (``kernel_params=None``); linear and polynomial
+        kernels, and a given width, see the features as given."""
+        return getattr(p, "kernel", None) in ("gaussian", "rbf") and not getattr(p, "kernel_params", None)
 
-    def _base_kernel(self, n_features, p) -> Kernel:
-        """κ0 from the validated ``kernel`` and ``kernel_params``."""
+    def _standardizes(self, p) -> bool:
+        """Whether ``fit`` standardizes the features (``standardize``, see
+        :meth:`_auto_standardize`; never for a precomputed kernel)."""
+        if getattr(p, "kernel", None) == "precomputed":
+            return False
+        mode = getattr(p, "standardize", False)
+        return self._auto_standardize(p) if mode == "auto" else bool(mode)
+
+    def _feature_standardization(self, X, p):
+        """Set ``feature_mean_`` / ``feature_scale_`` (None when not standardizing) and
+        return X standardized (or X)."""
+        if self._standardizes(p):
+            self.feature_mean_, self.feature_scale_ = standardization(X)
+            return (X - self.feature_mean_) / self.feature_scale_
+        self.feature_mean_ = self.feature_scale_ = None
+        return X
+
+    def _default_kernel_params(self, Z, p) -> dict:
+        """Parameters of κ0 when ``kernel_params`` is empty: for the Gaussian kernel the
+        median heuristic on the (standardized) training points Z
+        (:func:`median_heuristic_gamma`)."""
+        return {"gamma": median_heuristic_gamma(Z)} if p.kernel in ("gaussian", "rbf") else {}
+
+    def _base_kernel(self, X, p):
+        """κ0 from the validated ``kernel``, ``kernel_params`` and ``standardize`` on the
+        training points X: a :class:`~cvxkml.kernels.Kernel`, wrapped in a
+        :class:`StandardizedKernel` when the features are standardized.  Sets
+        ``feature_mean_`` and ``feature_scale_``."""
         params = dict(p.kernel_params or {})
         allowed = self._kernel_params_allowed[p.kernel]
         unknown = set(params) - allowed
@@ -377,11 +731,18 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             raise InvalidInputError(
                 f"Unknown kernel_params {sorted(unknown)} for kernel={p.kernel!r}; "
                 f"allowed: {sorted(allowed) or 'none'}.{self._kernel_params_hint}")
-        return Kernel(p.kernel, params or self._default_kernel_params(n_features, p))
+        if p.kernel == "precomputed":
+            self.feature_mean_ = self.feature_scale_ = None
+            return Kernel(p.kernel, params)
+        Z = self._feature_standardization(X, p)
+        kern = Kernel(p.kernel, params or self._default_kernel_params(Z, p))
+        if self.feature_scale_ is None:
+            return kern
+        return StandardizedKernel(kern, self.feature_mean_, self.feature_scale_)
 
     def _kernel_matrix(self, X, p):
         """κ0 and the symmetrized training kernel matrix κ0(X, X)."""
-        kern = self._base_kernel(X.shape[1], p)
+        kern = self._base_kernel(X, p)
         return kern, training_kernel(kern, X)
 
     def _check_not_precomputed(self, what) -> None:
@@ -391,9 +752,22 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                 "kernel='precomputed' does not provide; use transform with κ0(X, X_train), "
                 "or fit with a named kernel.")
 
-    def _set_solution(self, sol, n_iter=None) -> None:
+    def _set_solution(self, sol, n_iter=None, p=None, converged=None) -> None:
+        """Keep the solver's result: ``solution_``, ``n_iter_`` and ``converged_`` (the
+        solver's certificate, and False when the callback stopped the fit); log the
+        summary when verbose."""
         self.solution_ = sol
         self.n_iter_ = int(sol.n_iter if n_iter is None else n_iter)
+        monitor = getattr(p, "monitor", None)
+        ok = bool(sol.converged if converged is None else converged)
+        self.converged_ = ok and not (monitor is not None and monitor.stopped)
+        if monitor is not None and monitor.verbose > 0:
+            gap = sol.gap
+            LOGGER.info("%s fitted: %s after %d iteration(s), objective %s, certified gap %s, "
+                        "converged %s, %.3g s in the solver", type(self).__name__, sol.status,
+                        self.n_iter_, _fmt(sol.objective),
+                        _fmt(None if gap is None else gap / max(1.0, abs(sol.objective))),
+                        self.converged_, sol.time)
 
     # ------------------------------------------------------------------ the learned map
     def _embedding(self):
@@ -653,7 +1027,8 @@ class PairLearnerMixin:
         """
         p = self._validate_params()
         X, y = self._fit_inputs(X, y, pairs)
-        self._fit(X, y, pairs, p)
+        with _verbose_logging(p.verbose):
+            self._fit(X, y, pairs, p)
         return self
 
     def _fit(self, X, y, pairs, p) -> None:

@@ -16,8 +16,9 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import estimator_data
 from ..declare.kcr import KCR
 from ..formulas.kcr import class_counts, rule_predict
-from ._base import (KERNEL_CONSTRAINTS, KERNEL_PARAMS, POSITIVE, CvxkmlEstimator, Integer, KernelMap,
-                    Options, Real)
+from ._base import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, KERNEL_PARAMS, POSITIVE,
+                    STANDARDIZE_CONSTRAINTS, CvxkmlEstimator, Integer, KernelMap, Options, Real,
+                    _verbose_logging, median_heuristic_gamma)
 
 __all__ = ["KCRClassifier"]
 
@@ -58,10 +59,18 @@ default="gaussian"
         The reproducing kernel 𝔎.  ``"gaussian"``/``"rbf"`` is exp(−ν‖x − y‖²) (the
         paper's).  With ``"precomputed"`` ``fit`` takes the training kernel matrix and
         ``predict``/``transform`` take 𝔎(X_new, X_train) (n_new × n_train).
-    nu : float, default=1.0
-        ν > 0 of the Gaussian kernel (ignored by the other kernels).
+    nu : float or None, default=None
+        ν > 0 of the Gaussian kernel (ignored by the other kernels).  None: the median
+        heuristic on the (standardized) training points, ν = 1 / median_{i<j} ‖z_i − z_j‖²
+        (a fixed-seed sample of 1000 points for larger sets).
     kernel_params : dict or None, default=None
         ``degree``, ``coef0``, ``scale`` of the polynomial kernel.
+    standardize : "auto" or bool, default="auto"
+        Standardize the features before the kernel (training mean and standard deviation
+        per feature, ``feature_mean_`` / ``feature_scale_``, applied to every new point).
+        ``"auto"``: for the Gaussian kernel with ``nu=None`` (the median heuristic); the
+        linear and polynomial kernels, a given ν and a precomputed kernel see the features
+        as given.
     lam : float, default=1.0
         λ > 0, the weight of tr(KΣ) = ‖φ‖² (eq. 9).
     h_min : float, default=1e-6
@@ -77,6 +86,7 @@ default="gaussian"
         PDHG iteration limit (then a :class:`cvxkml.errors.ConvergenceWarning`).
     time_limit : float or None, default=None
         Wall-clock limit of one solve in seconds.
+    %(control)s
 
     Attributes
     ----------
@@ -98,6 +108,8 @@ default="gaussian"
         The solver's certified result (``matrix`` = Σ, ``info["h"]`` = h̃).
     n_iter_ : int
         PDHG iterations.
+    %(converged)s
+    %(standardize_fitted)s
     n_features_in_ : int
         Number of features seen in ``fit`` (n_train for ``"precomputed"``).
 
@@ -108,21 +120,28 @@ default="gaussian"
     """
 
     _parameter_constraints = {
-        **KERNEL_CONSTRAINTS, "nu": POSITIVE, "lam": POSITIVE, "h_min": POSITIVE,
+        **KERNEL_CONSTRAINTS, "nu": Real(0.0, low_open=True, none=True, what="a finite positive number"),
+        "lam": POSITIVE, "h_min": POSITIVE,
         "n_components": Integer(1, none=True), "tie_break": Options("nearest", "first"),
         "tol": POSITIVE, "max_iter": Integer(1),
-        "time_limit": Real(0.0, low_open=True, none=True, what="a finite positive number")}
+        "time_limit": Real(0.0, low_open=True, none=True, what="a finite positive number"),
+        **STANDARDIZE_CONSTRAINTS, **CONTROL_CONSTRAINTS}
     # the Gaussian kernel's width is nu (the paper's ν), not a kernel_params entry
     _kernel_params_allowed = {**KERNEL_PARAMS, "gaussian": frozenset(), "rbf": frozenset()}
     _kernel_params_hint = " Set the Gaussian kernel's parameter with nu=, not kernel_params."
 
-    def __init__(self, *, kernel="gaussian", nu=1.0, kernel_params=None, lam=1.0, h_min=1e-6,
-                 n_components=None, tie_break="nearest", tol=1e-3, max_iter=20000,
-                 time_limit=None):
+    def __init__(self, *, kernel="gaussian", nu=None, kernel_params=None, standardize="auto",
+                 lam=1.0, h_min=1e-6, n_components=None, tie_break="nearest", tol=1e-3,
+                 max_iter=20000, time_limit=None, verbose=0, callback=None):
         self._store(locals())
 
-    def _default_kernel_params(self, n_features, p):
-        return {"gamma": p.nu} if p.kernel in ("gaussian", "rbf") else {}
+    def _auto_standardize(self, p):
+        return p.kernel in ("gaussian", "rbf") and p.nu is None
+
+    def _default_kernel_params(self, Z, p):
+        if p.kernel not in ("gaussian", "rbf"):
+            return {}
+        return {"gamma": median_heuristic_gamma(Z) if p.nu is None else p.nu}
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y):
@@ -149,9 +168,15 @@ default="gaussian"
         """
         p = self._validate_params()
         X, y = self._labelled_data(X, y)
+        with _verbose_logging(p.verbose):
+            self._fit(X, y, p)
+        return self
+
+    def _fit(self, X, y, p):
         kern, K = self._kernel_matrix(X, p)
         problem = KCR(K, y, p.lam, h_min=p.h_min)
-        sol = problem.solve(tol=p.tol, max_iter=p.max_iter, time_limit=p.time_limit)
+        sol = problem.solve(tol=p.tol, max_iter=p.max_iter, time_limit=p.time_limit,
+                            callback=p.monitor.for_solver())
         G = sol.info["factor"]
         U, svals, _ = np.linalg.svd(G, full_matrices=False)
         keep = svals > 1e-12 * max(float(svals[0]) if svals.size else 0.0, np.finfo(float).tiny)
@@ -164,8 +189,7 @@ default="gaussian"
         self.Sigma_ = sol.matrix
         self.h_ = float(sol.info["h"])
         self.train_embedding_ = K @ self.embedding_
-        self._set_solution(sol)
-        return self
+        self._set_solution(sol, p=p)
 
     def _embedding(self):
         """φ(x) = Eᵀ k_x with the full E (the learned distance ρ)."""

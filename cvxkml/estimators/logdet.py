@@ -18,9 +18,10 @@ from ..declare import LogDetKernel as _LogDetKernelProblem
 from ..errors import InvalidInputError
 from ..learned import components_from_metric
 from ..sideinfo import baseline_metric
-from ._base import (BREGMAN_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE, POSITIVE,
-                    SLACK_CONSTRAINTS, Check, ComponentsMixin, CvxkmlEstimator, FactorCross,
-                    Integer, KernelExtensionMixin, KernelMap, LinearMap, Options, PairLearnerMixin)
+from ._base import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE,
+                    POSITIVE, SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Check, ComponentsMixin,
+                    CvxkmlEstimator, FactorCross, Integer, KernelExtensionMixin, KernelMap, LinearMap,
+                    Options, PairLearnerMixin)
 
 __all__ = ["ITML", "KernelITML", "LowRankKernelITML"]
 
@@ -75,18 +76,33 @@ class ITML(ComponentsMixin, PairLearnerMixin, CvxkmlEstimator):
         (similar) and l (dissimilar).
     prior : {"identity", "covariance"} or array-like of shape (n_features, n_features), \
 default="identity"
-        The prior Mahalanobis matrix W0: the identity (Euclidean), the inverse
-        covariance of X regularised to be positive definite,
-        W0 = (Σ + 1e-6·(tr Σ / d)·I)⁻¹, or a given symmetric positive definite matrix.
-    tol : float, default=1e-6
-        Stopping tolerance of the Bregman solver (relative change of the dual variables
-        over a sweep).
-    max_sweeps : int, default=50000
+        The prior Mahalanobis matrix W0 (on the standardized features when ``standardize``
+        is on): the identity (Euclidean), the inverse covariance of X regularised to be
+        positive definite, W0 = (Σ + 1e-6·(tr Σ / d)·I)⁻¹, or a given symmetric positive
+        definite matrix.
+    standardize : "auto" or bool, default="auto"
+        Learn on standardized features z = (x − m) / s (training mean m and standard
+        deviation s per feature; ``feature_mean_``, ``feature_scale_``), i.e. with the
+        prior W0 = diag(1/s²) on the raw features.  ``"auto"``: when ``prior="identity"``
+        (a Euclidean prior on raw features of different units is dominated by the largest
+        ones); a given or covariance prior is used on the features as given.
+        ``components_`` always acts on the raw features.
+    tol : float, default=1e-3
+        Stopping tolerance of the Bregman solver: the relative change of the dual
+        variables over a sweep, and ``converged_`` also requires the Lagrange certificate
+        (relative duality gap and relative violation at most max(tol, 1e-6)).  1e-3 is
+        ample for the learned metric (its nearest-neighbour accuracy on Wine, breast
+        cancer and digits matched that of 1e-6 within the variation between pair draws)
+        at a fraction of the sweeps.
+    max_iter : int, default=50000
         Maximum number of sweeps over the constraints; when reached, the solver emits a
         :class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept.
+    max_sweeps : int or None, default=None
+        Deprecated former name of ``max_iter`` (a DeprecationWarning; it wins when given).
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
 default=None
         Seed of the pair sampling (and of the percentile sample for large n).
+    %(control)s
 
     Attributes
     ----------
@@ -94,10 +110,19 @@ default=None
         L with W = LᵀL; ``transform(X) = X @ components_.T``.
     %(pairs_fitted)s
     solution_ : cvxkml.solution.Solution
-        The solver's result (``matrix`` is W, plus duals, slack, convergence info).
+        The solver's result (``matrix`` is W on the learning features, plus duals, slack,
+        convergence info).
     n_iter_ : int
         Number of Bregman sweeps.
+    %(converged)s
+    %(standardize_fitted)s
     %(features_in)s
+
+    Notes
+    -----
+    Progress: the Bregman solver reports once per attempt (it runs its sweeps in compiled
+    code and checks its certificate at the end of an attempt), so ``verbose`` and
+    ``callback`` see a few checks per fit, not one per sweep.
 
     References
     ----------
@@ -105,12 +130,17 @@ default=None
     %(jain2012)s: eq. 2, 4 and 7.
     """
 
-    _parameter_constraints = {**SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS, "prior": Check(_check_prior)}
+    _parameter_constraints = {**SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS, "prior": Check(_check_prior),
+                              **STANDARDIZE_CONSTRAINTS, **CONTROL_CONSTRAINTS}
 
     def __init__(self, *, gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
-                 n_constraints=None, percentiles=(5.0, 95.0), prior="identity", tol=1e-6,
-                 max_sweeps=50000, random_state=None):
+                 n_constraints=None, percentiles=(5.0, 95.0), prior="identity",
+                 standardize="auto", tol=1e-3, max_iter=50000, max_sweeps=None, random_state=None,
+                 verbose=0, callback=None):
         self._store(locals())
+
+    def _auto_standardize(self, p):
+        return isinstance(p.prior, str) and p.prior == "identity"
 
     def _prior_matrix(self, X, prior):
         d = X.shape[1]
@@ -130,12 +160,16 @@ default=None
         return W0
 
     def _fit(self, X, y, pairs, p):
-        W0 = self._prior_matrix(X, p.prior)
-        pc = self._pair_constraints(y, pairs, p, baseline_metric(X, W0), X.shape[0])
-        sol = _ITMLProblem(X, pc, W0=W0, gamma=p.gamma).solve(tol=p.tol, max_iter=p.max_sweeps)
-        self.components_ = components_from_metric(sol.matrix)
+        Z = self._feature_standardization(X, p)
+        W0 = self._prior_matrix(Z, p.prior)
+        pc = self._pair_constraints(y, pairs, p, baseline_metric(Z, W0), X.shape[0])
+        sol = _ITMLProblem(Z, pc, W0=W0, gamma=p.gamma).solve(
+            tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
+        L = components_from_metric(sol.matrix)
+        # x ↦ L (x − m) / s = (L / s) x − const: the map on raw features, up to a translation
+        self.components_ = L if self.feature_scale_ is None else L / self.feature_scale_
         self.pairs_ = pc
-        self._set_solution(sol)
+        self._set_solution(sol, p=p)
 
     def _embedding(self):
         return LinearMap(self.components_)
@@ -165,16 +199,18 @@ class KernelITML(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
     Parameters
     ----------
     %(kernel_parameters)s
+    %(standardize)s
     gamma : float or None, default=1.0
         LogDet slack weight γ > 0; ``None`` imposes hard constraints.
-    scheme, n_similar, n_dissimilar, n_constraints, percentiles, tol, max_sweeps, \
-random_state
-        As in :class:`ITML` (defaults "jain", 100, 100, None, (5.0, 95.0), 1e-6, 50000,
-        None); the bounds are percentiles of the squared base-kernel distances.
+    scheme, n_similar, n_dissimilar, n_constraints, percentiles, tol, max_iter, \
+max_sweeps, random_state
+        As in :class:`ITML` (defaults "jain", 100, 100, None, (5.0, 95.0), 1e-3, 50000,
+        None, None); the bounds are percentiles of the squared base-kernel distances.
     ridge : float, default=0.0
         Non-negative value added to the diagonal of the training matrix K0 before
         learning (a white-noise term of the base kernel: it does not change κ0 between
         distinct points, so new points are extended with the plain κ0).
+    %(control)s
 
     Attributes
     ----------
@@ -189,28 +225,36 @@ random_state
         The solver's result (``matrix`` is the learned n_train × n_train kernel K).
     n_iter_ : int
         Number of Bregman sweeps.
+    %(converged)s
+    %(standardize_fitted)s
     %(features_in)s
+
+    Notes
+    -----
+    Progress is reported once per attempt of the Bregman solver (as in :class:`ITML`).
 
     References
     ----------
     %(jain2012)s: eq. 3, 6 and 7, Theorem 1.
     """
 
-    _parameter_constraints = {**KERNEL_CONSTRAINTS, **SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS,
-                              "ridge": NON_NEGATIVE}
+    _parameter_constraints = {**KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS, **SLACK_CONSTRAINTS,
+                              **BREGMAN_CONSTRAINTS, "ridge": NON_NEGATIVE, **CONTROL_CONSTRAINTS}
 
-    def __init__(self, *, kernel="gaussian", kernel_params=None, gamma=1.0, scheme="jain",
-                 n_similar=100, n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0),
-                 ridge=0.0, tol=1e-6, max_sweeps=50000, random_state=None):
+    def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", gamma=1.0,
+                 scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None,
+                 percentiles=(5.0, 95.0), ridge=0.0, tol=1e-3, max_iter=50000, max_sweeps=None,
+                 random_state=None, verbose=0, callback=None):
         self._store(locals())
 
     def _fit(self, X, y, pairs, p):
         kern, K0, K0_fit, pc = self._kernel_pairs(X, y, pairs, p, p.ridge)
-        sol = _LogDetKernelProblem(K0_fit, pc, gamma=p.gamma).solve(tol=p.tol, max_iter=p.max_sweeps)
+        sol = _LogDetKernelProblem(K0_fit, pc, gamma=p.gamma).solve(
+            tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
         self._extend(kern, X, K0_fit, sol.matrix)
         self.embedding_ = self.learned_kernel_.embed_cross(K0)
         self.pairs_ = pc
-        self._set_solution(sol)
+        self._set_solution(sol, p=p)
 
 
 class LowRankKernelITML(PairLearnerMixin, CvxkmlEstimator):
@@ -240,12 +284,14 @@ class LowRankKernelITML(PairLearnerMixin, CvxkmlEstimator):
     method : {"eigen", "icholesky", "nystroem"}, default="eigen"
         Factorization of K0: top-r eigenvectors (G0 = V_r Λ_r^½), pivoted incomplete
         Cholesky, or Nyström on r random landmark points (seeded by ``random_state``).
-    kernel, kernel_params
-        The base kernel κ0, as in :class:`KernelITML` (defaults "gaussian", None).
+    kernel, kernel_params, standardize
+        The base kernel κ0 and the standardization of the features, as in
+        :class:`KernelITML` (defaults "gaussian", None, "auto").
     gamma : float or None, default=1.0
         LogDet slack weight γ > 0; ``None`` imposes hard constraints.
-    scheme, n_similar, n_dissimilar, n_constraints, percentiles, tol, max_sweeps
-        As in :class:`ITML` (defaults "jain", 100, 100, None, (5.0, 95.0), 1e-6, 50000).
+    scheme, n_similar, n_dissimilar, n_constraints, percentiles, tol, max_iter, max_sweeps
+        As in :class:`ITML` (defaults "jain", 100, 100, None, (5.0, 95.0), 1e-6, 50000,
+        None).
     factor_tol : float, default=1e-10
         Relative tolerance of the factorization: eigenvalues below ``factor_tol`` × the
         largest are dropped (``"eigen"``); pivoting stops when the residual trace is at most
@@ -253,6 +299,7 @@ class LowRankKernelITML(PairLearnerMixin, CvxkmlEstimator):
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
 default=None
         Seed of the pair sampling and of the Nyström landmarks.
+    %(control)s
 
     Attributes
     ----------
@@ -270,6 +317,8 @@ default=None
         The solver's result (``matrix`` is X̂ = B Bᵀ, r × r; ``info["B"]`` is B).
     n_iter_ : int
         Number of Bregman sweeps.
+    %(converged)s
+    %(standardize_fitted)s
     %(features_in)s
 
     References
@@ -280,12 +329,13 @@ default=None
     _parameter_constraints = {
         "rank": Integer(1, none=True), "method": Options("eigen", "icholesky", "nystroem",
                                                           what="'eigen', 'icholesky' or 'nystroem'"),
-        **KERNEL_CONSTRAINTS, **SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS, "factor_tol": POSITIVE}
+        **KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS, **SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS,
+        "factor_tol": POSITIVE, **CONTROL_CONSTRAINTS}
 
     def __init__(self, *, rank=None, method="eigen", kernel="gaussian", kernel_params=None,
-                 gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None,
-                 percentiles=(5.0, 95.0), factor_tol=1e-10, tol=1e-6, max_sweeps=50000,
-                 random_state=None):
+                 standardize="auto", gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
+                 n_constraints=None, percentiles=(5.0, 95.0), factor_tol=1e-10, tol=1e-6,
+                 max_iter=50000, max_sweeps=None, random_state=None, verbose=0, callback=None):
         self._store(locals())
 
     def _fit(self, X, y, pairs, p):
@@ -300,7 +350,7 @@ default=None
         fact = factorize(K0, p.method, p.rank, p.factor_tol, None, as_generator(p.random_state))
         pc = self._pair_constraints(y, pairs, p, baseline_metric(fact.G0), X.shape[0])
         prob = LowRankLogDet(fact, pc, gamma=p.gamma)
-        sol = prob.solve(tol=p.tol, max_iter=p.max_sweeps)
+        sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
         self.X_fit_ = X
         self.kernel_ = kern
         self.factorization_ = fact
@@ -308,7 +358,7 @@ default=None
         self.rank_ = int(self.B_.shape[0])
         self.embedding_ = prob.kernel_factor(sol)
         self.pairs_ = pc
-        self._set_solution(sol)
+        self._set_solution(sol, p=p)
 
     def _embedding(self):
         return KernelMap(self.kernel_, self.X_fit_, FactorCross(self.factorization_, self.B_))

@@ -16,8 +16,9 @@ the span).
 from __future__ import annotations
 
 from ..declare.pola import POLAKernel, pola_constraints
-from ._base import (KERNEL_CONSTRAINTS, NON_NEGATIVE, PAIR_CONSTRAINTS, POSITIVE, CvxkmlEstimator,
-                    Integer, KernelExtensionMixin, PairLearnerMixin, Real)
+from ._base import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE, PAIR_CONSTRAINTS, POSITIVE,
+                    STANDARDIZE_CONSTRAINTS, CvxkmlEstimator, Integer, KernelExtensionMixin,
+                    PairLearnerMixin, Real)
 
 __all__ = ["KernelPOLA"]
 
@@ -44,9 +45,10 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
 
     Parameters
     ----------
-    kernel, kernel_params
-        The base kernel κ0, as in :class:`cvxkml.estimators.KernelITML` (defaults
-        "gaussian", None; ``"precomputed"``: ``fit`` takes κ0(X_train, X_train),
+    kernel, kernel_params, standardize
+        The base kernel κ0 and the standardization of the features, as in
+        :class:`cvxkml.estimators.KernelITML` (defaults "gaussian", None — the median
+        heuristic —, "auto"; ``"precomputed"``: ``fit`` takes κ0(X_train, X_train),
         ``transform`` takes κ0(X_new, X_train)).
     b : float, default=2.0
         POLA's distance threshold (> 1): similar pairs get squared learned distance
@@ -60,6 +62,7 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
         Tolerance of the dual solver (relative duality gap and relative violation).
     max_iter : int, default=20000
         Maximum solver iterations (then a :class:`cvxkml.errors.ConvergenceWarning`).
+    %(control)s
 
     Attributes
     ----------
@@ -72,6 +75,8 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
         The solver's result (``matrix`` = K*).
     n_iter_, n_features_in_, feature_names_in_
         Solver iterations; the features seen in ``fit``.
+    %(converged)s
+    %(standardize_fitted)s
 
     References
     ----------
@@ -80,13 +85,14 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
     """
 
     _parameter_constraints = {
-        **KERNEL_CONSTRAINTS,
+        **KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS,
         "b": Real(1.0, low_open=True, what="a finite number > 1 (similar pairs need d <= b − 1 > 0)"),
-        **PAIR_CONSTRAINTS, "ridge": NON_NEGATIVE, "tol": POSITIVE, "max_iter": Integer(1)}
+        **PAIR_CONSTRAINTS, "ridge": NON_NEGATIVE, "tol": POSITIVE, "max_iter": Integer(1),
+        **CONTROL_CONSTRAINTS}
 
-    def __init__(self, *, kernel="gaussian", kernel_params=None, b=2.0, scheme="jain",
-                 n_similar=100, n_dissimilar=100, n_constraints=None, ridge=0.0, tol=1e-6,
-                 max_iter=20000, random_state=None):
+    def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", b=2.0,
+                 scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None, ridge=0.0,
+                 tol=1e-6, max_iter=20000, random_state=None, verbose=0, callback=None):
         self._store(locals())
 
     def _labelled_pairs(self, y, p, baseline, rng):
@@ -98,8 +104,9 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
 
     def _fit(self, X, y, pairs, p):
         kern, K0, K0_fit, pc = self._kernel_pairs(X, y, pairs, p, p.ridge)
-        sol = POLAKernel(K0_fit, pc).solve(tol=p.tol, max_iter=p.max_iter)
+        sol = POLAKernel(K0_fit, pc).solve(tol=p.tol, max_iter=p.max_iter,
+                                           callback=p.monitor.for_solver())
         self._extend(kern, X, K0_fit, sol.matrix, alpha=0.0)
         self.embedding_ = self.learned_kernel_.embed_cross(K0)
         self.pairs_ = pc
-        self._set_solution(sol)
+        self._set_solution(sol, p=p)

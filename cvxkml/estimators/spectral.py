@@ -32,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..factor import Factorization
-from ._base import (BREGMAN_CONSTRAINTS, KERNEL_CONSTRAINTS, SLACK_CONSTRAINTS, CvxkmlEstimator,
-                    EmbeddingDistance, FactorCross, KernelExtensionMixin, KernelMap, Options,
-                    PairLearnerMixin, _EmbeddingKernel)
+from ._base import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, SLACK_CONSTRAINTS,
+                    STANDARDIZE_CONSTRAINTS, CvxkmlEstimator, EmbeddingDistance, FactorCross,
+                    KernelExtensionMixin, KernelMap, Options, PairLearnerMixin, _EmbeddingKernel)
 
 __all__ = ["VonNeumannKernelLearner"]
 
@@ -73,18 +73,25 @@ default="gaussian"
         The base kernel κ0, as in :class:`~cvxkml.estimators.KernelITML` (with
         ``"precomputed"``, ``fit`` takes κ0(X_train, X_train) and ``transform`` κ0(X_new, X_train)).
     kernel_params : dict or None, default=None
-        Base kernel parameters (Gaussian default: gamma = 1 / n_features).
+        Base kernel parameters (Gaussian default: the median heuristic, as in
+        :class:`~cvxkml.estimators.KernelITML`).
+    %(standardize)s
     gamma : float or None, default=1.0
         von Neumann slack weight γ > 0 (larger = constraints enforced more strictly); ``None``
         imposes hard constraints (which random label pairs may make infeasible).
     scheme, n_similar, n_dissimilar, n_constraints, percentiles, random_state
         Pair constraints from the labels, as in :class:`~cvxkml.estimators.ITML`
-        (defaults "jain", 100, 100, None, (5.0, 95.0), None); the bounds are percentiles
-        of the squared base-kernel distances.
+        (defaults "jain", 50, 50, None, (5.0, 95.0), None); the bounds are percentiles
+        of the squared base-kernel distances.  Each sweep projects onto every pair at the
+        cost of an eigen-update of the n × n kernel, so the fit's cost grows with the
+        number of pairs; 50 + 50 per class is the compromise between that and accuracy.
     tol : float, default=1e-6
         Stopping tolerance of Algorithm 3 (relative dual change over a sweep).
-    max_sweeps : int, default=10000
+    max_iter : int, default=10000
         Maximum number of sweeps (then a :class:`cvxkml.errors.ConvergenceWarning`).
+    max_sweeps : int or None, default=None
+        Deprecated former name of ``max_iter``.
+    %(control)s
 
     Attributes
     ----------
@@ -113,6 +120,8 @@ default="gaussian"
         ``info["evals_per_projection"]``: root-finder evaluations per projection).
     n_iter_ : int
         Number of sweeps.
+    %(converged)s
+    %(standardize_fitted)s
     %(features_in)s
 
     References
@@ -133,11 +142,12 @@ default="gaussian"
 
     _parameter_constraints = {
         "divergence": Options("kulis", "jain", what="one of ('kulis', 'jain')"), **KERNEL_CONSTRAINTS,
-        **SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS}
+        **STANDARDIZE_CONSTRAINTS, **SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS, **CONTROL_CONSTRAINTS}
 
-    def __init__(self, *, divergence="kulis", kernel="gaussian", kernel_params=None, gamma=1.0,
-                 scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None,
-                 percentiles=(5.0, 95.0), tol=1e-6, max_sweeps=10000, random_state=None):
+    def __init__(self, *, divergence="kulis", kernel="gaussian", kernel_params=None,
+                 standardize="auto", gamma=1.0, scheme="jain", n_similar=50, n_dissimilar=50,
+                 n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=10000,
+                 max_sweeps=None, random_state=None, verbose=0, callback=None):
         self._store(locals())
 
     def _fit(self, X, y, pairs, p):
@@ -148,7 +158,7 @@ default="gaussian"
             prob, alpha = VonNeumannKernel(K0, pc, gamma=p.gamma), 0.0
         else:
             prob, alpha = SpectralKernel(K0, pc, VonNeumann(), gamma=p.gamma), VonNeumann.alpha
-        sol = prob.solve(tol=p.tol, max_iter=p.max_sweeps)
+        sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
         self._extend(kern, X, K0, sol.matrix, float(alpha))
         self.alpha_ = float(alpha)
         self.divergence_ = p.divergence
@@ -165,7 +175,7 @@ default="gaussian"
             self.factorization_ = self.B_ = None
             self.embedding_ = self.learned_kernel_.embed_cross(K0)
         self.pairs_ = pc
-        self._set_solution(sol)
+        self._set_solution(sol, p=p)
 
     # "kulis" evaluates the learned kernel in the factor form g1ᵀ B Bᵀ g2 (see the module
     # description); "jain" through the learned kernel of eq. 18 (KernelExtensionMixin)

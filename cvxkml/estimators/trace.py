@@ -23,8 +23,8 @@ import numpy as np
 
 from .._config import blas_limit
 from ..declare.trace import TraceSSIKDR as _TraceProblem
-from ._base import (BREGMAN_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, CvxkmlEstimator, Integer,
-                    KernelMap, PairLearnerMixin)
+from ._base import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE,
+                    STANDARDIZE_CONSTRAINTS, CvxkmlEstimator, Integer, KernelMap, PairLearnerMixin)
 
 __all__ = ["TraceSSIKDR"]
 
@@ -56,6 +56,7 @@ class TraceSSIKDR(PairLearnerMixin, CvxkmlEstimator):
     Parameters
     ----------
     %(kernel_parameters)s
+    %(standardize)s
     tau : float, default=1.0
         The trace-norm weight τ > 0 of eq. 26 (larger = lower rank).
     n_components : int or None, default=None
@@ -64,15 +65,18 @@ class TraceSSIKDR(PairLearnerMixin, CvxkmlEstimator):
         rank is smaller than asked).
     scheme, n_similar, n_dissimilar, n_constraints
         How pairs are drawn from the labels, as in :class:`cvxkml.estimators.ITML`
-        (defaults "jain", 100, 100, None).
+        (defaults "jain", 50, 50, None).  The solver's cost grows with the number of
+        distinct points the pairs touch (the learned transformation lives on their span):
+        50 + 50 pairs per class gave the accuracy of 100 + 100 on Wine and breast cancer
+        at a fraction of the cost.
     percentiles : tuple of two floats, default=(5.0, 95.0)
         Percentiles (lower, upper) of the squared base-kernel distances over all pairs of
         training points giving the bounds u (similar) and l (dissimilar).  Jain et al.
         §6 use (1, 99).
-    tol : float, default=1e-6
+    tol : float, default=1e-3
         Stopping tolerance of the Uzawa solver (relative change of the multipliers;
         hard constraints are also required to hold to 1e-7 relative).
-    max_sweeps : int, default=20000
+    max_iter : int, default=20000
         Maximum number of Uzawa iterations; when reached, the solver emits a
         :class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept (an
         infeasible constraint set — possible for a rank-deficient K0 — ends this way).
@@ -80,9 +84,12 @@ class TraceSSIKDR(PairLearnerMixin, CvxkmlEstimator):
         cond(K0) ≈ 4e4: about 20 000; on 100 MNIST digits, cond ≈ 2e3: about 1 000).
         The solve follows the library's thread policy (``cvxkml.set_config(blas_threads=…)``,
         default one BLAS thread).
+    max_sweeps : int or None, default=None
+        Deprecated former name of ``max_iter``.
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
 default=None
         Seed of the pair sampling (and of the percentile sample for large n).
+    %(control)s
 
     Attributes
     ----------
@@ -109,6 +116,8 @@ default=None
     %(pairs_fitted)s
     constraints_ : cvxkml.sideinfo.PairConstraints
         The same object as ``pairs_`` (its earlier name).
+    %(converged)s
+    %(standardize_fitted)s
     %(features_in)s
 
     References
@@ -126,12 +135,14 @@ default=None
     (10, 2)
     """
 
-    _parameter_constraints = {**KERNEL_CONSTRAINTS, "tau": POSITIVE,
-                              "n_components": Integer(1, none=True), **BREGMAN_CONSTRAINTS}
+    _parameter_constraints = {**KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS, "tau": POSITIVE,
+                              "n_components": Integer(1, none=True), **BREGMAN_CONSTRAINTS,
+                              **CONTROL_CONSTRAINTS}
 
-    def __init__(self, *, kernel="gaussian", kernel_params=None, tau=1.0, n_components=None,
-                 scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None,
-                 percentiles=(5.0, 95.0), tol=1e-6, max_sweeps=20000, random_state=None):
+    def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", tau=1.0,
+                 n_components=None, scheme="jain", n_similar=50, n_dissimilar=50,
+                 n_constraints=None, percentiles=(5.0, 95.0), tol=1e-3, max_iter=20000,
+                 max_sweeps=None, random_state=None, verbose=0, callback=None):
         self._store(locals())
 
     def _fit(self, X, y, pairs, p):
@@ -141,7 +152,7 @@ default=None
         # synchronisation cost
         with blas_limit():
             problem = _TraceProblem(K0, pc, tau=p.tau)
-            sol = problem.solve(tol=p.tol, max_iter=p.max_sweeps)
+            sol = problem.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
             P, s = problem.embedding_basis(sol)
         k = int(s.size)
         nc = p.n_components
@@ -158,7 +169,7 @@ default=None
         self.eigenvalues_ = s
         self.projection_ = np.ascontiguousarray(P[:, :keep])
         self.embedding_ = K0 @ self.projection_
-        self._set_solution(sol)
+        self._set_solution(sol, p=p)
 
     def _embedding(self):
         """x ↦ diag(√s) Uᵀ Λ^-½ Vᵀ κ0(X_train, x), the leading ``n_components_`` coordinates."""

@@ -20,9 +20,9 @@ from ..errors import InvalidInputError
 from ..formulas.yeung import check_epsilon
 from ..sideinfo import MAX_SAMPLED_PAIRS
 from ..solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
-from ._base import (KERNEL_CONSTRAINTS, KERNEL_PARAMS, PAIR_CONSTRAINTS, POSITIVE, Check,
-                    CvxkmlEstimator, Integer, LearnedKernelMixin, Options, PairLearnerMixin,
-                    given_pairs)
+from ._base import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, KERNEL_PARAMS, PAIR_CONSTRAINTS, POSITIVE,
+                    STANDARDIZE_CONSTRAINTS, Check, CvxkmlEstimator, Integer, LearnedKernelMixin,
+                    Options, PairLearnerMixin, given_pairs)
 
 __all__ = ["SemiSupervisedKernelMetric", "random_similar_pairs"]
 
@@ -121,10 +121,12 @@ class SemiSupervisedKernelMetric(LearnedKernelMixin, PairLearnerMixin, CvxkmlEst
     kernel_params : dict or None, default=None
         ``sigma`` or ``gamma`` for the Gaussian kernel exp(−gamma‖x − y‖²)
         (gamma = 1 / (2 sigma²)); ``degree``, ``coef0``, ``scale`` for the polynomial
-        kernel.  None: defaults; for the Gaussian kernel gamma = 1 / n_features (as
-        scikit-learn's ``gamma="auto"``; standardise the features first, or give sigma).
-    n_landmarks : int or None, default=100
-        m.  It must be at least the number of distinct points in S.  None: all points.
+        kernel.  None: defaults; for the Gaussian kernel the median heuristic,
+        gamma = 1 / median_{i<j} ‖z_i − z_j‖² over the (standardized) training points.
+    %(standardize)s
+    n_landmarks : int or None, default=500
+        m.  It must be at least the number of distinct points in S (at most 400 for the
+        default 200 pairs).  None, or at least the number of training points: all points.
     n_neighbors : int, default=10
         K, the number of nearest landmarks a point is reconstructed from (K <= m).
     n_iter : int, default=3
@@ -133,13 +135,19 @@ class SemiSupervisedKernelMetric(LearnedKernelMixin, PairLearnerMixin, CvxkmlEst
     epsilon : float, default=1e-3
         Relative ε: D_S or a local Gram matrix G_i whose smallest eigenvalue is at most
         ε times its mean diagonal s is replaced by itself + ε s I (footnotes 3–4).
-    n_similar : int, default=50
+    n_similar : int, default=200
         |S| when S is drawn from labels in ``fit`` (uniformly among same-label pairs).
     rank_rtol : float, default=1e-10
         Eigenvalues of L at most ``rank_rtol`` times the largest count as zero.
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
 default=None
         Seed of the pair sampling and of the random landmarks.
+    verbose : int, default=0
+        With verbose > 0, the closed-form β step's certificate check and a summary are
+        logged on the ``cvxkml`` logger (INFO).
+    callback : callable or None, default=None
+        Called once, with the certificate of the closed-form β step (there is no
+        iteration to stop; a truthy return marks the fit ``converged_ = False``).
 
     Attributes
     ----------
@@ -166,6 +174,8 @@ default=None
         Training points whose G_i needed ε, per iteration.
     n_iter_ : int
         Iterations run.
+    %(converged)s
+    %(standardize_fitted)s
     %(features_in)s
 
     References
@@ -195,12 +205,13 @@ default=None
         "n_neighbors": Integer(1), "n_iter": Integer(1, MAX_EXTENSION_ITER),
         "epsilon": Check(lambda value, name: check_epsilon(value)),
         "n_similar": Integer(1, MAX_SAMPLED_PAIRS), "rank_rtol": POSITIVE,
-        "random_state": PAIR_CONSTRAINTS["random_state"]}
+        "random_state": PAIR_CONSTRAINTS["random_state"], **STANDARDIZE_CONSTRAINTS,
+        **CONTROL_CONSTRAINTS}
     _min_classes = 1            # S needs a repeated label, not two classes
 
-    def __init__(self, *, kernel="gaussian", kernel_params=None, n_landmarks=100, n_neighbors=10,
-                 n_iter=3, epsilon=DEFAULT_EPSILON, n_similar=50, rank_rtol=1e-10,
-                 random_state=None):
+    def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", n_landmarks=500,
+                 n_neighbors=10, n_iter=3, epsilon=DEFAULT_EPSILON, n_similar=200, rank_rtol=1e-10,
+                 random_state=None, verbose=0, callback=None):
         self._store(locals())
 
     def _check_param_relations(self, p):
@@ -217,14 +228,14 @@ default=None
             i, j = random_similar_pairs(y, p.n_similar, rng)
         else:
             i, j = similarity_pairs(given_pairs(pairs, n, np.ones_like), n)
-        kern = self._base_kernel(X.shape[1], p)
+        kern = self._base_kernel(X, p)
         model = fit_landmark_kernel(X, kern, i, j, n_landmarks=p.n_landmarks, n_neighbors=p.n_neighbors,
                                     n_iter=p.n_iter, epsilon=p.epsilon, rank_rtol=p.rank_rtol,
                                     random_state=rng)
         pos = np.full(n, -1, dtype=np.int64)
         pos[model.landmarks] = np.arange(model.landmarks.size)
-        self.solution_ = SpectralReweighting(model.alpha, model.mu, np.column_stack([pos[i], pos[j]]),
-                                             p.epsilon).solve()
+        sol = SpectralReweighting(model.alpha, model.mu, np.column_stack([pos[i], pos[j]]),
+                                  p.epsilon).solve(callback=p.monitor.for_solver())
         self.kernel_ = kern
         self.model_ = model
         self.pairs_ = np.column_stack([i, j])
@@ -235,7 +246,7 @@ default=None
         self.embedding_weights_ = model.W
         self.embedding_ = model.coordinates(model.W)
         self.n_regularized_ = list(model.n_regularized)
-        self.n_iter_ = p.n_iter
+        self._set_solution(sol, p.n_iter, p=p)
 
     def _embedding(self):
         """ỹ_β = D_β^½ V_αᵀ w of a point, w its weights over its nearest landmarks."""

@@ -40,6 +40,7 @@ def wine(wine):
 def fitted(wine):
     Xtr, _, ytr, _ = wine
     return {div: VonNeumannKernelLearner(divergence=div, kernel="gaussian", random_state=0,
+                                         kernel_params={"gamma": 1.0 / Xtr.shape[1]},
                                          n_similar=10, n_dissimilar=10).fit(Xtr, ytr)
             for div in ("kulis", "jain")}
 
@@ -118,7 +119,7 @@ def test_knn_with_metric_and_transform(wine, fitted):
 
 def test_linear_kernel_equals_precomputed(wine):
     Xtr, Xte, ytr, _ = wine
-    lin = VonNeumannKernelLearner(kernel="linear", random_state=0, **SMALL).fit(Xtr, ytr)
+    lin = VonNeumannKernelLearner(kernel="linear", standardize=False, random_state=0, **SMALL).fit(Xtr, ytr)
     pre = VonNeumannKernelLearner(kernel="precomputed", random_state=0, **SMALL).fit(Xtr @ Xtr.T, ytr)
     Tl, Tp = lin.transform(Xte), pre.transform(Xte @ Xtr.T)
     np.testing.assert_allclose(Tl @ Tl.T, Tp @ Tp.T, atol=1e-8)
@@ -145,7 +146,7 @@ Y8 = np.array([0, 0, 0, 0, 1, 1, 1, 1])
     (VonNeumannKernelLearner(gamma=0.0), "gamma must be a finite positive number"),
     (VonNeumannKernelLearner(scheme="foo"), "scheme must be 'jain' or 'itml'"),
     (VonNeumannKernelLearner(percentiles=(95, 5)), "percentiles must satisfy"),
-    (VonNeumannKernelLearner(max_sweeps=0), "max_sweeps must be a positive integer"),
+    (VonNeumannKernelLearner(max_sweeps=0), "max_sweeps must be None or a positive integer"),
     (VonNeumannKernelLearner(kernel="laplace"), "kernel must be one of"),
 ])
 def test_parameter_errors(est, match):

@@ -90,8 +90,8 @@ def test_pair_distance_agrees_with_transform(wine, fitted):
 def test_linear_equals_precomputed_and_itml(wine):
     Xtr, Xte, ytr, _ = wine
     Xtr, ytr = Xtr[:60], ytr[:60]
-    lin = KernelITML(kernel="linear", random_state=0, **SMALL).fit(Xtr, ytr)
-    pre = KernelITML(kernel="precomputed", random_state=0, **SMALL).fit(Xtr @ Xtr.T, ytr)
+    lin = KernelITML(kernel="linear", standardize=False, random_state=0, tol=1e-6, **SMALL).fit(Xtr, ytr)
+    pre = KernelITML(kernel="precomputed", random_state=0, tol=1e-6, **SMALL).fit(Xtr @ Xtr.T, ytr)
     Tl, Tp = lin.transform(Xte), pre.transform(Xte @ Xtr.T)
     assert pre.n_features_in_ == 60
     np.testing.assert_allclose(Tl @ Tl.T, Tp @ Tp.T, atol=1e-8)        # same Gram (coordinates
@@ -102,7 +102,7 @@ def test_linear_equals_precomputed_and_itml(wine):
     # 60 > 13 points span R^13, so transform is exact and equals pair_distance; and the
     # linear-kernel problem is ITML with W0 = I on the same constraints (Jain et al. §4).
     np.testing.assert_allclose(lin.pair_distance(_pairs(A, B)), dl, atol=1e-8)
-    itml = ITML(random_state=0, **SMALL).fit(Xtr, ytr)
+    itml = ITML(random_state=0, standardize=False, tol=1e-6, **SMALL).fit(Xtr, ytr)
     np.testing.assert_allclose(itml.pair_distance(_pairs(A, B)), dl, rtol=1e-5)
 
 
@@ -160,7 +160,7 @@ def test_fit_input_errors(make):
     (ITML(scheme="foo"), "scheme must be 'jain' or 'itml'"),
     (ITML(gamma=-1.0), "gamma must be a finite positive number"),
     (ITML(percentiles=(95, 5)), "percentiles must satisfy"),
-    (ITML(max_sweeps=0), "max_sweeps must be a positive integer"),
+    (ITML(max_sweeps=0), "max_sweeps must be None or a positive integer"),
     (ITML(n_similar=0, n_dissimilar=0), "both 0"),
     (ITML(prior="whiten"), "prior must be 'identity', 'covariance'"),
     (ITML(prior=np.eye(2)), "prior must be 3 × 3"),

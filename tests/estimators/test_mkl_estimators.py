@@ -72,7 +72,7 @@ def test_metric_and_pairs_agree_with_transform(wine, fitted):
 def test_kernel_lmnn_training_transform_reproduces_the_objective(wine):
     """transform of the training points gives the distances the solver optimized."""
     Xtr, _, ytr, _ = wine
-    est = LMNN(kernel="gaussian", max_iter=300)
+    est = LMNN(kernel="gaussian", kernel_params={"gamma": 1 / 13}, max_iter=300, tol=1e-5)
     with pytest.warns(ConvergenceWarning):
         est.fit(Xtr[:60], ytr[:60])
     Z = est.transform(Xtr[:60])
@@ -86,7 +86,7 @@ def test_kernel_lmnn_training_transform_reproduces_the_objective(wine):
     assert lmnn_objective(p, tr, 0.5) == pytest.approx(sol.objective, rel=1e-6)
     # precomputed gives the same map
     from cvxkml.kernels import gaussian_kernel as gk
-    pre = LMNN(kernel="precomputed", max_iter=300)
+    pre = LMNN(kernel="precomputed", max_iter=300, tol=1e-5)
     with pytest.warns(ConvergenceWarning):
         pre.fit(gk(Xtr[:60], gamma=1 / 13), ytr[:60])
     np.testing.assert_allclose(pre.transform(gk(Xtr[:60], Xtr[:60], gamma=1 / 13)), Z, rtol=1e-6, atol=1e-8)

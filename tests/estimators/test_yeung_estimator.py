@@ -24,7 +24,7 @@ def xor():
 @pytest.fixture(scope="module")
 def fitted(xor):
     Xtr, ytr, _, _ = xor
-    return SemiSupervisedKernelMetric(kernel_params={"sigma": 2.0}, n_landmarks=100,
+    return SemiSupervisedKernelMetric(kernel_params={"sigma": 2.0}, n_landmarks=100, n_similar=50,
                                       random_state=0).fit(Xtr, ytr)
 
 

@@ -1,0 +1,162 @@
+"""save / load of fitted estimators (cvxkml.estimators._persist): exact round trip, typed
+errors for files of another class or format version, no pickle."""
+import io
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_wine
+
+import cvxkml.estimators as E
+from cvxkml.estimators import (ESTIMATORS, ITML, LMNN, LMNNMKL, EstimatorClassError,
+                               EstimatorFileError, FormatVersionError, KCRClassifier, KernelITML,
+                               SemiSupervisedKernelMetric, VonNeumannKernelLearner)
+from cvxkml.estimators._persist import FORMAT_VERSION
+from cvxkml.kernels import Kernel
+
+KS = [Kernel("linear"), Kernel("gaussian", {"sigma": 1.0})]
+FEW = dict(n_similar=10, n_dissimilar=10, random_state=0)
+
+#: one small, fast configuration per estimator (defaults where they are fast at n = 50)
+CONFIGS = {
+    "ITML": lambda: ITML(**FEW),
+    "KernelITML": lambda: KernelITML(**FEW),
+    "LowRankKernelITML": lambda: E.LowRankKernelITML(method="icholesky", rank=20, **FEW),
+    "VonNeumannKernelLearner": lambda: VonNeumannKernelLearner(kernel="linear", tol=1e-5, **FEW),
+    "TraceSSIKDR": lambda: E.TraceSSIKDR(tol=1e-4, **FEW),
+    "KernelPOLA": lambda: E.KernelPOLA(**FEW),
+    "KCRClassifier": lambda: KCRClassifier(tol=1e-2),
+    "LMNN": lambda: LMNN(kernel="gaussian", k=2, max_iter=200),
+    "LMNNMKL": lambda: LMNNMKL(k=1, kernels=KS, max_outer=1, max_iter=20, max_convex_iter=5),
+    "SemiSupervisedKernelMetric": lambda: SemiSupervisedKernelMetric(n_landmarks=30, n_neighbors=5,
+                                                                     n_similar=20, random_state=0),
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_wine(return_X_y=True)
+    idx = np.random.default_rng(0).permutation(len(y))
+    X, y = X[idx], y[idx]
+    return X[:50], y[:50], X[50:90]
+
+
+def test_every_estimator_is_covered():
+    assert set(CONFIGS) == {c.__name__ for c in ESTIMATORS}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_round_trip_is_exact(name, data, tmp_path):
+    Xtr, ytr, Xte = data
+    est = CONFIGS[name]().fit(Xtr, ytr)
+    path = tmp_path / "est.npz"
+    est.save(path)
+    back = type(est).load(path)
+    again = E.load(path)                             # the module function, any class
+    assert type(back) is type(est) and type(again) is type(est)
+    assert back.get_params() == est.get_params()
+    pairs = np.stack([Xte[:20], Xte[20:40]], axis=1)
+    for other in (back, again):
+        # bit for bit: 0 ulp
+        assert np.array_equal(other.transform(Xte), est.transform(Xte))
+        assert np.array_equal(other.pair_distance(pairs), est.pair_distance(pairs))
+        m1, m2 = est.get_metric(), other.get_metric()
+        assert m1(Xte[0], Xte[1]) == m2(Xte[0], Xte[1])
+    if hasattr(est, "learned_kernel"):
+        assert np.array_equal(back.learned_kernel(Xte[:5], Xte[5:9]), est.learned_kernel(Xte[:5], Xte[5:9]))
+    if hasattr(est, "predict"):
+        assert np.array_equal(back.predict(Xte), est.predict(Xte))
+        assert np.array_equal(back.predict_proba(Xte), est.predict_proba(Xte))
+    assert back.n_features_in_ == est.n_features_in_
+    assert back.solution_.objective == est.solution_.objective
+    assert back.converged_ == est.converged_
+
+
+def test_the_file_is_a_plain_npz_readable_without_pickle(data, tmp_path):
+    Xtr, ytr, _ = data
+    path = tmp_path / "itml.npz"
+    ITML(**FEW).fit(Xtr, ytr).save(path)
+    with np.load(path, allow_pickle=False) as z:
+        header = json.loads(z["__cvxkml__"].tobytes().decode("utf-8"))
+        assert all(z[k].dtype != object for k in z.files)
+    assert header["format"] == "cvxkml.estimator" and header["format_version"] == FORMAT_VERSION
+    assert header["class"] == "ITML" and header["params"]["n_similar"] == 10
+    assert "components_" in header["state"]
+
+
+def test_file_objects_and_string_labels(data):
+    Xtr, ytr, Xte = data
+    labels = np.array(["a", "b", "c"], dtype=object)[ytr]
+    est = KCRClassifier(tol=1e-2).fit(Xtr, labels)
+    buf = io.BytesIO()
+    est.save(buf)
+    buf.seek(0)
+    back = KCRClassifier.load(buf)
+    assert back.classes_.dtype == object and list(back.classes_) == ["a", "b", "c"]
+    assert np.array_equal(back.predict(Xte), est.predict(Xte))
+
+
+def test_callback_and_random_generator_are_not_saved(data, tmp_path):
+    Xtr, ytr, _ = data
+    est = ITML(n_similar=10, n_dissimilar=10, random_state=np.random.default_rng(0),
+               callback=lambda info: False).fit(Xtr, ytr)
+    est.save(tmp_path / "a.npz")
+    back = ITML.load(tmp_path / "a.npz")
+    assert back.callback is None and back.random_state is None
+
+
+def test_refuses_another_class(data, tmp_path):
+    Xtr, ytr, _ = data
+    ITML(**FEW).fit(Xtr, ytr).save(tmp_path / "itml.npz")
+    with pytest.raises(EstimatorClassError, match="holds a ITML, not a KernelITML"):
+        KernelITML.load(tmp_path / "itml.npz")
+
+
+def _rewrite_header(src, dst, **changes):
+    with np.load(src, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(arrays["__cvxkml__"].tobytes())
+    header.update(changes)
+    arrays["__cvxkml__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    np.savez(dst, **arrays)
+
+
+def test_refuses_another_format_version_and_foreign_files(data, tmp_path):
+    Xtr, ytr, _ = data
+    ITML(**FEW).fit(Xtr, ytr).save(tmp_path / "itml.npz")
+    _rewrite_header(tmp_path / "itml.npz", tmp_path / "v2.npz", format_version=FORMAT_VERSION + 1)
+    with pytest.raises(FormatVersionError, match="format version 2"):
+        ITML.load(tmp_path / "v2.npz")
+    _rewrite_header(tmp_path / "itml.npz", tmp_path / "x.npz", **{"class": "Foo"})
+    with pytest.raises(EstimatorClassError, match="not a cvxkml estimator"):
+        E.load(tmp_path / "x.npz")
+    np.savez(tmp_path / "plain.npz", a=np.zeros(3))
+    with pytest.raises(EstimatorFileError, match="not a saved cvxkml estimator"):
+        ITML.load(tmp_path / "plain.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a zip file")
+    with pytest.raises(EstimatorFileError):
+        ITML.load(tmp_path / "junk.npz")
+    # an object of a class outside the safe list is refused (no code from the file runs)
+    with np.load(tmp_path / "itml.npz", allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(arrays["__cvxkml__"].tobytes())
+    header["state"]["evil"] = {"__object__": "os:system", "state": {}}
+    arrays["__cvxkml__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    np.savez(tmp_path / "evil.npz", **arrays)
+    with pytest.raises(EstimatorFileError, match="does not load"):
+        ITML.load(tmp_path / "evil.npz")
+    assert issubclass(FormatVersionError, EstimatorFileError) and issubclass(EstimatorClassError, EstimatorFileError)
+
+
+def test_save_needs_a_fitted_estimator(tmp_path):
+    from sklearn.exceptions import NotFittedError
+    with pytest.raises(NotFittedError):
+        ITML().save(tmp_path / "a.npz")
+
+
+def test_registry_is_the_public_tuple():
+    """The classes save/load accept (registered by CvxkmlEstimator) are exactly ESTIMATORS."""
+    from cvxkml.estimators import ESTIMATORS
+    from cvxkml.estimators._base import _REGISTRY
+    assert set(_REGISTRY) == set(ESTIMATORS)
