@@ -349,7 +349,7 @@ class KCR(Problem):
         return out
 
     def solve(self, tol: float = 1e-3, max_iter: int = 20_000, time_limit: float | None = None,
-              check_every: int | None = None, warm_start=None, verbose: bool = False,
+              check_every: int | None = None, warm_start=None,
               warn: bool = True, callback=None, **solver_opts) -> Solution:
         """The fast solver: restarted PDHG with a certified duality gap and tracked PSD
         steps (:func:`cvxkml.solvers.kcr.kcr_pdhg`, in the whitened coordinates; its
@@ -388,7 +388,7 @@ class KCR(Problem):
         _check_pdhg_options(solver_opts)
         res = kcr_pdhg(self.F, self.tau, self.c, self.lam, h_min=self.h_min, tol=tol,
                        max_iter=max_iter, time_limit=time_limit,
-                       check_every=check_every, warm_start=warm_start, verbose=verbose,
+                       check_every=check_every, warm_start=warm_start,
                        callback=callback, **solver_opts)
         G = self.T @ res.factor
         G -= G.mean(axis=0)[None, :]

@@ -16,6 +16,8 @@ Every class in :mod:`cvxkml.declare` that has an exact model is a :class:`Proble
   (when given) is called with a dict (``iteration``, ``objective``, ``gap``, … as the
   algorithm knows them) at each of the solver's certificate checks; a truthy return stops
   the solve (``status="stopped by callback"``, honestly unconverged unless certified).
+  ``verbose=k`` (keyword, every ``solve``) logs every k-th check and a closing line on the
+  ``cvxkml`` logger (:mod:`cvxkml._progress`, the same lines as an estimator's fit).
 
 ``optimal_inaccurate`` (Clarabel's "insufficient progress", SCS's iteration cap) is
 accepted by default **when the answer's own certificate shows it is good**: relative
@@ -26,10 +28,12 @@ gap and relative violation at most :data:`INACCURATE_RTOL`; it is then returned 
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 
 import numpy as np
 
+from .._progress import LOGGER, ProgressMonitor, fmt, verbose_logging
 from .._validation import check_int
 from ..errors import ConvergenceWarning, SolverError
 
@@ -63,6 +67,57 @@ def _size_guarded(impl):
     return solve_reference
 
 
+def _with_progress(impl):
+    """``impl`` (a ``solve``) with the keyword ``verbose`` every fast solve takes: with
+    ``verbose`` = k > 0 every k-th certificate check is logged on the ``cvxkml`` logger
+    (iteration, objective, certified gap, violation; :class:`cvxkml._progress.ProgressMonitor`,
+    the same lines as an estimator's ``fit(verbose=...)``), the user's ``callback`` still
+    called with the same record, and one closing line with the status.  Nested calls (a
+    subclass's ``solve`` calling its parent's) are handled by the outermost."""
+    sig = inspect.signature(impl)
+    params = sig.parameters
+    has_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    takes_callback = "callback" in params or has_var_kw
+
+    @functools.wraps(impl)
+    def solve(self, *args, verbose=0, **kwargs):
+        verbose = check_int(verbose, "verbose", minimum=0)
+        if verbose == 0 or self.__dict__.get("_in_solve"):
+            return impl(self, *args, **kwargs)
+        name = type(self).__name__
+        if takes_callback:
+            bound = sig.bind_partial(self, *args, **kwargs)
+            if "callback" in params:
+                user = bound.arguments.get("callback")
+                bound.arguments["callback"] = ProgressMonitor(name, verbose, user)
+            else:
+                extra = bound.arguments.setdefault(next(p.name for p in params.values()
+                                                        if p.kind is inspect.Parameter.VAR_KEYWORD), {})
+                extra["callback"] = ProgressMonitor(name, verbose, extra.get("callback"))
+            args, kwargs = bound.args[1:], bound.kwargs
+        self.__dict__["_in_solve"] = True
+        try:
+            with verbose_logging(verbose):
+                sol = impl(self, *args, **kwargs)
+                gap = getattr(sol, "gap", None)
+                obj = getattr(sol, "objective", None)
+                rel = None if gap is None or obj is None else gap / max(1.0, abs(obj))
+                LOGGER.info("%s.solve: %s after %s iteration(s), objective %s, certified gap %s, "
+                            "max violation %s", name, getattr(sol, "status", "?"),
+                            fmt(getattr(sol, "n_iter", None)), fmt(obj), fmt(rel),
+                            fmt(getattr(sol, "max_violation", None)))
+            return sol
+        finally:
+            self.__dict__.pop("_in_solve", None)
+
+    new = [p for p in params.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    new.append(inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=0))
+    new += [p for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    solve.__signature__ = sig.replace(parameters=new)
+    solve._with_progress = True
+    return solve
+
+
 class Problem:
     """Base class of every declared problem (the contract of the module docstring).
 
@@ -78,6 +133,9 @@ class Problem:
         impl = cls.__dict__.get("solve_reference")
         if impl is not None and not getattr(impl, "_size_guarded", False):
             cls.solve_reference = _size_guarded(impl)
+        impl = getattr(cls, "solve", None)       # also a mixin's solve ahead in the MRO
+        if impl is not None and not getattr(impl, "_with_progress", False):
+            cls.solve = _with_progress(impl)
 
     #: the size at which :meth:`default_solver` switches from Clarabel to SCS: the side of the
     #: model's largest PSD block (:meth:`exact_size`) above which Clarabel's memory grows too fast

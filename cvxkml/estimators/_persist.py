@@ -213,25 +213,9 @@ class _Reader:
 
 # --------------------------------------------------------------------------- API
 def save(estimator, path, classes) -> None:
-    """Write a fitted cvxkml estimator to ``path`` (an ``.npz`` file; see the module
-    description for the format).
-
-    Parameters
-    ----------
-    estimator : a fitted estimator of :data:`cvxkml.estimators.ESTIMATORS`
-    path : str, path-like or a writable binary file object
-        ``.npz`` is appended to a file name without it (NumPy's rule).
-    classes : collection of classes
-        The estimator classes this format writes (the library's registry, kept by
-        :mod:`cvxkml.estimators._base`; this module imports no estimator).
-
-    Raises
-    ------
-    sklearn.exceptions.NotFittedError
-        The estimator is not fitted.
-    InvalidInputError
-        Not a cvxkml estimator, or a fitted attribute that is not plain data (a
-        subclass's own attribute, for instance).
+    """The writer of this format behind :func:`cvxkml.estimators.save` (parameters and
+    errors documented there); ``classes`` are the estimator classes it writes (the registry
+    of :mod:`cvxkml.estimators._base`: this module imports no estimator).
     """
     from sklearn.utils.validation import check_is_fitted
 
@@ -302,30 +286,9 @@ def _name(path):
 
 
 def load(path, classes, cls=None):
-    """Read an estimator written by :func:`save`.
-
-    Parameters
-    ----------
-    path : str, path-like or a readable binary file object
-    classes : collection of classes
-        The estimator classes a file may hold (the registry of
-        :mod:`cvxkml.estimators._base`).
-    cls : estimator class or None
-        When given, the file must hold an estimator of exactly this class.
-
-    Returns
-    -------
-    estimator : the fitted estimator, with the parameters it was saved with (``callback``
-        and a RandomState/Generator ``random_state`` as None).
-
-    Raises
-    ------
-    EstimatorFileError
-        Not a saved cvxkml estimator, or damaged.
-    FormatVersionError
-        Written in another format version.
-    EstimatorClassError
-        It holds another class than ``cls``, or a class this cvxkml does not have.
+    """The reader of this format behind :func:`cvxkml.estimators.load` (parameters, returns
+    and errors documented there); ``classes`` are the estimator classes a file may hold
+    (the registry of :mod:`cvxkml.estimators._base`: this module imports no estimator).
     """
     header, arrays = _read(path)
     by_name = {c.__name__: c for c in classes}
