@@ -383,18 +383,24 @@ def test_active_set_skips_only_no_op_projections(seed):
     assert np.count_nonzero(out[False][1]) < len(problem.pairs)   # some pairs are inactive
 
 
-@pytest.mark.parametrize("tol", [1e-2, 1e-3, 1e-4, 1e-6, 1e-9])
-def test_certified_stop_honours_its_tolerance(tol):
-    """solve(tol) on the workload's scheme (ITML pairs at the 5th/95th percentiles, γ = 1):
-    converged, by the problem's own certificate at gap_tol = viol_tol = max(tol, 1e-6),
-    on the first attempt (the solver's stopping certificate agrees with the problem's)."""
+def _workload_problem():
+    """The workload's scheme at n = 400, r = 10: five classes, ITML pairs at the 5th/95th
+    percentiles, 600 constraints, γ = 1."""
     rng = np.random.default_rng(7)
     n, r = 400, 10
     y = rng.integers(0, 5, n)
     G0 = rng.normal(size=(5, r))[y] + rng.normal(size=(n, r)) * rng.uniform(0.3, 2.0, r)
     pc = PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=600,
                                      percentiles=(5.0, 95.0), random_state=3)
-    problem = LowRankLogDet(G0, pc, gamma=1.0)
+    return LowRankLogDet(G0, pc, gamma=1.0)
+
+
+@pytest.mark.parametrize("tol", [1e-2, 1e-3, 1e-4, 1e-6, 1e-9])
+def test_certified_stop_honours_its_tolerance(tol):
+    """solve(tol) on the workload's scheme (ITML pairs at the 5th/95th percentiles, γ = 1):
+    converged, by the problem's own certificate at gap_tol = viol_tol = max(tol, 1e-6),
+    on the first attempt (the solver's stopping certificate agrees with the problem's)."""
+    problem = _workload_problem()
     sol = solve_fast_honestly(problem, tol=tol, max_iter=100_000)
     t = max(tol, 1e-6)
     assert sol.converged and sol.info["attempts"] == 1
@@ -410,14 +416,8 @@ def test_certified_stop_honours_its_tolerance(tol):
 def test_dual_change_alone_is_not_a_certificate_but_the_new_rule_is():
     """The paper's rule (cyclic order, dual change < 1e-3) stops with violations far above
     1e-3 on this draw; the certified rule does not stop before both hold."""
-    rng = np.random.default_rng(7)
-    n, r = 400, 10
-    y = rng.integers(0, 5, n)
-    G0 = rng.normal(size=(5, r))[y] + rng.normal(size=(n, r)) * rng.uniform(0.3, 2.0, r)
-    pc = PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=600,
-                                     percentiles=(5.0, 95.0), random_state=3)
-    problem = LowRankLogDet(G0, pc, gamma=1.0)
-    args = _arrays(problem)
+    problem = _workload_problem()
+    G0, args = problem.G0, _arrays(problem)
     B, lam, xi, *_ = lowrank_logdet(G0, *args, gamma=1.0, tol=1e-3, order="cyclic", active_set=False)
     old = problem._max_relative_violation(problem.violations(B @ B.T, xi))
     st_ = {}

@@ -225,19 +225,26 @@ def _h(theta, mp, mm):
     return mp / (1.0 + theta * mp) + mm / (1.0 + theta * mm)
 
 
+@nb.njit(cache=True, inline="always")
+def _gram2(a, b):
+    """The 2 × 2 Gram matrix of two vectors: (aᵀa, aᵀb, bᵀb)."""
+    g11 = 0.0
+    g12 = 0.0
+    g22 = 0.0
+    for k in range(a.shape[0]):
+        g11 += a[k] * a[k]
+        g12 += a[k] * b[k]
+        g22 += b[k] * b[k]
+    return g11, g12, g22
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _rank2_factors(ut, vt, theta, work_y1, work_y2, work_z):
     """The two rank-one steps of B ← B F, F Fᵀ = C(θ)⁻¹, C(θ) = I + θ(ũũᵀ − ṽṽᵀ)
     (ũ = Bᵀu, ṽ = Bᵀv given): F = L₁ L₂ with L₁L₁ᵀ = I + a₁ y₁y₁ᵀ (y₁ in ``work_y1``) and
     L₂L₂ᵀ = I + a₂ z zᵀ (z in ``work_z``; a₂ = 0: no second step).  Returns (a₁, a₂)."""
     r = ut.shape[0]
-    g11 = 0.0
-    g12 = 0.0
-    g22 = 0.0
-    for k in range(r):
-        g11 += ut[k] * ut[k]
-        g12 += ut[k] * vt[k]
-        g22 += vt[k] * vt[k]
+    g11, g12, g22 = _gram2(ut, vt)
     # E = −θ (Σ + θG)⁻¹, Σ = diag(1, −1)
     m11 = 1.0 + theta * g11
     m12 = theta * g12
@@ -340,13 +347,7 @@ def _project_rank2(c, R, G0, I, J, Kx, coef_u, coef_v, xi, lam, work):
         v[k] = coef_v[c, 0] * G0[I[c], k] + coef_v[c, 1] * G0[Kx[c], k]
     _rt_times(R, u, w)
     _rt_times(R, v, wt)
-    g11 = 0.0
-    g12 = 0.0
-    g22 = 0.0
-    for k in range(r):
-        g11 += w[k] * w[k]
-        g12 += w[k] * wt[k]
-        g22 += wt[k] * wt[k]
+    g11, g12, g22 = _gram2(w, wt)
     theta_star, mp, mm = _rank2_theta(g11, g12, g22, xi[c])
     theta = max(theta_star, -lam[c])
     if np.isnan(theta_star) or not np.isfinite(theta):
