@@ -674,11 +674,11 @@ class SpectralProblem(Problem):
                 sol.converged = met
                 sol.status = "converged" if met else sol.status
                 stopped = bool(res.extra.get("stopped")) and not met
-            elif callback is not None and not certified and callback(
-                    {"iteration": sweeps, "objective": sol.objective,
-                     "gap": None if gap is None else gap / scale, "violation": rel_viol,
-                     "dual_change": res.dual_change}):
-                stopped = True
+            elif callback is not None:          # every attempt's check, the certified one too
+                asked = callback({"iteration": sweeps, "objective": sol.objective,
+                                  "gap": None if gap is None else gap / scale, "violation": rel_viol,
+                                  "dual_change": res.dual_change, "certified": certified})
+                stopped = bool(asked) and not certified
             if (certified or not met or use_dual or stopped or attempt_tol <= 1e-16
                     or sweeps >= max_sweeps):
                 break

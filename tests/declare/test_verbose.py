@@ -62,3 +62,13 @@ def test_bad_verbose_is_refused(bad):
     case = next(iter(CASES.values()))
     with pytest.raises(InvalidInputError, match="verbose"):
         case["factory"](0).solve(verbose=bad)
+
+
+def test_bregman_callback_sees_the_certified_check_too():
+    """A Bregman solve certified at its first attempt still reports that check (before, a
+    callback saw nothing, so verbose printed no progress line)."""
+    prob = CASES[D.ITML]["factory"](0)
+    seen = []
+    sol = prob.solve(callback=lambda r: seen.append(r) or True)     # asks to stop: too late
+    assert sol.converged and len(seen) == sol.info["attempts"] >= 1
+    assert seen[-1]["certified"] is True and seen[-1]["iteration"] == sol.n_iter
