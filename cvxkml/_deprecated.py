@@ -76,6 +76,13 @@ class _AliasLoader(importlib.abc.Loader):
     def exec_module(self, module):
         """Nothing to run: the import system already bound the old name to the new module."""
 
+    def get_code(self, fullname):
+        """The new module's code, for ``python -m <old path>`` (runpy runs it as __main__)."""
+        warnings.warn(f"{fullname} moved to {self.new}; run python -m {self.new} (the old path "
+                      "will be removed in cvxkml 0.3)", DeprecationWarning, stacklevel=2)
+        return compile(f"import runpy\nrunpy.run_module({self.new!r}, run_name='__main__', alter_sys=True)\n",
+                       f"<alias {fullname} -> {self.new}>", "exec")
+
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):

@@ -30,3 +30,14 @@ def test_moved_attribute_warns_and_is_the_same_object(old, new):
     assert obj is getattr(importlib.import_module(new), name)
     with pytest.raises(AttributeError):
         getattr(importlib.import_module(module), "no_such_name")
+
+
+def test_python_dash_m_on_the_old_cli_path_runs_the_cli():
+    """``python -m cvxkml.cli`` (the path before the layout move) still runs the command line,
+    with a DeprecationWarning naming the new path."""
+    import subprocess
+    out = subprocess.run([sys.executable, "-W", "always::DeprecationWarning", "-m", "cvxkml.cli", "--version"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("cvxkml ")
+    assert "python -m cvxkml.experiments.cli" in out.stderr
