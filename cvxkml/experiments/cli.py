@@ -29,6 +29,10 @@
                                 Wang et al. 2011 Tables 1–2 (LMNN with multiple kernels)
     cvxkml reproduce logdet [--quick] [--repeats R]  Jain et al. 2012 Table 1 (k-means error
                                 with 50 constraints: unsupervised, LogDet linear, HMRF-KMeans)
+    cvxkml reproduce all [--quick | --full | --recorded] [--sections …] [--out DIR]
+                                every seed table and figure of the five papers in one
+                                summary (SUMMARY.md + summary.json): the paper's numbers
+                                beside ours, certificates, protocol differences, commands
     cvxkml reproduce … --n-jobs N [--backend dask --scheduler ADDRESS]
                                 the independent fits of a reproduction on N processes or a
                                 Dask cluster, with the numbers of the serial run
@@ -45,7 +49,7 @@ import argparse
 import sys
 
 from . import (bench_commands, bench_estimators, bench_exact, bench_kcr, bench_pola, bench_variants, demo,
-               reproduce_kcr, reproduce_logdet, reproduce_lowrank, reproduce_mkl, reproduce_spectral,
+               reproduce_all, reproduce_kcr, reproduce_logdet, reproduce_lowrank, reproduce_mkl, reproduce_spectral,
                reproduce_trace, reproduce_yeung)
 from ._commands import run_command
 from ._report import format_table
@@ -56,7 +60,7 @@ __all__ = ["COMMANDS", "build_parser", "main", "format_table"]
 #: ``reproduce``, is listed where its first command is).
 COMMANDS = (demo, bench_commands, reproduce_lowrank, reproduce_yeung, reproduce_spectral, reproduce_trace,
             reproduce_kcr, bench_pola, bench_kcr, bench_variants, bench_exact, bench_estimators, reproduce_mkl,
-            reproduce_logdet)
+            reproduce_logdet, reproduce_all)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,120 @@
+"""``cvxkml reproduce all`` (cvxkml.experiments.reproduce_all): the quick smoke run, the
+recorded summary in reference/, and the rules that make a row."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cvxkml.experiments import reproduce_all as ra
+from cvxkml.experiments.cli import main
+
+REF = Path(__file__).resolve().parents[2] / "reference"
+FIELDS = {"paper", "table", "dataset", "method", "metric", "published", "published_std", "measured", "std",
+          "differs", "certified", "certified_fits", "protocol_difference", "command", "source", "sheet",
+          "explanation"}
+
+
+def _headings(sheet: Path) -> set:
+    return {ra.anchor(m.group(1)) for m in re.finditer(r"^#+\s+(.*)$", sheet.read_text(), re.M)}
+
+
+def test_quick_runs_every_table_and_writes_the_summary(data_dir, tmp_path, capsys):
+    status = main(["reproduce", "all", "--quick", "--out", str(tmp_path), "--data-dir", str(data_dir)])
+    assert status == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["mode"] == "quick"
+    assert {s["key"] for s in summary["sections"]} == set(ra.SECTIONS)       # every table and figure
+    assert set(summary["groups"]) == set(ra.GROUPS)
+    assert all(g["source"] == "run" for g in summary["groups"].values())
+    for rec in summary["records"]:
+        assert FIELDS <= set(rec)
+        assert rec["command"] == ra.QUICK_COMMAND and rec["source"] == "this run"
+        assert rec["certified"] in (True, False, None)
+        if rec["certified"] is not None:                     # a count "k/n" of certified fits
+            k, n = map(int, rec["certified_fits"].split("/"))
+            assert 0 <= k <= n and rec["certified"] == (k == n)
+    assert any(r["certified"] is not None for r in summary["records"])
+    md = (tmp_path / "SUMMARY.md").read_text()
+    assert "smoke test, not a reproduction" in md
+    assert md == ra.render_markdown(summary)
+    for s in summary["sections"]:
+        assert f"## {s['paper']} — {s['table']}" in md
+    out = capsys.readouterr().out
+    assert "wrote" in out and "reproduce all finished" in out
+
+
+def test_recorded_summary_in_reference_is_generated():
+    # reference/SUMMARY.md and summary.json are exactly what `cvxkml reproduce all --recorded` makes
+    summary = ra.collect("recorded", ref=REF)
+    committed = json.loads((REF / "summary.json").read_text())
+    fresh = json.loads(json.dumps({k: v for k, v in summary.items() if k != "groups"}, ensure_ascii=False))
+    assert fresh == committed
+    assert (REF / "SUMMARY.md").read_text() == ra.render_markdown(committed)
+
+
+def test_recorded_rows_come_from_the_results_files():
+    summary = ra.collect("recorded", ref=REF)
+    recs = summary["records"]
+    kcr = json.loads((REF / "sriperumbudur2008-kcr-table1-full.json").read_text())["results"]
+    row = next(r for r in recs if r["dataset"] == "wine" and r["method"] == "KCR" and r["metric"] == "test error %")
+    assert [row["measured"], row["std"]] == kcr["wine"]["result"]["kcr_test"]
+    assert row["published"] == 2.13 and row["published_std"] == 1.24
+    assert row["certified_fits"] == f"{kcr['wine']['result']['chosen_converged']}/20"
+    yeung = json.loads((REF / "yeung2007-results.json").read_text())
+    row = next(r for r in recs if r["table"] == "Table 1" and r["method"] == "input space")
+    assert row["measured"] == yeung["table1"]["input"]
+    recorded = json.loads((REF / ra.RECORDED_FILE).read_text())
+    row = next(r for r in recs if r["dataset"] == "ionosphere" and r["method"] == "LogDet linear")
+    assert row["measured"] == recorded["jain2012_table1"]["result"]["ionosphere"]["mean"][1]
+    assert row["certified"] is True and row["certified_fits"] == "20/20"
+    for rec in recs:
+        assert FIELDS <= set(rec) and rec["command"] and rec["source"]
+        assert rec["source"].startswith("reference/")
+
+
+def test_every_explanation_link_points_to_a_heading_of_its_sheet():
+    summary = ra.collect("recorded", ref=REF)
+    links = {r["explanation"] for r in summary["records"]} | {s["explanation"] for s in summary["sections"]}
+    for link in links:
+        sheet, anchor = link.split("#")
+        assert anchor in _headings(REF / sheet), link
+    # every row that differs by more than one sd links to its sheet
+    assert all(r["explanation"].startswith(Path(r["sheet"]).name) for r in summary["records"] if r["differs"])
+
+
+def test_differs_rule():
+    base = dict(published=None, published_std=None, measured=None, std=None, axis=None)
+    assert ra._differs({**base, "published": 0.3, "measured": 0.2, "std": 0.05}) is True
+    assert ra._differs({**base, "published": 0.3, "measured": 0.26, "std": 0.05}) is False
+    # no sd of ours: the paper's sd decides; none at all: undecided
+    assert ra._differs({**base, "published": 0.3, "measured": 0.26, "std": 0.0, "published_std": 0.01}) is True
+    assert ra._differs({**base, "published": 0.3, "measured": 0.26}) is None
+    # a figure without numbers: only leaving the plotted axis counts
+    assert ra._differs({**base, "published": "curve", "measured": 0.04, "axis": (0.2, 0.5)}) is True
+    assert ra._differs({**base, "published": "curve", "measured": 0.3, "axis": (0.2, 0.5)}) is False
+    assert ra._differs({**base, "published": "curve", "measured": 0.3}) is None
+
+
+def test_anchor_is_githubs():
+    assert ra.anchor("Table 1 — XOR, n = 8 000, |S| = 50") == "table-1--xor-n--8-000-s--50"
+    assert ra.anchor("`cvxkml reproduce spectral` (Kulis et al. Figure 5)") == \
+        "cvxkml-reproduce-spectral-kulis-et-al-figure-5"
+
+
+def test_missing_data_sets_are_not_in_the_data_folder(data_dir):
+    files = " ".join(p.name.lower() for p in Path(data_dir).iterdir())
+    for name in ("usps", "isolet", "soybean", "gyrb", "caltech", "classic3", "clarify"):
+        assert name not in files
+    named = " ".join(m[0].lower() for m in ra.MISSING_DATA)
+    for name in ("usps", "isolet", "soybean", "gyrb", "caltech", "classic3", "clarify"):
+        assert name in named
+
+
+def test_bad_options_end_with_one_line(tmp_path, capsys):
+    assert main(["reproduce", "all", "--sections", "logdet", "--out", str(tmp_path)]) == 1
+    assert "--sections goes with --quick or --full" in capsys.readouterr().err
+    assert main(["reproduce", "all", "--quick", "--sections", "nope", "--out", str(tmp_path)]) == 1
+    assert "unknown section" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["reproduce", "all", "--quick", "--full"])
