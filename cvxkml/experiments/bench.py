@@ -318,7 +318,7 @@ def demo_fast_vs_exact(n: int = 30, gamma: float = 1.0, random_state: int = 0,
 # ``cvxkml bench lowrank``: Kulis, Sustik & Dhillon (2009) Algorithm 2 with CHOLUPDATEMULT.
 import numba as nb  # noqa: E402
 
-from ..solvers.lowrank import cholupdatemult  # noqa: E402
+from ..solvers.lowrank import cholupdatemult, cholupdatemult_t  # noqa: E402
 
 _LOWRANK_SIZES = (10, 50, 100, 200)
 
@@ -332,6 +332,21 @@ def _drive_cholupdatemult(B, B0, X, betas, reset):
         if t % reset == 0:
             B[:, :] = B0
         cholupdatemult(betas[t], X[t], B)
+
+
+@nb.njit(cache=True)
+def _drive_cholupdatemult_t(R, R0, X, betas, reset):
+    """Times the solver's kernel :func:`~cvxkml.solvers.lowrank.cholupdatemult_t` alone:
+    R ← Lᵀ R (R = Bᵀ, i.e. B ← B L) for the same stream as :func:`_drive_cholupdatemult`,
+    R reset to R0 every ``reset`` updates (the copy included in the time)."""
+    r = R.shape[0]
+    h = np.empty(r)
+    s = np.empty(r)
+    acoef = np.empty(r + 1)
+    for t in range(X.shape[0]):
+        if t % reset == 0:
+            R[:, :] = R0
+        cholupdatemult_t(betas[t], X[t], R, h, acoef, s)
 
 
 def numpy_lowrank_sweep(B, G0, I, J, delta, xi, lam, gamma):
@@ -379,6 +394,10 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
 
     * ``update_per_s``: CHOLUPDATEMULT alone (B ← B L, a stream of unit x with β = +1, −0.5
       alternating, B reset every 100 updates), and ``update_gflops`` = rate × (3r² + 2r)/1e9.
+    * ``update_t_per_s``, ``update_t_gflops``: the solver's kernel ``cholupdatemult_t``
+      (the same update on R = Bᵀ, swept by columns of B) on the same stream;
+      ``update_t_speedup`` = its rate / CHOLUPDATEMULT's (the previous kernel, same run);
+      ``update_t_identical``: the two final factors are bit for bit equal.
     * ``proj_per_s``: whole projections in the solver loop ``_sweeps_lowrank`` (w = Bᵀv,
       α, β, slack update, CHOLUPDATEMULT) over one sweep of m constraints (slack γ = 1;
       m/2 random pairs, each constrained to d ≤ 0.75b then d ≥ 1.25b, so that every
@@ -418,6 +437,16 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
             t_upd = min(t_upd, time.perf_counter() - t0)
         if not np.all(np.isfinite(B)):
             raise RuntimeError(f"update benchmark diverged at r = {r}")
+        # ---- the solver's kernel on R = Bᵀ, same stream (bit-identical result)
+        R0 = np.eye(r)
+        R = R0.copy()
+        _drive_cholupdatemult_t(R, R0, Xu[:2], betas[:2], 100)   # compile / load, untimed
+        t_upd_t = np.inf
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            _drive_cholupdatemult_t(R, R0, Xu, betas, 100)
+            t_upd_t = min(t_upd_t, time.perf_counter() - t0)
+        same = bool(np.array_equal(R.T, B))
         # ---- whole projections, Numba solver loop vs dense NumPy
         m = 2 * max(500, int(flop_budget / (8 * r * r)))
         G0, I, J, delta, bound = _lowrank_pairs(r, m, seed + r)
@@ -451,9 +480,12 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
                                                     xi, lam, gamma)
                 t_np = min(t_np, time.perf_counter() - t0)
         upd_rate, proj_rate, np_rate = n_upd / t_upd, m / t_proj, m_np / t_np
+        upd_t_rate = n_upd / t_upd_t
         rows.append({
             "r": int(r), "flops_per_update": int(flops),
             "updates": int(n_upd), "update_per_s": upd_rate, "update_gflops": upd_rate * flops / 1e9,
+            "update_t_per_s": upd_t_rate, "update_t_gflops": upd_t_rate * flops / 1e9,
+            "update_t_speedup": upd_t_rate / upd_rate, "update_t_identical": same,
             "projections": int(m), "proj_updates": nb_updates, "proj_per_s": proj_rate, "proj_gflops": proj_rate * flops / 1e9,
             "numpy_projections": int(m_np), "numpy_updates": int(updates),
             "numpy_proj_per_s": np_rate, "speedup": proj_rate / np_rate,
@@ -502,28 +534,46 @@ def mnist_shape_factor(n: int = 60_000, r: int = 100, data_dir=None, noise: floa
 
 def lowrank_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol: float = 1e-3,
                           gamma: float = 1.0, max_sweeps: int | None = None,
-                          counts=None) -> dict:
+                          counts=None, baseline: bool = True, baseline_budget: float | None = None) -> dict:
     """The MNIST-shape workload of Kulis et al. §7.2: n = 60 000, r = 100 (``quick``:
     n = 6000, r = 20), ``counts`` = 10 000 and 100 000 random pair constraints from the
     labels (the ITML scheme: similar when the labels agree) with bounds at the 5th / 95th
     percentiles of the squared distances under K0 = G0 G0ᵀ (``quick``: 1000 and 5000), LogDet
-    slack γ = ``gamma``, solved to ``tol`` on the relative dual change.
+    slack γ = ``gamma``, tolerance ``tol``.
 
-    Returns {"source", "n", "r", "rows"}; a row: constraints (requested), pairs (after
-    removing duplicates), sweeps, converged, dual_change, solver_s (the Numba loop),
-    build_s (constraints with their percentile bounds + problem object), total_s (build +
-    solve() + G = G0 B), proj_per_s (sweeps × pairs / solver_s), paper_min (MATLAB+MEX time
-    reported by the paper, or None).  Runs on one core (BLAS / LAPACK limited to one thread;
-    the projection loop is serial anyway).
+    Two solvers per count, in the same run:
+
+    * ``"certified"``: ``LowRankLogDet.solve(tol)`` (reshuffled order, active set, stop on the
+      dual change *and* the Lagrange certificate: Algorithm 2 as the package runs it);
+    * ``"paper rule"`` (``baseline``): the previous solver's schedule, kept callable as
+      ``lowrank_logdet(order="cyclic", active_set=False)`` without certificate tolerances —
+      the paper's fixed cyclic order stopped by the relative dual change alone.  It runs in
+      chunks of sweeps (the same iterates as one call) and stops after ``baseline_budget``
+      seconds (default 300; ``quick`` 30), then ``converged`` is False.
+
+    Returns {"source", "n", "r", "gamma", "tol", "flops_per_projection", "baseline_budget",
+    "rows"}; a row:
+    constraints (requested), pairs (after removing duplicates), solver, sweeps, converged
+    (the solver's own rule met), stop (what ended the run), certified (|rel_gap| and
+    max_rel_violation within max(tol, 1e-6), the rule of ``Problem.solve``), solver_s (wall),
+    cpu_s (process CPU time of the solve: on a shared box wall time inflates with the load),
+    build_s (constraints + problem), projections (Bregman projections done, ``Solution.info["projections"]`` /
+    sweeps × pairs for the cyclic loop), proj_per_s = projections / solver_s, gflops =
+    proj_per_s × (3r² + 2r) / 1e9 (the update's flops; an upper bound: a projection with
+    β = 0 skips the update), objective, rel_gap = (f − g(λ)) / max(1, |f|) and
+    max_rel_violation from the problem's own formulas, paper_min (MATLAB+MEX time of the
+    paper, or None).  One core (BLAS / LAPACK limited to one thread).
     """
     n, r = (6000, 20) if quick else (60_000, 100)
     counts = ((1000, 5000) if quick else (10_000, 100_000)) if counts is None else counts
     max_sweeps = (2000 if quick else 100_000) if max_sweeps is None else int(max_sweeps)
+    baseline_budget = (30.0 if quick else 300.0) if baseline_budget is None else float(baseline_budget)
     from .._config import blas_limit
 
     warm_up_lowrank()
     with blas_limit(1):
-        return _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick)
+        return _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick,
+                                 baseline, baseline_budget)
 
 
 def _workload_pairs(G0, y, m: int, seed: int):
@@ -535,30 +585,90 @@ def _workload_pairs(G0, y, m: int, seed: int):
                                        percentiles=(5.0, 95.0), random_state=seed + int(m))
 
 
-def _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick):
+def _lowrank_certificate(prob, M, lam, xi) -> dict:
+    """objective, relative gap and largest relative violation of (M, λ, ξ) by the problem's
+    own formulas (``objective``, ``dual_value``, ``violations``)."""
+    f = prob.objective(M)
+    g = prob.dual_value(lam)
+    viol = prob.violations(M, xi)
+    rel_viol = float(np.max(viol / np.maximum(1.0, np.abs(prob.pairs.bound)), initial=0.0))
+    gap = (f - g) / max(1.0, abs(f)) if np.isfinite(f) and np.isfinite(g) else np.inf
+    return {"objective": float(f), "rel_gap": float(gap), "max_rel_violation": rel_viol}
+
+
+def _lowrank_paper_rule(prob, tol, max_sweeps, budget):
+    """The paper's loop (fixed cyclic order, dual-change stop, no certificate) in chunks of
+    sweeps resumed from (B, λ, ξ) until it stops or ``budget`` seconds pass.  Returns
+    (B, λ, ξ, sweeps, converged, seconds)."""
+    from ..solvers.bregman import OK, NOT_CONVERGED
+    from ..solvers.lowrank import PAIR, lowrank_logdet
+
+    P = prob.pairs
+    m = len(P)
+    args = (prob.G0, np.full(m, PAIR), P.i, P.j, P.j, np.zeros((m, 2)), np.zeros((m, 2)), P.y, P.bound,
+            prob.gamma, tol)
+    B, lam, xi = None, None, None
+    sweeps, seconds, chunk, converged = 0, 0.0, 4, False
+    while sweeps < max_sweeps and seconds < budget:
+        B, lam, xi, done, _change, code, bad, t = lowrank_logdet(
+            *args, min(chunk, max_sweeps - sweeps), B0=B, lam0=lam, xi0=xi, order="cyclic",
+            active_set=False)
+        sweeps += done
+        seconds += t
+        if code not in (OK, NOT_CONVERGED):
+            raise RuntimeError(f"low-rank paper-rule baseline broke down (code {code}) at constraint {bad}")
+        if code == OK:
+            converged = True
+            break
+        chunk = min(2 * chunk, 64)
+    return B, lam, xi, sweeps, converged, seconds
+
+
+def _lowrank_workload(n, r, counts, data_dir, seed, tol, gamma, max_sweeps, quick, baseline=True,
+                      baseline_budget=300.0):
     from ..declare import LowRankLogDet
 
     paper = {10_000: 4.8, 100_000: 11.3}
+    flops = 3 * r * r + 2 * r
     G0, y, src = mnist_shape_factor(n, r, data_dir=data_dir, seed=seed)
     rows = []
     for m in counts:
         t0 = time.perf_counter()
         pc = _workload_pairs(G0, y, m, seed)
         prob = LowRankLogDet(G0, pc, gamma=gamma)
-        t1 = time.perf_counter()
+        build = time.perf_counter() - t0
+        c0 = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             sol = prob.solve(tol=tol, max_iter=max_sweeps)
-        prob.kernel_factor(sol)
-        t2 = time.perf_counter()
-        rows.append({
-            "constraints": int(m), "pairs": len(prob.pairs), "sweeps": int(sol.n_iter),
-            "converged": bool(sol.converged), "dual_change": float(sol.info["dual_change"]),
-            "solver_s": float(sol.time), "build_s": t1 - t0, "total_s": t2 - t0,
-            "proj_per_s": sol.n_iter * len(prob.pairs) / max(sol.time, 1e-12),
-            "paper_min": paper.get(int(m)) if not quick else None,
-        })
-    return {"source": src, "n": n, "r": r, "gamma": gamma, "tol": tol, "rows": rows}
+        cpu = time.process_time() - c0
+        proj = int(sol.info["projections"])
+        base = {"constraints": int(m), "pairs": len(prob.pairs), "build_s": build,
+                "paper_min": paper.get(int(m)) if not quick else None}
+        rel_gap = (sol.gap / max(1.0, abs(sol.objective))) if sol.gap is not None else np.inf
+        rows.append({**base, "solver": "certified", "sweeps": int(sol.n_iter), "converged": bool(sol.converged),
+                     "stop": "certificate" if sol.converged else "max sweeps",
+                     "solver_s": float(sol.time), "cpu_s": cpu, "projections": proj,
+                     "proj_per_s": proj / max(sol.time, 1e-12),
+                     "gflops": proj / max(sol.time, 1e-12) * flops / 1e9,
+                     "objective": float(sol.objective), "rel_gap": float(rel_gap),
+                     "max_rel_violation": float(sol.info["max_relative_violation"])})
+        if baseline:
+            c0 = time.process_time()
+            B, lam, xi, sweeps, conv, secs = _lowrank_paper_rule(prob, tol, max_sweeps, baseline_budget)
+            cpu = time.process_time() - c0
+            proj_b = sweeps * len(prob.pairs)
+            cert = _lowrank_certificate(prob, B @ B.T, lam, xi[: len(prob.pairs)] if gamma is not None else None)
+            rows.append({**base, "solver": "paper rule", "sweeps": int(sweeps), "converged": bool(conv),
+                         "stop": "dual change" if conv else ("budget" if sweeps < max_sweeps else "max sweeps"),
+                         "solver_s": float(secs), "cpu_s": cpu, "projections": int(proj_b),
+                         "proj_per_s": proj_b / max(secs, 1e-12),
+                         "gflops": proj_b / max(secs, 1e-12) * flops / 1e9, **cert})
+    cert_tol = max(tol, 1e-6)
+    for row in rows:                          # the certificate of Problem.solve, for every row
+        row["certified"] = bool(abs(row["rel_gap"]) <= cert_tol and row["max_rel_violation"] <= cert_tol)
+    return {"source": src, "n": n, "r": r, "gamma": gamma, "tol": tol, "flops_per_projection": flops,
+            "baseline_budget": baseline_budget, "rows": rows}
 
 
 def warm_up_lowrank() -> None:
@@ -770,37 +880,69 @@ def vonneumann_projection_rows(quick: bool = False, repeats: int | None = None, 
     return rows
 
 
+def dgemm_gflops(r: int, repeats: int = 5) -> float:
+    """GFLOP/s of one r × r × r matrix product (``np.dot``, 2r³ flops) on one BLAS thread, best
+    of ``repeats`` batches: the rate of Algorithm 3's W ← W U at k = r, its flop-count limit."""
+    from .._config import blas_limit
+
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((r, r)), rng.standard_normal((r, r))
+    out = np.empty((r, r))
+    reps = max(10, int(2e8 / (2.0 * r ** 3)))
+    with blas_limit(1):
+        np.dot(A, B, out=out)
+        best = _best_of(lambda: [np.dot(A, B, out=out) for _ in range(reps)], repeats)
+    return 2.0 * r ** 3 * reps / best / 1e9
+
+
 def vonneumann_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol: float = 1e-3,
                              gamma: float = 1.0, max_sweeps: int | None = None, counts=None,
-                             time_budget: float | None = None) -> dict:
+                             time_budget: float | None = None, baseline: bool = True,
+                             baseline_projections: int | None = None) -> dict:
     """The MNIST-shape workload of Kulis et al. §7.2 with von Neumann (Algorithm 3):
     G0 from :func:`mnist_shape_factor` (n = 60 000, r = 100; ``quick``: n = 3000, r = 10),
-    K0 = G0 G0ᵀ, the same random label pairs and 5th / 95th-percentile bounds as
-    :func:`lowrank_workload_rows` (ITML scheme, seed + m), von Neumann slack γ = ``gamma``,
-    min D_vN(K, K0) solved to ``tol`` on the relative dual change.  ``counts`` defaults to
-    (10 000,) (``quick``: (500, 2000)).
+    K0 = G0 G0ᵀ, F = U and q0 = log eig K0, the same random label pairs and 5th /
+    95th-percentile bounds as :func:`lowrank_workload_rows` (ITML scheme, seed + m), von Neumann
+    slack γ = ``gamma``, min D_vN(K, K0) to ``tol``.  ``counts`` defaults to (10 000, 100 000)
+    (``quick``: (500, 2000)).
 
-    The solver loop runs sweep by sweep (identical arithmetic to one call) so that it can stop
-    after ``time_budget`` seconds per count (default 1800; ``quick`` 30); a row then says
-    ``converged = False`` and its numbers are per sweep / per projection.  Row: constraints,
-    pairs, sweeps, converged, dual_change, solver_s, build_s (constraints + F = U, q0),
-    s_per_proj, evals_per_proj, sweep_s (seconds per sweep), paper_min.  ``extrapolated``:
-    seconds for one sweep of 100 000 constraints (s_per_proj × 1e5) and, assuming it needs the
-    sweeps of the largest converged count, the total.  One core (BLAS limited to one thread).
+    Per count, ``vonneumann_pairs(F, q0, I, J, delta, bound, gamma, tol, max_sweeps,
+    callback=budget)`` — the package's driver: full sweeps, stop on the relative dual change
+    *and* the dual certificate — stopped by its callback after ``time_budget`` seconds
+    (default 600; ``quick`` 30), then ``certificate()`` of the end point.  With ``baseline``:
+
+    * ``"paper rule"`` row (``quick`` or counts ≤ 10 000 only): the same driver with
+      ``stop="dual_change"`` (the paper's rule alone, the previous solver's stop);
+    * a dense-NumPy row per count: :func:`numpy_vonneumann_sweep` (an ``eigh`` per root-finder
+      evaluation, then W @ U — the documented baseline of ``cvxkml bench vonneumann``) on the
+      first ``baseline_projections`` constraints of the workload from the start (default 200;
+      ``quick`` 50), against ``vonneumann_pairs`` on the same prefix (one sweep, tol 0), same run.
+
+    Row: constraints, pairs, solver, sweeps, stop, certified, solver_s (wall), cpu_s (process CPU
+    time of the solve), build_s (constraints +
+    F, q0), visits (constraint visits: full sweeps × pairs + active-set visits), projections
+    (``extra["projections"]``: projections that ran ZEROFINDER; the others were skipped exactly),
+    proj_per_s = projections / solver_s, s_per_proj, evals_per_proj, gflops = projections ×
+    2r³ / solver_s / 1e9 (W ← W U at k = r; an upper bound, deflation makes k ≤ r), objective,
+    rel_gap, max_rel_violation (from ``certificate``), paper_min.  ``dense``: the prefix rows
+    (seconds per constraint visit of both, ratio, max rel diff of X̂).  ``dgemm_gflops``: the r × r product's rate
+    (:func:`dgemm_gflops`).  One core (BLAS limited to one thread).
     """
     n, r = (3000, 10) if quick else (60_000, 100)
-    counts = ((500, 2000) if quick else (10_000,)) if counts is None else tuple(counts)
+    counts = ((500, 2000) if quick else (10_000, 100_000)) if counts is None else tuple(counts)
     max_sweeps = (2000 if quick else 100_000) if max_sweeps is None else int(max_sweeps)
-    time_budget = (30.0 if quick else 1800.0) if time_budget is None else float(time_budget)
+    time_budget = (30.0 if quick else 600.0) if time_budget is None else float(time_budget)
+    n_dense = (50 if quick else 200) if baseline_projections is None else int(baseline_projections)
     from .._config import blas_limit
 
     from ..solvers.bregman import NONFINITE, OK
-    from ..solvers.vonneumann import _sweeps_vn
+    from ..solvers.vonneumann import certificate, vonneumann_pairs
 
     warm_up_vonneumann()
+    cert_tol = max(tol, 1e-6)
     with blas_limit(1):
         G0, y, src = mnist_shape_factor(n, r, data_dir=data_dir, seed=seed)
-        rows = []
+        rows, dense = [], []
         for m in counts:
             t0 = time.perf_counter()
             pc = _workload_pairs(G0, y, m, seed)
@@ -809,36 +951,61 @@ def vonneumann_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, 
             I = np.ascontiguousarray(pc.i, dtype=np.int64)
             J = np.ascontiguousarray(pc.j, dtype=np.int64)
             delta = np.ascontiguousarray(pc.y, dtype=np.float64)
-            xi = np.array(pc.bound, dtype=np.float64)
-            W, q, lam, st = np.eye(r), q0.copy(), np.zeros(len(pc)), np.zeros(2)
-            sweeps, change, converged, solver_s = 0, np.inf, False, 0.0
-            while sweeps < max_sweeps and solver_s < time_budget:
+            bound = np.array(pc.bound, dtype=np.float64)
+            solvers = [("certified", "both")]
+            if baseline and (quick or m <= 10_000):
+                solvers.append(("paper rule", "dual_change"))
+            for name, stop in solvers:
+                c0 = time.process_time()
+                res = vonneumann_pairs(F, q0, I, J, delta, bound, gamma, tol, max_sweeps, stop=stop,
+                                       callback=lambda info: info["time"] > time_budget)
+                cpu = time.process_time() - c0
+                if res.code == NONFINITE:
+                    raise RuntimeError(f"von Neumann workload: non-finite iterate at constraint {res.bad}")
+                ex = res.extra
+                c = certificate(F, q0, I, J, delta, bound, res.xi, res.lam, ex["W"], ex["q"], gamma)
+                proj = int(ex["projections"])
+                secs = float(res.time)
+                rows.append({
+                    "constraints": int(m), "pairs": len(pc), "solver": name, "sweeps": int(res.sweeps),
+                    "stop": ("certificate" if stop == "both" else "dual change") if res.code == OK else
+                            ("budget" if res.sweeps < max_sweeps else "max sweeps"),
+                    "converged": res.code == OK,
+                    "certified": bool(np.isfinite(c["rel_gap"]) and abs(c["rel_gap"]) <= cert_tol
+                                      and c["rel_violation"] <= cert_tol),
+                    "solver_s": secs, "cpu_s": cpu, "build_s": build,
+                    "visits": int(ex["full_sweeps"]) * len(pc) + int(ex["visited_active"]),
+                    "projections": proj, "proj_per_s": proj / max(secs, 1e-12),
+                    "s_per_proj": secs / max(proj, 1), "evals_per_proj": float(ex["evals_per_projection"]),
+                    "gflops": proj * 2.0 * r ** 3 / max(secs, 1e-12) / 1e9,
+                    "objective": float(c["objective"]), "rel_gap": float(c["rel_gap"]),
+                    "max_rel_violation": float(c["rel_violation"]),
+                    "paper_min": None if quick else _VN_PAPER_MIN.get(int(m)),
+                })
+            if baseline:
+                k = min(n_dense, len(pc))
+                ref = {}
+
+                def run_alg3():
+                    ref["res"] = vonneumann_pairs(F, q0, I[:k], J[:k], delta[:k], bound[:k], gamma, 0.0, 1)
+
+                t_alg3 = _best_of(run_alg3, 2)
+                xi, lamn = bound[:k].copy(), np.zeros(k)
                 t1 = time.perf_counter()
-                done, change, code, bad = _sweeps_vn(W, q, F, I, J, delta, xi, lam, float(gamma), float(tol), 1, st)
-                solver_s += time.perf_counter() - t1
-                sweeps += int(done)
-                if code == NONFINITE:
-                    raise RuntimeError(f"von Neumann workload: non-finite iterate at constraint {bad}")
-                if code == OK:
-                    converged = True
-                    break
-            proj = sweeps * len(pc)
-            rows.append({
-                "constraints": int(m), "pairs": len(pc), "sweeps": sweeps, "converged": converged,
-                "dual_change": float(change), "solver_s": solver_s, "build_s": build,
-                "s_per_proj": solver_s / max(proj, 1), "evals_per_proj": float(st[0] / max(st[1], 1)),
-                "sweep_s": solver_s / max(sweeps, 1),
-                "paper_min": None if quick else _VN_PAPER_MIN.get(int(m)),
-            })
-    conv = [row for row in rows if row["converged"]]
-    per_proj = float(np.median([row["s_per_proj"] for row in rows]))
-    big = 100_000
-    extra = {"constraints": big, "sweep_s": per_proj * big,
-             "assumed_sweeps": max(conv, key=lambda q_: q_["constraints"])["sweeps"] if conv else None}
-    extra["total_s"] = None if extra["assumed_sweeps"] is None else extra["sweep_s"] * extra["assumed_sweeps"]
+                Wn, qn, _evals, searched = numpy_vonneumann_sweep(np.eye(r), q0.copy(), F, I[:k], J[:k],
+                                                                  delta[:k], xi, lamn, gamma)
+                t_np = time.perf_counter() - t1
+                Xn = (Wn * np.exp(qn)) @ Wn.T
+                dense.append({"constraints": int(m), "prefix": k,
+                              "projections": int(ref["res"].extra["projections"]),
+                              "numpy_projections": int(searched),
+                              "alg3_s_per_visit": t_alg3 / k, "numpy_s_per_visit": t_np / k,
+                              "speedup": t_np / t_alg3,
+                              "max_rel_diff": float(np.max(np.abs(ref["res"].matrix - Xn)) / np.max(np.abs(Xn)))})
     return {"source": src, "n": n, "r": r, "gamma": gamma, "tol": tol, "time_budget": time_budget,
-            "rows": rows, "extrapolated": extra, "paper_min_100k": _VN_PAPER_MIN[big]}
+            "rows": rows, "dense": dense, "dgemm_gflops": dgemm_gflops(r),
+            "paper_min_100k": _VN_PAPER_MIN[100_000]}
 
 
-__all__ += ["vonneumann_pairs_problem", "numpy_vonneumann_sweep", "warm_up_vonneumann",
+__all__ += ["vonneumann_pairs_problem", "numpy_vonneumann_sweep", "warm_up_vonneumann", "dgemm_gflops",
             "vonneumann_projection_rows", "vonneumann_workload_rows"]

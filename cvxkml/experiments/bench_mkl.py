@@ -1,9 +1,14 @@
-"""Measurements for reference/wang2011-mkl.md: the fast LMNN solver against the exact
-CVXPY model on property-test-like instances (relative gap, times), the exact model's
-cost as n grows, and Algorithm 1's outer-iteration counts.
+"""Measurements for reference/wang2011-mkl.md.
 
-``python -m cvxkml.experiments.bench_mkl [--draws N] [--json FILE]``; nothing here is used by the
-library itself.
+* ``cvxkml bench mkl`` (registered by :mod:`.bench_commands`): the MKL_P weight step
+  (Wang et al. eq. 15–17) — the interior-point solver of :mod:`cvxkml.solvers.mkl` against
+  the CVXPY path it replaced, same instances, same run (:func:`weight_step_rows`) — and the
+  MKL_μ step (``MuWeightStep`` / ``lmnn_mu_step``, still CVXPY; :func:`mu_step_rows`).
+* ``python -m cvxkml.experiments.bench_mkl [--draws N] [--json FILE]``: the fast LMNN solver
+  against the exact CVXPY model on property-test-like instances (relative gap, times), the
+  exact model's cost as n grows, and Algorithm 1's outer-iteration counts.
+
+Nothing here is used by the library itself.
 """
 from __future__ import annotations
 
@@ -109,6 +114,165 @@ def alternation_counts(draws: int = 5) -> list[dict]:
                          objective_first=float(F[0]), objective_last=float(F[-1]),
                          monotone=bool(all(b <= a * (1 + 1e-5) + 1e-9 for a, b in zip(F, F[1:]))),
                          mu=[round(float(v), 4) for v in res.mu], seconds=time.perf_counter() - t0))
+    return rows
+
+
+# --------------------------------------------------------------------------- weight steps
+def weight_objective(name: str = "sonar", n: int = 30, seed: int = 0, A: str = "I", k: int = 5,
+                     gamma: float = 0.5, data_dir=None):
+    """LMNN's weight-step objective h(P) (Wang et al. eq. 15, 18) as Algorithm 1 meets it first:
+    the 20 paper kernels (:func:`~cvxkml.mkl_kernels.paper_kernels`) on a stratified sample of
+    ``n`` standardized points of ``name`` (a UCI set of the data folder, or ``"synthetic"``: two
+    shifted Gaussian classes in 5-D), k target neighbours from the uniform combination,
+    A = I (``A="I"``) or a random PSD A (``"rand"``: B Bᵀ/n + 0.5 I, B ~ 0.3·N(0, 1))."""
+    from ..datasets import load_csv_dataset
+    from ..declare.mkl import LMNNWeightObjective
+    from ..formulas.lmnn import LMNNTriplets
+    from ..kernels import kernel_sq_distances
+    from ..mkl_kernels import paper_kernels
+
+    rng = np.random.default_rng(seed)
+    if name == "synthetic":
+        X, y = _points(seed, max(n, 4), 2, 5)
+    else:
+        X, y = load_csv_dataset(name, data_dir=data_dir)
+        X = np.asarray(X, dtype=float)
+    X = X[:, X.std(0) > 0]
+    idx = np.sort(np.concatenate([
+        rng.choice(np.flatnonzero(y == c), max(2, int(round(n * np.mean(y == c)))), replace=False)
+        for c in np.unique(y)]))[: max(n, 4)]
+    Xs = (X[idx] - X[idx].mean(0)) / np.where(X[idx].std(0) > 0, X[idx].std(0), 1.0)
+    Ks = np.array(paper_kernels().fit_matrices(Xs))
+    tr = LMNNTriplets.from_labels(y[idx], k, sq_dist=kernel_sq_distances(Ks.mean(0)), small_classes="shrink")
+    nn = len(idx)
+    if A == "I":
+        Am = np.eye(nn)
+    else:
+        B = rng.normal(size=(nn, nn)) * 0.3
+        Am = B @ B.T / nn + 0.5 * np.eye(nn)
+    return LMNNWeightObjective.from_kernels(Ks, Am, tr, gamma)
+
+
+def previous_method(h) -> str:
+    """What ``RankOneWeightStep(method="auto")`` chose before the interior-point solver: the
+    CVXPY model of every hinge up to 2000 triplets, else the CVXPY working set."""
+    return "full" if h.triplets.n_triplets <= 2000 else "active-set"
+
+
+def _quiet(fn, *a, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*a, **kw)
+
+
+def cholesky_gflops(N: int, repeats: int = 5) -> float:
+    """GFLOP/s of a dense N × N Cholesky (N³/3 flops, one BLAS thread, best of ``repeats``
+    batches): the flop-count limit of one interior-point iteration's Newton system."""
+    from .._config import blas_limit
+
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((N, N))
+    S = M @ M.T + N * np.eye(N)
+    reps = max(5, int(2e8 / max(N ** 3 / 3.0, 1.0)))
+    best = np.inf
+    with blas_limit(1):
+        np.linalg.cholesky(S)
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                np.linalg.cholesky(S)
+            best = min(best, time.perf_counter() - t0)
+    return N ** 3 / 3.0 * reps / best / 1e9
+
+
+def weight_step_rows(cases=(("sonar", 30, "I", True), ("ionosphere", 30, "I", True), ("sonar", 60, "I", False)),
+                     data_dir=None, seed: int = 0, w: float = 10.0) -> list[dict]:
+    """The MKL_P weight step, interior point (``method="interior-point"``, the default now)
+    against the CVXPY path it replaced (:func:`previous_method`) on the same h, same run, one
+    BLAS thread, both paths warmed up on a small instance first.
+
+    ``cases``: (data set, n, A, run the CVXPY path too).  Per case and path: ``relax_s`` —
+    (15) with W = 0 (a cold solve); ``wsolve_s`` — (15) with weight ``w`` and W = UUᵀ from the
+    interior point's relaxation (eq. 16; the interior point warm-started at its relaxation);
+    ``solve_s`` — the whole step ``RankOneWeightStep(h).solve()`` (convex iteration over the w
+    grid, certified by the relaxation's bound), ``n_solves``, ``s_per_solve`` = solve_s /
+    n_solves, ``objective`` h(μμᵀ), ``rel_gap`` (gap / max(1, |h|)), ``converged``
+    (certified rank-one point), ``rank_one``, ``w``, ``mu``, ``relax_value``, ``wsolve_value``,
+    ``max_violation``.  Interior point only: ``ipm_iterations`` and ``gflops`` = iterations ×
+    N³/3 / interior-point seconds / 1e9 (N = m(m+1)/2 + 1, the Newton system's Cholesky, a lower
+    bound on the flops), ``cholesky_gflops`` (that Cholesky alone, :func:`cholesky_gflops`).
+    """
+    from .._config import blas_limit
+    from ..declare.mkl import RankOneWeightStep
+
+    rows = []
+    with blas_limit(1):
+        h0 = weight_objective("synthetic", 8, seed)              # warm-up, untimed
+        for method in ("interior-point", "full", "active-set"):
+            _quiet(RankOneWeightStep(h0, method=method).solve_relaxation)
+        for name, n, A, old in cases:
+            h = weight_objective(name, n, seed, A, data_dir=data_dir)
+            N = h.m * (h.m + 1) // 2 + 1
+            W = None
+            for method in ("interior-point",) + ((previous_method(h),) if old else ()):
+                step = RankOneWeightStep(h, method=method)
+                t0 = time.perf_counter()
+                P, v_rel = _quiet(step.solve_relaxation)
+                t_rel = time.perf_counter() - t0
+                if W is None:
+                    W = RankOneWeightStep.direction(P)
+                t0 = time.perf_counter()
+                _, v_w = _quiet(step.solve_relaxation, W, w)
+                t_w = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                sol = _quiet(RankOneWeightStep(h, method=method).solve)
+                t_s = time.perf_counter() - t0
+                row = dict(data=name, n=n, A=A, kernels=h.m, triplets=int(h.triplets.n_triplets), method=method,
+                           path="interior point" if method == "interior-point" else f"CVXPY {method}",
+                           relax_s=t_rel, relax_value=float(v_rel), wsolve_s=t_w, wsolve_value=float(v_w),
+                           solve_s=t_s, n_solves=int(sol.n_solves), s_per_solve=t_s / max(sol.n_solves, 1),
+                           objective=float(sol.objective),
+                           rel_gap=(float(sol.gap) / max(1.0, abs(sol.objective))) if sol.gap is not None else None,
+                           converged=bool(sol.converged), rank_one=bool(sol.rank_one), w=sol.w,
+                           mu=np.asarray(sol.mu, dtype=float), max_violation=float(sol.max_violation))
+                ipm = sol.info.get("interior_point")
+                if ipm:
+                    row["ipm_iterations"] = int(ipm["iterations"])
+                    row["gflops"] = ipm["iterations"] * N ** 3 / 3.0 / max(ipm["seconds"], 1e-12) / 1e9
+                    row["cholesky_gflops"] = cholesky_gflops(N)
+                rows.append(row)
+    return rows
+
+
+def mu_step_rows(cases=(("sonar", 30),), data_dir=None, seed: int = 0, ccp_iter: int = 3) -> list[dict]:
+    """The MKL_μ step (eq. 6), still a CVXPY/Clarabel model (no fast solver): one
+    ``MuWeightStep`` solve of LMNN's convex majorizer at μ = 1/m (``mu_solve_s``, certified:
+    ``rel_gap``), and ``lmnn_mu_step`` (the convex–concave procedure) for ``ccp_iter`` steps
+    (``ccp_s``, ``ccp_s_per_solve``, h before and after).  Same instances as
+    :func:`weight_step_rows` (A = I), one BLAS thread."""
+    from .._config import blas_limit
+    from ..declare.mkl import LMNNMuMajorizer, MuWeightStep, lmnn_mu_step
+
+    rows = []
+    with blas_limit(1):
+        h0 = weight_objective("synthetic", 8, seed)              # warm-up, untimed
+        _quiet(MuWeightStep(LMNNMuMajorizer(h0, np.full(h0.m, 1.0 / h0.m))).solve_reference,
+               accept_inaccurate=True)
+        for name, n in cases:
+            h = weight_objective(name, n, seed, data_dir=data_dir)
+            mu0 = np.full(h.m, 1.0 / h.m)
+            t0 = time.perf_counter()
+            sol = _quiet(MuWeightStep(LMNNMuMajorizer(h, mu0)).solve_reference, accept_inaccurate=True)
+            t_one = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            ccp = _quiet(lmnn_mu_step, h, mu0, max_iter=ccp_iter)
+            t_ccp = time.perf_counter() - t0
+            rows.append(dict(data=name, n=n, kernels=h.m, triplets=int(h.triplets.n_triplets),
+                             mu_solve_s=t_one, objective=float(sol.objective),
+                             rel_gap=(float(sol.gap) / max(1.0, abs(sol.objective))) if sol.gap is not None else None,
+                             ccp_steps=int(ccp.n_solves), ccp_s=t_ccp, ccp_s_per_solve=t_ccp / max(ccp.n_solves, 1),
+                             h_start=float(h.value_mu(mu0)), h_end=float(ccp.objective),
+                             ccp_converged=bool(ccp.converged)))
     return rows
 
 

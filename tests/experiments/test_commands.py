@@ -21,8 +21,11 @@ PARALLEL_OPTIONS = ("--n-jobs", "--backend", "--scheduler")
 COMMANDS = {
     "demo": ("--seed", "--n"),
     "bench itml": ("--quick", "--repeats", "--seed"),
-    "bench lowrank": ("--quick", "--repeats", "--seed", "--data-dir"),
-    "bench vonneumann": ("--quick", "--repeats", "--seed", "--constraints", "--budget", "--data-dir"),
+    "bench lowrank": ("--quick", "--repeats", "--seed", "--constraints", "--no-baseline", "--baseline-budget",
+                      "--data-dir"),
+    "bench vonneumann": ("--quick", "--repeats", "--seed", "--constraints", "--budget", "--no-baseline",
+                         "--data-dir"),
+    "bench mkl": ("--quick", "--parts", "--datasets", "--n", "--old-max-n", "--no-old", "--seed", "--data-dir"),
     "bench pola": ("--quick", "--repeats", "--seed"),
     "bench kcr": ("<what>", "--draws", "--exact-sizes", "--scs-eps", "--scs-time-limit", "--n",
                   "--no-baseline", "--variant-n", "--variants", "--variant-data", "--json"),
@@ -42,6 +45,8 @@ COMMANDS = {
                       "--max-iter", "--cv-max-iter", "--max-outer", "--max-convex-iter", "--no-table1",
                       "--n-learn", "--n-learn-mfeat", "--seed", "--out", "--data-dir", PARALLEL),
     "reproduce logdet": ("--quick", "--repeats", "--seed", "--data-dir", "--json", PARALLEL),
+    "reproduce all": ("--quick", "--full", "--recorded", "--sections", "--out", "--reference", "--data-dir", "--seed",
+                      PARALLEL),
 }
 #: every reproduction runs its independent fits through joblib (cvxkml.experiments._parallel)
 COMMANDS = {k: tuple(o for opt in v for o in (PARALLEL_OPTIONS if opt is PARALLEL else (opt,)))

@@ -27,16 +27,43 @@ def test_bench_lowrank_quick_structure():
     text = run_cli_ok(["bench", "lowrank", "--quick", "--seed", "1"])
     (h1, proj), (h2, work) = output_tables(text)
     assert h1[0] == "r" and [r[0] for r in proj] == ["10", "50"]
+    assert h1[4] == "cholupdatemult_t [1/s]" and h1[7] == "bit-identical"
     for r in proj:
         rank = int(r[0])
         assert int(r[1]) == 3 * rank * rank + 2 * rank          # the paper's flop count
-        assert all(positive_finite(c) for c in r[2:8])
-        assert float(r[8]) < 1e-10                              # Numba B == dense NumPy B
-    assert h2[:3] == ["constraints", "pairs", "sweeps"] and [r[0] for r in work] == ["1000", "5000"]
+        assert all(positive_finite(c) for c in r[2:7] + r[8:12])
+        assert r[7] == "yes"                                    # cholupdatemult_t == cholupdatemult, bit for bit
+        assert float(r[12]) < 1e-10                             # Numba B == dense NumPy B
+    assert h2[:6] == ["constraints", "pairs", "solver", "sweeps", "stopped by", "certified"]
+    assert h2[12:15] == ["objective", "max rel viol", "rel gap"]
+    assert [(r[0], r[2]) for r in work] == [(c, s) for c in ("1000", "5000") for s in ("certified", "paper rule")]
     for r in work:
-        assert int(r[1]) <= int(r[0]) and int(r[2]) >= 1 and r[3] in ("yes", "no")
-        assert all(positive_finite(c) for c in r[4:8]) and r[8] == "-"
+        assert int(r[1]) <= int(r[0]) and int(r[3]) >= 1 and r[15] == "-"
+        assert all(positive_finite(c) for c in r[6:13])
+        if r[2] == "certified":                                 # the package's solve certifies
+            assert r[4] == "certificate" and r[5] == "yes"
+            assert float(r[13]) <= 1e-3 and abs(float(r[14])) <= 1e-3
+        else:
+            assert r[4] in ("dual change", "budget")
+    # same constraints: the certified objective is not above the paper rule's by more than its gap
+    for c in ("1000", "5000"):
+        cert, paper = (float(r[12]) for r in work if r[0] == c)
+        assert cert <= paper * (1 + 1e-3)
+    assert "1000 constraints: certified" in text and "paper rule" in text
     assert "data: " in text and "bench finished" in text
+
+
+def test_lowrank_workload_projection_count_and_baseline_budget(tmp_path):
+    """projections/s is the solver's own projection count over its time, and the paper-rule
+    baseline stops at its budget (one chunk of sweeps) without a certificate."""
+    res = bench.lowrank_workload_rows(quick=True, data_dir=tmp_path, counts=(400,), baseline_budget=1e-9)
+    cert, paper = res["rows"]
+    assert (cert["solver"], paper["solver"]) == ("certified", "paper rule")
+    assert cert["proj_per_s"] == pytest.approx(cert["projections"] / cert["solver_s"])
+    assert 0 < cert["projections"] <= cert["sweeps"] * cert["pairs"]      # the active set skips some
+    assert paper["stop"] == "budget" and paper["sweeps"] == 4 and not paper["converged"]
+    assert paper["projections"] == paper["sweeps"] * paper["pairs"]
+    assert cert["certified"] and res["flops_per_projection"] == 3 * 20 * 20 + 2 * 20
 
 
 def test_numpy_lowrank_sweep_matches_solver_loop():

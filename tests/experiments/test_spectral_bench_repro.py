@@ -19,7 +19,7 @@ from cli_output import output_tables, positive_finite, run_cli_ok
 # --------------------------------------------------------------------------- bench vonneumann
 def test_bench_vonneumann_quick_structure():
     text = run_cli_ok(["bench", "vonneumann", "--quick", "--seed", "1"])
-    (h1, proj), (h2, work) = output_tables(text)
+    (h1, proj), (h2, work), (h3, dense) = output_tables(text)
     assert h1[0] == "r" and [r[0] for r in proj] == ["10", "50"]
     for r in proj:
         assert int(r[2]) == int(r[1])                            # every projection updated
@@ -27,13 +27,22 @@ def test_bench_vonneumann_quick_structure():
         assert all(positive_finite(c) for c in r[4:7]) and int(r[7]) >= 10
         assert 1.0 <= float(r[8]) <= 6.0 and positive_finite(r[9]) and positive_finite(r[10])
         assert float(r[11]) < 1e-10                              # Algorithm 3 X == dense NumPy X
-    assert h2[:4] == ["constraints", "pairs", "sweeps", "converged"]
-    assert [r[0] for r in work] == ["500", "2000"]
+    assert h2[:6] == ["constraints", "pairs", "solver", "sweeps", "stopped by", "certified"]
+    assert h2[14:17] == ["objective", "max rel viol", "rel gap"]
+    assert [(r[0], r[2]) for r in work] == [(c, s) for c in ("500", "2000") for s in ("certified", "paper rule")]
     for r in work:
-        assert int(r[1]) <= int(r[0]) and int(r[2]) >= 1 and r[3] in ("yes", "no")
-        assert all(positive_finite(c) for c in r[5:10]) and r[10] == "-"
-    assert "data: " in text and "extrapolated to 100000 constraints" in text
-    assert "bench finished" in text
+        assert int(r[1]) <= int(r[0]) and int(r[3]) >= 1 and r[17] == "-"
+        assert int(r[10]) <= int(r[9]) == int(r[3]) * int(r[1])  # ZEROFINDER runs <= visits = sweeps x pairs
+        assert all(positive_finite(c) for c in r[6:9] + r[11:14])
+        if r[2] == "certified":                                 # the package's driver certifies
+            assert r[4] == "certificate" and r[5] == "yes"
+            assert float(r[15]) <= 1e-3 and abs(float(r[16])) <= 1e-3
+        else:
+            assert r[4] in ("dual change", "budget")
+    assert [r[0] for r in dense] == ["500", "2000"]
+    for r in dense:
+        assert all(positive_finite(c) for c in r[4:7]) and float(r[7]) < 1e-10
+    assert "data: " in text and "of the dgemm rate" in text and "bench finished" in text
 
 
 @pytest.mark.parametrize("gamma", [1.0, None], ids=["slack", "hard"])
@@ -82,11 +91,15 @@ def test_vonneumann_pairs_problem_is_kulis_start():
 
 
 def test_vonneumann_workload_custom_counts_and_budget(tmp_path):
-    res = bench.vonneumann_workload_rows(quick=True, data_dir=tmp_path, counts=(300,), time_budget=1e-9)
+    res = bench.vonneumann_workload_rows(quick=True, data_dir=tmp_path, counts=(300,), time_budget=1e-9,
+                                         baseline=False)
     assert res["source"].startswith("synthetic") and (res["n"], res["r"]) == (3000, 10)
     (row,) = res["rows"]
     assert row["sweeps"] == 1 and row["pairs"] <= 300               # the budget stops after one sweep
-    assert res["extrapolated"]["sweep_s"] > 0
+    assert row["stop"] == "budget" and not row["converged"] and res["dense"] == []
+    assert row["proj_per_s"] == pytest.approx(row["projections"] / row["solver_s"])
+    assert row["visits"] == row["pairs"] and 0 < row["projections"] <= row["visits"]
+    assert res["dgemm_gflops"] > 0
 
 
 # --------------------------------------------------------------------------- reproduce spectral
