@@ -8,6 +8,8 @@
                                 dense NumPy) and the MNIST-shape workload
     cvxkml bench vonneumann [--quick]  von Neumann Algorithm 3: seconds per projection vs r
                                 (vs dense NumPy eigh) and the MNIST-shape workload
+    cvxkml bench mkl [--quick] [--parts …]  MKL_P weight step (fast vs CVXPY per solve, same
+                                optimum) and the MKL_mu step / CCP timing
     cvxkml bench pola [--quick]        POLA and LogDet-barrier SDP fast solvers vs CVXPY
                                 (Clarabel/SCS): time to the same accuracy, as ratios
     cvxkml bench kcr [sweep|exact|alg1|large|all]  KCR fast vs exact, SCS sizes, n = 500
