@@ -466,10 +466,12 @@ class LMNNProblem(Problem):
 
     def solve(self, tol: float = 1e-5, max_iter: int = 20_000, callback=None, warm_start=None, *,
               A0=None, alpha0=None, check_every: int = 200, buffer: float = 1.0,
-              polish: bool = True) -> Solution:
-        """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`) of eq. 18: primal–dual
-        projected sub-gradient with Weinberger & Saul's active set, in the whitened
-        coordinates, stopped on a certified duality gap.
+              polish: bool = True, smooth: bool = True) -> Solution:
+        """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`) of eq. 18: a smoothed
+        quasi-Newton phase (L-BFGS on a factor of X̂ for a decreasing smoothing of the
+        hinge), then primal–dual projected sub-gradient with Weinberger & Saul's active
+        set, in the whitened coordinates, stopped on a certified duality gap of the
+        unsmoothed problem.
 
         Parameters
         ----------
@@ -482,9 +484,10 @@ class LMNNProblem(Problem):
             ``status="max_iter reached"``, one :class:`~cvxkml.errors.ConvergenceWarning`, and the best
             iterate is returned.
         callback : callable or None
-            Called with a dict at every certificate check of the solver (iteration 0, then
-            every ``check_every`` iterations): ``iteration``, ``objective`` (F at the best
-            iterate), ``dual_value`` (the best bound g), ``gap`` ((F − g) / max(1, |F|)),
+            Called with a dict at every certificate check of the solver (iteration 0, the
+            end of every smoothing width, then every ``check_every`` PDHG iterations):
+            ``iteration``, ``objective`` (F at the best iterate), ``dual_value`` (the best
+            bound g), ``gap`` ((F − g) / max(1, |F|)),
             ``current_objective``, ``working_triplets``.  A truthy return stops the solve:
             ``status="stopped by callback"``, ``converged=False`` (unless that check
             certified ``tol``) and a :class:`~cvxkml.errors.ConvergenceWarning`.
@@ -504,6 +507,10 @@ class LMNNProblem(Problem):
             Start multipliers, the same as ``warm_start={"alpha": alpha0}``.
         check_every, buffer, polish
             See :func:`cvxkml.solvers.lmnn.lmnn_pdhg`.
+        smooth : bool, default=True
+            Start with the smoothed quasi-Newton phase (its L-BFGS iterations count in
+            ``n_iter`` and ``max_iter``; ``info["smooth_iterations"]``); False: the PDHG
+            alone, as before.  Either way ``converged`` is the same certificate.
 
         Returns
         -------
@@ -520,7 +527,7 @@ class LMNNProblem(Problem):
         SolverError
             The iterates diverged (badly scaled features).
         """
-        from ..solvers.lmnn import lmnn_pdhg
+        from ..solvers.lmnn import lmnn_pdhg, pair_distances
 
         tol = check_positive(tol, "tol")
         # capped at 1e15: 10**20 was accepted and ran for ever on a stalled draw (fuzz seed 7107)
@@ -528,20 +535,22 @@ class LMNNProblem(Problem):
         callback = self._check_callback(callback)
         check_every = check_int(check_every, "check_every", minimum=1)
         buffer = check_number(buffer, "buffer", low=0.0)
-        if not isinstance(polish, (bool, np.bool_)):
-            raise InvalidInputError(f"polish must be True or False; got {polish!r}.")
+        for name, flag in (("polish", polish), ("smooth", smooth)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise InvalidInputError(f"{name} must be True or False; got {flag!r}.")
         X0, complement, alpha0 = self._start(warm_start, A0, alpha0)
         try:
             res = lmnn_pdhg(self.U, self.triplets, self.gamma, X0=X0, alpha0=alpha0, tol=tol,
                             max_iter=max_iter, check_every=check_every, buffer=buffer,
-                            polish=bool(polish), callback=callback)
+                            polish=bool(polish), callback=callback, smooth=bool(smooth))
         except FloatingPointError as exc:
             raise SolverError(
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
                 "normalize the kernel by its mean diagonal).") from exc
         A = self.matrix_from_whitened(res.X, complement)
-        xi = lmnn_slack(pair_quadratic(self.U, res.X, self.triplets.pi, self.triplets.pj), self.triplets)
-        viol = self.violations_whitened(res.X, xi)
+        p = pair_distances(self.U, res.X, self.triplets.pi, self.triplets.pj)
+        xi = lmnn_slack(p, self.triplets)
+        viol = self._violations(p, res.X, xi)
         status = res.status          # "converged", "max_iter reached" or CALLBACK_STOP
         sol = Solution(
             matrix=A, objective=res.objective, dual=res.alpha, slack=xi,

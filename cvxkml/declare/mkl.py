@@ -57,8 +57,9 @@ from .._validation import (as_float_array, check_choice, check_conic_options, ch
                            check_number, check_positive)
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
-from ..formulas.lmnn import LMNNTriplets, lmnn_objective, pair_quadratic
+from ..formulas.lmnn import LMNNTriplets, lmnn_objective
 from ..solution import Solution
+from ..solvers.lmnn import pair_distances
 from ..solvers.mkl import HingeTerms, lagrange_bound, smat, weight_step_ipm
 from ..solvers.result import NONFINITE
 from ._conic import solve_conic, solve_conic_bound
@@ -1433,7 +1434,9 @@ class MKLResult:
     history : one dict per outer iteration (objective after the weight step and after the
     metric step, μ, w, LMNN iterations, convergence flags).  n_outer : iterations.
     converged : μ and F stopped changing within tolerance before max_outer.
-    weight_results : the :class:`WeightStepSolution` of each weight step.
+    weight_results : the :class:`WeightStepSolution` of each weight step that ran (a step is
+        skipped, ``history[i]["weights_skipped"]``, when F(A, μ) is already at most ``tol``·
+        max(1, F): F >= 0, so no μ could lower it by more than the outer threshold).
     """
 
     mu: np.ndarray
@@ -1452,7 +1455,7 @@ class MKLResult:
 def joint_objective(Ks, A, mu, triplets: LMNNTriplets, gamma: float) -> float:
     """F(A, μ): the LMNN objective of eq. 18 with d(i, j) = μᵀ B_ij A B_ijᵀ μ =
     (K_μ^i − K_μ^j)ᵀ A (K_μ^i − K_μ^j)."""
-    p = pair_quadratic(combine_kernels(Ks, mu), A, triplets.pi, triplets.pj)
+    p = pair_distances(combine_kernels(Ks, mu), A, triplets.pi, triplets.pj)
     return lmnn_objective(p, triplets, gamma)
 
 
@@ -1533,7 +1536,13 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
         # weight step (A fixed)
         h = LMNNWeightObjective.from_kernels(Ks, A, triplets, gamma)
         F_before = h.value_mu(mu)
-        if variant == "P":
+        skip = it > 1 and F_before <= tol * max(1.0, abs(F_before))
+        if skip:
+            # F >= 0 for every μ (A ⪰ 0), so no weight step can lower F by more than F_before,
+            # which is already below the outer stopping threshold: μ is kept (a full-rank
+            # kernel collapses the classes and the metric step reaches F = 0)
+            wres = None
+        elif variant == "P":
             W0 = None
             if it > 1:
                 u = mu / np.linalg.norm(mu)
@@ -1547,8 +1556,10 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
                 warnings.simplefilter("always")
                 wres = lmnn_mu_step(h, mu, **weight_options)
             _reemit(rec)
-        weight_results.append(wres)
-        accepted = wres.objective <= F_before + 1e-9 * max(1.0, abs(F_before)) and (variant == "mu" or wres.rank_one)
+        if wres is not None:
+            weight_results.append(wres)
+        accepted = wres is not None and wres.objective <= F_before + 1e-9 * max(1.0, abs(F_before)) and (
+            variant == "mu" or wres.rank_one)
         mu_new = wres.mu if accepted else mu
         F_mu = h.value_mu(mu_new)
         # metric step (μ fixed), warm-started from A
@@ -1560,7 +1571,8 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
         F_new = sol.objective
         dmu = float(np.abs(mu_new - mu).sum())
         history.append({"iteration": it, "objective_after_weights": F_mu, "objective": F_new,
-                        "mu": mu_new.copy(), "w": wres.w, "rank_one": wres.rank_one,
+                        "mu": mu_new.copy(), "w": None if skip else wres.w,
+                        "rank_one": None if skip else wres.rank_one, "weights_skipped": bool(skip),
                         "weights_accepted": bool(accepted), "lmnn_iterations": sol.n_iter,
                         "lmnn_converged": sol.converged, "mu_change": dmu})
         done = abs(F - F_new) <= tol * max(1.0, abs(F)) and dmu <= mu_tol

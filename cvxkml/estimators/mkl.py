@@ -56,7 +56,7 @@ def _check_w_grid(value, name):
     grid = None if isinstance(value, (str, bytes)) else as_float_array(value, name, finite=False)
     if grid is None or grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
         raise InvalidInputError(f"{name} must be a non-empty sequence of positive numbers; got {value!r}.")
-    return tuple(value)
+    return tuple(float(x) for x in grid)
 
 
 def _check_bool(value, name):
@@ -140,8 +140,9 @@ class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
     with S the k nearest same-class points of each point (target neighbours) and
     d_A(i, j) = (z_i − z_j)ᵀ A (z_i − z_j); z = x (``kernel="linear"``, A is
     n_features × n_features) or z = k(x) = [κ(x, x_1), …, κ(x, x_n)] (any other kernel,
-    A is n_train × n_train).  Solved by the certified primal–dual projected sub-gradient
-    method (:meth:`cvxkml.declare.lmnn.LMNNProblem.solve`) from A = I.
+    A is n_train × n_train).  Solved from A = I by a smoothed quasi-Newton phase and the
+    certified primal–dual projected sub-gradient method
+    (:meth:`cvxkml.declare.lmnn.LMNNProblem.solve`), stopped on the certified gap.
 
     With a full-rank kernel matrix the training classes can be collapsed exactly, so the
     optimum is 0 and what is learned depends on ``max_iter`` (see
@@ -206,8 +207,9 @@ class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
 
     Notes
     -----
-    ``verbose`` / ``callback`` see every certificate check of the solver (every 200
-    iterations, :meth:`cvxkml.declare.lmnn.LMNNProblem.solve`).
+    ``verbose`` / ``callback`` see every certificate check of the solver (the start, the
+    end of every smoothing width, then every 200 PDHG iterations,
+    :meth:`cvxkml.declare.lmnn.LMNNProblem.solve`).
 
     References
     ----------

@@ -224,12 +224,30 @@ def test_lmnn_problem_keeps_the_problem_contract():
 def test_callback_sees_every_check_and_can_stop():
     X, y = labelled_points(4, 14, 2, 2, d=3)
     prob = LMNNProblem.linear(X, y, k=2)
+    # the PDHG alone (smooth=False): a check at iteration 0, then every check_every iterations
     seen = []
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)        # converged: no warning
-        sol = prob.solve(tol=TOL, check_every=100, callback=lambda info: seen.append(dict(info)))
+        sol = prob.solve(tol=TOL, check_every=100, smooth=False,
+                         callback=lambda info: seen.append(dict(info)))
     assert sol.converged and sol.status == "converged"
     assert [c["iteration"] for c in seen] == list(range(0, sol.n_iter + 1, 100))
+    # with the smoothed phase (default) a check also ends every smoothing width: the
+    # iteration counts (L-BFGS iterations, then PDHG ones) increase from 0
+    smooth_seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        smooth_sol = prob.solve(tol=TOL, check_every=100, callback=lambda info: smooth_seen.append(dict(info)))
+    assert smooth_sol.converged
+    its = [c["iteration"] for c in smooth_seen]
+    assert its[0] == 0 and its[-1] == smooth_sol.n_iter and all(a < b for a, b in zip(its, its[1:]))
+    assert 0 < smooth_sol.info["smooth_iterations"] <= smooth_sol.n_iter
+    for checks, final in ((smooth_seen, smooth_sol), (seen, sol)):
+        F = [c["objective"] for c in checks]
+        g = [c["dual_value"] for c in checks]
+        assert all(a >= b for a, b in zip(F, F[1:])) and all(a <= b for a, b in zip(g, g[1:]))
+        assert checks[-1]["gap"] <= TOL < checks[-2]["gap"]
+        assert checks[-1]["objective"] == final.objective and checks[-1]["dual_value"] == final.dual_value
     F = [c["objective"] for c in seen]
     g = [c["dual_value"] for c in seen]
     assert all(a >= b for a, b in zip(F, F[1:])) and all(a <= b for a, b in zip(g, g[1:]))
@@ -242,13 +260,19 @@ def test_callback_sees_every_check_and_can_stop():
     # a truthy return stops at that check: honest status, one ConvergenceWarning
     calls = []
     with pytest.warns(ConvergenceWarning, match="callback stopped it") as rec:
-        stopped = prob.solve(tol=1e-12, check_every=100,
+        stopped = prob.solve(tol=1e-12, check_every=100, smooth=False,
                              callback=lambda info: calls.append(info["iteration"]) or info["iteration"] >= 300)
     assert sum(issubclass(w.category, ConvergenceWarning) for w in rec) == 1
     assert calls == [0, 100, 200, 300]
     assert stopped.status == CALLBACK_STOP and not stopped.converged and stopped.n_iter == 300
     assert stopped.dual_value <= stopped.objective
     assert stopped.gap > 1e-12 * max(1.0, stopped.objective)        # honestly uncertified
+    # a stop at the first smoothing check ends the smoothed phase there
+    calls = []
+    with pytest.warns(ConvergenceWarning, match="callback stopped it"):
+        early = prob.solve(tol=1e-12, callback=lambda info: calls.append(info["iteration"]) or info["iteration"] > 0)
+    assert len(calls) == 2 and early.n_iter == calls[1] > 0 and early.status == CALLBACK_STOP
+    assert early.info["smooth_iterations"] == early.n_iter and early.dual_value <= early.objective
 
     # a stop request at a check that certifies is a converged solve
     first = prob.solve(tol=TOL)
