@@ -7,7 +7,11 @@ constraints built from labels, with one of the two von Neumann problems of the p
 
       min_K  D_vN(K, K0) + γ D_vN(diag ξ, diag ξ0)     (:class:`cvxkml.declare.VonNeumannKernel`)
 
-  solved by their Algorithm 3.  K keeps the range of K0 (K = V0 X̂ V0ᵀ), so the learned
+  solved on its Lagrange dual by projected Newton-CG
+  (:func:`cvxkml.solvers.vonneumann.vonneumann_slack_newton`: the optimum of their
+  Algorithm 3, certified by the duality gap, in a few Newton steps instead of sweeps of
+  rank-one eigen-updates; Algorithm 3 runs for hard constraints and when Newton does not
+  certify).  K keeps the range of K0 (K = V0 X̂ V0ᵀ), so the learned
   kernel between arbitrary points is the range-space extension
   κ(z1, z2) = k1ᵀ K0⁺ K K0⁺ k2, i.e. :class:`~cvxkml.learned.LearnedKernel` with α = 0
   (Kulis et al. §6.1: the factor K = G0 B Bᵀ G0ᵀ applied to new points' factor coordinates).
@@ -81,14 +85,20 @@ default="gaussian"
         imposes hard constraints (which random label pairs may make infeasible).
     scheme, n_similar, n_dissimilar, n_constraints, percentiles, random_state
         Pair constraints from the labels, as in :class:`~cvxkml.estimators.ITML`
-        (defaults "jain", 50, 50, None, (5.0, 95.0), None); the bounds are percentiles
-        of the squared base-kernel distances.  Each sweep projects onto every pair at the
-        cost of an eigen-update of the n × n kernel, so the fit's cost grows with the
-        number of pairs; 50 + 50 per class is the compromise between that and accuracy.
+        (defaults "jain", 100, 100, None, (5.0, 95.0), None); the bounds are percentiles
+        of the squared base-kernel distances.  The dual Newton solver's cost per step is
+        one r × r eigendecomposition plus O(m r²) per conjugate-gradient product, so the
+        number of pairs m matters little.
     tol : float, default=1e-6
-        Stopping tolerance of Algorithm 3 (relative dual change over a sweep).
+        The certificate: the solve stops when the Lagrange duality gap is at most
+        ``tol``·max(1, |objective|) (with slack, the primal point is the learned K with its
+        best slack, so the gap alone certifies).  Hard constraints (``gamma=None``) are
+        solved by Algorithm 3, stopped on its relative dual change below ``tol`` and the
+        same certificate.
     max_iter : int, default=10000
-        Maximum number of sweeps (then a :class:`cvxkml.errors.ConvergenceWarning`).
+        Maximum number of Newton iterations (at most 200 in the slack solver, where about 5
+        are typical) or, on the fallback, of Algorithm 3's sweeps (then a
+        :class:`cvxkml.errors.ConvergenceWarning`).
     max_sweeps : int or None, default=None
         Deprecated former name of ``max_iter``.
     %(control)s
@@ -117,9 +127,10 @@ default="gaussian"
     %(pairs_fitted)s
     solution_ : cvxkml.solution.Solution
         The solver's result (``matrix`` is the learned n_train × n_train kernel K;
+        ``info["solver"]`` names the algorithm that ran; with the Algorithm 3 fallback
         ``info["evals_per_projection"]``: root-finder evaluations per projection).
     n_iter_ : int
-        Number of sweeps.
+        Number of Newton iterations (or Algorithm 3's sweeps on the fallback).
     %(converged)s
     %(standardize_fitted)s
     %(features_in)s
@@ -145,7 +156,7 @@ default="gaussian"
         **STANDARDIZE_CONSTRAINTS, **SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS, **CONTROL_CONSTRAINTS}
 
     def __init__(self, *, divergence="kulis", kernel="gaussian", kernel_params=None,
-                 standardize="auto", gamma=1.0, scheme="jain", n_similar=50, n_dissimilar=50,
+                 standardize="auto", gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
                  n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=10000,
                  max_sweeps=None, random_state=None, verbose=0, callback=None):
         self._store(locals())

@@ -8,7 +8,11 @@ base-kernel distances) or given — solves
     min_{K̃ ⪰ 0} τ tr K̃ + ‖K̃‖²_F   s.t.  d_K(i, j) <= u (similar),  >= l (dissimilar),
     K = K0^½ K̃ K0^½                                                          (26)
 
-with the accelerated Uzawa solver of :mod:`cvxkml.solvers.trace`, and maps any point x to
+on its Lagrange dual by projected Newton-CG in the eigenbasis of the dual matrix
+(:func:`cvxkml.solvers.trace.trace_pair_newton`, stopped on the duality-gap certificate;
+the accelerated Uzawa iteration of :func:`cvxkml.solvers.trace.trace_uzawa`, which solves
+the same problem with hundreds of eigendecompositions where Newton needs about a dozen
+steps, runs when Newton does not certify), and maps any point x to
 the k-dimensional coordinates of the learned low-rank transformation,
 
     x ↦ K̃^½ K0^-½ κ0(X_train, x)   (written in the eigenbasis of K̃, largest first),
@@ -65,23 +69,25 @@ class TraceSSIKDR(PairLearnerMixin, CvxkmlEstimator):
         rank is smaller than asked).
     scheme, n_similar, n_dissimilar, n_constraints
         How pairs are drawn from the labels, as in :class:`cvxkml.estimators.ITML`
-        (defaults "jain", 50, 50, None).  The solver's cost grows with the number of
-        distinct points the pairs touch (the learned transformation lives on their span):
-        50 + 50 pairs per class gave the accuracy of 100 + 100 on Wine and breast cancer
-        at a fraction of the cost.
+        (defaults "jain", 100, 100, None).  The dual Newton solver's cost grows mildly
+        with the number of pairs (an O(m r²) Hessian product per conjugate-gradient step);
+        on the digits subset 50 + 50 pairs per class fell below the Euclidean 1-NN
+        baseline where 100 + 100 did not (reference/estimator-speed.md).
     percentiles : tuple of two floats, default=(5.0, 95.0)
         Percentiles (lower, upper) of the squared base-kernel distances over all pairs of
         training points giving the bounds u (similar) and l (dissimilar).  Jain et al.
         §6 use (1, 99).
-    tol : float, default=1e-3
-        Stopping tolerance of the Uzawa solver (relative change of the multipliers;
-        hard constraints are also required to hold to 1e-7 relative).
+    tol : float, default=1e-6
+        The certificate of the dual solver: it stops when the Lagrange duality gap is at
+        most ``tol``·max(1, |objective|) and every hard constraint holds to ``tol``
+        relative (max(1, |bound|)).
     max_iter : int, default=20000
-        Maximum number of Uzawa iterations; when reached, the solver emits a
+        Maximum number of Newton iterations (at most 500; about a dozen are typical, each
+        one eigendecomposition of the r × r whitened matrix plus a conjugate-gradient
+        Newton system), and of the Uzawa iterations when Newton does not certify; when
+        reached, the solver emits a
         :class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept (an
         infeasible constraint set — possible for a rank-deficient K0 — ends this way).
-        An ill-conditioned K0 needs many iterations (a Gaussian kernel on 100 pendigits,
-        cond(K0) ≈ 4e4: about 20 000; on 100 MNIST digits, cond ≈ 2e3: about 1 000).
         The solve follows the library's thread policy (``cvxkml.set_config(blas_threads=…)``,
         default one BLAS thread).
     max_sweeps : int or None, default=None
@@ -112,7 +118,7 @@ default=None
     solution_ : cvxkml.solution.Solution
         The solver's result (``matrix`` is the learned n_train × n_train kernel K).
     n_iter_ : int
-        Number of Uzawa iterations.
+        Number of Newton iterations (of Uzawa iterations when that solver ran).
     %(pairs_fitted)s
     constraints_ : cvxkml.sideinfo.PairConstraints
         The same object as ``pairs_`` (its earlier name).
@@ -140,16 +146,17 @@ default=None
                               **CONTROL_CONSTRAINTS}
 
     def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", tau=1.0,
-                 n_components=None, scheme="jain", n_similar=50, n_dissimilar=50,
-                 n_constraints=None, percentiles=(5.0, 95.0), tol=1e-3, max_iter=20000,
+                 n_components=None, scheme="jain", n_similar=100, n_dissimilar=100,
+                 n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=20000,
                  max_sweeps=None, random_state=None, verbose=0, callback=None):
         self._store(locals())
 
     def _fit(self, X, y, pairs, p):
         kern, K0, _, pc = self._kernel_pairs(X, y, pairs, p)
-        # the library's thread policy (blas_threads, default 1): the solver does thousands
-        # of small (n × n) products and eigendecompositions, where threads only add
-        # synchronisation cost
+        # the library's thread policy (blas_threads, default 1): the solver does many small
+        # (r × r) products and eigendecompositions, where threads only add synchronisation
+        # cost.  The dual Newton solver (certified: gap and hard violations within tol)
+        # replaces the Uzawa iteration (hundreds of iterations on an ill-conditioned K0)
         with blas_limit():
             problem = _TraceProblem(K0, pc, tau=p.tau)
             sol = problem.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())

@@ -14,7 +14,9 @@ restarts.  Newton polish: the generalized Hessian of −g is H = 𝒜* 𝒥 𝒜
 𝒥[D] = V(Γ ∘ VᵀDV)Vᵀ (−A = V diag μ Vᵀ, Γ_kl the divided differences of max(μ, 0));
 projected Newton (Bertsekas 1982) on the free set, with an Armijo search along the
 projection arc; the Newton system is solved densely when p·r² is small (O(p² r²) per
-Hessian), else by conjugate gradients with matrix-free products Hv (O(p r² + r³) each).
+Hessian), else by conjugate gradients with matrix-free products Hv, formed in the
+eigenbasis (Y = U V once per Newton step) on the rows of the k positive eigenvalues only
+(Γ vanishes on the non-positive block): O(p r k) each.
 
 Stopping rule (checked at the current dual point λ, with X̂ = X̂(λ)):
 
@@ -28,13 +30,16 @@ f(X̂) − g(λ) = Σ_c λ_c (t_c − tr(X̂Â_c)).  Since ½‖·‖² is 1-str
 
 Constraints arrive as signed rank-one terms (:mod:`cvxkml.declare.terms`):
 Â_c = Σ_{a ∈ c} w_a u_a u_aᵀ.  Cost per FISTA iteration: one r × r eigendecomposition
-plus O(p r²).  No CVXPY here.
+plus O(p r²) (A(λ) over the terms with λ ≠ 0 only).  The Lipschitz constant λ_max(G) is
+found by Lanczos above 500 constraints.  No CVXPY here.
 """
 from __future__ import annotations
 
 import time
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import ArpackError, eigsh
 
 from .._config import blas_limit
 from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult
@@ -62,6 +67,7 @@ class _Ops:
         self.m = self.t.size
         self.r = self.U.shape[1]
         self.owner = np.repeat(np.arange(self.m), np.diff(self.ptr))
+        self._basis = None                   # hess_vec's cache: (V, Γ, U V, …) of one point
         # ‖Â_c‖_F² = Σ_{a,b ∈ c} w_a w_b (u_a·u_b)²
         self.norms = np.zeros(self.m)
         for c in range(self.m):
@@ -73,7 +79,20 @@ class _Ops:
 
     def A(self, lam):
         coef = self.w * lam[self.owner]
+        nz = coef != 0.0
+        if np.count_nonzero(nz) * 4 < 3 * coef.size:       # sparse λ (an active set): the
+            U = self.U[nz]                                   # zero terms add exact zeros
+            return (U.T * coef[nz]) @ U
         return (self.U.T * coef) @ self.U
+
+    def _aggregate(self, Ht):
+        """Σ over the terms of each constraint, rows and columns: Sᵀ Ht S with S the
+        term-to-constraint indicator (Ht itself when every constraint is one term)."""
+        p = self.U.shape[0]
+        if p == self.m and np.array_equal(self.owner, np.arange(p)):
+            return Ht
+        S = sp.csr_matrix((np.ones(p), (np.arange(p), self.owner)), shape=(p, self.m))
+        return np.asarray((S.T @ (S.T @ Ht).T).T)
 
     def adjoint(self, X):
         q = self.w * np.einsum("ij,ij->i", self.U @ X, self.U)
@@ -88,10 +107,18 @@ class _Ops:
         if p <= exact_max_terms:
             Gt = self.U @ self.U.T
             Gt = (Gt * Gt) * np.outer(self.w, self.w)
-            S = np.zeros((p, self.m))
-            S[np.arange(p), self.owner] = 1.0
-            G = S.T @ Gt @ S
-            return max(float(np.linalg.eigvalsh(0.5 * (G + G.T))[-1]), _TINY)
+            G = self._aggregate(Gt)
+            G = 0.5 * (G + G.T)
+            if self.m <= 500:
+                return max(float(np.linalg.eigvalsh(G)[-1]), _TINY)
+            # the largest eigenvalue by Lanczos (a dense eigvalsh of an m × m G costs m³)
+            v0 = np.random.default_rng(rng_seed).standard_normal(self.m)
+            try:
+                top = float(eigsh(G, k=1, which="LA", tol=1e-12, v0=v0,
+                                  return_eigenvectors=False)[0])
+            except ArpackError:
+                top = float(np.linalg.eigvalsh(G)[-1])
+            return max(top, _TINY)
         x = np.random.default_rng(rng_seed).normal(size=self.m)
         L = 0.0
         for _ in range(100):
@@ -114,9 +141,32 @@ class _Ops:
                         (fp[:, None] - fp[None, :]) / np.where(same, 1.0, dm)).astype(float)
 
     def hess_vec(self, Gam, V, v):
-        """H v = 𝒜*(V(Γ ∘ Vᵀ A(v) V)Vᵀ), O(p r² + r³) (matrix-free)."""
-        Dt = V.T @ self.A(v) @ V
-        return self.adjoint(V @ (Gam * Dt) @ V.T)
+        """H v = 𝒜*(V(Γ ∘ Vᵀ A(v) V)Vᵀ) (matrix-free), computed in the eigenbasis: with
+        Y = U V (cached per V), Vᵀ A(v) V = Yᵀ diag(c) Y (c the term weights of v) and the
+        adjoint term a is w_a y_aᵀ (Γ ∘ ·) y_a.  Where Γ vanishes on a block (the
+        eigenvalues in a flat piece of f*: X̂ = P₊(·) for Frobenius and trace), only the
+        rows of the k other eigenvalues are formed: O(p r k) instead of O(p r² + r³)."""
+        cache = self._basis
+        if cache is None or cache[0] is not V or cache[1] is not Gam:
+            Y = self.U @ V
+            flat = np.diag(Gam) == 0.0
+            if flat.any() and np.any(Gam[np.ix_(flat, flat)] != 0.0):
+                flat = np.zeros_like(flat)
+            P = np.flatnonzero(~flat)
+            Z = np.flatnonzero(flat)
+            cache = self._basis = (V, Gam, Y, P, Z, np.ascontiguousarray(Y[:, P]),
+                                   np.ascontiguousarray(Y[:, Z]), np.ascontiguousarray(Gam[P]))
+        _, _, Y, P, Z, YP, YZ, GP = cache
+        coef = self.w * v[self.owner]
+        nz = np.flatnonzero(coef)
+        if nz.size == 0:
+            return np.zeros(self.m)
+        Dp = (YP[nz] * coef[nz, None]).T @ Y[nz]              # rows P of Yᵀ diag(c) Y
+        Mp = GP * Dp                                          # rows P of Γ ∘ Dt
+        q = np.einsum("ij,ij->i", YP @ Mp, Y)
+        if Z.size:
+            q += np.einsum("ij,ij->i", YZ @ Mp[:, Z].T, YP)
+        return np.bincount(self.owner, weights=self.w * q, minlength=self.m)
 
     def hessian(self, mu, V, Gam=None):
         """H = −∇²g (generalized, m × m, PSD) at the point with −A(λ) = V diag(μ) Vᵀ,
@@ -127,10 +177,7 @@ class _Ops:
         Ut = self.U @ V                                        # (p, r)
         Q = (Ut[:, :, None] * Ut[:, None, :]).reshape(Ut.shape[0], -1)
         Ht = (Q * Gam.ravel()) @ Q.T * np.outer(self.w, self.w)
-        p = Ut.shape[0]
-        S = np.zeros((p, self.m))
-        S[np.arange(p), self.owner] = 1.0
-        H = S.T @ Ht @ S
+        H = self._aggregate(Ht)
         return 0.5 * (H + H.T)
 
 

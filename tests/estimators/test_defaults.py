@@ -20,11 +20,9 @@ from cvxkml.estimators import (ESTIMATORS, ITML, LMNN, LMNNMKL, KCRClassifier, K
 from cvxkml.estimators._base import median_heuristic_gamma, standardization
 
 
-def _split(n_train=None):
+def _split():
     X, y = load_wine(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.4, stratify=y, random_state=0)
-    if n_train is not None:
-        Xtr, ytr = Xtr[:n_train], ytr[:n_train]
     sc = StandardScaler().fit(Xtr)
     base = KNeighborsClassifier().fit(sc.transform(Xtr), ytr).score(sc.transform(Xte), yte)
     return Xtr, Xte, ytr, yte, base
@@ -35,11 +33,6 @@ def split():
     out = _split()
     assert out[-1] == pytest.approx(68 / 72)
     return out
-
-
-#: estimators whose default fit on the 106 training points takes more than a few seconds
-#: are checked on the first 70 of them (baseline refitted on the same 70)
-SUBSET = {"LMNNMKL": 70}
 
 
 #: the defaults, with only the seed of the pair sampling fixed
@@ -63,7 +56,7 @@ def _accuracy(est, Xtr, Xte, ytr, yte):
 
 @pytest.mark.parametrize("cls", list(DEFAULTS), ids=lambda c: c.__name__)
 def test_default_beats_the_euclidean_knn_baseline_on_raw_wine(cls, split):
-    Xtr, Xte, ytr, yte, base = _split(SUBSET[cls.__name__]) if cls.__name__ in SUBSET else split
+    Xtr, Xte, ytr, yte, base = split
     est = cls(**DEFAULTS[cls]).fit(Xtr, ytr)
     assert est.converged_, est.solution_
     assert _accuracy(est, Xtr, Xte, ytr, yte) >= base

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings, strategies as st
 from scipy.linalg import eig
 from sklearn.base import clone
 from sklearn.datasets import load_digits
@@ -11,6 +12,7 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from cvxkml.errors import ConvergenceWarning, CvxkmlError
 from cvxkml.estimators.trace import TraceSSIKDR
+from budget import examples
 
 # --------------------------------------------------------------------------- digits (sklearn)
 @pytest.fixture(scope="module")
@@ -152,3 +154,44 @@ def test_one_class_and_early_stop_warning(digits):
         est = TraceSSIKDR(kernel_params=GAMMA, max_sweeps=2, random_state=0).fit(Xtr, ytr)
     assert not est.solution_.converged and est.n_iter_ == 2
     assert any(issubclass(w.category, ConvergenceWarning) for w in rec)
+
+
+# --------------------------------------------------------------------------- the Newton solver
+@settings(max_examples=examples(30))
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), m=st.integers(1, 11),
+       kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+       tau=st.sampled_from([0.01, 0.3, 3.0]))
+def test_pair_newton_matches_exact_model_and_uzawa(seed, n, m, kind, tau):
+    """trace_pair_newton (the estimator's solver) against the exact CVXPY model (through
+    both certificates, 1e-6) and the Uzawa solver (objective, within its certificate), certified by the
+    problem's own Lagrange certificate (1e-8)."""
+    from cvxkml.declare.trace import TraceSSIKDR as Problem
+    from cvxkml.solvers.trace import trace_pair_newton
+    from cvxkml.testing import assert_matches_reference, kernel_instance, reference_or_discard
+    K0, pc = kernel_instance(seed, n, m, hard=True, kind=kind)
+    prob = Problem(K0, pc, tau=tau)
+    P = prob.pairs
+    res = trace_pair_newton(prob.F[P.i] - prob.F[P.j], P.y, P.y * P.bound, tau, tol=1e-8)
+    assume(res.code == 0)
+    res.matrix = prob.matrix_from_whitened(res.matrix)
+    fast = prob._fast_solution(res, res.sweeps, res.time)
+    scale = max(1.0, abs(fast.objective))
+    assert abs(fast.gap) <= 1e-8 * scale and fast.info["max_relative_violation"] <= 1e-8
+    uzawa = prob.solve(tol=1e-10, max_iter=50_000, method="native")
+    if uzawa.converged:                       # certified by its default gap_tol, 1e-6
+        assert abs(fast.objective - uzawa.objective) <= 2e-6 * scale
+    fast.converged = True
+    exact = reference_or_discard(prob, cert_rtol=1e-6, viol_tol=1e-6)
+    assert_matches_reference(prob, fast, exact, rtol=1e-6, viol=1e-6)
+
+
+def test_fit_uses_the_newton_solver_and_callback_stops(digits, fitted):
+    assert fitted.solution_.solver.startswith("trace-newton")
+    assert fitted.converged_ and fitted.n_iter_ <= 50
+    Xtr, ytr, _, _ = digits
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = TraceSSIKDR(kernel_params=GAMMA, n_similar=15, n_dissimilar=15, tol=1e-10,
+                          random_state=0, callback=lambda info: seen.append(info) or True).fit(Xtr, ytr)
+    assert len(seen) == 1 and not est.converged_
