@@ -319,6 +319,7 @@ SCHEDULES = [dict(order="shuffle", active_set=True), dict(order="shuffle", activ
 # the solve raised InfeasibleError on a problem the exact model solves (36.752143, 3949.7352)
 @example(seed=19296974, n=9, r=1, m=13, n_rel=0, n_sim=1, gamma=1.0)
 @example(seed=1194835097, n=12, r=1, m=20, n_rel=1, n_sim=2, gamma=10.0)
+@example(seed=1, n=4, r=2, m=2, n_rel=2, n_sim=0, gamma=None)     # infeasible: codes 1, 1, 3, 3
 def test_every_schedule_reaches_the_same_certified_optimum(seed, n, r, m, n_rel, n_sim, gamma):
     """Reshuffled or cyclic order, active-set or full sweeps: the same outcome, and when it
     is an optimum the same one (LogDet is strictly convex: the same X̂), certified by the
@@ -342,8 +343,11 @@ def test_every_schedule_reaches_the_same_certified_optimum(seed, n, r, m, n_rel,
         assert f_s == pytest.approx(f, rel=1e-9, abs=1e-9) and g_s == pytest.approx(g, rel=1e-9, abs=1e-9)
         assert viol_s == pytest.approx(problem._max_relative_violation(viol), rel=1e-6, abs=1e-12)
         results.append((X, f, abs(f - g) / max(1.0, abs(f)), viol_s))
-    # breakdowns (1: max_sweeps, 3: non-finite) come from infeasible hard rows, whatever the order
-    assert len(set(codes)) == 1, codes
+    # breakdowns (1: max_sweeps, 3: non-finite) come from infeasible hard rows, whatever the
+    # order; which of the two depends on the order (fuzz seed 13101: an infeasible draw, the
+    # reshuffled schedules at max_sweeps, the cyclic ones at a non-finite step), so the
+    # schedules must agree on optimum vs breakdown, not on the breakdown's kind
+    assert set(codes) == {0} or 0 not in codes, codes
     assume(codes[0] == 0)
     X0, f0, _, _ = results[0]
     for X, f, gap, viol in results:
