@@ -236,11 +236,8 @@ def _trace_run(mode, data_dir, n_jobs, seed):
 
 # --------------------------------------------------------------------------- Kulis
 _SPAMBASE_HEADING = "Spambase: raw or standardized features (issue 18)"
-#: The side check of that section (not an option of ``cvxkml reproduce lowrank``).
-SPAMBASE_STANDARDIZED_COMMAND = (
-    "python -c \"from cvxkml.experiments import reproduce_lowrank as K; L = K.load_spambase; "
-    "K._UCI['std'] = (lambda d=None: (lambda X, y: ((X - X.mean(0)) / X.std(0), y))(*L(d)), 2, ''); "
-    "print(K.uci_rows('std'))\"")
+#: The side check of that section (standardized features, an option of ``cvxkml reproduce lowrank``).
+SPAMBASE_STANDARDIZED_COMMAND = "cvxkml reproduce lowrank --parts spambase --scale standardize"
 
 
 def _lowrank_records(sec: _Section, res: dict, command: str, source: str, mnist_command: str) -> None:

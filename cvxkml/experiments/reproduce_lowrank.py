@@ -40,7 +40,8 @@ from ._report import format_table, pm
 __all__ = [
     "DIGITS_SAMPLE_SEED", "NURSERY_ORDER", "PAPER", "nmi", "kernel_kmeans", "KMeansResult",
     "load_digits389", "load_spambase", "load_nursery_ordinal", "relative_pair_constraints",
-    "digits_rows", "digits_convergence_rows", "uci_rows", "reproduce_lowrank", "register",
+    "digits_rows", "digits_convergence_rows", "SCALES", "scale_features", "uci_rows", "PARTS",
+    "reproduce_lowrank", "register",
 ]
 
 #: Seed of the 317-point random sample of pendigits {3, 8, 9} (numpy ``default_rng``).
@@ -432,19 +433,53 @@ _UCI = {
     "nursery": (load_nursery_ordinal, 5, "12960 x 8, ordinal codes (UCI order), rank 8"),
 }
 
+#: Feature scalings of the UCI rows: "none" (the protocol: the paper's "linear kernel over the
+#: original data matrix") and "standardize" (a side check the paper does not describe).
+SCALES = ("none", "standardize")
+
+
+def scale_features(X, scale: str = "none") -> np.ndarray:
+    """The UCI rows' features under ``scale``.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+    scale : {"none", "standardize"}, default "none"
+        "none": X unchanged (as float); "standardize": every column minus its mean, divided
+        by its standard deviation (population, over all n rows; a constant column is only
+        centred).  The linear kernel K0 = X Xᵀ is then formed from the scaled features.
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+    """
+    if scale not in SCALES:
+        raise InvalidInputError(f"scale must be one of {list(SCALES)}; got {scale!r}.")
+    X = np.asarray(X, dtype=float)
+    if scale == "none":
+        return X
+    sd = X.std(axis=0)
+    return (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+
 
 def uci_rows(name: str, counts=(0, 50, 100, 200, 300, 400, 500), n_draws: int = 5, seed: int = 0,
              data_dir=None, eps: float = 0.25, gamma: float = 1.0, tol: float = 1e-3,
-             max_sweeps: int = 100_000, n_init: int = 10, n_jobs: int | None = 1) -> list[dict]:
+             max_sweeps: int = 100_000, n_init: int = 10, scale: str = "none",
+             n_jobs: int | None = 1) -> list[dict]:
     """Spambase / Nursery (Figures 3 and 4): NMI of kernel k-means (2 resp. 5 clusters) on
     the learned rank-57 resp. rank-8 linear kernel, with LogDet slack γ = ``gamma``, and the
-    cycles to convergence.  Every (count, draw) is an independent task (``n_jobs``, see
+    cycles to convergence.  ``scale`` (:func:`scale_features`): "none" (the protocol, raw
+    features) or "standardize" (a side check; the paper does not say it scaled the
+    features).  Every (count, draw) is an independent task (``n_jobs``, see
     :func:`digits_rows`).  Row: constraints, draws, nmi_mean, nmi_std, cycles_min,
     cycles_median, cycles_max, converged (runs meeting tol), solve_s (mean solver time)."""
     if name not in _UCI:
         raise InvalidInputError(f"name must be one of {sorted(_UCI)}; got {name!r}.")
+    if scale not in SCALES:
+        raise InvalidInputError(f"scale must be one of {list(SCALES)}; got {scale!r}.")
     loader, k, _ = _UCI[name]
     X, y = loader(data_dir)
+    X = scale_features(X, scale)
     tasks = [(X, y, k, int(m), d, seed, eps, gamma, tol, max_sweeps, n_init)
              for m in counts for d in range(int(n_draws))]
     results = run_tasks(_uci_task, tasks, n_jobs)
@@ -464,18 +499,38 @@ def uci_rows(name: str, counts=(0, 50, 100, 200, 300, 400, 500), n_draws: int = 
     return rows
 
 
-def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None, n_jobs: int | None = 1) -> dict:
-    """All sections: ``digits`` (rows of :func:`digits_rows`), ``digits_convergence``
-    (:func:`digits_convergence_rows`), ``spambase`` and ``nursery`` (:func:`uci_rows`),
-    ``settings`` (what was run) and ``elapsed_s``.  ``quick`` shrinks the grids and draws
-    (a smoke run for tests, not a reproduction).  BLAS is limited to one thread (the
-    matrices are small; this keeps the run steady on a shared machine).  ``n_jobs``: the
-    independent draws and solves of every section as tasks (see :func:`digits_rows`)."""
+#: The sections of :func:`reproduce_lowrank`.
+PARTS = ("digits", "digits_convergence", "spambase", "nursery")
+_PART_DATA = {"digits": "pendigits", "digits_convergence": "pendigits", "spambase": "spambase",
+              "nursery": "nursery"}
+
+
+def _check_parts(parts, scale):
+    parts = tuple(PARTS if parts is None else parts)
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown or not parts:
+        raise InvalidInputError(f"parts must be a non-empty selection of {list(PARTS)}; got {list(parts)}.")
+    if scale not in SCALES:
+        raise InvalidInputError(f"scale must be one of {list(SCALES)}; got {scale!r}.")
+    return tuple(p for p in PARTS if p in parts)
+
+
+def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None, n_jobs: int | None = 1,
+                      parts=None, scale: str = "none") -> dict:
+    """All sections (or ``parts``, a selection of :data:`PARTS`): ``digits`` (rows of
+    :func:`digits_rows`), ``digits_convergence`` (:func:`digits_convergence_rows`),
+    ``spambase`` and ``nursery`` (:func:`uci_rows`, features scaled by ``scale``: "none",
+    the protocol, or "standardize", see :func:`scale_features`), ``settings`` (what was
+    run) and ``elapsed_s``.  ``quick`` shrinks the grids and draws (a smoke run for
+    tests, not a reproduction).  BLAS is limited to one thread (the matrices are small;
+    this keeps the run steady on a shared machine).  ``n_jobs``: the independent draws
+    and solves of every section as tasks (see :func:`digits_rows`)."""
     from .._config import blas_limit
 
     from .bench import warm_up_lowrank
 
-    check_available(("pendigits", "spambase", "nursery"), data_dir)
+    parts = _check_parts(parts, scale)
+    check_available(tuple(dict.fromkeys(_PART_DATA[p] for p in parts)), data_dir)
     if quick:
         dig = dict(counts=(0, 40), n_draws=2, n_init=3)
         conv = dict(m=60, cycles=(1, 10))
@@ -486,30 +541,49 @@ def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None, n_jobs:
         uci = dict(counts=(0, 50, 100, 200, 300, 400, 500), n_draws=5, n_init=10)
     out = {"settings": {"quick": quick, "seed": seed, "digits_sample_seed": DIGITS_SAMPLE_SEED,
                         "eps": 0.25, "tol": 1e-3, "gamma_uci": 1.0, "digits": dig,
-                        "convergence": conv, "uci": uci}}
+                        "convergence": conv, "uci": uci, "parts": list(parts), "scale": scale}}
     warm_up_lowrank()                                  # keep Numba cache loading out of solve_s
     t0 = time.perf_counter()
     with blas_limit(1):
-        out["digits"] = digits_rows(seed=seed, data_dir=data_dir, n_jobs=n_jobs, **dig)
-        out["digits_convergence"] = digits_convergence_rows(seed=seed, data_dir=data_dir, n_jobs=n_jobs, **conv)
+        if "digits" in parts:
+            out["digits"] = digits_rows(seed=seed, data_dir=data_dir, n_jobs=n_jobs, **dig)
+        if "digits_convergence" in parts:
+            out["digits_convergence"] = digits_convergence_rows(seed=seed, data_dir=data_dir, n_jobs=n_jobs,
+                                                                **conv)
         for name in ("spambase", "nursery"):
-            out[name] = uci_rows(name, seed=seed, data_dir=data_dir, n_jobs=n_jobs, **uci)
+            if name in parts:
+                out[name] = uci_rows(name, seed=seed, data_dir=data_dir, scale=scale, n_jobs=n_jobs, **uci)
     out["elapsed_s"] = time.perf_counter() - t0
     return out
 
 
 # --------------------------------------------------------------------------- command
 def _cmd_reproduce_lowrank(args) -> int:
-    check_available(("pendigits", "spambase", "nursery"), args.data_dir)   # before any worker starts
+    parts = _check_parts(args.parts, args.scale)
+    check_available(tuple(dict.fromkeys(_PART_DATA[p] for p in parts)), args.data_dir)  # before any worker
     with parallel_from_args(args) as (n_jobs, engine):
-        res = reproduce_lowrank(quick=args.quick, seed=args.seed, data_dir=args.data_dir, n_jobs=n_jobs)
+        res = reproduce_lowrank(quick=args.quick, seed=args.seed, data_dir=args.data_dir, n_jobs=n_jobs,
+                                parts=parts, scale=args.scale)
     st = res["settings"]
     dig, uci = st["digits"], st["uci"]
     print("cvxkml reproduce lowrank: Kulis, Sustik & Dhillon (JMLR 2009) §7.1 with the low-rank "
           f"LogDet solver{' (QUICK smoke run, not a reproduction)' if args.quick else ''}")
     print(f"constraints d <= (1 - eps) b same class, d >= (1 + eps) b different class, b = distance "
-          f"under K0, eps = {st['eps']:g}; random pairs; tol {st['tol']:g} on the relative dual change; "
+          f"under K0, eps = {st['eps']:g}; random pairs; tol {st['tol']:g} (stop: dual change and the "
+          "Lagrange certificate); "
           f"kernel k-means: k-means++ seeding, best of {dig['n_init']} restarts; NMI = I / mean entropy")
+    if "digits" in parts:
+        _print_digits(res, st, dig)
+    if "digits_convergence" in parts:
+        _print_convergence(res)
+    _print_uci(res, st, uci)
+    print()
+    print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
+    print(f"reproduction finished in {res['elapsed_s']:.1f} s")
+    return 0
+
+
+def _print_digits(res, st, dig) -> None:
     print()
     print(f"Digits: pendigits {{3, 8, 9}}, 317-point random sample (seed {st['digits_sample_seed']}), "
           f"rank-16 linear kernel (raw features), hard constraints; {dig['n_draws']} draws per row "
@@ -528,6 +602,9 @@ def _cmd_reproduce_lowrank(args) -> int:
     print(f"paper: NMI  {PAPER['digits_nmi']}")
     print(f"paper: k-NN {PAPER['digits_knn']}")
     print(f"paper: cycles {PAPER['digits_cycles']}")
+
+
+def _print_convergence(res) -> None:
     print()
     conv = res["digits_convergence"]
     verdict = {True: "feasible", False: "infeasible", None: "unknown"}[conv["feasible"]]
@@ -538,9 +615,16 @@ def _cmd_reproduce_lowrank(args) -> int:
         [[str(r["cycles"]), str(r["sweeps_run"]), f"{r['satisfied_pct']:.1f}", f"{r['max_rel_violation']:.2e}"]
          for r in conv["rows"]]))
     print(f"paper: {PAPER['digits_satisfied']}")
-    for name, k, desc in (("spambase", 2, "4601 x 57 raw features, rank-57 linear kernel"),
+
+
+def _print_uci(res, st, uci) -> None:
+    feats = {"none": "raw features", "standardize": "features standardized (mean 0, sd 1 per column; "
+                                                     "a side check, not the protocol)"}[st["scale"]]
+    for name, k, desc in (("spambase", 2, f"4601 x 57, {feats}, rank-57 linear kernel"),
                           ("nursery", 5, "12960 x 8, attributes coded 0, 1, ... in UCI order "
-                                         "(not the loader's one-hot), rank-8 linear kernel")):
+                                         f"(not the loader's one-hot), {feats}, rank-8 linear kernel")):
+        if name not in res:
+            continue
         print()
         print(f"{name.capitalize()}: {desc}, LogDet slack gamma = {st['gamma_uci']:g} (not given in the "
               f"paper), kernel k-means with {k} clusters; {uci['n_draws']} draws per row")
@@ -551,10 +635,6 @@ def _cmd_reproduce_lowrank(args) -> int:
               f"{r['solve_s']:.2g}"] for r in res[name]]))
         print(f"paper: NMI    {PAPER[name + '_nmi']}")
         print(f"paper: cycles {PAPER[name + '_cycles']}")
-    print()
-    print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
-    print(f"reproduction finished in {res['elapsed_s']:.1f} s")
-    return 0
 
 
 def register(commands) -> None:
@@ -568,4 +648,9 @@ def register(commands) -> None:
     p.add_argument("--data-dir", default=None,
                    help="folder holding pendigits.csv, spambase.csv, nursery.csv "
                         "(default: $CVXKML_DATA or ../shared/data)")
+    p.add_argument("--parts", nargs="+", choices=PARTS, default=None, metavar="PART",
+                   help=f"run only these sections ({', '.join(PARTS)}; default all)")
+    p.add_argument("--scale", choices=SCALES, default="none",
+                   help="features of the Spambase and Nursery rows: none (default, the protocol: raw "
+                        "features) or standardize (mean 0, sd 1 per column; a side check)")
     add_parallel_options(p, "(constraint count, draw) fits")

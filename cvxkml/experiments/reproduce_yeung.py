@@ -39,12 +39,13 @@ from ..kernels import Kernel
 from ..sideinfo import sample_index_pairs
 from ..baselines.rca import RCA
 from ..baselines.separability import separability
-from ._commands import add_command
+from ._commands import CommandError, add_command
 from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import finish, format_table, pyplot, write_json
 
 __all__ = [
-    "PAPER_TABLE1", "PAPER_TABLE2", "MNIST_SUBSETS", "make_xor", "median_distance",
+    "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_RANK_RTOL", "IMPLIED_TABLE1", "implied_table1_setting",
+    "MNIST_SUBSETS", "make_xor", "median_distance",
     "table1_rows", "figure1", "table2_rows", "scaling_rows", "format_table1", "format_figure1",
     "format_table2", "format_scaling", "run", "register",
 ]
@@ -55,6 +56,14 @@ PAPER_TABLE1 = {
     "ours": {100: (2.8657, 1.28), 200: (3.0886, 0.42), 300: (3.5640, 0.78), 400: (3.8422, 1.25),
              500: (4.2378, 0.99), 600: (4.6395, 0.68), 700: (4.8334, 0.90), 800: (4.7463, 0.65)},
 }
+
+#: The Table 1 setting implied by the paper's own columns without learning (found by
+#: :func:`implied_table1_setting`, n = 8 000, seed 0): the blob standard deviation at which
+#: the input-space J of :func:`make_xor` is the paper's 1.2460, and the larger of the two
+#: RBF widths at which the RBF feature-space J is then the paper's 1.4253 (the smaller,
+#: 0.6904, is the other root; see reference/yeung2007-scalable.md, "Which setting the
+#: paper's Table 1 implies").  Not the protocol's default: the paper states neither.
+IMPLIED_TABLE1 = {"xor_std": 0.2304, "sigma": 1.2965}
 
 #: The MNIST digit subsets of Table 2.
 MNIST_SUBSETS = ((0, 1), (1, 3), (1, 5), (1, 7), (1, 9), (0, 1, 2), (6, 7, 8), (0, 1, 9), (3, 4, 5, 6))
@@ -107,6 +116,42 @@ def median_distance(X, max_pairs: int = 100_000, random_state=0) -> float:
     return float(np.median(np.sqrt(np.einsum("ij,ij->i", D, D))))
 
 
+def implied_table1_setting(n: int = 8000, seed: int = 0, std_bracket=(0.15, 0.3),
+                           sigma_grid=np.linspace(0.3, 3.0, 28), xtol: float = 1e-4) -> dict:
+    """The XOR blob standard deviation and RBF widths that the paper's Table 1 implies.
+
+    J of the input space and of the RBF feature space involve no learning, so they fix
+    what the paper leaves unstated: the blob standard deviation s with J_input(s) = 1.2460
+    (``PAPER_TABLE1["input"]``; J_input falls with s), then every σ with J_RBF(σ) = 1.4253
+    (J_RBF(σ) rises, peaks and falls on XOR, so there are two).  Both by Brent's method
+    on :func:`make_xor` (n points, ``seed``), σ bracketed by sign changes on ``sigma_grid``.
+
+    Returns
+    -------
+    dict
+        ``xor_std``, ``input`` (J there), ``sigmas`` (the roots, ascending), ``rbf_max``
+        (the largest J_RBF on the grid) and ``median`` (the median distance of that data).
+    """
+    from scipy.optimize import brentq
+
+    def j_input(std):
+        X, y = make_xor(n, std=std, random_state=seed)
+        return separability(X, y) - PAPER_TABLE1["input"]
+
+    std = float(brentq(j_input, *std_bracket, xtol=xtol))
+    X, y = make_xor(n, std=std, random_state=seed)
+
+    def j_rbf(sigma):
+        return separability(X, y, Kernel("gaussian", {"sigma": float(sigma)})) - PAPER_TABLE1["rbf"]
+
+    grid = np.asarray(sigma_grid, dtype=float)
+    vals = np.array([j_rbf(g) for g in grid])
+    roots = [float(brentq(j_rbf, a, b, xtol=xtol))
+             for a, b, fa, fb in zip(grid[:-1], grid[1:], vals[:-1], vals[1:]) if fa * fb < 0]
+    return {"xor_std": std, "input": j_input(std) + PAPER_TABLE1["input"], "sigmas": roots,
+            "rbf_max": float(vals.max() + PAPER_TABLE1["rbf"]), "median": median_distance(X)}
+
+
 def _rbf(X) -> Kernel:
     return Kernel("gaussian", {"sigma": median_distance(X)})
 
@@ -116,10 +161,15 @@ def _mean_std(values) -> tuple[float, float]:
     return float(np.mean(v)), float(np.std(v))
 
 
-def _fit(X, S, kernel, m, n_neighbors, n_iter, seed):
+#: q = every positive eigenvalue of L (eq. 6: "the q ≤ m positive eigenvalues"), counted
+#: above this fraction of the largest; the estimator's own default keeps fewer.
+PAPER_RANK_RTOL = 1e-10
+
+
+def _fit(X, S, kernel, m, n_neighbors, n_iter, seed, rank_rtol=PAPER_RANK_RTOL):
     est = SemiSupervisedKernelMetric(
-        kernel="gaussian", kernel_params=dict(kernel.params), n_landmarks=m,
-        n_neighbors=n_neighbors, n_iter=n_iter, random_state=seed)
+        kernel="gaussian", kernel_params=dict(kernel.params), standardize=False, n_landmarks=m,
+        n_neighbors=n_neighbors, n_iter=n_iter, rank_rtol=rank_rtol, random_state=seed)
     return est.fit(X, pairs=S)
 
 
@@ -127,19 +177,19 @@ def _fit(X, S, kernel, m, n_neighbors, n_iter, seed):
 def _table1_task(task) -> dict:
     """One random S of :func:`table1_rows` (seed ``seed + r``): J of RCA and of the method
     for every m."""
-    X, y, kernel, n_pairs, landmarks, n_neighbors, n_iter, seed, also_one_iteration = task
+    X, y, kernel, n_pairs, landmarks, n_neighbors, n_iter, seed, also_one_iteration, rank_rtol = task
     n = X.shape[0]
     i, j = random_similar_pairs(y, n_pairs, seed)
     S = np.column_stack([i, j])
     out = {"rca": separability(RCA().fit(X, S).transform(X), y), "ours": {}, "ours_1iter": {}, "q": {},
            "regularized": {}}
     for m in landmarks:
-        est = _fit(X, S, kernel, m, n_neighbors, n_iter, seed)
+        est = _fit(X, S, kernel, m, n_neighbors, n_iter, seed, rank_rtol)
         out["ours"][m] = separability(est.embedding_, y)
         out["q"][m] = est.beta_.size
         out["regularized"][m] = est.n_regularized_[-1] / max(1, n - m)
         if also_one_iteration:
-            est1 = _fit(X, S, kernel, m, n_neighbors, 1, seed)
+            est1 = _fit(X, S, kernel, m, n_neighbors, 1, seed, rank_rtol)
             out["ours_1iter"][m] = separability(est1.embedding_, y)
     return out
 
@@ -147,11 +197,15 @@ def _table1_task(task) -> dict:
 def table1_rows(n: int = 8000, n_pairs: int = 50, landmarks=(100, 200, 300, 400, 500, 600, 700, 800),
                 n_runs: int = 10, n_neighbors: int = 10, n_iter: int = 3, seed: int = 0,
                 also_one_iteration: bool = True, sigma: float | None = None,
+                xor_std: float = 0.3, rank_rtol: float = PAPER_RANK_RTOL,
                 n_jobs: int | None = 1) -> dict:
     """Table 1 protocol on XOR.
 
     ``sigma`` overrides the RBF width (default: the median pairwise distance, the
-    protocol's choice; other values are for sensitivity checks only).  The runs (random
+    protocol's choice; other values are for sensitivity checks only), ``xor_std`` the
+    blobs' standard deviation (:func:`make_xor`), ``n_neighbors`` K, ``rank_rtol`` the
+    components kept (μ_r > ``rank_rtol``·μ_1; default :data:`PAPER_RANK_RTOL`, every
+    positive eigenvalue of eq. 6).  The runs (random
     S, seed ``seed + r``) are independent tasks: ``n_jobs`` runs them through
     :func:`cvxkml.experiments._parallel.run_tasks` with the same numbers.
 
@@ -162,15 +216,16 @@ def table1_rows(n: int = 8000, n_pairs: int = 50, landmarks=(100, 200, 300, 400,
     points whose G_i needed ε in the last iteration) and ``time`` (seconds).
     """
     t0 = time.perf_counter()
-    X, y = make_xor(n, random_state=seed)
+    X, y = make_xor(n, std=xor_std, random_state=seed)
     kernel = _rbf(X) if sigma is None else Kernel("gaussian", {"sigma": float(sigma)})
     out = {"n": n, "n_pairs": n_pairs, "n_runs": n_runs, "sigma": kernel.params["sigma"],
-           "sigma_rule": "median distance" if sigma is None else "given",
+           "sigma_rule": "median distance" if sigma is None else "given", "xor_std": xor_std,
+           "n_neighbors": n_neighbors, "rank_rtol": rank_rtol,
            "input": separability(X, y), "rbf": separability(X, y, kernel), "rca": [],
            "ours": {m: [] for m in landmarks}, "ours_1iter": {m: [] for m in landmarks},
            "q": {m: [] for m in landmarks}, "regularized": {m: [] for m in landmarks}}
     runs = run_tasks(_table1_task, [(X, y, kernel, n_pairs, tuple(landmarks), n_neighbors, n_iter, seed + r,
-                                     also_one_iteration) for r in range(n_runs)], n_jobs)
+                                     also_one_iteration, rank_rtol) for r in range(n_runs)], n_jobs)
     for run in runs:
         out["rca"].append(run["rca"])
         for key in ("ours", "ours_1iter", "q", "regularized"):
@@ -403,10 +458,11 @@ def format_table1(res: dict) -> str:
     title = (f"Table 1 — XOR, n = {res['n']}, |S| = {res['n_pairs']}, {res['n_runs']} random S "
              f"(std over S; population std), RBF sigma = {res['sigma']:.4g} "
              f"({res.get('sigma_rule', 'median distance')}), "
-             f"K = 10, eps = 1e-3, 3 iterations")
+             f"K = {res.get('n_neighbors', 10)}, eps = 1e-3, 3 iterations, components: mu_r > "
+             f"{res.get('rank_rtol', PAPER_RANK_RTOL):g} mu_1")
     return title + "\n\n" + format_table(head, rows) + (
         f"\n(ran in {res['time']:.0f} s; the paper's XOR generator, RBF width and K are not "
-        "stated — ours: make_xor, std 0.3)")
+        f"stated — ours: make_xor, blob std {res.get('xor_std', 0.3):g})")
 
 
 def format_figure1(res: dict) -> str:
@@ -440,7 +496,7 @@ def format_table2(rows: list) -> str:
 
 
 def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".", seed: int = 0,
-        n_runs=None, data_dir=None, echo=print, n_jobs: int | None = 1) -> dict:
+        n_runs=None, data_dir=None, echo=print, n_jobs: int | None = 1, table1_options=None) -> dict:
     """Run the requested parts (any of "table1", "figure1", "scaling", "table2"), print
     each report through ``echo`` as it finishes, save the Figure 1 PNG and a JSON of all
     numbers in ``out_dir``; returns the results.
@@ -451,6 +507,10 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
     when matplotlib (the ``plots`` extra) is not installed.  ``n_jobs``: the runs of
     Table 1 and the subsets of Table 2 as independent tasks (:func:`table1_rows`,
     :func:`table2_rows`); Figure 1 and the timed scaling rows run serially.
+    ``table1_options``: keyword arguments of :func:`table1_rows` that change Table 1's
+    setting (``sigma``, ``xor_std``, ``n_neighbors``, ``rank_rtol``, ``landmarks``) — for
+    the sensitivity sweep of ``reference/yeung2007-scalable.md``; the default is the
+    protocol.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -458,6 +518,7 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
     results = {}
     if "table1" in parts:
         kw = dict(n=1000, landmarks=(100, 200), also_one_iteration=False) if quick else {}
+        kw.update(table1_options or {})
         results["table1"] = table1_rows(n_runs=runs, seed=seed, n_jobs=n_jobs, **kw)
         echo(format_table1(results["table1"]))
         echo("")
@@ -495,9 +556,16 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
 def _cmd_reproduce_yeung(args) -> int:
     t_start = time.perf_counter()
     parts = ("table1", "figure1", "table2") if args.part == "all" else (args.part,)
+    if args.implied and (args.sigma is not None or args.xor_std is not None):
+        raise CommandError("--implied sets --sigma and --xor-std; give one or the other")
+    if args.implied:
+        args.sigma, args.xor_std = IMPLIED_TABLE1["sigma"], IMPLIED_TABLE1["xor_std"]
+    t1 = {k: v for k, v in (("sigma", args.sigma), ("xor_std", args.xor_std), ("n_neighbors", args.neighbors),
+                            ("rank_rtol", args.rank_rtol),
+                            ("landmarks", tuple(args.landmarks) if args.landmarks else None)) if v is not None}
     with parallel_from_args(args) as (n_jobs, engine):
         run(parts, quick=args.quick, out_dir=args.out, seed=args.seed, n_runs=args.runs,
-            data_dir=args.data_dir, n_jobs=n_jobs)
+            data_dir=args.data_dir, n_jobs=n_jobs, table1_options=t1)
     print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
     return finish("reproduce yeung", t_start)
 
@@ -517,4 +585,17 @@ def register(commands) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--data-dir", default=None, help="offline data folder (default: $CVXKML_DATA or "
                                                     "../shared/data)")
+    t1 = p.add_argument_group("Table 1 setting (sensitivity checks; the defaults are the protocol)")
+    t1.add_argument("--implied", action="store_true",
+                    help=f"the setting implied by the paper's input and RBF columns: blob std "
+                         f"{IMPLIED_TABLE1['xor_std']:g}, sigma {IMPLIED_TABLE1['sigma']:g} (not the default)")
+    t1.add_argument("--sigma", type=float, default=None, help="RBF width (default: median distance)")
+    t1.add_argument("--xor-std", type=float, default=None, help="standard deviation of the XOR blobs "
+                                                                "(default 0.3)")
+    t1.add_argument("--neighbors", type=int, default=None, help="K nearest landmarks (default 10)")
+    t1.add_argument("--rank-rtol", type=float, default=None,
+                    help=f"components kept: mu_r > RANK_RTOL mu_1 (default {PAPER_RANK_RTOL:g}: every positive "
+                         "eigenvalue, as the paper)")
+    t1.add_argument("--landmarks", type=int, nargs="+", default=None, metavar="M",
+                    help="numbers of landmarks m (default 100 200 ... 800)")
     add_parallel_options(p, "runs of Table 1 and subsets of Table 2")

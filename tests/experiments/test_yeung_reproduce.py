@@ -77,3 +77,58 @@ def test_cli_reproduce_yeung_quick(tmp_path):
     assert all(float(r[2]) > 0 for r in rows)            # ratios only, no timing assertion
     rc, out = run_cli(["reproduce"])
     assert rc == 2 and "yeung" in out
+
+
+# --------------------------------------------------------------------------- Table 1 setting
+def test_implied_setting_reproduces_the_papers_columns_without_learning():
+    """At IMPLIED_TABLE1 (n = 8000, seed 0) the input-space and RBF J are the paper's."""
+    from cvxkml.baselines.separability import separability
+    from cvxkml.experiments.reproduce_yeung import IMPLIED_TABLE1
+    from cvxkml.kernels import Kernel
+
+    X, y = make_xor(8000, std=IMPLIED_TABLE1["xor_std"], random_state=0)
+    assert separability(X, y) == pytest.approx(PAPER_TABLE1["input"], abs=5e-4)
+    rbf = separability(X, y, Kernel("gaussian", {"sigma": IMPLIED_TABLE1["sigma"]}))
+    assert rbf == pytest.approx(PAPER_TABLE1["rbf"], abs=5e-4)
+    # the protocol's data (std 0.3) cannot: its input J is 1.207
+    X3, y3 = make_xor(8000, std=0.3, random_state=0)
+    assert separability(X3, y3) < PAPER_TABLE1["input"] - 0.03
+
+
+def test_implied_table1_setting_solves_both_columns():
+    from cvxkml.baselines.separability import separability
+    from cvxkml.experiments.reproduce_yeung import implied_table1_setting
+    from cvxkml.kernels import Kernel
+
+    res = implied_table1_setting(n=600, seed=1, sigma_grid=np.linspace(0.3, 3.0, 10), xtol=1e-5)
+    assert 0.15 < res["xor_std"] < 0.3 and res["input"] == pytest.approx(PAPER_TABLE1["input"], abs=1e-4)
+    assert len(res["sigmas"]) == 2 and res["sigmas"][0] < res["sigmas"][1]
+    assert res["rbf_max"] > PAPER_TABLE1["rbf"]
+    X, y = make_xor(600, std=res["xor_std"], random_state=1)
+    for s in res["sigmas"]:
+        assert separability(X, y, Kernel("gaussian", {"sigma": s})) == pytest.approx(PAPER_TABLE1["rbf"], abs=1e-4)
+
+
+def test_table1_rows_passes_rank_rtol_xor_std_and_neighbors():
+    kw = dict(n=500, n_pairs=15, landmarks=(60,), n_runs=1, also_one_iteration=False, sigma=1.0)
+    every = table1_rows(**kw)
+    few = table1_rows(rank_rtol=3e-2, xor_std=0.2, n_neighbors=5, **kw)
+    assert every["rank_rtol"] == 1e-10 and every["xor_std"] == 0.3 and every["n_neighbors"] == 10
+    assert few["rank_rtol"] == 3e-2 and few["xor_std"] == 0.2 and few["n_neighbors"] == 5
+    assert few["q"][60][0] < every["q"][60][0]                 # fewer components kept
+    assert few["input"] != every["input"]                      # other data
+
+
+def test_cli_table1_setting_options(tmp_path):
+    from cvxkml.experiments.reproduce_yeung import IMPLIED_TABLE1
+
+    rc, out = run_cli(["reproduce", "yeung", "--quick", "--part", "table1", "--implied", "--landmarks", "100",
+                       "--neighbors", "5", "--runs", "1", "--out", str(tmp_path)])
+    assert rc == 0
+    assert f"RBF sigma = {IMPLIED_TABLE1['sigma']:.4g} (given), K = 5" in out
+    assert f"blob std {IMPLIED_TABLE1['xor_std']:g}" in out
+    saved = json.loads((tmp_path / "yeung2007_results.json").read_text())["table1"]
+    assert saved["xor_std"] == IMPLIED_TABLE1["xor_std"] and set(saved["ours"]) == {"100"}
+    rc, _ = run_cli(["reproduce", "yeung", "--quick", "--part", "table1", "--implied", "--sigma", "1",
+                     "--out", str(tmp_path)])
+    assert rc != 0
