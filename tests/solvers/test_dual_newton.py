@@ -200,6 +200,23 @@ def test_dual_solver_fuzz_regressions(reg, seed, n, m, hard, C):
     assert_matches_reference(problem, fast, problem.solve_reference(), rtol=1e-6)
 
 
+def test_dual_solver_certifies_below_the_round_off_of_the_dual_value():
+    """Fuzz draw build(seed=14884, n=5, m=3, is_hard=True, gamma=10.0) of
+    test_dual_solver_matches_exact_model[hinge-metric-LogDet()]: at a relative gap of 1.4e-6
+    the full Newton step would certify (gap 5e-11), but its ascent (~1e-17) lay below the
+    round-off of g ≈ 12.2 (terms λᵀt ~ 20 cancel: g "decreased" by 2e-14), so the Armijo
+    search and the gradient fallback both refused it and the solve stopped uncertified
+    ('max_sweeps reached' after 13 iterations).  A step within g's round-off is now taken
+    when it reduces the certificate: certified at tol 1e-10 and equal to the exact model."""
+    problem = variant_instance(14884, 5, 3, LogDet(), kernel=False, hard_pairs=True, C=10.0)
+    fast = solve_fast_honestly(problem, tol=1e-10)
+    assert fast.solver.startswith("dual-newton") and fast.converged
+    assert fast.info["rel_gap"] <= 1e-10 and fast.info["rel_violation"] <= 1e-10
+    exact = problem.solve_reference()
+    assert_matches_reference(problem, fast, exact, rtol=1e-6)
+    assert fast.dual_value <= exact.objective + 1e-6 * max(1.0, abs(exact.objective))
+
+
 def test_dual_solver_frobenius_flat_region_does_not_crawl():
     """Fuzz seed 4713 (CVXKML_FUZZ=5) at d4c2f80: a Frobenius hinge draw whose iterate entered
     the flat piece of f* (every μ < −1, X̂ = 0, zero Hessian); the scaled-gradient step was
