@@ -46,7 +46,8 @@ import time
 import numpy as np
 
 from .._config import blas_limit
-from .pola import _cg, _farkas, _Ops
+from ._newton import cg
+from .pola import _farkas, _Ops
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
 __all__ = ["dual_newton", "missing_methods", "REQUIRED_METHODS"]
@@ -226,7 +227,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, upper, tol, max_iter, lam0, newton_bud
                     vfull[free] = vF
                     return ops.hess_vec(Gam, st.V, vfull)[free] + hv_reg * vF
                 eta = min(0.1, max(1e-10, np.sqrt(max(rel_gap, rel_viol))))
-                d[free] = _cg(matvec, grad[free], eta, maxiter=min(500, 5 * int(np.sum(free)) + 10))
+                d[free] = cg(matvec, grad[free], eta, maxiter=min(500, 5 * int(np.sum(free)) + 10))[0]
                 cg_steps += 1
                 diag = None
             if not np.all(np.isfinite(d)) or float(d @ grad) <= 0.0:

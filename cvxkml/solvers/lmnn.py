@@ -217,18 +217,8 @@ def _smooth_value_grad(U, Lf, pi, pj, w_base, tt, ti, work, pairs, gamma, mu, p,
         if a != 0.0:
             w[tt[t]] += a
             w[ti[t]] -= a
-    OY = np.zeros((n, r))
-    for q in range(pairs.shape[0]):
-        pp = pairs[q]
-        wp = w[pp]
-        if wp == 0.0:
-            continue
-        a = pi[pp]
-        b = pj[pp]
-        for c in range(r):
-            d = wp * (Y[a, c] - Y[b, c])
-            OY[a, c] += d
-            OY[b, c] -= d
+    OY = np.empty_like(Y)
+    _omega_times(Y, pi, pj, w, pairs, OY)
     return f, 2.0 * (U.T @ OY)
 
 

@@ -43,6 +43,7 @@ from scipy.sparse.linalg import ArpackError, eigsh
 
 from .._config import blas_limit
 from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult
+from ._newton import cg
 
 __all__ = ["pola_dual", "psd_part"]
 
@@ -203,29 +204,6 @@ def _kkt(ops, lam, g, grad, X, f):
     return rel_gap, rel_viol
 
 
-def _cg(matvec, b, rtol, maxiter):
-    """Conjugate gradients for a symmetric positive (semi)definite operator, from 0."""
-    x = np.zeros_like(b)
-    r = b.copy()
-    p = r.copy()
-    rr = float(r @ r)
-    stop = (rtol * np.sqrt(rr)) ** 2
-    for _ in range(maxiter):
-        if rr <= stop:
-            break
-        Ap = matvec(p)
-        pAp = float(p @ Ap)
-        if not pAp > 0:
-            break
-        a = rr / pAp
-        x += a * p
-        r -= a * Ap
-        rr_new = float(r @ r)
-        p = r + (rr_new / rr) * p
-        rr = rr_new
-    return x
-
-
 def _newton(ops, lam, L, tol, max_steps=30, sigma=1e-4, dense=True):
     """Projected semismooth Newton ascent from λ; returns (λ, steps, converged).  The
     Newton system on the free set is solved densely (``dense``) or by conjugate gradients
@@ -257,7 +235,7 @@ def _newton(ops, lam, L, tol, max_steps=30, sigma=1e-4, dense=True):
                 vfull[free] = vF
                 return ops.hess_vec(Gam, V, vfull)[free] + reg * vF
             eta = min(0.1, max(1e-10, np.sqrt(max(rg, rv))))
-            d[free] = _cg(matvec, grad[free], eta, maxiter=min(500, 5 * int(np.sum(free)) + 10))
+            d[free] = cg(matvec, grad[free], eta, maxiter=min(500, 5 * int(np.sum(free)) + 10))[0]
         s = 1.0
         for _ in range(40):
             cand = np.maximum(lam + s * d, 0.0)

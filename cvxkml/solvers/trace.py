@@ -37,6 +37,7 @@ from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
 from .._config import blas_limit
 from .bregman import BregmanResult, NOT_CONVERGED, OK
+from ._newton import cg, projected_armijo
 
 __all__ = ["trace_uzawa", "trace_pair_newton", "top_eigs_above"]
 
@@ -273,36 +274,10 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
                 return dlf * q + dampf * u
 
             eta = min(0.1, max(1e-12, np.sqrt(max(rel_gap, rel_viol))))
-            u = np.zeros_like(gf)
-            res = gf.copy()
-            zc = pre * res
-            pdir = zc.copy()
-            rz = float(res @ zc)
-            stop = (eta * np.linalg.norm(gf)) ** 2
-            for _ in range(cg_maxiter):
-                if float(res @ res) <= stop:
-                    break
-                Hp = hv(pdir)
-                pHp = float(pdir @ Hp)
-                if not pHp > 0:
-                    break
-                a = rz / pHp
-                u += a * pdir
-                res -= a * Hp
-                zc = pre * res
-                rz_new = float(res @ zc)
-                pdir = zc + (rz_new / rz) * pdir
-                rz = rz_new
-                cg_total += 1
+            u, steps = cg(hv, gf, eta, cg_maxiter, precond=pre)
+            cg_total += steps
             d[F] = u
-        step, new = 1.0, None
-        for _ in range(50):
-            cand = np.maximum(z + step * d, 0.0)
-            c = evaluate(cand)
-            if c is not None and c["g"] >= st["g"] + 1e-4 * float(grad @ (cand - z)):
-                new = c
-                break
-            step *= 0.5
+        new, step = projected_armijo(evaluate, z, d, st["g"], grad)
         if new is not None and step == 1.0 and not (np.any(free) and k):
             # a pure scaled-gradient step taken in full: the curvature bound may be far too
             # large (g linear where every μ <= τ), so the step doubles while g increases

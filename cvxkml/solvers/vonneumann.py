@@ -64,6 +64,7 @@ import numpy as np
 from .._config import blas_limit
 
 from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult, _dual_change
+from ._newton import cg, projected_armijo
 
 _EPS = np.finfo(np.float64).eps
 # reductions only (sums over poles): reassociation lets LLVM vectorize them; every
@@ -1046,36 +1047,10 @@ def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, m
 
             # preconditioned CG from 0, forcing term η = min(0.1, √gap)
             eta = min(0.1, max(1e-12, np.sqrt(abs(rel_gap))))
-            u = np.zeros_like(gf)
-            res = gf.copy()
-            z = pre * res
-            pdir = z.copy()
-            rz = float(res @ z)
-            stop = (eta * np.linalg.norm(gf)) ** 2
-            for _ in range(cg_maxiter):
-                if float(res @ res) <= stop:
-                    break
-                Hp = hv(pdir)
-                pHp = float(pdir @ Hp)
-                if not pHp > 0:
-                    break
-                a = rz / pHp
-                u += a * pdir
-                res -= a * Hp
-                z = pre * res
-                rz_new = float(res @ z)
-                pdir = z + (rz_new / rz) * pdir
-                rz = rz_new
-                cg_total += 1
+            u, steps = cg(hv, gf, eta, cg_maxiter, precond=pre)
+            cg_total += steps
             d[free] = u
-        step, new = 1.0, None
-        for _ in range(50):
-            cand = np.maximum(lam + step * d, 0.0)
-            c = evaluate(cand)
-            if c is not None and c["g"] >= st["g"] + 1e-4 * float(grad @ (cand - lam)):
-                new = c
-                break
-            step *= 0.5
+        new, step = projected_armijo(evaluate, lam, d, st["g"], grad)
         it += 1
         if new is None or new["g"] <= st["g"]:
             break                                          # no ascent left at round-off
