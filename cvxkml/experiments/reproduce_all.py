@@ -505,20 +505,16 @@ def _fill(group: str, sections: dict, mode: str, ref: Path, data_dir, n_jobs, se
     run = mode in ("quick", "full")
     cmd = (lambda full: QUICK_COMMAND) if mode == "quick" else (lambda full: full)
     src = "this run" if run else None
-    if group == "logdet":
-        sec = sections["logdet"]
+    simple = {"logdet": (_logdet_run, _logdet_records, "jain2012_table1"),
+              "uci": (_uci_run, _uci_records, "kulis2009_figure5")}
+    if group in simple:                     # one run function, one recorded entry
+        run_fn, records_fn, key = simple[group]
+        sec = sections[group]
         if run:
-            _logdet_records(sec, _logdet_run(mode, data_dir, n_jobs, seed), cmd(sec.full_command), src)
+            records_fn(sec, run_fn(mode, data_dir, n_jobs, seed), cmd(sec.full_command), src)
         else:
-            rec = _recorded(ref, "jain2012_table1")
-            _logdet_records(sec, rec["result"], rec["command"], f"reference/{RECORDED_FILE} ({rec['source']})")
-    elif group == "uci":
-        sec = sections["uci"]
-        if run:
-            _uci_records(sec, _uci_run(mode, data_dir, n_jobs, seed), cmd(sec.full_command), src)
-        else:
-            rec = _recorded(ref, "kulis2009_figure5")
-            _uci_records(sec, rec["result"], rec["command"], f"reference/{RECORDED_FILE} ({rec['source']})")
+            rec = _recorded(ref, key)
+            records_fn(sec, rec["result"], rec["command"], f"reference/{RECORDED_FILE} ({rec['source']})")
     elif group == "trace":
         sec = sections["trace"]
         full_cmds = ["cvxkml reproduce trace", "cvxkml reproduce trace --dataset pendigits --tau 10"]
