@@ -188,20 +188,13 @@ def _smooth_value_grad(U, Lf, pi, pj, w_base, tt, ti, work, pairs, gamma, mu, p,
     Writes the pair distances of ``pairs`` into ``p``, the multipliers α_t = γ h_μ'(z_t)
     of ``work`` into ``alpha`` and the pair weights w(α) into ``w``; returns (F_μ,
     ∇_L = 2 Uᵀ Ω(α) U L)."""
-    n, r = U.shape
     Y = U @ Lf
+    _pair_quad(Y, Y, pi, pj, pairs, p)
     f = 0.0
     for q in range(pairs.shape[0]):
         pp = pairs[q]
-        a = pi[pp]
-        b = pj[pp]
-        s = 0.0
-        for c in range(r):
-            d = Y[a, c] - Y[b, c]
-            s += d * d
-        p[pp] = s
         w[pp] = w_base[pp]
-        f += w_base[pp] * s
+        f += w_base[pp] * p[pp]
     for q in range(work.shape[0]):
         t = work[q]
         z = 1.0 + p[tt[t]] - p[ti[t]]
