@@ -144,3 +144,24 @@ def test_parameter_errors(wine):
         LMNNMKL(kernels="all").fit(Xtr, ytr)
     with pytest.raises(InvalidInputError, match="at least 2 classes"):
         LMNN().fit(Xtr, np.zeros(len(ytr)))
+
+
+def test_auto_kernels_take_the_gaussian_width_from_the_training_points():
+    """kernels="auto" (default): linear, (x'x + 1)^2 and a Gaussian of width sigma0 / 4, sigma0
+    the mean pairwise distance of the standardized training points; "nr" keeps the paper's
+    sigma = 0.5."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    from cvxkml.estimators.mkl import AUTO_SIGMA_FRACTION
+    from cvxkml.mkl_kernels import mean_pairwise_distance
+    X, y = load_wine(return_X_y=True)
+    X, y = X[::3], y[::3]
+    est = LMNNMKL(variant="NR", max_iter=200).fit(X, y)
+    names = [sk.kernel.name for sk in est.kernel_set_.kernels]
+    assert names == ["linear", "polynomial", "gaussian"]
+    gauss = est.kernel_set_.kernels[2].kernel
+    sigma0 = mean_pairwise_distance(StandardScaler().fit_transform(X))
+    assert gauss.params["sigma"] == pytest.approx(AUTO_SIGMA_FRACTION * sigma0, rel=1e-12)
+    nr = LMNNMKL(variant="NR", kernels="nr", max_iter=200).fit(X, y)
+    assert nr.kernel_set_.kernels[2].kernel.params["sigma"] == 0.5
