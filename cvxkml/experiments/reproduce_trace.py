@@ -394,7 +394,8 @@ def format_results(res: dict) -> str:
                       f"{s['max_rel_violation']:.1e}", f"{np.median(tt):.2f}", f"{np.median(tt / it) * 1e3:.2f}"])
     lines.append(format_table(["tau", "rank k min/med/max", "top-2 share of tr K~", "iterations min/med/max",
                                "converged", "max rel viol", "median solve [s]", "ms/iteration"], srows))
-    lines.append(f"(fast solver: accelerated Uzawa, tol {st['tol']:g}, max {st['max_sweeps']} iterations, "
+    lines.append(f"(fast solver: TraceSSIKDR.solve — dual projected Newton-CG, accelerated Uzawa where Newton "
+                 f"does not certify; tol {st['tol']:g}, max {st['max_sweeps']} iterations, "
                  f"one BLAS thread; {int(np.median(st['n_constraints']))} constraints (median) on "
                  f"{st['n_train']} training digits)")
     return "\n".join(lines)
