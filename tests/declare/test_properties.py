@@ -47,7 +47,9 @@ def _check(problem, hard):
     # both certificates: weak duality across the two, fast within GAP of the best bound
     assert_matches_reference(problem, fast, exact, rtol=GAP, viol=VIOL)
     # hard: against the bounds; slack: the solver's (M, ξ) satisfies δ(p − ξ) <= 0
-    assert fast.max_violation <= VIOL, fast
+    # relative to max(1, |bound|), the certificate's measure (an absolute check fails on
+    # certified draws with bounds > 1: fuzz seed 15202, test_lowrank)
+    assert fast.info["max_relative_violation"] <= VIOL, fast
     assert np.all(fast.dual >= 0)
     assert abs(fast.gap) <= GAP * max(1.0, abs(fast.objective)), fast
     assert np.all(np.linalg.eigvalsh(fast.matrix) > -1e-9 * np.abs(fast.matrix).max())
