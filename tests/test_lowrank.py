@@ -59,6 +59,19 @@ def test_lowrank_slack_matches_range_space_model(seed, n, r, m, gamma):
     _check(LowRankLogDet(G0, pc, gamma=gamma), hard=False)
 
 
+def _relative_and_similarity(rng, n, n_rel, n_sim):
+    """n_rel random relative constraints (bounds in [0, 0.5)) and n_sim random similarity
+    constraints (targets N(0, 1)) on n points, drawn in that order from ``rng``."""
+    cons = []
+    if n_rel:
+        trip = np.array([rng.choice(n, 3, replace=False) for _ in range(n_rel)])
+        cons.append(RelativeConstraints(trip[:, 0], trip[:, 1], trip[:, 2], rng.uniform(0, 0.5, n_rel)))
+    if n_sim:
+        jl = np.array([rng.choice(n, 2, replace=False) for _ in range(n_sim)])
+        cons.append(SimilarityConstraints(jl[:, 0], jl[:, 1], rng.normal(size=n_sim)))
+    return cons
+
+
 @settings(max_examples=examples(60))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 10), r=st.integers(2, 6),
        n_rel=st.integers(0, 3), n_sim=st.integers(0, 3), with_pairs=st.booleans())
@@ -76,12 +89,7 @@ def test_relative_and_similarity_projections_match_model(seed, n, r, n_rel, n_si
     r = min(r, n)
     G0, pc = factor_instance(seed, n, r, 6, hard=False)
     cons = [pc] if with_pairs else []
-    if n_rel:
-        trip = np.array([rng.choice(n, 3, replace=False) for _ in range(n_rel)])
-        cons.append(RelativeConstraints(trip[:, 0], trip[:, 1], trip[:, 2], rng.uniform(0, 0.5, n_rel)))
-    if n_sim:
-        jl = np.array([rng.choice(n, 2, replace=False) for _ in range(n_sim)])
-        cons.append(SimilarityConstraints(jl[:, 0], jl[:, 1], rng.normal(size=n_sim)))
+    cons += _relative_and_similarity(rng, n, n_rel, n_sim)
     problem = LowRankLogDet(G0, cons, gamma=1.0 if with_pairs else None)
     try:
         exact = reference_or_discard(problem)
@@ -298,12 +306,7 @@ def _mixed_problem(seed, n, r, m, n_rel, n_sim, gamma):
     rng = np.random.default_rng(seed)
     G0, pc = factor_instance(seed, n, r, m, hard=gamma is None)
     cons = [pc]
-    if n_rel:
-        trip = np.array([rng.choice(n, 3, replace=False) for _ in range(n_rel)])
-        cons.append(RelativeConstraints(trip[:, 0], trip[:, 1], trip[:, 2], rng.uniform(0, 0.5, n_rel)))
-    if n_sim:
-        jl = np.array([rng.choice(n, 2, replace=False) for _ in range(n_sim)])
-        cons.append(SimilarityConstraints(jl[:, 0], jl[:, 1], rng.normal(size=n_sim)))
+    cons += _relative_and_similarity(rng, n, n_rel, n_sim)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return LowRankLogDet(G0, cons, gamma=gamma)

@@ -29,6 +29,19 @@ from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResu
 BregmanResult = FastResult        # the former name of the public result type
 
 
+@nb.njit(cache=True, inline="always")
+def _quadratic_roots(a, b, c):
+    """The roots of a x² + b x + c = 0 (a ≠ 0) by the cancellation-free formula
+    q = −½(b + sign(b)√disc): (q / a, c / q), c / q NaN when q = 0; (NaN, NaN) when the
+    discriminant is negative or NaN."""
+    disc = b * b - 4.0 * a * c
+    if not disc >= 0.0:
+        return np.nan, np.nan
+    sq = np.sqrt(disc)
+    q = -0.5 * (b + (sq if b >= 0 else -sq))
+    return q / a, (c / q if q != 0.0 else np.nan)
+
+
 @nb.njit(cache=True, fastmath=False)
 def _project(p, d, xi_c, lam_c, gamma):
     """One Bregman projection parameter: returns (alpha, beta, new xi)."""

@@ -40,7 +40,7 @@ import numpy as np
 
 from .._config import blas_limit
 
-from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, _project
+from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, _project, _quadratic_roots
 
 # constraint kinds
 PAIR, RANK2 = 0, 1
@@ -165,24 +165,19 @@ def _rank2_theta(g11, g12, g22, target):
     Cq = target - S
     theta = np.nan
     if abs(A) > 1e-300:
-        d = Bq * Bq - 4.0 * A * Cq
-        if d >= 0.0:
-            sq = np.sqrt(d)
-            q = -0.5 * (Bq + (sq if Bq >= 0 else -sq))
-            r1 = q / A
-            r2 = Cq / q if q != 0.0 else np.nan
-            ok1 = lo < r1 < hi
-            ok2 = lo < r2 < hi
-            if ok1 and ok2:
-                # h is strictly decreasing on the interval, so only one root is h's; the
-                # other can land inside by rounding next to a pole: μ₋ = −1.4e-17 (a
-                # rank-one Gram matrix in round-off) put r1 = 7.2e16 ≈ −1/μ₋ inside, and a
-                # satisfied constraint broke down (fuzz draw, r = 1)
-                theta = r1 if abs(_h(r1, mp, mm) - target) <= abs(_h(r2, mp, mm) - target) else r2
-            elif ok1:
-                theta = r1
-            elif ok2:
-                theta = r2
+        r1, r2 = _quadratic_roots(A, Bq, Cq)          # NaN, NaN without real roots
+        ok1 = lo < r1 < hi
+        ok2 = lo < r2 < hi
+        if ok1 and ok2:
+            # h is strictly decreasing on the interval, so only one root is h's; the
+            # other can land inside by rounding next to a pole: μ₋ = −1.4e-17 (a
+            # rank-one Gram matrix in round-off) put r1 = 7.2e16 ≈ −1/μ₋ inside, and a
+            # satisfied constraint broke down (fuzz draw, r = 1)
+            theta = r1 if abs(_h(r1, mp, mm) - target) <= abs(_h(r2, mp, mm) - target) else r2
+        elif ok1:
+            theta = r1
+        elif ok2:
+            theta = r2
     elif Bq != 0.0:
         r1 = -Cq / Bq
         if lo < r1 < hi:

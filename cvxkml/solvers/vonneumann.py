@@ -63,7 +63,7 @@ import numpy as np
 
 from .._config import blas_limit
 
-from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult, _dual_change
+from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult, _dual_change, _quadratic_roots
 from ._newton import cg, projected_armijo
 
 _EPS = np.finfo(np.float64).eps
@@ -122,16 +122,11 @@ def _model_step(rho, t, lo, hi, dl, dr, has_l, has_r, p1, dp1, p2, dp2):
         B = -(c * (dl + dr) + b1 + b2)
         C = c * dl * dr + b1 * dr + b2 * dl
         if A != 0.0:
-            disc = B * B - 4.0 * A * C
-            if disc >= 0.0:
-                sq = np.sqrt(disc)
-                qq = -0.5 * (B + (sq if B >= 0 else -sq))
-                r1 = qq / A
-                r2 = C / qq if qq != 0.0 else np.nan
-                if lo < r1 < hi:
-                    tn = r1
-                elif lo < r2 < hi:
-                    tn = r2
+            r1, r2 = _quadratic_roots(A, B, C)
+            if lo < r1 < hi:
+                tn = r1
+            elif lo < r2 < hi:
+                tn = r2
         elif B != 0.0:
             tn = -C / B
     elif has_l:
@@ -226,12 +221,8 @@ def _root(d, z2, rho, j, nz2, warm, a_prev, t_prev, step, dd):
             B = -(c * width + bl + br)
             C = bl * width
             if A != 0.0:
-                disc = B * B - 4.0 * A * C
-                if disc >= 0.0:
-                    sq = np.sqrt(disc)
-                    qq = -0.5 * (B + (sq if B >= 0 else -sq))
-                    r1 = qq / A
-                    r2 = C / qq if qq != 0.0 else np.nan
+                r1, r2 = _quadratic_roots(A, B, C)
+                if not np.isnan(r1):                    # a real pair of roots
                     x0 = r1 if xlo < r1 < xhi else r2
             elif B != 0.0:
                 x0 = -C / B
