@@ -542,7 +542,7 @@ def format_report(res: dict) -> str:
 def _protocol_from_args(args) -> Protocol:
     proto = quick_protocol() if args.quick else Protocol()
     for key in ("n_folds", "n_splits", "max_iter", "cv_max_iter", "max_outer", "max_convex_iter",
-                "n_learn", "seed"):
+                "tol", "n_learn", "seed"):
         v = getattr(args, key, None)
         if v is not None:
             setattr(proto, key, v)
@@ -584,6 +584,17 @@ def _cmd_reproduce_mkl(args) -> int:
     return finish("reproduce mkl", t0)
 
 
+def _relative_tolerance(text: str) -> float:
+    """argparse type of ``--tol``: a float in (0, 1)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--tol must be a number in (0, 1), got {text!r}") from None
+    if not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"--tol must be in (0, 1) (a relative gap, e.g. 1e-3), got {v:g}")
+    return v
+
+
 def _add_arguments(p) -> None:
     p.add_argument("--quick", action="store_true",
                    help="Iris, 3 folds, tiny budgets, Table 2 with one split of 40 learning points (smoke run)")
@@ -603,6 +614,9 @@ def _add_arguments(p) -> None:
                    help="Algorithm 1 outer iterations (default 2)")
     p.add_argument("--max-convex-iter", dest="max_convex_iter", type=int, default=None,
                    help="(15)-(16) iterations per w in the rank-one weight step (default 5)")
+    p.add_argument("--tol", type=_relative_tolerance, default=None,
+                   help="certified relative gap of every LMNN metric step, in (0, 1) (default 1e-5; "
+                        "the estimators' default is 1e-3)")
     p.add_argument("--no-table1", action="store_true", help="skip Table 1 (run Table 2 only)")
     p.add_argument("--n-learn", dest="n_learn", type=int, default=None,
                    help="learn on at most this many training points (default 30; 0 = all)")

@@ -50,7 +50,7 @@ def test_quick_iris_run_and_cli(tmp_path, capsys):
     through the command line."""
     path = tmp_path / "r.json"
     args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--no-table2", "--max-folds", "1",
-                                          "--out", str(path)])
+                                          "--tol", "1e-4", "--out", str(path)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert args.func(args) == 0
@@ -58,6 +58,7 @@ def test_quick_iris_run_and_cli(tmp_path, capsys):
     assert "Table 1" in out and "iris fold 1/1" in out
     data = json.loads(path.read_text())
     assert data["protocol"]["n_folds"] == 3 and data["table2"] is None
+    assert data["protocol"]["tol"] == 1e-4
     r = data["table1"]["iris"]
     assert set(r["accuracy"]) == set(rm.TABLE1_METHODS)
     assert r["folds_run"] == 1 and r["n_test"] == 51          # 17 of each class
@@ -68,6 +69,13 @@ def test_quick_iris_run_and_cli(tmp_path, capsys):
     assert f0["n_learn"] == 21 and f0["n_train"] == 99
     assert len(f0["mu"]) == 20 and sum(f0["mu"]) == pytest.approx(1.0)
     assert f0["cv_kernel"] in rm.paper_kernels().labels()
+
+
+@pytest.mark.parametrize("bad", ["0", "1", "-1e-3", "2", "nan", "abc"])
+def test_tol_option_is_validated(bad, capsys):
+    with pytest.raises(SystemExit):
+        _parser_with_mkl().parse_args(["reproduce", "mkl", "--tol", bad])
+    assert "--tol" in capsys.readouterr().err
 
 
 def _parser_with_mkl():
