@@ -42,6 +42,20 @@ class Solution:
 
     @property
     def max_violation(self) -> float:
+        """The absolute maximum violation: the largest entry of ``violations``, in the units
+        of the constraints, not scaled by their targets or by the objective.
+
+        Certificates and tolerances (e.g. ``viol_tol`` of the spectral solves, the acceptance
+        of an ``optimal_inaccurate`` reference) compare the *relative* violation,
+        ``info["max_relative_violation"]``, which the declared problems' ``solve`` and
+        ``solve_reference`` set; where a solution lacks it, the reference acceptance uses
+        ``max_violation / max(1, |objective|)``.
+
+        Returns
+        -------
+        float
+            ``max(violations)``, 0.0 when there are no constraints.
+        """
         return float(np.max(self.violations)) if self.violations.size else 0.0
 
     @property

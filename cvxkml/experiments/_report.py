@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["PLOTS_EXTRA", "format_table", "pm", "jsonable", "write_json", "pyplot", "start", "finish"]
+__all__ = ["PLOTS_EXTRA", "format_table", "pm", "jsonable", "write_json", "write_numbers", "pyplot", "start",
+           "finish"]
 
 #: How to install what the figures need (the ``plots`` extra of pyproject.toml).
 PLOTS_EXTRA = "pip install 'cvxkml[plots]'"
@@ -105,6 +106,31 @@ def write_json(path, obj, drop=()) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(jsonable(obj, drop), indent=1))
     return path
+
+
+def write_numbers(path, obj, drop=()) -> Path | None:
+    """The closing step of a command with an output option: write the numbers, say where.
+
+    Writes ``obj`` with :func:`write_json` and prints ``numbers written to <path>``, the
+    path as given; does nothing when ``path`` is None or empty (the option not given).
+
+    Parameters
+    ----------
+    path : str, Path or None
+        The value of the command's output option.
+    obj, drop
+        As for :func:`write_json`.
+
+    Returns
+    -------
+    Path or None
+        The file written, or None when nothing was written.
+    """
+    if not path:
+        return None
+    written = write_json(path, obj, drop)
+    print(f"numbers written to {path}")
+    return written
 
 
 def pyplot(what: str):

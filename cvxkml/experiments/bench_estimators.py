@@ -52,7 +52,7 @@ import numpy as np
 from ._commands import CommandError, add_command
 from ._parallel import describe, run_tasks
 from ._peer_metric_learn import warm_subset
-from ._report import finish, format_table, pm, start, write_json
+from ._report import finish, format_table, pm, start, write_numbers
 
 __all__ = ["SEED", "DATASETS", "FEATURES", "BASELINE", "load_bench_dataset", "cv_folds", "make_pipeline",
            "run_cell", "run_bench", "format_report", "register"]
@@ -379,9 +379,7 @@ def _cmd_bench_estimators(args) -> int:
         print(f"metric-learn peer rows skipped: {res['peer_note']}")
     print()
     print(format_report(res))
-    if args.json:
-        write_json(args.json, res)
-        print(f"numbers written to {args.json}")
+    write_numbers(args.json, res)
     print()
     return finish("bench", t_start)
 

@@ -40,7 +40,7 @@ from ..formulas.kcr import rule_predict
 from ..kernels import gaussian_kernel
 from ._commands import add_command
 from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
-from ._report import finish, format_table, write_json
+from ._report import finish, format_table, write_numbers
 
 __all__ = [
     "DATASETS", "FULL_NUS", "FULL_LAMS", "KS", "PAPER_TABLE1", "Protocol", "load_dataset", "stratified_split",
@@ -372,8 +372,7 @@ def _cmd_reproduce_kcr(args) -> int:
     if args.out:
         slim = [{k: v for k, v in r.items() if k != "splits"} | {
             "fits": [f for sp in r["splits"] for f in sp["fits"]]} for r in results]
-        write_json(args.out, dict(protocol=vars(protocol), results=slim))
-        print(f"numbers written to {args.out}")
+        write_numbers(args.out, dict(protocol=vars(protocol), results=slim))
     print()
     return finish("reproduce kcr", t0)
 

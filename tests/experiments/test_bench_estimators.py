@@ -21,6 +21,7 @@ def quick(tmp_path_factory):
 def test_table_columns_and_baseline_row(quick):
     out, _ = quick
     assert out.startswith("cvxkml bench estimators (quick): 3-fold stratified CV (seed 0)")
+    assert "\nnumbers written to " in out and "estimators.json\n\nbench finished in " in out
     tables = output_tables(out)
     assert len(tables) == 1                                     # quick: Wine only
     headers, rows = tables[0]

@@ -2,6 +2,7 @@
 ``cvxkml reproduce kcr``: protocol pieces and a smoke run (no timing assertions)."""
 import contextlib
 import io
+import json
 import re
 
 import numpy as np
@@ -35,12 +36,16 @@ def test_load_dataset_shapes(data_dir):
         assert X.shape == shape and y.shape == (shape[0],)
 
 
-def test_cli_quick_run():
+def test_cli_quick_run(tmp_path):
+    path = tmp_path / "kcr.json"
     buf, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
-        rc = main(["reproduce", "kcr", "--quick"])
+        rc = main(["reproduce", "kcr", "--quick", "--out", str(path)])
     out = buf.getvalue()
     assert rc == 0, out
+    assert f"\nnumbers written to {path}\n\nreproduce kcr finished in " in out
+    saved = json.loads(path.read_text())
+    assert set(saved) == {"protocol", "results"} and all("splits" not in r and r["fits"] for r in saved["results"])
     row = next(ln for ln in out.splitlines() if ln.startswith("iris (150, 4, 3)"))
     cells = re.split(r"\s{2,}", row.strip())
     assert cells[1] == "75/30/45"

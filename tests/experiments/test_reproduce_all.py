@@ -118,3 +118,47 @@ def test_bad_options_end_with_one_line(tmp_path, capsys):
     assert "unknown section" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["reproduce", "all", "--quick", "--full"])
+
+
+def _t1(input_j, rbf_j, rca, ours, **extra):
+    return {"input": input_j, "rbf": rbf_j, "rca": rca, "ours": ours, **extra}
+
+
+def test_yeung_implied_table1_rows_are_recorded_and_labelled():
+    res = {"table1": _t1(1.5, 1.6, [1.1, 1.3], {"100": [2.0, 2.2], "200": [2.4, 2.8]}),
+           "table1_implied": _t1(1.2460, 1.4253, [1.25, 1.26], {"100": [1.8, 2.0]}, xor_std=0.2304,
+                                 sigma=1.2965, command="cvxkml reproduce yeung --part table1 --implied")}
+    sections = {k: ra._Section(k, *v) for k, v in ra.SECTIONS.items()}
+    ra._yeung_records(sections, res, "cvxkml reproduce yeung", "reference/x.json")
+    recs = sections["yeung_t1"].records
+    main = [r for r in recs if r["dataset"] == "XOR"]
+    implied = [r for r in recs if r["dataset"] != "XOR"]
+    assert [r["method"] for r in main] == ["input space", "RBF feature space", "RCA", "ours, m = 100",
+                                           "ours, m = 200"]
+    assert [r["method"] for r in implied] == ["input space", "RBF feature space", "RCA", "ours, m = 100"]
+    for r in implied:
+        assert r["dataset"] == "XOR, implied setting (blob std 0.2304, sigma 1.2965)"
+        assert r["protocol_difference"].startswith("implied setting, not the protocol")
+        assert r["command"] == "cvxkml reproduce yeung --part table1 --implied"
+        assert r["explanation"] == "yeung2007-scalable.md#" + ra.anchor(ra._YEUNG_IMPLIED)
+        assert r["source"] == "reference/x.json" and r["certified"] is None
+    assert ra.anchor(ra._YEUNG_IMPLIED) in _headings(REF / "yeung2007-scalable.md")
+    assert [implied[0]["measured"], implied[1]["measured"]] == [1.2460, 1.4253]
+    assert "calibrated" in implied[0]["note"] and "calibrated" not in implied[2]["note"]
+    assert implied[3]["measured"] == pytest.approx(1.9) and implied[3]["std"] == pytest.approx(0.1)
+    assert implied[3]["published"] == 2.8657 and implied[3]["differs"] is True
+    assert main[3]["measured"] == pytest.approx(2.1) and main[0]["measured"] == 1.5
+    assert all(r["command"] == "cvxkml reproduce yeung" and "implied" not in r["protocol_difference"]
+               for r in main)
+    # without the key, Table 1 has the main rows only
+    sections = {k: ra._Section(k, *v) for k, v in ra.SECTIONS.items()}
+    ra._yeung_records(sections, {"table1": res["table1"]}, "cvxkml reproduce yeung", "reference/x.json")
+    assert sections["yeung_t1"].records == main
+
+
+def test_recorded_summary_carries_the_stored_implied_yeung_rows():
+    yeung = json.loads((REF / "yeung2007-results.json").read_text())
+    assert "table1_implied" in yeung
+    rows = [r for r in ra.collect("recorded", ref=REF)["records"] if r["dataset"].startswith("XOR, implied")]
+    assert len(rows) == 3 + len(yeung["table1_implied"]["ours"])
+    assert rows[0]["measured"] == yeung["table1_implied"]["input"]
