@@ -23,7 +23,7 @@ import sys
 from ..datasets import DataNotFoundError
 
 __all__ = ["GROUPS", "CommandError", "add_parser", "add_command", "subcommands", "add_run_options",
-           "run_command"]
+           "number_in", "run_command"]
 
 #: group -> (help, metavar of its commands)
 GROUPS = {"bench": ("benchmarks", "BENCHMARK"), "reproduce": ("paper reproductions", "EXPERIMENT")}
@@ -137,6 +137,38 @@ def add_run_options(parser, quick: str, repeats: str | None = None, seed: str = 
     if repeats is not None:
         parser.add_argument("--repeats", type=int, default=None, help=repeats)
     parser.add_argument("--seed", type=int, default=0, help=seed)
+
+
+def number_in(flag: str, low: float = 0.0, high: float = float("inf"), example: str = "1e-3"):
+    """An argparse ``type`` accepting a float in the open interval (``low``, ``high``).
+
+    Parameters
+    ----------
+    flag : str
+        The option as typed (``"--tol"``), named in the error message.
+    low, high : float, default 0 and inf
+        The open interval; NaN and values outside it are rejected.
+    example : str, default "1e-3"
+        A valid value shown in the message.
+
+    Returns
+    -------
+    callable
+        ``str -> float``; raises :class:`argparse.ArgumentTypeError` with a message saying
+        what the option accepts.
+    """
+    where = f"in ({low:g}, {high:g})" if high < float("inf") else f"greater than {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = float("nan")
+        if not low < v < high:
+            raise argparse.ArgumentTypeError(f"{flag} must be a number {where} (e.g. {example}); got {text!r}")
+        return v
+
+    return parse
 
 
 def run_command(args, name: str = "cvxkml") -> int:

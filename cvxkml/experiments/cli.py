@@ -18,6 +18,8 @@
     cvxkml bench estimators [--quick] [--estimators …] [--datasets …] [--n-jobs N]
                                 every estimator with its defaults: 3-fold CV accuracy, fit
                                 time and certificate beside Euclidean 1-NN and metric-learn
+    cvxkml bench lmnn [--quick] [--datasets …] [--tol …]  linear LMNN: smoothed quasi-Newton
+                                solver vs the PDHG path, certified, same folds, same run
     cvxkml reproduce lowrank [--quick]  Kulis et al. 2009 §7.1 (Digits, Spambase, Nursery)
     cvxkml reproduce yeung [--quick] [--part …] [--out DIR]
                                 Yeung et al. (2007) Tables 1–2 and Figure 1 (J values
@@ -50,7 +52,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import (bench_commands, bench_estimators, bench_exact, bench_kcr, bench_pola, bench_variants, demo,
+from . import (bench_commands, bench_estimators, bench_exact, bench_kcr, bench_lmnn, bench_pola, bench_variants, demo,
                reproduce_all, reproduce_kcr, reproduce_logdet, reproduce_lowrank, reproduce_mkl, reproduce_spectral,
                reproduce_trace, reproduce_yeung)
 from ._commands import run_command
@@ -61,7 +63,7 @@ __all__ = ["COMMANDS", "build_parser", "main", "format_table"]
 #: The modules that add commands, in the order of ``cvxkml --help`` (a group, ``bench`` or
 #: ``reproduce``, is listed where its first command is).
 COMMANDS = (demo, bench_commands, reproduce_lowrank, reproduce_yeung, reproduce_spectral, reproduce_trace,
-            reproduce_kcr, bench_pola, bench_kcr, bench_variants, bench_exact, bench_estimators, reproduce_mkl,
+            reproduce_kcr, bench_pola, bench_kcr, bench_variants, bench_exact, bench_estimators, bench_lmnn, reproduce_mkl,
             reproduce_logdet, reproduce_all)
 
 

@@ -61,9 +61,9 @@ from ..datasets import check_available, load_dataset as _load_named, load_npz
 from ..errors import ConvergenceWarning, InvalidInputError
 from ..estimators.mkl import LMNN, LMNNMKL
 from ..mkl_kernels import KernelSet, paper_kernels, source_kernels
-from ._commands import add_command, run_command
+from ._commands import add_command, number_in, run_command
 from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
-from ._report import finish, write_json
+from ._report import finish, write_json, write_numbers
 
 __all__ = [
     "TABLE1_DATASETS", "TABLE1_METHODS", "TABLE2_METHODS", "PAPER_TABLE1", "PAPER_TABLE2",
@@ -578,21 +578,8 @@ def _cmd_reproduce_mkl(args) -> int:
     print()
     print(format_report(res))
     print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
-    if args.out:
-        write_json(args.out, res)
-        print(f"numbers written to {args.out}")
+    write_numbers(args.out, res)
     return finish("reproduce mkl", t0)
-
-
-def _relative_tolerance(text: str) -> float:
-    """argparse type of ``--tol``: a float in (0, 1)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--tol must be a number in (0, 1), got {text!r}") from None
-    if not 0.0 < v < 1.0:
-        raise argparse.ArgumentTypeError(f"--tol must be in (0, 1) (a relative gap, e.g. 1e-3), got {v:g}")
-    return v
 
 
 def _add_arguments(p) -> None:
@@ -614,7 +601,7 @@ def _add_arguments(p) -> None:
                    help="Algorithm 1 outer iterations (default 2)")
     p.add_argument("--max-convex-iter", dest="max_convex_iter", type=int, default=None,
                    help="(15)-(16) iterations per w in the rank-one weight step (default 5)")
-    p.add_argument("--tol", type=_relative_tolerance, default=None,
+    p.add_argument("--tol", type=number_in("--tol", 0.0, 1.0), default=None,
                    help="certified relative gap of every LMNN metric step, in (0, 1) (default 1e-5; "
                         "the estimators' default is 1e-3)")
     p.add_argument("--no-table1", action="store_true", help="skip Table 1 (run Table 2 only)")

@@ -34,6 +34,7 @@ COMMANDS = {
                            "--kill-factor", "--jobs", "--max-errors", "--no-fast", "--update", "--note",
                            "--out", "--json"),
     "bench estimators": ("--quick", "--estimators", "--datasets", "--json", "--n-jobs", "--peer-python"),
+    "bench lmnn": ("--quick", "--datasets", "--tol", "--folds", "--no-old", "--old-budget", "--json"),
     "reproduce lowrank": ("--quick", "--seed", "--data-dir", "--parts", "--scale", PARALLEL),
     "reproduce yeung": ("--quick", "--part", "--out", "--runs", "--seed", "--data-dir", "--implied", "--sigma",
                         "--xor-std", "--neighbors", "--rank-rtol", "--landmarks", PARALLEL),
@@ -43,7 +44,7 @@ COMMANDS = {
     "reproduce kcr": ("--quick", "--splits", "--datasets", "--grid", "--tol", "--max-iter", "--time-limit",
                       "--seed", "--out", "--data-dir", PARALLEL),
     "reproduce mkl": ("--quick", "--datasets", "--no-table2", "--n-folds", "--max-folds", "--n-splits",
-                      "--max-iter", "--cv-max-iter", "--max-outer", "--max-convex-iter", "--no-table1",
+                      "--max-iter", "--cv-max-iter", "--max-outer", "--max-convex-iter", "--tol", "--no-table1",
                       "--n-learn", "--n-learn-mfeat", "--seed", "--out", "--data-dir", PARALLEL),
     "reproduce logdet": ("--quick", "--repeats", "--seed", "--data-dir", "--json", PARALLEL),
     "reproduce all": ("--quick", "--full", "--recorded", "--sections", "--out", "--reference", "--data-dir", "--seed",
@@ -167,3 +168,16 @@ def test_jsonable():
     out = _report.jsonable(obj, drop=("skip",))
     assert out == {"1": [0.5, [0, 1]], "b": [3, True]}
     assert json.loads(json.dumps(out)) == out
+
+
+def test_write_numbers_writes_and_says_where(tmp_path, capsys):
+    import numpy as np
+
+    path = tmp_path / "sub" / "numbers.json"
+    written = _report.write_numbers(str(path), {"a": np.float64(0.25), "skip": 1}, drop=("skip",))
+    assert written == path and json.loads(path.read_text()) == {"a": 0.25}
+    assert capsys.readouterr().out == f"numbers written to {path}\n"
+    for missing in (None, ""):
+        assert _report.write_numbers(missing, {"a": 1}) is None
+    assert capsys.readouterr().out == ""
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["numbers.json", "sub"]

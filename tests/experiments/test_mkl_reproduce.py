@@ -56,6 +56,7 @@ def test_quick_iris_run_and_cli(tmp_path, capsys):
         assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "Table 1" in out and "iris fold 1/1" in out
+    assert f"\nnumbers written to {path}\nreproduce mkl finished in " in out
     data = json.loads(path.read_text())
     assert data["protocol"]["n_folds"] == 3 and data["table2"] is None
     assert data["protocol"]["tol"] == 1e-4

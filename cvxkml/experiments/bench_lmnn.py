@@ -1,0 +1,209 @@
+"""``cvxkml bench lmnn``: the linear LMNN solver (Weinberger & Saul eq. 18 as in Wang et al.
+2011) with its smoothed quasi-Newton phase against the PDHG path it replaced, on the same
+problems in the same run (reference/lmnn-speed.md).
+
+For every data set, fold and tolerance, :meth:`cvxkml.declare.lmnn.LMNNProblem.solve` runs
+twice on the problem of the standardized training fold: ``smooth=True`` (the default: L-BFGS
+on a factor for a decreasing smoothing of the hinge, certified on the unsmoothed problem,
+PDHG only if that does not certify) and ``smooth=False`` (the PDHG alone, stopped by a time
+budget through the solver's callback). Both stop on the same certificate, so a row's
+``converged`` is a proof of ``tol``-optimality and the objectives of two certified rows agree
+within their certified gaps. The learned metric's 1-NN accuracy on the test fold is printed
+beside the time.
+
+Nothing here is used by the library itself.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from ._commands import CommandError, add_command, number_in
+from ._report import finish, format_table, start, write_numbers
+from .bench_estimators import DATASETS, cv_folds, load_bench_dataset
+
+__all__ = ["lmnn_rows", "register"]
+
+#: LMNN's parameters here (Wang et al.'s k and γ, the issue-17 workloads).
+K, GAMMA = 5, 0.5
+#: The issue-17 target: a certified 1e-4 optimum in at most this many seconds.
+TARGET_SECONDS = 10.0
+
+
+def _problem(X, y, train):
+    """LMNN of eq. 18 on the standardized training fold, and the fitted scaler."""
+    from sklearn.preprocessing import StandardScaler
+
+    from ..declare.lmnn import LMNNProblem
+
+    scaler = StandardScaler().fit(X[train])
+    return LMNNProblem.linear(scaler.transform(X[train]), y[train], k=K, gamma=GAMMA), scaler
+
+
+def _nn_accuracy(A, scaler, X, y, train, test) -> float:
+    """1-NN test accuracy of the Mahalanobis metric A on standardized features (x ↦ L x with
+    A = LᵀL from A's eigendecomposition, negative round-off eigenvalues clipped)."""
+    from sklearn.neighbors import KNeighborsClassifier
+
+    w, V = np.linalg.eigh((A + A.T) / 2)
+    L = np.sqrt(np.clip(w, 0.0, None))[:, None] * V.T
+    Ztr, Zte = scaler.transform(X[train]) @ L.T, scaler.transform(X[test]) @ L.T
+    return float(KNeighborsClassifier(1).fit(Ztr, y[train]).score(Zte, y[test]))
+
+
+def _solve(prob, tol: float, smooth: bool, budget: float | None):
+    """One timed solve; the PDHG path stops at the first check after ``budget`` seconds."""
+    t0 = time.perf_counter()
+    stop = None if budget is None else (lambda info: time.perf_counter() - t0 > budget)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # an unconverged row says so in its status
+        sol = prob.solve(tol=tol, max_iter=10**6, callback=stop, smooth=smooth)
+    return sol, time.perf_counter() - t0
+
+
+def _warm_up() -> None:
+    """Compile the Numba kernels both paths use (excluded from every timing)."""
+    from ..declare.lmnn import LMNNProblem
+
+    rng = np.random.default_rng(0)
+    y = np.arange(24) % 2
+    prob = LMNNProblem.linear(rng.normal(size=(24, 3)) + y[:, None], y, k=2, gamma=GAMMA)
+    for smooth in (True, False):
+        _solve(prob, 1e-3, smooth, 5.0)
+
+
+def lmnn_rows(datasets=DATASETS, tols=(1e-3, 1e-4), n_folds: int = 3, old: bool = True,
+              old_budget: float = 60.0, quick: bool = False, log=None) -> list[dict]:
+    """Measure both LMNN paths on every (data set, fold, tol).
+
+    Parameters
+    ----------
+    datasets : sequence of str, default DATASETS
+        Names of :func:`cvxkml.experiments.bench_estimators.load_bench_dataset`.
+    tols : sequence of float, default (1e-3, 1e-4)
+        Certified relative gaps asked of both paths.
+    n_folds : int, default 3
+        Stratified folds (seed 0, the folds of ``cvxkml bench estimators``); quick: the first
+        fold only.
+    old : bool, default True
+        Also run the PDHG path (``smooth=False``), the baseline.
+    old_budget : float, default 60
+        Seconds after which the PDHG path stops at its next certificate check (its row then
+        says ``stopped by callback`` and ``converged`` is False unless that check certified).
+    quick : bool, default False
+        The 60-point subsets of :func:`load_bench_dataset`.
+    log : callable, optional
+        ``log(str)`` receives a line per solve.
+
+    Returns
+    -------
+    list of dict
+        One row per solve: data, fold, tol, path ("smoothed" or "pdhg"), seconds,
+        iterations, objective F, dual bound, certified relative gap, converged, status,
+        1-NN test accuracy, n, d, triplets.
+    """
+    if n_folds < 2:
+        raise CommandError(f"--folds must be at least 2 (a stratified split); got {n_folds}.")
+    _warm_up()
+    rows = []
+    for name in datasets:
+        X, y, _ = load_bench_dataset(name, quick=quick)
+        folds = cv_folds(y, n_folds)[: 1 if quick else n_folds]
+        for f, (train, test) in enumerate(folds):
+            prob, scaler = _problem(X, y, train)
+            for tol in tols:
+                for path in ("smoothed", "pdhg") if old else ("smoothed",):
+                    sol, secs = _solve(prob, tol, path == "smoothed", None if path == "smoothed" else old_budget)
+                    F, g = float(sol.objective), float(sol.dual_value)
+                    row = dict(data=name, fold=f + 1, tol=tol, path=path, seconds=secs, iterations=int(sol.n_iter),
+                               objective=F, dual_value=g, gap=(F - g) / max(1.0, abs(F)),
+                               converged=bool(sol.converged), status=sol.status,
+                               accuracy=_nn_accuracy(sol.matrix, scaler, X, y, train, test),
+                               n=int(train.size), d=int(X.shape[1]), triplets=int(prob.triplets.pi.size))
+                    rows.append(row)
+                    if log is not None:
+                        log(f"{name} fold {f + 1} tol {tol:g} {path}: {secs:.3g} s, {row['status']}")
+    return rows
+
+
+def _speedups(rows) -> list[str]:
+    """Per (data, tol): PDHG / smoothed time over the folds where both certified."""
+    lines = []
+    for key in dict.fromkeys((r["data"], r["tol"]) for r in rows):
+        pairs = {}
+        for r in rows:
+            if (r["data"], r["tol"]) == key:
+                pairs.setdefault(r["fold"], {})[r["path"]] = r
+        both = [p for p in pairs.values() if len(p) == 2 and all(r["converged"] for r in p.values())]
+        new = [p["smoothed"] for p in pairs.values()]
+        line = (f"{key[0]} tol {key[1]:g}: smoothed {np.mean([r['seconds'] for r in new]):.3g} s mean, "
+                f"{sum(r['converged'] for r in new)}/{len(new)} certified")
+        if any("pdhg" in p for p in pairs.values()):
+            if both:
+                ratio = [p["pdhg"]["seconds"] / p["smoothed"]["seconds"] for p in both]
+                line += (f"; PDHG / smoothed {min(ratio):.3g}-{max(ratio):.3g}x over the {len(both)} folds "
+                         "where both certified")
+            else:
+                line += "; the PDHG path certified no fold within its budget"
+        lines.append(line)
+    return lines
+
+
+def format_report(rows, old_budget: float) -> str:
+    """The measured rows as the sheet's table, then the ratios and the target lines."""
+    table = format_table(
+        ["data", "fold", "n x d", "triplets", "tol", "path", "seconds", "iterations", "objective F",
+         "certified gap", "converged", "1-NN acc"],
+        [[r["data"], str(r["fold"]), f"{r['n']} x {r['d']}", str(r["triplets"]), f"{r['tol']:g}", r["path"],
+          f"{r['seconds']:.3g}", str(r["iterations"]), f"{r['objective']:.10g}", f"{r['gap']:.1e}",
+          "yes" if r["converged"] else f"no ({r['status']})", f"{r['accuracy']:.3f}"] for r in rows])
+    lines = [table,
+             f"(k = {K}, gamma = {GAMMA}, standardized training fold; smoothed = LMNNProblem.solve() default, "
+             f"pdhg = solve(smooth=False) stopped at its first check after {old_budget:g} s; both certified by the "
+             "same Lagrange bound: converged = certified relative gap <= tol)", ""]
+    lines += _speedups(rows)
+    for name in ("breast_cancer", "digits500"):
+        best = [r for r in rows if r["data"] == name and r["path"] == "smoothed" and r["tol"] <= 1e-4]
+        if best:
+            worst = max(r["seconds"] for r in best)
+            ok = all(r["converged"] for r in best) and worst <= TARGET_SECONDS
+            lines.append(f"issue 17 target, {name}: a certified 1e-4 optimum in <= {TARGET_SECONDS:g} s: "
+                         f"{'met' if ok else 'not met'} (slowest fold {worst:.3g} s, "
+                         f"{sum(r['converged'] for r in best)}/{len(best)} certified)")
+    return "\n".join(lines)
+
+
+def _cmd_bench_lmnn(args) -> int:
+    t_start = start("cvxkml bench lmnn", args.quick,
+                    "one BLAS thread, Numba warmed up on a small instance first, time.perf_counter")
+    datasets = args.datasets or (("wine",) if args.quick else DATASETS)
+    tols = tuple(args.tol) if args.tol else ((1e-3,) if args.quick else (1e-3, 1e-4))
+    budget = args.old_budget if args.old_budget is not None else (5.0 if args.quick else 60.0)
+    rows = lmnn_rows(datasets, tols, n_folds=args.folds, old=not args.no_old, old_budget=budget,
+                     quick=args.quick)
+    print()
+    print(format_report(rows, budget))
+    write_numbers(args.json, {"rows": rows, "old_budget": budget})
+    print()
+    return finish("bench", t_start)
+
+
+def register(commands) -> None:
+    """Add ``cvxkml bench lmnn`` (see :mod:`._commands`)."""
+    p = add_command(commands, "bench", "lmnn", _cmd_bench_lmnn,
+                    help="linear LMNN: the smoothed quasi-Newton solver vs the PDHG path, certified, "
+                         "on Wine / breast cancer / digits-500 folds")
+    if p is None:
+        return
+    p.add_argument("--quick", action="store_true", help="one fold of a 60-point Wine subset, tol 1e-3 (for tests)")
+    p.add_argument("--datasets", nargs="+", choices=DATASETS, default=None,
+                   help="data sets (default all three; quick: wine)")
+    p.add_argument("--tol", nargs="+", type=number_in("--tol", 0.0, 1.0), default=None,
+                   help="certified relative gaps (default 1e-3 1e-4; quick 1e-3)")
+    p.add_argument("--folds", type=int, default=3, help="stratified folds, seed 0 (default 3)")
+    p.add_argument("--no-old", action="store_true", help="skip the PDHG baseline")
+    p.add_argument("--old-budget", type=number_in("--old-budget", 0.0, example="60"), default=None,
+                   help="seconds after which the PDHG baseline stops (default 60, quick 5)")
+    p.add_argument("--json", default=None, help="write the rows as JSON to this file")

@@ -1,0 +1,44 @@
+"""``cvxkml bench lmnn``: the smoothed LMNN solver against the PDHG path on the same fold.
+Smoke-sized; no timing assertions (times are only checked to be finite and positive)."""
+from __future__ import annotations
+
+import pytest
+
+from cvxkml.experiments import bench_lmnn
+from cvxkml.experiments._commands import CommandError
+from cli_output import output_tables, positive_finite, run_cli_ok
+
+
+def test_both_paths_certify_the_same_problem():
+    rows = bench_lmnn.lmnn_rows(("wine",), (1e-3,), quick=True, old_budget=30.0)
+    assert [r["path"] for r in rows] == ["smoothed", "pdhg"]
+    new, old = rows
+    assert new["triplets"] == old["triplets"] > 0 and (new["n"], new["d"]) == (40, 13)
+    for r in rows:
+        assert r["converged"] and r["gap"] <= 1e-3 and r["seconds"] > 0
+        assert 0.0 <= r["accuracy"] <= 1.0
+    # weak duality across the two paths: each primal value is above the other's dual bound,
+    # so the two certified objectives agree within the sum of their certified gaps
+    scale = max(1.0, new["objective"])
+    assert new["objective"] >= old["dual_value"] - 1e-9 * scale
+    assert old["objective"] >= new["dual_value"] - 1e-9 * scale
+    assert abs(new["objective"] - old["objective"]) <= (new["gap"] + old["gap"]) * scale
+
+
+def test_bench_lmnn_quick_cli():
+    text = run_cli_ok(["bench", "lmnn", "--quick", "--no-old"])
+    ((head, rows),) = output_tables(text)
+    assert head[:6] == ["data", "fold", "n x d", "triplets", "tol", "path"]
+    assert [r[5] for r in rows] == ["smoothed"] and positive_finite(rows[0][6]) and rows[0][10] == "yes"
+    assert "wine tol 0.001: smoothed" in text and "PDHG" not in text.split("1/1 certified")[1].split("\n")[0]
+    assert "bench finished" in text
+
+
+def test_bad_options():
+    with pytest.raises(CommandError, match="at least 2"):
+        bench_lmnn.lmnn_rows(("wine",), (1e-3,), n_folds=1, quick=True)
+    from cvxkml.experiments.cli import build_parser
+
+    for bad in (["--tol", "0"], ["--tol", "x"], ["--old-budget", "-1"], ["--datasets", "iris"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["bench", "lmnn", *bad])
