@@ -121,7 +121,7 @@ def lmnn_rows(datasets=DATASETS, tols=(1e-3, 1e-4), n_folds: int = 3, old: bool 
                                objective=F, dual_value=g, gap=(F - g) / max(1.0, abs(F)),
                                converged=bool(sol.converged), status=sol.status,
                                accuracy=_nn_accuracy(sol.matrix, scaler, X, y, train, test),
-                               n=int(train.size), d=int(X.shape[1]), triplets=int(prob.triplets.pi.size))
+                               n=int(train.size), d=int(X.shape[1]), triplets=prob.triplets.n_triplets)
                     rows.append(row)
                     if log is not None:
                         log(f"{name} fold {f + 1} tol {tol:g} {path}: {secs:.3g} s, {row['status']}")

@@ -2,9 +2,11 @@
 Smoke-sized; no timing assertions (times are only checked to be finite and positive)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from cvxkml.experiments import bench_lmnn
+from cvxkml.experiments.bench_estimators import cv_folds, load_bench_dataset
 from cvxkml.experiments._commands import CommandError
 from cli_output import output_tables, positive_finite, run_cli_ok
 
@@ -13,7 +15,12 @@ def test_both_paths_certify_the_same_problem():
     rows = bench_lmnn.lmnn_rows(("wine",), (1e-3,), quick=True, old_budget=30.0)
     assert [r["path"] for r in rows] == ["smoothed", "pdhg"]
     new, old = rows
-    assert new["triplets"] == old["triplets"] > 0 and (new["n"], new["d"]) == (40, 13)
+    assert new["triplets"] == old["triplets"] and (new["n"], new["d"]) == (40, 13)
+    # the problem's triplets (i, target j, differently labelled l): k targets per point times
+    # the points of other classes, here 40 points of three classes and k = 5
+    _, y, _ = load_bench_dataset("wine", quick=True)
+    counts = np.bincount(y[cv_folds(y, 3)[0][0]])
+    assert new["triplets"] == int(np.sum(counts * bench_lmnn.K * (counts.sum() - counts)))
     for r in rows:
         assert r["converged"] and r["gap"] <= 1e-3 and r["seconds"] > 0
         assert 0.0 <= r["accuracy"] <= 1.0
