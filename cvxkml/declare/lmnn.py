@@ -252,12 +252,19 @@ class LMNNProblem(Problem):
         lam = float(np.linalg.eigvalsh(0.5 * (M + M.T))[0]) if M.size else 0.0
         return np.append(margin, max(0.0, -lam))
 
-    def dual_value(self, alpha) -> float:
-        """Certified lower bound g(α) on the optimum (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`)."""
+    def dual_value(self, alpha, objective_bound: float | None = None) -> float:
+        """Certified lower bound g(α) on the optimum (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`).
+
+        ``objective_bound``: a known primal value F(X) ≥ F* (e.g. a solution's
+        ``objective``), which tightens the bound's round-off correction; the fast solver
+        reports ``lmnn_dual_value(α, objective_bound=objective)``.
+        """
         alpha = np.asarray(alpha, dtype=float)
         if alpha.shape != (self.triplets.n_triplets,):
             raise InvalidInputError(f"alpha must have one entry per triplet ({self.triplets.n_triplets}).")
-        return lmnn_dual_value(self.U, self.triplets, alpha, self.gamma)
+        if objective_bound is not None:
+            objective_bound = check_number(objective_bound, "objective_bound")
+        return lmnn_dual_value(self.U, self.triplets, alpha, self.gamma, objective_bound=objective_bound)
 
     def whiten(self, A) -> np.ndarray:
         """X̂ = S Vᵀ A V S, the part of A that the training distances see."""

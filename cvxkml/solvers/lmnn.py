@@ -560,7 +560,7 @@ def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, t
         if a_bar is None:
             continue
         barrier_ran = True
-        g_bar = lmnn_dual_value(U, trip, a_bar, gamma)
+        g_bar = lmnn_dual_value(U, trip, a_bar, gamma, objective_bound=f)
         if g_bar > best_g:
             best_g, best_alpha = g_bar, a_bar
     # the least-squares recovery only as the fallback of a barrier that could not run
@@ -571,7 +571,7 @@ def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, t
         if f - best_g <= tol * scale:
             break
         a_pol = _polish_dual(U, trip, gamma, X, p_best, delta)
-        g_pol = lmnn_dual_value(U, trip, a_pol, gamma)
+        g_pol = lmnn_dual_value(U, trip, a_pol, gamma, objective_bound=f)
         if g_pol > best_g:
             best_g, best_alpha = g_pol, a_pol
     return best_g, best_alpha
@@ -683,14 +683,14 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
         f = lmnn_objective(p, trip, gamma)
         if not np.isfinite(f):
             raise FloatingPointError("LMNN iterates became non-finite")
-        g = lmnn_dual_value(U, trip, alpha, gamma)
+        g = lmnn_dual_value(U, trip, alpha, gamma, objective_bound=min(f, best_f))
         if cnt > 0:         # restart from the averaged iterate when it is better
             Xa = X_sum / cnt
             aa = alpha.copy()
             aa[work] = a_sum[work] / cnt
             pa = ops.distances(Xa)
             fa = lmnn_objective(pa, trip, gamma)
-            ga = lmnn_dual_value(U, trip, aa, gamma)
+            ga = lmnn_dual_value(U, trip, aa, gamma, objective_bound=min(fa, f, best_f))
             if fa - ga < f - g:
                 X[:, :] = Xa
                 alpha[:] = aa
@@ -713,6 +713,8 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
             polish_time += time.perf_counter() - tp
             if best_f - best_g > tol * max(1.0, abs(best_f)):
                 polish_wait, polish_backoff = polish_backoff, 2 * polish_backoff
+        if best_g > best_f:      # a later primal value shows that bound's round-off allowance failed
+            best_g = lmnn_dual_value(U, trip, best_alpha, gamma, objective_bound=best_f)
         history.append((it, f, g, int(work.size)))
         scale = max(1.0, abs(best_f))
         stop = callback is not None and bool(callback(
@@ -744,7 +746,7 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
                 f = lmnn_objective(ops.distances(Xs), trip, gamma)
                 if not np.isfinite(f):
                     raise FloatingPointError("LMNN smoothed iterates became non-finite")
-                g = lmnn_dual_value(U, trip, a_s, gamma)
+                g = lmnn_dual_value(U, trip, a_s, gamma, objective_bound=min(f, best_f))
                 if f < best_f:
                     best_f, best_X = f, Xs.copy()
                 if g > best_g:
@@ -755,6 +757,8 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
                     best_g, best_alpha = _recover_dual(U, trip, gamma, ops, best_X, best_f, best_g,
                                                        best_alpha, tol, least_squares=False)
                     polish_time += time.perf_counter() - tp
+                if best_g > best_f:
+                    best_g = lmnn_dual_value(U, trip, best_alpha, gamma, objective_bound=best_f)
                 history.append((it, f, g, n_work))
                 stop = callback is not None and bool(callback(
                     {"iteration": int(it), "objective": float(best_f), "dual_value": float(best_g),
@@ -804,6 +808,9 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
         cnt = n_steps
         it += n_steps
         p = ops.distances(X)
+    # the reported bound with the best primal value as F_up (the tightest trace correction
+    # of lmnn_dual_value, so never below the bound the stopping test used)
+    best_g = lmnn_dual_value(U, trip, best_alpha, gamma, objective_bound=best_f)
     return LMNNResult(X=best_X, alpha=best_alpha, objective=float(best_f), dual_value=float(best_g),
                       n_iter=int(it), converged=converged, time=time.perf_counter() - t0,
                       status=status, history=history,
