@@ -464,9 +464,12 @@ def test_certificate_holds_when_the_optimal_metric_is_huge(degree):
     F, g = float(sol.objective), float(sol.dual_value)
     tr_X = float(np.trace(sol.info["X"]))
     assert tr_X > 1e5                                    # the regime of the defect
-    assert g <= F + 1e-12 * max(1.0, abs(F))             # weak duality, never a negative gap
+    # weak duality, never a negative gap beyond rounding (F itself is rounded: a fresh
+    # clone's BLAS gave F = −1.9e-12 for degree 6, whose F* is 0); the defect was 6e-6 – 4.4e-5
+    rounding = 1e-10 * max(1.0, abs(F))
+    assert g <= F + rounding
     if sol.converged:
         assert (F - g) / max(1.0, abs(F)) <= 1e-5
     assert g == pytest.approx(prob.dual_value(sol.dual, objective_bound=F), rel=1e-12, abs=1e-14)
     if degree != 6:      # the public bound knows no primal value: only the PD case is exact
-        assert prob.dual_value(sol.dual) <= F + 1e-12 * max(1.0, abs(F))
+        assert prob.dual_value(sol.dual) <= F + rounding
