@@ -348,14 +348,21 @@ def lmnn_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, rtol: float = 1e
                 np.finfo(float).tiny)
     eps = rtol * scale
 
+    min_eig = {}                    # λ_min(G(sα)) by s: each eigenvalue problem solved once
+
+    def lam_at(s):
+        if s not in min_eig:
+            min_eig[s] = _min_eig(OT + s * OH)
+        return min_eig[s]
+
     def feasible(s):
-        return _min_eig(OT + s * OH) >= -eps
+        return lam_at(s) >= -eps
 
     def bound(s):
-        lam = _min_eig(OT + s * OH)
+        lam = lam_at(s)
         if lam >= 0.0:
             return s * total
-        lam_T = _min_eig(OT)
+        lam_T = lam_at(0.0)
         if not lam_T > _PD_RTOL * scale:
             # G(0) singular to round-off: the pull term does not bound tr X*; the
             # −rtol·scale allowance stands as round-off unless a known primal value shows
