@@ -42,13 +42,12 @@ def _problem(X, y, train):
     return LMNNProblem.linear(scaler.transform(X[train]), y[train], k=K, gamma=GAMMA), scaler
 
 
-def _nn_accuracy(A, scaler, X, y, train, test) -> float:
-    """1-NN test accuracy of the Mahalanobis metric A on standardized features (x ↦ L x with
-    A = LᵀL from A's eigendecomposition, negative round-off eigenvalues clipped)."""
+def _nn_accuracy(prob, sol, scaler, X, y, train, test) -> float:
+    """1-NN test accuracy of the learned metric on standardized features, mapped by the
+    problem's own factor (:meth:`~cvxkml.declare.lmnn.LMNNProblem.factor`, Lᵀ L = A)."""
     from sklearn.neighbors import KNeighborsClassifier
 
-    w, V = np.linalg.eigh((A + A.T) / 2)
-    L = np.sqrt(np.clip(w, 0.0, None))[:, None] * V.T
+    L = prob.factor(sol.info["X"], sol.info["complement"])
     Ztr, Zte = scaler.transform(X[train]) @ L.T, scaler.transform(X[test]) @ L.T
     return float(KNeighborsClassifier(1).fit(Ztr, y[train]).score(Zte, y[test]))
 
@@ -120,7 +119,7 @@ def lmnn_rows(datasets=DATASETS, tols=(1e-3, 1e-4), n_folds: int = 3, old: bool 
                     row = dict(data=name, fold=f + 1, tol=tol, path=path, seconds=secs, iterations=int(sol.n_iter),
                                objective=F, dual_value=g, gap=(F - g) / max(1.0, abs(F)),
                                converged=bool(sol.converged), status=sol.status,
-                               accuracy=_nn_accuracy(sol.matrix, scaler, X, y, train, test),
+                               accuracy=_nn_accuracy(prob, sol, scaler, X, y, train, test),
                                n=int(train.size), d=int(X.shape[1]), triplets=prob.triplets.n_triplets)
                     rows.append(row)
                     if log is not None:
