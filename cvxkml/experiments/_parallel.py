@@ -22,19 +22,27 @@ number of threads).
 The commands add ``--n-jobs``, ``--backend`` and ``--scheduler`` with
 :func:`add_parallel_options` and run inside :func:`parallel_from_args`.  Dask is the
 optional ``dask`` extra (``pip install "cvxkml[dask]"``); nothing here imports it unless
-``backend="dask"`` is asked for.  Of :mod:`cvxkml.experiments` this module imports only
-:mod:`._commands`.
+``backend="dask"`` is asked for.
+
+A long run resumes: with a :class:`TaskStore` (``--resume DIR`` of the commands that
+offer it) every finished task's result is saved as it arrives and loaded, not computed,
+by the next run with the same data and task description.  Of :mod:`cvxkml.experiments`
+this module imports only :mod:`._commands` and :mod:`._report`.
 """
 from __future__ import annotations
 
 import contextvars
+import hashlib
+import json
 import logging
 import os
+import pickle
 from contextlib import contextmanager
+from pathlib import Path
 
 from ._commands import CommandError
 
-__all__ = ["BACKENDS", "DASK_EXTRA", "CommandError", "add_parallel_options", "parallel_context",
+__all__ = ["BACKENDS", "DASK_EXTRA", "CommandError", "TaskStore", "add_parallel_options", "parallel_context",
            "parallel_from_args", "run_tasks", "describe"]
 
 #: The joblib backends the commands offer.
@@ -65,7 +73,76 @@ def _call(func, task):
         numba.set_num_threads(threads)
 
 
-def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None) -> list:
+class TaskStore:
+    """Finished tasks' results in a folder, so that a long run stopped part way (a
+    session's end, a killed job) resumes with the tasks it has not finished.
+
+    A result is stored under a key that the caller derives from everything the task's
+    numbers depend on (:meth:`key`: the data's bytes and a description of the task: its
+    protocol, its draws) and is loaded back instead of being computed again.  The key does
+    not cover the code: after changing a solver, use a new folder.  Results are pickled —
+    a cache of this machine's own runs, not an exchange format (the numbers to keep go to
+    the command's JSON).
+
+    Parameters
+    ----------
+    directory : str or Path
+        Created when missing.
+    """
+
+    def __init__(self, directory):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    @staticmethod
+    def key(*arrays, **description) -> str:
+        """A hex digest of the arrays' dtypes, shapes and bytes and of ``description``
+        (JSON-serializable after :func:`._report.jsonable`-style conversion: NumPy arrays
+        and scalars become lists and numbers).
+
+        Returns
+        -------
+        str
+            64 hex characters (SHA-256).
+        """
+        import numpy as np
+
+        from ._report import jsonable
+
+        h = hashlib.sha256()
+        for a in arrays:
+            a = np.ascontiguousarray(a)
+            h.update(f"{a.dtype.str}{a.shape}".encode())
+            h.update(a.tobytes())
+        h.update(json.dumps(jsonable(description), sort_keys=True).encode())
+        return h.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{key}.pkl"
+
+    def __contains__(self, key: str) -> bool:
+        return self._path(key).exists()
+
+    def load(self, key: str):
+        """The stored result of ``key``, or None."""
+        path = self._path(key)
+        if not path.exists():
+            return None
+        with open(path, "rb") as f:
+            return pickle.load(f)
+
+    def save(self, key: str, result) -> None:
+        """Store ``result`` under ``key`` (written to a temporary file, then renamed: a
+        run killed while writing leaves no half file)."""
+        path = self._path(key)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        with open(tmp, "wb") as f:
+            pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+
+
+def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None, store: TaskStore | None = None,
+              keys=None) -> list:
     """``[func(t) for t in tasks]``, serially or on the joblib backend in force.
 
     Parameters
@@ -81,6 +158,11 @@ def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None) -> list:
         (None or -1: every core, or every Dask worker).
     callback : callable, optional
         ``callback(index, result)`` after each result, in task order (progress lines).
+    store : TaskStore, optional
+        Results already in the store (under ``keys[index]``) are loaded instead of
+        computed; every computed result is saved there as it arrives.
+    keys : list of str, optional
+        One key per task (:meth:`TaskStore.key`); required with ``store``.
 
     Returns
     -------
@@ -88,15 +170,25 @@ def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None) -> list:
         The results in the order of ``tasks``, whatever the order of completion.
     """
     tasks = list(tasks)
-    out = []
-    if (n_jobs == 1 and not _DASK_ACTIVE.get()) or len(tasks) == 0:
-        results = (_call(func, t) for t in tasks)
+    if store is not None and (keys is None or len(keys) != len(tasks)):
+        raise ValueError("run_tasks: a store needs one key per task")
+    stored = [store.load(key) if store is not None else None for key in (keys or [None] * len(tasks))]
+    todo = [k for k, r in enumerate(stored) if r is None]
+    if (n_jobs == 1 and not _DASK_ACTIVE.get()) or len(todo) == 0:
+        computed = (_call(func, tasks[k]) for k in todo)
     else:
         from joblib import Parallel, delayed
 
         n = -1 if n_jobs is None else int(n_jobs)
-        results = Parallel(n_jobs=n, return_as="generator")(delayed(_call)(func, t) for t in tasks)
-    for k, res in enumerate(results):
+        computed = Parallel(n_jobs=n, return_as="generator")(delayed(_call)(func, tasks[k]) for k in todo)
+    computed = iter(computed)
+    out = []
+    for k in range(len(tasks)):
+        res = stored[k]
+        if res is None:
+            res = next(computed)
+            if store is not None:
+                store.save(keys[k], res)
         out.append(res)
         if callback is not None:
             callback(k, res)

@@ -62,7 +62,7 @@ from ..errors import ConvergenceWarning, InvalidInputError
 from ..estimators.mkl import LMNN, LMNNMKL
 from ..mkl_kernels import KernelSet, paper_kernels, source_kernels
 from ._commands import add_command, number_in, run_command
-from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
+from ._parallel import TaskStore, add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import finish, write_json, write_numbers
 
 __all__ = [
@@ -199,17 +199,25 @@ def _nn_correct(Ztr, ytr, Zte, yte) -> np.ndarray:
 
 
 class _Counter:
-    """Counts the metric solves that did not reach their certified tolerance."""
+    """Counts the metric solves that did not reach their certified tolerance, and keeps one
+    record per solve (method, kernel, order of the learned matrix, iterations, gap, seconds), so that a
+    report can say where the time went and which fits stopped at their budget."""
 
     def __init__(self):
         self.fits = 0
         self.unconverged = 0
         self.seconds = {}
+        self.records = []
 
-    def note(self, sols):
+    def note(self, sols, method: str, kernel: str | None = None):
         for s in sols:
             self.fits += 1
             self.unconverged += int(not s.converged)
+            gap = s.gap
+            self.records.append({"method": method, "kernel": kernel, "order": int(s.matrix.shape[0]),
+                                 "n_iter": int(s.n_iter), "converged": bool(s.converged),
+                                 "objective": float(s.objective), "gap": None if gap is None else float(gap),
+                                 "seconds": float(s.time)})
 
 
 def _protocol_scaling(cls) -> dict:
@@ -251,7 +259,7 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
         est = _fit_quiet(LMNNMKL(variant="NR", kernels=nr_kernels_spec, k=proto.k, gamma=proto.gamma, tol=proto.tol,
                                  max_iter=proto.max_iter, small_classes="shrink", **_protocol_scaling(LMNNMKL)),
                          Xl, yl)
-        counter.note([est.solution_])
+        counter.note([est.solution_], "NR-LMNN-MKL")
         out["NR-LMNN-MKL"] = _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)
         tick("NR-LMNN-MKL", t0)
     if "LMNN-MKL_P" in methods:
@@ -261,7 +269,7 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
                                  max_convex_iter=proto.max_convex_iter, small_classes="shrink",
                                  **_protocol_scaling(LMNNMKL)), Xl, yl)
         res = est.result_
-        counter.note([est.solution_])
+        counter.note([est.solution_], "LMNN-MKL_P")
         out["LMNN-MKL_P"] = _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)
         info["mu"] = [float(v) for v in est.weights_]
         info["outer_iterations"] = int(res.n_outer)
@@ -280,23 +288,24 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
     if "LMNN_H" in methods:
         t0 = time.perf_counter()
         est = _lmnn_precomputed(sum(Kl) / m, yl, proto, proto.max_iter)
-        counter.note([est.solution_])
+        counter.note([est.solution_], "LMNN_H")
         out["LMNN_H"] = _nn_correct(est.transform(sum(Ktr) / m), ytr, est.transform(sum(Kte) / m), yte)
         tick("LMNN_H", t0)
     if "LMNN-MKL_CV" in methods:
         t0 = time.perf_counter()
         score = np.zeros(m)
+        labels = kernels.labels()
         for l in range(m):
             for a, b in (halves, halves[::-1]):
                 est = _lmnn_precomputed(Kl[l][np.ix_(a, a)], yl[a], proto, proto.cv_max_iter)
-                counter.note([est.solution_])
+                counter.note([est.solution_], "LMNN-MKL_CV inner", labels[l])
                 score[l] += _nn_correct(est.transform(Kl[l][np.ix_(a, a)]), yl[a],
                                         est.transform(Kl[l][np.ix_(b, a)]), yl[b]).sum()
         best = int(np.argmax(score))
         est = _lmnn_precomputed(Kl[best], yl, proto, proto.max_iter)
-        counter.note([est.solution_])
+        counter.note([est.solution_], "LMNN-MKL_CV", labels[best])
         out["LMNN-MKL_CV"] = _nn_correct(est.transform(Ktr[best]), ytr, est.transform(Kte[best]), yte)
-        info["cv_kernel"] = kernels.labels()[best]
+        info["cv_kernel"] = labels[best]
         tick("LMNN-MKL_CV", t0)
     return out, info
 
@@ -366,25 +375,39 @@ def _split_task(task) -> dict:
     counter = _Counter()
     res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto, counter, halves)
     info.update(n_train=int(tr.size), n_learn=int(sub.size), n_test=int(te.size),
-                accuracy={m: float(np.mean(res[m])) for m in methods}, seconds=time.perf_counter() - t0)
+                accuracy={m: float(np.mean(res[m])) for m in methods}, seconds=time.perf_counter() - t0,
+                lmnn_fits=counter.records)
     return {"correct": res, "info": info, "fits": counter.fits, "unconverged": counter.unconverged,
             "seconds": counter.seconds, "kernels": kernels.labels()}
 
 
+def _split_key(X, y, task) -> str:
+    """The :class:`~cvxkml.experiments._parallel.TaskStore` key of one split task: the
+    data's bytes, the split's indices and draws, the kernels, the methods and every knob of
+    the protocol that changes numbers (not its notes)."""
+    _, _, tr, te, sub, halves, kernel_spec, methods, proto = task
+    knobs = {k: v for k, v in asdict(proto).items() if k != "notes"}
+    return TaskStore.key(X, y, tr, te, sub, *(halves or ()), command="reproduce mkl", kernels=kernel_spec,
+                         methods=list(methods), protocol=knobs)
+
+
 def _run_splits(X, y, parts, plans, kernel_spec, methods, proto: Protocol, t0: float, log, labels,
-                n_jobs) -> tuple[list, dict, _Counter]:
+                n_jobs, store: TaskStore | None = None) -> tuple[list, dict, _Counter]:
     """Every outer split of ``parts`` ([(train, test)]), with the draws ``plans`` of
-    :func:`_plan_split`, through :func:`cvxkml.experiments._parallel.run_tasks`.
+    :func:`_plan_split`, through :func:`cvxkml.experiments._parallel.run_tasks` (with
+    ``store``: splits finished by an earlier run are loaded, new ones saved).
     Returns (per-split results, pooled correctness lists, fit counter)."""
     tasks = [(X, y, tr, te, sub, halves, kernel_spec, tuple(methods), proto)
              for (tr, te), (sub, halves) in zip(parts, plans)]
+    keys = [_split_key(X, y, t) for t in tasks] if store is not None else None
+    was_stored = [key in store for key in keys] if store is not None else [False] * len(tasks)
 
     def done(k, r):
         if log:
-            log(f"{labels[k]} ({time.perf_counter() - t0:.0f} s so far): "
+            log(f"{labels[k]} ({'stored, ' if was_stored[k] else ''}{time.perf_counter() - t0:.0f} s so far): "
                 + ", ".join(f"{m} {100 * a:.1f}" for m, a in r["info"]["accuracy"].items()))
 
-    results = run_tasks(_split_task, tasks, n_jobs, callback=done)
+    results = run_tasks(_split_task, tasks, n_jobs, callback=done, store=store, keys=keys)
     correct = {m: [r["correct"][m] for r in results] for m in methods}
     counter = _Counter()
     for r in results:
@@ -407,7 +430,8 @@ def _pooled(correct: dict, proto: Protocol, counter: _Counter, t0: float, **fiel
 
 # --------------------------------------------------------------------------- Table 1
 def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_dir=None,
-                       max_folds: int | None = None, log=None, n_jobs: int | None = 1) -> dict:
+                       max_folds: int | None = None, log=None, n_jobs: int | None = 1,
+                       store: TaskStore | None = None) -> dict:
     """Table 1 protocol on one data set.
 
     Parameters
@@ -425,6 +449,9 @@ def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_
         The folds run as independent tasks through
         :func:`cvxkml.experiments._parallel.run_tasks` (their random draws made first,
         in order); the numbers do not depend on it.
+    store : TaskStore, optional
+        Folds finished by an earlier run with the same data, protocol and draws are loaded
+        from it instead of run again; every newly finished fold is saved to it.
 
     Returns
     -------
@@ -442,7 +469,7 @@ def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_
     labels = [f"{name} fold {f + 1}/{len(folds)}" for f in range(len(folds))]
     plans = [_plan_split(y, tr, proto.n_learn, methods, rng) for tr, _ in parts]
     results, correct, counter = _run_splits(X, y, parts, plans, "paper", methods, proto, t0, log, labels,
-                                            n_jobs)
+                                            n_jobs, store)
     per_fold = [{"fold": f, **r["info"]} for f, r in enumerate(results)]
     return _pooled(correct, proto, counter, t0, dataset=name, n=int(y.size), d=int(X.shape[1]),
                    folds_run=len(folds), n_folds=proto.n_folds, per_fold=per_fold)
@@ -450,9 +477,10 @@ def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_
 
 # --------------------------------------------------------------------------- Table 2
 def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits: int | None = None,
-               log=None, n_jobs: int | None = 1) -> dict:
+               log=None, n_jobs: int | None = 1, store: TaskStore | None = None) -> dict:
     """Table 2 protocol on Multiple Features (six sources, random 50/50 splits); the
-    splits run as independent tasks with ``n_jobs`` (see :func:`run_table1_dataset`)."""
+    splits run as independent tasks with ``n_jobs``, finished ones kept in ``store`` (see
+    :func:`run_table1_dataset`)."""
     t0 = time.perf_counter()
     data = load_npz("mfeat", data_dir)
     y = data["y"]
@@ -471,7 +499,7 @@ def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits:
         plans.append(_plan_split(y, tr, proto.n_learn_mfeat, methods, rng))
     labels = [f"mfeat split {s + 1}/{n_splits}" for s in range(n_splits)]
     results, correct, counter = _run_splits(X, y, parts, plans, ("sources", cols), methods, proto, t0, log,
-                                            labels, n_jobs)
+                                            labels, n_jobs, store)
     per_split = [{"split": s, **r["info"], "kernels": r["kernels"]} for s, r in enumerate(results)]
     return _pooled(correct, proto, counter, t0, dataset="mfeat", splits_run=n_splits, per_split=per_split)
 
@@ -485,22 +513,23 @@ def quick_protocol() -> Protocol:
 
 def reproduce(proto: Protocol | None = None, datasets=TABLE1_DATASETS, table2: bool = True,
               max_folds: int | None = None, n_splits: int | None = None, data_dir=None,
-              callback=None, log=None, n_jobs: int | None = 1) -> dict:
+              callback=None, log=None, n_jobs: int | None = 1, store: TaskStore | None = None) -> dict:
     """Run Table 1 on ``datasets`` and (``table2``) Table 2; returns all numbers.
     ``callback(key, result)`` is called after every data set (progress, partial saves);
-    ``n_jobs``: the folds and splits of each data set as independent tasks (see
-    :func:`run_table1_dataset`)."""
+    ``n_jobs``: the folds and splits of each data set as independent tasks; ``store``:
+    finished folds and splits kept for a resumed run (see :func:`run_table1_dataset`)."""
     proto = proto or Protocol()
     check_available(tuple(datasets) + (("mfeat",) if table2 else ()), data_dir)
     t0 = time.perf_counter()
     out = {"protocol": asdict(proto), "table1": {}, "table2": None}
     for name in datasets:
-        r = run_table1_dataset(name, proto, data_dir=data_dir, max_folds=max_folds, log=log, n_jobs=n_jobs)
+        r = run_table1_dataset(name, proto, data_dir=data_dir, max_folds=max_folds, log=log, n_jobs=n_jobs,
+                               store=store)
         out["table1"][name] = r
         if callback:
             callback(name, r)
     if table2:
-        r = run_table2(proto, data_dir=data_dir, n_splits=n_splits, log=log, n_jobs=n_jobs)
+        r = run_table2(proto, data_dir=data_dir, n_splits=n_splits, log=log, n_jobs=n_jobs, store=store)
         out["table2"] = r
         if callback:
             callback("mfeat", r)
@@ -574,6 +603,7 @@ def _cmd_reproduce_mkl(args) -> int:
         res = reproduce(proto, datasets=datasets, table2=table2, max_folds=args.max_folds,
                         n_splits=1 if (args.quick and args.n_splits is None) else None,
                         data_dir=args.data_dir, callback=progress, n_jobs=n_jobs,
+                        store=TaskStore(args.resume) if args.resume else None,
                         log=lambda line: print(f"[{time.perf_counter() - t0:7.1f} s] {line}", flush=True))
     print()
     print(format_report(res))
@@ -611,6 +641,10 @@ def _add_arguments(p) -> None:
                    help="the same for Table 2 (default 60; 0 = all 1000)")
     p.add_argument("--seed", type=int, default=None, help="seed of folds and subsamples (default 0)")
     p.add_argument("--out", default=None, help="write all numbers as JSON to this file")
+    p.add_argument("--resume", default=None, metavar="DIR",
+                   help="keep every finished fold / split in this folder and load, instead of rerunning, "
+                        "those an earlier run with the same data, protocol and draws finished (use a new "
+                        "folder after changing the code)")
     p.add_argument("--data-dir", default=None,
                    help="folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)")
     add_parallel_options(p, "folds (Table 1) and splits (Table 2)")

@@ -45,7 +45,7 @@ COMMANDS = {
                       "--seed", "--out", "--data-dir", PARALLEL),
     "reproduce mkl": ("--quick", "--datasets", "--no-table2", "--n-folds", "--max-folds", "--n-splits",
                       "--max-iter", "--cv-max-iter", "--max-outer", "--max-convex-iter", "--tol", "--no-table1",
-                      "--n-learn", "--n-learn-mfeat", "--seed", "--out", "--data-dir", PARALLEL),
+                      "--n-learn", "--n-learn-mfeat", "--seed", "--out", "--resume", "--data-dir", PARALLEL),
     "reproduce logdet": ("--quick", "--repeats", "--seed", "--data-dir", "--json", PARALLEL),
     "reproduce all": ("--quick", "--full", "--recorded", "--sections", "--out", "--reference", "--data-dir", "--seed",
                       PARALLEL),

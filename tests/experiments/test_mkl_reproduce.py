@@ -72,6 +72,48 @@ def test_quick_iris_run_and_cli(tmp_path, capsys):
     assert f0["cv_kernel"] in rm.paper_kernels().labels()
 
 
+def test_resumed_run_loads_finished_folds_and_records_every_fit(tmp_path, capsys):
+    """``--resume DIR``: a run stopped after its first fold resumes with the second; the
+    numbers equal those of an uninterrupted run.  Every LMNN fit has a record (method,
+    kernel, order of the learned matrix, iterations, gap, seconds)."""
+    def run(*extra, path):
+        args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--no-table2", "--tol", "1e-3",
+                                              "--out", str(path), *extra])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert args.func(args) == 0
+        return json.loads(path.read_text()), capsys.readouterr().out
+
+    store = tmp_path / "store"
+    run("--max-folds", "1", "--resume", str(store), path=tmp_path / "a.json")
+    assert len(list(store.glob("*.pkl"))) == 1
+    resumed, out = run("--max-folds", "2", "--resume", str(store), path=tmp_path / "b.json")
+    assert "iris fold 1/2 (stored, " in out and "iris fold 2/2 (stored" not in out
+    assert len(list(store.glob("*.pkl"))) == 2
+    plain, out = run("--max-folds", "2", path=tmp_path / "c.json")
+    assert "stored" not in out
+    r, p = resumed["table1"]["iris"], plain["table1"]["iris"]
+    assert r["accuracy"] == p["accuracy"] and r["mcnemar"] == p["mcnemar"]
+    assert [f["cv_kernel"] for f in r["per_fold"]] == [f["cv_kernel"] for f in p["per_fold"]]
+    # one record per fit: 1 NR + 1 P + 1 H + 40 inner + 1 final LMNN-MKL_CV per fold
+    labels = rm.paper_kernels().labels()
+    for fold, ref in zip(r["per_fold"], p["per_fold"]):
+        fits = fold["lmnn_fits"]
+        assert len(fits) == 44
+        assert [f["method"] for f in fits].count("LMNN-MKL_CV inner") == 40
+        assert [f["kernel"] for f in fits if f["method"] == "LMNN-MKL_CV inner"] == [k for k in labels for _ in (0, 1)]
+        assert [f["kernel"] for f in fits if f["method"] == "LMNN-MKL_CV"] == [fold["cv_kernel"]]
+        assert all(f["n_iter"] >= 1 and f["seconds"] >= 0 for f in fits)
+        # the learned matrix: 3 kernels x 21 points (NR), 21 points (P, H, CV), the two halves (inner)
+        order = {f["method"]: f["order"] for f in fits}
+        assert order == {"NR-LMNN-MKL": 63, "LMNN-MKL_P": 21, "LMNN_H": 21, "LMNN-MKL_CV": 21, "LMNN-MKL_CV inner": 12}
+        assert all(f["order"] + g["order"] == 21 for f, g in zip(fits[3:43:2], fits[4:44:2]))
+        assert all(f["gap"] is None or f["gap"] >= -1e-8 * max(1.0, abs(f["objective"])) for f in fits)
+        assert [(f["objective"], f["n_iter"]) for f in fits] == [(f["objective"], f["n_iter"]) for f in ref["lmnn_fits"]]
+    assert sum(len(f["lmnn_fits"]) for f in r["per_fold"]) == r["fits"]
+    assert sum(not g["converged"] for f in r["per_fold"] for g in f["lmnn_fits"]) == r["unconverged_fits"]
+
+
 @pytest.mark.parametrize("bad", ["0", "1", "-1e-3", "2", "nan", "abc"])
 def test_tol_option_is_validated(bad, capsys):
     with pytest.raises(SystemExit):

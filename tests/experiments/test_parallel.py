@@ -57,6 +57,52 @@ def test_results_come_back_in_task_order():
     assert _parallel.run_tasks(_sleepy, [(5, 0.0)], n_jobs=1) == [25]
 
 
+_CALLS = []
+
+
+def _counted(task):
+    _CALLS.append(task)
+    return {"square": task * task}
+
+
+def test_task_store_resumes_and_keys_cover_data_and_description(tmp_path):
+    """A stopped run resumes: the second run loads what the first finished and computes
+    only the rest; a key changes with any byte of the data or any field of the
+    description."""
+    import numpy as np
+
+    store = _parallel.TaskStore(tmp_path / "store")
+    keys = [_parallel.TaskStore.key(np.arange(3), task=k) for k in range(4)]
+    assert len(set(keys)) == 4 and all(len(k) == 64 for k in keys)
+    _CALLS.clear()
+    first = _parallel.run_tasks(_counted, [0, 1], n_jobs=1, store=store, keys=keys[:2])
+    assert _CALLS == [0, 1] and keys[0] in store and keys[2] not in store
+    _CALLS.clear()
+    seen = []
+    again = _parallel.run_tasks(_counted, [0, 1, 2, 3], n_jobs=1, store=store, keys=keys,
+                                callback=lambda k, r: seen.append(k))
+    assert _CALLS == [2, 3] and seen == [0, 1, 2, 3]
+    assert again[:2] == first and again[3] == {"square": 9}
+    assert not list((tmp_path / "store").glob("*.tmp*"))
+    # on loky workers: only the tasks not stored go to the workers, in task order
+    keys2 = [_parallel.TaskStore.key(task=k, loky=True) for k in range(4)]
+    store.save(keys2[1], {"square": -1})
+    seen.clear()
+    out = _parallel.run_tasks(_counted, [0, 1, 2, 3], n_jobs=2, store=store, keys=keys2,
+                              callback=lambda k, r: seen.append(k))
+    assert out == [{"square": 0}, {"square": -1}, {"square": 4}, {"square": 9}] and seen == [0, 1, 2, 3]
+    assert all(k in store for k in keys2)
+    # the key sees the data's bytes, dtype and shape, and the description
+    base = _parallel.TaskStore.key(np.arange(3.0), a=1)
+    assert base == _parallel.TaskStore.key(np.arange(3.0), a=1)
+    for other in (_parallel.TaskStore.key(np.arange(3.0) + 1e-16 * np.array([0, 0, 4]), a=1),
+                  _parallel.TaskStore.key(np.arange(3), a=1), _parallel.TaskStore.key(np.arange(3.0)[None], a=1),
+                  _parallel.TaskStore.key(np.arange(3.0), a=2), _parallel.TaskStore.key(np.arange(3.0), b=1)):
+        assert other != base
+    with pytest.raises(ValueError, match="one key per task"):
+        _parallel.run_tasks(_counted, [0, 1], store=store, keys=keys[:1])
+
+
 def test_loky_two_jobs_equal_serial(serial, tmp_path):
     numbers, out = _kcr(tmp_path, "--n-jobs", "2")
     assert "on 2 processes (joblib loky)" in out
