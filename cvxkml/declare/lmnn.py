@@ -55,6 +55,7 @@ from ..formulas.lmnn import (LMNNTriplets, lmnn_dual_value, lmnn_objective, lmnn
                           orthonormal_factor, pair_quadratic)
 from ..solution import Solution
 from ._conic import solve_conic
+from ..solvers.lmnn import STALL_ITER, STALLED
 from .problem import CALLBACK_STOP, Problem
 
 __all__ = ["LMNNProblem", "check_kernel_list"]
@@ -473,7 +474,7 @@ class LMNNProblem(Problem):
 
     def solve(self, tol: float = 1e-5, max_iter: int = 20_000, callback=None, warm_start=None, *,
               A0=None, alpha0=None, check_every: int = 200, buffer: float = 1.0,
-              polish: bool = True, smooth: bool = True) -> Solution:
+              polish: bool = True, smooth: bool = True, stall_iter: int | None = STALL_ITER) -> Solution:
         """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`) of eq. 18: a smoothed
         quasi-Newton phase (L-BFGS on a factor of X̂ for a decreasing smoothing of the
         hinge), then primal–dual projected sub-gradient with Weinberger & Saul's active
@@ -518,6 +519,11 @@ class LMNNProblem(Problem):
             Start with the smoothed quasi-Newton phase (its L-BFGS iterations count in
             ``n_iter`` and ``max_iter``; ``info["smooth_iterations"]``); False: the PDHG
             alone, as before.  Either way ``converged`` is the same certificate.
+        stall_iter : int or None, default=2000
+            Stop (``status="stalled"``, ``converged=False``, a
+            :class:`~cvxkml.errors.ConvergenceWarning`) when the PDHG phase has run this
+            many iterations without shrinking the certified gap by more than 0.1 % (see
+            :func:`cvxkml.solvers.lmnn.lmnn_pdhg`); 0 or None: run to ``max_iter``.
 
         Returns
         -------
@@ -541,6 +547,7 @@ class LMNNProblem(Problem):
         max_iter = self._iteration_limit(max_iter)
         callback = self._check_callback(callback)
         check_every = check_int(check_every, "check_every", minimum=1)
+        stall_iter = 0 if stall_iter is None else check_int(stall_iter, "stall_iter", minimum=0)
         buffer = check_number(buffer, "buffer", low=0.0)
         for name, flag in (("polish", polish), ("smooth", smooth)):
             if not isinstance(flag, (bool, np.bool_)):
@@ -549,7 +556,8 @@ class LMNNProblem(Problem):
         try:
             res = lmnn_pdhg(self.U, self.triplets, self.gamma, X0=X0, alpha0=alpha0, tol=tol,
                             max_iter=max_iter, check_every=check_every, buffer=buffer,
-                            polish=bool(polish), callback=callback, smooth=bool(smooth))
+                            polish=bool(polish), callback=callback, smooth=bool(smooth),
+                            stall_iter=stall_iter)
         except FloatingPointError as exc:
             raise SolverError(
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
@@ -558,7 +566,7 @@ class LMNNProblem(Problem):
         p = pair_distances(self.U, res.X, self.triplets.pi, self.triplets.pj)
         xi = lmnn_slack(p, self.triplets)
         viol = self._violations(p, res.X, xi)
-        status = res.status          # "converged", "max_iter reached" or CALLBACK_STOP
+        status = res.status          # "converged", "max_iter reached", "stalled" or CALLBACK_STOP
         sol = Solution(
             matrix=A, objective=res.objective, dual=res.alpha, slack=xi,
             violations=viol, n_iter=res.n_iter, converged=bool(res.converged),
@@ -566,10 +574,12 @@ class LMNNProblem(Problem):
             info={"X": res.X, "rank": self.rank, "history": res.history, "complement": complement,
                   "max_relative_violation": self._relative_violation(viol, res.X), **res.info})
         rel_gap = (res.objective - res.dual_value) / max(1.0, abs(res.objective))
-        why = ("the callback stopped it" if status == CALLBACK_STOP
-               else "the iteration budget max_iter ran out")
+        why, advice = {
+            CALLBACK_STOP: ("the callback stopped it", ""),
+            STALLED: (f"stalled: the certified gap did not shrink by 0.1 % in {stall_iter} iterations",
+                      " Raise tol, or stall_iter (0: run to max_iter)."),
+        }.get(status, ("the iteration budget max_iter ran out", " Raise max_iter or tol."))
         self._warn_unconverged(
             sol, f"LMNN solver stopped after {res.n_iter} iterations ({why}) with certified "
-            f"relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned."
-            + ("" if status == CALLBACK_STOP else " Raise max_iter or tol."))
+            f"relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned." + advice)
         return sol

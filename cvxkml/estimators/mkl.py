@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float_array, check_index_array
-from ..declare.lmnn import LMNNProblem
+from ..declare.lmnn import STALL_ITER, LMNNProblem
 from ..declare.mkl import W_GRID, alternate, combine_kernels
 from ..errors import InvalidInputError
 from ..formulas.lmnn import LMNNTriplets
@@ -34,6 +34,7 @@ __all__ = ["LMNN", "LMNNMKL"]
 #: the parameters of the LMNN objective and of its solver
 _LMNN_CONSTRAINTS = {"k": Integer(1), "gamma": Real(0.0, 1.0, low_open=True, what="a number in (0, 1]"),
                      "tol": POSITIVE, "max_iter": Integer(1, 10**15, whole_floats=True),
+                     "stall_iter": Integer(0, 10**15, whole_floats=True),
                      "small_classes": Options("raise", "shrink")}
 
 
@@ -200,6 +201,10 @@ class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         Wine and breast cancer for several times the iterations).
     max_iter : int, default=20000
         Iteration budget of the solver (then a :class:`ConvergenceWarning`).
+    stall_iter : int, default=2000
+        The solver's stall rule: stop (``converged_`` False, a :class:`ConvergenceWarning`)
+        after this many PDHG iterations without the certified gap shrinking by 0.1 %
+        (:meth:`cvxkml.declare.lmnn.LMNNProblem.solve`); 0: run to ``max_iter``.
     small_classes : {"raise", "shrink"}, default="raise"
         A class with fewer than k + 1 members: raise an error, or give its points
         min(k, class size − 1) target neighbours (a singleton class only supplies impostors).
@@ -241,7 +246,8 @@ class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
                               **CONTROL_CONSTRAINTS}
 
     def __init__(self, *, k=5, gamma=0.5, kernel="linear", kernel_params=None, standardize="auto",
-                 tol=1e-3, max_iter=20000, small_classes="raise", verbose=0, callback=None):
+                 tol=1e-3, max_iter=20000, stall_iter=STALL_ITER, small_classes="raise", verbose=0,
+                 callback=None):
         self._store(locals())
 
     def _auto_standardize(self, p):
@@ -250,7 +256,7 @@ class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         return p.kernel == "linear" or super()._auto_standardize(p)
 
     def _solve(self, prob, p):
-        return prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
+        return prob.solve(tol=p.tol, max_iter=p.max_iter, stall_iter=p.stall_iter, callback=p.monitor.for_solver())
 
     def _fit(self, X, y, triplets, p):
         kw = {"small_classes": p.small_classes, **_given(triplets)}
@@ -324,6 +330,8 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         Certified relative gap of each LMNN metric step (as :class:`LMNN`).
     max_iter : int, default=20000
         Iteration budget of each LMNN metric step.
+    stall_iter : int, default=2000
+        The stall rule of each LMNN metric step (as :class:`LMNN`).
     w_grid : sequence of float, default=(1, 10, …, 1e8)
         The values of w tried in the rank-one weight step.
     small_classes : {"raise", "shrink"}, default="raise"
@@ -378,7 +386,7 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         **CONTROL_CONSTRAINTS}
 
     def __init__(self, *, variant="P", kernels="auto", standardize=True, k=5, gamma=0.5,
-                 max_outer=10, outer_tol=1e-4, tol=1e-3, max_iter=20000, w_grid=W_GRID,
+                 max_outer=10, outer_tol=1e-4, tol=1e-3, max_iter=20000, stall_iter=STALL_ITER, w_grid=W_GRID,
                  small_classes="raise", max_convex_iter=50, verbose=0, callback=None):
         self._store(locals())
 
@@ -386,7 +394,7 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         X = self._feature_standardization(X, p)
         ks = _auto_kernels(X) if isinstance(p.kernels, str) else p.kernels
         Ks = ks.fit_matrices(X)
-        opts = {"tol": p.tol, "max_iter": p.max_iter, "callback": p.monitor.for_solver()}
+        opts = {"tol": p.tol, "max_iter": p.max_iter, "stall_iter": p.stall_iter, "callback": p.monitor.for_solver()}
         if p.variant == "NR":
             prob = LMNNProblem.multiple_kernels(Ks, y, p.k, p.gamma, small_classes=p.small_classes,
                                                 **_given(triplets))

@@ -35,7 +35,8 @@ Computational reductions (all knobs of :class:`Protocol`, reported with the resu
 every LMNN solve runs at most ``max_iter`` iterations of the certified solver (the
 inner-CV solves ``cv_max_iter``; with full-rank kernels the kernel-LMNN optimum is 0 and
 is reached only in the limit, see :mod:`cvxkml.declare.lmnn`, so any budget is an early
-stop), Algorithm 1 at most ``max_outer`` outer iterations, and when a training fold has
+stop; an LMNN solve also ends, uncertified, when its certified gap has not shrunk by
+0.1 % in ``stall_iter`` PDHG iterations, with its best iterate so far), Algorithm 1 at most ``max_outer`` outer iterations, and when a training fold has
 more than ``n_learn`` points the metric (and the weights) are learned on a stratified
 random subsample of ``n_learn`` of them; the 1-NN classifier then uses *all* training
 points of the fold, mapped by the learned (inductive) map.
@@ -61,7 +62,7 @@ from ..datasets import check_available, load_dataset as _load_named, load_npz
 from ..errors import ConvergenceWarning, InvalidInputError
 from ..estimators.mkl import LMNN, LMNNMKL
 from ..mkl_kernels import KernelSet, paper_kernels, source_kernels
-from ._commands import add_command, number_in, run_command
+from ._commands import CommandError, add_command, number_in, run_command
 from ._parallel import TaskStore, add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import finish, write_json, write_numbers
 
@@ -109,6 +110,7 @@ class Protocol:
     max_outer: int = 2               # Algorithm 1
     max_convex_iter: int = 5         # (15)-(16) iterations per w in the weight step
     tol: float = 1e-5                # certified relative gap of every LMNN metric step
+    stall_iter: int = 2000           # LMNN stall rule (PDHG iterations without progress; 0: off)
     n_learn: int | None = 30         # learning-set cap (Table 1)
     n_learn_mfeat: int | None = 60   # learning-set cap (Table 2)
     k: int = 5
@@ -235,7 +237,7 @@ def _fit_quiet(est, X, y):
 
 def _lmnn_precomputed(K, y, proto: Protocol, max_iter: int) -> LMNN:
     return _fit_quiet(LMNN(k=proto.k, gamma=proto.gamma, kernel="precomputed", max_iter=max_iter, tol=proto.tol,
-                           small_classes="shrink"), K, y)
+                           stall_iter=proto.stall_iter, small_classes="shrink"), K, y)
 
 
 def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto: Protocol,
@@ -257,7 +259,8 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
     if "NR-LMNN-MKL" in methods:
         t0 = time.perf_counter()
         est = _fit_quiet(LMNNMKL(variant="NR", kernels=nr_kernels_spec, k=proto.k, gamma=proto.gamma, tol=proto.tol,
-                                 max_iter=proto.max_iter, small_classes="shrink", **_protocol_scaling(LMNNMKL)),
+                                 max_iter=proto.max_iter, stall_iter=proto.stall_iter, small_classes="shrink",
+                                 **_protocol_scaling(LMNNMKL)),
                          Xl, yl)
         counter.note([est.solution_], "NR-LMNN-MKL")
         out["NR-LMNN-MKL"] = _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)
@@ -265,7 +268,8 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
     if "LMNN-MKL_P" in methods:
         t0 = time.perf_counter()
         est = _fit_quiet(LMNNMKL(variant="P", kernels=KernelSet(kernels.kernels), k=proto.k, tol=proto.tol,
-                                 gamma=proto.gamma, max_iter=proto.max_iter, max_outer=proto.max_outer,
+                                 gamma=proto.gamma, max_iter=proto.max_iter, stall_iter=proto.stall_iter,
+                                 max_outer=proto.max_outer,
                                  max_convex_iter=proto.max_convex_iter, small_classes="shrink",
                                  **_protocol_scaling(LMNNMKL)), Xl, yl)
         res = est.result_
@@ -571,12 +575,14 @@ def format_report(res: dict) -> str:
 def _protocol_from_args(args) -> Protocol:
     proto = quick_protocol() if args.quick else Protocol()
     for key in ("n_folds", "n_splits", "max_iter", "cv_max_iter", "max_outer", "max_convex_iter",
-                "tol", "n_learn", "seed"):
+                "tol", "stall_iter", "n_learn", "seed"):
         v = getattr(args, key, None)
         if v is not None:
             setattr(proto, key, v)
     if getattr(args, "n_learn_mfeat", None) is not None:
         proto.n_learn_mfeat = args.n_learn_mfeat
+    if proto.stall_iter < 0:
+        raise CommandError(f"--stall-iter must be 0 (off) or a positive number of iterations; got {proto.stall_iter}")
     if proto.n_learn is not None and proto.n_learn <= 0:
         proto.n_learn = None
     if proto.n_learn_mfeat is not None and proto.n_learn_mfeat <= 0:
@@ -634,6 +640,9 @@ def _add_arguments(p) -> None:
     p.add_argument("--tol", type=number_in("--tol", 0.0, 1.0), default=None,
                    help="certified relative gap of every LMNN metric step, in (0, 1) (default 1e-5; "
                         "the estimators' default is 1e-3)")
+    p.add_argument("--stall-iter", dest="stall_iter", type=int, default=None,
+                   help="stop an LMNN solve after this many PDHG iterations without its certified gap "
+                        "shrinking by 0.1 %% (default 2000; 0: run every solve to its budget)")
     p.add_argument("--no-table1", action="store_true", help="skip Table 1 (run Table 2 only)")
     p.add_argument("--n-learn", dest="n_learn", type=int, default=None,
                    help="learn on at most this many training points (default 30; 0 = all)")

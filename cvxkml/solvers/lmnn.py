@@ -46,7 +46,11 @@ and the Lagrange dual bound g (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`) are
 evaluated on *all* triplets.
 
 Stopping rule: F(best X̂) − max g <= tol · max(1, |F|) — a certified relative
-optimality gap (weak duality), so ``converged`` is never claimed without proof.  At
+optimality gap (weak duality), so ``converged`` is never claimed without proof.  The
+stall rule (``stall_iter``) ends a PDHG phase whose certified gap has not shrunk by
+0.1 % in that many iterations (``status="stalled"``, not converged): on kernel LMNN with
+nearly singular kernels neither F nor g moved after the smoothed phase in the rest of a
+20 000-iteration budget.  At
 the same checks the method restarts from the better of the current and the averaged
 iterate, and re-balances the primal weight ω (τ = η/ω, σ = ηω·s_t) from the distance
 travelled (Applegate et al. 2021, PDLP).  σ_t is diagonally preconditioned by
@@ -76,7 +80,10 @@ from .._config import blas_limit
 from ..formulas.lmnn import (LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
                           pair_weights)
 
-__all__ = ["LMNNResult", "lmnn_pdhg", "pair_distances"]
+__all__ = ["LMNNResult", "STALL_ITER", "lmnn_pdhg", "pair_distances"]
+
+#: Default of the stall rule of :func:`lmnn_pdhg` (PDHG iterations without progress)
+STALL_ITER = 2000
 
 
 @dataclass
@@ -580,7 +587,7 @@ def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, t
 def lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: float = 1e-6,
               max_iter: int = 20_000, check_every: int = 200, buffer: float = 1.0,
               polish: bool = True, seed: int = 0, blas_threads: int | str | None = "config",
-              callback=None, smooth: bool = True) -> LMNNResult:
+              callback=None, smooth: bool = True, stall_iter: int | None = STALL_ITER) -> LMNNResult:
     """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features (smoothed
     quasi-Newton phase, then PDHG; see the module docstring and :func:`_lmnn_pdhg` for
     the parameters).  ``blas_threads`` limits the BLAS / LAPACK
@@ -590,16 +597,20 @@ def lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: fl
     measurements); an int sets it for this call; None leaves the thread pools alone."""
     with blas_limit(blas_threads):
         return _lmnn_pdhg(U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed,
-                          callback, smooth)
+                          callback, smooth, stall_iter)
 
 
 #: ``LMNNResult.status`` of a run its callback stopped (= cvxkml.declare.problem.CALLBACK_STOP)
 CALLBACK_STOP = "stopped by callback"
+#: ``LMNNResult.status`` of a run stopped by the stall rule (``stall_iter``)
+STALLED = "stalled"
+_STALL_SHRINK = 1e-3               # progress = the certified gap shrinks by more than this fraction
 
 
 def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: float = 1e-6,
                max_iter: int = 20_000, check_every: int = 200, buffer: float = 1.0,
-               polish: bool = True, seed: int = 0, callback=None, smooth: bool = True) -> LMNNResult:
+               polish: bool = True, seed: int = 0, callback=None, smooth: bool = True,
+               stall_iter: int | None = STALL_ITER) -> LMNNResult:
     """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features.
 
     Parameters
@@ -638,12 +649,20 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
         gap), ``current_objective`` (F at the current iterate) and ``working_triplets``.
         A truthy return stops the run (``status="stopped by callback"``) unless that
         check already certified ``tol``.
+    stall_iter : int or None, default STALL_ITER (2000)
+        The stall rule: stop (``status="stalled"``, not converged) when the PDHG phase
+        has run this many iterations without shrinking the certified gap F − g (best F,
+        best g) by more than 0.1 %.  Measured on kernel LMNN with nearly singular
+        kernels (reference/wang2011-mkl.md): once the smoothed phase has ended there,
+        neither F nor g moved again in the rest of a 20 000-iteration budget, so the
+        budget only cost time; the returned X̂ is the same.  0 or None: run to
+        ``max_iter``.
 
     Returns
     -------
     LMNNResult
         ``converged`` is True only when F − g <= tol · max(1, |F|); ``status`` is
-        ``"converged"``, ``"max_iter reached"`` or ``"stopped by callback"``.
+        ``"converged"``, ``"max_iter reached"``, ``"stalled"`` or ``"stopped by callback"``.
     """
     t0 = time.perf_counter()
     U = np.ascontiguousarray(U, dtype=np.float64)
@@ -675,6 +694,7 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
     prev_f = np.inf
     smooth_pending = bool(smooth)        # the smoothed phase runs after the check at the start
     smooth_iter, smooth_time = 0, 0.0    # reported in info only
+    stall_gap, stall_it = np.inf, 0      # the stall rule: the gap to beat and since when
     history = []
     it = 0
     status = "max_iter reached"
@@ -729,6 +749,12 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
             break
         if it >= max_iter:
             break
+        if not smooth_pending:           # the stall rule (PDHG phase only)
+            if best_f - best_g < (1.0 - _STALL_SHRINK) * stall_gap:
+                stall_gap, stall_it = best_f - best_g, it
+            elif stall_iter and it - stall_it >= stall_iter:
+                status = STALLED
+                break
         if smooth_pending:
             # the smoothed quasi-Newton phase, from the start point, with a check after
             # every width (the same certificate, history and callback as the PDHG checks)
@@ -777,6 +803,7 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
             if finished:
                 break
             # the PDHG continues from the best smoothed point and its multipliers
+            stall_gap, stall_it = best_f - best_g, it
             X[:, :] = best_X
             if a_last is not None:
                 alpha[:] = a_last

@@ -345,6 +345,34 @@ def test_not_converged_warns_and_says_so():
     assert sol.dual_value <= sol.objective
 
 
+def test_stall_rule_stops_a_run_without_progress_and_is_not_converged():
+    """The stall rule: a tolerance below what round-off allows (1e-13) is never certified;
+    with ``stall_iter`` the PDHG phase stops once its certified gap has not shrunk by
+    0.1 % in that many iterations — ``status="stalled"``, not converged, a warning that says
+    so — and returns the same iterate as the run to ``max_iter``, which ``stall_iter=0``
+    restores."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 4))
+    y = np.repeat([0, 1], 20)
+    X[y == 1] += 0.8
+    prob = LMNNProblem.linear(X, y, k=3)
+    with pytest.warns(ConvergenceWarning, match=r"stalled: the certified gap did not shrink by 0.1 % in 400 "
+                                                r"iterations.*Raise tol, or stall_iter \(0: run to max_iter\)"):
+        stalled = prob.solve(tol=1e-13, max_iter=6000, stall_iter=400, check_every=100)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        full = prob.solve(tol=1e-13, max_iter=6000, stall_iter=0, check_every=100)
+    assert stalled.status == "stalled" and not stalled.converged
+    smooth = stalled.info["smooth_iterations"]
+    assert smooth + 400 <= stalled.n_iter <= smooth + 400 + 2 * 100 < 6000
+    assert full.status == "max_iter reached" and full.n_iter == 6000
+    assert stalled.dual_value <= stalled.objective
+    assert stalled.objective - stalled.dual_value > 1e-13 * stalled.objective
+    assert stalled.objective == full.objective and np.array_equal(stalled.info["X"], full.info["X"])
+    for bad in (-1, 1.5, "x"):
+        with pytest.raises(InvalidInputError, match="stall_iter"):
+            prob.solve(stall_iter=bad)
+
+
 # --------------------------------------------------------------------------- bad inputs
 def test_class_smaller_than_k_plus_one_is_a_clear_error():
     X, y = labelled_points(0, 12, 2, 2)

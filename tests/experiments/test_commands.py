@@ -44,7 +44,7 @@ COMMANDS = {
     "reproduce kcr": ("--quick", "--splits", "--datasets", "--grid", "--tol", "--max-iter", "--time-limit",
                       "--seed", "--out", "--data-dir", PARALLEL),
     "reproduce mkl": ("--quick", "--datasets", "--no-table2", "--n-folds", "--max-folds", "--n-splits",
-                      "--max-iter", "--cv-max-iter", "--max-outer", "--max-convex-iter", "--tol", "--no-table1",
+                      "--max-iter", "--cv-max-iter", "--max-outer", "--max-convex-iter", "--tol", "--stall-iter", "--no-table1",
                       "--n-learn", "--n-learn-mfeat", "--seed", "--out", "--resume", "--data-dir", PARALLEL),
     "reproduce logdet": ("--quick", "--repeats", "--seed", "--data-dir", "--json", PARALLEL),
     "reproduce all": ("--quick", "--full", "--recorded", "--sections", "--out", "--reference", "--data-dir", "--seed",

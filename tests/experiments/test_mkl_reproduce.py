@@ -114,6 +114,34 @@ def test_resumed_run_loads_finished_folds_and_records_every_fit(tmp_path, capsys
     assert sum(not g["converged"] for f in r["per_fold"] for g in f["lmnn_fits"]) == r["unconverged_fits"]
 
 
+def test_stall_iter_option_reaches_every_lmnn_fit_and_is_validated(tmp_path, capsys, monkeypatch):
+    """``--stall-iter`` is a protocol knob (recorded in the JSON) handed to every LMNN
+    estimator of the protocol; a negative value is a one-line error before any fit."""
+    from cvxkml.experiments._commands import run_command
+
+    seen = []
+    real_solve = rm.LMNN._solve
+
+    def spy(self, prob, p):
+        seen.append(p.stall_iter)
+        return real_solve(self, prob, p)
+
+    monkeypatch.setattr(rm.LMNN, "_solve", spy)
+    path = tmp_path / "r.json"
+    args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--no-table2", "--max-folds", "1",
+                                          "--stall-iter", "300", "--out", str(path)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run_command(args) == 0
+    assert json.loads(path.read_text())["protocol"]["stall_iter"] == 300
+    assert len(seen) == 42 and set(seen) == {300}       # LMNN_H, 40 inner-CV fits, LMNN-MKL_CV
+    capsys.readouterr()
+    args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--stall-iter", "-1"])
+    assert run_command(args, "cvxkml reproduce mkl") == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "cvxkml reproduce mkl: --stall-iter must be 0 (off) or a positive number of iterations; got -1"
+
+
 @pytest.mark.parametrize("bad", ["0", "1", "-1e-3", "2", "nan", "abc"])
 def test_tol_option_is_validated(bad, capsys):
     with pytest.raises(SystemExit):
