@@ -560,7 +560,7 @@ def format_report(res: dict) -> str:
     for name, r in res["table1"].items():
         lines.append(_fmt_row(name, r, TABLE1_METHODS, PAPER_TABLE1.get(name)))
         lines.append(f"{'':11}folds {r['folds_run']}/{r['n_folds']}, {r['fits']} LMNN fits "
-                     f"({r['unconverged_fits']} stopped at the iteration budget), {r['seconds']:.0f} s")
+                     f"({r['unconverged_fits']} not certified: iteration budget or stall rule), {r['seconds']:.0f} s")
     if res.get("table2"):
         r = res["table2"]
         lines += ["", "Table 2, Multiple Features (" + ", ".join(TABLE2_METHODS) + ")",
