@@ -52,7 +52,7 @@ from .._validation import (as_float_array, check_choice, check_conic_options, ch
 from ..errors import InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
 from ..formulas.lmnn import (LMNNTriplets, lmnn_dual_value, lmnn_objective, lmnn_slack,
-                          orthonormal_factor, pair_quadratic)
+                          orthonormal_factor, pair_quadratic, psd_pair_distances)
 from ..solution import Solution
 from ._conic import solve_conic
 from ..solvers.lmnn import STALL_ITER, STALLED
@@ -229,8 +229,10 @@ class LMNNProblem(Problem):
         return lmnn_objective(self.pair_distances(A), self.triplets, self.gamma)
 
     def objective_whitened(self, X) -> float:
-        """F at A = V S⁻¹ X̂ S⁻¹ Vᵀ, from the whitened X̂ (r × r)."""
-        p = pair_quadratic(self.U, X, self.triplets.pi, self.triplets.pj)
+        """F at A = V S⁻¹ X̂ S⁻¹ Vᵀ, from the whitened X̂ (r × r) ⪰ 0, its distances through
+        its factor (:func:`cvxkml.formulas.lmnn.psd_pair_distances`: accurate for a huge
+        X̂; eigenvalues below 0 count as 0 — the PSD violation is :meth:`violations_whitened`'s)."""
+        p = psd_pair_distances(self.U, X, self.triplets.pi, self.triplets.pj)
         return lmnn_objective(p, self.triplets, self.gamma)
 
     def slack(self, A) -> np.ndarray:
@@ -243,8 +245,9 @@ class LMNNProblem(Problem):
         return self._violations(self.pair_distances(A), A, xi)
 
     def violations_whitened(self, X, xi=None) -> np.ndarray:
-        """:meth:`violations` evaluated through the whitened X̂ (well conditioned)."""
-        return self._violations(pair_quadratic(self.U, X, self.triplets.pi, self.triplets.pj), X, xi)
+        """:meth:`violations` evaluated through the whitened X̂ (well conditioned; distances
+        through its factor as in :meth:`objective_whitened`, the PSD violation of X̂ itself)."""
+        return self._violations(psd_pair_distances(self.U, X, self.triplets.pi, self.triplets.pj), X, xi)
 
     def _violations(self, p, M, xi) -> np.ndarray:
         xi = lmnn_slack(p, self.triplets) if xi is None else np.asarray(xi, dtype=float)
@@ -563,7 +566,7 @@ class LMNNProblem(Problem):
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
                 "normalize the kernel by its mean diagonal).") from exc
         A = self.matrix_from_whitened(res.X, complement)
-        p = pair_distances(self.U, res.X, self.triplets.pi, self.triplets.pj)
+        p = pair_distances(self.U, res.X, self.triplets.pi, self.triplets.pj, psd=True)
         xi = lmnn_slack(p, self.triplets)
         viol = self._violations(p, res.X, xi)
         status = res.status          # "converged", "max_iter reached", "stalled" or CALLBACK_STOP

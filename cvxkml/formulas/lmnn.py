@@ -41,7 +41,8 @@ from ..errors import InvalidInputError
 
 __all__ = [
     "LMNNTriplets", "target_neighbors", "lmnn_objective", "lmnn_slack", "pair_weights",
-    "laplacian_quadratic", "lmnn_dual_value", "pair_quadratic", "orthonormal_factor",
+    "laplacian_quadratic", "lmnn_dual_value", "pair_quadratic", "psd_factor", "psd_pair_distances",
+    "orthonormal_factor",
 ]
 
 
@@ -248,6 +249,31 @@ def pair_quadratic(Z, A, pi, pj) -> np.ndarray:
     pi = np.asarray(pi, dtype=np.int64)
     pj = np.asarray(pj, dtype=np.int64)
     return np.einsum("ij,ij->i", Z[pi] - Z[pj], Y[pi] - Y[pj])
+
+
+def psd_factor(X) -> np.ndarray:
+    """L (r × r) with L Lᵀ = X for a PSD X, from its eigendecomposition; eigenvalues below 0
+    (round-off of a PSD matrix) count as 0."""
+    X = np.asarray(X, dtype=np.float64)
+    lam, V = np.linalg.eigh(0.5 * (X + X.T))
+    return V * np.sqrt(np.maximum(lam, 0.0))
+
+
+def psd_pair_distances(Z, X, pi, pj) -> np.ndarray:
+    """‖Lᵀ(z_i − z_j)‖² (L = :func:`psd_factor` of X): the squared learned distances of a PSD
+    X, computed through its factor.
+
+    Why not :func:`pair_quadratic`: the quadratic form (z_i − z_j)ᵀ X (z_i − z_j) loses
+    about ε‖X‖‖z_i − z_j‖² to cancellation, which for the huge optimal metrics of nearly
+    singular kernels (‖X̂‖ ≈ 10⁹ in whitened coordinates) is 10⁻⁷ per pair — enough to make
+    F negative and a certified gap false.  Through the factor every distance is a sum of
+    squares (never negative) with a relative error of a few ε, plus ε·‖X‖‖z_i − z_j‖ times
+    its own square root."""
+    W = np.asarray(Z, dtype=np.float64) @ psd_factor(X)
+    pi = np.asarray(pi, dtype=np.int64)
+    pj = np.asarray(pj, dtype=np.int64)
+    D = W[pi] - W[pj]
+    return np.einsum("ij,ij->i", D, D)
 
 
 def lmnn_objective(p, trip: LMNNTriplets, gamma: float) -> float:

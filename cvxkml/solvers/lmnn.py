@@ -78,7 +78,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._config import blas_limit
 from ..formulas.lmnn import (LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
-                          pair_weights)
+                          pair_weights, psd_factor)
 
 __all__ = ["LMNNResult", "STALL_ITER", "lmnn_pdhg", "pair_distances"]
 
@@ -283,7 +283,7 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
     for mu in mus:
         nit = 0
         for _ in range(_SMOOTH_ROUNDS):
-            pf = ops.distances(Lf @ Lf.T)
+            pf = ops.distances_factor(Lf)
             z = 1.0 + pf[trip.tt] - pf[trip.ti]
             work = np.flatnonzero(z > -mu - buffer).astype(np.int64)
             pairs = np.union1d(targets, trip.ti[work]).astype(np.int64)
@@ -304,7 +304,7 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
             Lf = np.ascontiguousarray(res.x.reshape(r, r))
             if not np.all(np.isfinite(Lf)):
                 raise FloatingPointError("LMNN smoothed iterates became non-finite")
-            pf = ops.distances(Lf @ Lf.T)
+            pf = ops.distances_factor(Lf)
             z = 1.0 + pf[trip.tt] - pf[trip.ti]
             if not np.any(z[np.setdiff1d(np.arange(T), work, assume_unique=True)] > -mu):
                 break
@@ -316,12 +316,19 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
             return
 
 
-def pair_distances(F, M, pi, pj) -> np.ndarray:
+def pair_distances(F, M, pi, pj, psd: bool = False) -> np.ndarray:
     """(f_i − f_j)ᵀ M (f_i − f_j) for the index pairs (pi, pj) of the rows of F (n × r):
     the value of :func:`cvxkml.formulas.lmnn.pair_quadratic` by a Numba loop over the
-    pairs (no P × r temporaries: for kernel LMNN, r = n)."""
+    pairs (no P × r temporaries: for kernel LMNN, r = n).  ``psd=True``: M is PSD (its
+    negative eigenvalues are round-off and count as 0) and the distances are ‖Lᵀ(f_i − f_j)‖²
+    through its factor, the value of :func:`cvxkml.formulas.lmnn.psd_pair_distances`
+    (accurate when ‖M‖ is huge)."""
     F = np.ascontiguousarray(F, dtype=np.float64)
-    Y = np.ascontiguousarray(F @ np.asarray(M, dtype=np.float64))
+    if psd:
+        F = np.ascontiguousarray(F @ psd_factor(M))
+        Y = F
+    else:
+        Y = np.ascontiguousarray(F @ np.asarray(M, dtype=np.float64))
     pi = np.ascontiguousarray(pi, dtype=np.int64)
     pj = np.ascontiguousarray(pj, dtype=np.int64)
     out = np.empty(pi.size)
@@ -342,12 +349,21 @@ class _Ops:
         self.OU = np.empty_like(U)
 
     def distances(self, X) -> np.ndarray:
+        """All pair distances of the PSD X̂ through its factor (``pair_distances(psd=True)``:
+        the objective and certificate stay exact when ‖X̂‖ is huge)."""
+        return self.distances_factor(psd_factor(X))
+
+    def distances_factor(self, L) -> np.ndarray:
+        """All pair distances of X̂ = L Lᵀ: ‖Lᵀ u_p‖²."""
+        W = np.ascontiguousarray(self.U @ L)
         out = np.empty(self.trip.n_pairs)
-        _pair_quad(self.U, self.U @ X, self.trip.pi, self.trip.pj, self.all_pairs, out)
+        _pair_quad(W, W, self.trip.pi, self.trip.pj, self.all_pairs, out)
         return out
 
     def K(self, X) -> np.ndarray:
-        q = self.distances(X)
+        """The linear map X ↦ (d_ij − d_il)_t for any symmetric X (power iteration)."""
+        q = np.empty(self.trip.n_pairs)
+        _pair_quad(self.U, self.U @ X, self.trip.pi, self.trip.pj, self.all_pairs, q)
         return q[self.trip.tt] - q[self.trip.ti]
 
     def Kt(self, yv) -> np.ndarray:

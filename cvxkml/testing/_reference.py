@@ -110,10 +110,14 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
     raise UntrustedReference("No trustworthy exact solution: " + "; ".join(tried))
 
 
-def reference_or_discard(problem, feasible=None, **kw):
+def reference_or_discard(problem, feasible=None, keep_draw: bool = False, **kw):
     """:func:`trusted_reference` inside a Hypothesis test: an untrusted reference discards
     the draw (``hypothesis.assume(False)``) and is counted under the running test's name
     (:func:`discards`).
+
+    ``keep_draw=True``: return None instead of discarding (still counted), for a test
+    whose other checks of the draw do not need the reference (the exact comparison is
+    then skipped, never made against an untrusted answer).
 
     ``feasible`` (optional): a solution already in hand, e.g. the certified fast one.  When
     every conic attempt says *infeasible* but this solution satisfies the constraints to
@@ -137,6 +141,8 @@ def reference_or_discard(problem, feasible=None, **kw):
     except UntrustedReference as exc:
         _DISCARDS[test] += 1
         _note(str(exc))
+        if keep_draw:
+            return None
         assume(False)
     except InfeasibleError as exc:
         viol_tol = kw.get("viol_tol", 1e-7)
@@ -145,6 +151,8 @@ def reference_or_discard(problem, feasible=None, **kw):
         _DISCARDS[test] += 1
         _note(f"every conic solve said infeasible, refuted by a point at relative violation "
              f"{relative_violation(problem, feasible):.2g}: {exc}")
+        if keep_draw:
+            return None
         assume(False)
 
 

@@ -1,5 +1,6 @@
 """The public testing toolkit (cvxkml.testing) must itself be able to fail: each check is
 shown catching the mistake it exists for."""
+import os
 import warnings
 
 import numpy as np
@@ -90,6 +91,19 @@ def test_trusted_reference_retries_and_records_attempts():
 def test_untrusted_reference_is_never_returned(answers):
     with pytest.raises(UntrustedReference, match="No trustworthy"):
         trusted_reference(_Fake(answers))
+
+
+def test_untrusted_reference_keep_draw_returns_none_and_is_counted():
+    """``keep_draw=True``: the untrusted answer is not returned and not used, the draw goes
+    on (None), and it is counted like a discard."""
+    from cvxkml.testing import discards
+
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+    before = discards().get(test, 0)
+    assert reference_or_discard(_Fake([_sol(1.0, 0.9)] * 3), keep_draw=True) is None
+    assert discards()[test] == before + 1
+    ok = _sol(1.0, 1.0)
+    assert reference_or_discard(_Fake([ok]), keep_draw=True) is ok
 
 
 def test_reference_infeasible_only_when_every_solver_says_so():
