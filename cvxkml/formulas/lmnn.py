@@ -266,9 +266,8 @@ def psd_pair_distances(Z, X, pi, pj) -> np.ndarray:
     Why not :func:`pair_quadratic`: the quadratic form (z_i − z_j)ᵀ X (z_i − z_j) loses
     about ε‖X‖‖z_i − z_j‖² to cancellation, which for the huge optimal metrics of nearly
     singular kernels (‖X̂‖ ≈ 10⁹ in whitened coordinates) is 10⁻⁷ per pair — enough to make
-    F negative and a certified gap false.  Through the factor every distance is a sum of
-    squares (never negative) with a relative error of a few ε, plus ε·‖X‖‖z_i − z_j‖ times
-    its own square root."""
+    F negative and a certified gap false.  Through the factor every distance d is a sum of
+    squares (never negative) with an error of about ε·√‖X‖·‖z_i − z_j‖·√d."""
     W = np.asarray(Z, dtype=np.float64) @ psd_factor(X)
     pi = np.asarray(pi, dtype=np.int64)
     pj = np.asarray(pj, dtype=np.int64)

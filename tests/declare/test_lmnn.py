@@ -20,7 +20,7 @@ from cvxkml.declare.lmnn import LMNNProblem, check_kernel_list
 from cvxkml.declare.problem import CALLBACK_STOP, Problem
 from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError, SolverError
 from cvxkml.kernels import gaussian_kernel, kernel_sq_distances, polynomial_kernel
-from cvxkml.formulas.lmnn import (LMNNTriplets, lmnn_dual_value, lmnn_objective, orthonormal_factor,
+from cvxkml.formulas.lmnn import (LMNNTriplets, lmnn_dual_value, lmnn_objective, orthonormal_factor, psd_factor,
                                pair_quadratic, target_neighbors)
 from cvxkml.testing import reference_or_discard, solve_fast_honestly
 from budget import examples
@@ -124,6 +124,33 @@ def test_nearly_singular_kernel_bound_never_exceeds_the_optimum(seed, n, sigma, 
 
 
 # --------------------------------------------------------------------------- formulas
+def test_psd_pair_distances_stay_exact_for_a_huge_metric():
+    """X = L Lᵀ with one direction scaled by 1e5 (‖X‖ ≈ 1e10) and pairs nearly orthogonal
+    to it: the quadratic form pays about ε‖X‖ ≈ 2e-6 per pair (and can go negative); the
+    factor form (formulas and the solver's Numba path) pays about ε·√‖X‖·√d, within 1e-9·√d
+    of the distances d computed in extended precision from the same factor."""
+    from cvxkml.formulas.lmnn import pair_quadratic, psd_pair_distances
+    from cvxkml.solvers.lmnn import pair_distances
+
+    rng = np.random.default_rng(3)
+    n, r = 30, 6
+    Z = np.linalg.qr(rng.normal(size=(n, r)))[0]
+    L = rng.normal(size=(r, r)) * 0.1
+    v = np.linalg.qr(rng.normal(size=(r, 1)))[0][:, 0]
+    L[:, 0] += 1e5 * v                                         # one huge direction
+    Z = Z - np.outer(Z @ v, v) * (1 - 1e-9)                    # the points nearly orthogonal to it
+    X = L @ L.T
+    pi, pj = np.triu_indices(n, 1)
+    Zl, Ll = Z.astype(np.longdouble), psd_factor(X).astype(np.longdouble)
+    W = Zl @ Ll
+    exact = np.sum((W[pi] - W[pj]) ** 2, axis=1)
+    for p in (psd_pair_distances(Z, X, pi, pj), pair_distances(Z, X, pi, pj, psd=True)):
+        assert np.all(p >= 0)
+        assert np.all(np.abs(p - exact) <= 1e-9 * np.sqrt(exact))
+    direct = pair_quadratic(Z, X, pi, pj)
+    assert np.max(np.abs(direct - exact)) > 1e3 * np.max(np.abs(psd_pair_distances(Z, X, pi, pj) - exact))
+
+
 def test_objective_matches_explicit_triplet_sum():
     """lmnn_objective against a direct transcription of eq. 18 (loops over i, j, l)."""
     X, y = labelled_points(3, 12, 3, 2, d=3)
