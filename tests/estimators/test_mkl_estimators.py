@@ -146,6 +146,27 @@ def test_parameter_errors(wine):
         LMNN().fit(Xtr, np.zeros(len(ytr)))
 
 
+def test_stall_iter_reaches_the_solver():
+    """``stall_iter`` of the estimators is the solver's stall rule: with a tolerance below
+    round-off the fit stops as "stalled" (not converged, warned), and with 0 it runs to
+    ``max_iter`` on the same iterate."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 4))
+    y = np.repeat([0, 1], 20)
+    X[y == 1] += 0.8
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        stalled = LMNN(k=3, tol=1e-13, max_iter=6000, stall_iter=400).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        full = LMNN(k=3, tol=1e-13, max_iter=6000, stall_iter=0).fit(X, y)
+    assert stalled.solution_.status == "stalled" and not stalled.converged_ and stalled.n_iter_ < 6000
+    assert full.solution_.status == "max_iter reached" and full.n_iter_ == 6000
+    assert stalled.solution_.objective == full.solution_.objective
+    np.testing.assert_array_equal(stalled.transform(X), full.transform(X))
+    with pytest.warns(ConvergenceWarning, match="stalled"):
+        mkl = LMNNMKL(variant="NR", k=3, tol=1e-13, max_iter=6000, stall_iter=400).fit(X, y)
+    assert mkl.solution_.status == "stalled"
+
+
 def test_auto_kernels_take_the_gaussian_width_from_the_training_points():
     """kernels="auto" (default): linear, (x'x + 1)^2 and a Gaussian of width sigma0 / 4, sigma0
     the mean pairwise distance of the standardized training points; "nr" keeps the paper's
