@@ -36,7 +36,8 @@ every LMNN solve runs at most ``max_iter`` iterations of the certified solver (t
 inner-CV solves ``cv_max_iter``; with full-rank kernels the kernel-LMNN optimum is 0 and
 is reached only in the limit, see :mod:`cvxkml.declare.lmnn`, so any budget is an early
 stop; an LMNN solve also ends, uncertified, when its certified gap has not shrunk by
-0.1 % in ``stall_iter`` PDHG iterations, with its best iterate so far), Algorithm 1 at most ``max_outer`` outer iterations, and when a training fold has
+0.1 % in ``stall_iter`` PDHG iterations, with its best iterate so far), Algorithm 1 at
+most ``max_outer`` outer iterations, and when a training fold has
 more than ``n_learn`` points the metric (and the weights) are learned on a stratified
 random subsample of ``n_learn`` of them; the 1-NN classifier then uses *all* training
 points of the fold, mapped by the learned (inductive) map.

@@ -109,7 +109,8 @@ def test_resumed_run_loads_finished_folds_and_records_every_fit(tmp_path, capsys
         assert order == {"NR-LMNN-MKL": 63, "LMNN-MKL_P": 21, "LMNN_H": 21, "LMNN-MKL_CV": 21, "LMNN-MKL_CV inner": 12}
         assert all(f["order"] + g["order"] == 21 for f, g in zip(fits[3:43:2], fits[4:44:2]))
         assert all(f["gap"] is None or f["gap"] >= -1e-8 * max(1.0, abs(f["objective"])) for f in fits)
-        assert [(f["objective"], f["n_iter"]) for f in fits] == [(f["objective"], f["n_iter"]) for f in ref["lmnn_fits"]]
+        key = [(f["objective"], f["n_iter"]) for f in fits]
+        assert key == [(f["objective"], f["n_iter"]) for f in ref["lmnn_fits"]]
     assert sum(len(f["lmnn_fits"]) for f in r["per_fold"]) == r["fits"]
     assert sum(not g["converged"] for f in r["per_fold"] for g in f["lmnn_fits"]) == r["unconverged_fits"]
 
@@ -139,7 +140,8 @@ def test_stall_iter_option_reaches_every_lmnn_fit_and_is_validated(tmp_path, cap
     args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--stall-iter", "-1"])
     assert run_command(args, "cvxkml reproduce mkl") == 1
     err = capsys.readouterr().err
-    assert err.strip() == "cvxkml reproduce mkl: --stall-iter must be 0 (off) or a positive number of iterations; got -1"
+    assert err.strip() == ("cvxkml reproduce mkl: --stall-iter must be 0 (off) or a positive number of "
+                           "iterations; got -1")
 
 
 @pytest.mark.parametrize("bad", ["0", "1", "-1e-3", "2", "nan", "abc"])
