@@ -46,7 +46,9 @@ The folds of Table 1 and the splits of Table 2 are independent tasks: their rand
 (learning subsample, inner CV halves) are made first, in the order of the serial
 protocol, and ``n_jobs`` runs the tasks through joblib (:mod:`._parallel`; ``cvxkml
 reproduce mkl --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers as
-the serial run.  Only the command (``cvxkml reproduce mkl``, :func:`register`, or
+the serial run.  With a store (``--resume DIR``) a finished split is kept, and so is
+every finished LMNN fit of an unfinished one: a stopped run resumes after the last fit it
+finished.  Only the command (``cvxkml reproduce mkl``, :func:`register`, or
 :func:`main`) prints.
 """
 from __future__ import annotations
@@ -201,10 +203,19 @@ def _nn_correct(Ztr, ytr, Zte, yte) -> np.ndarray:
     return ytr[np.argmin(d, axis=1)] == yte
 
 
+def _record(sol, method: str, kernel: str | None = None) -> dict:
+    """One LMNN fit's record: method, kernel, order of the learned matrix, iterations,
+    certification, objective, gap, seconds."""
+    gap = sol.gap
+    return {"method": method, "kernel": kernel, "order": int(sol.matrix.shape[0]), "n_iter": int(sol.n_iter),
+            "converged": bool(sol.converged), "objective": float(sol.objective),
+            "gap": None if gap is None else float(gap), "seconds": float(sol.time)}
+
+
 class _Counter:
     """Counts the metric solves that did not reach their certified tolerance, and keeps one
-    record per solve (method, kernel, order of the learned matrix, iterations, gap, seconds), so that a
-    report can say where the time went and which fits stopped at their budget."""
+    record per solve (:func:`_record`), so that a report can say where the time went and
+    which fits stopped at their budget."""
 
     def __init__(self):
         self.fits = 0
@@ -212,15 +223,37 @@ class _Counter:
         self.seconds = {}
         self.records = []
 
-    def note(self, sols, method: str, kernel: str | None = None):
-        for s in sols:
+    def note(self, records):
+        for r in records:
             self.fits += 1
-            self.unconverged += int(not s.converged)
-            gap = s.gap
-            self.records.append({"method": method, "kernel": kernel, "order": int(s.matrix.shape[0]),
-                                 "n_iter": int(s.n_iter), "converged": bool(s.converged),
-                                 "objective": float(s.objective), "gap": None if gap is None else float(gap),
-                                 "seconds": float(s.time)})
+            self.unconverged += int(not r["converged"])
+            self.records.append(r)
+
+
+class _Steps:
+    """The fits of one split, each kept in ``store`` as soon as it ends, so that a split
+    stopped part way (a session's end) resumes after its last finished fit rather than
+    from its start.  ``steps(name, fit)`` returns ``fit()`` — a picklable dict with the
+    fit's ``"records"`` (:func:`_record`) and what the split needs of it (test
+    correctness, an inner-CV count, info) — or, when a run with the same split key already
+    finished the step ``name``, that run's dict, its records marked ``"stored": True``.
+    Without a store it only calls ``fit()``."""
+
+    def __init__(self, store: TaskStore | None = None, split_key: str | None = None):
+        self.store = store
+        self.split_key = split_key
+
+    def __call__(self, name: str, fit) -> dict:
+        if self.store is None:
+            return fit()
+        key = TaskStore.key(split=self.split_key, step=name)
+        done = self.store.load(key)
+        if done is not None:
+            done["records"] = [{**r, "stored": True} for r in done["records"]]
+            return done
+        out = fit()
+        self.store.save(key, out)
+        return out
 
 
 def _protocol_scaling(cls) -> dict:
@@ -242,13 +275,15 @@ def _lmnn_precomputed(K, y, proto: Protocol, max_iter: int) -> LMNN:
 
 
 def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto: Protocol,
-                 counter: _Counter, halves=None, nr_kernels_spec="nr") -> dict:
+                 counter: _Counter, halves=None, nr_kernels_spec="nr", steps: _Steps | None = None) -> dict:
     """All methods on one training/test split: learning set (Xl, yl) ⊂ training set
     (Xtr, ytr); ``halves`` the inner two folds of the learning set (LMNN-MKL_CV, drawn
-    by :func:`_plan_split`); returns {method: boolean correctness on the test points}
-    and info."""
+    by :func:`_plan_split`); every LMNN fit one step of ``steps`` (:class:`_Steps`: kept
+    for a resumed run); returns {method: boolean correctness on the test points} and
+    info."""
     out, info = {}, {}
     m = len(kernels)
+    steps = steps or _Steps()
 
     def tick(name, t0):
         counter.seconds[name] = counter.seconds.get(name, 0.0) + time.perf_counter() - t0
@@ -259,30 +294,40 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
         tick("1-NN", t0)
     if "NR-LMNN-MKL" in methods:
         t0 = time.perf_counter()
-        est = _fit_quiet(LMNNMKL(variant="NR", kernels=nr_kernels_spec, k=proto.k, gamma=proto.gamma, tol=proto.tol,
-                                 max_iter=proto.max_iter, stall_iter=proto.stall_iter, small_classes="shrink",
-                                 **_protocol_scaling(LMNNMKL)),
-                         Xl, yl)
-        counter.note([est.solution_], "NR-LMNN-MKL")
-        out["NR-LMNN-MKL"] = _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)
+
+        def fit_nr():
+            est = _fit_quiet(LMNNMKL(variant="NR", kernels=nr_kernels_spec, k=proto.k, gamma=proto.gamma,
+                                     tol=proto.tol, max_iter=proto.max_iter, stall_iter=proto.stall_iter,
+                                     small_classes="shrink", **_protocol_scaling(LMNNMKL)), Xl, yl)
+            return {"records": [_record(est.solution_, "NR-LMNN-MKL")],
+                    "correct": _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)}
+
+        r = steps("NR-LMNN-MKL", fit_nr)
+        counter.note(r["records"])
+        out["NR-LMNN-MKL"] = r["correct"]
         tick("NR-LMNN-MKL", t0)
     if "LMNN-MKL_P" in methods:
         t0 = time.perf_counter()
-        est = _fit_quiet(LMNNMKL(variant="P", kernels=KernelSet(kernels.kernels), k=proto.k, tol=proto.tol,
-                                 gamma=proto.gamma, max_iter=proto.max_iter, stall_iter=proto.stall_iter,
-                                 max_outer=proto.max_outer,
-                                 max_convex_iter=proto.max_convex_iter, small_classes="shrink",
-                                 **_protocol_scaling(LMNNMKL)), Xl, yl)
-        res = est.result_
-        counter.note([est.solution_], "LMNN-MKL_P")
-        out["LMNN-MKL_P"] = _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)
-        info["mu"] = [float(v) for v in est.weights_]
-        info["outer_iterations"] = int(res.n_outer)
-        info["outer_converged"] = bool(res.converged)
-        obj = [h["objective"] for h in res.history]
-        info["objective_path"] = [float(v) for v in obj]
-        info["rank_one"] = [bool(h.get("rank_one")) for h in res.history[1:]]
-        info["w"] = [h.get("w") for h in res.history[1:]]
+
+        def fit_p():
+            est = _fit_quiet(LMNNMKL(variant="P", kernels=KernelSet(kernels.kernels), k=proto.k, tol=proto.tol,
+                                     gamma=proto.gamma, max_iter=proto.max_iter, stall_iter=proto.stall_iter,
+                                     max_outer=proto.max_outer,
+                                     max_convex_iter=proto.max_convex_iter, small_classes="shrink",
+                                     **_protocol_scaling(LMNNMKL)), Xl, yl)
+            res = est.result_
+            return {"records": [_record(est.solution_, "LMNN-MKL_P")],
+                    "correct": _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte),
+                    "info": {"mu": [float(v) for v in est.weights_], "outer_iterations": int(res.n_outer),
+                             "outer_converged": bool(res.converged),
+                             "objective_path": [float(h["objective"]) for h in res.history],
+                             "rank_one": [bool(h.get("rank_one")) for h in res.history[1:]],
+                             "w": [h.get("w") for h in res.history[1:]]}}
+
+        r = steps("LMNN-MKL_P", fit_p)
+        counter.note(r["records"])
+        out["LMNN-MKL_P"] = r["correct"]
+        info.update(r["info"])
         tick("LMNN-MKL_P", t0)
     need_k = any(x in methods for x in ("LMNN_H", "LMNN-MKL_CV"))
     if need_k:
@@ -292,24 +337,41 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
         Kte = ks.cross_matrices(Xte, Xl)
     if "LMNN_H" in methods:
         t0 = time.perf_counter()
-        est = _lmnn_precomputed(sum(Kl) / m, yl, proto, proto.max_iter)
-        counter.note([est.solution_], "LMNN_H")
-        out["LMNN_H"] = _nn_correct(est.transform(sum(Ktr) / m), ytr, est.transform(sum(Kte) / m), yte)
+
+        def fit_h():
+            est = _lmnn_precomputed(sum(Kl) / m, yl, proto, proto.max_iter)
+            return {"records": [_record(est.solution_, "LMNN_H")],
+                    "correct": _nn_correct(est.transform(sum(Ktr) / m), ytr, est.transform(sum(Kte) / m), yte)}
+
+        r = steps("LMNN_H", fit_h)
+        counter.note(r["records"])
+        out["LMNN_H"] = r["correct"]
         tick("LMNN_H", t0)
     if "LMNN-MKL_CV" in methods:
         t0 = time.perf_counter()
         score = np.zeros(m)
         labels = kernels.labels()
         for l in range(m):
-            for a, b in (halves, halves[::-1]):
-                est = _lmnn_precomputed(Kl[l][np.ix_(a, a)], yl[a], proto, proto.cv_max_iter)
-                counter.note([est.solution_], "LMNN-MKL_CV inner", labels[l])
-                score[l] += _nn_correct(est.transform(Kl[l][np.ix_(a, a)]), yl[a],
-                                        est.transform(Kl[l][np.ix_(b, a)]), yl[b]).sum()
+            for h, (a, b) in enumerate((halves, halves[::-1])):
+                def fit_inner(l=l, a=a, b=b):
+                    est = _lmnn_precomputed(Kl[l][np.ix_(a, a)], yl[a], proto, proto.cv_max_iter)
+                    hits = _nn_correct(est.transform(Kl[l][np.ix_(a, a)]), yl[a],
+                                       est.transform(Kl[l][np.ix_(b, a)]), yl[b]).sum()
+                    return {"records": [_record(est.solution_, "LMNN-MKL_CV inner", labels[l])], "hits": int(hits)}
+
+                r = steps(f"LMNN-MKL_CV inner {l} {h}", fit_inner)
+                counter.note(r["records"])
+                score[l] += r["hits"]
         best = int(np.argmax(score))
-        est = _lmnn_precomputed(Kl[best], yl, proto, proto.max_iter)
-        counter.note([est.solution_], "LMNN-MKL_CV", labels[best])
-        out["LMNN-MKL_CV"] = _nn_correct(est.transform(Ktr[best]), ytr, est.transform(Kte[best]), yte)
+
+        def fit_cv():
+            est = _lmnn_precomputed(Kl[best], yl, proto, proto.max_iter)
+            return {"records": [_record(est.solution_, "LMNN-MKL_CV", labels[best])],
+                    "correct": _nn_correct(est.transform(Ktr[best]), ytr, est.transform(Kte[best]), yte)}
+
+        r = steps(f"LMNN-MKL_CV {best}", fit_cv)
+        counter.note(r["records"])
+        out["LMNN-MKL_CV"] = r["correct"]
         info["cv_kernel"] = labels[best]
         tick("LMNN-MKL_CV", t0)
     return out, info
@@ -370,15 +432,18 @@ def _split_task(task) -> dict:
     """One outer split (a fold of Table 1, a random split of Table 2) as an independent
     task: features standardized on the training part, metrics learned on the planned
     learning subsample, the test points' 1-NN correctness of every method.  Returns
-    {"correct", "info" (``seconds``: the split's own wall time), "fits", "unconverged",
-    "seconds" (per method), "kernels"}."""
-    X, y, tr, te, sub, halves, kernel_spec, methods, proto = task
+    {"correct", "info" (``seconds``: the split's own wall time, without the fits loaded
+    from the store), "fits", "unconverged", "seconds" (per method), "kernels"}.  The task
+    is the 9-tuple of :func:`_split_key`, then the fit store (a
+    :class:`~cvxkml.experiments._parallel.TaskStore` or None) and the split's key."""
+    X, y, tr, te, sub, halves, kernel_spec, methods, proto, fit_store, key = task
     t0 = time.perf_counter()
     Xtr, Xte = _standardize(X[tr], X[te])          # per column (Table 2: per source)
     ytr, yte = y[tr], y[te]
     kernels = _kernels_for(kernel_spec, Xtr[sub])
     counter = _Counter()
-    res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto, counter, halves)
+    res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto, counter, halves,
+                             steps=_Steps(fit_store, key))
     info.update(n_train=int(tr.size), n_learn=int(sub.size), n_test=int(te.size),
                 accuracy={m: float(np.mean(res[m])) for m in methods}, seconds=time.perf_counter() - t0,
                 lmnn_fits=counter.records)
@@ -389,8 +454,9 @@ def _split_task(task) -> dict:
 def _split_key(X, y, task) -> str:
     """The :class:`~cvxkml.experiments._parallel.TaskStore` key of one split task: the
     data's bytes, the split's indices and draws, the kernels, the methods and every knob of
-    the protocol that changes numbers (not its notes)."""
-    _, _, tr, te, sub, halves, kernel_spec, methods, proto = task
+    the protocol that changes numbers (not its notes).  ``task``: (X, y, train, test,
+    learning subsample, inner halves, kernel spec, methods, protocol)."""
+    _, _, tr, te, sub, halves, kernel_spec, methods, proto = task[:9]
     knobs = {k: v for k, v in asdict(proto).items() if k != "notes"}
     return TaskStore.key(X, y, tr, te, sub, *(halves or ()), command="reproduce mkl", kernels=kernel_spec,
                          methods=list(methods), protocol=knobs)
@@ -400,11 +466,15 @@ def _run_splits(X, y, parts, plans, kernel_spec, methods, proto: Protocol, t0: f
                 n_jobs, store: TaskStore | None = None) -> tuple[list, dict, _Counter]:
     """Every outer split of ``parts`` ([(train, test)]), with the draws ``plans`` of
     :func:`_plan_split`, through :func:`cvxkml.experiments._parallel.run_tasks` (with
-    ``store``: splits finished by an earlier run are loaded, new ones saved).
+    ``store``: splits finished by an earlier run are loaded, new ones saved, and every LMNN
+    fit of an unfinished split is kept in its sub-folder ``fits``, so that a split stopped
+    part way resumes after its last finished fit).
     Returns (per-split results, pooled correctness lists, fit counter)."""
     tasks = [(X, y, tr, te, sub, halves, kernel_spec, tuple(methods), proto)
              for (tr, te), (sub, halves) in zip(parts, plans)]
     keys = [_split_key(X, y, t) for t in tasks] if store is not None else None
+    fit_store = TaskStore(store.directory / "fits") if store is not None else None
+    tasks = [t + (fit_store, None if keys is None else keys[k]) for k, t in enumerate(tasks)]
     was_stored = [key in store for key in keys] if store is not None else [False] * len(tasks)
 
     def done(k, r):
@@ -652,9 +722,10 @@ def _add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=None, help="seed of folds and subsamples (default 0)")
     p.add_argument("--out", default=None, help="write all numbers as JSON to this file")
     p.add_argument("--resume", default=None, metavar="DIR",
-                   help="keep every finished fold / split in this folder and load, instead of rerunning, "
-                        "those an earlier run with the same data, protocol and draws finished (use a new "
-                        "folder after changing the code)")
+                   help="keep every finished fold / split (and every finished LMNN fit of an unfinished "
+                        "one, in DIR/fits) in this folder and load, instead of rerunning, those an earlier "
+                        "run with the same data, protocol and draws finished (use a new folder after "
+                        "changing the code)")
     p.add_argument("--data-dir", default=None,
                    help="folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)")
     add_parallel_options(p, "folds (Table 1) and splits (Table 2)")

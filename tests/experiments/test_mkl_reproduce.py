@@ -115,6 +115,57 @@ def test_resumed_run_loads_finished_folds_and_records_every_fit(tmp_path, capsys
     assert sum(not g["converged"] for f in r["per_fold"] for g in f["lmnn_fits"]) == r["unconverged_fits"]
 
 
+class _Stop(Exception):
+    pass
+
+
+def test_split_stopped_part_way_resumes_after_its_last_finished_fit(tmp_path, monkeypatch):
+    """With a store, every LMNN fit of a split is kept as it ends: a run killed in the
+    middle of a fold's inner CV leaves that fold unsaved but its finished fits in
+    ``DIR/fits``; the next run computes only the remaining fits, marks the loaded ones'
+    records ``stored``, and its numbers equal an uninterrupted run's."""
+    from cvxkml.experiments._parallel import TaskStore
+
+    proto = rm.quick_protocol()
+    proto.tol = 1e-3
+    calls = []
+    real = rm._lmnn_precomputed
+
+    def counting(*args, **kw):
+        calls.append(1)
+        if stop_after is not None and len(calls) > stop_after:
+            raise _Stop
+        return real(*args, **kw)
+
+    monkeypatch.setattr(rm, "_lmnn_precomputed", counting)
+
+    def run(store):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return rm.run_table1_dataset("iris", proto, max_folds=1, store=store)
+
+    store = TaskStore(tmp_path / "store")
+    stop_after = 6                                   # LMNN_H and 5 inner-CV fits, then the "kill"
+    with pytest.raises(_Stop):
+        run(store)
+    assert not list(store.directory.glob("*.pkl"))   # the fold did not finish ...
+    assert len(list((store.directory / "fits").glob("*.pkl"))) == 8    # ... NR, P, H and 5 inner fits did
+    stop_after, calls[:] = None, []
+    resumed = run(store)
+    assert len(calls) == 42 - 6                      # LMNN_H, 40 inner, LMNN-MKL_CV: only the unfinished
+    assert len(list(store.directory.glob("*.pkl"))) == 1
+    fits = resumed["per_fold"][0]["lmnn_fits"]
+    assert [f.get("stored", False) for f in fits] == [True] * 8 + [False] * 36
+    calls[:] = []
+    plain = run(None)
+    assert len(calls) == 42 and not (tmp_path / "fits").exists()
+    assert resumed["accuracy"] == plain["accuracy"] and resumed["mcnemar"] == plain["mcnemar"]
+    p0, r0 = plain["per_fold"][0], resumed["per_fold"][0]
+    assert r0["cv_kernel"] == p0["cv_kernel"] and r0["mu"] == p0["mu"]
+    strip = [{k: v for k, v in f.items() if k not in ("seconds", "stored")} for f in fits]
+    assert strip == [{k: v for k, v in f.items() if k != "seconds"} for f in p0["lmnn_fits"]]
+
+
 def test_stall_iter_option_reaches_every_lmnn_fit_and_is_validated(tmp_path, capsys, monkeypatch):
     """``--stall-iter`` is a protocol knob (recorded in the JSON) handed to every LMNN
     estimator of the protocol; a negative value is a one-line error before any fit."""
