@@ -73,7 +73,6 @@ import numba as nb
 import numpy as np
 
 from scipy.optimize import lsq_linear
-from scipy.sparse.linalg import LinearOperator
 
 from .._config import blas_limit
 from ..formulas.lmnn import (LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
@@ -412,7 +411,7 @@ _THETA = 0.2                       # smoothing of the primal weight update
 _POLISH_DELTAS = (1e-1, 1e-2, 1e-3, 1e-4)
 _POLISH_SETTLED = 1e-3             # dual recovery only once F changes by less than this per check
 _POLISH_DENSE_MAX = 1_000_000      # entries of the dense least-squares matrix
-_POLISH_MAX_KINKS = 2_000       # beyond, the LinearOperator path took minutes (reference/lmnn-speed.md)
+_POLISH_MAX_KINKS = 2_000       # beyond, a recovery took minutes (reference/lmnn-speed.md); now O(K³) once
 
 
 def _polish_dual(U, trip: LMNNTriplets, gamma, X, p, delta):
@@ -441,18 +440,40 @@ def _polish_dual(U, trip: LMNNTriplets, gamma, X, p, delta):
     r, q = VX.shape
     if kinks.size * r * q <= _POLISH_DENSE_MAX:
         M = (a[:, :, None] * aV[:, None, :] - b[:, :, None] * bV[:, None, :]).reshape(kinks.size, -1).T
+        sol = lsq_linear(M, rhs, bounds=(0.0, gamma), lsmr_tol="auto", max_iter=200)
     else:
-        def mv(x):
-            return (a.T @ (x[:, None] * aV) - b.T @ (x[:, None] * bV)).ravel()
-
-        def rmv(yv):
-            Y = yv.reshape(r, q)
-            return np.einsum("tr,tr->t", a @ Y, aV) - np.einsum("tr,tr->t", b @ Y, bV)
-
-        M = LinearOperator((r * q, kinks.size), matvec=mv, rmatvec=rmv, dtype=np.float64)
-    sol = lsq_linear(M, rhs, bounds=(0.0, gamma), lsmr_tol="auto", max_iter=200)
+        J, y = _kink_gram_system(a, b, aV, bV, rhs.reshape(r, q))
+        sol = lsq_linear(J, y, bounds=(0.0, gamma), max_iter=200)
     alpha[kinks] = np.clip(sol.x, 0.0, gamma)
     return alpha
+
+
+def _kink_gram_system(a, b, aV, bV, R):
+    """A (K + 1) × K least-squares system equivalent to the r·q × K one of
+    :func:`_polish_dual`: ‖J x − y‖ = ‖M x − vec R‖ for every x, where column k of M is
+    vec(a_k aV_kᵀ − b_k bV_kᵀ) (``a``, ``b``: K × r; ``aV``, ``bV``: K × q; R: r × q).
+
+    From the Gram matrix MᵀM = (a aᵀ)∘(aV aVᵀ) − (a bᵀ)∘(aV bVᵀ) − (b aᵀ)∘(bV aVᵀ) +
+    (b bᵀ)∘(bV bVᵀ) (∘ elementwise) = Q Λ Qᵀ and Mᵀ vec R = c:  J = Λ^½ Qᵀ, y = Λ^-½ Qᵀ c
+    on the positive eigenvalues (c lies in range(MᵀM)), and one more row (0, …, 0 |
+    ‖(I − Π_M) vec R‖) keeps the constant part of the residual, so that the solver's
+    relative tests see the same cost.  Forming it costs O(K²(r + q) + K·r·q + K³) once,
+    and it is small enough (K <= ``_POLISH_MAX_KINKS``) for the exact (factorizing)
+    least-squares steps that the explicit system could afford only when small: the matrix-free
+    LSMR steps on the explicit system cost O(K·r·q) per product and took about a minute a
+    recovery on a 500-point kernel (r ≈ q ≈ 490, 500–900 kinks)."""
+    H = (a @ a.T) * (aV @ aV.T) + (b @ b.T) * (bV @ bV.T)
+    C = (a @ b.T) * (aV @ bV.T)
+    H -= C + C.T
+    c = np.einsum("kq,kq->k", a @ R, aV) - np.einsum("kq,kq->k", b @ R, bV)
+    lam, Q = np.linalg.eigh(0.5 * (H + H.T))
+    keep = lam > lam[-1] * H.shape[0] * np.finfo(float).eps if lam[-1] > 0 else np.zeros(lam.size, bool)
+    root = np.sqrt(lam[keep])
+    Qk = Q[:, keep]
+    J = np.vstack([root[:, None] * Qk.T, np.zeros((1, H.shape[0]))])
+    yk = (Qk.T @ c) / root
+    rest = max(float(np.sum(R * R)) - float(yk @ yk), 0.0)
+    return J, np.append(yk, np.sqrt(rest))
 
 
 _BARRIER_MAX_KINKS = 500           # variables of the restricted dual (dense Newton system, O(K²r) a step)
