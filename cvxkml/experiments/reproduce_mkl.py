@@ -54,6 +54,7 @@ finished.  Only the command (``cvxkml reproduce mkl``, :func:`register`, or
 from __future__ import annotations
 
 import argparse
+import shutil
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -434,16 +435,16 @@ def _split_task(task) -> dict:
     learning subsample, the test points' 1-NN correctness of every method.  Returns
     {"correct", "info" (``seconds``: the split's own wall time, without the fits loaded
     from the store), "fits", "unconverged", "seconds" (per method), "kernels"}.  The task
-    is the 9-tuple of :func:`_split_key`, then the fit store (a
-    :class:`~cvxkml.experiments._parallel.TaskStore` or None) and the split's key."""
-    X, y, tr, te, sub, halves, kernel_spec, methods, proto, fit_store, key = task
+    is the 9-tuple of :func:`_split_key`, then the folder that keeps this split's finished
+    fits (or None) and the split's key."""
+    X, y, tr, te, sub, halves, kernel_spec, methods, proto, fit_dir, key = task
     t0 = time.perf_counter()
     Xtr, Xte = _standardize(X[tr], X[te])          # per column (Table 2: per source)
     ytr, yte = y[tr], y[te]
     kernels = _kernels_for(kernel_spec, Xtr[sub])
     counter = _Counter()
     res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto, counter, halves,
-                             steps=_Steps(fit_store, key))
+                             steps=_Steps(None if fit_dir is None else TaskStore(fit_dir), key))
     info.update(n_train=int(tr.size), n_learn=int(sub.size), n_test=int(te.size),
                 accuracy={m: float(np.mean(res[m])) for m in methods}, seconds=time.perf_counter() - t0,
                 lmnn_fits=counter.records)
@@ -467,17 +468,19 @@ def _run_splits(X, y, parts, plans, kernel_spec, methods, proto: Protocol, t0: f
     """Every outer split of ``parts`` ([(train, test)]), with the draws ``plans`` of
     :func:`_plan_split`, through :func:`cvxkml.experiments._parallel.run_tasks` (with
     ``store``: splits finished by an earlier run are loaded, new ones saved, and every LMNN
-    fit of an unfinished split is kept in its sub-folder ``fits``, so that a split stopped
-    part way resumes after its last finished fit).
+    fit of an unfinished split is kept in ``fits/<split key>``, so that a split stopped
+    part way resumes after its last finished fit; that folder goes once the split is saved).
     Returns (per-split results, pooled correctness lists, fit counter)."""
     tasks = [(X, y, tr, te, sub, halves, kernel_spec, tuple(methods), proto)
              for (tr, te), (sub, halves) in zip(parts, plans)]
     keys = [_split_key(X, y, t) for t in tasks] if store is not None else None
-    fit_store = TaskStore(store.directory / "fits") if store is not None else None
-    tasks = [t + (fit_store, None if keys is None else keys[k]) for k, t in enumerate(tasks)]
+    fit_dirs = [store.directory / "fits" / key for key in keys] if store is not None else [None] * len(tasks)
+    tasks = [t + (fit_dirs[k], None if keys is None else keys[k]) for k, t in enumerate(tasks)]
     was_stored = [key in store for key in keys] if store is not None else [False] * len(tasks)
 
-    def done(k, r):
+    def done(k, r):                 # after run_tasks saved the split: its fits are redundant
+        if fit_dirs[k] is not None:
+            shutil.rmtree(fit_dirs[k], ignore_errors=True)
         if log:
             log(f"{labels[k]} ({'stored, ' if was_stored[k] else ''}{time.perf_counter() - t0:.0f} s so far): "
                 + ", ".join(f"{m} {100 * a:.1f}" for m, a in r["info"]["accuracy"].items()))

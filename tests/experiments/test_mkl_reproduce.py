@@ -123,7 +123,8 @@ def test_split_stopped_part_way_resumes_after_its_last_finished_fit(tmp_path, mo
     """With a store, every LMNN fit of a split is kept as it ends: a run killed in the
     middle of a fold's inner CV leaves that fold unsaved but its finished fits in
     ``DIR/fits``; the next run computes only the remaining fits, marks the loaded ones'
-    records ``stored``, and its numbers equal an uninterrupted run's."""
+    records ``stored``, drops the fits once the fold is saved, and its numbers equal an
+    uninterrupted run's."""
     from cvxkml.experiments._parallel import TaskStore
 
     proto = rm.quick_protocol()
@@ -149,11 +150,12 @@ def test_split_stopped_part_way_resumes_after_its_last_finished_fit(tmp_path, mo
     with pytest.raises(_Stop):
         run(store)
     assert not list(store.directory.glob("*.pkl"))   # the fold did not finish ...
-    assert len(list((store.directory / "fits").glob("*.pkl"))) == 8    # ... NR, P, H and 5 inner fits did
+    assert len(list((store.directory / "fits").rglob("*.pkl"))) == 8   # ... NR, P, H and 5 inner fits did
     stop_after, calls[:] = None, []
     resumed = run(store)
     assert len(calls) == 42 - 6                      # LMNN_H, 40 inner, LMNN-MKL_CV: only the unfinished
     assert len(list(store.directory.glob("*.pkl"))) == 1
+    assert not list((store.directory / "fits").rglob("*.pkl"))          # the saved fold's fits are gone
     fits = resumed["per_fold"][0]["lmnn_fits"]
     assert [f.get("stored", False) for f in fits] == [True] * 8 + [False] * 36
     calls[:] = []
