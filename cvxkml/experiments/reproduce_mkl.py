@@ -232,28 +232,28 @@ class _Counter:
 
 
 class _Steps:
-    """The fits of one split, each kept in ``store`` as soon as it ends, so that a split
-    stopped part way (a session's end) resumes after its last finished fit rather than
-    from its start.  ``steps(name, fit)`` returns ``fit()`` — a picklable dict with the
-    fit's ``"records"`` (:func:`_record`) and what the split needs of it (test
-    correctness, an inner-CV count, info) — or, when a run with the same split key already
-    finished the step ``name``, that run's dict, its records marked ``"stored": True``.
-    Without a store it only calls ``fit()``."""
+    """The fits of one split, each noted in ``counter`` and kept in ``store`` (the split's
+    own folder) as soon as it ends, so that a split stopped part way (a session's end)
+    resumes after its last finished fit rather than from its start.  ``steps(name, fit)``
+    returns ``fit()`` — a picklable dict with the fit's ``"records"`` (:func:`_record`) and
+    what the split needs of it (test correctness, an inner-CV count, info) — or, when an
+    earlier run of this split finished the step ``name``, that run's dict, its records
+    marked ``"stored": True``.  Without a store it only calls ``fit()``."""
 
-    def __init__(self, store: TaskStore | None = None, split_key: str | None = None):
+    def __init__(self, counter: _Counter, store: TaskStore | None = None):
+        self.counter = counter
         self.store = store
-        self.split_key = split_key
 
     def __call__(self, name: str, fit) -> dict:
-        if self.store is None:
-            return fit()
-        key = TaskStore.key(split=self.split_key, step=name)
-        done = self.store.load(key)
-        if done is not None:
-            done["records"] = [{**r, "stored": True} for r in done["records"]]
-            return done
-        out = fit()
-        self.store.save(key, out)
+        key = None if self.store is None else TaskStore.key(step=name)
+        out = None if key is None else self.store.load(key)
+        if out is not None:
+            out["records"] = [{**r, "stored": True} for r in out["records"]]
+        else:
+            out = fit()
+            if key is not None:
+                self.store.save(key, out)
+        self.counter.note(out["records"])
         return out
 
 
@@ -276,15 +276,15 @@ def _lmnn_precomputed(K, y, proto: Protocol, max_iter: int) -> LMNN:
 
 
 def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto: Protocol,
-                 counter: _Counter, halves=None, nr_kernels_spec="nr", steps: _Steps | None = None) -> dict:
+                 counter: _Counter, halves=None, nr_kernels_spec="nr", fit_store: TaskStore | None = None) -> dict:
     """All methods on one training/test split: learning set (Xl, yl) ⊂ training set
     (Xtr, ytr); ``halves`` the inner two folds of the learning set (LMNN-MKL_CV, drawn
-    by :func:`_plan_split`); every LMNN fit one step of ``steps`` (:class:`_Steps`: kept
-    for a resumed run); returns {method: boolean correctness on the test points} and
-    info."""
+    by :func:`_plan_split`); every LMNN fit a step of :class:`_Steps` (noted in
+    ``counter``, kept in ``fit_store`` for a resumed run); returns {method: boolean
+    correctness on the test points} and info."""
     out, info = {}, {}
     m = len(kernels)
-    steps = steps or _Steps()
+    steps = _Steps(counter, fit_store)
 
     def tick(name, t0):
         counter.seconds[name] = counter.seconds.get(name, 0.0) + time.perf_counter() - t0
@@ -304,7 +304,6 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
                     "correct": _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)}
 
         r = steps("NR-LMNN-MKL", fit_nr)
-        counter.note(r["records"])
         out["NR-LMNN-MKL"] = r["correct"]
         tick("NR-LMNN-MKL", t0)
     if "LMNN-MKL_P" in methods:
@@ -326,7 +325,6 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
                              "w": [h.get("w") for h in res.history[1:]]}}
 
         r = steps("LMNN-MKL_P", fit_p)
-        counter.note(r["records"])
         out["LMNN-MKL_P"] = r["correct"]
         info.update(r["info"])
         tick("LMNN-MKL_P", t0)
@@ -345,7 +343,6 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
                     "correct": _nn_correct(est.transform(sum(Ktr) / m), ytr, est.transform(sum(Kte) / m), yte)}
 
         r = steps("LMNN_H", fit_h)
-        counter.note(r["records"])
         out["LMNN_H"] = r["correct"]
         tick("LMNN_H", t0)
     if "LMNN-MKL_CV" in methods:
@@ -361,7 +358,6 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
                     return {"records": [_record(est.solution_, "LMNN-MKL_CV inner", labels[l])], "hits": int(hits)}
 
                 r = steps(f"LMNN-MKL_CV inner {l} {h}", fit_inner)
-                counter.note(r["records"])
                 score[l] += r["hits"]
         best = int(np.argmax(score))
 
@@ -371,7 +367,6 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
                     "correct": _nn_correct(est.transform(Ktr[best]), ytr, est.transform(Kte[best]), yte)}
 
         r = steps(f"LMNN-MKL_CV {best}", fit_cv)
-        counter.note(r["records"])
         out["LMNN-MKL_CV"] = r["correct"]
         info["cv_kernel"] = labels[best]
         tick("LMNN-MKL_CV", t0)
@@ -436,15 +431,15 @@ def _split_task(task) -> dict:
     {"correct", "info" (``seconds``: the split's own wall time, without the fits loaded
     from the store), "fits", "unconverged", "seconds" (per method), "kernels"}.  The task
     is the 9-tuple of :func:`_split_key`, then the folder that keeps this split's finished
-    fits (or None) and the split's key."""
-    X, y, tr, te, sub, halves, kernel_spec, methods, proto, fit_dir, key = task
+    fits (or None)."""
+    X, y, tr, te, sub, halves, kernel_spec, methods, proto, fit_dir = task
     t0 = time.perf_counter()
     Xtr, Xte = _standardize(X[tr], X[te])          # per column (Table 2: per source)
     ytr, yte = y[tr], y[te]
     kernels = _kernels_for(kernel_spec, Xtr[sub])
     counter = _Counter()
     res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto, counter, halves,
-                             steps=_Steps(None if fit_dir is None else TaskStore(fit_dir), key))
+                             fit_store=None if fit_dir is None else TaskStore(fit_dir))
     info.update(n_train=int(tr.size), n_learn=int(sub.size), n_test=int(te.size),
                 accuracy={m: float(np.mean(res[m])) for m in methods}, seconds=time.perf_counter() - t0,
                 lmnn_fits=counter.records)
@@ -457,7 +452,7 @@ def _split_key(X, y, task) -> str:
     data's bytes, the split's indices and draws, the kernels, the methods and every knob of
     the protocol that changes numbers (not its notes).  ``task``: (X, y, train, test,
     learning subsample, inner halves, kernel spec, methods, protocol)."""
-    _, _, tr, te, sub, halves, kernel_spec, methods, proto = task[:9]
+    _, _, tr, te, sub, halves, kernel_spec, methods, proto = task
     knobs = {k: v for k, v in asdict(proto).items() if k != "notes"}
     return TaskStore.key(X, y, tr, te, sub, *(halves or ()), command="reproduce mkl", kernels=kernel_spec,
                          methods=list(methods), protocol=knobs)
@@ -475,7 +470,7 @@ def _run_splits(X, y, parts, plans, kernel_spec, methods, proto: Protocol, t0: f
              for (tr, te), (sub, halves) in zip(parts, plans)]
     keys = [_split_key(X, y, t) for t in tasks] if store is not None else None
     fit_dirs = [store.directory / "fits" / key for key in keys] if store is not None else [None] * len(tasks)
-    tasks = [t + (fit_dirs[k], None if keys is None else keys[k]) for k, t in enumerate(tasks)]
+    tasks = [t + (fit_dirs[k],) for k, t in enumerate(tasks)]
     was_stored = [key in store for key in keys] if store is not None else [False] * len(tasks)
 
     def done(k, r):                 # after run_tasks saved the split: its fits are redundant
