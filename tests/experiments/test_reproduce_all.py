@@ -68,6 +68,17 @@ def test_recorded_rows_come_from_the_results_files():
     row = next(r for r in recs if r["dataset"] == "ionosphere" and r["method"] == "LogDet linear")
     assert row["measured"] == recorded["jain2012_table1"]["result"]["ionosphere"]["mean"][1]
     assert row["certified"] is True and row["certified_fits"] == "20/20"
+    for name, command in ra.MKL_FULL_RUNS.items():        # every full-protocol MKL run has its rows
+        run = json.loads((REF / name).read_text())
+        tables = [(d, r) for d, r in (run["table1"] or {}).items()]
+        tables += [("Multiple Features", run["table2"])] if run.get("table2") else []
+        assert tables, name
+        for dataset, r in tables:
+            rows = {x["method"]: x for x in recs if x["dataset"] == f"{dataset} (full protocol)"}
+            assert {m: x["measured"] for m, x in rows.items()} == r["accuracy"]
+            assert rows["LMNN_H"]["certified_fits"] == f"{r['fits'] - r['unconverged_fits']}/{r['fits']}"
+            assert {x["source"] for x in rows.values()} == {f"reference/{name}"}
+            assert {x["command"] for x in rows.values()} == {command}
     for rec in recs:
         assert FIELDS <= set(rec) and rec["command"] and rec["source"]
         assert rec["source"].startswith("reference/")
