@@ -449,7 +449,7 @@ def _polish_dual(U, trip: LMNNTriplets, gamma, X, p, delta):
 
 
 def _kink_gram_system(a, b, aV, bV, R):
-    """A (K + 1) × K least-squares system equivalent to the r·q × K one of
+    """An at most (K + 1) × K least-squares system equivalent to the r·q × K one of
     :func:`_polish_dual`: ‖J x − y‖ = ‖M x − vec R‖ for every x, where column k of M is
     vec(a_k aV_kᵀ − b_k bV_kᵀ) (``a``, ``b``: K × r; ``aV``, ``bV``: K × q; R: r × q).
 
@@ -466,7 +466,7 @@ def _kink_gram_system(a, b, aV, bV, R):
     C = (a @ b.T) * (aV @ bV.T)
     H -= C + C.T
     c = np.einsum("kq,kq->k", a @ R, aV) - np.einsum("kq,kq->k", b @ R, bV)
-    lam, Q = np.linalg.eigh(0.5 * (H + H.T))
+    lam, Q = np.linalg.eigh(H)                   # symmetric as built (Gram products, C + Cᵀ)
     keep = lam > lam[-1] * H.shape[0] * np.finfo(float).eps if lam[-1] > 0 else np.zeros(lam.size, bool)
     root = np.sqrt(lam[keep])
     Qk = Q[:, keep]
