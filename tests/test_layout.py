@@ -8,7 +8,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "cvxkml"
 
 #: the package root holds only the core modules and the subpackages
-ROOT_MODULES = {"__init__", "__main__", "_config", "_deprecated", "_progress", "_validation", "errors", "solution",
+ROOT_MODULES = {"__init__", "__main__", "_answer", "_config", "_deprecated", "_progress", "_validation", "errors", "solution",
                 "sideinfo", "kernels", "mkl_kernels", "factor", "learned", "datasets"}
 SUBPACKAGES = {"formulas", "declare", "solvers", "estimators", "baselines", "testing", "experiments"}
 
@@ -27,7 +27,7 @@ FORBIDDEN = {
 ALLOWED_ONLY = {"cvxkml.datasets": {"cvxkml.errors", "cvxkml._validation", "cvxkml._deprecated"}, "cvxkml.errors": set()}
 
 for _core in ("sideinfo", "kernels", "mkl_kernels", "factor", "learned", "solution", "_validation", "_config",
-              "_progress"):
+              "_progress", "_answer"):
     FORBIDDEN[f"cvxkml.{_core}"] = ("cvxkml.declare", "cvxkml.estimators", "cvxkml.experiments",
                                     "cvxkml.testing", "cvxkml.baselines")
 
