@@ -36,13 +36,13 @@ import hashlib
 import json
 import logging
 import os
-import pickle
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from ._commands import CommandError
 
-__all__ = ["BACKENDS", "DASK_EXTRA", "CommandError", "TaskStore", "add_parallel_options", "parallel_context",
+__all__ = ["BACKENDS", "DASK_EXTRA", "CommandError", "StoreFileError", "TaskStore", "add_parallel_options", "parallel_context",
            "parallel_from_args", "run_tasks", "describe"]
 
 #: The joblib backends the commands offer.
@@ -73,6 +73,117 @@ def _call(func, task):
         numba.set_num_threads(threads)
 
 
+#: What a :class:`TaskStore` file holds (``format``) and the version of that layout.
+STORE_FORMAT, STORE_VERSION = "cvxkml.taskstore", 1
+#: The largest stored result a :class:`TaskStore` reads back (bytes, uncompressed).
+STORE_MAX_BYTES = 1 << 30
+_STORE_HEADER = "__store__"
+
+
+class StoreFileError(CommandError):
+    """A file of a :class:`TaskStore` folder that is not a result this cvxkml wrote, or that
+    was changed since (content hash): the command prints it as one line."""
+
+
+def _encode_result(v, arrays: dict, where: str = "result"):
+    """A result (dicts with string keys, lists, tuples, str, bool, int, float, None, NumPy
+    arrays and scalars of numbers, booleans or strings) as JSON with tagged arrays."""
+    import numpy as np
+
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, (int, np.integer)) and not isinstance(v, np.bool_):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        return v if v == v and abs(v) != float("inf") else {"__float__": repr(v)}
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind not in "biufU":
+            raise TypeError(f"TaskStore: {where} is an array of dtype {v.dtype} (numbers, booleans or strings only)")
+        key = f"a{len(arrays)}"
+        arrays[key] = v
+        return {"__array__": key}
+    if isinstance(v, tuple):
+        return {"__tuple__": [_encode_result(x, arrays, f"{where}[{i}]") for i, x in enumerate(v)]}
+    if isinstance(v, list):
+        return [_encode_result(x, arrays, f"{where}[{i}]") for i, x in enumerate(v)]
+    if isinstance(v, dict):
+        if not all(isinstance(k, str) for k in v):
+            raise TypeError(f"TaskStore: {where} has a key that is not a string")
+        return {"__dict__": {k: _encode_result(x, arrays, f"{where}[{k!r}]") for k, x in v.items()}}
+    raise TypeError(f"TaskStore: {where} is a {type(v).__name__}, which a result may not hold "
+                    "(dicts, lists, tuples, numbers, strings, None and NumPy arrays only)")
+
+
+def _decode_result(v, arrays: dict, depth: int = 0):
+    if depth > 200:
+        raise ValueError("nested too deeply")
+    if v is None or isinstance(v, (bool, str, int, float)):
+        return v
+    if isinstance(v, list):
+        return [_decode_result(x, arrays, depth + 1) for x in v]
+    if isinstance(v, dict) and len(v) == 1:
+        (tag, x), = v.items()
+        if tag == "__array__" and isinstance(x, str) and x in arrays:
+            return arrays[x]
+        if tag == "__float__" and x in ("nan", "inf", "-inf"):
+            return float(x)
+        if tag == "__tuple__" and isinstance(x, list):
+            return tuple(_decode_result(e, arrays, depth + 1) for e in x)
+        if tag == "__dict__" and isinstance(x, dict):
+            return {k: _decode_result(e, arrays, depth + 1) for k, e in x.items()}
+    raise ValueError(f"unexpected value {str(v)[:60]!r}")
+
+
+def _content_hash(key: str, body: str, arrays: dict) -> str:
+    """SHA-256 of the key, the JSON body and every array's name, dtype, shape and bytes."""
+    import numpy as np
+
+    h = hashlib.sha256(key.encode())
+    h.update(body.encode())
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _read_npy_member(zf, info, budget: int):
+    """One ``.npy`` member of a zip archive, read without pickle and without decompressing
+    more than its declared size, which must fit ``budget`` (checked before any byte is
+    decompressed); returns (array, bytes used)."""
+    import numpy as np
+
+    if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise ValueError(f"member {info.filename!r} is encrypted or uses an unsupported compression")
+    if info.file_size > budget:
+        raise ValueError(f"member {info.filename!r} declares {info.file_size} bytes, above the limit of {budget}")
+    with zf.open(info) as f:
+        major, _ = np.lib.format.read_magic(f)
+        read_header = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}.get(major)
+        if read_header is None:
+            raise ValueError(f"member {info.filename!r}: .npy version {major} is not read")
+        shape, fortran, dtype = read_header(f, max_header_size=10000)
+        if dtype.hasobject or dtype.fields is not None or dtype.kind not in "biufU":
+            raise ValueError(f"member {info.filename!r} has dtype {dtype}, which is not read")
+        if not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise ValueError(f"member {info.filename!r} has an invalid shape {shape}")
+        count = 1
+        for d in shape:
+            count *= d
+        nbytes = count * dtype.itemsize
+        if nbytes > info.file_size:
+            raise ValueError(f"member {info.filename!r} declares shape {shape} ({nbytes} bytes) but holds "
+                             f"{info.file_size} bytes")
+        data = bytearray(f.read(nbytes))
+        if len(data) != nbytes or f.read(1):
+            raise ValueError(f"member {info.filename!r} holds another number of bytes than its shape {shape}")
+    arr = np.frombuffer(data, dtype=dtype, count=count).reshape(shape, order="F" if fortran else "C")
+    return arr, info.file_size
+
+
 class TaskStore:
     """Finished tasks' results in a folder, so that a long run stopped part way (a
     session's end, a killed job) resumes with the tasks it has not finished.
@@ -80,9 +191,23 @@ class TaskStore:
     A result is stored under a key that the caller derives from everything the task's
     numbers depend on (:meth:`key`: the data's bytes and a description of the task: its
     protocol, its draws) and is loaded back instead of being computed again.  The key does
-    not cover the code: after changing a solver, use a new folder.  Results are pickled —
-    a cache of this machine's own runs, not an exchange format (the numbers to keep go to
-    the command's JSON).
+    not cover the code: after changing a solver, use a new folder.
+
+    File format (no pickle: a folder may come from anywhere, and reading it runs no
+    code): ``<key>.npz``, a zip archive of ``.npy`` members read with NumPy's header
+    parser (``allow_pickle=False`` semantics, no object arrays), of which only those the
+    header names are decompressed, each within its declared size and at most
+    :data:`STORE_MAX_BYTES` in all.  The member ``__store__`` is UTF-8 JSON::
+
+        {"format": "cvxkml.taskstore", "version": 1, "key": "<key>", "sha256": "<hash>",
+         "result": <the result, arrays as {"__array__": "a0"}>}
+
+    ``sha256`` covers the key, the result's JSON and every array's dtype, shape and bytes; a
+    file whose hash, key, format or version does not match is refused with a
+    :class:`StoreFileError` naming it (delete it to compute that task again).  Results may
+    hold dicts (string keys), lists, tuples, numbers, strings, None and NumPy arrays of
+    numbers, booleans or strings.  Files of the older pickle format (``*.pkl``) are never
+    read: such a task is computed again.
 
     Parameters
     ----------
@@ -118,26 +243,78 @@ class TaskStore:
         return h.hexdigest()
 
     def _path(self, key: str) -> Path:
-        return self.directory / f"{key}.pkl"
+        if not (isinstance(key, str) and len(key) == 64 and all(c in "0123456789abcdef" for c in key)):
+            raise StoreFileError(f"TaskStore keys are 64 hex characters (TaskStore.key); got {key!r}.")
+        return self.directory / f"{key}.npz"
 
     def __contains__(self, key: str) -> bool:
         return self._path(key).exists()
 
     def load(self, key: str):
-        """The stored result of ``key``, or None."""
+        """The stored result of ``key``, or None when there is none.
+
+        Raises
+        ------
+        StoreFileError
+            The file is not a result this cvxkml wrote for ``key`` (damaged, changed, of
+            another format or version, or too large).
+        """
         path = self._path(key)
         if not path.exists():
             return None
-        with open(path, "rb") as f:
-            return pickle.load(f)
+        try:
+            with zipfile.ZipFile(path) as zf:
+                infos = {i.filename: i for i in zf.infolist()}
+                if f"{_STORE_HEADER}.npy" not in infos:
+                    raise ValueError("no header member")
+                budget = STORE_MAX_BYTES
+                blob, used = _read_npy_member(zf, infos[f"{_STORE_HEADER}.npy"], budget)
+                budget -= used
+                header = json.loads(blob.tobytes().decode("utf-8"))
+                if not isinstance(header, dict) or header.get("format") != STORE_FORMAT:
+                    raise ValueError("not a cvxkml task store file")
+                if header.get("version") != STORE_VERSION:
+                    raise ValueError(f"format version {header.get('version')!r}, this cvxkml reads {STORE_VERSION}")
+                if header.get("key") != key:
+                    raise ValueError("it was stored under another key")
+                names = header.get("arrays")
+                if not isinstance(names, list) or not all(isinstance(n, str) and n.isidentifier() for n in names):
+                    raise ValueError("bad array list")
+                arrays = {}
+                for n in names:
+                    if f"{n}.npy" not in infos:
+                        raise ValueError(f"the array {n!r} is missing")
+                    arrays[n], used = _read_npy_member(zf, infos[f"{n}.npy"], budget)
+                    budget -= used
+            body = header.get("result_json")
+            if not isinstance(body, str) or _content_hash(key, body, arrays) != header.get("sha256"):
+                raise ValueError("its content hash does not match (changed or damaged)")
+            return _decode_result(json.loads(body), arrays)
+        except StoreFileError:
+            raise
+        except Exception as exc:            # anything in a file from elsewhere: one typed line
+            raise StoreFileError(f"{path} is not a usable stored result ({type(exc).__name__}: {exc}); "
+                                 "delete it to compute this task again.") from None
 
     def save(self, key: str, result) -> None:
         """Store ``result`` under ``key`` (written to a temporary file, then renamed: a
-        run killed while writing leaves no half file)."""
+        run killed while writing leaves no half file).
+
+        Raises
+        ------
+        TypeError
+            ``result`` holds a value the format does not store (see the class description).
+        """
+        import numpy as np
+
         path = self._path(key)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "wb") as f:
-            pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+        arrays: dict = {}
+        body = json.dumps(_encode_result(result, arrays), allow_nan=False, sort_keys=True)
+        header = {"format": STORE_FORMAT, "version": STORE_VERSION, "key": key, "arrays": sorted(arrays),
+                  "result_json": body, "sha256": _content_hash(key, body, arrays)}
+        blob = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+        tmp = path.with_name(f"{key}.tmp{os.getpid()}.npz")
+        np.savez_compressed(tmp, **{_STORE_HEADER: blob}, **arrays)
         os.replace(tmp, path)
 
 

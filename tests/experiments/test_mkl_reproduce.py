@@ -86,10 +86,10 @@ def test_resumed_run_loads_finished_folds_and_records_every_fit(tmp_path, capsys
 
     store = tmp_path / "store"
     run("--max-folds", "1", "--resume", str(store), path=tmp_path / "a.json")
-    assert len(list(store.glob("*.pkl"))) == 1
+    assert len(list(store.glob("*.npz"))) == 1
     resumed, out = run("--max-folds", "2", "--resume", str(store), path=tmp_path / "b.json")
     assert "iris fold 1/2 (stored, " in out and "iris fold 2/2 (stored" not in out
-    assert len(list(store.glob("*.pkl"))) == 2
+    assert len(list(store.glob("*.npz"))) == 2
     plain, out = run("--max-folds", "2", path=tmp_path / "c.json")
     assert "stored" not in out
     r, p = resumed["table1"]["iris"], plain["table1"]["iris"]
@@ -149,13 +149,13 @@ def test_split_stopped_part_way_resumes_after_its_last_finished_fit(tmp_path, mo
     stop_after = 6                                   # LMNN_H and 5 inner-CV fits, then the "kill"
     with pytest.raises(_Stop):
         run(store)
-    assert not list(store.directory.glob("*.pkl"))   # the fold did not finish ...
-    assert len(list((store.directory / "fits").rglob("*.pkl"))) == 8   # ... NR, P, H and 5 inner fits did
+    assert not list(store.directory.glob("*.npz"))   # the fold did not finish ...
+    assert len(list((store.directory / "fits").rglob("*.npz"))) == 8   # ... NR, P, H and 5 inner fits did
     stop_after, calls[:] = None, []
     resumed = run(store)
     assert len(calls) == 42 - 6                      # LMNN_H, 40 inner, LMNN-MKL_CV: only the unfinished
-    assert len(list(store.directory.glob("*.pkl"))) == 1
-    assert not list((store.directory / "fits").rglob("*.pkl"))          # the saved fold's fits are gone
+    assert len(list(store.directory.glob("*.npz"))) == 1
+    assert not list((store.directory / "fits").rglob("*.npz"))          # the saved fold's fits are gone
     fits = resumed["per_fold"][0]["lmnn_fits"]
     assert [f.get("stored", False) for f in fits] == [True] * 8 + [False] * 36
     calls[:] = []
