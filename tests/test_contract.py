@@ -81,7 +81,7 @@ class _SilentITML(declare.ITML):
             return super().solve(*args, **{**kwargs, "max_iter": 2})
 
 
-@pytest.mark.parametrize("cls, match", [(_OverclaimingITML, "lower bound|infeasible|fast objective"),
+@pytest.mark.parametrize("cls, match", [(_OverclaimingITML, "lower bound|infeasible|fast objective|disagrees"),
                                         (_SilentITML, "must warn")])
 def test_check_contract_cannot_be_fooled(cls, match):
     """check_contract rejects a solver that overclaims and one that hides non-convergence."""

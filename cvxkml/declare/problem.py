@@ -165,6 +165,48 @@ class Problem:
         raise NotImplementedError                                            # pragma: no cover
 
     # ------------------------------------------------------------------ shared
+    def evaluate(self, primal, dual=None, **info):
+        """Wrap a primal point (and duals) as a :class:`~cvxkml.solution.Solution`, every number
+        computed here by the problem's own formulas: ``objective(*primal)``,
+        ``violations(*primal)`` and, when ``dual`` is given, ``dual_value(dual)``.
+
+        Parameters
+        ----------
+        primal : array or tuple
+            The family's primal point: the matrix M, or the tuple of its primal variables
+            (e.g. ``(M, xi)``, ``(Sigma, h)``).  A bare M of a slack problem gets its best slack
+            (``best_slack(M)``) where the family defines one.
+        dual : array or None
+            The multipliers, in ``violations()`` order (``dual_value``'s argument).
+        **info : ``n_iter``, ``time``, ``status``, ``solver``, ``converged`` (default: a dual
+            value is in hand) set those fields; anything else goes to ``Solution.info``.
+
+        Returns
+        -------
+        Solution
+            Nothing in it is the caller's claim; ``cvxkml.testing`` checks it the same way.
+        """
+        from ..solution import Solution
+        args = tuple(primal) if isinstance(primal, tuple) else (primal,)
+        if len(args) == 1 and hasattr(self, "best_slack"):
+            xi = self.best_slack(args[0])
+            args = args if xi is None else (args[0], xi)
+        dv = None
+        if dual is not None and hasattr(self, "dual_value"):
+            dv = float(self.dual_value(dual))
+        viol = np.asarray(self.violations(*args), dtype=float)
+        extra = {k: info.pop(k) for k in ("n_iter", "time", "status", "solver", "converged") if k in info}
+        sol = Solution(matrix=np.asarray(args[0], dtype=float), objective=float(self.objective(*args)),
+                       dual=None if dual is None else np.asarray(dual, dtype=float),
+                       slack=None if len(args) < 2 or np.ndim(args[1]) != 1 else np.asarray(args[1], dtype=float),
+                       violations=viol, n_iter=int(extra.get("n_iter", 0)),
+                       converged=bool(extra.get("converged", dv is not None and np.isfinite(dv))),
+                       time=float(extra.get("time", 0.0)), status=str(extra.get("status", "evaluated")),
+                       solver=str(extra.get("solver", "evaluated")), dual_value=dv, info=dict(info))
+        if hasattr(self, "_max_relative_violation"):
+            sol.info.setdefault("max_relative_violation", self._max_relative_violation(viol))
+        return sol
+
     def _limit_lookup(self, table: dict) -> int | None:
         reg = getattr(self, "regularizer", None)
         for cls in type(self).__mro__:

@@ -12,6 +12,11 @@ The rules they enforce:
   warns (:class:`~cvxkml.errors.ConvergenceWarning`) exactly when it says
   ``converged=False``, and that a converged solution's certificate is not negative beyond
   rounding.
+* **Recompute, never trust.**  :func:`validate_answer` evaluates what a solver returns
+  through the problem's own formulas (objective, violations, dual value from the returned
+  primal point and duals) and checks the matrix (finite, shape, symmetric, PSD); a reported
+  number that disagrees with its recomputation is a failure.  ``problem.evaluate(M, duals)``
+  wraps a bare answer; :func:`cross_check` and :func:`assert_matches_reference` take one.
 * **Certificates are the arbiter.**  :func:`assert_matches_reference` compares a certified
   fast solution with a trusted reference through both certificates: each side's lower
   bound is below the other's objective, and the fast objective is within ``rtol`` of the
@@ -32,6 +37,7 @@ from ._instances import (factor_instance, feasible_instance, forest_pairs, kerne
                          make_random_instance, metric_instance, problems, random_pairs, triplets,
                          variant_instance)
 from ._optima import list_optima, load_optimum
+from ._validate import as_solution, distance_bound, strong_convexity, validate_answer
 from ._reference import (UntrustedReference, assert_matches_reference, discards,
                          reference_or_discard, relative_violation, solve_fast_honestly,
                          trusted_reference)
@@ -42,4 +48,5 @@ __all__ = ["UntrustedReference", "trusted_reference", "reference_or_discard", "d
            "metric_instance", "kernel_instance", "factor_instance",
            "random_pairs", "forest_pairs", "triplets", "variant_instance", "feasible_instance",
            "problems", "make_random_instance",
-           "cross_check", "load_optimum", "list_optima"]
+           "cross_check", "load_optimum", "list_optima",
+           "validate_answer", "as_solution", "strong_convexity", "distance_bound"]

@@ -122,16 +122,22 @@ def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, see
     n_draws : number of problems drawn (callable / strategy).
     rtol : agreement asked of :func:`assert_matches_reference`.
     seed : first seed for a callable (draws use seed, seed + 1, …).
-    solver : callable ``problem -> Solution`` or None
-        The solver under test (e.g. your own); None: ``problem.solve(**solve_kw)`` through
-        :func:`solve_fast_honestly` (which also checks the warning/``converged`` rule).
+    solver : callable ``problem -> answer`` or None
+        The solver under test (e.g. your own), returning a :class:`~cvxkml.solution.Solution`
+        (e.g. ``problem.evaluate(M, duals)``), a bare matrix, or ``(matrix, duals)``; every
+        answer is recomputed (:func:`validate_answer`), never trusted.  None:
+        ``problem.solve(**solve_kw)`` through :func:`solve_fast_honestly` (which also checks
+        the warning/``converged`` rule).
     solve_kw : passed to ``problem.solve``.
 
     Returns
     -------
     dict with ``draws``, ``checked``, ``discarded`` (untrusted reference or infeasible),
-    ``max_gap`` (largest relative |fast − exact| objective difference) and ``failures``
-    (list of (problem, message)).  Nothing is raised: the caller asserts on the tally.
+    ``max_gap`` (largest relative |fast − exact| objective difference, recomputed),
+    ``max_distance`` (largest ‖M − M*‖_F/‖M*‖_F where the optimum is unique; absent otherwise)
+    and ``failures`` (list of (problem, message)).  Failures of the solver under test are
+    tallied, never raised; a problem whose exact model cannot be certified at all (e.g. a
+    regularizer without a conjugate) raises :class:`~cvxkml.errors.InvalidInputError`.
     """
     if hasattr(problems_or_strategy, "example") and hasattr(problems_or_strategy, "map"):
         from hypothesis import HealthCheck, given, settings
@@ -158,12 +164,14 @@ def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, see
             continue
         try:
             fast = solve_fast_honestly(prob, **solve_kw) if solver is None else solver(prob)
-            assert_matches_reference(prob, fast, exact, rtol=rtol, viol=rtol)
+            res = assert_matches_reference(prob, fast, exact, rtol=rtol, viol=rtol)
         except Exception as exc:                # noqa: BLE001 - a crash of the solver under test is a failure
             out["failures"].append((prob, f"{type(exc).__name__}: {exc}"))
             continue
         out["checked"] += 1
-        out["max_gap"] = max(out["max_gap"], abs(fast.objective - exact.objective) / _scale(exact))
+        out["max_gap"] = max(out["max_gap"], res["rel_diff"])
+        if res["distance"] is not None:
+            out["max_distance"] = max(out.get("max_distance", 0.0), res["distance"])
     return out
 
 

@@ -7,7 +7,8 @@ from collections import Counter
 
 import numpy as np
 
-from ..errors import ConvergenceWarning, CvxkmlError, InfeasibleError, SolverError
+from ..errors import ConvergenceWarning, CvxkmlError, InfeasibleError, InvalidInputError, SolverError
+from ..solution import Solution
 
 
 _DISCARDS: Counter = Counter()
@@ -93,6 +94,15 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
     for solver, eps in _attempts(problem):
         try:
             sol = problem.solve_reference(solver=solver, eps=eps, accept_inaccurate=True, **opts)
+        except NotImplementedError as exc:
+            reg = getattr(problem, "regularizer", None)
+            what = (f"the {getattr(reg, 'name', type(reg).__name__)} regularizer" if reg is not None
+                    else type(problem).__name__)
+            raise InvalidInputError(
+                f"The exact model of this {type(problem).__name__} cannot be certified: {what} does not "
+                f"implement a method its Lagrange dual needs ({type(exc).__name__} {exc}); implement "
+                "conj_s (the conjugate of f_s over x >= 0, checked by cvxkml.testing.check_regularizer)"
+                ".") from exc
         except InfeasibleError as exc:          # a conic claim, checked against the others
             infeasible.append(exc)
             tried.append(f"{solver}(eps={eps}): {exc}")
@@ -163,32 +173,57 @@ def discards() -> dict:
 
 def solve_fast_honestly(problem, gap_rtol: float | None = None, **kw):
     """``problem.solve(**kw)``, asserting the honesty rule: it warns (ConvergenceWarning)
-    exactly when it returns ``converged=False``, and a converged solution with a
-    certificate has a gap no more negative than ``gap_rtol`` (default: the solve's own
-    ``info["gap_tol"]``, else 1e-6) times max(1, |objective|)."""
+    exactly when it returns ``converged=False``; and the answer survives
+    :func:`~cvxkml.testing.validate_answer` (matrix finite, of the problem's shape, symmetric
+    and PSD; reported objective, violations and dual value equal to their recomputation from
+    the returned point and duals; a converged solution carries a certificate no more negative
+    than ``gap_rtol`` (default: the solve's own ``info["gap_tol"]``, else 1e-6) times
+    max(1, |objective|)).  Returns the solver's own Solution."""
+    from ._validate import validate_answer
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         sol = problem.solve(**kw)
     warned = any(issubclass(w.category, ConvergenceWarning) for w in rec)
     assert warned == (not sol.converged), \
         f"a non-converged solve must warn, a converged one must not (converged={sol.converged}, warned={warned})"
-    if sol.converged and sol.gap is not None:
-        tol = gap_rtol if gap_rtol is not None else sol.info.get("gap_tol", 1e-6)
-        assert sol.gap >= -tol * _scale(sol), f"converged with a negative certificate: {sol}"
+    validate_answer(problem, sol, gap_rtol=gap_rtol if gap_rtol is not None else sol.info.get("gap_tol", 1e-6))
     return sol
 
 
-def assert_matches_reference(problem, fast, exact, rtol: float = 1e-6, viol: float = 1e-6):
-    """Assert that a certified fast solution agrees with a trusted reference.
+def assert_matches_reference(problem, fast, exact, rtol: float = 1e-6, viol: float = 1e-6,
+                             distance_rtol: float | None = None) -> dict:
+    """Assert that a certified fast answer agrees with a trusted reference, recomputing the
+    fast side from what it returned (never its reported numbers).
 
-    * the fast solution is feasible: relative violation <= ``viol``;
+    * ``fast`` (a :class:`~cvxkml.solution.Solution`, a bare matrix or ``(matrix, duals)``)
+      passes :func:`~cvxkml.testing.validate_answer`: the matrix is finite, of the problem's
+      shape, symmetric and PSD; its reported objective, violations and dual value equal their
+      recomputation; ``converged=True`` carries a certificate that is not negative beyond
+      ``rtol``; its dual value is not above the reference optimum (+ ``rtol``·scale);
+    * it says ``converged=True``;
+    * it is feasible: recomputed relative violation <= ``viol``;
     * weak duality across the two: each lower bound (dual value) is at most the other's
       objective + ``rtol``·scale;
-    * the fast objective is within ``rtol``·scale of the best lower bound, and of the
-      reference objective.
+    * the fast objective is within ``rtol``·scale of the best lower bound, of its own lower bound
+      when it has one, and of the reference objective;
+    * where the objective is strongly convex on the feasible set (unique optimum,
+      :func:`~cvxkml.testing.strong_convexity`): ‖M − M*‖_F / ‖M*‖_F <= ``distance_rtol``,
+      default ``2 · bound`` with ``bound`` derived from ``rtol``
+      (:func:`~cvxkml.testing.distance_bound`: ‖T‖₂² (sqrt(2 g_f/σ) + sqrt(2 g_e/σ)) / ‖M*‖_F,
+      g_f = rtol·scale, g_e the reference's own certified gap).
+
+    Returns
+    -------
+    dict with ``rel_diff``, ``fast_gap`` (relative, recomputed), and ``distance`` / ``distance_bound``
+    (None where the optimum is not known to be unique).
     """
+    from ._validate import distance_bound, validate_answer
+    bare = not isinstance(fast, Solution)          # a bare answer claims nothing: no converged flag
+    fast = validate_answer(problem, fast, gap_rtol=rtol, optimum=float(exact.objective), opt_rtol=rtol)
     scale = max(_scale(fast), _scale(exact))
-    assert relative_violation(problem, fast) <= viol, f"fast solution infeasible: {fast}"
+    assert bare or fast.converged, f"the fast solution says converged=False (status {fast.status!r}): it is not a certified answer"
+    rv = relative_violation(problem, fast)
+    assert rv <= viol, f"fast solution infeasible: recomputed relative violation {rv:.3g} > {viol:g}: {fast}"
     lower = [s.dual_value for s in (fast, exact) if s.dual_value is not None and np.isfinite(s.dual_value)]
     for lb in lower:
         assert lb <= fast.objective + rtol * scale and lb <= exact.objective + rtol * scale, \
@@ -196,4 +231,22 @@ def assert_matches_reference(problem, fast, exact, rtol: float = 1e-6, viol: flo
     if lower:
         assert fast.objective - max(lower) <= rtol * scale, \
             f"fast objective above the best lower bound by more than rtol: fast={fast}, exact={exact}"
-    assert abs(fast.objective - exact.objective) <= rtol * scale, (fast, exact)
+    if fast.dual_value is not None:
+        assert fast.objective - fast.dual_value <= rtol * scale, \
+            (f"the fast solution's own certificate does not certify it: objective {fast.objective:.12g} − "
+             f"its recomputed dual value {fast.dual_value:.12g} > rtol {rtol:g} × {scale:.3g}")
+    assert abs(fast.objective - exact.objective) <= rtol * scale, \
+        (f"fast objective {fast.objective:.12g} (recomputed) differs from the reference {exact.objective:.12g} "
+         f"by more than rtol {rtol:g} × {scale:.3g}")
+    out = {"rel_diff": abs(fast.objective - exact.objective) / scale,
+           "fast_gap": None if fast.gap is None else fast.gap / _scale(fast),
+           "distance": None, "distance_bound": None}
+    gap_e = exact.gap if exact.gap is not None else np.inf
+    dist = distance_bound(problem, fast, exact, rtol * scale, max(gap_e, 0.0)) if np.isfinite(gap_e) else None
+    if dist is not None:
+        limit = 2.0 * dist["bound"] if distance_rtol is None else distance_rtol
+        out["distance"], out["distance_bound"] = dist["distance"], limit
+        assert dist["distance"] <= limit, \
+            (f"the fast matrix is {dist['distance']:.3g} away from the unique optimum (relative Frobenius), "
+             f"beyond {limit:.3g} (derived from rtol {rtol:g}: strong convexity σ = {dist['sigma']:.3g})")
+    return out

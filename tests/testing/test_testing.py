@@ -18,7 +18,11 @@ from budget import examples
 
 
 def _sol(objective, dual_value, status="optimal", converged=True, viol=0.0):
-    return Solution(matrix=np.eye(2), objective=objective, dual=np.zeros(1), slack=None,
+    """A scripted answer that is consistent with :class:`_Fake`'s formulas: the matrix
+    [[a, v], [v, a]] has objective tr = 2a, violation v, and the dual [y] has dual value y."""
+    a = objective / 2
+    return Solution(matrix=np.array([[a, viol], [viol, a]]), objective=objective,
+                    dual=None if dual_value is None else np.array([dual_value]), slack=None,
                     violations=np.array([viol]), n_iter=1, converged=converged, time=0.0,
                     status=status, solver="fake", dual_value=dual_value)
 
@@ -38,6 +42,15 @@ class _Fake:
         if isinstance(a, Exception):
             raise a
         return a
+
+    def objective(self, M):
+        return float(np.trace(M))
+
+    def violations(self, M):
+        return np.array([max(0.0, float(M[0, 1]))])
+
+    def dual_value(self, lam):
+        return float(lam[0])
 
     def solve(self, **kw):
         if self.warn:
@@ -121,7 +134,7 @@ def test_certificate_optional_for_models_without_one():
 
 
 def test_solve_fast_honestly_catches_dishonest_solvers():
-    with pytest.raises(AssertionError, match="negative certificate"):
+    with pytest.raises(AssertionError, match="Negative certificate"):
         solve_fast_honestly(_Fake([], fast=_sol(1.0, 1.1)))         # converged below the bound
     with pytest.raises(AssertionError, match="must warn"):
         solve_fast_honestly(_Fake([], fast=_sol(1.0, 0.5, converged=False)))
@@ -134,9 +147,9 @@ def test_assert_matches_reference_catches_disagreement():
     p = _Fake([])
     exact = _sol(1.0, 1.0 - 1e-9)
     assert_matches_reference(p, _sol(1.0 + 1e-8, 1.0 - 1e-8), exact)
-    with pytest.raises(AssertionError):                              # below the exact lower bound
+    with pytest.raises(AssertionError, match="weak duality"):        # below the exact lower bound
         assert_matches_reference(p, _sol(0.9, 0.89), exact)
-    with pytest.raises(AssertionError):                              # above by 1e-3
+    with pytest.raises(AssertionError, match="own certificate|best lower bound"):   # above by 1e-3
         assert_matches_reference(p, _sol(1.001, 1.0), exact)
     with pytest.raises(AssertionError, match="infeasible"):
         assert_matches_reference(p, _sol(1.0, 1.0, viol=1e-3), exact)
