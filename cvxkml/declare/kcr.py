@@ -256,6 +256,57 @@ class KCR(Problem):
         cons.append(h >= self.h_min)
         return cp.Problem(cp.Minimize(objective), epi + cons)
 
+    # ------------------------------------------------------------------ extension
+    #: model methods besides to_cvxpy / objective / violations (see
+    #: :func:`cvxkml.declare.extend.check_fast_solver_applies`)
+    _model_methods = ("objective_factor", "distances")
+
+    def extend(self, term=None, constraints=None):
+        """This KCR problem plus a convex term and/or constraints on Σ (n × n), written in
+        CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem`.
+
+        Parameters
+        ----------
+        term : callable Σ -> cvxpy scalar expression, optional
+            Added to eq. 9; convex (DCP) in Σ, e.g. ``lambda S: 0.1 * cp.sum(cp.abs(S))``.
+        constraints : callable Σ -> list of cvxpy constraints, optional
+            Extra constraints on Σ, e.g. ``lambda S: [cp.trace(S) <= 1]``.
+
+        The bandwidth h̃ is not seen by the term.  ``solve_reference()`` solves the extended
+        exact model in the reduced parameterization Σ = V M Vᵀ (all of N, so a term that
+        sees directions the kernel does not is modelled exactly), certified by the conic
+        solver's dual objective; ``solve()`` raises (the fast solver answers eq. 9 only).
+        """
+        from .extend import ExtendedProblem
+        return ExtendedProblem(self, term=term, constraints=constraints)
+
+    def extension_probe(self):
+        """(a symmetric n × n CVXPY variable, "Sigma"): the primal the extension's term sees."""
+        return cp.Variable((self.n, self.n), symmetric=True, name="Sigma"), "Sigma"
+
+    def extension_size(self) -> int:
+        """n − 1: the reduced parameterization's PSD block."""
+        return self.n - 1
+
+    def extension_model(self):
+        """The exact model for :meth:`extend`: :meth:`to_cvxpy` ("reduced"), Σ = V M Vᵀ;
+        the point is read back as :meth:`solve_reference` does (Σ projected onto N)."""
+        from .extend import ExtensionModel, ExtensionPoint
+        prob = self.to_cvxpy("reduced")
+        V = basis_orthogonal_to_ones(self.n)
+        S = prob.var_dict["S"]
+
+        def read():
+            Sigma = self.sigma_from_variable(S.value, "reduced")
+            h = max(self.h_min, float(prob.var_dict["h"].value))
+            viol = self.violations(Sigma, h)
+            return ExtensionPoint(primal=Sigma, objective=self.objective(Sigma, h), violations=viol,
+                                  relative_violation=self._relative_violation(Sigma, viol),
+                                  matrix=Sigma, info={"h": h})
+
+        return ExtensionModel(problem=prob, primal=V @ S @ V.T, read=read,
+                              conic_options={"scs_eps": 1e-8, "scs_max_iters": 100_000})
+
     def sigma_from_variable(self, value, parameterization: str) -> np.ndarray:
         """Σ ∈ N from the model's matrix variable, projected back onto N (exact
         projection: PSD clipping of the reduced/whitened variable, P_N for "full")."""
@@ -378,7 +429,9 @@ class KCR(Problem):
         import warnings
 
         from ..solvers.kcr import kcr_pdhg
+        from .extend import check_fast_solver_applies
 
+        check_fast_solver_applies(self)
         tol = check_positive(tol, "tol")
         max_iter = check_int(max_iter, "max_iter", minimum=1)
         time_limit = check_positive(time_limit, "time_limit", allow_none=True)

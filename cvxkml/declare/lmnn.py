@@ -320,19 +320,87 @@ class LMNNProblem(Problem):
         ``sum(multiply(Up @ X, Up), axis=1)`` over the distinct pairs; the margin
         constraints index it (``problem.constraints[0]`` holds their multipliers α).
         """
-        tr = self.triplets
         if whiten:
-            F = self.U
-            M = cp.Variable((self.rank, self.rank), PSD=True, name="X")
-        else:
-            F = self.Z
-            M = cp.Variable((self.dim, self.dim), PSD=True, name="A")
+            return self._cvx_model(self.U, cp.Variable((self.rank, self.rank), PSD=True, name="X"))
+        return self._cvx_model(self.Z, cp.Variable((self.dim, self.dim), PSD=True, name="A"))
+
+    def _cvx_model(self, F, M) -> cp.Problem:
+        """Eq. 18 with distances (f_i − f_j)ᵀ M (f_i − f_j) over the rows f_i of ``F``."""
+        tr = self.triplets
         Fp = F[tr.pi] - F[tr.pj]
         p = cp.sum(cp.multiply(Fp @ M, Fp), axis=1)
         xi = cp.Variable(tr.n_triplets, nonneg=True, name="xi")
         objective = (1.0 - self.gamma) * (tr.target_weight @ p) + self.gamma * cp.sum(xi)
         margin = p[tr.ti] - p[tr.tt] + xi >= 1.0
         return cp.Problem(cp.Minimize(objective), [margin])
+
+    # ------------------------------------------------------------------ extension
+    #: model methods besides to_cvxpy / objective / violations (see
+    #: :func:`cvxkml.declare.extend.check_fast_solver_applies`)
+    _model_methods = ("objective_whitened", "violations_whitened", "pair_distances")
+
+    def extend(self, term=None, constraints=None):
+        """This LMNN problem plus a convex term and/or constraints on the metric A (D × D),
+        written in CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem`.
+
+        Parameters
+        ----------
+        term : callable A -> cvxpy scalar expression, optional
+            Added to F(A) (eq. 18); convex (DCP) in A, e.g. ``lambda A: 0.1 * cp.trace(A)``.
+        constraints : callable A -> list of cvxpy constraints, optional
+            Extra constraints on A, e.g. ``lambda A: [cp.trace(A) <= 10]``.
+
+        Its ``solve_reference()`` solves the extended exact model (A ⪰ 0 in the basis of the
+        row space of Z and its complement, so a term that sees the complement is modelled
+        exactly: :meth:`extension_model`), certified by the conic solver's dual objective;
+        its ``solve()`` raises (the fast solver answers eq. 18 only).
+        """
+        from .extend import ExtendedProblem
+        return ExtendedProblem(self, term=term, constraints=constraints)
+
+    def extension_probe(self):
+        """(a symmetric D × D CVXPY variable, "A"): the primal the extension's term sees."""
+        return cp.Variable((self.dim, self.dim), symmetric=True, name="A"), "A"
+
+    def extension_size(self) -> int:
+        """D: the extended model's PSD block (the whole of A, not only its row-space part)."""
+        return self.dim
+
+    def _full_basis(self):
+        """(Q, F): Q = [V S⁻¹ | N] (D × D, invertible; N an orthonormal basis of the
+        complement of the row space of Z) and F = [U | 0] (n × D), so that with A = Q Ŵ Qᵀ
+        the distances are (f_i − f_j)ᵀ Ŵ (f_i − f_j): only Ŵ's leading r × r block X̂ is seen."""
+        C = (self.Vt / self.s[:, None]).T            # V S⁻¹ (D × r)
+        if self.rank == self.dim:
+            return C, self.U
+        N = np.linalg.svd(self.Vt, full_matrices=True)[2][self.rank:]
+        F = np.hstack([self.U, np.zeros((self.U.shape[0], self.dim - self.rank))])
+        return np.hstack([C, N.T]), F
+
+    def extension_model(self):
+        """The exact model for :meth:`extend`: eq. 18 over Ŵ ⪰ 0 (D × D, variable ``"X"``)
+        with A = Q Ŵ Qᵀ (:meth:`_full_basis`), an exact change of variables of the literal
+        model over A ⪰ 0 that keeps the whitened conditioning on the row space."""
+        from .extend import ExtensionModel, ExtensionPoint
+        Q, F = self._full_basis()
+        W = cp.Variable((self.dim, self.dim), PSD=True, name="X")
+        prob = self._cvx_model(F, W)
+        r, tr = self.rank, self.triplets
+
+        def read():
+            Wv = np.asarray(W.value, dtype=float)
+            Wv = 0.5 * (Wv + Wv.T)
+            X = Wv[:r, :r]
+            A = Q @ Wv @ Q.T
+            A = 0.5 * (A + A.T)
+            xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
+            p = psd_pair_distances(self.U, X, tr.pi, tr.pj)
+            viol = self._violations(p, Wv, xi)
+            return ExtensionPoint(primal=A, objective=lmnn_objective(p, tr, self.gamma),
+                                  violations=viol, relative_violation=self._relative_violation(viol, Wv),
+                                  matrix=A, slack=xi, info={"X": X, "W": Wv, "rank": r})
+
+        return ExtensionModel(problem=prob, primal=Q @ W @ Q.T, read=read)
 
     def exact_size(self) -> int:
         """The side of the exact model's PSD block: r, the rank of Z (the whitened X̂ of
@@ -544,7 +612,9 @@ class LMNNProblem(Problem):
             The iterates diverged (badly scaled features).
         """
         from ..solvers.lmnn import lmnn_pdhg, pair_distances
+        from .extend import check_fast_solver_applies
 
+        check_fast_solver_applies(self)
         tol = check_positive(tol, "tol")
         # capped at 1e15: 10**20 was accepted and ran for ever on a stalled draw (fuzz seed 7107)
         max_iter = self._iteration_limit(max_iter)

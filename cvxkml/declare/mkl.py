@@ -628,6 +628,53 @@ class RankOneWeightStep(Problem):
                           _feasible_set(P) + list(cons))
         return prob, list(cons)
 
+    # ------------------------------------------------------------------ extension
+    #: model methods besides to_cvxpy / objective / violations (see
+    #: :func:`cvxkml.declare.extend.check_fast_solver_applies`)
+    _model_methods = ("_full_model",)
+
+    def extend(self, term=None, constraints=None):
+        """The convex relaxation of (8) — the exact model of :meth:`solve_reference`, (15)
+        with W = 0 — plus a convex term and/or constraints on P (m × m), written in CVXPY:
+        an :class:`~cvxkml.declare.extend.ExtendedProblem`.
+
+        Parameters
+        ----------
+        term : callable P -> cvxpy scalar expression, optional
+            Added to h(P); convex (DCP) in P, e.g. ``lambda P: 0.1 * cp.trace(P)``.
+        constraints : callable P -> list of cvxpy constraints, optional
+            Extra constraints on P, e.g. ``lambda P: [P[0, 0] <= 0.2]``.
+
+        Its ``solve_reference()`` returns a :class:`WeightStepSolution` (``info["mu"]``,
+        ``info["rank_one"]`` as :meth:`solve_reference`) certified by the conic solver's
+        dual objective; its ``solve()`` raises (the convex iteration answers (8) only).
+        """
+        from .extend import ExtendedProblem
+        return ExtendedProblem(self, term=term, constraints=constraints)
+
+    def extension_probe(self):
+        """(a symmetric m × m CVXPY variable, "P"): the primal the extension's term sees."""
+        return cp.Variable((self.m, self.m), symmetric=True, name="P"), "P"
+
+    def extension_model(self):
+        """The exact model for :meth:`extend`: :meth:`to_cvxpy` at wW = 0, s = 1."""
+        from .extend import ExtensionModel, ExtensionPoint
+        prob, _ = self._full_model()
+        P = prob.var_dict["P"]
+
+        def read():
+            Pv = np.asarray(P.value, dtype=float)
+            Pv = 0.5 * (Pv + Pv.T)
+            viol = self.violations(Pv)
+            mu = mu_from_P(Pv)
+            rank_gap = self._tail(Pv)[1]
+            return ExtensionPoint(primal=Pv, objective=self.objective(Pv), violations=viol,
+                                  relative_violation=float(np.max(viol)), matrix=Pv,
+                                  info={"mu": mu, "P": Pv, "relaxation": True, "n_solves": 1,
+                                        "rank_one": rank_gap <= self.rank_tol, "rank_gap": rank_gap})
+
+        return ExtensionModel(problem=prob, primal=P, read=read, solution_type=WeightStepSolution)
+
     def to_cvxpy(self) -> cp.Problem:
         """Problem (15) as a ``cvxpy.Problem`` with variable ``"P"`` and parameters ``"wW"``
         (= s·w·W) and ``"s"`` (a positive scale): min s·h(P) + tr(wW·P) s.t. P ⪰ 0,
@@ -1006,6 +1053,9 @@ class RankOneWeightStep(Problem):
         last P (``rank_one=False``).  Every unconverged return warns once
         (:class:`ConvergenceWarning`).
         """
+        from .extend import check_fast_solver_applies
+
+        check_fast_solver_applies(self)
         t0 = time.perf_counter()
         tol = check_positive(tol, "tol")
         max_iter = self.max_convex_iter if max_iter is None else self._iteration_limit(max_iter)
@@ -1194,6 +1244,51 @@ class MuWeightStep(Problem):
         """The constraints of (6) at μ: [max(0, −min μ), |Σ μ − 1|] (:func:`_simplex_violations`)."""
         return _simplex_violations(self._weights(mu))
 
+    # ------------------------------------------------------------------ extension
+    #: model methods besides to_cvxpy / objective / violations (see
+    #: :func:`cvxkml.declare.extend.check_fast_solver_applies`)
+    _model_methods = ("_h_form",)
+
+    def extend(self, term=None, constraints=None):
+        """Model (6) plus a convex term and/or constraints on μ (length m), written in CVXPY:
+        an :class:`~cvxkml.declare.extend.ExtendedProblem`.
+
+        Parameters
+        ----------
+        term : callable μ -> cvxpy scalar expression, optional
+            Added to h(μ); convex (DCP) in μ, e.g. ``lambda mu: 0.1 * cp.sum_squares(mu)``.
+        constraints : callable μ -> list of cvxpy constraints, optional
+            Extra constraints on μ, e.g. ``lambda mu: [mu[0] <= 0.5]``.
+
+        Its ``solve_reference()`` returns a :class:`WeightStepSolution` certified by the
+        conic solver's dual objective; its ``solve()`` raises (use ``solve_reference()``).
+        """
+        from .extend import ExtendedProblem
+        return ExtendedProblem(self, term=term, constraints=constraints)
+
+    def extension_probe(self):
+        """(a CVXPY variable of length m, "mu"): the primal the extension's term sees."""
+        return cp.Variable(self.m, name="mu"), "mu"
+
+    def extension_model(self):
+        """The exact model for :meth:`extend`: :meth:`to_cvxpy`; μ is read back as
+        :meth:`solve_reference` does (round-off negatives clipped, Σ μ = 1 restored)."""
+        from .extend import ExtensionModel, ExtensionPoint
+        prob = self.to_cvxpy()
+        var = prob.var_dict["mu"]
+
+        def read():
+            raw = np.asarray(var.value, dtype=float)
+            mu = np.maximum(raw, 0.0)
+            mu = mu / mu.sum()
+            viol = self.violations(mu)
+            return ExtensionPoint(primal=mu, objective=self.objective(mu), violations=viol,
+                                  relative_violation=float(np.max(viol)), matrix=mu,
+                                  info={"mu": mu, "P": np.outer(mu, mu), "n_solves": 1,
+                                        "solver_violation": float(np.max(_simplex_violations(raw)))})
+
+        return ExtensionModel(problem=prob, primal=var, read=read, solution_type=WeightStepSolution)
+
     # ------------------------------------------------------------------ CVXPY side
     def to_cvxpy(self) -> cp.Problem:
         """Model (6): variable ``"mu"`` (nonneg), min h(μ) s.t. Σ μ = 1 (+ h's constraints)."""
@@ -1287,6 +1382,9 @@ class MuWeightStep(Problem):
         WeightStepSolution
             As :meth:`solve_reference`; unconverged solves warn (:class:`ConvergenceWarning`).
         """
+        from .extend import check_fast_solver_applies
+
+        check_fast_solver_applies(self)
         tol = check_positive(tol, "tol")
         callback = self._check_callback(callback)
         if warm_start is not None:

@@ -36,6 +36,7 @@ from ..kernels import center_kernel, centering_roundoff
 from ..sideinfo import PairConstraints
 from ..solution import Solution
 from ._conic import solve_conic
+from .extend import check_fast_solver_applies
 from .problem import CALLBACK_STOP, Problem
 from ..formulas.yeung import (DEFAULT_EPSILON, beta_closed_form, check_epsilon, criterion,
                           equality_multiplier, lle_weights, local_gram, positive_spectrum, regularize, similarity_diag)
@@ -229,6 +230,48 @@ class SpectralReweighting(Problem):
         """β = c·b as a CVXPY expression of ``problem``'s variable."""
         return self.c * problem.var_dict["b"]
 
+    # ------------------------------------------------------------------ extension
+    def extend(self, term=None, constraints=None):
+        """The β problem plus a convex term and/or constraints on β (length q), written in
+        CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem`.
+
+        Parameters
+        ----------
+        term : callable β -> cvxpy scalar expression, optional
+            Added to J_S(β); convex (DCP) in β, e.g. ``lambda b: 0.1 * cp.norm1(b)``.
+        constraints : callable β -> list of cvxpy constraints, optional
+            Extra constraints on β, e.g. ``lambda b: [b >= 0]``.
+
+        Its ``solve_reference()`` (``matrix`` = K_β, ``info["beta"]``) is certified by the
+        conic solver's dual objective; its ``solve()`` raises (the closed form answers eq. 3
+        only).
+        """
+        from .extend import ExtendedProblem
+        return ExtendedProblem(self, term=term, constraints=constraints)
+
+    def extension_probe(self):
+        """(a CVXPY variable of length q, "beta"): the primal the extension's term sees."""
+        return cp.Variable(self.n_components, name="beta"), "beta"
+
+    def extension_model(self):
+        """The exact model for :meth:`extend`: :meth:`to_cvxpy` (normalized, objective
+        J_S / (c² min d)), β = :meth:`beta_expression`."""
+        from .extend import ExtensionModel, ExtensionPoint
+        prob = self.to_cvxpy()
+
+        def read():
+            beta = self.c * np.asarray(prob.var_dict["b"].value, dtype=float)
+            viol = self.violations(beta)
+            return ExtensionPoint(
+                primal=beta, objective=self.objective(beta), violations=viol,
+                relative_violation=float(viol[0]) / max(1.0, self.c),
+                matrix=self.learned_kernel(beta),
+                info={"beta": beta, "c": self.c, "regularized": self.regularized,
+                      "J_S_unregularized": criterion(beta, self.d_S)})
+
+        return ExtensionModel(problem=prob, primal=self.beta_expression(prob), read=read,
+                              scale=self.c ** 2 * float(np.min(self.d)), eps={"CLARABEL": 1e-10})
+
     def solve_reference(self, solver: str | None = None, eps: float | None = None,
                         accept_inaccurate: bool = False, **opts) -> Solution:
         """Solve the exact model with a conic solver (default Clarabel, tolerances ``eps`` =
@@ -267,6 +310,7 @@ class SpectralReweighting(Problem):
             Called once with the certificate (``iteration`` 0, ``objective``, ``gap``,
             ``violation``); a truthy return marks the solve stopped.
         """
+        check_fast_solver_applies(self)
         t0 = time.perf_counter()
         beta = beta_closed_form(self.d, self.c)
         rho = equality_multiplier(self.d, self.c)
@@ -382,6 +426,46 @@ class EmbeddingWeightProblem(Problem):
         """w = T t as a CVXPY expression of ``problem``'s variable (after :meth:`to_cvxpy`)."""
         return self._T @ problem.var_dict["t"]
 
+    # ------------------------------------------------------------------ extension
+    def extend(self, term=None, constraints=None):
+        """The weight problem plus a convex term and/or constraints on w (length K), written
+        in CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem`.
+
+        Parameters
+        ----------
+        term : callable w -> cvxpy scalar expression, optional
+            Added to E(w); convex (DCP) in w, e.g. ``lambda w: 0.1 * cp.norm1(w)``.
+        constraints : callable w -> list of cvxpy constraints, optional
+            Extra constraints on w, e.g. ``lambda w: [w >= 0]`` (non-negative weights).
+
+        Its ``solve_reference()`` (``matrix`` = w) is certified by the conic solver's dual
+        objective; its ``solve()`` raises (the closed form answers eq. 12 only).
+        """
+        from .extend import ExtendedProblem
+        return ExtendedProblem(self, term=term, constraints=constraints)
+
+    def extension_probe(self):
+        """(a CVXPY variable of length K, "w"): the primal the extension's term sees."""
+        return cp.Variable(self.n_neighbors, name="w"), "w"
+
+    def extension_model(self):
+        """The exact model for :meth:`extend`: :meth:`to_cvxpy` (whitened, objective
+        E / s), w = :meth:`weights_expression`."""
+        from .extend import ExtensionModel, ExtensionPoint
+        prob = self.to_cvxpy()
+        T = self._T
+
+        def read():
+            w = T @ np.asarray(prob.var_dict["t"].value, dtype=float)
+            viol = self.violations(w)
+            return ExtensionPoint(primal=w, objective=self.objective(w), violations=viol,
+                                  relative_violation=float(viol[0]), matrix=w,
+                                  info={"regularized": self.regularized,
+                                        "E_unregularized": float(w @ self.G @ w)})
+
+        return ExtensionModel(problem=prob, primal=T @ prob.var_dict["t"], read=read,
+                              scale=self._scale, eps={"CLARABEL": 1e-10})
+
     def solve_reference(self, solver: str | None = None, eps: float | None = None,
                         accept_inaccurate: bool = False, **opts) -> Solution:
         """Solve the exact model with a conic solver (default Clarabel, ``eps`` = 1e-10); the
@@ -401,6 +485,7 @@ class EmbeddingWeightProblem(Problem):
 
         ``tol`` and ``callback`` as in :meth:`SpectralReweighting.solve` (the certificate of
         a closed form: round-off only)."""
+        check_fast_solver_applies(self)
         t0 = time.perf_counter()
         w, _ = lle_weights(self.G[None], self.epsilon)
         w = w[0]
