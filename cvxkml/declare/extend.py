@@ -219,18 +219,24 @@ def check_fast_solver_applies(problem, model_methods=()) -> None:
         return None
 
     solver_cls = definer("solve")
+    if solver_cls is None:
+        return
     names = tuple(MODEL_METHODS) + tuple(model_methods) + tuple(getattr(cls, "_model_methods", ()))
+    changed = {}
     for name in dict.fromkeys(names):
         owner = definer(name)
-        if owner is not None and solver_cls is not None and owner is not solver_cls \
-                and issubclass(owner, solver_cls):
-            raise InvalidInputError(
-                f"{owner.__name__} redefines {name}() but inherits solve() from "
-                f"{solver_cls.__name__}, whose fast solver answers {solver_cls.__name__}'s own "
-                "problem only (it would return and certify the parent's optimum). Use "
-                f"{solver_cls.__name__}(...).extend(term=..., constraints=...) and its "
-                "solve_reference() (the exact model), or override solve() with a solver for "
-                f"{owner.__name__}'s model.")
+        if owner is not None and owner is not solver_cls and issubclass(owner, solver_cls):
+            changed[name] = owner
+    if changed:
+        owner = next(iter(changed.values()))
+        what = ", ".join(f"{name}()" for name in changed)
+        raise InvalidInputError(
+            f"{owner.__name__} redefines {what} but inherits solve() from "
+            f"{solver_cls.__name__}, whose fast solver answers {solver_cls.__name__}'s own "
+            "problem only (it would return and certify the parent's optimum). Use "
+            f"{solver_cls.__name__}(...).extend(term=..., constraints=...) and its "
+            "solve_reference() (the exact model), or override solve() with a solver for "
+            f"{owner.__name__}'s model.")
 
 
 # ---------------------------------------------------------------------- the extension
