@@ -6,7 +6,7 @@ Every problem has an exact CVXPY model (``solve_reference``) and a fast Numba so
 from . import _deprecated
 from ._config import config_context, get_config, set_config
 from .declare import ITML, LogDetKernel
-from .errors import (ConvergenceWarning, CvxkmlError, InfeasibleError, InvalidInputError,
+from .errors import (ConvergenceWarning, CvxkmlError, EstimatorFileError, InfeasibleError, InvalidInputError,
                      NotPSDError, SolverError, UnboundedError)
 from .kernels import Kernel
 from .sideinfo import LinearConstraints, PairConstraints, RelativeConstraints
@@ -19,6 +19,6 @@ _deprecated.install()
 __all__ = [
     "ITML", "LogDetKernel", "Kernel", "PairConstraints", "RelativeConstraints",
     "LinearConstraints", "Solution", "CvxkmlError", "InvalidInputError", "NotPSDError",
-    "InfeasibleError", "SolverError", "UnboundedError", "ConvergenceWarning",
+    "InfeasibleError", "SolverError", "UnboundedError", "ConvergenceWarning", "EstimatorFileError",
     "set_config", "get_config", "config_context",
 ]

@@ -19,6 +19,12 @@ class NotPSDError(InvalidInputError):
     """A matrix that must be positive (semi)definite is not."""
 
 
+class EstimatorFileError(InvalidInputError):
+    """A file given to load an estimator is not a saved cvxkml estimator, is damaged, or
+    holds a model that fails validation (class, parameters, fitted attributes, arrays); the
+    message names the file and the reason.  Loading runs no code from the file."""
+
+
 class InfeasibleError(CvxkmlError):
     """The hard-constraint problem has no feasible point (or the solver could not find one)."""
 

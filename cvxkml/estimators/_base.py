@@ -461,14 +461,21 @@ def save(estimator, path) -> None:
     _persist_save(estimator, path, tuple(_REGISTRY))
 
 
-def load(path, cls=None):
-    """Read an estimator written by :func:`save`.
+def load(path, cls=None, *, max_bytes=None):
+    """Read an estimator written by :func:`save`, validating everything in the file
+    (nothing in it is trusted or run; the checks are listed in
+    :mod:`cvxkml.estimators._persist`).
 
     Parameters
     ----------
     path : str, path-like or a readable binary file object
     cls : estimator class or None
-        When given, the file must hold an estimator of exactly this class.
+        When given, the file must hold an estimator of exactly this class (or of a
+        subclass, when ``cls`` is a base such as ``CvxkmlEstimator``).
+    max_bytes : int or None, default=None
+        The most bytes decompressed from the file (None:
+        :data:`cvxkml.estimators._persist.MAX_BYTES`, 2 GiB); a file declaring more is refused
+        before anything is decompressed.
 
     Returns
     -------
@@ -477,14 +484,15 @@ def load(path, cls=None):
 
     Raises
     ------
-    cvxkml.estimators.EstimatorFileError
-        Not a saved cvxkml estimator, or damaged.
+    cvxkml.errors.EstimatorFileError
+        Not a saved cvxkml estimator, damaged, too large, or a model that fails validation
+        (the message names the file and the reason).
     cvxkml.estimators.FormatVersionError
         Written in another format version.
     cvxkml.estimators.EstimatorClassError
         It holds another class than ``cls``, or a class this cvxkml does not have.
     """
-    return _persist_load(path, tuple(_REGISTRY), cls)
+    return _persist_load(path, tuple(_REGISTRY), cls, max_bytes)
 
 
 class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -561,7 +569,7 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         save(self, path)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path, *, max_bytes=None):
         """Read an estimator of this class written by :meth:`save`.
 
         Parameters
@@ -578,10 +586,10 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             The file holds another estimator class.
         cvxkml.estimators.FormatVersionError
             The file was written in another format version.
-        cvxkml.estimators.EstimatorFileError
-            Not a saved cvxkml estimator.
+        cvxkml.errors.EstimatorFileError
+            Not a saved cvxkml estimator, damaged, or a model that fails validation.
         """
-        return load(path, cls)
+        return load(path, cls, max_bytes=max_bytes)
 
     def _labelled_data(self, X, y):
         """X (float64, at least 2 samples) and class labels y of at least ``_min_classes``

@@ -28,6 +28,33 @@ Values in the header are JSON scalars, lists, and tagged objects: ``{"__array__"
 results, …), restored by setting their attributes — no code from the file is run, and a
 class outside that list is refused.
 
+Loading validates, never trusts (issue 32)
+------------------------------------------
+A file may come from anywhere.  :func:`load` runs no code from it and checks, in this order:
+
+* the archive: only the members the header names are read (others are never decompressed),
+  each member's declared size is checked against the budget (``max_bytes``, default
+  :data:`MAX_BYTES`; the header at most :data:`MAX_HEADER_BYTES`) *before* it is
+  decompressed, a ``.npy`` member's declared shape must match its size, object and
+  structured dtypes are refused (no pickle), and a member is never decompressed past its
+  declared size (a zip bomb costs nothing);
+* the header: JSON of at most :data:`MAX_DEPTH` levels, the known tags only;
+* the class: one of the estimators, in the module it was saved from, and the class
+  ``load`` is called on (:func:`cvxkml.estimators.load` takes any);
+* the parameters: the class's own ``__init__`` parameters only, each re-validated by the
+  estimator's ``_parameter_constraints`` (as at the start of ``fit``);
+* the fitted state: the attributes the class declares (its docstring's *Attributes*, plus
+  ``_private_fitted``), every array numeric float64 and finite except index arrays (integer)
+  and labels (any plain dtype), objects of :data:`SAFE_CLASSES` only;
+* the model: ``n_features_in_``, ``X_fit_`` and the standardization agree, and the learned
+  map is run once on a few probe points (``transform``, ``pair_distance``, ``get_metric``,
+  ``learned_kernel``, ``predict``): a model whose arrays do not fit together, or that gives
+  non-finite numbers, is refused.
+
+Every failure is a :class:`cvxkml.errors.EstimatorFileError` (or its subclasses
+:class:`FormatVersionError`, :class:`EstimatorClassError`) whose message names the file and
+the reason.
+
 What is not saved: the ``callback`` parameter and a ``random_state`` given as a
 RandomState or Generator (they become None, listed in ``unsaved_params``; they only
 matter for fitting), and diagnostic entries of ``solution_.info`` / ``result_`` that are
@@ -38,18 +65,23 @@ so they give bit-identical results after loading.
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import math
-import os
 import numbers
+import os
+import re
+import warnings
+import zipfile
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InvalidInputError
+from ..errors import EstimatorFileError, InvalidInputError
 
 __all__ = ["save", "load", "EstimatorFileError", "FormatVersionError", "EstimatorClassError",
-           "FORMAT", "FORMAT_VERSION", "SAFE_CLASSES"]
+           "FORMAT", "FORMAT_VERSION", "SAFE_CLASSES", "MAX_BYTES", "MAX_HEADER_BYTES", "MAX_DEPTH",
+           "fitted_attributes", "read_npy_member"]
 
 FORMAT = "cvxkml.estimator"
 FORMAT_VERSION = 1
@@ -72,10 +104,22 @@ SAFE_CLASSES = frozenset({
 })
 #: fitted attributes kept as far as they are plain data (diagnostics, not the learned map)
 _LENIENT = frozenset({"solution_", "result_"})
-
-
-class EstimatorFileError(InvalidInputError):
-    """A file that is not a saved cvxkml estimator, or is damaged."""
+#: the most bytes :func:`load` decompresses from one file (all members it reads), unless
+#: ``max_bytes`` says otherwise
+MAX_BYTES = 1 << 31
+#: the most bytes of the JSON header
+MAX_HEADER_BYTES = 64 << 20
+#: the deepest nesting of values in the header
+MAX_DEPTH = 64
+#: names of attributes (at any depth) that may hold integer arrays: indices
+_INDEX_NAMES = frozenset({"i", "j", "k", "l", "pivots", "targets_", "landmarks", "landmark_indices_", "pairs_",
+                          "_codes", "indices", "indptr", "columns", "n_regularized_", "n_regularized"})
+#: names of attributes that may hold label arrays of any plain dtype
+_LABEL_NAMES = frozenset({"classes_", "feature_names_in_", "labels", "y_"})
+#: fitted attributes every estimator may have (scikit-learn's)
+_COMMON_FITTED = frozenset({"n_features_in_", "feature_names_in_"})
+_ATTRIBUTES = re.compile(r"^Attributes\n-+\n(.*?)(?:^\S[^\n]*\n-+\n|\Z)", re.S | re.M)
+_ATTRIBUTE_LINE = re.compile(r"^([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::|$)")
 
 
 class FormatVersionError(EstimatorFileError):
@@ -163,52 +207,257 @@ class _Writer:
             return None
 
 
+def fitted_attributes(cls) -> frozenset:
+    """The fitted attributes ``cls`` declares: the names of its docstring's *Attributes*
+    section, ``n_features_in_`` and ``feature_names_in_``, and the class's
+    ``_private_fitted`` names.  A saved file may hold these and no other state."""
+    doc = inspect.getdoc(cls) or ""
+    names = set(_COMMON_FITTED) | set(getattr(cls, "_private_fitted", ()))
+    m = _ATTRIBUTES.search(doc)
+    if m:
+        for line in m.group(1).splitlines():
+            mm = _ATTRIBUTE_LINE.match(line)
+            if mm:
+                names |= {n.strip() for n in mm.group(1).split(",")}
+    return frozenset(names)
+
+
+def read_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int):
+    """One ``.npy`` member of a zip archive, read without pickle and without decompressing
+    more than its declared size, which must fit ``budget`` (checked before any byte is
+    decompressed); the declared shape must match the member's size.
+
+    Returns
+    -------
+    (ndarray, int)
+        The array (writable) and the bytes it used of the budget.
+
+    Raises
+    ------
+    ValueError
+        Encrypted or unsupported compression, over budget, an object / structured /
+        complex dtype, or a shape that does not match the bytes.
+    """
+    if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise ValueError(f"member {info.filename!r} is encrypted or uses an unsupported compression")
+    if info.file_size > budget:
+        raise ValueError(f"member {info.filename!r} declares {info.file_size} bytes, above the limit of "
+                         f"{budget} left (zip bomb or an estimator larger than max_bytes)")
+    with zf.open(info) as f:
+        major, _ = np.lib.format.read_magic(f)
+        read_header = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}.get(major)
+        if read_header is None:
+            raise ValueError(f"member {info.filename!r}: .npy version {major} is not read")
+        shape, fortran, dtype = read_header(f, max_header_size=10000)
+        if dtype.hasobject or dtype.fields is not None or dtype.kind not in "biufU":
+            raise ValueError(f"member {info.filename!r} has dtype {dtype}, which is not read (no pickle)")
+        if not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise ValueError(f"member {info.filename!r} has an invalid shape {shape}")
+        count = math.prod(shape)
+        nbytes = count * dtype.itemsize
+        if nbytes > info.file_size:
+            raise ValueError(f"member {info.filename!r} declares shape {shape} ({nbytes} bytes) but holds "
+                             f"{info.file_size} bytes")
+        data = bytearray(f.read(nbytes))
+        if len(data) != nbytes or f.read(1):
+            raise ValueError(f"member {info.filename!r} holds another number of bytes than its shape {shape}")
+    arr = np.frombuffer(data, dtype=dtype, count=count).reshape(shape, order="F" if fortran else "C")
+    return arr, info.file_size
+
+
 class _Reader:
-    def __init__(self, arrays):
-        self.arrays = arrays
+    """Decodes the header's values; ``arrays`` maps a name to the archive member, read on
+    first use within the byte budget."""
+
+    def __init__(self, zf, infos, budget, fail):
+        self.zf, self.infos, self.budget, self.fail = zf, infos, budget, fail
         self._cache: dict[str, np.ndarray] = {}
 
-    def array(self, tag) -> np.ndarray:
-        key = tag["__array__"]
+    def _member(self, key) -> np.ndarray:
         if key not in self._cache:
-            if key not in self.arrays:
-                raise EstimatorFileError(f"The file refers to an array {key!r} it does not hold.")
-            a = self.arrays[key]
-            self._cache[key] = a.astype(object) if tag.get("str") else a
-        a = self._cache[key]
-        return a[()] if tag.get("scalar") else a
+            info = self.infos.get(f"{key}.npy") if isinstance(key, str) and key.startswith("a") else None
+            if info is None:
+                self.fail(f"the header refers to an array {key!r} the file does not hold")
+            arr, used = read_npy_member(self.zf, info, self.budget)
+            self.budget -= used
+            self._cache[key] = arr
+        return self._cache[key]
 
-    def decode(self, v):
+    def array(self, tag) -> np.ndarray:
+        if not isinstance(tag, dict) or set(tag) - {"__array__", "str", "scalar"}:
+            self.fail(f"unexpected array tag {str(tag)[:80]!r}")
+        a = self._member(tag["__array__"])
+        if tag.get("str"):
+            if a.dtype.kind != "U":
+                self.fail("a string array stored with a numeric dtype")
+            a = a.astype(object)
+        if tag.get("scalar"):
+            if a.ndim != 0:
+                self.fail("a scalar stored as an array of shape " + str(a.shape))
+            return a[()]
+        return a
+
+    def decode(self, v, depth=0):
+        if depth > MAX_DEPTH:
+            self.fail(f"values nested deeper than {MAX_DEPTH} levels")
         if v is None or isinstance(v, (bool, str, int, float)):
             return v
         if isinstance(v, list):
-            return [self.decode(x) for x in v]
+            return [self.decode(x, depth + 1) for x in v]
         if not isinstance(v, dict) or len(v) == 0:
-            raise EstimatorFileError(f"Unexpected value in the header: {v!r}.")
+            self.fail(f"unexpected value {str(v)[:80]!r} in the header")
         if "__array__" in v:
             return self.array(v)
-        if "__tuple__" in v:
-            return tuple(self.decode(x) for x in v["__tuple__"])
-        if "__dict__" in v:
-            return {k: self.decode(x) for k, x in v["__dict__"].items()}
-        if "__float__" in v:
-            return float(v["__float__"])
-        if "__slice__" in v:
-            return slice(*(self.decode(x) for x in v["__slice__"]))
-        if "__csr__" in v:
-            c = v["__csr__"]
-            return sp.csr_matrix((self.array(c["data"]), self.array(c["indices"]), self.array(c["indptr"])),
-                                 shape=tuple(c["shape"]))
-        if "__object__" in v:
+        if len(v) == 1:
+            (tag, x), = v.items()
+            if tag == "__tuple__" and isinstance(x, list):
+                return tuple(self.decode(e, depth + 1) for e in x)
+            if tag == "__dict__" and isinstance(x, dict):
+                return {k: self.decode(e, depth + 1) for k, e in x.items()}
+            if tag == "__float__" and x in ("nan", "inf", "-inf"):
+                return float(x)
+            if tag == "__slice__" and isinstance(x, list) and len(x) == 3:
+                parts = [self.decode(e, depth + 1) for e in x]
+                if not all(e is None or (isinstance(e, int) and not isinstance(e, bool)) for e in parts):
+                    self.fail("a slice of non-integers")
+                return slice(*parts)
+            if tag == "__csr__" and isinstance(x, dict) and set(x) == {"data", "indices", "indptr", "shape"}:
+                import scipy.sparse as sp_
+                shape = x["shape"]
+                if not (isinstance(shape, list) and len(shape) == 2
+                        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+                    self.fail("a sparse matrix with an invalid shape")
+                c = sp_.csr_matrix((self.array(x["data"]), self.array(x["indices"]), self.array(x["indptr"])),
+                                   shape=tuple(shape))
+                c.check_format(full_check=True)
+                return c
+        if "__object__" in v and set(v) == {"__object__", "state"} and isinstance(v["state"], dict):
             name = v["__object__"]
             if name not in SAFE_CLASSES:
-                raise EstimatorFileError(f"The file holds an object of class {name}, which cvxkml does not load.")
+                self.fail(f"it holds an object of class {str(name)[:80]}, which cvxkml does not load")
+            if not all(isinstance(k, str) and k.isidentifier() and not k.startswith("__") for k in v["state"]):
+                self.fail(f"an object of class {name} with an invalid attribute name")
             module, _, qual = name.partition(":")
             cls = getattr(importlib.import_module(module), qual)
             obj = cls.__new__(cls)
-            obj.__dict__.update({k: self.decode(x) for k, x in v["state"].items()})
+            obj.__dict__.update({k: self.decode(x, depth + 1) for k, x in v["state"].items()})
+            post = getattr(cls, "__post_init__", None)
+            if post is not None:            # a dataclass re-validates its fields (Kernel: name, width)
+                if not isinstance(getattr(obj, "params", {}), dict):
+                    self.fail(f"an object of class {name} with invalid fields")
+                post(obj)
             return obj
-        raise EstimatorFileError(f"Unexpected value in the header: {v!r}.")
+        self.fail(f"unexpected value {str(v)[:80]!r} in the header")
+
+
+def _check_arrays(v, where, fail, lenient=False, name=None, depth=0):
+    """Every array in a decoded value: float64 and finite (integers at index names, any
+    plain dtype at label names); in ``lenient`` (diagnostic) attributes only plain dtypes.
+    ``name`` is the attribute or key the value sits under (list items keep their parent's)."""
+    name = where if name is None else name
+    if isinstance(v, np.ndarray):
+        kind = v.dtype.kind
+        if lenient or name in _LABEL_NAMES:
+            ok = kind in "biufUO"
+        elif kind in "iu":
+            ok = name in _INDEX_NAMES
+        elif kind == "f":
+            if v.dtype != np.float64 or not np.isfinite(v).all():
+                fail(f"{where} must hold finite float64 numbers; it holds "
+                     f"{'non-finite values' if v.dtype == np.float64 else v.dtype}")
+            ok = True
+        else:
+            ok = False
+        if not ok:
+            fail(f"{where} has dtype {v.dtype}, which this attribute may not have")
+    elif isinstance(v, float) and not lenient and not math.isfinite(v):
+        fail(f"{where} is {v}")
+    elif isinstance(v, (list, tuple)):
+        for k, x in enumerate(v):
+            _check_arrays(x, f"{where}[{k}]", fail, lenient, name, depth + 1)
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            _check_arrays(x, f"{where}[{k!r}]", fail, lenient, str(k), depth + 1)
+    elif sp.issparse(v):
+        _check_arrays(v.data, f"{where}.data", fail, lenient, "data", depth + 1)
+    elif hasattr(v, "__dict__") and f"{type(v).__module__}:{type(v).__qualname__}" in SAFE_CLASSES:
+        for k, x in vars(v).items():
+            _check_arrays(x, f"{where}.{k}", fail, lenient, k, depth + 1)
+
+
+def _check_model(est, fail) -> None:
+    """The fitted model is whole and consistent: ``n_features_in_``, ``X_fit_`` and the
+    standardization agree, and the learned map runs on a few probe points and gives finite
+    numbers of the right shapes."""
+    n = getattr(est, "n_features_in_", None)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        fail(f"n_features_in_ must be a positive integer; got {n!r}")
+    for name in ("n_iter_",):
+        v = getattr(est, name, 0)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            fail(f"{name} must be a non-negative integer; got {v!r}")
+    if not isinstance(getattr(est, "converged_", False), bool):
+        fail(f"converged_ must be True or False; got {est.converged_!r}")
+    precomputed = getattr(est, "kernel", None) == "precomputed"
+    X = getattr(est, "X_fit_", None)
+    if X is not None:
+        if not isinstance(X, np.ndarray) or X.ndim != 2 or X.shape[0] < 1 or \
+                X.shape[1] != n or (precomputed and X.shape[0] != n):
+            fail(f"X_fit_ of shape {getattr(X, 'shape', None)} does not match n_features_in_ = {n}")
+    for name in ("feature_mean_", "feature_scale_"):
+        v = getattr(est, name, None)
+        if v is not None and (not isinstance(v, np.ndarray) or v.shape != (n,)):
+            fail(f"{name} of shape {getattr(v, 'shape', None)} does not match n_features_in_ = {n}")
+    scale = getattr(est, "feature_scale_", None)
+    if scale is not None and not np.all(scale > 0):
+        fail("feature_scale_ must be positive")
+    names = getattr(est, "feature_names_in_", None)
+    if names is not None and (not isinstance(names, np.ndarray) or names.shape != (n,)):
+        fail(f"feature_names_in_ does not match n_features_in_ = {n}")
+    hook = getattr(est, "_check_loaded", None)
+    if hook is not None:
+        try:
+            hook()
+        except Exception as exc:      # noqa: BLE001
+            fail(f"the stored model is inconsistent: {str(exc)[:200]}")
+    # the probe: the learned map on 3 points
+    what = "transform"
+    try:
+        if X is not None:
+            P = X[np.arange(3) % X.shape[0]]
+        else:
+            P = np.random.default_rng(0).standard_normal((3, n))
+            if scale is not None:
+                P = P * scale + est.feature_mean_
+        if names is not None:
+            import pandas as pd
+            P = pd.DataFrame(P, columns=list(names))
+        with warnings.catch_warnings(), np.errstate(over="raise", invalid="raise", divide="raise"):
+            warnings.simplefilter("error", RuntimeWarning)
+            out = [est.transform(P)]
+            if not precomputed:
+                A = np.asarray(P, dtype=float)
+                what = "pair_distance"
+                out.append(est.pair_distance(np.stack([A, A[::-1]], axis=1)))
+                what = "get_metric"
+                out.append(np.array([est.get_metric()(A[0], A[1])]))
+                if hasattr(est, "learned_kernel"):
+                    what = "learned_kernel"
+                    out.append(est.learned_kernel(P))
+            if hasattr(est, "predict"):
+                what = "predict"
+                est.predict(P)
+                if hasattr(est, "predict_proba"):
+                    what = "predict_proba"
+                    out.append(est.predict_proba(P))
+    except EstimatorFileError:
+        raise
+    except Exception as exc:          # noqa: BLE001 -- anything the stored arrays cause
+        fail(f"the stored model is inconsistent: {what} fails ({type(exc).__name__}: {str(exc)[:200]})")
+    for o in out:
+        o = np.asarray(o)
+        if o.dtype.kind != "f" or o.shape[:1] not in ((3,), (1,)) or not np.all(np.isfinite(o)):
+            fail("the stored model gives non-finite or malformed numbers")
 
 
 # --------------------------------------------------------------------------- API
@@ -253,60 +502,108 @@ def save(estimator, path, classes) -> None:
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "class": cls.__name__,
               "module": cls.__module__, "cvxkml_version": __version__, "params": enc_params,
               "state": state, "unsaved_params": unsaved, "dropped": w.dropped}
-    blob = np.frombuffer(json.dumps(header, allow_nan=False).encode("utf-8"), dtype=np.uint8)
-    np.savez_compressed(path, **{_HEADER: blob}, **w.arrays)
-
-
-def _read(path):
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            if not hasattr(z, "files") or _HEADER not in z.files:
-                raise EstimatorFileError(f"{_name(path)} is not a saved cvxkml estimator (no {_HEADER} entry).")
-            arrays = {k: z[k] for k in z.files}
-    except EstimatorFileError:
-        raise
-    except (OSError, ValueError, EOFError) as exc:
-        raise EstimatorFileError(f"Cannot read {_name(path)} as a saved cvxkml estimator: {exc}") from exc
-    try:
-        header = json.loads(arrays.pop(_HEADER).tobytes().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise EstimatorFileError(f"{_name(path)} has a damaged header: {exc}") from exc
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise EstimatorFileError(f"{_name(path)} is not a saved cvxkml estimator.")
-    if header.get("format_version") != FORMAT_VERSION:
-        raise FormatVersionError(
-            f"{_name(path)} was written in format version {header.get('format_version')!r} (cvxkml "
-            f"{header.get('cvxkml_version')}); this cvxkml reads version {FORMAT_VERSION} only. Refit "
-            "the estimator, or load it with the cvxkml version that wrote it.")
-    return header, arrays
+    text = json.dumps(header, allow_nan=False)
+    # only the arrays the header refers to (a value dropped part way may have left one behind)
+    used = set(re.findall(r'"__array__": "(a\d+)"', text))
+    blob = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    np.savez_compressed(path, **{_HEADER: blob}, **{k: a for k, a in w.arrays.items() if k in used})
 
 
 def _name(path):
     return repr(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else "the file"
 
 
-def load(path, classes, cls=None):
+def _failer(path):
+    def fail(reason):
+        raise EstimatorFileError(f"Cannot load {_name(path)}: {reason}. Load only files written by "
+                                 "cvxkml's save; refit and save again if it is yours.")
+    return fail
+
+
+def _header(zf, infos, fail):
+    info = infos.get(f"{_HEADER}.npy")
+    if info is None:
+        fail(f"not a saved cvxkml estimator (no {_HEADER} entry)")
+    blob, used = read_npy_member(zf, info, MAX_HEADER_BYTES)
+    if blob.dtype != np.uint8 or blob.ndim != 1:
+        fail("the header is not a byte string")
+    try:
+        header = json.loads(blob.tobytes().decode("utf-8"))
+    except RecursionError:
+        fail("the header is nested too deeply")
+    except ValueError as exc:           # JSONDecodeError, UnicodeDecodeError
+        fail(f"the header is damaged ({exc})")
+    return header, used
+
+
+def load(path, classes, cls=None, max_bytes=None):
     """The reader of this format behind :func:`cvxkml.estimators.load` (parameters, returns
     and errors documented there); ``classes`` are the estimator classes a file may hold
     (the registry of :mod:`cvxkml.estimators._base`: this module imports no estimator).
+    ``cls`` None or a common base of ``classes`` accepts any of them.
     """
-    header, arrays = _read(path)
+    fail = _failer(path)
+    budget = MAX_BYTES if max_bytes is None else int(max_bytes)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = {i.filename: i for i in zf.infolist()}
+            header, used = _header(zf, infos, fail)
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                fail("not a saved cvxkml estimator")
+            if header.get("format_version") != FORMAT_VERSION:
+                raise FormatVersionError(
+                    f"{_name(path)} was written in format version {str(header.get('format_version'))[:20]} "
+                    f"(cvxkml {str(header.get('cvxkml_version'))[:20]}); this cvxkml reads version "
+                    f"{FORMAT_VERSION} only. Refit the estimator, or load it with the cvxkml version that wrote it.")
+            target = _target_class(path, header, classes, cls, fail)
+            params_in, state_in = header.get("params"), header.get("state")
+            if not isinstance(params_in, dict) or not isinstance(state_in, dict):
+                fail("the header has no params or state")
+            allowed_params = set(target._get_param_names())
+            unknown = sorted(set(params_in) - allowed_params)
+            if unknown:
+                fail(f"{target.__name__} has no parameter {unknown[0]!r}")
+            declared = fitted_attributes(target)
+            extra = sorted(set(state_in) - declared)
+            if extra:
+                fail(f"{extra[0]!r} is not a fitted attribute of {target.__name__}")
+            r = _Reader(zf, infos, budget - used, fail)
+            params = {k: r.decode(v) for k, v in params_in.items()}
+            state = {k: r.decode(v) for k, v in state_in.items()}
+    except EstimatorFileError:
+        raise
+    except RecursionError:
+        fail("values nested too deeply")
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise EstimatorFileError(f"Cannot load {_name(path)}: {exc.strerror or exc}.") from None
+    except Exception as exc:           # noqa: BLE001 -- a damaged archive: zipfile, zlib, struct, NumPy
+        fail(f"the file is damaged or not an estimator file ({type(exc).__name__}: {str(exc)[:200]})")
+    for k, v in state.items():
+        _check_arrays(v, k, fail, lenient=k in _LENIENT)
+    try:
+        est = target(**params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            est._validate_params()
+    except Exception as exc:           # noqa: BLE001 -- the estimator's own parameter checks
+        fail(f"a parameter is invalid: {str(exc)[:300]}")
+    for k, v in state.items():
+        setattr(est, k, v)
+    _check_model(est, fail)
+    return est
+
+
+def _target_class(path, header, classes, cls, fail):
     by_name = {c.__name__: c for c in classes}
     name = header.get("class")
-    target = by_name.get(name)
+    target = by_name.get(name) if isinstance(name, str) else None
     if target is None:
-        raise EstimatorClassError(f"{_name(path)} holds a {name!r}, which is not a cvxkml estimator.")
-    if cls is not None and target is not cls:
+        raise EstimatorClassError(f"{_name(path)} holds a {str(name)[:80]!r}, which is not a cvxkml estimator.")
+    if header.get("module") != target.__module__:
+        fail(f"it names class {name} in module {str(header.get('module'))[:80]!r}, not {target.__module__!r}")
+    if cls is not None and target is not cls and not (isinstance(cls, type) and issubclass(target, cls)
+                                                      and cls not in classes):
         raise EstimatorClassError(
             f"{_name(path)} holds a {name}, not a {getattr(cls, '__name__', cls)}; load it with "
             f"{name}.load or cvxkml.estimators.load.")
-    r = _Reader(arrays)
-    try:
-        params = {k: r.decode(v) for k, v in header["params"].items()}
-        state = {k: r.decode(v) for k, v in header["state"].items()}
-    except (KeyError, TypeError, AttributeError, ImportError) as exc:
-        raise EstimatorFileError(f"{_name(path)} has a damaged header: {exc!r}") from exc
-    est = target(**params)
-    for k, v in state.items():
-        setattr(est, k, v)
-    return est
+    return target

@@ -14,6 +14,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import estimator_data
+from ..errors import InvalidInputError
 from ..declare.kcr import KCR
 from ..formulas.kcr import class_counts, rule_predict
 from ._base import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, KERNEL_PARAMS, POSITIVE,
@@ -119,6 +120,8 @@ default="gaussian"
     ICML 2008: eq. 2 (the rule), eq. 9 (the SDP), Remark 2 and Corollary 3 (the embedding).
     """
 
+    #: fitted state that is not a public attribute (saved with the estimator)
+    _private_fitted = ("_K_train", "_codes")
     _parameter_constraints = {
         **KERNEL_CONSTRAINTS, "nu": Real(0.0, low_open=True, none=True, what="a finite positive number"),
         "lam": POSITIVE, "h_min": POSITIVE,
@@ -190,6 +193,17 @@ default="gaussian"
         self.h_ = float(sol.info["h"])
         self.train_embedding_ = K @ self.embedding_
         self._set_solution(sol, p=p)
+
+    def _check_loaded(self):
+        """Shapes of the fitted arrays agree (called by ``load`` before the probe run)."""
+        n = self.X_fit_.shape[0]
+        r = self.embedding_.shape[1] if getattr(self.embedding_, "ndim", 0) == 2 else -1
+        for name, shape in (("_K_train", (n, n)), ("Sigma_", (n, n)), ("embedding_", (n, r)),
+                            ("train_embedding_", (n, r)), ("_codes", (n,))):
+            if getattr(getattr(self, name), "shape", None) != shape:
+                raise InvalidInputError(f"{name} does not have shape {shape}")
+        if not (np.all(self._codes >= 0) and np.all(self._codes < self.classes_.size)):
+            raise InvalidInputError("_codes are not class indices")
 
     def _embedding(self):
         """φ(x) = Eᵀ k_x with the full E (the learned distance ρ)."""

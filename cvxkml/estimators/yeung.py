@@ -163,6 +163,8 @@ default=None
 
     Attributes
     ----------
+    kernel_ : cvxkml.kernels.Kernel
+        The base kernel with its resolved parameters (wrapped in the standardization).
     pairs_ : ndarray of shape (|S|, 2)
         The similarity pairs used (indices into the training set).
     landmark_indices_ : ndarray of shape (m,)

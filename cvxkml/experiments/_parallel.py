@@ -40,6 +40,7 @@ import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..estimators._persist import read_npy_member as _read_npy_member
 from ._commands import CommandError
 
 __all__ = ["BACKENDS", "DASK_EXTRA", "CommandError", "StoreFileError", "TaskStore", "add_parallel_options", "parallel_context",
@@ -148,40 +149,6 @@ def _content_hash(key: str, body: str, arrays: dict) -> str:
         h.update(f"{name}{a.dtype.str}{a.shape}".encode())
         h.update(a.tobytes())
     return h.hexdigest()
-
-
-def _read_npy_member(zf, info, budget: int):
-    """One ``.npy`` member of a zip archive, read without pickle and without decompressing
-    more than its declared size, which must fit ``budget`` (checked before any byte is
-    decompressed); returns (array, bytes used)."""
-    import numpy as np
-
-    if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        raise ValueError(f"member {info.filename!r} is encrypted or uses an unsupported compression")
-    if info.file_size > budget:
-        raise ValueError(f"member {info.filename!r} declares {info.file_size} bytes, above the limit of {budget}")
-    with zf.open(info) as f:
-        major, _ = np.lib.format.read_magic(f)
-        read_header = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}.get(major)
-        if read_header is None:
-            raise ValueError(f"member {info.filename!r}: .npy version {major} is not read")
-        shape, fortran, dtype = read_header(f, max_header_size=10000)
-        if dtype.hasobject or dtype.fields is not None or dtype.kind not in "biufU":
-            raise ValueError(f"member {info.filename!r} has dtype {dtype}, which is not read")
-        if not all(isinstance(d, int) and d >= 0 for d in shape):
-            raise ValueError(f"member {info.filename!r} has an invalid shape {shape}")
-        count = 1
-        for d in shape:
-            count *= d
-        nbytes = count * dtype.itemsize
-        if nbytes > info.file_size:
-            raise ValueError(f"member {info.filename!r} declares shape {shape} ({nbytes} bytes) but holds "
-                             f"{info.file_size} bytes")
-        data = bytearray(f.read(nbytes))
-        if len(data) != nbytes or f.read(1):
-            raise ValueError(f"member {info.filename!r} holds another number of bytes than its shape {shape}")
-    arr = np.frombuffer(data, dtype=dtype, count=count).reshape(shape, order="F" if fortran else "C")
-    return arr, info.file_size
 
 
 class TaskStore:

@@ -141,10 +141,16 @@ def test_refuses_another_format_version_and_foreign_files(data, tmp_path):
     with np.load(tmp_path / "itml.npz", allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     header = json.loads(arrays["__cvxkml__"].tobytes())
-    header["state"]["evil"] = {"__object__": "os:system", "state": {}}
+    header["state"]["pairs_"] = {"__object__": "os:system", "state": {}}
     arrays["__cvxkml__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     np.savez(tmp_path / "evil.npz", **arrays)
     with pytest.raises(EstimatorFileError, match="does not load"):
+        ITML.load(tmp_path / "evil.npz")
+    # and state the class does not declare is refused
+    header["state"]["evil"] = header["state"].pop("pairs_")
+    arrays["__cvxkml__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    np.savez(tmp_path / "evil.npz", **arrays)
+    with pytest.raises(EstimatorFileError, match="'evil' is not a fitted attribute of ITML"):
         ITML.load(tmp_path / "evil.npz")
     assert issubclass(FormatVersionError, EstimatorFileError) and issubclass(EstimatorClassError, EstimatorFileError)
 
