@@ -41,6 +41,7 @@ class _Spec:
         self.dual = dual                  # callable objective -> recomputed dual value, or None
         self.unverified = unverified      # why a reported dual value cannot be recomputed
         self.base = base                  # the spectral problem the matrix belongs to (distances)
+        self.objective = self.violations = None     # callables overriding problem.objective(*args)
 
 
 def _matrix_check(M, n, what="matrix", **kw):
@@ -56,16 +57,16 @@ def _spectral_spec(problem, sol, base=None, **kw):
     N = base.M0.shape[0]
     M = sol.matrix
     checks = [_matrix_check(M, N, **kw)]
+    viol_args = (M,)
     if base.gamma is not None and sol.slack is not None:
+        # Solution's contract: the objective at M's best slack, the violations against the solver's ξ
         checks.append(_vector_check(sol.slack, len(base.pairs), "slack ξ"))
-        args = (M, sol.slack)
-    else:
-        args = (M,)
+        viol_args = (M, sol.slack)
     dual = None
     if sol.dual is not None:
         checks.append(_vector_check(sol.dual, base.n_constraints, "dual (one multiplier per constraint)"))
         dual = lambda obj: base.dual_value(sol.dual)
-    return _Spec(args, args, checks, dual, base=base)
+    return _Spec((M,), viol_args, checks, dual, base=base)
 
 
 def _family_spec(problem, sol, **kw) -> _Spec:
@@ -83,15 +84,34 @@ def _family_spec(problem, sol, **kw) -> _Spec:
     if isinstance(problem, declare.LMNNProblem):
         D = problem.Z.shape[1]
         checks = [_matrix_check(sol.matrix, D, what="matrix A", **kw)]
-        viol_args = (sol.matrix,)
+        Xh = sol.info.get("X")
+        xi = () if sol.slack is None else (sol.slack,)
         if sol.slack is not None:
             checks.append(_vector_check(sol.slack, problem.triplets.n_triplets, "slack ξ"))
-            viol_args = (sol.matrix, sol.slack)
+        if Xh is not None:
+            # the family's own primal variable is the whitened X̂ (A = V S⁻¹ X̂ S⁻¹ Vᵀ is evaluated
+            # through it: its condition reaches 1/rank_rtol², LMNNProblem.objective_whitened)
+            checks.append(_matrix_check(Xh, problem.rank, what="whitened matrix X̂ (info['X'])", **kw))
+
+            def consistent():
+                A = problem.matrix_from_whitened(Xh, sol.info.get("complement"))
+                err = float(np.linalg.norm(np.asarray(sol.matrix, dtype=float) - A))
+                if err > SYMMETRIC_TOL * max(float(np.linalg.norm(A)), 1e-300):
+                    raise SolverError(f"The returned matrix A is not the map of the returned X̂ (info['X']): "
+                                      f"‖A − A(X̂)‖_F / ‖A(X̂)‖_F = {err / max(float(np.linalg.norm(A)), 1e-300):.3g}.")
+            checks.append(consistent)
+            objective = lambda: problem.objective_whitened(Xh)
+            violations = lambda: problem.violations_whitened(Xh, *xi)
+        else:
+            objective = lambda: problem.objective(sol.matrix)
+            violations = lambda: problem.violations(sol.matrix, *xi)
         dual = None
         if sol.dual is not None:
             checks.append(_vector_check(sol.dual, problem.triplets.n_triplets, "dual α"))
             dual = lambda obj: problem.dual_value(sol.dual, objective_bound=obj)
-        return _Spec((sol.matrix,), viol_args, checks, dual)
+        spec = _Spec(None, None, checks, dual)
+        spec.objective, spec.violations = objective, violations
+        return spec
     if isinstance(problem, declare.KCR):
         h = sol.info.get("h")
         checks = [_matrix_check(sol.matrix, problem.n, what="matrix Σ", **kw),
@@ -128,7 +148,7 @@ def _family_spec(problem, sol, **kw) -> _Spec:
                                           else (-1, -1), **kw)]
     dual = (lambda obj: problem.dual_value(sol.dual)) if (sol.dual is not None and hasattr(problem, "dual_value")) \
         else None
-    unverified = None if dual is not None else "the problem has no dual_value(dual) to recompute it"
+    unverified = None if hasattr(problem, "dual_value") else "the problem has no dual_value(dual) to recompute it"
     return _Spec((sol.matrix,), (sol.matrix,), checks, dual, unverified)
 
 
@@ -190,8 +210,9 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
     for check in spec.checks:
         check()
     try:
-        obj = float(problem.objective(*spec.obj_args))
-        viol = np.asarray(problem.violations(*spec.viol_args), dtype=float)
+        obj = float(spec.objective() if spec.objective else problem.objective(*spec.obj_args))
+        viol = np.asarray(spec.violations() if spec.violations else problem.violations(*spec.viol_args),
+                          dtype=float)
     except CvxkmlError as exc:
         raise SolverError(f"The returned point cannot be evaluated by the problem's formulas: {exc}") from exc
     check_reported(sol.objective, obj, rtol=report_rtol, what="objective")
@@ -209,8 +230,10 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
                               f"{viol[k]:.12g} recomputed from the returned point; report the violations of "
                               "what you return.")
     reported_dv = sol.dual_value
-    if reported_dv is not None:
-        reported_dv = check_scalar(reported_dv, "dual value")
+    if reported_dv is not None and not (np.isscalar(reported_dv) and reported_dv == -np.inf):
+        reported_dv = check_scalar(reported_dv, "dual value")    # NaN and +inf fail
+    elif reported_dv is not None:
+        reported_dv = None                  # −inf: a valid, empty lower bound (no certificate)
     info = dict(sol.info)
     info["reported"] = {"objective": sol.objective, "dual_value": sol.dual_value,
                         "max_violation": float(np.max(rep_viol, initial=0.0))}
@@ -222,10 +245,13 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
         if reported_dv is not None:
             check_reported(reported_dv, dv, rtol=report_rtol, what="dual value", source="the returned duals")
         dv = dv if np.isfinite(dv) else None
+    elif reported_dv is not None and spec.unverified is None:
+        raise SolverError(f"The solver reports a dual value ({reported_dv:.12g}) but no duals, so it cannot be "
+                          "recomputed; return the multipliers that give it (Solution.dual).")
     else:
         dv = reported_dv
         if reported_dv is not None:
-            info["dual_value_unverified"] = spec.unverified or "no duals returned"
+            info["dual_value_unverified"] = spec.unverified
     if gap_rtol is None:
         gap_rtol = float(sol.info.get("gap_tol", 1e-6))
     check_certificate(obj, dv, converged=bool(sol.converged), gap_rtol=gap_rtol,

@@ -1,0 +1,232 @@
+"""The catalogue of fooling solvers (issue 31): each wrong answer is caught, with its message,
+through ``cross_check``, ``assert_matches_reference`` and ``check_contract``; the honest solver
+(the exact model's answer wrapped by ``problem.evaluate``) passes all three."""
+import copy
+import dataclasses
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from cvxkml.declare import LogDet, Regularizer
+from cvxkml.errors import InvalidInputError
+from cvxkml.solution import Solution
+from cvxkml.testing import (assert_matches_reference, check_contract, cross_check, trusted_reference,
+                            validate_answer, variant_instance)
+
+
+def _kernel(seed):
+    return variant_instance(seed, n=8, m=6, regularizer=LogDet(), kernel=True, hard_pairs=False)
+
+
+def _metric(seed):
+    return variant_instance(seed, n=8, m=6, regularizer=LogDet(), kernel=False, hard_pairs=False)
+
+
+_REFS = {}
+
+
+def _ref(problem):
+    """The trusted exact answer of a problem (cached by identity: the fools reuse it)."""
+    if id(problem) not in _REFS:
+        _REFS[id(problem)] = (problem, trusted_reference(problem))
+    return _REFS[id(problem)][1]
+
+
+def _claims_optimum(problem, M):
+    """M, claiming the optimum: the reference's objective, violations, duals and dual value."""
+    return dataclasses.replace(_ref(problem), matrix=M, solver="fool")
+
+
+def _skew(n, scale, seed=0):
+    U = np.random.default_rng(seed).normal(size=(n, n))
+    return scale * (U - U.T)
+
+
+def _flip_smallest(M):
+    lam, V = np.linalg.eigh(M)
+    lam[0] = -max(abs(lam[0]), 1e-3 * lam[-1])
+    return (V * lam) @ V.T
+
+
+_OTHER = {}
+
+
+def _other(problem):
+    """Another instance of the same size (its duals are stale for ``problem``)."""
+    key = problem.kernel_space
+    if key not in _OTHER:
+        _OTHER[key] = _kernel(1000) if key else _metric(1000)
+    return _OTHER[key]
+
+
+_HARD = {}
+
+
+def _problem_for(name, kernel_problem):
+    if name != "negative certificate":
+        return kernel_problem
+    if not _HARD:
+        _HARD[0] = variant_instance(0, n=8, m=6, regularizer=LogDet(), kernel=True, hard_pairs=True)
+    return _HARD[0]
+
+
+FOOLS = {
+    "liar": (lambda p: _claims_optimum(p, p.M0.copy()), r"reported objective .* disagrees with .* recomputed"),
+    "sloppy 1e-3": (lambda p: p.evaluate(_ref(p).matrix * (1 + 1e-3), _ref(p).dual),
+                    r"0.001 away from the unique optimum"),
+    "wrong shape": (lambda p: _claims_optimum(p, _ref(p).matrix[:-1, :-1]), r"has shape \(7, 7\), but .* \(8, 8\)"),
+    "1-D matrix": (lambda p: _claims_optimum(p, np.diag(_ref(p).matrix)), r"has shape \(8,\)"),
+    "None matrix": (lambda p: _claims_optimum(p, None), r"returned no matrix \(None\)"),
+    "NaN": (lambda p: _claims_optimum(p, np.where(np.eye(8, dtype=bool) & (np.arange(8) == 3), np.nan,
+                                                  _ref(p).matrix)), r"NaN/inf entr"),
+    "asymmetric": (lambda p: _claims_optimum(p, _ref(p).matrix + _skew(8, 1e-2 * np.abs(_ref(p).matrix).max())),
+                   r"not symmetric"),
+    "non-PSD": (lambda p: _claims_optimum(p, _flip_smallest(_ref(p).matrix)), r"not positive semidefinite"),
+    "dual value above the optimum": (
+        lambda p: dataclasses.replace(_ref(p), dual_value=_ref(p).objective + 1e-2),
+        r"reported dual value .* disagrees with .* recomputed from the returned duals"),
+    "NaN dual value": (lambda p: dataclasses.replace(_ref(p), dual_value=np.nan), r"non-finite dual value"),
+    "inf dual value": (lambda p: dataclasses.replace(_ref(p), dual_value=np.inf), r"non-finite dual value"),
+    # (on the hard-pair instance: the prior violates the pairs and its divergence is below the optimum)
+    "negative certificate": (lambda p: p.evaluate(p.M0.copy(), _ref(p).dual), r"Negative certificate"),
+    "converged without certificate": (lambda p: dataclasses.replace(_ref(p), dual=None, dual_value=None),
+                                      r"converged=True but carries no certificate"),
+    "dual value without duals": (lambda p: dataclasses.replace(_ref(p), dual=None),
+                                 r"reports a dual value .* but no duals"),
+    "converged=False": (lambda p: dataclasses.replace(_ref(p), converged=False), r"says converged=False"),
+    "stale duals (claimed value)": (lambda p: dataclasses.replace(_ref(p), dual=_ref(_other(p)).dual),
+                                    r"dual value .* recomputed from the returned duals"),
+    "stale duals (honest value)": (lambda p: p.evaluate(_ref(p).matrix, _ref(_other(p)).dual),
+                                   r"says converged=False|own certificate does not certify"),
+}
+
+
+def _honest(p):
+    """The exact model through the conic solver, wrapped in one line."""
+    ref = p.solve_reference()
+    return p.evaluate(ref.matrix, ref.dual)
+
+
+@pytest.fixture(scope="module")
+def kernel_problem():
+    p = _kernel(0)
+    _ref(p)
+    return p
+
+
+def test_honest_solver_passes_everywhere(kernel_problem):
+    out = cross_check([kernel_problem, _kernel(1)], solver=_honest, rtol=1e-6)
+    assert out["checked"] == 2 and not out["failures"], out["failures"]
+    assert out["max_distance"] <= 1e-3
+    res = assert_matches_reference(kernel_problem, _honest(kernel_problem), _ref(kernel_problem), rtol=1e-6)
+    assert res["distance"] is not None and res["distance"] <= res["distance_bound"]
+    # a bare matrix and (matrix, duals) are answers too
+    ref = _ref(kernel_problem)
+    assert not cross_check([kernel_problem], solver=lambda p: (ref.matrix, ref.dual))["failures"]
+    assert not cross_check([kernel_problem], solver=lambda p: ref.matrix)["failures"]
+
+
+@pytest.mark.parametrize("name", list(FOOLS))
+def test_fool_is_caught_by_cross_check_and_assert_matches_reference(kernel_problem, name):
+    make, match = FOOLS[name]
+    p = _problem_for(name, kernel_problem)
+    out = cross_check([p], solver=make, rtol=1e-6, distance_rtol=1e-4)
+    assert out["checked"] == 0 and len(out["failures"]) == 1, out
+    assert out["failures"][0][1].startswith("AssertionError")
+    assert re.search(match, out["failures"][0][1]), out["failures"][0][1]
+    with pytest.raises(AssertionError, match=match):
+        assert_matches_reference(p, make(p), _ref(p), rtol=1e-6, distance_rtol=1e-4)
+
+
+def test_default_distance_bound_is_sound_but_loose(kernel_problem):
+    """The bound derived from rtol = 1e-6 (strong convexity, docstring of distance_bound) is of
+    order sqrt(rtol): the sloppy answer 1e-3 off passes it (measured bound 1.2e-2, x 2 margin),
+    and is caught when a distance tolerance is asked for (test above)."""
+    sloppy = FOOLS["sloppy 1e-3"][0](kernel_problem)
+    res = assert_matches_reference(kernel_problem, sloppy, _ref(kernel_problem), rtol=1e-6)
+    assert res["distance"] == pytest.approx(1e-3, rel=1e-6)
+    assert 1e-3 < res["distance_bound"] < 0.1
+
+
+def test_fools_on_a_metric_problem():
+    """Metric objectives and violations only see quadratic forms: a skewed W with its
+    objective computed honestly is caught by the symmetry check alone."""
+    p = _metric(0)
+    ref = _ref(p)
+    skewed = p.evaluate(ref.matrix + 5 * _skew(3, 1.0), ref.dual)
+    assert abs(skewed.objective - ref.objective) <= 1e-9 * max(1, abs(ref.objective))   # it looks right
+    with pytest.raises(AssertionError, match="not symmetric"):
+        assert_matches_reference(p, skewed, ref)
+    out = cross_check([p], solver=lambda q: skewed)
+    assert "not symmetric" in out["failures"][0][1]
+    assert not cross_check([p], solver=_honest)["failures"]
+
+
+_CONTRACT_FOOLS = ["liar", "wrong shape", "NaN", "asymmetric", "non-PSD", "NaN dual value", "negative certificate",
+                   "converged without certificate", "stale duals (claimed value)"]
+
+
+@pytest.mark.parametrize("name", _CONTRACT_FOOLS)
+def test_fool_is_caught_by_check_contract(kernel_problem, name):
+    """A problem whose solve() returns the fool's answer fails check_contract (the answer is
+    validated by recomputation inside solve_fast_honestly)."""
+    make, match = FOOLS[name]
+    p = _problem_for(name, kernel_problem)
+
+    class Fooled(type(p)):
+        def solve(self, *args, **kwargs):
+            super().solve(*args, **kwargs)                # validates the options like the real one
+            return make(p)
+
+    fooled = copy.copy(p)
+    fooled.__class__ = Fooled
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(AssertionError, match=match):
+            check_contract(fooled, {"tol": 1e-10})
+
+
+def test_dual_value_above_trusted_optimum_is_refuted():
+    """Where the bound cannot be recomputed from duals, a claimed lower bound above the trusted
+    optimum is still refuted by weak duality."""
+    from cvxkml._answer import check_certificate
+    from cvxkml.errors import SolverError
+    with pytest.raises(SolverError, match="above the trusted optimum"):
+        check_certificate(2.0, 1.5, converged=True, gap_rtol=1e-6, optimum=1.0)
+    assert check_certificate(2.0, 0.5, converged=True, gap_rtol=1e-6, optimum=1.0) == pytest.approx(0.75)
+
+
+def test_validate_answer_returns_recomputed_numbers(kernel_problem):
+    ref = _ref(kernel_problem)
+    out = validate_answer(kernel_problem, ref)
+    assert out.objective == kernel_problem.objective(ref.matrix)
+    assert out.info["reported"]["objective"] == ref.objective
+
+
+def test_cross_check_without_a_conjugate_is_a_typed_error():
+    class NoConj(Regularizer):
+        name = "NoConj"
+        alpha = 0.0
+
+        def f_s(self, x):
+            return 0.5 * x * x
+
+        def cvx(self, X):
+            import cvxpy as cp
+            return 0.5 * cp.sum_squares(X)
+
+    with pytest.raises(InvalidInputError, match="NoConj regularizer does not implement"):
+        cross_check(lambda s: variant_instance(s, n=6, m=4, regularizer=NoConj(), kernel=True,
+                                               hard_pairs=False), n_draws=1)
+
+
+def test_problem_evaluate_is_the_problems_own_formulas(kernel_problem):
+    ref = _ref(kernel_problem)
+    sol = kernel_problem.evaluate(ref.matrix, ref.dual, n_iter=3, time=0.5, note="x")
+    assert isinstance(sol, Solution) and sol.converged and sol.n_iter == 3 and sol.info["note"] == "x"
+    assert sol.objective == kernel_problem.objective(ref.matrix)
+    assert sol.dual_value == kernel_problem.dual_value(ref.dual)
+    np.testing.assert_array_equal(sol.violations, kernel_problem.violations(ref.matrix))
+    assert not kernel_problem.evaluate(ref.matrix).converged        # no duals: no certificate
