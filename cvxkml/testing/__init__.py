@@ -17,6 +17,9 @@ The rules they enforce:
   primal point and duals) and checks the matrix (finite, shape, symmetric, PSD); a reported
   number that disagrees with its recomputation is a failure.  ``problem.evaluate(M, duals)``
   wraps a bare answer; :func:`cross_check` and :func:`assert_matches_reference` take one.
+* **Compare like the field.**  :func:`compare` runs several solvers at growing iteration
+  budgets and records suboptimality against the certified optimum and violation, each point
+  recomputed; :func:`plot_comparison` draws it (``plots`` extra).
 * **Certificates are the arbiter.**  :func:`assert_matches_reference` compares a certified
   fast solution with a trusted reference through both certificates: each side's lower
   bound is below the other's objective, and the fast objective is within ``rtol`` of the
@@ -37,6 +40,7 @@ from ._instances import (factor_instance, feasible_instance, forest_pairs, kerne
                          make_random_instance, metric_instance, problems, random_pairs, triplets,
                          variant_instance)
 from ._optima import list_optima, load_optimum
+from ._compare import compare, default_budgets, plot_comparison
 from ._validate import as_solution, distance_bound, strong_convexity, validate_answer
 from ._reference import (UntrustedReference, assert_matches_reference, discards,
                          reference_or_discard, relative_violation, solve_fast_honestly,
@@ -49,4 +53,5 @@ __all__ = ["UntrustedReference", "trusted_reference", "reference_or_discard", "d
            "random_pairs", "forest_pairs", "triplets", "variant_instance", "feasible_instance",
            "problems", "make_random_instance",
            "cross_check", "load_optimum", "list_optima",
-           "validate_answer", "as_solution", "strong_convexity", "distance_bound"]
+           "validate_answer", "as_solution", "strong_convexity", "distance_bound",
+           "compare", "plot_comparison", "default_budgets"]

@@ -230,3 +230,24 @@ def test_problem_evaluate_is_the_problems_own_formulas(kernel_problem):
     assert sol.dual_value == kernel_problem.dual_value(ref.dual)
     np.testing.assert_array_equal(sol.violations, kernel_problem.violations(ref.matrix))
     assert not kernel_problem.evaluate(ref.matrix).converged        # no duals: no certificate
+
+
+def test_compare_records_recomputed_curves(kernel_problem, tmp_path):
+    """compare(): one row per (solver, budget); the fast solver's suboptimality reaches the
+    certified optimum; a lying solver's rows carry its error instead of its claims."""
+    from cvxkml.testing import compare, plot_comparison
+    liar = FOOLS["liar"][0]
+    rows = compare(kernel_problem, {"fast": lambda p, k: p.solve(max_iter=k, tol=1e-10),
+                                    "exact": lambda p, k: _honest(p),
+                                    "liar": lambda p, k: liar(p)}, budgets=[1, 10, 1000])
+    assert [(r["solver"], r["budget"]) for r in rows][:3] == [("fast", 1), ("fast", 10), ("fast", 1000)]
+    fast = [r for r in rows if r["solver"] == "fast"]
+    assert all(r["error"] is None for r in fast)
+    assert fast[-1]["converged"] and abs(fast[-1]["suboptimality"]) <= 1e-6 and fast[-1]["violation"] <= 1e-6
+    assert fast[0]["suboptimality"] > fast[-1]["suboptimality"]
+    assert all(r["error"] and "disagrees" in r["error"] for r in rows if r["solver"] == "liar")
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = plot_comparison(rows, x="budget")
+    assert len(ax.get_lines()) == 4                     # fast and exact: suboptimality + violation
