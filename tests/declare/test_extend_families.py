@@ -13,6 +13,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
+from hypothesis import example, given, settings, strategies as st
 from scipy.linalg import null_space
 
 from cvxkml.declare import (KCR, EmbeddingWeightProblem, ExtendedProblem, LMNNProblem,
@@ -21,6 +22,8 @@ from cvxkml.declare.extend import check_fast_solver_applies
 from cvxkml.declare.mkl import CallablePObjective, WeightStepSolution
 from cvxkml.errors import ConvergenceWarning, InvalidInputError
 from cvxkml.kernels import gaussian_kernel
+
+from budget import examples
 
 #: relative agreement asked of the extended exact answer and the independent model
 RTOL = 1e-6
@@ -342,3 +345,89 @@ def test_converged_only_when_the_certificate_holds(monkeypatch):
     assert sol.status == "optimal" and not sol.converged
     assert sol.info["certificate_failed"].startswith("relative gap")
     assert [w.category for w in rec].count(ConvergenceWarning) == 1
+
+
+# --------------------------------------------------------------------------- property
+@settings(max_examples=examples(8), deadline=None)
+@given(family=st.sampled_from(["lmnn", "lmnn-kernel", "kcr", "mu", "w"]), seed=st.integers(0, 2**31 - 1),
+       weight=st.floats(0.01, 2.0), level=st.floats(0.2, 0.9))
+@example(family="lmnn-kernel", seed=1546752, weight=0.01, level=0.6796875)   # F(A) 9e-9 off F(X̂)
+def test_extension_agrees_with_an_independent_model_on_random_draws(family, seed, weight, level):
+    """Random instance, term weight and constraint level: the extended exact answer is
+    certified and equals an independent model's optimum (or both say infeasible)."""
+    rng = np.random.default_rng(seed)
+    if family in ("lmnn", "lmnn-kernel"):
+        n = int(rng.integers(10, 15))
+        X, y = _labelled(seed, n, d=int(rng.integers(2, 4)))
+        if family == "lmnn":
+            Z = np.hstack([X, X @ rng.normal(size=(X.shape[1], 1))]) if rng.random() < 0.5 else X
+            prob = LMNNProblem.linear(Z, y, 2, 0.5)
+        else:                              # a linear kernel: rank d < n, A has a complement block
+            Z = X @ X.T
+            Z = Z / np.mean(np.diag(Z))
+            prob = LMNNProblem.kernel(Z, y, 2, 0.5)
+        bound = level * float(np.trace(prob.solve_reference().matrix))
+        term = lambda A: weight * cp.sum(cp.abs(A))
+        cons = lambda A: [cp.trace(A) <= bound]
+        independent = lambda: _lmnn_literal(Z, prob, term, cons)
+        args_of, rtol = (lambda s: (s.matrix,)), RTOL
+    elif family == "kcr":
+        X, y = _labelled(seed, 8, shift=1.0)
+        prob = KCR(gaussian_kernel(X, sigma=1.5), y, 1.0)
+        term = lambda S: weight * cp.sum(cp.abs(S))
+        cons = lambda S: [cp.trace(S) <= level]
+        K = prob.K
+
+        def independent():
+            V = null_space(np.ones((1, 8)))
+            M = cp.Variable((7, 7), PSD=True)
+            h = cp.Variable()
+            S = V @ M @ V.T
+            B = K @ S @ K
+            same = y[:, None] == y[None, :]
+            rows = [cp.pos(2 - int(same[i].sum()) + sum(
+                cp.pos(1 + (1 if same[i, j] else -1) * (B[i, i] + B[j, j] - 2 * B[i, j] - h)) for j in range(8)))
+                for i in range(8)]
+            p = cp.Problem(cp.Minimize(sum(rows) + cp.trace(K @ S) + term(S)), [h >= 1e-6] + cons(S))
+            p.solve(solver="CLARABEL")
+            return p.value
+        args_of, rtol = (lambda s: (s.matrix, s.info["h"])), KCR_RTOL
+    elif family == "mu":
+        C, c = _quadratic(seed % 1000)
+        prob = MuWeightStep(lambda mu: cp.quad_form(mu, C) + c @ mu, m=3)
+        term = lambda mu: weight * cp.norm1(mu - 1.0 / 3.0)
+        cons = lambda mu: [mu[int(seed % 3)] >= level * 0.5]
+
+        def independent():
+            mu = cp.Variable(3, nonneg=True)
+            p = cp.Problem(cp.Minimize(cp.quad_form(mu, C) + c @ mu + term(mu)), [cp.sum(mu) == 1] + cons(mu))
+            p.solve(solver="CLARABEL")
+            return p.value
+        args_of, rtol = (lambda s: (s.matrix,)), RTOL
+    else:
+        k = int(rng.integers(3, 7))
+        A = rng.normal(size=(k, int(rng.integers(1, k + 1))))
+        prob = EmbeddingWeightProblem(A @ A.T + 0.05 * np.eye(k))
+        term = lambda w: weight * cp.norm1(w)
+        cons = lambda w: [w >= -level]
+
+        def independent():
+            w = cp.Variable(k)
+            p = cp.Problem(cp.Minimize(cp.quad_form(w, prob.G_eff) + term(w)), [cp.sum(w) == 1] + cons(w))
+            p.solve(solver="CLARABEL")
+            return p.value
+        args_of, rtol = (lambda s: (s.matrix,)), RTOL
+    sol = prob.extend(term=term, constraints=cons).solve_reference()
+    want = independent()
+    scale = max(1.0, abs(want))
+    assert sol.converged, sol
+    assert abs(sol.objective - want) <= rtol * scale, (sol.objective, want)
+    assert sol.dual_value <= want + rtol * scale
+    assert sol.max_violation <= rtol * scale
+    assert sol.objective == pytest.approx(prob.objective(*args_of(sol)) + sol.info["term"], rel=1e-6)
+    if family.startswith("lmnn"):     # F through A = Q Ŵ Qᵀ loses cond(S)²; through X̂'s factor it is exact
+        assert sol.objective == pytest.approx(prob.objective_whitened(sol.info["X"]) + sol.info["term"],
+                                              rel=1e-9, abs=1e-12)
+    else:
+        assert sol.objective == pytest.approx(prob.objective(*args_of(sol)) + sol.info["term"],
+                                              rel=1e-9, abs=1e-12)
