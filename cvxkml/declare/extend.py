@@ -302,7 +302,16 @@ class ExtendedProblem(Problem):
         size = getattr(self.base, "extension_size", None)
         return int(size()) if size is not None else self.base.exact_size()
 
+    def _limit_lookup(self, table: dict) -> int | None:
+        """The size limits of the base family (an extension adds no PSD block; its cost is
+        the family's), except for spectral problems, whose extensions were measured as
+        ``"ExtendedProblem"`` (reference/exact-limits.md)."""
+        if hasattr(self.base, "extension_model"):
+            return self.base._limit_lookup(table)
+        return super()._limit_lookup(table)
+
     def default_solver(self) -> str:
+        """The base family's choice: Clarabel up to its ``clarabel_max_size``, SCS above."""
         if getattr(self.base, "extension_size", None) is None:
             return self.base.default_solver()
         return "CLARABEL" if self.exact_size() <= self.clarabel_max_size else "SCS"

@@ -431,3 +431,15 @@ def test_extension_agrees_with_an_independent_model_on_random_draws(family, seed
     else:
         assert sol.objective == pytest.approx(prob.objective(*args_of(sol)) + sol.info["term"],
                                               rel=1e-9, abs=1e-12)
+
+
+def test_extension_keeps_the_family_size_guard():
+    """An extended KCR is as costly as KCR: the size guard uses KCR's measured limit, not
+    the (larger) limit measured for spectral extensions."""
+    from cvxkml.declare._limits import EXACT_LIMITS
+    from cvxkml.errors import SolverError
+    X, y = _labelled(5, 2 * EXACT_LIMITS["KCR"] + 4, shift=1.0)
+    ext = KCR(gaussian_kernel(X, sigma=1.5), y, 1.0).extend(term=lambda S: cp.trace(S))
+    assert ext.exact_limit() == EXACT_LIMITS["KCR"] < EXACT_LIMITS["ExtendedProblem"]
+    with pytest.raises(SolverError, match="more than 2x the largest size"):
+        ext.solve_reference()
