@@ -257,3 +257,41 @@ class blas_limit:
             finally:
                 _exit(frame)
         return wrapper
+
+
+# --------------------------------------------------------------------------- interrupts
+#: seconds of compiled work per call between two returns to Python (Ctrl-C, time limits)
+CHUNK_SECONDS = 0.1
+
+
+class WorkBudget:
+    """The work per call of a compiled loop, adapted so that one call lasts about
+    ``seconds`` (:data:`CHUNK_SECONDS`): a solver calls its Numba kernel in a Python loop
+    with ``budget.units`` units of work (projections, passes, …), then ``budget.update``
+    with the units done and the seconds they took.  Between two calls the interpreter runs,
+    so a pending SIGINT raises :class:`KeyboardInterrupt` within about ``seconds`` and a
+    time limit holds to that precision.
+
+    The first call gets ``start`` units; then the budget follows the measured rate
+    (×4 at most per step, so one slow call cannot overshoot), between ``low`` and ``high``.
+    The per-call cost is a Numba dispatch (a few µs), negligible against ``seconds``.
+    """
+
+    __slots__ = ("units", "seconds", "low", "high")
+
+    def __init__(self, start: int = 256, seconds: float | None = None, low: int = 1,
+                 high: int = 1 << 40):
+        self.seconds = CHUNK_SECONDS if seconds is None else float(seconds)
+        self.low, self.high = int(low), int(high)
+        self.units = int(min(max(start, self.low), self.high))
+
+    def update(self, done: int, elapsed: float) -> None:
+        """Record a call that did ``done`` units in ``elapsed`` seconds."""
+        if done <= 0:
+            return
+        if elapsed <= 0.0:
+            target = self.units * 4
+        else:
+            target = done * self.seconds / elapsed
+        target = min(max(target, self.units / 4.0), self.units * 4.0)
+        self.units = int(min(max(target, self.low), self.high))

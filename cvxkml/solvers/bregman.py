@@ -14,6 +14,24 @@ The cap α ≤ λ_c is the dual correction that makes the method converge to the
 for inequality constraints.
 
 Stopping rule, after every full sweep: Σ|λ − λ_old| / (Σ|λ| + Σ|λ_old|) < tol.
+
+Interrupts.  The compiled loops (:func:`_run_kernel`, :func:`_run_metric`) release the GIL
+and return to Python after a bounded number of projections (about
+:data:`cvxkml._config.CHUNK_SECONDS` of work, :class:`cvxkml._config.WorkBudget`), at any
+point of a sweep, and resume there: Ctrl-C raises :class:`KeyboardInterrupt` within that
+time, ``time_limit`` holds to it, and the iterates are bit for bit those of one
+uninterrupted loop.  The inputs are copied, so an interrupted solve leaves the caller's
+arrays as they were.
+
+Infeasible hard constraints.  With ``gamma=None`` the multipliers of conflicting
+constraints grow without bound (a Farkas ray).  :class:`FarkasWatch` looks at λ after
+8, 16, 32, … sweeps; when the growth over the last window keeps its direction and does not
+slow down, and that direction d ≥ 0 (restricted to the constraints carrying it) is a Farkas
+certificate — Σ d_c Â_c ⪰ 0 and Σ d_c t_c < 0 within the tolerances of
+``SpectralProblem._raise_if_farkas`` — the run stops (code NOT_CONVERGED) with
+``extra["farkas_ray"]`` (d, one entry per constraint) and ``extra["farkas_candidates"]``
+(its support).  A feasible problem never passes the test (a certificate proves that no
+PSD matrix satisfies the constraints, up to the stated relative tolerance).
 """
 from __future__ import annotations
 
@@ -22,7 +40,7 @@ import time
 import numba as nb
 import numpy as np
 
-from .._config import blas_limit
+from .._config import WorkBudget, blas_limit
 # status codes of the jitted loops: cvxkml.solvers.result.Status
 from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
 
@@ -136,6 +154,273 @@ def _sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_sweeps):
     return max_sweeps, change, NOT_CONVERGED, -1
 
 
+#: kernel code of a chunk that ran out of budget (internal, never in a FastResult)
+RUNNING = -1
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_sweeps, budget, change):
+    """:func:`_sweeps_kernel` resumable: starts at constraint ``c0`` of the current sweep
+    (``lam_old`` holds λ at the start of that sweep) and returns after at most ``budget``
+    projections or ``max_sweeps`` completed sweeps.  Returns (sweeps completed, next
+    constraint, dual change of the last completed sweep, code, bad constraint, projections);
+    code RUNNING when the budget ran out."""
+    n = K.shape[0]
+    m = I.shape[0]
+    Kz = np.empty(n)
+    c = c0
+    done = 0
+    for sweep in range(max_sweeps):
+        if c == 0:
+            lam_old[:] = lam
+        while c < m:
+            if done >= budget:
+                return sweep, c, change, RUNNING, -1, done
+            i = I[c]
+            j = J[c]
+            for t in range(n):                     # K z = K[:, i] − K[:, j] (rows: K symmetric)
+                Kz[t] = K[i, t] - K[j, t]
+            p = Kz[i] - Kz[j]
+            if not (p > 0.0):
+                return sweep, c, change, (NONFINITE if not np.isfinite(p) else NONPOSITIVE_DISTANCE), c, done
+            alpha, beta, xnew = _project(p, delta[c], xi[c], lam[c], gamma)
+            xi[c] = xnew
+            lam[c] -= alpha
+            if beta != 0.0:
+                _rank_one_update(K, Kz, beta)
+            c += 1
+            done += 1
+        c = 0
+        change = _dual_change(lam, lam_old)
+        if not np.isfinite(change):
+            return sweep + 1, 0, change, NONFINITE, -1, done
+        if change < tol:
+            return sweep + 1, 0, change, OK, -1, done
+    return max_sweeps, 0, change, NOT_CONVERGED, -1, done
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def _run_metric(W, V, delta, xi, lam, lam_old, gamma, tol, c0, max_sweeps, budget, change):
+    """:func:`_sweeps_metric` resumable, as :func:`_run_kernel`."""
+    d = W.shape[0]
+    m = V.shape[0]
+    Wv = np.empty(d)
+    c = c0
+    done = 0
+    for sweep in range(max_sweeps):
+        if c == 0:
+            lam_old[:] = lam
+        while c < m:
+            if done >= budget:
+                return sweep, c, change, RUNNING, -1, done
+            p = 0.0
+            for a in range(d):                     # W v and p = vᵀ W v
+                s = 0.0
+                for b in range(d):
+                    s += W[a, b] * V[c, b]
+                Wv[a] = s
+                p += V[c, a] * s
+            if not (p > 0.0):
+                return sweep, c, change, (NONFINITE if not np.isfinite(p) else NONPOSITIVE_DISTANCE), c, done
+            alpha, beta, xnew = _project(p, delta[c], xi[c], lam[c], gamma)
+            xi[c] = xnew
+            lam[c] -= alpha
+            if beta != 0.0:
+                _rank_one_update(W, Wv, beta)
+            c += 1
+            done += 1
+        c = 0
+        change = _dual_change(lam, lam_old)
+        if not np.isfinite(change):
+            return sweep + 1, 0, change, NONFINITE, -1, done
+        if change < tol:
+            return sweep + 1, 0, change, OK, -1, done
+    return max_sweeps, 0, change, NOT_CONVERGED, -1, done
+
+
+# ------------------------------------------------------------------ diverging duals
+#: tolerances of the Farkas test, as in ``SpectralProblem._raise_if_farkas``: relative min
+#: eigenvalue of Σ d_c Â_c at least −EIG_TOL, relative Σ d_c t_c at most −LIN_TOL
+FARKAS_EIG_TOL = 1e-6
+FARKAS_LIN_TOL = 1e-3
+
+
+def farkas_test(G, sign, owner, d, lin):
+    """Test d >= 0 (one entry per candidate constraint) as a Farkas certificate of the hard
+    constraints tr(Â_c X) <= t_c, X ⪰ 0, with Â_c = Σ_k sign_k w_k w_kᵀ over the rows k
+    of constraint c (``owner[k] = c``; a pair is one row, δ_c v vᵀ; a rank-two row
+    u uᵀ − v vᵀ is two) and G the Gram matrix of all rows w_k (in the whitened
+    coordinates, where the prior is I).  Returns (relative min eigenvalue of Σ d_c Â_c,
+    relative Σ d_c t_c), normalised as ``SpectralProblem.farkas_direction``: by Σ d_c‖Â_c‖₂
+    and Σ d_c|t_c|.
+
+    The eigenvalues come from G^½ diag(sign·d) G^½ (k × k), which has the nonzero
+    eigenvalues of Σ d_c Â_c = Wᵀ diag(sign·d) W and otherwise zeros.
+    """
+    G = 0.5 * (G + G.T)
+    g, Q = np.linalg.eigh(G)
+    Rh = (Q * np.sqrt(np.maximum(g, 0.0))) @ Q.T
+    s = sign * d[owner]
+    eig = float(np.linalg.eigvalsh(Rh @ (s[:, None] * Rh))[0])
+    norms = np.zeros(d.size)
+    diag = np.diag(G)
+    for c in range(d.size):
+        rows = np.flatnonzero(owner == c)
+        if rows.size == 1:
+            norms[c] = abs(diag[rows[0]])
+        else:                                   # ‖u uᵀ − v vᵀ‖₂ from the 2 × 2 Gram block
+            a, cc, b = diag[rows[0]], diag[rows[1]], G[rows[0], rows[1]]
+            norms[c] = 0.5 * (abs(a - cc) + np.sqrt(max((a + cc) ** 2 - 4.0 * b * b, 0.0)))
+    norm = float(d @ norms)
+    lin_abs = float(d @ np.abs(lin))
+    if not (norm > 0.0 and lin_abs > 0.0):
+        return -np.inf, 0.0
+    return min(eig, 0.0) / norm if eig < 0 else 0.0, float(d @ lin) / lin_abs
+
+
+class FarkasWatch:
+    """Recognise a diverging dual (infeasible hard constraints) from the multipliers at
+    sweeps 8, 16, 32, … (see the module doc).
+
+    Parameters
+    ----------
+    gram : callable
+        ``gram(S)`` for candidate constraint indices S returns (G, sign, owner) for
+        :func:`farkas_test`.
+    lin : ndarray (m,)
+        The right-hand sides t_c of the constraints written tr(Â_c X) <= t_c (a pair: δ_c·bound).
+    hard : ndarray of bool (m,) or None
+        Constraints that may carry a certificate (the hard ones); None: all.
+    first : int
+        The first check point (then doubling).
+    max_candidates : int
+        Larger supports are not tested (the k × k eigenproblems would cost more than the
+        sweeps they save).
+
+    ``check(sweeps, lam)`` is called at ``next`` sweeps; it returns None or the ray
+    (dict: ``farkas_ray`` (m,), ``farkas_candidates``, ``farkas_test`` (eig, lin),
+    ``farkas_sweeps``).
+    """
+
+    def __init__(self, gram, lin, hard=None, first=8, max_candidates=500):
+        self.gram, self.lin = gram, np.asarray(lin, dtype=np.float64)
+        self.hard = hard
+        self.next = int(first)
+        self.max_candidates = int(max_candidates)
+        self.snaps = []                 # λ at the last two check points (and 0 before)
+        self.tested = 0
+
+    def check(self, sweeps, lam):
+        snap = np.array(lam, dtype=np.float64)
+        self.next = 2 * max(int(sweeps), 1)
+        self.snaps.append(snap)
+        if len(self.snaps) < 3:
+            return None
+        prev, mid = self.snaps[-3], self.snaps[-2]
+        self.snaps = self.snaps[-2:]
+        grow, grow_prev = snap - mid, mid - prev
+        if self.hard is not None:
+            grow = np.where(self.hard, grow, 0.0)
+        top = float(np.max(grow, initial=0.0))
+        if not (top > 0.0 and np.isfinite(top)):
+            return None
+        tried = None
+        for level in (1e-1, 1e-2, 1e-3):
+            S = np.flatnonzero(grow >= level * top)
+            if tried is not None and S.size == tried:
+                continue
+            tried = S.size
+            if S.size > self.max_candidates:
+                break
+            d, dp = grow[S], np.maximum(grow_prev[S], 0.0)
+            # growing at least as fast as in the window before, along the same direction
+            if not (d.sum() >= 0.9 * dp.sum()
+                    and float(d @ dp) >= 0.9 * np.linalg.norm(d) * np.linalg.norm(dp)):
+                continue
+            if not np.all(np.isfinite(self.lin[S])):
+                continue
+            G, sign, owner = self.gram(S)
+            for cand in (d, _null_part(G, sign, owner, d)):
+                if cand is None:
+                    continue
+                self.tested += 1
+                eig, lin = farkas_test(G, sign, owner, cand, self.lin[S])
+                if eig >= -FARKAS_EIG_TOL and lin <= -FARKAS_LIN_TOL:
+                    ray = np.zeros(snap.size)
+                    ray[S] = cand / cand.sum()
+                    return {"farkas_ray": ray, "farkas_candidates": S,
+                            "farkas_test": (eig, lin), "farkas_sweeps": int(sweeps)}
+        return None
+
+
+def _null_part(G, sign, owner, d):
+    """The part of d in the null space of d ↦ Σ d_c Â_c (least-squares projection), or None
+    when it is not a non-negative direction.  The growth of conflicting constraints is such
+    a direction up to a bounded error (their multipliers differ by the bounded part of
+    M⁻¹); when the error is larger than the test's round-off tolerance — λ_c grow at the
+    same rate but visited in a shuffled order — this removes it.  The Gram matrix of the
+    Â_c in the Frobenius inner product is ⟨Â_c, Â_e⟩ = Σ_{k∈c, l∈e} s_k s_l G_kl²."""
+    k = d.size
+    P = np.zeros((owner.size, k))
+    P[np.arange(owner.size), owner] = sign
+    H = P.T @ (G * G) @ P
+    w, Q = np.linalg.eigh(0.5 * (H + H.T))
+    keep = w > 1e-12 * max(float(w[-1]), 0.0)
+    if not np.any(keep):
+        return None
+    Qr = Q[:, keep]
+    x = d - Qr @ (Qr.T @ d)
+    if not np.all(np.isfinite(x)) or x.sum() <= 0:
+        return None
+    if np.min(x) < -1e-9 * np.max(x):
+        return None
+    return np.maximum(x, 0.0)
+
+
+def _drive(step, m, max_sweeps, lam, time_limit=None, watch=None):
+    """Run a resumable kernel ``step(c0, sweeps, budget, change)`` (:func:`_run_kernel`
+    protocol) in chunks of about :data:`~cvxkml._config.CHUNK_SECONDS` until it stops, the
+    sweep limit, ``time_limit`` seconds or a Farkas ray (``watch``).  Returns (sweeps,
+    change, code, bad, extra)."""
+    budget = WorkBudget(start=min(max(m, 1), 4096))
+    sweeps, c0, change = 0, 0, np.inf
+    extra = {}
+    t0 = time.perf_counter()
+    while True:
+        left = max_sweeps - sweeps
+        if watch is not None:
+            left = min(left, max(watch.next - sweeps, 1))
+        tc = time.perf_counter()
+        s, c0, change, code, bad, done = step(c0, left, budget.units, change)
+        now = time.perf_counter()
+        budget.update(done, now - tc)
+        sweeps += int(s)
+        if code in (OK, NONFINITE, NONPOSITIVE_DISTANCE):
+            break
+        if code == NOT_CONVERGED:              # a check point or the sweep limit
+            if sweeps >= max_sweeps:
+                break
+            if watch is not None and sweeps >= watch.next:
+                ray = watch.check(sweeps, lam)
+                if ray is not None:
+                    extra.update(ray)
+                    break
+        if time_limit is not None and now - t0 >= time_limit:
+            code = NOT_CONVERGED
+            extra["stopped"] = "time_limit"
+            break
+    return sweeps, change, (NOT_CONVERGED if code == RUNNING else code), bad, extra
+
+
+def _check_time_limit(time_limit):
+    if time_limit is None:
+        return None
+    t = float(time_limit)
+    if not t > 0:
+        raise ValueError(f"time_limit must be a positive number of seconds or None; got {time_limit!r}.")
+    return t
+
+
 def _prepare(delta, bound, gamma, lam0):
     delta = np.ascontiguousarray(delta, dtype=np.float64)
     xi = np.array(bound, dtype=np.float64)
@@ -146,33 +431,66 @@ def _prepare(delta, bound, gamma, lam0):
 
 @blas_limit()
 def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000,
-                   lam0=None) -> BregmanResult:
+                   lam0=None, *, time_limit=None, detect_infeasible=True) -> BregmanResult:
     """Cyclic Bregman projections on an n × n kernel matrix (Jain et al. Algorithm 1).
 
     ``gamma=None`` means hard constraints.  Works for rank-deficient K0 (the range space
     is kept); every constrained pair must have a positive distance under K0.
+    ``time_limit`` (seconds) stops the run with NOT_CONVERGED (``extra["stopped"]``);
+    ``detect_infeasible`` (hard constraints only) stops a diverging dual early with
+    ``extra["farkas_ray"]`` (module doc).  Ctrl-C raises KeyboardInterrupt within ~0.1 s.
     """
     K = np.array(K0, dtype=np.float64, order="C")
     delta, xi, lam, g = _prepare(delta, bound, gamma, lam0)
     I = np.ascontiguousarray(i, dtype=np.int64)
     J = np.ascontiguousarray(j, dtype=np.int64)
+    time_limit = _check_time_limit(time_limit)
+    lam_old = np.empty_like(lam)
+    tol = float(tol)
+    watch = None
+    if detect_infeasible and np.isinf(g):
+        K0c = K.copy()
+
+        def gram(S):
+            a, b = I[S], J[S]
+            G = (K0c[np.ix_(a, a)] - K0c[np.ix_(a, b)] - K0c[np.ix_(b, a)] + K0c[np.ix_(b, b)])
+            return G, delta[S], np.arange(S.size)
+        watch = FarkasWatch(gram, delta * xi)
+
+    def step(c0, sweeps, budget, change):
+        return _run_kernel(K, I, J, delta, xi, lam, lam_old, g, tol, c0, sweeps, budget, change)
     t0 = time.perf_counter()
-    sweeps, change, code, bad = _sweeps_kernel(K, I, J, delta, xi, lam, g, float(tol), int(max_sweeps))
+    sweeps, change, code, bad, extra = _drive(step, I.size, int(max_sweeps), lam, time_limit, watch)
     t = time.perf_counter() - t0
     K = 0.5 * (K + K.T)
-    return BregmanResult(K, lam, xi, int(sweeps), float(change), int(code), int(bad), t)
+    return BregmanResult(K, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
 
 
 @blas_limit()
 def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000,
-                   lam0=None) -> BregmanResult:
-    """Cyclic Bregman projections on a d × d Mahalanobis matrix (Davis et al. 2007)."""
+                   lam0=None, *, time_limit=None, detect_infeasible=True) -> BregmanResult:
+    """Cyclic Bregman projections on a d × d Mahalanobis matrix (Davis et al. 2007);
+    ``time_limit`` and ``detect_infeasible`` as in :func:`bregman_kernel`."""
     W = np.array(W0, dtype=np.float64, order="C")
     X = np.asarray(X, dtype=np.float64)
     V = np.ascontiguousarray(X[np.asarray(i)] - X[np.asarray(j)])
     delta, xi, lam, g = _prepare(delta, bound, gamma, lam0)
+    time_limit = _check_time_limit(time_limit)
+    lam_old = np.empty_like(lam)
+    tol = float(tol)
+    watch = None
+    if detect_infeasible and np.isinf(g):
+        W0c = W.copy()
+
+        def gram(S):
+            VS = V[S]
+            return VS @ W0c @ VS.T, delta[S], np.arange(S.size)
+        watch = FarkasWatch(gram, delta * xi)
+
+    def step(c0, sweeps, budget, change):
+        return _run_metric(W, V, delta, xi, lam, lam_old, g, tol, c0, sweeps, budget, change)
     t0 = time.perf_counter()
-    sweeps, change, code, bad = _sweeps_metric(W, V, delta, xi, lam, g, float(tol), int(max_sweeps))
+    sweeps, change, code, bad, extra = _drive(step, V.shape[0], int(max_sweeps), lam, time_limit, watch)
     t = time.perf_counter() - t0
     W = 0.5 * (W + W.T)
-    return BregmanResult(W, lam, xi, int(sweeps), float(change), int(code), int(bad), t)
+    return BregmanResult(W, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
