@@ -38,9 +38,10 @@ import time
 import numba as nb
 import numpy as np
 
-from .._config import blas_limit
+from .._config import WorkBudget, blas_limit
 
-from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, _project, _quadratic_roots
+from .bregman import (NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FarkasWatch,
+                      _check_time_limit, _project, _quadratic_roots)
 
 # constraint kinds
 PAIR, RANK2 = 0, 1
@@ -364,7 +365,7 @@ def _project_rank2(c, R, G0, I, J, Kx, coef_u, coef_v, xi, lam, work):
     return OK
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def _passes(R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order, n_visit,
             state, shuffle, tol, max_passes):
     """Up to ``max_passes`` passes of Bregman projections (with the dual correction) over the
@@ -430,6 +431,80 @@ def _passes(R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order,
         if change < tol:
             return it + 1, change, OK, -1
     return max_passes, change, NOT_CONVERGED, -1
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _pass_change(lam, old, idx):
+    """The relative dual change of a pass over ``idx`` from λ = ``old`` (before, indexed like
+    idx), summed in the order of :func:`_passes` (the same bits)."""
+    num = 0.0
+    den = 0.0
+    for t in range(idx.shape[0]):
+        c = idx[t]
+        num += abs(lam[c] - old[t])
+        den += abs(lam[c]) + abs(old[t])
+    return 0.0 if den == 0.0 else num / den
+
+
+def _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit, state,
+                shuffle, tol, max_passes, budget):
+    """:func:`_passes` in calls of about ``budget.units`` projections (Ctrl-C and time
+    limits between calls, :class:`~cvxkml._config.WorkBudget`): whole passes when a pass
+    fits the budget, else one pass in slices of the (shuffled) order.  Same iterates, same
+    return values as one call of :func:`_passes`."""
+    done = 0
+    change = np.inf
+    n_visit = int(n_visit)
+    while done < max_passes:
+        if budget.units >= n_visit:
+            k = min(max_passes - done, max(1, budget.units // max(n_visit, 1)))
+            t = time.perf_counter()
+            s, change, code, bad = _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
+                                           order, n_visit, state, shuffle, tol, k)
+            budget.update(max(int(s), 1) * n_visit, time.perf_counter() - t)
+            done += int(s)
+            if code != NOT_CONVERGED or s < k:
+                return done, change, code, bad
+            continue
+        if shuffle:
+            _shuffle(order, n_visit, state)
+        idx = order[:n_visit].copy()
+        old = lam[idx]
+        a = 0
+        while a < n_visit:
+            b = min(n_visit, a + max(budget.units, 1))
+            t = time.perf_counter()
+            _, _, code, bad = _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
+                                      idx[a:b], b - a, state, False, -1.0, 1)
+            budget.update(b - a, time.perf_counter() - t)
+            if code not in (OK, NOT_CONVERGED):
+                return done, change, code, bad
+            a = b
+        change = _pass_change(lam, old, idx)
+        done += 1
+        if not np.isfinite(change):
+            return done, change, NONFINITE, -1
+        if change < tol:
+            return done, change, OK, -1
+    return done, change, NOT_CONVERGED, -1
+
+
+def _lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta):
+    """``gram(S)`` for :class:`~cvxkml.solvers.bregman.FarkasWatch`: the rows of the
+    constraints S in the factor coordinates (prior I): a pair δ v vᵀ, a rank-two row
+    u uᵀ − v vᵀ."""
+    def gram(S):
+        rows, sign, owner = [], [], []
+        for k, c in enumerate(S):
+            if kind[c] == PAIR:
+                rows.append(G0[I[c]] - G0[J[c]]); sign.append(delta[c]); owner.append(k)
+            else:
+                rows.append(cu[c, 0] * G0[I[c]] + cu[c, 1] * G0[J[c]]); sign.append(1.0)
+                rows.append(cv[c, 0] * G0[I[c]] + cv[c, 1] * G0[Kx[c]]); sign.append(-1.0)
+                owner += [k, k]
+        W = np.array(rows)
+        return W @ W.T, np.array(sign), np.array(owner, dtype=np.int64)
+    return gram
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -541,7 +616,8 @@ STALL = 1e-15
 @blas_limit()
 def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None, tol=1e-9,
                    max_sweeps=10_000, B0=None, *, lam0=None, xi0=None, gap_tol=None,
-                   viol_tol=None, order="shuffle", active_set=True, seed=0, stats=None):
+                   viol_tol=None, order="shuffle", active_set=True, seed=0, stats=None,
+                   time_limit=None, detect_infeasible=True):
     """Run the low-rank projections; returns (B, λ, ξ/targets, sweeps, change, code, bad, time).
 
     ``gamma`` applies to PAIR rows only (rank-two rows are hard constraints).
@@ -574,6 +650,16 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
     ``lam0`` / ``xi0`` continue from multipliers and slacks consistent with ``B0``.
     ``stats`` (a dict, optional) receives counters: projections, refreshes, checks,
     check_time, last certificate.
+
+    Interrupts and limits
+    ---------------------
+    The compiled passes return to Python after about 0.1 s of work (mid-pass when a pass
+    is longer; the iterates are the same), so Ctrl-C raises KeyboardInterrupt within that
+    time; ``time_limit`` (seconds) ends the run there with NOT_CONVERGED
+    (``stats["stopped"] = "time_limit"``).  With hard constraints (``gamma=None``) and
+    ``detect_infeasible``, a diverging dual that is a Farkas certificate
+    (:class:`~cvxkml.solvers.bregman.FarkasWatch`) ends the run with NOT_CONVERGED and
+    ``stats["farkas_ray"]``, ``stats["farkas_candidates"]``, ``stats["farkas_test"]``.
     """
     if order not in ("shuffle", "cyclic"):
         raise ValueError(f"order must be 'shuffle' or 'cyclic', not {order!r}")
@@ -600,11 +686,41 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
     viol_tol = np.inf if viol_tol is None else float(viol_tol)
     st = {} if stats is None else stats
     st.update(projections=0, refreshes=0, checks=0, check_time=0.0, certificate=None)
+    time_limit = _check_time_limit(time_limit)
+    budget = WorkBudget(start=max(m, 1) * 4)
+    watch = None
+    if detect_infeasible and np.isinf(g) and m:
+        watch = FarkasWatch(_lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta),
+                            np.where(kind == PAIR, delta * target, target))
     t0 = time.perf_counter()
+
+    def stop_here(sweeps):
+        """Between chunks: a Farkas ray or the time limit ends the run."""
+        if watch is not None and sweeps >= watch.next:
+            ray = watch.check(sweeps, lam)
+            if ray is not None:
+                st.update(ray)
+                return True
+        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+            st["stopped"] = "time_limit"
+            return True
+        return False
+
     if order == "cyclic" and not active_set and not certify:          # the paper's loop
-        sweeps, change, code, bad = _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
-                                            np.arange(m), m, np.zeros(1, np.uint64), False, tol,
-                                            max_sweeps)
+        sweeps, change, code = 0, np.inf, NOT_CONVERGED
+        every, bad = np.arange(m), -1
+        no_state = np.zeros(1, np.uint64)
+        while sweeps < max_sweeps:
+            k = max_sweeps - sweeps
+            if watch is not None:
+                k = min(k, max(watch.next - sweeps, 1))
+            if budget.units < 64 * max(m, 1) or time_limit is not None:
+                k = min(k, max(budget.units // max(m, 1), 1))
+            s, change, code, bad = _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
+                                               every, m, no_state, False, tol, k, budget)
+            sweeps += int(s)
+            if code != NOT_CONVERGED or stop_here(sweeps):
+                break
         st["projections"] = sweeps * m
         return (np.ascontiguousarray(R.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
                 time.perf_counter() - t0)
@@ -673,14 +789,21 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
             pass_cost = max(n_visit, 1) * 4.0 * r * r / 4e9
             refresh_cost = 5e-5 + 2.0 * G0.shape[0] * r * r / 2e10 + m * r / 1e9
             chunk = int(min(64, max(every, refresh_cost // pass_cost)))
-        s, change, code, bad = _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, visit,
-                                       n_visit, state, order == "shuffle", tol,
-                                       min(chunk, max_sweeps - sweeps))
+        chunk = min(chunk, max_sweeps - sweeps)
+        if time_limit is not None:
+            chunk = min(chunk, max(budget.units // max(n_visit, 1), 1))
+        if watch is not None:
+            chunk = min(chunk, max(watch.next - sweeps, 1))
+        s, change, code, bad = _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
+                                           visit, n_visit, state, order == "shuffle", tol,
+                                           chunk, budget)
         st["projections"] += s * n_visit
         sweeps += s
         if code not in (OK, NOT_CONVERGED):          # a breakdown at constraint ``bad``
             break
         rule = code == OK
         code = NOT_CONVERGED
+        if not rule and stop_here(sweeps):
+            break
     elapsed = time.perf_counter() - t0
     return np.ascontiguousarray(R.T), lam, xi, int(sweeps), float(change), int(code), int(bad), elapsed

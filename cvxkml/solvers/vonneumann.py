@@ -61,9 +61,10 @@ import time
 import numba as nb
 import numpy as np
 
-from .._config import blas_limit
+from .._config import WorkBudget, blas_limit
 
-from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult, _dual_change, _quadratic_roots
+from .bregman import (NONFINITE, NOT_CONVERGED, OK, BregmanResult, FarkasWatch, _check_time_limit,
+                      _dual_change, _quadratic_roots)
 from ._newton import cg, projected_armijo
 
 _EPS = np.finfo(np.float64).eps
@@ -685,7 +686,7 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
 
 
 # --------------------------------------------------------------------- sweeps
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats, order):
     """Sweeps over the constraints ``order`` (in that order) until the relative dual change
     of a sweep is below ``tol`` or ``max_sweeps``; returns (sweeps, change, code, bad
@@ -721,6 +722,45 @@ def _sweeps_vn(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats):
     """Full cyclic sweeps (the paper's loop): see :func:`_sweeps_vn_set`."""
     order = np.arange(I.shape[0])
     return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats, order)
+
+
+def _vn_run(W, q, F, I, J, delta, xi, lam, gamma, tol, n_sweeps, stats, order, budget):
+    """:func:`_sweeps_vn_set` in calls of about ``budget.units`` projections (Ctrl-C and time
+    limits between calls, :class:`~cvxkml._config.WorkBudget`): whole sweeps when one fits
+    the budget, else one sweep in slices of ``order``.  Same iterates and return values as
+    one call."""
+    done = 0
+    change = np.inf
+    k_len = order.shape[0]
+    while done < n_sweeps:
+        if budget.units >= k_len:
+            k = min(n_sweeps - done, max(1, budget.units // max(k_len, 1)))
+            t = time.perf_counter()
+            s, change, code, bad = _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, k,
+                                                  stats, order)
+            budget.update(max(int(s), 1) * k_len, time.perf_counter() - t)
+            done += int(s)
+            if code != NOT_CONVERGED:
+                return done, change, code, bad
+            continue
+        start = lam.copy()
+        a = 0
+        while a < k_len:
+            b = min(k_len, a + max(budget.units, 1))
+            t = time.perf_counter()
+            _, _, code, bad = _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, -1.0, 1,
+                                             stats, order[a:b])
+            budget.update(b - a, time.perf_counter() - t)
+            if code == NONFINITE:
+                return done, change, code, bad
+            a = b
+        change = _dual_change(lam, start)
+        done += 1
+        if not np.isfinite(change):
+            return done, change, NONFINITE, -1
+        if change < tol:
+            return done, change, OK, -1
+    return done, change, NOT_CONVERGED, -1
 
 
 # --------------------------------------------------------------------- certificate
@@ -786,7 +826,8 @@ def _certified(cert, gap_tol, viol_tol) -> bool:
 # --------------------------------------------------------------------- driver
 @blas_limit()
 def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000, *,
-                     gap_tol=None, viol_tol=None, stop="both", active_set=False, callback=None):
+                     gap_tol=None, viol_tol=None, stop="both", active_set=False, callback=None,
+                     time_limit=None, detect_infeasible=True):
     """Cyclic von Neumann projections on X̂ = W diag(e^q) Wᵀ (W = I, q = q0 initially)
     for pair constraints δ(v̂ᵀX̂v̂ − ξ) <= 0 with v̂ = F[i] − F[j]; returns a
     :class:`BregmanResult` whose ``matrix`` is X̂ and ``extra`` holds W, q, the certificate
@@ -810,6 +851,13 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
     ``callback(dict)`` is called after every full sweep that does not end the run (keys
     sweeps, dual_change, certificate — None unless computed — and time, seconds so far);
     a truthy return stops the run with NOT_CONVERGED (e.g. a time budget).
+
+    The compiled sweeps return to Python after about 0.1 s of work (mid-sweep when a sweep
+    is longer; same iterates), so Ctrl-C raises KeyboardInterrupt within that time;
+    ``time_limit`` (seconds) ends the run there with NOT_CONVERGED (``extra["stopped"]``).
+    With hard constraints and ``detect_infeasible``, a diverging dual that is a Farkas
+    certificate (:class:`~cvxkml.solvers.bregman.FarkasWatch`) ends the run with
+    NOT_CONVERGED and ``extra["farkas_ray"]``, ``extra["farkas_candidates"]``.
     """
     if stop not in ("both", "certificate", "dual_change"):
         raise ValueError("stop must be 'both', 'certificate' or 'dual_change'")
@@ -833,6 +881,16 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
     base = max(tol, 1e-6)
     gap_tol = base if gap_tol is None else float(gap_tol)
     viol_tol = base if viol_tol is None else float(viol_tol)
+    time_limit = _check_time_limit(time_limit)
+    budget = WorkBudget(start=max(m, 1))
+    every = np.arange(m)
+    watch = None
+    if detect_infeasible and gamma is None and m:
+        def gram(S):
+            V = F[I[S]] - F[J[S]]
+            return V @ V.T, dl[S], np.arange(S.size)
+        watch = FarkasWatch(gram, dl * b0)
+    found = {}
     t0 = time.perf_counter()
     sweeps, full_sweeps, active_sweeps, visited_active = 0, 0, 0, 0
     change, code, bad, cert = np.inf, NOT_CONVERGED, -1, None
@@ -841,7 +899,12 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
         # full sweep(s): one at a time with the active set, the certificate rule or a callback
         one = active_set or stop == "certificate" or tol <= 0 or callback is not None
         n_full = 1 if one else max_sweeps - sweeps
-        done, change, kcode, bad = _sweeps_vn(W, q, F, I, J, dl, xi, lam, g, tol, n_full, stats)
+        if watch is not None:
+            n_full = min(n_full, max(watch.next - sweeps, 1))
+        if time_limit is not None:
+            n_full = min(n_full, max(budget.units // max(m, 1), 1))
+        done, change, kcode, bad = _vn_run(W, q, F, I, J, dl, xi, lam, g, tol, n_full, stats,
+                                           every, budget)
         sweeps += int(done)
         full_sweeps += int(done)
         if kcode == NONFINITE:
@@ -866,11 +929,18 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
                                               "certificate": cert,
                                               "time": time.perf_counter() - t0}):
             break
+        if watch is not None and sweeps >= watch.next:
+            found = watch.check(sweeps, lam) or {}
+            if found:
+                break
+        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+            found = {"stopped": "time_limit"}
+            break
         if active_set and max_sweeps - sweeps >= 2:
             A = np.flatnonzero(lam > 0.0).astype(np.int64)
             if 0 < A.size < m:
-                done, ch, kcode, bad = _sweeps_vn_set(W, q, F, I, J, dl, xi, lam, g, tol,
-                                                      max_sweeps - sweeps - 1, stats, A)
+                done, ch, kcode, bad = _vn_run(W, q, F, I, J, dl, xi, lam, g, tol,
+                                               max_sweeps - sweeps - 1, stats, A, budget)
                 sweeps += int(done)
                 active_sweeps += int(done)
                 visited_active += int(done) * A.size
@@ -888,7 +958,7 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
              "passes_per_root": stats[3] / max(stats[4], 1),
              "full_sweeps": full_sweeps, "active_sweeps": active_sweeps,
              "visited_active": visited_active,
-             "certificate_s": cert_time, "solver": "vonneumann-alg3"}
+             "certificate_s": cert_time, "solver": "vonneumann-alg3", **found}
     if cert is not None:
         extra["certificate"] = {k: v for k, v in cert.items() if k != "distances"}
     return BregmanResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
