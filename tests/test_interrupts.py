@@ -1,0 +1,137 @@
+"""Ctrl-C within a second (issue 32, item 4): a SIGINT sent 1 s into a long fast solve in a
+child process ends it with KeyboardInterrupt within 2 s, and the problem then solves again
+to the same answer; ``time_limit`` holds; the conic reference solve is interruptible too."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process (POSIX)")
+
+_SETUP = """
+import sys, time, warnings
+import numpy as np
+from cvxkml.sideinfo import PairConstraints
+rng = np.random.default_rng(1)
+n, d, m = 200, 60, 4000
+X = rng.standard_normal((n, d)) / np.sqrt(d)
+i = rng.integers(0, n, m); j = (i + 1 + rng.integers(0, n - 1, m)) % n
+D = ((X[i] - X[j]) ** 2).sum(1)
+y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+P = PairConstraints(i, j, y, np.where(y > 0, 0.7 * D, 1.3 * D))
+warnings.simplefilter("ignore")
+"""
+
+_BREGMAN = _SETUP + """
+from cvxkml.declare.logdet import ITML
+from cvxkml.solvers.bregman import bregman_metric
+problem = ITML(X, P, gamma=1.0)
+before = problem.solve(max_iter=3)                       # also compiles
+X0 = X.copy()
+print("READY", flush=True)
+try:
+    bregman_metric(np.eye(d), X, P.i, P.j, P.y, P.bound, 1.0, 0.0, 100_000)   # minutes
+    print("NOT INTERRUPTED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+after = problem.solve(max_iter=3)
+print("SAME", bool(np.array_equal(before.matrix, after.matrix) and np.array_equal(before.dual, after.dual)
+                   and np.array_equal(X, X0)), flush=True)
+"""
+
+_VONNEUMANN = _SETUP + """
+from cvxkml.declare.vonneumann import VonNeumannKernel
+from cvxkml.solvers.vonneumann import vonneumann_pairs
+K = X @ X.T
+P = PairConstraints(P.i[:1000], P.j[:1000], P.y[:1000], P.bound[:1000])
+problem = VonNeumannKernel(K, P, gamma=1.0)
+before = problem.solve(max_iter=2)
+F, q0 = problem.F, np.zeros(problem.F.shape[1])
+vonneumann_pairs(F, q0, P.i[:50], P.j[:50], P.y[:50], P.bound[:50], 1.0, 0.0, 1)
+print("READY", flush=True)
+try:
+    vonneumann_pairs(F, q0, P.i, P.j, P.y, P.bound, 1.0, 0.0, 100_000, stop="dual_change")
+    print("NOT INTERRUPTED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+after = problem.solve(max_iter=2)
+print("SAME", bool(np.array_equal(before.matrix, after.matrix) and np.array_equal(before.dual, after.dual)), flush=True)
+"""
+
+_CONIC = """
+import time
+from cvxkml.declare._conic import _interruptible
+print("READY", flush=True)
+try:
+    # the worker blocks without ever looking at signals (as SCS does): only the waiting
+    # thread can answer Ctrl-C
+    _interruptible(lambda: time.sleep(30))
+    print("NOT INTERRUPTED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+print("SAME", _interruptible(lambda: 41 + 1) == 42, flush=True)
+"""
+
+
+def _interrupt(script, delay=1.0):
+    """Run ``script`` in a child; 1 s after it prints READY send SIGINT; return (seconds from
+    the signal to the child's INTERRUPTED line, the child's output)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=env)
+    lines = []
+    try:
+        for line in child.stdout:
+            lines.append(line)
+            if line.startswith("READY"):
+                break
+        else:
+            pytest.fail("the child ended before READY:\n" + "".join(lines))
+        time.sleep(delay)
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        latency = None
+        for line in child.stdout:
+            lines.append(line)
+            if latency is None and ("INTERRUPTED" in line):
+                latency = time.perf_counter() - sent
+        child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    return latency, "".join(lines)
+
+
+@pytest.mark.parametrize("script", [_BREGMAN, _VONNEUMANN, _CONIC], ids=["bregman", "vonneumann", "conic"])
+def test_sigint_ends_solve_within_two_seconds(script):
+    latency, out = _interrupt(script)
+    assert "NOT INTERRUPTED" not in out, out
+    assert latency is not None and latency <= 2.0, out      # measured 0.0-0.1 s
+    assert "SAME True" in out, out
+
+
+def test_time_limit_holds():
+    """time_limit ends a run of minutes after about the limit, NOT_CONVERGED."""
+    from cvxkml.solvers.bregman import NOT_CONVERGED, bregman_metric
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 40))
+    i = rng.integers(0, 100, 2000)
+    j = (i + 1 + rng.integers(0, 99, 2000)) % 100
+    D = ((X[i] - X[j]) ** 2).sum(1)
+    y = np.where(rng.random(2000) < 0.5, 1.0, -1.0)
+    b = np.where(y > 0, 0.7 * D, 1.3 * D)
+    bregman_metric(np.eye(40), X, i, j, y, b, 1.0, 0.0, 1)            # compile
+    t = time.perf_counter()
+    res = bregman_metric(np.eye(40), X, i, j, y, b, 1.0, 0.0, 10**7, time_limit=0.5)
+    elapsed = time.perf_counter() - t
+    assert res.code == NOT_CONVERGED and res.extra["stopped"] == "time_limit"
+    assert 0.5 <= elapsed <= 2.5 and 1 <= res.sweeps < 10**7          # measured ~0.6 s
+    with pytest.raises(ValueError, match="time_limit"):
+        bregman_metric(np.eye(40), X, i, j, y, b, 1.0, 0.0, 5, time_limit=-1.0)
