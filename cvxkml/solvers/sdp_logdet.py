@@ -54,7 +54,7 @@ import time
 import numba as nb
 import numpy as np
 
-from .._config import blas_limit
+from .._config import WorkBudget, blas_limit
 from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, BregmanResult, _dual_change
 from .result import UNBOUNDED           # no dual-feasible start found: unbounded below
 
@@ -225,7 +225,7 @@ def _kkt_term(h0, size, lam_c):
     return v / size if size > 0.0 else v
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
     """Cyclic projections.  Stops after the first sweep whose largest relative KKT residual
     (measured at each constraint just before its projection) is below ``tol``.
@@ -364,11 +364,27 @@ def _A(U, w, owner, lam):
 def _safe_sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
     """:func:`_sweeps`, with a singular q × q system inside a multi-term projection (the
     iterate at the barrier's boundary: LinAlgError from Numba's solve) reported as NONFINITE
-    at an unknown constraint instead of raised."""
-    try:
-        return _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps)
-    except np.linalg.LinAlgError:
-        return 0, np.inf, np.inf, NONFINITE, -1
+    at an unknown constraint instead of raised.
+
+    Run in calls of about 0.1 s of whole sweeps (:class:`~cvxkml._config.WorkBudget`, one
+    sweep first): Ctrl-C raises KeyboardInterrupt between two calls.  Each sweep starts
+    afresh in :func:`_sweeps`, so the iterates and the return values are those of one call."""
+    budget = WorkBudget(start=1)
+    done = 0
+    out = (0, np.inf, np.inf, NOT_CONVERGED, -1)
+    while done < max_sweeps:
+        k = min(budget.units, max_sweeps - done)
+        t0 = time.perf_counter()
+        try:
+            sw, change, kkt, code, bad = _sweeps(X, U, w, ptr, t, lam, gamma, tol, k)
+        except np.linalg.LinAlgError:
+            return done, np.inf, np.inf, NONFINITE, -1
+        budget.update(max(int(sw), 1), time.perf_counter() - t0)
+        done += int(sw)
+        out = (done, change, kkt, code, bad)
+        if code != NOT_CONVERGED:
+            break
+    return out
 
 
 def barrier_primal(C, U, w, ptr, lam, gamma, tau=0.0):
