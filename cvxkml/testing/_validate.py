@@ -69,6 +69,13 @@ def _spectral_spec(problem, sol, base=None, **kw):
     return _Spec((M,), viol_args, checks, dual, base=base)
 
 
+def _as_checked(a, **kw):
+    """A returned 2-D matrix (square: symmetric and PSD) or vector: finite, any size."""
+    if np.ndim(a) == 2 and np.shape(a)[0] == np.shape(a)[1]:
+        return check_primal_matrix(a, np.shape(a), **kw)
+    return check_primal_vector(a, np.size(a) if np.ndim(a) == 1 else -1, what="primal point")
+
+
 def _family_spec(problem, sol, **kw) -> _Spec:
     from .. import declare
     from ..declare.base import SpectralProblem
@@ -76,6 +83,10 @@ def _family_spec(problem, sol, **kw) -> _Spec:
         return _spectral_spec(problem, sol, **kw)
     if isinstance(problem, declare.IPLR):
         return _spectral_spec(problem, sol, base=problem.reduced, **kw)
+    if isinstance(problem, declare.ExtendedProblem) and not isinstance(problem.base, SpectralProblem):
+        # an extended LMNN/KCR/MKL/Yeung problem: its primal in user coordinates is sol.matrix
+        return _Spec((sol.matrix,), (sol.matrix,), [lambda: _as_checked(sol.matrix, **kw)],
+                     unverified="the conic solver's dual objective (no closed-form Lagrange dual)")
     if isinstance(problem, declare.ExtendedProblem):
         spec = _spectral_spec(problem, sol, base=problem.base, **kw)
         spec.dual = None
