@@ -3,7 +3,9 @@
 ======================================  ====================================================
 :mod:`~cvxkml.estimators.logdet`        ITML, KernelITML, LowRankKernelITML (Davis et al.
                                         2007; Jain et al. 2012; Kulis et al. 2009)
-:mod:`~cvxkml.estimators.spectral`      VonNeumannKernelLearner (Kulis et al. 2009 §5)
+:mod:`~cvxkml.estimators.spectral`      VonNeumannKernelLearner (Kulis et al. 2009 §5);
+                                        SpectralKernelLearner, SpectralMetricLearner (any
+                                        regularizer, Jain et al. 2012 eq. 12-13)
 :mod:`~cvxkml.estimators.trace`         TraceSSIKDR (Jain et al. 2012 §5)
 :mod:`~cvxkml.estimators.pola`          KernelPOLA (Jain et al. 2012 §4.2)
 :mod:`~cvxkml.estimators.kcr`           KCRClassifier (Sriperumbudur et al. 2008)
@@ -34,14 +36,16 @@ from .kcr import KCRClassifier
 from .logdet import ITML, KernelITML, LowRankKernelITML
 from .mkl import LMNN, LMNNMKL
 from .pola import KernelPOLA
-from .spectral import VonNeumannKernelLearner
+from .spectral import (SpectralKernelLearner, SpectralMetricLearner, VonNeumannKernelLearner,
+                       register_regularizer)
 from .trace import TraceSSIKDR
 from .yeung import SemiSupervisedKernelMetric, random_similar_pairs
 
 #: every estimator class of cvxkml
 ESTIMATORS = (ITML, KernelITML, LowRankKernelITML, VonNeumannKernelLearner, TraceSSIKDR,
-              KernelPOLA, KCRClassifier, LMNN, LMNNMKL, SemiSupervisedKernelMetric)
+              KernelPOLA, KCRClassifier, LMNN, LMNNMKL, SemiSupervisedKernelMetric, SpectralKernelLearner,
+              SpectralMetricLearner)
 
 __all__ = [cls.__name__ for cls in ESTIMATORS] + [
-    "ESTIMATORS", "random_similar_pairs", "save", "load", "EstimatorFileError", "FormatVersionError",
+    "ESTIMATORS", "random_similar_pairs", "register_regularizer", "save", "load", "EstimatorFileError", "FormatVersionError",
     "EstimatorClassError"]

@@ -191,6 +191,9 @@ class _Writer:
             c = sp.csr_matrix(v)
             return {"__csr__": {"data": self.array(c.data), "indices": self.array(c.indices),
                                 "indptr": self.array(c.indptr), "shape": list(c.shape)}}
+        reg = _encode_regularizer(v, where, self)
+        if reg is not None:
+            return reg
         name = _qualname(v)
         if name in SAFE_CLASSES and hasattr(v, "__dict__"):
             return {"__object__": name,
@@ -265,6 +268,70 @@ def read_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int):
     return arr, info.file_size
 
 
+def _encode_regularizer(v, where, writer):
+    """A :class:`~cvxkml.declare.regularizers.Regularizer` as its import path and its
+    ``__init__`` arguments (read from the attributes of the same names); None for any other
+    value."""
+    from ..declare.regularizers import Regularizer
+    if not isinstance(v, Regularizer):
+        return None
+    cls = type(v)
+    params = {}
+    for name, prm in inspect.signature(cls.__init__).parameters.items():
+        if name == "self" or prm.kind in (prm.VAR_POSITIONAL, prm.VAR_KEYWORD):
+            continue
+        if not hasattr(v, name):
+            if name == "prior" and getattr(v, "logp", 0) is None:     # VonNeumann() without a prior
+                continue
+            raise _Unencodable(f"{where}: the regularizer {cls.__name__} does not keep its __init__ argument "
+                               f"{name!r} as an attribute of that name, so it cannot be saved")
+        value = getattr(v, name)
+        if isinstance(value, np.ndarray) or not _plain(value):
+            raise _Unencodable(f"{where}: the regularizer argument {name}={value!r} is not a plain JSON value")
+        params[name] = writer.encode(value, f"{where}.{name}")
+    return {"__regularizer__": _qualname(v), "params": {"__dict__": params}}
+
+
+def _plain(v, depth=0):
+    if depth > 8:
+        return False
+    if v is None or isinstance(v, (bool, str, numbers.Integral)):
+        return True
+    if isinstance(v, float):
+        return True
+    if isinstance(v, (list, tuple)):
+        return all(_plain(x, depth + 1) for x in v)
+    return False
+
+
+def _decode_regularizer(name, params, fail):
+    """The regularizer a file names, resolved without importing anything: a class of an
+    already imported module, a Regularizer subclass that is a built-in of
+    :mod:`cvxkml.declare.regularizers` or registered with
+    :func:`cvxkml.estimators.register_regularizer`; built with its saved arguments."""
+    import sys
+    from ..declare import regularizers as builtin
+    from .spectral import _REGULARIZERS
+    if not isinstance(name, str) or ":" not in name or not isinstance(params, dict):
+        fail("a regularizer entry without a class name")
+    module, _, qual = name.partition(":")
+    cls = _REGULARIZERS.get(name)
+    if cls is None and module == builtin.__name__ and qual in builtin.__all__:
+        cls = getattr(builtin, qual, None)
+    if cls is None:
+        where = "its module is imported but" if module in sys.modules else f"its module {module!r} is not imported and"
+        fail(f"it names the regularizer {name[:120]}, which {where} the class is not registered; "
+             "import the module that defines it and call cvxkml.estimators.register_regularizer(TheClass) "
+             "before loading (a file never makes cvxkml import a module)")
+    if not (isinstance(cls, type) and issubclass(cls, builtin.Regularizer)):
+        fail(f"{name[:120]} is not a Regularizer")
+    try:
+        return cls(**params)
+    except Exception as exc:          # noqa: BLE001 -- the regularizer's own argument checks
+        fail(f"the regularizer {cls.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())[:120]}) "
+             f"cannot be built: {str(exc)[:200]}")
+
+
 class _Reader:
     """Decodes the header's values; ``arrays`` maps a name to the archive member, read on
     first use within the byte budget."""
@@ -331,6 +398,8 @@ class _Reader:
                                    shape=tuple(shape))
                 c.check_format(full_check=True)
                 return c
+        if "__regularizer__" in v and set(v) == {"__regularizer__", "params"} and isinstance(v["params"], dict):
+            return _decode_regularizer(v["__regularizer__"], self.decode(v["params"], depth + 1), self.fail)
         if "__object__" in v and set(v) == {"__object__", "state"} and isinstance(v["state"], dict):
             name = v["__object__"]
             if name not in SAFE_CLASSES:

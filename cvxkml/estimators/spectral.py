@@ -35,12 +35,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._progress import verbose_logging as _verbose_logging
+from .._validation import as_generator, check_index_array, estimator_fit_data
+from ..errors import InvalidInputError
 from ..factor import Factorization
-from ._base import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, SLACK_CONSTRAINTS,
-                    STANDARDIZE_CONSTRAINTS, CvxkmlEstimator, EmbeddingDistance, FactorCross,
-                    KernelExtensionMixin, KernelMap, Options, PairLearnerMixin, _EmbeddingKernel)
+from ..sideinfo import percentile_bounds
+from ._base import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, PAIR_CONSTRAINTS, POSITIVE,
+                    SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Check, ComponentsMixin, CvxkmlEstimator,
+                    EmbeddingDistance, FactorCross, Integer, KernelExtensionMixin, KernelMap, LinearMap, Options,
+                    PairLearnerMixin, Real, _EmbeddingKernel, fill_doc)
 
-__all__ = ["VonNeumannKernelLearner"]
+__all__ = ["VonNeumannKernelLearner", "SpectralKernelLearner", "SpectralMetricLearner", "register_regularizer"]
 
 
 class VonNeumannKernelLearner(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
@@ -201,3 +206,332 @@ default="gaussian"
     def _kernel_function(self):
         return _EmbeddingKernel(self._embedding()) if self.divergence_ == "kulis" else \
             super()._kernel_function()
+
+
+# =========================================================================== declared variants
+#: the regularizer classes a saved estimator may name besides the built-ins of
+#: :mod:`cvxkml.declare.regularizers` (see :func:`register_regularizer`)
+_REGULARIZERS: dict = {}
+
+
+def register_regularizer(cls):
+    """Allow a user's :class:`~cvxkml.declare.regularizers.Regularizer` subclass to be
+    named in a saved :class:`SpectralKernelLearner` / :class:`SpectralMetricLearner` file.
+
+    Loading never imports a module named in a file: the class is looked up among the
+    modules this Python process has imported already, and it must be a ``Regularizer``
+    subclass that is either a built-in of :mod:`cvxkml.declare.regularizers` or registered
+    here.  Use as a decorator or a call, in the module that defines the class, before
+    ``load``.
+
+    Parameters
+    ----------
+    cls : type
+        A subclass of :class:`~cvxkml.declare.regularizers.Regularizer` whose ``__init__``
+        arguments are stored as attributes of the same names (scikit-learn's convention),
+        JSON-plain values (numbers, strings, booleans, None, lists of them).
+
+    Returns
+    -------
+    cls : type
+        Unchanged.
+
+    Raises
+    ------
+    InvalidInputError
+        ``cls`` is not a Regularizer subclass.
+    """
+    from ..declare.regularizers import Regularizer
+    from ..errors import InvalidInputError
+
+    if not (isinstance(cls, type) and issubclass(cls, Regularizer)):
+        raise InvalidInputError(f"register_regularizer takes a Regularizer subclass; got {cls!r}.")
+    _REGULARIZERS[f"{cls.__module__}:{cls.__qualname__}"] = cls
+    return cls
+
+
+def _check_regularizer(value, name):
+    from ..declare.regularizers import LogDet, Regularizer
+    from ..errors import InvalidInputError
+
+    if value is None:
+        return LogDet()
+    if isinstance(value, type) and issubclass(value, Regularizer):
+        raise InvalidInputError(f"{name} must be a Regularizer instance, e.g. {value.__name__}(); "
+                                "got the class itself.")
+    if not isinstance(value, Regularizer):
+        raise InvalidInputError(
+            f"{name} must be None (LogDet) or a cvxkml.declare.regularizers.Regularizer instance "
+            f"(LogDet(), VonNeumann(), Frobenius(), TraceNorm(tau), or your subclass); got {type(value).__name__}.")
+    value.check_theorem4()
+    return value
+
+
+def _check_triplet_margin(value, name):
+    return Real(0.0, none=True, what="None or a finite non-negative number")(value, name)
+
+
+#: what both declared-variant learners take beyond the kernel
+SPECTRAL_CONSTRAINTS = {
+    "regularizer": Check(_check_regularizer),
+    "constraints": Options("auto", "slack", "hinge", "hard", what="'auto', 'slack', 'hinge' or 'hard'"),
+    "C": Real(0.0, low_open=True, what="a finite positive number"),
+    "gamma": Real(0.0, low_open=True, what="a finite positive number"),
+    "margin": Check(_check_triplet_margin),
+    **PAIR_CONSTRAINTS, "percentiles": BREGMAN_CONSTRAINTS["percentiles"],
+    "tol": POSITIVE, "max_iter": Integer(1), **CONTROL_CONSTRAINTS}
+
+
+def _given_triplets(triplets, n):
+    arr = np.asarray(triplets) if not isinstance(triplets, (str, bytes, dict)) else np.zeros((0, 0))
+    if arr.ndim != 2 or arr.shape[1] != 3 or arr.shape[0] == 0:
+        raise InvalidInputError("triplets must be an integer array of shape (m, 3), m >= 1: rows (i, j, k) "
+                                f"meaning point i is closer to j than to k; got shape {arr.shape}.")
+    return check_index_array(arr, "triplets", n, ndim=2)
+
+
+class _SpectralLearner(PairLearnerMixin, CvxkmlEstimator):
+    """fit from labels (pairs drawn from them), or from given pairs and/or triplets."""
+
+    @fill_doc
+    def fit(self, X, y=None, *, pairs=None, triplets=None):
+        """Learn from class labels y, or from given pairs and/or triplets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (for the kernel learner with ``kernel="precomputed"``: the training
+            kernel matrix).
+        y : array-like of shape (n_samples,) or None, default=None
+            Class labels; pairs are drawn from them (``scheme``, ``n_similar``,
+            ``n_dissimilar``).  Give y, or ``pairs`` / ``triplets``, not both.
+        pairs : PairConstraints or array-like of shape (m, 2) or (m, 3), default=None
+            As for :class:`~cvxkml.estimators.ITML` (bounds from the ``percentiles``).
+        triplets : array-like of shape (t, 3), default=None
+            Rows (i, j, k): d(i, j) + margin <= d(i, k) in the learned squared distances.
+
+        %(fitted_self)s
+
+        Raises
+        ------
+        InvalidInputError
+            A parameter out of its range; y together with pairs/triplets, or none of them;
+            an index out of range.
+        InfeasibleError
+            ``constraints="hard"`` and no matrix satisfies them (use ``"hinge"``).
+        """
+        p = self._validate_params()
+        if y is not None and (pairs is not None or triplets is not None):
+            raise InvalidInputError(f"Give either labels y or pairs/triplets to {type(self).__name__}.fit, not both.")
+        if triplets is None:
+            X, y = self._fit_inputs(X, y, pairs)
+        else:
+            X = estimator_fit_data(self, X)
+        with _verbose_logging(p.verbose):
+            self._fit_variant(X, y, pairs, triplets, p)
+        return self
+
+    def _side_information(self, y, pairs, triplets, p, baseline, n):
+        """The constraint list: pairs (from y or given), triplets, each wrapped in Hinge(C)
+        for ``constraints="hinge"``."""
+        from ..sideinfo import Hinge, RelativeConstraints
+        out = []
+        self.pairs_ = None if (y is None and pairs is None) else self._pair_constraints(y, pairs, p, baseline, n)
+        if self.pairs_ is not None:
+            out.append(self.pairs_)
+        self.triplets_ = None
+        if triplets is not None:
+            t = _given_triplets(triplets, n)
+            margin = p.margin
+            if margin is None:
+                margin = percentile_bounds(baseline, n, p.percentiles, as_generator(p.random_state))[0]
+            self.triplets_ = RelativeConstraints(t[:, 0], t[:, 1], t[:, 2], np.full(t.shape[0], float(margin)))
+            out.append(self.triplets_)
+        mode = self._constraint_mode(p)
+        if mode == "hinge":
+            out = [Hinge(c, C=p.C) for c in out]
+        return out, (p.gamma if mode == "slack" else None)
+
+    def _constraint_mode(self, p) -> str:
+        """``"auto"``: the regularizer's own slack when it has one (LogDet, von Neumann),
+        hinge otherwise."""
+        if p.constraints == "auto":
+            return "slack" if p.regularizer.has_slack else "hinge"
+        if p.constraints == "slack" and not p.regularizer.has_slack:
+            raise InvalidInputError(f"The {p.regularizer.name} regularizer has no slack formulation; use "
+                                    "constraints='hinge' or 'hard'.")
+        return p.constraints
+
+
+@fill_doc
+class SpectralKernelLearner(KernelExtensionMixin, _SpectralLearner):
+    """Kernel learning with any spectral regularizer (Jain et al. 2012, eq. 12, Theorem 4):
+
+        min_K  f(K0^-½ K K0^-½)  s.t. pair / triplet constraints on K
+
+    (``constraints="hinge"``: each constraint may be violated at cost C per unit; ``"hard"``:
+    exactly), solved by ``SpectralKernel(K0, constraints, regularizer).solve()`` (whatever
+    fast solver the problem dispatches to; every answer carries its Lagrange certificate).
+    The learned kernel is extended to new points by eq. 18,
+    κ(z1, z2) = α κ0(z1, z2) + k1ᵀ S k2 with S = K0⁺(K − αK0)K0⁺ and α the minimizer of
+    the regularizer's f_s (Theorem 4).
+
+    Parameters
+    ----------
+    regularizer : Regularizer or None, default=None
+        Any :class:`cvxkml.declare.regularizers.Regularizer` instance (LogDet(), VonNeumann(),
+        Frobenius(), TraceNorm(tau), or a user subclass); None is LogDet().  To save and load
+        an estimator with a user subclass, register it (:func:`register_regularizer`).
+    %(kernel_parameters)s
+    %(standardize)s
+    constraints : {"auto", "slack", "hinge", "hard"}, default="auto"
+        ``"slack"``: the regularizer's own slack divergence weighted by ``gamma`` (Jain et al.
+        eq. 7: γ D(diag ξ, diag ξ0); LogDet and von Neumann only); ``"hinge"``: hinge (ℓ1)
+        slack with cost ``C`` (any regularizer); ``"hard"``: hard constraints; ``"auto"``:
+        ``"slack"`` when the regularizer has one, else ``"hinge"``.
+    C : float, default=1.0
+        The hinge cost per unit of violation.
+    gamma : float, default=1.0
+        The slack weight γ of ``"slack"``.
+    margin : float or None, default=None
+        The triplet margin (None: the lower ``percentiles`` value of the squared base-kernel
+        distances, the similar-pair bound).
+    scheme, n_similar, n_dissimilar, n_constraints, percentiles, random_state
+        Pairs from the labels, as in :class:`~cvxkml.estimators.ITML` (defaults "jain", 100,
+        100, None, (5.0, 95.0), None).
+    tol : float, default=1e-6
+        Relative duality gap of the certificate.
+    max_iter : int, default=10000
+        The solver's iteration limit.
+    %(control)s
+
+    Attributes
+    ----------
+    %(kernel_fitted)s
+    learned_kernel_ : cvxkml.learned.LearnedKernel
+        The learned kernel on arbitrary points (eq. 18).
+    alpha_ : float
+        α of the regularizer (the weight of κ0 in the extension).
+    embedding_ : ndarray of shape (n_train, n_components)
+        ``transform`` of the training points.
+    pairs_ : cvxkml.sideinfo.PairConstraints or None
+        The pair constraints used.
+    triplets_ : cvxkml.sideinfo.RelativeConstraints or None
+        The triplet constraints used.
+    solution_ : cvxkml.solution.Solution
+        The solver's result (``matrix`` is the learned n_train × n_train kernel).
+    n_iter_ : int
+        The solver's iterations.
+    %(converged)s
+    %(standardize_fitted)s
+    %(features_in)s
+
+    References
+    ----------
+    %(jain2012)s: eq. 12 and 18, Theorem 4.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from cvxkml.declare.regularizers import Frobenius
+    >>> from cvxkml.estimators import SpectralKernelLearner
+    >>> X, y = load_iris(return_X_y=True)
+    >>> est = SpectralKernelLearner(Frobenius(), n_similar=20, n_dissimilar=20, random_state=0).fit(X, y)
+    >>> est.transform(X[:2]).shape[0]
+    2
+    """
+
+    _parameter_constraints = {**KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS, **SPECTRAL_CONSTRAINTS}
+
+    def __init__(self, regularizer=None, *, kernel="gaussian", kernel_params=None, standardize="auto",
+                 constraints="auto", C=1.0, gamma=1.0, margin=None, scheme="jain", n_similar=100,
+                 n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=10000, random_state=None,
+                 verbose=0, callback=None):
+        self._store(locals())
+
+    def _fit_variant(self, X, y, pairs, triplets, p):
+        from ..declare import SpectralKernel
+        from ..sideinfo import baseline_kernel
+
+        kern, K0 = self._kernel_matrix(X, p)
+        cons, gamma = self._side_information(y, pairs, triplets, p, baseline_kernel(K0), X.shape[0])
+        reg = p.regularizer
+        sol = SpectralKernel(K0, cons, reg, gamma=gamma).solve(tol=p.tol, max_iter=p.max_iter,
+                                                  callback=p.monitor.for_solver())
+        self.alpha_ = float(reg.alpha)
+        self._extend(kern, X, K0, sol.matrix, self.alpha_)
+        self.embedding_ = self.learned_kernel_.embed_cross(K0)
+        self._set_solution(sol, p=p)
+
+
+@fill_doc
+class SpectralMetricLearner(ComponentsMixin, _SpectralLearner):
+    """Mahalanobis metric learning with any spectral regularizer (Jain et al. 2012, eq. 13):
+
+        min_W  f(W)  s.t. pair / triplet constraints on the distances (x_i − x_j)ᵀW(x_i − x_j)
+
+    (hinge or hard), solved by ``SpectralMetric(X, constraints, regularizer).solve()``;
+    ``components_`` is L with W = LᵀL, ``transform(X) = X @ components_.T``.  Features are
+    standardized first by default (``standardize="auto"``).
+
+    Parameters
+    ----------
+    regularizer : Regularizer or None, default=None
+        As for :class:`SpectralKernelLearner` (None is LogDet(): ITML's regularizer with the
+        identity prior).
+    standardize : "auto" or bool, default="auto"
+        Standardize the features before learning (``"auto"`` and True: yes; the map of raw
+        features is ``components_``, up to a translation).
+    constraints, C, gamma, margin, scheme, n_similar, n_dissimilar, n_constraints, percentiles, \
+random_state, tol, max_iter
+        As for :class:`SpectralKernelLearner` (bounds from squared Euclidean distances of
+        the standardized features).
+    %(control)s
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+        L with W = LᵀL on the standardized features, divided by the feature scale (a map of
+        raw features up to a translation).
+    pairs_ : cvxkml.sideinfo.PairConstraints or None
+        The pair constraints used.
+    triplets_ : cvxkml.sideinfo.RelativeConstraints or None
+        The triplet constraints used.
+    solution_ : cvxkml.solution.Solution
+        The solver's result (``matrix`` is W).
+    n_iter_ : int
+        The solver's iterations.
+    %(converged)s
+    %(standardize_fitted)s
+    %(features_in)s
+
+    References
+    ----------
+    %(jain2012)s: eq. 13.
+    """
+
+    _parameter_constraints = {**STANDARDIZE_CONSTRAINTS, **SPECTRAL_CONSTRAINTS}
+
+    def __init__(self, regularizer=None, *, standardize="auto", constraints="auto", C=1.0, gamma=1.0, margin=None,
+                 scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0),
+                 tol=1e-6, max_iter=10000, random_state=None, verbose=0, callback=None):
+        self._store(locals())
+
+    def _auto_standardize(self, p) -> bool:
+        return True
+
+    def _fit_variant(self, X, y, pairs, triplets, p):
+        from ..declare import SpectralMetric
+        from ..learned import components_from_metric
+        from ..sideinfo import baseline_metric
+
+        Z = self._feature_standardization(X, p)
+        cons, gamma = self._side_information(y, pairs, triplets, p, baseline_metric(Z), X.shape[0])
+        sol = SpectralMetric(Z, cons, p.regularizer, gamma=gamma).solve(tol=p.tol, max_iter=p.max_iter,
+                                                           callback=p.monitor.for_solver())
+        L = components_from_metric(sol.matrix)
+        self.components_ = L if self.feature_scale_ is None else L / self.feature_scale_
+        self._set_solution(sol, p=p)
+
+    def _embedding(self):
+        return LinearMap(self.components_)

@@ -28,6 +28,8 @@ CONFIGS = {
     "KCRClassifier": lambda: KCRClassifier(tol=1e-2),
     "LMNN": lambda: LMNN(kernel="gaussian", k=2, max_iter=200),
     "LMNNMKL": lambda: LMNNMKL(k=1, kernels=KS, max_outer=1, max_iter=20, max_convex_iter=5),
+    "SpectralKernelLearner": lambda: E.SpectralKernelLearner(**FEW),
+    "SpectralMetricLearner": lambda: E.SpectralMetricLearner(constraints="hinge", **FEW),
     "SemiSupervisedKernelMetric": lambda: SemiSupervisedKernelMetric(n_landmarks=30, n_neighbors=5,
                                                                      n_similar=20, random_state=0),
 }

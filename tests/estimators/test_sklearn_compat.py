@@ -13,7 +13,9 @@ from sklearn.utils.estimator_checks import estimator_checks_generator
 
 from cvxkml.estimators import (ESTIMATORS, ITML, LMNN, LMNNMKL, KCRClassifier, KernelITML,
                                KernelPOLA, LowRankKernelITML, SemiSupervisedKernelMetric,
-                               TraceSSIKDR, VonNeumannKernelLearner)
+                               SpectralKernelLearner, SpectralMetricLearner, TraceSSIKDR,
+                               VonNeumannKernelLearner)
+from cvxkml.declare.regularizers import Frobenius
 from cvxkml.kernels import Kernel
 
 PAIRS = dict(n_similar=20, n_dissimilar=20)
@@ -42,6 +44,11 @@ CONFIGS = {
     # n_landmarks=10 exercises the landmark path on the checks' 20–30-point data sets and the
     # all-landmarks (full) path on the smaller ones
     SemiSupervisedKernelMetric: [SemiSupervisedKernelMetric(n_landmarks=10, n_neighbors=3, n_similar=4)],
+    # defaults (LogDet with its slack) and a hinge-constrained Frobenius variant
+    SpectralKernelLearner: [SpectralKernelLearner(**FEW),
+                            SpectralKernelLearner(Frobenius(), kernel="linear", constraints="hinge", tol=1e-4, **FEW)],
+    SpectralMetricLearner: [SpectralMetricLearner(**FEW),
+                            SpectralMetricLearner(Frobenius(), constraints="hinge", tol=1e-4, **FEW)],
 }
 
 #: configurations checked only with CVXKML_SLOW=1: LMNN-MKL's "mu" variant solves its weight
