@@ -74,7 +74,7 @@ import numpy as np
 
 from scipy.optimize import lsq_linear
 
-from .._config import blas_limit
+from .._config import WorkBudget, blas_limit
 from ..formulas.lmnn import (LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
                           pair_weights, psd_factor)
 
@@ -156,7 +156,7 @@ def _psd_project(M):
     return W @ V.T
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def _steps(U, X, alpha, p, pi, pj, w_base, tt, ti, work, work_pairs, sig, tau, gamma,
            n_steps, X_sum, a_sum, w, OU, p_new):
     """``n_steps`` primal–dual iterations on the working set (in place)."""
@@ -702,6 +702,7 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
         ``"converged"``, ``"max_iter reached"``, ``"stalled"`` or ``"stopped by callback"``.
     """
     t0 = time.perf_counter()
+    steps_budget = WorkBudget(start=4)
     U = np.ascontiguousarray(U, dtype=np.float64)
     n, r = U.shape
     T = trip.n_triplets
@@ -867,8 +868,16 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
         X_sum[:, :] = 0.0
         a_sum[:] = 0.0
         n_steps = int(min(check_every, max_iter - it))
-        _steps(U, X, alpha, p, trip.pi, trip.pj, w_base, trip.tt, trip.ti, work, work_pairs,
-               sig, tau, gamma, n_steps, X_sum, a_sum, w, OU, p_new)
+        # in calls of about 0.1 s (Ctrl-C between them); _steps(k1) then _steps(k2) is
+        # _steps(k1 + k2): the state lives in the arrays
+        done = 0
+        while done < n_steps:
+            k = min(steps_budget.units, n_steps - done)
+            tk = time.perf_counter()
+            _steps(U, X, alpha, p, trip.pi, trip.pj, w_base, trip.tt, trip.ti, work, work_pairs,
+                   sig, tau, gamma, k, X_sum, a_sum, w, OU, p_new)
+            steps_budget.update(k, time.perf_counter() - tk)
+            done += k
         cnt = n_steps
         it += n_steps
         p = ops.distances(X)
