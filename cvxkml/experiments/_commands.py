@@ -18,12 +18,19 @@ chosen one with :func:`run_command`.  This module imports nothing of
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+import tempfile
+import traceback
+from pathlib import Path
 
 from ..datasets import DataNotFoundError
+from ..errors import CvxkmlError
 
 __all__ = ["GROUPS", "CommandError", "add_parser", "add_command", "subcommands", "add_run_options",
-           "number_in", "run_command"]
+           "number_in", "run_command", "positive_int", "non_negative_int", "n_jobs_int", "positive_float",
+           "non_negative_float", "data_folder", "writable_file", "writable_folder", "type_options"]
 
 #: group -> (help, metavar of its commands)
 GROUPS = {"bench": ("benchmarks", "BENCHMARK"), "reproduce": ("paper reproductions", "EXPERIMENT")}
@@ -171,6 +178,127 @@ def number_in(flag: str, low: float = 0.0, high: float = float("inf"), example: 
     return parse
 
 
+# --------------------------------------------------------------------------- typed options
+def _typed(what: str, convert):
+    def parse(text: str):
+        try:
+            return convert(text)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}" + (f" ({exc})" if str(exc) else ""))
+    parse.__name__ = what.replace(" ", "_")
+    return parse
+
+
+def _int_at_least(low: int):
+    def conv(text):
+        v = int(text, 10)
+        if v < low:
+            raise ValueError("")
+        return v
+    return conv
+
+
+def _float_check(allow_zero: bool):
+    def conv(text):
+        v = float(text)
+        if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+            raise ValueError("")
+        return v
+    return conv
+
+
+def _n_jobs(text):
+    v = int(text, 10)
+    if v == 0 or v < -1:
+        raise ValueError("")
+    return v
+
+
+def _data_folder(text):
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise ValueError("no such folder")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise ValueError("not readable")
+    return str(path)
+
+
+def _writable(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=folder):
+        pass
+
+
+def _writable_folder(text):
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError("it is a file, not a folder")
+    try:
+        _writable(path)
+    except OSError as exc:
+        raise ValueError(f"cannot write there: {exc.strerror or exc}") from None
+    return str(path)
+
+
+def _writable_file(text):
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise ValueError("it is a folder; give a file name")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError("the file is not writable")
+    try:
+        _writable(path.parent)
+    except OSError as exc:
+        raise ValueError(f"cannot write to its folder: {exc.strerror or exc}") from None
+    return str(path)
+
+
+#: argparse ``type`` functions of the commands' options
+positive_int = _typed("a positive integer", _int_at_least(1))
+non_negative_int = _typed("a non-negative integer", _int_at_least(0))
+n_jobs_int = _typed("a positive integer or -1 (every core)", _n_jobs)
+positive_float = _typed("a finite positive number", _float_check(False))
+non_negative_float = _typed("a finite non-negative number", _float_check(True))
+data_folder = _typed("an existing readable folder", _data_folder)
+writable_folder = _typed("a folder that can be written", _writable_folder)
+writable_file = _typed("a file path that can be written", _writable_file)
+
+#: options whose integers may be 0 (the rest of the int options must be positive)
+_NON_NEGATIVE_INTS = frozenset({"seed", "start", "max_errors"})
+_NON_NEGATIVE_FLOATS = frozenset({"xor_std"})
+#: options naming folders written to (the other --out / --json are files)
+_OUT_FOLDERS = frozenset({"resume"})
+
+
+def type_options(parser: argparse.ArgumentParser) -> None:
+    """Give every option of ``parser`` and its subcommands a typed argparse ``type`` (one
+    place for all commands): ``int`` options become positive (or non-negative: ``--seed``,
+    ``--start``, ``--max-errors``) integers, ``--n-jobs`` a positive integer or -1,
+    ``float`` options finite positive numbers, ``--data-dir`` an existing readable folder,
+    ``--out`` / ``--json`` / ``--resume`` paths checked writable before the command starts
+    (an output folder is created).  A bad value ends with argparse's one-line message and
+    exit status 2."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                type_options(sub)
+            continue
+        if not action.option_strings or action.nargs == 0:
+            continue
+        dest, t = action.dest, action.type
+        if dest == "n_jobs":
+            action.type = n_jobs_int
+        elif t is int:
+            action.type = non_negative_int if dest in _NON_NEGATIVE_INTS else positive_int
+        elif t is float:
+            action.type = non_negative_float if dest in _NON_NEGATIVE_FLOATS else positive_float
+        elif dest == "data_dir" and t is None:
+            action.type = data_folder
+        elif dest in ("out", "json", "resume") and t is None:
+            folder = dest in _OUT_FOLDERS or "folder" in (action.help or "") or action.metavar == "DIR"
+            action.type = writable_folder if folder else writable_file
+
+
 def run_command(args, name: str = "cvxkml") -> int:
     """Run the command chosen on the command line, ``args.func(args)``.
 
@@ -187,14 +315,25 @@ def run_command(args, name: str = "cvxkml") -> int:
         The command's exit status (None counts as 0); 1 when it stopped on a missing
         data file, after one line on standard error naming the file and where it was
         looked for (no traceback), or on a :class:`CommandError` (its message as one
-        line).
+        line); 2 on a :class:`cvxkml.errors.CvxkmlError` (its type and message as one line).
+        With ``args.debug`` (``cvxkml --debug``) these errors raise with their traceback.
     """
+    debug = bool(getattr(args, "debug", False))
     try:
         return int(args.func(args) or 0)
     except DataNotFoundError as exc:
+        if debug:
+            raise
         hint = " (command line: --data-dir FOLDER)" if hasattr(args, "data_dir") else ""
         print(f"{name}: {exc}{hint}", file=sys.stderr)
         return 1
     except CommandError as exc:
+        if debug:
+            raise
         print(f"{name}: {exc}", file=sys.stderr)
         return 1
+    except CvxkmlError as exc:
+        if debug:
+            raise
+        print(f"{name}: {type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2

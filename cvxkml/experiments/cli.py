@@ -55,7 +55,7 @@ import sys
 from . import (bench_commands, bench_estimators, bench_exact, bench_kcr, bench_lmnn, bench_pola, bench_variants, demo,
                reproduce_all, reproduce_kcr, reproduce_logdet, reproduce_lowrank, reproduce_mkl, reproduce_spectral,
                reproduce_trace, reproduce_yeung)
-from ._commands import run_command
+from ._commands import run_command, type_options
 from ._report import format_table
 
 __all__ = ["COMMANDS", "build_parser", "main", "format_table"]
@@ -79,9 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cvxkml", description="Convex metric and kernel learning: demos and benchmarks.")
     parser.add_argument("--version", action="version", version=f"cvxkml {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error (default: one line on standard error)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         module.register(commands)
+    type_options(parser)
     return parser
 
 
@@ -97,7 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         The exit status: 0 on success, 1 when a data file is missing, 2 when no command
-        was given (the help is printed).
+        was given (the help is printed) or a cvxkml error stopped the command (one line;
+        ``--debug`` shows the traceback).  Every option is typed and checked before the
+        command starts (:func:`cvxkml.experiments._commands.type_options`); a bad one exits
+        with status 2 (argparse's SystemExit).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
