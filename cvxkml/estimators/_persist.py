@@ -268,6 +268,46 @@ def read_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int):
     return arr, info.file_size
 
 
+#: the regularizer classes a saved estimator may name besides the built-ins of
+#: :mod:`cvxkml.declare.regularizers` (see :func:`register_regularizer`)
+_REGULARIZERS: dict = {}
+
+
+def register_regularizer(cls):
+    """Allow a user's :class:`~cvxkml.declare.regularizers.Regularizer` subclass to be
+    named in a saved :class:`SpectralKernelLearner` / :class:`SpectralMetricLearner` file.
+
+    Loading never imports a module named in a file: the class is looked up among the
+    modules this Python process has imported already, and it must be a ``Regularizer``
+    subclass that is either a built-in of :mod:`cvxkml.declare.regularizers` or registered
+    here.  Use as a decorator or a call, in the module that defines the class, before
+    ``load``.
+
+    Parameters
+    ----------
+    cls : type
+        A subclass of :class:`~cvxkml.declare.regularizers.Regularizer` whose ``__init__``
+        arguments are stored as attributes of the same names (scikit-learn's convention),
+        JSON-plain values (numbers, strings, booleans, None, lists of them).
+
+    Returns
+    -------
+    cls : type
+        Unchanged.
+
+    Raises
+    ------
+    InvalidInputError
+        ``cls`` is not a Regularizer subclass.
+    """
+    from ..declare.regularizers import Regularizer
+
+    if not (isinstance(cls, type) and issubclass(cls, Regularizer)):
+        raise InvalidInputError(f"register_regularizer takes a Regularizer subclass; got {cls!r}.")
+    _REGULARIZERS[f"{cls.__module__}:{cls.__qualname__}"] = cls
+    return cls
+
+
 def _encode_regularizer(v, where, writer):
     """A :class:`~cvxkml.declare.regularizers.Regularizer` as its import path and its
     ``__init__`` arguments (read from the attributes of the same names); None for any other
@@ -311,7 +351,6 @@ def _decode_regularizer(name, params, fail):
     :func:`cvxkml.estimators.register_regularizer`; built with its saved arguments."""
     import sys
     from ..declare import regularizers as builtin
-    from .spectral import _REGULARIZERS
     if not isinstance(name, str) or ":" not in name or not isinstance(params, dict):
         fail("a regularizer entry without a class name")
     module, _, qual = name.partition(":")

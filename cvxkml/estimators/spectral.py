@@ -40,6 +40,7 @@ from .._validation import as_generator, check_index_array, estimator_fit_data
 from ..errors import InvalidInputError
 from ..factor import Factorization
 from ..sideinfo import percentile_bounds
+from ._persist import register_regularizer
 from ._base import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, PAIR_CONSTRAINTS, POSITIVE,
                     SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Check, ComponentsMixin, CvxkmlEstimator,
                     EmbeddingDistance, FactorCross, Integer, KernelExtensionMixin, KernelMap, LinearMap, Options,
@@ -209,47 +210,6 @@ default="gaussian"
 
 
 # =========================================================================== declared variants
-#: the regularizer classes a saved estimator may name besides the built-ins of
-#: :mod:`cvxkml.declare.regularizers` (see :func:`register_regularizer`)
-_REGULARIZERS: dict = {}
-
-
-def register_regularizer(cls):
-    """Allow a user's :class:`~cvxkml.declare.regularizers.Regularizer` subclass to be
-    named in a saved :class:`SpectralKernelLearner` / :class:`SpectralMetricLearner` file.
-
-    Loading never imports a module named in a file: the class is looked up among the
-    modules this Python process has imported already, and it must be a ``Regularizer``
-    subclass that is either a built-in of :mod:`cvxkml.declare.regularizers` or registered
-    here.  Use as a decorator or a call, in the module that defines the class, before
-    ``load``.
-
-    Parameters
-    ----------
-    cls : type
-        A subclass of :class:`~cvxkml.declare.regularizers.Regularizer` whose ``__init__``
-        arguments are stored as attributes of the same names (scikit-learn's convention),
-        JSON-plain values (numbers, strings, booleans, None, lists of them).
-
-    Returns
-    -------
-    cls : type
-        Unchanged.
-
-    Raises
-    ------
-    InvalidInputError
-        ``cls`` is not a Regularizer subclass.
-    """
-    from ..declare.regularizers import Regularizer
-    from ..errors import InvalidInputError
-
-    if not (isinstance(cls, type) and issubclass(cls, Regularizer)):
-        raise InvalidInputError(f"register_regularizer takes a Regularizer subclass; got {cls!r}.")
-    _REGULARIZERS[f"{cls.__module__}:{cls.__qualname__}"] = cls
-    return cls
-
-
 def _check_regularizer(value, name):
     from ..declare.regularizers import LogDet, Regularizer
     from ..errors import InvalidInputError
