@@ -135,3 +135,32 @@ def test_time_limit_holds():
     assert 0.5 <= elapsed <= 2.5 and 1 <= res.sweeps < 10**7          # measured ~0.6 s
     with pytest.raises(ValueError, match="time_limit"):
         bregman_metric(np.eye(40), X, i, j, y, b, 1.0, 0.0, 5, time_limit=-1.0)
+
+
+def test_time_limit_holds_lowrank_and_vonneumann():
+    """The same for the low-rank passes (paper's cyclic loop) and von Neumann sweeps."""
+    from cvxkml.solvers.bregman import NOT_CONVERGED
+    from cvxkml.solvers.lowrank import PAIR, lowrank_logdet
+    from cvxkml.solvers.vonneumann import vonneumann_pairs
+    rng = np.random.default_rng(2)
+    G0 = rng.standard_normal((80, 12))
+    i = rng.integers(0, 80, 1500)
+    j = (i + 1 + rng.integers(0, 79, 1500)) % 80
+    D = ((G0[i] - G0[j]) ** 2).sum(1)
+    y = np.where(rng.random(1500) < 0.5, 1.0, -1.0)
+    b = np.where(y > 0, 0.7 * D, 1.3 * D)
+    z = np.zeros((1500, 2))
+    kind = np.full(1500, PAIR)
+    for order, active in (("cyclic", False), ("shuffle", True)):
+        lowrank_logdet(G0, kind, i, j, j, z, z, y, b, 1.0, 0.0, 1, order=order, active_set=active)
+        stats = {}
+        t = time.perf_counter()
+        out = lowrank_logdet(G0, kind, i, j, j, z, z, y, b, 1.0, 0.0, 10**8, order=order,
+                             active_set=active, stats=stats, time_limit=0.3)
+        assert time.perf_counter() - t <= 2.3 and out[5] == NOT_CONVERGED
+        assert stats["stopped"] == "time_limit"
+    vonneumann_pairs(G0, np.zeros(12), i, j, y, b, 1.0, 0.0, 1)
+    t = time.perf_counter()
+    res = vonneumann_pairs(G0, np.zeros(12), i, j, y, b, 1.0, 0.0, 10**8, time_limit=0.3)
+    assert time.perf_counter() - t <= 2.3 and res.code == NOT_CONVERGED
+    assert res.extra["stopped"] == "time_limit"
