@@ -9,9 +9,14 @@ column is the label, and two ``.npz`` archives.  The folder is found by
 2. the ``CVXKML_DATA`` environment variable, else
 3. ``../shared/data`` relative to the current working directory, if it exists.
 
-A missing file raises :class:`DataNotFoundError` (a :class:`FileNotFoundError`) naming the
-file, the folder it was looked for in, the original source of the data and how to point
-cvxkml at a copy; :func:`check_available` raises it before a long run starts.
+A missing file raises :class:`DataNotFoundError` (a :class:`~cvxkml.errors.CvxkmlError` and a
+:class:`FileNotFoundError`) naming the file, the folder it was looked for in, the original
+source of the data and how to point cvxkml at a copy.  A file that is there but cannot be
+used (empty, not CSV / not a NumPy archive, truncated, ragged rows, a cell that is not a
+number, NaN or inf, wrong columns or shapes, an array that would need pickle) raises
+:class:`~cvxkml.errors.InvalidInputError` with one line naming the file and what is wrong;
+nothing from a file is ever unpickled.  :func:`check_available` raises either before a long
+run starts.
 
 Wine, Iris and WDBC come with scikit-learn itself (:data:`SKLEARN_DATASETS`).
 :func:`load_dataset` returns ``(X, y)`` of any named set, whichever its source;
@@ -27,12 +32,14 @@ from __future__ import annotations
 
 import csv
 import os
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from ._deprecated import moved_attribute
-from .errors import InvalidInputError
+from .errors import CvxkmlError, InvalidInputError
 
 __all__ = [
     "DATA_ENV", "CSV_DATASETS", "NPZ_DATASETS", "SKLEARN_DATASETS", "CATEGORY_ORDER",
@@ -61,6 +68,15 @@ NPZ_DATASETS = {
 
 MFEAT_VIEWS = ("fou", "fac", "kar", "pix", "zer", "mor")
 
+#: name -> {member: number of columns (None: a 1-D label vector)} of each archive
+NPZ_MEMBERS = {
+    "mnist5000": {"X": 784, "y": None},
+    "mfeat": {"fou": 76, "fac": 216, "kar": 64, "pix": 240, "zer": 47, "mor": 6, "y": None},
+}
+
+#: largest uncompressed array an archive member may declare (bytes), checked before reading
+MAX_MEMBER_BYTES = 1 << 31
+
 #: name -> what scikit-learn ships (no file needed)
 SKLEARN_DATASETS = {
     "iris": "UCI Iris (Fisher 1936); scikit-learn `load_iris`",
@@ -85,12 +101,13 @@ CATEGORY_ORDER = {
 }
 
 
-class DataNotFoundError(FileNotFoundError):
+class DataNotFoundError(CvxkmlError, FileNotFoundError):
     """An offline data file (or the data folder) is missing.
 
-    A :class:`FileNotFoundError`, so existing handlers keep working; the message names
-    the file, the folder and how to point cvxkml at a copy.  The ``cvxkml`` command
-    prints it as one line and exits with status 1.
+    A :class:`~cvxkml.errors.CvxkmlError` and a :class:`FileNotFoundError`, so existing
+    handlers of either keep working; the message names the file, the folder and how to
+    point cvxkml at a copy.  The ``cvxkml`` command checks the files a command needs
+    before it starts, prints this as one line and exits with status 2.
     """
 
 
@@ -121,8 +138,11 @@ _data_dir = data_dir          # for functions whose ``data_dir`` parameter shado
 
 
 def _missing(fname: str, folder: Path, source: str) -> DataNotFoundError:
+    where = "" if folder.is_dir() else (
+        f" (the data folder {folder} is a file, not a folder)" if folder.exists()
+        else f" (the data folder {folder} does not exist)")
     return DataNotFoundError(
-        f"Data file {fname!r} not found: expected {folder / fname}. Place a copy of {fname} "
+        f"Data file {fname!r} not found: expected {folder / fname}{where}. Place a copy of {fname} "
         f"(original source: {source}) in that folder, or point cvxkml at a folder holding it "
         f"with data_dir=<folder> or the {DATA_ENV} environment variable. cvxkml never downloads data.")
 
@@ -140,8 +160,8 @@ def _file_of(name: str) -> tuple[str, str] | None:
                             f"{sorted({**CSV_DATASETS, **NPZ_DATASETS, **SKLEARN_DATASETS})}.")
 
 
-def check_available(names, data_dir=None) -> None:
-    """Raise :class:`DataNotFoundError` unless every named data set can be loaded.
+def check_available(names, data_dir=None, *, load: bool = False) -> None:
+    """Raise unless every named data set is there and readable.
 
     Parameters
     ----------
@@ -150,26 +170,61 @@ def check_available(names, data_dir=None) -> None:
         :data:`SKLEARN_DATASETS`; the last need no file).
     data_dir : str or Path, optional
         The data folder (see :func:`data_dir`).
+    load : bool, default False
+        False: each file must exist and have the right format header (a CSV's header
+        and first row have the right number of columns; every array of a ``.npz``
+        archive is there with the right dtype and shape, read from the array headers
+        only).  True: each file is read in full by its loader (every row, NaN, labels),
+        so nothing can fail later for a reason in the file.
 
     Raises
     ------
     DataNotFoundError
         For the first file missing from the folder, or when no folder is configured.
     InvalidInputError
-        For an unknown name.
+        For an unknown name, or a file that is there but cannot be used (the message
+        names the file and what is wrong).
 
     Notes
     -----
-    Meant for the start of a long experiment, so that a missing file is reported
-    before anything runs rather than after the first data sets are done.
+    Meant for the start of a long experiment, so that a missing or damaged file is
+    reported before anything runs rather than after the first data sets are done (the
+    ``cvxkml`` command does this with ``load=True`` for the data sets it declares).
     """
-    files = [f for f in (_file_of(n) for n in names) if f is not None]
+    files = [(str(n).lower(), f) for n, f in ((n, _file_of(n)) for n in names) if f is not None]
     if not files:
         return
     folder = _data_dir(data_dir)
-    for fname, source in files:
-        if not (folder / fname).is_file():
-            raise _missing(fname, folder, source)
+    for key, (fname, source) in files:
+        path = _existing(folder, fname, source)
+        if not load:
+            if key in CSV_DATASETS:
+                _read_csv(path, key, max_rows=1)
+            else:
+                _npz_members(path, key)
+        elif key in CSV_DATASETS:
+            load_csv_dataset(key, folder)
+        else:
+            load_npz(key, folder)
+
+
+def _existing(folder: Path, fname: str, source: str) -> Path:
+    """``folder / fname`` when it is a file; DataNotFoundError when it is missing."""
+    path = folder / fname
+    if path.is_file():
+        return path
+    if path.exists():
+        raise _bad(path, "is not a regular file (a folder?)")
+    raise _missing(fname, folder, source)
+
+
+def _bad(path: Path, what: str) -> InvalidInputError:
+    """The one-line error of a data file that is there but cannot be used."""
+    key = path.stem.lower()
+    source = CSV_DATASETS[key][2] if key in CSV_DATASETS else NPZ_DATASETS.get(key, "see the data README")
+    return InvalidInputError(
+        f"Data file {path}: {what}. Replace it with a good copy of {path.name} (original source: {source}); "
+        f"cvxkml never downloads data.")
 
 
 def _resolve(name: str, known: dict, suffix: str, data_dir_) -> tuple[str, Path]:
@@ -251,26 +306,85 @@ def load_csv_dataset(name: str, data_dir=None, *, categorical: str = "onehot") -
     if categorical not in ("onehot", "ordinal"):
         raise InvalidInputError(f"categorical must be 'onehot' or 'ordinal'; got {categorical!r}.")
     key, folder = _resolve(name, CSV_DATASETS, ".csv", data_dir)
-    fname = f"{key}.csv"
-    path = folder / fname
-    if not path.is_file():
-        raise _missing(fname, folder, CSV_DATASETS[key][2])
-    with open(path, newline="") as fh:
-        reader = csv.reader(fh)
-        next(reader)                                   # header
-        rows = [r for r in reader if r]
+    path = _existing(folder, f"{key}.csv", CSV_DATASETS[key][2])
+    header, rows, lines = _read_csv(path, key)
     feats = [r[:-1] for r in rows]
     y = _labels([r[-1].strip() for r in rows])
     if key not in CATEGORY_ORDER:
-        X = np.array(feats, dtype=np.float64)
+        X = _numbers(path, header, feats, lines)
     elif categorical == "ordinal":
         try:
             X = _ordinal(feats, CATEGORY_ORDER[key])
         except InvalidInputError as exc:
-            raise InvalidInputError(f"{fname}: {exc}") from None
+            raise InvalidInputError(f"{path.name}: {exc}") from None
     else:
         X = _one_hot(feats)
     return X, y
+
+
+def _n_columns(key: str) -> int:
+    """Columns of ``<key>.csv`` as stored: the features (categorical attributes before
+    encoding) and the label."""
+    return (len(CATEGORY_ORDER[key]) if key in CATEGORY_ORDER else CSV_DATASETS[key][1]) + 1
+
+
+def _read_csv(path: Path, key: str, max_rows: int | None = None):
+    """``(header, rows, line numbers)`` of a data CSV, every row checked for its number of
+    columns and a non-empty label; InvalidInputError naming the file and the line otherwise.
+    ``max_rows``: stop after that many data rows (the format check of :func:`check_available`)."""
+    want = _n_columns(key)
+    rows, lines = [], []
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                raise _bad(path, "the file is empty (a header line and one row per point were expected)")
+            if len(header) != want:
+                raise _bad(path, f"the header line has {len(header)} columns, expected {want} "
+                                 f"({want - 1} features and the label)")
+            for r in reader:
+                if not any(c.strip() for c in r):               # blank line
+                    continue
+                if len(r) != want:
+                    raise _bad(path, f"line {reader.line_num} has {len(r)} columns, expected {want} "
+                                     f"({want - 1} features and the label)")
+                if not r[-1].strip():
+                    raise _bad(path, f"line {reader.line_num} has an empty label (last column)")
+                rows.append(r)
+                lines.append(reader.line_num)
+                if max_rows is not None and len(rows) >= max_rows:
+                    break
+    except UnicodeDecodeError:
+        raise _bad(path, "is not a UTF-8 text file (a CSV with a header line was expected)") from None
+    except csv.Error as exc:
+        raise _bad(path, f"is not a readable CSV file ({exc})") from None
+    except OSError as exc:
+        raise _bad(path, f"cannot be read ({exc.strerror or exc})") from None
+    if not rows:
+        raise _bad(path, "has a header but no data rows")
+    return header, rows, lines
+
+
+def _numbers(path: Path, header, feats, lines) -> np.ndarray:
+    """The feature cells as a float64 matrix; InvalidInputError naming the line and the
+    column of the first cell that is not a finite number."""
+    try:
+        X = np.array(feats, dtype=np.float64)
+    except ValueError:
+        X = None
+    if X is not None and np.all(np.isfinite(X)):
+        return X
+    for r, row in enumerate(feats):
+        for c, cell in enumerate(row):
+            try:
+                v = float(cell)
+            except ValueError:
+                raise _bad(path, f"line {lines[r]}, column {header[c]!r}: {cell!r} is not a number") from None
+            if not np.isfinite(v):
+                raise _bad(path, f"line {lines[r]}, column {header[c]!r}: {cell.strip()!r} is not a finite "
+                                 f"number (missing values are not supported)")
+    raise AssertionError("unreachable: some cell failed to convert")  # pragma: no cover
 
 
 def load_dataset(name: str, data_dir=None, *, categorical: str = "onehot",
@@ -343,18 +457,94 @@ def load_npz(name: str, data_dir=None):
     ``mnist5000`` → ``(X, y)``: X (5000, 784) float64 pixel values 0–255, y (5000,) int digits.
     ``mfeat`` → dict with the six views ``fou`` (2000×76), ``fac`` (216), ``kar`` (64),
     ``pix`` (240), ``zer`` (47), ``mor`` (6) as float64 arrays, and ``y`` (2000,) int labels.
+
+    Raises
+    ------
+    DataNotFoundError
+        When the file is not in the data folder.
+    InvalidInputError
+        For an unknown name, or a file that is not a NumPy archive of the expected arrays:
+        empty, truncated or damaged, a member missing, an object (pickled) array, a wrong
+        dtype or shape, rows of different lengths, NaN or inf, labels that are not integers.
+        Nothing is unpickled (``allow_pickle=False``) and no array is read before its
+        header has been checked.
     """
     key, folder = _resolve(name, NPZ_DATASETS, ".npz", data_dir)
-    fname = f"{key}.npz"
-    path = folder / fname
-    if not path.is_file():
-        raise _missing(fname, folder, NPZ_DATASETS[key])
-    with np.load(path, allow_pickle=False) as z:
-        if key == "mnist5000":
-            return z["X"].astype(np.float64), z["y"].astype(np.int64)
-        out = {v: z[v].astype(np.float64) for v in MFEAT_VIEWS}
-        out["y"] = z["y"].astype(np.int64)
-        return out
+    path = _existing(folder, f"{key}.npz", NPZ_DATASETS[key])
+    _npz_members(path, key)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {m: z[m] for m in NPZ_MEMBERS[key]}
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        raise _bad(path, f"is damaged: an array cannot be read ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:200]})") from None
+    out = {}
+    for m, a in arrays.items():
+        if m == "y":
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a) & (a == np.round(a))):
+                raise _bad(path, "the labels 'y' are not all integers")
+            out[m] = a.astype(np.int64)
+        else:
+            a = a.astype(np.float64)
+            if not np.all(np.isfinite(a)):
+                i, j = np.argwhere(~np.isfinite(a))[0]
+                raise _bad(path, f"array {m!r} holds NaN or inf (first at row {i}, column {j})")
+            out[m] = a
+    if key == "mnist5000":
+        return out["X"], out["y"]
+    return out
+
+
+def _npz_members(path: Path, key: str) -> dict:
+    """``{member: (shape, dtype)}`` of the expected arrays of an archive, read from the
+    array headers only (no array data is read), each checked: present, a plain numeric
+    dtype, 2-D with the expected columns (1-D for ``y``), the same number of rows, a
+    declared size under :data:`MAX_MEMBER_BYTES` and within the member's stored size.
+    InvalidInputError naming the file and the reason otherwise."""
+    want = NPZ_MEMBERS[key]
+    found = {}
+    try:
+        if path.stat().st_size == 0:
+            raise _bad(path, "the file is empty (a NumPy .npz archive was expected)")
+        if not zipfile.is_zipfile(path):
+            raise _bad(path, "is not a NumPy .npz archive (not a zip file, or truncated)")
+        with zipfile.ZipFile(path) as zf:
+            infos = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
+            for m in want:
+                info = infos.get(m)
+                if info is None:
+                    raise _bad(path, f"has no array {m!r} (expected arrays {sorted(want)}; found {sorted(infos)})")
+                with zf.open(info) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read(fh)
+                found[m] = (shape, dtype, info.file_size)
+    except CvxkmlError:
+        raise
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        raise _bad(path, f"is damaged: an array header cannot be read ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:200]})") from None
+    n = None
+    for m, (shape, dtype, stored) in found.items():
+        cols = want[m]
+        if dtype.hasobject or dtype.kind not in "biuf":
+            raise _bad(path, f"array {m!r} has dtype {dtype} (a numeric array was expected; "
+                             f"object arrays would need pickle and are never loaded)")
+        if (cols is None and len(shape) != 1) or (cols is not None and (len(shape) != 2 or shape[1] != cols)):
+            expect = "(n,)" if cols is None else f"(n, {cols})"
+            raise _bad(path, f"array {m!r} has shape {tuple(shape)}, expected {expect}")
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if nbytes > MAX_MEMBER_BYTES or nbytes > stored:
+            raise _bad(path, f"array {m!r} declares {nbytes} bytes but its member holds {stored} "
+                             f"(truncated or damaged)" if nbytes <= MAX_MEMBER_BYTES else
+                       f"array {m!r} declares {nbytes} bytes, over the {MAX_MEMBER_BYTES}-byte limit")
+        if n is not None and shape[0] != n:
+            raise _bad(path, f"array {m!r} has {shape[0]} rows, the others {n}")
+        n = shape[0]
+    if not n:
+        raise _bad(path, "holds no rows")
+    return {m: v[:2] for m, v in found.items()}
 
 
 def load_wine_standardized() -> tuple[np.ndarray, np.ndarray]:

@@ -243,3 +243,189 @@ def test_random_instance_errors(kwargs, match):
     kwargs.setdefault("gamma", 1.0)
     with pytest.raises(InvalidInputError, match=match):
         make_random_instance(**kwargs)
+
+
+# ---------------------------------------------------------------- damaged files: one typed line each
+BALANCE_HEAD = "Left-weight,Left-distance,Right-weight,Right-distance,label\n"
+
+
+def _one_line(exc_info, path):
+    msg = str(exc_info.value)
+    assert "\n" not in msg and str(path) in msg and "good copy" in msg
+    return msg
+
+
+@pytest.mark.parametrize("text, match", [
+    ("", r"the file is empty"),
+    (BALANCE_HEAD, r"has a header but no data rows"),
+    (BALANCE_HEAD + "\n\n", r"has a header but no data rows"),
+    ("a,b,c\n1,2,3\n", r"the header line has 3 columns, expected 5 \(4 features and the label\)"),
+    (BALANCE_HEAD + "1,1,1,1,B\n1,1,1,R\n", r"line 3 has 4 columns, expected 5"),
+    (BALANCE_HEAD + "1,1,1,1,2,B\n", r"line 2 has 6 columns, expected 5"),
+    (BALANCE_HEAD + "1,1,1,1,B\n1,abc,1,1,R\n", r"line 3, column 'Left-distance': 'abc' is not a number"),
+    (BALANCE_HEAD + "1,1,1,,B\n", r"line 2, column 'Right-distance': '' is not a number"),
+    (BALANCE_HEAD + "1,1,nan,1,B\n", r"line 2, column 'Right-weight': 'nan' is not a finite number"),
+    (BALANCE_HEAD + "inf,1,1,1,B\n", r"line 2, column 'Left-weight': 'inf' is not a finite number"),
+    (BALANCE_HEAD + "1,1,1,1, \n", r"line 2 has an empty label"),
+    (b"\xff\xfe\x00garbage\x81\n", r"is not a UTF-8 text file"),
+])
+def test_damaged_csv_is_one_typed_line(tmp_path, text, match):
+    path = tmp_path / "balance.csv"
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    with pytest.raises(InvalidInputError, match=match) as exc:
+        datasets.load_csv_dataset("balance", tmp_path)
+    assert "Siegler" in _one_line(exc, path)                       # names the original source
+    with pytest.raises(InvalidInputError, match=match):             # the same through load_dataset
+        datasets.load_dataset("balance", tmp_path)
+
+
+def test_csv_folder_in_place_of_the_file(tmp_path):
+    (tmp_path / "sonar.csv").mkdir()
+    with pytest.raises(InvalidInputError, match=r"sonar\.csv: is not a regular file"):
+        datasets.load_csv_dataset("sonar", tmp_path)
+
+
+def test_missing_folder_is_named(tmp_path):
+    with pytest.raises(datasets.DataNotFoundError, match=r"the data folder .*nowhere does not exist"):
+        datasets.load_csv_dataset("sonar", tmp_path / "nowhere")
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(datasets.DataNotFoundError, match=r"afile is a file, not a folder"):
+        datasets.load_npz("mfeat", tmp_path / "afile")
+
+
+def test_data_not_found_is_a_cvxkml_error_and_a_file_not_found_error(tmp_path):
+    from cvxkml.errors import CvxkmlError
+    with pytest.raises(CvxkmlError) as exc:
+        datasets.load_npz("mnist5000", tmp_path)
+    assert isinstance(exc.value, FileNotFoundError) and isinstance(exc.value, datasets.DataNotFoundError)
+
+
+def _npz_member(name, header_shape, dtype="<f8", data=b""):
+    """(member name, bytes) of an .npy member whose header says ``header_shape`` and whose
+    data is ``data`` (possibly shorter than the header declares)."""
+    import io
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": header_shape})
+    return f"{name}.npy", buf.getvalue() + data
+
+
+def _write_zip(path, members):
+    import zipfile
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, blob in members:
+            zf.writestr(name, blob)
+
+
+def _good_mnist(path, n=5):
+    np.savez(path, X=np.arange(n * 784, dtype=np.uint8).reshape(n, 784), y=np.arange(n) % 10)
+
+
+def _damage(kind, path):
+    """Write a damaged mnist5000.npz of one kind at ``path``."""
+    n = 5
+    X, y = np.zeros((n, 784)), np.arange(n)
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "garbage":
+        path.write_bytes(b"this is not an archive" * 10)
+    elif kind == "npy":
+        with open(path, "wb") as fh:
+            np.save(fh, X)
+    elif kind == "truncated":
+        _good_mnist(path)
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif kind == "bitflip":
+        np.savez_compressed(path, X=np.random.default_rng(0).random((n, 784)), y=y)
+        raw = bytearray(path.read_bytes())
+        raw[len(raw) // 3] ^= 0xFF
+        path.write_bytes(bytes(raw))
+    elif kind == "no_y":
+        np.savez(path, X=X)
+    elif kind == "object":
+        _write_zip(path, [_npz_member("X", (n, 784), "|O"), _npz_member("y", (n,), "<i8", y.tobytes())])
+    elif kind == "strings":
+        np.savez(path, X=X, y=np.array(["a", "b", "c", "d", "e"]))
+    elif kind == "shape":
+        np.savez(path, X=np.zeros((n, 100)), y=y)
+    elif kind == "flat":
+        np.savez(path, X=np.zeros(n * 784), y=y)
+    elif kind == "y2d":
+        np.savez(path, X=X, y=y.reshape(n, 1))
+    elif kind == "rows":
+        np.savez(path, X=X, y=np.arange(n - 1))
+    elif kind == "nan":
+        X[2, 7] = np.nan
+        np.savez(path, X=X, y=y)
+    elif kind == "inf":
+        X[0, 0] = -np.inf
+        np.savez(path, X=X, y=y)
+    elif kind == "float_labels":
+        np.savez(path, X=X, y=np.array([0.0, 1.5, 2, 3, 4]))
+    elif kind == "short_member":
+        _write_zip(path, [_npz_member("X", (n, 784), data=b"\0" * 800), _npz_member("y", (n,), "<i8", y.tobytes())])
+    elif kind == "huge":
+        _write_zip(path, [_npz_member("X", (10**7, 784)), _npz_member("y", (10**7,), "<i8")])
+    elif kind == "zero_rows":
+        np.savez(path, X=np.zeros((0, 784)), y=np.zeros(0, dtype=int))
+
+
+@pytest.mark.parametrize("kind, match", [
+    ("empty", r"the file is empty"),
+    ("garbage", r"is not a NumPy \.npz archive"),
+    ("npy", r"is not a NumPy \.npz archive"),
+    ("truncated", r"is not a NumPy \.npz archive \(not a zip file, or truncated\)"),
+    ("bitflip", r"is damaged: an array (header )?cannot be read"),
+    ("no_y", r"has no array 'y' \(expected arrays \['X', 'y'\]; found \['X'\]\)"),
+    ("object", r"array 'X' has dtype object .*never loaded"),
+    ("strings", r"array 'y' has dtype <U1"),
+    ("shape", r"array 'X' has shape \(5, 100\), expected \(n, 784\)"),
+    ("flat", r"array 'X' has shape \(3920,\), expected \(n, 784\)"),
+    ("y2d", r"array 'y' has shape \(5, 1\), expected \(n,\)"),
+    ("rows", r"array 'y' has 4 rows, the others 5"),
+    ("nan", r"array 'X' holds NaN or inf \(first at row 2, column 7\)"),
+    ("inf", r"array 'X' holds NaN or inf \(first at row 0, column 0\)"),
+    ("float_labels", r"the labels 'y' are not all integers"),
+    ("short_member", r"array 'X' declares 31360 bytes but its member holds \d+ \(truncated or damaged\)"),
+    ("huge", r"array 'X' declares 62720000000 bytes, over the 2147483648-byte limit"),
+    ("zero_rows", r"holds no rows"),
+])
+def test_damaged_npz_is_one_typed_line(tmp_path, kind, match):
+    path = tmp_path / "mnist5000.npz"
+    _damage(kind, path)
+    with pytest.raises(InvalidInputError, match=match) as exc:
+        datasets.load_npz("mnist5000", tmp_path)
+    assert "MNIST" in _one_line(exc, path)
+    with pytest.raises(InvalidInputError, match=match):            # a full check finds the same
+        datasets.check_available(("mnist5000",), tmp_path, load=True)
+
+
+def test_small_good_npz_loads(tmp_path):
+    _good_mnist(tmp_path / "mnist5000.npz")
+    X, y = datasets.load_npz("mnist5000", tmp_path)
+    assert X.shape == (5, 784) and X.dtype == np.float64 and y.dtype == np.int64
+    datasets.check_available(("mnist5000",), tmp_path)
+
+
+def test_mfeat_view_with_wrong_columns(folder, tmp_path):
+    d = datasets.load_npz("mfeat", folder)
+    d["kar"] = d["kar"][:, :10]
+    np.savez(tmp_path / "mfeat.npz", **d)
+    with pytest.raises(InvalidInputError, match=r"array 'kar' has shape \(2000, 10\), expected \(n, 64\)"):
+        datasets.load_npz("mfeat", tmp_path)
+
+
+def test_check_available_header_check_and_full_load(folder, tmp_path):
+    """The default check reads headers only (a bad header is found, a bad row far down is
+    not); load=True reads everything."""
+    datasets.check_available(tuple(datasets.CSV_DATASETS) + tuple(datasets.NPZ_DATASETS), folder, load=True)
+    (tmp_path / "balance.csv").write_text("a,b\n1,B\n")
+    with pytest.raises(InvalidInputError, match="header line has 2 columns"):
+        datasets.check_available(("balance",), tmp_path)
+    (tmp_path / "balance.csv").write_text(BALANCE_HEAD + "1,1,1,1,B\n" * 50 + "1,1,x,1,B\n")
+    datasets.check_available(("balance",), tmp_path)
+    with pytest.raises(InvalidInputError, match=r"line 52, column 'Right-weight': 'x' is not a number"):
+        datasets.check_available(("balance",), tmp_path, load=True)
+    _damage("nan", tmp_path / "mnist5000.npz")
+    datasets.check_available(("mnist5000",), tmp_path)                  # headers are fine
+    with pytest.raises(InvalidInputError, match="NaN"):
+        datasets.check_available(("mnist5000",), tmp_path, load=True)
