@@ -1,0 +1,18 @@
+import numpy as np
+from benchopt import BaseDataset
+
+from benchmark_utils import standardize
+
+
+class Dataset(BaseDataset):
+    """Two overlapping Gaussian classes in d dimensions, a few informative directions."""
+    name = "Simulated"
+    parameters = {"n_samples, n_features": [(60, 10)]}
+    test_parameters = {"n_samples, n_features": [(30, 4)]}
+
+    def get_data(self):
+        rng = np.random.default_rng(self.get_seed(use_repetition=True))
+        y = np.arange(self.n_samples) % 2
+        X = rng.standard_normal((self.n_samples, self.n_features))
+        X[:, :2] += 1.5 * y[:, None]
+        return dict(X=standardize(X), y=y)
