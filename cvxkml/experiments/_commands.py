@@ -3,7 +3,8 @@
 Every module of :mod:`cvxkml.experiments` that has commands defines::
 
     def register(commands) -> None:
-        p = add_command(commands, "reproduce", "kcr", _cmd, help="...")
+        p = add_command(commands, "reproduce", "kcr", _cmd, help="...",
+                        datasets=lambda args: args.datasets)   # the data sets it reads
         if p is None:                # already registered
             return
         p.add_argument(...)          # _cmd(args) prints and returns the exit status
@@ -12,8 +13,11 @@ Every module of :mod:`cvxkml.experiments` that has commands defines::
 ``reproduce`` groups are made by the first module that asks for them, so no module
 depends on another; :mod:`cvxkml.experiments.cli` calls the ``register`` of every module
 listed in its ``COMMANDS``, in that order (which is the order of ``--help``), and runs the
-chosen one with :func:`run_command`.  This module imports nothing of
-:mod:`cvxkml.experiments`.
+chosen one with :func:`run_command`.  A command that reads data files declares them
+(``datasets=`` of :func:`add_command`, or :func:`needs_data`); :func:`run_command` checks
+that each one is there and loads cleanly before the command starts, so a missing or
+damaged file ends it at once with one line and exit status 2.  This module imports
+nothing of :mod:`cvxkml.experiments`.
 """
 from __future__ import annotations
 
@@ -25,11 +29,11 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from ..datasets import DataNotFoundError
+from ..datasets import DataNotFoundError, check_available
 from ..errors import CvxkmlError
 
 __all__ = ["GROUPS", "CommandError", "add_parser", "add_command", "subcommands", "add_run_options",
-           "number_in", "run_command", "positive_int", "non_negative_int", "n_jobs_int", "positive_float",
+           "number_in", "needs_data", "data_needed", "check_data", "run_command", "positive_int", "non_negative_int", "n_jobs_int", "positive_float",
            "non_negative_float", "data_folder", "writable_file", "writable_folder", "type_options"]
 
 #: group -> (help, metavar of its commands)
@@ -103,7 +107,7 @@ def add_parser(sub, name: str, func, help: str):
     return parser
 
 
-def add_command(commands, group: str | None, name: str, func, help: str):
+def add_command(commands, group: str | None, name: str, func, help: str, datasets=None, optional_datasets=None):
     """A new parser for ``cvxkml [group] name`` running ``func``, or None when it exists.
 
     Parameters
@@ -118,13 +122,78 @@ def add_command(commands, group: str | None, name: str, func, help: str):
         ``func(args) -> int``: runs the command, prints, returns the exit status.
     help : str
         Its line in the group's ``--help``.
+    datasets, optional_datasets : tuple of str or callable, optional
+        The data sets the command reads (see :func:`needs_data`).
 
     Returns
     -------
     argparse.ArgumentParser or None
         See :func:`add_parser`.
     """
-    return add_parser(commands if group is None else subcommands(commands, group), name, func, help)
+    parser = add_parser(commands if group is None else subcommands(commands, group), name, func, help)
+    if parser is not None and (datasets is not None or optional_datasets is not None):
+        needs_data(parser, datasets, optional_datasets)
+    return parser
+
+
+def needs_data(parser, datasets=None, optional=None) -> None:
+    """Declare the data sets a command reads, checked by :func:`run_command` before it starts.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser.
+    datasets : tuple of str or callable, optional
+        Names of :mod:`cvxkml.datasets` the command needs, or ``datasets(args)`` returning
+        them from the parsed options (e.g. ``--datasets``, ``--part``, ``--quick``).  Each
+        one must be in the data folder (``args.data_dir``, else ``$CVXKML_DATA``, else
+        ``../shared/data``) and load cleanly.
+    optional : tuple of str or callable, optional
+        Data sets used when present (the command falls back to something else without
+        them): checked only when the file is there.
+    """
+    parser.set_defaults(data_sets=(datasets or (), optional or ()))
+
+
+def data_needed(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(required, optional)`` data set names of the command chosen in ``args`` (both empty
+    when it declares none).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    (tuple of str, tuple of str)
+    """
+    spec = getattr(args, "data_sets", None) or ((), ())
+    names = [tuple(dict.fromkeys(s(args) if callable(s) else s)) for s in spec]
+    return names[0], tuple(n for n in names[1] if n not in names[0])
+
+
+def check_data(args) -> None:
+    """Check, before anything runs, every data set the chosen command declares: each
+    required one must be in the data folder and load cleanly (every row read,
+    :func:`cvxkml.datasets.check_available` with ``load=True``; 0.4 s for all the offline
+    sets), each optional one only when its file is there.
+
+    Raises
+    ------
+    DataNotFoundError
+        A required file is missing (the message names it and the folder searched), or no
+        data folder is configured.
+    InvalidInputError
+        A file is there but damaged (the message names it and what is wrong).
+    """
+    required, optional = data_needed(args)
+    folder = getattr(args, "data_dir", None)
+    check_available(required, folder, load=True)
+    for name in optional:
+        try:
+            check_available((name,), folder, load=True)
+        except DataNotFoundError:
+            pass
 
 
 def add_run_options(parser, quick: str, repeats: str | None = None, seed: str = "random seed (default 0)") -> None:
@@ -312,21 +381,24 @@ def run_command(args, name: str = "cvxkml") -> int:
     Returns
     -------
     int
-        The command's exit status (None counts as 0); 1 when it stopped on a missing
-        data file, after one line on standard error naming the file and where it was
-        looked for (no traceback), or on a :class:`CommandError` (its message as one
-        line); 2 on a :class:`cvxkml.errors.CvxkmlError` (its type and message as one line).
-        With ``args.debug`` (``cvxkml --debug``) these errors raise with their traceback.
+        The command's exit status (None counts as 0); 2 when a data file is missing,
+        after one line on standard error naming the file and where it was looked for (no
+        traceback), or on a :class:`cvxkml.errors.CvxkmlError` (its type and message as one
+        line, e.g. a damaged data file); 1 on a :class:`CommandError` (its message as one
+        line).  The data sets the command declares (:func:`needs_data`) are checked first
+        (:func:`check_data`), so these end it before any computation.  With ``args.debug``
+        (``cvxkml --debug``) these errors raise with their traceback.
     """
     debug = bool(getattr(args, "debug", False))
     try:
+        check_data(args)
         return int(args.func(args) or 0)
     except DataNotFoundError as exc:
         if debug:
             raise
         hint = " (command line: --data-dir FOLDER)" if hasattr(args, "data_dir") else ""
         print(f"{name}: {exc}{hint}", file=sys.stderr)
-        return 1
+        return 2
     except CommandError as exc:
         if debug:
             raise

@@ -13,6 +13,7 @@ tables.
 """
 from __future__ import annotations
 
+from ..datasets import CSV_DATASETS
 from ._commands import add_command, add_run_options
 from ._report import finish, format_table, start
 
@@ -297,7 +298,7 @@ def register(commands) -> None:
 
     p = add_command(commands, "bench", "lowrank", _cmd_bench_lowrank,
                     help="low-rank LogDet (Kulis et al. 2009): projections per second and the "
-                         "MNIST-shape workload")
+                         "MNIST-shape workload", optional_datasets=("mnist5000",))
     if p is not None:
         add_run_options(p, "small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
         p.add_argument("--constraints", type=int, nargs="+", default=None,
@@ -310,7 +311,7 @@ def register(commands) -> None:
 
     p = add_command(commands, "bench", "vonneumann", _cmd_bench_vonneumann,
                     help="von Neumann Algorithm 3 (Kulis et al. 2009): seconds per projection vs r, vs "
-                         "dense NumPy, and the MNIST-shape workload")
+                         "dense NumPy, and the MNIST-shape workload", optional_datasets=("mnist5000",))
     if p is not None:
         add_run_options(p, "small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
         p.add_argument("--constraints", type=int, nargs="+", default=None,
@@ -323,12 +324,13 @@ def register(commands) -> None:
 
     p = add_command(commands, "bench", "mkl", _cmd_bench_mkl,
                     help="MKL weight steps (Wang et al. 2011): the MKL_P interior point vs the CVXPY path, "
-                         "and the MKL_mu step")
+                         "and the MKL_mu step", datasets=lambda args: () if args.quick else args.datasets)
     if p is not None:
         p.add_argument("--quick", action="store_true", help="a small synthetic instance (for tests)")
         p.add_argument("--parts", nargs="+", choices=("weight-step", "mu-step"), default=["weight-step", "mu-step"],
                        help="what to run (default both)")
-        p.add_argument("--datasets", nargs="+", default=["sonar", "ionosphere"],
+        p.add_argument("--datasets", nargs="+", default=["sonar", "ionosphere"], choices=sorted(CSV_DATASETS),
+                       metavar="NAME",
                        help="UCI sets of the data folder (default sonar ionosphere)")
         p.add_argument("--n", type=int, nargs="+", default=[30, 60],
                        help="learning points per instance (default 30 60)")

@@ -35,7 +35,7 @@ from ..declare.kcr import KCR
 from ..errors import SolverError
 from ..kernels import gaussian_kernel
 from ..solvers.kcr import kcr_subgradient
-from ._commands import add_command, run_command
+from ._commands import add_command, needs_data, run_command
 
 __all__ = ["random_problem", "random_instance", "exact_vs_fast_rows", "algorithm1_rows",
            "large_n_row", "variant_rows", "BASELINE", "gap_sweep_rows", "summarize_sweep", "run", "main", "register"]
@@ -326,6 +326,12 @@ def _add_arguments(ap) -> None:
     ap.add_argument("--json", default=None, help="write all rows as JSON")
 
 
+def _data_of(args) -> tuple:
+    """The data sets the parts selected by ``args.what`` read (checked before they run)."""
+    return ((("balance",) if args.what in ("large", "all") else ())
+            + (tuple(args.variant_data) if args.what in ("variants", "all") else ()))
+
+
 def run(args) -> int:
     """Run the parts selected by ``args.what`` and print their rows."""
     import json
@@ -382,6 +388,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cvxkml.experiments.bench_kcr")
     _add_arguments(ap)
     ap.set_defaults(func=run)
+    needs_data(ap, _data_of)
     return run_command(ap.parse_args(argv), ap.prog)
 
 
@@ -389,7 +396,7 @@ def register(commands) -> None:
     """Add ``cvxkml bench kcr`` (see :mod:`._commands`)."""
     p = add_command(commands, "bench", "kcr", run,
                     help="KCR (Sriperumbudur et al. 2008): fast vs exact sweep, exact model with SCS, "
-                         "Algorithm 1 vs PDHG, n = 500 solve vs baseline, solver variants")
+                         "Algorithm 1 vs PDHG, n = 500 solve vs baseline, solver variants", datasets=_data_of)
     if p is None:
         return
     _add_arguments(p)

@@ -351,12 +351,16 @@ def format_report(results, protocol: Protocol) -> str:
     return "\n".join(lines)
 
 
+def _datasets_of(args) -> tuple:
+    """The data sets of ``cvxkml reproduce kcr`` (checked by the command before it starts)."""
+    return ("iris",) if args.quick and not args.datasets else tuple(args.datasets or DATASETS)
+
+
 def _cmd_reproduce_kcr(args) -> int:
     import sys
 
     protocol = protocol_from_args(args)
-    datasets = ("iris",) if args.quick and not args.datasets else tuple(args.datasets or DATASETS)
-    check_available(datasets, args.data_dir)            # before the header: a missing file is one line
+    datasets = _datasets_of(args)
     t0 = time.perf_counter()
     print("cvxkml reproduce kcr: Sriperumbudur, Lang & Lanckriet (ICML 2008) Table 1 — k-NN and "
           "KCR train / test error (%)")
@@ -381,7 +385,7 @@ def register(commands) -> None:
     """Add ``cvxkml reproduce kcr`` (see :mod:`._commands`)."""
     p = add_command(commands, "reproduce", "kcr", _cmd_reproduce_kcr,
                     help="Sriperumbudur et al. 2008 Table 1: k-NN vs the kernel classification rule on "
-                         "Balance, Ionosphere, Iris, Wine")
+                         "Balance, Ionosphere, Iris, Wine", datasets=_datasets_of)
     if p is None:
         return
     p.add_argument("--quick", action="store_true",

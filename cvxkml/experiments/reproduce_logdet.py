@@ -172,9 +172,6 @@ def table1(datasets=("ionosphere", "digits389"), repeats: int = 5, n_constraints
 
 
 def _cmd(args) -> int:
-    from ..datasets import check_available
-
-    check_available(("ionosphere", "pendigits"), args.data_dir)     # one line, before anything runs
     t0 = start("reproduce logdet", args.quick, "Jain et al. 2012 Table 1")
     repeats = args.repeats or (1 if args.quick else 5)
     with parallel_from_args(args) as (n_jobs, engine):
@@ -199,7 +196,7 @@ def register(commands) -> None:
     """Add ``cvxkml reproduce logdet`` (see :mod:`._commands`)."""
     p = add_command(commands, "reproduce", "logdet", _cmd,
                     help="Jain et al. 2012 Table 1: k-means error with 50 constraints "
-                         "(unsupervised, LogDet linear, HMRF-KMeans)")
+                         "(unsupervised, LogDet linear, HMRF-KMeans)", datasets=("ionosphere", "pendigits"))
     if p is None:
         return
     add_run_options(p, "one repeat (smoke run)", "two-fold CV repeats (default 5, quick 1)",

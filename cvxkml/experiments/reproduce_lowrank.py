@@ -558,9 +558,13 @@ def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None, n_jobs:
 
 
 # --------------------------------------------------------------------------- command
+def _data_of(args) -> tuple:
+    """The data sets of the parts ``cvxkml reproduce lowrank`` runs (checked before it starts)."""
+    return tuple(_PART_DATA[p] for p in _check_parts(args.parts, args.scale))
+
+
 def _cmd_reproduce_lowrank(args) -> int:
     parts = _check_parts(args.parts, args.scale)
-    check_available(tuple(dict.fromkeys(_PART_DATA[p] for p in parts)), args.data_dir)  # before any worker
     with parallel_from_args(args) as (n_jobs, engine):
         res = reproduce_lowrank(quick=args.quick, seed=args.seed, data_dir=args.data_dir, n_jobs=n_jobs,
                                 parts=parts, scale=args.scale)
@@ -641,7 +645,7 @@ def register(commands) -> None:
     """Add ``cvxkml reproduce lowrank`` (see :mod:`._commands`)."""
     p = add_command(commands, "reproduce", "lowrank", _cmd_reproduce_lowrank,
                     help="Kulis et al. 2009 §7.1: Digits, Spambase, Nursery (NMI, 5-NN, cycles); a few "
-                         "minutes")
+                         "minutes", datasets=_data_of)
     if p is None:
         return
     add_run_options(p, "tiny grids (smoke run for tests)", seed="seed of the constraint draws (default 0)")

@@ -66,7 +66,7 @@ from ..datasets import check_available, load_dataset as _load_named, load_npz
 from ..errors import ConvergenceWarning, InvalidInputError
 from ..estimators.mkl import LMNN, LMNNMKL
 from ..mkl_kernels import KernelSet, paper_kernels, source_kernels
-from ._commands import CommandError, add_command, number_in, run_command
+from ._commands import CommandError, add_command, needs_data, number_in, run_command
 from ._parallel import TaskStore, add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import finish, write_json, write_numbers
 
@@ -659,11 +659,20 @@ def _protocol_from_args(args) -> Protocol:
     return proto
 
 
+def _table1_of(args) -> tuple:
+    """The Table 1 data sets of ``cvxkml reproduce mkl``."""
+    return () if args.no_table1 else tuple(args.datasets or (("iris",) if args.quick else TABLE1_DATASETS))
+
+
+def _data_of(args) -> tuple:
+    """Every data set ``cvxkml reproduce mkl`` reads (checked before it starts)."""
+    return _table1_of(args) + (() if args.no_table2 else ("mfeat",))
+
+
 def _cmd_reproduce_mkl(args) -> int:
     proto = _protocol_from_args(args)
-    datasets = () if args.no_table1 else (args.datasets or (("iris",) if args.quick else TABLE1_DATASETS))
+    datasets = _table1_of(args)
     table2 = not args.no_table2
-    check_available(tuple(datasets) + (("mfeat",) if table2 else ()), args.data_dir)   # before any worker starts
     t0 = time.perf_counter()
     partial = {}
 
@@ -733,7 +742,7 @@ def register(commands) -> None:
     """Add ``cvxkml reproduce mkl`` (see :mod:`._commands`)."""
     p = add_command(commands, "reproduce", "mkl", _cmd_reproduce_mkl,
                     help="Wang et al. 2011 Tables 1-2: LMNN with multiple kernels (NR-LMNN-MKL, "
-                         "LMNN-MKL_P, LMNN_H, LMNN-MKL_CV, 1-NN)")
+                         "LMNN-MKL_P, LMNN_H, LMNN-MKL_CV, 1-NN)", datasets=_data_of)
     if p is None:
         return
     _add_arguments(p)
@@ -744,6 +753,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m cvxkml.experiments.reproduce_mkl", description=__doc__.split("\n")[0])
     _add_arguments(p)
     p.set_defaults(func=_cmd_reproduce_mkl)
+    needs_data(p, _data_of)
     return run_command(p.parse_args(argv), p.prog)
 
 

@@ -267,7 +267,6 @@ def reproduce_spectral(quick: bool = False, seed: int = 0, data_dir=None, n_repe
 
 # --------------------------------------------------------------------------- command
 def _cmd_reproduce_spectral(args) -> int:
-    check_available(DATASETS, args.data_dir)            # before any worker starts
     with parallel_from_args(args) as (n_jobs, engine):
         res = reproduce_spectral(quick=args.quick, seed=args.seed, data_dir=args.data_dir,
                                  n_repeats=args.repeats, n_jobs=n_jobs)
@@ -316,7 +315,7 @@ def register(commands) -> None:
     """Add ``cvxkml reproduce spectral`` (see :mod:`._commands`)."""
     p = add_command(commands, "reproduce", "spectral", _cmd_reproduce_spectral,
                     help="Kulis et al. 2009 Figure 5: 4-NN error on Wine, Ionosphere, Iris, Balance "
-                         "(Euclidean, LogDet, von Neumann)")
+                         "(Euclidean, LogDet, von Neumann)", datasets=DATASETS)
     if p is None:
         return
     add_run_options(p, "one repeat, gamma = 1 (smoke run for tests)",

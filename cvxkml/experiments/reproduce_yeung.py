@@ -553,9 +553,23 @@ def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".",
 
 
 # --------------------------------------------------------------------------- command
+def _parts_of(args) -> tuple:
+    return ("table1", "figure1", "table2") if args.part == "all" else (args.part,)
+
+
+def _data_of(args) -> tuple:
+    """MNIST when Table 2 runs at full size (checked before anything runs); ``--quick``
+    skips Table 2 without the file (:func:`_optional_data_of`)."""
+    return ("mnist5000",) if "table2" in _parts_of(args) and not args.quick else ()
+
+
+def _optional_data_of(args) -> tuple:
+    return ("mnist5000",) if "table2" in _parts_of(args) and args.quick else ()
+
+
 def _cmd_reproduce_yeung(args) -> int:
     t_start = time.perf_counter()
-    parts = ("table1", "figure1", "table2") if args.part == "all" else (args.part,)
+    parts = _parts_of(args)
     if args.implied and (args.sigma is not None or args.xor_std is not None):
         raise CommandError("--implied sets --sigma and --xor-std; give one or the other")
     if args.implied:
@@ -574,7 +588,7 @@ def register(commands) -> None:
     """Add ``cvxkml reproduce yeung`` (see :mod:`._commands`)."""
     p = add_command(commands, "reproduce", "yeung", _cmd_reproduce_yeung,
                     help="Yeung, Chang & Dai (IJCAI 2007): Table 1 (XOR), Figure 1, Table 2 (MNIST "
-                         "subset)")
+                         "subset)", datasets=_data_of, optional_datasets=_optional_data_of)
     if p is None:
         return
     p.add_argument("--quick", action="store_true", help="small sizes and 2 runs (for tests)")

@@ -121,3 +121,142 @@ def test_a_cvxkml_error_is_one_line_and_exit_2(capsys):
 
 def test_debug_flag_exists():
     assert cli.build_parser().parse_args(["--debug", "demo"]).debug is True
+
+
+# ---------------------------------------------------------------- data sets checked before the first fit
+def _data_commands():
+    """(command words, required data sets with every option at its default, whether it has
+    --data-dir) of every command that declares data sets."""
+    from cvxkml.experiments._commands import data_needed
+    out = []
+
+    def walk(parser, words):
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    walk(sub, words + [name])
+        if parser.get_default("data_sets") is not None:
+            args = cli.build_parser().parse_args(words)
+            has_dir = any(a.dest == "data_dir" for a in parser._actions)
+            out.append((words, data_needed(args)[0], has_dir))
+
+    walk(cli.build_parser(), [])
+    return out
+
+
+def test_issue_yeung_empty_data_dir_exits_2_at_once(tmp_path, capsys):
+    """The issue's reproduction: ``reproduce yeung --data-dir <empty folder>`` computed for
+    over a minute before it found mnist5000.npz missing; now one line and exit 2 before
+    anything runs."""
+    import time
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    t0 = time.perf_counter()
+    code, err = _run(["reproduce", "yeung", "--data-dir", str(empty), "--out", str(tmp_path / "out")])
+    elapsed = time.perf_counter() - t0
+    assert code == 2 and elapsed < 5.0, (code, elapsed, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err
+    assert lines[0].startswith("cvxkml reproduce yeung: Data file 'mnist5000.npz' not found")
+    assert str(empty / "mnist5000.npz") in lines[0] and "--data-dir" in lines[0]
+    assert capsys.readouterr().out == ""                       # no table printed: nothing computed
+    assert not (tmp_path / "out" / "yeung2007_results.json").exists()
+
+
+def test_every_data_command_declares_its_files():
+    cmds = {" ".join(w): (need, d) for w, need, d in _data_commands()}
+    assert {"reproduce yeung", "reproduce kcr", "reproduce mkl", "reproduce lowrank", "reproduce spectral",
+            "reproduce trace", "reproduce logdet", "reproduce all", "bench mkl", "bench kcr",
+            "bench lowrank", "bench vonneumann"} <= set(cmds)
+    assert cmds["reproduce yeung"][0] == ("mnist5000",)
+    assert cmds["reproduce mkl"][0] == ("sonar", "wine", "iris", "ionosphere", "wdbc", "mfeat")
+    assert cmds["reproduce all"][0] == ()                        # recorded results: no data
+    assert cmds["bench lowrank"][0] == ()                        # mnist5000 optional (synthetic fallback)
+
+
+def test_reproduce_all_group_data_matches_the_reproductions():
+    from cvxkml.experiments import reproduce_all as ra, reproduce_kcr as rk, reproduce_mkl as rm
+    from cvxkml.experiments import reproduce_spectral as rs
+    assert set(ra.GROUP_DATA) == set(ra.GROUPS)
+    assert set(ra.GROUP_DATA["uci"]) == set(rs.DATASETS) and set(ra.GROUP_DATA["kcr"]) == set(rk.DATASETS)
+    assert set(ra.GROUP_DATA["mkl"]) == set(rm.TABLE1_DATASETS) | {"mfeat"}
+
+
+#: option variants that change which data sets a command reads
+DATA_VARIANTS = [["reproduce", "yeung", "--part", "table2"], ["reproduce", "trace", "--dataset", "pendigits"],
+                 ["reproduce", "mkl", "--quick"], ["reproduce", "mkl", "--no-table1"],
+                 ["reproduce", "lowrank", "--parts", "nursery"], ["reproduce", "kcr", "--datasets", "balance"],
+                 ["reproduce", "all", "--quick"], ["reproduce", "all", "--full", "--sections", "yeung"],
+                 ["bench", "kcr", "large"], ["bench", "mkl", "--datasets", "balance"]]
+DAMAGE = ("missing", "empty", "garbage", "folder", "header", "row")
+
+
+def _damage(folder, name, kind):
+    """Put a damaged (or no) ``name`` file in ``folder``; the expected message part."""
+    from cvxkml import datasets as ds
+    csv = name in ds.CSV_DATASETS
+    path = folder / f"{name}.{'csv' if csv else 'npz'}"
+    if kind == "missing":
+        return f"'{path.name}' not found"
+    if kind == "empty":
+        path.write_bytes(b"")
+        return "the file is empty"
+    if kind == "garbage":
+        path.write_bytes(bytes(range(256)) * 4)
+        return "not a UTF-8 text file" if csv else "not a NumPy .npz archive"
+    if kind == "folder":
+        path.mkdir()
+        return "is not a regular file"
+    n_cols = (len(ds.CATEGORY_ORDER[name]) if name in ds.CATEGORY_ORDER else ds.CSV_DATASETS[name][1]) + 1 if csv else 0
+    if kind == "header":
+        if csv:
+            path.write_text("a,b\n1,x\n")
+            return "the header line has 2 columns"
+        np.savez(path, other=np.zeros(3))
+        return "has no array"
+    if csv:                                                   # a good row, then a short one
+        cells = ["1"] * (n_cols - 1) + ["A"]
+        path.write_text(",".join(f"c{k}" for k in range(n_cols)) + "\n" + ",".join(cells) + "\n1,A\n")
+        return f"line 3 has 2 columns, expected {n_cols}"
+    np.savez(path, **{k: np.zeros((3, 2)) for k in ("X", "fou", "fac", "kar", "pix", "zer", "mor")},
+             y=np.arange(3))
+    return "has shape (3, 2), expected"
+
+
+def _data_vectors():
+    from cvxkml.experiments._commands import data_needed
+    argvs = [w for w, need, _ in _data_commands() if need] + DATA_VARIANTS
+    out = []
+    for argv in argvs:
+        need = data_needed(cli.build_parser().parse_args(argv))[0]
+        first = next(n for n in need if n not in ("iris", "wine", "wdbc"))
+        out += [(argv, first, kind) for kind in DAMAGE]
+    return out
+
+
+def test_data_vectors(tmp_path, monkeypatch):
+    """Every command that reads data sets, each with a missing, empty, garbage, folder-in-place,
+    wrong-header and bad-row file in place of the first one it needs: exit status 2 and one
+    line naming the file (and the folder searched), before any computation."""
+    import io as _io
+    from contextlib import redirect_stdout
+    vectors = _data_vectors()
+    assert len(vectors) >= 90
+    for t, (argv, name, kind) in enumerate(vectors):
+        folder = tmp_path / f"v{t}"
+        folder.mkdir()
+        want = _damage(folder, name, kind)
+        monkeypatch.setenv("CVXKML_DATA", str(folder))
+        out = _io.StringIO()
+        with redirect_stdout(out):
+            code, err = _run(argv)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and "Traceback" not in err, (argv, kind, err)
+        assert lines[0].startswith("cvxkml " + " ".join(argv[:2]) + ": ") and want in lines[0], (argv, kind, err)
+        assert str(folder) in lines[0] and out.getvalue() == "", (argv, kind, err)
+    # --data-dir is searched (not $CVXKML_DATA) when given
+    monkeypatch.setenv("CVXKML_DATA", str(tmp_path / "v0"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, err = _run(["reproduce", "kcr", "--data-dir", str(empty)])
+    assert code == 2 and str(empty / "balance.csv") in err

@@ -118,12 +118,12 @@ def _run(argv) -> tuple[int, str, str]:
     (["reproduce", "logdet", "--quick"], "ionosphere.csv"),
 ])
 def test_missing_data_is_one_line_on_stderr(argv, fname, tmp_path, monkeypatch):
-    """Without the data folder's files: exit status 1, one line on standard error naming
+    """Without the data folder's files: exit status 2, one line on standard error naming
     the file, before any experiment runs."""
     monkeypatch.setenv("CVXKML_DATA", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     rc, out, err = _run(argv)
-    assert rc == 1
+    assert rc == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err
     assert lines[0].startswith("cvxkml " + " ".join(argv[:2]) + ": ")
@@ -136,7 +136,7 @@ def test_no_data_folder_configured(tmp_path, monkeypatch):
     monkeypatch.delenv("CVXKML_DATA", raising=False)
     monkeypatch.chdir(tmp_path)                       # no ../shared/data from here
     rc, _, err = _run(["reproduce", "lowrank"])
-    assert rc == 1 and len(err.strip().splitlines()) == 1 and "No data folder configured" in err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "No data folder configured" in err
 
 
 def test_reproduce_yeung_quick_without_matplotlib(tmp_path, monkeypatch):
