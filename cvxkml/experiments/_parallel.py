@@ -324,6 +324,8 @@ def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None, store: TaskSto
         from joblib import Parallel, delayed
 
         n = -1 if n_jobs is None else int(n_jobs)
+        if n > len(todo) and not _DASK_ACTIVE.get():
+            n = len(todo)                 # no more worker processes than tasks (--n-jobs 100000 spawned 200+)
         computed = Parallel(n_jobs=n, return_as="generator")(delayed(_call)(func, tasks[k]) for k in todo)
     computed = iter(computed)
     out = []
@@ -366,8 +368,8 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
     ------
     CommandError
         With ``backend="dask"`` when ``dask.distributed`` is not installed (the message
-        names the ``dask`` extra), for an unknown backend, or for a scheduler given
-        without ``backend="dask"``.  The command prints it as one line.
+        names the ``dask`` extra) or the scheduler cannot be reached, for an unknown
+        backend, or for a scheduler given without ``backend="dask"``.  The command prints it as one line.
     """
     if backend not in BACKENDS:
         raise CommandError(f"backend must be one of {BACKENDS}; got {backend!r}.")
@@ -389,9 +391,16 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
         address = cluster.scheduler_address
     else:
         address = scheduler
+    try:
+        client = Client(address)
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise CommandError(f"cannot connect to the Dask scheduler {address} ({' '.join(str(exc).split())}); "
+                           "check --scheduler, or leave it out for a local cluster") from None
     token = _DASK_ACTIVE.set(True)
     try:
-        with Client(address) as client, joblib.parallel_backend("dask"):
+        with client, joblib.parallel_backend("dask"):
             n = len(client.scheduler_info().get("workers", {}))
             yield f"dask ({address}, {n} worker{'s' if n != 1 else ''})"
     finally:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -223,8 +224,11 @@ def _peer_rows(datasets_data, features, seed, peer_python) -> tuple[list[dict], 
     with tempfile.TemporaryDirectory(prefix="cvxkml-peer-") as tmp:
         src, dst = Path(tmp) / "cells.npz", Path(tmp) / "rows.json"
         peer.write_cells(src, cells, seed)
-        proc = subprocess.run([peer_python, peer.__file__, str(src), str(dst)], capture_output=True, text=True,
-                              env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+        try:
+            proc = subprocess.run([peer_python, peer.__file__, str(src), str(dst)], capture_output=True, text=True,
+                                  env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+        except OSError as exc:
+            return [], f"{peer_python} could not be started ({exc.strerror or exc})"
         if proc.returncode != 0 or not dst.exists():
             tail = " ".join((proc.stderr or "").strip().splitlines()[-1:])[:200]
             return [], f"{peer_python} could not run the peer rows (exit {proc.returncode}: {tail})"
@@ -362,6 +366,9 @@ def _cmd_bench_estimators(args) -> int:
     if bad:
         raise CommandError(f"unknown data set(s) {', '.join(bad)}; choose from {', '.join(DATASETS)}.")
     _check_names(estimators)                           # before the header
+    if args.peer_python is not None and shutil.which(args.peer_python) is None:
+        raise CommandError(f"--peer-python {args.peer_python}: no such executable; give the path of a Python "
+                           "interpreter with metric-learn installed")
     n_jobs = 1 if args.n_jobs is None else args.n_jobs
     t_start = start("cvxkml bench estimators", args.quick,
                     f"{N_FOLDS}-fold stratified CV (seed {SEED}), 1-NN on the learned transform (KCRClassifier: "

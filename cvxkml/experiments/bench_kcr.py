@@ -32,7 +32,7 @@ import numpy as np
 
 from ..datasets import load_dataset
 from ..declare.kcr import KCR
-from ..errors import SolverError
+from ..errors import InvalidInputError, SolverError
 from ..kernels import gaussian_kernel
 from ..solvers.kcr import kcr_subgradient
 from ._commands import add_command, needs_data, run_command
@@ -113,10 +113,17 @@ BASELINE = dict(eig="exact", halpern=True, check_every=10, scaling=0.0)
 
 def _balance_problem(n, nu, lam, data_dir=None, seed=0) -> KCR:
     X, y = load_dataset("balance", data_dir)
+    _check_n(n, len(y))
     idx = np.random.default_rng(seed).choice(len(y), n, replace=False)
     X, y = X[idx], y[idx]
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     return KCR(gaussian_kernel(X, gamma=nu), y, lam)
+
+
+def _check_n(n: int, available: int) -> None:
+    if not 2 <= n <= available:
+        raise InvalidInputError(f"n = {n} Balance points asked for; the file has {available}: "
+                                f"use --n between 2 and {available}.")
 
 
 def large_n_row(n: int = 500, nu: float = 1.0, lam: float = 1.0, max_iter: int = 20_000,
@@ -336,6 +343,8 @@ def run(args) -> int:
     """Run the parts selected by ``args.what`` and print their rows."""
     import json
 
+    if args.what in ("large", "all"):                 # before the other parts run
+        _check_n(args.n, len(load_dataset("balance")[1]))
     out = {}
     if args.what in ("sweep", "all"):
         rows = gap_sweep_rows(args.draws)

@@ -156,7 +156,14 @@ def _load(ref: Path, name: str):
     if not path.is_file():
         raise CommandError(f"recorded results {path} not found (run from a source checkout or give "
                            f"--reference DIR)")
-    return json.loads(path.read_text())
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:          # JSONDecodeError, UnicodeDecodeError, unreadable
+        raise CommandError(f"recorded results {path} cannot be read ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:200]}); give --reference DIR with a good copy") from None
+    if not isinstance(data, dict):
+        raise CommandError(f"recorded results {path} is not a JSON object; give --reference DIR with a good copy")
+    return data
 
 
 def _recorded(ref: Path, key: str) -> dict:

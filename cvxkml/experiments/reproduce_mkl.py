@@ -670,6 +670,8 @@ def _data_of(args) -> tuple:
 
 
 def _cmd_reproduce_mkl(args) -> int:
+    if args.no_table1 and args.no_table2:
+        raise CommandError("--no-table1 and --no-table2 leave nothing to run; give at most one of them")
     proto = _protocol_from_args(args)
     datasets = _table1_of(args)
     table2 = not args.no_table2

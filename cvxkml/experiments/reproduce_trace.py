@@ -203,6 +203,9 @@ def run_draw(X, y, seed: int, *, n_train=100, n_test=2000, taus=(1.0, 10.0, 100.
             est.fit(Xtr, ytr)
         fit_s = time.perf_counter() - t0
         Zall_tr, Zall_te = est.embedding_, est.transform(Xte)
+        if Zall_tr.shape[1] == 0:
+            raise InvalidInputError(f"tau = {float(tau):g} makes the learned kernel zero (rank 0): there is no "
+                                    "embedding to score; use a smaller --tau (the paper's grid: 1 10 100).")
         s = est.eigenvalues_
         sol = est.solution_
         solver[float(tau)] = {

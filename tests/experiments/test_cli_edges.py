@@ -260,3 +260,71 @@ def test_data_vectors(tmp_path, monkeypatch):
     empty.mkdir()
     code, err = _run(["reproduce", "kcr", "--data-dir", str(empty)])
     assert code == 2 and str(empty / "balance.csv") in err
+
+
+# ---------------------------------------------------------------- user-caused failures found by probing
+def test_bad_recorded_results_are_one_line(tmp_path):
+    (tmp_path / "recorded-results.json").write_text("{not json")
+    code, err = _run(["reproduce", "all", "--reference", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "recorded-results.json cannot be read (JSONDecodeError" in err
+    (tmp_path / "recorded-results.json").write_text("[1, 2]")
+    code, err = _run(["reproduce", "all", "--reference", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert code == 1 and "is not a JSON object" in err
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["bench", "kcr", "large", "--n", "100000"], 2, "n = 100000 Balance points asked for; the file has 625"),
+    (["bench", "estimators", "--quick", "--peer-python", "/nonexistent/python"], 1,
+     "--peer-python /nonexistent/python: no such executable"),
+    (["reproduce", "mkl", "--quick", "--no-table1", "--no-table2"], 1, "leave nothing to run"),
+    (["bench", "mkl", "--datasets", "wine"], 2, "argument --datasets: invalid choice: 'wine'"),
+])
+def test_bad_option_values_and_combinations(argv, code, message, data_dir, monkeypatch, capsys):
+    """Each ends before any fit with one line (these reached NumPy / subprocess errors or ran
+    nothing and exited 0)."""
+    monkeypatch.setenv("CVXKML_DATA", str(data_dir))
+    got, err = _run(argv)
+    assert got == code and message in err.strip().splitlines()[-1] and "Traceback" not in err, err
+    assert "finished" not in capsys.readouterr().out
+
+
+def test_peer_python_that_cannot_start_is_a_note():
+    from cvxkml.experiments import bench_estimators as be
+    X = np.random.default_rng(0).random((12, 3))
+    y = np.arange(12) % 2
+    data = {"toy": (X, y, [(np.arange(6), np.arange(6, 12))], "toy")}
+    rows, note = be._peer_rows(data, be.FEATURES[:1], 0, "/nonexistent/python")
+    assert rows == [] and "could not be started" in note
+
+
+def test_a_huge_n_jobs_starts_no_more_workers_than_tasks(monkeypatch):
+    """--n-jobs 100000 spawned 200+ loky processes for a 2-task run (and timed out)."""
+    import joblib
+    from cvxkml.experiments._parallel import run_tasks
+    seen = []
+
+    class Recording(joblib.Parallel):
+        def __init__(self, n_jobs=None, **kw):
+            seen.append(n_jobs)
+            super().__init__(n_jobs=1, **kw)
+
+    monkeypatch.setattr(joblib, "Parallel", Recording)
+    assert run_tasks(abs, [-1, -2], n_jobs=100_000) == [1, 2]
+    assert run_tasks(abs, [-1, -2, -3], n_jobs=2) == [1, 2, 3]
+    assert seen == [2, 2]
+
+
+def test_unreachable_dask_scheduler_is_a_command_error(monkeypatch):
+    pytest.importorskip("distributed")
+    import distributed
+    from cvxkml.experiments._commands import CommandError
+    from cvxkml.experiments._parallel import parallel_context
+
+    def refuse(address, *a, **k):
+        raise OSError(f"Timed out trying to connect to {address} after 30 s")
+
+    monkeypatch.setattr(distributed, "Client", refuse)
+    with pytest.raises(CommandError, match=r"cannot connect to the Dask scheduler tcp://127\.0\.0\.1:1 .*--scheduler"):
+        with parallel_context("dask", "tcp://127.0.0.1:1"):
+            pass
