@@ -13,9 +13,9 @@ __all__ += ["IPLR"]
 from .dual import solve_dual
 from .regularizers import (Frobenius, LogDet, Regularizer, TraceNorm, VonNeumann,
                            register_fast_solver)
-from .spectral import SpectralKernel, SpectralMetric
+from .spectral import FactoredSpectralKernel, SpectralKernel, SpectralMetric
 
-__all__ += ["SpectralKernel", "SpectralMetric", "Regularizer", "LogDet", "VonNeumann", "Frobenius",
+__all__ += ["FactoredSpectralKernel", "SpectralKernel", "SpectralMetric", "Regularizer", "LogDet", "VonNeumann", "Frobenius",
             "TraceNorm", "solve_dual", "register_fast_solver"]
 from .vonneumann import VonNeumannKernel
 

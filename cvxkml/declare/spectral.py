@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from ..errors import InvalidInputError
 from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
+import numpy as np
+
 from .logdet import ITML, LogDetKernel
+from .lowrank import LowRankLogDet
 from .regularizers import LogDet, Regularizer, fast_solver_for
 
-__all__ = ["SpectralMetric", "SpectralKernel"]
+__all__ = ["SpectralMetric", "SpectralKernel", "FactoredSpectralKernel"]
 
 
 def _check_regularizer(reg):
@@ -93,3 +96,41 @@ class SpectralKernel(_FastDispatch, LogDetKernel):
         self.regularizer = _check_regularizer(regularizer)
         super().__init__(K0, constraints, gamma=gamma)
         self.kind = f"kernel-{self.regularizer.name.lower()}"
+
+
+class FactoredSpectralKernel(_FastDispatch, LowRankLogDet):
+    """min_K f(K0^+½ K K0^+½) s.t. constraints on K, with K0 = G0 G0ᵀ given by its factor G0
+    (n × r, full column rank): the factored space of eq. 12 (Kulis et al. 2009, eq. 14 for
+    any spectral f).  The learned kernel keeps range(K0), K = G0 X̂ G0ᵀ, and the problem is
+    solved on the r × r matrix X̂, never forming an n × n matrix: n = 60 000 points of rank
+    100 cost what 100 points cost, per constraint.
+
+    Parameters
+    ----------
+    G0 : (n, r) factor of full column rank, or a :class:`~cvxkml.factor.Factorization`
+        (e.g. from :func:`cvxkml.factor.factorize`, Nyström landmarks for large n).
+    constraints : as for :class:`SpectralKernel` (pairs, relative, similarity, linear on
+        X̂; hard or under :class:`~cvxkml.sideinfo.Hinge`).
+    regularizer : a spectral regularizer object (a user subclass included).
+    gamma : slack weight (regularizers with a slack formulation) or None.
+
+    The learned matrix of a :class:`~cvxkml.solution.Solution` is X̂ (r × r); the kernel is
+    K = G0 X̂ G0ᵀ (:meth:`kernel_factor` gives G with K = G Gᵀ).
+    """
+
+    def __init__(self, G0, constraints, regularizer: Regularizer, gamma=None):
+        self.regularizer = _check_regularizer(regularizer)
+        super().__init__(G0, constraints, gamma=gamma)
+        self.kind = f"factored-{self.regularizer.name.lower()}"
+
+    def kernel_factor(self, solution) -> np.ndarray:
+        """G = G0 X̂^½ with K = G Gᵀ (X̂ ⪰ 0 through its eigendecomposition; O(n r²))."""
+        Xh = np.asarray(getattr(solution, "matrix", solution), dtype=float)
+        w, V = np.linalg.eigh(0.5 * (Xh + Xh.T))
+        return self.G0 @ (V * np.sqrt(np.maximum(w, 0.0)))
+
+    def transform_factor(self, solution, g) -> np.ndarray:
+        """x ↦ X̂^½ g(x) for factor coordinates g (rows): the learned feature map."""
+        Xh = np.asarray(getattr(solution, "matrix", solution), dtype=float)
+        w, V = np.linalg.eigh(0.5 * (Xh + Xh.T))
+        return np.asarray(g, dtype=float) @ (V * np.sqrt(np.maximum(w, 0.0)))

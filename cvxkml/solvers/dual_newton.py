@@ -29,7 +29,7 @@ What makes it scale (n = 1 000 dense, r = 100 factored with 10⁴ constraints):
   (one term for LogDet, 5–15 at 1e-12 for von Neumann and the symmetrized LogDet), found
   by a randomized range finder; H_FF = Σ_s σ_s (Z_F diag(g_s) Z_Fᵀ)∘² is then formed in
   O(s |F|² r) and solved directly (truncated conjugate gradients when the rank is not low);
-- the first trial step is the fraction 0.9 of the largest step that keeps every eigenvalue
+- the first trial step is the fraction 0.7 of the largest step that keeps every eigenvalue
   in the conjugate's domain (LogDet: μ < 1; found from ``conj_s``): barrier regularizers no
   longer spend their line search outside the domain; trial points need eigenvalues only.
 
@@ -275,7 +275,7 @@ def _max_step(st, D, dom):
 
 def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certificate):
     """Armijo's rule on g along the projection arc λ(s) = P(λ + s·d) (Bertsekas 1982),
-    s = s0, s0/2, …, with s0 = min(1, 0.9·s_max) the fraction to the domain's boundary along
+    s = s0, s0/2, …, with s0 = min(1, 0.7·s_max) the fraction to the domain's boundary along
     the segment to λ(1) (:func:`_max_step`); the trial points need only the eigenvalues of
     M − A(λ(s) − λ).  Returns (state at the accepted point or None, s, trials)."""
     lam = st.lam
@@ -286,7 +286,7 @@ def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certific
         return None, 1.0, 0
     Zn = st.Z[nz]
     s_max = _max_step(st, (Zn.T * coef[nz]) @ Zn, dom)
-    step = min(1.0, 0.9 * s_max)
+    step = min(1.0, 0.7 * s_max)
     M = st.M
     trials = 0
     for _ in range(60):
@@ -482,8 +482,15 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
             mu_lm = min(1e8, boost * min(1e-2, max(1e-12, damping * np.sqrt(cert))))
             H = _FreeHessian(ops, st, Gam, free, quad, mu_lm * dscale[free])
             kt = H.ZF.shape[0]
-            factors = None if kt * r * r <= newton_budget or kt > _DENSE_MAX else _gamma_factors(Gam)
-            if kt * r * r <= newton_budget or factors is not None:
+            small = kt * r * r <= newton_budget
+            factors = None
+            if not small and kt <= _DENSE_MAX:
+                factors = _gamma_factors(Gam)
+                # formed in s·|F|²·r (+ |F|³/3 to solve) against ~40 products of 4·|F|·r²
+                if factors is not None and \
+                        len(factors[0]) * kt * r + kt * kt / 3.0 > 160.0 * r * r:
+                    factors = None
+            if small or factors is not None:
                 Hd = H.dense(factors)
                 try:
                     d[free] = np.linalg.solve(Hd, grad[free])
