@@ -8,6 +8,13 @@ Clarabel (eps 1e-8, the default exact solver up to n = 40, forced here at every 
 L-BFGS-B dual (:func:`cvxkml.declare.solve_dual`) and ``problem.solve(method="dual")``
 (best of ``repeats`` after a warm-up).  Reported next to each time: the objective's relative
 difference from Clarabel's and each solution's relative certificate (gap / max(1, |f|)).
+
+``--scale`` (:func:`scale_rows`): the generic solver at size, one BLAS thread, one timed solve
+per row after a small warm-up solve of each family: a user regularizer (:class:`Jeffreys`) with
+m = 2n hinge pairs, dense, n = 100 … 2 000; the same factored (r = 100 Nyström factor,
+10 000 hinge pairs + 1 000 hinge triplets, n = 15 000 … 60 000); built-in LogDet with hinge
+pairs, n = 200 … 800; time to a certificate at 1e-6, Newton iterations, the certificate, and
+the fitted growth exponent of time in n per family (reference/variant-scale.md).
 """
 from __future__ import annotations
 
@@ -15,10 +22,12 @@ import time
 
 import numpy as np
 
+from ..declare import Regularizer
 from ._commands import add_command, add_run_options
 from ._report import finish, format_table, start
 
-__all__ = ["variant_problem", "variant_rows", "register"]
+__all__ = ["variant_problem", "variant_rows", "Jeffreys", "scale_problem", "scale_rows", "growth_exponent",
+           "register"]
 
 EXACT_VN_MAX_N = 20     # the exact von Neumann model (von_neumann_entr cone) takes minutes beyond
 
@@ -91,11 +100,167 @@ def variant_rows(quick: bool = False, repeats: int | None = None, seed: int = 0,
     return rows
 
 
+# ---------------------------------------------------------------- --scale: the generic solver at size
+class Jeffreys(Regularizer):
+    """The symmetrized LogDet ("Jeffreys") regularizer of issue 30, declared as a user would:
+    f_s(x) = x − log x − 1 + c(x + 1/x − 2); x(μ) = (f_s')⁻¹(μ) =
+    (1 + √(1 + 4c(1 + c − μ))) / (2(1 + c − μ)) for μ < 1 + c; f*_s(μ) = x μ − f_s(x),
+    (f*_s)' = x(μ), (f*_s)'' = 1 / f_s''(x), f_s''(x) = 1/x² + 2c/x³.
+
+    examples/scale_a_variant.py declares its own copy on purpose (it shows a user writing
+    one); tests/test_examples_variant.py checks that the two agree.
+    """
+
+    name = "Jeffreys"
+    alpha = 1.0
+    implies_psd = True
+
+    def __init__(self, c: float = 0.5):
+        self.c = float(c)
+
+    def f_s(self, x):
+        x = np.asarray(x, dtype=float)
+        pos = x > 0
+        xs = np.where(pos, x, 1.0)
+        return np.where(pos, xs - np.log(xs) - 1 + self.c * (xs + 1 / xs - 2), np.inf)
+
+    def _x(self, mu):
+        a = 1 + self.c - np.asarray(mu, dtype=float)
+        ok = a > 0
+        a_s = np.where(ok, a, 1.0)
+        return np.where(ok, (1 + np.sqrt(1 + 4 * self.c * a_s)) / (2 * a_s), np.inf)
+
+    def conj_s(self, mu):
+        x = self._x(mu)
+        fin = np.isfinite(x)
+        xs = np.where(fin, x, 1.0)
+        return np.where(fin, xs * np.asarray(mu, dtype=float) - self.f_s(xs), np.inf)
+
+    def conj_grad_s(self, mu):
+        return self._x(mu)
+
+    def conj_hess_s(self, mu):
+        x = self._x(mu)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1.0 / (1 / x**2 + 2 * self.c / x**3)
+
+    def cvx(self, X):
+        import cvxpy as cp
+        n = X.shape[0]
+        return (1 + self.c) * cp.trace(X) - cp.log_det(X) - n + self.c * (cp.tr_inv(X) - 2 * n)
+
+
+#: family -> (sizes, quick sizes); "factored" keeps 10 000 pairs + 1 000 triplets (quick: 1 000 + 100)
+SCALE_FAMILIES = {
+    "jeffreys+hinge-pairs": ((100, 200, 400, 800, 1000, 2000), (40, 80)),
+    "jeffreys+hinge-pairs+triplets, factored r=100": ((15_000, 30_000, 60_000), (1_000, 2_000)),
+    "logdet+hinge-pairs": ((200, 400, 800), (40, 80)),
+}
+
+
+def scale_problem(family: str, n: int, seed: int = 0, quick: bool = False):
+    """One ``--scale`` problem.  Dense: Gaussian K0 (σ = median distance) on n points in 5-d
+    with 3 random labels, m = 2n hinge pairs (C = 1) from the labels (ITML scheme, bounds at
+    the 5th/95th percentile of K0 distances).  Factored: K0 = G0 G0ᵀ, G0 the Nyström factor
+    of a Gaussian kernel on 100 random landmarks (n points in 10-d, 5 overlapping classes;
+    never an n × n matrix), 10 000 hinge pairs as above + 1 000 hinge triplets (j in i's
+    class, k not, margin half the median pair distance); quick: 1 000 + 100."""
+    from ..declare import FactoredSpectralKernel, LogDet, SpectralKernel
+    from ..kernels import gaussian_kernel
+    from ..sideinfo import Hinge, PairConstraints, RelativeConstraints, baseline_kernel
+    from ..testing import triplets
+    rng = np.random.default_rng(seed)
+    reg = LogDet() if family.startswith("logdet") else Jeffreys()
+    if "factored" not in family:
+        X = rng.normal(size=(n, 5))
+        y = rng.integers(0, 3, n)
+        sq = np.sum((X[:, None] - X[None]) ** 2, -1)
+        K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+        pairs = PairConstraints.from_labels(y, baseline_kernel(K0), scheme="itml", n_constraints=2 * n,
+                                            percentiles=(5, 95), random_state=seed)
+        return SpectralKernel(K0, [Hinge(pairs, 1.0)], reg)
+    n_pairs, n_triplets, r = (1_000, 100, 100) if quick else (10_000, 1_000, 100)
+    y = rng.integers(0, 5, n)
+    X = rng.normal(size=(n, 10))
+    X[:, :5] += 1.5 * np.eye(5)[y]
+    sub = X[rng.choice(n, min(n, 2_000), replace=False)]
+    sq = np.sum((sub[:, None] - sub[None]) ** 2, -1)
+    sigma = float(np.sqrt(np.median(sq[sq > 0])))
+    P = np.sort(np.random.default_rng(seed).choice(n, r, replace=False))
+    L = np.linalg.cholesky(gaussian_kernel(X[P], sigma=sigma) + 1e-10 * np.eye(r))
+    G0 = np.linalg.solve(L, gaussian_kernel(X[P], X, sigma=sigma)).T
+
+    def dist(i, j):
+        D = G0[i] - G0[j]
+        return np.einsum("ij,ij->i", D, D)
+
+    pairs = PairConstraints.from_labels(y, dist, scheme="itml", n_constraints=n_pairs,
+                                        percentiles=(5, 95), random_state=seed)
+    i, j, k = triplets(rng, y, n_triplets)
+    margin = np.full(i.size, 0.5 * float(np.median(dist(pairs.i, pairs.j))))
+    return FactoredSpectralKernel(G0, [Hinge(pairs, 1.0), Hinge(RelativeConstraints(i, j, k, margin), 1.0)], reg)
+
+
+def growth_exponent(ns, secs) -> float:
+    """Least-squares slope of log(time) against log(n) (NaN with fewer than two sizes)."""
+    ns, secs = np.asarray(ns, dtype=float), np.asarray(secs, dtype=float)
+    if ns.size < 2 or np.unique(ns).size < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(ns), np.log(secs), 1)[0])
+
+
+def scale_rows(quick: bool = False, seed: int = 0, families=None, sizes=None, tol: float = 1e-6,
+               max_iter: int = 5_000, progress=None) -> list[dict]:
+    """Rows of (family, n, m, seconds, iterations, certificate) for ``--scale``: per family a
+    warm-up solve at the smallest quick size (not counted), then one timed ``problem.solve``
+    per size (instance building not timed).  ``sizes`` overrides every family's sizes."""
+    rows = []
+    for family in families or SCALE_FAMILIES:
+        full, small = SCALE_FAMILIES[family]
+        scale_problem(family, small[0], seed, quick=True).solve(tol=tol, max_iter=max_iter)   # warm-up
+        for n in sizes or (small if quick else full):
+            prob = scale_problem(family, n, seed, quick)
+            t0 = time.perf_counter()
+            sol = prob.solve(tol=tol, max_iter=max_iter)
+            secs = time.perf_counter() - t0
+            row = dict(family=family, n=int(n), m=prob.n_constraints, seconds=secs, iterations=int(sol.n_iter),
+                       converged=bool(sol.converged), rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)),
+                       max_violation=float(sol.max_violation), solver=sol.solver)
+            rows.append(row)
+            if progress is not None:
+                progress(row)
+    return rows
+
+
+def _cmd_scale(args, t_start) -> int:
+    import os
+
+    from .._config import blas_limit
+    print("--scale: one timed solve per row to a 1e-6 certificate after a warm-up solve; one BLAS thread; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start", flush=True)
+    with blas_limit(1):
+        rows = scale_rows(quick=args.quick, seed=args.seed,
+                          progress=lambda r: print(f"  {r['family']} n={r['n']}: {r['seconds']:.3g} s", flush=True))
+    print(format_table(
+        ["family", "n", "m", "time [s]", "iters", "rel. gap", "max rel. viol.", "converged", "solver"],
+        [[r["family"], str(r["n"]), str(r["m"]), f"{r['seconds']:.3g}", str(r["iterations"]),
+          f"{r['rel_gap']:.1e}", f"{r['max_violation']:.1e}", str(r["converged"]), r["solver"]] for r in rows]))
+    for family in dict.fromkeys(r["family"] for r in rows):
+        fam = [r for r in rows if r["family"] == family]
+        print(f"growth exponent of time in n, {family}: "
+              f"{growth_exponent([r['n'] for r in fam], [r['seconds'] for r in fam]):.2f} "
+              f"(n = {fam[0]['n']}..{fam[-1]['n']})")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (2 shared cores)")
+    return finish("bench", t_start)
+
+
 def _cmd(args) -> int:
     from .._config import blas_limit
 
     t_start = start("cvxkml bench variants", args.quick, "generic dual solver vs Clarabel and SciPy "
                     "L-BFGS-B (one BLAS thread, warmed up, best of repeats for the fast solver)")
+    if args.scale:
+        return _cmd_scale(args, t_start)
     with blas_limit(1):
         rows = variant_rows(quick=args.quick, repeats=args.repeats, seed=args.seed,
                             progress=lambda r: print(f"  {r['variant']} n={r['n']}: done", flush=True))
@@ -122,3 +287,7 @@ def register(commands) -> None:
         return
     add_run_options(p, "n = 12, one repeat (for tests)",
                     "fast-solver timing repeats, best of (default 3, quick 1)")
+    p.add_argument("--scale", action="store_true",
+                   help="the generic solver at size instead: user regularizer (Jeffreys) with hinge pairs "
+                        "dense n = 100..2000 and factored n = 15000..60000, LogDet + hinge n = 200..800; "
+                        "time to a 1e-6 certificate, growth exponents (with --quick: small sizes)")
