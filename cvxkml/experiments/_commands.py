@@ -33,8 +33,9 @@ from ..datasets import DataNotFoundError, check_available
 from ..errors import CvxkmlError
 
 __all__ = ["GROUPS", "CommandError", "add_parser", "add_command", "subcommands", "add_run_options",
-           "number_in", "needs_data", "data_needed", "check_data", "run_command", "positive_int", "non_negative_int", "n_jobs_int", "positive_float",
-           "non_negative_float", "data_folder", "writable_file", "writable_folder", "type_options"]
+           "number_in", "needs_data", "data_needed", "check_data", "run_command", "positive_int",
+           "non_negative_int", "n_jobs_int", "seed_int", "positive_float", "non_negative_float", "data_folder",
+           "writable_file", "writable_folder", "type_options"]
 
 #: group -> (help, metavar of its commands)
 GROUPS = {"bench": ("benchmarks", "BENCHMARK"), "reproduce": ("paper reproductions", "EXPERIMENT")}
@@ -276,6 +277,13 @@ def _float_check(allow_zero: bool):
     return conv
 
 
+def _seed(text):
+    v = int(text, 10)
+    if not 0 <= v < 2 ** 32:                  # NumPy's legacy seeding (and scikit-learn) take 32 bits
+        raise ValueError("between 0 and 4294967295")
+    return v
+
+
 def _n_jobs(text):
     v = int(text, 10)
     if v == 0 or v < -1:
@@ -326,14 +334,16 @@ def _writable_file(text):
 positive_int = _typed("a positive integer", _int_at_least(1))
 non_negative_int = _typed("a non-negative integer", _int_at_least(0))
 n_jobs_int = _typed("a positive integer or -1 (every core)", _n_jobs)
+seed_int = _typed("a non-negative integer below 2**32", _seed)
 positive_float = _typed("a finite positive number", _float_check(False))
 non_negative_float = _typed("a finite non-negative number", _float_check(True))
 data_folder = _typed("an existing readable folder", _data_folder)
 writable_folder = _typed("a folder that can be written", _writable_folder)
 writable_file = _typed("a file path that can be written", _writable_file)
 
-#: options whose integers may be 0 (the rest of the int options must be positive)
-_NON_NEGATIVE_INTS = frozenset({"seed", "start", "max_errors"})
+#: options whose integers may be 0 (the rest of the int options must be positive); 0 means
+#: "off" or "all" for --stall-iter, --n-learn, --n-learn-mfeat (see their help)
+_NON_NEGATIVE_INTS = frozenset({"start", "max_errors", "stall_iter", "n_learn", "n_learn_mfeat"})
 _NON_NEGATIVE_FLOATS = frozenset({"xor_std"})
 #: options naming folders written to (the other --out / --json are files)
 _OUT_FOLDERS = frozenset({"resume"})
@@ -341,8 +351,9 @@ _OUT_FOLDERS = frozenset({"resume"})
 
 def type_options(parser: argparse.ArgumentParser) -> None:
     """Give every option of ``parser`` and its subcommands a typed argparse ``type`` (one
-    place for all commands): ``int`` options become positive (or non-negative: ``--seed``,
-    ``--start``, ``--max-errors``) integers, ``--n-jobs`` a positive integer or -1,
+    place for all commands): ``int`` options become positive (or non-negative: ``--start``,
+    ``--max-errors``, ``--stall-iter``, ``--n-learn``, ``--n-learn-mfeat``, where 0 means
+    off or all) integers, ``--seed`` an integer in [0, 2**32), ``--n-jobs`` a positive integer or -1,
     ``float`` options finite positive numbers, ``--data-dir`` an existing readable folder,
     ``--out`` / ``--json`` / ``--resume`` paths checked writable before the command starts
     (an output folder is created).  A bad value ends with argparse's one-line message and
@@ -357,6 +368,8 @@ def type_options(parser: argparse.ArgumentParser) -> None:
         dest, t = action.dest, action.type
         if dest == "n_jobs":
             action.type = n_jobs_int
+        elif dest == "seed" and t is int:
+            action.type = seed_int
         elif t is int:
             action.type = non_negative_int if dest in _NON_NEGATIVE_INTS else positive_int
         elif t is float:

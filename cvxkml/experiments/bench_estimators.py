@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from ._commands import CommandError, add_command
 from ._parallel import describe, run_tasks
 from ._peer_metric_learn import warm_subset
@@ -103,8 +104,14 @@ def load_bench_dataset(name: str, quick: bool = False) -> tuple[np.ndarray, np.n
 
 
 def cv_folds(y, n_folds: int = N_FOLDS, seed: int = SEED) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The (train, test) indices of the shuffled stratified ``n_folds``-fold split."""
+    """The (train, test) indices of the shuffled stratified ``n_folds``-fold split;
+    InvalidInputError when a class has fewer than ``n_folds`` points."""
     from sklearn.model_selection import StratifiedKFold
+
+    smallest = int(np.unique(y, return_counts=True)[1].min())
+    if not 2 <= n_folds <= smallest:
+        raise InvalidInputError(f"{n_folds} stratified folds need 2 to {smallest} folds here (the smallest class "
+                                f"has {smallest} points); use --folds between 2 and {smallest}.")
 
     return list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(np.zeros((len(y), 1)), y))
 

@@ -44,8 +44,9 @@
 
 This module only collects the commands: every module in :data:`COMMANDS` adds its own
 with ``register(commands)`` (see :mod:`cvxkml.experiments._commands`), and no experiment
-module imports this one.  A missing data file ends the command with one line on standard
-error and exit status 1.
+module imports this one.  Every command that reads data sets declares them where it is
+registered; they are loaded before the command starts, so a missing or damaged data file
+ends it at once with one line on standard error and exit status 2.
 """
 from __future__ import annotations
 
@@ -99,9 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 on success, 1 when a data file is missing, 2 when no command
-        was given (the help is printed) or a cvxkml error stopped the command (one line;
-        ``--debug`` shows the traceback).  Every option is typed and checked before the
+        The exit status: 0 on success, 2 when no command was given (the help is printed),
+        a data file the command needs is missing or damaged (checked before it starts), or
+        a cvxkml error stopped the command (one line; ``--debug`` shows the traceback); 1
+        when options do not go together (one line).  Every option is typed and checked before the
         command starts (:func:`cvxkml.experiments._commands.type_options`); a bad one exits
         with status 2 (argparse's SystemExit).
     """

@@ -384,6 +384,13 @@ def _two_folds(y, rng):
     return np.sort(np.concatenate(a)), np.sort(np.concatenate(b))
 
 
+def _check_folds(y, n_folds: int, name: str) -> None:
+    smallest = int(np.unique(y, return_counts=True)[1].min())
+    if not 2 <= n_folds <= smallest:
+        raise InvalidInputError(f"{n_folds}-fold cross-validation of {name} needs 2 to {smallest} folds (its smallest "
+                                f"class has {smallest} points); use --n-folds between 2 and {smallest}.")
+
+
 def _stratified_folds(y, n_folds, rng) -> list[np.ndarray]:
     """Test indices of ``n_folds`` stratified folds."""
     folds = [[] for _ in range(n_folds)]
@@ -534,6 +541,7 @@ def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_
     """
     t0 = time.perf_counter()
     X, y = load_dataset(name, data_dir)
+    _check_folds(y, proto.n_folds, name)
     rng = np.random.default_rng(proto.seed)
     folds = _stratified_folds(y, proto.n_folds, rng)
     if max_folds is not None:
@@ -593,6 +601,8 @@ def reproduce(proto: Protocol | None = None, datasets=TABLE1_DATASETS, table2: b
     finished folds and splits kept for a resumed run (see :func:`run_table1_dataset`)."""
     proto = proto or Protocol()
     check_available(tuple(datasets) + (("mfeat",) if table2 else ()), data_dir)
+    for name in datasets:                             # every data set's folds, before the first fit
+        _check_folds(load_dataset(name, data_dir)[1], proto.n_folds, name)
     t0 = time.perf_counter()
     out = {"protocol": asdict(proto), "table1": {}, "table2": None}
     for name in datasets:

@@ -15,7 +15,7 @@ from cvxkml.experiments._commands import run_command
 
 BAD = {"int": ["-1", "0", "abc", "1.5", "", "nan", "1e3"], "nonneg": ["-1", "abc", "1.5", "", "nan", "-0.5"],
        "nonneg_float": ["-1", "nan", "inf", "abc", "1e400"], "float": ["-1", "0", "nan", "inf", "-inf", "abc", "1e400"],
-       "n_jobs": ["0", "-2", "x"], "data_dir": ["/nonexistent/folder", __file__],
+       "n_jobs": ["0", "-2", "x"], "seed": ["-1", "abc", "1.5", "4294967296", "99999999999999999999"], "data_dir": ["/nonexistent/folder", __file__],
        "file": ["/proc/nope/x.json", "/"], "folder": [__file__]}
 N_VECTORS = 120
 
@@ -24,7 +24,7 @@ def _typed_options():
     """(command words, option string, kind) of every typed option of every command."""
     from cvxkml.experiments import _commands as C
     kinds = {C.positive_int: "int", C.non_negative_int: "nonneg", C.n_jobs_int: "n_jobs", C.positive_float: "float",
-             C.non_negative_float: "nonneg_float", C.data_folder: "data_dir", C.writable_file: "file",
+             C.non_negative_float: "nonneg_float", C.data_folder: "data_dir", C.seed_int: "seed", C.writable_file: "file",
              C.writable_folder: "folder"}
     out = []
 
@@ -279,6 +279,9 @@ def test_bad_recorded_results_are_one_line(tmp_path):
      "--peer-python /nonexistent/python: no such executable"),
     (["reproduce", "mkl", "--quick", "--no-table1", "--no-table2"], 1, "leave nothing to run"),
     (["bench", "mkl", "--datasets", "wine"], 2, "argument --datasets: invalid choice: 'wine'"),
+    (["bench", "lmnn", "--quick", "--folds", "100"], 2, "the smallest class has 16 points); use --folds between 2"),
+    (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1"], 2, "1-fold cross-validation of iris needs 2"),
+    (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1000"], 2, "use --n-folds between 2 and 50"),
 ])
 def test_bad_option_values_and_combinations(argv, code, message, data_dir, monkeypatch, capsys):
     """Each ends before any fit with one line (these reached NumPy / subprocess errors or ran
@@ -328,3 +331,36 @@ def test_unreachable_dask_scheduler_is_a_command_error(monkeypatch):
     with pytest.raises(CommandError, match=r"cannot connect to the Dask scheduler tcp://127\.0\.0\.1:1 .*--scheduler"):
         with parallel_context("dask", "tcp://127.0.0.1:1"):
             pass
+
+
+def test_documented_commands_parse():
+    """Every ``cvxkml bench|reproduce …`` command recorded in reproduce_all (the commands that
+    made the reference results) and quoted in README.md / reference/*.md parses: a typed
+    option must not refuse a documented value (``--n-learn 0`` = all, ``--stall-iter 0`` = off)."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    from cvxkml.experiments import reproduce_all as ra
+    root = Path(__file__).resolve().parents[2]
+    cmds = set(ra.MKL_FULL_RUNS.values()) | {ra.SPAMBASE_STANDARDIZED_COMMAND}
+    cmds |= {re.sub(r"\s*\(.*\)", "", c).strip() for v in ra.SECTIONS.values() for c in v[-1].split(";")}
+    for f in [root / "README.md", *sorted((root / "reference").glob("*.md"))]:
+        if f.is_file():
+            cmds |= {m.group(1) for m in re.finditer(r"`(cvxkml (?:bench|reproduce) [^`|\[(\n]*)`", f.read_text())}
+    assert len(cmds) > 30
+    for c in sorted(cmds):
+        err = io.StringIO()
+        with redirect_stderr(err):
+            try:
+                args = cli.build_parser().parse_args(shlex.split(c)[1:])
+            except SystemExit:
+                args = None
+        assert args is not None and args.func is not None, (c, err.getvalue())
+
+
+def test_seed_range():
+    assert cli.build_parser().parse_args(["reproduce", "kcr", "--seed", "4294967295"]).seed == 2 ** 32 - 1
+    for words in (["reproduce", "spectral"], ["reproduce", "logdet"]):
+        code, err = _run(words + ["--seed", "4294967296"])
+        assert code == 2 and "below 2**32" in err
