@@ -144,7 +144,8 @@ def certificate(problem, sol) -> dict:
     """The certificate of a Solution, in the solver's own scale: relative gap
     (f − g) / max(1, |f|), largest relative violation, converged (= certified)."""
     return dict(rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)),
-                max_violation=float(sol.max_violation), converged=bool(sol.converged))
+                max_violation=float(sol.info.get("max_relative_violation", sol.max_violation)),
+                converged=bool(sol.converged))
 
 
 def solve_and_report(label: str, problem, tol: float = 1e-6, max_iter: int = 3_000) -> dict:
@@ -152,7 +153,7 @@ def solve_and_report(label: str, problem, tol: float = 1e-6, max_iter: int = 3_0
     sol = problem.solve(tol=tol, max_iter=max_iter)
     secs = time.perf_counter() - t0
     row = dict(label=label, m=problem.n_constraints, seconds=secs, iterations=int(sol.n_iter),
-               objective=float(sol.objective), **certificate(problem, sol))
+               objective=float(sol.objective), **certificate(problem, sol), problem=problem, solution=sol)
     print(f"{label:<28} m = {row['m']:>6}  {secs:8.2f} s  {row['iterations']:>5} it.  "
           f"rel. gap {row['rel_gap']:.1e}  max rel. viol. {row['max_violation']:.1e}  "
           f"converged {row['converged']}", flush=True)

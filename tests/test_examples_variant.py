@@ -64,3 +64,52 @@ def test_variant_d_extension_is_certified_by_the_conic_dual():
     assert np.trace(sol.matrix) <= 0.5 * np.trace(base.matrix) * (1 + 1e-6)
     assert sol.violations.size == problem.base.n_constraints + 1 and sol.max_violation <= 1e-6
     assert sol.dual_value <= sol.objective + 1e-6 * max(1.0, abs(sol.objective))
+
+
+# ---------------------------------------------------------------- examples/scale_a_variant.py
+def _load_scale_example():
+    path = Path(__file__).parents[1] / "examples" / "scale_a_variant.py"
+    spec_ = importlib.util.spec_from_file_location("scale_a_variant", path)
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    return module
+
+
+def test_scale_example_quick_is_certified_at_every_size(capsys):
+    """``--quick``: dense n = 60, 100 and factored n = 2 000 (r = 100) certified; each answer
+    recomputed from its primal and duals (never trusted); the factored solve works on r × r."""
+    from cvxkml.testing import validate_answer
+    scale = _load_scale_example()
+    rows = scale.main(["--quick"])
+    out = capsys.readouterr().out
+    assert [r["label"] for r in rows] == ["dense n = 60", "dense n = 100", "factored n = 2000, r = 100"]
+    for r in rows:
+        assert r["converged"] and -1e-9 <= r["rel_gap"] <= 1e-6 and r["max_violation"] <= 1e-6, r
+        assert r["label"] in out and f"{r['iterations']:>5} it." in out
+        checked = validate_answer(r["problem"], r["solution"])
+        assert abs(checked.objective - r["objective"]) <= 1e-8 * max(1.0, abs(r["objective"]))
+    fact = rows[-1]
+    assert fact["solution"].matrix.shape == (100, 100) and fact["m"] > 1_000     # pairs + triplets
+    assert type(fact["problem"]).__name__ == "FactoredSpectralKernel"
+    assert fact["objective"] > 0                               # the constraints move K off K0
+
+
+def test_scale_example_regularizer_is_the_benchs():
+    """The example declares its own Jeffreys (as a user would); the bench defines it once
+    more: both must be the same function, conjugate and CVXPY form."""
+    from cvxkml.experiments.bench_variants import Jeffreys
+    scale = _load_scale_example()
+    mine, bench = scale.Jeffreys(0.5), Jeffreys(0.5)
+    check_regularizer(mine)
+    x = np.array([0.05, 0.3, 1.0, 2.0, 40.0, -1.0])
+    mu = np.array([-50.0, -1.0, 0.0, 1.0, 1.4, 1.5, 2.0])
+    for f in ("f_s", "conj_s", "conj_grad_s", "conj_hess_s"):
+        arg = x if f == "f_s" else mu
+        np.testing.assert_allclose(getattr(mine, f)(arg), getattr(bench, f)(arg), rtol=1e-14)
+    assert mine.f_s(np.array([1.0]))[0] == 0 and np.isinf(mine.conj_s(np.array([1.5]))[0])
+    assert (mine.alpha, mine.implies_psd) == (bench.alpha, bench.implies_psd)
+    import cvxpy as cp
+    A = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.1], [0.0, 0.1, 0.5]])
+    w = np.linalg.eigvalsh(A)
+    assert mine.cvx(cp.Constant(A)).value == pytest.approx(bench.cvx(cp.Constant(A)).value, rel=1e-12)
+    assert mine.cvx(cp.Constant(A)).value == pytest.approx(np.sum(mine.f_s(w)), rel=1e-10)

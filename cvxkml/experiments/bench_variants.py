@@ -225,7 +225,8 @@ def scale_rows(quick: bool = False, seed: int = 0, families=None, sizes=None, to
             secs = time.perf_counter() - t0
             row = dict(family=family, n=int(n), m=prob.n_constraints, seconds=secs, iterations=int(sol.n_iter),
                        converged=bool(sol.converged), rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)),
-                       max_violation=float(sol.max_violation), solver=sol.solver)
+                       max_violation=float(sol.info.get("max_relative_violation", sol.max_violation)),
+                       solver=sol.solver)
             rows.append(row)
             if progress is not None:
                 progress(row)
