@@ -56,7 +56,7 @@ from ._parallel import describe, run_tasks
 from ._peer_metric_learn import warm_subset
 from ._report import finish, format_table, pm, start, write_numbers
 
-__all__ = ["SEED", "DATASETS", "FEATURES", "BASELINE", "load_bench_dataset", "cv_folds", "make_pipeline",
+__all__ = ["SEED", "DATASETS", "FEATURES", "BASELINE", "load_bench_dataset", "check_folds", "cv_folds", "make_pipeline",
            "run_cell", "run_bench", "format_report", "register"]
 
 #: Seed of the folds, the digits subset and the estimators' random_state.
@@ -103,15 +103,22 @@ def load_bench_dataset(name: str, quick: bool = False) -> tuple[np.ndarray, np.n
     return X, y, f"{X.shape[0]} x {X.shape[1]}, {np.unique(y).size} classes{what}"
 
 
+def check_folds(y, n_folds: int, name: str = "the data", flag: str = "--folds") -> None:
+    """InvalidInputError unless 2 <= ``n_folds`` <= the size of the smallest class of ``y``
+    (a stratified split needs a point of every class in every fold); ``name`` and ``flag``
+    go into the message."""
+    smallest = int(np.unique(y, return_counts=True)[1].min())
+    if not 2 <= n_folds <= smallest:
+        raise InvalidInputError(f"{n_folds}-fold stratified cross-validation of {name} needs 2 to {smallest} folds "
+                                f"(its smallest class has {smallest} points); use {flag} between 2 and {smallest}.")
+
+
 def cv_folds(y, n_folds: int = N_FOLDS, seed: int = SEED) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (train, test) indices of the shuffled stratified ``n_folds``-fold split;
     InvalidInputError when a class has fewer than ``n_folds`` points."""
     from sklearn.model_selection import StratifiedKFold
 
-    smallest = int(np.unique(y, return_counts=True)[1].min())
-    if not 2 <= n_folds <= smallest:
-        raise InvalidInputError(f"{n_folds} stratified folds need 2 to {smallest} folds here (the smallest class "
-                                f"has {smallest} points); use --folds between 2 and {smallest}.")
+    check_folds(y, n_folds)
 
     return list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(np.zeros((len(y), 1)), y))
 

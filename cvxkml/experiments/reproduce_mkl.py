@@ -69,6 +69,7 @@ from ..mkl_kernels import KernelSet, paper_kernels, source_kernels
 from ._commands import CommandError, add_command, needs_data, number_in, run_command
 from ._parallel import TaskStore, add_parallel_options, describe, parallel_from_args, run_tasks
 from ._report import finish, write_json, write_numbers
+from .bench_estimators import check_folds
 
 __all__ = [
     "TABLE1_DATASETS", "TABLE1_METHODS", "TABLE2_METHODS", "PAPER_TABLE1", "PAPER_TABLE2",
@@ -384,13 +385,6 @@ def _two_folds(y, rng):
     return np.sort(np.concatenate(a)), np.sort(np.concatenate(b))
 
 
-def _check_folds(y, n_folds: int, name: str) -> None:
-    smallest = int(np.unique(y, return_counts=True)[1].min())
-    if not 2 <= n_folds <= smallest:
-        raise InvalidInputError(f"{n_folds}-fold cross-validation of {name} needs 2 to {smallest} folds (its smallest "
-                                f"class has {smallest} points); use --n-folds between 2 and {smallest}.")
-
-
 def _stratified_folds(y, n_folds, rng) -> list[np.ndarray]:
     """Test indices of ``n_folds`` stratified folds."""
     folds = [[] for _ in range(n_folds)]
@@ -541,7 +535,7 @@ def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_
     """
     t0 = time.perf_counter()
     X, y = load_dataset(name, data_dir)
-    _check_folds(y, proto.n_folds, name)
+    check_folds(y, proto.n_folds, name, "--n-folds")
     rng = np.random.default_rng(proto.seed)
     folds = _stratified_folds(y, proto.n_folds, rng)
     if max_folds is not None:
@@ -602,7 +596,7 @@ def reproduce(proto: Protocol | None = None, datasets=TABLE1_DATASETS, table2: b
     proto = proto or Protocol()
     check_available(tuple(datasets) + (("mfeat",) if table2 else ()), data_dir)
     for name in datasets:                             # every data set's folds, before the first fit
-        _check_folds(load_dataset(name, data_dir)[1], proto.n_folds, name)
+        check_folds(load_dataset(name, data_dir)[1], proto.n_folds, name, "--n-folds")
     t0 = time.perf_counter()
     out = {"protocol": asdict(proto), "table1": {}, "table2": None}
     for name in datasets:

@@ -26,18 +26,18 @@ def _typed_options():
     kinds = {C.positive_int: "int", C.non_negative_int: "nonneg", C.n_jobs_int: "n_jobs", C.positive_float: "float",
              C.non_negative_float: "nonneg_float", C.data_folder: "data_dir", C.seed_int: "seed", C.writable_file: "file",
              C.writable_folder: "folder"}
-    out = []
+    return [(words, a.option_strings[-1], kinds[a.type]) for words, parser in _parsers()
+            for a in parser._actions if a.option_strings and a.type in kinds]
 
-    def walk(parser, words):
-        for a in parser._actions:
-            if isinstance(a, argparse._SubParsersAction):
-                for name, sub in a.choices.items():
-                    walk(sub, words + [name])
-            elif a.option_strings and a.type in kinds:
-                out.append((words, a.option_strings[-1], kinds[a.type]))
 
-    walk(cli.build_parser(), [])
-    return out
+def _parsers(parser=None, words=()):
+    """(command words, parser) of ``cvxkml`` and of every command and group under it."""
+    parser = parser or cli.build_parser()
+    yield list(words), parser
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for name, sub in a.choices.items():
+                yield from _parsers(sub, (*words, name))
 
 
 def _run(argv):
@@ -53,18 +53,9 @@ def _run(argv):
 def test_every_number_and_path_option_is_typed():
     opts = _typed_options()
     assert len(opts) > 90
-    untyped = []
-
-    def walk(parser, words):
-        for a in parser._actions:
-            if isinstance(a, argparse._SubParsersAction):
-                for name, sub in a.choices.items():
-                    walk(sub, words + [name])
-            elif a.option_strings and (a.type in (int, float) or
-                                       (a.dest in ("data_dir", "out", "json", "resume") and a.type is None)):
-                untyped.append((" ".join(words), a.option_strings[-1]))
-
-    walk(cli.build_parser(), [])
+    untyped = [(" ".join(words), a.option_strings[-1]) for words, parser in _parsers() for a in parser._actions
+               if a.option_strings and (a.type in (int, float) or
+                                        (a.dest in ("data_dir", "out", "json", "resume") and a.type is None))]
     assert untyped == []
 
 
@@ -128,20 +119,9 @@ def _data_commands():
     """(command words, required data sets with every option at its default, whether it has
     --data-dir) of every command that declares data sets."""
     from cvxkml.experiments._commands import data_needed
-    out = []
-
-    def walk(parser, words):
-        for a in parser._actions:
-            if isinstance(a, argparse._SubParsersAction):
-                for name, sub in a.choices.items():
-                    walk(sub, words + [name])
-        if parser.get_default("data_sets") is not None:
-            args = cli.build_parser().parse_args(words)
-            has_dir = any(a.dest == "data_dir" for a in parser._actions)
-            out.append((words, data_needed(args)[0], has_dir))
-
-    walk(cli.build_parser(), [])
-    return out
+    return [(words, data_needed(cli.build_parser().parse_args(words))[0],
+             any(a.dest == "data_dir" for a in parser._actions))
+            for words, parser in _parsers() if parser.get_default("data_sets") is not None]
 
 
 def test_issue_yeung_empty_data_dir_exits_2_at_once(tmp_path, capsys):
@@ -279,8 +259,8 @@ def test_bad_recorded_results_are_one_line(tmp_path):
      "--peer-python /nonexistent/python: no such executable"),
     (["reproduce", "mkl", "--quick", "--no-table1", "--no-table2"], 1, "leave nothing to run"),
     (["bench", "mkl", "--datasets", "wine"], 2, "argument --datasets: invalid choice: 'wine'"),
-    (["bench", "lmnn", "--quick", "--folds", "100"], 2, "the smallest class has 16 points); use --folds between 2"),
-    (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1"], 2, "1-fold cross-validation of iris needs 2"),
+    (["bench", "lmnn", "--quick", "--folds", "100"], 2, "its smallest class has 16 points); use --folds between 2"),
+    (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1"], 2, "1-fold stratified cross-validation of iris needs 2"),
     (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1000"], 2, "use --n-folds between 2 and 50"),
 ])
 def test_bad_option_values_and_combinations(argv, code, message, data_dir, monkeypatch, capsys):
