@@ -6,6 +6,7 @@ Every problem has an exact CVXPY model (``solve_reference``) and a fast Numba so
 from . import _deprecated
 from ._config import config_context, get_config, set_config
 from .declare import ITML, LogDetKernel
+from . import adapters  # noqa: F401  (registers the built-in fast solvers: cvxkml.declare.registry)
 from .errors import (ConvergenceWarning, CvxkmlError, EstimatorFileError, InfeasibleError, InvalidInputError,
                      NotPSDError, SolverError, UnboundedError)
 from .kernels import Kernel

@@ -1,7 +1,10 @@
-"""The one result shape every solver (fast or exact) returns."""
+"""The result shapes: :class:`Solution`, what every solve (fast or exact) returns, and the
+fast-solver protocol :class:`FastResult` / :class:`Status`, what a fast solver hands to the
+problem that certifies it (documented in :mod:`cvxkml.solvers.result`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 import numpy as np
 
@@ -70,3 +73,56 @@ class Solution:
         return (f"Solution(solver={self.solver!r}, status={self.status!r}, objective={self.objective:.10g}, "
                 f"max_violation={self.max_violation:.3g}, n_iter={self.n_iter}, converged={self.converged}, "
                 f"gap={'n/a' if gap is None else format(gap, '.3g')}, time={self.time:.3g}s)")
+
+
+class Status(IntEnum):
+    """How a fast run ended (``FastResult.code``)."""
+
+    OK = 0                    #: the solver's own stopping rule was met
+    NOT_CONVERGED = 1         #: the iteration limit came first (or a stall)
+    NONPOSITIVE_DISTANCE = 2  #: a constraint no positive definite matrix satisfies (``bad_index``)
+    NONFINITE = 3             #: the iterates overflowed / left the domain (``bad_index`` or −1)
+    UNBOUNDED = 4             #: no dual-feasible start: the problem is unbounded below
+
+
+OK, NOT_CONVERGED, NONPOSITIVE_DISTANCE, NONFINITE, UNBOUNDED = (int(s) for s in Status)
+
+
+@dataclass
+class FastResult:
+    """What a fast solver returns (see the module doc).
+
+    Attributes
+    ----------
+    matrix : ndarray (N, N)
+        The learned matrix in the problem's space (K or W; a whitened solver maps back
+        with ``problem.matrix_from_whitened``).
+    lam : ndarray (m,)
+        Multipliers λ >= 0, one per constraint in ``problem.violations`` order (<= C for
+        :class:`~cvxkml.sideinfo.Hinge` constraints).
+    xi : ndarray
+        Pair slacks ξ first when the problem has ``gamma`` slack, else empty.
+    sweeps : int
+        Iterations used (sweeps, Newton steps, …).
+    dual_change : float
+        The quantity the solver's own stopping rule compared with ``tol``.
+    code : int
+        A :class:`Status`.
+    bad_index : int
+        The constraint behind NONPOSITIVE_DISTANCE / NONFINITE, or −1.
+    time : float
+        Seconds spent.
+    extra : dict
+        Solver-specific outputs; ``extra["solver"]`` names the algorithm in
+        ``Solution.solver``.
+    """
+
+    matrix: np.ndarray
+    lam: np.ndarray
+    xi: np.ndarray
+    sweeps: int
+    dual_change: float
+    code: int
+    bad_index: int
+    time: float
+    extra: dict = field(default_factory=dict)

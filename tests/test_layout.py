@@ -10,7 +10,7 @@ PKG = Path(__file__).resolve().parents[1] / "cvxkml"
 #: the package root holds only the core modules and the subpackages
 ROOT_MODULES = {"__init__", "__main__", "_answer", "_config", "_deprecated", "_progress", "_validation", "errors", "solution",
                 "sideinfo", "kernels", "mkl_kernels", "factor", "learned", "datasets"}
-SUBPACKAGES = {"formulas", "declare", "solvers", "estimators", "baselines", "testing", "experiments"}
+SUBPACKAGES = {"formulas", "declare", "solvers", "adapters", "estimators", "baselines", "testing", "experiments"}
 
 #: layer -> what it must never import (module prefixes; third-party names too)
 FORBIDDEN = {
@@ -18,7 +18,10 @@ FORBIDDEN = {
                         "cvxkml.experiments", "cvxkml.testing", "cvxkml.baselines"),
     "cvxkml.solvers": ("cvxpy", "cvxkml.declare", "cvxkml.estimators", "cvxkml.experiments",
                        "cvxkml.testing"),
-    "cvxkml.declare": ("cvxkml.estimators", "cvxkml.experiments", "cvxkml.testing"),
+    # the declarative layer names no solver: the adapters register them (cvxkml.declare.registry)
+    "cvxkml.declare": ("cvxkml.solvers", "cvxkml.adapters", "cvxkml.estimators", "cvxkml.experiments",
+                       "cvxkml.testing"),
+    "cvxkml.adapters": ("cvxkml.estimators", "cvxkml.experiments", "cvxkml.testing"),
     "cvxkml.estimators": ("cvxkml.experiments", "cvxkml.testing", "cvxpy"),
     "cvxkml.baselines": ("cvxkml.experiments", "cvxkml.estimators", "cvxkml.testing"),
     "cvxkml.testing": ("cvxkml.experiments", "cvxkml.estimators"),

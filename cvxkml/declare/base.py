@@ -20,7 +20,7 @@ from .._validation import check_constraints, check_conic_options, check_positive
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
 from ..sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
                         SimilarityConstraints)
-from ..solution import Solution
+from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, FastResult, Status, Solution
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem
 from .regularizers import LogDet, Regularizer
@@ -54,12 +54,11 @@ class SpectralProblem(Problem):
 
     Subclasses set ``M0`` (N × N), ``T`` (N × r), ``F`` (points × r) and implement
     :meth:`pair_values` (squared learned distances of index pairs under a matrix M) and
-    :meth:`pair_inner` (learned inner products).  ``fast_families`` lists the constraint
-    families the fast solver handles.
+    :meth:`pair_inner` (learned inner products).  The fast solver is the first registered
+    one that accepts the problem (:mod:`cvxkml.declare.registry`, :meth:`fast_solver`).
     """
 
     kind = "logdet"
-    fast_families: tuple = (PairConstraints,)
     _hinge: dict = {}          # family type -> hinge weights C (sideinfo.Hinge); never mutated
     regularizer: Regularizer = LogDet()
     M0: np.ndarray
@@ -181,6 +180,12 @@ class SpectralProblem(Problem):
         parts = [np.full(len(f), np.inf) if self._hinge.get(type(f)) is None else self._hinge[type(f)]
                  for f in self._families() if f is not None]
         return np.concatenate(parts) if parts else np.zeros(0)
+
+    def dual_box(self):
+        """(lower, upper, quad) per constraint in :meth:`violations` order: the multipliers'
+        box and the squared-penalty weights of the Lagrange dual (:mod:`cvxkml.solvers.dual_newton`)."""
+        m = self.n_constraints
+        return np.zeros(m), self.upper, np.zeros(m)
 
     @property
     def soft(self) -> np.ndarray:
@@ -525,47 +530,39 @@ class SpectralProblem(Problem):
         return sol
 
     # ------------------------------------------------------------------ fast side
-    def _run_fast(self, tol, max_sweeps):  # pragma: no cover - abstract
-        """Run the fast solver; returns a :class:`cvxkml.solvers.bregman.BregmanResult`
-        whose ``matrix`` is in the problem's own space and ``lam`` follows the order of
-        :meth:`violations` (``xi`` holds the pair slacks first)."""
-        raise NotImplementedError
+    def constraint_families(self) -> list:
+        """The constraint classes of this problem (unwrapped from Hinge), what a registered
+        solver's ``families`` must cover (:mod:`cvxkml.declare.registry`)."""
+        return [type(c) for c in self._families() if c is not None]
 
-    def _native_fast_ok(self) -> bool:
-        """Whether the problem's own fast solver (Bregman projections, …) handles these
-        constraints: every family in ``fast_families`` and no hinge slack."""
-        return not self._hinge and all(c is None or isinstance(c, self.fast_families)
-                                       for c in self._families())
-
-    def _dual_solver_check(self) -> None:
-        """Raise when the generic dual solver cannot take this problem (it needs the
-        conjugate's methods, and handles hard and hinge constraints, not gamma slack)."""
-        from ..solvers.dual_newton import missing_methods
-        missing = missing_methods(self.regularizer)
-        if missing:
-            raise InvalidInputError(
-                f"No fast solver for {type(self).__name__} with the {self.regularizer.name} "
-                f"regularizer and these constraints: the generic dual solver needs the "
-                f"regularizer's {', '.join(missing)} (see cvxkml.declare.Regularizer; "
-                "cvxkml.testing.check_regularizer checks them). Implement them, or use "
-                "solve_reference() (the exact model).")
-        if self.gamma is not None:
-            raise InvalidInputError(
-                f"The {self.regularizer.name} slack (gamma) is solved by the native fast solver "
-                "for pair constraints only; with other families or hinge slack use "
-                "Hinge(pairs, C) instead of gamma, or solve_reference().")
-
-    def _run_dual(self, tol, max_sweeps, lam0=None, callback=None):
-        """The generic certified dual solver (:func:`cvxkml.solvers.dual_newton.dual_newton`)
-        on the whitened problem; ``matrix`` mapped back to the problem's space."""
-        from ..solvers.dual_newton import dual_newton
-        from .terms import constraint_terms
-        ct = constraint_terms(self)
-        res = dual_newton(ct.U, ct.w, ct.ptr, ct.t, self.regularizer,
-                          upper=self.upper if self._hinge else None, tol=tol,
-                          max_iter=max_sweeps, lam0=lam0, callback=callback)
-        res.matrix = self.matrix_from_whitened(res.matrix)
-        return res
+    def fast_solver(self, method: str = "auto"):
+        """The :class:`~cvxkml.declare.registry.SolverSpec` ``solve(method=…)`` would use, or a
+        typed error saying why none takes this problem and what to do."""
+        from .registry import SolverSpec, select
+        reg = self.regularizer
+        own = getattr(reg, "fast_solver", None)
+        if method != "dual" and callable(own):
+            # a fast_solver method on a user's regularizer class comes first
+            handles = getattr(reg, "fast_handles", None)
+            if handles is None or handles(self):
+                return SolverSpec(f"{type(reg).__name__}.fast_solver", own, user=True)
+        spec, refused = select(self, method)
+        if spec is not None:
+            return spec
+        reasons = "; ".join(f"{name}: {why}" for name, why in refused.items()) or "none is registered"
+        what = {"native": "No native fast solver", "dual": "The generic dual solver does not",
+                "auto": "No fast solver"}[method]
+        hint = ("use method='dual' (or 'auto'), or solve_reference() (the exact model)"
+                if method == "native" else
+                "use Hinge(pairs, C) instead of gamma, " if self.gamma is not None else "")
+        if method != "native":
+            hint += ("implement the regularizer's conj_s, conj_grad_s, conj_hess_s (see "
+                     "cvxkml.declare.Regularizer; cvxkml.testing.check_regularizer checks them), "
+                     "register one (cvxkml.declare.register_fast_solver), or use solve_reference() "
+                     "(the exact model)")
+        raise InvalidInputError(
+            f"{what} takes {type(self).__name__} with the {reg.name} regularizer and these "
+            f"constraints ({reasons}); {hint}.")
 
     def solve(self, tol: float = 1e-9, max_iter: int = 20_000, gap_tol: float | None = None,
               viol_tol: float | None = None, *, method: str = "auto", warm_start=None,
@@ -594,7 +591,7 @@ class SpectralProblem(Problem):
             constrained Lagrange dual, stopping on its certificate; ``max_iter`` caps its
             Newton iterations; ``tol`` is its relative gap); "auto" (default): native when it
             handles the constraints (no :class:`~cvxkml.sideinfo.Hinge`, families in
-            ``fast_families``, a regularizer with a fast solver), else dual.
+            the families of a registered solver for the regularizer), else dual.
         warm_start : array-like of shape (m,) or None
             Multipliers λ (in :meth:`violations` order) to start the dual solver from, e.g.
             ``previous_solution.dual`` of a neighbouring problem (dual method only).
@@ -613,23 +610,14 @@ class SpectralProblem(Problem):
         met but the certificate is not, the solve is repeated with tol divided by 100
         (down to 1e-16) within the same ``max_sweeps`` budget; if the certificate is still
         not met it warns (:class:`ConvergenceWarning`) and returns ``converged=False``.
-        The native solver handles the families in ``fast_families``; the others (and hinge
-        slack) go to the dual solver with ``method="auto"``.
+        The solver is the first registered one that accepts the problem
+        (:mod:`cvxkml.declare.registry`; :meth:`fast_solver` says which, or why none does);
+        the others (and hinge slack) go to the dual solver with ``method="auto"``.
         """
         from .._validation import as_float_array, check_choice
         method = check_choice(method, "method", ("auto", "native", "dual"))
-        native = self._native_fast_ok()
-        if method == "native" and not native:
-            unsupported = [type(c).__name__ for c in self._families()
-                           if c is not None and not isinstance(c, self.fast_families)]
-            raise InvalidInputError(
-                f"The native fast solver of {type(self).__name__} ({self.regularizer.name}) does not "
-                "handle " + (f"{', '.join(unsupported)}" if unsupported else "these constraints")
-                + (" or hinge slack" if self._hinge else "") + "; use method='dual' (or 'auto'), "
-                "or solve_reference() (the exact model).")
-        use_dual = method == "dual" or (method == "auto" and not native)
-        if use_dual:
-            self._dual_solver_check()
+        spec = self.fast_solver(method)
+        use_dual = spec.generic
         lam0 = None
         if warm_start is not None:
             if not use_dual:
@@ -646,10 +634,10 @@ class SpectralProblem(Problem):
         max_sweeps = self._iteration_limit(max_iter, max_sweeps)   # int64 in the kernels
         attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
         while True:
-            res = (self._run_dual(attempt_tol, max_sweeps - sweeps, lam0, callback) if use_dual
-                   else self._run_fast(attempt_tol, max_sweeps - sweeps))
+            res = (spec.solve(self, attempt_tol, max_sweeps - sweeps, lam0=lam0, callback=callback)
+                   if use_dual else spec.solve(self, attempt_tol, max_sweeps - sweeps))
             attempts += 1
-            self._check_fast_result(res)
+            self._check_fast_result(res, spec)
             sweeps += res.sweeps
             elapsed += res.time
             self._raise_breakdown(res)
@@ -717,11 +705,14 @@ class SpectralProblem(Problem):
                 ConvergenceWarning, stacklevel=2)
         return sol
 
-    def _check_fast_result(self, res) -> None:
+    def _check_fast_result(self, res, spec) -> None:
         """The fast-solver protocol (:mod:`cvxkml.solvers.result`), checked before anything is
         built from a result: a FastResult, an N × N matrix, one multiplier per constraint, a
-        known status, a non-negative iteration count."""
-        from ..solvers.result import FastResult, Status
+        known status, a non-negative iteration count; then the answer itself
+        (:mod:`cvxkml._answer`): multipliers finite, the matrix finite and symmetric and, from
+        a user's solver, positive semidefinite — a solver cannot hand back W + skew, NaN or an
+        indefinite matrix and be certified on its quadratic forms."""
+        from .._answer import PSD_TOL, check_primal_matrix, check_primal_vector
         N = self.M0.shape[0]
         problems = []
         if not isinstance(res, FastResult):
@@ -740,6 +731,11 @@ class SpectralProblem(Problem):
             raise InvalidInputError(
                 f"The fast solver of {type(self).__name__} ({self.regularizer.name}) broke the "
                 f"fast-solver protocol: {'; '.join(problems)}. See cvxkml.solvers.result.")
+        if res.code in (NONPOSITIVE_DISTANCE, NONFINITE):
+            return                                      # a breakdown: _raise_breakdown says what
+        check_primal_vector(res.lam, self.n_constraints, what=f"multipliers of {spec.name}")
+        check_primal_matrix(res.matrix, N, psd=spec.user, psd_tol=PSD_TOL,
+                            what=f"matrix of {spec.name}")
 
     def farkas_direction(self, lam):
         """Test the multipliers' direction d = λ/Σλ as a Farkas certificate of infeasibility
@@ -782,31 +778,48 @@ class SpectralProblem(Problem):
 
     def _raise_if_farkas(self, sol) -> None:
         """InfeasibleError when an uncertified hard-constraint solve's multipliers point along
-        a Farkas ray (min eigenvalue >= −1e-6, linear term <= −1e-3, both relative).  When the
-        min eigenvalue is slightly negative the message gives the trace every feasible matrix
+        a Farkas ray (min eigenvalue >= −1e-6, linear term <= −1e-3, both relative).  A fast
+        solver that stopped on a diverging dual hands the ray it found in
+        ``sol.info["farkas_ray"]`` (:class:`cvxkml.solvers.bregman.FarkasWatch`: the growth of
+        the multipliers over its last sweeps, on the constraints that carry it); it is tested
+        first, by the same rule, and the message names those constraints.  When the min
+        eigenvalue is slightly negative the message gives the trace every feasible matrix
         would need (:meth:`farkas_direction`): such constraints are feasible only at a scale
         that no solver, exact or fast, resolves (fuzz seed 11101: two nearly parallel pair
         differences, a feasible W of norm ~1e7)."""
-        test = self.farkas_direction(sol.dual)
-        if test is None:
-            return
-        eig, lin, bound = test
-        sol.info["farkas"] = test
-        if eig >= -1e-6 and lin <= -1e-3:
+        ray = sol.info.get("farkas_ray")
+        for d, from_ray in ((ray, True), (sol.dual, False)):
+            test = None if d is None else self.farkas_direction(d)
+            if test is None:
+                continue
+            eig, lin, bound = test
+            sol.info["farkas"] = test
+            if not (eig >= -1e-6 and lin <= -1e-3):
+                continue
             n = self.T.shape[1]
-            what = ("no positive semidefinite matrix satisfies them" if np.isinf(bound) else
+            what = ("no positive semidefinite matrix satisfies them" if np.isinf(bound) or eig >= -1e-12 else
                     f"any matrix that satisfies them has tr(X̂) >= {bound:.3g} in the whitened "
                     f"coordinates (the prior has tr = {n}), i.e. they are infeasible up to round-off")
+            named = ""
+            if from_ray:
+                d = np.asarray(d, dtype=float)
+                idx = np.flatnonzero(d > 0)
+                idx = idx[np.argsort(-d[idx], kind="stable")]
+                P, n_p = self.pairs, (0 if self.pairs is None else len(self.pairs))
+                parts = [(f"{k} (pair ({P.i[k]}, {P.j[k]}): d {'<=' if P.y[k] > 0 else '>='} "
+                          f"{P.bound[k]:.3g})" if k < n_p else str(k)) for k in idx[:8]]
+                named = (f" The constraints carrying it (index in violations() order, heaviest "
+                         f"first): {', '.join(parts)}{', …' if idx.size > 8 else ''}.")
             raise InfeasibleError(
                 f"The hard constraints are infeasible: after {sol.n_iter} sweeps the multipliers grow "
-                f"along d = λ/Σλ with Σd_cÂ_c ⪰ 0 (relative min eigenvalue {eig:.2g}) and Σd_c t_c < 0 "
-                f"(relative {lin:.2g}), a Farkas certificate: {what}. Use slack "
+                f"along d {'(their growth over the last sweeps)' if from_ray else '= λ/Σλ'} with "
+                f"Σd_cÂ_c ⪰ 0 (relative min eigenvalue {eig:.2g}) and Σd_c t_c < 0 "
+                f"(relative {lin:.2g}), a Farkas certificate: {what}.{named} Use slack "
                 "(gamma=<positive number>) or remove the conflicting constraints; solve_reference() "
                 "confirms.")
 
     def _raise_breakdown(self, res) -> None:
         """Typed errors for a fast run that broke down (a zero distance, non-finite iterates)."""
-        from ..solvers.bregman import NONPOSITIVE_DISTANCE, NONFINITE
         if res.code not in (NONPOSITIVE_DISTANCE, NONFINITE):
             return
         what = ("a constrained distance reached zero" if res.code == NONPOSITIVE_DISTANCE
@@ -831,7 +844,6 @@ class SpectralProblem(Problem):
 
     def _fast_solution(self, res, sweeps, elapsed) -> Solution:
         """The :class:`Solution` of a fast run (``converged`` = the run met its own rule)."""
-        from ..solvers.bregman import NOT_CONVERGED
         converged = res.code != NOT_CONVERGED
         M = res.matrix
         xi = res.xi[: len(self.pairs)] if self.gamma is not None else None

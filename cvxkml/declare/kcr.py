@@ -428,7 +428,8 @@ class KCR(Problem):
         """
         import warnings
 
-        from ..solvers.kcr import kcr_pdhg
+        from .registry import kernel
+        kcr_pdhg = kernel("kcr.pdhg")
         from .extend import check_fast_solver_applies
 
         check_fast_solver_applies(self)

@@ -51,11 +51,10 @@ from .._validation import (as_float_array, check_choice, check_conic_options, ch
                            check_kernel_matrix, check_labels, check_number, check_positive)
 from ..errors import InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
-from ..formulas.lmnn import (LMNNTriplets, lmnn_dual_value, lmnn_objective, lmnn_slack,
-                          orthonormal_factor, pair_quadratic, psd_pair_distances)
+from ..formulas.lmnn import (STALL_ITER, STALLED, LMNNTriplets, lmnn_dual_value, lmnn_objective,
+                             lmnn_slack, orthonormal_factor, pair_quadratic, psd_pair_distances)
 from ..solution import Solution
 from ._conic import solve_conic
-from ..solvers.lmnn import STALL_ITER, STALLED
 from .problem import CALLBACK_STOP, Problem
 
 __all__ = ["LMNNProblem", "check_kernel_list"]
@@ -611,7 +610,8 @@ class LMNNProblem(Problem):
         SolverError
             The iterates diverged (badly scaled features).
         """
-        from ..solvers.lmnn import lmnn_pdhg, pair_distances
+        from .registry import kernel
+        lmnn_pdhg, pair_distances = kernel("lmnn.pdhg"), kernel("lmnn.pair_distances")
         from .extend import check_fast_solver_applies
 
         check_fast_solver_applies(self)

@@ -2,13 +2,10 @@
 spectral core (:class:`~cvxkml.declare.base.SpectralProblem` with the LogDet regularizer)."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .._validation import check_data, check_kernel_matrix, range_space
 from ..errors import InvalidInputError
-from ..sideinfo import PairConstraints, RelativeConstraints, SimilarityConstraints
 from .base import SpectralProblem
 
 __all__ = ["ITML", "LogDetKernel", "LogDetProblem"]
@@ -53,11 +50,6 @@ class ITML(SpectralProblem):
         return np.einsum("ij,jk,ik->i", self.X[np.asarray(j)], np.asarray(M, dtype=float),
                          self.X[np.asarray(l)])
 
-    def _run_fast(self, tol, max_sweeps):
-        from ..solvers.bregman import bregman_metric
-        P = self.pairs
-        return bregman_metric(self.M0, self.X, P.i, P.j, P.y, P.bound, self.gamma, tol, max_sweeps)
-
 
 class LogDetKernel(SpectralProblem):
     """LogDet kernel learning, Jain et al. eq. 3 (7 with slack):
@@ -76,7 +68,6 @@ class LogDetKernel(SpectralProblem):
 
     kind = "kernel"
     kernel_space = True
-    fast_families = (PairConstraints, RelativeConstraints, SimilarityConstraints)
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
         self.M0, w, V, keep = range_space(K0, "K0", rank_rtol)
@@ -94,36 +85,3 @@ class LogDetKernel(SpectralProblem):
 
     def pair_inner(self, M, j, l):
         return np.asarray(M, dtype=float)[np.asarray(j), np.asarray(l)]
-
-    def _run_fast(self, tol, max_sweeps):
-        n = self.M0.shape[0]
-        if self.rank < n or not self.pairs_only:
-            # range-space factor path (Kulis et al. Alg. 2): O(r²) per projection, and it
-            # handles relative and similarity constraints
-            from .lowrank import LowRankLogDet
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                sub = LowRankLogDet(self.T, [c for c in self._families()[:3] if c is not None],
-                                    self.gamma)
-            res = sub._run_fast(tol, max_sweeps)
-            if sub.skipped_pairs.size:
-                # pairs at round-off distance in the factor (seen with data scaled by 1e-6): the
-                # sub-problem dropped them; they keep λ = 0 and their bound as slack here
-                keep = np.setdiff1d(np.arange(len(self.pairs)), sub.skipped_pairs)
-                n_p = len(self.pairs)
-                lam = np.zeros(self.n_constraints)
-                lam[keep] = res.lam[:keep.size]
-                lam[n_p:] = res.lam[keep.size:]
-                res.lam = lam
-                if res.xi.size:
-                    xi = self.pairs.bound.copy()
-                    xi[keep] = res.xi[:keep.size]
-                    res.xi = np.concatenate([xi, res.xi[keep.size:]])
-            res.matrix = self.matrix_from_whitened(res.matrix)
-            res.extra.update(G=self.T @ res.extra.pop("B"), path="lowrank")
-            return res
-        from ..solvers.bregman import bregman_kernel
-        P = self.pairs
-        res = bregman_kernel(self.M0, P.i, P.j, P.y, P.bound, self.gamma, tol, max_sweeps)
-        res.extra["path"] = "dense"
-        return res

@@ -17,7 +17,6 @@ from .._validation import (as_float_array, as_generator, check_choice, check_dat
                            check_int, input_rank_rtol)
 from ..errors import InvalidInputError
 from ..factor import Factorization, factorize
-from ..sideinfo import PairConstraints, RelativeConstraints, SimilarityConstraints
 from .base import SpectralProblem
 
 __all__ = ["LowRankLogDet"]
@@ -42,7 +41,6 @@ class LowRankLogDet(SpectralProblem):
     """
 
     kind = "lowrank"
-    fast_families = (PairConstraints, RelativeConstraints, SimilarityConstraints)
 
     def __init__(self, G0, constraints, gamma=None):
         self.factorization = G0 if isinstance(G0, Factorization) else None
@@ -142,44 +140,3 @@ class LowRankLogDet(SpectralProblem):
         finally:
             self._stop_rule = None
             self._resume = None
-
-    def _run_fast(self, tol, max_sweeps):
-        from ..solvers.bregman import BregmanResult
-        from ..solvers.lowrank import PAIR, RANK2, lowrank_logdet
-
-        kinds, I, J, Kx, cu, cv, delta, target = [], [], [], [], [], [], [], []
-        if self.pairs is not None:
-            P = self.pairs
-            m = len(P)
-            kinds.append(np.full(m, PAIR)); I.append(P.i); J.append(P.j); Kx.append(P.j)
-            cu.append(np.zeros((m, 2))); cv.append(np.zeros((m, 2)))
-            delta.append(P.y); target.append(P.bound)
-        if self.relative is not None:          # d(i,j) + margin <= d(i,k)
-            R = self.relative
-            m = len(R)
-            kinds.append(np.full(m, RANK2)); I.append(R.i); J.append(R.j); Kx.append(R.k)
-            cu.append(np.tile([1.0, -1.0], (m, 1))); cv.append(np.tile([1.0, -1.0], (m, 1)))
-            delta.append(np.ones(m)); target.append(-R.margin)
-        if self.similarity is not None:        # −F_jᵀX̂F_l <= −b: u = (g_j − g_l)/2, v = (g_j + g_l)/2
-            S = self.similarity
-            m = len(S)
-            kinds.append(np.full(m, RANK2)); I.append(S.j); J.append(S.l); Kx.append(S.l)
-            cu.append(np.tile([0.5, -0.5], (m, 1))); cv.append(np.tile([0.5, 0.5], (m, 1)))
-            delta.append(np.ones(m)); target.append(-S.bound)
-        cat = np.concatenate
-        # the certificate's tolerances: from solve(), else (a caller such as LogDetKernel's
-        # low-rank path) the defaults of solve()
-        gap_tol, viol_tol = getattr(self, "_stop_rule", None) or (max(tol, 1e-6),) * 2
-        resume = dict(getattr(self, "_resume", None) or {})
-        done = resume.pop("projections", 0)
-        stats = {}
-        B, lam, xi, sweeps, change, code, bad, t = lowrank_logdet(
-            self.G0, cat(kinds), cat(I), cat(J), cat(Kx), cat(cu), cat(cv), cat(delta), cat(target),
-            self.gamma, tol, max_sweeps, gap_tol=gap_tol, viol_tol=viol_tol, stats=stats, **resume)
-        done += stats["projections"]
-        if getattr(self, "_stop_rule", None) is not None:
-            self._resume = dict(B0=B, lam0=lam, xi0=xi, projections=done)
-        # projections: the Bregman projections done (all attempts of this solve); with the
-        # active set a sweep projects only the constraints that can move
-        return BregmanResult(B @ B.T, lam, xi, sweeps, change, code, bad, t,
-                             extra={"B": B, "projections": done})

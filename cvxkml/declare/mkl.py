@@ -59,9 +59,9 @@ from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
 from ..formulas.lmnn import LMNNTriplets, lmnn_objective
 from ..solution import Solution
-from ..solvers.lmnn import pair_distances
-from ..solvers.mkl import HingeTerms, lagrange_bound, smat, weight_step_ipm
-from ..solvers.result import NONFINITE
+from ..formulas.mkl import HingeTerms, lagrange_bound, smat
+from ..solution import NONFINITE
+from .registry import kernel
 from ._conic import solve_conic, solve_conic_bound
 from .lmnn import LMNNProblem, _check_gamma, check_kernel_list
 from .problem import CALLBACK_STOP, Problem
@@ -818,7 +818,7 @@ class RankOneWeightStep(Problem):
         such multipliers (:func:`lagrange_bound`)."""
         terms = self.h.hinge_terms()
         Ws = 0.5 * (W + W.T)
-        res = weight_step_ipm(terms, w * Ws if w * np.abs(Ws).max(initial=0.0) > 0 else None,
+        res = kernel("mkl.weight_step_ipm")(terms, w * Ws if w * np.abs(Ws).max(initial=0.0) > 0 else None,
                               P0=self._ipm_start)
         self.n_solves += 1
         self._ipm_stats.append((res.time, res.extra["rounds"], res.sweeps, res.extra["kept"][-1]))
@@ -1553,7 +1553,7 @@ class MKLResult:
 def joint_objective(Ks, A, mu, triplets: LMNNTriplets, gamma: float) -> float:
     """F(A, μ): the LMNN objective of eq. 18 with d(i, j) = μᵀ B_ij A B_ijᵀ μ =
     (K_μ^i − K_μ^j)ᵀ A (K_μ^i − K_μ^j)."""
-    p = pair_distances(combine_kernels(Ks, mu), A, triplets.pi, triplets.pj)
+    p = kernel("lmnn.pair_distances")(combine_kernels(Ks, mu), A, triplets.pi, triplets.pj)
     return lmnn_objective(p, triplets, gamma)
 
 

@@ -18,30 +18,33 @@ import numpy as np
 
 from .._validation import as_float_array, check_positive
 from ..errors import InvalidInputError
+from ..sideinfo import Hinge
+from .registry import SolverSpec, register, registered
 
 __all__ = ["Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm", "register_fast_solver",
            "fast_solver_for"]
 
-_FAST_SOLVERS: dict = {}         # Regularizer subclass -> (solver, handles)
 
-
-def register_fast_solver(regularizer_cls, solver, handles=None) -> None:
-    """Register ``solver(problem, tol, max_iter) -> FastResult`` as the native fast solver of
-    every spectral problem whose regularizer is an instance of ``regularizer_cls`` (the
-    protocol: :mod:`cvxkml.solvers.result`).
+def register_fast_solver(regularizer_cls, solver, handles=None, problem=None) -> SolverSpec:
+    """Register ``solver(problem, tol, max_iter) -> FastResult`` as the fast solver of every
+    spectral problem whose regularizer is an instance of ``regularizer_cls`` (subclasses
+    included), every constraint family, hard or hinge (the protocol:
+    :mod:`cvxkml.solvers.result`).  It is dispatched exactly like a built-in solver, before
+    them; ``problem.solve()`` validates its answer and computes the objective, violations
+    and certificate itself, so ``converged`` stays honest.
 
     Parameters
     ----------
-    regularizer_cls : a :class:`Regularizer` subclass.
+    regularizer_cls : a :class:`~cvxkml.declare.regularizers.Regularizer` subclass.
     solver : callable (problem, tol, max_iter) -> FastResult
-        Works on the problem's NumPy attributes, returns the matrix in the problem's space and
-        one multiplier per constraint; ``problem.solve()`` computes the objective, violations
-        and certificate and decides ``converged`` from them.
     handles : callable problem -> bool, optional
-        Which problems the solver takes (e.g. ``lambda p: p.pairs_only``); the others go to
-        the generic dual solver.  Default: all.
+        Which problems the solver takes (e.g. ``lambda p: p.pairs_only``); the others go on
+        to the next solver that accepts them.  Default: all.
+    problem : a problem class, optional
+        Restrict to instances of it (default: every problem with this regularizer).
 
-    A ``fast_solver`` method on the regularizer class itself takes precedence.
+    Returns the :class:`~cvxkml.declare.registry.SolverSpec` (``registry.unregister(spec.name)``
+    removes it).
     """
     if not (isinstance(regularizer_cls, type) and issubclass(regularizer_cls, Regularizer)):
         raise InvalidInputError("register_fast_solver needs a Regularizer subclass (the class, "
@@ -49,21 +52,24 @@ def register_fast_solver(regularizer_cls, solver, handles=None) -> None:
     if not callable(solver) or (handles is not None and not callable(handles)):
         raise InvalidInputError("solver (and handles, if given) must be callable: "
                                 "solver(problem, tol, max_iter) -> FastResult, handles(problem) -> bool.")
-    _FAST_SOLVERS[regularizer_cls] = (solver, handles)
+    if problem is not None and not isinstance(problem, type):
+        raise InvalidInputError(f"problem must be a problem class; got {problem!r}.")
+    return register(SolverSpec(
+        name=f"user:{regularizer_cls.__qualname__}", solve=solver,
+        problems=() if problem is None else (problem,), regularizers=(regularizer_cls,),
+        families=Hinge.FAMILIES, hinge=True, slack=True, accepts=handles, user=True))
 
 
 def fast_solver_for(reg):
-    """(solver, handles) for a regularizer instance: its ``fast_solver`` method (with its
-    ``fast_handles``, if any), else the registration of the nearest class in its MRO, else
-    (None, None)."""
+    """(solver, handles) of the first user registration (:func:`register_fast_solver`) or
+    ``fast_solver`` method that takes this regularizer, else (None, None).  Dispatch itself
+    goes through :func:`cvxkml.declare.registry.select`."""
     method = getattr(reg, "fast_solver", None)
-    if method is not None:
-        return (lambda problem, tol, max_iter: method(problem, tol, max_iter)), \
-            getattr(reg, "fast_handles", None)
-    for cls in type(reg).__mro__:
-        if cls in _FAST_SOLVERS:
-            solver, handles = _FAST_SOLVERS[cls]
-            return (lambda problem, tol, max_iter: solver(problem, tol, max_iter)), handles
+    if callable(method):
+        return method, getattr(reg, "fast_handles", None)
+    for spec in registered():
+        if spec.user and spec.regularizers is not None and isinstance(reg, spec.regularizers):
+            return spec.solve, spec.accepts
     return None, None
 
 
@@ -325,39 +331,6 @@ class VonNeumann(Regularizer):
     def slack_conj_hess(self, dl, xi0, gamma):
         return -xi0 / gamma * np.exp(dl / gamma)
 
-    def fast_handles(self, problem) -> bool:
-        """Algorithm 3 takes pair constraints only (others go to the generic dual solver)."""
-        return problem.pairs_only
-
-    def fast_solver(self, problem, tol, max_sweeps):
-        """Kulis et al. Algorithm 3 on the r × r matrix (q0 = log prior, 0 for prior I); with
-        the slack (γ) first the dual projected Newton-CG of
-        :func:`cvxkml.solvers.vonneumann.vonneumann_slack_newton` (same optimum, certified
-        relative gap <= ``tol``), Algorithm 3 only when that does not certify."""
-        from ..solvers.bregman import OK
-        from ..solvers.vonneumann import vonneumann_pairs, vonneumann_slack_newton
-        if not problem.pairs_only:
-            raise InvalidInputError(
-                "The von Neumann fast solver handles pair constraints only; use solve_reference() "
-                "for relative, similarity or linear constraints.")
-        P = problem.pairs
-        q0 = np.zeros(problem.F.shape[1]) if self.logp is None else self.logp
-        res = None
-        if problem.gamma is not None:
-            # with slack the dual is smooth and strongly concave: projected Newton-CG on it
-            # reaches Algorithm 3's optimum in a few steps, stopped on the same certificate
-            # (run on to a 1e-10 gap: quadratic convergence makes that a step or two more, and
-            # the matrix is then accurate far beyond sqrt(tol))
-            res = vonneumann_slack_newton(problem.F, q0, P.i, P.j, P.y, P.bound, problem.gamma,
-                                          gap_tol=min(max(tol, 1e-14), 1e-10),
-                                          max_iter=min(max_sweeps, 200))
-            if res.code != OK:
-                res = None                        # not certified: Algorithm 3 decides
-        if res is None:
-            res = vonneumann_pairs(problem.F, q0, P.i, P.j, P.y, P.bound, problem.gamma, tol, max_sweeps)
-        res.matrix = problem.matrix_from_whitened(res.matrix)
-        return res
-
     def __repr__(self):
         return "VonNeumann()" if self.logp is None else f"VonNeumann(prior=<{self.logp.size} values>)"
 
@@ -383,33 +356,6 @@ class Frobenius(Regularizer):
     def conj_hess_s(self, mu):
         return (mu > 0).astype(float)
 
-    def fast_solver(self, problem, tol, max_sweeps):
-        """POLA's fast solver (:func:`cvxkml.solvers.pola.pola_dual`): FISTA on the dual with
-        X̂(λ) = P₊(−Σλ_cÂ_c), plus a projected (semismooth) Newton polish.  Stops on
-        relative duality gap and relative violation <= tol; ``max_sweeps`` caps the
-        iterations.  Handles every constraint family the problem lets through."""
-        from ..errors import InfeasibleError
-        from ..solvers.bregman import NONFINITE, OK
-        from ..solvers.pola import pola_dual
-        from .terms import constraint_terms
-        ct = constraint_terms(problem)
-        res = pola_dual(ct.U, ct.w, ct.ptr, ct.t, tol=tol, max_iter=max_sweeps)
-        mmin, lin = res.extra["farkas"]
-        if res.code == NONFINITE:                  # the multipliers overflowed
-            raise InfeasibleError(
-                f"The Frobenius (POLA) dual diverged to overflow after {res.sweeps} iterations: the "
-                "constraints are most likely infeasible. Relax the bounds (a larger POLA threshold "
-                "b) or remove conflicting pairs; solve_reference() confirms.")
-        if res.code != OK and (res.extra["infeasible"] or (mmin >= -1e-7 and lin <= -1e-3)):
-            raise InfeasibleError(
-                f"The Frobenius (POLA) constraints look infeasible: after {res.sweeps} iterations the "
-                f"dual diverges along d = λ/Σλ with Σd_cÂ_c ⪰ 0 (relative min eigenvalue {mmin:.2g}) and "
-                f"Σd_c t_c < 0 (relative {lin:.2g}), a Farkas certificate up to round-off. Relax the "
-                "bounds (a larger POLA threshold b) or remove conflicting pairs; solve_reference() "
-                "confirms.")
-        res.matrix = problem.matrix_from_whitened(res.matrix)
-        return res
-
 
 class TraceNorm(Regularizer):
     """f_s(x) = τx + x² (τ tr A + ‖A‖²_F on A ⪰ 0, Jain et al. eq. 26), α = 0."""
@@ -434,34 +380,6 @@ class TraceNorm(Regularizer):
 
     def conj_hess_s(self, mu):
         return 0.5 * (mu > self.tau).astype(float)
-
-    def fast_handles(self, problem) -> bool:
-        """The Uzawa solver takes hard pair constraints only."""
-        return problem.pairs_only and problem.gamma is None
-
-    def fast_solver(self, problem, tol, max_sweeps):
-        """Projected Newton-CG on the dual of eq. 26
-        (:func:`cvxkml.solvers.trace.trace_pair_newton`, certified relative gap and
-        violation <= ``tol``), else the accelerated Uzawa / singular-value-thresholding dual
-        ascent (Jain et al. Alg. 2, derived for eq. 26; see :mod:`cvxkml.solvers.trace`).
-        Pair constraints only."""
-        from ..solvers.bregman import OK
-        from ..solvers.trace import trace_pair_newton, trace_uzawa
-        if not problem.pairs_only or problem.gamma is not None:
-            raise InvalidInputError(
-                "The Trace-SSIKDR fast solver handles hard pair constraints only; use "
-                "solve_reference() for other constraint families.")
-        P = problem.pairs
-        V = problem.F[P.i] - problem.F[P.j]
-        # projected Newton-CG on the dual (about a dozen steps where Uzawa needs hundreds on
-        # an ill-conditioned K0), stopped on the certificate; Uzawa when it does not certify
-        res = trace_pair_newton(V, P.y, P.y * P.bound, self.tau, tol=max(tol, 1e-14),
-                                max_iter=min(max_sweeps, 500))
-        if res.code != OK or not np.all(np.isfinite(res.matrix)):
-            res = trace_uzawa(V, P.y, P.y * P.bound, self.tau, tol=tol, max_iter=max_sweeps)
-        res.extra["whitened"] = res.matrix
-        res.matrix = problem.matrix_from_whitened(res.matrix)
-        return res
 
     def __repr__(self):
         return f"TraceNorm(tau={self.tau:g})"

@@ -44,8 +44,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._validation import as_float_array, check_number, check_positive, check_symmetric
-from ..errors import InfeasibleError, InvalidInputError, SolverError, UnboundedError
-from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
+from ..errors import InvalidInputError, SolverError, UnboundedError
 from .logdet import ITML, LogDetKernel
 from .regularizers import Regularizer
 
@@ -153,65 +152,17 @@ class LinearLogDet(Regularizer):
         mu, U = np.linalg.eigh(0.5 * (M + M.T) - self._Ch())
         return (U * self.conj_grad_s(mu)) @ U.T
 
-    # ------------------------------------------------------------------ fast solver
-    def fast_solver(self, problem, tol, max_sweeps, lam0=None):
-        """Bregman projections under the barrier (:func:`cvxkml.solvers.sdp_logdet.barrier_bregman`)."""
-        from ..solvers.bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED
-        from ..solvers.sdp_logdet import UNBOUNDED, barrier_bregman
-        from .terms import constraint_terms
-        if self.gamma == 0:
-            raise InvalidInputError(
-                "The plain SDP (gamma = 0) has no fast solver; use solve_reference() (CVXPY), or a "
-                "small gamma > 0 (the barrier optimum is within gamma·r of the SDP optimum).")
-        ct = constraint_terms(problem)
-        res = barrier_bregman(self._Ch(), self.gamma, ct.U, ct.w, ct.ptr, ct.t, tol=tol,
-                              max_sweeps=max_sweeps, lam0=lam0)
-        if res.code == UNBOUNDED:
-            how = ("a recession direction v (every constraint term with a positive weight vanishes "
-                   "on it and vᵀĈ0v <= 0) was found"
-                   if "recession_direction" in res.extra else
-                   f"the auxiliary bound tr X̂ <= R kept binding up to R = {res.extra['trace_bounds'][-1]:.3g}")
-            raise UnboundedError(
-                f"The barrier problem is unbounded below: in phase I ({res.extra['phase1_sweeps']} sweeps) "
-                f"{how}, so X̂ + s·vvᵀ stays feasible while tr(X̂Ĉ0) − γ log det X̂ → −∞. Add "
-                "constraints that bound that direction (e.g. on the trace or the mean), or check with "
-                "solve_reference().")
-        if res.code == NONPOSITIVE_DISTANCE:
-            raise InfeasibleError(
-                f"Constraint {res.bad_index} cannot hold for any positive definite matrix "
-                "(e.g. a required squared distance or trace <= 0); the barrier problem (24) has no "
-                "interior. Remove it, or solve the plain SDP with gamma=0 and solve_reference().")
-        if res.code == NONFINITE:
-            raise SolverError(
-                f"The barrier Bregman projections became non-finite after {res.sweeps} sweeps; the "
-                "constraints may be (nearly) infeasible or badly scaled. Check with solve_reference().")
-        res.matrix = problem.matrix_from_whitened(res.matrix)
-        if res.code == NOT_CONVERGED and not np.isfinite(problem.objective(res.matrix)):
-            # stopped early (seen right after phase I, C0 = 11ᵀ: an eigenvalue of 6e15) at a
-            # matrix outside the barrier's domain, which has no finite objective to report
-            raise SolverError(
-                f"The barrier Bregman projections stopped after {res.sweeps} sweeps (max_iter; "
-                f"phase I took {res.extra['phase1_sweeps']}) at a matrix outside the domain of "
-                "log det (no finite objective yet). Raise max_iter, or warm-start with lam0 from "
-                "a solve of the same constraints.")
-        return res
-
     def __repr__(self):
         return f"LinearLogDet(C0=<{self.C0.shape[0]}×{self.C0.shape[0]}>, gamma={self.gamma:g})"
 
 
 class _SDPMixin:
-    fast_families = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
-
     @property
     def barrier_gamma(self) -> float:
         """The barrier weight γ (the problem's ``gamma`` attribute is the pair slack, None)."""
         return self.regularizer.gamma
 
     _lam0 = None
-
-    def _run_fast(self, tol, max_sweeps):
-        return self.regularizer.fast_solver(self, tol, max_sweeps, lam0=self._lam0)
 
     def solve(self, tol: float = 1e-9, max_iter: int = 20_000, lam0=None, *,
               max_sweeps: int | None = None, **kw):

@@ -13,13 +13,12 @@ in :mod:`cvxkml.learned`), and K* = ΦᵀW*Φ.  The exact models are the whitene
 """
 from __future__ import annotations
 
-from ..errors import InvalidInputError
-from ..sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 import numpy as np
 
+from ..errors import InvalidInputError
 from .logdet import ITML, LogDetKernel
 from .lowrank import LowRankLogDet
-from .regularizers import LogDet, Regularizer, fast_solver_for
+from .regularizers import Regularizer
 
 __all__ = ["SpectralMetric", "SpectralKernel", "FactoredSpectralKernel"]
 
@@ -33,40 +32,7 @@ def _check_regularizer(reg):
     return reg
 
 
-class _FastDispatch:
-    @property
-    def fast_families(self):
-        """LogDet: the Bregman solvers' families; any other regularizer: every family, its
-        ``fast_solver`` rejects what it does not handle (von Neumann and TraceNorm: pairs;
-        Frobenius/POLA: all)."""
-        if isinstance(self.regularizer, LogDet):
-            return super().fast_families
-        return (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
-
-    def _native_fast_ok(self) -> bool:
-        """LogDet: the Bregman solvers' families; another regularizer: its ``fast_solver``
-        (if any) and its ``fast_handles(problem)`` (if declared); never with hinge slack."""
-        reg = self.regularizer
-        if isinstance(reg, LogDet):
-            return super()._native_fast_ok()
-        solver, handles = fast_solver_for(reg)
-        if self._hinge or solver is None:
-            return False
-        return True if handles is None else bool(handles(self))
-
-    def _run_fast(self, tol, max_sweeps):
-        reg = self.regularizer
-        if isinstance(reg, LogDet):
-            return super()._run_fast(tol, max_sweeps)
-        runner, _ = fast_solver_for(reg)
-        if runner is None:
-            raise InvalidInputError(
-                f"No fast solver for the {reg.name} regularizer yet; use solve_reference() (the "
-                "exact CVXPY model).")
-        return runner(self, tol, max_sweeps)
-
-
-class SpectralMetric(_FastDispatch, ITML):
+class SpectralMetric(ITML):
     """min_W f(W) s.t. constraints on the learned distances (eq. 13), prior I.
 
     Parameters
@@ -82,7 +48,7 @@ class SpectralMetric(_FastDispatch, ITML):
         self.kind = f"metric-{self.regularizer.name.lower()}"
 
 
-class SpectralKernel(_FastDispatch, LogDetKernel):
+class SpectralKernel(LogDetKernel):
     """min_K f(K0^-½ K K0^-½) s.t. constraints on K (eq. 12); K0 PSD (a rank-deficient K0 is
     handled on its range space, the whitened matrix being r × r).
 
@@ -98,7 +64,7 @@ class SpectralKernel(_FastDispatch, LogDetKernel):
         self.kind = f"kernel-{self.regularizer.name.lower()}"
 
 
-class FactoredSpectralKernel(_FastDispatch, LowRankLogDet):
+class FactoredSpectralKernel(LowRankLogDet):
     """min_K f(K0^+½ K K0^+½) s.t. constraints on K, with K0 = G0 G0ᵀ given by its factor G0
     (n × r, full column rank): the factored space of eq. 12 (Kulis et al. 2009, eq. 14 for
     any spectral f).  The learned kernel keeps range(K0), K = G0 X̂ G0ᵀ, and the problem is

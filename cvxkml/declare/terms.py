@@ -35,6 +35,9 @@ class ConstraintTerms:
     w: np.ndarray        # (p,) float64
     ptr: np.ndarray      # (m + 1,) int64
     t: np.ndarray        # (m,) float64
+    lower: np.ndarray | None = None   # (m,) the dual box (default 0: inequalities)
+    upper: np.ndarray | None = None   # (m,) (default +inf: hard; C: hinge)
+    quad: np.ndarray | None = None    # (m,) squared-penalty weights q = 1/C (default 0)
 
     @property
     def m(self) -> int:
@@ -91,5 +94,7 @@ def constraint_terms(problem, eig_rtol: float = 1e-14) -> ConstraintTerms:
     ptr = np.zeros(cnt.size + 1, dtype=np.int64)
     np.cumsum(cnt, out=ptr[1:])
     U = np.ascontiguousarray(np.concatenate(Us, axis=0), dtype=np.float64).reshape(-1, r)
+    lower, upper, quad = problem.dual_box() if hasattr(problem, "dual_box") else (None, None, None)
     return ConstraintTerms(U, np.ascontiguousarray(np.concatenate(ws), dtype=np.float64), ptr,
-                           np.ascontiguousarray(np.concatenate(ts), dtype=np.float64))
+                           np.ascontiguousarray(np.concatenate(ts), dtype=np.float64),
+                           lower, upper, quad)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import range_space
-from ..sideinfo import PairConstraints
 from .base import SpectralProblem
 from .regularizers import VonNeumann
 
@@ -35,7 +34,6 @@ class VonNeumannKernel(SpectralProblem):
     """
 
     kind = "vonneumann"
-    fast_families = (PairConstraints,)
     kernel_space = True
     #: Kulis' D_vN(K, K0) is not a spectral function of K0^-½ K K0^-½ (Theorem 4 does not
     #: apply); its solution keeps range(K0), K* = K0 (K0⁺ K* K0⁺) K0, so the extension to new
@@ -59,5 +57,3 @@ class VonNeumannKernel(SpectralProblem):
     def pair_inner(self, M, j, l):
         return np.asarray(M, dtype=float)[np.asarray(j), np.asarray(l)]
 
-    def _run_fast(self, tol, max_sweeps):
-        return self.regularizer.fast_solver(self, tol, max_sweeps)

@@ -45,6 +45,11 @@ __all__ = [
     "orthonormal_factor",
 ]
 
+#: Default of the stall rule of the LMNN PDHG solver (iterations without progress)
+STALL_ITER = 2000
+#: ``LMNNResult.status`` of a run stopped by the stall rule (``stall_iter``)
+STALLED = "stalled"
+
 
 # --------------------------------------------------------------------------- structure
 def _label_codes(y) -> tuple[np.ndarray, np.ndarray]:

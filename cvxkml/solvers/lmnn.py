@@ -75,13 +75,11 @@ import numpy as np
 from scipy.optimize import lsq_linear
 
 from .._config import WorkBudget, blas_limit
-from ..formulas.lmnn import (LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
+from ..formulas.lmnn import (STALL_ITER, STALLED, LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
                           pair_weights, psd_factor)
 
 __all__ = ["LMNNResult", "STALL_ITER", "lmnn_pdhg", "pair_distances"]
 
-#: Default of the stall rule of :func:`lmnn_pdhg` (PDHG iterations without progress)
-STALL_ITER = 2000
 
 
 @dataclass
@@ -638,8 +636,6 @@ def lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: fl
 
 #: ``LMNNResult.status`` of a run its callback stopped (= cvxkml.declare.problem.CALLBACK_STOP)
 CALLBACK_STOP = "stopped by callback"
-#: ``LMNNResult.status`` of a run stopped by the stall rule (``stall_iter``)
-STALLED = "stalled"
 _STALL_SHRINK = 1e-3               # progress = the certified gap shrinks by more than this fraction
 
 

@@ -146,15 +146,14 @@ def test_max_sweeps_still_works_with_a_deprecation_warning():
 
 def test_register_fast_solver_protocol():
     """A registered fast solver is used, its result checked against the protocol, and the
-    problem certifies its answer; handles() routes the rest to the dual solver."""
-    from cvxkml.declare import register_fast_solver
-    from cvxkml.declare.regularizers import _FAST_SOLVERS
+    problem certifies its answer; handles() routes the rest to the next solver."""
+    from cvxkml.declare import register_fast_solver, registry
     from cvxkml.declare.terms import constraint_terms
     from cvxkml.solvers import FastResult
     from cvxkml.solvers.dual_newton import dual_newton
 
     class MyFrobenius(Frobenius):
-        fast_solver = None                   # drop the inherited POLA solver: use the registry
+        pass
 
     calls = []
 
@@ -167,14 +166,19 @@ def test_register_fast_solver_protocol():
         return res
 
     X, pc = metric_instance(7, 10, 3, 3, hard=True)
+    spec = register_fast_solver(MyFrobenius, my_solver, handles=lambda p: p.pairs_only)
     try:
-        register_fast_solver(MyFrobenius, my_solver, handles=lambda p: p.pairs_only)
         prob = SpectralMetric(X, pc, MyFrobenius())
+        assert prob.fast_solver() is spec and spec in registry.registered()
         sol = solve_fast_honestly(prob, tol=1e-7, max_iter=300)
         assert calls == [300] and sol.solver.startswith("mine") and sol.converged
         assert_matches_reference(prob, sol, prob.solve_reference(), rtol=1e-6)
+        # handles() declines relative constraints: the next solver that accepts them (POLA:
+        # MyFrobenius keeps Frobenius' formulas) answers
         rel = RelativeConstraints([0], [1], [2], [0.0])
-        assert SpectralMetric(X, [pc, rel], MyFrobenius()).solve().solver.startswith("dual-newton")
+        other = SpectralMetric(X, [pc, rel], MyFrobenius())
+        assert other.fast_solver().name == "pola"
+        assert other.solve().converged and calls == [300]
 
         def broken(problem, tol, max_iter):
             return FastResult(problem.M0, np.zeros(1), np.zeros(0), 1, 0.0, 0, -1, 0.0)
@@ -184,7 +188,113 @@ def test_register_fast_solver_protocol():
         with pytest.raises(InvalidInputError, match="Regularizer subclass"):
             register_fast_solver(MyFrobenius(), broken)
     finally:
-        _FAST_SOLVERS.pop(MyFrobenius, None)
+        registry.unregister(spec.name)
+
+
+@pytest.mark.parametrize("fool, match", [
+    (lambda M: M + 5.0 * np.triu(np.ones_like(M), 1) - 5.0 * np.tril(np.ones_like(M), -1),
+     "not symmetric"),
+    (lambda M: np.full_like(M, np.nan), "NaN/inf entries"),
+    (lambda M: M - 2.0 * np.abs(np.linalg.eigvalsh(M)).max() * np.eye(len(M)), "positive semidefinite"),
+])
+def test_registered_solver_answer_is_validated_not_trusted(fool, match):
+    """A user's solver handing back W + skew (the quadratic forms of a metric problem do not
+    see it), NaN (before: a raw LinAlgError) or an indefinite matrix gets a SolverError from
+    solve(), never converged=True."""
+    from cvxkml.declare import register_fast_solver, registry
+    from cvxkml.errors import SolverError
+
+    class MyLogDet(LogDet):
+        pass
+
+    def fooling(problem, tol, max_iter):
+        from cvxkml.adapters.spectral import dual_newton_solve
+        res = dual_newton_solve(problem, tol, max_iter)
+        res.matrix = fool(res.matrix)
+        return res
+
+    X, pc = metric_instance(3, 10, 3, 3, hard=True)
+    spec = register_fast_solver(MyLogDet, fooling)
+    try:
+        with pytest.raises(SolverError, match=match):
+            SpectralMetric(X, pc, MyLogDet()).solve()
+    finally:
+        registry.unregister(spec.name)
+
+
+def test_user_solver_is_dispatched_like_a_builtin_for_subclasses_and_hinge():
+    """register_fast_solver(MyLogDet, …) takes a subclass of a built-in regularizer and hinge
+    problems, before the built-in Bregman solver; without it, the subclass (same formulas)
+    goes to Bregman and, with hinge, to the generic dual solver — one registry for all."""
+    from cvxkml.declare import LogDetKernel, register_fast_solver, registry
+    from cvxkml.adapters.spectral import dual_newton_solve
+
+    class MyLogDet(LogDet):
+        pass
+
+    X, pc = metric_instance(5, 10, 3, 4, hard=True)
+    assert SpectralMetric(X, pc, MyLogDet()).fast_solver().name == "bregman-metric"
+    assert SpectralMetric(X, Hinge(pc, 1.0), MyLogDet()).fast_solver().name == "dual-newton"
+    seen = []
+
+    def mine(problem, tol, max_iter):
+        seen.append(type(problem).__name__)
+        res = dual_newton_solve(problem, tol, max_iter)
+        res.extra["solver"] = "mine"
+        return res
+
+    spec = register_fast_solver(MyLogDet, mine)
+    try:
+        for prob in (SpectralMetric(X, pc, MyLogDet()), SpectralMetric(X, Hinge(pc, 1.0), MyLogDet())):
+            assert prob.fast_solver() is spec
+            sol = solve_fast_honestly(prob, tol=1e-9)
+            assert sol.solver.startswith("mine") and sol.converged
+            assert_matches_reference(prob, sol, prob.solve_reference(), rtol=1e-6)
+        assert seen == ["SpectralMetric", "SpectralMetric"]
+        # the built-in regularizer itself is not the user's: Bregman still answers ITML
+        assert ITML(X, pc).fast_solver().name == "bregman-metric"
+    finally:
+        registry.unregister(spec.name)
+
+
+def test_a_subclass_that_changes_the_model_is_never_answered_as_its_parent():
+    """A subclass of SpectralKernel adding a term to the objective inherits solve(): no
+    registered solver takes it (each answers its parent), so solve() says what to do; a
+    regularizer subclass changing f_s is refused by Bregman and goes to the generic dual
+    solver, which reads only the declared formulas."""
+    from cvxkml.testing import variant_instance
+    base = variant_instance(2, 8, 5, LogDet(), kernel=True, hard_pairs=True)
+
+    class WithTrace(type(base)):
+        def objective(self, M, xi=None):
+            return super().objective(M, xi) + float(np.trace(M))
+
+    prob = WithTrace.__new__(WithTrace)
+    prob.__dict__.update(base.__dict__)
+    with pytest.raises(InvalidInputError, match="redefines the model \\(objective\\)"):
+        prob.solve()
+
+    class ScaledLogDet(LogDet):
+        def f_s(self, x):
+            return 2.0 * super().f_s(x)
+
+        def conj_s(self, mu):
+            return 2.0 * super().conj_s(mu / 2.0)
+
+        def conj_grad_s(self, mu):
+            return super().conj_grad_s(mu / 2.0)
+
+        def conj_hess_s(self, mu):
+            return 0.5 * super().conj_hess_s(mu / 2.0)
+
+        def cvx(self, X):
+            return 2.0 * super().cvx(X)
+
+    X, pc = metric_instance(4, 10, 3, 3, hard=True)
+    scaled = SpectralMetric(X, pc, ScaledLogDet())
+    assert scaled.fast_solver().name == "dual-newton"
+    fast = solve_fast_honestly(scaled, tol=1e-10)
+    assert_matches_reference(scaled, fast, scaled.solve_reference(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("reg, seed, n, m, hard, C", [

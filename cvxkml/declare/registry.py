@@ -1,0 +1,220 @@
+"""One registry of fast solvers, for cvxkml's own and a user's alike.
+
+A fast solver is a :class:`SolverSpec`: the callable ``solve(problem, tol, max_iter) ->
+FastResult`` (the protocol of :mod:`cvxkml.solvers.result`) and what it accepts, declared
+in the spirit of skglm's required attributes — the problem classes it was written for, the
+regularizer classes (or the regularizer methods it needs), the constraint families, whether
+it takes hinge and the regularizer's own slack (``gamma``), and an optional predicate for the
+rest.  ``problem.solve()`` asks :func:`select` for the first spec that accepts the problem
+(a user's registrations first, newest first; then the built-ins in registration order; the
+generic certified dual solver last) and certifies whatever the solver returns itself.
+
+Nothing here names a solver: the built-in specs are registered by :mod:`cvxkml.adapters`,
+which the package's face imports, the same way a user's
+:func:`~cvxkml.declare.regularizers.register_fast_solver` does.
+
+The wrong problem is never answered.  A spec written for a class accepts a subclass only
+when the subclass keeps its model (:data:`MODEL_METHODS`): a subclass that changes the
+objective, the constraints or the exact model is refused, and so is a regularizer subclass
+that changes a built-in regularizer's formulas (:data:`REGULARIZER_METHODS`) — those go to a
+solver that reads only the declared formulas (the generic dual solver), or raise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import InvalidInputError
+
+__all__ = ["SolverSpec", "register", "unregister", "registered", "select", "register_kernel", "kernel", "missing_methods", "MODEL_METHODS", "REGULARIZER_METHODS"]
+
+#: the methods that define a spectral problem's model: a subclass overriding one of them is
+#: a different problem
+MODEL_METHODS = ("objective", "violations", "residuals", "dual_value", "to_cvxpy", "pair_values",
+                 "pair_inner", "whiten", "matrix_from_whitened", "_whitened_family_terms",
+                 "hinge_value", "best_slack")
+#: the methods that define a regularizer's formulas
+REGULARIZER_METHODS = ("f_s", "conj_s", "conj_grad_s", "conj_hess_s", "cvx", "value", "conj",
+                       "conj_grad", "conj_shift", "slack_value", "slack_cvx", "slack_conj",
+                       "slack_conj_grad", "slack_conj_hess")
+
+_SPECS: list = []              # registration order
+_KERNELS: dict = {}            # capability name -> callable (non-spectral families)
+
+
+def missing_methods(obj, names) -> list[str]:
+    """The methods among ``names`` that ``obj`` does not implement: absent, or raising
+    NotImplementedError on a small probe (a base-class stub counts as missing)."""
+    out = []
+    probe = np.array([-0.5, 0.0, 0.5])
+    for name in names:
+        fn = getattr(obj, name, None)
+        if not callable(fn):
+            out.append(name)
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                fn(2) if name == "conj_shift" else fn(probe)
+        except NotImplementedError:
+            out.append(name)
+        except Exception:              # implemented (a probe outside its domain may raise)
+            pass
+    return out
+
+
+def _library_class(cls):
+    """The nearest class of ``cls``'s MRO defined by cvxkml itself."""
+    for c in cls.__mro__:
+        if c.__module__.split(".")[0] == "cvxkml":
+            return c
+    return object
+
+
+def _changed(cls, names) -> list[str]:
+    """The methods among ``names`` that ``cls`` defines differently from its nearest cvxkml
+    class (empty for cvxkml's own classes)."""
+    lib = _library_class(cls)
+    return [n for n in names if getattr(cls, n, None) is not getattr(lib, n, None)]
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """A fast solver and what it accepts.
+
+    Attributes
+    ----------
+    name : str
+        Shown in ``Solution.solver`` when the result does not name itself.
+    solve : callable
+        ``solve(problem, tol, max_iter) -> FastResult`` (generic specs also take ``lam0=``
+        and ``callback=``).
+    problems : tuple of classes
+        The problem classes it was written for (subclasses that keep the model too).
+    regularizers : tuple of classes or None
+        The regularizer classes it solves; None: any regularizer with the methods ``needs``.
+    needs : tuple of str
+        Regularizer methods the solver calls.
+    families : tuple of classes
+        The constraint families it handles (unwrapped; see ``hinge``).
+    hinge : bool
+        Whether it takes :class:`~cvxkml.sideinfo.Hinge` (and squared-hinge) constraints.
+    slack : bool
+        Whether it takes the regularizer's own pair slack (``gamma``).
+    accepts : callable or None
+        ``accepts(problem) -> bool`` for anything else.
+    generic : bool
+        The generic certified dual solver (``solve(method="dual")``); tried last.
+    user : bool
+        Registered by a user (tried first; the regularizer may be any subclass of those
+        named, and the problem any instance of those named).
+    """
+
+    name: str
+    solve: Callable
+    problems: tuple = ()
+    regularizers: tuple | None = None
+    needs: tuple = ()
+    families: tuple = ()
+    hinge: bool = False
+    slack: bool = False
+    accepts: Callable | None = None
+    generic: bool = False
+    user: bool = False
+
+    def refusal(self, problem) -> str | None:
+        """Why this solver does not take ``problem`` (None: it does)."""
+        cls = type(problem)
+        if self.user:
+            if self.problems and not isinstance(problem, self.problems):
+                return f"registered for {', '.join(c.__name__ for c in self.problems)}"
+        else:
+            if not issubclass(cls, self.problems):
+                return f"written for {', '.join(c.__name__ for c in self.problems)}"
+            changed = _changed(cls, MODEL_METHODS)
+            if changed:
+                return (f"{cls.__name__} redefines the model ({', '.join(changed)}), and this solver "
+                        f"answers {_library_class(cls).__name__}")
+        reg = getattr(problem, "regularizer", None)
+        if self.regularizers is not None:
+            if self.user:
+                if not isinstance(reg, self.regularizers):
+                    return f"registered for {', '.join(c.__name__ for c in self.regularizers)}"
+            else:
+                if _library_class(type(reg)) not in self.regularizers:
+                    return f"solves {', '.join(c.__name__ for c in self.regularizers)} only"
+                changed = _changed(type(reg), REGULARIZER_METHODS)
+                if changed:
+                    return (f"{type(reg).__name__} redefines {', '.join(changed)} of "
+                            f"{_library_class(type(reg)).__name__}")
+        if self.needs:
+            missing = missing_methods(reg, self.needs)
+            if missing:
+                return f"needs the regularizer's {', '.join(missing)}"
+        families = getattr(problem, "constraint_families", None)
+        if families is not None:
+            bad = [f.__name__ for f in families() if not issubclass(f, self.families)]
+            if bad:
+                return f"does not handle {', '.join(sorted(set(bad)))}"
+        if getattr(problem, "_hinge", None) and not self.hinge:
+            return "does not handle hinge slack"
+        if getattr(problem, "gamma", None) is not None and not self.slack:
+            return "does not handle the regularizer's slack (gamma)"
+        if self.accepts is not None and not self.accepts(problem):
+            return "declined by its accepts() rule"
+        return None
+
+
+def register(spec: SolverSpec) -> SolverSpec:
+    """Add ``spec`` (a spec of the same name is replaced)."""
+    if not isinstance(spec, SolverSpec):
+        raise InvalidInputError(f"register needs a SolverSpec; got {type(spec).__name__}.")
+    if not callable(spec.solve):
+        raise InvalidInputError(f"The solver of spec {spec.name!r} is not callable.")
+    unregister(spec.name)
+    _SPECS.append(spec)
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove the spec called ``name`` (no error when there is none)."""
+    _SPECS[:] = [s for s in _SPECS if s.name != name]
+
+
+def registered() -> list[SolverSpec]:
+    """Every spec in the order :func:`select` tries them."""
+    users = [s for s in reversed(_SPECS) if s.user]
+    return (users + [s for s in _SPECS if not s.user and not s.generic]
+            + [s for s in _SPECS if not s.user and s.generic])
+
+
+def select(problem, method: str = "auto"):
+    """(the first spec that accepts ``problem``, {spec name: refusal} of those tried before);
+    ``method``: "auto" (all), "native" (all but the generic), "dual" (the generic only)."""
+    refused = {}
+    for spec in registered():
+        if (method == "native" and spec.generic) or (method == "dual" and not spec.generic):
+            continue
+        why = spec.refusal(problem)
+        if why is None:
+            return spec, refused
+        refused[spec.name] = why
+    return None, refused
+
+
+def register_kernel(name: str, fn: Callable) -> None:
+    """Provide the capability ``name`` (e.g. ``"lmnn.pdhg"``): the array-in, array-out
+    algorithm a non-spectral family's ``solve()`` calls (:mod:`cvxkml.adapters`)."""
+    _KERNELS[name] = fn
+
+
+def kernel(name: str) -> Callable:
+    """The callable registered as ``name``; a typed error when none is (the package's face,
+    ``import cvxkml``, registers the built-ins)."""
+    try:
+        return _KERNELS[name]
+    except KeyError:
+        raise InvalidInputError(
+            f"No fast solver provides {name!r}: import cvxkml (which registers the built-in "
+            "solvers) before solving, or use solve_reference().") from None
