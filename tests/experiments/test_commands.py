@@ -29,7 +29,7 @@ COMMANDS = {
     "bench pola": ("--quick", "--repeats", "--seed"),
     "bench kcr": ("<what>", "--draws", "--exact-sizes", "--scs-eps", "--scs-time-limit", "--n",
                   "--no-baseline", "--variant-n", "--variants", "--variant-data", "--json"),
-    "bench variants": ("--quick", "--repeats", "--seed"),
+    "bench variants": ("--quick", "--repeats", "--seed", "--scale"),
     "bench exact-limits": ("--families", "--time-limit", "--mem-limit-gib", "--start", "--max-n",
                            "--kill-factor", "--jobs", "--max-errors", "--no-fast", "--update", "--note",
                            "--out", "--json"),
