@@ -533,8 +533,9 @@ def _cmd_exact_limits(args) -> int:
     """``cvxkml bench exact-limits``: measure, print the table, write it and the JSON."""
     fams = [f.strip() for f in args.families.split(",") if f.strip()]
     unknown = [f for f in fams if f not in FAMILIES]
-    if unknown:
-        print(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}", file=sys.stderr)
+    if unknown or not fams:
+        print(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}" if unknown else
+              f"--families names no family; choose from {', '.join(FAMILIES)}", file=sys.stderr)
         return 2
     t0 = time.time()
     load0 = os.getloadavg()

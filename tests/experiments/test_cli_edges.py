@@ -259,6 +259,7 @@ def test_bad_recorded_results_are_one_line(tmp_path):
      "--peer-python /nonexistent/python: no such executable"),
     (["reproduce", "mkl", "--quick", "--no-table1", "--no-table2"], 1, "leave nothing to run"),
     (["bench", "mkl", "--datasets", "wine"], 2, "argument --datasets: invalid choice: 'wine'"),
+    (["bench", "exact-limits", "--families", ",", "--max-n", "8"], 2, "--families names no family; choose from ITML"),
     (["bench", "lmnn", "--quick", "--folds", "100"], 2, "its smallest class has 16 points); use --folds between 2"),
     (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1"], 2, "1-fold stratified cross-validation of iris needs 2"),
     (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1000"], 2, "use --n-folds between 2 and 50"),
