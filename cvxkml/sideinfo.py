@@ -17,8 +17,8 @@ from ._validation import (as_float_array, as_generator, check_choice, check_inde
 from .errors import InvalidInputError
 
 __all__ = [
-    "PairConstraints", "RelativeConstraints", "SimilarityConstraints", "LinearConstraints",
-    "Hinge", "pairs_from_labels", "random_pairs_from_labels", "percentile_bounds",
+    "ConstraintAtom", "PairConstraints", "RelativeConstraints", "SimilarityConstraints",
+    "LinearConstraints", "LinearEqualities", "Hinge", "Squared", "pairs_from_labels", "random_pairs_from_labels", "percentile_bounds",
     "baseline_metric", "baseline_kernel",
 ]
 
@@ -41,8 +41,58 @@ def _values(a, name: str, size: int) -> np.ndarray:
     return np.full(size, float(v[0])) if v.size == 1 and size != 1 else v
 
 
+class ConstraintAtom:
+    """The extension point of the spectral problems' constraints: one family of m
+    constraints g_c(M) <= t_c (``equality = True``: g_c(M) = t_c) on the learned matrix
+    M = T X̂ Tᵀ, each linear in M.  A family is one class owning its
+
+    - ``targets()`` t (m,), and ``scales()`` (what a relative violation divides by);
+    - ``values(space, M)`` g(M) through the problem's ``pair_values`` / ``pair_inner`` (the
+      numpy side: objective, violations, certificate);
+    - ``terms(F, T)`` the whitened form tr(X̂ Â_c) = g_c(T X̂ Tᵀ) as signed rank-one terms
+      Â_c = Σ_a w_a u_a u_aᵀ: (U, w, counts) (the fast dual solvers);
+    - ``cvx_values(F, T, X)`` g as a vectorized CVXPY expression of X̂ (the exact model);
+    - ``validate_space(n_points, dim)`` its indices / sizes against the problem;
+
+    hard, or soft under :class:`Hinge` (ℓ1) or :class:`Squared` (ℓ2).  The spectral core
+    (:class:`~cvxkml.declare.base.SpectralProblem`) loops over the atoms it is given;
+    :class:`LinearEqualities` is a whole new family in one class.
+    """
+
+    equality = False
+
+    def targets(self) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def scales(self) -> np.ndarray:
+        return np.maximum(1.0, np.abs(self.targets()))
+
+    def values(self, space, M) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def terms(self, F, T):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def cvx_values(self, F, T, X):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def validate_space(self, n_points: int, dim: int):
+        return self.validate(n_points)
+
+
+def cp_multiply(a, b):
+    import cvxpy as cp
+    return cp.multiply(a, b)
+
+
+def _quad_rows(V, X):
+    """Σ_k (V X)_ik V_ik: the quadratic forms v_iᵀ X v_i (CVXPY or numpy X)."""
+    import cvxpy as cp
+    return cp.sum(cp.multiply(V @ X, V), axis=1)
+
+
 @dataclass(frozen=True)
-class PairConstraints:
+class PairConstraints(ConstraintAtom):
     """Pairwise distance constraints.
 
     ``y[t] = +1`` (similar): d(i_t, j_t) <= bound_t;  ``y[t] = −1`` (dissimilar):
@@ -90,6 +140,22 @@ class PairConstraints:
         check_index_array(self.i, "PairConstraints.i", n)
         check_index_array(self.j, "PairConstraints.j", n)
         return self
+
+    # the atom (ConstraintAtom): δ_c·d(i, j) <= δ_c·bound_c
+    def targets(self):
+        return self.y * self.bound
+
+    def scales(self):
+        return np.maximum(1.0, np.abs(self.bound))
+
+    def values(self, space, M):
+        return self.y * space.pair_values(M, self.i, self.j)
+
+    def terms(self, F, T):
+        return F[self.i] - F[self.j], self.y.astype(float), np.ones(len(self), dtype=np.int64)
+
+    def cvx_values(self, F, T, X):
+        return cp_multiply(self.y, _quad_rows(F[self.i] - F[self.j], X))
 
     @classmethod
     def from_labels(cls, labels, baseline: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
@@ -275,7 +341,7 @@ def baseline_kernel(K0):
 
 
 @dataclass(frozen=True)
-class RelativeConstraints:
+class RelativeConstraints(ConstraintAtom):
     """Relative comparisons d(i, j) + margin <= d(i, k) (hard constraints)."""
 
     i: np.ndarray
@@ -304,9 +370,25 @@ class RelativeConstraints:
             check_index_array(getattr(self, nm), f"RelativeConstraints.{nm}", n)
         return self
 
+    # the atom: d(i, j) − d(i, k) <= −margin
+    def targets(self):
+        return -self.margin
+
+    def values(self, space, M):
+        return space.pair_values(M, self.i, self.j) - space.pair_values(M, self.i, self.k)
+
+    def terms(self, F, T):
+        m = len(self)
+        U = np.empty((2 * m, F.shape[1])); U[0::2] = F[self.i] - F[self.j]; U[1::2] = F[self.i] - F[self.k]
+        w = np.empty(2 * m); w[0::2] = 1.0; w[1::2] = -1.0
+        return U, w, np.full(m, 2, dtype=np.int64)
+
+    def cvx_values(self, F, T, X):
+        return _quad_rows(F[self.i] - F[self.j], X) - _quad_rows(F[self.i] - F[self.k], X)
+
 
 @dataclass(frozen=True)
-class LinearConstraints:
+class LinearConstraints(ConstraintAtom):
     """General linear constraints tr(C_t M) <= b_t on the learned matrix M (K or W).
 
     Give ``C`` as an (m, N, N) array of symmetric matrices, or ``Z`` as an (m, N)
@@ -357,9 +439,50 @@ class LinearConstraints:
                 f"{n} × {n}; give C of shape (m, {n}, {n}) or Z of shape (m, {n}).")
         return self
 
+    # the atom: tr(C_t M) <= b_t (LinearEqualities: = b_t)
+    def targets(self):
+        return self.b
+
+    def values(self, space, M):
+        M = np.asarray(M, dtype=float)
+        return (np.einsum("tab,ab->t", self.C, M) if self.C is not None
+                else np.einsum("ta,ab,tb->t", self.Z, M, self.Z))
+
+    def terms(self, F, T, eig_rtol: float = 1e-14):
+        if self.C is None:
+            return self.Z @ T, np.ones(len(self)), np.ones(len(self), dtype=np.int64)
+        Us, ws, counts = [], [], []
+        for C in np.einsum("ai,tab,bj->tij", T, self.C, T):
+            lam, V = np.linalg.eigh(0.5 * (C + C.T))
+            keep = np.abs(lam) > eig_rtol * max(float(np.max(np.abs(lam))), np.finfo(float).tiny)
+            Us.append(V[:, keep].T); ws.append(lam[keep]); counts.append(int(keep.sum()))
+        return (np.concatenate(Us, axis=0).reshape(-1, T.shape[1]), np.concatenate(ws),
+                np.asarray(counts, dtype=np.int64))
+
+    def cvx_values(self, F, T, X):
+        import cvxpy as cp
+        if self.C is None:
+            return _quad_rows(self.Z @ T, X)
+        Ch = np.einsum("ai,tab,bj->tij", T, self.C, T)
+        return Ch.reshape(len(self), -1) @ cp.vec(X, order="C")
+
+    def validate_space(self, n_points: int, dim: int):
+        return self.validate(dim)
 
 @dataclass(frozen=True)
-class SimilarityConstraints:
+class LinearEqualities(LinearConstraints):
+    """Linear equalities tr(C_t M) = b_t on the learned matrix M (e.g. tr K = n, common in
+    kernel learning: ``LinearEqualities(b=[n], C=np.eye(n)[None])``): the family of
+    :class:`LinearConstraints` with ``equality = True`` — its multipliers are free in sign,
+    hard in the exact model (``==``), or soft under :class:`Hinge` (C·|g − b|) or
+    :class:`Squared` ((C/2)·(g − b)²).  The whole family is this class (the
+    :class:`ConstraintAtom` extension point)."""
+
+    equality = True
+
+
+@dataclass(frozen=True)
+class SimilarityConstraints(ConstraintAtom):
     """Similarity constraints on learned inner products: M-inner(j, l) >= bound, i.e.
     K_jl >= b_t for a kernel matrix (Kulis et al. 2009 §6.2.2); hard constraints."""
 
@@ -390,6 +513,24 @@ class SimilarityConstraints:
         check_index_array(self.l, "SimilarityConstraints.l", n)
         return self
 
+    # the atom: −inner(j, l) <= −bound
+    def targets(self):
+        return -self.bound
+
+    def values(self, space, M):
+        return -space.pair_inner(M, self.j, self.l)
+
+    def terms(self, F, T):
+        m = len(self)
+        Fj, Fl = F[self.j], F[self.l]
+        U = np.empty((2 * m, F.shape[1])); U[0::2] = Fj + Fl; U[1::2] = Fj - Fl
+        w = np.empty(2 * m); w[0::2] = -0.25; w[1::2] = 0.25
+        return U, w, np.full(m, 2, dtype=np.int64)
+
+    def cvx_values(self, F, T, X):
+        import cvxpy as cp
+        return -cp.sum(cp.multiply(F[self.j] @ X, F[self.l]), axis=1)
+
 
 class Hinge:
     """Soft constraints with hinge (ℓ1) slack: wrap a constraint object so that each of its
@@ -415,13 +556,17 @@ class Hinge:
     >>> LogDetKernel(K0, [pairs, Hinge(triplets, C=0.5)])            # doctest: +SKIP
     """
 
-    FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
+    FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints,
+                LinearEqualities)
+    #: the penalty: "hinge" C·max(0, g − t) (C·|g − t| for an equality)
+    loss = "hinge"
 
     def __init__(self, constraints, C=1.0):
-        if not isinstance(constraints, self.FAMILIES):
+        if not isinstance(constraints, ConstraintAtom):
             raise InvalidInputError(
-                "Hinge wraps one constraint object (PairConstraints, RelativeConstraints, "
-                f"SimilarityConstraints or LinearConstraints); got {type(constraints).__name__}.")
+                f"{type(self).__name__} wraps one constraint object (PairConstraints, "
+                "RelativeConstraints, SimilarityConstraints, LinearConstraints, LinearEqualities or "
+                f"another ConstraintAtom); got {type(constraints).__name__}.")
         m = len(constraints)
         C = as_float_array(C, "C", finite=False)
         if C.ndim > 1 or C.size not in (1, m):
@@ -439,4 +584,25 @@ class Hinge:
 
     def __repr__(self) -> str:
         c = f"{self.C[0]:g}" if np.all(self.C == self.C[0]) else f"<{self.C.size} values>"
-        return f"Hinge({type(self.constraints).__name__}[{len(self)}], C={c})"
+        return f"{type(self).__name__}({type(self.constraints).__name__}[{len(self)}], C={c})"
+
+    def dual_box(self):
+        """(lower, upper, quad) of the multipliers of these constraints in the Lagrange dual:
+        the conjugate of the penalty φ(ρ) = sup_{lower <= λ <= upper} λρ − ½ quad·λ²."""
+        m = len(self)
+        lower = -self.C if self.constraints.equality else np.zeros(m)
+        return lower, self.C.copy(), np.zeros(m)
+
+
+class Squared(Hinge):
+    """Soft constraints with squared-hinge (ℓ2) slack: the penalty (C_c/2)·max(0, g_c(M) − t_c)²
+    ((C_c/2)·(g_c(M) − t_c)² for :class:`LinearEqualities`) in the objective; smooth, so the
+    multipliers are unbounded and the dual gains −Σ λ_c²/(2C_c).  Same arguments as
+    :class:`Hinge`."""
+
+    loss = "squared"
+
+    def dual_box(self):
+        m = len(self)
+        lower = np.full(m, -np.inf) if self.constraints.equality else np.zeros(m)
+        return lower, np.full(m, np.inf), 1.0 / self.C

@@ -137,8 +137,6 @@ def test_slack_and_opt_out_never_report_a_ray():
     assert res.sweeps == 200 and "farkas_ray" not in res.extra
 
 
-@pytest.mark.xfail(strict=True, reason="needs SpectralProblem._raise_if_farkas to test "
-                   "Solution.info['farkas_ray'] (requested from the lead, issue 32 item 5)")
 def test_issue_case_raises_infeasible_quickly():
     """End to end: ITML(...).solve() raises InfeasibleError naming the conflicting
     constraints, in well under the 16.8 s the sweep limit took (issue: <= 1 s)."""

@@ -25,11 +25,13 @@ from ..declare.regularizers import Frobenius, LogDet, TraceNorm, VonNeumann
 from ..declare.sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric
 from ..declare.terms import constraint_terms
 from ..errors import InfeasibleError, InvalidInputError, SolverError, UnboundedError
-from ..sideinfo import Hinge, PairConstraints, RelativeConstraints, SimilarityConstraints
+from ..sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
+                        SimilarityConstraints)
 from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
 from ..solvers.bregman import bregman_kernel, bregman_metric
 from ..solvers.dual_newton import REQUIRED_METHODS, dual_newton
-from ..solvers.lowrank import PAIR, RANK2, lowrank_logdet
+from ..solvers import lowrank as _lowrank
+from ..solvers.lowrank import PAIR, RANK2
 from ..solvers.pola import pola_dual
 from ..solvers.sdp_logdet import UNBOUNDED, barrier_bregman
 from ..solvers.trace import trace_pair_newton, trace_uzawa
@@ -116,7 +118,7 @@ def lowrank_solve(problem, tol, max_iter):
     resume = dict(getattr(problem, "_resume", None) or {})
     done = resume.pop("projections", 0)
     stats = {}
-    B, lam, xi, sweeps, change, code, bad, t = lowrank_logdet(
+    B, lam, xi, sweeps, change, code, bad, t = _lowrank.lowrank_logdet(   # looked up at call time
         problem.G0, cat(kinds), cat(I), cat(J), cat(Kx), cat(cu), cat(cv), cat(delta), cat(target),
         problem.gamma, tol, max_iter, gap_tol=gap_tol, viol_tol=viol_tol, stats=stats, **resume)
     done += stats["projections"]
@@ -248,7 +250,7 @@ def _sdp_ok(problem) -> bool:
     return True
 
 
-_ALL = Hinge.FAMILIES
+_INEQ = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
 for _spec in (
         registry.SolverSpec("bregman-metric", bregman_metric_solve, problems=(ITML,),
                             regularizers=(LogDet,), families=(PairConstraints,), slack=True),
@@ -259,12 +261,12 @@ for _spec in (
         registry.SolverSpec("vonneumann", vonneumann_solve, problems=(SpectralProblem,),
                             regularizers=(VonNeumann,), families=(PairConstraints,), slack=True),
         registry.SolverSpec("pola", pola_solve, problems=(SpectralProblem,),
-                            regularizers=(Frobenius,), families=_ALL),
+                            regularizers=(Frobenius,), families=_INEQ),
         registry.SolverSpec("trace", trace_solve, problems=(SpectralProblem,),
                             regularizers=(TraceNorm,), families=(PairConstraints,)),
         registry.SolverSpec("sdp-barrier", sdp_barrier_solve,
                             problems=(SDPLogDetKernel, SDPLogDetMetric), regularizers=(LinearLogDet,),
-                            families=_ALL, accepts=_sdp_ok),
+                            families=_INEQ, accepts=_sdp_ok),
         registry.SolverSpec("dual-newton", dual_newton_solve, problems=(SpectralProblem,),
-                            needs=REQUIRED_METHODS, families=_ALL, hinge=True, generic=True)):
+                            needs=REQUIRED_METHODS, families=Hinge.FAMILIES, hinge=True, generic=True)):
     registry.register(_spec)

@@ -18,8 +18,9 @@ import numpy as np
 
 from .._validation import check_constraints, check_conic_options, check_positive
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
-from ..sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
-                        SimilarityConstraints)
+from ..formulas.penalties import dual_penalty, hard_violation, penalty
+from ..sideinfo import (Hinge, LinearConstraints, LinearEqualities, PairConstraints,
+                        RelativeConstraints, SimilarityConstraints, Squared)
 from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, FastResult, Status, Solution
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem
@@ -30,7 +31,8 @@ __all__ = ["SpectralProblem"]
 _CLARABEL_MAX_DIM = Problem.clarabel_max_size   # Clarabel's memory: square of the PSD block (CVXPY-NOTES)
 
 
-_FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
+_FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints,
+             LinearEqualities)
 
 
 def _split_constraints(constraints, owner: str = "This problem"):
@@ -39,13 +41,14 @@ def _split_constraints(constraints, owner: str = "This problem"):
 
 
 def _unwrap_hinge(constraints):
-    """(constraints with every :class:`~cvxkml.sideinfo.Hinge` replaced by the object it
-    wraps, {family type: C array})."""
+    """(constraints with every :class:`~cvxkml.sideinfo.Hinge` / :class:`~cvxkml.sideinfo.Squared`
+    replaced by the object it wraps, {family type: C array}, {family type: "hinge" | "squared"})."""
     items = constraints if isinstance(constraints, (list, tuple)) else [constraints]
     if not any(isinstance(c, Hinge) for c in items):
-        return constraints, {}
+        return constraints, {}, {}
     hinge = {type(c.constraints): c.C for c in items if isinstance(c, Hinge)}
-    return [c.constraints if isinstance(c, Hinge) else c for c in items], hinge
+    loss = {type(c.constraints): c.loss for c in items if isinstance(c, Hinge)}
+    return [c.constraints if isinstance(c, Hinge) else c for c in items], hinge, loss
 
 
 class SpectralProblem(Problem):
@@ -59,7 +62,9 @@ class SpectralProblem(Problem):
     """
 
     kind = "logdet"
-    _hinge: dict = {}          # family type -> hinge weights C (sideinfo.Hinge); never mutated
+    _hinge: dict = {}          # family type -> penalty weights C (Hinge, Squared); never mutated
+    _loss: dict = {}           # family type -> "hinge" | "squared"
+    equalities = None
     regularizer: Regularizer = LogDet()
     M0: np.ndarray
     T: np.ndarray
@@ -70,15 +75,18 @@ class SpectralProblem(Problem):
         range space, so their distance can never change) raise, or with
         ``zero_pairs="skip"`` are dropped with a warning and listed in ``skipped_pairs``
         (indices into the given PairConstraints)."""
-        constraints, hinge = _unwrap_hinge(constraints)
-        self.pairs, self.relative, self.similarity, self.linear = _split_constraints(
-            constraints, type(self).__name__)
+        constraints, hinge, loss = _unwrap_hinge(constraints)
+        (self.pairs, self.relative, self.similarity, self.linear,
+         self.equalities) = _split_constraints(constraints, type(self).__name__)
         self._hinge = dict(hinge)
-        for c in (self.pairs, self.relative, self.similarity):
+        self._loss = dict(loss)
+        for c in self._families():
             if c is not None:
-                c.validate(n_points)
-        if self.linear is not None:
-            self.linear.validate(dim)
+                c.validate_space(n_points, dim)
+        if self.gamma_pairs_squared(gamma):
+            raise InvalidInputError(
+                "The pair constraints carry two slacks: gamma (the regularizer's slack) and "
+                "Squared. Use one of them.")
         self.gamma = check_positive(gamma, "gamma", allow_none=True)
         if self.gamma is not None and self.pairs is None:
             raise InvalidInputError("gamma (slack) applies to pair constraints; none were given.")
@@ -137,7 +145,14 @@ class SpectralProblem(Problem):
         return sum(len(c) for c in self._families() if c is not None)
 
     def _families(self):
-        return (self.pairs, self.relative, self.similarity, self.linear)
+        """The constraint atoms in :meth:`violations` order (None where absent)."""
+        return (self.pairs, self.relative, self.similarity, self.linear, self.equalities)
+
+    def _atoms(self):
+        return [c for c in self._families() if c is not None]
+
+    def gamma_pairs_squared(self, gamma) -> bool:
+        return gamma is not None and self._loss.get(PairConstraints) == "squared"
 
     @property
     def pairs_only(self) -> bool:
@@ -175,30 +190,44 @@ class SpectralProblem(Problem):
 
     @property
     def upper(self) -> np.ndarray:
-        """(m,) the hinge weights C_c in :meth:`violations` order (+inf: a hard constraint);
-        the upper bounds of the dual multipliers."""
-        parts = [np.full(len(f), np.inf) if self._hinge.get(type(f)) is None else self._hinge[type(f)]
-                 for f in self._families() if f is not None]
-        return np.concatenate(parts) if parts else np.zeros(0)
+        """(m,) the multipliers' upper bounds in :meth:`violations` order (+inf: hard or
+        squared; C_c: :class:`~cvxkml.sideinfo.Hinge`)."""
+        return self.dual_box()[1]
 
     def dual_box(self):
         """(lower, upper, quad) per constraint in :meth:`violations` order: the multipliers'
-        box and the squared-penalty weights of the Lagrange dual (:mod:`cvxkml.solvers.dual_newton`)."""
-        m = self.n_constraints
-        return np.zeros(m), self.upper, np.zeros(m)
+        box and the squared-penalty weights of the Lagrange dual
+        (:mod:`cvxkml.formulas.penalties`): hard inequality [0, ∞); hard equality (−∞, ∞);
+        soft ones from their :class:`~cvxkml.sideinfo.Hinge` / :class:`~cvxkml.sideinfo.Squared`."""
+        parts = []
+        for f in self._atoms():
+            C = self._hinge.get(type(f))
+            if C is None:
+                m = len(f)
+                parts.append((np.full(m, -np.inf) if f.equality else np.zeros(m),
+                              np.full(m, np.inf), np.zeros(m)))
+            else:
+                wrapper = (Squared if self._loss.get(type(f)) == "squared" else Hinge)(f, C)
+                parts.append(wrapper.dual_box())
+        if not parts:
+            return np.zeros(0), np.zeros(0), np.zeros(0)
+        return tuple(np.concatenate([q[k] for q in parts]) for k in range(3))
 
     @property
     def soft(self) -> np.ndarray:
-        """(m,) bool: which constraints carry hinge slack (:class:`~cvxkml.sideinfo.Hinge`)."""
-        return np.isfinite(self.upper)
+        """(m,) bool: which constraints carry a penalty (:class:`~cvxkml.sideinfo.Hinge`,
+        :class:`~cvxkml.sideinfo.Squared`) instead of being hard."""
+        return np.concatenate([np.full(len(f), type(f) in self._hinge) for f in self._atoms()]) \
+            if self._atoms() else np.zeros(0, dtype=bool)
 
     def hinge_value(self, M) -> float:
-        """Σ_c C_c·max(0, g_c(M) − t_c) over the hinge-slack constraints (0 without any)."""
+        """Σ_c φ_c(g_c(M) − t_c) over the soft constraints (:mod:`cvxkml.formulas.penalties`:
+        C·max(0, ρ), C·|ρ| for equalities, (C/2)·max(0, ρ)² squared); 0 without any."""
         if not self._hinge:
             return 0.0
-        upper = self.upper
-        soft = np.isfinite(upper)
-        return float(upper[soft] @ np.maximum(self.residuals(M)[soft], 0.0))
+        lower, upper, quad = self.dual_box()
+        soft = self.soft
+        return float(np.sum(penalty(self.residuals(M)[soft], lower[soft], upper[soft], quad[soft])))
 
     def objective(self, M, xi=None) -> float:
         """f(X̂) for M = T X̂ Tᵀ (for LogDet: D_ld(M, M0)); + γ·D(diag ξ, diag ξ0) with slack,
@@ -217,96 +246,66 @@ class SpectralProblem(Problem):
         return float(val)
 
     def violations(self, M, xi=None) -> np.ndarray:
-        """Per-constraint violations max(0, ·) in the order pairs, relative, similarity, linear.
-        Pair targets are the bounds, or ξ when given (slack problems).  A hinge-slack
-        constraint is never violated (its slack is max(0, residual), priced in the
-        objective): 0."""
-        v = np.maximum(self.residuals(M, xi), 0.0)
+        """Per-constraint violations in :meth:`violations` order: max(0, g − t) for an
+        inequality, |g − t| for an equality.  Pair targets are the bounds, or ξ when given
+        (slack problems).  A soft constraint (Hinge, Squared) is never violated (its slack is
+        priced in the objective): 0."""
+        res = self.residuals(M, xi)
+        lower, upper, quad = self.dual_box()
+        v = hard_violation(res, lower, upper, quad)
         if self._hinge:
             v[self.soft] = 0.0
         return v
 
     def residuals(self, M, xi=None) -> np.ndarray:
-        """Signed residuals g_c(M) − t_c (<= 0: satisfied) in :meth:`violations` order."""
+        """Signed residuals g_c(M) − t_c (<= 0, or = 0 for an equality: satisfied) in
+        :meth:`violations` order; each atom's own ``values`` and ``targets``."""
         M = np.asarray(M, dtype=float)
         out = []
-        if self.pairs is not None:
-            p = self.pair_values(M, self.pairs.i, self.pairs.j)
-            target = self.pairs.bound if xi is None else np.asarray(xi, dtype=float)
-            out.append(self.pairs.y * (p - target))
-        if self.relative is not None:
-            r = self.relative
-            out.append(self.pair_values(M, r.i, r.j) + r.margin - self.pair_values(M, r.i, r.k))
-        if self.similarity is not None:
-            out.append(self.similarity.bound - self.pair_inner(M, self.similarity.j, self.similarity.l))
-        if self.linear is not None:
-            L = self.linear
-            vals = (np.einsum("tab,ab->t", L.C, M) if L.C is not None
-                    else np.einsum("ta,ab,tb->t", L.Z, M, L.Z))
-            out.append(vals - L.b)
-        return np.concatenate(out)
+        for f in self._atoms():
+            if f is self.pairs and xi is not None:
+                out.append(f.y * (self.pair_values(M, f.i, f.j) - np.asarray(xi, dtype=float)))
+            else:
+                out.append(f.values(self, M) - f.targets())
+        return np.concatenate(out) if out else np.zeros(0)
 
     def _max_relative_violation(self, viol) -> float:
-        """max violation / max(1, |target|) over all constraints (targets in violations() order)."""
-        targets = []
-        if self.pairs is not None:
-            targets.append(self.pairs.bound)
-        if self.relative is not None:
-            targets.append(self.relative.margin)
-        if self.similarity is not None:
-            targets.append(self.similarity.bound)
-        if self.linear is not None:
-            targets.append(self.linear.b)
-        t = np.concatenate(targets) if targets else np.zeros(0)
-        return float(np.max(viol / np.maximum(1.0, np.abs(t)), initial=0.0))
+        """max violation / the atom's scale (max(1, |target|)) over all constraints."""
+        atoms = self._atoms()
+        t = np.concatenate([f.scales() for f in atoms]) if atoms else np.zeros(0)
+        return float(np.max(viol / t, initial=0.0))
 
     def _whitened_family_terms(self):
-        """Per family (sum, adjoint, t): every constraint reads tr(X̂ Â_c) <= t_c in the
-        whitened space; ``sum(λ)`` = Σ_c λ_c Â_c (r × r) and ``adjoint(G)`` = [tr(G Â_c)]_c."""
-        quad = lambda V, G: np.einsum("ij,jk,ik->i", V, G, V)
-        terms = []
-        if self.pairs is not None:
-            P = self.pairs
-            Vh = self.F[P.i] - self.F[P.j]
-            terms.append((lambda l, Vh=Vh, y=P.y: Vh.T @ ((y * l)[:, None] * Vh),
-                          lambda G, Vh=Vh, y=P.y: y * quad(Vh, G), P.y * P.bound))
-        if self.relative is not None:
-            R = self.relative
-            Vj = self.F[R.i] - self.F[R.j]
-            Vk = self.F[R.i] - self.F[R.k]
-            terms.append((lambda l, Vj=Vj, Vk=Vk: Vj.T @ (l[:, None] * Vj) - Vk.T @ (l[:, None] * Vk),
-                          lambda G, Vj=Vj, Vk=Vk: quad(Vj, G) - quad(Vk, G), -R.margin))
-        if self.similarity is not None:
-            Sm = self.similarity
-            Fj, Fl = self.F[Sm.j], self.F[Sm.l]
-            terms.append((lambda l, Fj=Fj, Fl=Fl: -0.5 * (Fj.T @ (l[:, None] * Fl) + Fl.T @ (l[:, None] * Fj)),
-                          lambda G, Fj=Fj, Fl=Fl: -np.einsum("ij,jk,ik->i", Fj, G, Fl), -Sm.bound))
-        if self.linear is not None:
-            L = self.linear
-            if L.C is not None:
-                Ch = np.einsum("ai,tab,bj->tij", self.T, L.C, self.T)
-                terms.append((lambda l, Ch=Ch: np.einsum("t,tij->ij", l, Ch),
-                              lambda G, Ch=Ch: np.einsum("tij,ij->t", Ch, G), L.b))
-            else:
-                Zh = L.Z @ self.T
-                terms.append((lambda l, Zh=Zh: Zh.T @ (l[:, None] * Zh),
-                              lambda G, Zh=Zh: quad(Zh, G), L.b))
-        return terms
+        """Per atom (sum, adjoint, t): every constraint reads tr(X̂ Â_c) <= t_c (or = t_c) in
+        the whitened space; ``sum(λ)`` = Σ_c λ_c Â_c (r × r) and ``adjoint(G)`` = [tr(G Â_c)]_c,
+        from the atom's own rank-one terms (:meth:`~cvxkml.sideinfo.ConstraintAtom.terms`)."""
+        out = []
+        for f in self._atoms():
+            U, w, counts = f.terms(self.F, self.T)
+            owner = np.repeat(np.arange(len(f)), counts)
+            out.append((lambda l, U=U, w=w, owner=owner: U.T @ ((w * l[owner])[:, None] * U),
+                        lambda G, U=U, w=w, owner=owner, m=len(f): np.bincount(
+                            owner, weights=w * np.einsum("ij,ij->i", U @ G, U), minlength=m),
+                        f.targets()))
+        return out
 
     def dual_value(self, lam) -> float:
-        """Lagrange dual g(λ), a lower bound on the optimum for any λ >= 0.
+        """Lagrange dual g(λ), a lower bound on the optimum for any λ in the dual box
+        (:meth:`dual_box`: λ >= 0 for inequalities, free for equalities, <= C under Hinge).
 
-        With every constraint written tr(X̂ Â_c) <= t_c in the whitened space,
-            g(λ) = −f*_+(−Σ_c λ_c Â_c) − Σ_c λ_c t_c,
+        With every constraint written tr(X̂ Â_c) <= t_c (or = t_c) in the whitened space,
+            g(λ) = −f*_+(−Σ_c λ_c Â_c) − Σ_c λ_c t_c − Σ_c ½ q_c λ_c²,
         f*_+ the conjugate of the regularizer over X̂ ⪰ 0 (for LogDet:
-        log det(I + Σ λ_c Â_c) − Σ λ_c t_c); with slack the pair terms −δλb become the
+        log det(I + Σ λ_c Â_c) − Σ λ_c t_c), q_c = 1/C_c for :class:`~cvxkml.sideinfo.Squared`
+        penalties (:mod:`cvxkml.formulas.penalties`); with slack the pair terms −δλb become the
         regularizer's slack conjugate.  −inf outside the dual domain.  ``lam`` follows the
         order of :meth:`violations`.
         """
         lam = np.asarray(lam, dtype=float)
         if lam.size != self.n_constraints:
             raise InvalidInputError(f"lam must have one entry per constraint ({self.n_constraints}).")
-        if np.any(lam < 0) or (self._hinge and np.any(lam > self.upper)):
+        pen = dual_penalty(lam, *self.dual_box())
+        if not np.isfinite(pen):
             return -np.inf
         A = np.zeros((self.T.shape[1],) * 2)
         lin = 0.0
@@ -320,7 +319,7 @@ class SpectralProblem(Problem):
                 lin += self.regularizer.slack_conj(fam.y * l, fam.bound, self.gamma)
             else:
                 lin -= float(l @ t)
-        val = -self.regularizer.conj(-A) + lin
+        val = -self.regularizer.conj(-A) + lin - pen
         return float(val) if np.isfinite(val) else -np.inf
 
     def matrix_from_whitened(self, Xh) -> np.ndarray:
@@ -352,7 +351,15 @@ class SpectralProblem(Problem):
             P = self.pairs
             Vh = (self.F[P.i] - self.F[P.j]) / np.sqrt(P.bound)[:, None]
             p = cp.sum(cp.multiply(Vh @ X, Vh), axis=1)
-            if PairConstraints in self._hinge:        # y(p − b) <= ξ, written over b: ξ/b
+            if self._loss.get(PairConstraints) == "squared":
+                # (C/2)·ρ₊², ρ = y(p − b) = b·y(p/b − 1); λ = C·ρ₊ (its KKT value; the pair
+                # multipliers are read times b, as the scaled rows' duals are)
+                rho_s = cp.multiply(P.y, p - 1.0)
+                Cb = self._hinge[PairConstraints] * P.bound ** 2
+                objective = objective + 0.5 * Cb @ cp.square(cp.pos(rho_s))
+                self._family_cons.append(lambda r=rho_s, Cb=Cb: Cb * np.maximum(
+                    np.asarray(r.value, dtype=float), 0.0))
+            elif PairConstraints in self._hinge:      # y(p − b) <= ξ, written over b: ξ/b
                 s = cp.Variable(len(P), nonneg=True, name="hinge_pairs")
                 objective = objective + (self._hinge[PairConstraints] * P.bound) @ s
                 self._pair_con = cp.multiply(P.y, p - 1.0) <= s
@@ -362,42 +369,41 @@ class SpectralProblem(Problem):
                 s = cp.Variable(len(P), name="xi_ratio")
                 objective = objective + self.gamma * self.regularizer.slack_cvx(s, P.bound)
                 self._pair_con = cp.multiply(P.y, p - s) <= 0
-            cons.append(self._pair_con)
-            self._family_cons.append(self._pair_con)
-        if self.relative is not None:
-            R = self.relative
-            Vj = self.F[R.i] - self.F[R.j]
-            Vk = self.F[R.i] - self.F[R.k]
-            res = (cp.sum(cp.multiply(Vj @ X, Vj), axis=1) + R.margin
-                   - cp.sum(cp.multiply(Vk @ X, Vk), axis=1))
-            objective = self._soft_constraint(R, "relative", res, objective, cons)
-        if self.similarity is not None:
-            Sm = self.similarity
-            res = Sm.bound - cp.sum(cp.multiply(self.F[Sm.j] @ X, self.F[Sm.l]), axis=1)
-            objective = self._soft_constraint(Sm, "similarity", res, objective, cons)
-        if self.linear is not None:
-            L = self.linear
-            if L.C is not None:
-                Ch = np.einsum("ai,tab,bj->tij", self.T, L.C, self.T)
-                res = Ch.reshape(len(L), -1) @ cp.vec(X, order="C") - L.b
-            else:
-                Zh = L.Z @ self.T
-                res = cp.sum(cp.multiply(Zh @ X, Zh), axis=1) - L.b
-            objective = self._soft_constraint(L, "linear", res, objective, cons)
+            if self._pair_con is not None:
+                cons.append(self._pair_con)
+                self._family_cons.append(self._pair_con)
+        for f in self._atoms():
+            if f is not self.pairs:
+                res = f.cvx_values(self.F, self.T, X) - f.targets()
+                objective = self._soft_constraint(f, type(f).__name__.lower(), res, objective, cons)
         return cp.Problem(cp.Minimize(objective), cons)
 
     def _soft_constraint(self, family, name, residual, objective, cons):
-        """Append ``residual <= 0`` (hard) or ``residual <= ξ``, ξ >= 0, with C·ξ added to the
-        objective (:class:`~cvxkml.sideinfo.Hinge`; variable ``"hinge_<name>"``) to ``cons``
-        and ``self._family_cons``; returns the objective."""
+        """The atom's residual ρ = g − t in the model: hard ``ρ <= 0`` (``ρ == 0`` for an
+        equality); :class:`~cvxkml.sideinfo.Hinge` ``ρ <= ξ`` (and ``−ρ <= ξ`` for an
+        equality), ξ >= 0, C·ξ in the objective (variable ``"hinge_<name>"``);
+        :class:`~cvxkml.sideinfo.Squared` (C/2)·ρ₊² ((C/2)·ρ² for an equality) in the
+        objective.  Appends to ``self._family_cons`` how its multipliers are read (a
+        constraint, a (+, −) pair of them, or a callable of the solved problem: the squared
+        penalty's λ = C·ρ₊ is its KKT value); returns the objective."""
         C = self._hinge.get(type(family))
+        eq = family.equality
         if C is None:
-            cons.append(residual <= 0)
+            cons.append(residual == 0 if eq else residual <= 0)
+            self._family_cons.append(cons[-1])
+        elif self._loss.get(type(family)) == "squared":
+            objective = objective + 0.5 * C @ cp.square(residual if eq else cp.pos(residual))
+            self._family_cons.append(lambda r=residual, C=C, eq=eq: C * (
+                np.asarray(r.value, dtype=float) if eq else np.maximum(np.asarray(r.value, dtype=float), 0.0)))
         else:
             xi = cp.Variable(len(family), nonneg=True, name=f"hinge_{name}")
             cons.append(residual <= xi)
             objective = objective + C @ xi
-        self._family_cons.append(cons[-1])
+            if eq:
+                cons.append(-residual <= xi)
+                self._family_cons.append((cons[-2], cons[-1]))
+            else:
+                self._family_cons.append(cons[-1])
         return objective
 
     def extend(self, term=None, constraints=None):
@@ -496,13 +502,17 @@ class SpectralProblem(Problem):
         Xh = prob.var_dict["X"].value
         Xh = 0.5 * (Xh + Xh.T)
         M = self.matrix_from_whitened(Xh)
-        duals = [np.maximum(np.asarray(c.dual_value, dtype=float).ravel(), 0.0)
-                 for c in self._family_cons]
+        def read(c):
+            if callable(c):
+                return np.asarray(c(), dtype=float).ravel()
+            if isinstance(c, tuple):                  # a hinge equality: λ = λ₊ − λ₋
+                return read(c[0]) - read(c[1])
+            return np.asarray(c.dual_value, dtype=float).ravel()
+        duals = [read(c) for c in self._family_cons]
         if self.pairs is not None:
             duals[0] = duals[0] / self.pairs.bound    # pair rows were divided by the bounds
-        lam = np.concatenate(duals)
-        if self._hinge:                           # the dual box 0 <= λ <= C (round-off above C)
-            lam = np.minimum(lam, self.upper)
+        lower, upper, _ = self.dual_box()             # the dual box (round-off outside it)
+        lam = np.clip(np.concatenate(duals), lower, upper)
         xi = None
         if self.gamma is not None:
             xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * self.pairs.bound
@@ -549,7 +559,11 @@ class SpectralProblem(Problem):
         spec, refused = select(self, method)
         if spec is not None:
             return spec
-        reasons = "; ".join(f"{name}: {why}" for name, why in refused.items()) or "none is registered"
+        # the refusals of the solvers written for this problem and regularizer say most
+        near = {k: v for k, v in refused.items()
+                if not v.startswith(("written for", "solves ", "registered for"))}
+        reasons = "; ".join(f"{name}: {why}" for name, why in (near or refused).items()) \
+            or "none is registered"
         what = {"native": "No native fast solver", "dual": "The generic dual solver does not",
                 "auto": "No fast solver"}[method]
         hint = ("use method='dual' (or 'auto'), or solve_reference() (the exact model)"
@@ -749,8 +763,9 @@ class SpectralProblem(Problem):
         satisfies.  With slack (γ) the pair terms are soft and the test does not apply
         (returns None)."""
         lam = np.asarray(lam, dtype=float)
-        if self.gamma is not None or lam.size != self.n_constraints or not np.all(np.isfinite(lam)):
-            return None
+        if (self.gamma is not None or lam.size != self.n_constraints or not np.all(np.isfinite(lam))
+                or (self.equalities is not None and type(self.equalities) not in self._hinge)):
+            return None                  # (hard equalities: multipliers of either sign)
         if self._hinge:                  # the ray runs in the hard constraints' multipliers
             lam = np.where(self.soft, 0.0, lam)
         if lam.sum() <= 0:

@@ -154,7 +154,7 @@ class SolverSpec:
                 return f"needs the regularizer's {', '.join(missing)}"
         families = getattr(problem, "constraint_families", None)
         if families is not None:
-            bad = [f.__name__ for f in families() if not issubclass(f, self.families)]
+            bad = [f.__name__ for f in families() if f not in self.families]
             if bad:
                 return f"does not handle {', '.join(sorted(set(bad)))}"
         if getattr(problem, "_hinge", None) and not self.hinge:

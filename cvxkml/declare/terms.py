@@ -54,42 +54,15 @@ class ConstraintTerms:
         return out
 
 
-def constraint_terms(problem, eig_rtol: float = 1e-14) -> ConstraintTerms:
-    """The constraints of ``problem`` (a SpectralProblem) as signed rank-one terms."""
+def constraint_terms(problem) -> ConstraintTerms:
+    """The constraints of ``problem`` (a SpectralProblem) as signed rank-one terms: each atom's
+    own :meth:`~cvxkml.sideinfo.ConstraintAtom.terms`, with the dual box of its penalty."""
     F, T = problem.F, problem.T
     r = T.shape[1]
     Us, ws, counts, ts = [], [], [], []
-    if problem.pairs is not None:
-        P = problem.pairs
-        Us.append(F[P.i] - F[P.j]); ws.append(P.y.astype(float))
-        counts.append(np.ones(len(P), dtype=np.int64)); ts.append(P.y * P.bound)
-    if problem.relative is not None:
-        R = problem.relative
-        Vj, Vk = F[R.i] - F[R.j], F[R.i] - F[R.k]
-        U = np.empty((2 * len(R), r)); U[0::2] = Vj; U[1::2] = Vk
-        w = np.empty(2 * len(R)); w[0::2] = 1.0; w[1::2] = -1.0
-        Us.append(U); ws.append(w); counts.append(np.full(len(R), 2, dtype=np.int64))
-        ts.append(-R.margin)
-    if problem.similarity is not None:
-        S = problem.similarity
-        Fj, Fl = F[S.j], F[S.l]
-        U = np.empty((2 * len(S), r)); U[0::2] = Fj + Fl; U[1::2] = Fj - Fl
-        w = np.empty(2 * len(S)); w[0::2] = -0.25; w[1::2] = 0.25
-        Us.append(U); ws.append(w); counts.append(np.full(len(S), 2, dtype=np.int64))
-        ts.append(-S.bound)
-    if problem.linear is not None:
-        L = problem.linear
-        if L.C is None:
-            Us.append(L.Z @ T); ws.append(np.ones(len(L)))
-            counts.append(np.ones(len(L), dtype=np.int64))
-        else:
-            Ch = np.einsum("ai,tab,bj->tij", T, L.C, T)
-            for C in Ch:
-                lam, V = np.linalg.eigh(0.5 * (C + C.T))
-                keep = np.abs(lam) > eig_rtol * max(float(np.max(np.abs(lam))), np.finfo(float).tiny)
-                Us.append(V[:, keep].T); ws.append(lam[keep])
-                counts.append(np.array([int(keep.sum())], dtype=np.int64))
-        ts.append(np.asarray(L.b, dtype=float))
+    for atom in problem._atoms():
+        U, w, cnt = atom.terms(F, T)
+        Us.append(U); ws.append(w); counts.append(cnt); ts.append(np.asarray(atom.targets(), dtype=float))
     cnt = np.concatenate(counts)
     ptr = np.zeros(cnt.size + 1, dtype=np.int64)
     np.cumsum(cnt, out=ptr[1:])

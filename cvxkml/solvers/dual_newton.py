@@ -60,6 +60,7 @@ import numpy as np
 from scipy.linalg import eigvalsh
 
 from .._config import blas_limit
+from ..formulas.penalties import hard_violation, penalty
 from ._newton import cg
 from .pola import _farkas
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
@@ -188,26 +189,6 @@ def _evaluate(ops, conj, shift, quad, lam):
     g_err = _G_ERR * (float(np.sum(np.abs(fs))) + float(np.abs(lam) @ np.abs(ops.t))
                       + float(np.max(np.abs(mu), initial=0.0)) * float(np.sum(np.abs(x))))
     return _State(lam, g, grad, rho, mu, V, x, Z, f, g_err, M)
-
-
-def penalty(rho, lower, upper, quad):
-    """φ_c(ρ_c) = sup_{lower_c <= λ <= upper_c} λρ_c − ½ quad_c λ² per constraint, with the
-    hard sides (an infinite bound and no quadratic term) left out (0): they are measured as
-    violations instead.  Hinge: C·ρ₊ (box [0, C]); squared hinge: ρ₊²/(2q) (box [0, ∞),
-    q = 1/C); two-sided versions for equalities."""
-    with np.errstate(all="ignore"):
-        lam = np.where(quad > 0, np.clip(rho / np.where(quad > 0, quad, 1.0), lower, upper),
-                       np.where(rho > 0, upper, np.where(rho < 0, lower, 0.0)))
-        val = lam * rho - 0.5 * quad * lam * lam
-    return np.where(np.isfinite(val), val, 0.0)
-
-
-def hard_violation(rho, lower, upper, quad):
-    """Violation of the hard sides: ρ₊ where the upper bound is +inf, (−ρ)₊ where the lower
-    bound is −inf (no quadratic term)."""
-    hard_up = np.isinf(upper) & (quad == 0)
-    hard_lo = np.isinf(lower) & (quad == 0)
-    return np.where(hard_up, np.maximum(rho, 0.0), 0.0) + np.where(hard_lo, np.maximum(-rho, 0.0), 0.0)
 
 
 def _certificate(st, lower, upper, quad, scale_t):
@@ -474,7 +455,8 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
         curv = np.where((diag > 1e-12 * dmax) & (diag > 1e-3 * floor), diag, floor)
         dscale = np.maximum(diag, max(1e-12 * dmax, _TINY))   # Marquardt's scaling, Jacobi
         d = np.zeros(m)
-        d[active] = grad[active] / dscale[active]   # scaled gradient on the active set
+        with np.errstate(over="ignore"):              # ±inf: straight to the bound (clipped)
+            d[active] = grad[active] / dscale[active]   # scaled gradient on the active set
         if np.any(free):
             # Levenberg–Marquardt damping (Marquardt's scaling μ·diag H): the dual Hessian is
             # singular whenever m exceeds r(r+1)/2 or the regularizer is flat (Frobenius,

@@ -345,6 +345,11 @@ def _register_builtin_cases():
             return declare.SDPLogDetMetric(X, pc, np.eye(7), 1.0)
         return build
 
+    def _factored_instance(seed):
+        from ..sideinfo import Hinge
+        G0, pc = factor_instance(seed, 8, 3, 5, hard=False)
+        return declare.FactoredSpectralKernel(G0, Hinge(pc, 1.0), declare.VonNeumann())
+
     def trace(seed):
         K0, pc = kernel_instance(seed, 8, 6, hard=False)
         return declare.TraceSSIKDR(K0, PairConstraints(pc.i, pc.j, pc.y, pc.bound), tau=1.0)
@@ -355,6 +360,7 @@ def _register_builtin_cases():
          {"tol": 1e-10}),
         (declare.LowRankLogDet, lambda s: declare.LowRankLogDet(*factor_instance(s, 8, 3, 5, hard=False), gamma=1.0),
          {"tol": 1e-10}),
+        (declare.FactoredSpectralKernel, _factored_instance, {"tol": 1e-10}),
         (declare.SpectralMetric, lambda s: variant_instance(s, 8, 6, declare.VonNeumann()), {"tol": 1e-10}),
         (declare.SpectralKernel, spectral_kernel, {"tol": 1e-10}),
         (declare.VonNeumannKernel, lambda s: declare.VonNeumannKernel(*kernel_instance(s, 8, 6, hard=False), gamma=1.0),
