@@ -24,6 +24,7 @@ from ..sideinfo import (Hinge, LinearConstraints, LinearEqualities, PairConstrai
 from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, FastResult, Status, Solution
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem
+from .registry import missing_methods
 from .regularizers import LogDet, Regularizer
 
 __all__ = ["SpectralProblem"]
@@ -516,7 +517,10 @@ class SpectralProblem(Problem):
         xi = None
         if self.gamma is not None:
             xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * self.pairs.bound
-        dual_value = self.dual_value(lam)
+        certified = not missing_methods(self.regularizer, ("conj_s",))
+        # a regularizer declared with f_s and cvx only has no conjugate: the answer is the
+        # conic solver's, without a Lagrange certificate of cvxkml's (said in info)
+        dual_value = self.dual_value(lam) if certified else None
         objective = self.objective(M)
         if not np.isfinite(objective):
             # the solver's point is singular on the range of K0: the constraints admit no
@@ -534,6 +538,10 @@ class SpectralProblem(Problem):
             converged=status == cp.OPTIMAL, time=elapsed, status=status,
             solver=f"cvxpy-{solver.lower()}", dual_value=dual_value,
             info={"solver_objective": float(prob.solution.opt_val)})
+        if not certified:
+            sol.info["certificate"] = (
+                f"none: {self.regularizer.name} declares no conj_s, so the Lagrange dual cannot be "
+                "evaluated; converged is the conic solver's own 'optimal' status")
         sol.info["max_relative_violation"] = self._max_relative_violation(sol.violations)
         sol = self._accept_reference(sol, status, accept_inaccurate)
         sol.converged = sol.converged or bool(sol.info.get("accepted_by_certificate"))

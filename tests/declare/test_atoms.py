@@ -125,3 +125,31 @@ def test_the_native_solvers_refuse_what_they_do_not_handle():
     assert prob.fast_solver().name == "dual-newton"
     with pytest.raises(Exception, match="pola: does not handle LinearEqualities"):
         prob.fast_solver("native")
+
+
+def test_a_regularizer_with_only_f_s_and_cvx_solves_exactly_without_a_certificate():
+    """f_s + cvx is enough for the exact model: the answer is the conic solver's, with
+    ``dual_value`` None and the reason in ``info["certificate"]``; the fast solve says what is
+    missing."""
+    from cvxkml.errors import InvalidInputError
+
+    class OnlyPrimal(Regularizer):
+        name = "only-primal"
+        alpha = 1.0
+        implies_psd = True
+
+        def f_s(self, x):
+            with np.errstate(all="ignore"):
+                return np.where(x > 0, x - np.log(np.where(x > 0, x, 1.0)) - 1.0, np.inf)
+
+        def cvx(self, X):
+            return cp.trace(X) - cp.log_det(X) - X.shape[0]
+
+    X, pc = metric_instance(3, 10, 3, 4, hard=True)
+    prob = SpectralMetric(X, pc, OnlyPrimal())
+    sol = prob.solve_reference()
+    assert sol.converged and sol.dual_value is None and "declares no conj_s" in sol.info["certificate"]
+    same = SpectralMetric(X, pc, LogDet()).solve_reference()
+    assert sol.objective == pytest.approx(same.objective, rel=1e-6)
+    with pytest.raises(InvalidInputError, match="needs the regularizer's conj_s, conj_grad_s, conj_hess_s"):
+        prob.solve()
