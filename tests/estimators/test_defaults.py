@@ -15,6 +15,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
 
 from cvxkml.estimators import (ESTIMATORS, ITML, LMNN, LMNNMKL, KCRClassifier, KernelITML,
+                               SpectralKernelLearner, SpectralMetricLearner,
                                KernelPOLA, LowRankKernelITML, SemiSupervisedKernelMetric,
                                TraceSSIKDR, VonNeumannKernelLearner)
 from cvxkml.estimators._base import median_heuristic_gamma, standardization
@@ -41,6 +42,7 @@ DEFAULTS = {
     LowRankKernelITML: dict(random_state=0), VonNeumannKernelLearner: dict(random_state=0),
     TraceSSIKDR: dict(random_state=0), KernelPOLA: dict(random_state=0), KCRClassifier: {},
     LMNN: {}, LMNNMKL: {}, SemiSupervisedKernelMetric: dict(random_state=0),
+    SpectralKernelLearner: dict(random_state=0), SpectralMetricLearner: dict(random_state=0),
 }
 
 
