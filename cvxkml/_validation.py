@@ -437,3 +437,23 @@ def estimator_pairs(est, pairs):
     if pairs.ndim != 3 or pairs.shape[1] != 2 or pairs.shape[2] != d:
         raise InvalidInputError(f"pairs must have shape (n_pairs, 2, {d}); got {pairs.shape}.")
     return check_magnitude(pairs, "pairs")
+
+
+def missing_methods(obj, names) -> list[str]:
+    """The methods among ``names`` that ``obj`` does not implement: absent, or raising
+    NotImplementedError on a small probe (a base-class stub counts as missing)."""
+    out = []
+    probe = np.array([-0.5, 0.0, 0.5])
+    for name in names:
+        fn = getattr(obj, name, None)
+        if not callable(fn):
+            out.append(name)
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                fn(2) if name == "conj_shift" else fn(probe)
+        except NotImplementedError:
+            out.append(name)
+        except Exception:              # implemented (a probe outside its domain may raise)
+            pass
+    return out

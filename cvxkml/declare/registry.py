@@ -24,8 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
+from .._validation import missing_methods
 from ..errors import InvalidInputError
 
 __all__ = ["SolverSpec", "register", "unregister", "registered", "select", "register_kernel", "kernel", "missing_methods", "MODEL_METHODS", "REGULARIZER_METHODS"]
@@ -42,26 +41,6 @@ REGULARIZER_METHODS = ("f_s", "conj_s", "conj_grad_s", "conj_hess_s", "cvx", "va
 
 _SPECS: list = []              # registration order
 _KERNELS: dict = {}            # capability name -> callable (non-spectral families)
-
-
-def missing_methods(obj, names) -> list[str]:
-    """The methods among ``names`` that ``obj`` does not implement: absent, or raising
-    NotImplementedError on a small probe (a base-class stub counts as missing)."""
-    out = []
-    probe = np.array([-0.5, 0.0, 0.5])
-    for name in names:
-        fn = getattr(obj, name, None)
-        if not callable(fn):
-            out.append(name)
-            continue
-        try:
-            with np.errstate(all="ignore"):
-                fn(2) if name == "conj_shift" else fn(probe)
-        except NotImplementedError:
-            out.append(name)
-        except Exception:              # implemented (a probe outside its domain may raise)
-            pass
-    return out
 
 
 def _library_class(cls):

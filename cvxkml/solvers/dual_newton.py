@@ -60,8 +60,10 @@ import numpy as np
 from scipy.linalg import eigvalsh
 
 from .._config import blas_limit
+from .._validation import missing_methods as _missing
 from ..formulas.penalties import hard_violation, penalty
 from ._newton import cg
+from ._terms import RankOneTerms
 from .pola import _farkas
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
@@ -76,19 +78,7 @@ REQUIRED_METHODS = ("conj_s", "conj_grad_s", "conj_hess_s", "conj_shift")
 def missing_methods(conjugate) -> list[str]:
     """The methods of :data:`REQUIRED_METHODS` that ``conjugate`` does not implement (a base
     class method raising NotImplementedError counts as missing)."""
-    out = []
-    probe = np.array([-0.5, 0.0, 0.5])
-    for name in REQUIRED_METHODS:
-        fn = getattr(conjugate, name, None)
-        if not callable(fn):
-            out.append(name)
-            continue
-        try:
-            with np.errstate(all="ignore"):
-                fn(2) if name == "conj_shift" else fn(probe)
-        except NotImplementedError:
-            out.append(name)
-    return out
+    return _missing(conjugate, REQUIRED_METHODS)
 
 
 def _divided_differences(mu, x, xp):
@@ -99,42 +89,6 @@ def _divided_differences(mu, x, xp):
         G = np.where(tie, 0.5 * (xp[:, None] + xp[None, :]),
                      (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
     return np.where(np.isfinite(G), G, 0.0)
-
-
-class _Terms:
-    """The constraints as signed rank-one terms: A(λ) = Σ_a w_a λ_{c(a)} u_a u_aᵀ."""
-
-    def __init__(self, U, w, ptr, t):
-        self.U = np.ascontiguousarray(U, dtype=np.float64)
-        self.w = np.ascontiguousarray(w, dtype=np.float64)
-        self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
-        self.t = np.ascontiguousarray(t, dtype=np.float64)
-        self.m = self.t.size
-        self.r = self.U.shape[1]
-        self.owner = np.repeat(np.arange(self.m), np.diff(self.ptr))
-        self.single = self.U.shape[0] == self.m     # one term per constraint (pairs only)
-        # ‖Â_c‖_F (the Farkas test's scale): |w|·‖u‖² for one term, Σ_ab w_a w_b (u_a·u_b)² else
-        if self.single:
-            self.norms = np.abs(self.w) * np.einsum("ij,ij->i", self.U, self.U)
-        else:
-            self.norms = np.zeros(self.m)
-            for c in range(self.m):
-                Uc = self.U[self.ptr[c]:self.ptr[c + 1]]
-                wc = self.w[self.ptr[c]:self.ptr[c + 1]]
-                Gc = Uc @ Uc.T
-                self.norms[c] = np.sqrt(max(float(wc @ (Gc * Gc) @ wc), 0.0))
-
-    def A(self, lam):
-        coef = self.w * lam[self.owner]
-        nz = coef != 0.0
-        if np.count_nonzero(nz) * 4 < 3 * coef.size:     # sparse λ: skip the exact zeros
-            U = self.U[nz]
-            return (U.T * coef[nz]) @ U
-        return (self.U.T * coef) @ self.U
-
-    def per_constraint(self, q):
-        """Σ of a per-term quantity over each constraint's terms."""
-        return q if self.single else np.bincount(self.owner, weights=q, minlength=self.m)
 
 
 class _State:
@@ -392,7 +346,7 @@ def _hessian_diagonal(ops, st, Gam, rows):
 
 def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget,
                       callback=None, damping=1e-2):
-    ops = _Terms(U, w, ptr, t)
+    ops = RankOneTerms(U, w, ptr, t)
     m, r = ops.m, ops.r
     lower = np.zeros(m) if lower is None else np.asarray(lower, dtype=np.float64)
     upper = np.full(m, np.inf) if upper is None else np.asarray(upper, dtype=np.float64)

@@ -44,6 +44,7 @@ from scipy.sparse.linalg import ArpackError, eigsh
 from .._config import blas_limit
 from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult
 from ._newton import cg
+from ._terms import RankOneTerms
 
 __all__ = ["pola_dual", "psd_part"]
 
@@ -57,34 +58,12 @@ def psd_part(M):
     return (V * np.maximum(mu, 0.0)) @ V.T, mu, V
 
 
-class _Ops:
+class _Ops(RankOneTerms):
     """A(λ), its adjoint, norms and the Hessian for signed rank-one terms."""
 
     def __init__(self, U, w, ptr, t):
-        self.U = np.ascontiguousarray(U, dtype=np.float64)
-        self.w = np.ascontiguousarray(w, dtype=np.float64)
-        self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
-        self.t = np.ascontiguousarray(t, dtype=np.float64)
-        self.m = self.t.size
-        self.r = self.U.shape[1]
-        self.owner = np.repeat(np.arange(self.m), np.diff(self.ptr))
+        super().__init__(U, w, ptr, t)
         self._basis = None                   # hess_vec's cache: (V, Γ, U V, …) of one point
-        # ‖Â_c‖_F² = Σ_{a,b ∈ c} w_a w_b (u_a·u_b)²
-        self.norms = np.zeros(self.m)
-        for c in range(self.m):
-            Uc = self.U[self.ptr[c]:self.ptr[c + 1]]
-            if Uc.shape[0]:
-                Gc = Uc @ Uc.T
-                wc = self.w[self.ptr[c]:self.ptr[c + 1]]
-                self.norms[c] = np.sqrt(max(float(wc @ (Gc * Gc) @ wc), 0.0))
-
-    def A(self, lam):
-        coef = self.w * lam[self.owner]
-        nz = coef != 0.0
-        if np.count_nonzero(nz) * 4 < 3 * coef.size:       # sparse λ (an active set): the
-            U = self.U[nz]                                   # zero terms add exact zeros
-            return (U.T * coef[nz]) @ U
-        return (self.U.T * coef) @ self.U
 
     def _aggregate(self, Ht):
         """Σ over the terms of each constraint, rows and columns: Sᵀ Ht S with S the
