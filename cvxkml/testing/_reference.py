@@ -110,6 +110,13 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
         except SolverError as exc:
             tried.append(f"{solver}(eps={eps}): {exc}")
             continue
+        if sol.dual_value is None and "certificate" in sol.info:
+            # the exact model solved without a certificate (a regularizer without conj_s)
+            raise InvalidInputError(
+                f"The exact model of this {type(problem).__name__} cannot be certified: the "
+                f"{problem.regularizer.name} regularizer does not implement conj_s, which its "
+                "Lagrange dual needs (the conjugate of f_s over x >= 0, checked by "
+                "cvxkml.testing.check_regularizer).")
         reason = _untrusted_reason(problem, sol, cert_rtol, viol_tol, require_certificate)
         if reason is None:
             sol.info["reference_attempts"] = tried + [f"{solver}(eps={eps}): trusted"]
