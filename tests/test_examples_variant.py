@@ -113,3 +113,22 @@ def test_scale_example_regularizer_is_the_benchs():
     w = np.linalg.eigvalsh(A)
     assert mine.cvx(cp.Constant(A)).value == pytest.approx(bench.cvx(cp.Constant(A)).value, rel=1e-12)
     assert mine.cvx(cp.Constant(A)).value == pytest.approx(np.sum(mine.f_s(w)), rel=1e-10)
+
+
+def test_scale_example_builds_the_benchs_instances():
+    """The example's dense and factored problems are the ``bench variants --scale`` rows'
+    (same K0 or G0, same constraints): the sheet's numbers are the example's."""
+    from cvxkml.experiments.bench_variants import scale_problem
+    scale = _load_scale_example()
+    a, b = scale.dense_problem(60), scale_problem("jeffreys+hinge-pairs", 60)
+    np.testing.assert_array_equal(a.M0, b.M0)
+    for f in ("i", "j", "y", "bound"):
+        np.testing.assert_array_equal(getattr(a.pairs, f), getattr(b.pairs, f))
+    a = scale.factored_problem(1_000, n_pairs=1_000, n_triplets=100)
+    b = scale_problem("jeffreys+hinge-pairs+triplets, factored r=100", 1_000, quick=True)
+    np.testing.assert_allclose(a.G0, b.G0, rtol=0, atol=0)
+    for f in ("i", "j", "y", "bound"):
+        np.testing.assert_array_equal(getattr(a.pairs, f), getattr(b.pairs, f))
+    for f in ("i", "j", "k", "margin"):
+        np.testing.assert_array_equal(getattr(a.relative, f), getattr(b.relative, f))
+    assert a.n_constraints == b.n_constraints == len(a.pairs) + 100
