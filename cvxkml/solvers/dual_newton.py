@@ -538,6 +538,8 @@ def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter
         parts, the Farkas test of :func:`cvxkml.solvers.pola._farkas` over the hard
         multipliers and the residuals ρ.
     """
-    with blas_limit():
+    # far out on a diverging or expanded step, A(λ) and its products overflow: every such
+    # point is refused by the explicit finiteness checks, so the overflow is not warned about
+    with blas_limit(), np.errstate(over="ignore", invalid="ignore"):
         return _dual_newton_impl(U, w, ptr, t, conjugate, lower, upper, quad, tol, max_iter, lam0,
                                  newton_budget, callback)
