@@ -18,10 +18,12 @@ the wall time, Newton iterations and the Lagrange certificate (relative duality 
 relative violation, ``converged``, which means certified).
 
 Run:  python examples/scale_a_variant.py            (dense n = 100, 200, 400; factored
-                                                     n = 5 000, 20 000, 60 000)
+                                                     n = 5 000, 20 000, 60 000; ~50 s)
       python examples/scale_a_variant.py --quick    (seconds: dense n = 60, 100; factored
                                                      n = 2 000, 1 000 pairs, 100 triplets)
-      python examples/scale_a_variant.py --full     (dense up to n = 1 000)
+      python examples/scale_a_variant.py --full     (dense up to n = 1 000; ~70 s)
+
+(one BLAS thread, 2-core box at load ~2: reference/variant-scale.md has the measured table)
 """
 from __future__ import annotations
 
@@ -163,7 +165,7 @@ def solve_and_report(label: str, problem, tol: float = 1e-6, max_iter: int = 3_0
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="seconds: small sizes (for tests)")
-    ap.add_argument("--full", action="store_true", help="dense up to n = 1 000 (about a minute)")
+    ap.add_argument("--full", action="store_true", help="dense up to n = 1 000 (about 70 s)")
     args = ap.parse_args(argv)
     check_regularizer(Jeffreys())          # f_s vs its CVXPY form, Fenchel–Young, derivatives
     if args.quick:
