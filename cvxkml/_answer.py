@@ -135,8 +135,13 @@ def check_reported(reported, recomputed: float, *, rtol: float = REPORT_RTOL, wh
 
 
 def check_certificate(objective: float, dual_value, *, converged: bool, gap_rtol: float,
-                      optimum: float | None = None, opt_rtol: float | None = None) -> float | None:
-    """Check a (recomputed) certificate (module docstring); returns the relative gap or None."""
+                      optimum: float | None = None, opt_rtol: float | None = None,
+                      feasible: bool = True) -> float | None:
+    """Check a (recomputed) certificate (module docstring); returns the relative gap or None.
+    A negative gap is a failure when the answer claims ``converged`` or its point is
+    ``feasible`` (weak duality then forbids it); at an infeasible point of an unconverged
+    solve (a hard problem stopped at the iteration limit) it is what the violation buys, not
+    a lie."""
     obj = check_scalar(objective, "objective")
     dv = check_scalar(dual_value, "dual value", allow_none=True)
     scale = max(1.0, abs(obj))
@@ -146,7 +151,7 @@ def check_certificate(objective: float, dual_value, *, converged: bool, gap_rtol
                               "value); converged means certified: return the duals, or converged=False.")
         return None
     gap = (obj - dv) / scale
-    if gap < -gap_rtol:
+    if gap < -gap_rtol and (converged or feasible):
         raise SolverError(f"Negative certificate: dual value {dv:.12g} exceeds the objective {obj:.12g} "
                           f"(relative gap {gap:.3g} < −{gap_rtol:g}); the point is infeasible or the "
                           "duals are wrong.")

@@ -265,14 +265,15 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
             info["dual_value_unverified"] = spec.unverified
     if gap_rtol is None:
         gap_rtol = float(sol.info.get("gap_tol", 1e-6))
+    rel = getattr(spec.base, "_max_relative_violation", None) or getattr(problem, "_max_relative_violation", None)
+    rel_viol = float(rel(viol)) if rel is not None else float(np.max(viol, initial=0.0))
     check_certificate(obj, dv, converged=bool(sol.converged), gap_rtol=gap_rtol,
-                      optimum=optimum, opt_rtol=opt_rtol)
+                      optimum=optimum, opt_rtol=opt_rtol, feasible=rel_viol <= gap_rtol)
     out = Solution(matrix=sol.matrix, objective=obj, dual=sol.dual, slack=sol.slack, violations=viol,
                    n_iter=sol.n_iter, converged=bool(sol.converged), time=sol.time, status=sol.status,
                    solver=sol.solver, dual_value=dv, info=info)
-    rel = getattr(spec.base, "_max_relative_violation", None) or getattr(problem, "_max_relative_violation", None)
     if rel is not None:
-        out.info["max_relative_violation"] = float(rel(viol))
+        out.info["max_relative_violation"] = rel_viol
     elif "max_relative_violation" in info:
         out.info.pop("max_relative_violation")      # a claim; relative_violation() falls back to the max
     return out
