@@ -122,9 +122,10 @@ def _dual_objective(ops, conj, shift, quad, lam, values_only, M=None):
     return (g, mu, V, fs, M) if np.isfinite(g) else None
 
 
-def _evaluate(ops, conj, shift, quad, lam):
-    """The full state at λ (eigenvectors, residuals, Z = U V), or None outside the domain."""
-    out = _dual_objective(ops, conj, shift, quad, lam, values_only=False)
+def _evaluate(ops, conj, shift, quad, lam, M=None):
+    """The full state at λ (eigenvectors, residuals, Z = U V), or None outside the domain;
+    ``M`` = S − A(λ) when the caller has it (the line search builds it incrementally)."""
+    out = _dual_objective(ops, conj, shift, quad, lam, values_only=False, M=M)
     if out is None:
         return None
     g, mu, V, fs, M = out
@@ -158,17 +159,21 @@ def _certificate(st, lower, upper, quad, scale_t):
 
 def _expand(ops, conj, shift, quad, lam, d, lower, upper, best):
     """The accepted point ``best`` = λ + d (clipped) moved on to λ + 2^k d while the dual keeps
-    increasing (k ≤ 30)."""
-    step = 1.0
+    increasing (k ≤ 30); the doublings are judged by eigenvalues only, the full state is
+    formed once, at the point kept."""
+    step, g_best, kept = 1.0, best.g, None
     while step < 2.0 ** 30:
         step *= 2.0
         cand = np.clip(lam + step * d, lower, upper)
-        if np.array_equal(cand, best.lam):
+        if np.array_equal(cand, best.lam if kept is None else kept[0]):
             break                                    # clipped on every coordinate
-        c = _evaluate(ops, conj, shift, quad, cand)
-        if c is None or c.g <= best.g:
+        light = _dual_objective(ops, conj, shift, quad, cand, values_only=True)
+        if light is None or light[0] <= g_best:
             break
-        best = c
+        g_best, kept = light[0], (cand, light[4])
+    if kept is not None:
+        full = _evaluate(ops, conj, shift, quad, kept[0], M=kept[1])
+        best = full if full is not None else best
     return best
 
 
@@ -194,9 +199,11 @@ def _domain_upper(conj, limit=1e12):
     return hi
 
 
-def _max_step(st, D, dom):
+def _max_step(st, D, dom, enough=None):
     """The largest s with every eigenvalue of M − s·A(d̂) below the domain bound ``dom``
-    (M = V diag(μ) Vᵀ, D = Vᵀ A(d̂) V): 1 / max(0, −λ_min(Δ^-½ D Δ^-½)), Δ = dom − μ."""
+    (M = V diag(μ) Vᵀ, D = Vᵀ A(d̂) V): 1 / max(0, −λ_min(Δ^-½ D Δ^-½)), Δ = dom − μ.
+    With ``enough``: when I + enough·T ≻ 0 (one Cholesky, a quarter of the tridiagonalization
+    λ_min costs) the step ``enough`` is inside, and it is returned instead of s_max."""
     if dom is None or not np.isfinite(dom):
         return np.inf
     gap = dom - st.mu
@@ -204,7 +211,14 @@ def _max_step(st, D, dom):
         return np.inf
     h = 1.0 / np.sqrt(gap)
     T = (D * h[:, None]) * h[None, :]
-    lmin = float(eigvalsh(0.5 * (T + T.T), subset_by_index=[0, 0], check_finite=False)[0])
+    T = 0.5 * (T + T.T)
+    if enough is not None:
+        try:
+            np.linalg.cholesky(np.eye(T.shape[0]) + enough * T)
+            return enough
+        except np.linalg.LinAlgError:
+            pass
+    lmin = float(eigvalsh(T, subset_by_index=[0, 0], check_finite=False)[0])
     return np.inf if lmin >= 0 else -1.0 / lmin
 
 
@@ -220,7 +234,7 @@ def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certific
     if nz.size == 0:
         return None, 1.0, 0
     Zn = st.Z[nz]
-    s_max = _max_step(st, (Zn.T * coef[nz]) @ Zn, dom)
+    s_max = _max_step(st, (Zn.T * coef[nz]) @ Zn, dom, enough=1.0 / 0.7)
     step = min(1.0, 0.7 * s_max)
     M = st.M
     trials = 0
@@ -239,14 +253,14 @@ def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certific
         if fs is not None and np.all(np.isfinite(fs)):
             gc = -float(np.sum(fs)) - float(cand @ ops.t) - 0.5 * float(quad @ (cand * cand))
             if gc >= st.g + 1e-4 * float(st.grad @ delta) and gc >= st.g:
-                new = _evaluate(ops, conj, shift, quad, cand)
+                new = _evaluate(ops, conj, shift, quad, cand, M=0.5 * (Ms + Ms.T))
                 if new is not None:
                     return new, step, trials
             elif gc >= st.g - 2.0 * st.g_err:
                 # the ascent is below the round-off of g (its terms ~ λᵀt cancel) while ∇g,
                 # hence the certificate, is still accurate: the step is accepted when it
                 # reduces the certificate
-                c = _evaluate(ops, conj, shift, quad, cand)
+                c = _evaluate(ops, conj, shift, quad, cand, M=0.5 * (Ms + Ms.T))
                 if c is not None and certificate(c) <= (1.0 - 1e-4 * step) * cert:
                     return c, step, trials
         step *= 0.5
@@ -304,7 +318,7 @@ class _FreeHessian:
         return 0.5 * (Ht + Ht.T) + np.diag(self.shift)
 
 
-def _gamma_factors(Gam, rtol=1e-9, seed=0):
+def _gamma_factors(Gam, rtol=1e-8, seed=0):
     """(σ, G) with Γ ≈ Σ_s σ_s g_s g_sᵀ to ``rtol``·‖Γ‖ (G's rows are the g_s), or None.
 
     Γ is the Loewner matrix of the smooth primal map x(μ) = f*_s'(μ) at the eigenvalues,
@@ -322,7 +336,9 @@ def _gamma_factors(Gam, rtol=1e-9, seed=0):
         Q = np.linalg.qr(Gam @ rng.standard_normal((r, min(k, r))))[0]
         B = Q.T @ Gam @ Q
         sig, W = np.linalg.eigh(0.5 * (B + B.T))
-        keep = np.abs(sig) > 1e-3 * rtol * np.max(np.abs(sig), initial=0.0)
+        # components below rtol are the round-off of the divided differences (LogDet's Γ is
+        # x xᵀ exactly; computed, it carries 15–30 of them at 1e-12), each costing |F|² r
+        keep = np.abs(sig) > 0.1 * rtol * np.max(np.abs(sig), initial=0.0)
         G = (Q @ W[:, keep]).T
         sig = sig[keep]
         probe = rng.standard_normal((r, 4))
@@ -468,11 +484,12 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
             best, step = None, 1.0
             for _ in range(60):
                 cand = np.clip(base_st.lam + step * d_g, lower, upper)
-                c = _evaluate(ops, conj, shift, quad, cand)
+                light = _dual_objective(ops, conj, shift, quad, cand, values_only=True)
                 evaluations += 1
-                if c is not None and c.g > base_st.g:
-                    best = c
-                    break
+                if light is not None and light[0] > base_st.g:
+                    best = _evaluate(ops, conj, shift, quad, cand, M=light[4])
+                    if best is not None:
+                        break
                 step *= 0.5
             if best is not None:
                 best = _expand(ops, conj, shift, quad, base_st.lam, step * d_g, lower, upper, best)
