@@ -10,6 +10,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable
 
+import cvxpy as cp
 import numpy as np
 
 from ._validation import (as_float_array, as_generator, check_choice, check_index_array, check_int,
@@ -80,14 +81,8 @@ class ConstraintAtom:
         return self.validate(n_points)
 
 
-def cp_multiply(a, b):
-    import cvxpy as cp
-    return cp.multiply(a, b)
-
-
 def _quad_rows(V, X):
-    """Σ_k (V X)_ik V_ik: the quadratic forms v_iᵀ X v_i (CVXPY or numpy X)."""
-    import cvxpy as cp
+    """Σ_k (V X)_ik V_ik: the quadratic forms v_iᵀ X v_i of a CVXPY X."""
     return cp.sum(cp.multiply(V @ X, V), axis=1)
 
 
@@ -155,7 +150,7 @@ class PairConstraints(ConstraintAtom):
         return F[self.i] - F[self.j], self.y.astype(float), np.ones(len(self), dtype=np.int64)
 
     def cvx_values(self, F, T, X):
-        return cp_multiply(self.y, _quad_rows(F[self.i] - F[self.j], X))
+        return cp.multiply(self.y, _quad_rows(F[self.i] - F[self.j], X))
 
     @classmethod
     def from_labels(cls, labels, baseline: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
@@ -460,7 +455,6 @@ class LinearConstraints(ConstraintAtom):
                 np.asarray(counts, dtype=np.int64))
 
     def cvx_values(self, F, T, X):
-        import cvxpy as cp
         if self.C is None:
             return _quad_rows(self.Z @ T, X)
         Ch = np.einsum("ai,tab,bj->tij", T, self.C, T)
@@ -528,7 +522,6 @@ class SimilarityConstraints(ConstraintAtom):
         return U, w, np.full(m, 2, dtype=np.int64)
 
     def cvx_values(self, F, T, X):
-        import cvxpy as cp
         return -cp.sum(cp.multiply(F[self.j] @ X, F[self.l]), axis=1)
 
 

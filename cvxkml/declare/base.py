@@ -84,17 +84,14 @@ class SpectralProblem(Problem):
         for c in self._families():
             if c is not None:
                 c.validate_space(n_points, dim)
-        if self.gamma_pairs_squared(gamma):
-            raise InvalidInputError(
-                "The pair constraints carry two slacks: gamma (the regularizer's slack) and "
-                "Squared. Use one of them.")
         self.gamma = check_positive(gamma, "gamma", allow_none=True)
         if self.gamma is not None and self.pairs is None:
             raise InvalidInputError("gamma (slack) applies to pair constraints; none were given.")
         if self.gamma is not None and PairConstraints in self._hinge:
+            wrapper = "Squared" if self._loss[PairConstraints] == "squared" else "Hinge"
             raise InvalidInputError(
-                "The pair constraints carry two slacks: gamma (the regularizer's slack) and Hinge. "
-                "Use one: gamma=None with Hinge(pairs, C), or the bare PairConstraints with gamma.")
+                f"The pair constraints carry two slacks: gamma (the regularizer's slack) and {wrapper}. "
+                f"Use one: gamma=None with {wrapper}(pairs, C), or the bare PairConstraints with gamma.")
         if self.gamma is not None and not self.regularizer.has_slack:
             raise InvalidInputError(
                 f"{self.regularizer.name} has no slack formulation; use hard constraints (gamma=None).")
@@ -151,9 +148,6 @@ class SpectralProblem(Problem):
 
     def _atoms(self):
         return [c for c in self._families() if c is not None]
-
-    def gamma_pairs_squared(self, gamma) -> bool:
-        return gamma is not None and self._loss.get(PairConstraints) == "squared"
 
     @property
     def pairs_only(self) -> bool:

@@ -67,7 +67,7 @@ def constraint_terms(problem) -> ConstraintTerms:
     ptr = np.zeros(cnt.size + 1, dtype=np.int64)
     np.cumsum(cnt, out=ptr[1:])
     U = np.ascontiguousarray(np.concatenate(Us, axis=0), dtype=np.float64).reshape(-1, r)
-    lower, upper, quad = problem.dual_box() if hasattr(problem, "dual_box") else (None, None, None)
+    lower, upper, quad = problem.dual_box()
     return ConstraintTerms(U, np.ascontiguousarray(np.concatenate(ws), dtype=np.float64), ptr,
                            np.ascontiguousarray(np.concatenate(ts), dtype=np.float64),
                            lower, upper, quad)

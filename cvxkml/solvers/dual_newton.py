@@ -247,20 +247,21 @@ def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certific
         c = ops.w * delta[ops.owner]
         k = np.flatnonzero(c)
         Ms = M - (ops.U[k].T * c[k]) @ ops.U[k]
+        Ms = 0.5 * (Ms + Ms.T)
         with np.errstate(all="ignore"):
-            mu = np.linalg.eigvalsh(0.5 * (Ms + Ms.T)) if np.all(np.isfinite(Ms)) else None
+            mu = np.linalg.eigvalsh(Ms) if np.all(np.isfinite(Ms)) else None
             fs = None if mu is None else np.asarray(conj.conj_s(mu), dtype=float)
         if fs is not None and np.all(np.isfinite(fs)):
             gc = -float(np.sum(fs)) - float(cand @ ops.t) - 0.5 * float(quad @ (cand * cand))
             if gc >= st.g + 1e-4 * float(st.grad @ delta) and gc >= st.g:
-                new = _evaluate(ops, conj, shift, quad, cand, M=0.5 * (Ms + Ms.T))
+                new = _evaluate(ops, conj, shift, quad, cand, M=Ms)
                 if new is not None:
                     return new, step, trials
             elif gc >= st.g - 2.0 * st.g_err:
                 # the ascent is below the round-off of g (its terms ~ λᵀt cancel) while ∇g,
                 # hence the certificate, is still accurate: the step is accepted when it
                 # reduces the certificate
-                c = _evaluate(ops, conj, shift, quad, cand, M=0.5 * (Ms + Ms.T))
+                c = _evaluate(ops, conj, shift, quad, cand, M=Ms)
                 if c is not None and certificate(c) <= (1.0 - 1e-4 * step) * cert:
                     return c, step, trials
         step *= 0.5
