@@ -20,7 +20,10 @@ from ._validation import as_float_array, check_data, check_symmetric
 from .formulas.divergences import range_basis
 from .errors import InvalidInputError
 
-__all__ = ["kernel_S", "LearnedKernel", "LearnedMetric", "components_from_metric"]
+__all__ = ["kernel_S", "LearnedKernel", "LearnedMetric", "FactoredMetric", "components_from_metric"]
+
+#: a Mahalanobis matrix larger than this (bytes) is formed only with a warning saying its size
+LARGE_MATRIX_BYTES = 256 * 2 ** 20
 
 
 @blas_limit()
@@ -142,23 +145,48 @@ def components_from_metric(W, rtol: float = 1e-12) -> np.ndarray:
 
 
 class LearnedMetric:
-    """A learned Mahalanobis metric d_W(x, y) = (x − y)ᵀ W (x − y)."""
+    """A learned Mahalanobis metric d_W(x, y) = (x − y)ᵀ W (x − y), W dense (d × d).
+
+    Parameters
+    ----------
+    W : (d, d) PSD array.
+
+    See Also
+    --------
+    FactoredMetric : the same interface for W = αI + U diag(λ) Uᵀ, never forming d × d.
+    """
 
     def __init__(self, W):
         self.W = check_symmetric(W, "W")
         self.L = components_from_metric(self.W)
 
+    @property
+    def n_features(self) -> int:
+        return int(self.W.shape[0])
+
+    def _check(self, X, name="X") -> np.ndarray:
+        X = check_data(X, name)
+        if X.shape[1] != self.n_features:
+            raise InvalidInputError(f"{name} must have {self.n_features} features; got {X.shape[1]}.")
+        return X
+
     @blas_limit()
     def transform(self, X) -> np.ndarray:
-        X = check_data(X)
-        if X.shape[1] != self.W.shape[0]:
-            raise InvalidInputError(f"X must have {self.W.shape[0]} features; got {X.shape[1]}.")
-        return X @ self.L.T
+        """x ↦ L x with W = Lᵀ L: Euclidean distances of the output are the learned ones."""
+        return self._check(X) @ self.L.T
+
+    def components(self) -> np.ndarray:
+        """L (d × d) with W = Lᵀ L."""
+        return self.L
+
+    def get_mahalanobis_matrix(self) -> np.ndarray:
+        """W (d × d)."""
+        return self.W
 
     @blas_limit()
     def pair_sq_distances(self, A, B) -> np.ndarray:
         D = as_float_array(A, "A", 2) - as_float_array(B, "B", 2)
-        return np.einsum("ij,jk,ik->i", D, self.W, D)
+        return np.einsum("ij,ij->i", D @ self.W, D)
 
     @blas_limit()
     def sq_distances(self, Z1, Z2=None) -> np.ndarray:
@@ -166,3 +194,113 @@ class LearnedMetric:
         T1 = self.transform(Z1)
         T2 = T1 if Z2 is None else self.transform(Z2)
         return _sq_euclidean(T1, T2)
+
+    def to_arrays(self) -> dict:
+        """The arrays that define the metric (for files without pickle)."""
+        return {"W": self.W}
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "LearnedMetric":
+        return cls(arrays["W"])
+
+
+class FactoredMetric:
+    """A learned Mahalanobis metric W = α I + U diag(λ) Uᵀ that is never formed (d × d) unless
+    asked for: the span solution of wide data (Jain et al. 2012, Theorems 1 and 4:
+    W* = αI + ΦSΦᵀ; :class:`~cvxkml.declare.spaces.SpanSpace`).
+
+    Parameters
+    ----------
+    U : (d, k) array with orthonormal columns (a basis of the data's row space).
+    lam : (k,) array, λ >= −α (W ⪰ 0): W's eigenvalues on span(U) are α + λ.
+    alpha : float >= 0, W's eigenvalue off span(U).
+
+    Every method costs O(d k) per point; :meth:`get_mahalanobis_matrix` and, for α > 0,
+    :meth:`components` form d × d matrices (8 d² bytes) and warn when that exceeds
+    :data:`LARGE_MATRIX_BYTES`.
+    """
+
+    def __init__(self, U, lam, alpha: float = 1.0):
+        self.U = as_float_array(U, "U", 2)
+        self.lam = as_float_array(lam, "lam", 1)
+        self.alpha = float(alpha)
+        d, k = self.U.shape
+        if self.lam.shape != (k,):
+            raise InvalidInputError(f"lam must have one entry per column of U ({k}); got {self.lam.shape}.")
+        if not (np.isfinite(self.alpha) and self.alpha >= 0):
+            raise InvalidInputError(f"alpha must be a finite number >= 0; got {alpha!r}.")
+        tol = 1e-8 * max(1.0, self.alpha, float(np.max(np.abs(self.lam), initial=0.0)))
+        if np.any(self.alpha + self.lam < -tol):
+            raise InvalidInputError(
+                f"W = αI + U diag(λ) Uᵀ is not PSD: α + min λ = {self.alpha + self.lam.min():.3g} < 0.")
+        gram = self.U.T @ self.U
+        if not np.allclose(gram, np.eye(k), atol=1e-6):
+            raise InvalidInputError("U must have orthonormal columns (Uᵀ U = I).")
+        self._root = np.sqrt(np.maximum(self.alpha + self.lam, 0.0))
+
+    @property
+    def n_features(self) -> int:
+        return int(self.U.shape[0])
+
+    @property
+    def rank(self) -> int:
+        return int(self.U.shape[1])
+
+    _check = LearnedMetric._check
+
+    @blas_limit()
+    def transform(self, X) -> np.ndarray:
+        """x ↦ L x with W = Lᵀ L, L = √α (I − UUᵀ) + U diag(√(α + λ)) Uᵀ: (n, d) for α > 0,
+        the (n, k) coordinates diag(√λ) Uᵀ x for α = 0 (same Euclidean distances)."""
+        X = self._check(X)
+        C = X @ self.U
+        if self.alpha == 0.0:
+            return C * self._root
+        a = np.sqrt(self.alpha)
+        return a * X + (C * (self._root - a)) @ self.U.T
+
+    def _warn_size(self, what: str) -> None:
+        d = self.n_features
+        nbytes = 8 * d * d
+        if nbytes > LARGE_MATRIX_BYTES:
+            import warnings
+            warnings.warn(f"Forming the {d} × {d} {what} ({nbytes / 2 ** 20:.0f} MB); the factored "
+                          "metric's transform / pair_sq_distances never do.", UserWarning, stacklevel=3)
+
+    def components(self) -> np.ndarray:
+        """L with W = Lᵀ L: (k, d) for α = 0, else (d, d) (formed; warns when large)."""
+        if self.alpha == 0.0:
+            return (self.U * self._root).T
+        self._warn_size("components matrix L")
+        a = np.sqrt(self.alpha)
+        L = (self.U * (self._root - a)) @ self.U.T
+        L[np.diag_indices_from(L)] += a
+        return L
+
+    def get_mahalanobis_matrix(self) -> np.ndarray:
+        """W (d × d), formed on request (warns when large)."""
+        self._warn_size("Mahalanobis matrix W")
+        W = (self.U * self.lam) @ self.U.T
+        W[np.diag_indices_from(W)] += self.alpha
+        return 0.5 * (W + W.T)
+
+    @blas_limit()
+    def pair_sq_distances(self, A, B) -> np.ndarray:
+        """(a − b)ᵀ W (a − b) row by row: α‖a − b‖² + Σ λ_k (u_kᵀ(a − b))²."""
+        D = self._check(as_float_array(A, "A", 2), "A") - self._check(as_float_array(B, "B", 2), "B")
+        C = D @ self.U
+        return np.maximum(self.alpha * np.einsum("ij,ij->i", D, D) + (C * C) @ self.lam, 0.0)
+
+    @blas_limit()
+    def sq_distances(self, Z1, Z2=None) -> np.ndarray:
+        from .kernels import _sq_euclidean
+        T1 = self.transform(Z1)
+        T2 = T1 if Z2 is None else self.transform(Z2)
+        return _sq_euclidean(T1, T2)
+
+    def to_arrays(self) -> dict:
+        return {"U": self.U, "lam": self.lam, "alpha": np.array(self.alpha)}
+
+    @classmethod
+    def from_arrays(cls, arrays) -> "FactoredMetric":
+        return cls(arrays["U"], arrays["lam"], float(np.asarray(arrays["alpha"])))
