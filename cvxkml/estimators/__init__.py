@@ -15,7 +15,10 @@
 
 What they share — parameter validation (one declared constraint per parameter), the base
 kernel, the side information and the metric vocabulary ``transform``, ``pair_distance``,
-``pair_score``, ``get_metric`` — is written once in :mod:`cvxkml.estimators._base`.  The
+``pair_score``, ``get_metric`` — is written once, in small private modules: the base class
+(:mod:`cvxkml.estimators._base`), parameter rules (``_params``), documentation templates
+(``_docs``), kernel and feature maps (``_maps``), pair side information (``_pairs``) and
+persistence (``_persist``).  The
 estimators that learn from pair constraints take ``fit(X, y)`` (pairs drawn from labels) or
 ``fit(X, pairs=...)`` (a :class:`~cvxkml.sideinfo.PairConstraints`, or an index array of
 rows (i, j) or (i, j, ±1)) and expose the pairs used as ``pairs_``; LMNN and LMNNMKL take
@@ -30,8 +33,7 @@ stop), ``max_iter`` (the iteration limit; ``max_sweeps`` is its deprecated forme
 Persistence without pickle: ``est.save(path)`` / ``Class.load(path)`` or :func:`save` /
 :func:`load` (an ``.npz`` file, :mod:`cvxkml.estimators._persist`).
 """
-from ._base import load, save
-from ._persist import EstimatorClassError, EstimatorFileError, FormatVersionError
+from ._persist import (EstimatorClassError, EstimatorFileError, FormatVersionError, load, save)
 from .kcr import KCRClassifier
 from .logdet import ITML, KernelITML, LowRankKernelITML
 from .mkl import LMNN, LMNNMKL

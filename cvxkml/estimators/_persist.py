@@ -79,9 +79,9 @@ import scipy.sparse as sp
 
 from ..errors import EstimatorFileError, InvalidInputError
 
-__all__ = ["save", "load", "EstimatorFileError", "FormatVersionError", "EstimatorClassError",
-           "FORMAT", "FORMAT_VERSION", "SAFE_CLASSES", "MAX_BYTES", "MAX_HEADER_BYTES", "MAX_DEPTH",
-           "fitted_attributes", "read_npy_member"]
+__all__ = ["save", "load", "write", "read", "REGISTRY", "EstimatorFileError", "FormatVersionError",
+           "EstimatorClassError", "FORMAT", "FORMAT_VERSION", "SAFE_CLASSES", "MAX_BYTES",
+           "MAX_HEADER_BYTES", "MAX_DEPTH", "fitted_attributes", "read_npy_member"]
 
 FORMAT = "cvxkml.estimator"
 FORMAT_VERSION = 1
@@ -90,6 +90,8 @@ _HEADER = "__cvxkml__"
 #: the classes whose instances may be stored inside a saved estimator ("module:qualname")
 SAFE_CLASSES = frozenset({
     "cvxkml.kernels:Kernel",
+    "cvxkml.estimators._maps:StandardizedKernel",
+    # the same class, as files written by cvxkml <= 0.1.0 name it (importable there still)
     "cvxkml.estimators._base:StandardizedKernel",
     "cvxkml.factor:Factorization",
     "cvxkml.learned:LearnedKernel",
@@ -350,6 +352,7 @@ def _decode_regularizer(name, params, fail):
     :mod:`cvxkml.declare.regularizers` or registered with
     :func:`cvxkml.estimators.register_regularizer`; built with its saved arguments."""
     import sys
+
     from ..declare import regularizers as builtin
     if not isinstance(name, str) or ":" not in name or not isinstance(params, dict):
         fail("a regularizer entry without a class name")
@@ -569,11 +572,66 @@ def _check_model(est, fail) -> None:
 
 
 # --------------------------------------------------------------------------- API
-def save(estimator, path, classes) -> None:
-    """The writer of this format behind :func:`cvxkml.estimators.save` (parameters and
-    errors documented there); ``classes`` are the estimator classes it writes (the registry
-    of :mod:`cvxkml.estimators._base`: this module imports no estimator).
+#: the library's estimator classes, registered by CvxkmlEstimator.__init_subclass__ (the
+#: public tuple is cvxkml.estimators.ESTIMATORS; a test checks that both agree)
+REGISTRY: list = []
+
+
+def save(estimator, path) -> None:
+    """Write a fitted cvxkml estimator to an ``.npz`` file without pickle (the format above).
+
+    Parameters
+    ----------
+    estimator : a fitted estimator of :data:`cvxkml.estimators.ESTIMATORS`
+    path : str, path-like or a writable binary file object
+        ``.npz`` is appended to a file name without it (NumPy's rule).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        The estimator is not fitted.
+    InvalidInputError
+        Not a cvxkml estimator (a user's subclass included), or a fitted attribute that
+        is not plain data.
     """
+    write(estimator, path, tuple(REGISTRY))
+
+
+def load(path, cls=None, *, max_bytes=None):
+    """Read an estimator written by :func:`save`, validating everything in the file
+    (nothing in it is trusted or run; the checks are listed above).
+
+    Parameters
+    ----------
+    path : str, path-like or a readable binary file object
+    cls : estimator class or None
+        When given, the file must hold an estimator of exactly this class (or of a
+        subclass, when ``cls`` is a base such as ``CvxkmlEstimator``).
+    max_bytes : int or None, default=None
+        The most bytes decompressed from the file (None: :data:`MAX_BYTES`, 2 GiB); a file
+        declaring more is refused before anything is decompressed.
+
+    Returns
+    -------
+    estimator : the fitted estimator, with the parameters it was saved with (``callback``
+        and a RandomState/Generator ``random_state`` as None).
+
+    Raises
+    ------
+    cvxkml.errors.EstimatorFileError
+        Not a saved cvxkml estimator, damaged, too large, or a model that fails validation
+        (the message names the file and the reason).
+    cvxkml.estimators.FormatVersionError
+        Written in another format version.
+    cvxkml.estimators.EstimatorClassError
+        It holds another class than ``cls``, or a class this cvxkml does not have.
+    """
+    return read(path, tuple(REGISTRY), cls, max_bytes)
+
+
+def write(estimator, path, classes) -> None:
+    """The writer of this format behind :func:`save`; ``classes`` are the estimator classes
+    it writes (:data:`REGISTRY`: this module imports no estimator)."""
     from sklearn.utils.validation import check_is_fitted
 
     cls = type(estimator)
@@ -644,11 +702,10 @@ def _header(zf, infos, fail):
     return header, used
 
 
-def load(path, classes, cls=None, max_bytes=None):
-    """The reader of this format behind :func:`cvxkml.estimators.load` (parameters, returns
-    and errors documented there); ``classes`` are the estimator classes a file may hold
-    (the registry of :mod:`cvxkml.estimators._base`: this module imports no estimator).
-    ``cls`` None or a common base of ``classes`` accepts any of them.
+def read(path, classes, cls=None, max_bytes=None):
+    """The reader of this format behind :func:`load`; ``classes`` are the estimator classes a
+    file may hold (:data:`REGISTRY`: this module imports no estimator).  ``cls`` None or a
+    common base of ``classes`` accepts any of them.
     """
     fail = _failer(path)
     budget = MAX_BYTES if max_bytes is None else int(max_bytes)

@@ -13,13 +13,15 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .._progress import verbose_logging as _verbose_logging
 from .._validation import estimator_data
-from ..errors import InvalidInputError
 from ..declare.kcr import KCR
+from ..errors import InvalidInputError
 from ..formulas.kcr import class_counts, rule_predict
-from ._base import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, KERNEL_PARAMS, POSITIVE,
-                    STANDARDIZE_CONSTRAINTS, CvxkmlEstimator, Integer, KernelMap, Options, Real,
-                    _verbose_logging, median_heuristic_gamma)
+from ._base import CvxkmlEstimator
+from ._maps import KernelMap, median_heuristic_gamma
+from ._params import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, KERNEL_PARAMS, POSITIVE,
+                      STANDARDIZE_CONSTRAINTS, Integer, Options, Real)
 
 __all__ = ["KCRClassifier"]
 
@@ -136,7 +138,19 @@ default="gaussian"
     def __init__(self, *, kernel="gaussian", nu=None, kernel_params=None, standardize="auto",
                  lam=1.0, h_min=1e-6, n_components=None, tie_break="nearest", tol=1e-3,
                  max_iter=20000, time_limit=None, verbose=0, callback=None):
-        self._store(locals())
+        self.kernel = kernel
+        self.nu = nu
+        self.kernel_params = kernel_params
+        self.standardize = standardize
+        self.lam = lam
+        self.h_min = h_min
+        self.n_components = n_components
+        self.tie_break = tie_break
+        self.tol = tol
+        self.max_iter = max_iter
+        self.time_limit = time_limit
+        self.verbose = verbose
+        self.callback = callback
 
     def _auto_standardize(self, p):
         return p.kernel in ("gaussian", "rbf") and p.nu is None

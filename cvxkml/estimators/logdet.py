@@ -18,10 +18,11 @@ from ..declare import LogDetKernel as _LogDetKernelProblem
 from ..errors import InvalidInputError
 from ..learned import components_from_metric
 from ..sideinfo import baseline_metric
-from ._base import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE,
-                    POSITIVE, SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Check, ComponentsMixin,
-                    CvxkmlEstimator, FactorCross, Integer, KernelExtensionMixin, KernelMap, LinearMap,
-                    Options, PairLearnerMixin)
+from ._base import ComponentsMixin, CvxkmlEstimator, KernelExtensionMixin
+from ._maps import FactorCross, KernelMap, LinearMap
+from ._pairs import PairLearnerMixin
+from ._params import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE, POSITIVE,
+                      SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Integer, Options)
 
 __all__ = ["ITML", "KernelITML", "LowRankKernelITML"]
 
@@ -130,14 +131,27 @@ default=None
     %(jain2012)s: eq. 2, 4 and 7.
     """
 
-    _parameter_constraints = {**SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS, "prior": Check(_check_prior),
+    _parameter_constraints = {**SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS, "prior": _check_prior,
                               **STANDARDIZE_CONSTRAINTS, **CONTROL_CONSTRAINTS}
 
     def __init__(self, *, gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
                  n_constraints=None, percentiles=(5.0, 95.0), prior="identity",
                  standardize="auto", tol=1e-3, max_iter=50000, max_sweeps=None, random_state=None,
                  verbose=0, callback=None):
-        self._store(locals())
+        self.gamma = gamma
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.prior = prior
+        self.standardize = standardize
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_sweeps = max_sweeps
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
 
     def _auto_standardize(self, p):
         return isinstance(p.prior, str) and p.prior == "identity"
@@ -245,7 +259,22 @@ max_sweeps, random_state
                  scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None,
                  percentiles=(5.0, 95.0), ridge=0.0, tol=1e-3, max_iter=50000, max_sweeps=None,
                  random_state=None, verbose=0, callback=None):
-        self._store(locals())
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.standardize = standardize
+        self.gamma = gamma
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.ridge = ridge
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_sweeps = max_sweeps
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
 
     def _fit(self, X, y, pairs, p):
         kern, K0, K0_fit, pc = self._kernel_pairs(X, y, pairs, p, p.ridge)
@@ -336,7 +365,24 @@ default=None
                  standardize="auto", gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
                  n_constraints=None, percentiles=(5.0, 95.0), factor_tol=1e-10, tol=1e-6,
                  max_iter=50000, max_sweeps=None, random_state=None, verbose=0, callback=None):
-        self._store(locals())
+        self.rank = rank
+        self.method = method
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.standardize = standardize
+        self.gamma = gamma
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.factor_tol = factor_tol
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_sweeps = max_sweeps
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
 
     def _fit(self, X, y, pairs, p):
         from ..declare import LowRankLogDet

@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._progress import verbose_logging as _verbose_logging
 from .._validation import as_float_array, check_index_array
 from ..declare.lmnn import STALL_ITER, LMNNProblem
 from ..declare.mkl import W_GRID, alternate, combine_kernels
 from ..errors import InvalidInputError
 from ..formulas.lmnn import LMNNTriplets
 from ..kernels import Kernel
-from ..mkl_kernels import KernelSet, SourceKernel, mean_pairwise_distance, nr_kernels, paper_kernels
-from ._base import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, STANDARDIZE_CONSTRAINTS, Check,
-                    ComponentsMixin, CvxkmlEstimator, Integer, KernelMap, LinearMap, Options, Real,
-                    _verbose_logging, fill_doc, training_kernel)
+from ..mkl_kernels import (KernelSet, SourceKernel, mean_pairwise_distance, nr_kernels, paper_kernels)
+from ._base import ComponentsMixin, CvxkmlEstimator
+from ._docs import fill_doc
+from ._maps import KernelMap, LinearMap, training_kernel
+from ._params import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, STANDARDIZE_CONSTRAINTS, Integer,
+                      Options, Real)
 
 __all__ = ["LMNN", "LMNNMKL"]
 
@@ -248,7 +251,17 @@ class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
     def __init__(self, *, k=5, gamma=0.5, kernel="linear", kernel_params=None, standardize="auto",
                  tol=1e-3, max_iter=20000, stall_iter=STALL_ITER, small_classes="raise", verbose=0,
                  callback=None):
-        self._store(locals())
+        self.k = k
+        self.gamma = gamma
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.standardize = standardize
+        self.tol = tol
+        self.max_iter = max_iter
+        self.stall_iter = stall_iter
+        self.small_classes = small_classes
+        self.verbose = verbose
+        self.callback = callback
 
     def _auto_standardize(self, p):
         # linear LMNN is metric learning on the features (as ITML with its Euclidean prior):
@@ -379,16 +392,30 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
     """
 
     _parameter_constraints = {
-        "variant": Options("P", "mu", "NR", what="'P', 'mu' or 'NR'"), "kernels": Check(_check_kernels),
+        "variant": Options("P", "mu", "NR", what="'P', 'mu' or 'NR'"), "kernels": _check_kernels,
         **_LMNN_CONSTRAINTS, "max_outer": Integer(1), "outer_tol": POSITIVE,
-        "w_grid": Check(_check_w_grid), "max_convex_iter": Integer(1),
-        "standardize": Check(_check_bool),
+        "w_grid": _check_w_grid, "max_convex_iter": Integer(1),
+        "standardize": _check_bool,
         **CONTROL_CONSTRAINTS}
 
     def __init__(self, *, variant="P", kernels="auto", standardize=True, k=5, gamma=0.5,
                  max_outer=10, outer_tol=1e-4, tol=1e-3, max_iter=20000, stall_iter=STALL_ITER, w_grid=W_GRID,
                  small_classes="raise", max_convex_iter=50, verbose=0, callback=None):
-        self._store(locals())
+        self.variant = variant
+        self.kernels = kernels
+        self.standardize = standardize
+        self.k = k
+        self.gamma = gamma
+        self.max_outer = max_outer
+        self.outer_tol = outer_tol
+        self.tol = tol
+        self.max_iter = max_iter
+        self.stall_iter = stall_iter
+        self.w_grid = w_grid
+        self.small_classes = small_classes
+        self.max_convex_iter = max_convex_iter
+        self.verbose = verbose
+        self.callback = callback
 
     def _fit(self, X, y, triplets, p):
         X = self._feature_standardization(X, p)

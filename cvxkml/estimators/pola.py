@@ -16,9 +16,10 @@ the span).
 from __future__ import annotations
 
 from ..declare.pola import POLAKernel, pola_constraints
-from ._base import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE, PAIR_CONSTRAINTS, POSITIVE,
-                    STANDARDIZE_CONSTRAINTS, CvxkmlEstimator, Integer, KernelExtensionMixin,
-                    PairLearnerMixin, Real)
+from ._base import CvxkmlEstimator, KernelExtensionMixin
+from ._pairs import PairLearnerMixin
+from ._params import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE, PAIR_CONSTRAINTS, POSITIVE,
+                      STANDARDIZE_CONSTRAINTS, Integer, Real)
 
 __all__ = ["KernelPOLA"]
 
@@ -93,7 +94,20 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
     def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", b=2.0,
                  scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None, ridge=0.0,
                  tol=1e-6, max_iter=20000, random_state=None, verbose=0, callback=None):
-        self._store(locals())
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.standardize = standardize
+        self.b = b
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.ridge = ridge
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
 
     def _labelled_pairs(self, y, p, baseline, rng):
         pc = super()._labelled_pairs(y, p, baseline, rng)

@@ -40,11 +40,13 @@ from .._validation import as_generator, check_index_array, estimator_fit_data
 from ..errors import InvalidInputError
 from ..factor import Factorization
 from ..sideinfo import percentile_bounds
+from ._base import ComponentsMixin, CvxkmlEstimator, KernelExtensionMixin
+from ._docs import fill_doc
+from ._maps import EmbeddingDistance, EmbeddingKernel, FactorCross, KernelMap, LinearMap
+from ._pairs import PairLearnerMixin
+from ._params import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, PAIR_CONSTRAINTS,
+                      POSITIVE, SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Integer, Options, Real)
 from ._persist import register_regularizer
-from ._base import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, PAIR_CONSTRAINTS, POSITIVE,
-                    SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Check, ComponentsMixin, CvxkmlEstimator,
-                    EmbeddingDistance, FactorCross, Integer, KernelExtensionMixin, KernelMap, LinearMap, Options,
-                    PairLearnerMixin, Real, _EmbeddingKernel, fill_doc)
 
 __all__ = ["VonNeumannKernelLearner", "SpectralKernelLearner", "SpectralMetricLearner", "register_regularizer"]
 
@@ -165,7 +167,22 @@ default="gaussian"
                  standardize="auto", gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
                  n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=10000,
                  max_sweeps=None, random_state=None, verbose=0, callback=None):
-        self._store(locals())
+        self.divergence = divergence
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.standardize = standardize
+        self.gamma = gamma
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_sweeps = max_sweeps
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
 
     def _fit(self, X, y, pairs, p):
         from ..declare import SpectralKernel, VonNeumann, VonNeumannKernel
@@ -205,7 +222,7 @@ default="gaussian"
         return EmbeddingDistance(self._embedding()) if self.divergence_ == "kulis" else super()._distance()
 
     def _kernel_function(self):
-        return _EmbeddingKernel(self._embedding()) if self.divergence_ == "kulis" else \
+        return EmbeddingKernel(self._embedding()) if self.divergence_ == "kulis" else \
             super()._kernel_function()
 
 
@@ -233,11 +250,11 @@ def _check_triplet_margin(value, name):
 
 #: what both declared-variant learners take beyond the kernel
 SPECTRAL_CONSTRAINTS = {
-    "regularizer": Check(_check_regularizer),
+    "regularizer": _check_regularizer,
     "constraints": Options("auto", "slack", "hinge", "hard", what="'auto', 'slack', 'hinge' or 'hard'"),
     "C": Real(0.0, low_open=True, what="a finite positive number"),
     "gamma": Real(0.0, low_open=True, what="a finite positive number"),
-    "margin": Check(_check_triplet_margin),
+    "margin": _check_triplet_margin,
     **PAIR_CONSTRAINTS, "percentiles": BREGMAN_CONSTRAINTS["percentiles"],
     "tol": POSITIVE, "max_iter": Integer(1), **CONTROL_CONSTRAINTS}
 
@@ -407,7 +424,24 @@ class SpectralKernelLearner(KernelExtensionMixin, _SpectralLearner):
                  constraints="auto", C=1.0, gamma=1.0, margin=None, scheme="jain", n_similar=100,
                  n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=10000, random_state=None,
                  verbose=0, callback=None):
-        self._store(locals())
+        self.regularizer = regularizer
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.standardize = standardize
+        self.constraints = constraints
+        self.C = C
+        self.gamma = gamma
+        self.margin = margin
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
 
     def _fit_variant(self, X, y, pairs, triplets, p):
         from ..declare import SpectralKernel
@@ -475,7 +509,22 @@ random_state, tol, max_iter
     def __init__(self, regularizer=None, *, standardize="auto", constraints="auto", C=1.0, gamma=1.0, margin=None,
                  scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0),
                  tol=1e-6, max_iter=10000, random_state=None, verbose=0, callback=None):
-        self._store(locals())
+        self.regularizer = regularizer
+        self.standardize = standardize
+        self.constraints = constraints
+        self.C = C
+        self.gamma = gamma
+        self.margin = margin
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
 
     def _auto_standardize(self, p) -> bool:
         return True

@@ -27,8 +27,11 @@ import numpy as np
 
 from .._config import blas_limit
 from ..declare.trace import TraceSSIKDR as _TraceProblem
-from ._base import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE,
-                    STANDARDIZE_CONSTRAINTS, CvxkmlEstimator, Integer, KernelMap, PairLearnerMixin)
+from ._base import CvxkmlEstimator
+from ._maps import KernelMap
+from ._pairs import PairLearnerMixin
+from ._params import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE,
+                      STANDARDIZE_CONSTRAINTS, Integer)
 
 __all__ = ["TraceSSIKDR"]
 
@@ -149,7 +152,22 @@ default=None
                  n_components=None, scheme="jain", n_similar=100, n_dissimilar=100,
                  n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=20000,
                  max_sweeps=None, random_state=None, verbose=0, callback=None):
-        self._store(locals())
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.standardize = standardize
+        self.tau = tau
+        self.n_components = n_components
+        self.scheme = scheme
+        self.n_similar = n_similar
+        self.n_dissimilar = n_dissimilar
+        self.n_constraints = n_constraints
+        self.percentiles = percentiles
+        self.tol = tol
+        self.max_iter = max_iter
+        self.max_sweeps = max_sweeps
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
 
     def _fit(self, X, y, pairs, p):
         kern, K0, _, pc = self._kernel_pairs(X, y, pairs, p)

@@ -20,9 +20,10 @@ from ..errors import InvalidInputError
 from ..formulas.yeung import check_epsilon
 from ..sideinfo import MAX_SAMPLED_PAIRS
 from ..solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
-from ._base import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, KERNEL_PARAMS, PAIR_CONSTRAINTS, POSITIVE,
-                    STANDARDIZE_CONSTRAINTS, Check, CvxkmlEstimator, Integer, LearnedKernelMixin,
-                    Options, PairLearnerMixin, given_pairs)
+from ._base import CvxkmlEstimator, LearnedKernelMixin
+from ._pairs import PairLearnerMixin, given_pairs
+from ._params import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, KERNEL_PARAMS, PAIR_CONSTRAINTS, POSITIVE,
+                      STANDARDIZE_CONSTRAINTS, Integer, Options)
 
 __all__ = ["SemiSupervisedKernelMetric", "random_similar_pairs"]
 
@@ -206,7 +207,7 @@ default=None
     >>> X = np.vstack([rng.normal(c, 0.3, (50, 2)) for c in ([1, 1], [-1, -1], [1, -1], [-1, 1])])
     >>> y = np.repeat([0, 0, 1, 1], 50)
     >>> est = SemiSupervisedKernelMetric(kernel_params={"sigma": 1.0}, n_landmarks=100,
-    ...                                  random_state=0).fit(X, y)
+    ...                                  n_similar=40, random_state=0).fit(X, y)
     >>> est.transform(X[:3]).shape[0]
     3
     """
@@ -217,7 +218,7 @@ default=None
                                "k(x, x).)"),
         "kernel_params": KERNEL_CONSTRAINTS["kernel_params"], "n_landmarks": Integer(1, none=True),
         "n_neighbors": Integer(1), "n_iter": Integer(1, MAX_EXTENSION_ITER),
-        "epsilon": Check(lambda value, name: check_epsilon(value)),
+        "epsilon": lambda value, name: check_epsilon(value),
         "n_similar": Integer(1, MAX_SAMPLED_PAIRS), "rank_rtol": POSITIVE,
         "random_state": PAIR_CONSTRAINTS["random_state"], **STANDARDIZE_CONSTRAINTS,
         **CONTROL_CONSTRAINTS}
@@ -226,7 +227,18 @@ default=None
     def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", n_landmarks=2000,
                  n_neighbors=10, n_iter=3, epsilon=DEFAULT_EPSILON, n_similar=1000, rank_rtol=3e-2,
                  random_state=None, verbose=0, callback=None):
-        self._store(locals())
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.standardize = standardize
+        self.n_landmarks = n_landmarks
+        self.n_neighbors = n_neighbors
+        self.n_iter = n_iter
+        self.epsilon = epsilon
+        self.n_similar = n_similar
+        self.rank_rtol = rank_rtol
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
 
     def _check_param_relations(self, p):
         super()._check_param_relations(p)

@@ -47,6 +47,17 @@ def test_every_parameter_has_one_declared_constraint(cls):
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_init_assigns_each_parameter_to_its_attribute_and_nothing_else(cls):
+    """scikit-learn's rule: ``__init__`` keeps every argument unchanged (the same object) as
+    the attribute of the same name, and sets no other attribute."""
+    names = cls._get_param_names()
+    values = {name: object() for name in names}
+    est = cls(**values)
+    assert set(vars(est)) == set(names)
+    assert all(getattr(est, name) is values[name] for name in names)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
 def test_every_parameter_is_validated_at_fit(cls):
     """A value no parameter accepts raises the typed error naming the parameter, before
     any data is looked at."""

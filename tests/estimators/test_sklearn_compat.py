@@ -1,5 +1,6 @@
 """The scikit-learn compatibility test of every estimator in ``cvxkml.estimators.ESTIMATORS``:
-one small, fast configuration (or a few) per estimator and one table of expected failures.
+one small, fast configuration (or a few) per estimator (``estimator_cases.CHECKED``) and one
+table of expected failures.
 
 The configurations use few pairs and few iterations: the checks test the API, not
 convergence (the solvers warn, ConvergenceWarning, when they stop early; the warning is
@@ -11,45 +12,12 @@ import re
 import pytest
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
-from cvxkml.estimators import (ESTIMATORS, ITML, LMNN, LMNNMKL, KCRClassifier, KernelITML,
-                               KernelPOLA, LowRankKernelITML, SemiSupervisedKernelMetric,
-                               SpectralKernelLearner, SpectralMetricLearner, TraceSSIKDR,
-                               VonNeumannKernelLearner)
-from cvxkml.declare.regularizers import Frobenius
-from cvxkml.kernels import Kernel
+from estimator_cases import KS, checked_configs
 
-PAIRS = dict(n_similar=20, n_dissimilar=20)
-FEW = dict(n_similar=10, n_dissimilar=10)
-KS = [Kernel("linear"), Kernel("gaussian", {"sigma": 1.0})]
+from cvxkml.estimators import ESTIMATORS, LMNNMKL
 
-#: estimator class -> the configurations checked in the default run
-CONFIGS = {
-    ITML: [ITML(**PAIRS)],
-    KernelITML: [KernelITML(**PAIRS), KernelITML(kernel="precomputed", **PAIRS)],
-    LowRankKernelITML: [LowRankKernelITML(**PAIRS),
-                        LowRankKernelITML(kernel="linear", method="icholesky", **PAIRS)],
-    VonNeumannKernelLearner: [VonNeumannKernelLearner(kernel="linear", tol=1e-5, **FEW),
-                              VonNeumannKernelLearner(kernel="precomputed", tol=1e-5, **FEW),
-                              VonNeumannKernelLearner(divergence="jain", kernel="linear", tol=1e-3, **FEW)],
-    TraceSSIKDR: [TraceSSIKDR(tol=1e-3, max_iter=50, **FEW),
-                  TraceSSIKDR(kernel="precomputed", tol=1e-3, max_iter=50, **FEW)],
-    KernelPOLA: [KernelPOLA(**PAIRS), KernelPOLA(kernel="linear", ridge=1.0, **PAIRS)],
-    KCRClassifier: [KCRClassifier(tol=5e-2, max_iter=60)],
-    LMNN: [LMNN(k=2, max_iter=300), LMNN(k=2, kernel="gaussian", max_iter=30),
-           LMNN(k=2, kernel="precomputed", max_iter=30, small_classes="shrink")],
-    # one outer iteration, one nearest neighbour: the checks fit on up to 150 points, where
-    # each fit builds the triplets of all impostors
-    LMNNMKL: [LMNNMKL(k=1, kernels=KS, max_outer=1, max_iter=10, max_convex_iter=5),
-              LMNNMKL(variant="NR", k=1, kernels=KS, max_iter=10)],
-    # n_landmarks=10 exercises the landmark path on the checks' 20–30-point data sets and the
-    # all-landmarks (full) path on the smaller ones
-    SemiSupervisedKernelMetric: [SemiSupervisedKernelMetric(n_landmarks=10, n_neighbors=3, n_similar=4)],
-    # defaults (LogDet with its slack) and a hinge-constrained Frobenius variant
-    SpectralKernelLearner: [SpectralKernelLearner(**FEW),
-                            SpectralKernelLearner(Frobenius(), kernel="linear", constraints="hinge", tol=1e-4, **FEW)],
-    SpectralMetricLearner: [SpectralMetricLearner(**FEW),
-                            SpectralMetricLearner(Frobenius(), constraints="hinge", tol=1e-4, **FEW)],
-}
+#: estimator class -> the configurations checked in the default run (tests/estimators/estimator_cases.py)
+CONFIGS = {cls: checked_configs(cls) for cls in ESTIMATORS}
 
 #: configurations checked only with CVXKML_SLOW=1: LMNN-MKL's "mu" variant solves its weight
 #: step as a CVXPY model over all triplets (Clarabel, about 1 s a fit on the checks'
@@ -94,8 +62,9 @@ def _cases():
             yield pytest.param(*values, marks=extra + marks)
 
 
-def test_every_estimator_is_checked():
-    assert set(CONFIGS) == set(ESTIMATORS)
+def test_every_estimator_is_checked_in_a_configuration_of_its_own():
+    for cls, configs in CONFIGS.items():
+        assert configs and all(type(est) is cls for est in configs), cls.__name__
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
