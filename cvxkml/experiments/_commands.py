@@ -1,6 +1,7 @@
-"""How an experiment module adds its commands to ``cvxkml``.
+"""How a command is added to ``cvxkml``, its options typed, its data checked, and run.
 
-Every module of :mod:`cvxkml.experiments` that has commands defines::
+The commands are the rows of :data:`._table.TABLE`; a module kept outside the table adds its
+own with ``register(commands)``::
 
     def register(commands) -> None:
         p = add_command(commands, "reproduce", "kcr", _cmd, help="...",
@@ -9,11 +10,8 @@ Every module of :mod:`cvxkml.experiments` that has commands defines::
             return
         p.add_argument(...)          # _cmd(args) prints and returns the exit status
 
-``commands`` is the subparsers action of the ``cvxkml`` parser.  The ``bench`` and
-``reproduce`` groups are made by the first module that asks for them, so no module
-depends on another; :mod:`cvxkml.experiments.cli` calls the ``register`` of every module
-listed in its ``COMMANDS``, in that order (which is the order of ``--help``), and runs the
-chosen one with :func:`run_command`.  A command that reads data files declares them
+``commands`` is the subparsers action of the ``cvxkml`` parser; the ``bench`` and
+``reproduce`` groups are made on first use.  A command that reads data files declares them
 (``datasets=`` of :func:`add_command`, or :func:`needs_data`); :func:`run_command` checks
 that each one is there and loads cleanly before the command starts, so a missing or
 damaged file ends it at once with one line and exit status 2.  This module imports
@@ -26,7 +24,6 @@ import math
 import os
 import sys
 import tempfile
-import traceback
 from pathlib import Path
 
 from ..datasets import DataNotFoundError, check_available

@@ -13,19 +13,17 @@ tables.
 """
 from __future__ import annotations
 
-from ..datasets import CSV_DATASETS
-from ._commands import add_command, add_run_options
 from ._report import finish, format_table, start
 
-__all__ = ["register"]
+__all__ = ["itml_command", "lowrank_command", "vonneumann_command", "mkl_command"]
 
 _ONE_CORE = ("one core (serial Numba loops; NumPy with BLAS limited to 1 thread), Numba warmed up, "
              "best of repeats, time.perf_counter")
-_MNIST_HELP = ("folder holding mnist5000.npz (default: $CVXKML_DATA or ../shared/data; "
+MNIST_HELP = ("folder holding mnist5000.npz (default: $CVXKML_DATA or ../shared/data; "
                "without it a synthetic of the same shape is used)")
 
 
-def _cmd_bench_itml(args) -> int:
+def itml_command(args) -> int:
     from . import bench
 
     t_start = start("cvxkml bench itml", args.quick, "best of repeats, time.perf_counter, Numba warmed up")
@@ -57,7 +55,7 @@ def _cmd_bench_itml(args) -> int:
     return finish("bench", t_start)
 
 
-def _cmd_bench_lowrank(args) -> int:
+def lowrank_command(args) -> int:
     from . import bench
 
     t_start = start("cvxkml bench lowrank", args.quick, _ONE_CORE)
@@ -139,7 +137,7 @@ def _target_line(what: str, certified: bool, seconds: float, limit: float, extra
     print(f"issue 17 target, {what}: {met} ({seconds:.3g} s{extra})")
 
 
-def _cmd_bench_vonneumann(args) -> int:
+def vonneumann_command(args) -> int:
     from . import bench
 
     t_start = start("cvxkml bench vonneumann", args.quick, _ONE_CORE)
@@ -214,7 +212,7 @@ def _cmd_bench_vonneumann(args) -> int:
     return finish("bench", t_start)
 
 
-def _cmd_bench_mkl(args) -> int:
+def mkl_command(args) -> int:
     import numpy as np
 
     from . import bench_mkl
@@ -285,57 +283,3 @@ def _cmd_bench_mkl(args) -> int:
               "the CVXPY model is the only path)")
     print()
     return finish("bench", t_start)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml bench itml``, ``bench lowrank``, ``bench vonneumann`` and ``bench mkl``
-    (see :mod:`._commands`)."""
-    p = add_command(commands, "bench", "itml", _cmd_bench_itml,
-                    help="LogDet / ITML solvers: per-projection cost and time to tolerance")
-    if p is not None:
-        add_run_options(p, "small sizes and repeats (for tests)",
-                        "timing repeats, best of (default 5 / 3 full, 2 / 1 quick)")
-
-    p = add_command(commands, "bench", "lowrank", _cmd_bench_lowrank,
-                    help="low-rank LogDet (Kulis et al. 2009): projections per second and the "
-                         "MNIST-shape workload", optional_datasets=("mnist5000",))
-    if p is not None:
-        add_run_options(p, "small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
-        p.add_argument("--constraints", type=int, nargs="+", default=None,
-                       help="constraint counts of the MNIST-shape workload (default 10000 100000; quick 1000 5000)")
-        p.add_argument("--no-baseline", action="store_true",
-                       help="skip the paper-rule baseline (the previous solver's cyclic schedule)")
-        p.add_argument("--baseline-budget", type=float, default=None,
-                       help="seconds after which the paper-rule baseline stops (default 300, quick 30)")
-        p.add_argument("--data-dir", default=None, help=_MNIST_HELP)
-
-    p = add_command(commands, "bench", "vonneumann", _cmd_bench_vonneumann,
-                    help="von Neumann Algorithm 3 (Kulis et al. 2009): seconds per projection vs r, vs "
-                         "dense NumPy, and the MNIST-shape workload", optional_datasets=("mnist5000",))
-    if p is not None:
-        add_run_options(p, "small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
-        p.add_argument("--constraints", type=int, nargs="+", default=None,
-                       help="constraint counts of the MNIST-shape workload (default 10000 100000; quick 500 2000)")
-        p.add_argument("--budget", type=float, default=None,
-                       help="seconds after which a workload solve stops (default 600, quick 30)")
-        p.add_argument("--no-baseline", action="store_true",
-                       help="skip the paper-rule run and the dense-NumPy prefix of the workload")
-        p.add_argument("--data-dir", default=None, help=_MNIST_HELP)
-
-    p = add_command(commands, "bench", "mkl", _cmd_bench_mkl,
-                    help="MKL weight steps (Wang et al. 2011): the MKL_P interior point vs the CVXPY path, "
-                         "and the MKL_mu step", datasets=lambda args: () if args.quick else args.datasets)
-    if p is not None:
-        p.add_argument("--quick", action="store_true", help="a small synthetic instance (for tests)")
-        p.add_argument("--parts", nargs="+", choices=("weight-step", "mu-step"), default=["weight-step", "mu-step"],
-                       help="what to run (default both)")
-        p.add_argument("--datasets", nargs="+", default=["sonar", "ionosphere"], choices=sorted(CSV_DATASETS),
-                       metavar="NAME",
-                       help="UCI sets of the data folder (default sonar ionosphere)")
-        p.add_argument("--n", type=int, nargs="+", default=[30, 60],
-                       help="learning points per instance (default 30 60)")
-        p.add_argument("--old-max-n", type=int, default=30,
-                       help="largest n at which the CVXPY path also runs (default 30; ~1 min per solve at 60)")
-        p.add_argument("--no-old", action="store_true", help="skip the CVXPY path")
-        p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-        p.add_argument("--data-dir", default=None, help="data folder (default: $CVXKML_DATA or ../shared/data)")

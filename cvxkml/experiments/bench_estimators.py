@@ -34,7 +34,7 @@ Protocol:
 
 The cells (estimator × data set × features) are independent tasks: ``--n-jobs`` runs
 them through joblib (:mod:`._parallel`); accuracies do not depend on it, fit times do
-(fits then share the cores).  Only :func:`register`'s command prints.
+(fits then share the cores).  Only :func:`command`'s command prints.
 """
 from __future__ import annotations
 
@@ -51,13 +51,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InvalidInputError
-from ._commands import CommandError, add_command
+from ._commands import CommandError
 from ._parallel import describe, run_tasks
 from ._peer_metric_learn import warm_subset
 from ._report import finish, format_table, pm, start, write_numbers
 
 __all__ = ["SEED", "DATASETS", "FEATURES", "BASELINE", "load_bench_dataset", "check_folds", "cv_folds", "make_pipeline",
-           "run_cell", "run_bench", "format_report", "register"]
+           "run_cell", "run_bench", "format_report", "command"]
 
 #: Seed of the folds, the digits subset and the estimators' random_state.
 SEED = 0
@@ -373,7 +373,7 @@ def _names(values):
     return out or None
 
 
-def _cmd_bench_estimators(args) -> int:
+def command(args) -> int:
     estimators = _names(args.estimators)
     datasets = tuple(_names(args.datasets) or (("wine",) if args.quick else DATASETS))
     bad = [d for d in datasets if d not in DATASETS]
@@ -403,27 +403,3 @@ def _cmd_bench_estimators(args) -> int:
     write_numbers(args.json, res)
     print()
     return finish("bench", t_start)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml bench estimators`` (see :mod:`._commands`)."""
-    p = add_command(commands, "bench", "estimators", _cmd_bench_estimators,
-                    help="every estimator with its defaults: 3-fold CV accuracy (1-NN on the learned "
-                         "transform), fit time and certificate on Wine, breast cancer and digits, beside "
-                         "Euclidean 1-NN and metric-learn")
-    if p is None:
-        return
-    p.add_argument("--quick", action="store_true",
-                   help=f"Wine only, a stratified subset of {QUICK_SIZE} points (smoke run for tests)")
-    p.add_argument("--estimators", nargs="+", default=None, metavar="NAME",
-                   help="estimator class names (default: all of cvxkml.estimators.ESTIMATORS); the baseline "
-                        "always runs")
-    p.add_argument("--datasets", nargs="+", default=None, metavar="NAME",
-                   help=f"data sets among {', '.join(DATASETS)} (default all; quick: wine)")
-    p.add_argument("--json", default=None, metavar="PATH", help="write every number (per fold) as JSON")
-    p.add_argument("--n-jobs", dest="n_jobs", type=int, default=None,
-                   help="run the cells (estimator x data set x features) on N worker processes (joblib loky; "
-                        "default 1); accuracies do not depend on it, fit times do")
-    p.add_argument("--peer-python", dest="peer_python", default=None, metavar="PATH",
-                   help="a Python interpreter with metric-learn (and a scikit-learn it supports, < 1.8) for "
-                        "the peer rows (default: this interpreter)")

@@ -29,10 +29,10 @@ import warnings
 import numpy as np
 
 from ..errors import ConvergenceWarning
-from ._commands import add_parser, add_run_options, subcommands
+from ._commands import add_parser
 from ._report import finish, format_table, start
 
-__all__ = ["pola_instance", "sdp_instance", "compare_rows", "register", "register_cli"]
+__all__ = ["pola_instance", "sdp_instance", "compare_rows", "command", "register_cli"]
 
 
 def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
@@ -191,7 +191,7 @@ def _progress(row):
         print(f"  {row['problem']}, {row['solver']}: {row['status']}", flush=True)
 
 
-def _cmd(args) -> int:
+def command(args) -> int:
     from .._config import blas_limit
 
     t_start = start("cvxkml bench pola", args.quick, "POLA and barrier-SDP fast solvers vs CVXPY, time to "
@@ -216,21 +216,11 @@ def _cmd(args) -> int:
 
 
 def register_cli(bsub) -> None:
-    """Add ``pola`` to a ``bench`` subparsers action (what :func:`register` does inside
-    ``cvxkml bench``); a second call does nothing.
+    """Add ``pola`` (its row of :data:`._table.TABLE`) to a ``bench`` subparsers action, or to
+    any parser standing in for it; a second call does nothing."""
+    from ._table import TABLE
 
-    Parameters
-    ----------
-    bsub : argparse._SubParsersAction
-        The subparsers of ``cvxkml bench`` (or of any parser standing in for it).
-    """
-    p = add_parser(bsub, "pola", _cmd, help="POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24): "
-                                            "fast solvers vs CVXPY (Clarabel / SCS), time to the same accuracy")
-    if p is not None:
-        add_run_options(p, "small sizes, one repeat (for tests)",
-                        "fast-solver timing repeats, best of (default 3, quick 1)")
-
-
-def register(commands) -> None:
-    """Add ``cvxkml bench pola`` (see :mod:`._commands`)."""
-    register_cli(subcommands(commands, "bench"))
+    row = next(r for r in TABLE if getattr(r, "name", None) == "pola")
+    p = add_parser(bsub, row.name, row.run, row.help)
+    for o in row.options if p is not None else ():
+        o.add(p)

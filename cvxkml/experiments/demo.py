@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 
-from ._commands import add_command
 from ._report import finish, format_table
 
-__all__ = ["register"]
+__all__ = ["command"]
 
 
-def _cmd_demo(args) -> int:
+def command(args) -> int:
     from . import bench
 
     t_start = time.perf_counter()
@@ -42,14 +41,3 @@ def _cmd_demo(args) -> int:
     print(f"time ratio fast/exact: {r['time_ratio']:.3g}")
     print()
     return finish("demo", t_start)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml demo`` (see :mod:`._commands`)."""
-    p = add_command(commands, None, "demo", _cmd_demo,
-                    help="k-NN on Wine with ITML / KernelITML, and fast vs exact on one random problem "
-                         "(well under a minute)")
-    if p is None:
-        return
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--n", type=int, default=30, help="size of the random kernel problem (default 30)")

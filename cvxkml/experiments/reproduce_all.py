@@ -45,12 +45,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ._commands import CommandError, add_command
-from ._parallel import add_parallel_options, describe, parallel_from_args
+from ._commands import CommandError
+from ._parallel import describe, parallel_from_args
 from ._report import finish, format_table, jsonable
 
 __all__ = ["SECTIONS", "MISSING_DATA", "RECORDED_FILE", "anchor", "reference_dir", "collect",
-           "render_markdown", "write_summary", "register"]
+           "render_markdown", "write_summary", "command"]
 
 #: The file of numbers that exist only in the sheets' prose (in ``reference/``).
 RECORDED_FILE = "recorded-results.json"
@@ -819,16 +819,16 @@ def _groups_run(args) -> tuple:
     return tuple(g for g in GROUPS if args.sections is None or g in args.sections)
 
 
-def _data_of(args) -> tuple:
+def data_sets(args) -> tuple:
     """The data sets of the groups that run (checked before the first one starts)."""
     return tuple(d for g in _groups_run(args) for d in GROUP_DATA[g])
 
 
-def _optional_data_of(args) -> tuple:
+def optional_data_sets(args) -> tuple:
     return ("mnist5000",) if "lowrank" in _groups_run(args) else ()
 
 
-def _cmd(args) -> int:
+def command(args) -> int:
     mode = "quick" if args.quick else "full" if args.full else "recorded"
     if args.sections and mode == "recorded":
         raise CommandError("--sections goes with --quick or --full")
@@ -848,27 +848,3 @@ def _cmd(args) -> int:
     print(f"({describe(n_jobs, engine)})")
     print(f"wrote {mpath} and {jpath}")
     return finish("reproduce all", t0)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml reproduce all`` (see :mod:`._commands`)."""
-    p = add_command(commands, "reproduce", "all", _cmd,
-                    help="every reproduction in one summary (reference/SUMMARY.md, summary.json)",
-                    datasets=_data_of, optional_datasets=_optional_data_of)
-    if p is None:
-        return
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="every reproduction at toy size (a smoke test)")
-    mode.add_argument("--full", action="store_true", help="the papers' protocols (hours)")
-    mode.add_argument("--recorded", action="store_true",
-                      help="no fit: the numbers stored in reference/ (the default)")
-    p.add_argument("--sections", nargs="+", default=None, metavar="NAME",
-                   help=f"with --quick / --full: run only these ({', '.join(GROUPS)}); "
-                        "with --full the others are read from the recorded results")
-    p.add_argument("--out", default=None, help="folder for SUMMARY.md and summary.json (default: the "
-                                               "reference folder; --quick: ./reproduce-all-quick)")
-    p.add_argument("--reference", default=None, help="the reference folder with the recorded results "
-                                                     "(default: the checkout's reference/)")
-    p.add_argument("--data-dir", default=None, help="the offline data folder (default: $CVXKML_DATA)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every reproduction (default 0)")
-    add_parallel_options(p, "independent fits of every reproduction")

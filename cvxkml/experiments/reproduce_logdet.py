@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._commands import add_command, add_run_options
-from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
+from ._parallel import describe, parallel_from_args, run_tasks
 from ._report import finish, format_table, pm, start, write_json
 
-__all__ = ["PAPER_TABLE1", "PROTOCOL", "clustering_error", "digits389", "table1", "register"]
+__all__ = ["PAPER_TABLE1", "PROTOCOL", "clustering_error", "digits389", "table1", "command"]
 
 #: Jain et al. (2012) Table 1: (n, d, unsupervised, LogDet linear, HMRF-KMeans)
 PAPER_TABLE1 = {"ionosphere": (351, 34, 0.314, 0.113, 0.256),
@@ -171,7 +170,7 @@ def table1(datasets=("ionosphere", "digits389"), repeats: int = 5, n_constraints
     return out
 
 
-def _cmd(args) -> int:
+def command(args) -> int:
     t0 = start("reproduce logdet", args.quick, "Jain et al. 2012 Table 1")
     repeats = args.repeats or (1 if args.quick else 5)
     with parallel_from_args(args) as (n_jobs, engine):
@@ -190,18 +189,3 @@ def _cmd(args) -> int:
     if args.json:
         write_json(args.json, {"table1": res, "protocol": PROTOCOL, "repeats": repeats})
     return finish("reproduce logdet", t0)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml reproduce logdet`` (see :mod:`._commands`)."""
-    p = add_command(commands, "reproduce", "logdet", _cmd,
-                    help="Jain et al. 2012 Table 1: k-means error with 50 constraints "
-                         "(unsupervised, LogDet linear, HMRF-KMeans)", datasets=("ionosphere", "pendigits"))
-    if p is None:
-        return
-    add_run_options(p, "one repeat (smoke run)", "two-fold CV repeats (default 5, quick 1)",
-                    "seed of splits and constraints (default 0)")
-    p.add_argument("--data-dir", default=None, help="folder holding ionosphere.csv and pendigits.csv "
-                                                    "(default: $CVXKML_DATA or ../shared/data)")
-    p.add_argument("--json", default=None, help="write the results as JSON to this path")
-    add_parallel_options(p, "(data set, repeat, fold) fits")

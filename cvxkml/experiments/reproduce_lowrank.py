@@ -20,7 +20,7 @@ the paper) are implemented here.  Every (constraint count, draw) has seeds of it
 is an independent task: ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml
 reproduce lowrank --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers
 as the serial run.  Every function returns plain rows; only the command
-``cvxkml reproduce lowrank`` (:func:`register`) prints them.  The files are read by
+``cvxkml reproduce lowrank`` (:func:`command`) prints them.  The files are read by
 :mod:`cvxkml.datasets`; the Digits subset is drawn here.
 """
 from __future__ import annotations
@@ -33,15 +33,14 @@ import numpy as np
 
 from ..datasets import CATEGORY_ORDER, check_available, load_dataset
 from ..errors import CvxkmlError, InvalidInputError
-from ._commands import add_command, add_run_options
-from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
+from ._parallel import describe, parallel_from_args, run_tasks
 from ._report import format_table, pm
 
 __all__ = [
     "DIGITS_SAMPLE_SEED", "NURSERY_ORDER", "PAPER", "nmi", "kernel_kmeans", "KMeansResult",
     "load_digits389", "load_spambase", "load_nursery_ordinal", "relative_pair_constraints",
     "digits_rows", "digits_convergence_rows", "SCALES", "scale_features", "uci_rows", "PARTS",
-    "reproduce_lowrank", "register",
+    "reproduce_lowrank", "command",
 ]
 
 #: Seed of the 317-point random sample of pendigits {3, 8, 9} (numpy ``default_rng``).
@@ -558,12 +557,12 @@ def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None, n_jobs:
 
 
 # --------------------------------------------------------------------------- command
-def _data_of(args) -> tuple:
+def data_sets(args) -> tuple:
     """The data sets of the parts ``cvxkml reproduce lowrank`` runs (checked before it starts)."""
     return tuple(_PART_DATA[p] for p in _check_parts(args.parts, args.scale))
 
 
-def _cmd_reproduce_lowrank(args) -> int:
+def command(args) -> int:
     parts = _check_parts(args.parts, args.scale)
     with parallel_from_args(args) as (n_jobs, engine):
         res = reproduce_lowrank(quick=args.quick, seed=args.seed, data_dir=args.data_dir, n_jobs=n_jobs,
@@ -639,22 +638,3 @@ def _print_uci(res, st, uci) -> None:
               f"{r['solve_s']:.2g}"] for r in res[name]]))
         print(f"paper: NMI    {PAPER[name + '_nmi']}")
         print(f"paper: cycles {PAPER[name + '_cycles']}")
-
-
-def register(commands) -> None:
-    """Add ``cvxkml reproduce lowrank`` (see :mod:`._commands`)."""
-    p = add_command(commands, "reproduce", "lowrank", _cmd_reproduce_lowrank,
-                    help="Kulis et al. 2009 §7.1: Digits, Spambase, Nursery (NMI, 5-NN, cycles); a few "
-                         "minutes", datasets=_data_of)
-    if p is None:
-        return
-    add_run_options(p, "tiny grids (smoke run for tests)", seed="seed of the constraint draws (default 0)")
-    p.add_argument("--data-dir", default=None,
-                   help="folder holding pendigits.csv, spambase.csv, nursery.csv "
-                        "(default: $CVXKML_DATA or ../shared/data)")
-    p.add_argument("--parts", nargs="+", choices=PARTS, default=None, metavar="PART",
-                   help=f"run only these sections ({', '.join(PARTS)}; default all)")
-    p.add_argument("--scale", choices=SCALES, default="none",
-                   help="features of the Spambase and Nursery rows: none (default, the protocol: raw "
-                        "features) or standardize (mean 0, sd 1 per column; a side check)")
-    add_parallel_options(p, "(constraint count, draw) fits")

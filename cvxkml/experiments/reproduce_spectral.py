@@ -43,7 +43,7 @@ Every (method, repeat, fold) is an independent task with its own seeds; ``n_jobs
 them through joblib (:mod:`._parallel`; ``cvxkml reproduce spectral --n-jobs N
 [--backend dask --scheduler ADDRESS]``) with the same numbers as the serial run.
 Everything returns plain rows; only the command ``cvxkml reproduce spectral``
-(:func:`register`) prints them.
+(:func:`command`) prints them.
 """
 from __future__ import annotations
 
@@ -54,12 +54,11 @@ import numpy as np
 
 from ..datasets import check_available, load_dataset
 from ..errors import CvxkmlError, InvalidInputError
-from ._commands import add_command, add_run_options
-from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
+from ._parallel import describe, parallel_from_args, run_tasks
 from ._report import format_table, pm
 
 __all__ = ["DATASETS", "GAMMA_GRID", "METHODS", "PAPER", "load_uci", "fit_transform_method",
-           "knn_error", "dataset_rows", "reproduce_spectral", "register"]
+           "knn_error", "dataset_rows", "reproduce_spectral", "command"]
 
 #: Data sets of Figure 5 available offline (Soybean is not).
 DATASETS = ("wine", "ionosphere", "iris", "balance")
@@ -266,7 +265,7 @@ def reproduce_spectral(quick: bool = False, seed: int = 0, data_dir=None, n_repe
 
 
 # --------------------------------------------------------------------------- command
-def _cmd_reproduce_spectral(args) -> int:
+def command(args) -> int:
     with parallel_from_args(args) as (n_jobs, engine):
         res = reproduce_spectral(quick=args.quick, seed=args.seed, data_dir=args.data_dir,
                                  n_repeats=args.repeats, n_jobs=n_jobs)
@@ -309,18 +308,3 @@ def _cmd_reproduce_spectral(args) -> int:
     print()
     print(f"reproduction finished in {res['elapsed_s']:.1f} s")
     return 0
-
-
-def register(commands) -> None:
-    """Add ``cvxkml reproduce spectral`` (see :mod:`._commands`)."""
-    p = add_command(commands, "reproduce", "spectral", _cmd_reproduce_spectral,
-                    help="Kulis et al. 2009 Figure 5: 4-NN error on Wine, Ionosphere, Iris, Balance "
-                         "(Euclidean, LogDet, von Neumann)", datasets=DATASETS)
-    if p is None:
-        return
-    add_run_options(p, "one repeat, gamma = 1 (smoke run for tests)",
-                    "two-fold CV repeats (default 5, quick 1)", "seed of splits and constraints (default 0)")
-    p.add_argument("--data-dir", default=None,
-                   help="folder holding ionosphere.csv and balance.csv (default: $CVXKML_DATA or "
-                        "../shared/data)")
-    add_parallel_options(p, "(method, repeat, fold) fits")

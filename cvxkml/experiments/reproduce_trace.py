@@ -44,7 +44,7 @@ BLAS is limited to one thread throughout.  The draws are independent tasks (seed
 ``seed + r``): ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml reproduce
 trace --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers as the
 serial run.  Every function returns plain data; printing is
-:func:`format_results` (the command ``cvxkml reproduce trace``, :func:`register`).
+:func:`format_results` (the command ``cvxkml reproduce trace``, :func:`command`).
 """
 from __future__ import annotations
 
@@ -57,13 +57,12 @@ import numpy as np
 from .._config import blas_limit
 from ..datasets import load_dataset
 from ..errors import ConvergenceWarning, InvalidInputError
-from ._commands import add_command
-from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
+from ._parallel import describe, parallel_from_args, run_tasks
 from ._report import format_table, pyplot, write_json
 
 __all__ = ["PAPER", "DEFAULTS", "QUICK", "load_digits_data", "draw_split", "median_gamma",
            "embedding_scores", "run_draw", "reproduce_trace", "plot_embeddings", "format_results",
-           "register"]
+           "command"]
 
 #: What the paper reports for this experiment (Figure 2 c–d, §6.4): a figure, no numbers.
 PAPER = ("Figure 2 (c)-(d) only, no numbers: 2-D embeddings of 2000 unseen USPS digits, "
@@ -405,7 +404,7 @@ def format_results(res: dict) -> str:
 
 
 # --------------------------------------------------------------------------- CLI
-def _cmd_reproduce_trace(args) -> int:
+def command(args) -> int:
     taus = None if args.tau is None else [float(t) for t in args.tau]
     mode = "QUICK smoke run, not a reproduction" if args.quick else "reproduction"
     print(f"cvxkml reproduce trace: Jain, Kulis, Davis & Dhillon (JMLR 2012) §6.4, Figure 2 (c)-(d), "
@@ -438,25 +437,3 @@ def _cmd_reproduce_trace(args) -> int:
         print(f"numbers: {path}")
     print(f"reproduction finished in {res['elapsed_s']:.1f} s")
     return 0
-
-
-def register(commands) -> None:
-    """Add ``cvxkml reproduce trace`` (see :mod:`._commands`)."""
-    p = add_command(commands, "reproduce", "trace", _cmd_reproduce_trace,
-                    help="Jain et al. 2012 §6.4 / Figure 2 c-d: Trace-SSIKDR vs kernel PCA, 2-D "
-                         "embedding of unseen digits; 10-15 minutes on MNIST",
-                    datasets=lambda args: (args.dataset,))
-    if p is None:
-        return
-    p.add_argument("--quick", action="store_true", help="tiny sizes, one draw (smoke run for tests)")
-    p.add_argument("--dataset", choices=sorted(DATASETS), default="mnist5000",
-                   help="offline digits set (default mnist5000)")
-    p.add_argument("--draws", type=int, default=None, help="training draws (default 10, quick 1)")
-    p.add_argument("--tau", type=float, nargs="+", default=None,
-                   help="tau grid (default 1 10 100, quick 10; the figure uses 10 when present)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the first draw (default 0)")
-    p.add_argument("--out", default=".", help="folder for the PNG and the JSON of numbers (default .)")
-    p.add_argument("--no-png", action="store_true", help="skip the figure (numbers only)")
-    p.add_argument("--data-dir", default=None,
-                   help="folder holding mnist5000.npz / pendigits.csv (default: $CVXKML_DATA or ../shared/data)")
-    add_parallel_options(p, "draws")

@@ -21,7 +21,7 @@ distance of the data set (:func:`median_distance`); K = 10 nearest landmarks;
 among all same-class pairs; the random landmarks drawn uniformly from the points not in
 S; run r uses seed ``seed + r`` for S and for the landmarks.  Every ``*_rows`` function
 returns plain data; the ``format_*`` functions turn it into text and :func:`run` (the
-entry of ``cvxkml reproduce yeung``, :func:`register`) prints it through a callback.  The
+entry of ``cvxkml reproduce yeung``, :func:`command`) prints it through a callback.  The
 runs of Table 1 and the subsets of Table 2 are independent tasks with their own seeds:
 ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml reproduce yeung --n-jobs
 N [--backend dask --scheduler ADDRESS]``) with the same numbers as the serial run.
@@ -39,15 +39,15 @@ from ..kernels import Kernel
 from ..sideinfo import sample_index_pairs
 from ..baselines.rca import RCA
 from ..baselines.separability import separability
-from ._commands import CommandError, add_command
-from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
+from ._commands import CommandError
+from ._parallel import describe, parallel_from_args, run_tasks
 from ._report import finish, format_table, pyplot, write_json
 
 __all__ = [
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_RANK_RTOL", "IMPLIED_TABLE1", "implied_table1_setting",
     "MNIST_SUBSETS", "make_xor", "median_distance",
     "table1_rows", "figure1", "table2_rows", "scaling_rows", "format_table1", "format_figure1",
-    "format_table2", "format_scaling", "run", "register",
+    "format_table2", "format_scaling", "run", "command",
 ]
 
 #: Table 1 of the paper: J for XOR (|S| = 50); method: m -> (mean, std) over 10 S.
@@ -557,17 +557,17 @@ def _parts_of(args) -> tuple:
     return ("table1", "figure1", "table2") if args.part == "all" else (args.part,)
 
 
-def _data_of(args) -> tuple:
+def data_sets(args) -> tuple:
     """MNIST when Table 2 runs at full size (checked before anything runs); ``--quick``
-    skips Table 2 without the file (:func:`_optional_data_of`)."""
+    skips Table 2 without the file (:func:`optional_data_sets`)."""
     return ("mnist5000",) if "table2" in _parts_of(args) and not args.quick else ()
 
 
-def _optional_data_of(args) -> tuple:
+def optional_data_sets(args) -> tuple:
     return ("mnist5000",) if "table2" in _parts_of(args) and args.quick else ()
 
 
-def _cmd_reproduce_yeung(args) -> int:
+def command(args) -> int:
     t_start = time.perf_counter()
     parts = _parts_of(args)
     if args.implied and (args.sigma is not None or args.xor_std is not None):
@@ -582,34 +582,3 @@ def _cmd_reproduce_yeung(args) -> int:
             data_dir=args.data_dir, n_jobs=n_jobs, table1_options=t1)
     print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
     return finish("reproduce yeung", t_start)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml reproduce yeung`` (see :mod:`._commands`)."""
-    p = add_command(commands, "reproduce", "yeung", _cmd_reproduce_yeung,
-                    help="Yeung, Chang & Dai (IJCAI 2007): Table 1 (XOR), Figure 1, Table 2 (MNIST "
-                         "subset)", datasets=_data_of, optional_datasets=_optional_data_of)
-    if p is None:
-        return
-    p.add_argument("--quick", action="store_true", help="small sizes and 2 runs (for tests)")
-    p.add_argument("--part", choices=["all", "table1", "figure1", "table2", "scaling"], default="all",
-                   help="which experiment (default all: table1, figure1, table2)")
-    p.add_argument("--out", default=".", help="folder for the PNG and the JSON of numbers (default .)")
-    p.add_argument("--runs", type=int, default=None, help="random S per setting (default 10, quick 2)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--data-dir", default=None, help="offline data folder (default: $CVXKML_DATA or "
-                                                    "../shared/data)")
-    t1 = p.add_argument_group("Table 1 setting (sensitivity checks; the defaults are the protocol)")
-    t1.add_argument("--implied", action="store_true",
-                    help=f"the setting implied by the paper's input and RBF columns: blob std "
-                         f"{IMPLIED_TABLE1['xor_std']:g}, sigma {IMPLIED_TABLE1['sigma']:g} (not the default)")
-    t1.add_argument("--sigma", type=float, default=None, help="RBF width (default: median distance)")
-    t1.add_argument("--xor-std", type=float, default=None, help="standard deviation of the XOR blobs "
-                                                                "(default 0.3)")
-    t1.add_argument("--neighbors", type=int, default=None, help="K nearest landmarks (default 10)")
-    t1.add_argument("--rank-rtol", type=float, default=None,
-                    help=f"components kept: mu_r > RANK_RTOL mu_1 (default {PAPER_RANK_RTOL:g}: every positive "
-                         "eigenvalue, as the paper)")
-    t1.add_argument("--landmarks", type=int, nargs="+", default=None, metavar="M",
-                    help="numbers of landmarks m (default 100 200 ... 800)")
-    add_parallel_options(p, "runs of Table 1 and subsets of Table 2")

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from cvxkml.experiments import _report, cli
+from cvxkml.experiments import _report, _table, cli
 
 PARALLEL = object()
 PARALLEL_OPTIONS = ("--n-jobs", "--backend", "--scheduler")
@@ -81,21 +81,37 @@ def test_command_names_and_options_are_pinned():
     assert found == COMMANDS
 
 
-def test_every_module_registers_the_same_way():
-    """Each module of the list adds its commands with ``register(commands)``; a second
-    call adds nothing, and a module's commands do not depend on another module's."""
-    for module in cli.COMMANDS:
+def test_every_row_registers_the_same_way():
+    """Each row of the table adds its commands; a second call adds nothing, and a row's
+    commands do not depend on another row's (reversed order: the same commands)."""
+    for row in _table.TABLE:
         parser = argparse.ArgumentParser()
         commands = parser.add_subparsers(dest="command")
-        module.register(commands)
+        row.register(commands)
         first = _commands(parser)
-        module.register(commands)
-        assert first and _commands(parser) == first, module.__name__
+        row.register(commands)
+        if isinstance(row, _table.Registered) and row.optional and not first:
+            continue                                   # an optional module that is not there
+        assert first and _commands(parser) == first, row
     parser = argparse.ArgumentParser()
     commands = parser.add_subparsers(dest="command")
-    for module in reversed(cli.COMMANDS):
-        module.register(commands)
+    _table.register(commands, tuple(reversed(_table.TABLE)))
     assert set(_commands(parser)) == set(COMMANDS)
+
+
+def test_shared_options_are_one_spec():
+    """An option named in SHARED has one flag spelling, type and default everywhere it is
+    used (only the help and a few keywords change)."""
+    seen = {}
+    for row in _table.TABLE:
+        for o in getattr(row, "options", ()):
+            for leaf in getattr(o, "options", (o,)):
+                if isinstance(leaf, _table.Option):
+                    seen.setdefault(leaf.flags, set()).add(leaf.kw.get("type"))
+    for name, spec in _table.SHARED.items():
+        if spec.flags in seen:
+            assert seen[spec.flags] == {spec.kw.get("type")}, name
+    assert _table.use("seed", "x").kw == {**_table.SHARED["seed"].kw, "help": "x"}
 
 
 def _run(argv) -> tuple[int, str, str]:
