@@ -1,14 +1,19 @@
-"""Trace-SSIKDR on digits (Jain et al. 2012, §5.4 and Figure 2 c–d): learn a low-rank
-transformation of a Gaussian kernel from 100 labelled digits, embed 2 000 unseen digits in
-2-D, and compare with kernel PCA (2 components, same kernel, same 100 training digits).
+"""
+Trace-SSIKDR on digits: a learned 2-D embedding of unseen digits
+================================================================
+
+Jain et al. 2012, §5.4 and Figure 2 c–d: learn a low-rank transformation of a Gaussian
+kernel from 100 labelled digits, embed 2 000 unseen digits in 2-D, and compare with kernel
+PCA (2 components, same kernel, same 100 training digits).
+
+Needs the offline data folder (``$CVXKML_DATA`` or ``../shared/data``: ``mnist5000.npz`` or
+``pendigits.csv``) and matplotlib. One training draw: seconds on MNIST, a few minutes on
+pendigits (the solver needs ~20 000 iterations there, see ``reference/jain2012-trace.md``);
+the 10-draw experiment with mean ± std is ``cvxkml reproduce trace``.
+
+Run it yourself (``OUT.png`` saves the figure)::
 
     python examples/trace_ssikdr_digits.py [OUT.png] [--dataset mnist5000|pendigits] [--tau T]
-
-Needs the offline data folder ($CVXKML_DATA or ../shared/data: mnist5000.npz or
-pendigits.csv) and matplotlib for the PNG.  One training draw: about a minute on MNIST,
-a few minutes on pendigits (the solver needs ~20 000 iterations there, see
-reference/jain2012-trace.md); the 10-draw experiment with mean ± std is
-``cvxkml reproduce trace``.
 """
 import argparse
 
@@ -19,8 +24,8 @@ from threadpoolctl import threadpool_limits
 from cvxkml.estimators.trace import TraceSSIKDR
 from cvxkml.experiments.reproduce_trace import draw_split, embedding_scores, load_digits_data, median_gamma
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("out", nargs="?", default="trace_ssikdr_digits.png")
+parser = argparse.ArgumentParser(description="Trace-SSIKDR on digits: a learned 2-D embedding of unseen digits.")
+parser.add_argument("out", nargs="?", default=None, help="PNG file to save the figure to")
 parser.add_argument("--dataset", default="mnist5000", choices=["mnist5000", "pendigits"])
 parser.add_argument("--tau", type=float, default=10.0)
 parser.add_argument("--seed", type=int, default=0)
@@ -58,8 +63,6 @@ for name, (A, B) in panels.items():
     print(f"  {name:40s} 5-NN {s['knn']:.3f}  5-NN (CV among test) {s['knn_cv']:.3f}  "
           f"silhouette {s['silhouette']:+.3f}")
 
-import matplotlib                                        # noqa: E402  (optional dependency)
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt                          # noqa: E402
 
 fig, axes = plt.subplots(1, 3, figsize=(18, 6))
@@ -76,5 +79,8 @@ for ax, name in zip(axes, list(panels)[:3]):
 axes[2].legend(title="digit", markerscale=3, ncol=2, fontsize=8)
 fig.suptitle(f"2000 unseen {args.dataset} digits in 2-D (trained on 100; tau = {args.tau:g})")
 fig.tight_layout()
-fig.savefig(args.out, dpi=100)
-print(f"saved {args.out}")
+if args.out:
+    fig.savefig(args.out, dpi=100)
+    print(f"saved {args.out}")
+else:
+    plt.show()
