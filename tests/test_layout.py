@@ -133,3 +133,29 @@ def test_no_import_circle():
     assert not cycles, "import circles: " + "; ".join(
         " <-> ".join(c) + " via " + ", ".join(f"{a}->{b}" for a in c for b in GRAPH[a] if b in c)
         for c in cycles)
+
+
+def _private_imports(prefix):
+    """``(module, imported name)`` for every private name (``_x``) a module under ``prefix``
+    imports from another module of the package."""
+    out = []
+    for m, (path, is_pkg) in MODULES.items():
+        if not m.startswith(prefix):
+            continue
+        package = m if is_pkg else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+                if target.startswith(prefix):
+                    continue                              # inside the same subpackage
+                out += [(m, f"{target}.{a.name}") for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")
+                        and f"{target}.{a.name}" not in MODULES]
+    return out
+
+
+def test_experiments_reach_solvers_through_public_names():
+    """Benchmarks time solver kernels through each solver module's public hook
+    (``BENCH_KERNELS``), never through its private names."""
+    assert _private_imports("cvxkml.experiments") == []

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..datasets import CSV_DATASETS
-from . import (bench_commands as bc, bench_estimators as be, bench_pola, demo, reproduce_all as ra,
+from . import (bench_commands as bc, bench_estimators as be, demo, reproduce_all as ra,
                reproduce_logdet as rlogdet, reproduce_lowrank as rl, reproduce_spectral as rs, reproduce_trace as rt,
                reproduce_yeung as ry)
 from ._commands import add_command, type_options
@@ -98,10 +98,22 @@ def run_options(quick: str, repeats: str | None = None, seed: str | None = None)
 
 
 @dataclass(frozen=True)
+class Later:
+    """``"module:function"`` of :mod:`cvxkml.experiments`, imported when the command runs."""
+
+    target: str
+
+    def __call__(self, args):
+        module, name = self.target.split(":")
+        return getattr(importlib.import_module(f"{__package__}.{module}"), name)(args)
+
+
+@dataclass(frozen=True)
 class Command:
     """One command: ``cvxkml [group] name`` runs ``run(args)`` (which prints and returns the
-    exit status) after checking the ``datasets`` it reads (names, or a function of the parsed
-    options; ``optional_datasets`` are checked only when present)."""
+    exit status; ``"module:function"``: imported when it runs, :class:`Later`) after checking
+    the ``datasets`` it reads (names, or a function of the parsed options;
+    ``optional_datasets`` are checked only when present)."""
 
     group: str | None
     name: str
@@ -112,7 +124,8 @@ class Command:
     optional_datasets: object = None
 
     def register(self, commands) -> None:
-        p = add_command(commands, self.group, self.name, self.run, self.help, self.datasets, self.optional_datasets)
+        run = Later(self.run) if isinstance(self.run, str) else self.run
+        p = add_command(commands, self.group, self.name, run, self.help, self.datasets, self.optional_datasets)
         for o in self.options if p is not None else ():
             o.add(p)
 
@@ -183,7 +196,7 @@ TABLE = (
              opt("--no-old", action="store_true", help="skip the CVXPY path"),
              use("seed", "sampling seed (default 0)"), use("data_dir")),
             datasets=lambda args: () if args.quick else args.datasets),
-    Command("bench", "pola", bench_pola.command,
+    Command("bench", "pola", "bench_pola:command",
             "POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24): fast solvers vs CVXPY (Clarabel / SCS), "
             "time to the same accuracy",
             run_options("small sizes, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)")),

@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 
 from ..datasets import load_wine_standardized
+from ..solvers.bregman import BENCH_KERNELS as BREGMAN_KERNELS
 from ..testing import make_random_instance
 
 __all__ = [
@@ -32,15 +33,9 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- plain NumPy
-def _numpy_project(p, d, xi_c, lam_c, gamma):
-    """Algorithm 1 projection parameters (same formulas as the Numba ``_project``)."""
-    hard = np.isinf(gamma)
-    factor = 1.0 if hard else gamma / (gamma + 1.0)
-    alpha = min(lam_c, d * factor * (1.0 / p - 1.0 / xi_c))
-    beta = d * alpha / (1.0 - d * alpha * p)
-    if not hard:
-        xi_c = gamma * xi_c / (gamma + d * alpha * xi_c)
-    return alpha, beta, xi_c
+#: Algorithm 1 projection parameters (alpha, beta, new xi): the solver's own formula run as
+#: plain Python, so the NumPy loops below differ from the Numba ones only in how they run
+_numpy_project = BREGMAN_KERNELS["project"].py_func
 
 
 def _numpy_update(M, u, p, c, delta, xi, lam, gamma) -> int:
@@ -112,7 +107,7 @@ def _rel_gap(a: float, b: float) -> float:
 
 # --------------------------------------------------------------------------- (a) per projection
 def _projection_case(kind: str, size: int, n_proj: int, repeats: int, seed: int) -> dict:
-    from ..solvers.bregman import _sweeps_kernel, _sweeps_metric
+    _sweeps_metric, _sweeps_kernel = BREGMAN_KERNELS["sweeps_metric"], BREGMAN_KERNELS["sweeps_kernel"]
 
     if kind == "metric":
         n_points = max(2 * size, 60)
@@ -204,7 +199,7 @@ def tolerance_rows(quick: bool = False, repeats: int | None = None, seed: int = 
     exact_objective, rel_gap (= |f_fast − f_exact| / max(1, |f_exact|)), fast_max_violation,
     exact_max_violation, exact_status, fast_sweeps.
     """
-    from ..declare.base import _CLARABEL_MAX_DIM
+    from ..declare.problem import Problem
 
     warm_up()
     sizes = (10, 20) if quick else (20, 40, 80)
@@ -219,7 +214,7 @@ def tolerance_rows(quick: bool = False, repeats: int | None = None, seed: int = 
 
         t_fast = _best_of(run_fast, repeats)
         sf = fast["sol"]
-        solvers = ["SCS"] + (["CLARABEL"] if prob.T.shape[1] <= _CLARABEL_MAX_DIM else [])
+        solvers = ["SCS"] + (["CLARABEL"] if prob.T.shape[1] <= Problem.clarabel_max_size else [])
         for solver in solvers:
             exact = {}
             opts = {"eps": eps, "accept_inaccurate": True}
@@ -411,7 +406,9 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
     """
     from .._config import blas_limit
 
-    from ..solvers.lowrank import PAIR, _sweeps_lowrank
+    from ..solvers.lowrank import BENCH_KERNELS, PAIR
+
+    _sweeps_lowrank = BENCH_KERNELS["sweeps"]
 
     repeats = (1 if quick else 3) if repeats is None else int(repeats)
     sizes = (10, 50) if quick else _LOWRANK_SIZES
@@ -807,7 +804,9 @@ def vonneumann_projection_rows(quick: bool = False, repeats: int | None = None, 
     """
     from .._config import blas_limit
 
-    from ..solvers.vonneumann import _deflate, _sweeps_vn, _zerofinder, vonneumann_pairs
+    from ..solvers.vonneumann import BENCH_KERNELS, vonneumann_pairs
+
+    _deflate, _sweeps_vn, _zerofinder = (BENCH_KERNELS[k] for k in ("deflate", "sweeps", "zerofinder"))
 
     repeats = (1 if quick else 3) if repeats is None else int(repeats)
     sizes = (10, 50) if quick else _VN_SIZES

@@ -221,6 +221,6 @@ def register_cli(bsub) -> None:
     from ._table import TABLE
 
     row = next(r for r in TABLE if getattr(r, "name", None) == "pola")
-    p = add_parser(bsub, row.name, row.run, row.help)
+    p = add_parser(bsub, row.name, command, row.help)
     for o in row.options if p is not None else ():
         o.add(p)

@@ -44,7 +44,6 @@ from .._config import WorkBudget, blas_limit
 # status codes of the jitted loops: cvxkml.solvers.result.Status
 from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
 
-BregmanResult = FastResult        # the former name of the public result type
 
 
 @nb.njit(cache=True, inline="always")
@@ -431,7 +430,7 @@ def _prepare(delta, bound, gamma, lam0):
 
 @blas_limit()
 def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000,
-                   lam0=None, *, time_limit=None, detect_infeasible=True) -> BregmanResult:
+                   lam0=None, *, time_limit=None, detect_infeasible=True) -> FastResult:
     """Cyclic Bregman projections on an n × n kernel matrix (Jain et al. Algorithm 1).
 
     ``gamma=None`` means hard constraints.  Works for rank-deficient K0 (the range space
@@ -463,12 +462,12 @@ def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_0
     sweeps, change, code, bad, extra = _drive(step, I.size, int(max_sweeps), lam, time_limit, watch)
     t = time.perf_counter() - t0
     K = 0.5 * (K + K.T)
-    return BregmanResult(K, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
+    return FastResult(K, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
 
 
 @blas_limit()
 def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000,
-                   lam0=None, *, time_limit=None, detect_infeasible=True) -> BregmanResult:
+                   lam0=None, *, time_limit=None, detect_infeasible=True) -> FastResult:
     """Cyclic Bregman projections on a d × d Mahalanobis matrix (Davis et al. 2007);
     ``time_limit`` and ``detect_infeasible`` as in :func:`bregman_kernel`."""
     W = np.array(W0, dtype=np.float64, order="C")
@@ -493,4 +492,12 @@ def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=1
     sweeps, change, code, bad, extra = _drive(step, V.shape[0], int(max_sweeps), lam, time_limit, watch)
     t = time.perf_counter() - t0
     W = 0.5 * (W + W.T)
-    return BregmanResult(W, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
+    return FastResult(W, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
+
+
+#: The benchmark hook: the compiled loops ``cvxkml bench itml`` times, by role.
+#: ``sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_sweeps)`` and
+#: ``sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_sweeps)`` run whole cyclic sweeps
+#: in place; ``project(p, delta_c, xi_c, lam_c, gamma)`` returns one projection's
+#: (alpha, beta, new xi) (``.py_func``: the same code in plain Python).
+BENCH_KERNELS = {"sweeps_metric": _sweeps_metric, "sweeps_kernel": _sweeps_kernel, "project": _project}

@@ -807,3 +807,9 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
             break
     elapsed = time.perf_counter() - t0
     return np.ascontiguousarray(R.T), lam, xi, int(sweeps), float(change), int(code), int(bad), elapsed
+
+
+#: The benchmark hook: the compiled loop ``cvxkml bench lowrank`` times.
+#: ``sweeps(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, tol, max_sweeps)``
+#: runs cyclic sweeps on the factor B in place (kinds: :data:`PAIR`, ...).
+BENCH_KERNELS = {"sweeps": _sweeps_lowrank}

@@ -42,7 +42,8 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import ArpackError, eigsh
 
 from .._config import blas_limit
-from .bregman import NONFINITE, NOT_CONVERGED, OK, BregmanResult
+from .bregman import NONFINITE, NOT_CONVERGED, OK
+from .result import FastResult
 from ._newton import cg
 from ._terms import RankOneTerms
 
@@ -247,7 +248,7 @@ def _farkas(ops, lam):
 
 def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam0=None,
               newton: str | bool = "auto", check_every: int = 5,
-              newton_budget: float = 1e6) -> BregmanResult:
+              newton_budget: float = 1e6) -> FastResult:
     """Solve min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c on the dual (see the module doc).
 
     Parameters
@@ -259,7 +260,7 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
     newton : True / "auto" (Newton polish; dense Newton systems when p·r² <=
         ``newton_budget``, Newton-CG above) or False (FISTA only).
 
-    Returns a :class:`~cvxkml.solvers.bregman.BregmanResult` with ``matrix`` = X̂(λ) (r × r,
+    Returns a :class:`~cvxkml.solvers.result.FastResult` with ``matrix`` = X̂(λ) (r × r,
     whitened), ``lam`` = λ, ``sweeps`` = iterations (FISTA + Newton), ``dual_change`` = the
     larger of the two stopping quantities, ``code`` OK / NOT_CONVERGED / NONFINITE (λ
     overflowed) and ``extra`` =
@@ -347,7 +348,7 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
         farkas = (np.nan, np.nan)
     elapsed = time.perf_counter() - t0
     code = OK if converged else (NONFINITE if nonfinite else NOT_CONVERGED)
-    return BregmanResult(
+    return FastResult(
         matrix=0.5 * (X + X.T), lam=lam, xi=np.zeros(0), sweeps=int(it + newton_steps),
         dual_change=float(max(rel_gap, rel_viol)), code=code, bad_index=-1, time=elapsed,
         extra={"solver": "pola-dual", "rel_gap": float(rel_gap), "rel_violation": float(rel_viol),
@@ -357,7 +358,7 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
 
 def pola_dual(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam0=None,
               newton: str | bool = "auto", check_every: int = 5,
-              newton_budget: float = 1e6) -> BregmanResult:
+              newton_budget: float = 1e6) -> FastResult:
     """Solve min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c (see :func:`_pola_dual_impl` and the
     module doc).  BLAS/LAPACK threads follow the ``blas_threads`` option (default 1: many
     small eigendecompositions, and multithreaded ones stall on a busy machine)."""

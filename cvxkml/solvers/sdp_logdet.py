@@ -55,8 +55,8 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
-from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, BregmanResult, _dual_change
-from .result import UNBOUNDED           # no dual-feasible start found: unbounded below
+from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, _dual_change
+from .result import UNBOUNDED, FastResult  # no dual-feasible start found: unbounded below
 
 __all__ = ["barrier_bregman", "barrier_primal", "project_one", "UNBOUNDED", "INFEASIBLE_CONSTRAINT"]
 
@@ -406,10 +406,10 @@ def barrier_primal(C, U, w, ptr, lam, gamma, tau=0.0):
 
 
 def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, lam0=None,
-                    refresh=100, max_bound_growth=1e15, rec_tol=1e-12) -> BregmanResult:
+                    refresh=100, max_bound_growth=1e15, rec_tol=1e-12) -> FastResult:
     """Solve min tr(XC) − γ log det X s.t. tr(XÂ_c) <= t_c (see the module doc).
 
-    Returns a :class:`~cvxkml.solvers.bregman.BregmanResult` with ``matrix`` = X(λ)
+    Returns a :class:`~cvxkml.solvers.result.FastResult` with ``matrix`` = X(λ)
     (whitened), ``lam`` = λ, ``sweeps`` (phase I included), ``dual_change``, ``code``
     (OK, NOT_CONVERGED, NONPOSITIVE_DISTANCE: constraint ``bad_index`` cannot hold for any
     X ≻ 0, NONFINITE, UNBOUNDED: phase I found no dual-feasible point) and ``extra`` =
@@ -435,7 +435,7 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, l
     kkt = np.inf
 
     def result(X, code, change, bad):
-        return BregmanResult(matrix=X, lam=lam, xi=np.zeros(0), sweeps=int(total),
+        return FastResult(matrix=X, lam=lam, xi=np.zeros(0), sweeps=int(total),
                              dual_change=float(kkt), code=int(code), bad_index=int(bad),
                              time=time.perf_counter() - t0,
                              extra={"solver": "barrier-bregman", "kkt_residual": float(kkt), "last_dual_change": float(change),
@@ -522,7 +522,7 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, l
 
 
 def barrier_bregman(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, lam0=None,
-                    refresh=100, max_bound_growth=1e15, rec_tol=1e-12) -> BregmanResult:
+                    refresh=100, max_bound_growth=1e15, rec_tol=1e-12) -> FastResult:
     """Solve min tr(XC) − γ log det X s.t. tr(XÂ_c) <= t_c (see :func:`_barrier_bregman_impl`
     and the module doc).  BLAS/LAPACK threads follow the ``blas_threads`` option
     (:mod:`cvxkml._config`, default 1)."""

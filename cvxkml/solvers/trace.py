@@ -36,7 +36,8 @@ import numpy as np
 from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
 from .._config import blas_limit
-from .bregman import BregmanResult, NOT_CONVERGED, OK
+from .bregman import NOT_CONVERGED, OK
+from .result import FastResult
 from ._newton import cg, projected_armijo
 
 __all__ = ["trace_uzawa", "trace_pair_newton", "top_eigs_above"]
@@ -84,7 +85,7 @@ def top_eigs_above(matvec, dense, r, tau, dense_max=1024, k0=6):
 def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dense_max=1024,
                 z0=None):
     """Solve the whitened Trace-SSIKDR dual for rank-one constraints Â_c = δ_c v_c v_cᵀ
-    (rows v_c of V, targets t_c); returns a BregmanResult with matrix = K̂, lam = z and
+    (rows v_c of V, targets t_c); returns a FastResult with matrix = K̂, lam = z and
     extra = {eigenvalues, eigenvectors (kept part), gap, iterations}."""
     V0 = np.ascontiguousarray(V, dtype=float)
     m, r = V0.shape
@@ -150,7 +151,7 @@ def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dens
     elapsed = time.perf_counter() - t0
     res_z, g_z, mu, U, s = primal(z)
     Kh = (U * s) @ U.T
-    return BregmanResult(0.5 * (Kh + Kh.T), z / nrm2, np.zeros(0), it, change, code, -1, elapsed,
+    return FastResult(0.5 * (Kh + Kh.T), z / nrm2, np.zeros(0), it, change, code, -1, elapsed,
                          extra={"eigenvalues": mu, "rank": int(mu.size), "dual_value_whitened": g_z,
                                 "step": step, "solver": "uzawa-fista"})
 
@@ -180,7 +181,7 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
     max(1, |f(K̂)|) <= ``tol`` and relative violation max_c (tr(Â_c K̂) − t_c)₊ / max(1,
     |t_c|) <= ``tol``.
 
-    Returns a BregmanResult (matrix = K̂ r × r, lam = z, sweeps = Newton steps, dual_change
+    Returns a FastResult (matrix = K̂ r × r, lam = z, sweeps = Newton steps, dual_change
     = max(relative gap, relative violation), code OK only when certified; extra =
     {eigenvalues, rank, gap, cg_iterations, evaluations, solver})."""
     V = np.ascontiguousarray(V, dtype=float)
@@ -296,7 +297,7 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
     U, act, s = st["U"], st["act"], st["s"]
     Uk = U[:, act]
     Kh = (Uk * s) @ Uk.T
-    return BregmanResult(0.5 * (Kh + Kh.T), st["z"], np.zeros(0), it, float(max(rel_gap, rel_viol)),
+    return FastResult(0.5 * (Kh + Kh.T), st["z"], np.zeros(0), it, float(max(rel_gap, rel_viol)),
                          code, -1, elapsed,
                          extra={"eigenvalues": st["mu"][act], "rank": int(np.sum(act)),
                                 "gap": float(rel_gap), "cg_iterations": int(cg_total),

@@ -62,9 +62,9 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
-
-from .bregman import (NONFINITE, NOT_CONVERGED, OK, BregmanResult, FarkasWatch, _check_time_limit,
+from .bregman import (NONFINITE, NOT_CONVERGED, OK, FarkasWatch, _check_time_limit,
                       _dual_change, _quadratic_roots)
+from .result import FastResult
 from ._newton import cg, projected_armijo
 
 _EPS = np.finfo(np.float64).eps
@@ -830,7 +830,7 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
                      time_limit=None, detect_infeasible=True):
     """Cyclic von Neumann projections on X̂ = W diag(e^q) Wᵀ (W = I, q = q0 initially)
     for pair constraints δ(v̂ᵀX̂v̂ − ξ) <= 0 with v̂ = F[i] − F[j]; returns a
-    :class:`BregmanResult` whose ``matrix`` is X̂ and ``extra`` holds W, q, the certificate
+    :class:`FastResult` whose ``matrix`` is X̂ and ``extra`` holds W, q, the certificate
     and the root-finder statistics.
 
     Stopping rule (checked after full sweeps only): ``stop="both"`` (default) — the
@@ -961,7 +961,7 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
              "certificate_s": cert_time, "solver": "vonneumann-alg3", **found}
     if cert is not None:
         extra["certificate"] = {k: v for k, v in cert.items() if k != "distances"}
-    return BregmanResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
+    return FastResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
                          elapsed, extra=extra)
 
 
@@ -1021,7 +1021,7 @@ def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, m
     ξ̂ (ξ̂_c = b_c where the bound holds, else the distance) makes (X̂, ξ̂) feasible, and the
     solve stops when the relative gap (f(X̂, ξ̂) − g(λ)) / max(1, |f|) <= ``gap_tol``.
 
-    Returns a :class:`BregmanResult` with ``matrix`` = X̂ (whitened), ``lam`` = λ, ``xi``
+    Returns a :class:`FastResult` with ``matrix`` = X̂ (whitened), ``lam`` = λ, ``xi``
     = ξ̂, ``sweeps`` = Newton steps, ``dual_change`` = the relative gap, ``code`` OK
     (certified) / NOT_CONVERGED / NONFINITE, and ``extra`` = {W, q (X̂ = W diag(e^q) Wᵀ),
     certificate, cg_iterations, solver}.  ``callback(dict)`` is called before each Newton
@@ -1072,7 +1072,7 @@ def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, m
     if st is None and lam0 is not None:
         st = evaluate(np.zeros(m))
     if st is None:
-        return BregmanResult(np.full((r, r), np.nan), np.zeros(m), b.copy(), 0, np.inf, NONFINITE,
+        return FastResult(np.full((r, r), np.nan), np.zeros(m), b.copy(), 0, np.inf, NONFINITE,
                              -1, time.perf_counter() - t0,
                              extra={"solver": "vonneumann-dual-newton"})
     code, it, cg_total = NOT_CONVERGED, 0, 0
@@ -1119,8 +1119,15 @@ def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, m
     elapsed = time.perf_counter() - t0
     W, mu = st["W"], st["mu"]
     Xh = (W * st["x"]) @ W.T
-    return BregmanResult(0.5 * (Xh + Xh.T), st["lam"], xs, int(it), float(rel_gap), int(code), -1,
+    return FastResult(0.5 * (Xh + Xh.T), st["lam"], xs, int(it), float(rel_gap), int(code), -1,
                          elapsed, extra={"W": W, "q": mu, "solver": "vonneumann-dual-newton",
                                          "certificate": {"objective": f, "dual": st["g"],
                                                          "rel_gap": float(rel_gap)},
                                          "cg_iterations": int(cg_total)})
+
+
+#: The benchmark hook: the compiled pieces ``cvxkml bench vonneumann`` times, by role.
+#: ``sweeps(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats)`` runs cyclic sweeps
+#: in place; ``deflate(q, w, W, tol_w, tol_q)`` and ``zerofinder(d, z, target_log, inv_gamma,
+#: anchor, tau, lam, c2)`` are one projection's deflation and root finder.
+BENCH_KERNELS = {"sweeps": _sweeps_vn, "deflate": _deflate, "zerofinder": _zerofinder}
