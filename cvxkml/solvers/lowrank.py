@@ -614,6 +614,71 @@ STALL = 1e-15
 
 
 @blas_limit()
+def _lowrank_arrays(G0, B0, kind, I, J, Kx, coef_u, coef_v, delta, target, lam0, xi0):
+    """The inputs of :func:`lowrank_logdet` as contiguous float64 / int64 copies, with the
+    loops' R = Bᵀ (upper triangular, C order: cholupdatemult_t, _rt_times)."""
+    G0 = np.ascontiguousarray(G0, dtype=np.float64)
+    m = len(I)
+    R = np.eye(G0.shape[1]) if B0 is None else np.ascontiguousarray(np.asarray(B0, dtype=np.float64).T)
+    lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=np.float64)
+    target = np.array(target, dtype=np.float64)
+    xi = target.copy() if xi0 is None else np.array(xi0, dtype=np.float64)
+    I, J, Kx, kind = (np.ascontiguousarray(a, dtype=np.int64) for a in (I, J, Kx, kind))
+    cu = np.ascontiguousarray(coef_u, dtype=np.float64).reshape(m, 2)
+    cv = np.ascontiguousarray(coef_v, dtype=np.float64).reshape(m, 2)
+    delta = np.ascontiguousarray(delta, dtype=np.float64)
+    return G0, R, kind, I, J, Kx, cu, cv, delta, target, lam, xi
+
+
+def _certified_now(R, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val, res, scale, change, fresh,
+                   gap_tol, viol_tol, st) -> bool:
+    """Whether :func:`lowrank_logdet` may stop after a pass that met the dual-change rule: the
+    violation half of the certificate comes free with the residuals; the dual value (O(m r²)
+    and two r × r eigendecompositions) is computed only when it holds (or the duals stall)."""
+    viol = float(np.max(np.maximum(res, 0.0) / scale, initial=0.0))
+    if not (viol <= viol_tol or change <= STALL):
+        return False
+    tc = time.perf_counter()
+    cert = _certificate(R.T, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val, res)
+    st["checks"] += 1
+    st["check_time"] += time.perf_counter() - tc
+    st["certificate"] = cert
+    return bool((-gap_tol <= cert[2] <= gap_tol and cert[3] <= viol_tol) or (change <= STALL and not fresh))
+
+
+def _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_sweeps, budget, watch, time_limit,
+                 stop_here, st, t0):
+    """The paper's loop of :func:`lowrank_logdet`: cyclic sweeps over every constraint until the
+    dual-change rule holds, in chunks that end at the Farkas checks and the time limit."""
+    m = len(I)
+    sweeps, change, code = 0, np.inf, NOT_CONVERGED
+    every, bad = np.arange(m), -1
+    no_state = np.zeros(1, np.uint64)
+    while sweeps < max_sweeps:
+        k = max_sweeps - sweeps
+        if watch is not None:
+            k = min(k, max(watch.next - sweeps, 1))
+        if budget.units < 64 * max(m, 1) or time_limit is not None:
+            k = min(k, max(budget.units // max(m, 1), 1))
+        s, change, code, bad = _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
+                                           every, m, no_state, False, tol, k, budget)
+        sweeps += int(s)
+        if code != NOT_CONVERGED or stop_here(sweeps):
+            break
+    st["projections"] = sweeps * m
+    return (np.ascontiguousarray(R.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
+            time.perf_counter() - t0)
+
+
+def _passes_per_refresh(n_visit, r, rows, m, every):
+    """Passes over the active set between two refreshes of it: at least one per refresh's
+    cost (a pass ~4r² flops per projection in a Numba loop, a refresh 2·rows·r² in BLAS plus
+    ~50 µs of Python), at least ``every``, up to 64 on small problems."""
+    pass_cost = max(n_visit, 1) * 4.0 * r * r / 4e9
+    refresh_cost = 5e-5 + 2.0 * rows * r * r / 2e10 + m * r / 1e9
+    return int(min(64, max(every, refresh_cost // pass_cost)))
+
+
 def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None, tol=1e-9,
                    max_sweeps=10_000, B0=None, *, lam0=None, xi0=None, gap_tol=None,
                    viol_tol=None, order="shuffle", active_set=True, seed=0, stats=None,
@@ -663,22 +728,10 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
     """
     if order not in ("shuffle", "cyclic"):
         raise ValueError(f"order must be 'shuffle' or 'cyclic', not {order!r}")
-    G0 = np.ascontiguousarray(G0, dtype=np.float64)
-    r = G0.shape[1]
-    # the loops work on R = Bᵀ (upper triangular, C order): cholupdatemult_t, _rt_times
-    R = np.eye(r) if B0 is None else np.ascontiguousarray(np.asarray(B0, dtype=np.float64).T)
-    m = len(I)
-    lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=np.float64)
-    target = np.array(target, dtype=np.float64)
-    xi = target.copy() if xi0 is None else np.array(xi0, dtype=np.float64)
+    G0, R, kind, I, J, Kx, cu, cv, delta, target, lam, xi = _lowrank_arrays(
+        G0, B0, kind, I, J, Kx, coef_u, coef_v, delta, target, lam0, xi0)
+    r, m = G0.shape[1], len(I)
     g = np.inf if gamma is None else float(gamma)
-    kind = np.ascontiguousarray(kind, dtype=np.int64)
-    I = np.ascontiguousarray(I, dtype=np.int64)
-    J = np.ascontiguousarray(J, dtype=np.int64)
-    Kx = np.ascontiguousarray(Kx, dtype=np.int64)
-    cu = np.ascontiguousarray(coef_u, dtype=np.float64).reshape(m, 2)
-    cv = np.ascontiguousarray(coef_v, dtype=np.float64).reshape(m, 2)
-    delta = np.ascontiguousarray(delta, dtype=np.float64)
     tol = float(tol)
     max_sweeps = int(max_sweeps)
     certify = gap_tol is not None or viol_tol is not None
@@ -707,23 +760,8 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
         return False
 
     if order == "cyclic" and not active_set and not certify:          # the paper's loop
-        sweeps, change, code = 0, np.inf, NOT_CONVERGED
-        every, bad = np.arange(m), -1
-        no_state = np.zeros(1, np.uint64)
-        while sweeps < max_sweeps:
-            k = max_sweeps - sweeps
-            if watch is not None:
-                k = min(k, max(watch.next - sweeps, 1))
-            if budget.units < 64 * max(m, 1) or time_limit is not None:
-                k = min(k, max(budget.units // max(m, 1), 1))
-            s, change, code, bad = _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
-                                               every, m, no_state, False, tol, k, budget)
-            sweeps += int(s)
-            if code != NOT_CONVERGED or stop_here(sweeps):
-                break
-        st["projections"] = sweeps * m
-        return (np.ascontiguousarray(R.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
-                time.perf_counter() - t0)
+        return _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_sweeps, budget,
+                            watch, time_limit, stop_here, st, t0)
     # only the rows of G0 that the constraints touch (G = G0 B costs O(rows · r²))
     pts, inv = np.unique(np.concatenate([I, J, Kx]), return_inverse=True)
     if pts.size < G0.shape[0]:
@@ -754,21 +792,10 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
             if not fresh:               # the paper's rule, over every constraint that can move
                 code = OK
                 break
-        elif rule:
-            # the violation half of the certificate comes free with the residuals; the dual
-            # value (O(m r²) and two r × r eigendecompositions) only when it holds
-            viol = float(np.max(np.maximum(res, 0.0) / scale, initial=0.0))
-            if viol <= viol_tol or change <= STALL:
-                tc = time.perf_counter()
-                cert = _certificate(R.T, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g,
-                                    val, res)
-                st["checks"] += 1
-                st["check_time"] += time.perf_counter() - tc
-                st["certificate"] = cert
-                if ((-gap_tol <= cert[2] <= gap_tol and cert[3] <= viol_tol)
-                        or (change <= STALL and not fresh)):
-                    code = OK
-                    break
+        elif rule and _certified_now(R, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val, res, scale,
+                                     change, fresh, gap_tol, viol_tol, st):
+            code = OK
+            break
         if sweeps >= max_sweeps:
             code = NOT_CONVERGED
             break
@@ -783,12 +810,7 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
             visit[:n_visit] = act
             visited[:] = False
             visited[act] = True
-            # passes per refresh: at least one per refresh's cost (a pass ~4r² flops per
-            # projection in a Numba loop, a refresh 2·rows·r² in BLAS plus ~50 µs of Python),
-            # up to 64 on small problems
-            pass_cost = max(n_visit, 1) * 4.0 * r * r / 4e9
-            refresh_cost = 5e-5 + 2.0 * G0.shape[0] * r * r / 2e10 + m * r / 1e9
-            chunk = int(min(64, max(every, refresh_cost // pass_cost)))
+            chunk = _passes_per_refresh(n_visit, r, G0.shape[0], m, every)
         chunk = min(chunk, max_sweeps - sweeps)
         if time_limit is not None:
             chunk = min(chunk, max(budget.units // max(n_visit, 1), 1))
