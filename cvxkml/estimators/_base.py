@@ -43,12 +43,13 @@ from ..errors import InvalidInputError
 from ..kernels import Kernel
 from ..learned import LearnedKernel, kernel_S
 from ._docs import fill_doc
-from ._maps import (EmbeddingDistance, EmbeddingKernel, KernelMap, StandardizedKernel, median_heuristic_gamma,
-                    point_distance, standardization, training_kernel)
+from ._maps import (EmbeddingDistance, EmbeddingKernel, KernelMap, LinearMap, MetricDistance, MetricMap,
+                    StandardizedKernel, median_heuristic_gamma, point_distance, standardization,
+                    training_kernel)
 from ._params import KERNEL_PARAMS
 from ._persist import REGISTRY, load, save
 
-__all__ = ["CvxkmlEstimator", "ComponentsMixin", "LearnedKernelMixin", "KernelExtensionMixin"]
+__all__ = ["CvxkmlEstimator", "ComponentsMixin", "MetricMixin", "LearnedKernelMixin", "KernelExtensionMixin"]
 
 
 class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -352,6 +353,86 @@ class ComponentsMixin:
 
     @property
     def _n_features_out(self):
+        return self.components_.shape[0]
+
+
+class MetricMixin(ComponentsMixin):
+    """A Mahalanobis metric learned on the features (divided by ``feature_scale_`` when they
+    are standardized), kept as ``metric_``: what the problem's ``learned_metric`` returns,
+    a :class:`~cvxkml.learned.LearnedMetric` (dense W, d × d) when the problem solves in
+    the feature space, a :class:`~cvxkml.learned.FactoredMetric` (W = αI + U diag(λ) Uᵀ,
+    U d × k) when it solves in the span of the data (wide data, d > n).
+
+    With a dense metric ``components_`` is stored at fit time.  With a factored one nothing
+    d × d is formed by ``fit``, ``transform``, ``pair_distance``, ``pair_score`` or
+    ``get_metric`` (O(d k) per point); ``components_`` and :meth:`get_mahalanobis_matrix`
+    form their d × d matrix when they are asked for (a UserWarning above
+    :data:`cvxkml.learned.LARGE_MATRIX_BYTES`).
+    """
+
+    def _keep_metric(self, metric) -> None:
+        """Set ``metric_`` (and ``components_`` for a dense metric, on the raw features)."""
+        from ..learned import LearnedMetric
+        self.metric_ = metric
+        if isinstance(metric, LearnedMetric):
+            L = metric.components()
+            self.components_ = L if self.feature_scale_ is None else L / self.feature_scale_
+
+    def _factored(self) -> bool:
+        from ..learned import FactoredMetric
+        return "components_" not in self.__dict__ and isinstance(self.__dict__.get("metric_"), FactoredMetric)
+
+    def _check_loaded(self) -> None:
+        """A loaded model is whole: ``components_`` (dense metric) or a factored ``metric_``
+        on ``n_features_in_`` features."""
+        if self._factored():
+            if self.metric_.n_features != self.n_features_in_:
+                raise InvalidInputError(f"metric_ has {self.metric_.n_features} features, not "
+                                        f"n_features_in_ = {self.n_features_in_}")
+        elif "components_" not in self.__dict__:
+            raise InvalidInputError("components_ is missing")
+
+    def __getattr__(self, name):
+        # components_ of a factored metric: formed on access only (never stored)
+        if name == "components_" and self._factored():
+            L = self.metric_.components()
+            scale = self.__dict__.get("feature_scale_")
+            return L if scale is None else L / scale
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _embedding(self):
+        if self._factored():
+            return MetricMap(self.metric_, self.feature_scale_)
+        return LinearMap(self.components_)
+
+    def _distance(self):
+        if self._factored():
+            return MetricDistance(self.metric_, self.feature_scale_)
+        return super()._distance()
+
+    def get_mahalanobis_matrix(self):
+        """The learned Mahalanobis matrix on the raw features, A = LᵀL with L =
+        ``components_`` (for a factored metric formed now: 8 d² bytes, a UserWarning when
+        large).
+
+        Returns
+        -------
+        A : ndarray of shape (n_features, n_features)
+        """
+        check_is_fitted(self)
+        if not self._factored():
+            return super().get_mahalanobis_matrix()
+        W = self.metric_.get_mahalanobis_matrix()
+        s = self.feature_scale_
+        if s is not None:
+            W /= s[:, None]
+            W /= s[None, :]
+        return W
+
+    @property
+    def _n_features_out(self):
+        if self._factored():
+            return self.metric_.n_features if self.metric_.alpha > 0 else self.metric_.rank
         return self.components_.shape[0]
 
 

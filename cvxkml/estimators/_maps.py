@@ -1,7 +1,8 @@
 """Kernel and feature maps of the estimators, all picklable: the learned maps of new points
 (:class:`LinearMap`, :class:`KernelMap`, :class:`FactorCross`), the learned distances and
 kernel built on them (:class:`EmbeddingDistance`, :class:`EmbeddingKernel`,
-:func:`point_distance`), the training kernel matrix (:func:`training_kernel`) and the
+:func:`point_distance`), the maps of a learned Mahalanobis metric, dense or factored
+(:class:`MetricMap`, :class:`MetricDistance`), the training kernel matrix (:func:`training_kernel`) and the
 data-driven defaults of the base kernel: the median-heuristic width
 (:func:`median_heuristic_gamma`) and the standardization of the features
 (:func:`standardization`, :class:`StandardizedKernel`).
@@ -15,7 +16,7 @@ from ..kernels import Kernel
 
 __all__ = ["LinearMap", "KernelMap", "FactorCross", "EmbeddingDistance", "EmbeddingKernel",
            "point_distance", "training_kernel", "MEDIAN_SAMPLE", "median_heuristic_gamma",
-           "standardization", "StandardizedKernel"]
+           "standardization", "StandardizedKernel", "MetricMap", "MetricDistance"]
 
 class LinearMap:
     """x ↦ L x (rows: X Lᵀ)."""
@@ -162,3 +163,26 @@ class StandardizedKernel:
 
     def __repr__(self):
         return f"StandardizedKernel({self.kernel!r})"
+
+
+class MetricMap:
+    """x ↦ L (x / s): the map of a learned metric (:class:`~cvxkml.learned.LearnedMetric` or
+    :class:`~cvxkml.learned.FactoredMetric`, W = LᵀL) learned on features divided by the
+    scale s (None: the features as given).  A factored metric maps in O(d k) per point."""
+
+    def __init__(self, metric, scale=None):
+        self.metric, self.scale = metric, scale
+
+    def scaled(self, X):
+        return X if self.scale is None else np.asarray(X, dtype=float) / self.scale
+
+    def __call__(self, X):
+        return self.metric.transform(self.scaled(X))
+
+
+class MetricDistance(MetricMap):
+    """Squared learned distances of the paired rows of A and B under a :class:`MetricMap`'s
+    metric (through the metric's factors, never a d × d matrix for a factored one)."""
+
+    def __call__(self, A, B):
+        return self.metric.pair_sq_distances(self.scaled(A), self.scaled(B))

@@ -12,7 +12,26 @@ from ..errors import InvalidInputError
 from ..sideinfo import PairConstraints, baseline_kernel, percentile_bounds
 from ._docs import fill_doc
 
-__all__ = ["given_pairs", "PairLearnerMixin"]
+__all__ = ["given_pairs", "PairLearnerMixin", "chunked_baseline"]
+
+#: the most floats of pair-difference rows a baseline evaluates at once (32 MB)
+BASELINE_CHUNK = 1 << 22
+
+
+def chunked_baseline(baseline, n_features: int):
+    """``baseline`` (a callable (i, j) -> squared baseline distances, e.g.
+    :func:`cvxkml.sideinfo.baseline_metric`) evaluated on at most :data:`BASELINE_CHUNK`
+    floats of difference rows at a time: on wide data the percentile sample (up to 100 000
+    pairs) would otherwise hold pairs × d floats at once (8 GB at d = 10 000).  Each pair's
+    value is computed as by ``baseline`` itself."""
+    step = max(1, BASELINE_CHUNK // max(int(n_features), 1))
+
+    def dist(i, j):
+        i, j = np.asarray(i), np.asarray(j)
+        if i.ndim != 1 or i.shape != j.shape or i.size <= step:
+            return baseline(i, j)
+        return np.concatenate([baseline(i[s:s + step], j[s:s + step]) for s in range(0, i.size, step)])
+    return dist
 
 
 def given_pairs(pairs, n: int, bounds) -> PairConstraints:

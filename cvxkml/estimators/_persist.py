@@ -23,6 +23,8 @@ Values in the header are JSON scalars, lists, and tagged objects: ``{"__array__"
 (an array; ``"str": true`` for an object array of strings, kept as unicode), ``{"__tuple__":
 [...]}``, ``{"__dict__": {...}}``, ``{"__float__": "nan"}`` (non-finite floats),
 ``{"__slice__": [start, stop, step]}``, ``{"__csr__": {...}}`` (a SciPy CSR matrix) and
+``{"__arrays__": "module:Class", "arrays": {...}}`` for a learned metric (its ``to_arrays``,
+rebuilt and validated by ``from_arrays``: a factored metric stays factored) and
 ``{"__object__": "module:Class", "state": {...}}`` for the library's own value classes
 (:data:`SAFE_CLASSES`: kernels, factorizations, learned kernels, pair constraints, solver
 results, …), restored by setting their attributes — no code from the file is run, and a
@@ -103,7 +105,13 @@ SAFE_CLASSES = frozenset({
     "cvxkml.solvers.yeung:BaseSpace",
     "cvxkml.solvers.yeung:LearnedSpace",
     "cvxkml.declare.mkl:MKLResult",
+    "cvxkml.learned:LearnedMetric",
+    "cvxkml.learned:FactoredMetric",
 })
+#: the classes stored by their defining arrays (``to_arrays``) and rebuilt, validated, by
+#: ``from_arrays``: a learned metric stays in the form it was learned in (a factored one
+#: never becomes d × d)
+_ARRAY_CLASSES = frozenset({"cvxkml.learned:LearnedMetric", "cvxkml.learned:FactoredMetric"})
 #: fitted attributes kept as far as they are plain data (diagnostics, not the learned map)
 _LENIENT = frozenset({"solution_", "result_"})
 #: the most bytes :func:`load` decompresses from one file (all members it reads), unless
@@ -197,6 +205,8 @@ class _Writer:
         if reg is not None:
             return reg
         name = _qualname(v)
+        if name in _ARRAY_CLASSES:
+            return {"__arrays__": name, "arrays": {k: self.array(np.asarray(a)) for k, a in v.to_arrays().items()}}
         if name in SAFE_CLASSES and hasattr(v, "__dict__"):
             return {"__object__": name,
                     "state": {k: self._member(x, f"{where}.{k}", lenient) for k, x in vars(v).items()}}
@@ -442,6 +452,13 @@ class _Reader:
                 return c
         if "__regularizer__" in v and set(v) == {"__regularizer__", "params"} and isinstance(v["params"], dict):
             return _decode_regularizer(v["__regularizer__"], self.decode(v["params"], depth + 1), self.fail)
+        if "__arrays__" in v and set(v) == {"__arrays__", "arrays"} and isinstance(v["arrays"], dict):
+            name = v["__arrays__"]
+            if name not in _ARRAY_CLASSES:
+                self.fail(f"it holds an object of class {str(name)[:80]}, which cvxkml does not load")
+            module, _, qual = name.partition(":")
+            cls = getattr(importlib.import_module(module), qual)
+            return cls.from_arrays({str(k): self.array(a) for k, a in v["arrays"].items()})
         if "__object__" in v and set(v) == {"__object__", "state"} and isinstance(v["state"], dict):
             name = v["__object__"]
             if name not in SAFE_CLASSES:

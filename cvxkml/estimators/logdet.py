@@ -16,11 +16,10 @@ from .._validation import as_generator, check_kernel_matrix
 from ..declare import ITML as _ITMLProblem
 from ..declare import LogDetKernel as _LogDetKernelProblem
 from ..errors import InvalidInputError
-from ..learned import components_from_metric
 from ..sideinfo import baseline_metric
-from ._base import ComponentsMixin, CvxkmlEstimator, KernelExtensionMixin
-from ._maps import FactorCross, KernelMap, LinearMap
-from ._pairs import PairLearnerMixin
+from ._base import CvxkmlEstimator, KernelExtensionMixin, MetricMixin
+from ._maps import FactorCross, KernelMap
+from ._pairs import PairLearnerMixin, chunked_baseline
 from ._params import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE, POSITIVE,
                       SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Integer, Options)
 
@@ -35,7 +34,7 @@ def _check_prior(value, name):
     return value
 
 
-class ITML(ComponentsMixin, PairLearnerMixin, CvxkmlEstimator):
+class ITML(MetricMixin, PairLearnerMixin, CvxkmlEstimator):
     """Information-theoretic (LogDet) metric learning on features.
 
     Solves (Jain et al. 2012, eq. 2 / 4; eq. 7 with slack)
@@ -47,6 +46,13 @@ class ITML(ComponentsMixin, PairLearnerMixin, CvxkmlEstimator):
     (or given as an index array) u for similar and l for dissimilar pairs, u and l the
     ``percentiles`` of the squared baseline (prior) distances.  ``transform(X)`` is
     X Lᵀ with W = LᵀL.
+
+    Wide data (more features than samples, d > n) with the identity prior is solved in the
+    span of the data (Jain et al. 2012, Theorems 1 and 4: W* = I + U diag(λ) Uᵀ, U d × k,
+    k <= n), at a cost independent of d after one n × n Gram matrix: ``fit``,
+    ``transform``, ``pair_distance`` and ``get_metric`` then never form a d × d matrix;
+    ``components_`` and :meth:`get_mahalanobis_matrix` form theirs when asked for
+    (``metric_`` holds the factors).
 
     Side information: ``fit(X, y)`` draws the pairs from class labels;
     ``fit(X, pairs=...)`` takes them from the user — a
@@ -108,11 +114,15 @@ default=None
     Attributes
     ----------
     components_ : ndarray of shape (n_features, n_features)
-        L with W = LᵀL; ``transform(X) = X @ components_.T``.
+        L with W = LᵀL; ``transform(X) = X @ components_.T``.  For wide data (span path)
+        it is formed on access (d × d), not stored.
+    metric_ : cvxkml.learned.LearnedMetric or cvxkml.learned.FactoredMetric
+        The learned metric on the learning features (standardized when
+        ``feature_scale_`` is set): dense W, or W = I + U diag(λ) Uᵀ for wide data.
     %(pairs_fitted)s
     solution_ : cvxkml.solution.Solution
-        The solver's result (``matrix`` is W on the learning features, plus duals, slack,
-        convergence info).
+        The solver's result (``matrix`` is W on the learning features, or the k × k matrix
+        of the span for wide data; plus duals, slack, convergence info).
     n_iter_ : int
         Number of Bregman sweeps.
     %(converged)s
@@ -176,17 +186,13 @@ default=None
     def _fit(self, X, y, pairs, p):
         Z = self._feature_standardization(X, p)
         W0 = self._prior_matrix(Z, p.prior)
-        pc = self._pair_constraints(y, pairs, p, baseline_metric(Z, W0), X.shape[0])
-        sol = _ITMLProblem(Z, pc, W0=W0, gamma=p.gamma).solve(
-            tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
-        L = components_from_metric(sol.matrix)
+        pc = self._pair_constraints(y, pairs, p, chunked_baseline(baseline_metric(Z, W0), Z.shape[1]), X.shape[0])
+        prob = _ITMLProblem(Z, pc, W0=W0, gamma=p.gamma)
+        sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
         # x ↦ L (x − m) / s = (L / s) x − const: the map on raw features, up to a translation
-        self.components_ = L if self.feature_scale_ is None else L / self.feature_scale_
+        self._keep_metric(prob.learned_metric(sol))
         self.pairs_ = pc
         self._set_solution(sol, p=p)
-
-    def _embedding(self):
-        return LinearMap(self.components_)
 
 
 class KernelITML(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):

@@ -40,10 +40,10 @@ from .._validation import as_generator, check_index_array, estimator_fit_data
 from ..errors import InvalidInputError
 from ..factor import Factorization
 from ..sideinfo import percentile_bounds
-from ._base import ComponentsMixin, CvxkmlEstimator, KernelExtensionMixin
+from ._base import CvxkmlEstimator, KernelExtensionMixin, MetricMixin
 from ._docs import fill_doc
-from ._maps import EmbeddingDistance, EmbeddingKernel, FactorCross, KernelMap, LinearMap
-from ._pairs import PairLearnerMixin
+from ._maps import EmbeddingDistance, EmbeddingKernel, FactorCross, KernelMap
+from ._pairs import PairLearnerMixin, chunked_baseline
 from ._params import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, PAIR_CONSTRAINTS,
                       POSITIVE, SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Integer, Options, Real)
 from ._persist import register_regularizer
@@ -459,7 +459,7 @@ class SpectralKernelLearner(KernelExtensionMixin, _SpectralLearner):
 
 
 @fill_doc
-class SpectralMetricLearner(ComponentsMixin, _SpectralLearner):
+class SpectralMetricLearner(MetricMixin, _SpectralLearner):
     """Mahalanobis metric learning with any spectral regularizer (Jain et al. 2012, eq. 13):
 
         min_W  f(W)  s.t. pair / triplet constraints on the distances (x_i − x_j)ᵀW(x_i − x_j)
@@ -467,6 +467,13 @@ class SpectralMetricLearner(ComponentsMixin, _SpectralLearner):
     (hinge or hard), solved by ``SpectralMetric(X, constraints, regularizer).solve()``;
     ``components_`` is L with W = LᵀL, ``transform(X) = X @ components_.T``.  Features are
     standardized first by default (``standardize="auto"``).
+
+    Wide data (d > n) is solved in the span of the data when the regularizer has Theorem 4's
+    minimizer α (every built-in one; Jain et al. 2012, Theorems 1 and 4): W = αI + U diag(λ)
+    Uᵀ with U d × k, k <= n, at a cost independent of d after one n × n Gram matrix.  Then
+    ``fit``, ``transform``, ``pair_distance`` and ``get_metric`` never form a d × d matrix;
+    ``components_`` and :meth:`get_mahalanobis_matrix` form theirs when asked for
+    (``metric_`` holds the factors).
 
     Parameters
     ----------
@@ -486,13 +493,17 @@ random_state, tol, max_iter
     ----------
     components_ : ndarray of shape (n_features, n_features)
         L with W = LᵀL on the standardized features, divided by the feature scale (a map of
-        raw features up to a translation).
+        raw features up to a translation).  For wide data (span path) it is formed on
+        access, not stored (shape (k, n_features) when α = 0).
+    metric_ : cvxkml.learned.LearnedMetric or cvxkml.learned.FactoredMetric
+        The learned metric on the standardized features: dense W, or W = αI + U diag(λ) Uᵀ
+        for wide data.
     pairs_ : cvxkml.sideinfo.PairConstraints or None
         The pair constraints used.
     triplets_ : cvxkml.sideinfo.RelativeConstraints or None
         The triplet constraints used.
     solution_ : cvxkml.solution.Solution
-        The solver's result (``matrix`` is W).
+        The solver's result (``matrix`` is W, or the k × k matrix of the span for wide data).
     n_iter_ : int
         The solver's iterations.
     %(converged)s
@@ -531,16 +542,12 @@ random_state, tol, max_iter
 
     def _fit_variant(self, X, y, pairs, triplets, p):
         from ..declare import SpectralMetric
-        from ..learned import components_from_metric
         from ..sideinfo import baseline_metric
 
         Z = self._feature_standardization(X, p)
-        cons, gamma = self._side_information(y, pairs, triplets, p, baseline_metric(Z), X.shape[0])
-        sol = SpectralMetric(Z, cons, p.regularizer, gamma=gamma).solve(tol=p.tol, max_iter=p.max_iter,
-                                                           callback=p.monitor.for_solver())
-        L = components_from_metric(sol.matrix)
-        self.components_ = L if self.feature_scale_ is None else L / self.feature_scale_
+        cons, gamma = self._side_information(y, pairs, triplets, p, chunked_baseline(baseline_metric(Z), Z.shape[1]),
+                                              X.shape[0])
+        prob = SpectralMetric(Z, cons, p.regularizer, gamma=gamma)
+        sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
+        self._keep_metric(prob.learned_metric(sol))
         self._set_solution(sol, p=p)
-
-    def _embedding(self):
-        return LinearMap(self.components_)
