@@ -37,7 +37,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-                    "auto_examples/*.md5", "auto_examples/*.json", "sheets/README.md"]
+                    "auto_examples/*.md5", "auto_examples/*.json", "_sheets"]
 
 # --- API reference --------------------------------------------------------------------
 autosummary_generate = True
@@ -54,8 +54,8 @@ mathjax3_config = {"tex": {"tags": "none"}}
 
 # --- Markdown (the reference/ sheets are included as they are) --------------------------
 myst_enable_extensions = ["dollarmath", "amsmath"]
-myst_heading_anchors = 3
-myst_all_links_external = True   # the sheets link to source files by relative path; those stay plain links
+myst_heading_anchors = 6
+myst_all_links_external = False
 
 # --- the executed gallery ----------------------------------------------------------------
 
@@ -96,9 +96,11 @@ html_show_sourcelink = False
 
 # --- build-time hooks ------------------------------------------------------------------
 import _apigen  # noqa: E402
+import _sheets  # noqa: E402
 import _plaintext  # noqa: E402
 
 _DOCUMENTED = _apigen.write(HERE / "api")
+_sheets.write(ROOT / "reference", HERE / "_sheets")
 
 
 def _check_api_coverage(app):
