@@ -545,8 +545,15 @@ class Hinge:
 
     Examples
     --------
-    >>> triplets = RelativeConstraints(i, j, k, margin)            # doctest: +SKIP
-    >>> LogDetKernel(K0, [pairs, Hinge(triplets, C=0.5)])            # doctest: +SKIP
+    >>> import numpy as np
+    >>> from cvxkml.declare import LogDetKernel
+    >>> from cvxkml.kernels import gaussian_kernel
+    >>> from cvxkml.sideinfo import Hinge, RelativeConstraints
+    >>> K0 = gaussian_kernel(np.random.default_rng(0).normal(size=(12, 3)), sigma=1.0)
+    >>> triplets = RelativeConstraints([0, 1, 2], [3, 4, 5], [6, 7, 8], margin=[0.1, 0.1, 0.1])
+    >>> sol = LogDetKernel(K0, Hinge(triplets, C=0.5)).solve()
+    >>> sol.converged
+    True
     """
 
     FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints,

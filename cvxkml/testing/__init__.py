@@ -27,10 +27,20 @@ The rules they enforce:
 
 Examples
 --------
+>>> import numpy as np
+>>> from cvxkml import ITML
+>>> from cvxkml.sideinfo import PairConstraints, baseline_metric
 >>> from cvxkml.testing import solve_fast_honestly, trusted_reference, assert_matches_reference
->>> fast = solve_fast_honestly(problem, tol=1e-12)              # doctest: +SKIP
->>> exact = trusted_reference(problem)                            # doctest: +SKIP
->>> assert_matches_reference(problem, fast, exact, rtol=1e-6)     # doctest: +SKIP
+>>> rng = np.random.default_rng(0)
+>>> X, y = rng.normal(size=(20, 3)), rng.integers(0, 2, 20)
+>>> pairs = PairConstraints.from_labels(y, baseline_metric(X), n_similar=10, n_dissimilar=10,
+...                                     random_state=0)
+>>> problem = ITML(X, pairs, gamma=1.0)
+>>> fast = solve_fast_honestly(problem, tol=1e-12)     # warns exactly when not converged
+>>> exact = trusted_reference(problem)                 # the conic answer, only if certified
+>>> report = assert_matches_reference(problem, fast, exact, rtol=1e-6)
+>>> fast.converged, exact.status
+(True, 'optimal')
 """
 from __future__ import annotations
 

@@ -291,11 +291,15 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
 
     Examples
     --------
-    >>> from hypothesis import given
-    >>> @given(problems("itml", max_n=8))                        # doctest: +SKIP
+    >>> from hypothesis import given, settings
+    >>> from cvxkml.testing import (assert_matches_reference, problems, reference_or_discard,
+    ...                             solve_fast_honestly)
+    >>> @settings(max_examples=3, derandomize=True, database=None, deadline=None)
+    ... @given(problems("itml", max_n=8))
     ... def test_my_solver(problem):
     ...     fast = solve_fast_honestly(problem, tol=1e-12)
     ...     assert_matches_reference(problem, fast, reference_or_discard(problem))
+    >>> test_my_solver()                      # three drawn problems, each checked both ways
     """
     from hypothesis import strategies as st
     from .. import declare
