@@ -361,6 +361,13 @@ def _hessian_diagonal(ops, st, Gam, rows):
     return ops.per_constraint(q)
 
 
+def _no_finite_start(r, lam, t0) -> FastResult:
+    """The answer when f* is not finite at the start (nor at λ = 0): NONFINITE, no iterate."""
+    return FastResult(matrix=np.full((r, r), np.nan), lam=lam, xi=np.zeros(0), sweeps=0, dual_change=np.inf,
+                      code=NONFINITE, bad_index=-1, time=time.perf_counter() - t0,
+                      extra={"solver": "dual-newton", "reason": "f* is not finite at λ = 0"})
+
+
 def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget,
                       callback=None, damping=1e-2):
     ops = RankOneTerms(U, w, ptr, t)
@@ -380,10 +387,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
         lam = np.clip(np.zeros(m), lower, upper)
         st = _evaluate(ops, conj, shift, quad, lam)
     if st is None:
-        return FastResult(matrix=np.full((r, r), np.nan), lam=lam, xi=np.zeros(0), sweeps=0,
-                          dual_change=np.inf, code=NONFINITE, bad_index=-1,
-                          time=time.perf_counter() - t0,
-                          extra={"solver": "dual-newton", "reason": "f* is not finite at λ = 0"})
+        return _no_finite_start(r, lam, t0)
     boost = 1.0          # Levenberg–Marquardt: ×10 after a failed / short Newton step, ÷10 after a full one
     it = grad_steps = cg_steps = dense_steps = evaluations = 0
     converged = infeasible = stopped = False
