@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from ..declare.registry import register_kernel
 from ..solvers.kcr import kcr_pdhg
-from ..solvers.lmnn import lmnn_pdhg, pair_distances
+from ..solvers.lmnn import lmnn_active_set, lmnn_pdhg, pair_distances
 from ..solvers.mkl import weight_step_ipm
 
-KERNELS = {"lmnn.pdhg": lmnn_pdhg, "lmnn.pair_distances": pair_distances, "kcr.pdhg": kcr_pdhg,
+KERNELS = {"lmnn.pdhg": lmnn_pdhg, "lmnn.active_set": lmnn_active_set, "lmnn.pair_distances": pair_distances, "kcr.pdhg": kcr_pdhg,
            "mkl.weight_step_ipm": weight_step_ipm}
 
 for _name, _fn in KERNELS.items():

@@ -51,13 +51,17 @@ from .._validation import (as_float_array, check_choice, check_conic_options, ch
                            check_kernel_matrix, check_labels, check_number, check_positive)
 from ..errors import InvalidInputError, SolverError
 from ..kernels import kernel_sq_distances
-from ..formulas.lmnn import (STALL_ITER, STALLED, LMNNTriplets, lmnn_dual_value, lmnn_objective,
-                             lmnn_slack, orthonormal_factor, pair_quadratic, psd_pair_distances)
+from ..formulas.lmnn import (STALL_ITER, STALLED, LMNNTriplets, check_targets, count_triplets,
+                             full_triplet_index, lmnn_dual_value, lmnn_objective, lmnn_slack,
+                             orthonormal_factor, pair_quadratic, psd_pair_distances, target_neighbors)
 from ..solution import Solution
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem
 
-__all__ = ["LMNNProblem", "check_kernel_list"]
+__all__ = ["LMNNProblem", "check_kernel_list", "ACTIVE_MIN_TRIPLETS"]
+
+#: ``LMNNProblem.solve(impostors="auto")`` uses the active impostor set beyond this many triplets
+ACTIVE_MIN_TRIPLETS = 2_000_000
 
 
 def _check_gamma(gamma) -> float:
@@ -129,6 +133,14 @@ class LMNNProblem(Problem):
         through A (rather than through X̂ or the factor) loses up to that much accuracy
         for ill-conditioned kernels; the solvers and ``Solution.objective`` /
         ``violations`` work with X̂.
+    space : {"auto", "features", "span"}, default="auto"
+        Both solve in the span of the data (the optimal A lies in the row space of Z: every
+        training distance sees only X̂ = S Vᵀ A V S, r × r with r = rank Z <= n; Z = U S Vᵀ
+        by a thin SVD), so the two give the same optimum, multipliers and certificate.  They
+        differ in the matrix a Solution carries: "features" the D × D A (with the start's
+        block off the row space, the identity by default); "span" Â = S⁻¹ X̂ S⁻¹ (r × r, A =
+        Vᵀ-basis Â plus the identity off the row space, never formed: :meth:`learned_metric`
+        gives it factored).  "auto": "span" when D > n (wide data), else "features".
 
     Attributes
     ----------
@@ -143,7 +155,7 @@ class LMNNProblem(Problem):
 
     def __init__(self, Z, y, k: int = 5, gamma: float = 0.5, *, neighbor_sq_dist=None,
                  targets=None, triplets: LMNNTriplets | None = None, rank_rtol: float = 1e-8,
-                 small_classes: str = "raise"):
+                 small_classes: str = "raise", space: str = "auto"):
         self.Z = as_float_array(Z, "Z", ndim=2)
         n = self.Z.shape[0]
         if n < 2 or self.Z.shape[1] < 1:
@@ -157,19 +169,67 @@ class LMNNProblem(Problem):
         k = check_int(k, "k", minimum=1)
         check_choice(small_classes, "small_classes", ("raise", "shrink"))
         rank_rtol = check_number(rank_rtol, "rank_rtol", low=0.0, high=1.0, low_open=True)
+        self._triplets = None
         if triplets is not None:
             if not isinstance(triplets, LMNNTriplets) or triplets.n != n:
                 raise InvalidInputError(f"triplets must be an LMNNTriplets built for {n} points.")
-            self.triplets = triplets
-        elif targets is not None:
-            self.triplets = LMNNTriplets.from_labels(y, k, targets=targets)
+            self._triplets = triplets
+            self.codes, self.targets, self.k = triplets.codes, (triplets.target_i, triplets.target_j), triplets.k
         else:
-            if neighbor_sq_dist is None:
-                neighbor_sq_dist = kernel_sq_distances(self.Z @ self.Z.T)
-            self.triplets = LMNNTriplets.from_labels(y, k, sq_dist=neighbor_sq_dist,
-                                                     small_classes=small_classes)
-        self.k = self.triplets.k
+            # the targets now; the full triplet list (n·k·(n − n_c) of them) only when something
+            # asks for it (:attr:`triplets`): the active-set solve never does
+            self.codes = np.unique(y, return_inverse=True)[1].astype(np.int64)
+            if targets is not None:
+                t_i, t_j = check_targets(targets, y)
+                self.k = int(np.max(np.bincount(t_i, minlength=n)))
+            else:
+                if neighbor_sq_dist is None:
+                    neighbor_sq_dist = kernel_sq_distances(self.Z @ self.Z.T)
+                t_i, t_j = target_neighbors(neighbor_sq_dist, y, k, small_classes)
+                self.k = k
+            self.targets = (t_i, t_j)
         self.U, self.s, self.Vt = orthonormal_factor(self.Z, rank_rtol)
+        check_choice(space, "space", ("auto", "features", "span"))
+        self.space = ("span" if self.Z.shape[1] > n else "features") if space == "auto" else space
+
+    def _answer(self, X, complement=None) -> np.ndarray:
+        """The learned matrix a Solution carries: A (D × D, :meth:`matrix_from_whitened`) in the
+        feature space; in the span space Â = S⁻¹ X̂ S⁻¹ (r × r), the metric on the row-space
+        basis Vt (A = Vtᵀ Â Vt + the identity off the row space, never formed:
+        :meth:`learned_metric`)."""
+        if self.space == "features":
+            return self.matrix_from_whitened(X, complement)
+        X = np.asarray(X, dtype=float)
+        M = X / np.outer(self.s, self.s)
+        return 0.5 * (M + M.T)
+
+    def learned_metric(self, solution):
+        """The learned metric A of a solution as a :class:`~cvxkml.learned.FactoredMetric`
+        (A = I + Vtᵀ Q diag(λ) Qᵀ Vt with Q diag(λ) Qᵀ = Â − I; never D × D), for solutions
+        whose start had the identity off the row space (the default start)."""
+        from ..learned import FactoredMetric
+        if isinstance(solution, Solution):
+            X = solution.info.get("X") if isinstance(solution.info, dict) else None
+            if X is None or solution.info.get("complement") is not None:
+                raise InvalidInputError("learned_metric needs a solution of this problem from the default start "
+                                        "(its info['X'], identity off the row space).")
+        else:
+            X = as_float_array(solution, "X", ndim=2)
+        M = np.asarray(X, dtype=float) / np.outer(self.s, self.s)
+        lam, Q = np.linalg.eigh(0.5 * (M + M.T))
+        return FactoredMetric(self.Vt.T @ Q, lam - 1.0, alpha=1.0)
+
+    @property
+    def triplets(self) -> LMNNTriplets:
+        """Every triplet (built on first use: n·k·(n − n_c) of them)."""
+        if self._triplets is None:
+            self._triplets = LMNNTriplets.from_targets(self.codes, self.k, *self.targets)
+        return self._triplets
+
+    @property
+    def n_triplets(self) -> int:
+        """The number of triplets, without building them."""
+        return count_triplets(self.codes, self.targets[0])
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -308,6 +368,54 @@ class LMNNProblem(Problem):
                 Lc = (Wc[:, kc] * np.sqrt(lc[kc])).T @ N
             L = np.vstack([L, Lc])
         return L
+
+    def _solve_active(self, X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth,
+                      stall_iter) -> Solution:
+        """:meth:`solve` with ``impostors="active"``."""
+        from .registry import kernel
+        lmnn_active_set = kernel("lmnn.active_set")
+
+        t_i, t_j = self.targets
+        perm = np.argsort(t_i, kind="stable")         # the scan wants the entries grouped by point
+        try:
+            res = lmnn_active_set(self.U, self.codes, self.k, t_i[perm], t_j[perm], self.gamma, X0=X0, tol=tol,
+                                  max_iter=max_iter, check_every=check_every, buffer=max(buffer, 0.1),
+                                  polish=bool(polish), callback=callback, smooth=bool(smooth),
+                                  stall_iter=stall_iter)
+        except FloatingPointError as exc:
+            raise SolverError(
+                f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
+                "normalize the kernel by its mean diagonal).") from exc
+        A = self._answer(res.X, complement)
+        entries = perm[res.info.pop("set_entries")]
+        imps = res.info.pop("set_impostors")
+        sub = res.info.pop("triplets")
+        lam = float(np.linalg.eigvalsh(0.5 * (res.X + res.X.T))[0]) if res.X.size else 0.0
+        info = {"X": res.X, "rank": self.rank, "history": res.history, "complement": complement,
+                "impostors": "active", **res.info}
+        if self._triplets is not None or self.n_triplets <= ACTIVE_MIN_TRIPLETS:
+            from .registry import kernel as _k
+            tr = self.triplets
+            dual = np.zeros(tr.n_triplets)
+            dual[full_triplet_index(self.codes, t_i, entries, imps)] = res.alpha
+            p = _k("lmnn.pair_distances")(self.U, res.X, tr.pi, tr.pj, psd=True)
+            xi = lmnn_slack(p, tr)
+            viol = self._violations(p, res.X, xi)
+        else:
+            dual = xi = None
+            viol = np.array([max(0.0, -lam)])
+            info["impostor_triplets"] = (t_i[entries], t_j[entries], imps)
+            info["impostor_alpha"] = res.alpha
+        info["max_relative_violation"] = self._relative_violation(viol, res.X)
+        sol = Solution(matrix=A, objective=res.objective, dual=dual, slack=xi, violations=viol,
+                       n_iter=res.n_iter, converged=bool(res.converged), time=res.time, status=res.status,
+                       solver="pdhg-lmnn-active", dual_value=res.dual_value, info=info)
+        rel_gap = (res.objective - res.dual_value) / max(1.0, abs(res.objective))
+        self._warn_unconverged(
+            sol, f"LMNN solver (active impostor set) stopped after {res.n_iter} iterations ({res.status}) "
+            f"with certified relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned. "
+            "Raise max_iter or tol.")
+        return sol
 
     # ------------------------------------------------------------------ CVXPY side
     def to_cvxpy(self, whiten: bool = True) -> cp.Problem:
@@ -472,10 +580,10 @@ class LMNNProblem(Problem):
         M = 0.5 * (M + M.T)
         if whiten:
             X = M
-            A = self.matrix_from_whitened(X)
+            A = self._answer(X)
         else:
-            A = M
-            X = self.whiten(A)
+            X = self.whiten(M)
+            A = M if self.space == "features" else self._answer(X)
         xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
         alpha = np.clip(np.asarray(prob.constraints[0].dual_value, dtype=float).ravel(), 0.0, self.gamma)
         viol = self.violations_whitened(X, xi)
@@ -519,6 +627,16 @@ class LMNNProblem(Problem):
                 f"got {type(warm_start).__name__}.")
         if A0 is None:
             X0, complement = np.diag(self.s ** 2), None
+        elif self.space == "span":
+            A0 = as_float_array(A0, a_name, ndim=2)
+            if A0.shape != (self.rank, self.rank):
+                raise InvalidInputError(
+                    f"{a_name} must be {self.rank} × {self.rank} (space='span': the metric Â on the row-space "
+                    f"basis, identity off it); got {A0.shape}.")
+            X0, complement = A0 * np.outer(self.s, self.s), None
+            if X_given is not None and np.shape(X_given) == (self.rank, self.rank):
+                X0 = np.asarray(X_given, dtype=float)
+            X0 = 0.5 * (X0 + X0.T)
         else:
             A0 = as_float_array(A0, a_name, ndim=2)
             if A0.shape != (self.dim, self.dim):
@@ -544,7 +662,8 @@ class LMNNProblem(Problem):
 
     def solve(self, tol: float = 1e-5, max_iter: int = 20_000, callback=None, warm_start=None, *,
               A0=None, alpha0=None, check_every: int = 200, buffer: float = 1.0,
-              polish: bool = True, smooth: bool = True, stall_iter: int | None = STALL_ITER) -> Solution:
+              polish: bool = True, smooth: bool = True, stall_iter: int | None = STALL_ITER,
+              impostors: str = "auto") -> Solution:
         """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`) of eq. 18: a smoothed
         quasi-Newton phase (L-BFGS on a factor of X̂ for a decreasing smoothing of the
         hinge), then primal–dual projected sub-gradient with Weinberger & Saul's active
@@ -594,6 +713,16 @@ class LMNNProblem(Problem):
             :class:`~cvxkml.errors.ConvergenceWarning`) when the PDHG phase has run this
             many iterations without shrinking the certified gap by more than 0.1 % (see
             :func:`cvxkml.solvers.lmnn.lmnn_pdhg`); 0 or None: run to ``max_iter``.
+        impostors : {"auto", "all", "active"}, default="auto"
+            ``"all"``: the solver works on every triplet (:attr:`triplets`, n·k·(n − n_c) of
+            them).  ``"active"``: on an active set of impostors refreshed by a full scan
+            between solves (:func:`cvxkml.solvers.lmnn.lmnn_active_set`): the triplet list is
+            never built, the objective is the full F (every triplet, by the scan) and the
+            certificate the full problem's.  ``"auto"``: active beyond
+            ``ACTIVE_MIN_TRIPLETS`` triplets.  When the full list was not built the
+            Solution's ``dual``, ``slack`` are None and ``violations`` holds only the PSD
+            violation; ``info["impostor_triplets"]`` = (i, j, l) and
+            ``info["impostor_alpha"]`` hold the set and its multipliers.
 
         Returns
         -------
@@ -625,6 +754,18 @@ class LMNNProblem(Problem):
         for name, flag in (("polish", polish), ("smooth", smooth)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise InvalidInputError(f"{name} must be True or False; got {flag!r}.")
+        check_choice(impostors, "impostors", ("auto", "all", "active"))
+        if impostors == "auto":
+            impostors = "active" if (self._triplets is None and self.n_triplets > ACTIVE_MIN_TRIPLETS) else "all"
+        if impostors == "active":
+            if alpha0 is not None or (isinstance(warm_start, dict) and warm_start.get("alpha") is not None):
+                raise InvalidInputError("impostors='active' takes no start multipliers; pass only the matrix "
+                                        "(warm_start={'A': ...}) or use impostors='all'.")
+            if isinstance(warm_start, Solution):
+                warm_start = {"A": warm_start.matrix}
+            X0, complement, _ = self._start(warm_start, A0, None)
+            return self._solve_active(X0, complement, tol, max_iter, callback, check_every, buffer, polish,
+                                      smooth, stall_iter)
         X0, complement, alpha0 = self._start(warm_start, A0, alpha0)
         try:
             res = lmnn_pdhg(self.U, self.triplets, self.gamma, X0=X0, alpha0=alpha0, tol=tol,
@@ -635,7 +776,7 @@ class LMNNProblem(Problem):
             raise SolverError(
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
                 "normalize the kernel by its mean diagonal).") from exc
-        A = self.matrix_from_whitened(res.X, complement)
+        A = self._answer(res.X, complement)
         p = pair_distances(self.U, res.X, self.triplets.pi, self.triplets.pj, psd=True)
         xi = lmnn_slack(p, self.triplets)
         viol = self._violations(p, res.X, xi)

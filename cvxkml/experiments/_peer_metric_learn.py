@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["PEERS", "available", "warm_subset", "evaluate", "write_cells", "read_cells", "main"]
+__all__ = ["PEERS", "available", "warm_subset", "evaluate", "fit_lmnn", "write_cells", "read_cells", "main"]
 
 #: peer name -> (metric-learn class, constructor keywords besides random_state)
 PEERS = {"metric-learn ITML": ("ITML_Supervised", {}), "metric-learn LMNN": ("LMNN", {})}
@@ -147,10 +147,40 @@ def read_cells(path) -> tuple[list[dict], int]:
     return cells, int(meta["seed"])
 
 
+def fit_lmnn(Z, y, k: int, regularization: float, max_iter: int = 1000, seed: int = 0) -> dict:
+    """metric-learn's LMNN on the given (already standardized) features, one BLAS thread:
+    ``{"L": components_ (list of rows), "seconds": fit time, "n_iter": its iterations}``
+    (``bench lmnn``'s peer row; the caller evaluates the objective of L Lᵀ itself)."""
+    import metric_learn
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = metric_learn.LMNN(n_neighbors=k, regularization=regularization, max_iter=max_iter,
+                                random_state=seed)
+        t0 = time.perf_counter()
+        est.fit(np.asarray(Z, dtype=float), np.asarray(y))
+        secs = time.perf_counter() - t0
+    return {"L": np.asarray(est.components_).tolist(), "seconds": secs,
+            "n_iter": int(getattr(est, "n_iter_", -1))}
+
+
 def main(argv=None) -> int:
     """``python _peer_metric_learn.py IN.npz OUT.json``: rows of the saved cells as JSON
-    (``{"unavailable": reason}`` when metric-learn cannot run in this interpreter)."""
+    (``{"unavailable": reason}`` when metric-learn cannot run in this interpreter).
+    ``python _peer_metric_learn.py --lmnn IN.npz OUT.json``: :func:`fit_lmnn` on the arrays
+    ``Z``, ``y``, ``k``, ``regularization``, ``max_iter`` of IN.npz."""
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 3 and argv[0] == "--lmnn":
+        reason = available()
+        if reason is not None:
+            out = {"unavailable": reason}
+        else:
+            with np.load(argv[1], allow_pickle=False) as d:
+                out = fit_lmnn(d["Z"], d["y"], int(d["k"]), float(d["regularization"]), int(d["max_iter"]))
+        with open(argv[2], "w") as fh:
+            json.dump(out, fh)
+        return 0
     if len(argv) != 2:
         print("usage: python _peer_metric_learn.py IN.npz OUT.json", file=sys.stderr)
         return 2

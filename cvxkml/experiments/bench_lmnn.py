@@ -127,6 +127,159 @@ def lmnn_rows(datasets=DATASETS, tols=(1e-3, 1e-4), n_folds: int = 3, old: bool 
     return rows
 
 
+# --------------------------------------------------------------------------- at scale (issue 33 item 1)
+#: issue 33's protocol: k = 3, equal pull / push weights
+SCALE_K, SCALE_GAMMA = 3, 0.5
+SCALE_DATASETS = ("digits", "mnist5000", "pendigits5000", "wide")
+
+
+def load_scale_dataset(name: str, seed: int = 0):
+    """(Z, y, description) of a ``bench lmnn --scale`` problem, features as solved.
+
+    ``digits``: scikit-learn's 1 797 × 64 digits, standardized; ``mnist5000``: the offline
+    5 000-image MNIST subset (CVXKML_DATA), pixels / 255, PCA to 50 components, standardized;
+    ``pendigits5000``: a stratified 5 000-point subset (seed) of UCI pendigits (16 features),
+    standardized; ``wide``: synthetic d > n (1 000 × 5 000, 5 classes, class means in a
+    10-dimensional subspace plus isotropic noise, seed), standardized.
+    """
+    from sklearn.decomposition import PCA
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        X, y = load_digits(return_X_y=True)
+        what = "sklearn load_digits, standardized"
+    elif name == "mnist5000":
+        from ..datasets import load_npz
+
+        data = load_npz("mnist5000")
+        X, y = np.asarray(data["X"], dtype=float) / 255.0, np.asarray(data["y"])
+        X = PCA(50, random_state=seed).fit_transform(X)
+        what = "MNIST 5000-image subset, PCA-50, standardized"
+    elif name == "pendigits5000":
+        from ..datasets import load_dataset
+
+        X, y = load_dataset("pendigits")
+        X, _, y, _ = train_test_split(np.asarray(X, dtype=float), np.asarray(y), train_size=5000, stratify=y,
+                                      random_state=seed)
+        what = f"UCI pendigits, stratified 5000-point subset (seed {seed}), standardized"
+    elif name == "wide":
+        rng = np.random.default_rng(seed)
+        n, d, c = 1000, 5000, 5
+        y = np.arange(n) % c
+        B = np.linalg.qr(rng.standard_normal((d, 10)))[0]
+        means = rng.standard_normal((c, 10)) * 3.0
+        X = means[y] @ B.T + rng.standard_normal((n, d))
+        what = f"synthetic d > n ({n} x {d}, {c} classes, seed {seed}), standardized"
+    else:
+        raise CommandError(f"unknown data set {name!r}; choose from {', '.join(SCALE_DATASETS)}.")
+    Z = StandardScaler().fit_transform(np.asarray(X, dtype=float))
+    return Z, np.asarray(y), f"{Z.shape[0]} x {Z.shape[1]}, {what}"
+
+
+def _full_objective(prob, W) -> float:
+    """F of eq. 18 over every triplet at the metric whose learned coordinates are the rows of
+    W (n × q, d(i, j) = ‖W_i − W_j‖²), by the impostor scan (no triplet list)."""
+    from ..solvers.lmnn import impostor_scan
+
+    t_i, t_j = prob.targets
+    perm = np.argsort(t_i, kind="stable")
+    hinge = impostor_scan(W, prob.codes, t_i[perm], t_j[perm], 0.0, cap=0)[3]
+    D = W[t_i] - W[t_j]
+    return (1.0 - prob.gamma) * float(np.einsum("ij,ij->", D, D)) + prob.gamma * hinge
+
+
+def _peer_lmnn(peer_python, Z, y, timeout: float) -> dict:
+    """metric-learn's LMNN (k = 3, regularization 0.5, max_iter 1 000) in another interpreter;
+    ``{"L", "seconds", "n_iter"}``, or ``{"unavailable" | "error": why}``."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    script = Path(__file__).with_name("_peer_metric_learn.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.json")
+        np.savez(inp, Z=Z, y=y, k=SCALE_K, regularization=SCALE_GAMMA, max_iter=1000)
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        try:
+            proc = subprocess.run([str(peer_python), str(script), "--lmnn", inp, out], timeout=timeout,
+                                  capture_output=True, text=True, env=env)
+        except subprocess.TimeoutExpired:
+            return {"error": f"did not finish in {timeout:g} s"}
+        except OSError as exc:
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        if proc.returncode != 0 or not os.path.exists(out):
+            return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+        with open(out) as fh:
+            return json.load(fh)
+
+
+def scale_rows(datasets=SCALE_DATASETS, tol: float = 1e-4, peer_python=None, peer_timeout: float = 1800.0,
+               log=None) -> list[dict]:
+    """cvxkml's linear LMNN (``LMNNProblem.solve``, impostors="auto") and, with ``peer_python``,
+    metric-learn's LMNN on the same standardized features, one row per data set.
+
+    Each row: data, n, d, triplets, seconds, certified (converged), objective F (every triplet),
+    dual bound, certified relative gap, iterations, rounds / set size / scan, smoothed-phase and
+    dual-recovery seconds of the active-set solve; the peer's seconds, its objective F
+    (evaluated here by the same formula) and its excess over cvxkml's certified bound.
+    """
+    from ..declare.lmnn import LMNNProblem
+
+    _warm_up()
+    rows = []
+    for name in datasets:
+        Z, y, what = load_scale_dataset(name)
+        t0 = time.perf_counter()
+        prob = LMNNProblem.linear(Z, y, k=SCALE_K, gamma=SCALE_GAMMA)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sol = prob.solve(tol=tol, max_iter=10**6)
+        secs = time.perf_counter() - t0
+        F, g = float(sol.objective), float(sol.dual_value)
+        info = sol.info
+        row = dict(data=name, what=what, n=int(Z.shape[0]), d=int(Z.shape[1]), triplets=prob.n_triplets,
+                   seconds=secs, converged=bool(sol.converged), status=sol.status, objective=F, dual_value=g,
+                   gap=(F - g) / max(1.0, abs(F)), iterations=int(sol.n_iter), rank=prob.rank,
+                   rounds=info.get("rounds"), set_sizes=info.get("set_sizes"), scan_s=info.get("scan_time"),
+                   smooth_s=info.get("smooth_time"), recovery_s=info.get("polish_time"))
+        if peer_python is not None:
+            peer = _peer_lmnn(peer_python, Z, y, peer_timeout)
+            if "L" in peer:
+                L = np.asarray(peer["L"], dtype=float)
+                Fp = _full_objective(prob, np.ascontiguousarray(Z @ L.T))
+                row.update(peer_seconds=float(peer["seconds"]), peer_objective=Fp,
+                           peer_excess=(Fp - g) / max(1.0, abs(g)), peer_iterations=peer.get("n_iter"))
+            else:
+                row.update(peer_error=peer.get("error") or peer.get("unavailable"))
+        rows.append(row)
+        if log is not None:
+            log(f"{name}: {secs:.3g} s, {row['status']}")
+    return rows
+
+
+def format_scale(rows, tol: float) -> str:
+    """The ``--scale`` rows as a table, then the same-run ratios."""
+    table = format_table(
+        ["data", "n x d (rank)", "triplets", "cvxkml s", "certified gap", "F", "rounds / final set", "scan s",
+         "smoothed s", "metric-learn s", "its F above the bound", "ml / cvxkml"],
+        [[r["data"], f"{r['n']} x {r['d']} ({r['rank']})", str(r["triplets"]), f"{r['seconds']:.3g}",
+          f"{r['gap']:.1e}" + ("" if r["converged"] else f" ({r['status']})"), f"{r['objective']:.8g}",
+          "-" if r["rounds"] is None else f"{r['rounds']} / {r['set_sizes'][-1]}",
+          "-" if r["scan_s"] is None else f"{r['scan_s']:.3g}",
+          "-" if r["smooth_s"] is None else f"{r['smooth_s']:.3g}",
+          f"{r['peer_seconds']:.3g}" if "peer_seconds" in r else r.get("peer_error", "not run"),
+          f"{r['peer_excess']:.2e}" if "peer_excess" in r else "-",
+          f"{r['peer_seconds'] / r['seconds']:.2f}" if "peer_seconds" in r else "-"] for r in rows])
+    return "\n".join([table, f"(k = {SCALE_K}, gamma = {SCALE_GAMMA}, tol {tol:g}; F over every triplet; "
+                              "metric-learn LMNN k = 3, regularization 0.5, max_iter 1000, its F by the same "
+                              "formula; one BLAS thread, same run)"])
+
+
 def _speedups(rows) -> list[str]:
     """Per (data, tol): PDHG / smoothed time over the folds where both certified."""
     lines = []
@@ -177,6 +330,15 @@ def format_report(rows, old_budget: float) -> str:
 def _cmd_bench_lmnn(args) -> int:
     t_start = start("cvxkml bench lmnn", args.quick,
                     "one BLAS thread, Numba warmed up on a small instance first, time.perf_counter")
+    if args.scale is not None:
+        tol = args.tol[0] if args.tol else 1e-4
+        rows = scale_rows(args.scale or SCALE_DATASETS, tol, args.peer_python, args.peer_timeout,
+                          log=lambda line: print(line, flush=True))
+        print()
+        print(format_scale(rows, tol))
+        write_numbers(args.json, {"rows": rows})
+        print()
+        return finish("bench", t_start)
     datasets = args.datasets or (("wine",) if args.quick else DATASETS)
     tols = tuple(args.tol) if args.tol else ((1e-3,) if args.quick else (1e-3, 1e-4))
     budget = args.old_budget if args.old_budget is not None else (5.0 if args.quick else 60.0)
@@ -206,3 +368,11 @@ def register(commands) -> None:
     p.add_argument("--old-budget", type=number_in("--old-budget", 0.0, example="60"), default=None,
                    help="seconds after which the PDHG baseline stops (default 60, quick 5)")
     p.add_argument("--json", default=None, help="write the rows as JSON to this file")
+    p.add_argument("--scale", nargs="*", choices=SCALE_DATASETS, default=None,
+                   help="issue 33 / 36 rows instead: whole data sets, k = 3, tol 1e-4 (default all: "
+                        + ", ".join(SCALE_DATASETS) + ")")
+    p.add_argument("--peer-python", default=None,
+                   help="--scale: a Python with metric-learn 0.7 (e.g. from /work/shared/peers/make-venvs.sh) "
+                        "for the peer rows")
+    p.add_argument("--peer-timeout", type=number_in("--peer-timeout", 0.0, example="1800"), default=1800.0,
+                   help="--scale: seconds after which a peer fit counts as not finished (default 1800)")

@@ -42,7 +42,7 @@ from ..errors import InvalidInputError
 __all__ = [
     "LMNNTriplets", "target_neighbors", "lmnn_objective", "lmnn_slack", "pair_weights",
     "laplacian_quadratic", "lmnn_dual_value", "pair_quadratic", "psd_factor", "psd_pair_distances",
-    "orthonormal_factor",
+    "orthonormal_factor", "count_triplets", "check_targets", "full_triplet_index",
 ]
 
 #: Default of the stall rule of the LMNN PDHG solver (iterations without progress)
@@ -204,30 +204,61 @@ class LMNNTriplets:
         if targets is None:
             t_i, t_j = target_neighbors(sq_dist, y, k, small_classes)
         else:
-            _check_class_sizes(classes, codes, 0)
-            try:
-                t_i, t_j = (np.asarray(a).ravel() for a in targets)
-            except (TypeError, ValueError) as exc:
-                raise InvalidInputError("targets must be a pair (i, j) of index arrays.") from exc
-            if t_i.shape != t_j.shape or t_i.size == 0:
-                raise InvalidInputError("targets must be two non-empty index arrays of equal length.")
-            if not (np.issubdtype(t_i.dtype, np.integer) and np.issubdtype(t_j.dtype, np.integer)):
-                raise InvalidInputError("targets must hold integer point indices.")
-            t_i = t_i.astype(np.int64)
-            t_j = t_j.astype(np.int64)
-            if t_i.min() < 0 or t_j.min() < 0 or t_i.max() >= n or t_j.max() >= n:
-                raise InvalidInputError(f"target indices must lie in 0 … {n - 1}.")
-            if np.any(t_i == t_j) or np.any(codes[t_i] != codes[t_j]):
-                raise InvalidInputError("every target (i, j) must have i ≠ j and y_i = y_j.")
-        # triplets: every target entry (i, j) × every l of another class
+            t_i, t_j = check_targets(targets, y)
+        k_eff = int(k) if targets is None else int(np.max(np.bincount(t_i, minlength=n)))
+        return cls.from_targets(codes, k_eff, t_i, t_j)
+
+    @classmethod
+    def from_targets(cls, codes, k: int, target_i, target_j) -> "LMNNTriplets":
+        """The full structure of given target entries: every entry (i, j) × every l of another
+        class (in the order of :func:`full_triplet_index`)."""
+        codes = np.asarray(codes, dtype=np.int64)
+        t_i = np.asarray(target_i, dtype=np.int64)
+        t_j = np.asarray(target_j, dtype=np.int64)
         tr_e, tr_l = [], []
-        for c in range(classes.size):
+        for c in range(int(codes.max()) + 1):
             ent = np.flatnonzero(codes[t_i] == c)
             others = np.flatnonzero(codes != c)
             tr_e.append(np.repeat(ent, others.size))
             tr_l.append(np.tile(others, ent.size))
         e = np.concatenate(tr_e).astype(np.int64)
         trip_l = np.concatenate(tr_l).astype(np.int64)
+        return cls._assemble(codes, int(k), t_i, t_j, e, trip_l)
+
+    @classmethod
+    def from_impostors(cls, codes, k: int, target_i, target_j, entries, impostors) -> "LMNNTriplets":
+        """A structure holding only some triplets: (target_i[e], target_j[e], impostors[q]) for
+        e = entries[q] (the impostor l must be of another class than target_i[e]).
+
+        Used by the active-set solve (:func:`cvxkml.solvers.lmnn.lmnn_active_set`): the
+        objective of such a structure is F restricted to its triplets (a lower bound on the full
+        F, equal to it when every other triplet has a zero hinge), and a multiplier vector on it,
+        extended by zeros, is a multiplier vector of the full problem with the same G(α): its
+        Lagrange bound :func:`lmnn_dual_value` is a lower bound on the *full* optimum.
+
+        Parameters
+        ----------
+        codes : int array (n,)
+            Class code of every point.
+        k : int
+            Target neighbours per point (recorded only).
+        target_i, target_j : int arrays (E,)
+            All target entries (every one enters the pull term), target_i sorted.
+        entries, impostors : int arrays (Q,)
+            The triplets kept, as (target entry, impostor) pairs.
+        """
+        codes = np.asarray(codes, dtype=np.int64)
+        e = np.asarray(entries, dtype=np.int64)
+        trip_l = np.asarray(impostors, dtype=np.int64)
+        t_i = np.asarray(target_i, dtype=np.int64)
+        t_j = np.asarray(target_j, dtype=np.int64)
+        if e.shape != trip_l.shape or (e.size and np.any(codes[t_i[e]] == codes[trip_l])):
+            raise InvalidInputError("every impostor must be of another class than its target entry's point.")
+        return cls._assemble(codes, int(k), t_i, t_j, e, trip_l)
+
+    @classmethod
+    def _assemble(cls, codes, k_eff, t_i, t_j, e, trip_l) -> "LMNNTriplets":
+        n = codes.size
         trip_i, trip_j = t_i[e], t_j[e]
         # distinct unordered pairs over targets and impostor pairs
         a = np.concatenate([t_i, trip_i])
@@ -239,10 +270,63 @@ class LMNNTriplets:
         ti = inv[t_i.size:].astype(np.int64)
         tt = target_pair[e]
         weight = np.bincount(target_pair, minlength=keys.size).astype(np.float64)
-        k_eff = int(k) if targets is None else int(np.max(np.bincount(t_i, minlength=n)))
         return cls(n=int(n), k=k_eff, codes=codes, pi=pi, pj=pj, target_i=t_i, target_j=t_j,
                    target_pair=target_pair, target_weight=weight, trip_i=trip_i, trip_j=trip_j,
                    trip_l=trip_l, tt=tt, ti=ti)
+
+
+def check_targets(targets, y) -> tuple[np.ndarray, np.ndarray]:
+    """Explicit target entries (i, j) checked against the labels y (i ≠ j, y_i = y_j, indices
+    in range); returns them as int64 arrays."""
+    classes, codes = _label_codes(y)
+    n = codes.size
+    _check_class_sizes(classes, codes, 0)
+    try:
+        t_i, t_j = (np.asarray(a).ravel() for a in targets)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError("targets must be a pair (i, j) of index arrays.") from exc
+    if t_i.shape != t_j.shape or t_i.size == 0:
+        raise InvalidInputError("targets must be two non-empty index arrays of equal length.")
+    if not (np.issubdtype(t_i.dtype, np.integer) and np.issubdtype(t_j.dtype, np.integer)):
+        raise InvalidInputError("targets must hold integer point indices.")
+    t_i = t_i.astype(np.int64)
+    t_j = t_j.astype(np.int64)
+    if t_i.min() < 0 or t_j.min() < 0 or t_i.max() >= n or t_j.max() >= n:
+        raise InvalidInputError(f"target indices must lie in 0 … {n - 1}.")
+    if np.any(t_i == t_j) or np.any(codes[t_i] != codes[t_j]):
+        raise InvalidInputError("every target (i, j) must have i ≠ j and y_i = y_j.")
+    return t_i, t_j
+
+
+def full_triplet_index(codes, target_i, entries, impostors) -> np.ndarray:
+    """Position of the triplets (entries[q], impostors[q]) in :meth:`LMNNTriplets.from_targets`'
+    order (class by class; within a class entry-major, impostors ascending)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    t_i = np.asarray(target_i, dtype=np.int64)
+    e = np.asarray(entries, dtype=np.int64)
+    l = np.asarray(impostors, dtype=np.int64)
+    n = codes.size
+    n_cls = int(codes.max()) + 1
+    counts = np.bincount(codes, minlength=n_cls)
+    ec = codes[t_i]
+    per_class = np.bincount(ec, minlength=n_cls) * (n - counts)
+    base = np.concatenate([[0], np.cumsum(per_class)[:-1]])
+    order = np.argsort(ec, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(ec, minlength=n_cls))[:-1]])
+    rank_e = np.empty(t_i.size, np.int64)
+    rank_e[order] = np.arange(t_i.size) - starts[ec[order]]
+    c = ec[e]
+    below = np.zeros((n_cls, n + 1), np.int64)     # members of class cc among the points < l
+    for cc in range(n_cls):
+        below[cc, 1:] = np.cumsum(codes == cc)
+    return base[c] + rank_e[e] * (n - counts[c]) + (l - below[c, l])
+
+
+def count_triplets(codes, target_i) -> int:
+    """The number of triplets of the full structure, Σ_e (n − n_class(i_e)), without building it."""
+    codes = np.asarray(codes, dtype=np.int64)
+    counts = np.bincount(codes)
+    return int(np.sum(codes.size - counts[codes[np.asarray(target_i, dtype=np.int64)]]))
 
 
 # --------------------------------------------------------------------------- values
@@ -327,7 +411,7 @@ def _min_eig(M) -> float:
 
 
 def lmnn_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, rtol: float = 1e-11,
-                    objective_bound: float | None = None) -> float:
+                    objective_bound: float | None = None, restrict_null: bool = True) -> float:
     """A lower bound on the optimum of eq. 18 from multipliers α (weak duality).
 
     ``U`` (n × r) spans the row features: the columns of Z (n × D) lie in range(U)
@@ -360,6 +444,12 @@ def lmnn_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, rtol: float = 1e
         Relative round-off allowance of the eigenvalue test that chooses s.
     objective_bound : float, optional
         An upper bound on F* (any primal value F(X), X ⪰ 0); default γ·T.
+    restrict_null : bool, default True
+        When G(0) is singular (eigenvalues <= 1e-9·scale) and α is not feasible as it is, also
+        evaluate the bound at α with the multipliers of the triplets whose impostor pair
+        reaches G(0)'s null space set to 0 (:func:`_restrict_to_pull_range`: those triplets
+        can be satisfied for free, so their optimal multipliers are 0) and return the larger
+        bound; both are lower bounds.
 
     Returns
     -------
@@ -404,6 +494,57 @@ def lmnn_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, rtol: float = 1e
 
     if feasible(1.0):
         return bound(1.0)
+    g = _scaled_bound(OT, OH, eps, scale, total, lam_at, bound)
+    if restrict_null and lam_at(0.0) <= _NULL_RTOL * scale:
+        alpha_r = _restrict_to_pull_range(U, trip, alpha, OT, scale)
+        if alpha_r is not None:
+            g = max(g, lmnn_dual_value(U, trip, alpha_r, gamma, rtol, objective_bound, restrict_null=False))
+    return g
+
+
+#: G(0) eigenvalues at most this times ‖G‖ span the (near) null space of the target pull
+_NULL_RTOL = 1e-9
+#: a pair "sees" that null space when this fraction of its squared length lies in it
+_NULL_PAIR_RTOL = 1e-8
+
+
+def _restrict_to_pull_range(U, trip: LMNNTriplets, alpha, OT, scale):
+    """α with the multipliers of the triplets whose impostor pair reaches the null space N of
+    the target pull G(0) set to 0, or None when none does.
+
+    Why this is the right dual point there: no target distance sees N (G(0) v = 0 means
+    (1 − γ) Σ_S (u_ijᵀ v)² = 0), so adding c v vᵀ to any metric leaves the pull term and
+    every d(i, j) unchanged and raises d(i, l) for every impostor pair with a component along
+    v: those triplets' hinges can be brought to 0 for free, and their optimal multipliers are 0.
+    A solver's (or a conic solver's) small positive α on them makes vᵀ G(α) v < 0 and forces the
+    scaling s of :func:`lmnn_dual_value` to ~0 (the bound collapses: 0.27 instead of 50.2 on a
+    24-point instance whose third feature is constant within each class); with them removed
+    G(α) lives on range(G(0)) and the bound is the usual one there."""
+    lam, V = np.linalg.eigh(OT)
+    null = lam <= _NULL_RTOL * scale
+    if not np.any(null):
+        return None
+    D = np.asarray(U, dtype=np.float64)
+    VN = V[:, null]
+    W = D @ VN
+    Pn = W[trip.pi] - W[trip.pj]
+    Pf = D[trip.pi] - D[trip.pj]
+    frac = np.einsum("ij,ij->i", Pn, Pn) / np.maximum(np.einsum("ij,ij->i", Pf, Pf), np.finfo(float).tiny)
+    sees = frac[trip.ti] > _NULL_PAIR_RTOL
+    alpha = np.clip(np.asarray(alpha, dtype=np.float64), 0.0, None)
+    if not np.any(sees & (alpha > 0)):
+        return None
+    out = alpha.copy()
+    out[sees] = 0.0
+    return out
+
+
+def _scaled_bound(OT, OH, eps, scale, total, lam_at, bound) -> float:
+    """The bound at the largest s in [0, 1] with G(sα) ⪰ −eps (see :func:`lmnn_dual_value`)."""
+
+    def feasible(s):
+        return lam_at(s) >= -eps
+
     # generalized eigenvalue when OT is positive definite: s* = 1 / λ_max(−T^-½ H T^-½)
     wT, VT = np.linalg.eigh(OT)
     s = 0.0

@@ -78,7 +78,7 @@ from .._config import WorkBudget, blas_limit
 from ..formulas.lmnn import (STALL_ITER, STALLED, LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
                           pair_weights, psd_factor)
 
-__all__ = ["LMNNResult", "STALL_ITER", "lmnn_pdhg", "pair_distances"]
+__all__ = ["LMNNResult", "STALL_ITER", "impostor_scan", "lmnn_active_set", "lmnn_pdhg", "pair_distances"]
 
 
 
@@ -886,3 +886,310 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
                       info={"operator_norm": L, "primal_weight": omega, "polish_time": polish_time,
                             "smooth_iterations": int(smooth_iter), "smooth_time": smooth_time,
                             "working_triplets": int(work.size), "triplets": int(T)})
+
+
+# --------------------------------------------------------------------------- active set of impostors
+_SCAN_ROWS = 256                   # points per distance block of the impostor scan
+_LOOSE_TOL = 1e-2                  # inner tolerance of the active-set rounds before the last
+
+
+def _entry_offsets(target_i, n) -> np.ndarray:
+    """off[i] … off[i + 1] − 1: the target entries of point i (target_i sorted)."""
+    return np.searchsorted(target_i, np.arange(n + 1)).astype(np.int64)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _row_distances(W, a, b, out):
+    """out[q] = ‖W[a[q]] − W[b[q]]‖² (no temporaries)."""
+    r = W.shape[1]
+    for q in range(a.shape[0]):
+        x = a[q]
+        y = b[q]
+        s = 0.0
+        for c in range(r):
+            d = W[x, c] - W[y, c]
+            s += d * d
+        out[q] = s
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _scan_block(W, Zb, e0, target_i, sq, fuzz, dt, margin, cap, known, out_e, out_l, out_z):
+    """One block of :func:`impostor_scan`: row q of ``Zb`` (entry e0 + q) holds the hinge
+    arguments of every l from the GEMM distances (−inf for same-class l), each within
+    a = fuzz·(‖W_i‖² + ‖W_l‖²) of the exact value; a candidate within a of −margin or of 0 is
+    recomputed from the rows (a sum of squares), the others keep the GEMM value and add a to
+    the hinge sum's error allowance.  Returns (Σ [z]_+ + allowance, candidates above −margin,
+    kept) and writes the kept triplets (outside ``known``, at most ``cap`` per entry, largest z
+    first)."""
+    n = Zb.shape[1]
+    r = W.shape[1]
+    hinge = 0.0
+    total = 0
+    cnt = 0
+    idx = np.empty(n, np.int64)
+    zz = np.empty(n)
+    nk = known.shape[0]
+    for q in range(Zb.shape[0]):
+        e = e0 + q
+        i = target_i[e]
+        m = 0
+        for l in range(n):
+            z = Zb[q, l]
+            a = fuzz * (sq[i] + sq[l])
+            if not z + a > -margin:
+                continue
+            exact = False
+            if abs(z + margin) <= a or abs(z) <= a:
+                s = 0.0
+                for c in range(r):
+                    d = W[i, c] - W[l, c]
+                    s += d * d
+                z = 1.0 + dt[e] - s
+                exact = True
+                if not z > -margin:
+                    continue
+            total += 1
+            if z > 0.0:
+                hinge += z if exact else z + a
+            if nk > 0:
+                key = e * n + l
+                p = np.searchsorted(known, key)
+                if p < nk and known[p] == key:
+                    continue
+            idx[m] = l
+            zz[m] = z
+            m += 1
+        if m > cap:
+            order = np.argsort(-zz[:m])[:cap]
+            for t in range(cap):
+                out_e[cnt] = e
+                out_l[cnt] = idx[order[t]]
+                out_z[cnt] = zz[order[t]]
+                cnt += 1
+        else:
+            for t in range(m):
+                out_e[cnt] = e
+                out_l[cnt] = idx[t]
+                out_z[cnt] = zz[t]
+                cnt += 1
+    return hinge, total, cnt
+
+
+def impostor_scan(W, codes, target_i, target_j, margin: float, cap: int | None = None, known=None):
+    """Every triplet (e, l) whose hinge argument 1 + d(i, j) − d(i, l) exceeds −``margin``
+    under the distances of the rows of W (n × q: d(a, b) = ‖W_a − W_b‖²), never forming the
+    full list of triplets (Weinberger & Saul's impostor search, in blocks of points).
+
+    Distances come from a block GEMM (‖W_i‖² + ‖W_l‖² − 2 W_i·W_l), each within a round-off
+    allowance a = 64ε(q + 2)(‖W_i‖² + ‖W_l‖²) of the exact one; candidates within a of a
+    threshold (−margin, or 0 for the hinge) are recomputed from the rows (a sum of squares), so
+    no triplet with z > −margin is missed, and the hinge sum returned is an upper bound on the
+    exact Σ[z]_+ (by at most Σ a over the positive hinges: round-off).  Cost O(n²q) flops for
+    the GEMM, O(n²k) for the selection, O(n·k·``_SCAN_ROWS``) memory.
+
+    Parameters
+    ----------
+    W : ndarray (n, q)
+    codes : int array (n,)
+    target_i, target_j : int arrays (E,), target_i sorted
+    margin : float >= 0
+    cap : int, optional
+        Return at most this many triplets per target entry outside ``known`` (the largest z).
+    known : sorted int64 array, optional
+        Keys e·n + l of triplets that are not returned (already in a set).
+
+    Returns
+    -------
+    entries, impostors : int64 arrays (Q,), the triplets outside ``known`` with z > −margin
+    z : float array (Q,), their hinge arguments (to round-off)
+    hinge_sum : float, an upper bound (to round-off) on Σ [z]_+ over every triplet
+    n_candidates : int, the triplets with z > −margin (known or not)
+    """
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    n = W.shape[0]
+    off = _entry_offsets(target_i, n)
+    sq = np.einsum("ij,ij->i", W, W)
+    Dt = W[target_i] - W[target_j]
+    dt = np.einsum("ij,ij->i", Dt, Dt)
+    fuzz = 64.0 * np.finfo(float).eps * (W.shape[1] + 2)
+    known = np.zeros(0, np.int64) if known is None else np.asarray(known, dtype=np.int64)
+    ents, imps, zs = [], [], []
+    total, hinge = 0, 0.0
+    for i0 in range(0, n, _SCAN_ROWS):
+        i1 = min(n, i0 + _SCAN_ROWS)
+        e0, e1 = off[i0], off[i1]
+        if e1 == e0:
+            continue
+        D = sq[i0:i1, None] + sq[None, :] - 2.0 * (W[i0:i1] @ W.T)
+        rows = target_i[e0:e1] - i0
+        Z = (1.0 + dt[e0:e1])[:, None] - D[rows]
+        Z[codes[target_i[e0:e1]][:, None] == codes[None, :]] = -np.inf
+        m = e1 - e0 if cap is None else min(cap, n)
+        oe = np.empty((e1 - e0) * (n if cap is None else m), np.int64)
+        ol = np.empty_like(oe)
+        oz = np.empty(oe.size)
+        h, tot, cnt = _scan_block(W, Z, e0, target_i, sq, fuzz, dt, float(margin), n if cap is None else int(cap),
+                                  known, oe, ol, oz)
+        del Z, D
+        hinge += h
+        total += tot
+        ents.append(oe[:cnt].copy())
+        imps.append(ol[:cnt].copy())
+        zs.append(oz[:cnt].copy())
+    cat = (lambda a, t: np.concatenate(a).astype(t) if a else np.zeros(0, t))
+    return cat(ents, np.int64), cat(imps, np.int64), cat(zs, np.float64), hinge, int(total)
+
+
+def _keys(entries, impostors, n) -> np.ndarray:
+    return np.asarray(entries, dtype=np.int64) * n + np.asarray(impostors, dtype=np.int64)
+
+
+def lmnn_active_set(U, codes, k: int, target_i, target_j, gamma: float, X0=None, tol: float = 1e-6,
+                    max_iter: int = 20_000, check_every: int = 200, buffer: float = 0.5, cap: int = 50,
+                    init_cap: int = 10, max_rounds: int = 50, polish: bool = True, blas_threads: int | str | None = "config",
+                    callback=None, smooth: bool = True, stall_iter: int | None = STALL_ITER) -> LMNNResult:
+    """LMNN (eq. 18) on all triplets, solved on an active set of impostors that a full scan
+    refreshes between solves (Weinberger & Saul §6), so that the n·k·(n − n_c) triplets are
+    never stored.
+
+    Each round solves the problem restricted to the current set S (:func:`lmnn_pdhg`, the
+    smoothed phase then PDHG, certified on S to ``tol``), then scans every triplet at the
+    answer (:func:`impostor_scan`):  F(X̂) = F_S(X̂) + γ Σ_{t ∉ S} [z_t]_+ exactly, and the
+    triplets outside S with z_t > −``buffer`` join S (at most ``cap`` per target entry per
+    round).  The certificate is that of the full problem: the multipliers of S extended by
+    zeros have the same G(α), so g_S(α) is a Lagrange lower bound on the full optimum, and the
+    run converges when F(X̂) − g_S(α) <= tol · max(1, F(X̂)) with the full F.
+
+    Parameters
+    ----------
+    U : ndarray (n, r)
+        Orthonormal feature factor.
+    codes : int array (n,)
+    k : int
+    target_i, target_j : int arrays (E,), target_i sorted
+    gamma, X0, tol, max_iter, check_every, polish, smooth, stall_iter, blas_threads
+        As :func:`lmnn_pdhg` (max_iter counts over all rounds).
+    buffer : float, default 0.5
+        Triplets with z > −buffer at a round's answer join the set.
+    cap : int, default 50
+        At most this many new impostors per target entry per round.
+    init_cap : int, default 10
+        The first set also holds this many nearest impostors of every target entry.
+    max_rounds : int, default 50
+    callback : callable or None
+        Called at every check of every round, as :func:`lmnn_pdhg`'s (the values are those of
+        the round's set; ``round`` is added); a truthy return stops the run.
+
+    Returns
+    -------
+    LMNNResult
+        ``objective`` is the full F, ``dual_value`` the bound of the set's multipliers;
+        ``alpha`` lives on ``info["triplets"]`` (the final set, an :class:`LMNNTriplets`);
+        ``info["rounds"]``, ``info["scan_time"]``, ``info["set_sizes"]``.
+    """
+    with blas_limit(blas_threads):
+        return _lmnn_active_set(U, codes, k, target_i, target_j, gamma, X0, tol, max_iter, check_every,
+                                buffer, cap, init_cap, max_rounds, polish, callback, smooth, stall_iter)
+
+
+def _lmnn_active_set(U, codes, k, target_i, target_j, gamma, X0, tol, max_iter, check_every, buffer, cap,
+                     init_cap, max_rounds, polish, callback, smooth, stall_iter) -> LMNNResult:
+    t0 = time.perf_counter()
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    n, r = U.shape
+    codes = np.asarray(codes, dtype=np.int64)
+    target_i = np.asarray(target_i, dtype=np.int64)
+    target_j = np.asarray(target_j, dtype=np.int64)
+    X = np.eye(r) if X0 is None else np.array(X0, dtype=np.float64)
+    X = _psd_project(np.ascontiguousarray(X))
+    pull_w = (1.0 - gamma)
+    scan_time = 0.0
+    ts = time.perf_counter()
+    # the first set: the triplets near their margin at the start and the ``init_cap`` nearest
+    # impostors of every target entry (the start is usually far too wide a metric: with the
+    # near-margin triplets alone the first answer collapses and the next scan finds most
+    # triplets violated)
+    W0 = U @ psd_factor(X)
+    e, l, z, _, _ = impostor_scan(W0, codes, target_i, target_j, buffer, cap)
+    if init_cap:
+        e2, l2, _, _, _ = impostor_scan(W0, codes, target_i, target_j, np.inf, init_cap)
+        e, l = np.concatenate([e, e2]), np.concatenate([l, l2])
+    scan_time += time.perf_counter() - ts
+    keys = np.unique(_keys(e, l, n))
+    alpha_keys, alpha_vals = np.zeros(0, np.int64), np.zeros(0)
+    it = 0
+    history, sizes = [], []
+    res = None
+    status, converged = "max_iter reached", False
+    F_full = g = np.inf
+    rounds = 0
+    info_last = {}
+    final = tol >= _LOOSE_TOL
+    smooth_time = polish_time = 0.0
+    while True:
+        rounds += 1
+        sub = LMNNTriplets.from_impostors(codes, k, target_i, target_j, keys // n, keys % n)
+        sizes.append(int(keys.size))
+        skeys = _keys(keys // n, keys % n, n)         # the order of sub's triplets (= keys)
+        a0 = np.zeros(keys.size)
+        if alpha_keys.size:
+            pos = np.searchsorted(skeys, alpha_keys)
+            ok = (pos < skeys.size) & (skeys[np.minimum(pos, skeys.size - 1)] == alpha_keys)
+            a0[pos[ok]] = alpha_vals[ok]
+        rnd = rounds
+
+        def cb(d, rnd=rnd):
+            if callback is None:
+                return False
+            d = dict(d, round=rnd, iteration=d["iteration"] + it)
+            return callback(d)
+
+        # a loose inner tolerance while the set still grows (its answer only chooses the next
+        # impostors); the asked one once the last scan found no triplet outside the set
+        # with a positive hinge
+        inner_tol = tol if final else max(tol, _LOOSE_TOL)
+        res = _lmnn_pdhg(U, sub, gamma, X, a0, inner_tol, max(max_iter - it, 0), check_every, buffer, polish, 0,
+                         cb, smooth, stall_iter)
+        it += res.n_iter
+        history += [(h[0] + it - res.n_iter,) + tuple(h[1:]) for h in res.history]
+        X = res.X
+        alpha_keys, alpha_vals = skeys, res.alpha
+        info_last = res.info
+        smooth_time += res.info.get("smooth_time", 0.0)
+        polish_time += res.info.get("polish_time", 0.0)
+        ts = time.perf_counter()
+        W = U @ psd_factor(X)
+        e, l, z, hinge, _ = impostor_scan(W, codes, target_i, target_j, buffer, cap, known=keys)
+        scan_time += time.perf_counter() - ts
+        fresh = np.unique(_keys(e, l, n))
+        Dt = W[target_i] - W[target_j]
+        pull = float(np.einsum("ij,ij->i", Dt, Dt).sum())
+        F_full = pull_w * pull + gamma * hinge
+        g = res.dual_value
+        scale = max(1.0, abs(F_full))
+        if F_full - g <= tol * scale:
+            converged, status = True, "converged"
+            break
+        if res.status not in ("converged",):
+            status = res.status
+            break
+        if fresh.size == 0:
+            if final:
+                # nothing new to add, yet not certified: the set's own gap is the full one
+                status = res.status
+                break
+            final = True          # the set is complete at this answer: solve it to tol
+            continue
+        final = bool(np.max(z) <= 0.0) if z.size else True
+        if it >= max_iter:
+            break
+        if rounds >= max_rounds:
+            status = "max rounds reached"
+            break
+        keys = np.union1d(keys, fresh)
+    return LMNNResult(X=X, alpha=res.alpha, objective=float(F_full), dual_value=float(g), n_iter=int(it),
+                      converged=converged, time=time.perf_counter() - t0, status=status, history=history,
+                      info={**info_last, "triplets": sub, "set_entries": keys // n, "set_impostors": keys % n,
+                            "rounds": rounds, "scan_time": scan_time, "smooth_time": smooth_time,
+                            "polish_time": polish_time,
+                            "set_sizes": sizes, "set_objective": float(res.objective)})
