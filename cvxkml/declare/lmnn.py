@@ -379,7 +379,7 @@ class LMNNProblem(Problem):
         perm = np.argsort(t_i, kind="stable")         # the scan wants the entries grouped by point
         try:
             res = lmnn_active_set(self.U, self.codes, self.k, t_i[perm], t_j[perm], self.gamma, X0=X0, tol=tol,
-                                  max_iter=max_iter, check_every=check_every, buffer=max(buffer, 0.1),
+                                  max_iter=max_iter, check_every=check_every, buffer=min(max(buffer, 0.1), 0.5),
                                   polish=bool(polish), callback=callback, smooth=bool(smooth),
                                   stall_iter=stall_iter)
         except FloatingPointError as exc:
@@ -414,7 +414,7 @@ class LMNNProblem(Problem):
         self._warn_unconverged(
             sol, f"LMNN solver (active impostor set) stopped after {res.n_iter} iterations ({res.status}) "
             f"with certified relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned. "
-            "Raise max_iter or tol.")
+            "Raise max_iter or tol." + ("" if sol.converged else self._singular_pull_note(sol)))
         return sol
 
     # ------------------------------------------------------------------ CVXPY side
@@ -718,7 +718,8 @@ class LMNNProblem(Problem):
             them).  ``"active"``: on an active set of impostors refreshed by a full scan
             between solves (:func:`cvxkml.solvers.lmnn.lmnn_active_set`): the triplet list is
             never built, the objective is the full F (every triplet, by the scan) and the
-            certificate the full problem's.  ``"auto"``: active beyond
+            certificate the full problem's (``buffer`` is capped at 0.5 there: it is also the
+            scan's margin, and a wider one only grows the set).  ``"auto"``: active beyond
             ``ACTIVE_MIN_TRIPLETS`` triplets.  When the full list was not built the
             Solution's ``dual``, ``slack`` are None and ``violations`` holds only the PSD
             violation; ``info["impostor_triplets"]`` = (i, j, l) and
@@ -793,7 +794,25 @@ class LMNNProblem(Problem):
             STALLED: (f"stalled: the certified gap did not shrink by 0.1 % in {stall_iter} iterations",
                       " Raise tol, or stall_iter (0: run to max_iter)."),
         }.get(status, ("the iteration budget max_iter ran out", " Raise max_iter or tol."))
+        if not sol.converged:
+            advice += self._singular_pull_note(sol)
         self._warn_unconverged(
             sol, f"LMNN solver stopped after {res.n_iter} iterations ({why}) with certified "
             f"relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned." + advice)
         return sol
+
+    def _singular_pull_note(self, sol) -> str:
+        """The stated reason of an uncertified solve whose target pull G(0) is singular (written
+        into ``sol.info["pull_null_dim"]`` too): '' when G(0) is positive definite."""
+        t_i, t_j = self.targets
+        D = self.U[t_i] - self.U[t_j]
+        G0 = (1.0 - self.gamma) * (D.T @ D)
+        lam = np.linalg.eigvalsh(0.5 * (G0 + G0.T)) if G0.size else np.zeros(0)
+        null = int(np.sum(lam <= 1e-9 * max(float(lam[-1]) if lam.size else 0.0, np.finfo(float).tiny)))
+        sol.info["pull_null_dim"] = null
+        if null == 0:
+            return ""
+        return (f" The target pull G(0) is singular ({null} of {self.rank} directions, eigenvalues <= 1e-9 of "
+                "the largest: no target distance sees them), so the Lagrange bound holds only through "
+                "multipliers that vanish on the triplets reaching that null space. For a nearly singular "
+                "kernel, raise rank_rtol (drops Z's near-null directions) or add a ridge to the kernel.")

@@ -165,3 +165,10 @@ def test_span_and_feature_spaces_give_the_same_answer(seed, n, d):
     tr = b.triplets
     p = psd_pair_distances(b.U, sb.info["X"], tr.pi, tr.pj)
     np.testing.assert_allclose(W.pair_sq_distances(X[tr.pi], X[tr.pj]), p, rtol=1e-7, atol=1e-9)
+
+
+def test_an_uncertified_singular_pull_solve_states_the_reason():
+    prob = singular_pull_problem(0)
+    with pytest.warns(Warning, match="target pull G\\(0\\) is singular"):
+        sol = prob.solve(tol=1e-12, max_iter=3)
+    assert not sol.converged and sol.info["pull_null_dim"] == 1

@@ -49,3 +49,24 @@ def test_bad_options():
     for bad in (["--tol", "0"], ["--tol", "x"], ["--old-budget", "-1"], ["--datasets", "iris"]):
         with pytest.raises(SystemExit):
             build_parser().parse_args(["bench", "lmnn", *bad])
+
+
+def test_scale_objective_of_a_peer_metric_is_the_problems():
+    """``bench lmnn --scale`` evaluates a peer's metric L by the impostor scan: the same F as
+    the problem's all-triplet formula at A = LᵀL."""
+    from cvxkml.declare.lmnn import LMNNProblem
+
+    rng = np.random.default_rng(3)
+    y = np.arange(40) % 3
+    Z = rng.normal(size=(40, 4)) + 0.5 * y[:, None]
+    prob = LMNNProblem.linear(Z, y, k=bench_lmnn.SCALE_K, gamma=bench_lmnn.SCALE_GAMMA)
+    L = rng.normal(size=(3, 4))
+    assert bench_lmnn._full_objective(prob, Z @ L.T) == pytest.approx(prob.objective(L.T @ L), rel=1e-10)
+
+
+def test_scale_rows_table_says_when_the_peer_did_not_run():
+    row = dict(data="digits", n=10, d=3, rank=3, triplets=5, seconds=1.0, gap=5e-5, converged=True,
+               status="converged", objective=2.0, rounds=2, set_sizes=[3, 4], scan_s=0.1, smooth_s=0.5,
+               peer_error="did not finish in 10 s")
+    text = bench_lmnn.format_scale([row], 1e-4)
+    assert "did not finish in 10 s" in text and "5.0e-05" in text
