@@ -136,12 +136,15 @@ def check_reported(reported, recomputed: float, *, rtol: float = REPORT_RTOL, wh
 
 def check_certificate(objective: float, dual_value, *, converged: bool, gap_rtol: float,
                       optimum: float | None = None, opt_rtol: float | None = None,
-                      feasible: bool = True) -> float | None:
+                      feasible: bool = True, bought: float | None = None) -> float | None:
     """Check a (recomputed) certificate (module docstring); returns the relative gap or None.
-    A negative gap is a failure when the answer claims ``converged`` or its point is
-    ``feasible`` (weak duality then forbids it); at an infeasible point of an unconverged
-    solve (a hard problem stopped at the iteration limit) it is what the violation buys, not
-    a lie."""
+
+    A negative gap beyond ``gap_rtol`` fails an answer that claims ``converged``.  Otherwise
+    weak duality bounds it: for any point M and multipliers λ in the dual box,
+    g(λ) <= L(M, λ) <= f(M) + Σ_c |λ_c|·viol_c(M), so f − g >= −``bought`` (the
+    multiplier-weighted violation, when the caller can compute it) — a gap below
+    −(bought + gap_rtol·scale) means the duals or the objective are wrong.  Without
+    ``bought``, a negative gap fails when the point is ``feasible``."""
     obj = check_scalar(objective, "objective")
     dv = check_scalar(dual_value, "dual value", allow_none=True)
     scale = max(1.0, abs(obj))
@@ -151,7 +154,13 @@ def check_certificate(objective: float, dual_value, *, converged: bool, gap_rtol
                               "value); converged means certified: return the duals, or converged=False.")
         return None
     gap = (obj - dv) / scale
-    if gap < -gap_rtol and (converged or feasible):
+    if bought is not None and not converged:
+        if obj - dv < -(float(bought) + gap_rtol * scale):
+            raise SolverError(
+                f"Negative certificate: dual value {dv:.12g} exceeds the objective {obj:.12g} by more "
+                f"than the violations can buy (Σ|λ|·violation = {float(bought):.3g}); the duals or "
+                "the objective are wrong (weak duality).")
+    elif gap < -gap_rtol and (converged or feasible):
         raise SolverError(f"Negative certificate: dual value {dv:.12g} exceeds the objective {obj:.12g} "
                           f"(relative gap {gap:.3g} < −{gap_rtol:g}); the point is infeasible or the "
                           "duals are wrong.")

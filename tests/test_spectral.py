@@ -47,7 +47,7 @@ def test_theorem4_exact_models(reg, seed):
     gamma = 1.0 if reg.has_slack else None
     if gamma is None:       # hard: 3 pairs incl. dissimilar ones (else α = 0 gives K* = 0)
         pc = _three_pairs(pc)
-    W = SpectralMetric(X, pc, reg, gamma=gamma).solve_reference()
+    W = SpectralMetric(X, pc, reg, gamma=gamma, space="features").solve_reference()
     K = SpectralKernel(X @ X.T, pc, reg, gamma=gamma).solve_reference()
     scale = max(1.0, abs(W.objective))
     assert abs(W.objective - K.objective) <= 1e-6 * scale
@@ -69,7 +69,7 @@ def test_theorem4_fast_solvers(reg, gamma):
     rng, X, pc = _theorem4_instance(5, 8, 4)
     if gamma is None:
         pc = _three_pairs(pc)
-    W = SpectralMetric(X, pc, reg, gamma=gamma).solve(**FAST)
+    W = SpectralMetric(X, pc, reg, gamma=gamma, space="features").solve(**FAST)
     K = SpectralKernel(X @ X.T, pc, reg, gamma=gamma).solve(**FAST)
     assert W.converged and K.converged
     np.testing.assert_allclose(X @ W.matrix @ X.T, K.matrix, atol=1e-6 * np.abs(K.matrix).max())

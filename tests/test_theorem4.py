@@ -103,7 +103,7 @@ def test_theorem4_fast_every_spectral_regularizer(seed, n, extra, m, name, gamma
         gamma = None
     rng, X = _features(seed, n, extra)
     pc = _pairs(rng, X, m, hard=gamma is None)
-    W = _solve(SpectralMetric(X, pc, reg, gamma=gamma), **FAST)
+    W = _solve(SpectralMetric(X, pc, reg, gamma=gamma, space="features"), **FAST)
     K = _solve(SpectralKernel(X @ X.T, pc, reg, gamma=gamma), **FAST)
     _check_equivalence(rng, X, W.matrix, K.matrix, W.objective, K.objective, reg.alpha)
 

@@ -2,9 +2,9 @@
 
 | spec | problems | regularizer | families | hinge | gamma |
 |---|---|---|---|---|---|
-| ``bregman-metric`` (Jain et al. Alg. 1, O(d²) each) | ITML, SpectralMetric | LogDet | pairs | – | yes |
-| ``bregman-kernel`` (Alg. 1 on K, or Kulis et al. Alg. 2 on a rank-r K0) | LogDetKernel, SpectralKernel | LogDet | pairs, relative, similarity | – | yes |
-| ``lowrank-logdet`` (Kulis et al. Alg. 2, CHOLUPDATEMULT) | LowRankLogDet, FactoredSpectralKernel | LogDet | pairs, relative, similarity | – | yes |
+| ``bregman-metric`` (Jain et al. Alg. 1, O(d²) each) | metric space (ITML, SpectralMetric) | LogDet | pairs | – | yes |
+| ``bregman-kernel`` (Alg. 1 on K, or Kulis et al. Alg. 2 on a rank-r K0) | kernel space (LogDetKernel, SpectralKernel) | LogDet | pairs, relative, similarity | – | yes |
+| ``lowrank-logdet`` (Kulis et al. Alg. 2, CHOLUPDATEMULT) | factored and span spaces (LowRankLogDet, FactoredSpectralKernel, wide ITML) | LogDet | pairs, relative, similarity | – | yes |
 | ``vonneumann`` (Kulis et al. Alg. 3; slack: dual Newton-CG) | every spectral problem | VonNeumann | pairs | – | yes |
 | ``pola`` (dual FISTA + Newton polish) | every spectral problem | Frobenius | all | – | – |
 | ``trace`` (dual Newton-CG, else Uzawa) | every spectral problem | TraceNorm | pairs | – | – |
@@ -19,7 +19,6 @@ import numpy as np
 
 from ..declare import registry
 from ..declare.base import SpectralProblem
-from ..declare.logdet import ITML, LogDetKernel
 from ..declare.lowrank import LowRankLogDet
 from ..declare.regularizers import Frobenius, LogDet, TraceNorm, VonNeumann
 from ..declare.sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric
@@ -119,7 +118,7 @@ def lowrank_solve(problem, tol, max_iter):
     done = resume.pop("projections", 0)
     stats = {}
     B, lam, xi, sweeps, change, code, bad, t = _lowrank.lowrank_logdet(   # looked up at call time
-        problem.G0, cat(kinds), cat(I), cat(J), cat(Kx), cat(cu), cat(cv), cat(delta), cat(target),
+        problem.F, cat(kinds), cat(I), cat(J), cat(Kx), cat(cu), cat(cv), cat(delta), cat(target),
         problem.gamma, tol, max_iter, gap_tol=gap_tol, viol_tol=viol_tol, stats=stats, **resume)
     done += stats["projections"]
     if getattr(problem, "_stop_rule", None) is not None:
@@ -252,12 +251,14 @@ def _sdp_ok(problem) -> bool:
 
 _INEQ = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
 for _spec in (
-        registry.SolverSpec("bregman-metric", bregman_metric_solve, problems=(ITML,),
-                            regularizers=(LogDet,), families=(PairConstraints,), slack=True),
-        registry.SolverSpec("bregman-kernel", bregman_kernel_solve, problems=(LogDetKernel,),
-                            regularizers=(LogDet,), families=_PRS, slack=True),
-        registry.SolverSpec("lowrank-logdet", lowrank_solve, problems=(LowRankLogDet,),
-                            regularizers=(LogDet,), families=_PRS, slack=True),
+        registry.SolverSpec("bregman-metric", bregman_metric_solve, problems=(SpectralProblem,),
+                            spaces=("metric",), regularizers=(LogDet,), families=(PairConstraints,),
+                            slack=True),
+        registry.SolverSpec("bregman-kernel", bregman_kernel_solve, problems=(SpectralProblem,),
+                            spaces=("kernel",), regularizers=(LogDet,), families=_PRS, slack=True),
+        registry.SolverSpec("lowrank-logdet", lowrank_solve, problems=(SpectralProblem,),
+                            spaces=("factored", "span"), regularizers=(LogDet,), families=_PRS,
+                            slack=True),
         registry.SolverSpec("vonneumann", vonneumann_solve, problems=(SpectralProblem,),
                             regularizers=(VonNeumann,), families=(PairConstraints,), slack=True),
         registry.SolverSpec("pola", pola_solve, problems=(SpectralProblem,),

@@ -1,45 +1,42 @@
-"""The declarative layer: problem objects that build CVXPY models (ground truth)
-and dispatch to the fast solvers."""
-from .problem import Problem
-from .logdet import ITML, LogDetKernel, LogDetProblem
+"""The declarative layer: problem objects that build CVXPY models (ground truth) and
+dispatch to the fast solvers registered in :mod:`cvxkml.declare.registry`.
 
-__all__ = ["Problem", "ITML", "LogDetKernel", "LogDetProblem"]
-from .lowrank import LowRankLogDet
-
-__all__ += ["LowRankLogDet"]
-from .iplr import IPLR
-
-__all__ += ["IPLR"]
+A spectral problem is composed of a space (:mod:`cvxkml.declare.spaces`), a regularizer
+(:mod:`cvxkml.declare.regularizers`) and constraint atoms (:mod:`cvxkml.sideinfo`):
+``SpectralProblem(space, constraints, regularizer)``; the named problems below fill in the
+papers' choices.
+"""
+from .base import SpectralProblem
 from .dual import solve_dual
-from .regularizers import (Frobenius, LogDet, Regularizer, TraceNorm, VonNeumann,
-                           register_fast_solver)
-from .spectral import FactoredSpectralKernel, SpectralKernel, SpectralMetric
-
-__all__ += ["FactoredSpectralKernel", "SpectralKernel", "SpectralMetric", "Regularizer", "LogDet", "VonNeumann", "Frobenius",
-            "TraceNorm", "solve_dual", "register_fast_solver"]
-from .vonneumann import VonNeumannKernel
-
-__all__ += ["VonNeumannKernel"]
-from .trace import TraceSSIKDR
-
-__all__ += ["TraceSSIKDR"]
-from .pola import POLAKernel, POLAMetric, pola_constraints
-from .sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric, barrier_path
-
-__all__ += ["POLAKernel", "POLAMetric", "pola_constraints", "LinearLogDet", "SDPLogDetKernel",
-            "SDPLogDetMetric", "barrier_path"]
+from .extend import ExtendedProblem
+from .iplr import IPLR
 from .kcr import KCR
-
-__all__ += ["KCR"]
 from .lmnn import LMNNProblem
+from .logdet import ITML, LogDetKernel, LogDetProblem
+from .lowrank import LowRankLogDet
 from .mkl import (CallablePObjective, LinearPObjective, LMNNWeightObjective, MuWeightStep,
                   RankOneWeightStep, WeightStepSolution, alternate)
-
-__all__ += ["LMNNProblem", "LinearPObjective", "CallablePObjective", "LMNNWeightObjective",
-            "RankOneWeightStep", "MuWeightStep", "WeightStepSolution", "alternate"]
+from .pola import POLAKernel, POLAMetric, pola_constraints
+from .problem import Problem
+from .regularizers import (Frobenius, LogDet, Regularizer, TraceNorm, VonNeumann,
+                           register_fast_solver)
+from .sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric, barrier_path
+from .spaces import FactoredSpace, KernelSpace, MetricSpace, Space, SpanSpace
+from .spectral import FactoredSpectralKernel, SpectralKernel, SpectralMetric
+from .trace import TraceSSIKDR
+from .vonneumann import VonNeumannKernel
 from .yeung import EmbeddingWeightProblem, SpectralReweighting
 
-__all__ += ["SpectralReweighting", "EmbeddingWeightProblem"]
-from .extend import ExtendedProblem
-
-__all__ += ["ExtendedProblem"]
+__all__ = [
+    # the composition and its parts
+    "Problem", "SpectralProblem", "Space", "MetricSpace", "KernelSpace", "FactoredSpace",
+    "SpanSpace", "Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm",
+    "register_fast_solver", "solve_dual", "ExtendedProblem",
+    # the papers' problems
+    "ITML", "LogDetKernel", "LogDetProblem", "LowRankLogDet", "IPLR", "SpectralMetric",
+    "SpectralKernel", "FactoredSpectralKernel", "VonNeumannKernel", "TraceSSIKDR",
+    "POLAKernel", "POLAMetric", "pola_constraints", "LinearLogDet", "SDPLogDetKernel",
+    "SDPLogDetMetric", "barrier_path", "KCR", "LMNNProblem", "LinearPObjective",
+    "CallablePObjective", "LMNNWeightObjective", "RankOneWeightStep", "MuWeightStep",
+    "WeightStepSolution", "alternate", "SpectralReweighting", "EmbeddingWeightProblem",
+]

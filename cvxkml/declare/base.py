@@ -70,6 +70,59 @@ class SpectralProblem(Problem):
     M0: np.ndarray
     T: np.ndarray
     F: np.ndarray
+    _stop_rule = None          # (gap_tol, viol_tol) of the running solve()
+    _resume = None             # a resumable native solver's last iterate
+
+    def __init__(self, space, constraints, regularizer: Regularizer | None = None, gamma=None, *,
+                 zero_pairs: str = "raise"):
+        """A spectral problem composed of its parts: ``space`` × ``regularizer`` ×
+        ``constraints`` (Jain et al. 2012, eq. 12–13).
+
+        Parameters
+        ----------
+        space : :class:`~cvxkml.declare.spaces.Space`
+            What the learned matrix is: :class:`~cvxkml.declare.spaces.MetricSpace` (W on
+            features), :class:`~cvxkml.declare.spaces.KernelSpace` (K on the range of K0),
+            :class:`~cvxkml.declare.spaces.FactoredSpace` (X̂ with K = G0 X̂ G0ᵀ) or
+            :class:`~cvxkml.declare.spaces.SpanSpace` (W on wide data, in the data's span).
+        constraints : constraint atom(s) (:mod:`cvxkml.sideinfo`), hard or wrapped in
+            :class:`~cvxkml.sideinfo.Hinge` / :class:`~cvxkml.sideinfo.Squared`.
+        regularizer : :class:`~cvxkml.declare.regularizers.Regularizer` or None (LogDet).
+        gamma : float or None
+            The regularizer's own pair slack weight (LogDet, von Neumann), or None.
+        zero_pairs : {"raise", "skip"}
+            Pairs at zero baseline distance: an error, or dropped with a warning.
+
+        The named problems (:class:`~cvxkml.declare.ITML`, :class:`~cvxkml.declare.LogDetKernel`,
+        :class:`~cvxkml.declare.LowRankLogDet`, :class:`~cvxkml.declare.SpectralMetric`, …)
+        are this composition with their space and regularizer filled in.
+        """
+        from .spaces import Space
+        if not isinstance(space, Space):
+            raise InvalidInputError(
+                "space must be a cvxkml.declare.spaces.Space (MetricSpace(X), KernelSpace(K0), "
+                f"FactoredSpace(G0), SpanSpace(X)); got {type(space).__name__}.")
+        if regularizer is not None:
+            if not isinstance(regularizer, Regularizer):
+                raise InvalidInputError(
+                    "regularizer must be a cvxkml.declare.regularizers.Regularizer (LogDet(), "
+                    f"VonNeumann(), Frobenius(), TraceNorm(tau), …); got {type(regularizer).__name__}.")
+            self.regularizer = regularizer
+        self._set_space(space)
+        self._init_constraints(constraints, space.n_points, space.dim, gamma, zero_pairs)
+
+    #: attributes a space lends its problem (the names the problems had before spaces)
+    _SPACE_ATTRIBUTES = ("X", "G0", "factorization", "rank")
+
+    def _set_space(self, space) -> None:
+        """Adopt ``space``: M0, T, F and the space's own named attributes."""
+        self.space = space
+        self.M0, self.T, self.F = space.M0, space.T, space.F
+        for name in self._SPACE_ATTRIBUTES:
+            if hasattr(space, name):
+                setattr(self, name, getattr(space, name))
+        if hasattr(space, "range"):
+            self._range = space.range
 
     def _init_constraints(self, constraints, n_points: int, dim: int, gamma, zero_pairs: str = "raise"):
         """Split and validate constraints.  Pairs at zero baseline distance (LogDet keeps the
@@ -154,15 +207,29 @@ class SpectralProblem(Problem):
         return self.pairs is not None and all(c is None for c in self._families()[1:])
 
     def pair_values(self, M, i, j) -> np.ndarray:
-        """Squared learned distances of index pairs: v̂ᵀ M v̂ with v̂ = F[i] − F[j] (rows of
-        the data / factor the matrix acts on); the kernel problem overrides it."""
-        V = self.F[np.asarray(i)] - self.F[np.asarray(j)]
-        return np.einsum("ij,jk,ik->i", V, np.asarray(M, dtype=float), V)
+        """Squared learned distances of index pairs under a matrix M of this problem's space
+        (:meth:`Space.pair_values <cvxkml.declare.spaces.Space.pair_values>`)."""
+        return self.space.pair_values(M, i, j)
 
     def pair_inner(self, M, j, l) -> np.ndarray:
-        """Learned inner products F[j]ᵀ M F[l] (K_jl for the kernel problem)."""
-        return np.einsum("ij,jk,ik->i", self.F[np.asarray(j)], np.asarray(M, dtype=float),
-                         self.F[np.asarray(l)])
+        """Learned inner products of index pairs (K_jl for a kernel space)."""
+        return self.space.pair_inner(M, j, l)
+
+    def learned_metric(self, solution):
+        """The learned Mahalanobis metric of a metric problem's solution, as a function of
+        new points: :class:`~cvxkml.learned.LearnedMetric` (W, d × d) in the feature space,
+        :class:`~cvxkml.learned.FactoredMetric` (W = αI + U diag(λ) Uᵀ, never d × d) in the
+        span space (:class:`~cvxkml.declare.spaces.SpanSpace`)."""
+        from ..learned import LearnedMetric
+        M = solution.matrix if isinstance(solution, Solution) else np.asarray(solution, dtype=float)
+        name = self.space.name
+        if name == "span":
+            return self.space.metric(M, float(self.regularizer.alpha))
+        if name == "metric":
+            return LearnedMetric(M)
+        raise InvalidInputError(
+            f"{type(self).__name__} learns in the {name} space, not a Mahalanobis metric on "
+            "features: use learned_kernel(solution, base, X_train) for new points.")
 
     def best_slack(self, M) -> np.ndarray | None:
         """The optimal slack ξ for a fixed M: ξ0 where the bound holds, else the distance."""
@@ -238,7 +305,7 @@ class SpectralProblem(Problem):
             val += self.gamma * self.regularizer.slack_value(xi, self.pairs.bound)
         if self._hinge:
             val += self.hinge_value(M)
-        return float(val)
+        return float(val + self.space.offset(self.regularizer))
 
     def violations(self, M, xi=None) -> np.ndarray:
         """Per-constraint violations in :meth:`violations` order: max(0, g − t) for an
@@ -314,7 +381,7 @@ class SpectralProblem(Problem):
                 lin += self.regularizer.slack_conj(fam.y * l, fam.bound, self.gamma)
             else:
                 lin -= float(l @ t)
-        val = -self.regularizer.conj(-A) + lin - pen
+        val = -self.regularizer.conj(-A) + lin - pen + self.space.offset(self.regularizer)
         return float(val) if np.isfinite(val) else -np.inf
 
     def matrix_from_whitened(self, Xh) -> np.ndarray:
@@ -371,7 +438,8 @@ class SpectralProblem(Problem):
             if f is not self.pairs:
                 res = f.cvx_values(self.F, self.T, X) - f.targets()
                 objective = self._soft_constraint(f, type(f).__name__.lower(), res, objective, cons)
-        return cp.Problem(cp.Minimize(objective), cons)
+        offset = self.space.offset(self.regularizer)
+        return cp.Problem(cp.Minimize(objective + offset if offset else objective), cons)
 
     def _soft_constraint(self, family, name, residual, objective, cons):
         """The atom's residual ρ = g − t in the model: hard ``ρ <= 0`` (``ρ == 0`` for an
@@ -408,6 +476,11 @@ class SpectralProblem(Problem):
         conic solver's dual objective.  ``term``: M -> scalar expression;
         ``constraints``: M -> list of constraints."""
         from .extend import ExtendedProblem
+        if self.space.name == "span":
+            raise InvalidInputError(
+                f"This {type(self).__name__} learns in the data's span (k × k, wide data), where a term "
+                "or constraint on the whole d × d W is not the same function of the learned matrix: "
+                "build it with space='features' to extend it.")
         return ExtendedProblem(self, term=term, constraints=constraints)
 
     def matrix_expression(self, problem: cp.Problem):
@@ -648,6 +721,9 @@ class SpectralProblem(Problem):
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
         max_sweeps = self._iteration_limit(max_iter, max_sweeps)   # int64 in the kernels
+        # a native solver that checks the certificate itself reads the rule here, and one
+        # that can resume keeps its last iterate in _resume for the next attempt
+        self._stop_rule, self._resume = (gap_tol, viol_tol), None
         attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
         while True:
             res = (spec.solve(self, attempt_tol, max_sweeps - sweeps, lam0=lam0, callback=callback)

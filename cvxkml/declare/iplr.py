@@ -216,7 +216,8 @@ class IPLR(Problem):
         self.kept = np.flatnonzero(keep)
         self.gamma = gamma
         self.reduced = ITML(self.Phi_red,
-                            PairConstraints(P.i[keep], P.j[keep], P.y[keep], shifted[keep]), gamma=gamma)
+                            PairConstraints(P.i[keep], P.j[keep], P.y[keep], shifted[keep]), gamma=gamma,
+                            space="features")         # F* is k × k, whatever n
 
     # -------------------------------------------------------------- constructors
     @classmethod

@@ -2,15 +2,56 @@
 spectral core (:class:`~cvxkml.declare.base.SpectralProblem` with the LogDet regularizer)."""
 from __future__ import annotations
 
-import numpy as np
-
-from .._validation import check_data, check_kernel_matrix, range_space
+from .._validation import check_data
 from ..errors import InvalidInputError
 from .base import SpectralProblem
+from .spaces import KernelSpace
 
 __all__ = ["ITML", "LogDetKernel", "LogDetProblem"]
 
 LogDetProblem = SpectralProblem        # the LogDet instance is the default regularizer
+
+
+def _linear_family(constraints) -> bool:
+    """Whether ``constraints`` hold linear constraints on the matrix (hard or wrapped)."""
+    from ..sideinfo import Hinge, LinearConstraints
+    items = constraints if isinstance(constraints, (list, tuple)) else [constraints]
+    return any(isinstance(c.constraints if isinstance(c, Hinge) else c, LinearConstraints)
+               for c in items)
+
+
+def metric_space(X, W0, space, regularizer, constraints):
+    """The space of a metric problem: ``space`` = "features" (W, d × d), "span" (the data's
+    row space, :class:`~cvxkml.declare.spaces.SpanSpace`) or "auto" (span when d > n, the
+    regularizer has Theorem 4's minimizer α, and no linear constraints act on W), or a
+    :class:`~cvxkml.declare.spaces.Space` instance."""
+    from .._validation import check_choice
+    from .spaces import MetricSpace, Space, SpanSpace
+    if isinstance(space, Space):
+        return space
+    check_choice(space, "space", ("auto", "features", "span"))
+    if space == "auto":
+        X = check_data(X, "X")
+        n, d = X.shape
+        if d <= n or _linear_family(constraints):
+            return MetricSpace(X, W0)
+        try:
+            regularizer.check_theorem4()
+        except InvalidInputError:
+            return MetricSpace(X, W0)
+        return SpanSpace(X, W0)
+    if space == "span":
+        if _linear_family(constraints):
+            raise InvalidInputError(
+                "Linear constraints act on the whole d × d W; the span space learns only its part on "
+                "the data's row space. Use space='features' with linear constraints.")
+        try:
+            regularizer.check_theorem4()
+        except InvalidInputError as exc:
+            raise InvalidInputError(
+                f"space='span' needs Theorem 4 (the optimal W is αI off the data's span): {exc}") from None
+        return SpanSpace(X, W0)
+    return MetricSpace(X, W0)
 
 
 class ITML(SpectralProblem):
@@ -24,31 +65,21 @@ class ITML(SpectralProblem):
     X : (n, d) data.  constraints : PairConstraints (fast + exact), RelativeConstraints
     and/or LinearConstraints on W (exact model only).  W0 : PD prior (default I).
     gamma : None for hard constraints, else the LogDet slack weight γ > 0.
+    space : {"auto", "features", "span"} or a :class:`~cvxkml.declare.spaces.Space`
+        "features": the learned matrix is W (d × d), O(d²) per projection.  "span": wide
+        data, solved on the k × k matrix of the data's row space (k = rank X <= n; Jain et
+        al. Theorems 1 and 4, :class:`~cvxkml.declare.spaces.SpanSpace`): the same optimum,
+        dual and certificate, O(k²) per projection, and W = αW0 + U(X̂ − αI)Uᵀ is never
+        formed; ``Solution.matrix`` is then X̂ (k × k) and :meth:`learned_metric` gives W as
+        a factored :class:`~cvxkml.learned.FactoredMetric`.  "auto" (default): "span" when
+        d > n and no linear constraints act on W, else "features".
     """
 
     kind = "metric"
 
-    def __init__(self, X, constraints, W0=None, gamma=None):
-        self.X = check_data(X, "X")
-        d = self.X.shape[1]
-        if W0 is None:
-            self.M0 = np.eye(d)
-            self.T = np.eye(d)
-        else:
-            self.M0 = check_kernel_matrix(W0, "W0", require_pd=True)
-            if self.M0.shape != (d, d):
-                raise InvalidInputError(f"W0 must be {d} × {d} to match X; got {self.M0.shape}.")
-            self.T = np.linalg.cholesky(self.M0)
-        self.F = self.X @ self.T
-        self._init_constraints(constraints, self.X.shape[0], d, gamma)
-
-    def pair_values(self, M, i, j):
-        V = self.X[np.asarray(i)] - self.X[np.asarray(j)]
-        return np.einsum("ij,jk,ik->i", V, np.asarray(M, dtype=float), V)
-
-    def pair_inner(self, M, j, l):
-        return np.einsum("ij,jk,ik->i", self.X[np.asarray(j)], np.asarray(M, dtype=float),
-                         self.X[np.asarray(l)])
+    def __init__(self, X, constraints, W0=None, gamma=None, space="auto"):
+        super().__init__(metric_space(X, W0, space, self.regularizer, constraints), constraints,
+                         gamma=gamma)
 
 
 class LogDetKernel(SpectralProblem):
@@ -70,18 +101,4 @@ class LogDetKernel(SpectralProblem):
     kernel_space = True
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
-        self.M0, w, V, keep = range_space(K0, "K0", rank_rtol)
-        self.rank = int(np.sum(keep))
-        self._range = (w, V, keep)
-        self.T = V[:, keep] * np.sqrt(w[keep])
-        self.F = self.T
-        n = self.M0.shape[0]
-        self._init_constraints(constraints, n, n, gamma)
-
-    def pair_values(self, M, i, j):
-        M = np.asarray(M, dtype=float)
-        i = np.asarray(i); j = np.asarray(j)
-        return M[i, i] + M[j, j] - 2.0 * M[i, j]
-
-    def pair_inner(self, M, j, l):
-        return np.asarray(M, dtype=float)[np.asarray(j), np.asarray(l)]
+        super().__init__(KernelSpace(K0, rank_rtol), constraints, gamma=gamma)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import (as_float_array, as_generator, check_choice, check_data, check_index_array,
-                           check_int, input_rank_rtol)
+from .._validation import (as_float_array, as_generator, check_choice, check_index_array, check_int,
+                           input_rank_rtol)
 from ..errors import InvalidInputError
-from ..factor import Factorization, factorize
+from ..factor import factorize
 from .base import SpectralProblem
+from .spaces import FactoredSpace
 
 __all__ = ["LowRankLogDet"]
 
@@ -43,21 +44,7 @@ class LowRankLogDet(SpectralProblem):
     kind = "lowrank"
 
     def __init__(self, G0, constraints, gamma=None):
-        self.factorization = G0 if isinstance(G0, Factorization) else None
-        G0 = check_data(G0.G0 if self.factorization is not None else G0, "G0")
-        n, r = G0.shape
-        if r > n:
-            raise InvalidInputError(f"The factor G0 must have at most n = {n} columns; got {r}.")
-        sv = np.linalg.svd(G0, compute_uv=False)
-        if sv[-1] <= 1e-10 * sv[0]:
-            raise InvalidInputError(
-                f"G0 must have full column rank (smallest singular value {sv[-1]:.3g}, largest "
-                f"{sv[0]:.3g}): drop dependent columns, or build it with LowRankLogDet.from_kernel.")
-        self.G0 = G0
-        self.F = G0
-        self.T = np.eye(r)
-        self.M0 = np.eye(r)
-        self._init_constraints(constraints, n, r, gamma, zero_pairs="skip")
+        super().__init__(FactoredSpace(G0), constraints, gamma=gamma, zero_pairs="skip")
 
     @classmethod
     def from_kernel(cls, K0, constraints, gamma=None, method: str = "eigen", rank: int | None = None,
@@ -72,10 +59,6 @@ class LowRankLogDet(SpectralProblem):
             landmarks = check_index_array(landmarks, "landmarks", n)
         return cls(factorize(K0, method, rank, tol, landmarks, as_generator(random_state)),
                    constraints, gamma)
-
-    @property
-    def rank(self) -> int:
-        return int(self.G0.shape[1])
 
     def kernel_factor(self, solution) -> np.ndarray:
         """G = G0 B with K = G Gᵀ (O(n r²), done once at the end)."""
@@ -106,37 +89,3 @@ class LowRankLogDet(SpectralProblem):
         if B is None:
             B = np.linalg.cholesky(solution.matrix)
         return np.asarray(g, dtype=float) @ B
-
-    def pair_values(self, M, i, j) -> np.ndarray:
-        """Squared learned distances v̂ᵀ M v̂ (v̂ = G0[i] − G0[j]) through one matrix product
-        (the three-operand einsum of the base class takes seconds at 10⁵ pairs)."""
-        V = self.F[np.asarray(i)] - self.F[np.asarray(j)]
-        return np.einsum("ij,ij->i", V @ np.asarray(M, dtype=float), V)
-
-    def pair_inner(self, M, j, l) -> np.ndarray:
-        return np.einsum("ij,ij->i", self.F[np.asarray(j)] @ np.asarray(M, dtype=float),
-                         self.F[np.asarray(l)])
-
-    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, gap_tol: float | None = None,
-              viol_tol: float | None = None, **kwargs):
-        """:meth:`SpectralProblem.solve <cvxkml.declare.base.SpectralProblem.solve>`; the
-        native solver stops on the certificate itself.
-
-        The projections (Kulis et al. Algorithm 2, :func:`cvxkml.solvers.lowrank.lowrank_logdet`)
-        visit the constraints in a fresh random order each sweep, only those that can move
-        (λ > 0 or violated), and stop when the relative dual change is below ``tol`` *and*
-        the Lagrange certificate holds: relative gap within ±``gap_tol``, largest relative
-        violation ≤ ``viol_tol`` (both default to max(tol, 1e-6), as for every problem).
-        A retry after a certificate the problem does not confirm continues from the last
-        iterate instead of starting again.
-        """
-        from .._validation import check_positive
-        t = check_positive(tol, "tol")
-        self._stop_rule = (max(t, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol"),
-                           max(t, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol"))
-        self._resume = None
-        try:
-            return super().solve(tol, max_iter, gap_tol, viol_tol, **kwargs)
-        finally:
-            self._stop_rule = None
-            self._resume = None

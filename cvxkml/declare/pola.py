@@ -105,9 +105,11 @@ class POLAKernel(SpectralKernel):
 
 
 class POLAMetric(SpectralMetric):
-    """Batch POLA on features: ``SpectralMetric(X, constraints, Frobenius())`` (W d × d);
+    """Batch POLA on features: ``SpectralMetric(X, constraints, Frobenius())`` (W d × d, or
+    the data's span for wide data: ``space`` as for :class:`~cvxkml.declare.ITML`);
     ``constraints`` as in :class:`POLAKernel`."""
 
-    def __init__(self, X, constraints, *rest, b=None):
-        super().__init__(X, _pola_side_info(constraints, rest, b, "POLAMetric"), Frobenius())
+    def __init__(self, X, constraints, *rest, b=None, space="auto"):
+        super().__init__(X, _pola_side_info(constraints, rest, b, "POLAMetric"), Frobenius(),
+                         space=space)
         self.kind = "metric-pola"

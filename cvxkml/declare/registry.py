@@ -71,6 +71,9 @@ class SolverSpec:
         and ``callback=``).
     problems : tuple of classes
         The problem classes it was written for (subclasses that keep the model too).
+    spaces : tuple of str or None
+        The spaces it works in (``problem.space.name``: "metric", "kernel", "factored",
+        "span", or a user space's name); None: any.
     regularizers : tuple of classes or None
         The regularizer classes it solves; None: any regularizer with the methods ``needs``.
     needs : tuple of str
@@ -93,6 +96,7 @@ class SolverSpec:
     name: str
     solve: Callable
     problems: tuple = ()
+    spaces: tuple | None = None
     regularizers: tuple | None = None
     needs: tuple = ()
     families: tuple = ()
@@ -115,6 +119,9 @@ class SolverSpec:
             if changed:
                 return (f"{cls.__name__} redefines the model ({', '.join(changed)}), and this solver "
                         f"answers {_library_class(cls).__name__}")
+        space = getattr(getattr(problem, "space", None), "name", None)
+        if self.spaces is not None and space not in self.spaces:
+            return f"works in the {' / '.join(self.spaces)} space, not the {space} space"
         reg = getattr(problem, "regularizer", None)
         if self.regularizers is not None:
             if self.user:

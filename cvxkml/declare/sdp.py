@@ -276,7 +276,7 @@ class SDPLogDetMetric(_SDPMixin, ITML):
         self._C0_learned = X.T @ C0 @ X
         self._C0_learned = 0.5 * (self._C0_learned + self._C0_learned.T)
         self.regularizer = LinearLogDet(self._C0_learned, gamma)
-        super().__init__(X, constraints, W0=None, gamma=None)
+        super().__init__(X, constraints, W0=None, gamma=None, space="features")
         self.regularizer = self.regularizer.whitened(self.T)
         self.kind = "metric-sdp-logdet"
         d = X.shape[1]

@@ -40,11 +40,14 @@ class SpectralMetric(ITML):
     X : (n, d) data.  constraints : as for :class:`~cvxkml.declare.ITML`.
     regularizer : a spectral regularizer object.  gamma : slack weight (regularizers with
         a slack formulation: LogDet, VonNeumann) or None.
+    space : {"auto", "features", "span"} or a :class:`~cvxkml.declare.spaces.Space`
+        as for :class:`~cvxkml.declare.ITML`: wide data (d > n) is solved in the data's
+        span by default (Theorem 4), with the same optimum and certificate.
     """
 
-    def __init__(self, X, constraints, regularizer: Regularizer, gamma=None):
+    def __init__(self, X, constraints, regularizer: Regularizer, gamma=None, space="auto"):
         self.regularizer = _check_regularizer(regularizer)
-        super().__init__(X, constraints, W0=None, gamma=gamma)
+        super().__init__(X, constraints, W0=None, gamma=gamma, space=space)
         self.kind = f"metric-{self.regularizer.name.lower()}"
 
 

@@ -14,10 +14,8 @@ This differs from Jain et al.'s eq. (22), f_vN(K0^-½ K K0^-½), which is
 """
 from __future__ import annotations
 
-import numpy as np
-
-from .._validation import range_space
 from .base import SpectralProblem
+from .spaces import EigenbasisKernelSpace
 from .regularizers import VonNeumann
 
 __all__ = ["VonNeumannKernel"]
@@ -41,19 +39,6 @@ class VonNeumannKernel(SpectralProblem):
     extension_alpha = 0.0
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
-        self.M0, w, V, keep = range_space(K0, "K0", rank_rtol)
-        self.rank = int(np.sum(keep))
-        self.T = V[:, keep]                      # orthonormal: X̂ = V0ᵀ K V0
-        self.F = self.T
-        self.regularizer = VonNeumann(prior=w[keep])
-        n = self.M0.shape[0]
-        self._init_constraints(constraints, n, n, gamma)
-
-    def pair_values(self, M, i, j):
-        M = np.asarray(M, dtype=float)
-        i = np.asarray(i); j = np.asarray(j)
-        return M[i, i] + M[j, j] - 2.0 * M[i, j]
-
-    def pair_inner(self, M, j, l):
-        return np.asarray(M, dtype=float)[np.asarray(j), np.asarray(l)]
-
+        space = EigenbasisKernelSpace(K0, rank_rtol)     # X̂ = V0ᵀ K V0
+        w, _, keep = space.range
+        super().__init__(space, constraints, VonNeumann(prior=w[keep]), gamma=gamma)

@@ -267,8 +267,14 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
         gap_rtol = float(sol.info.get("gap_tol", 1e-6))
     rel = getattr(spec.base, "_max_relative_violation", None) or getattr(problem, "_max_relative_violation", None)
     rel_viol = float(rel(viol)) if rel is not None else float(np.max(viol, initial=0.0))
+    # what an infeasible point's violations buy under weak duality: Σ|λ_c|·viol_c (the
+    # multipliers and violations of a spectral problem are in the same order)
+    lam = None if sol.dual is None else np.asarray(sol.dual, dtype=float)
+    bought = (float(np.abs(lam) @ viol) if lam is not None and lam.shape == viol.shape
+              and np.all(np.isfinite(lam)) and spec.dual is not None else None)
     check_certificate(obj, dv, converged=bool(sol.converged), gap_rtol=gap_rtol,
-                      optimum=optimum, opt_rtol=opt_rtol, feasible=rel_viol <= gap_rtol)
+                      optimum=optimum, opt_rtol=opt_rtol, feasible=rel_viol <= gap_rtol,
+                      bought=bought)
     out = Solution(matrix=sol.matrix, objective=obj, dual=sol.dual, slack=sol.slack, violations=viol,
                    n_iter=sol.n_iter, converged=bool(sol.converged), time=sol.time, status=sol.status,
                    solver=sol.solver, dual_value=dv, info=info)

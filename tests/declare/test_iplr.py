@@ -64,7 +64,7 @@ def test_full_bases_reduce_to_itml_and_kernel(gamma):
     if gamma is None:
         pc = PairConstraints(pc.i[:3], pc.j[:3], pc.y[:3], pc.bound[:3])
     f = IPLR.from_features(X, pc, np.eye(5), gamma=gamma).solve(tol=1e-13)
-    itml = cvxkml.ITML(X, pc, gamma=gamma).solve(tol=1e-13)
+    itml = cvxkml.ITML(X, pc, gamma=gamma, space="features").solve(tol=1e-13)
     np.testing.assert_allclose(IPLR.from_features(X, pc, np.eye(5), gamma=gamma).metric(f.matrix),
                                itml.matrix, atol=1e-9)
     K0 = gaussian_kernel(X, sigma=2.0)

@@ -237,7 +237,7 @@ def test_theorem4_pola_fast_and_alpha0_embedding():
     X = rng.normal(size=(n, d))
     i, j = _random_pairs(rng, n, 8)
     y = np.where(rng.integers(0, 2, n)[i] == rng.integers(0, 2, n)[j], 1.0, -1.0)
-    W = POLAMetric(X, pola_constraints(i, j, y, 3.0)).solve()
+    W = POLAMetric(X, pola_constraints(i, j, y, 3.0), space="features").solve()
     K = POLAKernel(X @ X.T, pola_constraints(i, j, y, 3.0)).solve()
     assert W.converged and K.converged
     np.testing.assert_allclose(X @ W.matrix @ X.T, K.matrix, atol=1e-6 * np.abs(K.matrix).max())

@@ -38,7 +38,7 @@ def test_theorem1_metric_equals_kernel(seed, n, extra, gamma):
                                      random_state=seed)
     if gamma is None:                                   # keep hard draws feasible: a forest
         pc = PairConstraints(*_forest(pc))
-    W = cvxkml.ITML(X, pc, gamma=gamma).solve(**TOL)
+    W = cvxkml.ITML(X, pc, gamma=gamma, space="features").solve(**TOL)
     K = cvxkml.LogDetKernel(X @ X.T, pc, gamma=gamma).solve(**TOL)
     assert W.converged and K.converged
     # K* = Φᵀ W* Φ on the training points
@@ -78,7 +78,7 @@ def test_corollary2_prior_metric():
     W0 = A @ A.T / 11 + 0.5 * np.eye(11)
     pc = PairConstraints.from_labels(y, baseline_metric(X, W0), n_similar=5, n_dissimilar=5,
                                      random_state=0)
-    W = cvxkml.ITML(X, pc, W0=W0, gamma=1.0).solve(**TOL).matrix
+    W = cvxkml.ITML(X, pc, W0=W0, gamma=1.0, space="features").solve(**TOL).matrix
     K0 = X @ W0 @ X.T
     K = cvxkml.LogDetKernel(K0, pc, gamma=1.0).solve(**TOL).matrix
     S = kernel_S(K0, K)
