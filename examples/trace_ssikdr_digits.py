@@ -7,13 +7,14 @@ kernel from 100 labelled digits, embed 2 000 unseen digits in 2-D, and compare w
 PCA (2 components, same kernel, same 100 training digits).
 
 Needs the offline data folder (``$CVXKML_DATA`` or ``../shared/data``: ``mnist5000.npz`` or
-``pendigits.csv``) and matplotlib. One training draw: seconds on MNIST, a few minutes on
+``pendigits.csv``) and matplotlib; ``--dataset sklearn-digits`` uses scikit-learn's bundled
+8 × 8 digits instead (the docs build does when it finds no data folder). One training draw: seconds on MNIST, a few minutes on
 pendigits (the solver needs ~20 000 iterations there, see ``reference/jain2012-trace.md``);
 the 10-draw experiment with mean ± std is ``cvxkml reproduce trace``.
 
 Run it yourself (``OUT.png`` saves the figure)::
 
-    python examples/trace_ssikdr_digits.py [OUT.png] [--dataset mnist5000|pendigits] [--tau T]
+    python examples/trace_ssikdr_digits.py [OUT.png] [--dataset mnist5000|pendigits|sklearn-digits] [--tau T]
 """
 import argparse
 
@@ -26,13 +27,20 @@ from cvxkml.experiments.reproduce_trace import draw_split, embedding_scores, loa
 
 parser = argparse.ArgumentParser(description="Trace-SSIKDR on digits: a learned 2-D embedding of unseen digits.")
 parser.add_argument("out", nargs="?", default=None, help="PNG file to save the figure to")
-parser.add_argument("--dataset", default="mnist5000", choices=["mnist5000", "pendigits"])
+parser.add_argument("--dataset", default="mnist5000", choices=["mnist5000", "pendigits", "sklearn-digits"],
+                    help="sklearn-digits: scikit-learn's bundled 8 x 8 digits (1 797), no data folder needed")
 parser.add_argument("--tau", type=float, default=10.0)
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
 
-X, y = load_digits_data(args.dataset)                  # features scaled to [0, 1]
-tr, te = draw_split(y, n_train=100, n_test=2000, random_state=args.seed)
+if args.dataset == "sklearn-digits":
+    from sklearn.datasets import load_digits
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0                                       # features scaled to [0, 1]
+else:
+    X, y = load_digits_data(args.dataset)              # features scaled to [0, 1]
+n_test = min(2000, len(y) - 100)
+tr, te = draw_split(y, n_train=100, n_test=n_test, random_state=args.seed)
 Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
 gamma = median_gamma(Xtr)                              # 1 / median squared distance
 
@@ -77,7 +85,7 @@ for ax, name in zip(axes, list(panels)[:3]):
     ax.set_title(f"{name}\n5-NN {scores[name]['knn']:.3f}, silhouette {scores[name]['silhouette']:.3f}")
     ax.set_xticks([]); ax.set_yticks([])
 axes[2].legend(title="digit", markerscale=3, ncol=2, fontsize=8)
-fig.suptitle(f"2000 unseen {args.dataset} digits in 2-D (trained on 100; tau = {args.tau:g})")
+fig.suptitle(f"{n_test} unseen {args.dataset} digits in 2-D (trained on 100; tau = {args.tau:g})")
 fig.tight_layout()
 if args.out:
     fig.savefig(args.out, dpi=100)
