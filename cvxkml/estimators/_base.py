@@ -27,7 +27,6 @@ are built on these two and nothing else.
 from __future__ import annotations
 
 import copy
-import warnings
 from functools import partial
 from types import SimpleNamespace
 
@@ -47,6 +46,7 @@ from ._maps import (EmbeddingDistance, EmbeddingKernel, KernelMap, LinearMap, Me
                     StandardizedKernel, median_heuristic_gamma, point_distance, standardization,
                     training_kernel)
 from ._params import KERNEL_PARAMS
+from ..solvers._vocabulary import iteration_limit
 from ._persist import REGISTRY, load, save
 
 __all__ = ["CvxkmlEstimator", "ComponentsMixin", "MetricMixin", "LearnedKernelMixin", "KernelExtensionMixin"]
@@ -94,10 +94,7 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         p = SimpleNamespace(**{name: check(params[name], name)
                                for name, check in self._parameter_constraints.items()})
         if getattr(p, "max_sweeps", None) is not None:
-            warnings.warn(f"{type(self).__name__}(max_sweeps=...) is deprecated and will be removed in "
-                          "the next release; use max_iter=... (the one name of the iteration limit of "
-                          "every estimator).", DeprecationWarning, stacklevel=3)
-            p.max_iter = p.max_sweeps
+            p.max_iter = iteration_limit(type(self).__name__, p.max_iter, p.max_sweeps, stacklevel=5)
         self._check_param_relations(p)
         p.monitor = FitMonitor(type(self).__name__, getattr(p, "verbose", 0), getattr(p, "callback", None))
         return p

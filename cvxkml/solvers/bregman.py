@@ -43,6 +43,7 @@ import numpy as np
 from .._config import WorkBudget, blas_limit
 # status codes of the jitted loops: cvxkml.solvers.result.Status
 from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
+from ._vocabulary import iteration_limit
 
 
 
@@ -92,13 +93,13 @@ def _dual_change(lam, lam_old):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_sweeps):
+def _sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_iter):
     n = K.shape[0]
     m = I.shape[0]
     Kz = np.empty(n)
     lam_old = np.empty(m)
     change = np.inf
-    for sweep in range(max_sweeps):
+    for sweep in range(max_iter):
         lam_old[:] = lam
         for c in range(m):
             i = I[c]
@@ -118,17 +119,17 @@ def _sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_sweeps):
             return sweep + 1, change, NONFINITE, -1
         if change < tol:
             return sweep + 1, change, OK, -1
-    return max_sweeps, change, NOT_CONVERGED, -1
+    return max_iter, change, NOT_CONVERGED, -1
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_sweeps):
+def _sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_iter):
     d = W.shape[0]
     m = V.shape[0]
     Wv = np.empty(d)
     lam_old = np.empty(m)
     change = np.inf
-    for sweep in range(max_sweeps):
+    for sweep in range(max_iter):
         lam_old[:] = lam
         for c in range(m):
             p = 0.0
@@ -150,7 +151,7 @@ def _sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_sweeps):
             return sweep + 1, change, NONFINITE, -1
         if change < tol:
             return sweep + 1, change, OK, -1
-    return max_sweeps, change, NOT_CONVERGED, -1
+    return max_iter, change, NOT_CONVERGED, -1
 
 
 #: kernel code of a chunk that ran out of budget (internal, never in a FastResult)
@@ -158,10 +159,10 @@ RUNNING = -1
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
-def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_sweeps, budget, change):
+def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change):
     """:func:`_sweeps_kernel` resumable: starts at constraint ``c0`` of the current sweep
     (``lam_old`` holds λ at the start of that sweep) and returns after at most ``budget``
-    projections or ``max_sweeps`` completed sweeps.  Returns (sweeps completed, next
+    projections or ``max_iter`` completed sweeps.  Returns (sweeps completed, next
     constraint, dual change of the last completed sweep, code, bad constraint, projections);
     code RUNNING when the budget ran out."""
     n = K.shape[0]
@@ -169,7 +170,7 @@ def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_sweeps, bu
     Kz = np.empty(n)
     c = c0
     done = 0
-    for sweep in range(max_sweeps):
+    for sweep in range(max_iter):
         if c == 0:
             lam_old[:] = lam
         while c < m:
@@ -195,18 +196,18 @@ def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_sweeps, bu
             return sweep + 1, 0, change, NONFINITE, -1, done
         if change < tol:
             return sweep + 1, 0, change, OK, -1, done
-    return max_sweeps, 0, change, NOT_CONVERGED, -1, done
+    return max_iter, 0, change, NOT_CONVERGED, -1, done
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
-def _run_metric(W, V, delta, xi, lam, lam_old, gamma, tol, c0, max_sweeps, budget, change):
+def _run_metric(W, V, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change):
     """:func:`_sweeps_metric` resumable, as :func:`_run_kernel`."""
     d = W.shape[0]
     m = V.shape[0]
     Wv = np.empty(d)
     c = c0
     done = 0
-    for sweep in range(max_sweeps):
+    for sweep in range(max_iter):
         if c == 0:
             lam_old[:] = lam
         while c < m:
@@ -234,7 +235,7 @@ def _run_metric(W, V, delta, xi, lam, lam_old, gamma, tol, c0, max_sweeps, budge
             return sweep + 1, 0, change, NONFINITE, -1, done
         if change < tol:
             return sweep + 1, 0, change, OK, -1, done
-    return max_sweeps, 0, change, NOT_CONVERGED, -1, done
+    return max_iter, 0, change, NOT_CONVERGED, -1, done
 
 
 # ------------------------------------------------------------------ diverging duals
@@ -376,7 +377,7 @@ def _null_part(G, sign, owner, d):
     return np.maximum(x, 0.0)
 
 
-def _drive(step, m, max_sweeps, lam, time_limit=None, watch=None):
+def _drive(step, m, max_iter, lam, time_limit=None, watch=None):
     """Run a resumable kernel ``step(c0, sweeps, budget, change)`` (:func:`_run_kernel`
     protocol) in chunks of about :data:`~cvxkml._config.CHUNK_SECONDS` until it stops, the
     sweep limit, ``time_limit`` seconds or a Farkas ray (``watch``).  Returns (sweeps,
@@ -386,7 +387,7 @@ def _drive(step, m, max_sweeps, lam, time_limit=None, watch=None):
     extra = {}
     t0 = time.perf_counter()
     while True:
-        left = max_sweeps - sweeps
+        left = max_iter - sweeps
         if watch is not None:
             left = min(left, max(watch.next - sweeps, 1))
         tc = time.perf_counter()
@@ -397,7 +398,7 @@ def _drive(step, m, max_sweeps, lam, time_limit=None, watch=None):
         if code in (OK, NONFINITE, NONPOSITIVE_DISTANCE):
             break
         if code == NOT_CONVERGED:              # a check point or the sweep limit
-            if sweeps >= max_sweeps:
+            if sweeps >= max_iter:
                 break
             if watch is not None and sweeps >= watch.next:
                 ray = watch.check(sweeps, lam)
@@ -429,8 +430,9 @@ def _prepare(delta, bound, gamma, lam0):
 
 
 @blas_limit()
-def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000,
-                   lam0=None, *, time_limit=None, detect_infeasible=True) -> FastResult:
+def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000,
+                   lam0=None, *, time_limit=None, detect_infeasible=True,
+                   max_sweeps=None) -> FastResult:
     """Cyclic Bregman projections on an n × n kernel matrix (Jain et al. Algorithm 1).
 
     ``gamma=None`` means hard constraints.  Works for rank-deficient K0 (the range space
@@ -438,7 +440,9 @@ def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_0
     ``time_limit`` (seconds) stops the run with NOT_CONVERGED (``extra["stopped"]``);
     ``detect_infeasible`` (hard constraints only) stops a diverging dual early with
     ``extra["farkas_ray"]`` (module doc).  Ctrl-C raises KeyboardInterrupt within ~0.1 s.
+    ``max_iter`` is the sweep limit (``max_sweeps``: its deprecated former name).
     """
+    max_iter = iteration_limit("bregman_kernel", max_iter, max_sweeps, stacklevel=5)   # 5: past blas_limit
     K = np.array(K0, dtype=np.float64, order="C")
     delta, xi, lam, g = _prepare(delta, bound, gamma, lam0)
     I = np.ascontiguousarray(i, dtype=np.int64)
@@ -459,17 +463,19 @@ def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_0
     def step(c0, sweeps, budget, change):
         return _run_kernel(K, I, J, delta, xi, lam, lam_old, g, tol, c0, sweeps, budget, change)
     t0 = time.perf_counter()
-    sweeps, change, code, bad, extra = _drive(step, I.size, int(max_sweeps), lam, time_limit, watch)
+    sweeps, change, code, bad, extra = _drive(step, I.size, int(max_iter), lam, time_limit, watch)
     t = time.perf_counter() - t0
     K = 0.5 * (K + K.T)
     return FastResult(K, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
 
 
 @blas_limit()
-def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000,
-                   lam0=None, *, time_limit=None, detect_infeasible=True) -> FastResult:
+def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000,
+                   lam0=None, *, time_limit=None, detect_infeasible=True,
+                   max_sweeps=None) -> FastResult:
     """Cyclic Bregman projections on a d × d Mahalanobis matrix (Davis et al. 2007);
-    ``time_limit`` and ``detect_infeasible`` as in :func:`bregman_kernel`."""
+    ``max_iter``, ``time_limit`` and ``detect_infeasible`` as in :func:`bregman_kernel`."""
+    max_iter = iteration_limit("bregman_metric", max_iter, max_sweeps, stacklevel=5)   # 5: past blas_limit
     W = np.array(W0, dtype=np.float64, order="C")
     X = np.asarray(X, dtype=np.float64)
     V = np.ascontiguousarray(X[np.asarray(i)] - X[np.asarray(j)])
@@ -489,15 +495,15 @@ def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=1
     def step(c0, sweeps, budget, change):
         return _run_metric(W, V, delta, xi, lam, lam_old, g, tol, c0, sweeps, budget, change)
     t0 = time.perf_counter()
-    sweeps, change, code, bad, extra = _drive(step, V.shape[0], int(max_sweeps), lam, time_limit, watch)
+    sweeps, change, code, bad, extra = _drive(step, V.shape[0], int(max_iter), lam, time_limit, watch)
     t = time.perf_counter() - t0
     W = 0.5 * (W + W.T)
     return FastResult(W, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
 
 
 #: The benchmark hook: the compiled loops ``cvxkml bench itml`` times, by role.
-#: ``sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_sweeps)`` and
-#: ``sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_sweeps)`` run whole cyclic sweeps
+#: ``sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_iter)`` and
+#: ``sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_iter)`` run whole cyclic sweeps
 #: in place; ``project(p, delta_c, xi_c, lam_c, gamma)`` returns one projection's
 #: (alpha, beta, new xi) (``.py_func``: the same code in plain Python).
 BENCH_KERNELS = {"sweeps_metric": _sweeps_metric, "sweeps_kernel": _sweeps_kernel, "project": _project}

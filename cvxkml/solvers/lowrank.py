@@ -40,6 +40,7 @@ import numpy as np
 
 from .._config import WorkBudget, blas_limit
 
+from ._vocabulary import iteration_limit
 from .bregman import (NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FarkasWatch,
                       _check_time_limit, _project, _quadratic_roots)
 
@@ -508,7 +509,7 @@ def _lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _sweeps_lowrank(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, tol, max_sweeps):
+def _sweeps_lowrank(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, tol, max_iter):
     """Cyclic projections over mixed constraints in their given order (the paper's
     schedule), B (lower triangular, C order) updated in place.  PAIR rows use (I, J, delta,
     xi); RANK2 rows use u = G0[I]·cu1 + G0[J]·cu2, v = G0[I]·cv1 + G0[Kx]·cv2 and target
@@ -518,7 +519,7 @@ def _sweeps_lowrank(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma
     order = np.arange(I.shape[0])
     state = np.zeros(1, dtype=np.uint64)
     out = _passes(R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order,
-                  I.shape[0], state, False, tol, max_sweeps)
+                  I.shape[0], state, False, tol, max_iter)
     B[:, :] = R.T
     return out
 
@@ -646,7 +647,7 @@ def _certified_now(R, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val
     return bool((-gap_tol <= cert[2] <= gap_tol and cert[3] <= viol_tol) or (change <= STALL and not fresh))
 
 
-def _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_sweeps, budget, watch, time_limit,
+def _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_iter, budget, watch, time_limit,
                  stop_here, st, t0):
     """The paper's loop of :func:`lowrank_logdet`: cyclic sweeps over every constraint until the
     dual-change rule holds, in chunks that end at the Farkas checks and the time limit."""
@@ -654,8 +655,8 @@ def _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_swee
     sweeps, change, code = 0, np.inf, NOT_CONVERGED
     every, bad = np.arange(m), -1
     no_state = np.zeros(1, np.uint64)
-    while sweeps < max_sweeps:
-        k = max_sweeps - sweeps
+    while sweeps < max_iter:
+        k = max_iter - sweeps
         if watch is not None:
             k = min(k, max(watch.next - sweeps, 1))
         if budget.units < 64 * max(m, 1) or time_limit is not None:
@@ -680,9 +681,9 @@ def _passes_per_refresh(n_visit, r, rows, m, every):
 
 
 def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None, tol=1e-9,
-                   max_sweeps=10_000, B0=None, *, lam0=None, xi0=None, gap_tol=None,
+                   max_iter=10_000, B0=None, *, lam0=None, xi0=None, gap_tol=None,
                    viol_tol=None, order="shuffle", active_set=True, seed=0, stats=None,
-                   time_limit=None, detect_infeasible=True):
+                   time_limit=None, detect_infeasible=True, max_sweeps=None):
     """Run the low-rank projections; returns (B, λ, ξ/targets, sweeps, change, code, bad, time).
 
     ``gamma`` applies to PAIR rows only (rank-two rows are hard constraints).
@@ -725,7 +726,9 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
     ``detect_infeasible``, a diverging dual that is a Farkas certificate
     (:class:`~cvxkml.solvers.bregman.FarkasWatch`) ends the run with NOT_CONVERGED and
     ``stats["farkas_ray"]``, ``stats["farkas_candidates"]``, ``stats["farkas_test"]``.
+    ``max_iter`` is the sweep limit (``max_sweeps``: its deprecated former name).
     """
+    max_iter = iteration_limit("lowrank_logdet", max_iter, max_sweeps)
     if order not in ("shuffle", "cyclic"):
         raise ValueError(f"order must be 'shuffle' or 'cyclic', not {order!r}")
     G0, R, kind, I, J, Kx, cu, cv, delta, target, lam, xi = _lowrank_arrays(
@@ -733,7 +736,7 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
     r, m = G0.shape[1], len(I)
     g = np.inf if gamma is None else float(gamma)
     tol = float(tol)
-    max_sweeps = int(max_sweeps)
+    max_iter = int(max_iter)
     certify = gap_tol is not None or viol_tol is not None
     gap_tol = np.inf if gap_tol is None else float(gap_tol)
     viol_tol = np.inf if viol_tol is None else float(viol_tol)
@@ -760,7 +763,7 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
         return False
 
     if order == "cyclic" and not active_set and not certify:          # the paper's loop
-        return _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_sweeps, budget,
+        return _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_iter, budget,
                             watch, time_limit, stop_here, st, t0)
     # only the rows of G0 that the constraints touch (G = G0 B costs O(rows · r²))
     pts, inv = np.unique(np.concatenate([I, J, Kx]), return_inverse=True)
@@ -796,10 +799,10 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
                                      change, fresh, gap_tol, viol_tol, st):
             code = OK
             break
-        if sweeps >= max_sweeps:
+        if sweeps >= max_iter:
             code = NOT_CONVERGED
             break
-        chunk = max_sweeps
+        chunk = max_iter
         if active_set:
             act = np.flatnonzero((lam != 0.0) | (res > 0.0))
             # refresh less often while the set is stable: a skipped constraint costs only
@@ -811,7 +814,7 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
             visited[:] = False
             visited[act] = True
             chunk = _passes_per_refresh(n_visit, r, G0.shape[0], m, every)
-        chunk = min(chunk, max_sweeps - sweeps)
+        chunk = min(chunk, max_iter - sweeps)
         if time_limit is not None:
             chunk = min(chunk, max(budget.units // max(n_visit, 1), 1))
         if watch is not None:
@@ -832,6 +835,6 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
 
 
 #: The benchmark hook: the compiled loop ``cvxkml bench lowrank`` times.
-#: ``sweeps(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, tol, max_sweeps)``
+#: ``sweeps(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, tol, max_iter)``
 #: runs cyclic sweeps on the factor B in place (kinds: :data:`PAIR`, ...).
 BENCH_KERNELS = {"sweeps": _sweeps_lowrank}

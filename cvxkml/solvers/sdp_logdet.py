@@ -55,6 +55,7 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
+from ._vocabulary import iteration_limit
 from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, _dual_change
 from .result import UNBOUNDED, FastResult  # no dual-feasible start found: unbounded below
 
@@ -226,7 +227,7 @@ def _kkt_term(h0, size, lam_c):
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
-def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
+def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_iter):
     """Cyclic projections.  Stops after the first sweep whose largest relative KKT residual
     (measured at each constraint just before its projection) is below ``tol``.
     Returns (sweeps, relative dual change of the last sweep, KKT residual, code, bad index)."""
@@ -241,7 +242,7 @@ def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
     lam_old = np.empty(m)
     change = np.inf
     kkt = np.inf
-    for sweep in range(max_sweeps):
+    for sweep in range(max_iter):
         lam_old[:] = lam
         kkt = 0.0
         for c in range(m):
@@ -301,7 +302,7 @@ def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
             return sweep + 1, change, kkt, NONFINITE, -1
         if kkt < tol:
             return sweep + 1, change, kkt, OK, -1
-    return max_sweeps, change, kkt, NOT_CONVERGED, -1
+    return max_iter, change, kkt, NOT_CONVERGED, -1
 
 
 @blas_limit()
@@ -361,7 +362,7 @@ def _A(U, w, owner, lam):
 
 
 @blas_limit()
-def _safe_sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
+def _safe_sweeps(X, U, w, ptr, t, lam, gamma, tol, max_iter):
     """:func:`_sweeps`, with a singular q × q system inside a multi-term projection (the
     iterate at the barrier's boundary: LinAlgError from Numba's solve) reported as NONFINITE
     at an unknown constraint instead of raised.
@@ -372,8 +373,8 @@ def _safe_sweeps(X, U, w, ptr, t, lam, gamma, tol, max_sweeps):
     budget = WorkBudget(start=1)
     done = 0
     out = (0, np.inf, np.inf, NOT_CONVERGED, -1)
-    while done < max_sweeps:
-        k = min(budget.units, max_sweeps - done)
+    while done < max_iter:
+        k = min(budget.units, max_iter - done)
         t0 = time.perf_counter()
         try:
             sw, change, kkt, code, bad = _sweeps(X, U, w, ptr, t, lam, gamma, tol, k)
@@ -405,7 +406,7 @@ def barrier_primal(C, U, w, ptr, lam, gamma, tau=0.0):
     return 0.5 * (X + X.T)
 
 
-def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, lam0=None,
+def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam0=None,
                     refresh=100, max_bound_growth=1e15, rec_tol=1e-12) -> FastResult:
     """Solve min tr(XC) − γ log det X s.t. tr(XÂ_c) <= t_c (see the module doc).
 
@@ -469,7 +470,7 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, l
         te = np.concatenate([t, [R]])
         P = _positive_term_nullspace(U, w)
         while True:
-            n_sw = min(refresh, max_sweeps - total)
+            n_sw = min(refresh, max_iter - total)
             sw, change, kkt, code, bad = _safe_sweeps(Xe, Ue, we, pe, te, lam_e, gamma, float(tol), n_sw)
             total += sw
             sweeps1 += sw
@@ -491,7 +492,7 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, l
                     res = result(Xe, UNBOUNDED, change, -1)
                     res.extra["recession_direction"] = direction
                     return res
-            if total >= max_sweeps:
+            if total >= max_iter:
                 return result(Xe, NOT_CONVERGED, change, -1)
             if lam_e[m] > 0 and (code == OK or kkt < 1e-3):
                 if R >= max_bound_growth * R0:
@@ -502,8 +503,8 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, l
                 bounds.append(R)
     code = NOT_CONVERGED
     bad = -1
-    while total < max_sweeps:
-        n_sw = min(refresh, max_sweeps - total)
+    while total < max_iter:
+        n_sw = min(refresh, max_iter - total)
         sw, change, kkt, code, bad = _safe_sweeps(X, U, w, ptr, t, lam, gamma, float(tol), n_sw)
         total += sw
         if code != NOT_CONVERGED:
@@ -521,12 +522,15 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, l
     return result(X, code, change, bad)
 
 
-def barrier_bregman(C, gamma, U, w, ptr, t, tol=1e-9, max_sweeps=20_000, lam0=None,
-                    refresh=100, max_bound_growth=1e15, rec_tol=1e-12) -> FastResult:
+def barrier_bregman(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam0=None,
+                    refresh=100, max_bound_growth=1e15, rec_tol=1e-12, *,
+                    max_sweeps=None) -> FastResult:
     """Solve min tr(XC) − γ log det X s.t. tr(XÂ_c) <= t_c (see :func:`_barrier_bregman_impl`
     and the module doc).  BLAS/LAPACK threads follow the ``blas_threads`` option
-    (:mod:`cvxkml._config`, default 1)."""
+    (:mod:`cvxkml._config`, default 1).  ``max_iter`` is the sweep limit (``max_sweeps``:
+    its deprecated former name)."""
+    max_iter = iteration_limit("barrier_bregman", max_iter, max_sweeps)
     with blas_limit():
-        return _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=tol, max_sweeps=max_sweeps,
+        return _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=tol, max_iter=max_iter,
                                      lam0=lam0, refresh=refresh, max_bound_growth=max_bound_growth,
                                      rec_tol=rec_tol)

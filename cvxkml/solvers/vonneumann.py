@@ -62,6 +62,7 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
+from ._vocabulary import iteration_limit
 from .bregman import (NONFINITE, NOT_CONVERGED, OK, FarkasWatch, _check_time_limit,
                       _dual_change, _quadratic_roots)
 from .result import FastResult
@@ -687,16 +688,16 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
 
 # --------------------------------------------------------------------- sweeps
 @nb.njit(cache=True, nogil=True, error_model="numpy")
-def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats, order):
+def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, order):
     """Sweeps over the constraints ``order`` (in that order) until the relative dual change
-    of a sweep is below ``tol`` or ``max_sweeps``; returns (sweeps, change, code, bad
+    of a sweep is below ``tol`` or ``max_iter``; returns (sweeps, change, code, bad
     constraint)."""
     m = I.shape[0]
     r = q.shape[0]
     v = np.empty(r)
     lam_old = np.empty(m)
     change = np.inf
-    for sweep in range(max_sweeps):
+    for sweep in range(max_iter):
         lam_old[:] = lam
         for t in range(order.shape[0]):
             c = order[t]
@@ -714,14 +715,14 @@ def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats,
             return sweep + 1, change, NONFINITE, -1
         if change < tol:
             return sweep + 1, change, OK, -1
-    return max_sweeps, change, NOT_CONVERGED, -1
+    return max_iter, change, NOT_CONVERGED, -1
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _sweeps_vn(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats):
+def _sweeps_vn(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats):
     """Full cyclic sweeps (the paper's loop): see :func:`_sweeps_vn_set`."""
     order = np.arange(I.shape[0])
-    return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats, order)
+    return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, order)
 
 
 def _vn_run(W, q, F, I, J, delta, xi, lam, gamma, tol, n_sweeps, stats, order, budget):
@@ -825,9 +826,9 @@ def _certified(cert, gap_tol, viol_tol) -> bool:
 
 # --------------------------------------------------------------------- driver
 @blas_limit()
-def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps=10_000, *,
+def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000, *,
                      gap_tol=None, viol_tol=None, stop="both", active_set=False, callback=None,
-                     time_limit=None, detect_infeasible=True):
+                     time_limit=None, detect_infeasible=True, max_sweeps=None):
     """Cyclic von Neumann projections on X̂ = W diag(e^q) Wᵀ (W = I, q = q0 initially)
     for pair constraints δ(v̂ᵀX̂v̂ − ξ) <= 0 with v̂ = F[i] − F[j]; returns a
     :class:`FastResult` whose ``matrix`` is X̂ and ``extra`` holds W, q, the certificate
@@ -840,7 +841,7 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
     alone, checked after every full sweep; ``stop="dual_change"``: the paper's rule alone
     (the certificate is then left to the caller).  ``code == OK`` only when the rule
     holds, so with the certificate in the rule OK means certified.  ``tol <= 0`` never
-    stops early (exactly ``max_sweeps`` sweeps).
+    stops early (exactly ``max_iter`` sweeps).
 
     ``active_set`` (default False): after a full sweep, sweep only over the constraints with
     λ > 0 until their dual change is below ``tol``, then verify with a full sweep (λ = 0
@@ -858,7 +859,9 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
     With hard constraints and ``detect_infeasible``, a diverging dual that is a Farkas
     certificate (:class:`~cvxkml.solvers.bregman.FarkasWatch`) ends the run with
     NOT_CONVERGED and ``extra["farkas_ray"]``, ``extra["farkas_candidates"]``.
+    ``max_iter`` is the sweep limit (``max_sweeps``: its deprecated former name).
     """
+    max_iter = iteration_limit("vonneumann_pairs", max_iter, max_sweeps, stacklevel=5)   # 5: past blas_limit
     if stop not in ("both", "certificate", "dual_change"):
         raise ValueError("stop must be 'both', 'certificate' or 'dual_change'")
     F = np.ascontiguousarray(F, dtype=np.float64)
@@ -877,7 +880,7 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
     g = np.inf if gamma is None else float(gamma)
     gam = None if gamma is None else float(gamma)
     tol = float(tol)
-    max_sweeps = int(max_sweeps)
+    max_iter = int(max_iter)
     base = max(tol, 1e-6)
     gap_tol = base if gap_tol is None else float(gap_tol)
     viol_tol = base if viol_tol is None else float(viol_tol)
@@ -895,10 +898,10 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
     sweeps, full_sweeps, active_sweeps, visited_active = 0, 0, 0, 0
     change, code, bad, cert = np.inf, NOT_CONVERGED, -1, None
     cert_time = 0.0
-    while sweeps < max_sweeps:
+    while sweeps < max_iter:
         # full sweep(s): one at a time with the active set, the certificate rule or a callback
         one = active_set or stop == "certificate" or tol <= 0 or callback is not None
-        n_full = 1 if one else max_sweeps - sweeps
+        n_full = 1 if one else max_iter - sweeps
         if watch is not None:
             n_full = min(n_full, max(watch.next - sweeps, 1))
         if time_limit is not None:
@@ -936,11 +939,11 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_sweeps
         if time_limit is not None and time.perf_counter() - t0 >= time_limit:
             found = {"stopped": "time_limit"}
             break
-        if active_set and max_sweeps - sweeps >= 2:
+        if active_set and max_iter - sweeps >= 2:
             A = np.flatnonzero(lam > 0.0).astype(np.int64)
             if 0 < A.size < m:
                 done, ch, kcode, bad = _vn_run(W, q, F, I, J, dl, xi, lam, g, tol,
-                                               max_sweeps - sweeps - 1, stats, A, budget)
+                                               max_iter - sweeps - 1, stats, A, budget)
                 sweeps += int(done)
                 active_sweeps += int(done)
                 visited_active += int(done) * A.size
@@ -1127,7 +1130,7 @@ def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, m
 
 
 #: The benchmark hook: the compiled pieces ``cvxkml bench vonneumann`` times, by role.
-#: ``sweeps(W, q, F, I, J, delta, xi, lam, gamma, tol, max_sweeps, stats)`` runs cyclic sweeps
+#: ``sweeps(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats)`` runs cyclic sweeps
 #: in place; ``deflate(q, w, W, tol_w, tol_q)`` and ``zerofinder(d, z, target_log, inv_gamma,
 #: anchor, tau, lam, c2)`` are one projection's deflation and root finder.
 BENCH_KERNELS = {"sweeps": _sweeps_vn, "deflate": _deflate, "zerofinder": _zerofinder}
