@@ -20,7 +20,10 @@ measured in the same run.
   drawn like the property tests (n <= 30, 2–3 classes): relative objective gaps and the
   feasibility of both returned Σ.
 
-``python -m cvxkml.experiments.bench_kcr [sweep|exact|alg1|large|variants|all]`` runs them and prints the rows;
+* :func:`scale_rows` — certified 1e-3 at n = 500, 1 000, 2 000 Gaussian-blob points
+  (issue 33), default vs :data:`PREVIOUS` in the same run (``scale``, not in ``all``).
+
+``python -m cvxkml.experiments.bench_kcr [sweep|exact|alg1|large|variants|scale|all]`` runs them and prints the rows;
 :func:`register` adds the same as ``cvxkml bench kcr``.
 """
 from __future__ import annotations
@@ -37,7 +40,8 @@ from ..kernels import gaussian_kernel
 from ..solvers.kcr import kcr_subgradient
 from ._commands import add_command, needs_data, run_command
 
-__all__ = ["random_problem", "random_instance", "exact_vs_fast_rows", "algorithm1_rows",
+__all__ = ["random_problem", "random_instance", "blobs_problem", "scale_rows", "PREVIOUS",
+           "growth_exponent", "exact_vs_fast_rows", "algorithm1_rows",
            "large_n_row", "variant_rows", "BASELINE", "gap_sweep_rows", "summarize_sweep", "run", "main", "register"]
 
 
@@ -157,6 +161,57 @@ def large_n_row(n: int = 500, nu: float = 1.0, lam: float = 1.0, max_iter: int =
         a, b = row["default"]["to_1e3"], row["baseline"]["to_1e3"]
         row["speedup_to_1e3"] = (b["cpu"] / a["cpu"]) if a and b else None
     return row
+
+
+# the solver options before issue 33 (the fused per-iteration kernel is shared): restarts
+# at (0.2, 0.8, 0.36) and the certificate at the PDHG dual iterate only
+PREVIOUS = dict(restart_params=(0.2, 0.8, 0.36), balance=False)
+
+
+def blobs_problem(n: int, n_classes: int = 3, lam: float = 1.0, seed: int = 0) -> KCR:
+    """:func:`random_problem` with exactly n points (class sizes differ by at most one)."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(int(n)) % n_classes
+    X = rng.normal(size=(y.size, 3)) + 1.5 * rng.normal(size=(n_classes, 3))[y]
+    sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
+    return KCR(gaussian_kernel(X, gamma=1.0 / float(np.median(sq[sq > 0]))), y, lam)
+
+
+def scale_rows(sizes=(500, 1000, 2000), tol: float = 1e-3, baseline_cpu: float = 300.0,
+               seed: int = 0, max_iter: int = 100_000) -> list[dict]:
+    """Certified solves (tol 1e-3) on n Gaussian-blob points (3 classes, 3-D, Gaussian
+    kernel ν = 1/median squared distance, λ = 1, one BLAS thread) for each n: CPU seconds of
+    the setup (whitening: an n × n eigendecomposition) and of the solve, iterations, gap —
+    for the default solver and, in the same run, :data:`PREVIOUS` (the options before issue
+    33), the latter stopped after ``baseline_cpu`` CPU seconds (``finished`` False; its
+    time is then extrapolated by the caller).  A warm-up solve compiles first."""
+    rows = []
+    for n in sizes:
+        (p, setup_cpu, _) = _timed(lambda: blobs_problem(n, seed=seed))
+        p.solve(tol=tol, max_iter=3, warn=False)
+        row = dict(n=p.n, r=p.rank, setup_cpu=setup_cpu)
+        for name, opts, cap in (("default", {}, None), ("previous", PREVIOUS, baseline_cpu)):
+            if cap is not None and cap <= 0:
+                continue
+            c0 = time.process_time()
+
+            def stop(info, c0=c0, cap=cap):
+                return cap is not None and time.process_time() - c0 > cap
+            sol, cpu, wall = _timed(lambda: p.solve(tol=tol, max_iter=max_iter, warn=False,
+                                                    callback=stop, **opts))
+            row[name] = dict(cpu=cpu, wall=wall, iterations=sol.n_iter, gap=sol.info["gap"],
+                             converged=sol.converged, finished=sol.status != "stopped by callback",
+                             objective=sol.objective, lower_bound=sol.dual_value,
+                             rank_sigma=sol.info["factor"].shape[1], h=sol.info["h"],
+                             eig_exact=sol.info["eig_exact"], eig_tracked=sol.info["eig_tracked"])
+        rows.append(row)
+    return rows
+
+
+def growth_exponent(ns, cpus) -> float:
+    """Least-squares slope of log CPU against log n."""
+    ns, cpus = np.log(np.asarray(ns, float)), np.log(np.asarray(cpus, float))
+    return float(np.polyfit(ns, cpus, 1)[0]) if ns.size >= 2 else float("nan")
 
 
 def _variant_instances(data_dir=None, n_max=200, datasets=("iris", "wine", "ionosphere", "balance")):
@@ -315,7 +370,7 @@ def _print_rows(rows):
 
 def _add_arguments(ap) -> None:
     ap.add_argument("what", nargs="?", default="all",
-                    choices=("sweep", "exact", "alg1", "large", "variants", "all"))
+                    choices=("sweep", "exact", "alg1", "large", "variants", "scale", "all"))
     ap.add_argument("--draws", type=int, default=100, help="sweep: random instances (default 100)")
     ap.add_argument("--exact-sizes", type=int, nargs="+", default=[10, 20, 30, 40],
                     help="exact: points per class (3 classes) for the SCS runs")
@@ -330,6 +385,11 @@ def _add_arguments(ap) -> None:
                     help="variants: solver variants to compare (the first is the reference)")
     ap.add_argument("--variant-data", nargs="+", default=["iris", "wine", "ionosphere", "balance"],
                     choices=["iris", "wine", "ionosphere", "balance"], help="variants: data sets")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000],
+                    help="scale: numbers of points (default 500 1000 2000)")
+    ap.add_argument("--baseline-cpu", type=float, default=300.0,
+                    help="scale: CPU seconds after which the previous options' solve is stopped "
+                         "(its time is then extrapolated; 0 skips it)")
     ap.add_argument("--json", default=None, help="write all rows as JSON")
 
 
@@ -384,6 +444,22 @@ def run(args) -> int:
                       **{v: f"{r[v]['iterations']}/{r[v]['cpu']:.2f}{'' if r[v]['converged'] else '(nc)'}"
                          for v in r if isinstance(r[v], dict)}} for r in rows])
         print(" summary:", out["variants"]["summary"], flush=True)
+    if args.what == "scale":                          # not part of "all" (minutes)
+        rows = scale_rows(tuple(args.sizes), baseline_cpu=args.baseline_cpu)
+        out["scale"] = rows
+        print("certified 1e-3, Gaussian blobs, 3 classes, lam = 1 (CPU s; previous = "
+              f"{PREVIOUS}):", flush=True)
+        for r in rows:
+            flat = dict(n=r["n"], r=r["r"], setup_cpu=r["setup_cpu"])
+            for part in ("default", "previous"):
+                if part in r:
+                    flat.update({f"{part}_{k}": v for k, v in r[part].items()
+                                 if k in ("cpu", "iterations", "gap", "converged", "finished")})
+            _print_rows([flat])
+        done = [r for r in rows if r["default"]["converged"]]
+        if len(done) >= 2:
+            print(" growth exponent of the default solve CPU in n:",
+                  round(growth_exponent([r["n"] for r in done], [r["default"]["cpu"] for r in done]), 2))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1, default=lambda v: v.item() if hasattr(v, "item") else str(v))

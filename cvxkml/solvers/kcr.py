@@ -71,7 +71,7 @@ from ..formulas.kcr import (dual_lower_bound, dual_objective, h_upper_bound, kcr
                             project_onto_N, sq_distances_from_gram)
 
 __all__ = [
-    "KCRResult", "kcr_pdhg", "kcr_subgradient", "alternating_projections",
+    "KCRResult", "kcr_pdhg", "balance_dual", "kcr_subgradient", "alternating_projections",
     "dykstra_projections", "operator_norm",
 ]
 
@@ -167,42 +167,64 @@ def _row_prox(v, kappa, out_row):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _dual_step(s, Bn, B, hbar, tau, beta, c, s_out):
-    """s_out = prox_{β f*}(s + β(1 + tau∘(D(B̄) − h̄))) row by row, B̄ = 2Bn − B (the
-    Gram matrix of the extrapolated primal point); returns Σ tau∘s_out."""
+def _dual_step_stats(s, Bn, B, h, hn, codes, beta, c, s_out):
+    """One dual step and its step statistics in one pass over the n × n arrays:
+    s_out = prox_{β f*}(s + β(1 + tau∘(D(B̄) − h̄))) row by row, B̄ = 2Bn − B (the Gram
+    matrix of the extrapolated primal point), h̄ = 2hn − h; tau_ij = ±1 is read from the
+    class codes instead of an n × n array (at n = 2 000 the iteration is bound by memory
+    traffic).  Returns (Σ tau∘s_out, ‖Δs‖², ⟨Δs, 𝒦Δx⟩) with Δs = s_out − s and
+    𝒦Δx = tau∘(D(Bn − B) − (hn − h))."""
     n = s.shape[0]
     v = np.empty(n)
     bd = np.empty(n)
+    dd = np.empty(n)
     for i in range(n):
         bd[i] = 2.0 * Bn[i, i] - B[i, i]
+        dd[i] = Bn[i, i] - B[i, i]
+    hbar = 2.0 * hn - h
+    dh = hn - h
     S = 0.0
-    for i in range(n):
-        bii = bd[i] - hbar
-        for j in range(n):
-            bij = 2.0 * Bn[i, j] - B[i, j]
-            v[j] = s[i, j] + beta * (1.0 + tau[i, j] * (bii + bd[j] - 2.0 * bij))
-        _row_prox(v, -beta * c[i], s_out[i])
-        for j in range(n):
-            S += tau[i, j] * s_out[i, j]
-    return S
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _step_stats(s_new, s, Bn, B, dh, tau):
-    """(‖Δs‖², ⟨Δs, 𝒦Δx⟩) with Δs = s_new − s and 𝒦Δx = tau∘(D(Bn − B) − Δh)."""
-    n = s.shape[0]
-    bd = np.empty(n)
-    for i in range(n):
-        bd[i] = Bn[i, i] - B[i, i]
     sq = 0.0
     inter = 0.0
     for i in range(n):
-        bii = bd[i] - dh
+        bii = bd[i] - hbar
+        ci = codes[i]
         for j in range(n):
-            ds = s_new[i, j] - s[i, j]
+            t = 1.0 if codes[j] == ci else -1.0
+            bij = 2.0 * Bn[i, j] - B[i, j]
+            v[j] = s[i, j] + beta * (1.0 + t * (bii + bd[j] - 2.0 * bij))
+        _row_prox(v, -beta * c[i], s_out[i])
+        dii = dd[i] - dh
+        for j in range(n):
+            t = 1.0 if codes[j] == ci else -1.0
+            so = s_out[i, j]
+            S += t * so
+            ds = so - s[i, j]
             sq += ds * ds
-            inter += ds * tau[i, j] * (bii + bd[j] - 2.0 * (Bn[i, j] - B[i, j]))
-    return sq, inter
+            inter += ds * t * (dii + dd[j] - 2.0 * (Bn[i, j] - B[i, j]))
+    return S, sq, inter
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _laplacian_weights_codes(s, codes, W, deg):
+    """:func:`_laplacian_weights` with tau from the class codes, in 64 × 64 tiles (W needs
+    s and sᵀ; the tiles keep the transposed reads in cache)."""
+    n = s.shape[0]
+    bs = 64
+    for ib in range(0, n, bs):
+        ie = min(n, ib + bs)
+        for jb in range(0, n, bs):
+            je = min(n, jb + bs)
+            for i in range(ib, ie):
+                ci = codes[i]
+                for j in range(jb, je):
+                    w = s[i, j] + s[j, i]
+                    W[i, j] = w if codes[j] == ci else -w
+    for i in range(n):
+        acc = 0.0
+        for j in range(n):
+            acc += W[i, j]
+        deg[i] = acc
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -429,13 +451,96 @@ def _max_similar_sq_norm(F, tau):
     return float(np.max(Z[sim])) if np.any(sim) else 0.0
 
 
+def _lambda_min(G) -> float:
+    """λ_min of a symmetric matrix (LAPACK ``?syevr`` for the one eigenvalue, divide and
+    conquer when MRRR reports an internal error)."""
+    try:
+        return float(sla.eigh(G, eigvals_only=True, subset_by_index=(0, 0),
+                              check_finite=False, driver="evr")[0])
+    except np.linalg.LinAlgError:
+        return float(np.linalg.eigvalsh(G)[0])
+
+
+def balance_dual(s, tau, F):
+    """Dual weights s' ∈ [0, 1]^{n×n} with Σ tau∘s' = 0 where s can be cheaply moved there,
+    and the change of Aᵀ(tau∘s): returns (s', ΔG) with Aᵀ(tau∘s') = Aᵀ(tau∘s) − ΔG.
+
+    The certificate (:func:`cvxkml.formulas.kcr.dual_lower_bound`) charges a positive
+    S = Σ tau∘s at the bandwidth bound h_max (a large number) and rewards a negative one
+    at h_min only, while an optimal dual has S = 0 (h̃* > h_min).  PDHG's dual iterate
+    has S ≈ ±1e-3 … 1e-1 late in a solve, which at h_max ~ 1e4 costs far more than the
+    target gap.  The repair, in order:
+
+    * S < 0: raise the self weights s_ii (z_ii = 0, so Aᵀ is unchanged) up to their row
+      maximum (so Σ_i c_i max_j s_ij is unchanged) until S = 0 — a gains what S loses;
+    * S > 0: lower the self weights (Aᵀ unchanged), then the similar off-diagonal weights
+      in the order of increasing ‖z_ij‖² (the smallest change of Aᵀ per unit of S),
+      until S = 0; ΔG = Σ δ_ij z_ij z_ijᵀ over the lowered pairs (exact).
+
+    Any s' in the box gives a valid lower bound (weak duality); the caller recomputes
+    (a, S) and λ_min for s' and keeps the better of the two bounds.
+    """
+    s2 = np.array(s, dtype=np.float64)
+    n = s2.shape[0]
+    r = F.shape[1]
+    S = float(np.sum(tau * s2))
+    diag = np.arange(n)
+    dG = np.zeros((r, r))
+    if S < 0.0:
+        room = s2.max(axis=1) - s2[diag, diag]
+        tot = float(room.sum())
+        if tot > 0.0:
+            s2[diag, diag] += room * min(1.0, -S / tot)
+        return s2, dG
+    if S == 0.0:
+        return s2, dG
+    d = s2[diag, diag].copy()
+    take = min(float(d.sum()), S)
+    if take > 0.0:
+        s2[diag, diag] = d * (1.0 - take / float(d.sum()))
+        S -= take
+    if S <= 0.0:
+        return s2, dG
+    I, J = np.nonzero((tau > 0) & (s2 > 0.0) & ~np.eye(n, dtype=bool))
+    if I.size == 0:
+        return s2, dG
+    Z = F[I] - F[J]
+    q = np.einsum("ij,ij->i", Z, Z)
+    order = np.argsort(q, kind="stable")
+    w = s2[I[order], J[order]]
+    cum = np.cumsum(w)
+    m = int(np.searchsorted(cum, S)) + 1               # pairs lowered (the last partly)
+    m = min(m, order.size)
+    delta = w[:m].copy()
+    if cum[m - 1] > S:
+        delta[m - 1] -= cum[m - 1] - S
+    sel = order[:m]
+    s2[I[sel], J[sel]] = w[:m] - delta
+    Zs = Z[sel]
+    dG = Zs.T @ (delta[:, None] * Zs)
+    return np.clip(s2, 0.0, 1.0), 0.5 * (dG + dG.T)
+
+
+def _codes_of(tau) -> np.ndarray:
+    """Class codes with tau_ij = +1 iff codes_i = codes_j (tau from
+    :func:`cvxkml.formulas.kcr.label_structure`); InvalidInputError for any other matrix."""
+    n = tau.shape[0]
+    first = np.argmax(tau > 0, axis=1)           # the first point of i's class
+    codes = np.unique(first, return_inverse=True)[1].astype(np.int64)
+    if tau.shape != (n, n) or not np.array_equal(
+            tau, np.where(codes[:, None] == codes[None, :], 1.0, -1.0)):
+        raise InvalidInputError("tau must be the ±1 class matrix of label_structure "
+                                "(+1 for equal labels, −1 otherwise, +1 on the diagonal).")
+    return codes
+
+
 # --------------------------------------------------------------------------- PDHG
 def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=None,
              check_every=None, warm_start=None, verbose=False, halpern=False,
-             restart_params=(0.2, 0.8, 0.36), omega0=None, precision="mixed",
+             restart_params=(0.2, 0.5, 0.2), omega0=None, precision="mixed",
              eig="track", eig_tol=1e-3, eig_step_factor=0.5, eig_guard=10,
              eig_min_size=200, restart_every=10, blas_threads="config", scaling=0.5,
-             callback=None) -> KCRResult:
+             callback=None, balance=True) -> KCRResult:
     """Restarted PDHG (plain, or Halpern with ``halpern=True``) for eq. 9 in whitened
     coordinates, diagonally preconditioned (see the module text).
 
@@ -510,6 +615,10 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         (``iteration``, ``objective`` — the best certified primal value —, ``lower_bound``,
         ``gap`` — relative —, ``h``, ``n_restarts``); a truthy return stops the solve
         (status ``"stopped by callback"``, not converged).
+    balance : bool
+        At each certificate also evaluate the bound at :func:`balance_dual` (s) — the dual
+        weights moved to Σ tau∘s = 0 (self weights, then the similar pairs of smallest
+        ‖z_ij‖²) — and keep the better bound (default; ``False`` is the previous rule).
 
     Returns
     -------
@@ -525,6 +634,10 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     tau = np.ascontiguousarray(tau, dtype=np.float64)
     c = np.ascontiguousarray(c, dtype=np.float64)
     n, r = F.shape
+    # class codes of tau (tau_ij = +1 iff codes agree): the per-iteration kernels read them
+    # instead of the n × n array (tau must be such a ±1 class matrix, as label_structure
+    # makes it)
+    codes = _codes_of(tau)
     lam = float(lam)
     if check_every is None:
         check_every = 10 if n <= 250 else int(round(n / 25))
@@ -591,7 +704,6 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
 
     best = dict(f=np.inf, P=np.zeros((r, 0)), h=h)
     lower = dict(g=-np.inf, s=np.zeros((n, n)), theta=0.0)
-    s_new = np.empty((n, n))
     k_in = 0
     k_total = 0
     n_restarts = 0
@@ -609,15 +721,19 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         if scaling > 0.0:
             Gn = Gn / np.outer(d, d)               # Aᵀ(tau∘s) in the X coordinates
         R = best["f"] / lam
+        h_max = h_upper_bound(R, zmax)
         a, S = dual_objective(sn, tau, c)
-        try:
-            lmin = float(sla.eigh(Gn, eigvals_only=True, subset_by_index=(0, 0),
-                                  check_finite=False, driver="evr")[0])
-        except np.linalg.LinAlgError:      # rare ?syevr internal error: divide and conquer
-            lmin = float(np.linalg.eigvalsh(Gn)[0])
-        g, th = dual_lower_bound(a, S, lmin, lam, R, h_min, h_upper_bound(R, zmax))
+        lmin = _lambda_min(Gn)
+        g, th = dual_lower_bound(a, S, lmin, lam, R, h_min, h_max)
         if g > lower["g"]:
             lower.update(g=g, s=sn.copy(), theta=th)
+        if balance and S != 0.0:                   # the same s with Σ tau∘s moved to 0
+            s2, dG = balance_dual(sn, tau, F)
+            a2, S2 = dual_objective(s2, tau, c)
+            lmin2 = _lambda_min(Gn - dG) if dG.any() else lmin
+            g2, th2 = dual_lower_bound(a2, S2, lmin2, lam, R, h_min, h_max)
+            if g2 > lower["g"]:
+                lower.update(g=g2, s=s2, theta=th2)
         return (best["f"] - lower["g"]) / max(1.0, abs(best["f"]))
 
     def explicit_M(alpha):
@@ -655,7 +771,8 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             FP = Fs @ P
             Bn = FP @ FP.T
             hn = max(h_min, h + alpha / hsc ** 2 * St)
-            Sn = _dual_step(s, Bn, B, 2.0 * hn - h, tau, beta, c, s_new)
+            s_new = np.empty((n, n))
+            Sn, ds2, inter = _dual_step_stats(s, Bn, B, h, hn, codes, beta, c, s_new)
             if not (np.isfinite(Sn) and np.isfinite(hn)):
                 raise SolverError(
                     f"KCR PDHG produced a non-finite iterate at iteration {k_total + 1} "
@@ -663,7 +780,6 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
                     "for huge entries, or solve without the warm start.")
             Xn = P @ P.T
             dh = hn - h
-            ds2, inter = _step_stats(s_new, s, Bn, B, dh, tau)
             inter = abs(inter)
             dx2 = _sq_dist(Xn, X)
             num = omega * (dx2 + (dh * hsc) ** 2) + ds2 / omega
@@ -674,7 +790,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             eta = eta_next if np.isfinite(eta_next) else eta
             if accept or k_total >= max_iter:
                 break
-        sn = s_new.copy()
+        sn = s_new                     # a fresh array every step
         check = k_total % check_every == 0 or k_total >= max_iter
         rcheck = k_total % restart_every == 0
         Gn = _adjoint(Fs, sn, tau, W, deg) if check else None       # float64 certificate
@@ -738,7 +854,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             k_in += 1
             G_exp = None
             X_fac = None
-        _laplacian_weights(s, tau, W_it, deg_it)
+        _laplacian_weights_codes(s, codes, W_it, deg_it)
         tracker.abs_tol = eig_step_factor * np.sqrt(dx2)   # PSD-step error vs the last step
 
     gap = (best["f"] - lower["g"]) / max(1.0, abs(best["f"]))

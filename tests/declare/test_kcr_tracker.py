@@ -151,9 +151,9 @@ def test_bad_warm_starts_and_non_finite_iterates_raise_clear_errors(mid_problem,
     with pytest.raises(InvalidInputError, match="same points"):
         kcr_pdhg(*args, warm_start=warm, max_iter=5)
 
-    def nan_step(s, Bn, B, hbar, tau, beta, c, s_out):   # a diverged dual step
+    def nan_step(s, Bn, B, h, hn, codes, beta, c, s_out):   # a diverged dual step
         s_out[:] = np.nan
-        return np.nan
-    monkeypatch.setattr(kcr_mod, "_dual_step", nan_step)
+        return np.nan, np.nan, np.nan
+    monkeypatch.setattr(kcr_mod, "_dual_step_stats", nan_step)
     with pytest.raises(SolverError, match="non-finite iterate at iteration 1"):
         kcr_pdhg(*args, max_iter=5)
