@@ -124,6 +124,20 @@ def _spectral(reg_name, kernel, n, seed=0):
     return feasible_instance(seed, 2 * n, 2 * n, ("pairs", "triplets"), reg, kernel=False, hard=False, d=n)
 
 
+#: the regularizers measured with every constraint family at once (the size guard's
+#: ``"[Regularizer]+mixed"`` keys)
+MIXED_REGULARIZERS = ("LogDet", "VonNeumann", "Frobenius", "TraceNorm")
+
+
+def _mixed(reg_name, n, seed=0):
+    """:func:`cvxkml.testing.feasible_instance` with all four families, hard: the exact model
+    with every constraint type (2n of each) on a Gaussian K0 of n 10-D points."""
+    from .. import declare
+    from ..testing import feasible_instance
+    return feasible_instance(seed, n, 2 * n, ("pairs", "triplets", "similarity", "linear"),
+                             getattr(declare, reg_name)(), kernel=True, hard=True, d=10)
+
+
 def _pola(kernel, n, seed=0):
     """POLA (Jain et al. §5.2): pair constraints y (b − d(i, j)) >= 1 with b = 1 + median
     baseline distance on forest pairs (n − 1 on a full-rank Gaussian K0, d on 2d points in
@@ -224,6 +238,11 @@ def _build_map():
                                       "d = n features, 2n points, 2n pairs + 2n triplets under Hinge(C = 1)"),
         "SpectralMetric[VonNeumann]": (lambda n: _spectral("VonNeumann", False, n), 2000,
                                        "as SpectralMetric[Frobenius]"),
+        **{f"[{reg}]+mixed": (lambda n, reg=reg: _mixed(reg, n), 2000,
+                              "SpectralKernel, Gaussian K0 on n 10-D points, hard pairs + triplets + similarity "
+                              "+ linear constraints (2n each, feasible by construction)" if reg == "LogDet"
+                              else "as [LogDet]+mixed")
+           for reg in MIXED_REGULARIZERS},
         "TraceSSIKDR": (trace, 2000, "Gaussian K0 on n 10-D points, 2n hard pairs feasible by construction, τ = 1"),
         "POLAKernel": (lambda n: _pola(True, n), 2000, "Gaussian K0 on n 10-D points, n − 1 forest pairs"),
         "POLAMetric": (lambda n: _pola(False, n), 2000, "d = n features, 2n points, n forest pairs"),
@@ -256,7 +275,8 @@ def _families():
 #: the families measured, in table order (a spectral problem as ``Class[Regularizer]``)
 FAMILIES = ("ITML", "LogDetKernel", "LowRankLogDet", "VonNeumannKernel", "SpectralKernel[Frobenius]",
             "SpectralKernel[VonNeumann]", "SpectralKernel[TraceNorm]", "SpectralMetric[Frobenius]",
-            "SpectralMetric[VonNeumann]", "TraceSSIKDR", "POLAKernel", "POLAMetric", "SDPLogDetKernel",
+            "SpectralMetric[VonNeumann]", *(f"[{r}]+mixed" for r in MIXED_REGULARIZERS), "TraceSSIKDR",
+            "POLAKernel", "POLAMetric", "SDPLogDetKernel",
             "SDPLogDetMetric", "IPLR", "ExtendedProblem", "KCR", "LMNNProblem", "RankOneWeightStep",
             "MuWeightStep", "SpectralReweighting", "EmbeddingWeightProblem")
 

@@ -153,3 +153,21 @@ def test_a_regularizer_with_only_f_s_and_cvx_solves_exactly_without_a_certificat
     assert sol.objective == pytest.approx(same.objective, rel=1e-6)
     with pytest.raises(InvalidInputError, match="needs the regularizer's conj_s, conj_grad_s, conj_hess_s"):
         prob.solve()
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 40), d=st.integers(1, 400),
+       m=st.integers(1, 3000), dup=st.booleans())
+def test_baseline_metric_paths_agree(seed, n, d, m, dup):
+    """baseline_metric's Gram path (many pairs of few wide points) and chunked path equal the
+    definition ‖x_i − x_j‖² to round-off, near-duplicate points included."""
+    from cvxkml.sideinfo import baseline_metric
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(1e-3, 1e3)
+    if dup and n > 1:
+        X[1] = X[0] * (1 + 1e-12)
+    i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+    V = X[i] - X[j]
+    ref = np.einsum("ij,ij->i", V, V)
+    out = baseline_metric(X)(i, j)
+    assert np.all(np.abs(out - ref) <= 1e-9 * ref + 1e-300 * (ref == 0))
