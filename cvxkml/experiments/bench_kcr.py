@@ -112,7 +112,8 @@ def algorithm1_rows(cases=((25, 1.0), (25, 0.1)), seed=0, budget_factor=1.0) -> 
 
 # the configuration of the first version of the solver (issue 6): LAPACK PSD steps,
 # Halpern iterations, a certificate every 10 iterations, no preconditioning
-BASELINE = dict(eig="exact", halpern=True, check_every=10, scaling=0.0)
+BASELINE = dict(eig="exact", halpern=True, check_every=10, scaling=0.0,
+                restart_params=(0.2, 0.8, 0.36), balance=False)
 
 
 def _balance_problem(n, nu, lam, data_dir=None, seed=0) -> KCR:

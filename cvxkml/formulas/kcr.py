@@ -230,8 +230,17 @@ def whitening(K, rank_rtol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """
     K = np.asarray(K, dtype=np.float64)
     n = K.shape[0]
-    V = basis_orthogonal_to_ones(n)
-    Kt = V.T @ K @ V
+    if n < 2:
+        raise InvalidInputError(f"Need n >= 2 points; got {n}.")
+    # V = H[:, :n−1] for the Householder reflection H = I − 2vvᵀ/(vᵀv) of
+    # basis_orthogonal_to_ones, applied as rank-one updates: VᵀKV is the leading block of
+    # HKH (O(n²) instead of two n³ products, 3 CPU s at n = 2 000)
+    v = np.full(n, 1.0 / np.sqrt(n))
+    v[-1] -= 1.0
+    beta = 2.0 / float(v @ v)
+    Kv = K @ v
+    HKH = K - beta * (np.outer(v, Kv) + np.outer(Kv, v)) + beta * beta * float(v @ Kv) * np.outer(v, v)
+    Kt = HKH[: n - 1, : n - 1]
     mu, Q = np.linalg.eigh(0.5 * (Kt + Kt.T))
     top = float(mu[-1]) if mu.size else 0.0
     if not top > 1e-12 * n * max(float(np.max(np.abs(K))), np.finfo(float).tiny):
@@ -239,7 +248,8 @@ def whitening(K, rank_rtol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
             "The kernel matrix is constant on the training points (VᵀKV = 0): every learned "
             "distance is 0. Use a non-degenerate kernel (e.g. a different bandwidth).")
     keep = mu > rank_rtol * top
-    T = V @ (Q[:, keep] / np.sqrt(mu[keep]))
+    M = Q[:, keep] / np.sqrt(mu[keep])                    # T = V M = H[:, :n−1] M
+    T = np.vstack([M, np.zeros((1, M.shape[1]))]) - beta * np.outer(v, v[: n - 1] @ M)
     F = K @ T
     return np.ascontiguousarray(T), np.ascontiguousarray(F)
 
