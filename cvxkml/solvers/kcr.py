@@ -457,12 +457,13 @@ class PositivePartTracker:
         return V[:, keep].astype(np.float64) * np.sqrt(wk), wk
 
 
-def _max_similar_sq_norm(F, tau):
+def _max_similar_sq_norm(F, tau, return_matrix=False):
     G = F @ F.T
     Z = sq_distances_from_gram(G)
     np.fill_diagonal(Z, 0.0)
     sim = tau > 0
-    return float(np.max(Z[sim])) if np.any(sim) else 0.0
+    zmax = float(np.max(Z[sim])) if np.any(sim) else 0.0
+    return (zmax, Z) if return_matrix else zmax
 
 
 def _lambda_min(G) -> float:
@@ -475,7 +476,7 @@ def _lambda_min(G) -> float:
         return float(np.linalg.eigvalsh(G)[0])
 
 
-def balance_dual(s, tau, F):
+def balance_dual(s, tau, F, Zsq=None):
     """Dual weights s' ∈ [0, 1]^{n×n} with Σ tau∘s' = 0 where s can be cheaply moved there,
     and the change of Aᵀ(tau∘s): returns (s', ΔG) with Aᵀ(tau∘s') = Aᵀ(tau∘s) − ΔG.
 
@@ -492,7 +493,8 @@ def balance_dual(s, tau, F):
       until S = 0; ΔG = Σ δ_ij z_ij z_ijᵀ over the lowered pairs (exact).
 
     Any s' in the box gives a valid lower bound (weak duality); the caller recomputes
-    (a, S) and λ_min for s' and keeps the better of the two bounds.
+    (a, S) and λ_min for s' and keeps the better of the two bounds.  ``Zsq`` is the
+    n × n matrix of ‖z_ij‖² = ‖f_i − f_j‖² (computed from F when None).
     """
     s2 = np.array(s, dtype=np.float64)
     n = s2.shape[0]
@@ -518,8 +520,9 @@ def balance_dual(s, tau, F):
     I, J = np.nonzero((tau > 0) & (s2 > 0.0) & ~np.eye(n, dtype=bool))
     if I.size == 0:
         return s2, dG
-    Z = F[I] - F[J]
-    q = np.einsum("ij,ij->i", Z, Z)
+    if Zsq is None:
+        Zsq = sq_distances_from_gram(F @ F.T)
+    q = Zsq[I, J]                                        # ‖z_ij‖², no pair vectors formed
     order = np.argsort(q, kind="stable")
     w = s2[I[order], J[order]]
     cum = np.cumsum(w)
@@ -530,7 +533,7 @@ def balance_dual(s, tau, F):
         delta[m - 1] -= cum[m - 1] - S
     sel = order[:m]
     s2[I[sel], J[sel]] = w[:m] - delta
-    Zs = Z[sel]
+    Zs = F[I[sel]] - F[J[sel]]
     dG = Zs.T @ (delta[:, None] * Zs)
     return np.clip(s2, 0.0, 1.0), 0.5 * (dG + dG.T)
 
@@ -663,7 +666,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     if eig not in ("track", "exact"):
         raise ValueError(f"eig must be 'track' or 'exact'; got {eig!r}.")
     h_min = float(h_min)
-    zmax = _max_similar_sq_norm(F, tau)
+    zmax, Zsq = _max_similar_sq_norm(F, tau, return_matrix=True)
     # diagonal preconditioning: iterate on Y with X = D Y D (X ⪰ 0 ⟺ Y ⪰ 0), i.e. on the
     # features F D and the linear cost λ D²; certificates stay in the X coordinates
     scaling = float(scaling)
@@ -745,7 +748,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         if g > lower["g"]:
             lower.update(g=g, s=sn.copy(), theta=th)
         if balance and S != 0.0:                   # the same s with Σ tau∘s moved to 0
-            s2, dG = balance_dual(sn, tau, F)
+            s2, dG = balance_dual(sn, tau, F, Zsq)
             a2, S2 = dual_objective(s2, tau, c)
             lmin2 = _lambda_min(Gn - dG) if dG.any() else lmin
             g2, th2 = dual_lower_bound(a2, S2, lmin2, lam, R, h_min, h_max)
