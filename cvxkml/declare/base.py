@@ -29,9 +29,6 @@ from .regularizers import LogDet, Regularizer
 
 __all__ = ["SpectralProblem"]
 
-_CLARABEL_MAX_DIM = Problem.clarabel_max_size   # Clarabel's memory: square of the PSD block (CVXPY-NOTES)
-
-
 _FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints,
              LinearEqualities)
 
@@ -697,7 +694,7 @@ class SpectralProblem(Problem):
         cyclic projections creep (one low-rank draw met tol = 1e-12 with a violation of
         6.8e-6 times a multiplier of 2e4, a gap of −0.136).  When the dual-change rule is
         met but the certificate is not, the solve is repeated with tol divided by 100
-        (down to 1e-16) within the same ``max_sweeps`` budget; if the certificate is still
+        (down to 1e-16) within the same ``max_iter`` budget; if the certificate is still
         not met it warns (:class:`ConvergenceWarning`) and returns ``converged=False``.
         The solver is the first registered one that accepts the problem
         (:mod:`cvxkml.declare.registry`; :meth:`fast_solver` says which, or why none does);
@@ -720,14 +717,14 @@ class SpectralProblem(Problem):
         tol = check_positive(tol, "tol")
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
-        max_sweeps = self._iteration_limit(max_iter, max_sweeps)   # int64 in the kernels
+        limit = self._iteration_limit(max_iter, max_sweeps)   # int64 in the kernels
         # a native solver that checks the certificate itself reads the rule here, and one
         # that can resume keeps its last iterate in _resume for the next attempt
         self._stop_rule, self._resume = (gap_tol, viol_tol), None
         attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
         while True:
-            res = (spec.solve(self, attempt_tol, max_sweeps - sweeps, lam0=lam0, callback=callback)
-                   if use_dual else spec.solve(self, attempt_tol, max_sweeps - sweeps))
+            res = (spec.solve(self, attempt_tol, limit - sweeps, lam0=lam0, callback=callback)
+                   if use_dual else spec.solve(self, attempt_tol, limit - sweeps))
             attempts += 1
             self._check_fast_result(res, spec)
             sweeps += res.sweeps
@@ -760,7 +757,7 @@ class SpectralProblem(Problem):
                                   "dual_change": res.dual_change, "certified": certified})
                 stopped = bool(asked) and not certified
             if (certified or not met or use_dual or stopped or attempt_tol <= 1e-16
-                    or sweeps >= max_sweeps):
+                    or sweeps >= limit):
                 break
             attempt_tol = max(attempt_tol * 1e-2, 1e-16)
         sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
@@ -945,7 +942,7 @@ class SpectralProblem(Problem):
         return Solution(
             matrix=M, objective=self.objective(M), dual=res.lam, slack=xi, violations=viol,
             n_iter=sweeps, converged=converged, time=elapsed,
-            status="converged" if converged else "max_sweeps reached",
+            status="converged" if converged else "max_iter reached",
             solver=f"{extra.pop('solver', 'bregman')}-{self.kind}",
             dual_value=self.dual_value(res.lam),
             info={"dual_change": res.dual_change, "max_relative_violation": self._max_relative_violation(viol),

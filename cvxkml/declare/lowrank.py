@@ -39,6 +39,13 @@ class LowRankLogDet(SpectralProblem):
     The learned matrix of a :class:`~cvxkml.solution.Solution` is X̂ (r × r); the kernel is
     K = G0 X̂ G0ᵀ = G Gᵀ with G = G0 B (:meth:`kernel_factor`), B in ``info["B"]``.
     Use :meth:`from_kernel` to factor a PSD K0 first.
+
+    This is ``SpectralProblem(FactoredSpace(G0), constraints, LogDet(), gamma)``
+    (:mod:`cvxkml.declare.spaces`).  Its native solver (Kulis et al. Algorithm 2,
+    :func:`cvxkml.solvers.lowrank.lowrank_logdet`) visits the constraints in a fresh random
+    order each sweep, only those that can move (λ > 0 or violated), and stops when the
+    relative dual change is below ``tol`` *and* the Lagrange certificate of ``solve()``
+    holds (``gap_tol``, ``viol_tol``); a retry continues from the last iterate.
     """
 
     kind = "lowrank"

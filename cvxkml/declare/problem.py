@@ -49,6 +49,17 @@ CALLBACK_STOP = "stopped by callback"
 LARGE_FACTOR = 2
 
 
+def _library_name(cls) -> str:
+    """The name of the nearest cvxkml class of ``cls`` (a user's subclass of LogDet is
+    LogDet's), or ``cls``'s own name when it derives from none but the base class."""
+    for c in cls.__mro__:
+        if c.__module__.split(".")[0] == "cvxkml" and c.__name__ != "Regularizer":
+            return c.__name__
+        if c.__name__ == "Regularizer":
+            break
+    return cls.__name__
+
+
 def _size_guarded(impl):
     """``impl`` (a ``solve_reference``) behind the size guard; nested calls (a subclass's
     ``solve_reference`` calling its parent's) are checked once, by the outermost."""
@@ -208,13 +219,26 @@ class Problem:
         return sol
 
     def _limit_lookup(self, table: dict) -> int | None:
+        """The limit of this problem in ``table``: the class and then its bases, each as
+        ``"Class[Regularizer]"`` before ``"Class"``; then ``"[Regularizer]"`` (any class, e.g.
+        a ``SpectralProblem`` composed by hand).  A problem with constraint families besides
+        pairs also looks up ``"[Regularizer]+mixed"`` (every family at once, measured
+        separately: more constraint types cost more) and takes the smaller limit."""
         reg = getattr(self, "regularizer", None)
+        reg_name = None if reg is None else _library_name(type(reg))
+        found = None
         for cls in type(self).__mro__:
-            names = ([f"{cls.__name__}[{type(reg).__name__}]"] if reg is not None else []) + [cls.__name__]
-            for name in names:
-                if name in table:
-                    return int(table[name])
-        return None
+            names = ([f"{cls.__name__}[{reg_name}]"] if reg_name is not None else []) + [cls.__name__]
+            found = next((int(table[name]) for name in names if name in table), None)
+            if found is not None:
+                break
+        if found is None and reg_name is not None and f"[{reg_name}]" in table:
+            found = int(table[f"[{reg_name}]"])
+        mixed = getattr(self, "pairs_only", True) is False and getattr(self, "n_constraints", 0) > 0
+        if mixed and reg_name is not None and f"[{reg_name}]+mixed" in table:
+            m = int(table[f"[{reg_name}]+mixed"])
+            found = m if found is None else min(found, m)
+        return found
 
     def exact_limit(self) -> int | None:
         """The largest :meth:`exact_size` whose default exact solve took at most 60 s and
