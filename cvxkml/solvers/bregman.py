@@ -41,126 +41,21 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
+from ._bregman_core import check_time_limit, dual_change, project, rank_one_update, sweep_end
+from ._vocabulary import iteration_limit
 # status codes of the jitted loops: cvxkml.solvers.result.Status
 from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
-from ._vocabulary import iteration_limit
-
-
-
-@nb.njit(cache=True, inline="always")
-def _quadratic_roots(a, b, c):
-    """The roots of a x² + b x + c = 0 (a ≠ 0) by the cancellation-free formula
-    q = −½(b + sign(b)√disc): (q / a, c / q), c / q NaN when q = 0; (NaN, NaN) when the
-    discriminant is negative or NaN."""
-    disc = b * b - 4.0 * a * c
-    if not disc >= 0.0:
-        return np.nan, np.nan
-    sq = np.sqrt(disc)
-    q = -0.5 * (b + (sq if b >= 0 else -sq))
-    return q / a, (c / q if q != 0.0 else np.nan)
-
-
-@nb.njit(cache=True, fastmath=False)
-def _project(p, d, xi_c, lam_c, gamma):
-    """One Bregman projection parameter: returns (alpha, beta, new xi)."""
-    hard = np.isinf(gamma)
-    factor = 1.0 if hard else gamma / (gamma + 1.0)
-    alpha = min(lam_c, d * factor * (1.0 / p - 1.0 / xi_c))
-    beta = d * alpha / (1.0 - d * alpha * p)
-    if not hard:
-        xi_c = gamma * xi_c / (gamma + d * alpha * xi_c)
-    return alpha, beta, xi_c
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _rank_one_update(M, u, beta):
-    """M ← M + β u uᵀ (full symmetric matrix)."""
-    n = u.shape[0]
-    for a in range(n):
-        bu = beta * u[a]
-        for b in range(n):
-            M[a, b] += bu * u[b]
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _dual_change(lam, lam_old):
-    num = 0.0
-    den = 0.0
-    for c in range(lam.shape[0]):
-        num += abs(lam[c] - lam_old[c])
-        den += abs(lam[c]) + abs(lam_old[c])
-    return 0.0 if den == 0.0 else num / den
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_iter):
-    n = K.shape[0]
-    m = I.shape[0]
-    Kz = np.empty(n)
-    lam_old = np.empty(m)
-    change = np.inf
-    for sweep in range(max_iter):
-        lam_old[:] = lam
-        for c in range(m):
-            i = I[c]
-            j = J[c]
-            for t in range(n):                     # K z = K[:, i] − K[:, j] (rows: K symmetric)
-                Kz[t] = K[i, t] - K[j, t]
-            p = Kz[i] - Kz[j]
-            if not (p > 0.0):
-                return sweep, change, (NONFINITE if not np.isfinite(p) else NONPOSITIVE_DISTANCE), c
-            alpha, beta, xnew = _project(p, delta[c], xi[c], lam[c], gamma)
-            xi[c] = xnew
-            lam[c] -= alpha
-            if beta != 0.0:
-                _rank_one_update(K, Kz, beta)
-        change = _dual_change(lam, lam_old)
-        if not np.isfinite(change):
-            return sweep + 1, change, NONFINITE, -1
-        if change < tol:
-            return sweep + 1, change, OK, -1
-    return max_iter, change, NOT_CONVERGED, -1
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_iter):
-    d = W.shape[0]
-    m = V.shape[0]
-    Wv = np.empty(d)
-    lam_old = np.empty(m)
-    change = np.inf
-    for sweep in range(max_iter):
-        lam_old[:] = lam
-        for c in range(m):
-            p = 0.0
-            for a in range(d):                     # W v and p = vᵀ W v
-                s = 0.0
-                for b in range(d):
-                    s += W[a, b] * V[c, b]
-                Wv[a] = s
-                p += V[c, a] * s
-            if not (p > 0.0):
-                return sweep, change, (NONFINITE if not np.isfinite(p) else NONPOSITIVE_DISTANCE), c
-            alpha, beta, xnew = _project(p, delta[c], xi[c], lam[c], gamma)
-            xi[c] = xnew
-            lam[c] -= alpha
-            if beta != 0.0:
-                _rank_one_update(W, Wv, beta)
-        change = _dual_change(lam, lam_old)
-        if not np.isfinite(change):
-            return sweep + 1, change, NONFINITE, -1
-        if change < tol:
-            return sweep + 1, change, OK, -1
-    return max_iter, change, NOT_CONVERGED, -1
 
 
 #: kernel code of a chunk that ran out of budget (internal, never in a FastResult)
 RUNNING = -1
+#: a work budget no run reaches (the whole-sweep loops)
+_NO_BUDGET = 1 << 62
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change):
-    """:func:`_sweeps_kernel` resumable: starts at constraint ``c0`` of the current sweep
+    """The compiled loop, resumable: starts at constraint ``c0`` of the current sweep
     (``lam_old`` holds λ at the start of that sweep) and returns after at most ``budget``
     projections or ``max_iter`` completed sweeps.  Returns (sweeps completed, next
     constraint, dual change of the last completed sweep, code, bad constraint, projections);
@@ -183,25 +78,24 @@ def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budg
             p = Kz[i] - Kz[j]
             if not (p > 0.0):
                 return sweep, c, change, (NONFINITE if not np.isfinite(p) else NONPOSITIVE_DISTANCE), c, done
-            alpha, beta, xnew = _project(p, delta[c], xi[c], lam[c], gamma)
+            alpha, beta, xnew = project(p, delta[c], xi[c], lam[c], gamma)
             xi[c] = xnew
             lam[c] -= alpha
             if beta != 0.0:
-                _rank_one_update(K, Kz, beta)
+                rank_one_update(K, Kz, beta)
             c += 1
             done += 1
         c = 0
-        change = _dual_change(lam, lam_old)
-        if not np.isfinite(change):
-            return sweep + 1, 0, change, NONFINITE, -1, done
-        if change < tol:
-            return sweep + 1, 0, change, OK, -1, done
+        change = dual_change(lam, lam_old)
+        code = sweep_end(change, tol)
+        if code != NOT_CONVERGED:
+            return sweep + 1, 0, change, code, -1, done
     return max_iter, 0, change, NOT_CONVERGED, -1, done
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _run_metric(W, V, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change):
-    """:func:`_sweeps_metric` resumable, as :func:`_run_kernel`."""
+    """:func:`_run_kernel` on a d × d W with pair differences V."""
     d = W.shape[0]
     m = V.shape[0]
     Wv = np.empty(d)
@@ -222,20 +116,37 @@ def _run_metric(W, V, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget,
                 p += V[c, a] * s
             if not (p > 0.0):
                 return sweep, c, change, (NONFINITE if not np.isfinite(p) else NONPOSITIVE_DISTANCE), c, done
-            alpha, beta, xnew = _project(p, delta[c], xi[c], lam[c], gamma)
+            alpha, beta, xnew = project(p, delta[c], xi[c], lam[c], gamma)
             xi[c] = xnew
             lam[c] -= alpha
             if beta != 0.0:
-                _rank_one_update(W, Wv, beta)
+                rank_one_update(W, Wv, beta)
             c += 1
             done += 1
         c = 0
-        change = _dual_change(lam, lam_old)
-        if not np.isfinite(change):
-            return sweep + 1, 0, change, NONFINITE, -1, done
-        if change < tol:
-            return sweep + 1, 0, change, OK, -1, done
+        change = dual_change(lam, lam_old)
+        code = sweep_end(change, tol)
+        if code != NOT_CONVERGED:
+            return sweep + 1, 0, change, code, -1, done
     return max_iter, 0, change, NOT_CONVERGED, -1, done
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_iter):
+    """Whole cyclic sweeps on K in place until the dual change is below ``tol`` or
+    ``max_iter`` sweeps; returns (sweeps, change, code, bad constraint).  :func:`_run_kernel`
+    without a work budget."""
+    s, _, change, code, bad, _ = _run_kernel(K, I, J, delta, xi, lam, np.empty(lam.shape[0]), gamma,
+                                             tol, 0, max_iter, _NO_BUDGET, np.inf)
+    return s, change, code, bad
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_iter):
+    """:func:`_sweeps_kernel` on a d × d W with pair differences V (:func:`_run_metric`)."""
+    s, _, change, code, bad, _ = _run_metric(W, V, delta, xi, lam, np.empty(lam.shape[0]), gamma,
+                                             tol, 0, max_iter, _NO_BUDGET, np.inf)
+    return s, change, code, bad
 
 
 # ------------------------------------------------------------------ diverging duals
@@ -412,15 +323,6 @@ def _drive(step, m, max_iter, lam, time_limit=None, watch=None):
     return sweeps, change, (NOT_CONVERGED if code == RUNNING else code), bad, extra
 
 
-def _check_time_limit(time_limit):
-    if time_limit is None:
-        return None
-    t = float(time_limit)
-    if not t > 0:
-        raise ValueError(f"time_limit must be a positive number of seconds or None; got {time_limit!r}.")
-    return t
-
-
 def _prepare(delta, bound, gamma, lam0):
     delta = np.ascontiguousarray(delta, dtype=np.float64)
     xi = np.array(bound, dtype=np.float64)
@@ -447,7 +349,7 @@ def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000
     delta, xi, lam, g = _prepare(delta, bound, gamma, lam0)
     I = np.ascontiguousarray(i, dtype=np.int64)
     J = np.ascontiguousarray(j, dtype=np.int64)
-    time_limit = _check_time_limit(time_limit)
+    time_limit = check_time_limit(time_limit)
     lam_old = np.empty_like(lam)
     tol = float(tol)
     watch = None
@@ -480,7 +382,7 @@ def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_
     X = np.asarray(X, dtype=np.float64)
     V = np.ascontiguousarray(X[np.asarray(i)] - X[np.asarray(j)])
     delta, xi, lam, g = _prepare(delta, bound, gamma, lam0)
-    time_limit = _check_time_limit(time_limit)
+    time_limit = check_time_limit(time_limit)
     lam_old = np.empty_like(lam)
     tol = float(tol)
     watch = None
@@ -506,4 +408,4 @@ def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_
 #: ``sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_iter)`` run whole cyclic sweeps
 #: in place; ``project(p, delta_c, xi_c, lam_c, gamma)`` returns one projection's
 #: (alpha, beta, new xi) (``.py_func``: the same code in plain Python).
-BENCH_KERNELS = {"sweeps_metric": _sweeps_metric, "sweeps_kernel": _sweeps_kernel, "project": _project}
+BENCH_KERNELS = {"sweeps_metric": _sweeps_metric, "sweeps_kernel": _sweeps_kernel, "project": project}

@@ -5,7 +5,7 @@ The learned kernel keeps the range space of K0 = G0 G0ᵀ (G0 n × r): K = G0 B 
 B r × r lower triangular, B = I initially.  A projection never touches n:
 
 * distance constraint (i, j):  v = G0[i] − G0[j], w = Bᵀv, p = ‖w‖²; α, β and the slack
-  update as in the dense solver (``bregman._project``), then B ← B L with
+  update as in the dense solver (:func:`~cvxkml.solvers._bregman_core.project`), then B ← B L with
   L Lᵀ = I + β w wᵀ by CHOLUPDATEMULT (Algorithm 1, 3r² + 2r flops, no r × r product).
 * rank-two constraint tr(K Â) ≤ t with Â = u uᵀ − v vᵀ (relative comparisons
   d(i,j) + margin ≤ d(i,k): u = G0[i]−G0[j], v = G0[i]−G0[k], t = −margin; similarity
@@ -39,10 +39,10 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
-
+from ._bregman_core import check_time_limit, project, quadratic_roots, run_sliced, sweep_end
 from ._vocabulary import iteration_limit
-from .bregman import (NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FarkasWatch,
-                      _check_time_limit, _project, _quadratic_roots)
+from .bregman import FarkasWatch
+from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK
 
 # constraint kinds
 PAIR, RANK2 = 0, 1
@@ -167,7 +167,7 @@ def _rank2_theta(g11, g12, g22, target):
     Cq = target - S
     theta = np.nan
     if abs(A) > 1e-300:
-        r1, r2 = _quadratic_roots(A, Bq, Cq)          # NaN, NaN without real roots
+        r1, r2 = quadratic_roots(A, Bq, Cq)          # NaN, NaN without real roots
         ok1 = lo < r1 < hi
         ok2 = lo < r2 < hi
         if ok1 and ok2:
@@ -415,7 +415,7 @@ def _passes(R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order,
                     p += w[k] * w[k]
                 if not (p > 0.0):
                     return it, change, (NONFINITE if not np.isfinite(p) else NONPOSITIVE_DISTANCE), c
-                alpha, beta, xnew = _project(p, delta[c], xi[c], old, gamma)
+                alpha, beta, xnew = project(p, delta[c], xi[c], old, gamma)
                 xi[c] = xnew
                 lam[c] = old - alpha
                 if beta != 0.0:
@@ -427,10 +427,9 @@ def _passes(R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order,
             num += abs(lam[c] - old)
             den += abs(lam[c]) + abs(old)
         change = 0.0 if den == 0.0 else num / den
-        if not np.isfinite(change):
-            return it + 1, change, NONFINITE, -1
-        if change < tol:
-            return it + 1, change, OK, -1
+        code = sweep_end(change, tol)
+        if code != NOT_CONVERGED:
+            return it + 1, change, code, -1
     return max_passes, change, NOT_CONVERGED, -1
 
 
@@ -449,45 +448,30 @@ def _pass_change(lam, old, idx):
 
 def _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit, state,
                 shuffle, tol, max_passes, budget):
-    """:func:`_passes` in calls of about ``budget.units`` projections (Ctrl-C and time
-    limits between calls, :class:`~cvxkml._config.WorkBudget`): whole passes when a pass
-    fits the budget, else one pass in slices of the (shuffled) order.  Same iterates, same
-    return values as one call of :func:`_passes`."""
-    done = 0
-    change = np.inf
+    """:func:`_passes` in calls of about ``budget.units`` projections
+    (:func:`~cvxkml.solvers._bregman_core.run_sliced`): whole passes when a pass fits the
+    budget, else one pass in slices of the (shuffled) order.  Same iterates, same return
+    values as one call of :func:`_passes`."""
     n_visit = int(n_visit)
-    while done < max_passes:
-        if budget.units >= n_visit:
-            k = min(max_passes - done, max(1, budget.units // max(n_visit, 1)))
-            t = time.perf_counter()
-            s, change, code, bad = _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
-                                           order, n_visit, state, shuffle, tol, k)
-            budget.update(max(int(s), 1) * n_visit, time.perf_counter() - t)
-            done += int(s)
-            if code != NOT_CONVERGED or s < k:
-                return done, change, code, bad
-            continue
+
+    def whole(k):
+        return _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit, state,
+                       shuffle, tol, k)
+
+    def begin():
         if shuffle:
             _shuffle(order, n_visit, state)
         idx = order[:n_visit].copy()
-        old = lam[idx]
-        a = 0
-        while a < n_visit:
-            b = min(n_visit, a + max(budget.units, 1))
-            t = time.perf_counter()
-            _, _, code, bad = _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
-                                      idx[a:b], b - a, state, False, -1.0, 1)
-            budget.update(b - a, time.perf_counter() - t)
-            if code not in (OK, NOT_CONVERGED):
-                return done, change, code, bad
-            a = b
-        change = _pass_change(lam, old, idx)
-        done += 1
-        if not np.isfinite(change):
-            return done, change, NONFINITE, -1
-        if change < tol:
-            return done, change, OK, -1
-    return done, change, NOT_CONVERGED, -1
+        return idx, lam[idx]
+
+    def piece(sliced, a, b):
+        _, _, code, bad = _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, sliced[0][a:b],
+                                  b - a, state, False, -1.0, 1)
+        return code, bad
+
+    def change_of(sliced):
+        return _pass_change(lam, sliced[1], sliced[0])
+    return run_sliced(whole, piece, begin, change_of, max_passes, n_visit, tol, budget)
 
 
 def _lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta):
@@ -671,6 +655,33 @@ def _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_iter
             time.perf_counter() - t0)
 
 
+def _stop_rule(watch, time_limit, lam, st, t0):
+    """``stop_here(sweeps)`` of :func:`lowrank_logdet`, called between chunks: a Farkas ray
+    (``watch``, recorded in ``st``) or the time limit ends the run."""
+    def stop_here(sweeps):
+        if watch is not None and sweeps >= watch.next:
+            ray = watch.check(sweeps, lam)
+            if ray is not None:
+                st.update(ray)
+                return True
+        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+            st["stopped"] = "time_limit"
+            return True
+        return False
+    return stop_here
+
+
+def _touched_rows(G0, I, J, Kx):
+    """Only the rows of G0 that the constraints touch (G = G0 B costs O(rows · r²)), the
+    indices renumbered into them."""
+    m = len(I)
+    pts, inv = np.unique(np.concatenate([I, J, Kx]), return_inverse=True)
+    if pts.size < G0.shape[0]:
+        G0 = np.ascontiguousarray(G0[pts])
+        I, J, Kx = (np.ascontiguousarray(a, dtype=np.int64) for a in (inv[:m], inv[m:2 * m], inv[2 * m:]))
+    return G0, I, J, Kx
+
+
 def _passes_per_refresh(n_visit, r, rows, m, every):
     """Passes over the active set between two refreshes of it: at least one per refresh's
     cost (a pass ~4r² flops per projection in a Numba loop, a refresh 2·rows·r² in BLAS plus
@@ -742,34 +753,19 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
     viol_tol = np.inf if viol_tol is None else float(viol_tol)
     st = {} if stats is None else stats
     st.update(projections=0, refreshes=0, checks=0, check_time=0.0, certificate=None)
-    time_limit = _check_time_limit(time_limit)
+    time_limit = check_time_limit(time_limit)
     budget = WorkBudget(start=max(m, 1) * 4)
     watch = None
     if detect_infeasible and np.isinf(g) and m:
         watch = FarkasWatch(_lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta),
                             np.where(kind == PAIR, delta * target, target))
     t0 = time.perf_counter()
-
-    def stop_here(sweeps):
-        """Between chunks: a Farkas ray or the time limit ends the run."""
-        if watch is not None and sweeps >= watch.next:
-            ray = watch.check(sweeps, lam)
-            if ray is not None:
-                st.update(ray)
-                return True
-        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
-            st["stopped"] = "time_limit"
-            return True
-        return False
-
+    stop_here = _stop_rule(watch, time_limit, lam, st, t0)
     if order == "cyclic" and not active_set and not certify:          # the paper's loop
         return _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_iter, budget,
                             watch, time_limit, stop_here, st, t0)
     # only the rows of G0 that the constraints touch (G = G0 B costs O(rows · r²))
-    pts, inv = np.unique(np.concatenate([I, J, Kx]), return_inverse=True)
-    if pts.size < G0.shape[0]:
-        G0 = np.ascontiguousarray(G0[pts])
-        I, J, Kx = (np.ascontiguousarray(a, dtype=np.int64) for a in (inv[:m], inv[m:2 * m], inv[2 * m:]))
+    G0, I, J, Kx = _touched_rows(G0, I, J, Kx)
     G = np.empty_like(G0)
     scale = np.maximum(1.0, np.abs(target))     # relative violations, as the problem's
     res = np.empty(m)

@@ -55,9 +55,10 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
+from ._bregman_core import dual_change, rank_one_update, sweep_end
 from ._vocabulary import iteration_limit
-from .bregman import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, _dual_change
-from .result import UNBOUNDED, FastResult  # no dual-feasible start found: unbounded below
+# UNBOUNDED: no dual-feasible start found (unbounded below)
+from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, UNBOUNDED, FastResult
 
 __all__ = ["barrier_bregman", "barrier_primal", "project_one", "UNBOUNDED", "INFEASIBLE_CONSTRAINT"]
 
@@ -283,10 +284,7 @@ def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_iter):
                 delta = max(delta, -lam[c])
                 if delta != 0.0:
                     beta = -(delta * wa / gamma) / (1.0 + delta * wp / gamma)
-                    for i in range(r):
-                        bu = beta * Xu[i]
-                        for j in range(r):
-                            X[i, j] += bu * Xu[j]
+                    rank_one_update(X, Xu, beta)
                     lam[c] += delta
             else:
                 delta, code, h0, size0 = _project_q(X, U[a0:a0 + q], w[a0:a0 + q], t[c], lam[c],
@@ -297,11 +295,10 @@ def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_iter):
                 lam[c] += delta
                 if lam[c] < 0.0:
                     lam[c] = 0.0
-        change = _dual_change(lam, lam_old)
-        if not (np.isfinite(change) and np.isfinite(kkt)):
-            return sweep + 1, change, kkt, NONFINITE, -1
-        if kkt < tol:
-            return sweep + 1, change, kkt, OK, -1
+        change = dual_change(lam, lam_old)
+        code = sweep_end(kkt, tol) if np.isfinite(change) else NONFINITE
+        if code != NOT_CONVERGED:
+            return sweep + 1, change, kkt, code, -1
     return max_iter, change, kkt, NOT_CONVERGED, -1
 
 

@@ -62,10 +62,10 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
+from ._bregman_core import check_time_limit, dual_change, quadratic_roots, run_sliced, sweep_end
 from ._vocabulary import iteration_limit
-from .bregman import (NONFINITE, NOT_CONVERGED, OK, FarkasWatch, _check_time_limit,
-                      _dual_change, _quadratic_roots)
-from .result import FastResult
+from .bregman import FarkasWatch
+from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 from ._newton import cg, projected_armijo
 
 _EPS = np.finfo(np.float64).eps
@@ -124,7 +124,7 @@ def _model_step(rho, t, lo, hi, dl, dr, has_l, has_r, p1, dp1, p2, dp2):
         B = -(c * (dl + dr) + b1 + b2)
         C = c * dl * dr + b1 * dr + b2 * dl
         if A != 0.0:
-            r1, r2 = _quadratic_roots(A, B, C)
+            r1, r2 = quadratic_roots(A, B, C)
             if lo < r1 < hi:
                 tn = r1
             elif lo < r2 < hi:
@@ -149,15 +149,10 @@ def _model_step(rho, t, lo, hi, dl, dr, has_l, has_r, p1, dp1, p2, dp2):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _root(d, z2, rho, j, nz2, warm, a_prev, t_prev, step, dd):
-    """Root j (increasing order) of 1 + ρ Σ z_i²/(d_i − λ) = 0, d strictly increasing.
-
-    Cold (``warm`` == 0): one pass at the midpoint of the root's interval fits the model and
-    picks the nearer pole.  Warm: the root at the previous ρ, d[a_prev] + t_prev, moves by
-    ``step`` (> 0 for ``warm`` > 0) and bounds the new one on the side it comes from; it is
-    solved in the previous anchor's coordinates (accurate however close to that pole) unless
-    the guess crosses the midpoint of the interval.
-    Returns (anchor, τ, (wᵀu_j)², passes) with λ_j = d[anchor] + τ, τ never 0 (a pole)."""
+def _root_interval(d, rho, j, nz2):
+    """The poles around root j of 1 + ρ Σ z_i²/(d_i − λ) = 0 and the interval's width:
+    (lo_pole, hi_pole, width), −1 for a missing pole (the outermost root lies within ρ‖z‖²
+    of its one pole)."""
     k = d.shape[0]
     if rho > 0:
         lo_pole = j
@@ -167,102 +162,136 @@ def _root(d, z2, rho, j, nz2, warm, a_prev, t_prev, step, dd):
         lo_pole = j - 1
         hi_pole = j
         width = (d[j] - d[j - 1]) if lo_pole >= 0 else -rho * nz2
+    return lo_pole, hi_pole, width
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _warm_start(d, lo_pole, hi_pole, width, warm, a_prev, t_prev, step, dd):
+    """The start of a warm solve: the previous root d[a_prev] + t_prev moved by ``step``, in
+    the previous anchor's coordinates unless the guess crosses the interval's midpoint; the
+    previous root bounds the new one on the side it comes from (``warm`` > 0: below).
+    Returns (anchor, τ, lo, hi) with dd = d − d[anchor]."""
+    both = lo_pole >= 0 and hi_pole >= 0
+    a = a_prev
+    t = t_prev + step
+    b = t_prev
+    if both and ((a == lo_pole and t > 0.5 * width) or (a == hi_pole and t < -0.5 * width)):
+        s = -width if a == lo_pole else width
+        a = hi_pole if a == lo_pole else lo_pole
+        t += s
+        b += s
+    if a == lo_pole:
+        lo, hi = 0.0, width
+    else:
+        lo, hi = -width, 0.0
+    slack = 4.0 * _EPS * (abs(b) + width)  # the previous root's round-off
+    if warm > 0:
+        if b - slack > lo:
+            lo = b - slack
+    elif b + slack < hi:
+        hi = b + slack
+    if not (lo < t < hi):
+        t = 0.5 * (lo + hi)
+    _shift(d, d[a], dd)
+    return a, t, lo, hi
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _cold_guess(z2, rho, lo_pole, hi_pole, width, xm, psum, xlo, xhi):
+    """The initial guess of a cold solve (as LAPACK dlaed4): the nearest poles with their exact
+    weights, the rest of the sum (``psum`` = ψ1 + ψ2 at the midpoint ``xm``) frozen; x is
+    λ − d[ref] (ref: the lower pole, else the upper).  The midpoint of (xlo, xhi) when the
+    model has no zero there."""
+    x0 = np.nan
+    if lo_pole >= 0 and hi_pole >= 0:
+        bl = z2[lo_pole]
+        br = z2[hi_pole]
+        c = 1.0 / rho + psum - bl / (-xm) - br / (width - xm)
+        # c (−x)(w − x) + bl (w − x) − br x = 0
+        A = c
+        B = -(c * width + bl + br)
+        C = bl * width
+        if A != 0.0:
+            r1, r2 = quadratic_roots(A, B, C)
+            if not np.isnan(r1):                    # a real pair of roots
+                x0 = r1 if xlo < r1 < xhi else r2
+        elif B != 0.0:
+            x0 = -C / B
+    elif lo_pole >= 0:
+        bl = z2[lo_pole]
+        c = 1.0 / rho + psum - bl / (-xm)
+        if c != 0.0:
+            x0 = bl / c
+    else:
+        br = z2[hi_pole]
+        c = 1.0 / rho + psum - br / (-xm)
+        if c != 0.0:
+            x0 = br / c
+    if not (xlo < x0 < xhi):
+        x0 = 0.5 * (xlo + xhi)
+    return x0
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd):
+    """The start of a cold solve: one pass at the midpoint of the root's interval halves it and
+    fits :func:`_cold_guess`; the anchor is the pole nearer to the root.  Returns (anchor, τ,
+    lo, hi) with dd = d − d[anchor] (one pass over the poles)."""
+    has_l = lo_pole >= 0
+    if has_l:                                   # coordinates x = λ − d[ref]
+        ref = lo_pole
+        xlo, xhi = 0.0, width
+    else:
+        ref = hi_pole
+        xlo, xhi = -width, 0.0
+    _shift(d, d[ref], dd)
+    xm = 0.5 * (xlo + xhi)
+    p1, dp1, p2, dp2 = _psi(dd, z2, xm, lo_pole)
+    f = 1.0 + rho * (p1 + p2)
+    if (f < 0) == (rho > 0):                    # f ↑ in λ for ρ > 0, ↓ for ρ < 0
+        xlo = xm
+    else:
+        xhi = xm
+    x0 = _cold_guess(z2, rho, lo_pole, hi_pole, width, xm, p1 + p2, xlo, xhi)
+    a = ref
+    if has_l and hi_pole >= 0 and xhi > xm:     # the root lies right of the midpoint
+        a = hi_pole
+    off = d[ref] - d[a]                         # x → τ = λ − d[a]
+    if a != ref:
+        _shift(d, d[a], dd)
+    return a, x0 + off, xlo + off, xhi + off
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _off_pole(t, lo, hi, a, lo_pole):
+    """τ moved off the pole (τ = 0: round-off in a tiny bracket) to the bracket's far end."""
+    if t == 0.0:
+        t = hi if a == lo_pole else lo
+        if t == 0.0:
+            t = 5e-324 if a == lo_pole else -5e-324
+    return t
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd):
+    """Safeguarded iteration from (a, τ) in the bracket (lo, hi): the two-pole model step
+    (:func:`_model_step`), bisection when it leaves the bracket, until f is at round-off
+    level (LAPACK dlaed4) or the step stalls; then the anchor moves to the nearer pole (once)
+    and the root is polished there.  Returns (anchor, τ, lo, hi, passes, fresh, ψ1′ + ψ2′)
+    — ``fresh``: the ψ's were evaluated at the returned τ."""
     has_l = lo_pole >= 0
     has_r = hi_pole >= 0
-    both = has_l and has_r
-    increasing = rho > 0                        # f ↑ in λ for ρ > 0, ↓ for ρ < 0
+    increasing = rho > 0
     passes = 0
-    if warm != 0:
-        a = a_prev
-        t = t_prev + step
-        b = t_prev
-        if both and ((a == lo_pole and t > 0.5 * width) or (a == hi_pole and t < -0.5 * width)):
-            s = -width if a == lo_pole else width
-            a = hi_pole if a == lo_pole else lo_pole
-            t += s
-            b += s
-        if a == lo_pole:
-            lo, hi = 0.0, width
-        else:
-            lo, hi = -width, 0.0
-        slack = 4.0 * _EPS * (abs(b) + width)  # the previous root's round-off
-        if warm > 0:
-            if b - slack > lo:
-                lo = b - slack
-        elif b + slack < hi:
-            hi = b + slack
-        if not (lo < t < hi):
-            t = 0.5 * (lo + hi)
-        _shift(d, d[a], dd)
-    else:
-        # coordinates x = λ − d[ref]
-        if has_l:
-            ref = lo_pole
-            xlo, xhi = 0.0, width
-        else:
-            ref = hi_pole
-            xlo, xhi = -width, 0.0
-        _shift(d, d[ref], dd)
-        xm = 0.5 * (xlo + xhi)
-        p1, dp1, p2, dp2 = _psi(dd, z2, xm, lo_pole)
-        passes += 1
-        f = 1.0 + rho * (p1 + p2)
-        if (f < 0) == increasing:
-            xlo = xm
-        else:
-            xhi = xm
-        # initial guess (as dlaed4): the nearest poles with their exact weights, the rest of
-        # the sum frozen at the midpoint
-        x0 = np.nan
-        if both:
-            bl = z2[lo_pole]
-            br = z2[hi_pole]
-            c = 1.0 / rho + (p1 + p2) - bl / (-xm) - br / (width - xm)
-            # c (−x)(w − x) + bl (w − x) − br x = 0
-            A = c
-            B = -(c * width + bl + br)
-            C = bl * width
-            if A != 0.0:
-                r1, r2 = _quadratic_roots(A, B, C)
-                if not np.isnan(r1):                    # a real pair of roots
-                    x0 = r1 if xlo < r1 < xhi else r2
-            elif B != 0.0:
-                x0 = -C / B
-        elif has_l:
-            bl = z2[lo_pole]
-            c = 1.0 / rho + (p1 + p2) - bl / (-xm)
-            if c != 0.0:
-                x0 = bl / c
-        else:
-            br = z2[hi_pole]
-            c = 1.0 / rho + (p1 + p2) - br / (-xm)
-            if c != 0.0:
-                x0 = br / c
-        if not (xlo < x0 < xhi):
-            x0 = 0.5 * (xlo + xhi)
-        a = ref
-        if both and xhi > xm:                   # the root lies right of the midpoint
-            a = hi_pole
-        off = d[ref] - d[a]                     # x → τ = λ − d[a]
-        t = x0 + off
-        lo = xlo + off
-        hi = xhi + off
-        if a != ref:
-            _shift(d, d[a], dd)
     reanchored = False
-    p1 = 0.0
-    dp1 = 0.0
-    p2 = 0.0
-    dp2 = 0.0
+    dpsi = 0.0
     fresh = False                               # ψ's evaluated at the current t
     for _ in range(100):
-        if t == 0.0:                            # never on the pole (round-off in a tiny bracket)
-            t = hi if a == lo_pole else lo
-            if t == 0.0:
-                t = 5e-324 if a == lo_pole else -5e-324
+        t = _off_pole(t, lo, hi, a, lo_pole)
         p1, dp1, p2, dp2 = _psi(dd, z2, t, lo_pole)
         passes += 1
         fresh = True
+        dpsi = dp1 + dp2
         f = 1.0 + rho * (p1 + p2)
         sabs = 1.0 + abs(rho) * (p2 - p1)       # Σ|ρ z²/δ|: δ < 0 for i <= lo_pole, > 0 above
         done = abs(f) <= 8.0 * _EPS * sabs       # f at round-off level (LAPACK dlaed4)
@@ -283,8 +312,8 @@ def _root(d, z2, rho, j, nz2, warm, a_prev, t_prev, step, dd):
             if not stall:
                 continue
         # converged; keep the anchor at the nearer pole (one switch at most)
-        if both and not reanchored and ((a == lo_pole and t > 0.5 * width)
-                                        or (a == hi_pole and t < -0.5 * width)):
+        if has_l and has_r and not reanchored and ((a == lo_pole and t > 0.5 * width)
+                                                   or (a == hi_pole and t < -0.5 * width)):
             s = -width if a == lo_pole else width
             a = hi_pole if a == lo_pole else lo_pole
             t += s
@@ -298,15 +327,35 @@ def _root(d, z2, rho, j, nz2, warm, a_prev, t_prev, step, dd):
             reanchored = True
             continue
         break
+    return a, t, lo, hi, passes, fresh, dpsi
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _root(d, z2, rho, j, nz2, warm, a_prev, t_prev, step, dd):
+    """Root j (increasing order) of 1 + ρ Σ z_i²/(d_i − λ) = 0, d strictly increasing.
+
+    Cold (``warm`` == 0): one pass at the midpoint of the root's interval fits the model and
+    picks the nearer pole (:func:`_cold_start`).  Warm: the root at the previous ρ,
+    d[a_prev] + t_prev, moves by ``step`` (> 0 for ``warm`` > 0) and bounds the new one on
+    the side it comes from (:func:`_warm_start`).  Then :func:`_refine`.
+    Returns (anchor, τ, (wᵀu_j)², passes) with λ_j = d[anchor] + τ, τ never 0 (a pole)."""
+    lo_pole, hi_pole, width = _root_interval(d, rho, j, nz2)
+    if warm != 0:
+        a, t, lo, hi = _warm_start(d, lo_pole, hi_pole, width, warm, a_prev, t_prev, step, dd)
+        passes = 0
+    else:
+        a, t, lo, hi = _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd)
+        passes = 1
+    a, t, lo, hi, n, fresh, dpsi = _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd)
+    passes += n
     if t == 0.0:
-        t = hi if a == lo_pole else lo
-        if t == 0.0:
-            t = 5e-324 if a == lo_pole else -5e-324
+        t = _off_pole(t, lo, hi, a, lo_pole)
         fresh = False
     if not fresh:
         p1, dp1, p2, dp2 = _psi(dd, z2, t, lo_pole)
+        dpsi = dp1 + dp2
         passes += 1
-    c2 = 1.0 / (rho * (rho * (dp1 + dp2)))
+    c2 = 1.0 / (rho * (rho * dpsi))
     return a, t, c2, passes
 
 
@@ -409,15 +458,6 @@ def _eval_roots(d, z, theta, anchor, tau, lam, c2, warm, dtheta, dd, e):
         lam[j] = d[anchor[j]] + tau[j]
     lh, h = _logh(lam, c2, e)
     return lh, h, passes
-
-
-@nb.njit(cache=True, error_model="numpy")
-def _eval(d, z, theta, anchor, tau, lam, c2):
-    """log h(θ) and d log h / dθ for the deflated problem (cold root solve)."""
-    k = d.shape[0]
-    e = np.empty(k)
-    lh, h, _ = _eval_roots(d, z, theta, anchor, tau, lam, c2, False, 0.0, np.empty(k), e)
-    return lh, _dh(lam, c2, e) / h
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -710,11 +750,10 @@ def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, o
                 return sweep, change, NONFINITE, c
             lam[c] += dl
             xi[c] = xnew
-        change = _dual_change(lam, lam_old)
-        if not np.isfinite(change):
-            return sweep + 1, change, NONFINITE, -1
-        if change < tol:
-            return sweep + 1, change, OK, -1
+        change = dual_change(lam, lam_old)
+        code = sweep_end(change, tol)
+        if code != NOT_CONVERGED:
+            return sweep + 1, change, code, -1
     return max_iter, change, NOT_CONVERGED, -1
 
 
@@ -726,42 +765,21 @@ def _sweeps_vn(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats):
 
 
 def _vn_run(W, q, F, I, J, delta, xi, lam, gamma, tol, n_sweeps, stats, order, budget):
-    """:func:`_sweeps_vn_set` in calls of about ``budget.units`` projections (Ctrl-C and time
-    limits between calls, :class:`~cvxkml._config.WorkBudget`): whole sweeps when one fits
-    the budget, else one sweep in slices of ``order``.  Same iterates and return values as
-    one call."""
-    done = 0
-    change = np.inf
-    k_len = order.shape[0]
-    while done < n_sweeps:
-        if budget.units >= k_len:
-            k = min(n_sweeps - done, max(1, budget.units // max(k_len, 1)))
-            t = time.perf_counter()
-            s, change, code, bad = _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, k,
-                                                  stats, order)
-            budget.update(max(int(s), 1) * k_len, time.perf_counter() - t)
-            done += int(s)
-            if code != NOT_CONVERGED:
-                return done, change, code, bad
-            continue
-        start = lam.copy()
-        a = 0
-        while a < k_len:
-            b = min(k_len, a + max(budget.units, 1))
-            t = time.perf_counter()
-            _, _, code, bad = _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, -1.0, 1,
-                                             stats, order[a:b])
-            budget.update(b - a, time.perf_counter() - t)
-            if code == NONFINITE:
-                return done, change, code, bad
-            a = b
-        change = _dual_change(lam, start)
-        done += 1
-        if not np.isfinite(change):
-            return done, change, NONFINITE, -1
-        if change < tol:
-            return done, change, OK, -1
-    return done, change, NOT_CONVERGED, -1
+    """:func:`_sweeps_vn_set` in calls of about ``budget.units`` projections
+    (:func:`~cvxkml.solvers._bregman_core.run_sliced`): whole sweeps when one fits the
+    budget, else one sweep in slices of ``order``.  Same iterates and return values as one
+    call."""
+    def whole(k):
+        return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, k, stats, order)
+
+    def piece(start, a, b):
+        _, _, code, bad = _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, -1.0, 1, stats,
+                                         order[a:b])
+        return code, bad
+
+    def change_of(start):
+        return dual_change(lam, start)
+    return run_sliced(whole, piece, lam.copy, change_of, n_sweeps, order.shape[0], tol, budget)
 
 
 # --------------------------------------------------------------------- certificate
@@ -884,7 +902,7 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=1
     base = max(tol, 1e-6)
     gap_tol = base if gap_tol is None else float(gap_tol)
     viol_tol = base if viol_tol is None else float(viol_tol)
-    time_limit = _check_time_limit(time_limit)
+    time_limit = check_time_limit(time_limit)
     budget = WorkBudget(start=max(m, 1))
     every = np.arange(m)
     watch = None
