@@ -198,7 +198,7 @@ def sdp_barrier_solve(problem, tol, max_iter):
     reg = problem.regularizer
     ct = constraint_terms(problem)
     res = barrier_bregman(reg._Ch(), reg.gamma, ct.U, ct.w, ct.ptr, ct.t, tol=tol,
-                          max_sweeps=max_iter, lam0=getattr(problem, "_lam0", None))
+                          max_iter=max_iter, lam0=getattr(problem, "_lam0", None))
     if res.code == UNBOUNDED:
         how = ("a recession direction v (every constraint term with a positive weight vanishes "
                "on it and vᵀĈ0v <= 0) was found"
