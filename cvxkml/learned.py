@@ -291,12 +291,7 @@ class FactoredMetric:
         C = D @ self.U
         return np.maximum(self.alpha * np.einsum("ij,ij->i", D, D) + (C * C) @ self.lam, 0.0)
 
-    @blas_limit()
-    def sq_distances(self, Z1, Z2=None) -> np.ndarray:
-        from .kernels import _sq_euclidean
-        T1 = self.transform(Z1)
-        T2 = T1 if Z2 is None else self.transform(Z2)
-        return _sq_euclidean(T1, T2)
+    sq_distances = LearnedMetric.sq_distances      # Euclidean distances of the transforms
 
     def to_arrays(self) -> dict:
         return {"U": self.U, "lam": self.lam, "alpha": np.array(self.alpha)}
