@@ -1,0 +1,83 @@
+"""cvxkml.solvers.vonneumann's kernels against dense linear algebra: the secular-equation roots
+and Gu–Eisenstat vectors are the eigen-decomposition of diag(d) + ρzzᵀ (also with poles
+1e-10 apart), and one projection moves log X̂ by a rank-one term along v̂ (the von Neumann
+dual: log X̂ = log X̂0 − Σ δ_c λ_c v̂_c v̂_cᵀ) onto its constraint."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cvxkml.solvers.vonneumann import _N_STATS, eigvecs_from_roots, project_pair, secular_roots
+
+
+def _secular_case(rng, k, close):
+    gaps = 10.0 ** rng.uniform(-10 if close else -2, 1, k)
+    d = np.cumsum(gaps) - 3.0
+    z = rng.standard_normal(k)
+    z[np.abs(z) < 1e-3] = 1e-3
+    rho = float(rng.choice([-1.0, 1.0]) * 10.0 ** rng.uniform(-2, 2))
+    return d, z, rho
+
+
+@pytest.mark.parametrize("close", [False, True])
+def test_secular_roots_and_vectors_are_the_eigendecomposition(close):
+    rng = np.random.default_rng(5 + close)
+    for _ in range(60):
+        k = int(rng.integers(1, 12))
+        d, z, rho = _secular_case(rng, k, close)
+        anchor, tau = np.empty(k, dtype=np.int64), np.empty(k)
+        secular_roots(d, z, rho, anchor, tau)
+        lam = d[anchor] + tau
+        A = np.diag(d) + rho * np.outer(z, z)
+        ref = np.linalg.eigvalsh(A)
+        scale = np.abs(d).max() + abs(rho) * z @ z
+        np.testing.assert_allclose(lam, ref, atol=1e-12 * scale)
+        assert np.all(np.diff(lam) > 0)                        # strictly interlaced, increasing
+        U = np.empty((k, k))
+        eigvecs_from_roots(d, z, rho, anchor, tau, U)
+        np.testing.assert_allclose(U.T @ U, np.eye(k), atol=1e-11)
+        np.testing.assert_allclose(U @ np.diag(lam) @ U.T, A, atol=1e-11 * scale)
+
+
+def _log_X(W, q):
+    return (W * q) @ W.T
+
+
+@pytest.mark.parametrize("delta", [1.0, -1.0])
+@pytest.mark.parametrize("gamma", [np.inf, 1.5])
+def test_a_projection_is_a_rank_one_step_in_log_space_onto_the_constraint(delta, gamma):
+    rng = np.random.default_rng(int(delta > 0) + 2 * np.isfinite(gamma))
+    r = 5
+    for _ in range(40):
+        Q, _ = np.linalg.qr(rng.standard_normal((r, r)))
+        W, q = Q.copy(), rng.uniform(-1.0, 1.0, r)
+        v = rng.standard_normal(r)
+        p = float(v @ (W * np.exp(q)) @ W.T @ v)
+        target = p * (0.5 if delta > 0 else 2.0)                  # violated: the projection moves
+        L0 = _log_X(W, q)
+        dl, new_target = project_pair(W, q, v, target, delta, 0.0, gamma, np.zeros(_N_STATS))
+        assert dl > 0
+        L1 = _log_X(W, q)
+        np.testing.assert_allclose(L1 - L0, -delta * dl * np.outer(v, v), atol=1e-9 * (1 + np.abs(L0).max()))
+        np.testing.assert_allclose(W.T @ W, np.eye(r), atol=1e-10)
+        p_new = float(v @ (W * np.exp(q)) @ W.T @ v)
+        assert p_new == pytest.approx(new_target, rel=1e-8)        # on the (moved) constraint
+        if np.isinf(gamma):
+            assert new_target == target
+        else:
+            # ξ' = ξ·exp(δΔλ/γ): log ξ_c = log b_c + δ_c λ_c / γ, the slack's side of the dual
+            assert new_target == pytest.approx(target * np.exp(delta * dl / gamma), rel=1e-12)
+            assert delta * (new_target - target) > 0               # the slack gives way
+
+
+def test_a_satisfied_constraint_without_multiplier_is_not_moved():
+    rng = np.random.default_rng(9)
+    r = 4
+    W, q = np.eye(r), rng.uniform(-1, 1, r)
+    v = rng.standard_normal(r)
+    p = float(v @ np.diag(np.exp(q)) @ v)
+    W0, q0 = W.copy(), q.copy()
+    dl, t = project_pair(W, q, v, 2.0 * p, 1.0, 0.0, np.inf, np.zeros(_N_STATS))
+    assert dl == 0.0 and t == 2.0 * p
+    np.testing.assert_array_equal(W, W0)
+    np.testing.assert_array_equal(q, q0)
