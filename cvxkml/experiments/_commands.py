@@ -10,12 +10,9 @@ own with ``register(commands)``::
             return
         p.add_argument(...)          # _cmd(args) prints and returns the exit status
 
-``commands`` is the subparsers action of the ``cvxkml`` parser; the ``bench`` and
-``reproduce`` groups are made on first use.  A command that reads data files declares them
-(``datasets=`` of :func:`add_command`, or :func:`needs_data`); :func:`run_command` checks
-that each one is there and loads cleanly before the command starts, so a missing or
-damaged file ends it at once with one line and exit status 2.  This module imports
-nothing of :mod:`cvxkml.experiments`.
+:func:`run_command` loads every declared data set before the command starts, so a missing or
+damaged file ends it at once with one line and exit status 2.  This module imports nothing of
+:mod:`cvxkml.experiments`.
 """
 from __future__ import annotations
 
@@ -41,9 +38,8 @@ _DEST = {"bench": "benchmark", "reproduce": "experiment"}
 
 
 class CommandError(Exception):
-    """A command cannot run as asked (an option needs an optional extra that is not
-    installed, or options that do not go together): :func:`run_command` prints the
-    message as one line and returns 1."""
+    """A command cannot run as asked (a missing optional extra, options that do not go
+    together): :func:`run_command` prints the message as one line and returns 1."""
 
 
 def _subparsers(parser: argparse.ArgumentParser):
@@ -55,20 +51,9 @@ def _subparsers(parser: argparse.ArgumentParser):
 
 
 def subcommands(commands, group: str):
-    """The subparsers action of the ``cvxkml <group>`` command, made on first use.
-
-    Parameters
-    ----------
-    commands : argparse._SubParsersAction
-        The subparsers action of the ``cvxkml`` parser.
-    group : {"bench", "reproduce"}
-
-    Returns
-    -------
-    argparse._SubParsersAction
-        Where the group's commands are added.  ``cvxkml <group>`` alone prints the
-        group's help and exits with status 2.
-    """
+    """The subparsers action of ``cvxkml <group>`` (``group`` "bench" or "reproduce") in
+    ``commands`` (the ``cvxkml`` parser's), made on first use; the group alone prints its help
+    and exits with status 2."""
     parser = commands.choices.get(group)
     if parser is None:
         help_, metavar = GROUPS[group]
@@ -78,26 +63,9 @@ def subcommands(commands, group: str):
 
 
 def add_parser(sub, name: str, func, help: str):
-    """A new parser ``name`` in the subparsers action ``sub`` running ``func``, or None when
-    ``sub`` has one of that name already.
-
-    Parameters
-    ----------
-    sub : argparse._SubParsersAction
-        Where the command goes (``cvxkml``'s subparsers, or a group's).
-    name : str
-        The command's name.
-    func : callable
-        ``func(args) -> int``: runs the command, prints, returns the exit status.
-    help : str
-        The command's line in the ``--help`` of ``sub``'s parser.
-
-    Returns
-    -------
-    argparse.ArgumentParser or None
-        The parser, for the command's options; None when ``name`` is registered already
-        (so ``register`` may be called twice).
-    """
+    """A new parser ``name`` in the subparsers action ``sub`` that runs ``func(args) -> int``
+    (``help``: its line in the group's help), or None when ``sub`` has that name already (so
+    ``register`` may be called twice)."""
     if name in sub.choices:
         return None
     parser = sub.add_parser(name, help=help)
@@ -106,28 +74,9 @@ def add_parser(sub, name: str, func, help: str):
 
 
 def add_command(commands, group: str | None, name: str, func, help: str, datasets=None, optional_datasets=None):
-    """A new parser for ``cvxkml [group] name`` running ``func``, or None when it exists.
-
-    Parameters
-    ----------
-    commands : argparse._SubParsersAction
-        The subparsers action of the ``cvxkml`` parser.
-    group : {"bench", "reproduce"} or None
-        The group the command belongs to; None for a top-level command.
-    name : str
-        The command's name.
-    func : callable
-        ``func(args) -> int``: runs the command, prints, returns the exit status.
-    help : str
-        Its line in the group's ``--help``.
-    datasets, optional_datasets : tuple of str or callable, optional
-        The data sets the command reads (see :func:`needs_data`).
-
-    Returns
-    -------
-    argparse.ArgumentParser or None
-        See :func:`add_parser`.
-    """
+    """:func:`add_parser` for ``cvxkml [group] name`` (``group`` None: a top-level command)
+    in ``commands``, the ``cvxkml`` parser's subparsers; ``datasets``, ``optional_datasets``:
+    the data sets it reads (:func:`needs_data`)."""
     parser = add_parser(commands if group is None else subcommands(commands, group), name, func, help)
     if parser is not None and (datasets is not None or optional_datasets is not None):
         needs_data(parser, datasets, optional_datasets)
@@ -140,49 +89,32 @@ def needs_data(parser, datasets=None, optional=None) -> None:
     Parameters
     ----------
     parser : argparse.ArgumentParser
-        The command's parser.
     datasets : tuple of str or callable, optional
-        Names of :mod:`cvxkml.datasets` the command needs, or ``datasets(args)`` returning
-        them from the parsed options (e.g. ``--datasets``, ``--part``, ``--quick``).  Each
-        one must be in the data folder (``args.data_dir``, else ``$CVXKML_DATA``, else
-        ``../shared/data``) and load cleanly.
+        Names of :mod:`cvxkml.datasets` it needs, or ``datasets(args)`` giving them from the
+        options; each must be in the data folder and load cleanly.
     optional : tuple of str or callable, optional
-        Data sets used when present (the command falls back to something else without
-        them): checked only when the file is there.
+        Data sets used when present: checked only when the file is there.
     """
     parser.set_defaults(data_sets=(datasets or (), optional or ()))
 
 
 def data_needed(args) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(required, optional)`` data set names of the command chosen in ``args`` (both empty
-    when it declares none).
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-
-    Returns
-    -------
-    (tuple of str, tuple of str)
-    """
+    """``(required, optional)`` data set names of the command chosen in ``args``."""
     spec = getattr(args, "data_sets", None) or ((), ())
     names = [tuple(dict.fromkeys(s(args) if callable(s) else s)) for s in spec]
     return names[0], tuple(n for n in names[1] if n not in names[0])
 
 
 def check_data(args) -> None:
-    """Check, before anything runs, every data set the chosen command declares: each
-    required one must be in the data folder and load cleanly (every row read,
-    :func:`cvxkml.datasets.check_available` with ``load=True``; 0.4 s for all the offline
-    sets), each optional one only when its file is there.
+    """Load every data set the chosen command declares (:func:`cvxkml.datasets.check_available`,
+    ``load=True``), an optional one only when its file is there.
 
     Raises
     ------
     DataNotFoundError
-        A required file is missing (the message names it and the folder searched), or no
-        data folder is configured.
+        A required file is missing, or no data folder is configured.
     InvalidInputError
-        A file is there but damaged (the message names it and what is wrong).
+        A file is there but damaged.
     """
     required, optional = data_needed(args)
     folder = getattr(args, "data_dir", None)
@@ -195,18 +127,7 @@ def check_data(args) -> None:
 
 
 def add_run_options(parser, quick: str, repeats: str | None = None, seed: str = "random seed (default 0)") -> None:
-    """The options ``--quick``, ``--repeats`` (when ``repeats`` is given) and ``--seed``.
-
-    Parameters
-    ----------
-    parser : argparse.ArgumentParser
-    quick : str
-        Help of ``--quick`` (a flag).
-    repeats : str, optional
-        Help of ``--repeats`` (an int, default None); the option is left out when None.
-    seed : str, default "random seed (default 0)"
-        Help of ``--seed`` (an int, default 0).
-    """
+    """``--quick``, ``--repeats`` (only when its help ``repeats`` is given) and ``--seed``, with their help."""
     parser.add_argument("--quick", action="store_true", help=quick)
     if repeats is not None:
         parser.add_argument("--repeats", type=int, default=None, help=repeats)
@@ -214,23 +135,8 @@ def add_run_options(parser, quick: str, repeats: str | None = None, seed: str = 
 
 
 def number_in(flag: str, low: float = 0.0, high: float = float("inf"), example: str = "1e-3"):
-    """An argparse ``type`` accepting a float in the open interval (``low``, ``high``).
-
-    Parameters
-    ----------
-    flag : str
-        The option as typed (``"--tol"``), named in the error message.
-    low, high : float, default 0 and inf
-        The open interval; NaN and values outside it are rejected.
-    example : str, default "1e-3"
-        A valid value shown in the message.
-
-    Returns
-    -------
-    callable
-        ``str -> float``; raises :class:`argparse.ArgumentTypeError` with a message saying
-        what the option accepts.
-    """
+    """An argparse ``type``: a float in the open interval (``low``, ``high``), else an
+    :class:`argparse.ArgumentTypeError` naming ``flag`` and a valid ``example``."""
     where = f"in ({low:g}, {high:g})" if high < float("inf") else f"greater than {low:g}"
 
     def parse(text: str) -> float:
@@ -347,14 +253,11 @@ _OUT_FOLDERS = frozenset({"resume"})
 
 
 def type_options(parser: argparse.ArgumentParser) -> None:
-    """Give every option of ``parser`` and its subcommands a typed argparse ``type`` (one
-    place for all commands): ``int`` options become positive (or non-negative: ``--start``,
-    ``--max-errors``, ``--stall-iter``, ``--n-learn``, ``--n-learn-mfeat``, where 0 means
-    off or all) integers, ``--seed`` an integer in [0, 2**32), ``--n-jobs`` a positive integer or -1,
-    ``float`` options finite positive numbers, ``--data-dir`` an existing readable folder,
-    ``--out`` / ``--json`` / ``--resume`` paths checked writable before the command starts
-    (an output folder is created).  A bad value ends with argparse's one-line message and
-    exit status 2."""
+    """Type every option of ``parser`` and its subcommands: ``int`` options positive integers
+    (non-negative: :data:`_NON_NEGATIVE_INTS`, where 0 means off or all), ``--seed`` in
+    [0, 2**32), ``--n-jobs`` positive or -1, ``float`` options finite positive, ``--data-dir`` an
+    existing readable folder, ``--out`` / ``--json`` / ``--resume`` writable (a folder is created).
+    A bad value ends with argparse's one-line message and exit status 2."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
@@ -379,43 +282,32 @@ def type_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args, name: str = "cvxkml") -> int:
-    """Run the command chosen on the command line, ``args.func(args)``.
+    """Run ``args.func(args)`` after :func:`check_data`.
 
     Parameters
     ----------
     args : argparse.Namespace
-        The parsed arguments; ``args.func`` is the command.
     name : str, default "cvxkml"
-        The command as typed (e.g. ``"cvxkml reproduce kcr"``), for the error line.
+        The command as typed, for the error line.
 
     Returns
     -------
     int
-        The command's exit status (None counts as 0); 2 when a data file is missing,
-        after one line on standard error naming the file and where it was looked for (no
-        traceback), or on a :class:`cvxkml.errors.CvxkmlError` (its type and message as one
-        line, e.g. a damaged data file); 1 on a :class:`CommandError` (its message as one
-        line).  The data sets the command declares (:func:`needs_data`) are checked first
-        (:func:`check_data`), so these end it before any computation.  With ``args.debug``
-        (``cvxkml --debug``) these errors raise with their traceback.
+        The command's exit status (None counts as 0); after one line on standard error, 2 for
+        a missing data file or a :class:`cvxkml.errors.CvxkmlError`, 1 for a
+        :class:`CommandError`.  With ``args.debug`` these errors raise with their traceback.
     """
-    debug = bool(getattr(args, "debug", False))
     try:
         check_data(args)
         return int(args.func(args) or 0)
-    except DataNotFoundError as exc:
-        if debug:
+    except (DataNotFoundError, CommandError, CvxkmlError) as exc:
+        if getattr(args, "debug", False):
             raise
-        hint = " (command line: --data-dir FOLDER)" if hasattr(args, "data_dir") else ""
-        print(f"{name}: {exc}{hint}", file=sys.stderr)
-        return 2
-    except CommandError as exc:
-        if debug:
-            raise
-        print(f"{name}: {exc}", file=sys.stderr)
-        return 1
-    except CvxkmlError as exc:
-        if debug:
-            raise
-        print(f"{name}: {type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+        if isinstance(exc, DataNotFoundError):
+            line, status = f"{exc}{' (command line: --data-dir FOLDER)' if hasattr(args, 'data_dir') else ''}", 2
+        elif isinstance(exc, CommandError):
+            line, status = str(exc), 1
+        else:
+            line, status = f"{type(exc).__name__}: {' '.join(str(exc).split())}", 2
+        print(f"{name}: {line}", file=sys.stderr)
+        return status

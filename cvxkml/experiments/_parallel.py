@@ -1,33 +1,15 @@
-"""Independent fits of an experiment (CV folds, parameter grids, random splits) run
-through joblib, so that the same code runs serially, on local processes (loky) or on a
-Dask cluster.
+"""Independent fits of an experiment (CV folds, grids, random splits) run through joblib:
+serially, on local processes (loky) or on a Dask cluster, with the same numbers.
 
-An experiment writes its independent fits as a module-level function of one picklable
-argument and calls::
-
-    results = run_tasks(fit_one, tasks, n_jobs)       # in the order of ``tasks``
-
-``n_jobs=1`` (the default everywhere) is a plain loop in this process; otherwise the
-tasks go to ``joblib.Parallel(n_jobs)`` with the joblib backend in force: loky (joblib's
-default: worker processes on this machine) or, inside :func:`parallel_context` with
-``backend="dask"`` (or any ``joblib.parallel_backend("dask")`` block with a
-``distributed.Client``), the workers of a Dask cluster.  Every task carries its own
-seeds and draws nothing from a shared generator, and the results come back in task
-order (not in order of completion), so the numbers do not depend on ``n_jobs`` or the
-backend; only the measured seconds do.  Every task runs on one BLAS / OpenMP thread
-(threadpoolctl) and one Numba thread, serially too, so that a sum gives the same bits in
-a worker and in the main process (the order of a threaded reduction depends on the
-number of threads).
-
-The commands add ``--n-jobs``, ``--backend`` and ``--scheduler`` with
-:func:`add_parallel_options` and run inside :func:`parallel_from_args`.  Dask is the
-optional ``dask`` extra (``pip install "cvxkml[dask]"``); nothing here imports it unless
-``backend="dask"`` is asked for.
-
-A long run resumes: with a :class:`TaskStore` (``--resume DIR`` of the commands that
-offer it) every finished task's result is saved as it arrives and loaded, not computed,
-by the next run with the same data and task description.  Of :mod:`cvxkml.experiments`
-this module imports only :mod:`._commands` and :mod:`._report`.
+An experiment writes its independent fits as a module-level function of one picklable task
+and calls ``results = run_tasks(fit_one, tasks, n_jobs)`` (results in task order).  Every
+task carries its own seeds, and runs on one BLAS / OpenMP / Numba thread, serially too, so
+that the numbers do not depend on ``n_jobs`` or the backend (a threaded reduction's order
+depends on the number of threads); only the seconds do.  The commands add ``--n-jobs``,
+``--backend``, ``--scheduler`` (:func:`add_parallel_options`) and run inside
+:func:`parallel_from_args`; Dask (the ``dask`` extra) is imported only when asked for.  With a
+:class:`TaskStore` (``--resume DIR``) a long run resumes: finished results are saved as they
+arrive and loaded, not computed, by the next run.
 """
 from __future__ import annotations
 
@@ -57,11 +39,7 @@ _DASK_ACTIVE = contextvars.ContextVar("cvxkml_dask_active", default=False)
 
 
 def _call(func, task):
-    """``func(task)`` on one BLAS / OpenMP thread and one Numba thread, serially as in a
-    worker: a blocked product, an OpenMP loop (scikit-learn's k-means) or a Numba
-    ``parallel=True`` reduction (``np.sum`` in a parallel function is split over the
-    threads) adds in an order that depends on the number of threads, and the last bits of
-    the numbers with it."""
+    """``func(task)`` on one BLAS / OpenMP thread and one Numba thread (see the module docstring)."""
     import numba
     from threadpoolctl import threadpool_limits
 
@@ -82,13 +60,11 @@ _STORE_HEADER = "__store__"
 
 
 class StoreFileError(CommandError):
-    """A file of a :class:`TaskStore` folder that is not a result this cvxkml wrote, or that
-    was changed since (content hash): the command prints it as one line."""
+    """A :class:`TaskStore` file this cvxkml did not write, or changed since (content hash)."""
 
 
 def _encode_result(v, arrays: dict, where: str = "result"):
-    """A result (dicts with string keys, lists, tuples, str, bool, int, float, None, NumPy
-    arrays and scalars of numbers, booleans or strings) as JSON with tagged arrays."""
+    """A result as JSON, arrays put in ``arrays`` and tagged (the types :class:`TaskStore` stores)."""
     import numpy as np
 
     if v is None or isinstance(v, (bool, str)):
@@ -152,29 +128,18 @@ def _content_hash(key: str, body: str, arrays: dict) -> str:
 
 
 class TaskStore:
-    """Finished tasks' results in a folder, so that a long run stopped part way (a
-    session's end, a killed job) resumes with the tasks it has not finished.
+    """Finished tasks' results in a folder, so that a run stopped part way resumes.
 
-    A result is stored under a key that the caller derives from everything the task's
-    numbers depend on (:meth:`key`: the data's bytes and a description of the task: its
-    protocol, its draws) and is loaded back instead of being computed again.  The key does
-    not cover the code: after changing a solver, use a new folder.
-
-    File format (no pickle: a folder may come from anywhere, and reading it runs no
-    code): ``<key>.npz``, a zip archive of ``.npy`` members read with NumPy's header
-    parser (``allow_pickle=False`` semantics, no object arrays), of which only those the
-    header names are decompressed, each within its declared size and at most
-    :data:`STORE_MAX_BYTES` in all.  The member ``__store__`` is UTF-8 JSON::
-
-        {"format": "cvxkml.taskstore", "version": 1, "key": "<key>", "sha256": "<hash>",
-         "result": <the result, arrays as {"__array__": "a0"}>}
-
-    ``sha256`` covers the key, the result's JSON and every array's dtype, shape and bytes; a
-    file whose hash, key, format or version does not match is refused with a
-    :class:`StoreFileError` naming it (delete it to compute that task again).  Results may
-    hold dicts (string keys), lists, tuples, numbers, strings, None and NumPy arrays of
-    numbers, booleans or strings.  Files of the older pickle format (``*.pkl``) are never
-    read: such a task is computed again.
+    A result is stored under a key derived from everything its numbers depend on
+    (:meth:`key`: the data's bytes and the task's description), not the code: after changing
+    a solver, use a new folder.  No pickle (a folder may come from anywhere): ``<key>.npz`` is a
+    zip of ``.npy`` members read with NumPy's header parser, only those the header names, each
+    within its declared size and :data:`STORE_MAX_BYTES` in all.  The member ``__store__`` is
+    UTF-8 JSON ``{"format": "cvxkml.taskstore", "version": 1, "key", "arrays", "result_json",
+    "sha256"}``, the hash over the key, the result's JSON and every array's dtype, shape and
+    bytes; a file that does not match is a :class:`StoreFileError` (delete it to compute that
+    task again).  Results hold dicts (string keys), lists, tuples, numbers, strings, None and
+    NumPy arrays of numbers, booleans or strings.  Old ``*.pkl`` files are never read.
 
     Parameters
     ----------
@@ -188,15 +153,8 @@ class TaskStore:
 
     @staticmethod
     def key(*arrays, **description) -> str:
-        """A hex digest of the arrays' dtypes, shapes and bytes and of ``description``
-        (JSON-serializable after :func:`._report.jsonable`-style conversion: NumPy arrays
-        and scalars become lists and numbers).
-
-        Returns
-        -------
-        str
-            64 hex characters (SHA-256).
-        """
+        """SHA-256 (64 hex characters) of the arrays' dtypes, shapes and bytes and of
+        ``description`` (JSON after :func:`._report.jsonable`)."""
         import numpy as np
 
         from ._report import jsonable
@@ -218,14 +176,8 @@ class TaskStore:
         return self._path(key).exists()
 
     def load(self, key: str):
-        """The stored result of ``key``, or None when there is none.
-
-        Raises
-        ------
-        StoreFileError
-            The file is not a result this cvxkml wrote for ``key`` (damaged, changed, of
-            another format or version, or too large).
-        """
+        """The stored result of ``key``, or None; :class:`StoreFileError` when the file is not
+        one this cvxkml wrote for ``key`` (damaged, changed, other format or version, too large)."""
         path = self._path(key)
         if not path.exists():
             return None
@@ -264,14 +216,8 @@ class TaskStore:
                                  "delete it to compute this task again.") from None
 
     def save(self, key: str, result) -> None:
-        """Store ``result`` under ``key`` (written to a temporary file, then renamed: a
-        run killed while writing leaves no half file).
-
-        Raises
-        ------
-        TypeError
-            ``result`` holds a value the format does not store (see the class description).
-        """
+        """Store ``result`` under ``key`` (a temporary file renamed: a killed run leaves no half
+        file); TypeError when it holds a value the format does not store."""
         import numpy as np
 
         path = self._path(key)
@@ -292,26 +238,23 @@ def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None, store: TaskSto
     Parameters
     ----------
     func : callable
-        A module-level function of one argument (picklable, for the worker processes);
-        it must draw any random numbers from seeds carried by its task.
-    tasks : iterable
-        The tasks, each a picklable object.
+        A module-level (picklable) function of one task, drawing random numbers only from the
+        task's seeds.
+    tasks : iterable of picklable objects
     n_jobs : int or None, default 1
-        1: a plain loop in this process (unless a Dask context of
-        :func:`parallel_context` is active); otherwise ``joblib.Parallel(n_jobs=n_jobs)``
-        (None or -1: every core, or every Dask worker).
+        1: a loop in this process (unless in a Dask :func:`parallel_context`); else
+        ``joblib.Parallel(n_jobs)`` (None or -1: every core or Dask worker).
     callback : callable, optional
-        ``callback(index, result)`` after each result, in task order (progress lines).
+        ``callback(index, result)`` after each result, in task order.
     store : TaskStore, optional
-        Results already in the store (under ``keys[index]``) are loaded instead of
-        computed; every computed result is saved there as it arrives.
+        Results found under ``keys[index]`` are loaded, the others saved as they arrive.
     keys : list of str, optional
-        One key per task (:meth:`TaskStore.key`); required with ``store``.
+        One key per task; required with ``store``.
 
     Returns
     -------
     list
-        The results in the order of ``tasks``, whatever the order of completion.
+        The results in the order of ``tasks``.
     """
     tasks = list(tasks)
     if store is not None and (keys is None or len(keys) != len(tasks)):
@@ -348,28 +291,22 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
     Parameters
     ----------
     backend : {"loky", "dask"}, default "loky"
-        ``"loky"``: joblib's default backend (nothing to set up).  ``"dask"``: a
-        ``distributed.Client`` connected to ``scheduler`` and
-        ``joblib.parallel_backend("dask")`` for the block.
+        ``"dask"``: a ``distributed.Client`` of ``scheduler`` and ``joblib.parallel_backend("dask")``.
     scheduler : str, optional
-        Address of a running Dask scheduler (e.g. ``"tcp://127.0.0.1:8786"``); only with
-        ``backend="dask"``.  None: a local cluster of ``n_jobs`` single-threaded worker
-        processes (every core when None or -1) listening on 127.0.0.1 only, closed
-        at the end of the block.
+        A running Dask scheduler's address (only with ``"dask"``); None: a local cluster of
+        ``n_jobs`` single-threaded workers (None or -1: every core) on 127.0.0.1, closed at the end.
     n_jobs : int, optional
-        Workers of the local cluster (see ``scheduler``).
 
     Yields
     ------
     str
-        What runs the tasks, for the report (see :func:`describe`).
+        What runs the tasks, for :func:`describe`.
 
     Raises
     ------
     CommandError
-        With ``backend="dask"`` when ``dask.distributed`` is not installed (the message
-        names the ``dask`` extra) or the scheduler cannot be reached, for an unknown
-        backend, or for a scheduler given without ``backend="dask"``.  The command prints it as one line.
+        Dask not installed (names the extra), scheduler unreachable, unknown backend, or a
+        scheduler without ``"dask"``.
     """
     if backend not in BACKENDS:
         raise CommandError(f"backend must be one of {BACKENDS}; got {backend!r}.")
@@ -410,19 +347,8 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
 
 
 def describe(n_jobs: int | None, engine: str) -> str:
-    """One phrase for the report: how the independent fits ran.
-
-    Parameters
-    ----------
-    n_jobs : int or None
-        As given to :func:`run_tasks`.
-    engine : str
-        What :func:`parallel_context` yielded.
-
-    Returns
-    -------
-    str
-    """
+    """One phrase for the report: how the fits ran (``n_jobs`` of :func:`run_tasks`, ``engine``
+    of :func:`parallel_context`)."""
     if engine == "loky" and n_jobs == 1:
         return "independent fits run serially"
     if engine == "loky":
@@ -431,14 +357,7 @@ def describe(n_jobs: int | None, engine: str) -> str:
 
 
 def add_parallel_options(parser, what: str) -> None:
-    """The options ``--n-jobs``, ``--backend`` and ``--scheduler`` of a command.
-
-    Parameters
-    ----------
-    parser : argparse.ArgumentParser
-    what : str
-        What runs in parallel, for the help (e.g. ``"splits and grid points"``).
-    """
+    """``--n-jobs``, ``--backend`` and ``--scheduler``; ``what`` runs in parallel (for the help)."""
     parser.add_argument("--n-jobs", dest="n_jobs", type=int, default=None,
                         help=f"run the independent {what} on N workers through joblib (default 1: serially; "
                              "-1: every core, or every Dask worker); the numbers do not depend on it")
@@ -452,19 +371,8 @@ def add_parallel_options(parser, what: str) -> None:
 
 @contextmanager
 def parallel_from_args(args):
-    """:func:`parallel_context` for the options of :func:`add_parallel_options`.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        With ``n_jobs``, ``backend`` and ``scheduler``.
-
-    Yields
-    ------
-    (int or None, str)
-        The ``n_jobs`` to give :func:`run_tasks` (1 when not given with loky, every
-        worker with dask) and the engine phrase of :func:`parallel_context`.
-    """
+    """:func:`parallel_context` for the options of :func:`add_parallel_options`; yields the
+    ``n_jobs`` for :func:`run_tasks` (loky: 1 unless given; dask: every worker) and the engine."""
     backend = getattr(args, "backend", "loky")
     n_jobs = getattr(args, "n_jobs", None)
     if backend == "loky":

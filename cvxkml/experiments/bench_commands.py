@@ -13,12 +13,29 @@ tables.
 """
 from __future__ import annotations
 
-from ._report import finish, format_table, start
+from ._report import columns, finish, start, yes_no
 
 __all__ = ["itml_command", "lowrank_command", "vonneumann_command", "mkl_command"]
 
 _ONE_CORE = ("one core (serial Numba loops; NumPy with BLAS limited to 1 thread), Numba warmed up, "
              "best of repeats, time.perf_counter")
+#: the columns the low-rank and von Neumann workload tables share (before and after their own)
+_WORKLOAD_HEAD = [("constraints", "{constraints}"), ("pairs", "{pairs}"), ("solver", "{solver}"),
+                  ("sweeps", "{sweeps}"), ("stopped by", "{stop}"), ("certified", lambda r: yes_no(r["certified"])),
+                  ("time [s]", "{solver_s:.3g}"), ("CPU [s]", "{cpu_s:.3g}"), ("build [s]", "{build_s:.3g}")]
+_WORKLOAD_TAIL = [("GFLOP/s", "{gflops:.3g}"), ("objective", "{objective:.10g}"),
+                  ("max rel viol", "{max_rel_violation:.1e}"), ("rel gap", "{rel_gap:.1e}")]
+
+
+def _paper_min(r) -> str:
+    return "-" if r["paper_min"] is None else f"{r['paper_min']:g} min"
+
+
+def _or_dash(key: str, fmt: str):
+    """A cell: ``row[key]`` in format ``fmt``, ``-`` when it is None or missing."""
+    return lambda r: "-" if r.get(key) is None else f"{r[key]:{fmt}}"
+
+
 MNIST_HELP = ("folder holding mnist5000.npz (default: $CVXKML_DATA or ../shared/data; "
                "without it a synthetic of the same shape is used)")
 
@@ -31,24 +48,21 @@ def itml_command(args) -> int:
     print("(a) Seconds per Bregman projection: Numba solver vs plain-NumPy loop of the same "
           "update (slack gamma = 1)")
     rows = bench.projection_rows(quick=args.quick, repeats=args.repeats, seed=args.seed)
-    print(format_table(
-        ["form", "size", "pairs", "projections", "rank-1 updates", "numba [s/proj]", "numpy [s/proj]",
-         "numpy/numba", "max rel diff"],
-        [[r["form"], ("d=" if r["form"] == "metric" else "n=") + str(r["size"]), str(r["pairs"]),
-          str(r["projections"]), str(r["updates"]), f"{r['numba_s_per_proj']:.3e}", f"{r['numpy_s_per_proj']:.3e}",
-          f"{r['speedup']:.3g}", f"{r['max_rel_diff']:.1e}"] for r in rows]))
+    print(columns(rows, [("form", "{form}"), ("size", lambda r: ("d=" if r["form"] == "metric" else "n=") + str(r["size"])),
+                         ("pairs", "{pairs}"), ("projections", "{projections}"), ("rank-1 updates", "{updates}"),
+                         ("numba [s/proj]", "{numba_s_per_proj:.3e}"), ("numpy [s/proj]", "{numpy_s_per_proj:.3e}"),
+                         ("numpy/numba", "{speedup:.3g}"), ("max rel diff", "{max_rel_diff:.1e}")]))
     print("(projections with a zero step, a satisfied constraint with zero dual, skip the "
           "rank-1 update in both implementations)")
     print()
     print("(b) Time to tolerance, slack (gamma = 1) LogDet kernel problem with 2n pairs: "
           "fast solver (tol 1e-10) vs exact CVXPY model (eps 1e-8)")
     rows = bench.tolerance_rows(quick=args.quick, repeats=args.repeats, seed=args.seed)
-    print(format_table(
-        ["n", "pairs", "exact solver", "fast sweeps", "fast [s]", "exact [s]", "fast/exact", "rel obj gap",
-         "fast max viol", "exact max viol", "exact status"],
-        [[str(r["n"]), str(r["pairs"]), r["solver"], str(r["fast_sweeps"]), f"{r['fast_s']:.3e}", f"{r['exact_s']:.3e}",
-          f"{r['ratio']:.3g}", f"{r['rel_gap']:.1e}", f"{r['fast_max_violation']:.1e}",
-          f"{r['exact_max_violation']:.1e}", r["exact_status"]] for r in rows]))
+    print(columns(rows, [("n", "{n}"), ("pairs", "{pairs}"), ("exact solver", "{solver}"),
+                         ("fast sweeps", "{fast_sweeps}"), ("fast [s]", "{fast_s:.3e}"), ("exact [s]", "{exact_s:.3e}"),
+                         ("fast/exact", "{ratio:.3g}"), ("rel obj gap", "{rel_gap:.1e}"),
+                         ("fast max viol", "{fast_max_violation:.1e}"), ("exact max viol", "{exact_max_violation:.1e}"),
+                         ("exact status", "{exact_status}")]))
     print("(exact times include building and canonicalizing the CVXPY model; Clarabel only "
           "where the matrix is at most 40 x 40: its memory grows with the square of the PSD block)")
     print()
@@ -63,15 +77,14 @@ def lowrank_command(args) -> int:
     print("(a) Projections per second, low-rank LogDet (Kulis et al. 2009, Algorithm 2 with "
           "CHOLUPDATEMULT, 3r^2 + 2r flops per update)")
     rows = bench.lowrank_projection_rows(quick=args.quick, repeats=args.repeats, seed=args.seed)
-    print(format_table(
-        ["r", "flops/update", "cholupdatemult [1/s]", "GFLOP/s", "cholupdatemult_t [1/s]", "t GFLOP/s",
-         "t/previous", "bit-identical", "solver proj [1/s]", "proj GFLOP/s", "numpy dense [1/s]",
-         "solver/numpy", "max rel diff"],
-        [[str(r["r"]), str(r["flops_per_update"]), f"{r['update_per_s']:.3e}", f"{r['update_gflops']:.2f}",
-          f"{r['update_t_per_s']:.3e}", f"{r['update_t_gflops']:.2f}", f"{r['update_t_speedup']:.3g}",
-          "yes" if r["update_t_identical"] else "no",
-          f"{r['proj_per_s']:.3e}", f"{r['proj_gflops']:.2f}", f"{r['numpy_proj_per_s']:.3e}",
-          f"{r['speedup']:.3g}", f"{r['max_rel_diff']:.1e}"] for r in rows]))
+    print(columns(rows, [("r", "{r}"), ("flops/update", "{flops_per_update}"),
+                         ("cholupdatemult [1/s]", "{update_per_s:.3e}"), ("GFLOP/s", "{update_gflops:.2f}"),
+                         ("cholupdatemult_t [1/s]", "{update_t_per_s:.3e}"), ("t GFLOP/s", "{update_t_gflops:.2f}"),
+                         ("t/previous", "{update_t_speedup:.3g}"),
+                         ("bit-identical", lambda r: yes_no(r["update_t_identical"])),
+                         ("solver proj [1/s]", "{proj_per_s:.3e}"), ("proj GFLOP/s", "{proj_gflops:.2f}"),
+                         ("numpy dense [1/s]", "{numpy_proj_per_s:.3e}"), ("solver/numpy", "{speedup:.3g}"),
+                         ("max rel diff", "{max_rel_diff:.1e}")]))
     print("(cholupdatemult: Algorithm 1 on B, the previous kernel; cholupdatemult_t: the solver's "
           "kernel on R = B^T, same stream of unit vectors, beta = +1 / -0.5, reset every 100 updates;")
     print(" solver proj: whole projections in the cyclic solver loop, w = B^T v, alpha, beta, update, "
@@ -88,16 +101,9 @@ def lowrank_command(args) -> int:
           f"random label pairs with 5th/95th-percentile bounds, slack gamma = {res['gamma']:g}, "
           f"tol {res['tol']:g}")
     print(f"    data: {res['source']}")
-    print(format_table(
-        ["constraints", "pairs", "solver", "sweeps", "stopped by", "certified", "time [s]", "CPU [s]", "build [s]",
-         "projections",
-         "projections/s", "GFLOP/s", "objective", "max rel viol", "rel gap", "paper (MATLAB+MEX)"],
-        [[str(r["constraints"]), str(r["pairs"]), r["solver"], str(r["sweeps"]), r["stop"],
-          "yes" if r["certified"] else "no", f"{r['solver_s']:.3g}", f"{r['cpu_s']:.3g}", f"{r['build_s']:.3g}",
-          str(r["projections"]), f"{r['proj_per_s']:.3e}",
-          f"{r['gflops']:.3g}", f"{r['objective']:.10g}", f"{r['max_rel_violation']:.1e}",
-          f"{r['rel_gap']:.1e}", "-" if r["paper_min"] is None else f"{r['paper_min']:g} min"]
-         for r in res["rows"]]))
+    print(columns(res["rows"], _WORKLOAD_HEAD + [("projections", "{projections}"),
+                                                 ("projections/s", "{proj_per_s:.3e}")]
+                  + _WORKLOAD_TAIL + [("paper (MATLAB+MEX)", _paper_min)]))
     print("(certified: LowRankLogDet.solve(tol), reshuffled order + active set, stops on the dual change "
           "and the Lagrange certificate;")
     print(" paper rule: the previous solver's schedule, lowrank_logdet(order='cyclic', active_set=False): "
@@ -145,14 +151,12 @@ def vonneumann_command(args) -> int:
     print("(a) Seconds per projection, von Neumann (Kulis et al. 2009, Algorithm 3: secular-equation "
           "eigen update of Q + theta w w^T, W <- W U) vs dense NumPy (eigh per root-finder evaluation)")
     rows = bench.vonneumann_projection_rows(quick=args.quick, repeats=args.repeats, seed=args.seed)
-    print(format_table(
-        ["r", "projections", "updates", "evals/proj", "alg3 [s/proj]", "zerofinder [s/proj]",
-         "zerofinder/proj", "numpy proj", "numpy evals/proj", "numpy [s/proj]", "numpy/alg3",
-         "max rel diff"],
-        [[str(r["r"]), str(r["projections"]), str(r["updates"]), f"{r['evals_per_proj']:.2f}",
-          f"{r['s_per_proj']:.3e}", f"{r['zerofinder_s']:.3e}", f"{r['rootfinder_share']:.3g}",
-          str(r["numpy_projections"]), f"{r['numpy_evals_per_proj']:.2f}", f"{r['numpy_s_per_proj']:.3e}",
-          f"{r['speedup']:.3g}", f"{r['max_rel_diff']:.1e}"] for r in rows]))
+    print(columns(rows, [("r", "{r}"), ("projections", "{projections}"), ("updates", "{updates}"),
+                         ("evals/proj", "{evals_per_proj:.2f}"), ("alg3 [s/proj]", "{s_per_proj:.3e}"),
+                         ("zerofinder [s/proj]", "{zerofinder_s:.3e}"), ("zerofinder/proj", "{rootfinder_share:.3g}"),
+                         ("numpy proj", "{numpy_projections}"), ("numpy evals/proj", "{numpy_evals_per_proj:.2f}"),
+                         ("numpy [s/proj]", "{numpy_s_per_proj:.3e}"), ("numpy/alg3", "{speedup:.3g}"),
+                         ("max rel diff", "{max_rel_diff:.1e}")]))
     print("(K0 = G0 G0^T of rank r, slack gamma = 1, pairs constrained to d <= 0.75b then d >= 1.25b so "
           "every projection updates; evals/proj: evaluations of h(theta) per projection (paper: 'rarely "
           "more than six');")
@@ -170,16 +174,10 @@ def vonneumann_command(args) -> int:
           f"bounds, slack gamma = {res['gamma']:g}, tol {res['tol']:g}, each solve stopped after "
           f"{res['time_budget']:g} s at most")
     print(f"    data: {res['source']}")
-    print(format_table(
-        ["constraints", "pairs", "solver", "sweeps", "stopped by", "certified", "time [s]", "CPU [s]", "build [s]",
-         "visits", "projections", "projections/s", "evals/proj", "GFLOP/s", "objective", "max rel viol",
-         "rel gap", "paper (MATLAB)"],
-        [[str(r["constraints"]), str(r["pairs"]), r["solver"], str(r["sweeps"]), r["stop"],
-          "yes" if r["certified"] else "no", f"{r['solver_s']:.3g}", f"{r['cpu_s']:.3g}", f"{r['build_s']:.3g}",
-          str(r["visits"]),
-          str(r["projections"]), f"{r['proj_per_s']:.3e}", f"{r['evals_per_proj']:.2f}", f"{r['gflops']:.3g}",
-          f"{r['objective']:.10g}", f"{r['max_rel_violation']:.1e}", f"{r['rel_gap']:.1e}",
-          "-" if r["paper_min"] is None else f"{r['paper_min']:g} min"] for r in res["rows"]]))
+    print(columns(res["rows"], _WORKLOAD_HEAD + [("visits", "{visits}"), ("projections", "{projections}"),
+                                                 ("projections/s", "{proj_per_s:.3e}"),
+                                                 ("evals/proj", "{evals_per_proj:.2f}")]
+                  + _WORKLOAD_TAIL + [("paper (MATLAB)", _paper_min)]))
     print("(certified: vonneumann_pairs(..., callback=budget), stops on the dual change and the dual "
           "certificate; paper rule: the same driver with stop='dual_change', the previous solver's rule;")
     print(" certified column: certificate() of the end point, |rel gap| and max rel viol <= max(tol, 1e-6); "
@@ -196,12 +194,11 @@ def vonneumann_command(args) -> int:
         print()
         print("(c) Same run, same workload: the first constraints of each count from the start, one sweep, "
               "Algorithm 3 (vonneumann_pairs, tol 0) vs dense NumPy (eigh per root-finder evaluation, W @ U)")
-        print(format_table(
-            ["constraints", "prefix", "alg3 projections", "numpy projections", "alg3 [s/visit]",
-             "numpy [s/visit]", "numpy/alg3", "max rel diff"],
-            [[str(d["constraints"]), str(d["prefix"]), str(d["projections"]), str(d["numpy_projections"]),
-              f"{d['alg3_s_per_visit']:.3e}", f"{d['numpy_s_per_visit']:.3e}", f"{d['speedup']:.3g}",
-              f"{d['max_rel_diff']:.1e}"] for d in res["dense"]]))
+        print(columns(res["dense"], [("constraints", "{constraints}"), ("prefix", "{prefix}"),
+                                     ("alg3 projections", "{projections}"), ("numpy projections", "{numpy_projections}"),
+                                     ("alg3 [s/visit]", "{alg3_s_per_visit:.3e}"),
+                                     ("numpy [s/visit]", "{numpy_s_per_visit:.3e}"), ("numpy/alg3", "{speedup:.3g}"),
+                                     ("max rel diff", "{max_rel_diff:.1e}")]))
         print("(max rel diff: max |X_alg3 - X_numpy| / max |X_numpy| after the prefix)")
     if not args.quick:
         big = [r for r in res["rows"] if r["solver"] == "certified" and r["constraints"] == 100_000]
@@ -230,15 +227,13 @@ def mkl_command(args) -> int:
         print("(a) MKL_P weight step (Wang et al. eq. 15-17): the interior-point solver "
               "(cvxkml.solvers.mkl.weight_step_ipm) vs the CVXPY path it replaced, the same h in the same run")
         rows = bench_mkl.weight_step_rows(cases, data_dir=args.data_dir, seed=args.seed)
-        print(format_table(
-            ["data", "n", "triplets", "path", "relaxation [s]", "w-solve [s]", "step [s]", "solves", "s/solve",
-             "objective", "max viol", "rel gap", "certified", "w", "GFLOP/s", "Cholesky GFLOP/s"],
-            [[r["data"], str(r["n"]), str(r["triplets"]), r["path"], f"{r['relax_s']:.3g}", f"{r['wsolve_s']:.3g}",
-              f"{r['solve_s']:.3g}", str(r["n_solves"]), f"{r['s_per_solve']:.3g}", f"{r['objective']:.10g}",
-              f"{r['max_violation']:.1e}", "-" if r["rel_gap"] is None else f"{r['rel_gap']:.2e}",
-              "yes" if r["converged"] else "no", "-" if r["w"] is None else f"{r['w']:g}",
-              f"{r['gflops']:.3g}" if "gflops" in r else "-",
-              f"{r['cholesky_gflops']:.3g}" if "cholesky_gflops" in r else "-"] for r in rows]))
+        print(columns(rows, [("data", "{data}"), ("n", "{n}"), ("triplets", "{triplets}"), ("path", "{path}"),
+                             ("relaxation [s]", "{relax_s:.3g}"), ("w-solve [s]", "{wsolve_s:.3g}"),
+                             ("step [s]", "{solve_s:.3g}"), ("solves", "{n_solves}"), ("s/solve", "{s_per_solve:.3g}"),
+                             ("objective", "{objective:.10g}"), ("max viol", "{max_violation:.1e}"),
+                             ("rel gap", _or_dash("rel_gap", ".2e")), ("certified", lambda r: yes_no(r["converged"])),
+                             ("w", _or_dash("w", "g")), ("GFLOP/s", _or_dash("gflops", ".3g")),
+                             ("Cholesky GFLOP/s", _or_dash("cholesky_gflops", ".3g"))]))
         print("(20 paper kernels on n stratified standardized points, k = 5, gamma = 0.5, A = I; relaxation: "
               "(15) with W = 0, cold; w-solve: (15) with w = 10, W = U U^T from the interior point's relaxation;")
         print(" step: RankOneWeightStep(h).solve(), the convex iteration over the w grid; s/solve = step / solves; "
@@ -273,12 +268,11 @@ def mkl_command(args) -> int:
         print("(b) MKL_mu weight step (eq. 6): MuWeightStep (CVXPY + Clarabel, no fast solver yet) on "
               "LMNN's convex majorizer at mu = 1/m, and lmnn_mu_step (convex-concave procedure)")
         mrows = bench_mkl.mu_step_rows(mu_cases, data_dir=args.data_dir, seed=args.seed, ccp_iter=ccp_iter)
-        print(format_table(
-            ["data", "n", "triplets", "one solve [s]", "rel gap", "CCP steps", "CCP [s]", "s/solve",
-             "h start", "h end"],
-            [[r["data"], str(r["n"]), str(r["triplets"]), f"{r['mu_solve_s']:.3g}",
-              "-" if r["rel_gap"] is None else f"{r['rel_gap']:.1e}", str(r["ccp_steps"]), f"{r['ccp_s']:.3g}",
-              f"{r['ccp_s_per_solve']:.3g}", f"{r['h_start']:.6g}", f"{r['h_end']:.6g}"] for r in mrows]))
+        print(columns(mrows, [("data", "{data}"), ("n", "{n}"), ("triplets", "{triplets}"),
+                              ("one solve [s]", "{mu_solve_s:.3g}"), ("rel gap", _or_dash("rel_gap", ".1e")),
+                              ("CCP steps", "{ccp_steps}"), ("CCP [s]", "{ccp_s:.3g}"),
+                              ("s/solve", "{ccp_s_per_solve:.3g}"), ("h start", "{h_start:.6g}"),
+                              ("h end", "{h_end:.6g}")]))
         print("(slow: every CCP step is a conic solve over all triplets; no baseline to compare, "
               "the CVXPY model is the only path)")
     print()

@@ -1,40 +1,14 @@
-"""``cvxkml bench estimators``: every estimator of :data:`cvxkml.estimators.ESTIMATORS`
-with its defaults, as a scikit-learn user would run it, beside the Euclidean baseline.
+"""``cvxkml bench estimators``: every estimator of :data:`cvxkml.estimators.ESTIMATORS` with its
+defaults, as a scikit-learn user runs it, beside the Euclidean baseline.
 
-Protocol:
-
-* data: Wine (178 × 13, 3 classes), breast cancer (569 × 30, 2 classes) and a stratified
-  random subset of 500 digits (8 × 8 pixels, 10 classes), all from the scikit-learn
-  loaders; each with the raw features and standardized (``StandardScaler`` in the
-  pipeline, fitted on the training fold);
-* 3-fold stratified cross-validation, shuffled with the fixed seed :data:`SEED`; every
-  estimator sees the same folds;
-* accuracy of ``Pipeline([StandardScaler (standardized only), estimator,
-  KNeighborsClassifier(1)])`` — 1-NN on the learned transform — and for
-  :class:`~cvxkml.estimators.KCRClassifier` its own ``predict`` (the kernel
-  classification rule);
-* the estimators' defaults, except ``random_state`` (None by default, so that every fit
-  draws other pairs) fixed to :data:`SEED`;
-* baseline (in the same run): Euclidean 1-NN, ``Pipeline([StandardScaler,
-  KNeighborsClassifier(1)])`` on the standardized features (and without the scaler on
-  the raw ones); ``vs baseline`` is the accuracy minus the standardized baseline's on the
-  same data set;
-* fit time: the mean over the folds of ``Pipeline.fit`` (time.perf_counter), one BLAS
-  thread and one Numba thread per fit; before the first timed fit of an estimator in a
-  process, one untimed warm-up fit on a stratified subsample of the first training fold
-  (Numba compilation and cache loading stay out of the timings);
-* the certificate of the fitted ``solution_`` where the estimator has one: how many of
-  the folds converged, the largest relative duality gap
-  (objective − dual value) / max(1, |objective|) and the largest constraint violation;
-* peer rows: metric-learn's ``ITML_Supervised`` and ``LMNN`` (their defaults,
-  ``random_state`` = :data:`SEED`) under the same protocol, when metric-learn runs here
-  or in the interpreter given with ``--peer-python`` (metric-learn 0.7 needs
-  scikit-learn < 1.8); otherwise one line says why they are missing.  metric-learn is
-  never a dependency of cvxkml.
-
-The cells (estimator × data set × features) are independent tasks: ``--n-jobs`` runs
-them through joblib (:mod:`._parallel`); accuracies do not depend on it, fit times do
-(fits then share the cores).  Only :func:`command`'s command prints.
+Wine, breast cancer and 500 stratified digits (scikit-learn loaders), raw and standardized
+(``StandardScaler`` in the pipeline); 3-fold stratified shuffled CV (seed :data:`SEED`);
+accuracy of ``Pipeline([scaler, estimator, KNeighborsClassifier(1)])`` (a classifier predicts
+itself); defaults except ``random_state = SEED``; baseline Euclidean 1-NN in the same run;
+fit time: mean ``Pipeline.fit`` seconds, one BLAS and one Numba thread, after an untimed
+warm-up fit; the fitted ``solution_``'s certificate; peer rows of metric-learn (never a
+dependency) when it runs here or in ``--peer-python``.  The cells are independent tasks
+(``--n-jobs``).
 """
 from __future__ import annotations
 
@@ -55,6 +29,7 @@ from ._commands import CommandError
 from ._parallel import describe, run_tasks
 from ._peer_metric_learn import warm_subset
 from ._report import finish, format_table, pm, start, write_numbers
+from ._runner import timed
 
 __all__ = ["SEED", "DATASETS", "FEATURES", "BASELINE", "load_bench_dataset", "check_folds", "cv_folds", "make_pipeline",
            "run_cell", "run_bench", "format_report", "command"]
@@ -73,20 +48,8 @@ QUICK_SIZE = 60
 
 # --------------------------------------------------------------------------- data
 def load_bench_dataset(name: str, quick: bool = False) -> tuple[np.ndarray, np.ndarray, str]:
-    """(X, y, description) of a bench data set.
-
-    Parameters
-    ----------
-    name : {"wine", "breast_cancer", "digits500"}
-    quick : bool, default False
-        A stratified random subset of :data:`QUICK_SIZE` points (seed :data:`SEED`).
-
-    Returns
-    -------
-    X : ndarray of shape (n, d)
-    y : ndarray of shape (n,)
-    description : str
-    """
+    """(X, y, description) of ``name`` (of :data:`DATASETS`); ``quick``: a stratified subset of
+    :data:`QUICK_SIZE` points."""
     from sklearn.datasets import load_breast_cancer, load_digits, load_wine
     from sklearn.model_selection import train_test_split
 
@@ -104,9 +67,7 @@ def load_bench_dataset(name: str, quick: bool = False) -> tuple[np.ndarray, np.n
 
 
 def check_folds(y, n_folds: int, name: str = "the data", flag: str = "--folds") -> None:
-    """InvalidInputError unless 2 <= ``n_folds`` <= the size of the smallest class of ``y``
-    (a stratified split needs a point of every class in every fold); ``name`` and ``flag``
-    go into the message."""
+    """InvalidInputError (naming ``name`` and ``flag``) unless 2 <= ``n_folds`` <= the smallest class of ``y``."""
     smallest = int(np.unique(y, return_counts=True)[1].min())
     if not 2 <= n_folds <= smallest:
         raise InvalidInputError(f"{n_folds}-fold stratified cross-validation of {name} needs 2 to {smallest} folds "
@@ -114,12 +75,10 @@ def check_folds(y, n_folds: int, name: str = "the data", flag: str = "--folds") 
 
 
 def cv_folds(y, n_folds: int = N_FOLDS, seed: int = SEED) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The (train, test) indices of the shuffled stratified ``n_folds``-fold split;
-    InvalidInputError when a class has fewer than ``n_folds`` points."""
+    """(train, test) indices of the shuffled stratified ``n_folds``-fold split (:func:`check_folds` first)."""
     from sklearn.model_selection import StratifiedKFold
 
     check_folds(y, n_folds)
-
     return list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(np.zeros((len(y), 1)), y))
 
 
@@ -131,10 +90,8 @@ def _estimator_classes() -> dict:
 
 
 def make_pipeline(name: str, features: str, seed: int = SEED):
-    """The pipeline of one row: optional ``StandardScaler``, the estimator with its
-    defaults (``random_state=seed`` when it has one) and 1-NN; a classifier
-    (:class:`~cvxkml.estimators.KCRClassifier`) ends the pipeline itself; the baseline
-    :data:`BASELINE` is the scaler and 1-NN alone."""
+    """Optional ``StandardScaler``, the estimator ``name`` with its defaults (``random_state=seed``)
+    and 1-NN (a classifier ends the pipeline itself; :data:`BASELINE`: no estimator)."""
     from sklearn.base import is_classifier
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.pipeline import make_pipeline as _make
@@ -168,22 +125,22 @@ def _certificate(est) -> dict | None:
 _WARMED: set = set()           # estimators warmed up in this process
 
 
-def run_cell(task) -> dict:
-    """One cell (estimator, data set, features): the folds' accuracies, the mean fit
-    seconds and the certificates.
+def _try(fn, *args):
+    try:
+        fn(*args)
+    except Exception:                               # noqa: BLE001 - the timed fits report errors
+        pass
 
-    Parameters
-    ----------
-    task : tuple
-        ``(name, dataset, features, X, y, folds, seed)``.
+
+def run_cell(task) -> dict:
+    """One cell ``task = (name, dataset, features, X, y, folds, seed)``.
 
     Returns
     -------
     dict
-        ``estimator``, ``dataset``, ``features``, ``fold_accuracy`` (list), ``fit_s``
-        (mean seconds, None on error), ``certificates`` (one per fold, or None),
-        ``warmup_s`` (None when this process had warmed the estimator up already),
-        ``warnings`` (categories seen) and ``error`` (None or ``"Name: message"``).
+        ``estimator``, ``dataset``, ``features``, ``fold_accuracy``, ``fit_s`` (mean; None on
+        error), ``certificates`` (per fold, or None), ``warmup_s`` (None: warm already),
+        ``warnings`` (categories seen), ``error`` (None or ``"Name: message"``).
     """
     from ..errors import ConvergenceWarning
 
@@ -198,18 +155,11 @@ def run_cell(task) -> dict:
             warnings.simplefilter("ignore", ConvergenceWarning)      # recorded as converged = False
             if name not in _WARMED:
                 warm = warm_subset(y, folds[0][0], seed)
-                t0 = time.perf_counter()
-                try:
-                    make_pipeline(name, features, seed).fit(X[warm], y[warm])
-                except Exception:                   # noqa: BLE001 - the timed fits report errors
-                    pass
-                row["warmup_s"] = time.perf_counter() - t0
+                row["warmup_s"] = timed(_try, make_pipeline(name, features, seed).fit, X[warm], y[warm])[1]
                 _WARMED.add(name)
             for train, test in folds:
                 pipe = make_pipeline(name, features, seed)
-                t0 = time.perf_counter()
-                pipe.fit(X[train], y[train])
-                times.append(time.perf_counter() - t0)
+                times.append(timed(pipe.fit, X[train], y[train])[1])
                 row["fold_accuracy"].append(float(pipe.score(X[test], y[test])))
                 if name != BASELINE:
                     certs.append(_certificate(_fitted_estimator(pipe, name)))
@@ -274,26 +224,22 @@ def run_bench(estimators=None, datasets=DATASETS, quick: bool = False, n_jobs: i
     Parameters
     ----------
     estimators : list of str, optional
-        Names of :data:`cvxkml.estimators.ESTIMATORS` (default: all); the baseline
-        always runs.
+        Names of :data:`cvxkml.estimators.ESTIMATORS` (default all); the baseline always runs.
     datasets : tuple of str, default DATASETS
     quick : bool, default False
-        Each data set reduced to a stratified subset of :data:`QUICK_SIZE` points.
+        Subsets of :data:`QUICK_SIZE` points.
     n_jobs : int or None, default 1
-        The cells as independent tasks (:func:`cvxkml.experiments._parallel.run_tasks`).
     peer_python : str, optional
-        An interpreter with metric-learn for the peer rows (default: this one).
+        An interpreter with metric-learn for the peer rows (default this one).
     peers : bool, default True
-        Whether to try the metric-learn peer rows at all.
     progress : callable, optional
         ``progress(row)`` after each cell, in order.
 
     Returns
     -------
     dict
-        ``settings``, ``datasets`` (name -> description), ``rows`` (see
-        :func:`run_cell`; peer rows too), ``peer_note`` (None or why the peers are
-        missing) and ``elapsed_s``.
+        ``settings``, ``datasets`` (name -> description), ``rows`` (:func:`run_cell`, peers too),
+        ``peer_note`` (None or why the peers are missing), ``elapsed_s``.
     """
     names = _check_names(estimators)
     t0 = time.perf_counter()

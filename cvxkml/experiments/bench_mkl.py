@@ -13,9 +13,7 @@ Nothing here is used by the library itself.
 from __future__ import annotations
 
 import argparse
-import json
 import time
-import warnings
 
 import numpy as np
 
@@ -24,6 +22,8 @@ from ..declare.mkl import alternate
 from ..errors import ConvergenceWarning, SolverError
 from ..kernels import Kernel, gaussian_kernel, polynomial_kernel
 from ..mkl_kernels import KernelSet
+from ._report import write_json
+from ._runner import best_of, quiet, timed
 
 KINDS = ("linear", "kernel-lowrank", "kernel-fullrank", "nr-mkl")
 
@@ -58,9 +58,7 @@ def gap_sweep(draws: int = 10, tol: float = 1e-5, seed0: int = 0) -> list[dict]:
             c = int(rng.integers(2, 4))
             k = 1 if n < 3 * c else 2
             prob = make_problem(kind, seed0 + s, n, c, k, float(rng.choice([0.25, 0.5, 0.75])))
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                fast = prob.solve(tol=tol)
+            fast = quiet(prob.solve, tol=tol, category=ConvergenceWarning)
             try:
                 exact = prob.solve_reference(accept_inaccurate=True)
             except SolverError:
@@ -85,14 +83,11 @@ def exact_sizes(sizes=((("kernel", 20), ("kernel", 30), ("kernel", 40), ("linear
             prob = LMNNProblem.kernel(K / np.mean(np.diag(K)) + 1e-3 * np.eye(n), y, 5)
         t0 = time.perf_counter()
         try:
-            ex = prob.solve_reference(accept_inaccurate=True)
-            status = ex.status
+            status = prob.solve_reference(accept_inaccurate=True).status
         except SolverError as exc:
             status = f"failed: {exc}"[:60]
         t_exact = time.perf_counter() - t0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            fast = prob.solve(tol=1e-5)
+        fast = quiet(prob.solve, tol=1e-5, category=ConvergenceWarning)
         rows.append(dict(kind=kind, n=n, rank=prob.rank, triplets=prob.triplets.n_triplets,
                          exact_s=t_exact, exact_status=status, fast_s=float(fast.time),
                          fast_converged=bool(fast.converged), fast_iterations=int(fast.n_iter)))
@@ -105,15 +100,13 @@ def alternation_counts(draws: int = 5) -> list[dict]:
     for s in range(draws):
         X, y = _points(100 + s, 16, 2, 3, shift=0.6)
         Ks = KernelSet(base).fit_matrices(X)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            t0 = time.perf_counter()
-            res = alternate(Ks, y, "P", k=2, max_outer=20, tol=1e-5, lmnn_options={"max_iter": 20_000})
+        res, secs = quiet(timed, alternate, Ks, y, "P", k=2, max_outer=20, tol=1e-5,
+                           lmnn_options={"max_iter": 20_000})
         F = [h["objective"] for h in res.history]
         rows.append(dict(seed=100 + s, n_outer=int(res.n_outer), converged=bool(res.converged),
                          objective_first=float(F[0]), objective_last=float(F[-1]),
                          monotone=bool(all(b <= a * (1 + 1e-5) + 1e-9 for a, b in zip(F, F[1:]))),
-                         mu=[round(float(v), 4) for v in res.mu], seconds=time.perf_counter() - t0))
+                         mu=[round(float(v), 4) for v in res.mu], seconds=secs))
     return rows
 
 
@@ -159,10 +152,8 @@ def previous_method(h) -> str:
     return "full" if h.triplets.n_triplets <= 2000 else "active-set"
 
 
-def _quiet(fn, *a, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*a, **kw)
+def _rel_gap(sol):
+    return (float(sol.gap) / max(1.0, abs(sol.objective))) if sol.gap is not None else None
 
 
 def cholesky_gflops(N: int, repeats: int = 5) -> float:
@@ -174,33 +165,24 @@ def cholesky_gflops(N: int, repeats: int = 5) -> float:
     M = rng.standard_normal((N, N))
     S = M @ M.T + N * np.eye(N)
     reps = max(5, int(2e8 / max(N ** 3 / 3.0, 1.0)))
-    best = np.inf
     with blas_limit(1):
         np.linalg.cholesky(S)
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                np.linalg.cholesky(S)
-            best = min(best, time.perf_counter() - t0)
+        best = best_of(lambda: [np.linalg.cholesky(S) for _ in range(reps)], repeats)
     return N ** 3 / 3.0 * reps / best / 1e9
 
 
 def weight_step_rows(cases=(("sonar", 30, "I", True), ("ionosphere", 30, "I", True), ("sonar", 60, "I", False)),
                      data_dir=None, seed: int = 0, w: float = 10.0) -> list[dict]:
-    """The MKL_P weight step, interior point (``method="interior-point"``, the default now)
-    against the CVXPY path it replaced (:func:`previous_method`) on the same h, same run, one
-    BLAS thread, both paths warmed up on a small instance first.
+    """The MKL_P weight step, interior point against the CVXPY path it replaced
+    (:func:`previous_method`), same h, same run, one BLAS thread, both warmed up first.
 
-    ``cases``: (data set, n, A, run the CVXPY path too).  Per case and path: ``relax_s`` —
-    (15) with W = 0 (a cold solve); ``wsolve_s`` — (15) with weight ``w`` and W = UUᵀ from the
-    interior point's relaxation (eq. 16; the interior point warm-started at its relaxation);
-    ``solve_s`` — the whole step ``RankOneWeightStep(h).solve()`` (convex iteration over the w
-    grid, certified by the relaxation's bound), ``n_solves``, ``s_per_solve`` = solve_s /
-    n_solves, ``objective`` h(μμᵀ), ``rel_gap`` (gap / max(1, |h|)), ``converged``
-    (certified rank-one point), ``rank_one``, ``w``, ``mu``, ``relax_value``, ``wsolve_value``,
-    ``max_violation``.  Interior point only: ``ipm_iterations`` and ``gflops`` = iterations ×
-    N³/3 / interior-point seconds / 1e9 (N = m(m+1)/2 + 1, the Newton system's Cholesky, a lower
-    bound on the flops), ``cholesky_gflops`` (that Cholesky alone, :func:`cholesky_gflops`).
+    ``cases``: (data set, n, A, run the CVXPY path too).  Per case and path: ``relax_s`` ((15)
+    with W = 0, cold), ``wsolve_s`` ((15) with weight ``w``, W = UUᵀ from the interior point's
+    relaxation), ``solve_s`` (the whole ``RankOneWeightStep(h).solve()``), ``n_solves``,
+    ``s_per_solve``, ``objective``, ``rel_gap``, ``converged``, ``rank_one``, ``w``, ``mu``,
+    ``relax_value``, ``wsolve_value``, ``max_violation``; interior point only:
+    ``ipm_iterations``, ``gflops`` (iterations × N³/3 / seconds, N = m(m+1)/2 + 1, a lower bound)
+    and ``cholesky_gflops`` (:func:`cholesky_gflops`).
     """
     from .._config import blas_limit
     from ..declare.mkl import RankOneWeightStep
@@ -209,31 +191,24 @@ def weight_step_rows(cases=(("sonar", 30, "I", True), ("ionosphere", 30, "I", Tr
     with blas_limit(1):
         h0 = weight_objective("synthetic", 8, seed)              # warm-up, untimed
         for method in ("interior-point", "full", "active-set"):
-            _quiet(RankOneWeightStep(h0, method=method).solve_relaxation)
+            quiet(RankOneWeightStep(h0, method=method).solve_relaxation)
         for name, n, A, old in cases:
             h = weight_objective(name, n, seed, A, data_dir=data_dir)
             N = h.m * (h.m + 1) // 2 + 1
             W = None
             for method in ("interior-point",) + ((previous_method(h),) if old else ()):
                 step = RankOneWeightStep(h, method=method)
-                t0 = time.perf_counter()
-                P, v_rel = _quiet(step.solve_relaxation)
-                t_rel = time.perf_counter() - t0
+                (P, v_rel), t_rel = quiet(timed, step.solve_relaxation)
                 if W is None:
                     W = RankOneWeightStep.direction(P)
-                t0 = time.perf_counter()
-                _, v_w = _quiet(step.solve_relaxation, W, w)
-                t_w = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                sol = _quiet(RankOneWeightStep(h, method=method).solve)
-                t_s = time.perf_counter() - t0
+                (_, v_w), t_w = quiet(timed, step.solve_relaxation, W, w)
+                sol, t_s = quiet(timed, RankOneWeightStep(h, method=method).solve)
                 row = dict(data=name, n=n, A=A, kernels=h.m, triplets=int(h.triplets.n_triplets), method=method,
                            path="interior point" if method == "interior-point" else f"CVXPY {method}",
                            relax_s=t_rel, relax_value=float(v_rel), wsolve_s=t_w, wsolve_value=float(v_w),
                            solve_s=t_s, n_solves=int(sol.n_solves), s_per_solve=t_s / max(sol.n_solves, 1),
                            objective=float(sol.objective),
-                           rel_gap=(float(sol.gap) / max(1.0, abs(sol.objective))) if sol.gap is not None else None,
-                           converged=bool(sol.converged), rank_one=bool(sol.rank_one), w=sol.w,
+                           rel_gap=_rel_gap(sol), converged=bool(sol.converged), rank_one=bool(sol.rank_one), w=sol.w,
                            mu=np.asarray(sol.mu, dtype=float), max_violation=float(sol.max_violation))
                 ipm = sol.info.get("interior_point")
                 if ipm:
@@ -245,10 +220,9 @@ def weight_step_rows(cases=(("sonar", 30, "I", True), ("ionosphere", 30, "I", Tr
 
 
 def mu_step_rows(cases=(("sonar", 30),), data_dir=None, seed: int = 0, ccp_iter: int = 3) -> list[dict]:
-    """The MKL_μ step (eq. 6), still a CVXPY/Clarabel model (no fast solver): one
-    ``MuWeightStep`` solve of LMNN's convex majorizer at μ = 1/m (``mu_solve_s``, certified:
-    ``rel_gap``), and ``lmnn_mu_step`` (the convex–concave procedure) for ``ccp_iter`` steps
-    (``ccp_s``, ``ccp_s_per_solve``, h before and after).  Same instances as
+    """The MKL_μ step (eq. 6), a CVXPY model: one ``MuWeightStep`` solve of LMNN's convex
+    majorizer at μ = 1/m (``mu_solve_s``, ``rel_gap``) and ``ccp_iter`` steps of
+    ``lmnn_mu_step`` (``ccp_s``, ``ccp_s_per_solve``, h before and after); instances of
     :func:`weight_step_rows` (A = I), one BLAS thread."""
     from .._config import blas_limit
     from ..declare.mkl import LMNNMuMajorizer, MuWeightStep, lmnn_mu_step
@@ -256,21 +230,16 @@ def mu_step_rows(cases=(("sonar", 30),), data_dir=None, seed: int = 0, ccp_iter:
     rows = []
     with blas_limit(1):
         h0 = weight_objective("synthetic", 8, seed)              # warm-up, untimed
-        _quiet(MuWeightStep(LMNNMuMajorizer(h0, np.full(h0.m, 1.0 / h0.m))).solve_reference,
+        quiet(MuWeightStep(LMNNMuMajorizer(h0, np.full(h0.m, 1.0 / h0.m))).solve_reference,
                accept_inaccurate=True)
         for name, n in cases:
             h = weight_objective(name, n, seed, data_dir=data_dir)
             mu0 = np.full(h.m, 1.0 / h.m)
-            t0 = time.perf_counter()
-            sol = _quiet(MuWeightStep(LMNNMuMajorizer(h, mu0)).solve_reference, accept_inaccurate=True)
-            t_one = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            ccp = _quiet(lmnn_mu_step, h, mu0, max_iter=ccp_iter)
-            t_ccp = time.perf_counter() - t0
+            sol, t_one = quiet(timed, MuWeightStep(LMNNMuMajorizer(h, mu0)).solve_reference, accept_inaccurate=True)
+            ccp, t_ccp = quiet(timed, lmnn_mu_step, h, mu0, max_iter=ccp_iter)
             rows.append(dict(data=name, n=n, kernels=h.m, triplets=int(h.triplets.n_triplets),
                              mu_solve_s=t_one, objective=float(sol.objective),
-                             rel_gap=(float(sol.gap) / max(1.0, abs(sol.objective))) if sol.gap is not None else None,
-                             ccp_steps=int(ccp.n_solves), ccp_s=t_ccp, ccp_s_per_solve=t_ccp / max(ccp.n_solves, 1),
+                             rel_gap=_rel_gap(sol), ccp_steps=int(ccp.n_solves), ccp_s=t_ccp, ccp_s_per_solve=t_ccp / max(ccp.n_solves, 1),
                              h_start=float(h.value_mu(mu0)), h_end=float(ccp.objective),
                              ccp_converged=bool(ccp.converged)))
     return rows
@@ -302,8 +271,7 @@ def main(argv=None) -> int:
         for x in out["alternation"]:
             print(x, flush=True)
     if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        write_json(a.json, out)
     return 0
 
 

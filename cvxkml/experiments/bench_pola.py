@@ -1,36 +1,22 @@
-"""Benchmark: the POLA and SDP-with-LogDet-barrier fast solvers against the exact CVXPY
-models (Jain et al. 2012 §5.2, eq. 23–25), time to the same accuracy, ratios from the same
-run (``cvxkml bench pola``).
+"""``cvxkml bench pola``: the POLA and LogDet-barrier SDP fast solvers (Jain et al. 2012 §5.2,
+eq. 23–25) against the exact CVXPY models, time to the same accuracy, same-run ratios.
 
-For every instance:
-
-1. a reference optimum f_ref from the fast solver at tol 1e-11 (its own certificate
-   |f − g(λ)| is reported; POLA's is a duality gap, the barrier solver's a KKT residual);
-2. each CVXPY solver (Clarabel where the whitened matrix is at most 40 × 40, and SCS) at its
-   default accuracy (Clarabel 1e-8, SCS ``scs_eps``); its accuracy is
-   acc = max(|f − f_ref| / max(1, |f_ref|), max relative constraint violation);
-3. the fast solver with tol = max(acc, 1e-12) — the stopping rule bounds the relative gap and
-   violation (POLA) or the relative KKT residual (barrier) by tol — and its own accuracy
-   measured the same way (so "same accuracy" is checked, not assumed: column ``fast acc``).
-
-Times: :func:`time.perf_counter`, best of ``repeats`` for the fast solver (``problem.solve``:
-everything a user pays, Numba compiled beforehand by a warm-up solve that is not timed), one
-run for CVXPY after a warm-up solve of a tiny model (``solve_reference``: model build,
-canonicalization and solve; ``solve() [s]`` is the part inside ``cvxpy.Problem.solve``:
-canonicalization and the conic solver).  Ratio =
-CVXPY time / fast time.  BLAS limited to one thread (the solvers do that themselves for
-r <= 256).
+Per instance: a reference optimum f_ref from the fast solver at tol 1e-11; each CVXPY solver
+(Clarabel where the whitened matrix is at most 40 × 40, SCS at ``scs_eps``) and its accuracy
+acc = max(|f − f_ref| / max(1, |f_ref|), max relative violation); then the fast solver at
+tol = max(acc, 1e-12), its accuracy measured the same way (column ``fast acc``).  Times:
+fast solver best of ``repeats`` after an untimed warm-up; CVXPY one run (``solve_reference``:
+build, canonicalization, solve; ``solve() [s]`` the part inside ``cvxpy.Problem.solve``).
+Ratio = CVXPY / fast.  One BLAS thread.
 """
 from __future__ import annotations
-
-import time
-import warnings
 
 import numpy as np
 
 from ..errors import ConvergenceWarning
 from ._commands import add_parser
-from ._report import finish, format_table, start
+from ._report import columns, finish, start
+from ._runner import quiet, timed
 
 __all__ = ["pola_instance", "sdp_instance", "compare_rows", "command", "register_cli"]
 
@@ -101,12 +87,8 @@ def _accuracy(problem, sol, f_ref):
     return float(max(err, viol)), float(err), float(viol)
 
 
-def _fast(problem, tol, max_sweeps):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        t0 = time.perf_counter()
-        sol = problem.solve(tol=tol, max_iter=max_sweeps)
-        return sol, time.perf_counter() - t0
+def _fast(problem, tol, max_iter):
+    return quiet(timed, problem.solve, tol=tol, max_iter=max_iter, category=ConvergenceWarning)
 
 
 def warm_up() -> None:
@@ -119,47 +101,38 @@ def warm_up() -> None:
 
 
 def compare_rows(problem, label: str, repeats: int = 3, scs_eps: float = 1e-6,
-                 max_sweeps: int = 200_000) -> list[dict]:
+                 max_iter: int = 200_000) -> list[dict]:
     """One row per CVXPY solver for ``problem`` (see the module doc)."""
-    ref, _ = _fast(problem, 1e-11, max_sweeps)
+    ref, _ = _fast(problem, 1e-11, max_iter)
     f_ref = ref.objective
     rows = []
     r = problem.T.shape[1]
-    solvers = (["CLARABEL"] if r <= 40 else []) + ["SCS"]
-    for solver in solvers:
-        kw = dict(solver=solver, accept_inaccurate=True)
-        if solver == "SCS":
-            kw["eps"] = scs_eps
-        t0 = time.perf_counter()
+    for solver in (["CLARABEL"] if r <= 40 else []) + ["SCS"]:
+        head = dict(problem=label, r=r, m=problem.n_constraints, solver=solver)
+        tail = dict(ref_converged=ref.converged, ref_cert=abs(ref.gap) / max(1.0, abs(f_ref)))
+        kw = dict(solver=solver, accept_inaccurate=True, **({"eps": scs_eps} if solver == "SCS" else {}))
         try:
-            ex = problem.solve_reference(**kw)
+            ex, t_cvx = timed(problem.solve_reference, **kw)
         except Exception as exc:   # a failed baseline is a result, not a crash
-            rows.append(dict(problem=label, r=r, m=problem.n_constraints, solver=solver,
-                             status=f"failed: {type(exc).__name__}", ref_converged=ref.converged,
-                             ref_cert=abs(ref.gap) / max(1.0, abs(f_ref))))
+            rows.append(dict(**head, status=f"failed: {type(exc).__name__}", **tail))
             continue
-        t_cvx = time.perf_counter() - t0
         acc, err, viol = _accuracy(problem, ex, f_ref)
         if not np.isfinite(acc):   # e.g. the returned point leaves the domain of log det
-            rows.append(dict(problem=label, r=r, m=problem.n_constraints, solver=solver,
-                             status=f"{ex.status}, objective {ex.objective:g} at the returned point "
-                                    f"({t_cvx:.3g} s)", ref_converged=ref.converged,
-                             ref_cert=abs(ref.gap) / max(1.0, abs(f_ref))))
+            rows.append(dict(**head, status=f"{ex.status}, objective {ex.objective:g} at the returned point "
+                                            f"({t_cvx:.3g} s)", **tail))
             continue
         tol = max(acc, 1e-12)
         best, sol = np.inf, None
         for _ in range(repeats):
-            s, dt = _fast(problem, tol, max_sweeps)
+            s, dt = _fast(problem, tol, max_iter)
             if dt < best:
                 best, sol = dt, s
         facc, ferr, fviol = _accuracy(problem, sol, f_ref)
         rows.append(dict(
-            problem=label, r=r, m=problem.n_constraints, solver=solver, status=ex.status,
-            cvx_s=t_cvx, cvx_solver_s=ex.time, cvx_iters=ex.n_iter, cvx_acc=acc, cvx_obj_err=err,
-            cvx_viol=viol, tol=tol, fast_s=best, fast_iters=sol.n_iter, fast_converged=sol.converged,
-            fast_acc=facc, fast_obj_err=ferr, fast_viol=fviol, ratio=t_cvx / best,
-            ref_converged=ref.converged, ref_cert=abs(ref.gap) / max(1.0, abs(f_ref)),
-            phase1=sol.info.get("phase1_sweeps", 0)))
+            **head, status=ex.status, cvx_s=t_cvx, cvx_solver_s=ex.time, cvx_iters=ex.n_iter, cvx_acc=acc,
+            cvx_obj_err=err, cvx_viol=viol, tol=tol, fast_s=best, fast_iters=sol.n_iter,
+            fast_converged=sol.converged, fast_acc=facc, fast_obj_err=ferr, fast_viol=fviol, ratio=t_cvx / best,
+            **tail, phase1=sol.info.get("phase1_sweeps", 0)))
     return rows
 
 
@@ -199,13 +172,11 @@ def command(args) -> int:
     with blas_limit(1):
         rows = bench_rows(quick=args.quick, repeats=args.repeats, seed=args.seed, progress=_progress)
     ok = [r for r in rows if "ratio" in r]
-    print(format_table(
-        ["problem", "r", "m", "cvxpy", "status", "cvxpy [s]", "solve() [s]", "cvxpy acc", "fast tol",
-         "fast [s]", "iters", "fast acc", "cvxpy/fast"],
-        [[r["problem"], str(r["r"]), str(r["m"]), r["solver"], r["status"], f"{r['cvx_s']:.3g}",
-          f"{r['cvx_solver_s']:.3g}", f"{r['cvx_acc']:.1e}", f"{r['tol']:.1e}", f"{r['fast_s']:.3g}",
-          str(r["fast_iters"]) + ("" if r["fast_converged"] else "*"), f"{r['fast_acc']:.1e}",
-          f"{r['ratio']:.3g}"] for r in ok]))
+    print(columns(ok, [("problem", "{problem}"), ("r", "{r}"), ("m", "{m}"), ("cvxpy", "{solver}"),
+                       ("status", "{status}"), ("cvxpy [s]", "{cvx_s:.3g}"), ("solve() [s]", "{cvx_solver_s:.3g}"),
+                       ("cvxpy acc", "{cvx_acc:.1e}"), ("fast tol", "{tol:.1e}"), ("fast [s]", "{fast_s:.3g}"),
+                       ("iters", lambda r: str(r["fast_iters"]) + ("" if r["fast_converged"] else "*")),
+                       ("fast acc", "{fast_acc:.1e}"), ("cvxpy/fast", "{ratio:.3g}")]))
     for r in rows:
         if "ratio" not in r:
             print(f"{r['problem']}: {r['solver']} {r['status']}")

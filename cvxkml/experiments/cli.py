@@ -18,22 +18,12 @@ __all__ = ["TABLE", "build_parser", "main", "format_table"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``cvxkml argv``.
+    """Run ``cvxkml argv`` (default ``sys.argv[1:]``); returns the exit status.
 
-    Parameters
-    ----------
-    argv : list of str, optional
-        The arguments (default: ``sys.argv[1:]``).
-
-    Returns
-    -------
-    int
-        The exit status: 0 on success, 2 when no command was given (the help is printed),
-        a data file the command needs is missing or damaged (checked before it starts), or
-        a cvxkml error stopped the command (one line; ``--debug`` shows the traceback); 1
-        when options do not go together (one line).  Every option is typed and checked before the
-        command starts (:func:`cvxkml.experiments._commands.type_options`); a bad one exits
-        with status 2 (argparse's SystemExit).
+    0 on success; 2 without a command (the help is printed), for a missing or damaged data file
+    (checked before the command starts) or a cvxkml error (one line; ``--debug`` shows the
+    traceback); 1 when options do not go together.  A badly typed option exits with status 2
+    (argparse's SystemExit).
     """
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,39 +1,21 @@
 """Every reproduction in one summary: ``cvxkml reproduce all [--quick | --full | --recorded]``.
 
-For each seed table and figure of the five papers — Jain et al. (2012) Table 1, Figure 1 (a)
-(UCI k-NN) and Figure 2 (c)–(d); Kulis et al. (2009) Figures 1 and 3 and the MNIST timings
-of §7.2; Yeung et al. (2007) Tables 1–2 and Figure 1; Wang et al. (2011) Tables 1–2;
-Sriperumbudur et al. (2008) Table 1 — one uniform record per table row::
+One uniform record per table row of the five papers' seed tables and figures::
 
     {paper, table, dataset, method, metric, published, published_std, measured, std,
      std_kind, differs, certified, certified_fits, protocol_difference, command, source,
      sheet, explanation}
 
-``certified`` is True when every fit behind the number is certified (``converged=True``:
-certificate gap and violations within tolerance), False when some are not (``certified_fits``
-says how many are), None when the row has no convex fit to certify (k-means, Euclidean k-NN,
-closed forms) or when the fits were measured before the certificate existed (the note
-says so).  ``differs`` is True when ours and the paper's differ by more than one standard
-deviation (ours when we have one, else the paper's), or, for figures whose values are not in
-the paper's text, when ours lie outside the plotted axis range; every such row points to the
-sheet section that explains it (``explanation``).
+``certified``: True when every fit behind the number is certified, False when some are not
+(``certified_fits`` says how many), None without convex fits or for fits measured before the
+certificate existed.  ``differs``: ours and the paper's differ by more than one sd (ours, else
+the paper's), or ours leave a figure's axis range; ``explanation`` links the sheet section.
 
-Three modes:
-
-* ``--quick``: every reproduction's own function at toy size (seconds; the smoke test of
-  ``tests/experiments``): the numbers show the pipeline runs, they are **not** a
-  reproduction;
-* ``--full``: the papers' protocols as the sheets ran them (hours); ``--sections`` picks
-  some, the rest comes from the recorded results;
-* ``--recorded`` (the default): no fit; the numbers of the full runs stored in
-  ``reference/`` — the sheets' results JSON where one exists, else
-  ``reference/recorded-results.json`` (numbers copied from the sheets' prose, each with its
-  sheet as source).  ``reference/SUMMARY.md`` and ``reference/summary.json`` are this
-  mode's output.
-
-This module calls the reproductions' functions (it does not repeat their code) and turns
-their results into records; the same converter reads a fresh run and a recorded one.
-SUMMARY.md is rendered from the records only.
+Modes: ``--quick`` runs every reproduction's own function at toy size (a smoke test, not a
+reproduction); ``--full`` the papers' protocols (hours; ``--sections`` picks some, the rest is
+recorded); ``--recorded`` (default) fits nothing and reads the stored full runs in
+``reference/`` (the sheets' results JSON, else :data:`RECORDED_FILE`), the source of
+``reference/SUMMARY.md`` and ``summary.json``.  The same converter reads a run and a record.
 """
 from __future__ import annotations
 
@@ -74,30 +56,12 @@ MISSING_DATA = [
 
 # --------------------------------------------------------------------------- helpers
 def anchor(heading: str) -> str:
-    """The GitHub anchor of a Markdown heading.
-
-    Parameters
-    ----------
-    heading : str
-        The heading's text, without the leading ``#``.
-
-    Returns
-    -------
-    str
-        Lower case, every character but letters, digits, ``_``, ``-`` and spaces dropped,
-        spaces turned into hyphens (``"Table 1 — XOR"`` → ``"table-1--xor"``).
-    """
+    """The GitHub anchor of a Markdown heading's text (``"Table 1 — XOR"`` → ``"table-1--xor"``)."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
 def reference_dir() -> Path:
-    """Where the recorded results are.
-
-    Returns
-    -------
-    Path
-        ``reference/`` of the source checkout this module lies in, else ``./reference``.
-    """
+    """``reference/`` of the source checkout this module lies in, else ``./reference``."""
     here = Path(__file__).resolve().parents[2] / "reference"
     return here if here.is_dir() else Path.cwd() / "reference"
 
@@ -166,11 +130,12 @@ def _load(ref: Path, name: str):
     return data
 
 
-def _recorded(ref: Path, key: str) -> dict:
+def _recorded(ref: Path, key: str) -> tuple[dict, str]:
+    """The entry ``key`` of :data:`RECORDED_FILE` and its source line."""
     data = _load(ref, RECORDED_FILE)
     if key not in data:
         raise CommandError(f"{ref / RECORDED_FILE} has no entry {key!r}")
-    return data[key]
+    return data[key], f"reference/{RECORDED_FILE} ({data[key]['source']})"
 
 
 # --------------------------------------------------------------------------- Jain Table 1
@@ -327,10 +292,8 @@ def _lowrank_run(mode, data_dir, n_jobs, seed):
     from .reproduce_lowrank import reproduce_lowrank
     quick = mode == "quick"
     res = reproduce_lowrank(quick=quick, seed=seed, data_dir=data_dir, n_jobs=n_jobs)
-    import inspect
-    # without the timed paper-rule baseline of `cvxkml bench lowrank` when it has one (not a summary row)
-    kw = {"baseline": False} if "baseline" in inspect.signature(lowrank_workload_rows).parameters else {}
-    res["mnist"] = lowrank_workload_rows(quick=quick, data_dir=data_dir, seed=seed, **kw)
+    # without the timed paper-rule baseline of `cvxkml bench lowrank` (not a summary row)
+    res["mnist"] = lowrank_workload_rows(quick=quick, data_dir=data_dir, seed=seed, baseline=False)
     return res
 
 
@@ -557,8 +520,8 @@ def _fill(group: str, sections: dict, mode: str, ref: Path, data_dir, n_jobs, se
         if run:
             records_fn(sec, run_fn(mode, data_dir, n_jobs, seed), cmd(sec.full_command), src)
         else:
-            rec = _recorded(ref, key)
-            records_fn(sec, rec["result"], rec["command"], f"reference/{RECORDED_FILE} ({rec['source']})")
+            rec, source = _recorded(ref, key)
+            records_fn(sec, rec["result"], rec["command"], source)
     elif group == "trace":
         sec = sections["trace"]
         full_cmds = ["cvxkml reproduce trace", "cvxkml reproduce trace --dataset pendigits --tau 10"]
@@ -573,9 +536,8 @@ def _fill(group: str, sections: dict, mode: str, ref: Path, data_dir, n_jobs, se
             res = _lowrank_run(mode, data_dir, n_jobs, seed)
             _lowrank_records(sec, res, cmd("cvxkml reproduce lowrank"), src, cmd("cvxkml bench lowrank"))
         else:
-            rec = _recorded(ref, "kulis2009_lowrank")
-            _lowrank_records(sec, rec["result"], rec["command"], f"reference/{RECORDED_FILE} ({rec['source']})",
-                             rec["mnist_command"])
+            rec, source = _recorded(ref, "kulis2009_lowrank")
+            _lowrank_records(sec, rec["result"], rec["command"], source, rec["mnist_command"])
     elif group == "yeung":
         if run:
             res = _yeung_run(mode, data_dir, n_jobs, seed)
@@ -594,9 +556,8 @@ def _fill(group: str, sections: dict, mode: str, ref: Path, data_dir, n_jobs, se
                              "reference/wang2011-mkl-results.json")
             _mkl_records(sections, {"table2": data["table2"]}, data["commands"]["mfeat"],
                          "reference/wang2011-mkl-results.json")
-            rec = _recorded(ref, "wang2011_table1_whole_folds")
-            _mkl_records(sections, rec["result"], rec["command"], f"reference/{RECORDED_FILE} ({rec['source']})",
-                         label=" (whole training folds)", heading=_MKL_WHOLE,
+            rec, source = _recorded(ref, "wang2011_table1_whole_folds")
+            _mkl_records(sections, rec["result"], rec["command"], source, label=" (whole training folds)", heading=_MKL_WHOLE,
                          protocol="all training points learn; LMNN stopped at 1 000 iterations, "
                                   "5 outer iterations")
             for name, command in MKL_FULL_RUNS.items():
@@ -629,28 +590,24 @@ def _fill(group: str, sections: dict, mode: str, ref: Path, data_dir, n_jobs, se
 
 def collect(mode: str = "recorded", groups=None, ref=None, data_dir=None, n_jobs: int | None = 1,
             seed: int = 0) -> dict:
-    """Run or read every reproduction and return the summary (records and sections).
+    """Run or read every reproduction and return the summary.
 
     Parameters
     ----------
     mode : {"quick", "full", "recorded"}
-        See the module docstring.
     groups : iterable of str, optional
-        With ``mode="full"``: the reproductions to run (keys of :data:`GROUPS`); the others
-        are read from the recorded results.  Default: all.
+        The keys of :data:`GROUPS` to run (default all; with "full" the others are recorded).
     ref : str or Path, optional
         The ``reference/`` folder (default :func:`reference_dir`).
     data_dir : str or Path, optional
-        The offline data folder.
     n_jobs : int or None, default 1
-        Passed to every reproduction (independent fits through joblib).
     seed : int, default 0
 
     Returns
     -------
     dict
-        ``mode``, ``sections`` (one entry per table or figure), ``records``, ``groups``
-        (how each reproduction was obtained and its seconds), ``missing_data``, ``counts``.
+        ``mode``, ``sections``, ``records``, ``groups`` (how each was obtained, seconds),
+        ``missing_data``, ``counts``.
     """
     if mode not in ("quick", "full", "recorded"):
         raise CommandError(f"mode must be quick, full or recorded; got {mode!r}")
@@ -700,20 +657,8 @@ def _cert_cell(rec) -> str:
 
 
 def render_markdown(summary: dict) -> str:
-    """SUMMARY.md from a summary of :func:`collect`.
-
-    Parameters
-    ----------
-    summary : dict
-        The output of :func:`collect` (or the ``summary.json`` it was written to); nothing
-        else goes into the text.
-
-    Returns
-    -------
-    str
-        One section per table or figure (rows, protocol differences, commands, sources,
-        notes), then the runs (``--quick`` / ``--full``) and the missing data sets.
-    """
+    """SUMMARY.md from a summary of :func:`collect` (nothing else goes into the text): one section
+    per table or figure, then the runs and the missing data sets."""
     mode = summary["mode"]
     gen = {"recorded": "cvxkml reproduce all --recorded", "quick": QUICK_COMMAND,
            "full": "cvxkml reproduce all --full"}[mode]
@@ -778,21 +723,8 @@ def render_markdown(summary: dict) -> str:
 
 
 def write_summary(summary: dict, out_dir) -> tuple[Path, Path]:
-    """Write ``summary.json`` and ``SUMMARY.md`` (rendered from that JSON) into ``out_dir``.
-
-    Parameters
-    ----------
-    summary : dict
-        The output of :func:`collect`.  In ``"recorded"`` mode the seconds of each group are
-        left out, so that the files depend on the recorded results only.
-    out_dir : str or Path
-        Created when missing.
-
-    Returns
-    -------
-    (Path, Path)
-        The paths of SUMMARY.md and summary.json.
-    """
+    """Write ``summary.json`` and ``SUMMARY.md`` (rendered from that JSON) into ``out_dir``;
+    returns their paths.  In "recorded" mode the groups' seconds are left out."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     jpath = out_dir / "summary.json"

@@ -1,27 +1,11 @@
-"""Jain, Kulis, Davis & Dhillon (JMLR 2012), Table 1: k-means clustering error with 50
-pairwise constraints — unsupervised (squared Euclidean) vs LogDet linear (ITML) vs
-HMRF-KMeans (Basu, Bilenko & Mooney 2004) on Ionosphere and Digits-389.
+"""Jain, Kulis, Davis & Dhillon (JMLR 2012), Table 1: k-means error with 50 pairwise constraints,
+unsupervised vs LogDet linear (ITML) vs HMRF-KMeans on Ionosphere and Digits-389
+(``cvxkml reproduce logdet``).
 
-Protocol (the paper, §6.1): two-fold cross validation; similar/dissimilar constraints from
-the class labels, drawn only from the training fold; the *whole* data set is clustered
-into c clusters (c = number of classes) and the error is computed on the test fold only.
-What the paper leaves open, and what is used here (one line each in the output):
-
-* error = misclassification rate of the test points after the best one-to-one matching of
-  clusters to classes (Hungarian algorithm);
-* the 50 pairs are drawn uniformly among distinct training pairs; LogDet linear is ITML
-  (W0 = I, Jain et al. bounds: the 5th / 95th percentiles of the training fold's squared
-  distances, slack γ = 1 so random pairs are never infeasible), then k-means on X L with
-  W = L Lᵀ; every fit's certificate is recorded;
-* Digits-389 = the pendigits classes 3, 8, 9 (3 165 points, 16 features); the paper has
-  317 points, so a stratified 10 % subsample (seeded per repeat) is used;
-* raw features; k-means with 10 restarts; repeats of the two-fold split (default 5).
-
-Every (data set, repeat, fold) is an independent task with its own seeds: ``n_jobs`` runs
-them through joblib (:mod:`._parallel`) with the same numbers as the serial run.
-
-``cvxkml reproduce logdet [--quick] [--repeats R] [--seed S] [--json PATH] [--n-jobs N
-[--backend dask --scheduler ADDRESS]]``.
+The paper's protocol (§6.1): two-fold CV, constraints from the training fold's labels, the whole
+set clustered into c clusters, the error measured on the test fold.  What it leaves open is
+chosen in :data:`PROTOCOL` (printed with the results).  Every (data set, repeat, fold) is an
+independent task with its own seeds (``n_jobs``).
 """
 from __future__ import annotations
 
@@ -48,16 +32,8 @@ PROTOCOL = [
 
 
 def clustering_error(y, labels) -> float:
-    """Misclassification rate after the best one-to-one matching of clusters to classes.
-
-    Parameters
-    ----------
-    y : (n,) class labels.  labels : (n,) cluster labels (integers >= 0).
-
-    Returns
-    -------
-    float in [0, 1].
-    """
+    """Misclassification rate of class labels ``y`` after the best one-to-one matching of the
+    cluster ``labels`` to the classes (Hungarian algorithm), in [0, 1]."""
     from scipy.optimize import linear_sum_assignment
     _, yi = np.unique(y, return_inverse=True)
     _, li = np.unique(labels, return_inverse=True)
@@ -81,14 +57,16 @@ def digits389(data_dir=None, fraction: float = 0.1, random_state=None):
     return X, y
 
 
-def _split_errors(X, y, tr, te, n_constraints, seed):
-    """The three methods' test errors on one fold, and whether the ITML fit was certified."""
+def _fold_task(task):
+    """One (data set, repeat, fold) of :func:`table1`: ([unsupervised, LogDet, HMRF] test
+    errors, whether the ITML fit was certified)."""
     from sklearn.cluster import KMeans
 
     from ..baselines import HMRFKMeans
     from ..declare import ITML
     from ..sideinfo import PairConstraints
 
+    X, y, tr, te, n_constraints, seed = task
     rng = np.random.default_rng(seed)
     k = np.unique(y).size
     iu, ju = np.triu_indices(tr.size, 1)
@@ -106,37 +84,18 @@ def _split_errors(X, y, tr, te, n_constraints, seed):
     L = V * np.sqrt(np.maximum(w, 0.0))
     logdet = clustering_error(y[te], kmeans.fit(X @ L).labels_[te])
     hmrf = clustering_error(y[te], HMRFKMeans(k, random_state=seed).fit_predict(X, i, j, s)[te])
-    return unsup, logdet, hmrf, bool(sol.converged)
-
-
-def _fold_task(task):
-    """One (data set, repeat, fold) of :func:`table1`: (unsupervised, LogDet, HMRF) errors
-    and whether the ITML fit was certified."""
-    X, y, tr, te, n_constraints, seed = task
-    *e, ok = _split_errors(X, y, tr, te, n_constraints, seed)
-    return e, ok
+    return [unsup, logdet, hmrf], bool(sol.converged)
 
 
 def table1(datasets=("ionosphere", "digits389"), repeats: int = 5, n_constraints: int = 50,
            seed: int = 0, data_dir=None, n_jobs: int | None = 1) -> dict:
-    """Run the Table 1 protocol (module docstring).
-
-    Parameters
-    ----------
-    datasets : tuple of {"ionosphere", "digits389"}
-    repeats : int, default 5
-        Repeats of the two-fold split (seeds ``seed + r``).
-    n_constraints : int, default 50
-    seed : int, default 0
-    data_dir : str or Path, optional
-    n_jobs : int or None, default 1
-        The (data set, repeat, fold) fits as independent tasks through
-        :func:`cvxkml.experiments._parallel.run_tasks`; the numbers do not depend on it.
+    """The Table 1 protocol, ``repeats`` two-fold splits (seeds ``seed + r``) per data set.
 
     Returns
     -------
-    dict: per data set the mean and standard deviation of each method's error over
-    ``repeats`` × 2 folds, the number of certified ITML fits, and the paper's values.
+    dict
+        Per data set: n, d, paper_n, mean and std of each method's error over the folds, fits,
+        itml_certified, paper.
     """
     from sklearn.model_selection import StratifiedKFold
 

@@ -1,27 +1,14 @@
-"""Reproduction of the transductive experiments of Kulis, Sustik & Dhillon (JMLR 2009, §7.1)
-with the low-rank LogDet solver (:class:`cvxkml.declare.LowRankLogDet`).
+"""Kulis, Sustik & Dhillon (JMLR 2009) §7.1 with the low-rank LogDet solver
+(:class:`cvxkml.declare.LowRankLogDet`): ``cvxkml reproduce lowrank``.
 
-* **Digits** — pendigits digits {3, 8, 9}, a random sample of 317 points
-  (:data:`DIGITS_SAMPLE_SEED`), the rank-16 linear kernel K0 = X Xᵀ (G0 = X, raw features),
-  random pair constraints d(i, j) ≤ (1 − ε) b for same-class and ≥ (1 + ε) b for
-  different-class pairs (b = the pair's distance under K0, ε = 0.25), hard constraints,
-  tolerance 1e-3.  Kernel k-means NMI against the number of constraints (Figure 1 left),
-  5-NN accuracy (50/50 split, two folds, constraints drawn among the training half), cycles
-  (sweeps) to convergence, and the percentage of 300 constraints satisfied against the
-  number of cycles (Figure 1 right).
-* **Spambase** (rank 57, raw features) and **Nursery** (rank 8: each of the 8 categorical
-  attributes coded 0, 1, … in the order of the UCI attribute description, see
-  :data:`NURSERY_ORDER`) with LogDet slack (γ = 1; the paper does not give γ): NMI and cycles
-  against the number of constraints (Figures 3 and 4).
+* Digits: pendigits {3, 8, 9}, 317 random points, rank-16 linear kernel (raw features), hard
+  relative pair constraints (ε = 0.25), tol 1e-3: kernel k-means NMI vs constraints (Figure 1
+  left), 5-NN accuracy, cycles, % of 300 constraints satisfied vs cycles (Figure 1 right).
+* Spambase (rank 57) and Nursery (rank 8, ordinal codes in UCI order) with slack γ = 1: NMI and
+  cycles vs constraints (Figures 3 and 4).
 
-Kernel k-means (:func:`kernel_kmeans`, k-means++ seeding in feature space, several seeded
-restarts, best objective kept) and NMI (:func:`nmi`, normalized by the mean entropy as in
-the paper) are implemented here.  Every (constraint count, draw) has seeds of its own and
-is an independent task: ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml
-reproduce lowrank --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers
-as the serial run.  Every function returns plain rows; only the command
-``cvxkml reproduce lowrank`` (:func:`command`) prints them.  The files are read by
-:mod:`cvxkml.datasets`; the Digits subset is drawn here.
+Every (constraint count, draw) is an independent task with its own seeds (``n_jobs``,
+:mod:`._parallel`).  Functions return rows; only :func:`command` prints.
 """
 from __future__ import annotations
 
@@ -34,7 +21,7 @@ import numpy as np
 from ..datasets import CATEGORY_ORDER, check_available, load_dataset
 from ..errors import CvxkmlError, InvalidInputError
 from ._parallel import describe, parallel_from_args, run_tasks
-from ._report import format_table, pm
+from ._report import columns, pm
 
 __all__ = [
     "DIGITS_SAMPLE_SEED", "NURSERY_ORDER", "PAPER", "nmi", "kernel_kmeans", "KMeansResult",
@@ -46,13 +33,10 @@ __all__ = [
 #: Seed of the 317-point random sample of pendigits {3, 8, 9} (numpy ``default_rng``).
 DIGITS_SAMPLE_SEED = 0
 
-#: Natural category order of the Nursery attributes (UCI ``nursery.names``); attribute k of a
-#: row is coded by the position of its value in ``NURSERY_ORDER[k]``
-#: (:data:`cvxkml.datasets.CATEGORY_ORDER`).
+#: Category order of the Nursery attributes (UCI ``nursery.names``): a value's code is its position.
 NURSERY_ORDER = CATEGORY_ORDER["nursery"]
 
-#: What the paper states in its text (§7.1, §7.2).  The figures' curves are not in the text;
-#: only their axis ranges survive the extraction, and those are labelled as such.
+#: What the paper states in its text (§7.1, §7.2); of the figures only the axis ranges.
 PAPER = {
     "digits_nmi": "Figure 1 (left): curve not in the text; NMI axis 0.4-0.9 over 0-140 "
                   "constraints; 'adding just a few constraints improves the results significantly'",
@@ -74,10 +58,8 @@ PAPER = {
 
 # --------------------------------------------------------------------------- NMI
 def nmi(labels_true, labels_pred) -> float:
-    """Normalized mutual information I(C; K) / ((H(C) + H(K)) / 2) (Strehl et al. 2000, as in
-    Kulis et al. §7.1; scikit-learn's ``normalized_mutual_info_score`` with the default
-    arithmetic mean).  Two single-cluster labelings give 1; one single-cluster labeling
-    against a non-trivial one gives 0."""
+    """Normalized mutual information I(C; K) / ((H(C) + H(K)) / 2), as in Kulis et al. §7.1 and
+    scikit-learn's default; two single-cluster labelings give 1."""
     a = np.asarray(labels_true).ravel()
     b = np.asarray(labels_pred).ravel()
     if a.size != b.size:
@@ -113,15 +95,12 @@ class KMeansResult:
 
 def kernel_kmeans(K=None, n_clusters: int = 2, *, factor=None, n_init: int = 10,
                   max_iter: int = 300, random_state=None) -> KMeansResult:
-    """Kernel k-means (Dhillon et al. 2004) on a kernel matrix ``K`` (n × n, PSD) or on a
-    factor ``factor`` = G with K = G Gᵀ (O(n r k) per iteration, never forming K).
+    """Kernel k-means (Dhillon et al. 2004) on ``K`` (n × n PSD) or ``factor`` G (K = G Gᵀ, never formed).
 
-    Squared feature-space distance of point i to the mean of cluster c:
-    K_ii − 2/|c| Σ_{j∈c} K_ij + 1/|c|² Σ_{j,l∈c} K_jl.  Each of ``n_init`` restarts seeds by
-    k-means++ (D² sampling with kernel distances), then alternates assignment and mean
-    update until the assignment stops changing (or ``max_iter``); a cluster that empties
-    takes the point farthest from its own cluster mean.  The restart with the smallest
-    objective is returned; seeds come from ``numpy.random.default_rng(random_state)``.
+    Each of ``n_init`` restarts seeds by k-means++ with kernel distances, then alternates
+    assignment and mean update until the assignment stops changing (or ``max_iter``); an
+    emptied cluster takes the point farthest from its own mean.  Returns the restart of
+    smallest objective (seeds from ``default_rng(random_state)``).
     """
     if (K is None) == (factor is None):
         raise InvalidInputError("Give exactly one of K (kernel matrix) or factor (G with K = G Gᵀ).")
@@ -194,8 +173,7 @@ def kernel_kmeans(K=None, n_clusters: int = 2, *, factor=None, n_init: int = 10,
 
 # --------------------------------------------------------------------------- data
 def load_digits389(data_dir=None, n: int = 317, seed: int = DIGITS_SAMPLE_SEED):
-    """Pendigits digits {3, 8, 9} (train + test merged, 16 raw features 0–100): a random
-    sample of ``n`` points without replacement (``default_rng(seed)``), in file order."""
+    """``n`` random points (``default_rng(seed)``, file order) of pendigits {3, 8, 9}, raw features."""
     X, y = load_dataset("pendigits", data_dir)
     pool = np.flatnonzero(np.isin(y, (3, 8, 9)))
     idx = np.sort(np.random.default_rng(seed).choice(pool, int(n), replace=False))
@@ -203,25 +181,21 @@ def load_digits389(data_dir=None, n: int = 317, seed: int = DIGITS_SAMPLE_SEED):
 
 
 def load_spambase(data_dir=None):
-    """Spambase, 57 raw features (no scaling, as the paper's 'linear kernel over the
-    original data'), labels 1 = spam, 0 = non-spam."""
+    """Spambase, 57 raw features, labels 1 = spam, 0 = non-spam."""
     return load_dataset("spambase", data_dir, integer_labels=True)
 
 
 def load_nursery_ordinal(data_dir=None):
-    """Nursery with each attribute coded 0, 1, … in the UCI order of :data:`NURSERY_ORDER`
-    (12 960 × 8, rank 8, matching the paper's rank-8 kernel; the package loader's one-hot
-    encoding has rank 20).  Labels are integer codes of the 5 classes (sorted names)."""
+    """Nursery, attributes coded 0, 1, … in the order of :data:`NURSERY_ORDER` (12 960 × 8, rank 8
+    as the paper's kernel), integer labels of the 5 classes."""
     return load_dataset("nursery", data_dir, categorical="ordinal", integer_labels=True)
 
 
 # --------------------------------------------------------------------------- constraints
 def relative_pair_constraints(G0, labels, m: int, eps: float = 0.25, rng=None, pool=None):
-    """``m`` random pairs (i ≠ j, uniformly over ``pool`` or all points, drawn with
-    replacement as the paper's 'two data points are chosen at random'): d(i, j) ≤ (1 − ε) b
-    for same-class pairs, d(i, j) ≥ (1 + ε) b for different-class pairs, b = ‖G0[i] − G0[j]‖²
-    (the distance under K0 = G0 G0ᵀ).  Pairs at b = 0 (duplicate points) are redrawn.
-    Returns a :class:`~cvxkml.sideinfo.PairConstraints`."""
+    """``m`` random pairs i ≠ j of ``pool`` (default all points), with replacement:
+    d ≤ (1 − ε) b same class, d ≥ (1 + ε) b otherwise, b = ‖G0[i] − G0[j]‖² (pairs at b = 0
+    redrawn).  Returns :class:`~cvxkml.sideinfo.PairConstraints`."""
     from ..sideinfo import PairConstraints
 
     rng = np.random.default_rng(rng)
@@ -245,7 +219,7 @@ def relative_pair_constraints(G0, labels, m: int, eps: float = 0.25, rng=None, p
     return PairConstraints(I, J, y, np.where(y > 0, (1.0 - eps) * b, (1.0 + eps) * b))
 
 
-def _learn(G0, pc, gamma, tol, max_sweeps):
+def _learn(G0, pc, gamma, tol, max_iter):
     """Solve the low-rank problem; returns (G = G0 B or None, Solution or None, problem)."""
     from ..declare import LowRankLogDet
 
@@ -253,7 +227,7 @@ def _learn(G0, pc, gamma, tol, max_sweeps):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            sol = prob.solve(tol=tol, max_iter=max_sweeps)
+            sol = prob.solve(tol=tol, max_iter=max_iter)
         except CvxkmlError:                            # breakdown on infeasible hard constraints
             return None, None, prob
     return prob.kernel_factor(sol), sol, prob
@@ -296,7 +270,7 @@ def _summary(values):
 # --------------------------------------------------------------------------- experiments
 def _digits_task(task) -> dict:
     """One (number of constraints, draw) of :func:`digits_rows`, seeded by (seed, draw, m)."""
-    X, y, m, d, seed, eps, tol, max_sweeps, n_init, knn_k, check_exact = task
+    X, y, m, d, seed, eps, tol, max_iter, n_init, knn_k, check_exact = task
     rng = np.random.default_rng([seed, d, int(m)])
     out = {"nmi": None, "acc": None, "cycles": None, "solve_s": None, "viol": None,
            "converged": 0, "feasible": 0}
@@ -305,7 +279,7 @@ def _digits_task(task) -> dict:
         out["converged"] = out["feasible"] = 1
     else:
         pc = relative_pair_constraints(X, y, m, eps, rng)
-        G, sol, prob = _learn(X, pc, None, tol, max_sweeps)
+        G, sol, prob = _learn(X, pc, None, tol, max_iter)
         if sol is not None:
             out.update(cycles=sol.n_iter, solve_s=sol.time, viol=_rel_violation(sol, pc),
                        converged=int(sol.converged))
@@ -321,7 +295,7 @@ def _digits_task(task) -> dict:
             Gk = X
         else:
             Gk, _sol, _prob = _learn(X, relative_pair_constraints(X, y, m, eps, rng, pool=tr),
-                                     None, tol, max_sweeps)
+                                     None, tol, max_iter)
         if Gk is not None:
             fold_acc.append(_knn_accuracy(Gk, y, tr, te, knn_k))
     if fold_acc:
@@ -333,48 +307,40 @@ def _present(draws, key) -> list:
     return [r[key] for r in draws if r[key] is not None]
 
 
+def _row(m, n_draws, draws) -> dict:
+    """The columns the Digits and UCI rows share: NMI summary, cycles, mean solve time."""
+    cycles, solve_s, s = _present(draws, "cycles"), _present(draws, "solve_s"), _summary(_present(draws, "nmi"))
+    return {"constraints": int(m), "draws": int(n_draws), "nmi_mean": s["mean"], "nmi_std": s["std"],
+            "cycles_min": int(min(cycles)) if cycles else 0,
+            "cycles_median": float(np.median(cycles)) if cycles else 0.0,
+            "cycles_max": int(max(cycles)) if cycles else 0, "solve_s": float(np.mean(solve_s)) if solve_s else 0.0}
+
+
 def digits_rows(counts=(0, 10, 20, 40, 60, 80, 100, 120, 140), n_draws: int = 20, seed: int = 0,
-                data_dir=None, eps: float = 0.25, tol: float = 1e-3, max_sweeps: int = 100_000,
+                data_dir=None, eps: float = 0.25, tol: float = 1e-3, max_iter: int = 100_000,
                 n_init: int = 10, knn_k: int = 5, check_exact: bool = True,
                 n_jobs: int | None = 1) -> list[dict]:
-    """Digits (Figure 1 left, k-NN accuracy, cycles).  For each number of constraints and
-    each of ``n_draws`` draws (seeds (``seed``, draw, count)): NMI of kernel k-means
-    (3 clusters, ``n_init`` restarts) on the learned kernel with constraints drawn among all
-    317 points; 5-NN accuracy with a random 50/50 split and two folds, constraints drawn
-    among each fold's training half, kernel learned on all points (transductive).  Hard
-    constraints, as in the paper.  With ``check_exact`` the exact CVXPY model of each NMI
-    run says whether its hard constraints are feasible at all.  Every (count, draw) is an
-    independent task: ``n_jobs`` runs them through
-    :func:`cvxkml.experiments._parallel.run_tasks` with the same rows.
+    """Digits (Figure 1 left, k-NN accuracy, cycles), hard constraints as in the paper.
 
-    Row: constraints, draws, nmi_mean, nmi_std, knn_mean, knn_std (over draws; a draw's
-    accuracy is the mean of its two folds), cycles_min / _median / _max (sweeps of the NMI
-    runs), converged (NMI runs meeting tol), feasible (NMI runs whose exact model is
-    feasible; −1 when not checked), viol_median (median over the NMI runs of the largest
-    violation relative to its bound), solve_s (mean solver time of the NMI runs)."""
+    Per count and draw (seeds (``seed``, draw, count)): NMI of kernel k-means (3 clusters) with
+    constraints among all 317 points; 5-NN accuracy, random 50/50 split, two folds, constraints
+    among the training half, kernel learned on all points.  ``check_exact``: the exact model says
+    whether the NMI run's constraints are feasible.  Row: constraints, draws, nmi_mean, nmi_std,
+    knn_mean, knn_std, cycles_min / _median / _max, converged, feasible (−1: not checked),
+    viol_median (largest violation / bound), solve_s (mean)."""
     X, y = load_digits389(data_dir)
-    tasks = [(X, y, int(m), d, seed, eps, tol, max_sweeps, n_init, knn_k, check_exact)
+    tasks = [(X, y, int(m), d, seed, eps, tol, max_iter, n_init, knn_k, check_exact)
              for m in counts for d in range(int(n_draws))]
     results = run_tasks(_digits_task, tasks, n_jobs)
     rows = []
     for k, m in enumerate(counts):
         draws = results[k * int(n_draws):(k + 1) * int(n_draws)]
-        nmis, accs, cycles = _present(draws, "nmi"), _present(draws, "acc"), _present(draws, "cycles")
-        solve_s, viol = _present(draws, "solve_s"), _present(draws, "viol")
-        converged = sum(r["converged"] for r in draws)
-        feasible = sum(r["feasible"] for r in draws)
-        s_nmi, s_acc = _summary(nmis), _summary(accs)
-        rows.append({
-            "constraints": int(m), "draws": int(n_draws),
-            "nmi_mean": s_nmi["mean"], "nmi_std": s_nmi["std"],
-            "knn_mean": s_acc["mean"], "knn_std": s_acc["std"],
-            "cycles_min": int(min(cycles)) if cycles else 0,
-            "cycles_median": float(np.median(cycles)) if cycles else 0.0,
-            "cycles_max": int(max(cycles)) if cycles else 0,
-            "converged": converged, "feasible": feasible if (check_exact or m == 0) else -1,
-            "viol_median": float(np.median(viol)) if viol else 0.0,
-            "solve_s": float(np.mean(solve_s)) if solve_s else 0.0,
-        })
+        viol = _present(draws, "viol")
+        s_acc = _summary(_present(draws, "acc"))
+        rows.append({**_row(m, n_draws, draws), "knn_mean": s_acc["mean"], "knn_std": s_acc["std"],
+                     "converged": sum(r["converged"] for r in draws),
+                     "feasible": sum(r["feasible"] for r in draws) if (check_exact or m == 0) else -1,
+                     "viol_median": float(np.median(viol)) if viol else 0.0})
     return rows
 
 
@@ -394,13 +360,10 @@ def _cycles_task(task):
 def digits_convergence_rows(m: int = 300, cycles=(1, 2, 5, 10, 20, 50, 100, 150, 200, 250, 300, 350),
                             seed: int = 0, data_dir=None, eps: float = 0.25,
                             sat_tol: float = 1e-3, n_jobs: int | None = 1) -> dict:
-    """Digits, Figure 1 (right): one draw of ``m`` constraints; for each number of cycles
-    (sweeps) c, the hard problem is solved from scratch with ``max_sweeps = c`` (tol 1e-12,
-    so it runs exactly c sweeps unless it converges earlier), and the percentage of
-    constraints satisfied to a relative tolerance ``sat_tol`` (violation ≤ sat_tol·bound) is
-    recorded.  The solves are independent tasks (``n_jobs``, see :func:`digits_rows`).
-    Returns {"feasible": the exact model's verdict on this draw (True / False / None),
-    "rows": [{cycles, sweeps_run, satisfied_pct, max_rel_violation}]}."""
+    """Digits, Figure 1 (right): one draw of ``m`` hard constraints solved from scratch with
+    ``max_iter = c`` sweeps (tol 1e-12) per c of ``cycles``, and the % of constraints with
+    violation ≤ ``sat_tol``·bound.  Returns {"constraints", "feasible" (the exact model's
+    verdict: True / False / None), "rows": [{cycles, sweeps_run, satisfied_pct, max_rel_violation}]}."""
     X, y = load_digits389(data_dir)
     pc = relative_pair_constraints(X, y, m, eps, np.random.default_rng([seed, 300]))
     results = run_tasks(_cycles_task, [(X, pc, c, sat_tol) for c in cycles], n_jobs)
@@ -411,14 +374,14 @@ def digits_convergence_rows(m: int = 300, cycles=(1, 2, 5, 10, 20, 50, 100, 150,
 
 def _uci_task(task) -> dict:
     """One (number of constraints, draw) of :func:`uci_rows`, seeded by (seed, draw, m, 7)."""
-    X, y, k, m, d, seed, eps, gamma, tol, max_sweeps, n_init = task
+    X, y, k, m, d, seed, eps, gamma, tol, max_iter, n_init = task
     rng = np.random.default_rng([seed, d, int(m), 7])
     out = {"nmi": None, "cycles": None, "solve_s": None, "solved": 0}
     if m == 0:
         G = X
         out["solved"] = 1
     else:
-        G, sol, _st = _learn(X, relative_pair_constraints(X, y, m, eps, rng), gamma, tol, max_sweeps)
+        G, sol, _st = _learn(X, relative_pair_constraints(X, y, m, eps, rng), gamma, tol, max_iter)
         if sol is not None:
             out.update(cycles=sol.n_iter, solve_s=sol.time, solved=int(sol.converged))
     if G is not None:
@@ -438,20 +401,8 @@ SCALES = ("none", "standardize")
 
 
 def scale_features(X, scale: str = "none") -> np.ndarray:
-    """The UCI rows' features under ``scale``.
-
-    Parameters
-    ----------
-    X : array_like of shape (n, d)
-    scale : {"none", "standardize"}, default "none"
-        "none": X unchanged (as float); "standardize": every column minus its mean, divided
-        by its standard deviation (population, over all n rows; a constant column is only
-        centred).  The linear kernel K0 = X Xᵀ is then formed from the scaled features.
-
-    Returns
-    -------
-    ndarray of shape (n, d)
-    """
+    """The UCI rows' features: ``scale`` "none" (X as float) or "standardize" (columns centred
+    and divided by their population sd; a constant column only centred)."""
     if scale not in SCALES:
         raise InvalidInputError(f"scale must be one of {list(SCALES)}; got {scale!r}.")
     X = np.asarray(X, dtype=float)
@@ -463,15 +414,12 @@ def scale_features(X, scale: str = "none") -> np.ndarray:
 
 def uci_rows(name: str, counts=(0, 50, 100, 200, 300, 400, 500), n_draws: int = 5, seed: int = 0,
              data_dir=None, eps: float = 0.25, gamma: float = 1.0, tol: float = 1e-3,
-             max_sweeps: int = 100_000, n_init: int = 10, scale: str = "none",
+             max_iter: int = 100_000, n_init: int = 10, scale: str = "none",
              n_jobs: int | None = 1) -> list[dict]:
-    """Spambase / Nursery (Figures 3 and 4): NMI of kernel k-means (2 resp. 5 clusters) on
-    the learned rank-57 resp. rank-8 linear kernel, with LogDet slack γ = ``gamma``, and the
-    cycles to convergence.  ``scale`` (:func:`scale_features`): "none" (the protocol, raw
-    features) or "standardize" (a side check; the paper does not say it scaled the
-    features).  Every (count, draw) is an independent task (``n_jobs``, see
-    :func:`digits_rows`).  Row: constraints, draws, nmi_mean, nmi_std, cycles_min,
-    cycles_median, cycles_max, converged (runs meeting tol), solve_s (mean solver time)."""
+    """Spambase / Nursery (Figures 3 and 4): NMI of kernel k-means (2 resp. 5 clusters) on the
+    learned linear kernel (slack γ = ``gamma``) and cycles; ``scale``: :func:`scale_features`
+    ("none" is the protocol).  Row: constraints, draws, nmi_mean, nmi_std, cycles_min /
+    _median / _max, converged, solve_s."""
     if name not in _UCI:
         raise InvalidInputError(f"name must be one of {sorted(_UCI)}; got {name!r}.")
     if scale not in SCALES:
@@ -479,22 +427,13 @@ def uci_rows(name: str, counts=(0, 50, 100, 200, 300, 400, 500), n_draws: int = 
     loader, k, _ = _UCI[name]
     X, y = loader(data_dir)
     X = scale_features(X, scale)
-    tasks = [(X, y, k, int(m), d, seed, eps, gamma, tol, max_sweeps, n_init)
+    tasks = [(X, y, k, int(m), d, seed, eps, gamma, tol, max_iter, n_init)
              for m in counts for d in range(int(n_draws))]
     results = run_tasks(_uci_task, tasks, n_jobs)
     rows = []
     for j, m in enumerate(counts):
         draws = results[j * int(n_draws):(j + 1) * int(n_draws)]
-        nmis, cycles, solve_s = _present(draws, "nmi"), _present(draws, "cycles"), _present(draws, "solve_s")
-        s = _summary(nmis)
-        rows.append({
-            "constraints": int(m), "draws": int(n_draws), "nmi_mean": s["mean"], "nmi_std": s["std"],
-            "cycles_min": int(min(cycles)) if cycles else 0,
-            "cycles_median": float(np.median(cycles)) if cycles else 0.0,
-            "cycles_max": int(max(cycles)) if cycles else 0,
-            "converged": sum(r["solved"] for r in draws),
-            "solve_s": float(np.mean(solve_s)) if solve_s else 0.0,
-        })
+        rows.append({**_row(m, n_draws, draws), "converged": sum(r["solved"] for r in draws)})
     return rows
 
 
@@ -516,14 +455,10 @@ def _check_parts(parts, scale):
 
 def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None, n_jobs: int | None = 1,
                       parts=None, scale: str = "none") -> dict:
-    """All sections (or ``parts``, a selection of :data:`PARTS`): ``digits`` (rows of
-    :func:`digits_rows`), ``digits_convergence`` (:func:`digits_convergence_rows`),
-    ``spambase`` and ``nursery`` (:func:`uci_rows`, features scaled by ``scale``: "none",
-    the protocol, or "standardize", see :func:`scale_features`), ``settings`` (what was
-    run) and ``elapsed_s``.  ``quick`` shrinks the grids and draws (a smoke run for
-    tests, not a reproduction).  BLAS is limited to one thread (the matrices are small;
-    this keeps the run steady on a shared machine).  ``n_jobs``: the independent draws
-    and solves of every section as tasks (see :func:`digits_rows`)."""
+    """The sections of ``parts`` (default :data:`PARTS`): ``digits``, ``digits_convergence``,
+    ``spambase``, ``nursery`` (:func:`digits_rows`, :func:`digits_convergence_rows`,
+    :func:`uci_rows`), with ``settings`` and ``elapsed_s``; one BLAS thread.  ``quick``: small
+    grids (a smoke run, not a reproduction)."""
     from .._config import blas_limit
 
     from .bench import warm_up_lowrank
@@ -586,18 +521,19 @@ def command(args) -> int:
     return 0
 
 
+_CYCLES = ("cycles min/med/max", "{cycles_min}/{cycles_median:g}/{cycles_max}")
+
+
 def _print_digits(res, st, dig) -> None:
     print()
     print(f"Digits: pendigits {{3, 8, 9}}, 317-point random sample (seed {st['digits_sample_seed']}), "
           f"rank-16 linear kernel (raw features), hard constraints; {dig['n_draws']} draws per row "
           f"(seed {st['seed']})")
-    print(format_table(
-        ["constraints", "NMI (k-means, 3)", "5-NN accuracy", "cycles min/med/max", "converged",
-         "feasible (exact)", "median max rel viol", "solve [s]"],
-        [[str(r["constraints"]), pm(r["nmi_mean"], r["nmi_std"]), pm(r["knn_mean"], r["knn_std"]),
-          f"{r['cycles_min']}/{r['cycles_median']:g}/{r['cycles_max']}", f"{r['converged']}/{r['draws']}",
-          f"{r['feasible']}/{r['draws']}" if r["feasible"] >= 0 else "-",
-          f"{r['viol_median']:.1e}", f"{r['solve_s']:.2g}"] for r in res["digits"]]))
+    print(columns(res["digits"], [
+        ("constraints", "{constraints}"), ("NMI (k-means, 3)", lambda r: pm(r["nmi_mean"], r["nmi_std"])),
+        ("5-NN accuracy", lambda r: pm(r["knn_mean"], r["knn_std"])), _CYCLES, ("converged", "{converged}/{draws}"),
+        ("feasible (exact)", lambda r: f"{r['feasible']}/{r['draws']}" if r["feasible"] >= 0 else "-"),
+        ("median max rel viol", "{viol_median:.1e}"), ("solve [s]", "{solve_s:.2g}")]))
     print("(mean ± standard deviation over the draws; 5-NN: random 50/50 split, two folds, "
           "constraints drawn among the training half, kernel learned on all 317 points;")
     print(" converged: met tol; feasible: the exact CVXPY model of the same hard constraints has "
@@ -613,10 +549,9 @@ def _print_convergence(res) -> None:
     verdict = {True: "feasible", False: "infeasible", None: "unknown"}[conv["feasible"]]
     print(f"Digits, constraints satisfied vs cycles (Figure 1 right): one draw of {conv['constraints']} "
           f"hard constraints (exact model: {verdict}), each row solved from scratch")
-    print(format_table(
-        ["cycles", "sweeps run", "% satisfied (1e-3 rel)", "max rel violation"],
-        [[str(r["cycles"]), str(r["sweeps_run"]), f"{r['satisfied_pct']:.1f}", f"{r['max_rel_violation']:.2e}"]
-         for r in conv["rows"]]))
+    print(columns(conv["rows"], [("cycles", "{cycles}"), ("sweeps run", "{sweeps_run}"),
+                                 ("% satisfied (1e-3 rel)", "{satisfied_pct:.1f}"),
+                                 ("max rel violation", "{max_rel_violation:.2e}")]))
     print(f"paper: {PAPER['digits_satisfied']}")
 
 
@@ -631,10 +566,7 @@ def _print_uci(res, st, uci) -> None:
         print()
         print(f"{name.capitalize()}: {desc}, LogDet slack gamma = {st['gamma_uci']:g} (not given in the "
               f"paper), kernel k-means with {k} clusters; {uci['n_draws']} draws per row")
-        print(format_table(
-            ["constraints", "NMI", "cycles min/med/max", "converged", "solve [s]"],
-            [[str(r["constraints"]), pm(r["nmi_mean"], r["nmi_std"]),
-              f"{r['cycles_min']}/{r['cycles_median']:g}/{r['cycles_max']}", f"{r['converged']}/{r['draws']}",
-              f"{r['solve_s']:.2g}"] for r in res[name]]))
+        print(columns(res[name], [("constraints", "{constraints}"), ("NMI", lambda r: pm(r["nmi_mean"], r["nmi_std"])),
+                                  _CYCLES, ("converged", "{converged}/{draws}"), ("solve [s]", "{solve_s:.2g}")]))
         print(f"paper: NMI    {PAPER[name + '_nmi']}")
         print(f"paper: cycles {PAPER[name + '_cycles']}")

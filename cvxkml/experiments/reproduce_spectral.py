@@ -1,49 +1,15 @@
-"""k-NN classification with learned metrics on UCI data sets, as in Kulis, Sustik & Dhillon
-(JMLR 2009) §7.2, Figure 5: Euclidean vs LogDet vs von Neumann.
+"""Kulis, Sustik & Dhillon (JMLR 2009) §7.2, Figure 5: k-NN (k = 4) error with learned metrics on
+UCI data (Euclidean vs LogDet vs von Neumann), ``cvxkml reproduce spectral``.
 
-Protocol (the paper's words in quotes):
-
-* Data: Wine and Iris (scikit-learn), Ionosphere and Balance Scale (offline CSV files,
-  :func:`cvxkml.datasets.load_csv_dataset`).  Soybean, the fifth set of Figure 5, is not
-  available offline and is left out.  Features are standardized with the mean and standard
-  deviation of the training fold (the paper does not say how it scaled them).
-* "two-fold cross validation", repeated ``n_repeats`` times with stratified shuffled splits
-  (the paper does not give a number of repeats); every method sees the same splits and, in a
-  fold, the same constraints.
-* Constraints: "40c² constraints, c the number of classes", random pairs of training points
-  ("the constraint selection procedure of Davis et al. 2007": similar when the labels agree),
-  d(i, j) <= u for same-class and >= ℓ for different-class pairs, u and ℓ "the 5th and 95th
-  percentile of all distances in the training data" (squared Euclidean distances of the
-  standardized training points; duplicate pairs are removed, so slightly fewer than 40c²
-  remain).
-* "k-NN accuracy (k = 4)" on the test fold, after mapping both folds with the learned linear
-  transformation; we report the error rate, as Figure 5 does.
-* "cross-validate the γ parameter": for each outer training fold, a stratified inner two-fold
-  split of it picks γ from :data:`GAMMA_GRID` by mean inner 4-NN accuracy (ties: the smaller
-  γ), then the method is refit on the whole training fold with fresh constraints.
-* LogDet: ITML, min D_ld(W, I) + γ D_ld(diag ξ, diag ξ0) on the standardized features
-  (:class:`cvxkml.declare.ITML`, Bregman projections).  By the invariance of LogDet this is the
-  same as LogDet kernel learning on the linear kernel (Kulis et al. §6.1).
-* von Neumann: Kulis et al.'s own problem, min D_vN(K, K0) + γ D_vN(diag ξ, diag ξ0) on the
-  linear kernel K0 = X Xᵀ of the standardized training features
-  (:class:`cvxkml.declare.VonNeumannKernel`, Algorithm 3).  The learned K keeps the range of
-  K0, so K = X W Xᵀ with W = X⁺ K X⁺ᵀ, and new points are mapped by W^½ — the paper's
-  "learning a low-rank kernel with the same range space as the input kernel is equivalent to
-  learning a linear transformation of the input data".  (Jain et al.'s metric version,
-  ``SpectralMetric(X, …, VonNeumann())`` = D_vN(W, I), is a different problem because D_vN is
-  not invariant under general congruences; Kulis et al. ran the kernel one, and the metric one
-  needs hundreds of times more sweeps on these data.)
-* Solver tolerance ``tol`` (default 1e-3) on the relative dual change and on the certificate
-  (relative gap and violation, see ``SpectralProblem.solve``), at most ``max_sweeps``
-  (default 20 000) sweeps; unconverged fits are counted and still used.  (With 2 000
-  sweeps, the old cap, the dual-change rule alone is met on Iris at a 15 % relative
-  violation; certified, the same fit takes about 12 700 sweeps, 0.1 s.)
-
-Every (method, repeat, fold) is an independent task with its own seeds; ``n_jobs`` runs
-them through joblib (:mod:`._parallel`; ``cvxkml reproduce spectral --n-jobs N
-[--backend dask --scheduler ADDRESS]``) with the same numbers as the serial run.
-Everything returns plain rows; only the command ``cvxkml reproduce spectral``
-(:func:`command`) prints them.
+Protocol (reference/jain2012-spectral.md): Wine, Iris, Ionosphere, Balance (Soybean is not
+offline); features standardized on the training fold; repeated stratified two-fold CV;
+40c² random label pairs (Davis et al. 2007) with 5th / 95th-percentile bounds; γ from
+:data:`GAMMA_GRID` by an inner stratified two-fold CV (ties: the smaller γ), then a refit with
+fresh constraints.  LogDet = :class:`cvxkml.declare.ITML`; von Neumann = Kulis et al.'s kernel
+problem :class:`cvxkml.declare.VonNeumannKernel` on K0 = X Xᵀ, new points mapped by W^½ with
+K = X W Xᵀ.  Solver tolerance 1e-3 (dual change and certificate), at most 20 000 sweeps;
+unconverged fits are counted and used.  Every (method, repeat, fold) is an independent task
+with its own seeds (``n_jobs``, :mod:`._parallel`).
 """
 from __future__ import annotations
 
@@ -55,7 +21,8 @@ import numpy as np
 from ..datasets import check_available, load_dataset
 from ..errors import CvxkmlError, InvalidInputError
 from ._parallel import describe, parallel_from_args, run_tasks
-from ._report import format_table, pm
+from ._report import columns, pm
+from ._runner import quiet
 
 __all__ = ["DATASETS", "GAMMA_GRID", "METHODS", "PAPER", "load_uci", "fit_transform_method",
            "knn_error", "dataset_rows", "reproduce_spectral", "command"]
@@ -109,7 +76,7 @@ def _constraints(X, y, rng):
 
 
 def fit_transform_method(method: str, Xtr, ytr, gamma: float, rng, tol: float = 1e-3,
-                         max_sweeps: int = 20_000):
+                         max_iter: int = 20_000):
     """Learn ``method`` on (Xtr, ytr) with fresh constraints; returns (L, info) with L the
     d × d linear map (x ↦ L x), info = {sweeps, converged, solve_s, pairs}."""
     from ..declare import ITML, VonNeumannKernel
@@ -125,9 +92,7 @@ def fit_transform_method(method: str, Xtr, ytr, gamma: float, rng, tol: float = 
         prob = VonNeumannKernel(Xtr @ Xtr.T, pc, gamma=gamma)
     else:
         raise InvalidInputError(f"method must be one of {METHODS}; got {method!r}.")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")             # ConvergenceWarning: counted below
-        sol = prob.solve(tol=tol, max_iter=max_sweeps)
+    sol = quiet(prob.solve, tol=tol, max_iter=max_iter)         # ConvergenceWarning: counted below
     if method == "logdet":
         W = sol.matrix
     else:                                           # K = X W Xᵀ on the range of K0
@@ -146,7 +111,7 @@ def knn_error(L, Xtr, ytr, Xte, yte, k: int = 4) -> float:
     return 1.0 - float(knn.score(Xte @ L.T, yte))
 
 
-def _select_gamma(method, Xtr, ytr, grid, seed, tol, max_sweeps, k):
+def _select_gamma(method, Xtr, ytr, grid, seed, tol, max_iter, k):
     """Inner stratified two-fold CV on the training fold: the γ of ``grid`` with the smallest
     mean 4-NN error (first of equals, i.e. the smaller γ)."""
     from sklearn.model_selection import StratifiedKFold
@@ -160,7 +125,7 @@ def _select_gamma(method, Xtr, ytr, grid, seed, tol, max_sweeps, k):
         for a, b in inner:
             rng = np.random.default_rng([seed, int(round(1e6 * g)), int(a[0])])
             try:
-                L, _ = fit_transform_method(method, Xtr[a], ytr[a], g, rng, tol, max_sweeps)
+                L, _ = fit_transform_method(method, Xtr[a], ytr[a], g, rng, tol, max_iter)
             except CvxkmlError:
                 e.append(np.inf)
                 continue
@@ -172,32 +137,25 @@ def _select_gamma(method, Xtr, ytr, grid, seed, tol, max_sweeps, k):
 def _fold_task(task) -> dict:
     """One (method, repeat, fold) of :func:`dataset_rows`: γ chosen by the inner CV, the
     final fit with fresh constraints, the test error.  Every seed comes from the task."""
-    X, y, method, rep, f, tr, te, grid, seed, split_seed, tol, max_sweeps, k = task
+    X, y, method, rep, f, tr, te, grid, seed, split_seed, tol, max_iter, k = task
     t0 = time.perf_counter()
     Xtr, Xte = _standardize(X[tr], X[te])
     g = None
     if method != "euclidean":
-        g = _select_gamma(method, Xtr, y[tr], tuple(grid), split_seed * 10 + f, tol, max_sweeps, k)
-    L, info = fit_transform_method(method, Xtr, y[tr], g, np.random.default_rng([seed, rep, f]), tol, max_sweeps)
+        g = _select_gamma(method, Xtr, y[tr], tuple(grid), split_seed * 10 + f, tol, max_iter, k)
+    L, info = fit_transform_method(method, Xtr, y[tr], g, np.random.default_rng([seed, rep, f]), tol, max_iter)
     return {"error": knn_error(L, Xtr, y[tr], Xte, y[te], k), "gamma": g, "info": info,
             "seconds": time.perf_counter() - t0}
 
 
 def dataset_rows(name: str, n_repeats: int = 5, grid=GAMMA_GRID, seed: int = 0, data_dir=None,
-                 tol: float = 1e-3, max_sweeps: int = 20_000, k: int = 4, methods=METHODS,
+                 tol: float = 1e-3, max_iter: int = 20_000, k: int = 4, methods=METHODS,
                  n_jobs: int | None = 1) -> list[dict]:
-    """One data set: for each method, the k-NN test error of ``n_repeats`` repeated stratified
-    two-fold cross-validations (γ chosen by the inner CV on each training fold).
+    """One data set: per method, the k-NN test error of ``n_repeats`` stratified two-fold CVs.
 
-    Every (method, repeat, fold) is an independent task (its splits and constraints come
-    from seeds of its own): ``n_jobs`` runs them through
-    :func:`cvxkml.experiments._parallel.run_tasks`, with the same rows as the serial run
-    (only ``fit_s`` changes).
-
-    Row: dataset, n, d, classes, method, errors (one per repeat: the mean of its two folds),
-    mean, std (population std over the repeats), fold_errors, gammas (chosen per fold), pairs
-    (mean per fit), sweeps (median of the final fits), converged (final fits meeting tol, out
-    of ``fits``), fit_s (seconds summed over the method's folds, inner CV included)."""
+    Row: dataset, n, d, classes, method, errors (per repeat, mean of its folds), mean, std,
+    fold_errors, gammas (per fold), pairs (mean per fit), sweeps (median of the final fits),
+    converged (of ``fits``), fit_s (inner CV included)."""
     from sklearn.model_selection import StratifiedKFold
 
     X, y = load_uci(name, data_dir)
@@ -207,7 +165,7 @@ def dataset_rows(name: str, n_repeats: int = 5, grid=GAMMA_GRID, seed: int = 0, 
         for rep in range(int(n_repeats)):
             split_seed = 1000 * seed + rep
             for f, (tr, te) in enumerate(StratifiedKFold(2, shuffle=True, random_state=split_seed).split(X, y)):
-                tasks.append((X, y, method, rep, f, tr, te, tuple(grid), seed, split_seed, tol, max_sweeps, k))
+                tasks.append((X, y, method, rep, f, tr, te, tuple(grid), seed, split_seed, tol, max_iter, k))
     results = iter(run_tasks(_fold_task, tasks, n_jobs))
     rows = []
     for method in methods:
@@ -241,10 +199,8 @@ def dataset_rows(name: str, n_repeats: int = 5, grid=GAMMA_GRID, seed: int = 0, 
 
 def reproduce_spectral(quick: bool = False, seed: int = 0, data_dir=None, n_repeats: int | None = None,
                        datasets=DATASETS, n_jobs: int | None = 1) -> dict:
-    """All data sets (:func:`dataset_rows`).  ``quick``: one repeat, γ fixed to 1 (no inner
-    CV) — a smoke run, not a reproduction.  BLAS limited to one thread.  ``n_jobs``: the
-    folds of each data set as independent tasks (see :func:`dataset_rows`).  Returns
-    {"settings", "rows", "elapsed_s"}."""
+    """:func:`dataset_rows` of every data set, one BLAS thread; {"settings", "rows", "elapsed_s"}.
+    ``quick``: one repeat, γ fixed to 1 (a smoke run, not a reproduction)."""
     from .._config import blas_limit
 
     from .bench import warm_up_vonneumann
@@ -260,7 +216,7 @@ def reproduce_spectral(quick: bool = False, seed: int = 0, data_dir=None, n_repe
     with blas_limit(1):
         for name in datasets:
             rows += dataset_rows(name, n_repeats=n_repeats, grid=grid, seed=seed, data_dir=data_dir,
-                                 tol=settings["tol"], max_sweeps=settings["max_sweeps"], k=4, n_jobs=n_jobs)
+                                 tol=settings["tol"], max_iter=settings["max_sweeps"], k=4, n_jobs=n_jobs)
     return {"settings": settings, "rows": rows, "elapsed_s": time.perf_counter() - t0}
 
 
@@ -284,20 +240,14 @@ def command(args) -> int:
           "K = X W X^T")
     print()
     names = {"euclidean": "Euclidean", "logdet": "LogDet", "vonneumann": "von Neumann"}
-    body = []
-    for r in res["rows"]:
-        g = r["gammas"]
-        if g:
-            vals, cnt = np.unique(g, return_counts=True)
-            gtxt = ", ".join(f"{v:g}:{c}" for v, c in zip(vals, cnt))
-        else:
-            gtxt = "-"
-        body.append([r["dataset"], f"{r['n']}x{r['d']}", str(r["classes"]), names[r["method"]],
-                     pm(r["mean"], r["std"]), gtxt,
-                     f"{r['pairs']:.0f}" if r["fits"] else "-", f"{r['sweeps']:g}" if r["fits"] else "-",
-                     f"{r['converged']}/{r['fits']}" if r["fits"] else "-", f"{r['fit_s']:.1f}"])
-    print(format_table(["dataset", "n x d", "classes", "method", "4-NN error", "gamma chosen (value:folds)",
-                        "pairs", "sweeps (median)", "converged", "time [s]"], body))
+    fitted = lambda template: lambda r: template.format(**r) if r["fits"] else "-"
+    print(columns(res["rows"], [
+        ("dataset", "{dataset}"), ("n x d", "{n}x{d}"), ("classes", "{classes}"),
+        ("method", lambda r: names[r["method"]]), ("4-NN error", lambda r: pm(r["mean"], r["std"])),
+        ("gamma chosen (value:folds)", lambda r: ", ".join(
+            f"{v:g}:{c}" for v, c in zip(*np.unique(r["gammas"], return_counts=True))) if r["gammas"] else "-"),
+        ("pairs", fitted("{pairs:.0f}")), ("sweeps (median)", fitted("{sweeps:g}")),
+        ("converged", fitted("{converged}/{fits}")), ("time [s]", "{fit_s:.1f}")]))
     print("(error: mean ± std over the repeats of each repeat's two-fold mean error; pairs: constraints "
           "after removing duplicates; sweeps and converged: the final fit of each fold; time includes "
           "the inner CV)")

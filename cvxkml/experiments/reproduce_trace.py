@@ -1,50 +1,19 @@
-"""Reproduction of the Trace-SSIKDR digits experiment of Jain, Kulis, Davis & Dhillon
-(JMLR 2012), §6.4 and Figure 2 (c)–(d), behind ``cvxkml reproduce trace``.
+"""Jain, Kulis, Davis & Dhillon (JMLR 2012) §6.4, Figure 2 (c)–(d): Trace-SSIKDR vs kernel PCA,
+2-D embeddings of unseen digits (``cvxkml reproduce trace``).
 
-The paper trains Trace-SSIKDR on 100 labelled USPS digits, embeds 2 000 unseen digits in
-two dimensions with the learned rank-2 transformation, and shows the embedding next to
-kernel PCA's (Figure 2 c–d); it reports no number, only that Trace-SSIKDR "separates
-seven of the digits reasonably well" and kernel PCA three.  USPS is not available
-offline, so this runs on the MNIST subset (``mnist5000.npz``, pixels / 255) or pendigits
-(``pendigits.csv``, features / 100), and quantifies what the figure shows.
-
-Protocol (fixed before any result was seen; nothing is tuned on the test digits):
-
-* a draw takes 100 training digits, 10 per class (stratified, so every class has pairs),
-  and 2 000 test digits uniformly from the rest; draw r uses seed ``seed + r``;
-* base kernel: Gaussian exp(−γ‖x − y‖²) with γ = 1 / (median squared distance between
-  the training digits) — the paper's data-dependent graph kernel (Sindhwani et al. 2005)
-  is not built here;
-* constraints as in Jain et al. §6: per class 100 within-class (similar) and 100
-  between-class (dissimilar) label pairs (duplicates removed), bounds u, l = the 1st and
-  99th percentiles of the squared base-kernel distances between training digits; hard
-  constraints (eq. 26 has no slack);
-* rank-2 target: eq. 26 cannot be driven to rank 2 by τ on this data (the learned rank
-  levels off at the rank of the minimum-trace feasible K̃, about 12 on MNIST even for
-  τ = 1000), so the 2-D embedding is the **top-2 coordinates** of the learned
-  transformation, taken two ways: (a) the two leading eigen-directions of K̃, i.e.
-  the estimator's ``n_components=2`` (uncentred, as eq. 26 defines K̃); (b) the two
-  principal axes of the learned k-dimensional coordinates, centred (PCA fitted on the
-  100 embedded training digits, applied to the test digits) — the centring kernel PCA
-  does too.  (b) was added after (a)'s numbers had been seen, because the uncentred
-  leading direction partly encodes the data mean; both are always reported.  Results
-  are given for every τ of a fixed grid (default 1, 10, 100; figure at 10);
-* kernel PCA: 2 components, same Gaussian kernel, fitted on the same 100 training
-  digits and applied to the 2 000 test digits (the inductive setting of the method);
-  also, for reference, kernel PCA fitted on the 2 000 test digits themselves
-  (transductive, still unsupervised);
-* scores on the 2 000 test digits' embeddings (k = 5; 3 in the quick run): k-NN accuracy
-  with the 100 embedded training digits as the reference set (``knn``); 5-fold
-  cross-validated k-NN accuracy among the embedded test digits (``knn_cv``: how well the
-  classes separate in the plane, independent of the training embedding); silhouette
-  score with the digit labels as clusters (Euclidean, in the embedding).  Context rows: the same scores with all
-  coordinates of the learned transformation, and in the base kernel's feature space.
-
-BLAS is limited to one thread throughout.  The draws are independent tasks (seed
-``seed + r``): ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml reproduce
-trace --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers as the
-serial run.  Every function returns plain data; printing is
-:func:`format_results` (the command ``cvxkml reproduce trace``, :func:`command`).
+The paper shows a figure only (Trace-SSIKDR "separates seven of the digits reasonably well",
+kernel PCA three); USPS is not offline, so this runs on ``mnist5000`` or ``pendigits`` and
+scores what the figure shows.  Protocol (reference/jain2012-trace.md, fixed before any result
+was seen): per draw (seed ``seed + r``) 100 stratified training digits and 2 000 test digits;
+Gaussian base kernel with γ = 1 / median squared training distance (the paper's graph kernel
+is not built); per class 100 similar and 100 dissimilar label pairs, bounds at the 1st / 99th
+percentiles, hard constraints (eq. 26).  Eq. 26 does not reach rank 2, so the 2-D embedding is
+the top-2 coordinates of the learned map, (a) K̃'s leading eigen-directions and (b) the centred
+principal axes of the learned coordinates (added after (a) was seen; both reported), for every
+τ of a grid.  Kernel PCA (2 components) is fitted on the training digits, and for reference on
+the test digits.  Scores on the test embeddings: k-NN against the training digits (``knn``),
+5-fold CV k-NN among the test digits (``knn_cv``), silhouette.  One BLAS thread; the draws are
+independent tasks (``n_jobs``).
 """
 from __future__ import annotations
 
@@ -58,7 +27,7 @@ from .._config import blas_limit
 from ..datasets import load_dataset
 from ..errors import ConvergenceWarning, InvalidInputError
 from ._parallel import describe, parallel_from_args, run_tasks
-from ._report import format_table, pyplot, write_json
+from ._report import columns, format_table, pyplot, write_json
 
 __all__ = ["PAPER", "DEFAULTS", "QUICK", "load_digits_data", "draw_split", "median_gamma",
            "embedding_scores", "run_draw", "reproduce_trace", "plot_embeddings", "format_results",
@@ -70,6 +39,7 @@ PAPER = ("Figure 2 (c)-(d) only, no numbers: 2-D embeddings of 2000 unseen USPS 
          "Sindhwani et al. 2005) vs kernel PCA; text: Trace-SSIKDR 'separates seven of the "
          "digits reasonably well', kernel PCA 'only three'")
 
+#: the protocol; ``max_sweeps`` (the key of the recorded results) is the solver's ``max_iter``
 DEFAULTS = dict(n_train=100, n_test=2000, n_draws=10, taus=(1.0, 10.0, 100.0), tau_figure=10.0,
                 n_similar=100, n_dissimilar=100, percentiles=(1.0, 99.0), k=5, tol=1e-6,
                 max_sweeps=20000)
@@ -80,18 +50,9 @@ QUICK = dict(n_train=40, n_test=200, n_draws=1, taus=(10.0,), tau_figure=10.0, n
 DATASETS = {"mnist5000": 255.0, "pendigits": 100.0}     # name -> feature scale
 
 
-def _iter_limit_name() -> str:
-    """The name of TraceSSIKDR's iteration limit (``max_iter``; ``max_sweeps`` before it)."""
-    from ..estimators.trace import TraceSSIKDR
-
-    return "max_iter" if "max_iter" in TraceSSIKDR().get_params() else "max_sweeps"
-
-
 # --------------------------------------------------------------------------- data
 def load_digits_data(dataset: str = "mnist5000", data_dir=None) -> tuple[np.ndarray, np.ndarray]:
-    """(X, y) of an offline digits set, features scaled to [0, 1]: ``"mnist5000"``
-    (5000 × 784 pixels / 255) or ``"pendigits"`` (10992 × 16 coordinates / 100).
-    Raises FileNotFoundError (naming the file) when the data folder lacks it."""
+    """(X, y) of ``"mnist5000"`` (pixels / 255) or ``"pendigits"`` (coordinates / 100)."""
     if dataset not in DATASETS:
         raise InvalidInputError(f"dataset must be one of {sorted(DATASETS)}; got {dataset!r}.")
     X, y = load_dataset(dataset, data_dir)
@@ -99,9 +60,8 @@ def load_digits_data(dataset: str = "mnist5000", data_dir=None) -> tuple[np.ndar
 
 
 def draw_split(y, n_train: int = 100, n_test: int = 2000, random_state=None):
-    """Indices (train, test): ``n_train`` points stratified over the classes (equal numbers,
-    the first ``n_train mod c`` classes in sorted order get one more) and ``n_test`` others
-    uniformly from the rest, disjoint."""
+    """Disjoint indices (train, test): ``n_train`` stratified (the first ``n_train mod c``
+    classes get one more) and ``n_test`` uniformly from the rest."""
     y = np.asarray(y).ravel()
     rng = np.random.default_rng(random_state)
     classes = np.unique(y)
@@ -133,10 +93,9 @@ def median_gamma(X) -> float:
 
 # --------------------------------------------------------------------------- scores
 def embedding_scores(Ztr, ytr, Zte, yte, k: int = 5, D_te=None, D_cross=None) -> dict:
-    """k-NN accuracy of the test points against the training points (``knn``), 5-fold
-    cross-validated k-NN accuracy among the test points (``knn_cv``) and the silhouette of
-    the test points with the labels as clusters.  With ``D_te`` / ``D_cross`` (distance
-    matrices test–test, test–train) the embeddings are ignored and the distances used."""
+    """``knn`` (test vs training points), ``knn_cv`` (5-fold CV among the test points) and the
+    test points' ``silhouette``; with distance matrices ``D_te`` (test–test) and ``D_cross``
+    (test–train) instead of the embeddings."""
     from sklearn.metrics import silhouette_score
     from sklearn.model_selection import StratifiedKFold, cross_val_score
     from sklearn.neighbors import KNeighborsClassifier
@@ -159,8 +118,7 @@ def embedding_scores(Ztr, ytr, Zte, yte, k: int = 5, D_te=None, D_cross=None) ->
 
 
 def _vote(labels):
-    """Majority label per row, ties to the nearest neighbour among the tied labels (as
-    scikit-learn: the smallest label among the most frequent)."""
+    """Majority label per row, ties to the smallest label (as scikit-learn)."""
     out = np.empty(labels.shape[0], dtype=labels.dtype)
     for r, row in enumerate(labels):
         vals, counts = np.unique(row, return_counts=True)
@@ -175,18 +133,16 @@ def _kernel_distances(Kab, da, db):
 # --------------------------------------------------------------------------- one draw
 def run_draw(X, y, seed: int, *, n_train=100, n_test=2000, taus=(1.0, 10.0, 100.0), tau_figure=None,
              n_similar=100, n_dissimilar=100, percentiles=(1.0, 99.0), k=5, tol=1e-6,
-             max_sweeps=20000, keep_embeddings=False) -> dict:
-    """One training draw: Trace-SSIKDR for each τ (top-2 and all coordinates), kernel PCA
-    (fitted on the training digits; and on the test digits) and the base kernel space.
-    Returns {"scores": {method: {knn, knn_cv, silhouette}}, "solver": {τ: stats},
-    "gamma": γ, "n_constraints": m, and with ``keep_embeddings`` the 2-D test embeddings
-    of Trace-SSIKDR at ``tau_figure`` and of kernel PCA with the test labels}."""
+             max_iter=20000, keep_embeddings=False) -> dict:
+    """One draw: Trace-SSIKDR per τ (top-2 and all coordinates), kernel PCA (fit on the training
+    digits; on the test digits) and the base kernel.  Returns {"scores": {method: {knn, knn_cv,
+    silhouette}}, "solver": {τ: stats}, "gamma", "n_constraints"} (+ "embeddings" of the figure
+    with ``keep_embeddings``)."""
     from sklearn.decomposition import PCA, KernelPCA
 
     from ..estimators.trace import TraceSSIKDR
     from ..kernels import Kernel
 
-    limit = _iter_limit_name()
     tr, te = draw_split(y, n_train, n_test, seed)
     Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
     gamma = median_gamma(Xtr)
@@ -195,7 +151,7 @@ def run_draw(X, y, seed: int, *, n_train=100, n_test=2000, taus=(1.0, 10.0, 100.
     for tau in taus:
         est = TraceSSIKDR(kernel_params={"gamma": gamma}, tau=float(tau), n_similar=n_similar,
                           n_dissimilar=n_dissimilar, percentiles=percentiles, tol=tol,
-                          random_state=seed, **{limit: max_sweeps})
+                          random_state=seed, max_iter=max_iter)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)     # recorded as converged=False
@@ -254,13 +210,9 @@ def _draw_task(task) -> dict:
 
 def reproduce_trace(dataset: str = "mnist5000", quick: bool = False, seed: int = 0, data_dir=None,
                     out_dir=None, n_draws=None, taus=None, echo=None, n_jobs: int | None = 1) -> dict:
-    """The experiment: ``n_draws`` training draws (seeds ``seed``, ``seed + 1``, …), each
-    scored for every method; the first draw's embeddings saved as a PNG in ``out_dir``
-    (when given and matplotlib is installed).  ``echo`` (e.g. ``print``) gets a line per
-    draw.  The draws are independent tasks: ``n_jobs`` runs them through
-    :func:`cvxkml.experiments._parallel.run_tasks` with the same numbers.  Returns
-    {"settings", "draws": [per-draw results], "summary": {method: {score: (mean, std)}},
-    "solver_summary": {τ: …}, "png": path or None, "elapsed_s"}."""
+    """``n_draws`` draws (seeds ``seed``, ``seed + 1``, …) of :func:`run_draw`; the first draw's
+    embeddings as a PNG in ``out_dir`` (with matplotlib); ``echo`` gets a line per draw.  Returns
+    {"settings", "draws", "summary": {method: {score: (mean, std)}}, "solver_summary", "png", "elapsed_s"}."""
     cfg = dict(QUICK if quick else DEFAULTS)
     if n_draws is not None:
         cfg["n_draws"] = int(n_draws)
@@ -272,7 +224,7 @@ def reproduce_trace(dataset: str = "mnist5000", quick: bool = False, seed: int =
         raise InvalidInputError("n_draws must be at least 1.")
     t_start = time.perf_counter()
     X, y = load_digits_data(dataset, data_dir)
-    kw = {k: v for k, v in cfg.items() if k != "n_draws"}
+    kw = {("max_iter" if k == "max_sweeps" else k): v for k, v in cfg.items() if k != "n_draws"}
 
     def done(r, res):
         if echo is None:
@@ -323,9 +275,8 @@ def _mean_std(values):
 
 # --------------------------------------------------------------------------- figure
 def plot_embeddings(path, emb: dict, dataset: str, cfg: dict, scores: dict) -> Path:
-    """Side-by-side scatter of the 2-D test embeddings (Trace-SSIKDR top-2 eigen-coordinates,
-    Trace-SSIKDR top-2 centred principal axes, kernel PCA), coloured by digit; saved as PNG
-    at ``path`` (needs matplotlib)."""
+    """The three 2-D test embeddings (Trace-SSIKDR eigen-coordinates and centred axes, kernel PCA)
+    side by side, coloured by digit, as a PNG at ``path`` (needs matplotlib)."""
     plt = pyplot("The embedding figure")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -379,13 +330,11 @@ def format_results(res: dict) -> str:
     order = ([f"trace2:{t:g}" for t in st["taus"]] + [f"tracepca2:{t:g}" for t in st["taus"]]
              + ["kpca_train", "kpca_test"]
              + [f"traceall:{t:g}" for t in st["taus"]] + ["base"])
-    rows = []
-    for m in order:
-        name, dim = _label(m)
-        s = res["summary"][m]
-        rows.append([name, dim, pm(s["knn"]), pm(s["knn_cv"]), pm(s["silhouette"])])
-    lines = [format_table(["embedding of the test digits", "dim", f"{st['k']}-NN (train ref.)",
-                           f"{st['k']}-NN (5-fold CV, test)", "silhouette"], rows),
+    summ = res["summary"]
+    lines = [columns(order, [("embedding of the test digits", lambda m: _label(m)[0]), ("dim", lambda m: _label(m)[1]),
+                             (f"{st['k']}-NN (train ref.)", lambda m: pm(summ[m]["knn"])),
+                             (f"{st['k']}-NN (5-fold CV, test)", lambda m: pm(summ[m]["knn_cv"])),
+                             ("silhouette", lambda m: pm(summ[m]["silhouette"]))]),
              f"(mean ± standard deviation over {st['n_draws']} training draws; scores on the "
              f"{st['n_test']} test digits' embeddings)", ""]
     srows = []

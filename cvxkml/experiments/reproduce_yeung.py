@@ -1,30 +1,13 @@
-"""Reproduction of the experiments of Yeung, Chang & Dai (IJCAI 2007), behind
-``cvxkml reproduce yeung``.
+"""Yeung, Chang & Dai (IJCAI 2007), ``cvxkml reproduce yeung``: Table 1 (XOR, |S| = 50,
+m = 100 … 800 landmarks, J of eq. 17 for input space, RBF, RCA and the method), Figure 1
+(2-D embeddings of 360 + 40 XOR points), Table 2 (offline MNIST subset, 500 images per digit;
+Isolet is not offline) and fit-time scaling against n.
 
-* :func:`table1_rows` — Table 1: the XOR data set (8 000 points), |S| = 50 random
-  similarity pairs, m = 100, 200, …, 800 landmarks, 10 random S; J (eq. 17) for the
-  input space, the Gaussian RBF feature space, RCA and the method.
-* :func:`figure1` — Figure 1: 2-D embeddings of 360 training and 40 new XOR points by
-  RCA, RBF KPCA, K_β (all points landmarks) and K̃_β (m = 40), saved as one PNG.
-* :func:`table2_rows` — Table 2 protocol on the offline MNIST subset (500 images per
-  digit instead of the paper's 2 000; Isolet is not available offline), |S| = 50,
-  m = 100.
-* :func:`scaling_rows` — fit time against n (fixed m, K) as ratios, beside the full
-  method.
-
-Protocol choices the paper does not state (fixed before any result was seen, not tuned
-to the paper's tables): the XOR generator (:func:`make_xor`: four isotropic Gaussian
-blobs, standard deviation 0.3, centred at (±1, ±1), the two diagonals forming the two
-classes, equal numbers per blob); the RBF width σ = the median pairwise Euclidean
-distance of the data set (:func:`median_distance`); K = 10 nearest landmarks;
-ε = 1e-3 (relative); 3 iterations of the extension (as the paper); S drawn uniformly
-among all same-class pairs; the random landmarks drawn uniformly from the points not in
-S; run r uses seed ``seed + r`` for S and for the landmarks.  Every ``*_rows`` function
-returns plain data; the ``format_*`` functions turn it into text and :func:`run` (the
-entry of ``cvxkml reproduce yeung``, :func:`command`) prints it through a callback.  The
-runs of Table 1 and the subsets of Table 2 are independent tasks with their own seeds:
-``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml reproduce yeung --n-jobs
-N [--backend dask --scheduler ADDRESS]``) with the same numbers as the serial run.
+Unstated protocol choices, fixed before any result was seen (reference/yeung2007-scalable.md):
+:func:`make_xor` (four blobs, sd 0.3, centres (±1, ±1), diagonals = classes), σ = median
+pairwise distance, K = 10, ε = 1e-3, 3 extension iterations, S uniform among same-class
+pairs, landmarks uniform outside S, run r seeded ``seed + r``.  The runs of Table 1 and the
+subsets of Table 2 are independent tasks (``n_jobs``).
 """
 from __future__ import annotations
 
@@ -42,6 +25,7 @@ from ..baselines.separability import separability
 from ._commands import CommandError
 from ._parallel import describe, parallel_from_args, run_tasks
 from ._report import finish, format_table, pyplot, write_json
+from ._runner import best_of
 
 __all__ = [
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_RANK_RTOL", "IMPLIED_TABLE1", "implied_table1_setting",
@@ -57,12 +41,8 @@ PAPER_TABLE1 = {
              500: (4.2378, 0.99), 600: (4.6395, 0.68), 700: (4.8334, 0.90), 800: (4.7463, 0.65)},
 }
 
-#: The Table 1 setting implied by the paper's own columns without learning (found by
-#: :func:`implied_table1_setting`, n = 8 000, seed 0): the blob standard deviation at which
-#: the input-space J of :func:`make_xor` is the paper's 1.2460, and the larger of the two
-#: RBF widths at which the RBF feature-space J is then the paper's 1.4253 (the smaller,
-#: 0.6904, is the other root; see reference/yeung2007-scalable.md, "Which setting the
-#: paper's Table 1 implies").  Not the protocol's default: the paper states neither.
+#: The Table 1 setting the paper's unlearned columns imply (:func:`implied_table1_setting`,
+#: n = 8 000, seed 0; the larger σ root, the other is 0.6904).  Not the protocol's default.
 IMPLIED_TABLE1 = {"xor_std": 0.2304, "sigma": 1.2965}
 
 #: The MNIST digit subsets of Table 2.
@@ -86,15 +66,8 @@ PAPER_TABLE2 = {k: {"input": v[0], "rbf": v[1], "rca": (v[2], v[3]), "ours": (v[
 
 # --------------------------------------------------------------------------- data
 def make_xor(n: int, std: float = 0.3, random_state=None) -> tuple[np.ndarray, np.ndarray]:
-    """The XOR data set: four isotropic Gaussian blobs (standard deviation ``std``) centred
-    at (1, 1), (−1, −1) (class 0) and (1, −1), (−1, 1) (class 1), n / 4 points each (the
-    first n mod 4 blobs get one more), in random order.
-
-    Returns
-    -------
-    X : ndarray of shape (n, 2)
-    y : ndarray of shape (n,), int labels 0 / 1
-    """
+    """XOR: (X (n, 2), y 0 / 1), four Gaussian blobs of sd ``std`` at (1, 1), (−1, −1) (class 0)
+    and (1, −1), (−1, 1) (class 1), n / 4 points each (the first n mod 4 get one more), shuffled."""
     n = int(n)
     if n < 4:
         raise InvalidInputError(f"make_xor needs n >= 4 points (one per blob); got {n}.")
@@ -107,8 +80,8 @@ def make_xor(n: int, std: float = 0.3, random_state=None) -> tuple[np.ndarray, n
 
 
 def median_distance(X, max_pairs: int = 100_000, random_state=0) -> float:
-    """The median Euclidean distance over all pairs of rows of X (a seeded random
-    sample of ``max_pairs`` pairs when there are more): the RBF width σ used here."""
+    """Median Euclidean distance over the pairs of rows of X (a seeded sample of ``max_pairs``
+    when there are more): the RBF width σ."""
     X = np.asarray(X, dtype=float)
     n = X.shape[0]
     i, j = sample_index_pairs(n, max_pairs, np.random.default_rng(random_state))
@@ -118,19 +91,13 @@ def median_distance(X, max_pairs: int = 100_000, random_state=0) -> float:
 
 def implied_table1_setting(n: int = 8000, seed: int = 0, std_bracket=(0.15, 0.3),
                            sigma_grid=np.linspace(0.3, 3.0, 28), xtol: float = 1e-4) -> dict:
-    """The XOR blob standard deviation and RBF widths that the paper's Table 1 implies.
-
-    J of the input space and of the RBF feature space involve no learning, so they fix
-    what the paper leaves unstated: the blob standard deviation s with J_input(s) = 1.2460
-    (``PAPER_TABLE1["input"]``; J_input falls with s), then every σ with J_RBF(σ) = 1.4253
-    (J_RBF(σ) rises, peaks and falls on XOR, so there are two).  Both by Brent's method
-    on :func:`make_xor` (n points, ``seed``), σ bracketed by sign changes on ``sigma_grid``.
+    """The blob sd s with J_input(s) = the paper's 1.2460, then every σ with J_RBF(σ) = 1.4253
+    (two roots, bracketed on ``sigma_grid``), by Brent's method on :func:`make_xor`.
 
     Returns
     -------
     dict
-        ``xor_std``, ``input`` (J there), ``sigmas`` (the roots, ascending), ``rbf_max``
-        (the largest J_RBF on the grid) and ``median`` (the median distance of that data).
+        ``xor_std``, ``input``, ``sigmas`` (ascending), ``rbf_max`` (on the grid), ``median``.
     """
     from scipy.optimize import brentq
 
@@ -199,21 +166,12 @@ def table1_rows(n: int = 8000, n_pairs: int = 50, landmarks=(100, 200, 300, 400,
                 also_one_iteration: bool = True, sigma: float | None = None,
                 xor_std: float = 0.3, rank_rtol: float = PAPER_RANK_RTOL,
                 n_jobs: int | None = 1) -> dict:
-    """Table 1 protocol on XOR.
+    """Table 1 protocol on XOR; ``sigma``, ``xor_std``, ``n_neighbors``, ``rank_rtol``
+    (μ_r > rank_rtol·μ_1 kept) change the setting for sensitivity checks.
 
-    ``sigma`` overrides the RBF width (default: the median pairwise distance, the
-    protocol's choice; other values are for sensitivity checks only), ``xor_std`` the
-    blobs' standard deviation (:func:`make_xor`), ``n_neighbors`` K, ``rank_rtol`` the
-    components kept (μ_r > ``rank_rtol``·μ_1; default :data:`PAPER_RANK_RTOL`, every
-    positive eigenvalue of eq. 6).  The runs (random
-    S, seed ``seed + r``) are independent tasks: ``n_jobs`` runs them through
-    :func:`cvxkml.experiments._parallel.run_tasks` with the same numbers.
-
-    Returns a dict with ``n``, ``sigma`` (RBF width), ``input`` and ``rbf`` (J, no
-    learning), ``rca`` (list of J over the runs), ``ours`` (m -> list of J),
-    ``ours_1iter`` (m -> list of J with ``n_iter=1``, when ``also_one_iteration``),
-    ``q`` (m -> list of the number of components), ``regularized`` (m -> mean fraction of
-    points whose G_i needed ε in the last iteration) and ``time`` (seconds).
+    Returns a dict: ``n``, ``sigma``, ``input`` and ``rbf`` (J, no learning), ``rca`` (J per
+    run), ``ours``, ``ours_1iter`` (with ``also_one_iteration``), ``q`` (components) and
+    ``regularized`` (fraction of points whose G_i needed ε), each m -> per run, and ``time``.
     """
     t0 = time.perf_counter()
     X, y = make_xor(n, std=xor_std, random_state=seed)
@@ -249,19 +207,12 @@ def _pca2(Ztr, Zte):
 
 def figure1(path=None, n_train: int = 360, n_new: int = 40, n_pairs: int = 15, m: int = 40,
             n_neighbors: int = 10, n_iter: int = 3, seed: int = 0) -> dict:
-    """Figure 1 protocol: XOR with ``n_train`` training and ``n_new`` new points,
-    ``n_pairs`` random similarity pairs (all their points must be among the m = 40
-    landmarks, so |S| <= 20; the paper does not give |S| for the figure), and 2-D
-    embeddings by (c) RCA, (d) RBF KPCA (the two leading kernel principal components),
-    (e) K_β (every training point a landmark) and (f) K̃_β (m landmarks); new points are
-    embedded with the learned linear map (RCA) or by their landmark weights (§4).  For
-    (e) and (f) the 2-D view is the KPCA of the learned kernel (PCA of the learned
-    coordinates of the training points; new points projected on the same axes).
-
-    Saves a PNG at ``path`` when given (needs matplotlib).  Returns a dict with the 2-D
-    embeddings (``panels``: name -> (train (n_train, 2), new (n_new, 2))), J of each
-    method on the training and on the new points in its full coordinates (``J``:
-    name -> (J_train, J_new)), the pairs, sigma, m and the path.
+    """Figure 1 protocol: XOR, ``n_train`` + ``n_new`` points, ``n_pairs`` similarity pairs
+    (|S| not in the paper; ≤ 20 so that S fits the m landmarks); 2-D embeddings by (c) RCA,
+    (d) RBF KPCA, (e) K_β (all points landmarks), (f) K̃_β (m landmarks), (d)-(f) viewed by the
+    PCA of the training coordinates.  Saves a PNG at ``path`` when given.  Returns ``panels``
+    (name -> (train, new) 2-D), ``J`` (name -> (J_train, J_new) in full coordinates),
+    ``pairs``, ``sigma``, ``m``, ``path``, ``data``.
     """
     Xtr, ytr = make_xor(n_train, random_state=seed)
     Xte, yte = make_xor(n_new, random_state=seed + 1)
@@ -269,27 +220,18 @@ def figure1(path=None, n_train: int = 360, n_new: int = 40, n_pairs: int = 15, m
     i, j = random_similar_pairs(ytr, n_pairs, seed)
     S = np.column_stack([i, j])
     panels, J = {}, {}
-
     rca = RCA().fit(Xtr, S)
-    Ztr, Zte = rca.transform(Xtr), rca.transform(Xte)
-    panels["RCA"] = (Ztr, Zte)
-    J["RCA"] = (separability(Ztr, ytr), separability(Zte, yte))
-
     base = _fit(Xtr, S, kernel, None, n_neighbors, 1, seed)       # one iteration: μ of the RBF kernel
-    Ztr = base.model_.coordinates(base.embedding_weights_, learned=False)
-    Zte = base.model_.embed(Xte, learned=False)
-    panels["RBF"] = _pca2(Ztr, Zte)
-    J["RBF"] = (separability(Ztr, ytr), separability(Zte, yte))
-
     full = _fit(Xtr, S, kernel, None, n_neighbors, n_iter, seed)
-    Ztr, Zte = full.embedding_, full.transform(Xte)
-    panels["K_beta"] = _pca2(Ztr, Zte)
-    J["K_beta"] = (separability(Ztr, ytr), separability(Zte, yte))
-
     low = _fit(Xtr, S, kernel, m, n_neighbors, n_iter, seed)
-    Ztr, Zte = low.embedding_, low.transform(Xte)
-    panels["K_tilde_beta"] = _pca2(Ztr, Zte)
-    J["K_tilde_beta"] = (separability(Ztr, ytr), separability(Zte, yte))
+    for name, (Ztr, Zte), view in (
+            ("RCA", (rca.transform(Xtr), rca.transform(Xte)), False),
+            ("RBF", (base.model_.coordinates(base.embedding_weights_, learned=False),
+                     base.model_.embed(Xte, learned=False)), True),
+            ("K_beta", (full.embedding_, full.transform(Xte)), True),
+            ("K_tilde_beta", (low.embedding_, low.transform(Xte)), True)):
+        panels[name] = _pca2(Ztr, Zte) if view else (Ztr, Zte)
+        J[name] = (separability(Ztr, ytr), separability(Zte, yte))
 
     out = {"panels": panels, "J": J, "pairs": S, "sigma": kernel.params["sigma"], "path": None,
            "data": (Xtr, ytr, Xte, yte), "m": m}
@@ -360,15 +302,9 @@ def _table2_task(task) -> dict:
 def table2_rows(data_dir=None, subsets=MNIST_SUBSETS, per_digit: int = 500, n_pairs: int = 50,
                 m: int = 100, n_runs: int = 10, n_neighbors: int = 10, n_iter: int = 3,
                 seed: int = 0, n_jobs: int | None = 1) -> list[dict]:
-    """Table 2 protocol on the offline MNIST subset ``mnist5000`` (500 images per digit;
-    the paper drew 2 000 per digit from the 60 000 training images).
-
-    For each digit subset: all (or the first ``per_digit``) images of those digits, RBF
-    σ = median pairwise distance, J for the input space and the RBF feature space, and
-    mean / std over ``n_runs`` random S of J for RCA and the method (m landmarks).  The
-    subsets are independent tasks: ``n_jobs`` runs them through
-    :func:`cvxkml.experiments._parallel.run_tasks` with the same numbers.
-    Rows: subset, n, sigma, input, rbf, rca (list), ours (list), q (list), time.
+    """Table 2 protocol on ``mnist5000`` (the first ``per_digit`` images of each digit; the
+    paper: 2 000): per subset J of input and RBF space, and of RCA and the method over
+    ``n_runs`` random S.  Rows: subset, n, sigma, input, rbf, rca, ours, q (lists), time.
     """
     from ..datasets import load_npz
 
@@ -384,41 +320,21 @@ def table2_rows(data_dir=None, subsets=MNIST_SUBSETS, per_digit: int = 500, n_pa
 def scaling_rows(ns=(1000, 2000, 4000, 8000, 16000), m: int = 200, n_pairs: int = 50,
                  n_neighbors: int = 10, n_iter: int = 3, full_max_n: int = 4000, repeats: int = 3,
                  seed: int = 0) -> list[dict]:
-    """Fit time of the landmark method against n on XOR (fixed m, K, |S|, iterations),
-    as ratios to the smallest n, beside the full method of §2 (all points landmarks:
-    an n × n eigendecomposition) up to ``full_max_n``.  Best of ``repeats`` wall-clock
-    runs (time.perf_counter); the kernel, S and σ are built outside the timed region.
-    BLAS is limited to one thread while timing (threadpoolctl): on a shared 2-core box a
-    2-thread OpenBLAS eigendecomposition under load was measured 7–20× slower than one
-    thread, which would make the ratios meaningless.
-    Rows: n, landmark_s, full_s (None above full_max_n), landmark_ratio (to the first n),
-    full_over_landmark.
+    """Fit time of the landmark method against n on XOR (fixed m, K, |S|) as ratios to the
+    smallest n, beside the full method (all points landmarks) up to ``full_max_n``; best of
+    ``repeats``, one BLAS thread (a 2-thread eigendecomposition under load is 7–20× slower).
+    Rows: n, landmark_s, full_s (None above full_max_n), landmark_ratio, full_over_landmark.
     """
     from .._config import blas_limit
 
-    with blas_limit(1):
-        return _scaling_rows(ns, m, n_pairs, n_neighbors, n_iter, full_max_n, repeats, seed)
-
-
-def _scaling_rows(ns, m, n_pairs, n_neighbors, n_iter, full_max_n, repeats, seed):
     rows = []
-    for n in ns:
-        X, y = make_xor(n, random_state=seed)
-        kernel = Kernel("gaussian", {"sigma": 2.0})
-        i, j = random_similar_pairs(y, n_pairs, seed)
-        S = np.column_stack([i, j])
-
-        def best(mm):
-            t = np.inf
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                _fit(X, S, kernel, mm, n_neighbors, n_iter, seed)
-                t = min(t, time.perf_counter() - t0)
-            return t
-
-        t_low = best(m)
-        t_full = best(None) if n <= full_max_n else None
-        rows.append({"n": n, "landmark_s": t_low, "full_s": t_full})
+    with blas_limit(1):
+        for n in ns:
+            X, y = make_xor(n, random_state=seed)
+            kernel = Kernel("gaussian", {"sigma": 2.0})
+            S = np.column_stack(random_similar_pairs(y, n_pairs, seed))
+            best = lambda mm: best_of(lambda: _fit(X, S, kernel, mm, n_neighbors, n_iter, seed), repeats)
+            rows.append({"n": n, "landmark_s": best(m), "full_s": best(None) if n <= full_max_n else None})
     for r in rows:
         r["landmark_ratio"] = r["landmark_s"] / rows[0]["landmark_s"]
         r["full_over_landmark"] = None if r["full_s"] is None else r["full_s"] / r["landmark_s"]
@@ -497,20 +413,11 @@ def format_table2(rows: list) -> str:
 
 def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".", seed: int = 0,
         n_runs=None, data_dir=None, echo=print, n_jobs: int | None = 1, table1_options=None) -> dict:
-    """Run the requested parts (any of "table1", "figure1", "scaling", "table2"), print
-    each report through ``echo`` as it finishes, save the Figure 1 PNG and a JSON of all
-    numbers in ``out_dir``; returns the results.
+    """Run ``parts`` (of "table1", "figure1", "scaling", "table2"), each report through ``echo``
+    as it finishes; the Figure 1 PNG (with matplotlib) and a JSON of all numbers in ``out_dir``.
 
-    ``quick``: XOR with 1 000 points and m = 100, 200; MNIST subsets {0,1} and {0,1,2}
-    with 100 images per digit; scaling at n = 500, 1000, 2000; 2 runs (for tests).
-    Table 2 is skipped with a message when the data folder is missing, the Figure 1 PNG
-    when matplotlib (the ``plots`` extra) is not installed.  ``n_jobs``: the runs of
-    Table 1 and the subsets of Table 2 as independent tasks (:func:`table1_rows`,
-    :func:`table2_rows`); Figure 1 and the timed scaling rows run serially.
-    ``table1_options``: keyword arguments of :func:`table1_rows` that change Table 1's
-    setting (``sigma``, ``xor_std``, ``n_neighbors``, ``rank_rtol``, ``landmarks``) — for
-    the sensitivity sweep of ``reference/yeung2007-scalable.md``; the default is the
-    protocol.
+    ``quick``: small sizes and 2 runs (for tests); Table 2 is skipped with a message without
+    its data.  ``table1_options``: keywords of :func:`table1_rows` (the sensitivity sweep).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -101,7 +101,7 @@ def test_numpy_loops_match_numba():
 
     pm = make_random_instance(20, 4, 30, 1.0, kind="metric", random_state=2)
     P = pm.pairs
-    res = bregman_metric(pm.M0, pm.X, P.i, P.j, P.y, P.bound, 1.0, tol=0.0, max_sweeps=7)
+    res = bregman_metric(pm.M0, pm.X, P.i, P.j, P.y, P.bound, 1.0, tol=0.0, max_iter=7)
     W, xi, lam = np.eye(4), P.bound.copy(), np.zeros(len(P))
     V = pm.X[P.i] - pm.X[P.j]
     bench.numpy_sweeps_metric(W, V, P.y, xi, lam, 1.0, 7)
@@ -110,7 +110,7 @@ def test_numpy_loops_match_numba():
 
     pk = make_random_instance(15, 3, 25, 2.0, kind="kernel", random_state=2)
     P = pk.pairs
-    res = bregman_kernel(pk.M0, P.i, P.j, P.y, P.bound, 2.0, tol=0.0, max_sweeps=7)
+    res = bregman_kernel(pk.M0, P.i, P.j, P.y, P.bound, 2.0, tol=0.0, max_iter=7)
     K, xi, lam = pk.M0.copy(), P.bound.copy(), np.zeros(len(P))
     bench.numpy_sweeps_kernel(K, P.i, P.j, P.y, xi, lam, 2.0, 7)
     np.testing.assert_allclose(K, res.matrix, rtol=1e-10, atol=1e-12)

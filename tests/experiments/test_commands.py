@@ -30,7 +30,7 @@ COMMANDS = {
     "bench mkl": ("--quick", "--parts", "--datasets", "--n", "--old-max-n", "--no-old", "--seed", "--data-dir"),
     "bench pola": ("--quick", "--repeats", "--seed"),
     "bench kcr": ("<what>", "--draws", "--exact-sizes", "--scs-eps", "--scs-time-limit", "--n",
-                  "--no-baseline", "--variant-n", "--variants", "--variant-data", "--json"),
+                  "--no-baseline", "--variant-n", "--variants", "--variant-data", "--sizes", "--baseline-cpu", "--json"),
     "bench variants": ("--quick", "--repeats", "--seed", "--scale"),
     "bench exact-limits": ("--families", "--time-limit", "--mem-limit-gib", "--start", "--max-n",
                            "--kill-factor", "--jobs", "--max-errors", "--no-fast", "--update", "--note",
@@ -78,12 +78,16 @@ def _commands(parser, prefix=""):
     return out
 
 
+def _wide() -> bool:
+    """Whether the optional ``bench wide`` row is there: exactly when its module has register()
+    (its options are pinned by that module's tests)."""
+    return callable(getattr(importlib.util.find_spec("cvxkml.experiments.bench_wide") and
+                            importlib.import_module("cvxkml.experiments.bench_wide"), "register", None))
+
+
 def test_command_names_and_options_are_pinned():
     found = _commands(cli.build_parser())
-    # bench wide: an optional row, there exactly when its module has register() (its options
-    # are pinned by that module's tests), listed after bench lmnn
-    wide = callable(getattr(importlib.util.find_spec("cvxkml.experiments.bench_wide") and
-                            importlib.import_module("cvxkml.experiments.bench_wide"), "register", None))
+    wide = _wide()                                     # listed after bench lmnn when there
     assert ("bench wide" in found) == wide
     if wide:
         assert list(found).index("bench wide") == list(found).index("bench lmnn") + 1
@@ -107,7 +111,7 @@ def test_every_row_registers_the_same_way():
     parser = argparse.ArgumentParser()
     commands = parser.add_subparsers(dest="command")
     _table.register(commands, tuple(reversed(_table.TABLE)))
-    assert set(_commands(parser)) == set(COMMANDS)
+    assert set(_commands(parser)) == set(COMMANDS) | ({"bench wide"} if _wide() else set())
 
 
 def test_shared_options_are_one_spec():

@@ -81,7 +81,7 @@ def test_quick_embedding_consistent_with_estimator(quick, data_dir):
     tr, te = draw_split(y, st["n_train"], st["n_test"], st["seed"])
     est = TraceSSIKDR(kernel_params={"gamma": st["gamma"][0]}, tau=10.0, n_components=2,
                       n_similar=st["n_similar"], n_dissimilar=st["n_dissimilar"],
-                      percentiles=st["percentiles"], tol=st["tol"], max_sweeps=st["max_sweeps"],
+                      percentiles=st["percentiles"], tol=st["tol"], max_iter=st["max_sweeps"],
                       random_state=st["seed"]).fit(X[tr], y[tr])
     np.testing.assert_allclose(est.transform(X[te]), res["draws"][0]["embeddings"]["trace"], atol=1e-10)
     assert est.rank_ == res["draws"][0]["solver"][10.0]["rank"] and est.n_components_ == 2
