@@ -42,8 +42,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import ArpackError, eigsh
 
 from .._config import blas_limit
-from .bregman import NONFINITE, NOT_CONVERGED, OK
-from .result import FastResult
+from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 from ._newton import cg
 from ._terms import RankOneTerms
 

@@ -36,8 +36,7 @@ import numpy as np
 from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
 from .._config import blas_limit
-from .bregman import NOT_CONVERGED, OK
-from .result import FastResult
+from .result import NOT_CONVERGED, OK, FastResult
 from ._newton import cg, projected_armijo
 
 __all__ = ["trace_uzawa", "trace_pair_newton", "top_eigs_above"]
