@@ -51,9 +51,16 @@ def nearest_landmarks(sq, n_neighbors: int) -> np.ndarray:
     """Indices of the ``n_neighbors`` smallest entries of each row of ``sq`` (squared
     feature-space distances to the landmarks), nearest first (ties: lower index first)."""
     sq = np.asarray(sq, dtype=float)
-    m = sq.shape[1]
+    n, m = sq.shape
     if n_neighbors < m:
-        idx = np.argpartition(sq, n_neighbors - 1, axis=1)[:, :n_neighbors]
+        # everything below the K-th smallest value, then the lowest indices at that value
+        # (argpartition alone keeps an arbitrary one of equally distant landmarks)
+        kth = np.partition(sq, n_neighbors - 1, axis=1)[:, n_neighbors - 1:n_neighbors]
+        below = sq < kth
+        at = sq == kth
+        need = n_neighbors - below.sum(axis=1, keepdims=True)
+        keep = below | (at & (np.cumsum(at, axis=1) <= need))
+        idx = np.nonzero(keep)[1].reshape(n, n_neighbors)
     else:
         idx = np.broadcast_to(np.arange(m), sq.shape).copy()
     d = np.take_along_axis(sq, idx, axis=1)
