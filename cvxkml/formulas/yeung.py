@@ -48,7 +48,7 @@ def check_epsilon(epsilon) -> float:
 
 
 # --------------------------------------------------------------------------- spectra
-def _fix_signs(V: np.ndarray) -> np.ndarray:
+def fix_signs(V: np.ndarray) -> np.ndarray:
     """Make every column's largest-magnitude entry positive (deterministic eigenvectors)."""
     if V.size == 0:
         return V
@@ -99,7 +99,7 @@ def positive_spectrum(K, rank_rtol: float = 1e-10, name: str = "K",
             f"{name} has no positive eigenvalue: after centring, all points coincide in feature "
             "space. Use distinct points or a different kernel.")
     lam = w[keep][::-1].copy()
-    V = _fix_signs(np.ascontiguousarray(V[:, keep][:, ::-1]))
+    V = fix_signs(np.ascontiguousarray(V[:, keep][:, ::-1]))
     return lam, V
 
 

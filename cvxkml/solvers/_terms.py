@@ -7,6 +7,8 @@ import numpy as np
 
 __all__ = ["RankOneTerms"]
 
+_TINY = np.finfo(np.float64).tiny
+
 
 class RankOneTerms:
     """The constraints as signed rank-one terms Â_c = Σ_{a in c} w_a u_a u_aᵀ (rows of U,
@@ -44,3 +46,16 @@ class RankOneTerms:
     def per_constraint(self, q):
         """Σ of a per-term quantity over each constraint's terms."""
         return q if self.single else np.bincount(self.owner, weights=q, minlength=self.m)
+
+    def farkas_test(self, lam):
+        """(μ_min(A(d)) / Σ_c d_c‖Â_c‖_F, dᵀt / Σ_c d_c|t_c|) for d = λ / Σλ (0, 0 at λ = 0).
+
+        A(d) ⪰ 0 with dᵀt < 0 is a Farkas certificate of infeasibility: every feasible X̂ ⪰ 0
+        would give 0 <= tr(X̂A(d)) <= dᵀt < 0 (and a dual value g(sλ) → ∞ as s → ∞)."""
+        s = float(np.sum(lam))
+        if not s > 0 or self.r == 0:
+            return 0.0, 0.0
+        d = lam / s
+        mmin = float(np.linalg.eigvalsh(self.A(d))[0])
+        return (mmin / max(float(d @ self.norms), _TINY),
+                float(d @ self.t) / max(float(d @ np.abs(self.t)), _TINY))

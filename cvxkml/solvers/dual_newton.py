@@ -64,7 +64,6 @@ from .._validation import missing_methods as _missing
 from ..formulas.penalties import hard_violation, penalty
 from ._newton import cg
 from ._terms import RankOneTerms
-from .pola import _farkas
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
 __all__ = ["dual_newton", "missing_methods", "REQUIRED_METHODS"]
@@ -405,7 +404,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
             break
         if it and it % 25 == 0 and hard.any():
             # over the hard multipliers only: soft constraints can always be met with slack
-            mmin, lin = _farkas(ops, np.where(hard, np.maximum(st.lam, 0.0), 0.0))
+            mmin, lin = ops.farkas_test(np.where(hard, np.maximum(st.lam, 0.0), 0.0))
             if mmin >= -1e-12 and lin <= -1e-6:
                 infeasible = True
                 break
@@ -513,7 +512,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
         extra={"solver": "dual-newton", "rel_gap": float(rel_gap), "rel_violation": float(rel_viol),
                "newton_iterations": int(it), "gradient_steps": int(grad_steps),
                "cg_solves": int(cg_steps), "dense_solves": int(dense_steps), "trial_points": int(evaluations),
-               "farkas": _farkas(ops, np.where(hard, np.maximum(st.lam, 0.0), 0.0)),
+               "farkas": ops.farkas_test(np.where(hard, np.maximum(st.lam, 0.0), 0.0)),
                "infeasible": bool(infeasible), "stopped": bool(stopped),
                "residuals": st.rho.copy(), "objective_fy": float(f_total)})
 
@@ -557,7 +556,7 @@ def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter
         ``matrix`` = X̂(λ) (r × r, whitened), ``lam`` = λ, ``sweeps`` = Newton iterations,
         ``dual_change`` = max(relative gap, relative violation), ``code`` OK (certified) /
         NOT_CONVERGED / NONFINITE (f* infinite at λ = 0), ``extra`` with the certificate's
-        parts, the Farkas test of :func:`cvxkml.solvers.pola._farkas` over the hard
+        parts, the Farkas test of :meth:`cvxkml.solvers._terms.RankOneTerms.farkas_test` over the hard
         multipliers and the residuals ρ.
     """
     # far out on a diverging or expanded step, A(λ) and its products overflow: every such

@@ -231,20 +231,6 @@ def _newton(ops, lam, L, tol, max_steps=30, sigma=1e-4, dense=True):
     return lam, max_steps, (rg <= tol and rv <= tol)
 
 
-def _farkas(ops, lam):
-    """(μ_min(A(d)) / Σ_c d_c‖Â_c‖_F, dᵀt / Σ_c d_c|t_c|) for d = λ / Σλ (0, 0 at λ = 0).
-
-    A(d) ⪰ 0 with dᵀt < 0 is a Farkas certificate of infeasibility: every feasible X̂ ⪰ 0
-    would give 0 <= tr(X̂A(d)) <= dᵀt < 0 (and g(sλ) → ∞ as s → ∞)."""
-    s = float(np.sum(lam))
-    if not s > 0 or ops.r == 0:
-        return 0.0, 0.0
-    d = lam / s
-    mmin = float(np.linalg.eigvalsh(ops.A(d))[0])
-    return (mmin / max(float(d @ ops.norms), _TINY),
-            float(d @ ops.t) / max(float(d @ np.abs(ops.t)), _TINY))
-
-
 def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam0=None,
               newton: str | bool = "auto", check_every: int = 5,
               newton_budget: float = 1e6) -> FastResult:
@@ -301,7 +287,7 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
             break
         if it >= next_farkas:
             next_farkas = it + 100
-            mmin, lin = _farkas(ops, lam)
+            mmin, lin = ops.farkas_test(lam)
             if mmin >= -1e-12 and lin <= -1e-6:
                 infeasible = True
                 break
@@ -313,7 +299,7 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
                 lam, lam_prev, tk = lam_n, lam_n.copy(), 1.0
             if ok:
                 continue                            # re-evaluated (and accepted) at the loop top
-            mmin, lin = _farkas(ops, lam)
+            mmin, lin = ops.farkas_test(lam)
             if mmin >= -1e-12 and lin <= -1e-6:
                 infeasible = True
                 break
@@ -340,7 +326,7 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
     A = ops.A(lam)
     if np.all(np.isfinite(A)):
         X, _, _ = psd_part(-A)
-        farkas = _farkas(ops, lam)
+        farkas = ops.farkas_test(lam)
     else:
         nonfinite = True
         X = np.full((ops.r, ops.r), np.nan)

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from .._config import blas_limit
 from ..errors import InvalidInputError
 from ..kernels import center_kernel, centering_roundoff
-from ..formulas.yeung import (DEFAULT_EPSILON, _fix_signs, beta_closed_form, criterion,  # noqa: F401
+from ..formulas.yeung import (DEFAULT_EPSILON, fix_signs, beta_closed_form, criterion,  # noqa: F401
                           equality_multiplier, lle_weights, local_gram, positive_spectrum,
                           regularize, similarity_diag)
 
@@ -205,7 +205,7 @@ class LearnedSpace:
         s = self.beta ** 2
         order = np.argsort(-s, kind="stable")
         keep = s[order] > rank_rtol * float(np.max(s))
-        return s[order][keep], _fix_signs(np.ascontiguousarray(self.alpha[:, order][:, keep]))
+        return s[order][keep], fix_signs(np.ascontiguousarray(self.alpha[:, order][:, keep]))
 
     @blas_limit()
     def coords(self, X, coincide):

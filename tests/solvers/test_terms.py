@@ -24,3 +24,17 @@ def test_rank_one_terms_against_dense_matrices(single):
     q = rng.standard_normal(ptr[-1])
     np.testing.assert_allclose(T.per_constraint(q), [q[ptr[c]:ptr[c + 1]].sum() for c in range(m)], rtol=1e-12)
     assert T.single == single
+
+
+def test_farkas_test_recognises_a_certificate_of_infeasibility():
+    """tr(X̂ vvᵀ) <= −1 has no X̂ ⪰ 0: d = e_c gives A(d) = vvᵀ ⪰ 0 and dᵀt < 0 (min eigenvalue
+    0, relative dᵀt −1); a direction mixing opposite signs is no certificate (μ_min < 0)."""
+    rng = np.random.default_rng(5)
+    r = 4
+    U = rng.standard_normal((2, r))
+    T = RankOneTerms(U, np.array([1.0, -1.0]), np.arange(3), np.array([-1.0, 2.0]))
+    eig, lin = T.farkas_test(np.array([3.0, 0.0]))
+    assert eig == pytest.approx(0.0, abs=1e-12) and lin == pytest.approx(-1.0)
+    eig, lin = T.farkas_test(np.array([1.0, 1.0]))
+    assert eig < -1e-3
+    assert T.farkas_test(np.zeros(2)) == (0.0, 0.0)
