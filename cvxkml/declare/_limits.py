@@ -14,7 +14,10 @@ each solve in a fresh process with one BLAS/OpenMP thread (OpenBLAS), Python 3.1
 ``nice -n 5``.  The table with the instances, solvers, times, memory and the reason each
 family stopped is ``reference/exact-limits.md``.
 
-Keys are class names; a spectral problem measured per regularizer is ``"Class[Regularizer]"``.
+Keys are class names; a spectral problem measured per regularizer is ``"Class[Regularizer]"``;
+``"[Regularizer]+mixed"`` is the spectral kernel problem with every constraint family at once
+(``cvxkml bench exact-limits --families "[LogDet]+mixed,…" --update``), and ``"[Regularizer]"``
+the fallback for any class with that regularizer (:meth:`Problem._limit_lookup`).
 Notes: SpectralReweighting and EmbeddingWeightProblem (closed-form QPs) were capped at
 n = 1500 and never reached a limit, so their values are lower bounds.  LMNNProblem stopped on
 accuracy, not cost: at d = 12, 18 and 27 Clarabel returned ``optimal_inaccurate`` with
@@ -35,6 +38,19 @@ EXACT_LIMITS: dict = {
     "SpectralKernel[TraceNorm]": 140,
     "SpectralMetric[Frobenius]": 140,
     "SpectralMetric[VonNeumann]": 18,
+    # every constraint family at once (hard pairs + triplets + similarity + linear, 2n each),
+    # measured 2026-11-27 at load 11-15 (conservative); used for problems with families
+    # besides pairs
+    "[LogDet]+mixed": 41,
+    "[VonNeumann]+mixed": 12,
+    "[Frobenius]+mixed": 41,
+    "[TraceNorm]+mixed": 41,
+    # any problem class with this regularizer (a hand-composed SpectralProblem): the smallest
+    # limit measured for it above (derived, not measured on its own)
+    "[LogDet]": 140,
+    "[VonNeumann]": 18,
+    "[Frobenius]": 140,
+    "[TraceNorm]": 140,
     "TraceSSIKDR": 210,
     "POLAKernel": 210,
     "POLAMetric": 315,

@@ -208,3 +208,23 @@ def test_wide_itml_never_forms_d_by_d():
     assert out.returncode == 0, out.stderr
     peak = int(out.stdout.split()[-1])
     assert peak < 200 * 2**20, f"peak {peak / 2**20:.0f} MB"
+
+
+def test_size_guard_knows_mixed_families_and_composed_problems():
+    """The von Neumann exact model with every constraint family at n = 30 ran 357 s; the guard
+    (2× the measured limit) now refuses it, and a hand-composed SpectralProblem too."""
+    from cvxkml.errors import SolverError
+    from cvxkml.testing import feasible_instance
+    mixed = feasible_instance(0, 30, 10, ("pairs", "triplets", "similarity"), VonNeumann(),
+                              kernel=True, hard=False, d=5)
+    assert mixed.exact_limit() == 12
+    with pytest.raises(SolverError, match="PSD block of side 30"):
+        mixed.solve_reference()
+    X, pc = metric_instance(0, 60, 3, 20, hard=False)
+    composed = SpectralProblem(KernelSpace(np.exp(-np.square(X[:, None] - X[None]).sum(-1))), pc,
+                               VonNeumann(), gamma=1.0)
+    assert composed.exact_limit() == 18
+    with pytest.raises(SolverError, match="allow_large=True"):
+        composed.solve_reference()
+    pairs_only = cvxkml.ITML(*metric_instance(0, 40, 30, 20, hard=False), gamma=1.0)
+    assert pairs_only.exact_limit() == 210
