@@ -87,7 +87,7 @@ def write(outdir: Path) -> list[str]:
                 out += [f"- ``{mod}.{n}`` is :{role[kind]}:`{target}`" for n, kind, target in names] + [""]
             else:
                 tmpl = ("estimator" if mod == "cvxkml.estimators" else "class") if g == "Classes" else "function"
-                out += [".. autosummary::", "   :toctree: generated/", f"   :template: {tmpl}.rst", ""]
+                out += [".. autosummary::", "   :toctree: generated/", f"   :template: autosummary/{tmpl}.rst", ""]
                 out += [f"   {n}" for n in names] + [""]
         (outdir / f"{mod}.rst").write_text("\n".join(out))
     idx = ["API reference", "=============", "",

@@ -68,6 +68,8 @@ myst_all_links_external = False
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
+    "backreferences_dir": "api/backreferences",  # "Examples using this estimator" on its page
+    "doc_module": ("cvxkml",),
     "filename_pattern": r".*\.py$",          # every script is executed
     "ignore_pattern": r"(__init__|_util)\.py$",
     "reset_argv": "_sgconf.reset_argv",
