@@ -56,8 +56,9 @@ print(f"{args.dataset}: 100 training digits, {len(est.constraints_)} pair constr
       f"gamma = {gamma:.4g}")
 print(f"learned rank k = {est.rank_} (the 2-D pictures keep 2 of them); top-2 share of tr K~ "
       f"{est.eigenvalues_[:2].sum() / est.eigenvalues_.sum():.3f}")
+rel_gap = "n/a" if sol.gap is None else f"{sol.gap / max(1.0, abs(sol.objective)):.1e}"
 print(f"solver: {sol.n_iter} Uzawa iterations, {sol.time:.1f} s, converged {sol.converged}, "
-      f"max violation {sol.max_violation:.1e}")
+      f"relative gap {rel_gap}, max violation {sol.max_violation:.1e}")
 panels = {
     "Trace-SSIKDR top-2 eigen-coordinates": (Z_tr[:, :2], Z_te[:, :2]),
     "Trace-SSIKDR top-2 centred axes": (pca.transform(Z_tr), pca.transform(Z_te)),

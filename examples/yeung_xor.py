@@ -46,6 +46,8 @@ fast, exact = problem.solve(), problem.solve_reference()
 print(f"beta: closed form vs CVXPY/Clarabel relative error "
       f"{np.linalg.norm(fast.info['beta'] - exact.info['beta']) / np.linalg.norm(fast.info['beta']):.1e}, "
       f"J_S {fast.objective:.6g} vs {exact.objective:.6g}")
+print(f"certificates: closed form gap {fast.gap:.1e} (converged {fast.converged}), "
+      f"CVXPY gap {exact.gap:.1e} ({exact.status})")
 
 # the new points in the input space and in the first two learned coordinates
 import matplotlib.pyplot as plt  # noqa: E402
