@@ -128,6 +128,13 @@ def kernel_kmeans(K=None, n_clusters: int = 2, *, factor=None, n_init: int = 10,
     if int(n_init) < 1 or int(max_iter) < 1:
         raise InvalidInputError("n_init and max_iter must be positive integers.")
     rng = np.random.default_rng(random_state)
+
+    def means(labels, counts):
+        """Z (n × k, 1/|c| at each point's cluster) and K Z."""
+        Z = np.zeros((n, k))
+        Z[np.arange(n), labels] = 1.0 / counts[labels]
+        return Z, times(Z)
+
     best = None
     for _ in range(int(n_init)):
         # k-means++ seeding in feature space
@@ -143,10 +150,7 @@ def kernel_kmeans(K=None, n_clusters: int = 2, *, factor=None, n_init: int = 10,
         labels[seeds] = np.arange(k)                       # every cluster starts non-empty
         it = 0
         for it in range(1, int(max_iter) + 1):
-            counts = np.maximum(np.bincount(labels, minlength=k), 1).astype(float)
-            Z = np.zeros((n, k))
-            Z[np.arange(n), labels] = 1.0 / counts[labels]
-            KZ = times(Z)
+            Z, KZ = means(labels, np.maximum(np.bincount(labels, minlength=k), 1).astype(float))
             D = diag[:, None] - 2.0 * KZ + np.einsum("ic,ic->c", Z, KZ)[None, :]
             new = np.argmin(D, axis=1)
             new_counts = np.bincount(new, minlength=k)
@@ -160,10 +164,7 @@ def kernel_kmeans(K=None, n_clusters: int = 2, *, factor=None, n_init: int = 10,
             if np.array_equal(new, labels):
                 break
             labels = new
-        counts = np.bincount(labels, minlength=k).astype(float)
-        Z = np.zeros((n, k))
-        Z[np.arange(n), labels] = 1.0 / counts[labels]
-        KZ = times(Z)
+        Z, KZ = means(labels, np.bincount(labels, minlength=k).astype(float))
         own = diag - 2.0 * KZ[np.arange(n), labels] + np.einsum("ic,ic->c", Z, KZ)[labels]
         obj = float(np.sum(np.maximum(own, 0.0)))
         if best is None or obj < best.objective:
