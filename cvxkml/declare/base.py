@@ -731,6 +731,7 @@ class SpectralProblem(Problem):
             elapsed += res.time
             self._raise_breakdown(res)
             sol = self._fast_solution(res, sweeps, elapsed)
+            sol.info.update(spec=spec.name, space=self.space.name)
             if not np.isfinite(sol.objective):
                 raise SolverError(
                     f"The fast solver ({sol.solver}) stopped after {sweeps} iteration(s) at a matrix "
