@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..datasets import CSV_DATASETS
-from . import (bench_commands as bc, bench_estimators as be, demo, reproduce_all as ra,
+from . import (bench_commands as bc, bench_estimators as be, reproduce_all as ra,
                reproduce_logdet as rlogdet, reproduce_lowrank as rl, reproduce_spectral as rs, reproduce_trace as rt,
                reproduce_yeung as ry)
 from ._commands import add_command, type_options
@@ -155,7 +155,7 @@ class Registered:
 _LOWRANK_BENCH = dict(optional_datasets=("mnist5000",))
 
 TABLE = (
-    Command(None, "demo", demo.command,
+    Command(None, "demo", bc.demo_command,
             "k-NN on Wine with ITML / KernelITML, and fast vs exact on one random problem (well under a minute)",
             (use("seed"), opt("--n", type=int, default=30, help="size of the random kernel problem (default 30)"))),
     # ------------------------------------------------------------------ bench

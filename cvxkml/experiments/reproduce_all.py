@@ -216,28 +216,29 @@ def _lowrank_records(sec: _Section, res: dict, command: str, source: str, mnist_
     old_rule = set(res.get("old_rule", ()))          # sections measured before the certificate existed
     sources = res.get("sources", {})
 
-    def cert(part, ok, total):
-        return (None, "") if part in old_rule else _cert(ok, total)
-
     def note(part):
         return "measured with the old dual-change rule, not certified (sheet note 2)" if part in old_rule else ""
+
+    def fits(part, row):
+        """(certified, note) of a row; none for the row without constraints."""
+        if not row["constraints"]:
+            return (None, ""), ""
+        return ((None, "") if part in old_rule else _cert(row.get("converged", 0), row["draws"])), note(part)
 
     dig = res["digits"]
     proto_dig = "317 of pendigits 3/8/9 drawn by seed 0; raw features; tol 1e-3 (measure not stated)"
     for row in (dig[0], dig[-1]):
-        m = row["constraints"]
-        c = cert("digits", row.get("converged", 0), row["draws"]) if m else (None, "")
-        sec.add("Digits", f"LogDet, {m} constraints", "kernel k-means NMI", "curve only (axis 0.4-0.9)",
-                row["nmi_mean"], row["nmi_std"], std_kind=f"sd over {row['draws']} draws", certified=c,
-                axis=(0.4, 0.9), protocol=proto_dig, command=command, source=source,
-                note=note("digits") if m else "")
+        c, n = fits("digits", row)
+        sec.add("Digits", f"LogDet, {row['constraints']} constraints", "kernel k-means NMI",
+                "curve only (axis 0.4-0.9)", row["nmi_mean"], row["nmi_std"],
+                std_kind=f"sd over {row['draws']} draws", certified=c, axis=(0.4, 0.9), protocol=proto_dig,
+                command=command, source=source, note=n)
     for row, pub in ((dig[0], 0.94), (dig[-1], 0.97)):
-        m = row["constraints"]
-        c = cert("digits", row.get("converged", 0), row["draws"]) if m else (None, "")
-        sec.add("Digits", f"LogDet, {m} constraints", "5-NN accuracy", pub, row["knn_mean"], row["knn_std"],
-                std_kind=f"sd over {row['draws']} draws", certified=c,
+        c, n = fits("digits", row)
+        sec.add("Digits", f"LogDet, {row['constraints']} constraints", "5-NN accuracy", pub, row["knn_mean"],
+                row["knn_std"], std_kind=f"sd over {row['draws']} draws", certified=c,
                 protocol="paper: 94 % -> 97 %, number of constraints not stated",
-                command=command, source=source, note=note("digits") if m else "")
+                command=command, source=source, note=n)
     cyc = [r for r in dig if r["constraints"]]
     sec.add("Digits", "LogDet, all constraint counts", "cycles to converge", "17-354",
             f"{min(r['cycles_min'] for r in cyc)}-{max(r['cycles_max'] for r in cyc)}",
@@ -261,16 +262,15 @@ def _lowrank_records(sec: _Section, res: dict, command: str, source: str, mnist_
         if not rows:
             continue
         for row in (rows[0], rows[-1]):
-            m = row["constraints"]
-            c = cert(part, row.get("converged", 0), row["draws"]) if m else (None, "")
-            sec.add(label, f"LogDet, {m} constraints", "kernel k-means NMI",
+            c, n = fits(part, row)
+            sec.add(label, f"LogDet, {row['constraints']} constraints", "kernel k-means NMI",
                     f"curve only (axis {axis[0]}-{axis[1]})", row["nmi_mean"], row.get("nmi_std"),
                     std_kind=f"sd over {row['draws']} draws", certified=c, axis=axis, protocol=proto,
                     command=SPAMBASE_STANDARDIZED_COMMAND if part == "spambase_standardized" else command,
                     source=f"reference/{RECORDED_FILE} ({sources[part]})" if part in sources
-                    else source, note=note(part) if m else "",
+                    else source, note=n,
                     heading=_SPAMBASE_HEADING if part.startswith("spambase") else None)
-    paper_min = {10_000: 4.8, 100_000: 11.3}
+    paper_min = {10_000: 4.8, 100_000: 11.3}          # bench._LOWRANK_PAPER_MIN (not imported: numba)
     mn = res.get("mnist")
     if mn:
         for row in mn["rows"]:

@@ -423,7 +423,7 @@ def uci_rows(name: str, counts=(0, 50, 100, 200, 300, 400, 500), n_draws: int = 
     _median / _max, converged, solve_s."""
     if name not in _UCI:
         raise InvalidInputError(f"name must be one of {sorted(_UCI)}; got {name!r}.")
-    if scale not in SCALES:
+    if scale not in SCALES:                            # before any data is read
         raise InvalidInputError(f"scale must be one of {list(SCALES)}; got {scale!r}.")
     loader, k, _ = _UCI[name]
     X, y = loader(data_dir)

@@ -24,7 +24,7 @@ from ..baselines.rca import RCA
 from ..baselines.separability import separability
 from ._commands import CommandError
 from ._parallel import describe, parallel_from_args, run_tasks
-from ._report import finish, format_table, pyplot, write_json
+from ._report import finish, format_table, pm, pyplot, write_json
 from ._runner import best_of
 
 __all__ = [
@@ -121,11 +121,6 @@ def implied_table1_setting(n: int = 8000, seed: int = 0, std_bracket=(0.15, 0.3)
 
 def _rbf(X) -> Kernel:
     return Kernel("gaussian", {"sigma": median_distance(X)})
-
-
-def _mean_std(values) -> tuple[float, float]:
-    v = np.asarray(values, dtype=float)
-    return float(np.mean(v)), float(np.std(v))
 
 
 #: q = every positive eigenvalue of L (eq. 6: "the q ≤ m positive eigenvalues"), counted
@@ -351,8 +346,8 @@ def format_scaling(rows: list) -> str:
 
 # --------------------------------------------------------------------------- report (CLI)
 def _pm(values, digits: int = 4) -> str:
-    mean, std = _mean_std(values)
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+    v = np.asarray(values, dtype=float)
+    return pm(float(np.mean(v)), float(np.std(v)), f".{digits}f")
 
 
 def format_table1(res: dict) -> str:
@@ -366,10 +361,10 @@ def format_table1(res: dict) -> str:
             ["RBF feature space", "", f"{res['rbf']:.4f}"] + blank + [f"{P['rbf']:.4f}", ""],
             ["RCA", "", _pm(res["rca"])] + blank + [f"{P['rca'][0]:.4f} ± {P['rca'][1]:.2f}", ""]]
     for m, vals in res["ours"].items():
-        pm = P["ours"].get(m)
+        pub = P["ours"].get(m)
         rows.append(["our method (Yeung et al.)", str(m), _pm(vals)]
                     + ([_pm(res["ours_1iter"][m])] if one else [])
-                    + [f"{pm[0]:.4f} ± {pm[1]:.2f}" if pm else "—",
+                    + [f"{pub[0]:.4f} ± {pub[1]:.2f}" if pub else "—",
                        f"{min(res['q'][m])}–{max(res['q'][m])}"])
     title = (f"Table 1 — XOR, n = {res['n']}, |S| = {res['n_pairs']}, {res['n_runs']} random S "
              f"(std over S; population std), RBF sigma = {res['sigma']:.4g} "
