@@ -140,7 +140,8 @@ class LMNNProblem(Problem):
         differ in the matrix a Solution carries: "features" the D × D A (with the start's
         block off the row space, the identity by default); "span" Â = S⁻¹ X̂ S⁻¹ (r × r, A =
         Vᵀ-basis Â plus the identity off the row space, never formed: :meth:`learned_metric`
-        gives it factored).  "auto": "span" when D > n (wide data), else "features".
+        gives it factored).  "auto": "span" for linear LMNN (:meth:`linear`) when D > n
+        (wide data), else "features".
 
     Attributes
     ----------
@@ -189,8 +190,25 @@ class LMNNProblem(Problem):
                 self.k = k
             self.targets = (t_i, t_j)
         self.U, self.s, self.Vt = orthonormal_factor(self.Z, rank_rtol)
-        check_choice(space, "space", ("auto", "features", "span"))
-        self.space = ("span" if self.Z.shape[1] > n else "features") if space == "auto" else space
+        self._space = check_choice(space, "space", ("auto", "features", "span"))
+
+    @property
+    def space(self) -> str:
+        """"features" or "span" (the ``space`` option resolved: "auto" is "span" for linear LMNN
+        on wide data, D > n, and "features" otherwise — the kernel and multiple-kernel
+        problems' A is the problem itself)."""
+        if self._space != "auto":
+            return self._space
+        return "span" if self.kind == "linear" and self.Z.shape[1] > self.Z.shape[0] else "features"
+
+    @property
+    def matrix_dim(self) -> int:
+        """The size of the matrix a Solution carries: D (features) or r (span)."""
+        return self.rank if self.space == "span" else self.dim
+
+    def answer_matrix(self, X, complement=None) -> np.ndarray:
+        """The learned matrix a Solution carries for the whitened X̂ (see :meth:`_answer`)."""
+        return self._answer(X, complement)
 
     def _answer(self, X, complement=None) -> np.ndarray:
         """The learned matrix a Solution carries: A (D × D, :meth:`matrix_from_whitened`) in the

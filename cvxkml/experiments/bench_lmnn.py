@@ -154,8 +154,8 @@ def load_scale_dataset(name: str, seed: int = 0):
     elif name == "mnist5000":
         from ..datasets import load_npz
 
-        data = load_npz("mnist5000")
-        X, y = np.asarray(data["X"], dtype=float) / 255.0, np.asarray(data["y"])
+        X, y = load_npz("mnist5000")
+        X, y = np.asarray(X, dtype=float) / 255.0, np.asarray(y)
         X = PCA(50, random_state=seed).fit_transform(X)
         what = "MNIST 5000-image subset, PCA-50, standardized"
     elif name == "pendigits5000":
@@ -258,7 +258,8 @@ def scale_rows(datasets=SCALE_DATASETS, tol: float = 1e-4, peer_python=None, pee
                 row.update(peer_error=peer.get("error") or peer.get("unavailable"))
         rows.append(row)
         if log is not None:
-            log(f"{name}: {secs:.3g} s, {row['status']}")
+            log(f"{name}: " + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                                        for k, v in row.items() if k != "what"))
     return rows
 
 
