@@ -148,7 +148,7 @@ def _model_step(rho, t, lo, hi, dl, dr, has_l, has_r, p1, dp1, p2, dp2):
     return tn
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _root_interval(d, rho, j, nz2):
     """The poles around root j of 1 + ρ Σ z_i²/(d_i − λ) = 0 and the interval's width:
     (lo_pole, hi_pole, width), −1 for a missing pole (the outermost root lies within ρ‖z‖²
@@ -165,7 +165,7 @@ def _root_interval(d, rho, j, nz2):
     return lo_pole, hi_pole, width
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _warm_start(d, lo_pole, hi_pole, width, warm, a_prev, t_prev, step, dd):
     """The start of a warm solve: the previous root d[a_prev] + t_prev moved by ``step``, in
     the previous anchor's coordinates unless the guess crosses the interval's midpoint; the
@@ -196,7 +196,7 @@ def _warm_start(d, lo_pole, hi_pole, width, warm, a_prev, t_prev, step, dd):
     return a, t, lo, hi
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _cold_guess(z2, rho, lo_pole, hi_pole, width, xm, psum, xlo, xhi):
     """The initial guess of a cold solve (as LAPACK dlaed4): the nearest poles with their exact
     weights, the rest of the sum (``psum`` = ψ1 + ψ2 at the midpoint ``xm``) frozen; x is
@@ -232,7 +232,7 @@ def _cold_guess(z2, rho, lo_pole, hi_pole, width, xm, psum, xlo, xhi):
     return x0
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd):
     """The start of a cold solve: one pass at the midpoint of the root's interval halves it and
     fits :func:`_cold_guess`; the anchor is the pole nearer to the root.  Returns (anchor, τ,
@@ -262,7 +262,7 @@ def _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd):
     return a, x0 + off, xlo + off, xhi + off
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _off_pole(t, lo, hi, a, lo_pole):
     """τ moved off the pole (τ = 0: round-off in a tiny bracket) to the bracket's far end."""
     if t == 0.0:
@@ -272,7 +272,7 @@ def _off_pole(t, lo, hi, a, lo_pole):
     return t
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd):
     """Safeguarded iteration from (a, τ) in the bracket (lo, hi): the two-pole model step
     (:func:`_model_step`), bisection when it leaves the bracket, until f is at round-off
