@@ -162,36 +162,18 @@ def _typed(what: str, convert):
     return parse
 
 
-def _int_at_least(low: int):
+def _checked(convert, ok, why: str = ""):
+    """``convert(text)``, a ValueError (saying ``why``) unless ``ok`` holds for the value."""
     def conv(text):
-        v = int(text, 10)
-        if v < low:
-            raise ValueError("")
+        v = convert(text)
+        if not ok(v):
+            raise ValueError(why)
         return v
     return conv
 
 
-def _float_check(allow_zero: bool):
-    def conv(text):
-        v = float(text)
-        if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-            raise ValueError("")
-        return v
-    return conv
-
-
-def _seed(text):
-    v = int(text, 10)
-    if not 0 <= v < 2 ** 32:                  # NumPy's legacy seeding (and scikit-learn) take 32 bits
-        raise ValueError("between 0 and 4294967295")
-    return v
-
-
-def _n_jobs(text):
-    v = int(text, 10)
-    if v == 0 or v < -1:
-        raise ValueError("")
-    return v
+def _int10(text):
+    return int(text, 10)
 
 
 def _data_folder(text):
@@ -234,12 +216,14 @@ def _writable_file(text):
 
 
 #: argparse ``type`` functions of the commands' options
-positive_int = _typed("a positive integer", _int_at_least(1))
-non_negative_int = _typed("a non-negative integer", _int_at_least(0))
-n_jobs_int = _typed("a positive integer or -1 (every core)", _n_jobs)
-seed_int = _typed("a non-negative integer below 2**32", _seed)
-positive_float = _typed("a finite positive number", _float_check(False))
-non_negative_float = _typed("a finite non-negative number", _float_check(True))
+positive_int = _typed("a positive integer", _checked(_int10, lambda v: v >= 1))
+non_negative_int = _typed("a non-negative integer", _checked(_int10, lambda v: v >= 0))
+n_jobs_int = _typed("a positive integer or -1 (every core)", _checked(_int10, lambda v: v >= 1 or v == -1))
+# NumPy's legacy seeding (and scikit-learn) take 32 bits
+seed_int = _typed("a non-negative integer below 2**32",
+                  _checked(_int10, lambda v: 0 <= v < 2 ** 32, "between 0 and 4294967295"))
+positive_float = _typed("a finite positive number", _checked(float, lambda v: math.isfinite(v) and v > 0))
+non_negative_float = _typed("a finite non-negative number", _checked(float, lambda v: math.isfinite(v) and v >= 0))
 data_folder = _typed("an existing readable folder", _data_folder)
 writable_folder = _typed("a folder that can be written", _writable_folder)
 writable_file = _typed("a file path that can be written", _writable_file)

@@ -166,34 +166,21 @@ def dataset_rows(name: str, n_repeats: int = 5, grid=GAMMA_GRID, seed: int = 0, 
             split_seed = 1000 * seed + rep
             for f, (tr, te) in enumerate(StratifiedKFold(2, shuffle=True, random_state=split_seed).split(X, y)):
                 tasks.append((X, y, method, rep, f, tr, te, tuple(grid), seed, split_seed, tol, max_iter, k))
-    results = iter(run_tasks(_fold_task, tasks, n_jobs))
-    rows = []
-    for method in methods:
-        per_repeat, folds, gammas, sweeps, pairs = [], [], [], [], []
-        converged = fits = 0
-        seconds = 0.0
-        for rep in range(int(n_repeats)):
-            errs = []
-            for _f in range(2):
-                r = next(results)
-                seconds += r["seconds"]
-                if method != "euclidean":
-                    gammas.append(r["gamma"])
-                    fits += 1
-                    converged += int(r["info"]["converged"])
-                    sweeps.append(r["info"]["sweeps"])
-                    pairs.append(r["info"]["pairs"])
-                errs.append(r["error"])
-            folds.extend(errs)
-            per_repeat.append(float(np.mean(errs)))
+    results = run_tasks(_fold_task, tasks, n_jobs)
+    rows, per = [], 2 * int(n_repeats)
+    for k, method in enumerate(methods):                  # tasks: method, then repeat, then fold
+        res = results[k * per:(k + 1) * per]
+        fits = [r["info"] for r in res] if method != "euclidean" else []
+        folds = [r["error"] for r in res]
+        per_repeat = [float(np.mean(folds[i:i + 2])) for i in range(0, per, 2)]
         rows.append({
             "dataset": name, "n": int(X.shape[0]), "d": int(X.shape[1]), "classes": c, "method": method,
             "errors": per_repeat, "mean": float(np.mean(per_repeat)), "std": float(np.std(per_repeat)),
-            "fold_errors": folds, "gammas": gammas,
-            "pairs": float(np.mean(pairs)) if pairs else 0.0,
-            "sweeps": float(np.median(sweeps)) if sweeps else 0.0,
-            "converged": converged, "fits": fits, "fit_s": seconds,
-        })
+            "fold_errors": folds, "gammas": [r["gamma"] for r in res] if fits else [],
+            "pairs": float(np.mean([f["pairs"] for f in fits])) if fits else 0.0,
+            "sweeps": float(np.median([f["sweeps"] for f in fits])) if fits else 0.0,
+            "converged": sum(int(f["converged"]) for f in fits), "fits": len(fits),
+            "fit_s": sum(r["seconds"] for r in res)})
     return rows
 
 
