@@ -308,19 +308,19 @@ def plot_embeddings(path, emb: dict, dataset: str, cfg: dict, scores: dict) -> P
 
 
 # --------------------------------------------------------------------------- text
-_NAMES = {"kpca_train": "kernel PCA (fit on the training digits)",
-          "kpca_test": "kernel PCA (fit on the test digits, transductive)",
-          "base": "base Gaussian kernel, no reduction"}
+#: method key (before ":tau") -> (label, embedding dimension)
+_LABELS = {"trace2": ("Trace-SSIKDR top-2, tau = {}", "2"),
+           "tracepca2": ("Trace-SSIKDR top-2 centred PCA axes, tau = {}", "2"),
+           "kpca_train": ("kernel PCA (fit on the training digits)", "2"),
+           "kpca_test": ("kernel PCA (fit on the test digits, transductive)", "2"),
+           "traceall": ("Trace-SSIKDR all k coordinates, tau = {}", "k"),
+           "base": ("base Gaussian kernel, no reduction", "inf")}
 
 
 def _label(m: str) -> tuple[str, str]:
-    if m.startswith("trace2:"):
-        return f"Trace-SSIKDR top-2, tau = {m.split(':')[1]}", "2"
-    if m.startswith("tracepca2:"):
-        return f"Trace-SSIKDR top-2 centred PCA axes, tau = {m.split(':')[1]}", "2"
-    if m.startswith("traceall:"):
-        return f"Trace-SSIKDR all k coordinates, tau = {m.split(':')[1]}", "k"
-    return _NAMES[m], ("inf" if m == "base" else "2")
+    key, _, tau = m.partition(":")
+    name, dim = _LABELS[key]
+    return name.format(tau), dim
 
 
 def format_results(res: dict) -> str:
