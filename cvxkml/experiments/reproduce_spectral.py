@@ -196,14 +196,14 @@ def reproduce_spectral(quick: bool = False, seed: int = 0, data_dir=None, n_repe
     grid = (1.0,) if quick else GAMMA_GRID
     n_repeats = (1 if quick else 5) if n_repeats is None else int(n_repeats)
     settings = {"quick": quick, "seed": seed, "n_repeats": n_repeats, "grid": grid, "k": 4,
-                "tol": 1e-3, "max_sweeps": 20_000, "datasets": tuple(datasets)}
+                "tol": 1e-3, "max_iter": 20_000, "datasets": tuple(datasets)}
     warm_up_vonneumann()
     t0 = time.perf_counter()
     rows = []
     with blas_limit(1):
         for name in datasets:
             rows += dataset_rows(name, n_repeats=n_repeats, grid=grid, seed=seed, data_dir=data_dir,
-                                 tol=settings["tol"], max_iter=settings["max_sweeps"], k=4, n_jobs=n_jobs)
+                                 tol=settings["tol"], max_iter=settings["max_iter"], k=4, n_jobs=n_jobs)
     return {"settings": settings, "rows": rows, "elapsed_s": time.perf_counter() - t0}
 
 
@@ -221,7 +221,7 @@ def command(args) -> int:
     gsel = (f"gamma fixed to {st['grid'][0]:g} (no inner CV)" if len(st["grid"]) == 1 else
             f"gamma from {{{', '.join(f'{g:g}' for g in st['grid'])}}} by an inner stratified two-fold "
             "CV on each training fold")
-    print(f"{gsel}; solver tol {st['tol']:g} (relative dual change), at most {st['max_sweeps']} sweeps")
+    print(f"{gsel}; solver tol {st['tol']:g} (relative dual change), at most {st['max_iter']} sweeps")
     print("LogDet = ITML on the standardized features; von Neumann = VonNeumannKernel, D_vN(K, K0) on the "
           "linear kernel K0 = X X^T (Kulis et al.'s problem), mapped to new points by W^1/2, "
           "K = X W X^T")
