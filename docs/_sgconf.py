@@ -8,13 +8,18 @@ ARGV = {
 }
 
 
+#: the repository root: the build is started there (``.ci/run``, the README command)
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def data_folder():
-    """The offline data folder as cvxkml.datasets finds it from where the build was started
-    ($CVXKML_DATA, else ../shared/data), or None."""
+    """The offline data folder as cvxkml.datasets finds it from the repository root
+    ($CVXKML_DATA, else ../shared/data), or None. Anchored to the root, not to the current
+    directory: Sphinx reads conf.py from docs/ and the gallery runs scripts from examples/."""
     env = os.environ.get("CVXKML_DATA")
     if env:
         return Path(env) if Path(env).is_dir() else None
-    fallback = Path.cwd().parent / "shared" / "data"
+    fallback = ROOT.parent / "shared" / "data"
     return fallback if fallback.is_dir() else None
 
 

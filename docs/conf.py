@@ -16,7 +16,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 # the gallery runs each script from examples/, where cvxkml's "../shared/data" fallback would
-# not find the data folder the build was started next to: name it once, here
+# not find the data folder next to the repository: name it once, here
 import _sgconf  # noqa: E402
 if "CVXKML_DATA" not in os.environ and _sgconf.data_folder() is not None:
     os.environ["CVXKML_DATA"] = str(_sgconf.data_folder())
