@@ -130,8 +130,9 @@ def set_config(psd_tol=_UNSET, blas_threads=_UNSET) -> None:
 
 @contextmanager
 def config_context(*, psd_tol=_UNSET, blas_threads=_UNSET):
-    """Options for the duration of a ``with`` block (in the current thread), restored
-    after it, also when it raises::
+    """Options for the duration of a ``with`` block (in the current thread).
+
+    They are restored after the block, also when it raises::
 
         with cvxkml.config_context(psd_tol=1e-6, blas_threads=None):
             KernelITML(kernel="precomputed").fit(K, y)

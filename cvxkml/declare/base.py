@@ -352,8 +352,10 @@ class SpectralProblem(Problem):
         """Lagrange dual g(λ), a lower bound on the optimum for any λ in the dual box
         (:meth:`dual_box`: λ >= 0 for inequalities, free for equalities, <= C under Hinge).
 
-        With every constraint written tr(X̂ Â_c) <= t_c (or = t_c) in the whitened space,
+        With every constraint written tr(X̂ Â_c) <= t_c (or = t_c) in the whitened space::
+
             g(λ) = −f*_+(−Σ_c λ_c Â_c) − Σ_c λ_c t_c − Σ_c ½ q_c λ_c²,
+
         f*_+ the conjugate of the regularizer over X̂ ⪰ 0 (for LogDet:
         log det(I + Σ λ_c Â_c) − Σ λ_c t_c), q_c = 1/C_c for :class:`~cvxkml.sideinfo.Squared`
         penalties (:mod:`cvxkml.formulas.penalties`); with slack the pair terms −δλb become the
@@ -636,8 +638,8 @@ class SpectralProblem(Problem):
                 if not v.startswith(("written for", "solves ", "registered for"))}
         reasons = "; ".join(f"{name}: {why}" for name, why in (near or refused).items()) \
             or "none is registered"
-        what = {"native": "No native fast solver", "dual": "The generic dual solver does not",
-                "auto": "No fast solver"}[method]
+        what = {"native": "No native fast solver takes", "dual": "The generic dual solver does not take",
+                "auto": "No fast solver takes"}[method]
         hint = ("use method='dual' (or 'auto'), or solve_reference() (the exact model)"
                 if method == "native" else
                 "use Hinge(pairs, C) instead of gamma, " if self.gamma is not None else "")
@@ -647,7 +649,7 @@ class SpectralProblem(Problem):
                      "register one (cvxkml.declare.register_fast_solver), or use solve_reference() "
                      "(the exact model)")
         raise InvalidInputError(
-            f"{what} takes {type(self).__name__} with the {reg.name} regularizer and these "
+            f"{what} {type(self).__name__} with the {reg.name} regularizer and these "
             f"constraints ({reasons}); {hint}.")
 
     def solve(self, tol: float = 1e-9, max_iter: int = 20_000, gap_tol: float | None = None,

@@ -283,7 +283,7 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
         'feasible-kernel' (:func:`feasible_instance`: any ``regularizer``, any non-empty
         subset of the constraint ``families`` drawn — pairs, triplets, similarity, linear —
         hard or under Hinge; the kernel ones on a Gaussian or a rank-deficient K0).
-    families : the constraint families the 'feasible-*' strategies draw from (default all).
+    families : the constraint families the ``'feasible-*'`` strategies draw from (default all).
     hard : True (hard constraints, feasible by construction), False (slack, γ drawn from
         ``gammas``; hinge families: pairs under Hinge) or None (both).
     regularizer : the hinge families' regularizer (default LogDet()).
