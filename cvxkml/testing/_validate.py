@@ -93,7 +93,7 @@ def _family_spec(problem, sol, **kw) -> _Spec:
         spec.unverified = "the conic solver's dual objective (no closed-form Lagrange dual)"
         return spec
     if isinstance(problem, declare.LMNNProblem):
-        D = problem.Z.shape[1]
+        D = problem.matrix_dim                  # D (features) or r (the span space)
         checks = [_matrix_check(sol.matrix, D, what="matrix A", **kw)]
         Xh = sol.info.get("X")
         xi = () if sol.slack is None else (sol.slack,)
@@ -105,7 +105,7 @@ def _family_spec(problem, sol, **kw) -> _Spec:
             checks.append(_matrix_check(Xh, problem.rank, what="whitened matrix X̂ (info['X'])", **kw))
 
             def consistent():
-                A = problem.matrix_from_whitened(Xh, sol.info.get("complement"))
+                A = problem.answer_matrix(Xh, sol.info.get("complement"))
                 err = float(np.linalg.norm(np.asarray(sol.matrix, dtype=float) - A))
                 if err > SYMMETRIC_TOL * max(float(np.linalg.norm(A)), 1e-300):
                     raise SolverError(f"The returned matrix A is not the map of the returned X̂ (info['X']): "
