@@ -95,9 +95,15 @@ class KernelSet:
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from cvxkml.mkl_kernels import paper_kernels
+    >>> rng = np.random.default_rng(0)
+    >>> X_train, X_test = rng.normal(size=(30, 4)), rng.normal(size=(10, 4))
     >>> ks = paper_kernels()
     >>> Ks = ks.fit_matrices(X_train)            # 20 normalized n × n matrices
     >>> Kc = ks.cross_matrices(X_test, X_train)  # the same kernels between test and train
+    >>> len(Ks), Ks[0].shape, Kc[0].shape
+    (20, (30, 30), (10, 30))
     """
 
     def __init__(self, kernels, normalize: bool = True):
