@@ -340,7 +340,7 @@ def test_every_schedule_reaches_the_same_certified_optimum(seed, n, r, m, n_rel,
     for sched in SCHEDULES:
         stats = {}
         B, lam, xi, sweeps, change, code, bad, _ = lowrank_logdet(
-            problem.G0, *args, gamma=problem.gamma, tol=1e-12, max_sweeps=20_000,
+            problem.G0, *args, gamma=problem.gamma, tol=1e-12, max_iter=20_000,
             gap_tol=1e-9, viol_tol=1e-9, stats=stats, **sched)
         codes.append(code)
         if code != 0:
@@ -354,13 +354,13 @@ def test_every_schedule_reaches_the_same_certified_optimum(seed, n, r, m, n_rel,
         # bound; at |X| ~ 1e4 the two computations differ by 1.5e-11, fuzz seed 15101)
         assert viol_s == pytest.approx(problem._max_relative_violation(viol), rel=1e-6, abs=1e-10)
         results.append((X, f, abs(f - g) / max(1.0, abs(f)), viol_s))
-    # breakdowns (1: max_sweeps, 3: non-finite) come from infeasible hard rows, whatever the
+    # breakdowns (1: max_iter, 3: non-finite) come from infeasible hard rows, whatever the
     # order; which of the two depends on the order (fuzz seed 13101: an infeasible draw, the
-    # reshuffled schedules at max_sweeps, the cyclic ones at a non-finite step), so the
+    # reshuffled schedules at max_iter, the cyclic ones at a non-finite step), so the
     # schedules must agree on optimum vs breakdown, not on the breakdown's kind
     if problem.gamma is None:
         assert set(codes) == {0} or 0 not in codes, codes
-    # with slack the problem is feasible and max_sweeps (1) is slow convergence, not another
+    # with slack the problem is feasible and max_iter (1) is slow convergence, not another
     # outcome (fuzz seed 17101: the reshuffled schedules at 20 000 sweeps with gap 4.6e-9 and
     # violation 3.6e-9 against tol 1e-9, the cyclic ones certified after 13 400 sweeps)
     assume(codes[0] == 0)
@@ -406,7 +406,7 @@ def test_active_set_skips_only_no_op_projections(seed):
     for active in (False, True):
         st_ = {}
         B, lam, xi, sweeps, *_ = lowrank_logdet(problem.G0, *args, gamma=1.0, tol=1e-12,
-                                                max_sweeps=50_000, gap_tol=1e-10, viol_tol=1e-10,
+                                                max_iter=50_000, gap_tol=1e-10, viol_tol=1e-10,
                                                 order="cyclic", active_set=active, stats=st_)
         out[active] = (B @ B.T, lam, st_["projections"], sweeps)
     np.testing.assert_allclose(out[True][0], out[False][0], rtol=1e-7, atol=1e-9)
@@ -495,8 +495,8 @@ def test_solve_continues_from_partial_run():
     retry of LowRankLogDet.solve resumes instead of starting again)."""
     problem = _mixed_problem(5, 30, 6, 60, 2, 2, 1.0)
     args = _arrays(problem)
-    kw = dict(gamma=1.0, tol=1e-12, gap_tol=1e-10, viol_tol=1e-10, max_sweeps=50_000)
-    B1, lam1, xi1, s1, _, code1, *_ = lowrank_logdet(problem.G0, *args, **{**kw, "max_sweeps": 3})
+    kw = dict(gamma=1.0, tol=1e-12, gap_tol=1e-10, viol_tol=1e-10, max_iter=50_000)
+    B1, lam1, xi1, s1, _, code1, *_ = lowrank_logdet(problem.G0, *args, **{**kw, "max_iter": 3})
     assert code1 == 1 and s1 == 3
     B2, lam2, xi2, s2, _, code2, *_ = lowrank_logdet(problem.G0, *args, B0=B1, lam0=lam1, xi0=xi1, **kw)
     B3, lam3, xi3, s3, _, code3, *_ = lowrank_logdet(problem.G0, *args, **kw)

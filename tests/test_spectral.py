@@ -109,6 +109,7 @@ def test_vonneumann_hard_fast_vs_model(seed, n, d, m):
        m=st.integers(1, 16), gamma=st.sampled_from([0.1, 1.0, 10.0]))
 # issue 13, case 3: the same with slack (fast certified to 4.7e-13, reference inaccurate)
 @example(seed=6, n=10, d=6, m=10, gamma=10.0)
+@example(seed=6, n=6, d=1, m=9, gamma=10.0)          # L-BFGS-B tried an overflowing X̂(λ)
 def test_vonneumann_slack_fast_vs_model_and_dual(seed, n, d, m, gamma):
     """Slack (Kulis et al. §6.2.1): fast vs model as above, and fast vs the exact dual
     solved by L-BFGS-B + Newton: objective gap <= 1e-8."""

@@ -133,8 +133,11 @@ def solve_dual(problem, tol: float = 1e-12, max_iter: int = 20_000, polish: bool
     m = problem.n_constraints
 
     def fun(lam):
-        v, g, _ = _grad_parts(problem, lam)
-        if not np.isfinite(v):
+        # L-BFGS-B's line search may try multipliers whose X̂(λ) = ∇f*(−Σλ_cÂ_c) overflows
+        # (von Neumann: an exponential); that trial is rejected as +inf, not warned about
+        with np.errstate(over="ignore", invalid="ignore"):
+            v, g, _ = _grad_parts(problem, lam)
+        if not (np.isfinite(v) and np.all(np.isfinite(g))):
             return np.inf, np.zeros_like(lam)
         return -v, -g
 

@@ -20,9 +20,10 @@ certificate bounds it from below.
 """
 
 import numpy as np
-from hypothesis import assume, given, strategies as st
+from hypothesis import assume, example, given, strategies as st
 
 import cvxkml
+import cvxkml.errors
 from cvxkml.testing import kernel_instance, metric_instance
 from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
 
@@ -41,7 +42,15 @@ def _fast(problem):
 
 
 def _check(problem, hard):
-    fast = _fast(problem)
+    try:
+        fast = _fast(problem)
+    except cvxkml.errors.InfeasibleError:
+        # the fast solver's Farkas certificate says "infeasible up to round-off": a hard draw
+        # feasible only at huge norms (fuzz seed 199581: tr X̂ >= 3.4e7).  Then the exact model
+        # must not certify a feasible optimum either (it would refute the claim); the draw is
+        # discarded and counted.
+        assert reference_or_discard(problem, keep_draw=True) is None
+        assume(False)
     assume(fast.converged)
     exact = reference_or_discard(problem, feasible=fast)          # optimal, own certificate <= 1e-7, or discarded
     # both certificates: weak duality across the two, fast within GAP of the best bound
@@ -68,6 +77,7 @@ def test_itml_slack_matches_exact(seed, n, d, m, gamma):
     _check(cvxkml.ITML(X, pc, gamma=gamma), hard=False)
 
 
+@example(seed=199581, n=3, m=2, kind="lowrank")     # feasible only at tr X̂ >= 3.4e7
 @given(seed=seeds, n=st.integers(3, 12), m=st.integers(1, 11), kind=kinds)
 def test_logdet_kernel_hard_matches_exact(seed, n, m, kind):
     K0, pc = kernel_instance(seed, n, m, hard=True, kind=kind)
