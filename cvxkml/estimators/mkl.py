@@ -26,7 +26,7 @@ from ..errors import InvalidInputError
 from ..formulas.lmnn import LMNNTriplets
 from ..kernels import Kernel
 from ..mkl_kernels import (KernelSet, SourceKernel, mean_pairwise_distance, nr_kernels, paper_kernels)
-from ._base import ComponentsMixin, CvxkmlEstimator
+from ._base import ComponentsMixin, CvxkmlEstimator, MetricMixin
 from ._docs import fill_doc
 from ._maps import KernelMap, LinearMap, training_kernel
 from ._params import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, STANDARDIZE_CONSTRAINTS, Integer,
@@ -149,11 +149,12 @@ class _TargetNeighborsMixin:
             triplets = LMNNTriplets.from_labels(y, p.k, targets=(t[:, 0], t[:, 1]))
         with _verbose_logging(p.verbose):
             prob = self._fit(X, y, triplets, p)
-        self.targets_ = np.column_stack([prob.triplets.target_i, prob.triplets.target_j])
+        # the target pairs themselves: prob.triplets would build every triplet (67 M at n = 5 000)
+        self.targets_ = np.column_stack(prob.targets)
         return self
 
 
-class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
+class LMNN(_TargetNeighborsMixin, MetricMixin, CvxkmlEstimator):
     """Large margin nearest neighbour metric learning, linear or on a kernel's empirical
     map (Weinberger & Saul 2009; Wang et al. 2011, eq. 18):
 
@@ -216,9 +217,15 @@ class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_map)
-        L with A = LᵀL (n_map = n_features for the linear kernel, n_train otherwise).
+        L with A = LᵀL (n_map = n_features for the linear kernel, n_train otherwise).  For
+        wide data with the linear kernel (span path) it is formed on access (d × d), not stored.
+    metric_ : cvxkml.learned.FactoredMetric
+        Wide data with the linear kernel only: the learned metric on the learning features
+        (standardized when ``feature_scale_`` is set), A = I + U diag(λ) Uᵀ, never d × d.
     solution_ : cvxkml.solution.Solution
-        The solver's result (``matrix`` = A, objective, certified ``dual_value``, …).
+        The solver's result (``matrix`` = A, or the r × r matrix of the span for wide data;
+        objective, certified ``dual_value``, …; ``dual`` is None when the active impostor
+        set ran, its multipliers are in ``info``).
     n_iter_ : int
         Solver iterations.
     X_fit_ : ndarray
@@ -283,18 +290,22 @@ class LMNN(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
             self.kernel_ = kern
             self.X_fit_ = X
         sol = self._solve(prob, p)
-        L = prob.factor(sol.info["X"], sol.info.get("complement"))
-        if p.kernel == "linear" and self.feature_scale_ is not None:
-            # x ↦ L (x − m) / s = (L / s) x − const: the map on raw features, up to a translation
-            L = L / self.feature_scale_
-        self.components_ = L
+        if p.kernel == "linear" and prob.space == "span":
+            # wide data (D > n): the factored metric of the span solve, never D × D
+            self._keep_metric(prob.learned_metric(sol))
+        else:
+            L = prob.factor(sol.info["X"], sol.info.get("complement"))
+            if p.kernel == "linear" and self.feature_scale_ is not None:
+                # x ↦ L (x − m) / s = (L / s) x − const: the map on raw features, up to a translation
+                L = L / self.feature_scale_
+            self.components_ = L
         self._set_solution(sol, p=p)
         return prob
 
     def _embedding(self):
-        """z(x) Lᵀ: z = x (linear) or κ(x, X_train)."""
+        """z(x) Lᵀ: z = x (linear; the factored metric on wide data) or κ(x, X_train)."""
         if self.kernel_ is None:
-            return LinearMap(self.components_)
+            return super()._embedding()
         return KernelMap(self.kernel_, self.X_fit_, self.components_.T)
 
 

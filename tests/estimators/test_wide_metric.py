@@ -14,12 +14,13 @@ import pytest
 from cvxkml.declare import ITML as ITMLProblem
 from cvxkml.declare.regularizers import Frobenius
 from cvxkml.errors import EstimatorFileError
-from cvxkml.estimators import ITML, SpectralMetricLearner, load
+from cvxkml.estimators import ITML, LMNN, SpectralMetricLearner, load
 from cvxkml.learned import FactoredMetric, LearnedMetric
 
 FEW = dict(n_similar=15, n_dissimilar=15, random_state=0)
 METRIC_ESTIMATORS = [ITML(tol=1e-6, **FEW), SpectralMetricLearner(**FEW),
-                     SpectralMetricLearner(Frobenius(), constraints="hinge", tol=1e-6, **FEW)]
+                     SpectralMetricLearner(Frobenius(), constraints="hinge", tol=1e-6, **FEW),
+                     LMNN(k=3)]
 
 
 def _wide(n=30, d=120, seed=0):
@@ -91,7 +92,7 @@ _MEMORY_SCRIPT = textwrap.dedent("""
     import io, resource, tracemalloc
     import numpy as np
     from cvxkml.declare.regularizers import Frobenius
-    from cvxkml.estimators import ITML, SpectralMetricLearner, load
+    from cvxkml.estimators import ITML, LMNN, SpectralMetricLearner, load
     from cvxkml.learned import FactoredMetric
 
     n, d = 60, 20000
@@ -104,7 +105,7 @@ _MEMORY_SCRIPT = textwrap.dedent("""
     used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
     resource.setrlimit(resource.RLIMIT_AS, (used + 2 * 8 * d * d // 3, hard))
     few = dict(n_similar=20, n_dissimilar=20, random_state=0)
-    for est in (ITML(**few), SpectralMetricLearner(Frobenius(), constraints="hinge", **few)):
+    for est in (ITML(**few), SpectralMetricLearner(Frobenius(), constraints="hinge", **few), LMNN(k=3)):
         tracemalloc.start()
         est.fit(X, y)
         est.transform(X)
@@ -126,7 +127,7 @@ _MEMORY_SCRIPT = textwrap.dedent("""
 
 
 def test_no_d_by_d_matrix_on_wide_data_under_a_memory_cap():
-    """d = 20 000, n = 60, ITML (α = 1) and a Frobenius hinge learner (α = 0): fit,
+    """d = 20 000, n = 60, ITML (α = 1), a Frobenius hinge learner (α = 0) and linear LMNN: fit,
     transform, pair_score, get_metric, save and load in a
     subprocess whose address space cannot hold two thirds of one d × d matrix, each with a
     traced peak below 1/8 of one d × d matrix (8 d² bytes)."""
@@ -138,5 +139,5 @@ def test_no_d_by_d_matrix_on_wide_data_under_a_memory_cap():
     lines = out.stdout.split()
     assert lines[-1] == "capped", out.stdout
     peaks = [int(v) for v in lines[1:-1:2]]
-    assert len(peaks) == 2
+    assert len(peaks) == 3
     assert max(peaks) < 8 * d * d / 8, peaks
