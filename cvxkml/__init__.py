@@ -3,12 +3,22 @@
 Every problem has an exact CVXPY model (``solve_reference``) and a fast Numba solver
 (``solve``) that return the same :class:`Solution`.
 """
-from . import _deprecated
+from . import (
+                     _deprecated,
+                     adapters,  # noqa: F401  (registers the built-in fast solvers: cvxkml.declare.registry)
+)
 from ._config import config_context, get_config, set_config
 from .declare import ITML, LogDetKernel
-from . import adapters  # noqa: F401  (registers the built-in fast solvers: cvxkml.declare.registry)
-from .errors import (ConvergenceWarning, CvxkmlError, EstimatorFileError, InfeasibleError, InvalidInputError,
-                     NotPSDError, SolverError, UnboundedError)
+from .errors import (
+                     ConvergenceWarning,
+                     CvxkmlError,
+                     EstimatorFileError,
+                     InfeasibleError,
+                     InvalidInputError,
+                     NotPSDError,
+                     SolverError,
+                     UnboundedError,
+)
 from .kernels import Kernel
 from .sideinfo import LinearConstraints, PairConstraints, RelativeConstraints
 from .solution import Solution

@@ -17,8 +17,8 @@ import numpy as np
 
 from ._config import blas_limit
 from ._validation import as_float_array, check_data, check_symmetric
-from .formulas.divergences import range_basis
 from .errors import InvalidInputError
+from .formulas.divergences import range_basis
 
 __all__ = ["kernel_S", "LearnedKernel", "LearnedMetric", "FactoredMetric", "components_from_metric"]
 

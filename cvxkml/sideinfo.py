@@ -13,8 +13,17 @@ from typing import Callable
 import cvxpy as cp
 import numpy as np
 
-from ._validation import (as_float_array, as_generator, check_choice, check_index_array, check_int,
-                          check_labels, check_magnitude, check_number, check_symmetric)
+from ._validation import (
+    as_float_array,
+    as_generator,
+    check_choice,
+    check_index_array,
+    check_int,
+    check_labels,
+    check_magnitude,
+    check_number,
+    check_symmetric,
+)
 from .errors import InvalidInputError
 
 __all__ = [

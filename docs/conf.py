@@ -18,6 +18,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # the gallery runs each script from examples/, where cvxkml's "../shared/data" fallback would
 # not find the data folder next to the repository: name it once, here
 import _sgconf  # noqa: E402
+
 if "CVXKML_DATA" not in os.environ and _sgconf.data_folder() is not None:
     os.environ["CVXKML_DATA"] = str(_sgconf.data_folder())
 
@@ -103,8 +104,8 @@ html_show_sourcelink = False
 
 # --- build-time hooks ------------------------------------------------------------------
 import _apigen  # noqa: E402
-import _sheets  # noqa: E402
 import _plaintext  # noqa: E402
+import _sheets  # noqa: E402
 
 _apigen.write(HERE / "api")
 _sheets.write(ROOT / "reference", HERE / "_sheets")

@@ -23,8 +23,14 @@ import numpy as np
 
 from cvxkml.declare import ITML, LogDetKernel, Regularizer, SpectralKernel, SpectralMetric, VonNeumann
 from cvxkml.kernels import gaussian_kernel
-from cvxkml.sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
-                             baseline_kernel, baseline_metric)
+from cvxkml.sideinfo import (
+    Hinge,
+    LinearConstraints,
+    PairConstraints,
+    RelativeConstraints,
+    baseline_kernel,
+    baseline_metric,
+)
 from cvxkml.testing import check_regularizer, cross_check, triplets, variant_instance
 
 
@@ -114,7 +120,7 @@ def variant_d(seed=0):
 
 # ------------------------------------------------------------------ (v) validate your solver
 def validate_my_solver(n_draws=10):
-    from cvxkml.declare.dual import solve_dual         # stands in for "your" solver
+    from cvxkml.declare.dual import solve_dual  # stands in for "your" solver
     return cross_check(lambda s: variant_instance(s, n=10, m=8, regularizer=VonNeumann(),
                                                   hard_pairs=False),
                        n_draws=n_draws, rtol=1e-6, solver=solve_dual)

@@ -8,7 +8,6 @@ scikit-learn transformers: each learns from pairs drawn from the labels, and its
 Scored by 5-NN on held-out Wine samples, against the Euclidean distance.
 """
 import matplotlib.pyplot as plt
-import numpy as np
 from sklearn.datasets import load_wine
 from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split

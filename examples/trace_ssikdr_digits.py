@@ -72,7 +72,7 @@ for name, (A, B) in panels.items():
     print(f"  {name:40s} 5-NN {s['knn']:.3f}  5-NN (CV among test) {s['knn_cv']:.3f}  "
           f"silhouette {s['silhouette']:+.3f}")
 
-import matplotlib.pyplot as plt                          # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
 
 fig, axes = plt.subplots(1, 3, figsize=(18, 6))
 cmap = plt.get_cmap("tab10")

@@ -15,11 +15,11 @@ Run it yourself::
 """
 import numpy as np
 
+from cvxkml.baselines.separability import separability
 from cvxkml.declare.yeung import SpectralReweighting
 from cvxkml.estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
-from cvxkml.kernels import Kernel
 from cvxkml.experiments.reproduce_yeung import make_xor, median_distance
-from cvxkml.baselines.separability import separability
+from cvxkml.kernels import Kernel
 
 X, y = make_xor(4000, random_state=0)
 X_new, y_new = make_xor(500, random_state=1)

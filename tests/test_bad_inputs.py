@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import collections
 import inspect
-import re
 import numbers
+import re
 import warnings
 
 import numpy as np
@@ -26,16 +26,42 @@ from budget import examples
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from cvxkml.declare import (IPLR, ITML, KCR, SDPLogDetKernel, SDPLogDetMetric, Frobenius,
-                            LinearLogDet, LMNNProblem, LogDet, LogDetKernel, LowRankLogDet,
-                            POLAKernel, POLAMetric, SpectralKernel, SpectralMetric, TraceNorm,
-                            TraceSSIKDR, VonNeumann, VonNeumannKernel, pola_constraints)
+from cvxkml.declare import (
+    IPLR,
+    ITML,
+    KCR,
+    Frobenius,
+    LinearLogDet,
+    LMNNProblem,
+    LogDet,
+    LogDetKernel,
+    LowRankLogDet,
+    POLAKernel,
+    POLAMetric,
+    SDPLogDetKernel,
+    SDPLogDetMetric,
+    SpectralKernel,
+    SpectralMetric,
+    TraceNorm,
+    TraceSSIKDR,
+    VonNeumann,
+    VonNeumannKernel,
+    pola_constraints,
+)
 from cvxkml.declare.yeung import EmbeddingWeightProblem, SpectralReweighting
 from cvxkml.errors import CvxkmlError, InvalidInputError
 from cvxkml.kernels import Kernel
-from cvxkml.sideinfo import (LinearConstraints, PairConstraints, RelativeConstraints,
-                             SimilarityConstraints, baseline_kernel, baseline_metric,
-                             pairs_from_labels, percentile_bounds, random_pairs_from_labels)
+from cvxkml.sideinfo import (
+    LinearConstraints,
+    PairConstraints,
+    RelativeConstraints,
+    SimilarityConstraints,
+    baseline_kernel,
+    baseline_metric,
+    pairs_from_labels,
+    percentile_bounds,
+    random_pairs_from_labels,
+)
 from cvxkml.solution import Solution
 
 FED: collections.Counter = collections.Counter()    # entry point -> bad inputs fed
@@ -1059,9 +1085,9 @@ def test_sdp_extreme_scale_is_a_typed_error():
 
 # ----------------------------------------------------------------------------- estimators
 def _estimators():
+    from cvxkml.estimators.kcr import KCRClassifier
     from cvxkml.estimators.logdet import ITML as ITMLEstimator
     from cvxkml.estimators.logdet import KernelITML, LowRankKernelITML
-    from cvxkml.estimators.kcr import KCRClassifier
     from cvxkml.estimators.mkl import LMNN, LMNNMKL
     from cvxkml.estimators.pola import KernelPOLA
     from cvxkml.estimators.spectral import VonNeumannKernelLearner

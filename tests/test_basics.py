@@ -4,11 +4,21 @@ import pytest
 from scipy.linalg import logm
 
 from cvxkml import kernels as K
-from cvxkml.formulas.divergences import (frobenius_divergence, logdet_divergence, logdet_divergence_diag,
-                                von_neumann_divergence)
 from cvxkml.errors import InvalidInputError
-from cvxkml.sideinfo import (PairConstraints, baseline_kernel, baseline_metric, pairs_from_labels,
-                             percentile_bounds, random_pairs_from_labels)
+from cvxkml.formulas.divergences import (
+    frobenius_divergence,
+    logdet_divergence,
+    logdet_divergence_diag,
+    von_neumann_divergence,
+)
+from cvxkml.sideinfo import (
+    PairConstraints,
+    baseline_kernel,
+    baseline_metric,
+    pairs_from_labels,
+    percentile_bounds,
+    random_pairs_from_labels,
+)
 
 
 def test_pairs_from_labels_jain_scheme():

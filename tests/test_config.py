@@ -5,7 +5,9 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from budget import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics.pairwise import linear_kernel as sk_linear_kernel
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -15,7 +17,6 @@ from cvxkml._config import blas_limit, psd_tolerance
 from cvxkml._validation import check_kernel_matrix, check_symmetric
 from cvxkml.errors import ConvergenceWarning, NotPSDError
 from cvxkml.testing import kernel_instance
-from budget import examples
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -227,6 +228,7 @@ def _quiet(f):
 def _paths():
     """name -> (owner, attribute called inside the limited region, library call)."""
     import scipy.linalg  # noqa: F401
+
     import cvxkml.factor as factor
     import cvxkml.kernels as kernels
     import cvxkml.learned as learned

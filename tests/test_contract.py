@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
-
 from budget import examples
+
 import cvxkml.declare as declare
 from cvxkml.declare.problem import Problem
 from cvxkml.errors import InfeasibleError

@@ -15,8 +15,7 @@ from cvxkml.declare.lowrank import LowRankLogDet
 from cvxkml.declare.vonneumann import VonNeumannKernel
 from cvxkml.errors import InfeasibleError
 from cvxkml.sideinfo import PairConstraints
-from cvxkml.solvers.bregman import (FARKAS_EIG_TOL, FARKAS_LIN_TOL, NOT_CONVERGED, OK,
-                                    bregman_kernel, bregman_metric)
+from cvxkml.solvers.bregman import FARKAS_EIG_TOL, FARKAS_LIN_TOL, NOT_CONVERGED, OK, bregman_kernel, bregman_metric
 from cvxkml.solvers.lowrank import PAIR, lowrank_logdet
 from cvxkml.solvers.vonneumann import vonneumann_pairs
 

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 import cvxkml
-from cvxkml.errors import (ConvergenceWarning, InfeasibleError, InvalidInputError, NotPSDError)
-from cvxkml.sideinfo import (LinearConstraints, PairConstraints, RelativeConstraints,
-                             baseline_metric)
+from cvxkml.errors import ConvergenceWarning, InfeasibleError, InvalidInputError, NotPSDError
+from cvxkml.sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, baseline_metric
 
 
 @pytest.fixture

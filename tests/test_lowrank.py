@@ -5,20 +5,27 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
 import cvxkml
 from cvxkml.declare import LowRankLogDet
 from cvxkml.errors import ConvergenceWarning, InfeasibleError, InvalidInputError
 from cvxkml.factor import factorize, incomplete_cholesky
 from cvxkml.kernels import gaussian_kernel
-from cvxkml.sideinfo import (PairConstraints, RelativeConstraints, SimilarityConstraints,
-                             baseline_metric)
-from cvxkml.solvers.lowrank import (PAIR, RANK2, _chol_factor_solve, _rank2_theta, _rt_times,
-                                    cholupdatemult, cholupdatemult_t, lowrank_logdet)
-from cvxkml.testing import (assert_matches_reference, factor_instance, reference_or_discard,
-                            solve_fast_honestly)
-from budget import examples
+from cvxkml.sideinfo import PairConstraints, RelativeConstraints, SimilarityConstraints, baseline_metric
+from cvxkml.solvers.lowrank import (
+    PAIR,
+    RANK2,
+    _chol_factor_solve,
+    _rank2_theta,
+    _rt_times,
+    cholupdatemult,
+    cholupdatemult_t,
+    lowrank_logdet,
+)
+from cvxkml.testing import assert_matches_reference, factor_instance, reference_or_discard, solve_fast_honestly
 
 GAP = VIOL = 1e-6
 FAST = dict(tol=1e-12, max_iter=20_000)

@@ -29,23 +29,35 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from budget import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cvxkml.declare.lmnn import LMNNProblem
-from cvxkml.declare.mkl import (CallablePObjective, LinearPObjective, LMNNMuMajorizer, LMNNWeightObjective,
-                                MuWeightStep, RankOneWeightStep, WeightStepSolution, _set_bound,
-                                alternate, combine_kernels, joint_objective, lmnn_mu_step, mu_from_P,
-                                pair_kernel_quadratics)
+from cvxkml.declare.mkl import (
+    CallablePObjective,
+    LinearPObjective,
+    LMNNMuMajorizer,
+    LMNNWeightObjective,
+    MuWeightStep,
+    RankOneWeightStep,
+    WeightStepSolution,
+    _set_bound,
+    alternate,
+    combine_kernels,
+    joint_objective,
+    lmnn_mu_step,
+    mu_from_P,
+    pair_kernel_quadratics,
+)
 from cvxkml.declare.problem import CALLBACK_STOP, Problem
 from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError
-from cvxkml.solution import Solution
-from cvxkml.testing import (assert_matches_reference, reference_or_discard, solve_fast_honestly,
-                            trusted_reference)
-from cvxkml.solvers.mkl import HingeTerms, lagrange_bound, smat, svec, weight_step_ipm, _skron
-from cvxkml.kernels import Kernel, kernel_sq_distances
 from cvxkml.formulas.lmnn import LMNNTriplets, pair_quadratic
+from cvxkml.kernels import Kernel, kernel_sq_distances
 from cvxkml.mkl_kernels import KernelSet, nr_kernels, paper_kernels, source_kernels
-from budget import examples
+from cvxkml.solution import Solution
+from cvxkml.solvers.mkl import HingeTerms, _skron, lagrange_bound, smat, svec, weight_step_ipm
+from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly, trusted_reference
 
 EXAMPLES = examples(12)
 

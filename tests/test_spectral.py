@@ -3,20 +3,19 @@
 
 import numpy as np
 import pytest
-from hypothesis import example, assume, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
-from cvxkml.declare import (Frobenius, LogDet, SpectralKernel, SpectralMetric, TraceNorm,
-                            VonNeumann)
+from cvxkml.declare import Frobenius, LogDet, SpectralKernel, SpectralMetric, TraceNorm, VonNeumann
 from cvxkml.declare.dual import solve_dual
 from cvxkml.declare.regularizers import Regularizer
 from cvxkml.errors import CvxkmlError, InvalidInputError
-from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
 from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel
 from cvxkml.sideinfo import PairConstraints, baseline_metric
 from cvxkml.solvers.vonneumann import rank_one_eig_update, vonneumann_pairs
-from cvxkml.testing import metric_instance
-from budget import examples
+from cvxkml.testing import assert_matches_reference, metric_instance, reference_or_discard, solve_fast_honestly
 
 REGS = [LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)]
 FAST = dict(tol=1e-13, max_iter=50_000)

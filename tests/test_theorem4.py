@@ -22,19 +22,20 @@ the coordinates R of the points), i.e. eq. 18 with α = 1 — which is what is c
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
-from cvxkml.declare import (Frobenius, LogDet, LogDetKernel, SpectralKernel, SpectralMetric,
-                            TraceNorm, VonNeumann)
+from cvxkml.declare import Frobenius, LogDet, LogDetKernel, SpectralKernel, SpectralMetric, TraceNorm, VonNeumann
 from cvxkml.declare.regularizers import Regularizer
 from cvxkml.declare.sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric, UnboundedError
 from cvxkml.errors import InfeasibleError, InvalidInputError
 from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel, kernel_S
 from cvxkml.sideinfo import LinearConstraints, PairConstraints
-from cvxkml.testing import forest_pairs as _forest_pairs, random_pairs as _random_pairs
+from cvxkml.testing import forest_pairs as _forest_pairs
+from cvxkml.testing import random_pairs as _random_pairs
 from cvxkml.testing import solve_fast_honestly
-from budget import examples
 
 EXAMPLES = examples(20)
 TOL = 1e-6

@@ -24,12 +24,11 @@ from ..declare.regularizers import Frobenius, LogDet, TraceNorm, VonNeumann
 from ..declare.sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric
 from ..declare.terms import constraint_terms
 from ..errors import InfeasibleError, InvalidInputError, SolverError, UnboundedError
-from ..sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
-                        SimilarityConstraints)
+from ..sideinfo import Hinge, LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
+from ..solvers import lowrank as _lowrank
 from ..solvers.bregman import bregman_kernel, bregman_metric
 from ..solvers.dual_newton import REQUIRED_METHODS, dual_newton
-from ..solvers import lowrank as _lowrank
 from ..solvers.lowrank import PAIR, RANK2
 from ..solvers.pola import pola_dual
 from ..solvers.sdp_logdet import UNBOUNDED, barrier_bregman

@@ -14,12 +14,18 @@ from .kcr import KCR
 from .lmnn import LMNNProblem
 from .logdet import ITML, LogDetKernel, LogDetProblem
 from .lowrank import LowRankLogDet
-from .mkl import (CallablePObjective, LinearPObjective, LMNNWeightObjective, MuWeightStep,
-                  RankOneWeightStep, WeightStepSolution, alternate)
+from .mkl import (
+                  CallablePObjective,
+                  LinearPObjective,
+                  LMNNWeightObjective,
+                  MuWeightStep,
+                  RankOneWeightStep,
+                  WeightStepSolution,
+                  alternate,
+)
 from .pola import POLAKernel, POLAMetric, pola_constraints
 from .problem import Problem
-from .regularizers import (Frobenius, LogDet, Regularizer, TraceNorm, VonNeumann,
-                           register_fast_solver)
+from .regularizers import Frobenius, LogDet, Regularizer, TraceNorm, VonNeumann, register_fast_solver
 from .sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric, barrier_path
 from .spaces import FactoredSpace, KernelSpace, MetricSpace, Space, SpanSpace
 from .spectral import FactoredSpectralKernel, SpectralKernel, SpectralMetric

@@ -16,12 +16,19 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import check_constraints, check_conic_options, check_positive
+from .._validation import check_conic_options, check_constraints, check_positive
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
 from ..formulas.penalties import dual_penalty, hard_violation, penalty
-from ..sideinfo import (Hinge, LinearConstraints, LinearEqualities, PairConstraints,
-                        RelativeConstraints, SimilarityConstraints, Squared)
-from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, FastResult, Status, Solution
+from ..sideinfo import (
+    Hinge,
+    LinearConstraints,
+    LinearEqualities,
+    PairConstraints,
+    RelativeConstraints,
+    SimilarityConstraints,
+    Squared,
+)
+from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, FastResult, Solution, Status
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem
 from .registry import missing_methods
@@ -517,8 +524,8 @@ class SpectralProblem(Problem):
         -------
         cvxkml.learned.LearnedKernel
         """
-        from ..learned import LearnedKernel
         from .._validation import check_data
+        from ..learned import LearnedKernel
         if not self.kernel_space:
             raise InvalidInputError(
                 f"{type(self).__name__} learns a Mahalanobis matrix W, not a kernel on the training "

@@ -22,8 +22,17 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import (as_generator, check_choice, check_constraints, check_data,
-                           check_int, check_kernel_matrix, check_labels, check_positive, input_rank_rtol)
+from .._validation import (
+    as_generator,
+    check_choice,
+    check_constraints,
+    check_data,
+    check_int,
+    check_kernel_matrix,
+    check_labels,
+    check_positive,
+    input_rank_rtol,
+)
 from ..errors import InfeasibleError, InvalidInputError
 from ..learned import LearnedKernel
 from ..sideinfo import PairConstraints

@@ -47,13 +47,33 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
-from .._validation import (as_float_array, check_choice, check_conic_options, check_int,
-                           check_kernel_matrix, check_labels, check_number, check_positive)
+from .._validation import (
+    as_float_array,
+    check_choice,
+    check_conic_options,
+    check_int,
+    check_kernel_matrix,
+    check_labels,
+    check_number,
+    check_positive,
+)
 from ..errors import InvalidInputError, SolverError
+from ..formulas.lmnn import (
+    STALL_ITER,
+    STALLED,
+    LMNNTriplets,
+    check_targets,
+    count_triplets,
+    full_triplet_index,
+    lmnn_dual_value,
+    lmnn_objective,
+    lmnn_slack,
+    orthonormal_factor,
+    pair_quadratic,
+    psd_pair_distances,
+    target_neighbors,
+)
 from ..kernels import kernel_sq_distances
-from ..formulas.lmnn import (STALL_ITER, STALLED, LMNNTriplets, check_targets, count_triplets,
-                             full_triplet_index, lmnn_dual_value, lmnn_objective, lmnn_slack,
-                             orthonormal_factor, pair_quadratic, psd_pair_distances, target_neighbors)
 from ..solution import Solution
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem

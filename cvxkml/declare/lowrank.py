@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import (as_float_array, as_generator, check_choice, check_index_array, check_int,
-                           input_rank_rtol)
+from .._validation import as_float_array, as_generator, check_choice, check_index_array, check_int, input_rank_rtol
 from ..errors import InvalidInputError
 from ..factor import factorize
 from .base import SpectralProblem

@@ -53,18 +53,24 @@ from dataclasses import dataclass, field
 import cvxpy as cp
 import numpy as np
 
-from .._validation import (as_float_array, check_choice, check_conic_options, check_int, check_labels,
-                           check_number, check_positive)
+from .._validation import (
+    as_float_array,
+    check_choice,
+    check_conic_options,
+    check_int,
+    check_labels,
+    check_number,
+    check_positive,
+)
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
-from ..kernels import kernel_sq_distances
 from ..formulas.lmnn import LMNNTriplets, lmnn_objective
-from ..solution import Solution
 from ..formulas.mkl import HingeTerms, lagrange_bound, smat
-from ..solution import NONFINITE
-from .registry import kernel
+from ..kernels import kernel_sq_distances
+from ..solution import NONFINITE, Solution
 from ._conic import solve_conic, solve_conic_bound
 from .lmnn import LMNNProblem, _check_gamma, check_kernel_list
 from .problem import CALLBACK_STOP, Problem
+from .registry import kernel
 
 __all__ = [
     "pair_kernel_quadratics", "LinearPObjective", "LMNNWeightObjective", "CallablePObjective",

@@ -15,8 +15,8 @@ This differs from Jain et al.'s eq. (22), f_vN(K0^-½ K K0^-½), which is
 from __future__ import annotations
 
 from .base import SpectralProblem
-from .spaces import EigenbasisKernelSpace
 from .regularizers import VonNeumann
+from .spaces import EigenbasisKernelSpace
 
 __all__ = ["VonNeumannKernel"]
 

@@ -29,17 +29,33 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import (as_float_array, check_conic_options, check_index_array, check_kernel_matrix,
-                           check_magnitude, check_number)
+from .._validation import (
+    as_float_array,
+    check_conic_options,
+    check_index_array,
+    check_kernel_matrix,
+    check_magnitude,
+    check_number,
+)
 from ..errors import InvalidInputError
+from ..formulas.yeung import (
+    DEFAULT_EPSILON,
+    beta_closed_form,
+    check_epsilon,
+    criterion,
+    equality_multiplier,
+    lle_weights,
+    local_gram,
+    positive_spectrum,
+    regularize,
+    similarity_diag,
+)
 from ..kernels import center_kernel, centering_roundoff
 from ..sideinfo import PairConstraints
 from ..solution import Solution
 from ._conic import solve_conic
 from .extend import check_fast_solver_applies
 from .problem import CALLBACK_STOP, Problem
-from ..formulas.yeung import (DEFAULT_EPSILON, beta_closed_form, check_epsilon, criterion,
-                          equality_multiplier, lle_weights, local_gram, positive_spectrum, regularize, similarity_diag)
 
 __all__ = ["SpectralReweighting", "EmbeddingWeightProblem", "similarity_pairs"]
 

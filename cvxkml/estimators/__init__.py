@@ -33,13 +33,12 @@ stop), ``max_iter`` (the iteration limit; ``max_sweeps`` is its deprecated forme
 Persistence without pickle: ``est.save(path)`` / ``Class.load(path)`` or :func:`save` /
 :func:`load` (an ``.npz`` file, :mod:`cvxkml.estimators._persist`).
 """
-from ._persist import (EstimatorClassError, EstimatorFileError, FormatVersionError, load, save)
+from ._persist import EstimatorClassError, EstimatorFileError, FormatVersionError, load, save
 from .kcr import KCRClassifier
 from .logdet import ITML, KernelITML, LowRankKernelITML
 from .mkl import LMNN, LMNNMKL
 from .pola import KernelPOLA
-from .spectral import (SpectralKernelLearner, SpectralMetricLearner, VonNeumannKernelLearner,
-                       register_regularizer)
+from .spectral import SpectralKernelLearner, SpectralMetricLearner, VonNeumannKernelLearner, register_regularizer
 from .trace import TraceSSIKDR
 from .yeung import SemiSupervisedKernelMetric, random_similar_pairs
 

@@ -31,7 +31,7 @@ from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
-from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin)
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._progress import LOGGER
@@ -41,12 +41,22 @@ from .._validation import estimator_data, estimator_fit_data, estimator_pairs
 from ..errors import InvalidInputError
 from ..kernels import Kernel
 from ..learned import LearnedKernel, kernel_S
-from ._docs import fill_doc
-from ._maps import (EmbeddingDistance, EmbeddingKernel, KernelMap, LinearMap, MetricDistance, MetricMap,
-                    StandardizedKernel, median_heuristic_gamma, point_distance, standardization,
-                    training_kernel)
-from ._params import KERNEL_PARAMS
 from ..solvers._vocabulary import iteration_limit
+from ._docs import fill_doc
+from ._maps import (
+    EmbeddingDistance,
+    EmbeddingKernel,
+    KernelMap,
+    LinearMap,
+    MetricDistance,
+    MetricMap,
+    StandardizedKernel,
+    median_heuristic_gamma,
+    point_distance,
+    standardization,
+    training_kernel,
+)
+from ._params import KERNEL_PARAMS
 from ._persist import REGISTRY, load, save
 
 __all__ = ["CvxkmlEstimator", "ComponentsMixin", "MetricMixin", "LearnedKernelMixin", "KernelExtensionMixin"]

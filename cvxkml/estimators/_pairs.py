@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._progress import verbose_logging as _verbose_logging
-from .._validation import (as_float_array, as_generator, check_index_array, estimator_fit_data)
+from .._validation import as_float_array, as_generator, check_index_array, estimator_fit_data
 from ..errors import InvalidInputError
 from ..sideinfo import PairConstraints, baseline_kernel, percentile_bounds
 from ._docs import fill_doc

@@ -20,8 +20,16 @@ from ..errors import InvalidInputError
 from ..formulas.kcr import class_counts, rule_predict
 from ._base import CvxkmlEstimator
 from ._maps import KernelMap, median_heuristic_gamma
-from ._params import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, KERNEL_PARAMS, POSITIVE,
-                      STANDARDIZE_CONSTRAINTS, Integer, Options, Real)
+from ._params import (
+    CONTROL_CONSTRAINTS,
+    KERNEL_CONSTRAINTS,
+    KERNEL_PARAMS,
+    POSITIVE,
+    STANDARDIZE_CONSTRAINTS,
+    Integer,
+    Options,
+    Real,
+)
 
 __all__ = ["KCRClassifier"]
 

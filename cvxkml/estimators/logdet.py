@@ -20,8 +20,17 @@ from ..sideinfo import baseline_metric
 from ._base import CvxkmlEstimator, KernelExtensionMixin, MetricMixin
 from ._maps import FactorCross, KernelMap
 from ._pairs import PairLearnerMixin, chunked_baseline
-from ._params import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE, POSITIVE,
-                      SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Integer, Options)
+from ._params import (
+    BREGMAN_CONSTRAINTS,
+    CONTROL_CONSTRAINTS,
+    KERNEL_CONSTRAINTS,
+    NON_NEGATIVE,
+    POSITIVE,
+    SLACK_CONSTRAINTS,
+    STANDARDIZE_CONSTRAINTS,
+    Integer,
+    Options,
+)
 
 __all__ = ["ITML", "KernelITML", "LowRankKernelITML"]
 

@@ -25,12 +25,11 @@ from ..declare.mkl import W_GRID, alternate, combine_kernels
 from ..errors import InvalidInputError
 from ..formulas.lmnn import LMNNTriplets
 from ..kernels import Kernel
-from ..mkl_kernels import (KernelSet, SourceKernel, mean_pairwise_distance, nr_kernels, paper_kernels)
+from ..mkl_kernels import KernelSet, SourceKernel, mean_pairwise_distance, nr_kernels, paper_kernels
 from ._base import ComponentsMixin, CvxkmlEstimator, MetricMixin
 from ._docs import fill_doc
-from ._maps import KernelMap, LinearMap, training_kernel
-from ._params import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, STANDARDIZE_CONSTRAINTS, Integer,
-                      Options, Real)
+from ._maps import KernelMap, training_kernel
+from ._params import CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, STANDARDIZE_CONSTRAINTS, Integer, Options, Real
 
 __all__ = ["LMNN", "LMNNMKL"]
 

@@ -18,8 +18,16 @@ from __future__ import annotations
 from ..declare.pola import POLAKernel, pola_constraints
 from ._base import CvxkmlEstimator, KernelExtensionMixin
 from ._pairs import PairLearnerMixin
-from ._params import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, NON_NEGATIVE, PAIR_CONSTRAINTS, POSITIVE,
-                      STANDARDIZE_CONSTRAINTS, Integer, Real)
+from ._params import (
+    CONTROL_CONSTRAINTS,
+    KERNEL_CONSTRAINTS,
+    NON_NEGATIVE,
+    PAIR_CONSTRAINTS,
+    POSITIVE,
+    STANDARDIZE_CONSTRAINTS,
+    Integer,
+    Real,
+)
 
 __all__ = ["KernelPOLA"]
 

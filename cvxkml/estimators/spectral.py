@@ -44,8 +44,18 @@ from ._base import CvxkmlEstimator, KernelExtensionMixin, MetricMixin
 from ._docs import fill_doc
 from ._maps import EmbeddingDistance, EmbeddingKernel, FactorCross, KernelMap
 from ._pairs import PairLearnerMixin, chunked_baseline
-from ._params import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, PAIR_CONSTRAINTS,
-                      POSITIVE, SLACK_CONSTRAINTS, STANDARDIZE_CONSTRAINTS, Integer, Options, Real)
+from ._params import (
+    BREGMAN_CONSTRAINTS,
+    CONTROL_CONSTRAINTS,
+    KERNEL_CONSTRAINTS,
+    PAIR_CONSTRAINTS,
+    POSITIVE,
+    SLACK_CONSTRAINTS,
+    STANDARDIZE_CONSTRAINTS,
+    Integer,
+    Options,
+    Real,
+)
 from ._persist import register_regularizer
 
 __all__ = ["VonNeumannKernelLearner", "SpectralKernelLearner", "SpectralMetricLearner", "register_regularizer"]

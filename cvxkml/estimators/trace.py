@@ -30,8 +30,14 @@ from ..declare.trace import TraceSSIKDR as _TraceProblem
 from ._base import CvxkmlEstimator
 from ._maps import KernelMap
 from ._pairs import PairLearnerMixin
-from ._params import (BREGMAN_CONSTRAINTS, CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE,
-                      STANDARDIZE_CONSTRAINTS, Integer)
+from ._params import (
+    BREGMAN_CONSTRAINTS,
+    CONTROL_CONSTRAINTS,
+    KERNEL_CONSTRAINTS,
+    POSITIVE,
+    STANDARDIZE_CONSTRAINTS,
+    Integer,
+)
 
 __all__ = ["TraceSSIKDR"]
 

@@ -22,8 +22,16 @@ from ..sideinfo import MAX_SAMPLED_PAIRS
 from ..solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
 from ._base import CvxkmlEstimator, LearnedKernelMixin
 from ._pairs import PairLearnerMixin, given_pairs
-from ._params import (CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, KERNEL_PARAMS, PAIR_CONSTRAINTS, POSITIVE,
-                      STANDARDIZE_CONSTRAINTS, Integer, Options)
+from ._params import (
+    CONTROL_CONSTRAINTS,
+    KERNEL_CONSTRAINTS,
+    KERNEL_PARAMS,
+    PAIR_CONSTRAINTS,
+    POSITIVE,
+    STANDARDIZE_CONSTRAINTS,
+    Integer,
+    Options,
+)
 
 __all__ = ["SemiSupervisedKernelMetric", "random_similar_pairs"]
 

@@ -15,9 +15,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..datasets import CSV_DATASETS
-from . import (bench_commands as bc, bench_estimators as be, reproduce_all as ra,
-               reproduce_logdet as rlogdet, reproduce_lowrank as rl, reproduce_spectral as rs, reproduce_trace as rt,
-               reproduce_yeung as ry)
+from . import bench_commands as bc
+from . import bench_estimators as be
+from . import reproduce_all as ra
+from . import reproduce_logdet as rlogdet
+from . import reproduce_lowrank as rl
+from . import reproduce_spectral as rs
+from . import reproduce_trace as rt
+from . import reproduce_yeung as ry
 from ._commands import add_command, type_options
 from ._parallel import add_parallel_options
 

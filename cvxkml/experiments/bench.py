@@ -17,7 +17,10 @@ from ..datasets import load_wine_standardized
 from ..solvers.bregman import BENCH_KERNELS as BREGMAN_KERNELS
 from ..solvers.lowrank import cholupdatemult, cholupdatemult_t
 from ..testing import make_random_instance
-from ._runner import best_of as _best_of, default as _default, quiet, timed as _timed
+from ._runner import best_of as _best_of
+from ._runner import default as _default
+from ._runner import quiet
+from ._runner import timed as _timed
 
 __all__ = [
     "numpy_sweeps_metric", "numpy_sweeps_kernel", "warm_up", "projection_rows", "tolerance_rows",

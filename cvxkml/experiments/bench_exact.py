@@ -98,8 +98,8 @@ def _mkl_objective(m, seed=0, n_points=30, k=2):
     different bandwidths over random feature subsets of 30 labelled 5-D points, a random
     PSD metric A, k = 2 target neighbours."""
     from ..declare.mkl import LMNNWeightObjective
-    from ..kernels import gaussian_kernel, kernel_sq_distances
     from ..formulas.lmnn import LMNNTriplets
+    from ..kernels import gaussian_kernel, kernel_sq_distances
     rng = np.random.default_rng(seed)
     X, y = _labelled(n_points, d=5, seed=seed, shift=0.6)
     Ks = []

@@ -413,7 +413,7 @@ def _mkl_records(sections: dict, res: dict, command: str, source: str, label: st
 def _mkl_run(mode, data_dir, n_jobs, seed):
     from dataclasses import replace
 
-    from .reproduce_mkl import Protocol, TABLE1_DATASETS, quick_protocol, reproduce
+    from .reproduce_mkl import TABLE1_DATASETS, Protocol, quick_protocol, reproduce
     if mode == "quick":
         return reproduce(replace(quick_protocol(), seed=seed), TABLE1_DATASETS, max_folds=1, n_splits=1,
                          data_dir=data_dir, n_jobs=n_jobs)

@@ -461,7 +461,6 @@ def reproduce_lowrank(quick: bool = False, seed: int = 0, data_dir=None, n_jobs:
     :func:`uci_rows`), with ``settings`` and ``elapsed_s``; one BLAS thread.  ``quick``: small
     grids (a smoke run, not a reproduction)."""
     from .._config import blas_limit
-
     from .bench import warm_up_lowrank
 
     parts = _check_parts(parts, scale)

@@ -62,7 +62,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import chi2
 
-from ..datasets import check_available, load_dataset as _load_named, load_npz
+from ..datasets import check_available, load_npz
+from ..datasets import load_dataset as _load_named
 from ..errors import ConvergenceWarning, InvalidInputError
 from ..estimators.mkl import LMNN, LMNNMKL
 from ..mkl_kernels import KernelSet, paper_kernels, source_kernels

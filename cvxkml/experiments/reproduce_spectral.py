@@ -189,7 +189,6 @@ def reproduce_spectral(quick: bool = False, seed: int = 0, data_dir=None, n_repe
     """:func:`dataset_rows` of every data set, one BLAS thread; {"settings", "rows", "elapsed_s"}.
     ``quick``: one repeat, γ fixed to 1 (a smoke run, not a reproduction)."""
     from .._config import blas_limit
-
     from .bench import warm_up_vonneumann
 
     check_available(datasets, data_dir)

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..baselines.rca import RCA
+from ..baselines.separability import separability
 from ..errors import InvalidInputError
 from ..estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
 from ..kernels import Kernel
 from ..sideinfo import sample_index_pairs
-from ..baselines.rca import RCA
-from ..baselines.separability import separability
 from ._commands import CommandError
 from ._parallel import describe, parallel_from_args, run_tasks
 from ._report import finish, format_table, pm, pyplot, write_json

@@ -43,9 +43,9 @@ import numpy as np
 from .._config import WorkBudget, blas_limit
 from ._bregman_core import check_time_limit, dual_change, project, rank_one_update, sweep_end
 from ._vocabulary import iteration_limit
+
 # status codes of the jitted loops: cvxkml.solvers.result.Status
 from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
-
 
 #: kernel code of a chunk that ran out of budget (internal, never in a FastResult)
 RUNNING = -1

@@ -71,12 +71,19 @@ from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
-
 from scipy.optimize import lsq_linear
 
 from .._config import WorkBudget, blas_limit
-from ..formulas.lmnn import (STALL_ITER, STALLED, LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective,
-                          pair_weights, psd_factor)
+from ..formulas.lmnn import (
+    STALL_ITER,
+    STALLED,
+    LMNNTriplets,
+    laplacian_quadratic,
+    lmnn_dual_value,
+    lmnn_objective,
+    pair_weights,
+    psd_factor,
+)
 
 __all__ = ["LMNNResult", "STALL_ITER", "impostor_scan", "lmnn_active_set", "lmnn_pdhg", "pair_distances"]
 

@@ -60,7 +60,7 @@ import scipy.sparse as sp
 
 from .._config import blas_limit
 from ..formulas.mkl import HingeTerms, _skron, _svec_index, lagrange_bound, smat, svec
-from .result import NOT_CONVERGED, NONFINITE, OK, FastResult
+from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
 __all__ = ["HingeTerms", "weight_step_ipm", "svec", "smat", "lagrange_bound", "dnn_hinge_ipm"]
 

@@ -42,9 +42,9 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import ArpackError, eigsh
 
 from .._config import blas_limit
-from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 from ._newton import cg
 from ._terms import RankOneTerms
+from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
 __all__ = ["pola_dual", "psd_part"]
 

@@ -57,6 +57,7 @@ import numpy as np
 from .._config import WorkBudget, blas_limit
 from ._bregman_core import dual_change, rank_one_update, sweep_end
 from ._vocabulary import iteration_limit
+
 # UNBOUNDED: no dual-feasible start found (unbounded below)
 from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, UNBOUNDED, FastResult
 

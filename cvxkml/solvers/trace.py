@@ -36,8 +36,8 @@ import numpy as np
 from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
 from .._config import blas_limit
-from .result import NOT_CONVERGED, OK, FastResult
 from ._newton import cg, projected_armijo
+from .result import NOT_CONVERGED, OK, FastResult
 
 __all__ = ["trace_uzawa", "trace_pair_newton", "top_eigs_above"]
 

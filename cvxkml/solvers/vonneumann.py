@@ -63,10 +63,10 @@ import numpy as np
 
 from .._config import WorkBudget, blas_limit
 from ._bregman_core import check_time_limit, dual_change, quadratic_roots, run_sliced, sweep_end
+from ._newton import cg, projected_armijo
 from ._vocabulary import iteration_limit
 from .bregman import FarkasWatch
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
-from ._newton import cg, projected_armijo
 
 _EPS = np.finfo(np.float64).eps
 # reductions only (sums over poles): reassociation lets LLVM vectorize them; every

@@ -28,10 +28,19 @@ import scipy.sparse as sp
 
 from .._config import blas_limit
 from ..errors import InvalidInputError
+from ..formulas.yeung import (  # noqa: F401
+    DEFAULT_EPSILON,
+    beta_closed_form,
+    criterion,
+    equality_multiplier,
+    fix_signs,
+    lle_weights,
+    local_gram,
+    positive_spectrum,
+    regularize,
+    similarity_diag,
+)
 from ..kernels import center_kernel, centering_roundoff
-from ..formulas.yeung import (DEFAULT_EPSILON, fix_signs, beta_closed_form, criterion,  # noqa: F401
-                          equality_multiplier, lle_weights, local_gram, positive_spectrum,
-                          regularize, similarity_diag)
 
 __all__ = [
     "positive_spectrum", "similarity_diag", "criterion", "regularize", "beta_closed_form",

@@ -6,11 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InfeasibleError
-
-from ._instances import (factor_instance, forest_pairs, kernel_instance, metric_instance,
-                         random_pairs, variant_instance)
-from ._reference import (UntrustedReference, _scale, assert_matches_reference, solve_fast_honestly,
-                         trusted_reference)
+from ._instances import factor_instance, forest_pairs, kernel_instance, metric_instance, random_pairs, variant_instance
+from ._reference import UntrustedReference, _scale, assert_matches_reference, solve_fast_honestly, trusted_reference
 
 
 # --------------------------------------------------------------------------- regularizers

@@ -157,8 +157,7 @@ def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=No
     """
     from .. import declare
     from ..kernels import gaussian_kernel
-    from ..sideinfo import (Hinge, LinearConstraints, PairConstraints, RelativeConstraints,
-                           SimilarityConstraints)
+    from ..sideinfo import Hinge, LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
     bad = [f for f in families if f not in _CONSTRAINT_FAMILIES]
     if bad or not families:
         raise ValueError(f"families must be a non-empty subset of {_CONSTRAINT_FAMILIES}; got {families!r}")
@@ -302,6 +301,7 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
     >>> test_my_solver()                      # three drawn problems, each checked both ways
     """
     from hypothesis import strategies as st
+
     from .. import declare
     if family not in _FAMILIES:
         raise ValueError(f"family must be one of {', '.join(_FAMILIES)}; got {family!r}")

@@ -190,8 +190,8 @@ def _rebuild_yeung_embedding(z):
 
 
 def _mkl_weights(z):
-    from ..kernels import kernel_sq_distances
     from ..formulas.lmnn import LMNNTriplets
+    from ..kernels import kernel_sq_distances
     Ks = np.asarray(z["Ks"], dtype=float)
     tr = LMNNTriplets.from_labels(z["labels"], int(z["k"]), sq_dist=kernel_sq_distances(Ks.sum(axis=0)))
     return declare.LMNNWeightObjective.from_kernels(list(Ks), z["A"], tr, float(z["gamma"]))
@@ -374,8 +374,8 @@ def _lmnn_iris():
 
 
 def _yeung_beta_wine():
-    from ..kernels import center_kernel
     from ..formulas.yeung import positive_spectrum
+    from ..kernels import center_kernel
     Xs, yw = _wine_subset(40, seed=16)
     K = center_kernel(_gaussian(Xs, 4.0))
     lam, V = positive_spectrum(K, 1e-10)

@@ -10,7 +10,6 @@ import numpy as np
 from ..errors import ConvergenceWarning, CvxkmlError, InfeasibleError, InvalidInputError, SolverError
 from ..solution import Solution
 
-
 _DISCARDS: Counter = Counter()
 
 

@@ -24,8 +24,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._answer import (PSD_TOL, REPORT_RTOL, SYMMETRIC_TOL, check_certificate, check_primal_matrix,
-                       check_primal_vector, check_scalar, check_reported, relative_distance)
+from .._answer import (
+    PSD_TOL,
+    REPORT_RTOL,
+    SYMMETRIC_TOL,
+    check_certificate,
+    check_primal_matrix,
+    check_primal_vector,
+    check_reported,
+    check_scalar,
+    relative_distance,
+)
 from ..errors import CvxkmlError, SolverError
 from ..solution import Solution
 

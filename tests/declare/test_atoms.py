@@ -5,15 +5,29 @@ against the exact model through both certificates."""
 import cvxpy as cp
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budget import examples
-from cvxkml.declare import (FactoredSpectralKernel, Frobenius, LogDet, Regularizer, SpectralKernel,
-                            SpectralMetric, TraceNorm, VonNeumann)
+from cvxkml.declare import (
+    FactoredSpectralKernel,
+    Frobenius,
+    LogDet,
+    Regularizer,
+    SpectralKernel,
+    SpectralMetric,
+    TraceNorm,
+    VonNeumann,
+)
 from cvxkml.sideinfo import Hinge, LinearConstraints, LinearEqualities, Squared
-from cvxkml.testing import (assert_matches_reference, factor_instance, kernel_instance,
-                            metric_instance, reference_or_discard, solve_fast_honestly)
+from cvxkml.testing import (
+    assert_matches_reference,
+    factor_instance,
+    kernel_instance,
+    metric_instance,
+    reference_or_discard,
+    solve_fast_honestly,
+)
 
 
 class HalfLogDetHalfFrobenius(Regularizer):

@@ -13,17 +13,24 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from budget import examples
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from scipy.linalg import null_space
 
-from cvxkml.declare import (KCR, EmbeddingWeightProblem, ExtendedProblem, LMNNProblem,
-                            MuWeightStep, RankOneWeightStep, SpectralReweighting)
+from cvxkml.declare import (
+    KCR,
+    EmbeddingWeightProblem,
+    ExtendedProblem,
+    LMNNProblem,
+    MuWeightStep,
+    RankOneWeightStep,
+    SpectralReweighting,
+)
 from cvxkml.declare.extend import check_fast_solver_applies
 from cvxkml.declare.mkl import CallablePObjective, WeightStepSolution
 from cvxkml.errors import ConvergenceWarning, InvalidInputError
 from cvxkml.kernels import gaussian_kernel
-
-from budget import examples
 
 #: relative agreement asked of the extended exact answer and the independent model
 RTOL = 1e-6

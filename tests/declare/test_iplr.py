@@ -1,7 +1,9 @@
 """IPLR / reduced-basis LogDet learning (Jain et al. §3.6, eq. 8–11, Theorems 7–8)."""
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import cvxkml
 from cvxkml.declare import IPLR
@@ -9,9 +11,8 @@ from cvxkml.declare.iplr import feature_basis, kernel_basis
 from cvxkml.errors import InfeasibleError, InvalidInputError
 from cvxkml.kernels import Kernel, gaussian_kernel
 from cvxkml.sideinfo import PairConstraints, baseline_metric, percentile_bounds
-from cvxkml.testing import reference_or_discard
 from cvxkml.testing import random_pairs as _random_pairs
-from budget import examples
+from cvxkml.testing import reference_or_discard
 
 
 def _instance(seed, n, d, m, percentiles):

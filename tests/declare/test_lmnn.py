@@ -14,16 +14,24 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
 from cvxkml.declare.lmnn import LMNNProblem, check_kernel_list
 from cvxkml.declare.problem import CALLBACK_STOP, Problem
 from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError, SolverError
+from cvxkml.formulas.lmnn import (
+    LMNNTriplets,
+    lmnn_dual_value,
+    lmnn_objective,
+    orthonormal_factor,
+    pair_quadratic,
+    psd_factor,
+    target_neighbors,
+)
 from cvxkml.kernels import gaussian_kernel, kernel_sq_distances, polynomial_kernel
-from cvxkml.formulas.lmnn import (LMNNTriplets, lmnn_dual_value, lmnn_objective, orthonormal_factor, psd_factor,
-                               pair_quadratic, target_neighbors)
 from cvxkml.testing import reference_or_discard, solve_fast_honestly
-from budget import examples
 
 EXAMPLES = examples(25)
 GAP = 1e-4

@@ -14,14 +14,14 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from budget import examples
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from cvxkml.declare.lmnn import LMNNProblem
 from cvxkml.errors import InvalidInputError
-from cvxkml.formulas.lmnn import (LMNNTriplets, count_triplets, full_triplet_index, lmnn_dual_value,
-                                  psd_pair_distances)
+from cvxkml.formulas.lmnn import count_triplets, full_triplet_index, lmnn_dual_value, psd_pair_distances
 from cvxkml.solvers.lmnn import impostor_scan
-from budget import examples
 
 TOL = 1e-5
 

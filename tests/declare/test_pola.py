@@ -14,7 +14,9 @@ converged=False, checked on every draw) is not counted (assume).
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.datasets import load_wine
 from sklearn.model_selection import train_test_split
@@ -30,12 +32,11 @@ from cvxkml.errors import ConvergenceWarning, CvxkmlError, InfeasibleError, Inva
 from cvxkml.estimators.pola import KernelPOLA
 from cvxkml.kernels import Kernel, gaussian_kernel
 from cvxkml.learned import LearnedKernel
-from cvxkml.sideinfo import (Hinge, LinearConstraints, RelativeConstraints, SimilarityConstraints,
-                             baseline_kernel)
+from cvxkml.sideinfo import Hinge, LinearConstraints, RelativeConstraints, SimilarityConstraints, baseline_kernel
 from cvxkml.solvers.pola import pola_dual
-from cvxkml.testing import forest_pairs as _forest_pairs, random_pairs as _random_pairs
+from cvxkml.testing import forest_pairs as _forest_pairs
+from cvxkml.testing import random_pairs as _random_pairs
 from cvxkml.testing import reference_or_discard, solve_fast_honestly
-from budget import examples
 
 EXAMPLES = examples(30)
 GAP, CERT, VIOL = 1e-4, 1e-7, 1e-7
@@ -378,6 +379,7 @@ def test_bench_pola_compare_rows_structure():
 def test_bench_pola_register_cli():
     """``register_cli(bsub)`` adds ``bench pola`` (cli.py wires it into ``cvxkml bench``)."""
     import argparse
+
     from cvxkml.experiments.bench_pola import register_cli
     parser = argparse.ArgumentParser()
     bsub = parser.add_subparsers(dest="benchmark")

@@ -20,12 +20,18 @@ certificate bounds it from below.
 """
 
 import numpy as np
-from hypothesis import assume, example, given, strategies as st
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
 
 import cvxkml
 import cvxkml.errors
-from cvxkml.testing import kernel_instance, metric_instance
-from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
+from cvxkml.testing import (
+    assert_matches_reference,
+    kernel_instance,
+    metric_instance,
+    reference_or_discard,
+    solve_fast_honestly,
+)
 
 GAP, VIOL = 1e-6, 1e-6
 FAST = dict(tol=1e-12, max_iter=20_000)

@@ -12,20 +12,24 @@ every draw) is not counted (assume).
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from cvxkml.declare import LogDetKernel, SpectralKernel
-from cvxkml.declare.sdp import (LinearLogDet, SDPLogDetKernel, SDPLogDetMetric, UnboundedError,
-                                barrier_path)
+from cvxkml.declare.sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric, UnboundedError, barrier_path
 from cvxkml.declare.terms import constraint_terms
 from cvxkml.errors import ConvergenceWarning, InfeasibleError, InvalidInputError
 from cvxkml.kernels import gaussian_kernel
-from cvxkml.sideinfo import (LinearConstraints, PairConstraints, RelativeConstraints,
-                             SimilarityConstraints)
+from cvxkml.sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from cvxkml.solvers.sdp_logdet import barrier_primal, project_one
-from cvxkml.testing import kernel_instance, metric_instance
-from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
-from budget import examples
+from cvxkml.testing import (
+    assert_matches_reference,
+    kernel_instance,
+    metric_instance,
+    reference_or_discard,
+    solve_fast_honestly,
+)
 
 EXAMPLES = examples(25)
 GAP, VIOL, CERT = 1e-6, 1e-6, 1e-6

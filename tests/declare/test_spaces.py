@@ -13,18 +13,28 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import cvxkml
-from cvxkml.declare import (FactoredSpace, Frobenius, KernelSpace, LogDet, MetricSpace, SpanSpace,
-                            SpectralMetric, SpectralProblem, TraceNorm, VonNeumann)
+from cvxkml.declare import (
+    FactoredSpace,
+    Frobenius,
+    KernelSpace,
+    LogDet,
+    MetricSpace,
+    SpanSpace,
+    SpectralMetric,
+    SpectralProblem,
+    TraceNorm,
+    VonNeumann,
+)
 from cvxkml.declare.spaces import Space
 from cvxkml.errors import InvalidInputError
 from cvxkml.learned import FactoredMetric, LearnedMetric
-from cvxkml.sideinfo import Hinge, LinearConstraints, PairConstraints, RelativeConstraints
+from cvxkml.sideinfo import Hinge, LinearConstraints, RelativeConstraints
 from cvxkml.testing import metric_instance, reference_or_discard
-
-from budget import examples
 
 REGS = {"LogDet": LogDet, "VonNeumann": VonNeumann, "Frobenius": Frobenius,
         "TraceNorm+hinge": lambda: TraceNorm(0.5)}

@@ -1,7 +1,9 @@
 """Theorems and invariances of the LogDet family (Jain et al. 2012; Kulis et al. 2009)."""
 import numpy as np
 import pytest
-from hypothesis import assume, example, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
 import cvxkml
 from cvxkml.formulas.divergences import logdet_divergence
@@ -9,7 +11,6 @@ from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel, LearnedMetric, kernel_S
 from cvxkml.sideinfo import PairConstraints, baseline_metric
 from cvxkml.testing import kernel_instance, metric_instance
-from budget import examples
 
 TOL = dict(tol=1e-13, max_iter=50_000)
 

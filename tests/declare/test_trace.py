@@ -2,14 +2,14 @@
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
 from cvxkml.declare import TraceSSIKDR
 from cvxkml.errors import InvalidInputError
 from cvxkml.sideinfo import PairConstraints, RelativeConstraints
-from cvxkml.testing import reference_or_discard, solve_fast_honestly
-from cvxkml.testing import kernel_instance
-from budget import examples
+from cvxkml.testing import kernel_instance, reference_or_discard, solve_fast_honestly
 
 
 def _rank(w, rtol):

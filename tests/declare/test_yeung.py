@@ -9,18 +9,17 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import example, given, strategies as st
+from hypothesis import example, given
+from hypothesis import strategies as st
 
+from cvxkml.baselines.rca import RCA, chunklets, rca_components, within_chunklet_covariance
+from cvxkml.baselines.separability import mean_distances, separability, separability_from_kernel, separability_lowrank
 from cvxkml.declare.yeung import EmbeddingWeightProblem, SpectralReweighting, similarity_pairs
 from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError
+from cvxkml.formulas.yeung import criterion, lle_weights, local_gram, positive_spectrum, regularize, similarity_diag
 from cvxkml.kernels import Kernel, center_kernel
-from cvxkml.baselines.rca import RCA, chunklets, rca_components, within_chunklet_covariance
-from cvxkml.baselines.separability import (mean_distances, separability, separability_from_kernel,
-                                 separability_lowrank)
 from cvxkml.sideinfo import PairConstraints
 from cvxkml.solvers.yeung import LearnedSpace, embedding_weights, fit_landmark_kernel
-from cvxkml.formulas.yeung import (criterion, lle_weights, local_gram, positive_spectrum, regularize,
-                               similarity_diag)
 
 TOL = 1e-8
 seeds = st.integers(0, 2**31 - 1)

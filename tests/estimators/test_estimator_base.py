@@ -9,9 +9,19 @@ import pytest
 from sklearn.base import clone
 
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, InvalidInputError, NotPSDError
-from cvxkml.estimators import (ESTIMATORS, ITML, LMNN, LMNNMKL, KCRClassifier, KernelITML,
-                               KernelPOLA, LowRankKernelITML, SemiSupervisedKernelMetric,
-                               TraceSSIKDR, VonNeumannKernelLearner)
+from cvxkml.estimators import (
+    ESTIMATORS,
+    ITML,
+    LMNN,
+    LMNNMKL,
+    KCRClassifier,
+    KernelITML,
+    KernelPOLA,
+    LowRankKernelITML,
+    SemiSupervisedKernelMetric,
+    TraceSSIKDR,
+    VonNeumannKernelLearner,
+)
 from cvxkml.kernels import Kernel
 from cvxkml.sideinfo import PairConstraints
 

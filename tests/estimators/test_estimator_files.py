@@ -203,8 +203,9 @@ def test_the_error_is_an_invalid_input_error_naming_the_file(files, tmp_path):
 
 def test_every_estimator_declares_what_fit_sets(data):
     """The saved state is limited to the declared attributes; a fit sets only those."""
-    from test_persistence import CONFIGS
     import warnings
+
+    from test_persistence import CONFIGS
     Xtr, ytr, _ = data
     for name, make in CONFIGS.items():
         with warnings.catch_warnings():

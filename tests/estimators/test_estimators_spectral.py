@@ -3,18 +3,23 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.utils.estimator_checks import (check_estimators_pickle, check_fit_idempotent,
-                                            check_methods_subset_invariance)
+from sklearn.utils.estimator_checks import (
+    check_estimators_pickle,
+    check_fit_idempotent,
+    check_methods_subset_invariance,
+)
+
 from cvxkml.declare import SpectralKernel, VonNeumann, VonNeumannKernel
 from cvxkml.errors import ConvergenceWarning, CvxkmlError
 from cvxkml.estimators.spectral import VonNeumannKernelLearner
 from cvxkml.kernels import Kernel
 from cvxkml.sideinfo import PairConstraints, baseline_kernel
 from cvxkml.testing import assert_matches_reference, reference_or_discard
-from budget import examples
 
 SMALL = dict(n_similar=10, n_dissimilar=10, tol=1e-5)
 

@@ -4,7 +4,9 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from budget import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from scipy.linalg import eig
 from sklearn.base import clone
 from sklearn.datasets import load_digits
@@ -12,7 +14,7 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from cvxkml.errors import ConvergenceWarning, CvxkmlError
 from cvxkml.estimators.trace import TraceSSIKDR
-from budget import examples
+
 
 # --------------------------------------------------------------------------- digits (sklearn)
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from cvxkml.errors import CvxkmlError, InvalidInputError
 from cvxkml.estimators.kcr import KCRClassifier
 from cvxkml.kernels import gaussian_kernel
 
+
 def _blobs(seed=0, per_class=8, n_classes=3, spread=0.3, sep=4.0):
     rng = np.random.default_rng(seed)
     y = np.repeat(np.arange(n_classes), per_class)

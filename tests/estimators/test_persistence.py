@@ -10,8 +10,15 @@ from sklearn.base import clone
 from sklearn.datasets import load_wine
 
 import cvxkml.estimators as E
-from cvxkml.estimators import (ESTIMATORS, ITML, EstimatorClassError, EstimatorFileError, FormatVersionError,
-                               KCRClassifier, KernelITML)
+from cvxkml.estimators import (
+    ESTIMATORS,
+    ITML,
+    EstimatorClassError,
+    EstimatorFileError,
+    FormatVersionError,
+    KCRClassifier,
+    KernelITML,
+)
 from cvxkml.estimators._persist import FORMAT_VERSION
 
 #: one small, fast configuration per estimator, by class name

@@ -4,13 +4,14 @@ Hessian product (with the flat block of Γ skipped), the sparse A(λ), the per-c
 aggregation and the Lanczos Lipschitz constant — each against the plain dense formula."""
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
-
 from budget import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
 from cvxkml.declare.pola import POLAKernel, pola_constraints
 from cvxkml.declare.terms import constraint_terms
 from cvxkml.solvers.pola import _Ops, pola_dual
-from cvxkml.testing import kernel_instance, reference_or_discard, assert_matches_reference
+from cvxkml.testing import assert_matches_reference, kernel_instance, reference_or_discard
 
 
 def _random_ops(rng, m, r, max_terms):

@@ -7,8 +7,7 @@ import pytest
 from sklearn.datasets import load_wine
 
 from cvxkml.errors import ConvergenceWarning, InvalidInputError
-from cvxkml.estimators import (ESTIMATORS, ITML, LMNN, KCRClassifier, KernelITML, TraceSSIKDR,
-                               VonNeumannKernelLearner)
+from cvxkml.estimators import ESTIMATORS, ITML, LMNN, KCRClassifier, KernelITML, TraceSSIKDR, VonNeumannKernelLearner
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,8 @@ import os
 import re
 
 import pytest
-from sklearn.utils.estimator_checks import estimator_checks_generator
-
 from estimator_cases import KS, checked_configs
+from sklearn.utils.estimator_checks import estimator_checks_generator
 
 from cvxkml.estimators import ESTIMATORS, LMNNMKL
 

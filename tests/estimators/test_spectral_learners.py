@@ -10,8 +10,7 @@ from sklearn.datasets import load_wine
 
 from cvxkml.declare.regularizers import Frobenius, LogDet, Regularizer, TraceNorm, VonNeumann
 from cvxkml.errors import EstimatorFileError, InvalidInputError
-from cvxkml.estimators import (ITML, KernelITML, SpectralKernelLearner, SpectralMetricLearner,
-                               register_regularizer)
+from cvxkml.estimators import ITML, KernelITML, SpectralKernelLearner, SpectralMetricLearner, register_regularizer
 
 FEW = dict(n_similar=15, n_dissimilar=15, random_state=0)
 

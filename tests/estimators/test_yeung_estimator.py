@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
+from cvxkml.baselines.separability import separability
 from cvxkml.errors import InvalidInputError
 from cvxkml.estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
-from cvxkml.kernels import Kernel
 from cvxkml.experiments.reproduce_yeung import make_xor
-from cvxkml.baselines.separability import separability
+from cvxkml.kernels import Kernel
 from cvxkml.sideinfo import PairConstraints
 
 

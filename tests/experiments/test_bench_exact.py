@@ -6,10 +6,10 @@ import pytest
 
 import cvxkml.declare._limits as limits_module
 from cvxkml import declare
-from cvxkml.experiments.bench_exact import FAMILIES, _child, _fmt, build, measure, recorded_limits
-from cvxkml.experiments.cli import main
 from cvxkml.declare import problem as problem_module
 from cvxkml.errors import SolverError
+from cvxkml.experiments.bench_exact import FAMILIES, _child, _fmt, build, measure, recorded_limits
+from cvxkml.experiments.cli import main
 from cvxkml.testing import kernel_instance
 
 
@@ -95,7 +95,7 @@ def test_limit_lookup_order():
     regularizer; a user's subclass inherits its parent's limit; the guard uses the cost limit
     where the family stopped on accuracy; a problem with families besides pairs takes the
     smaller of its limit and its regularizer's mixed-family limit."""
-    from cvxkml.declare import POLAKernel, SpectralKernel, TraceSSIKDR, LMNNProblem
+    from cvxkml.declare import LMNNProblem, POLAKernel, SpectralKernel, TraceSSIKDR
     from cvxkml.testing import contract_cases
     cases = contract_cases()
     lim = limits_module.EXACT_LIMITS

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cli_output import output_tables, positive_finite, run_cli_ok
 
 from cvxkml.experiments import bench_mkl
-from cli_output import output_tables, positive_finite, run_cli_ok
 
 
 def test_bench_mkl_quick_structure():

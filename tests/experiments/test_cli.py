@@ -12,11 +12,11 @@ import sys
 
 import numpy as np
 import pytest
+from cli_output import positive_finite, run_cli
 
 from cvxkml import __version__
 from cvxkml.experiments import bench
 from cvxkml.experiments.cli import format_table, main
-from cli_output import positive_finite, run_cli
 
 
 def _table(text: str, first_header: str) -> tuple[list[str], list[list[str]]]:
@@ -96,8 +96,8 @@ def test_bench_tolerance_table(bench_output):
 
 def test_numpy_loops_match_numba():
     """The plain-NumPy reference loops reproduce the Numba solver's iterates."""
-    from cvxkml.testing import make_random_instance
     from cvxkml.solvers.bregman import bregman_kernel, bregman_metric
+    from cvxkml.testing import make_random_instance
 
     pm = make_random_instance(20, 4, 30, 1.0, kind="metric", random_state=2)
     P = pm.pairs

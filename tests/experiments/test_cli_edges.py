@@ -155,7 +155,9 @@ def test_every_data_command_declares_its_files():
 
 
 def test_reproduce_all_group_data_matches_the_reproductions():
-    from cvxkml.experiments import reproduce_all as ra, reproduce_kcr as rk, reproduce_mkl as rm
+    from cvxkml.experiments import reproduce_all as ra
+    from cvxkml.experiments import reproduce_kcr as rk
+    from cvxkml.experiments import reproduce_mkl as rm
     from cvxkml.experiments import reproduce_spectral as rs
     assert set(ra.GROUP_DATA) == set(ra.GROUPS)
     assert set(ra.GROUP_DATA["uci"]) == set(rs.DATASETS) and set(ra.GROUP_DATA["kcr"]) == set(rk.DATASETS)
@@ -285,6 +287,7 @@ def test_peer_python_that_cannot_start_is_a_note():
 def test_a_huge_n_jobs_starts_no_more_workers_than_tasks(monkeypatch):
     """--n-jobs 100000 spawned 200+ loky processes for a 2-task run (and timed out)."""
     import joblib
+
     from cvxkml.experiments._parallel import run_tasks
     seen = []
 
@@ -302,6 +305,7 @@ def test_a_huge_n_jobs_starts_no_more_workers_than_tasks(monkeypatch):
 def test_unreachable_dask_scheduler_is_a_command_error(monkeypatch):
     pytest.importorskip("distributed")
     import distributed
+
     from cvxkml.experiments._commands import CommandError
     from cvxkml.experiments._parallel import parallel_context
 

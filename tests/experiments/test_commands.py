@@ -4,9 +4,9 @@ way of registering, a missing data folder as one line on standard error, and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
-import contextlib
 import io
 import json
 import sys

@@ -10,16 +10,22 @@ import warnings
 
 import numpy as np
 import pytest
+from cli_output import output_tables, positive_finite, run_cli_ok
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
-from cvxkml.experiments import bench
 from cvxkml.declare import LowRankLogDet
 from cvxkml.errors import CvxkmlError, InvalidInputError
 from cvxkml.estimators.logdet import LowRankKernelITML
-from cvxkml.experiments.reproduce_lowrank import (kernel_kmeans, load_digits389, load_nursery_ordinal, nmi,
-                                      relative_pair_constraints, reproduce_lowrank)
-from cli_output import output_tables, positive_finite, run_cli_ok
+from cvxkml.experiments import bench
+from cvxkml.experiments.reproduce_lowrank import (
+    kernel_kmeans,
+    load_digits389,
+    load_nursery_ordinal,
+    nmi,
+    relative_pair_constraints,
+    reproduce_lowrank,
+)
 
 
 # --------------------------------------------------------------------------- bench lowrank

@@ -6,8 +6,8 @@ import sys
 import time
 
 import pytest
-
 from cli_output import run_cli
+
 from cvxkml.experiments import _parallel, reproduce_kcr
 
 #: fields that are measured seconds, not numbers of the experiment

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cli_output import output_tables, run_cli_ok
 
 from cvxkml.errors import InvalidInputError
-from cvxkml.experiments.reproduce_lowrank import (SCALES, kernel_kmeans, load_spambase, nmi,
-                                                  reproduce_lowrank, scale_features, uci_rows)
-from cli_output import output_tables, run_cli_ok
+from cvxkml.experiments.reproduce_lowrank import (
+    SCALES,
+    kernel_kmeans,
+    load_spambase,
+    nmi,
+    reproduce_lowrank,
+    scale_features,
+    uci_rows,
+)
 
 
 def test_scale_features_standardizes_columns_and_keeps_raw():

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cli_output import output_tables, positive_finite, run_cli_ok
 
-from cvxkml.experiments import bench
 from cvxkml.declare import VonNeumannKernel
 from cvxkml.errors import InvalidInputError
+from cvxkml.experiments import bench
 from cvxkml.experiments.reproduce_spectral import fit_transform_method, load_uci
 from cvxkml.solvers.vonneumann import vonneumann_pairs
-from cli_output import output_tables, positive_finite, run_cli_ok
 
 
 # --------------------------------------------------------------------------- bench vonneumann

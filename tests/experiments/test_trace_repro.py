@@ -12,11 +12,18 @@ import json
 import numpy as np
 import pytest
 
-from cvxkml.experiments.cli import main
 from cvxkml.errors import InvalidInputError
 from cvxkml.estimators.trace import TraceSSIKDR
-from cvxkml.experiments.reproduce_trace import (PAPER, QUICK, draw_split, embedding_scores, load_digits_data,
-                                    median_gamma, reproduce_trace)
+from cvxkml.experiments.cli import main
+from cvxkml.experiments.reproduce_trace import (
+    PAPER,
+    QUICK,
+    draw_split,
+    embedding_scores,
+    load_digits_data,
+    median_gamma,
+    reproduce_trace,
+)
 
 
 def test_draw_split_is_stratified_and_disjoint():

@@ -9,10 +9,17 @@ import re
 
 import numpy as np
 import pytest
-
-from cvxkml.experiments.reproduce_yeung import (PAPER_TABLE1, PAPER_TABLE2, figure1, make_xor, median_distance,
-                                    table1_rows, table2_rows)
 from cli_output import run_cli
+
+from cvxkml.experiments.reproduce_yeung import (
+    PAPER_TABLE1,
+    PAPER_TABLE2,
+    figure1,
+    make_xor,
+    median_distance,
+    table1_rows,
+    table2_rows,
+)
 
 
 def test_make_xor():

@@ -9,8 +9,13 @@ import pytest
 from scipy.linalg import logm
 
 from cvxkml.errors import InvalidInputError
-from cvxkml.formulas.divergences import (frobenius_divergence, logdet_divergence, logdet_divergence_diag,
-                                         range_basis, von_neumann_divergence)
+from cvxkml.formulas.divergences import (
+    frobenius_divergence,
+    logdet_divergence,
+    logdet_divergence_diag,
+    range_basis,
+    von_neumann_divergence,
+)
 
 SEEDS = range(8)
 

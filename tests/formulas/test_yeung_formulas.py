@@ -8,8 +8,16 @@ import numpy as np
 import pytest
 
 from cvxkml.errors import InvalidInputError, NotPSDError
-from cvxkml.formulas.yeung import (beta_closed_form, criterion, equality_multiplier, lle_weights, local_gram,
-                                   positive_spectrum, regularize, similarity_diag)
+from cvxkml.formulas.yeung import (
+    beta_closed_form,
+    criterion,
+    equality_multiplier,
+    lle_weights,
+    local_gram,
+    positive_spectrum,
+    regularize,
+    similarity_diag,
+)
 
 SEEDS = range(6)
 

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from cvxkml._config import WorkBudget
-from cvxkml.solvers._bregman_core import (check_time_limit, dual_change, project, quadratic_roots,
-                                          rank_one_update, run_sliced, sweep_end)
+from cvxkml.solvers._bregman_core import (
+    check_time_limit,
+    dual_change,
+    project,
+    quadratic_roots,
+    rank_one_update,
+    run_sliced,
+    sweep_end,
+)
 from cvxkml.solvers.result import NONFINITE, NOT_CONVERGED, OK
 from cvxkml.solvers.vonneumann import _N_STATS, _sweeps_vn_set
 

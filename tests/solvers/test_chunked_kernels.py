@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from cvxkml._config import WorkBudget
-from cvxkml.solvers.bregman import (NOT_CONVERGED, OK, RUNNING, _run_kernel, _run_metric,
-                                    _sweeps_kernel, _sweeps_metric)
+from cvxkml.solvers.bregman import NOT_CONVERGED, OK, RUNNING, _run_kernel, _run_metric, _sweeps_kernel, _sweeps_metric
 from cvxkml.solvers.lowrank import PAIR, _passes, _run_passes
 
 

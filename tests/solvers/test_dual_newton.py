@@ -2,16 +2,21 @@
 (cvxkml.sideinfo.Hinge) on every regularizer and constraint family."""
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from budget import examples
-from cvxkml.declare import (ITML, Frobenius, LogDet, LogDetKernel, Regularizer, SpectralMetric,
-                            TraceNorm, VonNeumann)
+from cvxkml.declare import ITML, Frobenius, LogDet, LogDetKernel, Regularizer, SpectralMetric, TraceNorm, VonNeumann
 from cvxkml.errors import ConvergenceWarning, InvalidInputError
 from cvxkml.sideinfo import Hinge, PairConstraints, RelativeConstraints, SimilarityConstraints
-from cvxkml.testing import (assert_matches_reference, metric_instance, problems,
-                            reference_or_discard, solve_fast_honestly, variant_instance)
+from cvxkml.testing import (
+    assert_matches_reference,
+    metric_instance,
+    problems,
+    reference_or_discard,
+    solve_fast_honestly,
+    variant_instance,
+)
 
 REGULARIZERS = [LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)]
 
@@ -226,8 +231,8 @@ def test_user_solver_is_dispatched_like_a_builtin_for_subclasses_and_hinge():
     """register_fast_solver(MyLogDet, …) takes a subclass of a built-in regularizer and hinge
     problems, before the built-in Bregman solver; without it, the subclass (same formulas)
     goes to Bregman and, with hinge, to the generic dual solver — one registry for all."""
-    from cvxkml.declare import LogDetKernel, register_fast_solver, registry
     from cvxkml.adapters.spectral import dual_newton_solve
+    from cvxkml.declare import register_fast_solver, registry
 
     class MyLogDet(LogDet):
         pass

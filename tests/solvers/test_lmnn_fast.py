@@ -5,9 +5,10 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
-
 from budget import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
 from cvxkml.declare.lmnn import LMNNProblem
 from cvxkml.errors import ConvergenceWarning
 from cvxkml.formulas.lmnn import lmnn_dual_value, lmnn_objective, pair_quadratic

@@ -9,11 +9,11 @@ import warnings
 import numpy as np
 import pytest
 
+from cvxkml.solvers._vocabulary import renamed_keyword
 from cvxkml.solvers.bregman import bregman_kernel, bregman_metric
 from cvxkml.solvers.lowrank import PAIR, lowrank_logdet
 from cvxkml.solvers.sdp_logdet import barrier_bregman
 from cvxkml.solvers.vonneumann import vonneumann_pairs
-from cvxkml.solvers._vocabulary import renamed_keyword
 
 rng = np.random.default_rng(11)
 X = rng.standard_normal((8, 3))

@@ -92,7 +92,7 @@ def test_objective_scores_by_recomputation(bench):
 
 
 def test_stopping_rule_waits_for_an_answer_then_stops_on_certificates(bench):
-    import benchmark_utils as bu                      # importable once benchopt loaded the benchmark
+    import benchmark_utils as bu  # importable once benchopt loaded the benchmark
     crit = bu.AnsweredProgressCriterion().get_runner_instance(max_runs=50)
     no = {"objective_merit": bu.NO_ANSWER, "objective_valid": 0.0, "objective_certified": 0.0}
     curve = [no] * 10                                 # a conic solver capped before any point

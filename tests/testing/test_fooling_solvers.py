@@ -12,8 +12,14 @@ import pytest
 from cvxkml.declare import LogDet, Regularizer
 from cvxkml.errors import InvalidInputError
 from cvxkml.solution import Solution
-from cvxkml.testing import (assert_matches_reference, check_contract, cross_check, trusted_reference,
-                            validate_answer, variant_instance)
+from cvxkml.testing import (
+    assert_matches_reference,
+    check_contract,
+    cross_check,
+    trusted_reference,
+    validate_answer,
+    variant_instance,
+)
 
 
 def _kernel(seed):

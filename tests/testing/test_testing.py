@@ -5,16 +5,23 @@ import warnings
 
 import numpy as np
 import pytest
+from budget import examples
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from cvxkml.declare import Frobenius, LogDet, TraceNorm, VonNeumann
 from cvxkml.errors import ConvergenceWarning, InfeasibleError, SolverError
 from cvxkml.solution import Solution
-from cvxkml.testing import (UntrustedReference, assert_matches_reference, check_regularizer,
-                            feasible_instance, problems, reference_or_discard, solve_fast_honestly,
-                            trusted_reference)
-from budget import examples
+from cvxkml.testing import (
+    UntrustedReference,
+    assert_matches_reference,
+    check_regularizer,
+    feasible_instance,
+    problems,
+    reference_or_discard,
+    solve_fast_honestly,
+    trusted_reference,
+)
 
 
 def _sol(objective, dual_value, status="optimal", converged=True, viol=0.0):
