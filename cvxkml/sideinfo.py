@@ -254,9 +254,12 @@ def pairs_from_labels(labels, n_similar: int = 100, n_dissimilar: int = 100, ran
             a = rng.choice(members, n_similar)
             b = rng.choice(members, n_similar)
             ok = a != b
-            I.append(a[ok]); J.append(b[ok]); Y.append(np.ones(ok.sum()))
+            I.append(a[ok])
+            J.append(b[ok])
+            Y.append(np.ones(ok.sum()))
         if others.size and n_dissimilar > 0:
-            I.append(rng.choice(members, n_dissimilar)); J.append(rng.choice(others, n_dissimilar))
+            I.append(rng.choice(members, n_dissimilar))
+            J.append(rng.choice(others, n_dissimilar))
             Y.append(-np.ones(n_dissimilar))
     if not I:
         raise InvalidInputError("No pairs could be formed: every class has a single point and there is one class.")
@@ -420,8 +423,12 @@ class RelativeConstraints(ConstraintAtom):
 
     def terms(self, F, T):
         m = len(self)
-        U = np.empty((2 * m, F.shape[1])); U[0::2] = F[self.i] - F[self.j]; U[1::2] = F[self.i] - F[self.k]
-        w = np.empty(2 * m); w[0::2] = 1.0; w[1::2] = -1.0
+        U = np.empty((2 * m, F.shape[1]))
+        U[0::2] = F[self.i] - F[self.j]
+        U[1::2] = F[self.i] - F[self.k]
+        w = np.empty(2 * m)
+        w[0::2] = 1.0
+        w[1::2] = -1.0
         return U, w, np.full(m, 2, dtype=np.int64)
 
     def cvx_values(self, F, T, X):
@@ -496,7 +503,9 @@ class LinearConstraints(ConstraintAtom):
         for C in np.einsum("ai,tab,bj->tij", T, self.C, T):
             lam, V = np.linalg.eigh(0.5 * (C + C.T))
             keep = np.abs(lam) > eig_rtol * max(float(np.max(np.abs(lam))), np.finfo(float).tiny)
-            Us.append(V[:, keep].T); ws.append(lam[keep]); counts.append(int(keep.sum()))
+            Us.append(V[:, keep].T)
+            ws.append(lam[keep])
+            counts.append(int(keep.sum()))
         return (np.concatenate(Us, axis=0).reshape(-1, T.shape[1]), np.concatenate(ws),
                 np.asarray(counts, dtype=np.int64))
 
@@ -563,8 +572,12 @@ class SimilarityConstraints(ConstraintAtom):
     def terms(self, F, T):
         m = len(self)
         Fj, Fl = F[self.j], F[self.l]
-        U = np.empty((2 * m, F.shape[1])); U[0::2] = Fj + Fl; U[1::2] = Fj - Fl
-        w = np.empty(2 * m); w[0::2] = -0.25; w[1::2] = 0.25
+        U = np.empty((2 * m, F.shape[1]))
+        U[0::2] = Fj + Fl
+        U[1::2] = Fj - Fl
+        w = np.empty(2 * m)
+        w[0::2] = -0.25
+        w[1::2] = 0.25
         return U, w, np.full(m, 2, dtype=np.int64)
 
     def cvx_values(self, F, T, X):

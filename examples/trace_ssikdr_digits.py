@@ -84,7 +84,8 @@ for ax, name in zip(axes, list(panels)[:3]):
         ax.text(*np.median(B[m], axis=0), str(c), fontsize=13, weight="bold", ha="center", va="center",
                 bbox=dict(boxstyle="round,pad=0.15", fc=cmap(c), alpha=0.6, lw=0))
     ax.set_title(f"{name}\n5-NN {scores[name]['knn']:.3f}, silhouette {scores[name]['silhouette']:.3f}")
-    ax.set_xticks([]); ax.set_yticks([])
+    ax.set_xticks([])
+    ax.set_yticks([])
 axes[2].legend(title="digit", markerscale=3, ncol=2, fontsize=8)
 fig.suptitle(f"{n_test} unseen {args.dataset} digits in 2-D (trained on 100; tau = {args.tau:g})")
 fig.tight_layout()

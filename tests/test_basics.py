@@ -90,8 +90,10 @@ def test_kernels():
 
 def test_divergences_known_values():
     rng = np.random.default_rng(3)
-    A = rng.normal(size=(4, 4)); X = A @ A.T + np.eye(4)
-    B = rng.normal(size=(4, 4)); Y = B @ B.T + np.eye(4)
+    A = rng.normal(size=(4, 4))
+    X = A @ A.T + np.eye(4)
+    B = rng.normal(size=(4, 4))
+    Y = B @ B.T + np.eye(4)
     M = np.linalg.solve(Y, X)
     expected = np.trace(M) - np.log(np.linalg.det(M)) - 4
     assert np.isclose(logdet_divergence(X, Y), expected)

@@ -77,10 +77,12 @@ def test_context_is_per_thread_set_config_is_process_wide():
 
     with cvxkml.config_context(psd_tol=1e-4):
         t = threading.Thread(target=read, args=("in_context",))
-        t.start(); t.join()
+        t.start()
+        t.join()
     cvxkml.set_config(psd_tol=1e-5)
     t = threading.Thread(target=read, args=("after_set",))
-    t.start(); t.join()
+    t.start()
+    t.join()
     assert seen == {"in_context": None, "after_set": 1e-5}
 
 

@@ -29,7 +29,7 @@ def test_moved_attribute_warns_and_is_the_same_object(old, new):
         obj = getattr(importlib.import_module(module), name)
     assert obj is getattr(importlib.import_module(new), name)
     with pytest.raises(AttributeError):
-        importlib.import_module(module).no_such_name
+        importlib.import_module(module).no_such_name  # noqa: B018 (the failing lookup is what is tested)
 
 
 def test_python_dash_m_on_the_old_cli_path_runs_the_cli():

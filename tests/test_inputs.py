@@ -17,10 +17,12 @@ def data():
 
 def test_nan_and_inf(data):
     X, pc = data
-    Xn = X.copy(); Xn[0, 0] = np.nan
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
     with pytest.raises(InvalidInputError, match="NaN or inf"):
         cvxkml.ITML(Xn, pc)
-    K = X @ X.T + np.eye(8); K[1, 2] = K[2, 1] = np.inf
+    K = X @ X.T + np.eye(8)
+    K[1, 2] = K[2, 1] = np.inf
     with pytest.raises(InvalidInputError, match="NaN or inf"):
         cvxkml.LogDetKernel(K, pc)
 
@@ -29,7 +31,8 @@ def test_kernel_shape_symmetry_psd(data):
     X, pc = data
     with pytest.raises(InvalidInputError, match="square"):
         cvxkml.LogDetKernel(np.ones((8, 7)), pc)
-    A = X @ X.T + np.eye(8); A[0, 1] += 1.0
+    A = X @ X.T + np.eye(8)
+    A[0, 1] += 1.0
     with pytest.raises(InvalidInputError, match="symmetric"):
         cvxkml.LogDetKernel(A, pc)
     with pytest.raises(NotPSDError, match="not positive semidefinite"):

@@ -106,17 +106,22 @@ def _cycles():
     index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
 
     def visit(v):
-        index[v] = low[v] = counter[0]; counter[0] += 1
-        stack.append(v); on.add(v)
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
         for w in edges[v]:
             if w not in index:
-                visit(w); low[v] = min(low[v], low[w])
+                visit(w)
+                low[v] = min(low[v], low[w])
             elif w in on:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
             comp = set()
             while True:
-                w = stack.pop(); on.discard(w); comp.add(w)
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
                 if w == v:
                     break
             if len(comp) > 1:

@@ -250,7 +250,8 @@ def test_lowrank_bad_inputs():
         factorize(G0 @ G0.T, "eigen", rank=5)
     with pytest.raises(InvalidInputError, match="between 1 and n = 6"):
         factorize(G0 @ G0.T, "eigen", rank=9)
-    G0z = G0.copy(); G0z[1] = G0z[0]
+    G0z = G0.copy()
+    G0z[1] = G0z[0]
     two = PairConstraints([0, 2], [1, 3], [-1, 1], [1.0, 1.0])
     with pytest.warns(UserWarning, match="1 of them dissimilar"):
         prob = LowRankLogDet(G0z, two)

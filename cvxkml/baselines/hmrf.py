@@ -139,9 +139,11 @@ class HMRFKMeans:
         nb_must = [[] for _ in range(n)]
         nb_cannot = [[] for _ in range(n)]
         for i, j in zip(*ml):
-            nb_must[i].append(j); nb_must[j].append(i)
+            nb_must[i].append(j)
+            nb_must[j].append(i)
         for i, j in zip(*cl):
-            nb_cannot[i].append(j); nb_cannot[j].append(i)
+            nb_cannot[i].append(j)
+            nb_cannot[j].append(i)
         it = 0
         for it in range(1, max_iter + 1):
             changed = 0

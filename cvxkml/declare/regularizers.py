@@ -310,7 +310,8 @@ class VonNeumann(Regularizer):
         return np.exp(mu)
 
     def slack_value(self, xi, xi0):
-        xi = np.asarray(xi, dtype=float); xi0 = np.asarray(xi0, dtype=float)
+        xi = np.asarray(xi, dtype=float)
+        xi0 = np.asarray(xi0, dtype=float)
         if np.any(xi < 0):
             return np.inf
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -62,7 +62,10 @@ def constraint_terms(problem) -> ConstraintTerms:
     Us, ws, counts, ts = [], [], [], []
     for atom in problem._atoms():
         U, w, cnt = atom.terms(F, T)
-        Us.append(U); ws.append(w); counts.append(cnt); ts.append(np.asarray(atom.targets(), dtype=float))
+        Us.append(U)
+        ws.append(w)
+        counts.append(cnt)
+        ts.append(np.asarray(atom.targets(), dtype=float))
     cnt = np.concatenate(counts)
     ptr = np.zeros(cnt.size + 1, dtype=np.int64)
     np.cumsum(cnt, out=ptr[1:])

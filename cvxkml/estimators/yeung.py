@@ -79,8 +79,10 @@ def random_similar_pairs(labels, n_pairs: int = 50, random_state=None) -> tuple[
         for c in range(counts.size):
             members = np.flatnonzero(inv == c)
             a, b = np.triu_indices(members.size, 1)
-            I.append(members[a]); J.append(members[b])
-        I = np.concatenate(I); J = np.concatenate(J)
+            I.append(members[a])
+            J.append(members[b])
+        I = np.concatenate(I)
+        J = np.concatenate(J)
         pick = rng.choice(total, size=k, replace=False)
         return I[pick].astype(np.int64), J[pick].astype(np.int64)
     keys: dict[int, None] = {}                          # rejection sampling, insertion-ordered

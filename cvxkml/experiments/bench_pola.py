@@ -65,7 +65,8 @@ def sdp_instance(n: int, kind: str = "mvu", gamma: float = 0.1, seed: int = 0):
             for b in np.argsort(D[a])[1:3]:
                 E.add((min(a, b), max(a, b)))
         E = sorted(E)
-        i = np.array([e[0] for e in E]); j = np.array([e[1] for e in E])
+        i = np.array([e[0] for e in E])
+        j = np.array([e[1] for e in E])
         cons = [PairConstraints(i, j, np.ones(i.size), D[i, j]),
                 LinearConstraints(b=[1.0], Z=np.ones((1, n)))]
         return SDPLogDetKernel(K0, cons, -np.eye(n), gamma)

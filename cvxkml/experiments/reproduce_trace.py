@@ -297,7 +297,8 @@ def plot_embeddings(path, emb: dict, dataset: str, cfg: dict, scores: dict) -> P
                         va="center", color="black",
                         bbox=dict(boxstyle="round,pad=0.15", fc=cmap(int(c) % 10), alpha=0.6, lw=0))
         ax.set_title(f"{title}\n{cfg['k']}-NN {sc['knn']:.3f}, silhouette {sc['silhouette']:.3f}", fontsize=11)
-        ax.set_xticks([]); ax.set_yticks([])
+        ax.set_xticks([])
+        ax.set_yticks([])
     axes[2].legend(title="digit", markerscale=3, fontsize=8, loc="best", ncol=2)
     fig.suptitle(f"{cfg['n_test']} unseen {dataset} digits embedded in 2-D; trained on {cfg['n_train']} "
                  f"labelled digits, Gaussian kernel (cf. Jain et al. 2012, Figure 2 c-d)", fontsize=12)
@@ -339,7 +340,9 @@ def format_results(res: dict) -> str:
              f"{st['n_test']} test digits' embeddings)", ""]
     srows = []
     for tau, s in res["solver_summary"].items():
-        it = np.asarray(s["iterations"]); tt = np.asarray(s["solve_s"]); rk = np.asarray(s["rank"])
+        it = np.asarray(s["iterations"])
+        tt = np.asarray(s["solve_s"])
+        rk = np.asarray(s["rank"])
         srows.append([f"{tau:g}", f"{rk.min()}/{np.median(rk):g}/{rk.max()}", pm(s["top2_trace_fraction"]),
                       f"{it.min()}/{np.median(it):g}/{it.max()}", f"{s['converged']}/{len(it)}",
                       f"{s['max_rel_violation']:.1e}", f"{np.median(tt):.2f}", f"{np.median(tt / it) * 1e3:.2f}"])

@@ -253,7 +253,8 @@ def _plot_figure1(path: Path, res: dict, m: int) -> Path:
     ax.set_title(f"(a) input data ({len(Xtr)} points) and S ({len(S)} pairs)")
     ax = axes[0, 1]
     scatter(ax, Xte, yte)
-    ax.set_xlim(axes[0, 0].get_xlim()); ax.set_ylim(axes[0, 0].get_ylim())
+    ax.set_xlim(axes[0, 0].get_xlim())
+    ax.set_ylim(axes[0, 0].get_ylim())
     ax.set_title(f"(b) new data points ({len(Xte)})")
     titles = {"RCA": "(c) RCA", "RBF": "(d) RBF (KPCA)", "K_beta": "(e) $K_\\beta$",
               "K_tilde_beta": f"(f) $\\tilde K_\\beta$ (m = {m})"}

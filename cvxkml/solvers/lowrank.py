@@ -482,10 +482,14 @@ def _lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta):
         rows, sign, owner = [], [], []
         for k, c in enumerate(S):
             if kind[c] == PAIR:
-                rows.append(G0[I[c]] - G0[J[c]]); sign.append(delta[c]); owner.append(k)
+                rows.append(G0[I[c]] - G0[J[c]])
+                sign.append(delta[c])
+                owner.append(k)
             else:
-                rows.append(cu[c, 0] * G0[I[c]] + cu[c, 1] * G0[J[c]]); sign.append(1.0)
-                rows.append(cv[c, 0] * G0[I[c]] + cv[c, 1] * G0[Kx[c]]); sign.append(-1.0)
+                rows.append(cu[c, 0] * G0[I[c]] + cu[c, 1] * G0[J[c]])
+                sign.append(1.0)
+                rows.append(cv[c, 0] * G0[I[c]] + cv[c, 1] * G0[Kx[c]])
+                sign.append(-1.0)
                 owner += [k, k]
         W = np.array(rows)
         return W @ W.T, np.array(sign), np.array(owner, dtype=np.int64)

@@ -30,7 +30,8 @@ def test_heavy_penalties_enforce_the_constraints(learn_metric):
     end in one cluster, cannot-links inside one blob end in different clusters."""
     X, y = _blobs(1, n=40, k=2, spread=0.3)
     a, b = np.flatnonzero(y == 0)[:3], np.flatnonzero(y == 1)[:3]
-    i = np.concatenate([a, a[:2]]); j = np.concatenate([b, a[1:3]])
+    i = np.concatenate([a, a[:2]])
+    j = np.concatenate([b, a[1:3]])
     s = np.array([1.0, 1.0, 1.0, -1.0, -1.0])
     h = HMRFKMeans(2, w_must=1e3, w_cannot=1e3, learn_metric=learn_metric, random_state=0)
     lab = h.fit_predict(X, i, j, s)
@@ -45,7 +46,8 @@ def test_constraints_help_on_overlapping_clusters():
     rng = np.random.default_rng(2)
     y = rng.integers(0, 2, 200)
     X = np.column_stack([y * 1.5 + 0.3 * rng.normal(size=200), 6.0 * rng.normal(size=200)])
-    i = rng.integers(0, 200, 60); j = rng.integers(0, 200, 60)
+    i = rng.integers(0, 200, 60)
+    j = rng.integers(0, 200, 60)
     keep = i != j
     i, j = i[keep], j[keep]
     s = np.where(y[i] == y[j], 1.0, -1.0)

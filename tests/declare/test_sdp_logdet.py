@@ -68,7 +68,8 @@ def mvu_instance(seed, n):
         for b in np.argsort(D[a])[1:3]:
             E.add((min(a, b), max(a, b)))
     E = sorted(E)
-    i = np.array([e[0] for e in E]); j = np.array([e[1] for e in E])
+    i = np.array([e[0] for e in E])
+    j = np.array([e[1] for e in E])
     K0 = gaussian_kernel(X, sigma=1.0)
     return K0, [PairConstraints(i, j, np.ones(i.size), D[i, j]),
                 LinearConstraints(b=[1.0], Z=np.ones((1, n)))]

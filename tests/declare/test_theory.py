@@ -145,7 +145,8 @@ def test_logdet_range_space_matches_theorem7():
     B = rng.normal(size=(6, 3))
     X = B @ np.diag([1.0, 2.0, 0.3]) @ B.T
     Y = B @ B.T
-    lx, Vx = np.linalg.eigh(X); ly, Uy = np.linalg.eigh(Y)
+    lx, Vx = np.linalg.eigh(X)
+    ly, Uy = np.linalg.eigh(Y)
     lx, Vx, ly, Uy = lx[3:], Vx[:, 3:], ly[3:], Uy[:, 3:]
     C = (Vx.T @ Uy) ** 2
     R = lx[:, None] / ly[None, :]

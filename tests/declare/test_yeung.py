@@ -206,7 +206,8 @@ def test_iterative_extension_keeps_beta():
     P = np.array([[a, b] for a in range(200) for b in range(a + 1, 200) if y[a] == y[b]][::97][:15])
     model = fit_landmark_kernel(X, k, P[:, 0], P[:, 1], n_landmarks=50, n_neighbors=6, n_iter=1,
                                 random_state=0)
-    pos = np.full(200, -1); pos[model.landmarks] = np.arange(50)
+    pos = np.full(200, -1)
+    pos[model.landmarks] = np.arange(50)
     PL = pos[P]
     again = SpectralReweighting.from_kernel(model.landmark_kernel(), PL).solve()
     np.testing.assert_allclose(np.sort(again.info["beta"]), np.sort(model.beta), rtol=1e-6)
@@ -391,7 +392,8 @@ def test_rca_rank_deficient_reduces_dimension():
     C = within_chunklet_covariance(X @ A.T, ch)
     assert np.all(np.isfinite(C)) and np.linalg.matrix_rank(C) >= 1
     with pytest.raises(InvalidInputError, match="identical points"):
-        Xd = X.copy(); Xd[1] = Xd[0]
+        Xd = X.copy()
+        Xd[1] = Xd[0]
         rca_components(Xd, [0], [1])
 
 

@@ -113,7 +113,8 @@ def test_estimator_errors(xor):
     with pytest.raises(InvalidInputError, match="No two points share a label"):
         SemiSupervisedKernelMetric().fit(X[:5], np.arange(5))
     with pytest.raises(ValueError, match="NaN"):
-        Xn = X.copy(); Xn[0, 0] = np.nan
+        Xn = X.copy()
+        Xn[0, 0] = np.nan
         SemiSupervisedKernelMetric().fit(Xn, y)
 
 
