@@ -164,7 +164,7 @@ def test_cholupdatemult_matches_dense(r, boundary):
     """CHOLUPDATEMULT = dense Cholesky of I + a x xᵀ followed by B·L, to 1e-12 relative
     (near the PD boundary 1 + a‖x‖² = ε, scaled by the conditioning 1/ε of that factor)."""
     rng = np.random.default_rng(r)
-    for trial in range(5):
+    for _ in range(5):
         x = rng.normal(size=r)
         a = rng.uniform(-0.9, 3.0) / (x @ x) if boundary is None else -(1 - boundary) / (x @ x)
         B = np.tril(rng.normal(size=(r, r))) + 3 * np.eye(r)
@@ -277,7 +277,7 @@ def test_cholupdatemult_t_is_cholupdatemult_bit_for_bit(r):
     B = np.tril(rng.normal(size=(r, r))) + 3 * np.eye(r)
     R = np.ascontiguousarray(B.T)
     h, s, acoef = np.empty(r), np.empty(r), np.empty(r + 1)
-    for trial in range(20):
+    for _ in range(20):
         x = rng.normal(size=r)
         a = rng.uniform(-0.9, 3.0) / (x @ x)
         cholupdatemult(a, x, B)
@@ -388,7 +388,7 @@ def test_every_schedule_reaches_the_same_certified_optimum(seed, n, r, m, n_rel,
             assert sol.info["max_relative_violation"] <= 1e-6
     assume(certified)
     X0, f0, _, _ = certified[0]
-    for X, f, gap, viol in certified:
+    for X, f, _gap, _viol in certified:
         assert abs(f - f0) <= 1e-7 * max(1.0, abs(f0))
         np.testing.assert_allclose(X, X0, atol=1e-5 * max(1.0, np.abs(X0).max()))
 

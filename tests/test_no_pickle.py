@@ -165,7 +165,7 @@ def test_store_refuses_changed_damaged_and_foreign_files(tmp_path):
         "header is not JSON": lambda: _rewrite(path, **{"__store__.npy": _npy(np.frombuffer(b"{nope", np.uint8))}),
         "a shape larger than the member": lambda: _rewrite(path, **{"a0.npy": _npy(np.zeros(3, bool))[:-3]}),
     }
-    for what, damage in cases.items():
+    for _what, damage in cases.items():
         fresh()
         damage()
         with pytest.raises(StoreFileError, match=str(path.name)):

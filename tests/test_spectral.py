@@ -125,7 +125,7 @@ def test_vonneumann_slack_fast_vs_model_and_dual(seed, n, d, m, gamma):
 def test_secular_eigen_update_matches_eigh(case):
     """diag(q) + θwwᵀ by deflation + secular equation + Gu–Eisenstat vectors vs eigh."""
     rng = np.random.default_rng(["generic", "clustered", "tiny-w", "zero-w", "negative"].index(case))
-    for trial in range(30):
+    for _ in range(30):
         r = int(rng.integers(1, 60))
         q = rng.normal(size=r)
         w = rng.normal(size=r)
@@ -398,7 +398,7 @@ def test_vonneumann_warm_roots_on_a_pole():
     (τ = 0 → u = ẑ/0, NaN in W)."""
     from cvxkml.solvers.vonneumann import _eigvecs_t, _secular, _zerofinder_w
     rng = np.random.default_rng(7)
-    for trial in range(40):
+    for _ in range(40):
         k = int(rng.integers(2, 80))
         d = np.sort(rng.uniform(18, 25, k))
         z = rng.normal(size=k) * 0.05

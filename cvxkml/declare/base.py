@@ -350,7 +350,7 @@ class SpectralProblem(Problem):
             U, w, counts = f.terms(self.F, self.T)
             owner = np.repeat(np.arange(len(f)), counts)
             out.append((lambda l, U=U, w=w, owner=owner: U.T @ ((w * l[owner])[:, None] * U),
-                        lambda G, U=U, w=w, owner=owner, m=len(f): np.bincount(
+                        lambda G, U=U, w=w, owner=owner, m=len(f): np.bincount(  # noqa: B008 (binds this atom's size)
                             owner, weights=w * np.einsum("ij,ij->i", U @ G, U), minlength=m),
                         f.targets()))
         return out

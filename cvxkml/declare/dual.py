@@ -41,7 +41,7 @@ def _grad_parts(problem, lam):
     Xh = reg.conj_grad(-A)
     val = -reg.conj(-A)
     grad = np.empty_like(lam)
-    for fam, (term, adj, t), sl in zip(fams, terms, slices):
+    for fam, (_term, adj, t), sl in zip(fams, terms, slices):
         l = lam[sl]
         grad[sl] = adj(Xh)
         if fam is problem.pairs and problem.gamma is not None:

@@ -427,7 +427,7 @@ class LMNNProblem(Problem):
         A = self._answer(res.X, complement)
         entries = perm[res.info.pop("set_entries")]
         imps = res.info.pop("set_impostors")
-        sub = res.info.pop("triplets")
+        res.info.pop("triplets")        # the final working set (LMNNTriplets): kept out of the reported info
         lam = float(np.linalg.eigvalsh(0.5 * (res.X + res.X.T))[0]) if res.X.size else 0.0
         info = {"X": res.X, "rank": self.rank, "history": res.history, "complement": complement,
                 "impostors": "active", **res.info}

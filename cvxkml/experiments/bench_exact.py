@@ -103,7 +103,7 @@ def _mkl_objective(m, seed=0, n_points=30, k=2):
     rng = np.random.default_rng(seed)
     X, y = _labelled(n_points, d=5, seed=seed, shift=0.6)
     Ks = []
-    for l in range(m):
+    for _ in range(m):
         cols = rng.choice(5, size=int(rng.integers(2, 6)), replace=False)
         Ks.append(gaussian_kernel(X[:, cols], sigma=float(np.exp(rng.uniform(np.log(0.5), np.log(4.0))))))
     Ks = np.array(Ks)

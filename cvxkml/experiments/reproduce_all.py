@@ -350,7 +350,7 @@ def _yeung_records(sections: dict, res: dict, command: str, source: str) -> None
     f1 = res.get("figure1")
     if f1:
         sec = sections["yeung_f1"]
-        for name, (jtr, jnew) in f1["J"].items():
+        for name, (_jtr, jnew) in f1["J"].items():
             sec.add("XOR, 360 + 40 new points", name, "J on the new points (full coordinates)",
                     "figure only (2-D embeddings)", jnew, fmt=".4f", protocol="|S| = 15, m = 40 (|S| not stated)",
                     command=command, source=source, note=closed)

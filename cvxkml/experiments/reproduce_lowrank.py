@@ -149,7 +149,7 @@ def kernel_kmeans(K=None, n_clusters: int = 2, *, factor=None, n_init: int = 10,
         labels = np.argmin(D, axis=1)
         labels[seeds] = np.arange(k)                       # every cluster starts non-empty
         it = 0
-        for it in range(1, int(max_iter) + 1):
+        for it in range(1, int(max_iter) + 1):  # noqa: B007 (it is the iteration count reported after the loop)
             Z, KZ = means(labels, np.maximum(np.bincount(labels, minlength=k), 1).astype(float))
             D = diag[:, None] - 2.0 * KZ + np.einsum("ic,ic->c", Z, KZ)[None, :]
             new = np.argmin(D, axis=1)

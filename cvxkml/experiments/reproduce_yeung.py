@@ -89,8 +89,11 @@ def median_distance(X, max_pairs: int = 100_000, random_state=0) -> float:
     return float(np.median(np.sqrt(np.einsum("ij,ij->i", D, D))))
 
 
+_TABLE1_SIGMA_GRID = np.linspace(0.3, 3.0, 28)     # σ grid on which implied_table1_setting brackets the roots
+
+
 def implied_table1_setting(n: int = 8000, seed: int = 0, std_bracket=(0.15, 0.3),
-                           sigma_grid=np.linspace(0.3, 3.0, 28), xtol: float = 1e-4) -> dict:
+                           sigma_grid=_TABLE1_SIGMA_GRID, xtol: float = 1e-4) -> dict:
     """The blob sd s with J_input(s) = the paper's 1.2460, then every σ with J_RBF(σ) = 1.4253
     (two roots, bracketed on ``sigma_grid``), by Brent's method on :func:`make_xor`.
 

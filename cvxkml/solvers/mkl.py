@@ -219,7 +219,7 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
         neg = dx < 0
         return float(np.min(-x[neg] / dx[neg])) if np.any(neg) else np.inf
 
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (it is the iteration count returned after the loop)
         pn = P[Io, Jo]
         Dp = D.dot(p) if K else np.zeros(0)
         Da = smat(D.tdot(alpha), m) if K else 0.0
@@ -465,7 +465,7 @@ def _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_
     code = OK
     out = None
     disc = 0.0
-    for rounds in range(1, max_rounds + 1):
+    for rounds in range(1, max_rounds + 1):  # noqa: B007 (rounds is reported after the loop)
         idx = np.flatnonzero(kept)
         lin_idx = np.flatnonzero(lin)
         Chat = Cbase + (terms.adjoint(np.where(lin, terms.c, 0.0)) if lin_idx.size else 0.0)

@@ -498,7 +498,7 @@ def _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, coun
         nz2 += z[i] * z[i]
     have = False                                # roots of a nonzero θ in anchor/tau/c2
     prev = 0.0
-    for it in range(100):
+    for _ in range(100):
         if abs(phi) <= 1e-14 * max(1.0, abs(target_log)):
             break
         # φ′ only when a step is taken (the last evaluation needs none)

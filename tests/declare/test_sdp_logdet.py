@@ -81,7 +81,7 @@ def test_projection_against_direct_formula(q):
     """A projection moves λ_c by δ and sets X ← γ(γX⁻¹ + δÂ)⁻¹ with tr(X Â) = t (the root
     of h), unless the cap δ = −λ_c binds (then tr(XÂ) <= t); closed form for q = 1."""
     rng = np.random.default_rng(q)
-    for trial in range(40):
+    for _ in range(40):
         r = int(rng.integers(q, 8))
         X = _pd(rng, r, 0.05)
         U = rng.normal(size=(q, r))

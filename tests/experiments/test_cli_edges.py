@@ -65,7 +65,7 @@ def test_command_line_vectors():
     rng = np.random.default_rng(32)
     opts = _typed_options()
     seen = 0
-    for t in range(N_VECTORS):
+    for _ in range(N_VECTORS):
         words, flag, kind = opts[int(rng.integers(len(opts)))]
         value = BAD[kind][int(rng.integers(len(BAD[kind])))]
         code, err = _run(words + [f"{flag}={value}"])

@@ -48,7 +48,7 @@ def test_figure1_png(tmp_path):
     res = figure1(tmp_path / "fig.png")
     assert (tmp_path / "fig.png").stat().st_size > 10_000
     assert set(res["panels"]) == {"RCA", "RBF", "K_beta", "K_tilde_beta"}
-    for name, (Ztr, Zte) in res["panels"].items():
+    for _name, (Ztr, Zte) in res["panels"].items():
         assert Ztr.shape == (360, 2) and Zte.shape == (40, 2)
     # the learned kernels separate XOR, RCA and plain RBF do not (measured, seed 0:
     # train J RCA 1.21, RBF 1.29, K_beta 2.12, K~_beta 2.43)

@@ -61,7 +61,7 @@ class _Fake:
 
     def solve(self, **kw):
         if self.warn:
-            warnings.warn("stopped early", ConvergenceWarning)
+            warnings.warn("stopped early", ConvergenceWarning, stacklevel=2)
         return self.fast
 
 
