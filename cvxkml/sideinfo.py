@@ -28,7 +28,8 @@ from .errors import InvalidInputError
 
 __all__ = [
     "ConstraintAtom", "PairConstraints", "RelativeConstraints", "SimilarityConstraints",
-    "LinearConstraints", "LinearEqualities", "Hinge", "Squared", "pairs_from_labels", "random_pairs_from_labels", "percentile_bounds",
+    "LinearConstraints", "LinearEqualities", "Hinge", "Squared", "pairs_from_labels", "random_pairs_from_labels",
+    "percentile_bounds",
     "baseline_metric", "baseline_kernel",
 ]
 

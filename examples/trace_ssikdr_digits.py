@@ -8,8 +8,9 @@ PCA (2 components, same kernel, same 100 training digits).
 
 Needs the offline data folder (``$CVXKML_DATA`` or ``../shared/data``: ``mnist5000.npz`` or
 ``pendigits.csv``) and matplotlib; ``--dataset sklearn-digits`` uses scikit-learn's bundled
-8 × 8 digits instead (the docs build does when it finds no data folder). One training draw: seconds on MNIST, a few minutes on
-pendigits (the solver needs ~20 000 iterations there, see ``reference/jain2012-trace.md``);
+8 × 8 digits instead (the docs build does when it finds no data folder). One training draw:
+seconds on MNIST, a few minutes on pendigits (the solver needs ~20 000 iterations there, see
+``reference/jain2012-trace.md``);
 the 10-draw experiment with mean ± std is ``cvxkml reproduce trace``.
 
 Run it yourself (``OUT.png`` saves the figure)::

@@ -71,8 +71,8 @@ def test_issue_case_bregman_stops_early_with_a_certified_ray():
 
 def test_kernel_lowrank_vonneumann_stop_early():
     """The same conflict in the dense kernel, low-rank and von Neumann paths (smaller: 600
-    ordinary pairs): each stops within 64 sweeps (low-rank, reshuffled every sweep: 512) with a ray on the conflicting constraints
-    (and the others whose multipliers grow with them) that the problem certifies."""
+    ordinary pairs): each stops within 64 sweeps (low-rank, reshuffled every sweep: 512) with a
+    ray on the conflicting constraints (and the others whose multipliers grow with them) that the problem certifies."""
     X, P = _case(n=60, d=8, m=600, seed=3)
     K = X @ X.T + 1e-3 * np.eye(60)
     res = bregman_kernel(K, P.i, P.j, P.y, P.bound, None, 1e-9, 20_000)

@@ -8,8 +8,8 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "cvxkml"
 
 #: the package root holds only the core modules and the subpackages
-ROOT_MODULES = {"__init__", "__main__", "_answer", "_config", "_deprecated", "_progress", "_validation", "errors", "solution",
-                "sideinfo", "kernels", "mkl_kernels", "factor", "learned", "datasets"}
+ROOT_MODULES = {"__init__", "__main__", "_answer", "_config", "_deprecated", "_progress", "_validation", "errors",
+                "solution", "sideinfo", "kernels", "mkl_kernels", "factor", "learned", "datasets"}
 SUBPACKAGES = {"formulas", "declare", "solvers", "adapters", "estimators", "baselines", "testing", "experiments"}
 
 #: layer -> what it must never import (module prefixes; third-party names too)
@@ -27,7 +27,8 @@ FORBIDDEN = {
     "cvxkml.testing": ("cvxkml.experiments", "cvxkml.estimators"),
 }
 #: the data layer and the errors import nothing of cvxkml but these
-ALLOWED_ONLY = {"cvxkml.datasets": {"cvxkml.errors", "cvxkml._validation", "cvxkml._deprecated"}, "cvxkml.errors": set()}
+ALLOWED_ONLY = {"cvxkml.datasets": {"cvxkml.errors", "cvxkml._validation", "cvxkml._deprecated"},
+                "cvxkml.errors": set()}
 
 for _core in ("sideinfo", "kernels", "mkl_kernels", "factor", "learned", "solution", "_validation", "_config",
               "_progress", "_answer"):
@@ -83,7 +84,8 @@ def test_layer_imports(layer):
     bad = []
     for mod, deps in GRAPH.items():
         if mod == layer or mod.startswith(layer + "."):
-            bad += [(mod, d) for d in deps for f in FORBIDDEN[layer] if d == f.rstrip(".") or d.startswith(f if f.endswith(".") else f + ".") or d == f]
+            bad += [(mod, d) for d in deps for f in FORBIDDEN[layer]
+                    if d == f.rstrip(".") or d.startswith(f if f.endswith(".") else f + ".") or d == f]
     assert not bad, f"{layer} imports what sits above it: {bad}"
 
 

@@ -259,7 +259,8 @@ def test_lowrank_bad_inputs():
     assert list(sol.info["skipped_pairs"]) == [0] and len(prob.pairs) == 1 and sol.converged
     from cvxkml.sideinfo import LinearConstraints
     with_linear = LowRankLogDet(G0, [pc, LinearConstraints(b=[1.0], Z=np.ones((1, 3)))])
-    with pytest.raises(InvalidInputError, match=r"lowrank-logdet: does not handle LinearConstraints\); use method='dual'"):
+    with pytest.raises(InvalidInputError,
+                       match=r"lowrank-logdet: does not handle LinearConstraints\); use method='dual'"):
         with_linear.solve(method="native")
     sol = with_linear.solve()                     # the generic dual solver takes them
     assert sol.solver.startswith("dual-newton") and sol.converged

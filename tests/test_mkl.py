@@ -12,9 +12,10 @@ convergence, §4.1): its rank-one point μ* satisfies, for *every* μ' on the si
     h(μ*μ*ᵀ) <= h(μ'μ'ᵀ) + w·μ'ᵀWμ',
 
 W the direction of the last solve (W = UUᵀ, eq. 16), because P* = μ*μ*ᵀ minimizes (15)
-over all feasible P ∋ μ'μ'ᵀ and tr(P*W) >= 0; this is asserted on every draw.  When the relaxation (W = 0) is already rank one the point is
-global and must match the best grid point to grid resolution.  Measured on 40 random
-m = 2 draws: 36 match the grid optimum; 4 stop at a worse local rank-one point
+over all feasible P ∋ μ'μ'ᵀ and tr(P*W) >= 0; this is asserted on every draw.  When the
+relaxation (W = 0) is already rank one the point is global and must match the best grid
+point to grid resolution.  Measured on 40 random m = 2 draws: 36 match the grid optimum; 4
+stop at a worse local rank-one point
 (up to 2.7e-3 relative) — see test_convex_iteration_can_stop_at_a_local_point.
 
 The certificates (the Problem contract).  solve()'s dual_value is the Lagrange dual value

@@ -157,7 +157,8 @@ def test_store_refuses_changed_damaged_and_foreign_files(tmp_path):
 
     cases = {
         "an array changed": lambda: _rewrite(path, **{"a0.npy": _npy(np.array([True, True, True]))}),
-        "an object array (pickle inside .npy)": lambda: _rewrite(path, **{"a0.npy": _npy(np.array([_Marker(tmp_path / "m")], dtype=object))}),
+        "an object array (pickle inside .npy)":
+            lambda: _rewrite(path, **{"a0.npy": _npy(np.array([_Marker(tmp_path / "m")], dtype=object))}),
         "truncated": lambda: path.write_bytes(path.read_bytes()[:100]),
         "another key's file": lambda: (store.save(other, _result()),
                                        path.write_bytes((store.directory / f"{other}.npz").read_bytes())),

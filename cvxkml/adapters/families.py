@@ -9,8 +9,8 @@ from ..solvers.kcr import kcr_pdhg
 from ..solvers.lmnn import lmnn_active_set, lmnn_pdhg, pair_distances
 from ..solvers.mkl import weight_step_ipm
 
-KERNELS = {"lmnn.pdhg": lmnn_pdhg, "lmnn.active_set": lmnn_active_set, "lmnn.pair_distances": pair_distances, "kcr.pdhg": kcr_pdhg,
-           "mkl.weight_step_ipm": weight_step_ipm}
+KERNELS = {"lmnn.pdhg": lmnn_pdhg, "lmnn.active_set": lmnn_active_set, "lmnn.pair_distances": pair_distances,
+           "kcr.pdhg": kcr_pdhg, "mkl.weight_step_ipm": weight_step_ipm}
 
 for _name, _fn in KERNELS.items():
     register_kernel(_name, _fn)

@@ -1,15 +1,62 @@
 """The built-in fast solvers of the spectral problems, registered with what each accepts.
 
-| spec | problems | regularizer | families | hinge | gamma |
-|---|---|---|---|---|---|
-| ``bregman-metric`` (Jain et al. Alg. 1, O(d²) each) | metric space (ITML, SpectralMetric) | LogDet | pairs | – | yes |
-| ``bregman-kernel`` (Alg. 1 on K, or Kulis et al. Alg. 2 on a rank-r K0) | kernel space (LogDetKernel, SpectralKernel) | LogDet | pairs, relative, similarity | – | yes |
-| ``lowrank-logdet`` (Kulis et al. Alg. 2, CHOLUPDATEMULT) | factored and span spaces (LowRankLogDet, FactoredSpectralKernel, wide ITML) | LogDet | pairs, relative, similarity | – | yes |
-| ``vonneumann`` (Kulis et al. Alg. 3; slack: dual Newton-CG) | every spectral problem | VonNeumann | pairs | – | yes |
-| ``pola`` (dual FISTA + Newton polish) | every spectral problem | Frobenius | all | – | – |
-| ``trace`` (dual Newton-CG, else Uzawa) | every spectral problem | TraceNorm | pairs | – | – |
-| ``sdp-barrier`` (Bregman under the barrier) | SDPLogDetKernel, SDPLogDetMetric | LinearLogDet (γ > 0) | all | – | – |
-| ``dual-newton`` (generic, certified) | every spectral problem | any with conj_s, conj_grad_s, conj_hess_s | all | yes | – |
+.. list-table::
+   :header-rows: 1
+
+   * - spec
+     - problems
+     - regularizer
+     - families
+     - hinge
+     - gamma
+   * - ``bregman-metric`` (Jain et al. Alg. 1, O(d²) each)
+     - metric space (ITML, SpectralMetric)
+     - LogDet
+     - pairs
+     - –
+     - yes
+   * - ``bregman-kernel`` (Alg. 1 on K, or Kulis et al. Alg. 2 on a rank-r K0)
+     - kernel space (LogDetKernel, SpectralKernel)
+     - LogDet
+     - pairs, relative, similarity
+     - –
+     - yes
+   * - ``lowrank-logdet`` (Kulis et al. Alg. 2, CHOLUPDATEMULT)
+     - factored and span spaces (LowRankLogDet, FactoredSpectralKernel, wide ITML)
+     - LogDet
+     - pairs, relative, similarity
+     - –
+     - yes
+   * - ``vonneumann`` (Kulis et al. Alg. 3; slack: dual Newton-CG)
+     - every spectral problem
+     - VonNeumann
+     - pairs
+     - –
+     - yes
+   * - ``pola`` (dual FISTA + Newton polish)
+     - every spectral problem
+     - Frobenius
+     - all
+     - –
+     - –
+   * - ``trace`` (dual Newton-CG, else Uzawa)
+     - every spectral problem
+     - TraceNorm
+     - pairs
+     - –
+     - –
+   * - ``sdp-barrier`` (Bregman under the barrier)
+     - SDPLogDetKernel, SDPLogDetMetric
+     - LinearLogDet (γ > 0)
+     - all
+     - –
+     - –
+   * - ``dual-newton`` (generic, certified)
+     - every spectral problem
+     - any with conj_s, conj_grad_s, conj_hess_s
+     - all
+     - yes
+     - –
 """
 from __future__ import annotations
 

@@ -797,7 +797,8 @@ class SpectralProblem(Problem):
             gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
             warnings.warn(
                 f"The dual change met tol {tol:.3g} but the certificate did not (after {attempts} "
-                f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} (allowed ±{gap_tol:.3g}), max relative "
+                f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} "
+                f"(allowed ±{gap_tol:.3g}), max relative "
                 f"violation {rel_viol:.3g} (allowed {viol_tol:.3g}). "
                 + ("The hard constraints may be infeasible (use slack, gamma=…), or " if self.gamma is None
                    else "") + "raise max_iter, or loosen gap_tol / viol_tol.",

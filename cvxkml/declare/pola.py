@@ -96,7 +96,8 @@ class POLAKernel(SpectralKernel):
     K0 : array-like (n, n), PSD (rank-deficient: solved on its range space).
     constraints : constraint object(s)
         POLA's own are :func:`pola_constraints` ``(i, j, y, b)`` (any family, and
-        :class:`~cvxkml.sideinfo.Hinge` slack, go to the dual solver).  The former form ``POLAKernel(K0, i, j, y, b)`` still works, with a DeprecationWarning.
+        :class:`~cvxkml.sideinfo.Hinge` slack, go to the dual solver).  The former form
+        ``POLAKernel(K0, i, j, y, b)`` still works, with a DeprecationWarning.
     """
 
     def __init__(self, K0, constraints, *rest, b=None):

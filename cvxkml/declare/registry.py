@@ -27,7 +27,8 @@ from typing import Callable
 from .._validation import missing_methods
 from ..errors import InvalidInputError
 
-__all__ = ["SolverSpec", "register", "unregister", "registered", "select", "register_kernel", "kernel", "missing_methods", "MODEL_METHODS", "REGULARIZER_METHODS"]
+__all__ = ["SolverSpec", "register", "unregister", "registered", "select", "register_kernel", "kernel",
+           "missing_methods", "MODEL_METHODS", "REGULARIZER_METHODS"]
 
 #: the methods that define a spectral problem's model: a subclass overriding one of them is
 #: a different problem

@@ -48,5 +48,5 @@ ESTIMATORS = (ITML, KernelITML, LowRankKernelITML, VonNeumannKernelLearner, Trac
               SpectralMetricLearner)
 
 __all__ = [cls.__name__ for cls in ESTIMATORS] + [
-    "ESTIMATORS", "random_similar_pairs", "register_regularizer", "save", "load", "EstimatorFileError", "FormatVersionError",
-    "EstimatorClassError"]
+    "ESTIMATORS", "random_similar_pairs", "register_regularizer", "save", "load", "EstimatorFileError",
+    "FormatVersionError", "EstimatorClassError"]

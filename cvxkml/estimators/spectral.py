@@ -23,8 +23,8 @@ constraints built from labels, with one of the two von Neumann problems of the p
 
 Both follow the conventions of :mod:`cvxkml.estimators._base`: ``transform``
 (embedding of the learned kernel), ``learned_kernel``, ``get_metric``, ``pair_distance``,
-``pair_score``, and learn from labels or given ``pairs``.  ``"jain"`` evaluates them through :class:`~cvxkml.learned.LearnedKernel`
-with α = 1, like KernelITML.  ``"kulis"`` keeps a LearnedKernel with α = 0
+``pair_score``, and learn from labels or given ``pairs``.  ``"jain"`` evaluates them through
+:class:`~cvxkml.learned.LearnedKernel` with α = 1, like KernelITML.  ``"kulis"`` keeps a LearnedKernel with α = 0
 (``learned_kernel_``) but evaluates through the equivalent factor form
 κ(z1, z2) = g1ᵀ B Bᵀ g2 (g the Nyström coordinates of K0's eigen factorization, B from the
 solver's W and Q), because S = K0⁺ K K0⁺ has entries of order 1/p_min and the products
@@ -432,8 +432,8 @@ class SpectralKernelLearner(KernelExtensionMixin, _SpectralLearner):
 
     def __init__(self, regularizer=None, *, kernel="gaussian", kernel_params=None, standardize="auto",
                  constraints="auto", C=1.0, gamma=1.0, margin=None, scheme="jain", n_similar=100,
-                 n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=10000, random_state=None,
-                 verbose=0, callback=None):
+                 n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=10000,
+                 random_state=None, verbose=0, callback=None):
         self.regularizer = regularizer
         self.kernel = kernel
         self.kernel_params = kernel_params

@@ -157,7 +157,8 @@ def _typed(what: str, convert):
         try:
             return convert(text)
         except (ValueError, TypeError, OverflowError) as exc:
-            raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}" + (f" ({exc})" if str(exc) else "")) from exc
+            detail = f" ({exc})" if str(exc) else ""
+            raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}" + detail) from exc
     parse.__name__ = what.replace(" ", "_")
     return parse
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from ..estimators._persist import read_npy_member as _read_npy_member
 from ._commands import CommandError
 
-__all__ = ["BACKENDS", "DASK_EXTRA", "CommandError", "StoreFileError", "TaskStore", "add_parallel_options", "parallel_context",
-           "parallel_from_args", "run_tasks", "describe"]
+__all__ = ["BACKENDS", "DASK_EXTRA", "CommandError", "StoreFileError", "TaskStore", "add_parallel_options",
+           "parallel_context", "parallel_from_args", "run_tasks", "describe"]
 
 #: The joblib backends the commands offer.
 BACKENDS = ("loky", "dask")

@@ -204,7 +204,8 @@ TABLE = (
     Command("bench", "pola", "bench_pola:command",
             "POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24): fast solvers vs CVXPY (Clarabel / SCS), "
             "time to the same accuracy",
-            run_options("small sizes, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)")),
+            run_options("small sizes, one repeat (for tests)",
+                        "fast-solver timing repeats, best of (default 3, quick 1)")),
     Registered("bench_kcr"),
     Registered("bench_variants"),
     Registered("bench_exact"),

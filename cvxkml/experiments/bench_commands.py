@@ -77,7 +77,8 @@ def itml_command(args) -> int:
     print("(a) Seconds per Bregman projection: Numba solver vs plain-NumPy loop of the same "
           "update (slack gamma = 1)")
     rows = bench.projection_rows(quick=args.quick, repeats=args.repeats, seed=args.seed)
-    print(columns(rows, [("form", "{form}"), ("size", lambda r: ("d=" if r["form"] == "metric" else "n=") + str(r["size"])),
+    print(columns(rows, [("form", "{form}"),
+                         ("size", lambda r: ("d=" if r["form"] == "metric" else "n=") + str(r["size"])),
                          ("pairs", "{pairs}"), ("projections", "{projections}"), ("rank-1 updates", "{updates}"),
                          ("numba [s/proj]", "{numba_s_per_proj:.3e}"), ("numpy [s/proj]", "{numpy_s_per_proj:.3e}"),
                          ("numpy/numba", "{speedup:.3g}"), ("max rel diff", "{max_rel_diff:.1e}")]))
@@ -224,7 +225,8 @@ def vonneumann_command(args) -> int:
         print("(c) Same run, same workload: the first constraints of each count from the start, one sweep, "
               "Algorithm 3 (vonneumann_pairs, tol 0) vs dense NumPy (eigh per root-finder evaluation, W @ U)")
         print(columns(res["dense"], [("constraints", "{constraints}"), ("prefix", "{prefix}"),
-                                     ("alg3 projections", "{projections}"), ("numpy projections", "{numpy_projections}"),
+                                     ("alg3 projections", "{projections}"),
+                                     ("numpy projections", "{numpy_projections}"),
                                      ("alg3 [s/visit]", "{alg3_s_per_visit:.3e}"),
                                      ("numpy [s/visit]", "{numpy_s_per_visit:.3e}"), ("numpy/alg3", "{speedup:.3g}"),
                                      ("max rel diff", "{max_rel_diff:.1e}")]))

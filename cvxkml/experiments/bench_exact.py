@@ -546,7 +546,8 @@ def _machine() -> str:
         blas = ", ".join(sorted({i.get("internal_api", "?") for i in threadpoolctl.threadpool_info()}))
     except Exception:                             # noqa: BLE001
         blas = "?"
-    return f"{platform.machine()}, {os.cpu_count()} cores (shared), 1 BLAS thread ({blas}), Python {platform.python_version()}"
+    return (f"{platform.machine()}, {os.cpu_count()} cores (shared), 1 BLAS thread ({blas}), "
+            f"Python {platform.python_version()}")
 
 
 def _cmd_exact_limits(args) -> int:

@@ -239,7 +239,8 @@ def mu_step_rows(cases=(("sonar", 30),), data_dir=None, seed: int = 0, ccp_iter:
             ccp, t_ccp = quiet(timed, lmnn_mu_step, h, mu0, max_iter=ccp_iter)
             rows.append(dict(data=name, n=n, kernels=h.m, triplets=int(h.triplets.n_triplets),
                              mu_solve_s=t_one, objective=float(sol.objective),
-                             rel_gap=_rel_gap(sol), ccp_steps=int(ccp.n_solves), ccp_s=t_ccp, ccp_s_per_solve=t_ccp / max(ccp.n_solves, 1),
+                             rel_gap=_rel_gap(sol), ccp_steps=int(ccp.n_solves), ccp_s=t_ccp,
+                             ccp_s_per_solve=t_ccp / max(ccp.n_solves, 1),
                              h_start=float(h.value_mu(mu0)), h_end=float(ccp.objective),
                              ccp_converged=bool(ccp.converged)))
     return rows

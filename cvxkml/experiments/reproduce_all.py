@@ -494,7 +494,8 @@ GROUPS = {"logdet": ("logdet",), "uci": ("uci",), "trace": ("trace",), "lowrank"
 
 _MKL_WHOLE = "Sonar and Ionosphere with whole training folds (interior-point weight step, 2026-11-25)"
 _MKL_FULL = "Full protocol (LMNN to its certificate, Algorithm 1 to its stopping rule)"
-_MKL_FULL_FLAGS = "--n-learn 0 --n-learn-mfeat 0 --max-iter 20000 --cv-max-iter 20000 --max-outer 20 --max-convex-iter 50"
+_MKL_FULL_FLAGS = ("--n-learn 0 --n-learn-mfeat 0 --max-iter 20000 --cv-max-iter 20000 --max-outer 20 "
+                   "--max-convex-iter 50")
 #: the full-protocol runs in reference/ -> the command that made each (the sheet's "Full protocol")
 MKL_FULL_RUNS = {
     "wang2011-mkl-full-sonar.json": f"cvxkml reproduce mkl --datasets sonar --no-table2 {_MKL_FULL_FLAGS}",
@@ -557,7 +558,8 @@ def _fill(group: str, sections: dict, mode: str, ref: Path, data_dir, n_jobs, se
             _mkl_records(sections, {"table2": data["table2"]}, data["commands"]["mfeat"],
                          "reference/wang2011-mkl-results.json")
             rec, source = _recorded(ref, "wang2011_table1_whole_folds")
-            _mkl_records(sections, rec["result"], rec["command"], source, label=" (whole training folds)", heading=_MKL_WHOLE,
+            _mkl_records(sections, rec["result"], rec["command"], source, label=" (whole training folds)",
+                         heading=_MKL_WHOLE,
                          protocol="all training points learn; LMNN stopped at 1 000 iterations, "
                                   "5 outer iterations")
             for name, command in MKL_FULL_RUNS.items():

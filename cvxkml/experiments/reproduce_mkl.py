@@ -237,7 +237,8 @@ class _Steps:
     """The fits of one split, each noted in ``counter`` and kept in ``store`` (the split's
     own folder) as soon as it ends, so that a split stopped part way (a session's end)
     resumes after its last finished fit rather than from its start.  ``steps(name, fit)``
-    returns ``fit()`` — a plain-data dict (what :class:`TaskStore` stores: no pickle) with the fit's ``"records"`` (:func:`_record`) and
+    returns ``fit()`` — a plain-data dict (what :class:`TaskStore` stores: no pickle) with the
+    fit's ``"records"`` (:func:`_record`) and
     what the split needs of it (test correctness, an inner-CV count, info) — or, when an
     earlier run of this split finished the step ``name``, that run's dict, its records
     marked ``"stored": True``.  Without a store it only calls ``fit()``."""

@@ -683,7 +683,8 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
         alone.
     callback : callable or None
         Called at every check (iteration 0, the end of every smoothing width, then every
-        ``check_every`` PDHG iterations) with a dict: ``iteration``, ``objective`` (F at the best X̂ so far), ``dual_value`` (the
+        ``check_every`` PDHG iterations) with a dict: ``iteration``, ``objective`` (F at the
+        best X̂ so far), ``dual_value`` (the
         best certified bound g), ``gap`` ((F − g) / max(1, |F|), the certified relative
         gap), ``current_objective`` (F at the current iterate) and ``working_triplets``.
         A truthy return stops the run (``status="stopped by callback"``) unless that
@@ -1053,8 +1054,9 @@ def _keys(entries, impostors, n) -> np.ndarray:
 
 def lmnn_active_set(U, codes, k: int, target_i, target_j, gamma: float, X0=None, tol: float = 1e-6,
                     max_iter: int = 20_000, check_every: int = 200, buffer: float = 0.5, cap: int = 50,
-                    init_cap: int = 10, max_rounds: int = 50, polish: bool = True, blas_threads: int | str | None = "config",
-                    callback=None, smooth: bool = True, stall_iter: int | None = STALL_ITER) -> LMNNResult:
+                    init_cap: int = 10, max_rounds: int = 50, polish: bool = True,
+                    blas_threads: int | str | None = "config", callback=None, smooth: bool = True,
+                    stall_iter: int | None = STALL_ITER) -> LMNNResult:
     """LMNN (eq. 18) on all triplets, solved on an active set of impostors that a full scan
     refreshes between solves (Weinberger & Saul §6), so that the n·k·(n − n_c) triplets are
     never stored.

@@ -337,7 +337,8 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
         matrix=0.5 * (X + X.T), lam=lam, xi=np.zeros(0), sweeps=int(it + newton_steps),
         dual_change=float(max(rel_gap, rel_viol)), code=code, bad_index=-1, time=elapsed,
         extra={"solver": "pola-dual", "rel_gap": float(rel_gap), "rel_violation": float(rel_viol),
-               "fista_iterations": int(it), "newton_steps": int(newton_steps), "restarts": int(restarts), "lipschitz": float(L),
+               "fista_iterations": int(it), "newton_steps": int(newton_steps), "restarts": int(restarts),
+               "lipschitz": float(L),
                "farkas": farkas, "infeasible": bool(infeasible)})
 
 

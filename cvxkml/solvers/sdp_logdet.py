@@ -437,9 +437,9 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam
         return FastResult(matrix=X, lam=lam, xi=np.zeros(0), sweeps=int(total),
                              dual_change=float(kkt), code=int(code), bad_index=int(bad),
                              time=time.perf_counter() - t0,
-                             extra={"solver": "barrier-bregman", "kkt_residual": float(kkt), "last_dual_change": float(change),
-                                    "phase1_sweeps": int(sweeps1), "trace_bounds": bounds,
-                                    "phase1_nu": float(nu_final)})
+                             extra={"solver": "barrier-bregman", "kkt_residual": float(kkt),
+                                    "last_dual_change": float(change), "phase1_sweeps": int(sweeps1),
+                                    "trace_bounds": bounds, "phase1_nu": float(nu_final)})
 
     X = barrier_primal(C, U, w, ptr, lam, gamma)
     change = np.inf

@@ -227,7 +227,8 @@ def assert_matches_reference(problem, fast, exact, rtol: float = 1e-6, viol: flo
     bare = not isinstance(fast, Solution)          # a bare answer claims nothing: no converged flag
     fast = validate_answer(problem, fast, gap_rtol=rtol, optimum=float(exact.objective), opt_rtol=rtol)
     scale = max(_scale(fast), _scale(exact))
-    assert bare or fast.converged, f"the fast solution says converged=False (status {fast.status!r}): it is not a certified answer"
+    assert bare or fast.converged, (f"the fast solution says converged=False (status {fast.status!r}): "
+                                    "it is not a certified answer")
     rv = relative_violation(problem, fast)
     assert rv <= viol, f"fast solution infeasible: recomputed relative violation {rv:.3g} > {viol:g}: {fast}"
     lower = [s.dual_value for s in (fast, exact) if s.dual_value is not None and np.isfinite(s.dual_value)]

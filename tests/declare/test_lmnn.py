@@ -272,7 +272,8 @@ def test_warm_start_bad_inputs():
         prob.solve(warm_start={"X": np.eye(3)})
     with pytest.raises(InvalidInputError, match=r"warm_start\['A'\] must be 3 × 3"):
         prob.solve(warm_start={"A": np.eye(4)})
-    with pytest.raises(InvalidInputError, match=rf"warm_start\['alpha'\] must hold one non-negative multiplier per triplet \({T}\)"):
+    with pytest.raises(InvalidInputError,
+                       match=rf"warm_start\['alpha'\] must hold one non-negative multiplier per triplet \({T}\)"):
         prob.solve(warm_start={"alpha": np.ones(T + 1)})
     with pytest.raises(InvalidInputError, match="alpha0 must hold"):
         prob.solve(alpha0=-np.ones(T))

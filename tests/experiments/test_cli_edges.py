@@ -15,7 +15,8 @@ from cvxkml.experiments._commands import run_command
 
 BAD = {"int": ["-1", "0", "abc", "1.5", "", "nan", "1e3"], "nonneg": ["-1", "abc", "1.5", "", "nan", "-0.5"],
        "nonneg_float": ["-1", "nan", "inf", "abc", "1e400"], "float": ["-1", "0", "nan", "inf", "-inf", "abc", "1e400"],
-       "n_jobs": ["0", "-2", "x"], "seed": ["-1", "abc", "1.5", "4294967296", "99999999999999999999"], "data_dir": ["/nonexistent/folder", __file__],
+       "n_jobs": ["0", "-2", "x"], "seed": ["-1", "abc", "1.5", "4294967296", "99999999999999999999"],
+       "data_dir": ["/nonexistent/folder", __file__],
        "file": ["/proc/nope/x.json", "/"], "folder": [__file__]}
 N_VECTORS = 120
 
@@ -24,8 +25,8 @@ def _typed_options():
     """(command words, option string, kind) of every typed option of every command."""
     from cvxkml.experiments import _commands as C
     kinds = {C.positive_int: "int", C.non_negative_int: "nonneg", C.n_jobs_int: "n_jobs", C.positive_float: "float",
-             C.non_negative_float: "nonneg_float", C.data_folder: "data_dir", C.seed_int: "seed", C.writable_file: "file",
-             C.writable_folder: "folder"}
+             C.non_negative_float: "nonneg_float", C.data_folder: "data_dir", C.seed_int: "seed",
+             C.writable_file: "file", C.writable_folder: "folder"}
     return [(words, a.option_strings[-1], kinds[a.type]) for words, parser in _parsers()
             for a in parser._actions if a.option_strings and a.type in kinds]
 
@@ -263,7 +264,8 @@ def test_bad_recorded_results_are_one_line(tmp_path):
     (["bench", "mkl", "--datasets", "wine"], 2, "argument --datasets: invalid choice: 'wine'"),
     (["bench", "exact-limits", "--families", ",", "--max-n", "8"], 2, "--families names no family; choose from ITML"),
     (["bench", "lmnn", "--quick", "--folds", "100"], 2, "its smallest class has 16 points); use --folds between 2"),
-    (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1"], 2, "1-fold stratified cross-validation of iris needs 2"),
+    (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1"], 2,
+     "1-fold stratified cross-validation of iris needs 2"),
     (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1000"], 2, "use --n-folds between 2 and 50"),
 ])
 def test_bad_option_values_and_combinations(argv, code, message, data_dir, monkeypatch, capsys):
