@@ -341,6 +341,18 @@ def scaling_rows(ns=(1000, 2000, 4000, 8000, 16000), m: int = 200, n_pairs: int 
 
 
 def format_scaling(rows: list) -> str:
+    """The landmark scaling as text: fit time relative to the smallest n, and full over landmark.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The rows of :func:`scaling_rows` (``n``, ``landmark_ratio``, ``full_over_landmark``).
+
+    Returns
+    -------
+    str
+        A title line and the table.
+    """
     body = [[str(r["n"]), f"{r['n'] / rows[0]['n']:.0f}", f"{r['landmark_ratio']:.2f}",
              "—" if r["full_over_landmark"] is None else f"{r['full_over_landmark']:.1f}"] for r in rows]
     return ("Scaling — XOR, m = 200, K = 10, |S| = 50, 3 iterations; fit time (best of 3, BLAS on one "
@@ -381,6 +393,18 @@ def format_table1(res: dict) -> str:
 
 
 def format_figure1(res: dict) -> str:
+    """Figure 1's separabilities as text: J on the training and the new points per embedding.
+
+    Parameters
+    ----------
+    res : dict
+        The result of :func:`figure1` (``J``, ``pairs``, ``sigma``, ``path``).
+
+    Returns
+    -------
+    str
+        A title line, the table, and the saved figure's path when there is one.
+    """
     rows = [[k, f"{v[0]:.4f}", f"{v[1]:.4f}"] for k, v in res["J"].items()]
     txt = (f"Figure 1 — XOR, 360 training + 40 new points, |S| = {len(res['pairs'])}, RBF sigma = "
            f"{res['sigma']:.4g}; J in each method's full coordinates (the paper gives no numbers)"
@@ -391,6 +415,18 @@ def format_figure1(res: dict) -> str:
 
 
 def format_table2(rows: list) -> str:
+    """Table 2 as text: measured J (input, RBF, RCA, ours) beside the paper's, per MNIST subset.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The rows of :func:`table2_rows`, one per digit subset.
+
+    Returns
+    -------
+    str
+        A title line and the table ("—" where the paper has no number).
+    """
     head = ["digits", "n", "input", "(paper)", "RBF", "(paper)", "RCA", "(paper)", "ours", "(paper)", "q"]
     body = []
     for r in rows:
@@ -474,6 +510,25 @@ def optional_data_sets(args) -> tuple:
 
 
 def command(args) -> int:
+    """``cvxkml reproduce yeung``: Yeung, Chang & Dai (IJCAI 2007) Table 1 (XOR), Figure 1 and
+    Table 2 (MNIST subsets), and the landmark scaling.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of the command (the parts, ``implied``, ``sigma``, ``xor_std``, ``neighbors``, ``rank_rtol``,
+        ``landmarks``, ``quick``, ``out``, ``seed``, ``runs``, ``data_dir`` and the parallel options).
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+
+    Raises
+    ------
+    CommandError
+        ``--implied`` given with ``--sigma`` or ``--xor-std``.
+    """
     t_start = time.perf_counter()
     parts = _parts_of(args)
     if args.implied and (args.sigma is not None or args.xor_std is not None):

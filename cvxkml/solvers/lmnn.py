@@ -91,6 +91,33 @@ __all__ = ["LMNNResult", "STALL_ITER", "impostor_scan", "lmnn_active_set", "lmnn
 
 @dataclass
 class LMNNResult:
+    """What :func:`lmnn_pdhg` and :func:`lmnn_active_set` return.
+
+    Attributes
+    ----------
+    X : ndarray of shape (r, r)
+        The whitened matrix X̂ at the best primal iterate.
+    alpha : ndarray of shape (T,)
+        The triplet multipliers α of the best dual bound.
+    objective : float
+        The LMNN objective F at ``X``.
+    dual_value : float
+        The best certified lower bound g on the optimum.
+    n_iter : int
+        PDHG iterations run.
+    converged : bool
+        Whether the certified gap met the tolerance, F − g <= tol · max(1, |F|).
+    time : float
+        Wall-clock seconds of the solve.
+    status : str
+        Why the run stopped: ``"converged"``, ``"max_iter reached"``, ``"stalled"``, ...
+    history : list
+        One ``(iteration, F, g, working triplets)`` entry per check.
+    info : dict
+        Solver details (step sizes, smoothing and polish times; for the active set, its
+        final triplets and impostor set).
+    """
+
     X: np.ndarray             # r × r, the whitened matrix X̂ (best primal iterate)
     alpha: np.ndarray         # multipliers α (T,) of the best dual bound
     objective: float          # F at X
