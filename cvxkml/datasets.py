@@ -440,6 +440,7 @@ def label_codes(y) -> np.ndarray:
     Parameters
     ----------
     y : array-like of shape (n,)
+        Labels of any sortable type.
 
     Returns
     -------

@@ -149,8 +149,13 @@ def separability(X, y, kernel=None, block_size: int = 1024) -> float:
     Parameters
     ----------
     X : array-like of shape (n, d)
+        The points.
     y : array-like of shape (n,)
+        Their class labels.
     kernel : Kernel, callable or None
+        The kernel whose feature-space distance is used; None: the Euclidean distance.
+    block_size : int, default 1024
+        Rows of the Gram matrix formed at a time.
 
     Returns
     -------
@@ -188,8 +193,13 @@ def separability_lowrank(W, M, y, block_size: int = 1024) -> float:
     Parameters
     ----------
     W : scipy sparse matrix or ndarray of shape (n, m)
+        The left factor of K = W M Wᵀ.
     M : ndarray of shape (m, m), symmetric PSD
+        The middle factor.
     y : array-like of shape (n,)
+        The class labels of the n points.
+    block_size : int, default 1024
+        Rows of K formed at a time.
     """
     import scipy.sparse as sp
 

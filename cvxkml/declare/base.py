@@ -91,7 +91,8 @@ class SpectralProblem(Problem):
             :class:`~cvxkml.declare.spaces.SpanSpace` (W on wide data, in the data's span).
         constraints : constraint atom(s) (:mod:`cvxkml.sideinfo`), hard or wrapped in
             :class:`~cvxkml.sideinfo.Hinge` / :class:`~cvxkml.sideinfo.Squared`.
-        regularizer : :class:`~cvxkml.declare.regularizers.Regularizer` or None (LogDet).
+        regularizer : :class:`~cvxkml.declare.regularizers.Regularizer` or None
+            The divergence to the baseline that the problem minimizes; None: LogDet.
         gamma : float or None
             The regularizer's own pair slack weight (LogDet, von Neumann), or None.
         zero_pairs : {"raise", "skip"}
@@ -696,6 +697,8 @@ class SpectralProblem(Problem):
             attempt of the native solver (``iteration`` = sweeps so far, ``objective``,
             ``gap``, ``violation``, ``dual_change``); a truthy return stops the solve
             (``status="stopped by callback"``, ``converged=False`` unless certified).
+        max_sweeps : int or None
+            Deprecated former name of ``max_iter``.
 
         Notes
         -----

@@ -1578,21 +1578,31 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
 
     Parameters
     ----------
-    Ks : list of m kernel matrices (n × n), PSD, same size.
-    y : labels (n,).
+    Ks : list of ndarray of shape (n, n)
+        The m base kernel matrices, PSD, all of the same size.
+    y : array-like of shape (n,)
+        Class labels.
     variant : {"P", "mu"}
         "P": :class:`RankOneWeightStep` on :class:`LMNNWeightObjective` (LMNN-MKL_P);
         "mu": :func:`lmnn_mu_step` (majorized MKL_μ; LMNN is not convex in μ).
-    k, gamma : LMNN's parameters (paper: 5, 0.5).
-    mu0 : initial weights (default uniform, the paper's choice).
-    A0 : initial metric (default I, the paper's choice).
-    triplets : the target/impostor structure (default: target neighbours by the
-        feature-space distance of K_{μ0}, fixed for the whole run).
-    max_outer : outer iterations.
-    tol, mu_tol : stop when |ΔF| <= tol·max(1, F) and ‖Δμ‖_1 <= mu_tol.
-    lmnn_options : keyword arguments of :meth:`LMNNProblem.solve` (metric step).
-    weight_options : keyword arguments of :class:`RankOneWeightStep` ("P") or of
-        :func:`lmnn_mu_step` ("mu").
+    k, gamma : int, float
+        LMNN's number of target neighbours and hinge weight (paper: 5, 0.5).
+    mu0 : array-like of shape (m,) or None
+        Initial kernel weights (default uniform, the paper's choice).
+    A0 : ndarray or None
+        Initial metric (default I, the paper's choice).
+    triplets : LMNNTriplets or None
+        The target/impostor structure (default: target neighbours by the feature-space
+        distance of K_{μ0}, fixed for the whole run).
+    max_outer : int
+        Outer iterations.
+    tol, mu_tol : float
+        Stop when |ΔF| <= tol·max(1, F) and ‖Δμ‖_1 <= mu_tol.
+    lmnn_options : dict or None
+        Keyword arguments of :meth:`LMNNProblem.solve` (metric step).
+    weight_options : dict or None
+        Keyword arguments of :class:`RankOneWeightStep` ("P") or of :func:`lmnn_mu_step`
+        ("mu").
     small_classes : {"raise", "shrink"}, default="raise"
         Classes with fewer than k + 1 members (:func:`cvxkml.formulas.lmnn.target_neighbors`).
 

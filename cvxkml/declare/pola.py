@@ -38,8 +38,12 @@ def pola_constraints(i, j, y, b=2.0) -> PairConstraints:
 
     Parameters
     ----------
-    i, j : index arrays of the pairs.  y : +1 (similar) / −1 (dissimilar) per pair.
-    b : the distance threshold, a scalar or one value per pair; every similar pair needs
+    i, j : array-like of int
+        Index arrays of the pairs.
+    y : array-like
+        +1 (similar) / −1 (dissimilar) per pair.
+    b : float or array-like
+        The distance threshold, a scalar or one value per pair; every similar pair needs
         b > 1 (d <= b − 1 <= 0 would force a zero distance).
     """
     y = as_float_array(y, "y", finite=False).ravel()

@@ -35,8 +35,10 @@ def register_fast_solver(regularizer_cls, solver, handles=None, problem=None) ->
 
     Parameters
     ----------
-    regularizer_cls : a :class:`~cvxkml.declare.regularizers.Regularizer` subclass.
+    regularizer_cls : type
+        A :class:`~cvxkml.declare.regularizers.Regularizer` subclass.
     solver : callable (problem, tol, max_iter) -> FastResult
+        The fast solver of the problems with this regularizer.
     handles : callable problem -> bool, optional
         Which problems the solver takes (e.g. ``lambda p: p.pairs_only``); the others go on
         to the next solver that accepts them.  Default: all.

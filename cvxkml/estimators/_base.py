@@ -133,6 +133,10 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         Parameters
         ----------
         path : str, path-like or readable binary file object
+            The file written by :meth:`save`.
+        max_bytes : int or None, default=None
+            The most bytes decompressed from the file (None: 2 GiB); see
+            :func:`cvxkml.estimators.load`.
 
         Returns
         -------
@@ -309,6 +313,7 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         Parameters
         ----------
         pairs : array-like of shape (n_pairs, 2, n_features)
+            The two points of each pair.
 
         Returns
         -------
@@ -456,8 +461,9 @@ class LearnedKernelMixin:
         Parameters
         ----------
         X : array-like of shape (n_samples_X, n_features)
+            The rows of the kernel matrix.
         Y : array-like of shape (n_samples_Y, n_features) or None, default=None
-            None means Y = X.
+            The columns; None means Y = X.
 
         Returns
         -------

@@ -599,7 +599,8 @@ def save(estimator, path) -> None:
 
     Parameters
     ----------
-    estimator : a fitted estimator of :data:`cvxkml.estimators.ESTIMATORS`
+    estimator : estimator
+        A fitted estimator of :data:`cvxkml.estimators.ESTIMATORS`.
     path : str, path-like or a writable binary file object
         ``.npz`` is appended to a file name without it (NumPy's rule).
 
@@ -621,6 +622,7 @@ def load(path, cls=None, *, max_bytes=None):
     Parameters
     ----------
     path : str, path-like or a readable binary file object
+        The file written by :func:`save`.
     cls : estimator class or None
         When given, the file must hold an estimator of exactly this class (or of a
         subclass, when ``cls`` is a base such as ``CvxkmlEstimator``).

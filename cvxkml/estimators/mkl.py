@@ -121,6 +121,7 @@ class _TargetNeighborsMixin:
         ----------
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) for \
 ``kernel="precomputed"``
+            Training points, or their kernel matrix.
         y : array-like of shape (n_samples,)
             Class labels (at least 2 classes; with the default targets each class needs
             k + 1 members, see ``small_classes``).

@@ -49,8 +49,11 @@ def random_similar_pairs(labels, n_pairs: int = 50, random_state=None) -> tuple[
     Parameters
     ----------
     labels : array-like of shape (n,)
+        Class label of each point.
     n_pairs : int, default=50
+        Number of pairs to draw.
     random_state : int, numpy Generator / RandomState or None
+        Seed of the draw.
 
     Returns
     -------

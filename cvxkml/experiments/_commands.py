@@ -89,6 +89,7 @@ def needs_data(parser, datasets=None, optional=None) -> None:
     Parameters
     ----------
     parser : argparse.ArgumentParser
+        The command's parser.
     datasets : tuple of str or callable, optional
         Names of :mod:`cvxkml.datasets` it needs, or ``datasets(args)`` giving them from the
         options; each must be in the data folder and load cleanly.
@@ -272,6 +273,7 @@ def run_command(args, name: str = "cvxkml") -> int:
     Parameters
     ----------
     args : argparse.Namespace
+        The parsed command line; ``args.func`` is the command to run.
     name : str, default "cvxkml"
         The command as typed, for the error line.
 

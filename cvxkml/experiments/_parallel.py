@@ -241,6 +241,7 @@ def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None, store: TaskSto
         A module-level (picklable) function of one task, drawing random numbers only from the
         task's seeds.
     tasks : iterable of picklable objects
+        The arguments of ``func``, one per call.
     n_jobs : int or None, default 1
         1: a loop in this process (unless in a Dask :func:`parallel_context`); else
         ``joblib.Parallel(n_jobs)`` (None or -1: every core or Dask worker).
@@ -296,6 +297,7 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
         A running Dask scheduler's address (only with ``"dask"``); None: a local cluster of
         ``n_jobs`` single-threaded workers (None or -1: every core) on 127.0.0.1, closed at the end.
     n_jobs : int, optional
+        Number of workers of the local Dask cluster (None or -1: every core).
 
     Yields
     ------

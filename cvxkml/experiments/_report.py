@@ -24,6 +24,7 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
     Parameters
     ----------
     headers : list of str
+        The column titles.
     rows : list of list of str
         One list of cells per row, as many as ``headers``.
 

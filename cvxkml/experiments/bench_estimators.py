@@ -226,12 +226,15 @@ def run_bench(estimators=None, datasets=DATASETS, quick: bool = False, n_jobs: i
     estimators : list of str, optional
         Names of :data:`cvxkml.estimators.ESTIMATORS` (default all); the baseline always runs.
     datasets : tuple of str, default DATASETS
+        Names of the data sets to run on.
     quick : bool, default False
         Subsets of :data:`QUICK_SIZE` points.
     n_jobs : int or None, default 1
+        Parallel fits (joblib); None or -1: every core.
     peer_python : str, optional
         An interpreter with metric-learn for the peer rows (default this one).
     peers : bool, default True
+        Also run the metric-learn peers.
     progress : callable, optional
         ``progress(row)`` after each cell, in order.
 

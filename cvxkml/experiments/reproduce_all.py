@@ -597,13 +597,17 @@ def collect(mode: str = "recorded", groups=None, ref=None, data_dir=None, n_jobs
     Parameters
     ----------
     mode : {"quick", "full", "recorded"}
+        Run every reproduction at toy size, run it in full, or read the recorded runs.
     groups : iterable of str, optional
         The keys of :data:`GROUPS` to run (default all; with "full" the others are recorded).
     ref : str or Path, optional
         The ``reference/`` folder (default :func:`reference_dir`).
     data_dir : str or Path, optional
+        The offline data folder (None: the default of :mod:`cvxkml.datasets`).
     n_jobs : int or None, default 1
+        Parallel tasks of the runs (the numbers do not depend on it).
     seed : int, default 0
+        Seed passed to every run.
 
     Returns
     -------

@@ -515,8 +515,11 @@ def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_
     name : str
         One of :data:`TABLE1_DATASETS`.
     proto : Protocol
+        The protocol (folds, LMNN and Algorithm 1 settings) of the run.
     methods : tuple of str, default TABLE1_METHODS
+        The methods of Table 1 to run.
     data_dir : str or Path, optional
+        The offline data folder.
     max_folds : int, optional
         Run only the first folds of the ``n_folds``-fold split (a reduction, reported).
     log : callable, optional

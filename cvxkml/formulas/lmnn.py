@@ -436,10 +436,13 @@ def lmnn_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, rtol: float = 1e
     Parameters
     ----------
     U : ndarray of shape (n, r)
+        Orthonormal feature factor.
     trip : LMNNTriplets
+        Targets, pairs and triplets.
     alpha : array-like of shape (T,)
         Multipliers; clipped to [0, γ].
     gamma : float
+        Weight of the hinge terms.
     rtol : float, default 1e-11
         Relative round-off allowance of the eigenvalue test that chooses s.
     objective_bound : float, optional

@@ -524,8 +524,10 @@ def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter
 
     Parameters
     ----------
-    U, w, ptr, t : the constraints as signed rank-one terms (:mod:`cvxkml.declare.terms`).
-    conjugate : the regularizer (an object with :data:`REQUIRED_METHODS`).
+    U, w, ptr, t : ndarray
+        The constraints as signed rank-one terms (:mod:`cvxkml.declare.terms`).
+    conjugate : object
+        The regularizer (an object with :data:`REQUIRED_METHODS`).
     upper, lower : (m,) arrays or None
         The dual box lower_c <= λ_c <= upper_c.  None: upper = +inf, lower = 0 (hard
         inequalities).  Hinge: [0, C]; a hard equality: (−inf, +inf); a hinge equality

@@ -688,7 +688,9 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
     gamma : float in (0, 1)
         Weight of the hinge terms (the paper's γ = 0.5).
     X0 : ndarray (r, r), optional
-        Warm start (default: the identity).  alpha0 : warm-start multipliers.
+        Warm start (default: the identity).
+    alpha0 : ndarray (T,), optional
+        Warm-start multipliers.
     tol : float
         Certified relative optimality gap (F − g) / max(1, |F|) to stop at.
     max_iter : int
@@ -711,9 +713,9 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
     callback : callable or None
         Called at every check (iteration 0, the end of every smoothing width, then every
         ``check_every`` PDHG iterations) with a dict: ``iteration``, ``objective`` (F at the
-        best X̂ so far), ``dual_value`` (the
-        best certified bound g), ``gap`` ((F − g) / max(1, |F|), the certified relative
-        gap), ``current_objective`` (F at the current iterate) and ``working_triplets``.
+        best X̂ so far), ``dual_value`` (the best certified bound g), ``gap`` ((F − g) /
+        max(1, |F|), the certified relative gap), ``current_objective`` (F at the current
+        iterate) and ``working_triplets``.
         A truthy return stops the run (``status="stopped by callback"``) unless that
         check already certified ``tol``.
     stall_iter : int or None, default STALL_ITER (2000)
@@ -1025,9 +1027,13 @@ def impostor_scan(W, codes, target_i, target_j, margin: float, cap: int | None =
     Parameters
     ----------
     W : ndarray (n, q)
+        Coordinates of the points under the current metric.
     codes : int array (n,)
-    target_i, target_j : int arrays (E,), target_i sorted
+        Class code of each point.
+    target_i, target_j : int arrays (E,)
+        The target entries (i, j), target_i sorted.
     margin : float >= 0
+        Triplets whose hinge argument z exceeds −margin are returned.
     cap : int, optional
         Return at most this many triplets per target entry outside ``known`` (the largest z).
     known : sorted int64 array, optional
@@ -1101,8 +1107,11 @@ def lmnn_active_set(U, codes, k: int, target_i, target_j, gamma: float, X0=None,
     U : ndarray (n, r)
         Orthonormal feature factor.
     codes : int array (n,)
+        Class code of each point.
     k : int
-    target_i, target_j : int arrays (E,), target_i sorted
+        Target neighbours per point.
+    target_i, target_j : int arrays (E,)
+        The target entries (i, j), target_i sorted.
     gamma, X0, tol, max_iter, check_every, polish, smooth, stall_iter, blas_threads
         As :func:`lmnn_pdhg` (max_iter counts over all rounds).
     buffer : float, default 0.5
@@ -1112,6 +1121,7 @@ def lmnn_active_set(U, codes, k: int, target_i, target_j, gamma: float, X0=None,
     init_cap : int, default 10
         The first set also holds this many nearest impostors of every target entry.
     max_rounds : int, default 50
+        Most scan-and-solve rounds.
     callback : callable or None
         Called at every check of every round, as :func:`lmnn_pdhg`'s (the values are those of
         the round's set; ``round`` is added); a truthy return stops the run.

@@ -165,8 +165,20 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
 
     Parameters
     ----------
-    Cs : svec of C.  D : (K, n_p) svec rows of the D_k, or a :class:`_Rows`.  b, c : (K,).
-    tol : relative duality gap (over max(1, |objective|)) and residual tolerance.
+    Cs : ndarray
+        svec of C.
+    D : ndarray of shape (K, n_p) or _Rows
+        svec rows of the D_k, or a :class:`_Rows`.
+    b, c : ndarray of shape (K,)
+        Offsets and weights of the hinges.
+    m : int
+        Order of the matrix P (m × m).
+    tol : float
+        Relative duality gap (over max(1, |objective|)) and residual tolerance.
+    max_iter : int
+        Interior-point iterations.
+    const : float
+        Constant added to the objective.
 
     Returns
     -------
@@ -384,18 +396,26 @@ def weight_step_ipm(terms: HingeTerms, L=None, P0=None, tol: float = 1e-9, max_i
 
     Parameters
     ----------
-    terms : HingeTerms.
-    L : (m, m) extra linear term, or None.
-    P0 : (m, m) the point the hinges are classified at (a previous solution: a warm
-        start), or None (a cold start).
-    tol : relative duality gap of each interior-point solve and the relative discrepancy
+    terms : HingeTerms
+        The linear-plus-hinge objective.
+    L : ndarray of shape (m, m) or None
+        Extra linear term.
+    P0 : ndarray of shape (m, m) or None
+        The point the hinges are classified at (a previous solution: a warm start), or None
+        (a cold start).
+    tol : float
+        Relative duality gap of each interior-point solve and the relative discrepancy
         budget of the working set (both over max(1, |objective|)).
-    max_iter : interior-point iterations per reduced solve.
-    kink_target : warm start: how many hinges nearest their kink at P0 start in the kept
-        set K (default 2·m(m+1)/2, at least 64); the rest are linearized or dropped by
-        their sign at P0.
-    max_rounds : working-set rounds.
-    cold_budget : cold start: every hinge that can change sign on S starts in K when the
+    max_iter : int
+        Interior-point iterations per reduced solve.
+    kink_target : int or None
+        Warm start: how many hinges nearest their kink at P0 start in the kept set K
+        (default 2·m(m+1)/2, at least 64); the rest are linearized or dropped by their sign
+        at P0.
+    max_rounds : int
+        Working-set rounds.
+    cold_budget : float
+        Cold start: every hinge that can change sign on S starts in K when the
         pair-structured Newton system costs at most this many flops per iteration
         (n_pairs touched · (m(m+1)/2)²); otherwise the warm rule at the solution of a
         uniform sample of ``sample`` of them (weights scaled up to the whole; a cheap
@@ -404,7 +424,10 @@ def weight_step_ipm(terms: HingeTerms, L=None, P0=None, tol: float = 1e-9, max_i
         breast cancer the sample path gave the same μ (to 1e-6) many times faster
         (reference/lmnn-speed.md).  Hinges of one sign on all of S (:meth:`HingeTerms.safe_signs`)
         are never kept.
-    sample : the size of that sample.
+    sample : int
+        The size of that sample.
+    blas_threads : int, str or None, default "config"
+        BLAS / LAPACK threads during the solve (:func:`cvxkml._config.blas_limit`).
 
     Returns
     -------

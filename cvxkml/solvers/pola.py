@@ -238,12 +238,21 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
 
     Parameters
     ----------
-    U, w, ptr, t : the constraints as signed rank-one terms (:mod:`cvxkml.declare.terms`).
-    tol : tolerance of the stopping rule (relative gap and relative violation).
-    max_iter : maximum number of FISTA iterations (Newton steps count too).
-    lam0 : warm start (λ >= 0), default 0.
-    newton : True / "auto" (Newton polish; dense Newton systems when p·r² <=
-        ``newton_budget``, Newton-CG above) or False (FISTA only).
+    U, w, ptr, t : ndarray
+        The constraints as signed rank-one terms (:mod:`cvxkml.declare.terms`).
+    tol : float
+        Tolerance of the stopping rule (relative gap and relative violation).
+    max_iter : int
+        Maximum number of FISTA iterations (Newton steps count too).
+    lam0 : ndarray or None
+        Warm start (λ >= 0), default 0.
+    newton : bool or "auto"
+        True / "auto" (Newton polish; dense Newton systems when p·r² <= ``newton_budget``,
+        Newton-CG above) or False (FISTA only).
+    check_every : int
+        FISTA iterations between checks of the stopping rule.
+    newton_budget : float
+        Largest p·r² for which the Newton system is formed densely.
 
     Returns a :class:`~cvxkml.solvers.result.FastResult` with ``matrix`` = X̂(λ) (r × r,
     whitened), ``lam`` = λ, ``sweeps`` = iterations (FISTA + Newton), ``dual_change`` = the

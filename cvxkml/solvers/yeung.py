@@ -89,6 +89,7 @@ def embedding_weights(kxx, kxL, kLL, n_neighbors: int, epsilon: float, coincide=
     Parameters
     ----------
     kxx : ndarray of shape (n,)
+        Kernel values k(x, x) of the points.
     kxL : ndarray of shape (n, m)
         Kernel values between the points and the m landmarks.
     kLL : ndarray of shape (m, m)
@@ -352,6 +353,7 @@ def fit_landmark_kernel(X, kernel, i, j, *, n_landmarks=None, n_neighbors: int =
     Parameters
     ----------
     X : ndarray of shape (n, d)
+        The points.
     kernel : cvxkml.kernels.Kernel
         Base kernel k̂ (not precomputed).
     i, j : int arrays

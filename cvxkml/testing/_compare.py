@@ -23,7 +23,8 @@ def compare(problem, solvers: dict, budgets=None, optimum: float | None = None) 
 
     Parameters
     ----------
-    problem : a declared problem.
+    problem : problem
+        A declared problem.
     solvers : dict name -> callable ``(problem, budget) -> answer``
         ``budget`` is an iteration count; the answer is a :class:`~cvxkml.solution.Solution`,
         a bare matrix or ``(matrix, duals)``.  E.g. cvxkml's own fast solver:

@@ -114,11 +114,15 @@ def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, see
 
     Parameters
     ----------
-    problems_or_strategy : iterable of problems, a callable ``seed -> problem``, or a
-        Hypothesis strategy of problems (e.g. :func:`problems`).
-    n_draws : number of problems drawn (callable / strategy).
-    rtol : agreement asked of :func:`assert_matches_reference`.
-    seed : first seed for a callable (draws use seed, seed + 1, …).
+    problems_or_strategy : iterable, callable or strategy
+        Problems, a callable ``seed -> problem``, or a Hypothesis strategy of problems (e.g.
+        :func:`problems`).
+    n_draws : int
+        Number of problems drawn (callable / strategy).
+    rtol : float
+        Agreement asked of :func:`assert_matches_reference`.
+    seed : int
+        First seed for a callable (draws use seed, seed + 1, …).
     solver : callable ``problem -> answer`` or None
         The solver under test (e.g. your own), returning a :class:`~cvxkml.solution.Solution`
         (e.g. ``problem.evaluate(M, duals)``), a bare matrix, or ``(matrix, duals)``; every
@@ -129,7 +133,8 @@ def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, see
         Largest accepted ‖M − M*‖_F / ‖M*‖_F where the optimum is unique; None: the bound
         derived from ``rtol`` (:func:`assert_matches_reference`), which is sound but of order
         sqrt(rtol) — pass e.g. 1e-4 to catch an answer 1e-3 off the optimum at rtol = 1e-6.
-    solve_kw : passed to ``problem.solve``.
+    **solve_kw
+        Passed to ``problem.solve``.
 
     Returns
     -------
@@ -187,12 +192,16 @@ def register_contract_case(cls, factory, solve_kw=None, rtol: float = 1e-6, fast
 
     Parameters
     ----------
-    cls : the problem class.
-    factory : callable ``seed -> problem`` (a small instance whose exact model solves in
-        about a second).
-    solve_kw : keyword arguments of ``problem.solve`` for the comparison (e.g. a tolerance).
-    rtol : the agreement asked of :func:`assert_matches_reference`.
-    fast : False when the class has no fast solver (its ``solve()`` must then raise
+    cls : type
+        The problem class.
+    factory : callable
+        ``seed -> problem`` (a small instance whose exact model solves in about a second).
+    solve_kw : dict or None
+        Keyword arguments of ``problem.solve`` for the comparison (e.g. a tolerance).
+    rtol : float
+        The agreement asked of :func:`assert_matches_reference`.
+    fast : bool
+        False when the class has no fast solver (its ``solve()`` must then raise
         :class:`~cvxkml.errors.InvalidInputError` saying so).
     """
     _CONTRACT_CASES[cls] = {"factory": factory, "solve_kw": dict(solve_kw or {}), "rtol": rtol,

@@ -142,14 +142,27 @@ def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=No
 
     Parameters
     ----------
-    seed : int.  n : points.  m : constraints per family.
-    families : subset of ("pairs", "triplets", "similarity", "linear").
-    regularizer : the spectral regularizer (default LogDet()).
-    kernel : SpectralKernel on a Gaussian K0 (True) or SpectralMetric on X (n × d).
-    hard : True: hard constraints; False: every family under ``Hinge(…, C)``.
-    rank : kernel problems only: a rank-``rank`` K0 (linear kernel of rank-``rank`` points)
+    seed : int
+        Seed of every random draw.
+    n : int
+        Number of points.
+    m : int
+        Constraints per family.
+    families : tuple of str
+        Subset of ("pairs", "triplets", "similarity", "linear").
+    regularizer : Regularizer or None
+        The spectral regularizer (default LogDet()).
+    kernel : bool
+        SpectralKernel on a Gaussian K0 (True) or SpectralMetric on X (n × d).
+    hard : bool
+        True: hard constraints; False: every family under ``Hinge(…, C)``.
+    C : float
+        The hinge weight when ``hard`` is False.
+    rank : int or None
+        Kernel problems only: a rank-``rank`` K0 (linear kernel of rank-``rank`` points)
         instead of the Gaussian one; the target stays on range(K0).
-    d : features of X.
+    d : int
+        Features of X.
 
     Returns
     -------
@@ -282,11 +295,17 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
         'feasible-kernel' (:func:`feasible_instance`: any ``regularizer``, any non-empty
         subset of the constraint ``families`` drawn — pairs, triplets, similarity, linear —
         hard or under Hinge; the kernel ones on a Gaussian or a rank-deficient K0).
-    families : the constraint families the ``'feasible-*'`` strategies draw from (default all).
-    hard : True (hard constraints, feasible by construction), False (slack, γ drawn from
+    families : tuple of str or None
+        The constraint families the ``'feasible-*'`` strategies draw from (default all).
+    hard : bool or None
+        True (hard constraints, feasible by construction), False (slack, γ drawn from
         ``gammas``; hinge families: pairs under Hinge) or None (both).
-    regularizer : the hinge families' regularizer (default LogDet()).
-    max_n, max_m : largest number of points and of pair constraints.
+    gammas : tuple of float
+        The slack weights γ drawn from when ``hard`` is not True.
+    regularizer : Regularizer or None
+        The hinge families' regularizer (default LogDet()).
+    max_n, max_m : int
+        Largest number of points and of pair constraints.
 
     Examples
     --------

@@ -64,7 +64,8 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
 
     Parameters
     ----------
-    problem : a declared problem with ``solve_reference(solver=, eps=, accept_inaccurate=)``.
+    problem : problem
+        A declared problem with ``solve_reference(solver=, eps=, accept_inaccurate=)``.
     cert_rtol : float
         Largest accepted |objective − dual value| relative to max(1, |objective|).
     viol_tol : float
@@ -73,7 +74,8 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
         Reject a solution without a dual value (default).  False for an exact model that
         carries none (a user's variant; every cvxkml family carries one): then status and
         violations decide.
-    **opts : passed to ``solve_reference``.
+    **opts
+        Passed to ``solve_reference``.
 
     Returns
     -------

@@ -198,14 +198,17 @@ def validate_answer(problem, sol, *, gap_rtol: float | None = None, optimum: flo
 
     Parameters
     ----------
-    problem : a declared problem.
+    problem : problem
+        A declared problem.
     sol : Solution, array, or (array, duals)
         What the solver returned (a bare answer goes through ``problem.evaluate``).
     gap_rtol : float or None
         Largest accepted negative relative certificate; None: ``sol.info["gap_tol"]``, else 1e-6.
-    optimum, opt_rtol : a trusted optimum the dual value must not exceed by more than
-        ``opt_rtol`` (default ``gap_rtol``) · max(1, |optimum|).
-    report_rtol, symmetric_tol, psd_tol : see :mod:`cvxkml._answer`.
+    optimum, opt_rtol : float or None
+        A trusted optimum the dual value must not exceed by more than ``opt_rtol`` (default
+        ``gap_rtol``) · max(1, |optimum|).
+    report_rtol, symmetric_tol, psd_tol : float
+        Tolerances of the recomputed answer; see :mod:`cvxkml._answer`.
 
     Returns
     -------
