@@ -5,7 +5,8 @@
 Reads benchopt's result file (default: the newest in ``benchmarks/metric_learning/outputs``),
 writes ``DIR/benchopt-results.csv`` (the tidy curve points), ``DIR/benchopt-curves-time.png`` and
 ``-budget.png`` (|suboptimality| solid and relative violation dashed against time and against
-the iteration budget, one panel per problem and data set; needs matplotlib) and prints the Markdown table of reference/solver-comparison.md:
+the iteration budget, one panel per problem and data set; needs matplotlib) and prints the
+Markdown table of reference/solver-comparison.md:
 for each (data set, problem, solver) the first budget whose answer is certified by its own
 recomputed duals, and the numbers there.
 """
@@ -29,6 +30,8 @@ def _short(name):
 
 
 def tidy(df):
+    """The curve points of benchopt's result frame, one row per (data set, problem, solver,
+    budget), with this summary's column names (:data:`COLUMNS`)."""
     out = pd.DataFrame({"dataset": df["dataset_name"].map(_short),
                         "problem": df["p_obj_problem"],
                         "solver": df["solver_name"].str.replace(r"\[.*\]", "", regex=True)})
@@ -38,6 +41,8 @@ def tidy(df):
 
 
 def table(t):
+    """The Markdown table: per (data set, problem, solver) the first budget whose answer is
+    certified by its own recomputed duals, and the numbers there."""
     lines = ["| data | problem | solver | points (valid) | first certified budget | time there (s) "
              "| suboptimality there | violation there | distance there | total time (s) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -82,6 +87,7 @@ def plot(t, path, x="time", floor=1e-13):
 
 
 def main():
+    """Command line: read the result file, write the CSV and figures, print the table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("result", nargs="?", help="benchopt result file (.parquet or .csv)")
     ap.add_argument("--out", default=str(HERE / "results"))

@@ -34,6 +34,8 @@ def _conic(name):
 
 
 def problems():
+    """{name: (problem, {solver label: solve(problem, budget)})}: ITML on 60 Ionosphere points
+    and linear LMNN on 30 (3 principal components)."""
     X, y = load_dataset("ionosphere")
     Xi, yi = _sample(X, y, 60)
     pc = PairConstraints.from_labels(yi, baseline_metric(Xi), scheme="itml", n_constraints=40,
@@ -47,6 +49,7 @@ def problems():
 
 
 def main():
+    """Command line: run every solver of every problem over its budgets and write the table."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="reference/solver-comparison")
     args = ap.parse_args()

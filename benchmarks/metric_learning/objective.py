@@ -6,13 +6,14 @@ returned, the Lagrange dual value), compared with the optimum certified once per
 by cvxkml's fast solver at a tight tolerance (see ``benchmark_utils.certified_optimum``).
 """
 import numpy as np
+from benchmark_utils import AnsweredProgressCriterion, _key, build_problem, certified_optimum, score
 from benchopt import BaseObjective
-
-from benchmark_utils import (AnsweredProgressCriterion, _key, build_problem, certified_optimum,
-                             score)
 
 
 class Objective(BaseObjective):
+    """benchopt objective: the exact objective, violations and recomputed certificate of a
+    cvxkml problem at the point a solver returns."""
+
     name = "cvxkml metric learning"
     url = "https://github.com/cvxkml/cvxkml"
     min_benchopt_version = "1.10"   # the version tested (stopping-criterion hooks)

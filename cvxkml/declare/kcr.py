@@ -20,12 +20,29 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import (as_float_array, check_choice, check_conic_options, check_int,
-                           check_kernel_matrix, check_labels, check_number, check_positive)
+from .._validation import (
+    as_float_array,
+    check_choice,
+    check_conic_options,
+    check_int,
+    check_kernel_matrix,
+    check_labels,
+    check_number,
+    check_positive,
+)
 from ..errors import ConvergenceWarning, InvalidInputError
-from ..formulas.kcr import (basis_orthogonal_to_ones, dual_lower_bound, dual_objective,
-                            dual_weights_from_epigraph, h_upper_bound, kcr_objective,
-                            label_structure, project_onto_N, sq_distances_from_gram, whitening)
+from ..formulas.kcr import (
+    basis_orthogonal_to_ones,
+    dual_lower_bound,
+    dual_objective,
+    dual_weights_from_epigraph,
+    h_upper_bound,
+    kcr_objective,
+    label_structure,
+    project_onto_N,
+    sq_distances_from_gram,
+    whitening,
+)
 from ..solution import Solution
 from ._conic import solve_conic
 from .problem import Problem

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..datasets import check_available, load_dataset as _load_named
+from ..datasets import check_available
+from ..datasets import load_dataset as _load_named
 from ..declare.kcr import KCR
 from ..errors import ConvergenceWarning, InvalidInputError
 from ..formulas.kcr import rule_predict
@@ -100,7 +101,9 @@ def stratified_split(y, rng, fractions=(0.5, 0.2, 0.3)) -> tuple[np.ndarray, np.
         idx = rng.permutation(np.flatnonzero(y == cls))
         a = int(round(fractions[0] * idx.size))
         b = a + int(round(fractions[1] * idx.size))
-        tr.append(idx[:a]); va.append(idx[a:b]); te.append(idx[b:])
+        tr.append(idx[:a])
+        va.append(idx[a:b])
+        te.append(idx[b:])
     return tuple(np.sort(np.concatenate(p)) for p in (tr, va, te))
 
 
@@ -246,6 +249,7 @@ def run_dataset(name: str, protocol: Protocol, data_dir=None, progress=None, n_j
     name : str
         One of :data:`DATASETS`.
     protocol : Protocol
+        The splits, grids and solver settings of the reproduction (paper or quick).
     data_dir : str or Path, optional
         The offline data folder.
     progress : callable, optional

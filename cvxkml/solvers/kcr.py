@@ -39,8 +39,8 @@ adaptive restarts on the fixed-point residual ‖T(z) − z‖; primal-weight up
 restarts; adaptive step sizes η <= ‖Δz‖²_ω / (2|⟨Δs, 𝒦Δx⟩|); optionally reflected
 Halpern iterations z ← w(2T(z) − z) + (1 − w)z₀, w = (k+1)/(k+2) between restarts
 (``halpern=True``; Halpern needed more iterations on 27 of 36 instances of
-``cvxkml bench kcr variants``, fewer on 6; see the reference sheet).  With a rank-k iterate and a tracked PSD step an iteration
-costs O(n²(k + p) + n r p) for a block of p ≈ k + 10 vectors instead of the
+``cvxkml bench kcr variants``, fewer on 6; see the reference sheet).  With a rank-k iterate
+and a tracked PSD step an iteration costs O(n²(k + p) + n r p) for a block of p ≈ k + 10 vectors instead of the
 O(n²r + nr² + r³) of forming the r × r matrix and decomposing it.
 
 The certificate lags the primal: late in a solve the primal value is within 1e-4 of
@@ -74,8 +74,14 @@ import scipy.linalg as sla
 
 from .._config import blas_limit
 from ..errors import InvalidInputError, SolverError
-from ..formulas.kcr import (dual_lower_bound, dual_objective, h_upper_bound, kcr_objective,
-                            project_onto_N, sq_distances_from_gram)
+from ..formulas.kcr import (
+    dual_lower_bound,
+    dual_objective,
+    h_upper_bound,
+    kcr_objective,
+    project_onto_N,
+    sq_distances_from_gram,
+)
 
 __all__ = [
     "KCRResult", "kcr_pdhg", "balance_dual", "kcr_subgradient", "alternating_projections",
@@ -565,11 +571,20 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     ----------
     F : (n, r) array
         Whitened kernel features (:func:`cvxkml.formulas.kcr.whitening`).
-    tau : (n, n) array of ±1;  c : (n,) array, c_i = 2 − n_i⁺ <= 0.
-    lam : float > 0.  h_min : lower bound ε on h̃.
+    tau : (n, n) array of ±1
+        Pair labels τ_ij = y_i y_j.
+    c : (n,) array
+        c_i = 2 − n_i⁺ <= 0 (eq. 9).
+    lam : float > 0
+        The regularization weight λ.
+    h_min : float
+        Lower bound ε on h̃.
     tol : float
         Target certified relative gap (f − g) / max(1, |f|).
-    max_iter : int;  time_limit : float seconds or None.
+    max_iter : int
+        Iteration limit.
+    time_limit : float or None
+        Seconds before the solve stops (uncertified unless the certificate already holds).
     check_every : int or None
         Iterations between certificate evaluations (objective, λ_min of the float64
         adjoint, lower bound).  Default: 10, or n/25 above n = 250 (a certificate costs
@@ -578,6 +593,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         ``KCRResult.warm`` of an earlier solve with the same F shape (e.g. a
         neighbouring λ): keys ``X`` (r × r), ``h``, ``s`` (n × n), ``omega``, ``eta``.
     verbose : bool
+        Log each certificate check.
     halpern : bool
         Reflected Halpern iterations between restarts, or plain PDHG (default; fewer
         iterations on most instances measured, see the reference sheet).

@@ -16,13 +16,14 @@ linear kernel, λ ∈ {0.01, 0.1, 1, 10}).
 import warnings
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from budget import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cvxkml.experiments.bench_kcr import random_instance
 from cvxkml.formulas.kcr import dual_lower_bound, dual_objective, h_upper_bound, sq_distances_from_gram
 from cvxkml.solvers.kcr import balance_dual
 from cvxkml.testing import reference_or_discard
-from budget import examples
 
 sizes = st.lists(st.integers(2, 7), min_size=2, max_size=3)
 kinds = st.sampled_from(["gaussian", "gaussian", "linear"])

@@ -7,8 +7,7 @@ import pytest
 
 from cvxkml.declare.kcr import KCR
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, InvalidInputError, NotPSDError
-from cvxkml.formulas.kcr import (basis_orthogonal_to_ones, label_structure, project_onto_N,
-                                 rule_predict, whitening)
+from cvxkml.formulas.kcr import basis_orthogonal_to_ones, label_structure, project_onto_N, rule_predict, whitening
 from cvxkml.kernels import gaussian_kernel
 from cvxkml.solvers.kcr import alternating_projections, dykstra_projections, kcr_subgradient
 

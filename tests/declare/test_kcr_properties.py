@@ -20,11 +20,12 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from budget import examples
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from cvxkml.experiments.bench_kcr import random_instance
 from cvxkml.testing import reference_or_discard
-from budget import examples
 
 GAP, FEAS = 1e-3, 1e-9
 EXAMPLES = examples(12)

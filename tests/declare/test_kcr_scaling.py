@@ -12,11 +12,12 @@ runs on Y with X = D Y D, and everything it returns or certifies is in the X coo
 """
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from budget import examples
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from cvxkml.experiments.bench_kcr import random_instance
 from cvxkml.solvers.kcr import kcr_pdhg
-from budget import examples
 
 
 def test_ci_instance_certifies_with_preconditioning_and_not_without():

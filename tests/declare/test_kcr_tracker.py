@@ -14,11 +14,12 @@ against LAPACK, and the solver with it against the solver without it.
 """
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from budget import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cvxkml.experiments.bench_kcr import random_problem
 from cvxkml.solvers.kcr import PositivePartTracker, kcr_pdhg
-from budget import examples
 
 R = 80
 
@@ -139,8 +140,8 @@ def test_eig_option_is_validated(mid_problem):
 
 
 def test_bad_warm_starts_and_non_finite_iterates_raise_clear_errors(mid_problem, monkeypatch):
-    from cvxkml.errors import InvalidInputError, SolverError
     import cvxkml.solvers.kcr as kcr_mod
+    from cvxkml.errors import InvalidInputError, SolverError
 
     p = mid_problem
     args = (p.F, p.tau, p.c, p.lam)

@@ -8,8 +8,14 @@ from benchopt.stopping_criterion import SufficientProgressCriterion
 from cvxkml.declare import ITML, LMNNProblem
 from cvxkml.errors import CvxkmlError
 from cvxkml.sideinfo import PairConstraints, baseline_metric
-from cvxkml.testing import (UntrustedReference, relative_violation, solve_fast_honestly,
-                            strong_convexity, trusted_reference, validate_answer)
+from cvxkml.testing import (
+    UntrustedReference,
+    relative_violation,
+    solve_fast_honestly,
+    strong_convexity,
+    trusted_reference,
+    validate_answer,
+)
 
 #: The merit (|suboptimality| + violation) of a budget at which a solver gave no answer, or an
 #: answer that failed validation.  Finite so that benchopt's divergence test (a jump of 1e5)

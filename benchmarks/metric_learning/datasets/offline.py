@@ -1,7 +1,7 @@
+from benchmark_utils import standardize, stratified
 from benchopt import BaseDataset
 
 from cvxkml.datasets import load_dataset
-from benchmark_utils import standardize, stratified
 
 
 class Dataset(BaseDataset):

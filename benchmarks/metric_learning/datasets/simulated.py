@@ -1,7 +1,6 @@
 import numpy as np
-from benchopt import BaseDataset
-
 from benchmark_utils import standardize
+from benchopt import BaseDataset
 
 
 class Dataset(BaseDataset):
