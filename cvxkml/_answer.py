@@ -28,14 +28,24 @@ Stable API
 Tolerances are relative and stated by the module constants :data:`SYMMETRIC_TOL`,
 :data:`PSD_TOL` and :data:`REPORT_RTOL`.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from .errors import SolverError
 
-__all__ = ["SYMMETRIC_TOL", "PSD_TOL", "REPORT_RTOL", "check_primal_matrix", "check_primal_vector",
-           "check_scalar", "check_reported", "check_certificate", "relative_distance"]
+__all__ = [
+    "SYMMETRIC_TOL",
+    "PSD_TOL",
+    "REPORT_RTOL",
+    "check_primal_matrix",
+    "check_primal_vector",
+    "check_scalar",
+    "check_reported",
+    "check_certificate",
+    "relative_distance",
+]
 
 #: largest accepted ‖M − Mᵀ‖_F / ‖M‖_F of a returned matrix
 SYMMETRIC_TOL = 1e-8
@@ -59,8 +69,9 @@ def _as_array(a, what: str) -> np.ndarray:
     return arr
 
 
-def check_primal_matrix(M, n, *, symmetric_tol: float = SYMMETRIC_TOL, psd_tol: float = PSD_TOL,
-                        psd: bool = True, what: str = "matrix") -> np.ndarray:
+def check_primal_matrix(
+    M, n, *, symmetric_tol: float = SYMMETRIC_TOL, psd_tol: float = PSD_TOL, psd: bool = True, what: str = "matrix"
+) -> np.ndarray:
     """Check a returned primal matrix (module docstring); returns it as a float array.
 
     Raises
@@ -72,25 +83,33 @@ def check_primal_matrix(M, n, *, symmetric_tol: float = SYMMETRIC_TOL, psd_tol: 
     A = _as_array(M, what)
     want = _shape(n)
     if A.shape != want:
-        raise SolverError(f"The solver's {what} has shape {A.shape}, but this problem's is {want}; "
-                          "return the full symmetric matrix of the problem's space.")
+        raise SolverError(
+            f"The solver's {what} has shape {A.shape}, but this problem's is {want}; "
+            "return the full symmetric matrix of the problem's space."
+        )
     if not np.all(np.isfinite(A)):
         bad = int(np.sum(~np.isfinite(A)))
-        raise SolverError(f"The solver's {what} has {bad} NaN/inf entr{'y' if bad == 1 else 'ies'}; "
-                          "the solve broke down (check its status and inputs).")
+        raise SolverError(
+            f"The solver's {what} has {bad} NaN/inf entr{'y' if bad == 1 else 'ies'}; "
+            "the solve broke down (check its status and inputs)."
+        )
     norm = float(np.linalg.norm(A))
     skew = float(np.linalg.norm(A - A.T))
     if skew > symmetric_tol * norm:
-        raise SolverError(f"The solver's {what} is not symmetric: ‖M − Mᵀ‖_F / ‖M‖_F = "
-                          f"{skew / max(norm, 1e-300):.3g} > {symmetric_tol:g}; a quadratic form only "
-                          "sees (M + Mᵀ)/2, so return that.")
+        raise SolverError(
+            f"The solver's {what} is not symmetric: ‖M − Mᵀ‖_F / ‖M‖_F = "
+            f"{skew / max(norm, 1e-300):.3g} > {symmetric_tol:g}; a quadratic form only "
+            "sees (M + Mᵀ)/2, so return that."
+        )
     if psd and A.size:
         eig = np.linalg.eigvalsh(0.5 * (A + A.T))
         top = max(float(np.max(np.abs(eig))), 1e-300)
         if eig[0] < -psd_tol * top:
-            raise SolverError(f"The solver's {what} is not positive semidefinite: smallest eigenvalue "
-                              f"{eig[0]:.3g} (relative {eig[0] / top:.3g} < −{psd_tol:g}); project it "
-                              "onto the PSD cone or check the solver.")
+            raise SolverError(
+                f"The solver's {what} is not positive semidefinite: smallest eigenvalue "
+                f"{eig[0]:.3g} (relative {eig[0] / top:.3g} < −{psd_tol:g}); project it "
+                "onto the PSD cone or check the solver."
+            )
     return A
 
 
@@ -115,28 +134,48 @@ def check_scalar(x, what: str, *, allow_none: bool = False) -> float | None:
     except (TypeError, ValueError) as exc:
         raise SolverError(f"The solver's {what} is not a number ({type(x).__name__}).") from exc
     if not np.isfinite(val):
-        raise SolverError(f"The solver reported a non-finite {what} ({val}); a certificate must be "
-                          "a finite number (report None when there is none).")
+        raise SolverError(
+            f"The solver reported a non-finite {what} ({val}); a certificate must be "
+            "a finite number (report None when there is none)."
+        )
     return val
 
 
-def check_reported(reported, recomputed: float, *, rtol: float = REPORT_RTOL, what: str = "objective",
-                   source: str = "the returned point") -> None:
+def check_reported(
+    reported,
+    recomputed: float,
+    *,
+    rtol: float = REPORT_RTOL,
+    what: str = "objective",
+    source: str = "the returned point",
+) -> None:
     """A reported value must equal its recomputation up to rounding (module docstring)."""
     rep = check_scalar(reported, f"reported {what}")
     rec = float(recomputed)
     if not np.isfinite(rec):
-        raise SolverError(f"The reported {what} is {rep:.12g} but recomputed from {source} it is {rec} "
-                          "(the point is outside the problem's domain).")
+        raise SolverError(
+            f"The reported {what} is {rep:.12g} but recomputed from {source} it is {rec} "
+            "(the point is outside the problem's domain)."
+        )
     if abs(rep - rec) > rtol * max(1.0, abs(rec)):
-        raise SolverError(f"The reported {what} {rep:.12g} disagrees with {rec:.12g} recomputed from "
-                          f"{source} (relative {abs(rep - rec) / max(1.0, abs(rec)):.3g} > {rtol:g}); "
-                          "report the value of what you return.")
+        raise SolverError(
+            f"The reported {what} {rep:.12g} disagrees with {rec:.12g} recomputed from "
+            f"{source} (relative {abs(rep - rec) / max(1.0, abs(rec)):.3g} > {rtol:g}); "
+            "report the value of what you return."
+        )
 
 
-def check_certificate(objective: float, dual_value, *, converged: bool, gap_rtol: float,
-                      optimum: float | None = None, opt_rtol: float | None = None,
-                      feasible: bool = True, bought: float | None = None) -> float | None:
+def check_certificate(
+    objective: float,
+    dual_value,
+    *,
+    converged: bool,
+    gap_rtol: float,
+    optimum: float | None = None,
+    opt_rtol: float | None = None,
+    feasible: bool = True,
+    bought: float | None = None,
+) -> float | None:
     """Check a (recomputed) certificate (module docstring); returns the relative gap or None.
 
     A negative gap beyond ``gap_rtol`` fails an answer that claims ``converged``.  Otherwise
@@ -150,8 +189,10 @@ def check_certificate(objective: float, dual_value, *, converged: bool, gap_rtol
     scale = max(1.0, abs(obj))
     if dv is None:
         if converged:
-            raise SolverError("The solver says converged=True but carries no certificate (no dual "
-                              "value); converged means certified: return the duals, or converged=False.")
+            raise SolverError(
+                "The solver says converged=True but carries no certificate (no dual "
+                "value); converged means certified: return the duals, or converged=False."
+            )
         return None
     gap = (obj - dv) / scale
     if bought is not None and not converged:
@@ -159,17 +200,22 @@ def check_certificate(objective: float, dual_value, *, converged: bool, gap_rtol
             raise SolverError(
                 f"Negative certificate: dual value {dv:.12g} exceeds the objective {obj:.12g} by more "
                 f"than the violations can buy (Σ|λ|·violation = {float(bought):.3g}); the duals or "
-                "the objective are wrong (weak duality).")
+                "the objective are wrong (weak duality)."
+            )
     elif gap < -gap_rtol and (converged or feasible):
-        raise SolverError(f"Negative certificate: dual value {dv:.12g} exceeds the objective {obj:.12g} "
-                          f"(relative gap {gap:.3g} < −{gap_rtol:g}); the point is infeasible or the "
-                          "duals are wrong.")
+        raise SolverError(
+            f"Negative certificate: dual value {dv:.12g} exceeds the objective {obj:.12g} "
+            f"(relative gap {gap:.3g} < −{gap_rtol:g}); the point is infeasible or the "
+            "duals are wrong."
+        )
     if optimum is not None:
         tol = gap_rtol if opt_rtol is None else opt_rtol
         if dv > optimum + tol * max(1.0, abs(optimum)):
-            raise SolverError(f"The dual value {dv:.12g} is above the trusted optimum {optimum:.12g} "
-                              f"(relative {(dv - optimum) / max(1.0, abs(optimum)):.3g} > {tol:g}): it "
-                              "is not a lower bound (weak duality); the duals are wrong.")
+            raise SolverError(
+                f"The dual value {dv:.12g} is above the trusted optimum {optimum:.12g} "
+                f"(relative {(dv - optimum) / max(1.0, abs(optimum)):.3g} > {tol:g}): it "
+                "is not a lower bound (weak duality); the duals are wrong."
+            )
     return gap
 
 

@@ -61,6 +61,7 @@ Scope: :func:`set_config` changes the process-wide defaults (outside any
 thread until the ``with`` block ends, and a :func:`set_config` inside it is undone at its
 end too.
 """
+
 from __future__ import annotations
 
 import functools
@@ -75,7 +76,7 @@ __all__ = ["set_config", "get_config", "config_context", "blas_limit", "psd_tole
 
 _DEFAULTS = {"psd_tol": None, "blas_threads": 1}
 _global_config = dict(_DEFAULTS)
-_local = threading.local()          # .config: the overlay of the current config_context
+_local = threading.local()  # .config: the overlay of the current config_context
 _UNSET = object()
 
 #: relative tolerance for float64 (and exact integer) kernels; also the round-off level
@@ -163,7 +164,7 @@ def psd_tolerance(n: int, dtype=np.float64) -> float:
 
 # --------------------------------------------------------------------------- BLAS threads
 _blas_lock = threading.Lock()
-_frames: list = []                  # limits cvxkml put in force, innermost last (process-wide)
+_frames: list = []  # limits cvxkml put in force, innermost last (process-wide)
 _controller = None
 _controller_modules = -1
 
@@ -175,6 +176,7 @@ def _threadpool_controller():
     n_modules = len(sys.modules)
     if _controller is None or n_modules != _controller_modules:
         from threadpoolctl import ThreadpoolController
+
         _controller = ThreadpoolController()
         _controller_modules = len(sys.modules)
     return _controller
@@ -196,7 +198,7 @@ def _enter(threads):
     if threads is None:
         return None
     with _blas_lock:
-        if _frames and _frames[-1].limit == threads:       # nested: only count
+        if _frames and _frames[-1].limit == threads:  # nested: only count
             frame = _frames[-1]
             frame.depth += 1
         else:
@@ -257,6 +259,7 @@ class blas_limit:
                 return func(*args, **kwargs)
             finally:
                 _exit(frame)
+
         return wrapper
 
 
@@ -280,8 +283,7 @@ class WorkBudget:
 
     __slots__ = ("units", "seconds", "low", "high")
 
-    def __init__(self, start: int = 256, seconds: float | None = None, low: int = 1,
-                 high: int = 1 << 40):
+    def __init__(self, start: int = 256, seconds: float | None = None, low: int = 1, high: int = 1 << 40):
         self.seconds = CHUNK_SECONDS if seconds is None else float(seconds)
         self.low, self.high = int(low), int(high)
         self.units = int(min(max(start, self.low), self.high))

@@ -5,6 +5,7 @@ meta-path finder hands back the module at its new place, the very same module ob
 emits a :class:`DeprecationWarning` naming the new path.  One table instead of a re-export
 file per old path, so the package root holds only what is current.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -54,13 +55,18 @@ def moved_attribute(module: str):
     """A module-level ``__getattr__`` for ``module`` that serves its moved attributes
     (:data:`MOVED_ATTRS`) with a DeprecationWarning; imported by name, so the old module
     does not depend on the new one."""
+
     def __getattr__(name):
         new = MOVED_ATTRS.get((module, name))
         if new is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        warnings.warn(f"{module}.{name} moved to {new}.{name}; the old path will be removed in "
-                      "cvxkml 0.3", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{module}.{name} moved to {new}.{name}; the old path will be removed in cvxkml 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return getattr(importlib.import_module(new), name)
+
     return __getattr__
 
 
@@ -69,8 +75,11 @@ class _AliasLoader(importlib.abc.Loader):
         self.new = new
 
     def create_module(self, spec):
-        warnings.warn(f"{spec.name} moved to {self.new}; the old path will be removed in "
-                      "cvxkml 0.3", DeprecationWarning, stacklevel=4)
+        warnings.warn(
+            f"{spec.name} moved to {self.new}; the old path will be removed in cvxkml 0.3",
+            DeprecationWarning,
+            stacklevel=4,
+        )
         return importlib.import_module(self.new)
 
     def exec_module(self, module):
@@ -78,10 +87,16 @@ class _AliasLoader(importlib.abc.Loader):
 
     def get_code(self, fullname):
         """The new module's code, for ``python -m <old path>`` (runpy runs it as __main__)."""
-        warnings.warn(f"{fullname} moved to {self.new}; run python -m {self.new} (the old path "
-                      "will be removed in cvxkml 0.3)", DeprecationWarning, stacklevel=2)
-        return compile(f"import runpy\nrunpy.run_module({self.new!r}, run_name='__main__', alter_sys=True)\n",
-                       f"<alias {fullname} -> {self.new}>", "exec")
+        warnings.warn(
+            f"{fullname} moved to {self.new}; run python -m {self.new} (the old path will be removed in cvxkml 0.3)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return compile(
+            f"import runpy\nrunpy.run_module({self.new!r}, run_name='__main__', alter_sys=True)\n",
+            f"<alias {fullname} -> {self.new}>",
+            "exec",
+        )
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):

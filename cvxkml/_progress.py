@@ -5,6 +5,7 @@ Shared by every :meth:`Problem.solve <cvxkml.declare.problem.Problem>` (``verbos
 every estimator's ``fit`` (``verbose``, ``callback``), so that both print the same lines
 and a callback sees the same record.
 """
+
 from __future__ import annotations
 
 import logging
@@ -60,22 +61,34 @@ class ProgressMonitor:
         it = None if it is None else int(it)
         last_it = None if self.last is None else self.last["iteration"]
         if it is not None and last_it is not None and it <= last_it:
-            self.stage += 1                     # the count restarted: the fit's next solve
-        record = {**info, "estimator": self.name, "stage": self.stage, "iteration": it,
-                  "objective": info.get("objective"), "gap": gap, "violation": viol}
+            self.stage += 1  # the count restarted: the fit's next solve
+        record = {
+            **info,
+            "estimator": self.name,
+            "stage": self.stage,
+            "iteration": it,
+            "objective": info.get("objective"),
+            "gap": gap,
+            "violation": viol,
+        }
         self.last = record
         self.n_checks += 1
         if self.verbose > 0 and (self.n_checks - 1) % self.verbose == 0:
-            LOGGER.info("%s [solve %s] iteration %s: objective %s, certified gap %s, violation %s",
-                        self.name, self.stage, fmt(record["iteration"]), fmt(record["objective"]),
-                        fmt(gap), fmt(viol))
+            LOGGER.info(
+                "%s [solve %s] iteration %s: objective %s, certified gap %s, violation %s",
+                self.name,
+                self.stage,
+                fmt(record["iteration"]),
+                fmt(record["objective"]),
+                fmt(gap),
+                fmt(viol),
+            )
         if self.stopped:
             return True
         if self.callback is not None and self.callback(record):
             self.stopped = True
             if self.verbose > 0:
-                LOGGER.info("%s: stopped by the callback at iteration %s", self.name,
-                            fmt(record["iteration"]))
+                LOGGER.info("%s: stopped by the callback at iteration %s", self.name, fmt(record["iteration"]))
         return self.stopped
 
     def for_solver(self):

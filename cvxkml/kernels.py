@@ -4,6 +4,7 @@ A :class:`Kernel` is a small value object (name + parameters) that evaluates
 ``kernel(X, Y)`` on any two sets of points, so a learned kernel can evaluate the
 base kernel between new points (Jain et al. 2012, eq. 6).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,8 +16,15 @@ from ._validation import check_data
 from .errors import InvalidInputError
 
 __all__ = [
-    "Kernel", "linear_kernel", "gaussian_kernel", "polynomial_kernel", "kernel_matrix",
-    "center_kernel", "normalize_mean_diagonal", "kernel_sq_distances", "pair_sq_distances",
+    "Kernel",
+    "linear_kernel",
+    "gaussian_kernel",
+    "polynomial_kernel",
+    "kernel_matrix",
+    "center_kernel",
+    "normalize_mean_diagonal",
+    "kernel_sq_distances",
+    "pair_sq_distances",
 ]
 
 
@@ -24,8 +32,7 @@ def _pair(X, Y):
     X = check_data(X, "X")
     Y = X if Y is None else check_data(Y, "Y")
     if X.shape[1] != Y.shape[1]:
-        raise InvalidInputError(
-            f"X and Y must have the same number of features; got {X.shape[1]} and {Y.shape[1]}.")
+        raise InvalidInputError(f"X and Y must have the same number of features; got {X.shape[1]} and {Y.shape[1]}.")
     return X, Y
 
 
@@ -96,8 +103,7 @@ class Kernel:
 
     def __post_init__(self):
         if self.name not in _KERNELS:
-            raise InvalidInputError(
-                f"Unknown kernel {self.name!r}; choose one of {sorted(_KERNELS)}.")
+            raise InvalidInputError(f"Unknown kernel {self.name!r}; choose one of {sorted(_KERNELS)}.")
         if self.name in ("gaussian", "rbf"):
             _gaussian_gamma(self.params.get("sigma"), self.params.get("gamma"))
 
@@ -123,8 +129,9 @@ class Kernel:
             raise InvalidInputError("A and B must have the same number of rows.")
         if self.name in ("gaussian", "rbf"):
             D = A - B
-            return np.exp(-_gaussian_gamma(self.params.get("sigma"), self.params.get("gamma"))
-                          * np.einsum("ij,ij->i", D, D))
+            return np.exp(
+                -_gaussian_gamma(self.params.get("sigma"), self.params.get("gamma")) * np.einsum("ij,ij->i", D, D)
+            )
         dots = np.einsum("ij,ij->i", A, B)
         if self.name == "linear":
             return dots

@@ -9,6 +9,7 @@ S = K0⁻¹ (K* − K0) K0⁻¹, so the learned kernel between arbitrary points 
 For a rank-deficient K0 the inverse is the pseudo-inverse on range(K0); K* − K0 lies in
 that range (LogDet keeps it), so the identity is exact and no singular matrix is inverted.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -23,7 +24,7 @@ from .formulas.divergences import range_basis
 __all__ = ["kernel_S", "LearnedKernel", "LearnedMetric", "FactoredMetric", "components_from_metric"]
 
 #: a Mahalanobis matrix larger than this (bytes) is formed only with a warning saying its size
-LARGE_MATRIX_BYTES = 256 * 2 ** 20
+LARGE_MATRIX_BYTES = 256 * 2**20
 
 
 @blas_limit()
@@ -33,9 +34,9 @@ def kernel_S(K0, K, rtol: float = 1e-10, alpha: float = 1.0) -> np.ndarray:
     K0 = check_symmetric(K0, "K0")
     K = check_symmetric(K, "K")
     V, w = range_basis(K0, rtol)
-    P = V / w                                         # K0⁺ = V diag(1/w) Vᵀ
+    P = V / w  # K0⁺ = V diag(1/w) Vᵀ
     S = P @ (V.T @ (K - alpha * K0) @ V) @ P.T
-    return 0.5 * (S + S.T)                            # exact symmetry (round-off grows with cond K0)
+    return 0.5 * (S + S.T)  # exact symmetry (round-off grows with cond K0)
 
 
 class LearnedKernel:
@@ -191,6 +192,7 @@ class LearnedMetric:
     @blas_limit()
     def sq_distances(self, Z1, Z2=None) -> np.ndarray:
         from .kernels import _sq_euclidean
+
         T1 = self.transform(Z1)
         T2 = T1 if Z2 is None else self.transform(Z2)
         return _sq_euclidean(T1, T2)
@@ -232,7 +234,8 @@ class FactoredMetric:
         tol = 1e-8 * max(1.0, self.alpha, float(np.max(np.abs(self.lam), initial=0.0)))
         if np.any(self.alpha + self.lam < -tol):
             raise InvalidInputError(
-                f"W = αI + U diag(λ) Uᵀ is not PSD: α + min λ = {self.alpha + self.lam.min():.3g} < 0.")
+                f"W = αI + U diag(λ) Uᵀ is not PSD: α + min λ = {self.alpha + self.lam.min():.3g} < 0."
+            )
         gram = self.U.T @ self.U
         if not np.allclose(gram, np.eye(k), atol=1e-6):
             raise InvalidInputError("U must have orthonormal columns (Uᵀ U = I).")
@@ -264,8 +267,13 @@ class FactoredMetric:
         nbytes = 8 * d * d
         if nbytes > LARGE_MATRIX_BYTES:
             import warnings
-            warnings.warn(f"Forming the {d} × {d} {what} ({nbytes / 2 ** 20:.0f} MB); the factored "
-                          "metric's transform / pair_sq_distances never do.", UserWarning, stacklevel=3)
+
+            warnings.warn(
+                f"Forming the {d} × {d} {what} ({nbytes / 2**20:.0f} MB); the factored "
+                "metric's transform / pair_sq_distances never do.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def components(self) -> np.ndarray:
         """L with W = Lᵀ L: (k, d) for α = 0, else (d, d) (formed; warns when large)."""
@@ -291,7 +299,7 @@ class FactoredMetric:
         C = D @ self.U
         return np.maximum(self.alpha * np.einsum("ij,ij->i", D, D) + (C * C) @ self.lam, 0.0)
 
-    sq_distances = LearnedMetric.sq_distances      # Euclidean distances of the transforms
+    sq_distances = LearnedMetric.sq_distances  # Euclidean distances of the transforms
 
     def to_arrays(self) -> dict:
         return {"U": self.U, "lam": self.lam, "alpha": np.array(self.alpha)}

@@ -18,6 +18,7 @@ cross-kernels with new points, so κ_l(x, x') / c_l is one fixed kernel function
 The paper does not give the polynomial offset; (xᵀx' + 1)^d is our choice (degree 1 is
 then the linear kernel plus a constant, which the mean-diagonal normalization keeps).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,15 @@ from ._validation import check_data
 from .errors import InvalidInputError
 from .kernels import Kernel, _sq_euclidean
 
-__all__ = ["SourceKernel", "KernelSet", "paper_kernels", "nr_kernels", "source_kernels",
-           "PAPER_SIGMAS", "PAPER_DEGREES"]
+__all__ = [
+    "SourceKernel",
+    "KernelSet",
+    "paper_kernels",
+    "nr_kernels",
+    "source_kernels",
+    "PAPER_SIGMAS",
+    "PAPER_DEGREES",
+]
 
 PAPER_DEGREES = tuple(range(1, 11))
 PAPER_SIGMAS = (0.5, 1.0, 2.0, 5.0, 7.0, 10.0, 12.0, 15.0, 17.0, 20.0)
@@ -53,8 +61,9 @@ class SourceKernel:
     def label(self) -> str:
         if self.name:
             return self.name
-        p = ",".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}"
-                     for k, v in sorted(self.kernel.params.items()))
+        p = ",".join(
+            f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in sorted(self.kernel.params.items())
+        )
         return f"{self.kernel.name}({p})"
 
     def _cols(self, X):
@@ -75,13 +84,14 @@ def _as_source(k) -> SourceKernel:
         return k
     if isinstance(k, Kernel):
         if k.precomputed:
-            raise InvalidInputError("A KernelSet needs kernel functions; 'precomputed' kernels cannot "
-                                    "be evaluated on new points (pass the matrices directly instead).")
+            raise InvalidInputError(
+                "A KernelSet needs kernel functions; 'precomputed' kernels cannot "
+                "be evaluated on new points (pass the matrices directly instead)."
+            )
         return SourceKernel(k)
     if isinstance(k, tuple) and len(k) == 2 and isinstance(k[0], Kernel):
         return SourceKernel(k[0], k[1])
-    raise InvalidInputError(
-        f"Kernel set entries must be Kernel, (Kernel, columns) or SourceKernel objects; got {k!r}.")
+    raise InvalidInputError(f"Kernel set entries must be Kernel, (Kernel, columns) or SourceKernel objects; got {k!r}.")
 
 
 class KernelSet:
@@ -134,11 +144,13 @@ class KernelSet:
             if not (np.isfinite(c) and c > 0):
                 raise InvalidInputError(
                     f"Kernel {l} ({k.label()}) has a non-positive or non-finite mean diagonal "
-                    f"({c!r}) on the training points and cannot be normalized.")
+                    f"({c!r}) on the training points and cannot be normalized."
+                )
             if not np.all(np.isfinite(K)):
                 raise InvalidInputError(
                     f"Kernel {l} ({k.label()}) overflows on these data (non-finite values); "
-                    "standardize the features or lower the polynomial degree.")
+                    "standardize the features or lower the polynomial degree."
+                )
             mats.append(K / c)
             scales.append(c)
         self.scales_ = np.array(scales)
@@ -168,8 +180,9 @@ def paper_kernels(degrees=PAPER_DEGREES, sigmas=PAPER_SIGMAS) -> KernelSet:
 def nr_kernels() -> KernelSet:
     """The NR-LMNN-MKL kernels of §6.1: linear, polynomial of degree 2 ((xᵀx' + 1)²) and
     Gaussian with σ = 0.5; each normalized by its mean diagonal."""
-    return KernelSet([Kernel("linear"), Kernel("polynomial", {"degree": 2, "coef0": 1.0}),
-                      Kernel("gaussian", {"sigma": 0.5})])
+    return KernelSet(
+        [Kernel("linear"), Kernel("polynomial", {"degree": 2, "coef0": 1.0}), Kernel("gaussian", {"sigma": 0.5})]
+    )
 
 
 def mean_pairwise_distance(X) -> float:
@@ -205,6 +218,9 @@ def source_kernels(X, sources) -> KernelSet:
         sigma = mean_pairwise_distance(Xs)
         if not sigma > 0:
             raise InvalidInputError(f"Source {name or cols!r} has identical points (σ0 = 0).")
-        out.append(SourceKernel(Kernel("gaussian", {"sigma": sigma}), cols,
-                                name=f"{name or 'source'}:gaussian(sigma={sigma:.4g})"))
+        out.append(
+            SourceKernel(
+                Kernel("gaussian", {"sigma": sigma}), cols, name=f"{name or 'source'}:gaussian(sigma={sigma:.4g})"
+            )
+        )
     return KernelSet(out)

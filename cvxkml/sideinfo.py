@@ -4,6 +4,7 @@ general linear constraints tr(C_t M) <= b_t, plus their generation from labels.
 Distances are always **squared** learned distances, d(i, j) = (e_i − e_j)ᵀK(e_i − e_j)
 for a kernel matrix K, or (x_i − x_j)ᵀW(x_i − x_j) for a Mahalanobis matrix W.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -27,12 +28,20 @@ from ._validation import (
 from .errors import InvalidInputError
 
 __all__ = [
-    "ConstraintAtom", "PairConstraints", "RelativeConstraints", "SimilarityConstraints",
-    "LinearConstraints", "LinearEqualities", "Hinge", "Squared", "pairs_from_labels", "random_pairs_from_labels",
+    "ConstraintAtom",
+    "PairConstraints",
+    "RelativeConstraints",
+    "SimilarityConstraints",
+    "LinearConstraints",
+    "LinearEqualities",
+    "Hinge",
+    "Squared",
+    "pairs_from_labels",
+    "random_pairs_from_labels",
     "percentile_bounds",
-    "baseline_metric", "baseline_kernel",
+    "baseline_metric",
+    "baseline_kernel",
 ]
-
 
 
 def sample_index_pairs(n: int, max_pairs: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -44,6 +53,7 @@ def sample_index_pairs(n: int, max_pairs: int, rng) -> tuple[np.ndarray, np.ndar
     j = rng.integers(0, n, max_pairs)
     ok = i != j
     return i[ok], j[ok]
+
 
 def _values(a, name: str, size: int) -> np.ndarray:
     """A 1-D float vector of per-constraint values (a scalar is broadcast to ``size``);
@@ -118,20 +128,21 @@ class PairConstraints(ConstraintAtom):
         b = _values(self.bound, "bound", i.size)
         if not (i.size == j.size == y.size == b.size):
             raise InvalidInputError(
-                f"i, j, y and bound must have the same length; got {i.size}, {j.size}, {y.size}, {b.size}.")
+                f"i, j, y and bound must have the same length; got {i.size}, {j.size}, {y.size}, {b.size}."
+            )
         if i.size == 0:
             raise InvalidInputError("PairConstraints needs at least one pair.")
         same = np.flatnonzero(i == j)
         if same.size:
             raise InvalidInputError(
-                f"Pair {same[0]} has i = j = {i[same[0]]}; a point's distance to itself is always 0. "
-                "Remove such pairs.")
+                f"Pair {same[0]} has i = j = {i[same[0]]}; a point's distance to itself is always 0. Remove such pairs."
+            )
         if not np.all(np.isin(y, (-1.0, 1.0))):
             raise InvalidInputError("y must be +1 (similar) or -1 (dissimilar) for every pair.")
         if not np.all(np.isfinite(b)) or np.any(b <= 0):
             raise InvalidInputError(
-                "Pair bounds must be finite and positive (they are squared distances); "
-                f"got min {np.min(b):.3g}.")
+                f"Pair bounds must be finite and positive (they are squared distances); got min {np.min(b):.3g}."
+            )
         check_magnitude(b, "bound")
         object.__setattr__(self, "i", i)
         object.__setattr__(self, "j", j)
@@ -163,10 +174,18 @@ class PairConstraints(ConstraintAtom):
         return cp.multiply(self.y, _quad_rows(F[self.i] - F[self.j], X))
 
     @classmethod
-    def from_labels(cls, labels, baseline: Callable[[np.ndarray, np.ndarray], np.ndarray], *,
-                    scheme: str = "jain", n_similar: int = 100, n_dissimilar: int = 100,
-                    n_constraints: int | None = None, percentiles=(5.0, 95.0),
-                    random_state=None) -> "PairConstraints":
+    def from_labels(
+        cls,
+        labels,
+        baseline: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        *,
+        scheme: str = "jain",
+        n_similar: int = 100,
+        n_dissimilar: int = 100,
+        n_constraints: int | None = None,
+        percentiles=(5.0, 95.0),
+        random_state=None,
+    ) -> "PairConstraints":
         """Pairs from class labels with bounds from percentiles of baseline distances.
 
         ``scheme="jain"``: :func:`pairs_from_labels` (Jain et al. 2012 §6);
@@ -186,18 +205,21 @@ class PairConstraints(ConstraintAtom):
             i, j, y = random_pairs_from_labels(labels, n_constraints, rng)
         u, l = percentile_bounds(baseline, labels.size, percentiles, rng)
         d0 = _baseline_distances(baseline, i, j)
-        keep = d0 > 1e-12 * max(u, l)          # relative: data of any scale
+        keep = d0 > 1e-12 * max(u, l)  # relative: data of any scale
         if not np.all(keep):
             warnings.warn(
                 f"Dropped {int(np.sum(~keep))} pair(s) with zero baseline distance (duplicate "
-                "points): a Bregman projection on them is undefined.", UserWarning, stacklevel=2)
+                "points): a Bregman projection on them is undefined.",
+                UserWarning,
+                stacklevel=2,
+            )
             i, j, y = i[keep], j[keep], y[keep]
         if i.size == 0:
             raise InvalidInputError("No usable pairs: all sampled pairs have zero baseline distance.")
         return cls(i, j, y, np.where(y > 0, u, l))
 
 
-MAX_SAMPLED_PAIRS = 10_000_000    # draws per class / in total (duplicates are removed anyway)
+MAX_SAMPLED_PAIRS = 10_000_000  # draws per class / in total (duplicates are removed anyway)
 
 
 def _dedupe(i, j, y):
@@ -211,7 +233,8 @@ def _check_baseline(baseline) -> None:
     if not callable(baseline):
         raise InvalidInputError(
             f"baseline must be a callable (i, j) -> squared baseline distances, e.g. "
-            f"baseline_metric(X) or baseline_kernel(K0); got {type(baseline).__name__}.")
+            f"baseline_metric(X) or baseline_kernel(K0); got {type(baseline).__name__}."
+        )
 
 
 def _baseline_distances(baseline, i, j) -> np.ndarray:
@@ -220,11 +243,13 @@ def _baseline_distances(baseline, i, j) -> np.ndarray:
     d = as_float_array(baseline(i, j), "baseline(i, j)", finite=False).ravel()
     if d.size != np.size(i):
         raise InvalidInputError(
-            f"baseline(i, j) must return one squared distance per pair ({np.size(i)}); got {d.size}.")
+            f"baseline(i, j) must return one squared distance per pair ({np.size(i)}); got {d.size}."
+        )
     if not np.all(np.isfinite(d)) or np.any(d < 0):
         raise InvalidInputError(
             "baseline(i, j) returned NaN, inf or negative squared distances; check the data "
-            "(finite X, a PSD baseline kernel) behind the baseline.")
+            "(finite X, a PSD baseline kernel) behind the baseline."
+        )
     return d
 
 
@@ -268,9 +293,9 @@ def pairs_from_labels(labels, n_similar: int = 100, n_dissimilar: int = 100, ran
         raise InvalidInputError(
             f"No pairs were drawn: there is one class, and each of its {n_similar} random "
             "within-class draws paired a point with itself. Raise n_similar, or give labels "
-            "of more than one class.")
-    return _dedupe(np.concatenate(I).astype(np.int64), np.concatenate(J).astype(np.int64),
-                   np.concatenate(Y))
+            "of more than one class."
+        )
+    return _dedupe(np.concatenate(I).astype(np.int64), np.concatenate(J).astype(np.int64), np.concatenate(Y))
 
 
 def random_pairs_from_labels(labels, n_constraints: int | None = None, random_state=None):
@@ -283,8 +308,7 @@ def random_pairs_from_labels(labels, n_constraints: int | None = None, random_st
     m = check_int(n_constraints, "n_constraints", minimum=None, maximum=MAX_SAMPLED_PAIRS, allow_none=True)
     m = 40 * c * (c - 1) if m is None else m
     if m <= 0:
-        raise InvalidInputError(
-            "n_constraints must be positive (the default 40·c·(c−1) is 0 for a single class).")
+        raise InvalidInputError("n_constraints must be positive (the default 40·c·(c−1) is 0 for a single class).")
     n = inv.size
     a = rng.integers(0, n, m)
     b = rng.integers(0, n, m)
@@ -293,8 +317,9 @@ def random_pairs_from_labels(labels, n_constraints: int | None = None, random_st
     return _dedupe(a, b, np.where(inv[a] == inv[b], 1.0, -1.0))
 
 
-def percentile_bounds(baseline, n: int, percentiles=(5.0, 95.0), random_state=None,
-                      max_pairs: int = 100_000) -> tuple[float, float]:
+def percentile_bounds(
+    baseline, n: int, percentiles=(5.0, 95.0), random_state=None, max_pairs: int = 100_000
+) -> tuple[float, float]:
     """(u, l) = the given percentiles of the squared baseline distances over all pairs of
     the n points (a seeded random sample of ``max_pairs`` pairs when there are more).
 
@@ -313,17 +338,18 @@ def percentile_bounds(baseline, n: int, percentiles=(5.0, 95.0), random_state=No
     max_pairs = check_int(max_pairs, "max_pairs", minimum=1)
     i, j = sample_index_pairs(n, max_pairs, as_generator(random_state))
     d = _baseline_distances(baseline, i, j)
-    d = d[d > 1e-12 * (float(np.max(d)) if d.size else 0.0)]      # relative: any scale
+    d = d[d > 1e-12 * (float(np.max(d)) if d.size else 0.0)]  # relative: any scale
     if d.size == 0:
         raise InvalidInputError(
             "All baseline distances are zero: the points coincide. Give distinct points (check "
-            "for constant or duplicated rows in X, or a constant kernel).")
+            "for constant or duplicated rows in X, or a constant kernel)."
+        )
     u, l = np.percentile(d, [lo, hi])
     return float(u), float(l)
 
 
 #: floats of difference rows :func:`baseline_metric` holds at a time (32 MB)
-BASELINE_CHUNK = 4 * 2 ** 20
+BASELINE_CHUNK = 4 * 2**20
 
 
 def baseline_metric(X, W0=None):
@@ -338,7 +364,7 @@ def baseline_metric(X, W0=None):
         raise InvalidInputError(f"W0 must be {X.shape[1]} × {X.shape[1]} to match X; got {W0.shape}.")
     n, d = X.shape
     step = max(1, BASELINE_CHUNK // max(d, 1))
-    gram = []                                   # X Xᵀ, made on first use of the Gram path
+    gram = []  # X Xᵀ, made on first use of the Gram path
 
     def rows(i, j):
         V = X[i] - X[j]
@@ -347,7 +373,7 @@ def baseline_metric(X, W0=None):
     def direct(i, j):
         if i.size <= step:
             return rows(i, j)
-        return np.concatenate([rows(i[s:s + step], j[s:s + step]) for s in range(0, i.size, step)])
+        return np.concatenate([rows(i[s : s + step], j[s : s + step]) for s in range(0, i.size, step)])
 
     def dist(i, j):
         i = check_index_array(i, "i", n, ndim=None)
@@ -367,6 +393,7 @@ def baseline_metric(X, W0=None):
         if np.any(near):
             out[near] = direct(i[near], j[near])
         return out
+
     return dist
 
 
@@ -382,6 +409,7 @@ def baseline_kernel(K0):
         i = check_index_array(i, "i", K0.shape[0], ndim=None)
         j = check_index_array(j, "j", K0.shape[0], ndim=None)
         return K0[i, i] + K0[j, j] - 2.0 * K0[i, j]
+
     return dist
 
 
@@ -485,7 +513,8 @@ class LinearConstraints(ConstraintAtom):
         if self.dim != n:
             raise InvalidInputError(
                 f"Linear constraint matrices are {self.dim} × {self.dim} but the learned matrix is "
-                f"{n} × {n}; give C of shape (m, {n}, {n}) or Z of shape (m, {n}).")
+                f"{n} × {n}; give C of shape (m, {n}, {n}) or Z of shape (m, {n})."
+            )
         return self
 
     # the atom: tr(C_t M) <= b_t (LinearEqualities: = b_t)
@@ -494,8 +523,7 @@ class LinearConstraints(ConstraintAtom):
 
     def values(self, space, M):
         M = np.asarray(M, dtype=float)
-        return (np.einsum("tab,ab->t", self.C, M) if self.C is not None
-                else np.einsum("ta,ab,tb->t", self.Z, M, self.Z))
+        return np.einsum("tab,ab->t", self.C, M) if self.C is not None else np.einsum("ta,ab,tb->t", self.Z, M, self.Z)
 
     def terms(self, F, T, eig_rtol: float = 1e-14):
         if self.C is None:
@@ -507,8 +535,11 @@ class LinearConstraints(ConstraintAtom):
             Us.append(V[:, keep].T)
             ws.append(lam[keep])
             counts.append(int(keep.sum()))
-        return (np.concatenate(Us, axis=0).reshape(-1, T.shape[1]), np.concatenate(ws),
-                np.asarray(counts, dtype=np.int64))
+        return (
+            np.concatenate(Us, axis=0).reshape(-1, T.shape[1]),
+            np.concatenate(ws),
+            np.asarray(counts, dtype=np.int64),
+        )
 
     def cvx_values(self, F, T, X):
         if self.C is None:
@@ -518,6 +549,7 @@ class LinearConstraints(ConstraintAtom):
 
     def validate_space(self, n_points: int, dim: int):
         return self.validate(dim)
+
 
 @dataclass(frozen=True)
 class LinearEqualities(LinearConstraints):
@@ -547,8 +579,9 @@ class SimilarityConstraints(ConstraintAtom):
         if not (j.size == l.size == b.size) or j.size == 0:
             raise InvalidInputError("j, l and bound must be non-empty and of equal length.")
         if np.any(j == l):
-            raise InvalidInputError("Similarity constraints need j ≠ l (a diagonal entry is a norm, "
-                                    "use LinearConstraints for it).")
+            raise InvalidInputError(
+                "Similarity constraints need j ≠ l (a diagonal entry is a norm, use LinearConstraints for it)."
+            )
         if not np.all(np.isfinite(b)):
             raise InvalidInputError("Similarity bounds must be finite.")
         check_magnitude(b, "bound")
@@ -616,8 +649,7 @@ class Hinge:
     True
     """
 
-    FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints,
-                LinearEqualities)
+    FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints, LinearEqualities)
     #: the penalty: "hinge" C·max(0, g − t) (C·|g − t| for an equality)
     loss = "hinge"
 
@@ -626,15 +658,16 @@ class Hinge:
             raise InvalidInputError(
                 f"{type(self).__name__} wraps one constraint object (PairConstraints, "
                 "RelativeConstraints, SimilarityConstraints, LinearConstraints, LinearEqualities or "
-                f"another ConstraintAtom); got {type(constraints).__name__}.")
+                f"another ConstraintAtom); got {type(constraints).__name__}."
+            )
         m = len(constraints)
         C = as_float_array(C, "C", finite=False)
         if C.ndim > 1 or C.size not in (1, m):
-            raise InvalidInputError(f"C must be one number or one per constraint ({m}); got shape "
-                                    f"{C.shape}.")
+            raise InvalidInputError(f"C must be one number or one per constraint ({m}); got shape {C.shape}.")
         if not np.all(np.isfinite(C)) or np.any(C <= 0):
-            raise InvalidInputError("C must be positive and finite (use the constraint object "
-                                    "itself, without Hinge, for hard constraints).")
+            raise InvalidInputError(
+                "C must be positive and finite (use the constraint object itself, without Hinge, for hard constraints)."
+            )
         check_magnitude(C, "C")
         self.constraints = constraints
         self.C = np.broadcast_to(C.ravel(), (m,)).astype(np.float64).copy()

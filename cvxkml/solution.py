@@ -1,6 +1,7 @@
 """The result shapes: :class:`Solution`, what every solve (fast or exact) returns, and the
 fast-solver protocol :class:`FastResult` / :class:`Status`, what a fast solver hands to the
 problem that certifies it (documented in :mod:`cvxkml.solvers.result`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -70,19 +71,21 @@ class Solution:
 
     def __repr__(self) -> str:
         gap = self.gap
-        return (f"Solution(solver={self.solver!r}, status={self.status!r}, objective={self.objective:.10g}, "
-                f"max_violation={self.max_violation:.3g}, n_iter={self.n_iter}, converged={self.converged}, "
-                f"gap={'n/a' if gap is None else format(gap, '.3g')}, time={self.time:.3g}s)")
+        return (
+            f"Solution(solver={self.solver!r}, status={self.status!r}, objective={self.objective:.10g}, "
+            f"max_violation={self.max_violation:.3g}, n_iter={self.n_iter}, converged={self.converged}, "
+            f"gap={'n/a' if gap is None else format(gap, '.3g')}, time={self.time:.3g}s)"
+        )
 
 
 class Status(IntEnum):
     """How a fast run ended (``FastResult.code``)."""
 
-    OK = 0                    #: the solver's own stopping rule was met
-    NOT_CONVERGED = 1         #: the iteration limit came first (or a stall)
+    OK = 0  #: the solver's own stopping rule was met
+    NOT_CONVERGED = 1  #: the iteration limit came first (or a stall)
     NONPOSITIVE_DISTANCE = 2  #: a constraint no positive definite matrix satisfies (``bad_index``)
-    NONFINITE = 3             #: the iterates overflowed / left the domain (``bad_index`` or −1)
-    UNBOUNDED = 4             #: no dual-feasible start: the problem is unbounded below
+    NONFINITE = 3  #: the iterates overflowed / left the domain (``bad_index`` or −1)
+    UNBOUNDED = 4  #: no dual-feasible start: the problem is unbounded below
 
 
 OK, NOT_CONVERGED, NONPOSITIVE_DISTANCE, NONFINITE, UNBOUNDED = (int(s) for s in Status)

@@ -4,6 +4,7 @@ Run by conf.py at every build, so a name added to an ``__all__`` gets its page w
 anyone editing the docs. A name exported by several modules (``cvxkml.ITML`` is
 ``cvxkml.declare.ITML``) gets one page, in its home module, and a link from the others.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -15,7 +16,7 @@ MODULES = {
     "cvxkml.errors": "Typed errors and warnings: each says what to do.",
     "cvxkml.solution": "The result shapes every solve returns, and the fast-solver protocol.",
     "cvxkml.sideinfo": "Side information: each constraint family one atom (pairs, relative, similarity, linear), "
-                       "hard or with slack.",
+    "hard or with slack.",
     "cvxkml.kernels": "Base kernels, centring and normalisation, kernel distances.",
     "cvxkml.learned": "Learned kernels and metrics, which evaluate on unseen points.",
     "cvxkml.declare": "Declared problems: exact CVXPY models, certificates, dispatch to the registered fast solvers.",
@@ -25,10 +26,26 @@ MODULES = {
 }
 #: modules without ``__all__``: their public names
 PUBLIC = {
-    "cvxkml.solution": ["Solution", "FastResult", "Status", "OK", "NOT_CONVERGED", "NONFINITE",
-                        "NONPOSITIVE_DISTANCE", "UNBOUNDED"],
-    "cvxkml.errors": ["CvxkmlError", "InvalidInputError", "NotPSDError", "InfeasibleError", "SolverError",
-                      "UnboundedError", "ConvergenceWarning", "EstimatorFileError"],
+    "cvxkml.solution": [
+        "Solution",
+        "FastResult",
+        "Status",
+        "OK",
+        "NOT_CONVERGED",
+        "NONFINITE",
+        "NONPOSITIVE_DISTANCE",
+        "UNBOUNDED",
+    ],
+    "cvxkml.errors": [
+        "CvxkmlError",
+        "InvalidInputError",
+        "NotPSDError",
+        "InfeasibleError",
+        "SolverError",
+        "UnboundedError",
+        "ConvergenceWarning",
+        "EstimatorFileError",
+    ],
 }
 
 
@@ -63,8 +80,19 @@ def write(outdir: Path) -> list[str]:
     for mod, blurb in MODULES.items():
         m = importlib.import_module(mod)
         title = f"``{mod}``"
-        out = [title, "=" * len(title), "", blurb, "", f".. automodule:: {mod}", "   :no-members:",
-               "   :no-index:", "", f".. currentmodule:: {mod}", ""]
+        out = [
+            title,
+            "=" * len(title),
+            "",
+            blurb,
+            "",
+            f".. automodule:: {mod}",
+            "   :no-members:",
+            "   :no-index:",
+            "",
+            f".. currentmodule:: {mod}",
+            "",
+        ]
         groups = {"Classes": [], "Functions": [], "Data": [], "Also exported here": []}
         for n in public_names(mod):
             obj = getattr(m, n)
@@ -90,9 +118,17 @@ def write(outdir: Path) -> list[str]:
                 out += [".. autosummary::", "   :toctree: generated/", f"   :template: autosummary/{tmpl}.rst", ""]
                 out += [f"   {n}" for n in names] + [""]
         (outdir / f"{mod}.rst").write_text("\n".join(out))
-    idx = ["API reference", "=============", "",
-           "Every public name of the package, one page each, generated from its docstring at every build.", "",
-           ".. toctree::", "   :maxdepth: 1", "   :hidden:", ""] + [f"   {mod}" for mod in MODULES]
+    idx = [
+        "API reference",
+        "=============",
+        "",
+        "Every public name of the package, one page each, generated from its docstring at every build.",
+        "",
+        ".. toctree::",
+        "   :maxdepth: 1",
+        "   :hidden:",
+        "",
+    ] + [f"   {mod}" for mod in MODULES]
     idx += ["", ".. list-table::", "   :widths: 30 70", ""]
     for mod, blurb in MODULES.items():
         idx += [f"   * - :doc:`{mod} <{mod}>`", f"     - {blurb}"]

@@ -1,4 +1,5 @@
 """sphinx-gallery callables, named by dotted path in conf.py (so the config stays picklable)."""
+
 import os
 from pathlib import Path
 
@@ -28,6 +29,6 @@ def reset_argv(gallery_conf, script_vars):
     if name == "trace_ssikdr_digits.py":
         folder = data_folder()
         if folder is None or not (folder / "mnist5000.npz").is_file():
-            return ["--dataset", "sklearn-digits"]     # bundled with scikit-learn: offline
+            return ["--dataset", "sklearn-digits"]  # bundled with scikit-learn: offline
         return []
     return ARGV.get(name, [])

@@ -1,5 +1,6 @@
 """Copy the reference/ sheets into docs/_sheets/ for inclusion, with the links between
 sheets pointing at the pages that include them (run by conf.py at every build)."""
+
 from __future__ import annotations
 
 import re

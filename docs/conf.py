@@ -1,4 +1,5 @@
 """Sphinx configuration of the cvxkml documentation (built offline: no inventory fetched)."""
+
 from __future__ import annotations
 
 import os
@@ -8,10 +9,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))                 # the source tree, as the tests see it
-sys.path.insert(0, str(HERE))                 # _apigen, _plaintext, _sgconf
+sys.path.insert(0, str(ROOT))  # the source tree, as the tests see it
+sys.path.insert(0, str(HERE))  # _apigen, _plaintext, _sgconf
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")   # the gallery's small problems: one BLAS thread
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # the gallery's small problems: one BLAS thread
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -42,16 +43,23 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip",
-                    "auto_examples/*.md5", "auto_examples/*.json", "_sheets"]
+exclude_patterns = [
+    "_build",
+    "auto_examples/*.ipynb",
+    "auto_examples/*.py",
+    "auto_examples/*.zip",
+    "auto_examples/*.md5",
+    "auto_examples/*.json",
+    "_sheets",
+]
 
 # --- API reference --------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_default_options = {"members": False}
-autodoc_typehints = "none"                     # numpydoc's Parameters say the types
+autodoc_typehints = "none"  # numpydoc's Parameters say the types
 autodoc_member_order = "bysource"
-numpydoc_show_class_members = False            # methods are listed by the class template
+numpydoc_show_class_members = False  # methods are listed by the class template
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 
@@ -71,7 +79,7 @@ sphinx_gallery_conf = {
     "gallery_dirs": "auto_examples",
     "backreferences_dir": "api/backreferences",  # "Examples using this estimator" on its page
     "doc_module": ("cvxkml",),
-    "filename_pattern": r".*\.py$",          # every script is executed
+    "filename_pattern": r".*\.py$",  # every script is executed
     "ignore_pattern": r"(__init__|_util)\.py$",
     "reset_argv": "_sgconf.reset_argv",
     "within_subsection_order": "FileNameSortKey",
@@ -85,8 +93,7 @@ sphinx_gallery_conf = {
     "plot_gallery": "True",
 }
 
-warnings.filterwarnings("ignore", category=UserWarning,
-                        message="Matplotlib is currently using agg")
+warnings.filterwarnings("ignore", category=UserWarning, message="Matplotlib is currently using agg")
 
 # --- HTML --------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
@@ -114,6 +121,7 @@ _sheets.write(ROOT / "reference", HERE / "_sheets")
 def _check_api_coverage(app, env):
     """Warn (an error under -W) when a public class or function got no generated page."""
     from sphinx.util import logging
+
     log = logging.getLogger("cvxkml.docs")
     for full in sorted(set(_apigen.homes().values())):
         if f"api/generated/{full}" not in env.found_docs:

@@ -11,6 +11,7 @@ and the exact model through CVXPY with SCS and with Clarabel (their budget is th
 iteration limit). A conic answer stopped early can fail validation; ``compare`` records why
 in the row's ``error`` and draws the rest.
 """
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -33,13 +34,14 @@ solvers = {
     "CVXPY + SCS": lambda p, k: p.solve_reference(solver="SCS", max_iters=k, accept_inaccurate=True),
     "CVXPY + Clarabel": lambda p, k: p.solve_reference(solver="CLARABEL", max_iter=k, accept_inaccurate=True),
 }
-rows = compare(problem, solvers, budgets=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
-               optimum=exact.objective)
+rows = compare(problem, solvers, budgets=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048], optimum=exact.objective)
 for r in rows:
     if r["error"] is None and r["budget"] in (8, 64, 2048):
         gap = "n/a" if r["gap"] is None else f"{r['gap']:.1e}"
-        print(f"{r['solver']:17s} budget {r['budget']:5d}  suboptimality {r['suboptimality']:.1e}  "
-              f"violation {r['violation']:.1e}  certificate {gap}  converged {r['converged']}")
+        print(
+            f"{r['solver']:17s} budget {r['budget']:5d}  suboptimality {r['suboptimality']:.1e}  "
+            f"violation {r['violation']:.1e}  certificate {gap}  converged {r['converged']}"
+        )
 failed = sorted({(r["solver"], r["budget"]) for r in rows if r["error"]})
 print(f"{len(failed)} answers failed validation (early conic stops), e.g. {failed[:3]}")
 

@@ -7,6 +7,7 @@ learns Σ ⪰ 0 with 1ᵀΣ1 = 0 and the kernel bandwidth h, then predicts with 
 rule; its ``solution_`` is certified by PDHG's duality gap. Two interleaved moons: the
 decision regions and the rank-≤d embedding ``transform`` gives.
 """
+
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import make_moons
@@ -17,9 +18,11 @@ X, y = make_moons(400, noise=0.25, random_state=0)
 Xtr, ytr, Xte, yte = X[:150], y[:150], X[150:], y[150:]
 clf = KCRClassifier(lam=1.0).fit(Xtr, ytr)
 sol = clf.solution_
-print(f"KCR: h = {clf.h_:.4g}, objective {sol.objective:.6g}, "
-      f"relative gap {sol.gap / max(1, abs(sol.objective)):.1e}, max violation "
-      f"{sol.max_violation:.1e}, converged {sol.converged} ({sol.solver}, {sol.n_iter} it.)")
+print(
+    f"KCR: h = {clf.h_:.4g}, objective {sol.objective:.6g}, "
+    f"relative gap {sol.gap / max(1, abs(sol.objective)):.1e}, max violation "
+    f"{sol.max_violation:.1e}, converged {sol.converged} ({sol.solver}, {sol.n_iter} it.)"
+)
 print(f"accuracy on {len(yte)} new points: {clf.score(Xte, yte):.3f}")
 
 # %%

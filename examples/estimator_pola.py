@@ -7,6 +7,7 @@ Frobenius norm subject to margin constraints on pairs, ``y_ij (b − d_K(i, j)) 
 :class:`~cvxkml.estimators.KernelPOLA` solves the dual (certified); the learned kernel
 evaluates on new points through eq. 18, here on two concentric circles.
 """
+
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import make_circles
@@ -19,9 +20,11 @@ Xtr, ytr, Xte, yte = X[:120], y[:120], X[120:], y[120:]
 
 est = KernelPOLA(b=2.0, n_similar=60, n_dissimilar=60, random_state=0).fit(Xtr, ytr)
 sol = est.solution_
-print(f"KernelPOLA: {len(est.pairs_)} pairs, objective {sol.objective:.6g}, "
-      f"relative gap {sol.gap / max(1, abs(sol.objective)):.1e}, "
-      f"max violation {sol.max_violation:.1e}, converged {sol.converged} ({sol.solver}, {sol.n_iter} it.)")
+print(
+    f"KernelPOLA: {len(est.pairs_)} pairs, objective {sol.objective:.6g}, "
+    f"relative gap {sol.gap / max(1, abs(sol.objective)):.1e}, "
+    f"max violation {sol.max_violation:.1e}, converged {sol.converged} ({sol.solver}, {sol.n_iter} it.)"
+)
 acc_in = KNeighborsClassifier(5).fit(Xtr, ytr).score(Xte, yte)
 acc = KNeighborsClassifier(5).fit(est.transform(Xtr), ytr).score(est.transform(Xte), yte)
 print(f"5-NN on new points: input space {acc_in:.3f}, learned kernel {acc:.3f}")

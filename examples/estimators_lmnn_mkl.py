@@ -7,6 +7,7 @@ Mahalanobis metric with the large-margin nearest-neighbour objective (certified 
 :class:`~cvxkml.estimators.LMNNMKL` learns the metric and a weighting of a set of base
 kernels (``variant="P"``: the rank-one P = μμᵀ by convex iteration; ``"mu"``; ``"NR"``).
 """
+
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_wine
@@ -20,15 +21,20 @@ Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, stratify=y, random_st
 
 scores = {}
 fitted = {}
-for name, est in (("LMNN", LMNN(k=3)), ("LMNNMKL P", LMNNMKL(variant="P", k=3)),
-                  ("LMNNMKL mu", LMNNMKL(variant="mu", k=3))):
+for name, est in (
+    ("LMNN", LMNN(k=3)),
+    ("LMNNMKL P", LMNNMKL(variant="P", k=3)),
+    ("LMNNMKL mu", LMNNMKL(variant="mu", k=3)),
+):
     est.fit(Xtr, ytr)
     fitted[name] = est
     scores[name] = KNeighborsClassifier(3).fit(est.transform(Xtr), ytr).score(est.transform(Xte), yte)
     sol = est.solution_
-    print(f"{name:11s} 3-NN {scores[name]:.3f}  objective {sol.objective:.6g}  "
-          f"relative gap {sol.gap / max(1, abs(sol.objective)):.1e}  "
-          f"converged {sol.converged} ({sol.solver}, {est.n_iter_} it.)")
+    print(
+        f"{name:11s} 3-NN {scores[name]:.3f}  objective {sol.objective:.6g}  "
+        f"relative gap {sol.gap / max(1, abs(sol.objective)):.1e}  "
+        f"converged {sol.converged} ({sol.solver}, {est.n_iter_} it.)"
+    )
 
 # %%
 # The kernel weights μ of the two MKL variants over the base kernels.

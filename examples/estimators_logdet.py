@@ -7,6 +7,7 @@ scikit-learn transformers: each learns from pairs drawn from the labels, and its
 ``solution_`` carries the Lagrange certificate of the solve (``converged`` means certified).
 Scored by 5-NN on held-out Wine samples, against the Euclidean distance.
 """
+
 import matplotlib.pyplot as plt
 from sklearn.datasets import load_wine
 from sklearn.decomposition import PCA
@@ -33,16 +34,17 @@ for est in (ITML(random_state=0), KernelITML(random_state=0), LowRankKernelITML(
     scores[name] = knn(est.transform(Xtr), est.transform(Xte))
     fitted[name] = est
     sol = est.solution_
-    print(f"{name:18s} 5-NN {scores[name]:.3f}  {len(est.pairs_)} pairs  certificate: gap {sol.gap:.2e}, "
-          f"max violation {sol.max_violation:.1e}, converged {sol.converged} ({sol.n_iter} it., {sol.solver})")
+    print(
+        f"{name:18s} 5-NN {scores[name]:.3f}  {len(est.pairs_)} pairs  certificate: gap {sol.gap:.2e}, "
+        f"max violation {sol.max_violation:.1e}, converged {sol.converged} ({sol.n_iter} it., {sol.solver})"
+    )
 
 # %%
 # Accuracy, and the held-out points in the first two principal axes of each space.
 fig, axes = plt.subplots(1, 3, figsize=(14, 4))
 axes[0].barh(list(scores), list(scores.values()), color="tab:gray")
 axes[0].set(xlim=(0.8, 1.0), xlabel="5-NN accuracy (held-out)", title="Wine")
-for ax, (title, Zte) in zip(axes[1:], (("Euclidean", scaler.transform(Xte)),
-                                       ("ITML", fitted["ITML"].transform(Xte)))):
+for ax, (title, Zte) in zip(axes[1:], (("Euclidean", scaler.transform(Xte)), ("ITML", fitted["ITML"].transform(Xte)))):
     P = PCA(2).fit_transform(Zte)
     ax.scatter(P[:, 0], P[:, 1], c=yte, cmap="viridis", s=15)
     ax.set_title(f"{title}: held-out points, 2 principal axes")

@@ -10,6 +10,7 @@ argument (LogDet, von Neumann, Frobenius, or your own :class:`~cvxkml.declare.Re
 :class:`~cvxkml.estimators.VonNeumannKernelLearner` is Kulis et al.'s von Neumann
 divergence. Every fit prints its certificate.
 """
+
 import matplotlib.pyplot as plt
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import train_test_split
@@ -38,9 +39,11 @@ for name, est in learners.items():
     scores[name] = KNeighborsClassifier(5).fit(est.transform(Xtr), ytr).score(est.transform(Xte), yte)
     sol = est.solution_
     gaps[name] = max(abs(sol.gap) / max(1, abs(sol.objective)), 1e-16)
-    print(f"{name:24s} 5-NN {scores[name]:.3f}  relative gap {gaps[name]:.1e}  "
-          f"max violation {sol.max_violation:.1e}  "
-          f"converged {sol.converged}  ({sol.solver}, {sol.n_iter} it.)")
+    print(
+        f"{name:24s} 5-NN {scores[name]:.3f}  relative gap {gaps[name]:.1e}  "
+        f"max violation {sol.max_violation:.1e}  "
+        f"converged {sol.converged}  ({sol.solver}, {sol.n_iter} it.)"
+    )
 
 # %%
 fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.8))

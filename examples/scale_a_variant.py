@@ -31,6 +31,7 @@ Run it yourself::
 
 (one BLAS thread, 2-core box at load ~2: reference/variant-scale.md has the measured table)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,8 @@ class Jeffreys(Regularizer):
     """
 
     name = "Jeffreys"
-    alpha = 1.0                 # argmin of f_s: the prior K0 is the unconstrained optimum
-    implies_psd = True          # log_det in the CVXPY form keeps X ≻ 0
+    alpha = 1.0  # argmin of f_s: the prior K0 is the unconstrained optimum
+    implies_psd = True  # log_det in the CVXPY form keeps X ≻ 0
 
     def __init__(self, c: float = 0.5):
         self.c = float(c)
@@ -106,8 +107,9 @@ def dense_problem(n: int, seed: int = 0, reg: Regularizer | None = None, C: floa
     y = rng.integers(0, 3, n)
     sq = np.sum((X[:, None] - X[None]) ** 2, -1)
     K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
-    pairs = PairConstraints.from_labels(y, baseline_kernel(K0), scheme="itml", n_constraints=2 * n,
-                                        percentiles=(5, 95), random_state=seed)
+    pairs = PairConstraints.from_labels(
+        y, baseline_kernel(K0), scheme="itml", n_constraints=2 * n, percentiles=(5, 95), random_state=seed
+    )
     return SpectralKernel(K0, [Hinge(pairs, C)], reg if reg is not None else Jeffreys())
 
 
@@ -122,8 +124,15 @@ def nystroem_factor(X, r: int, sigma: float, seed: int = 0) -> np.ndarray:
     return np.linalg.solve(L, gaussian_kernel(X[P], X, sigma=sigma)).T
 
 
-def factored_problem(n: int, r: int = 100, n_pairs: int = 10_000, n_triplets: int = 1_000,
-                     seed: int = 0, reg: Regularizer | None = None, C: float = 1.0):
+def factored_problem(
+    n: int,
+    r: int = 100,
+    n_pairs: int = 10_000,
+    n_triplets: int = 1_000,
+    seed: int = 0,
+    reg: Regularizer | None = None,
+    C: float = 1.0,
+):
     """K0 = G0 G0ᵀ (r-landmark Nyström factor of a Gaussian kernel on n points in 10-d with
     5 classes); ``n_pairs`` hinge pairs from the labels (ITML scheme, bounds at the 5th/95th
     percentile of the factored distances) and ``n_triplets`` hinge triplets (j in i's class,
@@ -131,17 +140,18 @@ def factored_problem(n: int, r: int = 100, n_pairs: int = 10_000, n_triplets: in
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 5, n)
     X = rng.normal(size=(n, 10))
-    X[:, :5] += 1.5 * np.eye(5)[y]                       # the classes overlap
+    X[:, :5] += 1.5 * np.eye(5)[y]  # the classes overlap
     sub = X[rng.choice(n, min(n, 2_000), replace=False)]
     sq = np.sum((sub[:, None] - sub[None]) ** 2, -1)
     G0 = nystroem_factor(X, r, float(np.sqrt(np.median(sq[sq > 0]))), seed)
 
-    def dist(i, j):                                       # squared distances under K0
+    def dist(i, j):  # squared distances under K0
         D = G0[i] - G0[j]
         return np.einsum("ij,ij->i", D, D)
 
-    pairs = PairConstraints.from_labels(y, dist, scheme="itml", n_constraints=n_pairs,
-                                        percentiles=(5, 95), random_state=seed)
+    pairs = PairConstraints.from_labels(
+        y, dist, scheme="itml", n_constraints=n_pairs, percentiles=(5, 95), random_state=seed
+    )
     i, j, k = triplets(rng, y, n_triplets)
     margin = np.full(i.size, 0.5 * float(np.median(dist(pairs.i, pairs.j))))
     cons = [Hinge(pairs, C), Hinge(RelativeConstraints(i, j, k, margin), C)]
@@ -151,20 +161,33 @@ def factored_problem(n: int, r: int = 100, n_pairs: int = 10_000, n_triplets: in
 def certificate(problem, sol) -> dict:
     """The certificate of a Solution, in the solver's own scale: relative gap
     (f − g) / max(1, |f|), largest relative violation, converged (= certified)."""
-    return dict(rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)),
-                max_violation=float(sol.info.get("max_relative_violation", sol.max_violation)),
-                converged=bool(sol.converged))
+    return dict(
+        rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)),
+        max_violation=float(sol.info.get("max_relative_violation", sol.max_violation)),
+        converged=bool(sol.converged),
+    )
 
 
 def solve_and_report(label: str, problem, tol: float = 1e-6, max_iter: int = 3_000) -> dict:
     t0 = time.perf_counter()
     sol = problem.solve(tol=tol, max_iter=max_iter)
     secs = time.perf_counter() - t0
-    row = dict(label=label, m=problem.n_constraints, seconds=secs, iterations=int(sol.n_iter),
-               objective=float(sol.objective), **certificate(problem, sol), problem=problem, solution=sol)
-    print(f"{label:<28} m = {row['m']:>6}  {secs:8.2f} s  {row['iterations']:>5} it.  "
-          f"rel. gap {row['rel_gap']:.1e}  max rel. viol. {row['max_violation']:.1e}  "
-          f"converged {row['converged']}", flush=True)
+    row = dict(
+        label=label,
+        m=problem.n_constraints,
+        seconds=secs,
+        iterations=int(sol.n_iter),
+        objective=float(sol.objective),
+        **certificate(problem, sol),
+        problem=problem,
+        solution=sol,
+    )
+    print(
+        f"{label:<28} m = {row['m']:>6}  {secs:8.2f} s  {row['iterations']:>5} it.  "
+        f"rel. gap {row['rel_gap']:.1e}  max rel. viol. {row['max_violation']:.1e}  "
+        f"converged {row['converged']}",
+        flush=True,
+    )
     return row
 
 
@@ -173,7 +196,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--quick", action="store_true", help="seconds: small sizes (for tests)")
     ap.add_argument("--full", action="store_true", help="dense up to n = 1 000 (about 70 s)")
     args = ap.parse_args(argv)
-    check_regularizer(Jeffreys())          # f_s vs its CVXPY form, Fenchel–Young, derivatives
+    check_regularizer(Jeffreys())  # f_s vs its CVXPY form, Fenchel–Young, derivatives
     if args.quick:
         dense, factored, fp = (60, 100), (2_000,), dict(n_pairs=1_000, n_triplets=100)
     else:

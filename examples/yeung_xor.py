@@ -13,6 +13,7 @@ Run it yourself::
 
     python examples/yeung_xor.py
 """
+
 import numpy as np
 
 from cvxkml.baselines.separability import separability
@@ -26,28 +27,37 @@ X_new, y_new = make_xor(500, random_state=1)
 sigma = median_distance(X)
 rbf = Kernel("gaussian", {"sigma": sigma})
 
-i, j = random_similar_pairs(y, 50, random_state=0)          # S: 50 same-class pairs
-est = SemiSupervisedKernelMetric(kernel_params={"sigma": sigma}, n_landmarks=200, n_neighbors=10,
-                                 n_iter=3, random_state=0)
+i, j = random_similar_pairs(y, 50, random_state=0)  # S: 50 same-class pairs
+est = SemiSupervisedKernelMetric(
+    kernel_params={"sigma": sigma}, n_landmarks=200, n_neighbors=10, n_iter=3, random_state=0
+)
 est.fit(X, pairs=np.column_stack([i, j]))
 
-print(f"RBF sigma = {sigma:.3f} (median distance); {est.beta_.size} kernel components on "
-      f"{est.landmark_indices_.size} landmarks")
+print(
+    f"RBF sigma = {sigma:.3f} (median distance); {est.beta_.size} kernel components on "
+    f"{est.landmark_indices_.size} landmarks"
+)
 print(f"J input space     train {separability(X, y):.3f}   new {separability(X_new, y_new):.3f}")
 print(f"J RBF space       train {separability(X, y, rbf):.3f}   new {separability(X_new, y_new, rbf):.3f}")
-print(f"J learned metric  train {separability(est.embedding_, y):.3f}   "
-      f"new {separability(est.transform(X_new), y_new):.3f}")
+print(
+    f"J learned metric  train {separability(est.embedding_, y):.3f}   "
+    f"new {separability(est.transform(X_new), y_new):.3f}"
+)
 
 # the β step: closed form (eq. 4) vs the exact CVXPY model of the QP (eq. 1-3)
 pos = np.full(len(X), -1)
 pos[est.landmark_indices_] = np.arange(est.landmark_indices_.size)
 problem = SpectralReweighting(est.eigenvectors_, est.eigenvalues_, pos[est.pairs_])
 fast, exact = problem.solve(), problem.solve_reference()
-print(f"beta: closed form vs CVXPY/Clarabel relative error "
-      f"{np.linalg.norm(fast.info['beta'] - exact.info['beta']) / np.linalg.norm(fast.info['beta']):.1e}, "
-      f"J_S {fast.objective:.6g} vs {exact.objective:.6g}")
-print(f"certificates: closed form gap {fast.gap:.1e} (converged {fast.converged}), "
-      f"CVXPY gap {exact.gap:.1e} ({exact.status})")
+print(
+    f"beta: closed form vs CVXPY/Clarabel relative error "
+    f"{np.linalg.norm(fast.info['beta'] - exact.info['beta']) / np.linalg.norm(fast.info['beta']):.1e}, "
+    f"J_S {fast.objective:.6g} vs {exact.objective:.6g}"
+)
+print(
+    f"certificates: closed form gap {fast.gap:.1e} (converged {fast.converged}), "
+    f"CVXPY gap {exact.gap:.1e} ({exact.status})"
+)
 
 # the new points in the input space and in the first two learned coordinates
 import matplotlib.pyplot as plt  # noqa: E402

@@ -10,6 +10,7 @@ every test's draws by N.  The profiles themselves are registered in ``conftest.p
 * ``CVXKML_FUZZ=N`` (N >= 1): fresh random draws (``--hypothesis-seed`` picks them),
   N × the examples, with the example database, for deliberate fuzz runs.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,12 +4,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-sys.path.insert(0, str(Path(__file__).parent))      # tests/budget.py
+sys.path.insert(0, str(Path(__file__).parent))  # tests/budget.py
 
 from budget import DEFAULT, examples, fuzz_factor  # noqa: E402
 
-_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow],
-               max_examples=examples(DEFAULT))
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples(DEFAULT))
 # Deterministic (default, and what CI runs): the draws depend only on the code.
 settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True, **_COMMON)
 # Fuzz (CVXKML_FUZZ=N): fresh draws, N x the examples; failures are kept in the example
@@ -23,6 +22,7 @@ def shared_data_dir() -> Path | None:
     ../shared/data from the working directory), else ../shared/data next to the repository;
     None when neither exists."""
     from cvxkml import datasets
+
     try:
         d = datasets.data_dir()
     except FileNotFoundError:
@@ -34,8 +34,10 @@ def shared_data_dir() -> Path | None:
 def data_dir():
     d = shared_data_dir()
     if d is None:
-        pytest.skip("offline data folder not found: set CVXKML_DATA to a folder holding the "
-                    "shared data sets (ionosphere.csv, …, mnist5000.npz, mfeat.npz; see README, 'Data')")
+        pytest.skip(
+            "offline data folder not found: set CVXKML_DATA to a folder holding the "
+            "shared data sets (ionosphere.csv, …, mnist5000.npz, mfeat.npz; see README, 'Data')"
+        )
     return d
 
 
@@ -43,6 +45,7 @@ def pytest_terminal_summary(terminalreporter):
     """How many draws the property tests discarded because the conic reference could not
     be trusted (cvxkml.testing.reference_or_discard)."""
     from cvxkml.testing import discards
+
     counts = discards()
     if counts:
         terminalreporter.write_sep("-", "draws discarded for an untrusted exact reference")

@@ -12,6 +12,7 @@ malformed input, whose outcome is checked through everything it reaches: constru
 then a short fast solve of what was built).  The last test checks that one default run
 feeds at least 1000 of them, and every entry point its share.
 """
+
 from __future__ import annotations
 
 import collections
@@ -64,9 +65,9 @@ from cvxkml.sideinfo import (
 )
 from cvxkml.solution import Solution
 
-FED: collections.Counter = collections.Counter()    # entry point -> bad inputs fed
+FED: collections.Counter = collections.Counter()  # entry point -> bad inputs fed
 MIN_TOTAL = 1000
-_RAN: set = set()                                     # node ids of this file's finished tests
+_RAN: set = set()  # node ids of this file's finished tests
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +82,8 @@ _ACTION = re.compile(
     r"shift|clip|impute|reshape|loosen|enlarge|call|provide|compute|build|keep|take|merge|"
     r"expect|expected|expecting|needs?|requires?|required|should|only|at least|at most|"
     r"between|one of|cannot|valid|supports?|not supported|allowed|standardize|normalize)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 # ----------------------------------------------------------------------------- the oracle
@@ -106,7 +108,7 @@ def _check_result(out, entry: str) -> None:
         for o in out:
             _check_result(o, entry)
         return
-    if hasattr(out, "__dict__"):             # (plain float attributes may be NaN sentinels)
+    if hasattr(out, "__dict__"):  # (plain float attributes may be NaN sentinels)
         for name, v in vars(out).items():
             if isinstance(v, np.ndarray):
                 assert _finite(v), f"{entry}: attribute {name} is not finite: {v!r}"
@@ -138,9 +140,8 @@ def feed(entry: str, call, then=None, must_build: bool = False):
             return None
         except AssertionError:
             raise
-        except Exception as exc:              # noqa: BLE001 - the point of the test
-            raise AssertionError(
-                f"{entry}: untyped {type(exc).__module__}.{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - the point of the test
+            raise AssertionError(f"{entry}: untyped {type(exc).__module__}.{type(exc).__name__}: {exc}") from exc
     return out
 
 
@@ -154,10 +155,10 @@ class Inst:
         self.n, self.d = n, d
         self.X = rng.normal(size=(n, d))
         self.K = self.X @ self.X.T + 0.5 * np.eye(n)
-        self.y = (np.arange(n) // 2) % 2                    # 0 0 1 1 0 …: classes of >= 2
+        self.y = (np.arange(n) // 2) % 2  # 0 0 1 1 0 …: classes of >= 2
         base = baseline_metric(self.X)
         i = np.arange(n - 1)
-        j = i + 1                                           # a path: feasible hard constraints
+        j = i + 1  # a path: feasible hard constraints
         sign = np.where(self.y[i] == self.y[j], 1.0, -1.0)
         dist = np.maximum(base(i, j), 1e-3)
         self.pairs = PairConstraints(i, j, sign, np.where(sign > 0, 0.8, 1.25) * dist)
@@ -172,17 +173,53 @@ def instances(draw, min_n=4, max_n=8):
 
 def _psd_float32_lowrank(rng, n):
     G = rng.normal(size=(n, 1)).astype(np.float32)
-    return G @ G.T                                     # rank one, PSD only to float32 precision
+    return G @ G.T  # rank one, PSD only to float32 precision
 
 
 # malformations of an array argument; "valid-but-hard" ones (scales, float32, duplicates,
 # zeros) are bad inputs too: they must give a finite answer or a typed error
-ARRAY_BAD = ["nan", "inf", "-inf", "none", "scalar", "vector", "3d", "empty", "no_rows", "no_cols",
-             "extra_row", "missing_row", "complex", "complex_zero_imag", "bool", "object",
-             "object_none", "numeric_strings", "words", "nested_list", "ragged", "dict",
-             "float32", "int", "scaled", "huge", "tiny", "zeros", "duplicate_rows", "constant"]
-KERNEL_BAD = ARRAY_BAD + ["non_square", "asymmetric", "not_psd", "near_psd", "float32_lowrank",
-                          "rank_one", "negative_diagonal", "asymmetric_tiny_scale"]
+ARRAY_BAD = [
+    "nan",
+    "inf",
+    "-inf",
+    "none",
+    "scalar",
+    "vector",
+    "3d",
+    "empty",
+    "no_rows",
+    "no_cols",
+    "extra_row",
+    "missing_row",
+    "complex",
+    "complex_zero_imag",
+    "bool",
+    "object",
+    "object_none",
+    "numeric_strings",
+    "words",
+    "nested_list",
+    "ragged",
+    "dict",
+    "float32",
+    "int",
+    "scaled",
+    "huge",
+    "tiny",
+    "zeros",
+    "duplicate_rows",
+    "constant",
+]
+KERNEL_BAD = ARRAY_BAD + [
+    "non_square",
+    "asymmetric",
+    "not_psd",
+    "near_psd",
+    "float32_lowrank",
+    "rank_one",
+    "negative_diagonal",
+    "asymmetric_tiny_scale",
+]
 
 
 def corrupt(draw, A, kernel: bool):
@@ -199,11 +236,24 @@ def corrupt(draw, A, kernel: bool):
             B[c, r] = B[r, c]
         return kind, B
     simple = {
-        "none": None, "scalar": 1.0, "vector": A[:, 0], "3d": A[..., None], "empty": np.zeros((0, 0)),
-        "no_rows": A[:0], "no_cols": A[:, :0], "complex": A + 1j, "complex_zero_imag": A.astype(complex),
-        "bool": A > 0, "object": A.astype(object), "numeric_strings": A.astype(str),
-        "words": np.full(A.shape, "x"), "nested_list": A.tolist(), "dict": {"K": A},
-        "float32": A.astype(np.float32), "int": np.round(A).astype(int), "zeros": np.zeros_like(A),
+        "none": None,
+        "scalar": 1.0,
+        "vector": A[:, 0],
+        "3d": A[..., None],
+        "empty": np.zeros((0, 0)),
+        "no_rows": A[:0],
+        "no_cols": A[:, :0],
+        "complex": A + 1j,
+        "complex_zero_imag": A.astype(complex),
+        "bool": A > 0,
+        "object": A.astype(object),
+        "numeric_strings": A.astype(str),
+        "words": np.full(A.shape, "x"),
+        "nested_list": A.tolist(),
+        "dict": {"K": A},
+        "float32": A.astype(np.float32),
+        "int": np.round(A).astype(int),
+        "zeros": np.zeros_like(A),
         "constant": np.ones_like(A),
     }
     if kind in simple:
@@ -218,7 +268,7 @@ def corrupt(draw, A, kernel: bool):
         return kind, rows
     if kind in ("scaled", "huge", "tiny"):
         k = {"scaled": draw(st.integers(-8, 8)), "huge": 150, "tiny": -150}[kind]
-        return f"{kind} 1e{k}", A * 10.0 ** k
+        return f"{kind} 1e{k}", A * 10.0**k
     if kind == "extra_row":
         if kernel:
             x = rng.normal(size=(n + 1, 2))
@@ -227,7 +277,7 @@ def corrupt(draw, A, kernel: bool):
     if kind == "missing_row":
         return kind, A[:-1, :-1] if kernel else A[:-1]
     if kind == "duplicate_rows":
-        if A.shape[0] < 2:                        # one row: the duplicate is an extra row
+        if A.shape[0] < 2:  # one row: the duplicate is an extra row
             return kind, np.vstack([A, A])
         B = A.copy()
         if kernel:
@@ -264,8 +314,25 @@ def corrupt(draw, A, kernel: bool):
     raise AssertionError(kind)
 
 
-NUMBER_BAD = [None, -1.0, 0.0, np.nan, np.inf, -np.inf, "1.0", "abc", [1.0], (), True, 1j,
-              1e-300, 1e300, np.float32(1e-8), np.array([1.0, 2.0]), object()]
+NUMBER_BAD = [
+    None,
+    -1.0,
+    0.0,
+    np.nan,
+    np.inf,
+    -np.inf,
+    "1.0",
+    "abc",
+    [1.0],
+    (),
+    True,
+    1j,
+    1e-300,
+    1e300,
+    np.float32(1e-8),
+    np.array([1.0, 2.0]),
+    object(),
+]
 INT_BAD = [None, 0, -1, 1.5, np.nan, np.inf, "3", True, 10**20, [2], 2.0, object()]
 
 
@@ -277,10 +344,28 @@ def bad_int(draw):
     return draw(st.sampled_from(INT_BAD))
 
 
-CONSTRAINT_BAD = ["none", "int", "string", "list_of_none", "list_of_ints", "dict", "empty_tuple",
-                  "empty_list", "two_pair_sets", "out_of_range", "index_n", "duplicate_pairs",
-                  "conflicting_pairs", "infeasible_triangle", "relative_out_of_range",
-                  "linear_wrong_dim", "object", "array", "relative_and_pairs", "similarity"]
+CONSTRAINT_BAD = [
+    "none",
+    "int",
+    "string",
+    "list_of_none",
+    "list_of_ints",
+    "dict",
+    "empty_tuple",
+    "empty_list",
+    "two_pair_sets",
+    "out_of_range",
+    "index_n",
+    "duplicate_pairs",
+    "conflicting_pairs",
+    "infeasible_triangle",
+    "relative_out_of_range",
+    "linear_wrong_dim",
+    "object",
+    "array",
+    "relative_and_pairs",
+    "similarity",
+]
 
 
 def _constraint_case(kind, inst: Inst, kernel: bool, N: int, scale: float = 1.0, param=None):
@@ -291,20 +376,26 @@ def _constraint_case(kind, inst: Inst, kernel: bool, N: int, scale: float = 1.0,
     P = PairConstraints(P.i, P.j, P.y, P.bound * scale)
     u = float(P.bound[0])
     cases = {
-        "none": lambda: None, "int": lambda: 3, "string": lambda: "pairs",
-        "list_of_none": lambda: [None], "list_of_ints": lambda: [1, 2],
-        "dict": lambda: {"pairs": P}, "empty_tuple": lambda: (), "empty_list": lambda: [],
-        "two_pair_sets": lambda: [P, P], "object": lambda: object(),
+        "none": lambda: None,
+        "int": lambda: 3,
+        "string": lambda: "pairs",
+        "list_of_none": lambda: [None],
+        "list_of_ints": lambda: [1, 2],
+        "dict": lambda: {"pairs": P},
+        "empty_tuple": lambda: (),
+        "empty_list": lambda: [],
+        "two_pair_sets": lambda: [P, P],
+        "object": lambda: object(),
         "array": lambda: np.array([[0, 1]]),
         "out_of_range": lambda: PairConstraints([0, n + (param or 0)], [1, 0], [1, -1], [u, u]),
         "index_n": lambda: PairConstraints([n], [0], [1], [u]),
-        "duplicate_pairs": lambda: PairConstraints(np.r_[P.i, P.i], np.r_[P.j, P.j],
-                                                   np.r_[P.y, P.y], np.r_[P.bound, P.bound]),
+        "duplicate_pairs": lambda: PairConstraints(
+            np.r_[P.i, P.i], np.r_[P.j, P.j], np.r_[P.y, P.y], np.r_[P.bound, P.bound]
+        ),
         # d(0,1) <= u and d(0,1) >= 4u
         "conflicting_pairs": lambda: PairConstraints([0, 1], [1, 0], [1, -1], [u, 4 * u]),
         # d(0,1), d(1,2) <= u but d(0,2) >= 100u (triangle inequality)
-        "infeasible_triangle": lambda: PairConstraints([0, 1, 0], [1, 2, 2], [1, 1, -1],
-                                                       [u, u, 100 * u]),
+        "infeasible_triangle": lambda: PairConstraints([0, 1, 0], [1, 2, 2], [1, 1, -1], [u, u, 100 * u]),
         "relative_out_of_range": lambda: [P, RelativeConstraints([0], [1], [n + 1], 0.1)],
         "linear_wrong_dim": lambda: [P, LinearConstraints([1.0], Z=np.ones((1, N + 1)))],
         "relative_and_pairs": lambda: [P, RelativeConstraints([0], [1], [2], param or 0.0)],
@@ -313,8 +404,11 @@ def _constraint_case(kind, inst: Inst, kernel: bool, N: int, scale: float = 1.0,
     return cases[kind]()
 
 
-_CONSTRAINT_PARAM = {"out_of_range": [0, 1, 5], "relative_and_pairs": [0.0, 1e-8, 1.0, 1e8],
-                     "similarity": [-1e8, 0.0, 1.0, 1e8]}
+_CONSTRAINT_PARAM = {
+    "out_of_range": [0, 1, 5],
+    "relative_and_pairs": [0.0, 1e-8, 1.0, 1e8],
+    "similarity": [-1e8, 0.0, 1.0, 1e8],
+}
 
 
 def bad_constraints(draw, inst: Inst, kernel: bool, N: int):
@@ -333,20 +427,51 @@ def _short_solve(problem):
 # ----------------------------------------------------------------------------- side information
 def _index_values(draw, m):
     """m point indices, some possibly negative, huge or non-integral."""
-    return draw(st.lists(st.one_of(st.integers(-3, 12), st.sampled_from([2**40, 2**70, 0.5, 1.0, np.nan])),
-                         min_size=m, max_size=m))
+    return draw(
+        st.lists(
+            st.one_of(st.integers(-3, 12), st.sampled_from([2**40, 2**70, 0.5, 1.0, np.nan])), min_size=m, max_size=m
+        )
+    )
 
 
 def _malform(draw, values):
     """The given per-constraint values, as passed, or in a malformed container / dtype."""
-    how = draw(st.sampled_from(["list", "list", "array", "float", "object", "bool", "strings",
-                                "complex", "2d", "none", "scalar", "dict", "ragged", "empty"]))
+    how = draw(
+        st.sampled_from(
+            [
+                "list",
+                "list",
+                "array",
+                "float",
+                "object",
+                "bool",
+                "strings",
+                "complex",
+                "2d",
+                "none",
+                "scalar",
+                "dict",
+                "ragged",
+                "empty",
+            ]
+        )
+    )
     arr = np.array(values, dtype=object)
-    out = {"list": list(values), "array": arr, "float": np.array([float(v) for v in values]),
-           "object": arr, "bool": np.array([bool(v) for v in values]), "strings": arr.astype(str),
-           "complex": np.array(values, dtype=complex) + 1j, "2d": arr[None], "none": None,
-           "scalar": values[0], "dict": {"v": values}, "ragged": [values, values[:1]],
-           "empty": []}[how]
+    out = {
+        "list": list(values),
+        "array": arr,
+        "float": np.array([float(v) for v in values]),
+        "object": arr,
+        "bool": np.array([bool(v) for v in values]),
+        "strings": arr.astype(str),
+        "complex": np.array(values, dtype=complex) + 1j,
+        "2d": arr[None],
+        "none": None,
+        "scalar": values[0],
+        "dict": {"v": values},
+        "ragged": [values, values[:1]],
+        "empty": [],
+    }[how]
     return how, out
 
 
@@ -357,10 +482,14 @@ def test_pair_constraints(data):
     indices, labels and bounds, in malformed containers."""
     draw = data.draw
     m = draw(st.integers(0, 4))
-    args = dict(i=_index_values(draw, m), j=_index_values(draw, m),
-                y=draw(st.lists(st.sampled_from([1, -1, 1.0, 0, 2, np.nan]), min_size=m, max_size=m)),
-                bound=draw(st.lists(st.sampled_from([1.0, 2.5, 1e-300, 1e300, 0.0, -1.0, np.inf, np.nan]),
-                                    min_size=m, max_size=m)))
+    args = dict(
+        i=_index_values(draw, m),
+        j=_index_values(draw, m),
+        y=draw(st.lists(st.sampled_from([1, -1, 1.0, 0, 2, np.nan]), min_size=m, max_size=m)),
+        bound=draw(
+            st.lists(st.sampled_from([1.0, 2.5, 1e-300, 1e300, 0.0, -1.0, np.inf, np.nan]), min_size=m, max_size=m)
+        ),
+    )
     key = draw(st.sampled_from(["i", "j", "y", "bound", "none"]))
     how = "as drawn"
     if key != "none" and m:
@@ -369,11 +498,9 @@ def test_pair_constraints(data):
     feed("PairConstraints", lambda: PairConstraints(**args))
 
 
-_INDEX_CONSTRAINTS = {   # class, index arguments, value argument and its bad values
-    "RelativeConstraints": (RelativeConstraints, ("i", "j", "k"), "margin",
-                            [0.0, 0.5, -1.0, np.nan, np.inf, 1e300]),
-    "SimilarityConstraints": (SimilarityConstraints, ("j", "l"), "bound",
-                              [0.0, 0.5, -1e8, np.nan, -np.inf, 1e300]),
+_INDEX_CONSTRAINTS = {  # class, index arguments, value argument and its bad values
+    "RelativeConstraints": (RelativeConstraints, ("i", "j", "k"), "margin", [0.0, 0.5, -1.0, np.nan, np.inf, 1e300]),
+    "SimilarityConstraints": (SimilarityConstraints, ("j", "l"), "bound", [0.0, 0.5, -1e8, np.nan, -np.inf, 1e300]),
 }
 
 
@@ -407,11 +534,32 @@ def test_linear_constraints(data):
     elif which == "C":
         Z = None
         G = rng.normal(size=(m, N, N))
-        C = draw(st.sampled_from([G[:, :, :-1] if N > 1 else G[:, :0], np.full((m, N, N), np.nan), G[0, 0], "C",
-                                  G * 1j, G[None], np.zeros((0, N, N))]))
+        C = draw(
+            st.sampled_from(
+                [
+                    G[:, :, :-1] if N > 1 else G[:, :0],
+                    np.full((m, N, N), np.nan),
+                    G[0, 0],
+                    "C",
+                    G * 1j,
+                    G[None],
+                    np.zeros((0, N, N)),
+                ]
+            )
+        )
     elif which == "Z":
-        Z = draw(st.sampled_from([np.full((m, N), np.inf), Z[..., None], "Z", np.zeros((0, N)),
-                                  rng.normal(size=(m + 1, N)), [[1, 2], [3]]]))
+        Z = draw(
+            st.sampled_from(
+                [
+                    np.full((m, N), np.inf),
+                    Z[..., None],
+                    "Z",
+                    np.zeros((0, N)),
+                    rng.normal(size=(m + 1, N)),
+                    [[1, 2], [3]],
+                ]
+            )
+        )
     elif which == "both":
         C = np.ones((m, N, N))
     elif which == "neither":
@@ -419,28 +567,62 @@ def test_linear_constraints(data):
     elif which == "asymmetric":
         Z = None
         C = np.stack([np.triu(np.ones((N, N))) + np.eye(N)] * m)
-    feed("LinearConstraints", lambda: LinearConstraints(b, C=C, Z=Z),
-         then=lambda c: c.validate(draw(st.sampled_from([N, N + 1]))))
+    feed(
+        "LinearConstraints",
+        lambda: LinearConstraints(b, C=C, Z=Z),
+        then=lambda c: c.validate(draw(st.sampled_from([N, N + 1]))),
+    )
 
 
-_BAD_LABEL_KINDS = ["none", "string", "empty", "single", "nan", "complex", "object_mixed",
-                    "object_none", "2d", "one_class", "all_distinct", "bool", "wrong_length"]
+_BAD_LABEL_KINDS = [
+    "none",
+    "string",
+    "empty",
+    "single",
+    "nan",
+    "complex",
+    "object_mixed",
+    "object_none",
+    "2d",
+    "one_class",
+    "all_distinct",
+    "bool",
+    "wrong_length",
+]
 
 
 def _labels_case(draw, n):
     kind = draw(st.sampled_from(_BAD_LABEL_KINDS))
     y = np.arange(n) % 2
-    out = {"none": None, "string": "abc", "empty": [], "single": [1], "nan": np.where(y > 0, np.nan, 0.0),
-           "complex": y + 1j, "object_mixed": np.array([0, "a"] * n, dtype=object)[:n],
-           "object_none": np.array([None, 1] * n, dtype=object)[:n], "2d": np.c_[y, y],
-           "one_class": np.zeros(n), "all_distinct": np.arange(n), "bool": y > 0,
-           "wrong_length": y[:-1]}[kind]
+    out = {
+        "none": None,
+        "string": "abc",
+        "empty": [],
+        "single": [1],
+        "nan": np.where(y > 0, np.nan, 0.0),
+        "complex": y + 1j,
+        "object_mixed": np.array([0, "a"] * n, dtype=object)[:n],
+        "object_none": np.array([None, 1] * n, dtype=object)[:n],
+        "2d": np.c_[y, y],
+        "one_class": np.zeros(n),
+        "all_distinct": np.arange(n),
+        "bool": y > 0,
+        "wrong_length": y[:-1],
+    }[kind]
     return kind, out
 
 
-@pytest.mark.parametrize("entry", ["PairConstraints.from_labels", "pairs_from_labels",
-                                   "random_pairs_from_labels", "percentile_bounds",
-                                   "baseline_metric", "baseline_kernel"])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "PairConstraints.from_labels",
+        "pairs_from_labels",
+        "random_pairs_from_labels",
+        "percentile_bounds",
+        "baseline_metric",
+        "baseline_kernel",
+    ],
+)
 @settings(max_examples=examples(30))
 @given(inst=instances(), data=st.data())
 def test_pairs_from_labels_and_bounds(entry, inst, data):
@@ -448,24 +630,44 @@ def test_pairs_from_labels_and_bounds(entry, inst, data):
     draw = data.draw
     labels, X, K = inst.y, inst.X, inst.K
     if entry == "PairConstraints.from_labels":
-        kw = dict(labels=labels, baseline=baseline_metric(X), n_similar=5, n_dissimilar=5,
-                  random_state=0)
-        which = draw(st.sampled_from(["labels", "baseline", "n_similar", "n_dissimilar",
-                                      "percentiles", "random_state", "scheme", "n_constraints",
-                                      "scaled"]))
+        kw = dict(labels=labels, baseline=baseline_metric(X), n_similar=5, n_dissimilar=5, random_state=0)
+        which = draw(
+            st.sampled_from(
+                [
+                    "labels",
+                    "baseline",
+                    "n_similar",
+                    "n_dissimilar",
+                    "percentiles",
+                    "random_state",
+                    "scheme",
+                    "n_constraints",
+                    "scaled",
+                ]
+            )
+        )
         valid = which == "scaled"
         if which == "labels":
             kw["labels"] = _labels_case(draw, inst.n)[1]
         elif which == "baseline":
-            kw["baseline"] = draw(st.sampled_from([None, "euclidean", X,
-                                                   lambda i, j: np.full(np.size(i), np.nan),
-                                                   lambda i, j: -np.ones(np.size(i)),
-                                                   lambda i, j: np.ones(3)]))
+            kw["baseline"] = draw(
+                st.sampled_from(
+                    [
+                        None,
+                        "euclidean",
+                        X,
+                        lambda i, j: np.full(np.size(i), np.nan),
+                        lambda i, j: -np.ones(np.size(i)),
+                        lambda i, j: np.ones(3),
+                    ]
+                )
+            )
         elif which in ("n_similar", "n_dissimilar"):
             kw[which] = bad_int(draw)
         elif which == "percentiles":
-            kw["percentiles"] = draw(st.sampled_from([None, (95, 5), (5,), (-1, 50), (5, 101), "ab",
-                                                      (np.nan, 5), (5, 5)]))
+            kw["percentiles"] = draw(
+                st.sampled_from([None, (95, 5), (5,), (-1, 50), (5, 101), "ab", (np.nan, 5), (5, 5)])
+            )
         elif which == "random_state":
             kw["random_state"] = draw(st.sampled_from([-1, 1.5, "seed", [1.5], object()]))
         elif which == "scheme":
@@ -488,16 +690,27 @@ def test_pairs_from_labels_and_bounds(entry, inst, data):
             lab, nc = labels, bad_int(draw)
         feed(entry, lambda: random_pairs_from_labels(lab, nc, random_state=0))
     elif entry == "percentile_bounds":
-        base = draw(st.sampled_from([baseline_metric(X), baseline_metric(np.zeros_like(X)), None,
-                                     lambda i, j: np.full(np.size(i), np.inf),
-                                     baseline_metric(X * 10.0 ** draw(st.integers(-8, 8)))]))
+        base = draw(
+            st.sampled_from(
+                [
+                    baseline_metric(X),
+                    baseline_metric(np.zeros_like(X)),
+                    None,
+                    lambda i, j: np.full(np.size(i), np.inf),
+                    baseline_metric(X * 10.0 ** draw(st.integers(-8, 8))),
+                ]
+            )
+        )
         n = draw(st.sampled_from([inst.n, 1, 0, -3, None, 1.5]))
         pct = draw(st.sampled_from([(5, 95), (50, 50), None, (0, 100), (1, 99)]))
         feed(entry, lambda: percentile_bounds(base, n, pct))
     elif entry == "baseline_metric":
         _, Xb = corrupt(draw, X, kernel=False)
-        W0 = draw(st.sampled_from([None, np.eye(inst.d), np.eye(inst.d + 1), np.ones((inst.d, 1)),
-                                   np.full((inst.d, inst.d), np.nan)]))
+        W0 = draw(
+            st.sampled_from(
+                [None, np.eye(inst.d), np.eye(inst.d + 1), np.ones((inst.d, 1)), np.full((inst.d, inst.d), np.nan)]
+            )
+        )
         ij = draw(st.sampled_from([([0], [1]), ([0], [inst.n]), ([-1], [0]), ([0.5], [1]), (None, [1])]))
         feed(entry, lambda: baseline_metric(Xb, W0), then=lambda dist: dist(*ij))
     else:
@@ -515,11 +728,13 @@ def _kernel_problem(name, inst, extra):
         "SpectralKernel": lambda K0, c, g, **kw: SpectralKernel(K0, c, kw.pop("regularizer", extra), gamma=g),
         "VonNeumannKernel": lambda K0, c, g, **kw: VonNeumannKernel(K0, c, gamma=g, **kw),
         "TraceSSIKDR": lambda K0, c, g, **kw: TraceSSIKDR(K0, c, tau=1.0 if g is None else g),
-        "SDPLogDetKernel": lambda K0, c, g, **kw: SDPLogDetKernel(K0, c, kw.get("C0", np.eye(n)),
-                                                                  gamma=1.0 if g is None else g),
+        "SDPLogDetKernel": lambda K0, c, g, **kw: SDPLogDetKernel(
+            K0, c, kw.get("C0", np.eye(n)), gamma=1.0 if g is None else g
+        ),
         "LowRankLogDet.from_kernel": lambda K0, c, g, **kw: LowRankLogDet.from_kernel(K0, c, gamma=g, **kw),
         "IPLR.from_kernel": lambda K0, c, g, **kw: IPLR.from_kernel(
-            K0, c, **{"k": 2, "random_state": 0, **kw}, gamma=g),
+            K0, c, **{"k": 2, "random_state": 0, **kw}, gamma=g
+        ),
     }[name]
 
 
@@ -528,8 +743,9 @@ def _metric_problem(name, inst, extra):
     return {
         "ITML": lambda X, c, g, **kw: ITML(X, c, gamma=g, **kw),
         "SpectralMetric": lambda X, c, g, **kw: SpectralMetric(X, c, kw.pop("regularizer", extra), gamma=g),
-        "SDPLogDetMetric": lambda X, c, g, **kw: SDPLogDetMetric(X, c, kw.get("C0", np.eye(n)),
-                                                                 gamma=1.0 if g is None else g),
+        "SDPLogDetMetric": lambda X, c, g, **kw: SDPLogDetMetric(
+            X, c, kw.get("C0", np.eye(n)), gamma=1.0 if g is None else g
+        ),
         "LowRankLogDet": lambda X, c, g, **kw: LowRankLogDet(X, c, gamma=g),
         "IPLR.from_features": lambda X, c, g, **kw: IPLR.from_features(X, c, **{"k": 1, **kw}, gamma=g),
     }[name]
@@ -544,16 +760,24 @@ def _extra_case(draw, name, inst):
         "VonNeumannKernel": {"rank_rtol": NUMBER_BAD},
         "SpectralKernel": {"regularizer": [None, "LogDet", LogDet, 1]},
         "SpectralMetric": {"regularizer": [None, "Frobenius", Frobenius, 1]},
-        "LowRankLogDet.from_kernel": {"method": [None, "eig", 1, "EIGEN"], "rank": INT_BAD + [n + 1],
-                                      "tol": NUMBER_BAD, "random_state": [-1, "seed", 1.5]},
-        "IPLR.from_kernel": {"J": [None, "svd", 1, np.ones((n + 1, 2)), np.full((n, 2), np.nan),
-                                   np.zeros((n, 2)), np.ones(n)],
-                             "k": INT_BAD + [n + 1], "random_state": [-1, "seed", 1.5],
-                             "y": [labels]},
-        "IPLR.from_features": {"basis": [None, "pca", 1, np.ones((d + 1, 1)), np.full((d, 1), np.nan),
-                                         np.zeros((d, 1)), np.ones(d)],
-                               "k": INT_BAD + [d + 1], "random_state": [-1, "seed", 1.5],
-                               "y": [labels]},
+        "LowRankLogDet.from_kernel": {
+            "method": [None, "eig", 1, "EIGEN"],
+            "rank": INT_BAD + [n + 1],
+            "tol": NUMBER_BAD,
+            "random_state": [-1, "seed", 1.5],
+        },
+        "IPLR.from_kernel": {
+            "J": [None, "svd", 1, np.ones((n + 1, 2)), np.full((n, 2), np.nan), np.zeros((n, 2)), np.ones(n)],
+            "k": INT_BAD + [n + 1],
+            "random_state": [-1, "seed", 1.5],
+            "y": [labels],
+        },
+        "IPLR.from_features": {
+            "basis": [None, "pca", 1, np.ones((d + 1, 1)), np.full((d, 1), np.nan), np.zeros((d, 1)), np.ones(d)],
+            "k": INT_BAD + [d + 1],
+            "random_state": [-1, "seed", 1.5],
+            "y": [labels],
+        },
     }
     if name in ("ITML", "SDPLogDetKernel", "SDPLogDetMetric"):
         key = "W0" if name == "ITML" else "C0"
@@ -564,15 +788,21 @@ def _extra_case(draw, name, inst):
     key = draw(st.sampled_from(sorted(options[name])))
     value = draw(st.sampled_from(options[name][key]))
     kw = {key: value}
-    if key == "y":                               # labels matter for the class-means bases
+    if key == "y":  # labels matter for the class-means bases
         kw["J" if name == "IPLR.from_kernel" else "basis"] = "class-means"
     return f"{key}={value!r}", kw
 
 
-KERNEL_PROBLEMS = ["LogDetKernel", "SpectralKernel", "VonNeumannKernel", "TraceSSIKDR",
-                   "SDPLogDetKernel", "LowRankLogDet.from_kernel", "IPLR.from_kernel"]
-METRIC_PROBLEMS = ["ITML", "SpectralMetric", "SDPLogDetMetric", "LowRankLogDet",
-                   "IPLR.from_features"]
+KERNEL_PROBLEMS = [
+    "LogDetKernel",
+    "SpectralKernel",
+    "VonNeumannKernel",
+    "TraceSSIKDR",
+    "SDPLogDetKernel",
+    "LowRankLogDet.from_kernel",
+    "IPLR.from_kernel",
+]
+METRIC_PROBLEMS = ["ITML", "SpectralMetric", "SDPLogDetMetric", "LowRankLogDet", "IPLR.from_features"]
 REGULARIZERS = [LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)]
 
 
@@ -583,12 +813,12 @@ def _problem_case(draw, name, inst):
     make = (_kernel_problem if kernel else _metric_problem)(name, inst, extra)
     A = inst.K if kernel else inst.X
     P = inst.kpairs if kernel else inst.pairs
-    slack = name not in ("TraceSSIKDR", "SDPLogDetKernel", "SDPLogDetMetric") and \
-        not (name.startswith("Spectral") and not extra.has_slack)
+    slack = name not in ("TraceSSIKDR", "SDPLogDetKernel", "SDPLogDetMetric") and not (
+        name.startswith("Spectral") and not extra.has_slack
+    )
     g = draw(st.sampled_from([None, 1.0])) if slack else None
     N = inst.n if kernel else inst.d
-    which = draw(st.sampled_from(["array", "array", "constraints", "param", "other",
-                                  "array+constraints"]))
+    which = draw(st.sampled_from(["array", "array", "constraints", "param", "other", "array+constraints"]))
     label, kw = which, {}
     if "array" in which:
         kind, A = corrupt(draw, A, kernel)
@@ -613,9 +843,12 @@ def test_spectral_problem_constructors(name, inst, data):
     solved for a few sweeps."""
     label, thunk = _problem_case(data.draw, name, inst)
     note(label)
-    valid = label.startswith("array scaled") or label == "array float32" or (
-        label == "array float32_lowrank" and name != "IPLR.from_kernel")     # (k = 2 > rank 1)
-    valid = valid and not name.startswith("IPLR")   # a small basis may decide every pair
+    valid = (
+        label.startswith("array scaled")
+        or label == "array float32"
+        or (label == "array float32_lowrank" and name != "IPLR.from_kernel")
+    )  # (k = 2 > rank 1)
+    valid = valid and not name.startswith("IPLR")  # a small basis may decide every pair
     feed(name, thunk, then=_short_solve, must_build=valid)
 
 
@@ -623,18 +856,20 @@ def _good_problem(name, inst, scale_exp=0):
     """A valid tiny problem of the spectral family, data scaled by 10**scale_exp."""
     extra = Frobenius() if name == "SpectralMetric" else VonNeumann()
     kernel = name in KERNEL_PROBLEMS
-    A = (inst.K if kernel else inst.X) * 10.0 ** scale_exp
+    A = (inst.K if kernel else inst.X) * 10.0**scale_exp
     P = inst.kpairs if kernel else inst.pairs
     P = PairConstraints(P.i, P.j, P.y, P.bound * 10.0 ** (scale_exp if kernel else 2 * scale_exp))
     make = (_kernel_problem if kernel else _metric_problem)(name, inst, extra)
-    with warnings.catch_warnings():                   # (IPLR drops pairs it cannot satisfy)
+    with warnings.catch_warnings():  # (IPLR drops pairs it cannot satisfy)
         warnings.simplefilter("ignore", UserWarning)
-        return make(A, P, 1.0 if name.startswith("IPLR") else None)    # IPLR: slack (small bases)
+        return make(A, P, 1.0 if name.startswith("IPLR") else None)  # IPLR: slack (small bases)
 
 
-SOLVE_BAD = {   # SpectralProblem.solve
-    "tol": NUMBER_BAD, "gap_tol": NUMBER_BAD, "viol_tol": NUMBER_BAD,
-    "max_iter": INT_BAD + [-10**6, 1, 2, np.int64(3), np.float64(2.0), "a", -np.inf],
+SOLVE_BAD = {  # SpectralProblem.solve
+    "tol": NUMBER_BAD,
+    "gap_tol": NUMBER_BAD,
+    "viol_tol": NUMBER_BAD,
+    "max_iter": INT_BAD + [-(10**6), 1, 2, np.int64(3), np.float64(2.0), "a", -np.inf],
     "method": ["bregman", None, 1, "DUAL"],
     "warm_start": [np.full(3, -1.0), "a", np.full(1000, 1.0), [np.nan]],
 }
@@ -648,7 +883,7 @@ def test_spectral_solve_parameters(name, inst, data):
     draw = data.draw
     key = draw(st.sampled_from(sorted(SOLVE_BAD)))
     if name.startswith("SDPLogDet") and key in ("gap_tol", "viol_tol"):
-        key = "tol"                                   # the barrier solver's rule is its KKT residual
+        key = "tol"  # the barrier solver's rule is its KKT residual
     value = draw(st.sampled_from(SOLVE_BAD[key]))
     if name.startswith("SDPLogDet") and key in ("method", "warm_start"):
         key, value = "max_iter", value if key == "method" else -1
@@ -669,13 +904,12 @@ def test_spectral_solve_reference_hard_data(name, inst, data):
     kind = draw(st.sampled_from(["scaled", "conflicting_pairs", "infeasible_triangle", "duplicate_pairs"]))
     kernel = name in KERNEL_PROBLEMS
     if kind == "scaled":
-        build = lambda: _good_problem(name, inst, exp)          # noqa: E731
+        build = lambda: _good_problem(name, inst, exp)  # noqa: E731
     else:
-        A = (inst.K if kernel else inst.X) * 10.0 ** exp
+        A = (inst.K if kernel else inst.X) * 10.0**exp
         P = _constraint_case(kind, inst, kernel, inst.n, scale=10.0 ** (exp if kernel else 2 * exp))
-        maker = (_kernel_problem if kernel else _metric_problem)(
-            name, inst, VonNeumann() if kernel else Frobenius())
-        build = lambda: maker(A, P, None)                        # noqa: E731
+        maker = (_kernel_problem if kernel else _metric_problem)(name, inst, VonNeumann() if kernel else Frobenius())
+        build = lambda: maker(A, P, None)  # noqa: E731
     options = _conic_case(draw) if draw(st.booleans()) else {}
     note(f"{kind} 1e{exp} {options}")
     feed(f"{name}.solve_reference", build, then=lambda problem: problem.solve_reference(**options))
@@ -694,13 +928,15 @@ def test_float32_low_rank_kernels(name, data):
     K = G @ G.T
     i = np.arange(min(r, n - 1))
     d = baseline_kernel(K.astype(float))(i, i + 1)
-    P = PairConstraints(i, i + 1, np.ones(i.size), 1.2 * d)      # feasible: K0 satisfies them
+    P = PairConstraints(i, i + 1, np.ones(i.size), 1.2 * d)  # feasible: K0 satisfies them
     make = _kernel_problem(name, Inst(0, n, 2), VonNeumann())
     kw = {"k": min(2, r)} if name == "IPLR.from_kernel" else {}
-    problem = feed(f"{name} (float32 low-rank kernel)", lambda: make(K, P, None, **kw),
-                   then=_short_solve, must_build=True)
+    problem = feed(
+        f"{name} (float32 low-rank kernel)", lambda: make(K, P, None, **kw), then=_short_solve, must_build=True
+    )
     rank = getattr(problem, "rank", None)
     assert rank is None or rank == r, f"{name}: rank {rank} for a rank-{r} float32 kernel"
+
 
 # ----------------------------------------------------------------------------- other problems
 @pytest.mark.parametrize("entry", ["POLAKernel", "POLAMetric", "pola_constraints"])
@@ -723,12 +959,27 @@ def test_pola(entry, inst, data):
         kind, A = corrupt(draw, A, kernel=entry == "POLAKernel")
         valid = kind.startswith("scaled") or kind == "float32"
     elif which in ("i", "j"):
-        args[which] = draw(st.sampled_from([None, [0.5] * (inst.n - 1), np.full(inst.n - 1, inst.n),
-                                            np.full(inst.n - 1, -1), args["j" if which == "i" else "i"],
-                                            np.ones(inst.n - 1, bool), "ij", [1j] * (inst.n - 1), []]))
+        args[which] = draw(
+            st.sampled_from(
+                [
+                    None,
+                    [0.5] * (inst.n - 1),
+                    np.full(inst.n - 1, inst.n),
+                    np.full(inst.n - 1, -1),
+                    args["j" if which == "i" else "i"],
+                    np.ones(inst.n - 1, bool),
+                    "ij",
+                    [1j] * (inst.n - 1),
+                    [],
+                ]
+            )
+        )
     elif which == "y":
-        args["y"] = draw(st.sampled_from([None, np.zeros(inst.n - 1), np.full(inst.n - 1, np.nan), "y",
-                                          np.ones(inst.n), [1j] * (inst.n - 1)]))
+        args["y"] = draw(
+            st.sampled_from(
+                [None, np.zeros(inst.n - 1), np.full(inst.n - 1, np.nan), "y", np.ones(inst.n), [1j] * (inst.n - 1)]
+            )
+        )
     else:
         args["b"] = draw(st.sampled_from(NUMBER_BAD + [1.0, 0.5, np.ones(inst.n + 3), np.full(inst.n - 1, 1e8)]))
     note(f"{which}")
@@ -736,12 +987,12 @@ def test_pola(entry, inst, data):
         feed(entry, lambda: pola_constraints(**args))
     else:
         cls = POLAKernel if entry == "POLAKernel" else POLAMetric
-        feed(entry, lambda: cls(A, pola_constraints(**args)), then=lambda p: p.solve(max_iter=20),
-             must_build=valid)
+        feed(entry, lambda: cls(A, pola_constraints(**args)), then=lambda p: p.solve(max_iter=20), must_build=valid)
 
 
-@pytest.mark.parametrize("entry", ["LinearLogDet", "TraceNorm", "VonNeumann", "SDPLogDetKernel C0",
-                                   "SDPLogDetMetric C0"])
+@pytest.mark.parametrize(
+    "entry", ["LinearLogDet", "TraceNorm", "VonNeumann", "SDPLogDetKernel C0", "SDPLogDetMetric C0"]
+)
 @settings(max_examples=examples(15))
 @given(inst=instances(), data=st.data())
 def test_sdp_regularizers(entry, inst, data):
@@ -790,9 +1041,15 @@ def test_kcr(inst, data):
     feed("KCR", lambda: KCR(**args), then=lambda p: p.solve(max_iter=20, warn=False), must_build=valid)
 
 
-KCR_SOLVE_BAD = {"tol": NUMBER_BAD, "max_iter": INT_BAD, "time_limit": NUMBER_BAD,
-                 "check_every": INT_BAD, "warm_start": [1, {"a": 1}, "warm", [1.0]],
-                 "scaling": NUMBER_BAD + [1.5, 2.0], "eig_step_factor": NUMBER_BAD}
+KCR_SOLVE_BAD = {
+    "tol": NUMBER_BAD,
+    "max_iter": INT_BAD,
+    "time_limit": NUMBER_BAD,
+    "check_every": INT_BAD,
+    "warm_start": [1, {"a": 1}, "warm", [1.0]],
+    "scaling": NUMBER_BAD + [1.5, 2.0],
+    "eig_step_factor": NUMBER_BAD,
+}
 
 
 @settings(max_examples=examples(40))
@@ -831,8 +1088,7 @@ def _lmnn_entry(entry, Z, y, kw):
     return lambda: LMNNProblem.multiple_kernels(Z, y, **kw)
 
 
-@pytest.mark.parametrize("entry", ["LMNNProblem.linear", "LMNNProblem.kernel",
-                                   "LMNNProblem.multiple_kernels"])
+@pytest.mark.parametrize("entry", ["LMNNProblem.linear", "LMNNProblem.kernel", "LMNNProblem.multiple_kernels"])
 @settings(max_examples=examples(40))
 @given(inst=instances(), data=st.data())
 def test_lmnn(entry, inst, data):
@@ -855,19 +1111,25 @@ def test_lmnn(entry, inst, data):
     elif which == "small_classes":
         kw["small_classes"] = draw(st.sampled_from([None, "RAISE", 1, "ignore"]))
     else:
-        kw["targets"] = draw(st.sampled_from([None, ([0], [2]), ([0], [1]), ([0], [inst.n]),
-                                              ([0.5], [2]), "t", ([], []), ([0, 1], [2])]))
+        kw["targets"] = draw(
+            st.sampled_from([None, ([0], [2]), ([0], [1]), ([0], [inst.n]), ([0.5], [2]), "t", ([], []), ([0, 1], [2])])
+        )
     if entry.endswith("multiple_kernels"):
         lists = [[inst.K, Z], [Z], Z, [], None, [inst.K, inst.K[:-1, :-1]]]
         k = draw(st.integers(0, len(lists) - 1))
         Z, valid = lists[k], valid and k < 3
-    feed(entry, _lmnn_entry(entry, Z, y, kw), then=lambda p: p.solve(max_iter=20),
-         must_build=valid)
+    feed(entry, _lmnn_entry(entry, Z, y, kw), then=lambda p: p.solve(max_iter=20), must_build=valid)
 
 
-LMNN_SOLVE_BAD = {"tol": NUMBER_BAD, "max_iter": INT_BAD, "check_every": INT_BAD,
-                  "buffer": NUMBER_BAD, "A0": ["A", np.ones((2, 2)), None, np.full((1, 1), np.nan)],
-                  "alpha0": ["a", [1.0], [-1.0] * 50, None], "polish": [None, "yes", 1]}
+LMNN_SOLVE_BAD = {
+    "tol": NUMBER_BAD,
+    "max_iter": INT_BAD,
+    "check_every": INT_BAD,
+    "buffer": NUMBER_BAD,
+    "A0": ["A", np.ones((2, 2)), None, np.full((1, 1), np.nan)],
+    "alpha0": ["a", [1.0], [-1.0] * 50, None],
+    "polish": [None, "yes", 1],
+}
 
 
 @settings(max_examples=examples(40))
@@ -891,9 +1153,16 @@ def test_lmnn_solve_reference(inst, data):
     feed("LMNNProblem.solve_reference", lambda: problem.solve_reference(**kw))
 
 
-@pytest.mark.parametrize("entry", ["SpectralReweighting.from_kernel", "SpectralReweighting",
-                                   "EmbeddingWeightProblem", "EmbeddingWeightProblem.from_kernel",
-                                   "EmbeddingWeightProblem.from_points"])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "SpectralReweighting.from_kernel",
+        "SpectralReweighting",
+        "EmbeddingWeightProblem",
+        "EmbeddingWeightProblem.from_kernel",
+        "EmbeddingWeightProblem.from_points",
+    ],
+)
 @settings(max_examples=examples(25))
 @given(inst=instances(), data=st.data())
 def test_yeung(entry, inst, data):
@@ -901,8 +1170,22 @@ def test_yeung(entry, inst, data):
     from_points), then solve (one in five: solve_reference with a bad solver / eps)."""
     draw = data.draw
     n = inst.n
-    bad_pairs = [None, [], [(0, 0)], [(0, n)], [(-1, 1)], [(0.5, 1)], [("a", "b")], np.zeros((2, 3)),
-                 [(np.nan, 1)], [(0, 1), (1, 0)], [(True, False)], [[0, 1], [2]], 3, [(0, 1j)]]
+    bad_pairs = [
+        None,
+        [],
+        [(0, 0)],
+        [(0, n)],
+        [(-1, 1)],
+        [(0.5, 1)],
+        [("a", "b")],
+        np.zeros((2, 3)),
+        [(np.nan, 1)],
+        [(0, 1), (1, 0)],
+        [(True, False)],
+        [[0, 1], [2]],
+        3,
+        [(0, 1j)],
+    ]
     eps = 1e-3
     valid = False
     if entry == "SpectralReweighting.from_kernel":
@@ -918,7 +1201,7 @@ def test_yeung(entry, inst, data):
             eps = bad_number(draw)
         else:
             kw["rank_rtol"] = bad_number(draw)
-        call = lambda: SpectralReweighting.from_kernel(K, pairs, eps, **kw)      # noqa: E731
+        call = lambda: SpectralReweighting.from_kernel(K, pairs, eps, **kw)  # noqa: E731
     elif entry == "SpectralReweighting":
         U, _ = np.linalg.qr(inst.X)
         lam = np.arange(1.0, inst.d + 1)
@@ -930,7 +1213,7 @@ def test_yeung(entry, inst, data):
             lam = draw(st.sampled_from([[], -lam, lam[:-1], np.r_[lam[:-1], np.nan], "l", lam * 1j, 0 * lam]))
         else:
             pairs = draw(st.sampled_from(bad_pairs))
-        call = lambda: SpectralReweighting(U, lam, pairs, eps)                   # noqa: E731
+        call = lambda: SpectralReweighting(U, lam, pairs, eps)  # noqa: E731
     elif entry == "EmbeddingWeightProblem":
         kind, G = corrupt(draw, inst.K, kernel=True)
         call = lambda: EmbeddingWeightProblem(G, draw(st.sampled_from([1e-3] + NUMBER_BAD)))  # noqa: E731
@@ -943,7 +1226,7 @@ def test_yeung(entry, inst, data):
             kxN = draw(st.sampled_from([None, kxN[:-1], np.r_[kxN[:-1], np.nan], "k", kxN[None], kxN * 1j]))
         else:
             _, KNN = corrupt(draw, KNN, kernel=True)
-        call = lambda: EmbeddingWeightProblem.from_kernel(kxx, kxN, KNN)        # noqa: E731
+        call = lambda: EmbeddingWeightProblem.from_kernel(kxx, kxN, KNN)  # noqa: E731
     else:
         kern = draw(st.sampled_from([Kernel("gaussian", {"gamma": 1.0}), Kernel("linear", {}), None, "rbf"]))
         x, N = inst.X[0], inst.X[1:]
@@ -951,11 +1234,10 @@ def test_yeung(entry, inst, data):
             _, N = corrupt(draw, N, kernel=False)
         else:
             x = draw(st.sampled_from([None, np.r_[x, 1.0], np.full_like(x, np.nan), "x", x[None, None]]))
-        call = lambda: EmbeddingWeightProblem.from_points(kern, x, N)           # noqa: E731
+        call = lambda: EmbeddingWeightProblem.from_points(kern, x, N)  # noqa: E731
     reference = draw(st.integers(0, 4)) == 4
     ref = _conic_case(draw) if reference else {}
-    feed(entry, call, must_build=valid,
-         then=lambda p: p.solve_reference(**ref) if reference else p.solve())
+    feed(entry, call, must_build=valid, then=lambda p: p.solve_reference(**ref) if reference else p.solve())
 
 
 @settings(max_examples=examples(20))
@@ -964,6 +1246,7 @@ def test_mkl_alternate(inst, data):
     """cvxkml.declare.alternate (Algorithm 1 of Wang et al.) on bad kernel lists, labels,
     weights and options (one outer iteration)."""
     from cvxkml.declare import alternate
+
     draw = data.draw
     Ks = [inst.K, np.eye(inst.n)]
     kw = dict(k=1, max_outer=1, lmnn_options={"max_iter": 20})
@@ -987,8 +1270,7 @@ def test_mkl_alternate(inst, data):
     feed("alternate", lambda: alternate(Ks, y, **kw))
 
 
-@pytest.mark.parametrize("entry", ["RankOneWeightStep", "MuWeightStep", "LMNNWeightObjective",
-                                   "barrier_path"])
+@pytest.mark.parametrize("entry", ["RankOneWeightStep", "MuWeightStep", "LMNNWeightObjective", "barrier_path"])
 @settings(max_examples=examples(12))
 @given(inst=instances(min_n=6), data=st.data())
 def test_mkl_weight_steps(entry, inst, data):
@@ -996,10 +1278,12 @@ def test_mkl_weight_steps(entry, inst, data):
     barrier_path with bad gammas (construction, then a solve for what builds)."""
     from cvxkml.declare import LMNNWeightObjective, MuWeightStep, RankOneWeightStep, barrier_path
     from cvxkml.formulas.lmnn import LMNNTriplets
+
     draw = data.draw
     Ks = [inst.K, np.eye(inst.n)]
-    trip = LMNNTriplets.from_labels(inst.y, 1, sq_dist=baseline_kernel(inst.K)(
-        *np.meshgrid(np.arange(inst.n), np.arange(inst.n))))
+    trip = LMNNTriplets.from_labels(
+        inst.y, 1, sq_dist=baseline_kernel(inst.K)(*np.meshgrid(np.arange(inst.n), np.arange(inst.n)))
+    )
     if entry == "LMNNWeightObjective":
         A = draw(st.sampled_from([np.eye(inst.n), np.eye(2), "A", np.full((inst.n, inst.n), np.nan), None]))
         t = draw(st.sampled_from([trip, None, "triplets"]))
@@ -1008,15 +1292,21 @@ def test_mkl_weight_steps(entry, inst, data):
         return
     h = LMNNWeightObjective.from_kernels(np.asarray(Ks), np.eye(inst.n), trip)
     if entry == "RankOneWeightStep":
-        bad = {"w_grid": [None, [], [-1.0], [np.nan], "w", [1j], 3.0], "rank_tol": NUMBER_BAD,
-               "max_convex_iter": INT_BAD, "method": [None, "fast", 1], "tol": NUMBER_BAD,
-               "solver": [None, 1, "BOGUS"], "max_cuts": INT_BAD, "active_buffer": NUMBER_BAD,
-               "h": [None, "h", 1]}
+        bad = {
+            "w_grid": [None, [], [-1.0], [np.nan], "w", [1j], 3.0],
+            "rank_tol": NUMBER_BAD,
+            "max_convex_iter": INT_BAD,
+            "method": [None, "fast", 1],
+            "tol": NUMBER_BAD,
+            "solver": [None, 1, "BOGUS"],
+            "max_cuts": INT_BAD,
+            "active_buffer": NUMBER_BAD,
+            "h": [None, "h", 1],
+        }
         key = draw(st.sampled_from(sorted(bad)))
         kw = {key: draw(st.sampled_from(bad[key]))}
         hh = kw.pop("h", h)
-        feed(entry, lambda: RankOneWeightStep(hh, **{"max_convex_iter": 2, **kw}),
-             then=lambda step: step.solve())
+        feed(entry, lambda: RankOneWeightStep(hh, **{"max_convex_iter": 2, **kw}), then=lambda step: step.solve())
     elif entry == "MuWeightStep":
         hh = draw(st.sampled_from([None, "h", 1, lambda mu: mu @ mu]))
         m = draw(st.sampled_from([None, 0, -1, 2, 1.5, "2", np.nan]))
@@ -1063,8 +1353,7 @@ def test_sdp_phase_one_iterate_is_a_typed_error():
     problem = SDPLogDetKernel(inst.K, inst.kpairs, np.ones((4, 4)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert feed("regression: SDPLogDetKernel phase-I iterate",
-                    lambda: problem.solve(max_iter=20)) is None
+        assert feed("regression: SDPLogDetKernel phase-I iterate", lambda: problem.solve(max_iter=20)) is None
 
 
 def test_sdp_extreme_scale_is_a_typed_error():
@@ -1079,8 +1368,7 @@ def test_sdp_extreme_scale_is_a_typed_error():
     problem = SDPLogDetKernel(X @ X.T, pc, np.eye(4))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert feed("regression: SDPLogDetKernel.solve at scale 1e8",
-                    lambda: problem.solve(max_iter=50)) is None
+        assert feed("regression: SDPLogDetKernel.solve at scale 1e8", lambda: problem.solve(max_iter=50)) is None
 
 
 # ----------------------------------------------------------------------------- estimators
@@ -1093,6 +1381,7 @@ def _estimators():
     from cvxkml.estimators.spectral import VonNeumannKernelLearner
     from cvxkml.estimators.trace import TraceSSIKDR as TraceEstimator
     from cvxkml.estimators.yeung import SemiSupervisedKernelMetric
+
     pairs = dict(n_similar=4, n_dissimilar=4, random_state=0)
     return {
         "estimators.ITML": lambda: ITMLEstimator(max_iter=30, **pairs),
@@ -1101,8 +1390,9 @@ def _estimators():
         "estimators_spectral.VonNeumannKernelLearner": lambda: VonNeumannKernelLearner(max_iter=30, **pairs),
         "estimators_trace.TraceSSIKDR": lambda: TraceEstimator(max_iter=30, **pairs),
         "estimators_pola.KernelPOLA": lambda: KernelPOLA(max_iter=30, **pairs),
-        "estimators_yeung.SemiSupervisedKernelMetric":
-            lambda: SemiSupervisedKernelMetric(n_landmarks=8, n_neighbors=2, n_similar=2, random_state=0),
+        "estimators_yeung.SemiSupervisedKernelMetric": lambda: SemiSupervisedKernelMetric(
+            n_landmarks=8, n_neighbors=2, n_similar=2, random_state=0
+        ),
         "estimators_kcr.KCRClassifier": lambda: KCRClassifier(max_iter=30),
         "estimators_mkl.LMNN": lambda: LMNN(k=1, max_iter=30),
         "estimators_mkl.LMNNMKL": lambda: LMNNMKL(variant="NR", kernels="nr", k=1, max_iter=30),
@@ -1114,8 +1404,25 @@ _TRAIN = np.random.default_rng(7).normal(size=(8, 3))
 _LABELS = np.array([0, 1] * 4)
 _FITTED: dict = {}
 
-PARAM_BAD = [None, -1, 0, 1.5, -1.0, np.nan, np.inf, "bogus", "", [1.0], (5, 95), (95, 5), {"a": 1},
-             True, 1j, 1e300, 10**20]
+PARAM_BAD = [
+    None,
+    -1,
+    0,
+    1.5,
+    -1.0,
+    np.nan,
+    np.inf,
+    "bogus",
+    "",
+    [1.0],
+    (5, 95),
+    (95, 5),
+    {"a": 1},
+    True,
+    1j,
+    1e300,
+    10**20,
+]
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
@@ -1143,13 +1450,35 @@ def test_estimator_fit(name, data):
 
 
 #: the estimators that also learn from user-given pairs, fit(X, pairs=...)
-_PAIR_LEARNERS = [name for name in sorted(ESTIMATORS)
-                  if "pairs" in inspect.signature(ESTIMATORS[name]().fit).parameters]
-PAIRS_BAD = [None, [], [[0, 8, 1]], [[-1, 2, 1]], [[0, 0, 1]], [[0, 1, 2]], [[0, 1, 0]],
-             [[0.5, 1, 1]], [[np.nan, 1, 1]], [[1e300, 1, 1]], [[0, 1, 1j]], [[True, False]],
-             [[0, 1], [2]], [["a", "b"]], [[None, 1, 1]], "0 1", {"i": 0}, [[[0, 1]]],
-             [[0, 1, 1, 1]], np.zeros((0, 3), dtype=int), [[0, 1, -1]], [[0, 2]],
-             PairConstraints([0], [9], [1.0], 1.0), PairConstraints([0], [2], [-1.0], 1e-90)]
+_PAIR_LEARNERS = [
+    name for name in sorted(ESTIMATORS) if "pairs" in inspect.signature(ESTIMATORS[name]().fit).parameters
+]
+PAIRS_BAD = [
+    None,
+    [],
+    [[0, 8, 1]],
+    [[-1, 2, 1]],
+    [[0, 0, 1]],
+    [[0, 1, 2]],
+    [[0, 1, 0]],
+    [[0.5, 1, 1]],
+    [[np.nan, 1, 1]],
+    [[1e300, 1, 1]],
+    [[0, 1, 1j]],
+    [[True, False]],
+    [[0, 1], [2]],
+    [["a", "b"]],
+    [[None, 1, 1]],
+    "0 1",
+    {"i": 0},
+    [[[0, 1]]],
+    [[0, 1, 1, 1]],
+    np.zeros((0, 3), dtype=int),
+    [[0, 1, -1]],
+    [[0, 2]],
+    PairConstraints([0], [9], [1.0], 1.0),
+    PairConstraints([0], [2], [-1.0], 1e-90),
+]
 
 
 @pytest.mark.parametrize("name", _PAIR_LEARNERS)
@@ -1171,9 +1500,12 @@ def _fitted(name):
     return _FITTED[name]
 
 
-_METHODS = [(name, method) for name in sorted(ESTIMATORS)
-            for method in ("transform", "predict", "predict_proba", "pair_distance", "learned_kernel")
-            if hasattr(ESTIMATORS[name](), method)]
+_METHODS = [
+    (name, method)
+    for name in sorted(ESTIMATORS)
+    for method in ("transform", "predict", "predict_proba", "pair_distance", "learned_kernel")
+    if hasattr(ESTIMATORS[name](), method)
+]
 
 
 @pytest.mark.parametrize("name, method", _METHODS)
@@ -1185,12 +1517,24 @@ def test_estimator_predict(name, method, data):
     draw = data.draw
     est = _fitted(name)
     if method == "pair_distance":
-        P = np.stack([_TRAIN[:4], _TRAIN[4:]], axis=1)               # (4, 2, 3)
-        kind = draw(st.sampled_from(["nan", "2d", "4d", "wrong_features", "complex", "none", "empty",
-                                     "strings", "huge", "scaled"]))
-        arg = {"nan": np.where(P > 1, np.nan, P), "2d": P[:, 0], "4d": P[..., None],
-               "wrong_features": P[..., :2], "complex": P + 1j, "none": None, "empty": P[:0],
-               "strings": P.astype(str), "huge": P * 1e200, "scaled": P * 1e8}[kind]
+        P = np.stack([_TRAIN[:4], _TRAIN[4:]], axis=1)  # (4, 2, 3)
+        kind = draw(
+            st.sampled_from(
+                ["nan", "2d", "4d", "wrong_features", "complex", "none", "empty", "strings", "huge", "scaled"]
+            )
+        )
+        arg = {
+            "nan": np.where(P > 1, np.nan, P),
+            "2d": P[:, 0],
+            "4d": P[..., None],
+            "wrong_features": P[..., :2],
+            "complex": P + 1j,
+            "none": None,
+            "empty": P[:0],
+            "strings": P.astype(str),
+            "huge": P * 1e200,
+            "scaled": P * 1e8,
+        }[kind]
     else:
         kind, arg = corrupt(draw, _TRAIN, kernel=False)
     note(f"{method}: {kind}")
@@ -1205,7 +1549,7 @@ def test_zz_bad_input_count(request):
     ran_all = all(item.nodeid in _RAN or item is request.node for item in mine)
     if not ran_all:
         pytest.skip("the count is checked when the whole file runs")
-    fed = {k: v for k, v in FED.items() if not k.startswith("known:")}     # (xfail cases)
+    fed = {k: v for k, v in FED.items() if not k.startswith("known:")}  # (xfail cases)
     total = sum(fed.values())
     print(f"\nbad inputs fed: {total} over {len(fed)} entry points")
     for entry, count in sorted(fed.items()):
@@ -1225,6 +1569,7 @@ def test_estimator_huge_integer_parameters(name):
 
     def hang(*_):
         raise AssertionError(f"{name}.fit with an integer parameter = 10**20 ran for 120 s")
+
     previous = signal.signal(signal.SIGALRM, hang)
     try:
         for key, value in sorted(ESTIMATORS[name]().get_params().items()):

@@ -1,4 +1,5 @@
 """Side information, kernels and divergences."""
+
 import numpy as np
 import pytest
 from scipy.linalg import logm
@@ -28,9 +29,9 @@ def test_pairs_from_labels_jain_scheme():
     for c in range(3):
         assert np.sum((y[i] == c) & (s > 0)) <= 20
     keys = {(min(a, b), max(a, b)) for a, b in zip(i, j)}
-    assert len(keys) == i.size                          # duplicates removed
+    assert len(keys) == i.size  # duplicates removed
     i2, j2, s2 = pairs_from_labels(y, 20, 15, random_state=0)
-    assert np.array_equal(i, i2) and np.array_equal(j, j2)   # seeded
+    assert np.array_equal(i, i2) and np.array_equal(j, j2)  # seeded
 
 
 def test_random_pairs_itml_scheme():
@@ -106,8 +107,7 @@ def test_divergences_known_values():
     # rank-deficient: finite on equal ranges, +inf otherwise; never NaN
     v = rng.normal(size=(4, 2))
     P = v @ v.T
-    assert np.isfinite(logdet_divergence(2 * P, P)) and np.isclose(logdet_divergence(2 * P, P),
-                                                                    2 * (2 - np.log(2) - 1))
+    assert np.isfinite(logdet_divergence(2 * P, P)) and np.isclose(logdet_divergence(2 * P, P), 2 * (2 - np.log(2) - 1))
     assert logdet_divergence(X, P) == np.inf
     assert von_neumann_divergence(X, P) == np.inf
     assert np.isclose(von_neumann_divergence(2 * P, P), 2 * np.log(2) * np.trace(P) - np.trace(P))
@@ -119,5 +119,6 @@ def test_pairs_from_labels_one_class_all_self_draws():
     says what happened."""
     from cvxkml.errors import InvalidInputError
     from cvxkml.sideinfo import pairs_from_labels
+
     with pytest.raises(InvalidInputError, match="paired a point with itself"):
         pairs_from_labels(np.zeros(4, dtype=int), 4, 4, np.random.default_rng(42183))

@@ -1,6 +1,7 @@
 """One contract test over every declared problem class (issue 14): the exact model is DCP and
 trustworthy, bad options are typed errors, the fast solve is honest and certified and agrees
 with the exact optimum through both certificates (``cvxkml.testing.check_contract``)."""
+
 import inspect
 import warnings
 
@@ -20,24 +21,33 @@ ABSTRACT = {declare.Problem, declare.LogDetProblem}
 
 
 def _declared_problem_classes():
-    return sorted((getattr(declare, n) for n in declare.__all__
-                   if inspect.isclass(getattr(declare, n)) and issubclass(getattr(declare, n), Problem)
-                   and getattr(declare, n) not in ABSTRACT), key=lambda c: c.__name__)
+    return sorted(
+        (
+            getattr(declare, n)
+            for n in declare.__all__
+            if inspect.isclass(getattr(declare, n))
+            and issubclass(getattr(declare, n), Problem)
+            and getattr(declare, n) not in ABSTRACT
+        ),
+        key=lambda c: c.__name__,
+    )
 
 
 def test_every_declared_problem_is_a_problem_with_a_contract_case():
     """Every class of cvxkml.declare with a solve() is a Problem and has a registered case,
     so a new family cannot skip the contract test."""
-    solvable = [getattr(declare, n) for n in declare.__all__
-                if inspect.isclass(getattr(declare, n)) and hasattr(getattr(declare, n), "solve")]
+    solvable = [
+        getattr(declare, n)
+        for n in declare.__all__
+        if inspect.isclass(getattr(declare, n)) and hasattr(getattr(declare, n), "solve")
+    ]
     not_problems = [c.__name__ for c in solvable if not issubclass(c, Problem)]
     assert not not_problems, f"not cvxkml.declare.Problem subclasses: {not_problems}"
     missing = [c.__name__ for c in _declared_problem_classes() if c not in CASES]
     assert not missing, f"no contract case registered for {missing}"
 
 
-@pytest.mark.parametrize("cls", [c for c in _declared_problem_classes() if c in CASES],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [c for c in _declared_problem_classes() if c in CASES], ids=lambda c: c.__name__)
 def test_contract(cls):
     """Each family on several seeds: at least two draws checked (a family cannot pass by
     discarding its draws), every checked draw within the case's rtol."""
@@ -45,7 +55,7 @@ def test_contract(cls):
     checked, discarded = [], []
     for seed in SEEDS:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)      # (IPLR drops pairs it cannot use)
+            warnings.simplefilter("ignore", UserWarning)  # (IPLR drops pairs it cannot use)
             problem = case["factory"](seed)
         assert isinstance(problem, cls)
         try:
@@ -65,7 +75,7 @@ class _OverclaimingITML(declare.ITML):
     'converged' with the old certificate."""
 
     def solve(self, *args, **kwargs):
-        sol = super().solve(*args, **kwargs)              # (validates the options)
+        sol = super().solve(*args, **kwargs)  # (validates the options)
         sol.matrix = 1.01 * sol.matrix
         sol.objective = self.objective(sol.matrix)
         sol.violations = self.violations(sol.matrix)
@@ -81,28 +91,35 @@ class _SilentITML(declare.ITML):
             return super().solve(*args, **{**kwargs, "max_iter": 2})
 
 
-@pytest.mark.parametrize("cls, match", [(_OverclaimingITML, "lower bound|infeasible|fast objective|disagrees"),
-                                        (_SilentITML, "must warn")])
+@pytest.mark.parametrize(
+    "cls, match", [(_OverclaimingITML, "lower bound|infeasible|fast objective|disagrees"), (_SilentITML, "must warn")]
+)
 def test_check_contract_cannot_be_fooled(cls, match):
     """check_contract rejects a solver that overclaims and one that hides non-convergence."""
     from cvxkml.testing import metric_instance
+
     X, pc = metric_instance(0, 8, 3, 6, hard=False)
     with pytest.raises(AssertionError, match=match):
         check_contract(cls(X, pc, gamma=1.0), {"tol": 1e-10})
 
 
-@pytest.mark.parametrize("make, alpha", [
-    (lambda K0, pc: declare.LogDetKernel(K0, pc), 1.0),
-    (lambda K0, pc: declare.SpectralKernel(K0, pc, declare.VonNeumann()), 1.0),
-    (lambda K0, pc: declare.SpectralKernel(K0, pc, declare.Frobenius()), 0.0),
-    (lambda K0, pc: declare.VonNeumannKernel(K0, pc), 0.0),
-    (lambda K0, pc: declare.TraceSSIKDR(K0, pc, tau=1.0), 0.0),
-], ids=["logdet", "jain-vn", "frobenius", "kulis-vn", "trace"])
+@pytest.mark.parametrize(
+    "make, alpha",
+    [
+        (lambda K0, pc: declare.LogDetKernel(K0, pc), 1.0),
+        (lambda K0, pc: declare.SpectralKernel(K0, pc, declare.VonNeumann()), 1.0),
+        (lambda K0, pc: declare.SpectralKernel(K0, pc, declare.Frobenius()), 0.0),
+        (lambda K0, pc: declare.VonNeumannKernel(K0, pc), 0.0),
+        (lambda K0, pc: declare.TraceSSIKDR(K0, pc, tau=1.0), 0.0),
+    ],
+    ids=["logdet", "jain-vn", "frobenius", "kulis-vn", "trace"],
+)
 def test_learned_kernel_picks_alpha_and_reproduces_the_solution(make, alpha):
     """problem.learned_kernel(solution, base, X) uses the α of eq. 18 (Theorem 4; 0 for
     Kulis' von Neumann problem) and, on the training points, gives back K* itself."""
     from cvxkml.kernels import Kernel
     from cvxkml.sideinfo import PairConstraints
+
     rng = np.random.default_rng(0)
     X = rng.normal(size=(10, 3))
     base = Kernel("gaussian", {"gamma": 0.3})
@@ -121,6 +138,7 @@ def test_learned_kernel_refuses_what_it_cannot_extend():
     from cvxkml.errors import InvalidInputError
     from cvxkml.kernels import Kernel
     from cvxkml.testing import kernel_instance, metric_instance
+
     X, pc = metric_instance(0, 8, 3, 4, hard=True)
     itml = declare.ITML(X, pc)
     with pytest.raises(InvalidInputError, match="LearnedMetric"):

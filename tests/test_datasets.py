@@ -1,5 +1,6 @@
 """Offline loaders (cvxkml.datasets) and the random LogDet instances (cvxkml.testing; the old
 path ``cvxkml.datasets.make_random_instance`` is a deprecated alias)."""
+
 from __future__ import annotations
 
 import shutil
@@ -51,7 +52,7 @@ def test_nursery_is_one_hot(folder):
     X, y = datasets.load_csv_dataset("nursery", data_dir=folder)
     assert X.shape == (12960, 27)
     assert set(np.unique(X)) == {0.0, 1.0}
-    np.testing.assert_array_equal(X.sum(axis=1), 8.0)      # one category per attribute
+    np.testing.assert_array_equal(X.sum(axis=1), 8.0)  # one category per attribute
     assert np.unique(y).size == 5
 
 
@@ -79,10 +80,10 @@ def test_data_dir_precedence(tmp_path, monkeypatch):
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.delenv(datasets.DATA_ENV, raising=False)
-    assert datasets.data_dir().resolve() == shared.resolve()            # ../shared/data
+    assert datasets.data_dir().resolve() == shared.resolve()  # ../shared/data
     monkeypatch.setenv(datasets.DATA_ENV, str(tmp_path / "env"))
-    assert datasets.data_dir() == tmp_path / "env"                      # environment
-    assert datasets.data_dir(tmp_path / "arg") == tmp_path / "arg"      # argument wins
+    assert datasets.data_dir() == tmp_path / "env"  # environment
+    assert datasets.data_dir(tmp_path / "arg") == tmp_path / "arg"  # argument wins
 
 
 def test_data_dir_unconfigured(tmp_path, monkeypatch):
@@ -102,8 +103,7 @@ def test_env_variable_is_used(folder, tmp_path, monkeypatch):
 
 
 def test_missing_csv_message(tmp_path):
-    with pytest.raises(FileNotFoundError,
-                       match=r"'sonar\.csv' not found: expected .*sonar\.csv.*Gorman.*CVXKML_DATA"):
+    with pytest.raises(FileNotFoundError, match=r"'sonar\.csv' not found: expected .*sonar\.csv.*Gorman.*CVXKML_DATA"):
         datasets.load_csv_dataset("sonar", data_dir=tmp_path)
 
 
@@ -146,14 +146,14 @@ def test_load_dataset_sklearn_sets_need_no_folder(tmp_path, monkeypatch):
     for name, shape, classes in (("iris", (150, 4), 3), ("wine", (178, 13), 3), ("wdbc", (569, 30), 2)):
         X, y = datasets.load_dataset(name)
         assert X.shape == shape and X.dtype == np.float64 and np.unique(y).size == classes
-    datasets.check_available(("iris", "wine", "wdbc"))             # no folder configured: fine
+    datasets.check_available(("iris", "wine", "wdbc"))  # no folder configured: fine
 
 
 def test_integer_labels(folder):
     _, y = datasets.load_dataset("spambase", folder, integer_labels=True)
     _, raw = datasets.load_csv_dataset("spambase", folder)
     assert y.dtype == np.int64
-    np.testing.assert_array_equal(y, (raw == "spam").astype(int))   # sorted: nonspam = 0, spam = 1
+    np.testing.assert_array_equal(y, (raw == "spam").astype(int))  # sorted: nonspam = 0, spam = 1
     np.testing.assert_array_equal(datasets.label_codes(["b", "a", "b", "c"]), [1, 0, 1, 2])
 
 
@@ -162,11 +162,11 @@ def test_nursery_ordinal(folder):
     assert X.shape == (12960, 8)
     for k, (_, cats) in enumerate(datasets.CATEGORY_ORDER["nursery"]):
         np.testing.assert_array_equal(np.unique(X[:, k]), np.arange(len(cats)))
-    Xo, yo = datasets.load_csv_dataset("nursery", folder)           # one-hot: the same rows
+    Xo, yo = datasets.load_csv_dataset("nursery", folder)  # one-hot: the same rows
     assert np.unique(X, axis=0).shape[0] == np.unique(Xo, axis=0).shape[0] == 12960
     np.testing.assert_array_equal(y, yo)
     assert np.linalg.matrix_rank(X) == 8
-    X2, y2 = datasets.load_csv_dataset("balance", folder, categorical="ordinal")   # numeric: unchanged
+    X2, y2 = datasets.load_csv_dataset("balance", folder, categorical="ordinal")  # numeric: unchanged
     np.testing.assert_array_equal(X2, datasets.load_csv_dataset("balance", folder)[0])
     with pytest.raises(InvalidInputError, match="categorical must be"):
         datasets.load_csv_dataset("nursery", folder, categorical="binary")
@@ -176,7 +176,8 @@ def test_nursery_ordinal_unknown_category(tmp_path):
     (tmp_path / "nursery.csv").write_text(
         "Parents,Has_nurs,Form,Children,Housing,Finance,Social,Health,label\n"
         "usual,proper,complete,1,convenient,convenient,nonprob,recommended,recommend\n"
-        "royal,proper,complete,1,convenient,convenient,nonprob,recommended,recommend\n")
+        "royal,proper,complete,1,convenient,convenient,nonprob,recommended,recommend\n"
+    )
     with pytest.raises(InvalidInputError, match=r"nursery\.csv: unexpected value 'royal' of attribute 'parents'"):
         datasets.load_csv_dataset("nursery", tmp_path, categorical="ordinal")
 
@@ -185,7 +186,7 @@ def test_check_available(folder, tmp_path):
     datasets.check_available(("iris", "sonar", "mfeat", "mnist5000"), folder)
     with pytest.raises(datasets.DataNotFoundError, match=r"'mfeat\.npz' not found"):
         datasets.check_available(("iris", "mfeat"), tmp_path)
-    with pytest.raises(FileNotFoundError):                          # the error is a FileNotFoundError
+    with pytest.raises(FileNotFoundError):  # the error is a FileNotFoundError
         datasets.check_available(("balance",), tmp_path)
     with pytest.raises(InvalidInputError, match="Unknown data set 'soybean'"):
         datasets.check_available(("soybean",), folder)
@@ -211,7 +212,7 @@ def test_random_instance(kind, cls, dim):
     assert isinstance(p, cls)
     assert len(p.pairs) == 20 and p.gamma == 1.0
     assert p.M0.shape == (dim, dim)
-    assert np.all(p.pairs.i < p.pairs.j)                                # distinct pairs
+    assert np.all(p.pairs.i < p.pairs.j)  # distinct pairs
     assert len(set(zip(p.pairs.i, p.pairs.j))) == 20
     q = make_random_instance(12, 4, 20, 1.0, kind=kind, random_state=3)
     np.testing.assert_array_equal(p.M0, q.M0)
@@ -233,12 +234,15 @@ def test_random_instance_hard_constraints():
     assert p.gamma is None
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(n=5, d=2, n_pairs=11), "n_pairs must be between 1 and n"),
-    (dict(n=5, d=2, n_pairs=0), "n_pairs must be between 1 and n"),
-    (dict(n=1, d=2, n_pairs=1), "n >= 2"),
-    (dict(n=5, d=2, n_pairs=3, kind="graph"), "kind must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n=5, d=2, n_pairs=11), "n_pairs must be between 1 and n"),
+        (dict(n=5, d=2, n_pairs=0), "n_pairs must be between 1 and n"),
+        (dict(n=1, d=2, n_pairs=1), "n >= 2"),
+        (dict(n=5, d=2, n_pairs=3, kind="graph"), "kind must be"),
+    ],
+)
 def test_random_instance_errors(kwargs, match):
     kwargs.setdefault("gamma", 1.0)
     with pytest.raises(InvalidInputError, match=match):
@@ -255,27 +259,30 @@ def _one_line(exc_info, path):
     return msg
 
 
-@pytest.mark.parametrize("text, match", [
-    ("", r"the file is empty"),
-    (BALANCE_HEAD, r"has a header but no data rows"),
-    (BALANCE_HEAD + "\n\n", r"has a header but no data rows"),
-    ("a,b,c\n1,2,3\n", r"the header line has 3 columns, expected 5 \(4 features and the label\)"),
-    (BALANCE_HEAD + "1,1,1,1,B\n1,1,1,R\n", r"line 3 has 4 columns, expected 5"),
-    (BALANCE_HEAD + "1,1,1,1,2,B\n", r"line 2 has 6 columns, expected 5"),
-    (BALANCE_HEAD + "1,1,1,1,B\n1,abc,1,1,R\n", r"line 3, column 'Left-distance': 'abc' is not a number"),
-    (BALANCE_HEAD + "1,1,1,,B\n", r"line 2, column 'Right-distance': '' is not a number"),
-    (BALANCE_HEAD + "1,1,nan,1,B\n", r"line 2, column 'Right-weight': 'nan' is not a finite number"),
-    (BALANCE_HEAD + "inf,1,1,1,B\n", r"line 2, column 'Left-weight': 'inf' is not a finite number"),
-    (BALANCE_HEAD + "1,1,1,1, \n", r"line 2 has an empty label"),
-    (b"\xff\xfe\x00garbage\x81\n", r"is not a UTF-8 text file"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("", r"the file is empty"),
+        (BALANCE_HEAD, r"has a header but no data rows"),
+        (BALANCE_HEAD + "\n\n", r"has a header but no data rows"),
+        ("a,b,c\n1,2,3\n", r"the header line has 3 columns, expected 5 \(4 features and the label\)"),
+        (BALANCE_HEAD + "1,1,1,1,B\n1,1,1,R\n", r"line 3 has 4 columns, expected 5"),
+        (BALANCE_HEAD + "1,1,1,1,2,B\n", r"line 2 has 6 columns, expected 5"),
+        (BALANCE_HEAD + "1,1,1,1,B\n1,abc,1,1,R\n", r"line 3, column 'Left-distance': 'abc' is not a number"),
+        (BALANCE_HEAD + "1,1,1,,B\n", r"line 2, column 'Right-distance': '' is not a number"),
+        (BALANCE_HEAD + "1,1,nan,1,B\n", r"line 2, column 'Right-weight': 'nan' is not a finite number"),
+        (BALANCE_HEAD + "inf,1,1,1,B\n", r"line 2, column 'Left-weight': 'inf' is not a finite number"),
+        (BALANCE_HEAD + "1,1,1,1, \n", r"line 2 has an empty label"),
+        (b"\xff\xfe\x00garbage\x81\n", r"is not a UTF-8 text file"),
+    ],
+)
 def test_damaged_csv_is_one_typed_line(tmp_path, text, match):
     path = tmp_path / "balance.csv"
     (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
     with pytest.raises(InvalidInputError, match=match) as exc:
         datasets.load_csv_dataset("balance", tmp_path)
-    assert "Siegler" in _one_line(exc, path)                       # names the original source
-    with pytest.raises(InvalidInputError, match=match):             # the same through load_dataset
+    assert "Siegler" in _one_line(exc, path)  # names the original source
+    with pytest.raises(InvalidInputError, match=match):  # the same through load_dataset
         datasets.load_dataset("balance", tmp_path)
 
 
@@ -295,6 +302,7 @@ def test_missing_folder_is_named(tmp_path):
 
 def test_data_not_found_is_a_cvxkml_error_and_a_file_not_found_error(tmp_path):
     from cvxkml.errors import CvxkmlError
+
     with pytest.raises(CvxkmlError) as exc:
         datasets.load_npz("mnist5000", tmp_path)
     assert isinstance(exc.value, FileNotFoundError) and isinstance(exc.value, datasets.DataNotFoundError)
@@ -304,6 +312,7 @@ def _npz_member(name, header_shape, dtype="<f8", data=b""):
     """(member name, bytes) of an .npy member whose header says ``header_shape`` and whose
     data is ``data`` (possibly shorter than the header declares)."""
     import io
+
     buf = io.BytesIO()
     np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": header_shape})
     return f"{name}.npy", buf.getvalue() + data
@@ -311,6 +320,7 @@ def _npz_member(name, header_shape, dtype="<f8", data=b""):
 
 def _write_zip(path, members):
     import zipfile
+
     with zipfile.ZipFile(path, "w") as zf:
         for name, blob in members:
             zf.writestr(name, blob)
@@ -369,33 +379,36 @@ def _damage(kind, path):
         np.savez(path, X=np.zeros((0, 784)), y=np.zeros(0, dtype=int))
 
 
-@pytest.mark.parametrize("kind, match", [
-    ("empty", r"the file is empty"),
-    ("garbage", r"is not a NumPy \.npz archive"),
-    ("npy", r"is not a NumPy \.npz archive"),
-    ("truncated", r"is not a NumPy \.npz archive \(not a zip file, or truncated\)"),
-    ("bitflip", r"is damaged: an array (header )?cannot be read"),
-    ("no_y", r"has no array 'y' \(expected arrays \['X', 'y'\]; found \['X'\]\)"),
-    ("object", r"array 'X' has dtype object .*never loaded"),
-    ("strings", r"array 'y' has dtype <U1"),
-    ("shape", r"array 'X' has shape \(5, 100\), expected \(n, 784\)"),
-    ("flat", r"array 'X' has shape \(3920,\), expected \(n, 784\)"),
-    ("y2d", r"array 'y' has shape \(5, 1\), expected \(n,\)"),
-    ("rows", r"array 'y' has 4 rows, the others 5"),
-    ("nan", r"array 'X' holds NaN or inf \(first at row 2, column 7\)"),
-    ("inf", r"array 'X' holds NaN or inf \(first at row 0, column 0\)"),
-    ("float_labels", r"the labels 'y' are not all integers"),
-    ("short_member", r"array 'X' declares 31360 bytes but its member holds \d+ \(truncated or damaged\)"),
-    ("huge", r"array 'X' declares 62720000000 bytes, over the 2147483648-byte limit"),
-    ("zero_rows", r"holds no rows"),
-])
+@pytest.mark.parametrize(
+    "kind, match",
+    [
+        ("empty", r"the file is empty"),
+        ("garbage", r"is not a NumPy \.npz archive"),
+        ("npy", r"is not a NumPy \.npz archive"),
+        ("truncated", r"is not a NumPy \.npz archive \(not a zip file, or truncated\)"),
+        ("bitflip", r"is damaged: an array (header )?cannot be read"),
+        ("no_y", r"has no array 'y' \(expected arrays \['X', 'y'\]; found \['X'\]\)"),
+        ("object", r"array 'X' has dtype object .*never loaded"),
+        ("strings", r"array 'y' has dtype <U1"),
+        ("shape", r"array 'X' has shape \(5, 100\), expected \(n, 784\)"),
+        ("flat", r"array 'X' has shape \(3920,\), expected \(n, 784\)"),
+        ("y2d", r"array 'y' has shape \(5, 1\), expected \(n,\)"),
+        ("rows", r"array 'y' has 4 rows, the others 5"),
+        ("nan", r"array 'X' holds NaN or inf \(first at row 2, column 7\)"),
+        ("inf", r"array 'X' holds NaN or inf \(first at row 0, column 0\)"),
+        ("float_labels", r"the labels 'y' are not all integers"),
+        ("short_member", r"array 'X' declares 31360 bytes but its member holds \d+ \(truncated or damaged\)"),
+        ("huge", r"array 'X' declares 62720000000 bytes, over the 2147483648-byte limit"),
+        ("zero_rows", r"holds no rows"),
+    ],
+)
 def test_damaged_npz_is_one_typed_line(tmp_path, kind, match):
     path = tmp_path / "mnist5000.npz"
     _damage(kind, path)
     with pytest.raises(InvalidInputError, match=match) as exc:
         datasets.load_npz("mnist5000", tmp_path)
     assert "MNIST" in _one_line(exc, path)
-    with pytest.raises(InvalidInputError, match=match):            # a full check finds the same
+    with pytest.raises(InvalidInputError, match=match):  # a full check finds the same
         datasets.check_available(("mnist5000",), tmp_path, load=True)
 
 
@@ -426,6 +439,6 @@ def test_check_available_header_check_and_full_load(folder, tmp_path):
     with pytest.raises(InvalidInputError, match=r"line 52, column 'Right-weight': 'x' is not a number"):
         datasets.check_available(("balance",), tmp_path, load=True)
     _damage("nan", tmp_path / "mnist5000.npz")
-    datasets.check_available(("mnist5000",), tmp_path)                  # headers are fine
+    datasets.check_available(("mnist5000",), tmp_path)  # headers are fine
     with pytest.raises(InvalidInputError, match="NaN"):
         datasets.check_available(("mnist5000",), tmp_path, load=True)

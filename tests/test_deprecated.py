@@ -1,4 +1,5 @@
 """Old import paths keep working for one release: the same module, with a DeprecationWarning."""
+
 import importlib
 import sys
 
@@ -36,8 +37,13 @@ def test_python_dash_m_on_the_old_cli_path_runs_the_cli():
     """``python -m cvxkml.cli`` (the path before the layout move) still runs the command line,
     with a DeprecationWarning naming the new path."""
     import subprocess
-    out = subprocess.run([sys.executable, "-W", "always::DeprecationWarning", "-m", "cvxkml.cli", "--version"],
-                         capture_output=True, text=True, timeout=120)
+
+    out = subprocess.run(
+        [sys.executable, "-W", "always::DeprecationWarning", "-m", "cvxkml.cli", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("cvxkml ")
     assert "python -m cvxkml.experiments.cli" in out.stderr

@@ -7,6 +7,7 @@ deterministic (fixed seeds), with 0 untyped errors and 0 silent NaN.
   raises :class:`cvxkml.errors.EstimatorFileError` or gives an estimator whose
   ``transform`` / ``pair_distance`` / ``predict`` on real data are finite.
 """
+
 import copy
 import io
 import json
@@ -22,22 +23,67 @@ from cvxkml.errors import EstimatorFileError
 
 N_FILE_CASES = 240
 
-HOSTILE = [None, -1, 0, 1e308, -1e308, "abc", "", [], {}, True, [[[[1]]]], {"__array__": "a999"},
-           {"__array__": 3}, {"__float__": "nan"}, {"__float__": "abc"}, {"__tuple__": 5}, {"__dict__": []},
-           {"__object__": "os:system", "state": {}}, {"__object__": "cvxkml.kernels:Kernel", "state": {"name": 3}},
-           {"__object__": "cvxkml.kernels:Kernel", "state": {"name": "gaussian", "params": {"gamma": -1.0}}},
-           {"__csr__": {"data": {"__array__": "a0"}, "indices": {"__array__": "a0"}, "indptr": {"__array__": "a0"},
-                        "shape": [3, 3]}}, {"__slice__": [0, "x", 1]}, 2 ** 70, -2 ** 70, "nan", [None] * 5]
-ARRAYS = [np.array([np.nan]), np.full((3, 3), np.inf), np.zeros((0,)), np.zeros((2, 2), np.int8),
-          np.zeros((13, 13), np.float32), np.ones((5, 50)), np.array(7.0), np.arange(10), np.array([True, False]),
-          np.array(["a", "b"]), np.full((13, 13), 1e308), -np.ones((50, 13)), np.zeros((50, 13)), np.eye(13)[::-1],
-          np.zeros((1, 1, 1))]
+HOSTILE = [
+    None,
+    -1,
+    0,
+    1e308,
+    -1e308,
+    "abc",
+    "",
+    [],
+    {},
+    True,
+    [[[[1]]]],
+    {"__array__": "a999"},
+    {"__array__": 3},
+    {"__float__": "nan"},
+    {"__float__": "abc"},
+    {"__tuple__": 5},
+    {"__dict__": []},
+    {"__object__": "os:system", "state": {}},
+    {"__object__": "cvxkml.kernels:Kernel", "state": {"name": 3}},
+    {"__object__": "cvxkml.kernels:Kernel", "state": {"name": "gaussian", "params": {"gamma": -1.0}}},
+    {
+        "__csr__": {
+            "data": {"__array__": "a0"},
+            "indices": {"__array__": "a0"},
+            "indptr": {"__array__": "a0"},
+            "shape": [3, 3],
+        }
+    },
+    {"__slice__": [0, "x", 1]},
+    2**70,
+    -(2**70),
+    "nan",
+    [None] * 5,
+]
+ARRAYS = [
+    np.array([np.nan]),
+    np.full((3, 3), np.inf),
+    np.zeros((0,)),
+    np.zeros((2, 2), np.int8),
+    np.zeros((13, 13), np.float32),
+    np.ones((5, 50)),
+    np.array(7.0),
+    np.arange(10),
+    np.array([True, False]),
+    np.array(["a", "b"]),
+    np.full((13, 13), 1e308),
+    -np.ones((50, 13)),
+    np.zeros((50, 13)),
+    np.eye(13)[::-1],
+    np.zeros((1, 1, 1)),
+]
 
 
 def _fit_all(X, y):
-    ests = {"itml": E.ITML(n_similar=10, n_dissimilar=10, random_state=0),
-            "kitml": E.KernelITML(n_similar=10, n_dissimilar=10, random_state=0),
-            "kcr": E.KCRClassifier(tol=1e-2), "lmnn": E.LMNN(kernel="gaussian", k=2, max_iter=50)}
+    ests = {
+        "itml": E.ITML(n_similar=10, n_dissimilar=10, random_state=0),
+        "kitml": E.KernelITML(n_similar=10, n_dissimilar=10, random_state=0),
+        "kcr": E.KCRClassifier(tol=1e-2),
+        "lmnn": E.LMNN(kernel="gaussian", k=2, max_iter=50),
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for est in ests.values():
@@ -98,16 +144,16 @@ def _set(tree, path, value, delete=False):
 
 def mutate(blob, rng):
     kind = int(rng.integers(6))
-    if kind == 0:                                    # bit flips
+    if kind == 0:  # bit flips
         b = bytearray(blob)
         for _ in range(int(rng.integers(1, 4))):
             b[int(rng.integers(len(b)))] ^= 1 << int(rng.integers(8))
         return bytes(b), "flip"
-    if kind == 1:                                    # truncation
-        return blob[:int(rng.integers(len(blob)))], "truncate"
+    if kind == 1:  # truncation
+        return blob[: int(rng.integers(len(blob)))], "truncate"
     m = _members(blob)
     header = json.loads(np.lib.format.read_array(io.BytesIO(m["__cvxkml__.npy"])).tobytes())
-    if kind in (2, 3):                               # a leaf replaced, or a key removed
+    if kind in (2, 3):  # a leaf replaced, or a key removed
         paths = [p for p in _leaves(header) if p]
         for _ in range(int(rng.integers(1, 3))):
             p = paths[int(rng.integers(len(paths)))]
@@ -118,10 +164,10 @@ def mutate(blob, rng):
         m["__cvxkml__.npy"] = _npy(np.frombuffer(json.dumps(header).encode(), np.uint8))
         return _zip(m), "header"
     names = sorted(n for n in m if n != "__cvxkml__.npy")
-    if kind == 4:                                    # an array member replaced
+    if kind == 4:  # an array member replaced
         m[names[int(rng.integers(len(names)))]] = _npy(ARRAYS[int(rng.integers(len(ARRAYS)))])
         return _zip(m), "array"
-    m[f"a{int(rng.integers(1000))}.npy"] = _npy(ARRAYS[int(rng.integers(len(ARRAYS)))])   # extra member
+    m[f"a{int(rng.integers(1000))}.npy"] = _npy(ARRAYS[int(rng.integers(len(ARRAYS)))])  # extra member
     return _zip(m), "extra"
 
 
@@ -147,7 +193,7 @@ def test_crafted_estimator_files(base):
             assert "\n" not in str(exc)
             tally["refused"] += 1
             continue
-        except Exception as exc:                     # an untyped error is a failure
+        except Exception as exc:  # an untyped error is a failure
             pytest.fail(f"case {case} ({name}, {how}): {type(exc).__name__}: {exc}")
         tally["loaded"] += 1
         _use(est, Xte)

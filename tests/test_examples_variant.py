@@ -1,5 +1,6 @@
 """examples/declare_a_variant.py: each declared variant gets exact and fast Solutions that
 agree to 1e-6 relative with certified gaps; the user's solver passes cross_check."""
+
 import importlib.util
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def test_variant_exact_and_fast_agree(variant):
 def test_the_new_regularizer_is_checked():
     reg = example.LogDetFrobenius(0.3)
     check_regularizer(reg)
-    reg.conj_grad_s = lambda mu: 1.01 * reg._x(mu)          # a wrong conjugate gradient
+    reg.conj_grad_s = lambda mu: 1.01 * reg._x(mu)  # a wrong conjugate gradient
     with pytest.raises(AssertionError):
         check_regularizer(reg)
 
@@ -41,6 +42,7 @@ def test_variant_d_extension_is_certified_by_the_conic_dual():
     import cvxpy as cp
 
     from cvxkml.errors import InvalidInputError
+
     problem, exact = example.variant_d()
     scale = max(1.0, abs(exact.objective))
     assert exact.status == "optimal" and 0 <= exact.gap <= 1e-6 * scale
@@ -79,6 +81,7 @@ def test_scale_example_quick_is_certified_at_every_size(capsys):
     """``--quick``: dense n = 60, 100 and factored n = 2 000 (r = 100) certified; each answer
     recomputed from its primal and duals (never trusted); the factored solve works on r × r."""
     from cvxkml.testing import validate_answer
+
     scale = _load_scale_example()
     rows = scale.main(["--quick"])
     out = capsys.readouterr().out
@@ -89,15 +92,16 @@ def test_scale_example_quick_is_certified_at_every_size(capsys):
         checked = validate_answer(r["problem"], r["solution"])
         assert abs(checked.objective - r["objective"]) <= 1e-8 * max(1.0, abs(r["objective"]))
     fact = rows[-1]
-    assert fact["solution"].matrix.shape == (100, 100) and fact["m"] > 1_000     # pairs + triplets
+    assert fact["solution"].matrix.shape == (100, 100) and fact["m"] > 1_000  # pairs + triplets
     assert type(fact["problem"]).__name__ == "FactoredSpectralKernel"
-    assert fact["objective"] > 0                               # the constraints move K off K0
+    assert fact["objective"] > 0  # the constraints move K off K0
 
 
 def test_scale_example_regularizer_is_the_benchs():
     """The example declares its own Jeffreys (as a user would); the bench defines it once
     more: both must be the same function, conjugate and CVXPY form."""
     from cvxkml.experiments.bench_variants import Jeffreys
+
     scale = _load_scale_example()
     mine, bench = scale.Jeffreys(0.5), Jeffreys(0.5)
     check_regularizer(mine)
@@ -109,6 +113,7 @@ def test_scale_example_regularizer_is_the_benchs():
     assert mine.f_s(np.array([1.0]))[0] == 0 and np.isinf(mine.conj_s(np.array([1.5]))[0])
     assert (mine.alpha, mine.implies_psd) == (bench.alpha, bench.implies_psd)
     import cvxpy as cp
+
     A = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.1], [0.0, 0.1, 0.5]])
     w = np.linalg.eigvalsh(A)
     assert mine.cvx(cp.Constant(A)).value == pytest.approx(bench.cvx(cp.Constant(A)).value, rel=1e-12)
@@ -119,6 +124,7 @@ def test_scale_example_builds_the_benchs_instances():
     """The example's dense and factored problems are the ``bench variants --scale`` rows'
     (same K0 or G0, same constraints): the sheet's numbers are the example's."""
     from cvxkml.experiments.bench_variants import scale_problem
+
     scale = _load_scale_example()
     a, b = scale.dense_problem(60), scale_problem("jeffreys+hinge-pairs", 60)
     np.testing.assert_array_equal(a.M0, b.M0)

@@ -2,6 +2,7 @@
 and von Neumann paths stop on a diverging dual that is a Farkas certificate after a bounded
 number of sweeps, whatever the sweep limit, and hand the ray to the declared problem; a
 feasible problem is never stopped that way."""
+
 from __future__ import annotations
 
 import time
@@ -55,7 +56,7 @@ def test_issue_case_bregman_stops_early_with_a_certified_ray():
     constraints, and the declared problem's own Farkas test accepts it."""
     X, P = _case()
     problem = ITML(X, P)
-    bregman_metric(np.eye(30), X[:3], [0], [1], [1.0], [1.0], None, 1e-9, 1)     # compile
+    bregman_metric(np.eye(30), X[:3], [0], [1], [1.0], [1.0], None, 1e-9, 1)  # compile
     t = time.perf_counter()
     res = bregman_metric(np.eye(30), X, P.i, P.j, P.y, P.bound, None, 1e-9, 20_000)
     elapsed = time.perf_counter() - t
@@ -63,7 +64,7 @@ def test_issue_case_bregman_stops_early_with_a_certified_ray():
     S = res.extra["farkas_candidates"]
     assert {3000, 3001} <= set(S.tolist()) and _on_pair_01(P, S)
     assert _certifies(problem, res.extra["farkas_ray"])
-    assert elapsed <= 5.0                      # measured 0.03-0.15 s; generous margin
+    assert elapsed <= 5.0  # measured 0.03-0.15 s; generous margin
     # the full multipliers alone are no certificate at this point (why the ray is handed on)
     eig, _, _ = problem.farkas_direction(res.lam)
     assert eig < -FARKAS_EIG_TOL
@@ -79,14 +80,28 @@ def test_kernel_lowrank_vonneumann_stop_early():
     assert res.code == NOT_CONVERGED and res.sweeps <= 64
     assert {600, 601} <= set(res.extra["farkas_candidates"].tolist())
     from cvxkml.declare.logdet import LogDetKernel
+
     assert _certifies(LogDetKernel(K, P), res.extra["farkas_ray"])
 
     lr = LowRankLogDet(X, [P])
     m = len(P)
     stats = {}
-    out = lowrank_logdet(lr.G0, np.full(m, PAIR), P.i, P.j, P.j, np.zeros((m, 2)),
-                         np.zeros((m, 2)), P.y, P.bound, None, 1e-9, 20_000, stats=stats)
-    assert out[5] == NOT_CONVERGED and out[3] <= 512        # shuffled order: 256 measured
+    out = lowrank_logdet(
+        lr.G0,
+        np.full(m, PAIR),
+        P.i,
+        P.j,
+        P.j,
+        np.zeros((m, 2)),
+        np.zeros((m, 2)),
+        P.y,
+        P.bound,
+        None,
+        1e-9,
+        20_000,
+        stats=stats,
+    )
+    assert out[5] == NOT_CONVERGED and out[3] <= 512  # shuffled order: 256 measured
     # here d(0, 1) <= 0.5 with ordinary pairs is already a certificate, without the >= 2
     assert 600 in set(stats["farkas_candidates"].tolist())
     assert _certifies(lr, stats["farkas_ray"])
@@ -131,8 +146,7 @@ def test_slack_and_opt_out_never_report_a_ray():
     X, P = _case(n=60, d=8, m=300, seed=4)
     res = bregman_metric(np.eye(8), X, P.i, P.j, P.y, P.bound, 1.0, 1e-9, 200)
     assert "farkas_ray" not in res.extra
-    res = bregman_metric(np.eye(8), X, P.i, P.j, P.y, P.bound, None, 1e-9, 200,
-                         detect_infeasible=False)
+    res = bregman_metric(np.eye(8), X, P.i, P.j, P.y, P.bound, None, 1e-9, 200, detect_infeasible=False)
     assert res.sweeps == 200 and "farkas_ray" not in res.extra
 
 
@@ -143,7 +157,7 @@ def test_issue_case_raises_infeasible_quickly():
     problem = ITML(X, P)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ITML(X[:20], PairConstraints([0], [1], [1.0], [1.0])).solve(max_iter=2)   # compile
+        ITML(X[:20], PairConstraints([0], [1], [1.0], [1.0])).solve(max_iter=2)  # compile
     t = time.perf_counter()
     with pytest.raises(InfeasibleError, match="3000"):
         problem.solve()

@@ -71,8 +71,7 @@ def test_zero_baseline_distance_pair():
     with pytest.raises(InvalidInputError, match="zero distance under the baseline"):
         cvxkml.ITML(X, pc)
     with pytest.warns(UserWarning, match="zero baseline distance"):
-        got = PairConstraints.from_labels([0, 1, 0], baseline_metric(X), n_similar=20,
-                                          n_dissimilar=20, random_state=0)
+        got = PairConstraints.from_labels([0, 1, 0], baseline_metric(X), n_similar=20, n_dissimilar=20, random_state=0)
     assert not np.any((np.minimum(got.i, got.j) == 0) & (np.maximum(got.i, got.j) == 1))
 
 
@@ -108,7 +107,7 @@ def test_native_solver_rejects_unsupported_constraints(data):
     rel = RelativeConstraints([0], [1], [2], 0.5)
     prob = cvxkml.ITML(X, [pc, rel])
     with pytest.raises(InvalidInputError, match="solve_reference"):
-        prob.solve(method="native")                  # Bregman takes pairs; 'auto' goes dual
+        prob.solve(method="native")  # Bregman takes pairs; 'auto' goes dual
     with pytest.raises(InvalidInputError, match="at most one PairConstraints"):
         cvxkml.ITML(X, [pc, pc])
     with pytest.raises(InvalidInputError, match="Unsupported constraint"):
@@ -121,7 +120,7 @@ def test_relative_and_linear_constraints_in_exact_model(data):
     """The exact model enforces relative and general linear constraints."""
     X, pc = data
     rel = RelativeConstraints([0, 1], [1, 2], [2, 3], [0.5, 0.5])
-    lin = LinearConstraints(b=[0.8], C=np.eye(3)[None] * 0.5)            # tr(W)/2 <= 0.8
+    lin = LinearConstraints(b=[0.8], C=np.eye(3)[None] * 0.5)  # tr(W)/2 <= 0.8
     prob = cvxkml.ITML(X, [rel, lin])
     sol = prob.solve_reference()
     assert sol.max_violation <= 1e-6
@@ -140,7 +139,7 @@ def test_infeasible_hard_constraints_raise_with_a_farkas_certificate():
     (Σd_cÂ_c ⪰ 0, Σd_c t_c < 0): the fast path raises InfeasibleError like the exact
     model, instead of returning an uncertified point."""
     X = np.random.default_rng(1).normal(size=(4, 2))
-    pc = PairConstraints([0, 1], [1, 0], [1, -1], [1.0, 4.0])       # d(0,1) <= 1 and >= 4
+    pc = PairConstraints([0, 1], [1, 0], [1, -1], [1.0, 4.0])  # d(0,1) <= 1 and >= 4
     with pytest.raises(InfeasibleError, match="Farkas certificate"):
         cvxkml.ITML(X, pc).solve(tol=0.5, max_iter=1000)
     with pytest.raises(InfeasibleError):

@@ -1,6 +1,7 @@
 """Ctrl-C within a second (issue 32, item 4): a SIGINT sent 1 s into a long fast solve in a
 child process ends it with KeyboardInterrupt within 2 s, and the problem then solves again
 to the same answer; ``time_limit`` holds; the conic reference solve is interruptible too."""
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,9 @@ P = PairConstraints(i, j, y, np.where(y > 0, 0.7 * D, 1.3 * D))
 warnings.simplefilter("ignore")
 """
 
-_BREGMAN = _SETUP + """
+_BREGMAN = (
+    _SETUP
+    + """
 from cvxkml.declare.logdet import ITML
 from cvxkml.solvers.bregman import bregman_metric
 problem = ITML(X, P, gamma=1.0)
@@ -45,8 +48,11 @@ after = problem.solve(max_iter=3)
 print("SAME", bool(np.array_equal(before.matrix, after.matrix) and np.array_equal(before.dual, after.dual)
                    and np.array_equal(X, X0)), flush=True)
 """
+)
 
-_VONNEUMANN = _SETUP + """
+_VONNEUMANN = (
+    _SETUP
+    + """
 from cvxkml.declare.vonneumann import VonNeumannKernel
 from cvxkml.solvers.vonneumann import vonneumann_pairs
 K = X @ X.T
@@ -64,6 +70,7 @@ except KeyboardInterrupt:
 after = problem.solve(max_iter=2)
 print("SAME", bool(np.array_equal(before.matrix, after.matrix) and np.array_equal(before.dual, after.dual)), flush=True)
 """
+)
 
 _CONIC = """
 import time
@@ -84,8 +91,13 @@ def _interrupt(script, delay=1.0):
     """Run ``script`` in a child; 1 s after it prints READY send SIGINT; return (seconds from
     the signal to the child's INTERRUPTED line, the child's output)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     lines = []
     try:
         for line in child.stdout:
@@ -113,13 +125,14 @@ def _interrupt(script, delay=1.0):
 def test_sigint_ends_solve_within_two_seconds(script):
     latency, out = _interrupt(script)
     assert "NOT INTERRUPTED" not in out, out
-    assert latency is not None and latency <= 2.0, out      # measured 0.0-0.1 s
+    assert latency is not None and latency <= 2.0, out  # measured 0.0-0.1 s
     assert "SAME True" in out, out
 
 
 def test_time_limit_holds():
     """time_limit ends a run of minutes after about the limit, NOT_CONVERGED."""
     from cvxkml.solvers.bregman import NOT_CONVERGED, bregman_metric
+
     rng = np.random.default_rng(0)
     X = rng.standard_normal((100, 40))
     i = rng.integers(0, 100, 2000)
@@ -127,12 +140,12 @@ def test_time_limit_holds():
     D = ((X[i] - X[j]) ** 2).sum(1)
     y = np.where(rng.random(2000) < 0.5, 1.0, -1.0)
     b = np.where(y > 0, 0.7 * D, 1.3 * D)
-    bregman_metric(np.eye(40), X, i, j, y, b, 1.0, 0.0, 1)            # compile
+    bregman_metric(np.eye(40), X, i, j, y, b, 1.0, 0.0, 1)  # compile
     t = time.perf_counter()
     res = bregman_metric(np.eye(40), X, i, j, y, b, 1.0, 0.0, 10**7, time_limit=0.5)
     elapsed = time.perf_counter() - t
     assert res.code == NOT_CONVERGED and res.extra["stopped"] == "time_limit"
-    assert 0.5 <= elapsed <= 2.5 and 1 <= res.sweeps < 10**7          # measured ~0.6 s
+    assert 0.5 <= elapsed <= 2.5 and 1 <= res.sweeps < 10**7  # measured ~0.6 s
     with pytest.raises(ValueError, match="time_limit"):
         bregman_metric(np.eye(40), X, i, j, y, b, 1.0, 0.0, 5, time_limit=-1.0)
 
@@ -142,6 +155,7 @@ def test_time_limit_holds_lowrank_and_vonneumann():
     from cvxkml.solvers.bregman import NOT_CONVERGED
     from cvxkml.solvers.lowrank import PAIR, lowrank_logdet
     from cvxkml.solvers.vonneumann import vonneumann_pairs
+
     rng = np.random.default_rng(2)
     G0 = rng.standard_normal((80, 12))
     i = rng.integers(0, 80, 1500)
@@ -155,8 +169,9 @@ def test_time_limit_holds_lowrank_and_vonneumann():
         lowrank_logdet(G0, kind, i, j, j, z, z, y, b, 1.0, 0.0, 1, order=order, active_set=active)
         stats = {}
         t = time.perf_counter()
-        out = lowrank_logdet(G0, kind, i, j, j, z, z, y, b, 1.0, 0.0, 10**8, order=order,
-                             active_set=active, stats=stats, time_limit=0.3)
+        out = lowrank_logdet(
+            G0, kind, i, j, j, z, z, y, b, 1.0, 0.0, 10**8, order=order, active_set=active, stats=stats, time_limit=0.3
+        )
         assert time.perf_counter() - t <= 2.3 and out[5] == NOT_CONVERGED
         assert stats["stopped"] == "time_limit"
     vonneumann_pairs(G0, np.zeros(12), i, j, y, b, 1.0, 0.0, 1)

@@ -1,5 +1,6 @@
 """The house: which modules sit in the package root, which layer may import which, and no
 import circle (imports inside functions count: a lazy import is still a dependency)."""
+
 import ast
 from pathlib import Path
 
@@ -8,32 +9,76 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "cvxkml"
 
 #: the package root holds only the core modules and the subpackages
-ROOT_MODULES = {"__init__", "__main__", "_answer", "_config", "_deprecated", "_progress", "_validation", "errors",
-                "solution", "sideinfo", "kernels", "mkl_kernels", "factor", "learned", "datasets"}
+ROOT_MODULES = {
+    "__init__",
+    "__main__",
+    "_answer",
+    "_config",
+    "_deprecated",
+    "_progress",
+    "_validation",
+    "errors",
+    "solution",
+    "sideinfo",
+    "kernels",
+    "mkl_kernels",
+    "factor",
+    "learned",
+    "datasets",
+}
 SUBPACKAGES = {"formulas", "declare", "solvers", "adapters", "estimators", "baselines", "testing", "experiments"}
 
 #: layer -> what it must never import (module prefixes; third-party names too)
 FORBIDDEN = {
-    "cvxkml.formulas": ("cvxpy", "numba", "cvxkml.declare", "cvxkml.solvers", "cvxkml.estimators",
-                        "cvxkml.experiments", "cvxkml.testing", "cvxkml.baselines"),
-    "cvxkml.solvers": ("cvxpy", "cvxkml.declare", "cvxkml.estimators", "cvxkml.experiments",
-                       "cvxkml.testing"),
+    "cvxkml.formulas": (
+        "cvxpy",
+        "numba",
+        "cvxkml.declare",
+        "cvxkml.solvers",
+        "cvxkml.estimators",
+        "cvxkml.experiments",
+        "cvxkml.testing",
+        "cvxkml.baselines",
+    ),
+    "cvxkml.solvers": ("cvxpy", "cvxkml.declare", "cvxkml.estimators", "cvxkml.experiments", "cvxkml.testing"),
     # the declarative layer names no solver: the adapters register them (cvxkml.declare.registry)
-    "cvxkml.declare": ("cvxkml.solvers", "cvxkml.adapters", "cvxkml.estimators", "cvxkml.experiments",
-                       "cvxkml.testing"),
+    "cvxkml.declare": (
+        "cvxkml.solvers",
+        "cvxkml.adapters",
+        "cvxkml.estimators",
+        "cvxkml.experiments",
+        "cvxkml.testing",
+    ),
     "cvxkml.adapters": ("cvxkml.estimators", "cvxkml.experiments", "cvxkml.testing"),
     "cvxkml.estimators": ("cvxkml.experiments", "cvxkml.testing", "cvxpy"),
     "cvxkml.baselines": ("cvxkml.experiments", "cvxkml.estimators", "cvxkml.testing"),
     "cvxkml.testing": ("cvxkml.experiments", "cvxkml.estimators"),
 }
 #: the data layer and the errors import nothing of cvxkml but these
-ALLOWED_ONLY = {"cvxkml.datasets": {"cvxkml.errors", "cvxkml._validation", "cvxkml._deprecated"},
-                "cvxkml.errors": set()}
+ALLOWED_ONLY = {
+    "cvxkml.datasets": {"cvxkml.errors", "cvxkml._validation", "cvxkml._deprecated"},
+    "cvxkml.errors": set(),
+}
 
-for _core in ("sideinfo", "kernels", "mkl_kernels", "factor", "learned", "solution", "_validation", "_config",
-              "_progress", "_answer"):
-    FORBIDDEN[f"cvxkml.{_core}"] = ("cvxkml.declare", "cvxkml.estimators", "cvxkml.experiments",
-                                    "cvxkml.testing", "cvxkml.baselines")
+for _core in (
+    "sideinfo",
+    "kernels",
+    "mkl_kernels",
+    "factor",
+    "learned",
+    "solution",
+    "_validation",
+    "_config",
+    "_progress",
+    "_answer",
+):
+    FORBIDDEN[f"cvxkml.{_core}"] = (
+        "cvxkml.declare",
+        "cvxkml.estimators",
+        "cvxkml.experiments",
+        "cvxkml.testing",
+        "cvxkml.baselines",
+    )
 
 
 def _modules():
@@ -57,12 +102,12 @@ def _imports(name, path, is_pkg, modules):
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module
             out.add(target)
-            for a in node.names:                          # from pkg import submodule
+            for a in node.names:  # from pkg import submodule
                 if f"{target}.{a.name}" in modules:
                     out.add(f"{target}.{a.name}")
     return out
@@ -84,8 +129,12 @@ def test_layer_imports(layer):
     bad = []
     for mod, deps in GRAPH.items():
         if mod == layer or mod.startswith(layer + "."):
-            bad += [(mod, d) for d in deps for f in FORBIDDEN[layer]
-                    if d == f.rstrip(".") or d.startswith(f if f.endswith(".") else f + ".") or d == f]
+            bad += [
+                (mod, d)
+                for d in deps
+                for f in FORBIDDEN[layer]
+                if d == f.rstrip(".") or d.startswith(f if f.endswith(".") else f + ".") or d == f
+            ]
     assert not bad, f"{layer} imports what sits above it: {bad}"
 
 
@@ -96,8 +145,13 @@ def test_bottom_layer_imports_nothing_above(module):
 
 
 def test_nothing_imports_the_experiments():
-    bad = [(m, d) for m, deps in GRAPH.items() if not m.startswith("cvxkml.experiments")
-           and m != "cvxkml.__main__" for d in deps if d.startswith("cvxkml.experiments")]
+    bad = [
+        (m, d)
+        for m, deps in GRAPH.items()
+        if not m.startswith("cvxkml.experiments") and m != "cvxkml.__main__"
+        for d in deps
+        if d.startswith("cvxkml.experiments")
+    ]
     assert not bad
 
 
@@ -138,8 +192,8 @@ def _cycles():
 def test_no_import_circle():
     cycles = _cycles()
     assert not cycles, "import circles: " + "; ".join(
-        " <-> ".join(c) + " via " + ", ".join(f"{a}->{b}" for a in c for b in GRAPH[a] if b in c)
-        for c in cycles)
+        " <-> ".join(c) + " via " + ", ".join(f"{a}->{b}" for a in c for b in GRAPH[a] if b in c) for c in cycles
+    )
 
 
 def _private_imports(prefix):
@@ -152,13 +206,15 @@ def _private_imports(prefix):
         package = m if is_pkg else m.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level:
-                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
                 if target.startswith(prefix):
-                    continue                              # inside the same subpackage
-                out += [(m, f"{target}.{a.name}") for a in node.names
-                        if a.name.startswith("_") and not a.name.startswith("__")
-                        and f"{target}.{a.name}" not in MODULES]
+                    continue  # inside the same subpackage
+                out += [
+                    (m, f"{target}.{a.name}")
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__") and f"{target}.{a.name}" not in MODULES
+                ]
     return out
 
 

@@ -50,16 +50,20 @@ def _check(problem, hard):
     return fast, exact
 
 
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 12), r=st.integers(1, 12),
-       m=st.integers(1, 12))
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 12), r=st.integers(1, 12), m=st.integers(1, 12))
 def test_lowrank_hard_matches_range_space_model(seed, n, r, m):
     """Property test, hard constraints, rank r from 1 to n."""
     G0, pc = factor_instance(seed, n, min(r, n), m, hard=True)
     _check(LowRankLogDet(G0, pc), hard=True)
 
 
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 12), r=st.integers(1, 12),
-       m=st.integers(1, 24), gamma=st.sampled_from([0.01, 0.1, 1.0, 10.0, 100.0]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(2, 12),
+    r=st.integers(1, 12),
+    m=st.integers(1, 24),
+    gamma=st.sampled_from([0.01, 0.1, 1.0, 10.0, 100.0]),
+)
 @example(seed=26242, n=5, r=1, m=8, gamma=100.0)
 def test_lowrank_slack_matches_range_space_model(seed, n, r, m, gamma):
     G0, pc = factor_instance(seed, n, min(r, n), m, hard=False)
@@ -80,8 +84,14 @@ def _relative_and_similarity(rng, n, n_rel, n_sim):
 
 
 @settings(max_examples=examples(60))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 10), r=st.integers(2, 6),
-       n_rel=st.integers(0, 3), n_sim=st.integers(0, 3), with_pairs=st.booleans())
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(4, 10),
+    r=st.integers(2, 6),
+    n_rel=st.integers(0, 3),
+    n_sim=st.integers(0, 3),
+    with_pairs=st.booleans(),
+)
 # found by CI: a hard similarity constraint attainable only at the edge of the PD cone
 @example(seed=9, n=9, r=2, n_rel=0, n_sim=2, with_pairs=True)
 # found by fuzzing (issue 13, case 1): tol = 1e-12 met with a 6.8e-6 violation under a
@@ -123,8 +133,7 @@ def test_unattainable_hard_similarity_constraint_is_reported_infeasible_by_both_
     rng = np.random.default_rng(9)
     G0, pc = factor_instance(9, 9, 2, 6, hard=False)
     jl = np.array([rng.choice(9, 2, replace=False) for _ in range(2)])
-    problem = LowRankLogDet(G0, [pc, SimilarityConstraints(jl[:, 0], jl[:, 1], rng.normal(size=2))],
-                            gamma=1.0)
+    problem = LowRankLogDet(G0, [pc, SimilarityConstraints(jl[:, 0], jl[:, 1], rng.normal(size=2))], gamma=1.0)
     with pytest.raises(InfeasibleError, match="singular on the range of K0"):
         problem.solve_reference()
     with pytest.raises(InfeasibleError, match=r"constraint 7, a hard relative or similarity"):
@@ -140,9 +149,9 @@ def test_rank2_root_on_a_rank_one_gram_terminates(target, expected):
     theta, mp, mm = _rank2_theta(4.0, 2.0, 1.0, target)
     assert (mp, mm) == (3.0, 0.0)
     assert theta == pytest.approx(expected, rel=1e-12)
-    assert _rank2_theta(4.0, 2.0, 1.0, 0.0)[0] > 1e300          # h → 0⁺ only at overflow
-    assert _rank2_theta(0.0, 0.0, 0.0, 1.0)[0] == -np.inf      # h ≡ 0 < 1
-    assert _rank2_theta(0.0, 0.0, 0.0, -1.0)[0] == np.inf      # h ≡ 0 > −1
+    assert _rank2_theta(4.0, 2.0, 1.0, 0.0)[0] > 1e300  # h → 0⁺ only at overflow
+    assert _rank2_theta(0.0, 0.0, 0.0, 1.0)[0] == -np.inf  # h ≡ 0 < 1
+    assert _rank2_theta(0.0, 0.0, 0.0, -1.0)[0] == np.inf  # h ≡ 0 > −1
 
 
 @pytest.mark.parametrize("bound", [-5.0, 0.0, 1e-3, 5.0])
@@ -172,9 +181,9 @@ def test_cholupdatemult_matches_dense(r, boundary):
         got = B.copy()
         cholupdatemult(a, x, got)
         ref = B @ L
-        tol = 1e-12 * (1.0 if boundary is None else 1.0 / boundary ** 0.5)
+        tol = 1e-12 * (1.0 if boundary is None else 1.0 / boundary**0.5)
         assert np.abs(got - ref).max() <= tol * np.abs(ref).max()
-        assert np.allclose(got, np.tril(got))                 # stays lower triangular
+        assert np.allclose(got, np.tril(got))  # stays lower triangular
         y = rng.normal(size=r)
         z = np.empty(r)
         _chol_factor_solve(a, x, y, z)
@@ -199,8 +208,9 @@ def test_rank_deficient_kernel_routes_to_lowrank_path():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(30, 5))
     K0 = X @ X.T
-    pc = PairConstraints.from_labels(rng.integers(0, 2, 30), baseline_metric(X), n_similar=10,
-                                     n_dissimilar=10, random_state=0)
+    pc = PairConstraints.from_labels(
+        rng.integers(0, 2, 30), baseline_metric(X), n_similar=10, n_dissimilar=10, random_state=0
+    )
     sol = cvxkml.LogDetKernel(K0, pc, gamma=1.0).solve(tol=1e-12)
     assert sol.info["path"] == "lowrank" and sol.info["G"].shape == (30, 5)
     np.testing.assert_allclose(sol.info["G"] @ sol.info["G"].T, sol.matrix, atol=1e-10)
@@ -215,8 +225,7 @@ def test_out_of_sample_linear_and_factorizations():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(40, 6))
     y = (X[:, 0] > 0).astype(int)
-    pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=15, n_dissimilar=15,
-                                     random_state=1)
+    pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=15, n_dissimilar=15, random_state=1)
     prob = LowRankLogDet(X, pc, gamma=1.0)
     sol = prob.solve()
     Z = rng.normal(size=(7, 6))
@@ -258,11 +267,13 @@ def test_lowrank_bad_inputs():
     sol = prob.solve()
     assert list(sol.info["skipped_pairs"]) == [0] and len(prob.pairs) == 1 and sol.converged
     from cvxkml.sideinfo import LinearConstraints
+
     with_linear = LowRankLogDet(G0, [pc, LinearConstraints(b=[1.0], Z=np.ones((1, 3)))])
-    with pytest.raises(InvalidInputError,
-                       match=r"lowrank-logdet: does not handle LinearConstraints\); use method='dual'"):
+    with pytest.raises(
+        InvalidInputError, match=r"lowrank-logdet: does not handle LinearConstraints\); use method='dual'"
+    ):
         with_linear.solve(method="native")
-    sol = with_linear.solve()                     # the generic dual solver takes them
+    sol = with_linear.solve()  # the generic dual solver takes them
     assert sol.solver.startswith("dual-newton") and sol.converged
 
 
@@ -301,13 +312,33 @@ def _arrays(problem):
     if problem.relative is not None:
         R = problem.relative
         m = len(R)
-        rows.append((np.full(m, RANK2), R.i, R.j, R.k, np.tile([1.0, -1.0], (m, 1)),
-                     np.tile([1.0, -1.0], (m, 1)), np.ones(m), -R.margin))
+        rows.append(
+            (
+                np.full(m, RANK2),
+                R.i,
+                R.j,
+                R.k,
+                np.tile([1.0, -1.0], (m, 1)),
+                np.tile([1.0, -1.0], (m, 1)),
+                np.ones(m),
+                -R.margin,
+            )
+        )
     if problem.similarity is not None:
         S = problem.similarity
         m = len(S)
-        rows.append((np.full(m, RANK2), S.j, S.l, S.l, np.tile([0.5, -0.5], (m, 1)),
-                     np.tile([0.5, 0.5], (m, 1)), np.ones(m), -S.bound))
+        rows.append(
+            (
+                np.full(m, RANK2),
+                S.j,
+                S.l,
+                S.l,
+                np.tile([0.5, -0.5], (m, 1)),
+                np.tile([0.5, 0.5], (m, 1)),
+                np.ones(m),
+                -S.bound,
+            )
+        )
     return [np.concatenate(col) for col in zip(*rows)]
 
 
@@ -321,23 +352,33 @@ def _mixed_problem(seed, n, r, m, n_rel, n_sim, gamma):
         return LowRankLogDet(G0, cons, gamma=gamma)
 
 
-SCHEDULES = [dict(order="shuffle", active_set=True), dict(order="shuffle", active_set=False),
-             dict(order="cyclic", active_set=True), dict(order="cyclic", active_set=False)]
+SCHEDULES = [
+    dict(order="shuffle", active_set=True),
+    dict(order="shuffle", active_set=False),
+    dict(order="cyclic", active_set=True),
+    dict(order="cyclic", active_set=False),
+]
 
 
 @settings(max_examples=examples(40))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), r=st.integers(1, 6),
-       m=st.integers(1, 24), n_rel=st.integers(0, 2), n_sim=st.integers(0, 2),
-       gamma=st.sampled_from([None, 0.1, 1.0, 10.0]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(4, 12),
+    r=st.integers(1, 6),
+    m=st.integers(1, 24),
+    n_rel=st.integers(0, 2),
+    n_sim=st.integers(0, 2),
+    gamma=st.sampled_from([None, 0.1, 1.0, 10.0]),
+)
 # r = 1 with a hard similarity constraint: the full sweeps (HEAD's cyclic loop too) broke down
 # at a satisfied constraint on a spurious root of the rank-two equation (_rank2_theta) and
 # the solve raised InfeasibleError on a problem the exact model solves (36.752143, 3949.7352)
 @example(seed=19296974, n=9, r=1, m=13, n_rel=0, n_sim=1, gamma=1.0)
 @example(seed=1194835097, n=12, r=1, m=20, n_rel=1, n_sim=2, gamma=10.0)
-@example(seed=1, n=4, r=2, m=2, n_rel=2, n_sim=0, gamma=None)     # infeasible: codes 1, 1, 3, 3
-@example(seed=2, n=9, r=2, m=17, n_rel=0, n_sim=2, gamma=1.0)     # slow: codes 1, 1, 0, 0
-@example(seed=649, n=4, r=2, m=2, n_rel=0, n_sim=2, gamma=10.0)   # stalls at 5e-5 … 8e-5, every schedule
-@example(seed=649, n=4, r=2, m=2, n_rel=0, n_sim=2, gamma=0.1)    # stalls at 2e-6 / 1.9e-7
+@example(seed=1, n=4, r=2, m=2, n_rel=2, n_sim=0, gamma=None)  # infeasible: codes 1, 1, 3, 3
+@example(seed=2, n=9, r=2, m=17, n_rel=0, n_sim=2, gamma=1.0)  # slow: codes 1, 1, 0, 0
+@example(seed=649, n=4, r=2, m=2, n_rel=0, n_sim=2, gamma=10.0)  # stalls at 5e-5 … 8e-5, every schedule
+@example(seed=649, n=4, r=2, m=2, n_rel=0, n_sim=2, gamma=0.1)  # stalls at 2e-6 / 1.9e-7
 def test_every_schedule_reaches_the_same_certified_optimum(seed, n, r, m, n_rel, n_sim, gamma):
     """Reshuffled or cyclic order, active-set or full sweeps: the same outcome, and when it
     is an optimum the same one (LogDet is strictly convex: the same X̂), certified by the
@@ -349,13 +390,21 @@ def test_every_schedule_reaches_the_same_certified_optimum(seed, n, r, m, n_rel,
     for sched in SCHEDULES:
         stats = {}
         B, lam, xi, sweeps, change, code, bad, _ = lowrank_logdet(
-            problem.G0, *args, gamma=problem.gamma, tol=1e-12, max_iter=20_000,
-            gap_tol=1e-9, viol_tol=1e-9, stats=stats, **sched)
+            problem.G0,
+            *args,
+            gamma=problem.gamma,
+            tol=1e-12,
+            max_iter=20_000,
+            gap_tol=1e-9,
+            viol_tol=1e-9,
+            stats=stats,
+            **sched,
+        )
         codes.append(code)
         if code != 0:
             continue
         X = B @ B.T
-        viol = problem.violations(X, xi[:len(problem.pairs)] if problem.gamma is not None else None)
+        viol = problem.violations(X, xi[: len(problem.pairs)] if problem.gamma is not None else None)
         f, g = problem.objective(X), problem.dual_value(lam)
         f_s, g_s, gap_s, viol_s = stats["certificate"]
         assert f_s == pytest.approx(f, rel=1e-9, abs=1e-9) and g_s == pytest.approx(g, rel=1e-9, abs=1e-9)
@@ -414,14 +463,23 @@ def test_active_set_skips_only_no_op_projections(seed):
     out = {}
     for active in (False, True):
         st_ = {}
-        B, lam, xi, sweeps, *_ = lowrank_logdet(problem.G0, *args, gamma=1.0, tol=1e-12,
-                                                max_iter=50_000, gap_tol=1e-10, viol_tol=1e-10,
-                                                order="cyclic", active_set=active, stats=st_)
+        B, lam, xi, sweeps, *_ = lowrank_logdet(
+            problem.G0,
+            *args,
+            gamma=1.0,
+            tol=1e-12,
+            max_iter=50_000,
+            gap_tol=1e-10,
+            viol_tol=1e-10,
+            order="cyclic",
+            active_set=active,
+            stats=st_,
+        )
         out[active] = (B @ B.T, lam, st_["projections"], sweeps)
     np.testing.assert_allclose(out[True][0], out[False][0], rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(out[True][1], out[False][1], atol=1e-6 * out[False][1].max())
-    assert out[True][2] < out[False][2]                       # inactive pairs were skipped
-    assert np.count_nonzero(out[False][1]) < len(problem.pairs)   # some pairs are inactive
+    assert out[True][2] < out[False][2]  # inactive pairs were skipped
+    assert np.count_nonzero(out[False][1]) < len(problem.pairs)  # some pairs are inactive
 
 
 def _workload_problem():
@@ -431,8 +489,9 @@ def _workload_problem():
     n, r = 400, 10
     y = rng.integers(0, 5, n)
     G0 = rng.normal(size=(5, r))[y] + rng.normal(size=(n, r)) * rng.uniform(0.3, 2.0, r)
-    pc = PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=600,
-                                     percentiles=(5.0, 95.0), random_state=3)
+    pc = PairConstraints.from_labels(
+        y, baseline_metric(G0), scheme="itml", n_constraints=600, percentiles=(5.0, 95.0), random_state=3
+    )
     return LowRankLogDet(G0, pc, gamma=1.0)
 
 
@@ -462,8 +521,9 @@ def test_dual_change_alone_is_not_a_certificate_but_the_new_rule_is():
     B, lam, xi, *_ = lowrank_logdet(G0, *args, gamma=1.0, tol=1e-3, order="cyclic", active_set=False)
     old = problem._max_relative_violation(problem.violations(B @ B.T, xi))
     st_ = {}
-    B, lam, xi, sweeps, change, code, *_ = lowrank_logdet(G0, *args, gamma=1.0, tol=1e-3, gap_tol=1e-3,
-                                                          viol_tol=1e-3, stats=st_)
+    B, lam, xi, sweeps, change, code, *_ = lowrank_logdet(
+        G0, *args, gamma=1.0, tol=1e-3, gap_tol=1e-3, viol_tol=1e-3, stats=st_
+    )
     new = problem._max_relative_violation(problem.violations(B @ B.T, xi))
     assert code == 0 and new <= 1e-3 and change < 1e-3
     assert old > 1e-3
@@ -475,8 +535,9 @@ def test_converged_only_when_certified():
     rng = np.random.default_rng(7)
     y = rng.integers(0, 5, 300)
     G0 = rng.normal(size=(5, 8))[y] + rng.normal(size=(300, 8))
-    pc = PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=400,
-                                     percentiles=(5.0, 95.0), random_state=1)
+    pc = PairConstraints.from_labels(
+        y, baseline_metric(G0), scheme="itml", n_constraints=400, percentiles=(5.0, 95.0), random_state=1
+    )
     problem = LowRankLogDet(G0, pc, gamma=1.0)
     with pytest.warns(ConvergenceWarning):
         sol = problem.solve(tol=1e-6, max_iter=2)
@@ -515,12 +576,14 @@ def test_solve_continues_from_partial_run():
 
 def test_pair_values_override_matches_base():
     from cvxkml.declare.base import SpectralProblem
+
     G0, pc = factor_instance(2, 20, 6, 30, hard=False)
     problem = LowRankLogDet(G0, pc, gamma=1.0)
     M = np.cov(np.random.default_rng(0).normal(size=(6, 40)))
     for f in ("pair_values", "pair_inner"):
-        np.testing.assert_allclose(getattr(problem, f)(M, pc.i, pc.j),
-                                   getattr(SpectralProblem, f)(problem, M, pc.i, pc.j), rtol=1e-12)
+        np.testing.assert_allclose(
+            getattr(problem, f)(M, pc.i, pc.j), getattr(SpectralProblem, f)(problem, M, pc.i, pc.j), rtol=1e-12
+        )
 
 
 def test_mnist_shape_workload_small_matches_exact_model(data_dir):
@@ -528,9 +591,11 @@ def test_mnist_shape_workload_small_matches_exact_model(data_dir):
     pairs at the 5th/95th percentiles, γ = 1): the certified fast solve at the benchmark's
     tol = 1e-3 is within 1e-3 of the exact range-space model, and at 1e-9 within 1e-6."""
     from cvxkml.experiments.bench import mnist_shape_factor
+
     G0, y, src = mnist_shape_factor(1200, 12, data_dir=data_dir, seed=0)
-    pc = PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=300,
-                                     percentiles=(5.0, 95.0), random_state=300)
+    pc = PairConstraints.from_labels(
+        y, baseline_metric(G0), scheme="itml", n_constraints=300, percentiles=(5.0, 95.0), random_state=300
+    )
     problem = LowRankLogDet(G0, pc, gamma=1.0)
     exact = reference_or_discard(problem)
     for tol, rtol in [(1e-3, 1e-3), (1e-9, 1e-6)]:
@@ -544,6 +609,7 @@ def test_retry_after_an_unconfirmed_certificate_resumes(monkeypatch):
     certificate that lies once), solve() retries with tol/100 from the last iterate instead
     of from scratch, and the result is certified by the problem."""
     import cvxkml.solvers.lowrank as lowrank
+
     G0, pc = factor_instance(4, 40, 6, 80, hard=False)
     problem = LowRankLogDet(G0, pc, gamma=1.0)
     # the first check comes early (dual change 1e-2, violations 1e-2): the lie is about the gap
@@ -573,7 +639,7 @@ def test_retry_after_an_unconfirmed_certificate_resumes(monkeypatch):
     assert honest.converged and honest.info["attempts"] == 1
     assert sol.converged and sol.info["attempts"] == 2
     assert abs(sol.gap) <= 1e-9 * max(1.0, abs(sol.objective)) and sol.info["max_relative_violation"] <= 1e-2
-    assert first["sweeps"] < honest.n_iter             # the lie stopped the first attempt early
+    assert first["sweeps"] < honest.n_iter  # the lie stopped the first attempt early
     # resumed: the two attempts together took about the sweeps of one honest solve, not more
     assert sol.n_iter <= honest.n_iter + 5
     assert sol.objective == pytest.approx(honest.objective, rel=1e-6)
@@ -590,6 +656,7 @@ def test_similarity_constraints_on_a_constant_diagonal_kernel_fuzz_11505():
 
     from cvxkml.declare.regularizers import LogDet
     from cvxkml.testing import feasible_instance, trusted_reference
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         p = feasible_instance(5, 5, 4, ("similarity",), LogDet(), kernel=True, hard=True, C=0.1)
@@ -600,6 +667,7 @@ def test_similarity_constraints_on_a_constant_diagonal_kernel_fuzz_11505():
     S = p.similarity
     Tp = np.linalg.pinv(p.T)
     Xh = Tp @ fast.matrix @ Tp.T
-    A = sum(lam * -0.5 * (np.outer(p.T[j], p.T[l]) + np.outer(p.T[l], p.T[j]))
-            for lam, j, l in zip(fast.dual, S.j, S.l))
+    A = sum(
+        lam * -0.5 * (np.outer(p.T[j], p.T[l]) + np.outer(p.T[l], p.T[j])) for lam, j, l in zip(fast.dual, S.j, S.l)
+    )
     assert np.abs(np.linalg.inv(Xh) - np.eye(Xh.shape[0]) - A).max() <= 1e-8

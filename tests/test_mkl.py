@@ -137,8 +137,10 @@ def test_active_set_matches_the_full_model(buffer):
         assert h.value(P_act) <= h.value(P_full) + 1e-6 * max(1.0, h.value(P_full)) + w * 1e-6
     assert step._active.size < tr.n_triplets or buffer > 0
     # the interior-point method is the default for LMNN (it has hinge_terms())
-    assert RankOneWeightStep(LMNNWeightObjective(np.zeros((tr.n_pairs, 3, 3)), tr), method="auto").method \
+    assert (
+        RankOneWeightStep(LMNNWeightObjective(np.zeros((tr.n_pairs, 3, 3)), tr), method="auto").method
         == "interior-point"
+    )
 
 
 def test_direction_is_the_closed_form_of_eq16():
@@ -173,20 +175,20 @@ def test_rank_one_step_against_brute_force(seed, m):
     best = int(np.argmin(vals))
     res, warned = solve_recorded(RankOneWeightStep(h))
     scale = max(1.0, abs(vals[best]))
-    assert res.rank_one                                          # (17) reached
-    assert res.relaxed <= vals.min() + 1e-7 * scale              # the relaxation is a lower bound
+    assert res.rank_one  # (17) reached
+    assert res.relaxed <= vals.min() + 1e-7 * scale  # the relaxation is a lower bound
     assert res.relaxed <= res.objective + 1e-7 * scale
     # the certificate: a Lagrange lower bound below every rank-one point, gap >= 0
     assert res.dual_value <= vals.min() + 1e-7 * scale
     assert res.gap >= -1e-7 * scale
     assert warned == (not res.converged)
-    if res.converged:                                            # certified: the global optimum
+    if res.converged:  # certified: the global optimum
         assert res.objective <= vals.min() + 1e-6 * scale
     assert np.all(res.mu >= 0) and res.mu.sum() == pytest.approx(1.0)
     # local optimality certificate of the convex iteration, against every grid point
     penalty = res.w * np.einsum("gi,ij,gj->g", grid, res.info["W"], grid)
     assert np.all(res.objective <= vals + penalty + 1e-6 * scale)
-    if res.relaxed >= res.objective - 1e-7 * scale:               # relaxation tight: global optimum
+    if res.relaxed >= res.objective - 1e-7 * scale:  # relaxation tight: global optimum
         assert res.objective <= vals[best] + 1e-7 * scale
         # ... and μ is the grid's argmin to grid resolution (grid step 1/steps): either
         # within one step of it, or, in a flat elongated valley where the grid argmin can
@@ -257,7 +259,7 @@ def test_mu_step_convex_h_against_brute_force():
     _, _, Ks, tr, A = instance(3, 3)
     Q = pair_kernel_quadratics(Ks, A, tr.pi, tr.pj)
     tp = np.flatnonzero(tr.target_weight > 0)
-    R = np.linalg.cholesky(Q[tp] + 1e-12 * np.eye(3)).transpose(0, 2, 1)   # Q = RᵀR
+    R = np.linalg.cholesky(Q[tp] + 1e-12 * np.eye(3)).transpose(0, 2, 1)  # Q = RᵀR
     cap = float(np.median(np.einsum("pll->p", Q[tp]))) * 0.2
 
     class Compact:
@@ -277,7 +279,7 @@ def test_mu_step_convex_h_against_brute_force():
     vals = np.array([h.value_mu(mu) for mu in grid])
     scale = max(1.0, vals.min())
     assert res.objective <= vals.min() + 1e-7 * scale
-    assert res.objective >= vals.min() - 0.05 * scale      # grid resolution
+    assert res.objective >= vals.min() - 0.05 * scale  # grid resolution
     # certified: the dual value is below every grid value and the gap is closed
     assert res.converged and res.dual_value <= vals.min() + 1e-8 * scale
     assert -1e-8 * scale <= res.gap <= 1e-6 * scale
@@ -288,7 +290,7 @@ def test_mu_step_rejects_h_not_convex_in_mu():
     h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
     Q = h.Q[tr.ti[0]]
 
-    def concave(mu):                      # −μᵀQμ: decreasing in a distance
+    def concave(mu):  # −μᵀQμ: decreasing in a distance
         return -cp.quad_form(mu, Q)
 
     with pytest.raises(InvalidInputError, match="convex in μ"):
@@ -301,9 +303,9 @@ def test_lmnn_mu_majorizer_and_ccp_monotone():
     mu0 = np.full(3, 1 / 3)
     maj = LMNNMuMajorizer(h, mu0)
     rng = np.random.default_rng(0)
-    assert maj.value_mu(mu0) == pytest.approx(h.value_mu(mu0), rel=1e-12)      # exact at μ_k
+    assert maj.value_mu(mu0) == pytest.approx(h.value_mu(mu0), rel=1e-12)  # exact at μ_k
     for mu in rng.dirichlet(np.ones(3), 20):
-        assert maj.value_mu(mu) >= h.value_mu(mu) - 1e-10                    # an upper bound
+        assert maj.value_mu(mu) >= h.value_mu(mu) - 1e-10  # an upper bound
     res = lmnn_mu_step(h, mu0)
     f = [v for _, v in res.history]
     assert all(b <= a + 1e-12 for a, b in zip(f, f[1:]))
@@ -336,9 +338,9 @@ def test_rank_one_certificate_on_seeded_draws(seed, m, tight):
     assert isinstance(step, Problem) and step.exact_size() == m
     ref = step.solve_reference()
     assert ref.converged and ref.info["relaxation"] and ref.info["rank_one"] == tight
-    assert -1e-8 * scale <= ref.gap <= 1e-6 * scale                   # the relaxation is certified
+    assert -1e-8 * scale <= ref.gap <= 1e-6 * scale  # the relaxation is certified
     assert ref.max_violation <= 1e-7 and ref.objective == step.objective(ref.matrix)
-    assert ref.dual_value <= vals.min() + 1e-8 * scale                # below every rank-one point
+    assert ref.dual_value <= vals.min() + 1e-8 * scale  # below every rank-one point
     assert ref.dual_value <= ref.info["rank_one_objective"] + 1e-8 * scale
     # the closed-form Lagrange bound and the solver's own dual objective agree
     assert ref.dual_value == pytest.approx(ref.info["solver_dual_objective"], rel=1e-7)
@@ -365,11 +367,11 @@ def test_relaxation_bound_is_valid_for_any_multipliers():
     _, _, Ks, tr, A = instance(3, 3)
     h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
     step = RankOneWeightStep(h)
-    prob, cons = step._full_model()                    # (15) with W = 0, s = 1
+    prob, cons = step._full_model()  # (15) with W = 0, s = 1
     prob.solve(solver="CLARABEL")
     P_star = prob.var_dict["P"].value
 
-    class Dual:                           # a solved constraint: only dual_value is read
+    class Dual:  # a solved constraint: only dual_value is read
         def __init__(self, v):
             self.dual_value = v
 
@@ -380,20 +382,19 @@ def test_relaxation_bound_is_valid_for_any_multipliers():
         Ps.append(V @ V.T / (V @ V.T).sum())
     Ps += [np.outer(mu, mu) for mu in rng.dirichlet(np.ones(3) * 0.3, 100)]
     hv = np.array([h.value(P) for P in Ps])
-    alpha, nu, N = (np.ravel(cons[0].dual_value), float(prob.constraints[0].dual_value),
-                    prob.constraints[1].dual_value)
+    alpha, nu, N = (np.ravel(cons[0].dual_value), float(prob.constraints[0].dual_value), prob.constraints[1].dual_value)
     exact = _set_bound(*h.minorant(cons), prob.constraints[:2], 1.0)
     assert exact == pytest.approx(prob.value, rel=1e-7) and np.all(hv >= exact - 1e-9 * hv)
     for k in range(40):
-        a_k = alpha + rng.uniform(-0.5, 0.5, alpha.size) * h.gamma        # leaves [0, γ]: clipped
-        if k == 0:                        # the worst outside [0, γ]: above γ where the hinge is
-            a_k = np.where(h.hinge_arguments(P_star) > 0, 1.5, -0.5) * h.gamma   # active, < 0 not
+        a_k = alpha + rng.uniform(-0.5, 0.5, alpha.size) * h.gamma  # leaves [0, γ]: clipped
+        if k == 0:  # the worst outside [0, γ]: above γ where the hinge is
+            a_k = np.where(h.hinge_arguments(P_star) > 0, 1.5, -0.5) * h.gamma  # active, < 0 not
         nu_k = nu + rng.normal() * 10.0 ** (k % 4 - 2)
         N_k = N + rng.normal(size=N.shape) * 10.0 ** (k % 3 - 2)
-        if k == 1:                        # N < 0 is not a multiplier of P >= 0: clipped
+        if k == 1:  # N < 0 is not a multiplier of P >= 0: clipped
             a_k, nu_k, N_k = alpha, nu - 1.0, N - 1.0
         a, G = h.minorant([Dual(a_k)])
-        assert np.all(hv >= a + np.einsum("pij,ij->p", np.array(Ps), G) - 1e-9 * hv)   # a minorant
+        assert np.all(hv >= a + np.einsum("pij,ij->p", np.array(Ps), G) - 1e-9 * hv)  # a minorant
         bound = _set_bound(a, G, [Dual(nu_k), Dual(N_k)], 1.0)
         assert np.all(hv >= bound - 1e-9 * hv), (k, bound, hv.min())
     # ... and solve_reference reports the bound at the solver's multipliers: the optimum
@@ -418,11 +419,20 @@ def test_rank_one_callback():
     h = LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)
     calls = []
     sol, warned = solve_recorded(RankOneWeightStep(h), callback=lambda d: calls.append(d))  # never stops
-    assert warned and not sol.converged and sol.rank_one         # the relaxation is not tight here
+    assert warned and not sol.converged and sol.rank_one  # the relaxation is not tight here
     assert [c["iteration"] for c in calls] == list(range(1, sol.n_iter + 1))
-    assert set(calls[0]) == {"iteration", "w", "convex_iteration", "objective", "relaxed_objective",
-                             "rank_gap", "rank_one", "lower_bound", "gap"}
-    assert all(c["lower_bound"] == sol.dual_value for c in calls)      # known from the first solve
+    assert set(calls[0]) == {
+        "iteration",
+        "w",
+        "convex_iteration",
+        "objective",
+        "relaxed_objective",
+        "rank_gap",
+        "rank_one",
+        "lower_bound",
+        "gap",
+    }
+    assert all(c["lower_bound"] == sol.dual_value for c in calls)  # known from the first solve
     assert calls[-1]["rank_one"] and calls[-1]["objective"] == pytest.approx(sol.objective, rel=1e-12)
     # a truthy return stops at once, honestly
     with pytest.warns(ConvergenceWarning, match="callback stopped"):
@@ -431,8 +441,9 @@ def test_rank_one_callback():
     assert stopped.gap >= -1e-8 * stopped.objective
     # a stop asked on the solve that reaches rank one changes nothing (it ends there anyway)
     _, _, Ks, tr, A = instance(4, 3)
-    tight = solve_fast_honestly(RankOneWeightStep(LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)),
-                                callback=lambda d: True)
+    tight = solve_fast_honestly(
+        RankOneWeightStep(LMNNWeightObjective.from_kernels(Ks, A, tr, 0.5)), callback=lambda d: True
+    )
     assert tight.converged and tight.status == "converged" and tight.n_iter == 1
 
 
@@ -448,13 +459,12 @@ def test_rank_one_warm_start_forms():
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         c = RankOneWeightStep(h).solve(W0=W)
-    assert any(issubclass(r.category, DeprecationWarning) and "use warm_start" in str(r.message)
-               for r in rec)
+    assert any(issubclass(r.category, DeprecationWarning) and "use warm_start" in str(r.message) for r in rec)
     np.testing.assert_array_equal(a.mu, b.mu)
     np.testing.assert_array_equal(a.mu, c.mu)
     # warm-started, the relaxation is solved at the end for the certificate
     assert a.dual_value == pytest.approx(RankOneWeightStep(h).solve_reference().dual_value, rel=1e-6)
-    assert a.objective <= h.value_mu(mu) + 1e-9                        # cannot exceed the start
+    assert a.objective <= h.value_mu(mu) + 1e-9  # cannot exceed the start
 
 
 def test_mu_step_contract():
@@ -469,10 +479,10 @@ def test_mu_step_contract():
     assert ref.objective == step.objective(ref.matrix) and ref.matrix.shape == (3,)
     calls = []
     sol = solve_fast_honestly(step, callback=lambda d: calls.append(d) or True)
-    assert sol.converged and sol.status == "converged" and len(calls) == 1   # certified: not stopped
+    assert sol.converged and sol.status == "converged" and len(calls) == 1  # certified: not stopped
     assert calls[0]["lower_bound"] == sol.dual_value and abs(calls[0]["gap"]) <= 1e-6
     with pytest.warns(ConvergenceWarning, match="not certified"):
-        strict = step.solve(tol=1e-15, callback=lambda d: True)             # below round-off
+        strict = step.solve(tol=1e-15, callback=lambda d: True)  # below round-off
     assert not strict.converged and strict.status == CALLBACK_STOP
     # a solver without a dual objective: no certificate, honestly unconverged
     with pytest.warns(ConvergenceWarning, match="reports no dual objective"):
@@ -498,8 +508,11 @@ def test_weight_step_bad_contract_inputs():
             step.solve(tol=0.0)
         with pytest.raises(InvalidInputError, match="max_iter must be a positive integer"):
             step.solve(max_iter=0)
-    with pytest.raises(InvalidInputError, match=r"warm_start must be the start direction W of eq. 16, "
-                                                r"an 3 × 3 matrix .* got shape \(2, 2\)"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"warm_start must be the start direction W of eq. 16, "
+        r"an 3 × 3 matrix .* got shape \(2, 2\)",
+    ):
         P_step.solve(warm_start=np.eye(2))
     with pytest.raises(InvalidInputError, match="got shape \\(4,\\)"):
         P_step.solve(warm_start=np.ones(4))
@@ -570,9 +583,14 @@ class ShiftedH(LinearPObjective):
 
 
 @settings(max_examples=EXAMPLES)
-@given(seed=st.integers(0, 2**31 - 1), m=st.integers(2, 6), n=st.integers(8, 14),
-       gamma=st.sampled_from([0.25, 0.5, 0.9]), w_exp=st.sampled_from([None, 0, 2, 4]),
-       rand_A=st.booleans())
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    m=st.integers(2, 6),
+    n=st.integers(8, 14),
+    gamma=st.sampled_from([0.25, 0.5, 0.9]),
+    w_exp=st.sampled_from([None, 0, 2, 4]),
+    rand_A=st.booleans(),
+)
 def test_interior_point_matches_the_exact_model(seed, m, n, gamma, w_exp, rand_A):
     """The interior-point solve of (15) against the trusted CVXPY model of the same (15):
     its relaxation value and its Lagrange bound (solve()'s ``relaxed`` and ``dual_value``)
@@ -583,7 +601,7 @@ def test_interior_point_matches_the_exact_model(seed, m, n, gamma, w_exp, rand_A
     h = wide_instance(seed, m, n, gamma=gamma, rand_A=rand_A)
     if w_exp is not None:
         mu = np.random.default_rng(seed + 1).dirichlet(np.ones(m))
-        h = ShiftedH(h, 10.0 ** w_exp * RankOneWeightStep.direction(np.outer(mu, mu)))
+        h = ShiftedH(h, 10.0**w_exp * RankOneWeightStep.direction(np.outer(mu, mu)))
     step = RankOneWeightStep(h, max_convex_iter=6)
     assert step.method == "interior-point"
     exact = reference_or_discard(step)
@@ -595,7 +613,7 @@ def test_interior_point_matches_the_exact_model(seed, m, n, gamma, w_exp, rand_A
     # m = 6, n = 9: violations 3e-9, objective 1.0e-8 below the certified bound), while the
     # interior-point P is exactly feasible
     assert fast.dual_value <= exact.objective + 1e-7 * scale
-    assert fast.dual_value >= exact.objective - 1e-6 * scale                 # and tight
+    assert fast.dual_value >= exact.objective - 1e-6 * scale  # and tight
     assert fast.gap >= -1e-8 * scale
     assert fast.max_violation <= 1e-12
     if fast.converged:
@@ -614,8 +632,7 @@ def test_interior_point_on_twenty_kernels():
     assert abs(v - exact.objective) <= 1e-7 * scale and np.max(step.violations(P)) <= 1e-12
     t = h.hinge_terms()
     res = weight_step_ipm(t)
-    bound = lagrange_bound(float(res.lam @ t.b), smat(t.Cs + t.adjoint(res.lam), 20), res.extra["nu"],
-                           res.extra["N"])
+    bound = lagrange_bound(float(res.lam @ t.b), smat(t.Cs + t.adjoint(res.lam), 20), res.extra["nu"], res.extra["N"])
     assert bound <= exact.objective + 1e-9 * scale and res.extra["value"] - bound <= 1e-8 * scale
     W = RankOneWeightStep.direction(P)
     shifted = RankOneWeightStep(ShiftedH(h, 10.0 * W))
@@ -638,14 +655,13 @@ def test_working_set_rounds_reach_the_optimum():
     # a cold start too large for all hinges: classified at the solution of a 10-hinge sample
     sampled = weight_step_ipm(t, cold_budget=0.0, sample=10)
     on, off = t.safe_signs()
-    assert sampled.extra["kept"][0] == min(64, int(np.sum(~(on | off))))       # not all of them
+    assert sampled.extra["kept"][0] == min(64, int(np.sum(~(on | off))))  # not all of them
     scale = max(1.0, cold.extra["value"])
     for res in (warm, sampled):
         assert abs(res.extra["value"] - cold.extra["value"]) <= 1e-8 * scale
     for res in (cold, warm, sampled):
         assert res.code == 0 and np.all((res.lam >= 0) & (res.lam <= t.c))
-        b = lagrange_bound(float(res.lam @ t.b), smat(t.Cs + t.adjoint(res.lam), 4), res.extra["nu"],
-                           res.extra["N"])
+        b = lagrange_bound(float(res.lam @ t.b), smat(t.Cs + t.adjoint(res.lam), 4), res.extra["nu"], res.extra["N"])
         assert 0.0 <= res.extra["value"] - b <= 1e-8 * scale
         assert res.extra["value"] == pytest.approx(h.value(res.matrix), rel=1e-12)
     P = cold.matrix
@@ -657,7 +673,7 @@ def test_hinge_terms_reproduce_h():
     Σ α_t D_t against the minorant, and the hinges of one sign on all of S."""
     h = wide_instance(2, 5, 10)
     t = h.hinge_terms()
-    assert h.hinge_terms() is t                                       # cached
+    assert h.hinge_terms() is t  # cached
     rng = np.random.default_rng(0)
     on, off = t.safe_signs()
     for _ in range(20):
@@ -697,8 +713,7 @@ def test_interior_point_needs_hinge_terms():
 @pytest.mark.parametrize("variant", ["P", "mu"])
 def test_alternation_decreases_the_objective(variant):
     X, y, Ks, tr, _ = instance(7, 3, n=14)
-    res = alternate(Ks, y, variant=variant, k=2, max_outer=6, tol=1e-6,
-                    lmnn_options={"tol": 1e-7, "max_iter": 30_000})
+    res = alternate(Ks, y, variant=variant, k=2, max_outer=6, tol=1e-6, lmnn_options={"tol": 1e-7, "max_iter": 30_000})
     F = [res.history[0]["objective"]]
     for h in res.history[1:]:
         F += [h["objective_after_weights"], h["objective"]]
@@ -723,9 +738,11 @@ def test_nr_mkl_is_lmnn_on_concatenated_maps():
     # with A″ block-structured as in eq. 11 (A′ = μμᵀ ⊗ A) it reproduces the weighted metric
     mu = np.array([0.3, 0.7])
     Ablock = np.kron(np.outer(mu, mu), A)
-    np.testing.assert_allclose(prob.pair_distances(Ablock),
-                               pair_quadratic(combine_kernels(Ks, mu), A, prob.triplets.pi, prob.triplets.pj),
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        prob.pair_distances(Ablock),
+        pair_quadratic(combine_kernels(Ks, mu), A, prob.triplets.pi, prob.triplets.pj),
+        rtol=1e-9,
+    )
 
 
 # --------------------------------------------------------------------------- kernel sets
@@ -743,7 +760,7 @@ def test_kernel_sets():
     S = src.fit_matrices(X)
     d = np.sqrt(kernel_sq_distances(X[:, :2] @ X[:, :2].T))
     sigma = d[np.triu_indices(15, 1)].mean()
-    np.testing.assert_allclose(S[0], np.exp(-d ** 2 / (2 * sigma ** 2)), rtol=1e-10)
+    np.testing.assert_allclose(S[0], np.exp(-(d**2) / (2 * sigma**2)), rtol=1e-10)
 
 
 def test_bad_inputs():

@@ -2,6 +2,7 @@
 of the package for unsafe loaders, and the ``reproduce mkl --resume DIR`` store
 (:class:`cvxkml.experiments._parallel.TaskStore`) reading a planted file without running
 it."""
+
 import ast
 import json
 import pickle
@@ -19,34 +20,55 @@ PACKAGE = Path(cvxkml.__file__).parent
 #: modules whose import alone means deserializing code-carrying objects
 UNSAFE_MODULES = {"pickle", "cPickle", "_pickle", "cloudpickle", "dill", "shelve", "marshal", "jsonpickle"}
 #: attribute calls that run code from a file: (object name, function)
-UNSAFE_CALLS = {("joblib", "load"), ("torch", "load"), ("pd", "read_pickle"), ("pandas", "read_pickle"),
-                ("yaml", "load"), ("yaml", "unsafe_load"), ("np", "load"), ("numpy", "load")}
+UNSAFE_CALLS = {
+    ("joblib", "load"),
+    ("torch", "load"),
+    ("pd", "read_pickle"),
+    ("pandas", "read_pickle"),
+    ("yaml", "load"),
+    ("yaml", "unsafe_load"),
+    ("np", "load"),
+    ("numpy", "load"),
+}
 
 
 def _unsafe_uses(tree, where):
     bad = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            bad += [f"{where}:{node.lineno} import {a.name}" for a in node.names
-                    if a.name.split(".")[0] in UNSAFE_MODULES]
+            bad += [
+                f"{where}:{node.lineno} import {a.name}" for a in node.names if a.name.split(".")[0] in UNSAFE_MODULES
+            ]
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in UNSAFE_MODULES:
             bad.append(f"{where}:{node.lineno} from {node.module} import ...")
-        elif isinstance(node, ast.ImportFrom) and node.module in ("joblib", "torch") and \
-                any(a.name == "load" for a in node.names):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module in ("joblib", "torch")
+            and any(a.name == "load" for a in node.names)
+        ):
             bad.append(f"{where}:{node.lineno} from {node.module} import load")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name) \
-                and (node.func.value.id, node.func.attr) in UNSAFE_CALLS:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and (node.func.value.id, node.func.attr) in UNSAFE_CALLS
+        ):
             if node.func.attr == "load" and node.func.value.id in ("np", "numpy"):
                 # np.load only with an explicit allow_pickle=False
-                ok = any(k.arg == "allow_pickle" and isinstance(k.value, ast.Constant) and k.value.value is False
-                         for k in node.keywords)
+                ok = any(
+                    k.arg == "allow_pickle" and isinstance(k.value, ast.Constant) and k.value.value is False
+                    for k in node.keywords
+                )
                 if ok:
                     continue
             bad.append(f"{where}:{node.lineno} {node.func.value.id}.{node.func.attr}(...)")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in ("loads", "load", "Unpickler") and isinstance(node.func.value, ast.Name) \
-                and node.func.value.id in UNSAFE_MODULES:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("loads", "load", "Unpickler")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in UNSAFE_MODULES
+        ):
             bad.append(f"{where}:{node.lineno} {node.func.value.id}.{node.func.attr}(...)")
     return bad
 
@@ -65,9 +87,18 @@ def test_the_package_has_no_unsafe_loader():
 
 def test_the_scan_finds_what_it_looks_for():
     """The scan is not vacuous: each forbidden form in a snippet is found."""
-    snippets = ["import pickle", "from pickle import load", "import dill", "joblib.load(p)", "torch.load(p)",
-                "np.load(p)", "np.load(p, allow_pickle=True)", "pd.read_pickle(p)", "from joblib import load",
-                "yaml.load(s)"]
+    snippets = [
+        "import pickle",
+        "from pickle import load",
+        "import dill",
+        "joblib.load(p)",
+        "torch.load(p)",
+        "np.load(p)",
+        "np.load(p, allow_pickle=True)",
+        "pd.read_pickle(p)",
+        "from joblib import load",
+        "yaml.load(s)",
+    ]
     for s in snippets:
         assert _unsafe_uses(ast.parse(s), "x"), s
     assert not _unsafe_uses(ast.parse("np.load(p, allow_pickle=False)"), "x")
@@ -84,10 +115,20 @@ class _Marker:
 
 
 def _result():
-    return {"correct": {"1-NN": np.array([True, False, True]), "LMNN_H": np.zeros(0, bool)},
-            "info": {"mu": [0.25, 0.75], "w": [None, np.arange(3.0)], "seconds": 1.5, "gap": float("nan"),
-                     "labels": np.array(["a", "bc"]), "pair": (1, "x")},
-            "fits": np.int64(3), "unconverged": 0, "kernels": ["linear()", "gaussian(sigma=1)"]}
+    return {
+        "correct": {"1-NN": np.array([True, False, True]), "LMNN_H": np.zeros(0, bool)},
+        "info": {
+            "mu": [0.25, 0.75],
+            "w": [None, np.arange(3.0)],
+            "seconds": 1.5,
+            "gap": float("nan"),
+            "labels": np.array(["a", "bc"]),
+            "pair": (1, "x"),
+        },
+        "fits": np.int64(3),
+        "unconverged": 0,
+        "kernels": ["linear()", "gaussian(sigma=1)"],
+    }
 
 
 def _same(a, b):
@@ -141,6 +182,7 @@ def _rewrite(path, **members):
 
 def _npy(a):
     import io
+
     buf = io.BytesIO()
     np.lib.format.write_array(buf, a, allow_pickle=True)
     return buf.getvalue()
@@ -157,11 +199,14 @@ def test_store_refuses_changed_damaged_and_foreign_files(tmp_path):
 
     cases = {
         "an array changed": lambda: _rewrite(path, **{"a0.npy": _npy(np.array([True, True, True]))}),
-        "an object array (pickle inside .npy)":
-            lambda: _rewrite(path, **{"a0.npy": _npy(np.array([_Marker(tmp_path / "m")], dtype=object))}),
+        "an object array (pickle inside .npy)": lambda: _rewrite(
+            path, **{"a0.npy": _npy(np.array([_Marker(tmp_path / "m")], dtype=object))}
+        ),
         "truncated": lambda: path.write_bytes(path.read_bytes()[:100]),
-        "another key's file": lambda: (store.save(other, _result()),
-                                       path.write_bytes((store.directory / f"{other}.npz").read_bytes())),
+        "another key's file": lambda: (
+            store.save(other, _result()),
+            path.write_bytes((store.directory / f"{other}.npz").read_bytes()),
+        ),
         "not a zip": lambda: path.write_bytes(b"hello"),
         "header is not JSON": lambda: _rewrite(path, **{"__store__.npy": _npy(np.frombuffer(b"{nope", np.uint8))}),
         "a shape larger than the member": lambda: _rewrite(path, **{"a0.npy": _npy(np.zeros(3, bool))[:-3]}),
@@ -194,7 +239,7 @@ def test_npy_member_size_is_checked_before_decompression(tmp_path):
     bomb costs nothing)."""
     path = tmp_path / "bomb.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("a0.npy", _npy(np.zeros(5_000_000)))          # 40 MB of zeros, ~40 kB on disk
+        zf.writestr("a0.npy", _npy(np.zeros(5_000_000)))  # 40 MB of zeros, ~40 kB on disk
     assert path.stat().st_size < 100_000
     with zipfile.ZipFile(path) as zf, pytest.raises(ValueError, match="above the limit"):
         _read_npy_member(zf, zf.getinfo("a0.npy"), budget=1_000_000)

@@ -22,7 +22,7 @@ FAST = dict(tol=1e-13, max_iter=50_000)
 
 
 def _three_pairs(pc):
-    order = np.argsort(pc.y, kind="stable")[:3]            # dissimilar (−1) first
+    order = np.argsort(pc.y, kind="stable")[:3]  # dissimilar (−1) first
     return PairConstraints(pc.i[order], pc.j[order], pc.y[order], pc.bound[order])
 
 
@@ -30,8 +30,7 @@ def _theorem4_instance(seed, n, extra):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, n + extra))
     y = rng.integers(0, 2, n)
-    pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=3, n_dissimilar=3,
-                                     random_state=seed)
+    pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=3, n_dissimilar=3, random_state=seed)
     return rng, X, pc
 
 
@@ -44,7 +43,7 @@ def test_theorem4_exact_models(reg, seed):
     solver's matrix accuracy (objective 1e-6, matrices 2e-3 relative)."""
     rng, X, pc = _theorem4_instance(seed, 7, 3)
     gamma = 1.0 if reg.has_slack else None
-    if gamma is None:       # hard: 3 pairs incl. dissimilar ones (else α = 0 gives K* = 0)
+    if gamma is None:  # hard: 3 pairs incl. dissimilar ones (else α = 0 gives K* = 0)
         pc = _three_pairs(pc)
     W = SpectralMetric(X, pc, reg, gamma=gamma, space="features").solve_reference()
     K = SpectralKernel(X @ X.T, pc, reg, gamma=gamma).solve_reference()
@@ -75,8 +74,9 @@ def test_theorem4_fast_solvers(reg, gamma):
     lk = LearnedKernel.from_solution(Kernel("linear"), X, X @ X.T, K.matrix, alpha=reg.alpha)
     Z1, Z2 = rng.normal(size=(5, 12)), rng.normal(size=(5, 12))
     D = Z1 - Z2
-    np.testing.assert_allclose(lk.pair_sq_distances(Z1, Z2), np.einsum("ij,jk,ik->i", D, W.matrix, D),
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        lk.pair_sq_distances(Z1, Z2), np.einsum("ij,jk,ik->i", D, W.matrix, D), rtol=1e-6, atol=1e-8
+    )
 
 
 def _vn_check(problem, hard):
@@ -87,7 +87,7 @@ def _vn_check(problem, hard):
     # with its own certificate <= 1e-7, else re-solved with SCS, else the draw is discarded
     exact = reference_or_discard(problem, feasible=fast)
     assert_matches_reference(problem, fast, exact, rtol=1e-6, viol=1e-6)
-    assert fast.info["max_relative_violation"] <= 1e-6        # the certificate's measure
+    assert fast.info["max_relative_violation"] <= 1e-6  # the certificate's measure
     assert abs(fast.gap) <= 1e-8 * max(1.0, abs(fast.objective)), fast
     return fast
 
@@ -104,11 +104,16 @@ def test_vonneumann_hard_fast_vs_model(seed, n, d, m):
 
 
 @settings(max_examples=examples(40))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), d=st.integers(1, 6),
-       m=st.integers(1, 16), gamma=st.sampled_from([0.1, 1.0, 10.0]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(3, 10),
+    d=st.integers(1, 6),
+    m=st.integers(1, 16),
+    gamma=st.sampled_from([0.1, 1.0, 10.0]),
+)
 # issue 13, case 3: the same with slack (fast certified to 4.7e-13, reference inaccurate)
 @example(seed=6, n=10, d=6, m=10, gamma=10.0)
-@example(seed=6, n=6, d=1, m=9, gamma=10.0)          # L-BFGS-B tried an overflowing X̂(λ)
+@example(seed=6, n=6, d=1, m=9, gamma=10.0)  # L-BFGS-B tried an overflowing X̂(λ)
 def test_vonneumann_slack_fast_vs_model_and_dual(seed, n, d, m, gamma):
     """Slack (Kulis et al. §6.2.1): fast vs model as above, and fast vs the exact dual
     solved by L-BFGS-B + Newton: objective gap <= 1e-8."""
@@ -118,7 +123,7 @@ def test_vonneumann_slack_fast_vs_model_and_dual(seed, n, d, m, gamma):
     dual = solve_dual(prob)
     assume(dual.converged)
     assert abs(fast.objective - dual.objective) <= 1e-8 * max(1.0, abs(dual.objective))
-    assert abs(dual.gap) <= 1e-8 * max(1.0, abs(dual.objective))          # KKT: dual = primal
+    assert abs(dual.gap) <= 1e-8 * max(1.0, abs(dual.objective))  # KKT: dual = primal
 
 
 @pytest.mark.parametrize("case", ["generic", "clustered", "tiny-w", "zero-w", "negative"])
@@ -131,7 +136,7 @@ def test_secular_eigen_update_matches_eigh(case):
         w = rng.normal(size=r)
         theta = 10 ** rng.uniform(-3, 2)
         if case == "clustered":
-            q = np.round(q, 1)                       # exact ties and near ties
+            q = np.round(q, 1)  # exact ties and near ties
             q[: r // 3] += rng.normal(size=r // 3) * 1e-13
         elif case == "tiny-w":
             w[rng.random(r) < 0.4] *= 1e-9
@@ -151,6 +156,7 @@ def test_secular_eigen_update_matches_eigh(case):
 def test_custom_regularizer_and_bad_inputs():
     """A user-declared spectral regularizer works with the exact model; α < 0 is rejected
     (Theorem 4); regularizers without a fast solver or slack say what to do."""
+
     class Shifted(Regularizer):
         name, alpha = "Shifted", 2.0
 
@@ -163,6 +169,7 @@ def test_custom_regularizer_and_bad_inputs():
 
         def cvx(self, X):
             import cvxpy as cp
+
             return cp.sum_squares(X - 2.0 * np.eye(X.shape[0]))
 
     X, pc = metric_instance(3, 8, 3, 3, hard=True)
@@ -171,6 +178,7 @@ def test_custom_regularizer_and_bad_inputs():
 
     class Negative(Shifted):
         name, alpha = "Negative", -1.0
+
     with pytest.raises(InvalidInputError, match="Theorem 4"):
         SpectralMetric(X, pc, Negative())
     with pytest.raises(InvalidInputError, match="no slack formulation"):
@@ -182,9 +190,13 @@ def test_custom_regularizer_and_bad_inputs():
 
 
 @settings(max_examples=examples(40))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), m=st.integers(1, 12),
-       kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
-       gamma=st.sampled_from([None, 0.3, 3.0]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(3, 10),
+    m=st.integers(1, 12),
+    kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+    gamma=st.sampled_from([None, 0.3, 3.0]),
+)
 def test_vonneumann_kernel_fast_model_dual(seed, n, m, kind, gamma):
     """Kulis et al.'s D_vN(K, K0): Algorithm 3 vs the von_neumann_entr model (1e-6), vs the
     exact dual (1e-8, when the dual optimizer certifies convergence), and the objective is
@@ -192,6 +204,7 @@ def test_vonneumann_kernel_fast_model_dual(seed, n, m, kind, gamma):
     from cvxkml.declare import VonNeumannKernel
     from cvxkml.formulas.divergences import von_neumann_divergence
     from cvxkml.testing import kernel_instance
+
     K0, pc = kernel_instance(seed, n, m, hard=gamma is None, kind=kind)
     prob = VonNeumannKernel(K0, pc, gamma=gamma)
     fast = _vn_check(prob, hard=gamma is None)
@@ -225,6 +238,7 @@ def test_vonneumann_extreme_bounds_do_not_crash():
     """IEEE arithmetic in the kernels (error_model='numpy'): the run ends with a code, finite
     or reported NONFINITE, and the problem-level solve is honest about it."""
     from cvxkml.solvers.bregman import NONFINITE
+
     F, q0, I, J, y, bound = _extreme_vn_instance()
     res = vonneumann_pairs(F, q0, I, J, y, bound, None, 1e-12, 2000)
     assert res.code == NONFINITE or (np.all(np.isfinite(res.matrix)) and np.all(np.isfinite(res.lam)))
@@ -242,10 +256,10 @@ def test_kcr_then_vonneumann_in_one_process():
     solves of the Theorem 4 test gave ZeroDivisionError and then a segfault in one run.  In
     one process: KCR first, then the von Neumann solves must match a fresh computation."""
     from cvxkml.experiments.bench_kcr import random_instance
+
     _, X, pc = _theorem4_instance(5, 8, 4)
     hard = _three_pairs(pc)
-    before = [SpectralMetric(X, p, VonNeumann(), gamma=g).solve(**FAST).objective
-              for p, g in ((hard, None), (pc, 1.0))]
+    before = [SpectralMetric(X, p, VonNeumann(), gamma=g).solve(**FAST).objective for p, g in ((hard, None), (pc, 1.0))]
     kcr = random_instance(7, [6, 7, 5], "gaussian", 1.0, 1.0).solve(tol=1e-5, max_iter=60_000)
     assert kcr.converged
     for (p, g), ref in zip(((hard, None), (pc, 1.0)), before):
@@ -261,8 +275,7 @@ def test_vonneumann_kernel_fast_model_dual_fuzz_9301():
     eigenvector (eigenvalue ~1e-11·‖K‖, round-off) overlapped null(K0) and the divergence
     function returned +inf while the problem's objective was 25.9.  The range test is now
     made on K itself."""
-    test_vonneumann_kernel_fast_model_dual.hypothesis.inner_test(seed=137, n=4, m=2, kind="lowrank",
-                                                                  gamma=None)
+    test_vonneumann_kernel_fast_model_dual.hypothesis.inner_test(seed=137, n=4, m=2, kind="lowrank", gamma=None)
 
 
 # ---------------------------------------------------------------- von Neumann: fast paths
@@ -271,6 +284,7 @@ def _vn_problem(seed, n, m, gamma, kind):
     SpectralMetric with VonNeumann() (kind 'metric', q0 = 0) and its solver inputs."""
     from cvxkml.declare import VonNeumannKernel
     from cvxkml.testing import kernel_instance
+
     if kind == "metric":
         X, pc = metric_instance(seed, n, 4, m, hard=gamma is None)
         prob = SpectralMetric(X, pc, VonNeumann(), gamma=gamma)
@@ -284,13 +298,19 @@ def _vn_problem(seed, n, m, gamma, kind):
 
 
 @settings(max_examples=examples(30))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), m=st.integers(2, 14),
-       gamma=st.sampled_from([None, 0.3, 3.0]), kind=st.sampled_from(["metric", "gaussian", "lowrank"]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(4, 12),
+    m=st.integers(2, 14),
+    gamma=st.sampled_from([None, 0.3, 3.0]),
+    kind=st.sampled_from(["metric", "gaussian", "lowrank"]),
+)
 def test_vonneumann_certificate_matches_problem(seed, n, m, gamma, kind):
     """solvers.vonneumann.certificate (the solver's stopping rule) computes the problem's own
     objective, Lagrange dual g(λ) and max relative violation (SpectralProblem.objective,
     dual_value, violations), at any iterate: after 1 sweep and at the end."""
     from cvxkml.solvers.vonneumann import certificate
+
     prob, args = _vn_problem(seed, n, m, gamma, kind)
     for sweeps in (1, 400):
         res = vonneumann_pairs(*args, gamma, 1e-12, sweeps)
@@ -310,18 +330,30 @@ def test_vonneumann_certificate_matches_problem(seed, n, m, gamma, kind):
 
 
 @settings(max_examples=examples(30))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), m=st.integers(2, 14),
-       gamma=st.sampled_from([None, 0.3, 3.0]), kind=st.sampled_from(["metric", "gaussian", "lowrank"]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(4, 12),
+    m=st.integers(2, 14),
+    gamma=st.sampled_from([None, 0.3, 3.0]),
+    kind=st.sampled_from(["metric", "gaussian", "lowrank"]),
+)
 def test_vonneumann_active_set_and_certificate_rule_reach_the_same_optimum(seed, n, m, gamma, kind):
     """Active-set sweeps (λ > 0 only, then a full verification sweep) and the certificate
     stopping rule reach the optimum of plain full sweeps: same X̂, λ and objective; every
     run that says OK is certified (relative gap and violation within tolerance)."""
     from cvxkml.solvers.bregman import OK
     from cvxkml.solvers.vonneumann import certificate
+
     prob, args = _vn_problem(seed, n, m, gamma, kind)
-    runs = {name: vonneumann_pairs(*args, gamma, 1e-12, 20_000, **kw) for name, kw in [
-        ("full", dict(stop="dual_change")), ("active", dict(active_set=True)),
-        ("both", dict()), ("cert", dict(stop="certificate", gap_tol=1e-10, viol_tol=1e-10))]}
+    runs = {
+        name: vonneumann_pairs(*args, gamma, 1e-12, 20_000, **kw)
+        for name, kw in [
+            ("full", dict(stop="dual_change")),
+            ("active", dict(active_set=True)),
+            ("both", dict()),
+            ("cert", dict(stop="certificate", gap_tol=1e-10, viol_tol=1e-10)),
+        ]
+    }
     assume(all(r.code == OK for r in runs.values()))
     ref = runs["full"]
     scale = max(1.0, np.abs(ref.matrix).max())
@@ -333,8 +365,10 @@ def test_vonneumann_active_set_and_certificate_rule_reach_the_same_optimum(seed,
         # the certificate rule stops at a relative gap of 1e-10: the objective is that close,
         # the matrix only to ~√gap (strong convexity)
         assert np.abs(r.matrix - ref.matrix).max() <= (1e-4 if name == "cert" else 1e-7) * scale, name
-        f, f_ref = prob.objective(prob.matrix_from_whitened(r.matrix)), prob.objective(
-            prob.matrix_from_whitened(ref.matrix))
+        f, f_ref = (
+            prob.objective(prob.matrix_from_whitened(r.matrix)),
+            prob.objective(prob.matrix_from_whitened(ref.matrix)),
+        )
         assert abs(f - f_ref) <= 1e-8 * max(1.0, abs(f_ref)), name
     assert runs["active"].extra["full_sweeps"] >= 2 or runs["active"].sweeps == 1
 
@@ -345,10 +379,11 @@ def test_vonneumann_ok_only_when_certified():
     certified, or reports NOT_CONVERGED at max_sweeps — never OK uncertified."""
     from cvxkml.solvers.bregman import NOT_CONVERGED, OK
     from cvxkml.solvers.vonneumann import certificate
+
     prob, args = _vn_problem(3, 12, 14, 1.0, "gaussian")
     loose = vonneumann_pairs(*args, 1.0, 0.5, 10_000, stop="dual_change")
     c = certificate(*args, loose.xi, loose.lam, loose.extra["W"], loose.extra["q"], 1.0)
-    assert loose.code == OK and c["rel_violation"] > 1e-6          # the paper's rule: met, not certified
+    assert loose.code == OK and c["rel_violation"] > 1e-6  # the paper's rule: met, not certified
     strict = vonneumann_pairs(*args, 1.0, 0.5, 10_000, gap_tol=1e-9, viol_tol=1e-9)
     c = certificate(*args, strict.xi, strict.lam, strict.extra["W"], strict.extra["q"], 1.0)
     assert strict.code == OK and abs(c["rel_gap"]) <= 1e-9 and c["rel_violation"] <= 1e-9
@@ -373,14 +408,14 @@ def test_vonneumann_satisfied_constraint_without_multiplier_is_skipped_exactly()
     dual correction clips to 0); project_pair returns at once and leaves W, q untouched.
     A violated one is projected onto its bound."""
     from cvxkml.solvers.vonneumann import project_pair
+
     rng = np.random.default_rng(0)
     r = 7
     W = np.linalg.qr(rng.normal(size=(r, r)))[0]
     q = rng.normal(size=r)
     v = rng.normal(size=r)
     p = float(v @ (W * np.exp(q)) @ W.T @ v)
-    for delta, target, skip in ((1.0, 2 * p, True), (-1.0, 0.5 * p, True), (1.0, 0.5 * p, False),
-                                (-1.0, 2 * p, False)):
+    for delta, target, skip in ((1.0, 2 * p, True), (-1.0, 0.5 * p, True), (1.0, 0.5 * p, False), (-1.0, 2 * p, False)):
         W1, q1, st = W.copy(), q.copy(), np.zeros(5)
         dl, xnew = project_pair(W1, q1, v, target, delta, 0.0, np.inf, st)
         if skip:
@@ -397,6 +432,7 @@ def test_vonneumann_warm_roots_on_a_pole():
     found λ_52 − d_52 = −1.7e-18 (|w_52|/‖w‖ = 9e-8), which a warm start once put on the pole
     (τ = 0 → u = ẑ/0, NaN in W)."""
     from cvxkml.solvers.vonneumann import _eigvecs_t, _secular, _zerofinder_w
+
     rng = np.random.default_rng(7)
     for _ in range(40):
         k = int(rng.integers(2, 80))
@@ -407,7 +443,7 @@ def test_vonneumann_warm_roots_on_a_pole():
         bufs = [np.empty(k, dtype=np.int64)] + [np.empty(k) for _ in range(5)]
         theta, _ = _zerofinder_w(d, z, lh0 + rng.normal() * 0.5, 1.0, *bufs, np.zeros(2))
         an, ta, _, c2, dd, _ = bufs
-        for th in (theta, theta * rng.uniform(0.05, 1.0)):     # θ* and a clipped θ (warm)
+        for th in (theta, theta * rng.uniform(0.05, 1.0)):  # θ* and a clipped θ (warm)
             if th != theta:
                 _secular(d, z, th, an, ta, c2, True, th - theta, dd)
             a2, t2, c22 = np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
@@ -430,6 +466,7 @@ def test_vonneumann_runs_are_bitwise_reproducible():
     """Two runs in one process give the same bits (a fastmath-vectorized exp in a cached
     kernel once made results depend on the memory layout)."""
     from cvxkml.experiments import bench
+
     F, q0, I, J, delta, bound = bench.vonneumann_pairs_problem(30, 120, 3)
     runs = [vonneumann_pairs(F, q0, I, J, delta, bound, 1.0, 0.0, 3) for _ in range(4)]
     for r in runs[1:]:

@@ -40,8 +40,7 @@ from cvxkml.testing import solve_fast_honestly
 EXAMPLES = examples(20)
 TOL = 1e-6
 FAST = dict(tol=1e-12, max_iter=50_000)
-REGS = {"LogDet": LogDet, "VonNeumann": VonNeumann, "Frobenius": Frobenius,
-        "TraceNorm": lambda: TraceNorm(0.5)}
+REGS = {"LogDet": LogDet, "VonNeumann": VonNeumann, "Frobenius": Frobenius, "TraceNorm": lambda: TraceNorm(0.5)}
 
 
 def _solve(problem, **kw):
@@ -64,7 +63,7 @@ def _pairs(rng, X, m, hard):
     i, j = _forest_pairs(rng, n, m) if hard else _random_pairs(rng, n, m)
     y = rng.choice([-1.0, 1.0], size=i.size)
     if np.all(y > 0):
-        y[0] = -1.0                  # α = 0 regularizers: only similar pairs give K* = 0
+        y[0] = -1.0  # α = 0 regularizers: only similar pairs give K* = 0
     D = X[i] - X[j]
     d0 = np.einsum("ij,ij->i", D, D)
     scale = np.where(y > 0, rng.uniform(0.2, 0.9, i.size), rng.uniform(1.2, 3.0, i.size))
@@ -92,9 +91,14 @@ def _check_equivalence(rng, X, Wm, Km, Wobj, Kobj, alpha):
 
 # --------------------------------------------------------------------------- spectral
 @settings(max_examples=EXAMPLES)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 8), extra=st.integers(1, 4),
-       m=st.integers(1, 10), name=st.sampled_from(sorted(REGS)),
-       gamma=st.sampled_from([None, None, 0.3, 3.0]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(3, 8),
+    extra=st.integers(1, 4),
+    m=st.integers(1, 10),
+    name=st.sampled_from(sorted(REGS)),
+    gamma=st.sampled_from([None, None, 0.3, 3.0]),
+)
 def test_theorem4_fast_every_spectral_regularizer(seed, n, extra, m, name, gamma):
     """SpectralMetric(X, …) vs SpectralKernel(XXᵀ, …) with the fast solver of each
     regularizer (LogDet: Bregman, von Neumann: Algorithm 3, Frobenius: POLA dual,
@@ -116,8 +120,13 @@ def _pd(rng, n, ridge=0.1):
 
 
 @settings(max_examples=EXAMPLES)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 8), extra=st.integers(1, 4),
-       m=st.integers(1, 8), gamma=st.sampled_from([0.1, 1.0, 10.0]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(3, 8),
+    extra=st.integers(1, 4),
+    m=st.integers(1, 8),
+    gamma=st.sampled_from([0.1, 1.0, 10.0]),
+)
 def test_theorem4_linear_logdet(seed, n, extra, m, gamma):
     """(24) with d > n: the feature-space problem is unbounded along null(Φᵀ) (raises); the
     kernel form on K0 = XXᵀ equals the metric problem with W = I on null(Φᵀ) — the metric
@@ -128,7 +137,7 @@ def test_theorem4_linear_logdet(seed, n, extra, m, gamma):
     C0 = _pd(rng, n)
     with pytest.raises(UnboundedError, match="null"):
         SDPLogDetMetric(X, pc, C0, gamma)
-    Q, R = np.linalg.qr(X.T)                            # Φ = Xᵀ = QR, Q d × n
+    Q, R = np.linalg.qr(X.T)  # Φ = Xᵀ = QR, Q d × n
     A = _solve(SDPLogDetMetric(R.T, pc, C0, gamma), **FAST)
     K = _solve(SDPLogDetKernel(X @ X.T, pc, C0, gamma), **FAST)
     W = np.eye(X.shape[1]) - Q @ Q.T + Q @ A.matrix @ Q.T
@@ -152,6 +161,7 @@ def test_theorem4_plain_sdp_value():
 # --------------------------------------------------------------------------- bad inputs
 class _Quadratic(Regularizer):
     """f_s(x) = (x − c)², minimizer max(c, 0); ``alpha`` declared separately."""
+
     name = "Quadratic"
 
     def __init__(self, c, alpha):
@@ -169,6 +179,7 @@ class _Quadratic(Regularizer):
 
 class _Barrier(Regularizer):
     """f_s(x) = x − 2 log x − … declared with α = 0 (outside the domain x > 0)."""
+
     name = "Barrier"
     alpha = 0.0
 
@@ -177,18 +188,31 @@ class _Barrier(Regularizer):
             return np.where(x > 0, x - 2.0 * np.log(np.where(x > 0, x, 1.0)), np.inf)
 
 
-@pytest.mark.parametrize("reg, match", [
-    (_Quadratic(-1.0, -1.0), "negative"),                       # the minimizer over ℝ is < 0
-    (_Quadratic(1.0, np.inf), "not a finite number"),
-    (_Quadratic(1.0, np.nan), "not a finite number"),
-    (_Quadratic(1.0, None), "not a finite number"),
-    (_Quadratic(2.0, 1.0), "not the minimizer"),               # declared α wrong
-    (_Quadratic(-1.0, 0.5), "not the minimizer"),              # true minimizer on x >= 0 is 0
-    (_Barrier(), "outside the"),
-    (LinearLogDet(np.eye(4), 1.0), "not a spectral regularizer"),
-    (VonNeumann(prior=np.ones(4)), "not a spectral function"),
-], ids=["alpha<0", "alpha=inf", "alpha=nan", "alpha=None", "wrong-alpha", "wrong-alpha-boundary",
-        "alpha-outside-domain", "LinearLogDet", "VonNeumann-prior"])
+@pytest.mark.parametrize(
+    "reg, match",
+    [
+        (_Quadratic(-1.0, -1.0), "negative"),  # the minimizer over ℝ is < 0
+        (_Quadratic(1.0, np.inf), "not a finite number"),
+        (_Quadratic(1.0, np.nan), "not a finite number"),
+        (_Quadratic(1.0, None), "not a finite number"),
+        (_Quadratic(2.0, 1.0), "not the minimizer"),  # declared α wrong
+        (_Quadratic(-1.0, 0.5), "not the minimizer"),  # true minimizer on x >= 0 is 0
+        (_Barrier(), "outside the"),
+        (LinearLogDet(np.eye(4), 1.0), "not a spectral regularizer"),
+        (VonNeumann(prior=np.ones(4)), "not a spectral function"),
+    ],
+    ids=[
+        "alpha<0",
+        "alpha=inf",
+        "alpha=nan",
+        "alpha=None",
+        "wrong-alpha",
+        "wrong-alpha-boundary",
+        "alpha-outside-domain",
+        "LinearLogDet",
+        "VonNeumann-prior",
+    ],
+)
 def test_theorem4_rejects_regularizers_without_a_valid_alpha(reg, match):
     """Theorem 4 needs f_s to attain its minimum over x >= 0 at a finite α >= 0 in its
     domain: both problem classes raise, saying why."""
@@ -214,7 +238,7 @@ def test_declared_alphas_of_the_library_are_minimizers():
 def _lowrank(seed, n, r):
     rng = np.random.default_rng(seed)
     G = rng.normal(size=(n, r))
-    null = np.linalg.svd(G.T)[2][r:]                    # rows span null(K0)
+    null = np.linalg.svd(G.T)[2][r:]  # rows span null(K0)
     return rng, G, G @ G.T, null
 
 
@@ -253,7 +277,7 @@ def test_singular_K0_constraints_outside_the_range_raise_with_the_reason():
     needs it (zᵀKz <= −1, z ∈ null(K0)) is reported infeasible by the exact model and,
     for the barrier problem, by the fast solver."""
     rng, G, K0, null = _lowrank(5, 7, 3)
-    G2 = np.vstack([G, G[0]])                           # point 7 duplicates point 0
+    G2 = np.vstack([G, G[0]])  # point 7 duplicates point 0
     K0d = G2 @ G2.T
     for reg in (LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)):
         with pytest.raises(InvalidInputError, match="zero distance"):

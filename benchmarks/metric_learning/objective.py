@@ -5,6 +5,7 @@ Each point of a curve is what a solver returned at one iteration budget, recompu
 returned, the Lagrange dual value), compared with the optimum certified once per data set
 by cvxkml's fast solver at a tight tolerance (see ``benchmark_utils.certified_optimum``).
 """
+
 import numpy as np
 from benchmark_utils import AnsweredProgressCriterion, _key, build_problem, certified_optimum, score
 from benchopt import BaseObjective
@@ -16,7 +17,7 @@ class Objective(BaseObjective):
 
     name = "cvxkml metric learning"
     url = "https://github.com/cvxkml/cvxkml"
-    min_benchopt_version = "1.10"   # the version tested (stopping-criterion hooks)
+    min_benchopt_version = "1.10"  # the version tested (stopping-criterion hooks)
     # cvxkml itself is installed from this repository (pip install -e '.[bench]').
     requirements = []
 

@@ -4,6 +4,7 @@ mapped back) and registers itself in :mod:`cvxkml.declare.registry` with what it
 the same path a user's :func:`~cvxkml.declare.register_fast_solver` takes.  The package's
 face (``import cvxkml``) imports this package; ``cvxkml.declare`` never imports
 ``cvxkml.solvers``."""
+
 from . import families, spectral  # noqa: F401  (registration)
 
 __all__ = ["spectral", "families"]

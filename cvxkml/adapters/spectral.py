@@ -58,6 +58,7 @@
      - yes
      - –
 """
+
 from __future__ import annotations
 
 import warnings
@@ -82,8 +83,16 @@ from ..solvers.sdp_logdet import UNBOUNDED, barrier_bregman
 from ..solvers.trace import trace_pair_newton, trace_uzawa
 from ..solvers.vonneumann import vonneumann_pairs, vonneumann_slack_newton
 
-__all__ = ["bregman_metric_solve", "bregman_kernel_solve", "lowrank_solve", "vonneumann_solve",
-           "pola_solve", "trace_solve", "sdp_barrier_solve", "dual_newton_solve"]
+__all__ = [
+    "bregman_metric_solve",
+    "bregman_kernel_solve",
+    "lowrank_solve",
+    "vonneumann_solve",
+    "pola_solve",
+    "trace_solve",
+    "sdp_barrier_solve",
+    "dual_newton_solve",
+]
 
 _PRS = (PairConstraints, RelativeConstraints, SimilarityConstraints)
 
@@ -102,8 +111,7 @@ def bregman_kernel_solve(problem, tol, max_iter):
     if problem.rank < n or not problem.pairs_only:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            sub = LowRankLogDet(problem.T, [c for c in problem._families()[:3] if c is not None],
-                                problem.gamma)
+            sub = LowRankLogDet(problem.T, [c for c in problem._families()[:3] if c is not None], problem.gamma)
         res = lowrank_solve(sub, tol, max_iter)
         if sub.skipped_pairs.size:
             # pairs at round-off distance in the factor (seen with data scaled by 1e-6): the
@@ -111,19 +119,19 @@ def bregman_kernel_solve(problem, tol, max_iter):
             keep = np.setdiff1d(np.arange(len(problem.pairs)), sub.skipped_pairs)
             n_p = len(problem.pairs)
             lam = np.zeros(problem.n_constraints)
-            lam[keep] = res.lam[:keep.size]
-            lam[n_p:] = res.lam[keep.size:]
+            lam[keep] = res.lam[: keep.size]
+            lam[n_p:] = res.lam[keep.size :]
             res.lam = lam
             ray = res.extra.get("farkas_ray")
             if ray is not None:
                 full = np.zeros(problem.n_constraints)
-                full[keep] = ray[:keep.size]
-                full[n_p:] = ray[keep.size:]
+                full[keep] = ray[: keep.size]
+                full[n_p:] = ray[keep.size :]
                 res.extra.update(farkas_ray=full, farkas_candidates=np.flatnonzero(full))
             if res.xi.size:
                 xi = problem.pairs.bound.copy()
-                xi[keep] = res.xi[:keep.size]
-                res.xi = np.concatenate([xi, res.xi[keep.size:]])
+                xi[keep] = res.xi[: keep.size]
+                res.xi = np.concatenate([xi, res.xi[keep.size :]])
         res.matrix = problem.matrix_from_whitened(res.matrix)
         res.extra.update(G=problem.T @ res.extra.pop("B"), path="lowrank")
         return res
@@ -149,7 +157,7 @@ def lowrank_solve(problem, tol, max_iter):
         cv.append(np.zeros((m, 2)))
         delta.append(P.y)
         target.append(P.bound)
-    if problem.relative is not None:          # d(i,j) + margin <= d(i,k)
+    if problem.relative is not None:  # d(i,j) + margin <= d(i,k)
         R = problem.relative
         m = len(R)
         kinds.append(np.full(m, RANK2))
@@ -160,7 +168,7 @@ def lowrank_solve(problem, tol, max_iter):
         cv.append(np.tile([1.0, -1.0], (m, 1)))
         delta.append(np.ones(m))
         target.append(-R.margin)
-    if problem.similarity is not None:        # −F_jᵀX̂F_l <= −b: u = (g_j − g_l)/2, v = (g_j + g_l)/2
+    if problem.similarity is not None:  # −F_jᵀX̂F_l <= −b: u = (g_j − g_l)/2, v = (g_j + g_l)/2
         S = problem.similarity
         m = len(S)
         kinds.append(np.full(m, RANK2))
@@ -178,17 +186,31 @@ def lowrank_solve(problem, tol, max_iter):
     resume = dict(getattr(problem, "_resume", None) or {})
     done = resume.pop("projections", 0)
     stats = {}
-    B, lam, xi, sweeps, change, code, bad, t = _lowrank.lowrank_logdet(   # looked up at call time
-        problem.F, cat(kinds), cat(I), cat(J), cat(Kx), cat(cu), cat(cv), cat(delta), cat(target),
-        problem.gamma, tol, max_iter, gap_tol=gap_tol, viol_tol=viol_tol, stats=stats, **resume)
+    B, lam, xi, sweeps, change, code, bad, t = _lowrank.lowrank_logdet(  # looked up at call time
+        problem.F,
+        cat(kinds),
+        cat(I),
+        cat(J),
+        cat(Kx),
+        cat(cu),
+        cat(cv),
+        cat(delta),
+        cat(target),
+        problem.gamma,
+        tol,
+        max_iter,
+        gap_tol=gap_tol,
+        viol_tol=viol_tol,
+        stats=stats,
+        **resume,
+    )
     done += stats["projections"]
     if getattr(problem, "_stop_rule", None) is not None:
         problem._resume = dict(B0=B, lam0=lam, xi0=xi, projections=done)
     # projections: the Bregman projections done (all attempts of this solve); with the
     # active set a sweep projects only the constraints that can move
     extra = {"B": B, "projections": done, "solver": "bregman"}
-    extra.update({k: stats[k] for k in ("farkas_ray", "farkas_candidates", "farkas_test", "stopped")
-                  if k in stats})
+    extra.update({k: stats[k] for k in ("farkas_ray", "farkas_candidates", "farkas_test", "stopped") if k in stats})
     return FastResult(B @ B.T, lam, xi, sweeps, change, code, bad, t, extra=extra)
 
 
@@ -203,11 +225,19 @@ def vonneumann_solve(problem, tol, max_iter):
     q0 = np.zeros(problem.F.shape[1]) if reg.logp is None else reg.logp
     res = None
     if problem.gamma is not None:
-        res = vonneumann_slack_newton(problem.F, q0, P.i, P.j, P.y, P.bound, problem.gamma,
-                                      gap_tol=min(max(tol, 1e-14), 1e-10),
-                                      max_iter=min(max_iter, 200))
+        res = vonneumann_slack_newton(
+            problem.F,
+            q0,
+            P.i,
+            P.j,
+            P.y,
+            P.bound,
+            problem.gamma,
+            gap_tol=min(max(tol, 1e-14), 1e-10),
+            max_iter=min(max_iter, 200),
+        )
         if res.code != OK:
-            res = None                        # not certified: Algorithm 3 decides
+            res = None  # not certified: Algorithm 3 decides
     if res is None:
         res = vonneumann_pairs(problem.F, q0, P.i, P.j, P.y, P.bound, problem.gamma, tol, max_iter)
     res.matrix = problem.matrix_from_whitened(res.matrix)
@@ -221,18 +251,20 @@ def pola_solve(problem, tol, max_iter):
     ct = constraint_terms(problem)
     res = pola_dual(ct.U, ct.w, ct.ptr, ct.t, tol=tol, max_iter=max_iter)
     mmin, lin = res.extra["farkas"]
-    if res.code == NONFINITE:                  # the multipliers overflowed
+    if res.code == NONFINITE:  # the multipliers overflowed
         raise InfeasibleError(
             f"The Frobenius (POLA) dual diverged to overflow after {res.sweeps} iterations: the "
             "constraints are most likely infeasible. Relax the bounds (a larger POLA threshold "
-            "b) or remove conflicting pairs; solve_reference() confirms.")
+            "b) or remove conflicting pairs; solve_reference() confirms."
+        )
     if res.code != OK and (res.extra["infeasible"] or (mmin >= -1e-7 and lin <= -1e-3)):
         raise InfeasibleError(
             f"The Frobenius (POLA) constraints look infeasible: after {res.sweeps} iterations the "
             f"dual diverges along d = λ/Σλ with Σd_cÂ_c ⪰ 0 (relative min eigenvalue {mmin:.2g}) and "
             f"Σd_c t_c < 0 (relative {lin:.2g}), a Farkas certificate up to round-off. Relax the "
             "bounds (a larger POLA threshold b) or remove conflicting pairs; solve_reference() "
-            "confirms.")
+            "confirms."
+        )
     res.matrix = problem.matrix_from_whitened(res.matrix)
     return res
 
@@ -244,8 +276,7 @@ def trace_solve(problem, tol, max_iter):
     P = problem.pairs
     tau = problem.regularizer.tau
     V = problem.F[P.i] - problem.F[P.j]
-    res = trace_pair_newton(V, P.y, P.y * P.bound, tau, tol=max(tol, 1e-14),
-                            max_iter=min(max_iter, 500))
+    res = trace_pair_newton(V, P.y, P.y * P.bound, tau, tol=max(tol, 1e-14), max_iter=min(max_iter, 500))
     if res.code != OK or not np.all(np.isfinite(res.matrix)):
         res = trace_uzawa(V, P.y, P.y * P.bound, tau, tol=tol, max_iter=max_iter)
     res.extra["whitened"] = res.matrix
@@ -258,27 +289,33 @@ def sdp_barrier_solve(problem, tol, max_iter):
     :func:`cvxkml.solvers.sdp_logdet.barrier_bregman`), warm-started from ``solve(lam0=…)``."""
     reg = problem.regularizer
     ct = constraint_terms(problem)
-    res = barrier_bregman(reg._Ch(), reg.gamma, ct.U, ct.w, ct.ptr, ct.t, tol=tol,
-                          max_iter=max_iter, lam0=getattr(problem, "_lam0", None))
+    res = barrier_bregman(
+        reg._Ch(), reg.gamma, ct.U, ct.w, ct.ptr, ct.t, tol=tol, max_iter=max_iter, lam0=getattr(problem, "_lam0", None)
+    )
     if res.code == UNBOUNDED:
-        how = ("a recession direction v (every constraint term with a positive weight vanishes "
-               "on it and vᵀĈ0v <= 0) was found"
-               if "recession_direction" in res.extra else
-               f"the auxiliary bound tr X̂ <= R kept binding up to R = {res.extra['trace_bounds'][-1]:.3g}")
+        how = (
+            "a recession direction v (every constraint term with a positive weight vanishes "
+            "on it and vᵀĈ0v <= 0) was found"
+            if "recession_direction" in res.extra
+            else f"the auxiliary bound tr X̂ <= R kept binding up to R = {res.extra['trace_bounds'][-1]:.3g}"
+        )
         raise UnboundedError(
             f"The barrier problem is unbounded below: in phase I ({res.extra['phase1_sweeps']} sweeps) "
             f"{how}, so X̂ + s·vvᵀ stays feasible while tr(X̂Ĉ0) − γ log det X̂ → −∞. Add "
             "constraints that bound that direction (e.g. on the trace or the mean), or check with "
-            "solve_reference().")
+            "solve_reference()."
+        )
     if res.code == NONPOSITIVE_DISTANCE:
         raise InfeasibleError(
             f"Constraint {res.bad_index} cannot hold for any positive definite matrix "
             "(e.g. a required squared distance or trace <= 0); the barrier problem (24) has no "
-            "interior. Remove it, or solve the plain SDP with gamma=0 and solve_reference().")
+            "interior. Remove it, or solve the plain SDP with gamma=0 and solve_reference()."
+        )
     if res.code == NONFINITE:
         raise SolverError(
             f"The barrier Bregman projections became non-finite after {res.sweeps} sweeps; the "
-            "constraints may be (nearly) infeasible or badly scaled. Check with solve_reference().")
+            "constraints may be (nearly) infeasible or badly scaled. Check with solve_reference()."
+        )
     res.matrix = problem.matrix_from_whitened(res.matrix)
     if res.code == NOT_CONVERGED and not np.isfinite(problem.objective(res.matrix)):
         # stopped early (seen right after phase I, C0 = 11ᵀ: an eigenvalue of 6e15) at a
@@ -287,7 +324,8 @@ def sdp_barrier_solve(problem, tol, max_iter):
             f"The barrier Bregman projections stopped after {res.sweeps} sweeps (max_iter; "
             f"phase I took {res.extra['phase1_sweeps']}) at a matrix outside the domain of "
             "log det (no finite objective yet). Raise max_iter, or warm-start with lam0 from "
-            "a solve of the same constraints.")
+            "a solve of the same constraints."
+        )
     return res
 
 
@@ -295,9 +333,20 @@ def dual_newton_solve(problem, tol, max_iter, lam0=None, callback=None):
     """The generic certified dual solver (:func:`cvxkml.solvers.dual_newton.dual_newton`) on
     the whitened problem; ``matrix`` mapped back to the problem's space."""
     ct = constraint_terms(problem)
-    res = dual_newton(ct.U, ct.w, ct.ptr, ct.t, problem.regularizer, upper=ct.upper,
-                      lower=ct.lower, quad=ct.quad, tol=tol, max_iter=max_iter, lam0=lam0,
-                      callback=callback)
+    res = dual_newton(
+        ct.U,
+        ct.w,
+        ct.ptr,
+        ct.t,
+        problem.regularizer,
+        upper=ct.upper,
+        lower=ct.lower,
+        quad=ct.quad,
+        tol=tol,
+        max_iter=max_iter,
+        lam0=lam0,
+        callback=callback,
+    )
     res.matrix = problem.matrix_from_whitened(res.matrix)
     return res
 
@@ -306,29 +355,68 @@ def _sdp_ok(problem) -> bool:
     if problem.regularizer.gamma == 0:
         raise InvalidInputError(
             "The plain SDP (gamma = 0) has no fast solver; use solve_reference() (CVXPY), or a "
-            "small gamma > 0 (the barrier optimum is within gamma·r of the SDP optimum).")
+            "small gamma > 0 (the barrier optimum is within gamma·r of the SDP optimum)."
+        )
     return True
 
 
 _INEQ = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints)
 for _spec in (
-        registry.SolverSpec("bregman-metric", bregman_metric_solve, problems=(SpectralProblem,),
-                            spaces=("metric",), regularizers=(LogDet,), families=(PairConstraints,),
-                            slack=True),
-        registry.SolverSpec("bregman-kernel", bregman_kernel_solve, problems=(SpectralProblem,),
-                            spaces=("kernel",), regularizers=(LogDet,), families=_PRS, slack=True),
-        registry.SolverSpec("lowrank-logdet", lowrank_solve, problems=(SpectralProblem,),
-                            spaces=("factored", "span"), regularizers=(LogDet,), families=_PRS,
-                            slack=True),
-        registry.SolverSpec("vonneumann", vonneumann_solve, problems=(SpectralProblem,),
-                            regularizers=(VonNeumann,), families=(PairConstraints,), slack=True),
-        registry.SolverSpec("pola", pola_solve, problems=(SpectralProblem,),
-                            regularizers=(Frobenius,), families=_INEQ),
-        registry.SolverSpec("trace", trace_solve, problems=(SpectralProblem,),
-                            regularizers=(TraceNorm,), families=(PairConstraints,)),
-        registry.SolverSpec("sdp-barrier", sdp_barrier_solve,
-                            problems=(SDPLogDetKernel, SDPLogDetMetric), regularizers=(LinearLogDet,),
-                            families=_INEQ, accepts=_sdp_ok),
-        registry.SolverSpec("dual-newton", dual_newton_solve, problems=(SpectralProblem,),
-                            needs=REQUIRED_METHODS, families=Hinge.FAMILIES, hinge=True, generic=True)):
+    registry.SolverSpec(
+        "bregman-metric",
+        bregman_metric_solve,
+        problems=(SpectralProblem,),
+        spaces=("metric",),
+        regularizers=(LogDet,),
+        families=(PairConstraints,),
+        slack=True,
+    ),
+    registry.SolverSpec(
+        "bregman-kernel",
+        bregman_kernel_solve,
+        problems=(SpectralProblem,),
+        spaces=("kernel",),
+        regularizers=(LogDet,),
+        families=_PRS,
+        slack=True,
+    ),
+    registry.SolverSpec(
+        "lowrank-logdet",
+        lowrank_solve,
+        problems=(SpectralProblem,),
+        spaces=("factored", "span"),
+        regularizers=(LogDet,),
+        families=_PRS,
+        slack=True,
+    ),
+    registry.SolverSpec(
+        "vonneumann",
+        vonneumann_solve,
+        problems=(SpectralProblem,),
+        regularizers=(VonNeumann,),
+        families=(PairConstraints,),
+        slack=True,
+    ),
+    registry.SolverSpec("pola", pola_solve, problems=(SpectralProblem,), regularizers=(Frobenius,), families=_INEQ),
+    registry.SolverSpec(
+        "trace", trace_solve, problems=(SpectralProblem,), regularizers=(TraceNorm,), families=(PairConstraints,)
+    ),
+    registry.SolverSpec(
+        "sdp-barrier",
+        sdp_barrier_solve,
+        problems=(SDPLogDetKernel, SDPLogDetMetric),
+        regularizers=(LinearLogDet,),
+        families=_INEQ,
+        accepts=_sdp_ok,
+    ),
+    registry.SolverSpec(
+        "dual-newton",
+        dual_newton_solve,
+        problems=(SpectralProblem,),
+        needs=REQUIRED_METHODS,
+        families=Hinge.FAMILIES,
+        hinge=True,
+        generic=True,
+    ),
+):
     registry.register(_spec)

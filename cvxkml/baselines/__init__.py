@@ -7,6 +7,7 @@
 * :class:`~cvxkml.baselines.hmrf.HMRFKMeans` — semi-supervised k-means with pairwise
   constraints (Basu, Bilenko & Mooney 2004), the baseline of Jain et al. (2012, Table 1).
 """
+
 from .hmrf import HMRFKMeans
 from .rca import RCA
 from .separability import separability, separability_from_kernel

@@ -23,6 +23,7 @@ that every cannot-link penalty is non-negative).  The algorithm (Basu et al. 200
 
 Only what Jain et al. compare against is implemented: diagonal A, w = w̄ = 1 by default.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,6 +38,7 @@ def _closure_neighbourhoods(n, ml_i, ml_j):
     """Connected components of the must-link graph: a label per point (singletons included)."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
+
     g = coo_matrix((np.ones(ml_i.size), (ml_i, ml_j)), shape=(n, n))
     return connected_components(g, directed=False)[1]
 
@@ -65,8 +67,15 @@ class HMRFKMeans:
     n_iter_ : EM rounds run.  objective_ : J at the end.
     """
 
-    def __init__(self, n_clusters: int, w_must: float = 1.0, w_cannot: float = 1.0,
-                 learn_metric: bool = True, max_iter: int = 100, random_state=None):
+    def __init__(
+        self,
+        n_clusters: int,
+        w_must: float = 1.0,
+        w_cannot: float = 1.0,
+        learn_metric: bool = True,
+        max_iter: int = 100,
+        random_state=None,
+    ):
         self.n_clusters = n_clusters
         self.w_must = w_must
         self.w_cannot = w_cannot
@@ -98,7 +107,7 @@ class HMRFKMeans:
         centers = [X[comp == c].mean(axis=0) for c in hoods]
         if not centers:
             centers = [X[rng.integers(X.shape[0])]]
-        while len(centers) < k:                      # farthest-first traversal
+        while len(centers) < k:  # farthest-first traversal
             Cc = np.asarray(centers)
             d = ((X[:, None, :] - Cc[None]) ** 2).sum(-1).min(axis=1)
             centers.append(X[int(np.argmax(d))])
@@ -129,8 +138,8 @@ class HMRFKMeans:
         cl = (pi[py < 0], pj[py < 0])
         span = X.max(axis=0) - X.min(axis=0)
 
-        def dmax(a):                                 # squared A-diameter of the bounding box
-            return float(np.sum(a * span ** 2))
+        def dmax(a):  # squared A-diameter of the bounding box
+            return float(np.sum(a * span**2))
 
         C = self._init_centroids(X, ml[0], ml[1], k, rng)
         a = np.ones(d)
@@ -147,8 +156,8 @@ class HMRFKMeans:
         it = 0
         for it in range(1, max_iter + 1):
             changed = 0
-            dist = ((X[:, None, :] - C[None]) ** 2 * a).sum(-1)          # n × k
-            for i in rng.permutation(n):                                   # ICM, one pass
+            dist = ((X[:, None, :] - C[None]) ** 2 * a).sum(-1)  # n × k
+            for i in rng.permutation(n):  # ICM, one pass
                 cost = dist[i].copy()
                 for j in nb_must[i]:
                     dij = float(np.sum(a * (X[i] - X[j]) ** 2))
@@ -160,20 +169,20 @@ class HMRFKMeans:
                 if new != labels[i]:
                     labels[i] = new
                     changed += 1
-            for c in range(k):                                             # M-step: centroids
+            for c in range(k):  # M-step: centroids
                 members = labels == c
                 if members.any():
                     C[c] = X[members].mean(axis=0)
-                else:                                                      # empty: farthest point
+                else:  # empty: farthest point
                     C[c] = X[int(np.argmax(dist.min(axis=1)))]
-            if self.learn_metric:                                          # M-step: diagonal A
+            if self.learn_metric:  # M-step: diagonal A
                 s = ((X - C[labels]) ** 2).sum(axis=0)
                 vm = labels[ml[0]] != labels[ml[1]]
                 if vm.any():
                     s = s + w_m * ((X[ml[0][vm]] - X[ml[1][vm]]) ** 2).sum(axis=0)
                 vc = labels[cl[0]] == labels[cl[1]]
                 if vc.any():
-                    s = s + w_c * (vc.sum() * span ** 2 - ((X[cl[0][vc]] - X[cl[1][vc]]) ** 2).sum(axis=0))
+                    s = s + w_c * (vc.sum() * span**2 - ((X[cl[0][vc]] - X[cl[1][vc]]) ** 2).sum(axis=0))
                 a = n / np.maximum(s, 1e-12 * max(float(s.max()), 1e-300))
             if changed == 0 and it > 1:
                 break

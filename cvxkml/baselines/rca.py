@@ -17,6 +17,7 @@ dimension first; here the data are projected onto their r leading principal axes
 subspace (eigenvalues of the projected Ĉ below ``rank_rtol`` of the largest are
 dropped).  The reduction is recorded in ``n_components_``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,7 +63,7 @@ def within_chunklet_covariance(X, chunk) -> np.ndarray:
 def _inv_sqrt(C, rank_rtol):
     w, V = np.linalg.eigh(0.5 * (C + C.T))
     keep = w > rank_rtol * max(float(np.max(w)), np.finfo(float).tiny)
-    return (V[:, keep] / np.sqrt(w[keep])[None, :]).T          # rows: whitened axes
+    return (V[:, keep] / np.sqrt(w[keep])[None, :]).T  # rows: whitened axes
 
 
 def rca_components(X, i, j, rank_rtol: float = 1e-10) -> np.ndarray:
@@ -80,14 +81,15 @@ def rca_components(X, i, j, rank_rtol: float = 1e-10) -> np.ndarray:
     if not scale > 0:
         raise InvalidInputError(
             "The within-chunklet covariance is zero: every similar pair joins identical points. "
-            "RCA needs pairs of distinct points.")
+            "RCA needs pairs of distinct points."
+        )
     r = int(np.sum(w > rank_rtol * scale))
     d = X.shape[1]
     if r == d:
         return _inv_sqrt(C, rank_rtol)
     Xc = X - X.mean(axis=0)
     _, _, Vt = np.linalg.svd(Xc, full_matrices=False)
-    P = Vt[:r].T                                          # d × r leading principal axes
+    P = Vt[:r].T  # d × r leading principal axes
     return _inv_sqrt(P.T @ C @ P, rank_rtol) @ P.T
 
 

@@ -12,6 +12,7 @@ All pairs are visited in row blocks, so memory is O(block · n) and n = 8000 poi
 well under a second per kernel.  :func:`mean_distances` is the one place the formula is
 written; every other function hands it a way to produce rows of the Gram matrix.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -34,7 +35,8 @@ def _pair_counts(y):
     if n_w == 0 or n_b == 0:
         raise InvalidInputError(
             "J needs at least one pair with equal labels and one with different labels; "
-            f"got {counts.size} class(es) with sizes {counts.tolist()}.")
+            f"got {counts.size} class(es) with sizes {counts.tolist()}."
+        )
     return np.ascontiguousarray(inv, dtype=np.int64), n_b, n_w
 
 
@@ -83,14 +85,13 @@ def _coordinate_sums(Z, inv):
                 w += v
         tot[i] = t
         win[i] = w
-    return 2.0 * np.sum(tot), 2.0 * np.sum(win)        # ordered pairs, as mean_distances
+    return 2.0 * np.sum(tot), 2.0 * np.sum(win)  # ordered pairs, as mean_distances
 
 
-_DIRECT_MAX_DIM = 8      # up to this many coordinates, loop over pairs instead of Gram blocks
+_DIRECT_MAX_DIM = 8  # up to this many coordinates, loop over pairs instead of Gram blocks
 
 
-def mean_distances(y, diag, gram_rows: Callable[[int, int], np.ndarray],
-                   block_size: int = 1024) -> tuple[float, float]:
+def mean_distances(y, diag, gram_rows: Callable[[int, int], np.ndarray], block_size: int = 1024) -> tuple[float, float]:
     """(d̄_b, d̄_w): mean between-class and within-class distances over all pairs.
 
     Parameters
@@ -129,8 +130,7 @@ def mean_distances(y, diag, gram_rows: Callable[[int, int], np.ndarray],
 def _coordinate_means(X, y) -> tuple[float, float]:
     """(d̄_b, d̄_w) for Euclidean distances between the rows of X, by the direct loop."""
     inv, n_b, n_w = _pair_counts(y)
-    tot, win = _coordinate_sums(np.ascontiguousarray(X, dtype=np.float64),
-                                np.ascontiguousarray(inv, dtype=np.int64))
+    tot, win = _coordinate_sums(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(inv, dtype=np.int64))
     return (tot - win) / n_b, win / n_w
 
 
@@ -171,8 +171,7 @@ def separability(X, y, kernel=None, block_size: int = 1024) -> float:
         diag = np.einsum("ij,ij->i", X, X)
         rows = lambda a, b: X[a:b] @ X.T
     else:
-        diag = (kernel.diag(X) if hasattr(kernel, "diag")
-                else np.array([kernel(x[None], x[None])[0, 0] for x in X]))
+        diag = kernel.diag(X) if hasattr(kernel, "diag") else np.array([kernel(x[None], x[None])[0, 0] for x in X])
         rows = lambda a, b: kernel(X[a:b], X)
     return _ratio(*mean_distances(y, diag, rows, block_size))
 
@@ -208,7 +207,7 @@ def separability_lowrank(W, M, y, block_size: int = 1024) -> float:
     WM = np.asarray(Ws @ M)
     diag = np.asarray(Ws.multiply(WM).sum(axis=1)).ravel()
 
-    def rows(a, b):                       # (W M Wᵀ)[a:b] = (W (WM[a:b])ᵀ)ᵀ
+    def rows(a, b):  # (W M Wᵀ)[a:b] = (W (WM[a:b])ᵀ)ᵀ
         return np.asarray(Ws @ WM[a:b].T).T
 
     return _ratio(*mean_distances(y, diag, rows, block_size))

@@ -6,6 +6,7 @@ A spectral problem is composed of a space (:mod:`cvxkml.declare.spaces`), a regu
 ``SpectralProblem(space, constraints, regularizer)``; the named problems below fill in the
 papers' choices.
 """
+
 from .base import SpectralProblem
 from .dual import solve_dual
 from .extend import ExtendedProblem
@@ -15,13 +16,13 @@ from .lmnn import LMNNProblem
 from .logdet import ITML, LogDetKernel, LogDetProblem
 from .lowrank import LowRankLogDet
 from .mkl import (
-                  CallablePObjective,
-                  LinearPObjective,
-                  LMNNWeightObjective,
-                  MuWeightStep,
-                  RankOneWeightStep,
-                  WeightStepSolution,
-                  alternate,
+    CallablePObjective,
+    LinearPObjective,
+    LMNNWeightObjective,
+    MuWeightStep,
+    RankOneWeightStep,
+    WeightStepSolution,
+    alternate,
 )
 from .pola import POLAKernel, POLAMetric, pola_constraints
 from .problem import Problem
@@ -35,14 +36,48 @@ from .yeung import EmbeddingWeightProblem, SpectralReweighting
 
 __all__ = [
     # the composition and its parts
-    "Problem", "SpectralProblem", "Space", "MetricSpace", "KernelSpace", "FactoredSpace",
-    "SpanSpace", "Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm",
-    "register_fast_solver", "solve_dual", "ExtendedProblem",
+    "Problem",
+    "SpectralProblem",
+    "Space",
+    "MetricSpace",
+    "KernelSpace",
+    "FactoredSpace",
+    "SpanSpace",
+    "Regularizer",
+    "LogDet",
+    "VonNeumann",
+    "Frobenius",
+    "TraceNorm",
+    "register_fast_solver",
+    "solve_dual",
+    "ExtendedProblem",
     # the papers' problems
-    "ITML", "LogDetKernel", "LogDetProblem", "LowRankLogDet", "IPLR", "SpectralMetric",
-    "SpectralKernel", "FactoredSpectralKernel", "VonNeumannKernel", "TraceSSIKDR",
-    "POLAKernel", "POLAMetric", "pola_constraints", "LinearLogDet", "SDPLogDetKernel",
-    "SDPLogDetMetric", "barrier_path", "KCR", "LMNNProblem", "LinearPObjective",
-    "CallablePObjective", "LMNNWeightObjective", "RankOneWeightStep", "MuWeightStep",
-    "WeightStepSolution", "alternate", "SpectralReweighting", "EmbeddingWeightProblem",
+    "ITML",
+    "LogDetKernel",
+    "LogDetProblem",
+    "LowRankLogDet",
+    "IPLR",
+    "SpectralMetric",
+    "SpectralKernel",
+    "FactoredSpectralKernel",
+    "VonNeumannKernel",
+    "TraceSSIKDR",
+    "POLAKernel",
+    "POLAMetric",
+    "pola_constraints",
+    "LinearLogDet",
+    "SDPLogDetKernel",
+    "SDPLogDetMetric",
+    "barrier_path",
+    "KCR",
+    "LMNNProblem",
+    "LinearPObjective",
+    "CallablePObjective",
+    "LMNNWeightObjective",
+    "RankOneWeightStep",
+    "MuWeightStep",
+    "WeightStepSolution",
+    "alternate",
+    "SpectralReweighting",
+    "EmbeddingWeightProblem",
 ]

@@ -28,10 +28,17 @@ from ..errors import InfeasibleError, InvalidInputError, SolverError
 __all__ = ["solve_conic", "solve_conic_bound"]
 
 
-def solve_conic(prob: cp.Problem, solver: str, eps: float | None = None,
-                accept_inaccurate: bool = False, what: str = "exact model",
-                infeasible_hint: str = "check the constraints.", scs_eps: float = 1e-9,
-                scs_max_iters: int = 200_000, **opts) -> tuple[float, str, int]:
+def solve_conic(
+    prob: cp.Problem,
+    solver: str,
+    eps: float | None = None,
+    accept_inaccurate: bool = False,
+    what: str = "exact model",
+    infeasible_hint: str = "check the constraints.",
+    scs_eps: float = 1e-9,
+    scs_max_iters: int = 200_000,
+    **opts,
+) -> tuple[float, str, int]:
     """Solve ``prob`` with ``solver``; return (seconds, status, iterations).
 
     Clarabel: gap and feasibility tolerances ``eps`` (default 1e-8); with
@@ -45,21 +52,28 @@ def solve_conic(prob: cp.Problem, solver: str, eps: float | None = None,
     non-optimal status; ``optimal_inaccurate`` is accepted only with
     ``accept_inaccurate=True``.
     """
-    elapsed, status, iters, _ = _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint,
-                                     scs_eps, scs_max_iters, False, opts)
+    elapsed, status, iters, _ = _run(
+        prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters, False, opts
+    )
     return elapsed, status, iters
 
 
-def solve_conic_bound(prob: cp.Problem, solver: str, eps: float | None = None,
-                      accept_inaccurate: bool = False, what: str = "exact model",
-                      infeasible_hint: str = "check the constraints.", scs_eps: float = 1e-9,
-                      scs_max_iters: int = 200_000, **opts) -> tuple[float, str, int, float]:
+def solve_conic_bound(
+    prob: cp.Problem,
+    solver: str,
+    eps: float | None = None,
+    accept_inaccurate: bool = False,
+    what: str = "exact model",
+    infeasible_hint: str = "check the constraints.",
+    scs_eps: float = 1e-9,
+    scs_max_iters: int = 200_000,
+    **opts,
+) -> tuple[float, str, int, float]:
     """:func:`solve_conic` that also returns the conic solver's own lower bound on the optimum:
     its dual objective (Clarabel ``obj_val_dual``, SCS ``dobj``) plus CVXPY's constant offset
     (``prob.value`` minus the solver's primal objective).  The bound is NaN for other solvers.
     Used where no closed-form Lagrange dual exists (:meth:`SpectralProblem.extend`)."""
-    return _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps,
-                scs_max_iters, True, opts)
+    return _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters, True, opts)
 
 
 def _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts):
@@ -93,7 +107,7 @@ def _interruptible(func):
     def work():
         try:
             box["value"] = func()
-        except BaseException as exc:          # handed to the waiting thread
+        except BaseException as exc:  # handed to the waiting thread
             box["error"] = exc
 
     worker = threading.Thread(target=work, name="cvxkml-conic", daemon=True)
@@ -105,8 +119,7 @@ def _interruptible(func):
     return box.get("value")
 
 
-def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters,
-         want_bound, opts):
+def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters, want_bound, opts):
     solver = solver.upper()
     kw = _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts)
     t0 = time.perf_counter()
@@ -119,8 +132,11 @@ def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, s
             raw = chain.solve_via_data(prob, data, warm_start=False, verbose=False, solver_opts=kw)
             prob.unpack_results(raw, chain, inverse)
             if prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-                primal, dual = ((raw.obj_val, raw.obj_val_dual) if solver == "CLARABEL"
-                                else (raw["info"]["pobj"], raw["info"]["dobj"]))
+                primal, dual = (
+                    (raw.obj_val, raw.obj_val_dual)
+                    if solver == "CLARABEL"
+                    else (raw["info"]["pobj"], raw["info"]["dobj"])
+                )
                 bound = float(dual) + (float(prob.value) - float(primal))
         else:
             prob.solve(solver=solver, **kw)
@@ -128,14 +144,16 @@ def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, s
 
     try:
         bound = _interruptible(solve)
-    except TypeError as exc:                     # an option the solver does not know
+    except TypeError as exc:  # an option the solver does not know
         raise InvalidInputError(
             f"{solver} rejected the options {sorted(kw)} on the {what} ({exc}); pass only "
-            f"options that {solver} accepts.") from exc
+            f"options that {solver} accepts."
+        ) from exc
     except cp.error.SolverError as exc:
         raise SolverError(
             f"{solver} failed on the {what} ({exc}). Try solver='SCS' or 'CLARABEL', "
-            "accept_inaccurate=True, or rescale the data.") from exc
+            "accept_inaccurate=True, or rescale the data."
+        ) from exc
     elapsed = time.perf_counter() - t0
     status = prob.status
     if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
@@ -143,6 +161,7 @@ def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, s
     if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
         raise SolverError(
             f"{solver} returned status {status!r} on the {what}; try the other solver, a looser "
-            "eps, or accept_inaccurate=True.")
+            "eps, or accept_inaccurate=True."
+        )
     iters = getattr(prob.solver_stats, "num_iters", None) or 0
     return elapsed, status, int(iters), bound

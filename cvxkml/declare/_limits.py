@@ -60,7 +60,7 @@ EXACT_LIMITS: dict = {
     "ExtendedProblem": 140,
     "KCR": 41,
     "LMNNProblem": 8,
-    "RankOneWeightStep": 41,      # re-measured 2026-11-25 with the interior-point fast solver: unchanged
+    "RankOneWeightStep": 41,  # re-measured 2026-11-25 with the interior-point fast solver: unchanged
     "MuWeightStep": 210,
     "SpectralReweighting": 1065,
     "EmbeddingWeightProblem": 1065,

@@ -9,6 +9,7 @@ K0 or W0, and handles a rank-deficient K0 on its range space (Kulis et al. 2009,
 Everything regularizer-specific (value, CVXPY form, slack, conjugate for the dual)
 comes from a :mod:`~cvxkml.declare.regularizers` object.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -36,8 +37,7 @@ from .regularizers import LogDet, Regularizer
 
 __all__ = ["SpectralProblem"]
 
-_FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints,
-             LinearEqualities)
+_FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints, LinearEqualities)
 
 
 def _split_constraints(constraints, owner: str = "This problem"):
@@ -67,18 +67,19 @@ class SpectralProblem(Problem):
     """
 
     kind = "logdet"
-    _hinge: dict = {}          # family type -> penalty weights C (Hinge, Squared); never mutated
-    _loss: dict = {}           # family type -> "hinge" | "squared"
+    _hinge: dict = {}  # family type -> penalty weights C (Hinge, Squared); never mutated
+    _loss: dict = {}  # family type -> "hinge" | "squared"
     equalities = None
     regularizer: Regularizer = LogDet()
     M0: np.ndarray
     T: np.ndarray
     F: np.ndarray
-    _stop_rule = None          # (gap_tol, viol_tol) of the running solve()
-    _resume = None             # a resumable native solver's last iterate
+    _stop_rule = None  # (gap_tol, viol_tol) of the running solve()
+    _resume = None  # a resumable native solver's last iterate
 
-    def __init__(self, space, constraints, regularizer: Regularizer | None = None, gamma=None, *,
-                 zero_pairs: str = "raise"):
+    def __init__(
+        self, space, constraints, regularizer: Regularizer | None = None, gamma=None, *, zero_pairs: str = "raise"
+    ):
         """A spectral problem composed of its parts: ``space`` × ``regularizer`` ×
         ``constraints`` (Jain et al. 2012, eq. 12–13).
 
@@ -103,15 +104,18 @@ class SpectralProblem(Problem):
         are this composition with their space and regularizer filled in.
         """
         from .spaces import Space
+
         if not isinstance(space, Space):
             raise InvalidInputError(
                 "space must be a cvxkml.declare.spaces.Space (MetricSpace(X), KernelSpace(K0), "
-                f"FactoredSpace(G0), SpanSpace(X)); got {type(space).__name__}.")
+                f"FactoredSpace(G0), SpanSpace(X)); got {type(space).__name__}."
+            )
         if regularizer is not None:
             if not isinstance(regularizer, Regularizer):
                 raise InvalidInputError(
                     "regularizer must be a cvxkml.declare.regularizers.Regularizer (LogDet(), "
-                    f"VonNeumann(), Frobenius(), TraceNorm(tau), …); got {type(regularizer).__name__}.")
+                    f"VonNeumann(), Frobenius(), TraceNorm(tau), …); got {type(regularizer).__name__}."
+                )
             self.regularizer = regularizer
         self._set_space(space)
         self._init_constraints(constraints, space.n_points, space.dim, gamma, zero_pairs)
@@ -135,8 +139,9 @@ class SpectralProblem(Problem):
         ``zero_pairs="skip"`` are dropped with a warning and listed in ``skipped_pairs``
         (indices into the given PairConstraints)."""
         constraints, hinge, loss = _unwrap_hinge(constraints)
-        (self.pairs, self.relative, self.similarity, self.linear,
-         self.equalities) = _split_constraints(constraints, type(self).__name__)
+        (self.pairs, self.relative, self.similarity, self.linear, self.equalities) = _split_constraints(
+            constraints, type(self).__name__
+        )
         self._hinge = dict(hinge)
         self._loss = dict(loss)
         for c in self._families():
@@ -149,21 +154,23 @@ class SpectralProblem(Problem):
             wrapper = "Squared" if self._loss[PairConstraints] == "squared" else "Hinge"
             raise InvalidInputError(
                 f"The pair constraints carry two slacks: gamma (the regularizer's slack) and {wrapper}. "
-                f"Use one: gamma=None with {wrapper}(pairs, C), or the bare PairConstraints with gamma.")
+                f"Use one: gamma=None with {wrapper}(pairs, C), or the bare PairConstraints with gamma."
+            )
         if self.gamma is not None and not self.regularizer.has_slack:
             raise InvalidInputError(
-                f"{self.regularizer.name} has no slack formulation; use hard constraints (gamma=None).")
+                f"{self.regularizer.name} has no slack formulation; use hard constraints (gamma=None)."
+            )
         r = self.T.shape[1]
-        self._Tpinv = np.linalg.pinv(self.T) if self.T.shape[0] != r or not np.allclose(self.T, np.eye(r)) \
-            else np.eye(r)
+        self._Tpinv = (
+            np.linalg.pinv(self.T) if self.T.shape[0] != r or not np.allclose(self.T, np.eye(r)) else np.eye(r)
+        )
         self.skipped_pairs = np.zeros(0, dtype=np.int64)
         if self.pairs is not None:
             p0 = self.pair_values(self.M0, self.pairs.i, self.pairs.j)
             # zero relative to the other pairs, or at the round-off level of the coordinates
             # (scale-free: data at 1e-8 or 1e8 is judged alike)
             row_scale = float(np.max(np.einsum("ij,ij->i", self.F, self.F), initial=0.0))
-            tiny = p0 <= max(1e-12 * float(np.max(np.abs(p0))),
-                             (64 * np.finfo(float).eps) ** 2 * row_scale)
+            tiny = p0 <= max(1e-12 * float(np.max(np.abs(p0))), (64 * np.finfo(float).eps) ** 2 * row_scale)
             if np.any(tiny) and zero_pairs == "skip":
                 self.skipped_pairs = np.flatnonzero(tiny)
                 n_dis = int(np.sum(self.pairs.y[tiny] < 0))
@@ -171,7 +178,9 @@ class SpectralProblem(Problem):
                     f"Skipped {tiny.sum()} pair(s) identical in the factor space (zero distance that "
                     f"can never change){f'; {n_dis} of them dissimilar, hence unsatisfiable' if n_dis else ''}. "
                     "Indices in problem.skipped_pairs and Solution.info['skipped_pairs'].",
-                    UserWarning, stacklevel=3)
+                    UserWarning,
+                    stacklevel=3,
+                )
                 keep = ~tiny
                 if PairConstraints in self._hinge:
                     self._hinge[PairConstraints] = self._hinge[PairConstraints][keep]
@@ -181,7 +190,8 @@ class SpectralProblem(Problem):
                     if all(c is None for c in self._families()):
                         raise InvalidInputError(
                             "Every pair is identical in the factor space; nothing to learn. Remove "
-                            "pairs of duplicate points, or give other constraints.")
+                            "pairs of duplicate points, or give other constraints."
+                        )
                 else:
                     P = self.pairs
                     self.pairs = PairConstraints(P.i[keep], P.j[keep], P.y[keep], P.bound[keep])
@@ -191,7 +201,8 @@ class SpectralProblem(Problem):
                     f"Pair {c} ({self.pairs.i[c]}, {self.pairs.j[c]}) has zero distance under the "
                     "baseline; LogDet keeps the range space, so its distance can never change and "
                     "the projection is undefined. Remove such pairs (PairConstraints.from_labels "
-                    "drops them).")
+                    "drops them)."
+                )
             if self.pairs is None and self.gamma is not None:
                 self.gamma = None
 
@@ -226,6 +237,7 @@ class SpectralProblem(Problem):
         :class:`~cvxkml.learned.FactoredMetric` (W = αI + U diag(λ) Uᵀ, never d × d) in the
         span space (:class:`~cvxkml.declare.spaces.SpanSpace`)."""
         from ..learned import LearnedMetric
+
         M = solution.matrix if isinstance(solution, Solution) else np.asarray(solution, dtype=float)
         name = self.space.name
         if name == "span":
@@ -234,7 +246,8 @@ class SpectralProblem(Problem):
             return LearnedMetric(M)
         raise InvalidInputError(
             f"{type(self).__name__} learns in the {name} space, not a Mahalanobis metric on "
-            "features: use learned_kernel(solution, base, X_train) for new points.")
+            "features: use learned_kernel(solution, base, X_train) for new points."
+        )
 
     def best_slack(self, M) -> np.ndarray | None:
         """The optimal slack ξ for a fixed M: ξ0 where the bound holds, else the distance."""
@@ -271,8 +284,7 @@ class SpectralProblem(Problem):
             C = self._hinge.get(type(f))
             if C is None:
                 m = len(f)
-                parts.append((np.full(m, -np.inf) if f.equality else np.zeros(m),
-                              np.full(m, np.inf), np.zeros(m)))
+                parts.append((np.full(m, -np.inf) if f.equality else np.zeros(m), np.full(m, np.inf), np.zeros(m)))
             else:
                 wrapper = (Squared if self._loss.get(type(f)) == "squared" else Hinge)(f, C)
                 parts.append(wrapper.dual_box())
@@ -284,8 +296,11 @@ class SpectralProblem(Problem):
     def soft(self) -> np.ndarray:
         """(m,) bool: which constraints carry a penalty (:class:`~cvxkml.sideinfo.Hinge`,
         :class:`~cvxkml.sideinfo.Squared`) instead of being hard."""
-        return np.concatenate([np.full(len(f), type(f) in self._hinge) for f in self._atoms()]) \
-            if self._atoms() else np.zeros(0, dtype=bool)
+        return (
+            np.concatenate([np.full(len(f), type(f) in self._hinge) for f in self._atoms()])
+            if self._atoms()
+            else np.zeros(0, dtype=bool)
+        )
 
     def hinge_value(self, M) -> float:
         """Σ_c φ_c(g_c(M) − t_c) over the soft constraints (:mod:`cvxkml.formulas.penalties`:
@@ -350,10 +365,15 @@ class SpectralProblem(Problem):
         for f in self._atoms():
             U, w, counts = f.terms(self.F, self.T)
             owner = np.repeat(np.arange(len(f)), counts)
-            out.append((lambda l, U=U, w=w, owner=owner: U.T @ ((w * l[owner])[:, None] * U),
-                        lambda G, U=U, w=w, owner=owner, m=len(f): np.bincount(  # noqa: B008 (binds this atom's size)
-                            owner, weights=w * np.einsum("ij,ij->i", U @ G, U), minlength=m),
-                        f.targets()))
+            out.append(
+                (
+                    lambda l, U=U, w=w, owner=owner: U.T @ ((w * l[owner])[:, None] * U),
+                    lambda G, U=U, w=w, owner=owner, m=len(f): np.bincount(  # noqa: B008 (binds this atom's size)
+                        owner, weights=w * np.einsum("ij,ij->i", U @ G, U), minlength=m
+                    ),
+                    f.targets(),
+                )
+            )
         return out
 
     def dual_value(self, lam) -> float:
@@ -379,9 +399,8 @@ class SpectralProblem(Problem):
         A = np.zeros((self.T.shape[1],) * 2)
         lin = 0.0
         start = 0
-        for fam, (term, _, t) in zip([c for c in self._families() if c is not None],
-                                     self._whitened_family_terms()):
-            l = lam[start:start + len(fam)]
+        for fam, (term, _, t) in zip([c for c in self._families() if c is not None], self._whitened_family_terms()):
+            l = lam[start : start + len(fam)]
             start += len(fam)
             A += term(l)
             if fam is self.pairs and self.gamma is not None:
@@ -413,7 +432,7 @@ class SpectralProblem(Problem):
         # LogDet and von Neumann imply X ⪰ 0 through their cones; the others need it stated
         cons = [] if self.regularizer.implies_psd else [X >> 0]
         self._pair_con = None
-        self._family_cons = []          # one vectorized constraint per family, in violations() order
+        self._family_cons = []  # one vectorized constraint per family, in violations() order
         if self.pairs is not None:
             # Scaled by the bounds: rows v̂/√b give p/b, and the slack is the ratio s = ξ/ξ0,
             # so every constraint and slack variable is O(1) (duals are mapped back below).
@@ -424,11 +443,10 @@ class SpectralProblem(Problem):
                 # (C/2)·ρ₊², ρ = y(p − b) = b·y(p/b − 1); λ = C·ρ₊ (its KKT value; the pair
                 # multipliers are read times b, as the scaled rows' duals are)
                 rho_s = cp.multiply(P.y, p - 1.0)
-                Cb = self._hinge[PairConstraints] * P.bound ** 2
+                Cb = self._hinge[PairConstraints] * P.bound**2
                 objective = objective + 0.5 * Cb @ cp.square(cp.pos(rho_s))
-                self._family_cons.append(lambda r=rho_s, Cb=Cb: Cb * np.maximum(
-                    np.asarray(r.value, dtype=float), 0.0))
-            elif PairConstraints in self._hinge:      # y(p − b) <= ξ, written over b: ξ/b
+                self._family_cons.append(lambda r=rho_s, Cb=Cb: Cb * np.maximum(np.asarray(r.value, dtype=float), 0.0))
+            elif PairConstraints in self._hinge:  # y(p − b) <= ξ, written over b: ξ/b
                 s = cp.Variable(len(P), nonneg=True, name="hinge_pairs")
                 objective = objective + (self._hinge[PairConstraints] * P.bound) @ s
                 self._pair_con = cp.multiply(P.y, p - 1.0) <= s
@@ -463,8 +481,11 @@ class SpectralProblem(Problem):
             self._family_cons.append(cons[-1])
         elif self._loss.get(type(family)) == "squared":
             objective = objective + 0.5 * C @ cp.square(residual if eq else cp.pos(residual))
-            self._family_cons.append(lambda r=residual, C=C, eq=eq: C * (
-                np.asarray(r.value, dtype=float) if eq else np.maximum(np.asarray(r.value, dtype=float), 0.0)))
+            self._family_cons.append(
+                lambda r=residual, C=C, eq=eq: (
+                    C * (np.asarray(r.value, dtype=float) if eq else np.maximum(np.asarray(r.value, dtype=float), 0.0))
+                )
+            )
         else:
             xi = cp.Variable(len(family), nonneg=True, name=f"hinge_{name}")
             cons.append(residual <= xi)
@@ -483,11 +504,13 @@ class SpectralProblem(Problem):
         conic solver's dual objective.  ``term``: M -> scalar expression;
         ``constraints``: M -> list of constraints."""
         from .extend import ExtendedProblem
+
         if self.space.name == "span":
             raise InvalidInputError(
                 f"This {type(self).__name__} learns in the data's span (k × k, wide data), where a term "
                 "or constraint on the whole d × d W is not the same function of the learned matrix: "
-                "build it with space='features' to extend it.")
+                "build it with space='features' to extend it."
+            )
         return ExtendedProblem(self, term=term, constraints=constraints)
 
     def matrix_expression(self, problem: cp.Problem):
@@ -527,20 +550,25 @@ class SpectralProblem(Problem):
         """
         from .._validation import check_data
         from ..learned import LearnedKernel
+
         if not self.kernel_space:
             raise InvalidInputError(
                 f"{type(self).__name__} learns a Mahalanobis matrix W, not a kernel on the training "
-                "points: use cvxkml.learned.LearnedMetric(solution.matrix) for new points.")
+                "points: use cvxkml.learned.LearnedMetric(solution.matrix) for new points."
+            )
         K = solution.matrix if isinstance(solution, Solution) else np.asarray(solution, dtype=float)
         n = self.M0.shape[0]
         X_train = check_data(X_train, "X_train")
         if K.shape != (n, n) or X_train.shape[0] != n:
             raise InvalidInputError(
                 f"The solution must be {n} × {n} and X_train must hold the {n} training points of "
-                f"K0; got {K.shape} and {X_train.shape[0]} points.")
+                f"K0; got {K.shape} and {X_train.shape[0]} points."
+            )
         if not callable(base):
-            raise InvalidInputError("base must be the base kernel K0 was computed with, a callable "
-                                    "(Z1, Z2) -> matrix such as cvxkml.kernels.Kernel('gaussian').")
+            raise InvalidInputError(
+                "base must be the base kernel K0 was computed with, a callable "
+                "(Z1, Z2) -> matrix such as cvxkml.kernels.Kernel('gaussian')."
+            )
         if self.extension_alpha is None:
             try:
                 self.regularizer.check_theorem4()
@@ -549,14 +577,16 @@ class SpectralProblem(Problem):
                     f"{type(self).__name__} has no extension of its learned kernel to new points: "
                     f"Theorem 4 (eq. 18) needs a spectral regularizer whose f_s has a finite "
                     f"minimizer α >= 0, and {self.regularizer.name} has none ({exc}). Use the "
-                    "learned matrix on the training points (solution.matrix).") from exc
+                    "learned matrix on the training points (solution.matrix)."
+                ) from exc
             alpha = float(self.regularizer.alpha)
         else:
             alpha = float(self.extension_alpha)
         return LearnedKernel.from_solution(base, X_train, self.M0, K, alpha=alpha)
 
-    def solve_reference(self, solver: str | None = None, eps: float | None = None,
-                        accept_inaccurate: bool = False, **opts) -> Solution:
+    def solve_reference(
+        self, solver: str | None = None, eps: float | None = None, accept_inaccurate: bool = False, **opts
+    ) -> Solution:
         """Solve the exact model with a conic solver at high accuracy.
 
         Default solver: Clarabel (interior point, gap and feasibility tolerances
@@ -569,24 +599,28 @@ class SpectralProblem(Problem):
         solver, eps = check_conic_options(solver, eps)
         solver = solver or self.default_solver()
         prob = self.to_cvxpy()
-        hint = ("Use slack: pass gamma=<positive number> (e.g. 1.0)." if self.regularizer.has_slack
-                else f"The {self.regularizer.name} problem has no slack formulation: relax or "
-                     "remove conflicting constraints.")
-        elapsed, status, iters = solve_conic(prob, solver, eps, True, what="exact model",
-                                             infeasible_hint=hint, **opts)
+        hint = (
+            "Use slack: pass gamma=<positive number> (e.g. 1.0)."
+            if self.regularizer.has_slack
+            else f"The {self.regularizer.name} problem has no slack formulation: relax or "
+            "remove conflicting constraints."
+        )
+        elapsed, status, iters = solve_conic(prob, solver, eps, True, what="exact model", infeasible_hint=hint, **opts)
         Xh = prob.var_dict["X"].value
         Xh = 0.5 * (Xh + Xh.T)
         M = self.matrix_from_whitened(Xh)
+
         def read(c):
             if callable(c):
                 return np.asarray(c(), dtype=float).ravel()
-            if isinstance(c, tuple):                  # a hinge equality: λ = λ₊ − λ₋
+            if isinstance(c, tuple):  # a hinge equality: λ = λ₊ − λ₋
                 return read(c[0]) - read(c[1])
             return np.asarray(c.dual_value, dtype=float).ravel()
+
         duals = [read(c) for c in self._family_cons]
         if self.pairs is not None:
-            duals[0] = duals[0] / self.pairs.bound    # pair rows were divided by the bounds
-        lower, upper, _ = self.dual_box()             # the dual box (round-off outside it)
+            duals[0] = duals[0] / self.pairs.bound  # pair rows were divided by the bounds
+        lower, upper, _ = self.dual_box()  # the dual box (round-off outside it)
         lam = np.clip(np.concatenate(duals), lower, upper)
         xi = None
         if self.gamma is not None:
@@ -604,18 +638,32 @@ class SpectralProblem(Problem):
                 f"The exact model ({solver}) ended '{status}' at a matrix that is singular on the "
                 f"range of K0 (LogDet divergence infinite; solver objective "
                 f"{float(prob.solution.opt_val):.3g}): no positive definite matrix satisfies the "
-                "hard constraints. " + ("gamma adds slack to the pair constraints only: relax or "
-                                       "remove the hard ones." if self.gamma is not None else hint))
+                "hard constraints. "
+                + (
+                    "gamma adds slack to the pair constraints only: relax or remove the hard ones."
+                    if self.gamma is not None
+                    else hint
+                )
+            )
         sol = Solution(
-            matrix=M, objective=objective, dual=lam, slack=xi,
-            violations=self.violations(M, xi), n_iter=iters,
-            converged=status == cp.OPTIMAL, time=elapsed, status=status,
-            solver=f"cvxpy-{solver.lower()}", dual_value=dual_value,
-            info={"solver_objective": float(prob.solution.opt_val)})
+            matrix=M,
+            objective=objective,
+            dual=lam,
+            slack=xi,
+            violations=self.violations(M, xi),
+            n_iter=iters,
+            converged=status == cp.OPTIMAL,
+            time=elapsed,
+            status=status,
+            solver=f"cvxpy-{solver.lower()}",
+            dual_value=dual_value,
+            info={"solver_objective": float(prob.solution.opt_val)},
+        )
         if not certified:
             sol.info["certificate"] = (
                 f"none: {self.regularizer.name} declares no conj_s, so the Lagrange dual cannot be "
-                "evaluated; converged is the conic solver's own 'optimal' status")
+                "evaluated; converged is the conic solver's own 'optimal' status"
+            )
         sol.info["max_relative_violation"] = self._max_relative_violation(sol.violations)
         sol = self._accept_reference(sol, status, accept_inaccurate)
         sol.converged = sol.converged or bool(sol.info.get("accepted_by_certificate"))
@@ -631,6 +679,7 @@ class SpectralProblem(Problem):
         """The :class:`~cvxkml.declare.registry.SolverSpec` ``solve(method=…)`` would use, or a
         typed error saying why none takes this problem and what to do."""
         from .registry import SolverSpec, select
+
         reg = self.regularizer
         own = getattr(reg, "fast_solver", None)
         if method != "dual" and callable(own):
@@ -642,27 +691,43 @@ class SpectralProblem(Problem):
         if spec is not None:
             return spec
         # the refusals of the solvers written for this problem and regularizer say most
-        near = {k: v for k, v in refused.items()
-                if not v.startswith(("written for", "solves ", "registered for"))}
-        reasons = "; ".join(f"{name}: {why}" for name, why in (near or refused).items()) \
-            or "none is registered"
-        what = {"native": "No native fast solver takes", "dual": "The generic dual solver does not take",
-                "auto": "No fast solver takes"}[method]
-        hint = ("use method='dual' (or 'auto'), or solve_reference() (the exact model)"
-                if method == "native" else
-                "use Hinge(pairs, C) instead of gamma, " if self.gamma is not None else "")
+        near = {k: v for k, v in refused.items() if not v.startswith(("written for", "solves ", "registered for"))}
+        reasons = "; ".join(f"{name}: {why}" for name, why in (near or refused).items()) or "none is registered"
+        what = {
+            "native": "No native fast solver takes",
+            "dual": "The generic dual solver does not take",
+            "auto": "No fast solver takes",
+        }[method]
+        hint = (
+            "use method='dual' (or 'auto'), or solve_reference() (the exact model)"
+            if method == "native"
+            else "use Hinge(pairs, C) instead of gamma, "
+            if self.gamma is not None
+            else ""
+        )
         if method != "native":
-            hint += ("implement the regularizer's conj_s, conj_grad_s, conj_hess_s (see "
-                     "cvxkml.declare.Regularizer; cvxkml.testing.check_regularizer checks them), "
-                     "register one (cvxkml.declare.register_fast_solver), or use solve_reference() "
-                     "(the exact model)")
+            hint += (
+                "implement the regularizer's conj_s, conj_grad_s, conj_hess_s (see "
+                "cvxkml.declare.Regularizer; cvxkml.testing.check_regularizer checks them), "
+                "register one (cvxkml.declare.register_fast_solver), or use solve_reference() "
+                "(the exact model)"
+            )
         raise InvalidInputError(
-            f"{what} {type(self).__name__} with the {reg.name} regularizer and these "
-            f"constraints ({reasons}); {hint}.")
+            f"{what} {type(self).__name__} with the {reg.name} regularizer and these constraints ({reasons}); {hint}."
+        )
 
-    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, gap_tol: float | None = None,
-              viol_tol: float | None = None, *, method: str = "auto", warm_start=None,
-              callback=None, max_sweeps: int | None = None) -> Solution:
+    def solve(
+        self,
+        tol: float = 1e-9,
+        max_iter: int = 20_000,
+        gap_tol: float | None = None,
+        viol_tol: float | None = None,
+        *,
+        method: str = "auto",
+        warm_start=None,
+        callback=None,
+        max_sweeps: int | None = None,
+    ) -> Solution:
         """The fast solver: cyclic Bregman projections (Jain et al. Algorithm 1; Kulis et
         al. Algorithm 2 for the low-rank problem), the regularizer's own fast solver, or the
         generic certified dual solver (any regularizer, every constraint family, hinge
@@ -713,6 +778,7 @@ class SpectralProblem(Problem):
         the others (and hinge slack) go to the dual solver with ``method="auto"``.
         """
         from .._validation import as_float_array, check_choice
+
         method = check_choice(method, "method", ("auto", "native", "dual"))
         spec = self.fast_solver(method)
         use_dual = spec.generic
@@ -724,19 +790,23 @@ class SpectralProblem(Problem):
             if lam0.size != self.n_constraints or np.any(lam0 < 0):
                 raise InvalidInputError(
                     f"warm_start must hold {self.n_constraints} non-negative multipliers (one per "
-                    "constraint, in violations() order), e.g. a previous Solution.dual.")
+                    "constraint, in violations() order), e.g. a previous Solution.dual."
+                )
         callback = self._check_callback(callback)
         tol = check_positive(tol, "tol")
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
-        limit = self._iteration_limit(max_iter, max_sweeps)   # int64 in the kernels
+        limit = self._iteration_limit(max_iter, max_sweeps)  # int64 in the kernels
         # a native solver that checks the certificate itself reads the rule here, and one
         # that can resume keeps its last iterate in _resume for the next attempt
         self._stop_rule, self._resume = (gap_tol, viol_tol), None
         attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
         while True:
-            res = (spec.solve(self, attempt_tol, limit - sweeps, lam0=lam0, callback=callback)
-                   if use_dual else spec.solve(self, attempt_tol, limit - sweeps))
+            res = (
+                spec.solve(self, attempt_tol, limit - sweeps, lam0=lam0, callback=callback)
+                if use_dual
+                else spec.solve(self, attempt_tol, limit - sweeps)
+            )
             attempts += 1
             self._check_fast_result(res, spec)
             sweeps += res.sweeps
@@ -750,12 +820,12 @@ class SpectralProblem(Problem):
                     f"outside the domain of the {self.regularizer.name} objective (objective "
                     f"{sol.objective}: a zero eigenvalue on the range of M0 under a log det, or a "
                     "matrix outside that range). Rescale the problem (a barrier weight or bounds "
-                    "far from 1), raise max_iter, or use solve_reference().")
+                    "far from 1), raise max_iter, or use solve_reference()."
+                )
             scale = max(1.0, abs(sol.objective))
             gap = sol.gap
             rel_viol = sol.info["max_relative_violation"]
-            within = (gap is not None and -gap_tol * scale <= gap <= gap_tol * scale
-                      and rel_viol <= viol_tol)
+            within = gap is not None and -gap_tol * scale <= gap <= gap_tol * scale and rel_viol <= viol_tol
             # Bregman: the paper's dual-change rule, then the certificate; the dual solver's
             # rule is the certificate itself (a stall at round-off below gap_tol counts)
             met = sol.converged or (use_dual and within)
@@ -764,13 +834,19 @@ class SpectralProblem(Problem):
                 sol.converged = met
                 sol.status = "converged" if met else sol.status
                 stopped = bool(res.extra.get("stopped")) and not met
-            elif callback is not None:          # every attempt's check, the certified one too
-                asked = callback({"iteration": sweeps, "objective": sol.objective,
-                                  "gap": None if gap is None else gap / scale, "violation": rel_viol,
-                                  "dual_change": res.dual_change, "certified": certified})
+            elif callback is not None:  # every attempt's check, the certified one too
+                asked = callback(
+                    {
+                        "iteration": sweeps,
+                        "objective": sol.objective,
+                        "gap": None if gap is None else gap / scale,
+                        "violation": rel_viol,
+                        "dual_change": res.dual_change,
+                        "certified": certified,
+                    }
+                )
                 stopped = bool(asked) and not certified
-            if (certified or not met or use_dual or stopped or attempt_tol <= 1e-16
-                    or sweeps >= limit):
+            if certified or not met or use_dual or stopped or attempt_tol <= 1e-16 or sweeps >= limit:
                 break
             attempt_tol = max(attempt_tol * 1e-2, 1e-16)
         sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
@@ -780,20 +856,31 @@ class SpectralProblem(Problem):
             sol.converged = False
             sol.status = CALLBACK_STOP
             gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
-            self._warn_unconverged(sol, f"The callback stopped the solve after {sweeps} iteration(s), "
-                                   f"uncertified: relative gap {gap_txt}, max relative violation "
-                                   f"{rel_viol:.3g}.")
+            self._warn_unconverged(
+                sol,
+                f"The callback stopped the solve after {sweeps} iteration(s), "
+                f"uncertified: relative gap {gap_txt}, max relative violation "
+                f"{rel_viol:.3g}.",
+            )
         elif not met and attempts == 1:
-            what = ("The dual solver did not certify in {} Newton iterations: relative gap/violation"
-                    if use_dual else "Bregman projections did not converge in {} sweeps: relative "
-                    "dual change").format(sweeps)
+            what = (
+                "The dual solver did not certify in {} Newton iterations: relative gap/violation"
+                if use_dual
+                else "Bregman projections did not converge in {} sweeps: relative dual change"
+            ).format(sweeps)
             warnings.warn(
                 f"{what} "
                 f"{res.dual_change:.3g} > tol {attempt_tol:.3g}, max violation {sol.max_violation:.3g}. "
-                "Raise max_iter or tol" + ("" if self.gamma is not None or self._hinge else
-                                              ", or use slack (gamma, or Hinge) if the constraints "
-                                              "conflict") + ".",
-                ConvergenceWarning, stacklevel=2)
+                "Raise max_iter or tol"
+                + (
+                    ""
+                    if self.gamma is not None or self._hinge
+                    else ", or use slack (gamma, or Hinge) if the constraints conflict"
+                )
+                + ".",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         elif not certified:
             sol.converged = False
             sol.status = "not certified"
@@ -803,9 +890,11 @@ class SpectralProblem(Problem):
                 f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} "
                 f"(allowed ±{gap_tol:.3g}), max relative "
                 f"violation {rel_viol:.3g} (allowed {viol_tol:.3g}). "
-                + ("The hard constraints may be infeasible (use slack, gamma=…), or " if self.gamma is None
-                   else "") + "raise max_iter, or loosen gap_tol / viol_tol.",
-                ConvergenceWarning, stacklevel=2)
+                + ("The hard constraints may be infeasible (use slack, gamma=…), or " if self.gamma is None else "")
+                + "raise max_iter, or loosen gap_tol / viol_tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return sol
 
     def _check_fast_result(self, res, spec) -> None:
@@ -816,6 +905,7 @@ class SpectralProblem(Problem):
         a user's solver, positive semidefinite — a solver cannot hand back W + skew, NaN or an
         indefinite matrix and be certified on its quadratic forms."""
         from .._answer import PSD_TOL, check_primal_matrix, check_primal_vector
+
         N = self.M0.shape[0]
         problems = []
         if not isinstance(res, FastResult):
@@ -824,8 +914,10 @@ class SpectralProblem(Problem):
             if np.shape(res.matrix) != (N, N):
                 problems.append(f"matrix of shape {np.shape(res.matrix)}, not {(N, N)}")
             if np.shape(res.lam) != (self.n_constraints,):
-                problems.append(f"lam of shape {np.shape(res.lam)}, not ({self.n_constraints},) (one "
-                                "multiplier per constraint, in violations() order)")
+                problems.append(
+                    f"lam of shape {np.shape(res.lam)}, not ({self.n_constraints},) (one "
+                    "multiplier per constraint, in violations() order)"
+                )
             if res.code not in set(int(s) for s in Status):
                 problems.append(f"code {res.code!r} is not a cvxkml.solvers.Status")
             if not isinstance(res.sweeps, (int, np.integer)) or res.sweeps < 0:
@@ -833,12 +925,12 @@ class SpectralProblem(Problem):
         if problems:
             raise InvalidInputError(
                 f"The fast solver of {type(self).__name__} ({self.regularizer.name}) broke the "
-                f"fast-solver protocol: {'; '.join(problems)}. See cvxkml.solvers.result.")
+                f"fast-solver protocol: {'; '.join(problems)}. See cvxkml.solvers.result."
+            )
         if res.code in (NONPOSITIVE_DISTANCE, NONFINITE):
-            return                                      # a breakdown: _raise_breakdown says what
+            return  # a breakdown: _raise_breakdown says what
         check_primal_vector(res.lam, self.n_constraints, what=f"multipliers of {spec.name}")
-        check_primal_matrix(res.matrix, N, psd=spec.user, psd_tol=PSD_TOL,
-                            what=f"matrix of {spec.name}")
+        check_primal_matrix(res.matrix, N, psd=spec.user, psd_tol=PSD_TOL, what=f"matrix of {spec.name}")
 
     def farkas_direction(self, lam):
         """Test the multipliers' direction d = λ/Σλ as a Farkas certificate of infeasibility
@@ -852,10 +944,14 @@ class SpectralProblem(Problem):
         satisfies.  With slack (γ) the pair terms are soft and the test does not apply
         (returns None)."""
         lam = np.asarray(lam, dtype=float)
-        if (self.gamma is not None or lam.size != self.n_constraints or not np.all(np.isfinite(lam))
-                or (self.equalities is not None and type(self.equalities) not in self._hinge)):
-            return None                  # (hard equalities: multipliers of either sign)
-        if self._hinge:                  # the ray runs in the hard constraints' multipliers
+        if (
+            self.gamma is not None
+            or lam.size != self.n_constraints
+            or not np.all(np.isfinite(lam))
+            or (self.equalities is not None and type(self.equalities) not in self._hinge)
+        ):
+            return None  # (hard equalities: multipliers of either sign)
+        if self._hinge:  # the ray runs in the hard constraints' multipliers
             lam = np.where(self.soft, 0.0, lam)
         if lam.sum() <= 0:
             return None
@@ -863,10 +959,9 @@ class SpectralProblem(Problem):
         A = np.zeros((self.T.shape[1],) * 2)
         lin = lin_abs = norm = 0.0
         start = 0
-        for fam, (term, _, t) in zip([c for c in self._families() if c is not None],
-                                     self._whitened_family_terms()):
-            dc = d[start:start + len(fam)]
-            for k in np.flatnonzero(dc):          # Σ d_c‖Â_c‖ from each constraint's own term
+        for fam, (term, _, t) in zip([c for c in self._families() if c is not None], self._whitened_family_terms()):
+            dc = d[start : start + len(fam)]
+            for k in np.flatnonzero(dc):  # Σ d_c‖Â_c‖ from each constraint's own term
                 e = np.zeros(len(fam))
                 e[k] = 1.0
                 norm += dc[k] * float(np.max(np.abs(np.linalg.eigvalsh(term(e)))))
@@ -901,33 +996,48 @@ class SpectralProblem(Problem):
             if not (eig >= -1e-6 and lin <= -1e-3):
                 continue
             n = self.T.shape[1]
-            what = ("no positive semidefinite matrix satisfies them" if np.isinf(bound) or eig >= -1e-12 else
-                    f"any matrix that satisfies them has tr(X̂) >= {bound:.3g} in the whitened "
-                    f"coordinates (the prior has tr = {n}), i.e. they are infeasible up to round-off")
+            what = (
+                "no positive semidefinite matrix satisfies them"
+                if np.isinf(bound) or eig >= -1e-12
+                else f"any matrix that satisfies them has tr(X̂) >= {bound:.3g} in the whitened "
+                f"coordinates (the prior has tr = {n}), i.e. they are infeasible up to round-off"
+            )
             named = ""
             if from_ray:
                 d = np.asarray(d, dtype=float)
                 idx = np.flatnonzero(d > 0)
                 idx = idx[np.argsort(-d[idx], kind="stable")]
                 P, n_p = self.pairs, (0 if self.pairs is None else len(self.pairs))
-                parts = [(f"{k} (pair ({P.i[k]}, {P.j[k]}): d {'<=' if P.y[k] > 0 else '>='} "
-                          f"{P.bound[k]:.3g})" if k < n_p else str(k)) for k in idx[:8]]
-                named = (f" The constraints carrying it (index in violations() order, heaviest "
-                         f"first): {', '.join(parts)}{', …' if idx.size > 8 else ''}.")
+                parts = [
+                    (
+                        f"{k} (pair ({P.i[k]}, {P.j[k]}): d {'<=' if P.y[k] > 0 else '>='} {P.bound[k]:.3g})"
+                        if k < n_p
+                        else str(k)
+                    )
+                    for k in idx[:8]
+                ]
+                named = (
+                    f" The constraints carrying it (index in violations() order, heaviest "
+                    f"first): {', '.join(parts)}{', …' if idx.size > 8 else ''}."
+                )
             raise InfeasibleError(
                 f"The hard constraints are infeasible: after {sol.n_iter} sweeps the multipliers grow "
                 f"along d {'(their growth over the last sweeps)' if from_ray else '= λ/Σλ'} with "
                 f"Σd_cÂ_c ⪰ 0 (relative min eigenvalue {eig:.2g}) and Σd_c t_c < 0 "
                 f"(relative {lin:.2g}), a Farkas certificate: {what}.{named} Use slack "
                 "(gamma=<positive number>) or remove the conflicting constraints; solve_reference() "
-                "confirms.")
+                "confirms."
+            )
 
     def _raise_breakdown(self, res) -> None:
         """Typed errors for a fast run that broke down (a zero distance, non-finite iterates)."""
         if res.code not in (NONPOSITIVE_DISTANCE, NONFINITE):
             return
-        what = ("a constrained distance reached zero" if res.code == NONPOSITIVE_DISTANCE
-                else "the iterates became non-finite")
+        what = (
+            "a constrained distance reached zero"
+            if res.code == NONPOSITIVE_DISTANCE
+            else "the iterates became non-finite"
+        )
         head = f"Bregman projections broke down after {res.sweeps} sweep(s): {what}"
         # gamma puts slack on the pair constraints only (they come first); relative
         # and similarity constraints stay hard
@@ -935,16 +1045,19 @@ class SpectralProblem(Problem):
         if self.gamma is None:
             raise InfeasibleError(
                 f"{head} (constraint {res.bad_index}). The hard constraints are most likely "
-                "infeasible; use LogDet slack by passing gamma=<positive number>.")
+                "infeasible; use LogDet slack by passing gamma=<positive number>."
+            )
         if res.bad_index >= n_soft:
             raise InfeasibleError(
                 f"{head} (constraint {res.bad_index}, a hard relative or similarity constraint: "
                 "gamma adds slack to the pair constraints only). No positive definite matrix "
-                "in the range of K0 satisfies the hard constraints; relax or remove them.")
+                "in the range of K0 satisfies the hard constraints; relax or remove them."
+            )
         raise SolverError(
             f"{head} with slack weight gamma = {self.gamma:.3g}. Use a gamma nearer 1 (the slack "
             "terms scale like 1/gamma), rescale the data and bounds to order 1, or check with "
-            "solve_reference().")
+            "solve_reference()."
+        )
 
     def _fast_solution(self, res, sweeps, elapsed) -> Solution:
         """The :class:`Solution` of a fast run (``converged`` = the run met its own rule)."""
@@ -954,10 +1067,21 @@ class SpectralProblem(Problem):
         viol = self.violations(M, xi)
         extra = dict(res.extra)
         return Solution(
-            matrix=M, objective=self.objective(M), dual=res.lam, slack=xi, violations=viol,
-            n_iter=sweeps, converged=converged, time=elapsed,
+            matrix=M,
+            objective=self.objective(M),
+            dual=res.lam,
+            slack=xi,
+            violations=viol,
+            n_iter=sweeps,
+            converged=converged,
+            time=elapsed,
             status="converged" if converged else "max_iter reached",
             solver=f"{extra.pop('solver', 'bregman')}-{self.kind}",
             dual_value=self.dual_value(res.lam),
-            info={"dual_change": res.dual_change, "max_relative_violation": self._max_relative_violation(viol),
-                  "skipped_pairs": self.skipped_pairs, **extra})
+            info={
+                "dual_change": res.dual_change,
+                "max_relative_violation": self._max_relative_violation(viol),
+                "skipped_pairs": self.skipped_pairs,
+                **extra,
+            },
+        )

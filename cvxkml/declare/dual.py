@@ -12,6 +12,7 @@ small instances) needs to reach 1e-10.  For von Neumann with
 prior I, X̂(λ) = exp(−Σ λ_c Â_c): the paper's F(λ) = tr exp(−C(λ)K0) + b(λ) up to the
 constant r.  The primal point X̂(λ) is returned with its KKT residuals.
 """
+
 from __future__ import annotations
 
 import time
@@ -77,8 +78,7 @@ def _hessian(problem, lam, mats):
     fpp = reg.conj_hess_s(mu)
     dm = mu[:, None] - mu[None, :]
     close = np.abs(dm) <= 1e-9 * np.maximum(1.0, np.abs(mu)[:, None])
-    Gam = np.where(close, 0.5 * (fpp[:, None] + fpp[None, :]),
-                   (fp[:, None] - fp[None, :]) / np.where(close, 1.0, dm))
+    Gam = np.where(close, 0.5 * (fpp[:, None] + fpp[None, :]), (fp[:, None] - fp[None, :]) / np.where(close, 1.0, dm))
     At = np.einsum("ik,cij,jl->ckl", U, mats, U).reshape(len(lam), -1)
     H = -(At * Gam.ravel()) @ At.T
     if problem.gamma is not None:
@@ -91,7 +91,7 @@ def _hessian(problem, lam, mats):
 def _newton_polish(problem, lam, tol, max_iter=100):
     """Projected Newton ascent on g over λ >= 0 (active set: λ_c = 0 with ∂g/∂λ_c <= 0)."""
     mats = _dense_mats(problem)
-    ub = problem.upper                        # hinge slack boxes the multipliers (+inf: hard)
+    ub = problem.upper  # hinge slack boxes the multipliers (+inf: hard)
     g, grad, _ = _grad_parts(problem, lam)
     for it in range(max_iter):
         free = ((lam > 0) | (grad > 0)) & ((lam < ub) | (grad < 0))
@@ -100,13 +100,12 @@ def _newton_polish(problem, lam, tol, max_iter=100):
             return lam, it
         H = _hessian(problem, lam, mats)[np.ix_(free, free)]
         try:
-            step_f = np.linalg.solve(H - 1e-14 * np.abs(np.diag(H)).max() * np.eye(H.shape[0]),
-                                     -grad[free])
+            step_f = np.linalg.solve(H - 1e-14 * np.abs(np.diag(H)).max() * np.eye(H.shape[0]), -grad[free])
         except np.linalg.LinAlgError:
             step_f = grad[free]
         step = np.zeros_like(lam)
         step[free] = step_f
-        if step @ grad <= 0:                      # not an ascent direction: gradient step
+        if step @ grad <= 0:  # not an ascent direction: gradient step
             step = pg
         t = 1.0
         for _ in range(60):
@@ -143,9 +142,14 @@ def solve_dual(problem, tol: float = 1e-12, max_iter: int = 20_000, polish: bool
 
     t0 = time.perf_counter()
     bounds = [(0.0, None if not np.isfinite(u) else float(u)) for u in problem.upper]
-    res = minimize(fun, np.zeros(m), jac=True, method="L-BFGS-B", bounds=bounds,
-                   options=dict(maxiter=max_iter, maxfun=4 * max_iter, ftol=tol, gtol=tol * 1e-2,
-                                maxcor=30))
+    res = minimize(
+        fun,
+        np.zeros(m),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options=dict(maxiter=max_iter, maxfun=4 * max_iter, ftol=tol, gtol=tol * 1e-2, maxcor=30),
+    )
     lam = np.clip(res.x, 0.0, problem.upper)
     newton_steps = 0
     if polish:
@@ -168,10 +172,17 @@ def solve_dual(problem, tol: float = 1e-12, max_iter: int = 20_000, polish: bool
     pg = np.where(lam > 0, grad, np.maximum(grad, 0.0))
     pg = np.where(lam >= ub, np.minimum(pg, 0.0), pg)
     proj_grad = float(np.max(np.abs(pg), initial=0.0))
-    return Solution(matrix=M, objective=problem.objective(M, xi), dual=lam, slack=xi,
-                    violations=viol, n_iter=int(res.nit) + newton_steps,
-                    converged=proj_grad <= max(tol, 1e-9), time=elapsed,
-                    status=f"L-BFGS-B: {res.message}; Newton steps: {newton_steps}",
-                    solver="dual-lbfgsb-newton" if polish else "dual-lbfgsb", dual_value=g,
-                    info={"complementarity": comp, "projected_gradient": proj_grad,
-                          "newton_steps": newton_steps})
+    return Solution(
+        matrix=M,
+        objective=problem.objective(M, xi),
+        dual=lam,
+        slack=xi,
+        violations=viol,
+        n_iter=int(res.nit) + newton_steps,
+        converged=proj_grad <= max(tol, 1e-9),
+        time=elapsed,
+        status=f"L-BFGS-B: {res.message}; Newton steps: {newton_steps}",
+        solver="dual-lbfgsb-newton" if polish else "dual-lbfgsb",
+        dual_value=g,
+        info={"complementarity": comp, "projected_gradient": proj_grad, "newton_steps": newton_steps},
+    )

@@ -70,6 +70,7 @@ Example: ITML with an ℓ1 penalty on the off-diagonal of W,
 >>> sol.status, bool(0 <= sol.gap <= 1e-6 * max(1.0, abs(sol.objective)))
 ('optimal', True)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -84,8 +85,7 @@ from ..solution import Solution
 from ._conic import solve_conic_bound
 from .problem import Problem
 
-__all__ = ["ExtendedProblem", "ExtensionModel", "ExtensionPoint", "check_fast_solver_applies",
-           "MODEL_METHODS"]
+__all__ = ["ExtendedProblem", "ExtensionModel", "ExtensionPoint", "check_fast_solver_applies", "MODEL_METHODS"]
 
 #: the methods that define a family's problem (its model); a subclass that redefines one of
 #: them without redefining ``solve()`` is refused by :func:`check_fast_solver_applies`
@@ -179,8 +179,14 @@ def _spectral_model(base) -> ExtensionModel:
         if base.gamma is not None:
             xi = np.asarray(prob.var_dict["xi_ratio"].value, dtype=float) * base.pairs.bound
         viol = base.violations(M, xi)
-        return ExtensionPoint(primal=M, objective=float(base.objective(M, xi)), violations=viol,
-                              relative_violation=base._max_relative_violation(viol), matrix=M, slack=xi)
+        return ExtensionPoint(
+            primal=M,
+            objective=float(base.objective(M, xi)),
+            violations=viol,
+            relative_violation=base._max_relative_violation(viol),
+            matrix=M,
+            slack=xi,
+        )
 
     return ExtensionModel(problem=prob, primal=base.matrix_expression(prob), read=read)
 
@@ -192,7 +198,8 @@ def _probe(base):
         return _spectral_probe(base)
     raise InvalidInputError(
         f"{type(base).__name__} cannot be extended: it does not expose its exact model "
-        "(extension_probe() and extension_model(), see cvxkml.declare.extend).")
+        "(extension_probe() and extension_model(), see cvxkml.declare.extend)."
+    )
 
 
 def _describe(var, name: str) -> str:
@@ -246,7 +253,8 @@ def check_fast_solver_applies(problem, model_methods=()) -> None:
             "problem only (it would return and certify the parent's optimum). Use "
             f"{solver_cls.__name__}(...).extend(term=..., constraints=...) and its "
             "solve_reference() (the exact model), or override solve() with a solver for "
-            f"{owner.__name__}'s model.")
+            f"{owner.__name__}'s model."
+        )
 
 
 # ---------------------------------------------------------------------- the extension
@@ -280,24 +288,29 @@ class ExtendedProblem(Problem):
             if f is not None and not callable(f):
                 raise InvalidInputError(
                     f"{what} must be a function of the learned {'matrix' if probe.ndim == 2 else 'vector'} "
-                    f"{name} returning a CVXPY {'expression' if what == 'term' else 'constraint list'}.")
+                    f"{name} returning a CVXPY {'expression' if what == 'term' else 'constraint list'}."
+                )
         self.base, self.term, self.extra = base, term, constraints
         self.primal_name = name
         self.inaccurate_rtol = base.inaccurate_rtol
         self.clarabel_max_size = base.clarabel_max_size
         desc = _describe(probe, name)
-        if term is not None:                         # DCP is judged on a variable
+        if term is not None:  # DCP is judged on a variable
             e = term(probe)
             if not isinstance(e, cp.Expression) or e.size != 1 or not e.is_convex():
                 raise InvalidInputError(
                     f"term({name}) must return a convex scalar CVXPY expression of {desc} (DCP); "
-                    f"e.g. lambda {name}: 0.1 * cp.sum(cp.abs({name})).")
+                    f"e.g. lambda {name}: 0.1 * cp.sum(cp.abs({name}))."
+                )
         if constraints is not None:
             cs = constraints(probe)
-            if not isinstance(cs, (list, tuple)) or not all(isinstance(c, cp.constraints.constraint.Constraint)
-                                                            for c in cs):
-                raise InvalidInputError(f"constraints({name}) must return a list of CVXPY constraints "
-                                        f"on {desc} (e.g. [cp.sum({name}) <= 10]).")
+            if not isinstance(cs, (list, tuple)) or not all(
+                isinstance(c, cp.constraints.constraint.Constraint) for c in cs
+            ):
+                raise InvalidInputError(
+                    f"constraints({name}) must return a list of CVXPY constraints "
+                    f"on {desc} (e.g. [cp.sum({name}) <= 10])."
+                )
             if not all(c.is_dcp() for c in cs):
                 raise InvalidInputError(f"constraints({name}) must be convex (DCP) in {desc}.")
 
@@ -326,7 +339,7 @@ class ExtendedProblem(Problem):
             return self.base.default_solver()
         return "CLARABEL" if self.exact_size() <= self.clarabel_max_size else "SCS"
 
-    def __getattr__(self, name):              # n_constraints, pairs, M0, … of the base problem
+    def __getattr__(self, name):  # n_constraints, pairs, M0, … of the base problem
         if name in ("base", "term", "extra", "primal_name"):
             raise AttributeError(name)
         return getattr(self.base, name)
@@ -342,8 +355,10 @@ class ExtendedProblem(Problem):
         """One violation per extra constraint at X (its largest entry, >= 0)."""
         if self.extra is None:
             return np.zeros(0)
-        extra = [float(np.max(np.asarray(c.violation()), initial=0.0))
-                 for c in self.extra(cp.Constant(np.asarray(X, dtype=float)))]
+        extra = [
+            float(np.max(np.asarray(c.violation()), initial=0.0))
+            for c in self.extra(cp.Constant(np.asarray(X, dtype=float)))
+        ]
         return np.maximum(np.asarray(extra, dtype=float), 0.0)
 
     def objective(self, X, *rest, **kw) -> float:
@@ -371,8 +386,9 @@ class ExtendedProblem(Problem):
         by the base model's objective scale when it is written in a normalized form)."""
         return self._extended(self._model())
 
-    def solve_reference(self, solver: str | None = None, eps: float | None = None,
-                        accept_inaccurate: bool = False, **opts) -> Solution:
+    def solve_reference(
+        self, solver: str | None = None, eps: float | None = None, accept_inaccurate: bool = False, **opts
+    ) -> Solution:
         """The extended exact model with Clarabel or SCS (the base problem's default choice).
 
         Returns
@@ -398,16 +414,23 @@ class ExtendedProblem(Problem):
         solver, eps = check_conic_options(solver, eps)
         solver = solver or self.default_solver()
         if solver not in ("CLARABEL", "SCS"):
-            raise InvalidInputError("An extended problem is certified by Clarabel's or SCS's dual "
-                                    f"objective; use solver='CLARABEL' or 'SCS', not {solver!r}.")
+            raise InvalidInputError(
+                "An extended problem is certified by Clarabel's or SCS's dual "
+                f"objective; use solver='CLARABEL' or 'SCS', not {solver!r}."
+            )
         model = self._model()
         if eps is None:
             eps = model.eps.get(solver)
         prob = self._extended(model)
         elapsed, status, iters, bound = solve_conic_bound(
-            prob, solver, eps, True, what="extended exact model",
+            prob,
+            solver,
+            eps,
+            True,
+            what="extended exact model",
             infeasible_hint="relax the extra constraints or use slack.",
-            **{**model.conic_options, **opts})
+            **{**model.conic_options, **opts},
+        )
         point = model.read()
         extra = self.extra_violations(point.primal)
         viol = np.concatenate([np.asarray(point.violations, dtype=float), extra])
@@ -416,13 +439,25 @@ class ExtendedProblem(Problem):
         objective = float(point.objective) + term
         bound = float(bound) * model.scale
         sol = model.solution_type(
-            matrix=point.matrix, objective=objective, dual=point.dual, slack=point.slack,
-            violations=viol, n_iter=iters, converged=status == cp.OPTIMAL,
-            time=elapsed, status=status, solver=f"cvxpy-{solver.lower()}", dual_value=bound,
-            info={**point.info, "solver_objective": float(prob.value) * model.scale, "term": term,
-                  "max_relative_violation": rel,
-                  "certificate": f"{solver} dual objective (no closed-form Lagrange dual for an "
-                                 "extension)"})
+            matrix=point.matrix,
+            objective=objective,
+            dual=point.dual,
+            slack=point.slack,
+            violations=viol,
+            n_iter=iters,
+            converged=status == cp.OPTIMAL,
+            time=elapsed,
+            status=status,
+            solver=f"cvxpy-{solver.lower()}",
+            dual_value=bound,
+            info={
+                **point.info,
+                "solver_objective": float(prob.value) * model.scale,
+                "term": term,
+                "max_relative_violation": rel,
+                "certificate": f"{solver} dual objective (no closed-form Lagrange dual for an extension)",
+            },
+        )
         sol = self._accept_reference(sol, status, accept_inaccurate, what="extended exact model")
         scale = max(1.0, abs(objective))
         rel_gap = abs(objective - bound) / scale if np.isfinite(bound) else np.inf
@@ -430,13 +465,16 @@ class ExtendedProblem(Problem):
         holds = rel_gap <= self.inaccurate_rtol and rel <= self.inaccurate_rtol
         if not holds:
             sol.info["certificate_failed"] = (
-                f"relative gap {rel_gap:.3g}, relative violation {rel:.3g} > {self.inaccurate_rtol:g}")
+                f"relative gap {rel_gap:.3g}, relative violation {rel:.3g} > {self.inaccurate_rtol:g}"
+            )
         ok = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
         sol.converged = bool(ok and holds)
         if ok and not holds:
             self._warn_unconverged(
-                sol, f"{solver} reported the extended exact model optimal but its certificate does "
-                f"not hold ({sol.info['certificate_failed']}); try the other solver or a smaller eps.")
+                sol,
+                f"{solver} reported the extended exact model optimal but its certificate does "
+                f"not hold ({sol.info['certificate_failed']}); try the other solver or a smaller eps.",
+            )
         return sol
 
     def solve(self, *args, **kw):
@@ -445,8 +483,10 @@ class ExtendedProblem(Problem):
             raise InvalidInputError(
                 f"An extended {base} has no fast solver: {base}.solve() answers the {base} problem "
                 "without the extra term and constraints. Use solve_reference() (the exact model of "
-                "the extended problem, certified by the conic solver's dual objective).")
+                "the extended problem, certified by the conic solver's dual objective)."
+            )
         raise InvalidInputError(
             "An extended problem has no fast solver (the extra term has no conjugate the dual "
             "solvers know); use solve_reference(). A spectral term belongs in a Regularizer "
-            "subclass, a soft constraint in sideinfo.Hinge: both keep the fast solvers.")
+            "subclass, a soft constraint in sideinfo.Hinge: both keep the fast solvers."
+        )

@@ -15,6 +15,7 @@ Pairs whose shifted bound is <= 0 are decided analytically: a dissimilar one alw
 holds (dropped), a similar one cannot hold in this basis (InfeasibleError for hard
 constraints; dropped with a warning under slack).  Both are listed in ``dropped_pairs``.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -127,7 +128,7 @@ def feature_basis(X, k, method="svd", y=None, random_state=None) -> np.ndarray:
             return np.array([X[g].mean(0) for g in groups]).T
         cols = [kmeans(X[g], min(p, len(g)), rng.integers(2**31))[0] for g, p in zip(groups, per)]
         return np.vstack(cols).T
-    raise AssertionError(method)                # unreachable: check_choice above
+    raise AssertionError(method)  # unreachable: check_choice above
 
 
 def kernel_basis(K0, k, method="random", y=None, random_state=None) -> np.ndarray:
@@ -164,7 +165,7 @@ def kernel_basis(K0, k, method="random", y=None, random_state=None) -> np.ndarra
         for c, g in enumerate(groups):
             J[g, c] = 1.0 / g.size
         return J
-    raise AssertionError(method)                # unreachable: check_choice above
+    raise AssertionError(method)  # unreachable: check_choice above
 
 
 def _inv_sqrt_psd(A, name, rtol: float = 1e-10):
@@ -172,7 +173,8 @@ def _inv_sqrt_psd(A, name, rtol: float = 1e-10):
     if w[0] <= rtol * max(w[-1], np.finfo(float).tiny):
         raise InvalidInputError(
             f"{name} is singular (smallest eigenvalue {w[0]:.3g}): the basis columns are dependent "
-            "in feature space; use fewer or different basis vectors.")
+            "in feature space; use fewer or different basis vectors."
+        )
     return (V / np.sqrt(w)) @ V.T
 
 
@@ -188,19 +190,19 @@ class IPLR(Problem):
     """
 
     def __init__(self, Phi_red, base_dist, constraints, gamma=None):
-        self.Phi_red = check_data(Phi_red, "Phi_red")              # n × k rows φ'_i
-        P, = check_constraints(constraints, (PairConstraints,), "IPLR (problem (8) has distance constraints)")
+        self.Phi_red = check_data(Phi_red, "Phi_red")  # n × k rows φ'_i
+        (P,) = check_constraints(constraints, (PairConstraints,), "IPLR (problem (8) has distance constraints)")
         gamma = check_positive(gamma, "gamma", allow_none=True)
         n = self.Phi_red.shape[0]
         P = P.validate(n)
         V = self.Phi_red[P.i] - self.Phi_red[P.j]
         red = np.einsum("ij,ij->i", V, V)
-        resid = np.maximum(base_dist(P.i, P.j) - red, 0.0)          # r_ij >= 0
+        resid = np.maximum(base_dist(P.i, P.j) - red, 0.0)  # r_ij >= 0
         shifted = P.bound - resid
-        scale = float(np.max(P.bound))                              # relative: any scale
-        always = (P.y < 0) & (shifted <= 1e-12 * scale)             # dissimilar, holds already
-        never = (P.y > 0) & (shifted <= 1e-12 * scale)              # similar, impossible
-        zero_red = red <= 1e-12 * scale                             # no component in span(U)
+        scale = float(np.max(P.bound))  # relative: any scale
+        always = (P.y < 0) & (shifted <= 1e-12 * scale)  # dissimilar, holds already
+        never = (P.y > 0) & (shifted <= 1e-12 * scale)  # similar, impossible
+        zero_red = red <= 1e-12 * scale  # no component in span(U)
         never |= zero_red & ~always & (P.y < 0)
         always |= zero_red & ~never & (P.y > 0)
         if np.any(never) and gamma is None:
@@ -208,11 +210,15 @@ class IPLR(Problem):
             raise InfeasibleError(
                 f"Pair {c} ({P.i[c]}, {P.j[c]}) cannot satisfy its bound in this basis: its distance "
                 f"outside span(U) is {resid[c]:.4g} (bound {P.bound[c]:.4g}). Enlarge or change the "
-                "basis (k), or use slack (gamma).")
+                "basis (k), or use slack (gamma)."
+            )
         if np.any(never):
-            warnings.warn(f"Dropped {int(never.sum())} similar pair(s) whose distance outside the basis "
-                          "already exceeds the bound (not satisfiable in this basis).", UserWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"Dropped {int(never.sum())} similar pair(s) whose distance outside the basis "
+                "already exceeds the bound (not satisfiable in this basis).",
+                UserWarning,
+                stacklevel=3,
+            )
         keep = ~(always | never)
         self.constraints = P
         self.residual = resid
@@ -221,12 +227,13 @@ class IPLR(Problem):
             raise InvalidInputError(
                 "No constraint is active in this basis (every pair already holds, or cannot hold, "
                 "whatever the k × k matrix); nothing to learn. Enlarge or change the basis (k), "
-                "or give other pairs.")
+                "or give other pairs."
+            )
         self.kept = np.flatnonzero(keep)
         self.gamma = gamma
-        self.reduced = ITML(self.Phi_red,
-                            PairConstraints(P.i[keep], P.j[keep], P.y[keep], shifted[keep]), gamma=gamma,
-                            space="features")         # F* is k × k, whatever n
+        self.reduced = ITML(
+            self.Phi_red, PairConstraints(P.i[keep], P.j[keep], P.y[keep], shifted[keep]), gamma=gamma, space="features"
+        )  # F* is k × k, whatever n
 
     # -------------------------------------------------------------- constructors
     @classmethod
@@ -246,7 +253,7 @@ class IPLR(Problem):
     def from_kernel(cls, K0, constraints, J="random", k=None, y=None, gamma=None, random_state=None):
         """Kernel K0 (n × n); ``J`` a name for :func:`kernel_basis` (with k, y) or an n × k
         array.  Φ' = (JᵀK0J)^-½ JᵀK0, so only a k × k matrix is inverted."""
-        rtol = input_rank_rtol(K0, 1e-10)           # float32 K0: its round-off is not a direction
+        rtol = input_rank_rtol(K0, 1e-10)  # float32 K0: its round-off is not a direction
         K0 = check_kernel_matrix(K0, "K0")
         J = kernel_basis(K0, k, J, y, random_state) if isinstance(J, str) else check_data(J, "J")
         if J.shape[0] != K0.shape[0]:
@@ -275,17 +282,14 @@ class IPLR(Problem):
         """The kept constraints' violations under F (``kept`` indexes them in ``constraints``)."""
         return self.reduced.violations(F, xi)
 
-    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, callback=None, warm_start=None,
-              **kw):
+    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, callback=None, warm_start=None, **kw):
         """F* by the fast solver of the reduced problem (11) (:meth:`SpectralProblem.solve`:
         Bregman projections at O(k²) each, or the dual solver; the same certificate)."""
-        return self.reduced.solve(tol=tol, max_iter=max_iter, callback=callback,
-                                  warm_start=warm_start, **kw)
+        return self.reduced.solve(tol=tol, max_iter=max_iter, callback=callback, warm_start=warm_start, **kw)
 
     def solve_reference(self, solver=None, eps=None, accept_inaccurate: bool = False, **opts):
         """F* by the exact model of the reduced problem (11), with its Lagrange certificate."""
-        return self.reduced.solve_reference(solver=solver, eps=eps,
-                                            accept_inaccurate=accept_inaccurate, **opts)
+        return self.reduced.solve_reference(solver=solver, eps=eps, accept_inaccurate=accept_inaccurate, **opts)
 
     def metric(self, F) -> np.ndarray:
         """W* = I + U (F* − I) Uᵀ (explicit features)."""

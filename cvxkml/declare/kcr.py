@@ -14,6 +14,7 @@ included (as printed; that term is [1 − h̃]₊).  Numpy values: :mod:`cvxkml.
 :meth:`KCR.solve_reference`) and runs the fast solver (:meth:`KCR.solve`,
 :func:`cvxkml.solvers.kcr.kcr_pdhg`).
 """
+
 from __future__ import annotations
 
 import cvxpy as cp
@@ -59,7 +60,7 @@ def _check_pdhg_options(opts: dict) -> None:
         if key in opts:
             check_positive(opts[key], key, allow_none=key == "omega0")
     for key, low in (("eig_guard", 0), ("eig_min_size", 0), ("restart_every", 1)):
-        if key in opts:                          # eig_min_size=0: track at every size
+        if key in opts:  # eig_min_size=0: track at every size
             check_int(opts[key], key, minimum=low)
     if "eig" in opts:
         check_choice(opts["eig"], "eig", ("track", "exact"))
@@ -71,10 +72,13 @@ def _check_pdhg_options(opts: dict) -> None:
         except TypeError:
             params = ()
         if len(params) != 3:
-            raise InvalidInputError("restart_params must be three numbers (sufficient, necessary, "
-                                    f"artificial); got {opts['restart_params']!r}.")
+            raise InvalidInputError(
+                "restart_params must be three numbers (sufficient, necessary, "
+                f"artificial); got {opts['restart_params']!r}."
+            )
         for v in params:
             check_number(v, "each restart parameter", low=0.0, low_open=True)
+
 
 _PARAMETERIZATIONS = ("whitened", "reduced", "full")
 
@@ -125,13 +129,15 @@ class KCR(Problem):
         if self.classes.size < 2:
             raise InvalidInputError(
                 f"KCR needs at least 2 classes; y has 1 ({self.classes[0]!r}). With one class every "
-                "point is classified correctly and there is nothing to learn.")
+                "point is classified correctly and there is nothing to learn."
+            )
         sizes = np.bincount(self.codes)
         if np.any(sizes < 2):
             small = [self.classes[k] for k in np.flatnonzero(sizes < 2)]
             raise InvalidInputError(
                 f"Every class needs at least 2 members (the rule classifies a point by the other "
-                f"points of its class); class(es) {small!r} have 1. Remove them or merge classes.")
+                f"points of its class); class(es) {small!r} have 1. Remove them or merge classes."
+            )
         self.lam = check_positive(lam, "lam")
         self.h_min = check_positive(h_min, "h_min")
         self.rank_rtol = check_number(rank_rtol, "rank_rtol", low=0.0, high=1.0, low_open=True)
@@ -164,15 +170,15 @@ class KCR(Problem):
     def objective(self, Sigma, h) -> float:
         """Eq. 9 at (Σ, h̃) (:func:`cvxkml.formulas.kcr.kcr_objective`)."""
         S = as_float_array(Sigma, "Sigma", ndim=2)
-        return kcr_objective(sq_distances_from_gram(self.K @ S @ self.K), h, self.tau, self.c,
-                             float(np.sum(self.K * S)), self.lam)
+        return kcr_objective(
+            sq_distances_from_gram(self.K @ S @ self.K), h, self.tau, self.c, float(np.sum(self.K * S)), self.lam
+        )
 
     def objective_factor(self, G, h) -> float:
         """Eq. 9 at Σ = G Gᵀ (n × k factor; KΣK = (KG)(KG)ᵀ, tr(KΣ) = ‖K^{1/2}G‖²)."""
         G = as_float_array(G, "G", ndim=2)
         KG = self.K @ G
-        return kcr_objective(sq_distances_from_gram(KG @ KG.T), h, self.tau, self.c,
-                             float(np.sum(G * KG)), self.lam)
+        return kcr_objective(sq_distances_from_gram(KG @ KG.T), h, self.tau, self.c, float(np.sum(G * KG)), self.lam)
 
     def violations(self, Sigma, h) -> np.ndarray:
         """[max(0, −λ_min(Σ)), |1ᵀΣ1|, max(0, h_min − h̃)] (absolute values)."""
@@ -210,8 +216,7 @@ class KCR(Problem):
         n = self.n
         I, J = np.triu_indices(n, 1)
         P = I.size
-        E = sp.csr_matrix((np.ones(2 * P), (np.concatenate([I, J]), np.tile(np.arange(P), 2))),
-                          shape=(n, P))
+        E = sp.csr_matrix((np.ones(2 * P), (np.concatenate([I, J]), np.tile(np.arange(P), 2))), shape=(n, P))
         return I, J, self.tau[I, J], E
 
     def to_cvxpy(self, parameterization: str = "whitened") -> cp.Problem:
@@ -239,8 +244,7 @@ class KCR(Problem):
         objective Σ r + λ·reg — so their multipliers give the certificate's dual weights.
         """
         if parameterization not in _PARAMETERIZATIONS:
-            raise InvalidInputError(
-                f"parameterization must be one of {_PARAMETERIZATIONS}; got {parameterization!r}.")
+            raise InvalidInputError(f"parameterization must be one of {_PARAMETERIZATIONS}; got {parameterization!r}.")
         n = self.n
         cons = []
         if parameterization == "full":
@@ -295,6 +299,7 @@ class KCR(Problem):
         solver's dual objective; ``solve()`` raises (the fast solver answers eq. 9 only).
         """
         from .extend import ExtendedProblem
+
         return ExtendedProblem(self, term=term, constraints=constraints)
 
     def extension_probe(self):
@@ -309,6 +314,7 @@ class KCR(Problem):
         """The exact model for :meth:`extend`: :meth:`to_cvxpy` ("reduced"), Σ = V M Vᵀ;
         the point is read back as :meth:`solve_reference` does (Σ projected onto N)."""
         from .extend import ExtensionModel, ExtensionPoint
+
         prob = self.to_cvxpy("reduced")
         V = basis_orthogonal_to_ones(self.n)
         S = prob.var_dict["S"]
@@ -317,12 +323,18 @@ class KCR(Problem):
             Sigma = self.sigma_from_variable(S.value, "reduced")
             h = max(self.h_min, float(prob.var_dict["h"].value))
             viol = self.violations(Sigma, h)
-            return ExtensionPoint(primal=Sigma, objective=self.objective(Sigma, h), violations=viol,
-                                  relative_violation=self._relative_violation(Sigma, viol),
-                                  matrix=Sigma, info={"h": h})
+            return ExtensionPoint(
+                primal=Sigma,
+                objective=self.objective(Sigma, h),
+                violations=viol,
+                relative_violation=self._relative_violation(Sigma, viol),
+                matrix=Sigma,
+                info={"h": h},
+            )
 
-        return ExtensionModel(problem=prob, primal=V @ S @ V.T, read=read,
-                              conic_options={"scs_eps": 1e-8, "scs_max_iters": 100_000})
+        return ExtensionModel(
+            problem=prob, primal=V @ S @ V.T, read=read, conic_options={"scs_eps": 1e-8, "scs_max_iters": 100_000}
+        )
 
     def sigma_from_variable(self, value, parameterization: str) -> np.ndarray:
         """Σ ∈ N from the model's matrix variable, projected back onto N (exact
@@ -338,9 +350,14 @@ class KCR(Problem):
         Gf -= Gf.mean(axis=0)[None, :]
         return Gf @ Gf.T
 
-    def solve_reference(self, solver: str | None = None, parameterization: str = "whitened",
-                        eps: float | None = None, accept_inaccurate: bool = False,
-                        **opts) -> Solution:
+    def solve_reference(
+        self,
+        solver: str | None = None,
+        parameterization: str = "whitened",
+        eps: float | None = None,
+        accept_inaccurate: bool = False,
+        **opts,
+    ) -> Solution:
         """Solve the exact model with a conic solver.
 
         Default solver (:meth:`~cvxkml.declare.Problem.default_solver`): Clarabel
@@ -362,24 +379,40 @@ class KCR(Problem):
         solver = solver or self.default_solver()
         prob = self.to_cvxpy(parameterization)
         elapsed, status, iters = solve_conic(
-            prob, solver, eps, True,
+            prob,
+            solver,
+            eps,
+            True,
             what=f"exact KCR model (n = {self.n}, parameterization {parameterization!r})",
-            scs_eps=1e-8, scs_max_iters=100_000, **opts)
+            scs_eps=1e-8,
+            scs_max_iters=100_000,
+            **opts,
+        )
         Sigma = self.sigma_from_variable(prob.var_dict["S"].value, parameterization)
         h = max(self.h_min, float(prob.var_dict["h"].value))
         I, J, _, _ = self._pairs()
         c_t, c_v, c_r = prob.constraints[:3]
-        s = dual_weights_from_epigraph(self.n, I, J, c_r.dual_value, c_t.dual_value,
-                                       float(np.ravel(c_v.dual_value)[0]))
+        s = dual_weights_from_epigraph(self.n, I, J, c_r.dual_value, c_t.dual_value, float(np.ravel(c_v.dual_value)[0]))
         objective = self.objective(Sigma, h)
         violations = self.violations(Sigma, h)
         sol = Solution(
-            matrix=Sigma, objective=objective, dual=s, slack=None,
-            violations=violations, n_iter=int(iters),
-            converged=status == cp.OPTIMAL, time=elapsed, status=status,
-            solver=f"cvxpy-{solver.lower()}-{parameterization}", dual_value=self.dual_value(s),
-            info={"h": h, "solver_objective": float(prob.solution.opt_val),
-                  "max_relative_violation": self._relative_violation(Sigma, violations)})
+            matrix=Sigma,
+            objective=objective,
+            dual=s,
+            slack=None,
+            violations=violations,
+            n_iter=int(iters),
+            converged=status == cp.OPTIMAL,
+            time=elapsed,
+            status=status,
+            solver=f"cvxpy-{solver.lower()}-{parameterization}",
+            dual_value=self.dual_value(s),
+            info={
+                "h": h,
+                "solver_objective": float(prob.solution.opt_val),
+                "max_relative_violation": self._relative_violation(Sigma, violations),
+            },
+        )
         sol = self._accept_reference(sol, status, accept_inaccurate, what="exact KCR model")
         sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
         return sol
@@ -400,13 +433,16 @@ class KCR(Problem):
             if not isinstance(warm.info.get("warm_start"), dict):
                 raise InvalidInputError(
                     "warm_start: this Solution carries no info['warm_start'] (only the fast "
-                    "solve's does); pass the Solution of an earlier KCR.solve().")
+                    "solve's does); pass the Solution of an earlier KCR.solve()."
+                )
             warm = warm.info["warm_start"]
         if not isinstance(warm, dict) or not {"X", "h", "s"} <= set(warm):
             raise InvalidInputError(
                 "warm_start must be the dict Solution.info['warm_start'] of an earlier KCR solve "
-                "(keys 'X', 'h', 's', …); got " + (f"keys {sorted(map(str, warm))}" if isinstance(warm, dict)
-                                                    else type(warm).__name__) + ".")
+                "(keys 'X', 'h', 's', …); got "
+                + (f"keys {sorted(map(str, warm))}" if isinstance(warm, dict) else type(warm).__name__)
+                + "."
+            )
         out = dict(warm)
         out["X"] = as_float_array(warm["X"], "warm_start['X']", ndim=2)
         out["s"] = as_float_array(warm["s"], "warm_start['s']", ndim=2)
@@ -416,9 +452,17 @@ class KCR(Problem):
                 out[key] = check_positive(warm[key], f"warm_start[{key!r}]")
         return out
 
-    def solve(self, tol: float = 1e-3, max_iter: int = 20_000, time_limit: float | None = None,
-              check_every: int | None = None, warm_start=None,
-              warn: bool = True, callback=None, **solver_opts) -> Solution:
+    def solve(
+        self,
+        tol: float = 1e-3,
+        max_iter: int = 20_000,
+        time_limit: float | None = None,
+        check_every: int | None = None,
+        warm_start=None,
+        warn: bool = True,
+        callback=None,
+        **solver_opts,
+    ) -> Solution:
         """The fast solver: restarted PDHG with a certified duality gap and tracked PSD
         steps (:func:`cvxkml.solvers.kcr.kcr_pdhg`, in the whitened coordinates; its
         options — ``scaling`` (diagonal preconditioning), ``halpern``, ``eig``,
@@ -446,6 +490,7 @@ class KCR(Problem):
         import warnings
 
         from .registry import kernel
+
         kcr_pdhg = kernel("kcr.pdhg")
         from .extend import check_fast_solver_applies
 
@@ -457,10 +502,20 @@ class KCR(Problem):
         warm_start = self._check_warm_start(warm_start)
         callback = self._check_callback(callback)
         _check_pdhg_options(solver_opts)
-        res = kcr_pdhg(self.F, self.tau, self.c, self.lam, h_min=self.h_min, tol=tol,
-                       max_iter=max_iter, time_limit=time_limit,
-                       check_every=check_every, warm_start=warm_start,
-                       callback=callback, **solver_opts)
+        res = kcr_pdhg(
+            self.F,
+            self.tau,
+            self.c,
+            self.lam,
+            h_min=self.h_min,
+            tol=tol,
+            max_iter=max_iter,
+            time_limit=time_limit,
+            check_every=check_every,
+            warm_start=warm_start,
+            callback=callback,
+            **solver_opts,
+        )
         G = self.T @ res.factor
         G -= G.mean(axis=0)[None, :]
         Sigma = G @ G.T
@@ -469,13 +524,31 @@ class KCR(Problem):
                 f"KCR PDHG stopped ({res.status}) after {res.n_iter} iterations with a certified "
                 f"relative gap {res.gap:.3g} > tol {tol:.3g}. Raise max_iter / time_limit, loosen "
                 "tol, or rescale the kernel (a very wide Gaussian kernel with a small lam is "
-                "ill-conditioned).", ConvergenceWarning, stacklevel=2)
+                "ill-conditioned).",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return Solution(
-            matrix=Sigma, objective=self.objective_factor(G, res.h), dual=res.s * res.theta,
+            matrix=Sigma,
+            objective=self.objective_factor(G, res.h),
+            dual=res.s * res.theta,
             slack=None,
-            violations=self.violations(Sigma, res.h), n_iter=res.n_iter, converged=res.converged,
-            time=res.time, status=res.status, solver="pdhg-kcr", dual_value=res.lower_bound,
-            info={"h": res.h, "factor": G, "gap": res.gap, "warm_start": res.warm,
-                  "n_restarts": res.n_restarts, "history": res.history,
-                  "eig_exact": res.eig_exact, "eig_tracked": res.eig_tracked,
-                  "solver_objective": res.objective})
+            violations=self.violations(Sigma, res.h),
+            n_iter=res.n_iter,
+            converged=res.converged,
+            time=res.time,
+            status=res.status,
+            solver="pdhg-kcr",
+            dual_value=res.lower_bound,
+            info={
+                "h": res.h,
+                "factor": G,
+                "gap": res.gap,
+                "warm_start": res.warm,
+                "n_restarts": res.n_restarts,
+                "history": res.history,
+                "eig_exact": res.eig_exact,
+                "eig_tracked": res.eig_tracked,
+                "solver_objective": res.objective,
+            },
+        )

@@ -42,6 +42,7 @@ d = 5 took 0.42 s (n = 40) and 6.9 s (n = 100, 25 000 triplets); linear LMNN on 
 Wine training split of the tests (n = 106, d = 13, 37 030 triplets) did not finish
 accurately (Clarabel ``optimal_inaccurate`` after about 5 minutes).
 """
+
 from __future__ import annotations
 
 import cvxpy as cp
@@ -85,8 +86,14 @@ ACTIVE_MIN_TRIPLETS = 2_000_000
 
 
 def _check_gamma(gamma) -> float:
-    return check_number(gamma, "gamma", low=0.0, high=1.0, low_open=True,
-                        what="a number in (0, 1] (weight of the hinge terms; the paper uses 0.5)")
+    return check_number(
+        gamma,
+        "gamma",
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        what="a number in (0, 1] (weight of the hinge terms; the paper uses 0.5)",
+    )
 
 
 def check_kernel_list(Ks, name: str = "kernels") -> list[np.ndarray]:
@@ -114,7 +121,8 @@ def check_kernel_list(Ks, name: str = "kernels") -> list[np.ndarray]:
             raise InvalidInputError(
                 f"All kernel matrices must have the same size (one row/column per training "
                 f"point); {name}[0] is {out[0].shape[0]} × {out[0].shape[0]} but {name}[{l}] is "
-                f"{K.shape[0]} × {K.shape[0]}. Compute every kernel on the same points.")
+                f"{K.shape[0]} × {K.shape[0]}. Compute every kernel on the same points."
+            )
         out.append(K)
     return out
 
@@ -174,9 +182,20 @@ class LMNNProblem(Problem):
     #: :meth:`default_solver` uses Clarabel up to an r × r PSD block with r = 60
     clarabel_max_size = 60
 
-    def __init__(self, Z, y, k: int = 5, gamma: float = 0.5, *, neighbor_sq_dist=None,
-                 targets=None, triplets: LMNNTriplets | None = None, rank_rtol: float = 1e-8,
-                 small_classes: str = "raise", space: str = "auto"):
+    def __init__(
+        self,
+        Z,
+        y,
+        k: int = 5,
+        gamma: float = 0.5,
+        *,
+        neighbor_sq_dist=None,
+        targets=None,
+        triplets: LMNNTriplets | None = None,
+        rank_rtol: float = 1e-8,
+        small_classes: str = "raise",
+        space: str = "auto",
+    ):
         self.Z = as_float_array(Z, "Z", ndim=2)
         n = self.Z.shape[0]
         if n < 2 or self.Z.shape[1] < 1:
@@ -184,7 +203,8 @@ class LMNNProblem(Problem):
         if np.all(self.Z == self.Z[0]):
             raise InvalidInputError(
                 "All rows of Z are identical, so every distance is 0 and nothing can be learned; "
-                "give features (or a kernel matrix) that tell the points apart.")
+                "give features (or a kernel matrix) that tell the points apart."
+            )
         self.y = y = check_labels(y, "y", n)
         self.gamma = _check_gamma(gamma)
         k = check_int(k, "k", minimum=1)
@@ -214,7 +234,7 @@ class LMNNProblem(Problem):
 
     @property
     def space(self) -> str:
-        """"features" or "span" (the ``space`` option resolved: "auto" is "span" for linear LMNN
+        """ "features" or "span" (the ``space`` option resolved: "auto" is "span" for linear LMNN
         on wide data, D > n, and "features" otherwise — the kernel and multiple-kernel
         problems' A is the problem itself)."""
         if self._space != "auto":
@@ -246,11 +266,14 @@ class LMNNProblem(Problem):
         (A = I + Vtᵀ Q diag(λ) Qᵀ Vt with Q diag(λ) Qᵀ = Â − I; never D × D), for solutions
         whose start had the identity off the row space (the default start)."""
         from ..learned import FactoredMetric
+
         if isinstance(solution, Solution):
             X = solution.info.get("X") if isinstance(solution.info, dict) else None
             if X is None or solution.info.get("complement") is not None:
-                raise InvalidInputError("learned_metric needs a solution of this problem from the default start "
-                                        "(its info['X'], identity off the row space).")
+                raise InvalidInputError(
+                    "learned_metric needs a solution of this problem from the default start "
+                    "(its info['X'], identity off the row space)."
+                )
         else:
             X = as_float_array(solution, "X", ndim=2)
         M = np.asarray(X, dtype=float) / np.outer(self.s, self.s)
@@ -379,7 +402,7 @@ class LMNNProblem(Problem):
     def matrix_from_whitened(self, X, complement=None) -> np.ndarray:
         """A = V S⁻¹ X̂ S⁻¹ Vᵀ + P⊥ C P⊥, C = ``complement`` (default I) and P⊥ the projector
         onto the orthogonal complement of the row space of Z."""
-        C = (self.Vt / self.s[:, None]).T            # V S⁻¹ (D × r)
+        C = (self.Vt / self.s[:, None]).T  # V S⁻¹ (D × r)
         A = C @ np.asarray(X, dtype=float) @ C.T
         if self.rank < self.dim:
             Pp = np.eye(self.dim) - self.Vt.T @ self.Vt
@@ -396,7 +419,7 @@ class LMNNProblem(Problem):
         keep = lam > rtol * max(float(lam[-1]) if lam.size else 0.0, np.finfo(float).tiny)
         L = (W[:, keep] * np.sqrt(lam[keep])).T @ (self.Vt / self.s[:, None])
         if self.rank < self.dim:
-            N = np.linalg.svd(self.Vt, full_matrices=True)[2][self.rank:]     # complement basis (rows)
+            N = np.linalg.svd(self.Vt, full_matrices=True)[2][self.rank :]  # complement basis (rows)
             if complement is None:
                 Lc = N
             else:
@@ -407,32 +430,55 @@ class LMNNProblem(Problem):
             L = np.vstack([L, Lc])
         return L
 
-    def _solve_active(self, X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth,
-                      stall_iter) -> Solution:
+    def _solve_active(
+        self, X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth, stall_iter
+    ) -> Solution:
         """:meth:`solve` with ``impostors="active"``."""
         from .registry import kernel
+
         lmnn_active_set = kernel("lmnn.active_set")
 
         t_i, t_j = self.targets
-        perm = np.argsort(t_i, kind="stable")         # the scan wants the entries grouped by point
+        perm = np.argsort(t_i, kind="stable")  # the scan wants the entries grouped by point
         try:
-            res = lmnn_active_set(self.U, self.codes, self.k, t_i[perm], t_j[perm], self.gamma, X0=X0, tol=tol,
-                                  max_iter=max_iter, check_every=check_every, buffer=min(max(buffer, 0.1), 0.5),
-                                  polish=bool(polish), callback=callback, smooth=bool(smooth),
-                                  stall_iter=stall_iter)
+            res = lmnn_active_set(
+                self.U,
+                self.codes,
+                self.k,
+                t_i[perm],
+                t_j[perm],
+                self.gamma,
+                X0=X0,
+                tol=tol,
+                max_iter=max_iter,
+                check_every=check_every,
+                buffer=min(max(buffer, 0.1), 0.5),
+                polish=bool(polish),
+                callback=callback,
+                smooth=bool(smooth),
+                stall_iter=stall_iter,
+            )
         except FloatingPointError as exc:
             raise SolverError(
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
-                "normalize the kernel by its mean diagonal).") from exc
+                "normalize the kernel by its mean diagonal)."
+            ) from exc
         A = self._answer(res.X, complement)
         entries = perm[res.info.pop("set_entries")]
         imps = res.info.pop("set_impostors")
-        res.info.pop("triplets")        # the final working set (LMNNTriplets): kept out of the reported info
+        res.info.pop("triplets")  # the final working set (LMNNTriplets): kept out of the reported info
         lam = float(np.linalg.eigvalsh(0.5 * (res.X + res.X.T))[0]) if res.X.size else 0.0
-        info = {"X": res.X, "rank": self.rank, "history": res.history, "complement": complement,
-                "impostors": "active", **res.info}
+        info = {
+            "X": res.X,
+            "rank": self.rank,
+            "history": res.history,
+            "complement": complement,
+            "impostors": "active",
+            **res.info,
+        }
         if self._triplets is not None or self.n_triplets <= ACTIVE_MIN_TRIPLETS:
             from .registry import kernel as _k
+
             tr = self.triplets
             dual = np.zeros(tr.n_triplets)
             dual[full_triplet_index(self.codes, t_i, entries, imps)] = res.alpha
@@ -445,14 +491,27 @@ class LMNNProblem(Problem):
             info["impostor_triplets"] = (t_i[entries], t_j[entries], imps)
             info["impostor_alpha"] = res.alpha
         info["max_relative_violation"] = self._relative_violation(viol, res.X)
-        sol = Solution(matrix=A, objective=res.objective, dual=dual, slack=xi, violations=viol,
-                       n_iter=res.n_iter, converged=bool(res.converged), time=res.time, status=res.status,
-                       solver="pdhg-lmnn-active", dual_value=res.dual_value, info=info)
+        sol = Solution(
+            matrix=A,
+            objective=res.objective,
+            dual=dual,
+            slack=xi,
+            violations=viol,
+            n_iter=res.n_iter,
+            converged=bool(res.converged),
+            time=res.time,
+            status=res.status,
+            solver="pdhg-lmnn-active",
+            dual_value=res.dual_value,
+            info=info,
+        )
         rel_gap = (res.objective - res.dual_value) / max(1.0, abs(res.objective))
         self._warn_unconverged(
-            sol, f"LMNN solver (active impostor set) stopped after {res.n_iter} iterations ({res.status}) "
+            sol,
+            f"LMNN solver (active impostor set) stopped after {res.n_iter} iterations ({res.status}) "
             f"with certified relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned. "
-            "Raise max_iter or tol." + ("" if sol.converged else self._singular_pull_note(sol)))
+            "Raise max_iter or tol." + ("" if sol.converged else self._singular_pull_note(sol)),
+        )
         return sol
 
     # ------------------------------------------------------------------ CVXPY side
@@ -501,6 +560,7 @@ class LMNNProblem(Problem):
         its ``solve()`` raises (the fast solver answers eq. 18 only).
         """
         from .extend import ExtendedProblem
+
         return ExtendedProblem(self, term=term, constraints=constraints)
 
     def extension_probe(self):
@@ -515,10 +575,10 @@ class LMNNProblem(Problem):
         """(Q, F): Q = [V S⁻¹ | N] (D × D, invertible; N an orthonormal basis of the
         complement of the row space of Z) and F = [U | 0] (n × D), so that with A = Q Ŵ Qᵀ
         the distances are (f_i − f_j)ᵀ Ŵ (f_i − f_j): only Ŵ's leading r × r block X̂ is seen."""
-        C = (self.Vt / self.s[:, None]).T            # V S⁻¹ (D × r)
+        C = (self.Vt / self.s[:, None]).T  # V S⁻¹ (D × r)
         if self.rank == self.dim:
             return C, self.U
-        N = np.linalg.svd(self.Vt, full_matrices=True)[2][self.rank:]
+        N = np.linalg.svd(self.Vt, full_matrices=True)[2][self.rank :]
         F = np.hstack([self.U, np.zeros((self.U.shape[0], self.dim - self.rank))])
         return np.hstack([C, N.T]), F
 
@@ -527,6 +587,7 @@ class LMNNProblem(Problem):
         with A = Q Ŵ Qᵀ (:meth:`_full_basis`), an exact change of variables of the literal
         model over A ⪰ 0 that keeps the whitened conditioning on the row space."""
         from .extend import ExtensionModel, ExtensionPoint
+
         Q, F = self._full_basis()
         W = cp.Variable((self.dim, self.dim), PSD=True, name="X")
         prob = self._cvx_model(F, W)
@@ -541,9 +602,15 @@ class LMNNProblem(Problem):
             xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
             p = psd_pair_distances(self.U, X, tr.pi, tr.pj)
             viol = self._violations(p, Wv, xi)
-            return ExtensionPoint(primal=A, objective=lmnn_objective(p, tr, self.gamma),
-                                  violations=viol, relative_violation=self._relative_violation(viol, Wv),
-                                  matrix=A, slack=xi, info={"X": X, "W": Wv, "rank": r})
+            return ExtensionPoint(
+                primal=A,
+                objective=lmnn_objective(p, tr, self.gamma),
+                violations=viol,
+                relative_violation=self._relative_violation(viol, Wv),
+                matrix=A,
+                slack=xi,
+                info={"X": X, "W": Wv, "rank": r},
+            )
 
         return ExtensionModel(problem=prob, primal=Q @ W @ Q.T, read=read)
 
@@ -565,8 +632,14 @@ class LMNNProblem(Problem):
         margin = float(np.max(viol[:-1], initial=0.0))
         return max(margin, float(viol[-1]) / max(1.0, abs(top)))
 
-    def solve_reference(self, solver: str | None = None, eps: float | None = None,
-                        accept_inaccurate: bool = False, whiten: bool = True, **opts) -> Solution:
+    def solve_reference(
+        self,
+        solver: str | None = None,
+        eps: float | None = None,
+        accept_inaccurate: bool = False,
+        whiten: bool = True,
+        **opts,
+    ) -> Solution:
         """Solve the exact model (eq. 18 over X̂ ⪰ 0, :meth:`to_cvxpy`) with a conic solver
         at high accuracy.
 
@@ -626,12 +699,24 @@ class LMNNProblem(Problem):
         alpha = np.clip(np.asarray(prob.constraints[0].dual_value, dtype=float).ravel(), 0.0, self.gamma)
         viol = self.violations_whitened(X, xi)
         sol = Solution(
-            matrix=A, objective=self.objective_whitened(X), dual=alpha, slack=xi,
-            violations=viol, n_iter=iters, converged=status == cp.OPTIMAL,
-            time=elapsed, status=status, solver=f"cvxpy-{solver.lower()}",
+            matrix=A,
+            objective=self.objective_whitened(X),
+            dual=alpha,
+            slack=xi,
+            violations=viol,
+            n_iter=iters,
+            converged=status == cp.OPTIMAL,
+            time=elapsed,
+            status=status,
+            solver=f"cvxpy-{solver.lower()}",
             dual_value=self.dual_value(alpha),
-            info={"solver_objective": float(prob.solution.opt_val), "X": X, "rank": self.rank,
-                  "max_relative_violation": self._relative_violation(viol, X)})
+            info={
+                "solver_objective": float(prob.solution.opt_val),
+                "X": X,
+                "rank": self.rank,
+                "max_relative_violation": self._relative_violation(viol, X),
+            },
+        )
         sol = self._accept_reference(sol, status, accept_inaccurate, "exact LMNN model")
         sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
         return sol
@@ -643,7 +728,8 @@ class LMNNProblem(Problem):
         if warm_start is not None and (A0 is not None or alpha0 is not None):
             raise InvalidInputError(
                 "Pass the start either as warm_start (a Solution, or a dict with 'A' and/or "
-                "'alpha') or as A0 / alpha0, not both.")
+                "'alpha') or as A0 / alpha0, not both."
+            )
         X_given = None
         a_name, al_name = "A0", "alpha0"
         if isinstance(warm_start, Solution):
@@ -655,22 +741,25 @@ class LMNNProblem(Problem):
             if unknown:
                 raise InvalidInputError(
                     f"warm_start dict keys must be 'A' (D × D start matrix) and/or 'alpha' (one "
-                    f"multiplier per triplet); got unknown key(s) {unknown}.")
+                    f"multiplier per triplet); got unknown key(s) {unknown}."
+                )
             A0, alpha0 = warm_start.get("A"), warm_start.get("alpha")
             a_name, al_name = "warm_start['A']", "warm_start['alpha']"
         elif warm_start is not None:
             raise InvalidInputError(
                 "warm_start must be None, a Solution of an earlier solve (its matrix A and "
                 "multipliers α are used) or a dict {'A': D × D matrix, 'alpha': multipliers}; "
-                f"got {type(warm_start).__name__}.")
+                f"got {type(warm_start).__name__}."
+            )
         if A0 is None:
-            X0, complement = np.diag(self.s ** 2), None
+            X0, complement = np.diag(self.s**2), None
         elif self.space == "span":
             A0 = as_float_array(A0, a_name, ndim=2)
             if A0.shape != (self.rank, self.rank):
                 raise InvalidInputError(
                     f"{a_name} must be {self.rank} × {self.rank} (space='span': the metric Â on the row-space "
-                    f"basis, identity off it); got {A0.shape}.")
+                    f"basis, identity off it); got {A0.shape}."
+                )
             X0, complement = A0 * np.outer(self.s, self.s), None
             if X_given is not None and np.shape(X_given) == (self.rank, self.rank):
                 X0 = np.asarray(X_given, dtype=float)
@@ -686,7 +775,8 @@ class LMNNProblem(Problem):
                 X_given = np.asarray(X_given, dtype=float)
                 back = self.matrix_from_whitened(X_given, A0)
                 if np.all(np.isfinite(back)) and np.linalg.norm(back - A0) <= 1e-8 * max(
-                        1.0, float(np.linalg.norm(A0))):
+                    1.0, float(np.linalg.norm(A0))
+                ):
                     X0 = 0.5 * (X_given + X_given.T)
         if alpha0 is not None:
             alpha0 = as_float_array(alpha0, al_name).ravel()
@@ -695,13 +785,26 @@ class LMNNProblem(Problem):
                     f"{al_name} must hold one non-negative multiplier per triplet "
                     f"({self.triplets.n_triplets}), e.g. Solution.dual of an earlier solve of a "
                     "problem with the same triplets (pass {'A': solution.matrix} to start from "
-                    "the matrix only).")
+                    "the matrix only)."
+                )
         return X0, complement, alpha0
 
-    def solve(self, tol: float = 1e-5, max_iter: int = 20_000, callback=None, warm_start=None, *,
-              A0=None, alpha0=None, check_every: int = 200, buffer: float = 1.0,
-              polish: bool = True, smooth: bool = True, stall_iter: int | None = STALL_ITER,
-              impostors: str = "auto") -> Solution:
+    def solve(
+        self,
+        tol: float = 1e-5,
+        max_iter: int = 20_000,
+        callback=None,
+        warm_start=None,
+        *,
+        A0=None,
+        alpha0=None,
+        check_every: int = 200,
+        buffer: float = 1.0,
+        polish: bool = True,
+        smooth: bool = True,
+        stall_iter: int | None = STALL_ITER,
+        impostors: str = "auto",
+    ) -> Solution:
         """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`) of eq. 18: a smoothed
         quasi-Newton phase (L-BFGS on a factor of X̂ for a decreasing smoothing of the
         hinge), then primal–dual projected sub-gradient with Weinberger & Saul's active
@@ -779,6 +882,7 @@ class LMNNProblem(Problem):
             The iterates diverged (badly scaled features).
         """
         from .registry import kernel
+
         lmnn_pdhg, pair_distances = kernel("lmnn.pdhg"), kernel("lmnn.pair_distances")
         from .extend import check_fast_solver_applies
 
@@ -798,45 +902,79 @@ class LMNNProblem(Problem):
             impostors = "active" if (self._triplets is None and self.n_triplets > ACTIVE_MIN_TRIPLETS) else "all"
         if impostors == "active":
             if alpha0 is not None or (isinstance(warm_start, dict) and warm_start.get("alpha") is not None):
-                raise InvalidInputError("impostors='active' takes no start multipliers; pass only the matrix "
-                                        "(warm_start={'A': ...}) or use impostors='all'.")
+                raise InvalidInputError(
+                    "impostors='active' takes no start multipliers; pass only the matrix "
+                    "(warm_start={'A': ...}) or use impostors='all'."
+                )
             if isinstance(warm_start, Solution):
                 warm_start = {"A": warm_start.matrix}
             X0, complement, _ = self._start(warm_start, A0, None)
-            return self._solve_active(X0, complement, tol, max_iter, callback, check_every, buffer, polish,
-                                      smooth, stall_iter)
+            return self._solve_active(
+                X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth, stall_iter
+            )
         X0, complement, alpha0 = self._start(warm_start, A0, alpha0)
         try:
-            res = lmnn_pdhg(self.U, self.triplets, self.gamma, X0=X0, alpha0=alpha0, tol=tol,
-                            max_iter=max_iter, check_every=check_every, buffer=buffer,
-                            polish=bool(polish), callback=callback, smooth=bool(smooth),
-                            stall_iter=stall_iter)
+            res = lmnn_pdhg(
+                self.U,
+                self.triplets,
+                self.gamma,
+                X0=X0,
+                alpha0=alpha0,
+                tol=tol,
+                max_iter=max_iter,
+                check_every=check_every,
+                buffer=buffer,
+                polish=bool(polish),
+                callback=callback,
+                smooth=bool(smooth),
+                stall_iter=stall_iter,
+            )
         except FloatingPointError as exc:
             raise SolverError(
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
-                "normalize the kernel by its mean diagonal).") from exc
+                "normalize the kernel by its mean diagonal)."
+            ) from exc
         A = self._answer(res.X, complement)
         p = pair_distances(self.U, res.X, self.triplets.pi, self.triplets.pj, psd=True)
         xi = lmnn_slack(p, self.triplets)
         viol = self._violations(p, res.X, xi)
-        status = res.status          # "converged", "max_iter reached", "stalled" or CALLBACK_STOP
+        status = res.status  # "converged", "max_iter reached", "stalled" or CALLBACK_STOP
         sol = Solution(
-            matrix=A, objective=res.objective, dual=res.alpha, slack=xi,
-            violations=viol, n_iter=res.n_iter, converged=bool(res.converged),
-            time=res.time, status=status, solver="pdhg-lmnn", dual_value=res.dual_value,
-            info={"X": res.X, "rank": self.rank, "history": res.history, "complement": complement,
-                  "max_relative_violation": self._relative_violation(viol, res.X), **res.info})
+            matrix=A,
+            objective=res.objective,
+            dual=res.alpha,
+            slack=xi,
+            violations=viol,
+            n_iter=res.n_iter,
+            converged=bool(res.converged),
+            time=res.time,
+            status=status,
+            solver="pdhg-lmnn",
+            dual_value=res.dual_value,
+            info={
+                "X": res.X,
+                "rank": self.rank,
+                "history": res.history,
+                "complement": complement,
+                "max_relative_violation": self._relative_violation(viol, res.X),
+                **res.info,
+            },
+        )
         rel_gap = (res.objective - res.dual_value) / max(1.0, abs(res.objective))
         why, advice = {
             CALLBACK_STOP: ("the callback stopped it", ""),
-            STALLED: (f"stalled: the certified gap did not shrink by 0.1 % in {stall_iter} iterations",
-                      " Raise tol, or stall_iter (0: run to max_iter)."),
+            STALLED: (
+                f"stalled: the certified gap did not shrink by 0.1 % in {stall_iter} iterations",
+                " Raise tol, or stall_iter (0: run to max_iter).",
+            ),
         }.get(status, ("the iteration budget max_iter ran out", " Raise max_iter or tol."))
         if not sol.converged:
             advice += self._singular_pull_note(sol)
         self._warn_unconverged(
-            sol, f"LMNN solver stopped after {res.n_iter} iterations ({why}) with certified "
-            f"relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned." + advice)
+            sol,
+            f"LMNN solver stopped after {res.n_iter} iterations ({why}) with certified "
+            f"relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned." + advice,
+        )
         return sol
 
     def _singular_pull_note(self, sol) -> str:
@@ -850,7 +988,9 @@ class LMNNProblem(Problem):
         sol.info["pull_null_dim"] = null
         if null == 0:
             return ""
-        return (f" The target pull G(0) is singular ({null} of {self.rank} directions, eigenvalues <= 1e-9 of "
-                "the largest: no target distance sees them), so the Lagrange bound holds only through "
-                "multipliers that vanish on the triplets reaching that null space. For a nearly singular "
-                "kernel, raise rank_rtol (drops Z's near-null directions) or add a ridge to the kernel.")
+        return (
+            f" The target pull G(0) is singular ({null} of {self.rank} directions, eigenvalues <= 1e-9 of "
+            "the largest: no target distance sees them), so the Lagrange bound holds only through "
+            "multipliers that vanish on the triplets reaching that null space. For a nearly singular "
+            "kernel, raise rank_rtol (drops Z's near-null directions) or add a ridge to the kernel."
+        )

@@ -1,5 +1,6 @@
 """LogDet metric and kernel learning (Jain et al. 2012, eq. 2, 3, 4, 7) on the whitened
 spectral core (:class:`~cvxkml.declare.base.SpectralProblem` with the LogDet regularizer)."""
+
 from __future__ import annotations
 
 from .._validation import check_data
@@ -9,15 +10,15 @@ from .spaces import KernelSpace
 
 __all__ = ["ITML", "LogDetKernel", "LogDetProblem"]
 
-LogDetProblem = SpectralProblem        # the LogDet instance is the default regularizer
+LogDetProblem = SpectralProblem  # the LogDet instance is the default regularizer
 
 
 def _linear_family(constraints) -> bool:
     """Whether ``constraints`` hold linear constraints on the matrix (hard or wrapped)."""
     from ..sideinfo import Hinge, LinearConstraints
+
     items = constraints if isinstance(constraints, (list, tuple)) else [constraints]
-    return any(isinstance(c.constraints if isinstance(c, Hinge) else c, LinearConstraints)
-               for c in items)
+    return any(isinstance(c.constraints if isinstance(c, Hinge) else c, LinearConstraints) for c in items)
 
 
 def metric_space(X, W0, space, regularizer, constraints):
@@ -27,6 +28,7 @@ def metric_space(X, W0, space, regularizer, constraints):
     :class:`~cvxkml.declare.spaces.Space` instance."""
     from .._validation import check_choice
     from .spaces import MetricSpace, Space, SpanSpace
+
     if isinstance(space, Space):
         return space
     check_choice(space, "space", ("auto", "features", "span"))
@@ -44,12 +46,14 @@ def metric_space(X, W0, space, regularizer, constraints):
         if _linear_family(constraints):
             raise InvalidInputError(
                 "Linear constraints act on the whole d × d W; the span space learns only its part on "
-                "the data's row space. Use space='features' with linear constraints.")
+                "the data's row space. Use space='features' with linear constraints."
+            )
         try:
             regularizer.check_theorem4()
         except InvalidInputError as exc:
             raise InvalidInputError(
-                f"space='span' needs Theorem 4 (the optimal W is αI off the data's span): {exc}") from None
+                f"space='span' needs Theorem 4 (the optimal W is αI off the data's span): {exc}"
+            ) from None
         return SpanSpace(X, W0)
     return MetricSpace(X, W0)
 
@@ -78,8 +82,7 @@ class ITML(SpectralProblem):
     kind = "metric"
 
     def __init__(self, X, constraints, W0=None, gamma=None, space="auto"):
-        super().__init__(metric_space(X, W0, space, self.regularizer, constraints), constraints,
-                         gamma=gamma)
+        super().__init__(metric_space(X, W0, space, self.regularizer, constraints), constraints, gamma=gamma)
 
 
 class LogDetKernel(SpectralProblem):

@@ -9,6 +9,7 @@ of G0 with prior I: its learned matrix is the r × r X̂ = B Bᵀ, and every for
 CHOLUPDATEMULT on the triangular factor B, plus rank-two projections for relative and
 similarity constraints (:mod:`cvxkml.solvers.lowrank`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,18 +54,26 @@ class LowRankLogDet(SpectralProblem):
         super().__init__(FactoredSpace(G0), constraints, gamma=gamma, zero_pairs="skip")
 
     @classmethod
-    def from_kernel(cls, K0, constraints, gamma=None, method: str = "eigen", rank: int | None = None,
-                    tol: float = 1e-10, landmarks=None, random_state=None) -> "LowRankLogDet":
+    def from_kernel(
+        cls,
+        K0,
+        constraints,
+        gamma=None,
+        method: str = "eigen",
+        rank: int | None = None,
+        tol: float = 1e-10,
+        landmarks=None,
+        random_state=None,
+    ) -> "LowRankLogDet":
         """Factor a PSD K0 (``method`` = "eigen", "icholesky" or "nystroem"; see
         :func:`cvxkml.factor.factorize`) and build the problem on that factor."""
         check_choice(method, "method", ("eigen", "icholesky", "nystroem"))
-        tol = input_rank_rtol(K0, tol, "tol")          # float32 input: no round-off directions
+        tol = input_rank_rtol(K0, tol, "tol")  # float32 input: no round-off directions
         n = as_float_array(K0, "K0", ndim=2).shape[0]
         rank = check_int(rank, "rank", minimum=1, maximum=n, allow_none=True)
         if landmarks is not None:
             landmarks = check_index_array(landmarks, "landmarks", n)
-        return cls(factorize(K0, method, rank, tol, landmarks, as_generator(random_state)),
-                   constraints, gamma)
+        return cls(factorize(K0, method, rank, tol, landmarks, as_generator(random_state)), constraints, gamma)
 
     def kernel_factor(self, solution) -> np.ndarray:
         """G = G0 B with K = G Gᵀ (O(n r²), done once at the end)."""
@@ -85,7 +94,8 @@ class LowRankLogDet(SpectralProblem):
             raise InvalidInputError(
                 "This problem was built from a raw factor G0: map new points to factor "
                 "coordinates g(x) yourself (for a linear kernel G0 = X, g(x) = x) and use "
-                "transform_factor().")
+                "transform_factor()."
+            )
         return self.transform_factor(solution, self.factorization.transform_cross(K_cross))
 
     @staticmethod

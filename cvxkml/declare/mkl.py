@@ -44,6 +44,7 @@ every pair distance is *linear in P* (:func:`pair_kernel_quadratics` builds the 
 * NR-ML-MKL (eq. 12–14) is LMNN on the concatenated maps:
   :meth:`cvxkml.declare.lmnn.LMNNProblem.multiple_kernels`.
 """
+
 from __future__ import annotations
 
 import time
@@ -73,13 +74,24 @@ from .problem import CALLBACK_STOP, Problem
 from .registry import kernel
 
 __all__ = [
-    "pair_kernel_quadratics", "LinearPObjective", "LMNNWeightObjective", "CallablePObjective",
-    "RankOneWeightStep", "WeightStepSolution", "mu_from_P", "MuWeightStep", "LMNNMuMajorizer",
-    "lmnn_mu_step", "alternate", "MKLResult", "combine_kernels", "W_GRID",
+    "pair_kernel_quadratics",
+    "LinearPObjective",
+    "LMNNWeightObjective",
+    "CallablePObjective",
+    "RankOneWeightStep",
+    "WeightStepSolution",
+    "mu_from_P",
+    "MuWeightStep",
+    "LMNNMuMajorizer",
+    "lmnn_mu_step",
+    "alternate",
+    "MKLResult",
+    "combine_kernels",
+    "W_GRID",
 ]
 
 #: The paper's grid for w in (15): {10^i, i = 0 … 8}.
-W_GRID = tuple(10.0 ** i for i in range(9))
+W_GRID = tuple(10.0**i for i in range(9))
 
 
 # --------------------------------------------------------------------------- data
@@ -94,8 +106,10 @@ def _check_triplets(triplets, n: int | None = None) -> None:
         raise InvalidInputError(
             "triplets must be an LMNNTriplets (LMNNTriplets.from_labels)"
             + (f" built for the kernels' {n} points" if n is not None else "")
-            + f"; got {type(triplets).__name__}" + (f" for {triplets.n} points" if isinstance(
-                triplets, LMNNTriplets) else "") + ".")
+            + f"; got {type(triplets).__name__}"
+            + (f" for {triplets.n} points" if isinstance(triplets, LMNNTriplets) else "")
+            + "."
+        )
 
 
 def _check_mu(mu, m: int, name: str = "mu") -> np.ndarray:
@@ -126,13 +140,13 @@ def pair_kernel_quadratics(Ks, A, pi, pj, chunk: int = 2048) -> np.ndarray:
     w, V = np.linalg.eigh(0.5 * (A + A.T))
     keep = w > 1e-12 * max(float(np.abs(w).max()), np.finfo(float).tiny)
     L = V[:, keep] * np.sqrt(w[keep])
-    F = np.stack([K @ L for K in Ks])                 # (m, n, r)
+    F = np.stack([K @ L for K in Ks])  # (m, n, r)
     pi = np.asarray(pi, dtype=np.int64)
     pj = np.asarray(pj, dtype=np.int64)
     Q = np.empty((pi.size, m, m))
     for s in range(0, pi.size, chunk):
-        R = (F[:, pi[s:s + chunk]] - F[:, pj[s:s + chunk]]).transpose(1, 0, 2)   # (c, m, r)
-        Q[s:s + chunk] = R @ R.transpose(0, 2, 1)
+        R = (F[:, pi[s : s + chunk]] - F[:, pj[s : s + chunk]]).transpose(1, 0, 2)  # (c, m, r)
+        Q[s : s + chunk] = R @ R.transpose(0, 2, 1)
     return 0.5 * (Q + Q.transpose(0, 2, 1))
 
 
@@ -266,8 +280,7 @@ class LMNNWeightObjective(LinearPObjective):
         _check_triplets(triplets)
         Q = as_float_array(Q, "Q")
         if Q.ndim != 3 or Q.shape[1] != Q.shape[2] or Q.shape[0] != triplets.n_pairs:
-            raise InvalidInputError(
-                f"Q must have shape (n_pairs={triplets.n_pairs}, m, m); got {Q.shape}.")
+            raise InvalidInputError(f"Q must have shape (n_pairs={triplets.n_pairs}, m, m); got {Q.shape}.")
         self.Q = Q
         self.m = Q.shape[1]
         self.triplets = triplets
@@ -317,14 +330,15 @@ class LMNNWeightObjective(LinearPObjective):
         n_act = int(act.sum())
         if n_act == 0:
             return 0.0, np.zeros((self.m, self.m))
-        w = (np.bincount(tr.tt[act], minlength=tr.n_pairs)
-             - np.bincount(tr.ti[act], minlength=tr.n_pairs)).astype(float)
+        w = (np.bincount(tr.tt[act], minlength=tr.n_pairs) - np.bincount(tr.ti[act], minlength=tr.n_pairs)).astype(
+            float
+        )
         nz = np.flatnonzero(w)
         G = np.tensordot(w[nz], self.Q[nz], axes=1)
         return self.gamma * n_act, self.gamma * G
 
     def initial_cuts(self):
-        return [(0.0, np.zeros((self.m, self.m)))]          # the hinge sum is >= 0
+        return [(0.0, np.zeros((self.m, self.m)))]  # the hinge sum is >= 0
 
     def minorant(self, cons, scale: float = 1.0, idx=None):
         """(a, G) with h(P') >= a + ⟨G, P'⟩ for every P', from the multipliers α_t of the
@@ -346,8 +360,9 @@ class LMNNWeightObjective(LinearPObjective):
             if dual is None:
                 return None
             alpha = np.clip(np.ravel(np.asarray(dual, dtype=float)) / scale, 0.0, self.gamma)
-        w = (np.bincount(tr.tt[idx], weights=alpha, minlength=tr.n_pairs)
-             - np.bincount(tr.ti[idx], weights=alpha, minlength=tr.n_pairs))
+        w = np.bincount(tr.tt[idx], weights=alpha, minlength=tr.n_pairs) - np.bincount(
+            tr.ti[idx], weights=alpha, minlength=tr.n_pairs
+        )
         return float(alpha.sum()), self.linear_part() + np.tensordot(w, self.Q, axes=1)
 
     # active-set oracle: h_S = ⟨C, P⟩ + γ Σ_{t ∈ S} [1 + ⟨Q_tt − Q_ti, P⟩]_+ <= h for every S
@@ -546,13 +561,23 @@ class RankOneWeightStep(Problem):
     with another solver there is no certificate, ``info["no_certificate"]`` says so).
     """
 
-    def __init__(self, h: LinearPObjective, w_grid=W_GRID, rank_tol: float = 1e-6,
-                 max_convex_iter: int = 50, method: str = "auto", tol: float = 1e-7,
-                 solver: str = "CLARABEL", max_cuts: int = 2000, active_buffer: float = 0.5):
+    def __init__(
+        self,
+        h: LinearPObjective,
+        w_grid=W_GRID,
+        rank_tol: float = 1e-6,
+        max_convex_iter: int = 50,
+        method: str = "auto",
+        tol: float = 1e-7,
+        solver: str = "CLARABEL",
+        max_cuts: int = 2000,
+        active_buffer: float = 0.5,
+    ):
         if not isinstance(h, LinearPObjective):
             raise InvalidInputError(
                 "h must be a LinearPObjective (e.g. LMNNWeightObjective, or CallablePObjective "
-                "wrapping a CVXPY expression linear in P).")
+                "wrapping a CVXPY expression linear in P)."
+            )
         self.h = h
         self.m = check_int(h.m, "h.m (the number of kernels)", minimum=1)
         grid = as_float_array(w_grid, "w_grid", finite=False) if not isinstance(w_grid, (str, bytes)) else None
@@ -561,18 +586,20 @@ class RankOneWeightStep(Problem):
         self.w_grid = tuple(float(w) for w in grid)
         self.rank_tol = check_positive(rank_tol, "rank_tol")
         self.max_convex_iter = check_int(max_convex_iter, "max_convex_iter", minimum=1)
-        check_choice(method, "method",
-                     ("auto", "interior-point", "full", "cutting-plane", "active-set"))
+        check_choice(method, "method", ("auto", "interior-point", "full", "cutting-plane", "active-set"))
         if method == "cutting-plane" and not h.supports_cuts:
-            raise InvalidInputError("method='cutting-plane' needs h.linear_part(), h.cut() and "
-                                    "h.initial_cuts(); use method='full'.")
+            raise InvalidInputError(
+                "method='cutting-plane' needs h.linear_part(), h.cut() and h.initial_cuts(); use method='full'."
+            )
         has_active = all(hasattr(h, a) for a in ("hinge_arguments", "cvx_subset"))
         if method == "active-set" and not has_active:
-            raise InvalidInputError("method='active-set' needs h.hinge_arguments() and h.cvx_subset(); "
-                                    "use method='full'.")
+            raise InvalidInputError(
+                "method='active-set' needs h.hinge_arguments() and h.cvx_subset(); use method='full'."
+            )
         if method == "interior-point" and not h.supports_ipm:
-            raise InvalidInputError("method='interior-point' needs h.hinge_terms() (a HingeTerms "
-                                    "form of h); use method='full'.")
+            raise InvalidInputError(
+                "method='interior-point' needs h.hinge_terms() (a HingeTerms form of h); use method='full'."
+            )
         if method == "auto" and h.supports_ipm:
             method = "interior-point"
         elif method == "auto":
@@ -587,16 +614,16 @@ class RankOneWeightStep(Problem):
         self.tol = check_positive(tol, "tol")
         self.solver = check_conic_options(solver, None)[0] or self.default_solver()
         self.max_cuts = check_int(max_cuts, "max_cuts", minimum=1)
-        self._model = None               # (cvxpy.Problem, h's constraints) of "full" / "active-set"
+        self._model = None  # (cvxpy.Problem, h's constraints) of "full" / "active-set"
         self._cuts = None
         self._active = None
-        self._relaxation = None          # (P, h(P), (bound, how)) of (15) with W = 0
-        self._unsettled = 0              # cutting-plane solves stopped at max_cuts
+        self._relaxation = None  # (P, h(P), (bound, how)) of (15) with W = 0
+        self._unsettled = 0  # cutting-plane solves stopped at max_cuts
         self._last_solver = self.solver  # the solver of the last solve (SCS after a fallback)
         self.active_buffer = check_number(active_buffer, "active_buffer", low=0.0)
         self.n_solves = 0
-        self._ipm_start = None           # the point the interior point classifies hinges at
-        self._ipm_stats = []             # per interior-point solve: (seconds, rounds, iterations, kept)
+        self._ipm_start = None  # the point the interior point classifies hinges at
+        self._ipm_stats = []  # per interior-point solve: (seconds, rounds, iterations, kept)
 
     # ------------------------------------------------------------------ numpy side
     def exact_size(self) -> int:
@@ -630,8 +657,7 @@ class RankOneWeightStep(Problem):
         wW = cp.Parameter((self.m, self.m), symmetric=True, name="wW", value=np.zeros((self.m, self.m)))
         scale = cp.Parameter(nonneg=True, name="s", value=1.0)
         expr, cons = self.h.cvx(P)
-        prob = cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))),
-                          _feasible_set(P) + list(cons))
+        prob = cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))), _feasible_set(P) + list(cons))
         return prob, list(cons)
 
     # ------------------------------------------------------------------ extension
@@ -656,6 +682,7 @@ class RankOneWeightStep(Problem):
         dual objective; its ``solve()`` raises (the convex iteration answers (8) only).
         """
         from .extend import ExtendedProblem
+
         return ExtendedProblem(self, term=term, constraints=constraints)
 
     def extension_probe(self):
@@ -665,6 +692,7 @@ class RankOneWeightStep(Problem):
     def extension_model(self):
         """The exact model for :meth:`extend`: :meth:`to_cvxpy` at wW = 0, s = 1."""
         from .extend import ExtensionModel, ExtensionPoint
+
         prob, _ = self._full_model()
         P = prob.var_dict["P"]
 
@@ -674,10 +702,21 @@ class RankOneWeightStep(Problem):
             viol = self.violations(Pv)
             mu = mu_from_P(Pv)
             rank_gap = self._tail(Pv)[1]
-            return ExtensionPoint(primal=Pv, objective=self.objective(Pv), violations=viol,
-                                  relative_violation=float(np.max(viol)), matrix=Pv,
-                                  info={"mu": mu, "P": Pv, "relaxation": True, "n_solves": 1,
-                                        "rank_one": rank_gap <= self.rank_tol, "rank_gap": rank_gap})
+            return ExtensionPoint(
+                primal=Pv,
+                objective=self.objective(Pv),
+                violations=viol,
+                relative_violation=float(np.max(viol)),
+                matrix=Pv,
+                info={
+                    "mu": mu,
+                    "P": Pv,
+                    "relaxation": True,
+                    "n_solves": 1,
+                    "rank_one": rank_gap <= self.rank_tol,
+                    "rank_gap": rank_gap,
+                },
+            )
 
         return ExtensionModel(problem=prob, primal=P, read=read, solution_type=WeightStepSolution)
 
@@ -716,9 +755,11 @@ class RankOneWeightStep(Problem):
                 return bound, "Lagrange dual of (15) (multipliers of h's constraints and of the feasible set)"
         if np.isfinite(raw):
             return raw / s, f"{self._last_solver} dual objective of (15) (no closed-form dual for this h)"
-        return None, (f"{self._last_solver} returned neither multipliers for a closed-form Lagrange "
-                      "dual of h (LinearPObjective.minorant) nor a dual objective; use "
-                      "solver='CLARABEL' or 'SCS'")
+        return None, (
+            f"{self._last_solver} returned neither multipliers for a closed-form Lagrange "
+            "dual of h (LinearPObjective.minorant) nor a dual objective; use "
+            "solver='CLARABEL' or 'SCS'"
+        )
 
     def _solve_full(self, w, W, certify=False):
         if self._model is None:
@@ -752,8 +793,9 @@ class RankOneWeightStep(Problem):
             G = np.stack([c[1].ravel() for c in self._cuts])
             P = cp.Variable((m, m), PSD=True)
             xi = cp.Variable()
-            prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(C, P)) + s * xi),
-                              _feasible_set(P) + [a + G @ cp.vec(P, order="C") <= xi])
+            prob = cp.Problem(
+                cp.Minimize(cp.sum(cp.multiply(C, P)) + s * xi), _feasible_set(P) + [a + G @ cp.vec(P, order="C") <= xi]
+            )
             self._solve(prob, "cutting-plane master of (15)")
             Pk = np.asarray(P.value, dtype=float)
             Pk = 0.5 * (Pk + Pk.T)
@@ -787,7 +829,7 @@ class RankOneWeightStep(Problem):
         s = 1.0 / max(1.0, w)
         for _ in range(100):
             if self._active is None:
-                args = self.h.hinge_arguments(np.full((self.m, self.m), 1.0 / self.m ** 2))
+                args = self.h.hinge_arguments(np.full((self.m, self.m), 1.0 / self.m**2))
                 self._active = np.flatnonzero(args > -self.active_buffer)
                 self._model = None
             if self._model is None:
@@ -795,14 +837,17 @@ class RankOneWeightStep(Problem):
                 wW = cp.Parameter((self.m, self.m), symmetric=True, name="wW")
                 scale = cp.Parameter(nonneg=True, name="s")
                 expr, cons = self.h.cvx_subset(P, self._active)
-                self._model = (cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))),
-                                          _feasible_set(P) + list(cons)), list(cons))
+                self._model = (
+                    cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))), _feasible_set(P) + list(cons)),
+                    list(cons),
+                )
             prob, cons = self._model
             Ws = 0.5 * (W + W.T)
             prob.param_dict["s"].value = s
             prob.param_dict["wW"].value = s * w * Ws
-            raw = self._solve(prob, "MKL_P weight step (15), working set",
-                              want_bound=certify and not self.h.has_minorant)
+            raw = self._solve(
+                prob, "MKL_P weight step (15), working set", want_bound=certify and not self.h.has_minorant
+            )
             P = np.asarray(prob.var_dict["P"].value, dtype=float)
             P = 0.5 * (P + P.T)
             args = self.h.hinge_arguments(P)
@@ -824,8 +869,9 @@ class RankOneWeightStep(Problem):
         such multipliers (:func:`lagrange_bound`)."""
         terms = self.h.hinge_terms()
         Ws = 0.5 * (W + W.T)
-        res = kernel("mkl.weight_step_ipm")(terms, w * Ws if w * np.abs(Ws).max(initial=0.0) > 0 else None,
-                              P0=self._ipm_start)
+        res = kernel("mkl.weight_step_ipm")(
+            terms, w * Ws if w * np.abs(Ws).max(initial=0.0) > 0 else None, P0=self._ipm_start
+        )
         self.n_solves += 1
         self._ipm_stats.append((res.time, res.extra["rounds"], res.sweeps, res.extra["kept"][-1]))
         if res.code == NONFINITE or not np.all(np.isfinite(res.matrix)):
@@ -837,8 +883,7 @@ class RankOneWeightStep(Problem):
         if certify:
             G = smat(terms.Cs + terms.adjoint(res.lam), self.m) + w * Ws
             bound = lagrange_bound(float(res.lam @ terms.b), G, res.extra["nu"], res.extra["N"])
-            cert = (bound, "Lagrange dual of (15) (interior-point multipliers of every hinge and of "
-                           "the feasible set)")
+            cert = (bound, "Lagrange dual of (15) (interior-point multipliers of every hinge and of the feasible set)")
         return P, val, cert
 
     def _relax(self, w, W, certify=False):
@@ -862,8 +907,12 @@ class RankOneWeightStep(Problem):
         before = self._unsettled
         P, val, _ = self._relax(float(w), W)
         if self._unsettled > before:
-            warnings.warn(f"Cutting planes stopped at max_cuts={self.max_cuts} before the gap closed "
-                          f"to tol={self.tol:g}; raise max_cuts.", ConvergenceWarning, stacklevel=2)
+            warnings.warn(
+                f"Cutting planes stopped at max_cuts={self.max_cuts} before the gap closed "
+                f"to tol={self.tol:g}; raise max_cuts.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return P, val
 
     @staticmethod
@@ -901,15 +950,15 @@ class RankOneWeightStep(Problem):
         for it in range(max_iter):
             try:
                 if W0 is None and it == 0 and self._relaxation is not None:
-                    P, val = self._relaxation[:2]      # (15) with W = 0 does not depend on w
+                    P, val = self._relaxation[:2]  # (15) with W = 0 does not depend on w
                 else:
                     P, val, cert = self._relax(w, W, certify=W0 is None and it == 0)
                     if W0 is None and it == 0:
                         self._relaxation = (P, val, cert)
             except SolverError:
                 hist.append((float(w), it, np.nan, np.nan, np.nan))
-                return P, False, hist, W, False     # numerical failure at this w: try the next w
-            self._ipm_start = P                     # the next solve's hinges are classified here
+                return P, False, hist, W, False  # numerical failure at this w: try the next w
+            self._ipm_start = P  # the next solve's hinges are classified here
             tail, rel = self._tail(P)
             hist.append((float(w), it, self.h.value(P), float(np.sum(W * P)), tail))
             reached = rel <= self.rank_tol
@@ -918,7 +967,7 @@ class RankOneWeightStep(Problem):
             if reached:
                 return P, True, hist, W, False
             if it > 0 and val >= prev - 1e-10 * max(1.0, abs(prev)):
-                return P, False, hist, W, False     # stalled at a point that is not rank one
+                return P, False, hist, W, False  # stalled at a point that is not rank one
             prev = val
             W = self.direction(P)
         return P, False, hist, W, False
@@ -928,10 +977,14 @@ class RankOneWeightStep(Problem):
         deprecated ``W0``), validated."""
         if W0 is not None:
             if warm_start is not None:
-                raise InvalidInputError("Give the start direction once: pass warm_start=... (W0 is "
-                                        "its deprecated former name), not both.")
-            warnings.warn("solve(W0=...) is deprecated and will be removed in the next release; use "
-                          "warm_start=...", DeprecationWarning, stacklevel=3)
+                raise InvalidInputError(
+                    "Give the start direction once: pass warm_start=... (W0 is its deprecated former name), not both."
+                )
+            warnings.warn(
+                "solve(W0=...) is deprecated and will be removed in the next release; use warm_start=...",
+                DeprecationWarning,
+                stacklevel=3,
+            )
             warm_start = W0
         if warm_start is None:
             return None
@@ -943,16 +996,19 @@ class RankOneWeightStep(Problem):
             if np.any(arr < 0) or not arr.sum() > 0:
                 raise InvalidInputError(
                     f"warm_start as weights must be {m} non-negative numbers, not all zero (e.g. the "
-                    f"previous μ); got {arr}.")
+                    f"previous μ); got {arr}."
+                )
             u = arr / np.linalg.norm(arr)
             return np.eye(m) - np.outer(u, u)
         raise InvalidInputError(
             f"warm_start must be the start direction W of eq. 16, an {m} × {m} matrix (e.g. a "
             f"previous solution's info['W']), or previous weights μ, {m} non-negative numbers "
-            f"(then W = I − uuᵀ, u = μ/‖μ‖); got shape {arr.shape}.")
+            f"(then W = I − uuᵀ, u = μ/‖μ‖); got shape {arr.shape}."
+        )
 
-    def solve_reference(self, solver: str | None = None, eps: float | None = None,
-                        accept_inaccurate: bool = False, **opts) -> WeightStepSolution:
+    def solve_reference(
+        self, solver: str | None = None, eps: float | None = None, accept_inaccurate: bool = False, **opts
+    ) -> WeightStepSolution:
         """The convex relaxation of (8) — (15) with W = 0, no rank constraint — by a conic
         solver at high accuracy (the exact model the P step has; (8) itself is nonconvex).
 
@@ -987,7 +1043,8 @@ class RankOneWeightStep(Problem):
         solver = solver or self.solver
         prob, cons = self._full_model()
         elapsed, status, iters, raw = solve_conic_bound(
-            prob, solver, eps, True, what="relaxation (15) of the MKL_P weight step (W = 0)", **opts)
+            prob, solver, eps, True, what="relaxation (15) of the MKL_P weight step (W = 0)", **opts
+        )
         self._last_solver = solver
         P = np.asarray(prob.var_dict["P"].value, dtype=float)
         P = 0.5 * (P + P.T)
@@ -995,23 +1052,41 @@ class RankOneWeightStep(Problem):
         viol = self.violations(P)
         mu = mu_from_P(P)
         rank_gap = self._tail(P)[1]
-        info = {"mu": mu, "P": P, "relaxed": self.objective(P), "relaxation": True,
-                "rank_one": rank_gap <= self.rank_tol, "rank_gap": rank_gap,
-                "rank_one_objective": self.objective(np.outer(mu, mu)), "n_solves": 1,
-                "solver_objective": float(prob.value), "solver_dual_objective": raw,
-                "max_relative_violation": float(np.max(viol))}
+        info = {
+            "mu": mu,
+            "P": P,
+            "relaxed": self.objective(P),
+            "relaxation": True,
+            "rank_one": rank_gap <= self.rank_tol,
+            "rank_gap": rank_gap,
+            "rank_one_objective": self.objective(np.outer(mu, mu)),
+            "n_solves": 1,
+            "solver_objective": float(prob.value),
+            "solver_dual_objective": raw,
+            "max_relative_violation": float(np.max(viol)),
+        }
         info["certificate" if bound is not None else "no_certificate"] = how
         sol = WeightStepSolution(
-            matrix=P, objective=self.objective(P), dual=None, slack=None, violations=viol,
-            n_iter=iters, converged=status == cp.OPTIMAL, time=elapsed, status=status,
-            solver=f"cvxpy-{solver.lower()}", dual_value=bound, info=info)
-        sol = self._accept_reference(sol, status, accept_inaccurate,
-                                     what="relaxation (15) of the MKL_P weight step")
+            matrix=P,
+            objective=self.objective(P),
+            dual=None,
+            slack=None,
+            violations=viol,
+            n_iter=iters,
+            converged=status == cp.OPTIMAL,
+            time=elapsed,
+            status=status,
+            solver=f"cvxpy-{solver.lower()}",
+            dual_value=bound,
+            info=info,
+        )
+        sol = self._accept_reference(sol, status, accept_inaccurate, what="relaxation (15) of the MKL_P weight step")
         sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
         return sol
 
-    def solve(self, tol: float = 1e-6, max_iter: int | None = None, callback=None, warm_start=None,
-              *, W0=None) -> WeightStepSolution:
+    def solve(
+        self, tol: float = 1e-6, max_iter: int | None = None, callback=None, warm_start=None, *, W0=None
+    ) -> WeightStepSolution:
         """The weight step: the convex iteration (15)–(16) for w = w_grid[0], w_grid[1], …
         until one reaches the rank-one point (17); μ from that P, certified against the
         relaxation's Lagrange dual value.
@@ -1084,11 +1159,19 @@ class RankOneWeightStep(Problem):
             mu_now = mu_from_P(P)
             f = self.objective(np.outer(mu_now, mu_now))
             bound = self._relaxation[2][0] if self._relaxation is not None else None
-            return callback({
-                "iteration": count[0], "w": float(w), "convex_iteration": it, "objective": f,
-                "relaxed_objective": self.h.value(P), "rank_gap": rank_gap,
-                "rank_one": bool(reached_now), "lower_bound": bound,
-                "gap": None if bound is None else (f - bound) / max(1.0, abs(f))})
+            return callback(
+                {
+                    "iteration": count[0],
+                    "w": float(w),
+                    "convex_iteration": it,
+                    "objective": f,
+                    "relaxed_objective": self.h.value(P),
+                    "rank_gap": rank_gap,
+                    "rank_one": bool(reached_now),
+                    "lower_bound": bound,
+                    "gap": None if bound is None else (f - bound) / max(1.0, abs(f)),
+                }
+            )
 
         for w in self.w_grid:
             P, reached, hist, W, stopped = self._iterate(w, W0, max_iter, step)
@@ -1099,8 +1182,10 @@ class RankOneWeightStep(Problem):
                 break
         P = last_P
         if P is None:
-            raise SolverError("Every solve of the weight step (15) failed; rescale the kernels "
-                              "(normalize them by their mean diagonal) or try solver='SCS'.")
+            raise SolverError(
+                "Every solve of the weight step (15) failed; rescale the kernels "
+                "(normalize them by their mean diagonal) or try solver='SCS'."
+            )
         # the certificate: the relaxation (15) with W = 0 (solved first unless warm-started)
         if self._relaxation is None:
             try:
@@ -1123,40 +1208,70 @@ class RankOneWeightStep(Problem):
             status = "converged"
         else:
             status = "rank one, not certified" if reached else "rank one not reached"
-        info = {"mu": mu, "P": P, "relaxed": relaxed, "w": w_used, "rank_one": reached,
-                "relaxation_rank_one": bool(P_rel is not None and self.rank_gap(P_rel) <= self.rank_tol),
-                "history": history, "n_solves": self.n_solves, "method": self.method, "W": W_last,
-                "rank_gap": self.rank_gap(P), "gap_tol": tol,
-                "max_relative_violation": float(np.max(viol))}
+        info = {
+            "mu": mu,
+            "P": P,
+            "relaxed": relaxed,
+            "w": w_used,
+            "rank_one": reached,
+            "relaxation_rank_one": bool(P_rel is not None and self.rank_gap(P_rel) <= self.rank_tol),
+            "history": history,
+            "n_solves": self.n_solves,
+            "method": self.method,
+            "W": W_last,
+            "rank_gap": self.rank_gap(P),
+            "gap_tol": tol,
+            "max_relative_violation": float(np.max(viol)),
+        }
         info["certificate" if bound is not None else "no_certificate"] = how
         if self._unsettled:
             info["unsettled_cutting_plane_solves"] = self._unsettled
         if self._ipm_stats:
             st = np.array([(t, r, it, k) for t, r, it, k in self._ipm_stats], dtype=float)
             info["interior_point"] = {
-                "solves": len(st), "seconds": float(st[:, 0].sum()), "max_seconds": float(st[:, 0].max()),
-                "rounds": int(st[:, 1].sum()), "iterations": int(st[:, 2].sum()),
-                "max_kept": int(st[:, 3].max())}
+                "solves": len(st),
+                "seconds": float(st[:, 0].sum()),
+                "max_seconds": float(st[:, 0].max()),
+                "rounds": int(st[:, 1].sum()),
+                "iterations": int(st[:, 2].sum()),
+                "max_kept": int(st[:, 3].max()),
+            }
         sol = WeightStepSolution(
-            matrix=Pmu, objective=obj, dual=None, slack=None, violations=viol, n_iter=len(history),
-            converged=converged, time=time.perf_counter() - t0, status=status,
-            solver=f"convex-iteration-{self.method}", dual_value=bound, info=info)
+            matrix=Pmu,
+            objective=obj,
+            dual=None,
+            slack=None,
+            violations=viol,
+            n_iter=len(history),
+            converged=converged,
+            time=time.perf_counter() - t0,
+            status=status,
+            solver=f"convex-iteration-{self.method}",
+            dual_value=bound,
+            info=info,
+        )
         gap_txt = f"n/a (no certificate: {how})" if gap is None else f"{gap / scale:.3g}"
         if stopped:
-            msg = (f"The callback stopped the convex iteration after {len(history)} solve(s) of (15), "
-                   f"before the rank-one point; relative gap {gap_txt}.")
+            msg = (
+                f"The callback stopped the convex iteration after {len(history)} solve(s) of (15), "
+                f"before the rank-one point; relative gap {gap_txt}."
+            )
         elif not reached:
-            msg = (f"The convex iteration (eq. 15–16) did not reach a rank-one P for any w in "
-                   f"{self.w_grid} (last tail Σλ_i≥2 = {history[-1][4]:.3g}); μ is taken from the top "
-                   "eigenvector. Extend w_grid or raise max_iter (max_convex_iter).")
+            msg = (
+                f"The convex iteration (eq. 15–16) did not reach a rank-one P for any w in "
+                f"{self.w_grid} (last tail Σλ_i≥2 = {history[-1][4]:.3g}); μ is taken from the top "
+                "eigenvector. Extend w_grid or raise max_iter (max_convex_iter)."
+            )
         elif gap is None:
-            msg = (f"The rank-one point (w = {w_used:g}) carries no certificate: {how}.")
+            msg = f"The rank-one point (w = {w_used:g}) carries no certificate: {how}."
         else:
-            msg = (f"The rank-one point (w = {w_used:g}) is not certified optimal: its relative gap "
-                   f"{gap_txt} to the relaxation's lower bound lies outside ±tol = {tol:.3g}. The "
-                   "relaxation (15) with W = 0 is not tight here or the convex iteration stopped at a "
-                   "local point (§4.1); the point may still be optimal. Compare solve_reference(), "
-                   "or loosen tol.")
+            msg = (
+                f"The rank-one point (w = {w_used:g}) is not certified optimal: its relative gap "
+                f"{gap_txt} to the relaxation's lower bound lies outside ±tol = {tol:.3g}. The "
+                "relaxation (15) with W = 0 is not tight here or the convex iteration stopped at a "
+                "local point (§4.1); the point may still be optimal. Compare solve_reference(), "
+                "or loosen tol."
+            )
         self._warn_unconverged(sol, msg)
         return sol
 
@@ -1198,13 +1313,14 @@ class MuWeightStep(Problem):
         The conic solver (Clarabel or SCS for a certificate).
     """
 
-    clarabel_max_size = 10**9          # no PSD block: Clarabel at every size
+    clarabel_max_size = 10**9  # no PSD block: Clarabel at every size
 
     def __init__(self, h, m: int | None = None, solver: str = "CLARABEL"):
         if not callable(getattr(h, "cvx_mu", h)):
             raise InvalidInputError(
                 "h must have a method cvx_mu(mu) or be a callable mu -> CVXPY expression (convex in "
-                f"mu); got {type(h).__name__}.")
+                f"mu); got {type(h).__name__}."
+            )
         self.h = h
         m = m if m is not None else getattr(h, "m", None)
         if m is None:
@@ -1220,7 +1336,7 @@ class MuWeightStep(Problem):
         """(expression, constraints) of h at the CVXPY variable ``mu``."""
         fn = self.h.cvx_mu if hasattr(self.h, "cvx_mu") else self.h
         out = fn(mu)
-        expr, cons = (out if isinstance(out, tuple) else (out, []))
+        expr, cons = out if isinstance(out, tuple) else (out, [])
         return expr, list(cons)
 
     # ------------------------------------------------------------------ numpy side
@@ -1270,6 +1386,7 @@ class MuWeightStep(Problem):
         conic solver's dual objective; its ``solve()`` raises (use ``solve_reference()``).
         """
         from .extend import ExtendedProblem
+
         return ExtendedProblem(self, term=term, constraints=constraints)
 
     def extension_probe(self):
@@ -1280,6 +1397,7 @@ class MuWeightStep(Problem):
         """The exact model for :meth:`extend`: :meth:`to_cvxpy`; μ is read back as
         :meth:`solve_reference` does (round-off negatives clipped, Σ μ = 1 restored)."""
         from .extend import ExtensionModel, ExtensionPoint
+
         prob = self.to_cvxpy()
         var = prob.var_dict["mu"]
 
@@ -1288,10 +1406,19 @@ class MuWeightStep(Problem):
             mu = np.maximum(raw, 0.0)
             mu = mu / mu.sum()
             viol = self.violations(mu)
-            return ExtensionPoint(primal=mu, objective=self.objective(mu), violations=viol,
-                                  relative_violation=float(np.max(viol)), matrix=mu,
-                                  info={"mu": mu, "P": np.outer(mu, mu), "n_solves": 1,
-                                        "solver_violation": float(np.max(_simplex_violations(raw)))})
+            return ExtensionPoint(
+                primal=mu,
+                objective=self.objective(mu),
+                violations=viol,
+                relative_violation=float(np.max(viol)),
+                matrix=mu,
+                info={
+                    "mu": mu,
+                    "P": np.outer(mu, mu),
+                    "n_solves": 1,
+                    "solver_violation": float(np.max(_simplex_violations(raw))),
+                },
+            )
 
         return ExtensionModel(problem=prob, primal=var, read=read, solution_type=WeightStepSolution)
 
@@ -1306,11 +1433,13 @@ class MuWeightStep(Problem):
                 "The MKL_μ weight step needs an h convex in μ (Lemma 2); this h is not (CVXPY's "
                 "DCP check failed). Objectives that decrease with a distance, like LMNN's "
                 "impostor terms, are not convex in μ: use the P variant (RankOneWeightStep) or "
-                "the majorizer LMNNMuMajorizer / lmnn_mu_step.")
+                "the majorizer LMNNMuMajorizer / lmnn_mu_step."
+            )
         return prob
 
-    def solve_reference(self, solver: str | None = None, eps: float | None = None,
-                        accept_inaccurate: bool = False, **opts) -> WeightStepSolution:
+    def solve_reference(
+        self, solver: str | None = None, eps: float | None = None, accept_inaccurate: bool = False, **opts
+    ) -> WeightStepSolution:
         """Solve (6) by a conic solver at high accuracy, certified by its dual objective.
 
         Parameters
@@ -1338,31 +1467,50 @@ class MuWeightStep(Problem):
         solver = solver or self.solver
         prob = self.to_cvxpy()
         elapsed, status, iters, bound = solve_conic_bound(
-            prob, solver, eps, True, what="MKL_μ weight step (eq. 6)", **opts)
+            prob, solver, eps, True, what="MKL_μ weight step (eq. 6)", **opts
+        )
         raw = np.asarray(prob.var_dict["mu"].value, dtype=float)
         mu = np.maximum(raw, 0.0)
         mu = mu / mu.sum()
         viol = self.violations(mu)
-        info = {"mu": mu, "P": np.outer(mu, mu), "n_solves": 1, "solver_objective": float(prob.value),
-                "solver_violation": float(np.max(_simplex_violations(raw))),
-                "max_relative_violation": float(np.max(viol))}
+        info = {
+            "mu": mu,
+            "P": np.outer(mu, mu),
+            "n_solves": 1,
+            "solver_objective": float(prob.value),
+            "solver_violation": float(np.max(_simplex_violations(raw))),
+            "max_relative_violation": float(np.max(viol)),
+        }
         if np.isfinite(bound):
-            info["certificate"] = (f"{solver} dual objective of (6) (the Lagrange dual value of the "
-                                   "conic model at the solver's multipliers)")
+            info["certificate"] = (
+                f"{solver} dual objective of (6) (the Lagrange dual value of the "
+                "conic model at the solver's multipliers)"
+            )
         else:
-            info["no_certificate"] = (f"{solver} reports no dual objective; use solver='CLARABEL' or "
-                                      "'SCS' for a certificate")
+            info["no_certificate"] = (
+                f"{solver} reports no dual objective; use solver='CLARABEL' or 'SCS' for a certificate"
+            )
         sol = WeightStepSolution(
-            matrix=mu, objective=self.objective(mu), dual=None, slack=None, violations=viol,
-            n_iter=iters, converged=status == cp.OPTIMAL, time=elapsed, status=status,
-            solver=f"cvxpy-{solver.lower()}", dual_value=float(bound) if np.isfinite(bound) else None,
-            info=info)
+            matrix=mu,
+            objective=self.objective(mu),
+            dual=None,
+            slack=None,
+            violations=viol,
+            n_iter=iters,
+            converged=status == cp.OPTIMAL,
+            time=elapsed,
+            status=status,
+            solver=f"cvxpy-{solver.lower()}",
+            dual_value=float(bound) if np.isfinite(bound) else None,
+            info=info,
+        )
         sol = self._accept_reference(sol, status, accept_inaccurate, what="MKL_μ weight step (eq. 6)")
         sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
         return sol
 
-    def solve(self, tol: float = 1e-6, max_iter: int | None = None, callback=None,
-              warm_start=None) -> WeightStepSolution:
+    def solve(
+        self, tol: float = 1e-6, max_iter: int | None = None, callback=None, warm_start=None
+    ) -> WeightStepSolution:
         """Solve (6) and check its certificate against ``tol``.  The μ step has no fast
         algorithm of its own: this is the conic model of :meth:`solve_reference` (the
         constructor's solver, ``optimal_inaccurate`` accepted and judged by the certificate).
@@ -1396,7 +1544,8 @@ class MuWeightStep(Problem):
         if warm_start is not None:
             raise InvalidInputError(
                 "The MKL_μ step is one interior-point conic solve from scratch and takes no "
-                "warm_start; pass warm_start=None.")
+                "warm_start; pass warm_start=None."
+            )
         opts = {}
         if max_iter is not None:
             max_iter = self._iteration_limit(max_iter)
@@ -1406,8 +1555,10 @@ class MuWeightStep(Problem):
         except SolverError as exc:
             if max_iter is None or "user_limit" not in str(exc):
                 raise
-            raise SolverError(f"The conic solve of the MKL_μ step stopped at max_iter={max_iter} "
-                              f"without an answer ({exc}); raise max_iter.") from exc
+            raise SolverError(
+                f"The conic solve of the MKL_μ step stopped at max_iter={max_iter} "
+                f"without an answer ({exc}); raise max_iter."
+            ) from exc
         scale = max(1.0, abs(sol.objective))
         gap = sol.gap
         rel_gap = None if gap is None else gap / scale
@@ -1415,14 +1566,27 @@ class MuWeightStep(Problem):
         sol.converged = bool(rel_gap is not None and abs(rel_gap) <= tol and rel_viol <= tol)
         sol.status = "converged" if sol.converged else "not certified"
         sol.info["gap_tol"] = tol
-        if callback is not None and callback(
-                {"iteration": sol.n_iter, "objective": sol.objective, "lower_bound": sol.dual_value,
-                 "gap": rel_gap, "violation": rel_viol}) and not sol.converged:
+        if (
+            callback is not None
+            and callback(
+                {
+                    "iteration": sol.n_iter,
+                    "objective": sol.objective,
+                    "lower_bound": sol.dual_value,
+                    "gap": rel_gap,
+                    "violation": rel_viol,
+                }
+            )
+            and not sol.converged
+        ):
             sol.status = CALLBACK_STOP
         gap_txt = "n/a (" + sol.info.get("no_certificate", "") + ")" if rel_gap is None else f"{rel_gap:.3g}"
-        self._warn_unconverged(sol, f"The MKL_μ step (6) is not certified: relative gap {gap_txt}, "
-                               f"relative violation {rel_viol:.3g} (tol {tol:.3g}). Use solver='CLARABEL', "
-                               "a smaller eps through solve_reference(), or loosen tol.")
+        self._warn_unconverged(
+            sol,
+            f"The MKL_μ step (6) is not certified: relative gap {gap_txt}, "
+            f"relative violation {rel_viol:.3g} (tol {tol:.3g}). Use solver='CLARABEL', "
+            "a smaller eps through solve_reference(), or loosen tol.",
+        )
         return sol
 
 
@@ -1430,7 +1594,7 @@ def _sqrt_psd_rows(Q) -> np.ndarray:
     """R_p with R_pᵀ R_p = Q_p for a stack of PSD m × m matrices (eigen square roots)."""
     lam, V = np.linalg.eigh(Q)
     lam = np.maximum(lam, 0.0)
-    return (V * np.sqrt(lam)[:, None, :]).transpose(0, 2, 1)       # (P, m, m): rows √λ_k v_kᵀ
+    return (V * np.sqrt(lam)[:, None, :]).transpose(0, 2, 1)  # (P, m, m): rows √λ_k v_kᵀ
 
 
 class LMNNMuMajorizer:
@@ -1456,8 +1620,8 @@ class LMNNMuMajorizer:
         pos[self._tpairs] = np.arange(self._tpairs.size)
         self._tt_pos = pos[tr.tt]
         self._R = _sqrt_psd_rows(weights.Q[self._tpairs])
-        Qmu = weights.Q @ self.mu_ref                       # (P, m)
-        self._grad = 2.0 * Qmu                              # tangent slope per pair
+        Qmu = weights.Q @ self.mu_ref  # (P, m)
+        self._grad = 2.0 * Qmu  # tangent slope per pair
         self._const = np.einsum("pm,m->p", Qmu, self.mu_ref)  # μ_kᵀ Q_p μ_k
 
     def value_mu(self, mu) -> float:
@@ -1479,8 +1643,9 @@ class LMNNMuMajorizer:
         return (1.0 - g) * (tr.target_weight[self._tpairs] @ d_t) + g * cp.sum(hinge)
 
 
-def lmnn_mu_step(weights: LMNNWeightObjective, mu0, max_iter: int = 30, tol: float = 1e-7,
-                 solver: str = "CLARABEL") -> WeightStepSolution:
+def lmnn_mu_step(
+    weights: LMNNWeightObjective, mu0, max_iter: int = 30, tol: float = 1e-7, solver: str = "CLARABEL"
+) -> WeightStepSolution:
     """LMNN's MKL_μ weight step by the convex–concave procedure: repeatedly minimize the
     convex majorizer :class:`LMNNMuMajorizer` at the current μ over the simplex (each the
     conic model (6) of a :class:`MuWeightStep`), until h(μμᵀ) decreases by less than
@@ -1506,7 +1671,7 @@ def lmnn_mu_step(weights: LMNNWeightObjective, mu0, max_iter: int = 30, tol: flo
         f_new = weights.value_mu(res.mu)
         if f_new <= f:
             mu_new = res.mu
-        else:                         # round-off of the conic solve: keep the better point
+        else:  # round-off of the conic solve: keep the better point
             mu_new, f_new = mu, f
         history.append((it, f_new))
         done = f - f_new <= tol * max(1.0, abs(f))
@@ -1514,18 +1679,36 @@ def lmnn_mu_step(weights: LMNNWeightObjective, mu0, max_iter: int = 30, tol: flo
         if done:
             break
     sol = WeightStepSolution(
-        matrix=mu, objective=f, dual=None, slack=None, violations=_simplex_violations(mu),
-        n_iter=len(history) - 1, converged=bool(done), time=time.perf_counter() - t0,
-        status="stationary" if done else "max_iter reached", solver="ccp-lmnn-mu", dual_value=None,
-        info={"mu": mu, "P": np.outer(mu, mu), "history": history, "n_solves": len(history) - 1,
-              "method": "ccp",
-              "no_certificate": "LMNN's h(μμᵀ) is not convex in μ (§5): the convex–concave "
-                                "procedure reaches a stationary point and carries no optimality "
-                                "certificate"})
+        matrix=mu,
+        objective=f,
+        dual=None,
+        slack=None,
+        violations=_simplex_violations(mu),
+        n_iter=len(history) - 1,
+        converged=bool(done),
+        time=time.perf_counter() - t0,
+        status="stationary" if done else "max_iter reached",
+        solver="ccp-lmnn-mu",
+        dual_value=None,
+        info={
+            "mu": mu,
+            "P": np.outer(mu, mu),
+            "history": history,
+            "n_solves": len(history) - 1,
+            "method": "ccp",
+            "no_certificate": "LMNN's h(μμᵀ) is not convex in μ (§5): the convex–concave "
+            "procedure reaches a stationary point and carries no optimality "
+            "certificate",
+        },
+    )
     if not done:
-        warnings.warn(f"The convex–concave procedure of the MKL_μ step did not settle in max_iter="
-                      f"{int(max_iter)} steps (last decrease above tol {tol:g}, relative); raise "
-                      "max_iter.", ConvergenceWarning, stacklevel=2)
+        warnings.warn(
+            f"The convex–concave procedure of the MKL_μ step did not settle in max_iter="
+            f"{int(max_iter)} steps (last decrease above tol {tol:g}, relative); raise "
+            "max_iter.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     return sol
 
 
@@ -1570,10 +1753,22 @@ def _reemit(records, keep=ConvergenceWarning):
             warnings.warn_explicit(r.message, r.category, r.filename, r.lineno)
 
 
-def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=None, A0=None,
-              triplets: LMNNTriplets | None = None, max_outer: int = 20, tol: float = 1e-5,
-              mu_tol: float = 1e-4, lmnn_options: dict | None = None,
-              weight_options: dict | None = None, small_classes: str = "raise") -> MKLResult:
+def alternate(
+    Ks,
+    y,
+    variant: str = "P",
+    k: int = 5,
+    gamma: float = 0.5,
+    mu0=None,
+    A0=None,
+    triplets: LMNNTriplets | None = None,
+    max_outer: int = 20,
+    tol: float = 1e-5,
+    mu_tol: float = 1e-4,
+    lmnn_options: dict | None = None,
+    weight_options: dict | None = None,
+    small_classes: str = "raise",
+) -> MKLResult:
     """Algorithm 1 (Wang et al.): alternate the kernel-weight step and the LMNN metric step.
 
     Parameters
@@ -1629,8 +1824,9 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
         y = check_labels(y, "y", n)
         k = check_int(k, "k", minimum=1)
         check_choice(small_classes, "small_classes", ("raise", "shrink"))
-        triplets = LMNNTriplets.from_labels(y, k, sq_dist=kernel_sq_distances(combine_kernels(Ks, mu)),
-                                            small_classes=small_classes)
+        triplets = LMNNTriplets.from_labels(
+            y, k, sq_dist=kernel_sq_distances(combine_kernels(Ks, mu)), small_classes=small_classes
+        )
     else:
         _check_triplets(triplets, n)
     A = np.eye(n) if A0 is None else as_float_array(A0, "A0", ndim=2)
@@ -1672,31 +1868,58 @@ def alternate(Ks, y, variant: str = "P", k: int = 5, gamma: float = 0.5, mu0=Non
             _reemit(rec)
         if wres is not None:
             weight_results.append(wres)
-        accepted = wres is not None and wres.objective <= F_before + 1e-9 * max(1.0, abs(F_before)) and (
-            variant == "mu" or wres.rank_one)
+        accepted = (
+            wres is not None
+            and wres.objective <= F_before + 1e-9 * max(1.0, abs(F_before))
+            and (variant == "mu" or wres.rank_one)
+        )
         mu_new = wres.mu if accepted else mu
         F_mu = h.value_mu(mu_new)
         # metric step (μ fixed), warm-started from A
         prob = LMNNProblem(combine_kernels(Ks, mu_new), labels, gamma=gamma, triplets=triplets)
         with warnings.catch_warnings(record=True) as rec:
             warnings.simplefilter("always")
-            sol = prob.solve(A0=A, **lmnn_options)     # best iterate: F_new <= F(A, μ_new)
+            sol = prob.solve(A0=A, **lmnn_options)  # best iterate: F_new <= F(A, μ_new)
         _reemit(rec)
         F_new = sol.objective
         dmu = float(np.abs(mu_new - mu).sum())
-        history.append({"iteration": it, "objective_after_weights": F_mu, "objective": F_new,
-                        "mu": mu_new.copy(), "w": None if skip else wres.w,
-                        "rank_one": None if skip else wres.rank_one, "weights_skipped": bool(skip),
-                        "weights_accepted": bool(accepted), "lmnn_iterations": sol.n_iter,
-                        "lmnn_converged": sol.converged, "mu_change": dmu})
+        history.append(
+            {
+                "iteration": it,
+                "objective_after_weights": F_mu,
+                "objective": F_new,
+                "mu": mu_new.copy(),
+                "w": None if skip else wres.w,
+                "rank_one": None if skip else wres.rank_one,
+                "weights_skipped": bool(skip),
+                "weights_accepted": bool(accepted),
+                "lmnn_iterations": sol.n_iter,
+                "lmnn_converged": sol.converged,
+                "mu_change": dmu,
+            }
+        )
         done = abs(F - F_new) <= tol * max(1.0, abs(F)) and dmu <= mu_tol
         mu, A, F = mu_new, sol.matrix, F_new
         if done:
             converged = True
             break
     if not converged:
-        warnings.warn(f"Algorithm 1 stopped after max_outer={max_outer} iterations without μ and the "
-                      "objective settling; raise max_outer.", ConvergenceWarning, stacklevel=2)
-    return MKLResult(mu=mu, A=A, objective=F, history=history, n_outer=it, converged=converged,
-                     triplets=triplets, time=time.perf_counter() - t0, metric_solution=sol,
-                     metric_problem=prob, weight_results=weight_results)
+        warnings.warn(
+            f"Algorithm 1 stopped after max_outer={max_outer} iterations without μ and the "
+            "objective settling; raise max_outer.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return MKLResult(
+        mu=mu,
+        A=A,
+        objective=F,
+        history=history,
+        n_outer=it,
+        converged=converged,
+        triplets=triplets,
+        time=time.perf_counter() - t0,
+        metric_solution=sol,
+        metric_problem=prob,
+        weight_results=weight_results,
+    )

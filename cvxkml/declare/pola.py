@@ -16,6 +16,7 @@ with α = 0).  The classes below are :class:`SpectralKernel` / :class:`SpectralM
 with the :class:`Frobenius` regularizer and pair constraints built by
 :func:`pola_constraints`; their fast solver is :func:`cvxkml.solvers.pola.pola_dual`.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -61,7 +62,8 @@ def pola_constraints(i, j, y, b=2.0) -> PairConstraints:
     if bad.size:
         raise InvalidInputError(
             f"POLA threshold b = {b[bad[0]]:g} gives a non-positive bound b − 1 for similar pair "
-            f"{bad[0]}; choose b > 1 (similar pairs need d <= b − 1 > 0).")
+            f"{bad[0]}; choose b > 1 (similar pairs need d <= b − 1 > 0)."
+        )
     return PairConstraints(i, j, y, bound)
 
 
@@ -78,15 +80,20 @@ def _pola_side_info(constraints, rest, b, owner):
         if rest or b is not None:
             raise InvalidInputError(
                 f"{owner}({first}, constraints) takes constraint objects and no further i, j, y or "
-                f"b; pass {owner}({first}, pola_constraints(i, j, y, b)).")
+                f"b; pass {owner}({first}, pola_constraints(i, j, y, b))."
+            )
         return constraints
     if len(rest) not in (2, 3):
         raise InvalidInputError(
             f"{owner} takes constraint objects; got {type(constraints).__name__} and {len(rest)} more "
-            f"positional argument(s). Pass e.g. {owner}({first}, pola_constraints(i, j, y, b)).")
-    warnings.warn(f"{owner}({first}, i, j, y, b) is deprecated and will be removed in the next "
-                  f"release; use {owner}({first}, pola_constraints(i, j, y, b)).", DeprecationWarning,
-                  stacklevel=3)
+            f"positional argument(s). Pass e.g. {owner}({first}, pola_constraints(i, j, y, b))."
+        )
+    warnings.warn(
+        f"{owner}({first}, i, j, y, b) is deprecated and will be removed in the next "
+        f"release; use {owner}({first}, pola_constraints(i, j, y, b)).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     j, y = rest[0], rest[1]
     bb = rest[2] if len(rest) == 3 else (2.0 if b is None else b)
     return pola_constraints(constraints, j, y, bb)
@@ -115,6 +122,5 @@ class POLAMetric(SpectralMetric):
     ``constraints`` as in :class:`POLAKernel`."""
 
     def __init__(self, X, constraints, *rest, b=None, space="auto"):
-        super().__init__(X, _pola_side_info(constraints, rest, b, "POLAMetric"), Frobenius(),
-                         space=space)
+        super().__init__(X, _pola_side_info(constraints, rest, b, "POLAMetric"), Frobenius(), space=space)
         self.kind = "metric-pola"

@@ -25,6 +25,7 @@ gap and relative violation at most :data:`INACCURATE_RTOL`; it is then returned 
 ``info["accepted_by_certificate"] = True``.  Otherwise it raises
 :class:`~cvxkml.errors.SolverError` unless ``accept_inaccurate=True``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -63,6 +64,7 @@ def _library_name(cls) -> str:
 def _size_guarded(impl):
     """``impl`` (a ``solve_reference``) behind the size guard; nested calls (a subclass's
     ``solve_reference`` calling its parent's) are checked once, by the outermost."""
+
     @functools.wraps(impl)
     def solve_reference(self, *args, allow_large: bool = False, **kwargs):
         if self.__dict__.get("_in_solve_reference"):
@@ -74,6 +76,7 @@ def _size_guarded(impl):
             return impl(self, *args, **kwargs)
         finally:
             self.__dict__.pop("_in_solve_reference", None)
+
     solve_reference._size_guarded = True
     return solve_reference
 
@@ -102,8 +105,9 @@ def _with_progress(impl):
                 user = bound.arguments.get("callback")
                 bound.arguments["callback"] = ProgressMonitor(name, verbose, user)
             else:
-                extra = bound.arguments.setdefault(next(p.name for p in params.values()
-                                                        if p.kind is inspect.Parameter.VAR_KEYWORD), {})
+                extra = bound.arguments.setdefault(
+                    next(p.name for p in params.values() if p.kind is inspect.Parameter.VAR_KEYWORD), {}
+                )
                 extra["callback"] = ProgressMonitor(name, verbose, extra.get("callback"))
             args, kwargs = bound.args[1:], bound.kwargs
         self.__dict__["_in_solve"] = True
@@ -113,10 +117,15 @@ def _with_progress(impl):
                 gap = getattr(sol, "gap", None)
                 obj = getattr(sol, "objective", None)
                 rel = None if gap is None or obj is None else gap / max(1.0, abs(obj))
-                LOGGER.info("%s.solve: %s after %s iteration(s), objective %s, certified gap %s, "
-                            "max violation %s", name, getattr(sol, "status", "?"),
-                            fmt(getattr(sol, "n_iter", None)), fmt(obj), fmt(rel),
-                            fmt(getattr(sol, "max_violation", None)))
+                LOGGER.info(
+                    "%s.solve: %s after %s iteration(s), objective %s, certified gap %s, max violation %s",
+                    name,
+                    getattr(sol, "status", "?"),
+                    fmt(getattr(sol, "n_iter", None)),
+                    fmt(obj),
+                    fmt(rel),
+                    fmt(getattr(sol, "max_violation", None)),
+                )
             return sol
         finally:
             self.__dict__.pop("_in_solve", None)
@@ -144,7 +153,7 @@ class Problem:
         impl = cls.__dict__.get("solve_reference")
         if impl is not None and not getattr(impl, "_size_guarded", False):
             cls.solve_reference = _size_guarded(impl)
-        impl = getattr(cls, "solve", None)       # also a mixin's solve ahead in the MRO
+        impl = getattr(cls, "solve", None)  # also a mixin's solve ahead in the MRO
         if impl is not None and not getattr(impl, "_with_progress", False):
             cls.solve = _with_progress(impl)
 
@@ -156,24 +165,24 @@ class Problem:
     inaccurate_rtol: float = INACCURATE_RTOL
 
     # ------------------------------------------------------------------ to implement
-    def to_cvxpy(self):                                                     # pragma: no cover
+    def to_cvxpy(self):  # pragma: no cover
         raise NotImplementedError
 
-    def objective(self, *primal) -> float:                                  # pragma: no cover
+    def objective(self, *primal) -> float:  # pragma: no cover
         raise NotImplementedError
 
-    def violations(self, *primal) -> np.ndarray:                            # pragma: no cover
+    def violations(self, *primal) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
     def solve_reference(self, solver=None, eps=None, accept_inaccurate=False, **opts):  # pragma: no cover
         raise NotImplementedError
 
-    def solve(self, *args, **kwargs):                                       # pragma: no cover
+    def solve(self, *args, **kwargs):  # pragma: no cover
         raise NotImplementedError
 
     def exact_size(self) -> int:
         """The side of the exact model's largest PSD block (what its cost grows with)."""
-        raise NotImplementedError                                            # pragma: no cover
+        raise NotImplementedError  # pragma: no cover
 
     # ------------------------------------------------------------------ shared
     def evaluate(self, primal, dual=None, **info):
@@ -198,6 +207,7 @@ class Problem:
             Nothing in it is the caller's claim; ``cvxkml.testing`` checks it the same way.
         """
         from ..solution import Solution
+
         args = tuple(primal) if isinstance(primal, tuple) else (primal,)
         if len(args) == 1 and hasattr(self, "best_slack"):
             xi = self.best_slack(args[0])
@@ -207,13 +217,20 @@ class Problem:
             dv = float(self.dual_value(dual))
         viol = np.asarray(self.violations(*args), dtype=float)
         extra = {k: info.pop(k) for k in ("n_iter", "time", "status", "solver", "converged") if k in info}
-        sol = Solution(matrix=np.asarray(args[0], dtype=float), objective=float(self.objective(*args)),
-                       dual=None if dual is None else np.asarray(dual, dtype=float),
-                       slack=None if len(args) < 2 or np.ndim(args[1]) != 1 else np.asarray(args[1], dtype=float),
-                       violations=viol, n_iter=int(extra.get("n_iter", 0)),
-                       converged=bool(extra.get("converged", dv is not None and np.isfinite(dv))),
-                       time=float(extra.get("time", 0.0)), status=str(extra.get("status", "evaluated")),
-                       solver=str(extra.get("solver", "evaluated")), dual_value=dv, info=dict(info))
+        sol = Solution(
+            matrix=np.asarray(args[0], dtype=float),
+            objective=float(self.objective(*args)),
+            dual=None if dual is None else np.asarray(dual, dtype=float),
+            slack=None if len(args) < 2 or np.ndim(args[1]) != 1 else np.asarray(args[1], dtype=float),
+            violations=viol,
+            n_iter=int(extra.get("n_iter", 0)),
+            converged=bool(extra.get("converged", dv is not None and np.isfinite(dv))),
+            time=float(extra.get("time", 0.0)),
+            status=str(extra.get("status", "evaluated")),
+            solver=str(extra.get("solver", "evaluated")),
+            dual_value=dv,
+            info=dict(info),
+        )
         if hasattr(self, "_max_relative_violation"):
             sol.info.setdefault("max_relative_violation", self._max_relative_violation(viol))
         return sol
@@ -247,10 +264,12 @@ class Problem:
         and then its bases are looked up, each as ``"Class[Regularizer]"`` (spectral problems)
         before ``"Class"``, so a user's subclass inherits its parent's limit."""
         from ._limits import EXACT_LIMITS
+
         return self._limit_lookup(EXACT_LIMITS)
 
     def _check_exact_size(self) -> None:
         from ._limits import COST_LIMITS
+
         limit = self._limit_lookup(COST_LIMITS) or self.exact_limit()
         try:
             size = int(self.exact_size())
@@ -262,7 +281,8 @@ class Problem:
                 f"than {LARGE_FACTOR}x the largest size ({limit}) whose default exact solve was "
                 "measured to end within 60 s and 4 GiB (reference/exact-limits.md); it would likely "
                 "run for many minutes or exhaust the memory. Use solve() (the certified fast "
-                "solver), or pass solve_reference(..., allow_large=True) to solve it anyway.")
+                "solver), or pass solve_reference(..., allow_large=True) to solve it anyway."
+            )
 
     def default_solver(self) -> str:
         """Clarabel up to :attr:`clarabel_max_size` (:meth:`exact_size`), SCS above."""
@@ -272,17 +292,22 @@ class Problem:
     def _iteration_limit(max_iter, max_sweeps=None, name: str = "max_iter") -> int:
         """``max_iter`` checked (1 … 1e15), or the deprecated ``max_sweeps`` in its place."""
         if max_sweeps is not None:
-            warnings.warn("solve(max_sweeps=...) is deprecated and will be removed in the next "
-                          "release; use max_iter=...", DeprecationWarning, stacklevel=3)
+            warnings.warn(
+                "solve(max_sweeps=...) is deprecated and will be removed in the next release; use max_iter=...",
+                DeprecationWarning,
+                stacklevel=3,
+            )
             max_iter = max_sweeps
         return check_int(max_iter, name, minimum=1, maximum=10**15)
 
     @staticmethod
     def _check_callback(callback):
         from ..errors import InvalidInputError
+
         if callback is not None and not callable(callback):
             raise InvalidInputError(
-                f"callback must be None or a callable taking one dict; got {type(callback).__name__}.")
+                f"callback must be None or a callable taking one dict; got {type(callback).__name__}."
+            )
         return callback
 
     def _accept_reference(self, sol, status: str, accept_inaccurate: bool, what: str = "exact model"):
@@ -305,7 +330,8 @@ class Problem:
             f"{sol.solver} returned status 'optimal_inaccurate' on the {what} and its certificate "
             f"does not vouch for it (relative gap {gap_txt}, relative violation {rel_viol:.3g}; "
             f"accepted at {rtol:g}); try the other solver, a looser eps, or "
-            "accept_inaccurate=True.")
+            "accept_inaccurate=True."
+        )
 
     @staticmethod
     def _warn_unconverged(sol, message: str, stacklevel: int = 3) -> None:

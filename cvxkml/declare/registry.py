@@ -19,6 +19,7 @@ objective, the constraints or the exact model is refused, and so is a regularize
 that changes a built-in regularizer's formulas (:data:`REGULARIZER_METHODS`) — those go to a
 solver that reads only the declared formulas (the generic dual solver), or raise.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,21 +28,55 @@ from typing import Callable
 from .._validation import missing_methods
 from ..errors import InvalidInputError
 
-__all__ = ["SolverSpec", "register", "unregister", "registered", "select", "register_kernel", "kernel",
-           "missing_methods", "MODEL_METHODS", "REGULARIZER_METHODS"]
+__all__ = [
+    "SolverSpec",
+    "register",
+    "unregister",
+    "registered",
+    "select",
+    "register_kernel",
+    "kernel",
+    "missing_methods",
+    "MODEL_METHODS",
+    "REGULARIZER_METHODS",
+]
 
 #: the methods that define a spectral problem's model: a subclass overriding one of them is
 #: a different problem
-MODEL_METHODS = ("objective", "violations", "residuals", "dual_value", "to_cvxpy", "pair_values",
-                 "pair_inner", "whiten", "matrix_from_whitened", "_whitened_family_terms",
-                 "hinge_value", "best_slack")
+MODEL_METHODS = (
+    "objective",
+    "violations",
+    "residuals",
+    "dual_value",
+    "to_cvxpy",
+    "pair_values",
+    "pair_inner",
+    "whiten",
+    "matrix_from_whitened",
+    "_whitened_family_terms",
+    "hinge_value",
+    "best_slack",
+)
 #: the methods that define a regularizer's formulas
-REGULARIZER_METHODS = ("f_s", "conj_s", "conj_grad_s", "conj_hess_s", "cvx", "value", "conj",
-                       "conj_grad", "conj_shift", "slack_value", "slack_cvx", "slack_conj",
-                       "slack_conj_grad", "slack_conj_hess")
+REGULARIZER_METHODS = (
+    "f_s",
+    "conj_s",
+    "conj_grad_s",
+    "conj_hess_s",
+    "cvx",
+    "value",
+    "conj",
+    "conj_grad",
+    "conj_shift",
+    "slack_value",
+    "slack_cvx",
+    "slack_conj",
+    "slack_conj_grad",
+    "slack_conj_hess",
+)
 
-_SPECS: list = []              # registration order
-_KERNELS: dict = {}            # capability name -> callable (non-spectral families)
+_SPECS: list = []  # registration order
+_KERNELS: dict = {}  # capability name -> callable (non-spectral families)
 
 
 def _library_class(cls):
@@ -118,8 +153,10 @@ class SolverSpec:
                 return f"written for {', '.join(c.__name__ for c in self.problems)}"
             changed = _changed(cls, MODEL_METHODS)
             if changed:
-                return (f"{cls.__name__} redefines the model ({', '.join(changed)}), and this solver "
-                        f"answers {_library_class(cls).__name__}")
+                return (
+                    f"{cls.__name__} redefines the model ({', '.join(changed)}), and this solver "
+                    f"answers {_library_class(cls).__name__}"
+                )
         space = getattr(getattr(problem, "space", None), "name", None)
         if self.spaces is not None and space not in self.spaces:
             return f"works in the {' / '.join(self.spaces)} space, not the {space} space"
@@ -133,8 +170,9 @@ class SolverSpec:
                     return f"solves {', '.join(c.__name__ for c in self.regularizers)} only"
                 changed = _changed(type(reg), REGULARIZER_METHODS)
                 if changed:
-                    return (f"{type(reg).__name__} redefines {', '.join(changed)} of "
-                            f"{_library_class(type(reg)).__name__}")
+                    return (
+                        f"{type(reg).__name__} redefines {', '.join(changed)} of {_library_class(type(reg)).__name__}"
+                    )
         if self.needs:
             missing = missing_methods(reg, self.needs)
             if missing:
@@ -172,8 +210,7 @@ def unregister(name: str) -> None:
 def registered() -> list[SolverSpec]:
     """Every spec in the order :func:`select` tries them."""
     users = [s for s in reversed(_SPECS) if s.user]
-    return (users + [s for s in _SPECS if not s.user and not s.generic]
-            + [s for s in _SPECS if not s.user and s.generic])
+    return users + [s for s in _SPECS if not s.user and not s.generic] + [s for s in _SPECS if not s.user and s.generic]
 
 
 def select(problem, method: str = "auto"):
@@ -204,4 +241,5 @@ def kernel(name: str) -> Callable:
     except KeyError:
         raise InvalidInputError(
             f"No fast solver provides {name!r}: import cvxkml (which registers the built-in "
-            "solvers) before solving, or use solve_reference().") from None
+            "solvers) before solving, or use solve_reference()."
+        ) from None

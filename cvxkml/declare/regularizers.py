@@ -11,6 +11,7 @@ Slack (pairs only): ``slack_cvx``/``slack_value``/``slack_conj`` define γ·D(di
 for the regularizers that have a paper-given slack (LogDet: Jain et al. eq. 7; von Neumann:
 Kulis et al. §6.2.1).  ``s`` is the slack ratio ξ/ξ0.
 """
+
 from __future__ import annotations
 
 import cvxpy as cp
@@ -21,8 +22,7 @@ from ..errors import InvalidInputError
 from ..sideinfo import Hinge
 from .registry import SolverSpec, register, registered
 
-__all__ = ["Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm", "register_fast_solver",
-           "fast_solver_for"]
+__all__ = ["Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm", "register_fast_solver", "fast_solver_for"]
 
 
 def register_fast_solver(regularizer_cls, solver, handles=None, problem=None) -> SolverSpec:
@@ -49,17 +49,29 @@ def register_fast_solver(regularizer_cls, solver, handles=None, problem=None) ->
     removes it).
     """
     if not (isinstance(regularizer_cls, type) and issubclass(regularizer_cls, Regularizer)):
-        raise InvalidInputError("register_fast_solver needs a Regularizer subclass (the class, "
-                                f"not an instance); got {regularizer_cls!r}.")
+        raise InvalidInputError(
+            f"register_fast_solver needs a Regularizer subclass (the class, not an instance); got {regularizer_cls!r}."
+        )
     if not callable(solver) or (handles is not None and not callable(handles)):
-        raise InvalidInputError("solver (and handles, if given) must be callable: "
-                                "solver(problem, tol, max_iter) -> FastResult, handles(problem) -> bool.")
+        raise InvalidInputError(
+            "solver (and handles, if given) must be callable: "
+            "solver(problem, tol, max_iter) -> FastResult, handles(problem) -> bool."
+        )
     if problem is not None and not isinstance(problem, type):
         raise InvalidInputError(f"problem must be a problem class; got {problem!r}.")
-    return register(SolverSpec(
-        name=f"user:{regularizer_cls.__qualname__}", solve=solver,
-        problems=() if problem is None else (problem,), regularizers=(regularizer_cls,),
-        families=Hinge.FAMILIES, hinge=True, slack=True, accepts=handles, user=True))
+    return register(
+        SolverSpec(
+            name=f"user:{regularizer_cls.__qualname__}",
+            solve=solver,
+            problems=() if problem is None else (problem,),
+            regularizers=(regularizer_cls,),
+            families=Hinge.FAMILIES,
+            hinge=True,
+            slack=True,
+            accepts=handles,
+            user=True,
+        )
+    )
 
 
 def fast_solver_for(reg):
@@ -88,7 +100,7 @@ class Regularizer:
     name = "regularizer"
     alpha = 1.0
     has_slack = False
-    implies_psd = False      # True when the CVXPY form already forces X ⪰ 0 (log_det, entropy)
+    implies_psd = False  # True when the CVXPY form already forces X ⪰ 0 (log_det, entropy)
 
     def f_s(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -147,17 +159,18 @@ class Regularizer:
             raise InvalidInputError(
                 f"{self.name}: the minimizer α = {self.alpha!r} of f_s is not a finite number; "
                 "Theorem 4 (kernel ↔ metric equivalence, W* = αI + ΦSΦᵀ) needs f_s to attain its "
-                "minimum over x >= 0 at a finite α >= 0 (a barrier such as −log x has none).")
+                "minimum over x >= 0 at a finite α >= 0 (a barrier such as −log x has none)."
+            )
         if a < 0:
             raise InvalidInputError(
                 f"{self.name}: the minimizer α = {a:g} of f_s is negative; Theorem 4 "
-                "(kernel ↔ metric equivalence) needs α >= 0.")
+                "(kernel ↔ metric equivalence) needs α >= 0."
+            )
         try:
             with np.errstate(all="ignore"):
                 fa = float(np.asarray(self.f_s(np.array([a])), dtype=float).ravel()[0])
                 h = 1e-3 * (1.0 + a)
-                probes = np.array([0.0, max(a - h, 0.0), a + h, 0.5 * a, 2.0 * a + 1.0,
-                                   10.0 * (a + 1.0)])
+                probes = np.array([0.0, max(a - h, 0.0), a + h, 0.5 * a, 2.0 * a + 1.0, 10.0 * (a + 1.0)])
                 fp = np.asarray(self.f_s(probes), dtype=float).ravel()
         except NotImplementedError:
             return
@@ -165,7 +178,8 @@ class Regularizer:
             raise InvalidInputError(
                 f"{self.name}: f_s(α) = {fa} at the declared minimizer α = {a:g}, outside the "
                 "domain of f_s; Theorem 4 needs f_s to attain its minimum at α (for a barrier "
-                "domain x > 0, α must be > 0).")
+                "domain x > 0, α must be > 0)."
+            )
         tol = 1e-12 * (1.0 + abs(fa))
         bad = np.flatnonzero(np.isfinite(fp) & (fp < fa - tol))
         if bad.size:
@@ -173,7 +187,8 @@ class Regularizer:
             raise InvalidInputError(
                 f"{self.name}: the declared α = {a:g} is not the minimizer of f_s over x >= 0 "
                 f"(f_s({x:g}) = {fp[bad[0]]:.6g} < f_s(α) = {fa:.6g}); Theorem 4's W* = αI + ΦSΦᵀ "
-                "and the learned kernel of eq. 18 need the true minimizer.")
+                "and the learned kernel of eq. 18 need the true minimizer."
+            )
 
     # slack (only where has_slack)
     def slack_value(self, xi, xi0) -> float:  # pragma: no cover - abstract
@@ -255,16 +270,18 @@ class VonNeumann(Regularizer):
         else:
             p = as_float_array(prior, "The von Neumann prior", finite=False)
             if p.ndim > 1 or p.size == 0 or not np.all(np.isfinite(p)) or np.any(p <= 0):
-                raise InvalidInputError("The von Neumann prior must be a finite positive vector "
-                                        "(the positive eigenvalues of K0).")
+                raise InvalidInputError(
+                    "The von Neumann prior must be a finite positive vector (the positive eigenvalues of K0)."
+                )
             self.logp = np.log(p.ravel())
-            self.alpha = np.nan                  # not a spectral function of A
+            self.alpha = np.nan  # not a spectral function of A
 
     def check_theorem4(self):
         if self.logp is not None:
             raise InvalidInputError(
                 "VonNeumann(prior=…) is D_vN(K, K0) (Kulis et al.), not a spectral function of "
-                "K0^-½ K K0^-½; use VonNeumannKernel for it, or VonNeumann() in the framework.")
+                "K0^-½ K K0^-½; use VonNeumannKernel for it, or VonNeumann() in the framework."
+            )
 
     def conj_shift(self, r):
         return np.zeros((r, r)) if self.logp is None else np.diag(self.logp)
@@ -301,8 +318,7 @@ class VonNeumann(Regularizer):
     def cvx(self, X):
         expr = -cp.von_neumann_entr(X) - cp.trace(X) + X.shape[0]
         if self.logp is not None:
-            expr = expr - cp.sum(cp.multiply(self.logp, cp.diag(X))) + float(np.sum(np.exp(self.logp))) \
-                - X.shape[0]
+            expr = expr - cp.sum(cp.multiply(self.logp, cp.diag(X))) + float(np.sum(np.exp(self.logp))) - X.shape[0]
         return expr
 
     def conj_grad_s(self, mu):

@@ -35,6 +35,7 @@ At the barrier optimum X̂_γ, λ_γ is feasible for the SDP dual and the SDP ga
 tr(X̂_γ Z) = γ r, so 0 <= tr(X̂_γ Ĉ0) − p*_SDP <= γ r, and tr(X̂_γ Ĉ0) is non-decreasing
 in γ (see :func:`barrier_path`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -50,7 +51,7 @@ from .regularizers import Regularizer
 
 __all__ = ["UnboundedError", "LinearLogDet", "SDPLogDetKernel", "SDPLogDetMetric", "barrier_path"]
 
-_PSD_TOL = 1e-8        # relative tolerance of the γ = 0 dual / primal PSD tests
+_PSD_TOL = 1e-8  # relative tolerance of the γ = 0 dual / primal PSD tests
 
 
 class LinearLogDet(Regularizer):
@@ -75,7 +76,7 @@ class LinearLogDet(Regularizer):
         self.C0 = check_symmetric(C0, "C0")
         g = check_number(gamma, "gamma", low=0.0, what="a finite number >= 0 (0: the plain SDP)")
         self.gamma = g
-        self.implies_psd = g > 0            # log_det brings the PSD cone; γ = 0 states X ⪰ 0
+        self.implies_psd = g > 0  # log_det brings the PSD cone; γ = 0 states X ⪰ 0
         self.C0h = None
 
     # ------------------------------------------------------------------ binding
@@ -84,8 +85,8 @@ class LinearLogDet(Regularizer):
         T = np.asarray(T, dtype=float)
         if T.shape[0] != self.C0.shape[0]:
             raise InvalidInputError(
-                f"C0 is {self.C0.shape[0]} × {self.C0.shape[0]} but the learned matrix is "
-                f"{T.shape[0]} × {T.shape[0]}.")
+                f"C0 is {self.C0.shape[0]} × {self.C0.shape[0]} but the learned matrix is {T.shape[0]} × {T.shape[0]}."
+            )
         out = copy.copy(self)
         Ch = T.T @ self.C0 @ T
         out.C0h = 0.5 * (Ch + Ch.T)
@@ -96,7 +97,8 @@ class LinearLogDet(Regularizer):
             raise InvalidInputError(
                 "LinearLogDet is not a spectral regularizer (its objective involves C0); use it "
                 "through SDPLogDetKernel(K0, constraints, C0, gamma) or SDPLogDetMetric(X, …), "
-                "which whiten C0.")
+                "which whiten C0."
+            )
         return self.C0h
 
     def check_theorem4(self):
@@ -145,7 +147,7 @@ class LinearLogDet(Regularizer):
         return -self.gamma / mu
 
     def conj_hess_s(self, mu):
-        return self.gamma / mu ** 2
+        return self.gamma / mu**2
 
     def conj_grad(self, M):
         """∇f*_+(M) = γ (Ĉ0 − M)⁻¹ (the primal X̂(λ) for M = −Σλ_cÂ_c)."""
@@ -164,8 +166,7 @@ class _SDPMixin:
 
     _lam0 = None
 
-    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, lam0=None, *,
-              max_sweeps: int | None = None, **kw):
+    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, lam0=None, *, max_sweeps: int | None = None, **kw):
         """Fast solver: Bregman projections under the barrier
         (:func:`cvxkml.solvers.sdp_logdet.barrier_bregman`; when Ĉ0 is not positive definite a
         phase I with an auxiliary trace bound finds a dual-feasible start).  Stops when the
@@ -183,13 +184,15 @@ class _SDPMixin:
         if lam0 is not None:
             lam0 = as_float_array(lam0, "lam0", finite=False).ravel()
             if lam0.size != self.n_constraints or not np.all(np.isfinite(lam0)) or np.any(lam0 < 0):
-                raise InvalidInputError(
-                    f"lam0 must hold {self.n_constraints} finite non-negative multipliers.")
+                raise InvalidInputError(f"lam0 must hold {self.n_constraints} finite non-negative multipliers.")
         self._lam0 = lam0
         try:
             if max_sweeps is not None:
-                warnings.warn("solve(max_sweeps=...) is deprecated and will be removed in the next "
-                              "release; use max_iter=...", DeprecationWarning, stacklevel=2)
+                warnings.warn(
+                    "solve(max_sweeps=...) is deprecated and will be removed in the next release; use max_iter=...",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
                 max_iter = max_sweeps
             sol = super().solve(tol=tol, max_iter=max_iter, **kw)
         finally:
@@ -207,7 +210,8 @@ class _SDPMixin:
                 raise UnboundedError(
                     f"The exact model is unbounded below ({exc}). For gamma = 0 the SDP (23) has no "
                     "finite optimum on these constraints; for gamma > 0 the barrier problem (24) "
-                    "has a recession direction. Add bounding constraints.") from exc
+                    "has a recession direction. Add bounding constraints."
+                ) from exc
             raise
         sol.info["linear_objective"] = self.linear_objective(sol.matrix)
         return sol
@@ -284,7 +288,8 @@ class SDPLogDetMetric(_SDPMixin, ITML):
             raise UnboundedError(
                 f"X has rank {np.linalg.matrix_rank(X)} < d = {d}: −γ log det W is unbounded along "
                 "null(X), which neither tr(W XᵀC0X) nor the pair constraints see. Use "
-                "SDPLogDetKernel(X @ X.T, constraints, C0, gamma) (the range-space form).")
+                "SDPLogDetKernel(X @ X.T, constraints, C0, gamma) (the range-space form)."
+            )
 
 
 def barrier_path(problem, gammas, fast: bool = True, warm_start: bool = True, **solve_kw):
@@ -302,7 +307,8 @@ def barrier_path(problem, gammas, fast: bool = True, warm_start: bool = True, **
     """
     if not isinstance(problem, _SDPMixin):
         raise InvalidInputError(
-            f"barrier_path needs an SDPLogDetKernel or SDPLogDetMetric problem; got {type(problem).__name__}.")
+            f"barrier_path needs an SDPLogDetKernel or SDPLogDetMetric problem; got {type(problem).__name__}."
+        )
     try:
         gammas = [check_positive(g, "each gamma of the path") for g in gammas]
     except TypeError as exc:
@@ -322,8 +328,18 @@ def barrier_path(problem, gammas, fast: bool = True, warm_start: bool = True, **
         else:
             sol = pg.solve_reference(**solve_kw)
         lin = sol.info["linear_objective"]
-        rows.append(dict(gamma=float(g), linear=lin, excess=lin - p_sdp, bound=float(g) * r,
-                         distance=float(np.linalg.norm(sol.matrix - M_sdp)) / nrm,
-                         objective=sol.objective, sweeps=sol.n_iter, converged=sol.converged,
-                         time=sol.time, matrix=sol.matrix))
+        rows.append(
+            dict(
+                gamma=float(g),
+                linear=lin,
+                excess=lin - p_sdp,
+                bound=float(g) * r,
+                distance=float(np.linalg.norm(sol.matrix - M_sdp)) / nrm,
+                objective=sol.objective,
+                sweeps=sol.n_iter,
+                converged=sol.converged,
+                time=sol.time,
+                matrix=sol.matrix,
+            )
+        )
     return p_sdp, rows

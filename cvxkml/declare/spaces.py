@@ -28,6 +28,7 @@ data, so the d × d problem is the k × k problem on the coordinates of the data
 orthonormal basis Q of that row space; W is never formed unless asked for
 (:meth:`SpanSpace.metric`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -57,8 +58,7 @@ class Space:
 
     def pair_inner(self, M, j, l) -> np.ndarray:
         """Learned inner products F[j]ᵀ M F[l]."""
-        return np.einsum("ij,ij->i", self.F[np.asarray(j)] @ np.asarray(M, dtype=float),
-                         self.F[np.asarray(l)])
+        return np.einsum("ij,ij->i", self.F[np.asarray(j)] @ np.asarray(M, dtype=float), self.F[np.asarray(l)])
 
     def offset(self, regularizer) -> float:
         """The constant this space adds to the objective (and the dual): 0."""
@@ -94,8 +94,7 @@ class MetricSpace(Space):
         return np.einsum("ij,ij->i", V @ np.asarray(M, dtype=float), V)
 
     def pair_inner(self, M, j, l):
-        return np.einsum("ij,ij->i", self.X[np.asarray(j)] @ np.asarray(M, dtype=float),
-                         self.X[np.asarray(l)])
+        return np.einsum("ij,ij->i", self.X[np.asarray(j)] @ np.asarray(M, dtype=float), self.X[np.asarray(l)])
 
 
 class KernelSpace(Space):
@@ -156,6 +155,7 @@ class FactoredSpace(Space):
 
     def __init__(self, G0):
         from ..factor import Factorization
+
         self.factorization = G0 if isinstance(G0, Factorization) else None
         G0 = check_data(G0.G0 if self.factorization is not None else G0, "G0")
         n, r = G0.shape
@@ -165,7 +165,8 @@ class FactoredSpace(Space):
         if sv[-1] <= 1e-10 * sv[0]:
             raise InvalidInputError(
                 f"G0 must have full column rank (smallest singular value {sv[-1]:.3g}, largest "
-                f"{sv[0]:.3g}): drop dependent columns, or build it with LowRankLogDet.from_kernel.")
+                f"{sv[0]:.3g}): drop dependent columns, or build it with LowRankLogDet.from_kernel."
+            )
         self.G0 = self.F = G0
         self.T = np.eye(r)
         self.M0 = np.eye(r)
@@ -216,14 +217,14 @@ class SpanSpace(Space):
                 raise InvalidInputError(f"W0 must be {d} × {d} to match X; got {W0.shape}.")
             self.W0_factor = np.linalg.cholesky(W0)
             Fx = self.X @ self.W0_factor
-        w, V = np.linalg.eigh(Fx @ Fx.T)                      # Gram of the whitened rows
+        w, V = np.linalg.eigh(Fx @ Fx.T)  # Gram of the whitened rows
         top = float(w[-1]) if w.size else 0.0
         keep = w > rank_rtol * top if top > 0 else np.zeros(n, dtype=bool)
         if not np.any(keep):
             raise InvalidInputError("X is zero (rank 0): there is no span to learn a metric in.")
         s = np.sqrt(w[keep])
-        self.F = V[:, keep] * s                               # coordinates G = Fx Q (n × k)
-        self.Q = (Fx.T @ V[:, keep]) / s                      # orthonormal basis (d × k)
+        self.F = V[:, keep] * s  # coordinates G = Fx Q (n × k)
+        self.Q = (Fx.T @ V[:, keep]) / s  # orthonormal basis (d × k)
         k = self.F.shape[1]
         self.T = np.eye(k)
         self.M0 = np.eye(k)
@@ -251,6 +252,7 @@ class SpanSpace(Space):
         :class:`~cvxkml.learned.FactoredMetric` for the identity prior (never d × d), a dense
         :class:`~cvxkml.learned.LearnedMetric` for a given W0 (already d × d)."""
         from ..learned import FactoredMetric, LearnedMetric
+
         Xh = np.asarray(Xh, dtype=float)
         lam, V = np.linalg.eigh(0.5 * (Xh + Xh.T))
         if self.W0_factor is None:

@@ -11,6 +11,7 @@ in :mod:`cvxkml.learned`), and K* = ΦᵀW*Φ.  The exact models are the whitene
 (LogDet: Bregman projections; von Neumann: Kulis et al. Algorithm 3; others: see
 ``fast_solvers``), and a regularizer without one raises a clear error.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,8 @@ def _check_regularizer(reg):
     if not isinstance(reg, Regularizer):
         raise InvalidInputError(
             f"regularizer must be a cvxkml.declare.regularizers.Regularizer (LogDet(), VonNeumann(), "
-            f"Frobenius(), TraceNorm(tau), …); got {type(reg).__name__}.")
+            f"Frobenius(), TraceNorm(tau), …); got {type(reg).__name__}."
+        )
     reg.check_theorem4()
     return reg
 

@@ -18,6 +18,7 @@ in the order of :meth:`~cvxkml.declare.base.SpectralProblem.violations`:
 
 Memory is O(#terms · r) — no r × r matrix per constraint.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,13 +32,13 @@ __all__ = ["ConstraintTerms", "constraint_terms"]
 class ConstraintTerms:
     """Â_c = Σ_{a in ptr[c]:ptr[c+1]} w[a] U[a] U[a]ᵀ and targets t (tr(X̂Â_c) <= t_c)."""
 
-    U: np.ndarray        # (p, r) float64, C-contiguous
-    w: np.ndarray        # (p,) float64
-    ptr: np.ndarray      # (m + 1,) int64
-    t: np.ndarray        # (m,) float64
-    lower: np.ndarray | None = None   # (m,) the dual box (default 0: inequalities)
-    upper: np.ndarray | None = None   # (m,) (default +inf: hard; C: hinge)
-    quad: np.ndarray | None = None    # (m,) squared-penalty weights q = 1/C (default 0)
+    U: np.ndarray  # (p, r) float64, C-contiguous
+    w: np.ndarray  # (p,) float64
+    ptr: np.ndarray  # (m + 1,) int64
+    t: np.ndarray  # (m,) float64
+    lower: np.ndarray | None = None  # (m,) the dual box (default 0: inequalities)
+    upper: np.ndarray | None = None  # (m,) (default +inf: hard; C: hinge)
+    quad: np.ndarray | None = None  # (m,) squared-penalty weights q = 1/C (default 0)
 
     @property
     def m(self) -> int:
@@ -71,6 +72,12 @@ def constraint_terms(problem) -> ConstraintTerms:
     np.cumsum(cnt, out=ptr[1:])
     U = np.ascontiguousarray(np.concatenate(Us, axis=0), dtype=np.float64).reshape(-1, r)
     lower, upper, quad = problem.dual_box()
-    return ConstraintTerms(U, np.ascontiguousarray(np.concatenate(ws), dtype=np.float64), ptr,
-                           np.ascontiguousarray(np.concatenate(ts), dtype=np.float64),
-                           lower, upper, quad)
+    return ConstraintTerms(
+        U,
+        np.ascontiguousarray(np.concatenate(ws), dtype=np.float64),
+        ptr,
+        np.ascontiguousarray(np.concatenate(ts), dtype=np.float64),
+        lower,
+        upper,
+        quad,
+    )

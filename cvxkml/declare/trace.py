@@ -13,6 +13,7 @@ is low rank, which gives a k-dimensional embedding of any point:
 where K̂ = U diag(s) Uᵀ is the whitened solution (s = (μ − τ)₊/2 > 0) and K0 = V Λ Vᵀ;
 inner products of training embeddings reproduce the learned kernel K = G K̂ Gᵀ exactly.
 """
+
 from __future__ import annotations
 
 import numpy as np

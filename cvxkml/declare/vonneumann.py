@@ -12,6 +12,7 @@ CVXPY-NOTES); the fast solver is Algorithm 3 started from q = log p; the exact d
 This differs from Jain et al.'s eq. (22), f_vN(K0^-½ K K0^-½), which is
 ``SpectralKernel(K0, constraints, VonNeumann())``.
 """
+
 from __future__ import annotations
 
 from .base import SpectralProblem
@@ -39,6 +40,6 @@ class VonNeumannKernel(SpectralProblem):
     extension_alpha = 0.0
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
-        space = EigenbasisKernelSpace(K0, rank_rtol)     # X̂ = V0ᵀ K V0
+        space = EigenbasisKernelSpace(K0, rank_rtol)  # X̂ = V0ᵀ K V0
         w, _, keep = space.range
         super().__init__(space, constraints, VonNeumann(prior=w[keep]), gamma=gamma)

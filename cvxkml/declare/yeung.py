@@ -21,6 +21,7 @@ Both use D + εsI / G + εsI when D / G is singular (footnotes 3–4; the rule i
 from :mod:`cvxkml.formulas.yeung` (NumPy only), so the model, the closed form, the landmark
 solver and the tests evaluate the same expressions.
 """
+
 from __future__ import annotations
 
 import time
@@ -85,33 +86,34 @@ def similarity_pairs(pairs, n_points: int) -> tuple[np.ndarray, np.ndarray]:
         sim = pairs.y > 0
         if not np.all(sim):
             warnings.warn(
-                f"Yeung et al. learn from similarity pairs only; {int(np.sum(~sim))} dissimilar "
-                "pair(s) were ignored.", UserWarning, stacklevel=3)
+                f"Yeung et al. learn from similarity pairs only; {int(np.sum(~sim))} dissimilar pair(s) were ignored.",
+                UserWarning,
+                stacklevel=3,
+            )
         i, j = pairs.i[sim], pairs.j[sim]
     else:
         if pairs is None or isinstance(pairs, (str, bytes)):
             raise InvalidInputError(
-                f"pairs must be a PairConstraints object or an array of shape (|S|, 2) of point "
-                f"indices; got {pairs!r}.")
+                f"pairs must be a PairConstraints object or an array of shape (|S|, 2) of point indices; got {pairs!r}."
+            )
         try:
             empty = np.size(pairs) == 0
-        except (TypeError, ValueError):          # ragged: check_index_array reports it
+        except (TypeError, ValueError):  # ragged: check_index_array reports it
             empty = False
         arr = np.zeros((0, 2), np.int64) if empty else check_index_array(pairs, "pairs", ndim=2)
         if arr.shape[1] != 2:
             raise InvalidInputError(
                 f"pairs must be a PairConstraints object or an array of shape (|S|, 2) of point "
-                f"indices; got shape {arr.shape}.")
+                f"indices; got shape {arr.shape}."
+            )
         i, j = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
     if i.size == 0:
-        raise InvalidInputError(
-            "The similarity set S is empty; give at least one pair of points of the same class.")
+        raise InvalidInputError("The similarity set S is empty; give at least one pair of points of the same class.")
     check_index_array(i, "similarity pair indices", n_points)
     check_index_array(j, "similarity pair indices", n_points)
     same = np.flatnonzero(i == j)
     if same.size:
-        raise InvalidInputError(
-            f"Similarity pair {same[0]} joins point {i[same[0]]} with itself; remove such pairs.")
+        raise InvalidInputError(f"Similarity pair {same[0]} joins point {i[same[0]]} with itself; remove such pairs.")
     return np.ascontiguousarray(i), np.ascontiguousarray(j)
 
 
@@ -142,20 +144,21 @@ class SpectralReweighting(Problem):
     i, j : the pairs.
     """
 
-    clarabel_max_size = 10**9          # a QP with one equality: Clarabel at every size
+    clarabel_max_size = 10**9  # a QP with one equality: Clarabel at every size
 
     def __init__(self, U, eigenvalues, pairs, epsilon: float = DEFAULT_EPSILON):
         self.U = check_magnitude(as_float_array(U, "U", ndim=2), "U")
-        self.eigenvalues = check_magnitude(as_float_array(eigenvalues, "eigenvalues", ndim=1),
-                                           "eigenvalues")
+        self.eigenvalues = check_magnitude(as_float_array(eigenvalues, "eigenvalues", ndim=1), "eigenvalues")
         if self.eigenvalues.size != self.U.shape[1] or self.U.shape[1] == 0:
             raise InvalidInputError(
                 f"eigenvalues must have one entry per column of U ({self.U.shape[1]} >= 1); got "
-                f"{self.eigenvalues.size}.")
+                f"{self.eigenvalues.size}."
+            )
         if np.any(self.eigenvalues <= 0):
             raise InvalidInputError(
                 "eigenvalues must be positive (keep only the positive eigenpairs of the centred "
-                "kernel, as positive_spectrum does).")
+                "kernel, as positive_spectrum does)."
+            )
         self.epsilon = check_epsilon(epsilon)
         self.i, self.j = similarity_pairs(pairs, self.U.shape[0])
         self.d_S = similarity_diag(self.U, self.i, self.j)
@@ -163,8 +166,9 @@ class SpectralReweighting(Problem):
         self.c = float(np.sum(np.sqrt(self.eigenvalues)))
 
     @classmethod
-    def from_kernel(cls, K_hat, pairs, epsilon: float = DEFAULT_EPSILON, center: bool = True,
-                    rank_rtol: float = 1e-10) -> "SpectralReweighting":
+    def from_kernel(
+        cls, K_hat, pairs, epsilon: float = DEFAULT_EPSILON, center: bool = True, rank_rtol: float = 1e-10
+    ) -> "SpectralReweighting":
         """The full method of §2: K = H K̂ H (``center=True``), its p positive eigenpairs
         (eigenvalues above ``rank_rtol`` times the largest), and S on the n points."""
         K = check_kernel_matrix(K_hat, "K_hat")
@@ -207,7 +211,7 @@ class SpectralReweighting(Problem):
     def learned_kernel(self, beta) -> np.ndarray:
         """K_β = U diag(β²) Uᵀ (N × N)."""
         beta = np.asarray(beta, dtype=float)
-        M = (self.U * (beta ** 2)[None, :]) @ self.U.T
+        M = (self.U * (beta**2)[None, :]) @ self.U.T
         return 0.5 * (M + M.T)
 
     def exact_size(self) -> int:
@@ -216,14 +220,26 @@ class SpectralReweighting(Problem):
 
     def _solution(self, beta, rho, *, n_iter, time_, status, solver, info=None) -> Solution:
         return Solution(
-            matrix=self.learned_kernel(beta), objective=self.objective(beta),
-            dual=np.array([rho]), slack=None, violations=self.violations(beta), n_iter=n_iter,
-            converged=True, time=time_, status=status, solver=solver,
+            matrix=self.learned_kernel(beta),
+            objective=self.objective(beta),
+            dual=np.array([rho]),
+            slack=None,
+            violations=self.violations(beta),
+            n_iter=n_iter,
+            converged=True,
+            time=time_,
+            status=status,
+            solver=solver,
             dual_value=self.dual_value(rho),
-            info={"beta": np.asarray(beta, dtype=float), "c": self.c, "regularized": self.regularized,
-                  "J_S_unregularized": criterion(beta, self.d_S),
-                  "max_relative_violation": float(self.violations(beta)[0]) / max(1.0, self.c),
-                  **(info or {})})
+            info={
+                "beta": np.asarray(beta, dtype=float),
+                "c": self.c,
+                "regularized": self.regularized,
+                "J_S_unregularized": criterion(beta, self.d_S),
+                "max_relative_violation": float(self.violations(beta)[0]) / max(1.0, self.c),
+                **(info or {}),
+            },
+        )
 
     # ------------------------------------------------------------------ CVXPY side
     def to_cvxpy(self) -> cp.Problem:
@@ -263,6 +279,7 @@ class SpectralReweighting(Problem):
         only).
         """
         from .extend import ExtendedProblem
+
         return ExtendedProblem(self, term=term, constraints=constraints)
 
     def extension_probe(self):
@@ -273,23 +290,37 @@ class SpectralReweighting(Problem):
         """The exact model for :meth:`extend`: :meth:`to_cvxpy` (normalized, objective
         J_S / (c² min d)), β = :meth:`beta_expression`."""
         from .extend import ExtensionModel, ExtensionPoint
+
         prob = self.to_cvxpy()
 
         def read():
             beta = self.c * np.asarray(prob.var_dict["b"].value, dtype=float)
             viol = self.violations(beta)
             return ExtensionPoint(
-                primal=beta, objective=self.objective(beta), violations=viol,
+                primal=beta,
+                objective=self.objective(beta),
+                violations=viol,
                 relative_violation=float(viol[0]) / max(1.0, self.c),
                 matrix=self.learned_kernel(beta),
-                info={"beta": beta, "c": self.c, "regularized": self.regularized,
-                      "J_S_unregularized": criterion(beta, self.d_S)})
+                info={
+                    "beta": beta,
+                    "c": self.c,
+                    "regularized": self.regularized,
+                    "J_S_unregularized": criterion(beta, self.d_S),
+                },
+            )
 
-        return ExtensionModel(problem=prob, primal=self.beta_expression(prob), read=read,
-                              scale=self.c ** 2 * float(np.min(self.d)), eps={"CLARABEL": 1e-10})
+        return ExtensionModel(
+            problem=prob,
+            primal=self.beta_expression(prob),
+            read=read,
+            scale=self.c**2 * float(np.min(self.d)),
+            eps={"CLARABEL": 1e-10},
+        )
 
-    def solve_reference(self, solver: str | None = None, eps: float | None = None,
-                        accept_inaccurate: bool = False, **opts) -> Solution:
+    def solve_reference(
+        self, solver: str | None = None, eps: float | None = None, accept_inaccurate: bool = False, **opts
+    ) -> Solution:
         """Solve the exact model with a conic solver (default Clarabel, tolerances ``eps`` =
         1e-10).  The dual of the equality constraint is mapped back to ρ of eq. 3, so
         ``dual_value`` is the Lagrange bound g(ρ) and ``gap`` the certificate.
@@ -307,9 +338,15 @@ class SpectralReweighting(Problem):
         # scaled Lagrangian Σ d̃ b² + ρ̃ (1 − Σ b) times c² min(d) is eq. 3 with ρ = c min(d) ρ̃;
         # CVXPY's dual of "sum(b) == 1" is −ρ̃.
         rho = -float(np.ravel(prob.constraints[0].dual_value)[0]) * self.c * float(np.min(self.d))
-        sol = self._solution(beta, rho, n_iter=iters, time_=elapsed, status=status,
-                             solver=f"cvxpy-{solver.lower()}",
-                             info={"solver_objective": float(prob.value) * self.c ** 2 * float(np.min(self.d))})
+        sol = self._solution(
+            beta,
+            rho,
+            n_iter=iters,
+            time_=elapsed,
+            status=status,
+            solver=f"cvxpy-{solver.lower()}",
+            info={"solver_objective": float(prob.value) * self.c**2 * float(np.min(self.d))},
+        )
         return _accepted(self, sol, status, accept_inaccurate)
 
     # ------------------------------------------------------------------ fast side
@@ -330,8 +367,9 @@ class SpectralReweighting(Problem):
         t0 = time.perf_counter()
         beta = beta_closed_form(self.d, self.c)
         rho = equality_multiplier(self.d, self.c)
-        sol = self._solution(beta, rho, n_iter=0, time_=time.perf_counter() - t0,
-                             status="closed form", solver="closed-form")
+        sol = self._solution(
+            beta, rho, n_iter=0, time_=time.perf_counter() - t0, status="closed form", solver="closed-form"
+        )
         return _certify_closed_form(self, sol, tol, callback)
 
 
@@ -354,7 +392,7 @@ class EmbeddingWeightProblem(Problem):
     G : the given matrix.  G_eff : the one used.  regularized : whether ε s was added.
     """
 
-    clarabel_max_size = 10**9          # a QP with one equality: Clarabel at every size
+    clarabel_max_size = 10**9  # a QP with one equality: Clarabel at every size
 
     def __init__(self, G, epsilon: float = DEFAULT_EPSILON):
         self.G = check_kernel_matrix(G, "G")
@@ -379,13 +417,14 @@ class EmbeddingWeightProblem(Problem):
         if not callable(kernel):
             raise InvalidInputError(
                 f"kernel must be a callable base kernel such as cvxkml.kernels.Kernel('gaussian', "
-                f"{{'gamma': 1.0}}); got {kernel!r}.")
+                f"{{'gamma': 1.0}}); got {kernel!r}."
+            )
         x = as_float_array(x, "x").reshape(1, -1)
         N = as_float_array(neighbors, "neighbors", ndim=2)
         if N.shape[0] < 1 or N.shape[1] != x.shape[1]:
             raise InvalidInputError(
-                f"neighbors must be (K, {x.shape[1]}) with K >= 1 to match x ({x.shape[1]} features); "
-                f"got {N.shape}.")
+                f"neighbors must be (K, {x.shape[1]}) with K >= 1 to match x ({x.shape[1]} features); got {N.shape}."
+            )
         return cls.from_kernel(kernel(x, x)[0, 0], kernel(x, N)[0], kernel(N, N), epsilon)
 
     @property
@@ -404,7 +443,7 @@ class EmbeddingWeightProblem(Problem):
     def dual_value(self, a: float) -> float:
         """Lagrange dual g(a) = min_w wᵀGw + a(1 − 1ᵀw) = a − (a²/4) 1ᵀG⁻¹1."""
         s = float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
-        return float(a * (1.0 - 0.25 * a * s))      # a − a²s/4 without overflowing a²
+        return float(a * (1.0 - 0.25 * a * s))  # a − a²s/4 without overflowing a²
 
     def exact_size(self) -> int:
         """K, the number of weights (the exact model is a QP: no PSD block)."""
@@ -412,12 +451,23 @@ class EmbeddingWeightProblem(Problem):
 
     def _solution(self, w, a, *, n_iter, time_, status, solver) -> Solution:
         return Solution(
-            matrix=np.asarray(w, dtype=float), objective=self.objective(w), dual=np.array([a]),
-            slack=None, violations=self.violations(w), n_iter=n_iter, converged=True, time=time_,
-            status=status, solver=solver, dual_value=self.dual_value(a),
-            info={"regularized": self.regularized,
-                  "E_unregularized": float(np.asarray(w) @ self.G @ np.asarray(w)),
-                  "max_relative_violation": float(self.violations(w)[0])})
+            matrix=np.asarray(w, dtype=float),
+            objective=self.objective(w),
+            dual=np.array([a]),
+            slack=None,
+            violations=self.violations(w),
+            n_iter=n_iter,
+            converged=True,
+            time=time_,
+            status=status,
+            solver=solver,
+            dual_value=self.dual_value(a),
+            info={
+                "regularized": self.regularized,
+                "E_unregularized": float(np.asarray(w) @ self.G @ np.asarray(w)),
+                "max_relative_violation": float(self.violations(w)[0]),
+            },
+        )
 
     def to_cvxpy(self) -> cp.Problem:
         """The exact model in whitened coordinates: with G_eff / s = V Λ Vᵀ (s = mean
@@ -458,6 +508,7 @@ class EmbeddingWeightProblem(Problem):
         objective; its ``solve()`` raises (the closed form answers eq. 12 only).
         """
         from .extend import ExtendedProblem
+
         return ExtendedProblem(self, term=term, constraints=constraints)
 
     def extension_probe(self):
@@ -468,22 +519,29 @@ class EmbeddingWeightProblem(Problem):
         """The exact model for :meth:`extend`: :meth:`to_cvxpy` (whitened, objective
         E / s), w = :meth:`weights_expression`."""
         from .extend import ExtensionModel, ExtensionPoint
+
         prob = self.to_cvxpy()
         T = self._T
 
         def read():
             w = T @ np.asarray(prob.var_dict["t"].value, dtype=float)
             viol = self.violations(w)
-            return ExtensionPoint(primal=w, objective=self.objective(w), violations=viol,
-                                  relative_violation=float(viol[0]), matrix=w,
-                                  info={"regularized": self.regularized,
-                                        "E_unregularized": float(w @ self.G @ w)})
+            return ExtensionPoint(
+                primal=w,
+                objective=self.objective(w),
+                violations=viol,
+                relative_violation=float(viol[0]),
+                matrix=w,
+                info={"regularized": self.regularized, "E_unregularized": float(w @ self.G @ w)},
+            )
 
-        return ExtensionModel(problem=prob, primal=T @ prob.var_dict["t"], read=read,
-                              scale=self._scale, eps={"CLARABEL": 1e-10})
+        return ExtensionModel(
+            problem=prob, primal=T @ prob.var_dict["t"], read=read, scale=self._scale, eps={"CLARABEL": 1e-10}
+        )
 
-    def solve_reference(self, solver: str | None = None, eps: float | None = None,
-                        accept_inaccurate: bool = False, **opts) -> Solution:
+    def solve_reference(
+        self, solver: str | None = None, eps: float | None = None, accept_inaccurate: bool = False, **opts
+    ) -> Solution:
         """Solve the exact model with a conic solver (default Clarabel, ``eps`` = 1e-10); the
         dual of 1ᵀw = 1 is mapped to the multiplier a of eq. 12 (a = 2 E(w*)), so
         ``dual_value`` is the Lagrange bound g(a) and ``gap`` the certificate."""
@@ -492,8 +550,7 @@ class EmbeddingWeightProblem(Problem):
         elapsed, status, iters = solve_conic(prob, solver, eps, True, **opts)
         w = self._T @ np.asarray(prob.var_dict["t"].value, dtype=float)
         a = -float(np.ravel(prob.constraints[0].dual_value)[0]) * self._scale
-        sol = self._solution(w, a, n_iter=iters, time_=elapsed, status=status,
-                             solver=f"cvxpy-{solver.lower()}")
+        sol = self._solution(w, a, n_iter=iters, time_=elapsed, status=status, solver=f"cvxpy-{solver.lower()}")
         return _accepted(self, sol, status, accept_inaccurate)
 
     def solve(self, tol: float = 1e-8, callback=None) -> Solution:
@@ -506,8 +563,7 @@ class EmbeddingWeightProblem(Problem):
         w, _ = lle_weights(self.G[None], self.epsilon)
         w = w[0]
         a = 2.0 / float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
-        sol = self._solution(w, a, n_iter=0, time_=time.perf_counter() - t0,
-                             status="closed form", solver="closed-form")
+        sol = self._solution(w, a, n_iter=0, time_=time.perf_counter() - t0, status="closed form", solver="closed-form")
         return _certify_closed_form(self, sol, tol, callback)
 
 
@@ -532,6 +588,7 @@ def _certify_closed_form(problem, sol, tol, callback):
     """A closed form's certificate checked against ``tol`` (an ill-conditioned D or G can
     lose it to round-off), the callback told once, the warning when not certified."""
     from .._validation import check_positive
+
     tol = check_positive(tol, "tol")
     callback = problem._check_callback(callback)
     scale = max(1.0, abs(sol.objective))
@@ -539,11 +596,18 @@ def _certify_closed_form(problem, sol, tol, callback):
     rel_gap = np.inf if gap is None else abs(gap) / scale
     rel_viol = sol.info["max_relative_violation"]
     sol.converged = bool(rel_gap <= tol and rel_viol <= tol)
-    if callback is not None and callback({"iteration": 0, "objective": sol.objective, "gap": rel_gap,
-                                          "violation": rel_viol}) and not sol.converged:
+    if (
+        callback is not None
+        and callback({"iteration": 0, "objective": sol.objective, "gap": rel_gap, "violation": rel_viol})
+        and not sol.converged
+    ):
         sol.status = CALLBACK_STOP
-    problem._warn_unconverged(sol, f"The closed form of {type(problem).__name__} lost its certificate "
-                              f"to round-off: relative gap {rel_gap:.3g}, relative violation "
-                              f"{rel_viol:.3g} > tol {tol:.3g} (an ill-conditioned system; raise "
-                              "epsilon or use solve_reference()).", stacklevel=4)
+    problem._warn_unconverged(
+        sol,
+        f"The closed form of {type(problem).__name__} lost its certificate "
+        f"to round-off: relative gap {rel_gap:.3g}, relative violation "
+        f"{rel_viol:.3g} > tol {tol:.3g} (an ill-conditioned system; raise "
+        "epsilon or use solve_reference()).",
+        stacklevel=4,
+    )
     return sol

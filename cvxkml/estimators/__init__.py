@@ -33,6 +33,7 @@ stop), ``max_iter`` (the iteration limit; ``max_sweeps`` is its deprecated forme
 Persistence without pickle: ``est.save(path)`` / ``Class.load(path)`` or :func:`save` /
 :func:`load` (an ``.npz`` file, :mod:`cvxkml.estimators._persist`).
 """
+
 from ._persist import EstimatorClassError, EstimatorFileError, FormatVersionError, load, save
 from .kcr import KCRClassifier
 from .logdet import ITML, KernelITML, LowRankKernelITML
@@ -43,10 +44,28 @@ from .trace import TraceSSIKDR
 from .yeung import SemiSupervisedKernelMetric, random_similar_pairs
 
 #: every estimator class of cvxkml
-ESTIMATORS = (ITML, KernelITML, LowRankKernelITML, VonNeumannKernelLearner, TraceSSIKDR,
-              KernelPOLA, KCRClassifier, LMNN, LMNNMKL, SemiSupervisedKernelMetric, SpectralKernelLearner,
-              SpectralMetricLearner)
+ESTIMATORS = (
+    ITML,
+    KernelITML,
+    LowRankKernelITML,
+    VonNeumannKernelLearner,
+    TraceSSIKDR,
+    KernelPOLA,
+    KCRClassifier,
+    LMNN,
+    LMNNMKL,
+    SemiSupervisedKernelMetric,
+    SpectralKernelLearner,
+    SpectralMetricLearner,
+)
 
 __all__ = [cls.__name__ for cls in ESTIMATORS] + [
-    "ESTIMATORS", "random_similar_pairs", "register_regularizer", "save", "load", "EstimatorFileError",
-    "FormatVersionError", "EstimatorClassError"]
+    "ESTIMATORS",
+    "random_similar_pairs",
+    "register_regularizer",
+    "save",
+    "load",
+    "EstimatorFileError",
+    "FormatVersionError",
+    "EstimatorClassError",
+]

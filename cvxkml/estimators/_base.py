@@ -24,6 +24,7 @@ squared distances of paired rows are :meth:`CvxkmlEstimator._distance` (by defau
 Euclidean distances of the embedding).  ``transform``, ``pair_distance`` and ``get_metric``
 are built on these two and nothing else.
 """
+
 from __future__ import annotations
 
 import copy
@@ -101,8 +102,7 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             A parameter outside its constraint.
         """
         params = self.get_params(deep=False)
-        p = SimpleNamespace(**{name: check(params[name], name)
-                               for name, check in self._parameter_constraints.items()})
+        p = SimpleNamespace(**{name: check(params[name], name) for name, check in self._parameter_constraints.items()})
         if getattr(p, "max_sweeps", None) is not None:
             p.max_iter = iteration_limit(type(self).__name__, p.max_iter, p.max_sweeps, stacklevel=5)
         self._check_param_relations(p)
@@ -161,7 +161,8 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         if classes.size < self._min_classes:
             raise InvalidInputError(
                 f"{type(self).__name__} needs labels from at least {self._min_classes} classes"
-                f"{self._classes_reason}; y has 1 class ({classes[0]!r}).")
+                f"{self._classes_reason}; y has 1 class ({classes[0]!r})."
+            )
         return X, y
 
     # ------------------------------------------------------------------ base kernel
@@ -209,7 +210,8 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         if unknown:
             raise InvalidInputError(
                 f"Unknown kernel_params {sorted(unknown)} for kernel={p.kernel!r}; "
-                f"allowed: {sorted(allowed) or 'none'}.{self._kernel_params_hint}")
+                f"allowed: {sorted(allowed) or 'none'}.{self._kernel_params_hint}"
+            )
         if p.kernel == "precomputed":
             self.feature_mean_ = self.feature_scale_ = None
             return Kernel(p.kernel, params)
@@ -229,7 +231,8 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             raise InvalidInputError(
                 f"{what} needs the base kernel between arbitrary points, which "
                 "kernel='precomputed' does not provide; use transform with κ0(X, X_train), "
-                "or fit with a named kernel.")
+                "or fit with a named kernel."
+            )
 
     def _set_solution(self, sol, n_iter=None, p=None, converged=None) -> None:
         """Keep the solver's result: ``solution_``, ``n_iter_`` and ``converged_`` (the
@@ -242,11 +245,17 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         self.converged_ = ok and not (monitor is not None and monitor.stopped)
         if monitor is not None and monitor.verbose > 0:
             gap = sol.gap
-            LOGGER.info("%s fitted: %s after %d iteration(s), objective %s, certified gap %s, "
-                        "converged %s, %.3g s in the solver", type(self).__name__, sol.status,
-                        self.n_iter_, _fmt(sol.objective),
-                        _fmt(None if gap is None else gap / max(1.0, abs(sol.objective))),
-                        self.converged_, sol.time)
+            LOGGER.info(
+                "%s fitted: %s after %d iteration(s), objective %s, certified gap %s, "
+                "converged %s, %.3g s in the solver",
+                type(self).__name__,
+                sol.status,
+                self.n_iter_,
+                _fmt(sol.objective),
+                _fmt(None if gap is None else gap / max(1.0, abs(sol.objective))),
+                self.converged_,
+                sol.time,
+            )
 
     # ------------------------------------------------------------------ the learned map
     def _embedding(self):
@@ -385,6 +394,7 @@ class MetricMixin(ComponentsMixin):
     def _keep_metric(self, metric) -> None:
         """Set ``metric_`` (and ``components_`` for a dense metric, on the raw features)."""
         from ..learned import LearnedMetric
+
         self.metric_ = metric
         if isinstance(metric, LearnedMetric):
             L = metric.components()
@@ -392,6 +402,7 @@ class MetricMixin(ComponentsMixin):
 
     def _factored(self) -> bool:
         from ..learned import FactoredMetric
+
         return "components_" not in self.__dict__ and isinstance(self.__dict__.get("metric_"), FactoredMetric)
 
     def _check_loaded(self) -> None:
@@ -399,8 +410,9 @@ class MetricMixin(ComponentsMixin):
         on ``n_features_in_`` features."""
         if self._factored():
             if self.metric_.n_features != self.n_features_in_:
-                raise InvalidInputError(f"metric_ has {self.metric_.n_features} features, not "
-                                        f"n_features_in_ = {self.n_features_in_}")
+                raise InvalidInputError(
+                    f"metric_ has {self.metric_.n_features} features, not n_features_in_ = {self.n_features_in_}"
+                )
         elif "components_" not in self.__dict__:
             raise InvalidInputError("components_ is missing")
 

@@ -2,6 +2,7 @@
 written once (:data:`DOCS`), and :func:`fill_doc`, which puts them into a docstring.
 :class:`cvxkml.estimators._base.CvxkmlEstimator` applies it to every subclass and its methods.
 """
+
 from __future__ import annotations
 
 import re
@@ -81,9 +82,8 @@ Returns
 self : object
     The fitted estimator.""",
     "jain2012": 'Jain, Kulis, Davis & Dhillon, "Metric and kernel learning using a linear '
-                'transformation", JMLR 13, 2012',
-    "kulis2009": 'Kulis, Sustik & Dhillon, "Low-rank kernel learning with Bregman matrix '
-                 'divergences", JMLR 10, 2009',
+    'transformation", JMLR 13, 2012',
+    "kulis2009": 'Kulis, Sustik & Dhillon, "Low-rank kernel learning with Bregman matrix divergences", JMLR 10, 2009',
 }
 _PIECE_LINE = re.compile(r"^( *)%\((\w+)\)s$", re.MULTILINE)
 

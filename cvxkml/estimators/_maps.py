@@ -7,6 +7,7 @@ data-driven defaults of the base kernel: the median-heuristic width
 (:func:`median_heuristic_gamma`) and the standardization of the features
 (:func:`standardization`, :class:`StandardizedKernel`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,9 +15,22 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..kernels import Kernel
 
-__all__ = ["LinearMap", "KernelMap", "FactorCross", "EmbeddingDistance", "EmbeddingKernel",
-           "point_distance", "training_kernel", "MEDIAN_SAMPLE", "median_heuristic_gamma",
-           "standardization", "StandardizedKernel", "MetricMap", "MetricDistance"]
+__all__ = [
+    "LinearMap",
+    "KernelMap",
+    "FactorCross",
+    "EmbeddingDistance",
+    "EmbeddingKernel",
+    "point_distance",
+    "training_kernel",
+    "MEDIAN_SAMPLE",
+    "median_heuristic_gamma",
+    "standardization",
+    "StandardizedKernel",
+    "MetricMap",
+    "MetricDistance",
+]
+
 
 class LinearMap:
     """x ↦ L x (rows: X Lᵀ)."""
@@ -88,7 +102,8 @@ def training_kernel(kern: Kernel, X) -> np.ndarray:
     if kern.precomputed and X.shape[0] != X.shape[1]:
         raise InvalidInputError(
             "With kernel='precomputed', X must be the square training kernel matrix "
-            f"κ0(X_train, X_train); got shape {X.shape}.")
+            f"κ0(X_train, X_train); got shape {X.shape}."
+        )
     K0 = kern(X, X)
     return 0.5 * (K0 + K0.T)
 
@@ -105,6 +120,7 @@ def median_heuristic_gamma(Z) -> float:
     out; with no positive distance at all gamma = 1.  Equivalently σ² = median / 2 in
     exp(−‖x − y‖² / (2σ²)): the kernel value at the median distance is e^{-1}."""
     from sklearn.metrics import pairwise_distances
+
     Z = np.asarray(Z, dtype=float)
     if Z.shape[0] > MEDIAN_SAMPLE:
         Z = Z[np.sort(np.random.default_rng(0).choice(Z.shape[0], MEDIAN_SAMPLE, replace=False))]
@@ -124,8 +140,9 @@ def standardization(X):
     X = np.asarray(X, dtype=float)
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
-    scale = np.where(np.isfinite(scale) & (scale > 10 * np.finfo(float).eps * np.maximum(np.abs(mean), 1.0)),
-                     scale, 1.0)
+    scale = np.where(
+        np.isfinite(scale) & (scale > 10 * np.finfo(float).eps * np.maximum(np.abs(mean), 1.0)), scale, 1.0
+    )
     return mean, scale
 
 

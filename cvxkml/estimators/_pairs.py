@@ -2,6 +2,7 @@
 ``fit(X, y=None, *, pairs=None)`` of every estimator that learns from pair constraints
 (:class:`PairLearnerMixin`: pairs drawn from labels, or given; ``pairs_``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,7 +31,8 @@ def chunked_baseline(baseline, n_features: int):
         i, j = np.asarray(i), np.asarray(j)
         if i.ndim != 1 or i.shape != j.shape or i.size <= step:
             return baseline(i, j)
-        return np.concatenate([baseline(i[s:s + step], j[s:s + step]) for s in range(0, i.size, step)])
+        return np.concatenate([baseline(i[s : s + step], j[s : s + step]) for s in range(0, i.size, step)])
+
     return dist
 
 
@@ -54,8 +56,10 @@ def given_pairs(pairs, n: int, bounds) -> PairConstraints:
     """
     if isinstance(pairs, PairConstraints):
         return pairs.validate(n)
-    hint = ("pairs must be a cvxkml.sideinfo.PairConstraints or an integer array of shape (m, 2) "
-            "(similar pairs) or (m, 3) (rows i, j, +1 similar / -1 dissimilar)")
+    hint = (
+        "pairs must be a cvxkml.sideinfo.PairConstraints or an integer array of shape (m, 2) "
+        "(similar pairs) or (m, 3) (rows i, j, +1 similar / -1 dissimilar)"
+    )
     if isinstance(pairs, (str, bytes, dict)):
         raise InvalidInputError(f"{hint}; got {pairs!r}.")
     try:
@@ -135,12 +139,14 @@ class PairLearnerMixin:
             if y is not None:
                 raise InvalidInputError(
                     f"Give either labels y or pairs to {type(self).__name__}.fit, not both (for "
-                    "partially labelled data, build the pairs and pass pairs=...).")
+                    "partially labelled data, build the pairs and pass pairs=...)."
+                )
             return estimator_fit_data(self, X), None
         if y is None:
             raise InvalidInputError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None; "
-                "give class labels y, or pairs with fit(X, pairs=...).")
+                "give class labels y, or pairs with fit(X, pairs=...)."
+            )
         return self._labelled_data(X, y)
 
     def _pair_bounds(self, s, p, baseline, n, rng):
@@ -152,9 +158,15 @@ class PairLearnerMixin:
     def _labelled_pairs(self, y, p, baseline, rng) -> PairConstraints:
         """Pairs drawn from the labels (:meth:`PairConstraints.from_labels`)."""
         return PairConstraints.from_labels(
-            y, baseline, scheme=p.scheme, n_similar=p.n_similar, n_dissimilar=p.n_dissimilar,
-            n_constraints=p.n_constraints, percentiles=getattr(p, "percentiles", (5.0, 95.0)),
-            random_state=rng)
+            y,
+            baseline,
+            scheme=p.scheme,
+            n_similar=p.n_similar,
+            n_dissimilar=p.n_dissimilar,
+            n_constraints=p.n_constraints,
+            percentiles=getattr(p, "percentiles", (5.0, 95.0)),
+            random_state=rng,
+        )
 
     def _kernel_pairs(self, X, y, pairs, p, ridge=0.0):
         """The kernel families' start: κ0, the training kernel matrix K0, K0 + ridge·I (the

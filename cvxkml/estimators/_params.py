@@ -10,6 +10,7 @@ function of the same signature.  The groups shared by several families are decla
 once: :data:`KERNEL_CONSTRAINTS`, :data:`PAIR_CONSTRAINTS`, :data:`SLACK_CONSTRAINTS`,
 :data:`BREGMAN_CONSTRAINTS`, :data:`CONTROL_CONSTRAINTS`, :data:`STANDARDIZE_CONSTRAINTS`.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -19,15 +20,29 @@ import numpy as np
 from .._validation import as_generator, check_number
 from ..errors import InvalidInputError
 
-__all__ = ["Real", "Integer", "Options", "POSITIVE", "NON_NEGATIVE", "KERNEL_PARAMS",
-           "KERNEL_CONSTRAINTS", "PAIR_CONSTRAINTS", "SLACK_CONSTRAINTS", "BREGMAN_CONSTRAINTS",
-           "CONTROL_CONSTRAINTS", "STANDARDIZE_CONSTRAINTS"]
+__all__ = [
+    "Real",
+    "Integer",
+    "Options",
+    "POSITIVE",
+    "NON_NEGATIVE",
+    "KERNEL_PARAMS",
+    "KERNEL_CONSTRAINTS",
+    "PAIR_CONSTRAINTS",
+    "SLACK_CONSTRAINTS",
+    "BREGMAN_CONSTRAINTS",
+    "CONTROL_CONSTRAINTS",
+    "STANDARDIZE_CONSTRAINTS",
+]
 
 #: base kernel name -> the ``kernel_params`` it takes
 KERNEL_PARAMS = {
-    "linear": frozenset(), "precomputed": frozenset(),
-    "gaussian": frozenset({"sigma", "gamma"}), "rbf": frozenset({"sigma", "gamma"}),
-    "polynomial": frozenset({"degree", "coef0", "scale"}), "poly": frozenset({"degree", "coef0", "scale"}),
+    "linear": frozenset(),
+    "precomputed": frozenset(),
+    "gaussian": frozenset({"sigma", "gamma"}),
+    "rbf": frozenset({"sigma", "gamma"}),
+    "polynomial": frozenset({"degree", "coef0", "scale"}),
+    "poly": frozenset({"degree", "coef0", "scale"}),
 }
 
 
@@ -39,8 +54,9 @@ class Real:
         self.low, self.high, self.low_open, self.none, self.what = low, high, low_open, none, what
 
     def __call__(self, value, name):
-        return check_number(value, name, low=self.low, high=self.high, low_open=self.low_open,
-                            allow_none=self.none, what=self.what)
+        return check_number(
+            value, name, low=self.low, high=self.high, low_open=self.low_open, allow_none=self.none, what=self.what
+        )
 
 
 POSITIVE = Real(0.0, low_open=True, what="a finite positive number")
@@ -58,15 +74,13 @@ class Integer:
         if value is None and self.none:
             return None
         ok = isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-        if not ok and self.whole_floats and isinstance(value, numbers.Real) \
-                and not isinstance(value, (bool, np.bool_)):
+        if not ok and self.whole_floats and isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
             ok = bool(np.isfinite(float(value)) and float(value).is_integer())
         if ok and int(value) >= self.low:
             if self.high is not None and int(value) > self.high:
                 raise InvalidInputError(f"{name} must be at most {self.high}; got {value!r}.")
             return int(value)
-        kind = {0: "a non-negative integer", 1: "a positive integer"}.get(
-            self.low, f"an integer >= {self.low}")
+        kind = {0: "a non-negative integer", 1: "a positive integer"}.get(self.low, f"an integer >= {self.low}")
         raise InvalidInputError(f"{name} must be {'None or ' if self.none else ''}{kind}; got {value!r}.")
 
 
@@ -109,19 +123,26 @@ def _check_kernel_params(value, name):
 
 #: the base kernel κ0 (the allowed ``kernel_params`` are checked against the kernel in
 #: :meth:`CvxkmlEstimator._base_kernel`)
-KERNEL_CONSTRAINTS = {"kernel": Options(*sorted(KERNEL_PARAMS)),
-                      "kernel_params": _check_kernel_params}
+KERNEL_CONSTRAINTS = {"kernel": Options(*sorted(KERNEL_PARAMS)), "kernel_params": _check_kernel_params}
 #: pair constraints drawn from labels (Jain et al. 2012 §6; the ITML code)
-PAIR_CONSTRAINTS = {"scheme": Options("jain", "itml", what="'jain' or 'itml'"),
-                    "n_similar": Integer(0), "n_dissimilar": Integer(0),
-                    "n_constraints": Integer(1, none=True),
-                    "random_state": _check_random_state}
+PAIR_CONSTRAINTS = {
+    "scheme": Options("jain", "itml", what="'jain' or 'itml'"),
+    "n_similar": Integer(0),
+    "n_dissimilar": Integer(0),
+    "n_constraints": Integer(1, none=True),
+    "random_state": _check_random_state,
+}
 #: the slack weight γ of the LogDet and von Neumann problems (None: hard constraints)
 SLACK_CONSTRAINTS = {"gamma": Real(0.0, low_open=True, none=True, what="a finite positive number")}
 #: the Bregman / Uzawa families: pair bounds from percentiles, stopping rule
 #: (``max_sweeps`` is the deprecated former name of ``max_iter``)
-BREGMAN_CONSTRAINTS = {**PAIR_CONSTRAINTS, "percentiles": _check_percentiles,
-                       "tol": POSITIVE, "max_iter": Integer(1), "max_sweeps": Integer(1, none=True)}
+BREGMAN_CONSTRAINTS = {
+    **PAIR_CONSTRAINTS,
+    "percentiles": _check_percentiles,
+    "tol": POSITIVE,
+    "max_iter": Integer(1),
+    "max_sweeps": Integer(1, none=True),
+}
 
 
 def _check_verbose(value, name):
@@ -132,8 +153,7 @@ def _check_verbose(value, name):
 
 def _check_callback(value, name):
     if value is not None and not callable(value):
-        raise InvalidInputError(
-            f"{name} must be None or a callable taking one dict; got {type(value).__name__}.")
+        raise InvalidInputError(f"{name} must be None or a callable taking one dict; got {type(value).__name__}.")
     return value
 
 

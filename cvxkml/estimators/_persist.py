@@ -64,6 +64,7 @@ not plain data (listed in ``dropped``, set to None).  Everything ``transform``,
 ``pair_distance``, ``get_metric``, ``learned_kernel``, ``predict`` use is saved exactly,
 so they give bit-identical results after loading.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -81,33 +82,50 @@ import scipy.sparse as sp
 
 from ..errors import EstimatorFileError, InvalidInputError
 
-__all__ = ["save", "load", "write", "read", "REGISTRY", "EstimatorFileError", "FormatVersionError",
-           "EstimatorClassError", "FORMAT", "FORMAT_VERSION", "SAFE_CLASSES", "MAX_BYTES",
-           "MAX_HEADER_BYTES", "MAX_DEPTH", "fitted_attributes", "read_npy_member"]
+__all__ = [
+    "save",
+    "load",
+    "write",
+    "read",
+    "REGISTRY",
+    "EstimatorFileError",
+    "FormatVersionError",
+    "EstimatorClassError",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "SAFE_CLASSES",
+    "MAX_BYTES",
+    "MAX_HEADER_BYTES",
+    "MAX_DEPTH",
+    "fitted_attributes",
+    "read_npy_member",
+]
 
 FORMAT = "cvxkml.estimator"
 FORMAT_VERSION = 1
 _HEADER = "__cvxkml__"
 
 #: the classes whose instances may be stored inside a saved estimator ("module:qualname")
-SAFE_CLASSES = frozenset({
-    "cvxkml.kernels:Kernel",
-    "cvxkml.estimators._maps:StandardizedKernel",
-    # the same class, as files written by cvxkml <= 0.1.0 name it (importable there still)
-    "cvxkml.estimators._base:StandardizedKernel",
-    "cvxkml.factor:Factorization",
-    "cvxkml.learned:LearnedKernel",
-    "cvxkml.sideinfo:PairConstraints",
-    "cvxkml.solution:Solution",
-    "cvxkml.mkl_kernels:KernelSet",
-    "cvxkml.mkl_kernels:SourceKernel",
-    "cvxkml.solvers.yeung:LandmarkKernel",
-    "cvxkml.solvers.yeung:BaseSpace",
-    "cvxkml.solvers.yeung:LearnedSpace",
-    "cvxkml.declare.mkl:MKLResult",
-    "cvxkml.learned:LearnedMetric",
-    "cvxkml.learned:FactoredMetric",
-})
+SAFE_CLASSES = frozenset(
+    {
+        "cvxkml.kernels:Kernel",
+        "cvxkml.estimators._maps:StandardizedKernel",
+        # the same class, as files written by cvxkml <= 0.1.0 name it (importable there still)
+        "cvxkml.estimators._base:StandardizedKernel",
+        "cvxkml.factor:Factorization",
+        "cvxkml.learned:LearnedKernel",
+        "cvxkml.sideinfo:PairConstraints",
+        "cvxkml.solution:Solution",
+        "cvxkml.mkl_kernels:KernelSet",
+        "cvxkml.mkl_kernels:SourceKernel",
+        "cvxkml.solvers.yeung:LandmarkKernel",
+        "cvxkml.solvers.yeung:BaseSpace",
+        "cvxkml.solvers.yeung:LearnedSpace",
+        "cvxkml.declare.mkl:MKLResult",
+        "cvxkml.learned:LearnedMetric",
+        "cvxkml.learned:FactoredMetric",
+    }
+)
 #: the classes stored by their defining arrays (``to_arrays``) and rebuilt, validated, by
 #: ``from_arrays``: a learned metric stays in the form it was learned in (a factored one
 #: never becomes d × d)
@@ -122,8 +140,25 @@ MAX_HEADER_BYTES = 64 << 20
 #: the deepest nesting of values in the header
 MAX_DEPTH = 64
 #: names of attributes (at any depth) that may hold integer arrays: indices
-_INDEX_NAMES = frozenset({"i", "j", "k", "l", "pivots", "targets_", "landmarks", "landmark_indices_", "pairs_",
-                          "_codes", "indices", "indptr", "columns", "n_regularized_", "n_regularized"})
+_INDEX_NAMES = frozenset(
+    {
+        "i",
+        "j",
+        "k",
+        "l",
+        "pivots",
+        "targets_",
+        "landmarks",
+        "landmark_indices_",
+        "pairs_",
+        "_codes",
+        "indices",
+        "indptr",
+        "columns",
+        "n_regularized_",
+        "n_regularized",
+    }
+)
 #: names of attributes that may hold label arrays of any plain dtype
 _LABEL_NAMES = frozenset({"classes_", "feature_names_in_", "labels", "y_"})
 #: fitted attributes every estimator may have (scikit-learn's)
@@ -154,7 +189,7 @@ class _Writer:
     def __init__(self):
         self.arrays: dict[str, np.ndarray] = {}
         self._ids: dict[int, str] = {}
-        self._keep = []                 # keep encoded arrays alive (their id() stays unique)
+        self._keep = []  # keep encoded arrays alive (their id() stays unique)
         self.dropped: list[str] = []
 
     def array(self, a: np.ndarray) -> dict:
@@ -195,12 +230,17 @@ class _Writer:
                 out[k] = self._member(x, f"{where}[{k!r}]", lenient)
             return {"__dict__": out}
         if isinstance(v, slice):
-            return {"__slice__": [self.encode(v.start, where), self.encode(v.stop, where),
-                                  self.encode(v.step, where)]}
+            return {"__slice__": [self.encode(v.start, where), self.encode(v.stop, where), self.encode(v.step, where)]}
         if sp.issparse(v):
             c = sp.csr_matrix(v)
-            return {"__csr__": {"data": self.array(c.data), "indices": self.array(c.indices),
-                                "indptr": self.array(c.indptr), "shape": list(c.shape)}}
+            return {
+                "__csr__": {
+                    "data": self.array(c.data),
+                    "indices": self.array(c.indices),
+                    "indptr": self.array(c.indptr),
+                    "shape": list(c.shape),
+                }
+            }
         reg = _encode_regularizer(v, where, self)
         if reg is not None:
             return reg
@@ -208,8 +248,10 @@ class _Writer:
         if name in _ARRAY_CLASSES:
             return {"__arrays__": name, "arrays": {k: self.array(np.asarray(a)) for k, a in v.to_arrays().items()}}
         if name in SAFE_CLASSES and hasattr(v, "__dict__"):
-            return {"__object__": name,
-                    "state": {k: self._member(x, f"{where}.{k}", lenient) for k, x in vars(v).items()}}
+            return {
+                "__object__": name,
+                "state": {k: self._member(x, f"{where}.{k}", lenient) for k, x in vars(v).items()},
+            }
         raise _Unencodable(f"{where}: an object of type {name}")
 
     def _member(self, x, where, lenient):
@@ -256,8 +298,10 @@ def read_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int):
     if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise ValueError(f"member {info.filename!r} is encrypted or uses an unsupported compression")
     if info.file_size > budget:
-        raise ValueError(f"member {info.filename!r} declares {info.file_size} bytes, above the limit of "
-                         f"{budget} left (zip bomb or an estimator larger than max_bytes)")
+        raise ValueError(
+            f"member {info.filename!r} declares {info.file_size} bytes, above the limit of "
+            f"{budget} left (zip bomb or an estimator larger than max_bytes)"
+        )
     with zf.open(info) as f:
         major, _ = np.lib.format.read_magic(f)
         read_header = {1: np.lib.format.read_array_header_1_0, 2: np.lib.format.read_array_header_2_0}.get(major)
@@ -271,8 +315,9 @@ def read_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int):
         count = math.prod(shape)
         nbytes = count * dtype.itemsize
         if nbytes > info.file_size:
-            raise ValueError(f"member {info.filename!r} declares shape {shape} ({nbytes} bytes) but holds "
-                             f"{info.file_size} bytes")
+            raise ValueError(
+                f"member {info.filename!r} declares shape {shape} ({nbytes} bytes) but holds {info.file_size} bytes"
+            )
         data = bytearray(f.read(nbytes))
         if len(data) != nbytes or f.read(1):
             raise ValueError(f"member {info.filename!r} holds another number of bytes than its shape {shape}")
@@ -325,6 +370,7 @@ def _encode_regularizer(v, where, writer):
     ``__init__`` arguments (read from the attributes of the same names); None for any other
     value."""
     from ..declare.regularizers import Regularizer
+
     if not isinstance(v, Regularizer):
         return None
     cls = type(v)
@@ -333,10 +379,12 @@ def _encode_regularizer(v, where, writer):
         if name == "self" or prm.kind in (prm.VAR_POSITIONAL, prm.VAR_KEYWORD):
             continue
         if not hasattr(v, name):
-            if name == "prior" and getattr(v, "logp", 0) is None:     # VonNeumann() without a prior
+            if name == "prior" and getattr(v, "logp", 0) is None:  # VonNeumann() without a prior
                 continue
-            raise _Unencodable(f"{where}: the regularizer {cls.__name__} does not keep its __init__ argument "
-                               f"{name!r} as an attribute of that name, so it cannot be saved")
+            raise _Unencodable(
+                f"{where}: the regularizer {cls.__name__} does not keep its __init__ argument "
+                f"{name!r} as an attribute of that name, so it cannot be saved"
+            )
         value = getattr(v, name)
         if isinstance(value, np.ndarray) or not _plain(value):
             raise _Unencodable(f"{where}: the regularizer argument {name}={value!r} is not a plain JSON value")
@@ -364,6 +412,7 @@ def _decode_regularizer(name, params, fail):
     import sys
 
     from ..declare import regularizers as builtin
+
     if not isinstance(name, str) or ":" not in name or not isinstance(params, dict):
         fail("a regularizer entry without a class name")
     module, _, qual = name.partition(":")
@@ -372,16 +421,20 @@ def _decode_regularizer(name, params, fail):
         cls = getattr(builtin, qual, None)
     if cls is None:
         where = "its module is imported but" if module in sys.modules else f"its module {module!r} is not imported and"
-        fail(f"it names the regularizer {name[:120]}, which {where} the class is not registered; "
-             "import the module that defines it and call cvxkml.estimators.register_regularizer(TheClass) "
-             "before loading (a file never makes cvxkml import a module)")
+        fail(
+            f"it names the regularizer {name[:120]}, which {where} the class is not registered; "
+            "import the module that defines it and call cvxkml.estimators.register_regularizer(TheClass) "
+            "before loading (a file never makes cvxkml import a module)"
+        )
     if not (isinstance(cls, type) and issubclass(cls, builtin.Regularizer)):
         fail(f"{name[:120]} is not a Regularizer")
     try:
         return cls(**params)
-    except Exception as exc:          # noqa: BLE001 -- the regularizer's own argument checks
-        fail(f"the regularizer {cls.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())[:120]}) "
-             f"cannot be built: {str(exc)[:200]}")
+    except Exception as exc:  # noqa: BLE001 -- the regularizer's own argument checks
+        fail(
+            f"the regularizer {cls.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())[:120]}) "
+            f"cannot be built: {str(exc)[:200]}"
+        )
 
 
 class _Reader:
@@ -428,7 +481,7 @@ class _Reader:
         if "__array__" in v:
             return self.array(v)
         if len(v) == 1:
-            (tag, x), = v.items()
+            ((tag, x),) = v.items()
             if tag == "__tuple__" and isinstance(x, list):
                 return tuple(self.decode(e, depth + 1) for e in x)
             if tag == "__dict__" and isinstance(x, dict):
@@ -442,12 +495,17 @@ class _Reader:
                 return slice(*parts)
             if tag == "__csr__" and isinstance(x, dict) and set(x) == {"data", "indices", "indptr", "shape"}:
                 import scipy.sparse as sp_
+
                 shape = x["shape"]
-                if not (isinstance(shape, list) and len(shape) == 2
-                        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+                if not (
+                    isinstance(shape, list)
+                    and len(shape) == 2
+                    and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+                ):
                     self.fail("a sparse matrix with an invalid shape")
-                c = sp_.csr_matrix((self.array(x["data"]), self.array(x["indices"]), self.array(x["indptr"])),
-                                   shape=tuple(shape))
+                c = sp_.csr_matrix(
+                    (self.array(x["data"]), self.array(x["indices"]), self.array(x["indptr"])), shape=tuple(shape)
+                )
                 c.check_format(full_check=True)
                 return c
         if "__regularizer__" in v and set(v) == {"__regularizer__", "params"} and isinstance(v["params"], dict):
@@ -470,7 +528,7 @@ class _Reader:
             obj = cls.__new__(cls)
             obj.__dict__.update({k: self.decode(x, depth + 1) for k, x in v["state"].items()})
             post = getattr(cls, "__post_init__", None)
-            if post is not None:            # a dataclass re-validates its fields (Kernel: name, width)
+            if post is not None:  # a dataclass re-validates its fields (Kernel: name, width)
                 if not isinstance(getattr(obj, "params", {}), dict):
                     self.fail(f"an object of class {name} with invalid fields")
                 post(obj)
@@ -491,8 +549,10 @@ def _check_arrays(v, where, fail, lenient=False, name=None, depth=0):
             ok = name in _INDEX_NAMES
         elif kind == "f":
             if v.dtype != np.float64 or not np.isfinite(v).all():
-                fail(f"{where} must hold finite float64 numbers; it holds "
-                     f"{'non-finite values' if v.dtype == np.float64 else v.dtype}")
+                fail(
+                    f"{where} must hold finite float64 numbers; it holds "
+                    f"{'non-finite values' if v.dtype == np.float64 else v.dtype}"
+                )
             ok = True
         else:
             ok = False
@@ -529,8 +589,13 @@ def _check_model(est, fail) -> None:
     precomputed = getattr(est, "kernel", None) == "precomputed"
     X = getattr(est, "X_fit_", None)
     if X is not None:
-        if not isinstance(X, np.ndarray) or X.ndim != 2 or X.shape[0] < 1 or \
-                X.shape[1] != n or (precomputed and X.shape[0] != n):
+        if (
+            not isinstance(X, np.ndarray)
+            or X.ndim != 2
+            or X.shape[0] < 1
+            or X.shape[1] != n
+            or (precomputed and X.shape[0] != n)
+        ):
             fail(f"X_fit_ of shape {getattr(X, 'shape', None)} does not match n_features_in_ = {n}")
     for name in ("feature_mean_", "feature_scale_"):
         v = getattr(est, name, None)
@@ -546,7 +611,7 @@ def _check_model(est, fail) -> None:
     if hook is not None:
         try:
             hook()
-        except Exception as exc:      # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001
             fail(f"the stored model is inconsistent: {str(exc)[:200]}")
     # the probe: the learned map on 3 points
     what = "transform"
@@ -559,6 +624,7 @@ def _check_model(est, fail) -> None:
                 P = P * scale + est.feature_mean_
         if names is not None:
             import pandas as pd
+
             P = pd.DataFrame(P, columns=list(names))
         with warnings.catch_warnings(), np.errstate(over="raise", invalid="raise", divide="raise"):
             warnings.simplefilter("error", RuntimeWarning)
@@ -580,7 +646,7 @@ def _check_model(est, fail) -> None:
                     out.append(est.predict_proba(P))
     except EstimatorFileError:
         raise
-    except Exception as exc:          # noqa: BLE001 -- anything the stored arrays cause
+    except Exception as exc:  # noqa: BLE001 -- anything the stored arrays cause
         fail(f"the stored model is inconsistent: {what} fails ({type(exc).__name__}: {str(exc)[:200]})")
     for o in out:
         o = np.asarray(o)
@@ -660,7 +726,8 @@ def write(estimator, path, classes) -> None:
     if cls not in classes:
         raise InvalidInputError(
             f"save writes the estimators of cvxkml.estimators.ESTIMATORS; {cls.__name__} is not one "
-            "(a subclass may hold state this format does not know).")
+            "(a subclass may hold state this format does not know)."
+        )
     w = _Writer()
     params = estimator.get_params(deep=False)
     unsaved = []
@@ -684,9 +751,18 @@ def write(estimator, path, classes) -> None:
         except _Unencodable as exc:
             raise InvalidInputError(f"Cannot save the fitted attribute {name}: {exc}.") from None
     from .. import __version__
-    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "class": cls.__name__,
-              "module": cls.__module__, "cvxkml_version": __version__, "params": enc_params,
-              "state": state, "unsaved_params": unsaved, "dropped": w.dropped}
+
+    header = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "class": cls.__name__,
+        "module": cls.__module__,
+        "cvxkml_version": __version__,
+        "params": enc_params,
+        "state": state,
+        "unsaved_params": unsaved,
+        "dropped": w.dropped,
+    }
     text = json.dumps(header, allow_nan=False)
     # only the arrays the header refers to (a value dropped part way may have left one behind)
     used = set(re.findall(r'"__array__": "(a\d+)"', text))
@@ -700,8 +776,11 @@ def _name(path):
 
 def _failer(path):
     def fail(reason):
-        raise EstimatorFileError(f"Cannot load {_name(path)}: {reason}. Load only files written by "
-                                 "cvxkml's save; refit and save again if it is yours.")
+        raise EstimatorFileError(
+            f"Cannot load {_name(path)}: {reason}. Load only files written by "
+            "cvxkml's save; refit and save again if it is yours."
+        )
+
     return fail
 
 
@@ -716,7 +795,7 @@ def _header(zf, infos, fail):
         header = json.loads(blob.tobytes().decode("utf-8"))
     except RecursionError:
         fail("the header is nested too deeply")
-    except ValueError as exc:           # JSONDecodeError, UnicodeDecodeError
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
         fail(f"the header is damaged ({exc})")
     return header, used
 
@@ -738,7 +817,8 @@ def read(path, classes, cls=None, max_bytes=None):
                 raise FormatVersionError(
                     f"{_name(path)} was written in format version {str(header.get('format_version'))[:20]} "
                     f"(cvxkml {str(header.get('cvxkml_version'))[:20]}); this cvxkml reads version "
-                    f"{FORMAT_VERSION} only. Refit the estimator, or load it with the cvxkml version that wrote it.")
+                    f"{FORMAT_VERSION} only. Refit the estimator, or load it with the cvxkml version that wrote it."
+                )
             target = _target_class(path, header, classes, cls, fail)
             params_in, state_in = header.get("params"), header.get("state")
             if not isinstance(params_in, dict) or not isinstance(state_in, dict):
@@ -760,7 +840,7 @@ def read(path, classes, cls=None, max_bytes=None):
         fail("values nested too deeply")
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise EstimatorFileError(f"Cannot load {_name(path)}: {exc.strerror or exc}.") from None
-    except Exception as exc:           # noqa: BLE001 -- a damaged archive: zipfile, zlib, struct, NumPy
+    except Exception as exc:  # noqa: BLE001 -- a damaged archive: zipfile, zlib, struct, NumPy
         fail(f"the file is damaged or not an estimator file ({type(exc).__name__}: {str(exc)[:200]})")
     for k, v in state.items():
         _check_arrays(v, k, fail, lenient=k in _LENIENT)
@@ -769,7 +849,7 @@ def read(path, classes, cls=None, max_bytes=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             est._validate_params()
-    except Exception as exc:           # noqa: BLE001 -- the estimator's own parameter checks
+    except Exception as exc:  # noqa: BLE001 -- the estimator's own parameter checks
         fail(f"a parameter is invalid: {str(exc)[:300]}")
     for k, v in state.items():
         setattr(est, k, v)
@@ -785,9 +865,13 @@ def _target_class(path, header, classes, cls, fail):
         raise EstimatorClassError(f"{_name(path)} holds a {str(name)[:80]!r}, which is not a cvxkml estimator.")
     if header.get("module") != target.__module__:
         fail(f"it names class {name} in module {str(header.get('module'))[:80]!r}, not {target.__module__!r}")
-    if cls is not None and target is not cls and not (isinstance(cls, type) and issubclass(target, cls)
-                                                      and cls not in classes):
+    if (
+        cls is not None
+        and target is not cls
+        and not (isinstance(cls, type) and issubclass(target, cls) and cls not in classes)
+    ):
         raise EstimatorClassError(
             f"{_name(path)} holds a {name}, not a {getattr(cls, '__name__', cls)}; load it with "
-            f"{name}.load or cvxkml.estimators.load.")
+            f"{name}.load or cvxkml.estimators.load."
+        )
     return target

@@ -7,6 +7,7 @@ naïve kernel: a point gets the label with the most training points inside the l
 ball ρ²(x, X_i) = (k_x − k_i)ᵀ Σ (k_x − k_i) <= h̃.  The learned embedding
 φ(x) = Gᵀ k_x (Σ = G Gᵀ; Remark 2, Corollary 3) is ``transform``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -133,19 +134,39 @@ default="gaussian"
     #: fitted state that is not a public attribute (saved with the estimator)
     _private_fitted = ("_K_train", "_codes")
     _parameter_constraints = {
-        **KERNEL_CONSTRAINTS, "nu": Real(0.0, low_open=True, none=True, what="a finite positive number"),
-        "lam": POSITIVE, "h_min": POSITIVE,
-        "n_components": Integer(1, none=True), "tie_break": Options("nearest", "first"),
-        "tol": POSITIVE, "max_iter": Integer(1),
+        **KERNEL_CONSTRAINTS,
+        "nu": Real(0.0, low_open=True, none=True, what="a finite positive number"),
+        "lam": POSITIVE,
+        "h_min": POSITIVE,
+        "n_components": Integer(1, none=True),
+        "tie_break": Options("nearest", "first"),
+        "tol": POSITIVE,
+        "max_iter": Integer(1),
         "time_limit": Real(0.0, low_open=True, none=True, what="a finite positive number"),
-        **STANDARDIZE_CONSTRAINTS, **CONTROL_CONSTRAINTS}
+        **STANDARDIZE_CONSTRAINTS,
+        **CONTROL_CONSTRAINTS,
+    }
     # the Gaussian kernel's width is nu (the paper's ν), not a kernel_params entry
     _kernel_params_allowed = {**KERNEL_PARAMS, "gaussian": frozenset(), "rbf": frozenset()}
     _kernel_params_hint = " Set the Gaussian kernel's parameter with nu=, not kernel_params."
 
-    def __init__(self, *, kernel="gaussian", nu=None, kernel_params=None, standardize="auto",
-                 lam=1.0, h_min=1e-6, n_components=None, tie_break="nearest", tol=1e-3,
-                 max_iter=20000, time_limit=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        nu=None,
+        kernel_params=None,
+        standardize="auto",
+        lam=1.0,
+        h_min=1e-6,
+        n_components=None,
+        tie_break="nearest",
+        tol=1e-3,
+        max_iter=20000,
+        time_limit=None,
+        verbose=0,
+        callback=None,
+    ):
         self.kernel = kernel
         self.nu = nu
         self.kernel_params = kernel_params
@@ -201,8 +222,7 @@ default="gaussian"
     def _fit(self, X, y, p):
         kern, K = self._kernel_matrix(X, p)
         problem = KCR(K, y, p.lam, h_min=p.h_min)
-        sol = problem.solve(tol=p.tol, max_iter=p.max_iter, time_limit=p.time_limit,
-                            callback=p.monitor.for_solver())
+        sol = problem.solve(tol=p.tol, max_iter=p.max_iter, time_limit=p.time_limit, callback=p.monitor.for_solver())
         G = sol.info["factor"]
         U, svals, _ = np.linalg.svd(G, full_matrices=False)
         keep = svals > 1e-12 * max(float(svals[0]) if svals.size else 0.0, np.finfo(float).tiny)
@@ -221,8 +241,13 @@ default="gaussian"
         """Shapes of the fitted arrays agree (called by ``load`` before the probe run)."""
         n = self.X_fit_.shape[0]
         r = self.embedding_.shape[1] if getattr(self.embedding_, "ndim", 0) == 2 else -1
-        for name, shape in (("_K_train", (n, n)), ("Sigma_", (n, n)), ("embedding_", (n, r)),
-                            ("train_embedding_", (n, r)), ("_codes", (n,))):
+        for name, shape in (
+            ("_K_train", (n, n)),
+            ("Sigma_", (n, n)),
+            ("embedding_", (n, r)),
+            ("train_embedding_", (n, r)),
+            ("_codes", (n,)),
+        ):
             if getattr(getattr(self, name), "shape", None) != shape:
                 raise InvalidInputError(f"{name} does not have shape {shape}")
         if not (np.all(self._codes >= 0) and np.all(self._codes < self.classes_.size)):
@@ -236,8 +261,7 @@ default="gaussian"
     def _sq_distances(self, X):
         Z = self._embed(estimator_data(self, X))
         T = self.train_embedding_
-        D = (np.einsum("ij,ij->i", Z, Z)[:, None] + np.einsum("ij,ij->i", T, T)[None, :]
-             - 2.0 * Z @ T.T)
+        D = np.einsum("ij,ij->i", Z, Z)[:, None] + np.einsum("ij,ij->i", T, T)[None, :] - 2.0 * Z @ T.T
         return np.maximum(D, 0.0)
 
     def learned_sq_distances(self, X):
@@ -304,7 +328,7 @@ default="gaussian"
         -------
         X_new : ndarray of shape (n_samples, d)
         """
-        return super().transform(X)[:, :self._n_features_out]
+        return super().transform(X)[:, : self._n_features_out]
 
     @property
     def _n_features_out(self):

@@ -8,6 +8,7 @@ range of a factor of the base kernel (Kulis et al. Algorithm 2, §6.1).  All thr
 from pair constraints — drawn from class labels, or given — solved with the fast Bregman
 solvers, and share the metric vocabulary of :mod:`cvxkml.estimators._base`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +35,7 @@ from ._params import (
 
 __all__ = ["ITML", "KernelITML", "LowRankKernelITML"]
 
-_COV_RIDGE = 1e-6          # relative ridge of prior="covariance"
+_COV_RIDGE = 1e-6  # relative ridge of prior="covariance"
 
 
 def _check_prior(value, name):
@@ -150,13 +151,32 @@ default=None
     %(jain2012)s: eq. 2, 4 and 7.
     """
 
-    _parameter_constraints = {**SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS, "prior": _check_prior,
-                              **STANDARDIZE_CONSTRAINTS, **CONTROL_CONSTRAINTS}
+    _parameter_constraints = {
+        **SLACK_CONSTRAINTS,
+        **BREGMAN_CONSTRAINTS,
+        "prior": _check_prior,
+        **STANDARDIZE_CONSTRAINTS,
+        **CONTROL_CONSTRAINTS,
+    }
 
-    def __init__(self, *, gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
-                 n_constraints=None, percentiles=(5.0, 95.0), prior="identity",
-                 standardize="auto", tol=1e-3, max_iter=50000, max_sweeps=None, random_state=None,
-                 verbose=0, callback=None):
+    def __init__(
+        self,
+        *,
+        gamma=1.0,
+        scheme="jain",
+        n_similar=100,
+        n_dissimilar=100,
+        n_constraints=None,
+        percentiles=(5.0, 95.0),
+        prior="identity",
+        standardize="auto",
+        tol=1e-3,
+        max_iter=50000,
+        max_sweeps=None,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.gamma = gamma
         self.scheme = scheme
         self.n_similar = n_similar
@@ -183,8 +203,7 @@ default=None
             C = np.atleast_2d(np.cov(X, rowvar=False))
             scale = float(np.trace(C)) / d
             if not scale > 0:
-                raise InvalidInputError(
-                    "prior='covariance' needs X with non-constant features (the covariance is 0).")
+                raise InvalidInputError("prior='covariance' needs X with non-constant features (the covariance is 0).")
             W0 = np.linalg.inv(C + _COV_RIDGE * scale * np.eye(d))
             return 0.5 * (W0 + W0.T)
         W0 = check_kernel_matrix(prior, "prior", require_pd=True)
@@ -267,13 +286,35 @@ max_sweeps, random_state
     %(jain2012)s: eq. 3, 6 and 7, Theorem 1.
     """
 
-    _parameter_constraints = {**KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS, **SLACK_CONSTRAINTS,
-                              **BREGMAN_CONSTRAINTS, "ridge": NON_NEGATIVE, **CONTROL_CONSTRAINTS}
+    _parameter_constraints = {
+        **KERNEL_CONSTRAINTS,
+        **STANDARDIZE_CONSTRAINTS,
+        **SLACK_CONSTRAINTS,
+        **BREGMAN_CONSTRAINTS,
+        "ridge": NON_NEGATIVE,
+        **CONTROL_CONSTRAINTS,
+    }
 
-    def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", gamma=1.0,
-                 scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None,
-                 percentiles=(5.0, 95.0), ridge=0.0, tol=1e-3, max_iter=50000, max_sweeps=None,
-                 random_state=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        kernel_params=None,
+        standardize="auto",
+        gamma=1.0,
+        scheme="jain",
+        n_similar=100,
+        n_dissimilar=100,
+        n_constraints=None,
+        percentiles=(5.0, 95.0),
+        ridge=0.0,
+        tol=1e-3,
+        max_iter=50000,
+        max_sweeps=None,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.standardize = standardize
@@ -294,7 +335,8 @@ max_sweeps, random_state
     def _fit(self, X, y, pairs, p):
         kern, K0, K0_fit, pc = self._kernel_pairs(X, y, pairs, p, p.ridge)
         sol = _LogDetKernelProblem(K0_fit, pc, gamma=p.gamma).solve(
-            tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
+            tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver()
+        )
         self._extend(kern, X, K0_fit, sol.matrix)
         self.embedding_ = self.learned_kernel_.embed_cross(K0)
         self.pairs_ = pc
@@ -371,15 +413,38 @@ default=None
     """
 
     _parameter_constraints = {
-        "rank": Integer(1, none=True), "method": Options("eigen", "icholesky", "nystroem",
-                                                          what="'eigen', 'icholesky' or 'nystroem'"),
-        **KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS, **SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS,
-        "factor_tol": POSITIVE, **CONTROL_CONSTRAINTS}
+        "rank": Integer(1, none=True),
+        "method": Options("eigen", "icholesky", "nystroem", what="'eigen', 'icholesky' or 'nystroem'"),
+        **KERNEL_CONSTRAINTS,
+        **STANDARDIZE_CONSTRAINTS,
+        **SLACK_CONSTRAINTS,
+        **BREGMAN_CONSTRAINTS,
+        "factor_tol": POSITIVE,
+        **CONTROL_CONSTRAINTS,
+    }
 
-    def __init__(self, *, rank=None, method="eigen", kernel="gaussian", kernel_params=None,
-                 standardize="auto", gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
-                 n_constraints=None, percentiles=(5.0, 95.0), factor_tol=1e-10, tol=1e-6,
-                 max_iter=50000, max_sweeps=None, random_state=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        *,
+        rank=None,
+        method="eigen",
+        kernel="gaussian",
+        kernel_params=None,
+        standardize="auto",
+        gamma=1.0,
+        scheme="jain",
+        n_similar=100,
+        n_dissimilar=100,
+        n_constraints=None,
+        percentiles=(5.0, 95.0),
+        factor_tol=1e-10,
+        tol=1e-6,
+        max_iter=50000,
+        max_sweeps=None,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.rank = rank
         self.method = method
         self.kernel = kernel
@@ -406,7 +471,8 @@ default=None
         if p.rank is not None and p.rank > X.shape[0]:
             raise InvalidInputError(
                 f"rank = {p.rank} exceeds the number of training points n = {X.shape[0]}: the "
-                "learned kernel has rank at most n.")
+                "learned kernel has rank at most n."
+            )
         kern, K0 = self._kernel_matrix(X, p)
         fact = factorize(K0, p.method, p.rank, p.factor_tol, None, as_generator(p.random_state))
         pc = self._pair_constraints(y, pairs, p, baseline_metric(fact.G0), X.shape[0])

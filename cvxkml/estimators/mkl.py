@@ -14,6 +14,7 @@ Both learn A = LᵀL on a feature map z(x) (x itself, k(x), k_μ(x) = Σ μ_l k_
 ``pair_distance`` (:mod:`cvxkml.estimators._base`).  Their side information is the
 labels, with the target neighbours picked by the paper's rule or given (``targets``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,10 +35,14 @@ from ._params import CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, STANDARD
 __all__ = ["LMNN", "LMNNMKL"]
 
 #: the parameters of the LMNN objective and of its solver
-_LMNN_CONSTRAINTS = {"k": Integer(1), "gamma": Real(0.0, 1.0, low_open=True, what="a number in (0, 1]"),
-                     "tol": POSITIVE, "max_iter": Integer(1, 10**15, whole_floats=True),
-                     "stall_iter": Integer(0, 10**15, whole_floats=True),
-                     "small_classes": Options("raise", "shrink")}
+_LMNN_CONSTRAINTS = {
+    "k": Integer(1),
+    "gamma": Real(0.0, 1.0, low_open=True, what="a number in (0, 1]"),
+    "tol": POSITIVE,
+    "max_iter": Integer(1, 10**15, whole_floats=True),
+    "stall_iter": Integer(0, 10**15, whole_floats=True),
+    "small_classes": Options("raise", "shrink"),
+}
 
 
 def _check_kernels(spec, name) -> KernelSet:
@@ -48,7 +53,7 @@ def _check_kernels(spec, name) -> KernelSet:
         if spec == "nr":
             return nr_kernels()
         if spec == "auto":
-            return "auto"                 # resolved on the training points (_auto_kernels)
+            return "auto"  # resolved on the training points (_auto_kernels)
         raise InvalidInputError(f"{name} must be 'auto', 'paper', 'nr', a KernelSet or a list; got {spec!r}.")
     if isinstance(spec, KernelSet):
         return KernelSet(spec.kernels, spec.normalize)
@@ -76,8 +81,13 @@ def _auto_kernels(X) -> KernelSet:
     if X.shape[0] > 1000:
         X = X[np.random.default_rng(0).choice(X.shape[0], 1000, replace=False)]
     sigma = AUTO_SIGMA_FRACTION * mean_pairwise_distance(X)
-    return KernelSet([Kernel("linear"), Kernel("polynomial", {"degree": 2, "coef0": 1.0}),
-                      Kernel("gaussian", {"sigma": sigma if sigma > 0 else 1.0})])
+    return KernelSet(
+        [
+            Kernel("linear"),
+            Kernel("polynomial", {"degree": 2, "coef0": 1.0}),
+            Kernel("gaussian", {"sigma": sigma if sigma > 0 else 1.0}),
+        ]
+    )
 
 
 def _check_bool(value, name):
@@ -145,7 +155,8 @@ class _TargetNeighborsMixin:
             if t.shape[1] != 2 or t.shape[0] == 0:
                 raise InvalidInputError(
                     "targets must be a non-empty index array of shape (m, 2), rows (i, j) with j a "
-                    f"target neighbour of i; got shape {t.shape}.")
+                    f"target neighbour of i; got shape {t.shape}."
+                )
             triplets = LMNNTriplets.from_labels(y, p.k, targets=(t[:, 0], t[:, 1]))
         with _verbose_logging(p.verbose):
             prob = self._fit(X, y, triplets, p)
@@ -252,12 +263,28 @@ class LMNN(_TargetNeighborsMixin, MetricMixin, CvxkmlEstimator):
     eq. 2 (kernel LMNN on the empirical map) and eq. 18.
     """
 
-    _parameter_constraints = {**_LMNN_CONSTRAINTS, **KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS,
-                              **CONTROL_CONSTRAINTS}
+    _parameter_constraints = {
+        **_LMNN_CONSTRAINTS,
+        **KERNEL_CONSTRAINTS,
+        **STANDARDIZE_CONSTRAINTS,
+        **CONTROL_CONSTRAINTS,
+    }
 
-    def __init__(self, *, k=5, gamma=0.5, kernel="linear", kernel_params=None, standardize="auto",
-                 tol=1e-3, max_iter=20000, stall_iter=STALL_ITER, small_classes="raise", verbose=0,
-                 callback=None):
+    def __init__(
+        self,
+        *,
+        k=5,
+        gamma=0.5,
+        kernel="linear",
+        kernel_params=None,
+        standardize="auto",
+        tol=1e-3,
+        max_iter=20000,
+        stall_iter=STALL_ITER,
+        small_classes="raise",
+        verbose=0,
+        callback=None,
+    ):
         self.k = k
         self.gamma = gamma
         self.kernel = kernel
@@ -403,15 +430,36 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
     """
 
     _parameter_constraints = {
-        "variant": Options("P", "mu", "NR", what="'P', 'mu' or 'NR'"), "kernels": _check_kernels,
-        **_LMNN_CONSTRAINTS, "max_outer": Integer(1), "outer_tol": POSITIVE,
-        "w_grid": _check_w_grid, "max_convex_iter": Integer(1),
+        "variant": Options("P", "mu", "NR", what="'P', 'mu' or 'NR'"),
+        "kernels": _check_kernels,
+        **_LMNN_CONSTRAINTS,
+        "max_outer": Integer(1),
+        "outer_tol": POSITIVE,
+        "w_grid": _check_w_grid,
+        "max_convex_iter": Integer(1),
         "standardize": _check_bool,
-        **CONTROL_CONSTRAINTS}
+        **CONTROL_CONSTRAINTS,
+    }
 
-    def __init__(self, *, variant="P", kernels="auto", standardize=True, k=5, gamma=0.5,
-                 max_outer=10, outer_tol=1e-4, tol=1e-3, max_iter=20000, stall_iter=STALL_ITER, w_grid=W_GRID,
-                 small_classes="raise", max_convex_iter=50, verbose=0, callback=None):
+    def __init__(
+        self,
+        *,
+        variant="P",
+        kernels="auto",
+        standardize=True,
+        k=5,
+        gamma=0.5,
+        max_outer=10,
+        outer_tol=1e-4,
+        tol=1e-3,
+        max_iter=20000,
+        stall_iter=STALL_ITER,
+        w_grid=W_GRID,
+        small_classes="raise",
+        max_convex_iter=50,
+        verbose=0,
+        callback=None,
+    ):
         self.variant = variant
         self.kernels = kernels
         self.standardize = standardize
@@ -434,18 +482,27 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         Ks = ks.fit_matrices(X)
         opts = {"tol": p.tol, "max_iter": p.max_iter, "stall_iter": p.stall_iter, "callback": p.monitor.for_solver()}
         if p.variant == "NR":
-            prob = LMNNProblem.multiple_kernels(Ks, y, p.k, p.gamma, small_classes=p.small_classes,
-                                                **_given(triplets))
+            prob = LMNNProblem.multiple_kernels(Ks, y, p.k, p.gamma, small_classes=p.small_classes, **_given(triplets))
             sol = prob.solve(**opts)
             self.weights_ = self.result_ = None
             n_iter = sol.n_iter
         else:
-            res = alternate(Ks, y, variant=p.variant, k=p.k, gamma=p.gamma, triplets=triplets,
-                            max_outer=p.max_outer, tol=p.outer_tol, mu_tol=10 * p.outer_tol,
-                            lmnn_options=opts,
-                            weight_options=({"w_grid": p.w_grid, "max_convex_iter": p.max_convex_iter}
-                                            if p.variant == "P" else None),
-                            small_classes=p.small_classes)
+            res = alternate(
+                Ks,
+                y,
+                variant=p.variant,
+                k=p.k,
+                gamma=p.gamma,
+                triplets=triplets,
+                max_outer=p.max_outer,
+                tol=p.outer_tol,
+                mu_tol=10 * p.outer_tol,
+                lmnn_options=opts,
+                weight_options=(
+                    {"w_grid": p.w_grid, "max_convex_iter": p.max_convex_iter} if p.variant == "P" else None
+                ),
+                small_classes=p.small_classes,
+            )
             prob, sol = res.metric_problem, res.metric_solution
             self.weights_ = res.mu
             self.result_ = res
@@ -454,10 +511,12 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         self.kernel_set_ = ks
         self.kernel_labels_ = ks.labels()
         self.X_fit_ = X
-        self._set_solution(sol, n_iter, p=p, converged=bool(sol.converged) and (
-            self.result_ is None or bool(self.result_.converged)))
+        self._set_solution(
+            sol, n_iter, p=p, converged=bool(sol.converged) and (self.result_ is None or bool(self.result_.converged))
+        )
         return prob
 
     def _embedding(self):
-        return _KernelsMap(self.kernel_set_, self.X_fit_, self.weights_, self.components_,
-                           self.feature_mean_, self.feature_scale_)
+        return _KernelsMap(
+            self.kernel_set_, self.X_fit_, self.weights_, self.components_, self.feature_mean_, self.feature_scale_
+        )

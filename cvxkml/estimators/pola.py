@@ -13,6 +13,7 @@ kernel of Theorem 4 / eq. 18 for the Frobenius regularizer (α = 0):
 span of the training points, so ``transform`` is exact for every point (not only those in
 the span).
 """
+
 from __future__ import annotations
 
 from ..declare.pola import POLAKernel, pola_constraints
@@ -94,14 +95,34 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
     """
 
     _parameter_constraints = {
-        **KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS,
+        **KERNEL_CONSTRAINTS,
+        **STANDARDIZE_CONSTRAINTS,
         "b": Real(1.0, low_open=True, what="a finite number > 1 (similar pairs need d <= b − 1 > 0)"),
-        **PAIR_CONSTRAINTS, "ridge": NON_NEGATIVE, "tol": POSITIVE, "max_iter": Integer(1),
-        **CONTROL_CONSTRAINTS}
+        **PAIR_CONSTRAINTS,
+        "ridge": NON_NEGATIVE,
+        "tol": POSITIVE,
+        "max_iter": Integer(1),
+        **CONTROL_CONSTRAINTS,
+    }
 
-    def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", b=2.0,
-                 scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None, ridge=0.0,
-                 tol=1e-6, max_iter=20000, random_state=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        kernel_params=None,
+        standardize="auto",
+        b=2.0,
+        scheme="jain",
+        n_similar=100,
+        n_dissimilar=100,
+        n_constraints=None,
+        ridge=0.0,
+        tol=1e-6,
+        max_iter=20000,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.standardize = standardize
@@ -126,8 +147,7 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
 
     def _fit(self, X, y, pairs, p):
         kern, K0, K0_fit, pc = self._kernel_pairs(X, y, pairs, p, p.ridge)
-        sol = POLAKernel(K0_fit, pc).solve(tol=p.tol, max_iter=p.max_iter,
-                                           callback=p.monitor.for_solver())
+        sol = POLAKernel(K0_fit, pc).solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
         self._extend(kern, X, K0_fit, sol.matrix, alpha=0.0)
         self.embedding_ = self.learned_kernel_.embed_cross(K0)
         self.pairs_ = pc

@@ -31,6 +31,7 @@ solver's W and Q), because S = K0⁺ K K0⁺ has entries of order 1/p_min and th
 k1ᵀ S k2 can lose most of their digits when K0 is nearly singular (Gaussian kernel on 30
 points: transforms differed by 5 % between two evaluations that differ only in round-off).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -170,13 +171,34 @@ default="gaussian"
     """
 
     _parameter_constraints = {
-        "divergence": Options("kulis", "jain", what="one of ('kulis', 'jain')"), **KERNEL_CONSTRAINTS,
-        **STANDARDIZE_CONSTRAINTS, **SLACK_CONSTRAINTS, **BREGMAN_CONSTRAINTS, **CONTROL_CONSTRAINTS}
+        "divergence": Options("kulis", "jain", what="one of ('kulis', 'jain')"),
+        **KERNEL_CONSTRAINTS,
+        **STANDARDIZE_CONSTRAINTS,
+        **SLACK_CONSTRAINTS,
+        **BREGMAN_CONSTRAINTS,
+        **CONTROL_CONSTRAINTS,
+    }
 
-    def __init__(self, *, divergence="kulis", kernel="gaussian", kernel_params=None,
-                 standardize="auto", gamma=1.0, scheme="jain", n_similar=100, n_dissimilar=100,
-                 n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=10000,
-                 max_sweeps=None, random_state=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        *,
+        divergence="kulis",
+        kernel="gaussian",
+        kernel_params=None,
+        standardize="auto",
+        gamma=1.0,
+        scheme="jain",
+        n_similar=100,
+        n_dissimilar=100,
+        n_constraints=None,
+        percentiles=(5.0, 95.0),
+        tol=1e-6,
+        max_iter=10000,
+        max_sweeps=None,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.divergence = divergence
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -232,8 +254,7 @@ default="gaussian"
         return EmbeddingDistance(self._embedding()) if self.divergence_ == "kulis" else super()._distance()
 
     def _kernel_function(self):
-        return EmbeddingKernel(self._embedding()) if self.divergence_ == "kulis" else \
-            super()._kernel_function()
+        return EmbeddingKernel(self._embedding()) if self.divergence_ == "kulis" else super()._kernel_function()
 
 
 # =========================================================================== declared variants
@@ -244,12 +265,14 @@ def _check_regularizer(value, name):
     if value is None:
         return LogDet()
     if isinstance(value, type) and issubclass(value, Regularizer):
-        raise InvalidInputError(f"{name} must be a Regularizer instance, e.g. {value.__name__}(); "
-                                "got the class itself.")
+        raise InvalidInputError(
+            f"{name} must be a Regularizer instance, e.g. {value.__name__}(); got the class itself."
+        )
     if not isinstance(value, Regularizer):
         raise InvalidInputError(
             f"{name} must be None (LogDet) or a cvxkml.declare.regularizers.Regularizer instance "
-            f"(LogDet(), VonNeumann(), Frobenius(), TraceNorm(tau), or your subclass); got {type(value).__name__}.")
+            f"(LogDet(), VonNeumann(), Frobenius(), TraceNorm(tau), or your subclass); got {type(value).__name__}."
+        )
     value.check_theorem4()
     return value
 
@@ -265,15 +288,21 @@ SPECTRAL_CONSTRAINTS = {
     "C": Real(0.0, low_open=True, what="a finite positive number"),
     "gamma": Real(0.0, low_open=True, what="a finite positive number"),
     "margin": _check_triplet_margin,
-    **PAIR_CONSTRAINTS, "percentiles": BREGMAN_CONSTRAINTS["percentiles"],
-    "tol": POSITIVE, "max_iter": Integer(1), **CONTROL_CONSTRAINTS}
+    **PAIR_CONSTRAINTS,
+    "percentiles": BREGMAN_CONSTRAINTS["percentiles"],
+    "tol": POSITIVE,
+    "max_iter": Integer(1),
+    **CONTROL_CONSTRAINTS,
+}
 
 
 def _given_triplets(triplets, n):
     arr = np.asarray(triplets) if not isinstance(triplets, (str, bytes, dict)) else np.zeros((0, 0))
     if arr.ndim != 2 or arr.shape[1] != 3 or arr.shape[0] == 0:
-        raise InvalidInputError("triplets must be an integer array of shape (m, 3), m >= 1: rows (i, j, k) "
-                                f"meaning point i is closer to j than to k; got shape {arr.shape}.")
+        raise InvalidInputError(
+            "triplets must be an integer array of shape (m, 3), m >= 1: rows (i, j, k) "
+            f"meaning point i is closer to j than to k; got shape {arr.shape}."
+        )
     return check_index_array(arr, "triplets", n, ndim=2)
 
 
@@ -322,6 +351,7 @@ class _SpectralLearner(PairLearnerMixin, CvxkmlEstimator):
         """The constraint list: pairs (from y or given), triplets, each wrapped in Hinge(C)
         for ``constraints="hinge"``."""
         from ..sideinfo import Hinge, RelativeConstraints
+
         out = []
         self.pairs_ = None if (y is None and pairs is None) else self._pair_constraints(y, pairs, p, baseline, n)
         if self.pairs_ is not None:
@@ -345,8 +375,9 @@ class _SpectralLearner(PairLearnerMixin, CvxkmlEstimator):
         if p.constraints == "auto":
             return "slack" if p.regularizer.has_slack else "hinge"
         if p.constraints == "slack" and not p.regularizer.has_slack:
-            raise InvalidInputError(f"The {p.regularizer.name} regularizer has no slack formulation; use "
-                                    "constraints='hinge' or 'hard'.")
+            raise InvalidInputError(
+                f"The {p.regularizer.name} regularizer has no slack formulation; use constraints='hinge' or 'hard'."
+            )
         return p.constraints
 
 
@@ -430,10 +461,28 @@ class SpectralKernelLearner(KernelExtensionMixin, _SpectralLearner):
 
     _parameter_constraints = {**KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS, **SPECTRAL_CONSTRAINTS}
 
-    def __init__(self, regularizer=None, *, kernel="gaussian", kernel_params=None, standardize="auto",
-                 constraints="auto", C=1.0, gamma=1.0, margin=None, scheme="jain", n_similar=100,
-                 n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=10000,
-                 random_state=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        regularizer=None,
+        *,
+        kernel="gaussian",
+        kernel_params=None,
+        standardize="auto",
+        constraints="auto",
+        C=1.0,
+        gamma=1.0,
+        margin=None,
+        scheme="jain",
+        n_similar=100,
+        n_dissimilar=100,
+        n_constraints=None,
+        percentiles=(5.0, 95.0),
+        tol=1e-6,
+        max_iter=10000,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.regularizer = regularizer
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -460,8 +509,9 @@ class SpectralKernelLearner(KernelExtensionMixin, _SpectralLearner):
         kern, K0 = self._kernel_matrix(X, p)
         cons, gamma = self._side_information(y, pairs, triplets, p, baseline_kernel(K0), X.shape[0])
         reg = p.regularizer
-        sol = SpectralKernel(K0, cons, reg, gamma=gamma).solve(tol=p.tol, max_iter=p.max_iter,
-                                                  callback=p.monitor.for_solver())
+        sol = SpectralKernel(K0, cons, reg, gamma=gamma).solve(
+            tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver()
+        )
         self.alpha_ = float(reg.alpha)
         self._extend(kern, X, K0, sol.matrix, self.alpha_)
         self.embedding_ = self.learned_kernel_.embed_cross(K0)
@@ -527,9 +577,26 @@ random_state, tol, max_iter
 
     _parameter_constraints = {**STANDARDIZE_CONSTRAINTS, **SPECTRAL_CONSTRAINTS}
 
-    def __init__(self, regularizer=None, *, standardize="auto", constraints="auto", C=1.0, gamma=1.0, margin=None,
-                 scheme="jain", n_similar=100, n_dissimilar=100, n_constraints=None, percentiles=(5.0, 95.0),
-                 tol=1e-6, max_iter=10000, random_state=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        regularizer=None,
+        *,
+        standardize="auto",
+        constraints="auto",
+        C=1.0,
+        gamma=1.0,
+        margin=None,
+        scheme="jain",
+        n_similar=100,
+        n_dissimilar=100,
+        n_constraints=None,
+        percentiles=(5.0, 95.0),
+        tol=1e-6,
+        max_iter=10000,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.regularizer = regularizer
         self.standardize = standardize
         self.constraints = constraints
@@ -555,8 +622,9 @@ random_state, tol, max_iter
         from ..sideinfo import baseline_metric
 
         Z = self._feature_standardization(X, p)
-        cons, gamma = self._side_information(y, pairs, triplets, p, chunked_baseline(baseline_metric(Z), Z.shape[1]),
-                                              X.shape[0])
+        cons, gamma = self._side_information(
+            y, pairs, triplets, p, chunked_baseline(baseline_metric(Z), Z.shape[1]), X.shape[0]
+        )
         prob = SpectralMetric(Z, cons, p.regularizer, gamma=gamma)
         sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
         self._keep_metric(prob.learned_metric(sol))

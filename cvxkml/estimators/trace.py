@@ -19,6 +19,7 @@ the k-dimensional coordinates of the learned low-rank transformation,
 
 where k = rank K̃ is decided by the data and τ (see :attr:`TraceSSIKDR.rank_`).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -150,14 +151,35 @@ default=None
     (10, 2)
     """
 
-    _parameter_constraints = {**KERNEL_CONSTRAINTS, **STANDARDIZE_CONSTRAINTS, "tau": POSITIVE,
-                              "n_components": Integer(1, none=True), **BREGMAN_CONSTRAINTS,
-                              **CONTROL_CONSTRAINTS}
+    _parameter_constraints = {
+        **KERNEL_CONSTRAINTS,
+        **STANDARDIZE_CONSTRAINTS,
+        "tau": POSITIVE,
+        "n_components": Integer(1, none=True),
+        **BREGMAN_CONSTRAINTS,
+        **CONTROL_CONSTRAINTS,
+    }
 
-    def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", tau=1.0,
-                 n_components=None, scheme="jain", n_similar=100, n_dissimilar=100,
-                 n_constraints=None, percentiles=(5.0, 95.0), tol=1e-6, max_iter=20000,
-                 max_sweeps=None, random_state=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        kernel_params=None,
+        standardize="auto",
+        tau=1.0,
+        n_components=None,
+        scheme="jain",
+        n_similar=100,
+        n_dissimilar=100,
+        n_constraints=None,
+        percentiles=(5.0, 95.0),
+        tol=1e-6,
+        max_iter=20000,
+        max_sweeps=None,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.standardize = standardize
@@ -190,7 +212,10 @@ default=None
         if nc is not None and nc > k:
             warnings.warn(
                 f"n_components={nc} but the learned transformation has rank {k}: transform "
-                f"returns {k} coordinates (lower tau for a higher rank).", UserWarning, stacklevel=3)
+                f"returns {k} coordinates (lower tau for a higher rank).",
+                UserWarning,
+                stacklevel=3,
+            )
         keep = k if nc is None else min(nc, k)
         self.X_fit_ = X
         self.kernel_ = kern

@@ -8,6 +8,7 @@ other point by kernel-LLE weights over its K nearest landmarks in feature space
 coordinates ỹ_β = D_β^½ V_αᵀ w (eq. 13–14): Euclidean distances between these
 coordinates are the learned distances of eq. 16.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -75,9 +76,10 @@ def random_similar_pairs(labels, n_pairs: int = 50, random_state=None) -> tuple[
     if total == 0:
         raise InvalidInputError(
             "No two points share a label, so there is no similarity pair to learn from; "
-            "give labels with at least one repeated class (or pass pairs directly).")
+            "give labels with at least one repeated class (or pass pairs directly)."
+        )
     k = min(int(n_pairs), total)
-    if total <= max(4 * k, 10_000):                     # enumerate and choose
+    if total <= max(4 * k, 10_000):  # enumerate and choose
         I, J = [], []
         for c in range(counts.size):
             members = np.flatnonzero(inv == c)
@@ -88,7 +90,7 @@ def random_similar_pairs(labels, n_pairs: int = 50, random_state=None) -> tuple[
         J = np.concatenate(J)
         pick = rng.choice(total, size=k, replace=False)
         return I[pick].astype(np.int64), J[pick].astype(np.int64)
-    keys: dict[int, None] = {}                          # rejection sampling, insertion-ordered
+    keys: dict[int, None] = {}  # rejection sampling, insertion-ordered
     while len(keys) < k:
         a = rng.integers(0, n, 4 * k)
         b = rng.integers(0, n, 4 * k)
@@ -226,20 +228,39 @@ default=None
     """
 
     _parameter_constraints = {
-        "kernel": Options(*sorted(set(KERNEL_PARAMS) - {"precomputed"}),
-                          hint=" (A precomputed kernel is not supported: the landmark weights need "
-                               "k(x, x).)"),
-        "kernel_params": KERNEL_CONSTRAINTS["kernel_params"], "n_landmarks": Integer(1, none=True),
-        "n_neighbors": Integer(1), "n_iter": Integer(1, MAX_EXTENSION_ITER),
+        "kernel": Options(
+            *sorted(set(KERNEL_PARAMS) - {"precomputed"}),
+            hint=" (A precomputed kernel is not supported: the landmark weights need k(x, x).)",
+        ),
+        "kernel_params": KERNEL_CONSTRAINTS["kernel_params"],
+        "n_landmarks": Integer(1, none=True),
+        "n_neighbors": Integer(1),
+        "n_iter": Integer(1, MAX_EXTENSION_ITER),
         "epsilon": lambda value, name: check_epsilon(value),
-        "n_similar": Integer(1, MAX_SAMPLED_PAIRS), "rank_rtol": POSITIVE,
-        "random_state": PAIR_CONSTRAINTS["random_state"], **STANDARDIZE_CONSTRAINTS,
-        **CONTROL_CONSTRAINTS}
-    _min_classes = 1            # S needs a repeated label, not two classes
+        "n_similar": Integer(1, MAX_SAMPLED_PAIRS),
+        "rank_rtol": POSITIVE,
+        "random_state": PAIR_CONSTRAINTS["random_state"],
+        **STANDARDIZE_CONSTRAINTS,
+        **CONTROL_CONSTRAINTS,
+    }
+    _min_classes = 1  # S needs a repeated label, not two classes
 
-    def __init__(self, *, kernel="gaussian", kernel_params=None, standardize="auto", n_landmarks=2000,
-                 n_neighbors=10, n_iter=3, epsilon=DEFAULT_EPSILON, n_similar=1000, rank_rtol=3e-2,
-                 random_state=None, verbose=0, callback=None):
+    def __init__(
+        self,
+        *,
+        kernel="gaussian",
+        kernel_params=None,
+        standardize="auto",
+        n_landmarks=2000,
+        n_neighbors=10,
+        n_iter=3,
+        epsilon=DEFAULT_EPSILON,
+        n_similar=1000,
+        rank_rtol=3e-2,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.standardize = standardize
@@ -258,7 +279,8 @@ default=None
         if p.n_landmarks is not None and p.n_neighbors > p.n_landmarks:
             raise InvalidInputError(
                 f"n_neighbors = {p.n_neighbors} exceeds n_landmarks = {p.n_landmarks}: a point is "
-                "reconstructed from its K nearest landmarks, so use n_neighbors <= n_landmarks.")
+                "reconstructed from its K nearest landmarks, so use n_neighbors <= n_landmarks."
+            )
 
     def _fit(self, X, y, pairs, p):
         rng = as_generator(p.random_state)
@@ -268,13 +290,23 @@ default=None
         else:
             i, j = similarity_pairs(given_pairs(pairs, n, np.ones_like), n)
         kern = self._base_kernel(X, p)
-        model = fit_landmark_kernel(X, kern, i, j, n_landmarks=p.n_landmarks, n_neighbors=p.n_neighbors,
-                                    n_iter=p.n_iter, epsilon=p.epsilon, rank_rtol=p.rank_rtol,
-                                    random_state=rng)
+        model = fit_landmark_kernel(
+            X,
+            kern,
+            i,
+            j,
+            n_landmarks=p.n_landmarks,
+            n_neighbors=p.n_neighbors,
+            n_iter=p.n_iter,
+            epsilon=p.epsilon,
+            rank_rtol=p.rank_rtol,
+            random_state=rng,
+        )
         pos = np.full(n, -1, dtype=np.int64)
         pos[model.landmarks] = np.arange(model.landmarks.size)
-        sol = SpectralReweighting(model.alpha, model.mu, np.column_stack([pos[i], pos[j]]),
-                                  p.epsilon).solve(callback=p.monitor.for_solver())
+        sol = SpectralReweighting(model.alpha, model.mu, np.column_stack([pos[i], pos[j]]), p.epsilon).solve(
+            callback=p.monitor.for_solver()
+        )
         self.kernel_ = kern
         self.model_ = model
         self.pairs_ = np.column_stack([i, j])

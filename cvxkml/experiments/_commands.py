@@ -14,6 +14,7 @@ own with ``register(commands)``::
 damaged file ends it at once with one line and exit status 2.  This module imports nothing of
 :mod:`cvxkml.experiments`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,29 @@ from pathlib import Path
 from ..datasets import DataNotFoundError, check_available
 from ..errors import CvxkmlError
 
-__all__ = ["GROUPS", "CommandError", "add_parser", "add_command", "subcommands", "add_run_options",
-           "number_in", "needs_data", "data_needed", "check_data", "run_command", "positive_int",
-           "non_negative_int", "n_jobs_int", "seed_int", "positive_float", "non_negative_float", "data_folder",
-           "writable_file", "writable_folder", "type_options"]
+__all__ = [
+    "GROUPS",
+    "CommandError",
+    "add_parser",
+    "add_command",
+    "subcommands",
+    "add_run_options",
+    "number_in",
+    "needs_data",
+    "data_needed",
+    "check_data",
+    "run_command",
+    "positive_int",
+    "non_negative_int",
+    "n_jobs_int",
+    "seed_int",
+    "positive_float",
+    "non_negative_float",
+    "data_folder",
+    "writable_file",
+    "writable_folder",
+    "type_options",
+]
 
 #: group -> (help, metavar of its commands)
 GROUPS = {"bench": ("benchmarks", "BENCHMARK"), "reproduce": ("paper reproductions", "EXPERIMENT")}
@@ -160,17 +180,20 @@ def _typed(what: str, convert):
         except (ValueError, TypeError, OverflowError) as exc:
             detail = f" ({exc})" if str(exc) else ""
             raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}" + detail) from exc
+
     parse.__name__ = what.replace(" ", "_")
     return parse
 
 
 def _checked(convert, ok, why: str = ""):
     """``convert(text)``, a ValueError (saying ``why``) unless ``ok`` holds for the value."""
+
     def conv(text):
         v = convert(text)
         if not ok(v):
             raise ValueError(why)
         return v
+
     return conv
 
 
@@ -222,8 +245,9 @@ positive_int = _typed("a positive integer", _checked(_int10, lambda v: v >= 1))
 non_negative_int = _typed("a non-negative integer", _checked(_int10, lambda v: v >= 0))
 n_jobs_int = _typed("a positive integer or -1 (every core)", _checked(_int10, lambda v: v >= 1 or v == -1))
 # NumPy's legacy seeding (and scikit-learn) take 32 bits
-seed_int = _typed("a non-negative integer below 2**32",
-                  _checked(_int10, lambda v: 0 <= v < 2 ** 32, "between 0 and 4294967295"))
+seed_int = _typed(
+    "a non-negative integer below 2**32", _checked(_int10, lambda v: 0 <= v < 2**32, "between 0 and 4294967295")
+)
 positive_float = _typed("a finite positive number", _checked(float, lambda v: math.isfinite(v) and v > 0))
 non_negative_float = _typed("a finite non-negative number", _checked(float, lambda v: math.isfinite(v) and v >= 0))
 data_folder = _typed("an existing readable folder", _data_folder)

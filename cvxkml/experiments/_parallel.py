@@ -11,6 +11,7 @@ depends on the number of threads); only the seconds do.  The commands add ``--n-
 :class:`TaskStore` (``--resume DIR``) a long run resumes: finished results are saved as they
 arrive and loaded, not computed, by the next run.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -25,8 +26,18 @@ from pathlib import Path
 from ..estimators._persist import read_npy_member as _read_npy_member
 from ._commands import CommandError
 
-__all__ = ["BACKENDS", "DASK_EXTRA", "CommandError", "StoreFileError", "TaskStore", "add_parallel_options",
-           "parallel_context", "parallel_from_args", "run_tasks", "describe"]
+__all__ = [
+    "BACKENDS",
+    "DASK_EXTRA",
+    "CommandError",
+    "StoreFileError",
+    "TaskStore",
+    "add_parallel_options",
+    "parallel_context",
+    "parallel_from_args",
+    "run_tasks",
+    "describe",
+]
 
 #: The joblib backends the commands offer.
 BACKENDS = ("loky", "dask")
@@ -90,8 +101,10 @@ def _encode_result(v, arrays: dict, where: str = "result"):
         if not all(isinstance(k, str) for k in v):
             raise TypeError(f"TaskStore: {where} has a key that is not a string")
         return {"__dict__": {k: _encode_result(x, arrays, f"{where}[{k!r}]") for k, x in v.items()}}
-    raise TypeError(f"TaskStore: {where} is a {type(v).__name__}, which a result may not hold "
-                    "(dicts, lists, tuples, numbers, strings, None and NumPy arrays only)")
+    raise TypeError(
+        f"TaskStore: {where} is a {type(v).__name__}, which a result may not hold "
+        "(dicts, lists, tuples, numbers, strings, None and NumPy arrays only)"
+    )
 
 
 def _decode_result(v, arrays: dict, depth: int = 0):
@@ -102,7 +115,7 @@ def _decode_result(v, arrays: dict, depth: int = 0):
     if isinstance(v, list):
         return [_decode_result(x, arrays, depth + 1) for x in v]
     if isinstance(v, dict) and len(v) == 1:
-        (tag, x), = v.items()
+        ((tag, x),) = v.items()
         if tag == "__array__" and isinstance(x, str) and x in arrays:
             return arrays[x]
         if tag == "__float__" and x in ("nan", "inf", "-inf"):
@@ -211,9 +224,11 @@ class TaskStore:
             return _decode_result(json.loads(body), arrays)
         except StoreFileError:
             raise
-        except Exception as exc:            # anything in a file from elsewhere: one typed line
-            raise StoreFileError(f"{path} is not a usable stored result ({type(exc).__name__}: {exc}); "
-                                 "delete it to compute this task again.") from None
+        except Exception as exc:  # anything in a file from elsewhere: one typed line
+            raise StoreFileError(
+                f"{path} is not a usable stored result ({type(exc).__name__}: {exc}); "
+                "delete it to compute this task again."
+            ) from None
 
     def save(self, key: str, result) -> None:
         """Store ``result`` under ``key`` (a temporary file renamed: a killed run leaves no half
@@ -223,16 +238,21 @@ class TaskStore:
         path = self._path(key)
         arrays: dict = {}
         body = json.dumps(_encode_result(result, arrays), allow_nan=False, sort_keys=True)
-        header = {"format": STORE_FORMAT, "version": STORE_VERSION, "key": key, "arrays": sorted(arrays),
-                  "result_json": body, "sha256": _content_hash(key, body, arrays)}
+        header = {
+            "format": STORE_FORMAT,
+            "version": STORE_VERSION,
+            "key": key,
+            "arrays": sorted(arrays),
+            "result_json": body,
+            "sha256": _content_hash(key, body, arrays),
+        }
         blob = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
         tmp = path.with_name(f"{key}.tmp{os.getpid()}.npz")
         np.savez_compressed(tmp, **{_STORE_HEADER: blob}, **arrays)
         os.replace(tmp, path)
 
 
-def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None, store: TaskStore | None = None,
-              keys=None) -> list:
+def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None, store: TaskStore | None = None, keys=None) -> list:
     """``[func(t) for t in tasks]``, serially or on the joblib backend in force.
 
     Parameters
@@ -269,7 +289,7 @@ def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None, store: TaskSto
 
         n = -1 if n_jobs is None else int(n_jobs)
         if n > len(todo) and not _DASK_ACTIVE.get():
-            n = len(todo)                 # no more worker processes than tasks (--n-jobs 100000 spawned 200+)
+            n = len(todo)  # no more worker processes than tasks (--n-jobs 100000 spawned 200+)
         computed = Parallel(n_jobs=n, return_as="generator")(delayed(_call)(func, tasks[k]) for k in todo)
     computed = iter(computed)
     out = []
@@ -325,8 +345,14 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
     cluster = None
     if scheduler is None:
         workers = (os.cpu_count() or 1) if n_jobs in (None, -1) else max(1, int(n_jobs))
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=logging.ERROR)
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
         address = cluster.scheduler_address
     else:
         address = scheduler
@@ -335,8 +361,10 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
             cluster.close()
-        raise CommandError(f"cannot connect to the Dask scheduler {address} ({' '.join(str(exc).split())}); "
-                           "check --scheduler, or leave it out for a local cluster") from None
+        raise CommandError(
+            f"cannot connect to the Dask scheduler {address} ({' '.join(str(exc).split())}); "
+            "check --scheduler, or leave it out for a local cluster"
+        ) from None
     token = _DASK_ACTIVE.set(True)
     try:
         with client, joblib.parallel_backend("dask"):
@@ -360,15 +388,28 @@ def describe(n_jobs: int | None, engine: str) -> str:
 
 def add_parallel_options(parser, what: str) -> None:
     """``--n-jobs``, ``--backend`` and ``--scheduler``; ``what`` runs in parallel (for the help)."""
-    parser.add_argument("--n-jobs", dest="n_jobs", type=int, default=None,
-                        help=f"run the independent {what} on N workers through joblib (default 1: serially; "
-                             "-1: every core, or every Dask worker); the numbers do not depend on it")
-    parser.add_argument("--backend", choices=BACKENDS, default="loky",
-                        help="joblib backend with --n-jobs: loky (local processes, default) or dask "
-                             f"(a Dask cluster; needs {DASK_EXTRA})")
-    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                        help="with --backend dask: address of a running Dask scheduler (default: a local "
-                             "cluster of --n-jobs worker processes on 127.0.0.1)")
+    parser.add_argument(
+        "--n-jobs",
+        dest="n_jobs",
+        type=int,
+        default=None,
+        help=f"run the independent {what} on N workers through joblib (default 1: serially; "
+        "-1: every core, or every Dask worker); the numbers do not depend on it",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="loky",
+        help="joblib backend with --n-jobs: loky (local processes, default) or dask "
+        f"(a Dask cluster; needs {DASK_EXTRA})",
+    )
+    parser.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="with --backend dask: address of a running Dask scheduler (default: a local "
+        "cluster of --n-jobs worker processes on 127.0.0.1)",
+    )
 
 
 @contextmanager

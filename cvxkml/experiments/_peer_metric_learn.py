@@ -16,6 +16,7 @@ nothing of cvxkml and runs in two ways:
 A row is ``{"estimator", "dataset", "features", "fold_accuracy", "fit_s", "error"}`` with
 ``fit_s`` the mean ``Pipeline.fit`` seconds over the folds after an untimed warm-up fit.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,9 +45,11 @@ def available() -> str | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             metric_learn.LMNN(n_neighbors=1, max_iter=2, random_state=0).fit(X, y)
-    except Exception as exc:                        # noqa: BLE001 - any failure means "cannot run here"
-        return (f"metric-learn {getattr(metric_learn, '__version__', '?')} cannot run beside scikit-learn "
-                f"{sklearn.__version__} ({type(exc).__name__}: {str(exc)[:90]})")
+    except Exception as exc:  # noqa: BLE001 - any failure means "cannot run here"
+        return (
+            f"metric-learn {getattr(metric_learn, '__version__', '?')} cannot run beside scikit-learn "
+            f"{sklearn.__version__} ({type(exc).__name__}: {str(exc)[:90]})"
+        )
     return None
 
 
@@ -72,8 +75,9 @@ def warm_subset(y, train, seed: int = 0, per_class: int = 8, at_least: int = 60)
     take = []
     for c in np.unique(y[train]):
         members = train[y[train] == c]
-        take.append(rng.choice(members, min(members.size, max(2, int(round(n * members.size / train.size)))),
-                               replace=False))
+        take.append(
+            rng.choice(members, min(members.size, max(2, int(round(n * members.size / train.size)))), replace=False)
+        )
     return np.sort(np.concatenate(take))
 
 
@@ -117,7 +121,7 @@ def evaluate(cells, seed: int = 0) -> list[dict]:
                     times.append(time.perf_counter() - t0)
                     row["fold_accuracy"].append(float(pipe.score(X[test], y[test])))
             row["fit_s"] = float(np.mean(times))
-        except Exception as exc:                    # noqa: BLE001 - reported in the row
+        except Exception as exc:  # noqa: BLE001 - reported in the row
             row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
         rows.append(row)
     return rows
@@ -125,9 +129,19 @@ def evaluate(cells, seed: int = 0) -> list[dict]:
 
 def write_cells(path, cells, seed: int = 0) -> None:
     """Save ``cells`` (see :func:`evaluate`) and ``seed`` as an ``.npz`` for :func:`main`."""
-    arrays = {"meta": np.array(json.dumps({"seed": seed, "cells": [
-        {k: c[k] for k in ("estimator", "dataset", "features")} | {"n_folds": len(c["folds"])}
-        for c in cells]}))}
+    arrays = {
+        "meta": np.array(
+            json.dumps(
+                {
+                    "seed": seed,
+                    "cells": [
+                        {k: c[k] for k in ("estimator", "dataset", "features")} | {"n_folds": len(c["folds"])}
+                        for c in cells
+                    ],
+                }
+            )
+        )
+    }
     for k, c in enumerate(cells):
         arrays[f"X{k}"], arrays[f"y{k}"] = c["X"], c["y"]
         for f, (train, test) in enumerate(c["folds"]):
@@ -142,8 +156,16 @@ def read_cells(path) -> tuple[list[dict], int]:
         cells = []
         for k, c in enumerate(meta["cells"]):
             folds = [(data[f"tr{k}_{f}"], data[f"te{k}_{f}"]) for f in range(c["n_folds"])]
-            cells.append({"estimator": c["estimator"], "dataset": c["dataset"], "features": c["features"],
-                          "X": data[f"X{k}"], "y": data[f"y{k}"], "folds": folds})
+            cells.append(
+                {
+                    "estimator": c["estimator"],
+                    "dataset": c["dataset"],
+                    "features": c["features"],
+                    "X": data[f"X{k}"],
+                    "y": data[f"y{k}"],
+                    "folds": folds,
+                }
+            )
     return cells, int(meta["seed"])
 
 
@@ -156,13 +178,11 @@ def fit_lmnn(Z, y, k: int, regularization: float, max_iter: int = 1000, seed: in
 
     with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = metric_learn.LMNN(n_neighbors=k, regularization=regularization, max_iter=max_iter,
-                                random_state=seed)
+        est = metric_learn.LMNN(n_neighbors=k, regularization=regularization, max_iter=max_iter, random_state=seed)
         t0 = time.perf_counter()
         est.fit(np.asarray(Z, dtype=float), np.asarray(y))
         secs = time.perf_counter() - t0
-    return {"L": np.asarray(est.components_).tolist(), "seconds": secs,
-            "n_iter": int(getattr(est, "n_iter_", -1))}
+    return {"L": np.asarray(est.components_).tolist(), "seconds": secs, "n_iter": int(getattr(est, "n_iter_", -1))}
 
 
 def main(argv=None) -> int:
@@ -192,9 +212,13 @@ def main(argv=None) -> int:
         import sklearn
 
         cells, seed = read_cells(argv[0])
-        out = {"rows": evaluate(cells, seed),
-               "versions": {"metric-learn": getattr(metric_learn, "__version__", "?"),
-                            "scikit-learn": sklearn.__version__}}
+        out = {
+            "rows": evaluate(cells, seed),
+            "versions": {
+                "metric-learn": getattr(metric_learn, "__version__", "?"),
+                "scikit-learn": sklearn.__version__,
+            },
+        }
     with open(argv[1], "w") as fh:
         json.dump(out, fh)
     return 0

@@ -3,6 +3,7 @@ first and last lines of a report and the optional matplotlib import.
 
 The experiment modules import from here; this module imports nothing of :mod:`cvxkml.experiments`.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,19 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["PLOTS_EXTRA", "format_table", "columns", "yes_no", "pm", "jsonable", "write_json", "write_numbers",
-           "pyplot", "start", "finish"]
+__all__ = [
+    "PLOTS_EXTRA",
+    "format_table",
+    "columns",
+    "yes_no",
+    "pm",
+    "jsonable",
+    "write_json",
+    "write_numbers",
+    "pyplot",
+    "start",
+    "finish",
+]
 
 #: How to install what the figures need (the ``plots`` extra of pyproject.toml).
 PLOTS_EXTRA = "pip install 'cvxkml[plots]'"
@@ -41,8 +53,7 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
 def columns(rows, spec) -> str:
     """:func:`format_table` of dict rows by column: ``spec`` is a sequence of ``(header, cell)``,
     ``cell`` a template filled with the row (``"{speed:.3g}"``) or a function of the row."""
-    return format_table([h for h, _ in spec], [[c(r) if callable(c) else c.format(**r) for _, c in spec]
-                                               for r in rows])
+    return format_table([h for h, _ in spec], [[c(r) if callable(c) else c.format(**r) for _, c in spec] for r in rows])
 
 
 def yes_no(flag) -> str:
@@ -109,6 +120,7 @@ def pyplot(what: str):
     """
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:

@@ -3,6 +3,7 @@ silenced warnings.
 
 Imports nothing of :mod:`cvxkml.experiments`.
 """
+
 from __future__ import annotations
 
 import time

@@ -7,6 +7,7 @@ are specified once in :data:`SHARED` and named in a row with :func:`use` (``use(
 of the splits (default 0)")`` overrides the help); a command's own options are :func:`opt`.
 The order of the table is the order of ``cvxkml --help`` and of each group's help.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,8 +82,13 @@ SHARED = {
     "out": opt("--out", default=".", help="folder for the PNG and the JSON of numbers (default .)"),
     "n_jobs": opt("--n-jobs", dest="n_jobs", type=int, default=None, help="worker processes (default 1)"),
     "tol": opt("--tol", type=float, default=1e-3, help="certified relative gap (default 1e-3)"),
-    "peer_python": opt("--peer-python", dest="peer_python", default=None, metavar="PATH",
-                       help="a Python interpreter with metric-learn (default: this interpreter)"),
+    "peer_python": opt(
+        "--peer-python",
+        dest="peer_python",
+        default=None,
+        metavar="PATH",
+        help="a Python interpreter with metric-learn (default: this interpreter)",
+    ),
 }
 
 
@@ -160,150 +166,345 @@ class Registered:
 _LOWRANK_BENCH = dict(optional_datasets=("mnist5000",))
 
 TABLE = (
-    Command(None, "demo", bc.demo_command,
-            "k-NN on Wine with ITML / KernelITML, and fast vs exact on one random problem (well under a minute)",
-            (use("seed"), opt("--n", type=int, default=30, help="size of the random kernel problem (default 30)"))),
+    Command(
+        None,
+        "demo",
+        bc.demo_command,
+        "k-NN on Wine with ITML / KernelITML, and fast vs exact on one random problem (well under a minute)",
+        (use("seed"), opt("--n", type=int, default=30, help="size of the random kernel problem (default 30)")),
+    ),
     # ------------------------------------------------------------------ bench
-    Command("bench", "itml", bc.itml_command, "LogDet / ITML solvers: per-projection cost and time to tolerance",
-            run_options("small sizes and repeats (for tests)",
-                        "timing repeats, best of (default 5 / 3 full, 2 / 1 quick)")),
-    Command("bench", "lowrank", bc.lowrank_command,
-            "low-rank LogDet (Kulis et al. 2009): projections per second and the MNIST-shape workload",
-            run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)") + (
-                opt("--constraints", type=int, nargs="+", default=None,
-                    help="constraint counts of the MNIST-shape workload (default 10000 100000; quick 1000 5000)"),
-                opt("--no-baseline", action="store_true",
-                    help="skip the paper-rule baseline (the previous solver's cyclic schedule)"),
-                opt("--baseline-budget", type=float, default=None,
-                    help="seconds after which the paper-rule baseline stops (default 300, quick 30)"),
-                use("data_dir", bc.MNIST_HELP)), **_LOWRANK_BENCH),
-    Command("bench", "vonneumann", bc.vonneumann_command,
-            "von Neumann Algorithm 3 (Kulis et al. 2009): seconds per projection vs r, vs dense NumPy, and the "
-            "MNIST-shape workload",
-            run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)") + (
-                opt("--constraints", type=int, nargs="+", default=None,
-                    help="constraint counts of the MNIST-shape workload (default 10000 100000; quick 500 2000)"),
-                opt("--budget", type=float, default=None,
-                    help="seconds after which a workload solve stops (default 600, quick 30)"),
-                opt("--no-baseline", action="store_true",
-                    help="skip the paper-rule run and the dense-NumPy prefix of the workload"),
-                use("data_dir", bc.MNIST_HELP)), **_LOWRANK_BENCH),
-    Command("bench", "mkl", bc.mkl_command,
-            "MKL weight steps (Wang et al. 2011): the MKL_P interior point vs the CVXPY path, and the MKL_mu step",
-            (use("quick", "a small synthetic instance (for tests)"),
-             opt("--parts", nargs="+", choices=("weight-step", "mu-step"), default=["weight-step", "mu-step"],
-                 help="what to run (default both)"),
-             opt("--datasets", nargs="+", default=["sonar", "ionosphere"], choices=sorted(CSV_DATASETS),
-                 metavar="NAME", help="UCI sets of the data folder (default sonar ionosphere)"),
-             opt("--n", type=int, nargs="+", default=[30, 60], help="learning points per instance (default 30 60)"),
-             opt("--old-max-n", type=int, default=30,
-                 help="largest n at which the CVXPY path also runs (default 30; ~1 min per solve at 60)"),
-             opt("--no-old", action="store_true", help="skip the CVXPY path"),
-             use("seed", "sampling seed (default 0)"), use("data_dir")),
-            datasets=lambda args: () if args.quick else args.datasets),
-    Command("bench", "pola", "bench_pola:command",
-            "POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24): fast solvers vs CVXPY (Clarabel / SCS), "
-            "time to the same accuracy",
-            run_options("small sizes, one repeat (for tests)",
-                        "fast-solver timing repeats, best of (default 3, quick 1)")),
+    Command(
+        "bench",
+        "itml",
+        bc.itml_command,
+        "LogDet / ITML solvers: per-projection cost and time to tolerance",
+        run_options("small sizes and repeats (for tests)", "timing repeats, best of (default 5 / 3 full, 2 / 1 quick)"),
+    ),
+    Command(
+        "bench",
+        "lowrank",
+        bc.lowrank_command,
+        "low-rank LogDet (Kulis et al. 2009): projections per second and the MNIST-shape workload",
+        run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
+        + (
+            opt(
+                "--constraints",
+                type=int,
+                nargs="+",
+                default=None,
+                help="constraint counts of the MNIST-shape workload (default 10000 100000; quick 1000 5000)",
+            ),
+            opt(
+                "--no-baseline",
+                action="store_true",
+                help="skip the paper-rule baseline (the previous solver's cyclic schedule)",
+            ),
+            opt(
+                "--baseline-budget",
+                type=float,
+                default=None,
+                help="seconds after which the paper-rule baseline stops (default 300, quick 30)",
+            ),
+            use("data_dir", bc.MNIST_HELP),
+        ),
+        **_LOWRANK_BENCH,
+    ),
+    Command(
+        "bench",
+        "vonneumann",
+        bc.vonneumann_command,
+        "von Neumann Algorithm 3 (Kulis et al. 2009): seconds per projection vs r, vs dense NumPy, and the "
+        "MNIST-shape workload",
+        run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
+        + (
+            opt(
+                "--constraints",
+                type=int,
+                nargs="+",
+                default=None,
+                help="constraint counts of the MNIST-shape workload (default 10000 100000; quick 500 2000)",
+            ),
+            opt(
+                "--budget",
+                type=float,
+                default=None,
+                help="seconds after which a workload solve stops (default 600, quick 30)",
+            ),
+            opt(
+                "--no-baseline",
+                action="store_true",
+                help="skip the paper-rule run and the dense-NumPy prefix of the workload",
+            ),
+            use("data_dir", bc.MNIST_HELP),
+        ),
+        **_LOWRANK_BENCH,
+    ),
+    Command(
+        "bench",
+        "mkl",
+        bc.mkl_command,
+        "MKL weight steps (Wang et al. 2011): the MKL_P interior point vs the CVXPY path, and the MKL_mu step",
+        (
+            use("quick", "a small synthetic instance (for tests)"),
+            opt(
+                "--parts",
+                nargs="+",
+                choices=("weight-step", "mu-step"),
+                default=["weight-step", "mu-step"],
+                help="what to run (default both)",
+            ),
+            opt(
+                "--datasets",
+                nargs="+",
+                default=["sonar", "ionosphere"],
+                choices=sorted(CSV_DATASETS),
+                metavar="NAME",
+                help="UCI sets of the data folder (default sonar ionosphere)",
+            ),
+            opt("--n", type=int, nargs="+", default=[30, 60], help="learning points per instance (default 30 60)"),
+            opt(
+                "--old-max-n",
+                type=int,
+                default=30,
+                help="largest n at which the CVXPY path also runs (default 30; ~1 min per solve at 60)",
+            ),
+            opt("--no-old", action="store_true", help="skip the CVXPY path"),
+            use("seed", "sampling seed (default 0)"),
+            use("data_dir"),
+        ),
+        datasets=lambda args: () if args.quick else args.datasets,
+    ),
+    Command(
+        "bench",
+        "pola",
+        "bench_pola:command",
+        "POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24): fast solvers vs CVXPY (Clarabel / SCS), "
+        "time to the same accuracy",
+        run_options("small sizes, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)"),
+    ),
     Registered("bench_kcr"),
     Registered("bench_variants"),
     Registered("bench_exact"),
-    Command("bench", "estimators", be.command,
-            "every estimator with its defaults: 3-fold CV accuracy (1-NN on the learned transform), fit time and "
-            "certificate on Wine, breast cancer and digits, beside Euclidean 1-NN and metric-learn",
-            (use("quick", f"Wine only, a stratified subset of {be.QUICK_SIZE} points (smoke run for tests)"),
-             opt("--estimators", nargs="+", default=None, metavar="NAME",
-                 help="estimator class names (default: all of cvxkml.estimators.ESTIMATORS); the baseline always runs"),
-             opt("--datasets", nargs="+", default=None, metavar="NAME",
-                 help=f"data sets among {', '.join(be.DATASETS)} (default all; quick: wine)"),
-             use("json", metavar="PATH", help="write every number (per fold) as JSON"),
-             use("n_jobs", "run the cells (estimator x data set x features) on N worker processes (joblib loky; "
-                           "default 1); accuracies do not depend on it, fit times do"),
-             use("peer_python", "a Python interpreter with metric-learn (and a scikit-learn it supports, < 1.8) "
-                                "for the peer rows (default: this interpreter)"))),
+    Command(
+        "bench",
+        "estimators",
+        be.command,
+        "every estimator with its defaults: 3-fold CV accuracy (1-NN on the learned transform), fit time and "
+        "certificate on Wine, breast cancer and digits, beside Euclidean 1-NN and metric-learn",
+        (
+            use("quick", f"Wine only, a stratified subset of {be.QUICK_SIZE} points (smoke run for tests)"),
+            opt(
+                "--estimators",
+                nargs="+",
+                default=None,
+                metavar="NAME",
+                help="estimator class names (default: all of cvxkml.estimators.ESTIMATORS); the baseline always runs",
+            ),
+            opt(
+                "--datasets",
+                nargs="+",
+                default=None,
+                metavar="NAME",
+                help=f"data sets among {', '.join(be.DATASETS)} (default all; quick: wine)",
+            ),
+            use("json", metavar="PATH", help="write every number (per fold) as JSON"),
+            use(
+                "n_jobs",
+                "run the cells (estimator x data set x features) on N worker processes (joblib loky; "
+                "default 1); accuracies do not depend on it, fit times do",
+            ),
+            use(
+                "peer_python",
+                "a Python interpreter with metric-learn (and a scikit-learn it supports, < 1.8) "
+                "for the peer rows (default: this interpreter)",
+            ),
+        ),
+    ),
     Registered("bench_lmnn"),
     Registered("bench_wide", optional=True),
     # ------------------------------------------------------------------ reproduce
-    Command("reproduce", "lowrank", rl.command,
-            "Kulis et al. 2009 §7.1: Digits, Spambase, Nursery (NMI, 5-NN, cycles); a few minutes",
-            run_options("tiny grids (smoke run for tests)", seed="seed of the constraint draws (default 0)") + (
-                data_dir("pendigits.csv, spambase.csv, nursery.csv"),
-                opt("--parts", nargs="+", choices=rl.PARTS, default=None, metavar="PART",
-                    help=f"run only these sections ({', '.join(rl.PARTS)}; default all)"),
-                opt("--scale", choices=rl.SCALES, default="none",
-                    help="features of the Spambase and Nursery rows: none (default, the protocol: raw features) or "
-                         "standardize (mean 0, sd 1 per column; a side check)"),
-                Parallel("(constraint count, draw) fits")),
-            datasets=rl.data_sets),
-    Command("reproduce", "yeung", ry.command,
-            "Yeung, Chang & Dai (IJCAI 2007): Table 1 (XOR), Figure 1, Table 2 (MNIST subset)",
-            (use("quick", "small sizes and 2 runs (for tests)"),
-             opt("--part", choices=["all", "table1", "figure1", "table2", "scaling"], default="all",
-                 help="which experiment (default all: table1, figure1, table2)"),
-             use("out"),
-             opt("--runs", type=int, default=None, help="random S per setting (default 10, quick 2)"),
-             use("seed"), use("data_dir", f"offline data folder {_DATA}"),
-             Group("Table 1 setting (sensitivity checks; the defaults are the protocol)", (
-                 opt("--implied", action="store_true",
-                     help=f"the setting implied by the paper's input and RBF columns: blob std "
-                          f"{ry.IMPLIED_TABLE1['xor_std']:g}, sigma {ry.IMPLIED_TABLE1['sigma']:g} (not the default)"),
-                 opt("--sigma", type=float, default=None, help="RBF width (default: median distance)"),
-                 opt("--xor-std", type=float, default=None, help="standard deviation of the XOR blobs (default 0.3)"),
-                 opt("--neighbors", type=int, default=None, help="K nearest landmarks (default 10)"),
-                 opt("--rank-rtol", type=float, default=None,
-                     help=f"components kept: mu_r > RANK_RTOL mu_1 (default {ry.PAPER_RANK_RTOL:g}: every positive "
-                          "eigenvalue, as the paper)"),
-                 opt("--landmarks", type=int, nargs="+", default=None, metavar="M",
-                     help="numbers of landmarks m (default 100 200 ... 800)"))),
-             Parallel("runs of Table 1 and subsets of Table 2")),
-            datasets=ry.data_sets, optional_datasets=ry.optional_data_sets),
-    Command("reproduce", "spectral", rs.command,
-            "Kulis et al. 2009 Figure 5: 4-NN error on Wine, Ionosphere, Iris, Balance (Euclidean, LogDet, "
-            "von Neumann)",
-            run_options("one repeat, gamma = 1 (smoke run for tests)", "two-fold CV repeats (default 5, quick 1)",
-                        "seed of splits and constraints (default 0)") + (
-                data_dir("ionosphere.csv and balance.csv"), Parallel("(method, repeat, fold) fits")),
-            datasets=rs.DATASETS),
-    Command("reproduce", "trace", rt.command,
-            "Jain et al. 2012 §6.4 / Figure 2 c-d: Trace-SSIKDR vs kernel PCA, 2-D embedding of unseen digits; "
-            "10-15 minutes on MNIST",
-            (use("quick", "tiny sizes, one draw (smoke run for tests)"),
-             opt("--dataset", choices=sorted(rt.DATASETS), default="mnist5000",
-                 help="offline digits set (default mnist5000)"),
-             opt("--draws", type=int, default=None, help="training draws (default 10, quick 1)"),
-             opt("--tau", type=float, nargs="+", default=None,
-                 help="tau grid (default 1 10 100, quick 10; the figure uses 10 when present)"),
-             use("seed", "seed of the first draw (default 0)"), use("out"),
-             opt("--no-png", action="store_true", help="skip the figure (numbers only)"),
-             data_dir("mnist5000.npz / pendigits.csv"), Parallel("draws")),
-            datasets=lambda args: (args.dataset,)),
+    Command(
+        "reproduce",
+        "lowrank",
+        rl.command,
+        "Kulis et al. 2009 §7.1: Digits, Spambase, Nursery (NMI, 5-NN, cycles); a few minutes",
+        run_options("tiny grids (smoke run for tests)", seed="seed of the constraint draws (default 0)")
+        + (
+            data_dir("pendigits.csv, spambase.csv, nursery.csv"),
+            opt(
+                "--parts",
+                nargs="+",
+                choices=rl.PARTS,
+                default=None,
+                metavar="PART",
+                help=f"run only these sections ({', '.join(rl.PARTS)}; default all)",
+            ),
+            opt(
+                "--scale",
+                choices=rl.SCALES,
+                default="none",
+                help="features of the Spambase and Nursery rows: none (default, the protocol: raw features) or "
+                "standardize (mean 0, sd 1 per column; a side check)",
+            ),
+            Parallel("(constraint count, draw) fits"),
+        ),
+        datasets=rl.data_sets,
+    ),
+    Command(
+        "reproduce",
+        "yeung",
+        ry.command,
+        "Yeung, Chang & Dai (IJCAI 2007): Table 1 (XOR), Figure 1, Table 2 (MNIST subset)",
+        (
+            use("quick", "small sizes and 2 runs (for tests)"),
+            opt(
+                "--part",
+                choices=["all", "table1", "figure1", "table2", "scaling"],
+                default="all",
+                help="which experiment (default all: table1, figure1, table2)",
+            ),
+            use("out"),
+            opt("--runs", type=int, default=None, help="random S per setting (default 10, quick 2)"),
+            use("seed"),
+            use("data_dir", f"offline data folder {_DATA}"),
+            Group(
+                "Table 1 setting (sensitivity checks; the defaults are the protocol)",
+                (
+                    opt(
+                        "--implied",
+                        action="store_true",
+                        help=f"the setting implied by the paper's input and RBF columns: blob std "
+                        f"{ry.IMPLIED_TABLE1['xor_std']:g}, sigma {ry.IMPLIED_TABLE1['sigma']:g} (not the default)",
+                    ),
+                    opt("--sigma", type=float, default=None, help="RBF width (default: median distance)"),
+                    opt(
+                        "--xor-std", type=float, default=None, help="standard deviation of the XOR blobs (default 0.3)"
+                    ),
+                    opt("--neighbors", type=int, default=None, help="K nearest landmarks (default 10)"),
+                    opt(
+                        "--rank-rtol",
+                        type=float,
+                        default=None,
+                        help=f"components kept: mu_r > RANK_RTOL mu_1 (default {ry.PAPER_RANK_RTOL:g}: every positive "
+                        "eigenvalue, as the paper)",
+                    ),
+                    opt(
+                        "--landmarks",
+                        type=int,
+                        nargs="+",
+                        default=None,
+                        metavar="M",
+                        help="numbers of landmarks m (default 100 200 ... 800)",
+                    ),
+                ),
+            ),
+            Parallel("runs of Table 1 and subsets of Table 2"),
+        ),
+        datasets=ry.data_sets,
+        optional_datasets=ry.optional_data_sets,
+    ),
+    Command(
+        "reproduce",
+        "spectral",
+        rs.command,
+        "Kulis et al. 2009 Figure 5: 4-NN error on Wine, Ionosphere, Iris, Balance (Euclidean, LogDet, von Neumann)",
+        run_options(
+            "one repeat, gamma = 1 (smoke run for tests)",
+            "two-fold CV repeats (default 5, quick 1)",
+            "seed of splits and constraints (default 0)",
+        )
+        + (data_dir("ionosphere.csv and balance.csv"), Parallel("(method, repeat, fold) fits")),
+        datasets=rs.DATASETS,
+    ),
+    Command(
+        "reproduce",
+        "trace",
+        rt.command,
+        "Jain et al. 2012 §6.4 / Figure 2 c-d: Trace-SSIKDR vs kernel PCA, 2-D embedding of unseen digits; "
+        "10-15 minutes on MNIST",
+        (
+            use("quick", "tiny sizes, one draw (smoke run for tests)"),
+            opt(
+                "--dataset",
+                choices=sorted(rt.DATASETS),
+                default="mnist5000",
+                help="offline digits set (default mnist5000)",
+            ),
+            opt("--draws", type=int, default=None, help="training draws (default 10, quick 1)"),
+            opt(
+                "--tau",
+                type=float,
+                nargs="+",
+                default=None,
+                help="tau grid (default 1 10 100, quick 10; the figure uses 10 when present)",
+            ),
+            use("seed", "seed of the first draw (default 0)"),
+            use("out"),
+            opt("--no-png", action="store_true", help="skip the figure (numbers only)"),
+            data_dir("mnist5000.npz / pendigits.csv"),
+            Parallel("draws"),
+        ),
+        datasets=lambda args: (args.dataset,),
+    ),
     Registered("reproduce_kcr"),
     Registered("reproduce_mkl"),
-    Command("reproduce", "logdet", rlogdet.command,
-            "Jain et al. 2012 Table 1: k-means error with 50 constraints (unsupervised, LogDet linear, HMRF-KMeans)",
-            run_options("one repeat (smoke run)", "two-fold CV repeats (default 5, quick 1)",
-                        "seed of splits and constraints (default 0)") + (
-                data_dir("ionosphere.csv and pendigits.csv"), use("json"),
-                Parallel("(data set, repeat, fold) fits")),
-            datasets=("ionosphere", "pendigits")),
-    Command("reproduce", "all", ra.command, "every reproduction in one summary (reference/SUMMARY.md, summary.json)",
-            (Group(None, (
-                use("quick", "every reproduction at toy size (a smoke test)"),
-                opt("--full", action="store_true", help="the papers' protocols (hours)"),
-                opt("--recorded", action="store_true", help="no fit: the numbers stored in reference/ (the default)")),
-                exclusive=True),
-             opt("--sections", nargs="+", default=None, metavar="NAME",
-                 help=f"with --quick / --full: run only these ({', '.join(ra.GROUPS)}); with --full the others are "
-                      "read from the recorded results"),
-             use("out", "folder for SUMMARY.md and summary.json (default: the reference folder; --quick: "
-                        "./reproduce-all-quick)", default=None),
-             opt("--reference", default=None,
-                 help="the reference folder with the recorded results (default: the checkout's reference/)"),
-             use("data_dir", "the offline data folder (default: $CVXKML_DATA)"),
-             use("seed", "seed of every reproduction (default 0)"),
-             Parallel("independent fits of every reproduction")),
-            datasets=ra.data_sets, optional_datasets=ra.optional_data_sets),
+    Command(
+        "reproduce",
+        "logdet",
+        rlogdet.command,
+        "Jain et al. 2012 Table 1: k-means error with 50 constraints (unsupervised, LogDet linear, HMRF-KMeans)",
+        run_options(
+            "one repeat (smoke run)",
+            "two-fold CV repeats (default 5, quick 1)",
+            "seed of splits and constraints (default 0)",
+        )
+        + (data_dir("ionosphere.csv and pendigits.csv"), use("json"), Parallel("(data set, repeat, fold) fits")),
+        datasets=("ionosphere", "pendigits"),
+    ),
+    Command(
+        "reproduce",
+        "all",
+        ra.command,
+        "every reproduction in one summary (reference/SUMMARY.md, summary.json)",
+        (
+            Group(
+                None,
+                (
+                    use("quick", "every reproduction at toy size (a smoke test)"),
+                    opt("--full", action="store_true", help="the papers' protocols (hours)"),
+                    opt(
+                        "--recorded", action="store_true", help="no fit: the numbers stored in reference/ (the default)"
+                    ),
+                ),
+                exclusive=True,
+            ),
+            opt(
+                "--sections",
+                nargs="+",
+                default=None,
+                metavar="NAME",
+                help=f"with --quick / --full: run only these ({', '.join(ra.GROUPS)}); with --full the others are "
+                "read from the recorded results",
+            ),
+            use(
+                "out",
+                "folder for SUMMARY.md and summary.json (default: the reference folder; --quick: "
+                "./reproduce-all-quick)",
+                default=None,
+            ),
+            opt(
+                "--reference",
+                default=None,
+                help="the reference folder with the recorded results (default: the checkout's reference/)",
+            ),
+            use("data_dir", "the offline data folder (default: $CVXKML_DATA)"),
+            use("seed", "seed of every reproduction (default 0)"),
+            Parallel("independent fits of every reproduction"),
+        ),
+        datasets=ra.data_sets,
+        optional_datasets=ra.optional_data_sets,
+    ),
 )
 
 
@@ -325,10 +526,12 @@ def build_parser(table=TABLE) -> argparse.ArgumentParser:
     from .. import __version__
 
     parser = argparse.ArgumentParser(
-        prog="cvxkml", description="Convex metric and kernel learning: demos and benchmarks.")
+        prog="cvxkml", description="Convex metric and kernel learning: demos and benchmarks."
+    )
     parser.add_argument("--version", action="version", version=f"cvxkml {__version__}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the traceback of an error (default: one line on standard error)")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error (default: one line on standard error)"
+    )
     register(parser.add_subparsers(dest="command", metavar="COMMAND"), table)
     type_options(parser)
     return parser

@@ -5,6 +5,7 @@ prints.  Times are :func:`time.perf_counter`, best of ``repeats``, after a Numba
 compile time is timed).  The plain-NumPy baselines (``numpy_*``) run the solvers' own update
 formulas, so that they differ from the Numba loops only in how they run.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,18 +24,31 @@ from ._runner import quiet
 from ._runner import timed as _timed
 
 __all__ = [
-    "numpy_sweeps_metric", "numpy_sweeps_kernel", "warm_up", "projection_rows", "tolerance_rows",
-    "demo_knn_rows", "demo_fast_vs_exact", "numpy_lowrank_sweep", "lowrank_projection_rows",
-    "mnist_shape_factor", "lowrank_workload_rows", "warm_up_lowrank", "vonneumann_pairs_problem",
-    "numpy_vonneumann_sweep", "warm_up_vonneumann", "dgemm_gflops", "vonneumann_projection_rows",
+    "numpy_sweeps_metric",
+    "numpy_sweeps_kernel",
+    "warm_up",
+    "projection_rows",
+    "tolerance_rows",
+    "demo_knn_rows",
+    "demo_fast_vs_exact",
+    "numpy_lowrank_sweep",
+    "lowrank_projection_rows",
+    "mnist_shape_factor",
+    "lowrank_workload_rows",
+    "warm_up_lowrank",
+    "vonneumann_pairs_problem",
+    "numpy_vonneumann_sweep",
+    "warm_up_vonneumann",
+    "dgemm_gflops",
+    "vonneumann_projection_rows",
     "vonneumann_workload_rows",
 ]
 
 #: Algorithm 1's projection (alpha, beta, new xi): bregman's own formula run as plain Python
 _numpy_project = BREGMAN_KERNELS["project"].py_func
 _LOWRANK_SIZES = _VN_SIZES = (10, 50, 100, 200)
-_LOWRANK_PAPER_MIN = {10_000: 4.8, 100_000: 11.3}      # Kulis et al. §7.2, LogDet, MATLAB + MEX
-_VN_PAPER_MIN = {10_000: 7.7, 100_000: 71.4}           # Kulis et al. §7.2, von Neumann, MATLAB
+_LOWRANK_PAPER_MIN = {10_000: 4.8, 100_000: 11.3}  # Kulis et al. §7.2, LogDet, MATLAB + MEX
+_VN_PAPER_MIN = {10_000: 7.7, 100_000: 71.4}  # Kulis et al. §7.2, von Neumann, MATLAB
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -123,16 +137,23 @@ def _projection_case(kind: str, size: int, n_proj: int, repeats: int, seed: int)
             fn = numpy_sweeps_metric if kind == "metric" else numpy_sweeps_kernel
             out["updates"], out["numpy"] = fn(M, *where, delta, xi, lam, gamma, sweeps), M
 
-    run(True)                                             # compile / load, untimed
+    run(True)  # compile / load, untimed
     t_numba = _best_of(lambda: run(True), repeats)
     t_numpy = _best_of(lambda: run(False), repeats)
     M_nb, (done, _change, code, _bad) = out["numba"]
     if done != sweeps:
         raise RuntimeError(f"Numba loop stopped early (code {code}) in the {kind} benchmark.")
-    return {"form": kind, "size": int(size), "pairs": len(P), "projections": int(total),
-            "updates": int(out["updates"]), "numba_s_per_proj": t_numba / total,
-            "numpy_s_per_proj": t_numpy / total, "speedup": t_numpy / t_numba,
-            "max_rel_diff": float(np.max(np.abs(M_nb - out["numpy"])) / max(1.0, np.max(np.abs(out["numpy"]))))}
+    return {
+        "form": kind,
+        "size": int(size),
+        "pairs": len(P),
+        "projections": int(total),
+        "updates": int(out["updates"]),
+        "numba_s_per_proj": t_numba / total,
+        "numpy_s_per_proj": t_numpy / total,
+        "speedup": t_numpy / t_numba,
+        "max_rel_diff": float(np.max(np.abs(M_nb - out["numpy"])) / max(1.0, np.max(np.abs(out["numpy"])))),
+    }
 
 
 def projection_rows(quick: bool = False, repeats: int | None = None, seed: int = 0) -> list[dict]:
@@ -145,15 +166,29 @@ def projection_rows(quick: bool = False, repeats: int | None = None, seed: int =
     speedup (numpy / numba), max_rel_diff (of the resulting matrices).
     """
     warm_up()
-    cases = ([("metric", 4, 400), ("metric", 13, 400), ("kernel", 100, 200)] if quick else
-             [("metric", 4, 20_000), ("metric", 13, 20_000), ("metric", 64, 10_000), ("kernel", 100, 4_000),
-              ("kernel", 1000, 400)])
+    cases = (
+        [("metric", 4, 400), ("metric", 13, 400), ("kernel", 100, 200)]
+        if quick
+        else [
+            ("metric", 4, 20_000),
+            ("metric", 13, 20_000),
+            ("metric", 64, 10_000),
+            ("kernel", 100, 4_000),
+            ("kernel", 1000, 400),
+        ]
+    )
     repeats = _default(repeats, quick, 2, 5, int)
     return [_projection_case(kind, size, n_proj, repeats, seed) for kind, size, n_proj in cases]
 
 
-def tolerance_rows(quick: bool = False, repeats: int | None = None, seed: int = 0,
-                   tol: float = 1e-10, eps: float = 1e-8, gamma: float = 1.0) -> list[dict]:
+def tolerance_rows(
+    quick: bool = False,
+    repeats: int | None = None,
+    seed: int = 0,
+    tol: float = 1e-10,
+    eps: float = 1e-8,
+    gamma: float = 1.0,
+) -> list[dict]:
     """Time to tolerance of the fast Bregman solver vs the exact CVXPY model on the slack LogDet
     kernel problem with 2n random pairs, n = 20, 40, 80 (``quick``: 10, 20).
 
@@ -174,14 +209,28 @@ def tolerance_rows(quick: bool = False, repeats: int | None = None, seed: int = 
         t_fast = _best_of(lambda: out.update(fast=prob.solve(tol=tol, max_iter=1_000_000)), repeats)
         sf = out["fast"]
         for solver in ["SCS"] + (["CLARABEL"] if prob.T.shape[1] <= Problem.clarabel_max_size else []):
-            t_exact = _best_of(lambda: out.update(exact=quiet(prob.solve_reference, solver=solver, eps=eps,
-                                                              accept_inaccurate=True)), repeats)
+            t_exact = _best_of(
+                lambda: out.update(exact=quiet(prob.solve_reference, solver=solver, eps=eps, accept_inaccurate=True)),
+                repeats,
+            )
             se = out["exact"]
-            rows.append({
-                "n": n, "pairs": len(prob.pairs), "solver": solver.lower(), "fast_s": t_fast, "exact_s": t_exact,
-                "ratio": t_fast / t_exact, "fast_objective": sf.objective, "exact_objective": se.objective,
-                "rel_gap": _rel_gap(sf.objective, se.objective), "fast_max_violation": sf.max_violation,
-                "exact_max_violation": se.max_violation, "exact_status": se.status, "fast_sweeps": sf.n_iter})
+            rows.append(
+                {
+                    "n": n,
+                    "pairs": len(prob.pairs),
+                    "solver": solver.lower(),
+                    "fast_s": t_fast,
+                    "exact_s": t_exact,
+                    "ratio": t_fast / t_exact,
+                    "fast_objective": sf.objective,
+                    "exact_objective": se.objective,
+                    "rel_gap": _rel_gap(sf.objective, se.objective),
+                    "fast_max_violation": sf.max_violation,
+                    "exact_max_violation": se.max_violation,
+                    "exact_status": se.status,
+                    "fast_sweeps": sf.n_iter,
+                }
+            )
     return rows
 
 
@@ -197,28 +246,38 @@ def demo_knn_rows(n_neighbors: int = 10, n_folds: int = 2, random_state: int = 0
 
     from ..estimators.logdet import ITML, KernelITML
 
-    warm_up()                                   # keep Numba compile time out of fit_s
+    warm_up()  # keep Numba compile time out of fit_s
     X, y = load_wine_standardized()
     folds = list(StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state).split(X, y))
 
     def kitml(Xtr, ytr):
         D = np.sum((Xtr[:, None, :] - Xtr[None, :, :]) ** 2, axis=-1)
         sigma = float(np.sqrt(np.median(D[np.triu_indices(len(Xtr), 1)])))
-        return KernelITML(kernel="gaussian", kernel_params={"sigma": sigma}, gamma=1.0,
-                          random_state=random_state).fit(Xtr, ytr)
+        return KernelITML(kernel="gaussian", kernel_params={"sigma": sigma}, gamma=1.0, random_state=random_state).fit(
+            Xtr, ytr
+        )
 
     rows = []
-    for name, make in (("Euclidean", lambda Xtr, ytr: None),
-                       ("ITML", lambda Xtr, ytr: ITML(gamma=1.0, random_state=random_state).fit(Xtr, ytr)),
-                       ("KernelITML (Gaussian)", kitml)):
+    for name, make in (
+        ("Euclidean", lambda Xtr, ytr: None),
+        ("ITML", lambda Xtr, ytr: ITML(gamma=1.0, random_state=random_state).fit(Xtr, ytr)),
+        ("KernelITML (Gaussian)", kitml),
+    ):
         scores, fit_s = [], 0.0
         for tr, te in folds:
             est, dt = _timed(make, X[tr], y[tr])
             fit_s += dt
             Ztr, Zte = (X[tr], X[te]) if est is None else (est.transform(X[tr]), est.transform(X[te]))
             scores.append(float(KNeighborsClassifier(n_neighbors=n_neighbors).fit(Ztr, y[tr]).score(Zte, y[te])))
-        rows.append({"method": name, "scores": scores, "mean": float(np.mean(scores)),
-                     "spread": float(np.std(scores)), "fit_s": fit_s})
+        rows.append(
+            {
+                "method": name,
+                "scores": scores,
+                "mean": float(np.mean(scores)),
+                "spread": float(np.std(scores)),
+                "fit_s": fit_s,
+            }
+        )
     return rows
 
 
@@ -231,11 +290,21 @@ def demo_fast_vs_exact(n: int = 30, gamma: float = 1.0, random_state: int = 0, t
     prob = make_random_instance(n, 5, 2 * n, gamma, kind="kernel", random_state=random_state)
     sf, t_fast = _timed(prob.solve, tol=tol, max_iter=1_000_000)
     se, t_exact = _timed(prob.solve_reference)
-    return {"n": n, "pairs": len(prob.pairs), "gamma": gamma, "fast_objective": sf.objective,
-            "exact_objective": se.objective, "rel_gap": _rel_gap(sf.objective, se.objective),
-            "fast_max_violation": sf.max_violation, "exact_max_violation": se.max_violation,
-            "fast_s": t_fast, "exact_s": t_exact, "time_ratio": t_fast / t_exact,
-            "exact_solver": se.solver, "fast_sweeps": sf.n_iter}
+    return {
+        "n": n,
+        "pairs": len(prob.pairs),
+        "gamma": gamma,
+        "fast_objective": sf.objective,
+        "exact_objective": se.objective,
+        "rel_gap": _rel_gap(sf.objective, se.objective),
+        "fast_max_violation": sf.max_violation,
+        "exact_max_violation": se.max_violation,
+        "fast_s": t_fast,
+        "exact_s": t_exact,
+        "time_ratio": t_fast / t_exact,
+        "exact_solver": se.solver,
+        "fast_sweeps": sf.n_iter,
+    }
 
 
 # --------------------------------------------------------------------------- low rank (bench lowrank)
@@ -288,8 +357,7 @@ def _lowrank_pairs(r: int, m: int, seed: int, eps: float = 0.25):
     b = np.repeat(np.sum((G0[I] - G0[J]) ** 2, axis=1), 2)
     delta = np.tile([1.0, -1.0], h)
     bound = np.where(delta > 0, (1 - eps) * b, (1 + eps) * b)
-    return (np.ascontiguousarray(G0), np.repeat(I, 2).astype(np.int64), np.repeat(J, 2).astype(np.int64),
-            delta, bound)
+    return (np.ascontiguousarray(G0), np.repeat(I, 2).astype(np.int64), np.repeat(J, 2).astype(np.int64), delta, bound)
 
 
 def _update_rates(r, flops, flop_budget, repeats, seed):
@@ -303,7 +371,7 @@ def _update_rates(r, flops, flop_budget, repeats, seed):
     for drive in (_drive_cholupdatemult, _drive_cholupdatemult_t):
         M0 = np.eye(r)
         M = M0.copy()
-        drive(M, M0, Xu[:2], betas[:2], 100)                 # compile / load, untimed
+        drive(M, M0, Xu[:2], betas[:2], 100)  # compile / load, untimed
         seconds.append(_best_of(lambda: drive(M, M0, Xu, betas, 100), repeats))
         final.append(M)
     if not np.all(np.isfinite(final[0])):
@@ -327,7 +395,7 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
     from ..solvers.lowrank import BENCH_KERNELS, PAIR
 
     repeats = _default(repeats, quick, 1, 3, int)
-    flop_budget, np_budget = (1e7, 0.05) if quick else (3e8, 0.5)     # np_budget: rough NumPy seconds
+    flop_budget, np_budget = (1e7, 0.05) if quick else (3e8, 0.5)  # np_budget: rough NumPy seconds
     rows = []
     for r in (10, 50) if quick else _LOWRANK_SIZES:
         flops = 3 * r * r + 2 * r
@@ -338,31 +406,70 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
 
         def run_numba(mm):
             Bn, xi, lam = np.eye(r), bound[:mm].copy(), np.zeros(mm)
-            res, dt = _timed(BENCH_KERNELS["sweeps"], Bn, G0, kind[:mm], I[:mm], J[:mm], J[:mm], zeros2[:mm],
-                             zeros2[:mm], delta[:mm], xi, lam, 1.0, 0.0, 1)
-            if res[2] not in (0, 1) or res[0] != 1:          # OK / NOT_CONVERGED after one sweep
+            res, dt = _timed(
+                BENCH_KERNELS["sweeps"],
+                Bn,
+                G0,
+                kind[:mm],
+                I[:mm],
+                J[:mm],
+                J[:mm],
+                zeros2[:mm],
+                zeros2[:mm],
+                delta[:mm],
+                xi,
+                lam,
+                1.0,
+                0.0,
+                1,
+            )
+            if res[2] not in (0, 1) or res[0] != 1:  # OK / NOT_CONVERGED after one sweep
                 raise RuntimeError(f"low-rank sweep stopped (code {res[2]}) at r = {r}")
-            return Bn, dt, int(np.count_nonzero(lam))      # λ starts at 0: λ_c ≠ 0 iff updated
+            return Bn, dt, int(np.count_nonzero(lam))  # λ starts at 0: λ_c ≠ 0 iff updated
 
-        run_numba(min(m, 10))                                # compile / load, untimed
+        run_numba(min(m, 10))  # compile / load, untimed
         timed = [run_numba(m) for _ in range(repeats)]
         t_proj = min(t[1] for t in timed)
-        m_np = int(min(m, max(50, np_budget / (3e-5 + 2.5e-10 * r ** 3))))
+        m_np = int(min(m, max(50, np_budget / (3e-5 + 2.5e-10 * r**3))))
         B_nb = run_numba(m_np)[0]
         t_np = np.inf
         with blas_limit(1):
             for _ in range(repeats):
-                (B_np, updates), dt = _timed(numpy_lowrank_sweep, np.eye(r), G0, I[:m_np], J[:m_np], delta[:m_np],
-                                             bound[:m_np].copy(), np.zeros(m_np), 1.0)
+                (B_np, updates), dt = _timed(
+                    numpy_lowrank_sweep,
+                    np.eye(r),
+                    G0,
+                    I[:m_np],
+                    J[:m_np],
+                    delta[:m_np],
+                    bound[:m_np].copy(),
+                    np.zeros(m_np),
+                    1.0,
+                )
                 t_np = min(t_np, dt)
         upd_rate, upd_t_rate, proj_rate, np_rate = n_upd / t_upd, n_upd / t_upd_t, m / t_proj, m_np / t_np
-        rows.append({
-            "r": int(r), "flops_per_update": int(flops), "updates": int(n_upd), "update_per_s": upd_rate,
-            "update_gflops": upd_rate * flops / 1e9, "update_t_per_s": upd_t_rate,
-            "update_t_gflops": upd_t_rate * flops / 1e9, "update_t_speedup": upd_t_rate / upd_rate,
-            "update_t_identical": same, "projections": int(m), "proj_updates": timed[0][2], "proj_per_s": proj_rate,
-            "proj_gflops": proj_rate * flops / 1e9, "numpy_projections": int(m_np), "numpy_updates": int(updates),
-            "numpy_proj_per_s": np_rate, "speedup": proj_rate / np_rate, "max_rel_diff": _max_rel_diff(B_nb, B_np)})
+        rows.append(
+            {
+                "r": int(r),
+                "flops_per_update": int(flops),
+                "updates": int(n_upd),
+                "update_per_s": upd_rate,
+                "update_gflops": upd_rate * flops / 1e9,
+                "update_t_per_s": upd_t_rate,
+                "update_t_gflops": upd_t_rate * flops / 1e9,
+                "update_t_speedup": upd_t_rate / upd_rate,
+                "update_t_identical": same,
+                "projections": int(m),
+                "proj_updates": timed[0][2],
+                "proj_per_s": proj_rate,
+                "proj_gflops": proj_rate * flops / 1e9,
+                "numpy_projections": int(m_np),
+                "numpy_updates": int(updates),
+                "numpy_proj_per_s": np_rate,
+                "speedup": proj_rate / np_rate,
+                "max_rel_diff": _max_rel_diff(B_nb, B_np),
+            }
+        )
     return rows
 
 
@@ -383,7 +490,7 @@ def mnist_shape_factor(n: int = 60_000, r: int = 100, data_dir=None, noise: floa
         G0 = (rng.standard_normal((10, r))[yy] + rng.standard_normal((n, r))) * (1.0 / np.sqrt(np.arange(1, r + 1)))
         return np.ascontiguousarray(G0), yy, f"synthetic (no mnist5000.npz): 10 Gaussian classes, {n} x {r}"
     Xc = X - X.mean(axis=0)
-    with blas_limit(1):                   # multithreaded eigh stalls on a busy box
+    with blas_limit(1):  # multithreaded eigh stalls on a busy box
         _, V = np.linalg.eigh(Xc.T @ Xc)
     Z = Xc @ V[:, ::-1][:, :r]
     sd = Z.std(axis=0)
@@ -397,15 +504,21 @@ def _workload_pairs(G0, y, m: int, seed: int):
     """The m random label pairs of the workload (ITML scheme, seed + m), 5th / 95th-percentile bounds."""
     from ..sideinfo import PairConstraints, baseline_metric
 
-    return PairConstraints.from_labels(y, baseline_metric(G0), scheme="itml", n_constraints=int(m),
-                                       percentiles=(5.0, 95.0), random_state=seed + int(m))
+    return PairConstraints.from_labels(
+        y, baseline_metric(G0), scheme="itml", n_constraints=int(m), percentiles=(5.0, 95.0), random_state=seed + int(m)
+    )
 
 
 def _run_row(proj, secs, flops, max_iter, sweeps, converged, reached):
     """The columns every workload row shares: stop reason and rates."""
-    return {"stop": reached if converged else ("budget" if sweeps < max_iter else "max sweeps"),
-            "converged": bool(converged), "solver_s": float(secs), "projections": int(proj),
-            "proj_per_s": proj / max(secs, 1e-12), "gflops": proj * flops / max(secs, 1e-12) / 1e9}
+    return {
+        "stop": reached if converged else ("budget" if sweeps < max_iter else "max sweeps"),
+        "converged": bool(converged),
+        "solver_s": float(secs),
+        "projections": int(proj),
+        "proj_per_s": proj / max(secs, 1e-12),
+        "gflops": proj * flops / max(secs, 1e-12) / 1e9,
+    }
 
 
 def _lowrank_certificate(prob, M, lam, xi) -> dict:
@@ -413,8 +526,11 @@ def _lowrank_certificate(prob, M, lam, xi) -> dict:
     f, g = prob.objective(M), prob.dual_value(lam)
     viol = prob.violations(M, xi)
     gap = (f - g) / max(1.0, abs(f)) if np.isfinite(f) and np.isfinite(g) else np.inf
-    return {"objective": float(f), "rel_gap": float(gap),
-            "max_rel_violation": float(np.max(viol / np.maximum(1.0, np.abs(prob.pairs.bound)), initial=0.0))}
+    return {
+        "objective": float(f),
+        "rel_gap": float(gap),
+        "max_rel_violation": float(np.max(viol / np.maximum(1.0, np.abs(prob.pairs.bound)), initial=0.0)),
+    }
 
 
 def _lowrank_paper_rule(prob, tol, max_iter, budget):
@@ -425,13 +541,13 @@ def _lowrank_paper_rule(prob, tol, max_iter, budget):
 
     P = prob.pairs
     m = len(P)
-    args = (prob.G0, np.full(m, PAIR), P.i, P.j, P.j, np.zeros((m, 2)), np.zeros((m, 2)), P.y, P.bound,
-            prob.gamma, tol)
+    args = (prob.G0, np.full(m, PAIR), P.i, P.j, P.j, np.zeros((m, 2)), np.zeros((m, 2)), P.y, P.bound, prob.gamma, tol)
     B = lam = xi = None
     sweeps, seconds, chunk = 0, 0.0, 4
     while sweeps < max_iter and seconds < budget:
         B, lam, xi, done, _change, code, bad, t = lowrank_logdet(
-            *args, min(chunk, max_iter - sweeps), B0=B, lam0=lam, xi0=xi, order="cyclic", active_set=False)
+            *args, min(chunk, max_iter - sweeps), B0=B, lam0=lam, xi0=xi, order="cyclic", active_set=False
+        )
         sweeps += done
         seconds += t
         if code not in (OK, NOT_CONVERGED):
@@ -442,9 +558,17 @@ def _lowrank_paper_rule(prob, tol, max_iter, budget):
     return B, lam, xi, sweeps, False, seconds
 
 
-def lowrank_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol: float = 1e-3,
-                          gamma: float = 1.0, max_iter: int | None = None, counts=None, baseline: bool = True,
-                          baseline_budget: float | None = None) -> dict:
+def lowrank_workload_rows(
+    quick: bool = False,
+    data_dir=None,
+    seed: int = 0,
+    tol: float = 1e-3,
+    gamma: float = 1.0,
+    max_iter: int | None = None,
+    counts=None,
+    baseline: bool = True,
+    baseline_budget: float | None = None,
+) -> dict:
     """The MNIST-shape workload of Kulis et al. §7.2 with low-rank LogDet, one core.
 
     G0 from :func:`mnist_shape_factor` (n = 60 000, r = 100; ``quick``: 6000, 20); per count of
@@ -480,28 +604,56 @@ def lowrank_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol
             c0 = time.process_time()
             sol = quiet(prob.solve, tol=tol, max_iter=max_iter)
             cpu = time.process_time() - c0
-            base = {"constraints": int(m), "pairs": len(prob.pairs), "build_s": build,
-                    "paper_min": _LOWRANK_PAPER_MIN.get(int(m)) if not quick else None}
+            base = {
+                "constraints": int(m),
+                "pairs": len(prob.pairs),
+                "build_s": build,
+                "paper_min": _LOWRANK_PAPER_MIN.get(int(m)) if not quick else None,
+            }
             rel_gap = (sol.gap / max(1.0, abs(sol.objective))) if sol.gap is not None else np.inf
-            rows.append({**base, "solver": "certified", "sweeps": int(sol.n_iter),
-                         **_run_row(int(sol.info["projections"]), sol.time, flops, max_iter, max_iter,
-                                    sol.converged, "certificate"),
-                         "cpu_s": cpu, "objective": float(sol.objective), "rel_gap": float(rel_gap),
-                         "max_rel_violation": float(sol.info["max_relative_violation"])})
+            rows.append(
+                {
+                    **base,
+                    "solver": "certified",
+                    "sweeps": int(sol.n_iter),
+                    **_run_row(
+                        int(sol.info["projections"]), sol.time, flops, max_iter, max_iter, sol.converged, "certificate"
+                    ),
+                    "cpu_s": cpu,
+                    "objective": float(sol.objective),
+                    "rel_gap": float(rel_gap),
+                    "max_rel_violation": float(sol.info["max_relative_violation"]),
+                }
+            )
             if baseline:
                 c0 = time.process_time()
                 B, lam, xi, sweeps, conv, secs = _lowrank_paper_rule(prob, tol, max_iter, baseline_budget)
                 cpu = time.process_time() - c0
-                rows.append({**base, "solver": "paper rule", "sweeps": int(sweeps),
-                             **_run_row(sweeps * len(prob.pairs), secs, flops, max_iter, sweeps, conv,
-                                        "dual change"),
-                             "cpu_s": cpu, **_lowrank_certificate(prob, B @ B.T, lam,
-                                                                xi[: len(prob.pairs)] if gamma is not None else None)})
+                rows.append(
+                    {
+                        **base,
+                        "solver": "paper rule",
+                        "sweeps": int(sweeps),
+                        **_run_row(sweeps * len(prob.pairs), secs, flops, max_iter, sweeps, conv, "dual change"),
+                        "cpu_s": cpu,
+                        **_lowrank_certificate(
+                            prob, B @ B.T, lam, xi[: len(prob.pairs)] if gamma is not None else None
+                        ),
+                    }
+                )
     cert_tol = max(tol, 1e-6)
-    for row in rows:                          # the certificate of Problem.solve, for every row
+    for row in rows:  # the certificate of Problem.solve, for every row
         row["certified"] = bool(abs(row["rel_gap"]) <= cert_tol and row["max_rel_violation"] <= cert_tol)
-    return {"source": src, "n": n, "r": r, "gamma": gamma, "tol": tol, "flops_per_projection": flops,
-            "baseline_budget": baseline_budget, "rows": rows}
+    return {
+        "source": src,
+        "n": n,
+        "r": r,
+        "gamma": gamma,
+        "tol": tol,
+        "flops_per_projection": flops,
+        "baseline_budget": baseline_budget,
+        "rows": rows,
+    }
 
 
 def warm_up_lowrank() -> None:
@@ -510,8 +662,7 @@ def warm_up_lowrank() -> None:
     from ..sideinfo import PairConstraints
 
     G0 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    LowRankLogDet(G0, PairConstraints([0, 1], [1, 2], [1.0, -1.0], [1.0, 2.0]), gamma=1.0).solve(
-        tol=1e-6, max_iter=50)
+    LowRankLogDet(G0, PairConstraints([0, 1], [1, 2], [1.0, -1.0], [1.0, 2.0]), gamma=1.0).solve(tol=1e-6, max_iter=50)
 
 
 # --------------------------------------------------------------------------- von Neumann (bench vonneumann)
@@ -602,8 +753,9 @@ def _numpy_vn_prefix(F, q0, I, J, delta, bound, gamma, k):
     """:func:`numpy_vonneumann_sweep` on the first ``k`` constraints from the start:
     (X̂ = W diag(e^q) Wᵀ, evaluations, searched, seconds)."""
     r = F.shape[1]
-    (W, q, evals, searched), dt = _timed(numpy_vonneumann_sweep, np.eye(r), q0.copy(), F, I[:k], J[:k],
-                                         delta[:k], bound[:k].copy(), np.zeros(k), gamma)
+    (W, q, evals, searched), dt = _timed(
+        numpy_vonneumann_sweep, np.eye(r), q0.copy(), F, I[:k], J[:k], delta[:k], bound[:k].copy(), np.zeros(k), gamma
+    )
     return (W * np.exp(q)) @ W.T, evals, searched, dt
 
 
@@ -648,12 +800,12 @@ def vonneumann_projection_rows(quick: bool = False, repeats: int | None = None, 
     from ..solvers.vonneumann import BENCH_KERNELS, vonneumann_pairs
 
     repeats = _default(repeats, quick, 1, 3, int)
-    budget, np_budget = (2e5, 0.1) if quick else (2e7, 1.0)   # ~ r³ units per sweep; rough NumPy seconds
+    budget, np_budget = (2e5, 0.1) if quick else (2e7, 1.0)  # ~ r³ units per sweep; rough NumPy seconds
     warm_up_vonneumann()
     rows = []
     with blas_limit(1):
         for r in (10, 50) if quick else _VN_SIZES:
-            m = 2 * max(25 if quick else 100, int(budget / r ** 3))
+            m = 2 * max(25 if quick else 100, int(budget / r**3))
             F, q0, I, J, delta, bound = vonneumann_pairs_problem(r, m, seed + r)
 
             def run_numba():
@@ -666,19 +818,28 @@ def vonneumann_projection_rows(quick: bool = False, repeats: int | None = None, 
             timed = [run_numba() for _ in range(repeats)]
             W, q, lam, st, _ = timed[0]
             zf_s, zf_evals, n_zf = _zerofinder_alone(W, q, F, I, J, bound, m)
-            m_np = int(min(m, max(10, np_budget / (1e-4 + 4 * 4e-9 * r ** 3))))   # rough NumPy cost
+            m_np = int(min(m, max(10, np_budget / (1e-4 + 4 * 4e-9 * r**3))))  # rough NumPy cost
             ref = vonneumann_pairs(F, q0, I[:m_np], J[:m_np], delta[:m_np], bound[:m_np], 1.0, 0.0, 1)
             runs = [_numpy_vn_prefix(F, q0, I, J, delta, bound, 1.0, m_np) for _ in range(repeats)]
             Xn, np_evals, searched, _ = runs[-1]
             nb_s, np_s = min(t[4] for t in timed) / m, min(t[3] for t in runs) / m_np
-            rows.append({
-                "r": int(r), "projections": int(m), "updates": int(np.count_nonzero(lam)),
-                "evals_per_proj": float(st[0] / max(st[1], 1)), "s_per_proj": nb_s,
-                "zerofinder_s": zf_s / n_zf, "zerofinder_evals": zf_evals / n_zf,
-                "rootfinder_share": zf_s / n_zf / nb_s, "numpy_projections": int(m_np),
-                "numpy_evals_per_proj": np_evals / max(searched, 1), "numpy_s_per_proj": np_s,
-                "speedup": np_s / nb_s,
-                "max_rel_diff": float(np.max(np.abs(ref.matrix - Xn)) / np.max(np.abs(Xn)))})
+            rows.append(
+                {
+                    "r": int(r),
+                    "projections": int(m),
+                    "updates": int(np.count_nonzero(lam)),
+                    "evals_per_proj": float(st[0] / max(st[1], 1)),
+                    "s_per_proj": nb_s,
+                    "zerofinder_s": zf_s / n_zf,
+                    "zerofinder_evals": zf_evals / n_zf,
+                    "rootfinder_share": zf_s / n_zf / nb_s,
+                    "numpy_projections": int(m_np),
+                    "numpy_evals_per_proj": np_evals / max(searched, 1),
+                    "numpy_s_per_proj": np_s,
+                    "speedup": np_s / nb_s,
+                    "max_rel_diff": float(np.max(np.abs(ref.matrix - Xn)) / np.max(np.abs(Xn))),
+                }
+            )
     return rows
 
 
@@ -688,11 +849,11 @@ def dgemm_gflops(r: int, repeats: int = 5) -> float:
     rng = np.random.default_rng(0)
     A, B = rng.standard_normal((r, r)), rng.standard_normal((r, r))
     out = np.empty((r, r))
-    reps = max(10, int(2e8 / (2.0 * r ** 3)))
+    reps = max(10, int(2e8 / (2.0 * r**3)))
     with blas_limit(1):
         np.dot(A, B, out=out)
         best = _best_of(lambda: [np.dot(A, B, out=out) for _ in range(reps)], repeats)
-    return 2.0 * r ** 3 * reps / best / 1e9
+    return 2.0 * r**3 * reps / best / 1e9
 
 
 def _vn_dense_row(m, F, q0, I, J, delta, bound, gamma, k):
@@ -701,19 +862,34 @@ def _vn_dense_row(m, F, q0, I, J, delta, bound, gamma, k):
     from ..solvers.vonneumann import vonneumann_pairs
 
     ref = {}
-    t_alg3 = _best_of(lambda: ref.update(res=vonneumann_pairs(F, q0, I[:k], J[:k], delta[:k], bound[:k], gamma,
-                                                              0.0, 1)), 2)
+    t_alg3 = _best_of(
+        lambda: ref.update(res=vonneumann_pairs(F, q0, I[:k], J[:k], delta[:k], bound[:k], gamma, 0.0, 1)), 2
+    )
     Xn, _evals, searched, t_np = _numpy_vn_prefix(F, q0, I, J, delta, bound, gamma, k)
-    return {"constraints": int(m), "prefix": k, "projections": int(ref["res"].extra["projections"]),
-            "numpy_projections": int(searched), "alg3_s_per_visit": t_alg3 / k, "numpy_s_per_visit": t_np / k,
-            "speedup": t_np / t_alg3,
-            "max_rel_diff": float(np.max(np.abs(ref["res"].matrix - Xn)) / np.max(np.abs(Xn)))}
+    return {
+        "constraints": int(m),
+        "prefix": k,
+        "projections": int(ref["res"].extra["projections"]),
+        "numpy_projections": int(searched),
+        "alg3_s_per_visit": t_alg3 / k,
+        "numpy_s_per_visit": t_np / k,
+        "speedup": t_np / t_alg3,
+        "max_rel_diff": float(np.max(np.abs(ref["res"].matrix - Xn)) / np.max(np.abs(Xn))),
+    }
 
 
-def vonneumann_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, tol: float = 1e-3,
-                             gamma: float = 1.0, max_iter: int | None = None, counts=None,
-                             time_budget: float | None = None, baseline: bool = True,
-                             baseline_projections: int | None = None) -> dict:
+def vonneumann_workload_rows(
+    quick: bool = False,
+    data_dir=None,
+    seed: int = 0,
+    tol: float = 1e-3,
+    gamma: float = 1.0,
+    max_iter: int | None = None,
+    counts=None,
+    time_budget: float | None = None,
+    baseline: bool = True,
+    baseline_projections: int | None = None,
+) -> dict:
     """The MNIST-shape workload of Kulis et al. §7.2 with von Neumann (Algorithm 3), one core.
 
     G0 from :func:`mnist_shape_factor` (n = 60 000, r = 100; ``quick``: 3000, 10), F = U,
@@ -749,30 +925,71 @@ def vonneumann_workload_rows(quick: bool = False, data_dir=None, seed: int = 0, 
             build = time.perf_counter() - t0
             I, J = np.ascontiguousarray(pc.i, dtype=np.int64), np.ascontiguousarray(pc.j, dtype=np.int64)
             delta, bound = np.ascontiguousarray(pc.y, dtype=np.float64), np.array(pc.bound, dtype=np.float64)
-            for name, stop in [("certified", "both")] + ([("paper rule", "dual_change")]
-                                                         if baseline and (quick or m <= 10_000) else []):
+            for name, stop in [("certified", "both")] + (
+                [("paper rule", "dual_change")] if baseline and (quick or m <= 10_000) else []
+            ):
                 c0 = time.process_time()
-                res = vonneumann_pairs(F, q0, I, J, delta, bound, gamma, tol, max_iter, stop=stop,
-                                       callback=lambda info: info["time"] > time_budget)
+                res = vonneumann_pairs(
+                    F,
+                    q0,
+                    I,
+                    J,
+                    delta,
+                    bound,
+                    gamma,
+                    tol,
+                    max_iter,
+                    stop=stop,
+                    callback=lambda info: info["time"] > time_budget,
+                )
                 cpu = time.process_time() - c0
                 if res.code == NONFINITE:
                     raise RuntimeError(f"von Neumann workload: non-finite iterate at constraint {res.bad}")
                 ex = res.extra
                 c = certificate(F, q0, I, J, delta, bound, res.xi, res.lam, ex["W"], ex["q"], gamma)
                 proj, secs = int(ex["projections"]), float(res.time)
-                rows.append({
-                    "constraints": int(m), "pairs": len(pc), "solver": name, "sweeps": int(res.sweeps),
-                    **_run_row(proj, secs, 2.0 * r ** 3, max_iter, res.sweeps, res.code == OK,
-                               "certificate" if stop == "both" else "dual change"),
-                    "certified": bool(np.isfinite(c["rel_gap"]) and abs(c["rel_gap"]) <= cert_tol
-                                      and c["rel_violation"] <= cert_tol),
-                    "cpu_s": cpu, "build_s": build,
-                    "visits": int(ex["full_sweeps"]) * len(pc) + int(ex["visited_active"]),
-                    "s_per_proj": secs / max(proj, 1), "evals_per_proj": float(ex["evals_per_projection"]),
-                    "objective": float(c["objective"]), "rel_gap": float(c["rel_gap"]),
-                    "max_rel_violation": float(c["rel_violation"]),
-                    "paper_min": None if quick else _VN_PAPER_MIN.get(int(m))})
+                rows.append(
+                    {
+                        "constraints": int(m),
+                        "pairs": len(pc),
+                        "solver": name,
+                        "sweeps": int(res.sweeps),
+                        **_run_row(
+                            proj,
+                            secs,
+                            2.0 * r**3,
+                            max_iter,
+                            res.sweeps,
+                            res.code == OK,
+                            "certificate" if stop == "both" else "dual change",
+                        ),
+                        "certified": bool(
+                            np.isfinite(c["rel_gap"])
+                            and abs(c["rel_gap"]) <= cert_tol
+                            and c["rel_violation"] <= cert_tol
+                        ),
+                        "cpu_s": cpu,
+                        "build_s": build,
+                        "visits": int(ex["full_sweeps"]) * len(pc) + int(ex["visited_active"]),
+                        "s_per_proj": secs / max(proj, 1),
+                        "evals_per_proj": float(ex["evals_per_projection"]),
+                        "objective": float(c["objective"]),
+                        "rel_gap": float(c["rel_gap"]),
+                        "max_rel_violation": float(c["rel_violation"]),
+                        "paper_min": None if quick else _VN_PAPER_MIN.get(int(m)),
+                    }
+                )
             if baseline:
                 dense.append(_vn_dense_row(m, F, q0, I, J, delta, bound, gamma, min(n_dense, len(pc))))
-    return {"source": src, "n": n, "r": r, "gamma": gamma, "tol": tol, "time_budget": time_budget,
-            "rows": rows, "dense": dense, "dgemm_gflops": dgemm_gflops(r), "paper_min_100k": _VN_PAPER_MIN[100_000]}
+    return {
+        "source": src,
+        "n": n,
+        "r": r,
+        "gamma": gamma,
+        "tol": tol,
+        "time_budget": time_budget,
+        "rows": rows,
+        "dense": dense,
+        "dgemm_gflops": dgemm_gflops(r),
+        "paper_min_100k": _VN_PAPER_MIN[100_000],
+    }

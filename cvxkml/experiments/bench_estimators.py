@@ -10,6 +10,7 @@ warm-up fit; the fitted ``solution_``'s certificate; peer rows of metric-learn (
 dependency) when it runs here or in ``--peer-python``.  The cells are independent tasks
 (``--n-jobs``).
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,20 @@ from ._peer_metric_learn import warm_subset
 from ._report import finish, format_table, pm, start, write_numbers
 from ._runner import timed
 
-__all__ = ["SEED", "DATASETS", "FEATURES", "BASELINE", "load_bench_dataset", "check_folds", "cv_folds", "make_pipeline",
-           "run_cell", "run_bench", "format_report", "command"]
+__all__ = [
+    "SEED",
+    "DATASETS",
+    "FEATURES",
+    "BASELINE",
+    "load_bench_dataset",
+    "check_folds",
+    "cv_folds",
+    "make_pipeline",
+    "run_cell",
+    "run_bench",
+    "format_report",
+    "command",
+]
 
 #: Seed of the folds, the digits subset and the estimators' random_state.
 SEED = 0
@@ -70,8 +83,10 @@ def check_folds(y, n_folds: int, name: str = "the data", flag: str = "--folds") 
     """InvalidInputError (naming ``name`` and ``flag``) unless 2 <= ``n_folds`` <= the smallest class of ``y``."""
     smallest = int(np.unique(y, return_counts=True)[1].min())
     if not 2 <= n_folds <= smallest:
-        raise InvalidInputError(f"{n_folds}-fold stratified cross-validation of {name} needs 2 to {smallest} folds "
-                                f"(its smallest class has {smallest} points); use {flag} between 2 and {smallest}.")
+        raise InvalidInputError(
+            f"{n_folds}-fold stratified cross-validation of {name} needs 2 to {smallest} folds "
+            f"(its smallest class has {smallest} points); use {flag} between 2 and {smallest}."
+        )
 
 
 def cv_folds(y, n_folds: int = N_FOLDS, seed: int = SEED) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -118,17 +133,23 @@ def _certificate(est) -> dict | None:
         return None
     gap = sol.gap
     rel = None if gap is None else float(gap / max(1.0, abs(float(sol.objective))))
-    return {"converged": bool(sol.converged), "rel_gap": rel, "max_violation": float(sol.max_violation),
-            "status": str(sol.status), "solver": str(sol.solver), "n_iter": int(sol.n_iter)}
+    return {
+        "converged": bool(sol.converged),
+        "rel_gap": rel,
+        "max_violation": float(sol.max_violation),
+        "status": str(sol.status),
+        "solver": str(sol.solver),
+        "n_iter": int(sol.n_iter),
+    }
 
 
-_WARMED: set = set()           # estimators warmed up in this process
+_WARMED: set = set()  # estimators warmed up in this process
 
 
 def _try(fn, *args):
     try:
         fn(*args)
-    except Exception:                               # noqa: BLE001 - the timed fits report errors
+    except Exception:  # noqa: BLE001 - the timed fits report errors
         pass
 
 
@@ -145,14 +166,23 @@ def run_cell(task) -> dict:
     from ..errors import ConvergenceWarning
 
     name, dataset, features, X, y, folds, seed = task
-    row = {"estimator": name, "dataset": dataset, "features": features, "fold_accuracy": [], "fit_s": None,
-           "certificates": None, "warmup_s": None, "warnings": [], "error": None}
+    row = {
+        "estimator": name,
+        "dataset": dataset,
+        "features": features,
+        "fold_accuracy": [],
+        "fit_s": None,
+        "certificates": None,
+        "warmup_s": None,
+        "warnings": [],
+        "error": None,
+    }
     seen = set()
     times, certs = [], []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            warnings.simplefilter("ignore", ConvergenceWarning)      # recorded as converged = False
+            warnings.simplefilter("ignore", ConvergenceWarning)  # recorded as converged = False
             if name not in _WARMED:
                 warm = warm_subset(y, folds[0][0], seed)
                 row["warmup_s"] = timed(_try, make_pipeline(name, features, seed).fit, X[warm], y[warm])[1]
@@ -166,7 +196,7 @@ def run_cell(task) -> dict:
             seen = {w.category.__name__ for w in caught}
         row["fit_s"] = float(np.mean(times))
         row["certificates"] = None if not certs or all(c is None for c in certs) else certs
-    except Exception as exc:                        # noqa: BLE001 - one failing estimator is a row, not a crash
+    except Exception as exc:  # noqa: BLE001 - one failing estimator is a row, not a crash
         row["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
     row["warnings"] = sorted(seen)
     return row
@@ -177,20 +207,30 @@ def _peer_rows(datasets_data, features, seed, peer_python) -> tuple[list[dict], 
     """(rows, None) or ([], why the peer rows are missing)."""
     from . import _peer_metric_learn as peer
 
-    cells = [{"estimator": p, "dataset": d, "features": f, "X": X, "y": y, "folds": folds}
-             for d, (X, y, folds, _) in datasets_data.items() for p in peer.PEERS for f in features]
+    cells = [
+        {"estimator": p, "dataset": d, "features": f, "X": X, "y": y, "folds": folds}
+        for d, (X, y, folds, _) in datasets_data.items()
+        for p in peer.PEERS
+        for f in features
+    ]
     if peer_python is None:
         reason = peer.available()
         if reason is not None:
-            return [], (f"{reason}; metric-learn 0.7 needs scikit-learn < 1.8: give --peer-python with an "
-                        "interpreter that has both (never a dependency of cvxkml)")
+            return [], (
+                f"{reason}; metric-learn 0.7 needs scikit-learn < 1.8: give --peer-python with an "
+                "interpreter that has both (never a dependency of cvxkml)"
+            )
         return peer.evaluate(cells, seed), None
     with tempfile.TemporaryDirectory(prefix="cvxkml-peer-") as tmp:
         src, dst = Path(tmp) / "cells.npz", Path(tmp) / "rows.json"
         peer.write_cells(src, cells, seed)
         try:
-            proc = subprocess.run([peer_python, peer.__file__, str(src), str(dst)], capture_output=True, text=True,
-                                  env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+            proc = subprocess.run(
+                [peer_python, peer.__file__, str(src), str(dst)],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+            )
         except OSError as exc:
             return [], f"{peer_python} could not be started ({exc.strerror or exc})"
         if proc.returncode != 0 or not dst.exists():
@@ -217,8 +257,15 @@ def _check_names(estimators) -> list[str]:
     return names
 
 
-def run_bench(estimators=None, datasets=DATASETS, quick: bool = False, n_jobs: int | None = 1,
-              peer_python=None, peers: bool = True, progress=None) -> dict:
+def run_bench(
+    estimators=None,
+    datasets=DATASETS,
+    quick: bool = False,
+    n_jobs: int | None = 1,
+    peer_python=None,
+    peers: bool = True,
+    progress=None,
+) -> dict:
     """The bench (see the module docstring).
 
     Parameters
@@ -250,23 +297,46 @@ def run_bench(estimators=None, datasets=DATASETS, quick: bool = False, n_jobs: i
     for d in datasets:
         X, y, desc = load_bench_dataset(d, quick)
         data[d] = (X, y, cv_folds(y), desc)
-    tasks = [(name, d, f, X, y, folds, SEED) for d, (X, y, folds, _) in data.items()
-             for name in [BASELINE] + names for f in FEATURES]
+    tasks = [
+        (name, d, f, X, y, folds, SEED)
+        for d, (X, y, folds, _) in data.items()
+        for name in [BASELINE] + names
+        for f in FEATURES
+    ]
     rows = run_tasks(run_cell, tasks, n_jobs, callback=None if progress is None else (lambda k, r: progress(r)))
     peer_note = "not run"
     if peers:
         peer, peer_note = _peer_rows(data, FEATURES, SEED, peer_python)
         rows += peer
-    return {"settings": {"quick": quick, "seed": SEED, "n_folds": N_FOLDS, "datasets": list(datasets),
-                         "estimators": names, "n_jobs": n_jobs, "features": list(FEATURES),
-                         "peer_python": peer_python},
-            "datasets": {d: v[3] for d, v in data.items()}, "rows": rows, "peer_note": peer_note,
-            "elapsed_s": time.perf_counter() - t0}
+    return {
+        "settings": {
+            "quick": quick,
+            "seed": SEED,
+            "n_folds": N_FOLDS,
+            "datasets": list(datasets),
+            "estimators": names,
+            "n_jobs": n_jobs,
+            "features": list(FEATURES),
+            "peer_python": peer_python,
+        },
+        "datasets": {d: v[3] for d, v in data.items()},
+        "rows": rows,
+        "peer_note": peer_note,
+        "elapsed_s": time.perf_counter() - t0,
+    }
 
 
 # --------------------------------------------------------------------------- report
-HEADERS = ["estimator", "features", "accuracy (mean ± std)", "vs baseline", "fit [s]", "converged",
-           "max rel gap", "max violation"]
+HEADERS = [
+    "estimator",
+    "features",
+    "accuracy (mean ± std)",
+    "vs baseline",
+    "fit [s]",
+    "converged",
+    "max rel gap",
+    "max violation",
+]
 
 
 def _cells(r: dict, base: float | None) -> list[str]:
@@ -293,24 +363,34 @@ def format_report(res: dict) -> str:
     errors = []
     for d, desc in res["datasets"].items():
         rows = [r for r in res["rows"] if r["dataset"] == d]
-        base = next((np.mean(r["fold_accuracy"]) for r in rows if r["estimator"] == BASELINE
-                     and r["features"] == "standardized" and r["error"] is None), None)
+        base = next(
+            (
+                np.mean(r["fold_accuracy"])
+                for r in rows
+                if r["estimator"] == BASELINE and r["features"] == "standardized" and r["error"] is None
+            ),
+            None,
+        )
         lines.append(f"{d} ({desc})")
         lines.append(format_table(HEADERS, [_cells(r, base) for r in rows]))
         lines.append("")
         errors += [f"  {d} / {r['features']} / {r['estimator']}: {r['error']}" for r in rows if r["error"]]
     versions = next((r["versions"] for r in res["rows"] if r.get("versions")), None)
     if versions:
-        lines.append(f"(peer rows: metric-learn {versions.get('metric-learn', '?')} beside scikit-learn "
-                     f"{versions.get('scikit-learn', '?')}, run by {res['settings']['peer_python']})")
+        lines.append(
+            f"(peer rows: metric-learn {versions.get('metric-learn', '?')} beside scikit-learn "
+            f"{versions.get('scikit-learn', '?')}, run by {res['settings']['peer_python']})"
+        )
     if errors:
         lines.append("errors (the estimator raised while fitting with its defaults):")
         lines += errors
         lines.append("")
-    lines.append(f"(accuracy: {N_FOLDS}-fold stratified CV, seed {res['settings']['seed']}, mean ± std over "
-                 f"the folds; vs baseline: minus the accuracy of {BASELINE} on the standardized features; fit: "
-                 "mean Pipeline.fit seconds over the folds, one BLAS and one Numba thread, after an untimed "
-                 "warm-up fit; converged / gap / violation: the fitted solution_ of each fold, '-' without one)")
+    lines.append(
+        f"(accuracy: {N_FOLDS}-fold stratified CV, seed {res['settings']['seed']}, mean ± std over "
+        f"the folds; vs baseline: minus the accuracy of {BASELINE} on the standardized features; fit: "
+        "mean Pipeline.fit seconds over the folds, one BLAS and one Numba thread, after an untimed "
+        "warm-up fit; converged / gap / violation: the fitted solution_ of each fold, '-' without one)"
+    )
     return "\n".join(lines)
 
 
@@ -349,23 +429,32 @@ def command(args) -> int:
     bad = [d for d in datasets if d not in DATASETS]
     if bad:
         raise CommandError(f"unknown data set(s) {', '.join(bad)}; choose from {', '.join(DATASETS)}.")
-    _check_names(estimators)                           # before the header
+    _check_names(estimators)  # before the header
     if args.peer_python is not None and shutil.which(args.peer_python) is None:
-        raise CommandError(f"--peer-python {args.peer_python}: no such executable; give the path of a Python "
-                           "interpreter with metric-learn installed")
+        raise CommandError(
+            f"--peer-python {args.peer_python}: no such executable; give the path of a Python "
+            "interpreter with metric-learn installed"
+        )
     n_jobs = 1 if args.n_jobs is None else args.n_jobs
-    t_start = start("cvxkml bench estimators", args.quick,
-                    f"{N_FOLDS}-fold stratified CV (seed {SEED}), 1-NN on the learned transform (KCRClassifier: "
-                    f"its own rule), estimator defaults with random_state = {SEED}; one BLAS and one Numba thread "
-                    "per fit, warm-up excluded, time.perf_counter; " + describe(n_jobs, "loky"))
+    t_start = start(
+        "cvxkml bench estimators",
+        args.quick,
+        f"{N_FOLDS}-fold stratified CV (seed {SEED}), 1-NN on the learned transform (KCRClassifier: "
+        f"its own rule), estimator defaults with random_state = {SEED}; one BLAS and one Numba thread "
+        "per fit, warm-up excluded, time.perf_counter; " + describe(n_jobs, "loky"),
+    )
 
     def progress(r):
         state = "error" if r["error"] else f"{np.mean(r['fold_accuracy']):.3f}, {r['fit_s']:.3g} s"
-        print(f"  {r['dataset']} / {r['features']} / {r['estimator']}: {state} "
-              f"({time.perf_counter() - t_start:.0f} s)", file=sys.stderr, flush=True)
+        print(
+            f"  {r['dataset']} / {r['features']} / {r['estimator']}: {state} ({time.perf_counter() - t_start:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    res = run_bench(estimators, datasets, quick=args.quick, n_jobs=n_jobs, peer_python=args.peer_python,
-                    progress=progress)
+    res = run_bench(
+        estimators, datasets, quick=args.quick, n_jobs=n_jobs, peer_python=args.peer_python, progress=progress
+    )
     if res["peer_note"] is not None:
         print(f"metric-learn peer rows skipped: {res['peer_note']}")
     print()

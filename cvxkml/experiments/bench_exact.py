@@ -24,6 +24,7 @@ At the largest n within the limits the family's fast solver (``problem.solve()``
 defaults) is run once more in its own subprocess for comparison.  The result is a markdown
 table (``reference/exact-limits.md``) and JSON.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,18 +39,24 @@ import numpy as np
 
 from ._commands import add_command
 
-__all__ = ["FAMILIES", "build", "measure", "measure_fast", "family_limit", "limits", "recorded_limits",
-           "register"]
+__all__ = ["FAMILIES", "build", "measure", "measure_fast", "family_limit", "limits", "recorded_limits", "register"]
 
 #: BLAS / OpenMP thread pools of the child pinned to one thread
-THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-              "NUMBA_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1", "BLIS_NUM_THREADS": "1"}
+THREAD_ENV = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "NUMBA_NUM_THREADS": "1",
+    "VECLIB_MAXIMUM_THREADS": "1",
+    "BLIS_NUM_THREADS": "1",
+}
 GROWTH = 1.5
 
 
 # --------------------------------------------------------------------------- instances
 def _gaussian(X):
     from ..kernels import gaussian_kernel
+
     sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
     return gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
 
@@ -66,6 +73,7 @@ def _pairs(baseline, n, m, rng):
     squared distances (Davis et al. 2007)."""
     from ..sideinfo import PairConstraints, percentile_bounds
     from ..testing import random_pairs
+
     i, j = random_pairs(rng, n, m)
     u, l = percentile_bounds(baseline, n, (5.0, 95.0), rng)
     y = rng.choice([-1.0, 1.0], size=i.size)
@@ -75,6 +83,7 @@ def _pairs(baseline, n, m, rng):
 def _kernel_pairs(n, seed=0):
     """(K0, 2n pairs) — the LogDet / von Neumann kernel-learning instance."""
     from ..sideinfo import baseline_kernel
+
     K0 = _kernel_data(n, seed)
     return K0, _pairs(baseline_kernel(K0), n, 2 * n, np.random.default_rng(seed + 1))
 
@@ -83,6 +92,7 @@ def _metric_pairs(d, seed=0, points=2):
     """(X of points·d × d, 2d pairs) — the metric-learning instance (ITML scale varies per
     feature, as :func:`cvxkml.testing.metric_instance`)."""
     from ..testing import metric_instance
+
     return metric_instance(seed, points * d, d, 2 * d, hard=False)
 
 
@@ -100,6 +110,7 @@ def _mkl_objective(m, seed=0, n_points=30, k=2):
     from ..declare.mkl import LMNNWeightObjective
     from ..formulas.lmnn import LMNNTriplets
     from ..kernels import gaussian_kernel, kernel_sq_distances
+
     rng = np.random.default_rng(seed)
     X, y = _labelled(n_points, d=5, seed=seed, shift=0.6)
     Ks = []
@@ -118,6 +129,7 @@ def _spectral(reg_name, kernel, n, seed=0):
     kernel: Gaussian K0 on n 10-D points; metric: d = n features, 2n points."""
     from .. import declare
     from ..testing import feasible_instance
+
     reg = getattr(declare, reg_name)()
     if kernel:
         return feasible_instance(seed, n, 2 * n, ("pairs", "triplets"), reg, kernel=True, hard=False, d=10)
@@ -134,8 +146,17 @@ def _mixed(reg_name, n, seed=0):
     with every constraint type (2n of each) on a Gaussian K0 of n 10-D points."""
     from .. import declare
     from ..testing import feasible_instance
-    return feasible_instance(seed, n, 2 * n, ("pairs", "triplets", "similarity", "linear"),
-                             getattr(declare, reg_name)(), kernel=True, hard=True, d=10)
+
+    return feasible_instance(
+        seed,
+        n,
+        2 * n,
+        ("pairs", "triplets", "similarity", "linear"),
+        getattr(declare, reg_name)(),
+        kernel=True,
+        hard=True,
+        d=10,
+    )
 
 
 def _pola(kernel, n, seed=0):
@@ -145,6 +166,7 @@ def _pola(kernel, n, seed=0):
     from .. import declare
     from ..sideinfo import baseline_kernel, baseline_metric
     from ..testing import forest_pairs
+
     rng = np.random.default_rng(seed)
     if kernel:
         A = _kernel_data(n, seed)
@@ -189,6 +211,7 @@ def _build_map():
         rng = np.random.default_rng(0)
         X = rng.normal(size=(4 * n, 2 * n)) * rng.uniform(0.5, 2.0, size=2 * n)
         from ..sideinfo import baseline_metric
+
         pc = _pairs(baseline_metric(X), 4 * n, 2 * n, rng)
         return declare.IPLR.from_features(X, pc, k=n, gamma=1.0)
 
@@ -209,55 +232,88 @@ def _build_map():
 
     def extended(n):
         X, pc = _metric_pairs(n)
-        return declare.ITML(X, pc, gamma=1.0).extend(
-            term=lambda W: 0.1 * cp.sum(cp.abs(W - cp.diag(cp.diag(W)))))
+        return declare.ITML(X, pc, gamma=1.0).extend(term=lambda W: 0.1 * cp.sum(cp.abs(W - cp.diag(cp.diag(W)))))
 
     def mu_step(m):
         from ..declare.mkl import LMNNMuMajorizer
+
         h = _mkl_objective(m)
         return declare.MuWeightStep(LMNNMuMajorizer(h, np.full(m, 1.0 / m)))
 
     return {
         # name: (builder of an instance with exact_size() == n, cap on n, description)
-        "ITML": (lambda n: declare.ITML(*_metric_pairs(n), gamma=1.0), 2000,
-                 "d = n features, 2n points, 2n pairs, slack γ = 1"),
-        "LogDetKernel": (lambda n: declare.LogDetKernel(*_kernel_pairs(n), gamma=1.0), 2000,
-                         "Gaussian K0 on n 10-D points, 2n pairs, slack γ = 1"),
-        "LowRankLogDet": (lambda n: declare.LowRankLogDet(*factor_instance(0, 4 * n, n, 2 * n, hard=False),
-                                                          gamma=1.0), 2000,
-                          "K0 = G0 G0ᵀ of rank r = n on 4n points, 2n pairs, slack γ = 1"),
-        "VonNeumannKernel": (lambda n: declare.VonNeumannKernel(*_kernel_pairs(n), gamma=1.0), 2000,
-                             "as LogDetKernel"),
-        "SpectralKernel[Frobenius]": (lambda n: _spectral("Frobenius", True, n), 2000,
-                                      "Gaussian K0 on n 10-D points, 2n pairs + 2n triplets under Hinge(C = 1)"),
-        "SpectralKernel[VonNeumann]": (lambda n: _spectral("VonNeumann", True, n), 2000,
-                                       "as SpectralKernel[Frobenius]"),
-        "SpectralKernel[TraceNorm]": (lambda n: _spectral("TraceNorm", True, n), 2000,
-                                      "as SpectralKernel[Frobenius]"),
-        "SpectralMetric[Frobenius]": (lambda n: _spectral("Frobenius", False, n), 2000,
-                                      "d = n features, 2n points, 2n pairs + 2n triplets under Hinge(C = 1)"),
-        "SpectralMetric[VonNeumann]": (lambda n: _spectral("VonNeumann", False, n), 2000,
-                                       "as SpectralMetric[Frobenius]"),
-        **{f"[{reg}]+mixed": (lambda n, reg=reg: _mixed(reg, n), 2000,
-                              "SpectralKernel, Gaussian K0 on n 10-D points, hard pairs + triplets + similarity "
-                              "+ linear constraints (2n each, feasible by construction)" if reg == "LogDet"
-                              else "as [LogDet]+mixed")
-           for reg in MIXED_REGULARIZERS},
+        "ITML": (
+            lambda n: declare.ITML(*_metric_pairs(n), gamma=1.0),
+            2000,
+            "d = n features, 2n points, 2n pairs, slack γ = 1",
+        ),
+        "LogDetKernel": (
+            lambda n: declare.LogDetKernel(*_kernel_pairs(n), gamma=1.0),
+            2000,
+            "Gaussian K0 on n 10-D points, 2n pairs, slack γ = 1",
+        ),
+        "LowRankLogDet": (
+            lambda n: declare.LowRankLogDet(*factor_instance(0, 4 * n, n, 2 * n, hard=False), gamma=1.0),
+            2000,
+            "K0 = G0 G0ᵀ of rank r = n on 4n points, 2n pairs, slack γ = 1",
+        ),
+        "VonNeumannKernel": (lambda n: declare.VonNeumannKernel(*_kernel_pairs(n), gamma=1.0), 2000, "as LogDetKernel"),
+        "SpectralKernel[Frobenius]": (
+            lambda n: _spectral("Frobenius", True, n),
+            2000,
+            "Gaussian K0 on n 10-D points, 2n pairs + 2n triplets under Hinge(C = 1)",
+        ),
+        "SpectralKernel[VonNeumann]": (
+            lambda n: _spectral("VonNeumann", True, n),
+            2000,
+            "as SpectralKernel[Frobenius]",
+        ),
+        "SpectralKernel[TraceNorm]": (lambda n: _spectral("TraceNorm", True, n), 2000, "as SpectralKernel[Frobenius]"),
+        "SpectralMetric[Frobenius]": (
+            lambda n: _spectral("Frobenius", False, n),
+            2000,
+            "d = n features, 2n points, 2n pairs + 2n triplets under Hinge(C = 1)",
+        ),
+        "SpectralMetric[VonNeumann]": (
+            lambda n: _spectral("VonNeumann", False, n),
+            2000,
+            "as SpectralMetric[Frobenius]",
+        ),
+        **{
+            f"[{reg}]+mixed": (
+                lambda n, reg=reg: _mixed(reg, n),
+                2000,
+                "SpectralKernel, Gaussian K0 on n 10-D points, hard pairs + triplets + similarity "
+                "+ linear constraints (2n each, feasible by construction)"
+                if reg == "LogDet"
+                else "as [LogDet]+mixed",
+            )
+            for reg in MIXED_REGULARIZERS
+        },
         "TraceSSIKDR": (trace, 2000, "Gaussian K0 on n 10-D points, 2n hard pairs feasible by construction, τ = 1"),
         "POLAKernel": (lambda n: _pola(True, n), 2000, "Gaussian K0 on n 10-D points, n − 1 forest pairs"),
         "POLAMetric": (lambda n: _pola(False, n), 2000, "d = n features, 2n points, n forest pairs"),
         "SDPLogDetKernel": (sdp_kernel, 2000, "as TraceSSIKDR, C0 = I, γ = 1"),
-        "SDPLogDetMetric": (sdp_metric, 2000, "d = n features, 2n points, 2n hard pairs feasible by construction, "
-                                                "C0 = I (2n × 2n), γ = 1"),
+        "SDPLogDetMetric": (
+            sdp_metric,
+            2000,
+            "d = n features, 2n points, 2n hard pairs feasible by construction, C0 = I (2n × 2n), γ = 1",
+        ),
         "IPLR": (iplr, 2000, "k = n basis vectors (SVD) of 4n points in 2n dimensions, 2n pairs, slack γ = 1"),
         "ExtendedProblem": (extended, 2000, "ITML instance + 0.1·Σ|W_ij| off the diagonal"),
         "KCR": (kcr, 2000, "Gaussian K on n 10-D points, 2 classes, λ = 1"),
         "LMNNProblem": (lmnn, 2000, "linear LMNN: d = n features, 3n points in 3 classes, k = 3, γ = 0.5"),
-        "RankOneWeightStep": (lambda m: declare.RankOneWeightStep(_mkl_objective(m)), 500,
-                              "m = n Gaussian kernels on 30 labelled points, LMNN h(P) (eq. 15–16), k = 2"),
+        "RankOneWeightStep": (
+            lambda m: declare.RankOneWeightStep(_mkl_objective(m)),
+            500,
+            "m = n Gaussian kernels on 30 labelled points, LMNN h(P) (eq. 15–16), k = 2",
+        ),
         "MuWeightStep": (mu_step, 500, "MKL_μ convex majorizer of the same h at μ = 1/m"),
-        "SpectralReweighting": (reweighting, 1500,
-                                "q = n spectral components of a centered Gaussian kernel on n + 1 points, 2n pairs"),
+        "SpectralReweighting": (
+            reweighting,
+            1500,
+            "q = n spectral components of a centered Gaussian kernel on n + 1 points, 2n pairs",
+        ),
         "EmbeddingWeightProblem": (embedding, 1500, "kernel LLE weights on n neighbours (Gaussian kernel)"),
     }
 
@@ -273,12 +329,31 @@ def _families():
 
 
 #: the families measured, in table order (a spectral problem as ``Class[Regularizer]``)
-FAMILIES = ("ITML", "LogDetKernel", "LowRankLogDet", "VonNeumannKernel", "SpectralKernel[Frobenius]",
-            "SpectralKernel[VonNeumann]", "SpectralKernel[TraceNorm]", "SpectralMetric[Frobenius]",
-            "SpectralMetric[VonNeumann]", *(f"[{r}]+mixed" for r in MIXED_REGULARIZERS), "TraceSSIKDR",
-            "POLAKernel", "POLAMetric", "SDPLogDetKernel",
-            "SDPLogDetMetric", "IPLR", "ExtendedProblem", "KCR", "LMNNProblem", "RankOneWeightStep",
-            "MuWeightStep", "SpectralReweighting", "EmbeddingWeightProblem")
+FAMILIES = (
+    "ITML",
+    "LogDetKernel",
+    "LowRankLogDet",
+    "VonNeumannKernel",
+    "SpectralKernel[Frobenius]",
+    "SpectralKernel[VonNeumann]",
+    "SpectralKernel[TraceNorm]",
+    "SpectralMetric[Frobenius]",
+    "SpectralMetric[VonNeumann]",
+    *(f"[{r}]+mixed" for r in MIXED_REGULARIZERS),
+    "TraceSSIKDR",
+    "POLAKernel",
+    "POLAMetric",
+    "SDPLogDetKernel",
+    "SDPLogDetMetric",
+    "IPLR",
+    "ExtendedProblem",
+    "KCR",
+    "LMNNProblem",
+    "RankOneWeightStep",
+    "MuWeightStep",
+    "SpectralReweighting",
+    "EmbeddingWeightProblem",
+)
 
 
 def build(family: str, n: int):
@@ -293,12 +368,14 @@ def build(family: str, n: int):
 # --------------------------------------------------------------------------- the child
 def _rss_mib() -> float:
     import resource
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _child(family: str, n: int, fast: bool = False) -> None:
     """Run in the subprocess: one default solve (exact, or fast with ``fast``), one JSON line."""
     import warnings
+
     warnings.simplefilter("ignore")
     out = {"family": family, "n": int(n)}
     try:
@@ -307,9 +384,9 @@ def _child(family: str, n: int, fast: bool = False) -> None:
         out["solver"] = problem.default_solver()
         out["baseline_mib"] = _rss_mib()
         if fast:
-            try:                                  # compile the Numba kernels outside the timing
+            try:  # compile the Numba kernels outside the timing
                 build(family, min(int(n), 8)).solve()
-            except Exception:                     # noqa: BLE001
+            except Exception:  # noqa: BLE001
                 pass
             t0 = time.perf_counter()
             sol = problem.solve()
@@ -328,7 +405,7 @@ def _child(family: str, n: int, fast: bool = False) -> None:
             gap = sol.gap
             scale = max(1.0, abs(float(sol.objective)))
             out["rel_gap"] = None if gap is None or not np.isfinite(gap) else float(gap) / scale
-    except Exception as exc:                      # noqa: BLE001 - reported, not raised
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
         out["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         if "t0" in locals() and "time" not in out:
             out["time_to_error"] = time.perf_counter() - t0
@@ -351,12 +428,15 @@ def _run_child(family: str, n: int, fast: bool, kill_after: float, mem_limit_mib
     env = dict(os.environ, **THREAD_ENV)
     code = f"from cvxkml.experiments.bench_exact import _child; _child({family!r}, {int(n)}, {bool(fast)})"
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     # drain the pipes in threads (a chatty solver must not block on a full pipe)
     chunks = {"out": [], "err": []}
-    readers = [threading.Thread(target=lambda s, k: chunks[k].append(s.read()), args=(s, k), daemon=True)
-               for s, k in ((proc.stdout, "out"), (proc.stderr, "err"))]
+    readers = [
+        threading.Thread(target=lambda s, k: chunks[k].append(s.read()), args=(s, k), daemon=True)
+        for s, k in ((proc.stdout, "out"), (proc.stderr, "err"))
+    ]
     for r in readers:
         r.start()
     seen_rss, killed = 0.0, None
@@ -377,20 +457,32 @@ def _run_child(family: str, n: int, fast: bool, kill_after: float, mem_limit_mib
         r.join(timeout=5)
     wall = time.perf_counter() - t0
     if killed:
-        return {"family": family, "n": int(n), "killed": killed, "wall": wall, "peak_mib": seen_rss,
-                "over": "memory" if "MiB" in killed else "time"}
+        return {
+            "family": family,
+            "n": int(n),
+            "killed": killed,
+            "wall": wall,
+            "peak_mib": seen_rss,
+            "over": "memory" if "MiB" in killed else "time",
+        }
     lines = [ln[2:] for ln in "".join(chunks["out"]).splitlines() if ln.startswith("@@")]
     if not lines:
         err = " ".join("".join(chunks["err"]).split())[-300:]
-        return {"family": family, "n": int(n), "error": f"crashed (rc {proc.returncode}): {err}",
-                "wall": wall, "peak_mib": seen_rss}
+        return {
+            "family": family,
+            "n": int(n),
+            "error": f"crashed (rc {proc.returncode}): {err}",
+            "wall": wall,
+            "peak_mib": seen_rss,
+        }
     out = json.loads(lines[-1])
     out["wall"] = wall
     return out
 
 
-def measure(family: str, n: int, time_limit: float = 60.0, mem_limit_gib: float = 4.0,
-            kill_factor: float = 2.0) -> dict:
+def measure(
+    family: str, n: int, time_limit: float = 60.0, mem_limit_gib: float = 4.0, kill_factor: float = 2.0
+) -> dict:
     """One default exact solve of ``build(family, n)`` in a fresh single-threaded
     subprocess, killed after ``kill_factor · time_limit`` s or above ``mem_limit_gib``.
     Returns the child's record, with ``over`` = "time" / "memory" when a limit was exceeded
@@ -409,9 +501,17 @@ def measure_fast(family: str, n: int, kill_after: float = 120.0, mem_limit_gib: 
     return _run_child(family, n, True, kill_after, mem_limit_gib * 1024.0)
 
 
-def family_limit(family: str, time_limit: float = 60.0, mem_limit_gib: float = 4.0, start: int = 8,
-                 max_n: int | None = None, kill_factor: float = 2.0, fast: bool = True,
-                 log=print, max_errors: int = 2) -> dict:
+def family_limit(
+    family: str,
+    time_limit: float = 60.0,
+    mem_limit_gib: float = 4.0,
+    start: int = 8,
+    max_n: int | None = None,
+    kill_factor: float = 2.0,
+    fast: bool = True,
+    log=print,
+    max_errors: int = 2,
+) -> dict:
     """Grow n by ×1.5 from ``start`` until a solve exceeds the time or memory limit (or
     ``max_errors`` solves in a row raise, or n passes the family's cap); see the module
     docstring."""
@@ -433,11 +533,19 @@ def family_limit(family: str, time_limit: float = 60.0, mem_limit_gib: float = 4
     ok = [r for r in runs if "over" not in r and "error" not in r]
     best = ok[-1] if ok else None
     over = next((r for r in runs if "over" in r), None)
-    row = {"family": family, "description": _families()[family][2], "cap": cap,
-           "passed": before[-1] if before else None, "first_failure": first_fail,
-           "best": best, "over": over, "errors": [r for r in runs if "error" in r],
-           "capped": over is None and errors_in_row < max_errors and n > cap, "runs": runs,
-           "load": [load0, os.getloadavg()[0]]}
+    row = {
+        "family": family,
+        "description": _families()[family][2],
+        "cap": cap,
+        "passed": before[-1] if before else None,
+        "first_failure": first_fail,
+        "best": best,
+        "over": over,
+        "errors": [r for r in runs if "error" in r],
+        "capped": over is None and errors_in_row < max_errors and n > cap,
+        "runs": runs,
+        "load": [load0, os.getloadavg()[0]],
+    }
     if fast and best is not None:
         f = measure_fast(family, best["n"], kill_factor * time_limit, mem_limit_gib)
         log(json.dumps(dict(f, fast=True)))
@@ -445,12 +553,23 @@ def family_limit(family: str, time_limit: float = 60.0, mem_limit_gib: float = 4
     return row
 
 
-def limits(families=FAMILIES, time_limit: float = 60.0, mem_limit_gib: float = 4.0, start: int = 8,
-           max_n: int | None = None, kill_factor: float = 2.0, fast: bool = True, jobs: int = 1,
-           log=print, max_errors: int = 2) -> list[dict]:
+def limits(
+    families=FAMILIES,
+    time_limit: float = 60.0,
+    mem_limit_gib: float = 4.0,
+    start: int = 8,
+    max_n: int | None = None,
+    kill_factor: float = 2.0,
+    fast: bool = True,
+    jobs: int = 1,
+    log=print,
+    max_errors: int = 2,
+) -> list[dict]:
     """:func:`family_limit` for each family (``jobs`` families at a time), in order."""
+
     def one(f):
         return family_limit(f, time_limit, mem_limit_gib, start, max_n, kill_factor, fast, log, max_errors)
+
     if jobs <= 1:
         return [one(f) for f in families]
     with ThreadPoolExecutor(max_workers=int(jobs)) as pool:
@@ -486,30 +605,35 @@ def _status(r) -> str:
 def _fmt(rows, time_limit, mem_limit_gib, meta=None) -> str:
     meta = dict(meta or {})
     date = meta.get("date", time.strftime("%Y-%m-%d"))
-    out = ["# Exact-model size limits (`cvxkml bench exact-limits`)", "",
-           f"For each family, the largest n (the side of the exact model's PSD block, "
-           f"`exact_size()`; the number of weights for the QP families) whose default "
-           f"`solve_reference()` — default solver, default eps — finished within {time_limit:g} s "
-           f"and {mem_limit_gib:g} GiB.  n grows by ×1.5 from {meta.get('start', 8)}; each solve runs in a "
-           f"fresh process with one BLAS/OpenMP thread, is killed after {meta.get('kill_factor', 2.0):g}× the "
-           f"time limit or when its resident memory passes the memory limit; memory is the child's peak "
-           f"RSS (`ru_maxrss`, including ~135 MiB of imports).  A solve that raises does not stop the "
-           f"growth (two in a row do): *largest n passed* stops at the first failure of any kind, "
-           f"*largest n within limits* only at time or memory, and is what "
-           f"`cvxkml.declare._limits.EXACT_LIMITS` records.", "",
-           f"Machine: {meta.get('machine', 'shared 2-core box')}; measured {date}"
-           + (f", {meta['note']}" if meta.get("note") else "") + ".", "",
-           "| family | default solver | largest n within limits | its time (s) | its peak memory (MiB) "
-           "| its status, relative gap | largest n passed | first n over the limits | why | errors (n: cause) "
-           "| fast `solve()` at that n: time (s), certified |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "# Exact-model size limits (`cvxkml bench exact-limits`)",
+        "",
+        f"For each family, the largest n (the side of the exact model's PSD block, "
+        f"`exact_size()`; the number of weights for the QP families) whose default "
+        f"`solve_reference()` — default solver, default eps — finished within {time_limit:g} s "
+        f"and {mem_limit_gib:g} GiB.  n grows by ×1.5 from {meta.get('start', 8)}; each solve runs in a "
+        f"fresh process with one BLAS/OpenMP thread, is killed after {meta.get('kill_factor', 2.0):g}× the "
+        f"time limit or when its resident memory passes the memory limit; memory is the child's peak "
+        f"RSS (`ru_maxrss`, including ~135 MiB of imports).  A solve that raises does not stop the "
+        f"growth (two in a row do): *largest n passed* stops at the first failure of any kind, "
+        f"*largest n within limits* only at time or memory, and is what "
+        f"`cvxkml.declare._limits.EXACT_LIMITS` records.",
+        "",
+        f"Machine: {meta.get('machine', 'shared 2-core box')}; measured {date}"
+        + (f", {meta['note']}" if meta.get("note") else "")
+        + ".",
+        "",
+        "| family | default solver | largest n within limits | its time (s) | its peak memory (MiB) "
+        "| its status, relative gap | largest n passed | first n over the limits | why | errors (n: cause) "
+        "| fast `solve()` at that n: time (s), certified |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         b = row["best"]
         if b is None:
             cells = ["—"] * 5
         else:
-            cells = [b.get("solver", "?"), str(b["exact_size"]), f"{b['time']:.1f}", f"{b['peak_mib']:.0f}",
-                     _status(b)]
+            cells = [b.get("solver", "?"), str(b["exact_size"]), f"{b['time']:.1f}", f"{b['peak_mib']:.0f}", _status(b)]
         p = row["passed"]
         passed = "—" if p is None else str(p.get("exact_size", p["n"]))
         ov = row["over"]
@@ -531,23 +655,35 @@ def _fmt(rows, time_limit, mem_limit_gib, meta=None) -> str:
             fast = f"{f['time']:.3g}, {'yes' if f['converged'] else 'no'}"
         cells = [row["family"]] + cells + [passed, first, why, errs, fast]
         out.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    out += ["", "The fast solve runs in its own process after a warm-up solve at n = 8 (Numba compilation "
-            "not timed), with the family's default tolerance.", "", "Instances (n is `exact_size()`):", ""]
-    out += [f"- **{row['family']}**: {row['description']}."
-            + (f" Re-measured on its own ({row['remeasured']})." if row.get("remeasured") else "")
-            for row in rows]
+    out += [
+        "",
+        "The fast solve runs in its own process after a warm-up solve at n = 8 (Numba compilation "
+        "not timed), with the family's default tolerance.",
+        "",
+        "Instances (n is `exact_size()`):",
+        "",
+    ]
+    out += [
+        f"- **{row['family']}**: {row['description']}."
+        + (f" Re-measured on its own ({row['remeasured']})." if row.get("remeasured") else "")
+        for row in rows
+    ]
     return "\n".join(out) + "\n"
 
 
 def _machine() -> str:
     import platform
+
     try:
         import threadpoolctl
+
         blas = ", ".join(sorted({i.get("internal_api", "?") for i in threadpoolctl.threadpool_info()}))
-    except Exception:                             # noqa: BLE001
+    except Exception:  # noqa: BLE001
         blas = "?"
-    return (f"{platform.machine()}, {os.cpu_count()} cores (shared), 1 BLAS thread ({blas}), "
-            f"Python {platform.python_version()}")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores (shared), 1 BLAS thread ({blas}), "
+        f"Python {platform.python_version()}"
+    )
 
 
 def _cmd_exact_limits(args) -> int:
@@ -555,8 +691,12 @@ def _cmd_exact_limits(args) -> int:
     fams = [f.strip() for f in args.families.split(",") if f.strip()]
     unknown = [f for f in fams if f not in FAMILIES]
     if unknown or not fams:
-        print(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}" if unknown else
-              f"--families names no family; choose from {', '.join(FAMILIES)}", file=sys.stderr)
+        print(
+            f"unknown families {unknown}; choose from {', '.join(FAMILIES)}"
+            if unknown
+            else f"--families names no family; choose from {', '.join(FAMILIES)}",
+            file=sys.stderr,
+        )
         return 2
     t0 = time.time()
     load0 = os.getloadavg()
@@ -565,15 +705,33 @@ def _cmd_exact_limits(args) -> int:
     def log(line):
         with lock:
             print(line, file=sys.stderr, flush=True)
-    rows = limits(fams, args.time_limit, args.mem_limit_gib, args.start, args.max_n, args.kill_factor,
-                  not args.no_fast, args.jobs, log=log, max_errors=args.max_errors)
+
+    rows = limits(
+        fams,
+        args.time_limit,
+        args.mem_limit_gib,
+        args.start,
+        args.max_n,
+        args.kill_factor,
+        not args.no_fast,
+        args.jobs,
+        log=log,
+        max_errors=args.max_errors,
+    )
     load1 = os.getloadavg()
-    note = (f"{args.jobs} famil{'y' if args.jobs == 1 else 'ies'} at a time, load average "
-            f"{load0[0]:.1f} at the start and {load1[0]:.1f} at the end, {(time.time() - t0) / 60:.0f} min in all")
+    note = (
+        f"{args.jobs} famil{'y' if args.jobs == 1 else 'ies'} at a time, load average "
+        f"{load0[0]:.1f} at the start and {load1[0]:.1f} at the end, {(time.time() - t0) / 60:.0f} min in all"
+    )
     if args.note:
         note += f"; {args.note}"
-    meta = {"date": time.strftime("%Y-%m-%d"), "machine": _machine(), "note": note,
-            "start": args.start, "kill_factor": args.kill_factor}
+    meta = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": _machine(),
+        "note": note,
+        "start": args.start,
+        "kill_factor": args.kill_factor,
+    }
     if args.update and args.json and os.path.exists(args.json):
         with open(args.json) as fh:
             old = json.load(fh)
@@ -592,15 +750,29 @@ def _cmd_exact_limits(args) -> int:
             fh.write(table)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"time_limit": args.time_limit, "mem_limit_gib": args.mem_limit_gib, **meta,
-                       "limits": recorded_limits(rows), "rows": rows}, fh, indent=1)
+            json.dump(
+                {
+                    "time_limit": args.time_limit,
+                    "mem_limit_gib": args.mem_limit_gib,
+                    **meta,
+                    "limits": recorded_limits(rows),
+                    "rows": rows,
+                },
+                fh,
+                indent=1,
+            )
     return 0
 
 
 def register(commands) -> None:
     """Add ``cvxkml bench exact-limits`` (see :mod:`._commands`)."""
-    p = add_command(commands, "bench", "exact-limits", _cmd_exact_limits,
-                    help="largest n of each family's default exact solve within time/memory limits")
+    p = add_command(
+        commands,
+        "bench",
+        "exact-limits",
+        _cmd_exact_limits,
+        help="largest n of each family's default exact solve within time/memory limits",
+    )
     if p is None:
         return
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated family names (default all)")
@@ -608,15 +780,20 @@ def register(commands) -> None:
     p.add_argument("--mem-limit-gib", type=float, default=4.0, help="peak memory per solve (default 4)")
     p.add_argument("--start", type=int, default=8, help="first n (default 8)")
     p.add_argument("--max-n", type=int, default=None, help="cap on n for every family (default: per family)")
-    p.add_argument("--kill-factor", type=float, default=2.0,
-                   help="kill a solve after this multiple of the time limit (default 2)")
+    p.add_argument(
+        "--kill-factor", type=float, default=2.0, help="kill a solve after this multiple of the time limit (default 2)"
+    )
     p.add_argument("--jobs", type=int, default=1, help="families measured at a time (default 1)")
-    p.add_argument("--max-errors", type=int, default=2,
-                   help="stop a family after this many solves in a row raise (default 2)")
+    p.add_argument(
+        "--max-errors", type=int, default=2, help="stop a family after this many solves in a row raise (default 2)"
+    )
     p.add_argument("--no-fast", action="store_true", help="skip the fast-solver comparison")
-    p.add_argument("--update", action="store_true",
-                   help="with --json: replace these families' rows in the existing JSON (the others are "
-                        "kept) and write the table of all of them")
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="with --json: replace these families' rows in the existing JSON (the others are "
+        "kept) and write the table of all of them",
+    )
     p.add_argument("--note", default="", help="free text for the machine line (e.g. the load)")
     p.add_argument("--out", default=None, help="write the markdown table here (e.g. reference/exact-limits.md)")
     p.add_argument("--json", default=None, help="write the rows as JSON here")

@@ -26,6 +26,7 @@ measured in the same run.
 ``python -m cvxkml.experiments.bench_kcr [sweep|exact|alg1|large|variants|scale|all]`` runs them and prints the rows;
 :func:`register` adds the same as ``cvxkml bench kcr``.
 """
+
 from __future__ import annotations
 
 import time
@@ -40,13 +41,29 @@ from ..kernels import gaussian_kernel
 from ..solvers.kcr import kcr_subgradient
 from ._commands import add_command, needs_data, run_command
 
-__all__ = ["random_problem", "random_instance", "blobs_problem", "scale_rows", "PREVIOUS",
-           "growth_exponent", "exact_vs_fast_rows", "algorithm1_rows",
-           "large_n_row", "variant_rows", "BASELINE", "gap_sweep_rows", "summarize_sweep", "run", "main", "register"]
+__all__ = [
+    "random_problem",
+    "random_instance",
+    "blobs_problem",
+    "scale_rows",
+    "PREVIOUS",
+    "growth_exponent",
+    "exact_vs_fast_rows",
+    "algorithm1_rows",
+    "large_n_row",
+    "variant_rows",
+    "BASELINE",
+    "gap_sweep_rows",
+    "summarize_sweep",
+    "run",
+    "main",
+    "register",
+]
 
 
-def random_problem(n_per_class: int, n_classes: int = 3, lam: float = 1.0, nu_factor: float = 1.0,
-                   seed: int = 0) -> KCR:
+def random_problem(
+    n_per_class: int, n_classes: int = 3, lam: float = 1.0, nu_factor: float = 1.0, seed: int = 0
+) -> KCR:
     """Gaussian blobs in 3-D (unit noise, centres N(0, 1.5²)), Gaussian kernel with
     ν = nu_factor / median squared distance."""
     rng = np.random.default_rng(seed)
@@ -62,8 +79,9 @@ def _timed(fn):
     return out, time.process_time() - c0, time.perf_counter() - t0
 
 
-def exact_vs_fast_rows(sizes=(4, 7, 10, 14), solvers=(("CLARABEL", "whitened"),), seed=0,
-                       lam=1.0, eps=None, **solver_opts) -> list[dict]:
+def exact_vs_fast_rows(
+    sizes=(4, 7, 10, 14), solvers=(("CLARABEL", "whitened"),), seed=0, lam=1.0, eps=None, **solver_opts
+) -> list[dict]:
     """n = 3 × size points; for each exact (solver, parameterization): status, times,
     objective difference to the fast solver (tol 1e-4) and the CPU-time ratio.
     ``eps`` and ``solver_opts`` go to :meth:`KCR.solve_reference`."""
@@ -72,21 +90,35 @@ def exact_vs_fast_rows(sizes=(4, 7, 10, 14), solvers=(("CLARABEL", "whitened"),)
         p = random_problem(size, lam=lam, seed=seed)
         fast, f_cpu, f_wall = _timed(lambda: p.solve(tol=1e-4, warn=False))
         for solver, par in solvers:
+
             def run():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    return p.solve_reference(solver=solver, parameterization=par,
-                                             accept_inaccurate=True, eps=eps, **solver_opts)
+                    return p.solve_reference(
+                        solver=solver, parameterization=par, accept_inaccurate=True, eps=eps, **solver_opts
+                    )
+
             try:
                 ex, e_cpu, e_wall = _timed(run)
                 status, obj = ex.status, ex.objective
             except SolverError as exc:
                 status, obj, e_cpu, e_wall = f"error ({str(exc)[:40]})", np.nan, np.nan, np.nan
-            rows.append(dict(n=p.n, solver=solver, parameterization=par, status=status,
-                             exact_cpu=e_cpu, exact_wall=e_wall, fast_cpu=f_cpu, fast_wall=f_wall,
-                             fast_iter=fast.n_iter, fast_gap=fast.info["gap"],
-                             rel_diff=(obj - fast.objective) / max(1.0, abs(fast.objective)),
-                             cpu_ratio=e_cpu / f_cpu if f_cpu > 0 else np.nan))
+            rows.append(
+                dict(
+                    n=p.n,
+                    solver=solver,
+                    parameterization=par,
+                    status=status,
+                    exact_cpu=e_cpu,
+                    exact_wall=e_wall,
+                    fast_cpu=f_cpu,
+                    fast_wall=f_wall,
+                    fast_iter=fast.n_iter,
+                    fast_gap=fast.info["gap"],
+                    rel_diff=(obj - fast.objective) / max(1.0, abs(fast.objective)),
+                    cpu_ratio=e_cpu / f_cpu if f_cpu > 0 else np.nan,
+                )
+            )
     return rows
 
 
@@ -101,19 +133,27 @@ def algorithm1_rows(cases=((25, 1.0), (25, 0.1)), seed=0, budget_factor=1.0) -> 
         g = fast.dual_value
         budget = budget_factor * f_cpu
         c0 = time.process_time()
-        res = kcr_subgradient(p.K, p.tau, p.c, p.lam, h_min=p.h_min, max_iter=10 ** 7,
-                              time_limit=None, projection="exact", cpu_limit=budget)
+        res = kcr_subgradient(
+            p.K, p.tau, p.c, p.lam, h_min=p.h_min, max_iter=10**7, time_limit=None, projection="exact", cpu_limit=budget
+        )
         a_cpu = time.process_time() - c0
-        rows.append(dict(n=p.n, lam=lam, pdhg_cpu=f_cpu, pdhg_gap=fast.info["gap"],
-                         alg1_cpu=a_cpu, alg1_iter=res["n_iter"],
-                         alg1_gap=(res["objective"] - g) / max(1.0, abs(g))))
+        rows.append(
+            dict(
+                n=p.n,
+                lam=lam,
+                pdhg_cpu=f_cpu,
+                pdhg_gap=fast.info["gap"],
+                alg1_cpu=a_cpu,
+                alg1_iter=res["n_iter"],
+                alg1_gap=(res["objective"] - g) / max(1.0, abs(g)),
+            )
+        )
     return rows
 
 
 # the configuration of the first version of the solver (issue 6): LAPACK PSD steps,
 # Halpern iterations, a certificate every 10 iterations, no preconditioning
-BASELINE = dict(eig="exact", halpern=True, check_every=10, scaling=0.0,
-                restart_params=(0.2, 0.8, 0.36), balance=False)
+BASELINE = dict(eig="exact", halpern=True, check_every=10, scaling=0.0, restart_params=(0.2, 0.8, 0.36), balance=False)
 
 
 def _balance_problem(n, nu, lam, data_dir=None, seed=0) -> KCR:
@@ -127,18 +167,26 @@ def _balance_problem(n, nu, lam, data_dir=None, seed=0) -> KCR:
 
 def _check_n(n: int, available: int) -> None:
     if not 2 <= n <= available:
-        raise InvalidInputError(f"n = {n} Balance points asked for; the file has {available}: "
-                                f"use --n between 2 and {available}.")
+        raise InvalidInputError(
+            f"n = {n} Balance points asked for; the file has {available}: use --n between 2 and {available}."
+        )
 
 
-def large_n_row(n: int = 500, nu: float = 1.0, lam: float = 1.0, max_iter: int = 20_000,
-                data_dir=None, seed: int = 0, baseline: bool = True) -> dict:
+def large_n_row(
+    n: int = 500,
+    nu: float = 1.0,
+    lam: float = 1.0,
+    max_iter: int = 20_000,
+    data_dir=None,
+    seed: int = 0,
+    baseline: bool = True,
+) -> dict:
     """Certified PDHG solves on n Balance points (standardized, Gaussian kernel ν), one
     BLAS thread: CPU seconds to certified relative gaps 1e-2 / 3e-3 / 1e-3 and the gap
     after 60 CPU seconds — for the default solver and (``baseline``) for
     :data:`BASELINE`, with the CPU-time ratio to 1e-3."""
     p = _balance_problem(n, nu, lam, data_dir, seed)
-    p.solve(tol=1e-3, max_iter=5, warn=False)         # compile / warm up outside the timing
+    p.solve(tol=1e-3, max_iter=5, warn=False)  # compile / warm up outside the timing
 
     def one(opts):
         sol, cpu, wall = _timed(lambda: p.solve(tol=1e-3, max_iter=max_iter, warn=False, **opts))
@@ -149,12 +197,22 @@ def large_n_row(n: int = 500, nu: float = 1.0, lam: float = 1.0, max_iter: int =
             return None if row is None else dict(iteration=row[0], wall=row[4], cpu=row[5])
 
         within = [r[3] for r in hist if r[5] <= 60.0]
-        return dict(converged=sol.converged, iterations=sol.n_iter, gap=sol.info["gap"], cpu=cpu,
-                    wall=wall, to_1e2=first(1e-2), to_3e3=first(3e-3), to_1e3=first(1e-3),
-                    gap_after_60_cpu_s=within[-1] if within else None,
-                    eig_exact=sol.info["eig_exact"], eig_tracked=sol.info["eig_tracked"],
-                    objective=sol.objective, rank_sigma=sol.info["factor"].shape[1],
-                    h=sol.info["h"])
+        return dict(
+            converged=sol.converged,
+            iterations=sol.n_iter,
+            gap=sol.info["gap"],
+            cpu=cpu,
+            wall=wall,
+            to_1e2=first(1e-2),
+            to_3e3=first(3e-3),
+            to_1e3=first(1e-3),
+            gap_after_60_cpu_s=within[-1] if within else None,
+            eig_exact=sol.info["eig_exact"],
+            eig_tracked=sol.info["eig_tracked"],
+            objective=sol.objective,
+            rank_sigma=sol.info["factor"].shape[1],
+            h=sol.info["h"],
+        )
 
     row = dict(n=n, nu=nu, lam=lam, rank=p.rank, default=one({}))
     if baseline:
@@ -178,8 +236,9 @@ def blobs_problem(n: int, n_classes: int = 3, lam: float = 1.0, seed: int = 0) -
     return KCR(gaussian_kernel(X, gamma=1.0 / float(np.median(sq[sq > 0]))), y, lam)
 
 
-def scale_rows(sizes=(500, 1000, 2000), tol: float = 1e-3, baseline_cpu: float = 300.0,
-               seed: int = 0, max_iter: int = 100_000) -> list[dict]:
+def scale_rows(
+    sizes=(500, 1000, 2000), tol: float = 1e-3, baseline_cpu: float = 300.0, seed: int = 0, max_iter: int = 100_000
+) -> list[dict]:
     """Certified solves (tol 1e-3) on n Gaussian-blob points (3 classes, 3-D, Gaussian
     kernel ν = 1/median squared distance, λ = 1, one BLAS thread) for each n: CPU seconds of
     the setup (whitening: an n × n eigendecomposition) and of the solve, iterations, gap —
@@ -198,13 +257,22 @@ def scale_rows(sizes=(500, 1000, 2000), tol: float = 1e-3, baseline_cpu: float =
 
             def stop(info, c0=c0, cap=cap):
                 return cap is not None and time.process_time() - c0 > cap
-            sol, cpu, wall = _timed(lambda: p.solve(tol=tol, max_iter=max_iter, warn=False,
-                                                    callback=stop, **opts))
-            row[name] = dict(cpu=cpu, wall=wall, iterations=sol.n_iter, gap=sol.info["gap"],
-                             converged=sol.converged, finished=sol.status != "stopped by callback",
-                             objective=sol.objective, lower_bound=sol.dual_value,
-                             rank_sigma=sol.info["factor"].shape[1], h=sol.info["h"],
-                             eig_exact=sol.info["eig_exact"], eig_tracked=sol.info["eig_tracked"])
+
+            sol, cpu, wall = _timed(lambda: p.solve(tol=tol, max_iter=max_iter, warn=False, callback=stop, **opts))
+            row[name] = dict(
+                cpu=cpu,
+                wall=wall,
+                iterations=sol.n_iter,
+                gap=sol.info["gap"],
+                converged=sol.converged,
+                finished=sol.status != "stopped by callback",
+                objective=sol.objective,
+                lower_bound=sol.dual_value,
+                rank_sigma=sol.info["factor"].shape[1],
+                h=sol.info["h"],
+                eig_exact=sol.info["eig_exact"],
+                eig_tracked=sol.info["eig_tracked"],
+            )
         rows.append(row)
     return rows
 
@@ -227,15 +295,24 @@ def _variant_instances(data_dir=None, n_max=200, datasets=("iris", "wine", "iono
                 yield dict(data=name, n=len(y), nu=nu, lam=lam), KCR(gaussian_kernel(X, gamma=nu), y, lam)
 
 
-VARIANTS = {"plain+track": {}, "halpern+track": dict(halpern=True),
-            "plain+lapack": dict(eig="exact"), "halpern+lapack": dict(eig="exact", halpern=True),
-            # the default before diagonal preconditioning (issue 6, third session)
-            "unscaled": dict(scaling=0.0, eig_step_factor=0.1)}
+VARIANTS = {
+    "plain+track": {},
+    "halpern+track": dict(halpern=True),
+    "plain+lapack": dict(eig="exact"),
+    "halpern+lapack": dict(eig="exact", halpern=True),
+    # the default before diagonal preconditioning (issue 6, third session)
+    "unscaled": dict(scaling=0.0, eig_step_factor=0.1),
+}
 
 
-def variant_rows(variants=("plain+track", "halpern+track", "plain+lapack"), n_max: int = 200,
-                 max_iter: int = 20_000, tol: float = 1e-3, data_dir=None,
-                 datasets=("iris", "wine", "ionosphere", "balance")) -> list[dict]:
+def variant_rows(
+    variants=("plain+track", "halpern+track", "plain+lapack"),
+    n_max: int = 200,
+    max_iter: int = 20_000,
+    tol: float = 1e-3,
+    data_dir=None,
+    datasets=("iris", "wine", "ionosphere", "balance"),
+) -> list[dict]:
     """For each instance (Iris, Wine, Ionosphere, Balance; at most ``n_max`` points;
     ν ∈ {¼, 4, 64}/d, λ ∈ {0.01, 1, 100}) and each solver variant of :data:`VARIANTS`:
     iterations and CPU seconds to a certified relative gap ``tol`` (one BLAS thread)."""
@@ -245,8 +322,7 @@ def variant_rows(variants=("plain+track", "halpern+track", "plain+lapack"), n_ma
         row = dict(meta, r=p.rank)
         for v in variants:
             sol, cpu, _ = _timed(lambda: p.solve(tol=tol, max_iter=max_iter, warn=False, **VARIANTS[v]))
-            row[v] = dict(iterations=sol.n_iter, cpu=cpu, converged=sol.converged,
-                          objective=sol.objective)
+            row[v] = dict(iterations=sol.n_iter, cpu=cpu, converged=sol.converged, objective=sol.objective)
         rows.append(row)
     return rows
 
@@ -259,14 +335,18 @@ def summarize_variants(rows) -> dict:
     both = [r for r in rows if all(r[v]["converged"] for v in names)]
     out = dict(instances=len(rows), solved_by_all=len(both))
     for v in names:
-        out[v] = dict(converged=sum(r[v]["converged"] for r in rows),
-                      iterations=sum(r[v]["iterations"] for r in both),
-                      cpu=round(sum(r[v]["cpu"] for r in both), 2))
+        out[v] = dict(
+            converged=sum(r[v]["converged"] for r in rows),
+            iterations=sum(r[v]["iterations"] for r in both),
+            cpu=round(sum(r[v]["cpu"] for r in both), 2),
+        )
         if v != names[0]:
             out[v]["fewer_iterations_than_" + names[0]] = sum(
-                r[v]["iterations"] < r[names[0]]["iterations"] for r in rows)
+                r[v]["iterations"] < r[names[0]]["iterations"] for r in rows
+            )
             out[v]["more_iterations_than_" + names[0]] = sum(
-                r[v]["iterations"] > r[names[0]]["iterations"] for r in rows)
+                r[v]["iterations"] > r[names[0]]["iterations"] for r in rows
+            )
     return out
 
 
@@ -292,8 +372,9 @@ def _feasibility(S) -> tuple[float, float, float]:
     return float(np.linalg.eigvalsh(0.5 * (S + S.T))[0]), float(abs(S.sum())), scale
 
 
-def gap_sweep_rows(n_draws: int = 100, seed: int = 0, max_n: int = 30, fast_tol: float = 1e-4,
-                   max_iter: int = 100_000) -> list[dict]:
+def gap_sweep_rows(
+    n_draws: int = 100, seed: int = 0, max_n: int = 30, fast_tol: float = 1e-4, max_iter: int = 100_000
+) -> list[dict]:
     """``n_draws`` random instances (2–3 classes of 2–10 points, n <= ``max_n``, kernel
     Gaussian (ν factor ½, 1, 2) with prob. 2/3 else ridged linear, λ ∈ {0.01, 0.1, 1, 10}):
     fast solve (certified tol ``fast_tol``) vs the exact model (Clarabel, whitened,
@@ -311,13 +392,14 @@ def gap_sweep_rows(n_draws: int = 100, seed: int = 0, max_n: int = 30, fast_tol:
         kind = "gaussian" if rng.uniform() < 2 / 3 else "linear"
         nu_factor = float(rng.choice([0.5, 1.0, 2.0]))
         lam = float(rng.choice([0.01, 0.1, 1.0, 10.0]))
-        p = random_instance(int(rng.integers(2 ** 31 - 1)), sizes, kind, nu_factor, lam)
+        p = random_instance(int(rng.integers(2**31 - 1)), sizes, kind, nu_factor, lam)
         fast, f_cpu, _ = _timed(lambda: p.solve(tol=fast_tol, max_iter=max_iter, warn=False))
 
         def run():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 return p.solve_reference(accept_inaccurate=True)
+
         try:
             exact, e_cpu, _ = _timed(run)
             e_status, e_obj = exact.status, exact.objective
@@ -327,16 +409,31 @@ def gap_sweep_rows(n_draws: int = 100, seed: int = 0, max_n: int = 30, fast_tol:
             e_min = e_sum = e_scale = np.nan
         f_min, f_sum, f_scale = _feasibility(fast.matrix)
         scale = max(1.0, abs(e_obj))
-        rows.append(dict(draw=draw, n=p.n, sizes=sizes, kind=kind, nu_factor=nu_factor, lam=lam,
-                         fast_converged=fast.converged, fast_iter=fast.n_iter,
-                         fast_cert_gap=fast.info["gap"], fast_cpu=f_cpu,
-                         exact_status=e_status, exact_cpu=e_cpu,
-                         f_fast=fast.objective, f_exact=e_obj,
-                         rel_gap=abs(fast.objective - e_obj) / scale,
-                         signed=(fast.objective - e_obj) / scale,
-                         cert_below_exact=bool(fast.dual_value <= e_obj + 1e-7 * scale),
-                         fast_lmin_rel=f_min / f_scale, fast_sum_rel=f_sum / f_scale,
-                         exact_lmin_rel=e_min / e_scale, exact_sum_rel=e_sum / e_scale))
+        rows.append(
+            dict(
+                draw=draw,
+                n=p.n,
+                sizes=sizes,
+                kind=kind,
+                nu_factor=nu_factor,
+                lam=lam,
+                fast_converged=fast.converged,
+                fast_iter=fast.n_iter,
+                fast_cert_gap=fast.info["gap"],
+                fast_cpu=f_cpu,
+                exact_status=e_status,
+                exact_cpu=e_cpu,
+                f_fast=fast.objective,
+                f_exact=e_obj,
+                rel_gap=abs(fast.objective - e_obj) / scale,
+                signed=(fast.objective - e_obj) / scale,
+                cert_below_exact=bool(fast.dual_value <= e_obj + 1e-7 * scale),
+                fast_lmin_rel=f_min / f_scale,
+                fast_sum_rel=f_sum / f_scale,
+                exact_lmin_rel=e_min / e_scale,
+                exact_sum_rel=e_sum / e_scale,
+            )
+        )
     return rows
 
 
@@ -344,67 +441,100 @@ def summarize_sweep(rows) -> dict:
     """Max / median / 95th percentile of the relative gaps and the worst feasibility."""
     g = np.array([r["rel_gap"] for r in rows], dtype=float)
     ok = np.isfinite(g)
-    return dict(draws=len(rows), exact_ok=int(ok.sum()),
-                exact_inaccurate=sum(r["exact_status"] == "optimal_inaccurate" for r in rows),
-                fast_converged=sum(bool(r["fast_converged"]) for r in rows),
-                max_gap=float(g[ok].max()), median_gap=float(np.median(g[ok])),
-                p95_gap=float(np.percentile(g[ok], 95)),
-                over_1e3=int(np.sum(g[ok] > 1e-3)),
-                fast_worse=int(sum(r["signed"] > 0 for r in rows if np.isfinite(r["signed"]))),
-                max_n=max(r["n"] for r in rows),
-                cert_valid=sum(r["cert_below_exact"] for r in rows),
-                worst_fast_lmin_rel=float(min(r["fast_lmin_rel"] for r in rows)),
-                worst_fast_sum_rel=float(max(r["fast_sum_rel"] for r in rows)),
-                worst_exact_lmin_rel=float(np.nanmin([r["exact_lmin_rel"] for r in rows])),
-                worst_exact_sum_rel=float(np.nanmax([r["exact_sum_rel"] for r in rows])),
-                median_fast_cpu=float(np.median([r["fast_cpu"] for r in rows])),
-                median_exact_cpu=float(np.nanmedian([r["exact_cpu"] for r in rows])),
-                max_fast_iter=int(max(r["fast_iter"] for r in rows)))
+    return dict(
+        draws=len(rows),
+        exact_ok=int(ok.sum()),
+        exact_inaccurate=sum(r["exact_status"] == "optimal_inaccurate" for r in rows),
+        fast_converged=sum(bool(r["fast_converged"]) for r in rows),
+        max_gap=float(g[ok].max()),
+        median_gap=float(np.median(g[ok])),
+        p95_gap=float(np.percentile(g[ok], 95)),
+        over_1e3=int(np.sum(g[ok] > 1e-3)),
+        fast_worse=int(sum(r["signed"] > 0 for r in rows if np.isfinite(r["signed"]))),
+        max_n=max(r["n"] for r in rows),
+        cert_valid=sum(r["cert_below_exact"] for r in rows),
+        worst_fast_lmin_rel=float(min(r["fast_lmin_rel"] for r in rows)),
+        worst_fast_sum_rel=float(max(r["fast_sum_rel"] for r in rows)),
+        worst_exact_lmin_rel=float(np.nanmin([r["exact_lmin_rel"] for r in rows])),
+        worst_exact_sum_rel=float(np.nanmax([r["exact_sum_rel"] for r in rows])),
+        median_fast_cpu=float(np.median([r["fast_cpu"] for r in rows])),
+        median_exact_cpu=float(np.nanmedian([r["exact_cpu"] for r in rows])),
+        max_fast_iter=int(max(r["fast_iter"] for r in rows)),
+    )
 
 
 # --------------------------------------------------------------------------- entry point
 def _print_rows(rows):
     for r in rows:
-        print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                               for k, v in r.items()), flush=True)
+        print(
+            "  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()), flush=True
+        )
 
 
 def _add_arguments(ap) -> None:
-    ap.add_argument("what", nargs="?", default="all",
-                    choices=("sweep", "exact", "alg1", "large", "variants", "scale", "all"))
+    ap.add_argument(
+        "what", nargs="?", default="all", choices=("sweep", "exact", "alg1", "large", "variants", "scale", "all")
+    )
     ap.add_argument("--draws", type=int, default=100, help="sweep: random instances (default 100)")
-    ap.add_argument("--exact-sizes", type=int, nargs="+", default=[10, 20, 30, 40],
-                    help="exact: points per class (3 classes) for the SCS runs")
+    ap.add_argument(
+        "--exact-sizes",
+        type=int,
+        nargs="+",
+        default=[10, 20, 30, 40],
+        help="exact: points per class (3 classes) for the SCS runs",
+    )
     ap.add_argument("--scs-eps", type=float, default=1e-6, help="exact: SCS eps_abs = eps_rel")
     ap.add_argument("--scs-time-limit", type=float, default=600.0, help="exact: SCS seconds per solve")
     ap.add_argument("--n", type=int, default=500, help="large: number of Balance points")
-    ap.add_argument("--no-baseline", action="store_true",
-                    help="large: skip the same-run baseline solve (the previous configuration)")
+    ap.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="large: skip the same-run baseline solve (the previous configuration)",
+    )
     ap.add_argument("--variant-n", type=int, default=200, help="variants: points per data set (max)")
-    ap.add_argument("--variants", nargs="+", choices=sorted(VARIANTS),
-                    default=["plain+track", "halpern+track", "plain+lapack"],
-                    help="variants: solver variants to compare (the first is the reference)")
-    ap.add_argument("--variant-data", nargs="+", default=["iris", "wine", "ionosphere", "balance"],
-                    choices=["iris", "wine", "ionosphere", "balance"], help="variants: data sets")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000],
-                    help="scale: numbers of points (default 500 1000 2000)")
-    ap.add_argument("--baseline-cpu", type=float, default=300.0,
-                    help="scale: CPU seconds after which the previous options' solve is stopped "
-                         "(its time is then extrapolated; 0 skips it)")
+    ap.add_argument(
+        "--variants",
+        nargs="+",
+        choices=sorted(VARIANTS),
+        default=["plain+track", "halpern+track", "plain+lapack"],
+        help="variants: solver variants to compare (the first is the reference)",
+    )
+    ap.add_argument(
+        "--variant-data",
+        nargs="+",
+        default=["iris", "wine", "ionosphere", "balance"],
+        choices=["iris", "wine", "ionosphere", "balance"],
+        help="variants: data sets",
+    )
+    ap.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[500, 1000, 2000],
+        help="scale: numbers of points (default 500 1000 2000)",
+    )
+    ap.add_argument(
+        "--baseline-cpu",
+        type=float,
+        default=300.0,
+        help="scale: CPU seconds after which the previous options' solve is stopped "
+        "(its time is then extrapolated; 0 skips it)",
+    )
     ap.add_argument("--json", default=None, help="write all rows as JSON")
 
 
 def _data_of(args) -> tuple:
     """The data sets the parts selected by ``args.what`` read (checked before they run)."""
-    return ((("balance",) if args.what in ("large", "all") else ())
-            + (tuple(args.variant_data) if args.what in ("variants", "all") else ()))
+    return (("balance",) if args.what in ("large", "all") else ()) + (
+        tuple(args.variant_data) if args.what in ("variants", "all") else ()
+    )
 
 
 def run(args) -> int:
     """Run the parts selected by ``args.what`` and print their rows."""
     import json
 
-    if args.what in ("large", "all"):                 # before the other parts run
+    if args.what in ("large", "all"):  # before the other parts run
         _check_n(args.n, len(load_dataset("balance")[1]))
     out = {}
     if args.what in ("sweep", "all"):
@@ -415,9 +545,10 @@ def run(args) -> int:
     if args.what in ("exact", "all"):
         print("exact model with SCS vs fast:", flush=True)
         out["exact"] = []
-        for size in args.exact_sizes:             # one size at a time, printed as it finishes
-            rows = exact_vs_fast_rows(sizes=(size,), solvers=(("SCS", "whitened"),),
-                                      eps=args.scs_eps, time_limit_secs=args.scs_time_limit)
+        for size in args.exact_sizes:  # one size at a time, printed as it finishes
+            rows = exact_vs_fast_rows(
+                sizes=(size,), solvers=(("SCS", "whitened"),), eps=args.scs_eps, time_limit_secs=args.scs_time_limit
+            )
             out["exact"] += rows
             _print_rows(rows)
     if args.what in ("alg1", "all"):
@@ -437,30 +568,45 @@ def run(args) -> int:
                 print(f" {part}:", flush=True)
                 _print_rows([flat])
     if args.what in ("variants", "all"):
-        rows = variant_rows(tuple(args.variants), n_max=args.variant_n,
-                            datasets=tuple(args.variant_data))
+        rows = variant_rows(tuple(args.variants), n_max=args.variant_n, datasets=tuple(args.variant_data))
         out["variants"] = dict(rows=rows, summary=summarize_variants(rows))
         print("solver variants (iterations / CPU s to a certified 1e-3):", flush=True)
-        _print_rows([{"instance": f"{r['data']} n={r['n']} nu={r['nu']:.3g} lam={r['lam']:g}",
-                      **{v: f"{r[v]['iterations']}/{r[v]['cpu']:.2f}{'' if r[v]['converged'] else '(nc)'}"
-                         for v in r if isinstance(r[v], dict)}} for r in rows])
+        _print_rows(
+            [
+                {
+                    "instance": f"{r['data']} n={r['n']} nu={r['nu']:.3g} lam={r['lam']:g}",
+                    **{
+                        v: f"{r[v]['iterations']}/{r[v]['cpu']:.2f}{'' if r[v]['converged'] else '(nc)'}"
+                        for v in r
+                        if isinstance(r[v], dict)
+                    },
+                }
+                for r in rows
+            ]
+        )
         print(" summary:", out["variants"]["summary"], flush=True)
-    if args.what == "scale":                          # not part of "all" (minutes)
+    if args.what == "scale":  # not part of "all" (minutes)
         rows = scale_rows(tuple(args.sizes), baseline_cpu=args.baseline_cpu)
         out["scale"] = rows
-        print("certified 1e-3, Gaussian blobs, 3 classes, lam = 1 (CPU s; previous = "
-              f"{PREVIOUS}):", flush=True)
+        print(f"certified 1e-3, Gaussian blobs, 3 classes, lam = 1 (CPU s; previous = {PREVIOUS}):", flush=True)
         for r in rows:
             flat = dict(n=r["n"], r=r["r"], setup_cpu=r["setup_cpu"])
             for part in ("default", "previous"):
                 if part in r:
-                    flat.update({f"{part}_{k}": v for k, v in r[part].items()
-                                 if k in ("cpu", "iterations", "gap", "converged", "finished")})
+                    flat.update(
+                        {
+                            f"{part}_{k}": v
+                            for k, v in r[part].items()
+                            if k in ("cpu", "iterations", "gap", "converged", "finished")
+                        }
+                    )
             _print_rows([flat])
         done = [r for r in rows if r["default"]["converged"]]
         if len(done) >= 2:
-            print(" growth exponent of the default solve CPU in n:",
-                  round(growth_exponent([r["n"] for r in done], [r["default"]["cpu"] for r in done]), 2))
+            print(
+                " growth exponent of the default solve CPU in n:",
+                round(growth_exponent([r["n"] for r in done], [r["default"]["cpu"] for r in done]), 2),
+            )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1, default=lambda v: v.item() if hasattr(v, "item") else str(v))
@@ -480,9 +626,15 @@ def main(argv=None) -> int:
 
 def register(commands) -> None:
     """Add ``cvxkml bench kcr`` (see :mod:`._commands`)."""
-    p = add_command(commands, "bench", "kcr", run,
-                    help="KCR (Sriperumbudur et al. 2008): fast vs exact sweep, exact model with SCS, "
-                         "Algorithm 1 vs PDHG, n = 500 solve vs baseline, solver variants", datasets=_data_of)
+    p = add_command(
+        commands,
+        "bench",
+        "kcr",
+        run,
+        help="KCR (Sriperumbudur et al. 2008): fast vs exact sweep, exact model with SCS, "
+        "Algorithm 1 vs PDHG, n = 500 solve vs baseline, solver variants",
+        datasets=_data_of,
+    )
     if p is None:
         return
     _add_arguments(p)

@@ -13,6 +13,7 @@ beside the time.
 
 Nothing here is used by the library itself.
 """
+
 from __future__ import annotations
 
 import time
@@ -57,7 +58,7 @@ def _solve(prob, tol: float, smooth: bool, budget: float | None):
     t0 = time.perf_counter()
     stop = None if budget is None else (lambda info: time.perf_counter() - t0 > budget)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")          # an unconverged row says so in its status
+        warnings.simplefilter("ignore")  # an unconverged row says so in its status
         sol = prob.solve(tol=tol, max_iter=10**6, callback=stop, smooth=smooth)
     return sol, time.perf_counter() - t0
 
@@ -73,8 +74,15 @@ def _warm_up() -> None:
         _solve(prob, 1e-3, smooth, 5.0)
 
 
-def lmnn_rows(datasets=DATASETS, tols=(1e-3, 1e-4), n_folds: int = 3, old: bool = True,
-              old_budget: float = 60.0, quick: bool = False, log=None) -> list[dict]:
+def lmnn_rows(
+    datasets=DATASETS,
+    tols=(1e-3, 1e-4),
+    n_folds: int = 3,
+    old: bool = True,
+    old_budget: float = 60.0,
+    quick: bool = False,
+    log=None,
+) -> list[dict]:
     """Measure both LMNN paths on every (data set, fold, tol).
 
     Parameters
@@ -116,11 +124,23 @@ def lmnn_rows(datasets=DATASETS, tols=(1e-3, 1e-4), n_folds: int = 3, old: bool 
                 for path in ("smoothed", "pdhg") if old else ("smoothed",):
                     sol, secs = _solve(prob, tol, path == "smoothed", None if path == "smoothed" else old_budget)
                     F, g = float(sol.objective), float(sol.dual_value)
-                    row = dict(data=name, fold=f + 1, tol=tol, path=path, seconds=secs, iterations=int(sol.n_iter),
-                               objective=F, dual_value=g, gap=(F - g) / max(1.0, abs(F)),
-                               converged=bool(sol.converged), status=sol.status,
-                               accuracy=_nn_accuracy(prob, sol, scaler, X, y, train, test),
-                               n=int(train.size), d=int(X.shape[1]), triplets=prob.triplets.n_triplets)
+                    row = dict(
+                        data=name,
+                        fold=f + 1,
+                        tol=tol,
+                        path=path,
+                        seconds=secs,
+                        iterations=int(sol.n_iter),
+                        objective=F,
+                        dual_value=g,
+                        gap=(F - g) / max(1.0, abs(F)),
+                        converged=bool(sol.converged),
+                        status=sol.status,
+                        accuracy=_nn_accuracy(prob, sol, scaler, X, y, train, test),
+                        n=int(train.size),
+                        d=int(X.shape[1]),
+                        triplets=prob.triplets.n_triplets,
+                    )
                     rows.append(row)
                     if log is not None:
                         log(f"{name} fold {f + 1} tol {tol:g} {path}: {secs:.3g} s, {row['status']}")
@@ -162,8 +182,9 @@ def load_scale_dataset(name: str, seed: int = 0):
         from ..datasets import load_dataset
 
         X, y = load_dataset("pendigits")
-        X, _, y, _ = train_test_split(np.asarray(X, dtype=float), np.asarray(y), train_size=5000, stratify=y,
-                                      random_state=seed)
+        X, _, y, _ = train_test_split(
+            np.asarray(X, dtype=float), np.asarray(y), train_size=5000, stratify=y, random_state=seed
+        )
         what = f"UCI pendigits, stratified 5000-point subset (seed {seed}), standardized"
     elif name == "wide":
         rng = np.random.default_rng(seed)
@@ -206,8 +227,13 @@ def _peer_lmnn(peer_python, Z, y, timeout: float) -> dict:
         np.savez(inp, Z=Z, y=y, k=SCALE_K, regularization=SCALE_GAMMA, max_iter=1000)
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         try:
-            proc = subprocess.run([str(peer_python), str(script), "--lmnn", inp, out], timeout=timeout,
-                                  capture_output=True, text=True, env=env)
+            proc = subprocess.run(
+                [str(peer_python), str(script), "--lmnn", inp, out],
+                timeout=timeout,
+                capture_output=True,
+                text=True,
+                env=env,
+            )
         except subprocess.TimeoutExpired:
             return {"error": f"did not finish in {timeout:g} s"}
         except OSError as exc:
@@ -218,8 +244,9 @@ def _peer_lmnn(peer_python, Z, y, timeout: float) -> dict:
             return json.load(fh)
 
 
-def scale_rows(datasets=SCALE_DATASETS, tol: float = 1e-4, peer_python=None, peer_timeout: float = 1800.0,
-               log=None) -> list[dict]:
+def scale_rows(
+    datasets=SCALE_DATASETS, tol: float = 1e-4, peer_python=None, peer_timeout: float = 1800.0, log=None
+) -> list[dict]:
     """cvxkml's linear LMNN (``LMNNProblem.solve``, impostors="auto") and, with ``peer_python``,
     metric-learn's LMNN on the same standardized features, one row per data set.
 
@@ -242,43 +269,93 @@ def scale_rows(datasets=SCALE_DATASETS, tol: float = 1e-4, peer_python=None, pee
         secs = time.perf_counter() - t0
         F, g = float(sol.objective), float(sol.dual_value)
         info = sol.info
-        row = dict(data=name, what=what, n=int(Z.shape[0]), d=int(Z.shape[1]), triplets=prob.n_triplets,
-                   seconds=secs, converged=bool(sol.converged), status=sol.status, objective=F, dual_value=g,
-                   gap=(F - g) / max(1.0, abs(F)), iterations=int(sol.n_iter), rank=prob.rank,
-                   rounds=info.get("rounds"), set_sizes=info.get("set_sizes"), scan_s=info.get("scan_time"),
-                   smooth_s=info.get("smooth_time"), recovery_s=info.get("polish_time"))
+        row = dict(
+            data=name,
+            what=what,
+            n=int(Z.shape[0]),
+            d=int(Z.shape[1]),
+            triplets=prob.n_triplets,
+            seconds=secs,
+            converged=bool(sol.converged),
+            status=sol.status,
+            objective=F,
+            dual_value=g,
+            gap=(F - g) / max(1.0, abs(F)),
+            iterations=int(sol.n_iter),
+            rank=prob.rank,
+            rounds=info.get("rounds"),
+            set_sizes=info.get("set_sizes"),
+            scan_s=info.get("scan_time"),
+            smooth_s=info.get("smooth_time"),
+            recovery_s=info.get("polish_time"),
+        )
         if peer_python is not None:
             peer = _peer_lmnn(peer_python, Z, y, peer_timeout)
             if "L" in peer:
                 L = np.asarray(peer["L"], dtype=float)
                 Fp = _full_objective(prob, np.ascontiguousarray(Z @ L.T))
-                row.update(peer_seconds=float(peer["seconds"]), peer_objective=Fp,
-                           peer_excess=(Fp - g) / max(1.0, abs(g)), peer_iterations=peer.get("n_iter"))
+                row.update(
+                    peer_seconds=float(peer["seconds"]),
+                    peer_objective=Fp,
+                    peer_excess=(Fp - g) / max(1.0, abs(g)),
+                    peer_iterations=peer.get("n_iter"),
+                )
             else:
                 row.update(peer_error=peer.get("error") or peer.get("unavailable"))
         rows.append(row)
         if log is not None:
-            log(f"{name}: " + ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
-                                        for k, v in row.items() if k != "what"))
+            log(
+                f"{name}: "
+                + ", ".join(
+                    f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items() if k != "what"
+                )
+            )
     return rows
 
 
 def format_scale(rows, tol: float) -> str:
     """The ``--scale`` rows as a table, then the same-run ratios."""
     table = format_table(
-        ["data", "n x d (rank)", "triplets", "cvxkml s", "certified gap", "F", "rounds / final set", "scan s",
-         "smoothed s", "metric-learn s", "its F above the bound", "ml / cvxkml"],
-        [[r["data"], f"{r['n']} x {r['d']} ({r['rank']})", str(r["triplets"]), f"{r['seconds']:.3g}",
-          f"{r['gap']:.1e}" + ("" if r["converged"] else f" ({r['status']})"), f"{r['objective']:.8g}",
-          "-" if r["rounds"] is None else f"{r['rounds']} / {r['set_sizes'][-1]}",
-          "-" if r["scan_s"] is None else f"{r['scan_s']:.3g}",
-          "-" if r["smooth_s"] is None else f"{r['smooth_s']:.3g}",
-          f"{r['peer_seconds']:.3g}" if "peer_seconds" in r else r.get("peer_error", "not run"),
-          f"{r['peer_excess']:.2e}" if "peer_excess" in r else "-",
-          f"{r['peer_seconds'] / r['seconds']:.2f}" if "peer_seconds" in r else "-"] for r in rows])
-    return "\n".join([table, f"(k = {SCALE_K}, gamma = {SCALE_GAMMA}, tol {tol:g}; F over every triplet; "
-                              "metric-learn LMNN k = 3, regularization 0.5, max_iter 1000, its F by the same "
-                              "formula; one BLAS thread, same run)"])
+        [
+            "data",
+            "n x d (rank)",
+            "triplets",
+            "cvxkml s",
+            "certified gap",
+            "F",
+            "rounds / final set",
+            "scan s",
+            "smoothed s",
+            "metric-learn s",
+            "its F above the bound",
+            "ml / cvxkml",
+        ],
+        [
+            [
+                r["data"],
+                f"{r['n']} x {r['d']} ({r['rank']})",
+                str(r["triplets"]),
+                f"{r['seconds']:.3g}",
+                f"{r['gap']:.1e}" + ("" if r["converged"] else f" ({r['status']})"),
+                f"{r['objective']:.8g}",
+                "-" if r["rounds"] is None else f"{r['rounds']} / {r['set_sizes'][-1]}",
+                "-" if r["scan_s"] is None else f"{r['scan_s']:.3g}",
+                "-" if r["smooth_s"] is None else f"{r['smooth_s']:.3g}",
+                f"{r['peer_seconds']:.3g}" if "peer_seconds" in r else r.get("peer_error", "not run"),
+                f"{r['peer_excess']:.2e}" if "peer_excess" in r else "-",
+                f"{r['peer_seconds'] / r['seconds']:.2f}" if "peer_seconds" in r else "-",
+            ]
+            for r in rows
+        ],
+    )
+    return "\n".join(
+        [
+            table,
+            f"(k = {SCALE_K}, gamma = {SCALE_GAMMA}, tol {tol:g}; F over every triplet; "
+            "metric-learn LMNN k = 3, regularization 0.5, max_iter 1000, its F by the same "
+            "formula; one BLAS thread, same run)",
+        ]
+    )
 
 
 def _speedups(rows) -> list[str]:
@@ -291,13 +368,17 @@ def _speedups(rows) -> list[str]:
                 pairs.setdefault(r["fold"], {})[r["path"]] = r
         both = [p for p in pairs.values() if len(p) == 2 and all(r["converged"] for r in p.values())]
         new = [p["smoothed"] for p in pairs.values()]
-        line = (f"{key[0]} tol {key[1]:g}: smoothed {np.mean([r['seconds'] for r in new]):.3g} s mean, "
-                f"{sum(r['converged'] for r in new)}/{len(new)} certified")
+        line = (
+            f"{key[0]} tol {key[1]:g}: smoothed {np.mean([r['seconds'] for r in new]):.3g} s mean, "
+            f"{sum(r['converged'] for r in new)}/{len(new)} certified"
+        )
         if any("pdhg" in p for p in pairs.values()):
             if both:
                 ratio = [p["pdhg"]["seconds"] / p["smoothed"]["seconds"] for p in both]
-                line += (f"; PDHG / smoothed {min(ratio):.3g}-{max(ratio):.3g}x over the {len(both)} folds "
-                         "where both certified")
+                line += (
+                    f"; PDHG / smoothed {min(ratio):.3g}-{max(ratio):.3g}x over the {len(both)} folds "
+                    "where both certified"
+                )
             else:
                 line += "; the PDHG path certified no fold within its budget"
         lines.append(line)
@@ -307,34 +388,72 @@ def _speedups(rows) -> list[str]:
 def format_report(rows, old_budget: float) -> str:
     """The measured rows as the sheet's table, then the ratios and the target lines."""
     table = format_table(
-        ["data", "fold", "n x d", "triplets", "tol", "path", "seconds", "iterations", "objective F",
-         "certified gap", "converged", "1-NN acc"],
-        [[r["data"], str(r["fold"]), f"{r['n']} x {r['d']}", str(r["triplets"]), f"{r['tol']:g}", r["path"],
-          f"{r['seconds']:.3g}", str(r["iterations"]), f"{r['objective']:.10g}", f"{r['gap']:.1e}",
-          "yes" if r["converged"] else f"no ({r['status']})", f"{r['accuracy']:.3f}"] for r in rows])
-    lines = [table,
-             f"(k = {K}, gamma = {GAMMA}, standardized training fold; smoothed = LMNNProblem.solve() default, "
-             f"pdhg = solve(smooth=False) stopped at its first check after {old_budget:g} s; both certified by the "
-             "same Lagrange bound: converged = certified relative gap <= tol)", ""]
+        [
+            "data",
+            "fold",
+            "n x d",
+            "triplets",
+            "tol",
+            "path",
+            "seconds",
+            "iterations",
+            "objective F",
+            "certified gap",
+            "converged",
+            "1-NN acc",
+        ],
+        [
+            [
+                r["data"],
+                str(r["fold"]),
+                f"{r['n']} x {r['d']}",
+                str(r["triplets"]),
+                f"{r['tol']:g}",
+                r["path"],
+                f"{r['seconds']:.3g}",
+                str(r["iterations"]),
+                f"{r['objective']:.10g}",
+                f"{r['gap']:.1e}",
+                "yes" if r["converged"] else f"no ({r['status']})",
+                f"{r['accuracy']:.3f}",
+            ]
+            for r in rows
+        ],
+    )
+    lines = [
+        table,
+        f"(k = {K}, gamma = {GAMMA}, standardized training fold; smoothed = LMNNProblem.solve() default, "
+        f"pdhg = solve(smooth=False) stopped at its first check after {old_budget:g} s; both certified by the "
+        "same Lagrange bound: converged = certified relative gap <= tol)",
+        "",
+    ]
     lines += _speedups(rows)
     for name in ("breast_cancer", "digits500"):
         best = [r for r in rows if r["data"] == name and r["path"] == "smoothed" and r["tol"] <= 1e-4]
         if best:
             worst = max(r["seconds"] for r in best)
             ok = all(r["converged"] for r in best) and worst <= TARGET_SECONDS
-            lines.append(f"issue 17 target, {name}: a certified 1e-4 optimum in <= {TARGET_SECONDS:g} s: "
-                         f"{'met' if ok else 'not met'} (slowest fold {worst:.3g} s, "
-                         f"{sum(r['converged'] for r in best)}/{len(best)} certified)")
+            lines.append(
+                f"issue 17 target, {name}: a certified 1e-4 optimum in <= {TARGET_SECONDS:g} s: "
+                f"{'met' if ok else 'not met'} (slowest fold {worst:.3g} s, "
+                f"{sum(r['converged'] for r in best)}/{len(best)} certified)"
+            )
     return "\n".join(lines)
 
 
 def _cmd_bench_lmnn(args) -> int:
-    t_start = start("cvxkml bench lmnn", args.quick,
-                    "one BLAS thread, Numba warmed up on a small instance first, time.perf_counter")
+    t_start = start(
+        "cvxkml bench lmnn", args.quick, "one BLAS thread, Numba warmed up on a small instance first, time.perf_counter"
+    )
     if args.scale is not None:
         tol = args.tol[0] if args.tol else 1e-4
-        rows = scale_rows(args.scale or SCALE_DATASETS, tol, args.peer_python, args.peer_timeout,
-                          log=lambda line: print(line, flush=True))
+        rows = scale_rows(
+            args.scale or SCALE_DATASETS,
+            tol,
+            args.peer_python,
+            args.peer_timeout,
+            log=lambda line: print(line, flush=True),
+        )
         print()
         print(format_scale(rows, tol))
         write_numbers(args.json, {"rows": rows})
@@ -343,8 +462,7 @@ def _cmd_bench_lmnn(args) -> int:
     datasets = args.datasets or (("wine",) if args.quick else DATASETS)
     tols = tuple(args.tol) if args.tol else ((1e-3,) if args.quick else (1e-3, 1e-4))
     budget = args.old_budget if args.old_budget is not None else (5.0 if args.quick else 60.0)
-    rows = lmnn_rows(datasets, tols, n_folds=args.folds, old=not args.no_old, old_budget=budget,
-                     quick=args.quick)
+    rows = lmnn_rows(datasets, tols, n_folds=args.folds, old=not args.no_old, old_budget=budget, quick=args.quick)
     print()
     print(format_report(rows, budget))
     write_numbers(args.json, {"rows": rows, "old_budget": budget})
@@ -354,26 +472,53 @@ def _cmd_bench_lmnn(args) -> int:
 
 def register(commands) -> None:
     """Add ``cvxkml bench lmnn`` (see :mod:`._commands`)."""
-    p = add_command(commands, "bench", "lmnn", _cmd_bench_lmnn,
-                    help="linear LMNN: the smoothed quasi-Newton solver vs the PDHG path, certified, "
-                         "on Wine / breast cancer / digits-500 folds")
+    p = add_command(
+        commands,
+        "bench",
+        "lmnn",
+        _cmd_bench_lmnn,
+        help="linear LMNN: the smoothed quasi-Newton solver vs the PDHG path, certified, "
+        "on Wine / breast cancer / digits-500 folds",
+    )
     if p is None:
         return
     p.add_argument("--quick", action="store_true", help="one fold of a 60-point Wine subset, tol 1e-3 (for tests)")
-    p.add_argument("--datasets", nargs="+", choices=DATASETS, default=None,
-                   help="data sets (default all three; quick: wine)")
-    p.add_argument("--tol", nargs="+", type=number_in("--tol", 0.0, 1.0), default=None,
-                   help="certified relative gaps (default 1e-3 1e-4; quick 1e-3)")
+    p.add_argument(
+        "--datasets", nargs="+", choices=DATASETS, default=None, help="data sets (default all three; quick: wine)"
+    )
+    p.add_argument(
+        "--tol",
+        nargs="+",
+        type=number_in("--tol", 0.0, 1.0),
+        default=None,
+        help="certified relative gaps (default 1e-3 1e-4; quick 1e-3)",
+    )
     p.add_argument("--folds", type=int, default=3, help="stratified folds, seed 0 (default 3)")
     p.add_argument("--no-old", action="store_true", help="skip the PDHG baseline")
-    p.add_argument("--old-budget", type=number_in("--old-budget", 0.0, example="60"), default=None,
-                   help="seconds after which the PDHG baseline stops (default 60, quick 5)")
+    p.add_argument(
+        "--old-budget",
+        type=number_in("--old-budget", 0.0, example="60"),
+        default=None,
+        help="seconds after which the PDHG baseline stops (default 60, quick 5)",
+    )
     p.add_argument("--json", default=None, help="write the rows as JSON to this file")
-    p.add_argument("--scale", nargs="*", choices=SCALE_DATASETS, default=None,
-                   help="issue 33 / 36 rows instead: whole data sets, k = 3, tol 1e-4 (default all: "
-                        + ", ".join(SCALE_DATASETS) + ")")
-    p.add_argument("--peer-python", default=None,
-                   help="--scale: a Python with metric-learn 0.7 (e.g. from /work/shared/peers/make-venvs.sh) "
-                        "for the peer rows")
-    p.add_argument("--peer-timeout", type=number_in("--peer-timeout", 0.0, example="1800"), default=1800.0,
-                   help="--scale: seconds after which a peer fit counts as not finished (default 1800)")
+    p.add_argument(
+        "--scale",
+        nargs="*",
+        choices=SCALE_DATASETS,
+        default=None,
+        help="issue 33 / 36 rows instead: whole data sets, k = 3, tol 1e-4 (default all: "
+        + ", ".join(SCALE_DATASETS)
+        + ")",
+    )
+    p.add_argument(
+        "--peer-python",
+        default=None,
+        help="--scale: a Python with metric-learn 0.7 (e.g. from /work/shared/peers/make-venvs.sh) for the peer rows",
+    )
+    p.add_argument(
+        "--peer-timeout",
+        type=number_in("--peer-timeout", 0.0, example="1800"),
+        default=1800.0,
+        help="--scale: seconds after which a peer fit counts as not finished (default 1800)",
+    )

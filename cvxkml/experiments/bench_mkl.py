@@ -10,6 +10,7 @@
 
 Nothing here is used by the library itself.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,11 +82,22 @@ def gap_sweep(draws: int = 10, tol: float = 1e-5, seed0: int = 0) -> list[dict]:
             except SolverError:
                 exact = prob.solve_reference(solver="SCS", eps=1e-8, accept_inaccurate=True)
             scale = max(1.0, abs(exact.objective))
-            rows.append(dict(kind=kind, n=n, classes=c, k=k, triplets=prob.triplets.n_triplets,
-                             converged=bool(fast.converged), iterations=int(fast.n_iter),
-                             rel_gap=float(abs(fast.objective - exact.objective) / scale),
-                             certified_gap=float((fast.objective - fast.dual_value) / max(1.0, abs(fast.objective))),
-                             fast_s=float(fast.time), exact_s=float(exact.time), exact_status=exact.status))
+            rows.append(
+                dict(
+                    kind=kind,
+                    n=n,
+                    classes=c,
+                    k=k,
+                    triplets=prob.triplets.n_triplets,
+                    converged=bool(fast.converged),
+                    iterations=int(fast.n_iter),
+                    rel_gap=float(abs(fast.objective - exact.objective) / scale),
+                    certified_gap=float((fast.objective - fast.dual_value) / max(1.0, abs(fast.objective))),
+                    fast_s=float(fast.time),
+                    exact_s=float(exact.time),
+                    exact_status=exact.status,
+                )
+            )
     return rows
 
 
@@ -119,9 +131,19 @@ def exact_sizes(sizes=((("kernel", 20), ("kernel", 30), ("kernel", 40), ("linear
             status = f"failed: {exc}"[:60]
         t_exact = time.perf_counter() - t0
         fast = quiet(prob.solve, tol=1e-5, category=ConvergenceWarning)
-        rows.append(dict(kind=kind, n=n, rank=prob.rank, triplets=prob.triplets.n_triplets,
-                         exact_s=t_exact, exact_status=status, fast_s=float(fast.time),
-                         fast_converged=bool(fast.converged), fast_iterations=int(fast.n_iter)))
+        rows.append(
+            dict(
+                kind=kind,
+                n=n,
+                rank=prob.rank,
+                triplets=prob.triplets.n_triplets,
+                exact_s=t_exact,
+                exact_status=status,
+                fast_s=float(fast.time),
+                fast_converged=bool(fast.converged),
+                fast_iterations=int(fast.n_iter),
+            )
+        )
     return rows
 
 
@@ -144,19 +166,27 @@ def alternation_counts(draws: int = 5) -> list[dict]:
     for s in range(draws):
         X, y = _points(100 + s, 16, 2, 3, shift=0.6)
         Ks = KernelSet(base).fit_matrices(X)
-        res, secs = quiet(timed, alternate, Ks, y, "P", k=2, max_outer=20, tol=1e-5,
-                           lmnn_options={"max_iter": 20_000})
+        res, secs = quiet(timed, alternate, Ks, y, "P", k=2, max_outer=20, tol=1e-5, lmnn_options={"max_iter": 20_000})
         F = [h["objective"] for h in res.history]
-        rows.append(dict(seed=100 + s, n_outer=int(res.n_outer), converged=bool(res.converged),
-                         objective_first=float(F[0]), objective_last=float(F[-1]),
-                         monotone=bool(all(b <= a * (1 + 1e-5) + 1e-9 for a, b in zip(F, F[1:]))),
-                         mu=[round(float(v), 4) for v in res.mu], seconds=secs))
+        rows.append(
+            dict(
+                seed=100 + s,
+                n_outer=int(res.n_outer),
+                converged=bool(res.converged),
+                objective_first=float(F[0]),
+                objective_last=float(F[-1]),
+                monotone=bool(all(b <= a * (1 + 1e-5) + 1e-9 for a, b in zip(F, F[1:]))),
+                mu=[round(float(v), 4) for v in res.mu],
+                seconds=secs,
+            )
+        )
     return rows
 
 
 # --------------------------------------------------------------------------- weight steps
-def weight_objective(name: str = "sonar", n: int = 30, seed: int = 0, A: str = "I", k: int = 5,
-                     gamma: float = 0.5, data_dir=None):
+def weight_objective(
+    name: str = "sonar", n: int = 30, seed: int = 0, A: str = "I", k: int = 5, gamma: float = 0.5, data_dir=None
+):
     """LMNN's weight-step objective h(P) (Wang et al. eq. 15, 18) as Algorithm 1 meets it first:
     the 20 paper kernels (:func:`~cvxkml.mkl_kernels.paper_kernels`) on a stratified sample of
     ``n`` standardized points of ``name`` (a UCI set of the data folder, or ``"synthetic"``: two
@@ -175,9 +205,14 @@ def weight_objective(name: str = "sonar", n: int = 30, seed: int = 0, A: str = "
         X, y = load_csv_dataset(name, data_dir=data_dir)
         X = np.asarray(X, dtype=float)
     X = X[:, X.std(0) > 0]
-    idx = np.sort(np.concatenate([
-        rng.choice(np.flatnonzero(y == c), max(2, int(round(n * np.mean(y == c)))), replace=False)
-        for c in np.unique(y)]))[: max(n, 4)]
+    idx = np.sort(
+        np.concatenate(
+            [
+                rng.choice(np.flatnonzero(y == c), max(2, int(round(n * np.mean(y == c)))), replace=False)
+                for c in np.unique(y)
+            ]
+        )
+    )[: max(n, 4)]
     Xs = (X[idx] - X[idx].mean(0)) / np.where(X[idx].std(0) > 0, X[idx].std(0), 1.0)
     Ks = np.array(paper_kernels().fit_matrices(Xs))
     tr = LMNNTriplets.from_labels(y[idx], k, sq_dist=kernel_sq_distances(Ks.mean(0)), small_classes="shrink")
@@ -208,15 +243,19 @@ def cholesky_gflops(N: int, repeats: int = 5) -> float:
     rng = np.random.default_rng(0)
     M = rng.standard_normal((N, N))
     S = M @ M.T + N * np.eye(N)
-    reps = max(5, int(2e8 / max(N ** 3 / 3.0, 1.0)))
+    reps = max(5, int(2e8 / max(N**3 / 3.0, 1.0)))
     with blas_limit(1):
         np.linalg.cholesky(S)
         best = best_of(lambda: [np.linalg.cholesky(S) for _ in range(reps)], repeats)
-    return N ** 3 / 3.0 * reps / best / 1e9
+    return N**3 / 3.0 * reps / best / 1e9
 
 
-def weight_step_rows(cases=(("sonar", 30, "I", True), ("ionosphere", 30, "I", True), ("sonar", 60, "I", False)),
-                     data_dir=None, seed: int = 0, w: float = 10.0) -> list[dict]:
+def weight_step_rows(
+    cases=(("sonar", 30, "I", True), ("ionosphere", 30, "I", True), ("sonar", 60, "I", False)),
+    data_dir=None,
+    seed: int = 0,
+    w: float = 10.0,
+) -> list[dict]:
     """The MKL_P weight step, interior point against the CVXPY path it replaced
     (:func:`previous_method`), same h, same run, one BLAS thread, both warmed up first.
 
@@ -233,7 +272,7 @@ def weight_step_rows(cases=(("sonar", 30, "I", True), ("ionosphere", 30, "I", Tr
 
     rows = []
     with blas_limit(1):
-        h0 = weight_objective("synthetic", 8, seed)              # warm-up, untimed
+        h0 = weight_objective("synthetic", 8, seed)  # warm-up, untimed
         for method in ("interior-point", "full", "active-set"):
             quiet(RankOneWeightStep(h0, method=method).solve_relaxation)
         for name, n, A, old in cases:
@@ -247,17 +286,33 @@ def weight_step_rows(cases=(("sonar", 30, "I", True), ("ionosphere", 30, "I", Tr
                     W = RankOneWeightStep.direction(P)
                 (_, v_w), t_w = quiet(timed, step.solve_relaxation, W, w)
                 sol, t_s = quiet(timed, RankOneWeightStep(h, method=method).solve)
-                row = dict(data=name, n=n, A=A, kernels=h.m, triplets=int(h.triplets.n_triplets), method=method,
-                           path="interior point" if method == "interior-point" else f"CVXPY {method}",
-                           relax_s=t_rel, relax_value=float(v_rel), wsolve_s=t_w, wsolve_value=float(v_w),
-                           solve_s=t_s, n_solves=int(sol.n_solves), s_per_solve=t_s / max(sol.n_solves, 1),
-                           objective=float(sol.objective),
-                           rel_gap=_rel_gap(sol), converged=bool(sol.converged), rank_one=bool(sol.rank_one), w=sol.w,
-                           mu=np.asarray(sol.mu, dtype=float), max_violation=float(sol.max_violation))
+                row = dict(
+                    data=name,
+                    n=n,
+                    A=A,
+                    kernels=h.m,
+                    triplets=int(h.triplets.n_triplets),
+                    method=method,
+                    path="interior point" if method == "interior-point" else f"CVXPY {method}",
+                    relax_s=t_rel,
+                    relax_value=float(v_rel),
+                    wsolve_s=t_w,
+                    wsolve_value=float(v_w),
+                    solve_s=t_s,
+                    n_solves=int(sol.n_solves),
+                    s_per_solve=t_s / max(sol.n_solves, 1),
+                    objective=float(sol.objective),
+                    rel_gap=_rel_gap(sol),
+                    converged=bool(sol.converged),
+                    rank_one=bool(sol.rank_one),
+                    w=sol.w,
+                    mu=np.asarray(sol.mu, dtype=float),
+                    max_violation=float(sol.max_violation),
+                )
                 ipm = sol.info.get("interior_point")
                 if ipm:
                     row["ipm_iterations"] = int(ipm["iterations"])
-                    row["gflops"] = ipm["iterations"] * N ** 3 / 3.0 / max(ipm["seconds"], 1e-12) / 1e9
+                    row["gflops"] = ipm["iterations"] * N**3 / 3.0 / max(ipm["seconds"], 1e-12) / 1e9
                     row["cholesky_gflops"] = cholesky_gflops(N)
                 rows.append(row)
     return rows
@@ -273,20 +328,30 @@ def mu_step_rows(cases=(("sonar", 30),), data_dir=None, seed: int = 0, ccp_iter:
 
     rows = []
     with blas_limit(1):
-        h0 = weight_objective("synthetic", 8, seed)              # warm-up, untimed
-        quiet(MuWeightStep(LMNNMuMajorizer(h0, np.full(h0.m, 1.0 / h0.m))).solve_reference,
-               accept_inaccurate=True)
+        h0 = weight_objective("synthetic", 8, seed)  # warm-up, untimed
+        quiet(MuWeightStep(LMNNMuMajorizer(h0, np.full(h0.m, 1.0 / h0.m))).solve_reference, accept_inaccurate=True)
         for name, n in cases:
             h = weight_objective(name, n, seed, data_dir=data_dir)
             mu0 = np.full(h.m, 1.0 / h.m)
             sol, t_one = quiet(timed, MuWeightStep(LMNNMuMajorizer(h, mu0)).solve_reference, accept_inaccurate=True)
             ccp, t_ccp = quiet(timed, lmnn_mu_step, h, mu0, max_iter=ccp_iter)
-            rows.append(dict(data=name, n=n, kernels=h.m, triplets=int(h.triplets.n_triplets),
-                             mu_solve_s=t_one, objective=float(sol.objective),
-                             rel_gap=_rel_gap(sol), ccp_steps=int(ccp.n_solves), ccp_s=t_ccp,
-                             ccp_s_per_solve=t_ccp / max(ccp.n_solves, 1),
-                             h_start=float(h.value_mu(mu0)), h_end=float(ccp.objective),
-                             ccp_converged=bool(ccp.converged)))
+            rows.append(
+                dict(
+                    data=name,
+                    n=n,
+                    kernels=h.m,
+                    triplets=int(h.triplets.n_triplets),
+                    mu_solve_s=t_one,
+                    objective=float(sol.objective),
+                    rel_gap=_rel_gap(sol),
+                    ccp_steps=int(ccp.n_solves),
+                    ccp_s=t_ccp,
+                    ccp_s_per_solve=t_ccp / max(ccp.n_solves, 1),
+                    h_start=float(h.value_mu(mu0)),
+                    h_end=float(ccp.objective),
+                    ccp_converged=bool(ccp.converged),
+                )
+            )
     return rows
 
 
@@ -317,9 +382,12 @@ def main(argv=None) -> int:
             r = [x for x in rows if x["kind"] == kind]
             conv = [x for x in r if x["converged"]]
             ratio = [x["exact_s"] / max(x["fast_s"], 1e-9) for x in r]
-            print(f"{kind:16s} draws {len(r)} converged {len(conv)} max rel gap "
-                  f"{max((x['rel_gap'] for x in conv), default=float('nan')):.2e} "
-                  f"median exact/fast time {np.median(ratio):.2f}", flush=True)
+            print(
+                f"{kind:16s} draws {len(r)} converged {len(conv)} max rel gap "
+                f"{max((x['rel_gap'] for x in conv), default=float('nan')):.2e} "
+                f"median exact/fast time {np.median(ratio):.2f}",
+                flush=True,
+            )
     if "sizes" in a.parts:
         out["exact_sizes"] = exact_sizes()
         for x in out["exact_sizes"]:

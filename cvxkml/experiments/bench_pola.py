@@ -9,6 +9,7 @@ fast solver best of ``repeats`` after an untimed warm-up; CVXPY one run (``solve
 build, canonicalization, solve; ``solve() [s]`` the part inside ``cvxpy.Problem.solve``).
 Ratio = CVXPY / fast.  One BLAS thread.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,6 +28,7 @@ def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
     from ..declare.pola import POLAKernel, pola_constraints
     from ..kernels import gaussian_kernel
     from ..sideinfo import baseline_kernel
+
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 5))
     labels = rng.integers(0, 3, n)
@@ -50,6 +52,7 @@ def sdp_instance(n: int, kind: str = "mvu", gamma: float = 0.1, seed: int = 0):
     from ..declare.sdp import SDPLogDetKernel
     from ..kernels import gaussian_kernel
     from ..sideinfo import LinearConstraints, PairConstraints
+
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))
     D = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
@@ -67,8 +70,7 @@ def sdp_instance(n: int, kind: str = "mvu", gamma: float = 0.1, seed: int = 0):
         E = sorted(E)
         i = np.array([e[0] for e in E])
         j = np.array([e[1] for e in E])
-        cons = [PairConstraints(i, j, np.ones(i.size), D[i, j]),
-                LinearConstraints(b=[1.0], Z=np.ones((1, n)))]
+        cons = [PairConstraints(i, j, np.ones(i.size), D[i, j]), LinearConstraints(b=[1.0], Z=np.ones((1, n)))]
         return SDPLogDetKernel(K0, cons, -np.eye(n), gamma)
     order = rng.permutation(n)
     i = np.array([order[t] for t in range(1, n)])
@@ -94,15 +96,13 @@ def _fast(problem, tol, max_iter):
 
 def warm_up() -> None:
     """Compile the Numba kernels and load the conic solvers (never timed)."""
-    for prob in (pola_instance(6, seed=1), sdp_instance(5, "mvu", 1.0, seed=1),
-                 sdp_instance(5, "pd", 1.0, seed=1)):
+    for prob in (pola_instance(6, seed=1), sdp_instance(5, "mvu", 1.0, seed=1), sdp_instance(5, "pd", 1.0, seed=1)):
         _fast(prob, 1e-6, 20_000)
         prob.solve_reference(accept_inaccurate=True)
         prob.solve_reference(solver="SCS", eps=1e-4)
 
 
-def compare_rows(problem, label: str, repeats: int = 3, scs_eps: float = 1e-6,
-                 max_iter: int = 200_000) -> list[dict]:
+def compare_rows(problem, label: str, repeats: int = 3, scs_eps: float = 1e-6, max_iter: int = 200_000) -> list[dict]:
     """One row per CVXPY solver for ``problem`` (see the module doc)."""
     ref, _ = _fast(problem, 1e-11, max_iter)
     f_ref = ref.objective
@@ -114,13 +114,18 @@ def compare_rows(problem, label: str, repeats: int = 3, scs_eps: float = 1e-6,
         kw = dict(solver=solver, accept_inaccurate=True, **({"eps": scs_eps} if solver == "SCS" else {}))
         try:
             ex, t_cvx = timed(problem.solve_reference, **kw)
-        except Exception as exc:   # a failed baseline is a result, not a crash
+        except Exception as exc:  # a failed baseline is a result, not a crash
             rows.append(dict(**head, status=f"failed: {type(exc).__name__}", **tail))
             continue
         acc, err, viol = _accuracy(problem, ex, f_ref)
-        if not np.isfinite(acc):   # e.g. the returned point leaves the domain of log det
-            rows.append(dict(**head, status=f"{ex.status}, objective {ex.objective:g} at the returned point "
-                                            f"({t_cvx:.3g} s)", **tail))
+        if not np.isfinite(acc):  # e.g. the returned point leaves the domain of log det
+            rows.append(
+                dict(
+                    **head,
+                    status=f"{ex.status}, objective {ex.objective:g} at the returned point ({t_cvx:.3g} s)",
+                    **tail,
+                )
+            )
             continue
         tol = max(acc, 1e-12)
         best, sol = np.inf, None
@@ -129,23 +134,38 @@ def compare_rows(problem, label: str, repeats: int = 3, scs_eps: float = 1e-6,
             if dt < best:
                 best, sol = dt, s
         facc, ferr, fviol = _accuracy(problem, sol, f_ref)
-        rows.append(dict(
-            **head, status=ex.status, cvx_s=t_cvx, cvx_solver_s=ex.time, cvx_iters=ex.n_iter, cvx_acc=acc,
-            cvx_obj_err=err, cvx_viol=viol, tol=tol, fast_s=best, fast_iters=sol.n_iter,
-            fast_converged=sol.converged, fast_acc=facc, fast_obj_err=ferr, fast_viol=fviol, ratio=t_cvx / best,
-            **tail, phase1=sol.info.get("phase1_sweeps", 0)))
+        rows.append(
+            dict(
+                **head,
+                status=ex.status,
+                cvx_s=t_cvx,
+                cvx_solver_s=ex.time,
+                cvx_iters=ex.n_iter,
+                cvx_acc=acc,
+                cvx_obj_err=err,
+                cvx_viol=viol,
+                tol=tol,
+                fast_s=best,
+                fast_iters=sol.n_iter,
+                fast_converged=sol.converged,
+                fast_acc=facc,
+                fast_obj_err=ferr,
+                fast_viol=fviol,
+                ratio=t_cvx / best,
+                **tail,
+                phase1=sol.info.get("phase1_sweeps", 0),
+            )
+        )
     return rows
 
 
-def bench_rows(quick: bool = False, repeats: int | None = None, seed: int = 0,
-               progress=None) -> list[dict]:
+def bench_rows(quick: bool = False, repeats: int | None = None, seed: int = 0, progress=None) -> list[dict]:
     """All rows: POLA (n = 20, 40, 80; quick 10, 20) and the barrier SDP (MVU with γ = 0.1 and
     PD C0 with γ = 1; n = 10, 20, 40; quick 8).  ``progress(row)`` is called for each row."""
     repeats = (1 if quick else 3) if repeats is None else int(repeats)
     warm_up()
-    cases = [(lambda n=n: pola_instance(n, seed=seed), f"POLA n={n}")
-             for n in ((10, 20) if quick else (20, 40, 80))]
-    for n in ((8,) if quick else (10, 20, 40)):
+    cases = [(lambda n=n: pola_instance(n, seed=seed), f"POLA n={n}") for n in ((10, 20) if quick else (20, 40, 80))]
+    for n in (8,) if quick else (10, 20, 40):
         cases.append((lambda n=n: sdp_instance(n, "pd", 1.0, seed=seed), f"SDP pd γ=1 n={n}"))
         cases.append((lambda n=n: sdp_instance(n, "mvu", 0.1, seed=seed), f"SDP mvu γ=0.1 n={n}"))
     rows = []
@@ -159,8 +179,11 @@ def bench_rows(quick: bool = False, repeats: int | None = None, seed: int = 0,
 
 def _progress(row):
     if "ratio" in row:
-        print(f"  {row['problem']}, {row['solver']}: cvxpy {row['cvx_s']:.3g} s (acc {row['cvx_acc']:.1e}), "
-              f"fast {row['fast_s']:.3g} s (acc {row['fast_acc']:.1e}), ratio {row['ratio']:.3g}", flush=True)
+        print(
+            f"  {row['problem']}, {row['solver']}: cvxpy {row['cvx_s']:.3g} s (acc {row['cvx_acc']:.1e}), "
+            f"fast {row['fast_s']:.3g} s (acc {row['fast_acc']:.1e}), ratio {row['ratio']:.3g}",
+            flush=True,
+        )
     else:
         print(f"  {row['problem']}, {row['solver']}: {row['status']}", flush=True)
 
@@ -181,22 +204,43 @@ def command(args) -> int:
     """
     from .._config import blas_limit
 
-    t_start = start("cvxkml bench pola", args.quick, "POLA and barrier-SDP fast solvers vs CVXPY, time to "
-                    "the same accuracy (one BLAS thread, Numba and solvers warmed up)")
+    t_start = start(
+        "cvxkml bench pola",
+        args.quick,
+        "POLA and barrier-SDP fast solvers vs CVXPY, time to "
+        "the same accuracy (one BLAS thread, Numba and solvers warmed up)",
+    )
     with blas_limit(1):
         rows = bench_rows(quick=args.quick, repeats=args.repeats, seed=args.seed, progress=_progress)
     ok = [r for r in rows if "ratio" in r]
-    print(columns(ok, [("problem", "{problem}"), ("r", "{r}"), ("m", "{m}"), ("cvxpy", "{solver}"),
-                       ("status", "{status}"), ("cvxpy [s]", "{cvx_s:.3g}"), ("solve() [s]", "{cvx_solver_s:.3g}"),
-                       ("cvxpy acc", "{cvx_acc:.1e}"), ("fast tol", "{tol:.1e}"), ("fast [s]", "{fast_s:.3g}"),
-                       ("iters", lambda r: str(r["fast_iters"]) + ("" if r["fast_converged"] else "*")),
-                       ("fast acc", "{fast_acc:.1e}"), ("cvxpy/fast", "{ratio:.3g}")]))
+    print(
+        columns(
+            ok,
+            [
+                ("problem", "{problem}"),
+                ("r", "{r}"),
+                ("m", "{m}"),
+                ("cvxpy", "{solver}"),
+                ("status", "{status}"),
+                ("cvxpy [s]", "{cvx_s:.3g}"),
+                ("solve() [s]", "{cvx_solver_s:.3g}"),
+                ("cvxpy acc", "{cvx_acc:.1e}"),
+                ("fast tol", "{tol:.1e}"),
+                ("fast [s]", "{fast_s:.3g}"),
+                ("iters", lambda r: str(r["fast_iters"]) + ("" if r["fast_converged"] else "*")),
+                ("fast acc", "{fast_acc:.1e}"),
+                ("cvxpy/fast", "{ratio:.3g}"),
+            ],
+        )
+    )
     for r in rows:
         if "ratio" not in r:
             print(f"{r['problem']}: {r['solver']} {r['status']}")
-    print("acc = max(relative objective error vs the fast solver at tol 1e-11, relative violation); "
-          "* = fast solver not converged; reference certificates (relative |f − g|): "
-          + ", ".join(f"{r['problem']} {r['ref_cert']:.1e}" for r in rows if r["solver"] == "SCS"))
+    print(
+        "acc = max(relative objective error vs the fast solver at tol 1e-11, relative violation); "
+        "* = fast solver not converged; reference certificates (relative |f − g|): "
+        + ", ".join(f"{r['problem']} {r['ref_cert']:.1e}" for r in rows if r["solver"] == "SCS")
+    )
     return finish("bench", t_start)
 
 

@@ -16,6 +16,7 @@ m = 2n hinge pairs, dense, n = 100 … 2 000; the same factored (r = 100 Nyströ
 pairs, n = 200 … 800; time to a certificate at 1e-6, Newton iterations, the certificate, and
 the fitted growth exponent of time in n per family (reference/variant-scale.md).
 """
+
 from __future__ import annotations
 
 import time
@@ -26,13 +27,17 @@ from ..declare import Regularizer
 from ._commands import add_command, add_run_options
 from ._report import finish, format_table, start
 
-__all__ = ["variant_problem", "variant_rows", "Jeffreys", "scale_problem", "scale_rows", "growth_exponent",
-           "register"]
+__all__ = ["variant_problem", "variant_rows", "Jeffreys", "scale_problem", "scale_rows", "growth_exponent", "register"]
 
-EXACT_VN_MAX_N = 20     # the exact von Neumann model (von_neumann_entr cone) takes minutes beyond
+EXACT_VN_MAX_N = 20  # the exact von Neumann model (von_neumann_entr cone) takes minutes beyond
 
-VARIANTS = ("logdet+hinge-triplets", "vonneumann+hinge-triplets", "frobenius+hinge-triplets",
-            "tracenorm+hinge-triplets", "vonneumann+trace-budget")
+VARIANTS = (
+    "logdet+hinge-triplets",
+    "vonneumann+hinge-triplets",
+    "frobenius+hinge-triplets",
+    "tracenorm+hinge-triplets",
+    "vonneumann+trace-budget",
+)
 
 
 def variant_problem(name: str, n: int, seed: int = 0):
@@ -40,14 +45,17 @@ def variant_problem(name: str, n: int, seed: int = 0):
     from ..declare import Frobenius, LogDet, SpectralKernel, TraceNorm, VonNeumann
     from ..sideinfo import Hinge, LinearConstraints
     from ..testing import variant_instance
-    regs = {"logdet": LogDet(), "vonneumann": VonNeumann(), "frobenius": Frobenius(),
-            "tracenorm": TraceNorm(0.5)}
+
+    regs = {"logdet": LogDet(), "vonneumann": VonNeumann(), "frobenius": Frobenius(), "tracenorm": TraceNorm(0.5)}
     reg_name, kind = name.split("+", 1)
     m = n // 2
     prob = variant_instance(seed, n, m, regs[reg_name], kernel=True, hard_pairs=True, C=1.0)
     if kind == "trace-budget":
-        cons = [prob.pairs, Hinge(prob.relative, prob.upper[len(prob.pairs):]),
-                LinearConstraints(b=[0.9 * n], C=np.eye(n)[None])]
+        cons = [
+            prob.pairs,
+            Hinge(prob.relative, prob.upper[len(prob.pairs) :]),
+            LinearConstraints(b=[0.9 * n], C=np.eye(n)[None]),
+        ]
         prob = SpectralKernel(prob.M0, cons, regs[reg_name])
     return prob
 
@@ -56,19 +64,21 @@ def _rel(sol):
     return abs(sol.gap) / max(1.0, abs(sol.objective)) if sol.gap is not None else float("nan")
 
 
-def variant_rows(quick: bool = False, repeats: int | None = None, seed: int = 0,
-                 sizes=None, progress=None) -> list[dict]:
+def variant_rows(
+    quick: bool = False, repeats: int | None = None, seed: int = 0, sizes=None, progress=None
+) -> list[dict]:
     """Rows of (variant, n, m, times, accuracies, ratios); see the module doc."""
     import warnings
 
     from ..declare import solve_dual
+
     repeats = (1 if quick else 3) if repeats is None else int(repeats)
     sizes = sizes or ((12,) if quick else (20, 60))
     rows = []
     for n in sizes:
         for name in VARIANTS:
             prob = variant_problem(name, n, seed)
-            prob.solve(tol=1e-9, method="dual")                          # warm-up
+            prob.solve(tol=1e-9, method="dual")  # warm-up
             fast_t = np.inf
             for _ in range(repeats):
                 t0 = time.perf_counter()
@@ -87,13 +97,23 @@ def variant_rows(quick: bool = False, repeats: int | None = None, seed: int = 0,
             scipy_t = time.perf_counter() - t0
             ref = exact if exact is not None else fast
             scale = max(1.0, abs(ref.objective))
-            row = dict(variant=name, n=n, m=prob.n_constraints, clarabel_s=exact_t,
-                       clarabel_status="skipped" if exact is None else exact.status,
-                       clarabel_cert=np.nan if exact is None else _rel(exact),
-                       scipy_s=scipy_t, scipy_diff=abs(scipy_sol.objective - ref.objective) / scale,
-                       fast_s=fast_t, fast_iters=fast.n_iter, fast_converged=fast.converged,
-                       fast_cert=_rel(fast), fast_diff=abs(fast.objective - ref.objective) / scale,
-                       ratio=exact_t / fast_t, scipy_ratio=scipy_t / fast_t)
+            row = dict(
+                variant=name,
+                n=n,
+                m=prob.n_constraints,
+                clarabel_s=exact_t,
+                clarabel_status="skipped" if exact is None else exact.status,
+                clarabel_cert=np.nan if exact is None else _rel(exact),
+                scipy_s=scipy_t,
+                scipy_diff=abs(scipy_sol.objective - ref.objective) / scale,
+                fast_s=fast_t,
+                fast_iters=fast.n_iter,
+                fast_converged=fast.converged,
+                fast_cert=_rel(fast),
+                fast_diff=abs(fast.objective - ref.objective) / scale,
+                ratio=exact_t / fast_t,
+                scipy_ratio=scipy_t / fast_t,
+            )
             rows.append(row)
             if progress is not None:
                 progress(row)
@@ -146,6 +166,7 @@ class Jeffreys(Regularizer):
 
     def cvx(self, X):
         import cvxpy as cp
+
         n = X.shape[0]
         return (1 + self.c) * cp.trace(X) - cp.log_det(X) - n + self.c * (cp.tr_inv(X) - 2 * n)
 
@@ -169,6 +190,7 @@ def scale_problem(family: str, n: int, seed: int = 0, quick: bool = False):
     from ..kernels import gaussian_kernel
     from ..sideinfo import Hinge, PairConstraints, RelativeConstraints, baseline_kernel
     from ..testing import triplets
+
     rng = np.random.default_rng(seed)
     reg = LogDet() if family.startswith("logdet") else Jeffreys()
     if "factored" not in family:
@@ -176,8 +198,9 @@ def scale_problem(family: str, n: int, seed: int = 0, quick: bool = False):
         y = rng.integers(0, 3, n)
         sq = np.sum((X[:, None] - X[None]) ** 2, -1)
         K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
-        pairs = PairConstraints.from_labels(y, baseline_kernel(K0), scheme="itml", n_constraints=2 * n,
-                                            percentiles=(5, 95), random_state=seed)
+        pairs = PairConstraints.from_labels(
+            y, baseline_kernel(K0), scheme="itml", n_constraints=2 * n, percentiles=(5, 95), random_state=seed
+        )
         return SpectralKernel(K0, [Hinge(pairs, 1.0)], reg)
     n_pairs, n_triplets, r = (1_000, 100, 100) if quick else (10_000, 1_000, 100)
     y = rng.integers(0, 5, n)
@@ -194,8 +217,9 @@ def scale_problem(family: str, n: int, seed: int = 0, quick: bool = False):
         D = G0[i] - G0[j]
         return np.einsum("ij,ij->i", D, D)
 
-    pairs = PairConstraints.from_labels(y, dist, scheme="itml", n_constraints=n_pairs,
-                                        percentiles=(5, 95), random_state=seed)
+    pairs = PairConstraints.from_labels(
+        y, dist, scheme="itml", n_constraints=n_pairs, percentiles=(5, 95), random_state=seed
+    )
     i, j, k = triplets(rng, y, n_triplets)
     margin = np.full(i.size, 0.5 * float(np.median(dist(pairs.i, pairs.j))))
     return FactoredSpectralKernel(G0, [Hinge(pairs, 1.0), Hinge(RelativeConstraints(i, j, k, margin), 1.0)], reg)
@@ -209,25 +233,39 @@ def growth_exponent(ns, secs) -> float:
     return float(np.polyfit(np.log(ns), np.log(secs), 1)[0])
 
 
-def scale_rows(quick: bool = False, seed: int = 0, families=None, sizes=None, tol: float = 1e-6,
-               max_iter: int = 5_000, progress=None) -> list[dict]:
+def scale_rows(
+    quick: bool = False,
+    seed: int = 0,
+    families=None,
+    sizes=None,
+    tol: float = 1e-6,
+    max_iter: int = 5_000,
+    progress=None,
+) -> list[dict]:
     """Rows of (family, n, m, seconds, iterations, certificate) for ``--scale``: per family a
     warm-up solve at the smallest quick size (not counted), then one timed ``problem.solve``
     per size (instance building not timed).  ``sizes`` overrides every family's sizes."""
     rows = []
     for family in families or SCALE_FAMILIES:
         full, small = SCALE_FAMILIES[family]
-        scale_problem(family, small[0], seed, quick=True).solve(tol=tol, max_iter=max_iter)   # warm-up
+        scale_problem(family, small[0], seed, quick=True).solve(tol=tol, max_iter=max_iter)  # warm-up
         for n in sizes or (small if quick else full):
             prob = scale_problem(family, n, seed, quick)
             t0, c0 = time.perf_counter(), time.process_time()
             sol = prob.solve(tol=tol, max_iter=max_iter)
             secs, cpu = time.perf_counter() - t0, time.process_time() - c0
-            row = dict(family=family, n=int(n), m=prob.n_constraints, seconds=secs, cpu_seconds=cpu,
-                       iterations=int(sol.n_iter),
-                       converged=bool(sol.converged), rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)),
-                       max_violation=float(sol.info.get("max_relative_violation", sol.max_violation)),
-                       solver=sol.solver)
+            row = dict(
+                family=family,
+                n=int(n),
+                m=prob.n_constraints,
+                seconds=secs,
+                cpu_seconds=cpu,
+                iterations=int(sol.n_iter),
+                converged=bool(sol.converged),
+                rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)),
+                max_violation=float(sol.info.get("max_relative_violation", sol.max_violation)),
+                solver=sol.solver,
+            )
             rows.append(row)
             if progress is not None:
                 progress(row)
@@ -238,21 +276,46 @@ def _cmd_scale(args, t_start) -> int:
     import os
 
     from .._config import blas_limit
-    print("--scale: one timed solve per row to a 1e-6 certificate after a warm-up solve; one BLAS thread; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start", flush=True)
+
+    print(
+        "--scale: one timed solve per row to a 1e-6 certificate after a warm-up solve; one BLAS thread; "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start",
+        flush=True,
+    )
     with blas_limit(1):
-        rows = scale_rows(quick=args.quick, seed=args.seed,
-                          progress=lambda r: print(f"  {r['family']} n={r['n']}: {r['seconds']:.3g} s", flush=True))
-    print(format_table(
-        ["family", "n", "m", "time [s]", "cpu [s]", "iters", "rel. gap", "max rel. viol.", "converged", "solver"],
-        [[r["family"], str(r["n"]), str(r["m"]), f"{r['seconds']:.3g}", f"{r['cpu_seconds']:.3g}", str(r["iterations"]),
-          f"{r['rel_gap']:.1e}", f"{r['max_violation']:.1e}", str(r["converged"]), r["solver"]] for r in rows]))
+        rows = scale_rows(
+            quick=args.quick,
+            seed=args.seed,
+            progress=lambda r: print(f"  {r['family']} n={r['n']}: {r['seconds']:.3g} s", flush=True),
+        )
+    print(
+        format_table(
+            ["family", "n", "m", "time [s]", "cpu [s]", "iters", "rel. gap", "max rel. viol.", "converged", "solver"],
+            [
+                [
+                    r["family"],
+                    str(r["n"]),
+                    str(r["m"]),
+                    f"{r['seconds']:.3g}",
+                    f"{r['cpu_seconds']:.3g}",
+                    str(r["iterations"]),
+                    f"{r['rel_gap']:.1e}",
+                    f"{r['max_violation']:.1e}",
+                    str(r["converged"]),
+                    r["solver"],
+                ]
+                for r in rows
+            ],
+        )
+    )
     for family in dict.fromkeys(r["family"] for r in rows):
         fam = [r for r in rows if r["family"] == family]
-        print(f"growth exponent of time in n, {family}: "
-              f"{growth_exponent([r['n'] for r in fam], [r['seconds'] for r in fam]):.2f} (cpu time: "
-              f"{growth_exponent([r['n'] for r in fam], [r['cpu_seconds'] for r in fam]):.2f}) "
-              f"(n = {fam[0]['n']}..{fam[-1]['n']})")
+        print(
+            f"growth exponent of time in n, {family}: "
+            f"{growth_exponent([r['n'] for r in fam], [r['seconds'] for r in fam]):.2f} (cpu time: "
+            f"{growth_exponent([r['n'] for r in fam], [r['cpu_seconds'] for r in fam]):.2f}) "
+            f"(n = {fam[0]['n']}..{fam[-1]['n']})"
+        )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (2 shared cores)")
     return finish("bench", t_start)
 
@@ -260,38 +323,86 @@ def _cmd_scale(args, t_start) -> int:
 def _cmd(args) -> int:
     from .._config import blas_limit
 
-    t_start = start("cvxkml bench variants", args.quick, "generic dual solver at size, time to a 1e-6 "
-                    "certificate" if args.scale else "generic dual solver vs Clarabel and SciPy "
-                    "L-BFGS-B (one BLAS thread, warmed up, best of repeats for the fast solver)")
+    t_start = start(
+        "cvxkml bench variants",
+        args.quick,
+        "generic dual solver at size, time to a 1e-6 certificate"
+        if args.scale
+        else "generic dual solver vs Clarabel and SciPy "
+        "L-BFGS-B (one BLAS thread, warmed up, best of repeats for the fast solver)",
+    )
     if args.scale:
         return _cmd_scale(args, t_start)
     with blas_limit(1):
-        rows = variant_rows(quick=args.quick, repeats=args.repeats, seed=args.seed,
-                            progress=lambda r: print(f"  {r['variant']} n={r['n']}: done", flush=True))
-    print(format_table(
-        ["variant", "n", "m", "clarabel [s]", "status", "cert", "scipy dual [s]", "|Δf|",
-         "dual-newton [s]", "iters", "cert", "|Δf|", "clarabel/fast", "scipy/fast"],
-        [[r["variant"], str(r["n"]), str(r["m"]), f"{r['clarabel_s']:.3g}", r["clarabel_status"],
-          f"{r['clarabel_cert']:.1e}", f"{r['scipy_s']:.3g}", f"{r['scipy_diff']:.1e}",
-          f"{r['fast_s']:.3g}", str(r["fast_iters"]) + ("" if r["fast_converged"] else "*"),
-          f"{r['fast_cert']:.1e}", f"{r['fast_diff']:.1e}", f"{r['ratio']:.3g}",
-          f"{r['scipy_ratio']:.3g}"] for r in rows]))
-    print("cert = relative certificate |f − g| / max(1, |f|); |Δf| = relative objective difference "
-          f"from Clarabel's (from the fast solver's where Clarabel is skipped: von Neumann beyond "
-          f"n = {EXACT_VN_MAX_N}); * = not certified")
+        rows = variant_rows(
+            quick=args.quick,
+            repeats=args.repeats,
+            seed=args.seed,
+            progress=lambda r: print(f"  {r['variant']} n={r['n']}: done", flush=True),
+        )
+    print(
+        format_table(
+            [
+                "variant",
+                "n",
+                "m",
+                "clarabel [s]",
+                "status",
+                "cert",
+                "scipy dual [s]",
+                "|Δf|",
+                "dual-newton [s]",
+                "iters",
+                "cert",
+                "|Δf|",
+                "clarabel/fast",
+                "scipy/fast",
+            ],
+            [
+                [
+                    r["variant"],
+                    str(r["n"]),
+                    str(r["m"]),
+                    f"{r['clarabel_s']:.3g}",
+                    r["clarabel_status"],
+                    f"{r['clarabel_cert']:.1e}",
+                    f"{r['scipy_s']:.3g}",
+                    f"{r['scipy_diff']:.1e}",
+                    f"{r['fast_s']:.3g}",
+                    str(r["fast_iters"]) + ("" if r["fast_converged"] else "*"),
+                    f"{r['fast_cert']:.1e}",
+                    f"{r['fast_diff']:.1e}",
+                    f"{r['ratio']:.3g}",
+                    f"{r['scipy_ratio']:.3g}",
+                ]
+                for r in rows
+            ],
+        )
+    )
+    print(
+        "cert = relative certificate |f − g| / max(1, |f|); |Δf| = relative objective difference "
+        f"from Clarabel's (from the fast solver's where Clarabel is skipped: von Neumann beyond "
+        f"n = {EXACT_VN_MAX_N}); * = not certified"
+    )
     return finish("bench", t_start)
 
 
 def register(commands) -> None:
     """Add ``cvxkml bench variants`` (see :mod:`._commands`)."""
-    p = add_command(commands, "bench", "variants", _cmd,
-                    help="generic certified dual solver vs Clarabel and SciPy on declared variants "
-                         "(hinge triplets, trace budget)")
+    p = add_command(
+        commands,
+        "bench",
+        "variants",
+        _cmd,
+        help="generic certified dual solver vs Clarabel and SciPy on declared variants (hinge triplets, trace budget)",
+    )
     if p is None:
         return
-    add_run_options(p, "n = 12, one repeat (for tests)",
-                    "fast-solver timing repeats, best of (default 3, quick 1)")
-    p.add_argument("--scale", action="store_true",
-                   help="the generic solver at size instead: user regularizer (Jeffreys) with hinge pairs "
-                        "dense n = 100..2000 and factored n = 15000..60000, LogDet + hinge n = 200..800; "
-                        "time to a 1e-6 certificate, growth exponents (with --quick: small sizes)")
+    add_run_options(p, "n = 12, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)")
+    p.add_argument(
+        "--scale",
+        action="store_true",
+        help="the generic solver at size instead: user regularizer (Jeffreys) with hinge pairs "
+        "dense n = 100..2000 and factored n = 15000..60000, LogDet + hinge n = 200..800; "
+        "time to a 1e-6 certificate, growth exponents (with --quick: small sizes)",
+    )

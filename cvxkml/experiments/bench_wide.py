@@ -19,6 +19,7 @@ small warm-up solve of the same kind first (Numba compilation not timed):
 Data: three classes, the class signal in 20 of the d standardized Gaussian features.
 The growth exponent of the span time in d is the least-squares slope of log t on log d.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,8 @@ def wide_data(n: int, d: int, seed: int = 0):
 
 def _pairs(X, y, seed):
     from ..sideinfo import PairConstraints, baseline_metric
-    return PairConstraints.from_labels(y, baseline_metric(X), n_similar=100, n_dissimilar=100,
-                                       random_state=seed)
+
+    return PairConstraints.from_labels(y, baseline_metric(X), n_similar=100, n_dissimilar=100, random_state=seed)
 
 
 def _run(kind: str, n: int, d: int, seed: int) -> dict:
@@ -77,15 +78,24 @@ def _run(kind: str, n: int, d: int, seed: int) -> dict:
         return ITML(X, pc, gamma=1.0, space="span" if kind == "span" else "features").solve(tol=1e-3)
 
     with blas_limit(1):
-        once(*wide_data(30, 40, seed + 1))                    # warm-up: compilation, imports
+        once(*wide_data(30, 40, seed + 1))  # warm-up: compilation, imports
         X, y = wide_data(n, d, seed)
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         t0, c0 = time.perf_counter(), time.process_time()
         sol = once(X, y)
         secs, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return dict(kind=kind, n=n, d=d, seconds=secs, cpu_seconds=cpu, converged=bool(sol.converged),
-                rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)), iterations=int(sol.n_iter),
-                peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, start_mb=rss0)
+    return dict(
+        kind=kind,
+        n=n,
+        d=d,
+        seconds=secs,
+        cpu_seconds=cpu,
+        converged=bool(sol.converged),
+        rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)),
+        iterations=int(sol.n_iter),
+        peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        start_mb=rss0,
+    )
 
 
 _PEER = """
@@ -117,16 +127,25 @@ def _child(argv, timeout):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def wide_rows(dims=DIMS, n: int = N_POINTS, seed: int = 0, features_max_d: int = FEATURES_MAX_D,
-              peer_python: str | None = None, peer_timeout: float = 600.0, timeout: float = 1800.0,
-              progress=None) -> list[dict]:
+def wide_rows(
+    dims=DIMS,
+    n: int = N_POINTS,
+    seed: int = 0,
+    features_max_d: int = FEATURES_MAX_D,
+    peer_python: str | None = None,
+    peer_timeout: float = 600.0,
+    timeout: float = 1800.0,
+    progress=None,
+) -> list[dict]:
     """One row per (d, kind); see the module docstring."""
     rows = []
     for d in dims:
         kinds = ["span", "estimator"] + (["features"] if d <= features_max_d else [])
         for kind in kinds:
-            code = (f"import json; from cvxkml.experiments.bench_wide import _run; "
-                    f"print(json.dumps(_run({kind!r}, {n}, {d}, {seed})))")
+            code = (
+                f"import json; from cvxkml.experiments.bench_wide import _run; "
+                f"print(json.dumps(_run({kind!r}, {n}, {d}, {seed})))"
+            )
             row = {"kind": kind, "n": n, "d": d, **_child([sys.executable, "-c", code], timeout)}
             rows.append(row)
             if progress is not None:
@@ -136,8 +155,7 @@ def wide_rows(dims=DIMS, n: int = N_POINTS, seed: int = 0, features_max_d: int =
                 path = os.path.join(tmp, "data.npz")
                 X, y = wide_data(n, d, seed)
                 np.savez(path, X=X, y=y)
-                row = {"kind": "metric-learn", "n": n, "d": d,
-                       **_child([peer_python, "-c", _PEER, path], peer_timeout)}
+                row = {"kind": "metric-learn", "n": n, "d": d, **_child([peer_python, "-c", _PEER, path], peer_timeout)}
             rows.append(row)
             if progress is not None:
                 progress(row)
@@ -146,33 +164,67 @@ def wide_rows(dims=DIMS, n: int = N_POINTS, seed: int = 0, features_max_d: int =
 
 def _exponent(rows, kind):
     from .bench_variants import growth_exponent
+
     r = [x for x in rows if x["kind"] == kind and "seconds" in x]
     return growth_exponent([x["d"] for x in r], [x["seconds"] for x in r]), len(r)
 
 
 def _cmd(args) -> int:
-    t_start = start("cvxkml bench wide", args.quick, "ITML on wide data: the span space vs the dense "
-                    "feature space and metric-learn (fresh process per row, one BLAS thread, warmed up)")
+    t_start = start(
+        "cvxkml bench wide",
+        args.quick,
+        "ITML on wide data: the span space vs the dense "
+        "feature space and metric-learn (fresh process per row, one BLAS thread, warmed up)",
+    )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start (2 shared cores)", flush=True)
     dims = tuple(args.dims) if args.dims else (QUICK_DIMS if args.quick else DIMS)
     n = args.n or (QUICK_N if args.quick else N_POINTS)
-    rows = wide_rows(dims, n, args.seed, args.features_max_d, args.peer_python, args.peer_timeout,
-                     progress=lambda r: print(f"  {r['kind']} d={r['d']}: "
-                                              f"{r.get('seconds', r.get('error'))}", flush=True))
+    rows = wide_rows(
+        dims,
+        n,
+        args.seed,
+        args.features_max_d,
+        args.peer_python,
+        args.peer_timeout,
+        progress=lambda r: print(f"  {r['kind']} d={r['d']}: {r.get('seconds', r.get('error'))}", flush=True),
+    )
     base = {r["d"]: r["seconds"] for r in rows if r["kind"] == "features" and "seconds" in r}
     span = {r["d"]: r["seconds"] for r in rows if r["kind"] == "span" and "seconds" in r}
 
     def cell(r, key, fmt):
         return fmt.format(r[key]) if key in r else "–"
 
-    print(format_table(
-        ["path", "n", "d", "time [s]", "cpu [s]", "features / span", "peak RSS [MB]", "iters", "rel. gap",
-         "certified"],
-        [[r["kind"], str(r["n"]), str(r["d"]), cell(r, "seconds", "{:.3g}") if "error" not in r else r["error"],
-          cell(r, "cpu_seconds", "{:.3g}"),
-          f"{base[r['d']] / span[r['d']]:.3g}" if r["kind"] == "features" and r["d"] in span else "",
-          cell(r, "peak_mb", "{:.0f}"), cell(r, "iterations", "{}"), cell(r, "rel_gap", "{:.1e}"),
-          str(r["converged"]) if "converged" in r else "–"] for r in rows]))
+    print(
+        format_table(
+            [
+                "path",
+                "n",
+                "d",
+                "time [s]",
+                "cpu [s]",
+                "features / span",
+                "peak RSS [MB]",
+                "iters",
+                "rel. gap",
+                "certified",
+            ],
+            [
+                [
+                    r["kind"],
+                    str(r["n"]),
+                    str(r["d"]),
+                    cell(r, "seconds", "{:.3g}") if "error" not in r else r["error"],
+                    cell(r, "cpu_seconds", "{:.3g}"),
+                    f"{base[r['d']] / span[r['d']]:.3g}" if r["kind"] == "features" and r["d"] in span else "",
+                    cell(r, "peak_mb", "{:.0f}"),
+                    cell(r, "iterations", "{}"),
+                    cell(r, "rel_gap", "{:.1e}"),
+                    str(r["converged"]) if "converged" in r else "–",
+                ]
+                for r in rows
+            ],
+        )
+    )
     for kind in ("span", "estimator", "features"):
         e, k = _exponent(rows, kind)
         if k >= 2:
@@ -186,21 +238,47 @@ def _cmd(args) -> int:
 
 def register(commands) -> None:
     """Add ``cvxkml bench wide`` (see :mod:`._commands`)."""
-    p = add_command(commands, "bench", "wide", _cmd,
-                    help="ITML on wide data (d >> n): the span space vs the dense feature space and "
-                         "metric-learn; time, peak memory, certificate, growth in d")
+    p = add_command(
+        commands,
+        "bench",
+        "wide",
+        _cmd,
+        help="ITML on wide data (d >> n): the span space vs the dense feature space and "
+        "metric-learn; time, peak memory, certificate, growth in d",
+    )
     if p is None:
         return
-    p.add_argument("--quick", action="store_true", help=f"n = {QUICK_N}, d = {', '.join(map(str, QUICK_DIMS))} "
-                   "(smoke run for tests)")
-    p.add_argument("--dims", nargs="+", type=positive_int, default=None, metavar="D",
-                   help=f"feature counts (default {' '.join(map(str, DIMS))})")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"n = {QUICK_N}, d = {', '.join(map(str, QUICK_DIMS))} (smoke run for tests)",
+    )
+    p.add_argument(
+        "--dims",
+        nargs="+",
+        type=positive_int,
+        default=None,
+        metavar="D",
+        help=f"feature counts (default {' '.join(map(str, DIMS))})",
+    )
     p.add_argument("--n", type=positive_int, default=None, help=f"points (default {N_POINTS})")
-    p.add_argument("--features-max-d", type=positive_int, default=FEATURES_MAX_D,
-                   help=f"largest d for the dense feature-space baseline (default {FEATURES_MAX_D})")
+    p.add_argument(
+        "--features-max-d",
+        type=positive_int,
+        default=FEATURES_MAX_D,
+        help=f"largest d for the dense feature-space baseline (default {FEATURES_MAX_D})",
+    )
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the data and pairs (default 0)")
-    p.add_argument("--peer-python", default=None, metavar="PATH",
-                   help="python of an environment with metric-learn (a peer row per d)")
-    p.add_argument("--peer-timeout", type=positive_float, default=600.0,
-                   help="seconds before a peer fit is stopped and reported as not finished (default 600)")
+    p.add_argument(
+        "--peer-python",
+        default=None,
+        metavar="PATH",
+        help="python of an environment with metric-learn (a peer row per d)",
+    )
+    p.add_argument(
+        "--peer-timeout",
+        type=positive_float,
+        default=600.0,
+        help="seconds before a peer fit is stopped and reported as not finished (default 600)",
+    )
     p.add_argument("--json", type=writable_file, default=None, metavar="PATH", help="also write the rows as JSON")

@@ -6,6 +6,7 @@ are generated from it (:func:`build_parser`).  A command that reads data sets de
 in its row; they are loaded before it starts, so a missing or damaged data file ends it at
 once with one line on standard error and exit status 2.  No experiment module imports this one.
 """
+
 from __future__ import annotations
 
 import sys
@@ -30,8 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
-    return run_command(args, "cvxkml " + " ".join(
-        v for v in (args.command, getattr(args, "benchmark", None), getattr(args, "experiment", None)) if v))
+    return run_command(
+        args,
+        "cvxkml "
+        + " ".join(v for v in (args.command, getattr(args, "benchmark", None), getattr(args, "experiment", None)) if v),
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,6 +25,7 @@ independent task: ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxk
 reproduce kcr --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers
 as the serial run.  Only the command ``cvxkml reproduce kcr`` (:func:`register`) prints.
 """
+
 from __future__ import annotations
 
 import time
@@ -44,25 +45,43 @@ from ._parallel import add_parallel_options, describe, parallel_from_args, run_t
 from ._report import finish, format_table, write_numbers
 
 __all__ = [
-    "DATASETS", "FULL_NUS", "FULL_LAMS", "KS", "PAPER_TABLE1", "Protocol", "load_dataset", "stratified_split",
-    "knn_errors", "kcr_grid", "run_split", "run_dataset", "reproduce", "register",
+    "DATASETS",
+    "FULL_NUS",
+    "FULL_LAMS",
+    "KS",
+    "PAPER_TABLE1",
+    "Protocol",
+    "load_dataset",
+    "stratified_split",
+    "knn_errors",
+    "kcr_grid",
+    "run_split",
+    "run_dataset",
+    "reproduce",
+    "register",
 ]
 
 DATASETS = ("balance", "ionosphere", "iris", "wine")
-FULL_NUS = tuple(2.0 ** i for i in range(-4, 5))
-FULL_LAMS = tuple(10.0 ** i for i in range(-3, 4))
+FULL_NUS = tuple(2.0**i for i in range(-4, 5))
+FULL_LAMS = tuple(10.0**i for i in range(-3, 4))
 KS = (1, 3, 5, 7, 9, 11, 13, 15)
 
 #: The paper's Table 1, k-NN and KCR columns: error % (mean, std) over its 20 splits.
 PAPER_TABLE1 = {
-    "balance": {"knn_train": (17.81, 1.86), "knn_test": (18.18, 1.88), "kcr_train": (10.47, 2.11),
-                "kcr_test": (8.94, 3.12)},
-    "ionosphere": {"knn_train": (15.89, 1.43), "knn_test": (15.95, 3.03), "kcr_train": (2.73, 1.03),
-                   "kcr_test": (5.71, 2.60)},
-    "iris": {"knn_train": (4.30, 1.55), "knn_test": (4.02, 2.22), "kcr_train": (2.29, 1.62),
-             "kcr_test": (3.27, 1.87)},
-    "wine": {"knn_train": (5.89, 1.35), "knn_test": (6.22, 2.70), "kcr_train": (1.01, 0.73),
-             "kcr_test": (2.13, 1.24)},
+    "balance": {
+        "knn_train": (17.81, 1.86),
+        "knn_test": (18.18, 1.88),
+        "kcr_train": (10.47, 2.11),
+        "kcr_test": (8.94, 3.12),
+    },
+    "ionosphere": {
+        "knn_train": (15.89, 1.43),
+        "knn_test": (15.95, 3.03),
+        "kcr_train": (2.73, 1.03),
+        "kcr_test": (5.71, 2.60),
+    },
+    "iris": {"knn_train": (4.30, 1.55), "knn_test": (4.02, 2.22), "kcr_train": (2.29, 1.62), "kcr_test": (3.27, 1.87)},
+    "wine": {"knn_train": (5.89, 1.35), "knn_test": (6.22, 2.70), "kcr_train": (1.01, 0.73), "kcr_test": (2.13, 1.24)},
 }
 
 
@@ -143,9 +162,12 @@ def knn_errors(Xtr, ytr, Xva, yva, Xte, yte, ks=KS) -> dict:
     ks = [k for k in ks if k <= ytr.size]
     val = [np.mean(_knn_predict(D_va, ytr, L, k) != yva) for k in ks]
     k = ks[int(np.argmin(val))]
-    return dict(k=k, val=float(min(val)),
-                train=float(np.mean(_knn_predict(D_tr, ytr, L, k) != ytr)),
-                test=float(np.mean(_knn_predict(D_te, ytr, L, k) != yte)))
+    return dict(
+        k=k,
+        val=float(min(val)),
+        train=float(np.mean(_knn_predict(D_tr, ytr, L, k) != ytr)),
+        test=float(np.mean(_knn_predict(D_te, ytr, L, k) != yte)),
+    )
 
 
 def _kcr_predict(G, h, K_cross, K_train, ytr, L):
@@ -167,15 +189,32 @@ def _nu_fits(Xtr, ytr, Xva, yva, nu, protocol: Protocol) -> list[dict]:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            sol = prob.solve(tol=protocol.tol, max_iter=protocol.max_iter,
-                             time_limit=protocol.time_limit, warm_start=warm, warn=False)
+            sol = prob.solve(
+                tol=protocol.tol,
+                max_iter=protocol.max_iter,
+                time_limit=protocol.time_limit,
+                warm_start=warm,
+                warn=False,
+            )
         elapsed = time.perf_counter() - t0
         warm = sol.info["warm_start"]
         G, h = sol.info["factor"], sol.info["h"]
         val = float(np.mean(_kcr_predict(G, h, Kva, Ktr, ytr, L) != yva))
-        out.append(dict(nu=nu, lam=lam, val=val, G=G, h=h, converged=sol.converged,
-                        gap=sol.info["gap"], n_iter=sol.n_iter, time=elapsed,
-                        objective=sol.objective, rank=G.shape[1]))
+        out.append(
+            dict(
+                nu=nu,
+                lam=lam,
+                val=val,
+                G=G,
+                h=h,
+                converged=sol.converged,
+                gap=sol.info["gap"],
+                n_iter=sol.n_iter,
+                time=elapsed,
+                objective=sol.objective,
+                rank=G.shape[1],
+            )
+        )
     return out
 
 
@@ -227,9 +266,20 @@ def _finish_split(X, y, split, fits, protocol: Protocol) -> dict:
     train = float(np.mean(_kcr_predict(best["G"], best["h"], Ktr, Ktr, ytr, L) != ytr))
     test = float(np.mean(_kcr_predict(best["G"], best["h"], Kte, Ktr, ytr, L) != yte))
     light = [{k: v for k, v in f.items() if k != "G"} for f in fits]
-    return dict(knn=knn, kcr=dict(nu=best["nu"], lam=best["lam"], val=best["val"], train=train,
-                                  test=test, converged=best["converged"], gap=best["gap"]),
-                fits=light, sizes=(tr.size, va.size, te.size))
+    return dict(
+        knn=knn,
+        kcr=dict(
+            nu=best["nu"],
+            lam=best["lam"],
+            val=best["val"],
+            train=train,
+            test=test,
+            converged=best["converged"],
+            gap=best["gap"],
+        ),
+        fits=light,
+        sizes=(tr.size, va.size, te.size),
+    )
 
 
 def run_split(X, y, split, protocol: Protocol, n_jobs: int | None = 1) -> dict:
@@ -277,10 +327,11 @@ def run_dataset(name: str, protocol: Protocol, data_dir=None, progress=None, n_j
         if (k + 1) % nus == 0 and progress is not None:
             progress(name, (k + 1) // nus, protocol.n_splits, time.perf_counter() - t0)
 
-    per_task = run_tasks(_grid_task, [(X, y, split, nu, protocol) for split in drawn for nu in protocol.nus],
-                         n_jobs, callback=done)
+    per_task = run_tasks(
+        _grid_task, [(X, y, split, nu, protocol) for split in drawn for nu in protocol.nus], n_jobs, callback=done
+    )
     for s, split in enumerate(drawn):
-        fits = [f for fits in per_task[s * nus:(s + 1) * nus] for f in fits]
+        fits = [f for fits in per_task[s * nus : (s + 1) * nus] for f in fits]
         splits.append(_finish_split(X, y, split, fits, protocol))
 
     def stat(key, part):
@@ -289,22 +340,32 @@ def run_dataset(name: str, protocol: Protocol, data_dir=None, progress=None, n_j
 
     fits = [f for sp in splits for f in sp["fits"]]
     return dict(
-        name=name, n=X.shape[0], d=X.shape[1], classes=int(y.max()) + 1,
-        sizes=splits[0]["sizes"], n_splits=protocol.n_splits,
-        knn_train=stat("knn", "train"), knn_test=stat("knn", "test"),
-        kcr_train=stat("kcr", "train"), kcr_test=stat("kcr", "test"),
+        name=name,
+        n=X.shape[0],
+        d=X.shape[1],
+        classes=int(y.max()) + 1,
+        sizes=splits[0]["sizes"],
+        n_splits=protocol.n_splits,
+        knn_train=stat("knn", "train"),
+        knn_test=stat("knn", "test"),
+        kcr_train=stat("kcr", "train"),
+        kcr_test=stat("kcr", "test"),
         knn_k=[sp["knn"]["k"] for sp in splits],
         kcr_params=[(sp["kcr"]["nu"], sp["kcr"]["lam"]) for sp in splits],
         chosen_converged=sum(sp["kcr"]["converged"] for sp in splits),
-        n_fits=len(fits), n_converged=sum(f["converged"] for f in fits),
+        n_fits=len(fits),
+        n_converged=sum(f["converged"] for f in fits),
         max_gap=float(max(f["gap"] for f in fits)),
         median_fit_s=float(np.median([f["time"] for f in fits])),
         max_fit_s=float(max(f["time"] for f in fits)),
-        total_s=time.perf_counter() - t0, splits=splits)
+        total_s=time.perf_counter() - t0,
+        splits=splits,
+    )
 
 
-def reproduce(datasets=DATASETS, protocol: Protocol | None = None, data_dir=None,
-              progress=None, n_jobs: int | None = 1) -> list[dict]:
+def reproduce(
+    datasets=DATASETS, protocol: Protocol | None = None, data_dir=None, progress=None, n_jobs: int | None = 1
+) -> list[dict]:
     """Run :func:`run_dataset` for each data set; returns one summary dict per set
     (``n_jobs``: the (split, ν) tasks of each data set, see :func:`run_dataset`)."""
     protocol = protocol or Protocol()
@@ -313,45 +374,85 @@ def reproduce(datasets=DATASETS, protocol: Protocol | None = None, data_dir=None
 
 
 # --------------------------------------------------------------------------- CLI
-REDUCED_NUS = tuple(2.0 ** i for i in (-4, -2, 0, 2, 4))
-REDUCED_LAMS = tuple(10.0 ** i for i in (-3, -1, 1, 3))
+REDUCED_NUS = tuple(2.0**i for i in (-4, -2, 0, 2, 4))
+REDUCED_LAMS = tuple(10.0**i for i in (-3, -1, 1, 3))
 
 
 def protocol_from_args(args) -> Protocol:
     """The :class:`Protocol` of ``cvxkml reproduce kcr`` options."""
     if args.quick:
-        return Protocol(n_splits=args.splits or 1, nus=(0.5, 2.0), lams=(1.0, 0.1), ks=(1, 3, 5),
-                        tol=args.tol, max_iter=min(args.max_iter, 2000),
-                        time_limit=args.time_limit, seed=args.seed)
+        return Protocol(
+            n_splits=args.splits or 1,
+            nus=(0.5, 2.0),
+            lams=(1.0, 0.1),
+            ks=(1, 3, 5),
+            tol=args.tol,
+            max_iter=min(args.max_iter, 2000),
+            time_limit=args.time_limit,
+            seed=args.seed,
+        )
     full = args.grid == "full"
-    return Protocol(n_splits=args.splits or 20, nus=FULL_NUS if full else REDUCED_NUS,
-                    lams=FULL_LAMS if full else REDUCED_LAMS, tol=args.tol,
-                    max_iter=args.max_iter, time_limit=args.time_limit, seed=args.seed)
+    return Protocol(
+        n_splits=args.splits or 20,
+        nus=FULL_NUS if full else REDUCED_NUS,
+        lams=FULL_LAMS if full else REDUCED_LAMS,
+        tol=args.tol,
+        max_iter=args.max_iter,
+        time_limit=args.time_limit,
+        seed=args.seed,
+    )
 
 
 def format_report(results, protocol: Protocol) -> str:
     """Table 1 layout: mean ± std (over splits) of train and test error in %."""
     pm = lambda t: f"{t[0]:.2f} ± {t[1]:.2f}"
-    rows = [[f"{r['name']} ({r['n']}, {r['d']}, {r['classes']})", "/".join(map(str, r["sizes"])),
-             pm(r["knn_train"]), pm(r["knn_test"]), pm(r["kcr_train"]), pm(r["kcr_test"]),
-             f"{r['n_converged']}/{r['n_fits']}", f"{r['chosen_converged']}/{r['n_splits']}",
-             f"{r['max_gap']:.1e}", f"{r['median_fit_s']:.2g}", f"{r['total_s']:.0f}"]
-            for r in results]
-    head = ["data set (n, D, L)", "train/val/test", "k-NN train %", "k-NN test %", "KCR train %",
-            "KCR test %", "fits converged", "chosen converged", "max gap", "median fit [s]",
-            "total [s]"]
+    rows = [
+        [
+            f"{r['name']} ({r['n']}, {r['d']}, {r['classes']})",
+            "/".join(map(str, r["sizes"])),
+            pm(r["knn_train"]),
+            pm(r["knn_test"]),
+            pm(r["kcr_train"]),
+            pm(r["kcr_test"]),
+            f"{r['n_converged']}/{r['n_fits']}",
+            f"{r['chosen_converged']}/{r['n_splits']}",
+            f"{r['max_gap']:.1e}",
+            f"{r['median_fit_s']:.2g}",
+            f"{r['total_s']:.0f}",
+        ]
+        for r in results
+    ]
+    head = [
+        "data set (n, D, L)",
+        "train/val/test",
+        "k-NN train %",
+        "k-NN test %",
+        "KCR train %",
+        "KCR test %",
+        "fits converged",
+        "chosen converged",
+        "max gap",
+        "median fit [s]",
+        "total [s]",
+    ]
     lines = [format_table(head, rows), ""]
     for r in results:
         ks = np.bincount(r["knn_k"])
-        lines.append(f"{r['name']}: k chosen " + ", ".join(f"k={k}×{c}" for k, c in enumerate(ks) if c)
-                     + "; (ν, λ) chosen " + ", ".join(f"({nu:g}, {lam:g})" for nu, lam in r["kcr_params"]))
+        lines.append(
+            f"{r['name']}: k chosen "
+            + ", ".join(f"k={k}×{c}" for k, c in enumerate(ks) if c)
+            + "; (ν, λ) chosen "
+            + ", ".join(f"({nu:g}, {lam:g})" for nu, lam in r["kcr_params"])
+        )
     lines.append(
         f"({protocol.n_splits} stratified splits {protocol.fractions}, seed {protocol.seed}; features "
         f"standardized on the training split; ν ∈ {{{', '.join(f'{v:g}' for v in protocol.nus)}}}, "
         f"λ ∈ {{{', '.join(f'{v:g}' for v in protocol.lams)}}}, k ∈ {{{', '.join(map(str, protocol.ks))}}}; "
         f"KCR solved to certified relative gap {protocol.tol:g}, at most {protocol.max_iter} iterations"
-        + ("" if protocol.time_limit is None else f" / {protocol.time_limit:g} s") + " per fit; "
-        "train error = resubstitution)")
+        + ("" if protocol.time_limit is None else f" / {protocol.time_limit:g} s")
+        + " per fit; "
+        "train error = resubstitution)"
+    )
     return "\n".join(lines)
 
 
@@ -366,8 +467,10 @@ def _cmd_reproduce_kcr(args) -> int:
     protocol = protocol_from_args(args)
     datasets = _datasets_of(args)
     t0 = time.perf_counter()
-    print("cvxkml reproduce kcr: Sriperumbudur, Lang & Lanckriet (ICML 2008) Table 1 — k-NN and "
-          "KCR train / test error (%)")
+    print(
+        "cvxkml reproduce kcr: Sriperumbudur, Lang & Lanckriet (ICML 2008) Table 1 — k-NN and "
+        "KCR train / test error (%)"
+    )
     print()
 
     def progress(name, done, total, elapsed):
@@ -378,8 +481,10 @@ def _cmd_reproduce_kcr(args) -> int:
     print(format_report(results, protocol))
     print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
     if args.out:
-        slim = [{k: v for k, v in r.items() if k != "splits"} | {
-            "fits": [f for sp in r["splits"] for f in sp["fits"]]} for r in results]
+        slim = [
+            {k: v for k, v in r.items() if k != "splits"} | {"fits": [f for sp in r["splits"] for f in sp["fits"]]}
+            for r in results
+        ]
         write_numbers(args.out, dict(protocol=vars(protocol), results=slim))
     print()
     return finish("reproduce kcr", t0)
@@ -387,24 +492,35 @@ def _cmd_reproduce_kcr(args) -> int:
 
 def register(commands) -> None:
     """Add ``cvxkml reproduce kcr`` (see :mod:`._commands`)."""
-    p = add_command(commands, "reproduce", "kcr", _cmd_reproduce_kcr,
-                    help="Sriperumbudur et al. 2008 Table 1: k-NN vs the kernel classification rule on "
-                         "Balance, Ionosphere, Iris, Wine", datasets=_datasets_of)
+    p = add_command(
+        commands,
+        "reproduce",
+        "kcr",
+        _cmd_reproduce_kcr,
+        help="Sriperumbudur et al. 2008 Table 1: k-NN vs the kernel classification rule on "
+        "Balance, Ionosphere, Iris, Wine",
+        datasets=_datasets_of,
+    )
     if p is None:
         return
-    p.add_argument("--quick", action="store_true",
-                   help="Iris, one split, 2 × 2 grid (smoke run for tests)")
+    p.add_argument("--quick", action="store_true", help="Iris, one split, 2 × 2 grid (smoke run for tests)")
     p.add_argument("--splits", type=int, default=None, help="random splits (default 20, quick 1)")
-    p.add_argument("--datasets", nargs="+", choices=DATASETS, default=None,
-                   help="data sets (default all four)")
-    p.add_argument("--grid", choices=("full", "reduced"), default="full",
-                   help="full: ν = 2^-4..2^4, λ = 10^-3..10^3 (the paper's, 63 fits per split); "
-                        "reduced: ν = 2^{-4,-2,0,2,4}, λ = 10^{-3,-1,1,3} (20 fits)")
+    p.add_argument("--datasets", nargs="+", choices=DATASETS, default=None, help="data sets (default all four)")
+    p.add_argument(
+        "--grid",
+        choices=("full", "reduced"),
+        default="full",
+        help="full: ν = 2^-4..2^4, λ = 10^-3..10^3 (the paper's, 63 fits per split); "
+        "reduced: ν = 2^{-4,-2,0,2,4}, λ = 10^{-3,-1,1,3} (20 fits)",
+    )
     p.add_argument("--tol", type=float, default=1e-3, help="certified relative gap per fit (default 1e-3)")
     p.add_argument("--max-iter", type=int, default=20_000, help="PDHG iterations per fit (default 20000)")
     p.add_argument("--time-limit", type=float, default=None, help="seconds per fit (default none)")
     p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
     p.add_argument("--out", default=None, help="write all numbers (every fit) as JSON to this file")
-    p.add_argument("--data-dir", default=None,
-                   help="folder holding balance.csv and ionosphere.csv (default: $CVXKML_DATA or ../shared/data)")
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="folder holding balance.csv and ionosphere.csv (default: $CVXKML_DATA or ../shared/data)",
+    )
     add_parallel_options(p, "(split, nu) fits")

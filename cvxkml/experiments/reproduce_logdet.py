@@ -7,6 +7,7 @@ set clustered into c clusters, the error measured on the test fold.  What it lea
 chosen in :data:`PROTOCOL` (printed with the results).  Every (data set, repeat, fold) is an
 independent task with its own seeds (``n_jobs``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,7 @@ from ._report import finish, format_table, pm, start, write_json
 __all__ = ["PAPER_TABLE1", "PROTOCOL", "clustering_error", "digits389", "table1", "command"]
 
 #: Jain et al. (2012) Table 1: (n, d, unsupervised, LogDet linear, HMRF-KMeans)
-PAPER_TABLE1 = {"ionosphere": (351, 34, 0.314, 0.113, 0.256),
-                "digits389": (317, 16, 0.226, 0.175, 0.286)}
+PAPER_TABLE1 = {"ionosphere": (351, 34, 0.314, 0.113, 0.256), "digits389": (317, 16, 0.226, 0.175, 0.286)}
 
 #: the protocol choices the paper leaves open, one line each
 PROTOCOL = [
@@ -26,8 +26,7 @@ PROTOCOL = [
     "50 pairs uniform among distinct training pairs; ITML bounds = 5th/95th percentiles of "
     "training squared distances, gamma = 1; k-means on X L (W = L L^T)",
     "Digits-389: pendigits classes 3, 8, 9, stratified 10 % subsample per repeat (paper: 317 points)",
-    "raw features; k-means with 10 restarts; HMRF-KMeans with w = w_bar = 1 and a learned "
-    "diagonal metric",
+    "raw features; k-means with 10 restarts; HMRF-KMeans with w = w_bar = 1 and a learned diagonal metric",
 ]
 
 
@@ -35,6 +34,7 @@ def clustering_error(y, labels) -> float:
     """Misclassification rate of class labels ``y`` after the best one-to-one matching of the
     cluster ``labels`` to the classes (Hungarian algorithm), in [0, 1]."""
     from scipy.optimize import linear_sum_assignment
+
     _, yi = np.unique(y, return_inverse=True)
     _, li = np.unique(labels, return_inverse=True)
     M = np.zeros((li.max() + 1, yi.max() + 1))
@@ -48,6 +48,7 @@ def digits389(data_dir=None, fraction: float = 0.1, random_state=None):
     from sklearn.model_selection import train_test_split
 
     from ..datasets import load_dataset
+
     X, y = load_dataset("pendigits", data_dir)
     keep = np.isin(y.astype(float), (3.0, 8.0, 9.0))
     X, y = X[keep], y[keep]
@@ -74,8 +75,7 @@ def _fold_task(task):
     i, j = tr[iu[pick]], tr[ju[pick]]
     s = np.where(y[i] == y[j], 1.0, -1.0)
     Xt = X[tr]
-    sq = (np.einsum("ij,ij->i", Xt, Xt)[:, None] + np.einsum("ij,ij->i", Xt, Xt)[None]
-          - 2.0 * Xt @ Xt.T)[iu, ju]
+    sq = (np.einsum("ij,ij->i", Xt, Xt)[:, None] + np.einsum("ij,ij->i", Xt, Xt)[None] - 2.0 * Xt @ Xt.T)[iu, ju]
     u, l = np.percentile(sq, (5.0, 95.0))
     kmeans = KMeans(k, n_init=10, random_state=seed)
     unsup = clustering_error(y[te], kmeans.fit(X).labels_[te])
@@ -87,8 +87,14 @@ def _fold_task(task):
     return [unsup, logdet, hmrf], bool(sol.converged)
 
 
-def table1(datasets=("ionosphere", "digits389"), repeats: int = 5, n_constraints: int = 50,
-           seed: int = 0, data_dir=None, n_jobs: int | None = 1) -> dict:
+def table1(
+    datasets=("ionosphere", "digits389"),
+    repeats: int = 5,
+    n_constraints: int = 50,
+    seed: int = 0,
+    data_dir=None,
+    n_jobs: int | None = 1,
+) -> dict:
     """The Table 1 protocol, ``repeats`` two-fold splits (seeds ``seed + r``) per data set.
 
     Returns
@@ -100,6 +106,7 @@ def table1(datasets=("ionosphere", "digits389"), repeats: int = 5, n_constraints
     from sklearn.model_selection import StratifiedKFold
 
     from ..datasets import check_available, load_dataset
+
     check_available(["ionosphere" if d == "ionosphere" else "pendigits" for d in datasets], data_dir)
     tasks, sizes = [], {}
     for name in datasets:
@@ -122,10 +129,16 @@ def table1(datasets=("ionosphere", "digits389"), repeats: int = 5, n_constraints
             certified += ok
         errs = np.asarray(errs)
         n, d, *paper = PAPER_TABLE1[name]
-        out[name] = {"n": int(sizes[name][0]), "d": int(sizes[name][1]), "paper_n": n,
-                     "mean": errs.mean(0).tolist(), "std": errs.std(0).tolist(),
-                     "fits": int(errs.shape[0]), "itml_certified": int(certified),
-                     "paper": paper}
+        out[name] = {
+            "n": int(sizes[name][0]),
+            "d": int(sizes[name][1]),
+            "paper_n": n,
+            "mean": errs.mean(0).tolist(),
+            "std": errs.std(0).tolist(),
+            "fits": int(errs.shape[0]),
+            "itml_certified": int(certified),
+            "paper": paper,
+        }
     return out
 
 
@@ -150,8 +163,9 @@ def command(args) -> int:
     rows = []
     for name, r in res.items():
         for m, method in enumerate(("unsupervised", "LogDet linear", "HMRF-KMeans")):
-            rows.append([name, f"{r['n']} ({r['paper_n']})", method, f"{r['paper'][m]:.3f}",
-                         pm(r["mean"][m], r["std"][m])])
+            rows.append(
+                [name, f"{r['n']} ({r['paper_n']})", method, f"{r['paper'][m]:.3f}", pm(r["mean"][m], r["std"][m])]
+            )
     print(format_table(["data set", "n (paper)", "method", "paper", f"ours ({repeats} x 2 folds)"], rows))
     for name, r in res.items():
         print(f"{name}: {r['itml_certified']}/{r['fits']} ITML fits certified")

@@ -51,6 +51,7 @@ every finished LMNN fit of an unfinished one: a stopped run resumes after the la
 finished.  Only the command (``cvxkml reproduce mkl``, :func:`register`, or
 :func:`main`) prints.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,9 +74,20 @@ from ._report import finish, write_json, write_numbers
 from .bench_estimators import check_folds
 
 __all__ = [
-    "TABLE1_DATASETS", "TABLE1_METHODS", "TABLE2_METHODS", "PAPER_TABLE1", "PAPER_TABLE2",
-    "Protocol", "load_dataset", "mcnemar_pvalue", "pairwise_scores", "run_table1_dataset",
-    "run_table2", "reproduce", "register", "main",
+    "TABLE1_DATASETS",
+    "TABLE1_METHODS",
+    "TABLE2_METHODS",
+    "PAPER_TABLE1",
+    "PAPER_TABLE2",
+    "Protocol",
+    "load_dataset",
+    "mcnemar_pvalue",
+    "pairwise_scores",
+    "run_table1_dataset",
+    "run_table2",
+    "reproduce",
+    "register",
+    "main",
 ]
 
 TABLE1_DATASETS = ("sonar", "wine", "iris", "ionosphere", "wdbc")
@@ -84,20 +96,44 @@ TABLE2_METHODS = ("LMNN-MKL_P", "LMNN_H", "LMNN-MKL_CV", "1-NN")
 
 #: The paper's Table 1 (accuracy %, score) for the five UCI data sets.
 PAPER_TABLE1 = {
-    "sonar": {"NR-LMNN-MKL": (88.46, 3.0), "LMNN-MKL_P": (85.58, 2.0), "LMNN_H": (82.21, 1.0),
-              "LMNN-MKL_CV": (88.46, 3.0), "1-NN": (82.21, 1.0)},
-    "wine": {"NR-LMNN-MKL": (98.88, 2.0), "LMNN-MKL_P": (98.88, 2.0), "LMNN_H": (98.31, 2.0),
-             "LMNN-MKL_CV": (96.07, 2.0), "1-NN": (97.19, 2.0)},
-    "iris": {"NR-LMNN-MKL": (93.33, 2.0), "LMNN-MKL_P": (95.33, 2.0), "LMNN_H": (94.67, 2.0),
-             "LMNN-MKL_CV": (94.00, 2.0), "1-NN": (95.33, 2.0)},
-    "ionosphere": {"NR-LMNN-MKL": (93.73, 2.5), "LMNN-MKL_P": (94.87, 3.0), "LMNN_H": (92.59, 2.5),
-                   "LMNN-MKL_CV": (90.88, 2.0), "1-NN": (86.89, 0.0)},
-    "wdbc": {"NR-LMNN-MKL": (94.90, 1.0), "LMNN-MKL_P": (97.36, 3.5), "LMNN_H": (97.36, 3.0),
-             "LMNN-MKL_CV": (95.96, 1.5), "1-NN": (95.43, 1.0)},
+    "sonar": {
+        "NR-LMNN-MKL": (88.46, 3.0),
+        "LMNN-MKL_P": (85.58, 2.0),
+        "LMNN_H": (82.21, 1.0),
+        "LMNN-MKL_CV": (88.46, 3.0),
+        "1-NN": (82.21, 1.0),
+    },
+    "wine": {
+        "NR-LMNN-MKL": (98.88, 2.0),
+        "LMNN-MKL_P": (98.88, 2.0),
+        "LMNN_H": (98.31, 2.0),
+        "LMNN-MKL_CV": (96.07, 2.0),
+        "1-NN": (97.19, 2.0),
+    },
+    "iris": {
+        "NR-LMNN-MKL": (93.33, 2.0),
+        "LMNN-MKL_P": (95.33, 2.0),
+        "LMNN_H": (94.67, 2.0),
+        "LMNN-MKL_CV": (94.00, 2.0),
+        "1-NN": (95.33, 2.0),
+    },
+    "ionosphere": {
+        "NR-LMNN-MKL": (93.73, 2.5),
+        "LMNN-MKL_P": (94.87, 3.0),
+        "LMNN_H": (92.59, 2.5),
+        "LMNN-MKL_CV": (90.88, 2.0),
+        "1-NN": (86.89, 0.0),
+    },
+    "wdbc": {
+        "NR-LMNN-MKL": (94.90, 1.0),
+        "LMNN-MKL_P": (97.36, 3.5),
+        "LMNN_H": (97.36, 3.0),
+        "LMNN-MKL_CV": (95.96, 1.5),
+        "1-NN": (95.43, 1.0),
+    },
 }
 #: The paper's Table 2 row for Multiple Features (accuracy %, score).
-PAPER_TABLE2 = {"LMNN-MKL_P": (98.79, 3.0), "LMNN_H": (98.44, 1.5), "LMNN-MKL_CV": (98.44, 1.5),
-                "1-NN": (97.86, 0.0)}
+PAPER_TABLE2 = {"LMNN-MKL_P": (98.79, 3.0), "LMNN_H": (98.44, 1.5), "LMNN-MKL_CV": (98.44, 1.5), "1-NN": (97.86, 0.0)}
 
 MFEAT_SOURCES = ("fou", "fac", "kar", "pix", "zer", "mor")
 
@@ -110,19 +146,19 @@ class Protocol:
     ``max_convex_iter`` move towards the paper's protocol at a much higher cost."""
 
     n_folds: int = 10
-    n_splits: int = 10               # Table 2
-    max_iter: int = 300              # LMNN iterations per metric step
-    cv_max_iter: int = 150           # LMNN iterations per inner-CV fit
-    max_outer: int = 2               # Algorithm 1
-    max_convex_iter: int = 5         # (15)-(16) iterations per w in the weight step
-    tol: float = 1e-5                # certified relative gap of every LMNN metric step
-    stall_iter: int = 2000           # LMNN stall rule (PDHG iterations without progress; 0: off)
-    n_learn: int | None = 30         # learning-set cap (Table 1)
-    n_learn_mfeat: int | None = 60   # learning-set cap (Table 2)
+    n_splits: int = 10  # Table 2
+    max_iter: int = 300  # LMNN iterations per metric step
+    cv_max_iter: int = 150  # LMNN iterations per inner-CV fit
+    max_outer: int = 2  # Algorithm 1
+    max_convex_iter: int = 5  # (15)-(16) iterations per w in the weight step
+    tol: float = 1e-5  # certified relative gap of every LMNN metric step
+    stall_iter: int = 2000  # LMNN stall rule (PDHG iterations without progress; 0: off)
+    n_learn: int | None = 30  # learning-set cap (Table 1)
+    n_learn_mfeat: int | None = 60  # learning-set cap (Table 2)
     k: int = 5
     gamma: float = 0.5
     seed: int = 0
-    alpha: float = 0.05              # McNemar level
+    alpha: float = 0.05  # McNemar level
     notes: list = field(default_factory=list)
 
 
@@ -133,7 +169,7 @@ def load_dataset(name: str, data_dir=None) -> tuple[np.ndarray, np.ndarray]:
     if key not in TABLE1_DATASETS:
         raise InvalidInputError(f"Unknown data set {name!r}; choose from {TABLE1_DATASETS}.")
     X, y = _load_named(key, data_dir)
-    keep = X.std(axis=0) > 0                     # constant columns carry nothing (Ionosphere col 2)
+    keep = X.std(axis=0) > 0  # constant columns carry nothing (Ionosphere col 2)
     return X[:, keep], y
 
 
@@ -192,17 +228,19 @@ def _stratified_subsample(y, n_max, rng) -> np.ndarray:
     classes, codes = np.unique(y, return_inverse=True)
     counts = np.bincount(codes)
     take = np.maximum(np.floor(counts * n_max / n).astype(int), 1)
-    while take.sum() < n_max:                      # hand out the rounding remainder
+    while take.sum() < n_max:  # hand out the rounding remainder
         c = int(np.argmax(counts - take))
         take[c] += 1
-    idx = [rng.choice(np.flatnonzero(codes == c), size=int(min(take[c], counts[c])), replace=False)
-           for c in range(classes.size)]
+    idx = [
+        rng.choice(np.flatnonzero(codes == c), size=int(min(take[c], counts[c])), replace=False)
+        for c in range(classes.size)
+    ]
     return np.sort(np.concatenate(idx))
 
 
 def _nn_correct(Ztr, ytr, Zte, yte) -> np.ndarray:
     """1-NN (Euclidean) correctness of every test point."""
-    d = (np.sum(Zte ** 2, 1)[:, None] + np.sum(Ztr ** 2, 1)[None, :] - 2.0 * Zte @ Ztr.T)
+    d = np.sum(Zte**2, 1)[:, None] + np.sum(Ztr**2, 1)[None, :] - 2.0 * Zte @ Ztr.T
     return ytr[np.argmin(d, axis=1)] == yte
 
 
@@ -210,9 +248,16 @@ def _record(sol, method: str, kernel: str | None = None) -> dict:
     """One LMNN fit's record: method, kernel, order of the learned matrix, iterations,
     certification, objective, gap, seconds."""
     gap = sol.gap
-    return {"method": method, "kernel": kernel, "order": int(sol.matrix.shape[0]), "n_iter": int(sol.n_iter),
-            "converged": bool(sol.converged), "objective": float(sol.objective),
-            "gap": None if gap is None else float(gap), "seconds": float(sol.time)}
+    return {
+        "method": method,
+        "kernel": kernel,
+        "order": int(sol.matrix.shape[0]),
+        "n_iter": int(sol.n_iter),
+        "converged": bool(sol.converged),
+        "objective": float(sol.objective),
+        "gap": None if gap is None else float(gap),
+        "seconds": float(sol.time),
+    }
 
 
 class _Counter:
@@ -274,12 +319,36 @@ def _fit_quiet(est, X, y):
 
 
 def _lmnn_precomputed(K, y, proto: Protocol, max_iter: int) -> LMNN:
-    return _fit_quiet(LMNN(k=proto.k, gamma=proto.gamma, kernel="precomputed", max_iter=max_iter, tol=proto.tol,
-                           stall_iter=proto.stall_iter, small_classes="shrink"), K, y)
+    return _fit_quiet(
+        LMNN(
+            k=proto.k,
+            gamma=proto.gamma,
+            kernel="precomputed",
+            max_iter=max_iter,
+            tol=proto.tol,
+            stall_iter=proto.stall_iter,
+            small_classes="shrink",
+        ),
+        K,
+        y,
+    )
 
 
-def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto: Protocol,
-                 counter: _Counter, halves=None, nr_kernels_spec="nr", fit_store: TaskStore | None = None) -> dict:
+def _run_methods(
+    Xl,
+    yl,
+    Xtr,
+    ytr,
+    Xte,
+    yte,
+    kernels: KernelSet,
+    methods,
+    proto: Protocol,
+    counter: _Counter,
+    halves=None,
+    nr_kernels_spec="nr",
+    fit_store: TaskStore | None = None,
+) -> dict:
     """All methods on one training/test split: learning set (Xl, yl) ⊂ training set
     (Xtr, ytr); ``halves`` the inner two folds of the learning set (LMNN-MKL_CV, drawn
     by :func:`_plan_split`); every LMNN fit a step of :class:`_Steps` (noted in
@@ -300,11 +369,25 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
         t0 = time.perf_counter()
 
         def fit_nr():
-            est = _fit_quiet(LMNNMKL(variant="NR", kernels=nr_kernels_spec, k=proto.k, gamma=proto.gamma,
-                                     tol=proto.tol, max_iter=proto.max_iter, stall_iter=proto.stall_iter,
-                                     small_classes="shrink", **_protocol_scaling(LMNNMKL)), Xl, yl)
-            return {"records": [_record(est.solution_, "NR-LMNN-MKL")],
-                    "correct": _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte)}
+            est = _fit_quiet(
+                LMNNMKL(
+                    variant="NR",
+                    kernels=nr_kernels_spec,
+                    k=proto.k,
+                    gamma=proto.gamma,
+                    tol=proto.tol,
+                    max_iter=proto.max_iter,
+                    stall_iter=proto.stall_iter,
+                    small_classes="shrink",
+                    **_protocol_scaling(LMNNMKL),
+                ),
+                Xl,
+                yl,
+            )
+            return {
+                "records": [_record(est.solution_, "NR-LMNN-MKL")],
+                "correct": _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte),
+            }
 
         r = steps("NR-LMNN-MKL", fit_nr)
         out["NR-LMNN-MKL"] = r["correct"]
@@ -313,19 +396,36 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
         t0 = time.perf_counter()
 
         def fit_p():
-            est = _fit_quiet(LMNNMKL(variant="P", kernels=KernelSet(kernels.kernels), k=proto.k, tol=proto.tol,
-                                     gamma=proto.gamma, max_iter=proto.max_iter, stall_iter=proto.stall_iter,
-                                     max_outer=proto.max_outer,
-                                     max_convex_iter=proto.max_convex_iter, small_classes="shrink",
-                                     **_protocol_scaling(LMNNMKL)), Xl, yl)
+            est = _fit_quiet(
+                LMNNMKL(
+                    variant="P",
+                    kernels=KernelSet(kernels.kernels),
+                    k=proto.k,
+                    tol=proto.tol,
+                    gamma=proto.gamma,
+                    max_iter=proto.max_iter,
+                    stall_iter=proto.stall_iter,
+                    max_outer=proto.max_outer,
+                    max_convex_iter=proto.max_convex_iter,
+                    small_classes="shrink",
+                    **_protocol_scaling(LMNNMKL),
+                ),
+                Xl,
+                yl,
+            )
             res = est.result_
-            return {"records": [_record(est.solution_, "LMNN-MKL_P")],
-                    "correct": _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte),
-                    "info": {"mu": [float(v) for v in est.weights_], "outer_iterations": int(res.n_outer),
-                             "outer_converged": bool(res.converged),
-                             "objective_path": [float(h["objective"]) for h in res.history],
-                             "rank_one": [bool(h.get("rank_one")) for h in res.history[1:]],
-                             "w": [h.get("w") for h in res.history[1:]]}}
+            return {
+                "records": [_record(est.solution_, "LMNN-MKL_P")],
+                "correct": _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte),
+                "info": {
+                    "mu": [float(v) for v in est.weights_],
+                    "outer_iterations": int(res.n_outer),
+                    "outer_converged": bool(res.converged),
+                    "objective_path": [float(h["objective"]) for h in res.history],
+                    "rank_one": [bool(h.get("rank_one")) for h in res.history[1:]],
+                    "w": [h.get("w") for h in res.history[1:]],
+                },
+            }
 
         r = steps("LMNN-MKL_P", fit_p)
         out["LMNN-MKL_P"] = r["correct"]
@@ -342,8 +442,10 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
 
         def fit_h():
             est = _lmnn_precomputed(sum(Kl) / m, yl, proto, proto.max_iter)
-            return {"records": [_record(est.solution_, "LMNN_H")],
-                    "correct": _nn_correct(est.transform(sum(Ktr) / m), ytr, est.transform(sum(Kte) / m), yte)}
+            return {
+                "records": [_record(est.solution_, "LMNN_H")],
+                "correct": _nn_correct(est.transform(sum(Ktr) / m), ytr, est.transform(sum(Kte) / m), yte),
+            }
 
         r = steps("LMNN_H", fit_h)
         out["LMNN_H"] = r["correct"]
@@ -354,10 +456,12 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
         labels = kernels.labels()
         for l in range(m):
             for h, (a, b) in enumerate((halves, halves[::-1])):
+
                 def fit_inner(l=l, a=a, b=b):
                     est = _lmnn_precomputed(Kl[l][np.ix_(a, a)], yl[a], proto, proto.cv_max_iter)
-                    hits = _nn_correct(est.transform(Kl[l][np.ix_(a, a)]), yl[a],
-                                       est.transform(Kl[l][np.ix_(b, a)]), yl[b]).sum()
+                    hits = _nn_correct(
+                        est.transform(Kl[l][np.ix_(a, a)]), yl[a], est.transform(Kl[l][np.ix_(b, a)]), yl[b]
+                    ).sum()
                     return {"records": [_record(est.solution_, "LMNN-MKL_CV inner", labels[l])], "hits": int(hits)}
 
                 r = steps(f"LMNN-MKL_CV inner {l} {h}", fit_inner)
@@ -366,8 +470,10 @@ def _run_methods(Xl, yl, Xtr, ytr, Xte, yte, kernels: KernelSet, methods, proto:
 
         def fit_cv():
             est = _lmnn_precomputed(Kl[best], yl, proto, proto.max_iter)
-            return {"records": [_record(est.solution_, "LMNN-MKL_CV", labels[best])],
-                    "correct": _nn_correct(est.transform(Ktr[best]), ytr, est.transform(Kte[best]), yte)}
+            return {
+                "records": [_record(est.solution_, "LMNN-MKL_CV", labels[best])],
+                "correct": _nn_correct(est.transform(Ktr[best]), ytr, est.transform(Kte[best]), yte),
+            }
 
         r = steps(f"LMNN-MKL_CV {best}", fit_cv)
         out["LMNN-MKL_CV"] = r["correct"]
@@ -399,12 +505,13 @@ def _stratified_folds(y, n_folds, rng) -> list[np.ndarray]:
 
 def _summarize(correct: dict, alpha: float) -> dict:
     scores, signs = pairwise_scores(correct, alpha)
-    return {"accuracy": {m: float(100.0 * np.mean(v)) for m, v in correct.items()},
-            "n_test": int(next(iter(correct.values())).size),
-            "score": scores,
-            "mcnemar": {f"{a} vs {b}": s for (a, b), s in signs.items()},
-            "pvalues": {f"{a} vs {b}": mcnemar_pvalue(correct[a], correct[b])
-                        for a in correct for b in correct if a < b}}
+    return {
+        "accuracy": {m: float(100.0 * np.mean(v)) for m, v in correct.items()},
+        "n_test": int(next(iter(correct.values())).size),
+        "score": scores,
+        "mcnemar": {f"{a} vs {b}": s for (a, b), s in signs.items()},
+        "pvalues": {f"{a} vs {b}": mcnemar_pvalue(correct[a], correct[b]) for a in correct for b in correct if a < b},
+    }
 
 
 # --------------------------------------------------------------------------- one split
@@ -437,17 +544,40 @@ def _split_task(task) -> dict:
     fits (or None)."""
     X, y, tr, te, sub, halves, kernel_spec, methods, proto, fit_dir = task
     t0 = time.perf_counter()
-    Xtr, Xte = _standardize(X[tr], X[te])          # per column (Table 2: per source)
+    Xtr, Xte = _standardize(X[tr], X[te])  # per column (Table 2: per source)
     ytr, yte = y[tr], y[te]
     kernels = _kernels_for(kernel_spec, Xtr[sub])
     counter = _Counter()
-    res, info = _run_methods(Xtr[sub], ytr[sub], Xtr, ytr, Xte, yte, kernels, methods, proto, counter, halves,
-                             fit_store=None if fit_dir is None else TaskStore(fit_dir))
-    info.update(n_train=int(tr.size), n_learn=int(sub.size), n_test=int(te.size),
-                accuracy={m: float(np.mean(res[m])) for m in methods}, seconds=time.perf_counter() - t0,
-                lmnn_fits=counter.records)
-    return {"correct": res, "info": info, "fits": counter.fits, "unconverged": counter.unconverged,
-            "seconds": counter.seconds, "kernels": kernels.labels()}
+    res, info = _run_methods(
+        Xtr[sub],
+        ytr[sub],
+        Xtr,
+        ytr,
+        Xte,
+        yte,
+        kernels,
+        methods,
+        proto,
+        counter,
+        halves,
+        fit_store=None if fit_dir is None else TaskStore(fit_dir),
+    )
+    info.update(
+        n_train=int(tr.size),
+        n_learn=int(sub.size),
+        n_test=int(te.size),
+        accuracy={m: float(np.mean(res[m])) for m in methods},
+        seconds=time.perf_counter() - t0,
+        lmnn_fits=counter.records,
+    )
+    return {
+        "correct": res,
+        "info": info,
+        "fits": counter.fits,
+        "unconverged": counter.unconverged,
+        "seconds": counter.seconds,
+        "kernels": kernels.labels(),
+    }
 
 
 def _split_key(X, y, task) -> str:
@@ -457,31 +587,56 @@ def _split_key(X, y, task) -> str:
     learning subsample, inner halves, kernel spec, methods, protocol)."""
     _, _, tr, te, sub, halves, kernel_spec, methods, proto = task
     knobs = {k: v for k, v in asdict(proto).items() if k != "notes"}
-    return TaskStore.key(X, y, tr, te, sub, *(halves or ()), command="reproduce mkl", kernels=kernel_spec,
-                         methods=list(methods), protocol=knobs)
+    return TaskStore.key(
+        X,
+        y,
+        tr,
+        te,
+        sub,
+        *(halves or ()),
+        command="reproduce mkl",
+        kernels=kernel_spec,
+        methods=list(methods),
+        protocol=knobs,
+    )
 
 
-def _run_splits(X, y, parts, plans, kernel_spec, methods, proto: Protocol, t0: float, log, labels,
-                n_jobs, store: TaskStore | None = None) -> tuple[list, dict, _Counter]:
+def _run_splits(
+    X,
+    y,
+    parts,
+    plans,
+    kernel_spec,
+    methods,
+    proto: Protocol,
+    t0: float,
+    log,
+    labels,
+    n_jobs,
+    store: TaskStore | None = None,
+) -> tuple[list, dict, _Counter]:
     """Every outer split of ``parts`` ([(train, test)]), with the draws ``plans`` of
     :func:`_plan_split`, through :func:`cvxkml.experiments._parallel.run_tasks` (with
     ``store``: splits finished by an earlier run are loaded, new ones saved, and every LMNN
     fit of an unfinished split is kept in ``fits/<split key>``, so that a split stopped
     part way resumes after its last finished fit; that folder goes once the split is saved).
     Returns (per-split results, pooled correctness lists, fit counter)."""
-    tasks = [(X, y, tr, te, sub, halves, kernel_spec, tuple(methods), proto)
-             for (tr, te), (sub, halves) in zip(parts, plans)]
+    tasks = [
+        (X, y, tr, te, sub, halves, kernel_spec, tuple(methods), proto) for (tr, te), (sub, halves) in zip(parts, plans)
+    ]
     keys = [_split_key(X, y, t) for t in tasks] if store is not None else None
     fit_dirs = [store.directory / "fits" / key for key in keys] if store is not None else [None] * len(tasks)
     tasks = [t + (fit_dirs[k],) for k, t in enumerate(tasks)]
     was_stored = [key in store for key in keys] if store is not None else [False] * len(tasks)
 
-    def done(k, r):                 # after run_tasks saved the split: its fits are redundant
+    def done(k, r):  # after run_tasks saved the split: its fits are redundant
         if fit_dirs[k] is not None:
             shutil.rmtree(fit_dirs[k], ignore_errors=True)
         if log:
-            log(f"{labels[k]} ({'stored, ' if was_stored[k] else ''}{time.perf_counter() - t0:.0f} s so far): "
-                + ", ".join(f"{m} {100 * a:.1f}" for m, a in r["info"]["accuracy"].items()))
+            log(
+                f"{labels[k]} ({'stored, ' if was_stored[k] else ''}{time.perf_counter() - t0:.0f} s so far): "
+                + ", ".join(f"{m} {100 * a:.1f}" for m, a in r["info"]["accuracy"].items())
+            )
 
     results = run_tasks(_split_task, tasks, n_jobs, callback=done, store=store, keys=keys)
     correct = {m: [r["correct"][m] for r in results] for m in methods}
@@ -499,15 +654,26 @@ def _pooled(correct: dict, proto: Protocol, counter: _Counter, t0: float, **fiel
     the fit counts and the time."""
     out = _summarize({m: np.concatenate(v) for m, v in correct.items()}, proto.alpha)
     out.update(fields)
-    out.update(fits=counter.fits, unconverged_fits=counter.unconverged, method_seconds=counter.seconds,
-               seconds=time.perf_counter() - t0)
+    out.update(
+        fits=counter.fits,
+        unconverged_fits=counter.unconverged,
+        method_seconds=counter.seconds,
+        seconds=time.perf_counter() - t0,
+    )
     return out
 
 
 # --------------------------------------------------------------------------- Table 1
-def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_dir=None,
-                       max_folds: int | None = None, log=None, n_jobs: int | None = 1,
-                       store: TaskStore | None = None) -> dict:
+def run_table1_dataset(
+    name: str,
+    proto: Protocol,
+    methods=TABLE1_METHODS,
+    data_dir=None,
+    max_folds: int | None = None,
+    log=None,
+    n_jobs: int | None = 1,
+    store: TaskStore | None = None,
+) -> dict:
     """Table 1 protocol on one data set.
 
     Parameters
@@ -548,16 +714,32 @@ def run_table1_dataset(name: str, proto: Protocol, methods=TABLE1_METHODS, data_
     parts = [(np.setdiff1d(np.arange(y.size), te), te) for te in folds]
     labels = [f"{name} fold {f + 1}/{len(folds)}" for f in range(len(folds))]
     plans = [_plan_split(y, tr, proto.n_learn, methods, rng) for tr, _ in parts]
-    results, correct, counter = _run_splits(X, y, parts, plans, "paper", methods, proto, t0, log, labels,
-                                            n_jobs, store)
+    results, correct, counter = _run_splits(X, y, parts, plans, "paper", methods, proto, t0, log, labels, n_jobs, store)
     per_fold = [{"fold": f, **r["info"]} for f, r in enumerate(results)]
-    return _pooled(correct, proto, counter, t0, dataset=name, n=int(y.size), d=int(X.shape[1]),
-                   folds_run=len(folds), n_folds=proto.n_folds, per_fold=per_fold)
+    return _pooled(
+        correct,
+        proto,
+        counter,
+        t0,
+        dataset=name,
+        n=int(y.size),
+        d=int(X.shape[1]),
+        folds_run=len(folds),
+        n_folds=proto.n_folds,
+        per_fold=per_fold,
+    )
 
 
 # --------------------------------------------------------------------------- Table 2
-def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits: int | None = None,
-               log=None, n_jobs: int | None = 1, store: TaskStore | None = None) -> dict:
+def run_table2(
+    proto: Protocol,
+    data_dir=None,
+    methods=TABLE2_METHODS,
+    n_splits: int | None = None,
+    log=None,
+    n_jobs: int | None = 1,
+    store: TaskStore | None = None,
+) -> dict:
     """Table 2 protocol on Multiple Features (six sources, random 50/50 splits); the
     splits run as independent tasks with ``n_jobs``, finished ones kept in ``store`` (see
     :func:`run_table1_dataset`)."""
@@ -578,8 +760,9 @@ def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits:
         parts.append((tr, te))
         plans.append(_plan_split(y, tr, proto.n_learn_mfeat, methods, rng))
     labels = [f"mfeat split {s + 1}/{n_splits}" for s in range(n_splits)]
-    results, correct, counter = _run_splits(X, y, parts, plans, ("sources", cols), methods, proto, t0, log,
-                                            labels, n_jobs, store)
+    results, correct, counter = _run_splits(
+        X, y, parts, plans, ("sources", cols), methods, proto, t0, log, labels, n_jobs, store
+    )
     per_split = [{"split": s, **r["info"], "kernels": r["kernels"]} for s, r in enumerate(results)]
     return _pooled(correct, proto, counter, t0, dataset="mfeat", splits_run=n_splits, per_split=per_split)
 
@@ -587,26 +770,42 @@ def run_table2(proto: Protocol, data_dir=None, methods=TABLE2_METHODS, n_splits:
 # --------------------------------------------------------------------------- driver
 def quick_protocol() -> Protocol:
     """A smoke-test protocol: tiny budgets (seconds, not minutes)."""
-    return Protocol(n_folds=3, n_splits=1, max_iter=20, cv_max_iter=10, max_outer=1, n_learn=21,
-                    n_learn_mfeat=40, notes=["quick smoke run: numbers are not a reproduction"])
+    return Protocol(
+        n_folds=3,
+        n_splits=1,
+        max_iter=20,
+        cv_max_iter=10,
+        max_outer=1,
+        n_learn=21,
+        n_learn_mfeat=40,
+        notes=["quick smoke run: numbers are not a reproduction"],
+    )
 
 
-def reproduce(proto: Protocol | None = None, datasets=TABLE1_DATASETS, table2: bool = True,
-              max_folds: int | None = None, n_splits: int | None = None, data_dir=None,
-              callback=None, log=None, n_jobs: int | None = 1, store: TaskStore | None = None) -> dict:
+def reproduce(
+    proto: Protocol | None = None,
+    datasets=TABLE1_DATASETS,
+    table2: bool = True,
+    max_folds: int | None = None,
+    n_splits: int | None = None,
+    data_dir=None,
+    callback=None,
+    log=None,
+    n_jobs: int | None = 1,
+    store: TaskStore | None = None,
+) -> dict:
     """Run Table 1 on ``datasets`` and (``table2``) Table 2; returns all numbers.
     ``callback(key, result)`` is called after every data set (progress, partial saves);
     ``n_jobs``: the folds and splits of each data set as independent tasks; ``store``:
     finished folds and splits kept for a resumed run (see :func:`run_table1_dataset`)."""
     proto = proto or Protocol()
     check_available(tuple(datasets) + (("mfeat",) if table2 else ()), data_dir)
-    for name in datasets:                             # every data set's folds, before the first fit
+    for name in datasets:  # every data set's folds, before the first fit
         check_folds(load_dataset(name, data_dir)[1], proto.n_folds, name, "--n-folds")
     t0 = time.perf_counter()
     out = {"protocol": asdict(proto), "table1": {}, "table2": None}
     for name in datasets:
-        r = run_table1_dataset(name, proto, data_dir=data_dir, max_folds=max_folds, log=log, n_jobs=n_jobs,
-                               store=store)
+        r = run_table1_dataset(name, proto, data_dir=data_dir, max_folds=max_folds, log=log, n_jobs=n_jobs, store=store)
         out["table1"][name] = r
         if callback:
             callback(name, r)
@@ -633,17 +832,24 @@ def _fmt_row(name, r, methods, paper=None):
 
 
 def format_report(res: dict) -> str:
-    lines = ["Wang et al. 2011 Table 1 (ours: accuracy %, McNemar vs LMNN_H / LMNN-MKL_CV, "
-             "score; [paper])", "           " + "  ".join(f"{m:<22}" for m in TABLE1_METHODS)]
+    lines = [
+        "Wang et al. 2011 Table 1 (ours: accuracy %, McNemar vs LMNN_H / LMNN-MKL_CV, score; [paper])",
+        "           " + "  ".join(f"{m:<22}" for m in TABLE1_METHODS),
+    ]
     for name, r in res["table1"].items():
         lines.append(_fmt_row(name, r, TABLE1_METHODS, PAPER_TABLE1.get(name)))
-        lines.append(f"{'':11}folds {r['folds_run']}/{r['n_folds']}, {r['fits']} LMNN fits "
-                     f"({r['unconverged_fits']} not certified: iteration budget or stall rule), {r['seconds']:.0f} s")
+        lines.append(
+            f"{'':11}folds {r['folds_run']}/{r['n_folds']}, {r['fits']} LMNN fits "
+            f"({r['unconverged_fits']} not certified: iteration budget or stall rule), {r['seconds']:.0f} s"
+        )
     if res.get("table2"):
         r = res["table2"]
-        lines += ["", "Table 2, Multiple Features (" + ", ".join(TABLE2_METHODS) + ")",
-                  _fmt_row("mfeat", r, TABLE2_METHODS, PAPER_TABLE2),
-                  f"{'':11}splits {r['splits_run']}, {r['fits']} LMNN fits, {r['seconds']:.0f} s"]
+        lines += [
+            "",
+            "Table 2, Multiple Features (" + ", ".join(TABLE2_METHODS) + ")",
+            _fmt_row("mfeat", r, TABLE2_METHODS, PAPER_TABLE2),
+            f"{'':11}splits {r['splits_run']}, {r['fits']} LMNN fits, {r['seconds']:.0f} s",
+        ]
     p = res["protocol"]
     lines += ["", "protocol: " + ", ".join(f"{k}={v}" for k, v in p.items() if k != "notes")]
     lines += [f"note: {n}" for n in p.get("notes", [])]
@@ -652,8 +858,18 @@ def format_report(res: dict) -> str:
 
 def _protocol_from_args(args) -> Protocol:
     proto = quick_protocol() if args.quick else Protocol()
-    for key in ("n_folds", "n_splits", "max_iter", "cv_max_iter", "max_outer", "max_convex_iter",
-                "tol", "stall_iter", "n_learn", "seed"):
+    for key in (
+        "n_folds",
+        "n_splits",
+        "max_iter",
+        "cv_max_iter",
+        "max_outer",
+        "max_convex_iter",
+        "tol",
+        "stall_iter",
+        "n_learn",
+        "seed",
+    ):
         v = getattr(args, key, None)
         if v is not None:
             setattr(proto, key, v)
@@ -689,17 +905,27 @@ def _cmd_reproduce_mkl(args) -> int:
 
     def progress(key, r):
         partial[key] = r
-        print(f"[{time.perf_counter() - t0:7.1f} s] {key}: " + ", ".join(
-            f"{m} {a:.2f}" for m, a in r["accuracy"].items()), flush=True)
+        print(
+            f"[{time.perf_counter() - t0:7.1f} s] {key}: "
+            + ", ".join(f"{m} {a:.2f}" for m, a in r["accuracy"].items()),
+            flush=True,
+        )
         if args.out:
             write_json(args.out, {"protocol": asdict(proto), "partial": partial})
 
     with parallel_from_args(args) as (n_jobs, engine):
-        res = reproduce(proto, datasets=datasets, table2=table2, max_folds=args.max_folds,
-                        n_splits=1 if (args.quick and args.n_splits is None) else None,
-                        data_dir=args.data_dir, callback=progress, n_jobs=n_jobs,
-                        store=TaskStore(args.resume) if args.resume else None,
-                        log=lambda line: print(f"[{time.perf_counter() - t0:7.1f} s] {line}", flush=True))
+        res = reproduce(
+            proto,
+            datasets=datasets,
+            table2=table2,
+            max_folds=args.max_folds,
+            n_splits=1 if (args.quick and args.n_splits is None) else None,
+            data_dir=args.data_dir,
+            callback=progress,
+            n_jobs=n_jobs,
+            store=TaskStore(args.resume) if args.resume else None,
+            log=lambda line: print(f"[{time.perf_counter() - t0:7.1f} s] {line}", flush=True),
+        )
     print()
     print(format_report(res))
     print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
@@ -708,52 +934,110 @@ def _cmd_reproduce_mkl(args) -> int:
 
 
 def _add_arguments(p) -> None:
-    p.add_argument("--quick", action="store_true",
-                   help="Iris, 3 folds, tiny budgets, Table 2 with one split of 40 learning points (smoke run)")
-    p.add_argument("--datasets", nargs="+", choices=TABLE1_DATASETS, default=None,
-                   help="Table 1 data sets (default all five; quick: iris)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="Iris, 3 folds, tiny budgets, Table 2 with one split of 40 learning points (smoke run)",
+    )
+    p.add_argument(
+        "--datasets",
+        nargs="+",
+        choices=TABLE1_DATASETS,
+        default=None,
+        help="Table 1 data sets (default all five; quick: iris)",
+    )
     p.add_argument("--no-table2", action="store_true", help="skip Table 2 (Multiple Features)")
     p.add_argument("--n-folds", dest="n_folds", type=int, default=None, help="CV folds (default 10)")
-    p.add_argument("--max-folds", dest="max_folds", type=int, default=None,
-                   help="run only the first folds of the CV split (reduction)")
-    p.add_argument("--n-splits", dest="n_splits", type=int, default=None,
-                   help="Table 2 random 50/50 splits (default 10)")
-    p.add_argument("--max-iter", dest="max_iter", type=int, default=None,
-                   help="LMNN iterations per metric step (default 300)")
-    p.add_argument("--cv-max-iter", dest="cv_max_iter", type=int, default=None,
-                   help="LMNN iterations per inner-CV fit (default 150)")
-    p.add_argument("--max-outer", dest="max_outer", type=int, default=None,
-                   help="Algorithm 1 outer iterations (default 2)")
-    p.add_argument("--max-convex-iter", dest="max_convex_iter", type=int, default=None,
-                   help="(15)-(16) iterations per w in the rank-one weight step (default 5)")
-    p.add_argument("--tol", type=number_in("--tol", 0.0, 1.0), default=None,
-                   help="certified relative gap of every LMNN metric step, in (0, 1) (default 1e-5; "
-                        "the estimators' default is 1e-3)")
-    p.add_argument("--stall-iter", dest="stall_iter", type=int, default=None,
-                   help="stop an LMNN solve after this many PDHG iterations without its certified gap "
-                        "shrinking by 0.1 %% (default 2000; 0: run every solve to its budget)")
+    p.add_argument(
+        "--max-folds",
+        dest="max_folds",
+        type=int,
+        default=None,
+        help="run only the first folds of the CV split (reduction)",
+    )
+    p.add_argument(
+        "--n-splits", dest="n_splits", type=int, default=None, help="Table 2 random 50/50 splits (default 10)"
+    )
+    p.add_argument(
+        "--max-iter", dest="max_iter", type=int, default=None, help="LMNN iterations per metric step (default 300)"
+    )
+    p.add_argument(
+        "--cv-max-iter",
+        dest="cv_max_iter",
+        type=int,
+        default=None,
+        help="LMNN iterations per inner-CV fit (default 150)",
+    )
+    p.add_argument(
+        "--max-outer", dest="max_outer", type=int, default=None, help="Algorithm 1 outer iterations (default 2)"
+    )
+    p.add_argument(
+        "--max-convex-iter",
+        dest="max_convex_iter",
+        type=int,
+        default=None,
+        help="(15)-(16) iterations per w in the rank-one weight step (default 5)",
+    )
+    p.add_argument(
+        "--tol",
+        type=number_in("--tol", 0.0, 1.0),
+        default=None,
+        help="certified relative gap of every LMNN metric step, in (0, 1) (default 1e-5; "
+        "the estimators' default is 1e-3)",
+    )
+    p.add_argument(
+        "--stall-iter",
+        dest="stall_iter",
+        type=int,
+        default=None,
+        help="stop an LMNN solve after this many PDHG iterations without its certified gap "
+        "shrinking by 0.1 %% (default 2000; 0: run every solve to its budget)",
+    )
     p.add_argument("--no-table1", action="store_true", help="skip Table 1 (run Table 2 only)")
-    p.add_argument("--n-learn", dest="n_learn", type=int, default=None,
-                   help="learn on at most this many training points (default 30; 0 = all)")
-    p.add_argument("--n-learn-mfeat", dest="n_learn_mfeat", type=int, default=None,
-                   help="the same for Table 2 (default 60; 0 = all 1000)")
+    p.add_argument(
+        "--n-learn",
+        dest="n_learn",
+        type=int,
+        default=None,
+        help="learn on at most this many training points (default 30; 0 = all)",
+    )
+    p.add_argument(
+        "--n-learn-mfeat",
+        dest="n_learn_mfeat",
+        type=int,
+        default=None,
+        help="the same for Table 2 (default 60; 0 = all 1000)",
+    )
     p.add_argument("--seed", type=int, default=None, help="seed of folds and subsamples (default 0)")
     p.add_argument("--out", default=None, help="write all numbers as JSON to this file")
-    p.add_argument("--resume", default=None, metavar="DIR",
-                   help="keep every finished fold / split (and every finished LMNN fit of an unfinished "
-                        "one, in DIR/fits) in this folder and load, instead of rerunning, those an earlier "
-                        "run with the same data, protocol and draws finished (use a new folder after "
-                        "changing the code)")
-    p.add_argument("--data-dir", default=None,
-                   help="folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)")
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="DIR",
+        help="keep every finished fold / split (and every finished LMNN fit of an unfinished "
+        "one, in DIR/fits) in this folder and load, instead of rerunning, those an earlier "
+        "run with the same data, protocol and draws finished (use a new folder after "
+        "changing the code)",
+    )
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)",
+    )
     add_parallel_options(p, "folds (Table 1) and splits (Table 2)")
 
 
 def register(commands) -> None:
     """Add ``cvxkml reproduce mkl`` (see :mod:`._commands`)."""
-    p = add_command(commands, "reproduce", "mkl", _cmd_reproduce_mkl,
-                    help="Wang et al. 2011 Tables 1-2: LMNN with multiple kernels (NR-LMNN-MKL, "
-                         "LMNN-MKL_P, LMNN_H, LMNN-MKL_CV, 1-NN)", datasets=_data_of)
+    p = add_command(
+        commands,
+        "reproduce",
+        "mkl",
+        _cmd_reproduce_mkl,
+        help="Wang et al. 2011 Tables 1-2: LMNN with multiple kernels (NR-LMNN-MKL, "
+        "LMNN-MKL_P, LMNN_H, LMNN-MKL_CV, 1-NN)",
+        datasets=_data_of,
+    )
     if p is None:
         return
     _add_arguments(p)

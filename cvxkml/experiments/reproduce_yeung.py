@@ -9,6 +9,7 @@ pairwise distance, K = 10, ε = 1e-3, 3 extension iterations, S uniform among sa
 pairs, landmarks uniform outside S, run r seeded ``seed + r``.  The runs of Table 1 and the
 subsets of Table 2 are independent tasks (``n_jobs``).
 """
+
 from __future__ import annotations
 
 import time
@@ -28,17 +29,41 @@ from ._report import finish, format_table, pm, pyplot, write_json
 from ._runner import best_of
 
 __all__ = [
-    "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_RANK_RTOL", "IMPLIED_TABLE1", "implied_table1_setting",
-    "MNIST_SUBSETS", "make_xor", "median_distance",
-    "table1_rows", "figure1", "table2_rows", "scaling_rows", "format_table1", "format_figure1",
-    "format_table2", "format_scaling", "run", "command",
+    "PAPER_TABLE1",
+    "PAPER_TABLE2",
+    "PAPER_RANK_RTOL",
+    "IMPLIED_TABLE1",
+    "implied_table1_setting",
+    "MNIST_SUBSETS",
+    "make_xor",
+    "median_distance",
+    "table1_rows",
+    "figure1",
+    "table2_rows",
+    "scaling_rows",
+    "format_table1",
+    "format_figure1",
+    "format_table2",
+    "format_scaling",
+    "run",
+    "command",
 ]
 
 #: Table 1 of the paper: J for XOR (|S| = 50); method: m -> (mean, std) over 10 S.
 PAPER_TABLE1 = {
-    "input": 1.2460, "rbf": 1.4253, "rca": (1.2552, 0.19),
-    "ours": {100: (2.8657, 1.28), 200: (3.0886, 0.42), 300: (3.5640, 0.78), 400: (3.8422, 1.25),
-             500: (4.2378, 0.99), 600: (4.6395, 0.68), 700: (4.8334, 0.90), 800: (4.7463, 0.65)},
+    "input": 1.2460,
+    "rbf": 1.4253,
+    "rca": (1.2552, 0.19),
+    "ours": {
+        100: (2.8657, 1.28),
+        200: (3.0886, 0.42),
+        300: (3.5640, 0.78),
+        400: (3.8422, 1.25),
+        500: (4.2378, 0.99),
+        600: (4.6395, 0.68),
+        700: (4.8334, 0.90),
+        800: (4.7463, 0.65),
+    },
 }
 
 #: The Table 1 setting the paper's unlearned columns imply (:func:`implied_table1_setting`,
@@ -60,8 +85,7 @@ _T2 = {  # subset: input, rbf, rca mean, rca std, ours mean, ours std  (2 000 im
     (3, 4, 5, 6): (1.1162, 1.0729, 1.0793, 0.0110, 1.2945, 0.0667),
 }
 #: Table 2 of the paper (MNIST part): subset -> {"input", "rbf", "rca": (mean, std), "ours": (mean, std)}.
-PAPER_TABLE2 = {k: {"input": v[0], "rbf": v[1], "rca": (v[2], v[3]), "ours": (v[4], v[5])}
-                for k, v in _T2.items()}
+PAPER_TABLE2 = {k: {"input": v[0], "rbf": v[1], "rca": (v[2], v[3]), "ours": (v[4], v[5])} for k, v in _T2.items()}
 
 
 # --------------------------------------------------------------------------- data
@@ -89,11 +113,12 @@ def median_distance(X, max_pairs: int = 100_000, random_state=0) -> float:
     return float(np.median(np.sqrt(np.einsum("ij,ij->i", D, D))))
 
 
-_TABLE1_SIGMA_GRID = np.linspace(0.3, 3.0, 28)     # σ grid on which implied_table1_setting brackets the roots
+_TABLE1_SIGMA_GRID = np.linspace(0.3, 3.0, 28)  # σ grid on which implied_table1_setting brackets the roots
 
 
-def implied_table1_setting(n: int = 8000, seed: int = 0, std_bracket=(0.15, 0.3),
-                           sigma_grid=_TABLE1_SIGMA_GRID, xtol: float = 1e-4) -> dict:
+def implied_table1_setting(
+    n: int = 8000, seed: int = 0, std_bracket=(0.15, 0.3), sigma_grid=_TABLE1_SIGMA_GRID, xtol: float = 1e-4
+) -> dict:
     """The blob sd s with J_input(s) = the paper's 1.2460, then every σ with J_RBF(σ) = 1.4253
     (two roots, bracketed on ``sigma_grid``), by Brent's method on :func:`make_xor`.
 
@@ -116,10 +141,18 @@ def implied_table1_setting(n: int = 8000, seed: int = 0, std_bracket=(0.15, 0.3)
 
     grid = np.asarray(sigma_grid, dtype=float)
     vals = np.array([j_rbf(g) for g in grid])
-    roots = [float(brentq(j_rbf, a, b, xtol=xtol))
-             for a, b, fa, fb in zip(grid[:-1], grid[1:], vals[:-1], vals[1:]) if fa * fb < 0]
-    return {"xor_std": std, "input": j_input(std) + PAPER_TABLE1["input"], "sigmas": roots,
-            "rbf_max": float(vals.max() + PAPER_TABLE1["rbf"]), "median": median_distance(X)}
+    roots = [
+        float(brentq(j_rbf, a, b, xtol=xtol))
+        for a, b, fa, fb in zip(grid[:-1], grid[1:], vals[:-1], vals[1:])
+        if fa * fb < 0
+    ]
+    return {
+        "xor_std": std,
+        "input": j_input(std) + PAPER_TABLE1["input"],
+        "sigmas": roots,
+        "rbf_max": float(vals.max() + PAPER_TABLE1["rbf"]),
+        "median": median_distance(X),
+    }
 
 
 def _rbf(X) -> Kernel:
@@ -133,8 +166,15 @@ PAPER_RANK_RTOL = 1e-10
 
 def _fit(X, S, kernel, m, n_neighbors, n_iter, seed, rank_rtol=PAPER_RANK_RTOL):
     est = SemiSupervisedKernelMetric(
-        kernel="gaussian", kernel_params=dict(kernel.params), standardize=False, n_landmarks=m,
-        n_neighbors=n_neighbors, n_iter=n_iter, rank_rtol=rank_rtol, random_state=seed)
+        kernel="gaussian",
+        kernel_params=dict(kernel.params),
+        standardize=False,
+        n_landmarks=m,
+        n_neighbors=n_neighbors,
+        n_iter=n_iter,
+        rank_rtol=rank_rtol,
+        random_state=seed,
+    )
     return est.fit(X, pairs=S)
 
 
@@ -146,8 +186,13 @@ def _table1_task(task) -> dict:
     n = X.shape[0]
     i, j = random_similar_pairs(y, n_pairs, seed)
     S = np.column_stack([i, j])
-    out = {"rca": separability(RCA().fit(X, S).transform(X), y), "ours": {}, "ours_1iter": {}, "q": {},
-           "regularized": {}}
+    out = {
+        "rca": separability(RCA().fit(X, S).transform(X), y),
+        "ours": {},
+        "ours_1iter": {},
+        "q": {},
+        "regularized": {},
+    }
     for m in landmarks:
         est = _fit(X, S, kernel, m, n_neighbors, n_iter, seed, rank_rtol)
         out["ours"][m] = separability(est.embedding_, y)
@@ -159,11 +204,20 @@ def _table1_task(task) -> dict:
     return out
 
 
-def table1_rows(n: int = 8000, n_pairs: int = 50, landmarks=(100, 200, 300, 400, 500, 600, 700, 800),
-                n_runs: int = 10, n_neighbors: int = 10, n_iter: int = 3, seed: int = 0,
-                also_one_iteration: bool = True, sigma: float | None = None,
-                xor_std: float = 0.3, rank_rtol: float = PAPER_RANK_RTOL,
-                n_jobs: int | None = 1) -> dict:
+def table1_rows(
+    n: int = 8000,
+    n_pairs: int = 50,
+    landmarks=(100, 200, 300, 400, 500, 600, 700, 800),
+    n_runs: int = 10,
+    n_neighbors: int = 10,
+    n_iter: int = 3,
+    seed: int = 0,
+    also_one_iteration: bool = True,
+    sigma: float | None = None,
+    xor_std: float = 0.3,
+    rank_rtol: float = PAPER_RANK_RTOL,
+    n_jobs: int | None = 1,
+) -> dict:
     """Table 1 protocol on XOR; ``sigma``, ``xor_std``, ``n_neighbors``, ``rank_rtol``
     (μ_r > rank_rtol·μ_1 kept) change the setting for sensitivity checks.
 
@@ -174,14 +228,31 @@ def table1_rows(n: int = 8000, n_pairs: int = 50, landmarks=(100, 200, 300, 400,
     t0 = time.perf_counter()
     X, y = make_xor(n, std=xor_std, random_state=seed)
     kernel = _rbf(X) if sigma is None else Kernel("gaussian", {"sigma": float(sigma)})
-    out = {"n": n, "n_pairs": n_pairs, "n_runs": n_runs, "sigma": kernel.params["sigma"],
-           "sigma_rule": "median distance" if sigma is None else "given", "xor_std": xor_std,
-           "n_neighbors": n_neighbors, "rank_rtol": rank_rtol,
-           "input": separability(X, y), "rbf": separability(X, y, kernel), "rca": [],
-           "ours": {m: [] for m in landmarks}, "ours_1iter": {m: [] for m in landmarks},
-           "q": {m: [] for m in landmarks}, "regularized": {m: [] for m in landmarks}}
-    runs = run_tasks(_table1_task, [(X, y, kernel, n_pairs, tuple(landmarks), n_neighbors, n_iter, seed + r,
-                                     also_one_iteration, rank_rtol) for r in range(n_runs)], n_jobs)
+    out = {
+        "n": n,
+        "n_pairs": n_pairs,
+        "n_runs": n_runs,
+        "sigma": kernel.params["sigma"],
+        "sigma_rule": "median distance" if sigma is None else "given",
+        "xor_std": xor_std,
+        "n_neighbors": n_neighbors,
+        "rank_rtol": rank_rtol,
+        "input": separability(X, y),
+        "rbf": separability(X, y, kernel),
+        "rca": [],
+        "ours": {m: [] for m in landmarks},
+        "ours_1iter": {m: [] for m in landmarks},
+        "q": {m: [] for m in landmarks},
+        "regularized": {m: [] for m in landmarks},
+    }
+    runs = run_tasks(
+        _table1_task,
+        [
+            (X, y, kernel, n_pairs, tuple(landmarks), n_neighbors, n_iter, seed + r, also_one_iteration, rank_rtol)
+            for r in range(n_runs)
+        ],
+        n_jobs,
+    )
     for run in runs:
         out["rca"].append(run["rca"])
         for key in ("ours", "ours_1iter", "q", "regularized"):
@@ -198,13 +269,21 @@ def _pca2(Ztr, Zte):
     mu = Ztr.mean(axis=0)
     _, _, Vt = np.linalg.svd(Ztr - mu, full_matrices=False)
     P = Vt[:2].T
-    if P.shape[1] < 2:                                # a 1-component embedding: pad
+    if P.shape[1] < 2:  # a 1-component embedding: pad
         P = np.column_stack([P, np.zeros(P.shape[0])])
     return (Ztr - mu) @ P, (Zte - mu) @ P
 
 
-def figure1(path=None, n_train: int = 360, n_new: int = 40, n_pairs: int = 15, m: int = 40,
-            n_neighbors: int = 10, n_iter: int = 3, seed: int = 0) -> dict:
+def figure1(
+    path=None,
+    n_train: int = 360,
+    n_new: int = 40,
+    n_pairs: int = 15,
+    m: int = 40,
+    n_neighbors: int = 10,
+    n_iter: int = 3,
+    seed: int = 0,
+) -> dict:
     """Figure 1 protocol: XOR, ``n_train`` + ``n_new`` points, ``n_pairs`` similarity pairs
     (|S| not in the paper; ≤ 20 so that S fits the m landmarks); 2-D embeddings by (c) RCA,
     (d) RBF KPCA, (e) K_β (all points landmarks), (f) K̃_β (m landmarks), (d)-(f) viewed by the
@@ -219,20 +298,31 @@ def figure1(path=None, n_train: int = 360, n_new: int = 40, n_pairs: int = 15, m
     S = np.column_stack([i, j])
     panels, J = {}, {}
     rca = RCA().fit(Xtr, S)
-    base = _fit(Xtr, S, kernel, None, n_neighbors, 1, seed)       # one iteration: μ of the RBF kernel
+    base = _fit(Xtr, S, kernel, None, n_neighbors, 1, seed)  # one iteration: μ of the RBF kernel
     full = _fit(Xtr, S, kernel, None, n_neighbors, n_iter, seed)
     low = _fit(Xtr, S, kernel, m, n_neighbors, n_iter, seed)
     for name, (Ztr, Zte), view in (
-            ("RCA", (rca.transform(Xtr), rca.transform(Xte)), False),
-            ("RBF", (base.model_.coordinates(base.embedding_weights_, learned=False),
-                     base.model_.embed(Xte, learned=False)), True),
-            ("K_beta", (full.embedding_, full.transform(Xte)), True),
-            ("K_tilde_beta", (low.embedding_, low.transform(Xte)), True)):
+        ("RCA", (rca.transform(Xtr), rca.transform(Xte)), False),
+        (
+            "RBF",
+            (base.model_.coordinates(base.embedding_weights_, learned=False), base.model_.embed(Xte, learned=False)),
+            True,
+        ),
+        ("K_beta", (full.embedding_, full.transform(Xte)), True),
+        ("K_tilde_beta", (low.embedding_, low.transform(Xte)), True),
+    ):
         panels[name] = _pca2(Ztr, Zte) if view else (Ztr, Zte)
         J[name] = (separability(Ztr, ytr), separability(Zte, yte))
 
-    out = {"panels": panels, "J": J, "pairs": S, "sigma": kernel.params["sigma"], "path": None,
-           "data": (Xtr, ytr, Xte, yte), "m": m}
+    out = {
+        "panels": panels,
+        "J": J,
+        "pairs": S,
+        "sigma": kernel.params["sigma"],
+        "path": None,
+        "data": (Xtr, ytr, Xte, yte),
+        "m": m,
+    }
     if path is not None:
         out["path"] = str(_plot_figure1(Path(path), out, m))
     return out
@@ -259,18 +349,24 @@ def _plot_figure1(path: Path, res: dict, m: int) -> Path:
     ax.set_xlim(axes[0, 0].get_xlim())
     ax.set_ylim(axes[0, 0].get_ylim())
     ax.set_title(f"(b) new data points ({len(Xte)})")
-    titles = {"RCA": "(c) RCA", "RBF": "(d) RBF (KPCA)", "K_beta": "(e) $K_\\beta$",
-              "K_tilde_beta": f"(f) $\\tilde K_\\beta$ (m = {m})"}
+    titles = {
+        "RCA": "(c) RCA",
+        "RBF": "(d) RBF (KPCA)",
+        "K_beta": "(e) $K_\\beta$",
+        "K_tilde_beta": f"(f) $\\tilde K_\\beta$ (m = {m})",
+    }
     for ax, key in zip([axes[0, 2], axes[1, 0], axes[1, 1], axes[1, 2]], titles):
         Ztr, Zte = res["panels"][key]
         scatter(ax, Ztr, ytr, alpha=0.25)
         for c in (0, 1):
-            ax.scatter(Zte[yte == c, 0], Zte[yte == c, 1], s=40, edgecolors="k", linewidths=0.8,
-                       **style[c])
+            ax.scatter(Zte[yte == c, 0], Zte[yte == c, 1], s=40, edgecolors="k", linewidths=0.8, **style[c])
         jt, jn = res["J"][key]
         ax.set_title(f"{titles[key]}   J = {jt:.2f} (train), {jn:.2f} (new)", fontsize=10)
-    fig.suptitle("XOR (Yeung et al. 2007, Fig. 1): faint = training points, outlined = new points; "
-                 f"RBF sigma = {res['sigma']:.3g}", fontsize=11)
+    fig.suptitle(
+        "XOR (Yeung et al. 2007, Fig. 1): faint = training points, outlined = new points; "
+        f"RBF sigma = {res['sigma']:.3g}",
+        fontsize=11,
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -284,9 +380,16 @@ def _table2_task(task) -> dict:
     X, y, sub, n_pairs, m, n_runs, n_neighbors, n_iter, seed = task
     t0 = time.perf_counter()
     kernel = _rbf(X)
-    row = {"subset": tuple(sub), "n": int(X.shape[0]), "sigma": kernel.params["sigma"],
-           "input": separability(X, y), "rbf": separability(X, y, kernel),
-           "rca": [], "ours": [], "q": []}
+    row = {
+        "subset": tuple(sub),
+        "n": int(X.shape[0]),
+        "sigma": kernel.params["sigma"],
+        "input": separability(X, y),
+        "rbf": separability(X, y, kernel),
+        "rca": [],
+        "ours": [],
+        "q": [],
+    }
     for r in range(n_runs):
         i, j = random_similar_pairs(y, n_pairs, seed + r)
         S = np.column_stack([i, j])
@@ -298,9 +401,18 @@ def _table2_task(task) -> dict:
     return row
 
 
-def table2_rows(data_dir=None, subsets=MNIST_SUBSETS, per_digit: int = 500, n_pairs: int = 50,
-                m: int = 100, n_runs: int = 10, n_neighbors: int = 10, n_iter: int = 3,
-                seed: int = 0, n_jobs: int | None = 1) -> list[dict]:
+def table2_rows(
+    data_dir=None,
+    subsets=MNIST_SUBSETS,
+    per_digit: int = 500,
+    n_pairs: int = 50,
+    m: int = 100,
+    n_runs: int = 10,
+    n_neighbors: int = 10,
+    n_iter: int = 3,
+    seed: int = 0,
+    n_jobs: int | None = 1,
+) -> list[dict]:
     """Table 2 protocol on ``mnist5000`` (the first ``per_digit`` images of each digit; the
     paper: 2 000): per subset J of input and RBF space, and of RCA and the method over
     ``n_runs`` random S.  Rows: subset, n, sigma, input, rbf, rca, ours, q (lists), time.
@@ -316,9 +428,16 @@ def table2_rows(data_dir=None, subsets=MNIST_SUBSETS, per_digit: int = 500, n_pa
 
 
 # --------------------------------------------------------------------------- scaling
-def scaling_rows(ns=(1000, 2000, 4000, 8000, 16000), m: int = 200, n_pairs: int = 50,
-                 n_neighbors: int = 10, n_iter: int = 3, full_max_n: int = 4000, repeats: int = 3,
-                 seed: int = 0) -> list[dict]:
+def scaling_rows(
+    ns=(1000, 2000, 4000, 8000, 16000),
+    m: int = 200,
+    n_pairs: int = 50,
+    n_neighbors: int = 10,
+    n_iter: int = 3,
+    full_max_n: int = 4000,
+    repeats: int = 3,
+    seed: int = 0,
+) -> list[dict]:
     """Fit time of the landmark method against n on XOR (fixed m, K, |S|) as ratios to the
     smallest n, beside the full method (all points landmarks) up to ``full_max_n``; best of
     ``repeats``, one BLAS thread (a 2-thread eigendecomposition under load is 7–20× slower).
@@ -353,11 +472,19 @@ def format_scaling(rows: list) -> str:
     str
         A title line and the table.
     """
-    body = [[str(r["n"]), f"{r['n'] / rows[0]['n']:.0f}", f"{r['landmark_ratio']:.2f}",
-             "—" if r["full_over_landmark"] is None else f"{r['full_over_landmark']:.1f}"] for r in rows]
-    return ("Scaling — XOR, m = 200, K = 10, |S| = 50, 3 iterations; fit time (best of 3, BLAS on one "
-            "thread) as ratios\n\n"
-            + format_table(["n", "n / n0", "landmark time / time at n0", "full / landmark"], body))
+    body = [
+        [
+            str(r["n"]),
+            f"{r['n'] / rows[0]['n']:.0f}",
+            f"{r['landmark_ratio']:.2f}",
+            "—" if r["full_over_landmark"] is None else f"{r['full_over_landmark']:.1f}",
+        ]
+        for r in rows
+    ]
+    return (
+        "Scaling — XOR, m = 200, K = 10, |S| = 50, 3 iterations; fit time (best of 3, BLAS on one "
+        "thread) as ratios\n\n" + format_table(["n", "n / n0", "landmark time / time at n0", "full / landmark"], body)
+    )
 
 
 # --------------------------------------------------------------------------- report (CLI)
@@ -370,26 +497,40 @@ def format_table1(res: dict) -> str:
     """Table 1 as text: measured J beside the paper's."""
     P = PAPER_TABLE1
     one = "ours_1iter" in res
-    head = ["method", "m", "J measured (mean ± std)"] + (["J, 1 iteration"] if one else []) + [
-        "J paper (mean ± std)", "components q"]
+    head = (
+        ["method", "m", "J measured (mean ± std)"]
+        + (["J, 1 iteration"] if one else [])
+        + ["J paper (mean ± std)", "components q"]
+    )
     blank = [""] if one else []
-    rows = [["input space", "", f"{res['input']:.4f}"] + blank + [f"{P['input']:.4f}", ""],
-            ["RBF feature space", "", f"{res['rbf']:.4f}"] + blank + [f"{P['rbf']:.4f}", ""],
-            ["RCA", "", _pm(res["rca"])] + blank + [f"{P['rca'][0]:.4f} ± {P['rca'][1]:.2f}", ""]]
+    rows = [
+        ["input space", "", f"{res['input']:.4f}"] + blank + [f"{P['input']:.4f}", ""],
+        ["RBF feature space", "", f"{res['rbf']:.4f}"] + blank + [f"{P['rbf']:.4f}", ""],
+        ["RCA", "", _pm(res["rca"])] + blank + [f"{P['rca'][0]:.4f} ± {P['rca'][1]:.2f}", ""],
+    ]
     for m, vals in res["ours"].items():
         pub = P["ours"].get(m)
-        rows.append(["our method (Yeung et al.)", str(m), _pm(vals)]
-                    + ([_pm(res["ours_1iter"][m])] if one else [])
-                    + [f"{pub[0]:.4f} ± {pub[1]:.2f}" if pub else "—",
-                       f"{min(res['q'][m])}–{max(res['q'][m])}"])
-    title = (f"Table 1 — XOR, n = {res['n']}, |S| = {res['n_pairs']}, {res['n_runs']} random S "
-             f"(std over S; population std), RBF sigma = {res['sigma']:.4g} "
-             f"({res.get('sigma_rule', 'median distance')}), "
-             f"K = {res.get('n_neighbors', 10)}, eps = 1e-3, 3 iterations, components: mu_r > "
-             f"{res.get('rank_rtol', PAPER_RANK_RTOL):g} mu_1")
-    return title + "\n\n" + format_table(head, rows) + (
-        f"\n(ran in {res['time']:.0f} s; the paper's XOR generator, RBF width and K are not "
-        f"stated — ours: make_xor, blob std {res.get('xor_std', 0.3):g})")
+        rows.append(
+            ["our method (Yeung et al.)", str(m), _pm(vals)]
+            + ([_pm(res["ours_1iter"][m])] if one else [])
+            + [f"{pub[0]:.4f} ± {pub[1]:.2f}" if pub else "—", f"{min(res['q'][m])}–{max(res['q'][m])}"]
+        )
+    title = (
+        f"Table 1 — XOR, n = {res['n']}, |S| = {res['n_pairs']}, {res['n_runs']} random S "
+        f"(std over S; population std), RBF sigma = {res['sigma']:.4g} "
+        f"({res.get('sigma_rule', 'median distance')}), "
+        f"K = {res.get('n_neighbors', 10)}, eps = 1e-3, 3 iterations, components: mu_r > "
+        f"{res.get('rank_rtol', PAPER_RANK_RTOL):g} mu_1"
+    )
+    return (
+        title
+        + "\n\n"
+        + format_table(head, rows)
+        + (
+            f"\n(ran in {res['time']:.0f} s; the paper's XOR generator, RBF width and K are not "
+            f"stated — ours: make_xor, blob std {res.get('xor_std', 0.3):g})"
+        )
+    )
 
 
 def format_figure1(res: dict) -> str:
@@ -406,9 +547,11 @@ def format_figure1(res: dict) -> str:
         A title line, the table, and the saved figure's path when there is one.
     """
     rows = [[k, f"{v[0]:.4f}", f"{v[1]:.4f}"] for k, v in res["J"].items()]
-    txt = (f"Figure 1 — XOR, 360 training + 40 new points, |S| = {len(res['pairs'])}, RBF sigma = "
-           f"{res['sigma']:.4g}; J in each method's full coordinates (the paper gives no numbers)"
-           "\n\n" + format_table(["embedding", "J train", "J new"], rows))
+    txt = (
+        f"Figure 1 — XOR, 360 training + 40 new points, |S| = {len(res['pairs'])}, RBF sigma = "
+        f"{res['sigma']:.4g}; J in each method's full coordinates (the paper gives no numbers)"
+        "\n\n" + format_table(["embedding", "J train", "J new"], rows)
+    )
     if res["path"]:
         txt += f"\nsaved {res['path']}"
     return txt
@@ -432,22 +575,41 @@ def format_table2(rows: list) -> str:
     for r in rows:
         P = PAPER_TABLE2.get(tuple(r["subset"]))
         pp = (lambda x: f"{x:.4f}") if P else (lambda x: "—")
-        body.append([
-            "{" + ",".join(map(str, r["subset"])) + "}", str(r["n"]),
-            f"{r['input']:.4f}", pp(P["input"]) if P else "—",
-            f"{r['rbf']:.4f}", pp(P["rbf"]) if P else "—",
-            _pm(r["rca"]), f"{P['rca'][0]:.4f} ± {P['rca'][1]:.4f}" if P else "—",
-            _pm(r["ours"]), f"{P['ours'][0]:.4f} ± {P['ours'][1]:.4f}" if P else "—",
-            f"{min(r['q'])}–{max(r['q'])}"])
+        body.append(
+            [
+                "{" + ",".join(map(str, r["subset"])) + "}",
+                str(r["n"]),
+                f"{r['input']:.4f}",
+                pp(P["input"]) if P else "—",
+                f"{r['rbf']:.4f}",
+                pp(P["rbf"]) if P else "—",
+                _pm(r["rca"]),
+                f"{P['rca'][0]:.4f} ± {P['rca'][1]:.4f}" if P else "—",
+                _pm(r["ours"]),
+                f"{P['ours'][0]:.4f} ± {P['ours'][1]:.4f}" if P else "—",
+                f"{min(r['q'])}–{max(r['q'])}",
+            ]
+        )
     n_runs = len(rows[0]["ours"]) if rows else 0
     per = rows[0]["n"] // len(rows[0]["subset"]) if rows else 0
-    return (f"Table 2 — MNIST (offline subset: {per} images per digit; the paper used 2000), "
-            f"|S| = 50, m = 100, K = 10, {n_runs} random S, RBF sigma = median distance per "
-            "subset; Isolet is not available offline\n\n" + format_table(head, body))
+    return (
+        f"Table 2 — MNIST (offline subset: {per} images per digit; the paper used 2000), "
+        f"|S| = 50, m = 100, K = 10, {n_runs} random S, RBF sigma = median distance per "
+        "subset; Isolet is not available offline\n\n" + format_table(head, body)
+    )
 
 
-def run(parts=("table1", "figure1", "table2"), quick: bool = False, out_dir=".", seed: int = 0,
-        n_runs=None, data_dir=None, echo=print, n_jobs: int | None = 1, table1_options=None) -> dict:
+def run(
+    parts=("table1", "figure1", "table2"),
+    quick: bool = False,
+    out_dir=".",
+    seed: int = 0,
+    n_runs=None,
+    data_dir=None,
+    echo=print,
+    n_jobs: int | None = 1,
+    table1_options=None,
+) -> dict:
     """Run ``parts`` (of "table1", "figure1", "scaling", "table2"), each report through ``echo``
     as it finishes; the Figure 1 PNG (with matplotlib) and a JSON of all numbers in ``out_dir``.
 
@@ -535,11 +697,27 @@ def command(args) -> int:
         raise CommandError("--implied sets --sigma and --xor-std; give one or the other")
     if args.implied:
         args.sigma, args.xor_std = IMPLIED_TABLE1["sigma"], IMPLIED_TABLE1["xor_std"]
-    t1 = {k: v for k, v in (("sigma", args.sigma), ("xor_std", args.xor_std), ("n_neighbors", args.neighbors),
-                            ("rank_rtol", args.rank_rtol),
-                            ("landmarks", tuple(args.landmarks) if args.landmarks else None)) if v is not None}
+    t1 = {
+        k: v
+        for k, v in (
+            ("sigma", args.sigma),
+            ("xor_std", args.xor_std),
+            ("n_neighbors", args.neighbors),
+            ("rank_rtol", args.rank_rtol),
+            ("landmarks", tuple(args.landmarks) if args.landmarks else None),
+        )
+        if v is not None
+    }
     with parallel_from_args(args) as (n_jobs, engine):
-        run(parts, quick=args.quick, out_dir=args.out, seed=args.seed, n_runs=args.runs,
-            data_dir=args.data_dir, n_jobs=n_jobs, table1_options=t1)
+        run(
+            parts,
+            quick=args.quick,
+            out_dir=args.out,
+            seed=args.seed,
+            n_runs=args.runs,
+            data_dir=args.data_dir,
+            n_jobs=n_jobs,
+            table1_options=t1,
+        )
     print(f"({describe(n_jobs, engine)}; the numbers do not depend on it, the seconds do)")
     return finish("reproduce yeung", t_start)

@@ -15,6 +15,7 @@ nor Numba, and nothing above :mod:`cvxkml.kernels` and :mod:`cvxkml.sideinfo`.
                                         (Yeung et al. 2007 eq. 1–7)
 ======================================  =====================================================
 """
+
 from . import divergences, kcr, lmnn, yeung
 
 __all__ = ["divergences", "kcr", "lmnn", "yeung"]

@@ -3,6 +3,7 @@
 The CVXPY models, the fast solvers' certificates and the tests all evaluate
 divergences through these functions.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,11 @@ from .._validation import check_symmetric
 from ..errors import InvalidInputError
 
 __all__ = [
-    "logdet_divergence", "logdet_divergence_diag", "von_neumann_divergence",
-    "frobenius_divergence", "range_basis",
+    "logdet_divergence",
+    "logdet_divergence_diag",
+    "von_neumann_divergence",
+    "frobenius_divergence",
+    "range_basis",
 ]
 
 
@@ -52,7 +56,7 @@ def logdet_divergence(X, Y, rtol: float = 1e-10) -> float:
         return 0.0 if np.allclose(X, 0.0) else np.inf
     if r < X.shape[0] and not _same_range(X, V, 1e-7):
         return np.inf
-    Xh = V.T @ X @ V                                   # X on range(Y); Y there is diag(w)
+    Xh = V.T @ X @ V  # X on range(Y); Y there is diag(w)
     try:
         cX = np.linalg.cholesky(0.5 * (Xh + Xh.T))
     except np.linalg.LinAlgError:
@@ -98,7 +102,7 @@ def von_neumann_divergence(X, Y, rtol: float = 1e-12) -> float:
     if not np.all(py) and not _same_range(X, V[:, py], 1e-7):
         return np.inf
     # tr(X log Y) = Σ_ij λ_i(X) (u_iᵀ v_j)² log μ_j over μ_j > 0
-    C = (U[:, px].T @ V) ** 2                      # |px| × n
+    C = (U[:, px].T @ V) ** 2  # |px| × n
     xlogy = float(lx[px] @ (C[:, py] @ np.log(ly[py])))
     return xlogx - xlogy - float(np.trace(X)) + float(np.trace(Y))
 

@@ -21,6 +21,7 @@ orthonormal basis of 1⊥ (see :func:`project_onto_N`).  The fast solver works i
 Then tr(KΣ) = tr X and D_ij = (f_i − f_j)ᵀ X (f_i − f_j) with F = K T (rows f_i); the
 equality constraint disappears (:func:`whitening`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,10 +29,19 @@ import numpy as np
 from ..errors import InvalidInputError
 
 __all__ = [
-    "label_structure", "sq_distances_from_gram", "cross_sq_distances", "kcr_loss",
-    "kcr_objective", "dual_objective", "dual_lower_bound", "h_upper_bound",
+    "label_structure",
+    "sq_distances_from_gram",
+    "cross_sq_distances",
+    "kcr_loss",
+    "kcr_objective",
+    "dual_objective",
+    "dual_lower_bound",
+    "h_upper_bound",
     "dual_weights_from_epigraph",
-    "basis_orthogonal_to_ones", "project_onto_N", "whitening", "class_counts",
+    "basis_orthogonal_to_ones",
+    "project_onto_N",
+    "whitening",
+    "class_counts",
     "rule_predict",
 ]
 
@@ -214,7 +224,7 @@ def project_onto_N(X) -> np.ndarray:
     w, U = np.linalg.eigh(0.5 * (HXH + HXH.T))
     keep = w > 0
     Up = U[:, keep] * np.sqrt(w[keep])
-    Up -= Up.mean(axis=0)[None, :]          # exact 1ᵀ(columns) = 0 after round-off
+    Up -= Up.mean(axis=0)[None, :]  # exact 1ᵀ(columns) = 0 after round-off
     return Up @ Up.T
 
 
@@ -246,9 +256,10 @@ def whitening(K, rank_rtol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     if not top > 1e-12 * n * max(float(np.max(np.abs(K))), np.finfo(float).tiny):
         raise InvalidInputError(
             "The kernel matrix is constant on the training points (VᵀKV = 0): every learned "
-            "distance is 0. Use a non-degenerate kernel (e.g. a different bandwidth).")
+            "distance is 0. Use a non-degenerate kernel (e.g. a different bandwidth)."
+        )
     keep = mu > rank_rtol * top
-    M = Q[:, keep] / np.sqrt(mu[keep])                    # T = V M = H[:, :n−1] M
+    M = Q[:, keep] / np.sqrt(mu[keep])  # T = V M = H[:, :n−1] M
     T = np.vstack([M, np.zeros((1, M.shape[1]))]) - beta * np.outer(v, v[: n - 1] @ M)
     F = K @ T
     return np.ascontiguousarray(T), np.ascontiguousarray(F)

@@ -29,6 +29,7 @@ S_p the number of target entries on pair p.  Weak duality makes g(α) <= F(A) fo
 feasible A; :func:`lmnn_dual_value` evaluates g at the largest feasible scaling sα,
 s ∈ [0, 1] (G(0) ⪰ 0 always, so the bound is finite).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,9 +41,20 @@ from .._validation import as_float_array
 from ..errors import InvalidInputError
 
 __all__ = [
-    "LMNNTriplets", "target_neighbors", "lmnn_objective", "lmnn_slack", "pair_weights",
-    "laplacian_quadratic", "lmnn_dual_value", "pair_quadratic", "psd_factor", "psd_pair_distances",
-    "orthonormal_factor", "count_triplets", "check_targets", "full_triplet_index",
+    "LMNNTriplets",
+    "target_neighbors",
+    "lmnn_objective",
+    "lmnn_slack",
+    "pair_weights",
+    "laplacian_quadratic",
+    "lmnn_dual_value",
+    "pair_quadratic",
+    "psd_factor",
+    "psd_pair_distances",
+    "orthonormal_factor",
+    "count_triplets",
+    "check_targets",
+    "full_triplet_index",
 ]
 
 #: Default of the stall rule of the LMNN PDHG solver (iterations without progress)
@@ -66,13 +78,15 @@ def _check_class_sizes(classes, codes, k: int, small_classes: str = "raise") -> 
     if classes.size < 2:
         raise InvalidInputError(
             "LMNN needs labels from at least 2 classes (impostors are points of another "
-            f"class); y has {classes.size} class.")
+            f"class); y has {classes.size} class."
+        )
     counts = np.bincount(codes, minlength=classes.size)
     if small_classes == "shrink":
         if counts.max() < 2:
             raise InvalidInputError(
                 "Every class has a single member: no point has a same-class target neighbour. "
-                "LMNN needs at least one class with two or more members.")
+                "LMNN needs at least one class with two or more members."
+            )
         return
     small = np.flatnonzero(counts < k + 1)
     if small.size:
@@ -80,7 +94,8 @@ def _check_class_sizes(classes, codes, k: int, small_classes: str = "raise") -> 
         raise InvalidInputError(
             f"Class {classes[c]!r} has {counts[c]} member(s); k = {k} target neighbours need "
             f"k + 1 = {k + 1} members in every class. Lower k to at most {int(counts.min()) - 1} "
-            "(the smallest class size minus one), or drop / merge the small classes.")
+            "(the smallest class size minus one), or drop / merge the small classes."
+        )
 
 
 def target_neighbors(sq_dist, y, k: int, small_classes: str = "raise") -> tuple[np.ndarray, np.ndarray]:
@@ -180,8 +195,7 @@ class LMNNTriplets:
         return int(self.tt.size)
 
     @classmethod
-    def from_labels(cls, y, k: int = 5, sq_dist=None, targets=None,
-                    small_classes: str = "raise") -> "LMNNTriplets":
+    def from_labels(cls, y, k: int = 5, sq_dist=None, targets=None, small_classes: str = "raise") -> "LMNNTriplets":
         """Build the structure from labels and either neighbour distances or given targets.
 
         Parameters
@@ -267,12 +281,25 @@ class LMNNTriplets:
         keys, inv = np.unique(lo * n + hi, return_inverse=True)
         pi, pj = (keys // n).astype(np.int64), (keys % n).astype(np.int64)
         target_pair = inv[: t_i.size].astype(np.int64)
-        ti = inv[t_i.size:].astype(np.int64)
+        ti = inv[t_i.size :].astype(np.int64)
         tt = target_pair[e]
         weight = np.bincount(target_pair, minlength=keys.size).astype(np.float64)
-        return cls(n=int(n), k=k_eff, codes=codes, pi=pi, pj=pj, target_i=t_i, target_j=t_j,
-                   target_pair=target_pair, target_weight=weight, trip_i=trip_i, trip_j=trip_j,
-                   trip_l=trip_l, tt=tt, ti=ti)
+        return cls(
+            n=int(n),
+            k=k_eff,
+            codes=codes,
+            pi=pi,
+            pj=pj,
+            target_i=t_i,
+            target_j=t_j,
+            target_pair=target_pair,
+            target_weight=weight,
+            trip_i=trip_i,
+            trip_j=trip_j,
+            trip_l=trip_l,
+            tt=tt,
+            ti=ti,
+        )
 
 
 def check_targets(targets, y) -> tuple[np.ndarray, np.ndarray]:
@@ -316,7 +343,7 @@ def full_triplet_index(codes, target_i, entries, impostors) -> np.ndarray:
     rank_e = np.empty(t_i.size, np.int64)
     rank_e[order] = np.arange(t_i.size) - starts[ec[order]]
     c = ec[e]
-    below = np.zeros((n_cls, n + 1), np.int64)     # members of class cc among the points < l
+    below = np.zeros((n_cls, n + 1), np.int64)  # members of class cc among the points < l
     for cc in range(n_cls):
         below[cc, 1:] = np.cumsum(codes == cc)
     return base[c] + rank_e[e] * (n - counts[c]) + (l - below[c, l])
@@ -384,8 +411,11 @@ def pair_weights(trip: LMNNTriplets, alpha, gamma: float) -> np.ndarray:
     Σ α_t + Σ_p w_p d(p), so G(α) = Σ_p w_p (z_i − z_j)(z_i − z_j)ᵀ."""
     alpha = np.asarray(alpha, dtype=np.float64)
     P = trip.n_pairs
-    return ((1.0 - gamma) * trip.target_weight + np.bincount(trip.tt, alpha, minlength=P)
-            - np.bincount(trip.ti, alpha, minlength=P))
+    return (
+        (1.0 - gamma) * trip.target_weight
+        + np.bincount(trip.tt, alpha, minlength=P)
+        - np.bincount(trip.ti, alpha, minlength=P)
+    )
 
 
 def laplacian_quadratic(U, trip: LMNNTriplets, w) -> np.ndarray:
@@ -410,8 +440,15 @@ def _min_eig(M) -> float:
     return float(np.linalg.eigvalsh(M)[0]) if M.size else 0.0
 
 
-def lmnn_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, rtol: float = 1e-11,
-                    objective_bound: float | None = None, restrict_null: bool = True) -> float:
+def lmnn_dual_value(
+    U,
+    trip: LMNNTriplets,
+    alpha,
+    gamma: float,
+    rtol: float = 1e-11,
+    objective_bound: float | None = None,
+    restrict_null: bool = True,
+) -> float:
     """A lower bound on the optimum of eq. 18 from multipliers α (weak duality).
 
     ``U`` (n × r) spans the row features: the columns of Z (n × D) lie in range(U)
@@ -467,11 +504,12 @@ def lmnn_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, rtol: float = 1e
     zero = np.zeros_like(alpha)
     OT = laplacian_quadratic(U, trip, pair_weights(trip, zero, gamma))
     OH = laplacian_quadratic(U, trip, pair_weights(trip, alpha, gamma)) - OT
-    scale = max(np.linalg.norm(OT, 2) if OT.size else 0.0, np.linalg.norm(OH, 2) if OH.size else 0.0,
-                np.finfo(float).tiny)
+    scale = max(
+        np.linalg.norm(OT, 2) if OT.size else 0.0, np.linalg.norm(OH, 2) if OH.size else 0.0, np.finfo(float).tiny
+    )
     eps = rtol * scale
 
-    min_eig = {}                    # λ_min(G(sα)) by s: each eigenvalue problem solved once
+    min_eig = {}  # λ_min(G(sα)) by s: each eigenvalue problem solved once
 
     def lam_at(s):
         if s not in min_eig:

@@ -2,6 +2,7 @@
 declared problem (:mod:`cvxkml.declare.mkl`) and its interior-point solver
 (:mod:`cvxkml.solvers.mkl`): the symmetric vectorization svec/smat, the hinge terms
 h(P) = ⟨C, P⟩ + Σ_t c_t [b_t + ⟨D_t, P⟩]_+ and the Lagrange lower bound."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -76,7 +77,7 @@ class HingeTerms:
         self.m = m = self.C.shape[0]
         Q = np.asarray(self.Q, dtype=float)
         Q = Q.reshape(Q.shape[0], m, m)
-        self.Qs = svec(0.5 * (Q + Q.transpose(0, 2, 1)))          # (n_pairs, m(m+1)/2)
+        self.Qs = svec(0.5 * (Q + Q.transpose(0, 2, 1)))  # (n_pairs, m(m+1)/2)
         self.plus = np.ascontiguousarray(self.plus, dtype=np.int64)
         self.minus = None if self.minus is None else np.ascontiguousarray(self.minus, dtype=np.int64)
         T = self.plus.size
@@ -100,8 +101,8 @@ class HingeTerms:
             hi = np.empty(self.n_terms)
             for s0 in range(0, self.n_terms, chunk):
                 E = self.rows(np.arange(s0, min(s0 + chunk, self.n_terms))) / f
-                lo[s0:s0 + chunk] = E.min(axis=1)
-                hi[s0:s0 + chunk] = E.max(axis=1)
+                lo[s0 : s0 + chunk] = E.min(axis=1)
+                hi[s0 : s0 + chunk] = E.max(axis=1)
             self._safe = (self.b + lo >= 0.0, self.b + hi <= 0.0)
         return self._safe
 

@@ -11,6 +11,7 @@ quad 0 (φ = 0 for ρ <= 0, a violation above); hard equality (−∞, ∞), qua
 C·ρ₊: [0, C]; hinge equality C·|ρ|: [−C, C]; squared hinge (C/2)·ρ₊²: [0, ∞), quad 1/C;
 squared equality (C/2)·ρ²: (−∞, ∞), quad 1/C.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,11 @@ def penalty(rho, lower, upper, quad):
     violations instead.  Hinge: C·ρ₊ (box [0, C]); squared hinge: ρ₊²/(2q) (box [0, ∞),
     q = 1/C); two-sided versions for equalities."""
     with np.errstate(all="ignore"):
-        lam = np.where(quad > 0, np.clip(rho / np.where(quad > 0, quad, 1.0), lower, upper),
-                       np.where(rho > 0, upper, np.where(rho < 0, lower, 0.0)))
+        lam = np.where(
+            quad > 0,
+            np.clip(rho / np.where(quad > 0, quad, 1.0), lower, upper),
+            np.where(rho > 0, upper, np.where(rho < 0, lower, 0.0)),
+        )
         val = lam * rho - 0.5 * quad * lam * lam
     return np.where(np.isfinite(val), val, 0.0)
 

@@ -16,6 +16,7 @@ imports neither CVXPY nor Numba).
   eq. 11; :func:`lle_weights` — solve G_i ŵ = 1, w = ŵ / 1ᵀŵ, eq. 12.
 * :func:`positive_spectrum` — the positive eigenpairs of a centred kernel (§2, eq. 6).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,16 @@ from .._validation import check_number, psd_rank
 from ..errors import InvalidInputError
 
 __all__ = [
-    "DEFAULT_EPSILON", "check_epsilon", "positive_spectrum", "similarity_diag", "criterion", "regularize",
-    "beta_closed_form", "equality_multiplier", "local_gram", "lle_weights",
+    "DEFAULT_EPSILON",
+    "check_epsilon",
+    "positive_spectrum",
+    "similarity_diag",
+    "criterion",
+    "regularize",
+    "beta_closed_form",
+    "equality_multiplier",
+    "local_gram",
+    "lle_weights",
 ]
 
 #: default relative ε of :func:`regularize` (footnotes 3–4).  The local Gram matrices of a
@@ -43,8 +52,13 @@ def check_epsilon(epsilon) -> float:
     the ridge ε s is lost in the round-off of G (ε = 1e-300 left G exactly singular); from
     ε = 1 on the ridge is at least the mean diagonal, so every matrix counts as singular,
     and far beyond it the ridge swamps the data and the certificates overflow."""
-    return check_number(epsilon, "epsilon", low=MIN_EPSILON, high=MAX_EPSILON,
-                        what="a relative regularization in [1e-14, 1e3] (the default is 1e-3)")
+    return check_number(
+        epsilon,
+        "epsilon",
+        low=MIN_EPSILON,
+        high=MAX_EPSILON,
+        what="a relative regularization in [1e-14, 1e3] (the default is 1e-3)",
+    )
 
 
 # --------------------------------------------------------------------------- spectra
@@ -58,8 +72,7 @@ def fix_signs(V: np.ndarray) -> np.ndarray:
     return V * s
 
 
-def positive_spectrum(K, rank_rtol: float = 1e-10, name: str = "K",
-                      atol: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def positive_spectrum(K, rank_rtol: float = 1e-10, name: str = "K", atol: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Positive eigenvalues (descending) and unit eigenvectors of a symmetric PSD matrix.
 
     Parameters
@@ -97,7 +110,8 @@ def positive_spectrum(K, rank_rtol: float = 1e-10, name: str = "K",
     if not np.any(keep):
         raise InvalidInputError(
             f"{name} has no positive eigenvalue: after centring, all points coincide in feature "
-            "space. Use distinct points or a different kernel.")
+            "space. Use distinct points or a different kernel."
+        )
     lam = w[keep][::-1].copy()
     V = fix_signs(np.ascontiguousarray(V[:, keep][:, ::-1]))
     return lam, V
@@ -170,8 +184,7 @@ def regularize(A, epsilon: float):
     out = batch.copy()
     if np.any(singular):
         diag = np.arange(k)
-        out[np.flatnonzero(singular)[:, None], diag[None, :], diag[None, :]] += (
-            epsilon * s[singular])[:, None]
+        out[np.flatnonzero(singular)[:, None], diag[None, :], diag[None, :]] += (epsilon * s[singular])[:, None]
     if A.ndim == 2:
         return out[0], bool(singular[0])
     return out, singular

@@ -2,6 +2,7 @@
 
 Every solver returns a :class:`~cvxkml.solvers.result.FastResult` (the public fast-solver
 protocol: :mod:`cvxkml.solvers.result`)."""
+
 from .bregman import bregman_kernel, bregman_metric
 from .result import FastResult, Status
 

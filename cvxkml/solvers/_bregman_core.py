@@ -21,6 +21,7 @@ Python:
   projections (Ctrl-C and time limits between calls), whole sweeps when one fits the budget,
   else one sweep in slices, with the same iterates and return values as one call.
 """
+
 from __future__ import annotations
 
 import time

@@ -6,6 +6,7 @@ Not :func:`scipy.sparse.linalg.cg`: the Newton-CG solvers need the truncated var
 at the first direction of non-positive curvature (the dual Hessians are only semidefinite)
 and report the number of steps taken.
 """
+
 from __future__ import annotations
 
 import numpy as np

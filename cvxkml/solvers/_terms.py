@@ -1,6 +1,7 @@
 """The constraints of a whitened spectral problem as signed rank-one terms, the one
 representation the dual solvers share (:mod:`cvxkml.solvers.dual_newton`,
 :mod:`cvxkml.solvers.pola`; built by :func:`cvxkml.declare.terms.constraint_terms`)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,22 +24,22 @@ class RankOneTerms:
         self.m = self.t.size
         self.r = self.U.shape[1]
         self.owner = np.repeat(np.arange(self.m), np.diff(self.ptr))
-        self.single = self.U.shape[0] == self.m     # one term per constraint (pairs only)
+        self.single = self.U.shape[0] == self.m  # one term per constraint (pairs only)
         # ‖Â_c‖_F (the Farkas test's scale): |w|·‖u‖² for one term, Σ_ab w_a w_b (u_a·u_b)² else
         if self.single:
             self.norms = np.abs(self.w) * np.einsum("ij,ij->i", self.U, self.U)
         else:
             self.norms = np.zeros(self.m)
             for c in range(self.m):
-                Uc = self.U[self.ptr[c]:self.ptr[c + 1]]
-                wc = self.w[self.ptr[c]:self.ptr[c + 1]]
+                Uc = self.U[self.ptr[c] : self.ptr[c + 1]]
+                wc = self.w[self.ptr[c] : self.ptr[c + 1]]
                 Gc = Uc @ Uc.T
                 self.norms[c] = np.sqrt(max(float(wc @ (Gc * Gc) @ wc), 0.0))
 
     def A(self, lam):
         coef = self.w * lam[self.owner]
         nz = coef != 0.0
-        if np.count_nonzero(nz) * 4 < 3 * coef.size:     # sparse λ: skip the exact zeros
+        if np.count_nonzero(nz) * 4 < 3 * coef.size:  # sparse λ: skip the exact zeros
             U = self.U[nz]
             return (U.T * coef[nz]) @ U
         return (self.U.T * coef) @ self.U
@@ -57,5 +58,4 @@ class RankOneTerms:
             return 0.0, 0.0
         d = lam / s
         mmin = float(np.linalg.eigvalsh(self.A(d))[0])
-        return (mmin / max(float(d @ self.norms), _TINY),
-                float(d @ self.t) / max(float(d @ np.abs(self.t)), _TINY))
+        return (mmin / max(float(d @ self.norms), _TINY), float(d @ self.t) / max(float(d @ np.abs(self.t)), _TINY))

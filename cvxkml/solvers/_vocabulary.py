@@ -3,6 +3,7 @@
 ``max_sweeps`` was the Bregman solvers' (and their estimators') name for it; it is still
 accepted at the public surface, with a :class:`DeprecationWarning`, until cvxkml 0.3.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -33,9 +34,12 @@ def renamed_keyword(where: str, old: str, new: str, old_value, new_value, stackl
     """
     if old_value is None:
         return new_value
-    warnings.warn(f"{where}({old}=...) is deprecated and will be removed in {REMOVED_IN}; use "
-                  f"{new}=... (the one name of the iteration limit).", DeprecationWarning,
-                  stacklevel=stacklevel)
+    warnings.warn(
+        f"{where}({old}=...) is deprecated and will be removed in {REMOVED_IN}; use "
+        f"{new}=... (the one name of the iteration limit).",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
     return old_value
 
 

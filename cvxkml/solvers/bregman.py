@@ -33,6 +33,7 @@ certificate — Σ d_c Â_c ⪰ 0 and Σ d_c t_c < 0 within the tolerances of
 (its support).  A feasible problem never passes the test (a certificate proves that no
 PSD matrix satisfies the constraints, up to the stated relative tolerance).
 """
+
 from __future__ import annotations
 
 import time
@@ -73,7 +74,7 @@ def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budg
                 return sweep, c, change, RUNNING, -1, done
             i = I[c]
             j = J[c]
-            for t in range(n):                     # K z = K[:, i] − K[:, j] (rows: K symmetric)
+            for t in range(n):  # K z = K[:, i] − K[:, j] (rows: K symmetric)
                 Kz[t] = K[i, t] - K[j, t]
             p = Kz[i] - Kz[j]
             if not (p > 0.0):
@@ -108,7 +109,7 @@ def _run_metric(W, V, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget,
             if done >= budget:
                 return sweep, c, change, RUNNING, -1, done
             p = 0.0
-            for a in range(d):                     # W v and p = vᵀ W v
+            for a in range(d):  # W v and p = vᵀ W v
                 s = 0.0
                 for b in range(d):
                     s += W[a, b] * V[c, b]
@@ -136,16 +137,18 @@ def _sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_iter):
     """Whole cyclic sweeps on K in place until the dual change is below ``tol`` or
     ``max_iter`` sweeps; returns (sweeps, change, code, bad constraint).  :func:`_run_kernel`
     without a work budget."""
-    s, _, change, code, bad, _ = _run_kernel(K, I, J, delta, xi, lam, np.empty(lam.shape[0]), gamma,
-                                             tol, 0, max_iter, _NO_BUDGET, np.inf)
+    s, _, change, code, bad, _ = _run_kernel(
+        K, I, J, delta, xi, lam, np.empty(lam.shape[0]), gamma, tol, 0, max_iter, _NO_BUDGET, np.inf
+    )
     return s, change, code, bad
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_iter):
     """:func:`_sweeps_kernel` on a d × d W with pair differences V (:func:`_run_metric`)."""
-    s, _, change, code, bad, _ = _run_metric(W, V, delta, xi, lam, np.empty(lam.shape[0]), gamma,
-                                             tol, 0, max_iter, _NO_BUDGET, np.inf)
+    s, _, change, code, bad, _ = _run_metric(
+        W, V, delta, xi, lam, np.empty(lam.shape[0]), gamma, tol, 0, max_iter, _NO_BUDGET, np.inf
+    )
     return s, change, code, bad
 
 
@@ -179,7 +182,7 @@ def farkas_test(G, sign, owner, d, lin):
         rows = np.flatnonzero(owner == c)
         if rows.size == 1:
             norms[c] = abs(diag[rows[0]])
-        else:                                   # ‖u uᵀ − v vᵀ‖₂ from the 2 × 2 Gram block
+        else:  # ‖u uᵀ − v vᵀ‖₂ from the 2 × 2 Gram block
             a, cc, b = diag[rows[0]], diag[rows[1]], G[rows[0], rows[1]]
             norms[c] = 0.5 * (abs(a - cc) + np.sqrt(max((a + cc) ** 2 - 4.0 * b * b, 0.0)))
     norm = float(d @ norms)
@@ -218,7 +221,7 @@ class FarkasWatch:
         self.hard = hard
         self.next = int(first)
         self.max_candidates = int(max_candidates)
-        self.snaps = []                 # λ at the last two check points (and 0 before)
+        self.snaps = []  # λ at the last two check points (and 0 before)
         self.tested = 0
 
     def check(self, sweeps, lam):
@@ -245,8 +248,7 @@ class FarkasWatch:
                 break
             d, dp = grow[S], np.maximum(grow_prev[S], 0.0)
             # growing at least as fast as in the window before, along the same direction
-            if not (d.sum() >= 0.9 * dp.sum()
-                    and float(d @ dp) >= 0.9 * np.linalg.norm(d) * np.linalg.norm(dp)):
+            if not (d.sum() >= 0.9 * dp.sum() and float(d @ dp) >= 0.9 * np.linalg.norm(d) * np.linalg.norm(dp)):
                 continue
             if not np.all(np.isfinite(self.lin[S])):
                 continue
@@ -259,8 +261,12 @@ class FarkasWatch:
                 if eig >= -FARKAS_EIG_TOL and lin <= -FARKAS_LIN_TOL:
                     ray = np.zeros(snap.size)
                     ray[S] = cand / cand.sum()
-                    return {"farkas_ray": ray, "farkas_candidates": S,
-                            "farkas_test": (eig, lin), "farkas_sweeps": int(sweeps)}
+                    return {
+                        "farkas_ray": ray,
+                        "farkas_candidates": S,
+                        "farkas_test": (eig, lin),
+                        "farkas_sweeps": int(sweeps),
+                    }
         return None
 
 
@@ -308,7 +314,7 @@ def _drive(step, m, max_iter, lam, time_limit=None, watch=None):
         sweeps += int(s)
         if code in (OK, NONFINITE, NONPOSITIVE_DISTANCE):
             break
-        if code == NOT_CONVERGED:              # a check point or the sweep limit
+        if code == NOT_CONVERGED:  # a check point or the sweep limit
             if sweeps >= max_iter:
                 break
             if watch is not None and sweeps >= watch.next:
@@ -332,9 +338,21 @@ def _prepare(delta, bound, gamma, lam0):
 
 
 @blas_limit()
-def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000,
-                   lam0=None, *, time_limit=None, detect_infeasible=True,
-                   max_sweeps=None) -> FastResult:
+def bregman_kernel(
+    K0,
+    i,
+    j,
+    delta,
+    bound,
+    gamma=None,
+    tol=1e-9,
+    max_iter=10_000,
+    lam0=None,
+    *,
+    time_limit=None,
+    detect_infeasible=True,
+    max_sweeps=None,
+) -> FastResult:
     """Cyclic Bregman projections on an n × n kernel matrix (Jain et al. Algorithm 1).
 
     ``gamma=None`` means hard constraints.  Works for rank-deficient K0 (the range space
@@ -344,7 +362,7 @@ def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000
     ``extra["farkas_ray"]`` (module doc).  Ctrl-C raises KeyboardInterrupt within ~0.1 s.
     ``max_iter`` is the sweep limit (``max_sweeps``: its deprecated former name).
     """
-    max_iter = iteration_limit("bregman_kernel", max_iter, max_sweeps, stacklevel=5)   # 5: past blas_limit
+    max_iter = iteration_limit("bregman_kernel", max_iter, max_sweeps, stacklevel=5)  # 5: past blas_limit
     K = np.array(K0, dtype=np.float64, order="C")
     delta, xi, lam, g = _prepare(delta, bound, gamma, lam0)
     I = np.ascontiguousarray(i, dtype=np.int64)
@@ -358,12 +376,14 @@ def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000
 
         def gram(S):
             a, b = I[S], J[S]
-            G = (K0c[np.ix_(a, a)] - K0c[np.ix_(a, b)] - K0c[np.ix_(b, a)] + K0c[np.ix_(b, b)])
+            G = K0c[np.ix_(a, a)] - K0c[np.ix_(a, b)] - K0c[np.ix_(b, a)] + K0c[np.ix_(b, b)]
             return G, delta[S], np.arange(S.size)
+
         watch = FarkasWatch(gram, delta * xi)
 
     def step(c0, sweeps, budget, change):
         return _run_kernel(K, I, J, delta, xi, lam, lam_old, g, tol, c0, sweeps, budget, change)
+
     t0 = time.perf_counter()
     sweeps, change, code, bad, extra = _drive(step, I.size, int(max_iter), lam, time_limit, watch)
     t = time.perf_counter() - t0
@@ -372,12 +392,25 @@ def bregman_kernel(K0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000
 
 
 @blas_limit()
-def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000,
-                   lam0=None, *, time_limit=None, detect_infeasible=True,
-                   max_sweeps=None) -> FastResult:
+def bregman_metric(
+    W0,
+    X,
+    i,
+    j,
+    delta,
+    bound,
+    gamma=None,
+    tol=1e-9,
+    max_iter=10_000,
+    lam0=None,
+    *,
+    time_limit=None,
+    detect_infeasible=True,
+    max_sweeps=None,
+) -> FastResult:
     """Cyclic Bregman projections on a d × d Mahalanobis matrix (Davis et al. 2007);
     ``max_iter``, ``time_limit`` and ``detect_infeasible`` as in :func:`bregman_kernel`."""
-    max_iter = iteration_limit("bregman_metric", max_iter, max_sweeps, stacklevel=5)   # 5: past blas_limit
+    max_iter = iteration_limit("bregman_metric", max_iter, max_sweeps, stacklevel=5)  # 5: past blas_limit
     W = np.array(W0, dtype=np.float64, order="C")
     X = np.asarray(X, dtype=np.float64)
     V = np.ascontiguousarray(X[np.asarray(i)] - X[np.asarray(j)])
@@ -392,10 +425,12 @@ def bregman_metric(W0, X, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_
         def gram(S):
             VS = V[S]
             return VS @ W0c @ VS.T, delta[S], np.arange(S.size)
+
         watch = FarkasWatch(gram, delta * xi)
 
     def step(c0, sweeps, budget, change):
         return _run_metric(W, V, delta, xi, lam, lam_old, g, tol, c0, sweeps, budget, change)
+
     t0 = time.perf_counter()
     sweeps, change, code, bad, extra = _drive(step, V.shape[0], int(max_iter), lam, time_limit, watch)
     t = time.perf_counter() - t0

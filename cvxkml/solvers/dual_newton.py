@@ -52,6 +52,7 @@ The regularizer is any object with ``conj_s``, ``conj_grad_s``, ``conj_hess_s`` 
 over eigenvalues) and ``conj_shift(r)``: :data:`REQUIRED_METHODS`.  No CVXPY, no
 ``cvxkml.declare`` import.
 """
+
 from __future__ import annotations
 
 import time
@@ -69,8 +70,8 @@ from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 __all__ = ["dual_newton", "missing_methods", "REQUIRED_METHODS"]
 
 _TINY = np.finfo(np.float64).tiny
-_G_ERR = 64.0 * np.finfo(np.float64).eps        # the relative round-off allowed in g (see _evaluate)
-_DENSE_MAX = 4000          # free terms up to which the Newton system is formed (|F|² doubles)
+_G_ERR = 64.0 * np.finfo(np.float64).eps  # the relative round-off allowed in g (see _evaluate)
+_DENSE_MAX = 4000  # free terms up to which the Newton system is formed (|F|² doubles)
 REQUIRED_METHODS = ("conj_s", "conj_grad_s", "conj_hess_s", "conj_shift")
 
 
@@ -85,8 +86,7 @@ def _divided_differences(mu, x, xp):
     dm = mu[:, None] - mu[None, :]
     tie = np.abs(dm) <= 1e-9 * np.maximum(1.0, np.maximum(np.abs(mu)[:, None], np.abs(mu)[None, :]))
     with np.errstate(all="ignore"):
-        G = np.where(tie, 0.5 * (xp[:, None] + xp[None, :]),
-                     (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
+        G = np.where(tie, 0.5 * (xp[:, None] + xp[None, :]), (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
     return np.where(np.isfinite(G), G, 0.0)
 
 
@@ -132,16 +132,19 @@ def _evaluate(ops, conj, shift, quad, lam, M=None):
         x = np.asarray(conj.conj_grad_s(mu), dtype=float)
     if not np.all(np.isfinite(x)):
         return None
-    Z = ops.U @ V                                  # the terms in the eigenbasis
-    rho = ops.per_constraint(ops.w * ((Z * Z) @ x)) - ops.t     # tr(X̂Â_c) − t_c
+    Z = ops.U @ V  # the terms in the eigenbasis
+    rho = ops.per_constraint(ops.w * ((Z * Z) @ x)) - ops.t  # tr(X̂Â_c) − t_c
     grad = rho - quad * lam
-    f = float(x @ mu) - float(np.sum(fs))          # f(X̂) = ⟨X̂, M⟩ − f*(M)  (Fenchel–Young)
+    f = float(x @ mu) - float(np.sum(fs))  # f(X̂) = ⟨X̂, M⟩ − f*(M)  (Fenchel–Young)
     if not (np.all(np.isfinite(grad)) and np.isfinite(f)):
         return None
     # round-off of g: the sums Σ f*_s(μ_k) and λᵀt, and the eigenvalues' backward error
     # ε‖M‖ carried through f*_s' = x (the cancellation in g = −f* − λᵀt is not seen by ∇g)
-    g_err = _G_ERR * (float(np.sum(np.abs(fs))) + float(np.abs(lam) @ np.abs(ops.t))
-                      + float(np.max(np.abs(mu), initial=0.0)) * float(np.sum(np.abs(x))))
+    g_err = _G_ERR * (
+        float(np.sum(np.abs(fs)))
+        + float(np.abs(lam) @ np.abs(ops.t))
+        + float(np.max(np.abs(mu), initial=0.0)) * float(np.sum(np.abs(x)))
+    )
     return _State(lam, g, grad, rho, mu, V, x, Z, f, g_err, M)
 
 
@@ -161,11 +164,11 @@ def _expand(ops, conj, shift, quad, lam, d, lower, upper, best):
     increasing (k ≤ 30); the doublings are judged by eigenvalues only, the full state is
     formed once, at the point kept."""
     step, g_best, kept = 1.0, best.g, None
-    while step < 2.0 ** 30:
+    while step < 2.0**30:
         step *= 2.0
         cand = np.clip(lam + step * d, lower, upper)
         if np.array_equal(cand, best.lam if kept is None else kept[0]):
-            break                                    # clipped on every coordinate
+            break  # clipped on every coordinate
         light = _dual_objective(ops, conj, shift, quad, cand, values_only=True)
         if light is None or light[0] <= g_best:
             break
@@ -180,9 +183,11 @@ def _domain_upper(conj, limit=1e12):
     """sup{μ : f*_s(μ) < ∞} to about 1e-12 relative (LogDet 1, the symmetrized LogDet 1 + c),
     +inf when f*_s is finite up to ``limit`` (von Neumann, Frobenius), None when f*_s(0) is
     not finite (no probe point)."""
+
     def finite(v):
         with np.errstate(all="ignore"):
             return bool(np.isfinite(np.asarray(conj.conj_s(np.array([v])), dtype=float)).all())
+
     if not finite(0.0):
         return None
     lo, hi = 0.0, 1.0
@@ -362,19 +367,28 @@ def _hessian_diagonal(ops, st, Gam, rows):
 
 def _no_finite_start(r, lam, t0) -> FastResult:
     """The answer when f* is not finite at the start (nor at λ = 0): NONFINITE, no iterate."""
-    return FastResult(matrix=np.full((r, r), np.nan), lam=lam, xi=np.zeros(0), sweeps=0, dual_change=np.inf,
-                      code=NONFINITE, bad_index=-1, time=time.perf_counter() - t0,
-                      extra={"solver": "dual-newton", "reason": "f* is not finite at λ = 0"})
+    return FastResult(
+        matrix=np.full((r, r), np.nan),
+        lam=lam,
+        xi=np.zeros(0),
+        sweeps=0,
+        dual_change=np.inf,
+        code=NONFINITE,
+        bad_index=-1,
+        time=time.perf_counter() - t0,
+        extra={"solver": "dual-newton", "reason": "f* is not finite at λ = 0"},
+    )
 
 
-def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget,
-                      callback=None, damping=1e-2):
+def _dual_newton_impl(
+    U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback=None, damping=1e-2
+):
     ops = RankOneTerms(U, w, ptr, t)
     m, r = ops.m, ops.r
     lower = np.zeros(m) if lower is None else np.asarray(lower, dtype=np.float64)
     upper = np.full(m, np.inf) if upper is None else np.asarray(upper, dtype=np.float64)
     quad = np.zeros(m) if quad is None else np.asarray(quad, dtype=np.float64)
-    hard = np.isinf(upper) & (quad == 0)           # the multipliers a Farkas ray can run in
+    hard = np.isinf(upper) & (quad == 0)  # the multipliers a Farkas ray can run in
     shift = np.asarray(conj.conj_shift(r), dtype=float)
     scale_t = np.maximum(np.abs(ops.t), 1.0)
     dom = _domain_upper(conj)
@@ -382,12 +396,12 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
     lam = np.clip(start, lower, upper)
     t0 = time.perf_counter()
     st = _evaluate(ops, conj, shift, quad, lam)
-    if st is None and lam0 is not None:          # a warm start outside the domain: cold start
+    if st is None and lam0 is not None:  # a warm start outside the domain: cold start
         lam = np.clip(np.zeros(m), lower, upper)
         st = _evaluate(ops, conj, shift, quad, lam)
     if st is None:
         return _no_finite_start(r, lam, t0)
-    boost = 1.0          # Levenberg–Marquardt: ×10 after a failed / short Newton step, ÷10 after a full one
+    boost = 1.0  # Levenberg–Marquardt: ×10 after a failed / short Newton step, ÷10 after a full one
     it = grad_steps = cg_steps = dense_steps = evaluations = 0
     converged = infeasible = stopped = False
     while True:
@@ -398,8 +412,9 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
             break
         if it >= max_iter:
             break
-        if callback is not None and callback({"iteration": it, "objective": f_total, "gap": rel_gap,
-                                              "violation": rel_viol, "dual": st.lam.copy()}):
+        if callback is not None and callback(
+            {"iteration": it, "objective": f_total, "gap": rel_gap, "violation": rel_viol, "dual": st.lam.copy()}
+        ):
             stopped = True
             break
         if it and it % 25 == 0 and hard.any():
@@ -422,15 +437,15 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
         dmax = float(np.max(diag, initial=0.0))
         # where the curvature vanishes (a flat piece of f*: X̂ = 0 under Frobenius) the
         # scale of ‖Â_c‖²·max(1, max Γ) bounds it from above; the expansion below grows the step
-        floor = ops.norms ** 2 * max(1.0, float(np.max(np.abs(Gam), initial=0.0)))
+        floor = ops.norms**2 * max(1.0, float(np.max(np.abs(Gam), initial=0.0)))
         # (an ε-active multiplier scaled by a vanishing curvature would jump to its bound at
         # any step of the arc: the step then could not shrink)
         floor = np.maximum(floor, _TINY)
         curv = np.where((diag > 1e-12 * dmax) & (diag > 1e-3 * floor), diag, floor)
-        dscale = np.maximum(diag, max(1e-12 * dmax, _TINY))   # Marquardt's scaling, Jacobi
+        dscale = np.maximum(diag, max(1e-12 * dmax, _TINY))  # Marquardt's scaling, Jacobi
         d = np.zeros(m)
-        with np.errstate(over="ignore"):              # ±inf: straight to the bound (clipped)
-            d[active] = grad[active] / dscale[active]   # scaled gradient on the active set
+        with np.errstate(over="ignore"):  # ±inf: straight to the bound (clipped)
+            d[active] = grad[active] / dscale[active]  # scaled gradient on the active set
         if np.any(free):
             # Levenberg–Marquardt damping (Marquardt's scaling μ·diag H): the dual Hessian is
             # singular whenever m exceeds r(r+1)/2 or the regularizer is flat (Frobenius,
@@ -443,8 +458,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
             if not small and kt <= _DENSE_MAX:
                 factors = _gamma_factors(Gam)
                 # formed in s·|F|²·r (+ |F|³/3 to solve) against ~40 products of 4·|F|·r²
-                if factors is not None and \
-                        len(factors[0]) * kt * r + kt * kt / 3.0 > 160.0 * r * r:
+                if factors is not None and len(factors[0]) * kt * r + kt * kt / 3.0 > 160.0 * r * r:
                     factors = None
             if small or factors is not None:
                 Hd = H.dense(factors)
@@ -455,8 +469,13 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
                 dense_steps += 1
             else:
                 eta = min(0.1, max(1e-10, np.sqrt(cert)))
-                d[free] = cg(H.matvec, grad[free], eta, maxiter=min(2 * H.k + 10, 250),
-                             precond=1.0 / (dscale[free] * (1.0 + mu_lm)))[0]
+                d[free] = cg(
+                    H.matvec,
+                    grad[free],
+                    eta,
+                    maxiter=min(2 * H.k + 10, 250),
+                    precond=1.0 / (dscale[free] * (1.0 + mu_lm)),
+                )[0]
                 cg_steps += 1
         newton = np.any(free) and np.all(np.isfinite(d[free])) and float(d[free] @ grad[free]) > 0.0
         if not newton or not float(grad @ (np.clip(lam + d, lower, upper) - lam)) > 0.0:
@@ -471,8 +490,7 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
             # an ε-active multiplier scaled by a vanishing curvature jumps to its bound at any
             # step of the arc, which then cannot shrink: again with the safe curvature bound
             d[active] = grad[active] / curv[active]
-            new, step, trials = _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert,
-                                            certify)
+            new, step, trials = _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certify)
             evaluations += trials
         if new is not None and step == 1.0 and not newton:
             # a pure scaled-gradient step taken in full: where g is flat in places (X̂ = 0
@@ -501,25 +519,54 @@ def _dual_newton_impl(U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam
             if best is not None:
                 new = best
             if new is None:
-                break                                    # no ascent possible at round-off
+                break  # no ascent possible at round-off
         st = new
     elapsed = time.perf_counter() - t0
     X = (st.V * st.x) @ st.V.T
     code = OK if converged else NOT_CONVERGED
     return FastResult(
-        matrix=0.5 * (X + X.T), lam=st.lam, xi=np.zeros(0), sweeps=int(it),
-        dual_change=float(max(rel_gap, rel_viol)), code=code, bad_index=-1, time=elapsed,
-        extra={"solver": "dual-newton", "rel_gap": float(rel_gap), "rel_violation": float(rel_viol),
-               "newton_iterations": int(it), "gradient_steps": int(grad_steps),
-               "cg_solves": int(cg_steps), "dense_solves": int(dense_steps), "trial_points": int(evaluations),
-               "farkas": ops.farkas_test(np.where(hard, np.maximum(st.lam, 0.0), 0.0)),
-               "infeasible": bool(infeasible), "stopped": bool(stopped),
-               "residuals": st.rho.copy(), "objective_fy": float(f_total)})
+        matrix=0.5 * (X + X.T),
+        lam=st.lam,
+        xi=np.zeros(0),
+        sweeps=int(it),
+        dual_change=float(max(rel_gap, rel_viol)),
+        code=code,
+        bad_index=-1,
+        time=elapsed,
+        extra={
+            "solver": "dual-newton",
+            "rel_gap": float(rel_gap),
+            "rel_violation": float(rel_viol),
+            "newton_iterations": int(it),
+            "gradient_steps": int(grad_steps),
+            "cg_solves": int(cg_steps),
+            "dense_solves": int(dense_steps),
+            "trial_points": int(evaluations),
+            "farkas": ops.farkas_test(np.where(hard, np.maximum(st.lam, 0.0), 0.0)),
+            "infeasible": bool(infeasible),
+            "stopped": bool(stopped),
+            "residuals": st.rho.copy(),
+            "objective_fy": float(f_total),
+        },
+    )
 
 
-def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter: int = 500,
-                lam0=None, newton_budget: float = 4e6, callback=None, *, lower=None,
-                quad=None) -> FastResult:
+def dual_newton(
+    U,
+    w,
+    ptr,
+    t,
+    conjugate,
+    upper=None,
+    tol: float = 1e-9,
+    max_iter: int = 500,
+    lam0=None,
+    newton_budget: float = 4e6,
+    callback=None,
+    *,
+    lower=None,
+    quad=None,
+) -> FastResult:
     """Solve min f(X̂) + Σ_c φ_c(tr(X̂Â_c) − t_c) over X̂ ⪰ 0 on its dual (module doc).
 
     Parameters
@@ -564,5 +611,6 @@ def dual_newton(U, w, ptr, t, conjugate, upper=None, tol: float = 1e-9, max_iter
     # far out on a diverging or expanded step, A(λ) and its products overflow: every such
     # point is refused by the explicit finiteness checks, so the overflow is not warned about
     with blas_limit(), np.errstate(over="ignore", invalid="ignore"):
-        return _dual_newton_impl(U, w, ptr, t, conjugate, lower, upper, quad, tol, max_iter, lam0,
-                                 newton_budget, callback)
+        return _dual_newton_impl(
+            U, w, ptr, t, conjugate, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback
+        )

@@ -63,6 +63,7 @@ The paper's own Algorithm 1 (subgradient step + projection onto N) is
 are the two iterative projections onto N that :func:`cvxkml.formulas.kcr.project_onto_N`
 replaces by an exact one.
 """
+
 from __future__ import annotations
 
 import time
@@ -84,8 +85,13 @@ from ..formulas.kcr import (
 )
 
 __all__ = [
-    "KCRResult", "kcr_pdhg", "balance_dual", "kcr_subgradient", "alternating_projections",
-    "dykstra_projections", "operator_norm",
+    "KCRResult",
+    "kcr_pdhg",
+    "balance_dual",
+    "kcr_subgradient",
+    "alternating_projections",
+    "dykstra_projections",
+    "operator_norm",
 ]
 
 
@@ -155,7 +161,7 @@ def _row_prox(v, kappa, out_row):
                 if v[j] > t:
                     tot += v[j]
                     cnt += 1
-            if cnt == 0:     # t reached max(v): kappa below its rounding, or v not finite
+            if cnt == 0:  # t reached max(v): kappa below its rounding, or v not finite
                 done = True
                 break
             t_new = (tot - kappa) / cnt
@@ -301,8 +307,8 @@ def operator_norm(F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-4) -> flo
     prev = np.inf
     for k in range(n_iter):
         X /= np.linalg.norm(X)
-        D = sq_distances_from_gram(F @ X @ F.T)          # A(X); D is symmetric, so the
-        X2 = _adjoint(F, np.ascontiguousarray(0.5 * D), ones, W, deg) * 2.0   # AᵀA(X)
+        D = sq_distances_from_gram(F @ X @ F.T)  # A(X); D is symmetric, so the
+        X2 = _adjoint(F, np.ascontiguousarray(0.5 * D), ones, W, deg) * 2.0  # AᵀA(X)
         est = float(np.sqrt(np.linalg.norm(X2)))
         if not np.isfinite(est) or est == 0.0:
             return max(est, 1.0) if np.isfinite(est) else 1.0
@@ -322,8 +328,9 @@ def _eigh(M, dtype, subset_by_value=None, subset_by_index=None):
     subset = subset_by_value is not None or subset_by_index is not None
     try:
         if subset:
-            return sla.eigh(Mx, driver="evr", subset_by_value=subset_by_value,
-                            subset_by_index=subset_by_index, check_finite=False)
+            return sla.eigh(
+                Mx, driver="evr", subset_by_value=subset_by_value, subset_by_index=subset_by_index, check_finite=False
+            )
         return np.linalg.eigh(Mx)
     except np.linalg.LinAlgError:
         if not np.all(np.isfinite(M)):
@@ -333,7 +340,7 @@ def _eigh(M, dtype, subset_by_value=None, subset_by_index=None):
             sel = (w > subset_by_value[0]) & (w <= subset_by_value[1])
         elif subset_by_index is not None:
             sel = np.zeros(w.size, bool)
-            sel[subset_by_index[0]:subset_by_index[1] + 1] = True
+            sel[subset_by_index[0] : subset_by_index[1] + 1] = True
         else:
             sel = np.ones(w.size, bool)
         return w[sel], U[:, sel]
@@ -376,8 +383,7 @@ class PositivePartTracker:
     ``eig="exact"``.
     """
 
-    def __init__(self, r: int, dtype=np.float64, guard: int = 10, tol: float = 1e-3,
-                 min_size: int = 200):
+    def __init__(self, r: int, dtype=np.float64, guard: int = 10, tol: float = 1e-3, min_size: int = 200):
         self.r = int(r)
         self.dtype = dtype
         self.guard = int(guard)
@@ -393,7 +399,7 @@ class PositivePartTracker:
 
     def _exact(self, M):
         self.n_exact += 1
-        if not self.enabled:              # LAPACK only: the positive part, as _psd_part does
+        if not self.enabled:  # LAPACK only: the positive part, as _psd_part does
             P, w = _psd_part(M, self.k, self.dtype)
             self.k = w.size
             return P, w
@@ -402,14 +408,13 @@ class PositivePartTracker:
         w = None
         if 2 * p < r:
             w, U = _eigh(M, self.dtype, subset_by_index=(r - p, r - 1))
-            if w[0] > 0.0:                      # the positive part may be larger than p
+            if w[0] > 0.0:  # the positive part may be larger than p
                 w = None
         if w is None:
             w, U = _eigh(M, self.dtype)
         keep = w > 0.0
         self.k = int(keep.sum())
-        self.U = (np.ascontiguousarray(self._block(w, U), dtype=self.dtype)
-                  if self._trackable(self.k) else None)
+        self.U = np.ascontiguousarray(self._block(w, U), dtype=self.dtype) if self._trackable(self.k) else None
         wk = w[keep].astype(np.float64)
         return U[:, keep].astype(np.float64) * np.sqrt(wk), wk
 
@@ -420,14 +425,14 @@ class PositivePartTracker:
     def _block(self, w, V):
         """The next basis: the Ritz / eigenvectors of the k positive values and ``guard``
         more below them (``w`` ascending)."""
-        return V[:, w.size - min(w.size, self.k + self.guard):]
+        return V[:, w.size - min(w.size, self.k + self.guard) :]
 
     def _krylov_step(self, apply):
         U = self.U
         MU = apply(U)
-        B = MU - U @ (U.T @ MU)              # U is orthonormal: orthogonalize MU against it
+        B = MU - U @ (U.T @ MU)  # U is orthonormal: orthogonalize MU against it
         Q2, _ = np.linalg.qr(B)
-        Q2 -= U @ (U.T @ Q2)                 # second pass (classical Gram–Schmidt twice)
+        Q2 -= U @ (U.T @ Q2)  # second pass (classical Gram–Schmidt twice)
         Q2, _ = np.linalg.qr(Q2)
         Q = np.hstack([U, Q2])
         MQ = np.hstack([MU, apply(Q2)])
@@ -451,8 +456,7 @@ class PositivePartTracker:
         if exact or self.U is None:
             return self._exact(build())
         theta, V, keep, k, n_guard, res, scale = self._krylov_step(apply)
-        ok = n_guard >= max(1, self.guard // 2) and (
-            k == 0 or res <= min(self.tol * scale, self.abs_tol))
+        ok = n_guard >= max(1, self.guard // 2) and (k == 0 or res <= min(self.tol * scale, self.abs_tol))
         if not ok or not self._trackable(k):
             self.n_rejected += 1
             return self._exact(build())
@@ -476,8 +480,7 @@ def _lambda_min(G) -> float:
     """λ_min of a symmetric matrix (LAPACK ``?syevr`` for the one eigenvalue, divide and
     conquer when MRRR reports an internal error)."""
     try:
-        return float(sla.eigh(G, eigvals_only=True, subset_by_index=(0, 0),
-                              check_finite=False, driver="evr")[0])
+        return float(sla.eigh(G, eigvals_only=True, subset_by_index=(0, 0), check_finite=False, driver="evr")[0])
     except np.linalg.LinAlgError:
         return float(np.linalg.eigvalsh(G)[0])
 
@@ -528,11 +531,11 @@ def balance_dual(s, tau, F, Zsq=None):
         return s2, dG
     if Zsq is None:
         Zsq = sq_distances_from_gram(F @ F.T)
-    q = Zsq[I, J]                                        # ‖z_ij‖², no pair vectors formed
+    q = Zsq[I, J]  # ‖z_ij‖², no pair vectors formed
     order = np.argsort(q, kind="stable")
     w = s2[I[order], J[order]]
     cum = np.cumsum(w)
-    m = int(np.searchsorted(cum, S)) + 1               # pairs lowered (the last partly)
+    m = int(np.searchsorted(cum, S)) + 1  # pairs lowered (the last partly)
     m = min(m, order.size)
     delta = w[:m].copy()
     if cum[m - 1] > S:
@@ -548,22 +551,44 @@ def _codes_of(tau) -> np.ndarray:
     """Class codes with tau_ij = +1 iff codes_i = codes_j (tau from
     :func:`cvxkml.formulas.kcr.label_structure`); InvalidInputError for any other matrix."""
     n = tau.shape[0]
-    first = np.argmax(tau > 0, axis=1)           # the first point of i's class
+    first = np.argmax(tau > 0, axis=1)  # the first point of i's class
     codes = np.unique(first, return_inverse=True)[1].astype(np.int64)
-    if tau.shape != (n, n) or not np.array_equal(
-            tau, np.where(codes[:, None] == codes[None, :], 1.0, -1.0)):
-        raise InvalidInputError("tau must be the ±1 class matrix of label_structure "
-                                "(+1 for equal labels, −1 otherwise, +1 on the diagonal).")
+    if tau.shape != (n, n) or not np.array_equal(tau, np.where(codes[:, None] == codes[None, :], 1.0, -1.0)):
+        raise InvalidInputError(
+            "tau must be the ±1 class matrix of label_structure "
+            "(+1 for equal labels, −1 otherwise, +1 on the diagonal)."
+        )
     return codes
 
 
 # --------------------------------------------------------------------------- PDHG
-def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=None,
-             check_every=None, warm_start=None, verbose=False, halpern=False,
-             restart_params=(0.2, 0.5, 0.2), omega0=None, precision="mixed",
-             eig="track", eig_tol=1e-3, eig_step_factor=0.5, eig_guard=10,
-             eig_min_size=200, restart_every=10, blas_threads="config", scaling=0.5,
-             callback=None, balance=True) -> KCRResult:
+def kcr_pdhg(
+    F,
+    tau,
+    c,
+    lam,
+    h_min=1e-6,
+    tol=1e-3,
+    max_iter=20_000,
+    time_limit=None,
+    check_every=None,
+    warm_start=None,
+    verbose=False,
+    halpern=False,
+    restart_params=(0.2, 0.5, 0.2),
+    omega0=None,
+    precision="mixed",
+    eig="track",
+    eig_tol=1e-3,
+    eig_step_factor=0.5,
+    eig_guard=10,
+    eig_min_size=200,
+    restart_every=10,
+    blas_threads="config",
+    scaling=0.5,
+    callback=None,
+    balance=True,
+) -> KCRResult:
     """Restarted PDHG (plain, or Halpern with ``halpern=True``) for eq. 9 in whitened
     coordinates, diagonally preconditioned (see the module text).
 
@@ -661,7 +686,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     KCRResult
     """
     if blas_threads is not None:
-        args = dict(locals(), blas_threads=None)      # every parameter, as passed
+        args = dict(locals(), blas_threads=None)  # every parameter, as passed
         with blas_limit(blas_threads):
             return kcr_pdhg(**args)
     t0 = time.perf_counter()
@@ -694,7 +719,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     Fs = F * d
     lam_d = lam * d * d
     norm_A = operator_norm(Fs)
-    hsc = n / norm_A                     # h̃ is scaled so that its column of 𝒦 has norm ‖A‖
+    hsc = n / norm_A  # h̃ is scaled so that its column of 𝒦 has norm ‖A‖
     W = np.empty((n, n))
     deg = np.empty(n)
     eye_lam = np.diag(lam_d)
@@ -707,8 +732,9 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         fdt = np.float64
         F_it, W_it, deg_it = Fs, W, deg
     # one PSD-step object; below eig_min_size (or with eig="exact") it is LAPACK only
-    tracker = PositivePartTracker(r, fdt, guard=eig_guard, tol=eig_tol,
-                                  min_size=eig_min_size if eig == "track" else r + 1)
+    tracker = PositivePartTracker(
+        r, fdt, guard=eig_guard, tol=eig_tol, min_size=eig_min_size if eig == "track" else r + 1
+    )
 
     if warm_start is not None:
         X = np.array(warm_start["X"], dtype=np.float64)
@@ -717,12 +743,13 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         if X.shape != (r, r) or s.shape != (n, n):
             raise InvalidInputError(
                 f"warm_start has X {X.shape} and s {s.shape}; this problem needs ({r}, {r}) "
-                f"and ({n}, {n}) (a warm start must come from a problem with the same points).")
+                f"and ({n}, {n}) (a warm start must come from a problem with the same points)."
+            )
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(s)) and np.isfinite(h)):
             raise InvalidInputError("warm_start contains NaN or infinite values.")
         omega = float(warm_start.get("omega", lam * np.sqrt(r) / n if omega0 is None else omega0))
         eta = float(warm_start.get("eta", 0.9 / (np.sqrt(2.0) * norm_A)))
-        X = X / np.outer(d, d)                    # Y = D⁻¹ X D⁻¹
+        X = X / np.outer(d, d)  # Y = D⁻¹ X D⁻¹
     else:
         X = np.zeros((r, r))
         h = max(h_min, 1.0)
@@ -731,10 +758,10 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         eta = 0.9 / (np.sqrt(2.0) * norm_A)
     B = Fs @ X @ Fs.T
     St = float(np.sum(tau * s))
-    _laplacian_weights(s, tau, W_it, deg_it)      # Aᵀ(tau∘s) = Fᵀ(diag(deg) − W)F
-    G_exp = None                                  # explicit Aᵀ(tau∘s) when at hand
-    X_fac = None                                  # a factor of X when at hand
-    if not tracker.enabled:        # rank hint of the LAPACK step (the tracker starts at 0)
+    _laplacian_weights(s, tau, W_it, deg_it)  # Aᵀ(tau∘s) = Fᵀ(diag(deg) − W)F
+    G_exp = None  # explicit Aᵀ(tau∘s) when at hand
+    X_fac = None  # a factor of X when at hand
+    if not tracker.enabled:  # rank hint of the LAPACK step (the tracker starts at 0)
         tracker.k = r if warm_start is None else int(np.linalg.matrix_rank(X)) if X.any() else 0
     z0 = (X.copy(), h, s.copy(), B.copy(), St)
 
@@ -750,12 +777,12 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
     converged = False
 
     def certify(P, Bn, hn, sn, Gn):
-        Px = d[:, None] * P                        # X = Px Pxᵀ
+        Px = d[:, None] * P  # X = Px Pxᵀ
         f = kcr_objective(sq_distances_from_gram(Bn), hn, tau, c, float(np.sum(Px * Px)), lam)
         if f < best["f"]:
             best.update(f=f, P=Px, h=hn)
         if scaling > 0.0:
-            Gn = Gn / np.outer(d, d)               # Aᵀ(tau∘s) in the X coordinates
+            Gn = Gn / np.outer(d, d)  # Aᵀ(tau∘s) in the X coordinates
         R = best["f"] / lam
         h_max = h_upper_bound(R, zmax)
         a, S = dual_objective(sn, tau, c)
@@ -763,7 +790,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         g, th = dual_lower_bound(a, S, lmin, lam, R, h_min, h_max)
         if g > lower["g"]:
             lower.update(g=g, s=sn.copy(), theta=th)
-        if balance and S != 0.0:                   # the same s with Σ tau∘s moved to 0
+        if balance and S != 0.0:  # the same s with Σ tau∘s moved to 0
             s2, dG = balance_dual(sn, tau, F, Zsq)
             a2, S2 = dual_objective(s2, tau, c)
             lmin2 = _lambda_min(Gn - dG) if dG.any() else lmin
@@ -785,7 +812,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             alpha = eta / omega
             beta = eta * omega
             if tracker.enabled:
-                if X_fac is not None:                  # X = X_fac X_facᵀ (plain PDHG)
+                if X_fac is not None:  # X = X_fac X_facᵀ (plain PDHG)
                     Pt = X_fac.astype(fdt)
 
                     def X_apply(V, Pt=Pt):
@@ -797,23 +824,24 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
                         return Xt @ V
 
                 def apply_M(V, alpha=alpha):
-                    FV = F_it @ V                                   # M V without forming M
-                    return X_apply(V) - alpha * (F_it.T @ (deg_it[:, None] * FV - W_it @ FV)
-                                                 + lam_d[:, None] * V)
+                    FV = F_it @ V  # M V without forming M
+                    return X_apply(V) - alpha * (F_it.T @ (deg_it[:, None] * FV - W_it @ FV) + lam_d[:, None] * V)
+
                 exact = G_exp is not None or (halpern and (k_total + 1) % check_every == 0)
             else:
-                apply_M, exact = None, True                 # LAPACK step
+                apply_M, exact = None, True  # LAPACK step
             P, w = tracker(apply_M, lambda alpha=alpha: explicit_M(alpha), exact=exact)
             FP = Fs @ P
             Bn = FP @ FP.T
-            hn = max(h_min, h + alpha / hsc ** 2 * St)
+            hn = max(h_min, h + alpha / hsc**2 * St)
             s_new = np.empty((n, n))
             Sn, ds2, inter = _dual_step_stats(s, Bn, B, h, hn, codes, beta, c, s_new)
             if not (np.isfinite(Sn) and np.isfinite(hn)):
                 raise SolverError(
                     f"KCR PDHG produced a non-finite iterate at iteration {k_total + 1} "
                     f"(step size {eta:.3g}, primal weight {omega:.3g}). Check the kernel matrix "
-                    "for huge entries, or solve without the warm start.")
+                    "for huge entries, or solve without the warm start."
+                )
             Xn = P @ P.T
             dh = hn - h
             inter = abs(inter)
@@ -826,10 +854,10 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             eta = eta_next if np.isfinite(eta_next) else eta
             if accept or k_total >= max_iter:
                 break
-        sn = s_new                     # a fresh array every step
+        sn = s_new  # a fresh array every step
         check = k_total % check_every == 0 or k_total >= max_iter
         rcheck = k_total % restart_every == 0
-        Gn = _adjoint(Fs, sn, tau, W, deg) if check else None       # float64 certificate
+        Gn = _adjoint(Fs, sn, tau, W, deg) if check else None  # float64 certificate
         res = np.sqrt(num)
         if res0 is None:
             res0 = res
@@ -837,19 +865,27 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
         restart = False
         if check:
             gap = certify(P, Bn, hn, sn, Gn)
-            history.append((k_total, best["f"], lower["g"], gap, time.perf_counter() - t0,
-                            time.process_time() - c0))
+            history.append((k_total, best["f"], lower["g"], gap, time.perf_counter() - t0, time.process_time() - c0))
             if verbose:
-                print(f"it {k_total:6d}  f {best['f']:.8g}  lb {lower['g']:.8g}  gap {gap:.2e}  "
-                      f"h {hn:.4g}  rank {w.size}  omega {omega:.3g}  eta·‖A‖ {eta * norm_A:.3g}  "
-                      f"restarts {n_restarts}")
+                print(
+                    f"it {k_total:6d}  f {best['f']:.8g}  lb {lower['g']:.8g}  gap {gap:.2e}  "
+                    f"h {hn:.4g}  rank {w.size}  omega {omega:.3g}  eta·‖A‖ {eta * norm_A:.3g}  "
+                    f"restarts {n_restarts}"
+                )
             if gap <= tol:
                 converged = True
                 status = "converged"
                 break
-            if callback is not None and callback({"iteration": k_total, "objective": best["f"],
-                                                  "lower_bound": lower["g"], "gap": gap,
-                                                  "h": hn, "n_restarts": n_restarts}):
+            if callback is not None and callback(
+                {
+                    "iteration": k_total,
+                    "objective": best["f"],
+                    "lower_bound": lower["g"],
+                    "gap": gap,
+                    "h": hn,
+                    "n_restarts": n_restarts,
+                }
+            ):
                 status = "stopped by callback"
                 break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
@@ -857,8 +893,7 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
                 break
         if rcheck and k_in > 0:
             b_suff, b_nec, b_art = restart_params
-            if res <= b_suff * res0 or (res <= b_nec * res0 and res > res_prev) \
-                    or k_in >= b_art * k_total:
+            if res <= b_suff * res0 or (res <= b_nec * res0 and res > res_prev) or k_in >= b_art * k_total:
                 restart = True
             res_prev = res
         if restart or not halpern:
@@ -891,17 +926,29 @@ def kcr_pdhg(F, tau, c, lam, h_min=1e-6, tol=1e-3, max_iter=20_000, time_limit=N
             G_exp = None
             X_fac = None
         _laplacian_weights_codes(s, codes, W_it, deg_it)
-        tracker.abs_tol = eig_step_factor * np.sqrt(dx2)   # PSD-step error vs the last step
+        tracker.abs_tol = eig_step_factor * np.sqrt(dx2)  # PSD-step error vs the last step
 
     gap = (best["f"] - lower["g"]) / max(1.0, abs(best["f"]))
     Xb = best["P"] @ best["P"].T
     warm = dict(X=Xb, h=best["h"], s=sn, omega=omega, eta=eta)
     return KCRResult(
-        factor=best["P"], h=float(best["h"]), s=lower["s"], theta=lower["theta"],
-        objective=float(best["f"]), lower_bound=float(lower["g"]), gap=float(gap),
-        converged=converged, n_iter=k_total, n_restarts=n_restarts,
-        time=time.perf_counter() - t0, status=status, warm=warm, history=history,
-        eig_exact=tracker.n_exact, eig_tracked=tracker.n_tracked)
+        factor=best["P"],
+        h=float(best["h"]),
+        s=lower["s"],
+        theta=lower["theta"],
+        objective=float(best["f"]),
+        lower_bound=float(lower["g"]),
+        gap=float(gap),
+        converged=converged,
+        n_iter=k_total,
+        n_restarts=n_restarts,
+        time=time.perf_counter() - t0,
+        status=status,
+        warm=warm,
+        history=history,
+        eig_exact=tracker.n_exact,
+        eig_tracked=tracker.n_tracked,
+    )
 
 
 # --------------------------------------------------------------------------- the paper's method
@@ -915,7 +962,7 @@ def alternating_projections(X, n_iter: int = 1000) -> np.ndarray:
     n = A.shape[0]
     A = _psd(A)
     for _ in range(int(n_iter)):
-        Bm = A - A.sum() / n ** 2
+        Bm = A - A.sum() / n**2
         A = _psd(Bm)
     return A
 
@@ -931,7 +978,7 @@ def dykstra_projections(X, n_iter: int = 1000) -> np.ndarray:
     q = np.zeros_like(x)
     for _ in range(int(n_iter)):
         y = x + p
-        y = y - y.sum() / n ** 2
+        y = y - y.sum() / n**2
         p = x + p - y
         x_new = _psd(y + q)
         q = y + q - x_new
@@ -946,8 +993,20 @@ def _psd(M):
 
 
 @blas_limit()
-def kcr_subgradient(K, tau, c, lam, h_min=1e-6, step=None, max_iter=1000, projection="exact",
-                    n_proj=20, time_limit=None, h0=1.0, cpu_limit=None) -> dict:
+def kcr_subgradient(
+    K,
+    tau,
+    c,
+    lam,
+    h_min=1e-6,
+    step=None,
+    max_iter=1000,
+    projection="exact",
+    n_proj=20,
+    time_limit=None,
+    h0=1.0,
+    cpu_limit=None,
+) -> dict:
     """The paper's Algorithm 1 on Σ (n × n): subgradient step, then projection onto N.
 
     Σ_{t+1} = P_N(Σ_t − α_t(Σ_{(i,j)∈N_t} tau_ij M_ij + λK)),
@@ -983,16 +1042,15 @@ def kcr_subgradient(K, tau, c, lam, h_min=1e-6, step=None, max_iter=1000, projec
         if cpu_limit is not None and time.process_time() - c0 > cpu_limit:
             break
         U = 1.0 + tau * (D - h)
-        rows = (c + np.maximum(U, 0.0).sum(axis=1)) > 0.0          # outer hinge active
-        act = (U > 0.0) & rows[:, None]                             # N_t = B_t \ A_t
+        rows = (c + np.maximum(U, 0.0).sum(axis=1)) > 0.0  # outer hinge active
+        act = (U > 0.0) & rows[:, None]  # N_t = B_t \ A_t
         Wt = np.where(act, tau, 0.0)
         Ws = Wt + Wt.T
         Lap = np.diag(Ws.sum(axis=1)) - Ws
-        grad = K @ Lap @ K + lam * K                                # Σ_{N_t} tau M_ij + λK
+        grad = K @ Lap @ K + lam * K  # Σ_{N_t} tau M_ij + λK
         alpha = step / np.sqrt(t + 1.0)
         Y = Sigma - alpha * grad
-        Sigma = project_onto_N(Y) if projection == "exact" else \
-            alternating_projections(Y, n_proj)
+        Sigma = project_onto_N(Y) if projection == "exact" else alternating_projections(Y, n_proj)
         h = max(h_min, h + alpha * float(Wt.sum()))
     best.update(n_iter=len(history), time=time.perf_counter() - t0, history=history)
     return best

@@ -64,6 +64,7 @@ kink triplets of the best X̂ by a small interior-point method (strictly feasibl
 certified); :func:`_polish_dual` (least squares on G(α)X̂ = 0) remains as a fallback,
 run at a check only when the barrier recovery could not run there.
 """
+
 from __future__ import annotations
 
 import time
@@ -86,7 +87,6 @@ from ..formulas.lmnn import (
 )
 
 __all__ = ["LMNNResult", "STALL_ITER", "impostor_scan", "lmnn_active_set", "lmnn_pdhg", "pair_distances"]
-
 
 
 @dataclass
@@ -118,15 +118,15 @@ class LMNNResult:
         final triplets and impostor set).
     """
 
-    X: np.ndarray             # r × r, the whitened matrix X̂ (best primal iterate)
-    alpha: np.ndarray         # multipliers α (T,) of the best dual bound
-    objective: float          # F at X
-    dual_value: float         # best certified lower bound
+    X: np.ndarray  # r × r, the whitened matrix X̂ (best primal iterate)
+    alpha: np.ndarray  # multipliers α (T,) of the best dual bound
+    objective: float  # F at X
+    dual_value: float  # best certified lower bound
     n_iter: int
     converged: bool
     time: float
     status: str
-    history: list = field(default_factory=list)    # (iteration, F, g, working triplets)
+    history: list = field(default_factory=list)  # (iteration, F, g, working triplets)
     info: dict = field(default_factory=dict)
 
 
@@ -189,8 +189,9 @@ def _psd_project(M):
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
-def _steps(U, X, alpha, p, pi, pj, w_base, tt, ti, work, work_pairs, sig, tau, gamma,
-           n_steps, X_sum, a_sum, w, OU, p_new):
+def _steps(
+    U, X, alpha, p, pi, pj, w_base, tt, ti, work, work_pairs, sig, tau, gamma, n_steps, X_sum, a_sum, w, OU, p_new
+):
     """``n_steps`` primal–dual iterations on the working set (in place)."""
     for _ in range(n_steps):
         _weights(w_base, tt, ti, alpha, work, w)
@@ -254,9 +255,9 @@ def _smooth_value_grad(U, Lf, pi, pj, w_base, tt, ti, work, pairs, gamma, mu, p,
 
 #: smoothing widths μ of the continuation (in units of the LMNN margin 1)
 _SMOOTH_MUS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3)
-_SMOOTH_MAXITER = 500              # L-BFGS iterations per width
-_SMOOTH_ROUNDS = 5                 # working-set rebuilds per width
-_SMOOTH_BARRIER_MU = 0.01          # restricted-dual recovery after every width <= this
+_SMOOTH_MAXITER = 500  # L-BFGS iterations per width
+_SMOOTH_ROUNDS = 5  # working-set rebuilds per width
+_SMOOTH_BARRIER_MU = 0.01  # restricted-dual recovery after every width <= this
 
 
 def _smooth_widths(tol: float) -> list:
@@ -269,7 +270,7 @@ def _smooth_widths(tol: float) -> list:
     return mus
 
 
-_SMOOTH_RIDGE = 1e-3               # start factor: eigenvalues lifted to >= this × the largest
+_SMOOTH_RIDGE = 1e-3  # start factor: eigenvalues lifted to >= this × the largest
 
 
 def _psd_sqrt(X) -> np.ndarray:
@@ -308,7 +309,7 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
     Lf = _psd_sqrt(X0)
     p = np.zeros(P)
     w = np.zeros(P)
-    scratch = np.zeros(T)          # α of the working triplets (written by the kernel)
+    scratch = np.zeros(T)  # α of the working triplets (written by the kernel)
     used = 0
     for mu in mus:
         nit = 0
@@ -322,14 +323,36 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
                 break
 
             def fun(x, work=work, pairs=pairs, mu=mu):
-                f, g = _smooth_value_grad(U, x.reshape(r, r), trip.pi, trip.pj, w_base, trip.tt,
-                                          trip.ti, work, pairs, gamma, mu, p, w, scratch)
+                f, g = _smooth_value_grad(
+                    U,
+                    x.reshape(r, r),
+                    trip.pi,
+                    trip.pj,
+                    w_base,
+                    trip.tt,
+                    trip.ti,
+                    work,
+                    pairs,
+                    gamma,
+                    mu,
+                    p,
+                    w,
+                    scratch,
+                )
                 return f, g.ravel()
 
-            res = minimize(fun, Lf.ravel(), jac=True, method="L-BFGS-B",
-                           options={"maxiter": int(min(_SMOOTH_MAXITER, left)),
-                                    "maxcor": 20 if r <= 100 else 10,      # kernel LMNN: r = n
-                                    "ftol": 1e-13, "gtol": 1e-10})
+            res = minimize(
+                fun,
+                Lf.ravel(),
+                jac=True,
+                method="L-BFGS-B",
+                options={
+                    "maxiter": int(min(_SMOOTH_MAXITER, left)),
+                    "maxcor": 20 if r <= 100 else 10,  # kernel LMNN: r = n
+                    "ftol": 1e-13,
+                    "gtol": 1e-10,
+                },
+            )
             nit += int(res.nit)
             Lf = np.ascontiguousarray(res.x.reshape(r, r))
             if not np.all(np.isfinite(Lf)):
@@ -409,7 +432,7 @@ def _preconditioner(U, trip: LMNNTriplets) -> np.ndarray:
     Dv = U[trip.pi] - U[trip.pj]
     nv = np.einsum("ij,ij->i", Dv, Dv)
     ab = np.einsum("ij,ij->i", Dv[trip.tt], Dv[trip.ti])
-    fro = np.sqrt(np.maximum(nv[trip.tt] ** 2 + nv[trip.ti] ** 2 - 2.0 * ab ** 2, 0.0))
+    fro = np.sqrt(np.maximum(nv[trip.tt] ** 2 + nv[trip.ti] ** 2 - 2.0 * ab**2, 0.0))
     fro = np.maximum(fro, 1e-12 * max(float(fro.max()) if trip.n_triplets else 1.0, 1e-300))
     return 1.0 / fro
 
@@ -439,11 +462,11 @@ def _working_set(p, trip: LMNNTriplets, alpha, buffer):
     return work, pairs
 
 
-_THETA = 0.2                       # smoothing of the primal weight update
+_THETA = 0.2  # smoothing of the primal weight update
 _POLISH_DELTAS = (1e-1, 1e-2, 1e-3, 1e-4)
-_POLISH_SETTLED = 1e-3             # dual recovery only once F changes by less than this per check
-_POLISH_DENSE_MAX = 1_000_000      # entries of the dense least-squares matrix
-_POLISH_MAX_KINKS = 2_000       # beyond, a recovery took minutes (reference/lmnn-speed.md); now O(K³) once
+_POLISH_SETTLED = 1e-3  # dual recovery only once F changes by less than this per check
+_POLISH_DENSE_MAX = 1_000_000  # entries of the dense least-squares matrix
+_POLISH_MAX_KINKS = 2_000  # beyond, a recovery took minutes (reference/lmnn-speed.md); now O(K³) once
 
 
 def _polish_dual(U, trip: LMNNTriplets, gamma, X, p, delta):
@@ -498,7 +521,7 @@ def _kink_gram_system(a, b, aV, bV, R):
     C = (a @ b.T) * (aV @ bV.T)
     H -= C + C.T
     c = np.einsum("kq,kq->k", a @ R, aV) - np.einsum("kq,kq->k", b @ R, bV)
-    lam, Q = np.linalg.eigh(H)                   # symmetric as built (Gram products, C + Cᵀ)
+    lam, Q = np.linalg.eigh(H)  # symmetric as built (Gram products, C + Cᵀ)
     keep = lam > lam[-1] * H.shape[0] * np.finfo(float).eps if lam[-1] > 0 else np.zeros(lam.size, bool)
     root = np.sqrt(lam[keep])
     Qk = Q[:, keep]
@@ -508,7 +531,7 @@ def _kink_gram_system(a, b, aV, bV, R):
     return J, np.append(yk, np.sqrt(rest))
 
 
-_BARRIER_MAX_KINKS = 500           # variables of the restricted dual (dense Newton system, O(K²r) a step)
+_BARRIER_MAX_KINKS = 500  # variables of the restricted dual (dense Newton system, O(K²r) a step)
 _BARRIER_DELTAS = (1e-3, 1e-2, 1e-1)
 
 
@@ -560,20 +583,21 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
             return np.inf, None
         logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
         f = cV * s + float(al.sum())
-        return (-t * f - logdet - float(np.sum(np.log(al)) + np.sum(np.log(gamma - al)))
-                - np.log(s) - np.log(1.0 - s)), L
+        return (
+            -t * f - logdet - float(np.sum(np.log(al)) + np.sum(np.log(gamma - al))) - np.log(s) - np.log(1.0 - s)
+        ), L
 
     s = 1e-3
     al = np.full(K, 1e-3 * gamma)
     if barrier(1.0, s, al)[1] is None:
         return None
-    nu = r + 2 * K + 2                      # barrier parameter: the gap is ν / t at the centre
+    nu = r + 2 * K + 2  # barrier parameter: the gap is ν / t at the centre
     t = nu / max(1.0, cV + gamma * K)
     newton = 0
     while True:
-        for _ in range(100):                # centring
+        for _ in range(100):  # centring
             val, L = barrier(t, s, al)
-            if L is None:                   # cannot happen after an accepted step; be safe
+            if L is None:  # cannot happen after an accepted step; be safe
                 return None
             Li = np.linalg.inv(L)
             At = A @ Li.T
@@ -581,16 +605,17 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
             Ht = Li @ H @ Li.T
             grad = np.empty(K + 1)
             grad[0] = -t * cV - np.trace(Ht) - 1.0 / s + 1.0 / (1.0 - s)
-            grad[1:] = (-t - (np.einsum("ij,ij->i", At, At) - np.einsum("ij,ij->i", Bt, Bt))
-                        - 1.0 / al + 1.0 / (gamma - al))
+            grad[1:] = (
+                -t - (np.einsum("ij,ij->i", At, At) - np.einsum("ij,ij->i", Bt, Bt)) - 1.0 / al + 1.0 / (gamma - al)
+            )
             AA, AB, BB = At @ At.T, At @ Bt.T, Bt @ Bt.T
             M = np.empty((K + 1, K + 1))
-            M[1:, 1:] = AA ** 2 - AB ** 2 - AB.T ** 2 + BB ** 2
-            M[1:, 1:] += np.diag(1.0 / al ** 2 + 1.0 / (gamma - al) ** 2)
+            M[1:, 1:] = AA**2 - AB**2 - AB.T**2 + BB**2
+            M[1:, 1:] += np.diag(1.0 / al**2 + 1.0 / (gamma - al) ** 2)
             hk = np.einsum("ij,jk,ik->i", At, Ht, At) - np.einsum("ij,jk,ik->i", Bt, Ht, Bt)
             M[0, 1:] = hk
             M[1:, 0] = hk
-            M[0, 0] = float(np.sum(Ht * Ht)) + 1.0 / s ** 2 + 1.0 / (1.0 - s) ** 2
+            M[0, 0] = float(np.sum(Ht * Ht)) + 1.0 / s**2 + 1.0 / (1.0 - s) ** 2
             try:
                 dx = -np.linalg.solve(M, grad)
             except np.linalg.LinAlgError:
@@ -600,12 +625,12 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
             if not dec > 2e-9 or newton > max_newton:
                 break
             step = 1.0
-            while step > 1e-12:             # backtracking (the barrier keeps the iterate inside)
+            while step > 1e-12:  # backtracking (the barrier keeps the iterate inside)
                 if barrier(t, s + step * dx[0], al + step * dx[1:])[0] <= val - 0.25 * step * dec:
                     break
                 step *= 0.5
             else:
-                break                       # no decrease found (round-off): end this centring
+                break  # no decrease found (round-off): end this centring
             s += step * dx[0]
             al = al + step * dx[1:]
         if nu / t <= gap_target or newton > max_newton:
@@ -617,8 +642,7 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
     return alpha
 
 
-def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, tol,
-                  least_squares: bool = True):
+def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, tol, least_squares: bool = True):
     """Dual recovery from the primal point X̂ (objective f): the restricted-dual barrier
     (:func:`_barrier_dual`) at the splits ``_BARRIER_DELTAS`` (smallest first: fewest
     kinks, cheapest), and only where it could not run the least-squares recovery
@@ -628,7 +652,7 @@ def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, t
     scale = max(1.0, abs(f))
     target = 0.1 * tol * scale
     barrier_ran = False
-    for delta in _BARRIER_DELTAS:         # certified dual of the restricted problem
+    for delta in _BARRIER_DELTAS:  # certified dual of the restricted problem
         if f - best_g <= tol * scale:
             break
         a_bar = _barrier_dual(U, trip, gamma, p_best, delta, target)
@@ -642,7 +666,7 @@ def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, t
     # (too many kinks, or a singular target pull): where the barrier ran, its bound
     # was never beaten by this one in our measurements, which cost 20 of 30 s on
     # breast cancer (n = 380, 335 580 triplets) for the same certificate
-    for delta in (() if barrier_ran or not least_squares else _POLISH_DELTAS):
+    for delta in () if barrier_ran or not least_squares else _POLISH_DELTAS:
         if f - best_g <= tol * scale:
             break
         a_pol = _polish_dual(U, trip, gamma, X, p_best, delta)
@@ -652,10 +676,23 @@ def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, t
     return best_g, best_alpha
 
 
-def lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: float = 1e-6,
-              max_iter: int = 20_000, check_every: int = 200, buffer: float = 1.0,
-              polish: bool = True, seed: int = 0, blas_threads: int | str | None = "config",
-              callback=None, smooth: bool = True, stall_iter: int | None = STALL_ITER) -> LMNNResult:
+def lmnn_pdhg(
+    U,
+    trip: LMNNTriplets,
+    gamma: float,
+    X0=None,
+    alpha0=None,
+    tol: float = 1e-6,
+    max_iter: int = 20_000,
+    check_every: int = 200,
+    buffer: float = 1.0,
+    polish: bool = True,
+    seed: int = 0,
+    blas_threads: int | str | None = "config",
+    callback=None,
+    smooth: bool = True,
+    stall_iter: int | None = STALL_ITER,
+) -> LMNNResult:
     """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features (smoothed
     quasi-Newton phase, then PDHG; see the module docstring and :func:`_lmnn_pdhg` for
     the parameters).  ``blas_threads`` limits the BLAS / LAPACK
@@ -664,19 +701,32 @@ def lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: fl
     oversubscribed BLAS threads slowed an r = 106 eigendecomposition 30-fold in our
     measurements); an int sets it for this call; None leaves the thread pools alone."""
     with blas_limit(blas_threads):
-        return _lmnn_pdhg(U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed,
-                          callback, smooth, stall_iter)
+        return _lmnn_pdhg(
+            U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed, callback, smooth, stall_iter
+        )
 
 
 #: ``LMNNResult.status`` of a run its callback stopped (= cvxkml.declare.problem.CALLBACK_STOP)
 CALLBACK_STOP = "stopped by callback"
-_STALL_SHRINK = 1e-3               # progress = the certified gap shrinks by more than this fraction
+_STALL_SHRINK = 1e-3  # progress = the certified gap shrinks by more than this fraction
 
 
-def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: float = 1e-6,
-               max_iter: int = 20_000, check_every: int = 200, buffer: float = 1.0,
-               polish: bool = True, seed: int = 0, callback=None, smooth: bool = True,
-               stall_iter: int | None = STALL_ITER) -> LMNNResult:
+def _lmnn_pdhg(
+    U,
+    trip: LMNNTriplets,
+    gamma: float,
+    X0=None,
+    alpha0=None,
+    tol: float = 1e-6,
+    max_iter: int = 20_000,
+    check_every: int = 200,
+    buffer: float = 1.0,
+    polish: bool = True,
+    seed: int = 0,
+    callback=None,
+    smooth: bool = True,
+    stall_iter: int | None = STALL_ITER,
+) -> LMNNResult:
     """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features.
 
     Parameters
@@ -744,7 +794,7 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
     X = np.ascontiguousarray(_psd_project(X))
     alpha = np.zeros(T) if alpha0 is None else np.clip(np.array(alpha0, dtype=np.float64), 0, gamma)
     ops = _Ops(U, trip)
-    s = None                     # the PDHG's preconditioner and operator norm: when it first steps
+    s = None  # the PDHG's preconditioner and operator norm: when it first steps
     L = None
     omega = 1.0
     w_base = np.ascontiguousarray((1.0 - gamma) * trip.target_weight)
@@ -760,12 +810,12 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
     X_sum = np.zeros_like(X)
     a_sum = np.zeros(T)
     cnt = 0
-    polish_wait, polish_backoff = 0, 1   # checks to skip before the next dual recovery
-    polish_time = 0.0                    # reported in info only
+    polish_wait, polish_backoff = 0, 1  # checks to skip before the next dual recovery
+    polish_time = 0.0  # reported in info only
     prev_f = np.inf
-    smooth_pending = bool(smooth)        # the smoothed phase runs after the check at the start
-    smooth_iter, smooth_time = 0, 0.0    # reported in info only
-    stall_gap, stall_it = np.inf, 0      # the stall rule: the gap to beat and since when
+    smooth_pending = bool(smooth)  # the smoothed phase runs after the check at the start
+    smooth_iter, smooth_time = 0, 0.0  # reported in info only
+    stall_gap, stall_it = np.inf, 0  # the stall rule: the gap to beat and since when
     history = []
     it = 0
     status = "max_iter reached"
@@ -775,7 +825,7 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
         if not np.isfinite(f):
             raise FloatingPointError("LMNN iterates became non-finite")
         g = lmnn_dual_value(U, trip, alpha, gamma, objective_bound=min(f, best_f))
-        if cnt > 0:         # restart from the averaged iterate when it is better
+        if cnt > 0:  # restart from the averaged iterate when it is better
             Xa = X_sum / cnt
             aa = alpha.copy()
             aa[work] = a_sum[work] / cnt
@@ -799,19 +849,26 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
             # deterministic budget: after a recovery that does not certify, wait 1, 2, 4, …
             # checks before the next one (O(log) recoveries per run)
             tp = time.perf_counter()
-            best_g, best_alpha = _recover_dual(U, trip, gamma, ops, best_X, best_f, best_g,
-                                               best_alpha, tol)
+            best_g, best_alpha = _recover_dual(U, trip, gamma, ops, best_X, best_f, best_g, best_alpha, tol)
             polish_time += time.perf_counter() - tp
             if best_f - best_g > tol * max(1.0, abs(best_f)):
                 polish_wait, polish_backoff = polish_backoff, 2 * polish_backoff
-        if best_g > best_f:      # a later primal value shows that bound's round-off allowance failed
+        if best_g > best_f:  # a later primal value shows that bound's round-off allowance failed
             best_g = lmnn_dual_value(U, trip, best_alpha, gamma, objective_bound=best_f)
         history.append((it, f, g, int(work.size)))
         scale = max(1.0, abs(best_f))
-        stop = callback is not None and bool(callback(
-            {"iteration": int(it), "objective": float(best_f), "dual_value": float(best_g),
-             "gap": float((best_f - best_g) / scale), "current_objective": float(f),
-             "working_triplets": int(work.size)}))
+        stop = callback is not None and bool(
+            callback(
+                {
+                    "iteration": int(it),
+                    "objective": float(best_f),
+                    "dual_value": float(best_g),
+                    "gap": float((best_f - best_g) / scale),
+                    "current_objective": float(f),
+                    "working_triplets": int(work.size),
+                }
+            )
+        )
         if best_f - best_g <= tol * scale:
             converged, status = True, "converged"
             break
@@ -820,7 +877,7 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
             break
         if it >= max_iter:
             break
-        if not smooth_pending:           # the stall rule (PDHG phase only)
+        if not smooth_pending:  # the stall rule (PDHG phase only)
             if best_f - best_g < (1.0 - _STALL_SHRINK) * stall_gap:
                 stall_gap, stall_it = best_f - best_g, it
             elif stall_iter and it - stall_it >= stall_iter:
@@ -835,8 +892,7 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
             mus = [m for m in _smooth_widths(tol) if m <= max(gap0, _SMOOTH_MUS[-1])]
             a_last = None
             finished = False
-            for mu, Xs, a_s, nit, n_work in _smooth_stages(U, trip, gamma, best_X, mus, max_iter - it,
-                                                           buffer):
+            for mu, Xs, a_s, nit, n_work in _smooth_stages(U, trip, gamma, best_X, mus, max_iter - it, buffer):
                 it += nit
                 smooth_iter += nit
                 a_last = a_s
@@ -851,16 +907,25 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
                 scale = max(1.0, abs(best_f))
                 if polish and mu <= _SMOOTH_BARRIER_MU and best_f - best_g > tol * scale:
                     tp = time.perf_counter()
-                    best_g, best_alpha = _recover_dual(U, trip, gamma, ops, best_X, best_f, best_g,
-                                                       best_alpha, tol, least_squares=False)
+                    best_g, best_alpha = _recover_dual(
+                        U, trip, gamma, ops, best_X, best_f, best_g, best_alpha, tol, least_squares=False
+                    )
                     polish_time += time.perf_counter() - tp
                 if best_g > best_f:
                     best_g = lmnn_dual_value(U, trip, best_alpha, gamma, objective_bound=best_f)
                 history.append((it, f, g, n_work))
-                stop = callback is not None and bool(callback(
-                    {"iteration": int(it), "objective": float(best_f), "dual_value": float(best_g),
-                     "gap": float((best_f - best_g) / scale), "current_objective": float(f),
-                     "working_triplets": int(n_work)}))
+                stop = callback is not None and bool(
+                    callback(
+                        {
+                            "iteration": int(it),
+                            "objective": float(best_f),
+                            "dual_value": float(best_g),
+                            "gap": float((best_f - best_g) / scale),
+                            "current_objective": float(f),
+                            "working_triplets": int(n_work),
+                        }
+                    )
+                )
                 if best_f - best_g <= tol * scale:
                     converged, status, finished = True, "converged", True
                     break
@@ -907,8 +972,28 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
         while done < n_steps:
             k = min(steps_budget.units, n_steps - done)
             tk = time.perf_counter()
-            _steps(U, X, alpha, p, trip.pi, trip.pj, w_base, trip.tt, trip.ti, work, work_pairs,
-                   sig, tau, gamma, k, X_sum, a_sum, w, OU, p_new)
+            _steps(
+                U,
+                X,
+                alpha,
+                p,
+                trip.pi,
+                trip.pj,
+                w_base,
+                trip.tt,
+                trip.ti,
+                work,
+                work_pairs,
+                sig,
+                tau,
+                gamma,
+                k,
+                X_sum,
+                a_sum,
+                w,
+                OU,
+                p_new,
+            )
             steps_budget.update(k, time.perf_counter() - tk)
             done += k
         cnt = n_steps
@@ -917,17 +1002,31 @@ def _lmnn_pdhg(U, trip: LMNNTriplets, gamma: float, X0=None, alpha0=None, tol: f
     # the reported bound with the best primal value as F_up (the tightest trace correction
     # of lmnn_dual_value, so never below the bound the stopping test used)
     best_g = lmnn_dual_value(U, trip, best_alpha, gamma, objective_bound=best_f)
-    return LMNNResult(X=best_X, alpha=best_alpha, objective=float(best_f), dual_value=float(best_g),
-                      n_iter=int(it), converged=converged, time=time.perf_counter() - t0,
-                      status=status, history=history,
-                      info={"operator_norm": L, "primal_weight": omega, "polish_time": polish_time,
-                            "smooth_iterations": int(smooth_iter), "smooth_time": smooth_time,
-                            "working_triplets": int(work.size), "triplets": int(T)})
+    return LMNNResult(
+        X=best_X,
+        alpha=best_alpha,
+        objective=float(best_f),
+        dual_value=float(best_g),
+        n_iter=int(it),
+        converged=converged,
+        time=time.perf_counter() - t0,
+        status=status,
+        history=history,
+        info={
+            "operator_norm": L,
+            "primal_weight": omega,
+            "polish_time": polish_time,
+            "smooth_iterations": int(smooth_iter),
+            "smooth_time": smooth_time,
+            "working_triplets": int(work.size),
+            "triplets": int(T),
+        },
+    )
 
 
 # --------------------------------------------------------------------------- active set of impostors
-_SCAN_ROWS = 256                   # points per distance block of the impostor scan
-_LOOSE_TOL = 1e-2                  # inner tolerance of the active-set rounds before the last
+_SCAN_ROWS = 256  # points per distance block of the impostor scan
+_LOOSE_TOL = 1e-2  # inner tolerance of the active-set rounds before the last
 
 
 def _entry_offsets(target_i, n) -> np.ndarray:
@@ -1069,15 +1168,16 @@ def impostor_scan(W, codes, target_i, target_j, margin: float, cap: int | None =
         oe = np.empty((e1 - e0) * (n if cap is None else m), np.int64)
         ol = np.empty_like(oe)
         oz = np.empty(oe.size)
-        h, tot, cnt = _scan_block(W, Z, e0, target_i, sq, fuzz, dt, float(margin), n if cap is None else int(cap),
-                                  known, oe, ol, oz)
+        h, tot, cnt = _scan_block(
+            W, Z, e0, target_i, sq, fuzz, dt, float(margin), n if cap is None else int(cap), known, oe, ol, oz
+        )
         del Z, D
         hinge += h
         total += tot
         ents.append(oe[:cnt].copy())
         imps.append(ol[:cnt].copy())
         zs.append(oz[:cnt].copy())
-    cat = (lambda a, t: np.concatenate(a).astype(t) if a else np.zeros(0, t))
+    cat = lambda a, t: np.concatenate(a).astype(t) if a else np.zeros(0, t)
     return cat(ents, np.int64), cat(imps, np.int64), cat(zs, np.float64), hinge, int(total)
 
 
@@ -1085,11 +1185,27 @@ def _keys(entries, impostors, n) -> np.ndarray:
     return np.asarray(entries, dtype=np.int64) * n + np.asarray(impostors, dtype=np.int64)
 
 
-def lmnn_active_set(U, codes, k: int, target_i, target_j, gamma: float, X0=None, tol: float = 1e-6,
-                    max_iter: int = 20_000, check_every: int = 200, buffer: float = 0.5, cap: int = 50,
-                    init_cap: int = 10, max_rounds: int = 50, polish: bool = True,
-                    blas_threads: int | str | None = "config", callback=None, smooth: bool = True,
-                    stall_iter: int | None = STALL_ITER) -> LMNNResult:
+def lmnn_active_set(
+    U,
+    codes,
+    k: int,
+    target_i,
+    target_j,
+    gamma: float,
+    X0=None,
+    tol: float = 1e-6,
+    max_iter: int = 20_000,
+    check_every: int = 200,
+    buffer: float = 0.5,
+    cap: int = 50,
+    init_cap: int = 10,
+    max_rounds: int = 50,
+    polish: bool = True,
+    blas_threads: int | str | None = "config",
+    callback=None,
+    smooth: bool = True,
+    stall_iter: int | None = STALL_ITER,
+) -> LMNNResult:
     """LMNN (eq. 18) on all triplets, solved on an active set of impostors that a full scan
     refreshes between solves (Weinberger & Saul §6), so that the n·k·(n − n_c) triplets are
     never stored.
@@ -1134,12 +1250,48 @@ def lmnn_active_set(U, codes, k: int, target_i, target_j, gamma: float, X0=None,
         ``info["rounds"]``, ``info["scan_time"]``, ``info["set_sizes"]``.
     """
     with blas_limit(blas_threads):
-        return _lmnn_active_set(U, codes, k, target_i, target_j, gamma, X0, tol, max_iter, check_every,
-                                buffer, cap, init_cap, max_rounds, polish, callback, smooth, stall_iter)
+        return _lmnn_active_set(
+            U,
+            codes,
+            k,
+            target_i,
+            target_j,
+            gamma,
+            X0,
+            tol,
+            max_iter,
+            check_every,
+            buffer,
+            cap,
+            init_cap,
+            max_rounds,
+            polish,
+            callback,
+            smooth,
+            stall_iter,
+        )
 
 
-def _lmnn_active_set(U, codes, k, target_i, target_j, gamma, X0, tol, max_iter, check_every, buffer, cap,
-                     init_cap, max_rounds, polish, callback, smooth, stall_iter) -> LMNNResult:
+def _lmnn_active_set(
+    U,
+    codes,
+    k,
+    target_i,
+    target_j,
+    gamma,
+    X0,
+    tol,
+    max_iter,
+    check_every,
+    buffer,
+    cap,
+    init_cap,
+    max_rounds,
+    polish,
+    callback,
+    smooth,
+    stall_iter,
+) -> LMNNResult:
     t0 = time.perf_counter()
     U = np.ascontiguousarray(U, dtype=np.float64)
     n, r = U.shape
@@ -1148,7 +1300,7 @@ def _lmnn_active_set(U, codes, k, target_i, target_j, gamma, X0, tol, max_iter, 
     target_j = np.asarray(target_j, dtype=np.int64)
     X = np.eye(r) if X0 is None else np.array(X0, dtype=np.float64)
     X = _psd_project(np.ascontiguousarray(X))
-    pull_w = (1.0 - gamma)
+    pull_w = 1.0 - gamma
     scan_time = 0.0
     ts = time.perf_counter()
     # the first set: the triplets near their margin at the start and the ``init_cap`` nearest
@@ -1176,7 +1328,7 @@ def _lmnn_active_set(U, codes, k, target_i, target_j, gamma, X0, tol, max_iter, 
         rounds += 1
         sub = LMNNTriplets.from_impostors(codes, k, target_i, target_j, keys // n, keys % n)
         sizes.append(int(keys.size))
-        skeys = _keys(keys // n, keys % n, n)         # the order of sub's triplets (= keys)
+        skeys = _keys(keys // n, keys % n, n)  # the order of sub's triplets (= keys)
         a0 = np.zeros(keys.size)
         if alpha_keys.size:
             pos = np.searchsorted(skeys, alpha_keys)
@@ -1194,8 +1346,22 @@ def _lmnn_active_set(U, codes, k, target_i, target_j, gamma, X0, tol, max_iter, 
         # impostors); the asked one once the last scan found no triplet outside the set
         # with a positive hinge
         inner_tol = tol if final else max(tol, _LOOSE_TOL)
-        res = _lmnn_pdhg(U, sub, gamma, X, a0, inner_tol, max(max_iter - it, 0), check_every, buffer, polish, 0,
-                         cb, smooth, stall_iter)
+        res = _lmnn_pdhg(
+            U,
+            sub,
+            gamma,
+            X,
+            a0,
+            inner_tol,
+            max(max_iter - it, 0),
+            check_every,
+            buffer,
+            polish,
+            0,
+            cb,
+            smooth,
+            stall_iter,
+        )
         it += res.n_iter
         history += [(h[0] + it - res.n_iter,) + tuple(h[1:]) for h in res.history]
         X = res.X
@@ -1224,7 +1390,7 @@ def _lmnn_active_set(U, codes, k, target_i, target_j, gamma, X0, tol, max_iter, 
                 # nothing new to add, yet not certified: the set's own gap is the full one
                 status = res.status
                 break
-            final = True          # the set is complete at this answer: solve it to tol
+            final = True  # the set is complete at this answer: solve it to tol
             continue
         final = bool(np.max(z) <= 0.0) if z.size else True
         if it >= max_iter:
@@ -1233,9 +1399,26 @@ def _lmnn_active_set(U, codes, k, target_i, target_j, gamma, X0, tol, max_iter, 
             status = "max rounds reached"
             break
         keys = np.union1d(keys, fresh)
-    return LMNNResult(X=X, alpha=res.alpha, objective=float(F_full), dual_value=float(g), n_iter=int(it),
-                      converged=converged, time=time.perf_counter() - t0, status=status, history=history,
-                      info={**info_last, "triplets": sub, "set_entries": keys // n, "set_impostors": keys % n,
-                            "rounds": rounds, "scan_time": scan_time, "smooth_time": smooth_time,
-                            "polish_time": polish_time,
-                            "set_sizes": sizes, "set_objective": float(res.objective)})
+    return LMNNResult(
+        X=X,
+        alpha=res.alpha,
+        objective=float(F_full),
+        dual_value=float(g),
+        n_iter=int(it),
+        converged=converged,
+        time=time.perf_counter() - t0,
+        status=status,
+        history=history,
+        info={
+            **info_last,
+            "triplets": sub,
+            "set_entries": keys // n,
+            "set_impostors": keys % n,
+            "rounds": rounds,
+            "scan_time": scan_time,
+            "smooth_time": smooth_time,
+            "polish_time": polish_time,
+            "set_sizes": sizes,
+            "set_objective": float(res.objective),
+        },
+    )

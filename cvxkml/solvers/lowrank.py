@@ -31,6 +31,7 @@ Implementation (issue "Paper scale"; measurements in reference/kulis2009-lowrank
   constraints with λ > 0 or violated (refreshed from one product G0 B per sweep), and stops
   on the Lagrange certificate of the whole constraint set, not on the dual change alone.
 """
+
 from __future__ import annotations
 
 import time
@@ -59,7 +60,7 @@ def cholupdatemult(alpha, x, B):
     r = x.shape[0]
     a = alpha
     h = np.empty(r)
-    acoef = np.empty(r + 1)          # acoef[i + 1] = α_{i+1} (0-based i)
+    acoef = np.empty(r + 1)  # acoef[i + 1] = α_{i+1} (0-based i)
     acoef[0] = alpha
     for i in range(r):
         t = 1.0 + a * x[i] * x[i]
@@ -112,7 +113,7 @@ def cholupdatemult_t(alpha, x, R, h, acoef, s):
         a = a / t
         acoef[i + 1] = a
         s[i] = 0.0
-    if r < _VIEW_MIN_R:                 # short rows: the views cost more than they save
+    if r < _VIEW_MIN_R:  # short rows: the views cost more than they save
         for l in range(r - 1, -1, -1):
             c = acoef[l + 1] * x[l]
             hl = h[l]
@@ -126,7 +127,7 @@ def cholupdatemult_t(alpha, x, R, h, acoef, s):
         c = acoef[l + 1] * x[l]
         hl = h[l]
         xl = x[l]
-        row = R[l, l:]                  # 1-D views from index 0: no wraparound checks, SIMD
+        row = R[l, l:]  # 1-D views from index 0: no wraparound checks, SIMD
         sl = s[l:]
         for i in range(row.shape[0]):
             old = row[i]
@@ -153,7 +154,7 @@ def _rank2_theta(g11, g12, g22, target):
     """Root θ* of h(θ) = Σ μ_k/(1 + θμ_k) = target on the PD interval, μ = eig(diag(1,−1) G).
     Returns (θ*, μ₊, μ₋)."""
     tr = g11 - g22
-    det = g12 * g12 - g11 * g22                     # ≤ 0
+    det = g12 * g12 - g11 * g22  # ≤ 0
     disc = np.sqrt(max(tr * tr - 4.0 * det, 0.0))
     mp = 0.5 * (tr + disc)
     mm = 0.5 * (tr - disc)
@@ -167,7 +168,7 @@ def _rank2_theta(g11, g12, g22, target):
     Cq = target - S
     theta = np.nan
     if abs(A) > 1e-300:
-        r1, r2 = quadratic_roots(A, Bq, Cq)          # NaN, NaN without real roots
+        r1, r2 = quadratic_roots(A, Bq, Cq)  # NaN, NaN without real roots
         ok1 = lo < r1 < hi
         ok2 = lo < r2 < hi
         if ok1 and ok2:
@@ -185,10 +186,9 @@ def _rank2_theta(g11, g12, g22, target):
         if lo < r1 < hi:
             theta = r1
     # a closed-form root that is not h's root (cancellation): bisection instead
-    if np.isfinite(theta) and not (abs(_h(theta, mp, mm) - target)
-                                   <= 1e-6 * (abs(target) + abs(mp) + abs(mm))):
+    if np.isfinite(theta) and not (abs(_h(theta, mp, mm) - target) <= 1e-6 * (abs(target) + abs(mp) + abs(mm))):
         theta = np.nan
-    if not np.isfinite(theta):                      # safeguard: bisection on the monotone h
+    if not np.isfinite(theta):  # safeguard: bisection on the monotone h
         a_ = lo if np.isfinite(lo) else -1.0
         b_ = hi if np.isfinite(hi) else 1.0
         # an open end is pushed out by doubling, at most to overflow: h may stay on one side
@@ -204,9 +204,9 @@ def _rank2_theta(g11, g12, g22, target):
                 break
             b_ *= 2.0
         if not np.isfinite(lo) and not (np.isfinite(a_) and _h(a_, mp, mm) >= target):
-            return -np.inf, mp, mm                  # h < target everywhere: the root is at −∞
+            return -np.inf, mp, mm  # h < target everywhere: the root is at −∞
         if not np.isfinite(hi) and not (np.isfinite(b_) and _h(b_, mp, mm) <= target):
-            return np.inf, mp, mm                   # h > target everywhere: unattainable
+            return np.inf, mp, mm  # h > target everywhere: unattainable
         for _ in range(200):
             mid = 0.5 * (a_ + b_)
             if _h(mid, mp, mm) > target:
@@ -279,7 +279,7 @@ def _rank2_factors(ut, vt, theta, work_y1, work_y2, work_z):
         c1, s1 = l1 - a22, a12
     else:
         c1, s1 = a12, l1 - a11
-    if c1 == 0.0 and s1 == 0.0:                     # a12 = 0, a11 = a22: any basis
+    if c1 == 0.0 and s1 == 0.0:  # a12 = 0, a11 = a22: any basis
         c1, s1 = 1.0, 0.0
     nrm = np.sqrt(c1 * c1 + s1 * s1)
     c1 /= nrm
@@ -367,8 +367,9 @@ def _project_rank2(c, R, G0, I, J, Kx, coef_u, coef_v, xi, lam, work):
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
-def _passes(R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order, n_visit,
-            state, shuffle, tol, max_passes):
+def _passes(
+    R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order, n_visit, state, shuffle, tol, max_passes
+):
     """Up to ``max_passes`` passes of Bregman projections (with the dual correction) over the
     constraints order[:n_visit], on the transposed factor R = Bᵀ (updated in place with λ
     and ξ), the order reshuffled before each pass when ``shuffle``.  After each pass the
@@ -402,7 +403,7 @@ def _passes(R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order,
                 b = J[c]
                 for k in range(r):
                     v[k] = G0[a, k] - G0[b, k]
-                if r < _VIEW_MIN_R:              # short rows: inline dot products
+                if r < _VIEW_MIN_R:  # short rows: inline dot products
                     for l in range(r):
                         acc = 0.0
                         for i in range(l, r):
@@ -446,8 +447,9 @@ def _pass_change(lam, old, idx):
     return 0.0 if den == 0.0 else num / den
 
 
-def _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit, state,
-                shuffle, tol, max_passes, budget):
+def _run_passes(
+    R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit, state, shuffle, tol, max_passes, budget
+):
     """:func:`_passes` in calls of about ``budget.units`` projections
     (:func:`~cvxkml.solvers._bregman_core.run_sliced`): whole passes when a pass fits the
     budget, else one pass in slices of the (shuffled) order.  Same iterates, same return
@@ -455,8 +457,7 @@ def _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit
     n_visit = int(n_visit)
 
     def whole(k):
-        return _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit, state,
-                       shuffle, tol, k)
+        return _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit, state, shuffle, tol, k)
 
     def begin():
         if shuffle:
@@ -465,12 +466,14 @@ def _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit
         return idx, lam[idx]
 
     def piece(sliced, a, b):
-        _, _, code, bad = _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, sliced[0][a:b],
-                                  b - a, state, False, -1.0, 1)
+        _, _, code, bad = _passes(
+            R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, sliced[0][a:b], b - a, state, False, -1.0, 1
+        )
         return code, bad
 
     def change_of(sliced):
         return _pass_change(lam, sliced[1], sliced[0])
+
     return run_sliced(whole, piece, begin, change_of, max_passes, n_visit, tol, budget)
 
 
@@ -478,6 +481,7 @@ def _lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta):
     """``gram(S)`` for :class:`~cvxkml.solvers.bregman.FarkasWatch`: the rows of the
     constraints S in the factor coordinates (prior I): a pair δ v vᵀ, a rank-two row
     u uᵀ − v vᵀ."""
+
     def gram(S):
         rows, sign, owner = [], [], []
         for k, c in enumerate(S):
@@ -493,6 +497,7 @@ def _lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta):
                 owner += [k, k]
         W = np.array(rows)
         return W @ W.T, np.array(sign), np.array(owner, dtype=np.int64)
+
     return gram
 
 
@@ -506,8 +511,9 @@ def _sweeps_lowrank(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma
     R = np.ascontiguousarray(B.T)
     order = np.arange(I.shape[0])
     state = np.zeros(1, dtype=np.uint64)
-    out = _passes(R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order,
-                  I.shape[0], state, False, tol, max_iter)
+    out = _passes(
+        R, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, order, I.shape[0], state, False, tol, max_iter
+    )
     B[:, :] = R.T
     return out
 
@@ -619,8 +625,9 @@ def _lowrank_arrays(G0, B0, kind, I, J, Kx, coef_u, coef_v, delta, target, lam0,
     return G0, R, kind, I, J, Kx, cu, cv, delta, target, lam, xi
 
 
-def _certified_now(R, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val, res, scale, change, fresh,
-                   gap_tol, viol_tol, st) -> bool:
+def _certified_now(
+    R, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val, res, scale, change, fresh, gap_tol, viol_tol, st
+) -> bool:
     """Whether :func:`lowrank_logdet` may stop after a pass that met the dual-change rule: the
     violation half of the certificate comes free with the residuals; the dual value (O(m r²)
     and two r × r eigendecompositions) is computed only when it holds (or the duals stall)."""
@@ -635,8 +642,9 @@ def _certified_now(R, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val
     return bool((-gap_tol <= cert[2] <= gap_tol and cert[3] <= viol_tol) or (change <= STALL and not fresh))
 
 
-def _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_iter, budget, watch, time_limit,
-                 stop_here, st, t0):
+def _cyclic_loop(
+    R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_iter, budget, watch, time_limit, stop_here, st, t0
+):
     """The paper's loop of :func:`lowrank_logdet`: cyclic sweeps over every constraint until the
     dual-change rule holds, in chunks that end at the Farkas checks and the time limit."""
     m = len(I)
@@ -649,19 +657,29 @@ def _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_iter
             k = min(k, max(watch.next - sweeps, 1))
         if budget.units < 64 * max(m, 1) or time_limit is not None:
             k = min(k, max(budget.units // max(m, 1), 1))
-        s, change, code, bad = _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
-                                           every, m, no_state, False, tol, k, budget)
+        s, change, code, bad = _run_passes(
+            R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, every, m, no_state, False, tol, k, budget
+        )
         sweeps += int(s)
         if code != NOT_CONVERGED or stop_here(sweeps):
             break
     st["projections"] = sweeps * m
-    return (np.ascontiguousarray(R.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
-            time.perf_counter() - t0)
+    return (
+        np.ascontiguousarray(R.T),
+        lam,
+        xi,
+        int(sweeps),
+        float(change),
+        int(code),
+        int(bad),
+        time.perf_counter() - t0,
+    )
 
 
 def _stop_rule(watch, time_limit, lam, st, t0):
     """``stop_here(sweeps)`` of :func:`lowrank_logdet`, called between chunks: a Farkas ray
     (``watch``, recorded in ``st``) or the time limit ends the run."""
+
     def stop_here(sweeps):
         if watch is not None and sweeps >= watch.next:
             ray = watch.check(sweeps, lam)
@@ -672,6 +690,7 @@ def _stop_rule(watch, time_limit, lam, st, t0):
             st["stopped"] = "time_limit"
             return True
         return False
+
     return stop_here
 
 
@@ -682,7 +701,7 @@ def _touched_rows(G0, I, J, Kx):
     pts, inv = np.unique(np.concatenate([I, J, Kx]), return_inverse=True)
     if pts.size < G0.shape[0]:
         G0 = np.ascontiguousarray(G0[pts])
-        I, J, Kx = (np.ascontiguousarray(a, dtype=np.int64) for a in (inv[:m], inv[m:2 * m], inv[2 * m:]))
+        I, J, Kx = (np.ascontiguousarray(a, dtype=np.int64) for a in (inv[:m], inv[m : 2 * m], inv[2 * m :]))
     return G0, I, J, Kx
 
 
@@ -695,10 +714,33 @@ def _passes_per_refresh(n_visit, r, rows, m, every):
     return int(min(64, max(every, refresh_cost // pass_cost)))
 
 
-def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None, tol=1e-9,
-                   max_iter=10_000, B0=None, *, lam0=None, xi0=None, gap_tol=None,
-                   viol_tol=None, order="shuffle", active_set=True, seed=0, stats=None,
-                   time_limit=None, detect_infeasible=True, max_sweeps=None):
+def lowrank_logdet(
+    G0,
+    kind,
+    I,
+    J,
+    Kx,
+    coef_u,
+    coef_v,
+    delta,
+    target,
+    gamma=None,
+    tol=1e-9,
+    max_iter=10_000,
+    B0=None,
+    *,
+    lam0=None,
+    xi0=None,
+    gap_tol=None,
+    viol_tol=None,
+    order="shuffle",
+    active_set=True,
+    seed=0,
+    stats=None,
+    time_limit=None,
+    detect_infeasible=True,
+    max_sweeps=None,
+):
     """Run the low-rank projections; returns (B, λ, ξ/targets, sweeps, change, code, bad, time).
 
     ``gamma`` applies to PAIR rows only (rank-two rows are hard constraints).
@@ -747,7 +789,8 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
     if order not in ("shuffle", "cyclic"):
         raise ValueError(f"order must be 'shuffle' or 'cyclic', not {order!r}")
     G0, R, kind, I, J, Kx, cu, cv, delta, target, lam, xi = _lowrank_arrays(
-        G0, B0, kind, I, J, Kx, coef_u, coef_v, delta, target, lam0, xi0)
+        G0, B0, kind, I, J, Kx, coef_u, coef_v, delta, target, lam0, xi0
+    )
     r, m = G0.shape[1], len(I)
     g = np.inf if gamma is None else float(gamma)
     tol = float(tol)
@@ -761,29 +804,50 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
     budget = WorkBudget(start=max(m, 1) * 4)
     watch = None
     if detect_infeasible and np.isinf(g) and m:
-        watch = FarkasWatch(_lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta),
-                            np.where(kind == PAIR, delta * target, target))
+        watch = FarkasWatch(
+            _lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta), np.where(kind == PAIR, delta * target, target)
+        )
     t0 = time.perf_counter()
     stop_here = _stop_rule(watch, time_limit, lam, st, t0)
-    if order == "cyclic" and not active_set and not certify:          # the paper's loop
-        return _cyclic_loop(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_iter, budget,
-                            watch, time_limit, stop_here, st, t0)
+    if order == "cyclic" and not active_set and not certify:  # the paper's loop
+        return _cyclic_loop(
+            R,
+            G0,
+            kind,
+            I,
+            J,
+            Kx,
+            cu,
+            cv,
+            delta,
+            xi,
+            lam,
+            g,
+            tol,
+            max_iter,
+            budget,
+            watch,
+            time_limit,
+            stop_here,
+            st,
+            t0,
+        )
     # only the rows of G0 that the constraints touch (G = G0 B costs O(rows · r²))
     G0, I, J, Kx = _touched_rows(G0, I, J, Kx)
     G = np.empty_like(G0)
-    scale = np.maximum(1.0, np.abs(target))     # relative violations, as the problem's
+    scale = np.maximum(1.0, np.abs(target))  # relative violations, as the problem's
     res = np.empty(m)
     val = np.empty(m)
     visit = np.arange(m, dtype=np.int64)
     n_visit = m
     state = np.array([0x5EED0000 + int(seed)], dtype=np.uint64)
     sweeps, change, code, bad = 0, np.inf, NOT_CONVERGED, -1
-    rule = False                            # the last pass met the dual-change rule
+    rule = False  # the last pass met the dual-change rule
     visited = np.ones(m, dtype=np.bool_)
-    every = 1                               # passes between refreshes of the active set
+    every = 1  # passes between refreshes of the active set
     while True:
         if active_set or (certify and rule):
-            np.dot(G0, R.T, out=G)                 # G = G0 B
+            np.dot(G0, R.T, out=G)  # G = G0 B
             _residuals(G, kind, I, J, Kx, cu, cv, delta, xi, res, val)
             st["refreshes"] += 1
             if not np.all(np.isfinite(res)):
@@ -792,11 +856,32 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
         # a violated constraint the last passes left out (it became violated meanwhile)
         fresh = rule and active_set and bool(np.any((res > 0.0) & ~visited))
         if rule and not certify:
-            if not fresh:               # the paper's rule, over every constraint that can move
+            if not fresh:  # the paper's rule, over every constraint that can move
                 code = OK
                 break
-        elif rule and _certified_now(R, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val, res, scale,
-                                     change, fresh, gap_tol, viol_tol, st):
+        elif rule and _certified_now(
+            R,
+            G0,
+            kind,
+            I,
+            J,
+            Kx,
+            cu,
+            cv,
+            delta,
+            target,
+            xi,
+            lam,
+            g,
+            val,
+            res,
+            scale,
+            change,
+            fresh,
+            gap_tol,
+            viol_tol,
+            st,
+        ):
             code = OK
             break
         if sweeps >= max_iter:
@@ -819,12 +904,30 @@ def lowrank_logdet(G0, kind, I, J, Kx, coef_u, coef_v, delta, target, gamma=None
             chunk = min(chunk, max(budget.units // max(n_visit, 1), 1))
         if watch is not None:
             chunk = min(chunk, max(watch.next - sweeps, 1))
-        s, change, code, bad = _run_passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g,
-                                           visit, n_visit, state, order == "shuffle", tol,
-                                           chunk, budget)
+        s, change, code, bad = _run_passes(
+            R,
+            G0,
+            kind,
+            I,
+            J,
+            Kx,
+            cu,
+            cv,
+            delta,
+            xi,
+            lam,
+            g,
+            visit,
+            n_visit,
+            state,
+            order == "shuffle",
+            tol,
+            chunk,
+            budget,
+        )
         st["projections"] += s * n_visit
         sweeps += s
-        if code not in (OK, NOT_CONVERGED):          # a breakdown at constraint ``bad``
+        if code not in (OK, NOT_CONVERGED):  # a breakdown at constraint ``bad``
             break
         rule = code == OK
         code = NOT_CONVERGED

@@ -50,6 +50,7 @@ which the caller builds the certified bound
 valid for any such multipliers (the declare side computes it; a solver does not certify
 its own answer).  NumPy / SciPy only: no CVXPY.
 """
+
 from __future__ import annotations
 
 import time
@@ -134,8 +135,7 @@ class _PairRows(_Rows):
 
     def schur(self, e):
         reps = self._sign.size // self.K
-        data = np.bincount(self._pos, weights=self._sign * (np.tile(e, reps) if reps > 1 else e),
-                           minlength=self._nnz)
+        data = np.bincount(self._pos, weights=self._sign * (np.tile(e, reps) if reps > 1 else e), minlength=self._nnz)
         L = sp.csr_matrix((data, self._indices, self._indptr), shape=(self.n_pairs, self.n_pairs))
         return self.QP.T @ (L @ self.QP)
 
@@ -191,13 +191,12 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
     D = D if isinstance(D, _Rows) else _Rows(np.asarray(D, dtype=float).reshape(-1, n_p))
     K = D.K
     # scale the objective so its data are O(1) (hinge data are constraint rows: unscaled)
-    scale = max(float(np.abs(Cs).max(initial=0.0)),
-                float(np.max(c * D.row_absmax(), initial=0.0)), 1e-300)
+    scale = max(float(np.abs(Cs).max(initial=0.0)), float(np.max(c * D.row_absmax(), initial=0.0)), 1e-300)
     Cn, cn = Cs / scale, c / scale
-    a = f.copy()                                      # svec(11ᵀ): ⟨11ᵀ, P⟩ = a·p
+    a = f.copy()  # svec(11ᵀ): ⟨11ᵀ, P⟩ = a·p
     Io, Jo = I[off], J[off]
     # start: P0 = (I/m + 11ᵀ/m²)/2 (strictly inside S), a dual-feasible (Z, N, ν, α, β)
-    P = 0.5 * (np.eye(m) / m + np.full((m, m), 1.0 / m ** 2))
+    P = 0.5 * (np.eye(m) / m + np.full((m, m), 1.0 / m**2))
     p = svec(P)
     arg0 = b + D.dot(p) if K else np.zeros(0)
     theta = max(1.0, float(np.median(np.abs(arg0)))) if K else 1.0
@@ -208,7 +207,7 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
     lam0 = np.linalg.eigvalsh(G0)
     t0 = max(0.0, -lam0[0]) + max(1.0, float(np.abs(lam0).max()))
     nu = -t0
-    nn = np.full(Io.size, 2.0 * t0)                    # N = t0 (11ᵀ − I): N_ij = nn/2
+    nn = np.full(Io.size, 2.0 * t0)  # N = t0 (11ᵀ − I): N_ij = nn/2
     Z = G0 + t0 * np.eye(m)
     theta_deg = m + Io.size + 2 * K
     status = "max_iter"
@@ -243,8 +242,12 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
         mu = comp / theta_deg
         pobj = float(Cn @ p) + float(cn @ xi)
         dobj = float(b @ alpha) + nu
-        res = max(float(np.abs(R_P).max()), float(np.abs(r_xi).max(initial=0.0)),
-                  float(np.abs(r_h).max(initial=0.0)) / max(1.0, theta), abs(r_e))
+        res = max(
+            float(np.abs(R_P).max()),
+            float(np.abs(r_xi).max(initial=0.0)),
+            float(np.abs(r_h).max(initial=0.0)) / max(1.0, theta),
+            abs(r_e),
+        )
         # relative gap, or an absolute one at the round-off level of the O(1) scaled data
         # (when w·W dominates C the objective is tiny in scaled units: w = 1e8 makes it 1e-7)
         ref = max(abs(pobj + const / scale), 1.0 / scale, ABS_GAP / tol)
@@ -265,7 +268,7 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
         lis = 1.0 / np.sqrt(lam)
         R = Ls @ Vt.T * lis[None, :]
         Rinv = (lis[:, None] * U.T) @ Lz.T
-        Winv = Rinv.T @ Rinv                                          # W_nt⁻¹
+        Winv = Rinv.T @ Rinv  # W_nt⁻¹
         w3 = beta / xi
         w4 = alpha / s
         e = w3 * w4 / (w3 + w4)
@@ -275,11 +278,11 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
         M = 0.5 * (M + M.T)
         try:
             cho = sla.cho_factor(M, lower=True, check_finite=False)
-            solveM = lambda v: sla.cho_solve(cho, v, check_finite=False)   # noqa: E731
+            solveM = lambda v: sla.cho_solve(cho, v, check_finite=False)  # noqa: E731
         except (np.linalg.LinAlgError, sla.LinAlgError):
             reg = 1e-14 * float(np.abs(np.diag(M)).max())
             lu = sla.lu_factor(M + reg * np.eye(n_p), check_finite=False)
-            solveM = lambda v: sla.lu_solve(lu, v, check_finite=False)     # noqa: E731
+            solveM = lambda v: sla.lu_solve(lu, v, check_finite=False)  # noqa: E731
         Ma = solveM(a)
         aMa = float(a @ Ma)
 
@@ -306,10 +309,8 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
         def steps(dP, dxi, ds, dal, dbe, dnn, dZ):
             A_ = Rinv @ dP @ Rinv.T
             B_ = R.T @ dZ @ R
-            tp = min(max_step_psd(lis, A_), max_step_lp(pn, dP[Io, Jo]),
-                     max_step_lp(xi, dxi), max_step_lp(s, ds))
-            td = min(max_step_psd(lis, B_), max_step_lp(nn, dnn),
-                     max_step_lp(alpha, dal), max_step_lp(beta, dbe))
+            tp = min(max_step_psd(lis, A_), max_step_lp(pn, dP[Io, Jo]), max_step_lp(xi, dxi), max_step_lp(s, ds))
+            td = min(max_step_psd(lis, B_), max_step_lp(nn, dnn), max_step_lp(alpha, dal), max_step_lp(beta, dbe))
             return tp, td, A_, B_
 
         # predictor
@@ -317,15 +318,18 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
         dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu = aff
         tp, td, A_, B_ = steps(dP, dxi, ds, dal, dbe, dnn, dZ)
         tp = td = min(1.0, tp, td)
-        comp_aff = (float(np.sum((P + tp * dP) * (Z + td * dZ)))
-                    + float((pn + tp * dP[Io, Jo]) @ (nn + td * dnn))
-                    + float((xi + tp * dxi) @ (beta + td * dbe)) + float((s + tp * ds) @ (alpha + td * dal)))
+        comp_aff = (
+            float(np.sum((P + tp * dP) * (Z + td * dZ)))
+            + float((pn + tp * dP[Io, Jo]) @ (nn + td * dnn))
+            + float((xi + tp * dxi) @ (beta + td * dbe))
+            + float((s + tp * ds) @ (alpha + td * dal))
+        )
         sigma = min(1.0, max(0.0, comp_aff / comp)) ** 3
         # corrector (Mehrotra): second-order terms of the affine step
         tpa, tda = tp, td
 
         def combined(kc):
-            Dm = sigma * mu * np.eye(m) - np.diag(lam ** 2) - 0.5 * kc * (A_ @ B_ + B_ @ A_)
+            Dm = sigma * mu * np.eye(m) - np.diag(lam**2) - 0.5 * kc * (A_ @ B_ + B_ @ A_)
             E = 2.0 * Dm / (lam[:, None] + lam[None, :])
             Zrhs = Rinv.T @ E @ Rinv
             d_n = sigma * mu - pn * nn - kc * dPa[Io, Jo] * dnna
@@ -352,9 +356,15 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
             break
         # stay in a wide neighbourhood: every complementarity product >= γ·μ(t), γ =
         # NEIGHBOURHOOD (or half the current ratio when the iterate is not yet inside it)
-        now = min(float(np.min(lam ** 2)), float(np.min(pn * nn, initial=np.inf)),
-                  float(np.min(xi * beta, initial=np.inf)),
-                  float(np.min(s * alpha, initial=np.inf))) / mu
+        now = (
+            min(
+                float(np.min(lam**2)),
+                float(np.min(pn * nn, initial=np.inf)),
+                float(np.min(xi * beta, initial=np.inf)),
+                float(np.min(s * alpha, initial=np.inf)),
+            )
+            / mu
+        )
         gam = min(NEIGHBOURHOOD, 0.5 * now)
         for _ in range(30):
             try:
@@ -362,8 +372,12 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
                 pz = np.linalg.eigvalsh(Lt.T @ (Z + td * dZ) @ Lt)
             except np.linalg.LinAlgError:
                 pz = np.array([-1.0])
-            prods = [pz, (pn + tp * dP[Io, Jo]) * (nn + td * dnn), (xi + tp * dxi) * (beta + td * dbe),
-                     (s + tp * ds) * (alpha + td * dal)]
+            prods = [
+                pz,
+                (pn + tp * dP[Io, Jo]) * (nn + td * dnn),
+                (xi + tp * dxi) * (beta + td * dbe),
+                (s + tp * ds) * (alpha + td * dal),
+            ]
             mut = sum(float(np.sum(x)) for x in prods) / theta_deg
             if min(float(np.min(x, initial=np.inf)) for x in prods) >= gam * mut:
                 break
@@ -379,18 +393,37 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
         beta = beta + td * dbe
         nu = nu + td * dnu
     N = nmat(nn)
-    return dict(P=P, p=p, Z=Z * scale, N=N * scale, alpha=np.clip(alpha * scale, 0.0, c), nu=nu * scale,
-                iterations=it, status=status, pobj=pobj * scale + const, dobj=dobj * scale + const)
+    return dict(
+        P=P,
+        p=p,
+        Z=Z * scale,
+        N=N * scale,
+        alpha=np.clip(alpha * scale, 0.0, c),
+        nu=nu * scale,
+        iterations=it,
+        status=status,
+        pobj=pobj * scale + const,
+        dobj=dobj * scale + const,
+    )
 
 
 # --------------------------------------------------------------------------- working set
 def _default_start(m: int) -> np.ndarray:
-    return 0.5 * (np.eye(m) / m + np.full((m, m), 1.0 / m ** 2))
+    return 0.5 * (np.eye(m) / m + np.full((m, m), 1.0 / m**2))
 
 
-def weight_step_ipm(terms: HingeTerms, L=None, P0=None, tol: float = 1e-9, max_iter: int = 80,
-                    kink_target: int | None = None, max_rounds: int = 50, cold_budget: float = 1e5,
-                    sample: int = 2000, blas_threads="config") -> FastResult:
+def weight_step_ipm(
+    terms: HingeTerms,
+    L=None,
+    P0=None,
+    tol: float = 1e-9,
+    max_iter: int = 80,
+    kink_target: int | None = None,
+    max_rounds: int = 50,
+    cold_budget: float = 1e5,
+    sample: int = 2000,
+    blas_threads="config",
+) -> FastResult:
     """Solve eq. 15: min h(P) + ⟨L, P⟩ over S (h = ``terms``, L e.g. w·W), by the working-set
     interior-point method of the module docstring.
 
@@ -440,8 +473,7 @@ def weight_step_ipm(terms: HingeTerms, L=None, P0=None, tol: float = 1e-9, max_i
         reduced solve reached ``tol`` and the working set settled.
     """
     with blas_limit(blas_threads):
-        return _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_budget,
-                                int(sample))
+        return _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_budget, int(sample))
 
 
 def _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_budget, sample):
@@ -456,7 +488,7 @@ def _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_
     kept = np.zeros(T, dtype=bool)
     cold = P0 is None
     free_idx = np.flatnonzero(free)
-    if cold and free.any() and terms.pairs_touched(free_idx) * n_p ** 2 <= cold_budget:
+    if cold and free.any() and terms.pairs_touched(free_idx) * n_p**2 <= cold_budget:
         kept = free.copy()
         arg = np.zeros(T)
     else:
@@ -467,21 +499,20 @@ def _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_
             pick = np.sort(np.random.default_rng(0).choice(free_idx, sample, replace=False))
             sub = np.concatenate([pick, np.flatnonzero(always_on | always_off)])
             scale_w = np.ones(sub.size)
-            scale_w[:pick.size] = free_idx.size / pick.size
+            scale_w[: pick.size] = free_idx.size / pick.size
             st = terms.subset(sub)
             st.c = st.c * scale_w
             st._safe = (always_on[sub], always_off[sub])
-            P0 = _weight_step_ipm(st, L, None, max(tol, 1e-6), max_iter, kink_target, max_rounds, np.inf,
-                                  sample).matrix
+            P0 = _weight_step_ipm(st, L, None, max(tol, 1e-6), max_iter, kink_target, max_rounds, np.inf, sample).matrix
         target = max(64, 2 * n_p) if kink_target is None else int(kink_target)
         if cold and free_idx.size > sample:
-            target = max(target, sample)        # the sample's P is rougher than a previous P*
+            target = max(target, sample)  # the sample's P is rougher than a previous P*
         P0 = _default_start(m) if P0 is None else np.asarray(P0, dtype=float)
         arg = terms.arguments(svec(0.5 * (P0 + P0.T)))
         cand = np.flatnonzero(free)
         if cand.size:
             order = cand[np.argsort(np.abs(arg[cand]))]
-            kept[order[:min(target, order.size)]] = True
+            kept[order[: min(target, order.size)]] = True
             kept |= free & (np.abs(arg) <= 1e-9 * (1.0 + np.abs(terms.b)))
     lin = ~kept & (always_on | (free & (arg > 0)))
     history, ipm_its, rounds = [], 0, 0
@@ -493,8 +524,9 @@ def _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_
         lin_idx = np.flatnonzero(lin)
         Chat = Cbase + (terms.adjoint(np.where(lin, terms.c, 0.0)) if lin_idx.size else 0.0)
         const = float(terms.c[lin_idx] @ terms.b[lin_idx])
-        out = dnn_hinge_ipm(Chat, _kept_rows(terms, idx), terms.b[idx], terms.c[idx], m, tol=tol,
-                            max_iter=max_iter, const=const)
+        out = dnn_hinge_ipm(
+            Chat, _kept_rows(terms, idx), terms.b[idx], terms.c[idx], m, tol=tol, max_iter=max_iter, const=const
+        )
         ipm_its += out["iterations"]
         history.append(int(idx.size))
         p = out["p"]
@@ -516,8 +548,27 @@ def _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_
     alpha = np.where(lin, terms.c, 0.0)
     alpha[idx] = out["alpha"]
     return FastResult(
-        matrix=out["P"], lam=alpha, xi=arg, sweeps=ipm_its, dual_change=disc, code=code, bad_index=-1,
+        matrix=out["P"],
+        lam=alpha,
+        xi=arg,
+        sweeps=ipm_its,
+        dual_change=disc,
+        code=code,
+        bad_index=-1,
         time=time.perf_counter() - t0,
-        extra=dict(solver="working-set-ipm", nu=out["nu"], N=out["N"], Z=out["Z"], value=value,
-                   reduced_value=out["pobj"], reduced_dual=out["dobj"], rounds=rounds, kept=history,
-                   ipm_iterations=ipm_its, ipm_status=out["status"], discrepancy=disc, cold=cold))
+        extra=dict(
+            solver="working-set-ipm",
+            nu=out["nu"],
+            N=out["N"],
+            Z=out["Z"],
+            value=value,
+            reduced_value=out["pobj"],
+            reduced_dual=out["dobj"],
+            rounds=rounds,
+            kept=history,
+            ipm_iterations=ipm_its,
+            ipm_status=out["status"],
+            discrepancy=disc,
+            cold=cold,
+        ),
+    )

@@ -33,6 +33,7 @@ Constraints arrive as signed rank-one terms (:mod:`cvxkml.declare.terms`):
 plus O(p r²) (A(λ) over the terms with λ ≠ 0 only).  The Lipschitz constant λ_max(G) is
 found by Lanczos above 500 constraints.  No CVXPY here.
 """
+
 from __future__ import annotations
 
 import time
@@ -63,7 +64,7 @@ class _Ops(RankOneTerms):
 
     def __init__(self, U, w, ptr, t):
         super().__init__(U, w, ptr, t)
-        self._basis = None                   # hess_vec's cache: (V, Γ, U V, …) of one point
+        self._basis = None  # hess_vec's cache: (V, Γ, U V, …) of one point
 
     def _aggregate(self, Ht):
         """Σ over the terms of each constraint, rows and columns: Sᵀ Ht S with S the
@@ -94,8 +95,7 @@ class _Ops(RankOneTerms):
             # the largest eigenvalue by Lanczos (a dense eigvalsh of an m × m G costs m³)
             v0 = np.random.default_rng(rng_seed).standard_normal(self.m)
             try:
-                top = float(eigsh(G, k=1, which="LA", tol=1e-12, v0=v0,
-                                  return_eigenvectors=False)[0])
+                top = float(eigsh(G, k=1, which="LA", tol=1e-12, v0=v0, return_eigenvectors=False)[0])
             except ArpackError:
                 top = float(np.linalg.eigvalsh(G)[-1])
             return max(top, _TINY)
@@ -117,8 +117,9 @@ class _Ops(RankOneTerms):
         fp = np.maximum(mu, 0.0)
         dm = mu[:, None] - mu[None, :]
         same = np.abs(dm) <= 1e-14 * max(1.0, float(np.max(np.abs(mu))))
-        return np.where(same, (mu[:, None] > 0) & (mu[None, :] > 0),
-                        (fp[:, None] - fp[None, :]) / np.where(same, 1.0, dm)).astype(float)
+        return np.where(
+            same, (mu[:, None] > 0) & (mu[None, :] > 0), (fp[:, None] - fp[None, :]) / np.where(same, 1.0, dm)
+        ).astype(float)
 
     def hess_vec(self, Gam, V, v):
         """H v = 𝒜*(V(Γ ∘ Vᵀ A(v) V)Vᵀ) (matrix-free), computed in the eigenbasis: with
@@ -134,15 +135,23 @@ class _Ops(RankOneTerms):
                 flat = np.zeros_like(flat)
             P = np.flatnonzero(~flat)
             Z = np.flatnonzero(flat)
-            cache = self._basis = (V, Gam, Y, P, Z, np.ascontiguousarray(Y[:, P]),
-                                   np.ascontiguousarray(Y[:, Z]), np.ascontiguousarray(Gam[P]))
+            cache = self._basis = (
+                V,
+                Gam,
+                Y,
+                P,
+                Z,
+                np.ascontiguousarray(Y[:, P]),
+                np.ascontiguousarray(Y[:, Z]),
+                np.ascontiguousarray(Gam[P]),
+            )
         _, _, Y, P, Z, YP, YZ, GP = cache
         coef = self.w * v[self.owner]
         nz = np.flatnonzero(coef)
         if nz.size == 0:
             return np.zeros(self.m)
-        Dp = (YP[nz] * coef[nz, None]).T @ Y[nz]              # rows P of Yᵀ diag(c) Y
-        Mp = GP * Dp                                          # rows P of Γ ∘ Dt
+        Dp = (YP[nz] * coef[nz, None]).T @ Y[nz]  # rows P of Yᵀ diag(c) Y
+        Mp = GP * Dp  # rows P of Γ ∘ Dt
         q = np.einsum("ij,ij->i", YP @ Mp, Y)
         if Z.size:
             q += np.einsum("ij,ij->i", YZ @ Mp[:, Z].T, YP)
@@ -154,7 +163,7 @@ class _Ops(RankOneTerms):
         function (default: those of max(μ, 0), the Frobenius case)."""
         if Gam is None:
             Gam = self.divided_differences(mu)
-        Ut = self.U @ V                                        # (p, r)
+        Ut = self.U @ V  # (p, r)
         Q = (Ut[:, :, None] * Ut[:, None, :]).reshape(Ut.shape[0], -1)
         Ht = (Q * Gam.ravel()) @ Q.T * np.outer(self.w, self.w)
         H = self._aggregate(Ht)
@@ -176,7 +185,7 @@ def _evaluate(ops, lam):
 
 def _kkt(ops, lam, g, grad, X, f):
     """(relative gap, relative violation) of the stopping rule."""
-    gap = float(lam @ (-grad))                 # f − g = Σ λ_c (t_c − tr(X̂Â_c))
+    gap = float(lam @ (-grad))  # f − g = Σ λ_c (t_c − tr(X̂Â_c))
     rel_gap = abs(gap) / max(f, abs(g), _TINY)
     scale = np.maximum(np.maximum(np.abs(ops.t), 1e-6 * ops.norms * np.linalg.norm(X)), _TINY)
     rel_viol = float(np.max(np.maximum(grad, 0.0) / scale, initial=0.0))
@@ -195,7 +204,7 @@ def _newton(ops, lam, L, tol, max_steps=30, sigma=1e-4, dense=True):
         eps = float(np.max(np.abs(lam - np.maximum(lam + grad / L, 0.0)), initial=0.0))
         active = (lam <= eps) & (grad < 0)
         free = ~active
-        d = grad / L                              # projected-gradient part on the active set
+        d = grad / L  # projected-gradient part on the active set
         if np.any(free) and dense:
             H = ops.hessian(mu, V)[np.ix_(free, free)]
             reg = 1e-12 * max(float(np.max(np.diag(H), initial=0.0)), _TINY)
@@ -213,6 +222,7 @@ def _newton(ops, lam, L, tol, max_steps=30, sigma=1e-4, dense=True):
                 vfull[:] = 0.0
                 vfull[free] = vF
                 return ops.hess_vec(Gam, V, vfull)[free] + reg * vF
+
             eta = min(0.1, max(1e-10, np.sqrt(max(rg, rv))))
             d[free] = cg(matvec, grad[free], eta, maxiter=min(500, 5 * int(np.sum(free)) + 10))[0]
         s = 1.0
@@ -224,16 +234,25 @@ def _newton(ops, lam, L, tol, max_steps=30, sigma=1e-4, dense=True):
             s *= 0.5
         else:
             return lam, step, False
-        if gc <= g:                                # no progress: stagnation
+        if gc <= g:  # no progress: stagnation
             return lam, step, False
         lam, g, grad, X, f, mu, V = cand, gc, gradc, Xc, fc, muc, Vc
     rg, rv = _kkt(ops, lam, g, grad, X, f)
     return lam, max_steps, (rg <= tol and rv <= tol)
 
 
-def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam0=None,
-              newton: str | bool = "auto", check_every: int = 5,
-              newton_budget: float = 1e6) -> FastResult:
+def _pola_dual_impl(
+    U,
+    w,
+    ptr,
+    t,
+    tol: float = 1e-9,
+    max_iter: int = 20_000,
+    lam0=None,
+    newton: str | bool = "auto",
+    check_every: int = 5,
+    newton_budget: float = 1e6,
+) -> FastResult:
     """Solve min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c on the dual (see the module doc).
 
     Parameters
@@ -270,7 +289,7 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
     lam = np.zeros(m) if lam0 is None else np.maximum(np.array(lam0, dtype=np.float64), 0.0)
     L = ops.lipschitz()
     use_newton = newton is True or newton == "auto"
-    dense = ops.U.shape[0] * ops.r ** 2 <= newton_budget and ops.m <= 3000
+    dense = ops.U.shape[0] * ops.r**2 <= newton_budget and ops.m <= 3000
     lam_prev = lam.copy()
     tk = 1.0
     restarts = 0
@@ -301,20 +320,19 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
                 infeasible = True
                 break
         if use_newton and it >= next_newton:
-            lam_n, steps, ok = _newton(ops, lam, L, tol, max_steps=min(30, max_iter - it - newton_steps),
-                                       dense=dense)
+            lam_n, steps, ok = _newton(ops, lam, L, tol, max_steps=min(30, max_iter - it - newton_steps), dense=dense)
             newton_steps += steps
             if steps:
                 lam, lam_prev, tk = lam_n, lam_n.copy(), 1.0
             if ok:
-                continue                            # re-evaluated (and accepted) at the loop top
+                continue  # re-evaluated (and accepted) at the loop top
             mmin, lin = ops.farkas_test(lam)
             if mmin >= -1e-12 and lin <= -1e-6:
                 infeasible = True
                 break
             next_newton = it + wait
             wait *= 2
-        for _ in range(check_every):               # FISTA iterations between checks
+        for _ in range(check_every):  # FISTA iterations between checks
             if it + newton_steps >= max_iter:
                 break
             tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * tk * tk))
@@ -343,20 +361,53 @@ def _pola_dual_impl(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam
     elapsed = time.perf_counter() - t0
     code = OK if converged else (NONFINITE if nonfinite else NOT_CONVERGED)
     return FastResult(
-        matrix=0.5 * (X + X.T), lam=lam, xi=np.zeros(0), sweeps=int(it + newton_steps),
-        dual_change=float(max(rel_gap, rel_viol)), code=code, bad_index=-1, time=elapsed,
-        extra={"solver": "pola-dual", "rel_gap": float(rel_gap), "rel_violation": float(rel_viol),
-               "fista_iterations": int(it), "newton_steps": int(newton_steps), "restarts": int(restarts),
-               "lipschitz": float(L),
-               "farkas": farkas, "infeasible": bool(infeasible)})
+        matrix=0.5 * (X + X.T),
+        lam=lam,
+        xi=np.zeros(0),
+        sweeps=int(it + newton_steps),
+        dual_change=float(max(rel_gap, rel_viol)),
+        code=code,
+        bad_index=-1,
+        time=elapsed,
+        extra={
+            "solver": "pola-dual",
+            "rel_gap": float(rel_gap),
+            "rel_violation": float(rel_viol),
+            "fista_iterations": int(it),
+            "newton_steps": int(newton_steps),
+            "restarts": int(restarts),
+            "lipschitz": float(L),
+            "farkas": farkas,
+            "infeasible": bool(infeasible),
+        },
+    )
 
 
-def pola_dual(U, w, ptr, t, tol: float = 1e-9, max_iter: int = 20_000, lam0=None,
-              newton: str | bool = "auto", check_every: int = 5,
-              newton_budget: float = 1e6) -> FastResult:
+def pola_dual(
+    U,
+    w,
+    ptr,
+    t,
+    tol: float = 1e-9,
+    max_iter: int = 20_000,
+    lam0=None,
+    newton: str | bool = "auto",
+    check_every: int = 5,
+    newton_budget: float = 1e6,
+) -> FastResult:
     """Solve min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c (see :func:`_pola_dual_impl` and the
     module doc).  BLAS/LAPACK threads follow the ``blas_threads`` option (default 1: many
     small eigendecompositions, and multithreaded ones stall on a busy machine)."""
     with blas_limit():
-        return _pola_dual_impl(U, w, ptr, t, tol=tol, max_iter=max_iter, lam0=lam0, newton=newton,
-                               check_every=check_every, newton_budget=newton_budget)
+        return _pola_dual_impl(
+            U,
+            w,
+            ptr,
+            t,
+            tol=tol,
+            max_iter=max_iter,
+            lam0=lam0,
+            newton=newton,
+            check_every=check_every,
+            newton_budget=newton_budget,
+        )

@@ -12,9 +12,9 @@ learned matrix in the problem's own space with one multiplier per constraint in
 ``problem.violations`` order.  The problem then computes the objective, the violations and
 the Lagrange-dual certificate itself: a solver cannot certify its own answer.
 """
+
 from __future__ import annotations
 
 from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, UNBOUNDED, FastResult, Status
 
-__all__ = ["Status", "FastResult", "OK", "NOT_CONVERGED", "NONPOSITIVE_DISTANCE", "NONFINITE",
-           "UNBOUNDED"]
+__all__ = ["Status", "FastResult", "OK", "NOT_CONVERGED", "NONPOSITIVE_DISTANCE", "NONFINITE", "UNBOUNDED"]

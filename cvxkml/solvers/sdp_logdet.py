@@ -47,6 +47,7 @@ for small γ the dual change is tiny long before X is feasible.)  The result's
 ``dual_change`` field holds this KKT residual.  X is recomputed from λ (Cholesky) every
 ``refresh`` sweeps and at the end, so the returned X is exactly X(λ).
 """
+
 from __future__ import annotations
 
 import time
@@ -63,7 +64,7 @@ from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, UNBOUNDE
 
 __all__ = ["barrier_bregman", "barrier_primal", "project_one", "UNBOUNDED", "INFEASIBLE_CONSTRAINT"]
 
-INFEASIBLE_CONSTRAINT = NONPOSITIVE_DISTANCE    # a single constraint unsatisfiable by X ≻ 0
+INFEASIBLE_CONSTRAINT = NONPOSITIVE_DISTANCE  # a single constraint unsatisfiable by X ≻ 0
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -91,14 +92,14 @@ def _root(mu, gamma, t, lam_c):
         mu_max = max(mu_max, mu[k])
         mu_min = min(mu_min, mu[k])
         scale = max(scale, abs(mu[k]))
-    if scale == 0.0:                                   # Â_c vanishes on the space
+    if scale == 0.0:  # Â_c vanishes on the space
         return (-lam_c, True) if t >= 0.0 else (0.0, False)
     lo_dom = -1.0 / mu_max if mu_max > 0.0 else -np.inf
     hi_dom = -1.0 / mu_min if mu_min < 0.0 else np.inf
     h0, _, _ = _h(mu, gamma, t, 0.0)
     if h0 == 0.0:
         return 0.0, True
-    if h0 < 0.0:                                       # move down (root < 0), capped at −λ_c
+    if h0 < 0.0:  # move down (root < 0), capped at −λ_c
         if -lam_c > lo_dom:
             hc, _, _ = _h(mu, gamma, t, -lam_c)
             if hc <= 0.0:
@@ -106,18 +107,18 @@ def _root(mu, gamma, t, lam_c):
             lo = -lam_c
             lo_open = False
         else:
-            lo = lo_dom                                # h → +∞ at the pole
+            lo = lo_dom  # h → +∞ at the pole
             lo_open = True
         hi = 0.0
         hi_open = False
-    else:                                              # move up (root > 0)
+    else:  # move up (root > 0)
         lo = 0.0
         lo_open = False
         if np.isfinite(hi_dom):
-            hi = hi_dom                                # h → −∞ at the pole
+            hi = hi_dom  # h → −∞ at the pole
             hi_open = True
         else:
-            if -t >= 0.0:                              # h(∞) = −t >= 0: no root
+            if -t >= 0.0:  # h(∞) = −t >= 0: no root
                 return 0.0, False
             hi = 1.0 / scale
             for _ in range(2000):
@@ -160,7 +161,7 @@ def _project_q(X, Uc, wc, t_c, lam_c, gamma, XU, G):
     h(0) = tr(XÂ_c) − t_c before the projection, its scale max(|t_c|, γΣ|μ_k|))."""
     q = Uc.shape[0]
     r = X.shape[0]
-    for a in range(q):                                  # XU = X U_cᵀ (r × q)
+    for a in range(q):  # XU = X U_cᵀ (r × q)
         for i in range(r):
             s = 0.0
             for j in range(r):
@@ -177,7 +178,7 @@ def _project_q(X, Uc, wc, t_c, lam_c, gamma, XU, G):
     for k in range(q):
         ev[k] = np.sqrt(max(ev[k], 0.0))
     EVs = np.ascontiguousarray(EV * ev)
-    Gh = EVs @ np.ascontiguousarray(EV.T)              # G^½
+    Gh = EVs @ np.ascontiguousarray(EV.T)  # G^½
     S = np.empty((q, q))
     for a in range(q):
         for b in range(q):
@@ -198,7 +199,7 @@ def _project_q(X, Uc, wc, t_c, lam_c, gamma, XU, G):
     if delta == 0.0:
         return 0.0, OK, h0, size0
     # M = δD (γI + δ G D)⁻¹ ;  X ← X − XU M (XU)ᵀ
-    Bm = np.empty((q, q))                              # γI + δ G D
+    Bm = np.empty((q, q))  # γI + δ G D
     for a in range(q):
         for b in range(q):
             Bm[a, b] = delta * Gs[a, b] * wc[b] + (gamma if a == b else 0.0)
@@ -250,7 +251,7 @@ def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_iter):
         for c in range(m):
             a0 = ptr[c]
             q = ptr[c + 1] - a0
-            if q == 0:                                    # 0 <= t_c
+            if q == 0:  # 0 <= t_c
                 if t[c] < 0.0:
                     return sweep, change, kkt, NONPOSITIVE_DISTANCE, c
                 lam[c] = 0.0
@@ -279,7 +280,7 @@ def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_iter):
                 if wa * tc > 0.0:
                     delta = gamma * (1.0 / tc - 1.0 / wp)
                 elif wa > 0.0:
-                    return sweep, change, kkt, NONPOSITIVE_DISTANCE, c   # u Xu <= t/w <= 0 impossible
+                    return sweep, change, kkt, NONPOSITIVE_DISTANCE, c  # u Xu <= t/w <= 0 impossible
                 else:
                     delta = -np.inf
                 delta = max(delta, -lam[c])
@@ -288,8 +289,7 @@ def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_iter):
                     rank_one_update(X, Xu, beta)
                     lam[c] += delta
             else:
-                delta, code, h0, size0 = _project_q(X, U[a0:a0 + q], w[a0:a0 + q], t[c], lam[c],
-                                                    gamma, XU, G)
+                delta, code, h0, size0 = _project_q(X, U[a0 : a0 + q], w[a0 : a0 + q], t[c], lam[c], gamma, XU, G)
                 kkt = max(kkt, _kkt_term(h0, size0, lam[c]))
                 if code != OK:
                     return sweep, change, kkt, code, c
@@ -321,7 +321,7 @@ def _norms(U, w, ptr):
     """‖Â_c‖_F for every constraint."""
     out = np.zeros(len(ptr) - 1)
     for c in range(out.size):
-        Uc, wc = U[ptr[c]:ptr[c + 1]], w[ptr[c]:ptr[c + 1]]
+        Uc, wc = U[ptr[c] : ptr[c + 1]], w[ptr[c] : ptr[c + 1]]
         out[c] = np.linalg.norm((Uc.T * wc) @ Uc) if Uc.shape[0] else 0.0
     return out
 
@@ -393,7 +393,7 @@ def barrier_primal(C, U, w, ptr, lam, gamma, tau=0.0):
     Z = 0.5 * (Z + Z.T)
     if not np.all(np.isfinite(Z)):
         return None
-    try:                      # (a Cholesky factor with a zero pivot is singular: also None)
+    try:  # (a Cholesky factor with a zero pivot is singular: also None)
         Lc = np.linalg.cholesky(Z)
         Li = np.linalg.solve(Lc, np.eye(C.shape[0]))
     except np.linalg.LinAlgError:
@@ -404,8 +404,9 @@ def barrier_primal(C, U, w, ptr, lam, gamma, tau=0.0):
     return 0.5 * (X + X.T)
 
 
-def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam0=None,
-                    refresh=100, max_bound_growth=1e15, rec_tol=1e-12) -> FastResult:
+def _barrier_bregman_impl(
+    C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam0=None, refresh=100, max_bound_growth=1e15, rec_tol=1e-12
+) -> FastResult:
     """Solve min tr(XC) − γ log det X s.t. tr(XÂ_c) <= t_c (see the module doc).
 
     Returns a :class:`~cvxkml.solvers.result.FastResult` with ``matrix`` = X(λ)
@@ -434,12 +435,24 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam
     kkt = np.inf
 
     def result(X, code, change, bad):
-        return FastResult(matrix=X, lam=lam, xi=np.zeros(0), sweeps=int(total),
-                             dual_change=float(kkt), code=int(code), bad_index=int(bad),
-                             time=time.perf_counter() - t0,
-                             extra={"solver": "barrier-bregman", "kkt_residual": float(kkt),
-                                    "last_dual_change": float(change), "phase1_sweeps": int(sweeps1),
-                                    "trace_bounds": bounds, "phase1_nu": float(nu_final)})
+        return FastResult(
+            matrix=X,
+            lam=lam,
+            xi=np.zeros(0),
+            sweeps=int(total),
+            dual_change=float(kkt),
+            code=int(code),
+            bad_index=int(bad),
+            time=time.perf_counter() - t0,
+            extra={
+                "solver": "barrier-bregman",
+                "kkt_residual": float(kkt),
+                "last_dual_change": float(change),
+                "phase1_sweeps": int(sweeps1),
+                "trace_bounds": bounds,
+                "phase1_nu": float(nu_final),
+            },
+        )
 
     X = barrier_primal(C, U, w, ptr, lam, gamma)
     change = np.inf
@@ -462,7 +475,7 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam
         lam_e = np.concatenate([lam, [nu0]])
         Xe = barrier_primal(C, Ue, we, pe, lam_e, gamma)
         s_tr = r * float(np.median(tt[ok] / norms[ok])) if np.any(ok) else 0.0
-        R = 10.0 * max(float(np.trace(Xe)), s_tr)           # constraint scale: tr X ~ r·t/‖Â‖
+        R = 10.0 * max(float(np.trace(Xe)), s_tr)  # constraint scale: tr X ~ r·t/‖Â‖
         R0 = R
         bounds.append(R)
         te = np.concatenate([t, [R]])
@@ -476,10 +489,10 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam
             if code not in (OK, NOT_CONVERGED):
                 return result(Xe, code, change, bad)
             X = barrier_primal(C, U, w, ptr, lam, gamma)
-            if X is not None:                                   # dual feasible: drop the bound
+            if X is not None:  # dual feasible: drop the bound
                 nu_final = float(lam_e[m])
                 break
-            Xr = barrier_primal(C, Ue, we, pe, lam_e, gamma)    # refresh (remove drift)
+            Xr = barrier_primal(C, Ue, we, pe, lam_e, gamma)  # refresh (remove drift)
             if Xr is None:
                 return result(Xe, NONFINITE, change, -1)
             Xe = Xr
@@ -496,7 +509,7 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam
                 if R >= max_bound_growth * R0:
                     nu_final = float(lam_e[m])
                     return result(Xe, UNBOUNDED, change, -1)
-                R *= 10.0                                       # the bound binds: relax it
+                R *= 10.0  # the bound binds: relax it
                 te[m] = R
                 bounds.append(R)
     code = NOT_CONVERGED
@@ -507,7 +520,7 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam
         total += sw
         if code != NOT_CONVERGED:
             break
-        Xn = barrier_primal(C, U, w, ptr, lam, gamma)   # refresh: remove the drift of the updates
+        Xn = barrier_primal(C, U, w, ptr, lam, gamma)  # refresh: remove the drift of the updates
         if Xn is None:
             code = NONFINITE
             break
@@ -520,15 +533,39 @@ def _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam
     return result(X, code, change, bad)
 
 
-def barrier_bregman(C, gamma, U, w, ptr, t, tol=1e-9, max_iter=20_000, lam0=None,
-                    refresh=100, max_bound_growth=1e15, rec_tol=1e-12, *,
-                    max_sweeps=None) -> FastResult:
+def barrier_bregman(
+    C,
+    gamma,
+    U,
+    w,
+    ptr,
+    t,
+    tol=1e-9,
+    max_iter=20_000,
+    lam0=None,
+    refresh=100,
+    max_bound_growth=1e15,
+    rec_tol=1e-12,
+    *,
+    max_sweeps=None,
+) -> FastResult:
     """Solve min tr(XC) − γ log det X s.t. tr(XÂ_c) <= t_c (see :func:`_barrier_bregman_impl`
     and the module doc).  BLAS/LAPACK threads follow the ``blas_threads`` option
     (:mod:`cvxkml._config`, default 1).  ``max_iter`` is the sweep limit (``max_sweeps``:
     its deprecated former name)."""
     max_iter = iteration_limit("barrier_bregman", max_iter, max_sweeps)
     with blas_limit():
-        return _barrier_bregman_impl(C, gamma, U, w, ptr, t, tol=tol, max_iter=max_iter,
-                                     lam0=lam0, refresh=refresh, max_bound_growth=max_bound_growth,
-                                     rec_tol=rec_tol)
+        return _barrier_bregman_impl(
+            C,
+            gamma,
+            U,
+            w,
+            ptr,
+            t,
+            tol=tol,
+            max_iter=max_iter,
+            lam0=lam0,
+            refresh=refresh,
+            max_bound_growth=max_bound_growth,
+            rec_tol=rec_tol,
+        )

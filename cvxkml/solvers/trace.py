@@ -28,6 +28,7 @@ eigenvalues above τ only (O(m r k) per Hessian product), Levenberg–Marquardt 
 K0 it needs about a dozen steps where the Uzawa iteration needs hundreds
 (reference/estimator-speed.md); :class:`cvxkml.estimators.TraceSSIKDR` uses it.
 """
+
 from __future__ import annotations
 
 import time
@@ -57,7 +58,7 @@ def top_eigs_above(matvec, dense, r, tau, dense_max=1024, k0=6):
         keep = mu > tau
         return mu[keep], U[:, keep]
     v0 = np.random.default_rng(0).standard_normal(r)
-    if not np.any(matvec(v0)):                       # the zero operator (z = 0)
+    if not np.any(matvec(v0)):  # the zero operator (z = 0)
         return np.zeros(0), np.zeros((r, 0))
     op = LinearOperator((r, r), matvec=matvec, dtype=float)
     k = min(k0, r - 1)
@@ -74,15 +75,14 @@ def top_eigs_above(matvec, dense, r, tau, dense_max=1024, k0=6):
             keep = mu > tau
             return mu[keep], U[:, keep]
         k = min(2 * k, r - 1)
-        if dense is not None and 4 * k > r:          # many eigenvalues above τ: Lanczos with
-            mu, U = np.linalg.eigh(dense())          # k ~ r is far slower than one dense eigh
+        if dense is not None and 4 * k > r:  # many eigenvalues above τ: Lanczos with
+            mu, U = np.linalg.eigh(dense())  # k ~ r is far slower than one dense eigh
             keep = mu > tau
             return mu[keep], U[:, keep]
 
 
 @blas_limit()
-def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dense_max=1024,
-                z0=None):
+def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dense_max=1024, z0=None):
     """Solve the whitened Trace-SSIKDR dual for rank-one constraints Â_c = δ_c v_c v_cᵀ
     (rows v_c of V, targets t_c); returns a FastResult with matrix = K̂, lam = z and
     extra = {eigenvalues, eigenvectors (kept part), gap, iterations}."""
@@ -111,15 +111,14 @@ def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dens
             mu, u = np.linalg.eigh(-(R * w) @ R.T)
             keep = mu > tau
             return mu[keep], Q @ u[:, keep]
-        return top_eigs_above(lambda u: -(V.T @ (w * (V @ u))), lambda: -(V.T * w) @ V, r, tau,
-                              dense_max)
+        return top_eigs_above(lambda u: -(V.T @ (w * (V @ u))), lambda: -(V.T * w) @ V, r, tau, dense_max)
 
     def primal(zz):
         w = delta * zz
         mu, U = eigs_above(w)
         s = 0.5 * (mu - tau)
-        P = V @ U                                                # m × k
-        vals = delta * ((P * P) @ s)                             # tr(Â_c K̂)
+        P = V @ U  # m × k
+        vals = delta * ((P * P) @ s)  # tr(Â_c K̂)
         g = -float(np.sum((mu - tau) ** 2)) / 4.0 - float(zz @ t)
         return vals - t, g, mu, U, s
 
@@ -143,16 +142,30 @@ def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dens
         grad, _, *_ = primal(y)
         if change <= tol or it % 25 == 0:
             res_z, g_z, mu, U, s = primal(z)
-            viol = float(np.max(np.maximum(res_z * nrm2, 0.0), initial=0.0))   # unscaled units
+            viol = float(np.max(np.maximum(res_z * nrm2, 0.0), initial=0.0))  # unscaled units
             if viol <= tol_feas * scale and change <= tol:
                 code = OK
                 break
     elapsed = time.perf_counter() - t0
     res_z, g_z, mu, U, s = primal(z)
     Kh = (U * s) @ U.T
-    return FastResult(0.5 * (Kh + Kh.T), z / nrm2, np.zeros(0), it, change, code, -1, elapsed,
-                         extra={"eigenvalues": mu, "rank": int(mu.size), "dual_value_whitened": g_z,
-                                "step": step, "solver": "uzawa-fista"})
+    return FastResult(
+        0.5 * (Kh + Kh.T),
+        z / nrm2,
+        np.zeros(0),
+        it,
+        change,
+        code,
+        -1,
+        elapsed,
+        extra={
+            "eigenvalues": mu,
+            "rank": int(mu.size),
+            "dual_value_whitened": g_z,
+            "step": step,
+            "solver": "uzawa-fista",
+        },
+    )
 
 
 @blas_limit()
@@ -205,10 +218,10 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
             mu, U = np.zeros(r), np.eye(r)
         act = mu > tau
         s = 0.5 * (mu[act] - tau)
-        Yk = V @ U[:, act]                                        # m × k
+        Yk = V @ U[:, act]  # m × k
         grad = dl * ((Yk * Yk) @ s) - t
         g = -float(np.sum((mu[act] - tau) ** 2)) / 4.0 - float(z @ t)
-        f = float(tau * np.sum(s) + np.sum(s * s))                # τ tr K̂ + ‖K̂‖²_F
+        f = float(tau * np.sum(s) + np.sum(s * s))  # τ tr K̂ + ‖K̂‖²_F
         if not (np.isfinite(g) and np.all(np.isfinite(grad))):
             return None
         return {"z": z, "g": g, "f": f, "grad": grad, "mu": mu, "U": U, "act": act, "s": s}
@@ -232,8 +245,9 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
             break
         if it >= max_iter:
             break
-        if callback is not None and callback({"iteration": it, "objective": st["f"], "gap": rel_gap,
-                                              "violation": rel_viol, "dual": st["z"].copy()}):
+        if callback is not None and callback(
+            {"iteration": it, "objective": st["f"], "gap": rel_gap, "violation": rel_viol, "dual": st["z"].copy()}
+        ):
             break
         z, grad, mu, U, act = st["z"], st["grad"], st["mu"], st["U"], st["act"]
         # eigenbasis: active eigenvalues first (P), then the flat ones (Z)
@@ -245,12 +259,15 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
         xm = 0.5 * np.maximum(mu[order] - tau, 0.0)
         dm = mu[order][:, None] - mu[order][None, :]
         tie = np.abs(dm) <= 1e-12 * max(1.0, float(np.max(np.abs(mu))))
-        Gam = np.where(tie, 0.5 * ((mu[order][:, None] > tau) & (mu[order][None, :] > tau)),
-                       (xm[:, None] - xm[None, :]) / np.where(tie, 1.0, dm))[:k]   # rows P
+        Gam = np.where(
+            tie,
+            0.5 * ((mu[order][:, None] > tau) & (mu[order][None, :] > tau)),
+            (xm[:, None] - xm[None, :]) / np.where(tie, 1.0, dm),
+        )[:k]  # rows P
         YP = Y[:, :k]
         YZ = Y[:, k:]
         Y2 = Y * Y
-        hdiag = np.einsum("ck,ck->c", (Y2[:, :k] @ Gam) , Y2)     # diag of 𝒜*𝒥𝒜 (P rows, both halves)
+        hdiag = np.einsum("ck,ck->c", (Y2[:, :k] @ Gam), Y2)  # diag of 𝒜*𝒥𝒜 (P rows, both halves)
         hdiag = hdiag + np.einsum("ck,ck->c", Y2[:, k:] @ Gam[:, k:].T, Y2[:, :k])
         eps = min(1e-3, float(np.max(np.abs(z - np.maximum(z + grad, 0.0)), initial=0.0)))
         free = ~((z <= eps) & (grad < 0))
@@ -258,7 +275,7 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
         rho = min(1e8, boost * min(1e-2, max(1e-12, np.sqrt(max(rel_gap, rel_viol)))))
         damp = rho * np.maximum(hdiag, floor) + floor
         curv = np.where(hdiag > floor, hdiag + damp, bound_curv)
-        d = grad / curv                                        # scaled gradient (active set)
+        d = grad / curv  # scaled gradient (active set)
         if np.any(free) and k:
             F = np.flatnonzero(free)
             YPf, Yf, YZf = YP[F], Y[F], YZ[F]
@@ -266,7 +283,7 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
 
             def hv(u):
                 c = dlf * u
-                Dp = (YPf * c[:, None]).T @ Yf                 # rows P of Yᵀ diag(c) Y
+                Dp = (YPf * c[:, None]).T @ Yf  # rows P of Yᵀ diag(c) Y
                 Mp = Gam * Dp
                 q = np.einsum("ij,ij->i", YPf @ Mp, Yf)
                 if YZf.shape[1]:
@@ -290,14 +307,27 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
         it += 1
         boost = max(1.0, boost / 10.0) if (new is not None and step == 1.0) else min(boost * 10.0, 1e12)
         if new is None or new["g"] < st["g"]:
-            break                                              # no ascent left at round-off
+            break  # no ascent left at round-off
         st = new
     elapsed = time.perf_counter() - t0
     U, act, s = st["U"], st["act"], st["s"]
     Uk = U[:, act]
     Kh = (Uk * s) @ Uk.T
-    return FastResult(0.5 * (Kh + Kh.T), st["z"], np.zeros(0), it, float(max(rel_gap, rel_viol)),
-                         code, -1, elapsed,
-                         extra={"eigenvalues": st["mu"][act], "rank": int(np.sum(act)),
-                                "gap": float(rel_gap), "cg_iterations": int(cg_total),
-                                "evaluations": int(n_eval), "solver": "trace-newton"})
+    return FastResult(
+        0.5 * (Kh + Kh.T),
+        st["z"],
+        np.zeros(0),
+        it,
+        float(max(rel_gap, rel_viol)),
+        code,
+        -1,
+        elapsed,
+        extra={
+            "eigenvalues": st["mu"][act],
+            "rank": int(np.sum(act)),
+            "gap": float(rel_gap),
+            "cg_iterations": int(cg_total),
+            "evaluations": int(n_eval),
+            "solver": "trace-newton",
+        },
+    )

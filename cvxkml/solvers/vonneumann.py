@@ -54,6 +54,7 @@ few Newton steps, each one r × r eigendecomposition plus O(m r²) Hessian produ
 of sweeps of rank-one eigen-updates); :class:`cvxkml.estimators.VonNeumannKernelLearner`
 uses it.
 """
+
 from __future__ import annotations
 
 import time
@@ -213,7 +214,7 @@ def _cold_guess(z2, rho, lo_pole, hi_pole, width, xm, psum, xlo, xhi):
         C = bl * width
         if A != 0.0:
             r1, r2 = quadratic_roots(A, B, C)
-            if not np.isnan(r1):                    # a real pair of roots
+            if not np.isnan(r1):  # a real pair of roots
                 x0 = r1 if xlo < r1 < xhi else r2
         elif B != 0.0:
             x0 = -C / B
@@ -238,7 +239,7 @@ def _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd):
     fits :func:`_cold_guess`; the anchor is the pole nearer to the root.  Returns (anchor, τ,
     lo, hi) with dd = d − d[anchor] (one pass over the poles)."""
     has_l = lo_pole >= 0
-    if has_l:                                   # coordinates x = λ − d[ref]
+    if has_l:  # coordinates x = λ − d[ref]
         ref = lo_pole
         xlo, xhi = 0.0, width
     else:
@@ -248,15 +249,15 @@ def _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd):
     xm = 0.5 * (xlo + xhi)
     p1, dp1, p2, dp2 = _psi(dd, z2, xm, lo_pole)
     f = 1.0 + rho * (p1 + p2)
-    if (f < 0) == (rho > 0):                    # f ↑ in λ for ρ > 0, ↓ for ρ < 0
+    if (f < 0) == (rho > 0):  # f ↑ in λ for ρ > 0, ↓ for ρ < 0
         xlo = xm
     else:
         xhi = xm
     x0 = _cold_guess(z2, rho, lo_pole, hi_pole, width, xm, p1 + p2, xlo, xhi)
     a = ref
-    if has_l and hi_pole >= 0 and xhi > xm:     # the root lies right of the midpoint
+    if has_l and hi_pole >= 0 and xhi > xm:  # the root lies right of the midpoint
         a = hi_pole
-    off = d[ref] - d[a]                         # x → τ = λ − d[a]
+    off = d[ref] - d[a]  # x → τ = λ − d[a]
     if a != ref:
         _shift(d, d[a], dd)
     return a, x0 + off, xlo + off, xhi + off
@@ -285,7 +286,7 @@ def _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd):
     passes = 0
     reanchored = False
     dpsi = 0.0
-    fresh = False                               # ψ's evaluated at the current t
+    fresh = False  # ψ's evaluated at the current t
     for _ in range(100):
         t = _off_pole(t, lo, hi, a, lo_pole)
         p1, dp1, p2, dp2 = _psi(dd, z2, t, lo_pole)
@@ -293,8 +294,8 @@ def _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd):
         fresh = True
         dpsi = dp1 + dp2
         f = 1.0 + rho * (p1 + p2)
-        sabs = 1.0 + abs(rho) * (p2 - p1)       # Σ|ρ z²/δ|: δ < 0 for i <= lo_pole, > 0 above
-        done = abs(f) <= 8.0 * _EPS * sabs       # f at round-off level (LAPACK dlaed4)
+        sabs = 1.0 + abs(rho) * (p2 - p1)  # Σ|ρ z²/δ|: δ < 0 for i <= lo_pole, > 0 above
+        done = abs(f) <= 8.0 * _EPS * sabs  # f at round-off level (LAPACK dlaed4)
         if not done:
             if (f < 0) == increasing:
                 lo = t
@@ -305,15 +306,18 @@ def _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd):
             tn = _model_step(rho, t, lo, hi, dl, dr, has_l, has_r, p1, dp1, p2, dp2)
             if not (lo < tn < hi):
                 tn = 0.5 * (lo + hi)
-            stall = (abs(tn - t) <= 4.0 * _EPS * max(abs(t), abs(tn))
-                     or hi - lo <= 4.0 * _EPS * max(abs(lo), abs(hi)))
+            stall = abs(tn - t) <= 4.0 * _EPS * max(abs(t), abs(tn)) or hi - lo <= 4.0 * _EPS * max(abs(lo), abs(hi))
             t = tn
             fresh = False
             if not stall:
                 continue
         # converged; keep the anchor at the nearer pole (one switch at most)
-        if has_l and has_r and not reanchored and ((a == lo_pole and t > 0.5 * width)
-                                                   or (a == hi_pole and t < -0.5 * width)):
+        if (
+            has_l
+            and has_r
+            and not reanchored
+            and ((a == lo_pole and t > 0.5 * width) or (a == hi_pole and t < -0.5 * width))
+        ):
             s = -width if a == lo_pole else width
             a = hi_pole if a == lo_pole else lo_pole
             t += s
@@ -496,7 +500,7 @@ def _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, coun
     nz2 = 0.0
     for i in range(k):
         nz2 += z[i] * z[i]
-    have = False                                # roots of a nonzero θ in anchor/tau/c2
+    have = False  # roots of a nonzero θ in anchor/tau/c2
     prev = 0.0
     for _ in range(100):
         if abs(phi) <= 1e-14 * max(1.0, abs(target_log)):
@@ -530,8 +534,7 @@ def _zerofinder(d, z, target_log, inv_gamma, anchor, tau, lam, c2):
     returns (θ, evaluations)."""
     k = d.shape[0]
     counts = np.zeros(2)
-    return _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, np.empty(k), np.empty(k),
-                         counts)
+    return _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, np.empty(k), np.empty(k), counts)
 
 
 # --------------------------------------------------------------------- eigenvectors
@@ -551,7 +554,7 @@ def _eigvecs_t(d, z, rho, anchor, tau, Ut):
         row = Ut[j]
         for i in range(k):
             delta = (d[i] - da) - tj
-            row[i] = delta                      # Δ_ji, kept for the vectors below
+            row[i] = delta  # Δ_ji, kept for the vectors below
             prod[i] *= (-delta / rho) if i == j else delta / (d[i] - dj)
     for i in range(k):
         prod[i] = np.sqrt(max(prod[i], 0.0)) * (1.0 if z[i] >= 0 else -1.0)
@@ -562,7 +565,7 @@ def _eigvecs_t(d, z, rho, anchor, tau, Ut):
             u = prod[i] / row[i]
             row[i] = u
             s += u * u
-        s = 1.0 / np.sqrt(s) if s > 0.0 else np.nan   # NaN: caught by project_pair's guard
+        s = 1.0 / np.sqrt(s) if s > 0.0 else np.nan  # NaN: caught by project_pair's guard
         for i in range(k):
             row[i] *= s
 
@@ -649,7 +652,7 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
     ``_N_STATS`` entries, [shortcut skips, passes over the poles, roots solved]."""
     r = q.shape[0]
     w = np.zeros(r)
-    for i in range(r):                          # w = Wᵀv (row-wise: contiguous)
+    for i in range(r):  # w = Wᵀv (row-wise: contiguous)
         vi = v[i]
         for j in range(r):
             w[j] += W[i, j] * vi
@@ -685,7 +688,7 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
     stats[0] += evals
     stats[1] += 1
     if not np.isfinite(theta_star):
-        return np.nan, np.nan                    # the caller reports NONFINITE at this constraint
+        return np.nan, np.nan  # the caller reports NONFINITE at this constraint
     dlam = max(-delta * theta_star, -lam_c)
     theta = -delta * dlam
     if theta == 0.0:
@@ -707,7 +710,7 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
         _secular(d, z, theta, anchor, tau, c2, False, 0.0, dd)
         _eigvecs_t(d, z, theta, anchor, tau, Ut)
         if not _all_finite(Ut):
-            return np.nan, np.nan                # reported as NONFINITE, W untouched
+            return np.nan, np.nan  # reported as NONFINITE, W untouched
     # W[:, idx] ← W[:, idx] U  (U = Utᵀ; one BLAS-3 product)
     nr = W.shape[0]
     Wa = np.empty((nr, k))
@@ -769,16 +772,17 @@ def _vn_run(W, q, F, I, J, delta, xi, lam, gamma, tol, n_sweeps, stats, order, b
     (:func:`~cvxkml.solvers._bregman_core.run_sliced`): whole sweeps when one fits the
     budget, else one sweep in slices of ``order``.  Same iterates and return values as one
     call."""
+
     def whole(k):
         return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, k, stats, order)
 
     def piece(start, a, b):
-        _, _, code, bad = _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, -1.0, 1, stats,
-                                         order[a:b])
+        _, _, code, bad = _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, -1.0, 1, stats, order[a:b])
         return code, bad
 
     def change_of(start):
         return dual_change(lam, start)
+
     return run_sliced(whole, piece, lam.copy, change_of, n_sweeps, order.shape[0], tol, budget)
 
 
@@ -813,10 +817,10 @@ def certificate(F, q0, i, j, delta, bound, xi, lam, W, q, gamma=None, chunk=20_0
         p = np.empty(m)
         C = np.zeros((r, r))
         for s in range(0, m, chunk):
-            V = F[i[s:s + chunk]] - F[j[s:s + chunk]]
+            V = F[i[s : s + chunk]] - F[j[s : s + chunk]]
             Y = V @ W
-            p[s:s + chunk] = (Y * Y) @ eq
-            C += V.T @ (V * (delta[s:s + chunk] * lam[s:s + chunk])[:, None])
+            p[s : s + chunk] = (Y * Y) @ eq
+            C += V.T @ (V * (delta[s : s + chunk] * lam[s : s + chunk])[:, None])
         Xdiag = (W * W) @ eq
         f = float(np.sum(eq * q) - np.sum(eq) - Xdiag @ q0 + np.sum(np.exp(q0)))
         mu = np.linalg.eigvalsh(np.diag(q0) - 0.5 * (C + C.T))
@@ -833,20 +837,44 @@ def certificate(F, q0, i, j, delta, bound, xi, lam, W, q, gamma=None, chunk=20_0
             f += gamma * float(np.sum(t - xs + bound)) if np.all(xs >= 0) else np.inf
             g += float(gamma * np.sum(bound * (1.0 - np.exp(delta * lam / gamma))))
     gap = f - g
-    return {"objective": f, "dual": g, "gap": gap, "rel_gap": gap / max(1.0, abs(f)),
-            "rel_violation": rel_viol, "distances": p}
+    return {
+        "objective": f,
+        "dual": g,
+        "gap": gap,
+        "rel_gap": gap / max(1.0, abs(f)),
+        "rel_violation": rel_viol,
+        "distances": p,
+    }
 
 
 def _certified(cert, gap_tol, viol_tol) -> bool:
-    return bool(np.isfinite(cert["rel_gap"]) and -gap_tol <= cert["rel_gap"] <= gap_tol
-                and cert["rel_violation"] <= viol_tol)
+    return bool(
+        np.isfinite(cert["rel_gap"]) and -gap_tol <= cert["rel_gap"] <= gap_tol and cert["rel_violation"] <= viol_tol
+    )
 
 
 # --------------------------------------------------------------------- driver
 @blas_limit()
-def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=10_000, *,
-                     gap_tol=None, viol_tol=None, stop="both", active_set=False, callback=None,
-                     time_limit=None, detect_infeasible=True, max_sweeps=None):
+def vonneumann_pairs(
+    F,
+    q0,
+    i,
+    j,
+    delta,
+    bound,
+    gamma=None,
+    tol=1e-9,
+    max_iter=10_000,
+    *,
+    gap_tol=None,
+    viol_tol=None,
+    stop="both",
+    active_set=False,
+    callback=None,
+    time_limit=None,
+    detect_infeasible=True,
+    max_sweeps=None,
+):
     """Cyclic von Neumann projections on X̂ = W diag(e^q) Wᵀ (W = I, q = q0 initially)
     for pair constraints δ(v̂ᵀX̂v̂ − ξ) <= 0 with v̂ = F[i] − F[j]; returns a
     :class:`FastResult` whose ``matrix`` is X̂ and ``extra`` holds W, q, the certificate
@@ -879,7 +907,7 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=1
     NOT_CONVERGED and ``extra["farkas_ray"]``, ``extra["farkas_candidates"]``.
     ``max_iter`` is the sweep limit (``max_sweeps``: its deprecated former name).
     """
-    max_iter = iteration_limit("vonneumann_pairs", max_iter, max_sweeps, stacklevel=5)   # 5: past blas_limit
+    max_iter = iteration_limit("vonneumann_pairs", max_iter, max_sweeps, stacklevel=5)  # 5: past blas_limit
     if stop not in ("both", "certificate", "dual_change"):
         raise ValueError("stop must be 'both', 'certificate' or 'dual_change'")
     F = np.ascontiguousarray(F, dtype=np.float64)
@@ -907,9 +935,11 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=1
     every = np.arange(m)
     watch = None
     if detect_infeasible and gamma is None and m:
+
         def gram(S):
             V = F[I[S]] - F[J[S]]
             return V @ V.T, dl[S], np.arange(S.size)
+
         watch = FarkasWatch(gram, dl * b0)
     found = {}
     t0 = time.perf_counter()
@@ -924,8 +954,7 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=1
             n_full = min(n_full, max(watch.next - sweeps, 1))
         if time_limit is not None:
             n_full = min(n_full, max(budget.units // max(m, 1), 1))
-        done, change, kcode, bad = _vn_run(W, q, F, I, J, dl, xi, lam, g, tol, n_full, stats,
-                                           every, budget)
+        done, change, kcode, bad = _vn_run(W, q, F, I, J, dl, xi, lam, g, tol, n_full, stats, every, budget)
         sweeps += int(done)
         full_sweeps += int(done)
         if kcode == NONFINITE:
@@ -946,9 +975,9 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=1
         if met:
             code = OK
             break
-        if callback is not None and callback({"sweeps": sweeps, "dual_change": float(change),
-                                              "certificate": cert,
-                                              "time": time.perf_counter() - t0}):
+        if callback is not None and callback(
+            {"sweeps": sweeps, "dual_change": float(change), "certificate": cert, "time": time.perf_counter() - t0}
+        ):
             break
         if watch is not None and sweeps >= watch.next:
             found = watch.check(sweeps, lam) or {}
@@ -960,8 +989,9 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=1
         if active_set and max_iter - sweeps >= 2:
             A = np.flatnonzero(lam > 0.0).astype(np.int64)
             if 0 < A.size < m:
-                done, ch, kcode, bad = _vn_run(W, q, F, I, J, dl, xi, lam, g, tol,
-                                               max_iter - sweeps - 1, stats, A, budget)
+                done, ch, kcode, bad = _vn_run(
+                    W, q, F, I, J, dl, xi, lam, g, tol, max_iter - sweeps - 1, stats, A, budget
+                )
                 sweeps += int(done)
                 active_sweeps += int(done)
                 visited_active += int(done) * A.size
@@ -972,18 +1002,24 @@ def vonneumann_pairs(F, q0, i, j, delta, bound, gamma=None, tol=1e-9, max_iter=1
     with np.errstate(over="ignore", invalid="ignore"):
         Xh = (W * np.exp(q)) @ W.T
     if code == OK and not (np.all(np.isfinite(Xh)) and np.all(np.isfinite(lam))):
-        code = NONFINITE                 # e^q overflowed: multipliers diverging (infeasible)
-    extra = {"W": W, "q": q,
-             "evals_per_projection": stats[0] / max(stats[1], 1),
-             "projections": int(stats[1]), "skipped": int(stats[2]),
-             "passes_per_root": stats[3] / max(stats[4], 1),
-             "full_sweeps": full_sweeps, "active_sweeps": active_sweeps,
-             "visited_active": visited_active,
-             "certificate_s": cert_time, "solver": "vonneumann-alg3", **found}
+        code = NONFINITE  # e^q overflowed: multipliers diverging (infeasible)
+    extra = {
+        "W": W,
+        "q": q,
+        "evals_per_projection": stats[0] / max(stats[1], 1),
+        "projections": int(stats[1]),
+        "skipped": int(stats[2]),
+        "passes_per_root": stats[3] / max(stats[4], 1),
+        "full_sweeps": full_sweeps,
+        "active_sweeps": active_sweeps,
+        "visited_active": visited_active,
+        "certificate_s": cert_time,
+        "solver": "vonneumann-alg3",
+        **found,
+    }
     if cert is not None:
         extra["certificate"] = {k: v for k, v in cert.items() if k != "distances"}
-    return FastResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad),
-                         elapsed, extra=extra)
+    return FastResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad), elapsed, extra=extra)
 
 
 @blas_limit()
@@ -1011,8 +1047,9 @@ def rank_one_eig_update(q, w, theta):
 
 # --------------------------------------------------------------------- dual Newton (slack)
 @blas_limit()
-def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, max_iter=200,
-                            lam0=None, callback=None, cg_maxiter=200):
+def vonneumann_slack_newton(
+    F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, max_iter=200, lam0=None, callback=None, cg_maxiter=200
+):
     """The von Neumann problem with Kulis' slack (§6.2.1) solved on its Lagrange dual by
     projected Newton-CG — the same optimum as Algorithm 3 (:func:`vonneumann_pairs`),
     reached in a few Newton steps instead of many sweeps of rank-one eigen-updates.
@@ -1071,10 +1108,9 @@ def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, m
             if not (np.isfinite(g) and np.all(np.isfinite(x))):
                 return None
             Y = Vc @ W
-            p = (Y * Y) @ x                                  # v_cᵀ X̂ v_c
+            p = (Y * Y) @ x  # v_cᵀ X̂ v_c
             grad = dl * (p - xi)
-        return {"lam": lam, "g": g, "mu": mu, "W": W, "x": x, "xi": xi, "Y": Y, "p": p,
-                "grad": grad}
+        return {"lam": lam, "g": g, "mu": mu, "W": W, "x": x, "xi": xi, "Y": Y, "p": p, "grad": grad}
 
     def cert(st):
         """(f, rel_gap, best slack): the primal value at X̂(λ) with its best slack."""
@@ -1093,9 +1129,17 @@ def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, m
     if st is None and lam0 is not None:
         st = evaluate(np.zeros(m))
     if st is None:
-        return FastResult(np.full((r, r), np.nan), np.zeros(m), b.copy(), 0, np.inf, NONFINITE,
-                             -1, time.perf_counter() - t0,
-                             extra={"solver": "vonneumann-dual-newton"})
+        return FastResult(
+            np.full((r, r), np.nan),
+            np.zeros(m),
+            b.copy(),
+            0,
+            np.inf,
+            NONFINITE,
+            -1,
+            time.perf_counter() - t0,
+            extra={"solver": "vonneumann-dual-newton"},
+        )
     code, it, cg_total = NOT_CONVERGED, 0, 0
     f, rel_gap, xs = cert(st)
     while True:
@@ -1105,21 +1149,21 @@ def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, m
             break
         if it >= max_iter:
             break
-        if callback is not None and callback({"iteration": it, "objective": f, "gap": rel_gap,
-                                              "violation": 0.0, "dual": st["lam"].copy()}):
+        if callback is not None and callback(
+            {"iteration": it, "objective": f, "gap": rel_gap, "violation": 0.0, "dual": st["lam"].copy()}
+        ):
             break
         lam, grad, mu, x, Y = st["lam"], st["grad"], st["mu"], st["x"], st["Y"]
         dm = mu[:, None] - mu[None, :]
         tie = np.abs(dm) <= 1e-9 * np.maximum(1.0, np.abs(mu)[:, None])
         with np.errstate(over="ignore", invalid="ignore"):
-            Gam = np.where(tie, 0.5 * (x[:, None] + x[None, :]),
-                           (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
+            Gam = np.where(tie, 0.5 * (x[:, None] + x[None, :]), (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
         sdiag = st["xi"] / gamma
         Y2 = Y * Y
         hdiag = np.einsum("ck,ck->c", Y2 @ Gam, Y2) + sdiag
         eps = min(1e-3, float(np.max(np.abs(lam - np.maximum(lam + grad, 0.0)), initial=0.0)))
         free = ~((lam <= eps) & (grad < 0))
-        d = grad / hdiag                                   # scaled gradient (active set)
+        d = grad / hdiag  # scaled gradient (active set)
         if np.any(free):
             Yf, dlf, sdf, gf, pre = Y[free], dl[free], sdiag[free], grad[free], 1.0 / hdiag[free]
 
@@ -1135,16 +1179,28 @@ def vonneumann_slack_newton(F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, m
         new, step = projected_armijo(evaluate, lam, d, st["g"], grad)
         it += 1
         if new is None or new["g"] <= st["g"]:
-            break                                          # no ascent left at round-off
+            break  # no ascent left at round-off
         st = new
     elapsed = time.perf_counter() - t0
     W, mu = st["W"], st["mu"]
     Xh = (W * st["x"]) @ W.T
-    return FastResult(0.5 * (Xh + Xh.T), st["lam"], xs, int(it), float(rel_gap), int(code), -1,
-                         elapsed, extra={"W": W, "q": mu, "solver": "vonneumann-dual-newton",
-                                         "certificate": {"objective": f, "dual": st["g"],
-                                                         "rel_gap": float(rel_gap)},
-                                         "cg_iterations": int(cg_total)})
+    return FastResult(
+        0.5 * (Xh + Xh.T),
+        st["lam"],
+        xs,
+        int(it),
+        float(rel_gap),
+        int(code),
+        -1,
+        elapsed,
+        extra={
+            "W": W,
+            "q": mu,
+            "solver": "vonneumann-dual-newton",
+            "certificate": {"objective": f, "dual": st["g"], "rel_gap": float(rel_gap)},
+            "cg_iterations": int(cg_total),
+        },
+    )
 
 
 #: The benchmark hook: the compiled pieces ``cvxkml bench vonneumann`` times, by role.

@@ -18,6 +18,7 @@ module adds the landmark machinery:
 All points of S are landmarks and the landmark rows of W are unit vectors (eq. 8), so
 D_S of eq. 7 only needs the landmark rows of V_α.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,10 +44,23 @@ from ..formulas.yeung import (  # noqa: F401
 from ..kernels import center_kernel, centering_roundoff
 
 __all__ = [
-    "positive_spectrum", "similarity_diag", "criterion", "regularize", "beta_closed_form",
-    "equality_multiplier", "DEFAULT_EPSILON", "COINCIDE_RTOL", "local_gram", "lle_weights",
-    "nearest_landmarks", "embedding_weights", "choose_landmarks", "BaseSpace", "LearnedSpace",
-    "LandmarkKernel", "fit_landmark_kernel",
+    "positive_spectrum",
+    "similarity_diag",
+    "criterion",
+    "regularize",
+    "beta_closed_form",
+    "equality_multiplier",
+    "DEFAULT_EPSILON",
+    "COINCIDE_RTOL",
+    "local_gram",
+    "lle_weights",
+    "nearest_landmarks",
+    "embedding_weights",
+    "choose_landmarks",
+    "BaseSpace",
+    "LearnedSpace",
+    "LandmarkKernel",
+    "fit_landmark_kernel",
 ]
 
 #: a point whose squared feature-space distance to a landmark is at most this times the
@@ -64,7 +78,7 @@ def nearest_landmarks(sq, n_neighbors: int) -> np.ndarray:
     if n_neighbors < m:
         # everything below the K-th smallest value, then the lowest indices at that value
         # (argpartition alone keeps an arbitrary one of equally distant landmarks)
-        kth = np.partition(sq, n_neighbors - 1, axis=1)[:, n_neighbors - 1:n_neighbors]
+        kth = np.partition(sq, n_neighbors - 1, axis=1)[:, n_neighbors - 1 : n_neighbors]
         below = sq < kth
         at = sq == kth
         need = n_neighbors - below.sum(axis=1, keepdims=True)
@@ -118,8 +132,8 @@ def embedding_weights(kxx, kxL, kLL, n_neighbors: int, epsilon: float, coincide=
     K = int(n_neighbors)
     if K > m:
         raise InvalidInputError(
-            f"n_neighbors = {K} exceeds the number of landmarks ({m}); use at most {m} "
-            "neighbours or more landmarks.")
+            f"n_neighbors = {K} exceeds the number of landmarks ({m}); use at most {m} neighbours or more landmarks."
+        )
     dL = np.diag(kLL)
     sq = np.maximum(kxx[:, None] + dL[None, :] - 2.0 * kxL, 0.0)
     idx = nearest_landmarks(sq, K)
@@ -133,8 +147,7 @@ def embedding_weights(kxx, kxL, kLL, n_neighbors: int, epsilon: float, coincide=
     fit = coincide < 0
     if np.any(fit):
         I = idx[fit]
-        G = local_gram(kxx[fit], np.take_along_axis(kxL[fit], I, axis=1),
-                       kLL[I[:, :, None], I[:, None, :]])
+        G = local_gram(kxx[fit], np.take_along_axis(kxL[fit], I, axis=1), kLL[I[:, :, None], I[:, None, :]])
         w[fit], singular[fit] = lle_weights(G, epsilon)
     if np.any(~fit):
         # put the coincident landmark first with weight one
@@ -160,7 +173,8 @@ def choose_landmarks(n: int, s_points, n_landmarks, rng) -> np.ndarray:
         raise InvalidInputError(
             f"n_landmarks = {m} is smaller than the number of distinct points in the similarity "
             f"pairs ({s_points.size}); every point of S must be a landmark (Yeung et al. §3.1). "
-            f"Use n_landmarks >= {s_points.size} or fewer pairs.")
+            f"Use n_landmarks >= {s_points.size} or fewer pairs."
+        )
     rest = np.setdiff1d(np.arange(n), s_points)
     extra = rng.choice(rest, size=m - s_points.size, replace=False)
     return np.sort(np.concatenate([s_points, extra]))
@@ -212,7 +226,7 @@ class LearnedSpace:
         the columns of V_α are orthonormal and orthogonal to 1 (eigenvectors of a centred
         matrix with nonzero eigenvalues), so H L_β H = L_β and its eigenpairs are
         (β_r², α_r), sorted by decreasing β_r² (no eigendecomposition needed)."""
-        s = self.beta ** 2
+        s = self.beta**2
         order = np.argsort(-s, kind="stable")
         keep = s[order] > rank_rtol * float(np.max(s))
         return s[order][keep], fix_signs(np.ascontiguousarray(self.alpha[:, order][:, keep]))
@@ -221,8 +235,7 @@ class LearnedSpace:
     def coords(self, X, coincide):
         """Learned coordinates z(x) = Σ_j w_j z(l_j) of the rows of X."""
         kxx, kxL = self.parent.cross(X, coincide)
-        idx, w, _, _ = embedding_weights(kxx, kxL, self.parent.kLL, self.n_neighbors,
-                                         self.epsilon, coincide)
+        idx, w, _, _ = embedding_weights(kxx, kxL, self.parent.kLL, self.n_neighbors, self.epsilon, coincide)
         return np.einsum("nk,nkq->nq", w, self.ZL[idx])
 
     def cross(self, X, coincide):
@@ -283,8 +296,7 @@ class LandmarkKernel:
         kxx0, kxL0 = self.kernel.diag(X), self.kernel(X, self.XL)
         coincide = _coincidence(kxx0, kxL0, self.kernel.diag(self.XL))
         kxx, kxL = (kxx0, kxL0) if not self.space.learned else self.space.cross(X, coincide)
-        idx, w, _, _ = embedding_weights(kxx, kxL, self.space.kLL, self.n_neighbors,
-                                         self.epsilon, coincide)
+        idx, w, _, _ = embedding_weights(kxx, kxL, self.space.kLL, self.n_neighbors, self.epsilon, coincide)
         return _to_csr(idx, w, self.XL.shape[0])
 
     @blas_limit()
@@ -302,7 +314,7 @@ class LandmarkKernel:
     @blas_limit()
     def landmark_kernel(self, learned: bool = True) -> np.ndarray:
         """V_α D_β V_αᵀ (learned) or V_α D_μ V_αᵀ = L (m × m)."""
-        s = self.beta ** 2 if learned else self.mu
+        s = self.beta**2 if learned else self.mu
         return (self.alpha * s[None, :]) @ self.alpha.T
 
 
@@ -327,9 +339,12 @@ def _beta_step(space, iL, jL, epsilon, rank_rtol):
     if space.learned:
         mu, alpha = space.spectrum(rank_rtol)
     else:
-        mu, alpha = positive_spectrum(center_kernel(space.kLL), rank_rtol,
-                                      name="the centred landmark kernel L",
-                                      atol=centering_roundoff(space.kLL))
+        mu, alpha = positive_spectrum(
+            center_kernel(space.kLL),
+            rank_rtol,
+            name="the centred landmark kernel L",
+            atol=centering_roundoff(space.kLL),
+        )
     d_S = similarity_diag(alpha, iL, jL)
     d_eff, reg = regularize(d_S, epsilon)
     c = float(np.sum(np.sqrt(mu)))
@@ -337,9 +352,19 @@ def _beta_step(space, iL, jL, epsilon, rank_rtol):
 
 
 @blas_limit()
-def fit_landmark_kernel(X, kernel, i, j, *, n_landmarks=None, n_neighbors: int = 10,
-                        n_iter: int = 1, epsilon: float = DEFAULT_EPSILON, rank_rtol: float = 1e-10,
-                        random_state=None) -> LandmarkKernel:
+def fit_landmark_kernel(
+    X,
+    kernel,
+    i,
+    j,
+    *,
+    n_landmarks=None,
+    n_neighbors: int = 10,
+    n_iter: int = 1,
+    epsilon: float = DEFAULT_EPSILON,
+    rank_rtol: float = 1e-10,
+    random_state=None,
+) -> LandmarkKernel:
     """Scalable kernel metric learning with landmarks (Yeung et al. §3), with the
     iterative extension.
 
@@ -386,7 +411,8 @@ def fit_landmark_kernel(X, kernel, i, j, *, n_landmarks=None, n_neighbors: int =
     if n_neighbors > m:
         raise InvalidInputError(
             f"n_neighbors = {n_neighbors} exceeds the number of landmarks ({m}); use at most "
-            f"{m} neighbours or more landmarks.")
+            f"{m} neighbours or more landmarks."
+        )
     pos = np.full(n, -1, dtype=np.int64)
     pos[landmarks] = np.arange(m)
     iL, jL = pos[i], pos[j]
@@ -422,9 +448,22 @@ def fit_landmark_kernel(X, kernel, i, j, *, n_landmarks=None, n_neighbors: int =
     W.sum_duplicates()
     W.eliminate_zeros()
     model = LandmarkKernel(
-        kernel=kernel, XL=XL, landmarks=landmarks, mu=mu, alpha=alpha, beta=beta, c=c,
-        d_S=d_S, d_eff=d_eff, regularized_D=reg, space=weight_space,
-        n_neighbors=int(n_neighbors), epsilon=float(epsilon), W=W, n_regularized=n_reg,
-        history=history)
+        kernel=kernel,
+        XL=XL,
+        landmarks=landmarks,
+        mu=mu,
+        alpha=alpha,
+        beta=beta,
+        c=c,
+        d_S=d_S,
+        d_eff=d_eff,
+        regularized_D=reg,
+        space=weight_space,
+        n_neighbors=int(n_neighbors),
+        epsilon=float(epsilon),
+        W=W,
+        n_regularized=n_reg,
+        history=history,
+    )
     model.time = time.perf_counter() - t0
     return model

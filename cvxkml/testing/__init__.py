@@ -42,40 +42,65 @@ Examples
 >>> fast.converged, exact.status
 (True, 'optimal')
 """
+
 from __future__ import annotations
 
 from ._compare import compare, default_budgets, plot_comparison
 from ._contract import check_contract, check_regularizer, contract_cases, cross_check, register_contract_case
 from ._instances import (
-                        factor_instance,
-                        feasible_instance,
-                        forest_pairs,
-                        kernel_instance,
-                        make_random_instance,
-                        metric_instance,
-                        problems,
-                        random_pairs,
-                        triplets,
-                        variant_instance,
+    factor_instance,
+    feasible_instance,
+    forest_pairs,
+    kernel_instance,
+    make_random_instance,
+    metric_instance,
+    problems,
+    random_pairs,
+    triplets,
+    variant_instance,
 )
 from ._optima import list_optima, load_optimum
 from ._reference import (
-                        UntrustedReference,
-                        assert_matches_reference,
-                        discards,
-                        reference_or_discard,
-                        relative_violation,
-                        solve_fast_honestly,
-                        trusted_reference,
+    UntrustedReference,
+    assert_matches_reference,
+    discards,
+    reference_or_discard,
+    relative_violation,
+    solve_fast_honestly,
+    trusted_reference,
 )
 from ._validate import as_solution, distance_bound, strong_convexity, validate_answer
 
-__all__ = ["UntrustedReference", "trusted_reference", "reference_or_discard", "discards",
-           "solve_fast_honestly", "assert_matches_reference", "relative_violation",
-           "check_regularizer", "check_contract", "contract_cases", "register_contract_case",
-           "metric_instance", "kernel_instance", "factor_instance",
-           "random_pairs", "forest_pairs", "triplets", "variant_instance", "feasible_instance",
-           "problems", "make_random_instance",
-           "cross_check", "load_optimum", "list_optima",
-           "validate_answer", "as_solution", "strong_convexity", "distance_bound",
-           "compare", "plot_comparison", "default_budgets"]
+__all__ = [
+    "UntrustedReference",
+    "trusted_reference",
+    "reference_or_discard",
+    "discards",
+    "solve_fast_honestly",
+    "assert_matches_reference",
+    "relative_violation",
+    "check_regularizer",
+    "check_contract",
+    "contract_cases",
+    "register_contract_case",
+    "metric_instance",
+    "kernel_instance",
+    "factor_instance",
+    "random_pairs",
+    "forest_pairs",
+    "triplets",
+    "variant_instance",
+    "feasible_instance",
+    "problems",
+    "make_random_instance",
+    "cross_check",
+    "load_optimum",
+    "list_optima",
+    "validate_answer",
+    "as_solution",
+    "strong_convexity",
+    "distance_bound",
+    "compare",
+    "plot_comparison",
+    "default_budgets",
+]

@@ -1,6 +1,7 @@
 """Comparison curves: several solvers on one problem, suboptimality and violation against
 iterations and time, measured the way benchopt does (re-run each solver at growing budgets)
 and every point recomputed from what the solver returned (:func:`validate_answer`)."""
+
 from __future__ import annotations
 
 import time
@@ -46,6 +47,7 @@ def compare(problem, solvers: dict, budgets=None, optimum: float | None = None) 
     """
     from ._reference import relative_violation, trusted_reference
     from ._validate import validate_answer
+
     if not isinstance(solvers, dict) or not solvers or not all(callable(f) for f in solvers.values()):
         raise InvalidInputError("solvers must be a non-empty dict {name: callable (problem, budget) -> answer}.")
     budgets = default_budgets() if budgets is None else [int(b) for b in budgets]
@@ -55,8 +57,18 @@ def compare(problem, solvers: dict, budgets=None, optimum: float | None = None) 
     rows = []
     for name, solve in solvers.items():
         for budget in budgets:
-            row = {"solver": name, "budget": budget, "n_iter": None, "time": np.nan, "objective": np.nan,
-                   "suboptimality": np.nan, "violation": np.nan, "gap": None, "converged": False, "error": None}
+            row = {
+                "solver": name,
+                "budget": budget,
+                "n_iter": None,
+                "time": np.nan,
+                "objective": np.nan,
+                "suboptimality": np.nan,
+                "violation": np.nan,
+                "gap": None,
+                "converged": False,
+                "error": None,
+            }
             t0 = time.perf_counter()
             try:
                 with warnings.catch_warnings():
@@ -65,15 +77,19 @@ def compare(problem, solvers: dict, budgets=None, optimum: float | None = None) 
                 row["time"] = time.perf_counter() - t0
                 # intermediate iterates may be infeasible: a negative gap is recorded, not refused
                 sol = validate_answer(problem, answer, gap_rtol=np.inf)
-            except Exception as exc:             # noqa: BLE001 - a broken answer is a row, not a crash
+            except Exception as exc:  # noqa: BLE001 - a broken answer is a row, not a crash
                 row["time"] = time.perf_counter() - t0
                 row["error"] = f"{type(exc).__name__}: {exc}"
                 rows.append(row)
                 continue
-            row.update(n_iter=sol.n_iter, objective=sol.objective, converged=bool(sol.converged),
-                       suboptimality=(sol.objective - optimum) / scale,
-                       violation=relative_violation(problem, sol),
-                       gap=None if sol.gap is None else sol.gap / max(1.0, abs(sol.objective)))
+            row.update(
+                n_iter=sol.n_iter,
+                objective=sol.objective,
+                converged=bool(sol.converged),
+                suboptimality=(sol.objective - optimum) / scale,
+                violation=relative_violation(problem, sol),
+                gap=None if sol.gap is None else sol.gap / max(1.0, abs(sol.objective)),
+            )
             rows.append(row)
     return rows
 
@@ -84,7 +100,7 @@ def plot_comparison(rows, x: str = "time", ax=None, floor: float = 1e-12):
     Returns the matplotlib axes."""
     try:
         import matplotlib.pyplot as plt
-    except ImportError as exc:                   # pragma: no cover - depends on the extra
+    except ImportError as exc:  # pragma: no cover - depends on the extra
         raise InvalidInputError("plot_comparison needs matplotlib: pip install 'cvxkml[plots]'.") from exc
     if x not in ("time", "budget"):
         raise InvalidInputError(f"x must be 'time' or 'budget'; got {x!r}.")
@@ -95,7 +111,7 @@ def plot_comparison(rows, x: str = "time", ax=None, floor: float = 1e-12):
         if not pts:
             continue
         xs = [r[x] for r in pts]
-        line, = ax.plot(xs, [max(abs(r["suboptimality"]), floor) for r in pts], "-o", ms=3, label=f"{name}")
+        (line,) = ax.plot(xs, [max(abs(r["suboptimality"]), floor) for r in pts], "-o", ms=3, label=f"{name}")
         ax.plot(xs, [max(r["violation"], floor) for r in pts], "--", color=line.get_color(), lw=1)
     ax.set_xscale("log")
     ax.set_yscale("log")

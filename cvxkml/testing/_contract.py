@@ -1,6 +1,7 @@
 """Checks of declared problems and regularizers against their exact models: the
 :class:`~cvxkml.declare.Problem` contract, cross-checks over many draws, and the
 regularizer check (see :mod:`cvxkml.testing`)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,6 +39,7 @@ def check_regularizer(reg, seed: int = 0, n_points: int = 40, rtol: float = 1e-6
         Naming the check that failed, the point and the two values.
     """
     import cvxpy as cp
+
     rng = np.random.default_rng(seed)
     reg.check_theorem4()
     out = {}
@@ -72,16 +74,20 @@ def check_regularizer(reg, seed: int = 0, n_points: int = 40, rtol: float = 1e-6
             slack = fx[ok] + c - xs[ok] * mu
             scale = 1.0 + np.abs(fx[ok]) + abs(c)
             bad = np.flatnonzero(slack < -rtol * scale)
-            assert not bad.size, (f"{reg!r}: Fenchel–Young fails, f_s({xs[ok][bad[0]]:g}) + f*_s({mu:g}) < "
-                                  f"x·μ (conj_s is not the conjugate of f_s over x >= 0)")
+            assert not bad.size, (
+                f"{reg!r}: Fenchel–Young fails, f_s({xs[ok][bad[0]]:g}) + f*_s({mu:g}) < "
+                f"x·μ (conj_s is not the conjugate of f_s over x >= 0)"
+            )
             try:
                 xm = float(np.asarray(reg.conj_grad_s(np.array([mu])), dtype=float).ravel()[0])
             except NotImplementedError:
                 continue
             fxm = float(np.asarray(reg.f_s(np.array([xm])), dtype=float).ravel()[0])
             e = abs(fxm + c - xm * mu) / (1.0 + abs(fxm) + abs(c))
-            assert e <= rtol, (f"{reg!r}: at μ = {mu:g}, x = conj_grad_s(μ) = {xm:g} does not attain "
-                               f"the conjugate: f_s(x) + f*_s(μ) − xμ = {fxm + c - xm * mu:.3g}")
+            assert e <= rtol, (
+                f"{reg!r}: at μ = {mu:g}, x = conj_grad_s(μ) = {xm:g} does not attain "
+                f"the conjugate: f_s(x) + f*_s(μ) − xμ = {fxm + c - xm * mu:.3g}"
+            )
             err = max(err, e)
     out["fenchel_young"] = err
     # 3. derivatives by central differences
@@ -91,14 +97,15 @@ def check_regularizer(reg, seed: int = 0, n_points: int = 40, rtol: float = 1e-6
             for mu in mus:
                 h = 1e-5 * (1.0 + abs(mu))
                 with np.errstate(all="ignore"):
-                    f0, fp, fm = (float(np.asarray(f(np.array([mu + s * h])), dtype=float).ravel()[0])
-                                  for s in (0, 1, -1))
+                    f0, fp, fm = (
+                        float(np.asarray(f(np.array([mu + s * h])), dtype=float).ravel()[0]) for s in (0, 1, -1)
+                    )
                     d = float(np.asarray(df(np.array([mu])), dtype=float).ravel()[0])
                 fd = (fp - fm) / (2 * h)
                 if not (np.isfinite(fd) and np.isfinite(d)):
                     continue
                 if abs((fp - f0) - (f0 - fm)) > 1e-3 * h * (1.0 + abs(fd)):
-                    continue                     # a kink (e.g. max(μ, 0) at 0): not differentiable
+                    continue  # a kink (e.g. max(μ, 0) at 0): not differentiable
                 e = abs(fd - d) / (1.0 + abs(d))
                 assert e <= 1e-4, f"{reg!r}: {name}_s({mu:g}) = {d:.8g} but finite differences give {fd:.8g}"
                 err = max(err, e)
@@ -108,8 +115,15 @@ def check_regularizer(reg, seed: int = 0, n_points: int = 40, rtol: float = 1e-6
     return out
 
 
-def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, seed: int = 0,
-                solver=None, distance_rtol: float | None = None, **solve_kw) -> dict:
+def cross_check(
+    problems_or_strategy,
+    n_draws: int = 20,
+    rtol: float = 1e-6,
+    seed: int = 0,
+    solver=None,
+    distance_rtol: float | None = None,
+    **solve_kw,
+) -> dict:
     """Validate a problem's fast solve against its trusted exact model on many draws.
 
     Parameters
@@ -147,13 +161,14 @@ def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, see
     """
     if hasattr(problems_or_strategy, "example") and hasattr(problems_or_strategy, "map"):
         from hypothesis import HealthCheck, given, settings
+
         drawn = []
 
-        @settings(max_examples=n_draws, database=None, derandomize=True,
-                  suppress_health_check=list(HealthCheck))
+        @settings(max_examples=n_draws, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
         @given(problems_or_strategy)
         def _collect(p):
             drawn.append(p)
+
         _collect()
         items = drawn
     elif callable(problems_or_strategy):
@@ -171,7 +186,7 @@ def cross_check(problems_or_strategy, n_draws: int = 20, rtol: float = 1e-6, see
         try:
             fast = solve_fast_honestly(prob, **solve_kw) if solver is None else solver(prob)
             res = assert_matches_reference(prob, fast, exact, rtol=rtol, viol=rtol, distance_rtol=distance_rtol)
-        except Exception as exc:                # noqa: BLE001 - a crash of the solver under test is a failure
+        except Exception as exc:  # noqa: BLE001 - a crash of the solver under test is a failure
             out["failures"].append((prob, f"{type(exc).__name__}: {exc}"))
             continue
         out["checked"] += 1
@@ -204,8 +219,7 @@ def register_contract_case(cls, factory, solve_kw=None, rtol: float = 1e-6, fast
         False when the class has no fast solver (its ``solve()`` must then raise
         :class:`~cvxkml.errors.InvalidInputError` saying so).
     """
-    _CONTRACT_CASES[cls] = {"factory": factory, "solve_kw": dict(solve_kw or {}), "rtol": rtol,
-                            "fast": fast}
+    _CONTRACT_CASES[cls] = {"factory": factory, "solve_kw": dict(solve_kw or {}), "rtol": rtol, "fast": fast}
 
 
 def contract_cases() -> dict:
@@ -247,7 +261,7 @@ def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True
             call()
         except InvalidInputError:
             return
-        except Exception as exc:                 # noqa: BLE001 - any other type breaks the contract
+        except Exception as exc:  # noqa: BLE001 - any other type breaks the contract
             raise AssertionError(f"{what}: raised {type(exc).__name__}, not InvalidInputError: {exc}") from exc
         raise AssertionError(f"{what}: accepted")
 
@@ -259,8 +273,11 @@ def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True
     raises(lambda: problem.solve_reference(eps=-1.0), f"{name}.solve_reference(eps=-1.0)")
     t0 = time.perf_counter()
     exact = trusted_reference(problem)
-    out = {"exact_time": time.perf_counter() - t0, "exact_objective": float(exact.objective),
-           "exact_gap": float(exact.gap) / _scale(exact)}
+    out = {
+        "exact_time": time.perf_counter() - t0,
+        "exact_objective": float(exact.objective),
+        "exact_gap": float(exact.gap) / _scale(exact),
+    }
     assert exact.converged, f"{name}: a trusted reference must say converged=True: {exact}"
     if not fast:
         raises(lambda: problem.solve(), f"{name}.solve() (no fast solver)")
@@ -282,12 +299,13 @@ def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True
 def _pola_instance(seed, kernel):
     from .. import declare
     from ..sideinfo import baseline_kernel, baseline_metric
+
     rng = np.random.default_rng(seed)
     n, d = 8, 3
     X = rng.normal(size=(n, d))
     A = X @ X.T + 0.5 * np.eye(n) if kernel else X
     i, j = forest_pairs(rng, n, n - 1 if kernel else d)
-    y = rng.permutation(np.resize([1.0, -1.0], i.size))           # both kinds of pair
+    y = rng.permutation(np.resize([1.0, -1.0], i.size))  # both kinds of pair
     base = (baseline_kernel(A) if kernel else baseline_metric(X))(i, j)
     pc = declare.pola_constraints(i, j, y, 1.0 + float(np.median(base)))
     return declare.POLAKernel(A, pc) if kernel else declare.POLAMetric(X, pc)
@@ -331,8 +349,7 @@ def _register_builtin_cases():
 
     def extended(seed):
         X, pc = metric_instance(seed, 8, 3, 5, hard=False)
-        return declare.ITML(X, pc, gamma=1.0).extend(
-            term=lambda W: 0.1 * cp.sum(cp.abs(W - cp.diag(cp.diag(W)))))
+        return declare.ITML(X, pc, gamma=1.0).extend(term=lambda W: 0.1 * cp.sum(cp.abs(W - cp.diag(cp.diag(W)))))
 
     def iplr(seed):
         X, pc = metric_instance(seed, 10, 4, 6, hard=False)
@@ -349,10 +366,12 @@ def _register_builtin_cases():
                 return declare.SDPLogDetKernel(K0, pc, np.eye(7), 1.0)
             X, pc = metric_instance(seed, 7, 3, 5, hard=False)
             return declare.SDPLogDetMetric(X, pc, np.eye(7), 1.0)
+
         return build
 
     def _factored_instance(seed):
         from ..sideinfo import Hinge
+
         G0, pc = factor_instance(seed, 8, 3, 5, hard=False)
         return declare.FactoredSpectralKernel(G0, Hinge(pc, 1.0), declare.VonNeumann())
 
@@ -362,15 +381,24 @@ def _register_builtin_cases():
 
     cases = [
         (declare.ITML, lambda s: declare.ITML(*metric_instance(s, 8, 3, 6, hard=False), gamma=1.0), {"tol": 1e-10}),
-        (declare.LogDetKernel, lambda s: declare.LogDetKernel(*kernel_instance(s, 8, 6, hard=False), gamma=1.0),
-         {"tol": 1e-10}),
-        (declare.LowRankLogDet, lambda s: declare.LowRankLogDet(*factor_instance(s, 8, 3, 5, hard=False), gamma=1.0),
-         {"tol": 1e-10}),
+        (
+            declare.LogDetKernel,
+            lambda s: declare.LogDetKernel(*kernel_instance(s, 8, 6, hard=False), gamma=1.0),
+            {"tol": 1e-10},
+        ),
+        (
+            declare.LowRankLogDet,
+            lambda s: declare.LowRankLogDet(*factor_instance(s, 8, 3, 5, hard=False), gamma=1.0),
+            {"tol": 1e-10},
+        ),
         (declare.FactoredSpectralKernel, _factored_instance, {"tol": 1e-10}),
         (declare.SpectralMetric, lambda s: variant_instance(s, 8, 6, declare.VonNeumann()), {"tol": 1e-10}),
         (declare.SpectralKernel, spectral_kernel, {"tol": 1e-10}),
-        (declare.VonNeumannKernel, lambda s: declare.VonNeumannKernel(*kernel_instance(s, 8, 6, hard=False), gamma=1.0),
-         {"tol": 1e-10}),
+        (
+            declare.VonNeumannKernel,
+            lambda s: declare.VonNeumannKernel(*kernel_instance(s, 8, 6, hard=False), gamma=1.0),
+            {"tol": 1e-10},
+        ),
         (declare.TraceSSIKDR, trace, {"tol": 1e-10}),
         (declare.POLAKernel, lambda s: _pola_instance(s, True), {"tol": 1e-10}),
         (declare.POLAMetric, lambda s: _pola_instance(s, False), {"tol": 1e-10}),
@@ -397,9 +425,11 @@ def _register_builtin_cases():
         # a linear h(P) = <C, P> on m = 3 kernels: the relaxation (15) with W = 0 is tight
         # (doubly nonnegative = completely positive for m <= 4), so the fast solve must certify
         from ..declare.mkl import CallablePObjective
+
         C, _ = mkl_quadratic(seed)
-        return declare.RankOneWeightStep(CallablePObjective(
-            3, lambda P: cp.sum(cp.multiply(C, P)), lambda P: float(np.sum(C * P))))
+        return declare.RankOneWeightStep(
+            CallablePObjective(3, lambda P: cp.sum(cp.multiply(C, P)), lambda P: float(np.sum(C * P)))
+        )
 
     def mu_step(seed):
         C, c = mkl_quadratic(seed)

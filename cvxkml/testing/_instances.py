@@ -1,4 +1,5 @@
 """Random instances and Hypothesis strategies of declared problems (see :mod:`cvxkml.testing`)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,7 @@ def forest_pairs(rng, n, m):
     independent, so any positive distances are attainable (hard draws stay feasible)."""
     order = rng.permutation(n)
     i, j = [], []
-    for t in range(1, n):                        # random tree: attach order[t] to an earlier node
+    for t in range(1, n):  # random tree: attach order[t] to an earlier node
         i.append(order[t])
         j.append(order[rng.integers(0, t)])
     keep = rng.choice(n - 1, size=min(m, n - 1), replace=False)
@@ -26,6 +27,7 @@ def forest_pairs(rng, n, m):
 
 def _bounded_pairs(rng, i, j, baseline, n, percentiles):
     from ..sideinfo import PairConstraints, percentile_bounds
+
     y = rng.choice([-1.0, 1.0], size=i.size)
     u, l = percentile_bounds(baseline, n, percentiles, rng)
     return PairConstraints(i, j, y, np.where(y > 0, u, l))
@@ -35,6 +37,7 @@ def metric_instance(seed, n, d, m, hard, percentiles=(5.0, 95.0)):
     """(X, PairConstraints) for metric learning; hard draws use at most d forest pairs
     (feasible by construction), bounds are percentiles of squared baseline distances."""
     from ..sideinfo import baseline_metric
+
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
     i, j = forest_pairs(rng, n, min(m, d)) if hard else random_pairs(rng, n, m)
@@ -46,6 +49,7 @@ def kernel_instance(seed, n, m, hard, kind="gaussian", percentiles=(5.0, 95.0)):
     (rank d < n: the range-space path).  Hard draws use at most rank(K0) forest pairs."""
     from ..kernels import gaussian_kernel
     from ..sideinfo import baseline_kernel
+
     rng = np.random.default_rng(seed)
     if kind == "lowrank":
         d = int(rng.integers(2, max(3, n - 1)))
@@ -67,10 +71,11 @@ def kernel_instance(seed, n, m, hard, kind="gaussian", percentiles=(5.0, 95.0)):
 def factor_instance(seed, n, r, m, hard):
     """(G0, PairConstraints) for low-rank LogDet on K0 = G0 G0ᵀ of rank r."""
     from ..sideinfo import PairConstraints, baseline_metric, percentile_bounds
+
     rng = np.random.default_rng(seed)
     G0 = rng.normal(size=(n, r)) * rng.uniform(0.5, 2.0, size=r)
     i, j = forest_pairs(rng, n, min(m, r)) if hard else random_pairs(rng, n, m)
-    u, l = percentile_bounds(baseline_metric(G0), n, (5, 95), rng)   # bounds, then signs
+    u, l = percentile_bounds(baseline_metric(G0), n, (5, 95), rng)  # bounds, then signs
     y = rng.choice([-1.0, 1.0], size=i.size)
     return G0, PairConstraints(i, j, y, np.where(y > 0, u, l))
 
@@ -104,6 +109,7 @@ def variant_instance(seed, n, m, regularizer=None, kernel=False, hard_pairs=True
     from .. import declare
     from ..kernels import gaussian_kernel
     from ..sideinfo import Hinge, RelativeConstraints, baseline_kernel, baseline_metric
+
     rng = np.random.default_rng(seed)
     d = 3
     X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
@@ -132,8 +138,9 @@ def _random_spd(rng, k):
     return (Q * np.exp(0.7 * rng.normal(size=k))) @ Q.T
 
 
-def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=None, kernel=False,
-                      hard=True, C=1.0, rank=None, d=3):
+def feasible_instance(
+    seed, n, m, families=("pairs", "triplets"), regularizer=None, kernel=False, hard=True, C=1.0, rank=None, d=3
+):
     """A declared spectral problem with any mix of constraint families, feasible by
     construction: every constraint holds with a 5 % margin at a random positive definite
     target M* (K* = K0^½ Q e^G Qᵀ K0^½ on range(K0) for a kernel problem, W* = Q e^G Qᵀ for
@@ -171,6 +178,7 @@ def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=No
     from .. import declare
     from ..kernels import gaussian_kernel
     from ..sideinfo import Hinge, LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
+
     bad = [f for f in families if f not in _CONSTRAINT_FAMILIES]
     if bad or not families:
         raise ValueError(f"families must be a non-empty subset of {_CONSTRAINT_FAMILIES}; got {families!r}")
@@ -185,15 +193,15 @@ def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=No
             K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
         w, V = np.linalg.eigh(K0)
         keep = w > 1e-10 * w.max()
-        half = V[:, keep] * np.sqrt(w[keep])                # K0 = half halfᵀ on its range
+        half = V[:, keep] * np.sqrt(w[keep])  # K0 = half halfᵀ on its range
         target = half @ _random_spd(rng, half.shape[1]) @ half.T
-        dist = lambda a, b: target[a, a] + target[b, b] - 2 * target[a, b]      # noqa: E731
-        inner = lambda a, b: target[a, b]                                       # noqa: E731
+        dist = lambda a, b: target[a, a] + target[b, b] - 2 * target[a, b]  # noqa: E731
+        inner = lambda a, b: target[a, b]  # noqa: E731
         dim = n
     else:
         target = _random_spd(rng, d)
         dist = lambda a, b: np.einsum("ij,jk,ik->i", X[a] - X[b], target, X[a] - X[b])  # noqa: E731
-        inner = lambda a, b: np.einsum("ij,jk,ik->i", X[a], target, X[b])               # noqa: E731
+        inner = lambda a, b: np.einsum("ij,jk,ik->i", X[a], target, X[b])  # noqa: E731
         dim = d
     wrap = (lambda c: c) if hard else (lambda c: Hinge(c, C))
     cons = []
@@ -207,7 +215,7 @@ def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=No
     if "triplets" in families:
         ti, tj, tk = triplets(rng, n, m)
         dj, dk = dist(ti, tj), dist(ti, tk)
-        swap = dj > dk                                        # orient so d*(i, j) <= d*(i, k)
+        swap = dj > dk  # orient so d*(i, j) <= d*(i, k)
         tj, tk = np.where(swap, tk, tj), np.where(swap, tj, tk)
         cons.append(wrap(RelativeConstraints(ti, tj, tk, 0.5 * np.abs(dk - dj))))
     if "similarity" in families:
@@ -228,9 +236,16 @@ def feasible_instance(seed, n, m, families=("pairs", "triplets"), regularizer=No
     return declare.SpectralKernel(K0, cons, reg) if kernel else declare.SpectralMetric(X, cons, reg)
 
 
-def make_random_instance(n: int, d: int, n_pairs: int, gamma: float | None = 1.0,
-                         kind: str = "metric", random_state=None, n_classes: int = 2,
-                         percentiles=(5.0, 95.0)):
+def make_random_instance(
+    n: int,
+    d: int,
+    n_pairs: int,
+    gamma: float | None = 1.0,
+    kind: str = "metric",
+    random_state=None,
+    n_classes: int = 2,
+    percentiles=(5.0, 95.0),
+):
     """A small random LogDet problem with pair constraints.
 
     n points in d dimensions are drawn from ``n_classes`` Gaussian clusters (standard
@@ -279,12 +294,28 @@ def make_random_instance(n: int, d: int, n_pairs: int, gamma: float | None = 1.0
     return declare.LogDetKernel(K0, pairs, gamma=gamma)
 
 
-_FAMILIES = ("itml", "logdet-kernel", "lowrank", "vonneumann-metric", "vonneumann-kernel",
-             "hinge-metric", "hinge-kernel", "feasible-metric", "feasible-kernel")
+_FAMILIES = (
+    "itml",
+    "logdet-kernel",
+    "lowrank",
+    "vonneumann-metric",
+    "vonneumann-kernel",
+    "hinge-metric",
+    "hinge-kernel",
+    "feasible-metric",
+    "feasible-kernel",
+)
 
 
-def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int = 12,
-             gammas=(0.1, 1.0, 10.0), regularizer=None, families=None):
+def problems(
+    family: str,
+    hard: bool | None = None,
+    max_n: int = 12,
+    max_m: int = 12,
+    gammas=(0.1, 1.0, 10.0),
+    regularizer=None,
+    families=None,
+):
     """A Hypothesis strategy of declared problems of one family, feasible when hard.
 
     Parameters
@@ -322,6 +353,7 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
     from hypothesis import strategies as st
 
     from .. import declare
+
     if family not in _FAMILIES:
         raise ValueError(f"family must be one of {', '.join(_FAMILIES)}; got {family!r}")
     if max_n < 3 or max_m < 1:
@@ -331,11 +363,13 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
         g = None if is_hard else gamma
         if family.startswith("feasible-"):
             rank = min(d, n - 1) if kind == "lowrank" else None
-            return feasible_instance(seed, n, m, fams, regularizer, kernel=family == "feasible-kernel",
-                                     hard=is_hard, C=gamma, rank=rank)
+            return feasible_instance(
+                seed, n, m, fams, regularizer, kernel=family == "feasible-kernel", hard=is_hard, C=gamma, rank=rank
+            )
         if family.startswith("hinge-"):
-            return variant_instance(seed, n, m, regularizer, kernel=family == "hinge-kernel",
-                                    hard_pairs=is_hard, C=gamma)
+            return variant_instance(
+                seed, n, m, regularizer, kernel=family == "hinge-kernel", hard_pairs=is_hard, C=gamma
+            )
         if family == "itml":
             X, pc = metric_instance(seed, n, d, m, is_hard)
             return declare.ITML(X, pc, gamma=g)
@@ -353,7 +387,14 @@ def problems(family: str, hard: bool | None = None, max_n: int = 12, max_m: int 
     hards = st.just(hard) if hard is not None else st.booleans()
     pool = list(_CONSTRAINT_FAMILIES if families is None else families)
     fams = st.lists(st.sampled_from(pool), min_size=1, max_size=len(pool), unique=True).map(tuple)
-    return st.builds(build, seed=st.integers(0, 2**31 - 1), n=st.integers(3, max_n),
-                     m=st.integers(1, max_m), is_hard=hards, gamma=st.sampled_from(list(gammas)),
-                     kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
-                     d=st.integers(1, 6), fams=fams)
+    return st.builds(
+        build,
+        seed=st.integers(0, 2**31 - 1),
+        n=st.integers(3, max_n),
+        m=st.integers(1, max_m),
+        is_hard=hards,
+        gamma=st.sampled_from(list(gammas)),
+        kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+        d=st.integers(1, 6),
+        fams=fams,
+    )

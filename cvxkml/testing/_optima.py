@@ -18,6 +18,7 @@ the MKL weight steps) are stored on status and violations alone; their files say
 Regenerate everything with ``python -m cvxkml.testing._optima`` (a few minutes), or some with
 ``python -m cvxkml.testing._optima NAME ...``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -32,8 +33,7 @@ from .. import declare
 from ..errors import InvalidInputError
 from ..sideinfo import PairConstraints
 
-__all__ = ["OPTIMA_DIR", "StoredOptimum", "list_optima", "load_optimum", "regenerate", "solve_exact",
-           "INSTANCES"]
+__all__ = ["OPTIMA_DIR", "StoredOptimum", "list_optima", "load_optimum", "regenerate", "solve_exact", "INSTANCES"]
 
 #: Where the stored optima live (package data).
 OPTIMA_DIR = Path(__file__).resolve().parents[1] / "data" / "optima"
@@ -44,12 +44,14 @@ _CERT_RTOL = 1e-7
 # --------------------------------------------------------------------------- data
 def _iris():
     from sklearn.datasets import load_iris
+
     return load_iris(return_X_y=True)
 
 
 def _wine_subset(n, seed=0):
     """n standardized Wine points (rows chosen by a seeded generator) and their labels."""
     from sklearn.datasets import load_wine
+
     X, y = load_wine(return_X_y=True)
     Xs = (X - X.mean(axis=0)) / X.std(axis=0)
     idx = np.random.default_rng(seed).choice(len(y), n, replace=False)
@@ -58,6 +60,7 @@ def _wine_subset(n, seed=0):
 
 def _gaussian(X, sigma):
     from ..kernels import gaussian_kernel
+
     return gaussian_kernel(X, sigma=sigma)
 
 
@@ -89,8 +92,10 @@ def _iris_forest_pairs():
 
 def _kernel_pairs(K0, labels, n_similar, n_dissimilar, seed):
     from ..sideinfo import baseline_kernel
-    return PairConstraints.from_labels(labels, baseline_kernel(K0), n_similar=n_similar,
-                                       n_dissimilar=n_dissimilar, random_state=seed)
+
+    return PairConstraints.from_labels(
+        labels, baseline_kernel(K0), n_similar=n_similar, n_dissimilar=n_dissimilar, random_state=seed
+    )
 
 
 def _forest_kernel_pairs(K0, n_pairs, seed):
@@ -99,7 +104,7 @@ def _forest_kernel_pairs(K0, n_pairs, seed):
     rng = np.random.default_rng(seed)
     n = K0.shape[0]
     order = rng.permutation(n)
-    i = order[1:n_pairs + 1]
+    i = order[1 : n_pairs + 1]
     j = np.array([order[rng.integers(0, t)] for t in range(1, n_pairs + 1)])
     d = np.diag(K0)
     D = (d[:, None] + d[None] - 2 * K0)[np.triu_indices(n, 1)]
@@ -180,18 +185,20 @@ def _rebuild_lmnn(z):
 
 def _rebuild_yeung_beta(z):
     from ..declare.yeung import SpectralReweighting
-    return SpectralReweighting(z["U"], z["eigenvalues"], np.column_stack([z["i"], z["j"]]),
-                               epsilon=float(z["epsilon"]))
+
+    return SpectralReweighting(z["U"], z["eigenvalues"], np.column_stack([z["i"], z["j"]]), epsilon=float(z["epsilon"]))
 
 
 def _rebuild_yeung_embedding(z):
     from ..declare.yeung import EmbeddingWeightProblem
+
     return EmbeddingWeightProblem(z["G"], epsilon=float(z["epsilon"]))
 
 
 def _mkl_weights(z):
     from ..formulas.lmnn import LMNNTriplets
     from ..kernels import kernel_sq_distances
+
     Ks = np.asarray(z["Ks"], dtype=float)
     tr = LMNNTriplets.from_labels(z["labels"], int(z["k"]), sq_dist=kernel_sq_distances(Ks.sum(axis=0)))
     return declare.LMNNWeightObjective.from_kernels(list(Ks), z["A"], tr, float(z["gamma"]))
@@ -203,14 +210,15 @@ def _rebuild_mkl_p(z):
 
 def _rebuild_mkl_mu(z):
     from ..declare.mkl import LMNNMuMajorizer
+
     return declare.MuWeightStep(LMNNMuMajorizer(_mkl_weights(z), z["mu_ref"]))
 
 
 @dataclass(frozen=True)
 class _Family:
     rebuild: Callable
-    certificate: bool = True       # the exact model carries a Lagrange certificate (dual value)
-    exact: str = "trusted"         # "trusted": trusted_reference; "mkl-p" / "mkl-mu": own conic solve
+    certificate: bool = True  # the exact model carries a Lagrange certificate (dual value)
+    exact: str = "trusted"  # "trusted": trusted_reference; "mkl-p" / "mkl-mu": own conic solve
 
 
 _FAMILIES = {
@@ -239,9 +247,11 @@ _FAMILIES = {
 def _itml_iris_slack():
     # Jain et al.'s constraints (1st / 99th percentiles) on Iris, LogDet slack γ = 1
     from ..sideinfo import baseline_metric
+
     X, y = _iris()
-    pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=50, n_dissimilar=50,
-                                     percentiles=(1, 99), random_state=0)
+    pc = PairConstraints.from_labels(
+        y, baseline_metric(X), n_similar=50, n_dissimilar=50, percentiles=(1, 99), random_state=0
+    )
     return dict(X=X, gamma=1.0, **_pc_inputs(pc))
 
 
@@ -284,6 +294,7 @@ def _spectral_metric(reg, gamma=np.nan, tau=np.nan):
     def build():
         X, pc = _iris_forest_pairs()
         return dict(X=X, regularizer=reg, tau=tau, gamma=gamma, **_pc_inputs(pc))
+
     return build
 
 
@@ -292,6 +303,7 @@ def _spectral_kernel(reg, gamma=np.nan, tau=np.nan):
         Xs, _ = _wine_subset(20, seed=3)
         K0 = _gaussian(Xs, 4.0)
         return dict(K0=K0, regularizer=reg, tau=tau, gamma=gamma, **_pc_inputs(_forest_kernel_pairs(K0, 8, 4)))
+
     return build
 
 
@@ -354,8 +366,10 @@ def _iplr_wine():
     Xs, yw = _wine_subset(40, seed=14)
     _, _, Vt = np.linalg.svd(Xs - Xs.mean(axis=0), full_matrices=False)
     from ..sideinfo import baseline_metric
-    pc = PairConstraints.from_labels(yw, baseline_metric(Xs), n_similar=10, n_dissimilar=10,
-                                     percentiles=(10, 90), random_state=15)
+
+    pc = PairConstraints.from_labels(
+        yw, baseline_metric(Xs), n_similar=10, n_dissimilar=10, percentiles=(10, 90), random_state=15
+    )
     return dict(X=Xs, R=Vt[:6].T.copy(), gamma=1.0, **_pc_inputs(pc))
 
 
@@ -376,21 +390,23 @@ def _lmnn_iris():
 def _yeung_beta_wine():
     from ..formulas.yeung import positive_spectrum
     from ..kernels import center_kernel
+
     Xs, yw = _wine_subset(40, seed=16)
     K = center_kernel(_gaussian(Xs, 4.0))
     lam, V = positive_spectrum(K, 1e-10)
-    q = 10                                          # the leading components
+    q = 10  # the leading components
     i, j, y = _pola_pairs(yw, 40, 17)
-    keep = y > 0                                    # similarity pairs only
+    keep = y > 0  # similarity pairs only
     return dict(U=V[:, :q], eigenvalues=lam[:q], i=i[keep], j=j[keep], epsilon=1e-3)
 
 
 def _yeung_embedding_wine():
     from ..formulas.yeung import local_gram
+
     Xs, _ = _wine_subset(40, seed=18)
     K = _gaussian(Xs, 4.0)
     D = np.diag(K)[:, None] + np.diag(K)[None] - 2 * K
-    nb = np.argsort(D[0])[1:7]                      # 6 neighbours of point 0
+    nb = np.argsort(D[0])[1:7]  # 6 neighbours of point 0
     G = local_gram(np.array([K[0, 0]]), K[0, nb][None], K[np.ix_(nb, nb)][None])[0]
     return dict(G=0.5 * (G + G.T), epsilon=1e-3)
 
@@ -400,8 +416,10 @@ def _mkl_inputs():
     idx = np.concatenate([np.arange(c * 50, c * 50 + 5) for c in range(3)])
     Xs = (X[idx] - X[idx].mean(axis=0)) / X[idx].std(axis=0)
     from ..kernels import normalize_mean_diagonal
-    Ks = np.stack([normalize_mean_diagonal(_gaussian(Xs, s)) for s in (1.0, 2.0)]
-                  + [normalize_mean_diagonal(Xs @ Xs.T)])
+
+    Ks = np.stack(
+        [normalize_mean_diagonal(_gaussian(Xs, s)) for s in (1.0, 2.0)] + [normalize_mean_diagonal(Xs @ Xs.T)]
+    )
     return dict(Ks=Ks, labels=y[idx], k=2, gamma=0.5, A=np.eye(len(idx)))
 
 
@@ -422,53 +440,130 @@ class _Instance:
     note: str = ""
 
 
-INSTANCES: dict = {inst.name: inst for inst in [
-    _Instance("itml_iris_slack", "itml", _itml_iris_slack, "Iris, 100 pairs (1st/99th pct), gamma=1"),
-    _Instance("itml_iris_hard", "itml", _itml_iris_hard, "Iris, 4 forest pairs, hard"),
-    _Instance("kernel_wine_gaussian_slack", "logdet-kernel", _kernel_wine_gaussian_slack,
-              "Gaussian K0 (sigma 4) on 30 Wine points, 20 pairs, gamma=10"),
-    _Instance("kernel_wine_lowrank_slack", "logdet-kernel", _kernel_wine_lowrank_slack,
-              "linear K0 of rank 13 on 30 Wine points (range-space model), gamma=1"),
-    _Instance("kernel_wine_gaussian_hard", "logdet-kernel", _kernel_wine_gaussian_hard,
-              "Gaussian K0 on 20 Wine points, 8 forest pairs, hard"),
-    _Instance("lowrank_wine_slack", "lowrank-logdet", _lowrank_wine_slack,
-              "LowRankLogDet, G0 = 30 x 13 Wine features, gamma=1"),
-    _Instance("spectral_metric_frobenius", "spectral-metric", _spectral_metric("Frobenius"),
-              "Iris, 4 forest pairs, Frobenius, hard"),
-    _Instance("spectral_metric_tracenorm", "spectral-metric", _spectral_metric("TraceNorm", tau=1.0),
-              "Iris, 4 forest pairs, TraceNorm(1), hard"),
-    _Instance("spectral_metric_vonneumann_slack", "spectral-metric",
-              _spectral_metric("VonNeumann", gamma=1.0), "Iris, 4 forest pairs, VonNeumann, gamma=1"),
-    _Instance("spectral_kernel_frobenius", "spectral-kernel", _spectral_kernel("Frobenius"),
-              "Gaussian K0 on 20 Wine points, 8 forest pairs, Frobenius, hard"),
-    _Instance("spectral_kernel_tracenorm", "spectral-kernel", _spectral_kernel("TraceNorm", tau=1.0),
-              "Gaussian K0 on 20 Wine points, 8 forest pairs, TraceNorm(1), hard"),
-    _Instance("spectral_kernel_vonneumann", "spectral-kernel", _spectral_kernel("VonNeumann"),
-              "Gaussian K0 on 20 Wine points, 8 forest pairs, VonNeumann, hard"),
-    _Instance("vonneumann_kernel_wine_slack", "vonneumann-kernel", _vonneumann_kernel_slack,
-              "D_vN(K, K0), Gaussian K0 on 20 Wine points, 16 pairs, gamma=1"),
-    _Instance("trace_ssikdr_wine", "trace-ssikdr", _trace_wine,
-              "Gaussian K0 on 20 other Wine points, 10 forest pairs, tau=0.5"),
-    _Instance("pola_kernel_wine", "pola-kernel", _pola_kernel_wine,
-              "Gaussian K0 on 20 Wine points, 15 label pairs, b=2"),
-    _Instance("pola_metric_iris", "pola-metric", _pola_metric_iris, "30 Iris points, 20 label pairs, b=2"),
-    _Instance("sdp_logdet_kernel_wine", "sdp-logdet-kernel", _sdp_kernel_wine,
-              "Gaussian K0 on 20 Wine points, C0 = kNN Laplacian + I, 8 forest pairs, gamma=1"),
-    _Instance("sdp_logdet_metric_iris", "sdp-logdet-metric", _sdp_metric_iris,
-              "Iris, C0 = I/n, 4 forest pairs, gamma=1"),
-    _Instance("iplr_wine_slack", "iplr", _iplr_wine,
-              "40 Wine points, basis = 6 leading principal directions, 20 pairs, gamma=1"),
-    _Instance("kcr_iris", "kcr", _kcr_iris, "24 Iris points (8 per class), Gaussian sigma 2, lam=1"),
-    _Instance("lmnn_iris_linear", "lmnn", _lmnn_iris, "linear LMNN, 30 Iris points, k=3, gamma=0.5"),
-    _Instance("yeung_reweighting_wine", "yeung-reweighting", _yeung_beta_wine,
-              "10 leading components of a centred Gaussian kernel on 40 Wine points"),
-    _Instance("yeung_embedding_wine", "yeung-embedding", _yeung_embedding_wine,
-              "local Gram of a Wine point over 6 neighbours, Gaussian kernel"),
-    _Instance("mkl_p_relaxation_iris", "mkl-p", _mkl_p_iris,
-              "relaxation (15) with W = 0 of the MKL_P weight step, 3 kernels on 15 Iris points, A = I"),
-    _Instance("mkl_mu_majorizer_iris", "mkl-mu", _mkl_mu_iris,
-              "MKL_mu step on LMNN's convex majorizer at uniform mu, 3 kernels on 15 Iris points, A = I"),
-]}
+INSTANCES: dict = {
+    inst.name: inst
+    for inst in [
+        _Instance("itml_iris_slack", "itml", _itml_iris_slack, "Iris, 100 pairs (1st/99th pct), gamma=1"),
+        _Instance("itml_iris_hard", "itml", _itml_iris_hard, "Iris, 4 forest pairs, hard"),
+        _Instance(
+            "kernel_wine_gaussian_slack",
+            "logdet-kernel",
+            _kernel_wine_gaussian_slack,
+            "Gaussian K0 (sigma 4) on 30 Wine points, 20 pairs, gamma=10",
+        ),
+        _Instance(
+            "kernel_wine_lowrank_slack",
+            "logdet-kernel",
+            _kernel_wine_lowrank_slack,
+            "linear K0 of rank 13 on 30 Wine points (range-space model), gamma=1",
+        ),
+        _Instance(
+            "kernel_wine_gaussian_hard",
+            "logdet-kernel",
+            _kernel_wine_gaussian_hard,
+            "Gaussian K0 on 20 Wine points, 8 forest pairs, hard",
+        ),
+        _Instance(
+            "lowrank_wine_slack",
+            "lowrank-logdet",
+            _lowrank_wine_slack,
+            "LowRankLogDet, G0 = 30 x 13 Wine features, gamma=1",
+        ),
+        _Instance(
+            "spectral_metric_frobenius",
+            "spectral-metric",
+            _spectral_metric("Frobenius"),
+            "Iris, 4 forest pairs, Frobenius, hard",
+        ),
+        _Instance(
+            "spectral_metric_tracenorm",
+            "spectral-metric",
+            _spectral_metric("TraceNorm", tau=1.0),
+            "Iris, 4 forest pairs, TraceNorm(1), hard",
+        ),
+        _Instance(
+            "spectral_metric_vonneumann_slack",
+            "spectral-metric",
+            _spectral_metric("VonNeumann", gamma=1.0),
+            "Iris, 4 forest pairs, VonNeumann, gamma=1",
+        ),
+        _Instance(
+            "spectral_kernel_frobenius",
+            "spectral-kernel",
+            _spectral_kernel("Frobenius"),
+            "Gaussian K0 on 20 Wine points, 8 forest pairs, Frobenius, hard",
+        ),
+        _Instance(
+            "spectral_kernel_tracenorm",
+            "spectral-kernel",
+            _spectral_kernel("TraceNorm", tau=1.0),
+            "Gaussian K0 on 20 Wine points, 8 forest pairs, TraceNorm(1), hard",
+        ),
+        _Instance(
+            "spectral_kernel_vonneumann",
+            "spectral-kernel",
+            _spectral_kernel("VonNeumann"),
+            "Gaussian K0 on 20 Wine points, 8 forest pairs, VonNeumann, hard",
+        ),
+        _Instance(
+            "vonneumann_kernel_wine_slack",
+            "vonneumann-kernel",
+            _vonneumann_kernel_slack,
+            "D_vN(K, K0), Gaussian K0 on 20 Wine points, 16 pairs, gamma=1",
+        ),
+        _Instance(
+            "trace_ssikdr_wine",
+            "trace-ssikdr",
+            _trace_wine,
+            "Gaussian K0 on 20 other Wine points, 10 forest pairs, tau=0.5",
+        ),
+        _Instance(
+            "pola_kernel_wine", "pola-kernel", _pola_kernel_wine, "Gaussian K0 on 20 Wine points, 15 label pairs, b=2"
+        ),
+        _Instance("pola_metric_iris", "pola-metric", _pola_metric_iris, "30 Iris points, 20 label pairs, b=2"),
+        _Instance(
+            "sdp_logdet_kernel_wine",
+            "sdp-logdet-kernel",
+            _sdp_kernel_wine,
+            "Gaussian K0 on 20 Wine points, C0 = kNN Laplacian + I, 8 forest pairs, gamma=1",
+        ),
+        _Instance(
+            "sdp_logdet_metric_iris", "sdp-logdet-metric", _sdp_metric_iris, "Iris, C0 = I/n, 4 forest pairs, gamma=1"
+        ),
+        _Instance(
+            "iplr_wine_slack",
+            "iplr",
+            _iplr_wine,
+            "40 Wine points, basis = 6 leading principal directions, 20 pairs, gamma=1",
+        ),
+        _Instance("kcr_iris", "kcr", _kcr_iris, "24 Iris points (8 per class), Gaussian sigma 2, lam=1"),
+        _Instance("lmnn_iris_linear", "lmnn", _lmnn_iris, "linear LMNN, 30 Iris points, k=3, gamma=0.5"),
+        _Instance(
+            "yeung_reweighting_wine",
+            "yeung-reweighting",
+            _yeung_beta_wine,
+            "10 leading components of a centred Gaussian kernel on 40 Wine points",
+        ),
+        _Instance(
+            "yeung_embedding_wine",
+            "yeung-embedding",
+            _yeung_embedding_wine,
+            "local Gram of a Wine point over 6 neighbours, Gaussian kernel",
+        ),
+        _Instance(
+            "mkl_p_relaxation_iris",
+            "mkl-p",
+            _mkl_p_iris,
+            "relaxation (15) with W = 0 of the MKL_P weight step, 3 kernels on 15 Iris points, A = I",
+        ),
+        _Instance(
+            "mkl_mu_majorizer_iris",
+            "mkl-mu",
+            _mkl_mu_iris,
+            "MKL_mu step on LMNN's convex majorizer at uniform mu, 3 kernels on 15 Iris points, A = I",
+        ),
+    ]
+}
 
 
 # --------------------------------------------------------------------------- exact solves
@@ -478,6 +573,7 @@ def _solve_mkl(problem, family):
     lower bound on min_μ h(μμᵀ)); the μ step stores the optimal μ of its convex model."""
     from ..declare._conic import solve_conic
     from ..errors import SolverError
+
     attempts = []
     for solver, eps in (("CLARABEL", 1e-10), ("CLARABEL", 1e-9), ("SCS", 1e-10)):
         prob = problem.to_cvxpy()
@@ -501,18 +597,33 @@ def _solve_mkl(problem, family):
 def _exact(problem, family: _Family, family_name: str) -> dict:
     if family.exact != "trusted":
         M, obj, status, solver, elapsed = _solve_mkl(problem, family_name)
-        return dict(matrix=M, objective=obj, dual_value=np.nan, gap=np.nan, status=status,
-                    solver=solver, solve_time=elapsed, certificate="none")
+        return dict(
+            matrix=M,
+            objective=obj,
+            dual_value=np.nan,
+            gap=np.nan,
+            status=status,
+            solver=solver,
+            solve_time=elapsed,
+            certificate="none",
+        )
     from ._reference import trusted_reference
+
     target = problem.reduced if isinstance(problem, declare.IPLR) else problem
     sol = trusted_reference(target, cert_rtol=_CERT_RTOL, require_certificate=family.certificate)
     gap = sol.gap
     if family.certificate and (gap is None or abs(gap) > _CERT_RTOL * max(1.0, abs(sol.objective))):
-        raise InvalidInputError(f"untrusted certificate {gap!r}")   # trusted_reference guarantees it
-    return dict(matrix=np.asarray(sol.matrix, dtype=float), objective=float(sol.objective),
-                dual_value=np.nan if sol.dual_value is None else float(sol.dual_value),
-                gap=np.nan if gap is None else float(gap), status=str(sol.status), solver=str(sol.solver),
-                solve_time=float(sol.time), certificate="lagrange" if family.certificate else "none")
+        raise InvalidInputError(f"untrusted certificate {gap!r}")  # trusted_reference guarantees it
+    return dict(
+        matrix=np.asarray(sol.matrix, dtype=float),
+        objective=float(sol.objective),
+        dual_value=np.nan if sol.dual_value is None else float(sol.dual_value),
+        gap=np.nan if gap is None else float(gap),
+        status=str(sol.status),
+        solver=str(sol.solver),
+        solve_time=float(sol.time),
+        certificate="lagrange" if family.certificate else "none",
+    )
 
 
 def solve_exact(optimum: "StoredOptimum") -> dict:
@@ -577,7 +688,7 @@ def regenerate(names=None, out=None, verbose: bool = True) -> dict:
             rec = _exact(problem, fam, inst.family)
             if rec["status"] != "optimal":
                 raise InvalidInputError(f"status {rec['status']!r}")
-        except Exception as exc:                        # recorded, not stored
+        except Exception as exc:  # recorded, not stored
             if path.exists():
                 path.unlink()
             report[name] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -587,13 +698,18 @@ def regenerate(names=None, out=None, verbose: bool = True) -> dict:
         wall = time.perf_counter() - t0
         n = int(np.asarray(rec["matrix"]).shape[0])
         arrays = {f"in__{k}": np.asarray(v) for k, v in inputs.items()}
-        np.savez_compressed(path, name=name, family=inst.family, note=inst.note, **arrays,
-                            **{k: np.asarray(v) for k, v in rec.items()})
-        report[name] = dict(family=inst.family, n=n, objective=rec["objective"], gap=rec["gap"],
-                            time=wall, solver=rec["solver"])
+        np.savez_compressed(
+            path, name=name, family=inst.family, note=inst.note, **arrays, **{k: np.asarray(v) for k, v in rec.items()}
+        )
+        report[name] = dict(
+            family=inst.family, n=n, objective=rec["objective"], gap=rec["gap"], time=wall, solver=rec["solver"]
+        )
         if verbose:
-            print(f"{name}: family={inst.family} n={n} objective={rec['objective']:.12g} "
-                  f"gap={rec['gap']:.3g} solver={rec['solver']} time={wall:.2f}s", flush=True)
+            print(
+                f"{name}: family={inst.family} n={n} objective={rec['objective']:.12g} "
+                f"gap={rec['gap']:.3g} solver={rec['solver']} time={wall:.2f}s",
+                flush=True,
+            )
     return report
 
 
@@ -666,8 +782,7 @@ def list_optima(directory=None) -> list[str]:
 
 def _check_name(name) -> str:
     if not isinstance(name, str) or name not in INSTANCES:
-        raise InvalidInputError(
-            f"Unknown optimum {name!r}; the registered instances are: {', '.join(INSTANCES)}.")
+        raise InvalidInputError(f"Unknown optimum {name!r}; the registered instances are: {', '.join(INSTANCES)}.")
     return name
 
 
@@ -702,7 +817,8 @@ def load_optimum(name: str, directory=None) -> StoredOptimum:
     if not isinstance(name, str) or name not in available:
         raise InvalidInputError(
             f"No stored optimum named {name!r}. Available: {', '.join(available) or '(none)'}. "
-            "Regenerate with `python -m cvxkml.testing._optima`.")
+            "Regenerate with `python -m cvxkml.testing._optima`."
+        )
     d = OPTIMA_DIR if directory is None else Path(directory)
     with np.load(d / f"{name}.npz", allow_pickle=False) as z:
         data = {k: z[k] for k in z.files}
@@ -720,10 +836,20 @@ def load_optimum(name: str, directory=None) -> StoredOptimum:
         return None if np.isnan(v) else v
 
     return StoredOptimum(
-        name=name, family=family, problem=problem, objective=float(data["objective"]),
-        matrix=np.asarray(data["matrix"], dtype=float), dual_value=opt("dual_value"), gap=opt("gap"),
-        status=str(data["status"]), solver=str(data["solver"]), solve_time=float(data["solve_time"]),
-        certificate=str(data["certificate"]), note=str(data["note"]), inputs=inputs)
+        name=name,
+        family=family,
+        problem=problem,
+        objective=float(data["objective"]),
+        matrix=np.asarray(data["matrix"], dtype=float),
+        dual_value=opt("dual_value"),
+        gap=opt("gap"),
+        status=str(data["status"]),
+        solver=str(data["solver"]),
+        solve_time=float(data["solve_time"]),
+        certificate=str(data["certificate"]),
+        note=str(data["note"]),
+        inputs=inputs,
+    )
 
 
 def main(argv=None) -> int:

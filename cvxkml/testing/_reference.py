@@ -1,4 +1,5 @@
 """Trusted ground truth and honest fast solves (see :mod:`cvxkml.testing`)."""
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,7 @@ def relative_violation(problem, sol) -> float:
     rel = getattr(problem, "_max_relative_violation", None)
     if rel is not None:
         return float(rel(sol.violations))
-    if "max_relative_violation" in sol.info:       # the Problem contract's own measure
+    if "max_relative_violation" in sol.info:  # the Problem contract's own measure
         return float(sol.info["max_relative_violation"])
     return sol.max_violation
 
@@ -58,8 +59,9 @@ def _attempts(problem):
     return [(default, None), (other, tight[other]), (default, tight[default])]
 
 
-def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
-                      require_certificate: bool = True, **opts):
+def trusted_reference(
+    problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7, require_certificate: bool = True, **opts
+):
     """The exact model's solution, used only if it can be trusted.
 
     Parameters
@@ -97,14 +99,18 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
             sol = problem.solve_reference(solver=solver, eps=eps, accept_inaccurate=True, **opts)
         except NotImplementedError as exc:
             reg = getattr(problem, "regularizer", None)
-            what = (f"the {getattr(reg, 'name', type(reg).__name__)} regularizer" if reg is not None
-                    else type(problem).__name__)
+            what = (
+                f"the {getattr(reg, 'name', type(reg).__name__)} regularizer"
+                if reg is not None
+                else type(problem).__name__
+            )
             raise InvalidInputError(
                 f"The exact model of this {type(problem).__name__} cannot be certified: {what} does not "
                 f"implement a method its Lagrange dual needs ({type(exc).__name__} {exc}); implement "
                 "conj_s (the conjugate of f_s over x >= 0, checked by cvxkml.testing.check_regularizer)"
-                ".") from exc
-        except InfeasibleError as exc:          # a conic claim, checked against the others
+                "."
+            ) from exc
+        except InfeasibleError as exc:  # a conic claim, checked against the others
             infeasible.append(exc)
             tried.append(f"{solver}(eps={eps}): {exc}")
             continue
@@ -117,14 +123,15 @@ def trusted_reference(problem, cert_rtol: float = 1e-7, viol_tol: float = 1e-7,
                 f"The exact model of this {type(problem).__name__} cannot be certified: the "
                 f"{problem.regularizer.name} regularizer does not implement conj_s, which its "
                 "Lagrange dual needs (the conjugate of f_s over x >= 0, checked by "
-                "cvxkml.testing.check_regularizer).")
+                "cvxkml.testing.check_regularizer)."
+            )
         reason = _untrusted_reason(problem, sol, cert_rtol, viol_tol, require_certificate)
         if reason is None:
             sol.info["reference_attempts"] = tried + [f"{solver}(eps={eps}): trusted"]
             return sol
         tried.append(f"{solver}(eps={eps}): {reason}")
     if len(infeasible) == len(tried):
-        raise infeasible[0]                     # every attempt says infeasible
+        raise infeasible[0]  # every attempt says infeasible
     raise UntrustedReference("No trustworthy exact solution: " + "; ".join(tried))
 
 
@@ -150,7 +157,7 @@ def reference_or_discard(problem, feasible=None, keep_draw: bool = False, **kw):
     def _note(msg):
         try:
             note(msg)
-        except InvalidArgument:                  # called outside a Hypothesis test
+        except InvalidArgument:  # called outside a Hypothesis test
             pass
 
     test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
@@ -167,8 +174,10 @@ def reference_or_discard(problem, feasible=None, keep_draw: bool = False, **kw):
         if feasible is None or not relative_violation(problem, feasible) <= viol_tol:
             raise
         _DISCARDS[test] += 1
-        _note(f"every conic solve said infeasible, refuted by a point at relative violation "
-             f"{relative_violation(problem, feasible):.2g}: {exc}")
+        _note(
+            f"every conic solve said infeasible, refuted by a point at relative violation "
+            f"{relative_violation(problem, feasible):.2g}: {exc}"
+        )
         if keep_draw:
             return None
         assume(False)
@@ -188,18 +197,21 @@ def solve_fast_honestly(problem, gap_rtol: float | None = None, **kw):
     than ``gap_rtol`` (default: the solve's own ``info["gap_tol"]``, else 1e-6) times
     max(1, |objective|)).  Returns the solver's own Solution."""
     from ._validate import validate_answer
+
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         sol = problem.solve(**kw)
     warned = any(issubclass(w.category, ConvergenceWarning) for w in rec)
-    assert warned == (not sol.converged), \
+    assert warned == (not sol.converged), (
         f"a non-converged solve must warn, a converged one must not (converged={sol.converged}, warned={warned})"
+    )
     validate_answer(problem, sol, gap_rtol=gap_rtol if gap_rtol is not None else sol.info.get("gap_tol", 1e-6))
     return sol
 
 
-def assert_matches_reference(problem, fast, exact, rtol: float = 1e-6, viol: float = 1e-6,
-                             distance_rtol: float | None = None) -> dict:
+def assert_matches_reference(
+    problem, fast, exact, rtol: float = 1e-6, viol: float = 1e-6, distance_rtol: float | None = None
+) -> dict:
     """Assert that a certified fast answer agrees with a trusted reference, recomputing the
     fast side from what it returned (never its reported numbers).
 
@@ -226,36 +238,46 @@ def assert_matches_reference(problem, fast, exact, rtol: float = 1e-6, viol: flo
     (None where the optimum is not known to be unique).
     """
     from ._validate import distance_bound, validate_answer
-    bare = not isinstance(fast, Solution)          # a bare answer claims nothing: no converged flag
+
+    bare = not isinstance(fast, Solution)  # a bare answer claims nothing: no converged flag
     fast = validate_answer(problem, fast, gap_rtol=rtol, optimum=float(exact.objective), opt_rtol=rtol)
     scale = max(_scale(fast), _scale(exact))
-    assert bare or fast.converged, (f"the fast solution says converged=False (status {fast.status!r}): "
-                                    "it is not a certified answer")
+    assert bare or fast.converged, (
+        f"the fast solution says converged=False (status {fast.status!r}): it is not a certified answer"
+    )
     rv = relative_violation(problem, fast)
     assert rv <= viol, f"fast solution infeasible: recomputed relative violation {rv:.3g} > {viol:g}: {fast}"
     lower = [s.dual_value for s in (fast, exact) if s.dual_value is not None and np.isfinite(s.dual_value)]
     for lb in lower:
-        assert lb <= fast.objective + rtol * scale and lb <= exact.objective + rtol * scale, \
+        assert lb <= fast.objective + rtol * scale and lb <= exact.objective + rtol * scale, (
             f"a lower bound exceeds an objective (weak duality): fast={fast}, exact={exact}"
+        )
     if lower:
-        assert fast.objective - max(lower) <= rtol * scale, \
+        assert fast.objective - max(lower) <= rtol * scale, (
             f"fast objective above the best lower bound by more than rtol: fast={fast}, exact={exact}"
+        )
     if fast.dual_value is not None:
-        assert fast.objective - fast.dual_value <= rtol * scale, \
-            (f"the fast solution's own certificate does not certify it: objective {fast.objective:.12g} − "
-             f"its recomputed dual value {fast.dual_value:.12g} > rtol {rtol:g} × {scale:.3g}")
-    assert abs(fast.objective - exact.objective) <= rtol * scale, \
-        (f"fast objective {fast.objective:.12g} (recomputed) differs from the reference {exact.objective:.12g} "
-         f"by more than rtol {rtol:g} × {scale:.3g}")
-    out = {"rel_diff": abs(fast.objective - exact.objective) / scale,
-           "fast_gap": None if fast.gap is None else fast.gap / _scale(fast),
-           "distance": None, "distance_bound": None}
+        assert fast.objective - fast.dual_value <= rtol * scale, (
+            f"the fast solution's own certificate does not certify it: objective {fast.objective:.12g} − "
+            f"its recomputed dual value {fast.dual_value:.12g} > rtol {rtol:g} × {scale:.3g}"
+        )
+    assert abs(fast.objective - exact.objective) <= rtol * scale, (
+        f"fast objective {fast.objective:.12g} (recomputed) differs from the reference {exact.objective:.12g} "
+        f"by more than rtol {rtol:g} × {scale:.3g}"
+    )
+    out = {
+        "rel_diff": abs(fast.objective - exact.objective) / scale,
+        "fast_gap": None if fast.gap is None else fast.gap / _scale(fast),
+        "distance": None,
+        "distance_bound": None,
+    }
     gap_e = exact.gap if exact.gap is not None else np.inf
     dist = distance_bound(problem, fast, exact, rtol * scale, max(gap_e, 0.0)) if np.isfinite(gap_e) else None
     if dist is not None:
         limit = 2.0 * dist["bound"] if distance_rtol is None else distance_rtol
         out["distance"], out["distance_bound"] = dist["distance"], limit
-        assert dist["distance"] <= limit, \
-            (f"the fast matrix is {dist['distance']:.3g} away from the unique optimum (relative Frobenius), "
-             f"beyond {limit:.3g} (derived from rtol {rtol:g}: strong convexity σ = {dist['sigma']:.3g})")
+        assert dist["distance"] <= limit, (
+            f"the fast matrix is {dist['distance']:.3g} away from the unique optimum (relative Frobenius), "
+            f"beyond {limit:.3g} (derived from rtol {rtol:g}: strong convexity σ = {dist['sigma']:.3g})"
+        )
     return out

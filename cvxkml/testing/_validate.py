@@ -20,6 +20,7 @@ dual value is recomputed.  A family whose reported bound is not a function of th
 duals (the MKL weight steps, ``ExtendedProblem``'s conic dual objective) keeps the reported
 bound and says so in ``info["dual_value_unverified"]``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,11 +47,11 @@ class _Spec:
 
     def __init__(self, obj_args, viol_args, checks, dual=None, unverified=None, base=None):
         self.obj_args, self.viol_args = obj_args, viol_args
-        self.checks = checks              # callables doing the shape/finite/sym/PSD checks
-        self.dual = dual                  # callable objective -> recomputed dual value, or None
-        self.unverified = unverified      # why a reported dual value cannot be recomputed
-        self.base = base                  # the spectral problem the matrix belongs to (distances)
-        self.objective = self.violations = None     # callables overriding problem.objective(*args)
+        self.checks = checks  # callables doing the shape/finite/sym/PSD checks
+        self.dual = dual  # callable objective -> recomputed dual value, or None
+        self.unverified = unverified  # why a reported dual value cannot be recomputed
+        self.base = base  # the spectral problem the matrix belongs to (distances)
+        self.objective = self.violations = None  # callables overriding problem.objective(*args)
 
 
 def _matrix_check(M, n, what="matrix", **kw):
@@ -88,21 +89,26 @@ def _as_checked(a, **kw):
 def _family_spec(problem, sol, **kw) -> _Spec:
     from .. import declare
     from ..declare.base import SpectralProblem
+
     if isinstance(problem, SpectralProblem):
         return _spectral_spec(problem, sol, **kw)
     if isinstance(problem, declare.IPLR):
         return _spectral_spec(problem, sol, base=problem.reduced, **kw)
     if isinstance(problem, declare.ExtendedProblem) and not isinstance(problem.base, SpectralProblem):
         # an extended LMNN/KCR/MKL/Yeung problem: its primal in user coordinates is sol.matrix
-        return _Spec((sol.matrix,), (sol.matrix,), [lambda: _as_checked(sol.matrix, **kw)],
-                     unverified="the conic solver's dual objective (no closed-form Lagrange dual)")
+        return _Spec(
+            (sol.matrix,),
+            (sol.matrix,),
+            [lambda: _as_checked(sol.matrix, **kw)],
+            unverified="the conic solver's dual objective (no closed-form Lagrange dual)",
+        )
     if isinstance(problem, declare.ExtendedProblem):
         spec = _spectral_spec(problem, sol, base=problem.base, **kw)
         spec.dual = None
         spec.unverified = "the conic solver's dual objective (no closed-form Lagrange dual)"
         return spec
     if isinstance(problem, declare.LMNNProblem):
-        D = problem.matrix_dim                  # D (features) or r (the span space)
+        D = problem.matrix_dim  # D (features) or r (the span space)
         checks = [_matrix_check(sol.matrix, D, what="matrix A", **kw)]
         Xh = sol.info.get("X")
         xi = () if sol.slack is None else (sol.slack,)
@@ -117,8 +123,11 @@ def _family_spec(problem, sol, **kw) -> _Spec:
                 A = problem.answer_matrix(Xh, sol.info.get("complement"))
                 err = float(np.linalg.norm(np.asarray(sol.matrix, dtype=float) - A))
                 if err > SYMMETRIC_TOL * max(float(np.linalg.norm(A)), 1e-300):
-                    raise SolverError(f"The returned matrix A is not the map of the returned X̂ (info['X']): "
-                                      f"‖A − A(X̂)‖_F / ‖A(X̂)‖_F = {err / max(float(np.linalg.norm(A)), 1e-300):.3g}.")
+                    raise SolverError(
+                        f"The returned matrix A is not the map of the returned X̂ (info['X']): "
+                        f"‖A − A(X̂)‖_F / ‖A(X̂)‖_F = {err / max(float(np.linalg.norm(A)), 1e-300):.3g}."
+                    )
+
             checks.append(consistent)
             objective = lambda: problem.objective_whitened(Xh)
             violations = lambda: problem.violations_whitened(Xh, *xi)
@@ -134,20 +143,31 @@ def _family_spec(problem, sol, **kw) -> _Spec:
         return spec
     if isinstance(problem, declare.KCR):
         h = sol.info.get("h")
-        checks = [_matrix_check(sol.matrix, problem.n, what="matrix Σ", **kw),
-                  lambda: check_scalar(h, "bandwidth h (info['h'])")]
+        checks = [
+            _matrix_check(sol.matrix, problem.n, what="matrix Σ", **kw),
+            lambda: check_scalar(h, "bandwidth h (info['h'])"),
+        ]
         dual = None
         if sol.dual is not None:
-            checks.append(lambda: check_primal_matrix(sol.dual, problem.n, what="dual weights s", psd=False,
-                                                      symmetric_tol=np.inf))
+            checks.append(
+                lambda: check_primal_matrix(sol.dual, problem.n, what="dual weights s", psd=False, symmetric_tol=np.inf)
+            )
             dual = lambda obj: problem.dual_value(sol.dual)
         return _Spec((sol.matrix, h), (sol.matrix, h), checks, dual)
     if isinstance(problem, declare.RankOneWeightStep):
-        return _Spec((sol.matrix,), (sol.matrix,), [_matrix_check(sol.matrix, problem.m, what="matrix P", **kw)],
-                     unverified="the weight step's bound is not a function of returned duals")
+        return _Spec(
+            (sol.matrix,),
+            (sol.matrix,),
+            [_matrix_check(sol.matrix, problem.m, what="matrix P", **kw)],
+            unverified="the weight step's bound is not a function of returned duals",
+        )
     if isinstance(problem, declare.MuWeightStep):
-        return _Spec((sol.matrix,), (sol.matrix,), [_vector_check(sol.matrix, problem.m, "weights μ")],
-                     unverified="the weight step's bound is not a function of returned duals")
+        return _Spec(
+            (sol.matrix,),
+            (sol.matrix,),
+            [_vector_check(sol.matrix, problem.m, "weights μ")],
+            unverified="the weight step's bound is not a function of returned duals",
+        )
     if isinstance(problem, declare.SpectralReweighting):
         beta = sol.info.get("beta")
         checks = [_vector_check(beta, problem.n_components, "weights β (info['beta'])")]
@@ -164,10 +184,14 @@ def _family_spec(problem, sol, **kw) -> _Spec:
             dual = lambda obj: problem.dual_value(float(np.ravel(sol.dual)[0]))
         return _Spec((sol.matrix,), (sol.matrix,), checks, dual)
     # a user's Problem subclass: the matrix and, if it has one, its dual_value
-    checks = [lambda: check_primal_matrix(sol.matrix, np.shape(sol.matrix) if np.ndim(sol.matrix) == 2
-                                          else (-1, -1), **kw)]
-    dual = (lambda obj: problem.dual_value(sol.dual)) if (sol.dual is not None and hasattr(problem, "dual_value")) \
+    checks = [
+        lambda: check_primal_matrix(sol.matrix, np.shape(sol.matrix) if np.ndim(sol.matrix) == 2 else (-1, -1), **kw)
+    ]
+    dual = (
+        (lambda obj: problem.dual_value(sol.dual))
+        if (sol.dual is not None and hasattr(problem, "dual_value"))
         else None
+    )
     unverified = None if hasattr(problem, "dual_value") else "the problem has no dual_value(dual) to recompute it"
     return _Spec((sol.matrix,), (sol.matrix,), checks, dual, unverified)
 
@@ -191,9 +215,17 @@ def as_solution(problem, answer, what: str = "The solver") -> Solution:
     return problem.evaluate(M, dual, solver=f"{what} (bare answer)", status="evaluated")
 
 
-def validate_answer(problem, sol, *, gap_rtol: float | None = None, optimum: float | None = None,
-                    opt_rtol: float | None = None, report_rtol: float = REPORT_RTOL,
-                    symmetric_tol: float = SYMMETRIC_TOL, psd_tol: float = PSD_TOL) -> Solution:
+def validate_answer(
+    problem,
+    sol,
+    *,
+    gap_rtol: float | None = None,
+    optimum: float | None = None,
+    opt_rtol: float | None = None,
+    report_rtol: float = REPORT_RTOL,
+    symmetric_tol: float = SYMMETRIC_TOL,
+    psd_tol: float = PSD_TOL,
+) -> Solution:
     """Check a solver's answer by recomputing it (module docstring).
 
     Parameters
@@ -234,32 +266,38 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
         check()
     try:
         obj = float(spec.objective() if spec.objective else problem.objective(*spec.obj_args))
-        viol = np.asarray(spec.violations() if spec.violations else problem.violations(*spec.viol_args),
-                          dtype=float)
+        viol = np.asarray(spec.violations() if spec.violations else problem.violations(*spec.viol_args), dtype=float)
     except CvxkmlError as exc:
         raise SolverError(f"The returned point cannot be evaluated by the problem's formulas: {exc}") from exc
     check_reported(sol.objective, obj, rtol=report_rtol, what="objective")
     rep_viol = np.asarray(sol.violations, dtype=float)
     if rep_viol.shape != viol.shape:
-        raise SolverError(f"The solver reported {rep_viol.size} violation(s) but the problem has {viol.size} "
-                          "(one per constraint, in problem.violations() order).")
+        raise SolverError(
+            f"The solver reported {rep_viol.size} violation(s) but the problem has {viol.size} "
+            "(one per constraint, in problem.violations() order)."
+        )
     if viol.size:
         if not np.all(np.isfinite(rep_viol)):
             raise SolverError("The solver reported NaN/inf violations.")
         tol = report_rtol * max(1.0, abs(obj), float(np.max(np.abs(viol))))
         k = int(np.argmax(np.abs(rep_viol - viol)))
         if abs(rep_viol[k] - viol[k]) > tol:
-            raise SolverError(f"The reported violation of constraint {k} {rep_viol[k]:.12g} disagrees with "
-                              f"{viol[k]:.12g} recomputed from the returned point; report the violations of "
-                              "what you return.")
+            raise SolverError(
+                f"The reported violation of constraint {k} {rep_viol[k]:.12g} disagrees with "
+                f"{viol[k]:.12g} recomputed from the returned point; report the violations of "
+                "what you return."
+            )
     reported_dv = sol.dual_value
     if reported_dv is not None and not (np.isscalar(reported_dv) and reported_dv == -np.inf):
-        reported_dv = check_scalar(reported_dv, "dual value")    # NaN and +inf fail
+        reported_dv = check_scalar(reported_dv, "dual value")  # NaN and +inf fail
     elif reported_dv is not None:
-        reported_dv = None                  # −inf: a valid, empty lower bound (no certificate)
+        reported_dv = None  # −inf: a valid, empty lower bound (no certificate)
     info = dict(sol.info)
-    info["reported"] = {"objective": sol.objective, "dual_value": sol.dual_value,
-                        "max_violation": float(np.max(rep_viol, initial=0.0))}
+    info["reported"] = {
+        "objective": sol.objective,
+        "dual_value": sol.dual_value,
+        "max_violation": float(np.max(rep_viol, initial=0.0)),
+    }
     if spec.dual is not None:
         try:
             dv = float(spec.dual(obj))
@@ -269,8 +307,10 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
             check_reported(reported_dv, dv, rtol=report_rtol, what="dual value", source="the returned duals")
         dv = dv if np.isfinite(dv) else None
     elif reported_dv is not None and spec.unverified is None:
-        raise SolverError(f"The solver reports a dual value ({reported_dv:.12g}) but no duals, so it cannot be "
-                          "recomputed; return the multipliers that give it (Solution.dual).")
+        raise SolverError(
+            f"The solver reports a dual value ({reported_dv:.12g}) but no duals, so it cannot be "
+            "recomputed; return the multipliers that give it (Solution.dual)."
+        )
     else:
         dv = reported_dv
         if reported_dv is not None:
@@ -282,23 +322,45 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
     # what an infeasible point's violations buy under weak duality: Σ|λ_c|·viol_c (the
     # multipliers and violations of a spectral problem are in the same order)
     lam = None if sol.dual is None else np.asarray(sol.dual, dtype=float)
-    bought = (float(np.abs(lam) @ viol) if lam is not None and lam.shape == viol.shape
-              and np.all(np.isfinite(lam)) and spec.dual is not None else None)
-    check_certificate(obj, dv, converged=bool(sol.converged), gap_rtol=gap_rtol,
-                      optimum=optimum, opt_rtol=opt_rtol, feasible=rel_viol <= gap_rtol,
-                      bought=bought)
-    out = Solution(matrix=sol.matrix, objective=obj, dual=sol.dual, slack=sol.slack, violations=viol,
-                   n_iter=sol.n_iter, converged=bool(sol.converged), time=sol.time, status=sol.status,
-                   solver=sol.solver, dual_value=dv, info=info)
+    bought = (
+        float(np.abs(lam) @ viol)
+        if lam is not None and lam.shape == viol.shape and np.all(np.isfinite(lam)) and spec.dual is not None
+        else None
+    )
+    check_certificate(
+        obj,
+        dv,
+        converged=bool(sol.converged),
+        gap_rtol=gap_rtol,
+        optimum=optimum,
+        opt_rtol=opt_rtol,
+        feasible=rel_viol <= gap_rtol,
+        bought=bought,
+    )
+    out = Solution(
+        matrix=sol.matrix,
+        objective=obj,
+        dual=sol.dual,
+        slack=sol.slack,
+        violations=viol,
+        n_iter=sol.n_iter,
+        converged=bool(sol.converged),
+        time=sol.time,
+        status=sol.status,
+        solver=sol.solver,
+        dual_value=dv,
+        info=info,
+    )
     if rel is not None:
         out.info["max_relative_violation"] = rel_viol
     elif "max_relative_violation" in info:
-        out.info.pop("max_relative_violation")      # a claim; relative_violation() falls back to the max
+        out.info.pop("max_relative_violation")  # a claim; relative_violation() falls back to the max
     return out
 
 
 def _base(problem):
     from .. import declare
+
     if isinstance(problem, declare.IPLR):
         return problem.reduced
     if isinstance(problem, declare.ExtendedProblem):
@@ -320,6 +382,7 @@ def strong_convexity(problem, L: float) -> float | None:
     from .. import declare
     from ..declare.base import SpectralProblem
     from ..declare.sdp import LinearLogDet
+
     if isinstance(problem, declare.IPLR):
         problem = problem.reduced
     if not isinstance(problem, SpectralProblem) or not (L > 0 and np.isfinite(L)):
@@ -327,13 +390,13 @@ def strong_convexity(problem, L: float) -> float | None:
     reg = problem.regularizer
     kind = type(reg)
     if kind is declare.LogDet:
-        return 1.0 / L ** 2
+        return 1.0 / L**2
     if kind is declare.VonNeumann:
         return 1.0 / L
     if kind is declare.Frobenius:
         return 1.0
     if kind is LinearLogDet and reg.gamma > 0:
-        return float(reg.gamma) / L ** 2
+        return float(reg.gamma) / L**2
     return None
 
 

@@ -2,6 +2,7 @@
 or under Hinge (C·|ρ|) or Squared ((C/2)·ρ²), and squared-hinge slack, through the one
 extension point — every regularizer of a registry × metric / kernel / factored space,
 against the exact model through both certificates."""
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -40,8 +41,7 @@ class HalfLogDetHalfFrobenius(Regularizer):
 
     def f_s(self, x):
         with np.errstate(all="ignore"):
-            return np.where(x > 0, 0.5 * (x - np.log(np.where(x > 0, x, 1.0)) - 1.0) + 0.25 * x * x,
-                            np.inf)
+            return np.where(x > 0, 0.5 * (x - np.log(np.where(x > 0, x, 1.0)) - 1.0) + 0.25 * x * x, np.inf)
 
     def _x(self, mu):
         a = mu - 0.5
@@ -86,11 +86,14 @@ def _problem(seed, reg, space, eq_penalty, pair_penalty, scale):
 
 @pytest.mark.parametrize("reg", REGULARIZERS, ids=lambda r: r.name)
 @settings(max_examples=examples(4), deadline=None)
-@given(seed=st.integers(0, 10_000), space=st.sampled_from(["metric", "kernel", "factored"]),
-       eq_penalty=st.sampled_from(["hard", "hinge", "squared"]),
-       pair_penalty=st.sampled_from(["hinge", "squared"]), scale=st.floats(0.7, 1.4))
-def test_equalities_and_squared_hinge_match_the_exact_model(reg, seed, space, eq_penalty,
-                                                            pair_penalty, scale):
+@given(
+    seed=st.integers(0, 10_000),
+    space=st.sampled_from(["metric", "kernel", "factored"]),
+    eq_penalty=st.sampled_from(["hard", "hinge", "squared"]),
+    pair_penalty=st.sampled_from(["hinge", "squared"]),
+    scale=st.floats(0.7, 1.4),
+)
+def test_equalities_and_squared_hinge_match_the_exact_model(reg, seed, space, eq_penalty, pair_penalty, scale):
     """The generic dual solver (free multipliers for equalities, boxes for hinge, −λ²/(2C) for
     squared) certifies and agrees with the exact model (== / |ρ| / squares) to 1e-6, both
     certificates; a hard equality holds to the solver tolerance."""
@@ -105,13 +108,14 @@ def test_equalities_and_squared_hinge_match_the_exact_model(reg, seed, space, eq
     if eq_penalty == "hard":
         trace = np.trace(problem.whiten(fast.matrix) if space == "factored" else fast.matrix)
         assert abs(trace - problem.equalities.b[0]) <= 1e-6 * problem.equalities.b[0]
-        assert np.isinf(lower[-1])                          # a free multiplier
+        assert np.isinf(lower[-1])  # a free multiplier
 
 
 def test_squared_and_equality_objective_against_an_independent_model():
     """The declared objective prices the penalties as the hand-written model does: LogDet on a
     metric, squared-hinge triplet-free pairs written directly, tr W = 2.5 hard."""
     from cvxkml.sideinfo import PairConstraints
+
     X, pc = metric_instance(7, 10, 3, 6, hard=False)
     C = 0.8
     prob = SpectralMetric(X, [Squared(pc, C), LinearEqualities(b=[2.5], C=np.eye(3)[None])], LogDet())
@@ -133,8 +137,9 @@ def test_the_native_solvers_refuse_what_they_do_not_handle():
     it (their multipliers are non-negative); the generic dual solver does."""
     X, pc = metric_instance(2, 9, 3, 6, hard=True)
     eq = LinearEqualities(b=[3.0], C=np.eye(3)[None])
-    assert SpectralMetric(X, [pc, LinearConstraints(b=[3.0], C=np.eye(3)[None])],
-                          Frobenius()).fast_solver().name == "pola"
+    assert (
+        SpectralMetric(X, [pc, LinearConstraints(b=[3.0], C=np.eye(3)[None])], Frobenius()).fast_solver().name == "pola"
+    )
     prob = SpectralMetric(X, [pc, eq], Frobenius())
     assert prob.fast_solver().name == "dual-newton"
     with pytest.raises(Exception, match="pola: does not handle LinearEqualities"):
@@ -170,12 +175,18 @@ def test_a_regularizer_with_only_f_s_and_cvx_solves_exactly_without_a_certificat
 
 
 @settings(max_examples=examples(20), deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 40), d=st.integers(1, 400),
-       m=st.integers(1, 3000), dup=st.booleans())
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(2, 40),
+    d=st.integers(1, 400),
+    m=st.integers(1, 3000),
+    dup=st.booleans(),
+)
 def test_baseline_metric_paths_agree(seed, n, d, m, dup):
     """baseline_metric's Gram path (many pairs of few wide points) and chunked path equal the
     definition ‖x_i − x_j‖² to round-off, near-duplicate points included."""
     from cvxkml.sideinfo import baseline_metric
+
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)) * rng.uniform(1e-3, 1e3)
     if dup and n > 1:

@@ -6,6 +6,7 @@ same extended problem (objective within ``RTOL`` relative, extra constraints sat
 certificate against that optimum (the conic dual objective is a lower bound on it, the gap
 closes), and its reported objective against a recomputation at the returned point.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -60,7 +61,7 @@ def _lmnn_literal(Z, prob, term, cons):
 # --------------------------------------------------------------------------- the families
 def case_lmnn(rank_deficient=False):
     X, y = _labelled(0, 14)
-    if rank_deficient:                     # a 4th feature = x1 + x2: A has a complement block
+    if rank_deficient:  # a 4th feature = x1 + x2: A has a complement block
         X = np.hstack([X, X[:, :1] + X[:, 1:2]])
     prob = LMNNProblem.linear(X, y, 2, 0.5)
     term = lambda A: 0.5 * cp.trace(A)
@@ -86,8 +87,7 @@ def case_kcr():
         same = y[:, None] == y[None, :]
         rows = []
         for i in range(n):
-            inner = [cp.pos(1 + (1 if same[i, j] else -1) * (B[i, i] + B[j, j] - 2 * B[i, j] - h))
-                     for j in range(n)]
+            inner = [cp.pos(1 + (1 if same[i, j] else -1) * (B[i, i] + B[j, j] - 2 * B[i, j] - h)) for j in range(n)]
             rows.append(cp.pos(2 - int(same[i].sum()) + sum(inner)))
         p = cp.Problem(cp.Minimize(sum(rows) + cp.trace(K @ S) + term(S)), [h >= 1e-6] + cons(S))
         p.solve(solver="CLARABEL")
@@ -104,8 +104,7 @@ def _quadratic(seed=2, m=3):
 
 def case_rank_one():
     C, _ = _quadratic()
-    prob = RankOneWeightStep(CallablePObjective(3, lambda P: cp.sum(cp.multiply(C, P)),
-                                                lambda P: float(np.sum(C * P))))
+    prob = RankOneWeightStep(CallablePObjective(3, lambda P: cp.sum(cp.multiply(C, P)), lambda P: float(np.sum(C * P))))
     term = lambda P: 0.3 * cp.trace(P)
     cons = lambda P: [P[0, 0] <= 0.1]
 
@@ -142,8 +141,9 @@ def case_reweighting():
 
     def independent():
         b = cp.Variable(prob.n_components)
-        p = cp.Problem(cp.Minimize(cp.sum(cp.multiply(prob.d, cp.square(b))) + term(b)),
-                       [cp.sum(b) == prob.c] + cons(b))
+        p = cp.Problem(
+            cp.Minimize(cp.sum(cp.multiply(prob.d, cp.square(b))) + term(b)), [cp.sum(b) == prob.c] + cons(b)
+        )
         p.solve(solver="CLARABEL")
         return p.value
 
@@ -207,9 +207,12 @@ def test_extended_exact_answer_matches_an_independent_model(name):
     if isinstance(prob, (RankOneWeightStep, MuWeightStep)):
         assert isinstance(sol, WeightStepSolution) and sol.mu.shape == (3,)
     # never the parent's fast answer
-    with pytest.raises(InvalidInputError, match=rf"An extended {type(prob).__name__} has no fast solver: "
-                       rf"{type(prob).__name__}\.solve\(\) answers the {type(prob).__name__} problem "
-                       r"without the extra term and constraints\. Use solve_reference\(\)"):
+    with pytest.raises(
+        InvalidInputError,
+        match=rf"An extended {type(prob).__name__} has no fast solver: "
+        rf"{type(prob).__name__}\.solve\(\) answers the {type(prob).__name__} problem "
+        r"without the extra term and constraints\. Use solve_reference\(\)",
+    ):
         ext.solve()
 
 
@@ -220,7 +223,7 @@ def test_lmnn_extension_models_the_complement_of_the_row_space():
     assert prob.rank < prob.dim
     sol = prob.extend(term=term).solve_reference()
     Q, _ = prob._full_basis()
-    N = Q[:, prob.rank:]
+    N = Q[:, prob.rank :]
     assert np.abs(N.T @ sol.matrix @ N).max() <= 1e-6
     assert np.linalg.eigvalsh(sol.matrix)[0] >= -1e-8
 
@@ -237,8 +240,7 @@ def _subclass_instances():
 
         def to_cvxpy(self, whiten=True):
             p = super().to_cvxpy(whiten=False)
-            return cp.Problem(cp.Minimize(p.objective.args[0] + 0.5 * cp.trace(p.var_dict["A"])),
-                              p.constraints)
+            return cp.Problem(cp.Minimize(p.objective.args[0] + 0.5 * cp.trace(p.var_dict["A"])), p.constraints)
 
     Xk, yk = _labelled(1, 10, shift=1.0)
 
@@ -271,11 +273,17 @@ def _subclass_instances():
     return [
         (LMNNPlusTrace.linear(X, y, 2, 0.5), r"to_cvxpy\(\), objective", "LMNNProblem"),
         (KCRPlusL1(gaussian_kernel(Xk, sigma=1.5), yk, 1.0), "objective", "KCR"),
-        (RankOnePlus(CallablePObjective(3, lambda P: cp.trace(C @ P), lambda P: float(np.sum(C * P)))),
-         r"to_cvxpy", "RankOneWeightStep"),
+        (
+            RankOnePlus(CallablePObjective(3, lambda P: cp.trace(C @ P), lambda P: float(np.sum(C * P)))),
+            r"to_cvxpy",
+            "RankOneWeightStep",
+        ),
         (MuPlus(lambda mu: cp.quad_form(mu, C) + c @ mu, m=3), "objective", "MuWeightStep"),
-        (ReweightPlus.from_kernel(gaussian_kernel(_labelled(3, 12)[0], sigma=2.0), pairs), "objective",
-         "SpectralReweighting"),
+        (
+            ReweightPlus.from_kernel(gaussian_kernel(_labelled(3, 12)[0], sigma=2.0), pairs),
+            "objective",
+            "SpectralReweighting",
+        ),
         (EmbeddingPlus(A @ A.T + 0.1 * np.eye(5)), "violations", "EmbeddingWeightProblem"),
     ]
 
@@ -283,11 +291,15 @@ def _subclass_instances():
 def test_a_subclass_that_changes_the_model_cannot_use_the_parents_fast_solver():
     for prob, method, parent in _subclass_instances():
         sub = type(prob).__name__
-        with pytest.raises(InvalidInputError, match=(
+        with pytest.raises(
+            InvalidInputError,
+            match=(
                 rf"^{sub} redefines {method}\(\) but inherits solve\(\) from {parent}, whose fast "
                 rf"solver answers {parent}'s own problem only \(it would return and certify the "
                 rf"parent's optimum\)\. Use {parent}\(\.\.\.\)\.extend\(term=\.\.\., constraints=\.\.\.\) "
-                r"and its solve_reference\(\) \(the exact model\), or override solve\(\)")):
+                r"and its solve_reference\(\) \(the exact model\), or override solve\(\)"
+            ),
+        ):
             prob.solve()
 
 
@@ -302,16 +314,18 @@ def test_lmnn_subclass_with_a_term_is_refused_where_the_parent_answer_is_below_t
     parent = prob.solve(tol=1e-7)
     exact = prob.extend(term=term).solve_reference()
     assert parent.converged and exact.converged
-    assert parent.objective < exact.objective - 1e-3 * exact.objective   # the wrong answer it gave
+    assert parent.objective < exact.objective - 1e-3 * exact.objective  # the wrong answer it gave
     # the subclass's own objective agrees with the extension (same problem) …
     assert sub.objective(exact.matrix) == pytest.approx(exact.objective, rel=1e-7)
     # … and its inherited fast solve refuses instead of answering the parent
     with pytest.raises(InvalidInputError, match="inherits solve\\(\\) from LMNNProblem"):
         sub.solve()
+
     # a subclass that states its solve() answers its model is the user's call, and passes
     class Stated(type(sub)):
         def solve(self, *a, **kw):
             return "own solver"
+
     stated = object.__new__(Stated)
     stated.__dict__.update(sub.__dict__)
     check_fast_solver_applies(stated)
@@ -321,8 +335,11 @@ def test_lmnn_subclass_with_a_term_is_refused_where_the_parent_answer_is_below_t
 # --------------------------------------------------------------------------- contract edges
 def test_extend_rejects_what_it_cannot_model():
     prob, *_ = case_kcr()
-    with pytest.raises(InvalidInputError, match=r"term\(Sigma\) must return a convex scalar CVXPY "
-                       r"expression of the 10 × 10 matrix Sigma \(DCP\)"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"term\(Sigma\) must return a convex scalar CVXPY "
+        r"expression of the 10 × 10 matrix Sigma \(DCP\)",
+    ):
         prob.extend(term=lambda S: -cp.sum(cp.abs(S)))
     with pytest.raises(InvalidInputError, match=r"constraints\(mu\) must return a list of CVXPY constraints"):
         case_mu()[0].extend(constraints=lambda mu: mu[0] <= 0.5)
@@ -338,6 +355,7 @@ def test_converged_only_when_the_certificate_holds(monkeypatch):
     """Status optimal is not enough: a conic dual objective that does not close the gap
     gives converged=False, the reason in info and one ConvergenceWarning."""
     import cvxkml.declare.extend as extend_mod
+
     real = extend_mod.solve_conic_bound
 
     def loose(*a, **kw):
@@ -356,9 +374,13 @@ def test_converged_only_when_the_certificate_holds(monkeypatch):
 
 # --------------------------------------------------------------------------- property
 @settings(max_examples=examples(8), deadline=None)
-@given(family=st.sampled_from(["lmnn", "lmnn-kernel", "kcr", "mu", "w"]), seed=st.integers(0, 2**31 - 1),
-       weight=st.floats(0.01, 2.0), level=st.floats(0.2, 0.9))
-@example(family="lmnn-kernel", seed=1546752, weight=0.01, level=0.6796875)   # F(A) 9e-9 off F(X̂)
+@given(
+    family=st.sampled_from(["lmnn", "lmnn-kernel", "kcr", "mu", "w"]),
+    seed=st.integers(0, 2**31 - 1),
+    weight=st.floats(0.01, 2.0),
+    level=st.floats(0.2, 0.9),
+)
+@example(family="lmnn-kernel", seed=1546752, weight=0.01, level=0.6796875)  # F(A) 9e-9 off F(X̂)
 def test_extension_agrees_with_an_independent_model_on_random_draws(family, seed, weight, level):
     """Random instance, term weight and constraint level: the extended exact answer is
     certified and equals an independent model's optimum (or both say infeasible)."""
@@ -369,7 +391,7 @@ def test_extension_agrees_with_an_independent_model_on_random_draws(family, seed
         if family == "lmnn":
             Z = np.hstack([X, X @ rng.normal(size=(X.shape[1], 1))]) if rng.random() < 0.5 else X
             prob = LMNNProblem.linear(Z, y, 2, 0.5)
-        else:                              # a linear kernel: rank d < n, A has a complement block
+        else:  # a linear kernel: rank d < n, A has a complement block
             Z = X @ X.T
             Z = Z / np.mean(np.diag(Z))
             prob = LMNNProblem.kernel(Z, y, 2, 0.5)
@@ -392,12 +414,20 @@ def test_extension_agrees_with_an_independent_model_on_random_draws(family, seed
             S = V @ M @ V.T
             B = K @ S @ K
             same = y[:, None] == y[None, :]
-            rows = [cp.pos(2 - int(same[i].sum()) + sum(
-                cp.pos(1 + (1 if same[i, j] else -1) * (B[i, i] + B[j, j] - 2 * B[i, j] - h)) for j in range(8)))
-                for i in range(8)]
+            rows = [
+                cp.pos(
+                    2
+                    - int(same[i].sum())
+                    + sum(
+                        cp.pos(1 + (1 if same[i, j] else -1) * (B[i, i] + B[j, j] - 2 * B[i, j] - h)) for j in range(8)
+                    )
+                )
+                for i in range(8)
+            ]
             p = cp.Problem(cp.Minimize(sum(rows) + cp.trace(K @ S) + term(S)), [h >= 1e-6] + cons(S))
             p.solve(solver="CLARABEL")
             return p.value
+
         args_of, rtol = (lambda s: (s.matrix, s.info["h"])), KCR_RTOL
     elif family == "mu":
         C, c = _quadratic(seed % 1000)
@@ -410,6 +440,7 @@ def test_extension_agrees_with_an_independent_model_on_random_draws(family, seed
             p = cp.Problem(cp.Minimize(cp.quad_form(mu, C) + c @ mu + term(mu)), [cp.sum(mu) == 1] + cons(mu))
             p.solve(solver="CLARABEL")
             return p.value
+
         args_of, rtol = (lambda s: (s.matrix,)), RTOL
     else:
         k = int(rng.integers(3, 7))
@@ -423,6 +454,7 @@ def test_extension_agrees_with_an_independent_model_on_random_draws(family, seed
             p = cp.Problem(cp.Minimize(cp.quad_form(w, prob.G_eff) + term(w)), [cp.sum(w) == 1] + cons(w))
             p.solve(solver="CLARABEL")
             return p.value
+
         args_of, rtol = (lambda s: (s.matrix,)), RTOL
     sol = prob.extend(term=term, constraints=cons).solve_reference()
     want = independent()
@@ -432,12 +464,12 @@ def test_extension_agrees_with_an_independent_model_on_random_draws(family, seed
     assert sol.dual_value <= want + rtol * scale
     assert sol.max_violation <= rtol * scale
     assert sol.objective == pytest.approx(prob.objective(*args_of(sol)) + sol.info["term"], rel=1e-6)
-    if family.startswith("lmnn"):     # F through A = Q Ŵ Qᵀ loses cond(S)²; through X̂'s factor it is exact
-        assert sol.objective == pytest.approx(prob.objective_whitened(sol.info["X"]) + sol.info["term"],
-                                              rel=1e-9, abs=1e-12)
+    if family.startswith("lmnn"):  # F through A = Q Ŵ Qᵀ loses cond(S)²; through X̂'s factor it is exact
+        assert sol.objective == pytest.approx(
+            prob.objective_whitened(sol.info["X"]) + sol.info["term"], rel=1e-9, abs=1e-12
+        )
     else:
-        assert sol.objective == pytest.approx(prob.objective(*args_of(sol)) + sol.info["term"],
-                                              rel=1e-9, abs=1e-12)
+        assert sol.objective == pytest.approx(prob.objective(*args_of(sol)) + sol.info["term"], rel=1e-9, abs=1e-12)
 
 
 def test_extension_keeps_the_family_size_guard():
@@ -445,6 +477,7 @@ def test_extension_keeps_the_family_size_guard():
     the (larger) limit measured for spectral extensions."""
     from cvxkml.declare._limits import EXACT_LIMITS
     from cvxkml.errors import SolverError
+
     X, y = _labelled(5, 2 * EXACT_LIMITS["KCR"] + 4, shift=1.0)
     ext = KCR(gaussian_kernel(X, sigma=1.5), y, 1.0).extend(term=lambda S: cp.trace(S))
     assert ext.exact_limit() == EXACT_LIMITS["KCR"] < EXACT_LIMITS["ExtendedProblem"]

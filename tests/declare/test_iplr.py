@@ -1,4 +1,5 @@
 """IPLR / reduced-basis LogDet learning (Jain et al. §3.6, eq. 8–11, Theorems 7–8)."""
+
 import numpy as np
 import pytest
 from budget import examples
@@ -25,8 +26,14 @@ def _instance(seed, n, d, m, percentiles):
 
 
 @settings(max_examples=examples(40))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 10), d=st.integers(2, 6),
-       k=st.integers(1, 6), m=st.integers(1, 12), gamma=st.sampled_from([None, 0.1, 1.0, 10.0]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(4, 10),
+    d=st.integers(2, 6),
+    k=st.integers(1, 6),
+    m=st.integers(1, 12),
+    gamma=st.sampled_from([None, 0.1, 1.0, 10.0]),
+)
 def test_reduced_problem_equals_eq8_model(seed, n, d, k, m, gamma):
     """The k × k problem (11) and the d × d model (8) with W = I + ULUᵀ have the same
     optimum (eq. 9–10); the fast solver of (11) reaches it; W* = I + U(F* − I)Uᵀ
@@ -55,6 +62,7 @@ def test_reduced_problem_equals_eq8_model(seed, n, d, k, m, gamma):
         assert np.all(P.y[kept] * (dist - P.bound[kept]) <= 1e-6 * np.abs(P.bound[kept]).max())
         # D_ld(W, I) = D_ld(F, I) (eq. 9)
         from cvxkml.formulas.divergences import logdet_divergence
+
         assert abs(logdet_divergence(W, np.eye(d)) - fast.objective) <= 1e-8 * scale
 
 
@@ -66,8 +74,9 @@ def test_full_bases_reduce_to_itml_and_kernel(gamma):
         pc = PairConstraints(pc.i[:3], pc.j[:3], pc.y[:3], pc.bound[:3])
     f = IPLR.from_features(X, pc, np.eye(5), gamma=gamma).solve(tol=1e-13)
     itml = cvxkml.ITML(X, pc, gamma=gamma, space="features").solve(tol=1e-13)
-    np.testing.assert_allclose(IPLR.from_features(X, pc, np.eye(5), gamma=gamma).metric(f.matrix),
-                               itml.matrix, atol=1e-9)
+    np.testing.assert_allclose(
+        IPLR.from_features(X, pc, np.eye(5), gamma=gamma).metric(f.matrix), itml.matrix, atol=1e-9
+    )
     K0 = gaussian_kernel(X, sigma=2.0)
     pk = IPLR.from_kernel(K0, pc, np.eye(12), gamma=gamma)
     fk = pk.solve(tol=1e-13)
@@ -100,7 +109,7 @@ def test_basis_choices(k):
         R = feature_basis(X, k, method, y=y, random_state=0)
         assert R.shape == (6, k) and np.linalg.matrix_rank(R) == k
     R = feature_basis(X, 3, "class-means", y=y)
-    np.testing.assert_allclose(R[:, 0], X[y == 0].mean(0))          # k = c: class means
+    np.testing.assert_allclose(R[:, 0], X[y == 0].mean(0))  # k = c: class means
     K0 = gaussian_kernel(X, sigma=2.0)
     for method in ("random", "subset", "kernel-kmeans", "class-means"):
         J = kernel_basis(K0, k, method, y=y, random_state=0)
@@ -120,6 +129,6 @@ def test_iplr_errors():
         feature_basis(X, 2, "class-means")
     with pytest.raises(InvalidInputError, match="kernel basis J must be one of"):
         kernel_basis(X @ X.T, 2, "nope")
-    tight = PairConstraints([0], [1], [1], [1e-6])                   # similar, bound below residual
+    tight = PairConstraints([0], [1], [1], [1e-6])  # similar, bound below residual
     with pytest.raises(InfeasibleError, match="Enlarge or change the basis"):
         IPLR.from_features(X, tight, np.eye(4)[:, :1])

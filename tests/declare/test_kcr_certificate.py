@@ -13,6 +13,7 @@ from what the fast solver returns, against the exact CVXPY model (Hypothesis).
 Instances as in ``test_kcr_properties.py`` (2–3 classes of 2–7 points, Gaussian or ridged
 linear kernel, λ ∈ {0.01, 0.1, 1, 10}).
 """
+
 import warnings
 
 import numpy as np
@@ -70,10 +71,10 @@ def test_balanced_dual_weights_are_in_the_box_exact_and_a_valid_bound(seed, size
     assert s2.shape == s.shape and np.all(s2 >= 0.0) and np.all(s2 <= 1.0)
     S2 = float(np.sum(p.tau * s2))
     assert abs(S2) <= abs(S) + 1e-12
-    if S > 0:                       # the similar weights always cover a positive S
+    if S > 0:  # the similar weights always cover a positive S
         assert abs(S2) <= 1e-9 * max(1.0, abs(S))
         assert np.all(s2 <= s + 1e-15)
-    else:                           # self weights raised, never above their row maximum
+    else:  # self weights raised, never above their row maximum
         off = ~np.eye(p.n, dtype=bool)
         assert np.array_equal(s2[off], s[off]) and not dG.any()
         assert np.all(np.diag(s2) <= s.max(axis=1) + 1e-15)
@@ -94,9 +95,9 @@ def test_fast_answer_recertified_from_its_primal_and_dual(seed, sizes, kind, lam
     f = p.objective(sol.matrix, sol.info["h"])
     scale = max(1.0, abs(f))
     assert abs(f - sol.objective) <= 1e-8 * scale
-    g = recertify(p, sol.dual, f / p.lam)            # θs as returned; R from the answer
-    assert g >= sol.dual_value - 1e-8 * scale       # the solver's R was never smaller
+    g = recertify(p, sol.dual, f / p.lam)  # θs as returned; R from the answer
+    assert g >= sol.dual_value - 1e-8 * scale  # the solver's R was never smaller
     assert (f - g) / scale <= tol * (1 + 1e-6)
     f_star = exact_optimum(p)
     assert g <= f_star + 1e-7 * max(1.0, abs(f_star))
-    assert f >= f_star - 1e-3 * max(1.0, abs(f_star))     # the exact answer is itself inexact
+    assert f >= f_star - 1e-3 * max(1.0, abs(f_star))  # the exact answer is itself inexact

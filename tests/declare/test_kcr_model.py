@@ -1,5 +1,6 @@
 """KCR (Sriperumbudur et al. 2008): formulas, the projection onto N, the exact model and
 bad inputs (cvxkml.formulas.kcr, cvxkml.declare.kcr, cvxkml.solvers.kcr)."""
+
 import warnings
 
 import numpy as np
@@ -75,7 +76,7 @@ def test_projection_onto_N_is_exact(seed):
     assert abs(P.sum()) <= 1e-12 * scale and np.allclose(P @ np.ones(n), 0.0, atol=1e-12 * scale)
     # optimality on a closed convex cone: X − P in the polar cone {Z : VᵀZV ⪯ 0}, ⟨X − P, P⟩ = 0
     assert np.linalg.eigvalsh(V.T @ (X - P) @ V)[-1] <= 1e-10 * scale
-    assert abs(np.sum((X - P) * P)) <= 1e-10 * scale ** 2
+    assert abs(np.sum((X - P) * P)) <= 1e-10 * scale**2
     # idempotent, and the closed form P_PSD(HXH)
     assert np.allclose(project_onto_N(P), P, atol=1e-12 * scale)
     H = np.eye(n) - np.ones((n, n)) / n
@@ -92,8 +93,8 @@ def test_projection_is_the_limit_of_dykstra_not_of_plain_alternation():
     assert all(b < a for a, b in zip(errs, errs[1:])), errs
     assert errs[-1] < 0.1 * np.linalg.norm(X - P)
     A = alternating_projections(X, 4000)
-    assert np.linalg.eigvalsh(A)[0] >= -1e-10 and abs(A.sum()) < 1e-2     # (nearly) in N
-    assert np.linalg.norm(X - A) > np.linalg.norm(X - P) + 0.1           # but not the nearest
+    assert np.linalg.eigvalsh(A)[0] >= -1e-10 and abs(A.sum()) < 1e-2  # (nearly) in N
+    assert np.linalg.norm(X - A) > np.linalg.norm(X - P) + 0.1  # but not the nearest
 
 
 # --------------------------------------------------------------------------- the exact model
@@ -127,8 +128,7 @@ def test_model_expression_equals_numpy_objective(par):
     prob.var_dict["v"].value = np.array(v)
     prob.var_dict["r"].value = np.maximum(0.0, p.c + E @ t + v)
     assert prob.objective.value == pytest.approx(p.objective(Sigma, 0.9), rel=1e-9)
-    assert all(np.all(np.asarray(c.violation()) <= 1e-9 * max(1.0, np.abs(D).max()))
-               for c in prob.constraints[:3])
+    assert all(np.all(np.asarray(c.violation()) <= 1e-9 * max(1.0, np.abs(D).max())) for c in prob.constraints[:3])
     assert prob.is_dcp()
 
 
@@ -137,8 +137,10 @@ def test_parameterizations_agree():
     p = KCR(K, y, 0.5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        vals = {par: p.solve_reference(parameterization=par, accept_inaccurate=True)
-                for par in ("whitened", "reduced", "full")}
+        vals = {
+            par: p.solve_reference(parameterization=par, accept_inaccurate=True)
+            for par in ("whitened", "reduced", "full")
+        }
     ref = vals["whitened"].objective
     for par, sol in vals.items():
         assert sol.objective == pytest.approx(ref, rel=2e-4), (par, sol)
@@ -176,9 +178,7 @@ def test_rule_counts_and_tie_rules():
     # query 0: balls hold 1 point of class 0 and 1 of class 1 (tie), nearest is class 1
     # query 1: empty ball; the nearest point is the class-2 one
     # query 2: two class-1 points inside, no tie
-    D = np.array([[0.9, 5.0, 0.2, 5.0, 5.0],
-                  [3.0, 3.0, 3.0, 3.0, 2.5],
-                  [0.1, 5.0, 0.5, 0.6, 5.0]])
+    D = np.array([[0.9, 5.0, 0.2, 5.0, 5.0], [3.0, 3.0, 3.0, 3.0, 2.5], [0.1, 5.0, 0.5, 0.6, 5.0]])
     assert list(rule_predict(D, codes, 3, 1.0, "nearest")) == [1, 2, 1]
     assert list(rule_predict(D, codes, 3, 1.0, "first")) == [0, 0, 1]
     # everything inside the ball: majority vote (class 0 and 1 tie at 2, nearest decides)
@@ -188,18 +188,21 @@ def test_rule_counts_and_tie_rules():
 
 
 # --------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("make, err, match", [
-    (lambda K, y: KCR(K, np.zeros(12, int), 1.0), InvalidInputError, "at least 2 classes"),
-    (lambda K, y: KCR(K, np.r_[y[:-1], 7], 1.0), InvalidInputError, "at least 2 members"),
-    (lambda K, y: KCR(np.where(np.eye(12) > 0, np.nan, K), y, 1.0), InvalidInputError, "NaN"),
-    (lambda K, y: KCR(K, y, 0.0), InvalidInputError, "lam must be a finite positive"),
-    (lambda K, y: KCR(K, y, -1.0), InvalidInputError, "lam must be a finite positive"),
-    (lambda K, y: KCR(K - 3 * np.eye(12), y, 1.0), NotPSDError, "positive semidefinite"),
-    (lambda K, y: KCR(K, y[:5], 1.0), InvalidInputError, r"y must have shape \(12,\)"),
-    (lambda K, y: KCR(np.ones((12, 12)), y, 1.0), InvalidInputError, "constant"),
-    (lambda K, y: KCR(K, y, 1.0).to_cvxpy("dense"), InvalidInputError, "parameterization"),
-    (lambda K, y: KCR(K, y, 1.0).solve(max_iter=0), InvalidInputError, "max_iter"),
-])
+@pytest.mark.parametrize(
+    "make, err, match",
+    [
+        (lambda K, y: KCR(K, np.zeros(12, int), 1.0), InvalidInputError, "at least 2 classes"),
+        (lambda K, y: KCR(K, np.r_[y[:-1], 7], 1.0), InvalidInputError, "at least 2 members"),
+        (lambda K, y: KCR(np.where(np.eye(12) > 0, np.nan, K), y, 1.0), InvalidInputError, "NaN"),
+        (lambda K, y: KCR(K, y, 0.0), InvalidInputError, "lam must be a finite positive"),
+        (lambda K, y: KCR(K, y, -1.0), InvalidInputError, "lam must be a finite positive"),
+        (lambda K, y: KCR(K - 3 * np.eye(12), y, 1.0), NotPSDError, "positive semidefinite"),
+        (lambda K, y: KCR(K, y[:5], 1.0), InvalidInputError, r"y must have shape \(12,\)"),
+        (lambda K, y: KCR(np.ones((12, 12)), y, 1.0), InvalidInputError, "constant"),
+        (lambda K, y: KCR(K, y, 1.0).to_cvxpy("dense"), InvalidInputError, "parameterization"),
+        (lambda K, y: KCR(K, y, 1.0).solve(max_iter=0), InvalidInputError, "max_iter"),
+    ],
+)
 def test_bad_input(make, err, match):
     K, y = _instance(10)
     with pytest.raises(err, match=match):
@@ -233,7 +236,7 @@ def test_psd_step_survives_a_lapack_mrrr_failure(monkeypatch):
 
     monkeypatch.setattr(ks.sla, "eigh", broken)
     assert ks.sla is scipy.linalg
-    P, w = ks._psd_part(M, 1, np.float32)      # rank hint 1: the partial (evr) path
+    P, w = ks._psd_part(M, 1, np.float32)  # rank hint 1: the partial (evr) path
     assert np.allclose(P @ P.T, ref, atol=1e-10 * np.abs(M).max())
     assert np.allclose(np.sort(w), ref_w[ref_w > 0])
     # the tracked PSD step's LAPACK path (a top-p subset by index) falls back the same way
@@ -255,7 +258,7 @@ def test_exact_solve_carries_a_lagrange_certificate(seed, n, lam):
     K, y = _instance(seed, n=n)
     p = KCR(K, y, lam)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)          # CVXPY's "may be inaccurate"
+        warnings.simplefilter("ignore", UserWarning)  # CVXPY's "may be inaccurate"
         ref = p.solve_reference()
     scale = max(1.0, abs(ref.objective))
     assert ref.converged and ref.dual.shape == (n, n)
@@ -273,6 +276,7 @@ def test_exact_solve_carries_a_lagrange_certificate(seed, n, lam):
 def test_exact_solve_refuses_an_unvouched_inaccurate_answer(monkeypatch):
     """With a stricter acceptance than Clarabel's stall point the same answer raises."""
     from cvxkml.errors import SolverError
+
     K, y = _instance(0, n=24)
     p = KCR(K, y, 0.01)
     monkeypatch.setattr(p, "inaccurate_rtol", 1e-9)
@@ -282,7 +286,7 @@ def test_exact_solve_refuses_an_unvouched_inaccurate_answer(monkeypatch):
             sol = p.solve_reference()
         except SolverError as exc:
             assert "does not vouch" in str(exc)
-        else:                                   # Clarabel reached 'optimal' after all
+        else:  # Clarabel reached 'optimal' after all
             assert sol.status == "optimal"
 
 

@@ -15,6 +15,7 @@ multiple (½, 1, 2) of 1/median squared distance, or a ridged linear kernel; λ 
 0.1, 1, 10}.  12 draws per test (``CVXKML_FUZZ=N`` multiplies them; the n <= 30 test
 draws 40 with ``CVXKML_SLOW=1``).
 """
+
 import os
 import warnings
 
@@ -52,9 +53,19 @@ def check_fast_vs_exact(problem, stats=None, **solver_opts):
         assert sol.info["h"] >= problem.h_min
         assert np.allclose(S, S.T)
     if stats is not None:
-        stats.append(dict(n=problem.n, lam=problem.lam, rel_gap=rel, signed=(fast.objective - exact.objective) / scale,
-                          exact_status=exact.status, fast_iter=fast.n_iter, fast_s=fast.time,
-                          exact_s=exact.time, cert_gap=fast.info["gap"]))
+        stats.append(
+            dict(
+                n=problem.n,
+                lam=problem.lam,
+                rel_gap=rel,
+                signed=(fast.objective - exact.objective) / scale,
+                exact_status=exact.status,
+                fast_iter=fast.n_iter,
+                fast_s=fast.time,
+                exact_s=exact.time,
+                cert_gap=fast.info["gap"],
+            )
+        )
     return rel
 
 
@@ -80,8 +91,7 @@ sizes_tracked = st.lists(st.integers(5, 7), min_size=3, max_size=3)
 def test_fast_with_tracked_psd_steps_matches_exact(seed, sizes, kind, nu_factor, lam):
     """The tracked PSD step (Krylov Rayleigh–Ritz, used by default from r = 64) switched
     on at these small sizes (a 2-vector guard, no size threshold): same tolerances."""
-    check_fast_vs_exact(random_instance(seed, sizes, kind, nu_factor, lam),
-                        eig_min_size=0, eig_guard=2)
+    check_fast_vs_exact(random_instance(seed, sizes, kind, nu_factor, lam), eig_min_size=0, eig_guard=2)
 
 
 @settings(max_examples=examples(40) if os.environ.get("CVXKML_SLOW") == "1" else EXAMPLES)

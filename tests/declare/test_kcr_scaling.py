@@ -10,6 +10,7 @@ runs on Y with X = D Y D, and everything it returns or certifies is in the X coo
   recomputed from Σ by the declarative layer, equals the certified one.
 * A warm start (X coordinates) carries over between scalings.
 """
+
 import numpy as np
 import pytest
 from budget import examples
@@ -22,26 +23,29 @@ from cvxkml.solvers.kcr import kcr_pdhg
 
 def test_ci_instance_certifies_with_preconditioning_and_not_without():
     p = random_instance(15757507, [8, 9, 9], "linear", 0.5, 0.01)
-    scaled = p.solve(tol=1e-4, max_iter=5_000, warn=False)          # measured: 1 120
+    scaled = p.solve(tol=1e-4, max_iter=5_000, warn=False)  # measured: 1 120
     assert scaled.converged and scaled.info["gap"] <= 1e-4, scaled
     unscaled = p.solve(tol=1e-4, max_iter=5_000, warn=False, scaling=0.0)
-    assert not unscaled.converged                                     # 100 000 did not do it
+    assert not unscaled.converged  # 100 000 did not do it
     assert scaled.dual_value <= unscaled.objective
     assert unscaled.dual_value <= scaled.objective + 1e-9
 
 
 @settings(max_examples=examples(8), deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), sizes=st.lists(st.integers(3, 7), min_size=2, max_size=3),
-       kind=st.sampled_from(["gaussian", "linear"]), lam=st.sampled_from([0.1, 1.0, 10.0]))
-@example(seed=0, sizes=[5, 5, 7], kind="linear", lam=0.1)      # CI's draw (see docstring)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    sizes=st.lists(st.integers(3, 7), min_size=2, max_size=3),
+    kind=st.sampled_from(["gaussian", "linear"]),
+    lam=st.sampled_from([0.1, 1.0, 10.0]),
+)
+@example(seed=0, sizes=[5, 5, 7], kind="linear", lam=0.1)  # CI's draw (see docstring)
 def test_every_scaling_reaches_the_same_certified_optimum(seed, sizes, kind, lam):
     """Preconditioned runs (½, 1) must certify 1e-5; the unscaled one (0) is only asked
     for what any run guarantees, g <= f* <= f (it can be very slow: CI's draw seed=0,
     [5, 5, 7], linear, λ = 0.1 had a relative gap 1.7e-4 after 60 000 iterations, 0.11
     after 10 000; preconditioned, 1e-5 in 1 340)."""
     p = random_instance(seed, sizes, kind, 1.0, lam)
-    sols = {q: p.solve(tol=1e-5, max_iter=60_000 if q else 10_000, warn=False, scaling=q)
-            for q in (0.0, 0.5, 1.0)}
+    sols = {q: p.solve(tol=1e-5, max_iter=60_000 if q else 10_000, warn=False, scaling=q) for q in (0.0, 0.5, 1.0)}
     assert sols[0.5].converged and sols[1.0].converged, sols
     for q, s in sols.items():
         scale = max(1.0, abs(s.objective))

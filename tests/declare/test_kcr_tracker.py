@@ -12,6 +12,7 @@ against LAPACK, and the solver with it against the solver without it.
   tolerance would stall there at its error floor (measured on 150 Balance points: 3 750
   vs 600 iterations); the tolerance tied to the primal step does not.
 """
+
 import numpy as np
 import pytest
 from budget import examples
@@ -50,8 +51,12 @@ def call(tr, M, exact=False):
 
 
 @settings(max_examples=examples(25), deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), k=st.integers(0, 8),
-       drift=st.sampled_from([1e-4, 1e-3, 1e-2]), tol=st.sampled_from([1e-3, 1e-6]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    k=st.integers(0, 8),
+    drift=st.sampled_from([1e-4, 1e-3, 1e-2]),
+    tol=st.sampled_from([1e-3, 1e-6]),
+)
 def test_tracked_steps_reproduce_the_psd_part(seed, k, drift, tol):
     seq = drifting(seed, k, drift, 12)
     tr = PositivePartTracker(R, np.float64, guard=6, tol=tol, min_size=0)
@@ -62,9 +67,9 @@ def test_tracked_steps_reproduce_the_psd_part(seed, k, drift, tol):
         err = np.linalg.norm(P @ P.T - exact)
         scale = max(1.0, np.linalg.norm(exact))
         assert np.all(w > 0) and P.shape == (R, w.size)
-        if tr.n_tracked > before[0]:                  # accepted Krylov step
+        if tr.n_tracked > before[0]:  # accepted Krylov step
             assert err <= 5.0 * tol * scale, (t, err, tol)
-        else:                                         # LAPACK
+        else:  # LAPACK
             assert tr.n_exact == before[1] + 1
             assert err <= 1e-10 * scale
     assert tr.n_exact + tr.n_tracked == len(seq)
@@ -78,13 +83,13 @@ def test_tracked_steps_reproduce_the_psd_part(seed, k, drift, tol):
 def test_fallbacks_go_to_lapack_and_are_counted():
     seq = drifting(0, 5, 1e-3, 4)
     tr = PositivePartTracker(R, np.float32, guard=6, tol=1e-3, min_size=0)
-    call(tr, seq[0])                                  # first call: no basis yet
+    call(tr, seq[0])  # first call: no basis yet
     assert (tr.n_exact, tr.n_tracked) == (1, 0)
     call(tr, seq[1])
     assert tr.n_tracked == 1
     call(tr, seq[2], exact=True)
     assert tr.n_exact == 2
-    tr.abs_tol = 0.0                                  # unattainable: falls back, still exact
+    tr.abs_tol = 0.0  # unattainable: falls back, still exact
     P, _ = call(tr, seq[3])
     assert tr.n_rejected == 1 and tr.n_exact == 3
     assert np.allclose(P @ P.T, psd_part(seq[3]), atol=1e-4 * np.linalg.norm(seq[3]))
@@ -105,7 +110,7 @@ def test_fallbacks_go_to_lapack_and_are_counted():
 
 @pytest.fixture(scope="module")
 def mid_problem():
-    return random_problem(34, 3, lam=10.0, seed=1)      # n = 102, r = 101
+    return random_problem(34, 3, lam=10.0, seed=1)  # n = 102, r = 101
 
 
 def test_tracked_and_lapack_psd_steps_reach_the_same_certified_optimum(mid_problem):
@@ -114,7 +119,7 @@ def test_tracked_and_lapack_psd_steps_reach_the_same_certified_optimum(mid_probl
     tracked = kcr_pdhg(*args, h_min=p.h_min, tol=1e-4, max_iter=50_000, eig_min_size=0)
     exact = kcr_pdhg(*args, h_min=p.h_min, tol=1e-4, max_iter=50_000, eig="exact")
     assert tracked.converged and exact.converged
-    assert tracked.eig_tracked > tracked.eig_exact      # the tracker did most PSD steps
+    assert tracked.eig_tracked > tracked.eig_exact  # the tracker did most PSD steps
     assert exact.eig_tracked == 0
     scale = max(1.0, abs(exact.objective))
     # each certificate bounds the other's objective from below
@@ -128,7 +133,7 @@ def test_tight_tolerance_does_not_stall():
     args = (p.F, p.tau, p.c, p.lam)
     exact = kcr_pdhg(*args, h_min=p.h_min, tol=1e-5, max_iter=10_000, eig="exact")
     res = kcr_pdhg(*args, h_min=p.h_min, tol=1e-5, max_iter=2 * exact.n_iter, eig_min_size=0)
-    assert exact.converged                      # measured: 1 150 iterations
+    assert exact.converged  # measured: 1 150 iterations
     assert res.converged and res.gap <= 1e-5, (res.n_iter, res.gap, exact.n_iter)
     assert res.eig_tracked > 0
 
@@ -152,9 +157,10 @@ def test_bad_warm_starts_and_non_finite_iterates_raise_clear_errors(mid_problem,
     with pytest.raises(InvalidInputError, match="same points"):
         kcr_pdhg(*args, warm_start=warm, max_iter=5)
 
-    def nan_step(s, Bn, B, h, hn, codes, beta, c, s_out):   # a diverged dual step
+    def nan_step(s, Bn, B, h, hn, codes, beta, c, s_out):  # a diverged dual step
         s_out[:] = np.nan
         return np.nan, np.nan, np.nan
+
     monkeypatch.setattr(kcr_mod, "_dual_step_stats", nan_step)
     with pytest.raises(SolverError, match="non-finite iterate at iteration 1"):
         kcr_pdhg(*args, max_iter=5)

@@ -51,12 +51,12 @@ def make_problem(kind, seed, n, n_classes, k, gamma):
     X, y = labelled_points(seed, n, n_classes, k, d=3 if kind == "linear" else 2)
     if kind == "linear":
         return LMNNProblem.linear(X, y, k, gamma)
-    if kind == "kernel-lowrank":          # (xᵀy + 1)² on 2-D data: rank <= 6
+    if kind == "kernel-lowrank":  # (xᵀy + 1)² on 2-D data: rank <= 6
         K = polynomial_kernel(X, degree=2)
         return LMNNProblem.kernel(K / np.mean(np.diag(K)), y, k, gamma)
     if kind == "kernel-fullrank":
         return LMNNProblem.kernel(gaussian_kernel(X, sigma=1.0), y, k, gamma)
-    Ks = [X @ X.T, polynomial_kernel(X, degree=2)]                       # NR-ML-MKL
+    Ks = [X @ X.T, polynomial_kernel(X, degree=2)]  # NR-ML-MKL
     return LMNNProblem.multiple_kernels([K / np.mean(np.diag(K)) for K in Ks], y, k, gamma)
 
 
@@ -71,9 +71,14 @@ def exact_solve(prob):
 
 
 @settings(max_examples=EXAMPLES)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(6, 14), n_classes=st.integers(2, 3),
-       k=st.integers(1, 2), gamma=st.sampled_from([0.25, 0.5, 0.75]),
-       kind=st.sampled_from(["linear", "kernel-lowrank", "kernel-fullrank", "nr-mkl"]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(6, 14),
+    n_classes=st.integers(2, 3),
+    k=st.integers(1, 2),
+    gamma=st.sampled_from([0.25, 0.5, 0.75]),
+    kind=st.sampled_from(["linear", "kernel-lowrank", "kernel-fullrank", "nr-mkl"]),
+)
 def test_fast_matches_exact(seed, n, n_classes, k, gamma, kind):
     assume(n >= n_classes * (k + 1))
     prob = make_problem(kind, seed, n, n_classes, k, gamma)
@@ -83,24 +88,25 @@ def test_fast_matches_exact(seed, n, n_classes, k, gamma, kind):
     scale = max(1.0, abs(fast.objective))
     assert fast.objective - fast.dual_value <= TOL * scale + 1e-12
     assert fast.objective == pytest.approx(prob.objective_whitened(fast.info["X"]), rel=1e-12, abs=1e-14)
-    if kind == "linear":     # well-conditioned Z: A = V S⁻¹ X̂ S⁻¹ Vᵀ gives the same F directly
+    if kind == "linear":  # well-conditioned Z: A = V S⁻¹ X̂ S⁻¹ Vᵀ gives the same F directly
         assert fast.objective == pytest.approx(prob.objective(fast.matrix), rel=1e-8, abs=1e-10)
     assert fast.max_violation <= 1e-9 * scale
     assert np.linalg.eigvalsh(fast.info["X"])[0] >= -1e-12 * max(1.0, np.abs(fast.info["X"]).max())
     exact = exact_solve(prob)
     escale = max(1.0, abs(exact.objective))
-    assert fast.dual_value <= exact.objective + GAP * escale            # weak duality
-    assert exact.dual_value <= fast.objective + GAP * escale            # and the other way
+    assert fast.dual_value <= exact.objective + GAP * escale  # weak duality
+    assert exact.dual_value <= fast.objective + GAP * escale  # and the other way
     assert abs(fast.objective - exact.objective) <= GAP * escale, (fast, exact)
-    if kind == "kernel-fullrank":           # the documented degenerate case: F* = 0
+    if kind == "kernel-fullrank":  # the documented degenerate case: F* = 0
         assert exact.objective <= 1e-5 and fast.objective <= TOL
 
 
 @settings(max_examples=examples(6), deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(10, 14), sigma=st.sampled_from([3.0, 5.0, 10.0]),
-       k=st.integers(1, 2))
-@example(seed=1, n=15, sigma=3.0, k=2)          # converged with F = −8.6e-6 before d119444
-@example(seed=2, n=14, sigma=3.0, k=2)          # converged with F = −4.2e-8 before d119444
+@given(
+    seed=st.integers(0, 2**31 - 1), n=st.integers(10, 14), sigma=st.sampled_from([3.0, 5.0, 10.0]), k=st.integers(1, 2)
+)
+@example(seed=1, n=15, sigma=3.0, k=2)  # converged with F = −8.6e-6 before d119444
+@example(seed=2, n=14, sigma=3.0, k=2)  # converged with F = −4.2e-8 before d119444
 def test_nearly_singular_kernel_bound_never_exceeds_the_optimum(seed, n, sigma, k):
     """The regime of dca19a7: a wide Gaussian kernel on few standardized points is nearly
     singular, the target pull G(0) has eigenvalues down to ~1e-10 of its largest and the
@@ -114,7 +120,7 @@ def test_nearly_singular_kernel_bound_never_exceeds_the_optimum(seed, n, sigma, 
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     K = gaussian_kernel(X, sigma=sigma)
     prob = LMNNProblem.kernel(K / np.mean(np.diag(K)), y, k, 0.5)
-    fast = fast_solve(prob, max_iter=4000)       # honesty: warns exactly when not converged
+    fast = fast_solve(prob, max_iter=4000)  # honesty: warns exactly when not converged
     scale = max(1.0, abs(fast.objective))
     Xh = fast.info["X"]
     assert fast.objective >= 0.0
@@ -124,11 +130,11 @@ def test_nearly_singular_kernel_bound_never_exceeds_the_optimum(seed, n, sigma, 
         assert fast.dual_value <= prob.objective_whitened(t * Xh) + 1e-10 * scale
         assert fast.dual_value <= prob.objective_whitened(t * np.eye(prob.rank)) + 1e-10 * scale
     exact = reference_or_discard(prob, cert_rtol=1e-6, viol_tol=1e-7, keep_draw=True)
-    if exact is None:                            # untrusted (counted): the checks above stand
+    if exact is None:  # untrusted (counted): the checks above stand
         return
     escale = max(1.0, abs(exact.objective))
-    assert fast.dual_value <= exact.objective + GAP * escale, (fast, exact)     # a true lower bound
-    assert exact.objective <= fast.objective + GAP * escale, (fast, exact)      # the fast point is feasible
+    assert fast.dual_value <= exact.objective + GAP * escale, (fast, exact)  # a true lower bound
+    assert exact.objective <= fast.objective + GAP * escale, (fast, exact)  # the fast point is feasible
     if fast.converged:
         assert abs(fast.objective - exact.objective) <= GAP * escale, (fast, exact)
 
@@ -147,8 +153,8 @@ def test_psd_pair_distances_stay_exact_for_a_huge_metric():
     Z = np.linalg.qr(rng.normal(size=(n, r)))[0]
     L = rng.normal(size=(r, r)) * 0.1
     v = np.linalg.qr(rng.normal(size=(r, 1)))[0][:, 0]
-    L[:, 0] += 1e5 * v                                         # one huge direction
-    Z = Z - np.outer(Z @ v, v) * (1 - 1e-9)                    # the points nearly orthogonal to it
+    L[:, 0] += 1e5 * v  # one huge direction
+    Z = Z - np.outer(Z @ v, v) * (1 - 1e-9)  # the points nearly orthogonal to it
     X = L @ L.T
     pi, pj = np.triu_indices(n, 1)
     Zl, Ll = Z.astype(np.longdouble), psd_factor(X).astype(np.longdouble)
@@ -203,7 +209,7 @@ def test_whitened_model_equals_literal_model():
     prob = LMNNProblem.kernel(K / np.mean(np.diag(K)), y, k=2)
     a = prob.solve_reference(whiten=True, accept_inaccurate=True)
     b = prob.solve_reference(solver="SCS", eps=1e-9, whiten=False, accept_inaccurate=True)
-    assert prob.rank < prob.dim                    # a genuinely rank-deficient kernel
+    assert prob.rank < prob.dim  # a genuinely rank-deficient kernel
     assert a.objective == pytest.approx(b.objective, rel=1e-4, abs=1e-6)
     # the exact duals certify the optimum through the one dual formula
     assert a.dual_value == pytest.approx(a.objective, rel=1e-5, abs=1e-6)
@@ -214,8 +220,11 @@ def test_warm_start_at_optimum_stops_at_first_check():
     prob = LMNNProblem.linear(X, y, k=2)
     first = prob.solve(tol=TOL)
     assert first.converged
-    for start in ({"A0": first.matrix, "alpha0": first.dual}, {"warm_start": first},
-                  {"warm_start": {"A": first.matrix, "alpha": first.dual}}):
+    for start in (
+        {"A0": first.matrix, "alpha0": first.dual},
+        {"warm_start": first},
+        {"warm_start": {"A": first.matrix, "alpha": first.dual}},
+    ):
         again = prob.solve(tol=1e-4, **start)
         assert again.converged and again.n_iter == 0, start
         assert again.objective == pytest.approx(first.objective, rel=1e-12)
@@ -272,8 +281,9 @@ def test_warm_start_bad_inputs():
         prob.solve(warm_start={"X": np.eye(3)})
     with pytest.raises(InvalidInputError, match=r"warm_start\['A'\] must be 3 × 3"):
         prob.solve(warm_start={"A": np.eye(4)})
-    with pytest.raises(InvalidInputError,
-                       match=rf"warm_start\['alpha'\] must hold one non-negative multiplier per triplet \({T}\)"):
+    with pytest.raises(
+        InvalidInputError, match=rf"warm_start\['alpha'\] must hold one non-negative multiplier per triplet \({T}\)"
+    ):
         prob.solve(warm_start={"alpha": np.ones(T + 1)})
     with pytest.raises(InvalidInputError, match="alpha0 must hold"):
         prob.solve(alpha0=-np.ones(T))
@@ -286,7 +296,7 @@ def test_lmnn_problem_keeps_the_problem_contract():
     assert isinstance(prob, Problem)
     assert prob.exact_size() == prob.rank == 3 and prob.clarabel_max_size == 60
     assert prob.default_solver() == "CLARABEL"
-    prob.clarabel_max_size = 2                     # (instance attribute: this object only)
+    prob.clarabel_max_size = 2  # (instance attribute: this object only)
     assert prob.default_solver() == "SCS"
     with pytest.raises(InvalidInputError, match="max_iter must be a positive integer"):
         prob.solve(max_iter=0)
@@ -300,9 +310,8 @@ def test_callback_sees_every_check_and_can_stop():
     # the PDHG alone (smooth=False): a check at iteration 0, then every check_every iterations
     seen = []
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ConvergenceWarning)        # converged: no warning
-        sol = prob.solve(tol=TOL, check_every=100, smooth=False,
-                         callback=lambda info: seen.append(dict(info)))
+        warnings.simplefilter("error", ConvergenceWarning)  # converged: no warning
+        sol = prob.solve(tol=TOL, check_every=100, smooth=False, callback=lambda info: seen.append(dict(info)))
     assert sol.converged and sol.status == "converged"
     assert [c["iteration"] for c in seen] == list(range(0, sol.n_iter + 1, 100))
     # with the smoothed phase (default) a check also ends every smoothing width: the
@@ -333,13 +342,17 @@ def test_callback_sees_every_check_and_can_stop():
     # a truthy return stops at that check: honest status, one ConvergenceWarning
     calls = []
     with pytest.warns(ConvergenceWarning, match="callback stopped it") as rec:
-        stopped = prob.solve(tol=1e-12, check_every=100, smooth=False,
-                             callback=lambda info: calls.append(info["iteration"]) or info["iteration"] >= 300)
+        stopped = prob.solve(
+            tol=1e-12,
+            check_every=100,
+            smooth=False,
+            callback=lambda info: calls.append(info["iteration"]) or info["iteration"] >= 300,
+        )
     assert sum(issubclass(w.category, ConvergenceWarning) for w in rec) == 1
     assert calls == [0, 100, 200, 300]
     assert stopped.status == CALLBACK_STOP and not stopped.converged and stopped.n_iter == 300
     assert stopped.dual_value <= stopped.objective
-    assert stopped.gap > 1e-12 * max(1.0, stopped.objective)        # honestly uncertified
+    assert stopped.gap > 1e-12 * max(1.0, stopped.objective)  # honestly uncertified
     # a stop at the first smoothing check ends the smoothed phase there
     calls = []
     with pytest.warns(ConvergenceWarning, match="callback stopped it"):
@@ -358,7 +371,7 @@ def test_callback_sees_every_check_and_can_stop():
         prob.solve(callback=3)
 
 
-@pytest.mark.filterwarnings("ignore:Solution may be inaccurate:UserWarning")     # (CVXPY, the SCS run)
+@pytest.mark.filterwarnings("ignore:Solution may be inaccurate:UserWarning")  # (CVXPY, the SCS run)
 def test_reference_certificate_and_converged_honesty(monkeypatch):
     """solve_reference: an optimal answer carries a Lagrange certificate 0 <= gap <= 1e-6
     (relative; round-off below 0 allowed) and relative violation ~ 0; an
@@ -387,7 +400,7 @@ def test_reference_certificate_and_converged_honesty(monkeypatch):
 
     def inaccurate(*args, **kwargs):
         elapsed, status, iters = real(*args, **kwargs)
-        assert args[3] is True                 # the model is always solved accepting inaccurate
+        assert args[3] is True  # the model is always solved accepting inaccurate
         return elapsed, "optimal_inaccurate", iters
 
     monkeypatch.setattr(lmnn_mod, "solve_conic", inaccurate)
@@ -400,11 +413,11 @@ def test_reference_certificate_and_converged_honesty(monkeypatch):
 def test_rank_deficient_features_keep_the_start_on_the_complement():
     """Distances never see the complement of Z's row space; A keeps A0 there."""
     X, y = labelled_points(2, 12, 2, 2, d=2)
-    Z = np.hstack([X, X @ np.array([[1.0], [2.0]])])        # 3 columns, rank 2
+    Z = np.hstack([X, X @ np.array([[1.0], [2.0]])])  # 3 columns, rank 2
     prob = LMNNProblem(Z, y, k=2)
     assert prob.rank == 2 and prob.dim == 3
     sol = prob.solve(tol=TOL)
-    v = np.linalg.svd(Z)[2][-1]                             # null direction of Z
+    v = np.linalg.svd(Z)[2][-1]  # null direction of Z
     assert v @ sol.matrix @ v == pytest.approx(1.0, rel=1e-8)
     assert sol.objective == pytest.approx(prob.objective(sol.matrix), rel=1e-10)
 
@@ -429,8 +442,11 @@ def test_stall_rule_stops_a_run_without_progress_and_is_not_converged():
     y = np.repeat([0, 1], 20)
     X[y == 1] += 0.8
     prob = LMNNProblem.linear(X, y, k=3)
-    with pytest.warns(ConvergenceWarning, match=r"stalled: the certified gap did not shrink by 0.1 % in 400 "
-                                                r"iterations.*Raise tol, or stall_iter \(0: run to max_iter\)"):
+    with pytest.warns(
+        ConvergenceWarning,
+        match=r"stalled: the certified gap did not shrink by 0.1 % in 400 "
+        r"iterations.*Raise tol, or stall_iter \(0: run to max_iter\)",
+    ):
         stalled = prob.solve(tol=1e-13, max_iter=6000, stall_iter=400, check_every=100)
     with pytest.warns(ConvergenceWarning, match="max_iter"):
         full = prob.solve(tol=1e-13, max_iter=6000, stall_iter=0, check_every=100)
@@ -451,12 +467,12 @@ def test_class_smaller_than_k_plus_one_is_a_clear_error():
     X, y = labelled_points(0, 12, 2, 2)
     y = y.copy()
     y[:] = 0
-    y[:3] = 1                                   # class 1 has 3 members
+    y[:3] = 1  # class 1 has 3 members
     with pytest.raises(InvalidInputError, match=r"k = 5 target neighbours need k \+ 1 = 6 members"):
         LMNNProblem.linear(X, y, k=5)
     with pytest.raises(InvalidInputError, match="Lower k to at most 2"):
         LMNNProblem.linear(X, y, k=3)
-    LMNNProblem.linear(X, y, k=2)               # k = 2 works
+    LMNNProblem.linear(X, y, k=2)  # k = 2 works
 
 
 def test_single_class_and_shape_errors():
@@ -481,7 +497,7 @@ def test_kernel_errors():
     X, y = labelled_points(0, 12, 2, 2)
     K = gaussian_kernel(X, sigma=1.0)
     bad = K.copy()
-    bad[0, 1] = bad[1, 0] = 5.0                 # symmetric, clearly not PSD
+    bad[0, 1] = bad[1, 0] = 5.0  # symmetric, clearly not PSD
     with pytest.raises(NotPSDError, match="not positive semidefinite"):
         LMNNProblem.kernel(bad, y, k=2)
     with pytest.raises(InvalidInputError, match="same size"):
@@ -494,7 +510,7 @@ def test_kernel_errors():
 
 def test_triplet_structure():
     y = np.array([0, 0, 0, 1, 1, 1, 1])
-    D = kernel_sq_distances(np.diag(np.arange(7.0)))        # D_ij = i + j
+    D = kernel_sq_distances(np.diag(np.arange(7.0)))  # D_ij = i + j
     tr = LMNNTriplets.from_labels(y, 2, sq_dist=D)
     assert tr.target_i.size == 14 and np.all(tr.codes[tr.target_i] == tr.codes[tr.target_j])
     # pairs are distinct and unordered, every triplet uses a target and a cross-class pair
@@ -520,14 +536,14 @@ def test_barrier_dual_recovery_certifies_a_rank_deficient_optimum():
     exact = prob.solve_reference()
     Xs = exact.info["X"]
     lam = np.linalg.eigvalsh(Xs)
-    assert np.sum(lam > 1e-6 * lam[-1]) < Xs.shape[0]              # X̂* is rank deficient (1 of 4)
+    assert np.sum(lam > 1e-6 * lam[-1]) < Xs.shape[0]  # X̂* is rank deficient (1 of 4)
     tr = prob.triplets
     p = pair_quadratic(prob.U, Xs, tr.pi, tr.pj)
     F = lmnn_objective(p, tr, 0.5)
     alpha = _barrier_dual(prob.U, tr, 0.5, p, 1e-2, 1e-9 * max(1.0, F))
     assert alpha is not None and np.all((alpha >= 0) & (alpha <= 0.5))
     g = lmnn_dual_value(prob.U, tr, alpha, 0.5)
-    assert g == pytest.approx(alpha.sum(), rel=1e-12)            # strictly feasible: no scaling
+    assert g == pytest.approx(alpha.sum(), rel=1e-12)  # strictly feasible: no scaling
     assert g <= F + 1e-7 * max(1.0, F)
     assert F - g <= 1e-6 * max(1.0, F), (F, g, np.linalg.eigvalsh(Xs))
 
@@ -564,7 +580,7 @@ def test_certificate_holds_when_the_optimal_metric_is_huge(degree):
     sol = prob.solve(tol=1e-5, max_iter=20_000)
     F, g = float(sol.objective), float(sol.dual_value)
     tr_X = float(np.trace(sol.info["X"]))
-    assert tr_X > 1e5                                    # the regime of the defect
+    assert tr_X > 1e5  # the regime of the defect
     # weak duality, never a negative gap beyond rounding (F itself is rounded: a fresh
     # clone's BLAS gave F = −1.9e-12 for degree 6, whose F* is 0); the defect was 6e-6 – 4.4e-5
     rounding = 1e-10 * max(1.0, abs(F))
@@ -572,5 +588,5 @@ def test_certificate_holds_when_the_optimal_metric_is_huge(degree):
     if sol.converged:
         assert (F - g) / max(1.0, abs(F)) <= 1e-5
     assert g == pytest.approx(prob.dual_value(sol.dual, objective_bound=F), rel=1e-12, abs=1e-14)
-    if degree != 6:      # the public bound knows no primal value: only the PD case is exact
+    if degree != 6:  # the public bound knows no primal value: only the PD case is exact
         assert prob.dual_value(sol.dual) <= F + rounding

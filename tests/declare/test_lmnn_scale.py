@@ -34,9 +34,15 @@ def points(seed, n, n_classes, d, shift=0.8):
 
 
 @settings(max_examples=examples(10), deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(16, 40), n_classes=st.integers(2, 4), k=st.integers(1, 3),
-       margin=st.sampled_from([0.0, 0.3, 2.0]), cap=st.sampled_from([None, 1, 3]))
-@example(seed=0, n=16, n_classes=4, k=3, margin=0.0, cap=None)       # fuzz seed 11: smallest classes of k + 1
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(16, 40),
+    n_classes=st.integers(2, 4),
+    k=st.integers(1, 3),
+    margin=st.sampled_from([0.0, 0.3, 2.0]),
+    cap=st.sampled_from([None, 1, 3]),
+)
+@example(seed=0, n=16, n_classes=4, k=3, margin=0.0, cap=None)  # fuzz seed 11: smallest classes of k + 1
 def test_impostor_scan_matches_the_full_enumeration(seed, n, n_classes, k, margin, cap):
     """Every triplet with z > −margin (less the known ones, at most cap per entry, the largest
     z) and Σ[z]_+ over all triplets, as the full list gives them."""
@@ -57,7 +63,7 @@ def test_impostor_scan_matches_the_full_enumeration(seed, n, n_classes, k, margi
     assert np.array_equal(np.sort(idx), np.arange(tr.n_triplets))
     assert count_triplets(prob.codes, t_i) == tr.n_triplets
     known_sel = rng.random(tr.n_triplets) < 0.3
-    ke, kl = all_e[other][np.argsort(idx)], all_l[other][np.argsort(idx)]       # full order
+    ke, kl = all_e[other][np.argsort(idx)], all_l[other][np.argsort(idx)]  # full order
     known = np.sort(ke[known_sel] * n + kl[known_sel])
     e, l, zz, hinge, total = impostor_scan(W, prob.codes, t_i, t_j, margin, cap, known=known)
     assert hinge == pytest.approx(np.maximum(z, 0).sum(), rel=1e-10, abs=1e-10)
@@ -72,7 +78,7 @@ def test_impostor_scan_matches_the_full_enumeration(seed, n, n_classes, k, margi
         per = np.bincount(ent, minlength=t_i.size)
         assert np.array_equal(np.bincount(e, minlength=t_i.size), np.minimum(per, cap))
         assert set(got) <= set(want)
-        for q in np.unique(e):                                # the largest z of each entry
+        for q in np.unique(e):  # the largest z of each entry
             mine = zz[e == q]
             rest = z[want[ent == q]]
             assert mine.min() >= np.sort(rest)[::-1][len(mine) - 1] - 1e-12
@@ -80,7 +86,7 @@ def test_impostor_scan_matches_the_full_enumeration(seed, n, n_classes, k, margi
 
 @settings(max_examples=examples(6), deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(15, 40), n_classes=st.integers(2, 3), d=st.integers(2, 5))
-@example(seed=570, n=31, n_classes=2, d=5)     # fuzz seed 44: the all-triplet PDHG stalls at 7.9e-4
+@example(seed=570, n=31, n_classes=2, d=5)  # fuzz seed 44: the all-triplet PDHG stalls at 7.9e-4
 def test_active_set_solve_matches_the_all_triplet_solve(seed, n, n_classes, d):
     """Same certified optimum (when both certify; weak duality across the two always); the
     active set's multipliers, in the full order, give its bound."""
@@ -126,9 +132,10 @@ def test_singular_pull_certifies_against_the_exact_model(seed):
     prob = singular_pull_problem(seed)
     tr = prob.triplets
     from cvxkml.formulas.lmnn import laplacian_quadratic, pair_weights
+
     G0 = laplacian_quadratic(prob.U, tr, pair_weights(tr, np.zeros(tr.n_triplets), 0.5))
     lam = np.linalg.eigvalsh(G0)
-    assert lam[0] <= 1e-12 * lam[-1]                      # the target pull is singular
+    assert lam[0] <= 1e-12 * lam[-1]  # the target pull is singular
     ref = prob.solve_reference()
     assert ref.converged
     with warnings.catch_warnings():

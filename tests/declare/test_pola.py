@@ -85,13 +85,12 @@ def _check_vs_exact(problem):
     exact = reference_or_discard(problem, feasible=fast)
     # relative gap, plus the reference's own accuracy (its certificate; Clarabel stops at
     # ~1e-9 absolute, which matters only when the optimum is 0)
-    assert abs(fast.objective - exact.objective) <= GAP * abs(exact.objective) + abs(exact.gap) + 1e-12, \
-        (fast, exact)
+    assert abs(fast.objective - exact.objective) <= GAP * abs(exact.objective) + abs(exact.gap) + 1e-12, (fast, exact)
     # weak duality across, to the reference's trusted accuracy (seed=12, n=6: Clarabel's
     # objective sat 1.1e-9 relative below the fast lower bound)
     assert fast.dual_value <= exact.objective + 1e-7 * max(1.0, abs(exact.objective))
     assert fast.max_violation <= VIOL * max(1.0, float(np.max(problem.pairs.bound))), fast
-    assert abs(fast.gap) <= CERT * max(1.0, fast.objective), fast          # own certificate
+    assert abs(fast.gap) <= CERT * max(1.0, fast.objective), fast  # own certificate
     assert fast.info["rel_gap"] <= 1e-9 and fast.info["rel_violation"] <= 1e-9
     return fast, exact
 
@@ -99,7 +98,7 @@ def _check_vs_exact(problem):
 # --------------------------------------------------------------------------- helper
 def test_pola_constraints_bounds_and_errors():
     pc = pola_constraints([0, 1, 2], [1, 2, 3], [1, -1, 1], 3.0)
-    np.testing.assert_array_equal(pc.bound, [2.0, 4.0, 2.0])             # b − 1 / b + 1
+    np.testing.assert_array_equal(pc.bound, [2.0, 4.0, 2.0])  # b − 1 / b + 1
     np.testing.assert_array_equal(pola_constraints([0, 1], [1, 2], [1, -1], [2.0, 0.5]).bound, [1.0, 1.5])
     with pytest.raises(InvalidInputError, match="choose b > 1"):
         pola_constraints([0], [1], [1], 1.0)
@@ -118,9 +117,14 @@ def test_pola_constraints_bounds_and_errors():
 
 # --------------------------------------------------------------------------- fast vs exact
 @settings(max_examples=EXAMPLES)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), m=st.integers(1, 14),
-       kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
-       structure=st.sampled_from(["forest", "labels"]), bscale=st.floats(0.05, 5.0))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(3, 10),
+    m=st.integers(1, 14),
+    kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+    structure=st.sampled_from(["forest", "labels"]),
+    bscale=st.floats(0.05, 5.0),
+)
 def test_kernel_pola_fast_vs_exact(seed, n, m, kind, structure, bscale):
     """Kernel POLA: FISTA/Newton dual solver vs the CVXPY model (sum_squares + PSD)."""
     K0, i, j, y, b = pola_kernel_instance(seed, n, m, kind, structure, bscale)
@@ -128,8 +132,13 @@ def test_kernel_pola_fast_vs_exact(seed, n, m, kind, structure, bscale):
 
 
 @settings(max_examples=EXAMPLES)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 12), d=st.integers(1, 6),
-       m=st.integers(1, 6), bscale=st.floats(0.05, 5.0))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(3, 12),
+    d=st.integers(1, 6),
+    m=st.integers(1, 6),
+    bscale=st.floats(0.05, 5.0),
+)
 def test_metric_pola_fast_vs_exact(seed, n, d, m, bscale):
     """Batch POLA on features (W d × d; a forest of at most d pairs is feasible)."""
     rng = np.random.default_rng(seed)
@@ -175,9 +184,10 @@ def test_nearly_parallel_pairs_feasible_only_at_scale():
     with pytest.raises(InfeasibleError):
         prob.solve_reference()
     from hypothesis.errors import UnsatisfiedAssumption
+
     with pytest.raises(UnsatisfiedAssumption):
         reference_or_discard(prob, feasible=fast)
-    with pytest.raises(InfeasibleError):                 # without the refuting point
+    with pytest.raises(InfeasibleError):  # without the refuting point
         reference_or_discard(prob)
 
     prob = _fuzz_11101(4.0)
@@ -199,8 +209,8 @@ def test_fista_alone_and_dual_ground_truth(seed, n, m):
     plain = pola_dual(ct.U, ct.w, ct.ptr, ct.t, tol=1e-9, newton=False, max_iter=50_000)
     assume(both.code == 0 and plain.code == 0)
     assert plain.extra["newton_steps"] == 0
-    f_both = 0.5 * np.sum(both.matrix ** 2)
-    f_plain = 0.5 * np.sum(plain.matrix ** 2)
+    f_both = 0.5 * np.sum(both.matrix**2)
+    f_plain = 0.5 * np.sum(plain.matrix**2)
     assert abs(f_both - f_plain) <= 1e-7 * max(1.0, f_both)
     dual = solve_dual(prob)
     if dual.converged:
@@ -217,7 +227,7 @@ def test_other_constraint_families_fast_vs_exact():
     rel = RelativeConstraints([6, 7], [0, 1], [8, 2], 0.5)
     sim = SimilarityConstraints([3, 5], [8, 6], 0.2)
     C = rng.normal(size=(2, 9, 9))
-    C = C + C.transpose(0, 2, 1)                       # general symmetric C_t: tr(C_t K) <= b_t
+    C = C + C.transpose(0, 2, 1)  # general symmetric C_t: tr(C_t K) <= b_t
     lin = LinearConstraints(np.array([np.trace(C[0] @ K0), np.trace(C[1] @ K0) + 1.0]), C=C)
     for families in ([pc, rel, sim], [pc, rel, sim, lin]):
         prob = SpectralKernel(K0, families, Frobenius())
@@ -245,11 +255,10 @@ def test_theorem4_pola_fast_and_alpha0_embedding():
     lk = LearnedKernel.from_solution(Kernel("linear"), X, X @ X.T, K.matrix, alpha=0.0)
     Z1, Z2 = rng.normal(size=(5, d)), rng.normal(size=(4, d))
     np.testing.assert_allclose(lk(Z1, Z2), Z1 @ W.matrix @ Z2.T, atol=1e-6)
-    E1, E2 = lk.embed(Z1), lk.embed(Z2)              # exact off the span too (α = 0)
+    E1, E2 = lk.embed(Z1), lk.embed(Z2)  # exact off the span too (α = 0)
     np.testing.assert_allclose(E1 @ E2.T, Z1 @ W.matrix @ Z2.T, atol=1e-6)
     D = Z1[:4] - Z2
-    np.testing.assert_allclose(lk.pair_sq_distances(Z1[:4], Z2), np.einsum("ij,jk,ik->i", D, W.matrix, D),
-                               atol=1e-6)
+    np.testing.assert_allclose(lk.pair_sq_distances(Z1[:4], Z2), np.einsum("ij,jk,ik->i", D, W.matrix, D), atol=1e-6)
 
 
 def test_alpha0_embedding_of_zero_kernel():
@@ -299,14 +308,15 @@ def test_bad_inputs():
     with pytest.raises(CvxkmlError, match="positive semidefinite"):
         POLAKernel(K0 - 2 * np.eye(4), pola_constraints([0], [1], [1], 2.0))
     with pytest.raises(InvalidInputError, match="zero distance"):
-        POLAKernel(np.ones((3, 3)), pola_constraints([0], [1], [-1], 2.0))   # identical points
+        POLAKernel(np.ones((3, 3)), pola_constraints([0], [1], [-1], 2.0))  # identical points
     with pytest.raises(InvalidInputError, match="tol"):
         POLAKernel(K0, pola_constraints([0], [1], [-1], 2.0)).solve(tol=-1.0)
 
 
 # --------------------------------------------------------------------------- estimator
-@parametrize_with_checks([KernelPOLA(n_similar=20, n_dissimilar=20),
-                          KernelPOLA(kernel="linear", ridge=1.0, n_similar=20, n_dissimilar=20)])
+@parametrize_with_checks(
+    [KernelPOLA(n_similar=20, n_dissimilar=20), KernelPOLA(kernel="linear", ridge=1.0, n_similar=20, n_dissimilar=20)]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -345,10 +355,14 @@ def test_estimator_params_and_errors():
     y = np.array([0, 0, 0, 0, 1, 1, 1, 1])
     est = KernelPOLA(kernel="rbf", kernel_params={"sigma": 2.0}, b=3.0)
     assert clone(est).get_params() == est.get_params()
-    for bad, match in [(KernelPOLA(b=1.0), "b must be a finite number > 1"),
-                       (KernelPOLA(scheme="x"), "scheme"), (KernelPOLA(ridge=-1.0), "ridge"),
-                       (KernelPOLA(max_iter=0), "max_iter"), (KernelPOLA(kernel="laplace"), "kernel must be"),
-                       (KernelPOLA(n_similar=0, n_dissimilar=0), "both 0")]:
+    for bad, match in [
+        (KernelPOLA(b=1.0), "b must be a finite number > 1"),
+        (KernelPOLA(scheme="x"), "scheme"),
+        (KernelPOLA(ridge=-1.0), "ridge"),
+        (KernelPOLA(max_iter=0), "max_iter"),
+        (KernelPOLA(kernel="laplace"), "kernel must be"),
+        (KernelPOLA(n_similar=0, n_dissimilar=0), "both 0"),
+    ]:
         with pytest.raises(CvxkmlError, match=match):
             bad.fit(X, y)
     with pytest.raises(CvxkmlError, match="at least 2 classes"):
@@ -368,6 +382,7 @@ def test_bench_pola_compare_rows_structure():
     """``cvxkml bench pola`` rows on small instances: the fast solver, stopped at the CVXPY
     solver's measured accuracy, reaches it (fast acc <= cvxpy acc, with round-off slack)."""
     from cvxkml.experiments.bench_pola import compare_rows, pola_instance, sdp_instance
+
     for prob, label in [(pola_instance(8, seed=3), "pola"), (sdp_instance(6, "mvu", 0.5, seed=3), "sdp")]:
         rows = compare_rows(prob, label, repeats=1)
         assert [r["solver"] for r in rows] == ["CLARABEL", "SCS"]
@@ -381,10 +396,11 @@ def test_bench_pola_register_cli():
     import argparse
 
     from cvxkml.experiments.bench_pola import register_cli
+
     parser = argparse.ArgumentParser()
     bsub = parser.add_subparsers(dest="benchmark")
     register_cli(bsub)
-    register_cli(bsub)                                 # idempotent
+    register_cli(bsub)  # idempotent
     args = parser.parse_args(["pola", "--quick", "--repeats", "2"])
     assert args.quick and args.repeats == 2 and callable(args.func)
 

@@ -58,7 +58,7 @@ def _check(problem, hard):
         assert reference_or_discard(problem, keep_draw=True) is None
         assume(False)
     assume(fast.converged)
-    exact = reference_or_discard(problem, feasible=fast)          # optimal, own certificate <= 1e-7, or discarded
+    exact = reference_or_discard(problem, feasible=fast)  # optimal, own certificate <= 1e-7, or discarded
     # both certificates: weak duality across the two, fast within GAP of the best bound
     assert_matches_reference(problem, fast, exact, rtol=GAP, viol=VIOL)
     # hard: against the bounds; slack: the solver's (M, ξ) satisfies δ(p − ξ) <= 0
@@ -83,7 +83,7 @@ def test_itml_slack_matches_exact(seed, n, d, m, gamma):
     _check(cvxkml.ITML(X, pc, gamma=gamma), hard=False)
 
 
-@example(seed=199581, n=3, m=2, kind="lowrank")     # feasible only at tr X̂ >= 3.4e7
+@example(seed=199581, n=3, m=2, kind="lowrank")  # feasible only at tr X̂ >= 3.4e7
 @given(seed=seeds, n=st.integers(3, 12), m=st.integers(1, 11), kind=kinds)
 def test_logdet_kernel_hard_matches_exact(seed, n, m, kind):
     K0, pc = kernel_instance(seed, n, m, hard=True, kind=kind)

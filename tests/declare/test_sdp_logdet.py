@@ -43,11 +43,11 @@ def _fast(problem, **kw):
 def _check(problem, **kw):
     fast = _fast(problem, **kw)
     assume(fast.converged)
-    exact = reference_or_discard(problem, feasible=fast)      # optimal, certificate <= 1e-7, or discarded
+    exact = reference_or_discard(problem, feasible=fast)  # optimal, certificate <= 1e-7, or discarded
     assert_matches_reference(problem, fast, exact, rtol=GAP, viol=VIOL)
     assert fast.info["max_relative_violation"] <= VIOL, fast
     assert abs(fast.gap) <= CERT * max(1.0, abs(fast.objective)), fast
-    assert np.linalg.eigvalsh(problem.whiten(fast.matrix))[0] > 0          # strictly inside
+    assert np.linalg.eigvalsh(problem.whiten(fast.matrix))[0] > 0  # strictly inside
     return fast, exact
 
 
@@ -71,8 +71,7 @@ def mvu_instance(seed, n):
     i = np.array([e[0] for e in E])
     j = np.array([e[1] for e in E])
     K0 = gaussian_kernel(X, sigma=1.0)
-    return K0, [PairConstraints(i, j, np.ones(i.size), D[i, j]),
-                LinearConstraints(b=[1.0], Z=np.ones((1, n)))]
+    return K0, [PairConstraints(i, j, np.ones(i.size), D[i, j]), LinearConstraints(b=[1.0], Z=np.ones((1, n)))]
 
 
 # --------------------------------------------------------------------------- one projection
@@ -92,7 +91,7 @@ def test_projection_against_direct_formula(q):
         t = cur * rng.uniform(0.2, 1.8) + rng.normal() * 0.1 * abs(cur)
         lam_c = float(rng.choice([0.0, rng.uniform(0, 2)]))
         Xn, delta, code = project_one(X, U, w, t, lam_c, gamma)
-        if code != 0:                      # only when no X ≻ 0 reaches t (e.g. Â ⪰ 0, t <= 0)
+        if code != 0:  # only when no X ≻ 0 reaches t (e.g. Â ⪰ 0, t <= 0)
             assert np.all(np.linalg.eigvalsh(A) >= -1e-12) and t <= 0
             continue
         assert delta >= -lam_c - 1e-15
@@ -103,15 +102,20 @@ def test_projection_against_direct_formula(q):
             assert abs(new - t) <= 1e-8 * max(abs(t), np.sum(np.abs(np.linalg.eigvalsh(Xn @ A))))
         else:
             assert new <= t + 1e-8 * max(1.0, abs(t))
-        if q == 1 and w[0] * t > 0:       # δ* = γ(1/t − 1/(w p))
+        if q == 1 and w[0] * t > 0:  # δ* = γ(1/t − 1/(w p))
             p = float(U[0] @ X @ U[0])
             assert delta == pytest.approx(max(gamma * (1 / t - 1 / (w[0] * p)), -lam_c), rel=1e-10)
 
 
 # --------------------------------------------------------------------------- fast vs exact
 @settings(max_examples=EXAMPLES)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 9), m=st.integers(1, 8),
-       kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]), gamma=gammas)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(3, 9),
+    m=st.integers(1, 8),
+    kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+    gamma=gammas,
+)
 def test_kernel_pd_objective_fast_vs_exact(seed, n, m, kind, gamma):
     """Ĉ0 ≻ 0 (no phase I): rank-one Bregman projections vs the log_det model."""
     K0, pc = kernel_instance(seed, n, m, hard=True, kind=kind)
@@ -120,8 +124,7 @@ def test_kernel_pd_objective_fast_vs_exact(seed, n, m, kind, gamma):
 
 
 @settings(max_examples=EXAMPLES)
-@given(seed=st.integers(0, 2**31 - 1), d=st.integers(1, 5), extra=st.integers(1, 6),
-       m=st.integers(1, 5), gamma=gammas)
+@given(seed=st.integers(0, 2**31 - 1), d=st.integers(1, 5), extra=st.integers(1, 6), m=st.integers(1, 5), gamma=gammas)
 def test_metric_fast_vs_exact_and_kernel_form(seed, d, extra, m, gamma):
     """Metric form (24) with Φ = Xᵀ (rank X = d): fast vs exact, and the kernel form on
     K0 = XXᵀ gives K* = X W* Xᵀ (the same problem, rotated)."""
@@ -131,8 +134,7 @@ def test_metric_fast_vs_exact_and_kernel_form(seed, d, extra, m, gamma):
     fast, _ = _check(SDPLogDetMetric(X, pc, C0, gamma))
     kern = SDPLogDetKernel(X @ X.T, pc, C0, gamma).solve()
     if kern.converged:
-        np.testing.assert_allclose(X @ fast.matrix @ X.T, kern.matrix,
-                                   atol=1e-6 * max(1.0, np.abs(kern.matrix).max()))
+        np.testing.assert_allclose(X @ fast.matrix @ X.T, kern.matrix, atol=1e-6 * max(1.0, np.abs(kern.matrix).max()))
         assert kern.objective == pytest.approx(fast.objective, rel=1e-6, abs=1e-6)
 
 
@@ -157,8 +159,12 @@ def test_all_constraint_families_fast_vs_exact():
     d = lambda a, b: K_true[a, a] + K_true[b, b] - 2 * K_true[a, b]
     trip = [(0, 1, 2), (3, 4, 5), (6, 7, 1)]
     trip = [(a, b, c) if d(a, b) < d(a, c) else (a, c, b) for a, b, c in trip]
-    rel = RelativeConstraints([t[0] for t in trip], [t[1] for t in trip], [t[2] for t in trip],
-                              [0.5 * (d(a, c) - d(a, b)) for a, b, c in trip])
+    rel = RelativeConstraints(
+        [t[0] for t in trip],
+        [t[1] for t in trip],
+        [t[2] for t in trip],
+        [0.5 * (d(a, c) - d(a, b)) for a, b, c in trip],
+    )
     sim = SimilarityConstraints([0, 2], [5, 6], [K_true[0, 5] - 0.5, K_true[2, 6] - 0.5])
     C = np.zeros((2, n, n))
     C[0, :3, :3] = 1.0
@@ -167,7 +173,7 @@ def test_all_constraint_families_fast_vs_exact():
     pc = PairConstraints([0, 4], [3, 7], [1, -1], [d(0, 3) * 1.5, d(4, 7) * 0.5])
     prob = SDPLogDetKernel(K_true + np.eye(n), [pc, rel, sim, lin], _pd(rng, n), 0.5)
     ct = constraint_terms(prob)
-    assert list(np.diff(ct.ptr)[:2 + 3 + 2]) == [1, 1, 2, 2, 2, 2, 2]
+    assert list(np.diff(ct.ptr)[: 2 + 3 + 2]) == [1, 1, 2, 2, 2, 2, 2]
     fast = _fast(prob, max_iter=100_000)
     exact = prob.solve_reference()
     assert fast.converged
@@ -200,7 +206,7 @@ def test_barrier_optimum_approaches_sdp_optimum():
     gs = [1.0, 0.1, 0.01, 1e-3, 1e-4]
     p_sdp, exact = barrier_path(prob, gs, fast=False)
     lin = np.array([row["linear"] for row in exact])
-    assert np.all(np.diff(lin) < 0)                                    # monotone in γ
+    assert np.all(np.diff(lin) < 0)  # monotone in γ
     for row in exact:
         assert -1e-6 <= row["excess"] <= row["bound"] + 1e-6, row
     assert exact[-1]["excess"] <= 1e-3
@@ -229,10 +235,10 @@ def test_unbounded_problems_are_reported():
         prob.solve_reference()
     with pytest.raises(UnboundedError, match="unbounded"):
         prob.solve_sdp()
-    X = np.random.default_rng(0).normal(size=(4, 6))          # d > n: null(X) is unconstrained
+    X = np.random.default_rng(0).normal(size=(4, 6))  # d > n: null(X) is unconstrained
     with pytest.raises(UnboundedError, match="rank 4 < d = 6"):
         SDPLogDetMetric(X, PairConstraints([0], [1], [1], 1.0), np.eye(4), 1.0)
-    SDPLogDetMetric(X, PairConstraints([0], [1], [1], 1.0), np.eye(4), 0.0)   # γ = 0: allowed
+    SDPLogDetMetric(X, PairConstraints([0], [1], [1], 1.0), np.eye(4), 0.0)  # γ = 0: allowed
 
 
 def test_infeasible_and_bad_inputs():
@@ -268,7 +274,7 @@ def test_warm_start_and_nonconvergence_are_honest():
     assert not short.converged and short.n_iter == 5
     full = prob.solve(max_iter=100_000)
     assert full.converged and full.info["phase1_sweeps"] > 0
-    warm = prob.with_gamma(0.2).solve(lam0=full.dual, max_iter=100_000)   # Ĉ0 + A(λ) ≻ 0: no phase I
+    warm = prob.with_gamma(0.2).solve(lam0=full.dual, max_iter=100_000)  # Ĉ0 + A(λ) ≻ 0: no phase I
     assert warm.converged and warm.info["phase1_sweeps"] == 0
     ct = constraint_terms(prob)
     Xw = barrier_primal(prob.regularizer.C0h, ct.U, ct.w, ct.ptr, warm.dual, 0.2)

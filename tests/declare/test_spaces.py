@@ -7,6 +7,7 @@ dual of the span's multipliers, which is a lower bound for the feature problem t
 two problems have the same Lagrangian) — and compared with an independent feature-space
 solve.
 """
+
 import subprocess
 import sys
 import textwrap
@@ -36,8 +37,7 @@ from cvxkml.learned import FactoredMetric, LearnedMetric
 from cvxkml.sideinfo import Hinge, LinearConstraints, RelativeConstraints
 from cvxkml.testing import metric_instance, reference_or_discard
 
-REGS = {"LogDet": LogDet, "VonNeumann": VonNeumann, "Frobenius": Frobenius,
-        "TraceNorm+hinge": lambda: TraceNorm(0.5)}
+REGS = {"LogDet": LogDet, "VonNeumann": VonNeumann, "Frobenius": Frobenius, "TraceNorm+hinge": lambda: TraceNorm(0.5)}
 
 
 def _solve(problem):
@@ -46,8 +46,14 @@ def _solve(problem):
 
 
 @settings(max_examples=examples(40), deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 9), extra=st.integers(1, 8),
-       m=st.integers(1, 14), reg=st.sampled_from(sorted(REGS)), soft=st.booleans())
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(3, 9),
+    extra=st.integers(1, 8),
+    m=st.integers(1, 14),
+    reg=st.sampled_from(sorted(REGS)),
+    soft=st.booleans(),
+)
 def test_span_answers_the_feature_problem(seed, n, extra, m, reg, soft):
     d = n + extra
     X, pc = metric_instance(seed, n, d, m, hard=not soft)
@@ -64,16 +70,17 @@ def test_span_answers_the_feature_problem(seed, n, extra, m, reg, soft):
     # the span's W, judged by the feature problem's own formulas
     assert abs(feat.objective(W) - s.objective) <= 1e-8 * scale
     assert feat._max_relative_violation(feat.violations(W)) <= 1e-6
-    lower = feat.dual_value(s.dual)                      # a bound for the feature problem
-    assert lower <= f.objective + 1e-7 * scale           # weak duality
-    assert abs(lower - s.dual_value) <= 1e-8 * scale     # the same certificate
+    lower = feat.dual_value(s.dual)  # a bound for the feature problem
+    assert lower <= f.objective + 1e-7 * scale  # weak duality
+    assert abs(lower - s.dual_value) <= 1e-8 * scale  # the same certificate
     assert abs(s.objective - f.objective) <= 2e-6 * scale
-    if reg != "TraceNorm+hinge":                         # strictly convex: one optimum
+    if reg != "TraceNorm+hinge":  # strictly convex: one optimum
         np.testing.assert_allclose(W, f.matrix, atol=1e-4 * max(1.0, np.abs(f.matrix).max()))
     # the learned distances on the data, without forming W
     metric = span.learned_metric(s)
-    np.testing.assert_allclose(metric.pair_sq_distances(X[pc.i], X[pc.j]),
-                               feat.pair_values(f.matrix, pc.i, pc.j), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        metric.pair_sq_distances(X[pc.i], X[pc.j]), feat.pair_values(f.matrix, pc.i, pc.j), rtol=1e-4, atol=1e-6
+    )
 
 
 @settings(max_examples=examples(15), deadline=None)
@@ -96,7 +103,7 @@ def test_span_relative_constraints_and_prior(seed, n, extra):
     assume(s.converged)
     f = reference_or_discard(feat)
     metric = span.learned_metric(s)
-    assert isinstance(metric, LearnedMetric)             # a dense prior stays dense
+    assert isinstance(metric, LearnedMetric)  # a dense prior stays dense
     scale = max(1.0, abs(f.objective))
     assert abs(feat.objective(metric.W) - s.objective) <= 1e-8 * scale
     assert abs(s.objective - f.objective) <= 1e-6 * scale
@@ -107,7 +114,7 @@ def test_span_relative_constraints_and_prior(seed, n, extra):
 def test_span_exact_model_is_small_and_agrees():
     X, pc = metric_instance(3, 6, 40, 8, hard=False)
     span = cvxkml.ITML(X, pc, gamma=1.0)
-    assert span.exact_size() == 6                         # a 6 × 6 SDP instead of 40 × 40
+    assert span.exact_size() == 6  # a 6 × 6 SDP instead of 40 × 40
     ref = span.solve_reference()
     fast = span.solve(tol=1e-10)
     assert ref.converged and fast.converged
@@ -133,6 +140,7 @@ def test_composition_equals_the_named_problems():
 def test_a_user_space_dispatches_by_what_solvers_declare():
     """The built-in Bregman solvers declare their spaces; a space of a user's goes to the
     solvers that take any space (the generic dual solver), certified."""
+
     class Scaled(Space):
         name = "scaled-features"
 
@@ -148,14 +156,16 @@ def test_a_user_space_dispatches_by_what_solvers_declare():
     spec = prob.fast_solver()
     assert spec.name == "dual-newton"
     from cvxkml.declare import registry
+
     bregman = next(s for s in registry.registered() if s.name == "bregman-metric")
     assert "scaled-features space" in bregman.refusal(prob)
     sol = prob.solve(tol=1e-9)
     assert sol.converged
     # distances of the user space: F = 2X, so W on X is 4× the learned matrix
-    np.testing.assert_allclose(prob.pair_values(sol.matrix, pc.i, pc.j),
-                               4 * np.einsum("ij,jk,ik->i", X[pc.i] - X[pc.j], sol.matrix,
-                                             X[pc.i] - X[pc.j]))
+    np.testing.assert_allclose(
+        prob.pair_values(sol.matrix, pc.i, pc.j),
+        4 * np.einsum("ij,jk,ik->i", X[pc.i] - X[pc.j], sol.matrix, X[pc.i] - X[pc.j]),
+    )
 
 
 def test_space_errors_are_typed():
@@ -163,7 +173,7 @@ def test_space_errors_are_typed():
     lin = LinearConstraints(b=np.array([20.0]), C=np.eye(12)[None])
     with pytest.raises(InvalidInputError, match="space='features'"):
         cvxkml.ITML(X, [pc, lin], gamma=1.0, space="span")
-    assert cvxkml.ITML(X, [pc, lin], gamma=1.0).space.name == "metric"     # auto: features
+    assert cvxkml.ITML(X, [pc, lin], gamma=1.0).space.name == "metric"  # auto: features
     with pytest.raises(InvalidInputError, match="space must be one of|space"):
         cvxkml.ITML(X, pc, space="wide")
     with pytest.raises(InvalidInputError, match="space='features' to extend"):
@@ -186,8 +196,9 @@ def test_factored_metric_round_trip_without_forming_w():
     Z = np.random.default_rng(0).normal(size=(5, 30))
     np.testing.assert_allclose(m2.sq_distances(Z), m.sq_distances(Z))
     W = m.get_mahalanobis_matrix()
-    np.testing.assert_allclose(m.sq_distances(Z[:2], Z[2:]),
-                               LearnedMetric(W).sq_distances(Z[:2], Z[2:]), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        m.sq_distances(Z[:2], Z[2:]), LearnedMetric(W).sq_distances(Z[:2], Z[2:]), rtol=1e-9, atol=1e-9
+    )
 
 
 def test_wide_itml_never_forms_d_by_d():
@@ -225,14 +236,17 @@ def test_size_guard_knows_mixed_families_and_composed_problems():
     (2× the measured limit) now refuses it, and a hand-composed SpectralProblem too."""
     from cvxkml.errors import SolverError
     from cvxkml.testing import feasible_instance
-    mixed = feasible_instance(0, 30, 10, ("pairs", "triplets", "similarity"), VonNeumann(),
-                              kernel=True, hard=False, d=5)
+
+    mixed = feasible_instance(
+        0, 30, 10, ("pairs", "triplets", "similarity"), VonNeumann(), kernel=True, hard=False, d=5
+    )
     assert mixed.exact_limit() == 12
     with pytest.raises(SolverError, match="PSD block of side 30"):
         mixed.solve_reference()
     X, pc = metric_instance(0, 60, 3, 20, hard=False)
-    composed = SpectralProblem(KernelSpace(np.exp(-np.square(X[:, None] - X[None]).sum(-1))), pc,
-                               VonNeumann(), gamma=1.0)
+    composed = SpectralProblem(
+        KernelSpace(np.exp(-np.square(X[:, None] - X[None]).sum(-1))), pc, VonNeumann(), gamma=1.0
+    )
     assert composed.exact_limit() == 18
     with pytest.raises(SolverError, match="allow_large=True"):
         composed.solve_reference()

@@ -1,4 +1,5 @@
 """Theorems and invariances of the LogDet family (Jain et al. 2012; Kulis et al. 2009)."""
+
 import numpy as np
 import pytest
 from budget import examples
@@ -19,14 +20,15 @@ def _labelled(seed, n, d):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     y = rng.integers(0, 3, n)
-    y[:2] = (0, 1)         # two classes, so dissimilar pairs exist (fuzz seed 9806 drew one
-    return rng, X, y       # class of 4 points whose 4 within-class draws were all i = j)
+    y[:2] = (0, 1)  # two classes, so dissimilar pairs exist (fuzz seed 9806 drew one
+    return rng, X, y  # class of 4 points whose 4 within-class draws were all i = j)
 
 
 @settings(max_examples=examples(25))
-@given(seed=st.integers(0, 10**6), n=st.integers(4, 10), extra=st.integers(0, 4),
-       gamma=st.sampled_from([None, 0.5, 10.0]))
-@example(seed=132, n=9, extra=0, gamma=None)          # CI's near-singular draw (skipped)
+@given(
+    seed=st.integers(0, 10**6), n=st.integers(4, 10), extra=st.integers(0, 4), gamma=st.sampled_from([None, 0.5, 10.0])
+)
+@example(seed=132, n=9, extra=0, gamma=None)  # CI's near-singular draw (skipped)
 def test_theorem1_metric_equals_kernel(seed, n, extra, gamma):
     """Theorem 1: with a linear kernel on full-column-rank data (d >= n), the ITML metric
     and the LogDet kernel solutions give the same distances on training pairs and, via
@@ -35,9 +37,8 @@ def test_theorem1_metric_equals_kernel(seed, n, extra, gamma):
     # full column rank numerically (the theorem's hypothesis): CI drew a square X with
     # cond(XXᵀ) = 1.7e10, where K0⁻¹ in eq. 6 amplifies rounding past the 1e-6 below
     assume(np.linalg.cond(X @ X.T) < 1e8)
-    pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=4, n_dissimilar=4,
-                                     random_state=seed)
-    if gamma is None:                                   # keep hard draws feasible: a forest
+    pc = PairConstraints.from_labels(y, baseline_metric(X), n_similar=4, n_dissimilar=4, random_state=seed)
+    if gamma is None:  # keep hard draws feasible: a forest
         pc = PairConstraints(*_forest(pc))
     W = cvxkml.ITML(X, pc, gamma=gamma, space="features").solve(**TOL)
     K = cvxkml.LogDetKernel(X @ X.T, pc, gamma=gamma).solve(**TOL)
@@ -49,8 +50,7 @@ def test_theorem1_metric_equals_kernel(seed, n, extra, gamma):
     Z1, Z2 = rng.normal(size=(6, X.shape[1])), rng.normal(size=(6, X.shape[1]))
     d_metric = metric.pair_sq_distances(Z1, Z2)
     np.testing.assert_allclose(kern.pair_sq_distances(Z1, Z2), d_metric, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(kern.sq_distances(Z1, Z2), metric.sq_distances(Z1, Z2),
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(kern.sq_distances(Z1, Z2), metric.sq_distances(Z1, Z2), rtol=1e-6, atol=1e-8)
     # W* = I + Φ S Φᵀ
     S = kernel_S(X @ X.T, K.matrix)
     np.testing.assert_allclose(np.eye(X.shape[1]) + X.T @ S @ X, W.matrix, atol=1e-6)
@@ -63,6 +63,7 @@ def _forest(pc):
         while seen.get(a, a) != a:
             a = seen[a]
         return a
+
     for t, (a, b) in enumerate(zip(pc.i, pc.j)):
         ra, rb = root(a), root(b)
         if ra != rb:
@@ -77,14 +78,13 @@ def test_corollary2_prior_metric():
     rng, X, y = _labelled(3, 8, 11)
     A = rng.normal(size=(11, 11))
     W0 = A @ A.T / 11 + 0.5 * np.eye(11)
-    pc = PairConstraints.from_labels(y, baseline_metric(X, W0), n_similar=5, n_dissimilar=5,
-                                     random_state=0)
+    pc = PairConstraints.from_labels(y, baseline_metric(X, W0), n_similar=5, n_dissimilar=5, random_state=0)
     W = cvxkml.ITML(X, pc, W0=W0, gamma=1.0, space="features").solve(**TOL).matrix
     K0 = X @ W0 @ X.T
     K = cvxkml.LogDetKernel(K0, pc, gamma=1.0).solve(**TOL).matrix
     S = kernel_S(K0, K)
     np.testing.assert_allclose(W0 + W0 @ X.T @ S @ X @ W0, W, atol=1e-7)
-    base = lambda A_, B_: A_ @ W0 @ B_.T          # κ0(x, y) = xᵀ W0 y
+    base = lambda A_, B_: A_ @ W0 @ B_.T  # κ0(x, y) = xᵀ W0 y
     kern = LearnedKernel(base, X, S)
     Z = rng.normal(size=(5, 11))
     np.testing.assert_allclose(kern(Z, Z), Z @ W @ Z.T, rtol=1e-7, atol=1e-8)
@@ -100,12 +100,10 @@ def test_scale_invariance(kind, gamma):
     c = 3.7
     if kind == "metric":
         X, pc = metric_instance(11, 9, 4, 12 if gamma else 4, hard=gamma is None)
-        make = lambda s: cvxkml.ITML(s * X, PairConstraints(pc.i, pc.j, pc.y, s**2 * pc.bound),
-                                     gamma=gamma)
+        make = lambda s: cvxkml.ITML(s * X, PairConstraints(pc.i, pc.j, pc.y, s**2 * pc.bound), gamma=gamma)
     else:
         K0, pc = kernel_instance(11, 9, 12 if gamma else 8, hard=gamma is None, kind="gaussian")
-        make = lambda s: cvxkml.LogDetKernel(s**2 * K0, PairConstraints(pc.i, pc.j, pc.y, s**2 * pc.bound),
-                                             gamma=gamma)
+        make = lambda s: cvxkml.LogDetKernel(s**2 * K0, PairConstraints(pc.i, pc.j, pc.y, s**2 * pc.bound), gamma=gamma)
     p1, pc_ = make(1.0), make(c)
     i, j = np.triu_indices(9, 1)
     for solve in ("solve", "solve_reference"):
@@ -150,10 +148,9 @@ def test_logdet_range_space_matches_theorem7():
     lx, Vx, ly, Uy = lx[3:], Vx[:, 3:], ly[3:], Uy[:, 3:]
     C = (Vx.T @ Uy) ** 2
     R = lx[:, None] / ly[None, :]
-    expected = float(np.sum(C * (R - np.log(R))) - 3)     # Σ_j (v_iᵀu_j)² = 1 on the range
+    expected = float(np.sum(C * (R - np.log(R))) - 3)  # Σ_j (v_iᵀu_j)² = 1 on the range
     assert abs(logdet_divergence(X, Y) - expected) < 1e-9
-    assert logdet_divergence(X + np.outer(rng.normal(size=6), rng.normal(size=6)) * 0 +
-                             np.eye(6) * 1e-3, Y) == np.inf
+    assert logdet_divergence(X + np.outer(rng.normal(size=6), rng.normal(size=6)) * 0 + np.eye(6) * 1e-3, Y) == np.inf
 
 
 def _algorithm1_numpy(W0, X, pc, gamma, sweeps):
@@ -206,5 +203,5 @@ def test_rank_deficient_kernel_keeps_range_and_matches_model():
     assert prob.rank < 12 and prob.T.shape[1] == prob.rank
     fast, exact = prob.solve(**TOL), prob.solve_reference()
     assert abs(fast.objective - exact.objective) <= 1e-6 * max(1.0, exact.objective)
-    V = np.linalg.eigh(K0)[1][:, : 12 - prob.rank]           # null space of K0
+    V = np.linalg.eigh(K0)[1][:, : 12 - prob.rank]  # null space of K0
     assert np.abs(V.T @ fast.matrix @ V).max() < 1e-9 * np.abs(fast.matrix).max()

@@ -17,10 +17,14 @@ def _rank(w, rtol):
 
 
 @settings(max_examples=examples(40))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), m=st.integers(1, 11),
-       kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
-       tau=st.sampled_from([0.01, 0.3, 3.0]))
-@example(seed=74835, n=7, m=1, kind="lowrank", tau=0.01)       # CI's draw, see the band below
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(4, 12),
+    m=st.integers(1, 11),
+    kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+    tau=st.sampled_from([0.01, 0.3, 3.0]),
+)
+@example(seed=74835, n=7, m=1, kind="lowrank", tau=0.01)  # CI's draw, see the band below
 def test_fast_matches_exact_and_rank(seed, n, m, kind, tau):
     """Relative objective gap <= 1e-4, violations <= 1e-5, and the rank of the fast
     solution equals the numerical rank of the exact one (draws with an eigenvalue in the
@@ -100,7 +104,7 @@ def test_trace_bad_inputs():
         TraceSSIKDR(K0, pc, tau=0.0)
     with_rel = TraceSSIKDR(K0, [pc, RelativeConstraints([0], [1], [2], 0.1)], tau=1.0)
     with pytest.raises(InvalidInputError, match="use method='dual'"):
-        with_rel.solve(method="native")              # Uzawa takes pairs only
+        with_rel.solve(method="native")  # Uzawa takes pairs only
     assert with_rel.solve().solver.startswith("dual-newton")
     with pytest.raises(InvalidInputError, match="K_cross must be"):
         p = TraceSSIKDR(K0, pc, tau=1.0)
@@ -113,6 +117,7 @@ def test_top_eigs_above_zero_operator_and_lanczos_path():
     start.  The zero operator has no eigenvalue above τ; the Lanczos path (forced here with
     dense_max=10) returns the dense answer."""
     from cvxkml.solvers.trace import top_eigs_above
+
     mu, U = top_eigs_above(lambda u: 0.0 * u, None, 300, 0.1, dense_max=10)
     assert mu.size == 0 and U.shape == (300, 0)
     rng = np.random.default_rng(3)
@@ -133,6 +138,7 @@ def test_fast_solver_beyond_256_points():
     from cvxkml.declare import TraceSSIKDR
     from cvxkml.kernels import gaussian_kernel
     from cvxkml.testing import random_pairs
+
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 5))
     K0 = gaussian_kernel(X, gamma=0.1) + 1e-8 * np.eye(300)

@@ -1,5 +1,6 @@
 """``solve(verbose=k)`` on every declared problem: progress lines on the ``cvxkml`` logger
 (the same records an estimator's fit logs), the callback still called and able to stop."""
+
 import inspect
 import logging
 
@@ -9,8 +10,10 @@ import cvxkml.declare as D
 from cvxkml.errors import InvalidInputError
 from cvxkml.testing import contract_cases
 
-PROBLEMS = sorted((c for c in vars(D).values() if isinstance(c, type) and issubclass(c, D.Problem)
-                   and c is not D.Problem), key=lambda c: c.__name__)
+PROBLEMS = sorted(
+    (c for c in vars(D).values() if isinstance(c, type) and issubclass(c, D.Problem) and c is not D.Problem),
+    key=lambda c: c.__name__,
+)
 
 
 @pytest.mark.parametrize("cls", PROBLEMS, ids=lambda c: c.__name__)
@@ -69,6 +72,6 @@ def test_bregman_callback_sees_the_certified_check_too():
     callback saw nothing, so verbose printed no progress line)."""
     prob = CASES[D.ITML]["factory"](0)
     seen = []
-    sol = prob.solve(callback=lambda r: seen.append(r) or True)     # asks to stop: too late
+    sol = prob.solve(callback=lambda r: seen.append(r) or True)  # asks to stop: too late
     assert sol.converged and len(seen) == sol.info["attempts"] >= 1
     assert seen[-1]["certified"] is True and seen[-1]["iteration"] == sol.n_iter

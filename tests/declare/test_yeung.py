@@ -5,6 +5,7 @@ Tolerances (issue 8): closed form vs CVXPY ≤ 1e-8 — relative objective gap, 
 error of the minimizer (‖·‖₂ / ‖·‖₂) and of the multiplier of the equality constraint.
 Hypothesis tests run 100 instances each (``CVXKML_FUZZ=N`` multiplies them).
 """
+
 import warnings
 
 import numpy as np
@@ -71,7 +72,7 @@ def test_beta_not_worse_than_uniform_or_spectrum(seed, kind):
     prob = SpectralReweighting.from_kernel(k(X), P, epsilon=1e-10)
     beta = prob.solve().info["beta"]
     for other in (prob.uniform_beta(), prob.spectrum_beta()):
-        assert abs(np.sum(other) - prob.c) <= 1e-10 * prob.c          # feasible
+        assert abs(np.sum(other) - prob.c) <= 1e-10 * prob.c  # feasible
         assert prob.objective(beta) <= prob.objective(other) * (1 + 1e-12)
     # J_S(β) is the mean learned squared distance over S (eq. 1), one formula
     Kb = prob.learned_kernel(beta)
@@ -86,19 +87,18 @@ def test_beta_regularization_rule():
     """D_S singular (a component constant on S): ε s is added, the QP stays exact."""
     U = np.linalg.qr(np.random.default_rng(0).normal(size=(6, 3)))[0]
     U[:, 2] = 0.0
-    U[0, 2] = U[1, 2] = 0.5                         # component 3 equal on points 0, 1 (and zero elsewhere)
+    U[0, 2] = U[1, 2] = 0.5  # component 3 equal on points 0, 1 (and zero elsewhere)
     prob = SpectralReweighting(U, [3.0, 2.0, 1.0], [[0, 1], [2, 3]], epsilon=1e-6)
     assert prob.d_S[2] == 0.0 and prob.regularized
     np.testing.assert_allclose(prob.d, prob.d_S + 1e-6 * np.mean(prob.d_S))
     fast, exact = prob.solve(), prob.solve_reference()
     assert _rel(fast.info["beta"], exact.info["beta"]) <= TOL
-    assert fast.info["beta"][2] > 1e3 * fast.info["beta"][0]      # the free direction dominates
+    assert fast.info["beta"][2] > 1e3 * fast.info["beta"][0]  # the free direction dominates
 
 
 # --------------------------------------------------------------------------- weights: closed form vs CVXPY
-@given(seeds, st.sampled_from(["gaussian", "linear", "poly"]), st.sampled_from([1e-10, 1e-6, 1e-3]),
-       st.booleans())
-@example(seed=9740, kind="poly", eps=1e-6, duplicate=False)    # relative gap 2.5e-10 at K / ε = 1e7
+@given(seeds, st.sampled_from(["gaussian", "linear", "poly"]), st.sampled_from([1e-10, 1e-6, 1e-3]), st.booleans())
+@example(seed=9740, kind="poly", eps=1e-6, duplicate=False)  # relative gap 2.5e-10 at K / ε = 1e7
 def test_weights_closed_form_matches_cvxpy(seed, kind, eps, duplicate):
     rng = np.random.default_rng(seed)
     K = int(rng.integers(1, 12))
@@ -106,7 +106,7 @@ def test_weights_closed_form_matches_cvxpy(seed, kind, eps, duplicate):
     x = rng.normal(size=d)
     N = x + rng.normal(scale=rng.uniform(0.1, 2.0), size=(K, d))
     if duplicate and K >= 2:
-        N[1] = N[0]                                  # duplicate neighbours: G singular
+        N[1] = N[0]  # duplicate neighbours: G singular
     prob = EmbeddingWeightProblem.from_points(_kernel(rng, kind), x, N, epsilon=eps)
     if duplicate and K >= 2:
         assert prob.regularized
@@ -139,7 +139,7 @@ def test_weights_reconstruct_affine_combination():
     prob = EmbeddingWeightProblem.from_points(Kernel("linear"), x, N, epsilon=1e-8)
     sol = prob.solve()
     np.testing.assert_allclose(sol.matrix, coef, atol=1e-10)
-    assert sol.info["E_unregularized"] <= 1e-18 * np.sum(N ** 2)
+    assert sol.info["E_unregularized"] <= 1e-18 * np.sum(N**2)
 
 
 def test_local_gram_is_difference_gram():
@@ -154,6 +154,7 @@ def test_local_gram_is_difference_gram():
 # --------------------------------------------------------------------------- landmark method
 def _xor(n, seed, std=0.3):
     from cvxkml.experiments.reproduce_yeung import make_xor
+
     return make_xor(n, std=std, random_state=seed)
 
 
@@ -180,8 +181,9 @@ def test_landmark_rows_and_weights():
     k = Kernel("gaussian", {"sigma": 1.0})
     P = np.array([[a, b] for a in range(300) for b in range(a + 1, 300) if y[a] == y[b]][:20])
     for n_iter in (1, 3):
-        model = fit_landmark_kernel(X, k, P[:, 0], P[:, 1], n_landmarks=60, n_neighbors=8,
-                                    n_iter=n_iter, random_state=0)
+        model = fit_landmark_kernel(
+            X, k, P[:, 0], P[:, 1], n_landmarks=60, n_neighbors=8, n_iter=n_iter, random_state=0
+        )
         W = model.W.toarray()
         np.testing.assert_allclose(W.sum(axis=1), 1.0, atol=1e-12)
         L = model.landmarks
@@ -204,8 +206,7 @@ def test_iterative_extension_keeps_beta():
     X, y = _xor(200, 7)
     k = Kernel("gaussian", {"sigma": 1.5})
     P = np.array([[a, b] for a in range(200) for b in range(a + 1, 200) if y[a] == y[b]][::97][:15])
-    model = fit_landmark_kernel(X, k, P[:, 0], P[:, 1], n_landmarks=50, n_neighbors=6, n_iter=1,
-                                random_state=0)
+    model = fit_landmark_kernel(X, k, P[:, 0], P[:, 1], n_landmarks=50, n_neighbors=6, n_iter=1, random_state=0)
     pos = np.full(200, -1)
     pos[model.landmarks] = np.arange(50)
     PL = pos[P]
@@ -219,8 +220,7 @@ def test_iterative_extension_keeps_beta():
     mu2, alpha2 = positive_spectrum(center_kernel(space.kLL))
     np.testing.assert_allclose(mu, mu2, rtol=1e-8)
     np.testing.assert_allclose(np.abs(alpha.T @ alpha2), np.eye(mu.size), atol=1e-6)
-    model3 = fit_landmark_kernel(X, k, P[:, 0], P[:, 1], n_landmarks=50, n_neighbors=6, n_iter=3,
-                                 random_state=0)
+    model3 = fit_landmark_kernel(X, k, P[:, 0], P[:, 1], n_landmarks=50, n_neighbors=6, n_iter=3, random_state=0)
     for h in model3.history:
         np.testing.assert_allclose(np.sort(h["beta"]), np.sort(model.beta), rtol=1e-9)
         assert h["c"] == pytest.approx(model.c, rel=1e-12)
@@ -241,12 +241,11 @@ def test_iteration_uses_learned_kernel_matrix():
     Kt = W1 @ m1.landmark_kernel() @ W1.T
     L = m1.landmarks
     others = np.setdiff1d(np.arange(250), L)
-    idx, w, _, _ = embedding_weights(np.diag(Kt)[others], Kt[np.ix_(others, L)], Kt[np.ix_(L, L)],
-                                     6, 1e-3)
+    idx, w, _, _ = embedding_weights(np.diag(Kt)[others], Kt[np.ix_(others, L)], Kt[np.ix_(L, L)], 6, 1e-3)
     W2 = np.zeros((others.size, L.size))
     np.put_along_axis(W2, idx, w, axis=1)
     np.testing.assert_allclose(m2.W.toarray()[others], W2, atol=1e-8)
-    assert np.abs(W2 - W1[others]).max() > 1e-3          # the iteration does change W
+    assert np.abs(W2 - W1[others]).max() > 1e-3  # the iteration does change W
     # and the learned kernel after iteration 2 is W2 L_β W2ᵀ with the same L_β
     np.testing.assert_allclose(m2.landmark_kernel(), m1.landmark_kernel(), atol=1e-12)
 
@@ -266,7 +265,7 @@ def test_duplicate_points_singular_gram():
     assert w[0, list(idx[0]).index(0)] == pytest.approx(w[0, list(idx[0]).index(1)], rel=1e-6)
     idx, w, sing, coincide = embedding_weights(k.diag(XL[2:3]), k(XL[2:3], XL), kLL, 4, 1e-3)
     assert coincide[0] == 2 and idx[0, 0] == 2 and w[0, 0] == 1.0 and not sing[0]
-    G = np.ones((1, 3, 3))                          # rank one
+    G = np.ones((1, 3, 3))  # rank one
     G_eff, s = regularize(G, 1e-3)
     assert s[0] and np.allclose(G_eff[0], np.ones((3, 3)) + 1e-3 * np.eye(3))
     w, s = lle_weights(G, 1e-3)
@@ -278,11 +277,10 @@ def test_training_duplicates_fit():
     X[5] = X[6]
     X[10] = X[11]
     k = Kernel("gaussian", {"sigma": 1.0})
-    model = fit_landmark_kernel(X, k, [5, 10], [20, 30], n_landmarks=30, n_neighbors=5, n_iter=2,
-                                random_state=0)
+    model = fit_landmark_kernel(X, k, [5, 10], [20, 30], n_landmarks=30, n_neighbors=5, n_iter=2, random_state=0)
     W = model.W.toarray()
     assert np.all(np.isfinite(W)) and np.allclose(W.sum(axis=1), 1.0)
-    np.testing.assert_allclose(W[6], W[5])          # 6 coincides with landmark 5
+    np.testing.assert_allclose(W[6], W[5])  # 6 coincides with landmark 5
 
 
 # --------------------------------------------------------------------------- bad inputs
@@ -347,6 +345,7 @@ def test_separability_matches_brute_force(dim):
     assert separability(X, y, k) == pytest.approx(_brute_J(Dk, y), rel=1e-12)
     assert separability_from_kernel(K, y) == pytest.approx(_brute_J(Dk, y), rel=1e-12)
     import scipy.sparse as sp
+
     W = sp.random(150, 20, density=0.2, random_state=1, format="csr")
     A = rng.normal(size=(20, 4))
     assert separability_lowrank(W, A @ A.T, y) == pytest.approx(separability(W @ A, y), rel=1e-10)
@@ -378,14 +377,15 @@ def test_rca_whitens_chunklets():
     assert rca.n_components_ == 3
     C = within_chunklet_covariance(rca.transform(X), ch)
     np.testing.assert_allclose(C, np.eye(3), atol=1e-10)
-    np.testing.assert_allclose(rca.get_mahalanobis_matrix(),
-                               np.linalg.inv(within_chunklet_covariance(X, ch)), rtol=1e-8)
+    np.testing.assert_allclose(
+        rca.get_mahalanobis_matrix(), np.linalg.inv(within_chunklet_covariance(X, ch)), rtol=1e-8
+    )
 
 
 def test_rca_rank_deficient_reduces_dimension():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 10))
-    pairs = np.array([[0, 1], [2, 3], [4, 5]])       # rank(Ĉ) = 3 < 10
+    pairs = np.array([[0, 1], [2, 3], [4, 5]])  # rank(Ĉ) = 3 < 10
     A = rca_components(X, pairs[:, 0], pairs[:, 1])
     assert A.shape == (3, 10)
     ch = chunklets(40, pairs[:, 0], pairs[:, 1])
@@ -404,6 +404,7 @@ def test_nearly_coincident_points_fit(scale):
     judged against that norm and refused as not PSD.  The centring round-off is measured on
     the uncentred kernel (``centering_roundoff``), so the fit goes through for every draw."""
     from cvxkml.estimators.yeung import SemiSupervisedKernelMetric
+
     y = np.array([0, 1] * 4)
     for seed in range(20):
         X = np.random.default_rng(seed).normal(size=(8, 3)) * scale

@@ -4,6 +4,7 @@ Every table iterates over ``ESTIMATORS``: an estimator added there is tested by 
 without editing it.  A class gets the shared settings it takes (:func:`accepted`) and, only
 where it needs them, its own entries of the small tables below (``SMALL``, ``CHECKED``).
 """
+
 from cvxkml.declare.regularizers import Frobenius
 from cvxkml.estimators import ESTIMATORS
 from cvxkml.kernels import Kernel
@@ -57,20 +58,32 @@ DEFAULTS = {cls: accepted(cls, random_state=0) for cls in ESTIMATORS}
 CHECKED = {
     "ITML": [dict(n_similar=20, n_dissimilar=20)],
     "KernelITML": [dict(n_similar=20, n_dissimilar=20), dict(kernel="precomputed", n_similar=20, n_dissimilar=20)],
-    "LowRankKernelITML": [dict(n_similar=20, n_dissimilar=20),
-                          dict(kernel="linear", method="icholesky", n_similar=20, n_dissimilar=20)],
-    "VonNeumannKernelLearner": [dict(kernel="linear", tol=1e-5), dict(kernel="precomputed", tol=1e-5),
-                                dict(divergence="jain", kernel="linear", tol=1e-3)],
+    "LowRankKernelITML": [
+        dict(n_similar=20, n_dissimilar=20),
+        dict(kernel="linear", method="icholesky", n_similar=20, n_dissimilar=20),
+    ],
+    "VonNeumannKernelLearner": [
+        dict(kernel="linear", tol=1e-5),
+        dict(kernel="precomputed", tol=1e-5),
+        dict(divergence="jain", kernel="linear", tol=1e-3),
+    ],
     "TraceSSIKDR": [dict(tol=1e-3, max_iter=50), dict(kernel="precomputed", tol=1e-3, max_iter=50)],
-    "KernelPOLA": [dict(n_similar=20, n_dissimilar=20),
-                   dict(kernel="linear", ridge=1.0, n_similar=20, n_dissimilar=20)],
+    "KernelPOLA": [
+        dict(n_similar=20, n_dissimilar=20),
+        dict(kernel="linear", ridge=1.0, n_similar=20, n_dissimilar=20),
+    ],
     "KCRClassifier": [dict(tol=5e-2, max_iter=60)],
-    "LMNN": [dict(k=2, max_iter=300), dict(k=2, kernel="gaussian", max_iter=30),
-             dict(k=2, kernel="precomputed", max_iter=30, small_classes="shrink")],
+    "LMNN": [
+        dict(k=2, max_iter=300),
+        dict(k=2, kernel="gaussian", max_iter=30),
+        dict(k=2, kernel="precomputed", max_iter=30, small_classes="shrink"),
+    ],
     # one outer iteration, one nearest neighbour: the checks fit on up to 150 points, where
     # each fit builds the triplets of all impostors
-    "LMNNMKL": [dict(k=1, kernels=KS, max_outer=1, max_iter=10, max_convex_iter=5),
-                dict(variant="NR", k=1, kernels=KS, max_iter=10)],
+    "LMNNMKL": [
+        dict(k=1, kernels=KS, max_outer=1, max_iter=10, max_convex_iter=5),
+        dict(variant="NR", k=1, kernels=KS, max_iter=10),
+    ],
     # n_landmarks=10 exercises the landmark path on the checks' 20–30-point data sets and the
     # all-landmarks (full) path on the smaller ones
     "SemiSupervisedKernelMetric": [dict(n_landmarks=10, n_neighbors=3, n_similar=4)],

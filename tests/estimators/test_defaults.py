@@ -7,6 +7,7 @@ The learned metrics are scored by 1-NN on ``transform`` (KCRClassifier by its ow
 3-fold CV) is produced by ``/work/notes/est/bench.py`` and summarized in the estimators'
 notes; these tests keep one small case of it in the default run.
 """
+
 import numpy as np
 import pytest
 from estimator_cases import DEFAULTS
@@ -66,8 +67,8 @@ def test_median_heuristic_and_standardization_rules():
     Z = rng.standard_normal((40, 3))
     d = ((Z[:, None] - Z[None]) ** 2).sum(-1)[np.triu_indices(40, 1)]
     assert median_heuristic_gamma(Z) == pytest.approx(1.0 / np.median(d), rel=1e-12)
-    assert median_heuristic_gamma(np.ones((5, 2))) == 1.0                 # no positive distance
-    big = rng.standard_normal((1500, 2))                                  # a fixed-seed sample
+    assert median_heuristic_gamma(np.ones((5, 2))) == 1.0  # no positive distance
+    big = rng.standard_normal((1500, 2))  # a fixed-seed sample
     assert median_heuristic_gamma(big) == median_heuristic_gamma(big.copy())
     X = np.column_stack([rng.normal(5, 3, 50), np.full(50, 7.0)])
     mean, scale = standardization(X)
@@ -81,4 +82,5 @@ def test_median_heuristic_and_standardization_rules():
     assert est.feature_scale_ is None and est.kernel_.params == {"gamma": 0.5}
     est = KCRClassifier(tol=1e-2).fit(X, np.arange(50) % 2)
     assert est.feature_scale_ is not None and est.kernel_.kernel.params["gamma"] == pytest.approx(
-        median_heuristic_gamma((X - mean) / scale))
+        median_heuristic_gamma((X - mean) / scale)
+    )

@@ -2,6 +2,7 @@
 parameter, the precomputed-kernel guard, and the side information every estimator learns
 from — labels, user-given pairs (``fit(X, pairs=...)``, ``pairs_``) or LMNN's target
 neighbours (``targets``, ``targets_``)."""
+
 import warnings
 
 import numpy as np
@@ -32,11 +33,17 @@ FEW = dict(n_similar=6, n_dissimilar=6, random_state=0)
 
 #: the estimators that learn from pair constraints, each in a small configuration
 PAIR_LEARNERS = [
-    ITML(**FEW), ITML(prior="covariance", scheme="itml", n_constraints=40, random_state=1),
-    KernelITML(**FEW), KernelITML(kernel="poly", ridge=0.1, **FEW),
-    LowRankKernelITML(rank=8, **FEW), LowRankKernelITML(rank=6, method="nystroem", **FEW),
-    VonNeumannKernelLearner(**FEW), VonNeumannKernelLearner(divergence="jain", tol=1e-4, **FEW),
-    TraceSSIKDR(tol=1e-5, **FEW), KernelPOLA(**FEW), KernelPOLA(kernel="linear", ridge=1.0, **FEW),
+    ITML(**FEW),
+    ITML(prior="covariance", scheme="itml", n_constraints=40, random_state=1),
+    KernelITML(**FEW),
+    KernelITML(kernel="poly", ridge=0.1, **FEW),
+    LowRankKernelITML(rank=8, **FEW),
+    LowRankKernelITML(rank=6, method="nystroem", **FEW),
+    VonNeumannKernelLearner(**FEW),
+    VonNeumannKernelLearner(divergence="jain", tol=1e-4, **FEW),
+    TraceSSIKDR(tol=1e-5, **FEW),
+    KernelPOLA(**FEW),
+    KernelPOLA(kernel="linear", ridge=1.0, **FEW),
 ]
 
 
@@ -77,8 +84,7 @@ def test_every_parameter_is_validated_at_fit(cls):
 
 
 # --------------------------------------------------------------------------- precomputed
-PRECOMPUTED = [c for c in ESTIMATORS
-               if "precomputed" in getattr(c._parameter_constraints.get("kernel"), "choices", ())]
+PRECOMPUTED = [c for c in ESTIMATORS if "precomputed" in getattr(c._parameter_constraints.get("kernel"), "choices", ())]
 
 
 @pytest.mark.parametrize("cls", PRECOMPUTED, ids=lambda c: c.__name__)
@@ -134,19 +140,22 @@ def test_similar_pairs_only(est):
 
 
 @pytest.mark.parametrize("est", PAIR_LEARNERS[::2] + [SemiSupervisedKernelMetric(n_landmarks=None)], ids=_ids)
-@pytest.mark.parametrize("kw, match", [
-    (dict(y=Y, pairs=[[0, 1, 1]]), "not both"),
-    (dict(), "requires y to be passed"),
-    (dict(pairs=[[0, 30, 1]]), "out of range"),
-    (dict(pairs=[[-1, 3, 1]]), "out of range"),
-    (dict(pairs=[[4, 4, 1]]), "itself|i = j"),
-    (dict(pairs=[[0, 1, 0]]), r"\+1 \(similar\) or -1"),
-    (dict(pairs=[[0.5, 1, 1]]), "integer"),
-    (dict(pairs=np.zeros((3, 4), dtype=int)), r"shape \(3, 4\)"),
-    (dict(pairs=np.zeros((0, 3), dtype=int)), "empty"),
-    (dict(pairs="0 1"), "pairs must be"),
-    (dict(pairs=PairConstraints([0], [31], [1], 1.0)), "out of range"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(y=Y, pairs=[[0, 1, 1]]), "not both"),
+        (dict(), "requires y to be passed"),
+        (dict(pairs=[[0, 30, 1]]), "out of range"),
+        (dict(pairs=[[-1, 3, 1]]), "out of range"),
+        (dict(pairs=[[4, 4, 1]]), "itself|i = j"),
+        (dict(pairs=[[0, 1, 0]]), r"\+1 \(similar\) or -1"),
+        (dict(pairs=[[0.5, 1, 1]]), "integer"),
+        (dict(pairs=np.zeros((3, 4), dtype=int)), r"shape \(3, 4\)"),
+        (dict(pairs=np.zeros((0, 3), dtype=int)), "empty"),
+        (dict(pairs="0 1"), "pairs must be"),
+        (dict(pairs=PairConstraints([0], [31], [1], 1.0)), "out of range"),
+    ],
+)
 def test_bad_pairs_raise_typed_errors(est, kw, match):
     with pytest.raises(InvalidInputError, match=match):
         clone(est).fit(X, **kw)
@@ -167,10 +176,16 @@ def test_yeung_pairs():
 
 
 # --------------------------------------------------------------------------- LMNN targets
-@pytest.mark.parametrize("est", [
-    LMNN(k=2, max_iter=200), LMNN(k=2, kernel="gaussian", max_iter=50),
-    LMNNMKL(k=2, kernels=[Kernel("linear"), Kernel("gaussian", {"sigma": 1.0})], max_outer=2, max_iter=50),
-    LMNNMKL(variant="NR", k=2, kernels="nr", max_iter=50)], ids=_ids)
+@pytest.mark.parametrize(
+    "est",
+    [
+        LMNN(k=2, max_iter=200),
+        LMNN(k=2, kernel="gaussian", max_iter=50),
+        LMNNMKL(k=2, kernels=[Kernel("linear"), Kernel("gaussian", {"sigma": 1.0})], max_outer=2, max_iter=50),
+        LMNNMKL(variant="NR", k=2, kernels="nr", max_iter=50),
+    ],
+    ids=_ids,
+)
 def test_lmnn_targets_round_trip(est):
     a = _fit(est, X, Y)
     t = a.targets_
@@ -183,10 +198,16 @@ def test_lmnn_targets_round_trip(est):
     assert c.targets_.shape == (30, 2)
 
 
-@pytest.mark.parametrize("targets, match", [
-    ([[0, 15]], "y_i = y_j"), ([[0, 0]], "i ≠ j"), ([[0, 30]], "out of range"),
-    (np.zeros((0, 2), dtype=int), "non-empty"), ([[0, 1, 2]], r"shape \(m, 2\)"),
-])
+@pytest.mark.parametrize(
+    "targets, match",
+    [
+        ([[0, 15]], "y_i = y_j"),
+        ([[0, 0]], "i ≠ j"),
+        ([[0, 30]], "out of range"),
+        (np.zeros((0, 2), dtype=int), "non-empty"),
+        ([[0, 1, 2]], r"shape \(m, 2\)"),
+    ],
+)
 def test_lmnn_bad_targets(targets, match):
     with pytest.raises(InvalidInputError, match=match):
         LMNN(k=2).fit(X, Y, targets=targets)

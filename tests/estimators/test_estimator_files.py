@@ -1,6 +1,7 @@
 """Estimator files are validated, not trusted (issue 32, item 2): every reproduction of the
 issue's "Estimator files" list is a typed :class:`cvxkml.errors.EstimatorFileError` naming
 the file and the reason, or a correct load."""
+
 import io
 import json
 import tracemalloc
@@ -30,9 +31,14 @@ def files(data, tmp_path_factory):
     Xtr, ytr, _ = data
     d = tmp_path_factory.mktemp("files")
     out = {}
-    for name, est in {"itml": ITML(**FEW), "kitml": KernelITML(**FEW), "kcr": KCRClassifier(tol=1e-2),
-                      "lmnn": LMNN(kernel="gaussian", k=2, max_iter=100)}.items():
+    for name, est in {
+        "itml": ITML(**FEW),
+        "kitml": KernelITML(**FEW),
+        "kcr": KCRClassifier(tol=1e-2),
+        "lmnn": LMNN(kernel="gaussian", k=2, max_iter=100),
+    }.items():
         import warnings
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(Xtr, ytr)
@@ -102,7 +108,7 @@ def test_truncated_and_bit_flipped_files(files):
         except EstimatorFileError:
             flipped += 1
             continue
-        assert np.all(np.isfinite(est.components_))      # a flip in an unused byte: still whole
+        assert np.all(np.isfinite(est.components_))  # a flip in an unused byte: still whole
     assert flipped > 20
 
 
@@ -111,7 +117,7 @@ def test_unknown_parameter_and_other_class_names(files):
     h["params"]["bogus"] = 1
     assert "no parameter 'bogus'" in refused(build(files["itml"], h))
     h = header_of(files["itml"])
-    h["class"] = "KernelITML"                    # another class's name on ITML's content
+    h["class"] = "KernelITML"  # another class's name on ITML's content
     refused(build(files["itml"], h), cls=E.CvxkmlEstimator if hasattr(E, "CvxkmlEstimator") else KernelITML)
     with pytest.raises(EstimatorFileError):
         E.load(io.BytesIO(build(files["itml"], h)))
@@ -126,7 +132,7 @@ def test_bad_values_in_the_header(files):
     refused(build(files["itml"], h), match="unexpected value")
     h = header_of(files["itml"])
     h["params"]["tol"] = "DEEP"
-    for depth in (100, 100_000):                     # past MAX_DEPTH; past the JSON parser's recursion
+    for depth in (100, 100_000):  # past MAX_DEPTH; past the JSON parser's recursion
         text = json.dumps(h).replace('"DEEP"', "[" * depth + "1" + "]" * depth)
         refused(build(files["itml"], text), match="nested")
 
@@ -143,7 +149,7 @@ def test_a_member_declaring_a_huge_shape(files):
 def test_zip_bomb_members_are_never_decompressed(files):
     """Members the header does not name are not read; a named member above max_bytes is
     refused before it is decompressed."""
-    bomb = npy(np.zeros(25_000_000, dtype=np.uint8))            # 25 MB of zeros, ~25 kB compressed
+    bomb = npy(np.zeros(25_000_000, dtype=np.uint8))  # 25 MB of zeros, ~25 kB compressed
     blob = build(files["itml"], **{"bomb.npy": bomb})
     assert len(blob) < len(files["itml"]) + 200_000
     tracemalloc.start()
@@ -169,9 +175,15 @@ def test_components_checked(files, data, bad):
     h = header_of(files["itml"])
     key = array_key(h, "components_")
     L = np.eye(13)
-    arr = {"nan": np.where(L > 0, np.nan, L), "inf": np.full((13, 13), np.inf), "int8": L.astype(np.int8),
-           "float32": L.astype(np.float32), "wrong shape": np.eye(13)[:, :5], "1-D": np.ones(13),
-           "wrong features": np.eye(12)}[bad]
+    arr = {
+        "nan": np.where(L > 0, np.nan, L),
+        "inf": np.full((13, 13), np.inf),
+        "int8": L.astype(np.int8),
+        "float32": L.astype(np.float32),
+        "wrong shape": np.eye(13)[:, :5],
+        "1-D": np.ones(13),
+        "wrong features": np.eye(12),
+    }[bad]
     msg = refused(build(files["itml"], **{f"{key}.npy": npy(arr)}))
     assert "itml" in msg or "the file" in msg
 
@@ -184,8 +196,11 @@ def test_parameters_are_revalidated(files):
 
 
 def test_wrong_shapes_in_kernel_estimators(files):
-    for name, cls, attr in (("kitml", KernelITML, "X_fit_"), ("kcr", KCRClassifier, "_K_train"),
-                            ("lmnn", LMNN, "components_")):
+    for name, cls, attr in (
+        ("kitml", KernelITML, "X_fit_"),
+        ("kcr", KCRClassifier, "_K_train"),
+        ("lmnn", LMNN, "components_"),
+    ):
         h = header_of(files[name])
         key = array_key(h, attr)
         refused(build(files[name], **{f"{key}.npy": npy(np.ones((4, 3)))}), cls=cls)
@@ -206,6 +221,7 @@ def test_every_estimator_declares_what_fit_sets(data):
     import warnings
 
     from test_persistence import CONFIGS
+
     Xtr, ytr, _ = data
     for name, make in CONFIGS.items():
         with warnings.catch_warnings():

@@ -1,4 +1,5 @@
 """scikit-learn estimator VonNeumannKernelLearner (cvxkml.estimators.spectral)."""
+
 import pickle
 
 import numpy as np
@@ -26,8 +27,9 @@ SMALL = dict(n_similar=10, n_dissimilar=10, tol=1e-5)
 
 # --------------------------------------------------------------------------- sklearn checks
 # (the full suite: test_sklearn_compat.py)
-@pytest.mark.parametrize("check", [check_estimators_pickle, check_fit_idempotent,
-                                   check_methods_subset_invariance], ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "check", [check_estimators_pickle, check_fit_idempotent, check_methods_subset_invariance], ids=lambda f: f.__name__
+)
 def test_sklearn_numerical_consistency_gaussian(check):
     # The full check suite on a Gaussian kernel (rank n: O(n²)–O(n³) per projection) takes
     # half a minute; these are the checks that catch an ill-conditioned extension to new
@@ -47,10 +49,17 @@ def wine(wine):
 @pytest.fixture(scope="module")
 def fitted(wine):
     Xtr, _, ytr, _ = wine
-    return {div: VonNeumannKernelLearner(divergence=div, kernel="gaussian", random_state=0,
-                                         kernel_params={"gamma": 1.0 / Xtr.shape[1]},
-                                         n_similar=10, n_dissimilar=10).fit(Xtr, ytr)
-            for div in ("kulis", "jain")}
+    return {
+        div: VonNeumannKernelLearner(
+            divergence=div,
+            kernel="gaussian",
+            random_state=0,
+            kernel_params={"gamma": 1.0 / Xtr.shape[1]},
+            n_similar=10,
+            n_dissimilar=10,
+        ).fit(Xtr, ytr)
+        for div in ("kulis", "jain")
+    }
 
 
 def _pairs(A, B):
@@ -63,10 +72,11 @@ def test_matches_declarative_problems(wine, fitted):
     Xtr, _, ytr, _ = wine
     K0 = Kernel("gaussian", {"gamma": 1.0 / Xtr.shape[1]})(Xtr, Xtr)
     K0 = 0.5 * (K0 + K0.T)
-    pc = PairConstraints.from_labels(ytr, baseline_kernel(K0), n_similar=10, n_dissimilar=10,
-                                     random_state=0)
-    for div, prob in (("kulis", VonNeumannKernel(K0, pc, gamma=1.0)),
-                      ("jain", SpectralKernel(K0, pc, VonNeumann(), gamma=1.0))):
+    pc = PairConstraints.from_labels(ytr, baseline_kernel(K0), n_similar=10, n_dissimilar=10, random_state=0)
+    for div, prob in (
+        ("kulis", VonNeumannKernel(K0, pc, gamma=1.0)),
+        ("jain", SpectralKernel(K0, pc, VonNeumann(), gamma=1.0)),
+    ):
         est = fitted[div]
         # the estimator solves the dual by Newton-CG; Algorithm 3 (the problem's native
         # solver) run to a tight certificate reaches the same optimum (both gaps ~1e-13;
@@ -85,7 +95,7 @@ def test_embedding_learned_kernel_and_pair_distance(wine, fitted, div):
     est = fitted[div]
     K = est.solution_.matrix
     np.testing.assert_allclose(est.embedding_ @ est.embedding_.T, K, atol=1e-8)
-    np.testing.assert_allclose(est.learned_kernel(Xtr), K, atol=1e-6)        # eq. 6 / 18 on training points
+    np.testing.assert_allclose(est.learned_kernel(Xtr), K, atol=1e-6)  # eq. 6 / 18 on training points
     np.testing.assert_allclose(est.transform(Xtr), est.embedding_, atol=1e-8)
     # pair_distance = the learned kernel distance, get_metric the same (picklable)
     A, B = Xte[:20], Xte[20:40]
@@ -138,8 +148,9 @@ def test_linear_kernel_equals_precomputed(wine):
 
 
 def test_get_set_params_and_convergence_warning(wine):
-    est = VonNeumannKernelLearner(divergence="jain", kernel="poly", kernel_params={"degree": 2},
-                                  gamma=None, scheme="itml", n_constraints=30)
+    est = VonNeumannKernelLearner(
+        divergence="jain", kernel="poly", kernel_params={"degree": 2}, gamma=None, scheme="itml", n_constraints=30
+    )
     params = est.get_params()
     assert VonNeumannKernelLearner().set_params(**params).get_params() == params
     assert clone(est).get_params() == params
@@ -153,14 +164,17 @@ X8 = np.random.default_rng(0).normal(size=(8, 3))
 Y8 = np.array([0, 0, 0, 0, 1, 1, 1, 1])
 
 
-@pytest.mark.parametrize("est, match", [
-    (VonNeumannKernelLearner(divergence="burg"), "divergence must be one of"),
-    (VonNeumannKernelLearner(gamma=0.0), "gamma must be a finite positive number"),
-    (VonNeumannKernelLearner(scheme="foo"), "scheme must be 'jain' or 'itml'"),
-    (VonNeumannKernelLearner(percentiles=(95, 5)), "percentiles must satisfy"),
-    (VonNeumannKernelLearner(max_sweeps=0), "max_sweeps must be None or a positive integer"),
-    (VonNeumannKernelLearner(kernel="laplace"), "kernel must be one of"),
-])
+@pytest.mark.parametrize(
+    "est, match",
+    [
+        (VonNeumannKernelLearner(divergence="burg"), "divergence must be one of"),
+        (VonNeumannKernelLearner(gamma=0.0), "gamma must be a finite positive number"),
+        (VonNeumannKernelLearner(scheme="foo"), "scheme must be 'jain' or 'itml'"),
+        (VonNeumannKernelLearner(percentiles=(95, 5)), "percentiles must satisfy"),
+        (VonNeumannKernelLearner(max_sweeps=0), "max_sweeps must be None or a positive integer"),
+        (VonNeumannKernelLearner(kernel="laplace"), "kernel must be one of"),
+    ],
+)
 def test_parameter_errors(est, match):
     with pytest.raises(CvxkmlError, match=match):
         est.fit(X8, Y8)
@@ -173,18 +187,25 @@ def test_input_errors():
 
 # --------------------------------------------------------------------------- the dual Newton solver
 @settings(max_examples=examples(25))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), m=st.integers(1, 12),
-       kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
-       gamma=st.sampled_from([0.3, 3.0]), div=st.sampled_from(["kulis", "jain"]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(3, 10),
+    m=st.integers(1, 12),
+    kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+    gamma=st.sampled_from([0.3, 3.0]),
+    div=st.sampled_from(["kulis", "jain"]),
+)
 def test_slack_newton_matches_exact_model_and_algorithm3(seed, n, m, kind, gamma, div):
     """vonneumann_slack_newton (the estimator's solver with slack) reaches the optimum of
     the exact CVXPY model (certificates cross-checked, 1e-6: the exponential-cone model's
     accuracy) and of Algorithm 3 (1e-9), with the problem's own certificate (gap <= 1e-9)."""
     from cvxkml.solvers.vonneumann import vonneumann_slack_newton
     from cvxkml.testing import kernel_instance
+
     K0, pc = kernel_instance(seed, n, m, hard=False, kind=kind)
-    prob = (VonNeumannKernel(K0, pc, gamma=gamma) if div == "kulis"
-            else SpectralKernel(K0, pc, VonNeumann(), gamma=gamma))
+    prob = (
+        VonNeumannKernel(K0, pc, gamma=gamma) if div == "kulis" else SpectralKernel(K0, pc, VonNeumann(), gamma=gamma)
+    )
     q0 = np.zeros(prob.F.shape[1]) if prob.regularizer.logp is None else prob.regularizer.logp
     P = prob.pairs
     res = vonneumann_slack_newton(prob.F, q0, P.i, P.j, P.y, P.bound, gamma, gap_tol=1e-12)
@@ -204,11 +225,11 @@ def test_slack_newton_matches_exact_model_and_algorithm3(seed, n, m, kind, gamma
 
 def test_slack_newton_stops_on_callback_and_iteration_cap(wine):
     from cvxkml.solvers.vonneumann import vonneumann_slack_newton
+
     Xtr, _, ytr, _ = wine
     K0 = Kernel("gaussian", {"gamma": 1.0 / Xtr.shape[1]})(Xtr, Xtr)
     K0 = 0.5 * (K0 + K0.T)
-    pc = PairConstraints.from_labels(ytr, baseline_kernel(K0), n_similar=10, n_dissimilar=10,
-                                     random_state=0)
+    pc = PairConstraints.from_labels(ytr, baseline_kernel(K0), n_similar=10, n_dissimilar=10, random_state=0)
     prob = VonNeumannKernel(K0, pc, gamma=1.0)
     args = (prob.F, prob.regularizer.logp, pc.i, pc.j, pc.y, pc.bound, 1.0)
     capped = vonneumann_slack_newton(*args, gap_tol=1e-14, max_iter=1)
@@ -219,7 +240,8 @@ def test_slack_newton_stops_on_callback_and_iteration_cap(wine):
     full = vonneumann_slack_newton(*args, gap_tol=1e-12)
     assert full.code == 0 and full.sweeps <= 10 and abs(full.dual_change) <= 1e-12
     # the estimator reports the Newton solve, certified, with its iteration count
-    est = VonNeumannKernelLearner(kernel="precomputed", random_state=0, n_similar=10,
-                                  n_dissimilar=10, percentiles=(5.0, 95.0)).fit(K0, ytr)
+    est = VonNeumannKernelLearner(
+        kernel="precomputed", random_state=0, n_similar=10, n_dissimilar=10, percentiles=(5.0, 95.0)
+    ).fit(K0, ytr)
     assert est.converged_ and est.n_iter_ <= 10
     assert est.solution_.solver.startswith("vonneumann-dual-newton")

@@ -1,4 +1,5 @@
 """The scikit-learn transformer TraceSSIKDR (cvxkml.estimators.trace; Jain et al. 2012 §5.4)."""
+
 import pickle
 import warnings
 
@@ -27,14 +28,15 @@ def digits():
     return X[tr], y[tr], X[te], y[te]
 
 
-GAMMA = {"gamma": 0.1}      # 1 / median squared distance of the 60 training digits (0.1035)
+GAMMA = {"gamma": 0.1}  # 1 / median squared distance of the 60 training digits (0.1035)
 
 
 @pytest.fixture(scope="module")
 def fitted(digits):
     Xtr, ytr, _, _ = digits
-    return TraceSSIKDR(kernel_params=GAMMA, tau=1.0, n_similar=15, n_dissimilar=15,
-                       percentiles=(1, 99), tol=1e-8, random_state=0).fit(Xtr, ytr)
+    return TraceSSIKDR(
+        kernel_params=GAMMA, tau=1.0, n_similar=15, n_dissimilar=15, percentiles=(1, 99), tol=1e-8, random_state=0
+    ).fit(Xtr, ytr)
 
 
 def test_fit_attributes_and_learned_kernel(digits, fitted):
@@ -47,7 +49,7 @@ def test_fit_attributes_and_learned_kernel(digits, fitted):
     Z = est.transform(Xtr)
     np.testing.assert_allclose(Z, est.embedding_, atol=1e-10)
     K = est.solution_.matrix
-    np.testing.assert_allclose(Z @ Z.T, K, atol=1e-8 * np.abs(K).max())     # inner products = K
+    np.testing.assert_allclose(Z @ Z.T, K, atol=1e-8 * np.abs(K).max())  # inner products = K
     assert est.transform(Xte).shape == (len(Xte), est.rank_)
     names = est.get_feature_names_out()
     assert list(names) == [f"tracessikdr{i}" for i in range(est.rank_)]
@@ -111,8 +113,9 @@ def test_n_components_truncates_and_reports(digits, fitted):
 def test_precomputed_equals_named_kernel_and_pairs(digits, fitted):
     Xtr, ytr, Xte, _ = digits
     K = fitted.kernel_
-    pre = TraceSSIKDR(kernel="precomputed", tau=1.0, n_similar=15, n_dissimilar=15,
-                      percentiles=(1, 99), tol=1e-8, random_state=0).fit(K(Xtr, Xtr), ytr)
+    pre = TraceSSIKDR(
+        kernel="precomputed", tau=1.0, n_similar=15, n_dissimilar=15, percentiles=(1, 99), tol=1e-8, random_state=0
+    ).fit(K(Xtr, Xtr), ytr)
     np.testing.assert_allclose(pre.transform(K(Xte, Xtr)), fitted.transform(Xte), atol=1e-8)
     A, B = Xte[:20], Xte[20:40]
     d = fitted.pair_distance(np.stack([A, B], axis=1))
@@ -124,8 +127,12 @@ def test_precomputed_equals_named_kernel_and_pairs(digits, fitted):
 
 def test_tau_raises_rank_never(digits):
     Xtr, ytr, _, _ = digits
-    ranks = [TraceSSIKDR(kernel_params=GAMMA, tau=t, n_similar=10, n_dissimilar=10, tol=1e-6,
-                         random_state=1).fit(Xtr, ytr).rank_ for t in (0.1, 1.0, 10.0)]
+    ranks = [
+        TraceSSIKDR(kernel_params=GAMMA, tau=t, n_similar=10, n_dissimilar=10, tol=1e-6, random_state=1)
+        .fit(Xtr, ytr)
+        .rank_
+        for t in (0.1, 1.0, 10.0)
+    ]
     assert ranks[0] >= ranks[1] >= ranks[2] >= 1, ranks
 
 
@@ -135,12 +142,20 @@ def test_pickle_roundtrip(digits, fitted):
     np.testing.assert_array_equal(again.transform(Xte), fitted.transform(Xte))
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"tau": 0.0}, "tau"), ({"tau": -1.0}, "tau"), ({"n_components": 0}, "n_components"),
-    ({"n_components": 1.5}, "n_components"), ({"scheme": "bogus"}, "scheme"),
-    ({"percentiles": (99, 1)}, "percentiles"), ({"max_sweeps": 0}, "max_sweeps"),
-    ({"kernel": "cosine"}, "kernel must be"), ({"kernel_params": {"sigma": 1.0, "degree": 2}}, "Unknown kernel_params"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"tau": 0.0}, "tau"),
+        ({"tau": -1.0}, "tau"),
+        ({"n_components": 0}, "n_components"),
+        ({"n_components": 1.5}, "n_components"),
+        ({"scheme": "bogus"}, "scheme"),
+        ({"percentiles": (99, 1)}, "percentiles"),
+        ({"max_sweeps": 0}, "max_sweeps"),
+        ({"kernel": "cosine"}, "kernel must be"),
+        ({"kernel_params": {"sigma": 1.0, "degree": 2}}, "Unknown kernel_params"),
+    ],
+)
 def test_bad_parameters(digits, params, match):
     Xtr, ytr, _, _ = digits
     with pytest.raises(CvxkmlError, match=match):
@@ -160,9 +175,13 @@ def test_one_class_and_early_stop_warning(digits):
 
 # --------------------------------------------------------------------------- the Newton solver
 @settings(max_examples=examples(30))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(4, 12), m=st.integers(1, 11),
-       kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
-       tau=st.sampled_from([0.01, 0.3, 3.0]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(4, 12),
+    m=st.integers(1, 11),
+    kind=st.sampled_from(["gaussian", "linear-ridge", "lowrank"]),
+    tau=st.sampled_from([0.01, 0.3, 3.0]),
+)
 def test_pair_newton_matches_exact_model_and_uzawa(seed, n, m, kind, tau):
     """trace_pair_newton (the estimator's solver) against the exact CVXPY model (through
     both certificates, 1e-6) and the Uzawa solver (objective, within its certificate), certified by the
@@ -170,6 +189,7 @@ def test_pair_newton_matches_exact_model_and_uzawa(seed, n, m, kind, tau):
     from cvxkml.declare.trace import TraceSSIKDR as Problem
     from cvxkml.solvers.trace import trace_pair_newton
     from cvxkml.testing import assert_matches_reference, kernel_instance, reference_or_discard
+
     K0, pc = kernel_instance(seed, n, m, hard=True, kind=kind)
     prob = Problem(K0, pc, tau=tau)
     P = prob.pairs
@@ -180,7 +200,7 @@ def test_pair_newton_matches_exact_model_and_uzawa(seed, n, m, kind, tau):
     scale = max(1.0, abs(fast.objective))
     assert abs(fast.gap) <= 1e-8 * scale and fast.info["max_relative_violation"] <= 1e-8
     uzawa = prob.solve(tol=1e-10, max_iter=50_000, method="native")
-    if uzawa.converged:                       # certified by its default gap_tol, 1e-6
+    if uzawa.converged:  # certified by its default gap_tol, 1e-6
         assert abs(fast.objective - uzawa.objective) <= 2e-6 * scale
     fast.converged = True
     exact = reference_or_discard(prob, cert_rtol=1e-6, viol_tol=1e-6)
@@ -194,6 +214,12 @@ def test_fit_uses_the_newton_solver_and_callback_stops(digits, fitted):
     seen = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = TraceSSIKDR(kernel_params=GAMMA, n_similar=15, n_dissimilar=15, tol=1e-10,
-                          random_state=0, callback=lambda info: seen.append(info) or True).fit(Xtr, ytr)
+        est = TraceSSIKDR(
+            kernel_params=GAMMA,
+            n_similar=15,
+            n_dissimilar=15,
+            tol=1e-10,
+            random_state=0,
+            callback=lambda info: seen.append(info) or True,
+        ).fit(Xtr, ytr)
     assert len(seen) == 1 and not est.converged_

@@ -1,5 +1,6 @@
 """KCRClassifier (cvxkml.estimators.kcr): scikit-learn conventions, the rule of eq. 2
 with its tie rule, the embedding, and bad input."""
+
 import pickle
 
 import numpy as np
@@ -39,7 +40,7 @@ def test_large_ball_is_majority_vote(fitted):
     ball, so the rule is the majority vote of the training labels."""
     est, X, y = fitted
     X2 = np.vstack([X, X[:2] + 0.01])
-    y2 = np.r_[y, y[:2]]                      # class 0 now has the majority (10 vs 8 vs 8)
+    y2 = np.r_[y, y[:2]]  # class 0 now has the majority (10 vs 8 vs 8)
     big = clone(est).set_params(tie_break="first").fit(X2, y2)
     n = y2.size
     big.embedding_ = np.eye(n) - np.ones((n, n)) / n
@@ -57,11 +58,15 @@ def test_tie_rules_and_proba_consistency(fitted):
     pos = np.array([0.0, 1.0, 10.0])[y]
     e.train_embedding_ = pos[:, None]
     e._sq_distances = lambda Xq: (Xq[:, :1] - pos[None, :]) ** 2
-    e.h_ = 0.36                                # radius 0.6
-    Xq = np.array([[0.5, 0, 0],                # both classes 0 and 1 inside → tie; nearest: class 0 (first index)
-                   [0.6, 0, 0],                # tie 8–8, nearest is class 1 at 0.4
-                   [5.0, 0, 0],                # empty ball → 1-NN: class 1 (distance 4)
-                   [9.9, 0, 0]])               # only class 2 inside
+    e.h_ = 0.36  # radius 0.6
+    Xq = np.array(
+        [
+            [0.5, 0, 0],  # both classes 0 and 1 inside → tie; nearest: class 0 (first index)
+            [0.6, 0, 0],  # tie 8–8, nearest is class 1 at 0.4
+            [5.0, 0, 0],  # empty ball → 1-NN: class 1 (distance 4)
+            [9.9, 0, 0],
+        ]
+    )  # only class 2 inside
     e.tie_break = "nearest"
     assert list(e.predict(Xq)) == [0, 1, 1, 2]
     P = e.predict_proba(Xq)
@@ -104,18 +109,21 @@ def test_pickle_roundtrip(fitted):
     assert np.array_equal(again.predict(X), est.predict(X))
 
 
-@pytest.mark.parametrize("make_xy, kwargs, match", [
-    (lambda X, y: (X, np.zeros_like(y)), {}, "at least 2 classes"),
-    (lambda X, y: (X, np.r_[y[:-1], 9]), {}, "at least 2 members"),
-    (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 4, np.nan, X), y), {}, "NaN"),
-    (lambda X, y: (X, y), {"lam": 0.0}, "lam must be a finite positive"),
-    (lambda X, y: (X, y), {"lam": -2.0}, "lam must be a finite positive"),
-    (lambda X, y: (X, y), {"nu": 0.0}, "nu must be a finite positive"),
-    (lambda X, y: (X, y), {"kernel": "laplace"}, "kernel must be one of"),
-    (lambda X, y: (X, y), {"tie_break": "random"}, "tie_break must be one of"),
-    (lambda X, y: (X, y), {"max_iter": 0}, "max_iter must be a positive integer"),
-    (lambda X, y: (X, y), {"n_components": 0}, "n_components must be None or a positive"),
-])
+@pytest.mark.parametrize(
+    "make_xy, kwargs, match",
+    [
+        (lambda X, y: (X, np.zeros_like(y)), {}, "at least 2 classes"),
+        (lambda X, y: (X, np.r_[y[:-1], 9]), {}, "at least 2 members"),
+        (lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 4, np.nan, X), y), {}, "NaN"),
+        (lambda X, y: (X, y), {"lam": 0.0}, "lam must be a finite positive"),
+        (lambda X, y: (X, y), {"lam": -2.0}, "lam must be a finite positive"),
+        (lambda X, y: (X, y), {"nu": 0.0}, "nu must be a finite positive"),
+        (lambda X, y: (X, y), {"kernel": "laplace"}, "kernel must be one of"),
+        (lambda X, y: (X, y), {"tie_break": "random"}, "tie_break must be one of"),
+        (lambda X, y: (X, y), {"max_iter": 0}, "max_iter must be a positive integer"),
+        (lambda X, y: (X, y), {"n_components": 0}, "n_components must be None or a positive"),
+    ],
+)
 def test_bad_input(make_xy, kwargs, match):
     X, y = _blobs()
     Xb, yb = make_xy(X, y)

@@ -1,5 +1,6 @@
 """scikit-learn estimators ITML and KernelITML (cvxkml.estimators.logdet); their scikit-learn
 compatibility is checked with every estimator in test_sklearn_compat.py."""
+
 import pickle
 
 import numpy as np
@@ -17,8 +18,7 @@ SMALL = dict(n_similar=20, n_dissimilar=20)
 @pytest.fixture(scope="module")
 def fitted(wine):
     Xtr, _, ytr, _ = wine
-    return {"itml": ITML(random_state=0).fit(Xtr, ytr),
-            "kernel": KernelITML(random_state=0).fit(Xtr, ytr)}
+    return {"itml": ITML(random_state=0).fit(Xtr, ytr), "kernel": KernelITML(random_state=0).fit(Xtr, ytr)}
 
 
 def _knn_acc(Atr, ytr, Ate, yte):
@@ -55,11 +55,17 @@ def test_kernel_transform_knn_equals_exact_learned_distances(wine, fitted):
     # a per-test-point constant to its squared distances, so neighbour rankings are exact.
     Xtr, Xte, ytr, _ = wine
     est = fitted["kernel"]
-    D = np.sqrt(np.maximum(
-        np.diag(est.learned_kernel(Xte))[:, None] + np.diag(est.learned_kernel(Xtr))[None, :]
-        - 2 * est.learned_kernel(Xte, Xtr), 0))
-    exact = KNeighborsClassifier(n_neighbors=5, metric="precomputed").fit(
-        np.zeros((len(ytr), len(ytr))), ytr).predict(D)
+    D = np.sqrt(
+        np.maximum(
+            np.diag(est.learned_kernel(Xte))[:, None]
+            + np.diag(est.learned_kernel(Xtr))[None, :]
+            - 2 * est.learned_kernel(Xte, Xtr),
+            0,
+        )
+    )
+    exact = (
+        KNeighborsClassifier(n_neighbors=5, metric="precomputed").fit(np.zeros((len(ytr), len(ytr))), ytr).predict(D)
+    )
     trans = KNeighborsClassifier(n_neighbors=5).fit(est.transform(Xtr), ytr).predict(est.transform(Xte))
     np.testing.assert_array_equal(exact, trans)
     f = est.get_metric()
@@ -94,8 +100,8 @@ def test_linear_equals_precomputed_and_itml(wine):
     pre = KernelITML(kernel="precomputed", random_state=0, tol=1e-6, **SMALL).fit(Xtr @ Xtr.T, ytr)
     Tl, Tp = lin.transform(Xte), pre.transform(Xte @ Xtr.T)
     assert pre.n_features_in_ == 60
-    np.testing.assert_allclose(Tl @ Tl.T, Tp @ Tp.T, atol=1e-8)        # same Gram (coordinates
-    A, B = Xte[:30], Xte[30:60]                                         # are up to a rotation)
+    np.testing.assert_allclose(Tl @ Tl.T, Tp @ Tp.T, atol=1e-8)  # same Gram (coordinates
+    A, B = Xte[:30], Xte[30:60]  # are up to a rotation)
     dl = np.linalg.norm(lin.transform(A) - lin.transform(B), axis=1)
     dp = np.linalg.norm(pre.transform(A @ Xtr.T) - pre.transform(B @ Xtr.T), axis=1)
     np.testing.assert_allclose(dl, dp, atol=1e-8)
@@ -116,8 +122,10 @@ def test_prior_covariance_equals_explicit_prior(wine):
 
 
 def test_get_set_params_round_trip():
-    for est in (ITML(gamma=None, scheme="itml", n_constraints=50, prior="covariance"),
-                KernelITML(kernel="poly", kernel_params={"degree": 3}, ridge=0.1)):
+    for est in (
+        ITML(gamma=None, scheme="itml", n_constraints=50, prior="covariance"),
+        KernelITML(kernel="poly", kernel_params={"degree": 3}, ridge=0.1),
+    ):
         params = est.get_params()
         other = type(est)().set_params(**params)
         assert other.get_params() == params
@@ -156,18 +164,21 @@ def test_fit_input_errors(make):
         make().fit(K[:1], Y8[:1])
 
 
-@pytest.mark.parametrize("est, match", [
-    (ITML(scheme="foo"), "scheme must be 'jain' or 'itml'"),
-    (ITML(gamma=-1.0), "gamma must be a finite positive number"),
-    (ITML(percentiles=(95, 5)), "percentiles must satisfy"),
-    (ITML(max_sweeps=0), "max_sweeps must be None or a positive integer"),
-    (ITML(n_similar=0, n_dissimilar=0), "both 0"),
-    (ITML(prior="whiten"), "prior must be 'identity', 'covariance'"),
-    (ITML(prior=np.eye(2)), "prior must be 3 × 3"),
-    (KernelITML(kernel="laplace"), "kernel must be one of"),
-    (KernelITML(kernel="linear", kernel_params={"gamma": 1.0}), "Unknown kernel_params"),
-    (KernelITML(ridge=-1.0), "ridge must be a finite non-negative number"),
-])
+@pytest.mark.parametrize(
+    "est, match",
+    [
+        (ITML(scheme="foo"), "scheme must be 'jain' or 'itml'"),
+        (ITML(gamma=-1.0), "gamma must be a finite positive number"),
+        (ITML(percentiles=(95, 5)), "percentiles must satisfy"),
+        (ITML(max_sweeps=0), "max_sweeps must be None or a positive integer"),
+        (ITML(n_similar=0, n_dissimilar=0), "both 0"),
+        (ITML(prior="whiten"), "prior must be 'identity', 'covariance'"),
+        (ITML(prior=np.eye(2)), "prior must be 3 × 3"),
+        (KernelITML(kernel="laplace"), "kernel must be one of"),
+        (KernelITML(kernel="linear", kernel_params={"gamma": 1.0}), "Unknown kernel_params"),
+        (KernelITML(ridge=-1.0), "ridge must be a finite non-negative number"),
+    ],
+)
 def test_parameter_errors(est, match):
     with pytest.raises(CvxkmlError, match=match):
         est.fit(X8, Y8)

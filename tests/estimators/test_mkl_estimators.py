@@ -1,4 +1,5 @@
 """scikit-learn estimators LMNN and LMNNMKL (cvxkml.estimators.mkl)."""
+
 import pickle
 import warnings
 
@@ -23,9 +24,14 @@ def fitted(wine):
     Xtr, _, ytr, _ = wine
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return {"linear": LMNN().fit(Xtr, ytr),
-                "P": LMNNMKL(kernels=[Kernel("linear"), Kernel("polynomial", {"degree": 2}),
-                                      Kernel("gaussian", {"sigma": 2.0})], max_iter=1000, max_outer=4).fit(Xtr, ytr)}
+        return {
+            "linear": LMNN().fit(Xtr, ytr),
+            "P": LMNNMKL(
+                kernels=[Kernel("linear"), Kernel("polynomial", {"degree": 2}), Kernel("gaussian", {"sigma": 2.0})],
+                max_iter=1000,
+                max_outer=4,
+            ).fit(Xtr, ytr),
+        }
 
 
 def test_wine_one_nn_accuracy(wine, fitted):
@@ -47,6 +53,7 @@ def test_mkl_weight_steps_carry_their_certificates(fitted):
     """Algorithm 1's rank-one weight steps (result_.weight_results) are Solutions whose
     dual_value, the relaxation's Lagrange bound, lies below their objective h(μμᵀ)."""
     from cvxkml.solution import Solution
+
     res = fitted["P"].result_
     # one per outer iteration, except those skipped because F was already below the outer tol
     skipped = [h["weights_skipped"] for h in res.history[1:]]
@@ -67,8 +74,9 @@ def test_metric_and_pairs_agree_with_transform(wine, fitted):
         d = est.transform(Xte[:1]) - est.transform(Xte[1:2])
         assert f(Xte[0], Xte[1]) == pytest.approx(float(np.linalg.norm(d)), rel=1e-10)
         pairs = np.stack([Xte[:5], Xte[5:10]], axis=1)
-        np.testing.assert_allclose(est.pair_distance(pairs),
-                                   np.linalg.norm(est.transform(Xte[:5]) - est.transform(Xte[5:10]), axis=1))
+        np.testing.assert_allclose(
+            est.pair_distance(pairs), np.linalg.norm(est.transform(Xte[:5]) - est.transform(Xte[5:10]), axis=1)
+        )
     lin = fitted["linear"]
     A = lin.get_mahalanobis_matrix()
     np.testing.assert_allclose(A, lin.solution_.matrix, rtol=1e-8, atol=1e-10)
@@ -88,13 +96,16 @@ def test_kernel_lmnn_training_transform_reproduces_the_objective(wine):
     sol = est.solution_
     from cvxkml.declare.lmnn import LMNNProblem
     from cvxkml.kernels import gaussian_kernel
+
     prob = LMNNProblem.kernel(gaussian_kernel(Xtr[:60], gamma=1 / 13), ytr[:60])
     tr = prob.triplets
     p = np.sum((Z[tr.pi] - Z[tr.pj]) ** 2, axis=1)
     from cvxkml.formulas.lmnn import lmnn_objective
+
     assert lmnn_objective(p, tr, 0.5) == pytest.approx(sol.objective, rel=1e-6)
     # precomputed gives the same map
     from cvxkml.kernels import gaussian_kernel as gk
+
     pre = LMNN(kernel="precomputed", max_iter=300, tol=1e-5)
     pre.fit(gk(Xtr[:60], gamma=1 / 13), ytr[:60])
     np.testing.assert_allclose(pre.transform(gk(Xtr[:60], Xtr[:60], gamma=1 / 13)), Z, rtol=1e-6, atol=1e-8)
@@ -121,7 +132,7 @@ def test_other_variants_fit_and_transform(wine, variant):
 def test_small_classes(wine):
     Xtr, _, ytr, _ = wine
     y = ytr.copy()
-    y[np.flatnonzero(y == 2)[3:]] = 0            # class 2 keeps 3 members
+    y[np.flatnonzero(y == 2)[3:]] = 0  # class 2 keeps 3 members
     with pytest.raises(InvalidInputError, match="k \\+ 1 = 6 members"):
         LMNN().fit(Xtr, y)
     with warnings.catch_warnings():
@@ -134,8 +145,14 @@ def test_small_classes(wine):
 
 def test_parameter_errors(wine):
     Xtr, _, ytr, _ = wine
-    for bad in (dict(k=0), dict(gamma=0.0), dict(tol=-1.0), dict(max_iter=0), dict(kernel="nope"),
-                dict(kernel="gaussian", kernel_params={"degree": 2})):
+    for bad in (
+        dict(k=0),
+        dict(gamma=0.0),
+        dict(tol=-1.0),
+        dict(max_iter=0),
+        dict(kernel="nope"),
+        dict(kernel="gaussian", kernel_params={"degree": 2}),
+    ):
         with pytest.raises(InvalidInputError):
             LMNN(**bad).fit(Xtr, ytr)
     with pytest.raises(InvalidInputError, match="variant"):
@@ -176,6 +193,7 @@ def test_auto_kernels_take_the_gaussian_width_from_the_training_points():
 
     from cvxkml.estimators.mkl import AUTO_SIGMA_FRACTION
     from cvxkml.mkl_kernels import mean_pairwise_distance
+
     X, y = load_wine(return_X_y=True)
     X, y = X[::3], y[::3]
     est = LMNNMKL(variant="NR", max_iter=200).fit(X, y)

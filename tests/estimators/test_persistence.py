@@ -1,5 +1,6 @@
 """save / load of fitted estimators (cvxkml.estimators._persist): exact round trip, typed
 errors for files of another class or format version, no pickle."""
+
 import io
 import json
 
@@ -41,7 +42,7 @@ def test_round_trip_is_exact(name, data, tmp_path):
     path = tmp_path / "est.npz"
     est.save(path)
     back = type(est).load(path)
-    again = E.load(path)                             # the module function, any class
+    again = E.load(path)  # the module function, any class
     assert type(back) is type(est) and type(again) is type(est)
     assert back.get_params() == est.get_params()
     pairs = np.stack([Xte[:20], Xte[20:40]], axis=1)
@@ -105,8 +106,9 @@ def test_file_objects_and_string_labels(data):
 
 def test_callback_and_random_generator_are_not_saved(data, tmp_path):
     Xtr, ytr, _ = data
-    est = ITML(n_similar=10, n_dissimilar=10, random_state=np.random.default_rng(0),
-               callback=lambda info: False).fit(Xtr, ytr)
+    est = ITML(n_similar=10, n_dissimilar=10, random_state=np.random.default_rng(0), callback=lambda info: False).fit(
+        Xtr, ytr
+    )
     est.save(tmp_path / "a.npz")
     back = ITML.load(tmp_path / "a.npz")
     assert back.callback is None and back.random_state is None
@@ -163,6 +165,7 @@ def test_refuses_another_format_version_and_foreign_files(data, tmp_path):
 
 def test_save_needs_a_fitted_estimator(tmp_path):
     from sklearn.exceptions import NotFittedError
+
     with pytest.raises(NotFittedError):
         ITML().save(tmp_path / "a.npz")
 
@@ -171,4 +174,5 @@ def test_registry_is_the_public_tuple():
     """The classes save/load accept (registered by CvxkmlEstimator) are exactly ESTIMATORS."""
     from cvxkml.estimators import ESTIMATORS
     from cvxkml.estimators._persist import REGISTRY
+
     assert set(REGISTRY) == set(ESTIMATORS)

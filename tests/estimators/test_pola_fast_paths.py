@@ -2,6 +2,7 @@
 KernelPOLA, TraceSSIKDR (dual Newton) and the generic dual solver run on: the eigenbasis
 Hessian product (with the flat block of Γ skipped), the sparse A(λ), the per-constraint
 aggregation and the Lanczos Lipschitz constant — each against the plain dense formula."""
+
 import numpy as np
 import pytest
 from budget import examples
@@ -32,27 +33,30 @@ def _dense_hess_vec(ops, Gam, V, v):
 
 
 @settings(max_examples=examples(60))
-@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 25), r=st.integers(1, 12),
-       max_terms=st.integers(1, 3), kind=st.sampled_from(["frobenius", "trace", "exp"]),
-       sparsity=st.sampled_from([0.0, 0.5, 0.9]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    m=st.integers(1, 25),
+    r=st.integers(1, 12),
+    max_terms=st.integers(1, 3),
+    kind=st.sampled_from(["frobenius", "trace", "exp"]),
+    sparsity=st.sampled_from([0.0, 0.5, 0.9]),
+)
 def test_hess_vec_matches_dense_formula(seed, m, r, max_terms, kind, sparsity):
     rng = np.random.default_rng(seed)
     ops = _random_ops(rng, m, r, max_terms)
     V = np.linalg.qr(rng.normal(size=(r, r)))[0]
     mu = rng.normal(size=r)
-    if kind == "exp":                                   # Γ > 0 everywhere (von Neumann)
+    if kind == "exp":  # Γ > 0 everywhere (von Neumann)
         x = np.exp(mu)
-    else:                                               # a flat piece: Γ = 0 on a block
+    else:  # a flat piece: Γ = 0 on a block
         x = np.maximum(mu - (0.3 if kind == "trace" else 0.0), 0.0) * (0.5 if kind == "trace" else 1.0)
     dm = mu[:, None] - mu[None, :]
     tie = np.abs(dm) < 1e-12
-    Gam = np.where(tie, (x > 0)[:, None] * (x > 0)[None, :] * 1.0,
-                   (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
-    for _ in range(2):                                  # the second call uses the cache
+    Gam = np.where(tie, (x > 0)[:, None] * (x > 0)[None, :] * 1.0, (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
+    for _ in range(2):  # the second call uses the cache
         v = rng.normal(size=m) * (rng.random(m) >= sparsity)
         ref = _dense_hess_vec(ops, Gam, V, v)
-        np.testing.assert_allclose(ops.hess_vec(Gam, V, v), ref, rtol=1e-10,
-                                   atol=1e-10 * max(1.0, np.abs(ref).max()))
+        np.testing.assert_allclose(ops.hess_vec(Gam, V, v), ref, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(ref).max()))
     # A(λ) with many zero multipliers (the active-set branch) = the dense sum
     lam = rng.random(m) * (rng.random(m) >= sparsity)
     dense = (ops.U.T * (ops.w * lam[ops.owner])) @ ops.U
@@ -60,8 +64,7 @@ def test_hess_vec_matches_dense_formula(seed, m, r, max_terms, kind, sparsity):
 
 
 @settings(max_examples=examples(40))
-@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 30), r=st.integers(1, 8),
-       max_terms=st.integers(1, 3))
+@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 30), r=st.integers(1, 8), max_terms=st.integers(1, 3))
 def test_hessian_and_lipschitz_aggregate_per_constraint(seed, m, r, max_terms):
     rng = np.random.default_rng(seed)
     ops = _random_ops(rng, m, r, max_terms)
@@ -96,7 +99,7 @@ def test_pola_dual_matches_the_exact_model(seed, n, m):
     K0, pc = kernel_instance(seed, n, m, hard=True, kind="gaussian")
     prob = POLAKernel(K0, pola_constraints(pc.i, pc.j, pc.y, 2.0))
     ct = constraint_terms(prob)
-    res = pola_dual(ct.U, ct.w, ct.ptr, ct.t, tol=1e-10, newton_budget=0.0)   # Newton-CG
+    res = pola_dual(ct.U, ct.w, ct.ptr, ct.t, tol=1e-10, newton_budget=0.0)  # Newton-CG
     assume(res.code == 0)
     res.matrix = prob.matrix_from_whitened(res.matrix)
     fast = prob._fast_solution(res, res.sweeps, res.time)

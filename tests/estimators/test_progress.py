@@ -1,4 +1,5 @@
 """verbose / callback / max_iter, the progress and control parameters every estimator shares."""
+
 import logging
 import warnings
 
@@ -45,8 +46,11 @@ def test_verbose_k_logs_every_kth_check(data, caplog):
     seen = []
     with caplog.at_level(logging.INFO, logger="cvxkml"):
         LMNN(verbose=3, max_iter=2000, callback=lambda r: seen.append(r) and False).fit(X, y)
-    lines = [r for r in caplog.records if r.name == "cvxkml" and "iteration" in r.getMessage()
-             and "fitted" not in r.getMessage()]
+    lines = [
+        r
+        for r in caplog.records
+        if r.name == "cvxkml" and "iteration" in r.getMessage() and "fitted" not in r.getMessage()
+    ]
     assert len(lines) == (len(seen) + 2) // 3
 
 
@@ -54,14 +58,14 @@ def test_verbose_without_logging_configuration_prints_to_stderr(data, capsys):
     X, y = data
     root = logging.getLogger()
     saved = root.handlers[:]
-    root.handlers = []                      # as in a plain script: no handler anywhere
+    root.handlers = []  # as in a plain script: no handler anywhere
     try:
         KCRClassifier(verbose=1, tol=1e-2).fit(X, y)
     finally:
         root.handlers = saved
     err = capsys.readouterr().err
     assert "[cvxkml] KCRClassifier [solve 1] iteration" in err and "KCRClassifier fitted" in err
-    assert not logging.getLogger("cvxkml").handlers          # the temporary handler is gone
+    assert not logging.getLogger("cvxkml").handlers  # the temporary handler is gone
 
 
 def test_callback_sees_the_certificate_and_can_stop_the_fit(data):
@@ -79,14 +83,18 @@ def test_callback_sees_the_certificate_and_can_stop_the_fit(data):
     assert records[0]["estimator"] == "LMNN" and records[1]["iteration"] > records[0]["iteration"]
     assert est.converged_ is False and est.solution_.status == "stopped by callback"
     assert est.n_iter_ == records[1]["iteration"]
-    assert np.all(np.isfinite(est.transform(X)))                # the last iterate is kept, usable
+    assert np.all(np.isfinite(est.transform(X)))  # the last iterate is kept, usable
 
 
-@pytest.mark.parametrize("make", [
-    lambda cb: KCRClassifier(callback=cb, tol=1e-9),
-    lambda cb: ITML(callback=cb, max_iter=3, n_similar=20, n_dissimilar=20, random_state=0),
-    lambda cb: KernelITML(callback=cb, max_iter=2, n_similar=20, n_dissimilar=20, random_state=0),
-], ids=["KCR", "ITML", "KernelITML"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda cb: KCRClassifier(callback=cb, tol=1e-9),
+        lambda cb: ITML(callback=cb, max_iter=3, n_similar=20, n_dissimilar=20, random_state=0),
+        lambda cb: KernelITML(callback=cb, max_iter=2, n_similar=20, n_dissimilar=20, random_state=0),
+    ],
+    ids=["KCR", "ITML", "KernelITML"],
+)
 def test_callback_stop_in_other_solvers(data, make):
     X, y = data
     calls = []
@@ -101,20 +109,28 @@ def test_callback_stop_in_other_solvers(data, make):
 def test_max_sweeps_is_a_deprecated_name_of_max_iter(data):
     X, y = data
     for cls in (ITML, KernelITML, TraceSSIKDR, VonNeumannKernelLearner):
-        est = cls(max_sweeps=2, n_similar=5, n_dissimilar=5, random_state=0,
-                  **({"kernel": "linear"} if cls is VonNeumannKernelLearner else {}))
+        est = cls(
+            max_sweeps=2,
+            n_similar=5,
+            n_dissimilar=5,
+            random_state=0,
+            **({"kernel": "linear"} if cls is VonNeumannKernelLearner else {}),
+        )
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             est.fit(X, y)
         assert any(issubclass(x.category, DeprecationWarning) and "max_iter" in str(x.message) for x in w)
-        assert est.n_iter_ <= 2 * 4, cls.__name__          # the limit was used (attempts add up)
+        assert est.n_iter_ <= 2 * 4, cls.__name__  # the limit was used (attempts add up)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(verbose=-1), "verbose must be a non-negative integer"),
-    (dict(verbose="yes"), "verbose"),
-    (dict(callback=3), "callback must be None or a callable"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(verbose=-1), "verbose must be a non-negative integer"),
+        (dict(verbose="yes"), "verbose"),
+        (dict(callback=3), "callback must be None or a callable"),
+    ],
+)
 def test_bad_control_parameters(data, bad, match):
     X, y = data
     with pytest.raises(InvalidInputError, match=match):

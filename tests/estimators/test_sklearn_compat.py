@@ -6,6 +6,7 @@ The configurations use few pairs and few iterations: the checks test the API, no
 convergence (the solvers warn, ConvergenceWarning, when they stop early; the warning is
 silenced here).
 """
+
 import os
 import re
 
@@ -28,20 +29,21 @@ SLOW_CONFIGS = [LMNNMKL(variant="mu", k=1, kernels=KS, max_outer=1, max_iter=10)
 EXPECTED_FAILURES = {
     # The check centres X by subtracting its mean; for a pairwise estimator X is the kernel
     # X @ X.T, and K - c is not PSD: every family needs a PSD K0 (NotPSDError).
-    "check_positive_only_tag_during_fit":
-        "a precomputed kernel minus a constant is not PSD; K0 must be PSD",
+    "check_positive_only_tag_during_fit": "a precomputed kernel minus a constant is not PSD; K0 must be PSD",
     # The check fits X32 @ X32.T as float32 (cast to float64 by validate_data before the PSD
     # check, so the automatic float32 psd_tol never sees it), as float64 (lambda_min =
     # -1.4e-8 lambda_max, beyond float64's 1e-9) and truncated to int (lambda_min = -2 of
     # 216: not PSD).  psd_tol=2e-2 passes it (tests/test_config.py).
-    "check_estimators_dtypes":
-        "the int-truncated precomputed kernel is not PSD (-0.9 %); the float32 one is cast to "
-        "float64 before the PSD check",
+    "check_estimators_dtypes": "the int-truncated precomputed kernel is not PSD (-0.9 %); the float32 one is cast to "
+    "float64 before the PSD check",
 }
 
-_SLOW = [pytest.mark.slow,
-         pytest.mark.skipif(os.environ.get("CVXKML_SLOW") != "1",
-                            reason="slow (LMNN-MKL 'mu', about 20 s): set CVXKML_SLOW=1 to run")]
+_SLOW = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("CVXKML_SLOW") != "1", reason="slow (LMNN-MKL 'mu', about 20 s): set CVXKML_SLOW=1 to run"
+    ),
+]
 
 
 def _id(obj):
@@ -55,8 +57,7 @@ def _cases():
     configs = [(est, []) for ests in CONFIGS.values() for est in ests] + [(est, _SLOW) for est in SLOW_CONFIGS]
     for est, marks in configs:
         failures = EXPECTED_FAILURES if getattr(est, "kernel", None) == "precomputed" else {}
-        for case in estimator_checks_generator(est, expected_failed_checks=failures, mark="xfail",
-                                               xfail_strict=True):
+        for case in estimator_checks_generator(est, expected_failed_checks=failures, mark="xfail", xfail_strict=True):
             values, extra = (case.values, list(case.marks)) if hasattr(case, "values") else (case, [])
             yield pytest.param(*values, marks=extra + marks)
 

@@ -1,6 +1,7 @@
 """SpectralKernelLearner and SpectralMetricLearner (issue 30, item 4): any Regularizer (a
 user subclass included), constraints from labels or given pairs / triplets, slack, hinge or
 hard; save / load without pickle, a user regularizer resolved only when registered."""
+
 import io
 import warnings
 
@@ -26,12 +27,13 @@ class SymmetricLogDet(Regularizer):
 
     def f_s(self, x):
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(x > 0, x - np.log(np.where(x > 0, x, 1)) - 1 + self.c * (x + 1 / np.where(x > 0, x, 1) - 2),
-                            np.inf)
+            return np.where(
+                x > 0, x - np.log(np.where(x > 0, x, 1)) - 1 + self.c * (x + 1 / np.where(x > 0, x, 1) - 2), np.inf
+            )
 
-    def _x(self, mu):                  # root x > 0 of f_s'(x) = 1 − 1/x + c(1 − 1/x²) = μ
+    def _x(self, mu):  # root x > 0 of f_s'(x) = 1 − 1/x + c(1 − 1/x²) = μ
         mu = np.asarray(mu, dtype=float)
-        a = 1 + self.c - mu            # a x² − x − c = 0 (μ < 1 + c)
+        a = 1 + self.c - mu  # a x² − x − c = 0 (μ < 1 + c)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(a > 0, (1 + np.sqrt(1 + 4 * a * self.c)) / (2 * np.where(a > 0, a, 1)), np.inf)
 
@@ -44,10 +46,11 @@ class SymmetricLogDet(Regularizer):
 
     def conj_hess_s(self, mu):
         x = self._x(mu)
-        return 1.0 / (1 / x ** 2 + 2 * self.c / x ** 3)
+        return 1.0 / (1 / x**2 + 2 * self.c / x**3)
 
     def cvx(self, X):
         import cvxpy as cp
+
         n = X.shape[0]
         return (1 + self.c) * cp.trace(X) - cp.log_det(X) - n + self.c * (cp.tr_inv(X) - 2 * n)
 
@@ -82,14 +85,15 @@ def test_defaults_are_the_logdet_problems(wine):
     np.testing.assert_allclose(m.get_mahalanobis_matrix(), i.get_mahalanobis_matrix(), rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("reg", [LogDet(), Frobenius(), TraceNorm(0.5), VonNeumann(), SymmetricLogDet(0.5)],
-                         ids=lambda r: type(r).__name__)
+@pytest.mark.parametrize(
+    "reg", [LogDet(), Frobenius(), TraceNorm(0.5), VonNeumann(), SymmetricLogDet(0.5)], ids=lambda r: type(r).__name__
+)
 @pytest.mark.parametrize("cls", [SpectralKernelLearner, SpectralMetricLearner])
 def test_any_regularizer_with_hinge(wine, reg, cls):
     X, y, Xte = wine
     kw = {"kernel": "linear"} if cls is SpectralKernelLearner else {}
     est = _fit(cls(reg, constraints="hinge", tol=1e-6, **kw, **FEW), X, y)
-    assert est.solution_.objective == pytest.approx(est.solution_.objective)       # a number
+    assert est.solution_.objective == pytest.approx(est.solution_.objective)  # a number
     T = est.transform(Xte)
     assert np.all(np.isfinite(T)) and T.shape[0] == Xte.shape[0]
     # the hinge constraints hold where they can: the learned distances separate the pairs
@@ -105,10 +109,11 @@ def test_pairs_triplets_hard_and_errors(wine):
     est = _fit(SpectralMetricLearner(Frobenius(), constraints="hard", margin=0.1), X, triplets=trip)
     d = est.pair_distance(np.stack([X[trip[:, 0]], X[trip[:, 1]]], 1)) ** 2
     e = est.pair_distance(np.stack([X[trip[:, 0]], X[trip[:, 2]]], 1)) ** 2
-    assert np.all(d + 0.1 <= e + 1e-5)                                   # hard triplets hold
+    assert np.all(d + 0.1 <= e + 1e-5)  # hard triplets hold
     assert est.pairs_ is None and len(est.triplets_) == 3
-    est = _fit(SpectralKernelLearner(kernel="linear", constraints="hinge"), X,
-               pairs=[[0, 1, 1], [2, 3, -1]], triplets=trip)
+    est = _fit(
+        SpectralKernelLearner(kernel="linear", constraints="hinge"), X, pairs=[[0, 1, 1], [2, 3, -1]], triplets=trip
+    )
     assert len(est.pairs_) == 2 and len(est.triplets_) == 3
     with pytest.raises(InvalidInputError, match="not both"):
         SpectralKernelLearner().fit(X, y, triplets=trip)
@@ -147,6 +152,7 @@ def test_a_file_never_imports_a_module(wine, monkeypatch):
     import json
     import sys
     import zipfile
+
     X, y, _ = wine
     est = _fit(SpectralMetricLearner(TraceNorm(0.5), constraints="hinge", **FEW), X, y)
     buf = io.BytesIO()
@@ -154,9 +160,12 @@ def test_a_file_never_imports_a_module(wine, monkeypatch):
     with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as zf:
         m = {n: zf.read(n) for n in zf.namelist()}
     header = json.loads(np.lib.format.read_array(io.BytesIO(m["__cvxkml__.npy"])).tobytes())
-    for name, match in (("antigravity:Fly", "not imported"), ("os:system", "not registered"),
-                        ("cvxkml.declare.regularizers:register_fast_solver", "not a Regularizer"),
-                        ("cvxkml.declare.regularizers:TraceNorm", "cannot be built")):
+    for name, match in (
+        ("antigravity:Fly", "not imported"),
+        ("os:system", "not registered"),
+        ("cvxkml.declare.regularizers:register_fast_solver", "not a Regularizer"),
+        ("cvxkml.declare.regularizers:TraceNorm", "cannot be built"),
+    ):
         h = json.loads(json.dumps(header))
         h["params"]["regularizer"]["__regularizer__"] = name
         if name.endswith("TraceNorm"):

@@ -1,6 +1,7 @@
 """Wide data (d > n): the metric estimators solve in the span of the data by themselves, keep
 the learned metric factored (W = αI + U diag(λ) Uᵀ) and never form a d × d matrix unless
 ``components_`` or ``get_mahalanobis_matrix()`` is asked for; save / load keep the factors."""
+
 import json
 import os
 import subprocess
@@ -18,9 +19,12 @@ from cvxkml.estimators import ITML, LMNN, SpectralMetricLearner, load
 from cvxkml.learned import FactoredMetric, LearnedMetric
 
 FEW = dict(n_similar=15, n_dissimilar=15, random_state=0)
-METRIC_ESTIMATORS = [ITML(tol=1e-6, **FEW), SpectralMetricLearner(**FEW),
-                     SpectralMetricLearner(Frobenius(), constraints="hinge", tol=1e-6, **FEW),
-                     LMNN(k=3)]
+METRIC_ESTIMATORS = [
+    ITML(tol=1e-6, **FEW),
+    SpectralMetricLearner(**FEW),
+    SpectralMetricLearner(Frobenius(), constraints="hinge", tol=1e-6, **FEW),
+    LMNN(k=3),
+]
 
 
 def _wide(n=30, d=120, seed=0):
@@ -82,7 +86,7 @@ def test_span_answer_is_the_feature_space_answer():
     sol = prob.solve(tol=1e-9, max_iter=200000)
     W = sol.matrix
     with warnings.catch_warnings():
-        warnings.simplefilter("error")            # 40 × 40: no size warning
+        warnings.simplefilter("error")  # 40 × 40: no size warning
         W_span = est.metric_.get_mahalanobis_matrix()
     np.testing.assert_allclose(W_span, W, atol=1e-5 * np.abs(W).max())
     assert est.solution_.objective == pytest.approx(sol.objective, rel=1e-6, abs=1e-8)
@@ -132,8 +136,13 @@ def test_no_d_by_d_matrix_on_wide_data_under_a_memory_cap():
     subprocess whose address space cannot hold two thirds of one d × d matrix, each with a
     traced peak below 1/8 of one d × d matrix (8 d² bytes)."""
     env_threads = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT], capture_output=True, text=True,
-                         timeout=600, env={**os.environ, **env_threads})
+    out = subprocess.run(
+        [sys.executable, "-c", _MEMORY_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env_threads},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     d = 20000
     lines = out.stdout.split()

@@ -1,5 +1,6 @@
 """The scikit-learn estimator SemiSupervisedKernelMetric (Yeung et al. 2007) and the
 random similarity sets."""
+
 import pickle
 
 import numpy as np
@@ -24,8 +25,9 @@ def xor():
 @pytest.fixture(scope="module")
 def fitted(xor):
     Xtr, ytr, _, _ = xor
-    return SemiSupervisedKernelMetric(kernel_params={"sigma": 2.0}, n_landmarks=100, n_similar=50,
-                                      random_state=0).fit(Xtr, ytr)
+    return SemiSupervisedKernelMetric(kernel_params={"sigma": 2.0}, n_landmarks=100, n_similar=50, random_state=0).fit(
+        Xtr, ytr
+    )
 
 
 def test_xor_separability(xor, fitted):
@@ -83,7 +85,8 @@ def test_fit_from_pairs(xor):
     np.testing.assert_allclose(a.embedding_, b.embedding_, atol=1e-12)
     # full method: every point a landmark
     full = SemiSupervisedKernelMetric(kernel_params={"sigma": 2.0}, n_landmarks=None).fit(
-        Xtr, pairs=np.column_stack([i, j]))
+        Xtr, pairs=np.column_stack([i, j])
+    )
     assert full.landmark_indices_.size == 400
     np.testing.assert_array_equal(full.embedding_weights_.toarray(), np.eye(400))
 
@@ -120,11 +123,11 @@ def test_estimator_errors(xor):
 
 def test_random_similar_pairs():
     y = np.repeat([0, 1, 2], [3, 4, 1])
-    i, j = random_similar_pairs(y, 100, 0)             # fewer pairs exist: all 3 + 6
+    i, j = random_similar_pairs(y, 100, 0)  # fewer pairs exist: all 3 + 6
     assert i.size == 9 and np.all(i < j) and np.all(y[i] == y[j])
     assert len(set(zip(i, j))) == 9
     y = np.random.default_rng(0).integers(0, 3, 5000)
-    i, j = random_similar_pairs(y, 50, 1)             # rejection path
+    i, j = random_similar_pairs(y, 50, 1)  # rejection path
     assert i.size == 50 and np.all(i < j) and np.all(y[i] == y[j]) and len(set(zip(i, j))) == 50
     i2, j2 = random_similar_pairs(y, 50, 1)
     np.testing.assert_array_equal(i, i2)
@@ -147,6 +150,7 @@ def test_huge_integer_parameters_are_refused(param, value):
     history filled the memory (the process was killed)."""
     from cvxkml.errors import InvalidInputError
     from cvxkml.estimators.yeung import SemiSupervisedKernelMetric
+
     X = np.random.default_rng(0).normal(size=(8, 3))
     with pytest.raises(InvalidInputError, match=f"{param} must be at most"):
         SemiSupervisedKernelMetric(n_neighbors=2, **{param: value}).fit(X, np.array([0, 1] * 4))

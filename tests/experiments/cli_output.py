@@ -1,4 +1,5 @@
 """Shared helpers for tests that run the ``cvxkml`` command and read its printed tables."""
+
 import contextlib
 import io
 import math
@@ -30,7 +31,7 @@ def output_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
         if lines[k].strip() and set(lines[k].replace(" ", "")) == {"-"}:
             headers = re.split(r"\s{2,}", lines[k - 1].strip())
             rows = []
-            for ln in lines[k + 1:]:
+            for ln in lines[k + 1 :]:
                 if not ln.strip() or ln.startswith(("(", "paper", " ")):
                     break
                 rows.append(re.split(r"\s{2,}", ln.strip()))

@@ -1,5 +1,6 @@
 """Tests of :mod:`cvxkml.experiments`.  This folder goes on ``sys.path`` for the shared
 helpers of ``cli_output.py`` (``tests/conftest.py`` puts ``tests/`` there for ``budget.py``)."""
+
 import sys
 from pathlib import Path
 

@@ -1,6 +1,7 @@
 """``cvxkml bench estimators --quick`` on a tiny subset of the estimators: the table's
 columns, the Euclidean baseline rows, the certificates, the JSON, the metric-learn line.
 No timed assertions."""
+
 import json
 
 import pytest
@@ -13,8 +14,9 @@ from cvxkml.experiments import bench_estimators as be
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "estimators.json"
-    rc, out = run_cli(["bench", "estimators", "--quick", "--estimators", "KernelITML", "KCRClassifier",
-                       "--json", str(path)])
+    rc, out = run_cli(
+        ["bench", "estimators", "--quick", "--estimators", "KernelITML", "KCRClassifier", "--json", str(path)]
+    )
     assert rc == 0
     return out, json.loads(path.read_text())
 
@@ -24,19 +26,18 @@ def test_table_columns_and_baseline_row(quick):
     assert out.startswith("cvxkml bench estimators (quick): 3-fold stratified CV (seed 0)")
     assert "\nnumbers written to " in out and "estimators.json\n\nbench finished in " in out
     tables = output_tables(out)
-    assert len(tables) == 1                                     # quick: Wine only
+    assert len(tables) == 1  # quick: Wine only
     headers, rows = tables[0]
     assert headers == be.HEADERS
     cells = {(r[0], r[1]): r for r in rows}
-    assert set(cells) == {(name, f) for name in (be.BASELINE, "KernelITML", "KCRClassifier")
-                          for f in be.FEATURES}
-    assert [r[0] for r in rows[:2]] == [be.BASELINE, be.BASELINE]          # the baseline comes first
-    assert cells[(be.BASELINE, "standardized")][3] == "-"                  # the reference of 'vs baseline'
+    assert set(cells) == {(name, f) for name in (be.BASELINE, "KernelITML", "KCRClassifier") for f in be.FEATURES}
+    assert [r[0] for r in rows[:2]] == [be.BASELINE, be.BASELINE]  # the baseline comes first
+    assert cells[(be.BASELINE, "standardized")][3] == "-"  # the reference of 'vs baseline'
     for (name, _), r in cells.items():
         mean = float(r[2].split(" ± ")[0])
         assert 0.0 <= mean <= 1.0 and float(r[4]) >= 0.0
         if name != be.BASELINE:
-            assert r[5] in {"0/3", "1/3", "2/3", "3/3"} and r[7] != "-"    # a solution_ on every fold
+            assert r[5] in {"0/3", "1/3", "2/3", "3/3"} and r[7] != "-"  # a solution_ on every fold
     assert "wine (60 x 13, 3 classes" in out and "bench finished in" in out
 
 
@@ -44,8 +45,9 @@ def test_metric_learn_is_one_line_or_rows(quick):
     out, data = quick
     peer_rows = [r for r in data["rows"] if r["estimator"].startswith("metric-learn")]
     notes = [ln for ln in out.splitlines() if ln.startswith("metric-learn peer rows skipped")]
-    assert (len(notes) == 1 and not peer_rows and "scikit-learn < 1.8" in notes[0]) or \
-        (not notes and {r["estimator"] for r in peer_rows} == set(_peer_metric_learn.PEERS))
+    assert (len(notes) == 1 and not peer_rows and "scikit-learn < 1.8" in notes[0]) or (
+        not notes and {r["estimator"] for r in peer_rows} == set(_peer_metric_learn.PEERS)
+    )
 
 
 def test_json_holds_every_fold(quick):

@@ -1,4 +1,5 @@
 """`cvxkml bench exact-limits` (smoke: tiny sizes, a few seconds) and the recorded limits."""
+
 import json
 
 import numpy as np
@@ -17,8 +18,27 @@ def test_cli_reports_a_limit(tmp_path, capsys):
     """Two sizes of a cheap family (n = 8, 12, capped at 12): both pass, the table and the
     JSON report the largest one with its solver, status, time, memory and the fast solve."""
     md, js = tmp_path / "limits.md", tmp_path / "limits.json"
-    assert main(["bench", "exact-limits", "--families", "EmbeddingWeightProblem", "--start", "8",
-                 "--max-n", "12", "--time-limit", "30", "--out", str(md), "--json", str(js)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "exact-limits",
+                "--families",
+                "EmbeddingWeightProblem",
+                "--start",
+                "8",
+                "--max-n",
+                "12",
+                "--time-limit",
+                "30",
+                "--out",
+                str(md),
+                "--json",
+                str(js),
+            ]
+        )
+        == 0
+    )
     data = json.loads(js.read_text())
     assert data["limits"] == {"EmbeddingWeightProblem": 12}
     (row,) = data["rows"]
@@ -43,18 +63,33 @@ def test_memory_limit_kills_the_child():
 
 
 def test_child_reports_errors_instead_of_raising(capsys):
-    _child("SDPLogDetKernel", 1)                      # one point: no pairs can be drawn
+    _child("SDPLogDetKernel", 1)  # one point: no pairs can be drawn
     out = json.loads(capsys.readouterr().out.strip()[2:])
     assert "error" in out and out["peak_mib"] > 0
 
 
 def test_table_formats_failures():
-    rows = [{"family": "X", "description": "d", "cap": 100, "capped": False,
-             "best": {"n": 8, "exact_size": 8, "solver": "CLARABEL", "time": 1.0, "peak_mib": 200.0,
-                      "status": "optimal_inaccurate", "accepted_by_certificate": True, "rel_gap": 1e-7},
-             "passed": {"n": 8, "exact_size": 8},
-             "over": {"n": 12, "killed": "killed after 120 s", "over": "time"},
-             "errors": [{"n": 10, "error": "SolverError: a | b"}]}]
+    rows = [
+        {
+            "family": "X",
+            "description": "d",
+            "cap": 100,
+            "capped": False,
+            "best": {
+                "n": 8,
+                "exact_size": 8,
+                "solver": "CLARABEL",
+                "time": 1.0,
+                "peak_mib": 200.0,
+                "status": "optimal_inaccurate",
+                "accepted_by_certificate": True,
+                "rel_gap": 1e-7,
+            },
+            "passed": {"n": 8, "exact_size": 8},
+            "over": {"n": 12, "killed": "killed after 120 s", "over": "time"},
+            "errors": [{"n": 10, "error": "SolverError: a | b"}],
+        }
+    ]
     table = _fmt(rows, 60.0, 4.0)
     assert "accepted by certificate" in table and "killed after 120 s" in table and "a / b" in table
     assert recorded_limits(rows) == {"X": 8}
@@ -78,6 +113,7 @@ def test_size_guard(monkeypatch):
     SolverError that says what to do; allow_large=True solves anyway."""
     from cvxkml.declare import LogDetKernel
     from cvxkml.errors import SolverError
+
     LARGE_FACTOR = problem_module.LARGE_FACTOR
     p = LogDetKernel(*kernel_instance(0, 9, 6, hard=False), gamma=1.0)
     monkeypatch.setitem(limits_module.EXACT_LIMITS, "LogDetKernel", 4)
@@ -86,7 +122,7 @@ def test_size_guard(monkeypatch):
         p.solve_reference()
     sol = p.solve_reference(allow_large=True)
     assert sol.converged and np.isfinite(sol.gap)
-    monkeypatch.setitem(limits_module.EXACT_LIMITS, "LogDetKernel", 5)      # 9 <= 2 x 5
+    monkeypatch.setitem(limits_module.EXACT_LIMITS, "LogDetKernel", 5)  # 9 <= 2 x 5
     assert p.solve_reference().converged
 
 
@@ -97,6 +133,7 @@ def test_limit_lookup_order():
     smaller of its limit and its regularizer's mixed-family limit."""
     from cvxkml.declare import LMNNProblem, POLAKernel, SpectralKernel, TraceSSIKDR
     from cvxkml.testing import contract_cases
+
     cases = contract_cases()
     lim = limits_module.EXACT_LIMITS
     for cls in (POLAKernel, TraceSSIKDR, SpectralKernel, LMNNProblem):
@@ -110,6 +147,7 @@ def test_limit_lookup_order():
 
         class Variant(cls):
             pass
+
         p.__class__ = Variant
         assert p.exact_limit() == expected, cls
     p = cases[LMNNProblem]["factory"](0)

@@ -1,5 +1,6 @@
 """``cvxkml bench lmnn``: the smoothed LMNN solver against the PDHG path on the same fold.
 Smoke-sized; no timing assertions (times are only checked to be finite and positive)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,8 +66,22 @@ def test_scale_objective_of_a_peer_metric_is_the_problems():
 
 
 def test_scale_rows_table_says_when_the_peer_did_not_run():
-    row = dict(data="digits", n=10, d=3, rank=3, triplets=5, seconds=1.0, gap=5e-5, converged=True,
-               status="converged", objective=2.0, rounds=2, set_sizes=[3, 4], scan_s=0.1, smooth_s=0.5,
-               peer_error="did not finish in 10 s")
+    row = dict(
+        data="digits",
+        n=10,
+        d=3,
+        rank=3,
+        triplets=5,
+        seconds=1.0,
+        gap=5e-5,
+        converged=True,
+        status="converged",
+        objective=2.0,
+        rounds=2,
+        set_sizes=[3, 4],
+        scan_s=0.1,
+        smooth_s=0.5,
+        peer_error="did not finish in 10 s",
+    )
     text = bench_lmnn.format_scale([row], 1e-4)
     assert "did not finish in 10 s" in text and "5.0e-05" in text

@@ -1,6 +1,7 @@
 """``cvxkml bench mkl``: the MKL_P weight step (interior point vs the CVXPY path it replaced)
 and the MKL_μ step (Wang et al. 2011).  Smoke-sized; no timing assertions (times are only
 checked to be finite and positive)."""
+
 from __future__ import annotations
 
 import numpy as np

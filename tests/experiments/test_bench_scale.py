@@ -1,5 +1,6 @@
 """``cvxkml bench variants --scale`` rows (issue 30 targets): every row is a certified solve
 of the declared variant, and the growth exponent is the least-squares slope."""
+
 import numpy as np
 
 from cvxkml.experiments.bench_variants import growth_exponent, scale_rows
@@ -14,5 +15,5 @@ def test_quick_scale_rows_are_certified():
 
 def test_growth_exponent_is_the_log_log_slope():
     ns = np.array([100, 200, 400])
-    assert abs(growth_exponent(ns, 3.0 * ns ** 2.5) - 2.5) < 1e-12
+    assert abs(growth_exponent(ns, 3.0 * ns**2.5) - 2.5) < 1e-12
     assert np.isnan(growth_exponent([100], [1.0]))

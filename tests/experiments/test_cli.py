@@ -3,6 +3,7 @@
 The printed tables are parsed back (cells are separated by two or more spaces).  No
 timing assertions: only that times and ratios are finite and positive.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,7 @@ def _table(text: str, first_header: str) -> tuple[list[str], list[list[str]]]:
     headers = re.split(r"\s{2,}", lines[start].strip())
     assert set(lines[start + 1].replace(" ", "")) == {"-"}
     rows = []
-    for ln in lines[start + 2:]:
+    for ln in lines[start + 2 :]:
         if not ln.strip() or ln.startswith("("):
             break
         rows.append(re.split(r"\s{2,}", ln.strip()))
@@ -43,8 +44,9 @@ def test_version(capsys):
 
 
 def test_version_console_entry_point():
-    out = subprocess.run([sys.executable, "-m", "cvxkml.experiments.cli", "--version"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "cvxkml.experiments.cli", "--version"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and out.stdout.strip() == f"cvxkml {__version__}"
 
 
@@ -72,21 +74,45 @@ def bench_output():
 
 def test_bench_projection_table(bench_output):
     headers, rows = _table(bench_output, "form")
-    assert headers == ["form", "size", "pairs", "projections", "rank-1 updates", "numba [s/proj]",
-                       "numpy [s/proj]", "numpy/numba", "max rel diff"]
+    assert headers == [
+        "form",
+        "size",
+        "pairs",
+        "projections",
+        "rank-1 updates",
+        "numba [s/proj]",
+        "numpy [s/proj]",
+        "numpy/numba",
+        "max rel diff",
+    ]
     assert [(r[0], r[1]) for r in rows] == [("metric", "d=4"), ("metric", "d=13"), ("kernel", "n=100")]
     for r in rows:
         assert 0 < int(r[4]) <= int(r[3])
         assert all(positive_finite(c) for c in r[5:8])
-        assert float(r[8]) < 1e-10            # same update, same arithmetic
+        assert float(r[8]) < 1e-10  # same update, same arithmetic
 
 
 def test_bench_tolerance_table(bench_output):
     headers, rows = _table(bench_output, "n")
-    assert headers == ["n", "pairs", "exact solver", "fast sweeps", "fast [s]", "exact [s]", "fast/exact",
-                       "rel obj gap", "fast max viol", "exact max viol", "exact status"]
+    assert headers == [
+        "n",
+        "pairs",
+        "exact solver",
+        "fast sweeps",
+        "fast [s]",
+        "exact [s]",
+        "fast/exact",
+        "rel obj gap",
+        "fast max viol",
+        "exact max viol",
+        "exact status",
+    ]
     assert [(r[0], r[1], r[2]) for r in rows] == [
-        ("10", "20", "scs"), ("10", "20", "clarabel"), ("20", "40", "scs"), ("20", "40", "clarabel")]
+        ("10", "20", "scs"),
+        ("10", "20", "clarabel"),
+        ("20", "40", "scs"),
+        ("20", "40", "clarabel"),
+    ]
     for r in rows:
         assert int(r[3]) >= 1
         assert all(positive_finite(c) for c in r[4:7])
@@ -135,7 +161,7 @@ def test_demo_knn_table(demo_output):
         assert all(0.0 <= a <= 1.0 for a in folds)
         assert mean == pytest.approx(np.mean(folds), abs=1e-3)
         assert spread >= 0
-    assert min(float(r[3].split("±")[0]) for r in rows) > 0.8       # Wine is easy
+    assert min(float(r[3].split("±")[0]) for r in rows) > 0.8  # Wine is easy
 
 
 def test_demo_fast_vs_exact(demo_output):
@@ -156,10 +182,11 @@ def test_bench_variants_quick():
     """The generic dual solver's bench: every variant certified and equal to Clarabel's
     optimum (the table's accuracy columns), whatever the times."""
     from cvxkml.experiments.bench_variants import VARIANTS, variant_rows
+
     rows = variant_rows(quick=True)
     assert [r["variant"] for r in rows] == list(VARIANTS)
     for r in rows:
-        assert r["fast_converged"] and r["fast_cert"] <= 1e-6, r          # the default gap_tol
+        assert r["fast_converged"] and r["fast_cert"] <= 1e-6, r  # the default gap_tol
         assert r["clarabel_status"] == "optimal" and r["fast_diff"] <= 1e-6, r
     rc, out = run_cli(["bench", "variants", "--quick"])
     assert rc == 0 and "clarabel/fast" in out and "bench finished" in out

@@ -2,6 +2,7 @@
 (item 6): every bad option value ends at parse time with argparse's one-line message and
 exit status 2, before any computation; a cvxkml error prints one line and exits 2 (a
 traceback only with ``--debug``).  Run in-process through :func:`cli.main`."""
+
 import argparse
 import io
 from contextlib import redirect_stderr
@@ -13,22 +14,41 @@ from cvxkml.errors import InvalidInputError
 from cvxkml.experiments import cli
 from cvxkml.experiments._commands import run_command
 
-BAD = {"int": ["-1", "0", "abc", "1.5", "", "nan", "1e3"], "nonneg": ["-1", "abc", "1.5", "", "nan", "-0.5"],
-       "nonneg_float": ["-1", "nan", "inf", "abc", "1e400"], "float": ["-1", "0", "nan", "inf", "-inf", "abc", "1e400"],
-       "n_jobs": ["0", "-2", "x"], "seed": ["-1", "abc", "1.5", "4294967296", "99999999999999999999"],
-       "data_dir": ["/nonexistent/folder", __file__],
-       "file": ["/proc/nope/x.json", "/"], "folder": [__file__]}
+BAD = {
+    "int": ["-1", "0", "abc", "1.5", "", "nan", "1e3"],
+    "nonneg": ["-1", "abc", "1.5", "", "nan", "-0.5"],
+    "nonneg_float": ["-1", "nan", "inf", "abc", "1e400"],
+    "float": ["-1", "0", "nan", "inf", "-inf", "abc", "1e400"],
+    "n_jobs": ["0", "-2", "x"],
+    "seed": ["-1", "abc", "1.5", "4294967296", "99999999999999999999"],
+    "data_dir": ["/nonexistent/folder", __file__],
+    "file": ["/proc/nope/x.json", "/"],
+    "folder": [__file__],
+}
 N_VECTORS = 120
 
 
 def _typed_options():
     """(command words, option string, kind) of every typed option of every command."""
     from cvxkml.experiments import _commands as C
-    kinds = {C.positive_int: "int", C.non_negative_int: "nonneg", C.n_jobs_int: "n_jobs", C.positive_float: "float",
-             C.non_negative_float: "nonneg_float", C.data_folder: "data_dir", C.seed_int: "seed",
-             C.writable_file: "file", C.writable_folder: "folder"}
-    return [(words, a.option_strings[-1], kinds[a.type]) for words, parser in _parsers()
-            for a in parser._actions if a.option_strings and a.type in kinds]
+
+    kinds = {
+        C.positive_int: "int",
+        C.non_negative_int: "nonneg",
+        C.n_jobs_int: "n_jobs",
+        C.positive_float: "float",
+        C.non_negative_float: "nonneg_float",
+        C.data_folder: "data_dir",
+        C.seed_int: "seed",
+        C.writable_file: "file",
+        C.writable_folder: "folder",
+    }
+    return [
+        (words, a.option_strings[-1], kinds[a.type])
+        for words, parser in _parsers()
+        for a in parser._actions
+        if a.option_strings and a.type in kinds
+    ]
 
 
 def _parsers(parser=None, words=()):
@@ -54,9 +74,13 @@ def _run(argv):
 def test_every_number_and_path_option_is_typed():
     opts = _typed_options()
     assert len(opts) > 90
-    untyped = [(" ".join(words), a.option_strings[-1]) for words, parser in _parsers() for a in parser._actions
-               if a.option_strings and (a.type in (int, float) or
-                                        (a.dest in ("data_dir", "out", "json", "resume") and a.type is None))]
+    untyped = [
+        (" ".join(words), a.option_strings[-1])
+        for words, parser in _parsers()
+        for a in parser._actions
+        if a.option_strings
+        and (a.type in (int, float) or (a.dest in ("data_dir", "out", "json", "resume") and a.type is None))
+    ]
     assert untyped == []
 
 
@@ -77,14 +101,22 @@ def test_command_line_vectors():
     assert seen >= 100
 
 
-@pytest.mark.parametrize("argv", [
-    ["reproduce", "kcr", "--quick", "--splits", "-1"], ["reproduce", "kcr", "--quick", "--splits", "0"],
-    ["reproduce", "kcr", "--quick", "--seed", "-1"], ["reproduce", "kcr", "--quick", "--n-jobs", "0"],
-    ["bench", "lmnn", "--quick", "--tol", "-1"], ["bench", "lmnn", "--quick", "--tol", "nan"],
-    ["bench", "lmnn", "--quick", "--tol", "inf"], ["reproduce", "mkl", "--quick", "--max-iter", "0"],
-    ["reproduce", "mkl", "--quick", "--out", "/proc/nope/x.json"], ["reproduce", "mkl", "--quick", "--out", "/"],
-    ["reproduce", "yeung", "--quick", "--data-dir", "/nonexistent/empty"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reproduce", "kcr", "--quick", "--splits", "-1"],
+        ["reproduce", "kcr", "--quick", "--splits", "0"],
+        ["reproduce", "kcr", "--quick", "--seed", "-1"],
+        ["reproduce", "kcr", "--quick", "--n-jobs", "0"],
+        ["bench", "lmnn", "--quick", "--tol", "-1"],
+        ["bench", "lmnn", "--quick", "--tol", "nan"],
+        ["bench", "lmnn", "--quick", "--tol", "inf"],
+        ["reproduce", "mkl", "--quick", "--max-iter", "0"],
+        ["reproduce", "mkl", "--quick", "--out", "/proc/nope/x.json"],
+        ["reproduce", "mkl", "--quick", "--out", "/"],
+        ["reproduce", "yeung", "--quick", "--data-dir", "/nonexistent/empty"],
+    ],
+)
 def test_issue_reproductions(argv):
     code, err = _run(argv)
     assert code == 2 and "Traceback" not in err and argv[-2] in err.strip().splitlines()[-1]
@@ -120,9 +152,16 @@ def _data_commands():
     """(command words, required data sets with every option at its default, whether it has
     --data-dir) of every command that declares data sets."""
     from cvxkml.experiments._commands import data_needed
-    return [(words, data_needed(cli.build_parser().parse_args(words))[0],
-             any(a.dest == "data_dir" for a in parser._actions))
-            for words, parser in _parsers() if parser.get_default("data_sets") is not None]
+
+    return [
+        (
+            words,
+            data_needed(cli.build_parser().parse_args(words))[0],
+            any(a.dest == "data_dir" for a in parser._actions),
+        )
+        for words, parser in _parsers()
+        if parser.get_default("data_sets") is not None
+    ]
 
 
 def test_issue_yeung_empty_data_dir_exits_2_at_once(tmp_path, capsys):
@@ -130,6 +169,7 @@ def test_issue_yeung_empty_data_dir_exits_2_at_once(tmp_path, capsys):
     over a minute before it found mnist5000.npz missing; now one line and exit 2 before
     anything runs."""
     import time
+
     empty = tmp_path / "empty"
     empty.mkdir()
     t0 = time.perf_counter()
@@ -140,19 +180,30 @@ def test_issue_yeung_empty_data_dir_exits_2_at_once(tmp_path, capsys):
     assert len(lines) == 1 and "Traceback" not in err
     assert lines[0].startswith("cvxkml reproduce yeung: Data file 'mnist5000.npz' not found")
     assert str(empty / "mnist5000.npz") in lines[0] and "--data-dir" in lines[0]
-    assert capsys.readouterr().out == ""                       # no table printed: nothing computed
+    assert capsys.readouterr().out == ""  # no table printed: nothing computed
     assert not (tmp_path / "out" / "yeung2007_results.json").exists()
 
 
 def test_every_data_command_declares_its_files():
     cmds = {" ".join(w): (need, d) for w, need, d in _data_commands()}
-    assert {"reproduce yeung", "reproduce kcr", "reproduce mkl", "reproduce lowrank", "reproduce spectral",
-            "reproduce trace", "reproduce logdet", "reproduce all", "bench mkl", "bench kcr",
-            "bench lowrank", "bench vonneumann"} <= set(cmds)
+    assert {
+        "reproduce yeung",
+        "reproduce kcr",
+        "reproduce mkl",
+        "reproduce lowrank",
+        "reproduce spectral",
+        "reproduce trace",
+        "reproduce logdet",
+        "reproduce all",
+        "bench mkl",
+        "bench kcr",
+        "bench lowrank",
+        "bench vonneumann",
+    } <= set(cmds)
     assert cmds["reproduce yeung"][0] == ("mnist5000",)
     assert cmds["reproduce mkl"][0] == ("sonar", "wine", "iris", "ionosphere", "wdbc", "mfeat")
-    assert cmds["reproduce all"][0] == ()                        # recorded results: no data
-    assert cmds["bench lowrank"][0] == ()                        # mnist5000 optional (synthetic fallback)
+    assert cmds["reproduce all"][0] == ()  # recorded results: no data
+    assert cmds["bench lowrank"][0] == ()  # mnist5000 optional (synthetic fallback)
 
 
 def test_reproduce_all_group_data_matches_the_reproductions():
@@ -160,23 +211,32 @@ def test_reproduce_all_group_data_matches_the_reproductions():
     from cvxkml.experiments import reproduce_kcr as rk
     from cvxkml.experiments import reproduce_mkl as rm
     from cvxkml.experiments import reproduce_spectral as rs
+
     assert set(ra.GROUP_DATA) == set(ra.GROUPS)
     assert set(ra.GROUP_DATA["uci"]) == set(rs.DATASETS) and set(ra.GROUP_DATA["kcr"]) == set(rk.DATASETS)
     assert set(ra.GROUP_DATA["mkl"]) == set(rm.TABLE1_DATASETS) | {"mfeat"}
 
 
 #: option variants that change which data sets a command reads
-DATA_VARIANTS = [["reproduce", "yeung", "--part", "table2"], ["reproduce", "trace", "--dataset", "pendigits"],
-                 ["reproduce", "mkl", "--quick"], ["reproduce", "mkl", "--no-table1"],
-                 ["reproduce", "lowrank", "--parts", "nursery"], ["reproduce", "kcr", "--datasets", "balance"],
-                 ["reproduce", "all", "--quick"], ["reproduce", "all", "--full", "--sections", "yeung"],
-                 ["bench", "kcr", "large"], ["bench", "mkl", "--datasets", "balance"]]
+DATA_VARIANTS = [
+    ["reproduce", "yeung", "--part", "table2"],
+    ["reproduce", "trace", "--dataset", "pendigits"],
+    ["reproduce", "mkl", "--quick"],
+    ["reproduce", "mkl", "--no-table1"],
+    ["reproduce", "lowrank", "--parts", "nursery"],
+    ["reproduce", "kcr", "--datasets", "balance"],
+    ["reproduce", "all", "--quick"],
+    ["reproduce", "all", "--full", "--sections", "yeung"],
+    ["bench", "kcr", "large"],
+    ["bench", "mkl", "--datasets", "balance"],
+]
 DAMAGE = ("missing", "empty", "garbage", "folder", "header", "row")
 
 
 def _damage(folder, name, kind):
     """Put a damaged (or no) ``name`` file in ``folder``; the expected message part."""
     from cvxkml import datasets as ds
+
     csv = name in ds.CSV_DATASETS
     path = folder / f"{name}.{'csv' if csv else 'npz'}"
     if kind == "missing":
@@ -197,17 +257,17 @@ def _damage(folder, name, kind):
             return "the header line has 2 columns"
         np.savez(path, other=np.zeros(3))
         return "has no array"
-    if csv:                                                   # a good row, then a short one
+    if csv:  # a good row, then a short one
         cells = ["1"] * (n_cols - 1) + ["A"]
         path.write_text(",".join(f"c{k}" for k in range(n_cols)) + "\n" + ",".join(cells) + "\n1,A\n")
         return f"line 3 has 2 columns, expected {n_cols}"
-    np.savez(path, **{k: np.zeros((3, 2)) for k in ("X", "fou", "fac", "kar", "pix", "zer", "mor")},
-             y=np.arange(3))
+    np.savez(path, **{k: np.zeros((3, 2)) for k in ("X", "fou", "fac", "kar", "pix", "zer", "mor")}, y=np.arange(3))
     return "has shape (3, 2), expected"
 
 
 def _data_vectors():
     from cvxkml.experiments._commands import data_needed
+
     argvs = [w for w, need, _ in _data_commands() if need] + DATA_VARIANTS
     out = []
     for argv in argvs:
@@ -223,6 +283,7 @@ def test_data_vectors(tmp_path, monkeypatch):
     line naming the file (and the folder searched), before any computation."""
     import io as _io
     from contextlib import redirect_stdout
+
     vectors = _data_vectors()
     assert len(vectors) >= 90
     for t, (argv, name, kind) in enumerate(vectors):
@@ -256,18 +317,31 @@ def test_bad_recorded_results_are_one_line(tmp_path):
     assert code == 1 and "is not a JSON object" in err
 
 
-@pytest.mark.parametrize("argv, code, message", [
-    (["bench", "kcr", "large", "--n", "100000"], 2, "n = 100000 Balance points asked for; the file has 625"),
-    (["bench", "estimators", "--quick", "--peer-python", "/nonexistent/python"], 1,
-     "--peer-python /nonexistent/python: no such executable"),
-    (["reproduce", "mkl", "--quick", "--no-table1", "--no-table2"], 1, "leave nothing to run"),
-    (["bench", "mkl", "--datasets", "wine"], 2, "argument --datasets: invalid choice: 'wine'"),
-    (["bench", "exact-limits", "--families", ",", "--max-n", "8"], 2, "--families names no family; choose from ITML"),
-    (["bench", "lmnn", "--quick", "--folds", "100"], 2, "its smallest class has 16 points); use --folds between 2"),
-    (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1"], 2,
-     "1-fold stratified cross-validation of iris needs 2"),
-    (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1000"], 2, "use --n-folds between 2 and 50"),
-])
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["bench", "kcr", "large", "--n", "100000"], 2, "n = 100000 Balance points asked for; the file has 625"),
+        (
+            ["bench", "estimators", "--quick", "--peer-python", "/nonexistent/python"],
+            1,
+            "--peer-python /nonexistent/python: no such executable",
+        ),
+        (["reproduce", "mkl", "--quick", "--no-table1", "--no-table2"], 1, "leave nothing to run"),
+        (["bench", "mkl", "--datasets", "wine"], 2, "argument --datasets: invalid choice: 'wine'"),
+        (
+            ["bench", "exact-limits", "--families", ",", "--max-n", "8"],
+            2,
+            "--families names no family; choose from ITML",
+        ),
+        (["bench", "lmnn", "--quick", "--folds", "100"], 2, "its smallest class has 16 points); use --folds between 2"),
+        (
+            ["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1"],
+            2,
+            "1-fold stratified cross-validation of iris needs 2",
+        ),
+        (["reproduce", "mkl", "--quick", "--no-table2", "--n-folds", "1000"], 2, "use --n-folds between 2 and 50"),
+    ],
+)
 def test_bad_option_values_and_combinations(argv, code, message, data_dir, monkeypatch, capsys):
     """Each ends before any fit with one line (these reached NumPy / subprocess errors or ran
     nothing and exited 0)."""
@@ -279,6 +353,7 @@ def test_bad_option_values_and_combinations(argv, code, message, data_dir, monke
 
 def test_peer_python_that_cannot_start_is_a_note():
     from cvxkml.experiments import bench_estimators as be
+
     X = np.random.default_rng(0).random((12, 3))
     y = np.arange(12) % 2
     data = {"toy": (X, y, [(np.arange(6), np.arange(6, 12))], "toy")}
@@ -291,6 +366,7 @@ def test_a_huge_n_jobs_starts_no_more_workers_than_tasks(monkeypatch):
     import joblib
 
     from cvxkml.experiments._parallel import run_tasks
+
     seen = []
 
     class Recording(joblib.Parallel):
@@ -329,6 +405,7 @@ def test_documented_commands_parse():
     from pathlib import Path
 
     from cvxkml.experiments import reproduce_all as ra
+
     root = Path(__file__).resolve().parents[2]
     cmds = set(ra.MKL_FULL_RUNS.values()) | {ra.SPAMBASE_STANDARDIZED_COMMAND}
     cmds |= {re.sub(r"\s*\(.*\)", "", c).strip() for v in ra.SECTIONS.values() for c in v[-1].split(";")}
@@ -347,7 +424,7 @@ def test_documented_commands_parse():
 
 
 def test_seed_range():
-    assert cli.build_parser().parse_args(["reproduce", "kcr", "--seed", "4294967295"]).seed == 2 ** 32 - 1
+    assert cli.build_parser().parse_args(["reproduce", "kcr", "--seed", "4294967295"]).seed == 2**32 - 1
     for words in (["reproduce", "spectral"], ["reproduce", "logdet"]):
         code, err = _run(words + ["--seed", "4294967296"])
         assert code == 2 and "below 2**32" in err

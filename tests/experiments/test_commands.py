@@ -1,6 +1,7 @@
 """How the ``cvxkml`` command is put together: the command names and options (pinned), one
 way of registering, a missing data folder as one line on standard error, and
 ``reproduce yeung --quick`` without matplotlib."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,41 +24,142 @@ PARALLEL_OPTIONS = ("--n-jobs", "--backend", "--scheduler")
 COMMANDS = {
     "demo": ("--seed", "--n"),
     "bench itml": ("--quick", "--repeats", "--seed"),
-    "bench lowrank": ("--quick", "--repeats", "--seed", "--constraints", "--no-baseline", "--baseline-budget",
-                      "--data-dir"),
-    "bench vonneumann": ("--quick", "--repeats", "--seed", "--constraints", "--budget", "--no-baseline",
-                         "--data-dir"),
+    "bench lowrank": (
+        "--quick",
+        "--repeats",
+        "--seed",
+        "--constraints",
+        "--no-baseline",
+        "--baseline-budget",
+        "--data-dir",
+    ),
+    "bench vonneumann": ("--quick", "--repeats", "--seed", "--constraints", "--budget", "--no-baseline", "--data-dir"),
     "bench mkl": ("--quick", "--parts", "--datasets", "--n", "--old-max-n", "--no-old", "--seed", "--data-dir"),
     "bench pola": ("--quick", "--repeats", "--seed"),
-    "bench kcr": ("<what>", "--draws", "--exact-sizes", "--scs-eps", "--scs-time-limit", "--n",
-                  "--no-baseline", "--variant-n", "--variants", "--variant-data", "--sizes", "--baseline-cpu",
-                  "--json"),
+    "bench kcr": (
+        "<what>",
+        "--draws",
+        "--exact-sizes",
+        "--scs-eps",
+        "--scs-time-limit",
+        "--n",
+        "--no-baseline",
+        "--variant-n",
+        "--variants",
+        "--variant-data",
+        "--sizes",
+        "--baseline-cpu",
+        "--json",
+    ),
     "bench variants": ("--quick", "--repeats", "--seed", "--scale"),
-    "bench exact-limits": ("--families", "--time-limit", "--mem-limit-gib", "--start", "--max-n",
-                           "--kill-factor", "--jobs", "--max-errors", "--no-fast", "--update", "--note",
-                           "--out", "--json"),
+    "bench exact-limits": (
+        "--families",
+        "--time-limit",
+        "--mem-limit-gib",
+        "--start",
+        "--max-n",
+        "--kill-factor",
+        "--jobs",
+        "--max-errors",
+        "--no-fast",
+        "--update",
+        "--note",
+        "--out",
+        "--json",
+    ),
     "bench estimators": ("--quick", "--estimators", "--datasets", "--json", "--n-jobs", "--peer-python"),
-    "bench lmnn": ("--quick", "--datasets", "--tol", "--folds", "--no-old", "--old-budget", "--json", "--scale",
-                   "--peer-python", "--peer-timeout"),
+    "bench lmnn": (
+        "--quick",
+        "--datasets",
+        "--tol",
+        "--folds",
+        "--no-old",
+        "--old-budget",
+        "--json",
+        "--scale",
+        "--peer-python",
+        "--peer-timeout",
+    ),
     "reproduce lowrank": ("--quick", "--seed", "--data-dir", "--parts", "--scale", PARALLEL),
-    "reproduce yeung": ("--quick", "--part", "--out", "--runs", "--seed", "--data-dir", "--implied", "--sigma",
-                        "--xor-std", "--neighbors", "--rank-rtol", "--landmarks", PARALLEL),
+    "reproduce yeung": (
+        "--quick",
+        "--part",
+        "--out",
+        "--runs",
+        "--seed",
+        "--data-dir",
+        "--implied",
+        "--sigma",
+        "--xor-std",
+        "--neighbors",
+        "--rank-rtol",
+        "--landmarks",
+        PARALLEL,
+    ),
     "reproduce spectral": ("--quick", "--repeats", "--seed", "--data-dir", PARALLEL),
-    "reproduce trace": ("--quick", "--dataset", "--draws", "--tau", "--seed", "--out", "--no-png",
-                        "--data-dir", PARALLEL),
-    "reproduce kcr": ("--quick", "--splits", "--datasets", "--grid", "--tol", "--max-iter", "--time-limit",
-                      "--seed", "--out", "--data-dir", PARALLEL),
-    "reproduce mkl": ("--quick", "--datasets", "--no-table2", "--n-folds", "--max-folds", "--n-splits",
-                      "--max-iter", "--cv-max-iter", "--max-outer", "--max-convex-iter", "--tol", "--stall-iter",
-                      "--no-table1",
-                      "--n-learn", "--n-learn-mfeat", "--seed", "--out", "--resume", "--data-dir", PARALLEL),
+    "reproduce trace": (
+        "--quick",
+        "--dataset",
+        "--draws",
+        "--tau",
+        "--seed",
+        "--out",
+        "--no-png",
+        "--data-dir",
+        PARALLEL,
+    ),
+    "reproduce kcr": (
+        "--quick",
+        "--splits",
+        "--datasets",
+        "--grid",
+        "--tol",
+        "--max-iter",
+        "--time-limit",
+        "--seed",
+        "--out",
+        "--data-dir",
+        PARALLEL,
+    ),
+    "reproduce mkl": (
+        "--quick",
+        "--datasets",
+        "--no-table2",
+        "--n-folds",
+        "--max-folds",
+        "--n-splits",
+        "--max-iter",
+        "--cv-max-iter",
+        "--max-outer",
+        "--max-convex-iter",
+        "--tol",
+        "--stall-iter",
+        "--no-table1",
+        "--n-learn",
+        "--n-learn-mfeat",
+        "--seed",
+        "--out",
+        "--resume",
+        "--data-dir",
+        PARALLEL,
+    ),
     "reproduce logdet": ("--quick", "--repeats", "--seed", "--data-dir", "--json", PARALLEL),
-    "reproduce all": ("--quick", "--full", "--recorded", "--sections", "--out", "--reference", "--data-dir", "--seed",
-                      PARALLEL),
+    "reproduce all": (
+        "--quick",
+        "--full",
+        "--recorded",
+        "--sections",
+        "--out",
+        "--reference",
+        "--data-dir",
+        "--seed",
+        PARALLEL,
+    ),
 }
 #: every reproduction runs its independent fits through joblib (cvxkml.experiments._parallel)
-COMMANDS = {k: tuple(o for opt in v for o in (PARALLEL_OPTIONS if opt is PARALLEL else (opt,)))
-            for k, v in COMMANDS.items()}
+COMMANDS = {
+    k: tuple(o for opt in v for o in (PARALLEL_OPTIONS if opt is PARALLEL else (opt,))) for k, v in COMMANDS.items()
+}
 
 
 def _subparsers(parser):
@@ -83,13 +185,19 @@ def _commands(parser, prefix=""):
 def _wide() -> bool:
     """Whether the optional ``bench wide`` row is there: exactly when its module has register()
     (its options are pinned by that module's tests)."""
-    return callable(getattr(importlib.util.find_spec("cvxkml.experiments.bench_wide") and
-                            importlib.import_module("cvxkml.experiments.bench_wide"), "register", None))
+    return callable(
+        getattr(
+            importlib.util.find_spec("cvxkml.experiments.bench_wide")
+            and importlib.import_module("cvxkml.experiments.bench_wide"),
+            "register",
+            None,
+        )
+    )
 
 
 def test_command_names_and_options_are_pinned():
     found = _commands(cli.build_parser())
-    wide = _wide()                                     # listed after bench lmnn when there
+    wide = _wide()  # listed after bench lmnn when there
     assert ("bench wide" in found) == wide
     if wide:
         assert list(found).index("bench wide") == list(found).index("bench lmnn") + 1
@@ -108,7 +216,7 @@ def test_every_row_registers_the_same_way():
         first = _commands(parser)
         row.register(commands)
         if isinstance(row, _table.Registered) and row.optional and not first:
-            continue                                   # an optional module that is not there
+            continue  # an optional module that is not there
         assert first and _commands(parser) == first, row
     parser = argparse.ArgumentParser()
     commands = parser.add_subparsers(dest="command")
@@ -138,18 +246,21 @@ def _run(argv) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.parametrize("argv, fname", [
-    (["reproduce", "kcr"], "balance.csv"),
-    (["reproduce", "spectral"], "ionosphere.csv"),
-    (["reproduce", "spectral", "--quick"], "ionosphere.csv"),
-    (["reproduce", "lowrank", "--quick"], "pendigits.csv"),
-    (["reproduce", "mkl"], "sonar.csv"),
-    (["reproduce", "mkl", "--quick"], "mfeat.npz"),
-    (["reproduce", "trace", "--quick", "--no-png"], "mnist5000.npz"),
-    (["reproduce", "kcr", "--quick", "--datasets", "balance", "--n-jobs", "2"], "balance.csv"),
-    (["reproduce", "lowrank", "--backend", "dask"], "pendigits.csv"),
-    (["reproduce", "logdet", "--quick"], "ionosphere.csv"),
-])
+@pytest.mark.parametrize(
+    "argv, fname",
+    [
+        (["reproduce", "kcr"], "balance.csv"),
+        (["reproduce", "spectral"], "ionosphere.csv"),
+        (["reproduce", "spectral", "--quick"], "ionosphere.csv"),
+        (["reproduce", "lowrank", "--quick"], "pendigits.csv"),
+        (["reproduce", "mkl"], "sonar.csv"),
+        (["reproduce", "mkl", "--quick"], "mfeat.npz"),
+        (["reproduce", "trace", "--quick", "--no-png"], "mnist5000.npz"),
+        (["reproduce", "kcr", "--quick", "--datasets", "balance", "--n-jobs", "2"], "balance.csv"),
+        (["reproduce", "lowrank", "--backend", "dask"], "pendigits.csv"),
+        (["reproduce", "logdet", "--quick"], "ionosphere.csv"),
+    ],
+)
 def test_missing_data_is_one_line_on_stderr(argv, fname, tmp_path, monkeypatch):
     """Without the data folder's files: exit status 2, one line on standard error naming
     the file, before any experiment runs."""
@@ -167,7 +278,7 @@ def test_missing_data_is_one_line_on_stderr(argv, fname, tmp_path, monkeypatch):
 
 def test_no_data_folder_configured(tmp_path, monkeypatch):
     monkeypatch.delenv("CVXKML_DATA", raising=False)
-    monkeypatch.chdir(tmp_path)                       # no ../shared/data from here
+    monkeypatch.chdir(tmp_path)  # no ../shared/data from here
     rc, _, err = _run(["reproduce", "lowrank"])
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "No data folder configured" in err
 
@@ -175,7 +286,7 @@ def test_no_data_folder_configured(tmp_path, monkeypatch):
 def test_reproduce_yeung_quick_without_matplotlib(tmp_path, monkeypatch):
     """The tables are printed, the figure's absence is one line naming the ``plots`` extra,
     and the numbers are still saved."""
-    monkeypatch.setitem(sys.modules, "matplotlib", None)      # import matplotlib -> ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     monkeypatch.setenv("CVXKML_DATA", str(tmp_path / "no-data"))
     rc, out, err = _run(["reproduce", "yeung", "--quick", "--out", str(tmp_path)])

@@ -1,5 +1,6 @@
 """The Table 1 reproduction of Sriperumbudur et al. 2008 (cvxkml.experiments.reproduce_kcr) and
 ``cvxkml reproduce kcr``: protocol pieces and a smoke run (no timing assertions)."""
+
 import contextlib
 import io
 import json
@@ -30,8 +31,7 @@ def test_knn_errors_on_separated_data():
 
 
 def test_load_dataset_shapes(data_dir):
-    for name, shape in (("iris", (150, 4)), ("wine", (178, 13)), ("balance", (625, 4)),
-                        ("ionosphere", (351, 34))):
+    for name, shape in (("iris", (150, 4)), ("wine", (178, 13)), ("balance", (625, 4)), ("ionosphere", (351, 34))):
         X, y = rk.load_dataset(name, data_dir)
         assert X.shape == shape and y.shape == (shape[0],)
 
@@ -49,7 +49,7 @@ def test_cli_quick_run(tmp_path):
     row = next(ln for ln in out.splitlines() if ln.startswith("iris (150, 4, 3)"))
     cells = re.split(r"\s{2,}", row.strip())
     assert cells[1] == "75/30/45"
-    for cell in cells[2:6]:                                   # mean ± std of error in %
+    for cell in cells[2:6]:  # mean ± std of error in %
         mean, std = (float(v) for v in cell.split(" ± "))
         assert 0.0 <= mean <= 100.0 and std == 0.0
     done, total = (int(v) for v in cells[6].split("/"))
@@ -101,8 +101,7 @@ def test_bench_variants_smoke():
     summary = summarize_variants(rows)
     assert summary["instances"] == 9 and 0 <= summary["solved_by_all"] <= 9
     for r in rows:
-        done = [r[v]["objective"] for v in ("plain+track", "halpern+track", "plain+lapack")
-                if r[v]["converged"]]
+        done = [r[v]["objective"] for v in ("plain+track", "halpern+track", "plain+lapack") if r[v]["converged"]]
         if len(done) > 1:
             assert max(done) - min(done) <= 2e-3 * max(1.0, abs(min(done)))
 
@@ -115,6 +114,7 @@ def test_bench_large_row_smoke(data_dir):
     row = large_n_row(n=60, data_dir=data_dir, max_iter=20_000)
     for part in ("default", "baseline"):
         assert row[part]["converged"] and row[part]["gap"] <= 1e-3
-    assert abs(row["default"]["objective"] - row["baseline"]["objective"]) <= \
-        2e-3 * max(1.0, abs(row["baseline"]["objective"]))
+    assert abs(row["default"]["objective"] - row["baseline"]["objective"]) <= 2e-3 * max(
+        1.0, abs(row["baseline"]["objective"])
+    )
     assert row["speedup_to_1e3"] is not None and row["speedup_to_1e3"] > 0

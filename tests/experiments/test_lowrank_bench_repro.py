@@ -3,6 +3,7 @@ kernel k-means / NMI helpers, and the LowRankKernelITML estimator beyond check_e
 
 No timing assertions: times and rates are only checked to be finite and positive.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -36,17 +37,17 @@ def test_bench_lowrank_quick_structure():
     assert h1[4] == "cholupdatemult_t [1/s]" and h1[7] == "bit-identical"
     for r in proj:
         rank = int(r[0])
-        assert int(r[1]) == 3 * rank * rank + 2 * rank          # the paper's flop count
+        assert int(r[1]) == 3 * rank * rank + 2 * rank  # the paper's flop count
         assert all(positive_finite(c) for c in r[2:7] + r[8:12])
-        assert r[7] == "yes"                                    # cholupdatemult_t == cholupdatemult, bit for bit
-        assert float(r[12]) < 1e-10                             # Numba B == dense NumPy B
+        assert r[7] == "yes"  # cholupdatemult_t == cholupdatemult, bit for bit
+        assert float(r[12]) < 1e-10  # Numba B == dense NumPy B
     assert h2[:6] == ["constraints", "pairs", "solver", "sweeps", "stopped by", "certified"]
     assert h2[12:15] == ["objective", "max rel viol", "rel gap"]
     assert [(r[0], r[2]) for r in work] == [(c, s) for c in ("1000", "5000") for s in ("certified", "paper rule")]
     for r in work:
         assert int(r[1]) <= int(r[0]) and int(r[3]) >= 1 and r[15] == "-"
         assert all(positive_finite(c) for c in r[6:13])
-        if r[2] == "certified":                                 # the package's solve certifies
+        if r[2] == "certified":  # the package's solve certifies
             assert r[4] == "certificate" and r[5] == "yes"
             assert float(r[13]) <= 1e-3 and abs(float(r[14])) <= 1e-3
         else:
@@ -66,7 +67,7 @@ def test_lowrank_workload_projection_count_and_baseline_budget(tmp_path):
     cert, paper = res["rows"]
     assert (cert["solver"], paper["solver"]) == ("certified", "paper rule")
     assert cert["proj_per_s"] == pytest.approx(cert["projections"] / cert["solver_s"])
-    assert 0 < cert["projections"] <= cert["sweeps"] * cert["pairs"]      # the active set skips some
+    assert 0 < cert["projections"] <= cert["sweeps"] * cert["pairs"]  # the active set skips some
     assert paper["stop"] == "budget" and paper["sweeps"] == 4 and not paper["converged"]
     assert paper["projections"] == paper["sweeps"] * paper["pairs"]
     assert cert["certified"] and res["flops_per_projection"] == 3 * 20 * 20 + 2 * 20
@@ -81,7 +82,7 @@ def test_numpy_lowrank_sweep_matches_solver_loop():
     B_nb, lam = np.eye(6), np.zeros(m)
     z = np.zeros((m, 2))
     _sweeps_lowrank(B_nb, G0, np.full(m, PAIR), I, J, J, z, z, delta, bound.copy(), lam, 1.0, 0.0, 1)
-    assert updates == m == np.count_nonzero(lam)               # every projection updates
+    assert updates == m == np.count_nonzero(lam)  # every projection updates
     np.testing.assert_allclose(B_nb, B_np, rtol=1e-12, atol=1e-12)
 
 
@@ -94,7 +95,7 @@ def test_mnist_shape_factor_synthetic_without_data(tmp_path):
 def test_mnist_shape_factor_from_data(data_dir):
     G0, y, src = bench.mnist_shape_factor(7000, 12, data_dir=data_dir, seed=0)
     assert G0.shape == (7000, 12) and src.startswith("mnist5000.npz")
-    np.testing.assert_array_equal(y[5000:], y[:2000])          # second (noisy) copy
+    np.testing.assert_array_equal(y[5000:], y[:2000])  # second (noisy) copy
     assert not np.allclose(G0[5000:], G0[:2000])
 
 
@@ -108,7 +109,7 @@ def test_nmi_matches_sklearn_and_edge_cases():
         assert nmi(a, b) == pytest.approx(normalized_mutual_info_score(a, b), abs=1e-12)
     a = rng.integers(0, 4, 100)
     perm = np.array([2, 0, 3, 1])
-    assert nmi(a, perm[a]) == pytest.approx(1.0)              # relabelling
+    assert nmi(a, perm[a]) == pytest.approx(1.0)  # relabelling
     assert nmi(["x", "y", "x"], [5, 7, 5]) == pytest.approx(1.0)
     assert nmi(np.zeros(5), np.zeros(5)) == 1.0
     assert nmi(np.zeros(6), np.arange(6) % 2) == 0.0
@@ -131,7 +132,7 @@ def test_kernel_kmeans_planted_clusters_factor_and_kernel_paths_agree():
     np.testing.assert_array_equal(a.labels, b.labels)
     assert a.objective == pytest.approx(b.objective, rel=1e-9)
     inertia = KMeans(3, n_init=5, random_state=0).fit(X).inertia_
-    assert a.objective == pytest.approx(inertia, rel=1e-9)    # same optimum as Lloyd on X
+    assert a.objective == pytest.approx(inertia, rel=1e-9)  # same optimum as Lloyd on X
 
 
 def test_kernel_kmeans_finds_brute_force_optimum_of_gaussian_kernel():
@@ -144,11 +145,12 @@ def test_kernel_kmeans_finds_brute_force_optimum_of_gaussian_kernel():
     K = np.exp(-np.sum((X[:, None] - X[None]) ** 2, axis=-1) / 2.0)
 
     def objective(lab):
-        return sum(np.trace(K[np.ix_(c, c)]) - K[np.ix_(c, c)].sum() / c.size
-                   for c in (np.flatnonzero(lab == 0), np.flatnonzero(lab == 1)))
+        return sum(
+            np.trace(K[np.ix_(c, c)]) - K[np.ix_(c, c)].sum() / c.size
+            for c in (np.flatnonzero(lab == 0), np.flatnonzero(lab == 1))
+        )
 
-    best = min(objective(np.array((0,) + bits))
-               for bits in itertools.product((0, 1), repeat=8) if any(bits))
+    best = min(objective(np.array((0,) + bits)) for bits in itertools.product((0, 1), repeat=8) if any(bits))
     res = kernel_kmeans(K, n_clusters=2, n_init=30, random_state=0)
     assert res.objective == pytest.approx(best, rel=1e-10)
     assert objective(res.labels) == pytest.approx(res.objective, rel=1e-10)
@@ -161,7 +163,7 @@ def test_kernel_kmeans_edge_cases():
     one = kernel_kmeans(factor=X, n_clusters=1, n_init=1, random_state=0)
     assert np.all(one.labels == 0)
     assert one.objective == pytest.approx(np.sum((X - X.mean(0)) ** 2))
-    dup = np.repeat(X[:2], 5, axis=0)                          # 2 distinct points, 3 clusters
+    dup = np.repeat(X[:2], 5, axis=0)  # 2 distinct points, 3 clusters
     r3 = kernel_kmeans(factor=dup, n_clusters=3, n_init=3, random_state=0)
     assert np.bincount(r3.labels, minlength=3).min() >= 1
     with pytest.raises(InvalidInputError, match="exactly one"):
@@ -187,7 +189,7 @@ def test_digits_and_nursery_loaders(data_dir):
     X, y = load_digits389(data_dir)
     assert X.shape == (317, 16) and set(np.unique(y)) == {3, 8, 9}
     X2, _ = load_digits389(data_dir)
-    np.testing.assert_array_equal(X, X2)                       # fixed sample seed
+    np.testing.assert_array_equal(X, X2)  # fixed sample seed
     Xn, yn = load_nursery_ordinal(data_dir)
     assert Xn.shape == (12960, 8) and np.linalg.matrix_rank(Xn) == 8
     assert np.unique(yn).size == 5
@@ -204,7 +206,7 @@ def test_reproduce_lowrank_quick_smoke(data_dir):
         mean_nmi = float(r[1].split(" ± ")[0])
         acc = float(r[2].split(" ± ")[0])
         assert 0.0 <= mean_nmi <= 1.0 and 0.5 < acc <= 1.0
-    assert int(digits[1][3].split("/")[0]) >= 1                # cycles
+    assert int(digits[1][3].split("/")[0]) >= 1  # cycles
     for _, rows in tables[2:]:
         assert all(0.0 <= float(r[1].split(" ± ")[0]) <= 1.0 for r in rows)
     assert "QUICK smoke run" in text and "paper:" in text
@@ -222,6 +224,7 @@ def test_reproduce_lowrank_rows_quick(data_dir):
 @pytest.fixture(scope="module")
 def wine_std():
     from sklearn.datasets import load_wine
+
     X, y = load_wine(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)
     rng = np.random.default_rng(0)
@@ -232,14 +235,12 @@ def wine_std():
 @pytest.mark.parametrize("method, rank", [("eigen", 20), ("icholesky", 25), ("nystroem", 30)])
 def test_lowrank_transform_training_points_is_embedding(wine_std, method, rank):
     Xtr, ytr, Xte, _ = wine_std
-    est = LowRankKernelITML(rank=rank, method=method, n_similar=30, n_dissimilar=30,
-                            random_state=0).fit(Xtr, ytr)
+    est = LowRankKernelITML(rank=rank, method=method, n_similar=30, n_dissimilar=30, random_state=0).fit(Xtr, ytr)
     assert est.rank_ == rank and est.B_.shape == (rank, rank)
     assert np.allclose(est.B_, np.tril(est.B_))
     np.testing.assert_allclose(est.transform(Xtr), est.embedding_, atol=1e-7)
     G0 = est.factorization_.G0
-    np.testing.assert_allclose(est.embedding_ @ est.embedding_.T,
-                               G0 @ est.solution_.matrix @ G0.T, atol=1e-8)
+    np.testing.assert_allclose(est.embedding_ @ est.embedding_.T, G0 @ est.solution_.matrix @ G0.T, atol=1e-8)
     Z = est.transform(Xte)
     assert Z.shape == (len(Xte), rank) and np.all(np.isfinite(Z))
     f = pickle.loads(pickle.dumps(est.get_metric()))
@@ -253,16 +254,16 @@ def test_lowrank_linear_kernel_equals_factor_problem(wine_std):
     # linear kernel, eigen, full rank: the learned distances are those of the raw-factor
     # problem on the same constraints (LowRankLogDet is invariant to G0 -> G0 Q, Q orthogonal)
     Xtr, ytr, Xte, _ = wine_std
-    est = LowRankKernelITML(kernel="linear", n_similar=30, n_dissimilar=30, random_state=3,
-                            tol=1e-10).fit(Xtr, ytr)
+    est = LowRankKernelITML(kernel="linear", n_similar=30, n_dissimilar=30, random_state=3, tol=1e-10).fit(Xtr, ytr)
     assert est.rank_ == 13
-    pc = est.pairs_                                      # the constraints it learned from
+    pc = est.pairs_  # the constraints it learned from
     sol = LowRankLogDet(Xtr, pc, gamma=1.0).solve(tol=1e-10)
     A, B = Xte[:20], Xte[20:40]
     direct = np.linalg.norm((A - B) @ sol.info["B"], axis=1)
     np.testing.assert_allclose(est.pair_distance(np.stack([A, B], axis=1)), direct, rtol=1e-6)
-    pre = LowRankKernelITML(kernel="precomputed", n_similar=30, n_dissimilar=30, random_state=3,
-                            tol=1e-10).fit(Xtr @ Xtr.T, ytr)
+    pre = LowRankKernelITML(kernel="precomputed", n_similar=30, n_dissimilar=30, random_state=3, tol=1e-10).fit(
+        Xtr @ Xtr.T, ytr
+    )
     Zl, Zp = est.transform(Xte), pre.transform(Xte @ Xtr.T)
     np.testing.assert_allclose(Zl @ Zl.T, Zp @ Zp.T, atol=1e-6)
 

@@ -1,5 +1,6 @@
 """The Wang et al. 2011 reproduction (cvxkml.experiments.reproduce_mkl): statistics, protocol
 pieces and a smoke run of ``--quick`` (tiny budgets; the numbers are not a reproduction)."""
+
 import json
 import warnings
 
@@ -49,8 +50,9 @@ def test_quick_iris_run_and_cli(tmp_path, capsys):
     """One fold of the quick protocol on Iris (scikit-learn data, always available),
     through the command line."""
     path = tmp_path / "r.json"
-    args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--no-table2", "--max-folds", "1",
-                                          "--tol", "1e-4", "--out", str(path)])
+    args = _parser_with_mkl().parse_args(
+        ["reproduce", "mkl", "--quick", "--no-table2", "--max-folds", "1", "--tol", "1e-4", "--out", str(path)]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert args.func(args) == 0
@@ -62,10 +64,10 @@ def test_quick_iris_run_and_cli(tmp_path, capsys):
     assert data["protocol"]["tol"] == 1e-4
     r = data["table1"]["iris"]
     assert set(r["accuracy"]) == set(rm.TABLE1_METHODS)
-    assert r["folds_run"] == 1 and r["n_test"] == 51          # 17 of each class
+    assert r["folds_run"] == 1 and r["n_test"] == 51  # 17 of each class
     assert all(0.0 <= a <= 100.0 for a in r["accuracy"].values())
     assert r["accuracy"]["1-NN"] > 80.0
-    assert sum(r["score"].values()) == pytest.approx(10.0)       # 10 unordered pairs
+    assert sum(r["score"].values()) == pytest.approx(10.0)  # 10 unordered pairs
     f0 = r["per_fold"][0]
     assert f0["n_learn"] == 21 and f0["n_train"] == 99
     assert len(f0["mu"]) == 20 and sum(f0["mu"]) == pytest.approx(1.0)
@@ -76,9 +78,11 @@ def test_resumed_run_loads_finished_folds_and_records_every_fit(tmp_path, capsys
     """``--resume DIR``: a run stopped after its first fold resumes with the second; the
     numbers equal those of an uninterrupted run.  Every LMNN fit has a record (method,
     kernel, order of the learned matrix, iterations, gap, seconds)."""
+
     def run(*extra, path):
-        args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--no-table2", "--tol", "1e-3",
-                                              "--out", str(path), *extra])
+        args = _parser_with_mkl().parse_args(
+            ["reproduce", "mkl", "--quick", "--no-table2", "--tol", "1e-3", "--out", str(path), *extra]
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert args.func(args) == 0
@@ -146,16 +150,16 @@ def test_split_stopped_part_way_resumes_after_its_last_finished_fit(tmp_path, mo
             return rm.run_table1_dataset("iris", proto, max_folds=1, store=store)
 
     store = TaskStore(tmp_path / "store")
-    stop_after = 6                                   # LMNN_H and 5 inner-CV fits, then the "kill"
+    stop_after = 6  # LMNN_H and 5 inner-CV fits, then the "kill"
     with pytest.raises(_Stop):
         run(store)
-    assert not list(store.directory.glob("*.npz"))   # the fold did not finish ...
-    assert len(list((store.directory / "fits").rglob("*.npz"))) == 8   # ... NR, P, H and 5 inner fits did
+    assert not list(store.directory.glob("*.npz"))  # the fold did not finish ...
+    assert len(list((store.directory / "fits").rglob("*.npz"))) == 8  # ... NR, P, H and 5 inner fits did
     stop_after, calls[:] = None, []
     resumed = run(store)
-    assert len(calls) == 42 - 6                      # LMNN_H, 40 inner, LMNN-MKL_CV: only the unfinished
+    assert len(calls) == 42 - 6  # LMNN_H, 40 inner, LMNN-MKL_CV: only the unfinished
     assert len(list(store.directory.glob("*.npz"))) == 1
-    assert not list((store.directory / "fits").rglob("*.npz"))          # the saved fold's fits are gone
+    assert not list((store.directory / "fits").rglob("*.npz"))  # the saved fold's fits are gone
     fits = resumed["per_fold"][0]["lmnn_fits"]
     assert [f.get("stored", False) for f in fits] == [True] * 8 + [False] * 36
     calls[:] = []
@@ -182,19 +186,21 @@ def test_stall_iter_option_reaches_every_lmnn_fit_and_is_validated(tmp_path, cap
 
     monkeypatch.setattr(rm.LMNN, "_solve", spy)
     path = tmp_path / "r.json"
-    args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--no-table2", "--max-folds", "1",
-                                          "--stall-iter", "300", "--out", str(path)])
+    args = _parser_with_mkl().parse_args(
+        ["reproduce", "mkl", "--quick", "--no-table2", "--max-folds", "1", "--stall-iter", "300", "--out", str(path)]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert run_command(args) == 0
     assert json.loads(path.read_text())["protocol"]["stall_iter"] == 300
-    assert len(seen) == 42 and set(seen) == {300}       # LMNN_H, 40 inner-CV fits, LMNN-MKL_CV
+    assert len(seen) == 42 and set(seen) == {300}  # LMNN_H, 40 inner-CV fits, LMNN-MKL_CV
     capsys.readouterr()
     args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--stall-iter", "-1"])
     assert run_command(args, "cvxkml reproduce mkl") == 1
     err = capsys.readouterr().err
-    assert err.strip() == ("cvxkml reproduce mkl: --stall-iter must be 0 (off) or a positive number of "
-                           "iterations; got -1")
+    assert err.strip() == (
+        "cvxkml reproduce mkl: --stall-iter must be 0 (off) or a positive number of iterations; got -1"
+    )
 
 
 @pytest.mark.parametrize("bad", ["0", "1", "-1e-3", "2", "nan", "abc"])
@@ -210,7 +216,7 @@ def _parser_with_mkl():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command")
     rm.register(sub)
-    rm.register(sub)                          # idempotent
+    rm.register(sub)  # idempotent
     return p
 
 
@@ -218,7 +224,7 @@ def test_quick_mfeat_table2(data_dir):
     if not (data_dir / "mfeat.npz").is_file():
         pytest.skip(f"mfeat.npz not found in {data_dir} (Table 2 needs the Multiple Features data)")
     proto = rm.quick_protocol()
-    proto.n_learn_mfeat = 40                  # 4 per class: inner-CV halves keep 2
+    proto.n_learn_mfeat = 40  # 4 per class: inner-CV halves keep 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = rm.run_table2(proto, data_dir=data_dir, n_splits=1)

@@ -1,6 +1,7 @@
 """Independent fits of the reproductions through joblib (cvxkml.experiments._parallel): the
 numbers of ``--n-jobs 2`` (loky processes) and of a local Dask cluster are those of the
 serial run; results come back in task order; the options' errors are one line."""
+
 import json
 import sys
 import time
@@ -51,8 +52,9 @@ def test_results_come_back_in_task_order():
     """The first task finishes last; the results are still in task order, and so are the
     callbacks."""
     seen = []
-    out = _parallel.run_tasks(_sleepy, [(0, 0.6), (1, 0.0), (2, 0.0), (3, 0.0)], n_jobs=2,
-                              callback=lambda k, r: seen.append((k, r)))
+    out = _parallel.run_tasks(
+        _sleepy, [(0, 0.6), (1, 0.0), (2, 0.0), (3, 0.0)], n_jobs=2, callback=lambda k, r: seen.append((k, r))
+    )
     assert out == [0, 1, 4, 9] and seen == list(enumerate(out))
     assert _parallel.run_tasks(_sleepy, [(5, 0.0)], n_jobs=1) == [25]
 
@@ -79,8 +81,9 @@ def test_task_store_resumes_and_keys_cover_data_and_description(tmp_path):
     assert _CALLS == [0, 1] and keys[0] in store and keys[2] not in store
     _CALLS.clear()
     seen = []
-    again = _parallel.run_tasks(_counted, [0, 1, 2, 3], n_jobs=1, store=store, keys=keys,
-                                callback=lambda k, r: seen.append(k))
+    again = _parallel.run_tasks(
+        _counted, [0, 1, 2, 3], n_jobs=1, store=store, keys=keys, callback=lambda k, r: seen.append(k)
+    )
     assert _CALLS == [2, 3] and seen == [0, 1, 2, 3]
     assert again[:2] == first and again[3] == {"square": 9}
     assert not list((tmp_path / "store").glob("*.tmp*"))
@@ -88,16 +91,21 @@ def test_task_store_resumes_and_keys_cover_data_and_description(tmp_path):
     keys2 = [_parallel.TaskStore.key(task=k, loky=True) for k in range(4)]
     store.save(keys2[1], {"square": -1})
     seen.clear()
-    out = _parallel.run_tasks(_counted, [0, 1, 2, 3], n_jobs=2, store=store, keys=keys2,
-                              callback=lambda k, r: seen.append(k))
+    out = _parallel.run_tasks(
+        _counted, [0, 1, 2, 3], n_jobs=2, store=store, keys=keys2, callback=lambda k, r: seen.append(k)
+    )
     assert out == [{"square": 0}, {"square": -1}, {"square": 4}, {"square": 9}] and seen == [0, 1, 2, 3]
     assert all(k in store for k in keys2)
     # the key sees the data's bytes, dtype and shape, and the description
     base = _parallel.TaskStore.key(np.arange(3.0), a=1)
     assert base == _parallel.TaskStore.key(np.arange(3.0), a=1)
-    for other in (_parallel.TaskStore.key(np.arange(3.0) + 1e-16 * np.array([0, 0, 4]), a=1),
-                  _parallel.TaskStore.key(np.arange(3), a=1), _parallel.TaskStore.key(np.arange(3.0)[None], a=1),
-                  _parallel.TaskStore.key(np.arange(3.0), a=2), _parallel.TaskStore.key(np.arange(3.0), b=1)):
+    for other in (
+        _parallel.TaskStore.key(np.arange(3.0) + 1e-16 * np.array([0, 0, 4]), a=1),
+        _parallel.TaskStore.key(np.arange(3), a=1),
+        _parallel.TaskStore.key(np.arange(3.0)[None], a=1),
+        _parallel.TaskStore.key(np.arange(3.0), a=2),
+        _parallel.TaskStore.key(np.arange(3.0), b=1),
+    ):
         assert other != base
     with pytest.raises(ValueError, match="one key per task"):
         _parallel.run_tasks(_counted, [0, 1], store=store, keys=keys[:1])
@@ -113,8 +121,9 @@ def test_dask_local_cluster_equals_serial(serial, tmp_path):
     """A local Dask cluster of two worker processes on the loopback interface, reached
     with ``--backend dask --scheduler ADDRESS``."""
     distributed = pytest.importorskip("distributed", reason="dask.distributed (the 'dask' extra) not installed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, silence_logs=50) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None, silence_logs=50
+    ) as cluster:
         address = cluster.scheduler_address
         assert address.startswith("tcp://127.0.0.1:")
         numbers, out = _kcr(tmp_path, "--backend", "dask", "--scheduler", address)
@@ -133,8 +142,9 @@ def test_function_level_n_jobs_equals_serial():
     Xtr, Xva = reproduce_kcr._standardize(X[tr], X[va])
     one = reproduce_kcr.kcr_grid(Xtr, y[tr], Xva, y[va], protocol, n_jobs=1)
     two = reproduce_kcr.kcr_grid(Xtr, y[tr], Xva, y[va], protocol, n_jobs=2)
-    strip = lambda fits: [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in f.items() if k != "time"}
-                          for f in fits]
+    strip = lambda fits: [
+        {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in f.items() if k != "time"} for f in fits
+    ]
     assert [f["nu"] for f in one] == [0.5, 2.0] and strip(one) == strip(two)
 
 
@@ -143,7 +153,7 @@ def test_option_errors_are_one_line(monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and "finished" not in out
     assert err == ["cvxkml reproduce kcr: --scheduler needs --backend dask."]
-    monkeypatch.setitem(sys.modules, "distributed", None)          # import distributed -> ImportError
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     rc, out = run_cli(KCR_ARGS + ["--backend", "dask"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and "finished" not in out and len(err) == 1

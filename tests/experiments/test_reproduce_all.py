@@ -1,5 +1,6 @@
 """``cvxkml reproduce all`` (cvxkml.experiments.reproduce_all): the quick smoke run, the
 recorded summary in reference/, and the rules that make a row."""
+
 import json
 import re
 from pathlib import Path
@@ -10,9 +11,25 @@ from cvxkml.experiments import reproduce_all as ra
 from cvxkml.experiments.cli import main
 
 REF = Path(__file__).resolve().parents[2] / "reference"
-FIELDS = {"paper", "table", "dataset", "method", "metric", "published", "published_std", "measured", "std",
-          "differs", "certified", "certified_fits", "protocol_difference", "command", "source", "sheet",
-          "explanation"}
+FIELDS = {
+    "paper",
+    "table",
+    "dataset",
+    "method",
+    "metric",
+    "published",
+    "published_std",
+    "measured",
+    "std",
+    "differs",
+    "certified",
+    "certified_fits",
+    "protocol_difference",
+    "command",
+    "source",
+    "sheet",
+    "explanation",
+}
 
 
 def _headings(sheet: Path) -> set:
@@ -24,14 +41,14 @@ def test_quick_runs_every_table_and_writes_the_summary(data_dir, tmp_path, capsy
     assert status == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["mode"] == "quick"
-    assert {s["key"] for s in summary["sections"]} == set(ra.SECTIONS)       # every table and figure
+    assert {s["key"] for s in summary["sections"]} == set(ra.SECTIONS)  # every table and figure
     assert set(summary["groups"]) == set(ra.GROUPS)
     assert all(g["source"] == "run" for g in summary["groups"].values())
     for rec in summary["records"]:
         assert FIELDS <= set(rec)
         assert rec["command"] == ra.QUICK_COMMAND and rec["source"] == "this run"
         assert rec["certified"] in (True, False, None)
-        if rec["certified"] is not None:                     # a count "k/n" of certified fits
+        if rec["certified"] is not None:  # a count "k/n" of certified fits
             k, n = map(int, rec["certified_fits"].split("/"))
             assert 0 <= k <= n and rec["certified"] == (k == n)
     assert any(r["certified"] is not None for r in summary["records"])
@@ -68,7 +85,7 @@ def test_recorded_rows_come_from_the_results_files():
     row = next(r for r in recs if r["dataset"] == "ionosphere" and r["method"] == "LogDet linear")
     assert row["measured"] == recorded["jain2012_table1"]["result"]["ionosphere"]["mean"][1]
     assert row["certified"] is True and row["certified_fits"] == "20/20"
-    for name, command in ra.MKL_FULL_RUNS.items():        # every full-protocol MKL run has its rows
+    for name, command in ra.MKL_FULL_RUNS.items():  # every full-protocol MKL run has its rows
         run = json.loads((REF / name).read_text())
         tables = [(d, r) for d, r in (run["table1"] or {}).items()]
         tables += [("Multiple Features", run["table2"])] if run.get("table2") else []
@@ -109,8 +126,10 @@ def test_differs_rule():
 
 def test_anchor_is_githubs():
     assert ra.anchor("Table 1 — XOR, n = 8 000, |S| = 50") == "table-1--xor-n--8-000-s--50"
-    assert ra.anchor("`cvxkml reproduce spectral` (Kulis et al. Figure 5)") == \
-        "cvxkml-reproduce-spectral-kulis-et-al-figure-5"
+    assert (
+        ra.anchor("`cvxkml reproduce spectral` (Kulis et al. Figure 5)")
+        == "cvxkml-reproduce-spectral-kulis-et-al-figure-5"
+    )
 
 
 def test_missing_data_sets_are_not_in_the_data_folder(data_dir):
@@ -136,16 +155,24 @@ def _t1(input_j, rbf_j, rca, ours, **extra):
 
 
 def test_yeung_implied_table1_rows_are_recorded_and_labelled():
-    res = {"table1": _t1(1.5, 1.6, [1.1, 1.3], {"100": [2.0, 2.2], "200": [2.4, 2.8]}),
-           "table1_implied": _t1(1.2460, 1.4253, [1.25, 1.26], {"100": [1.8, 2.0]}, xor_std=0.2304,
-                                 sigma=1.2965, command="cvxkml reproduce yeung --part table1 --implied")}
+    res = {
+        "table1": _t1(1.5, 1.6, [1.1, 1.3], {"100": [2.0, 2.2], "200": [2.4, 2.8]}),
+        "table1_implied": _t1(
+            1.2460,
+            1.4253,
+            [1.25, 1.26],
+            {"100": [1.8, 2.0]},
+            xor_std=0.2304,
+            sigma=1.2965,
+            command="cvxkml reproduce yeung --part table1 --implied",
+        ),
+    }
     sections = {k: ra._Section(k, *v) for k, v in ra.SECTIONS.items()}
     ra._yeung_records(sections, res, "cvxkml reproduce yeung", "reference/x.json")
     recs = sections["yeung_t1"].records
     main = [r for r in recs if r["dataset"] == "XOR"]
     implied = [r for r in recs if r["dataset"] != "XOR"]
-    assert [r["method"] for r in main] == ["input space", "RBF feature space", "RCA", "ours, m = 100",
-                                           "ours, m = 200"]
+    assert [r["method"] for r in main] == ["input space", "RBF feature space", "RCA", "ours, m = 100", "ours, m = 200"]
     assert [r["method"] for r in implied] == ["input space", "RBF feature space", "RCA", "ours, m = 100"]
     for r in implied:
         assert r["dataset"] == "XOR, implied setting (blob std 0.2304, sigma 1.2965)"
@@ -159,8 +186,7 @@ def test_yeung_implied_table1_rows_are_recorded_and_labelled():
     assert implied[3]["measured"] == pytest.approx(1.9) and implied[3]["std"] == pytest.approx(0.1)
     assert implied[3]["published"] == 2.8657 and implied[3]["differs"] is True
     assert main[3]["measured"] == pytest.approx(2.1) and main[0]["measured"] == 1.5
-    assert all(r["command"] == "cvxkml reproduce yeung" and "implied" not in r["protocol_difference"]
-               for r in main)
+    assert all(r["command"] == "cvxkml reproduce yeung" and "implied" not in r["protocol_difference"] for r in main)
     # without the key, Table 1 has the main rows only
     sections = {k: ra._Section(k, *v) for k, v in ra.SECTIONS.items()}
     ra._yeung_records(sections, {"table1": res["table1"]}, "cvxkml reproduce yeung", "reference/x.json")

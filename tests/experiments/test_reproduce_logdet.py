@@ -1,4 +1,5 @@
 """Jain et al. 2012 Table 1 (cvxkml.experiments.reproduce_logdet)."""
+
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
 """The ``scale`` option of the UCI rows of ``cvxkml reproduce lowrank`` (Kulis et al. 2009,
 Figure 3: Spambase and Nursery) and the ``--parts`` / ``--scale`` command-line options."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,12 +22,12 @@ from cvxkml.experiments.reproduce_lowrank import (
 def test_scale_features_standardizes_columns_and_keeps_raw():
     rng = np.random.default_rng(0)
     X = rng.normal(3.0, [1.0, 50.0, 0.01], (40, 3))
-    X = np.column_stack([X, np.full(40, 7.0)])                   # a constant column
+    X = np.column_stack([X, np.full(40, 7.0)])  # a constant column
     np.testing.assert_array_equal(scale_features(X, "none"), X)
     Z = scale_features(X, "standardize")
     np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-12)
     np.testing.assert_allclose(Z[:, :3].std(axis=0), 1.0, rtol=1e-12)
-    np.testing.assert_array_equal(Z[:, 3], 0.0)                  # centred only, no division by 0
+    np.testing.assert_array_equal(Z[:, 3], 0.0)  # centred only, no division by 0
     np.testing.assert_allclose(Z[:, 1], (X[:, 1] - X[:, 1].mean()) / X[:, 1].std(), rtol=1e-12)
     assert SCALES == ("none", "standardize")
 
@@ -55,7 +56,7 @@ def test_uci_rows_standardized_spambase_is_the_kmeans_of_standardized_features(d
     std = uci_rows("spambase", scale="standardize", **kw)[0]
     X, y = load_spambase(data_dir)
     Z = (X - X.mean(axis=0)) / X.std(axis=0)
-    rng = np.random.default_rng([0, 0, 0, 7])                      # the task's seed (seed, draw, m, 7)
+    rng = np.random.default_rng([0, 0, 0, 7])  # the task's seed (seed, draw, m, 7)
     expected = nmi(y, kernel_kmeans(factor=Z, n_clusters=2, n_init=2, random_state=rng).labels)
     assert std["nmi_mean"] == pytest.approx(expected, abs=1e-12)
     assert abs(std["nmi_mean"] - raw["nmi_mean"]) > 1e-3
@@ -63,10 +64,21 @@ def test_uci_rows_standardized_spambase_is_the_kmeans_of_standardized_features(d
 
 
 def test_cli_parts_and_scale(data_dir):
-    text = run_cli_ok(["reproduce", "lowrank", "--quick", "--parts", "spambase", "--scale", "standardize",
-                       "--data-dir", str(data_dir)])
+    text = run_cli_ok(
+        [
+            "reproduce",
+            "lowrank",
+            "--quick",
+            "--parts",
+            "spambase",
+            "--scale",
+            "standardize",
+            "--data-dir",
+            str(data_dir),
+        ]
+    )
     tables = output_tables(text)
-    assert len(tables) == 1                                      # Spambase only
+    assert len(tables) == 1  # Spambase only
     head, rows = tables[0]
     assert head[0] == "constraints" and [r[0] for r in rows] == ["0", "50"]
     assert "Spambase: 4601 x 57, features standardized" in text

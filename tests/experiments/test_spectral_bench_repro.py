@@ -3,6 +3,7 @@ MNIST-shape workload) and ``cvxkml reproduce spectral`` (Kulis et al. Figure 5).
 
 No timing assertions: times are only checked to be finite and positive.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,11 +23,11 @@ def test_bench_vonneumann_quick_structure():
     (h1, proj), (h2, work), (h3, dense) = output_tables(text)
     assert h1[0] == "r" and [r[0] for r in proj] == ["10", "50"]
     for r in proj:
-        assert int(r[2]) == int(r[1])                            # every projection updated
-        assert 1.0 <= float(r[3]) <= 6.0                         # evaluations per projection
+        assert int(r[2]) == int(r[1])  # every projection updated
+        assert 1.0 <= float(r[3]) <= 6.0  # evaluations per projection
         assert all(positive_finite(c) for c in r[4:7]) and int(r[7]) >= 10
         assert 1.0 <= float(r[8]) <= 6.0 and positive_finite(r[9]) and positive_finite(r[10])
-        assert float(r[11]) < 1e-10                              # Algorithm 3 X == dense NumPy X
+        assert float(r[11]) < 1e-10  # Algorithm 3 X == dense NumPy X
     assert h2[:6] == ["constraints", "pairs", "solver", "sweeps", "stopped by", "certified"]
     assert h2[14:17] == ["objective", "max rel viol", "rel gap"]
     assert [(r[0], r[2]) for r in work] == [(c, s) for c in ("500", "2000") for s in ("certified", "paper rule")]
@@ -34,7 +35,7 @@ def test_bench_vonneumann_quick_structure():
         assert int(r[1]) <= int(r[0]) and int(r[3]) >= 1 and r[17] == "-"
         assert int(r[10]) <= int(r[9]) == int(r[3]) * int(r[1])  # ZEROFINDER runs <= visits = sweeps x pairs
         assert all(positive_finite(c) for c in r[6:9] + r[11:14])
-        if r[2] == "certified":                                 # the package's driver certifies
+        if r[2] == "certified":  # the package's driver certifies
             assert r[4] == "certificate" and r[5] == "yes"
             assert float(r[15]) <= 1e-3 and abs(float(r[16])) <= 1e-3
         else:
@@ -91,11 +92,10 @@ def test_vonneumann_pairs_problem_is_kulis_start():
 
 
 def test_vonneumann_workload_custom_counts_and_budget(tmp_path):
-    res = bench.vonneumann_workload_rows(quick=True, data_dir=tmp_path, counts=(300,), time_budget=1e-9,
-                                         baseline=False)
+    res = bench.vonneumann_workload_rows(quick=True, data_dir=tmp_path, counts=(300,), time_budget=1e-9, baseline=False)
     assert res["source"].startswith("synthetic") and (res["n"], res["r"]) == (3000, 10)
     (row,) = res["rows"]
-    assert row["sweeps"] == 1 and row["pairs"] <= 300               # the budget stops after one sweep
+    assert row["sweeps"] == 1 and row["pairs"] <= 300  # the budget stops after one sweep
     assert row["stop"] == "budget" and not row["converged"] and res["dense"] == []
     assert row["proj_per_s"] == pytest.approx(row["projections"] / row["solver_s"])
     assert row["visits"] == row["pairs"] and 0 < row["projections"] <= row["visits"]
@@ -112,9 +112,9 @@ def test_reproduce_spectral_quick_smoke(data_dir):
     assert {r[1] for r in rows} == {"178x13", "351x34", "150x4", "625x4"}
     for r in rows:
         mean, std = (float(v) for v in r[4].split(" ± "))
-        assert 0.0 <= mean <= 0.5 and std == 0.0                  # one repeat
+        assert 0.0 <= mean <= 0.5 and std == 0.0  # one repeat
         if r[3] != "Euclidean":
-            assert r[5] == "1:2" and r[8] == "2/2"               # gamma fixed to 1, both folds converged
+            assert r[5] == "1:2" and r[8] == "2/2"  # gamma fixed to 1, both folds converged
             c = int(r[2])
             assert 0.8 * 40 * c * c <= float(r[6]) <= 40 * c * c  # 40c² pairs less duplicates
     assert "QUICK smoke run" in text and "not in the text" in text
@@ -127,6 +127,7 @@ def test_vonneumann_map_reproduces_learned_kernel():
     X = (X - X.mean(0)) / X.std(0)
     L, info = fit_transform_method("vonneumann", X, y, 1.0, np.random.default_rng(0))
     from cvxkml.experiments.reproduce_spectral import _constraints
+
     pc = _constraints(X, y, np.random.default_rng(0))
     sol = VonNeumannKernel(X @ X.T, pc, gamma=1.0).solve(tol=1e-3, max_iter=2000)
     Z = X @ L.T

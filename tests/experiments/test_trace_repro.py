@@ -5,6 +5,7 @@ PCA on unseen digits): the protocol helpers, a quick smoke run on the offline MN
 The full reproduction (``cvxkml reproduce trace``, about 10–15 minutes) and its measured
 numbers are in reference/jain2012-trace.md; here only tiny instances run.
 """
+
 import contextlib
 import io
 import json
@@ -39,7 +40,7 @@ def test_draw_split_is_stratified_and_disjoint():
 
 
 def test_median_gamma():
-    X = np.array([[0.0], [1.0], [3.0]])          # squared distances 1, 9, 4 -> median 4
+    X = np.array([[0.0], [1.0], [3.0]])  # squared distances 1, 9, 4 -> median 4
     assert median_gamma(X) == pytest.approx(0.25)
 
 
@@ -86,10 +87,17 @@ def test_quick_embedding_consistent_with_estimator(quick, data_dir):
     st = res["settings"]
     X, y = load_digits_data("mnist5000", data_dir)
     tr, te = draw_split(y, st["n_train"], st["n_test"], st["seed"])
-    est = TraceSSIKDR(kernel_params={"gamma": st["gamma"][0]}, tau=10.0, n_components=2,
-                      n_similar=st["n_similar"], n_dissimilar=st["n_dissimilar"],
-                      percentiles=st["percentiles"], tol=st["tol"], max_iter=st["max_sweeps"],
-                      random_state=st["seed"]).fit(X[tr], y[tr])
+    est = TraceSSIKDR(
+        kernel_params={"gamma": st["gamma"][0]},
+        tau=10.0,
+        n_components=2,
+        n_similar=st["n_similar"],
+        n_dissimilar=st["n_dissimilar"],
+        percentiles=st["percentiles"],
+        tol=st["tol"],
+        max_iter=st["max_sweeps"],
+        random_state=st["seed"],
+    ).fit(X[tr], y[tr])
     np.testing.assert_allclose(est.transform(X[te]), res["draws"][0]["embeddings"]["trace"], atol=1e-10)
     assert est.rank_ == res["draws"][0]["solver"][10.0]["rank"] and est.n_components_ == 2
 
@@ -103,8 +111,7 @@ def test_quick_png(quick):
 def test_cli_reproduce_trace_quick(data_dir, tmp_path):
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["reproduce", "trace", "--quick", "--no-png", "--out", str(tmp_path),
-                   "--data-dir", str(data_dir)])
+        rc = main(["reproduce", "trace", "--quick", "--no-png", "--out", str(tmp_path), "--data-dir", str(data_dir)])
     out = buf.getvalue()
     assert rc == 0, out
     assert "QUICK smoke run" in out and "kernel PCA (fit on the training digits)" in out

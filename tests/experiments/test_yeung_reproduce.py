@@ -4,6 +4,7 @@ Table 1 / Figure 1 / Table 2 protocols and ``cvxkml reproduce yeung --quick``.
 The full reproduction (``cvxkml reproduce yeung``) takes several minutes; its measured
 numbers are in reference/yeung2007-scalable.md.  Here only small instances run.
 """
+
 import json
 import re
 
@@ -26,7 +27,7 @@ def test_make_xor():
     X, y = make_xor(1001, random_state=3)
     assert X.shape == (1001, 2) and set(np.unique(y)) == {0, 1}
     q = np.sign(X[:, 0]) * np.sign(X[:, 1])
-    assert np.mean((q > 0) == (y == 0)) > 0.99        # XOR layout (std 0.3: few points cross an axis)
+    assert np.mean((q > 0) == (y == 0)) > 0.99  # XOR layout (std 0.3: few points cross an axis)
     assert abs(np.sum(y == 0) - np.sum(y == 1)) <= 1
     X2, y2 = make_xor(1001, random_state=3)
     np.testing.assert_array_equal(X, X2)
@@ -81,7 +82,7 @@ def test_cli_reproduce_yeung_quick(tmp_path):
     assert rc == 0 and "Scaling — XOR" in out
     rows = [re.split(r"\s{2,}", ln.strip()) for ln in out.splitlines() if re.match(r"^(500|1000|2000)\s", ln)]
     assert [r[0] for r in rows] == ["500", "1000", "2000"]
-    assert all(float(r[2]) > 0 for r in rows)            # ratios only, no timing assertion
+    assert all(float(r[2]) > 0 for r in rows)  # ratios only, no timing assertion
     rc, out = run_cli(["reproduce"])
     assert rc == 2 and "yeung" in out
 
@@ -122,20 +123,37 @@ def test_table1_rows_passes_rank_rtol_xor_std_and_neighbors():
     few = table1_rows(rank_rtol=3e-2, xor_std=0.2, n_neighbors=5, **kw)
     assert every["rank_rtol"] == 1e-10 and every["xor_std"] == 0.3 and every["n_neighbors"] == 10
     assert few["rank_rtol"] == 3e-2 and few["xor_std"] == 0.2 and few["n_neighbors"] == 5
-    assert few["q"][60][0] < every["q"][60][0]                 # fewer components kept
-    assert few["input"] != every["input"]                      # other data
+    assert few["q"][60][0] < every["q"][60][0]  # fewer components kept
+    assert few["input"] != every["input"]  # other data
 
 
 def test_cli_table1_setting_options(tmp_path):
     from cvxkml.experiments.reproduce_yeung import IMPLIED_TABLE1
 
-    rc, out = run_cli(["reproduce", "yeung", "--quick", "--part", "table1", "--implied", "--landmarks", "100",
-                       "--neighbors", "5", "--runs", "1", "--out", str(tmp_path)])
+    rc, out = run_cli(
+        [
+            "reproduce",
+            "yeung",
+            "--quick",
+            "--part",
+            "table1",
+            "--implied",
+            "--landmarks",
+            "100",
+            "--neighbors",
+            "5",
+            "--runs",
+            "1",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert rc == 0
     assert f"RBF sigma = {IMPLIED_TABLE1['sigma']:.4g} (given), K = 5" in out
     assert f"blob std {IMPLIED_TABLE1['xor_std']:g}" in out
     saved = json.loads((tmp_path / "yeung2007_results.json").read_text())["table1"]
     assert saved["xor_std"] == IMPLIED_TABLE1["xor_std"] and set(saved["ours"]) == {"100"}
-    rc, _ = run_cli(["reproduce", "yeung", "--quick", "--part", "table1", "--implied", "--sigma", "1",
-                     "--out", str(tmp_path)])
+    rc, _ = run_cli(
+        ["reproduce", "yeung", "--quick", "--part", "table1", "--implied", "--sigma", "1", "--out", str(tmp_path)]
+    )
     assert rc != 0

@@ -2,6 +2,7 @@
 divergence of the generating function (φ(X) = −log det X for LogDet, tr(X log X − X) for von
 Neumann) with SciPy's matrix logarithm and NumPy's slogdet, and the range-space reduction
 (Kulis et al. 2009, Theorem 7)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +35,7 @@ def test_logdet_is_the_bregman_divergence_of_minus_logdet(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 7))
     X, Y = _spd(rng, n), _spd(rng, n)
-    phi = lambda A: -np.linalg.slogdet(A)[1]            # noqa: E731
+    phi = lambda A: -np.linalg.slogdet(A)[1]  # noqa: E731
     grad_Y = -np.linalg.inv(Y)
     bregman = phi(X) - phi(Y) - np.sum(grad_Y * (X - Y))
     assert logdet_divergence(X, Y) == pytest.approx(bregman, rel=1e-8, abs=1e-9)
@@ -51,7 +52,8 @@ def test_logdet_is_invariant_under_congruence(seed):
     X, Y = _spd(rng, n), _spd(rng, n)
     A = rng.standard_normal((n, n)) + 3 * np.eye(n)
     assert logdet_divergence(_sym(A @ X @ A.T), _sym(A @ Y @ A.T)) == pytest.approx(
-        logdet_divergence(X, Y), rel=1e-7, abs=1e-9)
+        logdet_divergence(X, Y), rel=1e-7, abs=1e-9
+    )
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -65,7 +67,7 @@ def test_logdet_on_a_shared_range_is_the_reduced_divergence(seed):
     X, Y = _sym(V @ Xh @ V.T), _sym(V @ Yh @ V.T)
     assert logdet_divergence(X, Y) == pytest.approx(logdet_divergence(Xh, Yh), rel=1e-7, abs=1e-9)
     w = rng.standard_normal(n)
-    w -= V @ (V.T @ w)                                   # a direction outside range(Y)
+    w -= V @ (V.T @ w)  # a direction outside range(Y)
     assert logdet_divergence(X + np.outer(w, w), Y) == np.inf
 
 
@@ -84,7 +86,7 @@ def test_von_neumann_is_the_bregman_divergence_of_the_entropy(seed):
     n = int(rng.integers(1, 7))
     X, Y = _spd(rng, n, 30.0), _spd(rng, n, 30.0)
     logX, logY = np.real(logm(X)), np.real(logm(Y))
-    phi = lambda A, logA: np.trace(A @ logA) - np.trace(A)   # noqa: E731
+    phi = lambda A, logA: np.trace(A @ logA) - np.trace(A)  # noqa: E731
     bregman = phi(X, logX) - phi(Y, logY) - np.sum(logY * (X - Y))
     assert von_neumann_divergence(X, Y) == pytest.approx(bregman, rel=1e-7, abs=1e-9)
     assert von_neumann_divergence(X, Y) >= -1e-12
@@ -99,7 +101,7 @@ def test_von_neumann_psd_with_nested_ranges(seed):
     n, r = 6, int(rng.integers(2, 5))
     V, _ = np.linalg.qr(rng.standard_normal((n, r)))
     Yh = _spd(rng, r, 20.0)
-    U = V @ np.linalg.qr(rng.standard_normal((r, r - 1)))[0]       # range(X) inside range(Y)
+    U = V @ np.linalg.qr(rng.standard_normal((r, r - 1)))[0]  # range(X) inside range(Y)
     Xs = _spd(rng, r - 1, 20.0)
     X, Y = _sym(U @ Xs @ U.T), _sym(V @ Yh @ V.T)
     Xh = _sym(V.T @ X @ V)

@@ -1,6 +1,7 @@
 """cvxkml.formulas.penalties against their definitions: each soft penalty is the conjugate of
 ½ quad·λ² on its box (checked by brute force over λ), equals its closed form (hinge C·ρ₊,
 C·|ρ|, squared (C/2)·ρ₊², (C/2)·ρ²), and the pair satisfies Fenchel–Young."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +16,7 @@ FAMILIES = {
     "hinge": (0.0, C, 0.0, lambda r: C * np.maximum(r, 0.0)),
     "hinge equality": (-C, C, 0.0, lambda r: C * np.abs(r)),
     "squared hinge": (0.0, INF, 1.0 / C, lambda r: 0.5 * C * np.maximum(r, 0.0) ** 2),
-    "squared equality": (-INF, INF, 1.0 / C, lambda r: 0.5 * C * r ** 2),
+    "squared equality": (-INF, INF, 1.0 / C, lambda r: 0.5 * C * r**2),
     "hard inequality": (0.0, INF, 0.0, lambda r: np.zeros_like(r)),
     "hard equality": (-INF, INF, 0.0, lambda r: np.zeros_like(r)),
 }
@@ -39,7 +40,7 @@ def test_penalty_is_the_conjugate_of_the_dual_term_on_its_box(name):
     (clipped to |λ| <= 100 where it is unbounded)."""
     lo, up, q, _ = FAMILIES[name]
     grid = np.linspace(max(lo, -100.0), min(up, 100.0), 100_001)
-    brute = np.max(np.outer(RHO, grid) - 0.5 * q * grid ** 2, axis=1)
+    brute = np.max(np.outer(RHO, grid) - 0.5 * q * grid**2, axis=1)
     lo_a, up_a, q_a = _arrays(name, RHO.size)
     got = penalty(RHO, lo_a, up_a, q_a)
     assert np.all(got >= brute - 1e-9)
@@ -73,13 +74,19 @@ def test_fenchel_young(name):
 
 def test_hard_violation_is_the_violated_hard_side_only():
     rho = np.array([-2.0, -0.5, 0.0, 0.5, 2.0])
-    cases = {"hard inequality": np.maximum(rho, 0.0), "hard equality": np.abs(rho),
-             "hinge": np.zeros(5), "squared hinge": np.zeros(5), "squared equality": np.zeros(5)}
+    cases = {
+        "hard inequality": np.maximum(rho, 0.0),
+        "hard equality": np.abs(rho),
+        "hinge": np.zeros(5),
+        "squared hinge": np.zeros(5),
+        "squared equality": np.zeros(5),
+    }
     for name, expected in cases.items():
         np.testing.assert_array_equal(hard_violation(rho, *_arrays(name, 5)), expected)
     # one-sided hard equality-from-below: lower = −inf, upper finite box of a hinge side
-    np.testing.assert_array_equal(hard_violation(rho, np.full(5, -INF), np.full(5, C), np.zeros(5)),
-                                  np.maximum(-rho, 0.0))
+    np.testing.assert_array_equal(
+        hard_violation(rho, np.full(5, -INF), np.full(5, C), np.zeros(5)), np.maximum(-rho, 0.0)
+    )
 
 
 def test_mixed_rows_are_evaluated_per_constraint():
@@ -91,4 +98,4 @@ def test_mixed_rows_are_evaluated_per_constraint():
     expected = np.array([FAMILIES[n][3](np.array([r]))[0] for n, r in zip(names, rho)])
     np.testing.assert_allclose(penalty(rho, lo, up, q), expected, rtol=1e-12)
     lam = np.array([min(max(0.3, l), u) for l, u in zip(lo, up)])
-    assert dual_penalty(lam, lo, up, q) == pytest.approx(0.5 * np.sum(q * lam ** 2))
+    assert dual_penalty(lam, lo, up, q) == pytest.approx(0.5 * np.sum(q * lam**2))

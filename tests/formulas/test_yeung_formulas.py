@@ -2,6 +2,7 @@
 independently: eq. 2 by an explicit loop over the pairs, eq. 3–4 by the KKT system of the
 equality-constrained quadratic program, eq. 11–12 from the feature-space differences of an
 explicit (linear) feature map and the LLE program min ‖φ(x_i) − Σ_j w_j φ(x_j)‖² s.t. 1ᵀw = 1."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,7 +56,7 @@ def test_beta_solves_the_kkt_system_of_eq3(seed):
     assert criterion(beta, d) == pytest.approx(float(beta @ np.diag(d) @ beta), rel=1e-12)
     for _ in range(20):
         e = rng.standard_normal(q)
-        e -= e.mean()                                   # keeps 1ᵀβ = c
+        e -= e.mean()  # keeps 1ᵀβ = c
         assert criterion(beta + 0.1 * e, d) >= criterion(beta, d) - 1e-12
     with pytest.raises(InvalidInputError, match="positive diagonal"):
         beta_closed_form(np.r_[d, 0.0], c)
@@ -98,7 +99,7 @@ def test_lle_weights_minimize_the_reconstruction_error(seed):
 def test_regularize_applies_the_epsilon_rule_where_singular_only():
     rng = np.random.default_rng(1)
     A = rng.standard_normal((3, 5))
-    singular_G = A.T @ A                                # rank 3 of 5
+    singular_G = A.T @ A  # rank 3 of 5
     regular_G = singular_G + np.eye(5)
     out, sing = regularize(np.stack([singular_G, regular_G]), 1e-3)
     np.testing.assert_array_equal(sing, [True, False])
@@ -106,7 +107,7 @@ def test_regularize_applies_the_epsilon_rule_where_singular_only():
     np.testing.assert_allclose(out[0], singular_G + 1e-3 * s * np.eye(5), rtol=1e-14)
     np.testing.assert_array_equal(out[1], regular_G)
     d, flag = regularize(np.array([2.0, 0.0, 1.0]), 0.01)
-    assert flag and np.allclose(d, np.array([2.0, 0.0, 1.0]) + 0.01 * 1.0)   # s = mean diagonal = 1
+    assert flag and np.allclose(d, np.array([2.0, 0.0, 1.0]) + 0.01 * 1.0)  # s = mean diagonal = 1
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -119,6 +120,6 @@ def test_positive_spectrum_reconstructs_a_psd_matrix(seed):
     assert lam.size == r and np.all(np.diff(lam) <= 0) and np.all(lam > 0)
     np.testing.assert_allclose((V * lam) @ V.T, K, atol=1e-9 * np.abs(K).max())
     np.testing.assert_allclose(lam, np.sort(np.linalg.eigvalsh(K))[::-1][:r], rtol=1e-9)
-    assert np.all(V[np.argmax(np.abs(V), axis=0), np.arange(r)] > 0)   # deterministic signs
+    assert np.all(V[np.argmax(np.abs(V), axis=0), np.arange(r)] > 0)  # deterministic signs
     with pytest.raises(NotPSDError):
         positive_spectrum(K - 2 * lam[0] * np.outer(V[:, 0], V[:, 0]))

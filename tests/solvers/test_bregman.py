@@ -2,6 +2,7 @@
 Algorithm 1; Davis et al. 2007) — the dual invariants M⁻¹ = M0⁻¹ + Σ δ_c λ_c z_c z_cᵀ and
 1/ξ_c = 1/b_c − δ_c λ_c/γ, complementary slackness at convergence, and the kernel solver on
 K0 = X W0 Xᵀ learning K = X W Xᵀ with the metric solver's multipliers."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +17,7 @@ def _instance(seed, n=20, d=4, m=30):
     i = rng.integers(0, n, m)
     j = (i + 1 + rng.integers(0, n - 1, m)) % n
     A = rng.standard_normal((d, d))
-    Wstar = A @ A.T + 0.1 * np.eye(d)                  # satisfies every constraint: feasible
+    Wstar = A @ A.T + 0.1 * np.eye(d)  # satisfies every constraint: feasible
     V = X[i] - X[j]
     D = np.einsum("cd,de,ce->c", V, Wstar, V)
     y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
@@ -39,8 +40,8 @@ def test_metric_dual_invariants_and_complementary_slackness(seed, gamma):
         np.testing.assert_allclose(1.0 / res.xi, 1.0 / b - y * res.lam / gamma, rtol=1e-8)
     p = np.einsum("cd,de,ce->c", V, res.matrix, V)
     viol = y * (p - res.xi) / res.xi
-    assert viol.max() <= 1e-6                                    # feasible (with the slacks)
-    assert np.max(res.lam * np.abs(viol)) <= 1e-5 * max(1.0, res.lam.max())   # complementary
+    assert viol.max() <= 1e-6  # feasible (with the slacks)
+    assert np.max(res.lam * np.abs(viol)) <= 1e-5 * max(1.0, res.lam.max())  # complementary
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -59,7 +60,7 @@ def test_kernel_solver_on_a_linear_kernel_is_the_metric_solver(seed):
 
 def test_a_pair_at_distance_zero_is_reported_not_divided_by():
     X, i, j, y, b = _instance(0)
-    X[j[3]] = X[i[3]]                                            # constraint 3: p = 0
+    X[j[3]] = X[i[3]]  # constraint 3: p = 0
     res = bregman_metric(np.eye(X.shape[1]), X, i, j, y, b, 1.0, 1e-9, 100)
     assert res.code != OK and res.bad_index == 3
     assert np.all(np.isfinite(res.matrix))

@@ -2,6 +2,7 @@
 promises: a projection lands on its constraint (or spends its whole multiplier), the slack
 and multiplier stay tied by 1/ξ = 1/ξ0 − δλ/γ, the roots are a quadratic's, the sliced
 driver runs the iterates of one uninterrupted loop."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +30,7 @@ def test_an_uncapped_projection_lands_on_the_constraint(gamma):
     for _ in range(300):
         p, xi = rng.uniform(0.1, 10.0, 2)
         d = float(rng.choice([-1.0, 1.0]))
-        alpha, beta, xi_new = project(p, d, xi, 1e30, gamma)           # λ large: never capped
+        alpha, beta, xi_new = project(p, d, xi, 1e30, gamma)  # λ large: never capped
         p_new = p + beta * p * p
         target = xi if np.isinf(gamma) else xi_new
         assert p_new == pytest.approx(target, rel=1e-10)
@@ -51,7 +52,7 @@ def test_a_capped_projection_spends_the_whole_multiplier():
         assert alpha == min(lam, step)
         if step > lam:
             p_new = p + beta * p * p
-            assert d * (p_new - xi) <= 1e-12 * xi                         # still satisfied
+            assert d * (p_new - xi) <= 1e-12 * xi  # still satisfied
 
 
 def test_quadratic_roots_are_the_roots():
@@ -106,6 +107,7 @@ def test_run_sliced_gives_the_iterates_of_one_call(units):
 
     def fresh():
         return np.eye(r), q0.copy(), bound.copy(), np.zeros(m), np.zeros(_N_STATS)
+
     W1, q1, xi1, lam1, st1 = fresh()
     ref = _sweeps_vn_set(W1, q1, F, I, J, delta, xi1, lam1, 1.0, 1e-7, 40, st1, order)
     W2, q2, xi2, lam2, st2 = fresh()
@@ -115,8 +117,17 @@ def test_run_sliced_gives_the_iterates_of_one_call(units):
 
     def piece(_, a, b):
         return _sweeps_vn_set(W2, q2, F, I, J, delta, xi2, lam2, 1.0, -1.0, 1, st2, order[a:b])[2:]
-    out = run_sliced(whole, piece, lam2.copy, lambda start: dual_change(lam2, start), 40, m, 1e-7,
-                     WorkBudget(start=units, high=units))
+
+    out = run_sliced(
+        whole,
+        piece,
+        lam2.copy,
+        lambda start: dual_change(lam2, start),
+        40,
+        m,
+        1e-7,
+        WorkBudget(start=units, high=units),
+    )
     assert (out[0], out[2], out[3]) == (ref[0], ref[2], ref[3]) and out[1] == ref[1]
     for a, b in ((W1, W2), (q1, q2), (xi1, xi2), (lam1, lam2)):
         np.testing.assert_array_equal(a, b)

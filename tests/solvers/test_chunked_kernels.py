@@ -1,5 +1,6 @@
 """The chunked compiled loops (issue 32, item 4) give bit for bit the iterates of one
 uninterrupted loop, whatever the work budget per call."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ def test_metric_and_kernel_chunks_are_bit_identical(gamma, budget):
     lam_old = np.empty(m)
     c0, done, change, calls = 0, 0, np.inf, 0
     while True:
-        s, c0, change, code, bad, _ = _run_metric(W2, V, y, xi2, lam2, lam_old, gamma, 1e-6, c0,
-                                                  25 - done, budget, change)
+        s, c0, change, code, bad, _ = _run_metric(
+            W2, V, y, xi2, lam2, lam_old, gamma, 1e-6, c0, 25 - done, budget, change
+        )
         done += s
         calls += 1
         if code != RUNNING:
@@ -48,8 +50,9 @@ def test_metric_and_kernel_chunks_are_bit_identical(gamma, budget):
     ref = _sweeps_kernel(K1, i, j, y, xi1, lam1, gamma, 1e-6, 25)
     c0, done, change = 0, 0, np.inf
     while True:
-        s, c0, change, code, bad, _ = _run_kernel(K2, i, j, y, xi2, lam2, lam_old, gamma, 1e-6, c0,
-                                                  25 - done, budget, change)
+        s, c0, change, code, bad, _ = _run_kernel(
+            K2, i, j, y, xi2, lam2, lam_old, gamma, 1e-6, c0, 25 - done, budget, change
+        )
         done += s
         if code != RUNNING:
             break
@@ -72,8 +75,7 @@ def test_lowrank_passes_in_slices_are_bit_identical(units, shuffle):
         order, state = np.arange(m), np.array([7], dtype=np.uint64)
         if chunked:
             budget = WorkBudget(start=units, low=units, high=units)
-            out = _run_passes(R, G0, kind, i, j, j, z, z, y, xi, lam, 1.0, order, m, state, shuffle,
-                              1e-7, 30, budget)
+            out = _run_passes(R, G0, kind, i, j, j, z, z, y, xi, lam, 1.0, order, m, state, shuffle, 1e-7, 30, budget)
         else:
             out = _passes(R, G0, kind, i, j, j, z, z, y, xi, lam, 1.0, order, m, state, shuffle, 1e-7, 30)
         outs.append((tuple(out), R, lam, xi))

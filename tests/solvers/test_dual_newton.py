@@ -1,5 +1,6 @@
 """The generic certified dual solver (cvxkml.solvers.dual_newton) and hinge slack
 (cvxkml.sideinfo.Hinge) on every regularizer and constraint family."""
+
 import numpy as np
 import pytest
 from budget import examples
@@ -98,15 +99,23 @@ def test_missing_conjugate_methods_are_named():
 
         def cvx(self, X):
             import cvxpy as cp
+
             return 0.5 * cp.sum_squares(X)
+
     X, pc = metric_instance(1, 8, 3, 3, hard=True)
     with pytest.raises(InvalidInputError, match="needs the regularizer's conj_hess_s"):
         SpectralMetric(X, pc, NoHessian()).solve()
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(C=0.0), "positive"), (dict(C=[1.0, 2.0]), "one per constraint"),
-    (dict(C=np.inf), "positive and finite"), (dict(constraints=[1, 2]), "wraps one constraint")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(C=0.0), "positive"),
+        (dict(C=[1.0, 2.0]), "one per constraint"),
+        (dict(C=np.inf), "positive and finite"),
+        (dict(constraints=[1, 2]), "wraps one constraint"),
+    ],
+)
 def test_hinge_bad_inputs(bad, match):
     pc = PairConstraints([0, 1, 2], [1, 2, 3], [1, -1, 1], [1.0, 2.0, 1.0])
     kw = dict(constraints=pc, C=1.0) | bad
@@ -128,6 +137,7 @@ def test_infeasible_hard_part_is_detected_with_hinge_elsewhere():
     diverge like the iteration count, so the ray is met only to O(1/λ): the Farkas test's
     −1e-6 threshold is not reached in 2000 iterations)."""
     from cvxkml.errors import InfeasibleError
+
     K0 = np.eye(6) + 0.1
     pc = PairConstraints([0, 1, 0], [1, 2, 2], [1, 1, -1], [0.01, 0.01, 3.0])
     prob = LogDetKernel(K0, [pc, Hinge(RelativeConstraints([2], [3], [4], [0.1]), 1.0)])
@@ -162,7 +172,7 @@ def test_register_fast_solver_protocol():
 
     calls = []
 
-    def my_solver(problem, tol, max_iter):   # a user's solver: here the dual one, renamed
+    def my_solver(problem, tol, max_iter):  # a user's solver: here the dual one, renamed
         calls.append(max_iter)
         ct = constraint_terms(problem)
         res = dual_newton(ct.U, ct.w, ct.ptr, ct.t, problem.regularizer, tol=tol, max_iter=max_iter)
@@ -187,6 +197,7 @@ def test_register_fast_solver_protocol():
 
         def broken(problem, tol, max_iter):
             return FastResult(problem.M0, np.zeros(1), np.zeros(0), 1, 0.0, 0, -1, 0.0)
+
         register_fast_solver(MyFrobenius, broken)
         with pytest.raises(InvalidInputError, match="broke the fast-solver protocol: lam of shape"):
             SpectralMetric(X, pc, MyFrobenius()).solve()
@@ -196,12 +207,14 @@ def test_register_fast_solver_protocol():
         registry.unregister(spec.name)
 
 
-@pytest.mark.parametrize("fool, match", [
-    (lambda M: M + 5.0 * np.triu(np.ones_like(M), 1) - 5.0 * np.tril(np.ones_like(M), -1),
-     "not symmetric"),
-    (lambda M: np.full_like(M, np.nan), "NaN/inf entries"),
-    (lambda M: M - 2.0 * np.abs(np.linalg.eigvalsh(M)).max() * np.eye(len(M)), "positive semidefinite"),
-])
+@pytest.mark.parametrize(
+    "fool, match",
+    [
+        (lambda M: M + 5.0 * np.triu(np.ones_like(M), 1) - 5.0 * np.tril(np.ones_like(M), -1), "not symmetric"),
+        (lambda M: np.full_like(M, np.nan), "NaN/inf entries"),
+        (lambda M: M - 2.0 * np.abs(np.linalg.eigvalsh(M)).max() * np.eye(len(M)), "positive semidefinite"),
+    ],
+)
 def test_registered_solver_answer_is_validated_not_trusted(fool, match):
     """A user's solver handing back W + skew (the quadratic forms of a metric problem do not
     see it), NaN (before: a raw LinAlgError) or an indefinite matrix gets a SolverError from
@@ -214,6 +227,7 @@ def test_registered_solver_answer_is_validated_not_trusted(fool, match):
 
     def fooling(problem, tol, max_iter):
         from cvxkml.adapters.spectral import dual_newton_solve
+
         res = dual_newton_solve(problem, tol, max_iter)
         res.matrix = fool(res.matrix)
         return res
@@ -268,6 +282,7 @@ def test_a_subclass_that_changes_the_model_is_never_answered_as_its_parent():
     regularizer subclass changing f_s is refused by Bregman and goes to the generic dual
     solver, which reads only the declared formulas."""
     from cvxkml.testing import variant_instance
+
     base = variant_instance(2, 8, 5, LogDet(), kernel=True, hard_pairs=True)
 
     class WithTrace(type(base)):
@@ -302,12 +317,15 @@ def test_a_subclass_that_changes_the_model_is_never_answered_as_its_parent():
     assert_matches_reference(scaled, fast, scaled.solve_reference(), rtol=1e-6)
 
 
-@pytest.mark.parametrize("reg, seed, n, m, hard, C", [
-    (Frobenius(), 3, 3, 2, True, 1.0),        # Farkas test counted soft multipliers (fuzz seed 22)
-    (TraceNorm(0.5), 3, 3, 2, True, 1.0),     # same (fuzz seed 24)
-    (Frobenius(), 11602, 9, 3, True, 1.0),    # same (fuzz seed 22)
-    (LogDet(), 2705, 7, 5, False, 10.0),      # stalled at 1.4e-9 with tol 1e-10 (first draws)
-])
+@pytest.mark.parametrize(
+    "reg, seed, n, m, hard, C",
+    [
+        (Frobenius(), 3, 3, 2, True, 1.0),  # Farkas test counted soft multipliers (fuzz seed 22)
+        (TraceNorm(0.5), 3, 3, 2, True, 1.0),  # same (fuzz seed 24)
+        (Frobenius(), 11602, 9, 3, True, 1.0),  # same (fuzz seed 22)
+        (LogDet(), 2705, 7, 5, False, 10.0),  # stalled at 1.4e-9 with tol 1e-10 (first draws)
+    ],
+)
 def test_dual_solver_fuzz_regressions(reg, seed, n, m, hard, C):
     problem = variant_instance(seed, n, m, reg, hard_pairs=hard, C=C)
     fast = solve_fast_honestly(problem, tol=1e-10)
@@ -369,6 +387,7 @@ def test_logdet_conjugate_curvature_does_not_overflow_on_a_diverging_dual():
     import warnings
 
     from cvxkml.declare.regularizers import LogDet
+
     reg = LogDet()
     mu = np.array([-8.38059098e156, -1e300, -1.0, 0.0, 0.5])
     with warnings.catch_warnings():

@@ -1,6 +1,7 @@
 """cvxkml.solvers.pola (min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c on its dual): the answer is
 the primal map X̂ = P₊(−A(λ)) of its multipliers (computed densely here), the gap identity
 f − g = Σ λ_c (t_c − tr(X̂Â_c)) closes, and FISTA alone reaches the Newton-polished optimum."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +17,7 @@ def _instance(seed, r=5, m=12):
     U = rng.standard_normal((m, r))
     w = np.where(rng.random(m) < 0.5, 1.0, -1.0)
     p = w * np.einsum("cr,rs,cs->c", U, Xs, U)
-    t = np.where(w > 0, 1.3 * p, 0.7 * p)                # X* satisfies all: feasible
+    t = np.where(w > 0, 1.3 * p, 0.7 * p)  # X* satisfies all: feasible
     return U, w, np.arange(m + 1, dtype=np.int64), t
 
 
@@ -28,8 +29,8 @@ def test_psd_part_is_the_projection_on_the_psd_cone():
     mu, Q = np.linalg.eigh(M)
     P = (Q * np.maximum(mu, 0.0)) @ Q.T
     np.testing.assert_allclose(psd_part(M)[0], P, atol=1e-12)
-    np.testing.assert_allclose(psd_part(P)[0], P, atol=1e-12)         # idempotent
-    assert np.sum((M - psd_part(M)[0]) * psd_part(M)[0]) == pytest.approx(0.0, abs=1e-10)   # M − P ⟂ P
+    np.testing.assert_allclose(psd_part(P)[0], P, atol=1e-12)  # idempotent
+    assert np.sum((M - psd_part(M)[0]) * psd_part(M)[0]) == pytest.approx(0.0, abs=1e-10)  # M − P ⟂ P
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -47,6 +48,6 @@ def test_answer_is_the_primal_map_and_fista_meets_newton(seed):
         f = 0.5 * np.sum(X * X)
         g = -0.5 * np.sum(X * X) - lam @ t
         assert f - g == pytest.approx(float(lam @ (t - vals)), abs=1e-9 * max(1.0, f))
-    f_opt = 0.5 * np.sum(polished.matrix ** 2)
-    assert 0.5 * np.sum(plain.matrix ** 2) == pytest.approx(f_opt, rel=1e-5)
-    assert f_opt > 0                                          # the constraints bind
+    f_opt = 0.5 * np.sum(polished.matrix**2)
+    assert 0.5 * np.sum(plain.matrix**2) == pytest.approx(f_opt, rel=1e-5)
+    assert f_opt > 0  # the constraints bind

@@ -2,6 +2,7 @@
 eq. 24) against its dual: the returned X is X(λ) = γ(C + Σ λ_c Â_c)⁻¹ computed densely here,
 the duality gap is Σ λ_c (t_c − tr(XÂ_c)) with g(λ) written out, KKT holds at an OK answer,
 and one multi-term projection lands on its constraint."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -57,8 +58,8 @@ def test_answer_is_x_of_lambda_and_the_gap_is_complementary_slackness(seed, gamm
     assert f - g == pytest.approx(float(lam @ (t - vals)), abs=1e-9 * max(1.0, abs(f)))
     assert np.all(lam >= 0)
     scale = np.maximum(np.abs(t), 1.0)
-    assert np.max((vals - t) / scale) <= 1e-8                     # primal feasible
-    assert abs(f - g) <= 1e-7 * max(1.0, abs(f))                  # gap closed
+    assert np.max((vals - t) / scale) <= 1e-8  # primal feasible
+    assert abs(f - g) <= 1e-7 * max(1.0, abs(f))  # gap closed
 
 
 def test_one_multi_term_projection_lands_on_its_constraint():
@@ -67,7 +68,7 @@ def test_one_multi_term_projection_lands_on_its_constraint():
     X = gamma * np.linalg.inv(C)
     a, b = ptr[-2], ptr[-1]
     Uc, wc = U[a:b], w[a:b]
-    tc = float(_values(X, Uc, wc, np.array([0, b - a]))[0]) - 0.3     # violated by 0.3
+    tc = float(_values(X, Uc, wc, np.array([0, b - a]))[0]) - 0.3  # violated by 0.3
     Xn, step, code = project_one(X, Uc, wc, tc, 0.0, gamma)
     assert code == OK and step > 0
     assert float(_values(Xn, Uc, wc, np.array([0, b - a]))[0]) == pytest.approx(tc, rel=1e-9, abs=1e-10)

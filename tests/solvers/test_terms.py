@@ -1,5 +1,6 @@
 """cvxkml.solvers._terms.RankOneTerms: A(λ) = Σ_c λ_c Â_c with Â_c = Σ_{a in c} w_a u_a u_aᵀ,
 ‖Â_c‖_F and per-constraint sums, against dense matrices built term by term."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,10 +20,10 @@ def test_rank_one_terms_against_dense_matrices(single):
     T = RankOneTerms(U, w, ptr, rng.standard_normal(m))
     Ahat = [sum(w[a] * np.outer(U[a], U[a]) for a in range(ptr[c], ptr[c + 1])) for c in range(m)]
     np.testing.assert_allclose(T.norms, [np.linalg.norm(A, "fro") for A in Ahat], rtol=1e-12)
-    for lam in (rng.uniform(0, 1, m), np.where(rng.random(m) < 0.7, 0.0, 1.0)):   # dense, sparse λ
+    for lam in (rng.uniform(0, 1, m), np.where(rng.random(m) < 0.7, 0.0, 1.0)):  # dense, sparse λ
         np.testing.assert_allclose(T.A(lam), sum(l * A for l, A in zip(lam, Ahat)), atol=1e-12)
     q = rng.standard_normal(ptr[-1])
-    np.testing.assert_allclose(T.per_constraint(q), [q[ptr[c]:ptr[c + 1]].sum() for c in range(m)], rtol=1e-12)
+    np.testing.assert_allclose(T.per_constraint(q), [q[ptr[c] : ptr[c + 1]].sum() for c in range(m)], rtol=1e-12)
     assert T.single == single
 
 

@@ -2,6 +2,7 @@
 tr(Â_c K̂) <= t_c, K̂ ⪰ 0): both dual solvers return K̂ = ½(M(z) − τI)₊ with M(z) = −Σ z_c Â_c
 (the Lagrangian's minimizer, computed densely here), certify the same optimum, and the
 eigen-solver keeps exactly the eigenpairs above τ on its Lanczos path."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +14,7 @@ from cvxkml.solvers.trace import OK, top_eigs_above, trace_pair_newton, trace_uz
 def _instance(seed, r=6, m=14):
     rng = np.random.default_rng(seed)
     B = rng.standard_normal((r, 2))
-    Ks = B @ B.T                                         # a feasible low-rank K̂*
+    Ks = B @ B.T  # a feasible low-rank K̂*
     V = rng.standard_normal((m, r))
     delta = np.where(rng.random(m) < 0.5, 1.0, -1.0)
     p = np.einsum("cr,rs,cs->c", V, Ks, V)
@@ -55,8 +56,8 @@ def test_top_eigs_above_lanczos_path_matches_dense():
     mu = np.concatenate([np.linspace(5.0, 2.0, 7), rng.uniform(-3.0, 0.5, r - 7)])
     M = (Q * mu) @ Q.T
     tau = 1.0
-    got_mu, got_U = top_eigs_above(lambda v: M @ v, lambda: M, r, tau, dense_max=10)   # Lanczos
+    got_mu, got_U = top_eigs_above(lambda v: M @ v, lambda: M, r, tau, dense_max=10)  # Lanczos
     np.testing.assert_allclose(np.sort(got_mu), np.sort(mu[mu > tau]), rtol=1e-9)
     np.testing.assert_allclose(M @ got_U, got_U * got_mu, atol=1e-8)
-    z_mu, z_U = top_eigs_above(lambda v: 0.0 * v, None, r, 0.0, dense_max=10)          # zero operator
+    z_mu, z_U = top_eigs_above(lambda v: 0.0 * v, None, r, 0.0, dense_max=10)  # zero operator
     assert z_mu.size == 0 and z_U.shape == (r, 0)

@@ -2,6 +2,7 @@
 and Gu–Eisenstat vectors are the eigen-decomposition of diag(d) + ρzzᵀ (also with poles
 1e-10 apart), and one projection moves log X̂ by a rank-one term along v̂ (the von Neumann
 dual: log X̂ = log X̂0 − Σ δ_c λ_c v̂_c v̂_cᵀ) onto its constraint."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,7 +33,7 @@ def test_secular_roots_and_vectors_are_the_eigendecomposition(close):
         ref = np.linalg.eigvalsh(A)
         scale = np.abs(d).max() + abs(rho) * z @ z
         np.testing.assert_allclose(lam, ref, atol=1e-12 * scale)
-        assert np.all(np.diff(lam) > 0)                        # strictly interlaced, increasing
+        assert np.all(np.diff(lam) > 0)  # strictly interlaced, increasing
         U = np.empty((k, k))
         eigvecs_from_roots(d, z, rho, anchor, tau, U)
         np.testing.assert_allclose(U.T @ U, np.eye(k), atol=1e-11)
@@ -53,7 +54,7 @@ def test_a_projection_is_a_rank_one_step_in_log_space_onto_the_constraint(delta,
         W, q = Q.copy(), rng.uniform(-1.0, 1.0, r)
         v = rng.standard_normal(r)
         p = float(v @ (W * np.exp(q)) @ W.T @ v)
-        target = p * (0.5 if delta > 0 else 2.0)                  # violated: the projection moves
+        target = p * (0.5 if delta > 0 else 2.0)  # violated: the projection moves
         L0 = _log_X(W, q)
         dl, new_target = project_pair(W, q, v, target, delta, 0.0, gamma, np.zeros(_N_STATS))
         assert dl > 0
@@ -61,13 +62,13 @@ def test_a_projection_is_a_rank_one_step_in_log_space_onto_the_constraint(delta,
         np.testing.assert_allclose(L1 - L0, -delta * dl * np.outer(v, v), atol=1e-9 * (1 + np.abs(L0).max()))
         np.testing.assert_allclose(W.T @ W, np.eye(r), atol=1e-10)
         p_new = float(v @ (W * np.exp(q)) @ W.T @ v)
-        assert p_new == pytest.approx(new_target, rel=1e-8)        # on the (moved) constraint
+        assert p_new == pytest.approx(new_target, rel=1e-8)  # on the (moved) constraint
         if np.isinf(gamma):
             assert new_target == target
         else:
             # ξ' = ξ·exp(δΔλ/γ): log ξ_c = log b_c + δ_c λ_c / γ, the slack's side of the dual
             assert new_target == pytest.approx(target * np.exp(delta * dl / gamma), rel=1e-12)
-            assert delta * (new_target - target) > 0               # the slack gives way
+            assert delta * (new_target - target) > 0  # the slack gives way
 
 
 def test_a_satisfied_constraint_without_multiplier_is_not_moved():

@@ -3,6 +3,7 @@ feature map: neighbours are the nearest landmarks by brute force, the kernel-LLE
 minimize the reconstruction error ‖x − Σ_j w_j l_j‖² over 1ᵀw = 1 (compared with a direct
 least-squares solve in feature space), a point on a landmark gets that landmark's unit
 vector, and the landmarks contain every similarity point."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,7 @@ from cvxkml.solvers.yeung import choose_landmarks, embedding_weights, nearest_la
 
 def test_nearest_landmarks_by_brute_force():
     rng = np.random.default_rng(0)
-    sq = rng.integers(0, 6, (30, 9)).astype(float)               # many ties
+    sq = rng.integers(0, 6, (30, 9)).astype(float)  # many ties
     for K in (1, 4, 9):
         idx = nearest_landmarks(sq, K)
         for a in range(sq.shape[0]):
@@ -25,7 +26,7 @@ def test_nearest_landmarks_by_brute_force():
 @pytest.mark.parametrize("seed", range(4))
 def test_embedding_weights_are_the_constrained_least_squares_reconstruction(seed):
     rng = np.random.default_rng(seed)
-    d, m, n, K = 6, 10, 8, 4                                     # K <= d: G_i regular
+    d, m, n, K = 6, 10, 8, 4  # K <= d: G_i regular
     L = rng.standard_normal((m, d))
     X = rng.standard_normal((n, d))
     idx, w, singular, coincide = embedding_weights(np.einsum("ad,ad->a", X, X), X @ L.T, L @ L.T, K, 1e-12)

@@ -1,6 +1,7 @@
 """The benchopt benchmark in benchmarks/metric_learning: its files exist and parse (always);
 with benchopt installed, its objective, datasets and solvers load through benchopt's own
 loader and the objective scores answers by recomputation.  Never runs ``benchopt run``."""
+
 import ast
 from pathlib import Path
 
@@ -8,10 +9,15 @@ import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "metric_learning"
-FILES = {"objective.py": "Objective", "datasets/offline.py": "Dataset",
-         "datasets/simulated.py": "Dataset", "solvers/cvxkml_fast.py": "Solver",
-         "solvers/cvxpy_clarabel.py": "Solver", "solvers/cvxpy_scs.py": "Solver",
-         "benchmark_utils/__init__.py": None}
+FILES = {
+    "objective.py": "Objective",
+    "datasets/offline.py": "Dataset",
+    "datasets/simulated.py": "Dataset",
+    "solvers/cvxkml_fast.py": "Solver",
+    "solvers/cvxpy_clarabel.py": "Solver",
+    "solvers/cvxpy_scs.py": "Solver",
+    "benchmark_utils/__init__.py": None,
+}
 SOLVERS = {"cvxkml-fast", "cvxpy-clarabel", "cvxpy-scs"}
 
 
@@ -56,6 +62,7 @@ def test_objective_declares_both_problems():
 def bench():
     pytest.importorskip("benchopt")
     from benchopt.benchmark import Benchmark
+
     return Benchmark(BENCH)
 
 
@@ -78,8 +85,8 @@ def test_objective_scores_by_recomputation(bench):
     good = objective.evaluate_result(**solver.get_result())
     assert good["valid"] == 1.0 and good["certified"] == 1.0
     assert abs(good["suboptimality"]) <= 1e-8 and good["violation"] <= 1e-7
-    assert good["distance"] <= 1e-4                   # ITML: strictly convex, unique optimum
-    solver.run(1)                                     # one sweep: valid, not optimal
+    assert good["distance"] <= 1e-4  # ITML: strictly convex, unique optimum
+    solver.run(1)  # one sweep: valid, not optimal
     early = objective.evaluate_result(**solver.get_result())
     assert early["valid"] == 1.0 and early["merit"] > 1e3 * good["merit"]
     # a liar: the optimum's claims on another matrix are recomputed, not trusted
@@ -93,11 +100,12 @@ def test_objective_scores_by_recomputation(bench):
 
 def test_stopping_rule_waits_for_an_answer_then_stops_on_certificates(bench):
     import benchmark_utils as bu  # importable once benchopt loaded the benchmark
+
     crit = bu.AnsweredProgressCriterion().get_runner_instance(max_runs=50)
     no = {"objective_merit": bu.NO_ANSWER, "objective_valid": 0.0, "objective_certified": 0.0}
-    curve = [no] * 10                                 # a conic solver capped before any point
+    curve = [no] * 10  # a conic solver capped before any point
     assert not any(crit.check_convergence(curve[:k])[0] for k in range(1, 11))
     ok = {"objective_merit": 1e-9, "objective_valid": 1.0, "objective_certified": 1.0}
     curve += [ok, ok]
     assert not crit.check_convergence(curve[:11])[0] and not crit.check_convergence(curve)[0]
-    assert crit.check_convergence(curve + [ok])[0]    # three certified points in a row
+    assert crit.check_convergence(curve + [ok])[0]  # three certified points in a row

@@ -1,6 +1,7 @@
 """The catalogue of fooling solvers (issue 31): each wrong answer is caught, with its message,
 through ``cross_check``, ``assert_matches_reference`` and ``check_contract``; the honest solver
 (the exact model's answer wrapped by ``problem.evaluate``) passes all three."""
+
 import copy
 import dataclasses
 import re
@@ -80,32 +81,47 @@ def _problem_for(name, kernel_problem):
 
 FOOLS = {
     "liar": (lambda p: _claims_optimum(p, p.M0.copy()), r"reported objective .* disagrees with .* recomputed"),
-    "sloppy 1e-3": (lambda p: p.evaluate(_ref(p).matrix * (1 + 1e-3), _ref(p).dual),
-                    r"0.001 away from the unique optimum"),
+    "sloppy 1e-3": (
+        lambda p: p.evaluate(_ref(p).matrix * (1 + 1e-3), _ref(p).dual),
+        r"0.001 away from the unique optimum",
+    ),
     "wrong shape": (lambda p: _claims_optimum(p, _ref(p).matrix[:-1, :-1]), r"has shape \(7, 7\), but .* \(8, 8\)"),
     "1-D matrix": (lambda p: _claims_optimum(p, np.diag(_ref(p).matrix)), r"has shape \(8,\)"),
     "None matrix": (lambda p: _claims_optimum(p, None), r"returned no matrix \(None\)"),
-    "NaN": (lambda p: _claims_optimum(p, np.where(np.eye(8, dtype=bool) & (np.arange(8) == 3), np.nan,
-                                                  _ref(p).matrix)), r"NaN/inf entr"),
-    "asymmetric": (lambda p: _claims_optimum(p, _ref(p).matrix + _skew(8, 1e-2 * np.abs(_ref(p).matrix).max())),
-                   r"not symmetric"),
+    "NaN": (
+        lambda p: _claims_optimum(p, np.where(np.eye(8, dtype=bool) & (np.arange(8) == 3), np.nan, _ref(p).matrix)),
+        r"NaN/inf entr",
+    ),
+    "asymmetric": (
+        lambda p: _claims_optimum(p, _ref(p).matrix + _skew(8, 1e-2 * np.abs(_ref(p).matrix).max())),
+        r"not symmetric",
+    ),
     "non-PSD": (lambda p: _claims_optimum(p, _flip_smallest(_ref(p).matrix)), r"not positive semidefinite"),
     "dual value above the optimum": (
         lambda p: dataclasses.replace(_ref(p), dual_value=_ref(p).objective + 1e-2),
-        r"reported dual value .* disagrees with .* recomputed from the returned duals"),
+        r"reported dual value .* disagrees with .* recomputed from the returned duals",
+    ),
     "NaN dual value": (lambda p: dataclasses.replace(_ref(p), dual_value=np.nan), r"non-finite dual value"),
     "inf dual value": (lambda p: dataclasses.replace(_ref(p), dual_value=np.inf), r"non-finite dual value"),
     # (on the hard-pair instance: the prior violates the pairs and its divergence is below the optimum)
     "negative certificate": (lambda p: p.evaluate(p.M0.copy(), _ref(p).dual), r"Negative certificate"),
-    "converged without certificate": (lambda p: dataclasses.replace(_ref(p), dual=None, dual_value=None),
-                                      r"converged=True but carries no certificate"),
-    "dual value without duals": (lambda p: dataclasses.replace(_ref(p), dual=None),
-                                 r"reports a dual value .* but no duals"),
+    "converged without certificate": (
+        lambda p: dataclasses.replace(_ref(p), dual=None, dual_value=None),
+        r"converged=True but carries no certificate",
+    ),
+    "dual value without duals": (
+        lambda p: dataclasses.replace(_ref(p), dual=None),
+        r"reports a dual value .* but no duals",
+    ),
     "converged=False": (lambda p: dataclasses.replace(_ref(p), converged=False), r"says converged=False"),
-    "stale duals (claimed value)": (lambda p: dataclasses.replace(_ref(p), dual=_ref(_other(p)).dual),
-                                    r"dual value .* recomputed from the returned duals"),
-    "stale duals (honest value)": (lambda p: p.evaluate(_ref(p).matrix, _ref(_other(p)).dual),
-                                   r"says converged=False|own certificate does not certify"),
+    "stale duals (claimed value)": (
+        lambda p: dataclasses.replace(_ref(p), dual=_ref(_other(p)).dual),
+        r"dual value .* recomputed from the returned duals",
+    ),
+    "stale duals (honest value)": (
+        lambda p: p.evaluate(_ref(p).matrix, _ref(_other(p)).dual),
+        r"says converged=False|own certificate does not certify",
+    ),
 }
 
 
@@ -162,7 +178,7 @@ def test_fools_on_a_metric_problem():
     p = _metric(0)
     ref = _ref(p)
     skewed = p.evaluate(ref.matrix + 5 * _skew(3, 1.0), ref.dual)
-    assert abs(skewed.objective - ref.objective) <= 1e-9 * max(1, abs(ref.objective))   # it looks right
+    assert abs(skewed.objective - ref.objective) <= 1e-9 * max(1, abs(ref.objective))  # it looks right
     with pytest.raises(AssertionError, match="not symmetric"):
         assert_matches_reference(p, skewed, ref)
     out = cross_check([p], solver=lambda q: skewed)
@@ -170,8 +186,17 @@ def test_fools_on_a_metric_problem():
     assert not cross_check([p], solver=_honest)["failures"]
 
 
-_CONTRACT_FOOLS = ["liar", "wrong shape", "NaN", "asymmetric", "non-PSD", "NaN dual value", "negative certificate",
-                   "converged without certificate", "stale duals (claimed value)"]
+_CONTRACT_FOOLS = [
+    "liar",
+    "wrong shape",
+    "NaN",
+    "asymmetric",
+    "non-PSD",
+    "NaN dual value",
+    "negative certificate",
+    "converged without certificate",
+    "stale duals (claimed value)",
+]
 
 
 @pytest.mark.parametrize("name", _CONTRACT_FOOLS)
@@ -183,7 +208,7 @@ def test_fool_is_caught_by_check_contract(kernel_problem, name):
 
     class Fooled(type(p)):
         def solve(self, *args, **kwargs):
-            super().solve(*args, **kwargs)                # validates the options like the real one
+            super().solve(*args, **kwargs)  # validates the options like the real one
             return make(p)
 
     fooled = copy.copy(p)
@@ -199,6 +224,7 @@ def test_dual_value_above_trusted_optimum_is_refuted():
     optimum is still refuted by weak duality."""
     from cvxkml._answer import check_certificate
     from cvxkml.errors import SolverError
+
     with pytest.raises(SolverError, match="above the trusted optimum"):
         check_certificate(2.0, 1.5, converged=True, gap_rtol=1e-6, optimum=1.0)
     assert check_certificate(2.0, 0.5, converged=True, gap_rtol=1e-6, optimum=1.0) == pytest.approx(0.75)
@@ -221,11 +247,13 @@ def test_cross_check_without_a_conjugate_is_a_typed_error():
 
         def cvx(self, X):
             import cvxpy as cp
+
             return 0.5 * cp.sum_squares(X)
 
     with pytest.raises(InvalidInputError, match="NoConj regularizer does not implement"):
-        cross_check(lambda s: variant_instance(s, n=6, m=4, regularizer=NoConj(), kernel=True,
-                                               hard_pairs=False), n_draws=1)
+        cross_check(
+            lambda s: variant_instance(s, n=6, m=4, regularizer=NoConj(), kernel=True, hard_pairs=False), n_draws=1
+        )
 
 
 def test_problem_evaluate_is_the_problems_own_formulas(kernel_problem):
@@ -235,17 +263,24 @@ def test_problem_evaluate_is_the_problems_own_formulas(kernel_problem):
     assert sol.objective == kernel_problem.objective(ref.matrix)
     assert sol.dual_value == kernel_problem.dual_value(ref.dual)
     np.testing.assert_array_equal(sol.violations, kernel_problem.violations(ref.matrix))
-    assert not kernel_problem.evaluate(ref.matrix).converged        # no duals: no certificate
+    assert not kernel_problem.evaluate(ref.matrix).converged  # no duals: no certificate
 
 
 def test_compare_records_recomputed_curves(kernel_problem, tmp_path):
     """compare(): one row per (solver, budget); the fast solver's suboptimality reaches the
     certified optimum; a lying solver's rows carry its error instead of its claims."""
     from cvxkml.testing import compare, plot_comparison
+
     liar = FOOLS["liar"][0]
-    rows = compare(kernel_problem, {"fast": lambda p, k: p.solve(max_iter=k, tol=1e-10),
-                                    "exact": lambda p, k: _honest(p),
-                                    "liar": lambda p, k: liar(p)}, budgets=[1, 10, 1000])
+    rows = compare(
+        kernel_problem,
+        {
+            "fast": lambda p, k: p.solve(max_iter=k, tol=1e-10),
+            "exact": lambda p, k: _honest(p),
+            "liar": lambda p, k: liar(p),
+        },
+        budgets=[1, 10, 1000],
+    )
     assert [(r["solver"], r["budget"]) for r in rows][:3] == [("fast", 1), ("fast", 10), ("fast", 1000)]
     fast = [r for r in rows if r["solver"] == "fast"]
     assert all(r["error"] is None for r in fast)
@@ -254,6 +289,7 @@ def test_compare_records_recomputed_curves(kernel_problem, tmp_path):
     assert all(r["error"] and "disagrees" in r["error"] for r in rows if r["solver"] == "liar")
     pytest.importorskip("matplotlib")
     import matplotlib
+
     matplotlib.use("Agg")
     ax = plot_comparison(rows, x="budget")
-    assert len(ax.get_lines()) == 4                     # fast and exact: suboptimality + violation
+    assert len(ax.get_lines()) == 4  # fast and exact: suboptimality + violation

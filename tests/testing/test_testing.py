@@ -1,5 +1,6 @@
 """The public testing toolkit (cvxkml.testing) must itself be able to fail: each check is
 shown catching the mistake it exists for."""
+
 import os
 import warnings
 
@@ -28,10 +29,19 @@ def _sol(objective, dual_value, status="optimal", converged=True, viol=0.0):
     """A scripted answer that is consistent with :class:`_Fake`'s formulas: the matrix
     [[a, v], [v, a]] has objective tr = 2a, violation v, and the dual [y] has dual value y."""
     a = objective / 2
-    return Solution(matrix=np.array([[a, viol], [viol, a]]), objective=objective,
-                    dual=None if dual_value is None else np.array([dual_value]), slack=None,
-                    violations=np.array([viol]), n_iter=1, converged=converged, time=0.0,
-                    status=status, solver="fake", dual_value=dual_value)
+    return Solution(
+        matrix=np.array([[a, viol], [viol, a]]),
+        objective=objective,
+        dual=None if dual_value is None else np.array([dual_value]),
+        slack=None,
+        violations=np.array([viol]),
+        n_iter=1,
+        converged=converged,
+        time=0.0,
+        status=status,
+        solver="fake",
+        dual_value=dual_value,
+    )
 
 
 class _Fake:
@@ -73,17 +83,18 @@ def test_check_regularizer_accepts_the_library_regularizers(reg):
 
 
 def test_check_regularizer_catches_user_mistakes():
-    class WrongConj(LogDet):                 # conjugate off by a constant
+    class WrongConj(LogDet):  # conjugate off by a constant
         def conj_s(self, mu):
             return super().conj_s(mu) - 0.1
 
-    class WrongGrad(LogDet):                 # maximizer of the wrong conjugate
+    class WrongGrad(LogDet):  # maximizer of the wrong conjugate
         def conj_grad_s(self, mu):
             return 1.0 / (1.0 - mu) ** 2 * np.ones_like(mu)
 
-    class WrongCvx(Frobenius):               # CVXPY form of another function
+    class WrongCvx(Frobenius):  # CVXPY form of another function
         def cvx(self, X):
             import cvxpy as cp
+
             return cp.sum_squares(X)
 
     with pytest.raises(AssertionError, match="Fenchel–Young"):
@@ -102,12 +113,15 @@ def test_trusted_reference_retries_and_records_attempts():
     assert "optimal_inaccurate" in good.info["reference_attempts"][0]
 
 
-@pytest.mark.parametrize("answers", [
-    [_sol(1.0, 0.9)] * 3,                                           # loose certificate
-    [_sol(1.0, None)] * 3,                                          # no certificate
-    [_sol(1.0, 1.0, viol=1e-3)] * 3,                                # infeasible point
-    [SolverError("x"), InfeasibleError("y"), _sol(1.0, 1.0, status="optimal_inaccurate")],
-])
+@pytest.mark.parametrize(
+    "answers",
+    [
+        [_sol(1.0, 0.9)] * 3,  # loose certificate
+        [_sol(1.0, None)] * 3,  # no certificate
+        [_sol(1.0, 1.0, viol=1e-3)] * 3,  # infeasible point
+        [SolverError("x"), InfeasibleError("y"), _sol(1.0, 1.0, status="optimal_inaccurate")],
+    ],
+)
 def test_untrusted_reference_is_never_returned(answers):
     with pytest.raises(UntrustedReference, match="No trustworthy"):
         trusted_reference(_Fake(answers))
@@ -121,7 +135,7 @@ def test_untrusted_reference_keep_draw_returns_none_and_is_counted(monkeypatch):
 
     test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
     before = discards().get(test, 0)
-    monkeypatch.setitem(_reference._DISCARDS, test, before)      # restored at teardown
+    monkeypatch.setitem(_reference._DISCARDS, test, before)  # restored at teardown
     assert reference_or_discard(_Fake([_sol(1.0, 0.9)] * 3), keep_draw=True) is None
     assert discards()[test] == before + 1
     ok = _sol(1.0, 1.0)
@@ -142,7 +156,7 @@ def test_certificate_optional_for_models_without_one():
 
 def test_solve_fast_honestly_catches_dishonest_solvers():
     with pytest.raises(AssertionError, match="Negative certificate"):
-        solve_fast_honestly(_Fake([], fast=_sol(1.0, 1.1)))         # converged below the bound
+        solve_fast_honestly(_Fake([], fast=_sol(1.0, 1.1)))  # converged below the bound
     with pytest.raises(AssertionError, match="must warn"):
         solve_fast_honestly(_Fake([], fast=_sol(1.0, 0.5, converged=False)))
     with pytest.raises(AssertionError, match="must warn"):
@@ -154,9 +168,9 @@ def test_assert_matches_reference_catches_disagreement():
     p = _Fake([])
     exact = _sol(1.0, 1.0 - 1e-9)
     assert_matches_reference(p, _sol(1.0 + 1e-8, 1.0 - 1e-8), exact)
-    with pytest.raises(AssertionError, match="weak duality"):        # below the exact lower bound
+    with pytest.raises(AssertionError, match="weak duality"):  # below the exact lower bound
         assert_matches_reference(p, _sol(0.9, 0.89), exact)
-    with pytest.raises(AssertionError, match="own certificate|best lower bound"):   # above by 1e-3
+    with pytest.raises(AssertionError, match="own certificate|best lower bound"):  # above by 1e-3
         assert_matches_reference(p, _sol(1.001, 1.0), exact)
     with pytest.raises(AssertionError, match="infeasible"):
         assert_matches_reference(p, _sol(1.0, 1.0, viol=1e-3), exact)
@@ -168,7 +182,7 @@ def test_problems_strategy_gives_solvable_instances(problem):
     """The strategy's draws are what the contract needs: a certified fast solve that
     matches a trusted reference (the 10-line recipe of the module docstring)."""
     exact = reference_or_discard(problem)
-    fast = solve_fast_honestly(problem, tol=1e-12, max_iter=20_000)   # warns iff not converged
+    fast = solve_fast_honestly(problem, tol=1e-12, max_iter=20_000)  # warns iff not converged
     if not fast.converged:
         # feasible but ill-conditioned hard draws exist (fuzz seed 5705: four forest pairs in
         # R^4, optimum 2.3e4, Bregman still 5.0 off after 20 000 sweeps): honest, not comparable
@@ -194,7 +208,7 @@ def test_feasible_instances_of_every_constraint_family(family, reg, data):
     never reports infeasible), and the fast solve matches the trusted reference."""
     problem = data.draw(problems(family, regularizer=reg, max_n=9, max_m=5))
     fast = solve_fast_honestly(problem, tol=1e-10, max_iter=5000)
-    exact = reference_or_discard(problem)                     # InfeasibleError would fail here
+    exact = reference_or_discard(problem)  # InfeasibleError would fail here
     assert fast.converged, fast
     event(f"active {int(np.sum(fast.dual > 1e-8 * max(1.0, fast.dual.max())))} of {fast.dual.size}")
     assert_matches_reference(problem, fast, exact, rtol=1e-6)

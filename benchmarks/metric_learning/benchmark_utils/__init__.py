@@ -1,5 +1,6 @@
 """Shared pieces of the metric-learning benchmark: the declared problems, their certified
 optima and the recomputed scores (everything here goes through cvxkml's own formulas)."""
+
 import warnings
 
 import numpy as np
@@ -37,8 +38,11 @@ def stratified(y, n, seed):
     rng = np.random.default_rng(seed)
     classes = np.unique(y)
     per = max(2, n // len(classes))
-    return np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), min(per, int(np.sum(y == c))),
-                                              replace=False) for c in classes]))
+    return np.sort(
+        np.concatenate(
+            [rng.choice(np.flatnonzero(y == c), min(per, int(np.sum(y == c))), replace=False) for c in classes]
+        )
+    )
 
 
 def standardize(X):
@@ -47,8 +51,7 @@ def standardize(X):
     return (X - X.mean(0)) / np.maximum(X.std(0), 1e-12)
 
 
-def build_problem(kind, X, y, *, n_pairs=40, gamma=1.0, lmnn_n=30, lmnn_dim=3, k=2, mu=0.5,
-                  seed=0):
+def build_problem(kind, X, y, *, n_pairs=40, gamma=1.0, lmnn_n=30, lmnn_dim=3, k=2, mu=0.5, seed=0):
     """The declared cvxkml problem of the benchmark.
 
     ``"itml"``: ITML (LogDet metric learning, Jain et al. eq. 7) on all points, ``n_pairs``
@@ -60,8 +63,9 @@ def build_problem(kind, X, y, *, n_pairs=40, gamma=1.0, lmnn_n=30, lmnn_dim=3, k
     X = np.asarray(X, dtype=float)
     y = np.asarray(y)
     if kind == "itml":
-        pc = PairConstraints.from_labels(y, baseline_metric(X), scheme="itml", n_constraints=n_pairs,
-                                         percentiles=(5.0, 95.0), random_state=seed)
+        pc = PairConstraints.from_labels(
+            y, baseline_metric(X), scheme="itml", n_constraints=n_pairs, percentiles=(5.0, 95.0), random_state=seed
+        )
         return ITML(X, pc, gamma=gamma)
     if kind == "lmnn":
         idx = stratified(y, lmnn_n, seed + 1)
@@ -72,8 +76,13 @@ def build_problem(kind, X, y, *, n_pairs=40, gamma=1.0, lmnn_n=30, lmnn_dim=3, k
 
 
 def _key(kind, X, y, params):
-    return (kind, X.shape, hash(np.ascontiguousarray(X).tobytes()), hash(np.asarray(y).tobytes()),
-            tuple(sorted(params.items())))
+    return (
+        kind,
+        X.shape,
+        hash(np.ascontiguousarray(X).tobytes()),
+        hash(np.asarray(y).tobytes()),
+        tuple(sorted(params.items())),
+    )
 
 
 def certified_optimum(problem, key=None):
@@ -94,16 +103,24 @@ def certified_optimum(problem, key=None):
             warnings.simplefilter("ignore")
             sol = solve_fast_honestly(problem, tol=tol, max_iter=200_000)
         if sol.converged:
-            best = dict(objective=float(sol.objective), matrix=sol.matrix,
-                        gap=float(sol.gap) / max(1.0, abs(sol.objective)), source=f"fast tol={tol:g}")
+            best = dict(
+                objective=float(sol.objective),
+                matrix=sol.matrix,
+                gap=float(sol.gap) / max(1.0, abs(sol.objective)),
+                source=f"fast tol={tol:g}",
+            )
             break
     if best is None:
         try:
             ref = trusted_reference(problem)
         except UntrustedReference as exc:
             raise RuntimeError(f"no certified optimum for this problem: {exc}") from exc
-        best = dict(objective=float(ref.objective), matrix=ref.matrix,
-                    gap=float(ref.gap) / max(1.0, abs(ref.objective)), source="trusted conic reference")
+        best = dict(
+            objective=float(ref.objective),
+            matrix=ref.matrix,
+            gap=float(ref.gap) / max(1.0, abs(ref.objective)),
+            source="trusted conic reference",
+        )
     if key is not None:
         _OPTIMA[key] = best
     return best
@@ -121,13 +138,22 @@ def score(problem, answer, optimum):
     :data:`NO_ANSWER` when there is no valid answer); ``answered`` / ``valid`` / ``converged``:
     0 or 1 (``converged`` is the solver's own claim).
     """
-    out = dict(value=np.nan, suboptimality=np.nan, violation=np.nan, gap=np.nan, distance=np.nan,
-               merit=NO_ANSWER, answered=float(answer is not None), valid=0.0, certified=0.0,
-               converged=0.0)
+    out = dict(
+        value=np.nan,
+        suboptimality=np.nan,
+        violation=np.nan,
+        gap=np.nan,
+        distance=np.nan,
+        merit=NO_ANSWER,
+        answered=float(answer is not None),
+        valid=0.0,
+        certified=0.0,
+        converged=0.0,
+    )
     if answer is None:
         return out
     try:
-        sol = validate_answer(problem, answer, gap_rtol=np.inf)   # iterates may be infeasible
+        sol = validate_answer(problem, answer, gap_rtol=np.inf)  # iterates may be infeasible
     except (AssertionError, CvxkmlError, ValueError, FloatingPointError):
         return out
     f_star = optimum["objective"]
@@ -135,9 +161,14 @@ def score(problem, answer, optimum):
     viol = float(relative_violation(problem, sol))
     if not (np.isfinite(sub) and np.isfinite(viol)):
         return out
-    out.update(value=float(sol.objective), suboptimality=sub, violation=viol, valid=1.0,
-               converged=float(bool(sol.converged)),
-               merit=min(abs(sub) + viol, NO_ANSWER))
+    out.update(
+        value=float(sol.objective),
+        suboptimality=sub,
+        violation=viol,
+        valid=1.0,
+        converged=float(bool(sol.converged)),
+        merit=min(abs(sub) + viol, NO_ANSWER),
+    )
     if sol.gap is not None and np.isfinite(sol.gap):
         out["gap"] = float(sol.gap) / max(1.0, abs(float(sol.objective)))
         out["certified"] = float(abs(out["gap"]) <= CERT_TOL and viol <= CERT_TOL)
@@ -161,17 +192,19 @@ class AnsweredProgressCriterion(SufficientProgressCriterion):
       is larger than benchopt's 3: PDHG and SCS iterates are not monotone), as do
       ``--max-runs`` and ``--timeout``."""
 
-    def __init__(self, eps=1e-10, patience=8, n_certified=3, strategy="iteration",
-                 key_to_monitor="merit", minimize=True):
-        super().__init__(eps=eps, patience=patience, strategy=strategy,
-                         key_to_monitor=key_to_monitor, minimize=minimize)
+    def __init__(
+        self, eps=1e-10, patience=8, n_certified=3, strategy="iteration", key_to_monitor="merit", minimize=True
+    ):
+        super().__init__(
+            eps=eps, patience=patience, strategy=strategy, key_to_monitor=key_to_monitor, minimize=minimize
+        )
         self.kwargs["n_certified"] = n_certified
         self.n_certified = n_certified
 
     def check_convergence(self, objective_list):
         if not any(r.get("objective_valid", 0.0) for r in objective_list):
             return False, 0.0
-        last = objective_list[-self.n_certified:]
+        last = objective_list[-self.n_certified :]
         stop, progress = super().check_convergence(objective_list)
         if len(last) == self.n_certified and all(r.get("objective_certified", 0.0) for r in last):
             return True, 1.0

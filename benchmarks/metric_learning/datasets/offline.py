@@ -10,6 +10,7 @@ class Dataset(BaseDataset):
     ``set_name``: a table of the data folder (ionosphere, sonar, balance, ...; see its README);
     the folder is ``data_dir`` if given, else the ``CVXKML_DATA`` environment variable.  A
     class-stratified sample of ``n_samples`` points (seed 0), standardized features."""
+
     name = "offline"
     parameters = {"set_name": ["ionosphere", "sonar"], "n_samples": [60], "data_dir": [None]}
     test_parameters = {"set_name": ["ionosphere"], "n_samples": [20], "data_dir": [None]}

@@ -7,6 +7,7 @@ class Dataset(BaseDataset):
     """Two overlapping Gaussian classes in d dimensions (the class shifts two coordinates by
     1.5), standardized.  Seeded by the ``seed`` parameter (the same draw in every repetition:
     repetitions of this benchmark re-time the same problem)."""
+
     name = "Simulated"
     parameters = {"n_samples, n_features": [(60, 10)], "seed": [0]}
     test_parameters = {"n_samples, n_features": [(30, 4)], "seed": [0]}

@@ -10,6 +10,7 @@ class Solver(BaseSolver):
     ``problem.solve_reference(solver="CLARABEL", max_iter=n_iter)``.  A cap reached before an
     answer exists (status ``user_limit``) is a budget without a point.  The timed run includes
     CVXPY's canonicalization of the model."""
+
     name = "cvxpy-clarabel"
     sampling_strategy = "iteration"
     requirements = ["pip::cvxpy", "pip::clarabel"]
@@ -24,8 +25,9 @@ class Solver(BaseSolver):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                self.answer = self.problem.solve_reference(solver="CLARABEL", accept_inaccurate=True,
-                                                           max_iter=int(n_iter))
+                self.answer = self.problem.solve_reference(
+                    solver="CLARABEL", accept_inaccurate=True, max_iter=int(n_iter)
+                )
             except CvxkmlError:
                 self.answer = None
 

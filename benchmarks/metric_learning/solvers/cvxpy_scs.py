@@ -10,6 +10,7 @@ class Solver(BaseSolver):
     embedding), ``problem.solve_reference(solver="SCS", max_iters=n_iter)``.  An iterate at which
     the LogDet objective is infinite (SCS's early points) is a budget without a point.  The
     timed run includes CVXPY's canonicalization of the model."""
+
     name = "cvxpy-scs"
     sampling_strategy = "iteration"
     requirements = ["pip::cvxpy", "pip::scs"]
@@ -24,8 +25,7 @@ class Solver(BaseSolver):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                self.answer = self.problem.solve_reference(solver="SCS", accept_inaccurate=True,
-                                                           max_iters=int(n_iter))
+                self.answer = self.problem.solve_reference(solver="SCS", accept_inaccurate=True, max_iters=int(n_iter))
             except CvxkmlError:
                 self.answer = None
 
