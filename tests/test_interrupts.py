@@ -97,6 +97,9 @@ def _interrupt(script, delay=1.0):
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
+        # a runner without job control starts background jobs with SIGINT ignored, and Python
+        # keeps an ignored SIGINT ignored: give the child Ctrl-C's default disposition
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines = []
     try:
