@@ -800,102 +800,105 @@ class SpectralProblem(Problem):
         # a native solver that checks the certificate itself reads the rule here, and one
         # that can resume keeps its last iterate in _resume for the next attempt
         self._stop_rule, self._resume = (gap_tol, viol_tol), None
-        attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
-        while True:
-            res = (
-                spec.solve(self, attempt_tol, limit - sweeps, lam0=lam0, callback=callback)
-                if use_dual
-                else spec.solve(self, attempt_tol, limit - sweeps)
-            )
-            attempts += 1
-            self._check_fast_result(res, spec)
-            sweeps += res.sweeps
-            elapsed += res.time
-            self._raise_breakdown(res)
-            sol = self._fast_solution(res, sweeps, elapsed)
-            sol.info.update(spec=spec.name, space=self.space.name)
-            if not np.isfinite(sol.objective):
-                raise SolverError(
-                    f"The fast solver ({sol.solver}) stopped after {sweeps} iteration(s) at a matrix "
-                    f"outside the domain of the {self.regularizer.name} objective (objective "
-                    f"{sol.objective}: a zero eigenvalue on the range of M0 under a log det, or a "
-                    "matrix outside that range). Rescale the problem (a barrier weight or bounds "
-                    "far from 1), raise max_iter, or use solve_reference()."
+        try:
+            attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
+            while True:
+                res = (
+                    spec.solve(self, attempt_tol, limit - sweeps, lam0=lam0, callback=callback)
+                    if use_dual
+                    else spec.solve(self, attempt_tol, limit - sweeps)
                 )
-            scale = max(1.0, abs(sol.objective))
-            gap = sol.gap
-            rel_viol = sol.info["max_relative_violation"]
-            within = gap is not None and -gap_tol * scale <= gap <= gap_tol * scale and rel_viol <= viol_tol
-            # Bregman: the paper's dual-change rule, then the certificate; the dual solver's
-            # rule is the certificate itself (a stall at round-off below gap_tol counts)
-            met = sol.converged or (use_dual and within)
-            certified = met and within
-            if use_dual:
-                sol.converged = met
-                sol.status = "converged" if met else sol.status
-                stopped = bool(res.extra.get("stopped")) and not met
-            elif callback is not None:  # every attempt's check, the certified one too
-                asked = callback(
-                    {
-                        "iteration": sweeps,
-                        "objective": sol.objective,
-                        "gap": None if gap is None else gap / scale,
-                        "violation": rel_viol,
-                        "dual_change": res.dual_change,
-                        "certified": certified,
-                    }
+                attempts += 1
+                self._check_fast_result(res, spec)
+                sweeps += res.sweeps
+                elapsed += res.time
+                self._raise_breakdown(res)
+                sol = self._fast_solution(res, sweeps, elapsed)
+                sol.info.update(spec=spec.name, space=self.space.name)
+                if not np.isfinite(sol.objective):
+                    raise SolverError(
+                        f"The fast solver ({sol.solver}) stopped after {sweeps} iteration(s) at a matrix "
+                        f"outside the domain of the {self.regularizer.name} objective (objective "
+                        f"{sol.objective}: a zero eigenvalue on the range of M0 under a log det, or a "
+                        "matrix outside that range). Rescale the problem (a barrier weight or bounds "
+                        "far from 1), raise max_iter, or use solve_reference()."
+                    )
+                scale = max(1.0, abs(sol.objective))
+                gap = sol.gap
+                rel_viol = sol.info["max_relative_violation"]
+                within = gap is not None and -gap_tol * scale <= gap <= gap_tol * scale and rel_viol <= viol_tol
+                # Bregman: the paper's dual-change rule, then the certificate; the dual solver's
+                # rule is the certificate itself (a stall at round-off below gap_tol counts)
+                met = sol.converged or (use_dual and within)
+                certified = met and within
+                if use_dual:
+                    sol.converged = met
+                    sol.status = "converged" if met else sol.status
+                    stopped = bool(res.extra.get("stopped")) and not met
+                elif callback is not None:  # every attempt's check, the certified one too
+                    asked = callback(
+                        {
+                            "iteration": sweeps,
+                            "objective": sol.objective,
+                            "gap": None if gap is None else gap / scale,
+                            "violation": rel_viol,
+                            "dual_change": res.dual_change,
+                            "certified": certified,
+                        }
+                    )
+                    stopped = bool(asked) and not certified
+                if certified or not met or use_dual or stopped or attempt_tol <= 1e-16 or sweeps >= limit:
+                    break
+                attempt_tol = max(attempt_tol * 1e-2, 1e-16)
+            sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
+            if not certified:
+                self._raise_if_farkas(sol)
+            if stopped:
+                sol.converged = False
+                sol.status = CALLBACK_STOP
+                gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
+                self._warn_unconverged(
+                    sol,
+                    f"The callback stopped the solve after {sweeps} iteration(s), "
+                    f"uncertified: relative gap {gap_txt}, max relative violation "
+                    f"{rel_viol:.3g}.",
                 )
-                stopped = bool(asked) and not certified
-            if certified or not met or use_dual or stopped or attempt_tol <= 1e-16 or sweeps >= limit:
-                break
-            attempt_tol = max(attempt_tol * 1e-2, 1e-16)
-        sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
-        if not certified:
-            self._raise_if_farkas(sol)
-        if stopped:
-            sol.converged = False
-            sol.status = CALLBACK_STOP
-            gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
-            self._warn_unconverged(
-                sol,
-                f"The callback stopped the solve after {sweeps} iteration(s), "
-                f"uncertified: relative gap {gap_txt}, max relative violation "
-                f"{rel_viol:.3g}.",
-            )
-        elif not met and attempts == 1:
-            what = (
-                "The dual solver did not certify in {} Newton iterations: relative gap/violation"
-                if use_dual
-                else "Bregman projections did not converge in {} sweeps: relative dual change"
-            ).format(sweeps)
-            warnings.warn(
-                f"{what} "
-                f"{res.dual_change:.3g} > tol {attempt_tol:.3g}, max violation {sol.max_violation:.3g}. "
-                "Raise max_iter or tol"
-                + (
-                    ""
-                    if self.gamma is not None or self._hinge
-                    else ", or use slack (gamma, or Hinge) if the constraints conflict"
+            elif not met and attempts == 1:
+                what = (
+                    "The dual solver did not certify in {} Newton iterations: relative gap/violation"
+                    if use_dual
+                    else "Bregman projections did not converge in {} sweeps: relative dual change"
+                ).format(sweeps)
+                warnings.warn(
+                    f"{what} "
+                    f"{res.dual_change:.3g} > tol {attempt_tol:.3g}, max violation {sol.max_violation:.3g}. "
+                    "Raise max_iter or tol"
+                    + (
+                        ""
+                        if self.gamma is not None or self._hinge
+                        else ", or use slack (gamma, or Hinge) if the constraints conflict"
+                    )
+                    + ".",
+                    ConvergenceWarning,
+                    stacklevel=2,
                 )
-                + ".",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        elif not certified:
-            sol.converged = False
-            sol.status = "not certified"
-            gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
-            warnings.warn(
-                f"The dual change met tol {tol:.3g} but the certificate did not (after {attempts} "
-                f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} "
-                f"(allowed ±{gap_tol:.3g}), max relative "
-                f"violation {rel_viol:.3g} (allowed {viol_tol:.3g}). "
-                + ("The hard constraints may be infeasible (use slack, gamma=…), or " if self.gamma is None else "")
-                + "raise max_iter, or loosen gap_tol / viol_tol.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        return sol
+            elif not certified:
+                sol.converged = False
+                sol.status = "not certified"
+                gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
+                warnings.warn(
+                    f"The dual change met tol {tol:.3g} but the certificate did not (after {attempts} "
+                    f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} "
+                    f"(allowed ±{gap_tol:.3g}), max relative "
+                    f"violation {rel_viol:.3g} (allowed {viol_tol:.3g}). "
+                    + ("The hard constraints may be infeasible (use slack, gamma=…), or " if self.gamma is None else "")
+                    + "raise max_iter, or loosen gap_tol / viol_tol.",
+                    ConvergenceWarning,
+                    stacklevel=2,
+                )
+            return sol
+        finally:
+            self._stop_rule = self._resume = None  # nothing of this solve outlives it
 
     def _check_fast_result(self, res, spec) -> None:
         """The fast-solver protocol (:mod:`cvxkml.solvers.result`), checked before anything is
