@@ -51,14 +51,13 @@ LARGE_FACTOR = 2
 
 
 def _library_name(cls) -> str:
-    """The name of the nearest cvxkml class of ``cls`` (a user's subclass of LogDet is
-    LogDet's), or ``cls``'s own name when it derives from none but the base class."""
-    for c in cls.__mro__:
-        if c.__module__.split(".")[0] == "cvxkml" and c.__name__ != "Regularizer":
-            return c.__name__
-        if c.__name__ == "Regularizer":
-            break
-    return cls.__name__
+    """The name of the nearest cvxkml class of ``cls`` (:func:`registry._library_class
+    <cvxkml.declare.registry._library_class>`: a user's subclass of LogDet is LogDet's), or
+    ``cls``'s own name when it derives from none but the base class ``Regularizer``."""
+    from .registry import _library_class
+
+    name = _library_class(cls).__name__
+    return cls.__name__ if name == "Regularizer" else name
 
 
 def _size_guarded(impl):
