@@ -1,32 +1,14 @@
-"""Measurements for reference/wang2011-mkl.md.
-
-* ``cvxkml bench mkl`` (registered by :mod:`.bench_commands`): the MKL_P weight step
-  (Wang et al. eq. 15–17) — the interior-point solver of :mod:`cvxkml.solvers.mkl` against
-  the CVXPY path it replaced, same instances, same run (:func:`weight_step_rows`) — and the
-  MKL_μ step (``MuWeightStep`` / ``lmnn_mu_step``, still CVXPY; :func:`mu_step_rows`).
-* ``python -m cvxkml.experiments.bench_mkl [--draws N] [--json FILE]``: the fast LMNN solver
-  against the exact CVXPY model on property-test-like instances (relative gap, times), the
-  exact model's cost as n grows, and Algorithm 1's outer-iteration counts.
-
-Nothing here is used by the library itself.
+"""The rows of ``cvxkml bench mkl`` (printed by :mod:`.bench_commands`): the MKL_P weight step
+(Wang et al. eq. 15–17), the interior-point solver of :mod:`cvxkml.solvers.mkl` against the
+CVXPY path beside it, same instances, same run (:func:`weight_step_rows`), and the MKL_μ step
+(``MuWeightStep`` / ``lmnn_mu_step``, a CVXPY model; :func:`mu_step_rows`).
 """
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import numpy as np
 
-from ..declare.lmnn import LMNNProblem
-from ..declare.mkl import alternate
-from ..errors import ConvergenceWarning, SolverError
-from ..kernels import Kernel, gaussian_kernel, polynomial_kernel
-from ..mkl_kernels import KernelSet
-from ._report import write_json
 from ._runner import best_of, quiet, timed
-
-KINDS = ("linear", "kernel-lowrank", "kernel-fullrank", "nr-mkl")
 
 
 def _points(seed, n, n_classes, d, shift=0.8):
@@ -34,153 +16,6 @@ def _points(seed, n, n_classes, d, shift=0.8):
     y = np.arange(n) % n_classes
     rng.shuffle(y)
     return rng.normal(size=(n, d)) + shift * y[:, None], y
-
-
-def make_problem(kind, seed, n, n_classes=2, k=2, gamma=0.5) -> LMNNProblem:
-    """The instance families of tests/declare/test_lmnn.py::test_fast_matches_exact."""
-    X, y = _points(seed, n, n_classes, 3 if kind == "linear" else 2)
-    if kind == "linear":
-        return LMNNProblem.linear(X, y, k, gamma)
-    if kind == "kernel-lowrank":
-        K = polynomial_kernel(X, degree=2)
-        return LMNNProblem.kernel(K / np.mean(np.diag(K)), y, k, gamma)
-    if kind == "kernel-fullrank":
-        return LMNNProblem.kernel(gaussian_kernel(X, sigma=1.0), y, k, gamma)
-    Ks = [X @ X.T, polynomial_kernel(X, degree=2)]
-    return LMNNProblem.multiple_kernels([K / np.mean(np.diag(K)) for K in Ks], y, k, gamma)
-
-
-def gap_sweep(draws: int = 10, tol: float = 1e-5, seed0: int = 0) -> list[dict]:
-    """The fast LMNN solver against the exact CVXPY model on random instances of every kind.
-
-    Parameters
-    ----------
-    draws : int, default 10
-        Instances per kind of :data:`KINDS`.
-    tol : float, default 1e-5
-        Tolerance of the fast solver.
-    seed0 : int, default 0
-        Seed of the first draw; draw ``s`` uses ``seed0 + s``.
-
-    Returns
-    -------
-    list of dict
-        One row per instance: its size, the fast solver's convergence, iterations and certified
-        gap, the relative gap to the exact optimum and both times.
-    """
-    rows = []
-    for kind in KINDS:
-        for s in range(draws):
-            rng = np.random.default_rng(seed0 + s)
-            n = int(rng.integers(8, 15))
-            c = int(rng.integers(2, 4))
-            k = 1 if n < 3 * c else 2
-            prob = make_problem(kind, seed0 + s, n, c, k, float(rng.choice([0.25, 0.5, 0.75])))
-            fast = quiet(prob.solve, tol=tol, category=ConvergenceWarning)
-            try:
-                exact = prob.solve_reference(accept_inaccurate=True)
-            except SolverError:
-                exact = prob.solve_reference(solver="SCS", eps=1e-8, accept_inaccurate=True)
-            scale = max(1.0, abs(exact.objective))
-            rows.append(
-                dict(
-                    kind=kind,
-                    n=n,
-                    classes=c,
-                    k=k,
-                    triplets=prob.triplets.n_triplets,
-                    converged=bool(fast.converged),
-                    iterations=int(fast.n_iter),
-                    rel_gap=float(abs(fast.objective - exact.objective) / scale),
-                    certified_gap=float((fast.objective - fast.dual_value) / max(1.0, abs(fast.objective))),
-                    fast_s=float(fast.time),
-                    exact_s=float(exact.time),
-                    exact_status=exact.status,
-                )
-            )
-    return rows
-
-
-def exact_sizes(sizes=((("kernel", 20), ("kernel", 30), ("kernel", 40), ("linear", 40), ("linear", 100)))):
-    """The exact CVXPY model's time as n grows, beside the fast solver's, on one instance per size.
-
-    Parameters
-    ----------
-    sizes : sequence of (str, int)
-        ``(kind, n)`` pairs: ``"kernel"`` (normalized degree-2 polynomial kernel) or
-        ``"linear"``, and the number of points.
-
-    Returns
-    -------
-    list of dict
-        One row per size: rank, triplets, the exact model's seconds and status, the fast
-        solver's seconds, convergence and iterations.
-    """
-    rows = []
-    for kind, n in sizes:
-        X, y = _points(1, n, 2, 5 if kind == "linear" else 2)
-        if kind == "linear":
-            prob = LMNNProblem.linear(X, y, 5)
-        else:
-            K = polynomial_kernel(X, degree=2)
-            prob = LMNNProblem.kernel(K / np.mean(np.diag(K)) + 1e-3 * np.eye(n), y, 5)
-        t0 = time.perf_counter()
-        try:
-            status = prob.solve_reference(accept_inaccurate=True).status
-        except SolverError as exc:
-            status = f"failed: {exc}"[:60]
-        t_exact = time.perf_counter() - t0
-        fast = quiet(prob.solve, tol=1e-5, category=ConvergenceWarning)
-        rows.append(
-            dict(
-                kind=kind,
-                n=n,
-                rank=prob.rank,
-                triplets=prob.triplets.n_triplets,
-                exact_s=t_exact,
-                exact_status=status,
-                fast_s=float(fast.time),
-                fast_converged=bool(fast.converged),
-                fast_iterations=int(fast.n_iter),
-            )
-        )
-    return rows
-
-
-def alternation_counts(draws: int = 5) -> list[dict]:
-    """Algorithm 1's outer iterations (MKL_P alternation on three base kernels) on random draws.
-
-    Parameters
-    ----------
-    draws : int, default 5
-        Number of random 16-point instances.
-
-    Returns
-    -------
-    list of dict
-        One row per draw: outer iterations, convergence, first and last objective, whether
-        the objective decreased monotonically, the kernel weights μ and the seconds.
-    """
-    base = [Kernel("linear"), Kernel("polynomial", {"degree": 2}), Kernel("gaussian", {"sigma": 1.5})]
-    rows = []
-    for s in range(draws):
-        X, y = _points(100 + s, 16, 2, 3, shift=0.6)
-        Ks = KernelSet(base).fit_matrices(X)
-        res, secs = quiet(timed, alternate, Ks, y, "P", k=2, max_outer=20, tol=1e-5, lmnn_options={"max_iter": 20_000})
-        F = [h["objective"] for h in res.history]
-        rows.append(
-            dict(
-                seed=100 + s,
-                n_outer=int(res.n_outer),
-                converged=bool(res.converged),
-                objective_first=float(F[0]),
-                objective_last=float(F[-1]),
-                monotone=bool(all(b <= a * (1 + 1e-5) + 1e-9 for a, b in zip(F, F[1:]))),
-                mu=[round(float(v), 4) for v in res.mu],
-                seconds=secs,
-            )
-        )
-    return rows
 
 
 # --------------------------------------------------------------------------- weight steps
@@ -353,53 +188,3 @@ def mu_step_rows(cases=(("sonar", 30),), data_dir=None, seed: int = 0, ccp_iter:
                 )
             )
     return rows
-
-
-def main(argv=None) -> int:
-    """``python -m cvxkml.experiments.bench_mkl``: print the gap sweep, the exact model's sizes and
-    the alternation counts, and optionally write them as JSON.
-
-    Parameters
-    ----------
-    argv : list of str or None
-        The command-line arguments (``--draws``, ``--json``, ``--parts``); None reads ``sys.argv``.
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
-    p = argparse.ArgumentParser(prog="python -m cvxkml.experiments.bench_mkl")
-    p.add_argument("--draws", type=int, default=10)
-    p.add_argument("--json", default=None)
-    p.add_argument("--parts", nargs="+", default=["gap", "sizes", "alternation"])
-    a = p.parse_args(argv)
-    out = {}
-    if "gap" in a.parts:
-        rows = gap_sweep(a.draws)
-        out["gap_sweep"] = rows
-        for kind in KINDS:
-            r = [x for x in rows if x["kind"] == kind]
-            conv = [x for x in r if x["converged"]]
-            ratio = [x["exact_s"] / max(x["fast_s"], 1e-9) for x in r]
-            print(
-                f"{kind:16s} draws {len(r)} converged {len(conv)} max rel gap "
-                f"{max((x['rel_gap'] for x in conv), default=float('nan')):.2e} "
-                f"median exact/fast time {np.median(ratio):.2f}",
-                flush=True,
-            )
-    if "sizes" in a.parts:
-        out["exact_sizes"] = exact_sizes()
-        for x in out["exact_sizes"]:
-            print(x, flush=True)
-    if "alternation" in a.parts:
-        out["alternation"] = alternation_counts(max(1, a.draws // 2))
-        for x in out["alternation"]:
-            print(x, flush=True)
-    if a.json:
-        write_json(a.json, out)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
