@@ -241,7 +241,8 @@ def _newton(ops, lam, L, tol, max_steps=30, sigma=1e-4, dense=True):
     return lam, max_steps, (rg <= tol and rv <= tol)
 
 
-def _pola_dual_impl(
+@blas_limit()
+def pola_dual(
     U,
     w,
     ptr,
@@ -254,6 +255,8 @@ def _pola_dual_impl(
     newton_budget: float = 1e6,
 ) -> FastResult:
     """Solve min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c on the dual (see the module doc).
+    BLAS/LAPACK threads follow the ``blas_threads`` option (default 1: many small
+    eigendecompositions, and multithreaded ones stall on a busy machine).
 
     Parameters
     ----------
@@ -381,33 +384,3 @@ def _pola_dual_impl(
             "infeasible": bool(infeasible),
         },
     )
-
-
-def pola_dual(
-    U,
-    w,
-    ptr,
-    t,
-    tol: float = 1e-9,
-    max_iter: int = 20_000,
-    lam0=None,
-    newton: str | bool = "auto",
-    check_every: int = 5,
-    newton_budget: float = 1e6,
-) -> FastResult:
-    """Solve min ½‖X̂‖²_F s.t. X̂ ⪰ 0, tr(X̂Â_c) <= t_c (see :func:`_pola_dual_impl` and the
-    module doc).  BLAS/LAPACK threads follow the ``blas_threads`` option (default 1: many
-    small eigendecompositions, and multithreaded ones stall on a busy machine)."""
-    with blas_limit():
-        return _pola_dual_impl(
-            U,
-            w,
-            ptr,
-            t,
-            tol=tol,
-            max_iter=max_iter,
-            lam0=lam0,
-            newton=newton,
-            check_every=check_every,
-            newton_budget=newton_budget,
-        )
