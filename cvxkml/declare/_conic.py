@@ -28,33 +28,10 @@ from ..errors import InfeasibleError, InvalidInputError, SolverError
 __all__ = ["solve_conic", "solve_conic_bound"]
 
 
-def solve_conic(
-    prob: cp.Problem,
-    solver: str,
-    eps: float | None = None,
-    accept_inaccurate: bool = False,
-    what: str = "exact model",
-    infeasible_hint: str = "check the constraints.",
-    scs_eps: float = 1e-9,
-    scs_max_iters: int = 200_000,
-    **opts,
-) -> tuple[float, str, int]:
-    """Solve ``prob`` with ``solver``; return (seconds, status, iterations).
-
-    Clarabel: gap and feasibility tolerances ``eps`` (default 1e-8); with
-    ``accept_inaccurate`` also ``accept_unknown`` (InsufficientProgress returns the last
-    iterate as ``optimal_inaccurate``).  SCS: ``eps_abs = eps_rel = eps`` (default
-    ``scs_eps``), at most ``scs_max_iters`` iterations.  Other solvers get ``opts`` only;
-    ``opts`` override the defaults.
-
-    Raises :class:`InfeasibleError` (message ends with ``infeasible_hint``) for an
-    infeasible status and :class:`SolverError` for a solver failure or any other
-    non-optimal status; ``optimal_inaccurate`` is accepted only with
-    ``accept_inaccurate=True``.
-    """
-    elapsed, status, iters, _ = _run(
-        prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters, False, opts
-    )
+def solve_conic(prob: cp.Problem, solver: str, *args, **kwargs) -> tuple[float, str, int]:
+    """:func:`solve_conic_bound` without the bound: return (seconds, status, iterations);
+    same parameters, same errors."""
+    elapsed, status, iters, _ = solve_conic_bound(prob, solver, *args, _want_bound=False, **kwargs)
     return elapsed, status, iters
 
 
@@ -67,13 +44,27 @@ def solve_conic_bound(
     infeasible_hint: str = "check the constraints.",
     scs_eps: float = 1e-9,
     scs_max_iters: int = 200_000,
+    _want_bound: bool = True,
     **opts,
 ) -> tuple[float, str, int, float]:
-    """:func:`solve_conic` that also returns the conic solver's own lower bound on the optimum:
-    its dual objective (Clarabel ``obj_val_dual``, SCS ``dobj``) plus CVXPY's constant offset
-    (``prob.value`` minus the solver's primal objective).  The bound is NaN for other solvers.
-    Used where no closed-form Lagrange dual exists (:meth:`SpectralProblem.extend`)."""
-    return _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters, True, opts)
+    """Solve ``prob`` with ``solver``; return (seconds, status, iterations, bound), where the
+    bound is the conic solver's own lower bound on the optimum: its dual objective (Clarabel
+    ``obj_val_dual``, SCS ``dobj``) plus CVXPY's constant offset (``prob.value`` minus the
+    solver's primal objective); NaN for other solvers.  Used where no closed-form Lagrange
+    dual exists (:meth:`SpectralProblem.extend`).
+
+    Clarabel: gap and feasibility tolerances ``eps`` (default 1e-8); with
+    ``accept_inaccurate`` also ``accept_unknown`` (InsufficientProgress returns the last
+    iterate as ``optimal_inaccurate``).  SCS: ``eps_abs = eps_rel = eps`` (default
+    ``scs_eps``), at most ``scs_max_iters`` iterations.  Other solvers get ``opts`` only;
+    ``opts`` override the defaults.
+
+    Raises :class:`InfeasibleError` (message ends with ``infeasible_hint``) for an
+    infeasible status and :class:`SolverError` for a solver failure or any other
+    non-optimal status; ``optimal_inaccurate`` is accepted only with
+    ``accept_inaccurate=True``.
+    """
+    return _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters, _want_bound, opts)
 
 
 def _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts):
