@@ -44,6 +44,21 @@ class Solution:
     dual_value: float | None = None
     info: dict = field(default_factory=dict)
 
+    @classmethod
+    def from_conic(cls, status: str, solver: str, elapsed: float, iters: int, **fields):
+        """The Solution of an exact (CVXPY) model's solve: ``converged`` when the conic status is
+        ``"optimal"``, ``solver`` = ``"cvxpy-<name>"``, ``time`` and ``n_iter`` from the conic
+        run; every other field (``matrix``, ``objective``, ``violations``, ``dual_value``, …)
+        is what the problem's own formulas computed, passed by keyword."""
+        return cls(
+            converged=status == "optimal",
+            status=status,
+            solver=f"cvxpy-{solver.lower()}",
+            time=elapsed,
+            n_iter=iters,
+            **fields,
+        )
+
     @property
     def max_violation(self) -> float:
         """The absolute maximum violation: the largest entry of ``violations``, in the units

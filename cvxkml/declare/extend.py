@@ -438,17 +438,16 @@ class ExtendedProblem(Problem):
         term = self.term_value(point.primal)
         objective = float(point.objective) + term
         bound = float(bound) * model.scale
-        sol = model.solution_type(
+        sol = model.solution_type.from_conic(
+            status,
+            solver,
+            elapsed,
+            iters,
             matrix=point.matrix,
             objective=objective,
             dual=point.dual,
             slack=point.slack,
             violations=viol,
-            n_iter=iters,
-            converged=status == cp.OPTIMAL,
-            time=elapsed,
-            status=status,
-            solver=f"cvxpy-{solver.lower()}",
             dual_value=bound,
             info={
                 **point.info,
