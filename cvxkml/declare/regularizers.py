@@ -228,7 +228,7 @@ class LogDet(Regularizer):
         return -xi0 / (1.0 - dl * xi0 / gamma)
 
     def conj_hess_s(self, mu):
-        # (1/(1 − μ))², not 1/(1 − μ)²: a diverging dual (μ ~ −1e157, fuzz seed 11202) must
+        # (1/(1 − μ))², not 1/(1 − μ)²: a diverging dual (μ ~ −1e157) must
         # give a tiny curvature, not an overflow
         r = 1.0 / (1.0 - mu)
         return r * r

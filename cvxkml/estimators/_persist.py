@@ -30,8 +30,8 @@ rebuilt and validated by ``from_arrays``: a factored metric stays factored) and
 results, …), restored by setting their attributes — no code from the file is run, and a
 class outside that list is refused.
 
-Loading validates, never trusts (issue 32)
-------------------------------------------
+Loading validates, never trusts
+------------------------------
 A file may come from anywhere.  :func:`load` runs no code from it and checks, in this order:
 
 * the archive: only the members the header names are read (others are never decompressed),

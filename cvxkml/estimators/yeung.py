@@ -37,8 +37,8 @@ from ._params import (
 __all__ = ["SemiSupervisedKernelMetric", "random_similar_pairs"]
 
 #: the largest ``n_iter`` accepted (each iteration is an eigendecomposition of the landmarks'
-#: kernel; the paper uses 3 and the learned space settles within a few; fuzz seed 9604 set
-#: n_iter = 10**20, and the fit ran until its history filled the memory)
+#: kernel; the paper uses 3 and the learned space settles within a few; without a cap an
+#: n_iter of 10**20 runs until the fit's history fills the memory)
 MAX_EXTENSION_ITER = 1000
 
 

@@ -97,8 +97,8 @@ def von_neumann_divergence(X, Y, rtol: float = 1e-12) -> float:
     ly, py = _psd_log(ly, rtol)
     xlogx = float(np.sum(lx[px] * np.log(lx[px])))
     # range(X) ⊆ range(Y) decided on X itself, as in logdet_divergence (an eigenvector of a
-    # tiny eigenvalue of X is round-off and may point anywhere: fuzz seed 9301, a rank-2 K0
-    # and an X of eigenvalue ~1e-11·‖X‖ whose eigenvector overlapped null(Y) by more than 1e-9)
+    # tiny eigenvalue of X is round-off and may point anywhere: with a rank-2 K0, an X of
+    # eigenvalue ~1e-11·‖X‖ can have an eigenvector that overlaps null(Y) by more than 1e-9)
     if not np.all(py) and not _same_range(X, V[:, py], 1e-7):
         return np.inf
     # tr(X log Y) = Σ_ij λ_i(X) (u_iᵀ v_j)² log μ_j over μ_j > 0

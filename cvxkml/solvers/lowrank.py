@@ -273,8 +273,8 @@ def _rank2_factors(ut, vt, theta, work_y1, work_y2, work_z):
     l2 = 0.5 * tr - rad
     # eigenvector of l1 from the well-conditioned row of (A − l1 I)x = 0: (l1 − a22, a12)
     # cancels to round-off when a11 < a22 and a12 is tiny — ũ ⟂ ṽ, which is every similarity
-    # constraint at B = I on a kernel with a constant diagonal (Gaussian): fuzz seed 11505 got
-    # the eigenvector 45° off, a wrong update and a certified-looking wrong optimum
+    # constraint at B = I on a kernel with a constant diagonal (Gaussian): the other row gives
+    # an eigenvector 45° off there, a wrong update and a certified-looking wrong optimum
     if a11 >= a22:
         c1, s1 = l1 - a22, a12
     else:

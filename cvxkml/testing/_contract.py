@@ -403,8 +403,8 @@ def _register_builtin_cases():
         (declare.POLAKernel, lambda s: _pola_instance(s, True), {"tol": 1e-10}),
         (declare.POLAMetric, lambda s: _pola_instance(s, False), {"tol": 1e-10}),
         (declare.SDPLogDetKernel, sdp(True), {"tol": 1e-10}),
-        # the barrier's Bregman sweeps crawl on ill-conditioned optima (fuzz seed 11404, contract
-        # seed 12: eigenvalues 1e-4 … 8e2, certified after 48 002 sweeps, 1 s)
+        # the barrier's Bregman sweeps crawl on ill-conditioned optima (eigenvalues 1e-4 … 8e2
+        # need about 5·10⁴ sweeps, about 1 s)
         (declare.SDPLogDetMetric, sdp(False), {"tol": 1e-10, "max_iter": 200_000}),
         (declare.IPLR, iplr, {"tol": 1e-10}),
         (declare.SpectralReweighting, reweighting, {}),

@@ -148,9 +148,9 @@ def reference_or_discard(problem, feasible=None, keep_draw: bool = False, **kw):
     every conic attempt says *infeasible* but this solution satisfies the constraints to
     ``viol_tol`` (relative, :func:`relative_violation`), the conic claim is refuted by a
     feasible point and the draw is discarded (counted) instead of failing the test with
-    :class:`~cvxkml.errors.InfeasibleError` (fuzz seed 11101: Clarabel and SCS called a POLA
-    problem infeasible whose only feasible matrices have norm ~1e6; the fast solver
-    certified one at violation 9e-10)."""
+    :class:`~cvxkml.errors.InfeasibleError` (Clarabel and SCS both call a POLA problem
+    infeasible when its only feasible matrices have norm ~1e6, while the fast solver
+    certifies one at violation 9e-10)."""
     from hypothesis import assume, note
     from hypothesis.errors import InvalidArgument
 
