@@ -1,9 +1,9 @@
-"""Independent fits of an experiment (CV folds, grids, random splits) run through joblib:
-serially, on local processes (loky) or on a Dask cluster, with the same numbers.
+"""Independent fits of an experiment (CV folds, grids, random splits) through joblib: serially,
+on local processes (loky) or on a Dask cluster (joblib's ``dask`` backend), with the same numbers.
 
 An experiment writes its independent fits as a module-level function of one picklable task
 and calls ``results = run_tasks(fit_one, tasks, n_jobs)`` (results in task order).  Every
-task carries its own seeds, and runs on one BLAS / OpenMP / Numba thread, serially too, so
+task carries its own seeds and runs on one BLAS / OpenMP / Numba thread, serially too, so
 that the numbers do not depend on ``n_jobs`` or the backend (a threaded reduction's order
 depends on the number of threads); only the seconds do.  The commands add ``--n-jobs``,
 ``--backend``, ``--scheduler`` (:func:`add_parallel_options`) and run inside
@@ -14,7 +14,6 @@ arrive and loaded, not computed, by the next run.
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import json
 import logging
@@ -23,8 +22,11 @@ import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 from ..estimators._persist import read_npy_member as _read_npy_member
 from ._commands import CommandError
+from ._report import jsonable
 
 __all__ = [
     "BACKENDS",
@@ -45,9 +47,6 @@ BACKENDS = ("loky", "dask")
 #: How to install what ``--backend dask`` needs.
 DASK_EXTRA = "pip install 'cvxkml[dask]'"
 
-# True inside parallel_context(backend="dask"): run_tasks then always goes through joblib
-_DASK_ACTIVE = contextvars.ContextVar("cvxkml_dask_active", default=False)
-
 
 def _call(func, task):
     """``func(task)`` on one BLAS / OpenMP thread and one Numba thread (see the module docstring)."""
@@ -67,53 +66,47 @@ def _call(func, task):
 STORE_FORMAT, STORE_VERSION = "cvxkml.taskstore", 1
 #: The largest stored result a :class:`TaskStore` reads back (bytes, uncompressed).
 STORE_MAX_BYTES = 1 << 30
-_STORE_HEADER = "__store__"
+_HEADER = "__store__.npy"
 
 
 class StoreFileError(CommandError):
     """A :class:`TaskStore` file this cvxkml did not write, or changed since (content hash)."""
 
 
-def _encode_result(v, arrays: dict, where: str = "result"):
+def _encode(v, arrays: dict, where: str = "result"):
     """A result as JSON, arrays put in ``arrays`` and tagged (the types :class:`TaskStore` stores)."""
-    import numpy as np
-
-    if v is None or isinstance(v, (bool, str)):
-        return v
-    if isinstance(v, (int, np.integer)) and not isinstance(v, np.bool_):
+    if v is None or isinstance(v, (bool, str, np.bool_)):
+        return v if not isinstance(v, np.bool_) else bool(v)
+    if isinstance(v, (int, np.integer)):
         return int(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
     if isinstance(v, (float, np.floating)):
-        v = float(v)
-        return v if v == v and abs(v) != float("inf") else {"__float__": repr(v)}
+        return float(v) if np.isfinite(v) else {"__float__": repr(float(v))}
     if isinstance(v, np.ndarray):
         if v.dtype.kind not in "biufU":
             raise TypeError(f"TaskStore: {where} is an array of dtype {v.dtype} (numbers, booleans or strings only)")
-        key = f"a{len(arrays)}"
-        arrays[key] = v
-        return {"__array__": key}
-    if isinstance(v, tuple):
-        return {"__tuple__": [_encode_result(x, arrays, f"{where}[{i}]") for i, x in enumerate(v)]}
-    if isinstance(v, list):
-        return [_encode_result(x, arrays, f"{where}[{i}]") for i, x in enumerate(v)]
+        arrays[f"a{len(arrays)}"] = v
+        return {"__array__": f"a{len(arrays) - 1}"}
+    if isinstance(v, (list, tuple)):
+        items = [_encode(x, arrays, f"{where}[{i}]") for i, x in enumerate(v)]
+        return items if isinstance(v, list) else {"__tuple__": items}
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return {"__dict__": {k: _encode(x, arrays, f"{where}[{k!r}]") for k, x in v.items()}}
     if isinstance(v, dict):
-        if not all(isinstance(k, str) for k in v):
-            raise TypeError(f"TaskStore: {where} has a key that is not a string")
-        return {"__dict__": {k: _encode_result(x, arrays, f"{where}[{k!r}]") for k, x in v.items()}}
+        raise TypeError(f"TaskStore: {where} has a key that is not a string")
     raise TypeError(
         f"TaskStore: {where} is a {type(v).__name__}, which a result may not hold "
         "(dicts, lists, tuples, numbers, strings, None and NumPy arrays only)"
     )
 
 
-def _decode_result(v, arrays: dict, depth: int = 0):
+def _decode(v, arrays: dict, depth: int = 0):
+    """The inverse of :func:`_encode`; ValueError on anything it does not write."""
     if depth > 200:
         raise ValueError("nested too deeply")
     if v is None or isinstance(v, (bool, str, int, float)):
         return v
     if isinstance(v, list):
-        return [_decode_result(x, arrays, depth + 1) for x in v]
+        return [_decode(x, arrays, depth + 1) for x in v]
     if isinstance(v, dict) and len(v) == 1:
         ((tag, x),) = v.items()
         if tag == "__array__" and isinstance(x, str) and x in arrays:
@@ -121,23 +114,25 @@ def _decode_result(v, arrays: dict, depth: int = 0):
         if tag == "__float__" and x in ("nan", "inf", "-inf"):
             return float(x)
         if tag == "__tuple__" and isinstance(x, list):
-            return tuple(_decode_result(e, arrays, depth + 1) for e in x)
+            return tuple(_decode(e, arrays, depth + 1) for e in x)
         if tag == "__dict__" and isinstance(x, dict):
-            return {k: _decode_result(e, arrays, depth + 1) for k, e in x.items()}
+            return {k: _decode(e, arrays, depth + 1) for k, e in x.items()}
     raise ValueError(f"unexpected value {str(v)[:60]!r}")
+
+
+def _hash(h, arrays, names=None):
+    """``h`` updated with every array's name (when ``names``), dtype, shape and bytes; its hex digest."""
+    for name, a in zip(names or [""] * len(arrays), arrays):
+        a = np.ascontiguousarray(a)
+        h.update(f"{name}{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _content_hash(key: str, body: str, arrays: dict) -> str:
     """SHA-256 of the key, the JSON body and every array's name, dtype, shape and bytes."""
-    import numpy as np
-
-    h = hashlib.sha256(key.encode())
-    h.update(body.encode())
-    for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        h.update(f"{name}{a.dtype.str}{a.shape}".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
+    names = sorted(arrays)
+    return _hash(hashlib.sha256(key.encode() + body.encode()), [arrays[n] for n in names], names)
 
 
 class TaskStore:
@@ -152,7 +147,7 @@ class TaskStore:
     "sha256"}``, the hash over the key, the result's JSON and every array's dtype, shape and
     bytes; a file that does not match is a :class:`StoreFileError` (delete it to compute that
     task again).  Results hold dicts (string keys), lists, tuples, numbers, strings, None and
-    NumPy arrays of numbers, booleans or strings.  Old ``*.pkl`` files are never read.
+    NumPy arrays of numbers, booleans or strings; files of any other name are never read.
 
     Parameters
     ----------
@@ -168,15 +163,8 @@ class TaskStore:
     def key(*arrays, **description) -> str:
         """SHA-256 (64 hex characters) of the arrays' dtypes, shapes and bytes and of
         ``description`` (JSON after :func:`._report.jsonable`)."""
-        import numpy as np
-
-        from ._report import jsonable
-
         h = hashlib.sha256()
-        for a in arrays:
-            a = np.ascontiguousarray(a)
-            h.update(f"{a.dtype.str}{a.shape}".encode())
-            h.update(a.tobytes())
+        _hash(h, arrays)
         h.update(json.dumps(jsonable(description), sort_keys=True).encode())
         return h.hexdigest()
 
@@ -196,34 +184,27 @@ class TaskStore:
             return None
         try:
             with zipfile.ZipFile(path) as zf:
-                infos = {i.filename: i for i in zf.infolist()}
-                if f"{_STORE_HEADER}.npy" not in infos:
-                    raise ValueError("no header member")
-                budget = STORE_MAX_BYTES
-                blob, used = _read_npy_member(zf, infos[f"{_STORE_HEADER}.npy"], budget)
-                budget -= used
-                header = json.loads(blob.tobytes().decode("utf-8"))
-                if not isinstance(header, dict) or header.get("format") != STORE_FORMAT:
-                    raise ValueError("not a cvxkml task store file")
-                if header.get("version") != STORE_VERSION:
-                    raise ValueError(f"format version {header.get('version')!r}, this cvxkml reads {STORE_VERSION}")
-                if header.get("key") != key:
-                    raise ValueError("it was stored under another key")
+                infos, budget = {i.filename: i for i in zf.infolist()}, [STORE_MAX_BYTES]
+
+                def member(name):
+                    if name not in infos:
+                        raise ValueError(f"the member {name!r} is missing")
+                    a, used = _read_npy_member(zf, infos[name], budget[0])
+                    budget[0] -= used
+                    return a
+
+                header = json.loads(member(_HEADER).tobytes().decode("utf-8"))
+                expected = {"format": STORE_FORMAT, "version": STORE_VERSION, "key": key}
+                if not isinstance(header, dict) or any(header.get(k) != v for k, v in expected.items()):
+                    raise ValueError(f"not a cvxkml task store file (version {STORE_VERSION}) of this key")
                 names = header.get("arrays")
                 if not isinstance(names, list) or not all(isinstance(n, str) and n.isidentifier() for n in names):
                     raise ValueError("bad array list")
-                arrays = {}
-                for n in names:
-                    if f"{n}.npy" not in infos:
-                        raise ValueError(f"the array {n!r} is missing")
-                    arrays[n], used = _read_npy_member(zf, infos[f"{n}.npy"], budget)
-                    budget -= used
+                arrays = {n: member(f"{n}.npy") for n in names}
             body = header.get("result_json")
             if not isinstance(body, str) or _content_hash(key, body, arrays) != header.get("sha256"):
                 raise ValueError("its content hash does not match (changed or damaged)")
-            return _decode_result(json.loads(body), arrays)
-        except StoreFileError:
-            raise
+            return _decode(json.loads(body), arrays)
         except Exception as exc:  # anything in a file from elsewhere: one typed line
             raise StoreFileError(
                 f"{path} is not a usable stored result ({type(exc).__name__}: {exc}); "
@@ -233,22 +214,12 @@ class TaskStore:
     def save(self, key: str, result) -> None:
         """Store ``result`` under ``key`` (a temporary file renamed: a killed run leaves no half
         file); TypeError when it holds a value the format does not store."""
-        import numpy as np
-
-        path = self._path(key)
-        arrays: dict = {}
-        body = json.dumps(_encode_result(result, arrays), allow_nan=False, sort_keys=True)
-        header = {
-            "format": STORE_FORMAT,
-            "version": STORE_VERSION,
-            "key": key,
-            "arrays": sorted(arrays),
-            "result_json": body,
-            "sha256": _content_hash(key, body, arrays),
-        }
-        blob = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+        path, arrays = self._path(key), {}
+        body = json.dumps(_encode(result, arrays), allow_nan=False, sort_keys=True)
+        header = dict(format=STORE_FORMAT, version=STORE_VERSION, key=key, arrays=sorted(arrays), result_json=body)
+        header["sha256"] = _content_hash(key, body, arrays)
         tmp = path.with_name(f"{key}.tmp{os.getpid()}.npz")
-        np.savez_compressed(tmp, **{_STORE_HEADER: blob}, **arrays)
+        np.savez_compressed(tmp, __store__=np.frombuffer(json.dumps(header).encode("utf-8"), np.uint8), **arrays)
         os.replace(tmp, path)
 
 
@@ -263,8 +234,8 @@ def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None, store: TaskSto
     tasks : iterable of picklable objects
         The arguments of ``func``, one per call.
     n_jobs : int or None, default 1
-        1: a loop in this process (unless in a Dask :func:`parallel_context`); else
-        ``joblib.Parallel(n_jobs)`` (None or -1: every core or Dask worker).
+        1: a loop in this process; else ``joblib.Parallel(n_jobs)`` (None or -1: every core or
+        Dask worker; at most one process per task).
     callback : callable, optional
         ``callback(index, result)`` after each result, in task order.
     store : TaskStore, optional
@@ -280,28 +251,23 @@ def run_tasks(func, tasks, n_jobs: int | None = 1, callback=None, store: TaskSto
     tasks = list(tasks)
     if store is not None and (keys is None or len(keys) != len(tasks)):
         raise ValueError("run_tasks: a store needs one key per task")
-    stored = [store.load(key) if store is not None else None for key in (keys or [None] * len(tasks))]
-    todo = [k for k, r in enumerate(stored) if r is None]
-    if (n_jobs == 1 and not _DASK_ACTIVE.get()) or len(todo) == 0:
+    out = [store.load(key) if store is not None else None for key in (keys or [None] * len(tasks))]
+    todo = [k for k, r in enumerate(out) if r is None]
+    if n_jobs == 1 or not todo:
         computed = (_call(func, tasks[k]) for k in todo)
     else:
         from joblib import Parallel, delayed
 
-        n = -1 if n_jobs is None else int(n_jobs)
-        if n > len(todo) and not _DASK_ACTIVE.get():
-            n = len(todo)  # no more worker processes than tasks (--n-jobs 100000 spawned 200+)
+        n = len(todo) if n_jobs not in (None, -1) and n_jobs > len(todo) else (-1 if n_jobs is None else n_jobs)
         computed = Parallel(n_jobs=n, return_as="generator")(delayed(_call)(func, tasks[k]) for k in todo)
     computed = iter(computed)
-    out = []
     for k in range(len(tasks)):
-        res = stored[k]
-        if res is None:
-            res = next(computed)
+        if out[k] is None:
+            out[k] = next(computed)
             if store is not None:
-                store.save(keys[k], res)
-        out.append(res)
+                store.save(keys[k], out[k])
         if callback is not None:
-            callback(k, res)
+            callback(k, out[k])
     return out
 
 
@@ -312,10 +278,10 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
     Parameters
     ----------
     backend : {"loky", "dask"}, default "loky"
-        ``"dask"``: a ``distributed.Client`` of ``scheduler`` and ``joblib.parallel_backend("dask")``.
+        ``"dask"``: joblib's dask backend on a ``distributed.Client``.
     scheduler : str, optional
         A running Dask scheduler's address (only with ``"dask"``); None: a local cluster of
-        ``n_jobs`` single-threaded workers (None or -1: every core) on 127.0.0.1, closed at the end.
+        ``n_jobs`` single-threaded worker processes (None or -1: every core) on 127.0.0.1.
     n_jobs : int, optional
         Number of workers of the local Dask cluster (None or -1: every core).
 
@@ -339,41 +305,21 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
         return
     try:
         import joblib
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError as exc:
         raise CommandError(f"--backend dask needs dask.distributed, the 'dask' extra: {DASK_EXTRA}") from exc
-    cluster = None
-    if scheduler is None:
-        workers = (os.cpu_count() or 1) if n_jobs in (None, -1) else max(1, int(n_jobs))
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
-        address = cluster.scheduler_address
-    else:
-        address = scheduler
+    workers = (os.cpu_count() or 1) if n_jobs in (None, -1) else max(1, int(n_jobs))
+    local = dict(n_workers=workers, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
     try:
-        client = Client(address)
+        client = Client(scheduler) if scheduler else Client(**local, silence_logs=logging.ERROR)
     except (OSError, TimeoutError) as exc:
-        if cluster is not None:
-            cluster.close()
         raise CommandError(
-            f"cannot connect to the Dask scheduler {address} ({' '.join(str(exc).split())}); "
+            f"cannot connect to the Dask scheduler {scheduler} ({' '.join(str(exc).split())}); "
             "check --scheduler, or leave it out for a local cluster"
         ) from None
-    token = _DASK_ACTIVE.set(True)
-    try:
-        with client, joblib.parallel_backend("dask"):
-            n = len(client.scheduler_info().get("workers", {}))
-            yield f"dask ({address}, {n} worker{'s' if n != 1 else ''})"
-    finally:
-        _DASK_ACTIVE.reset(token)
-        if cluster is not None:
-            cluster.close()
+    with client, joblib.parallel_backend("dask"):
+        n = len(client.scheduler_info().get("workers", {}))
+        yield f"dask ({scheduler or client.scheduler.address}, {n} worker{'s' if n != 1 else ''})"
 
 
 def describe(n_jobs: int | None, engine: str) -> str:
@@ -416,9 +362,6 @@ def add_parallel_options(parser, what: str) -> None:
 def parallel_from_args(args):
     """:func:`parallel_context` for the options of :func:`add_parallel_options`; yields the
     ``n_jobs`` for :func:`run_tasks` (loky: 1 unless given; dask: every worker) and the engine."""
-    backend = getattr(args, "backend", "loky")
-    n_jobs = getattr(args, "n_jobs", None)
-    if backend == "loky":
-        n_jobs = 1 if n_jobs is None else n_jobs
+    backend, n_jobs = getattr(args, "backend", "loky"), getattr(args, "n_jobs", None)
     with parallel_context(backend, getattr(args, "scheduler", None), n_jobs) as engine:
-        yield (n_jobs if backend == "loky" else -1), engine
+        yield ((1 if n_jobs is None else n_jobs) if backend == "loky" else -1), engine
