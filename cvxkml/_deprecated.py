@@ -45,27 +45,31 @@ MOVED: dict[str, str] = {
 }
 
 
-#: {(module, attribute): module that holds it now}
+#: {(module, attribute): module that holds it now, or "module:new name" when it was renamed}
 MOVED_ATTRS: dict[tuple[str, str], str] = {
     ("cvxkml.datasets", "make_random_instance"): "cvxkml.testing",
+    ("cvxkml.declare", "LogDetProblem"): "cvxkml.declare:SpectralProblem",
+    ("cvxkml.declare.logdet", "LogDetProblem"): "cvxkml.declare:SpectralProblem",
 }
 
 
 def moved_attribute(module: str):
-    """A module-level ``__getattr__`` for ``module`` that serves its moved attributes
-    (:data:`MOVED_ATTRS`) with a DeprecationWarning; imported by name, so the old module
-    does not depend on the new one."""
+    """A module-level ``__getattr__`` for ``module`` that serves its moved or renamed
+    attributes (:data:`MOVED_ATTRS`) with a DeprecationWarning; imported by name, so the old
+    module does not depend on the new one."""
 
     def __getattr__(name):
         new = MOVED_ATTRS.get((module, name))
         if new is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        new, _, new_name = new.partition(":")
+        new_name = new_name or name
         warnings.warn(
-            f"{module}.{name} moved to {new}.{name}; the old path will be removed in cvxkml 0.3",
+            f"{module}.{name} moved to {new}.{new_name}; the old path will be removed in cvxkml 0.3",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(new), name)
+        return getattr(importlib.import_module(new), new_name)
 
     return __getattr__
 

@@ -17,7 +17,7 @@ from cvxkml.testing import UntrustedReference, check_contract, contract_cases
 CASES = contract_cases()
 SEEDS = range(max(3, examples(3)))
 # abstract bases exported for subclassing, not problems one can build
-ABSTRACT = {declare.Problem, declare.LogDetProblem}
+ABSTRACT = {declare.Problem}
 
 
 def _declared_problem_classes():

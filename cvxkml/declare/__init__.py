@@ -13,7 +13,7 @@ from .extend import ExtendedProblem
 from .iplr import IPLR
 from .kcr import KCR
 from .lmnn import LMNNProblem
-from .logdet import ITML, LogDetKernel, LogDetProblem
+from .logdet import ITML, LogDetKernel
 from .lowrank import LowRankLogDet
 from .mkl import (
     CallablePObjective,
@@ -54,7 +54,6 @@ __all__ = [
     # the papers' problems
     "ITML",
     "LogDetKernel",
-    "LogDetProblem",
     "LowRankLogDet",
     "IPLR",
     "SpectralMetric",
@@ -81,3 +80,7 @@ __all__ = [
     "SpectralReweighting",
     "EmbeddingWeightProblem",
 ]
+
+from .._deprecated import moved_attribute as _moved_attribute
+
+__getattr__ = _moved_attribute(__name__)  # LogDetProblem is SpectralProblem (until 0.3)

@@ -3,14 +3,13 @@ spectral core (:class:`~cvxkml.declare.base.SpectralProblem` with the LogDet reg
 
 from __future__ import annotations
 
+from .._deprecated import moved_attribute
 from .._validation import check_data
 from ..errors import InvalidInputError
 from .base import SpectralProblem
 from .spaces import KernelSpace
 
-__all__ = ["ITML", "LogDetKernel", "LogDetProblem"]
-
-LogDetProblem = SpectralProblem  # the LogDet instance is the default regularizer
+__all__ = ["ITML", "LogDetKernel"]
 
 
 def _linear_family(constraints) -> bool:
@@ -105,3 +104,6 @@ class LogDetKernel(SpectralProblem):
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):
         super().__init__(KernelSpace(K0, rank_rtol), constraints, gamma=gamma)
+
+
+__getattr__ = moved_attribute(__name__)  # LogDetProblem: SpectralProblem

@@ -375,6 +375,14 @@ def _register_builtin_cases():
         G0, pc = factor_instance(seed, 8, 3, 5, hard=False)
         return declare.FactoredSpectralKernel(G0, Hinge(pc, 1.0), declare.VonNeumann())
 
+    def composed(seed):
+        # a problem composed from its parts, no named constructor: kernel space, TraceNorm,
+        # hinge pairs (the dispatcher picks the generic dual solver)
+        from ..sideinfo import Hinge
+
+        K0, pc = kernel_instance(seed, 8, 6, hard=False)
+        return declare.SpectralProblem(declare.KernelSpace(K0), Hinge(pc, 1.0), declare.TraceNorm(0.5))
+
     def trace(seed):
         K0, pc = kernel_instance(seed, 8, 6, hard=False)
         return declare.TraceSSIKDR(K0, PairConstraints(pc.i, pc.j, pc.y, pc.bound), tau=1.0)
@@ -394,6 +402,7 @@ def _register_builtin_cases():
         (declare.FactoredSpectralKernel, _factored_instance, {"tol": 1e-10}),
         (declare.SpectralMetric, lambda s: variant_instance(s, 8, 6, declare.VonNeumann()), {"tol": 1e-10}),
         (declare.SpectralKernel, spectral_kernel, {"tol": 1e-10}),
+        (declare.SpectralProblem, composed, {"tol": 1e-10}),
         (
             declare.VonNeumannKernel,
             lambda s: declare.VonNeumannKernel(*kernel_instance(s, 8, 6, hard=False), gamma=1.0),
