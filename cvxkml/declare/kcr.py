@@ -44,7 +44,7 @@ from ..formulas.kcr import (
     sq_distances_from_gram,
     whitening,
 )
-from ..solution import Solution
+from ..solution import OK, Solution
 from ._conic import solve_conic
 from .problem import Problem
 
@@ -206,10 +206,15 @@ class KCR(Problem):
         W = self.tau * (s + s.T)
         Gm = self.F.T @ ((np.diag(W.sum(axis=1)) - W) @ self.F)
         lmin = float(np.linalg.eigvalsh(0.5 * (Gm + Gm.T))[0])
-        Z = sq_distances_from_gram(self.F @ self.F.T)
-        np.fill_diagonal(Z, 0.0)
-        zmax = float(np.max(Z[self.tau > 0]))
-        return dual_lower_bound(a, S, lmin, self.lam, R, self.h_min, h_upper_bound(R, zmax))[0]
+        return dual_lower_bound(a, S, lmin, self.lam, R, self.h_min, h_upper_bound(R, self._max_similar_sq_norm()))[0]
+
+    def _max_similar_sq_norm(self) -> float:
+        """max ‖z_ij‖² over the similar pairs (the h̃ bound of the certificate; cached)."""
+        if getattr(self, "_zmax", None) is None:
+            Z = sq_distances_from_gram(self.F @ self.F.T)
+            np.fill_diagonal(Z, 0.0)
+            self._zmax = float(np.max(Z[self.tau > 0]))
+        return self._zmax
 
     # ------------------------------------------------------------------ CVXPY side
     def _pairs(self):
@@ -516,13 +521,23 @@ class KCR(Problem):
             callback=callback,
             **solver_opts,
         )
-        G = self.T @ res.factor
+        ex = res.extra
+        G = self.T @ ex["factor"]
         G -= G.mean(axis=0)[None, :]
         Sigma = G @ G.T
-        if not res.converged and warn:
+        # validate, never trust: objective and bound recomputed here from Σ, h̃ and θs
+        objective = self.objective_factor(G, ex["h"])
+        dual = res.lam.reshape(self.n, self.n)
+        dual_value = self.dual_value(dual, trace_bound=objective / self.lam)
+        gap = (objective - dual_value) / max(1.0, abs(objective))
+        status = ex["status"]
+        converged = res.code == OK and gap <= tol * (1.0 + 1e-6)
+        if res.code == OK and not converged:
+            status = f"certificate not reproduced (solver gap {res.dual_change:.3g}, recomputed {gap:.3g})"
+        if not converged and warn:
             warnings.warn(
-                f"KCR PDHG stopped ({res.status}) after {res.n_iter} iterations with a certified "
-                f"relative gap {res.gap:.3g} > tol {tol:.3g}. Raise max_iter / time_limit, loosen "
+                f"KCR PDHG stopped ({status}) after {res.sweeps} iterations with a certified "
+                f"relative gap {gap:.3g} > tol {tol:.3g}. Raise max_iter / time_limit, loosen "
                 "tol, or rescale the kernel (a very wide Gaussian kernel with a small lam is "
                 "ill-conditioned).",
                 ConvergenceWarning,
@@ -530,25 +545,26 @@ class KCR(Problem):
             )
         return Solution(
             matrix=Sigma,
-            objective=self.objective_factor(G, res.h),
-            dual=res.s * res.theta,
+            objective=objective,
+            dual=dual,
             slack=None,
-            violations=self.violations(Sigma, res.h),
-            n_iter=res.n_iter,
-            converged=res.converged,
+            violations=self.violations(Sigma, ex["h"]),
+            n_iter=res.sweeps,
+            converged=converged,
             time=res.time,
-            status=res.status,
-            solver="pdhg-kcr",
-            dual_value=res.lower_bound,
+            status=status,
+            solver=ex["solver"],
+            dual_value=dual_value,
             info={
-                "h": res.h,
+                "h": ex["h"],
                 "factor": G,
-                "gap": res.gap,
-                "warm_start": res.warm,
-                "n_restarts": res.n_restarts,
-                "history": res.history,
-                "eig_exact": res.eig_exact,
-                "eig_tracked": res.eig_tracked,
-                "solver_objective": res.objective,
+                "gap": gap,
+                "solver_gap": res.dual_change,
+                "warm_start": ex["warm"],
+                "n_restarts": ex["n_restarts"],
+                "history": ex["history"],
+                "eig_exact": ex["eig_exact"],
+                "eig_tracked": ex["eig_tracked"],
+                "solver_objective": ex["objective"],
             },
         )

@@ -67,7 +67,7 @@ replaces by an exact one.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
@@ -83,9 +83,9 @@ from ..formulas.kcr import (
     project_onto_N,
     sq_distances_from_gram,
 )
+from .result import NOT_CONVERGED, OK, FastResult
 
 __all__ = [
-    "KCRResult",
     "kcr_pdhg",
     "balance_dual",
     "kcr_subgradient",
@@ -93,37 +93,6 @@ __all__ = [
     "dykstra_projections",
     "operator_norm",
 ]
-
-
-@dataclass
-class KCRResult:
-    """Output of :func:`kcr_pdhg` (whitened coordinates).
-
-    ``factor`` is an r × k matrix P with X = P Pᵀ (the best primal point found), ``h``
-    its bandwidth, ``s`` the n × n dual weights of the best lower bound and ``theta`` its
-    scaling (θs is the dual point certified), ``objective`` / ``lower_bound`` / ``gap``
-    the certificate (gap = (objective − lower_bound) / max(1, |objective|)); ``history``
-    rows are (iteration, best objective, best lower bound, gap, wall s, CPU s);
-    ``eig_exact`` / ``eig_tracked`` count the PSD steps done by LAPACK and by
-    :class:`PositivePartTracker`.
-    """
-
-    factor: np.ndarray
-    h: float
-    s: np.ndarray
-    theta: float
-    objective: float
-    lower_bound: float
-    gap: float
-    converged: bool
-    n_iter: int
-    n_restarts: int
-    time: float
-    status: str
-    warm: dict = field(repr=False, default_factory=dict)
-    history: list = field(repr=False, default_factory=list)
-    eig_exact: int = 0
-    eig_tracked: int = 0
 
 
 # --------------------------------------------------------------------------- Numba kernels
@@ -561,7 +530,329 @@ def _codes_of(tau) -> np.ndarray:
     return codes
 
 
-# --------------------------------------------------------------------------- PDHG
+# --------------------------------------------------------------------------- PDHG: setup
+@dataclass
+class _Setup:
+    """What stays fixed during a solve: the data, the preconditioner D (X = D Y D), the
+    iteration's features F D (in the iteration precision), the operator norm and the
+    bounds the certificate needs."""
+
+    F: np.ndarray
+    tau: np.ndarray
+    c: np.ndarray
+    codes: np.ndarray
+    lam: float
+    h_min: float
+    d: np.ndarray
+    Fs: np.ndarray
+    lam_d: np.ndarray
+    norm_A: float
+    hsc: float
+    zmax: float
+    Zsq: np.ndarray
+    fdt: type
+    F_it: np.ndarray
+    scaling: float
+    balance: bool
+
+    @property
+    def n(self) -> int:
+        return self.F.shape[0]
+
+    @property
+    def r(self) -> int:
+        return self.F.shape[1]
+
+
+def _setup(F, tau, c, lam, h_min, scaling, precision, balance) -> _Setup:
+    """Check the options and build the fixed part of a solve (preconditioner, operator norm)."""
+    F = np.ascontiguousarray(F, dtype=np.float64)
+    tau = np.ascontiguousarray(tau, dtype=np.float64)
+    c = np.ascontiguousarray(c, dtype=np.float64)
+    r = F.shape[1]
+    # τ_ij = +1 iff the class codes agree: the per-iteration kernels read the codes
+    # instead of the n × n array
+    codes = _codes_of(tau)
+    if precision not in ("mixed", "double"):
+        raise ValueError(f"precision must be 'mixed' or 'double'; got {precision!r}.")
+    scaling = float(scaling)
+    if not 0.0 <= scaling <= 1.0:
+        raise ValueError(f"scaling must be in [0, 1]; got {scaling!r}.")
+    lam = float(lam)
+    zmax, Zsq = _max_similar_sq_norm(F, tau, return_matrix=True)
+    # diagonal preconditioning: iterate on Y with X = D Y D (X ⪰ 0 ⟺ Y ⪰ 0), i.e. on the
+    # features F D and the linear cost λ D²; certificates stay in the X coordinates
+    cn = np.sqrt(np.sum(F * F, axis=0))
+    d = (cn / cn.max()) ** -scaling if scaling > 0.0 and cn.size and cn.max() > 0 else np.ones(r)
+    d = np.where(np.isfinite(d), d, 1.0)
+    Fs = F * d
+    norm_A = operator_norm(Fs)
+    fdt = np.float32 if precision == "mixed" else np.float64
+    return _Setup(
+        F=F,
+        tau=tau,
+        c=c,
+        codes=codes,
+        lam=lam,
+        h_min=float(h_min),
+        d=d,
+        Fs=Fs,
+        lam_d=lam * d * d,
+        norm_A=norm_A,
+        hsc=F.shape[0] / norm_A,  # h̃ is scaled so that its column of 𝒦 has norm ‖A‖
+        zmax=zmax,
+        Zsq=Zsq,
+        fdt=fdt,
+        F_it=Fs.astype(fdt) if fdt is np.float32 else Fs,
+        scaling=scaling,
+        balance=bool(balance),
+    )
+
+
+@dataclass
+class _State:
+    """The PDHG iterate (Y, h̃, s) with its caches: B = (F D) Y (F D)ᵀ, S = Σ τ∘s, the
+    Laplacian weights of s in the iteration precision, an explicit Aᵀ(τ∘s) and a factor of
+    Y when at hand; the step size η and the primal weight ω."""
+
+    X: np.ndarray
+    h: float
+    s: np.ndarray
+    B: np.ndarray
+    St: float
+    omega: float
+    eta: float
+    W_it: np.ndarray
+    deg_it: np.ndarray
+    X_fac: np.ndarray | None = None
+    G_exp: np.ndarray | None = None
+
+
+def _initial_state(su: _Setup, warm_start, omega0) -> _State:
+    """The cold start (Y = 0, h̃ = 1, s = 0) or a warm start from ``FastResult.extra["warm"]``."""
+    n, r, lam = su.n, su.r, su.lam
+    omega = lam * np.sqrt(r) / n if omega0 is None else float(omega0)
+    eta = 0.9 / (np.sqrt(2.0) * su.norm_A)
+    if warm_start is not None:
+        X = np.array(warm_start["X"], dtype=np.float64)
+        h = max(su.h_min, float(warm_start["h"]))
+        s = np.clip(np.array(warm_start["s"], dtype=np.float64), 0.0, 1.0)
+        if X.shape != (r, r) or s.shape != (n, n):
+            raise InvalidInputError(
+                f"warm_start has X {X.shape} and s {s.shape}; this problem needs ({r}, {r}) "
+                f"and ({n}, {n}) (a warm start must come from a problem with the same points)."
+            )
+        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(s)) and np.isfinite(h)):
+            raise InvalidInputError("warm_start contains NaN or infinite values.")
+        omega = float(warm_start.get("omega", omega))
+        eta = float(warm_start.get("eta", eta))
+        X = X / np.outer(su.d, su.d)  # Y = D⁻¹ X D⁻¹
+    else:
+        X = np.zeros((r, r))
+        h = max(su.h_min, 1.0)
+        s = np.zeros((n, n))
+    W_it, deg_it = np.empty((n, n), su.fdt), np.empty(n, su.fdt)
+    _laplacian_weights(s, su.tau, W_it, deg_it)  # Aᵀ(τ∘s) = Fᵀ(diag(deg) − W)F
+    B = su.Fs @ X @ su.Fs.T
+    return _State(X=X, h=h, s=s, B=B, St=float(np.sum(su.tau * s)), omega=omega, eta=eta, W_it=W_it, deg_it=deg_it)
+
+
+# --------------------------------------------------------------------------- PDHG: certificate
+class _Certificate:
+    """The best primal point and the best lower bound seen so far, both in the X
+    coordinates, in float64 (objective by :func:`cvxkml.formulas.kcr.kcr_objective`,
+    bound by :func:`cvxkml.formulas.kcr.dual_lower_bound`)."""
+
+    def __init__(self, su: _Setup, h0: float):
+        self.su = su
+        self.f = np.inf
+        self.P = np.zeros((su.r, 0))
+        self.h = h0
+        self.g = -np.inf
+        self.s = np.zeros((su.n, su.n))
+        self.theta = 0.0
+        self._W = np.empty((su.n, su.n))
+        self._deg = np.empty(su.n)
+
+    @property
+    def gap(self) -> float:
+        return (self.f - self.g) / max(1.0, abs(self.f))
+
+    def adjoint(self, s) -> np.ndarray:
+        """Aᵀ(τ∘s) in the iteration's coordinates (F D), float64."""
+        return _adjoint(self.su.Fs, s, self.su.tau, self._W, self._deg)
+
+    def check(self, P, Bn, hn, sn, Gn) -> float:
+        """Evaluate the primal point Y = P Pᵀ (B its Gram matrix) and the dual point s (Gn
+        its Aᵀ(τ∘s) in the iteration's coordinates); returns the certified relative gap."""
+        su = self.su
+        Px = su.d[:, None] * P  # X = Px Pxᵀ
+        f = kcr_objective(sq_distances_from_gram(Bn), hn, su.tau, su.c, float(np.sum(Px * Px)), su.lam)
+        if f < self.f:
+            self.f, self.P, self.h = f, Px, hn
+        if su.scaling > 0.0:
+            Gn = Gn / np.outer(su.d, su.d)  # Aᵀ(τ∘s) in the X coordinates
+        R = self.f / su.lam
+        h_max = h_upper_bound(R, su.zmax)
+        a, S = dual_objective(sn, su.tau, su.c)
+        lmin = _lambda_min(Gn)
+        self._offer(sn.copy(), *dual_lower_bound(a, S, lmin, su.lam, R, su.h_min, h_max))
+        if su.balance and S != 0.0:  # the same s with Σ τ∘s moved to 0
+            s2, dG = balance_dual(sn, su.tau, su.F, su.Zsq)
+            a2, S2 = dual_objective(s2, su.tau, su.c)
+            lmin2 = _lambda_min(Gn - dG) if dG.any() else lmin
+            self._offer(s2, *dual_lower_bound(a2, S2, lmin2, su.lam, R, su.h_min, h_max))
+        return self.gap
+
+    def _offer(self, s, g, theta):
+        if g > self.g:
+            self.g, self.s, self.theta = g, s, theta
+
+
+# --------------------------------------------------------------------------- PDHG: one step
+@dataclass
+class _Step:
+    """The result of one PDHG step T(z): the new primal factor P (Y⁺ = P Pᵀ), its positive
+    eigenvalues w, B⁺, h̃⁺, s⁺, S⁺ and the squared fixed-point residual ``num``."""
+
+    P: np.ndarray
+    w: np.ndarray
+    Bn: np.ndarray
+    hn: float
+    sn: np.ndarray
+    Sn: float
+    Xn: np.ndarray
+    num: float
+    dx2: float
+
+
+def _psd_apply(su: _Setup, st: _State, alpha: float):
+    """M V = Y V − α(Fᵀ L(s) F V + λ D² V) without forming M (the tracked PSD step)."""
+    F_it, W_it, deg_it, lam_d = su.F_it, st.W_it, st.deg_it, su.lam_d
+    if st.X_fac is not None:  # Y = X_fac X_facᵀ (plain PDHG)
+        Pt = st.X_fac.astype(su.fdt)
+
+        def X_apply(V):
+            return Pt @ (Pt.T @ V)
+    else:
+        Xt = st.X.astype(su.fdt)
+
+        def X_apply(V):
+            return Xt @ V
+
+    def apply_M(V):
+        FV = F_it @ V
+        return X_apply(V) - alpha * (F_it.T @ (deg_it[:, None] * FV - W_it @ FV) + lam_d[:, None] * V)
+
+    return apply_M
+
+
+def _psd_explicit(su: _Setup, st: _State, alpha: float):
+    """M = Y − α(Aᵀ(τ∘s) + λ D²), formed (the LAPACK PSD step)."""
+    if st.G_exp is None:
+        st.G_exp = _adjoint(su.F_it, st.s, su.tau, st.W_it, st.deg_it)
+    M = st.X - alpha * (st.G_exp + np.diag(su.lam_d))
+    return 0.5 * (M + M.T)
+
+
+def _pdhg_step(su: _Setup, st: _State, tracker, exact: bool, k: int) -> tuple[_Step, bool]:
+    """One PDHG step T(z) at the current η, ω and the step-size test; returns the step and
+    whether η passed (η is updated in ``st`` either way, as PDLP's adaptive rule does)."""
+    alpha = st.eta / st.omega
+    beta = st.eta * st.omega
+    apply_M = _psd_apply(su, st, alpha) if tracker.enabled else None
+    P, w = tracker(apply_M, lambda: _psd_explicit(su, st, alpha), exact=exact or not tracker.enabled)
+    FP = su.Fs @ P
+    Bn = FP @ FP.T
+    hn = max(su.h_min, st.h + alpha / su.hsc**2 * st.St)
+    sn = np.empty((su.n, su.n))
+    Sn, ds2, inter = _dual_step_stats(st.s, Bn, st.B, st.h, hn, su.codes, beta, su.c, sn)
+    if not (np.isfinite(Sn) and np.isfinite(hn)):
+        raise SolverError(
+            f"KCR PDHG produced a non-finite iterate at iteration {k} "
+            f"(step size {st.eta:.3g}, primal weight {st.omega:.3g}). Check the kernel matrix "
+            "for huge entries, or solve without the warm start."
+        )
+    Xn = P @ P.T
+    dh = hn - st.h
+    inter = abs(inter)
+    dx2 = _sq_dist(Xn, st.X)
+    num = st.omega * (dx2 + (dh * su.hsc) ** 2) + ds2 / st.omega
+    eta_max = num / (2.0 * inter) if inter > 0 else np.inf
+    accept = st.eta <= eta_max
+    eta_next = min((1.0 - (k + 1) ** -0.3) * eta_max, (1.0 + (k + 1) ** -0.6) * st.eta)
+    st.eta = eta_next if np.isfinite(eta_next) else st.eta
+    return _Step(P=P, w=w, Bn=Bn, hn=hn, sn=sn, Sn=Sn, Xn=Xn, num=num, dx2=dx2), accept
+
+
+# --------------------------------------------------------------------------- PDHG: restarts
+class _Restarts:
+    """Adaptive restarts on the fixed-point residual (PDLP): the anchor z₀, the residual at
+    the last restart and at the last test, and the primal-weight update at a restart."""
+
+    def __init__(self, st: _State, params):
+        self.params = params
+        self.anchor(st.X, st.h, st.s, st.B, st.St)
+        self.count = 0
+        self.k_in = 0
+
+    def anchor(self, X, h, s, B, S):
+        self.z0 = (X.copy(), h, s.copy(), B.copy(), S)
+        self.res0 = None
+        self.res_prev = np.inf
+
+    def due(self, res: float, k_total: int, test: bool) -> bool:
+        """Whether to restart now (tested every ``restart_every`` iterations)."""
+        if self.res0 is None:
+            self.res0 = res
+        if not test or self.k_in == 0:
+            return False
+        b_suff, b_nec, b_art = self.params
+        restart = (
+            res <= b_suff * self.res0
+            or (res <= b_nec * self.res0 and res > self.res_prev)
+            or self.k_in >= b_art * k_total
+        )
+        self.res_prev = res
+        return restart
+
+    def restart(self, su: _Setup, st: _State, step: _Step) -> None:
+        """Restart at the new point: update ω from the primal and dual moves since z₀."""
+        self.count += 1
+        X0, h0, s0 = self.z0[0], self.z0[1], self.z0[2]
+        dx = np.sqrt(np.sum((step.Xn - X0) ** 2) + ((step.hn - h0) * su.hsc) ** 2)
+        dy = float(np.linalg.norm(step.sn - s0))
+        if dx > 1e-12 and dy > 1e-12:
+            st.omega = float(np.exp(0.5 * np.log(dy / dx) + 0.5 * np.log(st.omega)))
+        self.anchor(step.Xn, step.hn, step.sn, step.Bn, step.Sn)
+        self.k_in = 0
+
+
+def _advance(su: _Setup, st: _State, step: _Step, rs: _Restarts, restart: bool, halpern: bool, Gn) -> None:
+    """Move the iterate: to T(z) (plain PDHG or a restart), or by a reflected Halpern step
+    towards the anchor; then refresh the Laplacian weights of s."""
+    if restart or not halpern:
+        if restart:
+            rs.restart(su, st, step)
+        else:
+            rs.k_in += 1
+        # plain PDHG: fresh arrays every iteration, no copies needed
+        st.X, st.h, st.s, st.B, st.St = step.Xn, step.hn, step.sn, step.Bn, step.Sn
+        st.X_fac, st.G_exp = step.P, Gn
+    else:
+        wk = (rs.k_in + 1.0) / (rs.k_in + 2.0)
+        z0 = rs.z0
+        _halpern(step.Xn, st.X, z0[0], wk)
+        _halpern(step.sn, st.s, z0[2], wk)
+        _halpern(step.Bn, st.B, z0[3], wk)
+        st.h = wk * (2.0 * step.hn - st.h) + (1.0 - wk) * z0[1]
+        st.St = wk * (2.0 * step.Sn - st.St) + (1.0 - wk) * z0[4]
+        rs.k_in += 1
+        st.G_exp = st.X_fac = None
+    _laplacian_weights_codes(st.s, su.codes, st.W_it, st.deg_it)
+
+
+# --------------------------------------------------------------------------- PDHG: the solver
 def kcr_pdhg(
     F,
     tau,
@@ -588,16 +879,17 @@ def kcr_pdhg(
     scaling=0.5,
     callback=None,
     balance=True,
-) -> KCRResult:
+) -> FastResult:
     """Restarted PDHG (plain, or Halpern with ``halpern=True``) for eq. 9 in whitened
-    coordinates, diagonally preconditioned (see the module text).
+    coordinates, diagonally preconditioned, stopped by a certified duality gap (see the
+    module text; measurements behind the defaults: ``reference/sriperumbudur2008-kcr.md``).
 
     Parameters
     ----------
     F : (n, r) array
         Whitened kernel features (:func:`cvxkml.formulas.kcr.whitening`).
     tau : (n, n) array of ±1
-        Pair labels τ_ij = y_i y_j.
+        Pair labels τ_ij = y_i y_j (the class matrix of ``label_structure``).
     c : (n,) array
         c_i = 2 − n_i⁺ <= 0 (eq. 9).
     lam : float > 0
@@ -611,79 +903,58 @@ def kcr_pdhg(
     time_limit : float or None
         Seconds before the solve stops (uncertified unless the certificate already holds).
     check_every : int or None
-        Iterations between certificate evaluations (objective, λ_min of the float64
-        adjoint, lower bound).  Default: 10, or n/25 above n = 250 (a certificate costs
-        about as much as two iterations there).
+        Iterations between certificates (default 10, or n/25 above n = 250).
     warm_start : dict or None
-        ``KCRResult.warm`` of an earlier solve with the same F shape (e.g. a
-        neighbouring λ): keys ``X`` (r × r), ``h``, ``s`` (n × n), ``omega``, ``eta``.
+        ``FastResult.extra["warm"]`` of an earlier solve on the same points (``X``, ``h``,
+        ``s``, ``omega``, ``eta``), e.g. at a neighbouring λ.
     verbose : bool
         Log each certificate check.
     halpern : bool
-        Reflected Halpern iterations between restarts, or plain PDHG (default; fewer
-        iterations on most instances measured, see the reference sheet).
+        Reflected Halpern iterations between restarts (default: plain PDHG).
     restart_params : (sufficient, necessary, artificial)
-        Restart when the fixed-point residual fell below ``sufficient`` × its value at
-        the last restart, or below ``necessary`` × and grew since the last check, or
-        after ``artificial`` × the total iteration count without a restart.  Default
-        (0.2, 0.5, 0.2) since issue 33 (was (0.2, 0.8, 0.36), PDLP's values): on 501
-        Gaussian-blob points (3 classes, λ = 1) 1 520 instead of 3 820 iterations to a
-        certified 1e-3; ``cvxkml bench kcr scale`` measures both in the same run.
+        Restart when the fixed-point residual fell below ``sufficient`` × its value at the
+        last restart, or below ``necessary`` × and grew since the last test, or after
+        ``artificial`` × the total iteration count without a restart.
     omega0 : float or None
         Initial primal weight (default λ√r / n).
     precision : {"mixed", "double"}
-        ``"mixed"`` (default) runs the two O(n²r + r³) kernels of an iteration — the
-        adjoint Aᵀ(tau∘s) and the eigendecomposition of the PSD projection — in float32
-        (twice as fast; relative error ~1e-7, far below the gaps targeted); everything
-        else, every certificate (objective, λ_min, lower bound) and every returned point
-        is float64.  ``"double"`` runs all of it in float64.
+        ``"mixed"``: the adjoint and the PSD step in float32, every certificate and
+        returned point in float64; ``"double"``: all float64.
     eig : {"track", "exact"}
-        PSD step by :class:`PositivePartTracker` (default: a warm-started block-Krylov
-        Rayleigh–Ritz step, with a LAPACK eigendecomposition at every certificate and
-        whenever the tracked pairs miss ``eig_tol``) or by LAPACK at every iteration.
+        PSD step by :class:`PositivePartTracker` (LAPACK at every certificate and when the
+        tracked pairs miss their tolerance) or by LAPACK at every iteration.
     eig_tol, eig_step_factor : float
-        Ritz-residual tolerance of the tracked PSD step: min(``eig_tol`` · ‖θ₊‖,
-        ``eig_step_factor`` · ‖Y_k − Y_{k−1}‖_F) (Y the preconditioned iterate, see
-        ``scaling``), so the projection error stays a fraction of the primal step and
-        vanishes with it (a fixed tolerance stalls tight solves at its error floor; a tiny
-        one sends the early iterations to LAPACK).  Default 0.5: at n = 500 (Balance,
-        ν = λ = 1, ``scaling=0.5``) 0.1 / 0.3 / 0.5 took 39.2 / 24.7 / 21.6 CPU s to 1e-3
-        (the preconditioned iterates move less per step, so 0.1 sent a third of the steps
-        to LAPACK).
+        Ritz-residual tolerance of the tracked step: min(``eig_tol`` · ‖θ₊‖,
+        ``eig_step_factor`` · ‖Y_k − Y_{k−1}‖_F), so the projection error vanishes with
+        the primal step (a fixed tolerance stalls tight solves at its error floor).
     eig_guard, eig_min_size : int
-        Guard vectors of the tracked block, and the smallest r at which the tracker is
-        used (below it LAPACK is as fast; measured crossover between r = 150 and 200).
+        Guard vectors of the tracked block; the smallest r at which the tracker is used.
     restart_every : int
         Iterations between restart tests.
     blas_threads : "config", int or None
-        BLAS/LAPACK threads during the solve (:func:`cvxkml._config.blas_limit`);
-        ``None`` leaves the process setting alone.  Default ``"config"``: the
-        ``blas_threads`` option (default 1: the iteration is a chain of mid-sized
-        products, and on the 2-core reference machine two OpenBLAS threads doubled the
-        wall time at n = 500 and took 2.4× at n = 102).
+        BLAS/LAPACK threads during the solve (:func:`cvxkml._config.blas_limit`; default:
+        the ``blas_threads`` option, 1); ``None`` leaves the process setting alone.
     scaling : float in [0, 1]
-        Diagonal preconditioning.  The iteration runs on Y with X = D Y D,
-        D = diag(d), d_k = (‖F_k‖ / max_l ‖F_l‖)^(−scaling) for the whitened feature
-        columns F_k (‖F_k‖² ≈ μ_k, the k-th eigenvalue of the centred kernel).  Since
-        X ⪰ 0 ⟺ Y ⪰ 0 the problem is the same; the iteration sees the features F D and
-        the trace term λ tr(D Y D) = Σ_k λ d_k² Y_kk (handled exactly in the PSD step).
-        Unscaled (0), A(X)_ij = z_ijᵀ X z_ij weighs the entry X_kl by √(μ_k μ_l), so
-        its conditioning is that of the kernel spectrum, and a small λ lets the optimum
-        live in the weak directions; 1 equalizes the feature columns.  Certificates,
-        the returned point and warm starts are in the X coordinates.
+        Diagonal preconditioning X = D Y D, d_k = (‖F_k‖ / max_l ‖F_l‖)^(−scaling);
+        the cone and the problem are unchanged, the iteration sees F D and λ D².
     callback : callable or None
-        Called at every certificate check that does not converge with a dict
-        (``iteration``, ``objective`` — the best certified primal value —, ``lower_bound``,
-        ``gap`` — relative —, ``h``, ``n_restarts``); a truthy return stops the solve
-        (status ``"stopped by callback"``, not converged).
+        Called at every certificate that does not converge with a dict (``iteration``,
+        ``objective``, ``lower_bound``, ``gap``, ``h``, ``n_restarts``); a truthy return
+        stops the solve (status ``"stopped by callback"``).
     balance : bool
-        At each certificate also evaluate the bound at :func:`balance_dual` (s) — the dual
-        weights moved to Σ tau∘s = 0 (self weights, then the similar pairs of smallest
-        ‖z_ij‖²) — and keep the better bound (default; ``False`` is the previous rule).
+        Also bound at :func:`balance_dual` (s) at each certificate, keep the better bound.
 
     Returns
     -------
-    KCRResult
+    FastResult
+        ``matrix`` the best primal point X (r × r, whitened coordinates), ``lam`` the
+        certified dual weights θs (n × n, flattened), ``sweeps`` the iterations,
+        ``dual_change`` the certified relative gap, ``code`` ``OK`` (certified to
+        ``tol``) or ``NOT_CONVERGED``, ``time`` wall seconds; ``extra``: ``factor``
+        (r × k, X = factor factorᵀ), ``h``, ``theta``, ``objective``, ``lower_bound``,
+        ``converged``, ``status`` (text), ``n_restarts``, ``warm`` (a ``warm_start``),
+        ``history`` rows (iteration, objective, bound, gap, wall s, CPU s),
+        ``eig_exact`` / ``eig_tracked`` (PSD steps by LAPACK / by the tracker).
     """
     if blas_threads is not None:
         args = dict(locals(), blas_threads=None)  # every parameter, as passed
@@ -691,263 +962,97 @@ def kcr_pdhg(
             return kcr_pdhg(**args)
     t0 = time.perf_counter()
     c0 = time.process_time()
-    F = np.ascontiguousarray(F, dtype=np.float64)
-    tau = np.ascontiguousarray(tau, dtype=np.float64)
-    c = np.ascontiguousarray(c, dtype=np.float64)
-    n, r = F.shape
-    # class codes of tau (tau_ij = +1 iff codes agree): the per-iteration kernels read them
-    # instead of the n × n array (tau must be such a ±1 class matrix, as label_structure
-    # makes it)
-    codes = _codes_of(tau)
-    lam = float(lam)
+    su = _setup(F, tau, c, lam, h_min, scaling, precision, balance)
+    n, r = su.n, su.r
     if check_every is None:
         check_every = 10 if n <= 250 else int(round(n / 25))
     check_every = max(1, int(check_every))
     restart_every = max(1, int(restart_every))
     if eig not in ("track", "exact"):
         raise ValueError(f"eig must be 'track' or 'exact'; got {eig!r}.")
-    h_min = float(h_min)
-    zmax, Zsq = _max_similar_sq_norm(F, tau, return_matrix=True)
-    # diagonal preconditioning: iterate on Y with X = D Y D (X ⪰ 0 ⟺ Y ⪰ 0), i.e. on the
-    # features F D and the linear cost λ D²; certificates stay in the X coordinates
-    scaling = float(scaling)
-    if not 0.0 <= scaling <= 1.0:
-        raise ValueError(f"scaling must be in [0, 1]; got {scaling!r}.")
-    cn = np.sqrt(np.sum(F * F, axis=0))
-    d = (cn / cn.max()) ** -scaling if scaling > 0.0 and cn.size and cn.max() > 0 else np.ones(r)
-    d = np.where(np.isfinite(d), d, 1.0)
-    Fs = F * d
-    lam_d = lam * d * d
-    norm_A = operator_norm(Fs)
-    hsc = n / norm_A  # h̃ is scaled so that its column of 𝒦 has norm ‖A‖
-    W = np.empty((n, n))
-    deg = np.empty(n)
-    eye_lam = np.diag(lam_d)
-    if precision not in ("mixed", "double"):
-        raise ValueError(f"precision must be 'mixed' or 'double'; got {precision!r}.")
-    if precision == "mixed":
-        fdt = np.float32
-        F_it, W_it, deg_it = Fs.astype(np.float32), np.empty((n, n), np.float32), np.empty(n, np.float32)
-    else:
-        fdt = np.float64
-        F_it, W_it, deg_it = Fs, W, deg
     # one PSD-step object; below eig_min_size (or with eig="exact") it is LAPACK only
     tracker = PositivePartTracker(
-        r, fdt, guard=eig_guard, tol=eig_tol, min_size=eig_min_size if eig == "track" else r + 1
+        r, su.fdt, guard=eig_guard, tol=eig_tol, min_size=eig_min_size if eig == "track" else r + 1
     )
-
-    if warm_start is not None:
-        X = np.array(warm_start["X"], dtype=np.float64)
-        h = max(h_min, float(warm_start["h"]))
-        s = np.clip(np.array(warm_start["s"], dtype=np.float64), 0.0, 1.0)
-        if X.shape != (r, r) or s.shape != (n, n):
-            raise InvalidInputError(
-                f"warm_start has X {X.shape} and s {s.shape}; this problem needs ({r}, {r}) "
-                f"and ({n}, {n}) (a warm start must come from a problem with the same points)."
-            )
-        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(s)) and np.isfinite(h)):
-            raise InvalidInputError("warm_start contains NaN or infinite values.")
-        omega = float(warm_start.get("omega", lam * np.sqrt(r) / n if omega0 is None else omega0))
-        eta = float(warm_start.get("eta", 0.9 / (np.sqrt(2.0) * norm_A)))
-        X = X / np.outer(d, d)  # Y = D⁻¹ X D⁻¹
-    else:
-        X = np.zeros((r, r))
-        h = max(h_min, 1.0)
-        s = np.zeros((n, n))
-        omega = lam * np.sqrt(r) / n if omega0 is None else float(omega0)
-        eta = 0.9 / (np.sqrt(2.0) * norm_A)
-    B = Fs @ X @ Fs.T
-    St = float(np.sum(tau * s))
-    _laplacian_weights(s, tau, W_it, deg_it)  # Aᵀ(tau∘s) = Fᵀ(diag(deg) − W)F
-    G_exp = None  # explicit Aᵀ(tau∘s) when at hand
-    X_fac = None  # a factor of X when at hand
+    st = _initial_state(su, warm_start, omega0)
     if not tracker.enabled:  # rank hint of the LAPACK step (the tracker starts at 0)
-        tracker.k = r if warm_start is None else int(np.linalg.matrix_rank(X)) if X.any() else 0
-    z0 = (X.copy(), h, s.copy(), B.copy(), St)
-
-    best = dict(f=np.inf, P=np.zeros((r, 0)), h=h)
-    lower = dict(g=-np.inf, s=np.zeros((n, n)), theta=0.0)
-    k_in = 0
+        tracker.k = r if warm_start is None else int(np.linalg.matrix_rank(st.X)) if st.X.any() else 0
+    cert = _Certificate(su, st.h)
+    rs = _Restarts(st, restart_params)
     k_total = 0
-    n_restarts = 0
-    res0 = None
-    res_prev = np.inf
     history = []
-    status = "max_iter reached"
-    converged = False
-
-    def certify(P, Bn, hn, sn, Gn):
-        Px = d[:, None] * P  # X = Px Pxᵀ
-        f = kcr_objective(sq_distances_from_gram(Bn), hn, tau, c, float(np.sum(Px * Px)), lam)
-        if f < best["f"]:
-            best.update(f=f, P=Px, h=hn)
-        if scaling > 0.0:
-            Gn = Gn / np.outer(d, d)  # Aᵀ(tau∘s) in the X coordinates
-        R = best["f"] / lam
-        h_max = h_upper_bound(R, zmax)
-        a, S = dual_objective(sn, tau, c)
-        lmin = _lambda_min(Gn)
-        g, th = dual_lower_bound(a, S, lmin, lam, R, h_min, h_max)
-        if g > lower["g"]:
-            lower.update(g=g, s=sn.copy(), theta=th)
-        if balance and S != 0.0:  # the same s with Σ tau∘s moved to 0
-            s2, dG = balance_dual(sn, tau, F, Zsq)
-            a2, S2 = dual_objective(s2, tau, c)
-            lmin2 = _lambda_min(Gn - dG) if dG.any() else lmin
-            g2, th2 = dual_lower_bound(a2, S2, lmin2, lam, R, h_min, h_max)
-            if g2 > lower["g"]:
-                lower.update(g=g2, s=s2, theta=th2)
-        return (best["f"] - lower["g"]) / max(1.0, abs(best["f"]))
-
-    def explicit_M(alpha):
-        nonlocal G_exp
-        if G_exp is None:
-            G_exp = _adjoint(F_it, s, tau, W_it, deg_it)
-        M = X - alpha * (G_exp + eye_lam)
-        return 0.5 * (M + M.T)
-
+    status, converged, step = None, False, None
     while k_total < max_iter:
-        # ---- one PDHG step T(z), with the adaptive step-size rule
-        while True:
-            alpha = eta / omega
-            beta = eta * omega
-            if tracker.enabled:
-                if X_fac is not None:  # X = X_fac X_facᵀ (plain PDHG)
-                    Pt = X_fac.astype(fdt)
-
-                    def X_apply(V, Pt=Pt):
-                        return Pt @ (Pt.T @ V)
-                else:
-                    Xt = X.astype(fdt)
-
-                    def X_apply(V, Xt=Xt):
-                        return Xt @ V
-
-                def apply_M(V, alpha=alpha):
-                    FV = F_it @ V  # M V without forming M
-                    return X_apply(V) - alpha * (F_it.T @ (deg_it[:, None] * FV - W_it @ FV) + lam_d[:, None] * V)
-
-                exact = G_exp is not None or (halpern and (k_total + 1) % check_every == 0)
-            else:
-                apply_M, exact = None, True  # LAPACK step
-            P, w = tracker(apply_M, lambda alpha=alpha: explicit_M(alpha), exact=exact)
-            FP = Fs @ P
-            Bn = FP @ FP.T
-            hn = max(h_min, h + alpha / hsc**2 * St)
-            s_new = np.empty((n, n))
-            Sn, ds2, inter = _dual_step_stats(s, Bn, B, h, hn, codes, beta, c, s_new)
-            if not (np.isfinite(Sn) and np.isfinite(hn)):
-                raise SolverError(
-                    f"KCR PDHG produced a non-finite iterate at iteration {k_total + 1} "
-                    f"(step size {eta:.3g}, primal weight {omega:.3g}). Check the kernel matrix "
-                    "for huge entries, or solve without the warm start."
-                )
-            Xn = P @ P.T
-            dh = hn - h
-            inter = abs(inter)
-            dx2 = _sq_dist(Xn, X)
-            num = omega * (dx2 + (dh * hsc) ** 2) + ds2 / omega
-            eta_max = num / (2.0 * inter) if inter > 0 else np.inf
+        while True:  # one PDHG step T(z), repeated until the adaptive step size passes
+            exact = st.G_exp is not None or (halpern and (k_total + 1) % check_every == 0)
             k_total += 1
-            accept = eta <= eta_max
-            eta_next = min((1.0 - (k_total + 1) ** -0.3) * eta_max, (1.0 + (k_total + 1) ** -0.6) * eta)
-            eta = eta_next if np.isfinite(eta_next) else eta
+            step, accept = _pdhg_step(su, st, tracker, exact, k_total)
             if accept or k_total >= max_iter:
                 break
-        sn = s_new  # a fresh array every step
         check = k_total % check_every == 0 or k_total >= max_iter
-        rcheck = k_total % restart_every == 0
-        Gn = _adjoint(Fs, sn, tau, W, deg) if check else None  # float64 certificate
-        res = np.sqrt(num)
-        if res0 is None:
-            res0 = res
-        # ---- certificate (float64) and restart test
-        restart = False
+        Gn = cert.adjoint(step.sn) if check else None  # float64 certificate
         if check:
-            gap = certify(P, Bn, hn, sn, Gn)
-            history.append((k_total, best["f"], lower["g"], gap, time.perf_counter() - t0, time.process_time() - c0))
-            if verbose:
-                print(
-                    f"it {k_total:6d}  f {best['f']:.8g}  lb {lower['g']:.8g}  gap {gap:.2e}  "
-                    f"h {hn:.4g}  rank {w.size}  omega {omega:.3g}  eta·‖A‖ {eta * norm_A:.3g}  "
-                    f"restarts {n_restarts}"
-                )
-            if gap <= tol:
-                converged = True
-                status = "converged"
+            status = _checkpoint(cert, st, step, Gn, rs, k_total, tol, history, verbose, callback, time_limit, t0, c0)
+            if status is not None:
+                converged = status == "converged"
                 break
-            if callback is not None and callback(
-                {
-                    "iteration": k_total,
-                    "objective": best["f"],
-                    "lower_bound": lower["g"],
-                    "gap": gap,
-                    "h": hn,
-                    "n_restarts": n_restarts,
-                }
-            ):
-                status = "stopped by callback"
-                break
-            if time_limit is not None and time.perf_counter() - t0 > time_limit:
-                status = "time_limit reached"
-                break
-        if rcheck and k_in > 0:
-            b_suff, b_nec, b_art = restart_params
-            if res <= b_suff * res0 or (res <= b_nec * res0 and res > res_prev) or k_in >= b_art * k_total:
-                restart = True
-            res_prev = res
-        if restart or not halpern:
-            if restart:
-                n_restarts += 1
-                X0, h0, s0 = z0[0], z0[1], z0[2]
-                dx = np.sqrt(np.sum((Xn - X0) ** 2) + ((hn - h0) * hsc) ** 2)
-                dy = float(np.linalg.norm(sn - s0))
-                if dx > 1e-12 and dy > 1e-12:
-                    omega = float(np.exp(0.5 * np.log(dy / dx) + 0.5 * np.log(omega)))
-                z0 = (Xn.copy(), hn, sn.copy(), Bn.copy(), Sn)
-                k_in = 0
-                res0 = None
-                res_prev = np.inf
-            else:
-                k_in += 1
-            # plain PDHG: fresh arrays every iteration, no copies needed
-            X, h, s, B, St = Xn, hn, sn, Bn, Sn
-            X_fac = P
-            G_exp = Gn
-        else:
-            # ---- reflected Halpern step (the linear images combined from caches)
-            wk = (k_in + 1.0) / (k_in + 2.0)
-            _halpern(Xn, X, z0[0], wk)
-            _halpern(sn, s, z0[2], wk)
-            _halpern(Bn, B, z0[3], wk)
-            h = wk * (2.0 * hn - h) + (1.0 - wk) * z0[1]
-            St = wk * (2.0 * Sn - St) + (1.0 - wk) * z0[4]
-            k_in += 1
-            G_exp = None
-            X_fac = None
-        _laplacian_weights_codes(s, codes, W_it, deg_it)
-        tracker.abs_tol = eig_step_factor * np.sqrt(dx2)  # PSD-step error vs the last step
+        restart = rs.due(np.sqrt(step.num), k_total, k_total % restart_every == 0)
+        _advance(su, st, step, rs, restart, halpern, Gn)
+        tracker.abs_tol = eig_step_factor * np.sqrt(step.dx2)  # PSD-step error vs the last step
+    return _result(cert, st, step, tracker, rs, k_total, converged, status or "max_iter reached", history, t0)
 
-    gap = (best["f"] - lower["g"]) / max(1.0, abs(best["f"]))
-    Xb = best["P"] @ best["P"].T
-    warm = dict(X=Xb, h=best["h"], s=sn, omega=omega, eta=eta)
-    return KCRResult(
-        factor=best["P"],
-        h=float(best["h"]),
-        s=lower["s"],
-        theta=lower["theta"],
-        objective=float(best["f"]),
-        lower_bound=float(lower["g"]),
-        gap=float(gap),
-        converged=converged,
-        n_iter=k_total,
-        n_restarts=n_restarts,
+
+def _checkpoint(cert, st, step, Gn, rs, k_total, tol, history, verbose, callback, time_limit, t0, c0):
+    """Certify the step's primal and dual points, log them, and decide whether to stop:
+    returns the final status ("converged", "stopped by callback", "time_limit reached") or
+    None to go on."""
+    gap = cert.check(step.P, step.Bn, step.hn, step.sn, Gn)
+    history.append((k_total, cert.f, cert.g, gap, time.perf_counter() - t0, time.process_time() - c0))
+    if verbose:
+        print(
+            f"it {k_total:6d}  f {cert.f:.8g}  lb {cert.g:.8g}  gap {gap:.2e}  h {step.hn:.4g}  "
+            f"rank {step.w.size}  omega {st.omega:.3g}  eta·‖A‖ {st.eta * cert.su.norm_A:.3g}  "
+            f"restarts {rs.count}"
+        )
+    if gap <= tol:
+        return "converged"
+    info = dict(iteration=k_total, objective=cert.f, lower_bound=cert.g, gap=gap, h=step.hn, n_restarts=rs.count)
+    if callback is not None and callback(info):
+        return "stopped by callback"
+    if time_limit is not None and time.perf_counter() - t0 > time_limit:
+        return "time_limit reached"
+    return None
+
+
+def _result(cert, st, step, tracker, rs, k_total, converged, status, history, t0) -> FastResult:
+    """The :class:`FastResult` of a KCR solve (see :func:`kcr_pdhg`)."""
+    Xb = cert.P @ cert.P.T
+    sn = step.sn if step is not None else st.s
+    warm = dict(X=Xb, h=cert.h, s=sn, omega=st.omega, eta=st.eta)
+    return FastResult(
+        matrix=Xb,
+        lam=(cert.s * cert.theta).ravel(),
+        xi=np.zeros(0),
+        sweeps=int(k_total),
+        dual_change=float(cert.gap),
+        code=OK if converged else NOT_CONVERGED,
+        bad_index=-1,
         time=time.perf_counter() - t0,
-        status=status,
-        warm=warm,
-        history=history,
-        eig_exact=tracker.n_exact,
-        eig_tracked=tracker.n_tracked,
+        extra=dict(
+            solver="pdhg-kcr",
+            factor=cert.P,
+            h=float(cert.h),
+            theta=float(cert.theta),
+            objective=float(cert.f),
+            lower_bound=float(cert.g),
+            converged=bool(converged),
+            status=status,
+            n_restarts=rs.count,
+            warm=warm,
+            history=history,
+            eig_exact=tracker.n_exact,
+            eig_tracked=tracker.n_tracked,
+        ),
     )
 
 
