@@ -56,7 +56,7 @@
      - any with conj_s, conj_grad_s, conj_hess_s
      - all
      - yes
-     - –
+     - yes (slack_conj, slack_conj_grad, slack_conj_hess, slack_value)
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ from ..sideinfo import Hinge, LinearConstraints, PairConstraints, RelativeConstr
 from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
 from ..solvers import lowrank as _lowrank
 from ..solvers.bregman import bregman_kernel, bregman_metric
-from ..solvers.dual_newton import REQUIRED_METHODS, dual_newton
+from ..solvers.dual_newton import REQUIRED_METHODS, SLACK_METHODS, dual_newton
 from ..solvers.lowrank import PAIR, RANK2
 from ..solvers.pola import pola_dual
 from ..solvers.sdp_logdet import UNBOUNDED, barrier_bregman
@@ -331,8 +331,14 @@ def sdp_barrier_solve(problem, tol, max_iter):
 
 def dual_newton_solve(problem, tol, max_iter, lam0=None, callback=None):
     """The generic certified dual solver (:func:`cvxkml.solvers.dual_newton.dual_newton`) on
-    the whitened problem; ``matrix`` mapped back to the problem's space."""
+    the whitened problem; ``matrix`` mapped back to the problem's space.  With the
+    regularizer's own slack (``gamma``) the pair constraints (first in ``violations()``
+    order, one term each with w = δ, t = δ·bound) carry it: ``slack=(pairs, δ, bounds, γ)``."""
     ct = constraint_terms(problem)
+    slack = None
+    if getattr(problem, "gamma", None) is not None and problem.pairs is not None:
+        P = problem.pairs
+        slack = (np.arange(len(P)), P.y, P.bound, problem.gamma)
     res = dual_newton(
         ct.U,
         ct.w,
@@ -346,6 +352,7 @@ def dual_newton_solve(problem, tol, max_iter, lam0=None, callback=None):
         max_iter=max_iter,
         lam0=lam0,
         callback=callback,
+        slack=slack,
     )
     res.matrix = problem.matrix_from_whitened(res.matrix)
     return res
@@ -416,6 +423,8 @@ for _spec in (
         needs=REQUIRED_METHODS,
         families=Hinge.FAMILIES,
         hinge=True,
+        slack=True,
+        slack_needs=SLACK_METHODS,
         generic=True,
     ),
 ):

@@ -701,7 +701,8 @@ class SpectralProblem(Problem):
         hint = (
             "use method='dual' (or 'auto'), or solve_reference() (the exact model)"
             if method == "native"
-            else "use Hinge(pairs, C) instead of gamma, "
+            else "with gamma implement the regularizer's slack_value, slack_conj, slack_conj_grad and "
+            "slack_conj_hess too (or use Hinge(pairs, C) instead of gamma), "
             if self.gamma is not None
             else ""
         )
@@ -752,7 +753,9 @@ class SpectralProblem(Problem):
             constrained Lagrange dual, stopping on its certificate; ``max_iter`` caps its
             Newton iterations; ``tol`` is its relative gap); "auto" (default): native when it
             handles the constraints (no :class:`~cvxkml.sideinfo.Hinge`, families in
-            the families of a registered solver for the regularizer), else dual.
+            the families of a registered solver for the regularizer), else dual; with the
+            regularizer's own slack (``gamma``) native first, then dual from the native
+            multipliers when the native run ends uncertified (Notes).
         warm_start : array-like of shape (m,) or None
             Multipliers λ (in :meth:`violations` order) to start the dual solver from, e.g.
             ``previous_solution.dual`` of a neighbouring problem (dual method only).
@@ -776,6 +779,20 @@ class SpectralProblem(Problem):
         The solver is the first registered one that accepts the problem
         (:mod:`cvxkml.declare.registry`; :meth:`fast_solver` says which, or why none does);
         the others (and hinge slack) go to the dual solver with ``method="auto"``.
+
+        The regularizer's own slack (``gamma``, e.g. ITML's) with ``method="auto"``: the
+        paper's algorithm runs first (Bregman projections, with at most ``max_iter`` minus
+        min(500, ``max_iter`` // 10) sweeps); when it ends without the certificate (the
+        sweep cap, or the dual-change rule met at tol 1e-16 without it: the creep above),
+        the generic dual solver continues from its multipliers (the Bregman λ >= 0 of
+        δ(p − ξ) <= 0 are the dual solver's multipliers of the same constraints) with the
+        Newton iterations left in ``max_iter``.  ``info["stages"]`` then describes both
+        stages (solver, iterations, why it stopped, relative gap and violation, time, which
+        one is returned: the second when it certifies or its certificate is smaller),
+        ``n_iter`` is their sum and ``solver`` reads e.g. ``"bregman+dual-newton-logdet"``.
+        Either way ``converged`` is the problem's own certificate, recomputed from the
+        returned matrix and multipliers.  ``method="native"`` runs the paper's algorithm
+        alone.
         """
         from .._validation import as_float_array, check_choice
 
@@ -797,6 +814,10 @@ class SpectralProblem(Problem):
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
         limit = self._iteration_limit(max_iter, max_sweeps)  # int64 in the kernels
+        # "auto" on the regularizer's own slack (gamma): Bregman first, then the certified dual
+        # solver from its multipliers when it ends uncertified; it keeps a share of the budget
+        handoff = self._slack_handoff(method, spec)
+        native_limit = limit - min(self._HANDOFF_RESERVE, limit // 10) if handoff is not None else limit
         # a native solver that checks the certificate itself reads the rule here, and one
         # that can resume keeps its last iterate in _resume for the next attempt
         self._stop_rule, self._resume = (gap_tol, viol_tol), None
@@ -806,7 +827,7 @@ class SpectralProblem(Problem):
                 res = (
                     spec.solve(self, attempt_tol, limit - sweeps, lam0=lam0, callback=callback)
                     if use_dual
-                    else spec.solve(self, attempt_tol, limit - sweeps)
+                    else spec.solve(self, attempt_tol, native_limit - sweeps)
                 )
                 attempts += 1
                 self._check_fast_result(res, spec)
@@ -847,10 +868,17 @@ class SpectralProblem(Problem):
                         }
                     )
                     stopped = bool(asked) and not certified
-                if certified or not met or use_dual or stopped or attempt_tol <= 1e-16 or sweeps >= limit:
+                if certified or not met or use_dual or stopped or attempt_tol <= 1e-16 or sweeps >= native_limit:
                     break
                 attempt_tol = max(attempt_tol * 1e-2, 1e-16)
             sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
+            if handoff is not None and not certified and not stopped and limit > sweeps:
+                first = sol
+                sol, met, certified, stopped, gap, scale, rel_viol, res = self._dual_handoff(
+                    handoff, spec, first, res, met, tol, gap_tol, viol_tol, limit - sweeps, sweeps, elapsed, callback
+                )
+                if sol is not first:
+                    use_dual, sweeps, attempts = True, sol.n_iter, 1
             if not certified:
                 self._raise_if_farkas(sol)
             if stopped:
@@ -862,6 +890,19 @@ class SpectralProblem(Problem):
                     f"The callback stopped the solve after {sweeps} iteration(s), "
                     f"uncertified: relative gap {gap_txt}, max relative violation "
                     f"{rel_viol:.3g}.",
+                )
+            elif not certified and "stages" in sol.info:
+                first, second = sol.info["stages"]
+                sol.converged = False
+                sol.status = "not certified" if met else sol.status
+                warnings.warn(
+                    f"Neither stage certified: Bregman projections ({first['iterations']} sweeps, relative gap "
+                    f"{first['relative_gap']:.3g}, max relative violation {first['max_relative_violation']:.3g}), then "
+                    f"the dual solver from their multipliers ({second['iterations']} Newton iterations, relative gap "
+                    f"{second['relative_gap']:.3g}, max relative violation {second['max_relative_violation']:.3g}); "
+                    f"the {second['returned'] and 'second' or 'first'} is returned. Raise max_iter or tol.",
+                    ConvergenceWarning,
+                    stacklevel=2,
                 )
             elif not met and attempts == 1:
                 what = (
@@ -899,6 +940,83 @@ class SpectralProblem(Problem):
             return sol
         finally:
             self._stop_rule = self._resume = None  # nothing of this solve outlives it
+
+    #: Newton iterations of ``max_iter`` (at most a tenth) that "auto" keeps for the dual
+    #: solver after Bregman on a gamma problem
+    _HANDOFF_RESERVE = 500
+
+    def _slack_handoff(self, method, spec):
+        """The generic dual solver's spec when "auto" runs a native solver on the regularizer's
+        own slack (gamma) and the dual solver takes the problem too; else None."""
+        if method != "auto" or spec.generic or spec.user or self.gamma is None:
+            return None
+        from .registry import select
+
+        dual, _ = select(self, "dual")
+        return dual
+
+    def _dual_handoff(self, dual, spec, first, res, met, tol, gap_tol, viol_tol, budget, sweeps, elapsed, callback):
+        """Stage 2 of "auto" on a gamma problem: the native run ``first`` (``res``) ended
+        uncertified; the dual solver continues from its multipliers (the Bregman λ >= 0 of
+        δ_c(p_c − ξ_c) <= 0 are the dual solver's multipliers of the same constraints:
+        M⁻¹ = M0⁻¹ + Σ δ_cλ_c z_cz_cᵀ and 1/ξ_c = 1/ξ0_c − δ_cλ_c/γ are its primal map) with the
+        ``budget`` left.  Returns (solution, met, certified, stopped, gap, scale, violation,
+        result) of the stage kept: the second when it certifies or its certificate is smaller."""
+
+        def measure(sol):
+            scale = max(1.0, abs(sol.objective)) if np.isfinite(sol.objective) else 1.0
+            gap = sol.gap
+            viol = sol.info["max_relative_violation"]
+            within = gap is not None and -gap_tol * scale <= gap <= gap_tol * scale and viol <= viol_tol
+            size = np.inf if gap is None or not np.isfinite(gap) else abs(gap) / scale / gap_tol
+            return within, gap, scale, viol, max(size, viol / viol_tol)
+
+        def record(sol, gap, scale, viol, iterations, how, seconds):
+            return {
+                "solver": sol.solver,
+                "iterations": int(iterations),
+                "stop": how,
+                "certified": bool(sol.converged),
+                "objective": float(sol.objective),
+                "relative_gap": np.nan if gap is None else float(gap / scale),
+                "max_relative_violation": float(viol),
+                "time": float(seconds),
+            }
+
+        _, gap1, scale1, viol1, size1 = measure(first)
+        lower, upper, _ = self.dual_box()
+        lam0 = np.clip(np.asarray(first.dual, dtype=float), lower, upper)
+        res2 = dual.solve(self, tol, budget, lam0=lam0, callback=callback)
+        self._check_fast_result(res2, dual)
+        self._raise_breakdown(res2)
+        sol = self._fast_solution(res2, sweeps + res2.sweeps, elapsed + res2.time)
+        within, gap2, scale2, viol2, size2 = measure(sol)
+        sol.converged = within
+        sol.status = "converged" if within else sol.status
+        stop1 = "max_iter" if not met else "dual change met, certificate not"
+        stages = [
+            record(first, gap1, scale1, viol1, sweeps, stop1, elapsed),
+            record(sol, gap2, scale2, viol2, res2.sweeps, "certificate" if within else "max_iter", res2.time),
+        ]
+        stages[0]["certified"] = False
+        keep = within or size2 <= size1
+        stages[0]["returned"], stages[1]["returned"] = not keep, keep
+        stages[1]["warm_start"] = "the first stage's multipliers"
+        if not keep:
+            first.info["stages"] = stages
+            return first, met, False, False, gap1, scale1, viol1, res
+        sol.solver = f"{first.solver.removesuffix('-' + self.kind)}+{sol.solver}"
+        sol.info.update(
+            spec=f"{spec.name}+{dual.name}",
+            space=self.space.name,
+            stages=stages,
+            attempts=first.info.get("attempts", 1),
+            final_tol=tol,
+            gap_tol=gap_tol,
+            viol_tol=viol_tol,
+        )
+        stopped = bool(res2.extra.get("stopped")) and not within
+        return sol, within, within, stopped, gap2, scale2, viol2, res2
 
     def _check_fast_result(self, res, spec) -> None:
         """The fast-solver protocol (:mod:`cvxkml.solvers.result`), checked before anything is

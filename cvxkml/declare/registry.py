@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from .._validation import missing_methods
 from ..errors import InvalidInputError
 
@@ -73,6 +75,7 @@ REGULARIZER_METHODS = (
     "slack_conj",
     "slack_conj_grad",
     "slack_conj_hess",
+    "slack_conj_domain",
 )
 
 _SPECS: list = []  # registration order
@@ -92,6 +95,26 @@ def _changed(cls, names) -> list[str]:
     class (empty for cvxkml's own classes)."""
     lib = _library_class(cls)
     return [n for n in names if getattr(cls, n, None) is not getattr(lib, n, None)]
+
+
+def _missing_slack_methods(reg, names) -> list[str]:
+    """The slack methods among ``names`` (``f(δλ or ξ, ξ0, γ)``, ``slack_value(ξ, ξ0)``) that
+    ``reg`` lacks: absent, or raising NotImplementedError on a small probe (a base stub)."""
+    out = []
+    probe, xi0 = np.array([-0.5, 0.0, 0.5]), np.ones(3)
+    for name in names:
+        fn = getattr(reg, name, None)
+        if not callable(fn):
+            out.append(name)
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                fn(np.abs(probe) + 0.5, xi0) if name == "slack_value" else fn(probe, xi0, 1.0)
+        except NotImplementedError:
+            out.append(name)
+        except Exception:  # implemented (a probe outside its domain may raise)
+            pass
+    return out
 
 
 @dataclass(frozen=True)
@@ -120,6 +143,8 @@ class SolverSpec:
         Whether it takes :class:`~cvxkml.sideinfo.Hinge` (and squared-hinge) constraints.
     slack : bool
         Whether it takes the regularizer's own pair slack (``gamma``).
+    slack_needs : tuple of str
+        Regularizer methods the solver calls on a problem with ``gamma`` (besides ``needs``).
     accepts : callable or None
         ``accepts(problem) -> bool`` for anything else.
     generic : bool
@@ -138,6 +163,7 @@ class SolverSpec:
     families: tuple = ()
     hinge: bool = False
     slack: bool = False
+    slack_needs: tuple = ()
     accepts: Callable | None = None
     generic: bool = False
     user: bool = False
@@ -184,8 +210,12 @@ class SolverSpec:
                 return f"does not handle {', '.join(sorted(set(bad)))}"
         if getattr(problem, "_hinge", None) and not self.hinge:
             return "does not handle hinge slack"
-        if getattr(problem, "gamma", None) is not None and not self.slack:
-            return "does not handle the regularizer's slack (gamma)"
+        if getattr(problem, "gamma", None) is not None:
+            if not self.slack:
+                return "does not handle the regularizer's slack (gamma)"
+            missing = _missing_slack_methods(reg, self.slack_needs)
+            if missing:
+                return f"needs the regularizer's {', '.join(missing)} for its slack (gamma)"
         if self.accepts is not None and not self.accepts(problem):
             return "declined by its accepts() rule"
         return None

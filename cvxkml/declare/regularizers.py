@@ -200,6 +200,11 @@ class Regularizer:
     def slack_conj(self, dl, xi0, gamma) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def slack_conj_domain(self, xi0, gamma):
+        """Per pair, the sup of δλ where ``slack_conj`` is finite (+inf: everywhere; the
+        generic dual solver keeps its first trial step inside it)."""
+        return np.full(np.shape(xi0), np.inf)
+
     def __repr__(self):
         return f"{type(self).__name__}()"
 
@@ -247,6 +252,10 @@ class LogDet(Regularizer):
     def slack_conj(self, dl, xi0, gamma):
         arg = 1.0 - dl * xi0 / gamma
         return float(gamma * np.sum(np.log(arg))) if np.all(arg > 0) else -np.inf
+
+    def slack_conj_domain(self, xi0, gamma):
+        """slack_conj(δλ) is finite for δλ < γ/ξ0 (ξ = ξ0/(1 − δλξ0/γ) > 0)."""
+        return gamma / np.asarray(xi0, dtype=float)
 
 
 class VonNeumann(Regularizer):

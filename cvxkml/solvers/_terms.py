@@ -16,6 +16,9 @@ class RankOneTerms:
     constraint c owning the rows ptr[c]:ptr[c+1]): A(λ) = Σ_a w_a λ_{c(a)} u_a u_aᵀ, the norms
     ‖Â_c‖_F, and sums over each constraint's terms."""
 
+    #: the regularizer's own slack on some constraints (set by the dual solver), or None
+    slack = None
+
     def __init__(self, U, w, ptr, t):
         self.U = np.ascontiguousarray(U, dtype=np.float64)
         self.w = np.ascontiguousarray(w, dtype=np.float64)

@@ -48,9 +48,20 @@ gap <= tol·max(1, |f + Σφ|) and every hard violation <= tol·max(1, |t_c|).  
 r × r eigendecomposition per iteration; the time goes to LAPACK and BLAS-3, so there is no
 Numba here.
 
+The regularizer's own pair slack (``slack=``; ITML's γ, Jain et al. eq. 7: min f(X̂) +
+γ·D(diag ξ, diag ξ0) s.t. δ_c(p_c − ξ_c) <= 0): minimizing over ξ turns the pairs' terms
+−λ_c t_c of g into the smooth separable S(δλ) = −(γD)*(δλ) (the regularizer's
+``slack_conj``; LogDet γ Σ log(1 − δλξ0/γ), finite for δλ < γ/ξ0).  Its gradient puts the
+slack ξ(λ) = −S'(δλ) in the residual, ∇g_c = δ_c(p_c − ξ_c(λ)); its curvature −S'' >= 0 joins
+the diagonal of the Newton system (like q_c); the first trial step also stays inside its
+domain (``slack_conj_domain``).  The certificate prices the primal point (X̂(λ), ξ_b), ξ_b
+the best slack for X̂ (max(p, ξ0) on similar pairs, min(p, ξ0) on dissimilar ones), its
+part of the gap γ[D(ξ_b) − D(ξ(λ))] − Σ λ_cρ_c >= 0 (Fenchel–Young, written without the
+large cancelling terms λ_c p_c), and ξ_b is returned as ``xi``.
+
 The regularizer is any object with ``conj_s``, ``conj_grad_s``, ``conj_hess_s`` (vectorized
-over eigenvalues) and ``conj_shift(r)``: :data:`REQUIRED_METHODS`.  No CVXPY, no
-``cvxkml.declare`` import.
+over eigenvalues) and ``conj_shift(r)``: :data:`REQUIRED_METHODS` (and with ``slack=``,
+:data:`SLACK_METHODS`).  No CVXPY, no ``cvxkml.declare`` import.
 """
 
 from __future__ import annotations
@@ -67,12 +78,14 @@ from ._newton import cg
 from ._terms import RankOneTerms
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
-__all__ = ["dual_newton", "missing_methods", "REQUIRED_METHODS"]
+__all__ = ["dual_newton", "missing_methods", "REQUIRED_METHODS", "SLACK_METHODS"]
 
 _TINY = np.finfo(np.float64).tiny
 _G_ERR = 64.0 * np.finfo(np.float64).eps  # the relative round-off allowed in g (see _evaluate)
 _DENSE_MAX = 4000  # free terms up to which the Newton system is formed (|F|² doubles)
 REQUIRED_METHODS = ("conj_s", "conj_grad_s", "conj_hess_s", "conj_shift")
+#: what the regularizer's own pair slack (``gamma``) needs besides (``slack_conj_domain`` optional)
+SLACK_METHODS = ("slack_value", "slack_conj", "slack_conj_grad", "slack_conj_hess")
 
 
 def missing_methods(conjugate) -> list[str]:
@@ -93,11 +106,88 @@ def _divided_differences(mu, x, xp):
 class _State:
     """Everything known at one dual point λ; ``g_err`` bounds the round-off of ``g``."""
 
-    __slots__ = ("lam", "g", "grad", "rho", "mu", "V", "x", "Z", "f", "g_err", "M")
+    __slots__ = ("lam", "g", "grad", "rho", "mu", "V", "x", "Z", "f", "g_err", "M", "trA", "S")
 
-    def __init__(self, lam, g, grad, rho, mu, V, x, Z, f, g_err, M):
+    def __init__(self, lam, g, grad, rho, mu, V, x, Z, f, g_err, M, trA, S):
         self.lam, self.g, self.grad, self.rho, self.mu, self.V = lam, g, grad, rho, mu, V
         self.x, self.Z, self.f, self.g_err, self.M = x, Z, f, g_err, M
+        self.trA, self.S = trA, S  # tr(X̂Â_c); the slack conjugate S(δλ) (0 without slack)
+
+
+class _Slack:
+    """The regularizer's own slack on the constraints ``idx`` (Jain et al. eq. 7: γ·D(diag ξ,
+    diag ξ0) in the objective, δ_c(p_c − ξ_c) <= 0): the constraint's term −λ_c t_c of the
+    dual becomes the smooth separable S(δλ) = ``slack_conj(δλ, ξ0, γ)`` = −(γD)*(δλ), whose
+    gradient −ξ(λ) (ξ(λ) = −``slack_conj_grad``) makes ∇g_c = δ_c(p_c − ξ_c(λ)) and whose
+    curvature −``slack_conj_hess`` >= 0 joins the diagonal of −∇²g.  ``upper``: the open
+    bound λ_c < upper_c of S's domain (``slack_conj_domain``, LogDet γ/ξ0 on similar pairs;
+    +inf when the regularizer does not say: points outside are then refused by the
+    line search, S = −inf there)."""
+
+    def __init__(self, reg, idx, sign, xi0, gamma, m):
+        self.reg = reg
+        self.idx = np.asarray(idx, dtype=np.int64)
+        self.sign = np.asarray(sign, dtype=np.float64)
+        self.xi0 = np.asarray(xi0, dtype=np.float64)
+        self.gamma = float(gamma)
+        mask = np.zeros(m, dtype=bool)
+        mask[self.idx] = True
+        self.mask = mask
+        self.rest = np.flatnonzero(~mask)
+        dom = getattr(reg, "slack_conj_domain", None)
+        up = np.full(self.idx.size, np.inf)
+        if callable(dom):
+            u = np.broadcast_to(np.asarray(dom(self.xi0, self.gamma), dtype=float), up.shape)
+            up = np.where(self.sign > 0, u / np.where(self.sign > 0, self.sign, 1.0), np.inf)
+        self.upper = up
+
+    def conj(self, lam) -> float:
+        """S(δλ) = Σ_c slack_conj_c, −inf outside its domain."""
+        with np.errstate(all="ignore"):
+            v = float(self.reg.slack_conj(self.sign * lam[self.idx], self.xi0, self.gamma))
+        return v if np.isfinite(v) else -np.inf
+
+    def xi(self, lam):
+        """ξ(λ) = −S'(δλ), the slack the multipliers price."""
+        with np.errstate(all="ignore"):
+            return -np.asarray(self.reg.slack_conj_grad(self.sign * lam[self.idx], self.xi0, self.gamma), dtype=float)
+
+    def curvature(self, lam):
+        """−S''(δλ) >= 0, the slack's share of the diagonal of −∇²g."""
+        with np.errstate(all="ignore"):
+            c = -np.asarray(self.reg.slack_conj_hess(self.sign * lam[self.idx], self.xi0, self.gamma), dtype=float)
+        return np.where(np.isfinite(c), np.maximum(c, 0.0), 0.0)
+
+    def best(self, trA):
+        """The best slack for the primal point: p = δ·tr(X̂Â_c); ξ = max(p, ξ0) on similar
+        pairs (δ > 0), min(p, ξ0) on dissimilar ones (D(·, ξ0) is least at ξ0)."""
+        p = self.sign * trA[self.idx]
+        return np.where(self.sign > 0, np.maximum(p, self.xi0), np.minimum(p, self.xi0))
+
+    def value(self, xi) -> float:
+        """γ·D(diag ξ, diag ξ0) (+inf outside its domain)."""
+        with np.errstate(all="ignore"):
+            v = self.gamma * float(self.reg.slack_value(xi, self.xi0))
+        return v if not np.isnan(v) else np.inf
+
+
+def _linear(ops, lam) -> float:
+    """The part of −g(λ) that is not f*: λᵀt, with the slack constraints' terms replaced by
+    −S(δλ) (+inf outside S's domain)."""
+    sl = ops.slack
+    if sl is None:
+        return float(lam @ ops.t)
+    return float(lam[sl.rest] @ ops.t[sl.rest]) - sl.conj(lam)
+
+
+def _targets(ops, lam):
+    """t with the slack constraints' targets δ_c ξ_c(λ)."""
+    sl = ops.slack
+    if sl is None:
+        return ops.t
+    t = ops.t.copy()
+    t[sl.idx] = sl.sign * sl.xi(lam)
+    return t
 
 
 def _dual_objective(ops, conj, shift, quad, lam, values_only, M=None):
@@ -117,7 +207,7 @@ def _dual_objective(ops, conj, shift, quad, lam, values_only, M=None):
         fs = np.asarray(conj.conj_s(mu), dtype=float)
     if not np.all(np.isfinite(fs)):
         return None
-    g = -float(np.sum(fs)) - float(lam @ ops.t) - 0.5 * float(quad @ (lam * lam))
+    g = -float(np.sum(fs)) - _linear(ops, lam) - 0.5 * float(quad @ (lam * lam))
     return (g, mu, V, fs, M) if np.isfinite(g) else None
 
 
@@ -133,29 +223,51 @@ def _evaluate(ops, conj, shift, quad, lam, M=None):
     if not np.all(np.isfinite(x)):
         return None
     Z = ops.U @ V  # the terms in the eigenbasis
-    rho = ops.per_constraint(ops.w * ((Z * Z) @ x)) - ops.t  # tr(X̂Â_c) − t_c
+    trA = ops.per_constraint(ops.w * ((Z * Z) @ x))
+    t = _targets(ops, lam)
+    rho = trA - t  # tr(X̂Â_c) − t_c (slack: δ(p − ξ(λ)))
     grad = rho - quad * lam
     f = float(x @ mu) - float(np.sum(fs))  # f(X̂) = ⟨X̂, M⟩ − f*(M)  (Fenchel–Young)
-    if not (np.all(np.isfinite(grad)) and np.isfinite(f)):
+    S = 0.0 if ops.slack is None else ops.slack.conj(lam)
+    if not (np.all(np.isfinite(grad)) and np.isfinite(f) and np.isfinite(S)):
         return None
-    # round-off of g: the sums Σ f*_s(μ_k) and λᵀt, and the eigenvalues' backward error
-    # ε‖M‖ carried through f*_s' = x (the cancellation in g = −f* − λᵀt is not seen by ∇g)
+    # round-off of g: the sums Σ f*_s(μ_k) and λᵀt (and the slack conjugate), and the
+    # eigenvalues' backward error ε‖M‖ carried through f*_s' = x (the cancellation in
+    # g = −f* − λᵀt is not seen by ∇g)
     g_err = _G_ERR * (
         float(np.sum(np.abs(fs)))
-        + float(np.abs(lam) @ np.abs(ops.t))
+        + float(np.abs(lam) @ np.abs(t))
+        + abs(S)
         + float(np.max(np.abs(mu), initial=0.0)) * float(np.sum(np.abs(x)))
     )
-    return _State(lam, g, grad, rho, mu, V, x, Z, f, g_err, M)
+    return _State(lam, g, grad, rho, mu, V, x, Z, f, g_err, M, trA, S)
 
 
-def _certificate(st, lower, upper, quad, scale_t):
+def _certificate(st, lower, upper, quad, scale_t, slack=None):
     """(relative gap, relative hard violation, primal objective) at a box-feasible state:
-    gap = Σ_c φ_c(ρ_c) + ½q_cλ_c² − λ_cρ_c (>= 0 term by term, Fenchel–Young)."""
-    pen = penalty(st.rho, lower, upper, quad)
-    gap = float(np.sum(pen + 0.5 * quad * st.lam * st.lam - st.lam * st.rho))
-    f_total = st.f + float(np.sum(pen))
-    rel_gap = abs(gap) / max(1.0, abs(f_total))
-    rel_viol = float(np.max(hard_violation(st.rho, lower, upper, quad) / scale_t, initial=0.0))
+    gap = Σ_c φ_c(ρ_c) + ½q_cλ_c² − λ_cρ_c (>= 0 term by term, Fenchel–Young).
+
+    With the regularizer's slack on constraints ``slack.idx`` the primal point is (X̂(λ), ξ_b),
+    ξ_b the best slack for X̂ (feasible), and their part of the gap is
+    γD(ξ_b) + (γD)*(δλ) − δλp = γ[D(ξ_b) − D(ξ(λ))] − Σ λ_cρ_c (ρ_c = δ(p − ξ(λ)); the
+    second form has no large cancelling terms when the multipliers are large)."""
+    if slack is None:
+        pen = penalty(st.rho, lower, upper, quad)
+        gap = float(np.sum(pen + 0.5 * quad * st.lam * st.lam - st.lam * st.rho))
+        f_total = st.f + float(np.sum(pen))
+        hard = hard_violation(st.rho, lower, upper, quad)
+    else:
+        k = slack.rest
+        pen = penalty(st.rho[k], lower[k], upper[k], quad[k])
+        lam, rho = st.lam, st.rho
+        gap = float(np.sum(pen + 0.5 * quad[k] * lam[k] * lam[k] - lam[k] * rho[k]))
+        sv = slack.value(slack.best(st.trA))
+        gap += sv - slack.value(slack.xi(lam)) - float(lam[slack.idx] @ rho[slack.idx])
+        f_total = st.f + float(np.sum(pen)) + sv
+        hard = np.zeros_like(rho)
+        hard[k] = hard_violation(rho[k], lower[k], upper[k], quad[k])
+    rel_gap = abs(gap) / max(1.0, abs(f_total)) if np.isfinite(gap) and np.isfinite(f_total) else np.inf
+    rel_viol = float(np.max(hard / scale_t, initial=0.0))
     return rel_gap, rel_viol, f_total
 
 
@@ -239,6 +351,12 @@ def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certific
         return None, 1.0, 0
     Zn = st.Z[nz]
     s_max = _max_step(st, (Zn.T * coef[nz]) @ Zn, dom, enough=1.0 / 0.7)
+    sl = ops.slack
+    if sl is not None:  # the slack conjugate's domain, λ_c < upper_c, along the same segment
+        ds = dh[sl.idx]
+        out = (ds > 0) & np.isfinite(sl.upper)
+        if np.any(out):
+            s_max = min(s_max, float(np.min((sl.upper[out] - lam[sl.idx][out]) / ds[out])))
     step = min(1.0, 0.7 * s_max)
     M = st.M
     trials = 0
@@ -256,7 +374,7 @@ def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certific
             mu = np.linalg.eigvalsh(Ms) if np.all(np.isfinite(Ms)) else None
             fs = None if mu is None else np.asarray(conj.conj_s(mu), dtype=float)
         if fs is not None and np.all(np.isfinite(fs)):
-            gc = -float(np.sum(fs)) - float(cand @ ops.t) - 0.5 * float(quad @ (cand * cand))
+            gc = -float(np.sum(fs)) - _linear(ops, cand) - 0.5 * float(quad @ (cand * cand))
             if gc >= st.g + 1e-4 * float(st.grad @ delta) and gc >= st.g:
                 new = _evaluate(ops, conj, shift, quad, cand, M=Ms)
                 if new is not None:
@@ -381,14 +499,21 @@ def _no_finite_start(r, lam, t0) -> FastResult:
 
 
 def _dual_newton_impl(
-    U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback=None, damping=1e-2
+    U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback=None, damping=1e-2, slack=None
 ):
     ops = RankOneTerms(U, w, ptr, t)
     m, r = ops.m, ops.r
     lower = np.zeros(m) if lower is None else np.asarray(lower, dtype=np.float64)
     upper = np.full(m, np.inf) if upper is None else np.asarray(upper, dtype=np.float64)
     quad = np.zeros(m) if quad is None else np.asarray(quad, dtype=np.float64)
+    if slack is not None:
+        ops.slack = sl = _Slack(conj, *slack, m)
+        lower = lower.copy()
+        lower[sl.idx] = np.maximum(lower[sl.idx], 0.0)  # δ_c(p_c − ξ_c) <= 0: λ_c >= 0
+    sl = ops.slack
     hard = np.isinf(upper) & (quad == 0)  # the multipliers a Farkas ray can run in
+    if sl is not None:
+        hard &= ~sl.mask  # (the slack constraints are soft)
     shift = np.asarray(conj.conj_shift(r), dtype=float)
     scale_t = np.maximum(np.abs(ops.t), 1.0)
     dom = _domain_upper(conj)
@@ -405,7 +530,7 @@ def _dual_newton_impl(
     it = grad_steps = cg_steps = dense_steps = evaluations = 0
     converged = infeasible = stopped = False
     while True:
-        rel_gap, rel_viol, f_total = _certificate(st, lower, upper, quad, scale_t)
+        rel_gap, rel_viol, f_total = _certificate(st, lower, upper, quad, scale_t, sl)
         cert = max(rel_gap, rel_viol)
         if rel_gap <= tol and rel_viol <= tol:
             converged = True
@@ -433,7 +558,11 @@ def _dual_newton_impl(
         # the constraints that can move: free, or ε-active strictly inside the box (those on
         # a bound with the gradient pointing out stay where they are)
         moving = free | (active & (lam > lower) & (lam < upper))
-        diag = _hessian_diagonal(ops, st, Gam, moving) + quad
+        qeff = quad  # the separable part of −∇²g: squared penalties, the slack conjugate
+        if sl is not None:
+            qeff = quad.copy()
+            qeff[sl.idx] += sl.curvature(lam)
+        diag = _hessian_diagonal(ops, st, Gam, moving) + qeff
         dmax = float(np.max(diag, initial=0.0))
         # where the curvature vanishes (a flat piece of f*: X̂ = 0 under Frobenius) the
         # scale of ‖Â_c‖²·max(1, max Γ) bounds it from above; the expansion below grows the step
@@ -451,7 +580,7 @@ def _dual_newton_impl(
             # singular whenever m exceeds r(r+1)/2 or the regularizer is flat (Frobenius,
             # trace); the damping vanishes with the certificate
             mu_lm = min(1e8, boost * min(1e-2, max(1e-12, damping * np.sqrt(cert))))
-            H = _FreeHessian(ops, st, Gam, free, quad, mu_lm * dscale[free])
+            H = _FreeHessian(ops, st, Gam, free, qeff, mu_lm * dscale[free])
             kt = H.ZF.shape[0]
             small = kt * r * r <= newton_budget
             factors = None
@@ -483,7 +612,7 @@ def _dual_newton_impl(
             # gradient everywhere, expanded below when taken in full
             newton = False
             d = grad / curv
-        certify = lambda c: max(_certificate(c, lower, upper, quad, scale_t)[:2])  # noqa: E731
+        certify = lambda c: max(_certificate(c, lower, upper, quad, scale_t, sl)[:2])  # noqa: E731
         new, step, trials = _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certify)
         evaluations += trials
         if new is None and np.any(active & (diag < curv)):
@@ -527,7 +656,7 @@ def _dual_newton_impl(
     return FastResult(
         matrix=0.5 * (X + X.T),
         lam=st.lam,
-        xi=np.zeros(0),
+        xi=np.zeros(0) if sl is None else sl.best(st.trA),
         sweeps=int(it),
         dual_change=float(max(rel_gap, rel_viol)),
         code=code,
@@ -566,6 +695,7 @@ def dual_newton(
     *,
     lower=None,
     quad=None,
+    slack=None,
 ) -> FastResult:
     """Solve min f(X̂) + Σ_c φ_c(tr(X̂Â_c) − t_c) over X̂ ⪰ 0 on its dual (module doc).
 
@@ -598,6 +728,13 @@ def dual_newton(
         Called before each Newton iteration with a dict (``iteration``, ``objective`` the
         primal value f + penalties, ``gap`` and ``violation`` relative, ``dual`` λ); a truthy
         return stops the solve (``extra["stopped"]``).
+    slack : tuple (idx, sign, xi0, gamma) or None
+        The regularizer's own slack (Jain et al. eq. 7, ``gamma``) on the constraints ``idx``
+        (pairs: one term each, w = sign = δ, t = δ·ξ0): min f(X̂) + γ·D(diag ξ, diag ξ0) s.t.
+        δ_c(p_c − ξ_c) <= 0.  Their dual terms −λ_c t_c become the regularizer's
+        ``slack_conj(δλ, ξ0, γ)`` (its gradient and curvature from ``slack_conj_grad``,
+        ``slack_conj_hess``, its domain from ``slack_conj_domain`` when defined: :data:`SLACK_METHODS`);
+        the certificate prices ξ at the best slack for X̂ (``slack_value``), returned as ``xi``.
 
     Returns
     -------
@@ -612,5 +749,5 @@ def dual_newton(
     # point is refused by the explicit finiteness checks, so the overflow is not warned about
     with blas_limit(), np.errstate(over="ignore", invalid="ignore"):
         return _dual_newton_impl(
-            U, w, ptr, t, conjugate, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback
+            U, w, ptr, t, conjugate, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback, slack=slack
         )
