@@ -397,3 +397,25 @@ def test_logdet_conjugate_curvature_does_not_overflow_on_a_diverging_dual():
     assert np.all(np.isfinite(h)) and np.all(h >= 0)
     np.testing.assert_allclose(h[2:], 1.0 / (1.0 - mu[2:]) ** 2, rtol=1e-15)
     assert np.all(np.isfinite(hs)) and hs[1] == -1.0
+
+
+def test_gamma_slack_domain_keeps_the_first_trial_step_inside():
+    """The slack conjugate of LogDet is finite for δλ < γ/ξ0 (slack_conj_domain): the first
+    trial step of the line search stays inside it, as inside the conjugate's own domain.
+    Without the declared domain (+inf) the same solve certifies the same optimum, refusing
+    the points outside by their −inf dual value, at more trial points when γ is small (the
+    domain is then narrow)."""
+
+    class NoDomain(LogDet):
+        def slack_conj_domain(self, xi0, gamma):
+            return np.full(np.shape(xi0), np.inf)
+
+    trials = []
+    for seed in range(3):
+        X, pc = metric_instance(seed, 12, 4, 24, hard=False)
+        with_dom = SpectralMetric(X, pc, LogDet(), gamma=0.01).solve(tol=1e-10, method="dual")
+        without = SpectralMetric(X, pc, NoDomain(), gamma=0.01).solve(tol=1e-10, method="dual")
+        assert with_dom.converged and without.converged
+        assert abs(with_dom.objective - without.objective) <= 1e-10 * abs(with_dom.objective)
+        trials.append((with_dom.info["trial_points"], without.info["trial_points"]))
+    assert all(a <= b for a, b in trials) and any(a < b for a, b in trials), trials
