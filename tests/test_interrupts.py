@@ -86,6 +86,27 @@ except KeyboardInterrupt:
 print("SAME", _interruptible(lambda: 41 + 1) == 42, flush=True)
 """
 
+_SCS = """
+import numpy as np
+import cvxpy as cp
+from cvxkml.declare._conic import solve_conic
+rng = np.random.default_rng(0)
+C = rng.standard_normal((200, 200))
+X = cp.Variable((200, 200), PSD=True)
+prob = cp.Problem(cp.Minimize(cp.trace((C + C.T) @ X)), [cp.diag(X) == 1])
+prob.get_problem_data("SCS")  # canonicalized before READY: the signal lands in SCS's iterations
+print("READY", flush=True)
+try:
+    # SCS installs its own SIGINT handler while it iterates: the Ctrl-C reaches SCS, which
+    # stops with status "interrupted"; that must come back as KeyboardInterrupt
+    solve_conic(prob, "SCS", 1e-12, scs_max_iters=10**7)  # about 10 s on one core
+    print("NOT INTERRUPTED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+small = cp.Problem(cp.Minimize(cp.sum_squares(cp.Variable(2) - 1)))
+print("SAME", solve_conic(small, "SCS")[1] == "optimal", flush=True)
+"""
+
 
 def _interrupt(script, delay=1.0):
     """Run ``script`` in a child; 1 s after it prints READY send SIGINT; return (seconds from
@@ -124,7 +145,9 @@ def _interrupt(script, delay=1.0):
     return latency, "".join(lines)
 
 
-@pytest.mark.parametrize("script", [_BREGMAN, _VONNEUMANN, _CONIC], ids=["bregman", "vonneumann", "conic"])
+@pytest.mark.parametrize(
+    "script", [_BREGMAN, _VONNEUMANN, _CONIC, _SCS], ids=["bregman", "vonneumann", "conic", "scs-handler"]
+)
 def test_sigint_ends_solve_within_two_seconds(script):
     latency, out = _interrupt(script)
     assert "NOT INTERRUPTED" not in out, out

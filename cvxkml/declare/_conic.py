@@ -84,6 +84,8 @@ def _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts):
 
 #: seconds between two looks at a pending Ctrl-C while a conic solve runs
 _POLL = 0.1
+#: SCS's status when its own SIGINT handler caught a Ctrl-C (SCS_SIGINT in scs/include/glbopts.h)
+_SCS_SIGINT = -5
 
 
 def _interruptible(func):
@@ -117,12 +119,15 @@ def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, s
 
     def solve():
         bound = float("nan")
-        if want_bound and solver in ("CLARABEL", "SCS"):
-            # the documented three-step route keeps the raw solver result (its dual objective)
+        if solver == "SCS" or (want_bound and solver == "CLARABEL"):
+            # the documented three-step route keeps the raw solver result: its dual objective,
+            # and SCS's own status, which says when SCS's SIGINT handler took a Ctrl-C
             data, chain, inverse = prob.get_problem_data(solver, solver_opts=kw)
             raw = chain.solve_via_data(prob, data, warm_start=False, verbose=False, solver_opts=kw)
+            if solver == "SCS" and raw.get("info", {}).get("status_val") == _SCS_SIGINT:
+                raise KeyboardInterrupt  # the signal SCS swallowed, given back to the caller
             prob.unpack_results(raw, chain, inverse)
-            if prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+            if want_bound and prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
                 primal, dual = (
                     (raw.obj_val, raw.obj_val_dual)
                     if solver == "CLARABEL"
