@@ -406,23 +406,8 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
 
         def run_numba(mm):
             Bn, xi, lam = np.eye(r), bound[:mm].copy(), np.zeros(mm)
-            res, dt = _timed(
-                BENCH_KERNELS["sweeps"],
-                Bn,
-                G0,
-                kind[:mm],
-                I[:mm],
-                J[:mm],
-                J[:mm],
-                zeros2[:mm],
-                zeros2[:mm],
-                delta[:mm],
-                xi,
-                lam,
-                1.0,
-                0.0,
-                1,
-            )
+            where = (kind[:mm], I[:mm], J[:mm], J[:mm], zeros2[:mm], zeros2[:mm], delta[:mm])
+            res, dt = _timed(BENCH_KERNELS["sweeps"], Bn, G0, *where, xi, lam, 1.0, 0.0, 1)
             if res[2] not in (0, 1) or res[0] != 1:  # OK / NOT_CONVERGED after one sweep
                 raise RuntimeError(f"low-rank sweep stopped (code {res[2]}) at r = {r}")
             return Bn, dt, int(np.count_nonzero(lam))  # λ starts at 0: λ_c ≠ 0 iff updated
@@ -435,17 +420,8 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
         t_np = np.inf
         with blas_limit(1):
             for _ in range(repeats):
-                (B_np, updates), dt = _timed(
-                    numpy_lowrank_sweep,
-                    np.eye(r),
-                    G0,
-                    I[:m_np],
-                    J[:m_np],
-                    delta[:m_np],
-                    bound[:m_np].copy(),
-                    np.zeros(m_np),
-                    1.0,
-                )
+                where = (I[:m_np], J[:m_np], delta[:m_np], bound[:m_np].copy(), np.zeros(m_np))
+                (B_np, updates), dt = _timed(numpy_lowrank_sweep, np.eye(r), G0, *where, 1.0)
                 t_np = min(t_np, dt)
         upd_rate, upd_t_rate, proj_rate, np_rate = n_upd / t_upd, n_upd / t_upd_t, m / t_proj, m_np / t_np
         rows.append(
@@ -611,14 +587,15 @@ def lowrank_workload_rows(
                 "paper_min": _LOWRANK_PAPER_MIN.get(int(m)) if not quick else None,
             }
             rel_gap = (sol.gap / max(1.0, abs(sol.objective))) if sol.gap is not None else np.inf
+            rate = _run_row(
+                int(sol.info["projections"]), sol.time, flops, max_iter, max_iter, sol.converged, "certificate"
+            )
             rows.append(
                 {
                     **base,
                     "solver": "certified",
                     "sweeps": int(sol.n_iter),
-                    **_run_row(
-                        int(sol.info["projections"]), sol.time, flops, max_iter, max_iter, sol.converged, "certificate"
-                    ),
+                    **rate,
                     "cpu_s": cpu,
                     "objective": float(sol.objective),
                     "rel_gap": float(rel_gap),
@@ -629,18 +606,9 @@ def lowrank_workload_rows(
                 c0 = time.process_time()
                 B, lam, xi, sweeps, conv, secs = _lowrank_paper_rule(prob, tol, max_iter, baseline_budget)
                 cpu = time.process_time() - c0
-                rows.append(
-                    {
-                        **base,
-                        "solver": "paper rule",
-                        "sweeps": int(sweeps),
-                        **_run_row(sweeps * len(prob.pairs), secs, flops, max_iter, sweeps, conv, "dual change"),
-                        "cpu_s": cpu,
-                        **_lowrank_certificate(
-                            prob, B @ B.T, lam, xi[: len(prob.pairs)] if gamma is not None else None
-                        ),
-                    }
-                )
+                rate = _run_row(sweeps * len(prob.pairs), secs, flops, max_iter, sweeps, conv, "dual change")
+                cert = _lowrank_certificate(prob, B @ B.T, lam, xi[: len(prob.pairs)] if gamma is not None else None)
+                rows.append({**base, "solver": "paper rule", "sweeps": int(sweeps), **rate, "cpu_s": cpu, **cert})
     cert_tol = max(tol, 1e-6)
     for row in rows:  # the certificate of Problem.solve, for every row
         row["certified"] = bool(abs(row["rel_gap"]) <= cert_tol and row["max_rel_violation"] <= cert_tol)
@@ -929,45 +897,25 @@ def vonneumann_workload_rows(
                 [("paper rule", "dual_change")] if baseline and (quick or m <= 10_000) else []
             ):
                 c0 = time.process_time()
-                res = vonneumann_pairs(
-                    F,
-                    q0,
-                    I,
-                    J,
-                    delta,
-                    bound,
-                    gamma,
-                    tol,
-                    max_iter,
-                    stop=stop,
-                    callback=lambda info: info["time"] > time_budget,
-                )
+                budget = lambda info: info["time"] > time_budget
+                res = vonneumann_pairs(F, q0, I, J, delta, bound, gamma, tol, max_iter, stop=stop, callback=budget)
                 cpu = time.process_time() - c0
                 if res.code == NONFINITE:
                     raise RuntimeError(f"von Neumann workload: non-finite iterate at constraint {res.bad}")
                 ex = res.extra
                 c = certificate(F, q0, I, J, delta, bound, res.xi, res.lam, ex["W"], ex["q"], gamma)
                 proj, secs = int(ex["projections"]), float(res.time)
+                reached = "certificate" if stop == "both" else "dual change"
+                rate = _run_row(proj, secs, 2.0 * r**3, max_iter, res.sweeps, res.code == OK, reached)
+                ok = np.isfinite(c["rel_gap"]) and abs(c["rel_gap"]) <= cert_tol and c["rel_violation"] <= cert_tol
                 rows.append(
                     {
                         "constraints": int(m),
                         "pairs": len(pc),
                         "solver": name,
                         "sweeps": int(res.sweeps),
-                        **_run_row(
-                            proj,
-                            secs,
-                            2.0 * r**3,
-                            max_iter,
-                            res.sweeps,
-                            res.code == OK,
-                            "certificate" if stop == "both" else "dual change",
-                        ),
-                        "certified": bool(
-                            np.isfinite(c["rel_gap"])
-                            and abs(c["rel_gap"]) <= cert_tol
-                            and c["rel_violation"] <= cert_tol
-                        ),
+                        **rate,
+                        "certified": bool(ok),
                         "cpu_s": cpu,
                         "build_s": build,
                         "visits": int(ex["full_sweeps"]) * len(pc) + int(ex["visited_active"]),

@@ -113,16 +113,7 @@ def itml_command(args) -> int:
     """``cvxkml bench itml``: seconds per Bregman projection of the LogDet / ITML solvers against a
     plain-NumPy loop of the same update, and their time to tolerance.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``quick``, ``repeats``, ``seed``).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
+    Returns the exit status, 0."""
     from . import bench
 
     t_start = start("cvxkml bench itml", args.quick, "best of repeats, time.perf_counter, Numba warmed up")
@@ -185,17 +176,7 @@ def lowrank_command(args) -> int:
     """``cvxkml bench lowrank``: projections per second of the low-rank LogDet solver (Kulis et al.
     2009, Algorithm 2 with CHOLUPDATEMULT) and its MNIST-shape workload.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``quick``, ``repeats``, ``seed`` and the workload options
-        of the command table).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
+    Returns the exit status, 0."""
     from . import bench
 
     t_start = start("cvxkml bench lowrank", args.quick, _ONE_CORE)
@@ -315,20 +296,10 @@ def _target_line(what: str, certified: bool, seconds: float, limit: float, extra
 
 
 def vonneumann_command(args) -> int:
-    """``cvxkml bench vonneumann``: seconds per projection of the von Neumann Algorithm 3 (Kulis et
-    al. 2009) as r grows, against dense NumPy, and its MNIST-shape workload.
+    """``cvxkml bench vonneumann``: seconds per projection of the von Neumann Algorithm 3 (Kulis et al.
+    2009) as r grows, against dense NumPy, and its MNIST-shape workload.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``quick``, ``repeats``, ``seed`` and the workload options
-        of the command table).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
+    Returns the exit status, 0."""
     from . import bench
 
     t_start = start("cvxkml bench vonneumann", args.quick, _ONE_CORE)
@@ -458,21 +429,10 @@ def vonneumann_command(args) -> int:
 
 
 def mkl_command(args) -> int:
-    """``cvxkml bench mkl``: the MKL_P weight step (Wang et al. 2011), interior point against the
-    CVXPY path on the same instances, and the MKL_μ step.
+    """``cvxkml bench mkl``: the MKL_P weight step (Wang et al. 2011), interior point against the CVXPY
+    path on the same instances, and the MKL_μ step.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``quick``, ``parts``, ``datasets``, ``n``, ``no_old``,
-        ``old_max_n`` and the rest of the
-        command table's options).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
+    Returns the exit status, 0."""
     import numpy as np
 
     from . import bench_mkl

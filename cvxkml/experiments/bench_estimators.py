@@ -407,23 +407,8 @@ def command(args) -> int:
     accuracy on the learned transform, fit time and certificate, beside Euclidean 1-NN and
     metric-learn.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``estimators``, ``datasets``, ``quick``, ``peer_python``,
-        ``n_jobs`` and the rest of the
-        command table's options).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-
-    Raises
-    ------
-    CommandError
-        An unknown estimator or data set name, or a ``--peer-python`` that is not an executable.
-    """
+    Returns the exit status, 0; raises :class:`CommandError` for an unknown estimator or data set
+    name, or a ``--peer-python`` that is not an executable."""
     estimators = _names(args.estimators)
     datasets = tuple(_names(args.datasets) or (("wine",) if args.quick else DATASETS))
     bad = [d for d in datasets if d not in DATASETS]

@@ -189,19 +189,10 @@ def _progress(row):
 
 
 def command(args) -> int:
-    """``cvxkml bench pola``: POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24), fast
-    solvers against CVXPY (Clarabel / SCS), time to the same accuracy.
+    """``cvxkml bench pola``: POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24), fast solvers
+    against CVXPY (Clarabel / SCS), time to the same accuracy.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``quick``, ``repeats``, ``seed``).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
+    Returns the exit status, 0."""
     from .._config import blas_limit
 
     t_start = start(

@@ -966,23 +966,8 @@ def command(args) -> int:
     """``cvxkml reproduce all``: every reproduction in one summary (``SUMMARY.md``, ``summary.json``),
     from the recorded runs in ``reference/`` or run again (``--quick`` / ``--full``).
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``quick``, ``full``, ``sections``, ``reference``,
-        ``out``, ``data_dir``, ``seed`` and the
-        parallel options).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-
-    Raises
-    ------
-    CommandError
-        ``--sections`` given without ``--quick`` or ``--full``.
-    """
+    Returns the exit status, 0; raises :class:`CommandError` for ``--sections`` given without
+    ``--quick`` or ``--full``."""
     mode = "quick" if args.quick else "full" if args.full else "recorded"
     if args.sections and mode == "recorded":
         raise CommandError("--sections goes with --quick or --full")

@@ -146,16 +146,7 @@ def command(args) -> int:
     """``cvxkml reproduce logdet``: Jain et al. 2012 Table 1, k-means error with 50 constraints
     (unsupervised, LogDet linear, HMRF-KMeans), beside the paper's numbers.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``quick``, ``repeats``, ``seed``, ``data_dir`` and the parallel options).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
+    Returns the exit status, 0."""
     t0 = start("reproduce logdet", args.quick, "Jain et al. 2012 Table 1")
     repeats = args.repeats or (1 if args.quick else 5)
     with parallel_from_args(args) as (n_jobs, engine):

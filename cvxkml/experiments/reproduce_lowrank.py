@@ -577,20 +577,10 @@ def data_sets(args) -> tuple:
 
 
 def command(args) -> int:
-    """``cvxkml reproduce lowrank``: Kulis et al. 2009 §7.1 with the low-rank LogDet solver
-    (Digits, Spambase, Nursery: NMI, 5-NN, cycles), printed beside the paper's numbers.
+    """``cvxkml reproduce lowrank``: Kulis et al. 2009 §7.1 with the low-rank LogDet solver (Digits,
+    Spambase, Nursery: NMI, 5-NN, cycles), printed beside the paper's numbers.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``parts``, ``scale``, ``quick``, ``seed``, ``data_dir``
-        and the parallel options).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
+    Returns the exit status, 0."""
     parts = _check_parts(args.parts, args.scale)
     with parallel_from_args(args) as (n_jobs, engine):
         res = reproduce_lowrank(

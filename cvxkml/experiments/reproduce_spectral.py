@@ -268,19 +268,10 @@ def reproduce_spectral(
 
 # --------------------------------------------------------------------------- command
 def command(args) -> int:
-    """``cvxkml reproduce spectral``: Kulis et al. 2009 Figure 5, 4-NN error with Euclidean, LogDet
-    and von Neumann metrics on Wine, Ionosphere, Iris and Balance.
+    """``cvxkml reproduce spectral``: Kulis et al. 2009 Figure 5, 4-NN error with Euclidean, LogDet and
+    von Neumann metrics on Wine, Ionosphere, Iris and Balance.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``quick``, ``seed``, ``data_dir``, ``repeats`` and the parallel options).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
+    Returns the exit status, 0."""
     with parallel_from_args(args) as (n_jobs, engine):
         res = reproduce_spectral(
             quick=args.quick, seed=args.seed, data_dir=args.data_dir, n_repeats=args.repeats, n_jobs=n_jobs

@@ -513,18 +513,7 @@ def command(args) -> int:
     """``cvxkml reproduce trace``: Jain et al. 2012 §6.4 / Figure 2 (c)-(d), Trace-SSIKDR against
     kernel PCA, 2-D embeddings of unseen digits.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (``dataset``, ``quick``, ``seed``, ``data_dir``, ``out``,
-        ``no_png``, ``draws``, ``tau`` and
-        the parallel options).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-    """
+    Returns the exit status, 0."""
     taus = None if args.tau is None else [float(t) for t in args.tau]
     mode = "QUICK smoke run, not a reproduction" if args.quick else "reproduction"
     print(

@@ -672,25 +672,11 @@ def optional_data_sets(args) -> tuple:
 
 
 def command(args) -> int:
-    """``cvxkml reproduce yeung``: Yeung, Chang & Dai (IJCAI 2007) Table 1 (XOR), Figure 1 and
-    Table 2 (MNIST subsets), and the landmark scaling.
+    """``cvxkml reproduce yeung``: Yeung, Chang & Dai (IJCAI 2007) Table 1 (XOR), Figure 1 and Table 2
+    (MNIST subsets), and the landmark scaling.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed options of the command (the parts, ``implied``, ``sigma``, ``xor_std``, ``neighbors``, ``rank_rtol``,
-        ``landmarks``, ``quick``, ``out``, ``seed``, ``runs``, ``data_dir`` and the parallel options).
-
-    Returns
-    -------
-    int
-        The exit status, 0.
-
-    Raises
-    ------
-    CommandError
-        ``--implied`` given with ``--sigma`` or ``--xor-std``.
-    """
+    Returns the exit status, 0; raises :class:`CommandError` for ``--implied`` given with
+    ``--sigma`` or ``--xor-std``."""
     t_start = time.perf_counter()
     parts = _parts_of(args)
     if args.implied and (args.sigma is not None or args.xor_std is not None):
