@@ -75,12 +75,12 @@ def opt(*flags, **kw) -> Option:
 #: options shared by name; ``use(name, help)`` puts one in a command
 SHARED = {
     "quick": opt("--quick", action="store_true", help="small sizes (for tests)"),
-    "repeats": opt("--repeats", type=int, default=None, help="timing repeats, best of"),
+    "repeats": opt("--repeats", type=int, help="timing repeats, best of"),
     "seed": opt("--seed", type=int, default=0, help="random seed (default 0)"),
-    "data_dir": opt("--data-dir", default=None, help=f"data folder {_DATA}"),
-    "json": opt("--json", default=None, help="write the results as JSON to this path"),
+    "data_dir": opt("--data-dir", help=f"data folder {_DATA}"),
+    "json": opt("--json", help="write the results as JSON to this path"),
     "out": opt("--out", default=".", help="folder for the PNG and the JSON of numbers (default .)"),
-    "n_jobs": opt("--n-jobs", dest="n_jobs", type=int, default=None, help="worker processes (default 1)"),
+    "n_jobs": opt("--n-jobs", dest="n_jobs", type=int, help="worker processes (default 1)"),
     "tol": opt("--tol", type=float, default=1e-3, help="certified relative gap (default 1e-3)"),
     "peer_python": opt(
         "--peer-python",
@@ -165,6 +165,13 @@ class Registered:
 
 _LOWRANK_BENCH = dict(optional_datasets=("mnist5000",))
 
+
+def _constraints(quick: str) -> Option:
+    """``--constraints`` of the MNIST-shape workloads (``quick``: the counts of ``--quick``)."""
+    help = f"constraint counts of the MNIST-shape workload (default 10000 100000; quick {quick})"
+    return opt("--constraints", type=int, nargs="+", help=help)
+
+
 TABLE = (
     Command(
         None,
@@ -188,13 +195,7 @@ TABLE = (
         "low-rank LogDet (Kulis et al. 2009): projections per second and the MNIST-shape workload",
         run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
         + (
-            opt(
-                "--constraints",
-                type=int,
-                nargs="+",
-                default=None,
-                help="constraint counts of the MNIST-shape workload (default 10000 100000; quick 1000 5000)",
-            ),
+            _constraints("1000 5000"),
             opt(
                 "--no-baseline",
                 action="store_true",
@@ -203,7 +204,6 @@ TABLE = (
             opt(
                 "--baseline-budget",
                 type=float,
-                default=None,
                 help="seconds after which the paper-rule baseline stops (default 300, quick 30)",
             ),
             use("data_dir", bc.MNIST_HELP),
@@ -218,17 +218,10 @@ TABLE = (
         "MNIST-shape workload",
         run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
         + (
-            opt(
-                "--constraints",
-                type=int,
-                nargs="+",
-                default=None,
-                help="constraint counts of the MNIST-shape workload (default 10000 100000; quick 500 2000)",
-            ),
+            _constraints("500 2000"),
             opt(
                 "--budget",
                 type=float,
-                default=None,
                 help="seconds after which a workload solve stops (default 600, quick 30)",
             ),
             opt(
@@ -297,14 +290,12 @@ TABLE = (
             opt(
                 "--estimators",
                 nargs="+",
-                default=None,
                 metavar="NAME",
                 help="estimator class names (default: all of cvxkml.estimators.ESTIMATORS); the baseline always runs",
             ),
             opt(
                 "--datasets",
                 nargs="+",
-                default=None,
                 metavar="NAME",
                 help=f"data sets among {', '.join(be.DATASETS)} (default all; quick: wine)",
             ),
@@ -336,7 +327,6 @@ TABLE = (
                 "--parts",
                 nargs="+",
                 choices=rl.PARTS,
-                default=None,
                 metavar="PART",
                 help=f"run only these sections ({', '.join(rl.PARTS)}; default all)",
             ),
@@ -365,7 +355,7 @@ TABLE = (
                 help="which experiment (default all: table1, figure1, table2)",
             ),
             use("out"),
-            opt("--runs", type=int, default=None, help="random S per setting (default 10, quick 2)"),
+            opt("--runs", type=int, help="random S per setting (default 10, quick 2)"),
             use("seed"),
             use("data_dir", f"offline data folder {_DATA}"),
             Group(
@@ -377,15 +367,12 @@ TABLE = (
                         help=f"the setting implied by the paper's input and RBF columns: blob std "
                         f"{ry.IMPLIED_TABLE1['xor_std']:g}, sigma {ry.IMPLIED_TABLE1['sigma']:g} (not the default)",
                     ),
-                    opt("--sigma", type=float, default=None, help="RBF width (default: median distance)"),
-                    opt(
-                        "--xor-std", type=float, default=None, help="standard deviation of the XOR blobs (default 0.3)"
-                    ),
-                    opt("--neighbors", type=int, default=None, help="K nearest landmarks (default 10)"),
+                    opt("--sigma", type=float, help="RBF width (default: median distance)"),
+                    opt("--xor-std", type=float, help="standard deviation of the XOR blobs (default 0.3)"),
+                    opt("--neighbors", type=int, help="K nearest landmarks (default 10)"),
                     opt(
                         "--rank-rtol",
                         type=float,
-                        default=None,
                         help=f"components kept: mu_r > RANK_RTOL mu_1 (default {ry.PAPER_RANK_RTOL:g}: every positive "
                         "eigenvalue, as the paper)",
                     ),
@@ -393,7 +380,6 @@ TABLE = (
                         "--landmarks",
                         type=int,
                         nargs="+",
-                        default=None,
                         metavar="M",
                         help="numbers of landmarks m (default 100 200 ... 800)",
                     ),
@@ -431,12 +417,11 @@ TABLE = (
                 default="mnist5000",
                 help="offline digits set (default mnist5000)",
             ),
-            opt("--draws", type=int, default=None, help="training draws (default 10, quick 1)"),
+            opt("--draws", type=int, help="training draws (default 10, quick 1)"),
             opt(
                 "--tau",
                 type=float,
                 nargs="+",
-                default=None,
                 help="tau grid (default 1 10 100, quick 10; the figure uses 10 when present)",
             ),
             use("seed", "seed of the first draw (default 0)"),
@@ -482,7 +467,6 @@ TABLE = (
             opt(
                 "--sections",
                 nargs="+",
-                default=None,
                 metavar="NAME",
                 help=f"with --quick / --full: run only these ({', '.join(ra.GROUPS)}); with --full the others are "
                 "read from the recorded results",
@@ -495,7 +479,6 @@ TABLE = (
             ),
             opt(
                 "--reference",
-                default=None,
                 help="the reference folder with the recorded results (default: the checkout's reference/)",
             ),
             use("data_dir", "the offline data folder (default: $CVXKML_DATA)"),

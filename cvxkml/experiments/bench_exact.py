@@ -330,29 +330,11 @@ def _families():
 
 #: the families measured, in table order (a spectral problem as ``Class[Regularizer]``)
 FAMILIES = (
-    "ITML",
-    "LogDetKernel",
-    "LowRankLogDet",
-    "VonNeumannKernel",
-    "SpectralKernel[Frobenius]",
-    "SpectralKernel[VonNeumann]",
-    "SpectralKernel[TraceNorm]",
-    "SpectralMetric[Frobenius]",
-    "SpectralMetric[VonNeumann]",
+    *"ITML LogDetKernel LowRankLogDet VonNeumannKernel SpectralKernel[Frobenius] SpectralKernel[VonNeumann]".split(),
+    *"SpectralKernel[TraceNorm] SpectralMetric[Frobenius] SpectralMetric[VonNeumann]".split(),
     *(f"[{r}]+mixed" for r in MIXED_REGULARIZERS),
-    "TraceSSIKDR",
-    "POLAKernel",
-    "POLAMetric",
-    "SDPLogDetKernel",
-    "SDPLogDetMetric",
-    "IPLR",
-    "ExtendedProblem",
-    "KCR",
-    "LMNNProblem",
-    "RankOneWeightStep",
-    "MuWeightStep",
-    "SpectralReweighting",
-    "EmbeddingWeightProblem",
+    *"TraceSSIKDR POLAKernel POLAMetric SDPLogDetKernel SDPLogDetMetric IPLR ExtendedProblem KCR LMNNProblem".split(),
+    *"RankOneWeightStep MuWeightStep SpectralReweighting EmbeddingWeightProblem".split(),
 )
 
 

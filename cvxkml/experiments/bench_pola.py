@@ -119,13 +119,8 @@ def compare_rows(problem, label: str, repeats: int = 3, scs_eps: float = 1e-6, m
             continue
         acc, err, viol = _accuracy(problem, ex, f_ref)
         if not np.isfinite(acc):  # e.g. the returned point leaves the domain of log det
-            rows.append(
-                dict(
-                    **head,
-                    status=f"{ex.status}, objective {ex.objective:g} at the returned point ({t_cvx:.3g} s)",
-                    **tail,
-                )
-            )
+            status = f"{ex.status}, objective {ex.objective:g} at the returned point ({t_cvx:.3g} s)"
+            rows.append(dict(**head, status=status, **tail))
             continue
         tol = max(acc, 1e-12)
         best, sol = np.inf, None
@@ -134,27 +129,11 @@ def compare_rows(problem, label: str, repeats: int = 3, scs_eps: float = 1e-6, m
             if dt < best:
                 best, sol = dt, s
         facc, ferr, fviol = _accuracy(problem, sol, f_ref)
+        cvx = dict(cvx_s=t_cvx, cvx_solver_s=ex.time, cvx_iters=ex.n_iter, cvx_acc=acc, cvx_obj_err=err, cvx_viol=viol)
+        fast = dict(fast_s=best, fast_iters=sol.n_iter, fast_converged=sol.converged, fast_acc=facc)
+        fast.update(fast_obj_err=ferr, fast_viol=fviol, ratio=t_cvx / best)
         rows.append(
-            dict(
-                **head,
-                status=ex.status,
-                cvx_s=t_cvx,
-                cvx_solver_s=ex.time,
-                cvx_iters=ex.n_iter,
-                cvx_acc=acc,
-                cvx_obj_err=err,
-                cvx_viol=viol,
-                tol=tol,
-                fast_s=best,
-                fast_iters=sol.n_iter,
-                fast_converged=sol.converged,
-                fast_acc=facc,
-                fast_obj_err=ferr,
-                fast_viol=fviol,
-                ratio=t_cvx / best,
-                **tail,
-                phase1=sol.info.get("phase1_sweeps", 0),
-            )
+            dict(**head, status=ex.status, **cvx, tol=tol, **fast, **tail, phase1=sol.info.get("phase1_sweeps", 0))
         )
     return rows
 

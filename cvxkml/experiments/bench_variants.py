@@ -25,7 +25,7 @@ import numpy as np
 
 from ..declare import Regularizer
 from ._commands import add_command, add_run_options
-from ._report import finish, format_table, start
+from ._report import columns, finish, start
 
 __all__ = ["variant_problem", "variant_rows", "Jeffreys", "scale_problem", "scale_rows", "growth_exponent", "register"]
 
@@ -288,26 +288,10 @@ def _cmd_scale(args, t_start) -> int:
             seed=args.seed,
             progress=lambda r: print(f"  {r['family']} n={r['n']}: {r['seconds']:.3g} s", flush=True),
         )
-    print(
-        format_table(
-            ["family", "n", "m", "time [s]", "cpu [s]", "iters", "rel. gap", "max rel. viol.", "converged", "solver"],
-            [
-                [
-                    r["family"],
-                    str(r["n"]),
-                    str(r["m"]),
-                    f"{r['seconds']:.3g}",
-                    f"{r['cpu_seconds']:.3g}",
-                    str(r["iterations"]),
-                    f"{r['rel_gap']:.1e}",
-                    f"{r['max_violation']:.1e}",
-                    str(r["converged"]),
-                    r["solver"],
-                ]
-                for r in rows
-            ],
-        )
-    )
+    spec = [("family", "{family}"), ("n", "{n}"), ("m", "{m}"), ("time [s]", "{seconds:.3g}")]
+    spec += [("cpu [s]", "{cpu_seconds:.3g}"), ("iters", "{iterations}"), ("rel. gap", "{rel_gap:.1e}")]
+    spec += [("max rel. viol.", "{max_violation:.1e}"), ("converged", "{converged}"), ("solver", "{solver}")]
+    print(columns(rows, spec))
     for family in dict.fromkeys(r["family"] for r in rows):
         fam = [r for r in rows if r["family"] == family]
         print(
@@ -340,45 +324,12 @@ def _cmd(args) -> int:
             seed=args.seed,
             progress=lambda r: print(f"  {r['variant']} n={r['n']}: done", flush=True),
         )
-    print(
-        format_table(
-            [
-                "variant",
-                "n",
-                "m",
-                "clarabel [s]",
-                "status",
-                "cert",
-                "scipy dual [s]",
-                "|Δf|",
-                "dual-newton [s]",
-                "iters",
-                "cert",
-                "|Δf|",
-                "clarabel/fast",
-                "scipy/fast",
-            ],
-            [
-                [
-                    r["variant"],
-                    str(r["n"]),
-                    str(r["m"]),
-                    f"{r['clarabel_s']:.3g}",
-                    r["clarabel_status"],
-                    f"{r['clarabel_cert']:.1e}",
-                    f"{r['scipy_s']:.3g}",
-                    f"{r['scipy_diff']:.1e}",
-                    f"{r['fast_s']:.3g}",
-                    str(r["fast_iters"]) + ("" if r["fast_converged"] else "*"),
-                    f"{r['fast_cert']:.1e}",
-                    f"{r['fast_diff']:.1e}",
-                    f"{r['ratio']:.3g}",
-                    f"{r['scipy_ratio']:.3g}",
-                ]
-                for r in rows
-            ],
-        )
-    )
+    star = lambda r: str(r["fast_iters"]) + ("" if r["fast_converged"] else "*")
+    spec = [("variant", "{variant}"), ("n", "{n}"), ("m", "{m}"), ("clarabel [s]", "{clarabel_s:.3g}")]
+    spec += [("status", "{clarabel_status}"), ("cert", "{clarabel_cert:.1e}"), ("scipy dual [s]", "{scipy_s:.3g}")]
+    spec += [("|Δf|", "{scipy_diff:.1e}"), ("dual-newton [s]", "{fast_s:.3g}"), ("iters", star)]
+    spec += [("cert", "{fast_cert:.1e}"), ("|Δf|", "{fast_diff:.1e}"), ("clarabel/fast", "{ratio:.3g}")]
+    print(columns(rows, spec + [("scipy/fast", "{scipy_ratio:.3g}")]))
     print(
         "cert = relative certificate |f − g| / max(1, |f|); |Δf| = relative objective difference "
         f"from Clarabel's (from the fast solver's where Clarabel is skipped: von Neumann beyond "

@@ -31,7 +31,7 @@ import tempfile
 import numpy as np
 
 from ._commands import add_command, positive_float, positive_int, seed_int, writable_file
-from ._report import finish, format_table, start
+from ._report import columns, finish, start
 
 __all__ = ["wide_data", "wide_rows", "register"]
 
@@ -191,40 +191,19 @@ def _cmd(args) -> int:
     base = {r["d"]: r["seconds"] for r in rows if r["kind"] == "features" and "seconds" in r}
     span = {r["d"]: r["seconds"] for r in rows if r["kind"] == "span" and "seconds" in r}
 
-    def cell(r, key, fmt):
-        return fmt.format(r[key]) if key in r else "–"
+    def cell(key, fmt):
+        return lambda r: fmt.format(r[key]) if key in r else "–"
 
-    print(
-        format_table(
-            [
-                "path",
-                "n",
-                "d",
-                "time [s]",
-                "cpu [s]",
-                "features / span",
-                "peak RSS [MB]",
-                "iters",
-                "rel. gap",
-                "certified",
-            ],
-            [
-                [
-                    r["kind"],
-                    str(r["n"]),
-                    str(r["d"]),
-                    cell(r, "seconds", "{:.3g}") if "error" not in r else r["error"],
-                    cell(r, "cpu_seconds", "{:.3g}"),
-                    f"{base[r['d']] / span[r['d']]:.3g}" if r["kind"] == "features" and r["d"] in span else "",
-                    cell(r, "peak_mb", "{:.0f}"),
-                    cell(r, "iterations", "{}"),
-                    cell(r, "rel_gap", "{:.1e}"),
-                    str(r["converged"]) if "converged" in r else "–",
-                ]
-                for r in rows
-            ],
-        )
-    )
+    ratio = lambda r: f"{base[r['d']] / span[r['d']]:.3g}" if r["kind"] == "features" and r["d"] in span else ""
+    spec = [("path", "{kind}"), ("n", "{n}"), ("d", "{d}")]
+    spec += [("time [s]", lambda r: cell("seconds", "{:.3g}")(r) if "error" not in r else r["error"])]
+    spec += [
+        ("cpu [s]", cell("cpu_seconds", "{:.3g}")),
+        ("features / span", ratio),
+        ("peak RSS [MB]", cell("peak_mb", "{:.0f}")),
+    ]
+    spec += [("iters", cell("iterations", "{}")), ("rel. gap", cell("rel_gap", "{:.1e}"))]
+    print(columns(rows, spec + [("certified", lambda r: str(r["converged"]) if "converged" in r else "–")]))
     for kind in ("span", "estimator", "features"):
         e, k = _exponent(rows, kind)
         if k >= 2:

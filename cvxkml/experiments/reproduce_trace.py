@@ -54,33 +54,11 @@ PAPER = (
 )
 
 #: the protocol; ``max_sweeps`` (the key of the recorded results) is the solver's ``max_iter``
-DEFAULTS = dict(
-    n_train=100,
-    n_test=2000,
-    n_draws=10,
-    taus=(1.0, 10.0, 100.0),
-    tau_figure=10.0,
-    n_similar=100,
-    n_dissimilar=100,
-    percentiles=(1.0, 99.0),
-    k=5,
-    tol=1e-6,
-    max_sweeps=20000,
-)
+DEFAULTS = dict(n_train=100, n_test=2000, n_draws=10, taus=(1.0, 10.0, 100.0), tau_figure=10.0, n_similar=100)
+DEFAULTS.update(n_dissimilar=100, percentiles=(1.0, 99.0), k=5, tol=1e-6, max_sweeps=20000)
 #: A smoke run (tests): tiny sizes, one draw, one τ.
-QUICK = dict(
-    n_train=40,
-    n_test=200,
-    n_draws=1,
-    taus=(10.0,),
-    tau_figure=10.0,
-    n_similar=10,
-    n_dissimilar=10,
-    percentiles=(1.0, 99.0),
-    k=3,
-    tol=1e-5,
-    max_sweeps=5000,
-)
+QUICK = dict(DEFAULTS, n_train=40, n_test=200, n_draws=1, taus=(10.0,), n_similar=10, n_dissimilar=10, k=3)
+QUICK.update(tol=1e-5, max_sweeps=5000)
 
 DATASETS = {"mnist5000": 255.0, "pendigits": 100.0}  # name -> feature scale
 
