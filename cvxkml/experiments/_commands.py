@@ -33,7 +33,6 @@ __all__ = [
     "add_parser",
     "add_command",
     "subcommands",
-    "add_run_options",
     "number_in",
     "needs_data",
     "data_needed",
@@ -145,14 +144,6 @@ def check_data(args) -> None:
             check_available((name,), folder, load=True)
         except DataNotFoundError:
             pass
-
-
-def add_run_options(parser, quick: str, repeats: str | None = None, seed: str = "random seed (default 0)") -> None:
-    """``--quick``, ``--repeats`` (only when its help ``repeats`` is given) and ``--seed``, with their help."""
-    parser.add_argument("--quick", action="store_true", help=quick)
-    if repeats is not None:
-        parser.add_argument("--repeats", type=int, default=None, help=repeats)
-    parser.add_argument("--seed", type=int, default=0, help=seed)
 
 
 def number_in(flag: str, low: float = 0.0, high: float = float("inf"), example: str = "1e-3"):

@@ -18,6 +18,7 @@ from typing import Callable
 from ..datasets import CSV_DATASETS
 from . import bench_commands as bc
 from . import bench_estimators as be
+from . import bench_exact as bx
 from . import reproduce_all as ra
 from . import reproduce_logdet as rlogdet
 from . import reproduce_lowrank as rl
@@ -277,8 +278,58 @@ TABLE = (
         run_options("small sizes, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)"),
     ),
     Registered("bench_kcr"),
-    Registered("bench_variants"),
-    Registered("bench_exact"),
+    Command(
+        "bench",
+        "variants",
+        "bench_variants:command",
+        "generic certified dual solver vs Clarabel and SciPy on declared variants (hinge triplets, trace budget)",
+        run_options("n = 12, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)")
+        + (
+            opt(
+                "--scale",
+                action="store_true",
+                help="the generic solver at size instead: user regularizer (Jeffreys) with hinge pairs "
+                "dense n = 100..2000 and factored n = 15000..60000, LogDet + hinge n = 200..800; "
+                "time to a 1e-6 certificate, growth exponents (with --quick: small sizes)",
+            ),
+        ),
+    ),
+    Command(
+        "bench",
+        "exact-limits",
+        bx.command,
+        "largest n of each family's default exact solve within time/memory limits",
+        (
+            opt("--families", default=",".join(bx.FAMILIES), help="comma-separated family names (default all)"),
+            opt("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)"),
+            opt("--mem-limit-gib", type=float, default=4.0, help="peak memory per solve (default 4)"),
+            opt("--start", type=int, default=8, help="first n (default 8)"),
+            opt("--max-n", type=int, help="cap on n for every family (default: per family)"),
+            opt(
+                "--kill-factor",
+                type=float,
+                default=2.0,
+                help="kill a solve after this multiple of the time limit (default 2)",
+            ),
+            opt("--jobs", type=int, default=1, help="families measured at a time (default 1)"),
+            opt(
+                "--max-errors",
+                type=int,
+                default=2,
+                help="stop a family after this many solves in a row raise (default 2)",
+            ),
+            opt("--no-fast", action="store_true", help="skip the fast-solver comparison"),
+            opt(
+                "--update",
+                action="store_true",
+                help="with --json: replace these families' rows in the existing JSON (the others are "
+                "kept) and write the table of all of them",
+            ),
+            opt("--note", default="", help="free text for the machine line (e.g. the load)"),
+            use("out", "write the markdown table here (e.g. reference/exact-limits.md)", default=None),
+            use("json", "write the rows as JSON here"),
+        ),
+    ),
     Command(
         "bench",
         "estimators",

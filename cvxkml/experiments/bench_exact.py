@@ -37,9 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._commands import add_command
-
-__all__ = ["FAMILIES", "build", "measure", "measure_fast", "family_limit", "limits", "recorded_limits", "register"]
+__all__ = ["FAMILIES", "build", "measure", "measure_fast", "family_limit", "limits", "recorded_limits", "command"]
 
 #: BLAS / OpenMP thread pools of the child pinned to one thread
 THREAD_ENV = {
@@ -668,8 +666,9 @@ def _machine() -> str:
     )
 
 
-def _cmd_exact_limits(args) -> int:
-    """``cvxkml bench exact-limits``: measure, print the table, write it and the JSON."""
+def command(args) -> int:
+    """``cvxkml bench exact-limits``: measure, print the table, write it and the JSON; returns the exit
+    status (2 for an unknown family name)."""
     fams = [f.strip() for f in args.families.split(",") if f.strip()]
     unknown = [f for f in fams if f not in FAMILIES]
     if unknown or not fams:
@@ -744,38 +743,3 @@ def _cmd_exact_limits(args) -> int:
                 indent=1,
             )
     return 0
-
-
-def register(commands) -> None:
-    """Add ``cvxkml bench exact-limits`` (see :mod:`._commands`)."""
-    p = add_command(
-        commands,
-        "bench",
-        "exact-limits",
-        _cmd_exact_limits,
-        help="largest n of each family's default exact solve within time/memory limits",
-    )
-    if p is None:
-        return
-    p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated family names (default all)")
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (default 60)")
-    p.add_argument("--mem-limit-gib", type=float, default=4.0, help="peak memory per solve (default 4)")
-    p.add_argument("--start", type=int, default=8, help="first n (default 8)")
-    p.add_argument("--max-n", type=int, default=None, help="cap on n for every family (default: per family)")
-    p.add_argument(
-        "--kill-factor", type=float, default=2.0, help="kill a solve after this multiple of the time limit (default 2)"
-    )
-    p.add_argument("--jobs", type=int, default=1, help="families measured at a time (default 1)")
-    p.add_argument(
-        "--max-errors", type=int, default=2, help="stop a family after this many solves in a row raise (default 2)"
-    )
-    p.add_argument("--no-fast", action="store_true", help="skip the fast-solver comparison")
-    p.add_argument(
-        "--update",
-        action="store_true",
-        help="with --json: replace these families' rows in the existing JSON (the others are "
-        "kept) and write the table of all of them",
-    )
-    p.add_argument("--note", default="", help="free text for the machine line (e.g. the load)")
-    p.add_argument("--out", default=None, help="write the markdown table here (e.g. reference/exact-limits.md)")
-    p.add_argument("--json", default=None, help="write the rows as JSON here")

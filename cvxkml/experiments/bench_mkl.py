@@ -61,8 +61,8 @@ def weight_objective(
 
 
 def previous_method(h) -> str:
-    """What ``RankOneWeightStep(method="auto")`` chose before the interior-point solver: the
-    CVXPY model of every hinge up to 2000 triplets, else the CVXPY working set."""
+    """The CVXPY path the interior point is compared with: the model of every hinge up to 2000
+    triplets, else the CVXPY working set."""
     return "full" if h.triplets.n_triplets <= 2000 else "active-set"
 
 
@@ -91,7 +91,7 @@ def weight_step_rows(
     seed: int = 0,
     w: float = 10.0,
 ) -> list[dict]:
-    """The MKL_P weight step, interior point against the CVXPY path it replaced
+    """The MKL_P weight step, interior point against the CVXPY path
     (:func:`previous_method`), same h, same run, one BLAS thread, both warmed up first.
 
     ``cases``: (data set, n, A, run the CVXPY path too).  Per case and path: ``relax_s`` ((15)

@@ -24,10 +24,9 @@ import time
 import numpy as np
 
 from ..declare import Regularizer
-from ._commands import add_command, add_run_options
 from ._report import columns, finish, start
 
-__all__ = ["variant_problem", "variant_rows", "Jeffreys", "scale_problem", "scale_rows", "growth_exponent", "register"]
+__all__ = ["variant_problem", "variant_rows", "Jeffreys", "scale_problem", "scale_rows", "growth_exponent", "command"]
 
 EXACT_VN_MAX_N = 20  # the exact von Neumann model (von_neumann_entr cone) takes minutes beyond
 
@@ -122,7 +121,7 @@ def variant_rows(
 
 # ---------------------------------------------------------------- --scale: the generic solver at size
 class Jeffreys(Regularizer):
-    """The symmetrized LogDet ("Jeffreys") regularizer of issue 30, declared as a user would:
+    """The symmetrized LogDet ("Jeffreys") regularizer, declared as a user would:
     f_s(x) = x − log x − 1 + c(x + 1/x − 2); x(μ) = (f_s')⁻¹(μ) =
     (1 + √(1 + 4c(1 + c − μ))) / (2(1 + c − μ)) for μ < 1 + c; f*_s(μ) = x μ − f_s(x),
     (f*_s)' = x(μ), (f*_s)'' = 1 / f_s''(x), f_s''(x) = 1/x² + 2c/x³.
@@ -304,7 +303,9 @@ def _cmd_scale(args, t_start) -> int:
     return finish("bench", t_start)
 
 
-def _cmd(args) -> int:
+def command(args) -> int:
+    """``cvxkml bench variants``: the generic dual solver against Clarabel and SciPy on declared
+    variants, or at size with ``--scale``; returns the exit status, 0."""
     from .._config import blas_limit
 
     t_start = start(
@@ -336,24 +337,3 @@ def _cmd(args) -> int:
         f"n = {EXACT_VN_MAX_N}); * = not certified"
     )
     return finish("bench", t_start)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml bench variants`` (see :mod:`._commands`)."""
-    p = add_command(
-        commands,
-        "bench",
-        "variants",
-        _cmd,
-        help="generic certified dual solver vs Clarabel and SciPy on declared variants (hinge triplets, trace budget)",
-    )
-    if p is None:
-        return
-    add_run_options(p, "n = 12, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)")
-    p.add_argument(
-        "--scale",
-        action="store_true",
-        help="the generic solver at size instead: user regularizer (Jeffreys) with hinge pairs "
-        "dense n = 100..2000 and factored n = 15000..60000, LogDet + hinge n = 200..800; "
-        "time to a 1e-6 certificate, growth exponents (with --quick: small sizes)",
-    )

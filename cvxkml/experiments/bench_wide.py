@@ -9,8 +9,8 @@ Rows, each in a fresh process (its peak resident memory is the row's), one BLAS 
 small warm-up solve of the same kind first (Numba compilation not timed):
 
 * ``span``: ``ITML(X, pairs, gamma=1).solve()`` in the span space (the default on wide data);
-* ``features``: the same problem with ``space="features"`` (today's path before the span
-  space: a dense d × d W), the same-run baseline, up to ``--features-max-d``;
+* ``features``: the same problem with ``space="features"`` (a dense d × d W, what a
+  non-span solve stores), the same-run baseline, up to ``--features-max-d``;
 * ``estimator``: ``cvxkml.estimators.ITML()`` with its defaults, ``fit(X, y)`` (pairs built
   from the labels, standardization, certificate), what a user runs;
 * ``metric-learn``: metric-learn's ``ITML_Supervised`` with its defaults, through
