@@ -39,9 +39,8 @@ def test_weight_step_rows_same_optimum_both_paths():
     assert np.abs(new["mu"] - old["mu"]).sum() < 1e-2
 
 
-def test_previous_method_is_the_former_auto_choice():
-    """The CVXPY baseline is what method="auto" chose before the interior point: the whole
-    model up to 2000 triplets, else the working set."""
+def test_previous_method_picks_the_cvxpy_path_by_size():
+    """The CVXPY baseline is the whole model up to 2000 triplets, else the working set."""
     small = bench_mkl.weight_objective("synthetic", 8)
     large = bench_mkl.weight_objective("synthetic", 60)
     assert small.triplets.n_triplets <= 2000 < large.triplets.n_triplets

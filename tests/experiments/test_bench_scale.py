@@ -1,4 +1,4 @@
-"""``cvxkml bench variants --scale`` rows (issue 30 targets): every row is a certified solve
+"""``cvxkml bench variants --scale`` rows: every row is a certified solve
 of the declared variant, and the growth exponent is the least-squares slope."""
 
 import numpy as np

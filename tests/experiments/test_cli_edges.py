@@ -1,7 +1,6 @@
-"""The ``cvxkml`` command validates before it works (issue 32, item 3) and its edge fuzz
-(item 6): every bad option value ends at parse time with argparse's one-line message and
-exit status 2, before any computation; a cvxkml error prints one line and exits 2 (a
-traceback only with ``--debug``).  Run in-process through :func:`cli.main`."""
+"""The ``cvxkml`` command validates before it works, edge values included: every bad option
+value ends at parse time with argparse's one-line message and exit status 2, before any
+computation; a cvxkml error prints one line and exits 2 (a traceback only with ``--debug``).  Run in-process through :func:`cli.main`."""
 
 import argparse
 import io
