@@ -1,6 +1,7 @@
 """The ``cvxkml`` command validates before it works, edge values included: every bad option
 value ends at parse time with argparse's one-line message and exit status 2, before any
-computation; a cvxkml error prints one line and exits 2 (a traceback only with ``--debug``).  Run in-process through :func:`cli.main`."""
+computation; a cvxkml error prints one line and exits 2 (a traceback only with ``--debug``).
+Run in-process through :func:`cli.main`."""
 
 import argparse
 import io
