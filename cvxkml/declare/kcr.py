@@ -64,6 +64,22 @@ def _check_pdhg_options(opts: dict) -> None:
             check_int(opts[key], key, minimum=low)
     if "eig" in opts:
         check_choice(opts["eig"], "eig", ("track", "exact"))
+    ws = opts.get("working_set", False)
+    if isinstance(ws, dict):
+        unknown = sorted(set(ws) - {"start", "margin", "row_margin", "shrink_every"})
+        if unknown:
+            raise InvalidInputError(
+                f"unknown working_set options {unknown}; known: margin, row_margin, shrink_every, start."
+            )
+        for key in ("start", "margin", "row_margin"):
+            if key in ws:
+                check_positive(ws[key], f"working_set[{key!r}]")
+        if "shrink_every" in ws:
+            check_int(ws["shrink_every"], "working_set['shrink_every']", minimum=1)
+    elif ws not in (True, False, None):
+        raise InvalidInputError(f"working_set must be True, False or a dict of options; got {ws!r}.")
+    if ws not in (False, None) and opts.get("halpern", False):
+        raise InvalidInputError("working_set needs plain PDHG: pass halpern=False (the default).")
     if "precision" in opts:
         check_choice(opts["precision"], "precision", ("mixed", "double"))
     if "restart_params" in opts:

@@ -88,6 +88,7 @@ from .result import NOT_CONVERGED, OK, FastResult
 __all__ = [
     "kcr_pdhg",
     "balance_dual",
+    "polish_dual",
     "kcr_subgradient",
     "alternating_projections",
     "dykstra_projections",
@@ -657,6 +658,103 @@ def _initial_state(su: _Setup, warm_start, omega0) -> _State:
     return _State(X=X, h=h, s=s, B=B, St=float(np.sum(su.tau * s)), omega=omega, eta=eta, W_it=W_it, deg_it=deg_it)
 
 
+# --------------------------------------------------------------------------- dual polishing
+def polish_dual(F, tau, s, G, P, U, lam, eps=0.3, max_pairs=20_000, n_neg=10, rounds=6):
+    """Dual points for the certificate that make the dual slack Z = λI + Aᵀ(τ∘s) vanish on
+    the range of the primal iterate (complementary slackness Z X = 0) and Σ τ∘s = 0,
+    by least-norm changes of the weights of pairs at their hinge's kink.
+
+    PDHG's dual iterate lags its primal one: late in a solve λ_min(Z) is a little below 0
+    in the directions of range(X), and the bound pays for it in full
+    (:func:`cvxkml.formulas.kcr.dual_lower_bound`).  At an optimum Z* ⪰ 0 with
+    Z* X* = 0, and the pairs whose inner hinge is at its kink (u_ij = 0) carry the free
+    part of s*.  Each round takes Q = an orthonormal basis of [P, the eigenvectors of the
+    (at most ``n_neg``) negative eigenvalues of Z] and solves for a change δ of the weights
+    of the ``max_pairs`` pairs with the smallest |u_ij| among the rows whose outer hinge
+    is active (t_i = max_j s_ij = 1), of least norm, with
+    QᵀZ(s + δ)Q = its positive part (0 on range(P) in the first round) and Σ τ∘(s + δ) = 0,
+    clipped to the box [0, 1] (a few active-set passes).  The equations are linear in δ:
+    Aᵀ(τ∘δ) = Σ_q δ_q τ_q z_q z_qᵀ.  Yields (s', λ_min(Aᵀ(τ∘s'))) for each round; every
+    s' is in the box, so every bound computed from it is valid whatever the rounds did.
+
+    Parameters
+    ----------
+    F : (n, r) array
+        Whitened features (the X coordinates).
+    tau, s : (n, n) arrays
+        Pair labels and the dual point to start from.
+    G : (r, r) array
+        Aᵀ(τ∘s) in the X coordinates.
+    P : (r, k) array
+        Factor of the primal iterate (X = P Pᵀ).
+    U : (n, n) array
+        u = 1 + τ∘(D − h̃) at that primal point.
+    lam : float
+        λ.
+    eps, max_pairs, n_neg, rounds :
+        Kink band |u| < ``eps``, pairs used, negative directions added per round, rounds.
+    """
+    n, r = F.shape
+    on = s.max(axis=1) >= 1.0
+    cand = np.flatnonzero((on[:, None] & (np.abs(U) < eps)).ravel())
+    if cand.size == 0 or P.shape[1] == 0:
+        return
+    if cand.size > max_pairs:
+        cand = cand[np.argpartition(np.abs(U.ravel()[cand]), max_pairs - 1)[:max_pairs]]
+    I, J = np.divmod(cand, n)
+    tq = tau[I, J]
+    Zq = F[I] - F[J]
+    s = s.copy()
+    G = G.copy()
+    Y = np.empty((n, r))
+    for rnd in range(int(rounds)):
+        Zm = G + lam * np.eye(r)
+        w, V = _eigh(0.5 * (Zm + Zm.T), np.float64, subset_by_index=(0, min(n_neg, r) - 1))
+        if rnd > 0:
+            yield s, float(w[0]) - lam  # λ_min(Aᵀ(τ∘s)) of the previous round's point
+        B = np.hstack([P, V[:, w < 0.0]]) if rnd > 0 else P
+        Q = np.linalg.qr(B)[0]
+        QZQ = Q.T @ Zm @ Q
+        QZQ = 0.5 * (QZQ + QZQ.T)
+        if rnd > 0:
+            wq, Vq = np.linalg.eigh(QZQ)
+            target = (Vq * np.maximum(wq, 0.0)) @ Vq.T
+        else:
+            target = np.zeros_like(QZQ)
+        iu = np.triu_indices(Q.shape[1])
+        g = Zq @ Q
+        A = np.vstack([(tq[:, None] * (g[:, iu[0]] * g[:, iu[1]])).T, tq[None, :]])
+        b = np.concatenate([(target - QZQ)[iu], [-float(np.sum(tau * s))]])
+        d = _box_least_norm(A, b, -s[I, J], 1.0 - s[I, J])
+        s[I, J] += d
+        np.clip(s, 0.0, 1.0, out=s)
+        Y[:] = 0.0
+        _pair_laplacian_apply(I, J, d * tq, F, Y)
+        dG = F.T @ Y
+        G += 0.5 * (dG + dG.T)
+    Zm = G + lam * np.eye(r)
+    yield s, _lambda_min(0.5 * (Zm + Zm.T)) - lam
+
+
+def _box_least_norm(A, b, lo, hi, passes=4):
+    """δ of least norm with A δ = b (least squares when inconsistent), lo <= δ <= hi, by
+    a few passes of: solve on the entries not at a bound, clip."""
+    d = np.zeros(A.shape[1])
+    free = np.ones(A.shape[1], bool)
+    res = b.copy()
+    for _ in range(passes):
+        Af = A[:, free]
+        M = Af @ Af.T
+        y = np.linalg.lstsq(M + 1e-12 * np.trace(M) / max(1, M.shape[0]) * np.eye(M.shape[0]), res, rcond=None)[0]
+        d[free] += Af.T @ y
+        np.clip(d, lo, hi, out=d)
+        res = b - A @ d
+        free = (d > lo) & (d < hi)
+        if not free.any():
+            break
+    return d
+
+
 # --------------------------------------------------------------------------- PDHG: certificate
 class _Certificate:
     """The best primal point and the best lower bound seen so far, both in the X
@@ -673,10 +771,17 @@ class _Certificate:
         self.theta = 0.0
         self._W = np.empty((su.n, su.n))
         self._deg = np.empty(su.n)
+        self.polish_start = 0.0  # polishing off
+        self.polish_cpu = 0.0
 
     @property
     def gap(self) -> float:
         return (self.f - self.g) / max(1.0, abs(self.f))
+
+    def polish_due(self, gap: float, c0: float) -> bool:
+        """Polish below the ``polish`` gap while polishing has taken at most a quarter of
+        the CPU time so far."""
+        return gap <= self.polish_start and self.polish_cpu <= 0.25 * (time.process_time() - c0)
 
     def adjoint(self, s) -> np.ndarray:
         """Aᵀ(τ∘s) in the iteration's coordinates (F D), float64."""
@@ -692,6 +797,7 @@ class _Certificate:
             self.f, self.P, self.h = f, Px, hn
         if su.scaling > 0.0:
             Gn = Gn / np.outer(su.d, su.d)  # Aᵀ(τ∘s) in the X coordinates
+        self._last = (Px, Bn, hn, sn, Gn)  # what :meth:`polish` starts from
         R = self.f / su.lam
         h_max = h_upper_bound(R, su.zmax)
         a, S = dual_objective(sn, su.tau, su.c)
@@ -707,6 +813,21 @@ class _Certificate:
     def _offer(self, s, g, theta):
         if g > self.g:
             self.g, self.s, self.theta = g, s, theta
+
+    def polish(self, tol: float, rounds: int = 6) -> float:
+        """Improve the bound from the dual point of the last :meth:`check` by
+        :func:`polish_dual` (each round's point is offered); returns the certified gap."""
+        su = self.su
+        Px, Bn, hn, sn, Gn = self._last
+        U = 1.0 + su.tau * (sq_distances_from_gram(Bn) - hn)
+        R = self.f / su.lam
+        h_max = h_upper_bound(R, su.zmax)
+        for s2, lmin in polish_dual(su.F, su.tau, sn, Gn, Px, U, su.lam, rounds=rounds):
+            a, S = dual_objective(s2, su.tau, su.c)
+            self._offer(s2, *dual_lower_bound(a, S, lmin, su.lam, R, su.h_min, h_max))
+            if self.gap <= tol:
+                break
+        return self.gap
 
 
 # --------------------------------------------------------------------------- PDHG: one step
@@ -797,7 +918,7 @@ class _Restarts:
         self.k_in = 0
 
     def anchor(self, X, h, s, B, S):
-        self.z0 = (X.copy(), h, s.copy(), B.copy(), S)
+        self.z0 = (X.copy(), h, s.copy(), None if B is None else B.copy(), S)
         self.res0 = None
         self.res_prev = np.inf
 
@@ -852,6 +973,381 @@ def _advance(su: _Setup, st: _State, step: _Step, rs: _Restarts, restart: bool, 
     _laplacian_weights_codes(st.s, su.codes, st.W_it, st.deg_it)
 
 
+# --------------------------------------------------------------------------- working set: kernels
+@nb.njit(cache=True, error_model="numpy")
+def _pair_sq_dists(G, I, J, out):
+    """out_q = ‖G_{I_q} − G_{J_q}‖² (the learned squared distances of listed pairs)."""
+    k = G.shape[1]
+    for q in range(I.shape[0]):
+        i, j = I[q], J[q]
+        acc = 0.0
+        for l in range(k):
+            t = G[i, l] - G[j, l]
+            acc += t * t
+        out[q] = acc
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _pair_dual_step(s, tw, Dn, Dp, h, hn, beta, s_out):
+    """Dual step of the free pairs of rows whose outer hinge is fixed active (t = 1): the
+    prox of the box [0, 1], s⁺ = clip(s + β(1 + τ(D̄ − h̄)), 0, 1) with D̄ = 2Dn − Dp;
+    returns (Σ τ s⁺, ‖Δs‖², ⟨Δs, 𝒦Δx⟩) as :func:`_dual_step_stats` does."""
+    hbar = 2.0 * hn - h
+    dh = hn - h
+    S = 0.0
+    sq = 0.0
+    inter = 0.0
+    for q in range(s.shape[0]):
+        t = tw[q]
+        v = s[q] + beta * (1.0 + t * (2.0 * Dn[q] - Dp[q] - hbar))
+        so = 0.0 if v <= 0.0 else (v if v < 1.0 else 1.0)
+        s_out[q] = so
+        S += t * so
+        ds = so - s[q]
+        sq += ds * ds
+        inter += ds * t * (Dn[q] - Dp[q] - dh)
+    return S, sq, inter
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _rows_dual_step(rows, s, Dn, Dp, codes, h, hn, beta, c, s_out):
+    """:func:`_dual_step_stats` for a subset of rows (all their n pairs), from the learned
+    squared distances of those rows at the new (Dn) and the previous (Dp) primal point."""
+    m, n = s.shape
+    v = np.empty(n)
+    hbar = 2.0 * hn - h
+    dh = hn - h
+    S = 0.0
+    sq = 0.0
+    inter = 0.0
+    for a in range(m):
+        i = rows[a]
+        ci = codes[i]
+        for j in range(n):
+            t = 1.0 if codes[j] == ci else -1.0
+            v[j] = s[a, j] + beta * (1.0 + t * (2.0 * Dn[a, j] - Dp[a, j] - hbar))
+        _row_prox(v, -beta * c[i], s_out[a])
+        for j in range(n):
+            t = 1.0 if codes[j] == ci else -1.0
+            so = s_out[a, j]
+            S += t * so
+            ds = so - s[a, j]
+            sq += ds * ds
+            inter += ds * t * (Dn[a, j] - Dp[a, j] - dh)
+    return S, sq, inter
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _pair_laplacian_apply(I, J, w, FV, Y):
+    """Y += L FV for the graph Laplacian L of the weights w on the listed pairs (each pair
+    (i, j) adds w to L's (i, j) and (j, i) entries): Σ_q w_q z_q z_qᵀ = Fᵀ L F."""
+    p = FV.shape[1]
+    for q in range(I.shape[0]):
+        i, j = I[q], J[q]
+        wq = w[q]
+        if wq == 0.0 or i == j:
+            continue
+        for l in range(p):
+            d = wq * (FV[i, l] - FV[j, l])
+            Y[i, l] += d
+            Y[j, l] -= d
+
+
+# --------------------------------------------------------------------------- working set
+_OFF, _ON, _NEAR = 0, 1, 2  # row kinds
+_ZERO, _ONE, _FREE = 0, 1, 2  # pair classes inside ON rows
+
+
+class _WorkingSet:
+    """The pairs PDHG iterates on, once the iterate shows which hinges are active.
+
+    Rows whose outer hinge is clearly inactive (``OFF``: t_i = max_j s_ij = 0 and
+    ρ_i = c_i + Σ_j [u_ij]₊ well below 0) are dropped (s = 0).  Rows whose outer hinge is
+    clearly active (``ON``: t_i = 1, ρ_i well above 0) keep t_i = 1, and in them the pairs
+    with u_ij well above 0 and s_ij = 1 are fixed at 1 (``ONE``: they enter the primal step
+    as one constant r × r matrix G₁ = Aᵀ(τ∘1_ONE) and the h̃ step as Σ τ), those well below
+    0 with s_ij = 0 are fixed at 0 (``ZERO``), the others are free pairs with the box prox.
+    All other rows (``NEAR``) keep all n pairs and the water-filling prox.  So the
+    iteration solves eq. 9 with each fixed hinge replaced by its active (linear) or
+    inactive (zero) piece; every dual iterate is a dual point of the whole problem, and
+    the certificate is evaluated on all n² pairs (:meth:`full_dual`).  At each certificate
+    :meth:`update` moves what the full primal point shows violated (a fixed pair whose u
+    came within ``margin`` / 2 of 0, a row whose ρ came within ``row_margin`` / 2 of 0) back
+    to the free part, and with ``shrink=True`` fixes what settled (beyond 2 × the margins,
+    dual at its bound).  A reclassification never changes the full dual point.
+    """
+
+    def __init__(self, su: _Setup, margin: float, row_margin: float):
+        self.su = su
+        self.margin = float(margin)
+        self.row_margin = float(row_margin)
+        n = su.n
+        self.kind = np.full(n, _NEAR, np.int8)
+        self.cls = np.full((n, n), _FREE, np.int8)
+        self.one = np.zeros((n, n), bool)
+        self.G1 = np.zeros((su.r, su.r))
+        self.S1 = 0.0
+        self._W64 = np.empty((n, n))
+        self._deg64 = np.empty(n)
+
+    # ---- classification
+    def update(self, U, s, shrink: bool, first: bool = False) -> bool:
+        """Reclassify from u = 1 + τ∘(D − h̃) at the current primal point and the full dual
+        s; returns whether anything changed."""
+        m, rm = self.margin, self.row_margin
+        rho = self.su.c + np.maximum(U, 0.0).sum(axis=1)
+        t = s.max(axis=1)
+        kind = self.kind.copy()
+        was_on = kind == _ON
+        if first or shrink:
+            f = 1.0 if first else 2.0
+            near = kind == _NEAR
+            kind[near & (t >= 1.0) & (rho > f * rm)] = _ON
+            kind[near & (t <= 0.0) & (rho < -f * rm)] = _OFF
+        kind[(kind == _ON) & (rho < 0.5 * rm)] = _NEAR
+        kind[(kind == _OFF) & (rho > -0.5 * rm)] = _NEAR
+        cls = self.cls.copy()
+        new_on = (kind == _ON) & ~was_on
+        if new_on.any():  # rows entering ON: classify their pairs afresh
+            f = 1.0 if first else 2.0
+            Un, sn = U[new_on], s[new_on]
+            cls[new_on] = np.where(
+                (Un > f * m) & (sn >= 1.0), _ONE, np.where((Un < -f * m) & (sn <= 0.0), _ZERO, _FREE)
+            )
+        cls[(cls == _ONE) & (U < 0.5 * m)] = _FREE
+        cls[(cls == _ZERO) & (U > -0.5 * m)] = _FREE
+        if shrink:
+            free = cls == _FREE
+            cls[free & (U > 2.0 * m) & (s >= 1.0)] = _ONE
+            cls[free & (U < -2.0 * m) & (s <= 0.0)] = _ZERO
+        changed = first or not (
+            np.array_equal(kind, self.kind) and np.array_equal(cls[kind == _ON], self.cls[kind == _ON])
+        )
+        if changed:
+            self._set(kind, cls, s)
+        return changed
+
+    def _set(self, kind, cls, s):
+        su = self.su
+        on = kind == _ON
+        one = on[:, None] & (cls == _ONE)
+        added, removed = one & ~self.one, self.one & ~one
+        n_change = int(added.sum() + removed.sum())
+        if n_change * su.r < su.n * su.n:  # G₁ by the changed pairs' rank-one terms
+            for mask, sign in ((added, 1.0), (removed, -1.0)):
+                I, J = np.nonzero(mask)
+                if I.size:
+                    Z = su.Fs[I] - su.Fs[J]
+                    self.G1 += sign * (Z.T @ (su.tau[I, J][:, None] * Z))
+        else:
+            self.G1 = _adjoint(su.Fs, one.astype(np.float64), su.tau, self._W64, self._deg64)
+        self.G1 = 0.5 * (self.G1 + self.G1.T)
+        self.one = one
+        self.S1 = float(np.sum(su.tau[one]))
+        self.kind, self.cls = kind, cls
+        self.rows = np.flatnonzero(kind == _NEAR)
+        I, J = np.nonzero(on[:, None] & (cls == _FREE))
+        self.I, self.J = I, J
+        self.tw = su.tau[I, J]
+        self.nw = I.size
+        self.tau_rows = su.tau[self.rows]
+        self.tau_rows32 = self.tau_rows.astype(su.fdt)
+        self.G1_it = self.G1.astype(su.fdt)
+        # the dual iterate of the free part: the free pairs, then the NEAR rows
+        self.s = np.concatenate([s[I, J], s[self.rows].ravel()])
+
+    def describe(self) -> dict:
+        """Sizes: free pairs (in ON rows), NEAR / ON / OFF rows, pairs fixed at 1, and the
+        free entries in all (free pairs + n × NEAR rows) against n²."""
+        k = np.bincount(self.kind, minlength=3)
+        free = self.nw + self.su.n * int(k[_NEAR])
+        return dict(
+            free_pairs=self.nw,
+            near_rows=int(k[_NEAR]),
+            on_rows=int(k[_ON]),
+            off_rows=int(k[_OFF]),
+            fixed_one=int(self.one.sum()),
+            free_fraction=free / self.su.n**2,
+        )
+
+    # ---- views and assembly
+    def split(self, vec):
+        """(pair part, row part) views of a free-part vector."""
+        return vec[: self.nw], vec[self.nw :].reshape(self.rows.size, self.su.n)
+
+    def full_dual(self, vec) -> np.ndarray:
+        """The n × n dual point of the whole problem: 1 on fixed ONE pairs, the free part,
+        0 elsewhere."""
+        sw, sr = self.split(vec)
+        s = self.one.astype(np.float64)
+        s[self.I, self.J] = sw
+        s[self.rows] = sr
+        return s
+
+    def distances(self, FP):
+        """Learned squared distances of the free pairs and of the NEAR rows at the primal
+        point with features FP (n × k)."""
+        dw = np.empty(self.nw)
+        _pair_sq_dists(FP, self.I, self.J, dw)
+        q = np.sum(FP * FP, axis=1)
+        dr = q[self.rows, None] + q[None, :] - 2.0 * (FP[self.rows] @ FP.T)
+        return dw, np.maximum(dr, 0.0)
+
+    # ---- the adjoint Aᵀ(τ∘s) = G₁ + Fᵀ L(s_free) F
+    def weights(self, vec, dtype):
+        """Laplacian weights τ∘s of the free part (pairs, rows) and the degree vector of the
+        row part, in ``dtype``."""
+        sw, sr = self.split(vec)
+        ww = (self.tw * sw).astype(dtype)
+        wr = (self.tau_rows32 if dtype is self.su.fdt else self.tau_rows) * sr.astype(dtype)
+        deg = wr.sum(axis=0)
+        deg[self.rows] += wr.sum(axis=1)
+        return ww, wr, deg
+
+    def laplacian_apply(self, wts, FV):
+        """L(s_free) FV (n × p) for the weights of :meth:`weights`."""
+        ww, wr, deg = wts
+        Y = deg[:, None] * FV
+        Y[self.rows] -= wr @ FV
+        Y -= wr.T @ FV[self.rows]
+        _pair_laplacian_apply(self.I, self.J, ww, FV, Y)
+        return Y
+
+    def adjoint(self, wts, F, G1) -> np.ndarray:
+        """Aᵀ(τ∘s) (r × r) in F's coordinates and precision, as float64."""
+        G = (F.T @ self.laplacian_apply(wts, F)).astype(np.float64) + G1
+        return 0.5 * (G + G.T)
+
+
+@dataclass
+class _WSState:
+    """The iterate of the working-set phase: Y (and a factor), h̃, the free dual part,
+    S = Σ τ∘s over all pairs, and the learned distances of the free part at Y."""
+
+    X: np.ndarray
+    X_fac: np.ndarray
+    FP: np.ndarray
+    h: float
+    s: np.ndarray
+    St: float
+    Dw: np.ndarray
+    Dr: np.ndarray
+    wts: tuple
+    fresh: bool = True  # the next PSD step is a LAPACK re-seed
+
+
+def _ws_state(ws: _WorkingSet, X, X_fac, h, s_full) -> _WSState:
+    """The working-set iterate at the primal point Y = X_fac X_facᵀ and the full dual s."""
+    su = ws.su
+    FP = su.Fs @ X_fac
+    Dw, Dr = ws.distances(FP)
+    return _WSState(
+        X=X,
+        X_fac=X_fac,
+        FP=FP,
+        h=h,
+        s=ws.s,
+        St=float(np.sum(su.tau * s_full)),
+        Dw=Dw,
+        Dr=Dr,
+        wts=ws.weights(ws.s, su.fdt),
+    )
+
+
+def _ws_step(ws: _WorkingSet, w: _WSState, st: _State, tracker, k: int):
+    """One PDHG step on the working set (plain PDHG; the step-size rule as in
+    :func:`_pdhg_step`); returns (step, accepted, new distances)."""
+    su = ws.su
+    alpha, beta = st.eta / st.omega, st.eta * st.omega
+    Pt = w.X_fac.astype(su.fdt)
+
+    def apply_M(V):
+        FV = su.F_it @ V
+        G = ws.G1_it @ V + su.F_it.T @ ws.laplacian_apply(w.wts, FV)
+        return Pt @ (Pt.T @ V) - alpha * (G + su.lam_d[:, None] * V)
+
+    def build():
+        M = w.X - alpha * (ws.adjoint(w.wts, su.F_it, ws.G1) + np.diag(su.lam_d))
+        return 0.5 * (M + M.T)
+
+    P, ev = tracker(apply_M, build, exact=w.fresh or not tracker.enabled)
+    FP = su.Fs @ P
+    Dw, Dr = ws.distances(FP)
+    hn = max(su.h_min, w.h + alpha / su.hsc**2 * w.St)
+    sn = np.empty_like(w.s)
+    sw, sr = ws.split(w.s)
+    snw, snr = ws.split(sn)
+    S1, q1, i1 = _pair_dual_step(sw, ws.tw, Dw, w.Dw, w.h, hn, beta, snw)
+    S2, q2, i2 = _rows_dual_step(ws.rows, sr, Dr, w.Dr, su.codes, w.h, hn, beta, su.c, snr)
+    Sn = ws.S1 + S1 + S2
+    if not (np.isfinite(Sn) and np.isfinite(hn)):
+        raise SolverError(
+            f"KCR PDHG produced a non-finite iterate at iteration {k} "
+            f"(step size {st.eta:.3g}, primal weight {st.omega:.3g}). Check the kernel matrix "
+            "for huge entries, or solve without the warm start."
+        )
+    Xn = P @ P.T
+    dx2 = _sq_dist(Xn, w.X)
+    num = st.omega * (dx2 + ((hn - w.h) * su.hsc) ** 2) + (q1 + q2) / st.omega
+    inter = abs(i1 + i2)
+    eta_max = num / (2.0 * inter) if inter > 0 else np.inf
+    accept = st.eta <= eta_max
+    eta_next = min((1.0 - (k + 1) ** -0.3) * eta_max, (1.0 + (k + 1) ** -0.6) * st.eta)
+    st.eta = eta_next if np.isfinite(eta_next) else st.eta
+    step = _Step(P=P, w=ev, Bn=None, hn=hn, sn=sn, Sn=Sn, Xn=Xn, num=num, dx2=dx2)
+    return step, accept, (FP, Dw, Dr)
+
+
+def _ws_phase(su, st, step, cert, tracker, rs, k_total, max_iter, opts, history, t0, c0):
+    """Continue the solve on a working set of pairs (see :class:`_WorkingSet`) from the
+    full iterate ``step``, certifying on all pairs every ``check_every`` iterations and
+    moving violated hinges back into the free part; returns (k_total, status)."""
+    ws_opts = opts["ws"]
+    ws = _WorkingSet(su, ws_opts["margin"], ws_opts["row_margin"])
+    FP = su.Fs @ step.P
+    s_full = step.sn
+    U = 1.0 + su.tau * (sq_distances_from_gram(FP @ FP.T) - step.hn)
+    ws.update(U, s_full, shrink=False, first=True)
+    w = _ws_state(ws, step.Xn, step.P, step.hn, s_full)
+    rs.anchor(w.X, w.h, w.s, None, w.St)
+    n_checks, last = 0, None
+    info = dict(start=k_total, **ws.describe(), updates=0)
+    while k_total < max_iter:
+        while True:
+            k_total += 1
+            step, accept, new = _ws_step(ws, w, st, tracker, k_total)
+            if accept or k_total >= max_iter:
+                break
+        FP, Dw, Dr = new
+        w.X, w.X_fac, w.FP, w.h, w.s, w.St, w.Dw, w.Dr = step.Xn, step.P, FP, step.hn, step.sn, step.Sn, Dw, Dr
+        w.wts, w.fresh = ws.weights(w.s, su.fdt), False
+        tracker.abs_tol = opts["eig_step_factor"] * np.sqrt(step.dx2)
+        if k_total % opts["check_every"] == 0 or k_total >= max_iter:
+            n_checks += 1
+            s_full = ws.full_dual(w.s)
+            B = FP @ FP.T
+            Gn = ws.adjoint(ws.weights(w.s, np.float64), su.Fs, ws.G1)
+            last = _Step(step.P, step.w, B, step.hn, s_full, step.Sn, step.Xn, step.num, step.dx2)
+            status = _checkpoint(cert, st, last, Gn, rs, k_total, history, t0, c0, *opts["check"])
+            if status is not None:
+                return k_total, status, last, info
+            w.fresh = True  # re-seed the PSD step after a certificate, as the full phase does
+            U = 1.0 + su.tau * (sq_distances_from_gram(B) - step.hn)
+            if ws.update(U, s_full, shrink=n_checks % ws_opts["shrink_every"] == 0):
+                info.update(ws.describe(), updates=info["updates"] + 1)
+                if opts["check"][1]:  # verbose
+                    print(f"    working set: {ws.describe()}")
+                w = _ws_state(ws, w.X, w.X_fac, w.h, s_full)
+                rs.anchor(w.X, w.h, w.s, None, w.St)
+                rs.k_in = 0
+                continue
+        if rs.due(np.sqrt(step.num), k_total, k_total % opts["restart_every"] == 0):
+            rs.restart(su, st, step)
+        else:
+            rs.k_in += 1
+    return k_total, None, last, info
+
+
 # --------------------------------------------------------------------------- PDHG: the solver
 def kcr_pdhg(
     F,
@@ -879,6 +1375,8 @@ def kcr_pdhg(
     scaling=0.5,
     callback=None,
     balance=True,
+    working_set=False,
+    polish=0.0,
 ) -> FastResult:
     """Restarted PDHG (plain, or Halpern with ``halpern=True``) for eq. 9 in whitened
     coordinates, diagonally preconditioned, stopped by a certified duality gap (see the
@@ -943,6 +1441,13 @@ def kcr_pdhg(
         stops the solve (status ``"stopped by callback"``).
     balance : bool
         Also bound at :func:`balance_dual` (s) at each certificate, keep the better bound.
+    polish : float
+        Certified gap below which a certificate also tries :func:`polish_dual` (dual weights
+        made complementary to the primal iterate; at most a quarter of the CPU time); 0: off.
+    working_set : bool or dict
+        Iterate on a working set of pairs (:class:`_WorkingSet`) once the certified gap is
+        below ``start``; the certificate still covers all pairs.  A dict sets ``start``,
+        ``margin``, ``row_margin``, ``shrink_every`` (defaults in ``_WS_DEFAULTS``).
 
     Returns
     -------
@@ -960,28 +1465,20 @@ def kcr_pdhg(
         args = dict(locals(), blas_threads=None)  # every parameter, as passed
         with blas_limit(blas_threads):
             return kcr_pdhg(**args)
-    t0 = time.perf_counter()
-    c0 = time.process_time()
+    t0, c0 = time.perf_counter(), time.process_time()
     su = _setup(F, tau, c, lam, h_min, scaling, precision, balance)
-    n, r = su.n, su.r
-    if check_every is None:
-        check_every = 10 if n <= 250 else int(round(n / 25))
+    if check_every is None:  # a certificate costs about two iterations at n = 250
+        check_every = 10 if su.n <= 250 else round(su.n / 25)
     check_every = max(1, int(check_every))
-    restart_every = max(1, int(restart_every))
-    if eig not in ("track", "exact"):
-        raise ValueError(f"eig must be 'track' or 'exact'; got {eig!r}.")
-    # one PSD-step object; below eig_min_size (or with eig="exact") it is LAPACK only
-    tracker = PositivePartTracker(
-        r, su.fdt, guard=eig_guard, tol=eig_tol, min_size=eig_min_size if eig == "track" else r + 1
-    )
+    opts = dict(check_every=check_every, restart_every=max(1, int(restart_every)), eig_step_factor=eig_step_factor)
+    opts.update(check=(tol, verbose, callback, time_limit), ws=_working_set_options(working_set, halpern))
+    tracker = _make_tracker(su, eig, eig_guard, eig_tol, eig_min_size)
     st = _initial_state(su, warm_start, omega0)
     if not tracker.enabled:  # rank hint of the LAPACK step (the tracker starts at 0)
-        tracker.k = r if warm_start is None else int(np.linalg.matrix_rank(st.X)) if st.X.any() else 0
-    cert = _Certificate(su, st.h)
-    rs = _Restarts(st, restart_params)
-    k_total = 0
-    history = []
-    status, converged, step = None, False, None
+        tracker.k = su.r if warm_start is None else int(np.linalg.matrix_rank(st.X)) if st.X.any() else 0
+    cert, rs = _Certificate(su, st.h), _Restarts(st, restart_params)
+    cert.polish_start = float(polish)
+    k_total, history, status, step, extra = 0, [], None, None, {}
     while k_total < max_iter:
         while True:  # one PDHG step T(z), repeated until the adaptive step size passes
             exact = st.G_exp is not None or (halpern and (k_total + 1) % check_every == 0)
@@ -992,21 +1489,58 @@ def kcr_pdhg(
         check = k_total % check_every == 0 or k_total >= max_iter
         Gn = cert.adjoint(step.sn) if check else None  # float64 certificate
         if check:
-            status = _checkpoint(cert, st, step, Gn, rs, k_total, tol, history, verbose, callback, time_limit, t0, c0)
+            status = _checkpoint(cert, st, step, Gn, rs, k_total, history, t0, c0, *opts["check"])
             if status is not None:
-                converged = status == "converged"
                 break
-        restart = rs.due(np.sqrt(step.num), k_total, k_total % restart_every == 0)
+            if opts["ws"] is not None and cert.gap <= opts["ws"]["start"]:  # on to the working set
+                k_total, status, last, extra["working_set"] = _ws_phase(
+                    su, st, step, cert, tracker, rs, k_total, max_iter, opts, history, t0, c0
+                )
+                step = last or step
+                break
+        restart = rs.due(np.sqrt(step.num), k_total, k_total % opts["restart_every"] == 0)
         _advance(su, st, step, rs, restart, halpern, Gn)
         tracker.abs_tol = eig_step_factor * np.sqrt(step.dx2)  # PSD-step error vs the last step
-    return _result(cert, st, step, tracker, rs, k_total, converged, status or "max_iter reached", history, t0)
+    extra.update(status=status or "max_iter reached", history=history, n_restarts=rs.count)
+    return _result(cert, st, step, tracker, k_total, status == "converged", extra, t0)
 
 
-def _checkpoint(cert, st, step, Gn, rs, k_total, tol, history, verbose, callback, time_limit, t0, c0):
+def _make_tracker(su: _Setup, eig, guard, tol, min_size) -> PositivePartTracker:
+    """The PSD-step object; below ``min_size`` (or with eig="exact") it is LAPACK only."""
+    if eig not in ("track", "exact"):
+        raise ValueError(f"eig must be 'track' or 'exact'; got {eig!r}.")
+    return PositivePartTracker(su.r, su.fdt, guard=guard, tol=tol, min_size=min_size if eig == "track" else su.r + 1)
+
+
+_WS_DEFAULTS = dict(start=0.05, margin=0.1, row_margin=1.0, shrink_every=4)
+
+
+def _working_set_options(working_set, halpern) -> dict | None:
+    """The working-set options (``working_set=True``: the defaults; a dict overrides them)."""
+    if working_set is False or working_set is None:
+        return None
+    if halpern:
+        raise ValueError("working_set needs plain PDHG (halpern=False).")
+    opts = dict(_WS_DEFAULTS)
+    if isinstance(working_set, dict):
+        unknown = set(working_set) - set(opts)
+        if unknown:
+            raise ValueError(f"unknown working_set options {sorted(unknown)}; known: {sorted(opts)}.")
+        opts.update(working_set)
+    elif working_set is not True:
+        raise ValueError(f"working_set must be a bool or a dict; got {working_set!r}.")
+    return opts
+
+
+def _checkpoint(cert, st, step, Gn, rs, k_total, history, t0, c0, tol, verbose, callback, time_limit):
     """Certify the step's primal and dual points, log them, and decide whether to stop:
     returns the final status ("converged", "stopped by callback", "time_limit reached") or
     None to go on."""
     gap = cert.check(step.P, step.Bn, step.hn, step.sn, Gn)
+    if gap > tol and cert.polish_due(gap, c0):
+        p0 = time.process_time()
+        gap = cert.polish(tol)
+        cert.polish_cpu += time.process_time() - p0
     history.append((k_total, cert.f, cert.g, gap, time.perf_counter() - t0, time.process_time() - c0))
     if verbose:
         print(
@@ -1024,11 +1558,10 @@ def _checkpoint(cert, st, step, Gn, rs, k_total, tol, history, verbose, callback
     return None
 
 
-def _result(cert, st, step, tracker, rs, k_total, converged, status, history, t0) -> FastResult:
+def _result(cert, st, step, tracker, k_total, converged, extra, t0) -> FastResult:
     """The :class:`FastResult` of a KCR solve (see :func:`kcr_pdhg`)."""
     Xb = cert.P @ cert.P.T
     sn = step.sn if step is not None else st.s
-    warm = dict(X=Xb, h=cert.h, s=sn, omega=st.omega, eta=st.eta)
     return FastResult(
         matrix=Xb,
         lam=(cert.s * cert.theta).ravel(),
@@ -1046,12 +1579,10 @@ def _result(cert, st, step, tracker, rs, k_total, converged, status, history, t0
             objective=float(cert.f),
             lower_bound=float(cert.g),
             converged=bool(converged),
-            status=status,
-            n_restarts=rs.count,
-            warm=warm,
-            history=history,
+            warm=dict(X=Xb, h=cert.h, s=sn, omega=st.omega, eta=st.eta),
             eig_exact=tracker.n_exact,
             eig_tracked=tracker.n_tracked,
+            **extra,
         ),
     )
 
