@@ -64,7 +64,9 @@ def _check_pdhg_options(opts: dict) -> None:
             check_int(opts[key], key, minimum=low)
     if "eig" in opts:
         check_choice(opts["eig"], "eig", ("track", "exact"))
-    ws = opts.get("working_set", False)
+    if "polish" in opts:
+        check_number(opts["polish"], "polish", low=0.0)
+    ws = opts.get("working_set", None)
     if isinstance(ws, dict):
         unknown = sorted(set(ws) - {"start", "margin", "row_margin", "shrink_every"})
         if unknown:
@@ -78,7 +80,7 @@ def _check_pdhg_options(opts: dict) -> None:
             check_int(ws["shrink_every"], "working_set['shrink_every']", minimum=1)
     elif ws not in (True, False, None):
         raise InvalidInputError(f"working_set must be True, False or a dict of options; got {ws!r}.")
-    if ws not in (False, None) and opts.get("halpern", False):
+    if ws not in (False, None) and bool(opts.get("halpern", False)):
         raise InvalidInputError("working_set needs plain PDHG: pass halpern=False (the default).")
     if "precision" in opts:
         check_choice(opts["precision"], "precision", ("mixed", "double"))

@@ -21,7 +21,8 @@ measured in the same run.
   feasibility of both returned Σ.
 
 * :func:`scale_rows` — certified 1e-3 at n = 500, 1 000, 2 000 Gaussian-blob points
-  (issue 33), default vs :data:`PREVIOUS` in the same run (``scale``, not in ``all``).
+  (issue 33), default vs :data:`BEFORE` (the default before dual polishing and the
+  working set) and :data:`PREVIOUS` in the same run (``scale``, not in ``all``).
 
 ``python -m cvxkml.experiments.bench_kcr [sweep|exact|alg1|large|variants|scale|all]`` runs them and prints the rows;
 :func:`register` adds the same as ``cvxkml bench kcr``.
@@ -47,6 +48,7 @@ __all__ = [
     "blobs_problem",
     "scale_rows",
     "PREVIOUS",
+    "BEFORE",
     "growth_exponent",
     "exact_vs_fast_rows",
     "algorithm1_rows",
@@ -225,6 +227,8 @@ def large_n_row(
 # the solver options before issue 33 (the fused per-iteration kernel is shared): restarts
 # at (0.2, 0.8, 0.36) and the certificate at the PDHG dual iterate only
 PREVIOUS = dict(restart_params=(0.2, 0.8, 0.36), balance=False)
+# the default before dual polishing and the working set of pairs (issue 33, fourth KCR round)
+BEFORE = dict(polish=0.0, working_set=False)
 
 
 def blobs_problem(n: int, n_classes: int = 3, lam: float = 1.0, seed: int = 0) -> KCR:
@@ -237,20 +241,28 @@ def blobs_problem(n: int, n_classes: int = 3, lam: float = 1.0, seed: int = 0) -
 
 
 def scale_rows(
-    sizes=(500, 1000, 2000), tol: float = 1e-3, baseline_cpu: float = 300.0, seed: int = 0, max_iter: int = 100_000
+    sizes=(500, 1000, 2000),
+    tol: float = 1e-3,
+    baseline_cpu: float = 300.0,
+    seed: int = 0,
+    max_iter: int = 100_000,
+    before_cpu: float | None = None,
 ) -> list[dict]:
     """Certified solves (tol 1e-3) on n Gaussian-blob points (3 classes, 3-D, Gaussian
     kernel ν = 1/median squared distance, λ = 1, one BLAS thread) for each n: CPU seconds of
     the setup (whitening: an n × n eigendecomposition) and of the solve, iterations, gap —
-    for the default solver and, in the same run, :data:`PREVIOUS` (the options before issue
-    33), the latter stopped after ``baseline_cpu`` CPU seconds (``finished`` False; its
-    time is then extrapolated by the caller).  A warm-up solve compiles first."""
+    for the default solver and, in the same run, :data:`BEFORE` (stopped after
+    ``before_cpu`` CPU seconds when given) and :data:`PREVIOUS` (the options before issue
+    33, stopped after ``baseline_cpu`` CPU seconds; 0 skips it).  A stopped solve has
+    ``finished`` False.  A warm-up solve compiles first (every code path of the default)."""
     rows = []
     for n in sizes:
         (p, setup_cpu, _) = _timed(lambda: blobs_problem(n, seed=seed))
         p.solve(tol=tol, max_iter=3, warn=False)
+        p.solve(tol=tol, max_iter=3 * max(1, round(n / 25)), warn=False, polish=1.0, working_set=dict(start=10.0))
         row = dict(n=p.n, r=p.rank, setup_cpu=setup_cpu)
-        for name, opts, cap in (("default", {}, None), ("previous", PREVIOUS, baseline_cpu)):
+        variants = (("default", {}, None), ("before", BEFORE, before_cpu), ("previous", PREVIOUS, baseline_cpu))
+        for name, opts, cap in variants:
             if cap is not None and cap <= 0:
                 continue
             c0 = time.process_time()
@@ -272,6 +284,7 @@ def scale_rows(
                 h=sol.info["h"],
                 eig_exact=sol.info["eig_exact"],
                 eig_tracked=sol.info["eig_tracked"],
+                working_set=sol.info.get("working_set"),
             )
         rows.append(row)
     return rows
@@ -520,6 +533,13 @@ def _add_arguments(ap) -> None:
         help="scale: CPU seconds after which the previous options' solve is stopped "
         "(its time is then extrapolated; 0 skips it)",
     )
+    ap.add_argument(
+        "--before-cpu",
+        type=float,
+        default=None,
+        help="scale: CPU seconds after which the solve with the options before dual polishing and the "
+        "working set is stopped (default: no limit; 0 skips it)",
+    )
     ap.add_argument("--json", default=None, help="write all rows as JSON")
 
 
@@ -586,12 +606,17 @@ def run(args) -> int:
         )
         print(" summary:", out["variants"]["summary"], flush=True)
     if args.what == "scale":  # not part of "all" (minutes)
-        rows = scale_rows(tuple(args.sizes), baseline_cpu=args.baseline_cpu)
+        rows = scale_rows(tuple(args.sizes), baseline_cpu=args.baseline_cpu, before_cpu=args.before_cpu)
         out["scale"] = rows
-        print(f"certified 1e-3, Gaussian blobs, 3 classes, lam = 1 (CPU s; previous = {PREVIOUS}):", flush=True)
+        print(
+            f"certified 1e-3, Gaussian blobs, 3 classes, lam = 1 (CPU s; before = {BEFORE}; previous = {PREVIOUS}):",
+            flush=True,
+        )
         for r in rows:
             flat = dict(n=r["n"], r=r["r"], setup_cpu=r["setup_cpu"])
-            for part in ("default", "previous"):
+            if "before" in r:
+                flat["cpu_ratio_before_default"] = r["before"]["cpu"] / r["default"]["cpu"]
+            for part in ("default", "before", "previous"):
                 if part in r:
                     flat.update(
                         {

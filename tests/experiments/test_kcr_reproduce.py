@@ -73,21 +73,23 @@ def test_bench_sweep_smoke():
 
 
 def test_bench_scale_smoke():
-    """The issue-33 scale rows run: exactly n points, the default and the previous options
-    reach the same certified optimum, and a CPU cap stops the baseline as unfinished."""
+    """The issue-33 scale rows run: exactly n points, the default, the options before dual
+    polishing and the working set, and the previous options reach the same certified
+    optimum; a CPU cap stops the baseline as unfinished, 0 skips it."""
     from cvxkml.experiments.bench_kcr import blobs_problem, growth_exponent, scale_rows
 
     p = blobs_problem(31)
     assert p.n == 31 and sorted(np.bincount(p.codes)) == [10, 10, 11]
     (row,) = scale_rows(sizes=(45,), baseline_cpu=60.0)
-    d, b = row["default"], row["previous"]
-    assert row["n"] == 45 and d["converged"] and b["converged"] and b["finished"]
-    for r in (d, b):
+    d, e, b = row["default"], row["before"], row["previous"]
+    assert row["n"] == 45 and d["converged"] and b["converged"] and b["finished"] and e["converged"]
+    for r in (d, e, b):
         assert r["gap"] <= 1e-3 and r["lower_bound"] <= r["objective"]
-    # both certified within 1e-3 of the optimum, so within 2e-3 of each other
-    assert abs(d["objective"] - b["objective"]) <= 2e-3 * max(1.0, abs(d["objective"]))
-    (capped,) = scale_rows(sizes=(45,), baseline_cpu=1e-9)
+        # all certified within 1e-3 of the optimum, so within 2e-3 of each other
+        assert abs(d["objective"] - r["objective"]) <= 2e-3 * max(1.0, abs(d["objective"]))
+    (capped,) = scale_rows(sizes=(45,), baseline_cpu=1e-9, before_cpu=0)
     assert not capped["previous"]["finished"] and not capped["previous"]["converged"]
+    assert "before" not in capped
     assert abs(growth_exponent([100, 200, 400], [1.0, 8.0, 64.0]) - 3.0) < 1e-9
 
 
