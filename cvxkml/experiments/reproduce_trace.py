@@ -177,16 +177,9 @@ def run_draw(
     kern = Kernel("gaussian", {"gamma": gamma})
     scores, solver, emb = {}, {}, {}
     for tau in taus:
-        est = TraceSSIKDR(
-            kernel_params={"gamma": gamma},
-            tau=float(tau),
-            n_similar=n_similar,
-            n_dissimilar=n_dissimilar,
-            percentiles=percentiles,
-            tol=tol,
-            random_state=seed,
-            max_iter=max_iter,
-        )
+        pairs = dict(n_similar=n_similar, n_dissimilar=n_dissimilar, percentiles=percentiles)
+        solve = dict(tol=tol, random_state=seed, max_iter=max_iter)
+        est = TraceSSIKDR(kernel_params={"gamma": gamma}, tau=float(tau), **pairs, **solve)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # recorded as converged=False
@@ -229,15 +222,8 @@ def run_draw(
     Kcross = kern(Xte, Xtr)
     Kte_te = kern(Xte)  # Y omitted: the diagonal is exactly κ(x, x) = 1
     d_te = np.ones(Xte.shape[0])
-    scores["base"] = embedding_scores(
-        None,
-        ytr,
-        None,
-        yte,
-        k,
-        D_te=_kernel_distances(Kte_te, d_te, d_te),
-        D_cross=_kernel_distances(Kcross, d_te, np.ones(Xtr.shape[0])),
-    )
+    D_te, D_cross = _kernel_distances(Kte_te, d_te, d_te), _kernel_distances(Kcross, d_te, np.ones(Xtr.shape[0]))
+    scores["base"] = embedding_scores(None, ytr, None, yte, k, D_te=D_te, D_cross=D_cross)
     if keep_embeddings:
         emb["kpca"] = Kte
         emb["y"] = yte
@@ -318,13 +304,8 @@ def reproduce_trace(
     png = None
     if out_dir is not None:
         try:
-            png = plot_embeddings(
-                Path(out_dir) / f"jain2012_trace_{dataset}.png",
-                draws[0]["embeddings"],
-                dataset,
-                cfg,
-                draws[0]["scores"],
-            )
+            path = Path(out_dir) / f"jain2012_trace_{dataset}.png"
+            png = plot_embeddings(path, draws[0]["embeddings"], dataset, cfg, draws[0]["scores"])
         except ImportError as exc:
             if echo is not None:
                 echo(f"  (no PNG: {exc})")

@@ -245,14 +245,9 @@ def table1_rows(
         "q": {m: [] for m in landmarks},
         "regularized": {m: [] for m in landmarks},
     }
-    runs = run_tasks(
-        _table1_task,
-        [
-            (X, y, kernel, n_pairs, tuple(landmarks), n_neighbors, n_iter, seed + r, also_one_iteration, rank_rtol)
-            for r in range(n_runs)
-        ],
-        n_jobs,
-    )
+    setting = (n_pairs, tuple(landmarks), n_neighbors, n_iter)
+    tasks = [(X, y, kernel, *setting, seed + r, also_one_iteration, rank_rtol) for r in range(n_runs)]
+    runs = run_tasks(_table1_task, tasks, n_jobs)
     for run in runs:
         out["rca"].append(run["rca"])
         for key in ("ours", "ours_1iter", "q", "regularized"):
