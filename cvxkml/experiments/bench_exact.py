@@ -730,16 +730,7 @@ def command(args) -> int:
         with open(args.out, "w") as fh:
             fh.write(table)
     if args.json:
+        out = {"time_limit": args.time_limit, "mem_limit_gib": args.mem_limit_gib, **meta}
         with open(args.json, "w") as fh:
-            json.dump(
-                {
-                    "time_limit": args.time_limit,
-                    "mem_limit_gib": args.mem_limit_gib,
-                    **meta,
-                    "limits": recorded_limits(rows),
-                    "rows": rows,
-                },
-                fh,
-                indent=1,
-            )
+            json.dump({**out, "limits": recorded_limits(rows), "rows": rows}, fh, indent=1)
     return 0

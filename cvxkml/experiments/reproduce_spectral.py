@@ -251,18 +251,9 @@ def reproduce_spectral(
     t0 = time.perf_counter()
     rows = []
     with blas_limit(1):
+        opts = dict(n_repeats=n_repeats, grid=grid, seed=seed, data_dir=data_dir, tol=settings["tol"], k=4)
         for name in datasets:
-            rows += dataset_rows(
-                name,
-                n_repeats=n_repeats,
-                grid=grid,
-                seed=seed,
-                data_dir=data_dir,
-                tol=settings["tol"],
-                max_iter=settings["max_iter"],
-                k=4,
-                n_jobs=n_jobs,
-            )
+            rows += dataset_rows(name, max_iter=settings["max_iter"], n_jobs=n_jobs, **opts)
     return {"settings": settings, "rows": rows, "elapsed_s": time.perf_counter() - t0}
 
 
