@@ -986,7 +986,9 @@ class SpectralProblem(Problem):
         _, gap1, scale1, viol1, size1 = measure(first)
         lower, upper, _ = self.dual_box()
         lam0 = np.clip(np.asarray(first.dual, dtype=float), lower, upper)
-        res2 = dual.solve(self, tol, budget, lam0=lam0, callback=callback)
+        # the callback's iteration counts on from the first stage's sweeps
+        relay = None if callback is None else (lambda rec: callback({**rec, "iteration": sweeps + rec["iteration"]}))
+        res2 = dual.solve(self, tol, budget, lam0=lam0, callback=relay)
         self._check_fast_result(res2, dual)
         self._raise_breakdown(res2)
         sol = self._fast_solution(res2, sweeps + res2.sweeps, elapsed + res2.time)
@@ -1002,9 +1004,10 @@ class SpectralProblem(Problem):
         keep = within or size2 <= size1
         stages[0]["returned"], stages[1]["returned"] = not keep, keep
         stages[1]["warm_start"] = "the first stage's multipliers"
+        stopped = bool(res2.extra.get("stopped")) and not within
         if not keep:
             first.info["stages"] = stages
-            return first, met, False, False, gap1, scale1, viol1, res
+            return first, met, False, stopped, gap1, scale1, viol1, res
         sol.solver = f"{first.solver.removesuffix('-' + self.kind)}+{sol.solver}"
         sol.info.update(
             spec=f"{spec.name}+{dual.name}",
@@ -1015,7 +1018,6 @@ class SpectralProblem(Problem):
             gap_tol=gap_tol,
             viol_tol=viol_tol,
         )
-        stopped = bool(res2.extra.get("stopped")) and not within
         return sol, within, within, stopped, gap2, scale2, viol2, res2
 
     def _check_fast_result(self, res, spec) -> None:

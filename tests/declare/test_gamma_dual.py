@@ -200,3 +200,16 @@ def test_gamma_dual_needs_the_slack_methods():
     with pytest.raises(InvalidInputError, match="slack_conj_hess for its slack"):
         prob.fast_solver("dual")
     assert issubclass(HalfSlack, Regularizer)
+
+
+def test_auto_two_stages_callback_counts_on_and_can_stop():
+    """The callback sees the Bregman attempt, then the Newton iterations numbered on from the
+    sweeps; a truthy return in the second stage stops the solve, reported as such."""
+    X, pc = _balance_like()
+    prob = ITML(X, pc, gamma=100.0)
+    seen = []
+    sol = prob.solve(tol=1e-9, max_iter=2000, callback=lambda rec: seen.append(rec["iteration"]) and False)
+    assert sol.converged and seen[0] == 1800 and seen[1:] == list(range(1800, 1800 + len(seen) - 1))
+    with pytest.warns(Warning, match="callback stopped"):
+        stop = prob.solve(tol=1e-9, max_iter=2000, callback=lambda rec: rec["iteration"] >= 1802)
+    assert not stop.converged and stop.status == "stopped by callback" and "stages" in stop.info
