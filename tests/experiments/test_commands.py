@@ -49,6 +49,7 @@ COMMANDS = {
         "--variant-data",
         "--sizes",
         "--baseline-cpu",
+        "--before-cpu",
         "--json",
     ),
     "bench variants": ("--quick", "--repeats", "--seed", "--scale"),
