@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from ..datasets import CSV_DATASETS
 from . import bench_commands as bc
 from . import bench_estimators as be
 from . import bench_exact as bx
+from . import bench_wide as bw
 from . import reproduce_all as ra
 from . import reproduce_logdet as rlogdet
 from . import reproduce_lowrank as rl
@@ -145,23 +146,12 @@ class Command:
 @dataclass(frozen=True)
 class Registered:
     """The commands a module adds itself with ``register(commands)`` (modules kept by their
-    owners outside this table); ``optional``: skipped when the module or its ``register`` is
-    missing."""
+    owners outside this table)."""
 
     module: str
-    commands: tuple = field(default=())
-    optional: bool = False
 
     def register(self, commands) -> None:
-        try:
-            module = importlib.import_module(f"{__package__}.{self.module}")
-        except ModuleNotFoundError as exc:
-            if self.optional and exc.name == f"{__package__}.{self.module}":
-                return
-            raise
-        if self.optional and not callable(getattr(module, "register", None)):
-            return
-        module.register(commands)
+        importlib.import_module(f"{__package__}.{self.module}").register(commands)
 
 
 _LOWRANK_BENCH = dict(optional_datasets=("mnist5000",))
@@ -364,7 +354,39 @@ TABLE = (
         ),
     ),
     Registered("bench_lmnn"),
-    Registered("bench_wide", optional=True),
+    Command(
+        "bench",
+        "wide",
+        bw.command,
+        "ITML on wide data (d >> n): the span space vs the dense feature space and "
+        "metric-learn; time, peak memory, certificate, growth in d",
+        (
+            use("quick", f"n = {bw.QUICK_N}, d = {', '.join(map(str, bw.QUICK_DIMS))} (smoke run for tests)"),
+            opt(
+                "--dims",
+                nargs="+",
+                type=int,
+                metavar="D",
+                help=f"feature counts (default {' '.join(map(str, bw.DIMS))})",
+            ),
+            opt("--n", type=int, help=f"points (default {bw.N_POINTS})"),
+            opt(
+                "--features-max-d",
+                type=int,
+                default=bw.FEATURES_MAX_D,
+                help=f"largest d for the dense feature-space baseline (default {bw.FEATURES_MAX_D})",
+            ),
+            use("seed", "seed of the data and pairs (default 0)"),
+            use("peer_python", "python of an environment with metric-learn (a peer row per d)"),
+            opt(
+                "--peer-timeout",
+                type=float,
+                default=600.0,
+                help="seconds before a peer fit is stopped and reported as not finished (default 600)",
+            ),
+            use("json", "also write the rows as JSON", metavar="PATH"),
+        ),
+    ),
     # ------------------------------------------------------------------ reproduce
     Command(
         "reproduce",

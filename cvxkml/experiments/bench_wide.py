@@ -30,10 +30,9 @@ import tempfile
 
 import numpy as np
 
-from ._commands import add_command, positive_float, positive_int, seed_int, writable_file
 from ._report import columns, finish, start
 
-__all__ = ["wide_data", "wide_rows", "register"]
+__all__ = ["wide_data", "wide_rows", "command"]
 
 DIMS = (1024, 2048, 4096, 10_000)
 QUICK_DIMS = (64, 256)
@@ -169,7 +168,9 @@ def _exponent(rows, kind):
     return growth_exponent([x["d"] for x in r], [x["seconds"] for x in r]), len(r)
 
 
-def _cmd(args) -> int:
+def command(args) -> int:
+    """``cvxkml bench wide``: the rows of :func:`wide_rows` as a table, growth exponents in d and the
+    load; returns the exit status, 0."""
     t_start = start(
         "cvxkml bench wide",
         args.quick,
@@ -213,51 +214,3 @@ def _cmd(args) -> int:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
     return finish("bench", t_start)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml bench wide`` (see :mod:`._commands`)."""
-    p = add_command(
-        commands,
-        "bench",
-        "wide",
-        _cmd,
-        help="ITML on wide data (d >> n): the span space vs the dense feature space and "
-        "metric-learn; time, peak memory, certificate, growth in d",
-    )
-    if p is None:
-        return
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"n = {QUICK_N}, d = {', '.join(map(str, QUICK_DIMS))} (smoke run for tests)",
-    )
-    p.add_argument(
-        "--dims",
-        nargs="+",
-        type=positive_int,
-        default=None,
-        metavar="D",
-        help=f"feature counts (default {' '.join(map(str, DIMS))})",
-    )
-    p.add_argument("--n", type=positive_int, default=None, help=f"points (default {N_POINTS})")
-    p.add_argument(
-        "--features-max-d",
-        type=positive_int,
-        default=FEATURES_MAX_D,
-        help=f"largest d for the dense feature-space baseline (default {FEATURES_MAX_D})",
-    )
-    p.add_argument("--seed", type=seed_int, default=0, help="seed of the data and pairs (default 0)")
-    p.add_argument(
-        "--peer-python",
-        default=None,
-        metavar="PATH",
-        help="python of an environment with metric-learn (a peer row per d)",
-    )
-    p.add_argument(
-        "--peer-timeout",
-        type=positive_float,
-        default=600.0,
-        help="seconds before a peer fit is stopped and reported as not finished (default 600)",
-    )
-    p.add_argument("--json", type=writable_file, default=None, metavar="PATH", help="also write the rows as JSON")

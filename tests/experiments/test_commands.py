@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
-import importlib.util
 import io
 import json
 import sys
@@ -80,6 +78,16 @@ COMMANDS = {
         "--scale",
         "--peer-python",
         "--peer-timeout",
+    ),
+    "bench wide": (
+        "--quick",
+        "--dims",
+        "--n",
+        "--features-max-d",
+        "--seed",
+        "--peer-python",
+        "--peer-timeout",
+        "--json",
     ),
     "reproduce lowrank": ("--quick", "--seed", "--data-dir", "--parts", "--scale", PARALLEL),
     "reproduce yeung": (
@@ -183,26 +191,8 @@ def _commands(parser, prefix=""):
     return out
 
 
-def _wide() -> bool:
-    """Whether the optional ``bench wide`` row is there: exactly when its module has register()
-    (its options are pinned by that module's tests)."""
-    return callable(
-        getattr(
-            importlib.util.find_spec("cvxkml.experiments.bench_wide")
-            and importlib.import_module("cvxkml.experiments.bench_wide"),
-            "register",
-            None,
-        )
-    )
-
-
 def test_command_names_and_options_are_pinned():
     found = _commands(cli.build_parser())
-    wide = _wide()  # listed after bench lmnn when there
-    assert ("bench wide" in found) == wide
-    if wide:
-        assert list(found).index("bench wide") == list(found).index("bench lmnn") + 1
-        found.pop("bench wide")
     assert list(found) == list(COMMANDS)
     assert found == COMMANDS
 
@@ -216,13 +206,11 @@ def test_every_row_registers_the_same_way():
         row.register(commands)
         first = _commands(parser)
         row.register(commands)
-        if isinstance(row, _table.Registered) and row.optional and not first:
-            continue  # an optional module that is not there
         assert first and _commands(parser) == first, row
     parser = argparse.ArgumentParser()
     commands = parser.add_subparsers(dest="command")
     _table.register(commands, tuple(reversed(_table.TABLE)))
-    assert set(_commands(parser)) == set(COMMANDS) | ({"bench wide"} if _wide() else set())
+    assert set(_commands(parser)) == set(COMMANDS)
 
 
 def test_shared_options_are_one_spec():
