@@ -50,6 +50,24 @@ bandwidth bound h_max ~ 1e4.  :func:`balance_dual` moves s to S = 0 (self weight
 the similar pairs of smallest ‖z_ij‖², with the exact change of Aᵀ) and the better of the
 two bounds is kept (``balance=True``).
 
+Dual polishing (``polish``, :func:`polish_dual`): even with balanced weights the bound
+lags because λI + Aᵀ(τ∘s) is slightly indefinite on range(X), and the bound pays
+R·|λ_min| or the θ-scaling for it.  Below a certified gap of ``polish`` (0.1) a
+certificate also solves, for the weights of the pairs nearest their kink in rows whose
+outer hinge is active, the least-norm change that makes the dual slack vanish on range(X)
+(then on its negative eigenvectors) with Σ τ∘s = 0 — complementary slackness, linear in
+the weights — and bounds at every round's point.  On 500 blob points at iteration 800
+PDHG's own bound had gap 3.8e-2 and the polished one 6e-4.
+
+Working set (``working_set``, :class:`_WorkingSet`): at the optimum most rows have
+their outer hinge clearly inactive (s = 0) or clearly active (t = 1), and in the active
+ones most pairs are clearly active (s = 1) or inactive (s = 0); only the pairs near a kink
+and the rows near the outer kink are free.  The working-set phase iterates on those only
+(the fixed active pairs enter as one r × r matrix), certifies on all n² pairs at each
+check and moves what the full primal point shows violated back into the free part, so
+``converged`` still means certified for the whole problem.  On 1 000 blob points the free
+part was 13 % of the n² pairs.
+
 Stopping rule: a certified duality gap.  Every ``check_every`` iterations the objective
 f(X, h̃) (:func:`cvxkml.formulas.kcr.kcr_objective`) of the current primal point and the
 Lagrangian lower bound g(s) (:func:`cvxkml.formulas.kcr.dual_lower_bound`, one
@@ -1516,7 +1534,7 @@ def _make_tracker(su: _Setup, eig, guard, tol, min_size) -> PositivePartTracker:
     return PositivePartTracker(su.r, su.fdt, guard=guard, tol=tol, min_size=min_size if eig == "track" else su.r + 1)
 
 
-_WS_DEFAULTS = dict(start=1.0, margin=0.1, row_margin=1.0, shrink_every=4)
+_WS_DEFAULTS = dict(start=1.0, margin=0.1, row_margin=1.0, shrink_every=1)
 _WS_AUTO_MIN_N = 800  # working_set=None: on from this n (measured: slower at n = 250, 500; faster at 1 000)
 
 
