@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 from budget import examples
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cvxkml.declare import ITML, LogDet, LogDetKernel, Regularizer, SpectralKernel, SpectralMetric, VonNeumann
@@ -215,6 +215,7 @@ def test_auto_two_stages_callback_counts_on_and_can_stop():
     assert not stop.converged and stop.status == "stopped by callback" and "stages" in stop.info
 
 
+@example(seed=10000000, n=33, n_pairs=64, gamma=100.0)  # fuzz seed 22: 35 Newton iterations (max_iter 300 left 30)
 @settings(max_examples=examples(5), deadline=None)
 @given(
     seed=st.integers(0, 2**31 - 1),
@@ -223,16 +224,17 @@ def test_auto_two_stages_callback_counts_on_and_can_stop():
     gamma=st.sampled_from((1.0, 10.0, 100.0)),
 )
 def test_auto_handoff_from_cut_short_bregman_matches_exact(seed, n, n_pairs, gamma):
-    """Balance-like draws with Bregman cut short (max_iter 300: 270 sweeps): wherever the
-    projections end uncertified the dual stage starts from their multipliers and certifies
-    (tol 1e-9), and the answer agrees with a trusted exact optimum."""
+    """Balance-like draws with Bregman cut short (max_iter 1 000: 900 sweeps, 100 Newton
+    iterations kept): wherever the projections end uncertified the dual stage starts from
+    their multipliers and certifies (tol 1e-9), and the answer agrees with a trusted exact
+    optimum."""
     X, pc = _balance_like(seed, n, n_pairs)
     prob = ITML(X, pc, gamma=gamma)
-    sol = solve_fast_honestly(prob, tol=1e-9, max_iter=300)
+    sol = solve_fast_honestly(prob, tol=1e-9, max_iter=1000)
     assert sol.converged, sol.info.get("stages")
     if "stages" in sol.info:
         first, second = sol.info["stages"]
-        assert first["iterations"] <= 270 and second["certified"] and second["returned"]
-        assert sol.n_iter == first["iterations"] + second["iterations"] <= 300
+        assert first["iterations"] <= 900 and second["certified"] and second["returned"]
+        assert sol.n_iter == first["iterations"] + second["iterations"] <= 1000
     exact = reference_or_discard(prob, feasible=sol)
     assert_matches_reference(prob, sol, exact, rtol=1e-6)
