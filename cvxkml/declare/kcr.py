@@ -508,7 +508,11 @@ class KCR(Problem):
             weights s of the certificate, ``dual_value`` its lower bound,
             ``info``: ``h`` (h̃), ``factor`` G (n × k, Σ = GGᵀ, Gᵀ1 = 0), ``gap`` (relative),
             ``warm_start`` (pass to a related solve), ``n_restarts``, ``history``,
-            ``eig_exact`` / ``eig_tracked`` (PSD steps by LAPACK / by the tracker).
+            ``eig_exact`` / ``eig_tracked`` (PSD steps by LAPACK / by the tracker),
+            ``solver_gap`` / ``solver_objective`` (the solver's own certificate; ``gap``,
+            ``objective`` and ``dual_value`` are recomputed here from Σ, h̃ and the dual
+            weights, and ``converged`` requires the recomputed gap <= ``tol``),
+            ``working_set`` (its sizes when the working-set phase ran, else None).
         """
         import warnings
 
@@ -584,5 +588,6 @@ class KCR(Problem):
                 "eig_exact": ex["eig_exact"],
                 "eig_tracked": ex["eig_tracked"],
                 "solver_objective": ex["objective"],
+                "working_set": ex.get("working_set"),
             },
         )

@@ -1418,10 +1418,8 @@ def kcr_pdhg(
         c_i = 2 − n_i⁺ <= 0 (eq. 9).
     lam : float > 0
         The regularization weight λ.
-    h_min : float
-        Lower bound ε on h̃.
-    tol : float
-        Target certified relative gap (f − g) / max(1, |f|).
+    h_min, tol : float
+        Lower bound ε on h̃; target certified relative gap (f − g) / max(1, |f|).
     max_iter, time_limit : int, float or None
         Iteration limit; seconds before the solve stops (uncertified unless certified).
     check_every : int or None
@@ -1461,7 +1459,7 @@ def kcr_pdhg(
         ``objective``, ``lower_bound``, ``gap``, ``h``, ``n_restarts``); a truthy return
         stops the solve (status ``"stopped by callback"``).
     balance : bool
-        Also bound at :func:`balance_dual` (s) at each certificate, keep the better bound.
+        Also bound at :func:`balance_dual` (s) at each certificate; keep the better bound.
     polish : float
         Certified gap below which a certificate also tries :func:`polish_dual` (dual weights
         made complementary to the primal iterate; at most a quarter of the CPU time); 0: off.
