@@ -291,7 +291,7 @@ def _paths():
         ),
         "solvers.pola": (
             pola,
-            "_pola_dual_impl",
+            "_Ops",
             _quiet(lambda: POLAKernel(K0, pola_constraints([0, 1, 2], [3, 4, 5], [1, -1, 1], 2.0)).solve()),
         ),
         "solvers.sdp_logdet": (
