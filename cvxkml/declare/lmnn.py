@@ -72,6 +72,7 @@ from ..formulas.lmnn import (
     orthonormal_factor,
     pair_quadratic,
     psd_pair_distances,
+    pull_whitening,
     target_neighbors,
 )
 from ..kernels import kernel_sq_distances
@@ -388,7 +389,11 @@ class LMNNProblem(Problem):
             raise InvalidInputError(f"alpha must have one entry per triplet ({self.triplets.n_triplets}).")
         if objective_bound is not None:
             objective_bound = check_number(objective_bound, "objective_bound")
-        return lmnn_dual_value(self.U, self.triplets, alpha, self.gamma, objective_bound=objective_bound)
+        # in the solver's coordinates (pull_whitening: the same problem, better conditioned bound)
+        trip = self.triplets
+        white = pull_whitening(self.U, trip.target_i, trip.target_j, self.gamma)
+        U = self.U if white is None else np.ascontiguousarray(self.U, dtype=np.float64) @ white[0]
+        return lmnn_dual_value(U, trip, alpha, self.gamma, objective_bound=objective_bound)
 
     def whiten(self, A) -> np.ndarray:
         """X̂ = S Vᵀ A V S, the part of A that the training distances see."""

@@ -16,6 +16,13 @@ once certified, else the PDHG continues from the best X̂ and the last α.  The
 factorization makes the phase non-convex in L, but nothing in it is trusted beyond
 the certificate.
 
+Coordinates.  Both phases run in the features U W of
+:func:`cvxkml.formulas.lmnn.pull_whitening` (W = I unless the target pull G(0) has
+eigenvalues between 1e-12 and 1e-4 of its largest: a nearly singular kernel), an exact
+change of coordinates X̂ = W X̃ Wᵀ that caps the conditioning of the pull term; the result is
+mapped back.  On such kernels the optimal X̂ is huge along G(0)'s near-null directions and
+the stalled fits of the Wang et al. reproduction were a misaligned top eigenvector there.
+
 PDHG phase.
 
 The problem is solved in the orthonormal coordinates of the features (see
@@ -79,11 +86,14 @@ from ..formulas.lmnn import (
     STALL_ITER,
     STALLED,
     LMNNTriplets,
+    from_pull_coordinates,
     laplacian_quadratic,
     lmnn_dual_value,
     lmnn_objective,
     pair_weights,
     psd_factor,
+    pull_whitening,
+    to_pull_coordinates,
 )
 
 __all__ = ["LMNNResult", "STALL_ITER", "impostor_scan", "lmnn_active_set", "lmnn_pdhg", "pair_distances"]
@@ -535,6 +545,32 @@ _BARRIER_MAX_KINKS = 500  # variables of the restricted dual (dense Newton syste
 _BARRIER_DELTAS = (1e-3, 1e-2, 1e-1)
 
 
+#: eigenvalues of G(0) at most this times the largest span its null space in the barrier
+_BARRIER_NULL_RTOL = 1e-10
+
+
+def _pull_range(T):
+    """An orthonormal basis of range(T) (eigenvalues above ``_BARRIER_NULL_RTOL`` times the
+    largest), or None when T is positive definite at that threshold."""
+    lam, V = np.linalg.eigh(0.5 * (T + T.T))
+    keep = lam > _BARRIER_NULL_RTOL * max(float(lam[-1]) if lam.size else 0.0, np.finfo(float).tiny)
+    return None if np.all(keep) else np.ascontiguousarray(V[:, keep])
+
+
+def _kinks_in_range(Ks, A, B, VR):
+    """The kinks whose impostor pair has (almost) no component off range(G(0)): a kink whose
+    impostor pair reaches the null space N gets α = 0 (any α > 0 makes G(α) negative on N,
+    where no target pair adds curvature)."""
+
+    def off(D):
+        P = D @ VR
+        full = np.einsum("ij,ij->i", D, D)
+        return (full - np.einsum("ij,ij->i", P, P)) / np.maximum(full, np.finfo(float).tiny)
+
+    ok = off(B) <= 1e-8
+    return Ks[ok], A[ok], B[ok]
+
+
 def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton: int = 300):
     """Multipliers from a primal point by an interior-point method on a *restricted* dual.
 
@@ -554,8 +590,15 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
     is the optimum.  Why it is needed: at the optimum X̂ is often rank deficient (rank 5
     of 13 on Wine), G(α) must then be PSD on X̂'s null space, which neither the PDHG's
     multipliers nor the least-squares recovery of :func:`_polish_dual` enforce; scaling
-    their α back to feasibility costs 1e-5–1e-4 of the bound.  Returns α, or None when
-    the start is infeasible (T singular) or the restriction has too many kinks.
+    their α back to feasibility costs 1e-5–1e-4 of the bound.  When T is singular (an
+    exactly singular target pull: the constant direction of a kernel with an offset, or a
+    direction no target pair sees) the SDP is solved on range(T) (:func:`_pull_range`), with
+    the kinks whose impostor pair reaches T's null space held at α = 0; the caller certifies
+    the α returned on the whole space (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`), so
+    this restriction can cost bound but never validity.  The start is the largest of
+    s = α_k/γ = 10⁻³, 10⁻⁴, … that is strictly feasible (a nearly singular T admits only
+    tiny multipliers on the kinks that reach its small eigenvalues).  Returns α, or None when
+    no start is strictly feasible or the restriction has too many kinks.
     """
     arg = 1.0 + p[trip.tt] - p[trip.ti]
     Vs = np.flatnonzero(arg > delta)
@@ -570,7 +613,12 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
     Du = U[trip.pi] - U[trip.pj]
     A = Du[trip.tt[Ks]]
     B = Du[trip.ti[Ks]]
-    r = U.shape[1]
+    VR = _pull_range(T)
+    if VR is not None:  # a singular target pull: the restricted dual on range(G(0))
+        Ks, A, B = _kinks_in_range(Ks, A, B, VR)
+        K = Ks.size
+        T, H, A, B = VR.T @ T @ VR, VR.T @ H @ VR, A @ VR, B @ VR
+    r = T.shape[0]
     cV = gamma * Vs.size
 
     def barrier(t, s, al):
@@ -587,9 +635,11 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
             -t * f - logdet - float(np.sum(np.log(al)) + np.sum(np.log(gamma - al))) - np.log(s) - np.log(1.0 - s)
         ), L
 
-    s = 1e-3
-    al = np.full(K, 1e-3 * gamma)
-    if barrier(1.0, s, al)[1] is None:
+    for c in 10.0 ** -np.arange(3.0, 15.0):  # strictly feasible start (G(0) may be nearly singular)
+        s, al = c, np.full(K, c * gamma)
+        if barrier(1.0, s, al)[1] is not None:
+            break
+    else:
         return None
     nu = r + 2 * K + 2  # barrier parameter: the gap is ν / t at the centre
     t = nu / max(1.0, cV + gamma * K)
@@ -701,9 +751,26 @@ def lmnn_pdhg(
     oversubscribed BLAS threads slowed an r = 106 eigendecomposition 30-fold in our
     measurements); an int sets it for this call; None leaves the thread pools alone."""
     with blas_limit(blas_threads):
-        return _lmnn_pdhg(
-            U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed, callback, smooth, stall_iter
+        U = np.ascontiguousarray(U, dtype=np.float64)
+        white = pull_whitening(U, trip.target_i, trip.target_j, gamma)
+        res = _lmnn_pdhg(
+            U if white is None else U @ white[0],
+            trip,
+            gamma,
+            to_pull_coordinates(X0, white),
+            alpha0,
+            tol,
+            max_iter,
+            check_every,
+            buffer,
+            polish,
+            seed,
+            callback,
+            smooth,
+            stall_iter,
         )
+        res.X = from_pull_coordinates(res.X, white)
+        return res
 
 
 #: ``LMNNResult.status`` of a run its callback stopped (= cvxkml.declare.problem.CALLBACK_STOP)
@@ -1300,6 +1367,8 @@ def _lmnn_active_set(
     target_j = np.asarray(target_j, dtype=np.int64)
     X = np.eye(r) if X0 is None else np.array(X0, dtype=np.float64)
     X = _psd_project(np.ascontiguousarray(X))
+    white = pull_whitening(U, target_i, target_j, gamma)
+    U_pull = U if white is None else np.ascontiguousarray(U @ white[0])
     pull_w = 1.0 - gamma
     scan_time = 0.0
     ts = time.perf_counter()
@@ -1324,6 +1393,7 @@ def _lmnn_active_set(
     info_last = {}
     final = tol >= _LOOSE_TOL
     smooth_time = polish_time = 0.0
+    round_trace = []  # (seconds, full F, bound) after every round's scan
     while True:
         rounds += 1
         sub = LMNNTriplets.from_impostors(codes, k, target_i, target_j, keys // n, keys % n)
@@ -1347,10 +1417,10 @@ def _lmnn_active_set(
         # with a positive hinge
         inner_tol = tol if final else max(tol, _LOOSE_TOL)
         res = _lmnn_pdhg(
-            U,
+            U_pull,
             sub,
             gamma,
-            X,
+            to_pull_coordinates(X, white),
             a0,
             inner_tol,
             max(max_iter - it, 0),
@@ -1364,7 +1434,7 @@ def _lmnn_active_set(
         )
         it += res.n_iter
         history += [(h[0] + it - res.n_iter,) + tuple(h[1:]) for h in res.history]
-        X = res.X
+        X = from_pull_coordinates(res.X, white)
         alpha_keys, alpha_vals = skeys, res.alpha
         info_last = res.info
         smooth_time += res.info.get("smooth_time", 0.0)
@@ -1378,6 +1448,7 @@ def _lmnn_active_set(
         pull = float(np.einsum("ij,ij->i", Dt, Dt).sum())
         F_full = pull_w * pull + gamma * hinge
         g = res.dual_value
+        round_trace.append((time.perf_counter() - t0, float(F_full), float(g)))
         scale = max(1.0, abs(F_full))
         if F_full - g <= tol * scale:
             converged, status = True, "converged"
@@ -1419,6 +1490,7 @@ def _lmnn_active_set(
             "smooth_time": smooth_time,
             "polish_time": polish_time,
             "set_sizes": sizes,
+            "round_trace": round_trace,
             "set_objective": float(res.objective),
         },
     )
