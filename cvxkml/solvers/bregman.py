@@ -15,8 +15,8 @@ for inequality constraints.
 
 Stopping rule, after every full sweep: Σ|λ − λ_old| / (Σ|λ| + Σ|λ_old|) < tol.
 
-Interrupts.  The compiled loops (:func:`_run_kernel`, :func:`_run_metric`) release the GIL
-and return to Python after a bounded number of projections (about
+Interrupts.  The compiled loop (:func:`_run`, in both forms :func:`_run_kernel` and
+:func:`_run_metric`) releases the GIL and returns to Python after a bounded number of projections (about
 :data:`cvxkml._config.CHUNK_SECONDS` of work, :class:`cvxkml._config.WorkBudget`), at any
 point of a sweep, and resume there: Ctrl-C raises :class:`KeyboardInterrupt` within that
 time, ``time_limit`` holds to it, and the iterates are bit for bit those of one
@@ -54,16 +54,39 @@ RUNNING = -1
 _NO_BUDGET = 1 << 62
 
 
-@nb.njit(cache=True, nogil=True, error_model="numpy")
-def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change):
-    """The compiled loop, resumable: starts at constraint ``c0`` of the current sweep
-    (``lam_old`` holds λ at the start of that sweep) and returns after at most ``budget``
-    projections or ``max_iter`` completed sweeps.  Returns (sweeps completed, next
-    constraint, dual change of the last completed sweep, code, bad constraint, projections);
-    code RUNNING when the budget ran out."""
-    n = K.shape[0]
-    m = I.shape[0]
-    Kz = np.empty(n)
+@nb.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _direction(M, I, J, V, kernel, c, u):
+    """The current squared distance p of constraint ``c`` and the update vector u (in place):
+    kernel form (``kernel`` true), z = e_i − e_j with (i, j) = (I[c], J[c]), u = K z and
+    p = zᵀ K z; metric form, v = V[c], u = W v and p = vᵀ W v."""
+    n = M.shape[0]
+    if kernel:
+        i = I[c]
+        j = J[c]
+        for t in range(n):  # K z = K[:, i] − K[:, j] (rows: K symmetric)
+            u[t] = M[i, t] - M[j, t]
+        return u[i] - u[j]
+    p = 0.0
+    for a in range(n):
+        s = 0.0
+        for b in range(n):
+            s += M[a, b] * V[c, b]
+        u[a] = s
+        p += V[c, a] * s
+    return p
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _run(M, I, J, V, kernel, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change):
+    """The compiled loop of both forms, resumable: M ← M + β u uᵀ with p and u from
+    :func:`_direction` (kernel form: pairs (I, J), V unused; metric form: pair differences
+    V, I and J unused).  Starts at constraint ``c0`` of the current sweep (``lam_old`` holds
+    λ at the start of that sweep) and returns after at most ``budget`` projections or
+    ``max_iter`` completed sweeps.  Returns (sweeps completed, next constraint, dual change
+    of the last completed sweep, code, bad constraint, projections); code RUNNING when the
+    budget ran out."""
+    m = I.shape[0] if kernel else V.shape[0]
+    u = np.empty(M.shape[0])
     c = c0
     done = 0
     for sweep in range(max_iter):
@@ -72,18 +95,14 @@ def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budg
         while c < m:
             if done >= budget:
                 return sweep, c, change, RUNNING, -1, done
-            i = I[c]
-            j = J[c]
-            for t in range(n):  # K z = K[:, i] − K[:, j] (rows: K symmetric)
-                Kz[t] = K[i, t] - K[j, t]
-            p = Kz[i] - Kz[j]
+            p = _direction(M, I, J, V, kernel, c, u)
             if not (p > 0.0):
                 return sweep, c, change, (NONFINITE if not np.isfinite(p) else NONPOSITIVE_DISTANCE), c, done
             alpha, beta, xnew = project(p, delta[c], xi[c], lam[c], gamma)
             xi[c] = xnew
             lam[c] -= alpha
             if beta != 0.0:
-                rank_one_update(K, Kz, beta)
+                rank_one_update(M, u, beta)
             c += 1
             done += 1
         c = 0
@@ -92,44 +111,20 @@ def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budg
         if code != NOT_CONVERGED:
             return sweep + 1, 0, change, code, -1, done
     return max_iter, 0, change, NOT_CONVERGED, -1, done
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def _run_kernel(K, I, J, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change):
+    """:func:`_run` on an n × n kernel K with the constrained pairs (I, J)."""
+    V = np.empty((0, 0))
+    return _run(K, I, J, V, True, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change)
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _run_metric(W, V, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change):
-    """:func:`_run_kernel` on a d × d W with pair differences V."""
-    d = W.shape[0]
-    m = V.shape[0]
-    Wv = np.empty(d)
-    c = c0
-    done = 0
-    for sweep in range(max_iter):
-        if c == 0:
-            lam_old[:] = lam
-        while c < m:
-            if done >= budget:
-                return sweep, c, change, RUNNING, -1, done
-            p = 0.0
-            for a in range(d):  # W v and p = vᵀ W v
-                s = 0.0
-                for b in range(d):
-                    s += W[a, b] * V[c, b]
-                Wv[a] = s
-                p += V[c, a] * s
-            if not (p > 0.0):
-                return sweep, c, change, (NONFINITE if not np.isfinite(p) else NONPOSITIVE_DISTANCE), c, done
-            alpha, beta, xnew = project(p, delta[c], xi[c], lam[c], gamma)
-            xi[c] = xnew
-            lam[c] -= alpha
-            if beta != 0.0:
-                rank_one_update(W, Wv, beta)
-            c += 1
-            done += 1
-        c = 0
-        change = dual_change(lam, lam_old)
-        code = sweep_end(change, tol)
-        if code != NOT_CONVERGED:
-            return sweep + 1, 0, change, code, -1, done
-    return max_iter, 0, change, NOT_CONVERGED, -1, done
+    """:func:`_run` on a d × d W with pair differences V."""
+    I = np.empty(0, dtype=np.int64)
+    return _run(W, I, I, V, False, delta, xi, lam, lam_old, gamma, tol, c0, max_iter, budget, change)
 
 
 @nb.njit(cache=True, error_model="numpy")
