@@ -161,18 +161,9 @@ def _project_q(X, Uc, wc, t_c, lam_c, gamma, XU, G):
     h(0) = tr(XÂ_c) − t_c before the projection, its scale max(|t_c|, γΣ|μ_k|))."""
     q = Uc.shape[0]
     r = X.shape[0]
-    for a in range(q):  # XU = X U_cᵀ (r × q)
-        for i in range(r):
-            s = 0.0
-            for j in range(r):
-                s += X[i, j] * Uc[a, j]
-            XU[i, a] = s
-    for a in range(q):
-        for b in range(q):
-            s = 0.0
-            for i in range(r):
-                s += Uc[a, i] * XU[i, b]
-            G[a, b] = s
+    XUq = XU[:, :q]
+    _times_t(X, Uc, XUq, False)  # XU = X U_cᵀ (r × q)
+    _times_t(Uc, XUq.T, G, False)  # G = U_c X U_cᵀ
     Gs = 0.5 * (G[:q, :q] + G[:q, :q].T)
     ev, EV = np.linalg.eigh(Gs)
     for k in range(q):
@@ -206,19 +197,24 @@ def _project_q(X, Uc, wc, t_c, lam_c, gamma, XU, G):
     # M = δD Bm⁻¹  ⇔  Mᵀ = Bm⁻ᵀ (δD)
     Mt = np.linalg.solve(np.ascontiguousarray(Bm.T), np.diag(delta * wc))
     XUM = np.zeros((r, q))
-    for i in range(r):
-        for b in range(q):
-            s = 0.0
-            for a in range(q):
-                s += XU[i, a] * Mt[b, a]
-            XUM[i, b] = s
-    for i in range(r):
-        for j in range(r):
-            s = 0.0
-            for a in range(q):
-                s += XUM[i, a] * XU[j, a]
-            X[i, j] -= s
+    _times_t(XUq, Mt, XUM, False)  # XU M
+    _times_t(XUM, XUq, X, True)
     return delta, OK, h0, size0
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _times_t(A, B, out, subtract):
+    """out = A Bᵀ, or out −= A Bᵀ when ``subtract`` (only the A.shape[0] × B.shape[0] block);
+    each entry summed over k in increasing order, from 0."""
+    for i in range(A.shape[0]):
+        for b in range(B.shape[0]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[b, k]
+            if subtract:
+                out[i, b] -= s
+            else:
+                out[i, b] = s
 
 
 @nb.njit(cache=True, error_model="numpy")
