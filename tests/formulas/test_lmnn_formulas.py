@@ -1,0 +1,253 @@
+"""cvxkml.formulas.lmnn (Weinberger & Saul 2009; Wang et al. 2011, eq. 18) against what each
+formula promises, evaluated independently: target neighbours and triplets by brute force, the
+objective by the printed double sum over (z_i − z_j)ᵀA(z_i − z_j), the Lagrangian identity of
+the pair weights, the dual value below the objective at every X ⪰ 0 and below a CVXPY optimum
+of tiny instances (weak duality), and the changes of coordinates (orthonormal factor, pull
+whitening) that must leave every learned distance unchanged."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from budget import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cvxkml.errors import InvalidInputError
+from cvxkml.formulas.lmnn import (
+    LMNNTriplets,
+    count_triplets,
+    from_pull_coordinates,
+    full_triplet_index,
+    laplacian_quadratic,
+    lmnn_dual_value,
+    lmnn_objective,
+    lmnn_slack,
+    orthonormal_factor,
+    pair_quadratic,
+    pair_weights,
+    psd_factor,
+    psd_pair_distances,
+    pull_whitening,
+    target_neighbors,
+    to_pull_coordinates,
+)
+
+SEED = st.integers(0, 2**31 - 1)
+
+
+def _instance(seed, n_max=10, d_max=4):
+    """Features Z (n × d), labels (every class with >= k + 1 members), k, triplets, a PSD A."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 3))
+    n_classes = int(rng.integers(2, 4))
+    y = np.concatenate([np.repeat(np.arange(n_classes), k + 1), rng.integers(0, n_classes, rng.integers(0, n_max))])
+    y = rng.permutation(y)
+    Z = rng.normal(size=(y.size, int(rng.integers(1, d_max + 1))))
+    sq = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    trip = LMNNTriplets.from_labels(y, k=k, sq_dist=sq)
+    B = rng.normal(size=(Z.shape[1], Z.shape[1]))
+    return rng, Z, y, k, sq, trip, B @ B.T * rng.uniform(0.01, 1.0)
+
+
+def _d(Z, A, i, j):
+    z = Z[i] - Z[j]
+    return float(z @ A @ z)
+
+
+def _loop_objective(Z, A, y, ti, tj, gamma):
+    """Eq. 18 with the optimal slack, by the printed sums."""
+    pull = sum(_d(Z, A, i, j) for i, j in zip(ti, tj, strict=True))
+    push = 0.0
+    for i, j in zip(ti, tj, strict=True):
+        for l in range(len(y)):
+            if y[l] != y[i]:
+                push += max(0.0, 1.0 + _d(Z, A, i, j) - _d(Z, A, i, l))
+    return (1.0 - gamma) * pull + gamma * push
+
+
+# --------------------------------------------------------------------------- structure
+@settings(max_examples=examples(25))
+@given(seed=SEED)
+def test_targets_and_triplets_against_brute_force(seed):
+    """Targets: for every i, the k nearest other points of its class (ties to the smaller
+    index); triplets: every (i, j, l) with j a target of i and y_l ≠ y_i, once; the pair
+    indices name the right points; count_triplets and full_triplet_index agree."""
+    _, Z, y, k, sq, trip, _ = _instance(seed)
+    n = y.size
+    ti, tj = target_neighbors(sq, y, k)
+    want = []
+    for i in range(n):
+        same = sorted((sq[i, j], j) for j in range(n) if j != i and y[j] == y[i])
+        want += [(i, j) for _, j in same[:k]]
+    assert sorted(zip(ti.tolist(), tj.tolist(), strict=True)) == sorted(want)
+    got = set(zip(trip.trip_i.tolist(), trip.trip_j.tolist(), trip.trip_l.tolist(), strict=True))
+    brute = {(i, j, l) for i, j in want for l in range(n) if y[l] != y[i]}
+    assert got == brute and trip.n_triplets == len(brute) == count_triplets(trip.codes, trip.target_i)
+    for pairs, a, b in ((trip.tt, trip.trip_i, trip.trip_j), (trip.ti, trip.trip_i, trip.trip_l)):
+        assert np.array_equal(trip.pi[pairs], np.minimum(a, b)) and np.array_equal(trip.pj[pairs], np.maximum(a, b))
+    assert np.all(trip.pi < trip.pj)
+    e = np.repeat(np.arange(trip.target_i.size), 1)  # every target entry against each impostor
+    q = [(ei, l) for ei in e for l in range(n) if y[l] != y[trip.target_i[ei]]]
+    entries = np.array([a for a, _ in q])
+    imps = np.array([b for _, b in q])
+    idx = full_triplet_index(trip.codes, trip.target_i, entries, imps)
+    np.testing.assert_array_equal(trip.trip_i[idx], trip.target_i[entries])
+    np.testing.assert_array_equal(trip.trip_j[idx], trip.target_j[entries])
+    np.testing.assert_array_equal(trip.trip_l[idx], imps)
+
+
+def test_structure_refuses_small_classes_and_single_class():
+    sq = np.ones((4, 4))
+    with pytest.raises(InvalidInputError, match="k \\+ 1"):
+        target_neighbors(sq, [0, 0, 0, 1], 1)
+    with pytest.raises(InvalidInputError, match="2 classes"):
+        target_neighbors(sq, [0, 0, 0, 0], 1)
+    i, j = target_neighbors(sq, [0, 0, 0, 1], 1, small_classes="shrink")
+    assert 3 not in i.tolist()  # the singleton has no target and still serves as impostor
+
+
+# --------------------------------------------------------------------------- values
+@settings(max_examples=examples(25))
+@given(seed=SEED, gamma=st.floats(0.0, 1.0))
+def test_objective_is_the_printed_sum_of_the_learned_distances(seed, gamma):
+    """lmnn_objective(d) with d from pair_quadratic or psd_pair_distances equals eq. 18 by a
+    loop over (z_i − z_j)ᵀA(z_i − z_j); lmnn_slack is the hinge of every triplet; the objective
+    is unchanged by a rotation of the features with the metric rotated along (Z Q, QᵀAQ)."""
+    rng, Z, y, _, _, trip, A = _instance(seed)
+    want = _loop_objective(Z, A, y, trip.target_i, trip.target_j, gamma)
+    d = pair_quadratic(Z, A, trip.pi, trip.pj)
+    d_f = psd_pair_distances(Z, A, trip.pi, trip.pj)
+    np.testing.assert_allclose(d, [_d(Z, A, i, j) for i, j in zip(trip.pi, trip.pj, strict=True)], rtol=1e-10)
+    np.testing.assert_allclose(d_f, d, rtol=1e-9, atol=1e-12 * max(1.0, d.max()))
+    assert np.all(d_f >= 0)
+    tol = 1e-9 * max(1.0, want)
+    assert lmnn_objective(d, trip, gamma) == pytest.approx(want, abs=tol)
+    xi = lmnn_slack(d, trip)
+    for t in range(trip.n_triplets):
+        i, j, l = trip.trip_i[t], trip.trip_j[t], trip.trip_l[t]
+        assert xi[t] == pytest.approx(max(0.0, 1.0 + _d(Z, A, i, j) - _d(Z, A, i, l)), abs=1e-10 * max(1.0, d.max()))
+    Q, _ = np.linalg.qr(rng.normal(size=(Z.shape[1],) * 2))
+    d_rot = pair_quadratic(Z @ Q, Q.T @ A @ Q, trip.pi, trip.pj)
+    assert lmnn_objective(d_rot, trip, gamma) == pytest.approx(want, abs=tol)
+
+
+@settings(max_examples=examples(25))
+@given(seed=SEED, gamma=st.floats(0.05, 0.95))
+def test_pair_weights_give_the_lagrangian_and_its_matrix(seed, gamma):
+    """For any α: Σ α_t + Σ_p w_p(α) d_p = (1 − γ) pull + Σ_t α_t (1 + d_ij − d_il) (the
+    Lagrangian), and laplacian_quadratic(U, w) = Σ_p w_p u_p u_pᵀ, so ⟨G(α), A⟩ = Σ_p w_p d_p."""
+    rng, Z, _, _, _, trip, A = _instance(seed)
+    alpha = rng.uniform(0, gamma, trip.n_triplets)
+    d = pair_quadratic(Z, A, trip.pi, trip.pj)
+    w = pair_weights(trip, alpha, gamma)
+    lhs = alpha.sum() + w @ d
+    rhs = (1 - gamma) * d[trip.target_pair].sum() + np.sum(alpha * (1 + d[trip.tt] - d[trip.ti]))
+    assert lhs == pytest.approx(rhs, rel=1e-10, abs=1e-10)
+    G = laplacian_quadratic(Z, trip, w)
+    want = sum(wp * np.outer(Z[i] - Z[j], Z[i] - Z[j]) for wp, i, j in zip(w, trip.pi, trip.pj, strict=True))
+    np.testing.assert_allclose(G, want, atol=1e-10 * max(1.0, np.abs(want).max()))
+    assert np.sum(G * A) == pytest.approx(w @ d, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=examples(25))
+@given(seed=SEED, gamma=st.floats(0.05, 0.95), spread=st.sampled_from([0.5, 1.0, 3.0]))
+def test_dual_value_is_below_the_objective_at_every_metric(seed, gamma, spread):
+    """Weak duality: lmnn_dual_value(U, α) <= F(X) for random X ⪰ 0 (U = the orthonormal factor
+    of Z, X in its coordinates) for any α (out-of-box values are clipped); it is invariant
+    under a rotation of U (G(α) rotates, its spectrum does not)."""
+    rng, Z, _, _, _, trip, _ = _instance(seed)
+    U, _, _ = orthonormal_factor(Z)
+    r = U.shape[1]
+    alpha = rng.uniform(-0.5 * gamma, (0.5 + spread) * gamma, trip.n_triplets)
+    g = lmnn_dual_value(U, trip, alpha, gamma)
+    assert 0.0 <= g <= np.clip(alpha, 0, gamma).sum() + 1e-12
+    for _ in range(20):
+        B = rng.normal(size=(r, int(rng.integers(1, r + 1)))) * 10.0 ** rng.uniform(-2, 2)
+        F = lmnn_objective(pair_quadratic(U, B @ B.T, trip.pi, trip.pj), trip, gamma)
+        assert g <= F + 1e-9 * max(1.0, F)
+    Q, _ = np.linalg.qr(rng.normal(size=(r, r)))
+    assert lmnn_dual_value(U @ Q, trip, alpha, gamma) == pytest.approx(g, rel=1e-6, abs=1e-9)
+
+
+@settings(max_examples=examples(6))
+@given(seed=SEED, gamma=st.sampled_from([0.3, 0.5, 0.8]))
+def test_dual_value_against_a_cvxpy_optimum(seed, gamma):
+    """On tiny instances: g(α) <= F* for random α, and at the conic solver's own multipliers
+    of the margin constraints g is F* (the bound is tight)."""
+    rng, Z, _, _, _, trip, _ = _instance(seed, n_max=3, d_max=2)
+    U, _, _ = orthonormal_factor(Z)
+    r = U.shape[1]
+    X = cp.Variable((r, r), PSD=True)
+    P = U[trip.pi] - U[trip.pj]
+    d = cp.hstack([cp.sum(cp.multiply(X, np.outer(P[p], P[p]))) for p in range(trip.n_pairs)])
+    xi = cp.Variable(trip.n_triplets, nonneg=True)
+    margin = xi >= 1 + d[trip.tt] - d[trip.ti]
+    prob = cp.Problem(cp.Minimize((1 - gamma) * cp.sum(d[trip.target_pair]) + gamma * cp.sum(xi)), [margin])
+    prob.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    f_star = prob.value
+    scale = max(1.0, abs(f_star))
+    for _ in range(10):
+        assert lmnn_dual_value(U, trip, rng.uniform(0, gamma, trip.n_triplets), gamma) <= f_star + 1e-7 * scale
+    g = lmnn_dual_value(U, trip, np.ravel(margin.dual_value), gamma)
+    assert g <= f_star + 1e-7 * scale
+    assert g >= f_star - 1e-5 * scale
+
+
+# --------------------------------------------------------------------------- coordinates
+@settings(max_examples=examples(20))
+@given(seed=SEED)
+def test_orthonormal_factor_and_psd_factor_keep_every_distance(seed):
+    """Z = U diag(s) Vt: the distances of A with features Z are those of
+    X̂ = diag(s) Vt A Vtᵀ diag(s) with features U; psd_factor(X) L Lᵀ = X."""
+    rng, Z, _, _, _, trip, A = _instance(seed)
+    Z = np.hstack([Z, Z[:, :1] * 2.0])  # a dependent column: one singular value dropped
+    A = np.pad(A, ((0, 1), (0, 1))) + 0.1 * np.eye(A.shape[0] + 1)
+    U, s, Vt = orthonormal_factor(Z)
+    assert U.shape[1] == Z.shape[1] - 1 or s[-1] > 0
+    np.testing.assert_allclose((U * s) @ Vt, Z, atol=1e-10 * np.abs(Z).max())
+    np.testing.assert_allclose(U.T @ U, np.eye(U.shape[1]), atol=1e-12)
+    Xh = (s[:, None] * Vt) @ A @ (Vt.T * s)
+    np.testing.assert_allclose(
+        pair_quadratic(U, Xh, trip.pi, trip.pj), pair_quadratic(Z, A, trip.pi, trip.pj), rtol=1e-9, atol=1e-10
+    )
+    L = psd_factor(Xh)
+    np.testing.assert_allclose(L @ L.T, Xh, atol=1e-10 * np.abs(Xh).max())
+    with pytest.raises(InvalidInputError, match="zero"):
+        orthonormal_factor(np.zeros((3, 2)))
+
+
+@settings(max_examples=examples(20))
+@given(seed=SEED, tiny=st.sampled_from([1e-2, 1e-3, 1e-5]))
+def test_pull_whitening_is_a_change_of_coordinates(seed, tiny):
+    """With a target pull G(0) of conditioning beyond 1e4, pull_whitening gives (W, W⁻¹):
+    W W⁻¹ = I, X ↔ X̃ round-trips, and the distances of X̃ with features U W are those of X
+    with features U (so F and every bound are the same problem's); WᵀG(0)W has conditioning
+    at most 1e4 on the directions it rescaled."""
+    rng, Z, y, k, sq, trip, _ = _instance(seed)
+    Z = np.hstack([Z, tiny * rng.normal(size=(y.size, 1))])  # a direction the pull barely sees
+    U, _, _ = orthonormal_factor(Z, rtol=1e-14)
+    U = U * np.r_[np.ones(U.shape[1] - 1), tiny]  # G(0) ~ diag(…, tiny²)
+    gamma = 0.5
+    wh = pull_whitening(U, trip.target_i, trip.target_j, gamma)
+    D = U[trip.target_i] - U[trip.target_j]
+    G0 = (1 - gamma) * D.T @ D
+    lam = np.linalg.eigvalsh(G0)
+    if not np.any((lam > 1e-12 * lam[-1]) & (lam < 1e-4 * lam[-1])):
+        assert wh is None
+        return
+    W, W_inv = wh
+    r = U.shape[1]
+    np.testing.assert_allclose(W @ W_inv, np.eye(r), atol=1e-8)
+    B = rng.normal(size=(r, r))
+    X = B @ B.T
+    Xt = to_pull_coordinates(X, wh)
+    np.testing.assert_allclose(from_pull_coordinates(Xt, wh), X, rtol=1e-8, atol=1e-8 * np.abs(X).max())
+    np.testing.assert_allclose(
+        pair_quadratic(U @ W, Xt, trip.pi, trip.pj), pair_quadratic(U, X, trip.pi, trip.pj), rtol=1e-7, atol=1e-9
+    )
+    lw = np.linalg.eigvalsh(W @ G0 @ W)
+    assert lw[lw > 1e-12 * lam[-1]].min() >= (1e-4 - 1e-8) * lw[-1]
+    assert to_pull_coordinates(X, None) is X and from_pull_coordinates(X, None) is X
