@@ -447,17 +447,16 @@ def _pass_change(lam, old, idx):
     return 0.0 if den == 0.0 else num / den
 
 
-def _run_passes(
-    R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit, state, shuffle, tol, max_passes, budget
-):
+def _run_passes(R, rows, xi, lam, g, order, n_visit, state, shuffle, tol, max_passes, budget):
     """:func:`_passes` in calls of about ``budget.units`` projections
     (:func:`~cvxkml.solvers._bregman_core.run_sliced`): whole passes when a pass fits the
     budget, else one pass in slices of the (shuffled) order.  Same iterates, same return
-    values as one call of :func:`_passes`."""
+    values as one call of :func:`_passes`.  ``rows`` = (G0, kind, I, J, Kx, coef_u,
+    coef_v, delta), the constraint arrays in :func:`_passes`' order."""
     n_visit = int(n_visit)
 
     def whole(k):
-        return _passes(R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, order, n_visit, state, shuffle, tol, k)
+        return _passes(R, *rows, xi, lam, g, order, n_visit, state, shuffle, tol, k)
 
     def begin():
         if shuffle:
@@ -466,9 +465,7 @@ def _run_passes(
         return idx, lam[idx]
 
     def piece(sliced, a, b):
-        _, _, code, bad = _passes(
-            R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, sliced[0][a:b], b - a, state, False, -1.0, 1
-        )
+        _, _, code, bad = _passes(R, *rows, xi, lam, g, sliced[0][a:b], b - a, state, False, -1.0, 1)
         return code, bad
 
     def change_of(sliced):
@@ -625,9 +622,7 @@ def _lowrank_arrays(G0, B0, kind, I, J, Kx, coef_u, coef_v, delta, target, lam0,
     return G0, R, kind, I, J, Kx, cu, cv, delta, target, lam, xi
 
 
-def _certified_now(
-    R, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val, res, scale, change, fresh, gap_tol, viol_tol, st
-) -> bool:
+def _certified_now(R, rows, target, xi, lam, g, val, res, scale, change, fresh, gap_tol, viol_tol, st) -> bool:
     """Whether :func:`lowrank_logdet` may stop after a pass that met the dual-change rule: the
     violation half of the certificate comes free with the residuals; the dual value (O(m r²)
     and two r × r eigendecompositions) is computed only when it holds (or the duals stall)."""
@@ -635,19 +630,17 @@ def _certified_now(
     if not (viol <= viol_tol or change <= STALL):
         return False
     tc = time.perf_counter()
-    cert = _certificate(R.T, G0, kind, I, J, Kx, cu, cv, delta, target, xi, lam, g, val, res)
+    cert = _certificate(R.T, *rows, target, xi, lam, g, val, res)
     st["checks"] += 1
     st["check_time"] += time.perf_counter() - tc
     st["certificate"] = cert
     return bool((-gap_tol <= cert[2] <= gap_tol and cert[3] <= viol_tol) or (change <= STALL and not fresh))
 
 
-def _cyclic_loop(
-    R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, tol, max_iter, budget, watch, time_limit, stop_here, st, t0
-):
+def _cyclic_loop(R, rows, xi, lam, g, tol, max_iter, budget, watch, time_limit, stop_here, st, t0):
     """The paper's loop of :func:`lowrank_logdet`: cyclic sweeps over every constraint until the
     dual-change rule holds, in chunks that end at the Farkas checks and the time limit."""
-    m = len(I)
+    m = len(xi)
     sweeps, change, code = 0, np.inf, NOT_CONVERGED
     every, bad = np.arange(m), -1
     no_state = np.zeros(1, np.uint64)
@@ -657,9 +650,7 @@ def _cyclic_loop(
             k = min(k, max(watch.next - sweeps, 1))
         if budget.units < 64 * max(m, 1) or time_limit is not None:
             k = min(k, max(budget.units // max(m, 1), 1))
-        s, change, code, bad = _run_passes(
-            R, G0, kind, I, J, Kx, cu, cv, delta, xi, lam, g, every, m, no_state, False, tol, k, budget
-        )
+        s, change, code, bad = _run_passes(R, rows, xi, lam, g, every, m, no_state, False, tol, k, budget)
         sweeps += int(s)
         if code != NOT_CONVERGED or stop_here(sweeps):
             break
@@ -802,38 +793,17 @@ def lowrank_logdet(
     st.update(projections=0, refreshes=0, checks=0, check_time=0.0, certificate=None)
     time_limit = check_time_limit(time_limit)
     budget = WorkBudget(start=max(m, 1) * 4)
+    rows = (G0, kind, I, J, Kx, cu, cv, delta)  # the constraint arrays, in the compiled loops' order
     watch = None
     if detect_infeasible and np.isinf(g) and m:
-        watch = FarkasWatch(
-            _lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta), np.where(kind == PAIR, delta * target, target)
-        )
+        watch = FarkasWatch(_lowrank_gram(*rows), np.where(kind == PAIR, delta * target, target))
     t0 = time.perf_counter()
     stop_here = _stop_rule(watch, time_limit, lam, st, t0)
     if order == "cyclic" and not active_set and not certify:  # the paper's loop
-        return _cyclic_loop(
-            R,
-            G0,
-            kind,
-            I,
-            J,
-            Kx,
-            cu,
-            cv,
-            delta,
-            xi,
-            lam,
-            g,
-            tol,
-            max_iter,
-            budget,
-            watch,
-            time_limit,
-            stop_here,
-            st,
-            t0,
-        )
+        return _cyclic_loop(R, rows, xi, lam, g, tol, max_iter, budget, watch, time_limit, stop_here, st, t0)
     # only the rows of G0 that the constraints touch (G = G0 B costs O(rows · r²))
     G0, I, J, Kx = _touched_rows(G0, I, J, Kx)
+    rows = (G0, kind, I, J, Kx, cu, cv, delta)
     G = np.empty_like(G0)
     scale = np.maximum(1.0, np.abs(target))  # relative violations, as the problem's
     res = np.empty(m)
@@ -848,7 +818,7 @@ def lowrank_logdet(
     while True:
         if active_set or (certify and rule):
             np.dot(G0, R.T, out=G)  # G = G0 B
-            _residuals(G, kind, I, J, Kx, cu, cv, delta, xi, res, val)
+            _residuals(G, *rows[1:], xi, res, val)
             st["refreshes"] += 1
             if not np.all(np.isfinite(res)):
                 code, bad = NONFINITE, -1
@@ -860,27 +830,7 @@ def lowrank_logdet(
                 code = OK
                 break
         elif rule and _certified_now(
-            R,
-            G0,
-            kind,
-            I,
-            J,
-            Kx,
-            cu,
-            cv,
-            delta,
-            target,
-            xi,
-            lam,
-            g,
-            val,
-            res,
-            scale,
-            change,
-            fresh,
-            gap_tol,
-            viol_tol,
-            st,
+            R, rows, target, xi, lam, g, val, res, scale, change, fresh, gap_tol, viol_tol, st
         ):
             code = OK
             break
@@ -905,25 +855,7 @@ def lowrank_logdet(
         if watch is not None:
             chunk = min(chunk, max(watch.next - sweeps, 1))
         s, change, code, bad = _run_passes(
-            R,
-            G0,
-            kind,
-            I,
-            J,
-            Kx,
-            cu,
-            cv,
-            delta,
-            xi,
-            lam,
-            g,
-            visit,
-            n_visit,
-            state,
-            order == "shuffle",
-            tol,
-            chunk,
-            budget,
+            R, rows, xi, lam, g, visit, n_visit, state, order == "shuffle", tol, chunk, budget
         )
         st["projections"] += s * n_visit
         sweeps += s

@@ -75,7 +75,8 @@ def test_lowrank_passes_in_slices_are_bit_identical(units, shuffle):
         order, state = np.arange(m), np.array([7], dtype=np.uint64)
         if chunked:
             budget = WorkBudget(start=units, low=units, high=units)
-            out = _run_passes(R, G0, kind, i, j, j, z, z, y, xi, lam, 1.0, order, m, state, shuffle, 1e-7, 30, budget)
+            rows = (G0, kind, i, j, j, z, z, y)
+            out = _run_passes(R, rows, xi, lam, 1.0, order, m, state, shuffle, 1e-7, 30, budget)
         else:
             out = _passes(R, G0, kind, i, j, j, z, z, y, xi, lam, 1.0, order, m, state, shuffle, 1e-7, 30)
         outs.append((tuple(out), R, lam, xi))
