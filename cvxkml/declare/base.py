@@ -1183,10 +1183,15 @@ class SpectralProblem(Problem):
         )
 
     def _fast_solution(self, res, sweeps, elapsed) -> Solution:
-        """The :class:`Solution` of a fast run (``converged`` = the run met its own rule)."""
+        """The :class:`Solution` of a fast run (``converged`` = the run met its own rule).
+
+        With the regularizer's own slack (``gamma``) the primal point is (M, ``best_slack(M)``):
+        the objective is priced at that slack, so its violations are measured there too (the
+        point the certificate speaks of, feasible on the pairs by construction), not at the
+        solver's own slack iterate, which may lag behind M."""
         converged = res.code != NOT_CONVERGED
         M = res.matrix
-        xi = res.xi[: len(self.pairs)] if self.gamma is not None else None
+        xi = self.best_slack(M) if self.gamma is not None else None
         viol = self.violations(M, xi)
         extra = dict(res.extra)
         return Solution(
