@@ -879,67 +879,109 @@ class SpectralProblem(Problem):
                 )
                 if sol is not first:
                     use_dual, sweeps, attempts = True, sol.n_iter, 1
-            if not certified:
-                self._raise_if_farkas(sol)
-            if stopped:
-                sol.converged = False
-                sol.status = CALLBACK_STOP
-                gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
-                self._warn_unconverged(
-                    sol,
-                    f"The callback stopped the solve after {sweeps} iteration(s), "
-                    f"uncertified: relative gap {gap_txt}, max relative violation "
-                    f"{rel_viol:.3g}.",
-                )
-            elif not certified and "stages" in sol.info:
-                first, second = sol.info["stages"]
-                sol.converged = False
-                sol.status = "not certified" if met else sol.status
-                warnings.warn(
-                    f"Neither stage certified: Bregman projections ({first['iterations']} sweeps, relative gap "
-                    f"{first['relative_gap']:.3g}, max relative violation {first['max_relative_violation']:.3g}), then "
-                    f"the dual solver from their multipliers ({second['iterations']} Newton iterations, relative gap "
-                    f"{second['relative_gap']:.3g}, max relative violation {second['max_relative_violation']:.3g}); "
-                    f"the {second['returned'] and 'second' or 'first'} is returned. Raise max_iter or tol.",
-                    ConvergenceWarning,
-                    stacklevel=2,
-                )
-            elif not met and attempts == 1:
-                what = (
-                    "The dual solver did not certify in {} Newton iterations: relative gap/violation"
-                    if use_dual
-                    else "Bregman projections did not converge in {} sweeps: relative dual change"
-                ).format(sweeps)
-                warnings.warn(
-                    f"{what} "
-                    f"{res.dual_change:.3g} > tol {attempt_tol:.3g}, max violation {sol.max_violation:.3g}. "
-                    "Raise max_iter or tol"
-                    + (
-                        ""
-                        if self.gamma is not None or self._hinge
-                        else ", or use slack (gamma, or Hinge) if the constraints conflict"
-                    )
-                    + ".",
-                    ConvergenceWarning,
-                    stacklevel=2,
-                )
-            elif not certified:
-                sol.converged = False
-                sol.status = "not certified"
-                gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
-                warnings.warn(
-                    f"The dual change met tol {tol:.3g} but the certificate did not (after {attempts} "
-                    f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} "
-                    f"(allowed ±{gap_tol:.3g}), max relative "
-                    f"violation {rel_viol:.3g} (allowed {viol_tol:.3g}). "
-                    + ("The hard constraints may be infeasible (use slack, gamma=…), or " if self.gamma is None else "")
-                    + "raise max_iter, or loosen gap_tol / viol_tol.",
-                    ConvergenceWarning,
-                    stacklevel=2,
-                )
+            self._close_fast_solve(
+                sol,
+                res,
+                stopped=stopped,
+                certified=certified,
+                met=met,
+                use_dual=use_dual,
+                attempts=attempts,
+                sweeps=sweeps,
+                gap=gap,
+                scale=scale,
+                rel_viol=rel_viol,
+                tol=tol,
+                attempt_tol=attempt_tol,
+                gap_tol=gap_tol,
+                viol_tol=viol_tol,
+            )
             return sol
         finally:
             self._stop_rule = self._resume = None  # nothing of this solve outlives it
+
+    def _close_fast_solve(
+        self,
+        sol,
+        res,
+        *,
+        stopped,
+        certified,
+        met,
+        use_dual,
+        attempts,
+        sweeps,
+        gap,
+        scale,
+        rel_viol,
+        tol,
+        attempt_tol,
+        gap_tol,
+        viol_tol,
+    ) -> None:
+        """The last phase of :meth:`solve`: a Farkas certificate of infeasibility raises; an
+        uncertified answer gets ``converged=False``, its status, and one ConvergenceWarning
+        saying why (stopped by the callback, neither stage of the gamma handoff certified,
+        the iteration limit, or the dual-change rule met without the certificate)."""
+        if not certified:
+            self._raise_if_farkas(sol)
+        if stopped:
+            sol.converged = False
+            sol.status = CALLBACK_STOP
+            gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
+            self._warn_unconverged(
+                sol,
+                f"The callback stopped the solve after {sweeps} iteration(s), "
+                f"uncertified: relative gap {gap_txt}, max relative violation "
+                f"{rel_viol:.3g}.",
+                stacklevel=4,
+            )
+        elif not certified and "stages" in sol.info:
+            first, second = sol.info["stages"]
+            sol.converged = False
+            sol.status = "not certified" if met else sol.status
+            warnings.warn(
+                f"Neither stage certified: Bregman projections ({first['iterations']} sweeps, relative gap "
+                f"{first['relative_gap']:.3g}, max relative violation {first['max_relative_violation']:.3g}), then "
+                f"the dual solver from their multipliers ({second['iterations']} Newton iterations, relative gap "
+                f"{second['relative_gap']:.3g}, max relative violation {second['max_relative_violation']:.3g}); "
+                f"the {second['returned'] and 'second' or 'first'} is returned. Raise max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        elif not met and attempts == 1:
+            what = (
+                "The dual solver did not certify in {} Newton iterations: relative gap/violation"
+                if use_dual
+                else "Bregman projections did not converge in {} sweeps: relative dual change"
+            ).format(sweeps)
+            warnings.warn(
+                f"{what} "
+                f"{res.dual_change:.3g} > tol {attempt_tol:.3g}, max violation {sol.max_violation:.3g}. "
+                "Raise max_iter or tol"
+                + (
+                    ""
+                    if self.gamma is not None or self._hinge
+                    else ", or use slack (gamma, or Hinge) if the constraints conflict"
+                )
+                + ".",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        elif not certified:
+            sol.converged = False
+            sol.status = "not certified"
+            gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
+            warnings.warn(
+                f"The dual change met tol {tol:.3g} but the certificate did not (after {attempts} "
+                f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} "
+                f"(allowed ±{gap_tol:.3g}), max relative "
+                f"violation {rel_viol:.3g} (allowed {viol_tol:.3g}). "
+                + ("The hard constraints may be infeasible (use slack, gamma=…), or " if self.gamma is None else "")
+                + "raise max_iter, or loosen gap_tol / viol_tol.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
 
     #: Newton iterations of ``max_iter`` (at most a tenth) that "auto" keeps for the dual
     #: solver after Bregman on a gamma problem
