@@ -498,11 +498,11 @@ def _no_finite_start(r, lam, t0) -> FastResult:
     )
 
 
-def _dual_newton_impl(
-    U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback=None, damping=1e-2, slack=None
-):
+def _setup(U, w, ptr, t, conj, lower, upper, quad, slack):
+    """The terms, the dual box, the separable curvature ``quad``, the hard multipliers (those a
+    Farkas ray can run in), the conjugate's shift, the targets' scale and its domain bound."""
     ops = RankOneTerms(U, w, ptr, t)
-    m, r = ops.m, ops.r
+    m = ops.m
     lower = np.zeros(m) if lower is None else np.asarray(lower, dtype=np.float64)
     upper = np.full(m, np.inf) if upper is None else np.asarray(upper, dtype=np.float64)
     quad = np.zeros(m) if quad is None else np.asarray(quad, dtype=np.float64)
@@ -510,13 +510,112 @@ def _dual_newton_impl(
         ops.slack = sl = _Slack(conj, *slack, m)
         lower = lower.copy()
         lower[sl.idx] = np.maximum(lower[sl.idx], 0.0)  # δ_c(p_c − ξ_c) <= 0: λ_c >= 0
-    sl = ops.slack
     hard = np.isinf(upper) & (quad == 0)  # the multipliers a Farkas ray can run in
+    if ops.slack is not None:
+        hard &= ~ops.slack.mask  # (the slack constraints are soft)
+    shift = np.asarray(conj.conj_shift(ops.r), dtype=float)
+    return ops, lower, upper, quad, hard, shift, np.maximum(np.abs(ops.t), 1.0), _domain_upper(conj)
+
+
+def _direction(ops, conj, st, lower, upper, quad, cert, boost, damping, newton_budget):
+    """One projected-Newton direction (Bertsekas 1982): Newton on the free multipliers (dense,
+    or truncated CG above ``newton_budget``), the scaled gradient on the ε-active ones, the
+    scaled gradient everywhere when no Newton direction ascends.  Returns (d, active, diag,
+    curv, newton, "dense" | "cg" | None)."""
+    sl, m, r = ops.slack, ops.m, ops.r
+    lam, grad = st.lam, st.grad
+    # Bertsekas' ε-active set on the box
+    eps = min(1e-3, float(np.max(np.abs(lam - np.clip(lam + grad, lower, upper)), initial=0.0)))
+    active = ((lam <= lower + eps) & (grad < 0)) | ((lam >= upper - eps) & (grad > 0))
+    free = ~active
+    x_p = np.asarray(conj.conj_hess_s(st.mu), dtype=float)
+    Gam = _divided_differences(st.mu, st.x, x_p)
+    # the constraints that can move: free, or ε-active strictly inside the box (those on
+    # a bound with the gradient pointing out stay where they are)
+    moving = free | (active & (lam > lower) & (lam < upper))
+    qeff = quad  # the separable part of −∇²g: squared penalties, the slack conjugate
     if sl is not None:
-        hard &= ~sl.mask  # (the slack constraints are soft)
-    shift = np.asarray(conj.conj_shift(r), dtype=float)
-    scale_t = np.maximum(np.abs(ops.t), 1.0)
-    dom = _domain_upper(conj)
+        qeff = quad.copy()
+        qeff[sl.idx] += sl.curvature(lam)
+    diag = _hessian_diagonal(ops, st, Gam, moving) + qeff
+    dmax = float(np.max(diag, initial=0.0))
+    # where the curvature vanishes (a flat piece of f*: X̂ = 0 under Frobenius) the
+    # scale of ‖Â_c‖²·max(1, max Γ) bounds it from above; the expansion grows the step
+    floor = ops.norms**2 * max(1.0, float(np.max(np.abs(Gam), initial=0.0)))
+    # (an ε-active multiplier scaled by a vanishing curvature would jump to its bound at
+    # any step of the arc: the step then could not shrink)
+    floor = np.maximum(floor, _TINY)
+    curv = np.where((diag > 1e-12 * dmax) & (diag > 1e-3 * floor), diag, floor)
+    dscale = np.maximum(diag, max(1e-12 * dmax, _TINY))  # Marquardt's scaling, Jacobi
+    d = np.zeros(m)
+    with np.errstate(over="ignore"):  # ±inf: straight to the bound (clipped)
+        d[active] = grad[active] / dscale[active]  # scaled gradient on the active set
+    kind = None
+    if np.any(free):
+        # Levenberg–Marquardt damping (Marquardt's scaling μ·diag H): the dual Hessian is
+        # singular whenever m exceeds r(r+1)/2 or the regularizer is flat (Frobenius,
+        # trace); the damping vanishes with the certificate
+        mu_lm = min(1e8, boost * min(1e-2, max(1e-12, damping * np.sqrt(cert))))
+        H = _FreeHessian(ops, st, Gam, free, qeff, mu_lm * dscale[free])
+        kt = H.ZF.shape[0]
+        small = kt * r * r <= newton_budget
+        factors = None
+        if not small and kt <= _DENSE_MAX:
+            factors = _gamma_factors(Gam)
+            # formed in s·|F|²·r (+ |F|³/3 to solve) against ~40 products of 4·|F|·r²
+            if factors is not None and len(factors[0]) * kt * r + kt * kt / 3.0 > 160.0 * r * r:
+                factors = None
+        if small or factors is not None:
+            Hd = H.dense(factors)
+            try:
+                d[free] = np.linalg.solve(Hd, grad[free])
+            except np.linalg.LinAlgError:
+                d[free] = np.linalg.lstsq(Hd, grad[free], rcond=1e-13)[0]
+            kind = "dense"
+        else:
+            eta = min(0.1, max(1e-10, np.sqrt(cert)))
+            d[free] = cg(
+                H.matvec,
+                grad[free],
+                eta,
+                maxiter=min(2 * H.k + 10, 250),
+                precond=1.0 / (dscale[free] * (1.0 + mu_lm)),
+            )[0]
+            kind = "cg"
+    newton = np.any(free) and np.all(np.isfinite(d[free])) and float(d[free] @ grad[free]) > 0.0
+    if not newton or not float(grad @ (np.clip(lam + d, lower, upper) - lam)) > 0.0:
+        # no usable Newton direction (a zero Hessian on a flat piece of f*): the scaled
+        # gradient everywhere, expanded when taken in full
+        newton = False
+        d = grad / curv
+    return d, active, diag, curv, newton, kind
+
+
+def _gradient_step(ops, conj, shift, quad, base_st, curv, lower, upper):
+    """After a failed or crawling Newton step (a singular Hessian: kinks of f*, flat
+    regularizers): a scaled gradient step from ``base_st``, halved until it ascends, then
+    expanded while it keeps improving.  Returns (state or None, trial points)."""
+    d_g = base_st.grad / curv
+    best, step, evaluations = None, 1.0, 0
+    for _ in range(60):
+        cand = np.clip(base_st.lam + step * d_g, lower, upper)
+        light = _dual_objective(ops, conj, shift, quad, cand, values_only=True)
+        evaluations += 1
+        if light is not None and light[0] > base_st.g:
+            best = _evaluate(ops, conj, shift, quad, cand, M=light[4])
+            if best is not None:
+                break
+        step *= 0.5
+    if best is not None:
+        best = _expand(ops, conj, shift, quad, base_st.lam, step * d_g, lower, upper, best)
+    return best, evaluations
+
+
+def _dual_newton_impl(
+    U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback=None, damping=1e-2, slack=None
+):
+    ops, lower, upper, quad, hard, shift, scale_t, dom = _setup(U, w, ptr, t, conj, lower, upper, quad, slack)
+    m, r, sl = ops.m, ops.r, ops.slack
     start = np.zeros(m) if lam0 is None else np.asarray(lam0, dtype=np.float64)
     lam = np.clip(start, lower, upper)
     t0 = time.perf_counter()
@@ -527,8 +626,10 @@ def _dual_newton_impl(
     if st is None:
         return _no_finite_start(r, lam, t0)
     boost = 1.0  # Levenberg–Marquardt: ×10 after a failed / short Newton step, ÷10 after a full one
-    it = grad_steps = cg_steps = dense_steps = evaluations = 0
+    count = dict(gradient_steps=0, cg_solves=0, dense_solves=0, trial_points=0)
+    it = 0
     converged = infeasible = stopped = False
+    certify = lambda c: max(_certificate(c, lower, upper, quad, scale_t, sl)[:2])  # noqa: E731
     while True:
         rel_gap, rel_viol, f_total = _certificate(st, lower, upper, quad, scale_t, sl)
         cert = max(rel_gap, rel_viol)
@@ -549,78 +650,19 @@ def _dual_newton_impl(
                 infeasible = True
                 break
         lam, grad = st.lam, st.grad
-        # Bertsekas' ε-active set on the box
-        eps = min(1e-3, float(np.max(np.abs(lam - np.clip(lam + grad, lower, upper)), initial=0.0)))
-        active = ((lam <= lower + eps) & (grad < 0)) | ((lam >= upper - eps) & (grad > 0))
-        free = ~active
-        x_p = np.asarray(conj.conj_hess_s(st.mu), dtype=float)
-        Gam = _divided_differences(st.mu, st.x, x_p)
-        # the constraints that can move: free, or ε-active strictly inside the box (those on
-        # a bound with the gradient pointing out stay where they are)
-        moving = free | (active & (lam > lower) & (lam < upper))
-        qeff = quad  # the separable part of −∇²g: squared penalties, the slack conjugate
-        if sl is not None:
-            qeff = quad.copy()
-            qeff[sl.idx] += sl.curvature(lam)
-        diag = _hessian_diagonal(ops, st, Gam, moving) + qeff
-        dmax = float(np.max(diag, initial=0.0))
-        # where the curvature vanishes (a flat piece of f*: X̂ = 0 under Frobenius) the
-        # scale of ‖Â_c‖²·max(1, max Γ) bounds it from above; the expansion below grows the step
-        floor = ops.norms**2 * max(1.0, float(np.max(np.abs(Gam), initial=0.0)))
-        # (an ε-active multiplier scaled by a vanishing curvature would jump to its bound at
-        # any step of the arc: the step then could not shrink)
-        floor = np.maximum(floor, _TINY)
-        curv = np.where((diag > 1e-12 * dmax) & (diag > 1e-3 * floor), diag, floor)
-        dscale = np.maximum(diag, max(1e-12 * dmax, _TINY))  # Marquardt's scaling, Jacobi
-        d = np.zeros(m)
-        with np.errstate(over="ignore"):  # ±inf: straight to the bound (clipped)
-            d[active] = grad[active] / dscale[active]  # scaled gradient on the active set
-        if np.any(free):
-            # Levenberg–Marquardt damping (Marquardt's scaling μ·diag H): the dual Hessian is
-            # singular whenever m exceeds r(r+1)/2 or the regularizer is flat (Frobenius,
-            # trace); the damping vanishes with the certificate
-            mu_lm = min(1e8, boost * min(1e-2, max(1e-12, damping * np.sqrt(cert))))
-            H = _FreeHessian(ops, st, Gam, free, qeff, mu_lm * dscale[free])
-            kt = H.ZF.shape[0]
-            small = kt * r * r <= newton_budget
-            factors = None
-            if not small and kt <= _DENSE_MAX:
-                factors = _gamma_factors(Gam)
-                # formed in s·|F|²·r (+ |F|³/3 to solve) against ~40 products of 4·|F|·r²
-                if factors is not None and len(factors[0]) * kt * r + kt * kt / 3.0 > 160.0 * r * r:
-                    factors = None
-            if small or factors is not None:
-                Hd = H.dense(factors)
-                try:
-                    d[free] = np.linalg.solve(Hd, grad[free])
-                except np.linalg.LinAlgError:
-                    d[free] = np.linalg.lstsq(Hd, grad[free], rcond=1e-13)[0]
-                dense_steps += 1
-            else:
-                eta = min(0.1, max(1e-10, np.sqrt(cert)))
-                d[free] = cg(
-                    H.matvec,
-                    grad[free],
-                    eta,
-                    maxiter=min(2 * H.k + 10, 250),
-                    precond=1.0 / (dscale[free] * (1.0 + mu_lm)),
-                )[0]
-                cg_steps += 1
-        newton = np.any(free) and np.all(np.isfinite(d[free])) and float(d[free] @ grad[free]) > 0.0
-        if not newton or not float(grad @ (np.clip(lam + d, lower, upper) - lam)) > 0.0:
-            # no usable Newton direction (a zero Hessian on a flat piece of f*): the scaled
-            # gradient everywhere, expanded below when taken in full
-            newton = False
-            d = grad / curv
-        certify = lambda c: max(_certificate(c, lower, upper, quad, scale_t, sl)[:2])  # noqa: E731
+        d, active, diag, curv, newton, kind = _direction(
+            ops, conj, st, lower, upper, quad, cert, boost, damping, newton_budget
+        )
+        if kind is not None:
+            count["dense_solves" if kind == "dense" else "cg_solves"] += 1
         new, step, trials = _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certify)
-        evaluations += trials
+        count["trial_points"] += trials
         if new is None and np.any(active & (diag < curv)):
             # an ε-active multiplier scaled by a vanishing curvature jumps to its bound at any
             # step of the arc, which then cannot shrink: again with the safe curvature bound
             d[active] = grad[active] / curv[active]
             new, step, trials = _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certify)
-            evaluations += trials
+            count["trial_points"] += trials
         if new is not None and step == 1.0 and not newton:
             # a pure scaled-gradient step taken in full: where g is flat in places (X̂ = 0
             # under Frobenius) its curvature scale may be far too small: expand it
@@ -628,49 +670,30 @@ def _dual_newton_impl(
         it += 1
         boost = max(1.0, boost / 10.0) if (new is not None and step == 1.0) else min(boost * 10.0, 1e12)
         if new is None or step < 1e-2:
-            # Newton failed or crawled (a singular Hessian: kinks of f*, flat regularizers):
-            # a scaled gradient step, expanded while it keeps improving
-            base_st = new if new is not None else st
-            d_g = base_st.grad / curv
-            best, step = None, 1.0
-            for _ in range(60):
-                cand = np.clip(base_st.lam + step * d_g, lower, upper)
-                light = _dual_objective(ops, conj, shift, quad, cand, values_only=True)
-                evaluations += 1
-                if light is not None and light[0] > base_st.g:
-                    best = _evaluate(ops, conj, shift, quad, cand, M=light[4])
-                    if best is not None:
-                        break
-                step *= 0.5
-            if best is not None:
-                best = _expand(ops, conj, shift, quad, base_st.lam, step * d_g, lower, upper, best)
-            grad_steps += 1
+            best, trials = _gradient_step(ops, conj, shift, quad, new if new is not None else st, curv, lower, upper)
+            count["trial_points"] += trials
+            count["gradient_steps"] += 1
             if best is not None:
                 new = best
             if new is None:
                 break  # no ascent possible at round-off
         st = new
-    elapsed = time.perf_counter() - t0
     X = (st.V * st.x) @ st.V.T
-    code = OK if converged else NOT_CONVERGED
     return FastResult(
         matrix=0.5 * (X + X.T),
         lam=st.lam,
         xi=np.zeros(0) if sl is None else sl.best(st.trA),
         sweeps=int(it),
         dual_change=float(max(rel_gap, rel_viol)),
-        code=code,
+        code=OK if converged else NOT_CONVERGED,
         bad_index=-1,
-        time=elapsed,
+        time=time.perf_counter() - t0,
         extra={
             "solver": "dual-newton",
             "rel_gap": float(rel_gap),
             "rel_violation": float(rel_viol),
             "newton_iterations": int(it),
-            "gradient_steps": int(grad_steps),
-            "cg_solves": int(cg_steps),
-            "dense_solves": int(dense_steps),
-            "trial_points": int(evaluations),
+            **count,
             "farkas": ops.farkas_test(np.where(hard, np.maximum(st.lam, 0.0), 0.0)),
             "infeasible": bool(infeasible),
             "stopped": bool(stopped),
