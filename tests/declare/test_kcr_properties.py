@@ -79,6 +79,9 @@ seeds = st.integers(0, 2**31 - 1)
 
 @settings(max_examples=EXAMPLES)
 @given(seed=seeds, sizes=sizes_default, kind=kinds, nu_factor=nu_factors, lam=lams)
+# fuzz: the polished dual point was changed in place after its bound was recorded, and
+# KCR.solve's recomputed gap (4.8e-4) disagreed with the solver's (4.0e-5)
+@example(seed=26244826, sizes=[2, 7, 2], kind="gaussian", nu_factor=0.5, lam=1.0)
 def test_fast_matches_exact(seed, sizes, kind, nu_factor, lam):
     check_fast_vs_exact(random_instance(seed, sizes, kind, nu_factor, lam))
 
