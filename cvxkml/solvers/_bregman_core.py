@@ -9,6 +9,7 @@ Compiled kernels (Numba, cached):
   (Jain et al. 2012, Algorithm 1, with the slack parameter γ and the dual correction α ≤ λ_c);
 * :func:`quadratic_roots` — the cancellation-free roots of a quadratic (the root finders of the
   rank-two and von Neumann projections);
+* :func:`quadratic_form` — u = M v, vᵀ M v and vᵀ v for one row v of a matrix of directions;
 * :func:`rank_one_update` — M ← M + β u uᵀ;
 * :func:`dual_change` and :func:`sweep_end` — the tail of every sweep: the relative dual change
   Σ|λ − λ_old| / Σ(|λ| + |λ_old|) and the code it gives (NONFINITE, OK below ``tol``, else
@@ -57,6 +58,23 @@ def project(p, d, xi_c, lam_c, gamma):
     if not hard:
         xi_c = gamma * xi_c / (gamma + d * alpha * xi_c)
     return alpha, beta, xi_c
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def quadratic_form(M, V, c, u):
+    """u = M v for v = V[c] (M n × n); returns (vᵀ M v, vᵀ v), each sum in index order (a
+    caller that drops vᵀ v does not pay for it: the function is inlined)."""
+    n = M.shape[0]
+    p = 0.0
+    nu = 0.0
+    for a in range(n):
+        s = 0.0
+        for b in range(n):
+            s += M[a, b] * V[c, b]
+        u[a] = s
+        p += V[c, a] * s
+        nu += V[c, a] * V[c, a]
+    return p, nu
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -42,7 +42,7 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
-from ._bregman_core import check_time_limit, dual_change, project, rank_one_update, sweep_end
+from ._bregman_core import check_time_limit, dual_change, project, quadratic_form, rank_one_update, sweep_end
 from ._vocabulary import iteration_limit
 
 # status codes of the jitted loops: cvxkml.solvers.result.Status
@@ -66,13 +66,7 @@ def _direction(M, I, J, V, kernel, c, u):
         for t in range(n):  # K z = K[:, i] − K[:, j] (rows: K symmetric)
             u[t] = M[i, t] - M[j, t]
         return u[i] - u[j]
-    p = 0.0
-    for a in range(n):
-        s = 0.0
-        for b in range(n):
-            s += M[a, b] * V[c, b]
-        u[a] = s
-        p += V[c, a] * s
+    p, _ = quadratic_form(M, V, c, u)
     return p
 
 
@@ -332,6 +326,29 @@ def _prepare(delta, bound, gamma, lam0):
     return delta, xi, lam, g
 
 
+def _solve(run, M, data, gram, delta, xi, lam, g, tol, max_iter, time_limit, detect_infeasible):
+    """The driver of both forms: ``run`` (:func:`_run_kernel` with data = (I, J), or
+    :func:`_run_metric` with data = (V,)) on M in place through :func:`_drive`, with a
+    :class:`FarkasWatch` on hard constraints whose Gram matrix of the constraints S is
+    ``gram(M0, S)`` (M0: M at the start); returns the :class:`FastResult` (M symmetrized)."""
+    time_limit = check_time_limit(time_limit)
+    lam_old = np.empty_like(lam)
+    tol = float(tol)
+    watch = None
+    if detect_infeasible and np.isinf(g):
+        M0 = M.copy()
+        watch = FarkasWatch(lambda S: (gram(M0, S), delta[S], np.arange(S.size)), delta * xi)
+
+    def step(c0, sweeps, budget, change):
+        return run(M, *data, delta, xi, lam, lam_old, g, tol, c0, sweeps, budget, change)
+
+    t0 = time.perf_counter()
+    sweeps, change, code, bad, extra = _drive(step, data[0].shape[0], int(max_iter), lam, time_limit, watch)
+    t = time.perf_counter() - t0
+    M = 0.5 * (M + M.T)
+    return FastResult(M, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
+
+
 @blas_limit()
 def bregman_kernel(
     K0,
@@ -362,28 +379,12 @@ def bregman_kernel(
     delta, xi, lam, g = _prepare(delta, bound, gamma, lam0)
     I = np.ascontiguousarray(i, dtype=np.int64)
     J = np.ascontiguousarray(j, dtype=np.int64)
-    time_limit = check_time_limit(time_limit)
-    lam_old = np.empty_like(lam)
-    tol = float(tol)
-    watch = None
-    if detect_infeasible and np.isinf(g):
-        K0c = K.copy()
 
-        def gram(S):
-            a, b = I[S], J[S]
-            G = K0c[np.ix_(a, a)] - K0c[np.ix_(a, b)] - K0c[np.ix_(b, a)] + K0c[np.ix_(b, b)]
-            return G, delta[S], np.arange(S.size)
+    def gram(K0c, S):
+        a, b = I[S], J[S]
+        return K0c[np.ix_(a, a)] - K0c[np.ix_(a, b)] - K0c[np.ix_(b, a)] + K0c[np.ix_(b, b)]
 
-        watch = FarkasWatch(gram, delta * xi)
-
-    def step(c0, sweeps, budget, change):
-        return _run_kernel(K, I, J, delta, xi, lam, lam_old, g, tol, c0, sweeps, budget, change)
-
-    t0 = time.perf_counter()
-    sweeps, change, code, bad, extra = _drive(step, I.size, int(max_iter), lam, time_limit, watch)
-    t = time.perf_counter() - t0
-    K = 0.5 * (K + K.T)
-    return FastResult(K, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
+    return _solve(_run_kernel, K, (I, J), gram, delta, xi, lam, g, tol, max_iter, time_limit, detect_infeasible)
 
 
 @blas_limit()
@@ -410,27 +411,12 @@ def bregman_metric(
     X = np.asarray(X, dtype=np.float64)
     V = np.ascontiguousarray(X[np.asarray(i)] - X[np.asarray(j)])
     delta, xi, lam, g = _prepare(delta, bound, gamma, lam0)
-    time_limit = check_time_limit(time_limit)
-    lam_old = np.empty_like(lam)
-    tol = float(tol)
-    watch = None
-    if detect_infeasible and np.isinf(g):
-        W0c = W.copy()
 
-        def gram(S):
-            VS = V[S]
-            return VS @ W0c @ VS.T, delta[S], np.arange(S.size)
+    def gram(W0c, S):
+        VS = V[S]
+        return VS @ W0c @ VS.T
 
-        watch = FarkasWatch(gram, delta * xi)
-
-    def step(c0, sweeps, budget, change):
-        return _run_metric(W, V, delta, xi, lam, lam_old, g, tol, c0, sweeps, budget, change)
-
-    t0 = time.perf_counter()
-    sweeps, change, code, bad, extra = _drive(step, V.shape[0], int(max_iter), lam, time_limit, watch)
-    t = time.perf_counter() - t0
-    W = 0.5 * (W + W.T)
-    return FastResult(W, lam, xi, int(sweeps), float(change), int(code), int(bad), t, extra=extra)
+    return _solve(_run_metric, W, (V,), gram, delta, xi, lam, g, tol, max_iter, time_limit, detect_infeasible)
 
 
 #: The benchmark hook: the compiled loops ``cvxkml bench itml`` times, by role.

@@ -56,7 +56,7 @@ import numba as nb
 import numpy as np
 
 from .._config import WorkBudget, blas_limit
-from ._bregman_core import dual_change, rank_one_update, sweep_end
+from ._bregman_core import dual_change, quadratic_form, rank_one_update, sweep_end
 from ._vocabulary import iteration_limit
 
 # UNBOUNDED: no dual-feasible start found (unbounded below)
@@ -161,9 +161,8 @@ def _project_q(X, Uc, wc, t_c, lam_c, gamma, XU, G):
     h(0) = tr(XÂ_c) − t_c before the projection, its scale max(|t_c|, γΣ|μ_k|))."""
     q = Uc.shape[0]
     r = X.shape[0]
-    XUq = XU[:, :q]
-    _times_t(X, Uc, XUq, False)  # XU = X U_cᵀ (r × q)
-    _times_t(Uc, XUq.T, G, False)  # G = U_c X U_cᵀ
+    _times_t(X, Uc, XU, r, q, r, False)  # XU = X U_cᵀ (r × q)
+    _times_t(Uc, XU.T, G, q, q, r, False)  # G = U_c X U_cᵀ
     Gs = 0.5 * (G[:q, :q] + G[:q, :q].T)
     ev, EV = np.linalg.eigh(Gs)
     for k in range(q):
@@ -197,19 +196,20 @@ def _project_q(X, Uc, wc, t_c, lam_c, gamma, XU, G):
     # M = δD Bm⁻¹  ⇔  Mᵀ = Bm⁻ᵀ (δD)
     Mt = np.linalg.solve(np.ascontiguousarray(Bm.T), np.diag(delta * wc))
     XUM = np.zeros((r, q))
-    _times_t(XUq, Mt, XUM, False)  # XU M
-    _times_t(XUM, XUq, X, True)
+    _times_t(XU, Mt, XUM, r, q, q, False)  # XU M
+    _times_t(XUM, XU, X, r, r, q, True)
     return delta, OK, h0, size0
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _times_t(A, B, out, subtract):
-    """out = A Bᵀ, or out −= A Bᵀ when ``subtract`` (only the A.shape[0] × B.shape[0] block);
-    each entry summed over k in increasing order, from 0."""
-    for i in range(A.shape[0]):
-        for b in range(B.shape[0]):
+def _times_t(A, B, out, rows, cols, inner, subtract):
+    """out = A Bᵀ, or out −= A Bᵀ when ``subtract``, on the leading blocks: out[:rows, :cols]
+    from A[:rows, :inner] and B[:cols, :inner]; each entry summed over k in increasing order,
+    from 0."""
+    for i in range(rows):
+        for b in range(cols):
             s = 0.0
-            for k in range(A.shape[1]):
+            for k in range(inner):
                 s += A[i, k] * B[b, k]
             if subtract:
                 out[i, b] -= s
@@ -253,15 +253,7 @@ def _sweeps(X, U, w, ptr, t, lam, gamma, tol, max_iter):
                 lam[c] = 0.0
                 continue
             if q == 1:
-                p = 0.0
-                nu = 0.0
-                for i in range(r):
-                    s = 0.0
-                    for j in range(r):
-                        s += X[i, j] * U[a0, j]
-                    Xu[i] = s
-                    p += U[a0, i] * s
-                    nu += U[a0, i] * U[a0, i]
+                p, nu = quadratic_form(X, U, a0, Xu)
                 if nu == 0.0:
                     if t[c] < 0.0:
                         return sweep, change, kkt, NONPOSITIVE_DISTANCE, c
