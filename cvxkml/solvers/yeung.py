@@ -4,8 +4,8 @@ similarity pairs, its landmark (low-rank) version, kernel-LLE embedding weights 
 KPCA out-of-sample map.  NumPy only (batched LAPACK calls); no CVXPY import here.
 
 The formulas themselves (D_S, J_S, the ε rule, the closed forms of eq. 4 and 12, the
-local Gram matrices) live in :mod:`cvxkml.formulas.yeung` and are re-exported here; this
-module adds the landmark machinery:
+local Gram matrices) live in :mod:`cvxkml.formulas.yeung` (still importable from here, but
+listed in that module's ``__all__`` only); this module adds the landmark machinery:
 
 * :func:`nearest_landmarks`, :func:`embedding_weights` — the K nearest landmarks of many
   points in feature space and their kernel-LLE weights, batched (§3.3).
@@ -44,16 +44,7 @@ from ..formulas.yeung import (  # noqa: F401
 from ..kernels import center_kernel, centering_roundoff
 
 __all__ = [
-    "positive_spectrum",
-    "similarity_diag",
-    "criterion",
-    "regularize",
-    "beta_closed_form",
-    "equality_multiplier",
-    "DEFAULT_EPSILON",
     "COINCIDE_RTOL",
-    "local_gram",
-    "lle_weights",
     "nearest_landmarks",
     "embedding_weights",
     "choose_landmarks",
