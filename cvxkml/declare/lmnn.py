@@ -76,7 +76,7 @@ from ..formulas.lmnn import (
     target_neighbors,
 )
 from ..kernels import kernel_sq_distances
-from ..solution import Solution
+from ..solution import OK, Solution
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem
 
@@ -126,6 +126,16 @@ def check_kernel_list(Ks, name: str = "kernels") -> list[np.ndarray]:
             )
         out.append(K)
     return out
+
+
+def _unpack(res) -> tuple:
+    """(X̂, α, F, g, iterations, converged, status, history, details) of the LMNN solver's
+    result (:class:`~cvxkml.solvers.result.FastResult`, see
+    :func:`cvxkml.solvers.lmnn.lmnn_pdhg`)."""
+    ex = dict(res.extra)
+    F, g, status, history = ex.pop("objective"), ex.pop("dual_value"), ex.pop("status"), ex.pop("history")
+    ex.pop("solver", None)
+    return res.matrix, res.lam, F, g, res.sweeps, res.code == OK, status, history, ex
 
 
 class LMNNProblem(Problem):
@@ -468,52 +478,53 @@ class LMNNProblem(Problem):
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
                 "normalize the kernel by its mean diagonal)."
             ) from exc
-        A = self._answer(res.X, complement)
-        entries = perm[res.info.pop("set_entries")]
-        imps = res.info.pop("set_impostors")
-        res.info.pop("triplets")  # the final working set (LMNNTriplets): kept out of the reported info
-        lam = float(np.linalg.eigvalsh(0.5 * (res.X + res.X.T))[0]) if res.X.size else 0.0
+        X, alpha, F, g, n_iter, converged, status, history, details = _unpack(res)
+        A = self._answer(X, complement)
+        entries = perm[details.pop("set_entries")]
+        imps = details.pop("set_impostors")
+        details.pop("triplets")  # the final working set (LMNNTriplets): kept out of the reported info
+        lam = float(np.linalg.eigvalsh(0.5 * (X + X.T))[0]) if X.size else 0.0
         info = {
-            "X": res.X,
+            "X": X,
             "rank": self.rank,
-            "history": res.history,
+            "history": history,
             "complement": complement,
             "impostors": "active",
-            **res.info,
+            **details,
         }
         if self._triplets is not None or self.n_triplets <= ACTIVE_MIN_TRIPLETS:
             from .registry import kernel as _k
 
             tr = self.triplets
             dual = np.zeros(tr.n_triplets)
-            dual[full_triplet_index(self.codes, t_i, entries, imps)] = res.alpha
-            p = _k("lmnn.pair_distances")(self.U, res.X, tr.pi, tr.pj, psd=True)
+            dual[full_triplet_index(self.codes, t_i, entries, imps)] = alpha
+            p = _k("lmnn.pair_distances")(self.U, X, tr.pi, tr.pj, psd=True)
             xi = lmnn_slack(p, tr)
-            viol = self._violations(p, res.X, xi)
+            viol = self._violations(p, X, xi)
         else:
             dual = xi = None
             viol = np.array([max(0.0, -lam)])
             info["impostor_triplets"] = (t_i[entries], t_j[entries], imps)
-            info["impostor_alpha"] = res.alpha
-        info["max_relative_violation"] = self._relative_violation(viol, res.X)
+            info["impostor_alpha"] = alpha
+        info["max_relative_violation"] = self._relative_violation(viol, X)
         sol = Solution(
             matrix=A,
-            objective=res.objective,
+            objective=F,
             dual=dual,
             slack=xi,
             violations=viol,
-            n_iter=res.n_iter,
-            converged=bool(res.converged),
+            n_iter=n_iter,
+            converged=bool(converged),
             time=res.time,
-            status=res.status,
+            status=status,
             solver="pdhg-lmnn-active",
-            dual_value=res.dual_value,
+            dual_value=g,
             info=info,
         )
-        rel_gap = (res.objective - res.dual_value) / max(1.0, abs(res.objective))
+        rel_gap = (F - g) / max(1.0, abs(F))
         self._warn_unconverged(
             sol,
-            f"LMNN solver (active impostor set) stopped after {res.n_iter} iterations ({res.status}) "
+            f"LMNN solver (active impostor set) stopped after {n_iter} iterations ({status}) "
             f"with certified relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned. "
             "Raise max_iter or tol." + ("" if sol.converged else self._singular_pull_note(sol)),
         )
@@ -939,33 +950,34 @@ class LMNNProblem(Problem):
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
                 "normalize the kernel by its mean diagonal)."
             ) from exc
-        A = self._answer(res.X, complement)
-        p = pair_distances(self.U, res.X, self.triplets.pi, self.triplets.pj, psd=True)
+        X, alpha, F, g, n_iter, converged, status, history, details = _unpack(res)
+        A = self._answer(X, complement)
+        p = pair_distances(self.U, X, self.triplets.pi, self.triplets.pj, psd=True)
         xi = lmnn_slack(p, self.triplets)
-        viol = self._violations(p, res.X, xi)
-        status = res.status  # "converged", "max_iter reached", "stalled" or CALLBACK_STOP
+        viol = self._violations(p, X, xi)
+        # status: "converged", "max_iter reached", "stalled" or CALLBACK_STOP
         sol = Solution(
             matrix=A,
-            objective=res.objective,
-            dual=res.alpha,
+            objective=F,
+            dual=alpha,
             slack=xi,
             violations=viol,
-            n_iter=res.n_iter,
-            converged=bool(res.converged),
+            n_iter=n_iter,
+            converged=bool(converged),
             time=res.time,
             status=status,
             solver="pdhg-lmnn",
-            dual_value=res.dual_value,
+            dual_value=g,
             info={
-                "X": res.X,
+                "X": X,
                 "rank": self.rank,
-                "history": res.history,
+                "history": history,
                 "complement": complement,
-                "max_relative_violation": self._relative_violation(viol, res.X),
-                **res.info,
+                "max_relative_violation": self._relative_violation(viol, X),
+                **details,
             },
         )
-        rel_gap = (res.objective - res.dual_value) / max(1.0, abs(res.objective))
+        rel_gap = (F - g) / max(1.0, abs(F))
         why, advice = {
             CALLBACK_STOP: ("the callback stopped it", ""),
             STALLED: (
@@ -977,7 +989,7 @@ class LMNNProblem(Problem):
             advice += self._singular_pull_note(sol)
         self._warn_unconverged(
             sol,
-            f"LMNN solver stopped after {res.n_iter} iterations ({why}) with certified "
+            f"LMNN solver stopped after {n_iter} iterations ({why}) with certified "
             f"relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned." + advice,
         )
         return sol

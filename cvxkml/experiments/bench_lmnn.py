@@ -151,6 +151,8 @@ def lmnn_rows(
 #: issue 33's protocol: k = 3, equal pull / push weights
 SCALE_K, SCALE_GAMMA = 3, 0.5
 SCALE_DATASETS = ("digits", "mnist5000", "pendigits5000", "wide")
+#: also accepted by ``--scale`` (issue 33's small rows: the whole data set, standardized)
+SCALE_CHOICES = ("wine", "breast_cancer") + SCALE_DATASETS
 
 
 def load_scale_dataset(name: str, seed: int = 0):
@@ -166,7 +168,12 @@ def load_scale_dataset(name: str, seed: int = 0):
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    if name == "digits":
+    if name in ("wine", "breast_cancer"):
+        from sklearn import datasets
+
+        X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+        what = f"sklearn load_{name}, standardized"
+    elif name == "digits":
         from sklearn.datasets import load_digits
 
         X, y = load_digits(return_X_y=True)
@@ -195,7 +202,7 @@ def load_scale_dataset(name: str, seed: int = 0):
         X = means[y] @ B.T + rng.standard_normal((n, d))
         what = f"synthetic d > n ({n} x {d}, {c} classes, seed {seed}), standardized"
     else:
-        raise CommandError(f"unknown data set {name!r}; choose from {', '.join(SCALE_DATASETS)}.")
+        raise CommandError(f"unknown data set {name!r}; choose from {', '.join(SCALE_CHOICES)}.")
     Z = StandardScaler().fit_transform(np.asarray(X, dtype=float))
     return Z, np.asarray(y), f"{Z.shape[0]} x {Z.shape[1]}, {what}"
 
@@ -212,16 +219,21 @@ def _full_objective(prob, W) -> float:
     return (1.0 - prob.gamma) * float(np.einsum("ij,ij->", D, D)) + prob.gamma * hinge
 
 
-def _peer_lmnn(peer_python, Z, y, timeout: float) -> dict:
-    """metric-learn's LMNN (k = 3, regularization 0.5, max_iter 1 000) in another interpreter;
-    ``{"L", "seconds", "n_iter"}``, or ``{"unavailable" | "error": why}``."""
+#: peer name -> its script (run by another interpreter, ``--lmnn IN.npz OUT.json``)
+PEER_SCRIPTS = {"metric-learn": "_peer_metric_learn.py", "pylmnn": "_peer_pylmnn.py"}
+
+
+def _peer_lmnn(peer_python, Z, y, timeout: float, peer: str = "metric-learn") -> dict:
+    """A peer's LMNN (k = 3, regularization / weight_push_loss 0.5, max_iter 1 000) in another
+    interpreter, by its script in :data:`PEER_SCRIPTS`; ``{"L", "seconds", "n_iter"}``, or
+    ``{"unavailable" | "error": why}``."""
     import json
     import os
     import subprocess
     import tempfile
     from pathlib import Path
 
-    script = Path(__file__).with_name("_peer_metric_learn.py")
+    script = Path(__file__).with_name(PEER_SCRIPTS[peer])
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.json")
         np.savez(inp, Z=Z, y=y, k=SCALE_K, regularization=SCALE_GAMMA, max_iter=1000)
@@ -244,6 +256,37 @@ def _peer_lmnn(peer_python, Z, y, timeout: float) -> dict:
             return json.load(fh)
 
 
+def _peer_fields(prefix, prob, Z, peer, g, trace) -> dict:
+    """The row fields of one peer's answer: seconds, F of L Lᵀ by :func:`_full_objective`, its
+    excess over cvxkml's certified bound g, and the cvxkml seconds at its first check whose
+    objective was at or below the peer's (``trace``: (seconds, F) of every check)."""
+    if "L" not in peer:
+        return {f"{prefix}_error": peer.get("error") or peer.get("unavailable")}
+    L = np.asarray(peer["L"], dtype=float)
+    Fp = _full_objective(prob, np.ascontiguousarray(Z @ L.T))
+    reach = next((t for t, F in trace if F <= Fp), None)
+    return {
+        f"{prefix}_seconds": float(peer["seconds"]),
+        f"{prefix}_objective": Fp,
+        f"{prefix}_excess": (Fp - g) / max(1.0, abs(g)),
+        f"{prefix}_iterations": peer.get("n_iter"),
+        f"{prefix}_reached_s": reach,
+    }
+
+
+def _run_peers(peer_pythons, Z, y, timeout: float) -> dict:
+    """Each peer of :data:`PEER_SCRIPTS` from the first interpreter of ``peer_pythons`` where it
+    runs: {peer: answer}; a peer that runs in none keeps the last reason."""
+    found = {}
+    for peer in PEER_SCRIPTS:
+        for py in peer_pythons:
+            ans = _peer_lmnn(py, Z, y, timeout, peer)
+            found[peer] = ans
+            if "L" in ans or "error" in ans:
+                break
+    return found
+
+
 def scale_rows(
     datasets=SCALE_DATASETS, tol: float = 1e-4, peer_python=None, peer_timeout: float = 1800.0, log=None
 ) -> list[dict]:
@@ -257,16 +300,27 @@ def scale_rows(
     """
     from ..declare.lmnn import LMNNProblem
 
+    if isinstance(peer_python, (str, bytes)) or hasattr(peer_python, "__fspath__"):
+        peer_python = [peer_python]
     _warm_up()
     rows = []
     for name in datasets:
         Z, y, what = load_scale_dataset(name)
+        trace = []
         t0 = time.perf_counter()
         prob = LMNNProblem.linear(Z, y, k=SCALE_K, gamma=SCALE_GAMMA)
+
+        def note(d, t0=t0, trace=trace):
+            trace.append((time.perf_counter() - t0, float(d["objective"])))
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sol = prob.solve(tol=tol, max_iter=10**6)
+            sol = prob.solve(tol=tol, max_iter=10**6, callback=note)
         secs = time.perf_counter() - t0
+        if "round_trace" in sol.info:  # active set: the checks' F is the set's; the full F after each scan
+            lag = secs - sol.time
+            trace[:] = [(t + lag, F) for t, F, _ in sol.info["round_trace"]]
+        trace.append((secs, float(sol.objective)))
         F, g = float(sol.objective), float(sol.dual_value)
         info = sol.info
         row = dict(
@@ -289,19 +343,10 @@ def scale_rows(
             smooth_s=info.get("smooth_time"),
             recovery_s=info.get("polish_time"),
         )
-        if peer_python is not None:
-            peer = _peer_lmnn(peer_python, Z, y, peer_timeout)
-            if "L" in peer:
-                L = np.asarray(peer["L"], dtype=float)
-                Fp = _full_objective(prob, np.ascontiguousarray(Z @ L.T))
-                row.update(
-                    peer_seconds=float(peer["seconds"]),
-                    peer_objective=Fp,
-                    peer_excess=(Fp - g) / max(1.0, abs(g)),
-                    peer_iterations=peer.get("n_iter"),
-                )
-            else:
-                row.update(peer_error=peer.get("error") or peer.get("unavailable"))
+        if peer_python:
+            found = _run_peers(peer_python, Z, y, peer_timeout)
+            row.update(_peer_fields("peer", prob, Z, found["metric-learn"], g, trace))
+            row.update(_peer_fields("pylmnn", prob, Z, found["pylmnn"], g, trace))
         rows.append(row)
         if log is not None:
             log(
@@ -311,6 +356,19 @@ def scale_rows(
                 )
             )
     return rows
+
+
+def _peer_cells(r, prefix) -> list[str]:
+    """seconds, excess over the bound, cvxkml seconds to the peer's F, peer / cvxkml time."""
+    if f"{prefix}_seconds" not in r:
+        return [r.get(f"{prefix}_error", "not run"), "-", "-", "-"]
+    reach = r.get(f"{prefix}_reached_s")
+    return [
+        f"{r[f'{prefix}_seconds']:.3g}",
+        f"{r[f'{prefix}_excess']:.2e}",
+        "not reached" if reach is None else f"{reach:.3g}",
+        f"{r[f'{prefix}_seconds'] / r['seconds']:.2f}",
+    ]
 
 
 def format_scale(rows, tol: float) -> str:
@@ -328,7 +386,12 @@ def format_scale(rows, tol: float) -> str:
             "smoothed s",
             "metric-learn s",
             "its F above the bound",
+            "cvxkml s to its F",
             "ml / cvxkml",
+            "pylmnn s",
+            "its F above the bound",
+            "cvxkml s to its F",
+            "pylmnn / cvxkml",
         ],
         [
             [
@@ -341,9 +404,8 @@ def format_scale(rows, tol: float) -> str:
                 "-" if r["rounds"] is None else f"{r['rounds']} / {r['set_sizes'][-1]}",
                 "-" if r["scan_s"] is None else f"{r['scan_s']:.3g}",
                 "-" if r["smooth_s"] is None else f"{r['smooth_s']:.3g}",
-                f"{r['peer_seconds']:.3g}" if "peer_seconds" in r else r.get("peer_error", "not run"),
-                f"{r['peer_excess']:.2e}" if "peer_excess" in r else "-",
-                f"{r['peer_seconds'] / r['seconds']:.2f}" if "peer_seconds" in r else "-",
+                *_peer_cells(r, "peer"),
+                *_peer_cells(r, "pylmnn"),
             ]
             for r in rows
         ],
@@ -352,8 +414,9 @@ def format_scale(rows, tol: float) -> str:
         [
             table,
             f"(k = {SCALE_K}, gamma = {SCALE_GAMMA}, tol {tol:g}; F over every triplet; "
-            "metric-learn LMNN k = 3, regularization 0.5, max_iter 1000, its F by the same "
-            "formula; one BLAS thread, same run)",
+            "metric-learn LMNN k = 3, regularization 0.5, max_iter 1000; pylmnn k = 3, weight_push_loss 0.5, "
+            "max_iter 1000; the peers' F by the same formula; 'cvxkml s to its F': cvxkml's seconds at its "
+            "first check (active set: first scan) with F at or below the peer's; one BLAS thread, same run)",
         ]
     )
 
@@ -505,7 +568,7 @@ def register(commands) -> None:
     p.add_argument(
         "--scale",
         nargs="*",
-        choices=SCALE_DATASETS,
+        choices=SCALE_CHOICES,
         default=None,
         help="issue 33 / 36 rows instead: whole data sets, k = 3, tol 1e-4 (default all: "
         + ", ".join(SCALE_DATASETS)
@@ -513,8 +576,10 @@ def register(commands) -> None:
     )
     p.add_argument(
         "--peer-python",
+        nargs="+",
         default=None,
-        help="--scale: a Python with metric-learn 0.7 (e.g. from /work/shared/peers/make-venvs.sh) for the peer rows",
+        help="--scale: one or more Pythons with metric-learn 0.7 and / or pylmnn 1.6 (e.g. the two venvs of "
+        "/work/shared/peers/make-venvs.sh) for the peer rows; each peer runs in the first one where it imports",
     )
     p.add_argument(
         "--peer-timeout",

@@ -62,7 +62,7 @@ __all__ = [
 
 #: Default of the stall rule of the LMNN PDHG solver (iterations without progress)
 STALL_ITER = 2000
-#: ``LMNNResult.status`` of a run stopped by the stall rule (``stall_iter``)
+#: the status (solver result ``extra["status"]``, ``Solution.status``) of a stall-rule stop
 STALLED = "stalled"
 
 
@@ -549,7 +549,7 @@ def lmnn_dual_value(
 #: G(0) eigenvalues at most this times ‖G‖ span the (near) null space of the target pull
 _NULL_RTOL = 1e-9
 #: a pair "sees" that null space when this fraction of its squared length lies in it
-_NULL_PAIR_RTOL = 1e-8
+NULL_PAIR_RTOL = 1e-8
 
 
 def _restrict_to_pull_range(U, trip: LMNNTriplets, alpha, OT, scale):
@@ -574,7 +574,7 @@ def _restrict_to_pull_range(U, trip: LMNNTriplets, alpha, OT, scale):
     Pn = W[trip.pi] - W[trip.pj]
     Pf = D[trip.pi] - D[trip.pj]
     frac = np.einsum("ij,ij->i", Pn, Pn) / np.maximum(np.einsum("ij,ij->i", Pf, Pf), np.finfo(float).tiny)
-    sees = frac[trip.ti] > _NULL_PAIR_RTOL
+    sees = frac[trip.ti] > NULL_PAIR_RTOL
     alpha = np.clip(np.asarray(alpha, dtype=np.float64), 0.0, None)
     if not np.any(sees & (alpha > 0)):
         return None
@@ -614,7 +614,7 @@ def _scaled_bound(OT, OH, eps, scale, total, lam_at, bound) -> float:
 
 #: eigenvalues of the target pull G(0) at most this times its largest count as round-off of
 #: an exactly singular G(0): :func:`pull_whitening` leaves their directions alone
-_PULL_FLOOR = 1e-12
+PULL_FLOOR = 1e-12
 #: directions of G(0) with eigenvalues below this times the largest are rescaled to it
 _PULL_RANGE = 1e-4
 
@@ -625,7 +625,7 @@ def pull_whitening(U, target_i, target_j, gamma: float) -> tuple[np.ndarray, np.
 
     G(0) = (1 − γ) Σ_S u_ij u_ijᵀ is the target pull (the part of the objective linear in
     X̂), G(0) = V diag(λ) Vᵀ.  W = V diag(f) Vᵀ with f = √(ρ λ_max / λ) on the eigenvalues
-    in (``_PULL_FLOOR``, ρ = ``_PULL_RANGE``) times λ_max and f = 1 elsewhere, so Wᵀ G(0) W
+    in (``PULL_FLOOR``, ρ = ``_PULL_RANGE``) times λ_max and f = 1 elsewhere, so Wᵀ G(0) W
     has no eigenvalue in that interval below ρ λ_max: its conditioning is capped at 1/ρ, and
     the rest of the space is untouched (None when G(0) has no such eigenvalue: the
     well-conditioned problems, e.g. linear LMNN on standardized features, run as before).
@@ -641,7 +641,7 @@ def pull_whitening(U, target_i, target_j, gamma: float) -> tuple[np.ndarray, np.
     problem is the same — d_p = u_pᵀ X̂ u_p = (W u_p)ᵀ X̃ (W u_p) for every pair, X̂ ⪰ 0 ⇔
     X̃ ⪰ 0, the same triplets and multipliers α, so every bound of the problem in the new
     coordinates bounds the original's optimum — and that fit certifies F = 0.866 in 498
-    iterations.  Directions at most ``_PULL_FLOOR`` λ_max (round-off of an exactly singular
+    iterations.  Directions at most ``PULL_FLOOR`` λ_max (round-off of an exactly singular
     G(0), e.g. the constant direction of a kernel with an offset) are not amplified: there
     W = I, and :func:`cvxkml.formulas.lmnn.lmnn_dual_value` and :func:`cvxkml.solvers.lmnn._barrier_dual`
     work on the range of G(0)."""
@@ -650,7 +650,7 @@ def pull_whitening(U, target_i, target_j, gamma: float) -> tuple[np.ndarray, np.
     G0 = (1.0 - gamma) * (D.T @ D)
     lam, V = np.linalg.eigh(0.5 * (G0 + G0.T))
     top = float(lam[-1]) if lam.size else 0.0
-    low = (lam > _PULL_FLOOR * top) & (lam < _PULL_RANGE * top)
+    low = (lam > PULL_FLOOR * top) & (lam < _PULL_RANGE * top)
     if not top > 0.0 or not np.any(low):
         return None
     f = np.ones_like(lam)

@@ -75,7 +75,7 @@ run at a check only when the barrier recovery could not run there.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numba as nb
 import numpy as np
@@ -83,6 +83,7 @@ from scipy.optimize import lsq_linear
 
 from .._config import WorkBudget, blas_limit
 from ..formulas.lmnn import (
+    PULL_FLOOR,
     STALL_ITER,
     STALLED,
     LMNNTriplets,
@@ -95,49 +96,9 @@ from ..formulas.lmnn import (
     pull_whitening,
     to_pull_coordinates,
 )
+from .result import OK, FastResult, Status
 
-__all__ = ["LMNNResult", "STALL_ITER", "impostor_scan", "lmnn_active_set", "lmnn_pdhg", "pair_distances"]
-
-
-@dataclass
-class LMNNResult:
-    """What :func:`lmnn_pdhg` and :func:`lmnn_active_set` return.
-
-    Attributes
-    ----------
-    X : ndarray of shape (r, r)
-        The whitened matrix X̂ at the best primal iterate.
-    alpha : ndarray of shape (T,)
-        The triplet multipliers α of the best dual bound.
-    objective : float
-        The LMNN objective F at ``X``.
-    dual_value : float
-        The best certified lower bound g on the optimum.
-    n_iter : int
-        PDHG iterations run.
-    converged : bool
-        Whether the certified gap met the tolerance, F − g <= tol · max(1, |F|).
-    time : float
-        Wall-clock seconds of the solve.
-    status : str
-        Why the run stopped: ``"converged"``, ``"max_iter reached"``, ``"stalled"``, ...
-    history : list
-        One ``(iteration, F, g, working triplets)`` entry per check.
-    info : dict
-        Solver details (step sizes, smoothing and polish times; for the active set, its
-        final triplets and impostor set).
-    """
-
-    X: np.ndarray  # r × r, the whitened matrix X̂ (best primal iterate)
-    alpha: np.ndarray  # multipliers α (T,) of the best dual bound
-    objective: float  # F at X
-    dual_value: float  # best certified lower bound
-    n_iter: int
-    converged: bool
-    time: float
-    status: str
-    history: list = field(default_factory=list)  # (iteration, F, g, working triplets)
-    info: dict = field(default_factory=dict)
+__all__ = ["STALL_ITER", "impostor_scan", "lmnn_active_set", "lmnn_pdhg", "lmnn_result", "pair_distances"]
 
 
 # --------------------------------------------------------------------------- kernels
@@ -742,59 +703,10 @@ def lmnn_pdhg(
     callback=None,
     smooth: bool = True,
     stall_iter: int | None = STALL_ITER,
-) -> LMNNResult:
-    """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features (smoothed
-    quasi-Newton phase, then PDHG; see the module docstring and :func:`_lmnn_pdhg` for
-    the parameters).  ``blas_threads`` limits the BLAS / LAPACK
-    threads during the solve (:func:`cvxkml._config.blas_limit`): default ``"config"``,
-    the ``blas_threads`` option (default 1: the matrices are small, and on a busy machine
-    oversubscribed BLAS threads slowed an r = 106 eigendecomposition 30-fold in our
-    measurements); an int sets it for this call; None leaves the thread pools alone."""
-    with blas_limit(blas_threads):
-        U = np.ascontiguousarray(U, dtype=np.float64)
-        white = pull_whitening(U, trip.target_i, trip.target_j, gamma)
-        res = _lmnn_pdhg(
-            U if white is None else U @ white[0],
-            trip,
-            gamma,
-            to_pull_coordinates(X0, white),
-            alpha0,
-            tol,
-            max_iter,
-            check_every,
-            buffer,
-            polish,
-            seed,
-            callback,
-            smooth,
-            stall_iter,
-        )
-        res.X = from_pull_coordinates(res.X, white)
-        return res
-
-
-#: ``LMNNResult.status`` of a run its callback stopped (= cvxkml.declare.problem.CALLBACK_STOP)
-CALLBACK_STOP = "stopped by callback"
-_STALL_SHRINK = 1e-3  # progress = the certified gap shrinks by more than this fraction
-
-
-def _lmnn_pdhg(
-    U,
-    trip: LMNNTriplets,
-    gamma: float,
-    X0=None,
-    alpha0=None,
-    tol: float = 1e-6,
-    max_iter: int = 20_000,
-    check_every: int = 200,
-    buffer: float = 1.0,
-    polish: bool = True,
-    seed: int = 0,
-    callback=None,
-    smooth: bool = True,
-    stall_iter: int | None = STALL_ITER,
-) -> LMNNResult:
-    """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features.
+) -> FastResult:
+    """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features: the smoothed
+    quasi-Newton phase, then PDHG (see the module docstring), in the coordinates of
+    :func:`cvxkml.formulas.lmnn.pull_whitening`, the answer mapped back.
 
     Parameters
     ----------
@@ -811,7 +723,7 @@ def _lmnn_pdhg(
     tol : float
         Certified relative optimality gap (F − g) / max(1, |F|) to stop at.
     max_iter : int
-        Iteration budget; when reached the result says ``converged=False``.
+        Iteration budget; when reached the result is not converged.
     check_every : int
         Iterations between full passes (objective, dual bound, working set, restart).
     buffer : float
@@ -823,271 +735,506 @@ def _lmnn_pdhg(
         kept when they give a better certified bound.
     seed : int
         Seed of the power iteration that estimates the operator norm.
-    smooth : bool
-        Run the smoothed quasi-Newton phase (:func:`_smooth_stages`) after the check at
-        iteration 0 (its L-BFGS iterations count towards ``max_iter``); False: the PDHG
-        alone.
+    blas_threads : int, "config" or None
+        BLAS / LAPACK threads during the solve (:func:`cvxkml._config.blas_limit`): default
+        ``"config"``, the ``blas_threads`` option (default 1: the matrices are small, and on a
+        busy machine oversubscribed BLAS threads slowed an r = 106 eigendecomposition 30-fold
+        in our measurements); an int sets it for this call; None leaves the pools alone.
     callback : callable or None
         Called at every check (iteration 0, the end of every smoothing width, then every
         ``check_every`` PDHG iterations) with a dict: ``iteration``, ``objective`` (F at the
         best X̂ so far), ``dual_value`` (the best certified bound g), ``gap`` ((F − g) /
         max(1, |F|), the certified relative gap), ``current_objective`` (F at the current
-        iterate) and ``working_triplets``.
-        A truthy return stops the run (``status="stopped by callback"``) unless that
-        check already certified ``tol``.
+        iterate) and ``working_triplets``.  A truthy return stops the run (status
+        ``"stopped by callback"``) unless that check already certified ``tol``.
+    smooth : bool
+        Run the smoothed quasi-Newton phase (:func:`_smooth_stages`) after the check at
+        iteration 0 (its L-BFGS iterations count towards ``max_iter``); False: the PDHG alone.
     stall_iter : int or None, default STALL_ITER (2000)
-        The stall rule: stop (``status="stalled"``, not converged) when the PDHG phase
-        has run this many iterations without shrinking the certified gap F − g (best F,
-        best g) by more than 0.1 %.  Why: on kernel LMNN with nearly singular kernels
-        (the inner-CV fits of the Wang et al. reproduction) F and g mostly stopped moving
-        when the smoothed phase ended, and the rest of a 20 000-iteration budget was 3/4
-        of such a fit's time; the rule's cost there — a few fits with a slightly higher F,
-        one certificate that a long run found late — is measured in
-        reference/wang2011-mkl.md.  0 or None: run to ``max_iter``.
+        The stall rule: stop (status ``"stalled"``, not converged) when the PDHG phase has run
+        this many iterations without shrinking the certified gap F − g (best F, best g) by
+        more than 0.1 %.  Why: on kernel LMNN with nearly singular kernels F and g mostly
+        stopped moving when the smoothed phase ended (reference/wang2011-mkl.md).  0 or None:
+        run to ``max_iter``.
 
     Returns
     -------
-    LMNNResult
-        ``converged`` is True only when F − g <= tol · max(1, |F|); ``status`` is
-        ``"converged"``, ``"max_iter reached"``, ``"stalled"`` or ``"stopped by callback"``.
+    FastResult
+        ``matrix`` = X̂ (r × r, the best primal iterate), ``lam`` = α (the multipliers of the
+        best bound), ``sweeps`` = iterations, ``dual_change`` = the certified relative gap
+        (F − g) / max(1, |F|), ``code`` = ``Status.OK`` only when it is <= tol, else
+        ``Status.NOT_CONVERGED``; ``extra``: ``objective`` F, ``dual_value`` g, ``status``
+        (``"converged"``, ``"max_iter reached"``, ``"stalled"`` or ``"stopped by
+        callback"``), ``history`` (iteration, F, g, working triplets per check) and the
+        solver details (``operator_norm``, ``primal_weight``, ``polish_time``,
+        ``smooth_iterations``, ``smooth_time``, ``working_triplets``, ``triplets``).
     """
-    t0 = time.perf_counter()
-    steps_budget = WorkBudget(start=4)
-    U = np.ascontiguousarray(U, dtype=np.float64)
-    n, r = U.shape
-    T = trip.n_triplets
-    P = trip.n_pairs
-    X = np.eye(r) if X0 is None else np.array(X0, dtype=np.float64, order="C")
-    X = np.ascontiguousarray(_psd_project(X))
-    alpha = np.zeros(T) if alpha0 is None else np.clip(np.array(alpha0, dtype=np.float64), 0, gamma)
-    ops = _Ops(U, trip)
-    s = None  # the PDHG's preconditioner and operator norm: when it first steps
-    L = None
-    omega = 1.0
-    w_base = np.ascontiguousarray((1.0 - gamma) * trip.target_weight)
-    w = np.empty(P)
-    OU = np.empty((n, r))
-    p = ops.distances(X)
-    p_new = p.copy()
-    work, work_pairs = _working_set(p, trip, alpha, buffer)
+    with blas_limit(blas_threads):
+        U = np.ascontiguousarray(U, dtype=np.float64)
+        kw = dict(
+            check_every=check_every,
+            buffer=buffer,
+            polish=polish,
+            seed=seed,
+            callback=callback,
+            smooth=smooth,
+            stall_iter=stall_iter,
+        )
+        null = _seen_null_space(U, trip, gamma)
+        if null is None:
+            return _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw)
+        # an exactly singular pull reached by impostor pairs: first the problem off its null
+        # space; if that does not certify, the whole problem too, the better of the two kept
+        off = _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw)
+        if off.code == OK or off.extra["status"] == CALLBACK_STOP or off.sweeps >= max_iter:
+            return off
+        res = _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter - off.sweeps, **kw)
+        return _better_of(off, res, U, trip, gamma, tol)
 
-    best_f, best_X = np.inf, X.copy()
-    best_g, best_alpha = -np.inf, alpha.copy()
-    X_r, a_r = X.copy(), alpha.copy()
-    X_sum = np.zeros_like(X)
-    a_sum = np.zeros(T)
-    cnt = 0
-    polish_wait, polish_backoff = 0, 1  # checks to skip before the next dual recovery
-    polish_time = 0.0  # reported in info only
-    prev_f = np.inf
-    smooth_pending = bool(smooth)  # the smoothed phase runs after the check at the start
-    smooth_iter, smooth_time = 0, 0.0  # reported in info only
-    stall_gap, stall_it = np.inf, 0  # the stall rule: the gap to beat and since when
-    history = []
-    it = 0
-    status = "max_iter reached"
-    converged = False
-    while True:
-        f = lmnn_objective(p, trip, gamma)
-        if not np.isfinite(f):
-            raise FloatingPointError("LMNN iterates became non-finite")
-        g = lmnn_dual_value(U, trip, alpha, gamma, objective_bound=min(f, best_f))
-        if cnt > 0:  # restart from the averaged iterate when it is better
-            Xa = X_sum / cnt
-            aa = alpha.copy()
-            aa[work] = a_sum[work] / cnt
-            pa = ops.distances(Xa)
-            fa = lmnn_objective(pa, trip, gamma)
-            ga = lmnn_dual_value(U, trip, aa, gamma, objective_bound=min(fa, f, best_f))
-            if fa - ga < f - g:
-                X[:, :] = Xa
-                alpha[:] = aa
-                p[:] = pa
-                f, g = fa, ga
-        if f < best_f:
-            best_f, best_X = f, X.copy()
-        if g > best_g:
-            best_g, best_alpha = g, alpha.copy()
-        settled = abs(prev_f - best_f) <= _POLISH_SETTLED * max(1.0, abs(best_f))
-        prev_f = best_f
-        if polish_wait > 0:
-            polish_wait -= 1
-        elif polish and settled and best_f - best_g > tol * max(1.0, abs(best_f)):
-            # deterministic budget: after a recovery that does not certify, wait 1, 2, 4, …
-            # checks before the next one (O(log) recoveries per run)
-            tp = time.perf_counter()
-            best_g, best_alpha = _recover_dual(U, trip, gamma, ops, best_X, best_f, best_g, best_alpha, tol)
-            polish_time += time.perf_counter() - tp
-            if best_f - best_g > tol * max(1.0, abs(best_f)):
-                polish_wait, polish_backoff = polish_backoff, 2 * polish_backoff
-        if best_g > best_f:  # a later primal value shows that bound's round-off allowance failed
-            best_g = lmnn_dual_value(U, trip, best_alpha, gamma, objective_bound=best_f)
-        history.append((it, f, g, int(work.size)))
-        scale = max(1.0, abs(best_f))
-        stop = callback is not None and bool(
-            callback(
+
+def _better_of(a: FastResult, b: FastResult, U, trip, gamma, tol) -> FastResult:
+    """b with the lower objective's matrix and the higher bound's multipliers of a and b
+    (each is a valid upper / lower bound of the same problem), re-certified."""
+    ea, eb = a.extra, b.extra
+    X, F = (a.matrix, ea["objective"]) if ea["objective"] < eb["objective"] else (b.matrix, eb["objective"])
+    alpha, g = (a.lam, ea["dual_value"]) if ea["dual_value"] > eb["dual_value"] else (b.lam, eb["dual_value"])
+    status = "converged" if F - g <= tol * max(1.0, abs(F)) else eb["status"]
+    info = {k: v for k, v in eb.items() if k not in ("solver", "objective", "dual_value", "status", "history")}
+    info["off_null"] = {k: ea[k] for k in ("objective", "dual_value", "status", "null_dim", "free_triplets")}
+    history = ea["history"] + [(h[0] + a.sweeps,) + tuple(h[1:]) for h in eb["history"]]
+    return lmnn_result(X, alpha, F, g, a.sweeps + b.sweeps, status, a.time + b.time, history, info)
+
+
+def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResult:
+    """:func:`_lmnn_pdhg` in the coordinates of :func:`pull_whitening`, the answer mapped back."""
+    white = pull_whitening(U, trip.target_i, trip.target_j, gamma)
+    res = _lmnn_pdhg(
+        U if white is None else U @ white[0],
+        trip,
+        gamma,
+        to_pull_coordinates(X0, white),
+        alpha0,
+        tol,
+        max_iter,
+        kw["check_every"],
+        kw["buffer"],
+        kw["polish"],
+        kw["seed"],
+        kw["callback"],
+        kw["smooth"],
+        kw["stall_iter"],
+    )
+    res.matrix = from_pull_coordinates(res.matrix, white)
+    return res
+
+
+#: an impostor pair reaches G(0)'s exact null space N when more than this fraction of its
+#: squared length lies in N (round-off gives ~1e-32; on a 12-point Gaussian-kernel draw the
+#: target pairs had 4e-34 and the impostor pairs up to 3e-12, real: F* = 10.0 needs them)
+_NULL_SEEN_RTOL = 1e-20
+
+
+def _seen_null_space(U, trip: LMNNTriplets, gamma: float):
+    """(V_R, V_N, seeing) when the target pull G(0) is exactly singular (eigenvalues at most
+    ``PULL_FLOOR`` times the largest: round-off) on a space N that some impostor pairs
+    reach (``seeing``: the triplets whose impostor pair has more than ``NULL_PAIR_RTOL`` of
+    its squared length in N); None otherwise."""
+    D = U[trip.target_i] - U[trip.target_j]
+    G0 = (1.0 - gamma) * (D.T @ D)
+    lam, V = np.linalg.eigh(0.5 * (G0 + G0.T))
+    top = float(lam[-1]) if lam.size else 0.0
+    null = lam <= PULL_FLOOR * top
+    if not top > 0.0 or not np.any(null) or np.all(null):
+        return None
+    VN, VR = np.ascontiguousarray(V[:, null]), np.ascontiguousarray(V[:, ~null])
+    full, on_null = _pair_lengths(U, trip, VN)
+    sees = on_null > _NULL_SEEN_RTOL * np.maximum(full, np.finfo(float).tiny)
+    seeing = sees[trip.ti]
+    return (VR, VN, seeing) if np.any(seeing) else None
+
+
+def _pair_lengths(U, trip: LMNNTriplets, VN):
+    """‖u_p‖² and ‖V_Nᵀ u_p‖² of every pair."""
+    Dp = U[trip.pi] - U[trip.pj]
+    W = Dp @ VN
+    return np.einsum("ij,ij->i", Dp, Dp), np.einsum("ij,ij->i", W, W)
+
+
+def _null_scale(p_R, n_N, trip: LMNNTriplets, gamma: float) -> float:
+    """The c >= 0 minimizing F(X_R + c V_N V_Nᵀ) exactly: with d_p = p_R + c·n_N (pair
+    distances of X_R and squared lengths in N), F(c) = A + B c + γ Σ_t [z_t + s_t c]_+ is
+    convex and piecewise linear; walk its breakpoints until the slope turns non-negative."""
+    z = 1.0 + p_R[trip.tt] - p_R[trip.ti]
+    sl = n_N[trip.tt] - n_N[trip.ti]
+    slope = (1.0 - gamma) * float(n_N[trip.target_pair].sum())
+    # slope just right of 0: the terms active there (z > 0, or z = 0 and rising)
+    active0 = (z > 0) | ((z == 0) & (sl > 0))
+    slope += gamma * float(sl[active0].sum())
+    if slope >= 0.0:
+        return 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c_t = -z / sl
+    cross = (sl != 0) & (c_t > 0) & np.isfinite(c_t)
+    order = np.argsort(c_t[cross])
+    cs, ss = c_t[cross][order], sl[cross][order]
+    # crossing a breakpoint: a falling term (s < 0) switches off, a rising one switches on;
+    # either way the slope grows by γ|s|
+    slope_after = slope + gamma * np.cumsum(np.abs(ss))
+    hit = np.flatnonzero(slope_after >= 0.0)
+    return float(cs[hit[0]]) if hit.size else float(cs[-1]) if cs.size else 0.0
+
+
+def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> FastResult:
+    """eq. 18 when G(0) is exactly singular on N and impostor pairs reach N: the triplets
+    whose impostor pair reaches N can be satisfied for free (X̂ + c V_N V_Nᵀ raises their
+    d(i, l) and no target distance), so F* is the optimum of the problem on range(G(0))
+    without them.  That problem is solved (features U V_R, the other triplets), its answer
+    is extended by the exact minimizer c of F along V_N V_Nᵀ (:func:`_null_scale`) and its
+    multipliers by zeros; F and the Lagrange bound are evaluated on the whole problem."""
+    t0 = time.perf_counter()
+    VR, VN, seeing = null
+    keep = ~seeing
+    sub = replace(
+        trip,
+        trip_i=trip.trip_i[keep],
+        trip_j=trip.trip_j[keep],
+        trip_l=trip.trip_l[keep],
+        tt=trip.tt[keep],
+        ti=trip.ti[keep],
+    )
+    res = _whitened_solve(
+        np.ascontiguousarray(U @ VR),
+        sub,
+        gamma,
+        None if X0 is None else VR.T @ np.asarray(X0, dtype=np.float64) @ VR,
+        None if alpha0 is None else np.asarray(alpha0, dtype=np.float64)[keep],
+        tol,
+        max_iter,
+        **kw,
+    )
+    X_R = VR @ res.matrix @ VR.T
+    ops = _Ops(U, trip)
+    _, n_N = _pair_lengths(U, trip, VN)
+    c = _null_scale(ops.distances(X_R), n_N, trip, gamma)
+    X = X_R + c * (VN @ VN.T)
+    X = 0.5 * (X + X.T)
+    alpha = np.zeros(trip.n_triplets)
+    alpha[keep] = res.lam
+    F = lmnn_objective(ops.distances(X), trip, gamma)
+    g = lmnn_dual_value(U, trip, alpha, gamma, objective_bound=F)
+    status = res.extra["status"]
+    if F - g <= tol * max(1.0, abs(F)):
+        status = "converged"
+    elif status == "converged":
+        status = "max_iter reached"  # certified on range(G(0)) only: not the whole problem's tol
+    info = {k: v for k, v in res.extra.items() if k not in ("solver", "objective", "dual_value", "status", "history")}
+    info.update(null_dim=int(VN.shape[1]), null_scale=c, free_triplets=int(seeing.sum()), triplets=int(trip.n_triplets))
+    return lmnn_result(X, alpha, F, g, res.sweeps, status, time.perf_counter() - t0, res.extra["history"], info)
+
+
+#: the ``extra["status"]`` of a run its callback stopped (= cvxkml.declare.problem.CALLBACK_STOP)
+CALLBACK_STOP = "stopped by callback"
+_STALL_SHRINK = 1e-3  # progress = the certified gap shrinks by more than this fraction
+
+
+def lmnn_result(X, alpha, objective, dual_value, n_iter, status, elapsed, history, info) -> FastResult:
+    """The solver result of an LMNN run (see :func:`lmnn_pdhg`, Returns)."""
+    gap = (objective - dual_value) / max(1.0, abs(objective))
+    return FastResult(
+        matrix=X,
+        lam=alpha,
+        xi=np.zeros(0),
+        sweeps=int(n_iter),
+        dual_change=float(gap),
+        code=int(Status.OK if status == "converged" else Status.NOT_CONVERGED),
+        bad_index=-1,
+        time=elapsed,
+        extra={
+            "solver": "pdhg-lmnn",
+            "objective": float(objective),
+            "dual_value": float(dual_value),
+            "status": status,
+            "history": history,
+            **info,
+        },
+    )
+
+
+class _Run:
+    """The state of one :func:`_lmnn_pdhg` run: the iterate, the best primal point and the
+    best certified bound so far, the check history and the bookkeeping of the dual recovery
+    (the phases below read and update it)."""
+
+    def __init__(self, U, trip, gamma, X, alpha, tol, polish, callback):
+        self.U, self.trip, self.gamma, self.tol = U, trip, gamma, tol
+        self.polish, self.callback = polish, callback
+        self.ops = _Ops(U, trip)
+        self.X, self.alpha = X, alpha
+        self.p = self.ops.distances(X)
+        self.best_f, self.best_X = np.inf, X.copy()
+        self.best_g, self.best_alpha = -np.inf, alpha.copy()
+        self.history = []
+        self.it = 0
+        self.status, self.converged = "max_iter reached", False
+        self.polish_wait, self.polish_backoff, self.polish_time = 0, 1, 0.0
+        self.prev_f = np.inf
+        self.smooth_iter, self.smooth_time = 0, 0.0
+
+    def bound(self, alpha, f) -> float:
+        return lmnn_dual_value(self.U, self.trip, alpha, self.gamma, objective_bound=min(f, self.best_f))
+
+    def keep(self, f, X, g, alpha) -> None:
+        if f < self.best_f:
+            self.best_f, self.best_X = f, X.copy()
+        if g > self.best_g:
+            self.best_g, self.best_alpha = g, alpha.copy()
+
+    def recover(self, least_squares: bool = True) -> None:
+        tp = time.perf_counter()
+        self.best_g, self.best_alpha = _recover_dual(
+            self.U,
+            self.trip,
+            self.gamma,
+            self.ops,
+            self.best_X,
+            self.best_f,
+            self.best_g,
+            self.best_alpha,
+            self.tol,
+            least_squares=least_squares,
+        )
+        self.polish_time += time.perf_counter() - tp
+
+    def report(self, f, g, n_work) -> bool:
+        """Record the check and ask the callback; True when the run ends here (certified,
+        stopped by the callback)."""
+        if self.best_g > self.best_f:  # a later primal value shows the bound's round-off allowance failed
+            self.best_g = lmnn_dual_value(self.U, self.trip, self.best_alpha, self.gamma, objective_bound=self.best_f)
+        self.history.append((self.it, f, g, int(n_work)))
+        scale = max(1.0, abs(self.best_f))
+        stop = self.callback is not None and bool(
+            self.callback(
                 {
-                    "iteration": int(it),
-                    "objective": float(best_f),
-                    "dual_value": float(best_g),
-                    "gap": float((best_f - best_g) / scale),
+                    "iteration": int(self.it),
+                    "objective": float(self.best_f),
+                    "dual_value": float(self.best_g),
+                    "gap": float((self.best_f - self.best_g) / scale),
                     "current_objective": float(f),
-                    "working_triplets": int(work.size),
+                    "working_triplets": int(n_work),
                 }
             )
         )
-        if best_f - best_g <= tol * scale:
-            converged, status = True, "converged"
-            break
+        if self.best_f - self.best_g <= self.tol * scale:
+            self.converged, self.status = True, "converged"
+            return True
         if stop:
-            status = CALLBACK_STOP
+            self.status = CALLBACK_STOP
+            return True
+        return False
+
+
+def _objective(run: _Run, p) -> float:
+    f = lmnn_objective(p, run.trip, run.gamma)
+    if not np.isfinite(f):
+        raise FloatingPointError("LMNN iterates became non-finite")
+    return f
+
+
+def _pdhg_check(run: _Run, pd) -> bool:
+    """The full pass every ``check_every`` PDHG iterations (and at iteration 0): F and g at
+    the iterate, the restart from the averaged iterate when its gap is smaller, the dual
+    recovery once F settles (after a recovery that does not certify, wait 1, 2, 4, … checks:
+    O(log) recoveries per run), then :meth:`_Run.report`.  True when the run ends here."""
+    f = _objective(run, run.p)
+    g = run.bound(run.alpha, f)
+    if pd.cnt > 0:  # restart from the averaged iterate when it is better
+        Xa = pd.X_sum / pd.cnt
+        aa = run.alpha.copy()
+        aa[pd.work] = pd.a_sum[pd.work] / pd.cnt
+        pa = run.ops.distances(Xa)
+        fa = lmnn_objective(pa, run.trip, run.gamma)
+        ga = run.bound(aa, min(fa, f))
+        if fa - ga < f - g:
+            run.X[:, :] = Xa
+            run.alpha[:] = aa
+            run.p[:] = pa
+            f, g = fa, ga
+    run.keep(f, run.X, g, run.alpha)
+    settled = abs(run.prev_f - run.best_f) <= _POLISH_SETTLED * max(1.0, abs(run.best_f))
+    run.prev_f = run.best_f
+    open_gap = run.best_f - run.best_g > run.tol * max(1.0, abs(run.best_f))
+    if run.polish_wait > 0:
+        run.polish_wait -= 1
+    elif run.polish and settled and open_gap:
+        run.recover()
+        if run.best_f - run.best_g > run.tol * max(1.0, abs(run.best_f)):
+            run.polish_wait, run.polish_backoff = run.polish_backoff, 2 * run.polish_backoff
+    return run.report(f, g, pd.work.size)
+
+
+def _smoothed_phase(run: _Run, max_iter: int, buffer: float) -> bool:
+    """The smoothed quasi-Newton phase from the best point (:func:`_smooth_stages`), with a
+    check after every width (the unsmoothed certificate, from μ <= ``_SMOOTH_BARRIER_MU`` the
+    barrier recovery, the history and the callback); the PDHG continues from the best point
+    and the last multipliers.  True when the run ends in this phase."""
+    ts = time.perf_counter()
+    gap0 = (run.best_f - run.best_g) / max(1.0, abs(run.best_f))
+    mus = [m for m in _smooth_widths(run.tol) if m <= max(gap0, _SMOOTH_MUS[-1])]
+    a_last = None
+    finished = False
+    stages = _smooth_stages(run.U, run.trip, run.gamma, run.best_X, mus, max_iter - run.it, buffer)
+    for mu, Xs, a_s, nit, n_work in stages:
+        run.it += nit
+        run.smooth_iter += nit
+        a_last = a_s
+        f = _objective(run, run.ops.distances(Xs))
+        g = run.bound(a_s, f)
+        run.keep(f, Xs, g, a_s)
+        if run.polish and mu <= _SMOOTH_BARRIER_MU and run.best_f - run.best_g > run.tol * max(1.0, abs(run.best_f)):
+            run.recover(least_squares=False)
+        if run.report(f, g, n_work) or run.it >= max_iter:
+            finished = True
             break
-        if it >= max_iter:
-            break
-        if not smooth_pending:  # the stall rule (PDHG phase only)
-            if best_f - best_g < (1.0 - _STALL_SHRINK) * stall_gap:
-                stall_gap, stall_it = best_f - best_g, it
-            elif stall_iter and it - stall_it >= stall_iter:
-                status = STALLED
-                break
-        if smooth_pending:
-            # the smoothed quasi-Newton phase, from the start point, with a check after
-            # every width (the same certificate, history and callback as the PDHG checks)
-            smooth_pending = False
-            ts = time.perf_counter()
-            gap0 = (best_f - best_g) / scale
-            mus = [m for m in _smooth_widths(tol) if m <= max(gap0, _SMOOTH_MUS[-1])]
-            a_last = None
-            finished = False
-            for mu, Xs, a_s, nit, n_work in _smooth_stages(U, trip, gamma, best_X, mus, max_iter - it, buffer):
-                it += nit
-                smooth_iter += nit
-                a_last = a_s
-                f = lmnn_objective(ops.distances(Xs), trip, gamma)
-                if not np.isfinite(f):
-                    raise FloatingPointError("LMNN smoothed iterates became non-finite")
-                g = lmnn_dual_value(U, trip, a_s, gamma, objective_bound=min(f, best_f))
-                if f < best_f:
-                    best_f, best_X = f, Xs.copy()
-                if g > best_g:
-                    best_g, best_alpha = g, a_s.copy()
-                scale = max(1.0, abs(best_f))
-                if polish and mu <= _SMOOTH_BARRIER_MU and best_f - best_g > tol * scale:
-                    tp = time.perf_counter()
-                    best_g, best_alpha = _recover_dual(
-                        U, trip, gamma, ops, best_X, best_f, best_g, best_alpha, tol, least_squares=False
-                    )
-                    polish_time += time.perf_counter() - tp
-                if best_g > best_f:
-                    best_g = lmnn_dual_value(U, trip, best_alpha, gamma, objective_bound=best_f)
-                history.append((it, f, g, n_work))
-                stop = callback is not None and bool(
-                    callback(
-                        {
-                            "iteration": int(it),
-                            "objective": float(best_f),
-                            "dual_value": float(best_g),
-                            "gap": float((best_f - best_g) / scale),
-                            "current_objective": float(f),
-                            "working_triplets": int(n_work),
-                        }
-                    )
-                )
-                if best_f - best_g <= tol * scale:
-                    converged, status, finished = True, "converged", True
-                    break
-                if stop:
-                    status, finished = CALLBACK_STOP, True
-                    break
-                if it >= max_iter:
-                    finished = True
-                    break
-            smooth_time = time.perf_counter() - ts
-            if finished:
-                break
-            # the PDHG continues from the best smoothed point and its multipliers
-            stall_gap, stall_it = best_f - best_g, it
-            X[:, :] = best_X
-            if a_last is not None:
-                alpha[:] = a_last
-            p = ops.distances(X)
-            X_r[:, :] = X
-            a_r[:] = alpha
-            prev_f = best_f
-        # primal weight from the movement since the last restart (PDLP)
-        dX = float(np.linalg.norm(X - X_r))
-        da = 0.0 if s is None else float(np.linalg.norm((alpha - a_r) / np.sqrt(s)))
+    run.smooth_time = time.perf_counter() - ts
+    if not finished:
+        run.X[:, :] = run.best_X
+        if a_last is not None:
+            run.alpha[:] = a_last
+        run.p = run.ops.distances(run.X)
+        run.prev_f = run.best_f
+    return finished
+
+
+class _PDHG:
+    """The PDHG phase's own state: steps, preconditioner, primal weight, restart point,
+    working set and the running sums of the averaged iterate."""
+
+    def __init__(self, run: _Run, buffer: float, seed: int):
+        n, r = run.U.shape
+        P, T = run.trip.n_pairs, run.trip.n_triplets
+        self.buffer, self.seed = buffer, seed
+        self.s = None  # the preconditioner and operator norm: when the PDHG first steps
+        self.L = None
+        self.eta = 0.0
+        self.omega = 1.0
+        self.w_base = np.ascontiguousarray((1.0 - run.gamma) * run.trip.target_weight)
+        self.w = np.empty(P)
+        self.OU = np.empty((n, r))
+        self.p_new = run.p.copy()
+        self.work, self.work_pairs = _working_set(run.p, run.trip, run.alpha, buffer)
+        self.X_r, self.a_r = run.X.copy(), run.alpha.copy()
+        self.X_sum = np.zeros_like(run.X)
+        self.a_sum = np.zeros(T)
+        self.cnt = 0
+        self.budget = WorkBudget(start=4)
+
+    def restart_point(self, run: _Run) -> None:
+        self.X_r[:, :] = run.X
+        self.a_r[:] = run.alpha
+
+    def block(self, run: _Run, n_steps: int) -> None:
+        """``n_steps`` PDHG iterations from the current point: the primal weight from the
+        movement since the last restart (PDLP), the working set, then the Numba steps in
+        calls of about 0.1 s (Ctrl-C between them; the state lives in the arrays)."""
+        dX = float(np.linalg.norm(run.X - self.X_r))
+        da = 0.0 if self.s is None else float(np.linalg.norm((run.alpha - self.a_r) / np.sqrt(self.s)))
         if dX > 1e-14 and da > 1e-14:
-            omega = float(np.exp(_THETA * np.log(da / dX) + (1.0 - _THETA) * np.log(omega)))
-        X_r[:, :] = X
-        a_r[:] = alpha
-        work, work_pairs = _working_set(p, trip, alpha, buffer)
-        if L is None:
-            s = _preconditioner(U, trip)
-            L = _operator_norm(ops, s, seed=seed) * 1.05
-            if not L > 0:
-                L = 1.0
-            eta = 0.95 / L
-        tau = eta / omega
-        sig = eta * omega * s
-        X_sum[:, :] = 0.0
-        a_sum[:] = 0.0
-        n_steps = int(min(check_every, max_iter - it))
-        # in calls of about 0.1 s (Ctrl-C between them); _steps(k1) then _steps(k2) is
-        # _steps(k1 + k2): the state lives in the arrays
+            self.omega = float(np.exp(_THETA * np.log(da / dX) + (1.0 - _THETA) * np.log(self.omega)))
+        self.restart_point(run)
+        self.work, self.work_pairs = _working_set(run.p, run.trip, run.alpha, self.buffer)
+        if self.L is None:
+            self.s = _preconditioner(run.U, run.trip)
+            self.L = _operator_norm(run.ops, self.s, seed=self.seed) * 1.05
+            if not self.L > 0:
+                self.L = 1.0
+            self.eta = 0.95 / self.L
+        tau = self.eta / self.omega
+        sig = self.eta * self.omega * self.s
+        self.X_sum[:, :] = 0.0
+        self.a_sum[:] = 0.0
+        trip = run.trip
         done = 0
         while done < n_steps:
-            k = min(steps_budget.units, n_steps - done)
+            k = min(self.budget.units, n_steps - done)
             tk = time.perf_counter()
             _steps(
-                U,
-                X,
-                alpha,
-                p,
+                run.U,
+                run.X,
+                run.alpha,
+                run.p,
                 trip.pi,
                 trip.pj,
-                w_base,
+                self.w_base,
                 trip.tt,
                 trip.ti,
-                work,
-                work_pairs,
+                self.work,
+                self.work_pairs,
                 sig,
                 tau,
-                gamma,
+                run.gamma,
                 k,
-                X_sum,
-                a_sum,
-                w,
-                OU,
-                p_new,
+                self.X_sum,
+                self.a_sum,
+                self.w,
+                self.OU,
+                self.p_new,
             )
-            steps_budget.update(k, time.perf_counter() - tk)
+            self.budget.update(k, time.perf_counter() - tk)
             done += k
-        cnt = n_steps
-        it += n_steps
-        p = ops.distances(X)
+        self.cnt = n_steps
+        run.it += n_steps
+        run.p = run.ops.distances(run.X)
+
+
+def _lmnn_pdhg(
+    U, trip, gamma, X0, alpha0, tol, max_iter, check_every, buffer, polish, seed, callback, smooth, stall_iter
+) -> FastResult:
+    """:func:`lmnn_pdhg` in the coordinates it is given (the parameters are its own): a
+    check at iteration 0, the smoothed phase, then PDHG blocks of ``check_every``
+    iterations each followed by a check, until certified, stopped, stalled or out of
+    budget; the reported bound is re-evaluated with the best primal value as F_up."""
+    t0 = time.perf_counter()
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    r = U.shape[1]
+    X = np.eye(r) if X0 is None else np.array(X0, dtype=np.float64, order="C")
+    X = np.ascontiguousarray(_psd_project(X))
+    T = trip.n_triplets
+    alpha = np.zeros(T) if alpha0 is None else np.clip(np.array(alpha0, dtype=np.float64), 0, gamma)
+    run = _Run(U, trip, gamma, X, alpha, tol, polish, callback)
+    pd = _PDHG(run, buffer, seed)
+    smooth_pending = bool(smooth)  # the smoothed phase runs after the check at the start
+    stall_gap, stall_it = np.inf, 0  # the stall rule: the gap to beat and since when
+    while True:
+        if _pdhg_check(run, pd) or run.it >= max_iter:
+            break
+        if not smooth_pending:  # the stall rule (PDHG phase only)
+            if run.best_f - run.best_g < (1.0 - _STALL_SHRINK) * stall_gap:
+                stall_gap, stall_it = run.best_f - run.best_g, run.it
+            elif stall_iter and run.it - stall_it >= stall_iter:
+                run.status = STALLED
+                break
+        if smooth_pending:
+            smooth_pending = False
+            if _smoothed_phase(run, max_iter, buffer):
+                break
+            stall_gap, stall_it = run.best_f - run.best_g, run.it
+            pd.restart_point(run)
+        pd.block(run, int(min(check_every, max_iter - run.it)))
     # the reported bound with the best primal value as F_up (the tightest trace correction
     # of lmnn_dual_value, so never below the bound the stopping test used)
-    best_g = lmnn_dual_value(U, trip, best_alpha, gamma, objective_bound=best_f)
-    return LMNNResult(
-        X=best_X,
-        alpha=best_alpha,
-        objective=float(best_f),
-        dual_value=float(best_g),
-        n_iter=int(it),
-        converged=converged,
-        time=time.perf_counter() - t0,
-        status=status,
-        history=history,
-        info={
-            "operator_norm": L,
-            "primal_weight": omega,
-            "polish_time": polish_time,
-            "smooth_iterations": int(smooth_iter),
-            "smooth_time": smooth_time,
-            "working_triplets": int(work.size),
-            "triplets": int(T),
-        },
+    best_g = lmnn_dual_value(U, trip, run.best_alpha, gamma, objective_bound=run.best_f)
+    info = {
+        "operator_norm": pd.L,
+        "primal_weight": pd.omega,
+        "polish_time": run.polish_time,
+        "smooth_iterations": int(run.smooth_iter),
+        "smooth_time": run.smooth_time,
+        "working_triplets": int(pd.work.size),
+        "triplets": int(T),
+    }
+    status = run.status if not run.converged else "converged"
+    return lmnn_result(
+        run.best_X, run.best_alpha, run.best_f, best_g, run.it, status, time.perf_counter() - t0, run.history, info
     )
 
 
@@ -1272,7 +1419,7 @@ def lmnn_active_set(
     callback=None,
     smooth: bool = True,
     stall_iter: int | None = STALL_ITER,
-) -> LMNNResult:
+) -> FastResult:
     """LMNN (eq. 18) on all triplets, solved on an active set of impostors that a full scan
     refreshes between solves (Weinberger & Saul §6), so that the n·k·(n − n_c) triplets are
     never stored.
@@ -1311,186 +1458,146 @@ def lmnn_active_set(
 
     Returns
     -------
-    LMNNResult
-        ``objective`` is the full F, ``dual_value`` the bound of the set's multipliers;
-        ``alpha`` lives on ``info["triplets"]`` (the final set, an :class:`LMNNTriplets`);
-        ``info["rounds"]``, ``info["scan_time"]``, ``info["set_sizes"]``.
+    FastResult
+        As :func:`lmnn_pdhg`'s: ``extra["objective"]`` is the full F, ``extra["dual_value"]``
+        the bound of the set's multipliers; ``lam`` lives on ``extra["triplets"]`` (the final
+        set, an :class:`LMNNTriplets`); ``extra["rounds"]``, ``["scan_time"]``,
+        ``["set_sizes"]``, ``["round_trace"]`` ((seconds, full F, bound) after each round).
     """
     with blas_limit(blas_threads):
-        return _lmnn_active_set(
-            U,
-            codes,
-            k,
-            target_i,
-            target_j,
-            gamma,
-            X0,
-            tol,
-            max_iter,
-            check_every,
-            buffer,
-            cap,
-            init_cap,
-            max_rounds,
-            polish,
-            callback,
-            smooth,
-            stall_iter,
-        )
-
-
-def _lmnn_active_set(
-    U,
-    codes,
-    k,
-    target_i,
-    target_j,
-    gamma,
-    X0,
-    tol,
-    max_iter,
-    check_every,
-    buffer,
-    cap,
-    init_cap,
-    max_rounds,
-    polish,
-    callback,
-    smooth,
-    stall_iter,
-) -> LMNNResult:
-    t0 = time.perf_counter()
-    U = np.ascontiguousarray(U, dtype=np.float64)
-    n, r = U.shape
-    codes = np.asarray(codes, dtype=np.int64)
-    target_i = np.asarray(target_i, dtype=np.int64)
-    target_j = np.asarray(target_j, dtype=np.int64)
-    X = np.eye(r) if X0 is None else np.array(X0, dtype=np.float64)
-    X = _psd_project(np.ascontiguousarray(X))
-    white = pull_whitening(U, target_i, target_j, gamma)
-    U_pull = U if white is None else np.ascontiguousarray(U @ white[0])
-    pull_w = 1.0 - gamma
-    scan_time = 0.0
-    ts = time.perf_counter()
-    # the first set: the triplets near their margin at the start and the ``init_cap`` nearest
-    # impostors of every target entry (the start is usually far too wide a metric: with the
-    # near-margin triplets alone the first answer collapses and the next scan finds most
-    # triplets violated)
-    W0 = U @ psd_factor(X)
-    e, l, z, _, _ = impostor_scan(W0, codes, target_i, target_j, buffer, cap)
-    if init_cap:
-        e2, l2, _, _, _ = impostor_scan(W0, codes, target_i, target_j, np.inf, init_cap)
-        e, l = np.concatenate([e, e2]), np.concatenate([l, l2])
-    scan_time += time.perf_counter() - ts
-    keys = np.unique(_keys(e, l, n))
-    alpha_keys, alpha_vals = np.zeros(0, np.int64), np.zeros(0)
-    it = 0
-    history, sizes = [], []
-    res = None
-    status, converged = "max_iter reached", False
-    F_full = g = np.inf
-    rounds = 0
-    info_last = {}
-    final = tol >= _LOOSE_TOL
-    smooth_time = polish_time = 0.0
-    round_trace = []  # (seconds, full F, bound) after every round's scan
-    while True:
-        rounds += 1
-        sub = LMNNTriplets.from_impostors(codes, k, target_i, target_j, keys // n, keys % n)
-        sizes.append(int(keys.size))
-        skeys = _keys(keys // n, keys % n, n)  # the order of sub's triplets (= keys)
-        a0 = np.zeros(keys.size)
-        if alpha_keys.size:
-            pos = np.searchsorted(skeys, alpha_keys)
-            ok = (pos < skeys.size) & (skeys[np.minimum(pos, skeys.size - 1)] == alpha_keys)
-            a0[pos[ok]] = alpha_vals[ok]
-        rnd = rounds
-
-        def cb(d, rnd=rnd):
-            if callback is None:
-                return False
-            d = dict(d, round=rnd, iteration=d["iteration"] + it)
-            return callback(d)
-
-        # a loose inner tolerance while the set still grows (its answer only chooses the next
-        # impostors); the asked one once the last scan found no triplet outside the set
-        # with a positive hinge
-        inner_tol = tol if final else max(tol, _LOOSE_TOL)
-        res = _lmnn_pdhg(
-            U_pull,
-            sub,
-            gamma,
-            to_pull_coordinates(X, white),
-            a0,
-            inner_tol,
-            max(max_iter - it, 0),
-            check_every,
-            buffer,
-            polish,
-            0,
-            cb,
-            smooth,
-            stall_iter,
-        )
-        it += res.n_iter
-        history += [(h[0] + it - res.n_iter,) + tuple(h[1:]) for h in res.history]
-        X = from_pull_coordinates(res.X, white)
-        alpha_keys, alpha_vals = skeys, res.alpha
-        info_last = res.info
-        smooth_time += res.info.get("smooth_time", 0.0)
-        polish_time += res.info.get("polish_time", 0.0)
+        t0 = time.perf_counter()
+        U = np.ascontiguousarray(U, dtype=np.float64)
+        n, r = U.shape
+        codes = np.asarray(codes, dtype=np.int64)
+        target_i = np.asarray(target_i, dtype=np.int64)
+        target_j = np.asarray(target_j, dtype=np.int64)
+        X = _psd_project(np.ascontiguousarray(np.eye(r) if X0 is None else np.array(X0, dtype=np.float64)))
+        white = pull_whitening(U, target_i, target_j, gamma)
+        U_pull = U if white is None else np.ascontiguousarray(U @ white[0])
         ts = time.perf_counter()
-        W = U @ psd_factor(X)
-        e, l, z, hinge, _ = impostor_scan(W, codes, target_i, target_j, buffer, cap, known=keys)
-        scan_time += time.perf_counter() - ts
-        fresh = np.unique(_keys(e, l, n))
-        Dt = W[target_i] - W[target_j]
-        pull = float(np.einsum("ij,ij->i", Dt, Dt).sum())
-        F_full = pull_w * pull + gamma * hinge
-        g = res.dual_value
-        round_trace.append((time.perf_counter() - t0, float(F_full), float(g)))
-        scale = max(1.0, abs(F_full))
-        if F_full - g <= tol * scale:
-            converged, status = True, "converged"
-            break
-        if res.status not in ("converged",):
-            status = res.status
-            break
-        if fresh.size == 0:
-            if final:
-                # nothing new to add, yet not certified: the set's own gap is the full one
-                status = res.status
+        keys = _first_set(U @ psd_factor(X), codes, target_i, target_j, buffer, cap, init_cap)
+        rs = _Rounds(scan_time=time.perf_counter() - ts)
+        final = tol >= _LOOSE_TOL
+        while True:
+            rs.rounds += 1
+            sub = LMNNTriplets.from_impostors(codes, k, target_i, target_j, keys // n, keys % n)
+            rs.sizes.append(int(keys.size))
+            skeys = _keys(keys // n, keys % n, n)  # the order of sub's triplets (= keys)
+            # a loose inner tolerance while the set still grows (its answer only chooses the
+            # next impostors); the asked one once the last scan found no triplet outside the
+            # set with a positive hinge
+            res = _lmnn_pdhg(
+                U_pull,
+                sub,
+                gamma,
+                to_pull_coordinates(X, white),
+                rs.start_alpha(skeys),
+                tol if final else max(tol, _LOOSE_TOL),
+                max(max_iter - rs.it, 0),
+                check_every,
+                buffer,
+                polish,
+                0,
+                rs.callback(callback),
+                smooth,
+                stall_iter,
+            )
+            X = from_pull_coordinates(res.matrix, white)
+            rs.after_solve(res, skeys)
+            ts = time.perf_counter()
+            W = U @ psd_factor(X)
+            e, l, z, hinge, _ = impostor_scan(W, codes, target_i, target_j, buffer, cap, known=keys)
+            rs.scan_time += time.perf_counter() - ts
+            fresh = np.unique(_keys(e, l, n))
+            Dt = W[target_i] - W[target_j]
+            rs.F_full = (1.0 - gamma) * float(np.einsum("ij,ij->", Dt, Dt)) + gamma * hinge
+            rs.g = res.extra["dual_value"]
+            rs.trace.append((time.perf_counter() - t0, float(rs.F_full), float(rs.g)))
+            if rs.F_full - rs.g <= tol * max(1.0, abs(rs.F_full)):
+                rs.status = "converged"
                 break
-            final = True  # the set is complete at this answer: solve it to tol
-            continue
-        final = bool(np.max(z) <= 0.0) if z.size else True
-        if it >= max_iter:
-            break
-        if rounds >= max_rounds:
-            status = "max rounds reached"
-            break
-        keys = np.union1d(keys, fresh)
-    return LMNNResult(
-        X=X,
-        alpha=res.alpha,
-        objective=float(F_full),
-        dual_value=float(g),
-        n_iter=int(it),
-        converged=converged,
-        time=time.perf_counter() - t0,
-        status=status,
-        history=history,
-        info={
-            **info_last,
+            if res.extra["status"] != "converged":
+                rs.status = res.extra["status"]
+                break
+            if fresh.size == 0:
+                if final:  # nothing new to add, yet not certified: the set's own gap is the full one
+                    rs.status = res.extra["status"]
+                    break
+                final = True  # the set is complete at this answer: solve it to tol
+                continue
+            final = bool(np.max(z) <= 0.0) if z.size else True
+            if rs.it >= max_iter:
+                break
+            if rs.rounds >= max_rounds:
+                rs.status = "max rounds reached"
+                break
+            keys = np.union1d(keys, fresh)
+        info = {
+            **rs.info_last,
             "triplets": sub,
             "set_entries": keys // n,
             "set_impostors": keys % n,
-            "rounds": rounds,
-            "scan_time": scan_time,
-            "smooth_time": smooth_time,
-            "polish_time": polish_time,
-            "set_sizes": sizes,
-            "round_trace": round_trace,
-            "set_objective": float(res.objective),
-        },
-    )
+            "rounds": rs.rounds,
+            "scan_time": rs.scan_time,
+            "smooth_time": rs.smooth_time,
+            "polish_time": rs.polish_time,
+            "set_sizes": rs.sizes,
+            "round_trace": rs.trace,
+            "set_objective": float(res.extra["objective"]),
+        }
+        return lmnn_result(X, res.lam, rs.F_full, rs.g, rs.it, rs.status, time.perf_counter() - t0, rs.history, info)
+
+
+def _first_set(W0, codes, target_i, target_j, buffer, cap, init_cap) -> np.ndarray:
+    """The keys of the first impostor set at the start (learned coordinates W0): the triplets
+    near their margin and the ``init_cap`` nearest impostors of every target entry (the
+    start is usually far too wide a metric: with the near-margin triplets alone the first
+    answer collapses and the next scan finds most triplets violated)."""
+    n = W0.shape[0]
+    e, l, _, _, _ = impostor_scan(W0, codes, target_i, target_j, buffer, cap)
+    if init_cap:
+        e2, l2, _, _, _ = impostor_scan(W0, codes, target_i, target_j, np.inf, init_cap)
+        e, l = np.concatenate([e, e2]), np.concatenate([l, l2])
+    return np.unique(_keys(e, l, n))
+
+
+class _Rounds:
+    """The bookkeeping of :func:`lmnn_active_set`'s rounds: iterations, history, the last
+    set's multipliers (the next round's warm start), times, the full F and the bound."""
+
+    def __init__(self, scan_time: float):
+        self.scan_time, self.smooth_time, self.polish_time = scan_time, 0.0, 0.0
+        self.it, self.rounds = 0, 0
+        self.history, self.sizes, self.trace = [], [], []
+        self.alpha_keys, self.alpha_vals = np.zeros(0, np.int64), np.zeros(0)
+        self.info_last = {}
+        self.status = "max_iter reached"
+        self.F_full = self.g = np.inf
+
+    def start_alpha(self, skeys) -> np.ndarray:
+        """The last round's multipliers on this round's set (0 on the new triplets)."""
+        a0 = np.zeros(skeys.size)
+        if self.alpha_keys.size:
+            pos = np.searchsorted(skeys, self.alpha_keys)
+            ok = (pos < skeys.size) & (skeys[np.minimum(pos, skeys.size - 1)] == self.alpha_keys)
+            a0[pos[ok]] = self.alpha_vals[ok]
+        return a0
+
+    def callback(self, callback):
+        """The round's callback: the user's, with ``round`` and the run's iteration count."""
+        rnd, it = self.rounds, self.it
+
+        def cb(d):
+            return False if callback is None else callback(dict(d, round=rnd, iteration=d["iteration"] + it))
+
+        return cb
+
+    def after_solve(self, res: FastResult, skeys) -> None:
+        self.it += res.sweeps
+        self.history += [(h[0] + self.it - res.sweeps,) + tuple(h[1:]) for h in res.extra["history"]]
+        self.alpha_keys, self.alpha_vals = skeys, res.lam
+        self.info_last = {
+            key: v for key, v in res.extra.items() if key not in ("objective", "dual_value", "status", "history")
+        }
+        self.smooth_time += res.extra.get("smooth_time", 0.0)
+        self.polish_time += res.extra.get("polish_time", 0.0)

@@ -159,6 +159,239 @@ def _kept_rows(terms: "HingeTerms", idx) -> _Rows:
     return _PairRows(terms.Qs[touched], loc[plus], None if minus is None else loc[minus])
 
 
+class _IPM:
+    """The iterate and the fixed data of :func:`dnn_hinge_ipm` (the objective scaled so its
+    data are O(1)): P (p = svec P) ⪰ 0 with its off-diagonal part pn >= 0, the hinge values
+    ξ and slacks s, and the dual (Z, N = nmat(nn), ν, α, β)."""
+
+    def __init__(self, Cs, D, b, c, m: int):
+        self.I, self.J, f, self.off = _svec_index(m)
+        self.m, self.n_p = m, self.I.size
+        self.D = D if isinstance(D, _Rows) else _Rows(np.asarray(D, dtype=float).reshape(-1, self.n_p))
+        self.K = K = self.D.K
+        self.b = b
+        # scale the objective so its data are O(1) (hinge data are constraint rows: unscaled)
+        self.scale = max(
+            float(np.abs(Cs).max(initial=0.0)), float(np.max(c * self.D.row_absmax(), initial=0.0)), 1e-300
+        )
+        self.Cn, self.cn = Cs / self.scale, c / self.scale
+        self.a = f.copy()  # svec(11ᵀ): ⟨11ᵀ, P⟩ = a·p
+        self.Io, self.Jo = self.I[self.off], self.J[self.off]
+        # start: P0 = (I/m + 11ᵀ/m²)/2 (strictly inside S), a dual-feasible (Z, N, ν, α, β)
+        self.P = 0.5 * (np.eye(m) / m + np.full((m, m), 1.0 / m**2))
+        self.p = svec(self.P)
+        arg0 = b + self.D.dot(self.p) if K else np.zeros(0)
+        self.theta = max(1.0, float(np.median(np.abs(arg0)))) if K else 1.0
+        self.xi = np.maximum(arg0, 0.0) + self.theta
+        self.s = self.xi - arg0
+        self.alpha, self.beta = 0.5 * self.cn, 0.5 * self.cn
+        G0 = smat(self.Cn + (self.D.tdot(self.alpha) if K else 0.0), m)
+        lam0 = np.linalg.eigvalsh(G0)
+        t0 = max(0.0, -lam0[0]) + max(1.0, float(np.abs(lam0).max()))
+        self.nu = -t0
+        self.nn = np.full(self.Io.size, 2.0 * t0)  # N = t0 (11ᵀ − I): N_ij = nn/2
+        self.Z = G0 + t0 * np.eye(m)
+        self.theta_deg = m + self.Io.size + 2 * K
+
+    def nmat(self, x):
+        X = np.zeros((self.m, self.m))
+        X[self.Io, self.Jo] = 0.5 * x
+        X[self.Jo, self.Io] = 0.5 * x
+        return X
+
+    def residuals(self):
+        """(R_P, r_ξ, r_h, r_e, complementarity, μ, primal and dual objective, residual)."""
+        pn = self.P[self.Io, self.Jo]
+        K, D, m = self.K, self.D, self.m
+        Dp = D.dot(self.p) if K else np.zeros(0)
+        Da = smat(D.tdot(self.alpha), m) if K else 0.0
+        R_P = smat(self.Cn, m) - self.Z - self.nmat(self.nn) + Da - self.nu
+        r_xi = self.cn - self.alpha - self.beta
+        r_h = self.xi - self.b - Dp - self.s
+        r_e = float(self.a @ self.p) - 1.0
+        comp = (
+            float(np.sum(self.P * self.Z))
+            + float(pn @ self.nn)
+            + float(self.xi @ self.beta)
+            + float(self.s @ self.alpha)
+        )
+        pobj = float(self.Cn @ self.p) + float(self.cn @ self.xi)
+        dobj = float(self.b @ self.alpha) + self.nu
+        res = max(
+            float(np.abs(R_P).max()),
+            float(np.abs(r_xi).max(initial=0.0)),
+            float(np.abs(r_h).max(initial=0.0)) / max(1.0, self.theta),
+            abs(r_e),
+        )
+        return R_P, r_xi, r_h, r_e, comp, comp / self.theta_deg, pobj, dobj, res
+
+
+def _max_step_psd(Lam_isqrt, A):
+    """The largest t with Λ + tA ⪰ 0, given Λ^{-1/2}."""
+    Ms = Lam_isqrt[:, None] * A * Lam_isqrt[None, :]
+    lmin = float(np.linalg.eigvalsh(0.5 * (Ms + Ms.T))[0])
+    return np.inf if lmin >= 0 else -1.0 / lmin
+
+
+def _max_step_lp(x, dx):
+    neg = dx < 0
+    return float(np.min(-x[neg] / dx[neg])) if np.any(neg) else np.inf
+
+
+class _Newton:
+    """One interior-point iteration's linear algebra: the NT scaling of the PSD block
+    (RᵀZR = R⁻¹PR⁻ᵀ = Λ), the factorized Schur complement M, and the Newton directions and
+    step lengths for given complementarity right-hand sides."""
+
+    def __init__(self, st: _IPM, resid):
+        self.st = st
+        self.R_P, self.r_xi, self.r_h, self.r_e = resid[:4]
+        Ls = np.linalg.cholesky(st.P)  # LinAlgError: the caller stops ("stalled")
+        Lz = np.linalg.cholesky(st.Z)
+        U, lam, Vt = np.linalg.svd(Lz.T @ Ls)
+        self.lam = lam
+        self.lis = 1.0 / np.sqrt(lam)
+        self.R = Ls @ Vt.T * self.lis[None, :]
+        self.Rinv = (self.lis[:, None] * U.T) @ Lz.T
+        Winv = self.Rinv.T @ self.Rinv  # W_nt⁻¹
+        self.pn = st.P[st.Io, st.Jo]
+        self.w3 = st.beta / st.xi
+        self.w4 = st.alpha / st.s
+        self.e = self.w3 * self.w4 / (self.w3 + self.w4)
+        n_p, off = st.n_p, st.off
+        M = _skron(Winv)
+        M[np.arange(n_p)[off], np.arange(n_p)[off]] += st.nn / (2.0 * self.pn)
+        M = M + st.D.schur(self.e) if st.K else M
+        M = 0.5 * (M + M.T)
+        try:
+            cho = sla.cho_factor(M, lower=True, check_finite=False)
+            self.solveM = lambda v: sla.cho_solve(cho, v, check_finite=False)
+        except (np.linalg.LinAlgError, sla.LinAlgError):
+            reg = 1e-14 * float(np.abs(np.diag(M)).max())
+            lu = sla.lu_factor(M + reg * np.eye(n_p), check_finite=False)
+            self.solveM = lambda v: sla.lu_solve(lu, v, check_finite=False)
+        self.Ma = self.solveM(st.a)
+        self.aMa = float(st.a @ self.Ma)
+
+    def direction(self, Zrhs, d_n, d_b, d_a):
+        st, pn, w3, w4 = self.st, self.pn, self.w3, self.w4
+        K, D, m = st.K, st.D, st.m
+        g = d_b / st.xi + d_a / st.s - w4 * self.r_h - self.r_xi
+        q = d_a / st.s - w4 * self.r_h - w4 * g / (w3 + w4)
+        rhs = svec(-self.R_P + Zrhs + st.nmat(d_n / pn)) - (D.tdot(q) if K else 0.0)
+        Mr = self.solveM(rhs)
+        dnu = (-self.r_e - float(st.a @ Mr)) / self.aMa
+        dp = Mr + dnu * self.Ma
+        dP = smat(dp, m)
+        delta = D.dot(dp) if K else np.zeros(0)
+        dxi = (g + w4 * delta) / (w3 + w4)
+        ds = dxi - delta + self.r_h
+        dal = q + self.e * delta
+        dbe = (d_b - st.beta * dxi) / st.xi
+        dnn = (d_n - st.nn * dP[st.Io, st.Jo]) / pn
+        # ΔZ from the linearized dual equation (not from the complementarity row, whose
+        # W⁻¹ΔPW⁻¹ amplifies round-off near the end): the dual residual then stays exact
+        dZ = self.R_P - st.nmat(dnn) + (smat(D.tdot(dal), m) if K else 0.0) - dnu
+        dZ = 0.5 * (dZ + dZ.T)
+        return dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu
+
+    def steps(self, dP, dxi, ds, dal, dbe, dnn, dZ):
+        st = self.st
+        A_ = self.Rinv @ dP @ self.Rinv.T
+        B_ = self.R.T @ dZ @ self.R
+        tp = min(
+            _max_step_psd(self.lis, A_),
+            _max_step_lp(self.pn, dP[st.Io, st.Jo]),
+            _max_step_lp(st.xi, dxi),
+            _max_step_lp(st.s, ds),
+        )
+        td = min(
+            _max_step_psd(self.lis, B_),
+            _max_step_lp(st.nn, dnn),
+            _max_step_lp(st.alpha, dal),
+            _max_step_lp(st.beta, dbe),
+        )
+        return tp, td, A_, B_
+
+    def predictor_corrector(self, comp, mu):
+        """Mehrotra's predictor–corrector direction and its step lengths (d, tp, td)."""
+        st, pn = self.st, self.pn
+        P, Z, xi, s, alpha, beta, nn = st.P, st.Z, st.xi, st.s, st.alpha, st.beta, st.nn
+        dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu = self.direction(-Z, -pn * nn, -xi * beta, -s * alpha)
+        tp, td, A_, B_ = self.steps(dP, dxi, ds, dal, dbe, dnn, dZ)
+        tp = td = min(1.0, tp, td)
+        comp_aff = (
+            float(np.sum((P + tp * dP) * (Z + td * dZ)))
+            + float((pn + tp * dP[st.Io, st.Jo]) @ (nn + td * dnn))
+            + float((xi + tp * dxi) @ (beta + td * dbe))
+            + float((s + tp * ds) @ (alpha + td * dal))
+        )
+        sigma = min(1.0, max(0.0, comp_aff / comp)) ** 3
+        tpa, tda = tp, td  # corrector (Mehrotra): second-order terms of the affine step
+        lam = self.lam
+
+        def combined(kc):
+            Dm = sigma * mu * np.eye(st.m) - np.diag(lam**2) - 0.5 * kc * (A_ @ B_ + B_ @ A_)
+            E = 2.0 * Dm / (lam[:, None] + lam[None, :])
+            Zrhs = self.Rinv.T @ E @ self.Rinv
+            d_n = sigma * mu - pn * nn - kc * dP[st.Io, st.Jo] * dnn
+            d_b = sigma * mu - xi * beta - kc * dxi * dbe
+            d_a = sigma * mu - s * alpha - kc * ds * dal
+            d = self.direction(Zrhs, d_n, d_b, d_a)
+            return d, self.steps(*d[1:8])[:2]
+
+        d, (tp, td) = combined(1.0)
+        if min(tp, td) < 0.5 * min(tpa, tda, 1.0):
+            # the second-order (Mehrotra) term hurt: keep the better of it and plain centring
+            d2, (tp2, td2) = combined(0.0)
+            if min(tp2, td2) > min(tp, td):
+                d, tp, td = d2, tp2, td2
+        return d, min(1.0, 0.99 * tp, 0.99 * td)
+
+
+def _neighbourhood_step(st: _IPM, nt: _Newton, d, t, mu) -> None:
+    """Take the step t (shortened by 0.8 until every complementarity product is >= γ·μ(t),
+    γ = NEIGHBOURHOOD or half the current ratio when the iterate is not yet inside it)."""
+    dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu = d
+    pn, lam = nt.pn, nt.lam
+    now = (
+        min(
+            float(np.min(lam**2)),
+            float(np.min(pn * st.nn, initial=np.inf)),
+            float(np.min(st.xi * st.beta, initial=np.inf)),
+            float(np.min(st.s * st.alpha, initial=np.inf)),
+        )
+        / mu
+    )
+    gam = min(NEIGHBOURHOOD, 0.5 * now)
+    for _ in range(30):
+        try:
+            Lt = np.linalg.cholesky(st.P + t * dP)
+            pz = np.linalg.eigvalsh(Lt.T @ (st.Z + t * dZ) @ Lt)
+        except np.linalg.LinAlgError:
+            pz = np.array([-1.0])
+        prods = [
+            pz,
+            (pn + t * dP[st.Io, st.Jo]) * (st.nn + t * dnn),
+            (st.xi + t * dxi) * (st.beta + t * dbe),
+            (st.s + t * ds) * (st.alpha + t * dal),
+        ]
+        mut = sum(float(np.sum(x)) for x in prods) / st.theta_deg
+        if min(float(np.min(x, initial=np.inf)) for x in prods) >= gam * mut:
+            break
+        t = 0.8 * t
+    st.p = st.p + t * dp
+    st.P = smat(st.p, st.m)
+    st.xi = st.xi + t * dxi
+    st.s = st.s + t * ds
+    Z = st.Z + t * dZ
+    st.Z = 0.5 * (Z + Z.T)
+    st.nn = st.nn + t * dnn
+    st.alpha = st.alpha + t * dal
+    st.beta = st.beta + t * dbe
+    st.nu = st.nu + t * dnu
+
+
 def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, const: float = 0.0):
     """min ⟨C, P⟩ + const + Σ_k c_k [b_k + ⟨D_k, P⟩]_+ over S by a primal–dual
     interior-point method (Mehrotra predictor–corrector, NT scaling).
@@ -186,224 +419,47 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
     status ("optimal", "max_iter", "stalled" or "nonfinite"), pobj, dobj (unscaled, incl.
     const).
     """
-    I, J, f, off = _svec_index(m)
-    n_p = I.size
-    D = D if isinstance(D, _Rows) else _Rows(np.asarray(D, dtype=float).reshape(-1, n_p))
-    K = D.K
-    # scale the objective so its data are O(1) (hinge data are constraint rows: unscaled)
-    scale = max(float(np.abs(Cs).max(initial=0.0)), float(np.max(c * D.row_absmax(), initial=0.0)), 1e-300)
-    Cn, cn = Cs / scale, c / scale
-    a = f.copy()  # svec(11ᵀ): ⟨11ᵀ, P⟩ = a·p
-    Io, Jo = I[off], J[off]
-    # start: P0 = (I/m + 11ᵀ/m²)/2 (strictly inside S), a dual-feasible (Z, N, ν, α, β)
-    P = 0.5 * (np.eye(m) / m + np.full((m, m), 1.0 / m**2))
-    p = svec(P)
-    arg0 = b + D.dot(p) if K else np.zeros(0)
-    theta = max(1.0, float(np.median(np.abs(arg0)))) if K else 1.0
-    xi = np.maximum(arg0, 0.0) + theta
-    s = xi - arg0
-    alpha, beta = 0.5 * cn, 0.5 * cn
-    G0 = smat(Cn + (D.tdot(alpha) if K else 0.0), m)
-    lam0 = np.linalg.eigvalsh(G0)
-    t0 = max(0.0, -lam0[0]) + max(1.0, float(np.abs(lam0).max()))
-    nu = -t0
-    nn = np.full(Io.size, 2.0 * t0)  # N = t0 (11ᵀ − I): N_ij = nn/2
-    Z = G0 + t0 * np.eye(m)
-    theta_deg = m + Io.size + 2 * K
+    st = _IPM(Cs, D, b, c, m)
     status = "max_iter"
     it = 0
     stall = 0
-
-    def nmat(x):
-        X = np.zeros((m, m))
-        X[Io, Jo] = 0.5 * x
-        X[Jo, Io] = 0.5 * x
-        return X
-
-    def max_step_psd(Lam_isqrt, A):
-        # largest t with Λ + tA ⪰ 0, given Λ^{-1/2}
-        Ms = Lam_isqrt[:, None] * A * Lam_isqrt[None, :]
-        lmin = float(np.linalg.eigvalsh(0.5 * (Ms + Ms.T))[0])
-        return np.inf if lmin >= 0 else -1.0 / lmin
-
-    def max_step_lp(x, dx):
-        neg = dx < 0
-        return float(np.min(-x[neg] / dx[neg])) if np.any(neg) else np.inf
-
     for it in range(1, max_iter + 1):  # noqa: B007 (it is the iteration count returned after the loop)
-        pn = P[Io, Jo]
-        Dp = D.dot(p) if K else np.zeros(0)
-        Da = smat(D.tdot(alpha), m) if K else 0.0
-        R_P = smat(Cn, m) - Z - nmat(nn) + Da - nu
-        r_xi = cn - alpha - beta
-        r_h = xi - b - Dp - s
-        r_e = float(a @ p) - 1.0
-        comp = float(np.sum(P * Z)) + float(pn @ nn) + float(xi @ beta) + float(s @ alpha)
-        mu = comp / theta_deg
-        pobj = float(Cn @ p) + float(cn @ xi)
-        dobj = float(b @ alpha) + nu
-        res = max(
-            float(np.abs(R_P).max()),
-            float(np.abs(r_xi).max(initial=0.0)),
-            float(np.abs(r_h).max(initial=0.0)) / max(1.0, theta),
-            abs(r_e),
-        )
+        resid = st.residuals()
+        comp, mu, pobj, dobj, res = resid[4:]
         # relative gap, or an absolute one at the round-off level of the O(1) scaled data
         # (when w·W dominates C the objective is tiny in scaled units: w = 1e8 makes it 1e-7)
-        ref = max(abs(pobj + const / scale), 1.0 / scale, ABS_GAP / tol)
-        if pobj - dobj <= tol * ref and res <= tol * max(1.0, float(np.abs(Cn).max())):
+        ref = max(abs(pobj + const / st.scale), 1.0 / st.scale, ABS_GAP / tol)
+        if pobj - dobj <= tol * ref and res <= tol * max(1.0, float(np.abs(st.Cn).max())):
             status = "optimal"
             break
         if not (np.isfinite(comp) and np.isfinite(res)):
             status = "nonfinite"
             break
-        # NT scaling of the PSD block: RᵀZR = R⁻¹PR⁻ᵀ = Λ
         try:
-            Ls = np.linalg.cholesky(P)
-            Lz = np.linalg.cholesky(Z)
+            nt = _Newton(st, resid)
         except np.linalg.LinAlgError:
             status = "stalled"
             break
-        U, lam, Vt = np.linalg.svd(Lz.T @ Ls)
-        lis = 1.0 / np.sqrt(lam)
-        R = Ls @ Vt.T * lis[None, :]
-        Rinv = (lis[:, None] * U.T) @ Lz.T
-        Winv = Rinv.T @ Rinv  # W_nt⁻¹
-        w3 = beta / xi
-        w4 = alpha / s
-        e = w3 * w4 / (w3 + w4)
-        M = _skron(Winv)
-        M[np.arange(n_p)[off], np.arange(n_p)[off]] += nn / (2.0 * pn)
-        M = M + D.schur(e) if K else M
-        M = 0.5 * (M + M.T)
-        try:
-            cho = sla.cho_factor(M, lower=True, check_finite=False)
-            solveM = lambda v: sla.cho_solve(cho, v, check_finite=False)  # noqa: E731
-        except (np.linalg.LinAlgError, sla.LinAlgError):
-            reg = 1e-14 * float(np.abs(np.diag(M)).max())
-            lu = sla.lu_factor(M + reg * np.eye(n_p), check_finite=False)
-            solveM = lambda v: sla.lu_solve(lu, v, check_finite=False)  # noqa: E731
-        Ma = solveM(a)
-        aMa = float(a @ Ma)
-
-        def newton(Zrhs, d_n, d_b, d_a):
-            g = d_b / xi + d_a / s - w4 * r_h - r_xi
-            q = d_a / s - w4 * r_h - w4 * g / (w3 + w4)
-            rhs = svec(-R_P + Zrhs + nmat(d_n / pn)) - (D.tdot(q) if K else 0.0)
-            Mr = solveM(rhs)
-            dnu = (-r_e - float(a @ Mr)) / aMa
-            dp = Mr + dnu * Ma
-            dP = smat(dp, m)
-            delta = D.dot(dp) if K else np.zeros(0)
-            dxi = (g + w4 * delta) / (w3 + w4)
-            ds = dxi - delta + r_h
-            dal = q + e * delta
-            dbe = (d_b - beta * dxi) / xi
-            dnn = (d_n - nn * dP[Io, Jo]) / pn
-            # ΔZ from the linearized dual equation (not from the complementarity row, whose
-            # W⁻¹ΔPW⁻¹ amplifies round-off near the end): the dual residual then stays exact
-            dZ = R_P - nmat(dnn) + (smat(D.tdot(dal), m) if K else 0.0) - dnu
-            dZ = 0.5 * (dZ + dZ.T)
-            return dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu
-
-        def steps(dP, dxi, ds, dal, dbe, dnn, dZ):
-            A_ = Rinv @ dP @ Rinv.T
-            B_ = R.T @ dZ @ R
-            tp = min(max_step_psd(lis, A_), max_step_lp(pn, dP[Io, Jo]), max_step_lp(xi, dxi), max_step_lp(s, ds))
-            td = min(max_step_psd(lis, B_), max_step_lp(nn, dnn), max_step_lp(alpha, dal), max_step_lp(beta, dbe))
-            return tp, td, A_, B_
-
-        # predictor
-        aff = newton(-Z, -pn * nn, -xi * beta, -s * alpha)
-        dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu = aff
-        tp, td, A_, B_ = steps(dP, dxi, ds, dal, dbe, dnn, dZ)
-        tp = td = min(1.0, tp, td)
-        comp_aff = (
-            float(np.sum((P + tp * dP) * (Z + td * dZ)))
-            + float((pn + tp * dP[Io, Jo]) @ (nn + td * dnn))
-            + float((xi + tp * dxi) @ (beta + td * dbe))
-            + float((s + tp * ds) @ (alpha + td * dal))
-        )
-        sigma = min(1.0, max(0.0, comp_aff / comp)) ** 3
-        # corrector (Mehrotra): second-order terms of the affine step
-        tpa, tda = tp, td
-
-        def combined(kc):
-            Dm = sigma * mu * np.eye(m) - np.diag(lam**2) - 0.5 * kc * (A_ @ B_ + B_ @ A_)
-            E = 2.0 * Dm / (lam[:, None] + lam[None, :])
-            Zrhs = Rinv.T @ E @ Rinv
-            d_n = sigma * mu - pn * nn - kc * dPa[Io, Jo] * dnna
-            d_b = sigma * mu - xi * beta - kc * dxia * dbea
-            d_a = sigma * mu - s * alpha - kc * dsa * dala
-            d = newton(Zrhs, d_n, d_b, d_a)
-            return d, steps(*d[1:8])[:2]
-
-        dPa, dxia, dsa, dala, dbea, dnna = dP, dxi, ds, dal, dbe, dnn
-        d, (tp, td) = combined(1.0)
-        if min(tp, td) < 0.5 * min(tpa, tda, 1.0):
-            # the second-order (Mehrotra) term hurt: keep the better of it and plain centring
-            d2, (tp2, td2) = combined(0.0)
-            if min(tp2, td2) > min(tp, td):
-                d, tp, td = d2, tp2, td2
-        dp, dP, dxi, ds, dal, dbe, dnn, dZ, dnu = d
-        tp = td = min(1.0, 0.99 * tp, 0.99 * td)
-        if not (np.isfinite(tp) and np.isfinite(td)) or not np.all(np.isfinite(dp)):
+        d, t = nt.predictor_corrector(comp, mu)
+        if not np.isfinite(t) or not np.all(np.isfinite(d[0])):
             status = "nonfinite"
             break
-        stall = stall + 1 if max(tp, td) < 1e-8 else 0
+        stall = stall + 1 if t < 1e-8 else 0
         if stall >= 3:
             status = "stalled"
             break
-        # stay in a wide neighbourhood: every complementarity product >= γ·μ(t), γ =
-        # NEIGHBOURHOOD (or half the current ratio when the iterate is not yet inside it)
-        now = (
-            min(
-                float(np.min(lam**2)),
-                float(np.min(pn * nn, initial=np.inf)),
-                float(np.min(xi * beta, initial=np.inf)),
-                float(np.min(s * alpha, initial=np.inf)),
-            )
-            / mu
-        )
-        gam = min(NEIGHBOURHOOD, 0.5 * now)
-        for _ in range(30):
-            try:
-                Lt = np.linalg.cholesky(P + tp * dP)
-                pz = np.linalg.eigvalsh(Lt.T @ (Z + td * dZ) @ Lt)
-            except np.linalg.LinAlgError:
-                pz = np.array([-1.0])
-            prods = [
-                pz,
-                (pn + tp * dP[Io, Jo]) * (nn + td * dnn),
-                (xi + tp * dxi) * (beta + td * dbe),
-                (s + tp * ds) * (alpha + td * dal),
-            ]
-            mut = sum(float(np.sum(x)) for x in prods) / theta_deg
-            if min(float(np.min(x, initial=np.inf)) for x in prods) >= gam * mut:
-                break
-            tp = td = 0.8 * tp
-        p = p + tp * dp
-        P = smat(p, m)
-        xi = xi + tp * dxi
-        s = s + tp * ds
-        Z = Z + td * dZ
-        Z = 0.5 * (Z + Z.T)
-        nn = nn + td * dnn
-        alpha = alpha + td * dal
-        beta = beta + td * dbe
-        nu = nu + td * dnu
-    N = nmat(nn)
+        _neighbourhood_step(st, nt, d, t, mu)
     return dict(
-        P=P,
-        p=p,
-        Z=Z * scale,
-        N=N * scale,
-        alpha=np.clip(alpha * scale, 0.0, c),
-        nu=nu * scale,
+        P=st.P,
+        p=st.p,
+        Z=st.Z * st.scale,
+        N=st.nmat(st.nn) * st.scale,
+        alpha=np.clip(st.alpha * st.scale, 0.0, c),
+        nu=st.nu * st.scale,
         iterations=it,
         status=status,
-        pobj=pobj * scale + const,
-        dobj=dobj * scale + const,
+        pobj=pobj * st.scale + const,
+        dobj=dobj * st.scale + const,
     )
 
 

@@ -158,3 +158,41 @@ def test_nearly_singular_pull_certifies_or_says_why(seed, n, kernel):
     assert g <= exact.objective + GAP * escale, (F, g, exact.objective)
     if sol.converged:
         assert abs(F - exact.objective) <= GAP * escale, (F, exact.objective)
+
+
+def test_exactly_singular_pull_reached_by_impostors_is_solved_off_the_null_space():
+    """A 12-point Gaussian-kernel draw (σ = 5) whose target pull is singular to round-off
+    (target pairs have 4e-34 of their squared length in the null direction) while impostor
+    pairs reach it (up to 3e-12): those triplets cost nothing along that direction, so the
+    solver solves the rest on range(G(0)) and adds the exact minimizing multiple of the
+    null direction.  Before: stalled at F = 10.51 with g = 4.73 after 5 761 iterations (the
+    conic model, scaled out of its depth, said 10.01 "optimal_inaccurate"); now certified
+    F ≈ 0 — and F is evaluated on the whole problem, g on the whole problem."""
+    prob = _kernel_problem(2123775744, 12, ("gaussian", 5.0))
+    sol = prob.solve(tol=TOL, max_iter=20_000)
+    assert sol.converged
+    assert sol.info["null_dim"] == 1 and sol.info["free_triplets"] > 0
+    assert 0.0 <= sol.dual_value <= sol.objective <= TOL
+    assert sol.objective == pytest.approx(prob.objective_whitened(sol.info["X"]), rel=1e-6, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_null_scale_is_the_exact_line_minimizer(seed):
+    """_null_scale against a dense grid of F(c) = F(X_R + c V_N V_Nᵀ) evaluated directly."""
+    from cvxkml.solvers.lmnn import _null_scale
+
+    rng = np.random.default_rng(seed)
+    prob = _kernel_problem(seed, 10, ("gaussian", 1.0))
+    tr = prob.triplets
+    p_R = rng.uniform(0.0, 2.0, tr.n_pairs)
+    n_N = rng.uniform(0.0, 1.0, tr.n_pairs) * (rng.random(tr.n_pairs) < 0.5)
+    n_N[tr.target_pair] *= 1e-3
+    c = _null_scale(p_R, n_N, tr, 0.5)
+
+    def F(cc):
+        return lmnn_objective(p_R + cc * n_N, tr, 0.5)
+
+    grid = np.concatenate([[0.0], np.geomspace(1e-4, 1e4, 4000)])
+    best = min(F(cc) for cc in grid)
+    assert c >= 0.0
+    assert F(c) <= best + 1e-9 * max(1.0, best)
