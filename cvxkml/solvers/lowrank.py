@@ -51,6 +51,14 @@ PAIR, RANK2 = 0, 1
 _VIEW_MIN_R = 32
 
 
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _chol_step(a, xk):
+    """One step of the recurrence of Algorithm 1: (h_k, α_{k+1}) with t = 1 + α_k x_k²,
+    h_k = √t (the diagonal of L) and α_{k+1} = α_k / t."""
+    t = 1.0 + a * xk * xk
+    return np.sqrt(t), a / t
+
+
 @nb.njit(cache=True, error_model="numpy")
 def cholupdatemult(alpha, x, B):
     """B ← B L with L Lᵀ = I + α x xᵀ, B lower triangular (Kulis et al. Algorithm 1).
@@ -63,9 +71,7 @@ def cholupdatemult(alpha, x, B):
     acoef = np.empty(r + 1)  # acoef[i + 1] = α_{i+1} (0-based i)
     acoef[0] = alpha
     for i in range(r):
-        t = 1.0 + a * x[i] * x[i]
-        h[i] = np.sqrt(t)
-        a = a / t
+        h[i], a = _chol_step(a, x[i])
         acoef[i + 1] = a
         t = B[i, i]
         s = 0.0
@@ -84,9 +90,7 @@ def _chol_factor_solve(alpha, x, y, z):
     a = alpha
     s = 0.0
     for k in range(r):
-        t = 1.0 + a * x[k] * x[k]
-        hk = np.sqrt(t)
-        a_next = a / t
+        hk, a_next = _chol_step(a, x[k])
         z[k] = (y[k] - x[k] * s) / hk
         s += a_next * x[k] * hk * z[k]
         a = a_next
@@ -108,9 +112,7 @@ def cholupdatemult_t(alpha, x, R, h, acoef, s):
     a = alpha
     acoef[0] = alpha
     for i in range(r):
-        t = 1.0 + a * x[i] * x[i]
-        h[i] = np.sqrt(t)
-        a = a / t
+        h[i], a = _chol_step(a, x[i])
         acoef[i + 1] = a
         s[i] = 0.0
     if r < _VIEW_MIN_R:  # short rows: the views cost more than they save
