@@ -169,6 +169,61 @@ def trace_uzawa(V, delta, t, tau, tol=1e-8, tol_feas=1e-7, max_iter=20_000, dens
 
 
 @blas_limit()
+def _trace_newton_direction(st, V, dl, tau, bound_curv, cert, boost, cg_maxiter):
+    """The damped projected Newton direction of :func:`trace_pair_newton` at the dual point
+    ``st`` (its ``evaluate`` dict; ``cert`` = max(relative gap, relative violation), ``boost``
+    the damping's scale): Jacobi-preconditioned CG on the Levenberg–Marquardt system over the
+    free variables, the scaled gradient (curvature ``bound_curv`` where the Hessian gives
+    none) on the ε-active ones.  Returns (direction, CG iterations, whether CG ran)."""
+    z, grad, mu, U, act = st["z"], st["grad"], st["mu"], st["U"], st["act"]
+    # eigenbasis: active eigenvalues first (P), then the flat ones (Z)
+    P = np.flatnonzero(act)
+    Zf = np.flatnonzero(~act)
+    order = np.concatenate([P, Zf])
+    Y = V @ U[:, order]
+    k = P.size
+    xm = 0.5 * np.maximum(mu[order] - tau, 0.0)
+    dm = mu[order][:, None] - mu[order][None, :]
+    tie = np.abs(dm) <= 1e-12 * max(1.0, float(np.max(np.abs(mu))))
+    Gam = np.where(
+        tie,
+        0.5 * ((mu[order][:, None] > tau) & (mu[order][None, :] > tau)),
+        (xm[:, None] - xm[None, :]) / np.where(tie, 1.0, dm),
+    )[:k]  # rows P
+    YP = Y[:, :k]
+    YZ = Y[:, k:]
+    Y2 = Y * Y
+    hdiag = np.einsum("ck,ck->c", (Y2[:, :k] @ Gam), Y2)  # diag of 𝒜*𝒥𝒜 (P rows, both halves)
+    hdiag = hdiag + np.einsum("ck,ck->c", Y2[:, k:] @ Gam[:, k:].T, Y2[:, :k])
+    eps = min(1e-3, float(np.max(np.abs(z - np.maximum(z + grad, 0.0)), initial=0.0)))
+    free = ~((z <= eps) & (grad < 0))
+    floor = 1e-12 * max(float(np.max(hdiag, initial=0.0)), np.finfo(float).tiny)
+    rho = min(1e8, boost * min(1e-2, max(1e-12, np.sqrt(cert))))
+    damp = rho * np.maximum(hdiag, floor) + floor
+    curv = np.where(hdiag > floor, hdiag + damp, bound_curv)
+    d = grad / curv  # scaled gradient (active set)
+    steps = 0
+    newton = bool(np.any(free) and k)
+    if newton:
+        F = np.flatnonzero(free)
+        YPf, Yf, YZf = YP[F], Y[F], YZ[F]
+        dlf, gf, pre, dampf = dl[F], grad[F], 1.0 / curv[F], damp[F]
+
+        def hv(u):
+            c = dlf * u
+            Dp = (YPf * c[:, None]).T @ Yf  # rows P of Yᵀ diag(c) Y
+            Mp = Gam * Dp
+            q = np.einsum("ij,ij->i", YPf @ Mp, Yf)
+            if YZf.shape[1]:
+                q += np.einsum("ij,ij->i", YZf @ Mp[:, k:].T, YPf)
+            return dlf * q + dampf * u
+
+        eta = min(0.1, max(1e-12, np.sqrt(cert)))
+        u, steps = cg(hv, gf, eta, cg_maxiter, precond=pre)
+        d[F] = u
+    return d, steps, newton
+
+
 def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None, cg_maxiter=300):
     """Trace-SSIKDR (eq. 26) with pair constraints on its Lagrange dual by projected
     Newton-CG, in the eigenbasis of the dual matrix (the same problem as :func:`trace_uzawa`,
@@ -249,53 +304,13 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
             {"iteration": it, "objective": st["f"], "gap": rel_gap, "violation": rel_viol, "dual": st["z"].copy()}
         ):
             break
-        z, grad, mu, U, act = st["z"], st["grad"], st["mu"], st["U"], st["act"]
-        # eigenbasis: active eigenvalues first (P), then the flat ones (Z)
-        P = np.flatnonzero(act)
-        Zf = np.flatnonzero(~act)
-        order = np.concatenate([P, Zf])
-        Y = V @ U[:, order]
-        k = P.size
-        xm = 0.5 * np.maximum(mu[order] - tau, 0.0)
-        dm = mu[order][:, None] - mu[order][None, :]
-        tie = np.abs(dm) <= 1e-12 * max(1.0, float(np.max(np.abs(mu))))
-        Gam = np.where(
-            tie,
-            0.5 * ((mu[order][:, None] > tau) & (mu[order][None, :] > tau)),
-            (xm[:, None] - xm[None, :]) / np.where(tie, 1.0, dm),
-        )[:k]  # rows P
-        YP = Y[:, :k]
-        YZ = Y[:, k:]
-        Y2 = Y * Y
-        hdiag = np.einsum("ck,ck->c", (Y2[:, :k] @ Gam), Y2)  # diag of 𝒜*𝒥𝒜 (P rows, both halves)
-        hdiag = hdiag + np.einsum("ck,ck->c", Y2[:, k:] @ Gam[:, k:].T, Y2[:, :k])
-        eps = min(1e-3, float(np.max(np.abs(z - np.maximum(z + grad, 0.0)), initial=0.0)))
-        free = ~((z <= eps) & (grad < 0))
-        floor = 1e-12 * max(float(np.max(hdiag, initial=0.0)), np.finfo(float).tiny)
-        rho = min(1e8, boost * min(1e-2, max(1e-12, np.sqrt(max(rel_gap, rel_viol)))))
-        damp = rho * np.maximum(hdiag, floor) + floor
-        curv = np.where(hdiag > floor, hdiag + damp, bound_curv)
-        d = grad / curv  # scaled gradient (active set)
-        if np.any(free) and k:
-            F = np.flatnonzero(free)
-            YPf, Yf, YZf = YP[F], Y[F], YZ[F]
-            dlf, gf, pre, dampf = dl[F], grad[F], 1.0 / curv[F], damp[F]
-
-            def hv(u):
-                c = dlf * u
-                Dp = (YPf * c[:, None]).T @ Yf  # rows P of Yᵀ diag(c) Y
-                Mp = Gam * Dp
-                q = np.einsum("ij,ij->i", YPf @ Mp, Yf)
-                if YZf.shape[1]:
-                    q += np.einsum("ij,ij->i", YZf @ Mp[:, k:].T, YPf)
-                return dlf * q + dampf * u
-
-            eta = min(0.1, max(1e-12, np.sqrt(max(rel_gap, rel_viol))))
-            u, steps = cg(hv, gf, eta, cg_maxiter, precond=pre)
-            cg_total += steps
-            d[F] = u
+        z, grad = st["z"], st["grad"]
+        d, steps, newton = _trace_newton_direction(
+            st, V, dl, tau, bound_curv, max(rel_gap, rel_viol), boost, cg_maxiter
+        )
+        cg_total += steps
         new, step = projected_armijo(evaluate, z, d, st["g"], grad)
-        if new is not None and step == 1.0 and not (np.any(free) and k):
+        if new is not None and step == 1.0 and not newton:
             # a pure scaled-gradient step taken in full: the curvature bound may be far too
             # large (g linear where every μ <= τ), so the step doubles while g increases
             for _ in range(40):

@@ -854,6 +854,27 @@ def _certified(cert, gap_tol, viol_tol) -> bool:
 
 
 # --------------------------------------------------------------------- driver
+def _pair_watch(F, I, J, dl, b0):
+    """The :class:`~cvxkml.solvers.bregman.FarkasWatch` of hard pair constraints
+    δ_c (v_cᵀX̂v_c − b_c) <= 0, v_c = F[I_c] − F[J_c] (whitened coordinates: prior I)."""
+
+    def gram(S):
+        V = F[I[S]] - F[J[S]]
+        return V @ V.T, dl[S], np.arange(S.size)
+
+    return FarkasWatch(gram, dl * b0)
+
+
+def _root_stats(stats):
+    """The projection counters of :func:`_vn_run` (``stats``) as ``extra`` entries."""
+    return {
+        "evals_per_projection": stats[0] / max(stats[1], 1),
+        "projections": int(stats[1]),
+        "skipped": int(stats[2]),
+        "passes_per_root": stats[3] / max(stats[4], 1),
+    }
+
+
 @blas_limit()
 def vonneumann_pairs(
     F,
@@ -933,14 +954,7 @@ def vonneumann_pairs(
     time_limit = check_time_limit(time_limit)
     budget = WorkBudget(start=max(m, 1))
     every = np.arange(m)
-    watch = None
-    if detect_infeasible and gamma is None and m:
-
-        def gram(S):
-            V = F[I[S]] - F[J[S]]
-            return V @ V.T, dl[S], np.arange(S.size)
-
-        watch = FarkasWatch(gram, dl * b0)
+    watch = _pair_watch(F, I, J, dl, b0) if detect_infeasible and gamma is None and m else None
     found = {}
     t0 = time.perf_counter()
     sweeps, full_sweeps, active_sweeps, visited_active = 0, 0, 0, 0
@@ -1006,10 +1020,7 @@ def vonneumann_pairs(
     extra = {
         "W": W,
         "q": q,
-        "evals_per_projection": stats[0] / max(stats[1], 1),
-        "projections": int(stats[1]),
-        "skipped": int(stats[2]),
-        "passes_per_root": stats[3] / max(stats[4], 1),
+        **_root_stats(stats),
         "full_sweeps": full_sweeps,
         "active_sweeps": active_sweeps,
         "visited_active": visited_active,
@@ -1047,6 +1058,35 @@ def rank_one_eig_update(q, w, theta):
 
 # --------------------------------------------------------------------- dual Newton (slack)
 @blas_limit()
+def _slack_newton_direction(st, dl, gamma, rel_gap, cg_maxiter):
+    """The projected Newton direction of :func:`vonneumann_slack_newton` at the dual point
+    ``st`` (its ``evaluate`` dict): preconditioned CG on −∇²g over the free variables
+    (forcing term η = min(0.1, √gap)), the scaled gradient ∇g / diag(−∇²g) on the ε-active
+    ones.  Returns (direction, CG iterations)."""
+    lam, grad, mu, x, Y = st["lam"], st["grad"], st["mu"], st["x"], st["Y"]
+    dm = mu[:, None] - mu[None, :]
+    tie = np.abs(dm) <= 1e-9 * np.maximum(1.0, np.abs(mu)[:, None])
+    with np.errstate(over="ignore", invalid="ignore"):
+        Gam = np.where(tie, 0.5 * (x[:, None] + x[None, :]), (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
+    sdiag = st["xi"] / gamma
+    Y2 = Y * Y
+    hdiag = np.einsum("ck,ck->c", Y2 @ Gam, Y2) + sdiag
+    eps = min(1e-3, float(np.max(np.abs(lam - np.maximum(lam + grad, 0.0)), initial=0.0)))
+    free = ~((lam <= eps) & (grad < 0))
+    d = grad / hdiag  # scaled gradient (active set)
+    steps = 0
+    if np.any(free):
+        Yf, dlf, sdf, gf, pre = Y[free], dl[free], sdiag[free], grad[free], 1.0 / hdiag[free]
+
+        def hv(u):
+            D = (Yf.T * (dlf * u)) @ Yf
+            return dlf * np.einsum("ck,ck->c", Yf @ (Gam * D), Yf) + sdf * u
+
+        u, steps = cg(hv, gf, min(0.1, max(1e-12, np.sqrt(abs(rel_gap)))), cg_maxiter, precond=pre)
+        d[free] = u
+    return d, steps
+
+
 def vonneumann_slack_newton(
     F, q0, i, j, delta, bound, gamma, *, gap_tol=1e-6, max_iter=200, lam0=None, callback=None, cg_maxiter=200
 ):
@@ -1153,29 +1193,9 @@ def vonneumann_slack_newton(
             {"iteration": it, "objective": f, "gap": rel_gap, "violation": 0.0, "dual": st["lam"].copy()}
         ):
             break
-        lam, grad, mu, x, Y = st["lam"], st["grad"], st["mu"], st["x"], st["Y"]
-        dm = mu[:, None] - mu[None, :]
-        tie = np.abs(dm) <= 1e-9 * np.maximum(1.0, np.abs(mu)[:, None])
-        with np.errstate(over="ignore", invalid="ignore"):
-            Gam = np.where(tie, 0.5 * (x[:, None] + x[None, :]), (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
-        sdiag = st["xi"] / gamma
-        Y2 = Y * Y
-        hdiag = np.einsum("ck,ck->c", Y2 @ Gam, Y2) + sdiag
-        eps = min(1e-3, float(np.max(np.abs(lam - np.maximum(lam + grad, 0.0)), initial=0.0)))
-        free = ~((lam <= eps) & (grad < 0))
-        d = grad / hdiag  # scaled gradient (active set)
-        if np.any(free):
-            Yf, dlf, sdf, gf, pre = Y[free], dl[free], sdiag[free], grad[free], 1.0 / hdiag[free]
-
-            def hv(u):
-                D = (Yf.T * (dlf * u)) @ Yf
-                return dlf * np.einsum("ck,ck->c", Yf @ (Gam * D), Yf) + sdf * u
-
-            # preconditioned CG from 0, forcing term η = min(0.1, √gap)
-            eta = min(0.1, max(1e-12, np.sqrt(abs(rel_gap))))
-            u, steps = cg(hv, gf, eta, cg_maxiter, precond=pre)
-            cg_total += steps
-            d[free] = u
+        lam, grad = st["lam"], st["grad"]
+        d, steps = _slack_newton_direction(st, dl, gamma, rel_gap, cg_maxiter)
+        cg_total += steps
         new, step = projected_armijo(evaluate, lam, d, st["g"], grad)
         it += 1
         if new is None or new["g"] <= st["g"]:
