@@ -698,6 +698,33 @@ def _touched_rows(G0, I, J, Kx):
     return G0, I, J, Kx
 
 
+def _refresh_active(lam, res, visit, visited, every):
+    """The active set of :func:`lowrank_logdet` from fresh residuals: the constraints with
+    λ != 0 or violated (``res`` > 0) into ``visit[:n]``, ``visited`` marks them.  Returns
+    (n, passes between refreshes): doubled up to 8 while at most 1 % of the set enters, else 1
+    (a skipped constraint costs only its Bᵀv, about as much per sweep as the refresh itself
+    on the MNIST workload)."""
+    act = np.flatnonzero((lam != 0.0) | (res > 0.0))
+    entering = int(np.count_nonzero(~visited[act]))
+    every = min(2 * every, 8) if entering <= 0.01 * act.size else 1
+    visit[: act.size] = act
+    visited[:] = False
+    visited[act] = True
+    return act.size, every
+
+
+def _chunk_limit(chunk, sweeps, max_iter, n_visit, budget, time_limit, watch):
+    """Passes of :func:`lowrank_logdet` before it looks again: at most ``chunk``, the sweeps
+    left, about one budget of projections under a time limit, and up to the next Farkas
+    check."""
+    chunk = min(chunk, max_iter - sweeps)
+    if time_limit is not None:
+        chunk = min(chunk, max(budget.units // max(n_visit, 1), 1))
+    if watch is not None:
+        chunk = min(chunk, max(watch.next - sweeps, 1))
+    return chunk
+
+
 def _passes_per_refresh(n_visit, r, rows, m, every):
     """Passes over the active set between two refreshes of it: at least one per refresh's
     cost (a pass ~4r² flops per projection in a Numba loop, a refresh 2·rows·r² in BLAS plus
@@ -841,21 +868,9 @@ def lowrank_logdet(
             break
         chunk = max_iter
         if active_set:
-            act = np.flatnonzero((lam != 0.0) | (res > 0.0))
-            # refresh less often while the set is stable: a skipped constraint costs only
-            # its Bᵀv, about as much per sweep as the refresh itself on the MNIST workload
-            entering = int(np.count_nonzero(~visited[act]))
-            every = min(2 * every, 8) if entering <= 0.01 * act.size else 1
-            n_visit = act.size
-            visit[:n_visit] = act
-            visited[:] = False
-            visited[act] = True
+            n_visit, every = _refresh_active(lam, res, visit, visited, every)
             chunk = _passes_per_refresh(n_visit, r, G0.shape[0], m, every)
-        chunk = min(chunk, max_iter - sweeps)
-        if time_limit is not None:
-            chunk = min(chunk, max(budget.units // max(n_visit, 1), 1))
-        if watch is not None:
-            chunk = min(chunk, max(watch.next - sweeps, 1))
+        chunk = _chunk_limit(chunk, sweeps, max_iter, n_visit, budget, time_limit, watch)
         s, change, code, bad = _run_passes(
             R, rows, xi, lam, g, visit, n_visit, state, order == "shuffle", tol, chunk, budget
         )

@@ -865,6 +865,16 @@ def _pair_watch(F, I, J, dl, b0):
     return FarkasWatch(gram, dl * b0)
 
 
+def _stop_met(stop, tol, met_change, cert, gap_tol, viol_tol):
+    """Whether :func:`vonneumann_pairs` stops after a full sweep under rule ``stop``: the dual
+    change below ``tol`` (``met_change``), the certificate ``cert``, or both."""
+    if stop == "dual_change":
+        return met_change
+    if stop == "both":
+        return met_change and _certified(cert, gap_tol, viol_tol)
+    return tol > 0 and _certified(cert, gap_tol, viol_tol)
+
+
 def _root_stats(stats):
     """The projection counters of :func:`_vn_run` (``stats``) as ``extra`` entries."""
     return {
@@ -980,13 +990,7 @@ def vonneumann_pairs(
             tc = time.perf_counter()
             cert = certificate(F, q0, I, J, dl, b0, xi, lam, W, q, gam)
             cert_time += time.perf_counter() - tc
-        if stop == "dual_change":
-            met = met_change
-        elif stop == "both":
-            met = met_change and _certified(cert, gap_tol, viol_tol)
-        else:
-            met = tol > 0 and _certified(cert, gap_tol, viol_tol)
-        if met:
+        if _stop_met(stop, tol, met_change, cert, gap_tol, viol_tol):
             code = OK
             break
         if callback is not None and callback(
