@@ -464,6 +464,18 @@ def _eval_roots(d, z, theta, anchor, tau, lam, c2, warm, dtheta, dd, e):
     return lh, h, passes
 
 
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def narrow_bracket(theta, phi, lo, hi):
+    """The bracket (lo, hi) of the root of the increasing φ after an evaluation φ(θ): θ
+    replaces hi where φ > 0, else lo.  Returns (lo, hi, closed): closed when both ends are
+    finite and within 1e-15·max(1, |θ|) (ZEROFINDER's stop)."""
+    if phi > 0:
+        hi = theta
+    else:
+        lo = theta
+    return lo, hi, bool(np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 1e-15 * max(1.0, abs(theta)))
+
+
 @nb.njit(cache=True, error_model="numpy")
 def safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2):
     """The next iterate of ZEROFINDER's safeguarded Newton method for the increasing φ:
@@ -517,11 +529,8 @@ def _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, coun
             counts[1] += k
         evals += 1
         phi = lh + theta * inv_gamma - target_log
-        if phi > 0:
-            hi = theta
-        else:
-            lo = theta
-        if np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 1e-15 * max(1.0, abs(theta)):
+        lo, hi, closed = narrow_bracket(theta, phi, lo, hi)
+        if closed:
             break
     if theta != 0.0 and not (have and prev == theta):
         _secular(d, z, theta, anchor, tau, c2, False, 0.0, dd)
