@@ -216,3 +216,20 @@ def test_rotating_the_features_rotates_every_iterate(seed, r, sweeps, gamma):
     X1, X2 = B1 @ B1.T, B2 @ B2.T
     np.testing.assert_allclose(X2, Q.T @ X1 @ Q, atol=1e-8 * max(1.0, np.abs(X1).max()) * np.linalg.cond(X1))
     np.testing.assert_allclose(lam2, lam1, atol=1e-8 * max(1.0, lam1.max()))
+
+
+@pytest.mark.parametrize("B0", [np.array([[1.0]]), np.asfortranarray(np.eye(1))], ids=["1x1", "fortran"])
+def test_lowrank_logdet_leaves_the_callers_B0_alone(B0):
+    """A 1 × 1 or Fortran-ordered B0 made the transposed start a view of the caller's array,
+    which the sweeps then updated in place (the resume path passes the previous attempt's B)."""
+    G0 = np.array([[0.0], [1.0], [3.0]])
+    before = B0.copy()
+    lowrank_logdet(G0, [PAIR], [0], [2], [2], [[0, 0]], [[0, 0]], [1.0], [4.0], B0=B0, max_iter=10)
+    np.testing.assert_array_equal(B0, before)
+
+
+def test_lowrank_logdet_leaves_a_fortran_square_B0_alone():
+    G0 = np.random.default_rng(0).normal(size=(6, 3))
+    B0 = np.asfortranarray(np.eye(3))
+    lowrank_logdet(G0, [PAIR], [0], [5], [5], [[0, 0]], [[0, 0]], [1.0], [0.01], B0=B0, max_iter=10)
+    np.testing.assert_array_equal(B0, np.eye(3))
