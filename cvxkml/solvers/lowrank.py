@@ -613,9 +613,8 @@ def _lowrank_arrays(G0, B0, kind, I, J, Kx, coef_u, coef_v, delta, target, lam0,
     loops' R = Bᵀ (upper triangular, C order: cholupdatemult_t, _rt_times)."""
     G0 = np.ascontiguousarray(G0, dtype=np.float64)
     m = len(I)
-    R = (
-        np.eye(G0.shape[1]) if B0 is None else np.array(B0, dtype=np.float64).T.copy()
-    )  # never a view of the caller's B0
+    # a copy, never a view of the caller's B0 (the loops update R in place)
+    R = np.eye(G0.shape[1]) if B0 is None else np.array(B0, dtype=np.float64).T.copy()
     lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=np.float64)
     target = np.array(target, dtype=np.float64)
     xi = target.copy() if xi0 is None else np.array(xi0, dtype=np.float64)
