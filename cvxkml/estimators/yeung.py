@@ -18,9 +18,9 @@ import numpy as np
 from .._validation import as_generator
 from ..declare.yeung import SpectralReweighting, similarity_pairs
 from ..errors import InvalidInputError
-from ..formulas.yeung import check_epsilon
+from ..formulas.yeung import DEFAULT_EPSILON, check_epsilon
 from ..sideinfo import MAX_SAMPLED_PAIRS
-from ..solvers.yeung import DEFAULT_EPSILON, fit_landmark_kernel
+from ..solvers.yeung import fit_landmark_kernel
 from ._base import CvxkmlEstimator, LearnedKernelMixin
 from ._pairs import PairLearnerMixin, given_pairs
 from ._params import (

@@ -667,7 +667,7 @@ def _dense_vn_eval(q, w, theta):
 def _dense_vn_zerofinder(q, w, target_log, inv_gamma):
     """The solver's ZEROFINDER (same safeguarded Newton steps, brackets and stops), each evaluation
     a dense eigh.  Returns (θ, evaluations, λ, U at θ)."""
-    from ..solvers.vonneumann import safeguarded_newton_step
+    from ..solvers.vonneumann import narrow_bracket, safeguarded_newton_step
 
     lh, dl, lam, U = _dense_vn_eval(q, w, 0.0)
     phi, dphi = lh - target_log, dl + inv_gamma
@@ -680,11 +680,8 @@ def _dense_vn_zerofinder(q, w, target_log, inv_gamma):
         lh, dl, lam, U = _dense_vn_eval(q, w, theta)
         evals += 1
         phi, dphi = lh + theta * inv_gamma - target_log, dl + inv_gamma
-        if phi > 0:
-            hi = theta
-        else:
-            lo = theta
-        if np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 1e-15 * max(1.0, abs(theta)):
+        lo, hi, closed = narrow_bracket(theta, phi, lo, hi)
+        if closed:
             break
     return theta, evals, lam, U
 
