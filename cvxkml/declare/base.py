@@ -645,17 +645,16 @@ class SpectralProblem(Problem):
                     else hint
                 )
             )
-        sol = Solution(
+        sol = Solution.from_conic(
+            status,
+            solver,
+            elapsed,
+            iters,
             matrix=M,
             objective=objective,
             dual=lam,
             slack=xi,
             violations=self.violations(M, xi),
-            n_iter=iters,
-            converged=status == cp.OPTIMAL,
-            time=elapsed,
-            status=status,
-            solver=f"cvxpy-{solver.lower()}",
             dual_value=dual_value,
             info={"solver_objective": float(prob.solution.opt_val)},
         )
