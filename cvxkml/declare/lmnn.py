@@ -950,6 +950,11 @@ class LMNNProblem(Problem):
                 f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
                 "normalize the kernel by its mean diagonal)."
             ) from exc
+        return self._solution_of(res, complement, tol, stall_iter, pair_distances)
+
+    def _solution_of(self, res, complement, tol, stall_iter, pair_distances) -> Solution:
+        """The :class:`Solution` of a solve on every triplet (the solver's result ``res``), with
+        the slack and violations of its X̂ and the warning of an uncertified stop."""
         X, alpha, F, g, n_iter, converged, status, history, details = _unpack(res)
         A = self._answer(X, complement)
         p = pair_distances(self.U, X, self.triplets.pi, self.triplets.pj, psd=True)
