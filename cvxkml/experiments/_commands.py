@@ -248,7 +248,7 @@ writable_file = _typed("a file path that can be written", _writable_file)
 #: options whose integers may be 0 (the rest of the int options must be positive); 0 means
 #: "off" or "all" for --stall-iter, --n-learn, --n-learn-mfeat (see their help)
 _NON_NEGATIVE_INTS = frozenset({"start", "max_errors", "stall_iter", "n_learn", "n_learn_mfeat"})
-_NON_NEGATIVE_FLOATS = frozenset({"xor_std"})
+_NON_NEGATIVE_FLOATS = frozenset({"xor_std", "baseline_cpu", "before_cpu"})  # 0 skips that baseline
 #: options naming folders written to (the other --out / --json are files)
 _OUT_FOLDERS = frozenset({"resume"})
 
