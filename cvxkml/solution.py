@@ -117,7 +117,10 @@ class FastResult:
         with ``problem.matrix_from_whitened``).
     lam : ndarray (m,)
         Multipliers λ >= 0, one per constraint in ``problem.violations`` order (<= C for
-        :class:`~cvxkml.sideinfo.Hinge` constraints).
+        :class:`~cvxkml.sideinfo.Hinge` constraints).  A family's own solver returns its
+        family's dual vector here, documented by the solver (KCR: the certified dual weights
+        θs, n × n flattened row-major; LMNN: the triplet multipliers α), which the declaring
+        problem re-validates through its own formulas.
     xi : ndarray
         Pair slacks ξ first when the problem has ``gamma`` slack, else empty.
     sweeps : int
