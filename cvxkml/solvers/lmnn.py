@@ -902,6 +902,14 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
     is extended by the exact minimizer c of F along V_N V_Nᵀ (:func:`_null_scale`) and its
     multipliers by zeros; F and the Lagrange bound are evaluated on the whole problem."""
     t0 = time.perf_counter()
+    if X0 is not None and alpha0 is not None:  # the check at iteration 0, on the whole problem
+        Xs = _psd_project(np.ascontiguousarray(X0, dtype=np.float64))
+        a_s = np.clip(np.asarray(alpha0, dtype=np.float64), 0.0, gamma)
+        F0 = lmnn_objective(_Ops(U, trip).distances(Xs), trip, gamma)
+        g0 = lmnn_dual_value(U, trip, a_s, gamma, objective_bound=F0)
+        if F0 - g0 <= tol * max(1.0, abs(F0)):
+            info = {"null_dim": int(null[1].shape[1]), "free_triplets": int(null[2].sum()), "triplets": trip.n_triplets}
+            return lmnn_result(Xs, a_s, F0, g0, 0, "converged", time.perf_counter() - t0, [(0, F0, g0, 0)], info)
     VR, VN, seeing = null
     keep = ~seeing
     sub = replace(
