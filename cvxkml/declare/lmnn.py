@@ -714,17 +714,16 @@ class LMNNProblem(Problem):
         xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
         alpha = np.clip(np.asarray(prob.constraints[0].dual_value, dtype=float).ravel(), 0.0, self.gamma)
         viol = self.violations_whitened(X, xi)
-        sol = Solution(
+        sol = Solution.from_conic(
+            status,
+            solver,
+            elapsed,
+            iters,
             matrix=A,
             objective=self.objective_whitened(X),
             dual=alpha,
             slack=xi,
             violations=viol,
-            n_iter=iters,
-            converged=status == cp.OPTIMAL,
-            time=elapsed,
-            status=status,
-            solver=f"cvxpy-{solver.lower()}",
             dual_value=self.dual_value(alpha),
             info={
                 "solver_objective": float(prob.solution.opt_val),

@@ -1066,17 +1066,16 @@ class RankOneWeightStep(Problem):
             "max_relative_violation": float(np.max(viol)),
         }
         info["certificate" if bound is not None else "no_certificate"] = how
-        sol = WeightStepSolution(
+        sol = WeightStepSolution.from_conic(
+            status,
+            solver,
+            elapsed,
+            iters,
             matrix=P,
             objective=self.objective(P),
             dual=None,
             slack=None,
             violations=viol,
-            n_iter=iters,
-            converged=status == cp.OPTIMAL,
-            time=elapsed,
-            status=status,
-            solver=f"cvxpy-{solver.lower()}",
             dual_value=bound,
             info=info,
         )
@@ -1490,17 +1489,16 @@ class MuWeightStep(Problem):
             info["no_certificate"] = (
                 f"{solver} reports no dual objective; use solver='CLARABEL' or 'SCS' for a certificate"
             )
-        sol = WeightStepSolution(
+        sol = WeightStepSolution.from_conic(
+            status,
+            solver,
+            elapsed,
+            iters,
             matrix=mu,
             objective=self.objective(mu),
             dual=None,
             slack=None,
             violations=viol,
-            n_iter=iters,
-            converged=status == cp.OPTIMAL,
-            time=elapsed,
-            status=status,
-            solver=f"cvxpy-{solver.lower()}",
             dual_value=float(bound) if np.isfinite(bound) else None,
             info=info,
         )
