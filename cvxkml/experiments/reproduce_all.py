@@ -604,13 +604,12 @@ def _mkl_run(mode, data_dir, n_jobs, seed, cmd):
 
 
 _MKL_FULL = "Full protocol (LMNN to its certificate, Algorithm 1 to its stopping rule)"
-#: the full protocol as Protocol fields and as the command's flags (the same numbers)
+#: the full protocol as Protocol fields
 _MKL_FULL_PROTOCOL = dict(
     n_learn=None, n_learn_mfeat=None, max_iter=20000, cv_max_iter=20000, max_outer=20, max_convex_iter=50
 )
-_MKL_FULL_FLAGS = (
-    "--n-learn 0 --n-learn-mfeat 0 --max-iter 20000 --cv-max-iter 20000 --max-outer 20 --max-convex-iter 50"
-)
+# the command's flags from the same fields (its --n-learn 0 means every point: None here)
+_MKL_FULL_FLAGS = " ".join(f"--{k.replace('_', '-')} {0 if v is None else v}" for k, v in _MKL_FULL_PROTOCOL.items())
 _MKL_FULL_KW = dict(
     label=" (full protocol)",
     heading=_MKL_FULL,
