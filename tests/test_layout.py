@@ -124,6 +124,19 @@ def test_package_root_holds_only_the_core():
     assert subs == SUBPACKAGES
 
 
+#: experiments/ itself holds the command line and what the commands share; the commands sit in
+#: its two subpackages, one module each
+EXPERIMENTS_TOP = {"__init__", "cli", "demo", "_commands", "_table", "_report", "_runner", "_parallel"}
+EXPERIMENTS_TOP |= {"_peer_metric_learn", "_peer_pylmnn"}
+
+
+def test_experiments_commands_sit_in_bench_and_reproduce():
+    top = PKG / "experiments"
+    mods = {p.stem for p in top.glob("*.py")}
+    assert mods <= EXPERIMENTS_TOP, f"commands that belong in bench/ or reproduce/: {sorted(mods - EXPERIMENTS_TOP)}"
+    assert {p.name for p in top.iterdir() if (p / "__init__.py").exists()} == {"bench", "reproduce"}
+
+
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_layer_imports(layer):
     bad = []

@@ -16,18 +16,19 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..datasets import CSV_DATASETS
-from . import bench_commands as bc
-from . import bench_estimators as be
-from . import bench_exact as bx
-from . import bench_wide as bw
-from . import reproduce_all as ra
-from . import reproduce_logdet as rlogdet
-from . import reproduce_lowrank as rl
-from . import reproduce_spectral as rs
-from . import reproduce_trace as rt
-from . import reproduce_yeung as ry
+from . import demo
 from ._commands import add_command, type_options
 from ._parallel import add_parallel_options
+from .bench import estimators as be
+from .bench import exact as bx
+from .bench import itml, lowrank, mkl, vonneumann
+from .bench import wide as bw
+from .reproduce import all as ra
+from .reproduce import logdet as rlogdet
+from .reproduce import lowrank as rl
+from .reproduce import spectral as rs
+from .reproduce import trace as rt
+from .reproduce import yeung as ry
 
 __all__ = ["SHARED", "TABLE", "Command", "Registered", "Option", "build_parser", "opt", "use", "data_dir"]
 
@@ -167,7 +168,7 @@ TABLE = (
     Command(
         None,
         "demo",
-        bc.demo_command,
+        demo.command,
         "k-NN on Wine with ITML / KernelITML, and fast vs exact on one random problem (well under a minute)",
         (use("seed"), opt("--n", type=int, default=30, help="size of the random kernel problem (default 30)")),
     ),
@@ -175,14 +176,14 @@ TABLE = (
     Command(
         "bench",
         "itml",
-        bc.itml_command,
+        itml.command,
         "LogDet / ITML solvers: per-projection cost and time to tolerance",
         run_options("small sizes and repeats (for tests)", "timing repeats, best of (default 5 / 3 full, 2 / 1 quick)"),
     ),
     Command(
         "bench",
         "lowrank",
-        bc.lowrank_command,
+        lowrank.command,
         "low-rank LogDet (Kulis et al. 2009): projections per second and the MNIST-shape workload",
         run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
         + (
@@ -197,14 +198,14 @@ TABLE = (
                 type=float,
                 help="seconds after which the paper-rule baseline stops (default 300, quick 30)",
             ),
-            use("data_dir", bc.MNIST_HELP),
+            use("data_dir", lowrank.MNIST_HELP),
         ),
         **_LOWRANK_BENCH,
     ),
     Command(
         "bench",
         "vonneumann",
-        bc.vonneumann_command,
+        vonneumann.command,
         "von Neumann Algorithm 3 (Kulis et al. 2009): seconds per projection vs r, vs dense NumPy, and the "
         "MNIST-shape workload",
         run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
@@ -220,14 +221,14 @@ TABLE = (
                 action="store_true",
                 help="skip the paper-rule run and the dense-NumPy prefix of the workload",
             ),
-            use("data_dir", bc.MNIST_HELP),
+            use("data_dir", lowrank.MNIST_HELP),
         ),
         **_LOWRANK_BENCH,
     ),
     Command(
         "bench",
         "mkl",
-        bc.mkl_command,
+        mkl.command,
         "MKL weight steps (Wang et al. 2011): the MKL_P interior point vs the CVXPY path, and the MKL_mu step",
         (
             use("quick", "a small synthetic instance (for tests)"),
@@ -262,16 +263,16 @@ TABLE = (
     Command(
         "bench",
         "pola",
-        "bench_pola:command",
+        "bench.pola:command",
         "POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24): fast solvers vs CVXPY (Clarabel / SCS), "
         "time to the same accuracy",
         run_options("small sizes, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)"),
     ),
-    Registered("bench_kcr"),
+    Registered("bench.kcr"),
     Command(
         "bench",
         "variants",
-        "bench_variants:command",
+        "bench.variants:command",
         "generic certified dual solver vs Clarabel and SciPy on declared variants (hinge triplets, trace budget)",
         run_options("n = 12, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)")
         + (
@@ -353,7 +354,7 @@ TABLE = (
             ),
         ),
     ),
-    Registered("bench_lmnn"),
+    Registered("bench.lmnn"),
     Command(
         "bench",
         "wide",
@@ -505,8 +506,8 @@ TABLE = (
         ),
         datasets=lambda args: (args.dataset,),
     ),
-    Registered("reproduce_kcr"),
-    Registered("reproduce_mkl"),
+    Registered("reproduce.kcr"),
+    Registered("reproduce.mkl"),
     Command(
         "reproduce",
         "logdet",

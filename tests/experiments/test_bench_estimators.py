@@ -8,7 +8,7 @@ import pytest
 from cli_output import output_tables, run_cli
 
 from cvxkml.experiments import _peer_metric_learn
-from cvxkml.experiments import bench_estimators as be
+from cvxkml.experiments.bench import estimators as be
 
 
 @pytest.fixture(scope="module")

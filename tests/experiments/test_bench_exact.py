@@ -9,7 +9,7 @@ import cvxkml.declare._limits as limits_module
 from cvxkml import declare
 from cvxkml.declare import problem as problem_module
 from cvxkml.errors import SolverError
-from cvxkml.experiments.bench_exact import FAMILIES, _child, _fmt, build, measure, recorded_limits
+from cvxkml.experiments.bench.exact import FAMILIES, _child, _fmt, build, measure, recorded_limits
 from cvxkml.experiments.cli import main
 from cvxkml.testing import kernel_instance
 

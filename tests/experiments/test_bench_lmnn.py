@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from cli_output import output_tables, positive_finite, run_cli_ok
 
-from cvxkml.experiments import bench_lmnn
 from cvxkml.experiments._commands import CommandError
-from cvxkml.experiments.bench_estimators import cv_folds, load_bench_dataset
+from cvxkml.experiments.bench import lmnn as bench_lmnn
+from cvxkml.experiments.bench.estimators import cv_folds, load_bench_dataset
 
 
 def test_both_paths_certify_the_same_problem():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from cli_output import output_tables, positive_finite, run_cli_ok
 
-from cvxkml.experiments import bench_mkl
+from cvxkml.experiments.bench import mkl as bench_mkl
 
 
 def test_bench_mkl_quick_structure():

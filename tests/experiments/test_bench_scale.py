@@ -3,7 +3,7 @@ of the declared variant, and the growth exponent is the least-squares slope."""
 
 import numpy as np
 
-from cvxkml.experiments.bench_variants import growth_exponent, scale_rows
+from cvxkml.experiments.bench.variants import growth_exponent, scale_rows
 
 
 def test_quick_scale_rows_are_certified():

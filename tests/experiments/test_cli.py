@@ -16,7 +16,7 @@ import pytest
 from cli_output import positive_finite, run_cli
 
 from cvxkml import __version__
-from cvxkml.experiments import bench
+from cvxkml.experiments.bench import itml
 from cvxkml.experiments.cli import format_table, main
 
 
@@ -130,7 +130,7 @@ def test_numpy_loops_match_numba():
     res = bregman_metric(pm.M0, pm.X, P.i, P.j, P.y, P.bound, 1.0, tol=0.0, max_iter=7)
     W, xi, lam = np.eye(4), P.bound.copy(), np.zeros(len(P))
     V = pm.X[P.i] - pm.X[P.j]
-    bench.numpy_sweeps_metric(W, V, P.y, xi, lam, 1.0, 7)
+    itml.numpy_sweeps_metric(W, V, P.y, xi, lam, 1.0, 7)
     np.testing.assert_allclose(W, res.matrix, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(lam, res.lam, rtol=1e-10, atol=1e-12)
 
@@ -138,7 +138,7 @@ def test_numpy_loops_match_numba():
     P = pk.pairs
     res = bregman_kernel(pk.M0, P.i, P.j, P.y, P.bound, 2.0, tol=0.0, max_iter=7)
     K, xi, lam = pk.M0.copy(), P.bound.copy(), np.zeros(len(P))
-    bench.numpy_sweeps_kernel(K, P.i, P.j, P.y, xi, lam, 2.0, 7)
+    itml.numpy_sweeps_kernel(K, P.i, P.j, P.y, xi, lam, 2.0, 7)
     np.testing.assert_allclose(K, res.matrix, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(xi, res.xi, rtol=1e-10, atol=1e-12)
 
@@ -181,7 +181,7 @@ def test_demo_fast_vs_exact(demo_output):
 def test_bench_variants_quick():
     """The generic dual solver's bench: every variant certified and equal to Clarabel's
     optimum (the table's accuracy columns), whatever the times."""
-    from cvxkml.experiments.bench_variants import VARIANTS, variant_rows
+    from cvxkml.experiments.bench.variants import VARIANTS, variant_rows
 
     rows = variant_rows(quick=True)
     assert [r["variant"] for r in rows] == list(VARIANTS)

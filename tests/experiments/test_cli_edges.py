@@ -207,10 +207,10 @@ def test_every_data_command_declares_its_files():
 
 
 def test_reproduce_all_group_data_matches_the_reproductions():
-    from cvxkml.experiments import reproduce_all as ra
-    from cvxkml.experiments import reproduce_kcr as rk
-    from cvxkml.experiments import reproduce_mkl as rm
-    from cvxkml.experiments import reproduce_spectral as rs
+    from cvxkml.experiments.reproduce import all as ra
+    from cvxkml.experiments.reproduce import kcr as rk
+    from cvxkml.experiments.reproduce import mkl as rm
+    from cvxkml.experiments.reproduce import spectral as rs
 
     assert set(ra.GROUP_DATA) == set(ra.GROUPS)
     assert set(ra.GROUP_DATA["uci"]) == set(rs.DATASETS) and set(ra.GROUP_DATA["kcr"]) == set(rk.DATASETS)
@@ -352,7 +352,7 @@ def test_bad_option_values_and_combinations(argv, code, message, data_dir, monke
 
 
 def test_peer_python_that_cannot_start_is_a_note():
-    from cvxkml.experiments import bench_estimators as be
+    from cvxkml.experiments.bench import estimators as be
 
     X = np.random.default_rng(0).random((12, 3))
     y = np.arange(12) % 2
@@ -404,7 +404,7 @@ def test_documented_commands_parse():
     import shlex
     from pathlib import Path
 
-    from cvxkml.experiments import reproduce_all as ra
+    from cvxkml.experiments.reproduce import all as ra
 
     root = Path(__file__).resolve().parents[2]
     cmds = set(ra.MKL_FULL_RUNS.values()) | {ra.SPAMBASE_STANDARDIZED_COMMAND}

@@ -18,8 +18,8 @@ from sklearn.metrics import normalized_mutual_info_score
 from cvxkml.declare import LowRankLogDet
 from cvxkml.errors import CvxkmlError, InvalidInputError
 from cvxkml.estimators.logdet import LowRankKernelITML
-from cvxkml.experiments import bench
-from cvxkml.experiments.reproduce_lowrank import (
+from cvxkml.experiments.bench import lowrank as bench
+from cvxkml.experiments.reproduce.lowrank import (
     kernel_kmeans,
     load_digits389,
     load_nursery_ordinal,

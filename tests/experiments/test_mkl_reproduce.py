@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from cvxkml.experiments import reproduce_mkl as rm
+from cvxkml.experiments.reproduce import mkl as rm
 
 
 def test_mcnemar_and_scores():

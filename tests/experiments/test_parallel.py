@@ -9,7 +9,8 @@ import time
 import pytest
 from cli_output import run_cli
 
-from cvxkml.experiments import _parallel, reproduce_kcr
+from cvxkml.experiments import _parallel
+from cvxkml.experiments.reproduce import kcr as reproduce_kcr
 
 #: fields that are measured seconds, not numbers of the experiment
 TIMES = {"time", "total_s", "median_fit_s", "max_fit_s"}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cvxkml.experiments import reproduce_all as ra
 from cvxkml.experiments.cli import main
+from cvxkml.experiments.reproduce import all as ra
 
 REF = Path(__file__).resolve().parents[2] / "reference"
 FIELDS = {

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cvxkml.experiments.reproduce_logdet import PAPER_TABLE1, clustering_error, digits389, table1
+from cvxkml.experiments.reproduce.logdet import PAPER_TABLE1, clustering_error, digits389, table1
 
 
 def test_clustering_error_is_matching_invariant():

@@ -8,7 +8,7 @@ import pytest
 from cli_output import output_tables, run_cli_ok
 
 from cvxkml.errors import InvalidInputError
-from cvxkml.experiments.reproduce_lowrank import (
+from cvxkml.experiments.reproduce.lowrank import (
     SCALES,
     kernel_kmeans,
     load_spambase,

@@ -12,8 +12,8 @@ from cli_output import output_tables, positive_finite, run_cli_ok
 
 from cvxkml.declare import VonNeumannKernel
 from cvxkml.errors import InvalidInputError
-from cvxkml.experiments import bench
-from cvxkml.experiments.reproduce_spectral import fit_transform_method, load_uci
+from cvxkml.experiments.bench import lowrank, vonneumann
+from cvxkml.experiments.reproduce.spectral import fit_transform_method, load_uci
 from cvxkml.solvers.vonneumann import vonneumann_pairs
 
 
@@ -54,7 +54,7 @@ def test_dense_baseline_equals_algorithm3(gamma, prior):
     X̂ = W e^Q Wᵀ, duals, slacks and root-finder evaluations, over two sweeps.  ``identity``
     starts from q = 0 (all eigenvalues equal: the solver deflates everything at first)."""
     r, m = 6, 16
-    F, q0, I, J, delta, bound = bench.vonneumann_pairs_problem(r, m, seed=4)
+    F, q0, I, J, delta, bound = vonneumann.vonneumann_pairs_problem(r, m, seed=4)
     if prior == "identity":
         q0 = np.zeros(r)
     if gamma is None:
@@ -68,7 +68,7 @@ def test_dense_baseline_equals_algorithm3(gamma, prior):
     xi, lam = bound.astype(float).copy(), np.zeros(len(I))
     evals = searched = 0
     for _ in range(2):
-        W, q, e, s = bench.numpy_vonneumann_sweep(W, q, F, I, J, delta, xi, lam, g)
+        W, q, e, s = vonneumann.numpy_vonneumann_sweep(W, q, F, I, J, delta, xi, lam, g)
         evals += e
         searched += s
     X = (W * np.exp(q)) @ W.T
@@ -83,8 +83,8 @@ def test_dense_baseline_equals_algorithm3(gamma, prior):
 def test_vonneumann_pairs_problem_is_kulis_start():
     """F = U and q0 = log eig(K0): F diag(e^q0) Fᵀ = G0 G0ᵀ, and the bounds are the ±25 % of
     the distances under K0 (each pair twice)."""
-    G0, I, J, delta, bound = bench._lowrank_pairs(5, 8, 2)
-    F, q0, I2, J2, d2, b2 = bench.vonneumann_pairs_problem(5, 8, 2)
+    G0, I, J, delta, bound = lowrank._lowrank_pairs(5, 8, 2)
+    F, q0, I2, J2, d2, b2 = vonneumann.vonneumann_pairs_problem(5, 8, 2)
     np.testing.assert_allclose((F * np.exp(q0)) @ F.T, G0 @ G0.T, atol=1e-10 * np.abs(G0).max() ** 2)
     np.testing.assert_allclose(F.T @ F, np.eye(5), atol=1e-12)
     np.testing.assert_array_equal(I, I2)
@@ -92,7 +92,9 @@ def test_vonneumann_pairs_problem_is_kulis_start():
 
 
 def test_vonneumann_workload_custom_counts_and_budget(tmp_path):
-    res = bench.vonneumann_workload_rows(quick=True, data_dir=tmp_path, counts=(300,), time_budget=1e-9, baseline=False)
+    res = vonneumann.vonneumann_workload_rows(
+        quick=True, data_dir=tmp_path, counts=(300,), time_budget=1e-9, baseline=False
+    )
     assert res["source"].startswith("synthetic") and (res["n"], res["r"]) == (3000, 10)
     (row,) = res["rows"]
     assert row["sweeps"] == 1 and row["pairs"] <= 300  # the budget stops after one sweep
@@ -126,7 +128,7 @@ def test_vonneumann_map_reproduces_learned_kernel():
     X, y = load_uci("iris")
     X = (X - X.mean(0)) / X.std(0)
     L, info = fit_transform_method("vonneumann", X, y, 1.0, np.random.default_rng(0))
-    from cvxkml.experiments.reproduce_spectral import _constraints
+    from cvxkml.experiments.reproduce.spectral import _constraints
 
     pc = _constraints(X, y, np.random.default_rng(0))
     sol = VonNeumannKernel(X @ X.T, pc, gamma=1.0).solve(tol=1e-3, max_iter=2000)

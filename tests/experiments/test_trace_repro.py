@@ -16,7 +16,7 @@ import pytest
 from cvxkml.errors import InvalidInputError
 from cvxkml.estimators.trace import TraceSSIKDR
 from cvxkml.experiments.cli import main
-from cvxkml.experiments.reproduce_trace import (
+from cvxkml.experiments.reproduce.trace import (
     PAPER,
     QUICK,
     draw_split,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from cli_output import run_cli
 
-from cvxkml.experiments.reproduce_yeung import (
+from cvxkml.experiments.reproduce.yeung import (
     PAPER_TABLE1,
     PAPER_TABLE2,
     figure1,
@@ -91,7 +91,7 @@ def test_cli_reproduce_yeung_quick(tmp_path):
 def test_implied_setting_reproduces_the_papers_columns_without_learning():
     """At IMPLIED_TABLE1 (n = 8000, seed 0) the input-space and RBF J are the paper's."""
     from cvxkml.baselines.separability import separability
-    from cvxkml.experiments.reproduce_yeung import IMPLIED_TABLE1
+    from cvxkml.experiments.reproduce.yeung import IMPLIED_TABLE1
     from cvxkml.kernels import Kernel
 
     X, y = make_xor(8000, std=IMPLIED_TABLE1["xor_std"], random_state=0)
@@ -105,7 +105,7 @@ def test_implied_setting_reproduces_the_papers_columns_without_learning():
 
 def test_implied_table1_setting_solves_both_columns():
     from cvxkml.baselines.separability import separability
-    from cvxkml.experiments.reproduce_yeung import implied_table1_setting
+    from cvxkml.experiments.reproduce.yeung import implied_table1_setting
     from cvxkml.kernels import Kernel
 
     res = implied_table1_setting(n=600, seed=1, sigma_grid=np.linspace(0.3, 3.0, 10), xtol=1e-5)
@@ -128,7 +128,7 @@ def test_table1_rows_passes_rank_rtol_xor_std_and_neighbors():
 
 
 def test_cli_table1_setting_options(tmp_path):
-    from cvxkml.experiments.reproduce_yeung import IMPLIED_TABLE1
+    from cvxkml.experiments.reproduce.yeung import IMPLIED_TABLE1
 
     rc, out = run_cli(
         [

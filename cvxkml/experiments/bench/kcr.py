@@ -24,7 +24,7 @@ measured in the same run.
   (issue 33), default vs :data:`BEFORE` (the default before dual polishing and the
   working set) and :data:`PREVIOUS` in the same run (``scale``, not in ``all``).
 
-``python -m cvxkml.experiments.bench_kcr [sweep|exact|alg1|large|variants|scale|all]`` runs them and prints the rows;
+``python -m cvxkml.experiments.bench.kcr [sweep|exact|alg1|large|variants|scale|all]`` runs them and prints the rows;
 :func:`register` adds the same as ``cvxkml bench kcr``.
 """
 
@@ -35,12 +35,12 @@ import warnings
 
 import numpy as np
 
-from ..datasets import load_dataset
-from ..declare.kcr import KCR
-from ..errors import InvalidInputError, SolverError
-from ..kernels import gaussian_kernel
-from ..solvers.kcr import kcr_subgradient
-from ._commands import add_command, needs_data, run_command
+from ...datasets import load_dataset
+from ...declare.kcr import KCR
+from ...errors import InvalidInputError, SolverError
+from ...kernels import gaussian_kernel
+from ...solvers.kcr import kcr_subgradient
+from .._commands import add_command, needs_data, run_command
 
 __all__ = [
     "random_problem",
@@ -639,10 +639,10 @@ def run(args) -> int:
 
 
 def main(argv=None) -> int:
-    """``python -m cvxkml.experiments.bench_kcr [sweep|exact|alg1|large|all] [options]``."""
+    """``python -m cvxkml.experiments.bench.kcr [sweep|exact|alg1|large|all] [options]``."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m cvxkml.experiments.bench_kcr")
+    ap = argparse.ArgumentParser(prog="python -m cvxkml.experiments.bench.kcr")
     _add_arguments(ap)
     ap.set_defaults(func=run)
     needs_data(ap, _data_of)
@@ -650,7 +650,7 @@ def main(argv=None) -> int:
 
 
 def register(commands) -> None:
-    """Add ``cvxkml bench kcr`` (see :mod:`._commands`)."""
+    """Add ``cvxkml bench kcr`` (see :mod:`.._commands`)."""
     p = add_command(
         commands,
         "bench",

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._commands import CommandError
-from ._parallel import describe, parallel_from_args
-from ._report import finish, format_table, jsonable
+from .._commands import CommandError
+from .._parallel import describe, parallel_from_args
+from .._report import finish, format_table, jsonable
 
 __all__ = [
     "SECTIONS",
@@ -280,7 +280,7 @@ _CLOSED = "closed form (eigendecompositions), nothing to certify"
 
 
 def _logdet_records(sections, res, command, source) -> None:
-    from .reproduce_logdet import PROTOCOL
+    from .logdet import PROTOCOL
 
     protocol = {
         "ionosphere": "paper leaves open: " + PROTOCOL[0] + "; " + PROTOCOL[1],
@@ -296,7 +296,7 @@ def _logdet_records(sections, res, command, source) -> None:
 
 
 def _logdet_run(mode, data_dir, n_jobs, seed, cmd):
-    from .reproduce_logdet import table1
+    from .logdet import table1
 
     res = table1(repeats=1 if mode == "quick" else 10, seed=seed, data_dir=data_dir, n_jobs=n_jobs)
     return [(res, cmd(SECTIONS["logdet"][4]), {})]
@@ -317,7 +317,7 @@ def _uci_records(sections, res, command, source) -> None:
 
 
 def _uci_run(mode, data_dir, n_jobs, seed, cmd):
-    from .reproduce_spectral import reproduce_spectral
+    from .spectral import reproduce_spectral
 
     res = reproduce_spectral(quick=mode == "quick", seed=seed, data_dir=data_dir, n_jobs=n_jobs)
     return [(res, cmd(SECTIONS["uci"][4]), {})]
@@ -353,7 +353,7 @@ def _trace_records(sections, res, command, source) -> None:
 
 
 def _trace_run(mode, data_dir, n_jobs, seed, cmd):
-    from .reproduce_trace import reproduce_trace
+    from .trace import reproduce_trace
 
     quick = mode == "quick"
     out = []
@@ -475,8 +475,8 @@ def _lowrank_records(sections, res, command, source, mnist_command) -> None:
 
 
 def _lowrank_run(mode, data_dir, n_jobs, seed, cmd):
-    from .bench import lowrank_workload_rows
-    from .reproduce_lowrank import reproduce_lowrank
+    from ..bench.lowrank import lowrank_workload_rows
+    from .lowrank import reproduce_lowrank
 
     quick = mode == "quick"
     res = reproduce_lowrank(quick=quick, seed=seed, data_dir=data_dir, n_jobs=n_jobs)
@@ -496,7 +496,7 @@ def _yeung_t1_rows(sec, t1: dict, dataset: str, calibrated: str = "", **given) -
     the paper's values there (the implied setting); ``given``: protocol, command, source and
     the sheet heading explaining the rows.
     """
-    from .reproduce_yeung import PAPER_TABLE1 as P
+    from .yeung import PAPER_TABLE1 as P
 
     J = "J (eq. 17)"
     for method, key in (("input space", "input"), ("RBF feature space", "rbf")):
@@ -512,7 +512,7 @@ def _yeung_records(sections: dict, res: dict, command: str, source: str) -> None
     """Records of a ``cvxkml reproduce yeung`` result: Table 1 (and, when the result has it,
     ``table1_implied``, Table 1 at the setting implied by the paper's columns, labelled as
     such), Figure 1 and Table 2."""
-    from .reproduce_yeung import PAPER_TABLE2
+    from .yeung import PAPER_TABLE2
 
     t1, t1i = res.get("table1"), res.get("table1_implied")
     if t1:
@@ -551,7 +551,7 @@ def _yeung_records(sections: dict, res: dict, command: str, source: str) -> None
 
 
 def _yeung_run(mode, data_dir, n_jobs, seed, cmd):
-    from .reproduce_yeung import figure1, table1_rows, table2_rows
+    from .yeung import figure1, table1_rows, table2_rows
 
     quick = mode == "quick"
     t1 = dict(n=600, n_pairs=20, landmarks=(60, 120), n_runs=2, also_one_iteration=False) if quick else {}
@@ -569,7 +569,7 @@ def _yeung_recorded(ref):
 
 
 def _mkl_records(sections, res, command, source, label="", heading=None, protocol=None, superseded="") -> None:
-    from .reproduce_mkl import PAPER_TABLE1, PAPER_TABLE2
+    from .mkl import PAPER_TABLE1, PAPER_TABLE2
 
     proto = protocol or (
         "reduced budgets: metric and weights learned on 30 (Table 2: 60) points of each "
@@ -593,7 +593,7 @@ def _mkl_records(sections, res, command, source, label="", heading=None, protoco
 def _mkl_run(mode, data_dir, n_jobs, seed, cmd):
     from dataclasses import replace
 
-    from .reproduce_mkl import TABLE1_DATASETS, Protocol, quick_protocol, reproduce
+    from .mkl import TABLE1_DATASETS, Protocol, quick_protocol, reproduce
 
     if mode == "quick":
         proto = replace(quick_protocol(), seed=seed)
@@ -642,7 +642,7 @@ def _mkl_recorded(ref):
 
 
 def _kcr_records(sections, r, command, source, protocol) -> None:
-    from .reproduce_kcr import PAPER_TABLE1
+    from .kcr import PAPER_TABLE1
 
     grid = "full grid" if len(protocol.nus) == 9 and len(protocol.lams) == 7 else None
     grid = grid or f"grid {len(protocol.nus)} x {len(protocol.lams)}"
@@ -667,7 +667,7 @@ def _kcr_records(sections, r, command, source, protocol) -> None:
 
 
 def _kcr_run(mode, data_dir, n_jobs, seed, cmd):
-    from .reproduce_kcr import REDUCED_LAMS, REDUCED_NUS, Protocol, reproduce
+    from .kcr import REDUCED_LAMS, REDUCED_NUS, Protocol, reproduce
 
     if mode == "quick":
         proto = Protocol(n_splits=1, nus=(1.0,), lams=(1.0,), ks=(1, 3), max_iter=200, seed=seed)
@@ -687,7 +687,7 @@ def _kcr_run(mode, data_dir, n_jobs, seed, cmd):
 
 
 def _kcr_recorded(ref):
-    from .reproduce_kcr import Protocol
+    from .kcr import Protocol
 
     name = "sriperumbudur2008-kcr-table1-full.json"
     data = _load(ref, name)

@@ -21,9 +21,9 @@ import warnings
 
 import numpy as np
 
-from ._commands import CommandError, add_command, number_in
-from ._report import finish, format_table, start, write_numbers
-from .bench_estimators import DATASETS, cv_folds, load_bench_dataset
+from .._commands import CommandError, add_command, number_in
+from .._report import finish, format_table, start, write_numbers
+from .estimators import DATASETS, cv_folds, load_bench_dataset
 
 __all__ = ["lmnn_rows", "register"]
 
@@ -37,7 +37,7 @@ def _problem(X, y, train):
     """LMNN of eq. 18 on the standardized training fold, and the fitted scaler."""
     from sklearn.preprocessing import StandardScaler
 
-    from ..declare.lmnn import LMNNProblem
+    from ...declare.lmnn import LMNNProblem
 
     scaler = StandardScaler().fit(X[train])
     return LMNNProblem.linear(scaler.transform(X[train]), y[train], k=K, gamma=GAMMA), scaler
@@ -65,7 +65,7 @@ def _solve(prob, tol: float, smooth: bool, budget: float | None):
 
 def _warm_up() -> None:
     """Compile the Numba kernels both paths use (excluded from every timing)."""
-    from ..declare.lmnn import LMNNProblem
+    from ...declare.lmnn import LMNNProblem
 
     rng = np.random.default_rng(0)
     y = np.arange(24) % 2
@@ -88,7 +88,7 @@ def lmnn_rows(
     Parameters
     ----------
     datasets : sequence of str, default DATASETS
-        Names of :func:`cvxkml.experiments.bench_estimators.load_bench_dataset`.
+        Names of :func:`cvxkml.experiments.bench.estimators.load_bench_dataset`.
     tols : sequence of float, default (1e-3, 1e-4)
         Certified relative gaps asked of both paths.
     n_folds : int, default 3
@@ -179,14 +179,14 @@ def load_scale_dataset(name: str, seed: int = 0):
         X, y = load_digits(return_X_y=True)
         what = "sklearn load_digits, standardized"
     elif name == "mnist5000":
-        from ..datasets import load_npz
+        from ...datasets import load_npz
 
         X, y = load_npz("mnist5000")
         X, y = np.asarray(X, dtype=float) / 255.0, np.asarray(y)
         X = PCA(50, random_state=seed).fit_transform(X)
         what = "MNIST 5000-image subset, PCA-50, standardized"
     elif name == "pendigits5000":
-        from ..datasets import load_dataset
+        from ...datasets import load_dataset
 
         X, y = load_dataset("pendigits")
         X, _, y, _ = train_test_split(
@@ -210,7 +210,7 @@ def load_scale_dataset(name: str, seed: int = 0):
 def _full_objective(prob, W) -> float:
     """F of eq. 18 over every triplet at the metric whose learned coordinates are the rows of
     W (n × q, d(i, j) = ‖W_i − W_j‖²), by the impostor scan (no triplet list)."""
-    from ..solvers.lmnn import impostor_scan
+    from ...solvers.lmnn import impostor_scan
 
     t_i, t_j = prob.targets
     perm = np.argsort(t_i, kind="stable")
@@ -298,7 +298,7 @@ def scale_rows(
     dual-recovery seconds of the active-set solve; the peer's seconds, its objective F
     (evaluated here by the same formula) and its excess over cvxkml's certified bound.
     """
-    from ..declare.lmnn import LMNNProblem
+    from ...declare.lmnn import LMNNProblem
 
     if isinstance(peer_python, (str, bytes)) or hasattr(peer_python, "__fspath__"):
         peer_python = [peer_python]
@@ -534,7 +534,7 @@ def _cmd_bench_lmnn(args) -> int:
 
 
 def register(commands) -> None:
-    """Add ``cvxkml bench lmnn`` (see :mod:`._commands`)."""
+    """Add ``cvxkml bench lmnn`` (see :mod:`.._commands`)."""
     p = add_command(
         commands,
         "bench",

@@ -44,7 +44,7 @@ points of the fold, mapped by the learned (inductive) map.
 
 The folds of Table 1 and the splits of Table 2 are independent tasks: their random draws
 (learning subsample, inner CV halves) are made first, in the order of the serial
-protocol, and ``n_jobs`` runs the tasks through joblib (:mod:`._parallel`; ``cvxkml
+protocol, and ``n_jobs`` runs the tasks through joblib (:mod:`.._parallel`; ``cvxkml
 reproduce mkl --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers as
 the serial run.  With a store (``--resume DIR``) a finished split is kept, and so is
 every finished LMNN fit of an unfinished one: a stopped run resumes after the last fit it
@@ -63,15 +63,15 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import chi2
 
-from ..datasets import check_available, load_npz
-from ..datasets import load_dataset as _load_named
-from ..errors import ConvergenceWarning, InvalidInputError
-from ..estimators.mkl import LMNN, LMNNMKL
-from ..mkl_kernels import KernelSet, paper_kernels, source_kernels
-from ._commands import CommandError, add_command, needs_data, number_in, run_command
-from ._parallel import TaskStore, add_parallel_options, describe, parallel_from_args, run_tasks
-from ._report import finish, write_json, write_numbers
-from .bench_estimators import check_folds
+from ...datasets import check_available, load_npz
+from ...datasets import load_dataset as _load_named
+from ...errors import ConvergenceWarning, InvalidInputError
+from ...estimators.mkl import LMNN, LMNNMKL
+from ...mkl_kernels import KernelSet, paper_kernels, source_kernels
+from .._commands import CommandError, add_command, needs_data, number_in, run_command
+from .._parallel import TaskStore, add_parallel_options, describe, parallel_from_args, run_tasks
+from .._report import finish, write_json, write_numbers
+from ..bench.estimators import check_folds
 
 __all__ = [
     "TABLE1_DATASETS",
@@ -1028,7 +1028,7 @@ def _add_arguments(p) -> None:
 
 
 def register(commands) -> None:
-    """Add ``cvxkml reproduce mkl`` (see :mod:`._commands`)."""
+    """Add ``cvxkml reproduce mkl`` (see :mod:`.._commands`)."""
     p = add_command(
         commands,
         "reproduce",
@@ -1044,8 +1044,8 @@ def register(commands) -> None:
 
 
 def main(argv=None) -> int:
-    """``python -m cvxkml.experiments.reproduce_mkl [options]`` (the options of ``cvxkml reproduce mkl``)."""
-    p = argparse.ArgumentParser(prog="python -m cvxkml.experiments.reproduce_mkl", description=__doc__.split("\n")[0])
+    """``python -m cvxkml.experiments.reproduce.mkl [options]`` (the options of ``cvxkml reproduce mkl``)."""
+    p = argparse.ArgumentParser(prog="python -m cvxkml.experiments.reproduce.mkl", description=__doc__.split("\n")[0])
     _add_arguments(p)
     p.set_defaults(func=_cmd_reproduce_mkl)
     needs_data(p, _data_of)

@@ -8,7 +8,7 @@
   cycles vs constraints (Figures 3 and 4).
 
 Every (constraint count, draw) is an independent task with its own seeds (``n_jobs``,
-:mod:`._parallel`).  Functions return rows; only :func:`command` prints.
+:mod:`.._parallel`).  Functions return rows; only :func:`command` prints.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..datasets import CATEGORY_ORDER, check_available, load_dataset
-from ..errors import CvxkmlError, InvalidInputError
-from ._parallel import describe, parallel_from_args, run_tasks
-from ._report import columns, pm
+from ...datasets import CATEGORY_ORDER, check_available, load_dataset
+from ...errors import CvxkmlError, InvalidInputError
+from .._parallel import describe, parallel_from_args, run_tasks
+from .._report import columns, pm
 
 __all__ = [
     "DIGITS_SAMPLE_SEED",
@@ -226,7 +226,7 @@ def relative_pair_constraints(G0, labels, m: int, eps: float = 0.25, rng=None, p
     """``m`` random pairs i ≠ j of ``pool`` (default all points), with replacement:
     d ≤ (1 − ε) b same class, d ≥ (1 + ε) b otherwise, b = ‖G0[i] − G0[j]‖² (pairs at b = 0
     redrawn).  Returns :class:`~cvxkml.sideinfo.PairConstraints`."""
-    from ..sideinfo import PairConstraints
+    from ...sideinfo import PairConstraints
 
     rng = np.random.default_rng(rng)
     G0 = np.asarray(G0, dtype=float)
@@ -251,7 +251,7 @@ def relative_pair_constraints(G0, labels, m: int, eps: float = 0.25, rng=None, p
 
 def _learn(G0, pc, gamma, tol, max_iter):
     """Solve the low-rank problem; returns (G = G0 B or None, Solution or None, problem)."""
-    from ..declare import LowRankLogDet
+    from ...declare import LowRankLogDet
 
     prob = LowRankLogDet(G0, pc, gamma=gamma)
     with warnings.catch_warnings():
@@ -265,7 +265,7 @@ def _learn(G0, pc, gamma, tol, max_iter):
 
 def _exact_feasible(prob):
     """True / False when the exact (CVXPY) model is feasible / infeasible, None if unknown."""
-    from ..errors import InfeasibleError
+    from ...errors import InfeasibleError
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -528,8 +528,8 @@ def reproduce_lowrank(
     ``spambase``, ``nursery`` (:func:`digits_rows`, :func:`digits_convergence_rows`,
     :func:`uci_rows`), with ``settings`` and ``elapsed_s``; one BLAS thread.  ``quick``: small
     grids (a smoke run, not a reproduction)."""
-    from .._config import blas_limit
-    from .bench import warm_up_lowrank
+    from ..._config import blas_limit
+    from ..bench.lowrank import warm_up_lowrank
 
     parts = _check_parts(parts, scale)
     check_available(tuple(dict.fromkeys(_PART_DATA[p] for p in parts)), data_dir)

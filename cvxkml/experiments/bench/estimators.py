@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InvalidInputError
-from ._commands import CommandError
-from ._parallel import describe, run_tasks
-from ._peer_metric_learn import warm_subset
-from ._report import finish, format_table, pm, start, write_numbers
-from ._runner import timed
+from ...errors import InvalidInputError
+from .._commands import CommandError
+from .._parallel import describe, run_tasks
+from .._peer_metric_learn import warm_subset
+from .._report import finish, format_table, pm, start, write_numbers
+from .._runner import timed
 
 __all__ = [
     "SEED",
@@ -99,7 +99,7 @@ def cv_folds(y, n_folds: int = N_FOLDS, seed: int = SEED) -> list[tuple[np.ndarr
 
 # --------------------------------------------------------------------------- estimators
 def _estimator_classes() -> dict:
-    from ..estimators import ESTIMATORS
+    from ...estimators import ESTIMATORS
 
     return {cls.__name__: cls for cls in ESTIMATORS}
 
@@ -163,7 +163,7 @@ def run_cell(task) -> dict:
         error), ``certificates`` (per fold, or None), ``warmup_s`` (None: warm already),
         ``warnings`` (categories seen), ``error`` (None or ``"Name: message"``).
     """
-    from ..errors import ConvergenceWarning
+    from ...errors import ConvergenceWarning
 
     name, dataset, features, X, y, folds, seed = task
     row = {
@@ -205,7 +205,7 @@ def run_cell(task) -> dict:
 # --------------------------------------------------------------------------- peers
 def _peer_rows(datasets_data, features, seed, peer_python) -> tuple[list[dict], str | None]:
     """(rows, None) or ([], why the peer rows are missing)."""
-    from . import _peer_metric_learn as peer
+    from .. import _peer_metric_learn as peer
 
     cells = [
         {"estimator": p, "dataset": d, "features": f, "X": X, "y": y, "folds": folds}

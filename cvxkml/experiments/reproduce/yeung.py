@@ -17,16 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..baselines.rca import RCA
-from ..baselines.separability import separability
-from ..errors import InvalidInputError
-from ..estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
-from ..kernels import Kernel
-from ..sideinfo import sample_index_pairs
-from ._commands import CommandError
-from ._parallel import describe, parallel_from_args, run_tasks
-from ._report import finish, format_table, pm, pyplot, write_json
-from ._runner import best_of
+from ...baselines.rca import RCA
+from ...baselines.separability import separability
+from ...errors import InvalidInputError
+from ...estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
+from ...kernels import Kernel
+from ...sideinfo import sample_index_pairs
+from .._commands import CommandError
+from .._parallel import describe, parallel_from_args, run_tasks
+from .._report import finish, format_table, pm, pyplot, write_json
+from .._runner import best_of
 
 __all__ = [
     "PAPER_TABLE1",
@@ -412,7 +412,7 @@ def table2_rows(
     paper: 2 000): per subset J of input and RBF space, and of RCA and the method over
     ``n_runs`` random S.  Rows: subset, n, sigma, input, rbf, rca, ours, q (lists), time.
     """
-    from ..datasets import load_npz
+    from ...datasets import load_npz
 
     X_all, y_all = load_npz("mnist5000", data_dir)
     tasks = []
@@ -438,7 +438,7 @@ def scaling_rows(
     ``repeats``, one BLAS thread (a 2-thread eigendecomposition under load is 7–20× slower).
     Rows: n, landmark_s, full_s (None above full_max_n), landmark_ratio, full_over_landmark.
     """
-    from .._config import blas_limit
+    from ..._config import blas_limit
 
     rows = []
     with blas_limit(1):

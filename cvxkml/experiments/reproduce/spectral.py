@@ -9,7 +9,7 @@ fresh constraints.  LogDet = :class:`cvxkml.declare.ITML`; von Neumann = Kulis e
 problem :class:`cvxkml.declare.VonNeumannKernel` on K0 = X Xᵀ, new points mapped by W^½ with
 K = X W Xᵀ.  Solver tolerance 1e-3 (dual change and certificate), at most 20 000 sweeps;
 unconverged fits are counted and used.  Every (method, repeat, fold) is an independent task
-with its own seeds (``n_jobs``, :mod:`._parallel`).
+with its own seeds (``n_jobs``, :mod:`.._parallel`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import warnings
 
 import numpy as np
 
-from ..datasets import check_available, load_dataset
-from ..errors import CvxkmlError, InvalidInputError
-from ._parallel import describe, parallel_from_args, run_tasks
-from ._report import columns, pm
-from ._runner import quiet
+from ...datasets import check_available, load_dataset
+from ...errors import CvxkmlError, InvalidInputError
+from .._parallel import describe, parallel_from_args, run_tasks
+from .._report import columns, pm
+from .._runner import quiet
 
 __all__ = [
     "DATASETS",
@@ -76,7 +76,7 @@ def _standardize(Xtr, Xte):
 
 def _constraints(X, y, rng):
     """40c² random label pairs with 5th / 95th-percentile bounds (squared distances)."""
-    from ..sideinfo import PairConstraints, baseline_metric
+    from ...sideinfo import PairConstraints, baseline_metric
 
     c = np.unique(y).size
     with warnings.catch_warnings():
@@ -89,8 +89,8 @@ def _constraints(X, y, rng):
 def fit_transform_method(method: str, Xtr, ytr, gamma: float, rng, tol: float = 1e-3, max_iter: int = 20_000):
     """Learn ``method`` on (Xtr, ytr) with fresh constraints; returns (L, info) with L the
     d × d linear map (x ↦ L x), info = {sweeps, converged, solve_s, pairs}."""
-    from ..declare import ITML, VonNeumannKernel
-    from ..learned import components_from_metric
+    from ...declare import ITML, VonNeumannKernel
+    from ...learned import components_from_metric
 
     d = Xtr.shape[1]
     if method == "euclidean":
@@ -231,8 +231,8 @@ def reproduce_spectral(
 ) -> dict:
     """:func:`dataset_rows` of every data set, one BLAS thread; {"settings", "rows", "elapsed_s"}.
     ``quick``: one repeat, γ fixed to 1 (a smoke run, not a reproduction)."""
-    from .._config import blas_limit
-    from .bench import warm_up_vonneumann
+    from ..._config import blas_limit
+    from ..bench.vonneumann import warm_up_vonneumann
 
     check_available(datasets, data_dir)
     grid = (1.0,) if quick else GAMMA_GRID

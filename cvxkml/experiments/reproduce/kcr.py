@@ -21,7 +21,7 @@ Protocol (the paper's, with the details it leaves open fixed as below):
 
 Every fit's certified gap, convergence flag and time are kept, so the report says how
 many fits met the tolerance.  The fits of one ν on one split (warm-started along λ) are an
-independent task: ``n_jobs`` runs them through joblib (:mod:`._parallel`; ``cvxkml
+independent task: ``n_jobs`` runs them through joblib (:mod:`.._parallel`; ``cvxkml
 reproduce kcr --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers
 as the serial run.  Only the command ``cvxkml reproduce kcr`` (:func:`register`) prints.
 """
@@ -34,15 +34,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..datasets import check_available
-from ..datasets import load_dataset as _load_named
-from ..declare.kcr import KCR
-from ..errors import ConvergenceWarning, InvalidInputError
-from ..formulas.kcr import rule_predict
-from ..kernels import gaussian_kernel
-from ._commands import add_command
-from ._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
-from ._report import finish, format_table, write_numbers
+from ...datasets import check_available
+from ...datasets import load_dataset as _load_named
+from ...declare.kcr import KCR
+from ...errors import ConvergenceWarning, InvalidInputError
+from ...formulas.kcr import rule_predict
+from ...kernels import gaussian_kernel
+from .._commands import add_command
+from .._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
+from .._report import finish, format_table, write_numbers
 
 __all__ = [
     "DATASETS",
@@ -491,7 +491,7 @@ def _cmd_reproduce_kcr(args) -> int:
 
 
 def register(commands) -> None:
-    """Add ``cvxkml reproduce kcr`` (see :mod:`._commands`)."""
+    """Add ``cvxkml reproduce kcr`` (see :mod:`.._commands`)."""
     p = add_command(
         commands,
         "reproduce",

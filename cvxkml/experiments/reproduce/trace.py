@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .._config import blas_limit
-from ..datasets import load_dataset
-from ..errors import ConvergenceWarning, InvalidInputError
-from ._parallel import describe, parallel_from_args, run_tasks
-from ._report import columns, format_table, pyplot, write_json
+from ..._config import blas_limit
+from ...datasets import load_dataset
+from ...errors import ConvergenceWarning, InvalidInputError
+from .._parallel import describe, parallel_from_args, run_tasks
+from .._report import columns, format_table, pyplot, write_json
 
 __all__ = [
     "PAPER",
@@ -168,8 +168,8 @@ def run_draw(
     with ``keep_embeddings``)."""
     from sklearn.decomposition import PCA, KernelPCA
 
-    from ..estimators.trace import TraceSSIKDR
-    from ..kernels import Kernel
+    from ...estimators.trace import TraceSSIKDR
+    from ...kernels import Kernel
 
     tr, te = draw_split(y, n_train, n_test, seed)
     Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]

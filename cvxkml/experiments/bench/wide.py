@@ -30,7 +30,7 @@ import tempfile
 
 import numpy as np
 
-from ._report import columns, finish, start
+from .._report import columns, finish, start
 
 __all__ = ["wide_data", "wide_rows", "command"]
 
@@ -55,7 +55,7 @@ def wide_data(n: int, d: int, seed: int = 0):
 
 
 def _pairs(X, y, seed):
-    from ..sideinfo import PairConstraints, baseline_metric
+    from ...sideinfo import PairConstraints, baseline_metric
 
     return PairConstraints.from_labels(y, baseline_metric(X), n_similar=100, n_dissimilar=100, random_state=seed)
 
@@ -65,9 +65,9 @@ def _run(kind: str, n: int, d: int, seed: int) -> dict:
     import resource
     import time
 
-    from .._config import blas_limit
-    from ..declare import ITML
-    from ..estimators import ITML as ITMLEstimator
+    from ..._config import blas_limit
+    from ...declare import ITML
+    from ...estimators import ITML as ITMLEstimator
 
     def once(X, y):
         if kind == "estimator":
@@ -142,7 +142,7 @@ def wide_rows(
         kinds = ["span", "estimator"] + (["features"] if d <= features_max_d else [])
         for kind in kinds:
             code = (
-                f"import json; from cvxkml.experiments.bench_wide import _run; "
+                f"import json; from cvxkml.experiments.bench.wide import _run; "
                 f"print(json.dumps(_run({kind!r}, {n}, {d}, {seed})))"
             )
             row = {"kind": kind, "n": n, "d": d, **_child([sys.executable, "-c", code], timeout)}
@@ -162,7 +162,7 @@ def wide_rows(
 
 
 def _exponent(rows, kind):
-    from .bench_variants import growth_exponent
+    from .variants import growth_exponent
 
     r = [x for x in rows if x["kind"] == kind and "seconds" in x]
     return growth_exponent([x["d"] for x in r], [x["seconds"] for x in r]), len(r)

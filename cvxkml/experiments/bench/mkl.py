@@ -1,4 +1,4 @@
-"""The rows of ``cvxkml bench mkl`` (printed by :mod:`.bench_commands`): the MKL_P weight step
+"""``cvxkml bench mkl``: the MKL_P weight step
 (Wang et al. eq. 15–17), the interior-point solver of :mod:`cvxkml.solvers.mkl` against the
 CVXPY path beside it, same instances, same run (:func:`weight_step_rows`), and the MKL_μ step
 (``MuWeightStep`` / ``lmnn_mu_step``, a CVXPY model; :func:`mu_step_rows`).
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._runner import best_of, quiet, timed
+from .._report import columns, finish, start, yes_no
+from .._runner import best_of, quiet, timed
 
 
 def _points(seed, n, n_classes, d, shift=0.8):
@@ -27,11 +28,11 @@ def weight_objective(
     ``n`` standardized points of ``name`` (a UCI set of the data folder, or ``"synthetic"``: two
     shifted Gaussian classes in 5-D), k target neighbours from the uniform combination,
     A = I (``A="I"``) or a random PSD A (``"rand"``: B Bᵀ/n + 0.5 I, B ~ 0.3·N(0, 1))."""
-    from ..datasets import load_csv_dataset
-    from ..declare.mkl import LMNNWeightObjective
-    from ..formulas.lmnn import LMNNTriplets
-    from ..kernels import kernel_sq_distances
-    from ..mkl_kernels import paper_kernels
+    from ...datasets import load_csv_dataset
+    from ...declare.mkl import LMNNWeightObjective
+    from ...formulas.lmnn import LMNNTriplets
+    from ...kernels import kernel_sq_distances
+    from ...mkl_kernels import paper_kernels
 
     rng = np.random.default_rng(seed)
     if name == "synthetic":
@@ -73,7 +74,7 @@ def _rel_gap(sol):
 def cholesky_gflops(N: int, repeats: int = 5) -> float:
     """GFLOP/s of a dense N × N Cholesky (N³/3 flops, one BLAS thread, best of ``repeats``
     batches): the flop-count limit of one interior-point iteration's Newton system."""
-    from .._config import blas_limit
+    from ..._config import blas_limit
 
     rng = np.random.default_rng(0)
     M = rng.standard_normal((N, N))
@@ -102,8 +103,8 @@ def weight_step_rows(
     ``ipm_iterations``, ``gflops`` (iterations × N³/3 / seconds, N = m(m+1)/2 + 1, a lower bound)
     and ``cholesky_gflops`` (:func:`cholesky_gflops`).
     """
-    from .._config import blas_limit
-    from ..declare.mkl import RankOneWeightStep
+    from ..._config import blas_limit
+    from ...declare.mkl import RankOneWeightStep
 
     rows = []
     with blas_limit(1):
@@ -158,8 +159,8 @@ def mu_step_rows(cases=(("sonar", 30),), data_dir=None, seed: int = 0, ccp_iter:
     majorizer at μ = 1/m (``mu_solve_s``, ``rel_gap``) and ``ccp_iter`` steps of
     ``lmnn_mu_step`` (``ccp_s``, ``ccp_s_per_solve``, h before and after); instances of
     :func:`weight_step_rows` (A = I), one BLAS thread."""
-    from .._config import blas_limit
-    from ..declare.mkl import LMNNMuMajorizer, MuWeightStep, lmnn_mu_step
+    from ..._config import blas_limit
+    from ...declare.mkl import LMNNMuMajorizer, MuWeightStep, lmnn_mu_step
 
     rows = []
     with blas_limit(1):
@@ -188,3 +189,128 @@ def mu_step_rows(cases=(("sonar", 30),), data_dir=None, seed: int = 0, ccp_iter:
                 )
             )
     return rows
+
+
+def _or_dash(key: str, fmt: str):
+    """A cell: ``row[key]`` in format ``fmt``, ``-`` when it is None or missing."""
+    return lambda r: "-" if r.get(key) is None else f"{r[key]:{fmt}}"
+
+
+def command(args) -> int:
+    """``cvxkml bench mkl``: the MKL_P weight step (Wang et al. 2011), interior point against the CVXPY
+    path on the same instances, and the MKL_μ step.
+
+    Returns the exit status, 0."""
+    import numpy as np
+
+    t_start = start(
+        "cvxkml bench mkl",
+        args.quick,
+        "one BLAS thread, both paths warmed up on a small instance first, time.perf_counter",
+    )
+    if args.quick:
+        cases = [("synthetic", 12, "I", not args.no_old)]
+        mu_cases, ccp_iter = [("synthetic", 10)], 1
+    else:
+        cases = [(d, n, "I", (not args.no_old) and n <= args.old_max_n) for d in args.datasets for n in args.n]
+        mu_cases, ccp_iter = [(args.datasets[0], n) for n in args.n], 3
+    if "weight-step" in args.parts:
+        print()
+        print(
+            "(a) MKL_P weight step (Wang et al. eq. 15-17): the interior-point solver "
+            "(cvxkml.solvers.mkl.weight_step_ipm) vs the CVXPY path it replaced, the same h in the same run"
+        )
+        rows = weight_step_rows(cases, data_dir=args.data_dir, seed=args.seed)
+        print(
+            columns(
+                rows,
+                [
+                    ("data", "{data}"),
+                    ("n", "{n}"),
+                    ("triplets", "{triplets}"),
+                    ("path", "{path}"),
+                    ("relaxation [s]", "{relax_s:.3g}"),
+                    ("w-solve [s]", "{wsolve_s:.3g}"),
+                    ("step [s]", "{solve_s:.3g}"),
+                    ("solves", "{n_solves}"),
+                    ("s/solve", "{s_per_solve:.3g}"),
+                    ("objective", "{objective:.10g}"),
+                    ("max viol", "{max_violation:.1e}"),
+                    ("rel gap", _or_dash("rel_gap", ".2e")),
+                    ("certified", lambda r: yes_no(r["converged"])),
+                    ("w", _or_dash("w", "g")),
+                    ("GFLOP/s", _or_dash("gflops", ".3g")),
+                    ("Cholesky GFLOP/s", _or_dash("cholesky_gflops", ".3g")),
+                ],
+            )
+        )
+        print(
+            "(20 paper kernels on n stratified standardized points, k = 5, gamma = 0.5, A = I; relaxation: "
+            "(15) with W = 0, cold; w-solve: (15) with w = 10, W = U U^T from the interior point's relaxation;"
+        )
+        print(
+            " step: RankOneWeightStep(h).solve(), the convex iteration over the w grid; s/solve = step / solves; "
+            "rel gap against the relaxation's Lagrange bound; certified = rank one and gap <= tol "
+            "(an untight relaxation leaves it honestly uncertified);"
+        )
+        print(
+            " GFLOP/s: interior-point iterations x N^3/3 / its seconds, N = m(m+1)/2 + 1 (the Newton "
+            "system's Cholesky only, a lower bound); Cholesky GFLOP/s: that factorization alone, the "
+            "flop-count limit)"
+        )
+        for key in dict.fromkeys((r["data"], r["n"]) for r in rows):
+            new = [r for r in rows if (r["data"], r["n"]) == key and r["method"] == "interior-point"][0]
+            old = [r for r in rows if (r["data"], r["n"]) == key and r["method"] != "interior-point"]
+            line = f"{key[0]} n = {key[1]}: interior point {new['s_per_solve']:.3g} s per solve"
+            if old:
+                o = old[0]
+                rel = lambda a, b: (a - b) / max(1.0, abs(b))
+                line += (
+                    f"; CVXPY / interior point: relaxation {o['relax_s'] / new['relax_s']:.3g}x, w-solve "
+                    f"{o['wsolve_s'] / new['wsolve_s']:.3g}x, step {o['solve_s'] / new['solve_s']:.3g}x; "
+                    f"values new - old (relative): relaxation {rel(new['relax_value'], o['relax_value']):.1e}, "
+                    f"w-solve {rel(new['wsolve_value'], o['wsolve_value']):.1e}, step "
+                    f"{rel(new['objective'], o['objective']):.1e}; |mu_new - mu_old|_1 = "
+                    f"{float(np.abs(new['mu'] - o['mu']).sum()):.1e}; same w: "
+                    f"{'yes' if new['w'] == o['w'] else 'no'}"
+                )
+            print(line)
+        if not args.quick:
+            warm = max(r["wsolve_s"] for r in rows if r["method"] == "interior-point")
+            print(
+                f"issue 17 target, <= 0.3 s per solve of (15) with 20 kernels: warm solves "
+                f"{'met' if warm <= 0.3 else 'not met'} (slowest w-solve {warm:.3g} s); cold relaxations "
+                + ", ".join(
+                    f"{r['data']} n = {r['n']}: {r['relax_s']:.3g} s" for r in rows if r["method"] == "interior-point"
+                )
+            )
+    if "mu-step" in args.parts:
+        print()
+        print(
+            "(b) MKL_mu weight step (eq. 6): MuWeightStep (CVXPY + Clarabel, no fast solver yet) on "
+            "LMNN's convex majorizer at mu = 1/m, and lmnn_mu_step (convex-concave procedure)"
+        )
+        mrows = mu_step_rows(mu_cases, data_dir=args.data_dir, seed=args.seed, ccp_iter=ccp_iter)
+        print(
+            columns(
+                mrows,
+                [
+                    ("data", "{data}"),
+                    ("n", "{n}"),
+                    ("triplets", "{triplets}"),
+                    ("one solve [s]", "{mu_solve_s:.3g}"),
+                    ("rel gap", _or_dash("rel_gap", ".1e")),
+                    ("CCP steps", "{ccp_steps}"),
+                    ("CCP [s]", "{ccp_s:.3g}"),
+                    ("s/solve", "{ccp_s_per_solve:.3g}"),
+                    ("h start", "{h_start:.6g}"),
+                    ("h end", "{h_end:.6g}"),
+                ],
+            )
+        )
+        print(
+            "(slow: every CCP step is a conic solve over all triplets; no baseline to compare, "
+            "the CVXPY model is the only path)"
+        )
+    print()
+    return finish("bench", t_start)

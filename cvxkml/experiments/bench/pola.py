@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConvergenceWarning
-from ._commands import add_parser
-from ._report import columns, finish, start
-from ._runner import quiet, timed
+from ...errors import ConvergenceWarning
+from .._commands import add_parser
+from .._report import columns, finish, start
+from .._runner import quiet, timed
 
 __all__ = ["pola_instance", "sdp_instance", "compare_rows", "command", "register_cli"]
 
@@ -25,9 +25,9 @@ __all__ = ["pola_instance", "sdp_instance", "compare_rows", "command", "register
 def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
     """Kernel POLA on a Gaussian K0 (n points in 5-D, 3 classes), about 2n random label-
     consistent pairs (feasible: K0 has full rank), b = 1 + median squared distance."""
-    from ..declare.pola import POLAKernel, pola_constraints
-    from ..kernels import gaussian_kernel
-    from ..sideinfo import baseline_kernel
+    from ...declare.pola import POLAKernel, pola_constraints
+    from ...kernels import gaussian_kernel
+    from ...sideinfo import baseline_kernel
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 5))
@@ -49,9 +49,9 @@ def sdp_instance(n: int, kind: str = "mvu", gamma: float = 0.1, seed: int = 0):
     distances on a connected 2-NN graph bounded by their values in a random 2-D layout, and
     1ᵀK1 <= 1.  ``"pd"``: C0 = BBᵀ/n + 0.1 I (no phase I), n/2 forest pairs with bounds
     0.5× (similar) / 2× (dissimilar) their baseline distance."""
-    from ..declare.sdp import SDPLogDetKernel
-    from ..kernels import gaussian_kernel
-    from ..sideinfo import LinearConstraints, PairConstraints
+    from ...declare.sdp import SDPLogDetKernel
+    from ...kernels import gaussian_kernel
+    from ...sideinfo import LinearConstraints, PairConstraints
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))
@@ -172,7 +172,7 @@ def command(args) -> int:
     against CVXPY (Clarabel / SCS), time to the same accuracy.
 
     Returns the exit status, 0."""
-    from .._config import blas_limit
+    from ..._config import blas_limit
 
     t_start = start(
         "cvxkml bench pola",
@@ -215,9 +215,9 @@ def command(args) -> int:
 
 
 def register_cli(bsub) -> None:
-    """Add ``pola`` (its row of :data:`._table.TABLE`) to a ``bench`` subparsers action, or to
+    """Add ``pola`` (its row of :data:`.._table.TABLE`) to a ``bench`` subparsers action, or to
     any parser standing in for it; a second call does nothing."""
-    from ._table import TABLE
+    from .._table import TABLE
 
     row = next(r for r in TABLE if getattr(r, "name", None) == "pola")
     p = add_parser(bsub, row.name, command, row.help)
