@@ -107,6 +107,33 @@ small = cp.Problem(cp.Minimize(cp.sum_squares(cp.Variable(2) - 1)))
 print("SAME", solve_conic(small, "SCS")[1] == "optimal", flush=True)
 """
 
+_SWALLOW = """
+import ctypes, signal, time
+from cvxkml.declare._conic import _interruptible
+libc = ctypes.CDLL(None)
+libc.signal.restype = ctypes.c_void_p
+libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+takes_it = ctypes.cast(libc.abs, ctypes.c_void_p).value  # a C handler that does nothing
+
+
+def scs_like():
+    # what SCS does: its set-up phase installs a process-wide C handler for SIGINT, and the
+    # signal it takes there is forgotten when the iterations start
+    old = libc.signal(signal.SIGINT, takes_it)
+    time.sleep(3)
+    libc.signal(signal.SIGINT, old)
+    time.sleep(30)
+
+
+print("READY", flush=True)
+try:
+    _interruptible(scs_like)
+    print("NOT INTERRUPTED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+print("SAME", _interruptible(lambda: 41 + 1) == 42, flush=True)
+"""
+
 
 def _interrupt(script, delay=1.0):
     """Run ``script`` in a child; 1 s after it prints READY send SIGINT; return (seconds from
@@ -146,7 +173,9 @@ def _interrupt(script, delay=1.0):
 
 
 @pytest.mark.parametrize(
-    "script", [_BREGMAN, _VONNEUMANN, _CONIC, _SCS], ids=["bregman", "vonneumann", "conic", "scs-handler"]
+    "script",
+    [_BREGMAN, _VONNEUMANN, _CONIC, _SCS, _SWALLOW],
+    ids=["bregman", "vonneumann", "conic", "scs-handler", "c-handler-swallows"],
 )
 def test_sigint_ends_solve_within_two_seconds(script):
     latency, out = _interrupt(script)
@@ -205,3 +234,27 @@ def test_time_limit_holds_lowrank_and_vonneumann():
     res = vonneumann_pairs(G0, np.zeros(12), i, j, y, b, 1.0, 0.0, 10**8, time_limit=0.3)
     assert time.perf_counter() - t <= 2.3 and res.code == NOT_CONVERGED
     assert res.extra["stopped"] == "time_limit"
+
+
+@pytest.mark.skipif(not hasattr(signal, "sigtimedwait"), reason="the masked wait needs sigtimedwait")
+def test_sigint_during_conic_wait_follows_the_python_handler():
+    from cvxkml.declare._conic import _interruptible
+
+    def work():
+        os.kill(os.getpid(), signal.SIGINT)  # blocked here: pending for the waiting thread
+        time.sleep(0.3)
+        return 42
+
+    seen = []
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        assert _interruptible(work) == 42  # ignored: the wait goes on
+        signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+        assert _interruptible(work) == 42 and seen == [signal.SIGINT]  # the user's handler, once
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with pytest.raises(KeyboardInterrupt):
+            _interruptible(work)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # mask restored

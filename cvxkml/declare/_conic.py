@@ -4,20 +4,25 @@ Every exact model of the library (the spectral core, KCR, LMNN / MKL, the Yeung 
 problem) solves through :func:`solve_conic`, so the solver options, the accepted
 statuses and the error messages are the same everywhere.
 
-Ctrl-C.  SCS installs its own SIGINT handler while it runs and, in the CVXPY path,
-swallows the signal: a SIGINT 12 s into a 52-s ITML reference solve (d = 60, 3 000 pairs)
-was ignored and the solve ended "optimal" 40 s later.  So the conic solve runs in a worker
-thread (the solvers release the GIL) and the calling thread waits on it in slices of
-0.1 s (:func:`_interruptible`): a SIGINT raises :class:`KeyboardInterrupt` in the calling
-thread within that time (measured: 0.1 s for SCS and Clarabel), the worker is left to
-finish in the background (its result is dropped; it holds only the CVXPY problem it was
-given, which :meth:`~cvxkml.declare.SpectralProblem.solve_reference` builds anew for every
-call), and the declared problem stays reusable.  Called from a thread other than the main
-one (signals go to the main thread only), the solve runs inline.
+Ctrl-C.  SCS installs its own C-level SIGINT handler (process-wide) while it sets up and
+while it iterates, and forgets a signal its set-up phase caught when the iterations start:
+a SIGINT 0.3-1.1 s into an ITML reference solve was lost in 7 of 40 trials and the solve
+ended "optimal" seconds later.  So the conic solve runs in a worker thread (the solvers
+release the GIL) with SIGINT blocked in it and in the calling thread; the calling thread
+waits for the signal itself with ``sigtimedwait`` in slices of 0.1 s (:func:`_interruptible`),
+so no handler a solver installs ever sees it.  A SIGINT then acts as Python's SIGINT handler
+says (by default :class:`KeyboardInterrupt` in the calling thread, within 0.1 s); the worker
+is left to finish in the background (its result is dropped; it holds only the CVXPY problem
+it was given, which :meth:`~cvxkml.declare.SpectralProblem.solve_reference` builds anew for
+every call), and the declared problem stays reusable.  Where ``sigtimedwait`` does not exist
+(Windows, macOS) the calling thread waits with ``join`` slices and relies on Python's own
+handler.  Called from a thread other than the main one (signals go to the main thread only),
+the solve runs inline.
 """
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 
@@ -90,7 +95,7 @@ _SCS_SIGINT = -5
 
 def _interruptible(func):
     """``func()`` in a daemon worker thread, waited on in slices of :data:`_POLL` seconds, so
-    that a SIGINT raises :class:`KeyboardInterrupt` here within that time; the worker then
+    that a SIGINT acts here within that time (see the module notes); the worker then
     finishes in the background and its result is dropped.  Its exception (or result) is
     passed on otherwise.  Outside the main thread ``func()`` runs inline."""
     if threading.current_thread() is not threading.main_thread():
@@ -104,12 +109,39 @@ def _interruptible(func):
             box["error"] = exc
 
     worker = threading.Thread(target=work, name="cvxkml-conic", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(_POLL)
+    if not hasattr(signal, "sigtimedwait"):
+        worker.start()
+        while worker.is_alive():
+            worker.join(_POLL)
+    else:
+        # the worker inherits the blocked mask, so a Ctrl-C stays pending for sigtimedwait
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            worker.start()
+            while worker.is_alive():
+                if signal.sigtimedwait({signal.SIGINT}, _POLL) is not None:
+                    _on_sigint()
+            if signal.SIGINT in signal.sigpending():  # came as the worker ended
+                signal.sigtimedwait({signal.SIGINT}, 0)
+                _on_sigint()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
     if "error" in box:
         raise box.pop("error")
     return box.get("value")
+
+
+def _on_sigint() -> None:
+    """Do what Python's SIGINT handler says for a SIGINT taken by ``sigtimedwait``: call it
+    (the default raises KeyboardInterrupt), ignore it (SIG_IGN), or raise KeyboardInterrupt
+    (SIG_DFL, whose default action would end the process)."""
+    handler = signal.getsignal(signal.SIGINT)
+    if handler == signal.SIG_IGN:
+        return
+    if callable(handler):
+        handler(signal.SIGINT, None)
+        return
+    raise KeyboardInterrupt
 
 
 def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters, want_bound, opts):
