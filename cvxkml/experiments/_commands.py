@@ -1,15 +1,6 @@
 """How a command is added to ``cvxkml``, its options typed, its data checked, and run.
 
-The commands are the rows of :data:`._table.TABLE`; a module kept outside the table adds its
-own with ``register(commands)``::
-
-    def register(commands) -> None:
-        p = add_command(commands, "reproduce", "kcr", _cmd, help="...",
-                        datasets=lambda args: args.datasets)   # the data sets it reads
-        if p is None:                # already registered
-            return
-        p.add_argument(...)          # _cmd(args) prints and returns the exit status
-
+The commands are the rows of :data:`._table.TABLE` (:func:`add_command` adds one).
 :func:`run_command` loads every declared data set before the command starts, so a missing or
 damaged file ends it at once with one line and exit status 2.  This module imports nothing of
 :mod:`cvxkml.experiments`.
@@ -22,6 +13,7 @@ import math
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..datasets import DataNotFoundError, check_available
@@ -29,6 +21,13 @@ from ..errors import CvxkmlError
 
 __all__ = [
     "GROUPS",
+    "SHARED",
+    "Option",
+    "Group",
+    "opt",
+    "use",
+    "data_dir",
+    "script",
     "CommandError",
     "add_parser",
     "add_command",
@@ -313,3 +312,80 @@ def run_command(args, name: str = "cvxkml") -> int:
             line, status = f"{type(exc).__name__}: {' '.join(str(exc).split())}", 2
         print(f"{name}: {line}", file=sys.stderr)
         return status
+
+
+# --------------------------------------------------------------------------- option specs
+_DATA = "(default: $CVXKML_DATA or ../shared/data)"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``add_argument`` call: ``flags`` and its keywords (``help`` included)."""
+
+    flags: tuple
+    kw: dict
+
+    def add(self, parser) -> None:
+        parser.add_argument(*self.flags, **self.kw)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Options shown under a title in the command's help (``exclusive``: at most one given)."""
+
+    title: str | None
+    options: tuple
+    exclusive: bool = False
+
+    def add(self, parser) -> None:
+        group = parser.add_mutually_exclusive_group() if self.exclusive else parser.add_argument_group(self.title)
+        for o in self.options:
+            o.add(group)
+
+
+def opt(*flags, **kw) -> Option:
+    """A command's own option: the arguments of ``argparse.ArgumentParser.add_argument``."""
+    return Option(flags, kw)
+
+
+#: options shared by name; ``use(name, help)`` puts one in a command
+SHARED = {
+    "quick": opt("--quick", action="store_true", help="small sizes (for tests)"),
+    "repeats": opt("--repeats", type=int, help="timing repeats, best of"),
+    "seed": opt("--seed", type=int, default=0, help="random seed (default 0)"),
+    "data_dir": opt("--data-dir", help=f"data folder {_DATA}"),
+    "json": opt("--json", help="write the results as JSON to this path"),
+    "out": opt("--out", default=".", help="folder for the PNG and the JSON of numbers (default .)"),
+    "n_jobs": opt("--n-jobs", dest="n_jobs", type=int, help="worker processes (default 1)"),
+    "tol": opt("--tol", type=float, default=1e-3, help="certified relative gap (default 1e-3)"),
+    "peer_python": opt(
+        "--peer-python",
+        dest="peer_python",
+        default=None,
+        metavar="PATH",
+        help="a Python interpreter with metric-learn (default: this interpreter)",
+    ),
+}
+
+
+def use(name: str, help: str | None = None, **kw) -> Option:
+    """The shared option ``name`` of :data:`SHARED`, with its help (and any keyword) replaced."""
+    base = SHARED[name]
+    return Option(base.flags, {**base.kw, **({} if help is None else {"help": help}), **kw})
+
+
+def data_dir(holding: str) -> Option:
+    """``--data-dir`` naming the files the command reads from the folder."""
+    return use("data_dir", f"folder holding {holding} {_DATA}")
+
+
+def script(prog: str, run, options, datasets=None, argv=None, description: str | None = None) -> int:
+    """``python -m <module> [options]``: one command (``run``, its ``options`` specs, the
+    ``datasets`` it reads) on a parser of its own, typed and run as :func:`run_command` runs it."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.set_defaults(func=run)
+    needs_data(parser, datasets)
+    for o in options:
+        o.add(parser)
+    type_options(parser)
+    return run_command(parser.parse_args(argv), prog)

@@ -20,6 +20,7 @@ import logging
 import os
 import zipfile
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from ._commands import CommandError
 from ._report import jsonable
 
 __all__ = [
+    "ParallelOptions",
     "BACKENDS",
     "DASK_EXTRA",
     "CommandError",
@@ -356,6 +358,16 @@ def add_parallel_options(parser, what: str) -> None:
         help="with --backend dask: address of a running Dask scheduler (default: a local "
         "cluster of --n-jobs worker processes on 127.0.0.1)",
     )
+
+
+@dataclass(frozen=True)
+class ParallelOptions:
+    """``--n-jobs``, ``--backend``, ``--scheduler`` (:func:`._parallel.add_parallel_options`)."""
+
+    what: str
+
+    def add(self, parser) -> None:
+        add_parallel_options(parser, self.what)
 
 
 @contextmanager

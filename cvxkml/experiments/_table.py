@@ -1,8 +1,7 @@
 """The ``cvxkml`` commands as data: one table, the parser and its help generated from it.
 
 Each row of :data:`TABLE` is a :class:`Command` (group, name, help, the function that runs it,
-the data sets it reads, its options) or a :class:`Registered` module that adds its commands
-with its own ``register(commands)`` (see :mod:`._commands`).  Options used by several commands
+the data sets it reads, its options).  Options used by several commands
 are specified once in :data:`SHARED` and named in a row with :func:`use` (``use("seed", "seed
 of the splits (default 0)")`` overrides the help); a command's own options are :func:`opt`.
 The order of the table is the order of ``cvxkml --help`` and of each group's help.
@@ -17,93 +16,24 @@ from typing import Callable
 
 from ..datasets import CSV_DATASETS
 from . import demo
-from ._commands import add_command, type_options
-from ._parallel import add_parallel_options
+from ._commands import _DATA, SHARED, Group, Option, add_command, data_dir, number_in, opt, type_options, use
+from ._parallel import ParallelOptions as Parallel
 from .bench import estimators as be
 from .bench import exact as bx
 from .bench import itml, lowrank, mkl, vonneumann
+from .bench import kcr as bk
+from .bench import lmnn as blmnn
 from .bench import wide as bw
 from .reproduce import all as ra
+from .reproduce import kcr as rk
 from .reproduce import logdet as rlogdet
 from .reproduce import lowrank as rl
+from .reproduce import mkl as rm
 from .reproduce import spectral as rs
 from .reproduce import trace as rt
 from .reproduce import yeung as ry
 
-__all__ = ["SHARED", "TABLE", "Command", "Registered", "Option", "build_parser", "opt", "use", "data_dir"]
-
-_DATA = "(default: $CVXKML_DATA or ../shared/data)"
-
-
-@dataclass(frozen=True)
-class Option:
-    """One ``add_argument`` call: ``flags`` and its keywords (``help`` included)."""
-
-    flags: tuple
-    kw: dict
-
-    def add(self, parser) -> None:
-        parser.add_argument(*self.flags, **self.kw)
-
-
-@dataclass(frozen=True)
-class Parallel:
-    """``--n-jobs``, ``--backend``, ``--scheduler`` (:func:`._parallel.add_parallel_options`)."""
-
-    what: str
-
-    def add(self, parser) -> None:
-        add_parallel_options(parser, self.what)
-
-
-@dataclass(frozen=True)
-class Group:
-    """Options shown under a title in the command's help (``exclusive``: at most one given)."""
-
-    title: str | None
-    options: tuple
-    exclusive: bool = False
-
-    def add(self, parser) -> None:
-        group = parser.add_mutually_exclusive_group() if self.exclusive else parser.add_argument_group(self.title)
-        for o in self.options:
-            o.add(group)
-
-
-def opt(*flags, **kw) -> Option:
-    """A command's own option: the arguments of ``argparse.ArgumentParser.add_argument``."""
-    return Option(flags, kw)
-
-
-#: options shared by name; ``use(name, help)`` puts one in a command
-SHARED = {
-    "quick": opt("--quick", action="store_true", help="small sizes (for tests)"),
-    "repeats": opt("--repeats", type=int, help="timing repeats, best of"),
-    "seed": opt("--seed", type=int, default=0, help="random seed (default 0)"),
-    "data_dir": opt("--data-dir", help=f"data folder {_DATA}"),
-    "json": opt("--json", help="write the results as JSON to this path"),
-    "out": opt("--out", default=".", help="folder for the PNG and the JSON of numbers (default .)"),
-    "n_jobs": opt("--n-jobs", dest="n_jobs", type=int, help="worker processes (default 1)"),
-    "tol": opt("--tol", type=float, default=1e-3, help="certified relative gap (default 1e-3)"),
-    "peer_python": opt(
-        "--peer-python",
-        dest="peer_python",
-        default=None,
-        metavar="PATH",
-        help="a Python interpreter with metric-learn (default: this interpreter)",
-    ),
-}
-
-
-def use(name: str, help: str | None = None, **kw) -> Option:
-    """The shared option ``name`` of :data:`SHARED`, with its help (and any keyword) replaced."""
-    base = SHARED[name]
-    return Option(base.flags, {**base.kw, **({} if help is None else {"help": help}), **kw})
-
-
-def data_dir(holding: str) -> Option:
-    """``--data-dir`` naming the files the command reads from the folder."""
-    return use("data_dir", f"folder holding {holding} {_DATA}")
+__all__ = ["SHARED", "TABLE", "Command", "Option", "build_parser", "opt", "use", "data_dir"]
 
 
 def run_options(quick: str, repeats: str | None = None, seed: str | None = None) -> tuple:
@@ -142,17 +72,6 @@ class Command:
         p = add_command(commands, self.group, self.name, run, self.help, self.datasets, self.optional_datasets)
         for o in self.options if p is not None else ():
             o.add(p)
-
-
-@dataclass(frozen=True)
-class Registered:
-    """The commands a module adds itself with ``register(commands)`` (modules kept by their
-    owners outside this table)."""
-
-    module: str
-
-    def register(self, commands) -> None:
-        importlib.import_module(f"{__package__}.{self.module}").register(commands)
 
 
 _LOWRANK_BENCH = dict(optional_datasets=("mnist5000",))
@@ -268,7 +187,15 @@ TABLE = (
         "time to the same accuracy",
         run_options("small sizes, one repeat (for tests)", "fast-solver timing repeats, best of (default 3, quick 1)"),
     ),
-    Registered("bench.kcr"),
+    Command(
+        "bench",
+        "kcr",
+        bk.command,
+        "KCR (Sriperumbudur et al. 2008): fast vs exact sweep, exact model with SCS, "
+        "Algorithm 1 vs PDHG, n = 500 solve vs baseline, solver variants",
+        bk.OPTIONS,
+        datasets=bk.data_sets,
+    ),
     Command(
         "bench",
         "variants",
@@ -354,7 +281,61 @@ TABLE = (
             ),
         ),
     ),
-    Registered("bench.lmnn"),
+    Command(
+        "bench",
+        "lmnn",
+        blmnn.command,
+        "linear LMNN: the smoothed quasi-Newton solver vs the PDHG path, certified, "
+        "on Wine / breast cancer / digits-500 folds",
+        (
+            opt("--quick", action="store_true", help="one fold of a 60-point Wine subset, tol 1e-3 (for tests)"),
+            opt(
+                "--datasets",
+                nargs="+",
+                choices=blmnn.DATASETS,
+                default=None,
+                help="data sets (default all three; quick: wine)",
+            ),
+            opt(
+                "--tol",
+                nargs="+",
+                type=number_in("--tol", 0.0, 1.0),
+                default=None,
+                help="certified relative gaps (default 1e-3 1e-4; quick 1e-3)",
+            ),
+            opt("--folds", type=int, default=3, help="stratified folds, seed 0 (default 3)"),
+            opt("--no-old", action="store_true", help="skip the PDHG baseline"),
+            opt(
+                "--old-budget",
+                type=number_in("--old-budget", 0.0, example="60"),
+                default=None,
+                help="seconds after which the PDHG baseline stops (default 60, quick 5)",
+            ),
+            opt("--json", default=None, help="write the rows as JSON to this file"),
+            opt(
+                "--scale",
+                nargs="*",
+                choices=blmnn.SCALE_CHOICES,
+                default=None,
+                help="issue 33 / 36 rows instead: whole data sets, k = 3, tol 1e-4 (default all: "
+                + ", ".join(blmnn.SCALE_DATASETS)
+                + ")",
+            ),
+            opt(
+                "--peer-python",
+                nargs="+",
+                default=None,
+                help="--scale: one or more Pythons with metric-learn 0.7 and / or pylmnn 1.6 (e.g. the two venvs of "
+                "/work/shared/peers/make-venvs.sh) for the peer rows; each peer runs in the first one where it imports",
+            ),
+            opt(
+                "--peer-timeout",
+                type=number_in("--peer-timeout", 0.0, example="1800"),
+                default=1800.0,
+                help="--scale: seconds after which a peer fit counts as not finished (default 1800)",
+            ),
+        ),
+    ),
     Command(
         "bench",
         "wide",
@@ -506,8 +487,44 @@ TABLE = (
         ),
         datasets=lambda args: (args.dataset,),
     ),
-    Registered("reproduce.kcr"),
-    Registered("reproduce.mkl"),
+    Command(
+        "reproduce",
+        "kcr",
+        rk.command,
+        "Sriperumbudur et al. 2008 Table 1: k-NN vs the kernel classification rule on Balance, Ionosphere, Iris, Wine",
+        (
+            opt("--quick", action="store_true", help="Iris, one split, 2 × 2 grid (smoke run for tests)"),
+            opt("--splits", type=int, default=None, help="random splits (default 20, quick 1)"),
+            opt("--datasets", nargs="+", choices=rk.DATASETS, default=None, help="data sets (default all four)"),
+            opt(
+                "--grid",
+                choices=("full", "reduced"),
+                default="full",
+                help="full: ν = 2^-4..2^4, λ = 10^-3..10^3 (the paper's, 63 fits per split); "
+                "reduced: ν = 2^{-4,-2,0,2,4}, λ = 10^{-3,-1,1,3} (20 fits)",
+            ),
+            use("tol", "certified relative gap per fit (default 1e-3)"),
+            opt("--max-iter", type=int, default=20_000, help="PDHG iterations per fit (default 20000)"),
+            opt("--time-limit", type=float, default=None, help="seconds per fit (default none)"),
+            opt("--seed", type=int, default=0, help="seed of the splits (default 0)"),
+            opt("--out", default=None, help="write all numbers (every fit) as JSON to this file"),
+            opt(
+                "--data-dir",
+                default=None,
+                help="folder holding balance.csv and ionosphere.csv (default: $CVXKML_DATA or ../shared/data)",
+            ),
+            Parallel("(split, nu) fits"),
+        ),
+        datasets=rk.data_sets,
+    ),
+    Command(
+        "reproduce",
+        "mkl",
+        rm.command,
+        "Wang et al. 2011 Tables 1-2: LMNN with multiple kernels (NR-LMNN-MKL, LMNN-MKL_P, LMNN_H, LMNN-MKL_CV, 1-NN)",
+        rm.OPTIONS,
+        datasets=rm.data_sets,
+    ),
     Command(
         "reproduce",
         "logdet",

@@ -211,12 +211,14 @@ def test_tol_option_is_validated(bad, capsys):
 
 
 def _parser_with_mkl():
+    """``reproduce mkl`` alone (its row of the table), its options not typed by the CLI: the
+    command's own checks run."""
     import argparse
 
+    from cvxkml.experiments._table import TABLE
+
     p = argparse.ArgumentParser()
-    sub = p.add_subparsers(dest="command")
-    rm.register(sub)
-    rm.register(sub)  # idempotent
+    next(r for r in TABLE if (r.group, r.name) == ("reproduce", "mkl")).register(p.add_subparsers(dest="command"))
     return p
 
 

@@ -24,8 +24,8 @@ measured in the same run.
   (issue 33), default vs :data:`BEFORE` (the default before dual polishing and the
   working set) and :data:`PREVIOUS` in the same run (``scale``, not in ``all``).
 
-``python -m cvxkml.experiments.bench.kcr [sweep|exact|alg1|large|variants|scale|all]`` runs them and prints the rows;
-:func:`register` adds the same as ``cvxkml bench kcr``.
+``cvxkml bench kcr [sweep|exact|alg1|large|variants|scale|all]`` (:func:`command`; also
+``python -m cvxkml.experiments.bench.kcr``) runs them and prints the rows.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ...declare.kcr import KCR
 from ...errors import InvalidInputError, SolverError
 from ...kernels import gaussian_kernel
 from ...solvers.kcr import kcr_subgradient
-from .._commands import add_command, needs_data, run_command
+from .._commands import opt, script
 
 __all__ = [
     "random_problem",
@@ -57,9 +57,9 @@ __all__ = [
     "BASELINE",
     "gap_sweep_rows",
     "summarize_sweep",
-    "run",
+    "command",
+    "data_sets",
     "main",
-    "register",
 ]
 
 
@@ -484,74 +484,15 @@ def _print_rows(rows):
         )
 
 
-def _add_arguments(ap) -> None:
-    ap.add_argument(
-        "what", nargs="?", default="all", choices=("sweep", "exact", "alg1", "large", "variants", "scale", "all")
-    )
-    ap.add_argument("--draws", type=int, default=100, help="sweep: random instances (default 100)")
-    ap.add_argument(
-        "--exact-sizes",
-        type=int,
-        nargs="+",
-        default=[10, 20, 30, 40],
-        help="exact: points per class (3 classes) for the SCS runs",
-    )
-    ap.add_argument("--scs-eps", type=float, default=1e-6, help="exact: SCS eps_abs = eps_rel")
-    ap.add_argument("--scs-time-limit", type=float, default=600.0, help="exact: SCS seconds per solve")
-    ap.add_argument("--n", type=int, default=500, help="large: number of Balance points")
-    ap.add_argument(
-        "--no-baseline",
-        action="store_true",
-        help="large: skip the same-run baseline solve (the previous configuration)",
-    )
-    ap.add_argument("--variant-n", type=int, default=200, help="variants: points per data set (max)")
-    ap.add_argument(
-        "--variants",
-        nargs="+",
-        choices=sorted(VARIANTS),
-        default=["plain+track", "halpern+track", "plain+lapack"],
-        help="variants: solver variants to compare (the first is the reference)",
-    )
-    ap.add_argument(
-        "--variant-data",
-        nargs="+",
-        default=["iris", "wine", "ionosphere", "balance"],
-        choices=["iris", "wine", "ionosphere", "balance"],
-        help="variants: data sets",
-    )
-    ap.add_argument(
-        "--sizes",
-        type=int,
-        nargs="+",
-        default=[500, 1000, 2000],
-        help="scale: numbers of points (default 500 1000 2000)",
-    )
-    ap.add_argument(
-        "--baseline-cpu",
-        type=float,
-        default=300.0,
-        help="scale: CPU seconds after which the previous options' solve is stopped "
-        "(its time is then extrapolated; 0 skips it)",
-    )
-    ap.add_argument(
-        "--before-cpu",
-        type=float,
-        default=None,
-        help="scale: CPU seconds after which the solve with the options before dual polishing and the "
-        "working set is stopped (default: no limit; 0 skips it)",
-    )
-    ap.add_argument("--json", default=None, help="write all rows as JSON")
-
-
-def _data_of(args) -> tuple:
+def data_sets(args) -> tuple:
     """The data sets the parts selected by ``args.what`` read (checked before they run)."""
     return (("balance",) if args.what in ("large", "all") else ()) + (
         tuple(args.variant_data) if args.what in ("variants", "all") else ()
     )
 
 
-def run(args) -> int:
-    """Run the parts selected by ``args.what`` and print their rows."""
+def command(args) -> int:
+    """``cvxkml bench kcr``: run the parts selected by ``args.what`` and print their rows."""
     import json
 
     if args.what in ("large", "all"):  # before the other parts run
@@ -638,31 +579,73 @@ def run(args) -> int:
     return 0
 
 
+#: the options of ``cvxkml bench kcr`` (its row of the command table) and of :func:`main`
+OPTIONS = (
+    opt(
+        "what",
+        nargs="?",
+        default="all",
+        choices=("sweep", "exact", "alg1", "large", "variants", "scale", "all"),
+    ),
+    opt("--draws", type=int, default=100, help="sweep: random instances (default 100)"),
+    opt(
+        "--exact-sizes",
+        type=int,
+        nargs="+",
+        default=[10, 20, 30, 40],
+        help="exact: points per class (3 classes) for the SCS runs",
+    ),
+    opt("--scs-eps", type=float, default=1e-6, help="exact: SCS eps_abs = eps_rel"),
+    opt("--scs-time-limit", type=float, default=600.0, help="exact: SCS seconds per solve"),
+    opt("--n", type=int, default=500, help="large: number of Balance points"),
+    opt(
+        "--no-baseline",
+        action="store_true",
+        help="large: skip the same-run baseline solve (the previous configuration)",
+    ),
+    opt("--variant-n", type=int, default=200, help="variants: points per data set (max)"),
+    opt(
+        "--variants",
+        nargs="+",
+        choices=sorted(VARIANTS),
+        default=["plain+track", "halpern+track", "plain+lapack"],
+        help="variants: solver variants to compare (the first is the reference)",
+    ),
+    opt(
+        "--variant-data",
+        nargs="+",
+        default=["iris", "wine", "ionosphere", "balance"],
+        choices=["iris", "wine", "ionosphere", "balance"],
+        help="variants: data sets",
+    ),
+    opt(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[500, 1000, 2000],
+        help="scale: numbers of points (default 500 1000 2000)",
+    ),
+    opt(
+        "--baseline-cpu",
+        type=float,
+        default=300.0,
+        help="scale: CPU seconds after which the previous options' solve is stopped "
+        "(its time is then extrapolated; 0 skips it)",
+    ),
+    opt(
+        "--before-cpu",
+        type=float,
+        default=None,
+        help="scale: CPU seconds after which the solve with the options before dual polishing and the "
+        "working set is stopped (default: no limit; 0 skips it)",
+    ),
+    opt("--json", default=None, help="write all rows as JSON"),
+)
+
+
 def main(argv=None) -> int:
     """``python -m cvxkml.experiments.bench.kcr [sweep|exact|alg1|large|all] [options]``."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m cvxkml.experiments.bench.kcr")
-    _add_arguments(ap)
-    ap.set_defaults(func=run)
-    needs_data(ap, _data_of)
-    return run_command(ap.parse_args(argv), ap.prog)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml bench kcr`` (see :mod:`.._commands`)."""
-    p = add_command(
-        commands,
-        "bench",
-        "kcr",
-        run,
-        help="KCR (Sriperumbudur et al. 2008): fast vs exact sweep, exact model with SCS, "
-        "Algorithm 1 vs PDHG, n = 500 solve vs baseline, solver variants",
-        datasets=_data_of,
-    )
-    if p is None:
-        return
-    _add_arguments(p)
+    return script("python -m cvxkml.experiments.bench.kcr", command, OPTIONS, data_sets, argv)
 
 
 if __name__ == "__main__":

@@ -21,11 +21,11 @@ import warnings
 
 import numpy as np
 
-from .._commands import CommandError, add_command, number_in
+from .._commands import CommandError
 from .._report import finish, format_table, start, write_numbers
 from .estimators import DATASETS, cv_folds, load_bench_dataset
 
-__all__ = ["lmnn_rows", "register"]
+__all__ = ["lmnn_rows", "command"]
 
 #: LMNN's parameters here (Wang et al.'s k and γ, the issue-17 workloads).
 K, GAMMA = 5, 0.5
@@ -504,7 +504,8 @@ def format_report(rows, old_budget: float) -> str:
     return "\n".join(lines)
 
 
-def _cmd_bench_lmnn(args) -> int:
+def command(args) -> int:
+    """``cvxkml bench lmnn``: the solver comparison (or, with ``--scale``, the whole-data-set rows)."""
     t_start = start(
         "cvxkml bench lmnn", args.quick, "one BLAS thread, Numba warmed up on a small instance first, time.perf_counter"
     )
@@ -531,59 +532,3 @@ def _cmd_bench_lmnn(args) -> int:
     write_numbers(args.json, {"rows": rows, "old_budget": budget})
     print()
     return finish("bench", t_start)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml bench lmnn`` (see :mod:`.._commands`)."""
-    p = add_command(
-        commands,
-        "bench",
-        "lmnn",
-        _cmd_bench_lmnn,
-        help="linear LMNN: the smoothed quasi-Newton solver vs the PDHG path, certified, "
-        "on Wine / breast cancer / digits-500 folds",
-    )
-    if p is None:
-        return
-    p.add_argument("--quick", action="store_true", help="one fold of a 60-point Wine subset, tol 1e-3 (for tests)")
-    p.add_argument(
-        "--datasets", nargs="+", choices=DATASETS, default=None, help="data sets (default all three; quick: wine)"
-    )
-    p.add_argument(
-        "--tol",
-        nargs="+",
-        type=number_in("--tol", 0.0, 1.0),
-        default=None,
-        help="certified relative gaps (default 1e-3 1e-4; quick 1e-3)",
-    )
-    p.add_argument("--folds", type=int, default=3, help="stratified folds, seed 0 (default 3)")
-    p.add_argument("--no-old", action="store_true", help="skip the PDHG baseline")
-    p.add_argument(
-        "--old-budget",
-        type=number_in("--old-budget", 0.0, example="60"),
-        default=None,
-        help="seconds after which the PDHG baseline stops (default 60, quick 5)",
-    )
-    p.add_argument("--json", default=None, help="write the rows as JSON to this file")
-    p.add_argument(
-        "--scale",
-        nargs="*",
-        choices=SCALE_CHOICES,
-        default=None,
-        help="issue 33 / 36 rows instead: whole data sets, k = 3, tol 1e-4 (default all: "
-        + ", ".join(SCALE_DATASETS)
-        + ")",
-    )
-    p.add_argument(
-        "--peer-python",
-        nargs="+",
-        default=None,
-        help="--scale: one or more Pythons with metric-learn 0.7 and / or pylmnn 1.6 (e.g. the two venvs of "
-        "/work/shared/peers/make-venvs.sh) for the peer rows; each peer runs in the first one where it imports",
-    )
-    p.add_argument(
-        "--peer-timeout",
-        type=number_in("--peer-timeout", 0.0, example="1800"),
-        default=1800.0,
-        help="--scale: seconds after which a peer fit counts as not finished (default 1800)",
-    )

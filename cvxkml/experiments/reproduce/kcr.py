@@ -23,7 +23,7 @@ Every fit's certified gap, convergence flag and time are kept, so the report say
 many fits met the tolerance.  The fits of one ν on one split (warm-started along λ) are an
 independent task: ``n_jobs`` runs them through joblib (:mod:`.._parallel`; ``cvxkml
 reproduce kcr --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers
-as the serial run.  Only the command ``cvxkml reproduce kcr`` (:func:`register`) prints.
+as the serial run.  Only the command ``cvxkml reproduce kcr`` (:func:`command`) prints.
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ from ...declare.kcr import KCR
 from ...errors import ConvergenceWarning, InvalidInputError
 from ...formulas.kcr import rule_predict
 from ...kernels import gaussian_kernel
-from .._commands import add_command
-from .._parallel import add_parallel_options, describe, parallel_from_args, run_tasks
+from .._parallel import describe, parallel_from_args, run_tasks
 from .._report import finish, format_table, write_numbers
 
 __all__ = [
@@ -58,7 +57,8 @@ __all__ = [
     "run_split",
     "run_dataset",
     "reproduce",
-    "register",
+    "command",
+    "data_sets",
 ]
 
 DATASETS = ("balance", "ionosphere", "iris", "wine")
@@ -456,16 +456,17 @@ def format_report(results, protocol: Protocol) -> str:
     return "\n".join(lines)
 
 
-def _datasets_of(args) -> tuple:
+def data_sets(args) -> tuple:
     """The data sets of ``cvxkml reproduce kcr`` (checked by the command before it starts)."""
     return ("iris",) if args.quick and not args.datasets else tuple(args.datasets or DATASETS)
 
 
-def _cmd_reproduce_kcr(args) -> int:
+def command(args) -> int:
+    """``cvxkml reproduce kcr``: Table 1 with the protocol of the options."""
     import sys
 
     protocol = protocol_from_args(args)
-    datasets = _datasets_of(args)
+    datasets = data_sets(args)
     t0 = time.perf_counter()
     print(
         "cvxkml reproduce kcr: Sriperumbudur, Lang & Lanckriet (ICML 2008) Table 1 — k-NN and "
@@ -488,39 +489,3 @@ def _cmd_reproduce_kcr(args) -> int:
         write_numbers(args.out, dict(protocol=vars(protocol), results=slim))
     print()
     return finish("reproduce kcr", t0)
-
-
-def register(commands) -> None:
-    """Add ``cvxkml reproduce kcr`` (see :mod:`.._commands`)."""
-    p = add_command(
-        commands,
-        "reproduce",
-        "kcr",
-        _cmd_reproduce_kcr,
-        help="Sriperumbudur et al. 2008 Table 1: k-NN vs the kernel classification rule on "
-        "Balance, Ionosphere, Iris, Wine",
-        datasets=_datasets_of,
-    )
-    if p is None:
-        return
-    p.add_argument("--quick", action="store_true", help="Iris, one split, 2 × 2 grid (smoke run for tests)")
-    p.add_argument("--splits", type=int, default=None, help="random splits (default 20, quick 1)")
-    p.add_argument("--datasets", nargs="+", choices=DATASETS, default=None, help="data sets (default all four)")
-    p.add_argument(
-        "--grid",
-        choices=("full", "reduced"),
-        default="full",
-        help="full: ν = 2^-4..2^4, λ = 10^-3..10^3 (the paper's, 63 fits per split); "
-        "reduced: ν = 2^{-4,-2,0,2,4}, λ = 10^{-3,-1,1,3} (20 fits)",
-    )
-    p.add_argument("--tol", type=float, default=1e-3, help="certified relative gap per fit (default 1e-3)")
-    p.add_argument("--max-iter", type=int, default=20_000, help="PDHG iterations per fit (default 20000)")
-    p.add_argument("--time-limit", type=float, default=None, help="seconds per fit (default none)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
-    p.add_argument("--out", default=None, help="write all numbers (every fit) as JSON to this file")
-    p.add_argument(
-        "--data-dir",
-        default=None,
-        help="folder holding balance.csv and ionosphere.csv (default: $CVXKML_DATA or ../shared/data)",
-    )
-    add_parallel_options(p, "(split, nu) fits")

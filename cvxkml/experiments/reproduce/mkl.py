@@ -48,13 +48,12 @@ protocol, and ``n_jobs`` runs the tasks through joblib (:mod:`.._parallel`; ``cv
 reproduce mkl --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers as
 the serial run.  With a store (``--resume DIR``) a finished split is kept, and so is
 every finished LMNN fit of an unfinished one: a stopped run resumes after the last fit it
-finished.  Only the command (``cvxkml reproduce mkl``, :func:`register`, or
+finished.  Only the command (``cvxkml reproduce mkl``, :func:`command`, or
 :func:`main`) prints.
 """
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import time
 import warnings
@@ -68,8 +67,8 @@ from ...datasets import load_dataset as _load_named
 from ...errors import ConvergenceWarning, InvalidInputError
 from ...estimators.mkl import LMNN, LMNNMKL
 from ...mkl_kernels import KernelSet, paper_kernels, source_kernels
-from .._commands import CommandError, add_command, needs_data, number_in, run_command
-from .._parallel import TaskStore, add_parallel_options, describe, parallel_from_args, run_tasks
+from .._commands import CommandError, number_in, opt, script
+from .._parallel import ParallelOptions, TaskStore, describe, parallel_from_args, run_tasks
 from .._report import finish, write_json, write_numbers
 from ..bench.estimators import check_folds
 
@@ -86,7 +85,8 @@ __all__ = [
     "run_table1_dataset",
     "run_table2",
     "reproduce",
-    "register",
+    "command",
+    "data_sets",
     "main",
 ]
 
@@ -889,12 +889,13 @@ def _table1_of(args) -> tuple:
     return () if args.no_table1 else tuple(args.datasets or (("iris",) if args.quick else TABLE1_DATASETS))
 
 
-def _data_of(args) -> tuple:
+def data_sets(args) -> tuple:
     """Every data set ``cvxkml reproduce mkl`` reads (checked before it starts)."""
     return _table1_of(args) + (() if args.no_table2 else ("mfeat",))
 
 
-def _cmd_reproduce_mkl(args) -> int:
+def command(args) -> int:
+    """``cvxkml reproduce mkl``: Tables 1-2 with the protocol of the options."""
     if args.no_table1 and args.no_table2:
         raise CommandError("--no-table1 and --no-table2 leave nothing to run; give at most one of them")
     proto = _protocol_from_args(args)
@@ -933,84 +934,85 @@ def _cmd_reproduce_mkl(args) -> int:
     return finish("reproduce mkl", t0)
 
 
-def _add_arguments(p) -> None:
-    p.add_argument(
+#: the options of ``cvxkml reproduce mkl`` (its row of the command table) and of :func:`main`
+OPTIONS = (
+    opt(
         "--quick",
         action="store_true",
         help="Iris, 3 folds, tiny budgets, Table 2 with one split of 40 learning points (smoke run)",
-    )
-    p.add_argument(
+    ),
+    opt(
         "--datasets",
         nargs="+",
         choices=TABLE1_DATASETS,
         default=None,
         help="Table 1 data sets (default all five; quick: iris)",
-    )
-    p.add_argument("--no-table2", action="store_true", help="skip Table 2 (Multiple Features)")
-    p.add_argument("--n-folds", dest="n_folds", type=int, default=None, help="CV folds (default 10)")
-    p.add_argument(
+    ),
+    opt("--no-table2", action="store_true", help="skip Table 2 (Multiple Features)"),
+    opt("--n-folds", dest="n_folds", type=int, default=None, help="CV folds (default 10)"),
+    opt(
         "--max-folds",
         dest="max_folds",
         type=int,
         default=None,
         help="run only the first folds of the CV split (reduction)",
-    )
-    p.add_argument(
-        "--n-splits", dest="n_splits", type=int, default=None, help="Table 2 random 50/50 splits (default 10)"
-    )
-    p.add_argument(
-        "--max-iter", dest="max_iter", type=int, default=None, help="LMNN iterations per metric step (default 300)"
-    )
-    p.add_argument(
+    ),
+    opt("--n-splits", dest="n_splits", type=int, default=None, help="Table 2 random 50/50 splits (default 10)"),
+    opt(
+        "--max-iter",
+        dest="max_iter",
+        type=int,
+        default=None,
+        help="LMNN iterations per metric step (default 300)",
+    ),
+    opt(
         "--cv-max-iter",
         dest="cv_max_iter",
         type=int,
         default=None,
         help="LMNN iterations per inner-CV fit (default 150)",
-    )
-    p.add_argument(
-        "--max-outer", dest="max_outer", type=int, default=None, help="Algorithm 1 outer iterations (default 2)"
-    )
-    p.add_argument(
+    ),
+    opt("--max-outer", dest="max_outer", type=int, default=None, help="Algorithm 1 outer iterations (default 2)"),
+    opt(
         "--max-convex-iter",
         dest="max_convex_iter",
         type=int,
         default=None,
         help="(15)-(16) iterations per w in the rank-one weight step (default 5)",
-    )
-    p.add_argument(
+    ),
+    opt(
         "--tol",
         type=number_in("--tol", 0.0, 1.0),
         default=None,
         help="certified relative gap of every LMNN metric step, in (0, 1) (default 1e-5; "
         "the estimators' default is 1e-3)",
-    )
-    p.add_argument(
+    ),
+    opt(
         "--stall-iter",
         dest="stall_iter",
         type=int,
         default=None,
         help="stop an LMNN solve after this many PDHG iterations without its certified gap "
         "shrinking by 0.1 %% (default 2000; 0: run every solve to its budget)",
-    )
-    p.add_argument("--no-table1", action="store_true", help="skip Table 1 (run Table 2 only)")
-    p.add_argument(
+    ),
+    opt("--no-table1", action="store_true", help="skip Table 1 (run Table 2 only)"),
+    opt(
         "--n-learn",
         dest="n_learn",
         type=int,
         default=None,
         help="learn on at most this many training points (default 30; 0 = all)",
-    )
-    p.add_argument(
+    ),
+    opt(
         "--n-learn-mfeat",
         dest="n_learn_mfeat",
         type=int,
         default=None,
         help="the same for Table 2 (default 60; 0 = all 1000)",
-    )
-    p.add_argument("--seed", type=int, default=None, help="seed of folds and subsamples (default 0)")
-    p.add_argument("--out", default=None, help="write all numbers as JSON to this file")
-    p.add_argument(
+    ),
+    opt("--seed", type=int, default=None, help="seed of folds and subsamples (default 0)"),
+    opt("--out", default=None, help="write all numbers as JSON to this file"),
+    opt(
         "--resume",
         default=None,
         metavar="DIR",
@@ -1018,38 +1020,26 @@ def _add_arguments(p) -> None:
         "one, in DIR/fits) in this folder and load, instead of rerunning, those an earlier "
         "run with the same data, protocol and draws finished (use a new folder after "
         "changing the code)",
-    )
-    p.add_argument(
+    ),
+    opt(
         "--data-dir",
         default=None,
         help="folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)",
-    )
-    add_parallel_options(p, "folds (Table 1) and splits (Table 2)")
-
-
-def register(commands) -> None:
-    """Add ``cvxkml reproduce mkl`` (see :mod:`.._commands`)."""
-    p = add_command(
-        commands,
-        "reproduce",
-        "mkl",
-        _cmd_reproduce_mkl,
-        help="Wang et al. 2011 Tables 1-2: LMNN with multiple kernels (NR-LMNN-MKL, "
-        "LMNN-MKL_P, LMNN_H, LMNN-MKL_CV, 1-NN)",
-        datasets=_data_of,
-    )
-    if p is None:
-        return
-    _add_arguments(p)
+    ),
+    ParallelOptions("folds (Table 1) and splits (Table 2)"),
+)
 
 
 def main(argv=None) -> int:
     """``python -m cvxkml.experiments.reproduce.mkl [options]`` (the options of ``cvxkml reproduce mkl``)."""
-    p = argparse.ArgumentParser(prog="python -m cvxkml.experiments.reproduce.mkl", description=__doc__.split("\n")[0])
-    _add_arguments(p)
-    p.set_defaults(func=_cmd_reproduce_mkl)
-    needs_data(p, _data_of)
-    return run_command(p.parse_args(argv), p.prog)
+    return script(
+        "python -m cvxkml.experiments.reproduce.mkl",
+        command,
+        OPTIONS,
+        data_sets,
+        argv,
+        description=__doc__.split("\n")[0],
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover
