@@ -68,20 +68,13 @@ KS = (1, 3, 5, 7, 9, 11, 13, 15)
 
 #: The paper's Table 1, k-NN and KCR columns: error % (mean, std) over its 20 splits.
 PAPER_TABLE1 = {
-    "balance": {
-        "knn_train": (17.81, 1.86),
-        "knn_test": (18.18, 1.88),
-        "kcr_train": (10.47, 2.11),
-        "kcr_test": (8.94, 3.12),
-    },
-    "ionosphere": {
-        "knn_train": (15.89, 1.43),
-        "knn_test": (15.95, 3.03),
-        "kcr_train": (2.73, 1.03),
-        "kcr_test": (5.71, 2.60),
-    },
-    "iris": {"knn_train": (4.30, 1.55), "knn_test": (4.02, 2.22), "kcr_train": (2.29, 1.62), "kcr_test": (3.27, 1.87)},
-    "wine": {"knn_train": (5.89, 1.35), "knn_test": (6.22, 2.70), "kcr_train": (1.01, 0.73), "kcr_test": (2.13, 1.24)},
+    name: dict(zip(("knn_train", "knn_test", "kcr_train", "kcr_test"), cells))
+    for name, *cells in (
+        ("balance", (17.81, 1.86), (18.18, 1.88), (10.47, 2.11), (8.94, 3.12)),
+        ("ionosphere", (15.89, 1.43), (15.95, 3.03), (2.73, 1.03), (5.71, 2.60)),
+        ("iris", (4.30, 1.55), (4.02, 2.22), (2.29, 1.62), (3.27, 1.87)),
+        ("wine", (5.89, 1.35), (6.22, 2.70), (1.01, 0.73), (2.13, 1.24)),
+    )
 }
 
 
