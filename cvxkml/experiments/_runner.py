@@ -1,5 +1,5 @@
 """What the measuring code shares: wall time of a call, best of repeats, quick / full defaults,
-silenced warnings.
+silenced warnings, standardized features, labelled test points, growth exponents.
 
 Imports nothing of :mod:`cvxkml.experiments`.
 """
@@ -9,7 +9,9 @@ from __future__ import annotations
 import time
 import warnings
 
-__all__ = ["best_of", "timed", "default", "quiet"]
+import numpy as np
+
+__all__ = ["best_of", "timed", "default", "quiet", "standardize", "labelled_points", "growth_exponent"]
 
 
 def best_of(fn, repeats: int) -> float:
@@ -39,3 +41,28 @@ def quiet(fn, *args, category=Warning, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category)
         return fn(*args, **kw)
+
+
+def standardize(Xtr, *others) -> list:
+    """``[Xtr, *others]`` centred and scaled by the columns' mean and sd on ``Xtr`` (a constant
+    column keeps sd 1)."""
+    mu, sd = Xtr.mean(axis=0), Xtr.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    return [(A - mu) / sd for A in (Xtr, *others)]
+
+
+def labelled_points(n, d=3, n_classes=2, seed=0, shift=1.0):
+    """``(X, y)``: n points in ``d`` dimensions, classes in turn (shuffled), class c shifted by
+    ``shift`` · c in every coordinate."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % n_classes
+    rng.shuffle(y)
+    return rng.normal(size=(n, d)) + shift * y[:, None], y
+
+
+def growth_exponent(ns, secs) -> float:
+    """Least-squares slope of log(time) against log(n) (NaN with fewer than two sizes)."""
+    ns, secs = np.asarray(ns, dtype=float), np.asarray(secs, dtype=float)
+    if ns.size < 2 or np.unique(ns).size < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(ns), np.log(secs), 1)[0])

@@ -37,6 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._runner import labelled_points
+
 __all__ = ["FAMILIES", "build", "measure", "measure_fast", "family_limit", "limits", "recorded_limits", "command"]
 
 #: BLAS / OpenMP thread pools of the child pinned to one thread
@@ -94,13 +96,6 @@ def _metric_pairs(d, seed=0, points=2):
     return metric_instance(seed, points * d, d, 2 * d, hard=False)
 
 
-def _labelled(n, d=3, n_classes=2, seed=0, shift=1.0):
-    rng = np.random.default_rng(seed)
-    y = np.arange(n) % n_classes
-    rng.shuffle(y)
-    return rng.normal(size=(n, d)) + shift * y[:, None], y
-
-
 def _mkl_objective(m, seed=0, n_points=30, k=2):
     """LMNN's weight-step objective h(P) (Wang et al. eq. 18) on m Gaussian kernels of
     different bandwidths over random feature subsets of 30 labelled 5-D points, a random
@@ -110,7 +105,7 @@ def _mkl_objective(m, seed=0, n_points=30, k=2):
     from ...kernels import gaussian_kernel, kernel_sq_distances
 
     rng = np.random.default_rng(seed)
-    X, y = _labelled(n_points, d=5, seed=seed, shift=0.6)
+    X, y = labelled_points(n_points, d=5, seed=seed, shift=0.6)
     Ks = []
     for _ in range(m):
         cols = rng.choice(5, size=int(rng.integers(2, 6)), replace=False)
@@ -198,11 +193,11 @@ def _build_map():
         return declare.SDPLogDetMetric(base.X, base.pairs, np.eye(2 * n), 1.0)
 
     def kcr(n):
-        X, y = _labelled(n, d=10, shift=0.7)
+        X, y = labelled_points(n, d=10, shift=0.7)
         return declare.KCR(_gaussian(X), y, 1.0)
 
     def lmnn(n):
-        X, y = _labelled(3 * n, d=n, n_classes=3, shift=0.7)
+        X, y = labelled_points(3 * n, d=n, n_classes=3, shift=0.7)
         return declare.LMNNProblem.linear(X, y, 3, 0.5)
 
     def iplr(n):
@@ -214,7 +209,7 @@ def _build_map():
         return declare.IPLR.from_features(X, pc, k=n, gamma=1.0)
 
     def reweighting(n):
-        X, y = _labelled(n + 1, d=10)
+        X, y = labelled_points(n + 1, d=10)
         rng = np.random.default_rng(1)
         i, j = np.triu_indices(n + 1, 1)
         same = np.flatnonzero(y[i] == y[j])

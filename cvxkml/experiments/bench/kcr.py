@@ -41,6 +41,7 @@ from ...errors import InvalidInputError, SolverError
 from ...kernels import gaussian_kernel
 from ...solvers.kcr import kcr_subgradient
 from .._commands import opt, script
+from .._runner import growth_exponent
 
 __all__ = [
     "random_problem",
@@ -288,12 +289,6 @@ def scale_rows(
             )
         rows.append(row)
     return rows
-
-
-def growth_exponent(ns, cpus) -> float:
-    """Least-squares slope of log CPU against log n."""
-    ns, cpus = np.log(np.asarray(ns, float)), np.log(np.asarray(cpus, float))
-    return float(np.polyfit(ns, cpus, 1)[0]) if ns.size >= 2 else float("nan")
 
 
 def _variant_instances(data_dir=None, n_max=200, datasets=("iris", "wine", "ionosphere", "balance")):

@@ -9,14 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._report import columns, finish, start, yes_no
-from .._runner import best_of, quiet, timed
-
-
-def _points(seed, n, n_classes, d, shift=0.8):
-    rng = np.random.default_rng(seed)
-    y = np.arange(n) % n_classes
-    rng.shuffle(y)
-    return rng.normal(size=(n, d)) + shift * y[:, None], y
+from .._runner import best_of, labelled_points, quiet, timed
 
 
 # --------------------------------------------------------------------------- weight steps
@@ -36,7 +29,7 @@ def weight_objective(
 
     rng = np.random.default_rng(seed)
     if name == "synthetic":
-        X, y = _points(seed, max(n, 4), 2, 5)
+        X, y = labelled_points(max(n, 4), 5, 2, seed, shift=0.8)
     else:
         X, y = load_csv_dataset(name, data_dir=data_dir)
         X = np.asarray(X, dtype=float)

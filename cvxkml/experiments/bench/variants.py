@@ -25,6 +25,7 @@ import numpy as np
 
 from ...declare import Regularizer
 from .._report import columns, finish, start
+from .._runner import growth_exponent
 
 __all__ = ["variant_problem", "variant_rows", "Jeffreys", "scale_problem", "scale_rows", "growth_exponent", "command"]
 
@@ -222,14 +223,6 @@ def scale_problem(family: str, n: int, seed: int = 0, quick: bool = False):
     i, j, k = triplets(rng, y, n_triplets)
     margin = np.full(i.size, 0.5 * float(np.median(dist(pairs.i, pairs.j))))
     return FactoredSpectralKernel(G0, [Hinge(pairs, 1.0), Hinge(RelativeConstraints(i, j, k, margin), 1.0)], reg)
-
-
-def growth_exponent(ns, secs) -> float:
-    """Least-squares slope of log(time) against log(n) (NaN with fewer than two sizes)."""
-    ns, secs = np.asarray(ns, dtype=float), np.asarray(secs, dtype=float)
-    if ns.size < 2 or np.unique(ns).size < 2:
-        return float("nan")
-    return float(np.polyfit(np.log(ns), np.log(secs), 1)[0])
 
 
 def scale_rows(

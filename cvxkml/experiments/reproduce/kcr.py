@@ -42,6 +42,7 @@ from ...formulas.kcr import rule_predict
 from ...kernels import gaussian_kernel
 from .._parallel import describe, parallel_from_args, run_tasks
 from .._report import finish, format_table, write_numbers
+from .._runner import standardize as _standardize
 
 __all__ = [
     "DATASETS",
@@ -117,13 +118,6 @@ def stratified_split(y, rng, fractions=(0.5, 0.2, 0.3)) -> tuple[np.ndarray, np.
         va.append(idx[a:b])
         te.append(idx[b:])
     return tuple(np.sort(np.concatenate(p)) for p in (tr, va, te))
-
-
-def _standardize(Xtr, *others):
-    mu = Xtr.mean(axis=0)
-    sd = Xtr.std(axis=0)
-    sd = np.where(sd > 0, sd, 1.0)
-    return [(A - mu) / sd for A in (Xtr, *others)]
 
 
 def _sq_euclid(A, B):

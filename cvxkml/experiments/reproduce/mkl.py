@@ -70,6 +70,7 @@ from ...mkl_kernels import KernelSet, paper_kernels, source_kernels
 from .._commands import CommandError, number_in, opt, script
 from .._parallel import ParallelOptions, TaskStore, describe, parallel_from_args, run_tasks
 from .._report import finish, write_json, write_numbers
+from .._runner import standardize as _standardize
 from ..bench.estimators import check_folds
 
 __all__ = [
@@ -186,13 +187,6 @@ def pairwise_scores(correct: dict, alpha: float = 0.05) -> tuple[dict, dict]:
 
 
 # --------------------------------------------------------------------------- helpers
-def _standardize(Xtr, *others):
-    mu = Xtr.mean(axis=0)
-    sd = Xtr.std(axis=0)
-    sd = np.where(sd > 0, sd, 1.0)
-    return [(Z - mu) / sd for Z in (Xtr,) + others]
-
-
 def _stratified_subsample(y, n_max, rng) -> np.ndarray:
     """Indices of a stratified random subsample of at most n_max points (all when fewer)."""
     n = y.size

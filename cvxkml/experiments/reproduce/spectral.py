@@ -23,7 +23,7 @@ from ...datasets import check_available, load_dataset
 from ...errors import CvxkmlError, InvalidInputError
 from .._parallel import describe, parallel_from_args, run_tasks
 from .._report import columns, pm
-from .._runner import quiet
+from .._runner import quiet, standardize
 
 __all__ = [
     "DATASETS",
@@ -65,13 +65,6 @@ def load_uci(name: str, data_dir=None):
     if key not in DATASETS:
         raise InvalidInputError(f"name must be one of {DATASETS}; got {name!r}.")
     return load_dataset(key, data_dir, integer_labels=True)
-
-
-def _standardize(Xtr, Xte):
-    mu = Xtr.mean(axis=0)
-    sd = Xtr.std(axis=0)
-    sd = np.where(sd > 0, sd, 1.0)
-    return (Xtr - mu) / sd, (Xte - mu) / sd
 
 
 def _constraints(X, y, rng):
@@ -152,7 +145,7 @@ def _fold_task(task) -> dict:
     final fit with fresh constraints, the test error.  Every seed comes from the task."""
     X, y, method, rep, f, tr, te, grid, seed, split_seed, tol, max_iter, k = task
     t0 = time.perf_counter()
-    Xtr, Xte = _standardize(X[tr], X[te])
+    Xtr, Xte = standardize(X[tr], X[te])
     g = None
     if method != "euclidean":
         g = _select_gamma(method, Xtr, y[tr], tuple(grid), split_seed * 10 + f, tol, max_iter, k)
