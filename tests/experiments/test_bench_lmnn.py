@@ -85,3 +85,8 @@ def test_scale_rows_table_says_when_the_peer_did_not_run():
     )
     text = bench_lmnn.format_scale([row], 1e-4)
     assert "did not finish in 10 s" in text and "5.0e-05" in text
+
+
+def test_peer_scripts_are_where_the_benchmark_runs_them():
+    assert set(bench_lmnn.PEER_SCRIPTS) == {"metric-learn", "pylmnn"}
+    assert all(path.is_file() for path in bench_lmnn.PEER_SCRIPTS.values())

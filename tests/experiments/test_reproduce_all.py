@@ -199,3 +199,10 @@ def test_recorded_summary_carries_the_stored_implied_yeung_rows():
     rows = [r for r in ra.collect("recorded", ref=REF)["records"] if r["dataset"].startswith("XOR, implied")]
     assert len(rows) == 3 + len(yeung["table1_implied"]["ours"])
     assert rows[0]["measured"] == yeung["table1_implied"]["input"]
+
+
+def test_reference_dir_is_the_checkouts_from_any_folder(tmp_path, monkeypatch):
+    """The recorded results are found from the module's place, not the working folder."""
+    monkeypatch.chdir(tmp_path)
+    assert ra.reference_dir() == Path(__file__).resolve().parents[2] / "reference"
+    assert (ra.reference_dir() / ra.RECORDED_FILE).is_file()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -220,7 +221,11 @@ def _full_objective(prob, W) -> float:
 
 
 #: peer name -> its script (run by another interpreter, ``--lmnn IN.npz OUT.json``)
-PEER_SCRIPTS = {"metric-learn": "_peer_metric_learn.py", "pylmnn": "_peer_pylmnn.py"}
+#: the script that runs each peer in its own interpreter (in :mod:`cvxkml.experiments`)
+PEER_SCRIPTS = {
+    peer: Path(__file__).resolve().parents[1] / name
+    for peer, name in (("metric-learn", "_peer_metric_learn.py"), ("pylmnn", "_peer_pylmnn.py"))
+}
 
 
 def _peer_lmnn(peer_python, Z, y, timeout: float, peer: str = "metric-learn") -> dict:
@@ -231,9 +236,8 @@ def _peer_lmnn(peer_python, Z, y, timeout: float, peer: str = "metric-learn") ->
     import os
     import subprocess
     import tempfile
-    from pathlib import Path
 
-    script = Path(__file__).with_name(PEER_SCRIPTS[peer])
+    script = PEER_SCRIPTS[peer]
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.json")
         np.savez(inp, Z=Z, y=y, k=SCALE_K, regularization=SCALE_GAMMA, max_iter=1000)

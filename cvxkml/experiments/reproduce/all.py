@@ -75,7 +75,7 @@ def anchor(heading: str) -> str:
 
 def reference_dir() -> Path:
     """``reference/`` of the source checkout this module lies in, else ``./reference``."""
-    here = Path(__file__).resolve().parents[2] / "reference"
+    here = Path(__file__).resolve().parents[3] / "reference"
     return here if here.is_dir() else Path.cwd() / "reference"
 
 
