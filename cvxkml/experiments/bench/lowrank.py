@@ -29,7 +29,8 @@ __all__ = [
 ]
 
 _LOWRANK_SIZES = (10, 50, 100, 200)
-_LOWRANK_PAPER_MIN = {10_000: 4.8, 100_000: 11.3}  # Kulis et al. §7.2, LogDet, MATLAB + MEX
+#: Kulis et al. §7.2's minutes per constraint count (LogDet, MATLAB + MEX)
+PAPER_MINUTES = {10_000: 4.8, 100_000: 11.3}
 _ONE_CORE = (
     "one core (serial Numba loops; NumPy with BLAS limited to 1 thread), Numba warmed up, "
     "best of repeats, time.perf_counter"
@@ -345,7 +346,7 @@ def lowrank_workload_rows(
                 "constraints": int(m),
                 "pairs": len(prob.pairs),
                 "build_s": build,
-                "paper_min": _LOWRANK_PAPER_MIN.get(int(m)) if not quick else None,
+                "paper_min": PAPER_MINUTES.get(int(m)) if not quick else None,
             }
             rel_gap = (sol.gap / max(1.0, abs(sol.objective))) if sol.gap is not None else np.inf
             rate = _run_row(

@@ -381,12 +381,12 @@ _LOWRANK_UCI = {
     ),
     "nursery": ("Nursery", (0.1, 0.3), "ordinal codes in UCI order, rank 8, gamma = 1 (not stated)"),
 }
-#: Kulis et al. §7.2's minutes (LogDet, MATLAB + MEX) per constraint count (bench._LOWRANK_PAPER_MIN)
-_LOWRANK_PAPER_MIN = {10_000: 4.8, 100_000: 11.3}
 _MNIST_PROTOCOL = "synthetic MNIST-shape data (60 000 deskewed images not offline); other machine; no test error"
 
 
 def _lowrank_records(sections, res, command, source, mnist_command) -> None:
+    from ..bench.lowrank import PAPER_MINUTES
+
     sec = sections["lowrank"]
     old_rule = set(res.get("old_rule", ()))  # sections measured with the dual-change rule alone
     sources = res.get("sources", {})
@@ -462,7 +462,7 @@ def _lowrank_records(sections, res, command, source, mnist_command) -> None:
             certified=_cert(int(bool(row.get("certified", row["converged"]))), 1), fmt=".2f", command=mnist_command
         )
         kw.update(source=mn.get("source_file", source), note="speed, not compared by sd", protocol=_MNIST_PROTOCOL)
-        paper_s = 60.0 * _LOWRANK_PAPER_MIN[m] if m in _LOWRANK_PAPER_MIN else None
+        paper_s = 60.0 * PAPER_MINUTES[m] if m in PAPER_MINUTES else None
         metric = "seconds (ours: the solve; paper: whole run, MATLAB + MEX)"
         sec.add(
             f"MNIST shape (n = {mn['n']}, r = {mn['r']})",
