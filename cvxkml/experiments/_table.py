@@ -288,7 +288,7 @@ TABLE = (
         "linear LMNN: the smoothed quasi-Newton solver vs the PDHG path, certified, "
         "on Wine / breast cancer / digits-500 folds",
         (
-            opt("--quick", action="store_true", help="one fold of a 60-point Wine subset, tol 1e-3 (for tests)"),
+            use("quick", "one fold of a 60-point Wine subset, tol 1e-3 (for tests)"),
             opt(
                 "--datasets",
                 nargs="+",
@@ -311,7 +311,7 @@ TABLE = (
                 default=None,
                 help="seconds after which the PDHG baseline stops (default 60, quick 5)",
             ),
-            opt("--json", default=None, help="write the rows as JSON to this file"),
+            use("json", "write the rows as JSON to this file"),
             opt(
                 "--scale",
                 nargs="*",
@@ -493,7 +493,7 @@ TABLE = (
         rk.command,
         "Sriperumbudur et al. 2008 Table 1: k-NN vs the kernel classification rule on Balance, Ionosphere, Iris, Wine",
         (
-            opt("--quick", action="store_true", help="Iris, one split, 2 × 2 grid (smoke run for tests)"),
+            use("quick", "Iris, one split, 2 × 2 grid (smoke run for tests)"),
             opt("--splits", type=int, default=None, help="random splits (default 20, quick 1)"),
             opt("--datasets", nargs="+", choices=rk.DATASETS, default=None, help="data sets (default all four)"),
             opt(
@@ -506,13 +506,9 @@ TABLE = (
             use("tol", "certified relative gap per fit (default 1e-3)"),
             opt("--max-iter", type=int, default=20_000, help="PDHG iterations per fit (default 20000)"),
             opt("--time-limit", type=float, default=None, help="seconds per fit (default none)"),
-            opt("--seed", type=int, default=0, help="seed of the splits (default 0)"),
-            opt("--out", default=None, help="write all numbers (every fit) as JSON to this file"),
-            opt(
-                "--data-dir",
-                default=None,
-                help="folder holding balance.csv and ionosphere.csv (default: $CVXKML_DATA or ../shared/data)",
-            ),
+            use("seed", "seed of the splits (default 0)"),
+            use("out", "write all numbers (every fit) as JSON to this file", default=None),
+            data_dir("balance.csv and ionosphere.csv"),
             Parallel("(split, nu) fits"),
         ),
         datasets=rk.data_sets,

@@ -40,7 +40,7 @@ from ...declare.kcr import KCR
 from ...errors import InvalidInputError, SolverError
 from ...kernels import gaussian_kernel
 from ...solvers.kcr import kcr_subgradient
-from .._commands import opt, script
+from .._commands import opt, script, use
 from .._runner import growth_exponent
 
 __all__ = [
@@ -634,7 +634,7 @@ OPTIONS = (
         help="scale: CPU seconds after which the solve with the options before dual polishing and the "
         "working set is stopped (default: no limit; 0 skips it)",
     ),
-    opt("--json", default=None, help="write all rows as JSON"),
+    use("json", "write all rows as JSON"),
 )
 
 

@@ -67,7 +67,7 @@ from ...datasets import load_dataset as _load_named
 from ...errors import ConvergenceWarning, InvalidInputError
 from ...estimators.mkl import LMNN, LMNNMKL
 from ...mkl_kernels import KernelSet, paper_kernels, source_kernels
-from .._commands import CommandError, number_in, opt, script
+from .._commands import CommandError, number_in, opt, script, use
 from .._parallel import ParallelOptions, TaskStore, describe, parallel_from_args, run_tasks
 from .._report import finish, write_json, write_numbers
 from .._runner import standardize as _standardize
@@ -903,11 +903,7 @@ def command(args) -> int:
 
 #: the options of ``cvxkml reproduce mkl`` (its row of the command table) and of :func:`main`
 OPTIONS = (
-    opt(
-        "--quick",
-        action="store_true",
-        help="Iris, 3 folds, tiny budgets, Table 2 with one split of 40 learning points (smoke run)",
-    ),
+    use("quick", "Iris, 3 folds, tiny budgets, Table 2 with one split of 40 learning points (smoke run)"),
     opt(
         "--datasets",
         nargs="+",
@@ -977,8 +973,8 @@ OPTIONS = (
         default=None,
         help="the same for Table 2 (default 60; 0 = all 1000)",
     ),
-    opt("--seed", type=int, default=None, help="seed of folds and subsamples (default 0)"),
-    opt("--out", default=None, help="write all numbers as JSON to this file"),
+    use("seed", "seed of folds and subsamples (default 0)", default=None),
+    use("out", "write all numbers as JSON to this file", default=None),
     opt(
         "--resume",
         default=None,
@@ -988,11 +984,7 @@ OPTIONS = (
         "run with the same data, protocol and draws finished (use a new folder after "
         "changing the code)",
     ),
-    opt(
-        "--data-dir",
-        default=None,
-        help="folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)",
-    ),
+    use("data_dir", "folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)"),
     ParallelOptions("folds (Table 1) and splits (Table 2)"),
 )
 
