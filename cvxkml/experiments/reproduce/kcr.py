@@ -55,7 +55,6 @@ __all__ = [
     "stratified_split",
     "knn_errors",
     "kcr_grid",
-    "run_split",
     "run_dataset",
     "reproduce",
     "command",
@@ -267,15 +266,6 @@ def _finish_split(X, y, split, fits, protocol: Protocol) -> dict:
         fits=light,
         sizes=(tr.size, va.size, te.size),
     )
-
-
-def run_split(X, y, split, protocol: Protocol, n_jobs: int | None = 1) -> dict:
-    """One split: k-NN and KCR errors (train, test) with the validation-chosen parameters
-    (``n_jobs``: see :func:`kcr_grid`)."""
-    tr, va, _ = split
-    Xtr, Xva = _standardize(X[tr], X[va])
-    fits = kcr_grid(Xtr, y[tr], Xva, y[va], protocol, n_jobs)
-    return _finish_split(X, y, split, fits, protocol)
 
 
 def run_dataset(name: str, protocol: Protocol, data_dir=None, progress=None, n_jobs: int | None = 1) -> dict:
