@@ -662,6 +662,7 @@ def _barrier_dual(U, trip: LMNNTriplets, gamma, p, delta, gap_target, max_newton
 
 
 _REPAIR_ROUNDS = 30  # eigendecompositions of G(α) in one :func:`_repair_dual`
+_REPAIR_RTOL = 1e-12  # λ_min(G(α)) above −this × ‖G(α)‖ counts as feasible (lmnn_dual_value allows 1e-11)
 
 
 def _repair_dual(U, trip: LMNNTriplets, gamma, alpha, rounds: int = _REPAIR_ROUNDS):
@@ -684,8 +685,8 @@ def _repair_dual(U, trip: LMNNTriplets, gamma, alpha, rounds: int = _REPAIR_ROUN
     for _ in range(rounds):
         G = laplacian_quadratic(U, trip, pair_weights(trip, out, gamma))
         lam, V = np.linalg.eigh(G)
-        if lam[0] >= 0.0:
-            break
+        if lam[0] >= -_REPAIR_RTOL * max(float(np.max(np.abs(lam))), np.finfo(float).tiny):
+            break  # feasible to round-off (an exactly singular G(0) has λ_min = −1e-28)
         v = V[:, 0]
         pv = Du @ v
         c = pv[trip.ti] ** 2 - pv[trip.tt] ** 2
@@ -1157,8 +1158,10 @@ class _Run:
 
     def recover_face(self) -> None:
         """The primal side of the recovery (:func:`_face_primal` from the best multipliers);
-        when it lowers F, the iterate moves there and the dual recovery runs again at it (its
-        kinks are those of the better point)."""
+        when it lowers F, the best point moves there and the dual recovery runs again at it
+        (its kinks are those of the better point).  The PDHG iterate keeps its own path: moved
+        to the face point it lost its progress (a Sonar degree-10 fit stalled at 4 989
+        iterations with F 3.7e-5 above the 12 589-iteration run)."""
         tp = time.perf_counter()
         f, X = _face_primal(self.U, self.trip, self.gamma, self.ops, self.best_X, self.best_alpha, self.tol)
         self.face_time += time.perf_counter() - tp
@@ -1166,8 +1169,6 @@ class _Run:
             return
         self.face_gain += self.best_f - f
         self.keep(f, X, -np.inf, self.best_alpha)
-        self.X[:, :] = self.best_X
-        self.p = self.ops.distances(self.X)
         if self.open_gap():
             self.recover()
 
