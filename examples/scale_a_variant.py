@@ -47,7 +47,7 @@ from cvxkml.testing import check_regularizer, triplets
 
 
 # ------------------------------------------------------------------ the user's regularizer
-# The same class is defined once more in cvxkml/experiments/bench_variants.py for
+# The same class is defined once more in cvxkml/experiments/bench/variants.py for
 # `cvxkml bench variants --scale`; the duplication is intended: this file shows what a
 # user writes, the benchmark must not depend on an example.
 class Jeffreys(Regularizer):

@@ -25,7 +25,7 @@ from sklearn.decomposition import PCA, KernelPCA
 from threadpoolctl import threadpool_limits
 
 from cvxkml.estimators.trace import TraceSSIKDR
-from cvxkml.experiments.reproduce_trace import draw_split, embedding_scores, load_digits_data, median_gamma
+from cvxkml.experiments.reproduce.trace import draw_split, embedding_scores, load_digits_data, median_gamma
 
 parser = argparse.ArgumentParser(description="Trace-SSIKDR on digits: a learned 2-D embedding of unseen digits.")
 parser.add_argument("out", nargs="?", default=None, help="PNG file to save the figure to")

@@ -19,7 +19,7 @@ import numpy as np
 from cvxkml.baselines.separability import separability
 from cvxkml.declare.yeung import SpectralReweighting
 from cvxkml.estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
-from cvxkml.experiments.reproduce_yeung import make_xor, median_distance
+from cvxkml.experiments.reproduce.yeung import make_xor, median_distance
 from cvxkml.kernels import Kernel
 
 X, y = make_xor(4000, random_state=0)

@@ -6,17 +6,3 @@ every command (its options, data sets and the function that runs it) and builds 
 share the report helpers of ``_report`` and the timing helpers of ``_runner``; they read data
 through :mod:`cvxkml.datasets`; no module imports ``cli``.
 """
-
-from .._deprecated import MOVED as _MOVED
-
-# the flat module paths of 0.1 (cvxkml.experiments.bench_kcr, ...): aliases that warn
-_MOVED.update(
-    {
-        f"{__name__}.{group}_{name}": f"{__name__}.{group}.{name}"
-        for group, names in (
-            ("bench", "estimators exact kcr lmnn mkl pola variants wide"),
-            ("reproduce", "all kcr logdet lowrank mkl spectral trace yeung"),
-        )
-        for name in names.split()
-    }
-)

@@ -555,7 +555,7 @@ def _iris_polynomial_problem(degree: int) -> LMNNProblem:
     of ``cvxkml reproduce mkl`` at the full protocol) where the optimal metric has trace ≈ 10⁶."""
     from sklearn.datasets import load_iris
 
-    from cvxkml.experiments import reproduce_mkl as rm
+    from cvxkml.experiments.reproduce import mkl as rm
     from cvxkml.mkl_kernels import paper_kernels
 
     X, y = load_iris(return_X_y=True)

@@ -381,7 +381,7 @@ def test_estimator_params_and_errors():
 def test_bench_pola_compare_rows_structure():
     """``cvxkml bench pola`` rows on small instances: the fast solver, stopped at the CVXPY
     solver's measured accuracy, reaches it (fast acc <= cvxpy acc, with round-off slack)."""
-    from cvxkml.experiments.bench_pola import compare_rows, pola_instance, sdp_instance
+    from cvxkml.experiments.bench.pola import compare_rows, pola_instance, sdp_instance
 
     for prob, label in [(pola_instance(8, seed=3), "pola"), (sdp_instance(6, "mvu", 0.5, seed=3), "sdp")]:
         rows = compare_rows(prob, label, repeats=1)
@@ -395,7 +395,7 @@ def test_bench_pola_register_cli():
     """``register_cli(bsub)`` adds ``bench pola`` (cli.py wires it into ``cvxkml bench``)."""
     import argparse
 
-    from cvxkml.experiments.bench_pola import register_cli
+    from cvxkml.experiments.bench.pola import register_cli
 
     parser = argparse.ArgumentParser()
     bsub = parser.add_subparsers(dest="benchmark")

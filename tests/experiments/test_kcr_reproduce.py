@@ -1,4 +1,4 @@
-"""The Table 1 reproduction of Sriperumbudur et al. 2008 (cvxkml.experiments.reproduce_kcr) and
+"""The Table 1 reproduction of Sriperumbudur et al. 2008 (cvxkml.experiments.reproduce.kcr) and
 ``cvxkml reproduce kcr``: protocol pieces and a smoke run (no timing assertions)."""
 
 import contextlib

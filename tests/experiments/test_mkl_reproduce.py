@@ -1,4 +1,4 @@
-"""The Wang et al. 2011 reproduction (cvxkml.experiments.reproduce_mkl): statistics, protocol
+"""The Wang et al. 2011 reproduction (cvxkml.experiments.reproduce.mkl): statistics, protocol
 pieces and a smoke run of ``--quick`` (tiny budgets; the numbers are not a reproduction)."""
 
 import json

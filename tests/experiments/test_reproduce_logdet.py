@@ -1,4 +1,4 @@
-"""Jain et al. 2012 Table 1 (cvxkml.experiments.reproduce_logdet)."""
+"""Jain et al. 2012 Table 1 (cvxkml.experiments.reproduce.logdet)."""
 
 import numpy as np
 import pytest
