@@ -570,7 +570,7 @@ TABLE = (
             ),
             use("data_dir", "the offline data folder (default: $CVXKML_DATA)"),
             use("seed", "seed of every reproduction (default 0)"),
-            Parallel("independent fits of every reproduction"),
+            Parallel("fits of every reproduction"),
         ),
         datasets=ra.data_sets,
         optional_datasets=ra.optional_data_sets,

@@ -1,4 +1,4 @@
-"""``cvxkml reproduce all`` (cvxkml.experiments.reproduce_all): the quick smoke run, the
+"""``cvxkml reproduce all`` (cvxkml.experiments.reproduce.all): the quick smoke run, the
 recorded summary in reference/, and the rules that make a row."""
 
 import json
@@ -93,7 +93,8 @@ def test_recorded_rows_come_from_the_results_files():
         for dataset, r in tables:
             rows = {x["method"]: x for x in recs if x["dataset"] == f"{dataset} (full protocol)"}
             assert {m: x["measured"] for m, x in rows.items()} == r["accuracy"]
-            assert rows["LMNN_H"]["certified_fits"] == f"{r['fits'] - r['unconverged_fits']}/{r['fits']}"
+            ok, total = ra._fits_by_method(r)["LMNN_H"]
+            assert rows["LMNN_H"]["certified_fits"] == f"{ok}/{total}"
             assert {x["source"] for x in rows.values()} == {f"reference/{name}"}
             assert {x["command"] for x in rows.values()} == {command}
     for rec in recs:
@@ -206,3 +207,31 @@ def test_reference_dir_is_the_checkouts_from_any_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert ra.reference_dir() == Path(__file__).resolve().parents[2] / "reference"
     assert (ra.reference_dir() / ra.RECORDED_FILE).is_file()
+
+
+def test_mkl_rows_count_the_fits_behind_their_own_method():
+    fit = lambda method, ok: {"method": method, "converged": ok}  # noqa: E731
+    folds = [
+        {"lmnn_fits": [fit("NR-LMNN-MKL", True), fit("LMNN-MKL_CV inner", False), fit("LMNN-MKL_CV", True)]},
+        {"lmnn_fits": [fit("NR-LMNN-MKL", True), fit("LMNN-MKL_CV inner", True), fit("LMNN-MKL_CV", True)]},
+    ]
+    # an inner-CV fit counts for LMNN-MKL_CV (it chose the kernel), not for the other methods
+    assert ra._fits_by_method({"per_fold": folds}) == {"NR-LMNN-MKL": (2, 2), "LMNN-MKL_CV": (3, 4)}
+    assert ra._fits_by_method({"per_split": folds[:1]})["LMNN-MKL_CV"] == (1, 2)
+    # a run that kept no per-fit records: the data set's count is used instead
+    assert ra._fits_by_method({"per_fold": [{"lmnn_fits": []}, {}]}) is None
+    assert ra._fits_by_method({}) is None
+
+
+def test_recorded_wang_rows_are_certified_exactly_when_their_methods_fits_are():
+    rows = [
+        line.split(" | ")
+        for line in (ra.reference_dir() / "SUMMARY.md").read_text().splitlines()
+        if line.startswith("| ") and "(full protocol) | " in line and "1-NN test accuracy" in line
+    ]
+    results = json.loads((ra.reference_dir() / "wang2011-mkl-full-sonar.json").read_text())["table1"]["sonar"]
+    counts = ra._fits_by_method(results)
+    sonar = {r[1]: r[5] for r in rows if r[0] == "| sonar (full protocol)"}
+    for method, (ok, total) in counts.items():
+        assert sonar[method] == ("yes " if ok == total else "**no** ") + f"{ok}/{total}"
+    assert sum(total for _, total in counts.values()) == results["fits"]  # every fit counted once
