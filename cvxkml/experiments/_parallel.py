@@ -14,6 +14,7 @@ arrive and loaded, not computed, by the next run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -36,6 +37,7 @@ __all__ = [
     "CommandError",
     "StoreFileError",
     "TaskStore",
+    "code_fingerprint",
     "add_parallel_options",
     "parallel_context",
     "parallel_from_args",
@@ -137,12 +139,25 @@ def _content_hash(key: str, body: str, arrays: dict) -> str:
     return _hash(hashlib.sha256(key.encode() + body.encode()), [arrays[n] for n in names], names)
 
 
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """SHA-256 of the cvxkml package's Python source in use (every ``*.py`` below the package
+    folder, by relative path and bytes): part of every :meth:`TaskStore.key`."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 class TaskStore:
     """Finished tasks' results in a folder, so that a run stopped part way resumes.
 
     A result is stored under a key derived from everything its numbers depend on
-    (:meth:`key`: the data's bytes and the task's description), not the code: after changing
-    a solver, use a new folder.  No pickle (a folder may come from anywhere): ``<key>.npz`` is a
+    (:meth:`key`: the data's bytes, the task's description and the cvxkml source,
+    :func:`code_fingerprint`), so a result stored by other code is never loaded: after any
+    change to the package the run starts afresh (the old files stay, unused).  No pickle (a
+    folder may come from anywhere): ``<key>.npz`` is a
     zip of ``.npy`` members read with NumPy's header parser, only those the header names, each
     within its declared size and :data:`STORE_MAX_BYTES` in all.  The member ``__store__`` is
     UTF-8 JSON ``{"format": "cvxkml.taskstore", "version": 1, "key", "arrays", "result_json",
@@ -163,9 +178,10 @@ class TaskStore:
 
     @staticmethod
     def key(*arrays, **description) -> str:
-        """SHA-256 (64 hex characters) of the arrays' dtypes, shapes and bytes and of
-        ``description`` (JSON after :func:`._report.jsonable`)."""
-        h = hashlib.sha256()
+        """SHA-256 (64 hex characters) of the arrays' dtypes, shapes and bytes, of
+        ``description`` (JSON after :func:`._report.jsonable`) and of the code
+        (:func:`code_fingerprint`)."""
+        h = hashlib.sha256(code_fingerprint().encode())
         _hash(h, arrays)
         h.update(json.dumps(jsonable(description), sort_keys=True).encode())
         return h.hexdigest()

@@ -159,3 +159,17 @@ def test_option_errors_are_one_line(monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and "finished" not in out and len(err) == 1
     assert err[0].endswith("--backend dask needs dask.distributed, the 'dask' extra: pip install 'cvxkml[dask]'")
+
+
+def test_task_store_keys_cover_the_code(tmp_path, monkeypatch):
+    """A result stored by other cvxkml code is not loaded: the key holds the source's hash."""
+    import numpy as np
+
+    fingerprint = _parallel.code_fingerprint()
+    assert len(fingerprint) == 64 and fingerprint == _parallel.code_fingerprint.__wrapped__()
+    store = _parallel.TaskStore(tmp_path)
+    key = _parallel.TaskStore.key(np.arange(3), task=0)
+    store.save(key, {"square": 0})
+    monkeypatch.setattr(_parallel, "code_fingerprint", lambda: "0" * 64)  # the code changed
+    other = _parallel.TaskStore.key(np.arange(3), task=0)
+    assert other != key and other not in store and store.load(other) is None

@@ -981,8 +981,7 @@ OPTIONS = (
         metavar="DIR",
         help="keep every finished fold / split (and every finished LMNN fit of an unfinished "
         "one, in DIR/fits) in this folder and load, instead of rerunning, those an earlier "
-        "run with the same data, protocol and draws finished (use a new folder after "
-        "changing the code)",
+        "run of the same code with the same data, protocol and draws finished",
     ),
     use("data_dir", "folder holding sonar.csv, ionosphere.csv, mfeat.npz (default: $CVXKML_DATA or ../shared/data)"),
     ParallelOptions("folds (Table 1) and splits (Table 2)"),
