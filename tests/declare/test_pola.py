@@ -391,18 +391,12 @@ def test_bench_pola_compare_rows_structure():
             assert r["fast_acc"] <= max(r["cvx_acc"], 1e-12) * 10, r
 
 
-def test_bench_pola_register_cli():
-    """``register_cli(bsub)`` adds ``bench pola`` (cli.py wires it into ``cvxkml bench``)."""
-    import argparse
+def test_bench_pola_is_a_row_of_the_command_table():
+    """``cvxkml bench pola`` parses its options from its row of the one command table."""
+    from cvxkml.experiments._table import Later, build_parser
 
-    from cvxkml.experiments.bench.pola import register_cli
-
-    parser = argparse.ArgumentParser()
-    bsub = parser.add_subparsers(dest="benchmark")
-    register_cli(bsub)
-    register_cli(bsub)  # idempotent
-    args = parser.parse_args(["pola", "--quick", "--repeats", "2"])
-    assert args.quick and args.repeats == 2 and callable(args.func)
+    args = build_parser().parse_args(["bench", "pola", "--quick", "--repeats", "2"])
+    assert args.quick and args.repeats == 2 and args.func == Later("bench.pola:command")
 
 
 def test_constructors_take_constraint_objects_and_the_old_form_is_deprecated():

@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ConvergenceWarning
-from .._commands import add_parser
 from .._report import columns, finish, start
 from .._runner import quiet, timed
 
-__all__ = ["pola_instance", "sdp_instance", "compare_rows", "command", "register_cli"]
+__all__ = ["pola_instance", "sdp_instance", "compare_rows", "command"]
 
 
 def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
@@ -212,14 +211,3 @@ def command(args) -> int:
         + ", ".join(f"{r['problem']} {r['ref_cert']:.1e}" for r in rows if r["solver"] == "SCS")
     )
     return finish("bench", t_start)
-
-
-def register_cli(bsub) -> None:
-    """Add ``pola`` (its row of :data:`.._table.TABLE`) to a ``bench`` subparsers action, or to
-    any parser standing in for it; a second call does nothing."""
-    from .._table import TABLE
-
-    row = next(r for r in TABLE if getattr(r, "name", None) == "pola")
-    p = add_parser(bsub, row.name, command, row.help)
-    for o in row.options if p is not None else ():
-        o.add(p)
