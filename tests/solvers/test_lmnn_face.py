@@ -120,10 +120,10 @@ def _small(seed, n, degree):
 def test_repair_gives_feasible_multipliers_below_the_optimum(seed, n, degree, bump):
     """Any α ∈ [0, γ]^T (here a certified solve's multipliers pushed up on every triplet, so
     G(α) is indefinite): the repaired α lies in [0, α], G(α) ⪰ 0 to round-off, and its bound
-    is <= F at the certified point; for a small push (<= 1e-3 γ) it is never below the bound
-    of the uniformly scaled α by more than round-off (the solver keeps the better of the two).
-    Draw seed 0, n = 12, degree 1: G(0) exactly singular (λ_min = −2e-28) made the first
-    version lower every α to 0."""
+    is <= F at the certified point.  (It is not always above the bound of the uniformly
+    scaled α — a fuzz draw gave 21.05 against 44.97 — so the solver keeps the better of the
+    two.)  Draw seed 0, n = 12, degree 1: G(0) exactly singular (λ_min = −2e-28) made the
+    first version lower every α to 0."""
     prob = _small(seed, n, degree)
     tr = prob.triplets
     with warnings.catch_warnings():
@@ -142,9 +142,6 @@ def test_repair_gives_feasible_multipliers_below_the_optimum(seed, n, degree, bu
     assert lam_r[0] >= -1e-10 * lam_r[-1]
     g_rep = lmnn_dual_value(prob.U, tr, rep, 0.5, objective_bound=F)
     assert g_rep <= F + 1e-9 * max(1.0, F)
-    if bump <= 1e-3 and sol.converged:  # a near-optimal α: lowering a few beats scaling all
-        g_scaled = lmnn_dual_value(prob.U, tr, alpha, 0.5, objective_bound=F)
-        assert g_rep >= g_scaled - 1e-8 * max(1.0, F)
 
 
 @settings(max_examples=examples(6), deadline=None)
