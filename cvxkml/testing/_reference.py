@@ -150,37 +150,35 @@ def reference_or_discard(problem, feasible=None, keep_draw: bool = False, **kw):
     feasible point and the draw is discarded (counted) instead of failing the test with
     :class:`~cvxkml.errors.InfeasibleError` (Clarabel and SCS both call a POLA problem
     infeasible when its only feasible matrices have norm ~1e6, while the fast solver
-    certifies one at violation 9e-10)."""
-    from hypothesis import assume, note
-    from hypothesis.errors import InvalidArgument
+    certifies one at violation 9e-10).
 
-    def _note(msg):
-        try:
-            note(msg)
-        except InvalidArgument:  # called outside a Hypothesis test
-            pass
+    Outside a Hypothesis test there is no draw to discard: the untrusted reference raises
+    :class:`UntrustedReference` (a refuted *infeasible* too, naming the refuting violation),
+    unless ``keep_draw=True``."""
+    from hypothesis import assume, currently_in_test_context, note
 
     test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
     try:
         return trusted_reference(problem, **kw)
     except UntrustedReference as exc:
-        _DISCARDS[test] += 1
-        _note(str(exc))
-        if keep_draw:
-            return None
-        assume(False)
+        untrusted = exc
     except InfeasibleError as exc:
         viol_tol = kw.get("viol_tol", 1e-7)
         if feasible is None or not relative_violation(problem, feasible) <= viol_tol:
             raise
-        _DISCARDS[test] += 1
-        _note(
-            f"every conic solve said infeasible, refuted by a point at relative violation "
+        untrusted = UntrustedReference(
+            f"Every conic solve said infeasible, refuted by a point at relative violation "
             f"{relative_violation(problem, feasible):.2g}: {exc}"
         )
-        if keep_draw:
-            return None
-        assume(False)
+    _DISCARDS[test] += 1
+    in_test = currently_in_test_context()
+    if in_test:
+        note(str(untrusted))
+    if keep_draw:
+        return None
+    if not in_test:
+        raise untrusted
+    assume(False)
 
 
 def discards() -> dict:
