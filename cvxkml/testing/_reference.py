@@ -163,12 +163,11 @@ def reference_or_discard(problem, feasible=None, keep_draw: bool = False, **kw):
     except UntrustedReference as exc:
         untrusted = exc
     except InfeasibleError as exc:
-        viol_tol = kw.get("viol_tol", 1e-7)
-        if feasible is None or not relative_violation(problem, feasible) <= viol_tol:
+        violation = None if feasible is None else relative_violation(problem, feasible)
+        if violation is None or not violation <= kw.get("viol_tol", 1e-7):
             raise
         untrusted = UntrustedReference(
-            f"Every conic solve said infeasible, refuted by a point at relative violation "
-            f"{relative_violation(problem, feasible):.2g}: {exc}"
+            f"Every conic solve said infeasible, refuted by a point at relative violation {violation:.2g}: {exc}"
         )
     _DISCARDS[test] += 1
     in_test = currently_in_test_context()

@@ -602,10 +602,10 @@ def _mkl_records(sections, res, command, source, label="", heading=None, protoco
         n, fits = r["n_test"], r.get("fits", 0)
         kw = dict(std_kind=f"binomial s.e., {n} pooled test points", fmt=".2f", protocol=proto, command=command)
         kw.update(source=source, heading=heading, note=note)
+        counts = _fits_by_method(r)
         for method, acc in r["accuracy"].items():
             pub = paper.get(method, (None, None))
             se = 100.0 * math.sqrt(max(acc / 100.0 * (1 - acc / 100.0), 0.0) / n)
-            counts = _fits_by_method(r)
             if method == "1-NN":
                 cert = _NONE
             elif counts is not None:
