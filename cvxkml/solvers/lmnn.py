@@ -796,16 +796,16 @@ def _face_primal(U, trip: LMNNTriplets, gamma, ops, X, alpha, tol):
             gamma,
             VF.T @ X @ VF,
             alpha,
-            0.1 * tol,
-            _FACE_MAX_ITER,
-            200,
-            1.0,
-            True,
-            0,
-            None,
-            True,
-            STALL_ITER,
-            face=False,
+            tol=0.1 * tol,
+            max_iter=_FACE_MAX_ITER,
+            check_every=200,
+            buffer=1.0,
+            polish=True,
+            seed=0,
+            callback=None,
+            smooth=True,
+            stall_iter=STALL_ITER,
+            face=False,  # no face solve inside a face solve
         )
         XF = VF @ res.matrix @ VF.T
         XF = 0.5 * (XF + XF.T)
