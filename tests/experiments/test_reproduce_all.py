@@ -29,6 +29,7 @@ FIELDS = {
     "source",
     "sheet",
     "explanation",
+    "uncertified_why",
 }
 
 
@@ -110,6 +111,21 @@ def test_every_explanation_link_points_to_a_heading_of_its_sheet():
         assert anchor in _headings(REF / sheet), link
     # every row that differs by more than one sd links to its sheet
     assert all(r["explanation"].startswith(Path(r["sheet"]).name) for r in summary["records"] if r["differs"])
+
+
+def test_every_uncertified_row_links_to_its_sheets_reasons():
+    """A row whose fits are not all certified says why: its certified cell links to the
+    heading of its own sheet that gives the reasons, and that heading exists."""
+    summary = ra.collect("recorded", ref=REF)
+    bad = [r for r in summary["records"] if r["certified"] is False]
+    for r in bad:
+        sheet, anchor = r["uncertified_why"].split("#")
+        assert sheet == Path(r["sheet"]).name and anchor == ra.anchor(ra.UNCERTIFIED_HEADING)
+        assert anchor in _headings(REF / sheet), r["uncertified_why"]
+    assert all(r["uncertified_why"] is None for r in summary["records"] if r["certified"] is not False)
+    text = ra.render_markdown(summary)
+    for r in bad:
+        assert f"**no** {r['certified_fits']} — [why]({r['uncertified_why']})" in text
 
 
 def test_differs_rule():
@@ -233,5 +249,6 @@ def test_recorded_wang_rows_are_certified_exactly_when_their_methods_fits_are():
     counts = ra._fits_by_method(results)
     sonar = {r[1]: r[5] for r in rows if r[0] == "| sonar (full protocol)"}
     for method, (ok, total) in counts.items():
-        assert sonar[method] == ("yes " if ok == total else "**no** ") + f"{ok}/{total}"
+        why = f" — [why](wang2011-mkl.md#{ra.anchor(ra.UNCERTIFIED_HEADING)})"
+        assert sonar[method] == (f"yes {ok}/{total}" if ok == total else f"**no** {ok}/{total}{why}")
     assert sum(total for _, total in counts.values()) == results["fits"]  # every fit counted once

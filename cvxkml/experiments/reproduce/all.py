@@ -4,12 +4,14 @@ One uniform record per table row of the five papers' seed tables and figures::
 
     {paper, table, dataset, method, metric, published, published_std, measured, std,
      std_kind, differs, certified, certified_fits, protocol_difference, command, source,
-     sheet, explanation}
+     sheet, explanation, uncertified_why}
 
 ``certified``: True when every fit behind the number is certified, False when some are not
 (``certified_fits`` says how many), None without convex fits or for fits measured before the
 certificate existed.  ``differs``: ours and the paper's differ by more than one sd (ours, else
-the paper's), or ours leave a figure's axis range; ``explanation`` links the sheet section.
+the paper's), or ours leave a figure's axis range; ``explanation`` links the sheet section;
+``uncertified_why`` (rows with ``certified`` False) links the sheet's reasons, under
+:data:`UNCERTIFIED_HEADING`.
 
 Modes: ``--quick`` runs every reproduction's own function at toy size (a smoke test, not a
 reproduction); ``--full`` the papers' protocols (hours; ``--sections`` picks some, the rest is
@@ -71,6 +73,11 @@ MISSING_DATA = [
 def anchor(heading: str) -> str:
     """The GitHub anchor of a Markdown heading's text (``"Table 1 — XOR"`` → ``"table-1--xor"``)."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+#: the heading every sheet with an uncertified row gives to the reasons, row by row; SUMMARY's
+#: certified cell of such a row links there
+UNCERTIFIED_HEADING = "Fits behind reproduced numbers that are not certified"
 
 
 def reference_dir() -> Path:
@@ -151,6 +158,7 @@ class _Section:
             "source": source,
             "sheet": f"reference/{self.sheet}",
             "explanation": f"{self.sheet}#{anchor(heading or self.heading)}",
+            "uncertified_why": f"{self.sheet}#{anchor(UNCERTIFIED_HEADING)}" if certified[0] is False else None,
             "fmt": fmt,
             "axis": list(axis) if axis is not None else None,
             "note": note,
@@ -854,7 +862,9 @@ def _cell(value, sd, fmt) -> str:
 def _cert_cell(rec) -> str:
     if rec["certified"] is None:
         return "n/a" if not rec["note"].startswith("measured with the old") else "not checked"
-    return ("yes " if rec["certified"] else "**no** ") + rec["certified_fits"]
+    if rec["certified"]:
+        return "yes " + rec["certified_fits"]
+    return f"**no** {rec['certified_fits']} — [why]({rec['uncertified_why']})"
 
 
 def render_markdown(summary: dict) -> str:
@@ -884,7 +894,8 @@ def render_markdown(summary: dict) -> str:
         "Columns: *paper* = the published value (± its sd when given; text where the paper has only "
         "a figure); *ours* = mean ± sd (the kind of sd is in summary.json, `std_kind`); *certified* = "
         "fits behind the number whose certificate holds (`converged=True`), n/a when the row has no "
-        "convex fit; *Δ* = ours differs from the paper by more than one sd (ours, else the paper's) "
+        "convex fit, a link to the sheet's reasons when some fit is not certified; *Δ* = ours differs "
+        "from the paper by more than one sd (ours, else the paper's) "
         "or lies outside the paper's plotted axis — then the link points to the sheet's explanation.",
         "",
         f"{c['rows']} rows; {c['differs']} differ by more than one sd (or leave the axis); "
