@@ -583,9 +583,20 @@ class _Setup:
         return self.F.shape[1]
 
 
+#: Cap of the preconditioner: λ d_k² <= _TRACE_CAP · ‖A‖ (in the preconditioned
+#: coordinates), see :func:`_setup`.
+_TRACE_CAP = 1.0
+
+
 def _setup(F, tau, c, lam, h_min, scaling, precision, balance) -> _Setup:
     """Check the options and build the fixed part of a solve (preconditioner, operator norm)."""
-    F = np.ascontiguousarray(F, dtype=np.float64)
+    F = np.asarray(F, dtype=np.float64)
+    # Only the differences z_ij = f_i − f_j enter the problem, so the column means of F
+    # are dropped: the centred columns have the norms √μ_k the preconditioner is meant
+    # to equalize (F = KT has a common part K1 of about the kernel's mean, which on a
+    # wide kernel hid a spread of 2e-6 behind one of 0.07: Balance, ν = 2⁻⁴, 312 points),
+    # and the float32 Gram matrices of the iteration lose no digits to that common part.
+    F = np.ascontiguousarray(F - F.mean(axis=0))
     tau = np.ascontiguousarray(tau, dtype=np.float64)
     c = np.ascontiguousarray(c, dtype=np.float64)
     r = F.shape[1]
@@ -600,12 +611,23 @@ def _setup(F, tau, c, lam, h_min, scaling, precision, balance) -> _Setup:
     lam = float(lam)
     zmax, Zsq = _max_similar_sq_norm(F, tau, return_matrix=True)
     # diagonal preconditioning: iterate on Y with X = D Y D (X ⪰ 0 ⟺ Y ⪰ 0), i.e. on the
-    # features F D and the linear cost λ D²; certificates stay in the X coordinates
+    # features F D and the linear cost λ D²; certificates stay in the X coordinates.
+    # d_k is capped so that λ d_k² <= ‖A‖ (of the features F D before the cap): the
+    # trace term's diagonal then stays on the scale of the data term in the PSD step's
+    # matrix Y − α(Aᵀ(τ∘s) + λD²), whose float32 eigen-steps otherwise lose their
+    # accuracy to it (n = 102, λ = 10, d up to 236: λ d² = 5.6e5 against ‖A‖ = 82; the
+    # solve stalled at a gap of 9e-6 and the tracker's steps were rejected; capped,
+    # 1e-6 in 470 iterations)
     cn = np.sqrt(np.sum(F * F, axis=0))
     d = (cn / cn.max()) ** -scaling if scaling > 0.0 and cn.size and cn.max() > 0 else np.ones(r)
     d = np.where(np.isfinite(d), d, 1.0)
     Fs = F * d
     norm_A = operator_norm(Fs)
+    cap = np.sqrt(_TRACE_CAP * norm_A / lam) if lam > 0.0 else np.inf
+    if np.any(d > cap):
+        d = np.minimum(d, max(cap, 1.0))
+        Fs = F * d
+        norm_A = operator_norm(Fs)
     fdt = np.float32 if precision == "mixed" else np.float64
     return _Setup(
         F=F,
@@ -1460,7 +1482,8 @@ def kcr_pdhg(
         BLAS/LAPACK threads during the solve (:func:`cvxkml._config.blas_limit`; default:
         the ``blas_threads`` option, 1); ``None`` leaves the process setting alone.
     scaling : float in [0, 1]
-        Diagonal preconditioning X = D Y D, d_k = (‖F_k‖ / max_l ‖F_l‖)^(−scaling);
+        Diagonal preconditioning X = D Y D, d_k = (‖F_k‖ / max_l ‖F_l‖)^(−scaling)
+        over the centred columns of F (‖F_k − mean‖ = √μ_k), capped at λ d_k² <= ‖A‖;
         the cone and the problem are unchanged, the iteration sees F D and λ D².
     callback : callable or None
         Called at every certificate that does not converge with a dict (``iteration``,
