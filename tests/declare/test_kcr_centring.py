@@ -8,7 +8,7 @@ dominates them (Balance, ν = 2⁻⁴, 312 points: spread 0.07 instead of 2e-6),
 preconditioning did almost nothing where it was needed most.
 
 * A Balance-like instance (the 3⁴ grid with Balance's rule, ν = 1/16, λ = 0.01):
-  measured 1 590 iterations to a certified 1e-3 with centred columns, not certified
+  measured 1 280 iterations to a certified 1e-3 with centred columns, not certified
   after 3 000 (gap 0.042) with the uncentred ones.  The certificate is recomputed here
   from the returned Σ, h̃ and dual weights with plain NumPy (pairs by broadcasting) and
   the bound formula of :mod:`cvxkml.formulas.kcr`.
@@ -60,7 +60,7 @@ def test_wide_kernel_small_lambda_grid_certifies():
     X, y = balance_grid()
     K = gaussian_kernel(X, gamma=1.0 / 16.0)
     p = KCR(K, y, 0.01)
-    sol = p.solve(tol=1e-3, max_iter=2_500, warn=False)  # measured: 1 590 (uncentred: > 3 000)
+    sol = p.solve(tol=1e-3, max_iter=2_500, warn=False)  # measured: 1 280 (uncentred: > 3 000)
     assert sol.converged, sol.info["gap"]
     f, g, gap = recomputed_gap(p, K, sol)
     assert abs(f - sol.objective) <= 1e-8 * max(1.0, abs(f))
