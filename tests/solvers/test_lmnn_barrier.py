@@ -13,12 +13,12 @@ import numpy as np
 from budget import examples
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
+from wang_fits import iris_inner_cv_poly
 
 from cvxkml.declare.lmnn import LMNNProblem
 from cvxkml.errors import ConvergenceWarning
 from cvxkml.formulas.lmnn import lmnn_dual_value, lmnn_objective, pair_quadratic
 from cvxkml.kernels import polynomial_kernel
-from cvxkml.mkl_kernels import Kernel, KernelSet
 from cvxkml.solvers.lmnn import _barrier_dual, _Ops
 
 TOL = 1e-5
@@ -35,18 +35,8 @@ IRIS_FOLD4_HALF = [
 
 
 def _iris_inner_cv_poly4():
-    """That fit's problem: features standardized on the training fold, (xᵀx' + 1)⁴ divided by
-    its mean diagonal on the fold, restricted to the half; k = 5, γ = 0.5."""
-    from sklearn.datasets import load_iris
-
-    X, y = load_iris(return_X_y=True)
-    train = np.setdiff1d(np.arange(y.size), IRIS_FOLD4_TEST)
-    Xtr = X[train]
-    Xtr = (Xtr - Xtr.mean(axis=0)) / Xtr.std(axis=0)
-    K = KernelSet([Kernel("polynomial", {"degree": 4, "coef0": 1.0})]).fit_matrices(Xtr)[0]
-    pos = np.searchsorted(train, IRIS_FOLD4_HALF)
-    K = K[np.ix_(pos, pos)]
-    return LMNNProblem.kernel(0.5 * (K + K.T), y[train][pos], 5, 0.5, small_classes="shrink")
+    """That fit's problem (:func:`wang_fits.iris_inner_cv_poly`)."""
+    return iris_inner_cv_poly(4, IRIS_FOLD4_TEST, IRIS_FOLD4_HALF)
 
 
 def _certified_gap(prob, X, alpha):

@@ -15,6 +15,7 @@ import pytest
 from budget import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from wang_fits import iris_inner_cv_poly
 
 from cvxkml.declare.lmnn import LMNNProblem
 from cvxkml.errors import ConvergenceWarning
@@ -27,7 +28,6 @@ from cvxkml.formulas.lmnn import (
     psd_pair_distances,
 )
 from cvxkml.kernels import polynomial_kernel
-from cvxkml.mkl_kernels import Kernel, KernelSet
 from cvxkml.solvers.lmnn import _face_primal, _Ops, _repair_dual
 
 TOL = 1e-5
@@ -44,18 +44,8 @@ IRIS_FOLD3_HALF = [
 
 
 def _iris_inner_cv_poly3():
-    """That fit's problem: features standardized on the training fold, (xᵀx' + 1)³ divided by
-    its mean diagonal on the fold, restricted to the half; k = 5, γ = 0.5."""
-    from sklearn.datasets import load_iris
-
-    X, y = load_iris(return_X_y=True)
-    train = np.setdiff1d(np.arange(y.size), IRIS_FOLD3_TEST)
-    Xtr = X[train]
-    Xtr = (Xtr - Xtr.mean(axis=0)) / Xtr.std(axis=0)
-    K = KernelSet([Kernel("polynomial", {"degree": 3, "coef0": 1.0})]).fit_matrices(Xtr)[0]
-    pos = np.searchsorted(train, IRIS_FOLD3_HALF)
-    K = K[np.ix_(pos, pos)]
-    return LMNNProblem.kernel(0.5 * (K + K.T), y[train][pos], 5, 0.5, small_classes="shrink")
+    """That fit's problem (:func:`wang_fits.iris_inner_cv_poly`)."""
+    return iris_inner_cv_poly(3, IRIS_FOLD3_TEST, IRIS_FOLD3_HALF)
 
 
 def test_stalled_iris_inner_cv_fit_certifies():
