@@ -446,7 +446,7 @@ class LMNNProblem(Problem):
         return L
 
     def _solve_active(
-        self, X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth, stall_iter
+        self, X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth, stall_iter, exact_finish
     ) -> Solution:
         """:meth:`solve` with ``impostors="active"``."""
         from .registry import kernel
@@ -472,6 +472,7 @@ class LMNNProblem(Problem):
                 callback=callback,
                 smooth=bool(smooth),
                 stall_iter=stall_iter,
+                exact_finish=bool(exact_finish),
             )
         except FloatingPointError as exc:
             raise SolverError(
@@ -819,6 +820,7 @@ class LMNNProblem(Problem):
         smooth: bool = True,
         stall_iter: int | None = STALL_ITER,
         impostors: str = "auto",
+        exact_finish: bool = True,
     ) -> Solution:
         """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`) of eq. 18: a smoothed
         quasi-Newton phase (L-BFGS on a factor of X̂ for a decreasing smoothing of the
@@ -880,6 +882,11 @@ class LMNNProblem(Problem):
             Solution's ``dual``, ``slack`` are None and ``violations`` holds only the PSD
             violation; ``info["impostor_triplets"]`` = (i, j, l) and
             ``info["impostor_alpha"]`` hold the set and its multipliers.
+        exact_finish : bool, default=True
+            When the stall rule stops the PDHG, solve eq. 18 on the triplets near the margin
+            with a primal-dual interior-point method and keep what it certifies on the whole
+            problem (:mod:`cvxkml.solvers._lmnn_exact`; ``info["exact_finish"]`` says what
+            ran).  False: return the stalled point.
 
         Returns
         -------
@@ -909,7 +916,7 @@ class LMNNProblem(Problem):
         check_every = check_int(check_every, "check_every", minimum=1)
         stall_iter = 0 if stall_iter is None else check_int(stall_iter, "stall_iter", minimum=0)
         buffer = check_number(buffer, "buffer", low=0.0)
-        for name, flag in (("polish", polish), ("smooth", smooth)):
+        for name, flag in (("polish", polish), ("smooth", smooth), ("exact_finish", exact_finish)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise InvalidInputError(f"{name} must be True or False; got {flag!r}.")
         check_choice(impostors, "impostors", ("auto", "all", "active"))
@@ -925,7 +932,7 @@ class LMNNProblem(Problem):
                 warm_start = {"A": warm_start.matrix}
             X0, complement, _ = self._start(warm_start, A0, None)
             return self._solve_active(
-                X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth, stall_iter
+                X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth, stall_iter, exact_finish
             )
         X0, complement, alpha0 = self._start(warm_start, A0, alpha0)
         try:
@@ -943,6 +950,7 @@ class LMNNProblem(Problem):
                 callback=callback,
                 smooth=bool(smooth),
                 stall_iter=stall_iter,
+                exact_finish=bool(exact_finish),
             )
         except FloatingPointError as exc:
             raise SolverError(

@@ -105,6 +105,7 @@ from ..formulas.lmnn import (
     pull_whitening,
     to_pull_coordinates,
 )
+from ._lmnn_exact import exact_finish as _exact_finish
 from .result import OK, FastResult, Status
 
 __all__ = ["STALL_ITER", "impostor_scan", "lmnn_active_set", "lmnn_pdhg", "lmnn_result", "pair_distances"]
@@ -864,6 +865,7 @@ def _face_primal(U, trip: LMNNTriplets, gamma, ops, X, alpha, tol):
             smooth=True,
             stall_iter=STALL_ITER,
             face=False,  # no face solve inside a face solve
+            exact=False,  # nor an exact finish
         )
         XF = VF @ res.matrix @ VF.T
         XF = 0.5 * (XF + XF.T)
@@ -889,6 +891,7 @@ def lmnn_pdhg(
     callback=None,
     smooth: bool = True,
     stall_iter: int | None = STALL_ITER,
+    exact_finish: bool = True,
 ) -> FastResult:
     """Solve eq. 18 in the orthonormal coordinates U (n × r) of the features: the smoothed
     quasi-Newton phase, then PDHG (see the module docstring), in the coordinates of
@@ -942,6 +945,13 @@ def lmnn_pdhg(
         more than 0.1 %.  Why: on kernel LMNN with nearly singular kernels F and g mostly
         stopped moving when the smoothed phase ended (reference/wang2011-mkl.md).  0 or None:
         run to ``max_iter``.
+    exact_finish : bool, default True
+        When the stall rule stops the PDHG, solve eq. 18 on the triplets near the margin (at
+        most 3 000) with a primal-dual interior-point method and certify its answer on the
+        whole problem (:mod:`cvxkml.solvers._lmnn_exact`: F recomputed on every triplet, the
+        multipliers through :func:`cvxkml.formulas.lmnn.lmnn_dual_value`).  It closed the gap
+        of the degree 8-10 polynomial-kernel fits of reference/wang2011-mkl.md on which the
+        PDHG stalls.  False: return the stalled point.
 
     Returns
     -------
@@ -953,7 +963,8 @@ def lmnn_pdhg(
         (``"converged"``, ``"max_iter reached"``, ``"stalled"`` or ``"stopped by
         callback"``), ``history`` (iteration, F, g, working triplets per check) and the
         solver details (``operator_norm``, ``primal_weight``, ``polish_time``,
-        ``smooth_iterations``, ``smooth_time``, ``working_triplets``, ``triplets``).
+        ``smooth_iterations``, ``smooth_time``, ``working_triplets``, ``triplets``; ``exact_finish``
+        when the exact finish ran: its ``rounds``, ``working_triplets``, interior-point ``steps``, ``time``).
     """
     with blas_limit(blas_threads):
         U = np.ascontiguousarray(U, dtype=np.float64)
@@ -965,6 +976,7 @@ def lmnn_pdhg(
             callback=callback,
             smooth=smooth,
             stall_iter=stall_iter,
+            exact=exact_finish,
         )
         null = _seen_null_space(U, trip, gamma)
         if null is None:
@@ -1010,6 +1022,7 @@ def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResu
         kw["callback"],
         kw["smooth"],
         kw["stall_iter"],
+        exact=kw["exact"],
     )
     if white is None:
         return res
@@ -1447,11 +1460,14 @@ def _lmnn_pdhg(
     smooth,
     stall_iter,
     face=True,
+    exact=True,
 ) -> FastResult:
     """:func:`lmnn_pdhg` in the coordinates it is given (the parameters are its own): a
     check at iteration 0, the smoothed phase, then PDHG blocks of ``check_every``
     iterations each followed by a check, until certified, stopped, stalled or out of
-    budget; the reported bound is re-evaluated with the best primal value as F_up."""
+    budget; a stalled run then gets the exact working-set finish
+    (:func:`cvxkml.solvers._lmnn_exact.exact_finish`) when ``exact``; the reported bound is
+    re-evaluated with the best primal value as F_up."""
     t0 = time.perf_counter()
     U = np.ascontiguousarray(U, dtype=np.float64)
     r = U.shape[1]
@@ -1479,6 +1495,17 @@ def _lmnn_pdhg(
             stall_gap, stall_it = run.best_f - run.best_g, run.it
             pd.restart_point(run)
         pd.block(run, int(min(check_every, max_iter - run.it)))
+    finish = None
+    if exact and run.status == STALLED and not run.converged:
+        finish = _exact_finish(U, trip, gamma, run.ops.distances, run.best_X, run.best_f, run.best_g, tol)
+        if finish is not None:
+            if finish["matrix"] is not None:
+                run.keep(finish["objective"], finish["matrix"], -np.inf, run.best_alpha)
+            if finish["alpha"] is not None:
+                run.keep(np.inf, run.best_X, finish["dual_value"], finish["alpha"])
+            run.history.append((run.it, run.best_f, run.best_g, finish["working_triplets"]))
+            if not run.open_gap():
+                run.converged, run.status = True, "converged"
     # the reported bound with the best primal value as F_up (the tightest trace correction
     # of lmnn_dual_value, so never below the bound the stopping test used)
     best_g = lmnn_dual_value(U, trip, run.best_alpha, gamma, objective_bound=run.best_f)
@@ -1493,6 +1520,8 @@ def _lmnn_pdhg(
         "working_triplets": int(pd.work.size),
         "triplets": int(T),
     }
+    if finish is not None:
+        info["exact_finish"] = {k: finish[k] for k in ("rounds", "working_triplets", "steps", "time")}
     status = run.status if not run.converged else "converged"
     return lmnn_result(
         run.best_X, run.best_alpha, run.best_f, best_g, run.it, status, time.perf_counter() - t0, run.history, info
@@ -1680,6 +1709,7 @@ def lmnn_active_set(
     callback=None,
     smooth: bool = True,
     stall_iter: int | None = STALL_ITER,
+    exact_finish: bool = True,
 ) -> FastResult:
     """LMNN (eq. 18) on all triplets, solved on an active set of impostors that a full scan
     refreshes between solves (Weinberger & Saul §6), so that the n·k·(n − n_c) triplets are
@@ -1703,7 +1733,7 @@ def lmnn_active_set(
         Target neighbours per point.
     target_i, target_j : int arrays (E,)
         The target entries (i, j), target_i sorted.
-    gamma, X0, tol, max_iter, check_every, polish, smooth, stall_iter, blas_threads
+    gamma, X0, tol, max_iter, check_every, polish, smooth, stall_iter, exact_finish, blas_threads
         As :func:`lmnn_pdhg` (max_iter counts over all rounds).
     buffer : float, default 0.5
         Triplets with z > −buffer at a round's answer join the set.
@@ -1762,6 +1792,7 @@ def lmnn_active_set(
                 rs.callback(callback),
                 smooth,
                 stall_iter,
+                exact=final and exact_finish,  # the exact finish on the last set only
             )
             X = from_pull_coordinates(res.matrix, white)
             rs.after_solve(res, skeys)
