@@ -40,7 +40,8 @@ point of the whole problem, certified by :func:`cvxkml.formulas.lmnn.lmnn_dual_v
 lower bound on F*).  Triplets the new point moves to the margin join W (held ones that are
 no longer clearly violated, dropped ones that are violated or on the margin) and the problem
 is solved again, a cutting-plane loop that ends when the recomputed gap closes, when no
-triplet joins, or after :data:`EXACT_ROUNDS` solves.  Between two steps the interpreter
+triplet joins, when the set would outgrow :data:`EXACT_MAX_TRIPLETS`, or after
+:data:`EXACT_ROUNDS` solves.  Between two steps the interpreter
 runs, so Ctrl-C acts within one step (under a second at K = 3 000).
 """
 
@@ -51,9 +52,25 @@ import time
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from ..formulas.lmnn import LMNNTriplets, laplacian_quadratic, lmnn_dual_value, lmnn_objective, pair_weights
+from ..formulas.lmnn import (
+    NULL_PAIR_RTOL,
+    LMNNTriplets,
+    identity_pull_basis,
+    laplacian_quadratic,
+    lmnn_dual_value,
+    lmnn_objective,
+    pair_weights,
+)
 
-__all__ = ["EXACT_MAX_TRIPLETS", "EXACT_ROUNDS", "EXACT_SECONDS", "exact_finish", "working_set_ipm"]
+__all__ = [
+    "EXACT_MAX_TRIPLETS",
+    "EXACT_ROUNDS",
+    "EXACT_SECONDS",
+    "evaluable",
+    "exact_finish",
+    "null_scale",
+    "working_set_ipm",
+]
 
 #: at most this many triplets in the first working set (the ones nearest to the margin);
 #: the K × K Schur matrix is 72 MB at 3 000
@@ -224,6 +241,40 @@ def working_set_ipm(C, A, B, gamma: float, gap: float, max_iter: int = _IPM_MAX_
     return X, alpha, steps
 
 
+def null_scale(p_R, n_N, trip: LMNNTriplets, gamma: float) -> float:
+    """The c >= 0 minimizing F(X_R + c V_N V_Nᵀ) exactly: with d_p = p_R + c·n_N (pair
+    distances of X_R and squared lengths in N), F(c) = A + B c + γ Σ_t [z_t + s_t c]_+ is
+    convex and piecewise linear; walk its breakpoints until the slope turns non-negative."""
+    z = 1.0 + p_R[trip.tt] - p_R[trip.ti]
+    sl = n_N[trip.tt] - n_N[trip.ti]
+    slope = (1.0 - gamma) * float(n_N[trip.target_pair].sum())
+    # slope just right of 0: the terms active there (z > 0, or z = 0 and rising)
+    active0 = (z > 0) | ((z == 0) & (sl > 0))
+    slope += gamma * float(sl[active0].sum())
+    if slope >= 0.0:
+        return 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c_t = -z / sl
+    cross = (sl != 0) & (c_t > 0) & np.isfinite(c_t)
+    order = np.argsort(c_t[cross])
+    cs, ss = c_t[cross][order], sl[cross][order]
+    # crossing a breakpoint: a falling term (s < 0) switches off, a rising one switches on;
+    # either way the slope grows by γ|s|
+    slope_after = slope + gamma * np.cumsum(np.abs(ss))
+    hit = np.flatnonzero(slope_after >= 0.0)
+    return float(cs[hit[0]]) if hit.size else float(cs[-1]) if cs.size else 0.0
+
+
+def evaluable(f_split: float, f_matrix: float, tol: float) -> bool:
+    """Whether a point extended along G(0)'s null space, X̂ = X̂_R + c·P_N, may be kept: F from
+    the split pair distances d_p = d_R(p) + c·‖P_N u_p‖² (each term computed well, no
+    cancellation) and F from the matrix itself (through its eigenvector factor, as every later
+    evaluation does) agree to 1e-3·tol·max(1, F).  When c is huge the factor's small
+    eigenvectors carry round-off of ε·c: on one draw the matrix evaluated to F = 11.09 where
+    the optimum is 14.02; such a point is not kept."""
+    return abs(f_split - f_matrix) <= 1e-3 * tol * max(1.0, abs(f_split))
+
+
 def _psd_part(X) -> np.ndarray:
     lam, V = np.linalg.eigh(_sym(X))
     return (V * np.maximum(lam, 0.0)) @ V.T
@@ -231,6 +282,16 @@ def _psd_part(X) -> np.ndarray:
 
 def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float, g_low: float, tol: float):
     """The exact working-set finish from the point X̂ (see the module docstring).
+
+    It runs in the coordinates of :func:`cvxkml.formulas.lmnn.identity_pull_basis` (U·W,
+    G(0) the identity off its null space N), where the interior-point method starts from
+    X̂ = I: on a Wine degree-10 fit whose G(0) spans eigenvalues from 8.8e-13 to 1 of the
+    largest it certified 1.6e-7 there and nothing in the solver's coordinates.  When N is not
+    empty, the triplets whose impostor pair reaches N (more than ``NULL_PAIR_RTOL`` of its
+    squared length) keep α = 0 and leave the working set (they can be satisfied for free,
+    :func:`cvxkml.formulas.lmnn.lmnn_dual_value`), the method runs on range(G(0)), and its
+    point is extended by c·(the projector on N) with c the exact minimizer of F along it
+    (:func:`null_scale`).
 
     Parameters
     ----------
@@ -241,7 +302,7 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
     gamma : float
         Weight of the hinge terms.
     distances : callable
-        X̂ ↦ the pair distances (the solver's evaluation of d(i, j) for every pair).
+        X̂ ↦ the pair distances in the solver's coordinates (its evaluation of d(i, j)).
     X : ndarray (r, r)
         The point whose triplets near the margin start the working set.
     f_up, g_low : float
@@ -253,38 +314,62 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
     -------
     dict or None
         None when no triplet is near the margin; else ``objective`` and ``matrix`` (the best
-        point found, F on the whole problem, or inf and None), ``dual_value`` and ``alpha``
-        (the best certified bound and its multipliers, or −inf and None), ``rounds``,
-        ``working_triplets``, ``steps`` (interior-point steps) and ``time``.
+        point found in the solver's coordinates, F on the whole problem by ``distances``, or
+        inf and None), ``dual_value`` and ``alpha`` (the best certified bound and its
+        multipliers, or −inf and None), ``rounds``, ``working_triplets``, ``steps``
+        (interior-point steps) and ``time``.
     """
     if trip.n_triplets == 0:
         return None
     t0 = time.perf_counter()
-    Du = U[trip.pi] - U[trip.pj]
+    W = identity_pull_basis(U, trip, gamma)
+    if W is None:
+        return None
+    Uf = np.ascontiguousarray(U @ W)
+    T = laplacian_quadratic(Uf, trip, pair_weights(trip, np.zeros(trip.n_triplets), gamma))
+    lam_T = np.diag(T)
+    rng = lam_T > 0.5  # the identity part; the rest is G(0)'s null space (eigenvalues ≤ 1e3·ε·λ_max)
+    Du = Uf[trip.pi] - Uf[trip.pj]
+    free = np.zeros(trip.n_triplets, dtype=bool)  # impostor pair reaches the null space: α = 0
+    if not np.all(rng):
+        on_null = np.einsum("ij,ij->i", Du[:, ~rng], Du[:, ~rng])
+        full = np.einsum("ij,ij->i", Du, Du)
+        free = (on_null > NULL_PAIR_RTOL * np.maximum(full, np.finfo(float).tiny))[trip.ti]
+    Dr = np.ascontiguousarray(Du[:, rng])
     p = distances(X)
     arg = 1.0 + p[trip.tt] - p[trip.ti]
-    W = np.flatnonzero(arg >= -_START_MARGIN)  # violated or near the margin
-    if W.size == 0:
+    W_set = np.flatnonzero((arg >= -_START_MARGIN) & ~free)  # violated or near the margin
+    if W_set.size == 0:
         return None
-    if W.size > EXACT_MAX_TRIPLETS:  # the triplets nearest to the margin
-        W = np.sort(W[np.argsort(np.abs(arg[W]), kind="stable")[:EXACT_MAX_TRIPLETS]])
-    held = arg > 0.0
-    held[W] = False  # the violated triplets beyond the cap: α_t = γ, ξ_t = 1 + ⟨E_t, X̂⟩ (linear)
+    if W_set.size > EXACT_MAX_TRIPLETS:  # the triplets nearest to the margin
+        W_set = np.sort(W_set[np.argsort(np.abs(arg[W_set]), kind="stable")[:EXACT_MAX_TRIPLETS]])
+    held = (arg > 0.0) & ~free
+    held[W_set] = False  # the violated triplets beyond the cap: α_t = γ, ξ_t = 1 + ⟨E_t, X̂⟩ (linear)
     best = {"objective": np.inf, "matrix": None, "dual_value": -np.inf, "alpha": None}
     rounds, steps = 0, 0
     while rounds < EXACT_ROUNDS:
         rounds += 1
         alpha = np.where(held, gamma, 0.0)
-        C = laplacian_quadratic(U, trip, pair_weights(trip, alpha, gamma))
+        C = laplacian_quadratic(Uf, trip, pair_weights(trip, alpha, gamma))[np.ix_(rng, rng)]
         gap = 1e-3 * tol * max(1.0, abs(min(f_up, best["objective"])))
-        Xw, aw, n_steps = working_set_ipm(C, Du[trip.tt[W]], Du[trip.ti[W]], gamma, gap, seconds=EXACT_SECONDS)
+        Xr, aw, n_steps = working_set_ipm(C, Dr[trip.tt[W_set]], Dr[trip.ti[W_set]], gamma, gap, seconds=EXACT_SECONDS)
         steps += n_steps
-        if not (np.all(np.isfinite(Xw)) and np.all(np.isfinite(aw))):
+        if not (np.all(np.isfinite(Xr)) and np.all(np.isfinite(aw))):
             break
-        Xw = _psd_part(Xw)
+        Xf = np.zeros_like(T)
+        Xf[np.ix_(rng, rng)] = _psd_part(Xr)
+        Xw = _sym(W @ Xf @ W.T)
         p = distances(Xw)
+        if not np.all(rng):  # the exact step along the null space
+            n_N = np.einsum("ij,ij->i", Du[:, ~rng], Du[:, ~rng])
+            c = null_scale(p, n_N, trip, gamma)
+            Xf[~rng, ~rng] += c
+            Xc = _sym(W @ Xf @ W.T)
+            p_c = distances(Xc)
+            if evaluable(lmnn_objective(p + c * n_N, trip, gamma), lmnn_objective(p_c, trip, gamma), tol):
+                Xw, p = Xc, p_c
         f = lmnn_objective(p, trip, gamma)
-        alpha[W] = np.clip(aw, 0.0, gamma)
+        alpha[W_set] = np.clip(aw, 0.0, gamma)
         g = lmnn_dual_value(U, trip, alpha, gamma, objective_bound=min(f, f_up))
         if f < best["objective"]:
             best["objective"], best["matrix"] = f, Xw
@@ -293,14 +378,14 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
         f_best = min(f_up, best["objective"])
         if f_best - max(g_low, best["dual_value"]) <= tol * max(1.0, abs(f_best)):
             break
-        # triplets join W where the new point puts them near the margin: held ones that are
-        # no longer clearly violated, dropped ones that are violated or on the margin
+        # triplets join the working set where the new point puts them near the margin: held
+        # ones that are no longer clearly violated, dropped ones that are violated or on it
         arg = 1.0 + p[trip.tt] - p[trip.ti]
-        join = np.where(held, arg <= _START_MARGIN, arg >= -_JOIN_MARGIN)
-        join[W] = False
-        if not np.any(join):
-            break
+        join = np.where(held, arg <= _START_MARGIN, arg >= -_JOIN_MARGIN) & ~free
+        join[W_set] = False
+        if not np.any(join) or W_set.size + np.count_nonzero(join) > EXACT_MAX_TRIPLETS:
+            break  # nothing new, or more than the Schur system is sized for
         held &= ~join
-        W = np.union1d(W, np.flatnonzero(join))
-    best.update(rounds=rounds, working_triplets=int(W.size), steps=steps, time=time.perf_counter() - t0)
+        W_set = np.union1d(W_set, np.flatnonzero(join))
+    best.update(rounds=rounds, working_triplets=int(W_set.size), steps=steps, time=time.perf_counter() - t0)
     return best

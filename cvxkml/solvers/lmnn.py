@@ -105,7 +105,9 @@ from ..formulas.lmnn import (
     pull_whitening,
     to_pull_coordinates,
 )
+from ._lmnn_exact import evaluable as _evaluable
 from ._lmnn_exact import exact_finish as _exact_finish
+from ._lmnn_exact import null_scale as _null_scale
 from .result import OK, FastResult, Status
 
 __all__ = ["STALL_ITER", "impostor_scan", "lmnn_active_set", "lmnn_pdhg", "lmnn_result", "pair_distances"]
@@ -1080,30 +1082,6 @@ def _pair_lengths(U, trip: LMNNTriplets, VN):
     return np.einsum("ij,ij->i", Dp, Dp), np.einsum("ij,ij->i", W, W)
 
 
-def _null_scale(p_R, n_N, trip: LMNNTriplets, gamma: float) -> float:
-    """The c >= 0 minimizing F(X_R + c V_N V_Nᵀ) exactly: with d_p = p_R + c·n_N (pair
-    distances of X_R and squared lengths in N), F(c) = A + B c + γ Σ_t [z_t + s_t c]_+ is
-    convex and piecewise linear; walk its breakpoints until the slope turns non-negative."""
-    z = 1.0 + p_R[trip.tt] - p_R[trip.ti]
-    sl = n_N[trip.tt] - n_N[trip.ti]
-    slope = (1.0 - gamma) * float(n_N[trip.target_pair].sum())
-    # slope just right of 0: the terms active there (z > 0, or z = 0 and rising)
-    active0 = (z > 0) | ((z == 0) & (sl > 0))
-    slope += gamma * float(sl[active0].sum())
-    if slope >= 0.0:
-        return 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c_t = -z / sl
-    cross = (sl != 0) & (c_t > 0) & np.isfinite(c_t)
-    order = np.argsort(c_t[cross])
-    cs, ss = c_t[cross][order], sl[cross][order]
-    # crossing a breakpoint: a falling term (s < 0) switches off, a rising one switches on;
-    # either way the slope grows by γ|s|
-    slope_after = slope + gamma * np.cumsum(np.abs(ss))
-    hit = np.flatnonzero(slope_after >= 0.0)
-    return float(cs[hit[0]]) if hit.size else float(cs[-1]) if cs.size else 0.0
-
-
 def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> FastResult:
     """eq. 18 when G(0) is exactly singular on N and impostor pairs reach N: the triplets
     whose impostor pair reaches N can be satisfied for free (X̂ + c V_N V_Nᵀ raises their
@@ -1143,12 +1121,16 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
     X_R = VR @ res.matrix @ VR.T
     ops = _Ops(U, trip)
     _, n_N = _pair_lengths(U, trip, VN)
-    c = _null_scale(ops.distances(X_R), n_N, trip, gamma)
+    p_R = ops.distances(X_R)
+    c = _null_scale(p_R, n_N, trip, gamma)
     X = X_R + c * (VN @ VN.T)
     X = 0.5 * (X + X.T)
+    F = lmnn_objective(ops.distances(X), trip, gamma)
+    if not _evaluable(lmnn_objective(p_R + c * n_N, trip, gamma), F, tol):
+        c, X = 0.0, X_R  # the extended point's F is round-off (see _lmnn_exact.evaluable)
+        F = lmnn_objective(p_R, trip, gamma)
     alpha = np.zeros(trip.n_triplets)
     alpha[keep] = res.lam
-    F = lmnn_objective(ops.distances(X), trip, gamma)
     g = lmnn_dual_value(U, trip, alpha, gamma, objective_bound=F)
     status = res.extra["status"]
     if F - g <= tol * max(1.0, abs(F)):

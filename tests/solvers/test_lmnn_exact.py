@@ -18,7 +18,7 @@ from wang_fits import iris_inner_cv_poly
 
 from cvxkml.declare.lmnn import LMNNProblem
 from cvxkml.errors import ConvergenceWarning, InvalidInputError
-from cvxkml.formulas.lmnn import laplacian_quadratic, lmnn_dual_value, lmnn_objective, pair_quadratic, pair_weights
+from cvxkml.formulas.lmnn import laplacian_quadratic, lmnn_dual_value, lmnn_objective, pair_weights, psd_pair_distances
 from cvxkml.kernels import polynomial_kernel
 from cvxkml.solvers._lmnn_exact import exact_finish, working_set_ipm
 from cvxkml.solvers.lmnn import _Ops
@@ -41,7 +41,7 @@ def _recomputed(prob, X, alpha):
     """(F, g) of a whitened X̂ and multipliers α by the formulas alone (pair distances uᵀX̂u of
     the problem's features, the objective, the problem's own Lagrange bound)."""
     tr = prob.triplets
-    F = lmnn_objective(pair_quadratic(prob.U, X, tr.pi, tr.pj), tr, prob.gamma)
+    F = lmnn_objective(psd_pair_distances(prob.U, X, tr.pi, tr.pj), tr, prob.gamma)
     return F, prob.dual_value(alpha, objective_bound=F)
 
 
@@ -86,7 +86,7 @@ def test_ipm_on_every_triplet_meets_the_exact_model(seed, n, degree):
     assert np.all((alpha > 0.0) & (alpha < gamma))
     lam, V = np.linalg.eigh(0.5 * (X + X.T))
     Xp = (V * np.maximum(lam, 0.0)) @ V.T
-    F = lmnn_objective(pair_quadratic(U, Xp, tr.pi, tr.pj), tr, gamma)
+    F = lmnn_objective(psd_pair_distances(U, Xp, tr.pi, tr.pj), tr, gamma)
     g = lmnn_dual_value(U, tr, alpha, gamma, objective_bound=F)
     scale = max(1.0, ref.objective)
     assert g <= ref.objective + 1e-7 * scale  # weak duality against the trusted optimum
@@ -114,14 +114,16 @@ def test_exact_finish_reports_what_its_arrays_say(seed, n, degree, spread):
     X0 = np.eye(r) + spread * (E @ E.T) / r
     ops = _Ops(np.ascontiguousarray(U), tr)
     out = exact_finish(U, tr, gamma, ops.distances, X0, np.inf, -np.inf, 1e-9)
-    if out is None:  # no triplet within 0.1 of the margin at X̂₀: nothing to finish
+    if out is None:  # nothing to finish: no triplet violated or within 0.1 of the margin at
+        # X̂₀, or G(0) singular and every such triplet's impostor pair reaches its null space
         p0 = ops.distances(X0)
-        assert np.all(np.abs(1.0 + p0[tr.tt] - p0[tr.ti]) > 0.1)
+        lam = np.linalg.eigvalsh(laplacian_quadratic(U, tr, pair_weights(tr, np.zeros(tr.n_triplets), gamma)))
+        assert np.all(1.0 + p0[tr.tt] - p0[tr.ti] < -0.1) or lam[0] <= 1e3 * np.finfo(float).eps * lam[-1]
         return
     scale = max(1.0, ref.objective)
     assert out["matrix"] is not None and out["alpha"] is not None
     assert np.linalg.eigvalsh(out["matrix"])[0] >= -1e-12 * max(1.0, float(np.max(np.abs(out["matrix"]))))
-    F = lmnn_objective(pair_quadratic(U, out["matrix"], tr.pi, tr.pj), tr, gamma)
+    F = lmnn_objective(psd_pair_distances(U, out["matrix"], tr.pi, tr.pj), tr, gamma)
     assert abs(F - out["objective"]) <= 1e-9 * max(1.0, F)
     assert np.all((out["alpha"] >= 0.0) & (out["alpha"] <= gamma))
     g = lmnn_dual_value(U, tr, out["alpha"], gamma, objective_bound=out["objective"])
