@@ -13,12 +13,10 @@ import numpy as np
 from budget import examples
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
-from wang_fits import iris_inner_cv_poly
+from wang_fits import assert_fit_certifies, iris_inner_cv_poly, two_class_poly
 
-from cvxkml.declare.lmnn import LMNNProblem
 from cvxkml.errors import ConvergenceWarning
 from cvxkml.formulas.lmnn import lmnn_dual_value, lmnn_objective, pair_quadratic
-from cvxkml.kernels import polynomial_kernel
 from cvxkml.solvers.lmnn import _barrier_dual, _Ops
 
 TOL = 1e-5
@@ -39,40 +37,11 @@ def _iris_inner_cv_poly4():
     return iris_inner_cv_poly(4, IRIS_FOLD4_TEST, IRIS_FOLD4_HALF)
 
 
-def _certified_gap(prob, X, alpha):
-    """(F, g) recomputed from the returned whitened X̂ and α by the formulas alone: pair
-    distances uᵀX̂u of the problem's features, the objective, and the problem's own Lagrange
-    bound (:meth:`LMNNProblem.dual_value`: ``lmnn_dual_value`` in the pull-whitened basis of
-    the same features, an exact change of coordinates).  Evaluated in the raw basis instead,
-    the bound depends on round-off near the optimum's singular G(α): with the kernel built
-    by multithreaded BLAS it came out 3.1e-5 below F here, where the whitened one certifies."""
-    tr = prob.triplets
-    p = pair_quadratic(prob.U, X, tr.pi, tr.pj)
-    F = lmnn_objective(p, tr, prob.gamma)
-    return F, prob.dual_value(alpha, objective_bound=F)
-
-
 def test_stalled_iris_degree4_inner_cv_fit_certifies():
     """Iris fold 5, first half, polynomial degree 4: the full-protocol run stalled after 4 507
     iterations at F = 0.1252523, bound 0.1252359 (gap 1.6e-5 > 1e-5), and the bound was the
     optimum: the barrier's primal point closes it (gap 4e-8 in about 2 500 iterations)."""
-    prob = _iris_inner_cv_poly4()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        sol = prob.solve(tol=TOL, max_iter=20_000, stall_iter=2000)
-    assert sol.converged, (sol.status, sol.objective, sol.dual_value)
-    F, g = _certified_gap(prob, sol.info["X"], sol.dual)
-    assert abs(F - sol.objective) <= 1e-9 * max(1.0, F)
-    assert g <= F
-    assert F - g <= TOL * max(1.0, F)
-
-
-def _small(seed, n, degree):
-    rng = np.random.default_rng(seed)
-    y = np.repeat([0, 1], n // 2)
-    X = rng.normal(size=(y.size, 3)) + 0.8 * y[:, None]
-    K = polynomial_kernel(X, degree=degree, coef0=1.0)
-    return LMNNProblem.kernel(K / np.mean(np.diag(K)), y, 2, 0.5)
+    assert_fit_certifies(_iris_inner_cv_poly4(), TOL)
 
 
 @settings(max_examples=examples(6), deadline=None)
@@ -86,7 +55,7 @@ def test_barrier_primal_point_is_feasible_and_never_below_the_bound(seed, n, deg
     not a property of every draw (fuzz seeds 1 and 2: F(Z) 1.5e-5 – 1.7e-5 above the bound at
     δ = 1e-2, the draws below): the solver keeps Z only when it lowers F, and the Iris fit
     above is where it closes the gap."""
-    prob = _small(seed, n, degree)
+    prob = two_class_poly(seed, n, degree)
     tr = prob.triplets
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

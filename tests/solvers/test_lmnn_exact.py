@@ -7,19 +7,15 @@ recomputed here from the returned arrays by the formulas of :mod:`cvxkml.formula
 the exact model's optimum; on the whole triplet set they meet it; and a stalled fit ends
 certified."""
 
-import warnings
-
 import numpy as np
 import pytest
 from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wang_fits import iris_inner_cv_poly
+from wang_fits import assert_fit_certifies, iris_inner_cv_poly, two_class_poly
 
-from cvxkml.declare.lmnn import LMNNProblem
-from cvxkml.errors import ConvergenceWarning, InvalidInputError
+from cvxkml.errors import InvalidInputError
 from cvxkml.formulas.lmnn import laplacian_quadratic, lmnn_dual_value, lmnn_objective, pair_weights, psd_pair_distances
-from cvxkml.kernels import polynomial_kernel
 from cvxkml.solvers._lmnn_exact import exact_finish, working_set_ipm
 from cvxkml.solvers.lmnn import _Ops
 from cvxkml.testing import reference_or_discard
@@ -37,36 +33,12 @@ IRIS_FOLD1_HALF = [
 ]  # fmt: skip
 
 
-def _recomputed(prob, X, alpha):
-    """(F, g) of a whitened X̂ and multipliers α by the formulas alone (pair distances uᵀX̂u of
-    the problem's features, the objective, the problem's own Lagrange bound)."""
-    tr = prob.triplets
-    F = lmnn_objective(psd_pair_distances(prob.U, X, tr.pi, tr.pj), tr, prob.gamma)
-    return F, prob.dual_value(alpha, objective_bound=F)
-
-
 def test_stalled_iris_degree9_inner_cv_fit_ends_certified():
     """Iris fold 2, first half, polynomial degree 9 (r = 55, 14 520 triplets, about 5 000 of
     them within 1e-3 of the margin): the full-protocol run stalled at F = 0.0254527, bound
     0.0254370 (gap 1.6e-5 > 1e-5) and so did every recovery; the exact finish ends at
     F = 0.0254469 with a gap of 4e-8."""
-    prob = iris_inner_cv_poly(9, IRIS_FOLD1_TEST, IRIS_FOLD1_HALF)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        sol = prob.solve(tol=TOL, max_iter=20_000, stall_iter=2000)
-    assert sol.converged, (sol.status, sol.objective, sol.dual_value, sol.info.get("exact_finish"))
-    F, g = _recomputed(prob, sol.info["X"], sol.dual)
-    assert abs(F - sol.objective) <= 1e-9 * max(1.0, F)
-    assert g <= F
-    assert F - g <= TOL * max(1.0, F)
-
-
-def _small(seed, n, degree):
-    rng = np.random.default_rng(seed)
-    y = np.repeat([0, 1], n // 2)
-    X = rng.normal(size=(y.size, 3)) + 0.8 * y[:, None]
-    K = polynomial_kernel(X, degree=degree, coef0=1.0)
-    return LMNNProblem.kernel(K / np.mean(np.diag(K)), y, 2, 0.5)
+    assert_fit_certifies(iris_inner_cv_poly(9, IRIS_FOLD1_TEST, IRIS_FOLD1_HALF), TOL)
 
 
 @settings(max_examples=examples(6), deadline=None)
@@ -76,7 +48,7 @@ def test_ipm_on_every_triplet_meets_the_exact_model(seed, n, degree):
     problem is eq. 18 itself: the interior-point answer, recomputed (F of its PSD part on every
     triplet, the Lagrange bound of its multipliers), brackets the trusted conic optimum and
     closes the gap to 1e-7."""
-    prob = _small(seed, n, degree)
+    prob = two_class_poly(seed, n, degree)
     ref = reference_or_discard(prob)
     tr, gamma, U = prob.triplets, prob.gamma, prob.U
     C = laplacian_quadratic(U, tr, pair_weights(tr, np.zeros(tr.n_triplets), gamma))
@@ -106,7 +78,7 @@ def test_exact_finish_reports_what_its_arrays_say(seed, n, degree, spread):
     differ from draw to draw): the reported objective and bound are those of the returned
     matrix and multipliers, recomputed; α lies in [0, γ]; and the pair brackets the trusted
     conic optimum (weak duality, whatever split the start made)."""
-    prob = _small(seed, n, degree)
+    prob = two_class_poly(seed, n, degree)
     ref = reference_or_discard(prob)
     tr, gamma, U = prob.triplets, prob.gamma, prob.U
     r = U.shape[1]
@@ -134,6 +106,6 @@ def test_exact_finish_reports_what_its_arrays_say(seed, n, degree, spread):
 
 
 def test_exact_finish_flag_is_checked():
-    prob = _small(0, 10, 2)
+    prob = two_class_poly(0, 10, 2)
     with pytest.raises(InvalidInputError, match="exact_finish must be True or False"):
         prob.solve(exact_finish="yes")
