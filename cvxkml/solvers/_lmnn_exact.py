@@ -32,7 +32,7 @@ per step, (M + diag(d)) Δα = h, with the Schur matrix M_ts = tr(E_t X̂ E_s S�
     d_t = ξ_t / (γ − α_t) + μ_t / α_t,
 
 (∘ elementwise), so a step costs O(K²r + K³/3) dense BLAS (measured steps and seconds on the
-stalled fits: reference/wang2011-mkl.md, "Seventh round").
+stalled fits: reference/wang2011-mkl.md, "The exact working-set finish").
 
 Nothing the method reports is trusted.  Its X̂ is projected on the PSD cone and F is
 evaluated on *every* triplet (an upper bound on F*); α (γ on V, 0 outside W ∪ V) is a dual
