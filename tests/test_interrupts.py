@@ -135,6 +135,27 @@ print("SAME", _interruptible(lambda: 41 + 1) == 42, flush=True)
 """
 
 
+_LMNN_EXACT = """
+import numpy as np
+from cvxkml.solvers._lmnn_exact import working_set_ipm
+rng = np.random.default_rng(0)
+r, K = 60, 2500
+A, B = rng.standard_normal((K, r)), rng.standard_normal((K, r))
+C = np.eye(r)
+def run(max_iter):
+    return working_set_ipm(C, A, B, 0.5, 0.0, max_iter=max_iter)
+before = run(2)
+print("READY", flush=True)
+try:
+    run(100_000)  # the LMNN exact finish's interior-point method, 0.1-0.5 s a step here
+    print("NOT INTERRUPTED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+after = run(2)
+print("SAME", bool(np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1])), flush=True)
+"""
+
+
 def _interrupt(script, delay=1.0):
     """Run ``script`` in a child; 1 s after it prints READY send SIGINT; return (seconds from
     the signal to the child's INTERRUPTED line, the child's output)."""
@@ -174,8 +195,8 @@ def _interrupt(script, delay=1.0):
 
 @pytest.mark.parametrize(
     "script",
-    [_BREGMAN, _VONNEUMANN, _CONIC, _SCS, _SWALLOW],
-    ids=["bregman", "vonneumann", "conic", "scs-handler", "c-handler-swallows"],
+    [_BREGMAN, _VONNEUMANN, _CONIC, _SCS, _SWALLOW, _LMNN_EXACT],
+    ids=["bregman", "vonneumann", "conic", "scs-handler", "c-handler-swallows", "lmnn-exact-finish"],
 )
 def test_sigint_ends_solve_within_two_seconds(script):
     latency, out = _interrupt(script)
