@@ -93,9 +93,16 @@ def _sym(M) -> np.ndarray:
     return 0.5 * (M + M.T)
 
 
-def _quad(A, M, B=None) -> np.ndarray:
-    """Row-wise a_tᵀ M b_t (b_t = a_t when B is None)."""
-    return np.einsum("ij,ij->i", A @ M, A if B is None else B)
+def _e_sum(A, B, w, base=None) -> np.ndarray:
+    """base + Σ_t w_t E_t = base + Σ_t w_t (a_t a_tᵀ − b_t b_tᵀ) (not symmetrized; base
+    added first)."""
+    P = (A.T * w) @ A
+    return (P if base is None else base + P) - (B.T * w) @ B
+
+
+def _e_inner(A, B, M) -> np.ndarray:
+    """⟨E_t, M⟩ = a_tᵀ M a_t − b_tᵀ M b_t for every row t."""
+    return np.einsum("ij,ij->i", A @ M, A) - np.einsum("ij,ij->i", B @ M, B)
 
 
 def _cone_step(L, D) -> float:
@@ -142,7 +149,7 @@ def working_set_ipm(C, A, B, gamma: float, gap: float, max_iter: int = _IPM_MAX_
     r, K = C.shape[0], A.shape[0]
     scale = max(1.0, float(np.linalg.norm(C, 2)))
     alpha = np.full(K, 0.5 * gamma)
-    S = _sym(C + (A.T * alpha) @ A - (B.T * alpha) @ B)
+    S = _sym(_e_sum(A, B, alpha, C))
     low = float(np.linalg.eigvalsh(S)[0])
     if low < 1e-2 * scale:  # an infeasible start: S is kept apart from C + Σ α E, its residual shrinks
         S += (1e-2 * scale - low) * np.eye(r)
@@ -156,8 +163,8 @@ def working_set_ipm(C, A, B, gamma: float, gap: float, max_iter: int = _IPM_MAX_
             X, alpha = last  # round-off pushed a variable onto its bound: keep the last point
             break
         last = (X, alpha)
-        Rp = _sym(C + (A.T * alpha) @ A - (B.T * alpha) @ B - S)
-        rd = 1.0 + _quad(A, X) - _quad(B, X) - xi + mu
+        Rp = _sym(_e_sum(A, B, alpha, C) - S)
+        rd = 1.0 + _e_inner(A, B, X) - xi + mu
         nu = (float(np.sum(X * S)) + alpha @ mu + (gamma - alpha) @ xi) / n
         duality = float(np.sum(C * X)) + gamma * float(xi.sum()) - float(alpha.sum())
         if (
@@ -193,8 +200,7 @@ def working_set_ipm(C, A, B, gamma: float, gap: float, max_iter: int = _IPM_MAX_
         if factor is None:
             break
         eS = np.einsum("ij,ij->i", AS, A) - np.einsum("ij,ij->i", BS, B)  # ⟨E_t, S⁻¹⟩
-        XRS = X @ Rp @ Si
-        eXRS = _quad(A, XRS) - _quad(B, XRS)
+        eXRS = _e_inner(A, B, X @ Rp @ Si)
 
         def direction(target, pred=None):
             """The Newton direction to the point with complementarity ``target`` (0: the
@@ -204,11 +210,11 @@ def working_set_ipm(C, A, B, gamma: float, gap: float, max_iter: int = _IPM_MAX_
             if pred is not None:
                 da_p, dS_p, dX_p, dmu_p, dxi_p = pred
                 N = dX_p @ dS_p @ Si
-                h -= _quad(A, N) - _quad(B, N)
+                h -= _e_inner(A, B, N)
                 second_mu, second_xi = da_p * dmu_p, da_p * dxi_p
                 h -= second_xi / (gamma - alpha) + second_mu / alpha
             da = cho_solve(factor, h, check_finite=False)
-            dS = _sym((A.T * da) @ A - (B.T * da) @ B + Rp)
+            dS = _sym(_e_sum(A, B, da) + Rp)
             G = target * Si - X - X @ dS @ Si
             if N is not None:
                 G -= N
@@ -313,7 +319,9 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
     Returns
     -------
     dict or None
-        None when no triplet is near the margin; else ``objective`` and ``matrix`` (the best
+        None when there is nothing to finish (G(0) = 0, or no triplet violated or within 0.1
+        of the margin outside those that reach G(0)'s null space); else ``objective`` and
+        ``matrix`` (the best
         point found in the solver's coordinates, F on the whole problem by ``distances``, or
         inf and None), ``dual_value`` and ``alpha`` (the best certified bound and its
         multipliers, or −inf and None), ``rounds``, ``working_triplets``, ``steps``

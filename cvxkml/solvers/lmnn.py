@@ -1480,11 +1480,8 @@ def _lmnn_pdhg(
     finish = None
     if exact and run.status == STALLED and not run.converged:
         finish = _exact_finish(U, trip, gamma, run.ops.distances, run.best_X, run.best_f, run.best_g, tol)
-        if finish is not None:
-            if finish["matrix"] is not None:
-                run.keep(finish["objective"], finish["matrix"], -np.inf, run.best_alpha)
-            if finish["alpha"] is not None:
-                run.keep(np.inf, run.best_X, finish["dual_value"], finish["alpha"])
+        if finish is not None:  # its point and multipliers, each kept where better (inf / −inf when none)
+            run.keep(finish["objective"], finish["matrix"], finish["dual_value"], finish["alpha"])
             run.history.append((run.it, run.best_f, run.best_g, finish["working_triplets"]))
             if not run.open_gap():
                 run.converged, run.status = True, "converged"
