@@ -18,13 +18,12 @@ from cvxkml.kernels import polynomial_kernel
 from cvxkml.mkl_kernels import Kernel, KernelSet
 
 
-def iris_inner_cv_poly(degree: int, test_rows, half_rows) -> LMNNProblem:
-    """The inner-CV fit on Iris with the polynomial kernel (xᵀx' + 1)^degree: features
+def inner_cv_poly(load, degree: int, test_rows, half_rows) -> LMNNProblem:
+    """The inner-CV fit on the data set ``load()`` (an offline scikit-learn loader, the same
+    rows as the reproduction's copy) with the polynomial kernel (xᵀx' + 1)^degree: features
     standardized on the training fold (all rows but ``test_rows``), the kernel divided by its
     mean diagonal on the fold, restricted to ``half_rows``; k = 5, γ = 0.5."""
-    from sklearn.datasets import load_iris
-
-    X, y = load_iris(return_X_y=True)
+    X, y = load(return_X_y=True)
     train = np.setdiff1d(np.arange(y.size), test_rows)
     Xtr = X[train]
     Xtr = (Xtr - Xtr.mean(axis=0)) / Xtr.std(axis=0)
@@ -32,6 +31,13 @@ def iris_inner_cv_poly(degree: int, test_rows, half_rows) -> LMNNProblem:
     pos = np.searchsorted(train, half_rows)
     K = K[np.ix_(pos, pos)]
     return LMNNProblem.kernel(0.5 * (K + K.T), y[train][pos], 5, 0.5, small_classes="shrink")
+
+
+def iris_inner_cv_poly(degree: int, test_rows, half_rows) -> LMNNProblem:
+    """:func:`inner_cv_poly` on Iris."""
+    from sklearn.datasets import load_iris
+
+    return inner_cv_poly(load_iris, degree, test_rows, half_rows)
 
 
 def recomputed_gap(prob: LMNNProblem, X, alpha) -> tuple[float, float]:

@@ -49,7 +49,10 @@ __all__ = [
     "laplacian_quadratic",
     "lmnn_dual_value",
     "pull_whitening",
-    "identity_pull_basis",
+    "PullBasis",
+    "pull_basis",
+    "reaches_null",
+    "NULL_RTOL",
     "to_pull_coordinates",
     "from_pull_coordinates",
     "pair_quadratic",
@@ -435,17 +438,42 @@ def pair_weights(trip: LMNNTriplets, alpha, gamma: float) -> np.ndarray:
     )
 
 
-def laplacian_quadratic(U, trip: LMNNTriplets, w) -> np.ndarray:
-    """Uᵀ Ω U with Ω = Σ_p w_p (e_i − e_j)(e_i − e_j)ᵀ, i.e. Σ_p w_p u_p u_pᵀ with
-    u_p = U[i] − U[j] (sparse Laplacian, O(P·r + n·r²))."""
-    U = np.asarray(U, dtype=np.float64)
+def _laplacian(U, pi, pj, w) -> np.ndarray:
+    """Uᵀ Ω U, Ω = Σ_p w_p (e_i − e_j)(e_i − e_j)ᵀ (sparse, O(P + n·r²))."""
     n = U.shape[0]
-    w = np.asarray(w, dtype=np.float64)
-    rows = np.concatenate([trip.pi, trip.pj, trip.pi, trip.pj])
-    cols = np.concatenate([trip.pi, trip.pj, trip.pj, trip.pi])
+    rows = np.concatenate([pi, pj, pi, pj])
+    cols = np.concatenate([pi, pj, pj, pi])
     vals = np.concatenate([w, w, -w, -w])
     Om = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
-    G = U.T @ (Om @ U)
+    return U.T @ (Om @ U)
+
+
+def laplacian_quadratic(U, trip: LMNNTriplets, w) -> np.ndarray:
+    """Σ_p w_p u_p u_pᵀ with u_p = U[i] − U[j]: Uᵀ Ω U with Ω the weighted graph Laplacian of
+    the pairs (sparse, O(P·r + n·r²)), the same-class pairs on U centred per class and the
+    others on U centred overall (the differences, and so the sum, are unchanged).
+
+    Why centred: the Laplacian form adds and cancels the points' own outer products, an error
+    of about ε Σ_p |w_p| (‖u_i‖² + ‖u_j‖²) in every direction, which swamps the directions
+    where the pair differences are small next to the points — G(0)'s near-null space, where
+    a certificate on a nearly singular kernel is decided (typically a direction separating
+    the classes, nearly constant within each).  On a Wine degree-10 fit, in the coordinates of
+    :func:`pull_basis`, the uncentred form gave 0.99968 for a direction whose pull is 1
+    (recomputed from the differences), so that ⟨G(0), X̂⟩ and the pull of the same X̂ from its
+    distances differed by 3.7e-5 and no bound could meet F.  Summing w_p u_p u_pᵀ over the
+    differences themselves is exact that way too but costs O(nnz(w)·r²): 4× the whole bound
+    at n = 1 000."""
+    U = np.asarray(U, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    codes = np.asarray(trip.codes)
+    same = codes[trip.pi] == codes[trip.pj]
+    n_cls = int(codes.max()) + 1 if codes.size else 0
+    member = sp.csr_matrix((np.ones(codes.size), (codes, np.arange(codes.size))), shape=(n_cls, codes.size))
+    means = (member @ U) / np.maximum(np.bincount(codes, minlength=n_cls), 1)[:, None]
+    Uc = U - means[codes]
+    G = _laplacian(Uc, trip.pi[same], trip.pj[same], w[same])
+    if not np.all(same):
+        G += _laplacian(U - U.mean(axis=0), trip.pi[~same], trip.pj[~same], w[~same])
     return 0.5 * (G + G.T)
 
 
@@ -457,27 +485,88 @@ def _min_eig(M) -> float:
     return float(np.linalg.eigvalsh(M)[0]) if M.size else 0.0
 
 
-def identity_pull_basis(U, trip: LMNNTriplets, gamma: float) -> np.ndarray | None:
-    """W = V diag(f) for the target pull G(0) = V diag(λ) Vᵀ in the basis U: f = λ^-½ where
-    λ > ``_PD_RTOL``·λ_max, else 1 (G(0)'s null space to round-off stays as it is); None when
-    G(0) = 0.  U·W is an invertible change of coordinates (the same pair distances for
-    X̂ ↦ W⁻¹X̂W⁻ᵀ, the same multipliers, the same optimum) in which G(0) = diag(λf²) is the
-    identity off its null space.  :func:`lmnn_dual_value` evaluates its bound there, so that
-    its round-off allowance and trace correction do not depend on the basis it is given.
-    Before, the bound depended on it near the optimum: on an Iris inner-CV fit it was 3.1e-5
-    below F in the raw kernel basis and 1.4e-7 in the solver's, and on a Wine degree-10 fit
-    (G(0) eigenvalues from 8.8e-13 to 1 of the largest) 125.1094 in the solver's basis against
-    125.1267 here, for F = 125.1272."""
+#: a squared length below this fraction of the largest is round-off: G(0)'s null space holds
+#: the directions whose pull, recomputed from the pair differences, is at most this times
+#: λ_max(G(0)), and a pair reaches that space when more than this fraction of its squared
+#: length lies in it (measured: round-off gives 1e-32 – 1e-29 — target pairs of Gaussian
+#: kernels, the null directions of Ionosphere σ = 10 fits at 2e-30 and 1.5e-29 — while real
+#: ones go down to 3e-12 on a 12-point Gaussian-kernel draw, where F* = 10.0 needs them, and
+#: the smallest real pull direction of a Wine degree-10 fit is 3.4e-14)
+NULL_RTOL = 1e-20
+
+
+@dataclass(frozen=True)
+class PullBasis:
+    """The coordinates U·W in which the target pull G(0) is the identity off its null space.
+
+    Attributes
+    ----------
+    W : ndarray of shape (r, r)
+        Invertible; its ``null`` columns are orthonormal (in U's coordinates) and span G(0)'s
+        null space N; the others are the remaining eigenvectors of G(0) scaled by λ^-½.
+    null : ndarray of shape (r,), bool
+        Which columns of W span N.
+    """
+
+    W: np.ndarray
+    null: np.ndarray
+
+    @property
+    def VN(self) -> np.ndarray:
+        """An orthonormal basis of N (r × dim N)."""
+        return self.W[:, self.null]
+
+
+def pull_basis(U, trip: LMNNTriplets, gamma: float) -> PullBasis | None:
+    """The change of coordinates U ↦ U·W with G(0) = diag(1, …, 1, 0, …, 0) to round-off, and
+    G(0)'s null space N; None when G(0) = 0.
+
+    Two stages.  G(0) = V diag(λ) Vᵀ; the directions with λ > ``_PD_RTOL``·λ_max are scaled by
+    λ^-½.  The other eigenvalues carry the eigensolver's error of about ε·λ_max, so their
+    block is recomputed from the data, G_N = (1 − γ) Σ_S (V_Nᵀu)(V_Nᵀu)ᵀ: each entry a sum
+    of products of the pair components along those directions, accurate relative to its own
+    size.  Its eigenvectors with eigenvalue μ > ``NULL_RTOL``·λ_max are scaled by μ^-½ too
+    (a real pull, however small); the rest span N and stay orthonormal.  U·W is an exact
+    change of coordinates (the same pair distances for X̂ ↦ W⁻¹X̂W⁻ᵀ, the same multipliers,
+    the same optimum), and G(0) is positive definite there when N is empty, so that
+    :func:`lmnn_dual_value` can bound tr X* by F*/λ_min(G(0)) instead of accepting a
+    round-off allowance.  Measured: a Wine degree-10 fit whose G(0) has one direction at
+    3.4e-14 of λ_max (recomputed: 3.43e-14) had its bound stop 3.1e-5 below F = 0.114 when
+    that direction counted as null, and certifies at 1.4e-10 relative with it scaled."""
     U = np.asarray(U, dtype=np.float64)
     D = U[trip.target_i] - U[trip.target_j]
     G0 = (1.0 - gamma) * (D.T @ D)
     lam, V = np.linalg.eigh(0.5 * (G0 + G0.T))
     if not lam.size or not lam[-1] > 0.0:
         return None
+    top = float(lam[-1])
     f = np.ones_like(lam)
-    keep = lam > _PD_RTOL * lam[-1]
+    keep = lam > _PD_RTOL * top
     f[keep] = 1.0 / np.sqrt(lam[keep])
-    return V * f
+    null = ~keep
+    if np.any(null):
+        DN = D @ V[:, null]
+        mu, Q = np.linalg.eigh((1.0 - gamma) * (DN.T @ DN))
+        V[:, null] = V[:, null] @ Q
+        real = mu > NULL_RTOL * top
+        f_null = np.ones_like(mu)
+        f_null[real] = 1.0 / np.sqrt(mu[real])
+        f[null] = f_null
+        null[np.flatnonzero(null)[real]] = False
+    return PullBasis(np.ascontiguousarray(V * f), null)
+
+
+def reaches_null(U, trip: LMNNTriplets, VN) -> np.ndarray:
+    """Per triplet: whether its impostor pair reaches span(VN) (VN orthonormal), i.e. has more
+    than ``NULL_RTOL`` of its squared length ‖u_il‖² there (both in U's coordinates).  When
+    span(VN) is G(0)'s null space, such a triplet is satisfied for free: adding c·VN VNᵀ to any
+    metric leaves the pull and every target distance unchanged and raises d(i, l)."""
+    U = np.asarray(U, dtype=np.float64)
+    Dp = U[trip.pi] - U[trip.pj]
+    Wp = Dp @ np.asarray(VN, dtype=np.float64)
+    on_null = np.einsum("ij,ij->i", Wp, Wp)
+    full = np.einsum("ij,ij->i", Dp, Dp)
+    return (on_null > NULL_RTOL * np.maximum(full, np.finfo(float).tiny))[trip.ti]
 
 
 def lmnn_dual_value(
@@ -504,18 +593,21 @@ def lmnn_dual_value(
     negligible for well-conditioned problems; when tr X* is huge (an ill-conditioned
     kernel, where the optimal metric amplifies tiny directions) it is what keeps
     g ≤ F*: without it g exceeded F(X̂) by 4.4e-5 on a degree-8 polynomial kernel of
-    Iris.  When G(0) is singular to round-off (λ_min(G(0)) ≤ 1e3·ε·scale) the pull term
-    bounds no trace and s Σ α_t is returned with the −rtol·scale allowance as before
-    (its error is |λ| tr X*, small unless the optimal metric is huge along G(0)'s null
-    space), except that a value above ``objective_bound`` — proof that the allowance was
-    not round-off — gives the trivial bound 0.
+    Iris.  The bound is evaluated in the coordinates of :func:`pull_basis`, where G(0) is the
+    identity unless it has a null space N to round-off (``NULL_RTOL``), so λ_min(G(0)) ≈ 1
+    there whenever G(0) is positive definite, however small its smallest eigenvalue.  When N
+    is not empty the pull term bounds no trace and s Σ α_t is returned with the −rtol·scale
+    allowance (its error is |λ| tr X*; the multipliers of the triplets that reach N are set
+    to 0 first, see ``restrict_null``, so what is left on N is round-off), except that a
+    value above ``objective_bound`` — proof that the allowance was not round-off — gives the
+    trivial bound 0.
 
     Parameters
     ----------
     U : ndarray of shape (n, r)
         Feature factor (any basis of the features' span: the bound is evaluated after the
-        change of coordinates :func:`identity_pull_basis`, in which G(0) is the identity off
-        its null space).
+        change of coordinates :func:`pull_basis`, in which G(0) is the identity off its null
+        space).
     trip : LMNNTriplets
         Targets, pairs and triplets.
     alpha : array-like of shape (T,)
@@ -527,11 +619,10 @@ def lmnn_dual_value(
     objective_bound : float, optional
         An upper bound on F* (any primal value F(X), X ⪰ 0); default γ·T.
     restrict_null : bool, default True
-        When G(0) is singular (eigenvalues <= 1e-9·scale) and α is not feasible as it is, also
-        evaluate the bound at α with the multipliers of the triplets whose impostor pair
-        reaches G(0)'s null space set to 0 (:func:`_restrict_to_pull_range`: those triplets
-        can be satisfied for free, so their optimal multipliers are 0) and return the larger
-        bound; both are lower bounds.
+        When G(0) has a null space N (:func:`pull_basis`) and α is not feasible as it is,
+        also evaluate the bound at α with the multipliers of the triplets whose impostor pair
+        reaches N set to 0 (:func:`reaches_null`: those triplets can be satisfied for free, so
+        their optimal multipliers are 0) and return the larger bound; both are lower bounds.
 
     Returns
     -------
@@ -543,10 +634,9 @@ def lmnn_dual_value(
     if total == 0.0:
         return 0.0
     zero = np.zeros_like(alpha)
-    U = np.asarray(U, dtype=np.float64)
-    W = identity_pull_basis(U, trip, gamma)
-    if W is not None:
-        U = np.ascontiguousarray(U @ W)
+    U0 = np.asarray(U, dtype=np.float64)
+    basis = pull_basis(U0, trip, gamma)
+    U = U0 if basis is None else np.ascontiguousarray(U0 @ basis.W)
     OT = laplacian_quadratic(U, trip, pair_weights(trip, zero, gamma))
     OH = laplacian_quadratic(U, trip, pair_weights(trip, alpha, gamma)) - OT
     scale = max(
@@ -581,48 +671,11 @@ def lmnn_dual_value(
     if feasible(1.0):
         return bound(1.0)
     g = _scaled_bound(OT, OH, eps, scale, total, lam_at, bound)
-    if restrict_null and lam_at(0.0) <= _NULL_RTOL * scale:
-        alpha_r = _restrict_to_pull_range(U, trip, alpha, OT, scale)
-        if alpha_r is not None:
-            g = max(g, lmnn_dual_value(U, trip, alpha_r, gamma, rtol, objective_bound, restrict_null=False))
+    if restrict_null and basis is not None and np.any(basis.null):
+        free = reaches_null(U0, trip, basis.VN) & (alpha > 0.0)
+        if np.any(free):
+            g = max(g, lmnn_dual_value(U0, trip, np.where(free, 0.0, alpha), gamma, rtol, objective_bound, False))
     return g
-
-
-#: G(0) eigenvalues at most this times ‖G‖ span the (near) null space of the target pull
-_NULL_RTOL = 1e-9
-#: a pair "sees" that null space when this fraction of its squared length lies in it
-NULL_PAIR_RTOL = 1e-8
-
-
-def _restrict_to_pull_range(U, trip: LMNNTriplets, alpha, OT, scale):
-    """α with the multipliers of the triplets whose impostor pair reaches the null space N of
-    the target pull G(0) set to 0, or None when none does.
-
-    Why this is the right dual point there: no target distance sees N (G(0) v = 0 means
-    (1 − γ) Σ_S (u_ijᵀ v)² = 0), so adding c v vᵀ to any metric leaves the pull term and
-    every d(i, j) unchanged and raises d(i, l) for every impostor pair with a component along
-    v: those triplets' hinges can be brought to 0 for free, and their optimal multipliers are 0.
-    A solver's (or a conic solver's) small positive α on them makes vᵀ G(α) v < 0 and forces the
-    scaling s of :func:`lmnn_dual_value` to ~0 (the bound collapses: 0.27 instead of 50.2 on a
-    24-point instance whose third feature is constant within each class); with them removed
-    G(α) lives on range(G(0)) and the bound is the usual one there."""
-    lam, V = np.linalg.eigh(OT)
-    null = lam <= _NULL_RTOL * scale
-    if not np.any(null):
-        return None
-    D = np.asarray(U, dtype=np.float64)
-    VN = V[:, null]
-    W = D @ VN
-    Pn = W[trip.pi] - W[trip.pj]
-    Pf = D[trip.pi] - D[trip.pj]
-    frac = np.einsum("ij,ij->i", Pn, Pn) / np.maximum(np.einsum("ij,ij->i", Pf, Pf), np.finfo(float).tiny)
-    sees = frac[trip.ti] > NULL_PAIR_RTOL
-    alpha = np.clip(np.asarray(alpha, dtype=np.float64), 0.0, None)
-    if not np.any(sees & (alpha > 0)):
-        return None
-    out = alpha.copy()
-    out[sees] = 0.0
-    return out
 
 
 def _scaled_bound(OT, OH, eps, scale, total, lam_at, bound) -> float:

@@ -40,7 +40,7 @@ point of the whole problem, certified by :func:`cvxkml.formulas.lmnn.lmnn_dual_v
 lower bound on F*).  Triplets the new point moves to the margin join W (held ones that are
 no longer clearly violated, dropped ones that are violated or on the margin) and the problem
 is solved again, a cutting-plane loop that ends when the recomputed gap closes, when no
-triplet joins, when the set would outgrow :data:`EXACT_MAX_TRIPLETS`, or after
+triplet joins, when the set is full (:data:`EXACT_GROWN_TRIPLETS`), or after
 :data:`EXACT_ROUNDS` solves.  Between two steps the interpreter
 runs, so Ctrl-C acts within one step (under a second at K = 3 000).
 """
@@ -53,16 +53,17 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from ..formulas.lmnn import (
-    NULL_PAIR_RTOL,
     LMNNTriplets,
-    identity_pull_basis,
     laplacian_quadratic,
     lmnn_dual_value,
     lmnn_objective,
     pair_weights,
+    pull_basis,
+    reaches_null,
 )
 
 __all__ = [
+    "EXACT_GROWN_TRIPLETS",
     "EXACT_MAX_TRIPLETS",
     "EXACT_ROUNDS",
     "EXACT_SECONDS",
@@ -75,6 +76,12 @@ __all__ = [
 #: at most this many triplets in the first working set (the ones nearest to the margin);
 #: the K × K Schur matrix is 72 MB at 3 000
 EXACT_MAX_TRIPLETS = 3_000
+#: the cutting-plane rounds grow the working set to at most this many triplets (the joining
+#: ones nearest to the margin first); 288 MB of Schur matrix, K³/3 = 7e10 flops a step.
+#: Measured: an Ionosphere degree-7 inner-CV fit (r = 121, 58 140 triplets) has more than
+#: 3 000 triplets near the margin; capped there its finish closed to 1.2e-5 (tol 1e-5), with
+#: 6 000 to 3.3e-10
+EXACT_GROWN_TRIPLETS = 6_000
 #: at most this many interior-point solves (the cutting-plane rounds over the triplets)
 EXACT_ROUNDS = 4
 #: the time limit of one interior-point solve, in seconds (checked between steps)
@@ -289,15 +296,15 @@ def _psd_part(X) -> np.ndarray:
 def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float, g_low: float, tol: float):
     """The exact working-set finish from the point X̂ (see the module docstring).
 
-    It runs in the coordinates of :func:`cvxkml.formulas.lmnn.identity_pull_basis` (U·W,
-    G(0) the identity off its null space N), where the interior-point method starts from
-    X̂ = I: on a Wine degree-10 fit whose G(0) spans eigenvalues from 8.8e-13 to 1 of the
-    largest it certified 1.6e-7 there and nothing in the solver's coordinates.  When N is not
-    empty, the triplets whose impostor pair reaches N (more than ``NULL_PAIR_RTOL`` of its
-    squared length) keep α = 0 and leave the working set (they can be satisfied for free,
-    :func:`cvxkml.formulas.lmnn.lmnn_dual_value`), the method runs on range(G(0)), and its
-    point is extended by c·(the projector on N) with c the exact minimizer of F along it
-    (:func:`null_scale`).
+    It runs in the coordinates of :func:`cvxkml.formulas.lmnn.pull_basis` (U·W, G(0) the
+    identity off its null space N), where the interior-point method starts from X̂ = I: on a
+    Wine degree-10 fit whose G(0) spans eigenvalues from 8.8e-13 to 1 of the largest it
+    certified 1.6e-7 there and nothing in the solver's coordinates.  When N is not empty, the
+    triplets whose impostor pair reaches N (:func:`cvxkml.formulas.lmnn.reaches_null`) keep
+    α = 0 and leave the working set (they can be satisfied for free), the method runs on
+    range(G(0)) — or, when no triplet is left, the range part is 0, the optimum of its pull
+    alone — and its point is extended by c·(the projector on N) with c the exact minimizer
+    of F along it (:func:`null_scale`).
 
     Parameters
     ----------
@@ -320,7 +327,8 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
     -------
     dict or None
         None when there is nothing to finish (G(0) = 0, or no triplet violated or within 0.1
-        of the margin outside those that reach G(0)'s null space); else ``objective`` and
+        of the margin outside those that reach G(0)'s null space while some triplets do not
+        reach it); else ``objective`` and
         ``matrix`` (the best
         point found in the solver's coordinates, F on the whole problem by ``distances``, or
         inf and None), ``dual_value`` and ``alpha`` (the best certified bound and its
@@ -330,24 +338,20 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
     if trip.n_triplets == 0:
         return None
     t0 = time.perf_counter()
-    W = identity_pull_basis(U, trip, gamma)
-    if W is None:
+    basis = pull_basis(U, trip, gamma)
+    if basis is None:
         return None
+    W = basis.W
     Uf = np.ascontiguousarray(U @ W)
-    T = laplacian_quadratic(Uf, trip, pair_weights(trip, np.zeros(trip.n_triplets), gamma))
-    lam_T = np.diag(T)
-    rng = lam_T > 0.5  # the identity part; the rest is G(0)'s null space (eigenvalues ≤ 1e3·ε·λ_max)
+    rng = ~basis.null  # G(0) is the identity there
     Du = Uf[trip.pi] - Uf[trip.pj]
-    free = np.zeros(trip.n_triplets, dtype=bool)  # impostor pair reaches the null space: α = 0
-    if not np.all(rng):
-        on_null = np.einsum("ij,ij->i", Du[:, ~rng], Du[:, ~rng])
-        full = np.einsum("ij,ij->i", Du, Du)
-        free = (on_null > NULL_PAIR_RTOL * np.maximum(full, np.finfo(float).tiny))[trip.ti]
+    # impostor pair reaches the null space: satisfied for free, α = 0
+    free = reaches_null(U, trip, basis.VN) if np.any(basis.null) else np.zeros(trip.n_triplets, dtype=bool)
     Dr = np.ascontiguousarray(Du[:, rng])
     p = distances(X)
     arg = 1.0 + p[trip.tt] - p[trip.ti]
     W_set = np.flatnonzero((arg >= -_START_MARGIN) & ~free)  # violated or near the margin
-    if W_set.size == 0:
+    if W_set.size == 0 and not np.all(free):
         return None
     if W_set.size > EXACT_MAX_TRIPLETS:  # the triplets nearest to the margin
         W_set = np.sort(W_set[np.argsort(np.abs(arg[W_set]), kind="stable")[:EXACT_MAX_TRIPLETS]])
@@ -360,11 +364,15 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
         alpha = np.where(held, gamma, 0.0)
         C = laplacian_quadratic(Uf, trip, pair_weights(trip, alpha, gamma))[np.ix_(rng, rng)]
         gap = 1e-3 * tol * max(1.0, abs(min(f_up, best["objective"])))
-        Xr, aw, n_steps = working_set_ipm(C, Dr[trip.tt[W_set]], Dr[trip.ti[W_set]], gamma, gap, seconds=EXACT_SECONDS)
+        if W_set.size:
+            A, B = Dr[trip.tt[W_set]], Dr[trip.ti[W_set]]
+            Xr, aw, n_steps = working_set_ipm(C, A, B, gamma, gap, seconds=EXACT_SECONDS)
+        else:  # every triplet reaches N: the range problem is min ⟨G(0), X̂_R⟩, at X̂_R = 0
+            Xr, aw, n_steps = np.zeros((int(rng.sum()),) * 2), np.zeros(0), 0
         steps += n_steps
         if not (np.all(np.isfinite(Xr)) and np.all(np.isfinite(aw))):
             break
-        Xf = np.zeros_like(T)
+        Xf = np.zeros_like(W)
         Xf[np.ix_(rng, rng)] = _psd_part(Xr)
         Xw = _sym(W @ Xf @ W.T)
         p = distances(Xw)
@@ -391,9 +399,13 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
         arg = 1.0 + p[trip.tt] - p[trip.ti]
         join = np.where(held, arg <= _START_MARGIN, arg >= -_JOIN_MARGIN) & ~free
         join[W_set] = False
-        if not np.any(join) or W_set.size + np.count_nonzero(join) > EXACT_MAX_TRIPLETS:
-            break  # nothing new, or more than the Schur system is sized for
-        held &= ~join
-        W_set = np.union1d(W_set, np.flatnonzero(join))
+        new = np.flatnonzero(join)
+        room = EXACT_GROWN_TRIPLETS - W_set.size
+        if new.size == 0 or room <= 0:
+            break  # nothing new, or the set is as large as the Schur system is sized for
+        if new.size > room:  # the joining triplets nearest to the margin
+            new = np.sort(new[np.argsort(np.abs(arg[new]), kind="stable")[:room]])
+        held[new] = False
+        W_set = np.union1d(W_set, new)
     best.update(rounds=rounds, working_triplets=int(W_set.size), steps=steps, time=time.perf_counter() - t0)
     return best

@@ -92,6 +92,7 @@ from scipy.optimize import lsq_linear
 
 from .._config import WorkBudget, blas_limit
 from ..formulas.lmnn import (
+    NULL_RTOL,
     PULL_FLOOR,
     STALL_ITER,
     STALLED,
@@ -103,6 +104,7 @@ from ..formulas.lmnn import (
     pair_weights,
     psd_factor,
     pull_whitening,
+    reaches_null,
     to_pull_coordinates,
 )
 from ._lmnn_exact import evaluable as _evaluable
@@ -536,12 +538,12 @@ def _pull_range(T):
 
 def _in_range(D, VN):
     """Mask of the rows of D (pair differences) with no component on span(V_N) beyond
-    round-off (at most ``_NULL_SEEN_RTOL`` of the squared length, computed directly as
+    round-off (at most ``NULL_RTOL`` of the squared length, computed directly as
     ‖V_Nᵀd‖², the test of :func:`_seen_null_space`; as ‖d‖² − ‖V_Rᵀd‖² its round-off
     would be 1e-16)."""
     W = D @ VN
     full = np.einsum("ij,ij->i", D, D)
-    return np.einsum("ij,ij->i", W, W) <= _NULL_SEEN_RTOL * np.maximum(full, np.finfo(float).tiny)
+    return np.einsum("ij,ij->i", W, W) <= NULL_RTOL * np.maximum(full, np.finfo(float).tiny)
 
 
 def _newton_step(M, grad):
@@ -1050,17 +1052,10 @@ def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResu
     return res
 
 
-#: an impostor pair reaches G(0)'s exact null space N when more than this fraction of its
-#: squared length lies in N (round-off gives ~1e-32; on a 12-point Gaussian-kernel draw the
-#: target pairs had 4e-34 and the impostor pairs up to 3e-12, real: F* = 10.0 needs them)
-_NULL_SEEN_RTOL = 1e-20
-
-
 def _seen_null_space(U, trip: LMNNTriplets, gamma: float):
     """(V_R, V_N, seeing) when the target pull G(0) is exactly singular (eigenvalues at most
     ``PULL_FLOOR`` times the largest: round-off) on a space N that some impostor pairs
-    reach (``seeing``: the triplets whose impostor pair has more than ``NULL_PAIR_RTOL`` of
-    its squared length in N); None otherwise."""
+    reach (``seeing``: :func:`cvxkml.formulas.lmnn.reaches_null`); None otherwise."""
     D = U[trip.target_i] - U[trip.target_j]
     G0 = (1.0 - gamma) * (D.T @ D)
     lam, V = np.linalg.eigh(0.5 * (G0 + G0.T))
@@ -1069,9 +1064,7 @@ def _seen_null_space(U, trip: LMNNTriplets, gamma: float):
     if not top > 0.0 or not np.any(null) or np.all(null):
         return None
     VN, VR = np.ascontiguousarray(V[:, null]), np.ascontiguousarray(V[:, ~null])
-    full, on_null = _pair_lengths(U, trip, VN)
-    sees = on_null > _NULL_SEEN_RTOL * np.maximum(full, np.finfo(float).tiny)
-    seeing = sees[trip.ti]
+    seeing = reaches_null(U, trip, VN)
     return (VR, VN, seeing) if np.any(seeing) else None
 
 
@@ -1108,17 +1101,24 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
         tt=trip.tt[keep],
         ti=trip.ti[keep],
     )
-    res = _whitened_solve(
-        np.ascontiguousarray(U @ VR),
-        sub,
-        gamma,
-        None if X0 is None else VR.T @ np.asarray(X0, dtype=np.float64) @ VR,
-        None if alpha0 is None else np.asarray(alpha0, dtype=np.float64)[keep],
-        tol,
-        max_iter,
-        **kw,
-    )
-    X_R = VR @ res.matrix @ VR.T
+    if np.any(keep):
+        res = _whitened_solve(
+            np.ascontiguousarray(U @ VR),
+            sub,
+            gamma,
+            None if X0 is None else VR.T @ np.asarray(X0, dtype=np.float64) @ VR,
+            None if alpha0 is None else np.asarray(alpha0, dtype=np.float64)[keep],
+            tol,
+            max_iter,
+            **kw,
+        )
+        sweeps, status, history, lam_kept = res.sweeps, res.extra["status"], res.extra["history"], res.lam
+        skip = ("solver", "objective", "dual_value", "status", "history")
+        info = {k: v for k, v in res.extra.items() if k not in skip}
+        X_R = VR @ res.matrix @ VR.T
+    else:  # every triplet reaches N: the range problem is min ⟨G(0), X̂_R⟩, solved by X̂_R = 0
+        sweeps, status, history, lam_kept, info = 0, "converged", [], np.zeros(0), {}
+        X_R = np.zeros((U.shape[1], U.shape[1]))
     ops = _Ops(U, trip)
     _, n_N = _pair_lengths(U, trip, VN)
     p_R = ops.distances(X_R)
@@ -1130,17 +1130,15 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
         c, X = 0.0, X_R  # the extended point's F is round-off (see _lmnn_exact.evaluable)
         F = lmnn_objective(p_R, trip, gamma)
     alpha = np.zeros(trip.n_triplets)
-    alpha[keep] = res.lam
+    alpha[keep] = lam_kept
     g = lmnn_dual_value(U, trip, alpha, gamma, objective_bound=F)
-    status = res.extra["status"]
     if F - g <= tol * max(1.0, abs(F)):
         status = "converged"
     elif status == "converged":
         status = "max_iter reached"  # certified on range(G(0)) only: not the whole problem's tol
-    info = {k: v for k, v in res.extra.items() if k not in ("solver", "objective", "dual_value", "status", "history")}
     info.update(null_dim=int(VN.shape[1]), null_scale=c, free_triplets=int(seeing.sum()), triplets=int(trip.n_triplets))
     # iterations: the reduced solve's, and one for the exact step along V_N
-    return lmnn_result(X, alpha, F, g, res.sweeps + 1, status, time.perf_counter() - t0, res.extra["history"], info)
+    return lmnn_result(X, alpha, F, g, sweeps + 1, status, time.perf_counter() - t0, history, info)
 
 
 #: the ``extra["status"]`` of a run its callback stopped (= cvxkml.declare.problem.CALLBACK_STOP)
