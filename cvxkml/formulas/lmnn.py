@@ -596,11 +596,17 @@ def lmnn_dual_value(
     Iris.  The bound is evaluated in the coordinates of :func:`pull_basis`, where G(0) is the
     identity unless it has a null space N to round-off (``NULL_RTOL``), so λ_min(G(0)) ≈ 1
     there whenever G(0) is positive definite, however small its smallest eigenvalue.  When N
-    is not empty the pull term bounds no trace and s Σ α_t is returned with the −rtol·scale
-    allowance (its error is |λ| tr X*; the multipliers of the triplets that reach N are set
-    to 0 first, see ``restrict_null``, so what is left on N is round-off), except that a
-    value above ``objective_bound`` — proof that the allowance was not round-off — gives the
-    trivial bound 0.
+    is not empty the multipliers of the triplets whose impostor pair reaches N
+    (:func:`reaches_null`) are set to 0 first (``restrict_null``): those triplets are
+    satisfied for free — adding c·P_N to any metric leaves the pull and every target distance
+    unchanged and raises their d(i, l) — so 0 is their optimal multiplier, and what the others
+    leave on N is at most ``NULL_RTOL`` of their squared lengths.  The pull term bounds no
+    trace on N, so s Σ α_t is returned with the −rtol·scale allowance (its error is |λ|·tr X*
+    with |λ| at that round-off level), except that a value above ``objective_bound`` — proof
+    that the allowance was not round-off — gives the trivial bound 0.  Without the zeroing a
+    small positive α on a free triplet either collapsed s (0.27 instead of 50.2 on a 24-point
+    instance whose third feature is constant within two classes) or, inside the allowance,
+    counted a multiplier whose error term is unbounded (X* is huge along N).
 
     Parameters
     ----------
@@ -619,10 +625,9 @@ def lmnn_dual_value(
     objective_bound : float, optional
         An upper bound on F* (any primal value F(X), X ⪰ 0); default γ·T.
     restrict_null : bool, default True
-        When G(0) has a null space N (:func:`pull_basis`) and α is not feasible as it is,
-        also evaluate the bound at α with the multipliers of the triplets whose impostor pair
-        reaches N set to 0 (:func:`reaches_null`: those triplets can be satisfied for free, so
-        their optimal multipliers are 0) and return the larger bound; both are lower bounds.
+        When G(0) has a null space N (:func:`pull_basis`), set the multipliers of the triplets
+        whose impostor pair reaches N to 0 first (see above).  False evaluates α as given, for
+        comparisons only: its allowance on N is not round-off.
 
     Returns
     -------
@@ -630,12 +635,16 @@ def lmnn_dual_value(
         g ≤ F*.
     """
     alpha = np.clip(np.asarray(alpha, dtype=np.float64), 0.0, gamma)
+    if not np.any(alpha):
+        return 0.0
+    U0 = np.asarray(U, dtype=np.float64)
+    basis = pull_basis(U0, trip, gamma)
+    if restrict_null and basis is not None and np.any(basis.null):
+        alpha = np.where(reaches_null(U0, trip, basis.VN), 0.0, alpha)
     total = float(alpha.sum())
     if total == 0.0:
         return 0.0
     zero = np.zeros_like(alpha)
-    U0 = np.asarray(U, dtype=np.float64)
-    basis = pull_basis(U0, trip, gamma)
     U = U0 if basis is None else np.ascontiguousarray(U0 @ basis.W)
     OT = laplacian_quadratic(U, trip, pair_weights(trip, zero, gamma))
     OH = laplacian_quadratic(U, trip, pair_weights(trip, alpha, gamma)) - OT
@@ -670,12 +679,7 @@ def lmnn_dual_value(
 
     if feasible(1.0):
         return bound(1.0)
-    g = _scaled_bound(OT, OH, eps, scale, total, lam_at, bound)
-    if restrict_null and basis is not None and np.any(basis.null):
-        free = reaches_null(U0, trip, basis.VN) & (alpha > 0.0)
-        if np.any(free):
-            g = max(g, lmnn_dual_value(U0, trip, np.where(free, 0.0, alpha), gamma, rtol, objective_bound, False))
-    return g
+    return _scaled_bound(OT, OH, eps, scale, total, lam_at, bound)
 
 
 def _scaled_bound(OT, OH, eps, scale, total, lam_at, bound) -> float:
