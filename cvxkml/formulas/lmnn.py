@@ -603,7 +603,11 @@ def lmnn_dual_value(
     leave on N is at most ``NULL_RTOL`` of their squared lengths.  The pull term bounds no
     trace on N, so s Σ α_t is returned with the −rtol·scale allowance (its error is |λ|·tr X*
     with |λ| at that round-off level), except that a value above ``objective_bound`` — proof
-    that the allowance was not round-off — gives the trivial bound 0.  Without the zeroing a
+    that the allowance was not round-off — gives the trivial bound 0.  Where G(0) is positive
+    definite the computed λ_min(G(sα)) is lowered by the eigensolver's error r·ε·‖G(sα)‖
+    before the trace correction: in these coordinates ‖G(sα)‖ can be many orders above
+    ‖G(0)‖ = 1 (impostor pairs long along a scaled-up direction of tiny pull), and there a
+    computed λ ≥ 0 proves nothing.  Without the zeroing a
     small positive α on a free triplet either collapsed s (0.27 instead of 50.2 on a 24-point
     instance whose third feature is constant within two classes) or, inside the allowance,
     counted a multiplier whose error term is unbounded (X* is huge along N).
@@ -648,10 +652,11 @@ def lmnn_dual_value(
     U = U0 if basis is None else np.ascontiguousarray(U0 @ basis.W)
     OT = laplacian_quadratic(U, trip, pair_weights(trip, zero, gamma))
     OH = laplacian_quadratic(U, trip, pair_weights(trip, alpha, gamma)) - OT
-    scale = max(
-        np.linalg.norm(OT, 2) if OT.size else 0.0, np.linalg.norm(OH, 2) if OH.size else 0.0, np.finfo(float).tiny
-    )
+    norm_T = np.linalg.norm(OT, 2) if OT.size else 0.0
+    scale = max(norm_T, np.linalg.norm(OH, 2) if OH.size else 0.0, np.finfo(float).tiny)
     eps = rtol * scale
+    # the eigensolver's error on λ_min(G(sα)): about r·ε·‖G(sα)‖ (backward stable)
+    eig_err = OT.shape[0] * np.finfo(float).eps * scale
 
     min_eig = {}  # λ_min(G(sα)) by s: each eigenvalue problem solved once
 
@@ -665,15 +670,19 @@ def lmnn_dual_value(
 
     def bound(s):
         lam = lam_at(s)
-        if lam >= 0.0:
-            return s * total
         lam_T = lam_at(0.0)
-        if not lam_T > _PD_RTOL * scale:
+        if not lam_T > _PD_RTOL * max(norm_T, np.finfo(float).tiny):
             # G(0) singular to round-off: the pull term does not bound tr X*; the
             # −rtol·scale allowance stands as round-off unless a known primal value shows
             # it is not (then only the trivial bound F ≥ 0 is left)
             g = s * total
             return 0.0 if objective_bound is not None and g > objective_bound else g
+        # G(0) positive definite (tested against its own norm: G(sα)'s may be far larger in
+        # these coordinates): F ≥ s Σα + λ tr X* with λ no larger than the computed value
+        # less the eigensolver's error, and tr X* ≤ F*/λ_min(G(0))
+        lam = min(0.0, lam - eig_err)
+        if lam == 0.0:
+            return s * total
         f_up = gamma * trip.n_triplets if objective_bound is None else float(objective_bound)
         return max(0.0, s * total + lam * max(f_up, 0.0) / lam_T)
 

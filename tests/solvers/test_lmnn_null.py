@@ -19,6 +19,8 @@ from cvxkml.formulas.lmnn import (
     NULL_RTOL,
     LMNNTriplets,
     laplacian_quadratic,
+    lmnn_dual_value,
+    lmnn_objective,
     pair_weights,
     psd_pair_distances,
     pull_basis,
@@ -140,3 +142,23 @@ def test_wine_degree10_fit_with_a_pull_at_3e_14_ends_certified():
     assert not basis.null.any()
     sol = assert_fit_certifies(prob, TOL)
     assert sol.objective == pytest.approx(0.11400448, abs=1e-7)
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(seed=SEED, wobble=st.sampled_from([1e-5, 1e-7, 0.0]), spread=st.sampled_from([1e-3, 1.0, 1e6]))
+def test_bound_is_below_the_objective_of_any_metric_on_tiny_and_null_pulls(seed, wobble, spread):
+    """Weak duality where the pull-basis coordinates are most extreme: a pull direction at
+    wobble² of the largest (scaled up by 1/wobble there, so the impostor pairs are 1/wobble
+    long along it) or exactly null (wobble = 0), random multipliers, random metrics with a
+    large component along that direction: g(α) <= F(X) every time (F through the factor)."""
+    X, y = offset_points(seed, 24, 1.0, wobble)
+    tr = _trip(X, y)
+    rng = np.random.default_rng(seed)
+    alpha = rng.uniform(0.0, 0.5, tr.n_triplets) * (rng.random(tr.n_triplets) < 0.5)
+    g = lmnn_dual_value(X, tr, alpha, 0.5)
+    for _ in range(5):
+        B = rng.normal(size=(4, 4))
+        A = B @ B.T
+        A[3, 3] += spread * rng.uniform()
+        F = lmnn_objective(psd_pair_distances(X, A, tr.pi, tr.pj), tr, 0.5)
+        assert g <= F + 1e-9 * max(1.0, F)
