@@ -602,8 +602,10 @@ def lmnn_dual_value(
     unchanged and raises their d(i, l) — so 0 is their optimal multiplier, and what the others
     leave on N is at most ``NULL_RTOL`` of their squared lengths.  The pull term bounds no
     trace on N, so s Σ α_t is returned with the −rtol·scale allowance (its error is |λ|·tr X*
-    with |λ| at that round-off level), except that a value above ``objective_bound`` — proof
-    that the allowance was not round-off — gives the trivial bound 0.  Where G(0) is positive
+    with |λ| at that round-off level), except that a value above ``objective_bound`` by more
+    than rtol·max(1, |objective_bound|) — proof that the allowance was not round-off — gives
+    the trivial bound 0 (a fuzz draw of a degree-1 kernel, whose constant direction is null,
+    had Σα above F of the interior-point point by 2e-13 relative, round-off of both, and got 0).  Where G(0) is positive
     definite the computed λ_min(G(sα)) is lowered by the eigensolver's error r·ε·‖G(sα)‖
     before the trace correction: in these coordinates ‖G(sα)‖ can be many orders above
     ‖G(0)‖ = 1 (impostor pairs long along a scaled-up direction of tiny pull), and there a
@@ -676,7 +678,10 @@ def lmnn_dual_value(
             # −rtol·scale allowance stands as round-off unless a known primal value shows
             # it is not (then only the trivial bound F ≥ 0 is left)
             g = s * total
-            return 0.0 if objective_bound is not None and g > objective_bound else g
+            if lam >= 0.0 or objective_bound is None:
+                return g
+            # above a primal value by more than round-off: the allowance was not round-off
+            return 0.0 if g > objective_bound + rtol * max(1.0, abs(objective_bound)) else g
         # G(0) positive definite (tested against its own norm: G(sα)'s may be far larger in
         # these coordinates): F ≥ s Σα + λ tr X* with λ no larger than the computed value
         # less the eigensolver's error, and tr X* ≤ F*/λ_min(G(0))
