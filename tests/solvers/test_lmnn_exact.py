@@ -53,6 +53,7 @@ def test_stalled_iris_degree9_inner_cv_fit_ends_certified():
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(10, 14), degree=st.sampled_from([1, 2, 3]))
 @example(seed=192727, n=12, degree=1)
 @example(seed=192727, n=14, degree=2)
+@example(seed=13, n=12, degree=2)
 def test_ipm_on_every_triplet_meets_the_exact_model(seed, n, degree):
     """With every triplet in the working set (nothing held, nothing dropped) the working-set
     problem is eq. 18 itself.  Set up as the finish sets it up — in the coordinates of
@@ -62,7 +63,9 @@ def test_ipm_on_every_triplet_meets_the_exact_model(seed, n, degree):
     interior-point answer, recomputed (F of its PSD part on every triplet, the Lagrange bound
     of its multipliers), brackets the trusted conic optimum and closes the gap to 1e-7.  The
     first example (a fuzz find) had Σα 2e-13 above F by round-off, and the bound had been
-    zeroed as if its allowance were not round-off."""
+    zeroed as if its allowance were not round-off; on the third (another fuzz find) the method
+    stopped where the hinge rows began to drift, 1.4e-7 relative from the optimum, until Δμ was
+    taken from those rows (now 3.3e-8)."""
     prob = two_class_poly(seed, n, degree)
     ref = reference_or_discard(prob)
     tr, gamma, U = prob.triplets, prob.gamma, prob.U
