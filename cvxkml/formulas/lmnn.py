@@ -52,6 +52,7 @@ __all__ = [
     "PullBasis",
     "pull_basis",
     "reaches_null",
+    "rows_reach",
     "NULL_RTOL",
     "to_pull_coordinates",
     "from_pull_coordinates",
@@ -556,17 +557,25 @@ def pull_basis(U, trip: LMNNTriplets, gamma: float) -> PullBasis | None:
     return PullBasis(np.ascontiguousarray(V * f), null)
 
 
+def rows_reach(D, VN) -> np.ndarray:
+    """Per row d of D: whether more than ``NULL_RTOL`` of ‖d‖² lies in span(VN) (VN
+    orthonormal), computed directly as ‖VNᵀd‖² (as ‖d‖² − ‖V_Rᵀd‖² its round-off would be
+    1e-16)."""
+    D = np.asarray(D, dtype=np.float64)
+    Wp = D @ np.asarray(VN, dtype=np.float64)
+    on_null = np.einsum("ij,ij->i", Wp, Wp)
+    full = np.einsum("ij,ij->i", D, D)
+    return on_null > NULL_RTOL * np.maximum(full, np.finfo(float).tiny)
+
+
 def reaches_null(U, trip: LMNNTriplets, VN) -> np.ndarray:
     """Per triplet: whether its impostor pair reaches span(VN) (VN orthonormal), i.e. has more
-    than ``NULL_RTOL`` of its squared length ‖u_il‖² there (both in U's coordinates).  When
-    span(VN) is G(0)'s null space, such a triplet is satisfied for free: adding c·VN VNᵀ to any
-    metric leaves the pull and every target distance unchanged and raises d(i, l)."""
+    than ``NULL_RTOL`` of its squared length ‖u_il‖² there (both in U's coordinates,
+    :func:`rows_reach`).  When span(VN) is G(0)'s null space, such a triplet is satisfied for
+    free: adding c·VN VNᵀ to any metric leaves the pull and every target distance unchanged
+    and raises d(i, l)."""
     U = np.asarray(U, dtype=np.float64)
-    Dp = U[trip.pi] - U[trip.pj]
-    Wp = Dp @ np.asarray(VN, dtype=np.float64)
-    on_null = np.einsum("ij,ij->i", Wp, Wp)
-    full = np.einsum("ij,ij->i", Dp, Dp)
-    return (on_null > NULL_RTOL * np.maximum(full, np.finfo(float).tiny))[trip.ti]
+    return rows_reach(U[trip.pi] - U[trip.pj], VN)[trip.ti]
 
 
 def lmnn_dual_value(

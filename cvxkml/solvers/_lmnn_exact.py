@@ -364,6 +364,7 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
     # impostor pair reaches the null space: satisfied for free, α = 0
     free = reaches_null(U, trip, basis.VN) if np.any(basis.null) else np.zeros(trip.n_triplets, dtype=bool)
     Dr = np.ascontiguousarray(Du[:, rng])
+    n_N = np.einsum("ij,ij->i", Du[:, ~rng], Du[:, ~rng])  # squared pair lengths in N (none: 0)
     p = distances(X)
     arg = 1.0 + p[trip.tt] - p[trip.ti]
     W_set = np.flatnonzero((arg >= -_START_MARGIN) & ~free)  # violated or near the margin
@@ -393,7 +394,6 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
         Xw = _sym(W @ Xf @ W.T)
         p = distances(Xw)
         if not np.all(rng):  # the exact step along the null space
-            n_N = np.einsum("ij,ij->i", Du[:, ~rng], Du[:, ~rng])
             c = null_scale(p, n_N, trip, gamma)
             Xf[~rng, ~rng] += c
             Xc = _sym(W @ Xf @ W.T)

@@ -92,7 +92,6 @@ from scipy.optimize import lsq_linear
 
 from .._config import WorkBudget, blas_limit
 from ..formulas.lmnn import (
-    NULL_RTOL,
     PULL_FLOOR,
     STALL_ITER,
     STALLED,
@@ -105,6 +104,7 @@ from ..formulas.lmnn import (
     psd_factor,
     pull_whitening,
     reaches_null,
+    rows_reach,
     to_pull_coordinates,
 )
 from ._lmnn_exact import evaluable as _evaluable
@@ -538,12 +538,9 @@ def _pull_range(T):
 
 def _in_range(D, VN):
     """Mask of the rows of D (pair differences) with no component on span(V_N) beyond
-    round-off (at most ``NULL_RTOL`` of the squared length, computed directly as
-    ‖V_Nᵀd‖², the test of :func:`_seen_null_space`; as ‖d‖² − ‖V_Rᵀd‖² its round-off
-    would be 1e-16)."""
-    W = D @ VN
-    full = np.einsum("ij,ij->i", D, D)
-    return np.einsum("ij,ij->i", W, W) <= NULL_RTOL * np.maximum(full, np.finfo(float).tiny)
+    round-off: the complement of :func:`cvxkml.formulas.lmnn.rows_reach`, the test of
+    :func:`_seen_null_space`."""
+    return ~rows_reach(D, VN)
 
 
 def _newton_step(M, grad):
@@ -1068,11 +1065,10 @@ def _seen_null_space(U, trip: LMNNTriplets, gamma: float):
     return (VR, VN, seeing) if np.any(seeing) else None
 
 
-def _pair_lengths(U, trip: LMNNTriplets, VN):
-    """‖u_p‖² and ‖V_Nᵀ u_p‖² of every pair."""
-    Dp = U[trip.pi] - U[trip.pj]
-    W = Dp @ VN
-    return np.einsum("ij,ij->i", Dp, Dp), np.einsum("ij,ij->i", W, W)
+def _null_lengths(U, trip: LMNNTriplets, VN):
+    """‖V_Nᵀ u_p‖² of every pair."""
+    W = (U[trip.pi] - U[trip.pj]) @ VN
+    return np.einsum("ij,ij->i", W, W)
 
 
 def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> FastResult:
@@ -1120,7 +1116,7 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
         sweeps, status, history, lam_kept, info = 0, "converged", [], np.zeros(0), {}
         X_R = np.zeros((U.shape[1], U.shape[1]))
     ops = _Ops(U, trip)
-    _, n_N = _pair_lengths(U, trip, VN)
+    n_N = _null_lengths(U, trip, VN)
     p_R = ops.distances(X_R)
     c = _null_scale(p_R, n_N, trip, gamma)
     X = X_R + c * (VN @ VN.T)
