@@ -243,6 +243,10 @@ _SMOOTH_MUS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3)
 _SMOOTH_MAXITER = 500  # L-BFGS iterations per width
 _SMOOTH_ROUNDS = 5  # working-set rebuilds per width
 _SMOOTH_BARRIER_MU = 0.01  # restricted-dual recovery after every width <= this
+#: L-BFGS's relative-decrease stop (scipy ``ftol``) at a width μ above ``_SMOOTH_BARRIER_MU``
+#: is this × μ: those widths only carry the factor towards the small ones (their check bounds
+#: progress; the recovery and the certificate come at the small widths, which run to round-off)
+_SMOOTH_FTOL_PER_MU = 1e-3
 
 
 def _smooth_widths(tol: float) -> list:
@@ -283,7 +287,9 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
     (hinge argument > −1 − μ − ``buffer``) are summed; after each L-BFGS run the full
     set is checked, and the run is repeated with a larger set if a triplet outside it
     has entered the smoothing zone, so every yielded point minimizes the full F_μ as
-    far as L-BFGS does."""
+    far as L-BFGS does.  The widths above ``_SMOOTH_BARRIER_MU`` stop at a relative decrease
+    of ``_SMOOTH_FTOL_PER_MU``·μ per iteration (their minimizers are way points, biased by
+    O(μ) per kink anyway); the smaller widths, which the caller certifies, run to round-off."""
     from scipy.optimize import minimize
 
     n, r = U.shape
@@ -334,7 +340,7 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
                 options={
                     "maxiter": int(min(_SMOOTH_MAXITER, left)),
                     "maxcor": 20 if r <= 100 else 10,  # kernel LMNN: r = n
-                    "ftol": 1e-13,
+                    "ftol": _SMOOTH_FTOL_PER_MU * mu if mu > _SMOOTH_BARRIER_MU else 1e-13,
                     "gtol": 1e-10,
                 },
             )
@@ -1532,8 +1538,8 @@ def _scan_block(W, Zb, e0, target_i, sq, fuzz, dt, margin, cap, known, out_e, ou
     a = fuzz·(‖W_i‖² + ‖W_l‖²) of the exact value; a candidate within a of −margin or of 0 is
     recomputed from the rows (a sum of squares), the others keep the GEMM value and add a to
     the hinge sum's error allowance.  Returns (Σ [z]_+ + allowance, candidates above −margin,
-    kept) and writes the kept triplets (outside ``known``, at most ``cap`` per entry, largest z
-    first)."""
+    kept) and writes the kept triplets (outside ``known``, at most ``cap`` per entry: the largest
+    z, in index order)."""
     n = Zb.shape[1]
     r = W.shape[1]
     hinge = 0.0
@@ -1573,12 +1579,23 @@ def _scan_block(W, Zb, e0, target_i, sq, fuzz, dt, margin, cap, known, out_e, ou
             zz[m] = z
             m += 1
         if m > cap:
-            order = np.argsort(-zz[:m])[:cap]
-            for t in range(cap):
-                out_e[cnt] = e
-                out_l[cnt] = idx[order[t]]
-                out_z[cnt] = zz[order[t]]
-                cnt += 1
+            if cap == 0:
+                continue
+            # the cap largest z by a selection (O(m)), not a sort: at the start every impostor
+            # is a candidate of the nearest-impostor scan (m = n − n_c per entry)
+            thr = np.partition(zz[:m], m - cap)[m - cap]
+            ties = cap
+            for t in range(m):
+                if zz[t] > thr:
+                    ties -= 1
+            for t in range(m):
+                if zz[t] > thr or (zz[t] == thr and ties > 0):
+                    if zz[t] == thr:
+                        ties -= 1
+                    out_e[cnt] = e
+                    out_l[cnt] = idx[t]
+                    out_z[cnt] = zz[t]
+                    cnt += 1
         else:
             for t in range(m):
                 out_e[cnt] = e

@@ -39,10 +39,11 @@ def points(seed, n, n_classes, d, shift=0.8):
     n=st.integers(16, 40),
     n_classes=st.integers(2, 4),
     k=st.integers(1, 3),
-    margin=st.sampled_from([0.0, 0.3, 2.0]),
-    cap=st.sampled_from([None, 1, 3]),
+    margin=st.sampled_from([0.0, 0.3, 2.0, np.inf]),
+    cap=st.sampled_from([None, 0, 1, 3]),
 )
 @example(seed=0, n=16, n_classes=4, k=3, margin=0.0, cap=None)  # fuzz seed 11: smallest classes of k + 1
+@example(seed=3, n=40, n_classes=2, k=3, margin=np.inf, cap=3)  # the first set's nearest impostors
 def test_impostor_scan_matches_the_full_enumeration(seed, n, n_classes, k, margin, cap):
     """Every triplet with z > −margin (less the known ones, at most cap per entry, the largest
     z) and Σ[z]_+ over all triplets, as the full list gives them."""
