@@ -65,7 +65,8 @@ def _solve(prob, tol: float, smooth: bool, budget: float | None):
 
 
 def _warm_up() -> None:
-    """Compile the Numba kernels both paths use (excluded from every timing)."""
+    """Compile the Numba kernels the smoothed, PDHG and active-set paths use (excluded from
+    every timing; a cold cache otherwise puts seconds of compilation into the first large row)."""
     from ...declare.lmnn import LMNNProblem
 
     rng = np.random.default_rng(0)
@@ -73,6 +74,9 @@ def _warm_up() -> None:
     prob = LMNNProblem.linear(rng.normal(size=(24, 3)) + y[:, None], y, k=2, gamma=GAMMA)
     for smooth in (True, False):
         _solve(prob, 1e-3, smooth, 5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prob.solve(tol=1e-3, impostors="active")
 
 
 def lmnn_rows(
