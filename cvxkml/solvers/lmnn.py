@@ -307,8 +307,12 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
         for _ in range(_SMOOTH_ROUNDS):
             pf = ops.distances_factor(Lf)
             z = 1.0 + pf[trip.tt] - pf[trip.ti]
-            work = np.flatnonzero(z > -mu - buffer).astype(np.int64)
-            pairs = np.union1d(targets, trip.ti[work]).astype(np.int64)
+            inside = z > -mu - buffer
+            work = np.flatnonzero(inside).astype(np.int64)
+            used_pair = np.zeros(P, dtype=bool)  # the target pairs and the working impostor pairs
+            used_pair[targets] = True
+            used_pair[trip.ti[work]] = True
+            pairs = np.flatnonzero(used_pair).astype(np.int64)
             left = budget - used - nit
             if left <= 0:
                 break
@@ -350,7 +354,7 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
                 raise FloatingPointError("LMNN smoothed iterates became non-finite")
             pf = ops.distances_factor(Lf)
             z = 1.0 + pf[trip.tt] - pf[trip.ti]
-            if not np.any(z[np.setdiff1d(np.arange(T), work, assume_unique=True)] > -mu):
+            if not np.any((z > -mu) & ~inside):
                 break
         # α of the returned point on all triplets (0 outside the smoothing zone)
         alpha = np.where(z >= mu, gamma, np.where(z <= -mu, 0.0, gamma * (z + mu) / (2.0 * mu)))
