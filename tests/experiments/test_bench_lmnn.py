@@ -87,6 +87,17 @@ def test_scale_rows_table_says_when_the_peer_did_not_run():
     assert "did not finish in 10 s" in text and "5.0e-05" in text
 
 
+def test_scale_targets_say_met_only_when_met():
+    base = dict(data="bc", seconds=1.0, converged=True, peer_seconds=2.0, pylmnn_seconds=0.5)
+    met = bench_lmnn._scale_targets([dict(base, pylmnn_reached_s=0.4)])[0]
+    assert met.count(": met") == 2 and "NOT" not in met
+    late = bench_lmnn._scale_targets([dict(base, pylmnn_reached_s=0.6, converged=False)])[0]
+    assert late.count("NOT met") == 2  # uncertified never meets the metric-learn target
+    never = bench_lmnn._scale_targets([dict(base, pylmnn_reached_s=None)])[0]
+    assert "pylmnn's F at never" in never and never.endswith("NOT met")
+    assert bench_lmnn._scale_targets([dict(data="x", seconds=1.0, converged=True)]) == []
+
+
 def test_peer_scripts_are_where_the_benchmark_runs_them():
     assert set(bench_lmnn.PEER_SCRIPTS) == {"metric-learn", "pylmnn"}
     assert all(path.is_file() for path in bench_lmnn.PEER_SCRIPTS.values())
