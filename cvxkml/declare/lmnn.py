@@ -65,6 +65,7 @@ from ..formulas.lmnn import (
     LMNNTriplets,
     check_targets,
     count_triplets,
+    feature_target_neighbors,
     full_triplet_index,
     lmnn_dual_value,
     lmnn_objective,
@@ -235,9 +236,10 @@ class LMNNProblem(Problem):
                 t_i, t_j = check_targets(targets, y)
                 self.k = int(np.max(np.bincount(t_i, minlength=n)))
             else:
-                if neighbor_sq_dist is None:
-                    neighbor_sq_dist = kernel_sq_distances(self.Z @ self.Z.T)
-                t_i, t_j = target_neighbors(neighbor_sq_dist, y, k, small_classes)
+                if neighbor_sq_dist is None:  # Euclidean, class by class (no n × n matrix)
+                    t_i, t_j = feature_target_neighbors(self.Z, y, k, small_classes)
+                else:
+                    t_i, t_j = target_neighbors(neighbor_sq_dist, y, k, small_classes)
                 self.k = k
             self.targets = (t_i, t_j)
         self.U, self.s, self.Vt = orthonormal_factor(self.Z, rank_rtol)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.spatial.distance import cdist
 
 from .._validation import as_float_array
 from ..errors import InvalidInputError
@@ -43,6 +44,7 @@ from ..errors import InvalidInputError
 __all__ = [
     "LMNNTriplets",
     "target_neighbors",
+    "feature_target_neighbors",
     "lmnn_objective",
     "lmnn_slack",
     "pair_weights",
@@ -145,13 +147,49 @@ def target_neighbors(sq_dist, y, k: int, small_classes: str = "raise") -> tuple[
     if D.shape != (n, n):
         raise InvalidInputError(f"sq_dist must be {n} × {n} to match y; got {D.shape}.")
     _check_class_sizes(classes, codes, k, small_classes)
+    return _targets_by_class(lambda members: D[np.ix_(members, members)].copy(), codes, classes.size, k)
+
+
+def feature_target_neighbors(Z, y, k: int, small_classes: str = "raise") -> tuple[np.ndarray, np.ndarray]:
+    """:func:`target_neighbors` of the Euclidean distances between the rows of Z, formed class
+    by class (SciPy's ``cdist``): Σ_c n_c² distances instead of the n × n matrix (n = 5 000:
+    20 MB instead of 200 MB, and no first touch of 200 MB of fresh pages), each a sum of
+    squared differences, so equal rows are at exactly equal distances and the tie rule holds.
+
+    Parameters
+    ----------
+    Z : array-like of shape (n, d)
+        Features.
+    y, k, small_classes
+        As :func:`target_neighbors`.
+
+    Returns
+    -------
+    i, j : int64 arrays of shape (n·k,)
+        As :func:`target_neighbors`.
+    """
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise InvalidInputError(f"k must be a positive integer; got {k!r}.")
+    k = int(k)
+    classes, codes = _label_codes(y)
+    Z = as_float_array(Z, "Z", ndim=2)
+    if Z.shape[0] != codes.size:
+        raise InvalidInputError(f"Z must have {codes.size} rows to match y; got {Z.shape[0]}.")
+    _check_class_sizes(classes, codes, k, small_classes)
+
+    return _targets_by_class(lambda m: cdist(Z[m], Z[m], "sqeuclidean"), codes, classes.size, k)
+
+
+def _targets_by_class(block, codes, n_classes: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest same-class points of every point, from ``block(members)``: the squared
+    distances among one class's members (a fresh array; ties broken by the smaller index)."""
     ti, tj = [], []
-    for c in range(classes.size):
+    for c in range(n_classes):
         members = np.flatnonzero(codes == c)
         kc = min(k, members.size - 1)
         if kc < 1:
             continue
-        sub = D[np.ix_(members, members)].copy()
+        sub = block(members)
         np.fill_diagonal(sub, np.inf)
         order = np.argsort(sub, axis=1, kind="stable")[:, :kc]
         ti.append(np.repeat(members, kc))

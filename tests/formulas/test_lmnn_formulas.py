@@ -18,6 +18,7 @@ from cvxkml.errors import InvalidInputError
 from cvxkml.formulas.lmnn import (
     LMNNTriplets,
     count_triplets,
+    feature_target_neighbors,
     from_pull_coordinates,
     full_triplet_index,
     laplacian_quadratic,
@@ -96,6 +97,31 @@ def test_targets_and_triplets_against_brute_force(seed):
     np.testing.assert_array_equal(trip.trip_i[idx], trip.target_i[entries])
     np.testing.assert_array_equal(trip.trip_j[idx], trip.target_j[entries])
     np.testing.assert_array_equal(trip.trip_l[idx], imps)
+
+
+@settings(max_examples=examples(25))
+@given(seed=SEED, dup=st.integers(0, 4), k=st.integers(1, 3))
+def test_feature_targets_are_the_brute_force_targets_with_exact_ties(seed, dup, k):
+    """Class by class, from the features: for every i the k nearest others of its class by
+    the sum of squared differences, ties (duplicated rows: exactly equal distances) to the
+    smaller index; the same as :func:`target_neighbors` on the full matrix of those distances."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(8, 16))
+    y = np.arange(n) % 2
+    Z = np.round(rng.normal(size=(n, 3)), 1)  # coarse values: many equal distances
+    for _ in range(dup):  # duplicated rows within a class
+        a, b = rng.choice(n // 2, 2, replace=False) * 2 + int(rng.integers(0, 2))
+        Z[b] = Z[a]
+    ti, tj = feature_target_neighbors(Z, y, k)
+    want = []
+    for i in range(n):
+        same = sorted((float(np.sum((Z[i] - Z[j]) ** 2)), j) for j in range(n) if j != i and y[j] == y[i])
+        want += [(i, j) for _, j in same[:k]]
+    assert list(zip(ti.tolist(), tj.tolist(), strict=True)) == want
+    full = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    assert [a.tolist() for a in target_neighbors(full, y, k)] == [ti.tolist(), tj.tolist()]
+    with pytest.raises(InvalidInputError, match="rows to match y"):
+        feature_target_neighbors(Z[:-1], y, k)
 
 
 def test_structure_refuses_small_classes_and_single_class():
