@@ -243,10 +243,14 @@ _SMOOTH_MUS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3)
 _SMOOTH_MAXITER = 500  # L-BFGS iterations per width
 _SMOOTH_ROUNDS = 5  # working-set rebuilds per width
 _SMOOTH_BARRIER_MU = 0.01  # restricted-dual recovery after every width <= this
-#: L-BFGS's relative-decrease stop (scipy ``ftol``) at a width μ above ``_SMOOTH_BARRIER_MU``
+#: L-BFGS's relative-decrease stop (scipy ``ftol``) at a width μ above ``_SMOOTH_INEXACT_MU``
 #: is this × μ: those widths only carry the factor towards the small ones (their check bounds
 #: progress; the recovery and the certificate come at the small widths, which run to round-off)
 _SMOOTH_FTOL_PER_MU = 1e-3
+#: the widths above this (1 and 0.3) are solved inexactly; with every width above 0.01
+#: inexact, two Ionosphere kernel-LMNN inner-CV fits (polynomial degree 8 and 9) stalled
+#: uncertified where they had certified (reference/lmnn-speed.md)
+_SMOOTH_INEXACT_MU = 0.2
 
 
 def _smooth_widths(tol: float) -> list:
@@ -287,7 +291,7 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
     (hinge argument > −1 − μ − ``buffer``) are summed; after each L-BFGS run the full
     set is checked, and the run is repeated with a larger set if a triplet outside it
     has entered the smoothing zone, so every yielded point minimizes the full F_μ as
-    far as L-BFGS does.  The widths above ``_SMOOTH_BARRIER_MU`` stop at a relative decrease
+    far as L-BFGS does.  The widths above ``_SMOOTH_INEXACT_MU`` stop at a relative decrease
     of ``_SMOOTH_FTOL_PER_MU``·μ per iteration (their minimizers are way points, biased by
     O(μ) per kink anyway); the smaller widths, which the caller certifies, run to round-off."""
     from scipy.optimize import minimize
@@ -344,7 +348,7 @@ def _smooth_stages(U, trip: LMNNTriplets, gamma, X0, mus, budget, buffer):
                 options={
                     "maxiter": int(min(_SMOOTH_MAXITER, left)),
                     "maxcor": 20 if r <= 100 else 10,  # kernel LMNN: r = n
-                    "ftol": _SMOOTH_FTOL_PER_MU * mu if mu > _SMOOTH_BARRIER_MU else 1e-13,
+                    "ftol": _SMOOTH_FTOL_PER_MU * mu if mu > _SMOOTH_INEXACT_MU else 1e-13,
                     "gtol": 1e-10,
                 },
             )
