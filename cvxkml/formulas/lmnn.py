@@ -138,16 +138,13 @@ def target_neighbors(sq_dist, y, k: int, small_classes: str = "raise") -> tuple[
         Fewer than two classes, or (``small_classes="raise"``) a class with fewer than
         k + 1 members.
     """
-    if isinstance(k, bool) or int(k) != k or k < 1:
-        raise InvalidInputError(f"k must be a positive integer; got {k!r}.")
-    k = int(k)
-    classes, codes = _label_codes(y)
+    k, classes, codes = _k_and_classes(k, y)
     D = as_float_array(sq_dist, "sq_dist", ndim=2)
     n = codes.size
     if D.shape != (n, n):
         raise InvalidInputError(f"sq_dist must be {n} × {n} to match y; got {D.shape}.")
     _check_class_sizes(classes, codes, k, small_classes)
-    return _targets_by_class(lambda members: D[np.ix_(members, members)].copy(), codes, classes.size, k)
+    return _targets_by_class(lambda members: D[np.ix_(members, members)], codes, classes.size, k)
 
 
 def feature_target_neighbors(Z, y, k: int, small_classes: str = "raise") -> tuple[np.ndarray, np.ndarray]:
@@ -168,10 +165,7 @@ def feature_target_neighbors(Z, y, k: int, small_classes: str = "raise") -> tupl
     i, j : int64 arrays of shape (n·k,)
         As :func:`target_neighbors`.
     """
-    if isinstance(k, bool) or int(k) != k or k < 1:
-        raise InvalidInputError(f"k must be a positive integer; got {k!r}.")
-    k = int(k)
-    classes, codes = _label_codes(y)
+    k, classes, codes = _k_and_classes(k, y)
     Z = as_float_array(Z, "Z", ndim=2)
     if Z.shape[0] != codes.size:
         raise InvalidInputError(f"Z must have {codes.size} rows to match y; got {Z.shape[0]}.")
@@ -180,9 +174,19 @@ def feature_target_neighbors(Z, y, k: int, small_classes: str = "raise") -> tupl
     return _targets_by_class(lambda m: cdist(Z[m], Z[m], "sqeuclidean"), codes, classes.size, k)
 
 
+def _k_and_classes(k, y):
+    """(k as int, class labels, class code of every point), after checking that k is a
+    positive integer: the start of :func:`target_neighbors` and :func:`feature_target_neighbors`."""
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise InvalidInputError(f"k must be a positive integer; got {k!r}.")
+    classes, codes = _label_codes(y)
+    return int(k), classes, codes
+
+
 def _targets_by_class(block, codes, n_classes: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k nearest same-class points of every point, from ``block(members)``: the squared
-    distances among one class's members (a fresh array; ties broken by the smaller index)."""
+    distances among one class's members (a fresh array, written on; ties broken by the smaller
+    index)."""
     ti, tj = [], []
     for c in range(n_classes):
         members = np.flatnonzero(codes == c)

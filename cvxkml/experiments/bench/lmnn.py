@@ -438,16 +438,19 @@ def _scale_targets(rows) -> list[str]:
         parts = []
         if "peer_seconds" in r:
             ok = r["converged"] and r["seconds"] <= r["peer_seconds"]
-            verdict = "met" if ok else "NOT met"
-            parts.append(f"certified {r['seconds']:.3g} s vs metric-learn {r['peer_seconds']:.3g} s: {verdict}")
+            parts.append(f"certified {r['seconds']:.3g} s vs metric-learn {r['peer_seconds']:.3g} s: {_met(ok)}")
         if "pylmnn_seconds" in r:
             reach = r.get("pylmnn_reached_s")
             ok = reach is not None and reach <= r["pylmnn_seconds"]
             got = "never" if reach is None else f"{reach:.3g} s"
-            parts.append(f"pylmnn's F at {got} vs pylmnn {r['pylmnn_seconds']:.3g} s: {'met' if ok else 'NOT met'}")
+            parts.append(f"pylmnn's F at {got} vs pylmnn {r['pylmnn_seconds']:.3g} s: {_met(ok)}")
         if parts:
             lines.append(f"{r['data']}: " + "; ".join(parts))
     return lines
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "NOT met"
 
 
 def _speedups(rows) -> list[str]:
