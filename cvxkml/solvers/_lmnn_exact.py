@@ -60,6 +60,7 @@ from ..formulas.lmnn import (
     pair_weights,
     pull_basis,
     reaches_null,
+    sorted_unique,
 )
 
 __all__ = [
@@ -422,6 +423,6 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
         if new.size > room:  # the joining triplets nearest to the margin
             new = np.sort(new[np.argsort(np.abs(arg[new]), kind="stable")[:room]])
         held[new] = False
-        W_set = np.union1d(W_set, new)
+        W_set = sorted_unique(W_set, new)
     best.update(rounds=rounds, working_triplets=int(W_set.size), steps=steps, time=time.perf_counter() - t0)
     return best

@@ -105,6 +105,7 @@ from ..formulas.lmnn import (
     pull_whitening,
     reaches_null,
     rows_reach,
+    sorted_unique,
     to_pull_coordinates,
 )
 from ._lmnn_exact import evaluable as _evaluable
@@ -457,7 +458,7 @@ def _operator_norm(ops: _Ops, s, n_iter: int = 40, seed: int = 0) -> float:
 def _working_set(p, trip: LMNNTriplets, alpha, buffer):
     arg = 1.0 + p[trip.tt] - p[trip.ti]
     work = np.flatnonzero((alpha > 0.0) | (arg > -buffer)).astype(np.int64)
-    pairs = np.union1d(np.flatnonzero(trip.target_weight > 0), trip.ti[work]).astype(np.int64)
+    pairs = sorted_unique(np.flatnonzero(trip.target_weight > 0), trip.ti[work])
     return work, pairs
 
 
@@ -1809,7 +1810,7 @@ def lmnn_active_set(
             W = U @ psd_factor(X)
             e, l, z, hinge, _ = impostor_scan(W, codes, target_i, target_j, buffer, cap, known=keys)
             rs.scan_time += time.perf_counter() - ts
-            fresh = np.unique(_keys(e, l, n))
+            fresh = sorted_unique(_keys(e, l, n))
             Dt = W[target_i] - W[target_j]
             rs.F_full = (1.0 - gamma) * float(np.einsum("ij,ij->", Dt, Dt)) + gamma * hinge
             rs.g = res.extra["dual_value"]
@@ -1841,7 +1842,7 @@ def lmnn_active_set(
             if rs.rounds >= max_rounds:
                 rs.status = "max rounds reached"
                 break
-            keys = np.union1d(keys, fresh)
+            keys = sorted_unique(keys, fresh)
         info = {
             **rs.info_last,
             "triplets": sub,
@@ -1868,7 +1869,7 @@ def _first_set(W0, codes, target_i, target_j, buffer, cap, init_cap) -> np.ndarr
     if init_cap:
         e2, l2, _, _, _ = impostor_scan(W0, codes, target_i, target_j, np.inf, init_cap)
         e, l = np.concatenate([e, e2]), np.concatenate([l, l2])
-    return np.unique(_keys(e, l, n))
+    return sorted_unique(_keys(e, l, n))
 
 
 class _Rounds:

@@ -31,6 +31,7 @@ from cvxkml.formulas.lmnn import (
     psd_factor,
     psd_pair_distances,
     pull_whitening,
+    sorted_unique,
     target_neighbors,
     to_pull_coordinates,
 )
@@ -132,6 +133,21 @@ def test_structure_refuses_small_classes_and_single_class():
         target_neighbors(sq, [0, 0, 0, 0], 1)
     i, j = target_neighbors(sq, [0, 0, 0, 1], 1, small_classes="shrink")
     assert 3 not in i.tolist()  # the singleton has no target and still serves as impostor
+
+
+@settings(max_examples=examples(25))
+@given(
+    parts=st.lists(st.lists(st.integers(-(2**62), 2**62), max_size=40), max_size=4),
+    small=st.lists(st.integers(0, 5), max_size=40),
+)
+def test_sorted_unique_is_numpy_unique_of_the_concatenation(parts, small):
+    """The active-set rounds' key sets: sorted_unique(a, b, ...) == np.unique(concatenate),
+    int64, for wide keys, many repeats (``small``) and empty inputs."""
+    arrays = [np.array(p, dtype=np.int64) for p in parts] + [np.array(small, dtype=np.int64)]
+    got = sorted_unique(*arrays)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.unique(np.concatenate(arrays)))
+    assert sorted_unique().size == 0
 
 
 # --------------------------------------------------------------------------- values
