@@ -1553,6 +1553,27 @@ def _row_distances(W, a, b, out):
 
 
 @nb.njit(cache=True, error_model="numpy")
+def _keep_largest(idx, zz, m, cap):
+    """Keep the ``cap`` largest of zz[:m] (ties: the first ones) in place, in their order, with
+    their idx; returns the smallest kept.  A selection (O(m)), not a sort: at the start every
+    impostor is a candidate of the nearest-impostor scan."""
+    thr = np.partition(zz[:m], m - cap)[m - cap]
+    ties = cap
+    for t in range(m):
+        if zz[t] > thr:
+            ties -= 1
+    k = 0
+    for t in range(m):
+        if zz[t] > thr or (zz[t] == thr and ties > 0):
+            if zz[t] == thr:
+                ties -= 1
+            idx[k] = idx[t]
+            zz[k] = zz[t]
+            k += 1
+    return thr
+
+
+@nb.njit(cache=True, error_model="numpy")
 def _scan_block(W, D, i0, e0, e1, target_i, codes, sq, fuzz, dt, margin, cap, known, out_e, out_l, out_z):
     """One block of :func:`impostor_scan`: the entries e0 … e1 − 1 (points i0 + row of ``D``);
     the hinge argument of entry e and impostor l (another class than i) is 1 + dt[e] − D[i − i0, l]
@@ -1570,12 +1591,14 @@ def _scan_block(W, D, i0, e0, e1, target_i, codes, sq, fuzz, dt, margin, cap, kn
     idx = np.empty(n, np.int64)
     zz = np.empty(n)
     nk = known.shape[0]
+    room = min(n, max(4 * cap, 64))  # kept candidates before a selection trims them to ``cap``
     for e in range(e0, e1):
         i = target_i[e]
         ci = codes[i]
         row = i - i0
         base = 1.0 + dt[e]
         m = 0
+        thr = -np.inf  # the cap-th largest z kept so far (once trimmed): smaller ones cannot enter
         for l in range(n):
             if codes[l] == ci:
                 continue
@@ -1596,6 +1619,8 @@ def _scan_block(W, D, i0, e0, e1, target_i, codes, sq, fuzz, dt, margin, cap, kn
             total += 1
             if z > 0.0:
                 hinge += z if exact else z + a
+            if cap == 0 or z <= thr:  # a later tie of the threshold loses to the earlier ones
+                continue
             if nk > 0:
                 key = e * n + l
                 p = np.searchsorted(known, key)
@@ -1604,30 +1629,17 @@ def _scan_block(W, D, i0, e0, e1, target_i, codes, sq, fuzz, dt, margin, cap, kn
             idx[m] = l
             zz[m] = z
             m += 1
+            if m == room and m > cap:
+                thr = _keep_largest(idx, zz, m, cap)
+                m = cap
         if m > cap:
-            if cap == 0:
-                continue
-            # the cap largest z by a selection (O(m)), not a sort: at the start every impostor
-            # is a candidate of the nearest-impostor scan (m = n − n_c per entry)
-            thr = np.partition(zz[:m], m - cap)[m - cap]
-            ties = cap
-            for t in range(m):
-                if zz[t] > thr:
-                    ties -= 1
-            for t in range(m):
-                if zz[t] > thr or (zz[t] == thr and ties > 0):
-                    if zz[t] == thr:
-                        ties -= 1
-                    out_e[cnt] = e
-                    out_l[cnt] = idx[t]
-                    out_z[cnt] = zz[t]
-                    cnt += 1
-        else:
-            for t in range(m):
-                out_e[cnt] = e
-                out_l[cnt] = idx[t]
-                out_z[cnt] = zz[t]
-                cnt += 1
+            _keep_largest(idx, zz, m, cap)
+            m = cap
+        for t in range(m):
+            out_e[cnt] = e
+            out_l[cnt] = idx[t]
+            out_z[cnt] = zz[t]
+            cnt += 1
     return hinge, total, cnt
 
 

@@ -36,17 +36,20 @@ def points(seed, n, n_classes, d, shift=0.8):
 @settings(max_examples=examples(10), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
-    n=st.integers(16, 40),
+    n=st.integers(16, 160),
     n_classes=st.integers(2, 4),
     k=st.integers(1, 3),
     margin=st.sampled_from([0.0, 0.3, 2.0, np.inf]),
-    cap=st.sampled_from([None, 0, 1, 3]),
+    cap=st.sampled_from([None, 0, 1, 3, 20]),
 )
 @example(seed=0, n=16, n_classes=4, k=3, margin=0.0, cap=None)  # fuzz seed 11: smallest classes of k + 1
 @example(seed=3, n=40, n_classes=2, k=3, margin=np.inf, cap=3)  # the first set's nearest impostors
+@example(seed=4, n=400, n_classes=2, k=2, margin=np.inf, cap=1)  # trimmed while scanning (> 64 candidates)
+@example(seed=5, n=160, n_classes=3, k=2, margin=2.0, cap=20)  # trimmed at 80 candidates
 def test_impostor_scan_matches_the_full_enumeration(seed, n, n_classes, k, margin, cap):
     """Every triplet with z > −margin (less the known ones, at most cap per entry, the largest
-    z) and Σ[z]_+ over all triplets, as the full list gives them."""
+    z, ties to the smaller impostor index) and Σ[z]_+ over all triplets, as the full list gives
+    them."""
     X, y = points(seed, n, n_classes, 3)
     prob = LMNNProblem.linear(X, y, k)
     tr = prob.triplets
@@ -83,6 +86,13 @@ def test_impostor_scan_matches_the_full_enumeration(seed, n, n_classes, k, margi
             mine = zz[e == q]
             rest = z[want[ent == q]]
             assert mine.min() >= np.sort(rest)[::-1][len(mine) - 1] - 1e-12
+        # exactly the entry's cap largest (z descending, then impostor ascending), in index order
+        pick = []
+        for q in range(t_i.size):
+            cand = want[ent == q]
+            cand = cand[np.lexsort((kl[cand], -z[cand]))][:cap]
+            pick.append(np.sort(ke[cand] * n + kl[cand]))
+        assert np.array_equal(e * n + l, np.concatenate(pick) if pick else np.zeros(0, np.int64))
 
 
 @settings(max_examples=examples(6), deadline=None)
