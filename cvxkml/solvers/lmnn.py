@@ -1531,6 +1531,12 @@ _SCAN_ROWS = 256  # points per distance block of the impostor scan
 _LOOSE_TOL = 0.3
 #: the tight solve starts once the *full* gap (full F against the set's bound) is within this
 _FINAL_GAP = 0.1
+#: new impostors per target entry after a tight solve: the set is nearly complete then, but an
+#: entry whose target lies beyond hundreds of impostors (full pendigits: up to 1 102 violated
+#: ones after the first tight solve) took a round per ``cap`` of them (13 rounds, the last five
+#: for one entry); 200, 1 000 and no cap measured alike (reference/lmnn-speed.md), and 1 000
+#: bounds the scan's buffers
+_TIGHT_CAP = 1000
 
 
 def _entry_offsets(target_i, n) -> np.ndarray:
@@ -1765,7 +1771,9 @@ def lmnn_active_set(
     buffer : float, default 0.5
         Triplets with z > −buffer at a round's answer join the set.
     cap : int, default 50
-        At most this many new impostors per target entry per round.
+        At most this many new impostors per target entry per round (after a tight solve at most
+        max(``cap``, 1 000): the set is nearly complete then, and an entry with many violated
+        impostors would otherwise take a round per ``cap`` of them).
     init_cap : int, default 10
         The first set also holds this many nearest impostors of every target entry.
     max_rounds : int, default 50
@@ -1825,7 +1833,8 @@ def lmnn_active_set(
             rs.after_solve(res, skeys)
             ts = time.perf_counter()
             W = U @ psd_factor(X)
-            e, l, z, hinge, _ = impostor_scan(W, codes, target_i, target_j, buffer, cap, known=keys)
+            room = max(cap, _TIGHT_CAP) if final else cap
+            e, l, z, hinge, _ = impostor_scan(W, codes, target_i, target_j, buffer, room, known=keys)
             rs.scan_time += time.perf_counter() - ts
             fresh = sorted_unique(_keys(e, l, n))
             Dt = W[target_i] - W[target_j]
