@@ -591,6 +591,13 @@ class _Setup:
         return self.F.shape[0]
 
     @property
+    def lam_d_it(self) -> np.ndarray:
+        """λ D² in the iteration precision: a float64 vector in the tracked PSD step's
+        products would promote the whole block, and every float32 operand after it, to
+        float64 (copies of F D included)."""
+        return self.lam_d.astype(self.fdt)
+
+    @property
     def r(self) -> int:
         return self.F.shape[1]
 
@@ -917,7 +924,8 @@ class _Step:
 
 def _psd_apply(su: _Setup, st: _State, alpha: float):
     """M V = Y V − α(Fᵀ L(s) F V + λ D² V) without forming M (the tracked PSD step)."""
-    F_it, W_it, deg_it, lam_d = su.F_it, st.W_it, st.deg_it, su.lam_d
+    F_it, W_it, deg_it, lam_d = su.F_it, st.W_it, st.deg_it, su.lam_d_it
+    alpha = float(alpha)  # a NumPy float64 scalar would promote the float32 block
     if st.X_fac is not None:  # Y = X_fac X_facᵀ (plain PDHG)
         Pt = st.X_fac.astype(su.fdt)
 
@@ -1328,11 +1336,12 @@ def _ws_step(ws: _WorkingSet, w: _WSState, st: _State, tracker, k: int):
     su = ws.su
     alpha, beta = st.eta / st.omega, st.eta * st.omega
     Pt = w.X_fac.astype(su.fdt)
+    lam_d, a = su.lam_d_it, float(alpha)  # NumPy float64 scalars or vectors promote the block
 
     def apply_M(V):
         FV = su.F_it @ V
         G = ws.G1_it @ V + su.F_it.T @ ws.laplacian_apply(w.wts, FV)
-        return Pt @ (Pt.T @ V) - alpha * (G + su.lam_d[:, None] * V)
+        return Pt @ (Pt.T @ V) - a * (G + lam_d[:, None] * V)
 
     def build():
         M = w.X - alpha * (ws.adjoint(w.wts, su.F_it, ws.G1) + np.diag(su.lam_d))

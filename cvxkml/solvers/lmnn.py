@@ -1833,8 +1833,8 @@ def lmnn_active_set(
             rs.after_solve(res, skeys)
             ts = time.perf_counter()
             W = U @ psd_factor(X)
-            room = max(cap, _TIGHT_CAP) if final else cap
-            e, l, z, hinge, _ = impostor_scan(W, codes, target_i, target_j, buffer, room, known=keys)
+            per_entry = max(cap, _TIGHT_CAP) if final else cap
+            e, l, z, hinge, _ = impostor_scan(W, codes, target_i, target_j, buffer, per_entry, known=keys)
             rs.scan_time += time.perf_counter() - ts
             fresh = sorted_unique(_keys(e, l, n))
             Dt = W[target_i] - W[target_j]
