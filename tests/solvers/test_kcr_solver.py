@@ -148,3 +148,24 @@ def test_operator_norm_never_overestimates_and_converges(seed):
     est = operator_norm(F, n_iter=60, rtol=1e-10)
     assert est <= true * (1 + 1e-10)
     assert est >= 0.99 * true
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_mixed_precision_psd_step_stays_float32(seed):
+    """The tracked PSD step's product M V runs in the iteration precision: a float64 λD² or a
+    NumPy float64 step size promoted every block (and the Krylov basis after it) to float64."""
+    from cvxkml.solvers.kcr import _initial_state, _psd_apply, _setup
+
+    _, _, _, tau, c, _, F, lam = _instance(seed, n=30)
+    su = _setup(F, tau, c, lam, 1e-6, 0.75, "mixed", True)
+    st = _initial_state(su, None, None)
+    V = np.random.default_rng(seed).normal(size=(su.r, 3)).astype(np.float32)
+    MV = _psd_apply(su, st, np.float64(0.37))(V)
+    assert MV.dtype == np.float32
+    # the same product in float64 from the same float32 data, to float32 accuracy
+    X, W, deg = st.X, st.W_it.astype(np.float64), st.deg_it.astype(np.float64)
+    F64 = su.F_it.astype(np.float64)
+    V64 = V.astype(np.float64)
+    FV = F64 @ V64
+    want = X @ V64 - 0.37 * (F64.T @ (deg[:, None] * FV - W @ FV) + su.lam_d[:, None] * V64)
+    np.testing.assert_allclose(MV, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
