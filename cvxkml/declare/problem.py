@@ -184,10 +184,16 @@ class Problem:
         raise NotImplementedError  # pragma: no cover
 
     # ------------------------------------------------------------------ shared
-    def evaluate(self, primal, dual=None, **info):
+    def evaluate(self, primal, dual=None, *, rtol: float = 1e-6, atol: float | None = None, **info):
         """Wrap a primal point (and duals) as a :class:`~cvxkml.solution.Solution`, every number
         computed here by the problem's own formulas: ``objective(*primal)``,
         ``violations(*primal)`` and, when ``dual`` is given, ``dual_value(dual)``.
+
+        ``converged`` is the recomputed certificate, not a claim: True only when the dual
+        value is finite, the gap f − g is within ``rtol`` · max(|f|, |g|,
+        :meth:`objective_scale`) (or within ``atol`` when given) and the relative violation
+        within ``rtol`` (:meth:`certificate`).  A finite dual value alone certifies nothing:
+        the multipliers of a first iterate give a finite bound far below the objective.
 
         Parameters
         ----------
@@ -197,13 +203,21 @@ class Problem:
             (``best_slack(M)``) where the family defines one.
         dual : array or None
             The multipliers, in ``violations()`` order (``dual_value``'s argument).
-        **info : ``n_iter``, ``time``, ``status``, ``solver``, ``converged`` (default: a dual
-            value is in hand) set those fields; anything else goes to ``Solution.info``.
+        rtol : float
+            Relative tolerance of the certificate (gap and violation); default 1e-6, the
+            fast solvers' own certification tolerance.
+        atol : float or None
+            An absolute tolerance on the gap instead of ``rtol`` · scale (for an optimum at 0).
+        **info : ``n_iter``, ``time``, ``status``, ``solver`` set those fields; ``converged``
+            can only lower the certificate's verdict (``converged=False`` wins, a claimed True
+            that the certificate refutes is False); anything else goes to ``Solution.info``.
 
         Returns
         -------
         Solution
             Nothing in it is the caller's claim; ``cvxkml.testing`` checks it the same way.
+            ``info["certificate"]`` holds :meth:`certificate`'s record (gap, scale and the
+            rule that judged it).
         """
         from ..solution import Solution
 
@@ -215,24 +229,137 @@ class Problem:
         if dual is not None and hasattr(self, "dual_value"):
             dv = float(self.dual_value(dual))
         viol = np.asarray(self.violations(*args), dtype=float)
+        obj = float(self.objective(*args))
         extra = {k: info.pop(k) for k in ("n_iter", "time", "status", "solver", "converged") if k in info}
+        cert = self.certificate(obj, dv, viol, rtol=rtol, atol=atol)
         sol = Solution(
             matrix=np.asarray(args[0], dtype=float),
-            objective=float(self.objective(*args)),
+            objective=obj,
             dual=None if dual is None else np.asarray(dual, dtype=float),
             slack=None if len(args) < 2 or np.ndim(args[1]) != 1 else np.asarray(args[1], dtype=float),
             violations=viol,
             n_iter=int(extra.get("n_iter", 0)),
-            converged=bool(extra.get("converged", dv is not None and np.isfinite(dv))),
+            converged=bool(extra.get("converged", True)) and cert["certified"],
             time=float(extra.get("time", 0.0)),
             status=str(extra.get("status", "evaluated")),
             solver=str(extra.get("solver", "evaluated")),
             dual_value=dv,
             info=dict(info),
         )
+        sol.info["certificate"] = cert
         if hasattr(self, "_max_relative_violation"):
             sol.info.setdefault("max_relative_violation", self._max_relative_violation(viol))
         return sol
+
+    # ------------------------------------------------------------------ the certificate of an answer
+    # What cvxkml.testing (and evaluate) need to recompute a solver's answer.  The defaults are
+    # the generic behaviour for a problem whose primal point is one matrix; a family whose
+    # primal has more parts (a slack vector, a bandwidth, a whitened factor) overrides them.
+    def answer_primal(self, sol) -> tuple:
+        """The primal variables of an answer, as :meth:`objective` and :meth:`violations` take
+        them.  Default: ``(sol.matrix,)``."""
+        return (sol.matrix,)
+
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """Raise :class:`~cvxkml.errors.SolverError` (one line) when the parts of an answer are
+        malformed: None, of the wrong shape, NaN/inf, asymmetric or not PSD.  Default: the
+        matrix is a finite, symmetric, PSD 2-D array (of its own shape: the base class does
+        not know the problem's dimension)."""
+        from .._answer import check_primal_matrix
+
+        M = sol.matrix
+        check_primal_matrix(
+            M, np.shape(M) if np.ndim(M) == 2 else (-1, -1), symmetric_tol=symmetric_tol, psd_tol=psd_tol
+        )
+
+    def answer_objective(self, sol) -> float:
+        """The objective recomputed at the answer's primal point: ``objective(*answer_primal(sol))``."""
+        return float(self.objective(*self.answer_primal(sol)))
+
+    def answer_violations(self, sol) -> np.ndarray:
+        """The violations recomputed at the answer's primal point (one per constraint, in
+        ``violations()`` order): ``violations(*answer_primal(sol))``."""
+        return np.asarray(self.violations(*self.answer_primal(sol)), dtype=float)
+
+    def answer_dual_value(self, sol, objective: float) -> float | None:
+        """The Lagrange dual value recomputed from the answer's multipliers, or None when the
+        answer carries none (or the problem has no ``dual_value``).  ``objective`` is the
+        recomputed objective, for families whose bound needs it.  Default:
+        ``dual_value(sol.dual)``."""
+        if sol.dual is None or not hasattr(self, "dual_value"):
+            return None
+        return float(self.dual_value(sol.dual))
+
+    def dual_value_unverified(self) -> str | None:
+        """Why a reported dual value cannot be recomputed from returned multipliers (it is then
+        kept as reported and flagged), or None when it can.  Default: None when the problem
+        has ``dual_value(dual)``."""
+        return None if hasattr(self, "dual_value") else "the problem has no dual_value(dual) to recompute it"
+
+    def relative_violation_of(self, violations) -> float:
+        """The largest violation, relative to each constraint's own scale when the problem
+        knows it (a spectral problem: max(1, |target|)); otherwise the absolute largest."""
+        viol = np.asarray(violations, dtype=float)
+        rel = getattr(self, "_max_relative_violation", None)
+        return float(rel(viol)) if rel is not None else float(np.max(viol, initial=0.0))
+
+    def objective_scale(self) -> float:
+        """The unit of this problem's objective: a magnitude below which a difference of
+        objective values is round-off, not progress.  Certificates are judged relative to
+        max(|f|, |g|, ``objective_scale()``) (:meth:`certificate`) — the answer's own
+        objective and bound, never a fixed 1, which would wave through every answer of an
+        objective of order 1e-4.  Default: 1e-6, a round-off floor only (an optimum at 0 is
+        then held to an absolute 1e-12 at rtol = 1e-6); a family whose objective has a
+        natural unit of its data states it here, and a user may pass ``atol`` instead."""
+        return 1e-6
+
+    def whitened_geometry(self):
+        """``(whiten, T, regularizer)`` when the primal matrix is M = T X̂ Tᵀ and the objective
+        is Σ f_s(λ_i(X̂)) plus linear and convex terms (``whiten(M)`` returns X̂ or None), so
+        that a strong-convexity bound of f_s gives a distance to the unique optimum; None
+        otherwise.  Default: the problem's own ``whiten``, ``T`` and ``regularizer`` when it
+        has all three."""
+        parts = tuple(getattr(self, name, None) for name in ("whiten", "T", "regularizer"))
+        return None if any(p is None for p in parts) else parts
+
+    def certificate(self, objective: float, dual_value, violations, *, rtol: float = 1e-6, atol=None) -> dict:
+        """The certificate of a primal point and a dual value (recomputed numbers, not claims).
+
+        The gap f − g is judged against ``atol`` when given (an absolute tolerance the user
+        sets), else against ``rtol`` · S with S = max(|f|, |g|, :meth:`objective_scale`): the
+        answer's own magnitude, so an objective of 1e-4 is held to 1e-10 at rtol = 1e-6, not
+        to 1e-6.  The violation is :meth:`relative_violation_of`, judged against ``rtol``.
+
+        Returns
+        -------
+        dict
+            ``gap`` (f − g, None without a finite dual value), ``relative_gap`` (gap / S),
+            ``scale`` (S), ``scale_rule`` (one line: which scale judged the gap),
+            ``gap_tol`` (the absolute tolerance applied), ``relative_violation`` and
+            ``certified`` (a finite bound, |gap| <= gap_tol and violation <= rtol).
+        """
+        f = float(objective)
+        g = None if dual_value is None or not np.isfinite(dual_value) else float(dual_value)
+        unit = float(self.objective_scale())
+        scale = max(abs(f), 0.0 if g is None else abs(g), unit)
+        if atol is not None:
+            tol, rule = float(atol), f"absolute: |gap| <= atol = {float(atol):.3g}"
+        else:
+            tol = float(rtol) * scale
+            rule = f"relative to max(|f|, |g|, objective_scale()) = {scale:.3g} (rtol {float(rtol):.3g})"
+        viol = self.relative_violation_of(violations)
+        gap = None if g is None or not np.isfinite(f) else f - g
+        rel = None if gap is None else (gap / scale if scale > 0 else (0.0 if gap == 0 else np.sign(gap) * np.inf))
+        certified = gap is not None and abs(gap) <= tol and viol <= float(rtol)
+        return {
+            "gap": gap,
+            "relative_gap": rel,
+            "scale": scale,
+            "scale_rule": rule,
+            "gap_tol": tol,
+            "relative_violation": viol,
+            "certified": bool(certified),
+        }
 
     def _limit_lookup(self, table: dict) -> int | None:
         """The limit of this problem in ``table``: the class and then its bases, each as
@@ -240,6 +367,8 @@ class Problem:
         a ``SpectralProblem`` composed by hand).  A problem with constraint families besides
         pairs also looks up ``"[Regularizer]+mixed"`` (every family at once, measured
         separately: more constraint types cost more) and takes the smaller limit."""
+        if self.user_parts():
+            return None  # a user's part was never measured: unknown, not its parent's limit
         reg = getattr(self, "regularizer", None)
         reg_name = None if reg is None else _library_name(type(reg))
         found = None
@@ -256,12 +385,20 @@ class Problem:
             found = m if found is None else min(found, m)
         return found
 
+    def user_parts(self) -> list[str]:
+        """The parts of this problem's exact model that a user declared (a regularizer or a
+        constraint family whose CVXPY form cvxkml never measured); empty for the library's
+        own.  :meth:`exact_limit` is unknown (None) when there is one."""
+        return []
+
     def exact_limit(self) -> int | None:
         """The largest :meth:`exact_size` whose default exact solve took at most 60 s and
         4 GiB on the reference machine (:data:`cvxkml.declare._limits.EXACT_LIMITS`,
-        ``reference/exact-limits.md``), or None when the family was not measured.  The class
-        and then its bases are looked up, each as ``"Class[Regularizer]"`` (spectral problems)
-        before ``"Class"``, so a user's subclass inherits its parent's limit."""
+        ``reference/exact-limits.md``), or None when the family was not measured — and
+        whenever the model holds a user's part (:meth:`user_parts`: its cost is unknown, and
+        a parent's limit would be a promise nobody measured).  The class and then its bases
+        are looked up, each as ``"Class[Regularizer]"`` (spectral problems) before
+        ``"Class"``, so a user's subclass that keeps the model inherits its parent's limit."""
         from ._limits import EXACT_LIMITS
 
         return self._limit_lookup(EXACT_LIMITS)

@@ -40,9 +40,13 @@ def compare(problem, solvers: dict, budgets=None, optimum: float | None = None) 
     list of dict
         One row per (solver, budget), a tidy table: ``solver``, ``budget``, ``n_iter``,
         ``time`` (s, measured here), ``objective`` (recomputed), ``suboptimality``
-        (objective − f*) / max(1, |f*|), ``violation`` (recomputed relative),
-        ``gap`` (the answer's own recomputed relative certificate, or None), ``converged``,
-        ``error`` (None, or why the answer failed validation; then the numbers are NaN).
+        (objective − f*) / S, ``violation`` (recomputed relative), ``gap`` (the answer's own
+        recomputed certificate relative to max(|f|, |g|, ``objective_scale()``), or None),
+        ``converged`` (the solver's claim **and** its recomputed certificate within the
+        answer's ``info["gap_tol"]``, else 1e-6: a claim the certificate refutes is recorded
+        False, with ``refuted`` True), ``scale_rule`` (which scale judged it), ``error`` (None,
+        or why the answer failed validation; then the numbers are NaN).  S =
+        max(|f*|, ``problem.objective_scale()``), floored at the smallest positive float.
         ``ConvergenceWarning`` of unconverged budgets is silenced (the rows say it).
     """
     from ._reference import relative_violation, trusted_reference
@@ -53,7 +57,9 @@ def compare(problem, solvers: dict, budgets=None, optimum: float | None = None) 
     budgets = default_budgets() if budgets is None else [int(b) for b in budgets]
     if optimum is None:
         optimum = float(trusted_reference(problem).objective)
-    scale = max(1.0, abs(optimum))
+    from ._validate import _hook
+
+    scale = max(abs(optimum), float(_hook(problem, "objective_scale")()), 1e-300)
     rows = []
     for name, solve in solvers.items():
         for budget in budgets:
@@ -67,6 +73,8 @@ def compare(problem, solvers: dict, budgets=None, optimum: float | None = None) 
                 "violation": np.nan,
                 "gap": None,
                 "converged": False,
+                "refuted": False,
+                "scale_rule": None,
                 "error": None,
             }
             t0 = time.perf_counter()
@@ -82,13 +90,18 @@ def compare(problem, solvers: dict, budgets=None, optimum: float | None = None) 
                 row["error"] = f"{type(exc).__name__}: {exc}"
                 rows.append(row)
                 continue
+            cert = _hook(problem, "certificate")(
+                sol.objective, sol.dual_value, sol.violations, rtol=float(sol.info.get("gap_tol", 1e-6))
+            )
             row.update(
                 n_iter=sol.n_iter,
                 objective=sol.objective,
-                converged=bool(sol.converged),
+                converged=bool(sol.converged) and cert["certified"],
+                refuted=bool(sol.converged) and not cert["certified"],
+                scale_rule=cert["scale_rule"],
                 suboptimality=(sol.objective - optimum) / scale,
                 violation=relative_violation(problem, sol),
-                gap=None if sol.gap is None else sol.gap / max(1.0, abs(sol.objective)),
+                gap=cert["relative_gap"],
             )
             rows.append(row)
     return rows
@@ -116,6 +129,6 @@ def plot_comparison(rows, x: str = "time", ax=None, floor: float = 1e-12):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("time (s)" if x == "time" else "iteration budget")
-    ax.set_ylabel("|f − f*| / max(1, |f*|)  (dashed: violation)")
+    ax.set_ylabel("|f − f*| / |f*|  (dashed: violation)")
     ax.legend()
     return ax

@@ -19,6 +19,7 @@ def check_regularizer(reg, seed: int = 0, n_points: int = 40, rtol: float = 1e-6
     Checks, each on ``n_points`` random points:
 
     1. the CVXPY form ``cvx(X)`` is convex (DCP) and equals ``value(X)`` = Σ f_s(λ_i(X))
+       (a form with auxiliary variables, ``(expression, constraints)``: its minimum over them)
        on random positive definite X;
     2. Fenchel–Young: f_s(x) + f*_s(μ) >= xμ for x >= 0, with equality at
        x = ``conj_grad_s(μ)`` (so ``conj_s`` is the conjugate over x >= 0 and
@@ -40,6 +41,8 @@ def check_regularizer(reg, seed: int = 0, n_points: int = 40, rtol: float = 1e-6
     """
     import cvxpy as cp
 
+    from ..declare.base import cvx_part
+
     rng = np.random.default_rng(seed)
     reg.check_theorem4()
     out = {}
@@ -50,10 +53,17 @@ def check_regularizer(reg, seed: int = 0, n_points: int = 40, rtol: float = 1e-6
         B = rng.normal(size=(r, r))
         A = B @ B.T / r + 0.1 * np.eye(r)
         X = cp.Variable((r, r), symmetric=True)
-        expr = reg.cvx(X)
+        expr, aux = cvx_part(reg.cvx(X), f"{type(reg).__name__}.cvx")
         assert expr.is_convex(), f"{reg!r}: cvx(X) is not convex under DCP rules"
-        X.value = A
-        got, want = float(expr.value), reg.value(A)
+        if aux:  # auxiliary variables: the form's value at A is its minimum over them
+            fixed = cp.Problem(cp.Minimize(expr), [*aux, X == A])
+            fixed.solve(solver="CLARABEL")
+            assert fixed.status == cp.OPTIMAL, f"{reg!r}: cvx(X) with its constraints is {fixed.status} at X = A"
+            got = float(fixed.value)
+        else:
+            X.value = A
+            got = float(expr.value)
+        want = reg.value(A)
         e = abs(got - want) / max(1.0, abs(want))
         assert e <= rtol, f"{reg!r}: cvx(X) = {got!r} but value(X) = {want!r} at X = {A.tolist()}"
         err = max(err, e)
@@ -122,6 +132,7 @@ def cross_check(
     seed: int = 0,
     solver=None,
     distance_rtol: float | None = None,
+    atol: float | None = None,
     **solve_kw,
 ) -> dict:
     """Validate a problem's fast solve against its trusted exact model on many draws.
@@ -147,6 +158,9 @@ def cross_check(
         Largest accepted ‖M − M*‖_F / ‖M*‖_F where the optimum is unique; None: the bound
         derived from ``rtol`` (:func:`assert_matches_reference`), which is sound but of order
         sqrt(rtol) — pass e.g. 1e-4 to catch an answer 1e-3 off the optimum at rtol = 1e-6.
+    atol : float or None
+        An absolute tolerance on objective differences instead of ``rtol`` · S (S the
+        answers' own magnitude, :func:`assert_matches_reference`), for optima at 0.
     **solve_kw
         Passed to ``problem.solve``.
 
@@ -154,8 +168,10 @@ def cross_check(
     -------
     dict with ``draws``, ``checked``, ``discarded`` (untrusted reference or infeasible),
     ``max_gap`` (largest relative |fast − exact| objective difference, recomputed),
-    ``max_distance`` (largest ‖M − M*‖_F/‖M*‖_F where the optimum is unique; absent otherwise)
-    and ``failures`` (list of (problem, message)).  Failures of the solver under test are
+    ``max_distance`` (largest ‖M − M*‖_F/‖M*‖_F where the optimum is unique; absent otherwise),
+    ``distance_unchecked`` (the draws whose distance could not be checked, with the reason:
+    one line each distinct reason, never silently skipped), ``scale_rule`` (the scale that
+    judged the last draw) and ``failures`` (list of (problem, message)).  Failures of the solver under test are
     tallied, never raised; a problem whose exact model cannot be certified at all (e.g. a
     regularizer without a conjugate) raises :class:`~cvxkml.errors.InvalidInputError`.
     """
@@ -175,7 +191,7 @@ def cross_check(
         items = (problems_or_strategy(seed + k) for k in range(n_draws))
     else:
         items = problems_or_strategy
-    out = {"draws": 0, "checked": 0, "discarded": 0, "max_gap": 0.0, "failures": []}
+    out = {"draws": 0, "checked": 0, "discarded": 0, "max_gap": 0.0, "failures": [], "distance_unchecked": {}}
     for prob in items:
         out["draws"] += 1
         try:
@@ -185,14 +201,20 @@ def cross_check(
             continue
         try:
             fast = solve_fast_honestly(prob, **solve_kw) if solver is None else solver(prob)
-            res = assert_matches_reference(prob, fast, exact, rtol=rtol, viol=rtol, distance_rtol=distance_rtol)
+            res = assert_matches_reference(
+                prob, fast, exact, rtol=rtol, viol=rtol, distance_rtol=distance_rtol, atol=atol
+            )
         except Exception as exc:  # noqa: BLE001 - a crash of the solver under test is a failure
             out["failures"].append((prob, f"{type(exc).__name__}: {exc}"))
             continue
         out["checked"] += 1
         out["max_gap"] = max(out["max_gap"], res["rel_diff"])
+        out["scale_rule"] = res["scale_rule"]
         if res["distance"] is not None:
             out["max_distance"] = max(out.get("max_distance", 0.0), res["distance"])
+        else:
+            notes = out["distance_unchecked"]
+            notes[res["distance_note"]] = notes.get(res["distance_note"], 0) + 1
     return out
 
 
@@ -245,7 +267,8 @@ def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True
     -------
     dict with ``exact_objective``, ``exact_gap`` (relative certificate), ``exact_time``, and
     with a fast solver ``fast_gap``, ``rel_diff`` (relative objective difference),
-    ``fast_time``.  Raises AssertionError naming what broke, and
+    ``fast_time``, ``scale_rule`` (the scale that judged them) and ``distance_note`` (None, or
+    why the distance to the optimum was not checked).  Raises AssertionError naming what broke, and
     :class:`UntrustedReference` / InfeasibleError when the exact side cannot be trusted
     (the caller counts those draws as discarded).
     """
@@ -276,7 +299,7 @@ def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True
     out = {
         "exact_time": time.perf_counter() - t0,
         "exact_objective": float(exact.objective),
-        "exact_gap": float(exact.gap) / _scale(exact),
+        "exact_gap": float(exact.gap) / max(_scale(exact, problem), 1e-300),
     }
     assert exact.converged, f"{name}: a trusted reference must say converged=True: {exact}"
     if not fast:
@@ -290,9 +313,10 @@ def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True
     out["fast_time"] = time.perf_counter() - t0
     assert fast_sol.converged, f"{name}: the fast solve did not certify: {fast_sol}"
     assert fast_sol.gap is not None, f"{name}: a converged fast solve carries no certificate"
-    assert_matches_reference(problem, fast_sol, exact, rtol=rtol, viol=rtol)
-    out["fast_gap"] = float(fast_sol.gap) / _scale(fast_sol)
-    out["rel_diff"] = abs(fast_sol.objective - exact.objective) / max(_scale(fast_sol), _scale(exact))
+    res = assert_matches_reference(problem, fast_sol, exact, rtol=rtol, viol=rtol)
+    out["fast_gap"] = float(fast_sol.gap) / max(_scale(fast_sol, problem), 1e-300)
+    out["rel_diff"] = res["rel_diff"]
+    out["scale_rule"], out["distance_note"] = res["scale_rule"], res["distance_note"]
     return out
 
 

@@ -18,8 +18,23 @@ class UntrustedReference(CvxkmlError):
     """No conic solve of the exact model met the trust rules (status, certificate, violations)."""
 
 
-def _scale(sol) -> float:
-    return max(1.0, abs(float(sol.objective)))
+def _scale(sol, problem=None) -> float:
+    """The magnitude a certificate of ``sol`` is judged against: max(|f|, |g|,
+    ``problem.objective_scale()``) (:meth:`cvxkml.declare.Problem.certificate`), never a
+    fixed 1, which would wave through every answer of a small objective."""
+    from ._validate import _hook
+
+    unit = 0.0 if problem is None else float(_hook(problem, "objective_scale")())
+    dv = sol.dual_value
+    g = abs(float(dv)) if dv is not None and np.isfinite(dv) else 0.0
+    return max(abs(float(sol.objective)), g, unit)
+
+
+def _scale_rule(scale: float, rtol: float, atol) -> tuple:
+    """(absolute tolerance, one line naming the scale that sets it)."""
+    if atol is not None:
+        return float(atol), f"absolute: atol = {float(atol):.3g}"
+    return rtol * scale, f"relative to max(|f|, |g|, objective_scale()) = {scale:.3g} (rtol {rtol:.3g})"
 
 
 def relative_violation(problem, sol) -> float:
@@ -42,8 +57,8 @@ def _untrusted_reason(problem, sol, cert_rtol, viol_tol, require_certificate) ->
     if gap is None:
         if require_certificate:
             return "no certificate (dual value)"
-    elif abs(gap) > cert_rtol * _scale(sol):
-        return f"certificate {gap:.3g} beyond {cert_rtol:g} x {_scale(sol):.3g}"
+    elif abs(gap) > cert_rtol * _scale(sol, problem):
+        return f"certificate {gap:.3g} beyond {cert_rtol:g} x {_scale(sol, problem):.3g}"
     viol = relative_violation(problem, sol)
     if viol > viol_tol:
         return f"violation {viol:.3g} > {viol_tol:g}"
@@ -69,7 +84,8 @@ def trusted_reference(
     problem : problem
         A declared problem with ``solve_reference(solver=, eps=, accept_inaccurate=)``.
     cert_rtol : float
-        Largest accepted |objective − dual value| relative to max(1, |objective|).
+        Largest accepted |objective − dual value| relative to max(|objective|, |dual value|,
+        ``problem.objective_scale()``).
     viol_tol : float
         Largest accepted (relative) constraint violation.
     require_certificate : bool
@@ -185,14 +201,15 @@ def discards() -> dict:
     return dict(_DISCARDS)
 
 
-def solve_fast_honestly(problem, gap_rtol: float | None = None, **kw):
+def solve_fast_honestly(problem, gap_rtol: float | None = None, atol: float | None = None, **kw):
     """``problem.solve(**kw)``, asserting the honesty rule: it warns (ConvergenceWarning)
     exactly when it returns ``converged=False``; and the answer survives
     :func:`~cvxkml.testing.validate_answer` (matrix finite, of the problem's shape, symmetric
     and PSD; reported objective, violations and dual value equal to their recomputation from
-    the returned point and duals; a converged solution carries a certificate no more negative
-    than ``gap_rtol`` (default: the solve's own ``info["gap_tol"]``, else 1e-6) times
-    max(1, |objective|)).  Returns the solver's own Solution."""
+    the returned point and duals; a converged solution carries a certificate within
+    ``gap_rtol`` (default: the solve's own ``info["gap_tol"]``, else 1e-6) times
+    max(|f|, |g|, ``problem.objective_scale()``), or within ``atol`` when given).  Returns the
+    solver's own Solution."""
     from ._validate import validate_answer
 
     with warnings.catch_warnings(record=True) as rec:
@@ -202,43 +219,62 @@ def solve_fast_honestly(problem, gap_rtol: float | None = None, **kw):
     assert warned == (not sol.converged), (
         f"a non-converged solve must warn, a converged one must not (converged={sol.converged}, warned={warned})"
     )
-    validate_answer(problem, sol, gap_rtol=gap_rtol if gap_rtol is not None else sol.info.get("gap_tol", 1e-6))
+    validate_answer(
+        problem, sol, gap_rtol=gap_rtol if gap_rtol is not None else sol.info.get("gap_tol", 1e-6), atol=atol
+    )
     return sol
 
 
 def assert_matches_reference(
-    problem, fast, exact, rtol: float = 1e-6, viol: float = 1e-6, distance_rtol: float | None = None
+    problem,
+    fast,
+    exact,
+    rtol: float = 1e-6,
+    viol: float = 1e-6,
+    distance_rtol: float | None = None,
+    atol: float | None = None,
 ) -> dict:
     """Assert that a certified fast answer agrees with a trusted reference, recomputing the
     fast side from what it returned (never its reported numbers).
 
+    Every objective comparison is judged against ``tol`` = ``rtol`` · S with
+    S = max(|f|, |g| of both answers, ``problem.objective_scale()``) — the answers' own
+    magnitude, so an optimum of 4e-4 is held to 4e-10 at rtol = 1e-6 — or against ``atol``
+    when given (an absolute tolerance, for an optimum at 0).
+
     * ``fast`` (a :class:`~cvxkml.solution.Solution`, a bare matrix or ``(matrix, duals)``)
       passes :func:`~cvxkml.testing.validate_answer`: the matrix is finite, of the problem's
       shape, symmetric and PSD; its reported objective, violations and dual value equal their
-      recomputation; ``converged=True`` carries a certificate that is not negative beyond
-      ``rtol``; its dual value is not above the reference optimum (+ ``rtol``·scale);
+      recomputation; ``converged=True`` carries a certificate within ``rtol``; its dual value
+      is not above the reference optimum (+ ``tol``);
     * it says ``converged=True``;
     * it is feasible: recomputed relative violation <= ``viol``;
     * weak duality across the two: each lower bound (dual value) is at most the other's
-      objective + ``rtol``·scale;
-    * the fast objective is within ``rtol``·scale of the best lower bound, of its own lower bound
+      objective + ``tol``;
+    * the fast objective is within ``tol`` of the best lower bound, of its own lower bound
       when it has one, and of the reference objective;
     * where the objective is strongly convex on the feasible set (unique optimum,
       :func:`~cvxkml.testing.strong_convexity`): ‖M − M*‖_F / ‖M*‖_F <= ``distance_rtol``,
-      default ``2 · bound`` with ``bound`` derived from ``rtol``
+      default ``2 · bound`` with ``bound`` derived from ``tol``
       (:func:`~cvxkml.testing.distance_bound`: ‖T‖₂² (sqrt(2 g_f/σ) + sqrt(2 g_e/σ)) / ‖M*‖_F,
-      g_f = rtol·scale, g_e the reference's own certified gap).
+      g_f = tol, g_e the reference's own certified gap).  Where it cannot be checked, the
+      report says why (``distance_note``).
 
     Returns
     -------
-    dict with ``rel_diff``, ``fast_gap`` (relative, recomputed), and ``distance`` / ``distance_bound``
-    (None where the optimum is not known to be unique).
+    dict with ``rel_diff`` (|f_fast − f_exact| / S), ``fast_gap`` (relative, recomputed),
+    ``scale`` and ``scale_rule`` (which scale judged the comparisons), ``distance`` /
+    ``distance_bound`` (None where the optimum is not known to be unique) and
+    ``distance_note`` (None, or one line: why the distance was not checked).
     """
     from ._validate import distance_bound, validate_answer
 
     bare = not isinstance(fast, Solution)  # a bare answer claims nothing: no converged flag
-    fast = validate_answer(problem, fast, gap_rtol=rtol, optimum=float(exact.objective), opt_rtol=rtol)
-    scale = max(_scale(fast), _scale(exact))
+    fast = validate_answer(
+        problem, fast, gap_rtol=rtol, viol_rtol=viol, atol=atol, optimum=float(exact.objective), opt_rtol=rtol
+    )
+    scale = max(_scale(fast, problem), _scale(exact, problem))
+    tol, rule = _scale_rule(scale, rtol, atol)
     assert bare or fast.converged, (
         f"the fast solution says converged=False (status {fast.status!r}): it is not a certified answer"
     )
@@ -246,35 +282,43 @@ def assert_matches_reference(
     assert rv <= viol, f"fast solution infeasible: recomputed relative violation {rv:.3g} > {viol:g}: {fast}"
     lower = [s.dual_value for s in (fast, exact) if s.dual_value is not None and np.isfinite(s.dual_value)]
     for lb in lower:
-        assert lb <= fast.objective + rtol * scale and lb <= exact.objective + rtol * scale, (
-            f"a lower bound exceeds an objective (weak duality): fast={fast}, exact={exact}"
+        assert lb <= fast.objective + tol and lb <= exact.objective + tol, (
+            f"a lower bound exceeds an objective (weak duality, {rule}): fast={fast}, exact={exact}"
         )
     if lower:
-        assert fast.objective - max(lower) <= rtol * scale, (
-            f"fast objective above the best lower bound by more than rtol: fast={fast}, exact={exact}"
+        assert fast.objective - max(lower) <= tol, (
+            f"fast objective above the best lower bound by more than {tol:.3g} ({rule}): fast={fast}, exact={exact}"
         )
     if fast.dual_value is not None:
-        assert fast.objective - fast.dual_value <= rtol * scale, (
+        assert fast.objective - fast.dual_value <= tol, (
             f"the fast solution's own certificate does not certify it: objective {fast.objective:.12g} − "
-            f"its recomputed dual value {fast.dual_value:.12g} > rtol {rtol:g} × {scale:.3g}"
+            f"its recomputed dual value {fast.dual_value:.12g} > {tol:.3g} ({rule})"
         )
-    assert abs(fast.objective - exact.objective) <= rtol * scale, (
+    assert abs(fast.objective - exact.objective) <= tol, (
         f"fast objective {fast.objective:.12g} (recomputed) differs from the reference {exact.objective:.12g} "
-        f"by more than rtol {rtol:g} × {scale:.3g}"
+        f"by more than {tol:.3g} ({rule})"
     )
     out = {
-        "rel_diff": abs(fast.objective - exact.objective) / scale,
-        "fast_gap": None if fast.gap is None else fast.gap / _scale(fast),
+        "rel_diff": abs(fast.objective - exact.objective) / scale if scale > 0 else 0.0,
+        "fast_gap": None if fast.gap is None or scale == 0 else fast.gap / scale,
+        "scale": scale,
+        "scale_rule": rule,
         "distance": None,
         "distance_bound": None,
+        "distance_note": None,
     }
     gap_e = exact.gap if exact.gap is not None else np.inf
-    dist = distance_bound(problem, fast, exact, rtol * scale, max(gap_e, 0.0)) if np.isfinite(gap_e) else None
-    if dist is not None:
-        limit = 2.0 * dist["bound"] if distance_rtol is None else distance_rtol
-        out["distance"], out["distance_bound"] = dist["distance"], limit
-        assert dist["distance"] <= limit, (
-            f"the fast matrix is {dist['distance']:.3g} away from the unique optimum (relative Frobenius), "
-            f"beyond {limit:.3g} (derived from rtol {rtol:g}: strong convexity σ = {dist['sigma']:.3g})"
-        )
+    if not np.isfinite(gap_e):
+        out["distance_note"] = "distance not checked: the reference carries no certified gap"
+        return out
+    dist = distance_bound(problem, fast, exact, tol, max(gap_e, 0.0))
+    if dist["distance"] is None:
+        out["distance_note"] = f"distance not checked: {dist['reason']}"
+        return out
+    limit = 2.0 * dist["bound"] if distance_rtol is None else distance_rtol
+    out["distance"], out["distance_bound"] = dist["distance"], limit
+    assert dist["distance"] <= limit, (
+        f"the fast matrix is {dist['distance']:.3g} away from the unique optimum (relative Frobenius), "
+        f"beyond {limit:.3g} (derived from rtol {rtol:g}: strong convexity σ = {dist['sigma']:.3g})"
+    )
     return out

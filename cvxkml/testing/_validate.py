@@ -14,11 +14,24 @@ returned primal point and duals (``problem.objective``, ``problem.violations``,
 * ``converged=True`` comes without a certificate, or the recomputed certificate is negative
   beyond ``gap_rtol``; a dual value above a trusted optimum (``optimum``) is not a lower bound.
 
-Families: a table maps each cvxkml problem class to its primal variables (``(M, ξ)`` of a
-spectral problem, ``(Σ, h̃)`` of KCR, ``β`` of the spectral re-weighting, …) and to the way its
-dual value is recomputed.  A family whose reported bound is not a function of the returned
-duals (the MKL weight steps, ``ExtendedProblem``'s conic dual objective) keeps the reported
-bound and says so in ``info["dual_value_unverified"]``.
+* ``converged=True`` comes with a recomputed certificate that does not certify: the gap
+  f − g beyond ``gap_rtol`` · S (or beyond ``atol``) or the relative violation beyond
+  ``viol_rtol`` — no reference solution needed.
+
+Scale: every gap is judged against ``atol`` when the caller sets one, else relative to
+S = max(|f|, |g|, ``problem.objective_scale()``) — the answer's own magnitude and the
+problem's declared unit, never a fixed 1 (which waves through any answer of an objective of
+order 1e-4).  ``info["certificate"]["scale_rule"]`` says which scale judged it.
+
+Families: the problem's own hooks (:class:`~cvxkml.declare.Problem`: ``answer_primal``,
+``check_answer``, ``answer_objective``, ``answer_violations``, ``answer_dual_value``,
+``dual_value_unverified``, ``relative_violation_of``, ``certificate``, ``whitened_geometry``)
+say what an answer is made of and how its certificate is recomputed.  cvxkml's own families
+that do not override them yet are described by the transitional adapters of
+``_TRANSITIONAL`` below (one per family, to be deleted as each family overrides the hooks).
+A family whose reported bound is not a function of the returned duals (the MKL weight
+steps, ``ExtendedProblem``'s conic dual objective) keeps the reported bound and says so in
+``info["dual_value_unverified"]``.
 """
 
 from __future__ import annotations
@@ -43,17 +56,60 @@ __all__ = ["validate_answer", "as_solution", "strong_convexity", "distance_bound
 
 
 class _Spec:
-    """What one family's answer is made of."""
+    """What one answer is made of: its checks, and how its certificate is recomputed."""
 
     def __init__(self, obj_args, viol_args, checks, dual=None, unverified=None, base=None):
         self.obj_args, self.viol_args = obj_args, viol_args
         self.checks = checks  # callables doing the shape/finite/sym/PSD checks
         self.dual = dual  # callable objective -> recomputed dual value, or None
         self.unverified = unverified  # why a reported dual value cannot be recomputed
-        self.base = base  # the spectral problem the matrix belongs to (distances)
+        self.base = base  # the problem whose hooks judge the certificate (and give distances)
         self.objective = self.violations = None  # callables overriding problem.objective(*args)
 
 
+class _Generic:
+    """An object that has ``objective``/``violations`` but is not a
+    :class:`~cvxkml.declare.Problem`, seen through the Problem base class's generic hooks."""
+
+    def __init__(self, obj):
+        self._obj = obj
+
+    def __getattr__(self, name):
+        from ..declare.problem import Problem
+
+        found = getattr(self._obj, name, None)
+        if found is not None:
+            return found
+        return getattr(Problem, name).__get__(self)  # AttributeError when neither has it
+
+
+def _hook(problem, name):
+    """``problem.<name>``, or the :class:`~cvxkml.declare.Problem` generic hook for an object
+    that only has the formulas."""
+    found = getattr(problem, name, None)
+    return found if found is not None else getattr(_Generic(problem), name)
+
+
+def _hook_spec(problem, sol, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL) -> _Spec:
+    """The answer described by the problem's own hooks (the interface every family will use)."""
+    unverified = _hook(problem, "dual_value_unverified")()
+    dual = None
+    if sol.dual is not None and unverified is None:
+        dual = lambda obj: _hook(problem, "answer_dual_value")(sol, obj)
+    spec = _Spec(
+        None, None, [lambda: _hook(problem, "check_answer")(sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)]
+    )
+    spec.dual, spec.unverified, spec.base = dual, unverified, problem
+    spec.objective = lambda: _hook(problem, "answer_objective")(sol)
+    spec.violations = lambda: _hook(problem, "answer_violations")(sol)
+    return spec
+
+
+# --------------------------------------------------------------------------- transitional adapters
+# cvxkml's own families whose classes do not override the answer hooks yet (their modules are
+# edited elsewhere).  Each adapter is what that family's override of answer_primal /
+# check_answer / answer_objective / answer_violations / answer_dual_value /
+# dual_value_unverified / whitened_geometry must do; the table goes when the overrides land.
 def _matrix_check(M, n, what="matrix", **kw):
     return lambda: check_primal_matrix(M, n, what=what, **kw)
 
@@ -86,114 +142,166 @@ def _as_checked(a, **kw):
     return check_primal_vector(a, np.size(a) if np.ndim(a) == 1 else -1, what="primal point")
 
 
-def _family_spec(problem, sol, **kw) -> _Spec:
+_CONIC_DUAL = "the conic solver's dual objective (no closed-form Lagrange dual)"
+_WEIGHT_STEP = "the weight step's bound is not a function of returned duals"
+
+
+def _iplr_spec(problem, sol, **kw):  # needs: IPLR hooks delegating to problem.reduced
+    return _spectral_spec(problem, sol, base=problem.reduced, **kw)
+
+
+def _extended_spec(problem, sol, **kw):  # needs: ExtendedProblem hooks (base's checks, unverified dual)
+    if hasattr(problem.base, "whiten") and hasattr(problem.base, "M0"):
+        spec = _spectral_spec(problem, sol, base=problem.base, **kw)
+        spec.dual, spec.unverified = None, _CONIC_DUAL
+        return spec
+    # an extended LMNN/KCR/MKL/Yeung problem: its primal in user coordinates is sol.matrix
+    return _Spec((sol.matrix,), (sol.matrix,), [lambda: _as_checked(sol.matrix, **kw)], unverified=_CONIC_DUAL)
+
+
+def _lmnn_spec(problem, sol, **kw):  # needs: LMNNProblem hooks (X̂ in info['X'], objective_whitened)
+    D = problem.matrix_dim  # D (features) or r (the span space)
+    checks = [_matrix_check(sol.matrix, D, what="matrix A", **kw)]
+    Xh = sol.info.get("X")
+    xi = () if sol.slack is None else (sol.slack,)
+    if sol.slack is not None:
+        checks.append(_vector_check(sol.slack, problem.triplets.n_triplets, "slack ξ"))
+    if Xh is not None:
+        # the family's own primal variable is the whitened X̂ (A = V S⁻¹ X̂ S⁻¹ Vᵀ is evaluated
+        # through it: its condition reaches 1/rank_rtol², LMNNProblem.objective_whitened)
+        checks.append(_matrix_check(Xh, problem.rank, what="whitened matrix X̂ (info['X'])", **kw))
+
+        def consistent():
+            A = problem.answer_matrix(Xh, sol.info.get("complement"))
+            err = float(np.linalg.norm(np.asarray(sol.matrix, dtype=float) - A))
+            if err > SYMMETRIC_TOL * max(float(np.linalg.norm(A)), 1e-300):
+                raise SolverError(
+                    f"The returned matrix A is not the map of the returned X̂ (info['X']): "
+                    f"‖A − A(X̂)‖_F / ‖A(X̂)‖_F = {err / max(float(np.linalg.norm(A)), 1e-300):.3g}."
+                )
+
+        checks.append(consistent)
+        objective = lambda: problem.objective_whitened(Xh)
+        violations = lambda: problem.violations_whitened(Xh, *xi)
+    else:
+        objective = lambda: problem.objective(sol.matrix)
+        violations = lambda: problem.violations(sol.matrix, *xi)
+    dual = None
+    if sol.dual is not None:
+        checks.append(_vector_check(sol.dual, problem.triplets.n_triplets, "dual α"))
+        dual = lambda obj: problem.dual_value(sol.dual, objective_bound=obj)
+    spec = _Spec(None, None, checks, dual)
+    spec.objective, spec.violations = objective, violations
+    return spec
+
+
+def _kcr_spec(problem, sol, **kw):  # needs: KCR hooks (primal (Σ, info['h']), dual matrix s)
+    h = sol.info.get("h")
+    checks = [
+        _matrix_check(sol.matrix, problem.n, what="matrix Σ", **kw),
+        lambda: check_scalar(h, "bandwidth h (info['h'])"),
+    ]
+    dual = None
+    if sol.dual is not None:
+        checks.append(
+            lambda: check_primal_matrix(sol.dual, problem.n, what="dual weights s", psd=False, symmetric_tol=np.inf)
+        )
+        dual = lambda obj: problem.dual_value(sol.dual)
+    return _Spec((sol.matrix, h), (sol.matrix, h), checks, dual)
+
+
+def _rank_one_spec(problem, sol, **kw):  # needs: RankOneWeightStep hooks (m × m P, unverified bound)
+    return _Spec(
+        (sol.matrix,),
+        (sol.matrix,),
+        [_matrix_check(sol.matrix, problem.m, what="matrix P", **kw)],
+        unverified=_WEIGHT_STEP,
+    )
+
+
+def _mu_spec(problem, sol, **kw):  # needs: MuWeightStep hooks (weights μ, unverified bound)
+    return _Spec(
+        (sol.matrix,), (sol.matrix,), [_vector_check(sol.matrix, problem.m, "weights μ")], unverified=_WEIGHT_STEP
+    )
+
+
+def _reweighting_spec(problem, sol, **kw):  # needs: SpectralReweighting hooks (β in info['beta'], dual ρ)
+    beta = sol.info.get("beta")
+    checks = [_vector_check(beta, problem.n_components, "weights β (info['beta'])")]
+    dual = None
+    if sol.dual is not None:
+        checks.append(_vector_check(sol.dual, 1, "dual ρ"))
+        dual = lambda obj: problem.dual_value(float(np.ravel(sol.dual)[0]))
+    return _Spec((beta,), (beta,), checks, dual)
+
+
+def _embedding_spec(problem, sol, **kw):  # needs: EmbeddingWeightProblem hooks (weights w, dual a)
+    checks = [_vector_check(sol.matrix, problem.n_neighbors, "weights w")]
+    dual = None
+    if sol.dual is not None:
+        checks.append(_vector_check(sol.dual, 1, "dual a"))
+        dual = lambda obj: problem.dual_value(float(np.ravel(sol.dual)[0]))
+    return _Spec((sol.matrix,), (sol.matrix,), checks, dual)
+
+
+def _transitional():
+    """{family class: adapter} of cvxkml's families that do not override the answer hooks yet."""
     from .. import declare
     from ..declare.base import SpectralProblem
 
-    if isinstance(problem, SpectralProblem):
-        return _spectral_spec(problem, sol, **kw)
-    if isinstance(problem, declare.IPLR):
-        return _spectral_spec(problem, sol, base=problem.reduced, **kw)
-    if isinstance(problem, declare.ExtendedProblem) and not isinstance(problem.base, SpectralProblem):
-        # an extended LMNN/KCR/MKL/Yeung problem: its primal in user coordinates is sol.matrix
-        return _Spec(
-            (sol.matrix,),
-            (sol.matrix,),
-            [lambda: _as_checked(sol.matrix, **kw)],
-            unverified="the conic solver's dual objective (no closed-form Lagrange dual)",
-        )
-    if isinstance(problem, declare.ExtendedProblem):
-        spec = _spectral_spec(problem, sol, base=problem.base, **kw)
-        spec.dual = None
-        spec.unverified = "the conic solver's dual objective (no closed-form Lagrange dual)"
-        return spec
-    if isinstance(problem, declare.LMNNProblem):
-        D = problem.matrix_dim  # D (features) or r (the span space)
-        checks = [_matrix_check(sol.matrix, D, what="matrix A", **kw)]
-        Xh = sol.info.get("X")
-        xi = () if sol.slack is None else (sol.slack,)
-        if sol.slack is not None:
-            checks.append(_vector_check(sol.slack, problem.triplets.n_triplets, "slack ξ"))
-        if Xh is not None:
-            # the family's own primal variable is the whitened X̂ (A = V S⁻¹ X̂ S⁻¹ Vᵀ is evaluated
-            # through it: its condition reaches 1/rank_rtol², LMNNProblem.objective_whitened)
-            checks.append(_matrix_check(Xh, problem.rank, what="whitened matrix X̂ (info['X'])", **kw))
+    return {
+        SpectralProblem: _spectral_spec,
+        declare.IPLR: _iplr_spec,
+        declare.ExtendedProblem: _extended_spec,
+        declare.LMNNProblem: _lmnn_spec,
+        declare.KCR: _kcr_spec,
+        declare.RankOneWeightStep: _rank_one_spec,
+        declare.MuWeightStep: _mu_spec,
+        declare.SpectralReweighting: _reweighting_spec,
+        declare.EmbeddingWeightProblem: _embedding_spec,
+    }
 
-            def consistent():
-                A = problem.answer_matrix(Xh, sol.info.get("complement"))
-                err = float(np.linalg.norm(np.asarray(sol.matrix, dtype=float) - A))
-                if err > SYMMETRIC_TOL * max(float(np.linalg.norm(A)), 1e-300):
-                    raise SolverError(
-                        f"The returned matrix A is not the map of the returned X̂ (info['X']): "
-                        f"‖A − A(X̂)‖_F / ‖A(X̂)‖_F = {err / max(float(np.linalg.norm(A)), 1e-300):.3g}."
-                    )
 
-            checks.append(consistent)
-            objective = lambda: problem.objective_whitened(Xh)
-            violations = lambda: problem.violations_whitened(Xh, *xi)
-        else:
-            objective = lambda: problem.objective(sol.matrix)
-            violations = lambda: problem.violations(sol.matrix, *xi)
-        dual = None
-        if sol.dual is not None:
-            checks.append(_vector_check(sol.dual, problem.triplets.n_triplets, "dual α"))
-            dual = lambda obj: problem.dual_value(sol.dual, objective_bound=obj)
-        spec = _Spec(None, None, checks, dual)
-        spec.objective, spec.violations = objective, violations
-        return spec
-    if isinstance(problem, declare.KCR):
-        h = sol.info.get("h")
-        checks = [
-            _matrix_check(sol.matrix, problem.n, what="matrix Σ", **kw),
-            lambda: check_scalar(h, "bandwidth h (info['h'])"),
-        ]
-        dual = None
-        if sol.dual is not None:
-            checks.append(
-                lambda: check_primal_matrix(sol.dual, problem.n, what="dual weights s", psd=False, symmetric_tol=np.inf)
-            )
-            dual = lambda obj: problem.dual_value(sol.dual)
-        return _Spec((sol.matrix, h), (sol.matrix, h), checks, dual)
-    if isinstance(problem, declare.RankOneWeightStep):
-        return _Spec(
-            (sol.matrix,),
-            (sol.matrix,),
-            [_matrix_check(sol.matrix, problem.m, what="matrix P", **kw)],
-            unverified="the weight step's bound is not a function of returned duals",
-        )
-    if isinstance(problem, declare.MuWeightStep):
-        return _Spec(
-            (sol.matrix,),
-            (sol.matrix,),
-            [_vector_check(sol.matrix, problem.m, "weights μ")],
-            unverified="the weight step's bound is not a function of returned duals",
-        )
-    if isinstance(problem, declare.SpectralReweighting):
-        beta = sol.info.get("beta")
-        checks = [_vector_check(beta, problem.n_components, "weights β (info['beta'])")]
-        dual = None
-        if sol.dual is not None:
-            checks.append(_vector_check(sol.dual, 1, "dual ρ"))
-            dual = lambda obj: problem.dual_value(float(np.ravel(sol.dual)[0]))
-        return _Spec((beta,), (beta,), checks, dual)
-    if isinstance(problem, declare.EmbeddingWeightProblem):
-        checks = [_vector_check(sol.matrix, problem.n_neighbors, "weights w")]
-        dual = None
-        if sol.dual is not None:
-            checks.append(_vector_check(sol.dual, 1, "dual a"))
-            dual = lambda obj: problem.dual_value(float(np.ravel(sol.dual)[0]))
-        return _Spec((sol.matrix,), (sol.matrix,), checks, dual)
-    # a user's Problem subclass: the matrix and, if it has one, its dual_value
-    checks = [
-        lambda: check_primal_matrix(sol.matrix, np.shape(sol.matrix) if np.ndim(sol.matrix) == 2 else (-1, -1), **kw)
-    ]
-    dual = (
-        (lambda obj: problem.dual_value(sol.dual))
-        if (sol.dual is not None and hasattr(problem, "dual_value"))
-        else None
-    )
-    unverified = None if hasattr(problem, "dual_value") else "the problem has no dual_value(dual) to recompute it"
-    return _Spec((sol.matrix,), (sol.matrix,), checks, dual, unverified)
+def _transitional_geometry():
+    """{family class: the problem that carries its whitened geometry} (IPLR's reduced ITML,
+    an extended problem's base), until those families override ``whitened_geometry``."""
+    from .. import declare
+
+    return {declare.IPLR: lambda p: p.reduced, declare.ExtendedProblem: lambda p: p.base}
+
+
+def _geometry(problem):
+    """``whitened_geometry()`` of the problem, or of the problem carrying it (transitional)."""
+    from ..declare.problem import Problem
+
+    table = _transitional_geometry()
+    for cls in type(problem).__mro__:
+        if cls is Problem or "whitened_geometry" in vars(cls):
+            break
+        owner = table.get(cls)
+        if owner is not None:
+            return _geometry(owner(problem))
+    return _hook(problem, "whitened_geometry")()
+
+
+_HOOKS = ("answer_primal", "check_answer", "answer_objective", "answer_violations", "answer_dual_value")
+
+
+def _family_spec(problem, sol, **kw) -> _Spec:
+    """The problem's hooks when its class (or a user's base class) overrides one; else the
+    transitional adapter of the nearest cvxkml family in its MRO; else the generic hooks."""
+    from ..declare.problem import Problem
+
+    table = _transitional()
+    for cls in type(problem).__mro__:
+        if cls is Problem or any(h in vars(cls) for h in _HOOKS):
+            break  # the hooks speak for this class
+        adapter = table.get(cls)
+        if adapter is not None:
+            spec = adapter(problem, sol, **kw)
+            spec.base = problem if spec.base is None else spec.base
+            return spec
+    return _hook_spec(problem, sol, **kw)
 
 
 def as_solution(problem, answer, what: str = "The solver") -> Solution:
@@ -220,6 +328,8 @@ def validate_answer(
     sol,
     *,
     gap_rtol: float | None = None,
+    viol_rtol: float | None = None,
+    atol: float | None = None,
     optimum: float | None = None,
     opt_rtol: float | None = None,
     report_rtol: float = REPORT_RTOL,
@@ -235,10 +345,19 @@ def validate_answer(
     sol : Solution, array, or (array, duals)
         What the solver returned (a bare answer goes through ``problem.evaluate``).
     gap_rtol : float or None
-        Largest accepted negative relative certificate; None: ``sol.info["gap_tol"]``, else 1e-6.
+        Tolerance of the certificate relative to S = max(|f|, |g|,
+        ``problem.objective_scale()``): a ``converged=True`` answer needs |f − g| <= gap_rtol · S,
+        and no answer may have f − g < −gap_rtol · S.  None: ``sol.info["gap_tol"]``, else
+        1e-6.  ``np.inf``: no certificate is asked of a ``converged`` claim (intermediate
+        iterates).
+    viol_rtol : float or None
+        Largest relative violation of a ``converged=True`` answer; None:
+        ``sol.info["viol_tol"]``, else ``gap_rtol``.
+    atol : float or None
+        An absolute tolerance on the gap instead of ``gap_rtol`` · S (for an optimum at 0).
     optimum, opt_rtol : float or None
         A trusted optimum the dual value must not exceed by more than ``opt_rtol`` (default
-        ``gap_rtol``) · max(1, |optimum|).
+        ``gap_rtol``) · max(|optimum|, ``objective_scale()``) (or ``atol``).
     report_rtol, symmetric_tol, psd_tol : float
         Tolerances of the recomputed answer; see :mod:`cvxkml._answer`.
 
@@ -246,7 +365,8 @@ def validate_answer(
     -------
     Solution
         A copy of ``sol`` with ``objective``, ``violations``, ``dual_value`` (and
-        ``info["max_relative_violation"]``) recomputed; ``info["reported"]`` keeps the claims.
+        ``info["max_relative_violation"]``) recomputed; ``info["reported"]`` keeps the claims,
+        ``info["certificate"]`` the recomputed certificate and the scale that judged it.
 
     Raises
     ------
@@ -254,23 +374,23 @@ def validate_answer(
         One line naming what is wrong (and both numbers for a disagreement).
     """
     try:
-        return _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_tol, psd_tol)
+        return _validate(
+            problem, sol, gap_rtol, viol_rtol, atol, optimum, opt_rtol, report_rtol, symmetric_tol, psd_tol
+        )
     except SolverError as exc:
         raise AssertionError(str(exc)) from exc
 
 
-def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_tol, psd_tol):
-    sol = as_solution(problem, sol)
-    spec = _family_spec(problem, sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)
-    for check in spec.checks:
-        check()
+def _recompute(problem, spec):
     try:
         obj = float(spec.objective() if spec.objective else problem.objective(*spec.obj_args))
         viol = np.asarray(spec.violations() if spec.violations else problem.violations(*spec.viol_args), dtype=float)
     except CvxkmlError as exc:
         raise SolverError(f"The returned point cannot be evaluated by the problem's formulas: {exc}") from exc
-    check_reported(sol.objective, obj, rtol=report_rtol, what="objective")
-    rep_viol = np.asarray(sol.violations, dtype=float)
+    return obj, viol
+
+
+def _check_reported_violations(rep_viol, viol, obj, report_rtol):
     if rep_viol.shape != viol.shape:
         raise SolverError(
             f"The solver reported {rep_viol.size} violation(s) but the problem has {viol.size} "
@@ -287,6 +407,17 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
                 f"{viol[k]:.12g} recomputed from the returned point; report the violations of "
                 "what you return."
             )
+
+
+def _validate(problem, sol, gap_rtol, viol_rtol, atol, optimum, opt_rtol, report_rtol, symmetric_tol, psd_tol):
+    sol = as_solution(problem, sol)
+    spec = _family_spec(problem, sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)
+    for check in spec.checks:
+        check()
+    obj, viol = _recompute(problem, spec)
+    check_reported(sol.objective, obj, rtol=report_rtol, what="objective")
+    rep_viol = np.asarray(sol.violations, dtype=float)
+    _check_reported_violations(rep_viol, viol, obj, report_rtol)
     reported_dv = sol.dual_value
     if reported_dv is not None and not (np.isscalar(reported_dv) and reported_dv == -np.inf):
         reported_dv = check_scalar(reported_dv, "dual value")  # NaN and +inf fail
@@ -317,26 +448,14 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
             info["dual_value_unverified"] = spec.unverified
     if gap_rtol is None:
         gap_rtol = float(sol.info.get("gap_tol", 1e-6))
-    rel = getattr(spec.base, "_max_relative_violation", None) or getattr(problem, "_max_relative_violation", None)
-    rel_viol = float(rel(viol)) if rel is not None else float(np.max(viol, initial=0.0))
-    # what an infeasible point's violations buy under weak duality: Σ|λ_c|·viol_c (the
-    # multipliers and violations of a spectral problem are in the same order)
-    lam = None if sol.dual is None else np.asarray(sol.dual, dtype=float)
-    bought = (
-        float(np.abs(lam) @ viol)
-        if lam is not None and lam.shape == viol.shape and np.all(np.isfinite(lam)) and spec.dual is not None
-        else None
-    )
-    check_certificate(
-        obj,
-        dv,
-        converged=bool(sol.converged),
-        gap_rtol=gap_rtol,
-        optimum=optimum,
-        opt_rtol=opt_rtol,
-        feasible=rel_viol <= gap_rtol,
-        bought=bought,
-    )
+    if viol_rtol is None:
+        viol_rtol = float(sol.info.get("viol_tol", gap_rtol))
+    judge = spec.base
+    rel_viol = float(_hook(judge, "relative_violation_of")(viol))
+    cert = _hook(judge, "certificate")(obj, dv, viol, rtol=gap_rtol if np.isfinite(gap_rtol) else 1.0, atol=atol)
+    tol_abs = cert["gap_tol"] if np.isfinite(gap_rtol) else np.inf
+    _check_certificate(obj, dv, sol, viol, spec, cert, tol_abs, rel_viol, viol_rtol, optimum, opt_rtol, gap_rtol, atol)
+    info["certificate"] = dict(cert, relative_violation=rel_viol)
     out = Solution(
         matrix=sol.matrix,
         objective=obj,
@@ -351,53 +470,147 @@ def _validate(problem, sol, gap_rtol, optimum, opt_rtol, report_rtol, symmetric_
         dual_value=dv,
         info=info,
     )
-    if rel is not None:
+    if getattr(judge, "_max_relative_violation", None) is not None:
         out.info["max_relative_violation"] = rel_viol
     elif "max_relative_violation" in info:
         out.info.pop("max_relative_violation")  # a claim; relative_violation() falls back to the max
     return out
 
 
-def _base(problem):
-    from .. import declare
-
-    if isinstance(problem, declare.IPLR):
-        return problem.reduced
-    if isinstance(problem, declare.ExtendedProblem):
-        return problem.base
-    return problem
+def _check_certificate(obj, dv, sol, viol, spec, cert, tol_abs, rel_viol, viol_rtol, optimum, opt_rtol, gap_rtol, atol):
+    """The weak-duality checks (:func:`cvxkml._answer.check_certificate`, its tolerances
+    converted to the absolute ``tol_abs`` of the certificate's scale) and the rule that a
+    ``converged`` claim needs a certificate within tolerance."""
+    # what an infeasible point's violations buy under weak duality: Σ|λ_c|·viol_c (the
+    # multipliers and violations of a spectral problem are in the same order)
+    lam = None if sol.dual is None else np.asarray(sol.dual, dtype=float)
+    bought = (
+        float(np.abs(lam) @ viol)
+        if lam is not None and lam.shape == viol.shape and np.all(np.isfinite(lam)) and spec.dual is not None
+        else None
+    )
+    opt_tol = None
+    if optimum is not None:
+        unit = float(_hook(spec.base, "objective_scale")())
+        opt_abs = (
+            float(atol)
+            if atol is not None
+            else (gap_rtol if opt_rtol is None else opt_rtol) * max(abs(float(optimum)), unit)
+        )
+        opt_tol = opt_abs / max(1.0, abs(float(optimum)))
+    check_certificate(
+        obj,
+        dv,
+        converged=bool(sol.converged),
+        gap_rtol=tol_abs / max(1.0, abs(obj)),
+        optimum=optimum,
+        opt_rtol=opt_tol,
+        feasible=rel_viol <= gap_rtol,
+        bought=bought,
+    )
+    if sol.converged and dv is not None and np.isfinite(tol_abs):
+        gap = obj - dv
+        if abs(gap) > tol_abs or rel_viol > viol_rtol:
+            raise SolverError(
+                f"The solver says converged=True but its recomputed certificate does not certify it: "
+                f"gap {gap:.3g} (allowed {tol_abs:.3g}, {cert['scale_rule']}), relative violation "
+                f"{rel_viol:.3g} (allowed {viol_rtol:.3g}); converged means certified: solve further "
+                "or return converged=False."
+            )
 
 
 # --------------------------------------------------------------------------- distance to a unique optimum
-def strong_convexity(problem, L: float) -> float | None:
+#: points of the grid on which the curvature of f_s is evaluated (both ends included)
+_GRID = 65
+
+
+def _inverse_conj_grad(reg, x):
+    """μ with ``conj_grad_s(μ)`` = x for each x > 0 (bisection: ``conj_grad_s``, the maximizer
+    of xμ − f_s(x), is non-decreasing), or NaN where no μ attains x (f_s is linear there)."""
+    grad = lambda mu: np.nan_to_num(np.asarray(reg.conj_grad_s(mu), dtype=float), nan=np.inf)
+    lo, hi = np.full_like(x, -1.0), np.full_like(x, 1.0)
+    with np.errstate(all="ignore"):
+        for _ in range(64):  # brackets out to ±2^64
+            low, high = grad(lo) > x, grad(hi) < x
+            if not (low.any() or high.any()):
+                break
+            lo, hi = np.where(low, 2.0 * lo - 1.0, lo), np.where(high, 2.0 * hi + 1.0, hi)
+        ok = (grad(lo) <= x) & (grad(hi) >= x)
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            up = grad(mid) < x
+            lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+        mu = 0.5 * (lo + hi)
+        hit = np.abs(grad(mu) - x) <= 1e-6 * np.maximum(x, 1e-300)
+    return np.where(ok & hit, mu, np.nan)
+
+
+def _curvature(reg, x):
+    """f_s''(x) on the points x > 0: the regularizer's own ``hess_s`` when it has one, else
+    1 / f*_s''(μ) at μ = (f*_s')⁻¹(x) (the second derivatives of a function and of its
+    conjugate are reciprocal at matching points).  Returns (values, None) or (None, reason)."""
+    hess = getattr(reg, "hess_s", None)
+    if hess is not None:
+        try:
+            with np.errstate(all="ignore"):
+                return np.asarray(hess(x), dtype=float) * np.ones_like(x), None
+        except NotImplementedError:
+            pass
+    try:
+        mu = _inverse_conj_grad(reg, x)
+        with np.errstate(all="ignore"):
+            h = np.asarray(reg.conj_hess_s(np.where(np.isnan(mu), 0.0, mu)), dtype=float) * np.ones_like(x)
+    except NotImplementedError:
+        return None, f"{getattr(reg, 'name', type(reg).__name__)} gives neither hess_s (f_s'') nor conj_hess_s"
+    with np.errstate(divide="ignore"):
+        # h = 0: f*_s flat, x sits on the boundary x >= 0 (infinite curvature); μ NaN: f_s linear
+        return np.where(np.isnan(mu), 0.0, np.where(h > 0, 1.0 / np.where(h > 0, h, 1.0), np.inf)), None
+
+
+def _modulus(reg, lower: float, upper: float):
+    """(σ, None) with σ = min of f_s'' over [lower, upper], or (None, reason)."""
+    if not (upper > 0 and np.isfinite(upper)):
+        return None, f"the spectrum's range [{lower:.3g}, {upper:.3g}] is empty or unbounded"
+    lo = max(float(lower), 1e-12 * upper)
+    x = np.unique(np.concatenate([np.geomspace(lo, upper, _GRID), np.linspace(lo, upper, _GRID)]))
+    curv, reason = _curvature(reg, x)
+    if curv is None:
+        return None, reason
+    sigma = float(np.min(curv))
+    if not (sigma > 0 and np.isfinite(sigma)):
+        name = getattr(reg, "name", type(reg).__name__)
+        return None, f"{name}: f_s is not strictly convex on the spectrum's range [{lo:.3g}, {upper:.3g}]"
+    return sigma, None
+
+
+def strong_convexity(problem, L: float, lower: float = 0.0) -> float | None:
     """A modulus σ > 0 of strong convexity of the objective in the whitened matrix X̂ on
-    {0 ⪯ X̂ ⪯ L·I}, or None when the regularizer is not known to be strictly convex there.
+    {X̂ : lower·I ⪯ X̂ ⪯ L·I}, or None when none is known (:func:`strong_convexity_reason`).
 
-    A spectral function Σ f_s(λ_i(X̂)) is σ-strongly convex on that set when f_s is on [0, L]
-    (Lewis 1996: strong convexity of a symmetric f carries to f∘λ).  Hence LogDet
-    (f_s'' = 1/x²): σ = 1/L²; von Neumann (1/x): σ = 1/L; Frobenius (1): σ = 1; the LogDet
-    barrier γ tr(X̂Ĉ0) − γ log det X̂: σ = γ/L².  Slack and hinge terms are convex and do not
-    lower σ in X̂.  Trace-norm, LMNN and KCR objectives are not strictly convex: None.
+    Argument.  The objective of a problem with a whitened geometry
+    (``problem.whitened_geometry()``: M = T X̂ Tᵀ) is F(X̂) = Σ f_s(λ_i(X̂)) plus linear terms
+    and convex terms in other variables (slack, hinge).  If f_s'' >= σ on I = [lower, L],
+    then x ↦ f_s(x) − σx²/2 is convex on I, so the spectral function
+    X̂ ↦ Σ (f_s − σ(·)²/2)(λ_i(X̂)) = F(X̂) − σ‖X̂‖²_F/2 is convex on the convex set of
+    symmetric matrices with spectrum in I (Davis 1957, Lewis 1996: a symmetric convex
+    function of the eigenvalues is convex), i.e. F is σ-strongly convex there.  σ is the
+    minimum of f_s'' over I: from the regularizer's ``hess_s`` (f_s'') when it gives one,
+    else from its conjugate, f_s''(x) = 1 / f*_s''(μ) at x = f*_s'(μ) (``conj_grad_s``
+    inverted by bisection, ``conj_hess_s``).  The minimum is taken on a grid of
+    geometric and linear points of I, both ends included: exact when f_s'' is monotone on
+    I (LogDet 1/x², von Neumann 1/x, Frobenius 1, TraceNorm 2, the LogDet barrier γ/x²,
+    power and Jeffreys divergences), an estimate otherwise.  ``lower`` is clipped to
+    1e-12·L, so a rank-deficient spectrum bounds nothing when f_s'' vanishes at 0.
     """
-    from .. import declare
-    from ..declare.base import SpectralProblem
-    from ..declare.sdp import LinearLogDet
+    sigma, _ = _strong_convexity(problem, L, lower)
+    return sigma
 
-    if isinstance(problem, declare.IPLR):
-        problem = problem.reduced
-    if not isinstance(problem, SpectralProblem) or not (L > 0 and np.isfinite(L)):
-        return None
-    reg = problem.regularizer
-    kind = type(reg)
-    if kind is declare.LogDet:
-        return 1.0 / L**2
-    if kind is declare.VonNeumann:
-        return 1.0 / L
-    if kind is declare.Frobenius:
-        return 1.0
-    if kind is LinearLogDet and reg.gamma > 0:
-        return float(reg.gamma) / L**2
-    return None
+
+def _strong_convexity(problem, L, lower=0.0):
+    geometry = _geometry(problem)
+    if geometry is None:
+        return None, f"{type(problem).__name__} has no whitened geometry (whitened_geometry() is None)"
+    return _modulus(geometry[2], max(float(lower), 0.0), float(L))
 
 
 def distance_bound(problem, fast, exact, gap_fast: float, gap_exact: float) -> dict | None:
@@ -410,26 +623,32 @@ def distance_bound(problem, fast, exact, gap_fast: float, gap_exact: float) -> d
 
         ‖M − M_exact‖_F / ‖M_exact‖_F <= ‖T‖₂² (sqrt(2 g_fast/σ) + sqrt(2 g_exact/σ)) / ‖M_exact‖_F
 
-    with σ taken at L = the larger λ_max of the two whitened matrices (λ_max is convex, so the
-    segment between them stays below L).  The default ``g_fast`` = ``rtol`` · scale is what
-    :func:`assert_matches_reference` already accepts; points feasible only within ``viol``
-    fall outside the inequality's hypothesis, which the factor 2 applied by the caller covers.
+    with σ the minimum of f_s'' over [a, L], a the smaller λ_min and L the larger λ_max of the
+    two whitened matrices (λ_min is concave and λ_max convex, so every point of the segment
+    between them, the only points the inequality uses, has its spectrum in [a, L]).  The
+    default ``g_fast`` = ``rtol`` · scale is what :func:`assert_matches_reference` already
+    accepts; points feasible only within ``viol`` fall outside the inequality's hypothesis,
+    which the factor 2 applied by the caller covers.
 
     Returns
     -------
-    dict with ``distance`` and ``bound`` (relative), or None when no σ is known.
+    dict
+        ``distance`` and ``bound`` (relative) and ``sigma``; or, when the distance cannot be
+        checked, ``distance`` None and ``reason`` (one line: why).
     """
-    base = _base(problem)
-    if not hasattr(base, "whiten"):
-        return None
-    Xf, Xe = base.whiten(fast.matrix), base.whiten(exact.matrix)
+    geometry = _geometry(problem)
+    if geometry is None:
+        return {"distance": None, "reason": f"{type(problem).__name__} has no whitened geometry"}
+    whiten, T, _ = geometry
+    Xf, Xe = whiten(fast.matrix), whiten(exact.matrix)
     if Xf is None or Xe is None:
-        return None
-    L = max(float(np.linalg.eigvalsh(Xf)[-1]), float(np.linalg.eigvalsh(Xe)[-1]))
-    sigma = strong_convexity(problem, L)
+        return {"distance": None, "reason": "a returned matrix is not in the range of the whitening T"}
+    ef, ee = np.linalg.eigvalsh(Xf), np.linalg.eigvalsh(Xe)
+    L, a = max(float(ef[-1]), float(ee[-1])), min(float(ef[0]), float(ee[0]))
+    sigma, reason = _strong_convexity(problem, L, a)
     if sigma is None:
-        return None
-    T2 = float(np.linalg.norm(base.T, 2)) ** 2
+        return {"distance": None, "reason": reason}
+    T2 = float(np.linalg.norm(T, 2)) ** 2
     ref = max(float(np.linalg.norm(exact.matrix)), 1e-300)
     bound = T2 * (np.sqrt(2 * max(gap_fast, 0.0) / sigma) + np.sqrt(2 * max(gap_exact, 0.0) / sigma)) / ref
     return {"distance": relative_distance(fast.matrix, exact.matrix), "bound": float(bound), "sigma": sigma}

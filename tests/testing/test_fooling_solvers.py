@@ -104,7 +104,11 @@ FOOLS = {
     "NaN dual value": (lambda p: dataclasses.replace(_ref(p), dual_value=np.nan), r"non-finite dual value"),
     "inf dual value": (lambda p: dataclasses.replace(_ref(p), dual_value=np.inf), r"non-finite dual value"),
     # (on the hard-pair instance: the prior violates the pairs and its divergence is below the optimum)
-    "negative certificate": (lambda p: p.evaluate(p.M0.copy(), _ref(p).dual), r"Negative certificate"),
+    # (evaluate() itself says converged=False there: the fool claims it)
+    "negative certificate": (
+        lambda p: dataclasses.replace(p.evaluate(p.M0.copy(), _ref(p).dual), converged=True),
+        r"Negative certificate",
+    ),
     "converged without certificate": (
         lambda p: dataclasses.replace(_ref(p), dual=None, dual_value=None),
         r"converged=True but carries no certificate",
