@@ -29,6 +29,9 @@ from .errors import InvalidInputError
 
 __all__ = [
     "ConstraintAtom",
+    "ATOM_METHODS",
+    "atom_family",
+    "check_atom",
     "PairConstraints",
     "RelativeConstraints",
     "SimilarityConstraints",
@@ -65,22 +68,51 @@ def _values(a, name: str, size: int) -> np.ndarray:
 class ConstraintAtom:
     """The extension point of the spectral problems' constraints: one family of m
     constraints g_c(M) <= t_c (``equality = True``: g_c(M) = t_c) on the learned matrix
-    M = T X̂ Tᵀ, each linear in M.  A family is one class owning its
+    M = T X̂ Tᵀ, each linear in M.  A family is one class; a user's subclass defined outside
+    the package works wherever a built-in family does (every space, the exact model, the
+    generic certified dual solver, :class:`Hinge` / :class:`Squared`, violations, duals,
+    certificates, ``extend()``), and a problem may hold several objects of one family.
 
-    - ``targets()`` t (m,), and ``scales()`` (what a relative violation divides by);
-    - ``values(space, M)`` g(M) through the problem's ``pair_values`` / ``pair_inner`` (the
-      numpy side: objective, violations, certificate);
-    - ``terms(F, T)`` the whitened form tr(X̂ Â_c) = g_c(T X̂ Tᵀ) as signed rank-one terms
-      Â_c = Σ_a w_a u_a u_aᵀ: (U, w, counts) (the fast dual solvers);
-    - ``cvx_values(F, T, X)`` g as a vectorized CVXPY expression of X̂ (the exact model);
-    - ``validate_space(n_points, dim)`` its indices / sizes against the problem;
+    The protocol (m = ``len(atom)``, r = the side of the whitened matrix X̂; the sign
+    convention is always "g − t <= 0 is satisfied"):
 
-    hard, or soft under :class:`Hinge` (ℓ1) or :class:`Squared` (ℓ2).  The spectral core
-    (:class:`~cvxkml.declare.base.SpectralProblem`) loops over the atoms it is given;
-    :class:`LinearEqualities` is a whole new family in one class.
+    ``__len__()`` -> int
+        m, the number of constraints (at least one).
+    ``targets()`` -> ndarray (m,)
+        t, the right-hand sides.
+    ``scales()`` -> ndarray (m,)
+        What a relative violation divides by (default max(1, |t|)).
+    ``values(space, M)`` -> ndarray (m,)
+        g(M), NumPy, from the learned matrix M of the problem's space; ``space`` is the
+        problem (``space.pair_values(M, i, j)`` the squared learned distances,
+        ``space.pair_inner(M, j, l)`` the learned inner products).  The objective, the
+        violations and the certificate are computed from it.
+    ``terms(F, T)`` -> (U, w, counts)
+        The whitened form tr(X̂ Â_c) = g_c(T X̂ Tᵀ) as signed rank-one terms
+        Â_c = Σ_a w_a u_a u_aᵀ: U (Σcounts, r) the vectors u_a, w (Σcounts,) their weights,
+        counts (m,) int64 how many terms each constraint has, in order.  ``F`` (points × r)
+        holds the points' whitened coordinates (a pair distance is (F_i − F_j)ᵀ X̂ (F_i − F_j)),
+        ``T`` (N × r) maps X̂ to M.  The fast dual solvers and the Lagrange dual read only this.
+    ``cvx_values(F, T, X)`` -> expression (m,), or (expression, list of constraints)
+        g as a vectorized CVXPY expression of the r × r variable X̂ (the exact model); a
+        family may bring auxiliary variables with the constraints that define them.
+    ``validate_space(n_points, dim)``
+        Check indices and sizes against the problem (default ``self.validate(n_points)``).
+
+    Class attributes: ``equality`` (multipliers free in sign, "== t"), ``order`` (the
+    family's place in ``violations()`` order: the built-in families 0–4, a user family 100
+    by default; atoms of equal order keep the order given).
+
+    A native solver written for a built-in family takes a subclass only when the subclass
+    keeps the family's formulas (:data:`ATOM_METHODS`, :func:`atom_family`); otherwise the
+    generic dual solver (any atom with the protocol above) solves it.
     """
 
     equality = False
+    order = 100
+
+    def __len__(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def targets(self) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -98,7 +130,59 @@ class ConstraintAtom:
         raise NotImplementedError
 
     def validate_space(self, n_points: int, dim: int):
-        return self.validate(n_points)
+        validate = getattr(self, "validate", None)
+        return validate(n_points) if callable(validate) else self
+
+
+#: the methods (and attributes) that define a constraint family's formulas: a subclass that
+#: redefines one of them is a family of its own
+ATOM_METHODS = ("targets", "scales", "values", "terms", "cvx_values", "validate_space", "equality", "order")
+#: the methods an atom must implement (the base class leaves them abstract)
+ATOM_REQUIRED = ("__len__", "targets", "values", "terms", "cvx_values")
+
+
+def atom_family(atom) -> type:
+    """The family ``atom`` belongs to: its nearest cvxkml class when its own class keeps that
+    class's formulas (:data:`ATOM_METHODS`; e.g. a user's subclass of
+    :class:`PairConstraints` that only adds a constructor), else its own class."""
+    cls = type(atom)
+    for lib in cls.__mro__:
+        if lib.__module__.split(".")[0] == "cvxkml":
+            break
+    else:  # pragma: no cover - every atom derives from ConstraintAtom
+        return cls
+    if lib is ConstraintAtom:
+        return cls
+    if all(getattr(cls, n, None) is getattr(lib, n, None) for n in ATOM_METHODS):
+        return lib
+    return cls
+
+
+def check_atom(atom, owner: str = "This problem"):
+    """``atom`` checked against the protocol of :class:`ConstraintAtom`: the required methods
+    implemented, at least one constraint, targets of that length and finite.  Returns it."""
+    cls = type(atom)
+    missing = [n for n in ATOM_REQUIRED if getattr(cls, n, None) is getattr(ConstraintAtom, n, None)]
+    if missing:
+        raise InvalidInputError(
+            f"{cls.__name__} is a ConstraintAtom without {', '.join(missing)}; a constraint family "
+            "implements __len__, targets, values, terms and cvx_values (see cvxkml.sideinfo.ConstraintAtom)."
+        )
+    try:
+        m = len(atom)
+        t = np.asarray(atom.targets(), dtype=float)
+    except InvalidInputError:
+        raise
+    except Exception as exc:
+        raise InvalidInputError(f"{cls.__name__}: len() or targets() failed ({type(exc).__name__}: {exc}).") from exc
+    if not isinstance(m, (int, np.integer)) or m < 1:
+        raise InvalidInputError(f"{owner}: {cls.__name__} holds no constraint (len {m!r}); give at least one.")
+    if t.shape != (m,) or not np.all(np.isfinite(t)):
+        raise InvalidInputError(
+            f"{cls.__name__}.targets() must return {m} finite numbers (one per constraint); got shape {t.shape}"
+            f"{'' if t.shape != (m,) else ' with non-finite entries'}."
+        )
+    return atom
 
 
 def _quad_rows(V, X):
@@ -115,6 +199,8 @@ class PairConstraints(ConstraintAtom):
     non-negative indices, y ∈ {−1, +1}, finite positive bounds.  Indices are checked
     against the number of points by :meth:`validate` (the problem objects call it).
     """
+
+    order = 0
 
     i: np.ndarray
     j: np.ndarray
@@ -417,6 +503,8 @@ def baseline_kernel(K0):
 class RelativeConstraints(ConstraintAtom):
     """Relative comparisons d(i, j) + margin <= d(i, k) (hard constraints)."""
 
+    order = 1
+
     i: np.ndarray
     j: np.ndarray
     k: np.ndarray
@@ -471,6 +559,8 @@ class LinearConstraints(ConstraintAtom):
     Give ``C`` as an (m, N, N) array of symmetric matrices, or ``Z`` as an (m, N)
     array of vectors meaning C_t = z_t z_tᵀ (then tr(C_t M) = z_tᵀ M z_t).
     """
+
+    order = 3
 
     b: np.ndarray
     C: np.ndarray | None = None
@@ -561,12 +651,15 @@ class LinearEqualities(LinearConstraints):
     :class:`ConstraintAtom` extension point)."""
 
     equality = True
+    order = 4
 
 
 @dataclass(frozen=True)
 class SimilarityConstraints(ConstraintAtom):
     """Similarity constraints on learned inner products: M-inner(j, l) >= bound, i.e.
     K_jl >= b_t for a kernel matrix (Kulis et al. 2009 §6.2.2); hard constraints."""
+
+    order = 2
 
     j: np.ndarray
     l: np.ndarray
@@ -625,12 +718,13 @@ class Hinge:
         min f(M) + Σ_c C_c ξ_c   s.t.  g_c(M) <= t_c + ξ_c,  ξ_c >= 0,
 
     i.e. the penalty C_c·max(0, g_c(M) − t_c) in the objective (the dual multipliers are
-    then boxed, 0 <= λ_c <= C_c).  Works for every family (pairs, relative/triplets,
-    similarity, linear) of the spectral problems, in the exact model and the fast solve.
+    then boxed, 0 <= λ_c <= C_c).  Works for every family of the spectral problems, a
+    user's :class:`ConstraintAtom` too, in the exact model and the fast solve.
 
     Parameters
     ----------
-    constraints : PairConstraints, RelativeConstraints, SimilarityConstraints or LinearConstraints
+    constraints : ConstraintAtom
+        One constraint object (PairConstraints, RelativeConstraints, …, or a user's atom).
     C : float or array-like of shape (len(constraints),), default=1.0
         The cost per unit of violation, positive and finite (one value, or one per
         constraint).  In a pair constraint the unit is the squared distance; in a relative
@@ -649,7 +743,6 @@ class Hinge:
     True
     """
 
-    FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints, LinearEqualities)
     #: the penalty: "hinge" C·max(0, g − t) (C·|g − t| for an equality)
     loss = "hinge"
 
@@ -660,6 +753,7 @@ class Hinge:
                 "RelativeConstraints, SimilarityConstraints, LinearConstraints, LinearEqualities or "
                 f"another ConstraintAtom); got {type(constraints).__name__}."
             )
+        check_atom(constraints, type(self).__name__)
         m = len(constraints)
         C = as_float_array(C, "C", finite=False)
         if C.ndim > 1 or C.size not in (1, m):

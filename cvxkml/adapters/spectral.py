@@ -72,7 +72,7 @@ from ..declare.regularizers import Frobenius, LogDet, TraceNorm, VonNeumann
 from ..declare.sdp import LinearLogDet, SDPLogDetKernel, SDPLogDetMetric
 from ..declare.terms import constraint_terms
 from ..errors import InfeasibleError, InvalidInputError, SolverError, UnboundedError
-from ..sideinfo import Hinge, LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
+from ..sideinfo import ConstraintAtom, LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, FastResult
 from ..solvers import lowrank as _lowrank
 from ..solvers.bregman import bregman_kernel, bregman_metric
@@ -111,7 +111,7 @@ def bregman_kernel_solve(problem, tol, max_iter):
     if problem.rank < n or not problem.pairs_only:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            sub = LowRankLogDet(problem.T, [c for c in problem._families()[:3] if c is not None], problem.gamma)
+            sub = LowRankLogDet(problem.T, problem._families(), problem.gamma)
         res = lowrank_solve(sub, tol, max_iter)
         if sub.skipped_pairs.size:
             # pairs at round-off distance in the factor (seen with data scaled by 1e-6): the
@@ -421,7 +421,7 @@ for _spec in (
         dual_newton_solve,
         problems=(SpectralProblem,),
         needs=REQUIRED_METHODS,
-        families=Hinge.FAMILIES,
+        families=(ConstraintAtom,),
         hinge=True,
         slack=True,
         slack_needs=SLACK_METHODS,

@@ -50,6 +50,7 @@ def solve_conic_bound(
     scs_eps: float = 1e-9,
     scs_max_iters: int = 200_000,
     _want_bound: bool = True,
+    time_limit: float | None = None,
     **opts,
 ) -> tuple[float, str, int, float]:
     """Solve ``prob`` with ``solver``; return (seconds, status, iterations, bound), where the
@@ -62,14 +63,36 @@ def solve_conic_bound(
     ``accept_inaccurate`` also ``accept_unknown`` (InsufficientProgress returns the last
     iterate as ``optimal_inaccurate``).  SCS: ``eps_abs = eps_rel = eps`` (default
     ``scs_eps``), at most ``scs_max_iters`` iterations.  Other solvers get ``opts`` only;
-    ``opts`` override the defaults.
+    ``opts`` override the defaults.  ``time_limit`` (seconds, None: none): the solve is
+    abandoned after that long with a :class:`SolverError` that says so (Clarabel and SCS are
+    also given it as their own limit, so their worker stops by itself).
 
     Raises :class:`InfeasibleError` (message ends with ``infeasible_hint``) for an
     infeasible status and :class:`SolverError` for a solver failure or any other
     non-optimal status; ``optimal_inaccurate`` is accepted only with
     ``accept_inaccurate=True``.
     """
-    return _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters, _want_bound, opts)
+    if time_limit is not None:
+        from .._validation import check_positive
+
+        time_limit = check_positive(time_limit, "time_limit")
+    return _run(
+        prob,
+        solver,
+        eps,
+        accept_inaccurate,
+        what,
+        infeasible_hint,
+        scs_eps,
+        scs_max_iters,
+        _want_bound,
+        opts,
+        time_limit,
+    )
+
+
+class _TimeLimit(Exception):
+    """The wait for a conic solve passed its time limit."""
 
 
 def _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts):
@@ -93,11 +116,12 @@ _POLL = 0.1
 _SCS_SIGINT = -5
 
 
-def _interruptible(func):
+def _interruptible(func, time_limit: float | None = None):
     """``func()`` in a daemon worker thread, waited on in slices of :data:`_POLL` seconds, so
     that a SIGINT acts here within that time (see the module notes); the worker then
     finishes in the background and its result is dropped.  Its exception (or result) is
-    passed on otherwise.  Outside the main thread ``func()`` runs inline."""
+    passed on otherwise.  Outside the main thread ``func()`` runs inline.  After
+    ``time_limit`` seconds the wait ends with :class:`_TimeLimit` (the worker is dropped)."""
     if threading.current_thread() is not threading.main_thread():
         return func()
     box = {}
@@ -109,10 +133,17 @@ def _interruptible(func):
             box["error"] = exc
 
     worker = threading.Thread(target=work, name="cvxkml-conic", daemon=True)
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+
+    def overdue():
+        return deadline is not None and time.monotonic() > deadline
+
     if not hasattr(signal, "sigtimedwait"):
         worker.start()
         while worker.is_alive():
             worker.join(_POLL)
+            if worker.is_alive() and overdue():
+                raise _TimeLimit
     else:
         # the worker inherits the blocked mask, so a Ctrl-C stays pending for sigtimedwait
         previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -121,6 +152,8 @@ def _interruptible(func):
             while worker.is_alive():
                 if signal.sigtimedwait({signal.SIGINT}, _POLL) is not None:
                     _on_sigint()
+                if worker.is_alive() and overdue():
+                    raise _TimeLimit
             if signal.SIGINT in signal.sigpending():  # came as the worker ended
                 signal.sigtimedwait({signal.SIGINT}, 0)
                 _on_sigint()
@@ -144,9 +177,23 @@ def _on_sigint() -> None:
     raise KeyboardInterrupt
 
 
-def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, scs_max_iters, want_bound, opts):
+def _run(
+    prob,
+    solver,
+    eps,
+    accept_inaccurate,
+    what,
+    infeasible_hint,
+    scs_eps,
+    scs_max_iters,
+    want_bound,
+    opts,
+    time_limit=None,
+):
     solver = solver.upper()
     kw = _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts)
+    if time_limit is not None and solver in ("CLARABEL", "SCS"):
+        kw.setdefault("time_limit" if solver == "CLARABEL" else "time_limit_secs", float(time_limit))
     t0 = time.perf_counter()
 
     def solve():
@@ -171,7 +218,12 @@ def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, s
         return bound
 
     try:
-        bound = _interruptible(solve)
+        bound = _interruptible(solve, time_limit)
+    except _TimeLimit:
+        raise SolverError(
+            f"{solver} did not finish the {what} within time_limit = {time_limit:g} s; raise time_limit, "
+            "use solve() (the certified fast solver), or a smaller instance."
+        ) from None
     except TypeError as exc:  # an option the solver does not know
         raise InvalidInputError(
             f"{solver} rejected the options {sorted(kw)} on the {what} ({exc}); pass only "
@@ -184,6 +236,11 @@ def _run(prob, solver, eps, accept_inaccurate, what, infeasible_hint, scs_eps, s
         ) from exc
     elapsed = time.perf_counter() - t0
     status = prob.status
+    if time_limit is not None and elapsed >= time_limit and status != cp.OPTIMAL:
+        raise SolverError(
+            f"{solver} stopped the {what} at time_limit = {time_limit:g} s (status {status!r}); raise "
+            "time_limit, use solve() (the certified fast solver), or a smaller instance."
+        )
     if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
         raise InfeasibleError(f"The {what} is infeasible ({solver}: {status}). {infeasible_hint}")
     if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):

@@ -17,17 +17,19 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from .._validation import check_conic_options, check_constraints, check_positive
+from .._validation import check_conic_options, check_positive
 from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
 from ..formulas.penalties import dual_penalty, hard_violation, penalty
 from ..sideinfo import (
+    ConstraintAtom,
     Hinge,
     LinearConstraints,
     LinearEqualities,
     PairConstraints,
     RelativeConstraints,
     SimilarityConstraints,
-    Squared,
+    atom_family,
+    check_atom,
 )
 from ..solution import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, FastResult, Solution, Status
 from ._conic import solve_conic
@@ -35,25 +37,61 @@ from .problem import CALLBACK_STOP, Problem
 from .registry import missing_methods
 from .regularizers import LogDet, Regularizer
 
-__all__ = ["SpectralProblem"]
-
-_FAMILIES = (PairConstraints, RelativeConstraints, SimilarityConstraints, LinearConstraints, LinearEqualities)
+__all__ = ["SpectralProblem", "cvx_part"]
 
 
-def _split_constraints(constraints, owner: str = "This problem"):
-    """(pairs, relative, similarity, linear), each a constraint object or None."""
-    return check_constraints(constraints, _FAMILIES, owner)
+def _collect_atoms(constraints, owner: str = "This problem"):
+    """The constraints argument of a spectral problem as [(atom, wrapper or None)] in
+    ``violations()`` order: one constraint object or a list/tuple of them, each a
+    :class:`~cvxkml.sideinfo.ConstraintAtom` (a built-in family or a user's own) or one
+    wrapped in :class:`~cvxkml.sideinfo.Hinge` / :class:`~cvxkml.sideinfo.Squared`; several
+    objects of one family are allowed.  Sorted (stably) by the families' ``order``."""
+    hint = (
+        f"Pass {owner} constraint atoms (cvxkml.sideinfo.ConstraintAtom: PairConstraints, "
+        "RelativeConstraints, SimilarityConstraints, LinearConstraints, LinearEqualities or a "
+        "subclass of your own), each hard or wrapped in Hinge / Squared, one or a list; e.g. "
+        "PairConstraints.from_labels(y, baseline_metric(X))."
+    )
+    if constraints is None:
+        raise InvalidInputError(f"constraints is None. {hint}")
+    items = list(constraints) if isinstance(constraints, (list, tuple)) else [constraints]
+    out = []
+    for c in items:
+        if isinstance(c, Hinge):
+            out.append((c.constraints, c))
+        elif isinstance(c, ConstraintAtom):
+            out.append((check_atom(c, owner), None))
+        else:
+            raise InvalidInputError(f"Unsupported constraint object {type(c).__name__}. {hint}")
+    if not out:
+        raise InvalidInputError(f"At least one constraint set is required. {hint}")
+    order = sorted(range(len(out)), key=lambda k: getattr(out[k][0], "order", 100))
+    return [out[k] for k in order]
 
 
-def _unwrap_hinge(constraints):
-    """(constraints with every :class:`~cvxkml.sideinfo.Hinge` / :class:`~cvxkml.sideinfo.Squared`
-    replaced by the object it wraps, {family type: C array}, {family type: "hinge" | "squared"})."""
-    items = constraints if isinstance(constraints, (list, tuple)) else [constraints]
-    if not any(isinstance(c, Hinge) for c in items):
-        return constraints, {}, {}
-    hinge = {type(c.constraints): c.C for c in items if isinstance(c, Hinge)}
-    loss = {type(c.constraints): c.loss for c in items if isinstance(c, Hinge)}
-    return [c.constraints if isinstance(c, Hinge) else c for c in items], hinge, loss
+def cvx_part(result, what: str):
+    """(expression, constraints) of a part's CVXPY form: a regularizer's ``cvx(X)`` or an
+    atom's ``cvx_values(F, T, X)`` returns an expression, or a pair (expression, list of
+    constraints) when it brings auxiliary variables (e.g. the epigraph of tr X^{3/2} through
+    two LMIs); the constraints join the exact model once."""
+    if isinstance(result, tuple):
+        if len(result) != 2 or not isinstance(result[1], (list, tuple)):
+            raise InvalidInputError(
+                f"{what} must return a CVXPY expression or a pair (expression, list of constraints); "
+                f"got a tuple of {len(result)}."
+            )
+        expr, cons = result
+        cons = list(cons)
+    else:
+        expr, cons = result, []
+    if not isinstance(expr, cp.Expression) or any(
+        not isinstance(c, cp.constraints.constraint.Constraint) for c in cons
+    ):
+        raise InvalidInputError(
+            f"{what} must return a CVXPY expression (and optionally a list of CVXPY constraints); "
+            f"got {type(expr).__name__}."
+        )
+    return expr, cons
 
 
 class SpectralProblem(Problem):
@@ -67,9 +105,8 @@ class SpectralProblem(Problem):
     """
 
     kind = "logdet"
-    _hinge: dict = {}  # family type -> penalty weights C (Hinge, Squared); never mutated
-    _loss: dict = {}  # family type -> "hinge" | "squared"
-    equalities = None
+    _constraint_atoms: list = []  # the atoms in violations() order
+    _wrappers: list = []  # per atom: its Hinge / Squared wrapper, or None (hard)
     regularizer: Regularizer = LogDet()
     M0: np.ndarray
     T: np.ndarray
@@ -138,20 +175,19 @@ class SpectralProblem(Problem):
         range space, so their distance can never change) raise, or with
         ``zero_pairs="skip"`` are dropped with a warning and listed in ``skipped_pairs``
         (indices into the given PairConstraints)."""
-        constraints, hinge, loss = _unwrap_hinge(constraints)
-        (self.pairs, self.relative, self.similarity, self.linear, self.equalities) = _split_constraints(
-            constraints, type(self).__name__
-        )
-        self._hinge = dict(hinge)
-        self._loss = dict(loss)
-        for c in self._families():
-            if c is not None:
-                c.validate_space(n_points, dim)
+        items = _collect_atoms(constraints, type(self).__name__)
+        self._constraint_atoms = [a for a, _ in items]
+        self._wrappers = [w for _, w in items]
+        for c in self._constraint_atoms:
+            c.validate_space(n_points, dim)
+        # the pair family's own treatment (bound-scaled model rows, the regularizer's slack
+        # gamma, pairs at zero baseline distance) applies to the first PairConstraints atom
+        self.pairs = next((a for a in self._constraint_atoms if atom_family(a) is PairConstraints), None)
         self.gamma = check_positive(gamma, "gamma", allow_none=True)
         if self.gamma is not None and self.pairs is None:
             raise InvalidInputError("gamma (slack) applies to pair constraints; none were given.")
-        if self.gamma is not None and PairConstraints in self._hinge:
-            wrapper = "Squared" if self._loss[PairConstraints] == "squared" else "Hinge"
+        if self.gamma is not None and self._wrapper(self.pairs) is not None:
+            wrapper = type(self._wrapper(self.pairs)).__name__
             raise InvalidInputError(
                 f"The pair constraints carry two slacks: gamma (the regularizer's slack) and {wrapper}. "
                 f"Use one: gamma=None with {wrapper}(pairs, C), or the bare PairConstraints with gamma."
@@ -182,12 +218,12 @@ class SpectralProblem(Problem):
                     stacklevel=3,
                 )
                 keep = ~tiny
-                if PairConstraints in self._hinge:
-                    self._hinge[PairConstraints] = self._hinge[PairConstraints][keep]
+                k = self._atom_index(self.pairs)
+                w = self._wrappers[k]
                 if not np.any(keep):
+                    del self._constraint_atoms[k], self._wrappers[k]
                     self.pairs = None
-                    self._hinge.pop(PairConstraints, None)
-                    if all(c is None for c in self._families()):
+                    if not self._constraint_atoms:
                         raise InvalidInputError(
                             "Every pair is identical in the factor space; nothing to learn. Remove "
                             "pairs of duplicate points, or give other constraints."
@@ -195,6 +231,8 @@ class SpectralProblem(Problem):
                 else:
                     P = self.pairs
                     self.pairs = PairConstraints(P.i[keep], P.j[keep], P.y[keep], P.bound[keep])
+                    self._constraint_atoms[k] = self.pairs
+                    self._wrappers[k] = None if w is None else type(w)(self.pairs, w.C[keep])
             elif np.any(tiny):
                 c = int(np.flatnonzero(tiny)[0])
                 raise InvalidInputError(
@@ -209,18 +247,63 @@ class SpectralProblem(Problem):
     # ------------------------------------------------------------------ numpy side
     @property
     def n_constraints(self) -> int:
-        return sum(len(c) for c in self._families() if c is not None)
+        return sum(len(c) for c in self._constraint_atoms)
 
-    def _families(self):
-        """The constraint atoms in :meth:`violations` order (None where absent)."""
-        return (self.pairs, self.relative, self.similarity, self.linear, self.equalities)
+    @property
+    def constraints(self) -> list:
+        """The constraint atoms in :meth:`violations` order, each with its soft wrapper
+        (:class:`~cvxkml.sideinfo.Hinge` / :class:`~cvxkml.sideinfo.Squared`) or bare (hard):
+        what the problem was built from, sorted by the families' ``order``."""
+        return [a if w is None else w for a, w in zip(self._constraint_atoms, self._wrappers)]
 
-    def _atoms(self):
-        return [c for c in self._families() if c is not None]
+    def _families(self) -> list:
+        """The constraint atoms (unwrapped) in :meth:`violations` order."""
+        return list(self._constraint_atoms)
+
+    _atoms = _families
+
+    def _atom_index(self, atom) -> int:
+        return next(k for k, a in enumerate(self._constraint_atoms) if a is atom)
+
+    def _wrapper(self, atom):
+        """The :class:`~cvxkml.sideinfo.Hinge` / :class:`~cvxkml.sideinfo.Squared` wrapping
+        ``atom`` in this problem, or None (hard)."""
+        return self._wrappers[self._atom_index(atom)]
+
+    def _only(self, family):
+        """The one atom of ``family`` (:func:`~cvxkml.sideinfo.atom_family`), or None when the
+        problem has none or several (the named views below; several go through the atoms)."""
+        found = [a for a in self._constraint_atoms if atom_family(a) is family]
+        return found[0] if len(found) == 1 else None
+
+    @property
+    def relative(self):
+        """The problem's one :class:`~cvxkml.sideinfo.RelativeConstraints`, or None."""
+        return self._only(RelativeConstraints)
+
+    @property
+    def similarity(self):
+        """The problem's one :class:`~cvxkml.sideinfo.SimilarityConstraints`, or None."""
+        return self._only(SimilarityConstraints)
+
+    @property
+    def linear(self):
+        """The problem's one :class:`~cvxkml.sideinfo.LinearConstraints`, or None."""
+        return self._only(LinearConstraints)
+
+    @property
+    def equalities(self):
+        """The problem's one :class:`~cvxkml.sideinfo.LinearEqualities`, or None."""
+        return self._only(LinearEqualities)
+
+    @property
+    def _hinge(self) -> dict:
+        """{atom position: penalty weights C} of the soft atoms (empty: every constraint hard)."""
+        return {k: w.C for k, w in enumerate(self._wrappers) if w is not None}
 
     @property
     def pairs_only(self) -> bool:
-        return self.pairs is not None and all(c is None for c in self._families()[1:])
+        return self.pairs is not None and len(self._constraint_atoms) == 1
 
     def pair_values(self, M, i, j) -> np.ndarray:
         """Squared learned distances of index pairs under a matrix M of this problem's space
@@ -280,13 +363,11 @@ class SpectralProblem(Problem):
         (:mod:`cvxkml.formulas.penalties`): hard inequality [0, ∞); hard equality (−∞, ∞);
         soft ones from their :class:`~cvxkml.sideinfo.Hinge` / :class:`~cvxkml.sideinfo.Squared`."""
         parts = []
-        for f in self._atoms():
-            C = self._hinge.get(type(f))
-            if C is None:
+        for f, wrapper in zip(self._constraint_atoms, self._wrappers):
+            if wrapper is None:
                 m = len(f)
                 parts.append((np.full(m, -np.inf) if f.equality else np.zeros(m), np.full(m, np.inf), np.zeros(m)))
             else:
-                wrapper = (Squared if self._loss.get(type(f)) == "squared" else Hinge)(f, C)
                 parts.append(wrapper.dual_box())
         if not parts:
             return np.zeros(0), np.zeros(0), np.zeros(0)
@@ -297,8 +378,8 @@ class SpectralProblem(Problem):
         """(m,) bool: which constraints carry a penalty (:class:`~cvxkml.sideinfo.Hinge`,
         :class:`~cvxkml.sideinfo.Squared`) instead of being hard."""
         return (
-            np.concatenate([np.full(len(f), type(f) in self._hinge) for f in self._atoms()])
-            if self._atoms()
+            np.concatenate([np.full(len(f), w is not None) for f, w in zip(self._constraint_atoms, self._wrappers)])
+            if self._constraint_atoms
             else np.zeros(0, dtype=bool)
         )
 
@@ -399,7 +480,7 @@ class SpectralProblem(Problem):
         A = np.zeros((self.T.shape[1],) * 2)
         lin = 0.0
         start = 0
-        for fam, (term, _, t) in zip([c for c in self._families() if c is not None], self._whitened_family_terms()):
+        for fam, (term, _, t) in zip(self._constraint_atoms, self._whitened_family_terms()):
             l = lam[start : start + len(fam)]
             start += len(fam)
             A += term(l)
@@ -428,9 +509,9 @@ class SpectralProblem(Problem):
         """
         r = self.T.shape[1]
         X = cp.Variable((r, r), symmetric=True, name="X")
-        objective = self.regularizer.cvx(X)
+        objective, aux = cvx_part(self.regularizer.cvx(X), f"{type(self.regularizer).__name__}.cvx")
         # LogDet and von Neumann imply X ⪰ 0 through their cones; the others need it stated
-        cons = [] if self.regularizer.implies_psd else [X >> 0]
+        cons = ([] if self.regularizer.implies_psd else [X >> 0]) + aux
         self._pair_con = None
         self._family_cons = []  # one vectorized constraint per family, in violations() order
         if self.pairs is not None:
@@ -439,16 +520,17 @@ class SpectralProblem(Problem):
             P = self.pairs
             Vh = (self.F[P.i] - self.F[P.j]) / np.sqrt(P.bound)[:, None]
             p = cp.sum(cp.multiply(Vh @ X, Vh), axis=1)
-            if self._loss.get(PairConstraints) == "squared":
+            pw = self._wrapper(P)
+            if pw is not None and pw.loss == "squared":
                 # (C/2)·ρ₊², ρ = y(p − b) = b·y(p/b − 1); λ = C·ρ₊ (its KKT value; the pair
                 # multipliers are read times b, as the scaled rows' duals are)
                 rho_s = cp.multiply(P.y, p - 1.0)
-                Cb = self._hinge[PairConstraints] * P.bound**2
+                Cb = pw.C * P.bound**2
                 objective = objective + 0.5 * Cb @ cp.square(cp.pos(rho_s))
                 self._family_cons.append(lambda r=rho_s, Cb=Cb: Cb * np.maximum(np.asarray(r.value, dtype=float), 0.0))
-            elif PairConstraints in self._hinge:  # y(p − b) <= ξ, written over b: ξ/b
+            elif pw is not None:  # y(p − b) <= ξ, written over b: ξ/b
                 s = cp.Variable(len(P), nonneg=True, name="hinge_pairs")
-                objective = objective + (self._hinge[PairConstraints] * P.bound) @ s
+                objective = objective + (pw.C * P.bound) @ s
                 self._pair_con = cp.multiply(P.y, p - 1.0) <= s
             elif self.gamma is None:
                 self._pair_con = cp.multiply(P.y, p - 1.0) <= 0
@@ -459,14 +541,17 @@ class SpectralProblem(Problem):
             if self._pair_con is not None:
                 cons.append(self._pair_con)
                 self._family_cons.append(self._pair_con)
-        for f in self._atoms():
+        names = [type(f).__name__.lower() for f in self._constraint_atoms]
+        for k, (f, w) in enumerate(zip(self._constraint_atoms, self._wrappers)):
             if f is not self.pairs:
-                res = f.cvx_values(self.F, self.T, X) - f.targets()
-                objective = self._soft_constraint(f, type(f).__name__.lower(), res, objective, cons)
+                values, aux = cvx_part(f.cvx_values(self.F, self.T, X), f"{type(f).__name__}.cvx_values")
+                cons += aux
+                name = names[k] if names.count(names[k]) == 1 else f"{names[k]}_{k}"
+                objective = self._soft_constraint(f, w, name, values - f.targets(), objective, cons)
         offset = self.space.offset(self.regularizer)
         return cp.Problem(cp.Minimize(objective + offset if offset else objective), cons)
 
-    def _soft_constraint(self, family, name, residual, objective, cons):
+    def _soft_constraint(self, family, wrapper, name, residual, objective, cons):
         """The atom's residual ρ = g − t in the model: hard ``ρ <= 0`` (``ρ == 0`` for an
         equality); :class:`~cvxkml.sideinfo.Hinge` ``ρ <= ξ`` (and ``−ρ <= ξ`` for an
         equality), ξ >= 0, C·ξ in the objective (variable ``"hinge_<name>"``);
@@ -474,12 +559,12 @@ class SpectralProblem(Problem):
         objective.  Appends to ``self._family_cons`` how its multipliers are read (a
         constraint, a (+, −) pair of them, or a callable of the solved problem: the squared
         penalty's λ = C·ρ₊ is its KKT value); returns the objective."""
-        C = self._hinge.get(type(family))
+        C = None if wrapper is None else wrapper.C
         eq = family.equality
         if C is None:
             cons.append(residual == 0 if eq else residual <= 0)
             self._family_cons.append(cons[-1])
-        elif self._loss.get(type(family)) == "squared":
+        elif wrapper.loss == "squared":
             objective = objective + 0.5 * C @ cp.square(residual if eq else cp.pos(residual))
             self._family_cons.append(
                 lambda r=residual, C=C, eq=eq: (
@@ -516,6 +601,20 @@ class SpectralProblem(Problem):
     def matrix_expression(self, problem: cp.Problem):
         """The learned matrix M = T X̂ Tᵀ as a CVXPY expression of ``problem``'s ``X``."""
         return self.T @ problem.var_dict["X"] @ self.T.T
+
+    def user_parts(self) -> list[str]:
+        """The user-declared parts of the exact model: a regularizer outside cvxkml (or one that
+        redefines a built-in's CVXPY form) and constraint families outside cvxkml."""
+        from .registry import _changed, _library_class
+
+        reg = type(self.regularizer)
+        parts = []
+        if _library_class(reg) is Regularizer or _changed(reg, ("cvx", "slack_cvx")):
+            parts.append(f"regularizer {reg.__name__}")
+        for fam in dict.fromkeys(atom_family(a) for a in self._constraint_atoms):
+            if fam.__module__.split(".")[0] != "cvxkml":
+                parts.append(f"constraint family {fam.__name__}")
+        return parts
 
     def exact_size(self) -> int:
         """The side r of the whitened PSD variable X̂."""
@@ -595,6 +694,8 @@ class SpectralProblem(Problem):
         Clarabel's memory becomes prohibitive.  Raises :class:`InfeasibleError`
         for infeasible hard constraints and :class:`SolverError` for any other
         non-optimal status (``accept_inaccurate=True`` accepts ``optimal_inaccurate``).
+        ``time_limit=<seconds>`` stops the solve there with a :class:`SolverError`; other
+        keyword options go to the conic solver.
         """
         solver, eps = check_conic_options(solver, eps)
         solver = solver or self.default_solver()
@@ -672,7 +773,7 @@ class SpectralProblem(Problem):
     def constraint_families(self) -> list:
         """The constraint classes of this problem (unwrapped from Hinge), what a registered
         solver's ``families`` must cover (:mod:`cvxkml.declare.registry`)."""
-        return [type(c) for c in self._families() if c is not None]
+        return [atom_family(c) for c in self._constraint_atoms]
 
     def fast_solver(self, method: str = "auto"):
         """The :class:`~cvxkml.declare.registry.SolverSpec` ``solve(method=…)`` would use, or a
@@ -838,10 +939,9 @@ class SpectralProblem(Problem):
                 if not np.isfinite(sol.objective):
                     raise SolverError(
                         f"The fast solver ({sol.solver}) stopped after {sweeps} iteration(s) at a matrix "
-                        f"outside the domain of the {self.regularizer.name} objective (objective "
-                        f"{sol.objective}: a zero eigenvalue on the range of M0 under a log det, or a "
-                        "matrix outside that range). Rescale the problem (a barrier weight or bounds "
-                        "far from 1), raise max_iter, or use solve_reference()."
+                        f"outside the domain of the {self.regularizer.name} objective: "
+                        f"{self._domain_diagnosis(sol.matrix)}. Rescale the problem (a barrier weight or "
+                        "bounds far from 1), raise max_iter, or use solve_reference()."
                     )
                 scale = max(1.0, abs(sol.objective))
                 gap = sol.gap
@@ -1061,6 +1161,27 @@ class SpectralProblem(Problem):
         )
         return sol, within, within, stopped, gap2, scale2, viol2, res2
 
+    def _domain_diagnosis(self, M) -> str:
+        """Why f is not finite at M, in words: M outside the range of M0, or the eigenvalue of
+        X̂ at which the regularizer's f_s is not finite (after
+        :func:`~cvxkml.declare.regularizers.domain_eigenvalues`)."""
+        from .regularizers import domain_eigenvalues
+
+        Xh = self.whiten(M)
+        if Xh is None:
+            return "the matrix leaves the range of M0 (the whitened matrix X̂ does not represent it)"
+        lam = domain_eigenvalues(np.linalg.eigvalsh(Xh))
+        with np.errstate(all="ignore"):
+            fs = np.asarray(self.regularizer.f_s(lam), dtype=float)
+        bad = np.flatnonzero(~np.isfinite(fs))
+        if bad.size:
+            k = bad[np.argmin(lam[bad])]
+            return (
+                f"{type(self.regularizer).__name__}.f_s is {fs[k]} at the eigenvalue {lam[k]:.3g} of the "
+                f"whitened matrix X̂ (range [{lam.min():.3g}, {lam.max():.3g}])"
+            )
+        return f"the objective is {self.objective(M)} with every f_s(λ) finite (a slack or penalty term)"
+
     def _check_fast_result(self, res, spec) -> None:
         """The fast-solver protocol (:mod:`cvxkml.solvers.result`), checked before anything is
         built from a result: a FastResult, an N × N matrix, one multiplier per constraint, a
@@ -1112,7 +1233,7 @@ class SpectralProblem(Problem):
             self.gamma is not None
             or lam.size != self.n_constraints
             or not np.all(np.isfinite(lam))
-            or (self.equalities is not None and type(self.equalities) not in self._hinge)
+            or any(f.equality and w is None for f, w in zip(self._constraint_atoms, self._wrappers))
         ):
             return None  # (hard equalities: multipliers of either sign)
         if self._hinge:  # the ray runs in the hard constraints' multipliers
@@ -1123,7 +1244,7 @@ class SpectralProblem(Problem):
         A = np.zeros((self.T.shape[1],) * 2)
         lin = lin_abs = norm = 0.0
         start = 0
-        for fam, (term, _, t) in zip([c for c in self._families() if c is not None], self._whitened_family_terms()):
+        for fam, (term, _, t) in zip(self._constraint_atoms, self._whitened_family_terms()):
             dc = d[start : start + len(fam)]
             for k in np.flatnonzero(dc):  # Σ d_c‖Â_c‖ from each constraint's own term
                 e = np.zeros(len(fam))

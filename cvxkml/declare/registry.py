@@ -29,6 +29,7 @@ import numpy as np
 
 from .._validation import missing_methods
 from ..errors import InvalidInputError
+from ..sideinfo import ConstraintAtom
 
 __all__ = [
     "SolverSpec",
@@ -138,7 +139,11 @@ class SolverSpec:
     needs : tuple of str
         Regularizer methods the solver calls.
     families : tuple of classes
-        The constraint families it handles (unwrapped; see ``hinge``).
+        The constraint families it handles (unwrapped; see ``hinge``), matched against
+        :func:`cvxkml.sideinfo.atom_family` of each atom (a user's subclass that keeps a
+        built-in family's formulas counts as that family); ``(ConstraintAtom,)``: every
+        family, a user's too, through the atom protocol alone (``terms``, ``targets``, …).
+        A built-in native solver takes one object per family.
     hinge : bool
         Whether it takes :class:`~cvxkml.sideinfo.Hinge` (and squared-hinge) constraints.
     slack : bool
@@ -205,9 +210,13 @@ class SolverSpec:
                 return f"needs the regularizer's {', '.join(missing)}"
         families = getattr(problem, "constraint_families", None)
         if families is not None:
-            bad = [f.__name__ for f in families() if f not in self.families]
-            if bad:
-                return f"does not handle {', '.join(sorted(set(bad)))}"
+            fams = families()
+            if ConstraintAtom not in self.families:
+                bad = [f.__name__ for f in fams if f not in self.families]
+                if bad:
+                    return f"does not handle {', '.join(sorted(set(bad)))}"
+                if not self.generic and not self.user and len(set(fams)) < len(fams):
+                    return "handles one object per constraint family (concatenate them, or use the dual solver)"
         if getattr(problem, "_hinge", None) and not self.hinge:
             return "does not handle hinge slack"
         if getattr(problem, "gamma", None) is not None:

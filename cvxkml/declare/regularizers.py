@@ -19,10 +19,20 @@ import numpy as np
 
 from .._validation import as_float_array, check_positive
 from ..errors import InvalidInputError
-from ..sideinfo import Hinge
+from ..sideinfo import ConstraintAtom
 from .registry import SolverSpec, register, registered
 
-__all__ = ["Regularizer", "LogDet", "VonNeumann", "Frobenius", "TraceNorm", "register_fast_solver", "fast_solver_for"]
+__all__ = [
+    "EDGE_RTOL",
+    "domain_eigenvalues",
+    "Regularizer",
+    "LogDet",
+    "VonNeumann",
+    "Frobenius",
+    "TraceNorm",
+    "register_fast_solver",
+    "fast_solver_for",
+]
 
 
 def register_fast_solver(regularizer_cls, solver, handles=None, problem=None) -> SolverSpec:
@@ -65,7 +75,7 @@ def register_fast_solver(regularizer_cls, solver, handles=None, problem=None) ->
             solve=solver,
             problems=() if problem is None else (problem,),
             regularizers=(regularizer_cls,),
-            families=Hinge.FAMILIES,
+            families=(ConstraintAtom,),
             hinge=True,
             slack=True,
             accepts=handles,
@@ -85,6 +95,24 @@ def fast_solver_for(reg):
         if spec.user and spec.regularizers is not None and isinstance(reg, spec.regularizers):
             return spec.solve, spec.accepts
     return None, None
+
+
+#: eigenvalues in [−τ, 0) are zero, τ = max(EDGE_RTOL, 8·r·eps)·max|λ| (r the matrix side,
+#: eps the float64 machine epsilon): the round-off of an eigendecomposition of a PSD matrix
+#: with a zero eigenvalue (a rank-deficient optimum whitened back shows −1e-15)
+EDGE_RTOL = 1e-12
+
+
+def domain_eigenvalues(lam) -> np.ndarray:
+    """``lam`` (eigenvalues of a symmetric r × r matrix) with the round-off below zero removed:
+    entries in [−τ, 0), τ = max(:data:`EDGE_RTOL`, 8·r·eps)·max|λ|, become 0; anything more
+    negative is left for ``f_s`` to judge (a truly indefinite matrix stays outside the domain
+    of every regularizer on x >= 0)."""
+    lam = np.asarray(lam, dtype=float)
+    if lam.size == 0:
+        return lam
+    tau = max(EDGE_RTOL, 8 * lam.size * np.finfo(float).eps) * float(np.max(np.abs(lam)))
+    return np.where((lam < 0) & (lam >= -tau), 0.0, lam)
 
 
 def _eigvalsh(A):
@@ -132,8 +160,10 @@ class Regularizer:
         raise NotImplementedError
 
     def value(self, A) -> float:
-        """f(A) = Σ f_s(λ_i(A)); +inf outside the domain."""
-        lam = _eigvalsh(np.asarray(A, dtype=float))
+        """f(A) = Σ f_s(λ_i(A)); +inf outside the domain.  The eigenvalues go through
+        :func:`domain_eigenvalues` first: those within round-off of zero are zero, so an
+        ``f_s`` defined on x >= 0 (and +inf below, as it should be) is never handed −1e-15."""
+        lam = domain_eigenvalues(_eigvalsh(np.asarray(A, dtype=float)))
         with np.errstate(divide="ignore", invalid="ignore"):
             v = self.f_s(lam)
         return float(np.sum(v)) if np.all(np.isfinite(v)) else np.inf
