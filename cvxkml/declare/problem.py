@@ -163,24 +163,228 @@ class Problem:
     #: ``optimal_inaccurate`` conic answer (:meth:`_accept_reference`)
     inaccurate_rtol: float = INACCURATE_RTOL
 
-    # ------------------------------------------------------------------ to implement
-    def to_cvxpy(self):  # pragma: no cover
-        raise NotImplementedError
+    # ------------------------------------------------------------------ the contract
+    # A problem class implements to_cvxpy, objective and violations (and, for a certificate,
+    # dual_value); everything else has a working default.  The built-in families override
+    # solve and solve_reference with their own algorithms; a user's class inherits the
+    # pipeline below.
+    def to_cvxpy(self):  # pragma: no cover - abstract
+        """The exact model, a DCP ``cvxpy.Problem`` (vectorized: no Python object per pair).
+        Required."""
+        raise NotImplementedError(f"{type(self).__name__} must implement to_cvxpy() (its exact CVXPY model).")
 
-    def objective(self, *primal) -> float:  # pragma: no cover
-        raise NotImplementedError
+    def objective(self, *primal) -> float:  # pragma: no cover - abstract
+        """The objective at a primal point, in NumPy (+inf outside the domain).  Required;
+        ``primal`` is the family's primal variables (usually the one learned matrix)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement objective(*primal).")
 
-    def violations(self, *primal) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+    def violations(self, *primal) -> np.ndarray:  # pragma: no cover - abstract
+        """Per-constraint violations (>= 0; 0 means satisfied) at a primal point.  Required."""
+        raise NotImplementedError(f"{type(self).__name__} must implement violations(*primal).")
 
-    def solve_reference(self, solver=None, eps=None, accept_inaccurate=False, **opts):  # pragma: no cover
-        raise NotImplementedError
+    # ``dual_value(dual) -> float``: a Lagrange lower bound on the optimum for any dual point
+    # in the dual's domain (−inf outside it).  Optional, but without it no answer certifies
+    # (``converged`` stays False on the fast path, and the exact path says "no certificate").
 
-    def solve(self, *args, **kwargs):  # pragma: no cover
-        raise NotImplementedError
+    def read_cvxpy(self, prob):
+        """(primal, dual) of a solved exact model ``prob`` (``to_cvxpy()``, solved): what
+        :meth:`objective` / :meth:`violations` and ``dual_value`` take.  Default: the value of
+        the model's variable named ``"M"`` (else its only variable) and no dual; a class with
+        a ``dual_value`` overrides this to read the conic duals (``constraint.dual_value``)
+        into its own dual point, so the exact answer is certified by the problem's own
+        Lagrange bound."""
+        variables = prob.var_dict
+        var = variables.get("M") or (next(iter(variables.values())) if len(variables) == 1 else None)
+        if var is None:
+            raise NotImplementedError(
+                f"{type(self).__name__}.read_cvxpy: name the learned variable 'M' in to_cvxpy(), or "
+                "override read_cvxpy(prob) -> (primal, dual)."
+            )
+        return np.asarray(var.value, dtype=float), None
+
+    @_size_guarded
+    def solve_reference(self, solver=None, eps=None, accept_inaccurate=False, **opts):
+        """The exact model (:meth:`to_cvxpy`) through a conic solver at high accuracy
+        (:func:`~cvxkml.declare._conic.solve_conic`: Clarabel up to
+        :attr:`clarabel_max_size`, SCS above; ``time_limit=`` seconds stops it with a
+        :class:`~cvxkml.errors.SolverError`), read back by :meth:`read_cvxpy` and evaluated by
+        the problem's own formulas (:meth:`evaluate`): the answer's ``gap`` is
+        objective − ``dual_value(dual)``.  ``optimal_inaccurate`` is accepted when that
+        certificate vouches for it (:attr:`inaccurate_rtol`), or with ``accept_inaccurate``.
+        A class without ``dual_value`` gets the solver's status as its verdict, said in
+        ``info["certificate_note"]``."""
+        from .._validation import check_conic_options
+        from ._conic import solve_conic
+
+        solver, eps = check_conic_options(solver, eps)
+        solver = solver or self.default_solver()
+        prob = self.to_cvxpy()
+        elapsed, status, iters = solve_conic(prob, solver, eps, True, what=f"{type(self).__name__} exact model", **opts)
+        primal, dual = self.read_cvxpy(prob)
+        sol = self.evaluate(
+            primal, dual, rtol=self.inaccurate_rtol, n_iter=iters, time=elapsed, status=status, solver=solver
+        )
+        certified = sol.converged
+        sol.info["max_relative_violation"] = self.relative_violation_of(sol.violations)
+        sol.info["solver_objective"] = float(prob.solution.opt_val)
+        if dual is None or not hasattr(self, "dual_value"):
+            sol.converged = status == "optimal"
+            sol.info["certificate_note"] = (
+                f"none: {type(self).__name__} gives no dual point (dual_value / read_cvxpy); converged is "
+                "the conic solver's own status"
+            )
+            if status != "optimal" and not accept_inaccurate:
+                raise SolverError(
+                    f"{solver} returned 'optimal_inaccurate' on the {type(self).__name__} exact model and no "
+                    "certificate can vouch for it; implement dual_value and read_cvxpy, try the other "
+                    "solver, or pass accept_inaccurate=True."
+                )
+            return sol
+        sol = self._accept_reference(sol, status, accept_inaccurate)
+        # converged means certified: the conic solver's "optimal" is a claim its own
+        # Lagrange bound (through this class's dual_value) must back up
+        sol.converged = bool(certified or sol.info.get("accepted_by_certificate"))
+        if not sol.converged:
+            rel = sol.info["certificate"]["relative_gap"]
+            sol.info["certificate_note"] = (
+                f"{solver} said {status!r}, but the certificate read back by read_cvxpy leaves a relative gap "
+                f"of {rel:.3g} (certified at {self.inaccurate_rtol:g}): converged is False"
+            )
+        return sol
+
+    def fast_solver(self, method: str = "auto"):
+        """The :class:`~cvxkml.declare.registry.SolverSpec` that :meth:`solve` would use: the
+        first registered one that accepts this problem (a user's
+        :func:`~cvxkml.declare.register_fast_solver` registrations first), or a typed error
+        saying why none does."""
+        from .._validation import check_choice
+        from ..errors import InvalidInputError
+        from .registry import select
+
+        method = check_choice(method, "method", ("auto", "native", "dual"))
+        spec, refused = select(self, method)
+        if spec is not None:
+            return spec
+        mine = {k: v for k, v in refused.items() if k.startswith("user:")}
+        why = "; ".join(f"{k}: {v}" for k, v in mine.items()) or "none is registered for it"
+        raise InvalidInputError(
+            f"No fast solver takes {type(self).__name__} ({why}); register one with "
+            f"cvxkml.declare.register_fast_solver({type(self).__name__}, solver), or use solve_reference()."
+        )
+
+    def solve(
+        self,
+        tol: float = 1e-6,
+        max_iter: int = 10_000,
+        gap_tol: float | None = None,
+        viol_tol: float | None = None,
+        *,
+        method: str = "auto",
+        warm_start=None,
+        callback=None,
+    ):
+        """The certified-solve pipeline of a problem class without an algorithm of its own:
+        dispatch to the registered fast solver (:meth:`fast_solver`), validate what it returns
+        (the fast-solver protocol, :class:`~cvxkml.solvers.result.FastResult`; the answer
+        finite, symmetric and PSD by :meth:`check_answer`), recompute objective, violations
+        and the dual value from it through the problem's own formulas (:meth:`evaluate`),
+        certify, and warn when the certificate is not met.
+
+        Parameters
+        ----------
+        tol : float
+            Passed to the solver (its own stopping rule).
+        max_iter : int
+            The solver's iteration budget (1 … 1e15).
+        gap_tol, viol_tol : float or None
+            The certificate: ``converged`` only when |objective − dual_value| <= ``gap_tol`` ·
+            max(|f|, |g|, :meth:`objective_scale`) and the relative violation is at most
+            ``viol_tol``.  None: max(tol, 1e-6).
+        method : {"auto", "native", "dual"}
+            Which registered solvers may answer (see :func:`~cvxkml.declare.registry.select`).
+        warm_start : array-like or None
+            A dual (or primal) starting point handed to a solver that takes ``warm_start=``.
+        callback : callable or None
+            Handed to a solver that takes ``callback=`` (it calls it with a dict per check; a
+            truthy return stops it: ``status="stopped by callback"``).
+
+        Returns
+        -------
+        Solution
+            ``converged`` is the recomputed certificate; the solver's own claim only names the
+            status.
+        """
+        from .._validation import as_float_array, check_positive
+        from ..errors import InvalidInputError
+        from ..solution import NOT_CONVERGED, FastResult, Status
+
+        spec = self.fast_solver(method)
+        tol = check_positive(tol, "tol")
+        gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
+        viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
+        limit = self._iteration_limit(max_iter)
+        callback = self._check_callback(callback)
+        takes = inspect.signature(spec.solve).parameters
+        kw = {}
+        for name, value in (("warm_start", warm_start), ("callback", callback)):
+            if value is None:
+                continue
+            if name not in takes and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in takes.values()):
+                raise InvalidInputError(f"The fast solver {spec.name} takes no {name}=; solve without it.")
+            kw[name] = as_float_array(value, name).ravel() if name == "warm_start" else value
+        res = spec.solve(self, tol, limit, **kw)
+        if not isinstance(res, FastResult) or res.code not in set(int(c) for c in Status):
+            raise InvalidInputError(
+                f"The fast solver {spec.name} of {type(self).__name__} broke the fast-solver protocol: returned "
+                f"{type(res).__name__}{'' if not isinstance(res, FastResult) else f' with code {res.code!r}'}, "
+                "not a cvxkml.solvers.FastResult with a cvxkml.solvers.Status. See cvxkml.solvers.result."
+            )
+        from .._answer import PSD_TOL, SYMMETRIC_TOL, check_primal_vector
+
+        lam = np.asarray(res.lam, dtype=float)
+        check_primal_vector(lam, lam.size, what=f"multipliers of {spec.name}")
+        name = res.extra.get("solver", spec.name)
+        sol = self.evaluate(
+            np.asarray(res.matrix, dtype=float),
+            lam,
+            rtol=gap_tol,
+            n_iter=int(res.sweeps),
+            time=float(res.time),
+            status="evaluated",
+            solver=str(name),
+            **{k: v for k, v in res.extra.items() if k != "solver"},
+        )
+        self.check_answer(sol, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL)
+        cert = sol.info["certificate"]
+        rel_viol = cert["relative_violation"]
+        certified = cert["gap"] is not None and abs(cert["gap"]) <= cert["gap_tol"] and rel_viol <= viol_tol
+        stopped = bool(res.extra.get("stopped"))
+        sol.converged = bool(certified)
+        sol.status = (
+            "converged"
+            if certified
+            else CALLBACK_STOP
+            if stopped
+            else "max_iter reached"
+            if res.code == NOT_CONVERGED
+            else "not certified"
+        )
+        sol.info.update(spec=spec.name, gap_tol=gap_tol, viol_tol=viol_tol, dual_change=res.dual_change)
+        if not certified:
+            rel = cert["relative_gap"]
+            self._warn_unconverged(
+                sol,
+                f"{type(self).__name__}.solve ({spec.name}, {sol.status}) is not certified after {sol.n_iter} "
+                f"iteration(s): relative gap {'n/a' if rel is None else f'{rel:.3g}'} (allowed {gap_tol:.3g}), "
+                f"relative violation {rel_viol:.3g} (allowed {viol_tol:.3g}). Raise max_iter or tol, or check "
+                "the solver with cvxkml.testing.validate_answer.",
+                stacklevel=4,
+            )
+        return sol
 
     def exact_size(self) -> int:
-        """The side of the exact model's largest PSD block (what its cost grows with)."""
+        """The side of the exact model's largest PSD block (what its cost grows with); a class
+        that does not say has no size guard and gets Clarabel."""
         raise NotImplementedError  # pragma: no cover
 
     # ------------------------------------------------------------------ shared
@@ -421,8 +625,13 @@ class Problem:
             )
 
     def default_solver(self) -> str:
-        """Clarabel up to :attr:`clarabel_max_size` (:meth:`exact_size`), SCS above."""
-        return "CLARABEL" if self.exact_size() <= self.clarabel_max_size else "SCS"
+        """Clarabel up to :attr:`clarabel_max_size` (:meth:`exact_size`), SCS above (Clarabel
+        when the class does not state its size)."""
+        try:
+            size = int(self.exact_size())
+        except NotImplementedError:
+            return "CLARABEL"
+        return "CLARABEL" if size <= self.clarabel_max_size else "SCS"
 
     @staticmethod
     def _iteration_limit(max_iter, max_sweeps=None, name: str = "max_iter") -> int:
@@ -455,7 +664,8 @@ class Problem:
         rtol = self.inaccurate_rtol
         if status != "optimal_inaccurate" or accept_inaccurate:
             return sol
-        scale = max(1.0, abs(sol.objective))
+        # the answer's own magnitude (certificate()), never a fixed 1 that waves small objectives through
+        scale = max(abs(sol.objective), abs(sol.dual_value or 0.0), float(self.objective_scale()))
         gap = sol.gap
         rel_viol = float(sol.info.get("max_relative_violation", sol.max_violation / scale))
         if gap is not None and abs(gap) <= rtol * scale and rel_viol <= rtol:

@@ -35,46 +35,62 @@ __all__ = [
 ]
 
 
-def register_fast_solver(regularizer_cls, solver, handles=None, problem=None) -> SolverSpec:
-    """Register ``solver(problem, tol, max_iter) -> FastResult`` as the fast solver of every
-    spectral problem whose regularizer is an instance of ``regularizer_cls`` (subclasses
-    included), every constraint family, hard or hinge (the protocol:
-    :mod:`cvxkml.solvers.result`).  It is dispatched exactly like a built-in solver, before
-    them; ``problem.solve()`` validates its answer and computes the objective, violations
-    and certificate itself, so ``converged`` stays honest.
+def register_fast_solver(cls, solver, handles=None, problem=None) -> SolverSpec:
+    """Register ``solver(problem, tol, max_iter) -> FastResult`` (the protocol:
+    :mod:`cvxkml.solvers.result`) for a regularizer class or a problem class.
+
+    * ``cls`` a :class:`~cvxkml.declare.regularizers.Regularizer` subclass: the fast solver
+      of every spectral problem whose regularizer is an instance of it (subclasses
+      included), every constraint family (a user's too), hard or soft;
+    * ``cls`` a :class:`~cvxkml.declare.problem.Problem` subclass (a user's problem class
+      too): the fast solver of its instances; a class without a ``solve()`` of its own
+      inherits the certified pipeline (:meth:`Problem.solve <cvxkml.declare.problem.Problem.solve>`).
+
+    It is dispatched exactly like a built-in solver, before them; the problem validates its
+    answer and computes the objective, violations and certificate itself, so ``converged``
+    stays honest.  A solver that takes the keywords ``warm_start=`` / ``callback=`` gets them.
 
     Parameters
     ----------
-    regularizer_cls : type
-        A :class:`~cvxkml.declare.regularizers.Regularizer` subclass.
+    cls : type
+        A Regularizer subclass or a Problem subclass.
     solver : callable (problem, tol, max_iter) -> FastResult
-        The fast solver of the problems with this regularizer.
+        The fast solver.
     handles : callable problem -> bool, optional
         Which problems the solver takes (e.g. ``lambda p: p.pairs_only``); the others go on
         to the next solver that accepts them.  Default: all.
     problem : a problem class, optional
-        Restrict to instances of it (default: every problem with this regularizer).
+        With a regularizer class: restrict to instances of it (default: every problem with
+        this regularizer).
 
     Returns the :class:`~cvxkml.declare.registry.SolverSpec` (``registry.unregister(spec.name)``
     removes it).
     """
-    if not (isinstance(regularizer_cls, type) and issubclass(regularizer_cls, Regularizer)):
+    from .problem import Problem
+
+    is_reg = isinstance(cls, type) and issubclass(cls, Regularizer)
+    is_problem = isinstance(cls, type) and issubclass(cls, Problem)
+    if not (is_reg or is_problem):
         raise InvalidInputError(
-            f"register_fast_solver needs a Regularizer subclass (the class, not an instance); got {regularizer_cls!r}."
+            "register_fast_solver needs a Regularizer subclass or a Problem subclass (the class, not an "
+            f"instance); got {cls!r}."
         )
     if not callable(solver) or (handles is not None and not callable(handles)):
         raise InvalidInputError(
             "solver (and handles, if given) must be callable: "
             "solver(problem, tol, max_iter) -> FastResult, handles(problem) -> bool."
         )
-    if problem is not None and not isinstance(problem, type):
-        raise InvalidInputError(f"problem must be a problem class; got {problem!r}.")
+    if problem is not None and not (is_reg and isinstance(problem, type)):
+        raise InvalidInputError(
+            f"problem= restricts a regularizer's solver to a problem class; got {problem!r} with {cls!r}."
+        )
+    problems = (cls,) if is_problem else (() if problem is None else (problem,))
     return register(
         SolverSpec(
-            name=f"user:{regularizer_cls.__qualname__}",
+            name=f"user:{cls.__qualname__}",
             solve=solver,
-            problems=() if problem is None else (problem,),
-            regularizers=(regularizer_cls,),
+            problems=problems,
+            regularizers=(cls,) if is_reg else None,
             families=(ConstraintAtom,),
             hinge=True,
             slack=True,

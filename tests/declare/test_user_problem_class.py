@@ -1,0 +1,143 @@
+"""A user's problem class (Xing et al.'s MMC, examples/add_a_problem_class.py) with no
+solve() of its own: register_fast_solver takes the class, Problem.solve() dispatches,
+validates, recomputes, certifies and warns; Problem.solve_reference() reads the exact model
+back through the class's read_cvxpy and certifies it by the class's own dual_value."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from budget import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cvxkml.declare import Problem, register_fast_solver
+from cvxkml.declare.registry import unregister
+from cvxkml.errors import ConvergenceWarning, InvalidInputError
+from cvxkml.solvers import FastResult, Status
+from cvxkml.testing import assert_matches_reference, reference_or_discard, validate_answer
+
+_spec = importlib.util.spec_from_file_location(
+    "add_a_problem_class", Path(__file__).parents[2] / "examples" / "add_a_problem_class.py"
+)
+_tutorial = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_tutorial)
+MMC, random_mmc, mmc_solve = _tutorial.MMC, _tutorial.random_mmc, _tutorial.mmc_solve
+
+
+def test_the_class_defines_no_solve_and_inherits_the_pipeline():
+    # the class's source defines neither: both are Problem's (solve wrapped for verbose=)
+    assert getattr(MMC.solve, "__wrapped__", MMC.solve) is Problem.__dict__["solve"]
+    assert "solve_reference" not in MMC.__dict__
+    problem = random_mmc(0)
+    assert problem.fast_solver().name == "user:MMC"
+    sol = problem.solve(tol=1e-8, max_iter=20_000)
+    assert sol.converged and sol.status == "converged" and sol.solver == "mmc-apg"
+    # every number recomputed from W and w by the class's formulas
+    assert sol.objective == pytest.approx(problem.objective(sol.matrix), rel=0, abs=0)
+    assert sol.dual_value == pytest.approx(problem.dual_value(sol.dual), rel=0, abs=0)
+    assert abs(sol.gap) <= 1e-6 * abs(sol.objective)
+    validate_answer(problem, sol)
+
+
+@settings(max_examples=examples(5), deadline=None)
+@given(seed=st.integers(0, 2**20), d=st.integers(2, 6))
+def test_fast_matches_the_exact_model_through_both_certificates(seed, d):
+    problem = random_mmc(seed, n=30, d=d, m=20)
+    exact = reference_or_discard(problem)
+    fast = problem.solve(tol=1e-9, max_iter=50_000)
+    assert fast.converged
+    assert_matches_reference(problem, fast, exact, rtol=1e-6, viol=1e-6)
+
+
+def test_an_unconverged_solve_warns_and_is_not_converged():
+    problem = random_mmc(1)
+    with pytest.warns(ConvergenceWarning, match=r"MMC.solve \(user:MMC, max_iter reached\) is not certified"):
+        sol = problem.solve(tol=1e-12, max_iter=1, gap_tol=1e-12)
+    assert not sol.converged and sol.status == "max_iter reached"
+
+
+def test_callback_and_warm_start_reach_the_solver_or_are_refused():
+    problem = random_mmc(2)
+    seen = []
+    with pytest.warns(ConvergenceWarning):
+        sol = problem.solve(tol=1e-14, max_iter=10_000, gap_tol=1e-14, callback=lambda rec: seen.append(rec) or True)
+    assert seen and sol.status == "stopped by callback" and not sol.converged
+    with pytest.raises(InvalidInputError, match=r"takes no warm_start="):
+        problem.solve(warm_start=np.ones(3))
+
+
+def test_a_lying_solver_is_not_certified():
+    """A solver that claims OK with W 1 % too large and the true duals: the pipeline's own
+    certificate refutes it (gap 1e-2 relative), whatever the claim."""
+
+    class Liar(MMC):
+        pass
+
+    def lie(problem, tol, max_iter):
+        res = mmc_solve(problem, 1e-8, 5_000)
+        res.matrix, res.code = 1.01 * res.matrix, int(Status.OK)  # and it claims success
+        return res
+
+    spec = register_fast_solver(Liar, lie)
+    try:
+        p = random_mmc(3)
+        liar = Liar.__new__(Liar)
+        liar.__dict__.update(p.__dict__)
+        with pytest.warns(ConvergenceWarning, match="not certified"):
+            sol = liar.solve()
+        assert not sol.converged and sol.status == "not certified"
+        assert sol.info["certificate"]["relative_gap"] == pytest.approx(1 - 1 / 1.01, rel=1e-3)
+    finally:
+        unregister(spec.name)
+
+
+def test_protocol_breaches_and_missing_registrations_are_typed_errors():
+    class Nobody(MMC):
+        pass
+
+    p = random_mmc(0)
+    nobody = Nobody.__new__(Nobody)
+    nobody.__dict__.update(p.__dict__)
+    # a subclass of a registered class is taken by its parent's solver (registered for MMC)
+    assert nobody.fast_solver().name == "user:MMC"
+
+    class Bare(Problem):
+        def objective(self, W):
+            return 0.0
+
+        def violations(self, W):
+            return np.zeros(0)
+
+    with pytest.raises(InvalidInputError, match=r"No fast solver takes Bare .*register_fast_solver\(Bare, solver\)"):
+        Bare().solve()
+
+    spec = register_fast_solver(Bare, lambda problem, tol, max_iter: np.eye(2))
+    try:
+        with pytest.raises(InvalidInputError, match=r"broke the fast-solver protocol: returned ndarray"):
+            Bare().solve()
+    finally:
+        unregister(spec.name)
+
+    def nan_solver(problem, tol, max_iter):
+        return FastResult(np.full((2, 2), np.nan), np.zeros(1), np.zeros(0), 1, 0.0, int(Status.OK), -1, 0.0)
+
+    spec = register_fast_solver(Bare, nan_solver)
+    try:
+        with pytest.raises(Exception, match=r"(?i)nan|finite"):
+            Bare().solve()
+    finally:
+        unregister(spec.name)
+    with pytest.raises(InvalidInputError, match=r"needs a Regularizer subclass or a Problem subclass"):
+        register_fast_solver(object, mmc_solve)
+
+
+def test_exact_answer_is_certified_by_the_class_dual_or_says_why_not():
+    problem = random_mmc(0)
+    exact = problem.solve_reference()
+    cert = exact.info["certificate"]
+    assert exact.converged == (abs(cert["relative_gap"]) <= problem.inaccurate_rtol)
+    if not exact.converged:
+        assert "certificate_note" in exact.info
+    assert problem.exact_limit() is None  # nobody measured MMC: unknown, never a promise
