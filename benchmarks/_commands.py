@@ -1,9 +1,9 @@
-"""How a command is added to ``cvxkml``, its options typed, its data checked, and run.
+"""How a command is added to ``python -m benchmarks``, its options typed, its data checked, and run.
 
 The commands are the rows of :data:`._table.TABLE` (:func:`add_command` adds one).
 :func:`run_command` loads every declared data set before the command starts, so a missing or
 damaged file ends it at once with one line and exit status 2.  This module imports nothing of
-:mod:`cvxkml.experiments`.
+:mod:`benchmarks`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..datasets import DataNotFoundError, check_available
-from ..errors import CvxkmlError
+from cvxkml.datasets import DataNotFoundError, check_available
+from cvxkml.errors import CvxkmlError
 
 __all__ = [
     "GROUPS",
@@ -69,8 +69,8 @@ def _subparsers(parser: argparse.ArgumentParser):
 
 
 def subcommands(commands, group: str):
-    """The subparsers action of ``cvxkml <group>`` (``group`` "bench" or "reproduce") in
-    ``commands`` (the ``cvxkml`` parser's), made on first use; the group alone prints its help
+    """The subparsers action of ``python -m benchmarks <group>`` (``group`` "bench" or "reproduce")
+    in ``commands`` (the parser's), made on first use; the group alone prints its help
     and exits with status 2."""
     parser = commands.choices.get(group)
     if parser is None:
@@ -92,8 +92,8 @@ def add_parser(sub, name: str, func, help: str):
 
 
 def add_command(commands, group: str | None, name: str, func, help: str, datasets=None, optional_datasets=None):
-    """:func:`add_parser` for ``cvxkml [group] name`` (``group`` None: a top-level command)
-    in ``commands``, the ``cvxkml`` parser's subparsers; ``datasets``, ``optional_datasets``:
+    """:func:`add_parser` for ``python -m benchmarks [group] name`` (``group`` None: a top-level
+    command) in ``commands``, the parser's subparsers; ``datasets``, ``optional_datasets``:
     the data sets it reads (:func:`needs_data`)."""
     parser = add_parser(commands if group is None else subcommands(commands, group), name, func, help)
     if parser is not None and (datasets is not None or optional_datasets is not None):
@@ -281,14 +281,14 @@ def type_options(parser: argparse.ArgumentParser) -> None:
             action.type = writable_folder if folder else writable_file
 
 
-def run_command(args, name: str = "cvxkml") -> int:
+def run_command(args, name: str = "python -m benchmarks") -> int:
     """Run ``args.func(args)`` after :func:`check_data`.
 
     Parameters
     ----------
     args : argparse.Namespace
         The parsed command line; ``args.func`` is the command to run.
-    name : str, default "cvxkml"
+    name : str, default "python -m benchmarks"
         The command as typed, for the error line.
 
     Returns

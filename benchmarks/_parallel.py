@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..estimators._persist import read_npy_member as _read_npy_member
+from cvxkml.estimators._persist import read_npy_member as _read_npy_member
+
 from ._commands import CommandError
 from ._report import jsonable
 
@@ -141,12 +142,18 @@ def _content_hash(key: str, body: str, arrays: dict) -> str:
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """SHA-256 of the cvxkml package's Python source in use (every ``*.py`` below the package
-    folder, by relative path and bytes): part of every :meth:`TaskStore.key`."""
-    root = Path(__file__).resolve().parents[1]
+    """SHA-256 of the Python source in use: the cvxkml package, :mod:`benchmarks` and
+    :mod:`reference.reproduce` (every ``*.py`` below each folder, by relative path and bytes):
+    part of every :meth:`TaskStore.key`."""
+    import cvxkml
+
+    here = Path(__file__).resolve().parent
+    roots = (Path(cvxkml.__file__).resolve().parent, here, here.parent / "reference" / "reproduce")
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            name = f"{root.name}/{path.relative_to(root).as_posix()}"
+            h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 

@@ -1,4 +1,4 @@
-"""The peer rows of ``cvxkml bench estimators``: metric-learn's ITML and LMNN under the
+"""The peer rows of ``python -m benchmarks bench estimators``: metric-learn's ITML and LMNN under the
 bench's protocol (the same data, folds and 1-NN), for comparison only.
 
 metric-learn is never a dependency of cvxkml.  Its release 0.7 calls scikit-learn's

@@ -1,4 +1,4 @@
-"""The pylmnn peer row of ``cvxkml bench lmnn``: pylmnn's LMNN (L-BFGS on the linear map L)
+"""The pylmnn peer row of ``python -m benchmarks bench lmnn``: pylmnn's LMNN (L-BFGS on the linear map L)
 on the bench's standardized features, for comparison only.
 
 pylmnn is never a dependency of cvxkml.  Its release 1.6 needs SciPy < 1.11 and

@@ -1,7 +1,8 @@
 """What every experiment's report shares: text tables, ``mean ± std`` cells, JSON output, the
 first and last lines of a report and the optional matplotlib import.
 
-The experiment modules import from here; this module imports nothing of :mod:`cvxkml.experiments`.
+The benchmark and reproduction modules import from here; this module imports nothing else of
+:mod:`benchmarks`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from cvxkml._demo import format_table  # the table format of every report, `cvxkml demo`'s too
 
 __all__ = [
     "PLOTS_EXTRA",
@@ -28,26 +31,6 @@ __all__ = [
 
 #: How to install what the figures need (the ``plots`` extra of pyproject.toml).
 PLOTS_EXTRA = "pip install 'cvxkml[plots]'"
-
-
-def format_table(headers: list[str], rows: list[list[str]]) -> str:
-    """Left-aligned text table, columns at least two spaces apart.
-
-    Parameters
-    ----------
-    headers : list of str
-        The column titles.
-    rows : list of list of str
-        One list of cells per row, as many as ``headers``.
-
-    Returns
-    -------
-    str
-        The header line, a line of dashes under each title, one line per row (no trailing blanks).
-    """
-    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h) for k, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
 def columns(rows, spec) -> str:

@@ -1,7 +1,7 @@
 """What the measuring code shares: wall time of a call, best of repeats, quick / full defaults,
 silenced warnings, standardized features, labelled test points, growth exponents.
 
-Imports nothing of :mod:`cvxkml.experiments`.
+Imports nothing of :mod:`benchmarks`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""The ``cvxkml`` commands as data: one table, the parser and its help generated from it.
+"""The benchmark and reproduction commands as data: one table, the parser and its help generated from it.
 
 Each row of :data:`TABLE` is a :class:`Command` (group, name, help, the function that runs it,
 the data sets it reads, its options).  Options used by several commands
 are specified once in :data:`SHARED` and named in a row with :func:`use` (``use("seed", "seed
 of the splits (default 0)")`` overrides the help); a command's own options are :func:`opt`.
-The order of the table is the order of ``cvxkml --help`` and of each group's help.
+The order of the table is the order of ``python -m benchmarks --help`` and of each group's help.
 """
 
 from __future__ import annotations
@@ -14,8 +14,16 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from ..datasets import CSV_DATASETS
-from . import demo
+from cvxkml.datasets import CSV_DATASETS
+from reference.reproduce import all as ra
+from reference.reproduce import kcr as rk
+from reference.reproduce import logdet as rlogdet
+from reference.reproduce import lowrank as rl
+from reference.reproduce import mkl as rm
+from reference.reproduce import spectral as rs
+from reference.reproduce import trace as rt
+from reference.reproduce import yeung as ry
+
 from ._commands import _DATA, SHARED, Group, Option, add_command, data_dir, number_in, opt, type_options, use
 from ._parallel import ParallelOptions as Parallel
 from .bench import estimators as be
@@ -24,16 +32,12 @@ from .bench import itml, lowrank, mkl, vonneumann
 from .bench import kcr as bk
 from .bench import lmnn as blmnn
 from .bench import wide as bw
-from .reproduce import all as ra
-from .reproduce import kcr as rk
-from .reproduce import logdet as rlogdet
-from .reproduce import lowrank as rl
-from .reproduce import mkl as rm
-from .reproduce import spectral as rs
-from .reproduce import trace as rt
-from .reproduce import yeung as ry
 
-__all__ = ["SHARED", "TABLE", "Command", "Option", "build_parser", "opt", "use", "data_dir"]
+__all__ = ["PROG", "SHARED", "TABLE", "Command", "Option", "build_parser", "opt", "use", "data_dir"]
+
+
+#: how the command is run (its name in the help and in error lines)
+PROG = "python -m benchmarks"
 
 
 def run_options(quick: str, repeats: str | None = None, seed: str | None = None) -> tuple:
@@ -43,7 +47,7 @@ def run_options(quick: str, repeats: str | None = None, seed: str | None = None)
 
 @dataclass(frozen=True)
 class Later:
-    """``"module:function"`` of :mod:`cvxkml.experiments`, imported when the command runs."""
+    """``"module:function"`` of :mod:`benchmarks`, imported when the command runs."""
 
     target: str
 
@@ -54,7 +58,7 @@ class Later:
 
 @dataclass(frozen=True)
 class Command:
-    """One command: ``cvxkml [group] name`` runs ``run(args)`` (which prints and returns the
+    """One command: ``python -m benchmarks group name`` runs ``run(args)`` (which prints and returns the
     exit status; ``"module:function"``: imported when it runs, :class:`Later`) after checking
     the ``datasets`` it reads (names, or a function of the parsed options;
     ``optional_datasets`` are checked only when present)."""
@@ -84,13 +88,6 @@ def _constraints(quick: str) -> Option:
 
 
 TABLE = (
-    Command(
-        None,
-        "demo",
-        demo.command,
-        "k-NN on Wine with ITML / KernelITML, and fast vs exact on one random problem (well under a minute)",
-        (use("seed"), opt("--n", type=int, default=30, help="size of the random kernel problem (default 30)")),
-    ),
     # ------------------------------------------------------------------ bench
     Command(
         "bench",
@@ -579,24 +576,26 @@ TABLE = (
 
 
 def register(commands, table=TABLE) -> None:
-    """Add every command of ``table`` to ``commands`` (the subparsers of the ``cvxkml``
-    parser), in order; commands already there are left as they are."""
+    """Add every command of ``table`` to ``commands`` (the subparsers of the
+    ``python -m benchmarks`` parser), in order; commands already there are left as they are."""
     for row in table:
         row.register(commands)
 
 
 def build_parser(table=TABLE) -> argparse.ArgumentParser:
-    """The parser of ``cvxkml``: ``--version``, ``--debug`` and every command of ``table``,
+    """The parser of ``python -m benchmarks``: ``--version`` (of cvxkml), ``--debug`` and every command of ``table``,
     each option typed and checked (:func:`._commands.type_options`).
 
     Returns
     -------
     argparse.ArgumentParser
     """
-    from .. import __version__
+    from cvxkml import __version__
 
     parser = argparse.ArgumentParser(
-        prog="cvxkml", description="Convex metric and kernel learning: demos and benchmarks."
+        prog=PROG,
+        description="cvxkml's speed benchmarks and the papers' reproductions (from a source checkout; "
+        "the installed cvxkml command runs the demo).",
     )
     parser.add_argument("--version", action="version", version=f"cvxkml {__version__}")
     parser.add_argument(

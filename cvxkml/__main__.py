@@ -1,7 +1,7 @@
-"""``python -m cvxkml`` runs the ``cvxkml`` command."""
+"""``python -m cvxkml`` runs the ``cvxkml`` command (:mod:`cvxkml._cli`)."""
 
 import sys
 
-from .experiments.cli import main
+from ._cli import main
 
 sys.exit(main())

@@ -1,5 +1,10 @@
 """``cvxkml demo``: k-NN on Wine with ITML / KernelITML, and one random problem solved fast
-(Numba) and exactly (CVXPY).  The rows functions measure and never print."""
+(Numba) and exactly (CVXPY).  The rows functions measure and never print.
+
+The one command an installed cvxkml ships (:mod:`cvxkml._cli`); the benchmarks and the papers'
+reproductions run from a source checkout (``python -m benchmarks``) and reuse
+:func:`format_table` and :func:`warm_up` from here.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,47 @@ import time
 
 import numpy as np
 
-from ..datasets import load_wine_standardized
-from ..testing import make_random_instance
-from ._report import finish, format_table
-from ._runner import timed as _timed
-from .bench.itml import _rel_gap, warm_up
+from .datasets import load_wine_standardized
+from .testing import make_random_instance
 
-__all__ = ["demo_knn_rows", "demo_fast_vs_exact", "command"]
+__all__ = ["demo_knn_rows", "demo_fast_vs_exact", "command", "format_table", "warm_up"]
+
+
+def format_table(headers: list[str], rows: list[list[str]]) -> str:
+    """Left-aligned text table, columns at least two spaces apart.
+
+    Parameters
+    ----------
+    headers : list of str
+        The column titles.
+    rows : list of list of str
+        One list of cells per row, as many as ``headers``.
+
+    Returns
+    -------
+    str
+        The header line, a line of dashes under each title, one line per row (no trailing blanks).
+    """
+    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h) for k, h in enumerate(headers)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def warm_up() -> None:
+    """Compile (or load from cache) the Numba Bregman loops on a tiny problem."""
+    for kind in ("metric", "kernel"):
+        make_random_instance(6, 3, 6, 1.0, kind=kind, random_state=0).solve(tol=1e-6, max_iter=50)
+
+
+def _timed(fn, *args, **kw):
+    """``(fn(*args, **kw), seconds)``."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kw)
+    return out, time.perf_counter() - t0
+
+
+def _rel_gap(a: float, b: float) -> float:
+    return abs(a - b) / max(1.0, abs(b))
 
 
 def demo_knn_rows(n_neighbors: int = 10, n_folds: int = 2, random_state: int = 0) -> list[dict]:
@@ -25,7 +64,7 @@ def demo_knn_rows(n_neighbors: int = 10, n_folds: int = 2, random_state: int = 0
     from sklearn.model_selection import StratifiedKFold
     from sklearn.neighbors import KNeighborsClassifier
 
-    from ..estimators.logdet import ITML, KernelITML
+    from .estimators.logdet import ITML, KernelITML
 
     warm_up()  # keep Numba compile time out of fit_s
     X, y = load_wine_standardized()
@@ -129,4 +168,5 @@ def command(args) -> int:
     print(f"relative objective gap: {r['rel_gap']:.3e}")
     print(f"time ratio fast/exact: {r['time_ratio']:.3g}")
     print()
-    return finish("demo", t_start)
+    print(f"demo finished in {time.perf_counter() - t_start:.1f} s")
+    return 0

@@ -29,19 +29,7 @@ MOVED: dict[str, str] = {
     "cvxkml.estimators_spectral": "cvxkml.estimators.spectral",
     "cvxkml.estimators_trace": "cvxkml.estimators.trace",
     "cvxkml.estimators_yeung": "cvxkml.estimators.yeung",
-    "cvxkml.cli": "cvxkml.experiments.cli",
-    "cvxkml.bench": "cvxkml.experiments.bench",
-    "cvxkml.bench_exact": "cvxkml.experiments.bench.exact",
-    "cvxkml.bench_kcr": "cvxkml.experiments.bench.kcr",
-    "cvxkml.bench_mkl": "cvxkml.experiments.bench.mkl",
-    "cvxkml.bench_pola": "cvxkml.experiments.bench.pola",
-    "cvxkml.bench_variants": "cvxkml.experiments.bench.variants",
-    "cvxkml.reproduce_kcr": "cvxkml.experiments.reproduce.kcr",
-    "cvxkml.reproduce_lowrank": "cvxkml.experiments.reproduce.lowrank",
-    "cvxkml.reproduce_mkl": "cvxkml.experiments.reproduce.mkl",
-    "cvxkml.reproduce_spectral": "cvxkml.experiments.reproduce.spectral",
-    "cvxkml.reproduce_trace": "cvxkml.experiments.reproduce.trace",
-    "cvxkml.reproduce_yeung": "cvxkml.experiments.reproduce.yeung",
+    "cvxkml.cli": "cvxkml._cli",
 }
 
 

@@ -47,8 +47,8 @@ from cvxkml.testing import check_regularizer, triplets
 
 
 # ------------------------------------------------------------------ the user's regularizer
-# The same class is defined once more in cvxkml/experiments/bench/variants.py for
-# `cvxkml bench variants --scale`; the duplication is intended: this file shows what a
+# The same class is defined once more in benchmarks/bench/variants.py for
+# `python -m benchmarks bench variants --scale`; the duplication is intended: this file shows what a
 # user writes, the benchmark must not depend on an example.
 class Jeffreys(Regularizer):
     """Symmetrized LogDet: f_s(x) = x − log x − 1 + c(x + 1/x − 2), the LogDet divergence

@@ -11,11 +11,13 @@ Needs the offline data folder (``$CVXKML_DATA`` or ``../shared/data``: ``mnist50
 8 × 8 digits instead (the docs build does when it finds no data folder). One training draw:
 seconds on MNIST, a few minutes on pendigits (the solver needs ~20 000 iterations there, see
 ``reference/jain2012-trace.md``);
-the 10-draw experiment with mean ± std is ``cvxkml reproduce trace``.
+the 10-draw experiment with mean ± std is ``python -m benchmarks reproduce trace``.
 
-Run it yourself (``OUT.png`` saves the figure)::
+Run it yourself from the checkout root (it reuses the reproduction's data split and scores from
+``reference/reproduce/trace.py``, which is not installed; ``OUT.png`` saves the figure)::
 
-    python examples/trace_ssikdr_digits.py [OUT.png] [--dataset mnist5000|pendigits|sklearn-digits] [--tau T]
+    PYTHONPATH=. python examples/trace_ssikdr_digits.py [OUT.png] \\
+        [--dataset mnist5000|pendigits|sklearn-digits] [--tau T]
 """
 
 import argparse
@@ -25,7 +27,7 @@ from sklearn.decomposition import PCA, KernelPCA
 from threadpoolctl import threadpool_limits
 
 from cvxkml.estimators.trace import TraceSSIKDR
-from cvxkml.experiments.reproduce.trace import draw_split, embedding_scores, load_digits_data, median_gamma
+from reference.reproduce.trace import draw_split, embedding_scores, load_digits_data, median_gamma
 
 parser = argparse.ArgumentParser(description="Trace-SSIKDR on digits: a learned 2-D embedding of unseen digits.")
 parser.add_argument("out", nargs="?", default=None, help="PNG file to save the figure to")

@@ -19,8 +19,25 @@ import numpy as np
 from cvxkml.baselines.separability import separability
 from cvxkml.declare.yeung import SpectralReweighting
 from cvxkml.estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
-from cvxkml.experiments.reproduce.yeung import make_xor, median_distance
 from cvxkml.kernels import Kernel
+from cvxkml.sideinfo import sample_index_pairs
+
+
+def make_xor(n, std=0.3, random_state=None):
+    """XOR: four Gaussian blobs of sd ``std`` at (1, 1), (-1, -1) (class 0) and (1, -1), (-1, 1)
+    (class 1), shuffled (as ``python -m benchmarks reproduce yeung`` draws them)."""
+    rng = np.random.default_rng(random_state)
+    centres = np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, -1.0], [-1.0, 1.0]])
+    blob = rng.permutation(np.arange(n) % 4)
+    return centres[blob] + std * rng.standard_normal((n, 2)), np.array([0, 0, 1, 1])[blob]
+
+
+def median_distance(X, max_pairs=100_000, random_state=0):
+    """Median Euclidean distance over (a seeded sample of) the pairs of rows of X: the RBF width."""
+    i, j = sample_index_pairs(X.shape[0], max_pairs, np.random.default_rng(random_state))
+    D = X[i] - X[j]
+    return float(np.median(np.sqrt(np.einsum("ij,ij->i", D, D))))
+
 
 X, y = make_xor(4000, random_state=0)
 X_new, y_new = make_xor(500, random_state=1)

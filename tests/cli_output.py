@@ -5,7 +5,7 @@ import io
 import math
 import re
 
-from cvxkml.experiments.cli import main
+from benchmarks.cli import main
 
 
 def run_cli(argv) -> tuple[int, str]:

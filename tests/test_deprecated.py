@@ -49,4 +49,4 @@ def test_python_dash_m_on_the_old_cli_path_runs_the_cli():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("cvxkml ")
-    assert "python -m cvxkml.experiments.cli" in out.stderr
+    assert "python -m cvxkml._cli" in out.stderr

@@ -100,7 +100,7 @@ def test_scale_example_quick_is_certified_at_every_size(capsys):
 def test_scale_example_regularizer_is_the_benchs():
     """The example declares its own Jeffreys (as a user would); the bench defines it once
     more: both must be the same function, conjugate and CVXPY form."""
-    from cvxkml.experiments.bench.variants import Jeffreys
+    from benchmarks.bench.variants import Jeffreys
 
     scale = _load_scale_example()
     mine, bench = scale.Jeffreys(0.5), Jeffreys(0.5)
@@ -123,7 +123,7 @@ def test_scale_example_regularizer_is_the_benchs():
 def test_scale_example_builds_the_benchs_instances():
     """The example's dense and factored problems are the ``bench variants --scale`` rows'
     (same K0 or G0, same constraints): the sheet's numbers are the example's."""
-    from cvxkml.experiments.bench.variants import scale_problem
+    from benchmarks.bench.variants import scale_problem
 
     scale = _load_scale_example()
     a, b = scale.dense_problem(60), scale_problem("jeffreys+hinge-pairs", 60)

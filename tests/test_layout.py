@@ -1,18 +1,25 @@
 """The house: which modules sit in the package root, which layer may import which, and no
-import circle (imports inside functions count: a lazy import is still a dependency)."""
+import circle (imports inside functions count: a lazy import is still a dependency).
+
+The checkout's two rooms outside the package, ``benchmarks/`` (the speed benchmarks and the
+command that runs them and the reproductions) and ``reference/reproduce/`` (one module per
+paper), use cvxkml as a user does: they may import it, it never imports them."""
 
 import ast
 from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[1] / "cvxkml"
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "cvxkml"
 
 #: the package root holds only the core modules and the subpackages
 ROOT_MODULES = {
     "__init__",
     "__main__",
     "_answer",
+    "_cli",
+    "_demo",
     "_config",
     "_deprecated",
     "_progress",
@@ -26,7 +33,7 @@ ROOT_MODULES = {
     "learned",
     "datasets",
 }
-SUBPACKAGES = {"formulas", "declare", "solvers", "adapters", "estimators", "baselines", "testing", "experiments"}
+SUBPACKAGES = {"formulas", "declare", "solvers", "adapters", "estimators", "baselines", "testing"}
 
 #: layer -> what it must never import (module prefixes; third-party names too)
 FORBIDDEN = {
@@ -36,23 +43,21 @@ FORBIDDEN = {
         "cvxkml.declare",
         "cvxkml.solvers",
         "cvxkml.estimators",
-        "cvxkml.experiments",
         "cvxkml.testing",
         "cvxkml.baselines",
     ),
-    "cvxkml.solvers": ("cvxpy", "cvxkml.declare", "cvxkml.estimators", "cvxkml.experiments", "cvxkml.testing"),
+    "cvxkml.solvers": ("cvxpy", "cvxkml.declare", "cvxkml.estimators", "cvxkml.testing"),
     # the declarative layer names no solver: the adapters register them (cvxkml.declare.registry)
     "cvxkml.declare": (
         "cvxkml.solvers",
         "cvxkml.adapters",
         "cvxkml.estimators",
-        "cvxkml.experiments",
         "cvxkml.testing",
     ),
-    "cvxkml.adapters": ("cvxkml.estimators", "cvxkml.experiments", "cvxkml.testing"),
-    "cvxkml.estimators": ("cvxkml.experiments", "cvxkml.testing", "cvxpy"),
-    "cvxkml.baselines": ("cvxkml.experiments", "cvxkml.estimators", "cvxkml.testing"),
-    "cvxkml.testing": ("cvxkml.experiments", "cvxkml.estimators"),
+    "cvxkml.adapters": ("cvxkml.estimators", "cvxkml.testing"),
+    "cvxkml.estimators": ("cvxkml.testing", "cvxpy"),
+    "cvxkml.baselines": ("cvxkml.estimators", "cvxkml.testing"),
+    "cvxkml.testing": ("cvxkml.estimators"),
 }
 #: the data layer and the errors import nothing of cvxkml but these
 ALLOWED_ONLY = {
@@ -75,16 +80,25 @@ for _core in (
     FORBIDDEN[f"cvxkml.{_core}"] = (
         "cvxkml.declare",
         "cvxkml.estimators",
-        "cvxkml.experiments",
         "cvxkml.testing",
         "cvxkml.baselines",
     )
 
 
+#: the checkout's rooms outside the package (benchopt's own benchmark folder is left out)
+CHECKOUT = ("benchmarks", "reference")
+
+
+def _files():
+    yield from PKG.rglob("*.py")
+    for room in CHECKOUT:
+        yield from (p for p in (ROOT / room).rglob("*.py") if "metric_learning" not in p.parts)
+
+
 def _modules():
     mods = {}
-    for path in PKG.rglob("*.py"):
-        parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    for path in _files():
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
         is_pkg = parts[-1] == "__init__"
         if is_pkg:
             parts = parts[:-1]
@@ -124,17 +138,21 @@ def test_package_root_holds_only_the_core():
     assert subs == SUBPACKAGES
 
 
-#: experiments/ itself holds the command line and what the commands share; the commands sit in
-#: its two subpackages, one module each
-EXPERIMENTS_TOP = {"__init__", "cli", "demo", "_commands", "_table", "_report", "_runner", "_parallel"}
-EXPERIMENTS_TOP |= {"_peer_metric_learn", "_peer_pylmnn"}
+#: benchmarks/ itself holds the command and what the commands share; the speed benchmarks sit in
+#: benchmarks/bench/, one module each, the reproductions in reference/reproduce/, one per paper
+BENCHMARKS_TOP = {"__init__", "__main__", "cli", "_commands", "_table", "_report", "_runner", "_parallel"}
+BENCHMARKS_TOP |= {"_peer_metric_learn", "_peer_pylmnn", "solver_comparison", "benchopt_summary", "aux_exact_model"}
+#: the one module that lists the commands of both rooms (and the two that run it)
+COMMAND_TABLE = {"benchmarks._table", "benchmarks.cli", "benchmarks.__main__"}
 
 
-def test_experiments_commands_sit_in_bench_and_reproduce():
-    top = PKG / "experiments"
+def test_benchmark_commands_sit_in_bench_and_reproductions_in_reference():
+    top = ROOT / "benchmarks"
     mods = {p.stem for p in top.glob("*.py")}
-    assert mods <= EXPERIMENTS_TOP, f"commands that belong in bench/ or reproduce/: {sorted(mods - EXPERIMENTS_TOP)}"
-    assert {p.name for p in top.iterdir() if (p / "__init__.py").exists()} == {"bench", "reproduce"}
+    assert mods <= BENCHMARKS_TOP, f"commands that belong in benchmarks/bench/: {sorted(mods - BENCHMARKS_TOP)}"
+    assert {p.name for p in top.iterdir() if (p / "__init__.py").exists()} == {"bench"}
+    assert {p.stem for p in (ROOT / "reference").glob("*.py")} == {"__init__"}
+    assert {p.name for p in (ROOT / "reference").iterdir() if (p / "__init__.py").exists()} == {"reproduce"}
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
@@ -157,14 +175,29 @@ def test_bottom_layer_imports_nothing_above(module):
     assert deps <= ALLOWED_ONLY[module], f"{module} imports {sorted(deps - ALLOWED_ONLY[module])}"
 
 
-def test_nothing_imports_the_experiments():
+def test_the_package_imports_nothing_of_the_checkout():
+    """The wheel holds the library: no module of cvxkml imports the benchmarks or the reproductions."""
     bad = [
         (m, d)
         for m, deps in GRAPH.items()
-        if not m.startswith("cvxkml.experiments") and m != "cvxkml.__main__"
+        if m == "cvxkml" or m.startswith("cvxkml.")
         for d in deps
-        if d.startswith("cvxkml.experiments")
+        if d.split(".")[0] in CHECKOUT
     ]
+    assert not bad
+
+
+def test_benchmarks_import_no_reproduction_and_reproductions_no_command():
+    """Only the command table joins the two rooms: a benchmark never imports a reproduction, a
+    reproduction never imports the command that lists it."""
+    bad = [
+        (m, d)
+        for m, deps in GRAPH.items()
+        if m.startswith("benchmarks") and m not in COMMAND_TABLE
+        for d in deps
+        if d.split(".")[0] == "reference"
+    ]
+    bad += [(m, d) for m, deps in GRAPH.items() if m.startswith("reference") for d in deps if d in COMMAND_TABLE]
     assert not bad
 
 
@@ -211,7 +244,7 @@ def test_no_import_circle():
 
 def _private_imports(prefix):
     """``(module, imported name)`` for every private name (``_x``) a module under ``prefix``
-    imports from another module of the package."""
+    imports from another room (relative imports outside its subpackage, absolute imports of cvxkml)."""
     out = []
     for m, (path, is_pkg) in MODULES.items():
         if not m.startswith(prefix):
@@ -223,15 +256,20 @@ def _private_imports(prefix):
                 target = ".".join(base + ([node.module] if node.module else []))
                 if target.startswith(prefix):
                     continue  # inside the same subpackage
-                out += [
-                    (m, f"{target}.{a.name}")
-                    for a in node.names
-                    if a.name.startswith("_") and not a.name.startswith("__") and f"{target}.{a.name}" not in MODULES
-                ]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "cvxkml":
+                target = node.module
+            else:
+                continue
+            out += [
+                (m, f"{target}.{a.name}")
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__") and f"{target}.{a.name}" not in MODULES
+            ]
     return out
 
 
-def test_experiments_reach_solvers_through_public_names():
+@pytest.mark.parametrize("room", CHECKOUT)
+def test_checkout_rooms_reach_cvxkml_through_public_names(room):
     """Benchmarks time solver kernels through each solver module's public hook
-    (``BENCH_KERNELS``), never through its private names."""
-    assert _private_imports("cvxkml.experiments") == []
+    (``BENCH_KERNELS``), never through its private names; the reproductions likewise."""
+    assert _private_imports(room) == []

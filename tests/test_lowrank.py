@@ -590,7 +590,7 @@ def test_mnist_shape_workload_small_matches_exact_model(data_dir):
     """A small instance of the benchmark's MNIST-shape workload (n = 1200, r = 12, 300 ITML
     pairs at the 5th/95th percentiles, γ = 1): the certified fast solve at the benchmark's
     tol = 1e-3 is within 1e-3 of the exact range-space model, and at 1e-9 within 1e-6."""
-    from cvxkml.experiments.bench.lowrank import mnist_shape_factor
+    from benchmarks.bench.lowrank import mnist_shape_factor
 
     G0, y, src = mnist_shape_factor(1200, 12, data_dir=data_dir, seed=0)
     pc = PairConstraints.from_labels(

@@ -1,6 +1,6 @@
 """No pickle on any path a user or a downloaded folder supplies (issue 32, item 1): a scan
 of the package for unsafe loaders, and the ``reproduce mkl --resume DIR`` store
-(:class:`cvxkml.experiments._parallel.TaskStore`) reading a planted file without running
+(:class:`benchmarks._parallel.TaskStore`) reading a planted file without running
 it."""
 
 import ast
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import cvxkml
-from cvxkml.experiments._parallel import StoreFileError, TaskStore, _read_npy_member
+from benchmarks._parallel import StoreFileError, TaskStore, _read_npy_member
 
 PACKAGE = Path(cvxkml.__file__).parent
 

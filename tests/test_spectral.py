@@ -259,7 +259,7 @@ def test_kcr_then_vonneumann_in_one_process():
     """Issue 13: after a KCR solve (BLAS thread limits, LAPACK eigensolvers) the von Neumann
     solves of the Theorem 4 test gave ZeroDivisionError and then a segfault in one run.  In
     one process: KCR first, then the von Neumann solves must match a fresh computation."""
-    from cvxkml.experiments.bench.kcr import random_instance
+    from benchmarks.bench.kcr import random_instance
 
     _, X, pc = _theorem4_instance(5, 8, 4)
     hard = _three_pairs(pc)
@@ -461,7 +461,7 @@ def test_vonneumann_warm_roots_on_a_pole():
 def test_vonneumann_runs_are_bitwise_reproducible():
     """Two runs in one process give the same bits (a fastmath-vectorized exp in a cached
     kernel once made results depend on the memory layout)."""
-    from cvxkml.experiments.bench.vonneumann import vonneumann_pairs_problem
+    from benchmarks.bench.vonneumann import vonneumann_pairs_problem
 
     F, q0, I, J, delta, bound = vonneumann_pairs_problem(30, 120, 3)
     runs = [vonneumann_pairs(F, q0, I, J, delta, bound, 1.0, 0.0, 3) for _ in range(4)]

@@ -1,7 +1,7 @@
 """Wang et al. (2011) full-protocol LMNN fits rebuilt for regression tests, and the small
 LMNN draws and checks the solver tests share.
 
-The reproduction (`cvxkml reproduce mkl`, reference/wang2011-mkl.md) draws 10 stratified
+The reproduction (`python -m benchmarks reproduce mkl`, reference/wang2011-mkl.md) draws 10 stratified
 folds (seed 0) and splits each training fold in two halves for LMNN-MKL_CV's inner CV; the
 tests hard-code the rows of one fold's test part and one half, so they need neither the
 harness nor its data folder.

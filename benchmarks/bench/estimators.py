@@ -1,4 +1,4 @@
-"""``cvxkml bench estimators``: every estimator of :data:`cvxkml.estimators.ESTIMATORS` with its
+"""``python -m benchmarks bench estimators``: every estimator of :data:`cvxkml.estimators.ESTIMATORS` with its
 defaults, as a scikit-learn user runs it, beside the Euclidean baseline.
 
 Wine, breast cancer and 500 stratified digits (scikit-learn loaders), raw and standardized
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import InvalidInputError
+from cvxkml.errors import InvalidInputError
+
 from .._commands import CommandError
 from .._parallel import describe, run_tasks
 from .._peer_metric_learn import warm_subset
@@ -99,7 +100,7 @@ def cv_folds(y, n_folds: int = N_FOLDS, seed: int = SEED) -> list[tuple[np.ndarr
 
 # --------------------------------------------------------------------------- estimators
 def _estimator_classes() -> dict:
-    from ...estimators import ESTIMATORS
+    from cvxkml.estimators import ESTIMATORS
 
     return {cls.__name__: cls for cls in ESTIMATORS}
 
@@ -163,7 +164,7 @@ def run_cell(task) -> dict:
         error), ``certificates`` (per fold, or None), ``warmup_s`` (None: warm already),
         ``warnings`` (categories seen), ``error`` (None or ``"Name: message"``).
     """
-    from ...errors import ConvergenceWarning
+    from cvxkml.errors import ConvergenceWarning
 
     name, dataset, features, X, y, folds, seed = task
     row = {
@@ -205,7 +206,7 @@ def run_cell(task) -> dict:
 # --------------------------------------------------------------------------- peers
 def _peer_rows(datasets_data, features, seed, peer_python) -> tuple[list[dict], str | None]:
     """(rows, None) or ([], why the peer rows are missing)."""
-    from .. import _peer_metric_learn as peer
+    from benchmarks import _peer_metric_learn as peer
 
     cells = [
         {"estimator": p, "dataset": d, "features": f, "X": X, "y": y, "folds": folds}
@@ -403,7 +404,7 @@ def _names(values):
 
 
 def command(args) -> int:
-    """``cvxkml bench estimators``: every estimator with its defaults, 3-fold cross-validated 1-NN
+    """``python -m benchmarks bench estimators``: every estimator with its defaults, 3-fold cross-validated 1-NN
     accuracy on the learned transform, fit time and certificate, beside Euclidean 1-NN and
     metric-learn.
 
@@ -422,7 +423,7 @@ def command(args) -> int:
         )
     n_jobs = 1 if args.n_jobs is None else args.n_jobs
     t_start = start(
-        "cvxkml bench estimators",
+        "python -m benchmarks bench estimators",
         args.quick,
         f"{N_FOLDS}-fold stratified CV (seed {SEED}), 1-NN on the learned transform (KCRClassifier: "
         f"its own rule), estimator defaults with random_state = {SEED}; one BLAS and one Numba thread "

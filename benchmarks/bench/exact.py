@@ -1,4 +1,4 @@
-"""``cvxkml bench exact-limits``: the largest size each family's default exact solve handles.
+"""``python -m benchmarks bench exact-limits``: the largest size each family's default exact solve handles.
 
 For every declared problem family a realistic instance is built whose exact model has a
 PSD block of side n (:meth:`~cvxkml.declare.Problem.exact_size`; the number of weights for
@@ -55,7 +55,7 @@ GROWTH = 1.5
 
 # --------------------------------------------------------------------------- instances
 def _gaussian(X):
-    from ...kernels import gaussian_kernel
+    from cvxkml.kernels import gaussian_kernel
 
     sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
     return gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
@@ -71,8 +71,8 @@ def _kernel_data(n, seed=0, d=10):
 def _pairs(baseline, n, m, rng):
     """m random similar/dissimilar pairs, bounds the 5th/95th percentiles of the baseline
     squared distances (Davis et al. 2007)."""
-    from ...sideinfo import PairConstraints, percentile_bounds
-    from ...testing import random_pairs
+    from cvxkml.sideinfo import PairConstraints, percentile_bounds
+    from cvxkml.testing import random_pairs
 
     i, j = random_pairs(rng, n, m)
     u, l = percentile_bounds(baseline, n, (5.0, 95.0), rng)
@@ -82,7 +82,7 @@ def _pairs(baseline, n, m, rng):
 
 def _kernel_pairs(n, seed=0):
     """(K0, 2n pairs) — the LogDet / von Neumann kernel-learning instance."""
-    from ...sideinfo import baseline_kernel
+    from cvxkml.sideinfo import baseline_kernel
 
     K0 = _kernel_data(n, seed)
     return K0, _pairs(baseline_kernel(K0), n, 2 * n, np.random.default_rng(seed + 1))
@@ -91,7 +91,7 @@ def _kernel_pairs(n, seed=0):
 def _metric_pairs(d, seed=0, points=2):
     """(X of points·d × d, 2d pairs) — the metric-learning instance (ITML scale varies per
     feature, as :func:`cvxkml.testing.metric_instance`)."""
-    from ...testing import metric_instance
+    from cvxkml.testing import metric_instance
 
     return metric_instance(seed, points * d, d, 2 * d, hard=False)
 
@@ -100,9 +100,9 @@ def _mkl_objective(m, seed=0, n_points=30, k=2):
     """LMNN's weight-step objective h(P) (Wang et al. eq. 18) on m Gaussian kernels of
     different bandwidths over random feature subsets of 30 labelled 5-D points, a random
     PSD metric A, k = 2 target neighbours."""
-    from ...declare.mkl import LMNNWeightObjective
-    from ...formulas.lmnn import LMNNTriplets
-    from ...kernels import gaussian_kernel, kernel_sq_distances
+    from cvxkml.declare.mkl import LMNNWeightObjective
+    from cvxkml.formulas.lmnn import LMNNTriplets
+    from cvxkml.kernels import gaussian_kernel, kernel_sq_distances
 
     rng = np.random.default_rng(seed)
     X, y = labelled_points(n_points, d=5, seed=seed, shift=0.6)
@@ -120,8 +120,8 @@ def _mkl_objective(m, seed=0, n_points=30, k=2):
 def _spectral(reg_name, kernel, n, seed=0):
     """:func:`cvxkml.testing.feasible_instance`: 2n pairs and 2n triplets under Hinge(C = 1),
     kernel: Gaussian K0 on n 10-D points; metric: d = n features, 2n points."""
-    from ... import declare
-    from ...testing import feasible_instance
+    from cvxkml import declare
+    from cvxkml.testing import feasible_instance
 
     reg = getattr(declare, reg_name)()
     if kernel:
@@ -137,8 +137,8 @@ MIXED_REGULARIZERS = ("LogDet", "VonNeumann", "Frobenius", "TraceNorm")
 def _mixed(reg_name, n, seed=0):
     """:func:`cvxkml.testing.feasible_instance` with all four families, hard: the exact model
     with every constraint type (2n of each) on a Gaussian K0 of n 10-D points."""
-    from ... import declare
-    from ...testing import feasible_instance
+    from cvxkml import declare
+    from cvxkml.testing import feasible_instance
 
     return feasible_instance(
         seed,
@@ -156,9 +156,9 @@ def _pola(kernel, n, seed=0):
     """POLA (Jain et al. §5.2): pair constraints y (b − d(i, j)) >= 1 with b = 1 + median
     baseline distance on forest pairs (n − 1 on a full-rank Gaussian K0, d on 2d points in
     R^d) — their difference vectors are independent, so the hard constraints are feasible."""
-    from ... import declare
-    from ...sideinfo import baseline_kernel, baseline_metric
-    from ...testing import forest_pairs
+    from cvxkml import declare
+    from cvxkml.sideinfo import baseline_kernel, baseline_metric
+    from cvxkml.testing import forest_pairs
 
     rng = np.random.default_rng(seed)
     if kernel:
@@ -177,8 +177,8 @@ def _pola(kernel, n, seed=0):
 def _build_map():
     import cvxpy as cp
 
-    from ... import declare
-    from ...testing import factor_instance, feasible_instance
+    from cvxkml import declare
+    from cvxkml.testing import factor_instance, feasible_instance
 
     def trace(n):
         base = feasible_instance(0, n, 2 * n, ("pairs",), kernel=True, d=10)
@@ -203,7 +203,7 @@ def _build_map():
     def iplr(n):
         rng = np.random.default_rng(0)
         X = rng.normal(size=(4 * n, 2 * n)) * rng.uniform(0.5, 2.0, size=2 * n)
-        from ...sideinfo import baseline_metric
+        from cvxkml.sideinfo import baseline_metric
 
         pc = _pairs(baseline_metric(X), 4 * n, 2 * n, rng)
         return declare.IPLR.from_features(X, pc, k=n, gamma=1.0)
@@ -228,7 +228,7 @@ def _build_map():
         return declare.ITML(X, pc, gamma=1.0).extend(term=lambda W: 0.1 * cp.sum(cp.abs(W - cp.diag(cp.diag(W)))))
 
     def mu_step(m):
-        from ...declare.mkl import LMNNMuMajorizer
+        from cvxkml.declare.mkl import LMNNMuMajorizer
 
         h = _mkl_objective(m)
         return declare.MuWeightStep(LMNNMuMajorizer(h, np.full(m, 1.0 / m)))
@@ -401,7 +401,7 @@ def _vm_rss_mib(pid: int) -> float:
 
 def _run_child(family: str, n: int, fast: bool, kill_after: float, mem_limit_mib: float) -> dict:
     env = dict(os.environ, **THREAD_ENV)
-    code = f"from cvxkml.experiments.bench.exact import _child; _child({family!r}, {int(n)}, {bool(fast)})"
+    code = f"from benchmarks.bench.exact import _child; _child({family!r}, {int(n)}, {bool(fast)})"
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
@@ -581,7 +581,7 @@ def _fmt(rows, time_limit, mem_limit_gib, meta=None) -> str:
     meta = dict(meta or {})
     date = meta.get("date", time.strftime("%Y-%m-%d"))
     out = [
-        "# Exact-model size limits (`cvxkml bench exact-limits`)",
+        "# Exact-model size limits (`python -m benchmarks bench exact-limits`)",
         "",
         f"For each family, the largest n (the side of the exact model's PSD block, "
         f"`exact_size()`; the number of weights for the QP families) whose default "
@@ -662,7 +662,7 @@ def _machine() -> str:
 
 
 def command(args) -> int:
-    """``cvxkml bench exact-limits``: measure, print the table, write it and the JSON; returns the exit
+    """``python -m benchmarks bench exact-limits``: measure, print the table, write it and the JSON; returns the exit
     status (2 for an unknown family name)."""
     fams = [f.strip() for f in args.families.split(",") if f.strip()]
     unknown = [f for f in fams if f not in FAMILIES]

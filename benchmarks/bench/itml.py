@@ -1,4 +1,4 @@
-"""``cvxkml bench itml``: seconds per Bregman projection of the LogDet / ITML solvers against a
+"""``python -m benchmarks bench itml``: seconds per Bregman projection of the LogDet / ITML solvers against a
 plain-NumPy loop of the same update, and their time to tolerance against the exact CVXPY model.
 
 The rows functions measure and never print; times are :func:`time.perf_counter`, best of
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...solvers.bregman import BENCH_KERNELS as BREGMAN_KERNELS
-from ...testing import make_random_instance
+from cvxkml._demo import warm_up
+from cvxkml.solvers.bregman import BENCH_KERNELS as BREGMAN_KERNELS
+from cvxkml.testing import make_random_instance
+
 from .._report import columns, finish, start
 from .._runner import best_of as _best_of
 from .._runner import default as _default
@@ -71,12 +73,6 @@ def numpy_sweeps_kernel(K, I, J, delta, xi, lam, gamma, n_sweeps):
             Kz = K[i] - K[j]
             updates += _numpy_update(K, Kz, float(Kz[i] - Kz[j]), c, delta, xi, lam, gamma)
     return updates
-
-
-def warm_up() -> None:
-    """Compile (or load from cache) the Numba Bregman loops on a tiny problem."""
-    for kind in ("metric", "kernel"):
-        make_random_instance(6, 3, 6, 1.0, kind=kind, random_state=0).solve(tol=1e-6, max_iter=50)
 
 
 def _projection_case(kind: str, size: int, n_proj: int, repeats: int, seed: int) -> dict:
@@ -163,7 +159,7 @@ def tolerance_rows(
     fast_s, exact_s, ratio, fast_objective, exact_objective, rel_gap, fast_max_violation,
     exact_max_violation, exact_status, fast_sweeps.
     """
-    from ...declare.problem import Problem
+    from cvxkml.declare.problem import Problem
 
     warm_up()
     repeats = _default(repeats, quick, 1, 3, int)
@@ -200,11 +196,13 @@ def tolerance_rows(
 
 
 def command(args) -> int:
-    """``cvxkml bench itml``: seconds per Bregman projection of the LogDet / ITML solvers against a
+    """``python -m benchmarks bench itml``: seconds per Bregman projection of the LogDet / ITML solvers against a
     plain-NumPy loop of the same update, and their time to tolerance.
 
     Returns the exit status, 0."""
-    t_start = start("cvxkml bench itml", args.quick, "best of repeats, time.perf_counter, Numba warmed up")
+    t_start = start(
+        "python -m benchmarks bench itml", args.quick, "best of repeats, time.perf_counter, Numba warmed up"
+    )
     print()
     print("(a) Seconds per Bregman projection: Numba solver vs plain-NumPy loop of the same update (slack gamma = 1)")
     rows = projection_rows(quick=args.quick, repeats=args.repeats, seed=args.seed)

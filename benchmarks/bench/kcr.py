@@ -24,8 +24,8 @@ measured in the same run.
   (issue 33), default vs :data:`BEFORE` (the default before dual polishing and the
   working set) and :data:`PREVIOUS` in the same run (``scale``, not in ``all``).
 
-``cvxkml bench kcr [sweep|exact|alg1|large|variants|scale|all]`` (:func:`command`; also
-``python -m cvxkml.experiments.bench.kcr``) runs them and prints the rows.
+``python -m benchmarks bench kcr [sweep|exact|alg1|large|variants|scale|all]`` (:func:`command`; also
+``python -m benchmarks.bench.kcr``) runs them and prints the rows.
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ import warnings
 
 import numpy as np
 
-from ...datasets import load_dataset
-from ...declare.kcr import KCR
-from ...errors import InvalidInputError, SolverError
-from ...kernels import gaussian_kernel
-from ...solvers.kcr import kcr_subgradient
+from cvxkml.datasets import load_dataset
+from cvxkml.declare.kcr import KCR
+from cvxkml.errors import InvalidInputError, SolverError
+from cvxkml.kernels import gaussian_kernel
+from cvxkml.solvers.kcr import kcr_subgradient
+
 from .._commands import opt, script, use
 from .._runner import growth_exponent
 
@@ -487,7 +488,7 @@ def data_sets(args) -> tuple:
 
 
 def command(args) -> int:
-    """``cvxkml bench kcr``: run the parts selected by ``args.what`` and print their rows."""
+    """``python -m benchmarks bench kcr``: run the parts selected by ``args.what`` and print their rows."""
     import json
 
     if args.what in ("large", "all"):  # before the other parts run
@@ -574,7 +575,7 @@ def command(args) -> int:
     return 0
 
 
-#: the options of ``cvxkml bench kcr`` (its row of the command table) and of :func:`main`
+#: the options of ``python -m benchmarks bench kcr`` (its row of the command table) and of :func:`main`
 OPTIONS = (
     opt(
         "what",
@@ -639,8 +640,8 @@ OPTIONS = (
 
 
 def main(argv=None) -> int:
-    """``python -m cvxkml.experiments.bench.kcr [sweep|exact|alg1|large|all] [options]``."""
-    return script("python -m cvxkml.experiments.bench.kcr", command, OPTIONS, data_sets, argv)
+    """``python -m benchmarks.bench.kcr [sweep|exact|alg1|large|all] [options]``."""
+    return script("python -m benchmarks.bench.kcr", command, OPTIONS, data_sets, argv)
 
 
 if __name__ == "__main__":

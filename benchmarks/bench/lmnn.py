@@ -1,4 +1,4 @@
-"""``cvxkml bench lmnn``: the linear LMNN solver (Weinberger & Saul eq. 18 as in Wang et al.
+"""``python -m benchmarks bench lmnn``: the linear LMNN solver (Weinberger & Saul eq. 18 as in Wang et al.
 2011) with its smoothed quasi-Newton phase against the PDHG path it replaced, on the same
 problems in the same run (reference/lmnn-speed.md).
 
@@ -38,7 +38,7 @@ def _problem(X, y, train):
     """LMNN of eq. 18 on the standardized training fold, and the fitted scaler."""
     from sklearn.preprocessing import StandardScaler
 
-    from ...declare.lmnn import LMNNProblem
+    from cvxkml.declare.lmnn import LMNNProblem
 
     scaler = StandardScaler().fit(X[train])
     return LMNNProblem.linear(scaler.transform(X[train]), y[train], k=K, gamma=GAMMA), scaler
@@ -67,7 +67,7 @@ def _solve(prob, tol: float, smooth: bool, budget: float | None):
 def _warm_up() -> None:
     """Compile the Numba kernels the smoothed, PDHG and active-set paths use (excluded from
     every timing; a cold cache otherwise puts seconds of compilation into the first large row)."""
-    from ...declare.lmnn import LMNNProblem
+    from cvxkml.declare.lmnn import LMNNProblem
 
     rng = np.random.default_rng(0)
     y = np.arange(24) % 2
@@ -93,11 +93,11 @@ def lmnn_rows(
     Parameters
     ----------
     datasets : sequence of str, default DATASETS
-        Names of :func:`cvxkml.experiments.bench.estimators.load_bench_dataset`.
+        Names of :func:`benchmarks.bench.estimators.load_bench_dataset`.
     tols : sequence of float, default (1e-3, 1e-4)
         Certified relative gaps asked of both paths.
     n_folds : int, default 3
-        Stratified folds (seed 0, the folds of ``cvxkml bench estimators``); quick: the first
+        Stratified folds (seed 0, the folds of ``python -m benchmarks bench estimators``); quick: the first
         fold only.
     old : bool, default True
         Also run the PDHG path (``smooth=False``), the baseline.
@@ -184,14 +184,14 @@ def load_scale_dataset(name: str, seed: int = 0):
         X, y = load_digits(return_X_y=True)
         what = "sklearn load_digits, standardized"
     elif name == "mnist5000":
-        from ...datasets import load_npz
+        from cvxkml.datasets import load_npz
 
         X, y = load_npz("mnist5000")
         X, y = np.asarray(X, dtype=float) / 255.0, np.asarray(y)
         X = PCA(50, random_state=seed).fit_transform(X)
         what = "MNIST 5000-image subset, PCA-50, standardized"
     elif name == "pendigits5000":
-        from ...datasets import load_dataset
+        from cvxkml.datasets import load_dataset
 
         X, y = load_dataset("pendigits")
         X, _, y, _ = train_test_split(
@@ -215,7 +215,7 @@ def load_scale_dataset(name: str, seed: int = 0):
 def _full_objective(prob, W) -> float:
     """F of eq. 18 over every triplet at the metric whose learned coordinates are the rows of
     W (n × q, d(i, j) = ‖W_i − W_j‖²), by the impostor scan (no triplet list)."""
-    from ...solvers.lmnn import impostor_scan
+    from cvxkml.solvers.lmnn import impostor_scan
 
     t_i, t_j = prob.targets
     perm = np.argsort(t_i, kind="stable")
@@ -225,7 +225,7 @@ def _full_objective(prob, W) -> float:
 
 
 #: peer name -> its script (run by another interpreter, ``--lmnn IN.npz OUT.json``)
-#: the script that runs each peer in its own interpreter (in :mod:`cvxkml.experiments`)
+#: the script that runs each peer in its own interpreter (in :mod:`benchmarks`)
 PEER_SCRIPTS = {
     peer: Path(__file__).resolve().parents[1] / name
     for peer, name in (("metric-learn", "_peer_metric_learn.py"), ("pylmnn", "_peer_pylmnn.py"))
@@ -306,7 +306,7 @@ def scale_rows(
     dual-recovery seconds of the active-set solve; the peer's seconds, its objective F
     (evaluated here by the same formula) and its excess over cvxkml's certified bound.
     """
-    from ...declare.lmnn import LMNNProblem
+    from cvxkml.declare.lmnn import LMNNProblem
 
     if isinstance(peer_python, (str, bytes)) or hasattr(peer_python, "__fspath__"):
         peer_python = [peer_python]
@@ -537,9 +537,11 @@ def format_report(rows, old_budget: float) -> str:
 
 
 def command(args) -> int:
-    """``cvxkml bench lmnn``: the solver comparison (or, with ``--scale``, the whole-data-set rows)."""
+    """``python -m benchmarks bench lmnn``: the solver comparison (or, with ``--scale``, the whole-data-set rows)."""
     t_start = start(
-        "cvxkml bench lmnn", args.quick, "one BLAS thread, Numba warmed up on a small instance first, time.perf_counter"
+        "python -m benchmarks bench lmnn",
+        args.quick,
+        "one BLAS thread, Numba warmed up on a small instance first, time.perf_counter",
     )
     if args.scale is not None:
         tol = args.tol[0] if args.tol else 1e-4

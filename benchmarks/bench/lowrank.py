@@ -1,4 +1,4 @@
-"""``cvxkml bench lowrank``: projections per second of the low-rank LogDet solver (Kulis et al.
+"""``python -m benchmarks bench lowrank``: projections per second of the low-rank LogDet solver (Kulis et al.
 2009, Algorithm 2 with CHOLUPDATEMULT) against dense NumPy, and the MNIST-shape workload of §7.2
 (shared with :mod:`.vonneumann`).  The rows functions measure and never print.
 """
@@ -10,8 +10,9 @@ import time
 import numba as nb
 import numpy as np
 
-from ..._config import blas_limit
-from ...solvers.lowrank import cholupdatemult, cholupdatemult_t
+from cvxkml._config import blas_limit
+from cvxkml.solvers.lowrank import cholupdatemult, cholupdatemult_t
+
 from .._report import columns, finish, start, yes_no
 from .._runner import best_of as _best_of
 from .._runner import default as _default
@@ -154,7 +155,7 @@ def lowrank_projection_rows(quick: bool = False, repeats: int | None = None, see
     * ``numpy_proj_per_s``: :func:`numpy_lowrank_sweep` on the first ``numpy_projections``
       constraints (one BLAS thread); ``speedup`` = proj / numpy rate; ``max_rel_diff`` of the B's.
     """
-    from ...solvers.lowrank import BENCH_KERNELS, PAIR
+    from cvxkml.solvers.lowrank import BENCH_KERNELS, PAIR
 
     repeats = _default(repeats, quick, 1, 3, int)
     flop_budget, np_budget = (1e7, 0.05) if quick else (3e8, 0.5)  # np_budget: rough NumPy seconds
@@ -218,7 +219,7 @@ def mnist_shape_factor(n: int = 60_000, r: int = 100, data_dir=None, noise: floa
     ⌈n/5000⌉ times (each copy after the first with Gaussian noise of ``noise`` × the component's
     sd), cut to n rows.  Without it: 10 Gaussian classes, per-component scale 1/√(k+1).
     """
-    from ...datasets import load_npz
+    from cvxkml.datasets import load_npz
 
     rng = np.random.default_rng(seed)
     try:
@@ -240,7 +241,7 @@ def mnist_shape_factor(n: int = 60_000, r: int = 100, data_dir=None, noise: floa
 
 def _workload_pairs(G0, y, m: int, seed: int):
     """The m random label pairs of the workload (ITML scheme, seed + m), 5th / 95th-percentile bounds."""
-    from ...sideinfo import PairConstraints, baseline_metric
+    from cvxkml.sideinfo import PairConstraints, baseline_metric
 
     return PairConstraints.from_labels(
         y, baseline_metric(G0), scheme="itml", n_constraints=int(m), percentiles=(5.0, 95.0), random_state=seed + int(m)
@@ -274,8 +275,8 @@ def _lowrank_certificate(prob, M, lam, xi) -> dict:
 def _lowrank_paper_rule(prob, tol, max_iter, budget):
     """The paper's loop (cyclic order, dual-change stop, no certificate) in chunks of sweeps resumed
     from (B, λ, ξ) until it stops or ``budget`` seconds pass: (B, λ, ξ, sweeps, converged, seconds)."""
-    from ...solvers.bregman import NOT_CONVERGED, OK
-    from ...solvers.lowrank import PAIR, lowrank_logdet
+    from cvxkml.solvers.bregman import NOT_CONVERGED, OK
+    from cvxkml.solvers.lowrank import PAIR, lowrank_logdet
 
     P = prob.pairs
     m = len(P)
@@ -324,7 +325,7 @@ def lowrank_workload_rows(
     max_rel_violation ≤ max(tol, 1e-6)), solver_s, cpu_s, build_s, projections, proj_per_s,
     gflops (× (3r² + 2r), an upper bound), objective, rel_gap, max_rel_violation, paper_min.
     """
-    from ...declare import LowRankLogDet
+    from cvxkml.declare import LowRankLogDet
 
     n, r = (6000, 20) if quick else (60_000, 100)
     counts = ((1000, 5000) if quick else (10_000, 100_000)) if counts is None else counts
@@ -388,19 +389,19 @@ def lowrank_workload_rows(
 
 def warm_up_lowrank() -> None:
     """Compile (or load from cache) the low-rank Numba loop on a tiny problem."""
-    from ...declare import LowRankLogDet
-    from ...sideinfo import PairConstraints
+    from cvxkml.declare import LowRankLogDet
+    from cvxkml.sideinfo import PairConstraints
 
     G0 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     LowRankLogDet(G0, PairConstraints([0, 1], [1, 2], [1.0, -1.0], [1.0, 2.0]), gamma=1.0).solve(tol=1e-6, max_iter=50)
 
 
 def command(args) -> int:
-    """``cvxkml bench lowrank``: projections per second of the low-rank LogDet solver (Kulis et al.
+    """``python -m benchmarks bench lowrank``: projections per second of the low-rank LogDet solver (Kulis et al.
     2009, Algorithm 2 with CHOLUPDATEMULT) and its MNIST-shape workload.
 
     Returns the exit status, 0."""
-    t_start = start("cvxkml bench lowrank", args.quick, _ONE_CORE)
+    t_start = start("python -m benchmarks bench lowrank", args.quick, _ONE_CORE)
     print()
     print(
         "(a) Projections per second, low-rank LogDet (Kulis et al. 2009, Algorithm 2 with "

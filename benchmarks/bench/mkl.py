@@ -1,4 +1,4 @@
-"""``cvxkml bench mkl``: the MKL_P weight step
+"""``python -m benchmarks bench mkl``: the MKL_P weight step
 (Wang et al. eq. 15–17), the interior-point solver of :mod:`cvxkml.solvers.mkl` against the
 CVXPY path beside it, same instances, same run (:func:`weight_step_rows`), and the MKL_μ step
 (``MuWeightStep`` / ``lmnn_mu_step``, a CVXPY model; :func:`mu_step_rows`).
@@ -21,11 +21,11 @@ def weight_objective(
     ``n`` standardized points of ``name`` (a UCI set of the data folder, or ``"synthetic"``: two
     shifted Gaussian classes in 5-D), k target neighbours from the uniform combination,
     A = I (``A="I"``) or a random PSD A (``"rand"``: B Bᵀ/n + 0.5 I, B ~ 0.3·N(0, 1))."""
-    from ...datasets import load_csv_dataset
-    from ...declare.mkl import LMNNWeightObjective
-    from ...formulas.lmnn import LMNNTriplets
-    from ...kernels import kernel_sq_distances
-    from ...mkl_kernels import paper_kernels
+    from cvxkml.datasets import load_csv_dataset
+    from cvxkml.declare.mkl import LMNNWeightObjective
+    from cvxkml.formulas.lmnn import LMNNTriplets
+    from cvxkml.kernels import kernel_sq_distances
+    from cvxkml.mkl_kernels import paper_kernels
 
     rng = np.random.default_rng(seed)
     if name == "synthetic":
@@ -67,7 +67,7 @@ def _rel_gap(sol):
 def cholesky_gflops(N: int, repeats: int = 5) -> float:
     """GFLOP/s of a dense N × N Cholesky (N³/3 flops, one BLAS thread, best of ``repeats``
     batches): the flop-count limit of one interior-point iteration's Newton system."""
-    from ..._config import blas_limit
+    from cvxkml._config import blas_limit
 
     rng = np.random.default_rng(0)
     M = rng.standard_normal((N, N))
@@ -96,8 +96,8 @@ def weight_step_rows(
     ``ipm_iterations``, ``gflops`` (iterations × N³/3 / seconds, N = m(m+1)/2 + 1, a lower bound)
     and ``cholesky_gflops`` (:func:`cholesky_gflops`).
     """
-    from ..._config import blas_limit
-    from ...declare.mkl import RankOneWeightStep
+    from cvxkml._config import blas_limit
+    from cvxkml.declare.mkl import RankOneWeightStep
 
     rows = []
     with blas_limit(1):
@@ -152,8 +152,8 @@ def mu_step_rows(cases=(("sonar", 30),), data_dir=None, seed: int = 0, ccp_iter:
     majorizer at μ = 1/m (``mu_solve_s``, ``rel_gap``) and ``ccp_iter`` steps of
     ``lmnn_mu_step`` (``ccp_s``, ``ccp_s_per_solve``, h before and after); instances of
     :func:`weight_step_rows` (A = I), one BLAS thread."""
-    from ..._config import blas_limit
-    from ...declare.mkl import LMNNMuMajorizer, MuWeightStep, lmnn_mu_step
+    from cvxkml._config import blas_limit
+    from cvxkml.declare.mkl import LMNNMuMajorizer, MuWeightStep, lmnn_mu_step
 
     rows = []
     with blas_limit(1):
@@ -190,14 +190,14 @@ def _or_dash(key: str, fmt: str):
 
 
 def command(args) -> int:
-    """``cvxkml bench mkl``: the MKL_P weight step (Wang et al. 2011), interior point against the CVXPY
+    """``python -m benchmarks bench mkl``: the MKL_P weight step (Wang et al. 2011), interior point against the CVXPY
     path on the same instances, and the MKL_μ step.
 
     Returns the exit status, 0."""
     import numpy as np
 
     t_start = start(
-        "cvxkml bench mkl",
+        "python -m benchmarks bench mkl",
         args.quick,
         "one BLAS thread, both paths warmed up on a small instance first, time.perf_counter",
     )

@@ -1,4 +1,4 @@
-"""``cvxkml bench pola``: the POLA and LogDet-barrier SDP fast solvers (Jain et al. 2012 §5.2,
+"""``python -m benchmarks bench pola``: the POLA and LogDet-barrier SDP fast solvers (Jain et al. 2012 §5.2,
 eq. 23–25) against the exact CVXPY models, time to the same accuracy, same-run ratios.
 
 Per instance: a reference optimum f_ref from the fast solver at tol 1e-11; each CVXPY solver
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ConvergenceWarning
+from cvxkml.errors import ConvergenceWarning
+
 from .._report import columns, finish, start
 from .._runner import quiet, timed
 
@@ -24,9 +25,9 @@ __all__ = ["pola_instance", "sdp_instance", "compare_rows", "command"]
 def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
     """Kernel POLA on a Gaussian K0 (n points in 5-D, 3 classes), about 2n random label-
     consistent pairs (feasible: K0 has full rank), b = 1 + median squared distance."""
-    from ...declare.pola import POLAKernel, pola_constraints
-    from ...kernels import gaussian_kernel
-    from ...sideinfo import baseline_kernel
+    from cvxkml.declare.pola import POLAKernel, pola_constraints
+    from cvxkml.kernels import gaussian_kernel
+    from cvxkml.sideinfo import baseline_kernel
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 5))
@@ -48,9 +49,9 @@ def sdp_instance(n: int, kind: str = "mvu", gamma: float = 0.1, seed: int = 0):
     distances on a connected 2-NN graph bounded by their values in a random 2-D layout, and
     1ᵀK1 <= 1.  ``"pd"``: C0 = BBᵀ/n + 0.1 I (no phase I), n/2 forest pairs with bounds
     0.5× (similar) / 2× (dissimilar) their baseline distance."""
-    from ...declare.sdp import SDPLogDetKernel
-    from ...kernels import gaussian_kernel
-    from ...sideinfo import LinearConstraints, PairConstraints
+    from cvxkml.declare.sdp import SDPLogDetKernel
+    from cvxkml.kernels import gaussian_kernel
+    from cvxkml.sideinfo import LinearConstraints, PairConstraints
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))
@@ -167,14 +168,14 @@ def _progress(row):
 
 
 def command(args) -> int:
-    """``cvxkml bench pola``: POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24), fast solvers
+    """``python -m benchmarks bench pola``: POLA (Jain et al. §5.2) and the LogDet-barrier SDP (eq. 24), fast solvers
     against CVXPY (Clarabel / SCS), time to the same accuracy.
 
     Returns the exit status, 0."""
-    from ..._config import blas_limit
+    from cvxkml._config import blas_limit
 
     t_start = start(
-        "cvxkml bench pola",
+        "python -m benchmarks bench pola",
         args.quick,
         "POLA and barrier-SDP fast solvers vs CVXPY, time to "
         "the same accuracy (one BLAS thread, Numba and solvers warmed up)",

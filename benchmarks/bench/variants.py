@@ -1,4 +1,4 @@
-"""``cvxkml bench variants``: the generic certified dual solver
+"""``python -m benchmarks bench variants``: the generic certified dual solver
 (:mod:`cvxkml.solvers.dual_newton`) against the exact conic model on declared variants.
 
 Each row is one spectral kernel-learning problem on n points (Gaussian K0, so the whitened
@@ -23,7 +23,8 @@ import time
 
 import numpy as np
 
-from ...declare import Regularizer
+from cvxkml.declare import Regularizer
+
 from .._report import columns, finish, start
 from .._runner import growth_exponent
 
@@ -42,9 +43,9 @@ VARIANTS = (
 
 def variant_problem(name: str, n: int, seed: int = 0):
     """One benchmark problem (see the module doc)."""
-    from ...declare import Frobenius, LogDet, SpectralKernel, TraceNorm, VonNeumann
-    from ...sideinfo import Hinge, LinearConstraints
-    from ...testing import variant_instance
+    from cvxkml.declare import Frobenius, LogDet, SpectralKernel, TraceNorm, VonNeumann
+    from cvxkml.sideinfo import Hinge, LinearConstraints
+    from cvxkml.testing import variant_instance
 
     regs = {"logdet": LogDet(), "vonneumann": VonNeumann(), "frobenius": Frobenius(), "tracenorm": TraceNorm(0.5)}
     reg_name, kind = name.split("+", 1)
@@ -70,7 +71,7 @@ def variant_rows(
     """Rows of (variant, n, m, times, accuracies, ratios); see the module doc."""
     import warnings
 
-    from ...declare import solve_dual
+    from cvxkml.declare import solve_dual
 
     repeats = (1 if quick else 3) if repeats is None else int(repeats)
     sizes = sizes or ((12,) if quick else (20, 60))
@@ -186,10 +187,10 @@ def scale_problem(family: str, n: int, seed: int = 0, quick: bool = False):
     of a Gaussian kernel on 100 random landmarks (n points in 10-d, 5 overlapping classes;
     never an n × n matrix), 10 000 hinge pairs as above + 1 000 hinge triplets (j in i's
     class, k not, margin half the median pair distance); quick: 1 000 + 100."""
-    from ...declare import FactoredSpectralKernel, LogDet, SpectralKernel
-    from ...kernels import gaussian_kernel
-    from ...sideinfo import Hinge, PairConstraints, RelativeConstraints, baseline_kernel
-    from ...testing import triplets
+    from cvxkml.declare import FactoredSpectralKernel, LogDet, SpectralKernel
+    from cvxkml.kernels import gaussian_kernel
+    from cvxkml.sideinfo import Hinge, PairConstraints, RelativeConstraints, baseline_kernel
+    from cvxkml.testing import triplets
 
     rng = np.random.default_rng(seed)
     reg = LogDet() if family.startswith("logdet") else Jeffreys()
@@ -267,7 +268,7 @@ def scale_rows(
 def _cmd_scale(args, t_start) -> int:
     import os
 
-    from ..._config import blas_limit
+    from cvxkml._config import blas_limit
 
     print(
         "--scale: one timed solve per row to a 1e-6 certificate after a warm-up solve; one BLAS thread; "
@@ -297,12 +298,12 @@ def _cmd_scale(args, t_start) -> int:
 
 
 def command(args) -> int:
-    """``cvxkml bench variants``: the generic dual solver against Clarabel and SciPy on declared
+    """``python -m benchmarks bench variants``: the generic dual solver against Clarabel and SciPy on declared
     variants, or at size with ``--scale``; returns the exit status, 0."""
-    from ..._config import blas_limit
+    from cvxkml._config import blas_limit
 
     t_start = start(
-        "cvxkml bench variants",
+        "python -m benchmarks bench variants",
         args.quick,
         "generic dual solver at size, time to a 1e-6 certificate"
         if args.scale

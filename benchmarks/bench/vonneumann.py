@@ -1,4 +1,4 @@
-"""``cvxkml bench vonneumann``: seconds per projection of the von Neumann Algorithm 3 (Kulis et
+"""``python -m benchmarks bench vonneumann``: seconds per projection of the von Neumann Algorithm 3 (Kulis et
 al. 2009) as r grows, against dense NumPy, and its MNIST-shape workload (the one of
 :mod:`.lowrank`).  The rows functions measure and never print.
 """
@@ -9,7 +9,8 @@ import time
 
 import numpy as np
 
-from ..._config import blas_limit
+from cvxkml._config import blas_limit
+
 from .._report import columns, finish, start
 from .._runner import best_of as _best_of
 from .._runner import default as _default
@@ -73,7 +74,7 @@ def _dense_vn_eval(q, w, theta):
 def _dense_vn_zerofinder(q, w, target_log, inv_gamma):
     """The solver's ZEROFINDER (same safeguarded Newton steps, brackets and stops), each evaluation
     a dense eigh.  Returns (θ, evaluations, λ, U at θ)."""
-    from ...solvers.vonneumann import narrow_bracket, safeguarded_newton_step
+    from cvxkml.solvers.vonneumann import narrow_bracket, safeguarded_newton_step
 
     lh, dl, lam, U = _dense_vn_eval(q, w, 0.0)
     phi, dphi = lh - target_log, dl + inv_gamma
@@ -93,7 +94,7 @@ def _dense_vn_zerofinder(q, w, target_log, inv_gamma):
 
 
 def numpy_vonneumann_sweep(W, q, F, I, J, delta, xi, lam, gamma):
-    """One sweep of Algorithm 3 in dense NumPy (the baseline of ``cvxkml bench vonneumann``):
+    """One sweep of Algorithm 3 in dense NumPy (the baseline of ``python -m benchmarks bench vonneumann``):
     w = Wᵀ(F[i] − F[j]), θ* by :func:`_dense_vn_zerofinder` (an ``eigh`` per evaluation), the dual
     correction Δλ = max(−δθ*, −λ), θ = −δΔλ, W ← W @ U, q ← eigenvalues, ξ ← ξ e^{−θ/γ}
     (``gamma`` = inf: hard).  Updates ``xi``, ``lam`` in place; returns (W, q, evaluations,
@@ -132,7 +133,7 @@ def _numpy_vn_prefix(F, q0, I, J, delta, bound, gamma, k):
 
 def warm_up_vonneumann() -> None:
     """Compile (or load from cache) the von Neumann Numba loop on a tiny problem."""
-    from ...solvers.vonneumann import vonneumann_pairs
+    from cvxkml.solvers.vonneumann import vonneumann_pairs
 
     vonneumann_pairs(*vonneumann_pairs_problem(3, 4, 0), 1.0, 1e-6, 5)
 
@@ -140,7 +141,7 @@ def warm_up_vonneumann() -> None:
 def _zerofinder_alone(W, q, F, I, J, bound, m):
     """ZEROFINDER alone for the first (at most 20) constraints from the state (W, q), second of
     two passes (the first compiles): (seconds, evaluations, constraints)."""
-    from ...solvers.vonneumann import BENCH_KERNELS
+    from cvxkml.solvers.vonneumann import BENCH_KERNELS
 
     r, n_zf = W.shape[0], min(m, 20)
     bufs = (np.empty(r, dtype=np.int64), np.empty(r), np.empty(r), np.empty(r))
@@ -168,7 +169,7 @@ def vonneumann_projection_rows(quick: bool = False, repeats: int | None = None, 
     projection; ``numpy_*``: :func:`numpy_vonneumann_sweep` on the first ``numpy_projections``
     constraints, ``speedup`` = numpy / Numba, ``max_rel_diff`` of X̂ after those projections.
     """
-    from ...solvers.vonneumann import BENCH_KERNELS, vonneumann_pairs
+    from cvxkml.solvers.vonneumann import BENCH_KERNELS, vonneumann_pairs
 
     repeats = _default(repeats, quick, 1, 3, int)
     budget, np_budget = (2e5, 0.1) if quick else (2e7, 1.0)  # ~ r³ units per sweep; rough NumPy seconds
@@ -230,7 +231,7 @@ def dgemm_gflops(r: int, repeats: int = 5) -> float:
 def _vn_dense_row(m, F, q0, I, J, delta, bound, gamma, k):
     """Same run, same workload: ``vonneumann_pairs`` (one sweep, tol 0) vs the dense NumPy sweep on
     the first ``k`` constraints from the start."""
-    from ...solvers.vonneumann import vonneumann_pairs
+    from cvxkml.solvers.vonneumann import vonneumann_pairs
 
     ref = {}
     t_alg3 = _best_of(
@@ -276,8 +277,8 @@ def vonneumann_workload_rows(
     evals_per_proj, gflops (× 2r³, an upper bound), objective, rel_gap, max_rel_violation,
     paper_min.  Also ``dgemm_gflops`` (:func:`dgemm_gflops`), the flop-count limit.
     """
-    from ...solvers.bregman import NONFINITE, OK
-    from ...solvers.vonneumann import certificate, vonneumann_pairs
+    from cvxkml.solvers.bregman import NONFINITE, OK
+    from cvxkml.solvers.vonneumann import certificate, vonneumann_pairs
 
     n, r = (3000, 10) if quick else (60_000, 100)
     counts = ((500, 2000) if quick else (10_000, 100_000)) if counts is None else tuple(counts)
@@ -347,11 +348,11 @@ def vonneumann_workload_rows(
 
 
 def command(args) -> int:
-    """``cvxkml bench vonneumann``: seconds per projection of the von Neumann Algorithm 3 (Kulis et al.
+    """``python -m benchmarks bench vonneumann``: seconds per projection of the von Neumann Algorithm 3 (Kulis et al.
     2009) as r grows, against dense NumPy, and its MNIST-shape workload.
 
     Returns the exit status, 0."""
-    t_start = start("cvxkml bench vonneumann", args.quick, _ONE_CORE)
+    t_start = start("python -m benchmarks bench vonneumann", args.quick, _ONE_CORE)
     print()
     print(
         "(a) Seconds per projection, von Neumann (Kulis et al. 2009, Algorithm 3: secular-equation "

@@ -1,4 +1,4 @@
-"""``cvxkml bench wide``: metric learning on wide data (d ≫ n) in the span of the data.
+"""``python -m benchmarks bench wide``: metric learning on wide data (d ≫ n) in the span of the data.
 
 Jain et al. 2012 (Theorems 1 and 4): the optimal W* = αI + ΦSΦᵀ differs from αI only on the
 row space of the data, so ITML on n points in d dimensions is the k × k problem (k = rank X
@@ -55,7 +55,7 @@ def wide_data(n: int, d: int, seed: int = 0):
 
 
 def _pairs(X, y, seed):
-    from ...sideinfo import PairConstraints, baseline_metric
+    from cvxkml.sideinfo import PairConstraints, baseline_metric
 
     return PairConstraints.from_labels(y, baseline_metric(X), n_similar=100, n_dissimilar=100, random_state=seed)
 
@@ -65,9 +65,9 @@ def _run(kind: str, n: int, d: int, seed: int) -> dict:
     import resource
     import time
 
-    from ..._config import blas_limit
-    from ...declare import ITML
-    from ...estimators import ITML as ITMLEstimator
+    from cvxkml._config import blas_limit
+    from cvxkml.declare import ITML
+    from cvxkml.estimators import ITML as ITMLEstimator
 
     def once(X, y):
         if kind == "estimator":
@@ -142,7 +142,7 @@ def wide_rows(
         kinds = ["span", "estimator"] + (["features"] if d <= features_max_d else [])
         for kind in kinds:
             code = (
-                f"import json; from cvxkml.experiments.bench.wide import _run; "
+                f"import json; from benchmarks.bench.wide import _run; "
                 f"print(json.dumps(_run({kind!r}, {n}, {d}, {seed})))"
             )
             row = {"kind": kind, "n": n, "d": d, **_child([sys.executable, "-c", code], timeout)}
@@ -169,10 +169,10 @@ def _exponent(rows, kind):
 
 
 def command(args) -> int:
-    """``cvxkml bench wide``: the rows of :func:`wide_rows` as a table, growth exponents in d and the
+    """``python -m benchmarks bench wide``: the rows of :func:`wide_rows` as a table, growth exponents in d and the
     load; returns the exit status, 0."""
     t_start = start(
-        "cvxkml bench wide",
+        "python -m benchmarks bench wide",
         args.quick,
         "ITML on wide data: the span space vs the dense "
         "feature space and metric-learn (fresh process per row, one BLAS thread, warmed up)",

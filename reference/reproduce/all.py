@@ -1,4 +1,4 @@
-"""Every reproduction in one summary: ``cvxkml reproduce all [--quick | --full | --recorded]``.
+"""Every reproduction in one summary: ``python -m benchmarks reproduce all [--quick | --full | --recorded]``.
 
 One uniform record per table row of the five papers' seed tables and figures::
 
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .._commands import CommandError
-from .._parallel import describe, parallel_from_args
-from .._report import finish, format_table, jsonable
+from benchmarks._commands import CommandError
+from benchmarks._parallel import describe, parallel_from_args
+from benchmarks._report import finish, format_table, jsonable
 
 __all__ = [
     "SECTIONS",
@@ -49,7 +49,7 @@ __all__ = [
 #: The file of numbers that exist only in the sheets' prose (in ``reference/``).
 RECORDED_FILE = "recorded-results.json"
 
-QUICK_COMMAND = "cvxkml reproduce all --quick"
+QUICK_COMMAND = "python -m benchmarks reproduce all --quick"
 
 #: Data sets the papers used that are not in the offline data folder (its README), and what
 #: stands in for them.
@@ -82,7 +82,7 @@ UNCERTIFIED_HEADING = "Fits behind reproduced numbers that are not certified"
 
 def reference_dir() -> Path:
     """``reference/`` of the source checkout this module lies in, else ``./reference``."""
-    here = Path(__file__).resolve().parents[3] / "reference"
+    here = Path(__file__).resolve().parents[1]
     return here if here.is_dir() else Path.cwd() / "reference"
 
 
@@ -198,71 +198,71 @@ SECTIONS = {
         "Jain et al. 2012",
         "Table 1",
         "jain2012-logdet.md",
-        "Table 1: semi-supervised clustering with 50 constraints (`cvxkml reproduce logdet`)",
-        "cvxkml reproduce logdet --repeats 10",
+        "Table 1: semi-supervised clustering with 50 constraints (`python -m benchmarks reproduce logdet`)",
+        "python -m benchmarks reproduce logdet --repeats 10",
     ),
     "uci": (
         "Jain et al. 2012 / Kulis et al. 2009",
         "Jain Fig. 1 (a), Kulis Fig. 5: UCI k-NN",
         "jain2012-spectral.md",
-        "`cvxkml reproduce spectral` (Kulis et al. Figure 5)",
-        "cvxkml reproduce spectral",
+        "`python -m benchmarks reproduce spectral` (Kulis et al. Figure 5)",
+        "python -m benchmarks reproduce spectral",
     ),
     "trace": (
         "Jain et al. 2012",
         "Figure 2 (c)-(d)",
         "jain2012-trace.md",
         "Reading",
-        "cvxkml reproduce trace; cvxkml reproduce trace --dataset pendigits --tau 10",
+        "python -m benchmarks reproduce trace; python -m benchmarks reproduce trace --dataset pendigits --tau 10",
     ),
     "lowrank": (
         "Kulis et al. 2009",
         "Figures 1 and 3, §7.2 MNIST timings",
         "kulis2009-lowrank.md",
         "Published vs ours",
-        "cvxkml reproduce lowrank; cvxkml bench lowrank",
+        "python -m benchmarks reproduce lowrank; python -m benchmarks bench lowrank",
     ),
     "yeung_t1": (
         "Yeung et al. 2007",
         "Table 1",
         "yeung2007-scalable.md",
         "Table 1 — XOR, n = 8 000, |S| = 50, 10 random S, J (eq. 17)",
-        "cvxkml reproduce yeung",
+        "python -m benchmarks reproduce yeung",
     ),
     "yeung_t2": (
         "Yeung et al. 2007",
         "Table 2",
         "yeung2007-scalable.md",
         "Table 2 protocol — MNIST (offline subset)",
-        "cvxkml reproduce yeung",
+        "python -m benchmarks reproduce yeung",
     ),
     "yeung_f1": (
         "Yeung et al. 2007",
         "Figure 1",
         "yeung2007-scalable.md",
         "Figure 1 — XOR, 360 training + 40 new points, m = 40",
-        "cvxkml reproduce yeung",
+        "python -m benchmarks reproduce yeung",
     ),
     "mkl_t1": (
         "Wang et al. 2011",
         "Table 1",
         "wang2011-mkl.md",
         "Reproduction (Tables 1 and 2)",
-        "cvxkml reproduce mkl",
+        "python -m benchmarks reproduce mkl",
     ),
     "mkl_t2": (
         "Wang et al. 2011",
         "Table 2",
         "wang2011-mkl.md",
         "Reproduction (Tables 1 and 2)",
-        "cvxkml reproduce mkl",
+        "python -m benchmarks reproduce mkl",
     ),
     "kcr": (
         "Sriperumbudur et al. 2008",
         "Table 1",
         "sriperumbudur2008-kcr.md",
         "Ours vs the paper's Table 1 (k-NN and KCR columns, error %)",
-        "cvxkml reproduce kcr --splits 20 --grid full (Balance: --grid reduced --max-iter 5000)",
+        "python -m benchmarks reproduce kcr --splits 20 --grid full (Balance: --grid reduced --max-iter 5000)",
     ),
 }
 
@@ -332,8 +332,11 @@ def _uci_run(mode, data_dir, n_jobs, seed, cmd):
 
 
 _TRACE_RUNS = {  # data set -> (the command of its full run, its recorded results file)
-    "mnist5000": ("cvxkml reproduce trace", "jain2012-trace-mnist5000-results.json"),
-    "pendigits": ("cvxkml reproduce trace --dataset pendigits --tau 10", "jain2012-trace-pendigits-results.json"),
+    "mnist5000": ("python -m benchmarks reproduce trace", "jain2012-trace-mnist5000-results.json"),
+    "pendigits": (
+        "python -m benchmarks reproduce trace --dataset pendigits --tau 10",
+        "jain2012-trace-pendigits-results.json",
+    ),
 }
 
 
@@ -377,8 +380,8 @@ def _trace_recorded(ref):
 
 
 _SPAMBASE_HEADING = "Spambase: raw or standardized features (issue 18)"
-#: The side check of that section (standardized features, an option of ``cvxkml reproduce lowrank``).
-SPAMBASE_STANDARDIZED_COMMAND = "cvxkml reproduce lowrank --parts spambase --scale standardize"
+#: The side check of that section (standardized features, an option of ``python -m benchmarks reproduce lowrank``).
+SPAMBASE_STANDARDIZED_COMMAND = "python -m benchmarks reproduce lowrank --parts spambase --scale standardize"
 #: The UCI sections of ``reproduce lowrank``: part -> (data set label, the figure's axis, protocol).
 _LOWRANK_UCI = {
     "spambase": ("Spambase", (0.2, 0.5), "raw features, rank 57, gamma = 1 (not stated)"),
@@ -393,7 +396,7 @@ _MNIST_PROTOCOL = "synthetic MNIST-shape data (60 000 deskewed images not offlin
 
 
 def _lowrank_records(sections, res, command, source, mnist_command) -> None:
-    from ..bench.lowrank import PAPER_MINUTES
+    from benchmarks.bench.lowrank import PAPER_MINUTES
 
     sec = sections["lowrank"]
     old_rule = set(res.get("old_rule", ()))  # sections measured with the dual-change rule alone
@@ -483,14 +486,21 @@ def _lowrank_records(sections, res, command, source, mnist_command) -> None:
 
 
 def _lowrank_run(mode, data_dir, n_jobs, seed, cmd):
-    from ..bench.lowrank import lowrank_workload_rows
+    from benchmarks.bench.lowrank import lowrank_workload_rows
+
     from .lowrank import reproduce_lowrank
 
     quick = mode == "quick"
     res = reproduce_lowrank(quick=quick, seed=seed, data_dir=data_dir, n_jobs=n_jobs)
-    # without the timed paper-rule baseline of `cvxkml bench lowrank` (not a summary row)
+    # without the timed paper-rule baseline of `python -m benchmarks bench lowrank` (not a summary row)
     res["mnist"] = lowrank_workload_rows(quick=quick, data_dir=data_dir, seed=seed, baseline=False)
-    return [(res, cmd("cvxkml reproduce lowrank"), {"mnist_command": cmd("cvxkml bench lowrank")})]
+    return [
+        (
+            res,
+            cmd("python -m benchmarks reproduce lowrank"),
+            {"mnist_command": cmd("python -m benchmarks bench lowrank")},
+        )
+    ]
 
 
 #: The sheet section of Table 1 at the setting implied by the paper's columns (``table1_implied``).
@@ -517,7 +527,7 @@ def _yeung_t1_rows(sec, t1: dict, dataset: str, calibrated: str = "", **given) -
 
 
 def _yeung_records(sections: dict, res: dict, command: str, source: str) -> None:
-    """Records of a ``cvxkml reproduce yeung`` result: Table 1 (and, when the result has it,
+    """Records of a ``python -m benchmarks reproduce yeung`` result: Table 1 (and, when the result has it,
     ``table1_implied``, Table 1 at the setting implied by the paper's columns, labelled as
     such), Figure 1 and Table 2."""
     from .yeung import PAPER_TABLE2
@@ -569,11 +579,18 @@ def _yeung_run(mode, data_dir, n_jobs, seed, cmd):
         "figure1": figure1(seed=seed),
         "table2": table2_rows(data_dir, seed=seed, n_jobs=n_jobs, **t2),
     }
-    return [(res, cmd("cvxkml reproduce yeung"), {})]
+    return [(res, cmd("python -m benchmarks reproduce yeung"), {})]
 
 
 def _yeung_recorded(ref):
-    return [(_load(ref, "yeung2007-results.json"), "cvxkml reproduce yeung", "reference/yeung2007-results.json", {})]
+    return [
+        (
+            _load(ref, "yeung2007-results.json"),
+            "python -m benchmarks reproduce yeung",
+            "reference/yeung2007-results.json",
+            {},
+        )
+    ]
 
 
 def _fits_by_method(r) -> dict | None:
@@ -632,9 +649,9 @@ def _mkl_run(mode, data_dir, n_jobs, seed, cmd):
     if mode == "quick":
         proto = replace(quick_protocol(), seed=seed)
         res = reproduce(proto, TABLE1_DATASETS, max_folds=1, n_splits=1, data_dir=data_dir, n_jobs=n_jobs)
-        return [(res, cmd("cvxkml reproduce mkl"), {})]
+        return [(res, cmd("python -m benchmarks reproduce mkl"), {})]
     res = reproduce(Protocol(seed=seed, **_MKL_FULL_PROTOCOL), data_dir=data_dir, n_jobs=n_jobs)
-    return [(res, cmd(f"cvxkml reproduce mkl {_MKL_FULL_FLAGS}"), _MKL_FULL_KW)]
+    return [(res, cmd(f"python -m benchmarks reproduce mkl {_MKL_FULL_FLAGS}"), _MKL_FULL_KW)]
 
 
 _MKL_FULL = "Full protocol (LMNN to its certificate, Algorithm 1 to its stopping rule)"
@@ -658,12 +675,13 @@ _MKL_FULL_KW = dict(
     ),
 )
 #: the full-protocol runs in reference/ -> the command that made each (the sheet's "Full protocol")
+_MKL = "python -m benchmarks reproduce mkl"
 MKL_FULL_RUNS = {
-    "wang2011-mkl-full-sonar.json": f"cvxkml reproduce mkl --datasets sonar --no-table2 {_MKL_FULL_FLAGS}",
-    "wang2011-mkl-full-wine-iris.json": f"cvxkml reproduce mkl --datasets wine iris --no-table2 {_MKL_FULL_FLAGS}",
-    "wang2011-mkl-full-ionosphere.json": f"cvxkml reproduce mkl --datasets ionosphere --no-table2 {_MKL_FULL_FLAGS}",
-    "wang2011-mkl-full-wdbc.json": f"cvxkml reproduce mkl --datasets wdbc --no-table2 {_MKL_FULL_FLAGS}",
-    "wang2011-mkl-full-mfeat.json": f"cvxkml reproduce mkl --no-table1 {_MKL_FULL_FLAGS}",
+    "wang2011-mkl-full-sonar.json": f"{_MKL} --datasets sonar --no-table2 {_MKL_FULL_FLAGS}",
+    "wang2011-mkl-full-wine-iris.json": f"{_MKL} --datasets wine iris --no-table2 {_MKL_FULL_FLAGS}",
+    "wang2011-mkl-full-ionosphere.json": f"{_MKL} --datasets ionosphere --no-table2 {_MKL_FULL_FLAGS}",
+    "wang2011-mkl-full-wdbc.json": f"{_MKL} --datasets wdbc --no-table2 {_MKL_FULL_FLAGS}",
+    "wang2011-mkl-full-mfeat.json": f"{_MKL} --no-table1 {_MKL_FULL_FLAGS}",
 }
 
 
@@ -714,7 +732,7 @@ def _kcr_run(mode, data_dir, n_jobs, seed, cmd):
             (reproduce(("balance",), reduced, data_dir, n_jobs=n_jobs), reduced),
         ]
     return [
-        (r, cmd(f"cvxkml reproduce kcr --datasets {r['name']}"), {"protocol": p})
+        (r, cmd(f"python -m benchmarks reproduce kcr --datasets {r['name']}"), {"protocol": p})
         for results, p in runs
         for r in results
     ]
@@ -872,9 +890,9 @@ def render_markdown(summary: dict) -> str:
     per table or figure, then the runs and the missing data sets."""
     mode = summary["mode"]
     gen = {
-        "recorded": "cvxkml reproduce all --recorded",
+        "recorded": "python -m benchmarks reproduce all --recorded",
         "quick": QUICK_COMMAND,
-        "full": "cvxkml reproduce all --full",
+        "full": "python -m benchmarks reproduce all --full",
     }[mode]
     c = summary["counts"]
     out = [
@@ -983,7 +1001,7 @@ GROUP_DATA = {
 
 # --------------------------------------------------------------------------- command
 def _groups_run(args) -> tuple:
-    """The groups ``cvxkml reproduce all`` runs (none: the recorded results only)."""
+    """The groups ``python -m benchmarks reproduce all`` runs (none: the recorded results only)."""
     if not (args.quick or args.full):
         return ()
     return tuple(g for g in GROUPS if args.sections is None or g in args.sections)
@@ -999,7 +1017,7 @@ def optional_data_sets(args) -> tuple:
 
 
 def command(args) -> int:
-    """``cvxkml reproduce all``: every reproduction in one summary (``SUMMARY.md``, ``summary.json``),
+    """``python -m benchmarks reproduce all``: every reproduction in one summary (``SUMMARY.md``, ``summary.json``),
     from the recorded runs in ``reference/`` or run again (``--quick`` / ``--full``).
 
     Returns the exit status, 0; raises :class:`CommandError` for ``--sections`` given without
@@ -1010,7 +1028,7 @@ def command(args) -> int:
     ref = Path(args.reference) if args.reference else reference_dir()
     out = Path(args.out) if args.out else (Path("reproduce-all-quick") if mode == "quick" else ref)
     t0 = time.perf_counter()
-    print(f"cvxkml reproduce all ({mode}): every seed table and figure of the five papers", flush=True)
+    print(f"python -m benchmarks reproduce all ({mode}): every seed table and figure of the five papers", flush=True)
     with parallel_from_args(args) as (n_jobs, engine):
         summary = collect(mode, args.sections, ref, args.data_dir, n_jobs, args.seed)
     rows = [

@@ -23,7 +23,7 @@ Every fit's certified gap, convergence flag and time are kept, so the report say
 many fits met the tolerance.  The fits of one ν on one split (warm-started along λ) are an
 independent task: ``n_jobs`` runs them through joblib (:mod:`.._parallel`; ``cvxkml
 reproduce kcr --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers
-as the serial run.  Only the command ``cvxkml reproduce kcr`` (:func:`command`) prints.
+as the serial run.  Only the command ``python -m benchmarks reproduce kcr`` (:func:`command`) prints.
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...datasets import check_available
-from ...datasets import load_dataset as _load_named
-from ...declare.kcr import KCR
-from ...errors import ConvergenceWarning, InvalidInputError
-from ...formulas.kcr import rule_predict
-from ...kernels import gaussian_kernel
-from .._parallel import describe, parallel_from_args, run_tasks
-from .._report import finish, format_table, write_numbers
-from .._runner import standardize as _standardize
+from benchmarks._parallel import describe, parallel_from_args, run_tasks
+from benchmarks._report import finish, format_table, write_numbers
+from benchmarks._runner import standardize as _standardize
+from cvxkml.datasets import check_available
+from cvxkml.datasets import load_dataset as _load_named
+from cvxkml.declare.kcr import KCR
+from cvxkml.errors import ConvergenceWarning, InvalidInputError
+from cvxkml.formulas.kcr import rule_predict
+from cvxkml.kernels import gaussian_kernel
 
 __all__ = [
     "DATASETS",
@@ -224,7 +224,7 @@ def kcr_grid(Xtr, ytr, Xva, yva, protocol: Protocol, n_jobs: int | None = 1) -> 
         The grid (``nus``, ``lams``) and the solver's tolerance and budgets.
     n_jobs : int or None, default 1
         The ν run as independent tasks (each warm-starts along decreasing λ) through
-        :func:`cvxkml.experiments._parallel.run_tasks`; the records do not depend on it.
+        :func:`benchmarks._parallel.run_tasks`; the records do not depend on it.
 
     Returns
     -------
@@ -283,7 +283,7 @@ def run_dataset(name: str, protocol: Protocol, data_dir=None, progress=None, n_j
         ``progress(name, done, total, seconds)`` after each split.
     n_jobs : int or None, default 1
         The fits of every (split, ν) run as independent tasks through
-        :func:`cvxkml.experiments._parallel.run_tasks` (the splits are drawn first, in
+        :func:`benchmarks._parallel.run_tasks` (the splits are drawn first, in
         order, from the seed); the numbers do not depend on it.
 
     Returns
@@ -356,7 +356,7 @@ REDUCED_LAMS = tuple(10.0**i for i in (-3, -1, 1, 3))
 
 
 def protocol_from_args(args) -> Protocol:
-    """The :class:`Protocol` of ``cvxkml reproduce kcr`` options."""
+    """The :class:`Protocol` of ``python -m benchmarks reproduce kcr`` options."""
     if args.quick:
         return Protocol(
             n_splits=args.splits or 1,
@@ -434,19 +434,19 @@ def format_report(results, protocol: Protocol) -> str:
 
 
 def data_sets(args) -> tuple:
-    """The data sets of ``cvxkml reproduce kcr`` (checked by the command before it starts)."""
+    """The data sets of ``python -m benchmarks reproduce kcr`` (checked by the command before it starts)."""
     return ("iris",) if args.quick and not args.datasets else tuple(args.datasets or DATASETS)
 
 
 def command(args) -> int:
-    """``cvxkml reproduce kcr``: Table 1 with the protocol of the options."""
+    """``python -m benchmarks reproduce kcr``: Table 1 with the protocol of the options."""
     import sys
 
     protocol = protocol_from_args(args)
     datasets = data_sets(args)
     t0 = time.perf_counter()
     print(
-        "cvxkml reproduce kcr: Sriperumbudur, Lang & Lanckriet (ICML 2008) Table 1 — k-NN and "
+        "python -m benchmarks reproduce kcr: Sriperumbudur, Lang & Lanckriet (ICML 2008) Table 1 — k-NN and "
         "KCR train / test error (%)"
     )
     print()

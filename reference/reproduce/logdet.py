@@ -1,6 +1,6 @@
 """Jain, Kulis, Davis & Dhillon (JMLR 2012), Table 1: k-means error with 50 pairwise constraints,
 unsupervised vs LogDet linear (ITML) vs HMRF-KMeans on Ionosphere and Digits-389
-(``cvxkml reproduce logdet``).
+(``python -m benchmarks reproduce logdet``).
 
 The paper's protocol (§6.1): two-fold CV, constraints from the training fold's labels, the whole
 set clustered into c clusters, the error measured on the test fold.  What it leaves open is
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._parallel import describe, parallel_from_args, run_tasks
-from .._report import finish, format_table, pm, start, write_json
+from benchmarks._parallel import describe, parallel_from_args, run_tasks
+from benchmarks._report import finish, format_table, pm, start, write_json
 
 __all__ = ["PAPER_TABLE1", "PROTOCOL", "clustering_error", "digits389", "table1", "command"]
 
@@ -47,7 +47,7 @@ def digits389(data_dir=None, fraction: float = 0.1, random_state=None):
     """Pendigits classes 3, 8 and 9, a stratified ``fraction`` subsample: (X, y)."""
     from sklearn.model_selection import train_test_split
 
-    from ...datasets import load_dataset
+    from cvxkml.datasets import load_dataset
 
     X, y = load_dataset("pendigits", data_dir)
     keep = np.isin(y.astype(float), (3.0, 8.0, 9.0))
@@ -63,9 +63,9 @@ def _fold_task(task):
     errors, whether the ITML fit was certified)."""
     from sklearn.cluster import KMeans
 
-    from ...baselines import HMRFKMeans
-    from ...declare import ITML
-    from ...sideinfo import PairConstraints
+    from cvxkml.baselines import HMRFKMeans
+    from cvxkml.declare import ITML
+    from cvxkml.sideinfo import PairConstraints
 
     X, y, tr, te, n_constraints, seed = task
     rng = np.random.default_rng(seed)
@@ -105,7 +105,7 @@ def table1(
     """
     from sklearn.model_selection import StratifiedKFold
 
-    from ...datasets import check_available, load_dataset
+    from cvxkml.datasets import check_available, load_dataset
 
     check_available(["ionosphere" if d == "ionosphere" else "pendigits" for d in datasets], data_dir)
     tasks, sizes = [], {}
@@ -143,7 +143,7 @@ def table1(
 
 
 def command(args) -> int:
-    """``cvxkml reproduce logdet``: Jain et al. 2012 Table 1, k-means error with 50 constraints
+    """``python -m benchmarks reproduce logdet``: Jain et al. 2012 Table 1, k-means error with 50 constraints
     (unsupervised, LogDet linear, HMRF-KMeans), beside the paper's numbers.
 
     Returns the exit status, 0."""

@@ -1,5 +1,5 @@
 """Kulis, Sustik & Dhillon (JMLR 2009) §7.1 with the low-rank LogDet solver
-(:class:`cvxkml.declare.LowRankLogDet`): ``cvxkml reproduce lowrank``.
+(:class:`cvxkml.declare.LowRankLogDet`): ``python -m benchmarks reproduce lowrank``.
 
 * Digits: pendigits {3, 8, 9}, 317 random points, rank-16 linear kernel (raw features), hard
   relative pair constraints (ε = 0.25), tol 1e-3: kernel k-means NMI vs constraints (Figure 1
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...datasets import CATEGORY_ORDER, check_available, load_dataset
-from ...errors import CvxkmlError, InvalidInputError
-from .._parallel import describe, parallel_from_args, run_tasks
-from .._report import columns, pm
+from benchmarks._parallel import describe, parallel_from_args, run_tasks
+from benchmarks._report import columns, pm
+from cvxkml.datasets import CATEGORY_ORDER, check_available, load_dataset
+from cvxkml.errors import CvxkmlError, InvalidInputError
 
 __all__ = [
     "DIGITS_SAMPLE_SEED",
@@ -226,7 +226,7 @@ def relative_pair_constraints(G0, labels, m: int, eps: float = 0.25, rng=None, p
     """``m`` random pairs i ≠ j of ``pool`` (default all points), with replacement:
     d ≤ (1 − ε) b same class, d ≥ (1 + ε) b otherwise, b = ‖G0[i] − G0[j]‖² (pairs at b = 0
     redrawn).  Returns :class:`~cvxkml.sideinfo.PairConstraints`."""
-    from ...sideinfo import PairConstraints
+    from cvxkml.sideinfo import PairConstraints
 
     rng = np.random.default_rng(rng)
     G0 = np.asarray(G0, dtype=float)
@@ -251,7 +251,7 @@ def relative_pair_constraints(G0, labels, m: int, eps: float = 0.25, rng=None, p
 
 def _learn(G0, pc, gamma, tol, max_iter):
     """Solve the low-rank problem; returns (G = G0 B or None, Solution or None, problem)."""
-    from ...declare import LowRankLogDet
+    from cvxkml.declare import LowRankLogDet
 
     prob = LowRankLogDet(G0, pc, gamma=gamma)
     with warnings.catch_warnings():
@@ -265,7 +265,7 @@ def _learn(G0, pc, gamma, tol, max_iter):
 
 def _exact_feasible(prob):
     """True / False when the exact (CVXPY) model is feasible / infeasible, None if unknown."""
-    from ...errors import InfeasibleError
+    from cvxkml.errors import InfeasibleError
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -528,8 +528,8 @@ def reproduce_lowrank(
     ``spambase``, ``nursery`` (:func:`digits_rows`, :func:`digits_convergence_rows`,
     :func:`uci_rows`), with ``settings`` and ``elapsed_s``; one BLAS thread.  ``quick``: small
     grids (a smoke run, not a reproduction)."""
-    from ..._config import blas_limit
-    from ..bench.lowrank import warm_up_lowrank
+    from benchmarks.bench.lowrank import warm_up_lowrank
+    from cvxkml._config import blas_limit
 
     parts = _check_parts(parts, scale)
     check_available(tuple(dict.fromkeys(_PART_DATA[p] for p in parts)), data_dir)
@@ -572,12 +572,12 @@ def reproduce_lowrank(
 
 # --------------------------------------------------------------------------- command
 def data_sets(args) -> tuple:
-    """The data sets of the parts ``cvxkml reproduce lowrank`` runs (checked before it starts)."""
+    """The data sets of the parts ``python -m benchmarks reproduce lowrank`` runs (checked before it starts)."""
     return tuple(_PART_DATA[p] for p in _check_parts(args.parts, args.scale))
 
 
 def command(args) -> int:
-    """``cvxkml reproduce lowrank``: Kulis et al. 2009 §7.1 with the low-rank LogDet solver (Digits,
+    """``python -m benchmarks reproduce lowrank``: Kulis et al. 2009 §7.1 with the low-rank LogDet solver (Digits,
     Spambase, Nursery: NMI, 5-NN, cycles), printed beside the paper's numbers.
 
     Returns the exit status, 0."""
@@ -589,7 +589,7 @@ def command(args) -> int:
     st = res["settings"]
     dig, uci = st["digits"], st["uci"]
     print(
-        "cvxkml reproduce lowrank: Kulis, Sustik & Dhillon (JMLR 2009) §7.1 with the low-rank "
+        "python -m benchmarks reproduce lowrank: Kulis, Sustik & Dhillon (JMLR 2009) §7.1 with the low-rank "
         f"LogDet solver{' (QUICK smoke run, not a reproduction)' if args.quick else ''}"
     )
     print(

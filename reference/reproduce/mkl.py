@@ -48,7 +48,7 @@ protocol, and ``n_jobs`` runs the tasks through joblib (:mod:`.._parallel`; ``cv
 reproduce mkl --n-jobs N [--backend dask --scheduler ADDRESS]``) with the same numbers as
 the serial run.  With a store (``--resume DIR``) a finished split is kept, and so is
 every finished LMNN fit of an unfinished one: a stopped run resumes after the last fit it
-finished.  Only the command (``cvxkml reproduce mkl``, :func:`command`, or
+finished.  Only the command (``python -m benchmarks reproduce mkl``, :func:`command`, or
 :func:`main`) prints.
 """
 
@@ -62,16 +62,16 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.stats import chi2
 
-from ...datasets import check_available, load_npz
-from ...datasets import load_dataset as _load_named
-from ...errors import ConvergenceWarning, InvalidInputError
-from ...estimators.mkl import LMNN, LMNNMKL
-from ...mkl_kernels import KernelSet, paper_kernels, source_kernels
-from .._commands import CommandError, number_in, opt, script, use
-from .._parallel import ParallelOptions, TaskStore, describe, parallel_from_args, run_tasks
-from .._report import finish, write_json, write_numbers
-from .._runner import standardize as _standardize
-from ..bench.estimators import check_folds
+from benchmarks._commands import CommandError, number_in, opt, script, use
+from benchmarks._parallel import ParallelOptions, TaskStore, describe, parallel_from_args, run_tasks
+from benchmarks._report import finish, write_json, write_numbers
+from benchmarks._runner import standardize as _standardize
+from benchmarks.bench.estimators import check_folds
+from cvxkml.datasets import check_available, load_npz
+from cvxkml.datasets import load_dataset as _load_named
+from cvxkml.errors import ConvergenceWarning, InvalidInputError
+from cvxkml.estimators.mkl import LMNN, LMNNMKL
+from cvxkml.mkl_kernels import KernelSet, paper_kernels, source_kernels
 
 __all__ = [
     "TABLE1_DATASETS",
@@ -548,7 +548,7 @@ def _split_task(task) -> dict:
 
 
 def _split_key(X, y, task) -> str:
-    """The :class:`~cvxkml.experiments._parallel.TaskStore` key of one split task: the
+    """The :class:`~benchmarks._parallel.TaskStore` key of one split task: the
     data's bytes, the split's indices and draws, the kernels, the methods and every knob of
     the protocol that changes numbers (not its notes).  ``task``: (X, y, train, test,
     learning subsample, inner halves, kernel spec, methods, protocol)."""
@@ -583,7 +583,7 @@ def _run_splits(
     store: TaskStore | None = None,
 ) -> tuple[list, dict, _Counter]:
     """Every outer split of ``parts`` ([(train, test)]), with the draws ``plans`` of
-    :func:`_plan_split`, through :func:`cvxkml.experiments._parallel.run_tasks` (with
+    :func:`_plan_split`, through :func:`benchmarks._parallel.run_tasks` (with
     ``store``: splits finished by an earlier run are loaded, new ones saved, and every LMNN
     fit of an unfinished split is kept in ``fits/<split key>``, so that a split stopped
     part way resumes after its last finished fit; that folder goes once the split is saved).
@@ -659,7 +659,7 @@ def run_table1_dataset(
         ``log(str)`` receives a line per fold.
     n_jobs : int or None, default 1
         The folds run as independent tasks through
-        :func:`cvxkml.experiments._parallel.run_tasks` (their random draws made first,
+        :func:`benchmarks._parallel.run_tasks` (their random draws made first,
         in order); the numbers do not depend on it.
     store : TaskStore, optional
         Folds finished by an earlier run with the same data, protocol and draws are loaded
@@ -852,17 +852,17 @@ def _protocol_from_args(args) -> Protocol:
 
 
 def _table1_of(args) -> tuple:
-    """The Table 1 data sets of ``cvxkml reproduce mkl``."""
+    """The Table 1 data sets of ``python -m benchmarks reproduce mkl``."""
     return () if args.no_table1 else tuple(args.datasets or (("iris",) if args.quick else TABLE1_DATASETS))
 
 
 def data_sets(args) -> tuple:
-    """Every data set ``cvxkml reproduce mkl`` reads (checked before it starts)."""
+    """Every data set ``python -m benchmarks reproduce mkl`` reads (checked before it starts)."""
     return _table1_of(args) + (() if args.no_table2 else ("mfeat",))
 
 
 def command(args) -> int:
-    """``cvxkml reproduce mkl``: Tables 1-2 with the protocol of the options."""
+    """``python -m benchmarks reproduce mkl``: Tables 1-2 with the protocol of the options."""
     if args.no_table1 and args.no_table2:
         raise CommandError("--no-table1 and --no-table2 leave nothing to run; give at most one of them")
     proto = _protocol_from_args(args)
@@ -901,7 +901,7 @@ def command(args) -> int:
     return finish("reproduce mkl", t0)
 
 
-#: the options of ``cvxkml reproduce mkl`` (its row of the command table) and of :func:`main`
+#: the options of ``python -m benchmarks reproduce mkl`` (its row of the command table) and of :func:`main`
 OPTIONS = (
     use("quick", "Iris, 3 folds, tiny budgets, Table 2 with one split of 40 learning points (smoke run)"),
     opt(
@@ -989,9 +989,9 @@ OPTIONS = (
 
 
 def main(argv=None) -> int:
-    """``python -m cvxkml.experiments.reproduce.mkl [options]`` (the options of ``cvxkml reproduce mkl``)."""
+    """``python -m reference.reproduce.mkl [options]`` (the options of ``python -m benchmarks reproduce mkl``)."""
     return script(
-        "python -m cvxkml.experiments.reproduce.mkl",
+        "python -m reference.reproduce.mkl",
         command,
         OPTIONS,
         data_sets,

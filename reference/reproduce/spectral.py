@@ -1,5 +1,5 @@
 """Kulis, Sustik & Dhillon (JMLR 2009) §7.2, Figure 5: k-NN (k = 4) error with learned metrics on
-UCI data (Euclidean vs LogDet vs von Neumann), ``cvxkml reproduce spectral``.
+UCI data (Euclidean vs LogDet vs von Neumann), ``python -m benchmarks reproduce spectral``.
 
 Protocol (reference/jain2012-spectral.md): Wine, Iris, Ionosphere, Balance (Soybean is not
 offline); features standardized on the training fold; repeated stratified two-fold CV;
@@ -19,11 +19,11 @@ import warnings
 
 import numpy as np
 
-from ...datasets import check_available, load_dataset
-from ...errors import CvxkmlError, InvalidInputError
-from .._parallel import describe, parallel_from_args, run_tasks
-from .._report import columns, pm
-from .._runner import quiet, standardize
+from benchmarks._parallel import describe, parallel_from_args, run_tasks
+from benchmarks._report import columns, pm
+from benchmarks._runner import quiet, standardize
+from cvxkml.datasets import check_available, load_dataset
+from cvxkml.errors import CvxkmlError, InvalidInputError
 
 __all__ = [
     "DATASETS",
@@ -69,7 +69,7 @@ def load_uci(name: str, data_dir=None):
 
 def _constraints(X, y, rng):
     """40c² random label pairs with 5th / 95th-percentile bounds (squared distances)."""
-    from ...sideinfo import PairConstraints, baseline_metric
+    from cvxkml.sideinfo import PairConstraints, baseline_metric
 
     c = np.unique(y).size
     with warnings.catch_warnings():
@@ -82,8 +82,8 @@ def _constraints(X, y, rng):
 def fit_transform_method(method: str, Xtr, ytr, gamma: float, rng, tol: float = 1e-3, max_iter: int = 20_000):
     """Learn ``method`` on (Xtr, ytr) with fresh constraints; returns (L, info) with L the
     d × d linear map (x ↦ L x), info = {sweeps, converged, solve_s, pairs}."""
-    from ...declare import ITML, VonNeumannKernel
-    from ...learned import components_from_metric
+    from cvxkml.declare import ITML, VonNeumannKernel
+    from cvxkml.learned import components_from_metric
 
     d = Xtr.shape[1]
     if method == "euclidean":
@@ -224,8 +224,8 @@ def reproduce_spectral(
 ) -> dict:
     """:func:`dataset_rows` of every data set, one BLAS thread; {"settings", "rows", "elapsed_s"}.
     ``quick``: one repeat, γ fixed to 1 (a smoke run, not a reproduction)."""
-    from ..._config import blas_limit
-    from ..bench.vonneumann import warm_up_vonneumann
+    from benchmarks.bench.vonneumann import warm_up_vonneumann
+    from cvxkml._config import blas_limit
 
     check_available(datasets, data_dir)
     grid = (1.0,) if quick else GAMMA_GRID
@@ -252,7 +252,7 @@ def reproduce_spectral(
 
 # --------------------------------------------------------------------------- command
 def command(args) -> int:
-    """``cvxkml reproduce spectral``: Kulis et al. 2009 Figure 5, 4-NN error with Euclidean, LogDet and
+    """``python -m benchmarks reproduce spectral``: Kulis et al. 2009 Figure 5, 4-NN error with Euclidean, LogDet and
     von Neumann metrics on Wine, Ionosphere, Iris and Balance.
 
     Returns the exit status, 0."""
@@ -262,7 +262,7 @@ def command(args) -> int:
         )
     st = res["settings"]
     print(
-        "cvxkml reproduce spectral: Kulis, Sustik & Dhillon (JMLR 2009) §7.2, Figure 5 — k-NN (k = 4) "
+        "python -m benchmarks reproduce spectral: Kulis, Sustik & Dhillon (JMLR 2009) §7.2, Figure 5 — k-NN (k = 4) "
         f"error with learned metrics{' (QUICK smoke run, not a reproduction)' if args.quick else ''}"
     )
     print(

@@ -1,5 +1,5 @@
 """Jain, Kulis, Davis & Dhillon (JMLR 2012) §6.4, Figure 2 (c)–(d): Trace-SSIKDR vs kernel PCA,
-2-D embeddings of unseen digits (``cvxkml reproduce trace``).
+2-D embeddings of unseen digits (``python -m benchmarks reproduce trace``).
 
 The paper shows a figure only (Trace-SSIKDR "separates seven of the digits reasonably well",
 kernel PCA three); USPS is not offline, so this runs on ``mnist5000`` or ``pendigits`` and
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._config import blas_limit
-from ...datasets import load_dataset
-from ...errors import ConvergenceWarning, InvalidInputError
-from .._parallel import describe, parallel_from_args, run_tasks
-from .._report import columns, format_table, pyplot, write_json
+from benchmarks._parallel import describe, parallel_from_args, run_tasks
+from benchmarks._report import columns, format_table, pyplot, write_json
+from cvxkml._config import blas_limit
+from cvxkml.datasets import load_dataset
+from cvxkml.errors import ConvergenceWarning, InvalidInputError
 
 __all__ = [
     "PAPER",
@@ -168,8 +168,8 @@ def run_draw(
     with ``keep_embeddings``)."""
     from sklearn.decomposition import PCA, KernelPCA
 
-    from ...estimators.trace import TraceSSIKDR
-    from ...kernels import Kernel
+    from cvxkml.estimators.trace import TraceSSIKDR
+    from cvxkml.kernels import Kernel
 
     tr, te = draw_split(y, n_train, n_test, seed)
     Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
@@ -400,7 +400,7 @@ def _label(m: str) -> tuple[str, str]:
 
 
 def format_results(res: dict) -> str:
-    """The tables printed by ``cvxkml reproduce trace``."""
+    """The tables printed by ``python -m benchmarks reproduce trace``."""
     st = res["settings"]
     pm = lambda ms: f"{ms[0]:.3f} ± {ms[1]:.3f}"
     order = (
@@ -469,14 +469,14 @@ def format_results(res: dict) -> str:
 
 # --------------------------------------------------------------------------- CLI
 def command(args) -> int:
-    """``cvxkml reproduce trace``: Jain et al. 2012 §6.4 / Figure 2 (c)-(d), Trace-SSIKDR against
+    """``python -m benchmarks reproduce trace``: Jain et al. 2012 §6.4 / Figure 2 (c)-(d), Trace-SSIKDR against
     kernel PCA, 2-D embeddings of unseen digits.
 
     Returns the exit status, 0."""
     taus = None if args.tau is None else [float(t) for t in args.tau]
     mode = "QUICK smoke run, not a reproduction" if args.quick else "reproduction"
     print(
-        f"cvxkml reproduce trace: Jain, Kulis, Davis & Dhillon (JMLR 2012) §6.4, Figure 2 (c)-(d), "
+        f"python -m benchmarks reproduce trace: Jain, Kulis, Davis & Dhillon (JMLR 2012) §6.4, Figure 2 (c)-(d), "
         f"Trace-SSIKDR vs kernel PCA ({mode}); data: {args.dataset} (USPS is not available offline)"
     )
     print(f"paper: {PAPER}")

@@ -1,4 +1,4 @@
-"""Yeung, Chang & Dai (IJCAI 2007), ``cvxkml reproduce yeung``: Table 1 (XOR, |S| = 50,
+"""Yeung, Chang & Dai (IJCAI 2007), ``python -m benchmarks reproduce yeung``: Table 1 (XOR, |S| = 50,
 m = 100 … 800 landmarks, J of eq. 17 for input space, RBF, RCA and the method), Figure 1
 (2-D embeddings of 360 + 40 XOR points), Table 2 (offline MNIST subset, 500 images per digit;
 Isolet is not offline) and fit-time scaling against n.
@@ -17,16 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ...baselines.rca import RCA
-from ...baselines.separability import separability
-from ...errors import InvalidInputError
-from ...estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
-from ...kernels import Kernel
-from ...sideinfo import sample_index_pairs
-from .._commands import CommandError
-from .._parallel import describe, parallel_from_args, run_tasks
-from .._report import finish, format_table, pm, pyplot, write_json
-from .._runner import best_of
+from benchmarks._commands import CommandError
+from benchmarks._parallel import describe, parallel_from_args, run_tasks
+from benchmarks._report import finish, format_table, pm, pyplot, write_json
+from benchmarks._runner import best_of
+from cvxkml.baselines.rca import RCA
+from cvxkml.baselines.separability import separability
+from cvxkml.errors import InvalidInputError
+from cvxkml.estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
+from cvxkml.kernels import Kernel
+from cvxkml.sideinfo import sample_index_pairs
 
 __all__ = [
     "PAPER_TABLE1",
@@ -412,7 +412,7 @@ def table2_rows(
     paper: 2 000): per subset J of input and RBF space, and of RCA and the method over
     ``n_runs`` random S.  Rows: subset, n, sigma, input, rbf, rca, ours, q (lists), time.
     """
-    from ...datasets import load_npz
+    from cvxkml.datasets import load_npz
 
     X_all, y_all = load_npz("mnist5000", data_dir)
     tasks = []
@@ -438,7 +438,7 @@ def scaling_rows(
     ``repeats``, one BLAS thread (a 2-thread eigendecomposition under load is 7–20× slower).
     Rows: n, landmark_s, full_s (None above full_max_n), landmark_ratio, full_over_landmark.
     """
-    from ..._config import blas_limit
+    from cvxkml._config import blas_limit
 
     rows = []
     with blas_limit(1):
@@ -667,7 +667,7 @@ def optional_data_sets(args) -> tuple:
 
 
 def command(args) -> int:
-    """``cvxkml reproduce yeung``: Yeung, Chang & Dai (IJCAI 2007) Table 1 (XOR), Figure 1 and Table 2
+    """``python -m benchmarks reproduce yeung``: Yeung, Chang & Dai (IJCAI 2007) Table 1 (XOR), Figure 1 and Table 2
     (MNIST subsets), and the landmark scaling.
 
     Returns the exit status, 0; raises :class:`CommandError` for ``--implied`` given with

@@ -1,4 +1,4 @@
-"""``cvxkml bench estimators --quick`` on a tiny subset of the estimators: the table's
+"""``python -m benchmarks bench estimators --quick`` on a tiny subset of the estimators: the table's
 columns, the Euclidean baseline rows, the certificates, the JSON, the metric-learn line.
 No timed assertions."""
 
@@ -7,8 +7,8 @@ import json
 import pytest
 from cli_output import output_tables, run_cli
 
-from cvxkml.experiments import _peer_metric_learn
-from cvxkml.experiments.bench import estimators as be
+from benchmarks import _peer_metric_learn
+from benchmarks.bench import estimators as be
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def quick(tmp_path_factory):
 
 def test_table_columns_and_baseline_row(quick):
     out, _ = quick
-    assert out.startswith("cvxkml bench estimators (quick): 3-fold stratified CV (seed 0)")
+    assert out.startswith("python -m benchmarks bench estimators (quick): 3-fold stratified CV (seed 0)")
     assert "\nnumbers written to " in out and "estimators.json\n\nbench finished in " in out
     tables = output_tables(out)
     assert len(tables) == 1  # quick: Wine only

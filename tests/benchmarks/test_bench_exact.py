@@ -1,4 +1,4 @@
-"""`cvxkml bench exact-limits` (smoke: tiny sizes, a few seconds) and the recorded limits."""
+"""`python -m benchmarks bench exact-limits` (smoke: tiny sizes, a few seconds) and the recorded limits."""
 
 import json
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import cvxkml.declare._limits as limits_module
+from benchmarks.bench.exact import FAMILIES, _child, _fmt, build, measure, recorded_limits
+from benchmarks.cli import main
 from cvxkml import declare
 from cvxkml.declare import problem as problem_module
 from cvxkml.errors import SolverError
-from cvxkml.experiments.bench.exact import FAMILIES, _child, _fmt, build, measure, recorded_limits
-from cvxkml.experiments.cli import main
 from cvxkml.testing import kernel_instance
 
 

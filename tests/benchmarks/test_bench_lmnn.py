@@ -1,4 +1,4 @@
-"""``cvxkml bench lmnn``: the smoothed LMNN solver against the PDHG path on the same fold.
+"""``python -m benchmarks bench lmnn``: the smoothed LMNN solver against the PDHG path on the same fold.
 Smoke-sized; no timing assertions (times are only checked to be finite and positive)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from cli_output import output_tables, positive_finite, run_cli_ok
 
-from cvxkml.experiments._commands import CommandError
-from cvxkml.experiments.bench import lmnn as bench_lmnn
-from cvxkml.experiments.bench.estimators import cv_folds, load_bench_dataset
+from benchmarks._commands import CommandError
+from benchmarks.bench import lmnn as bench_lmnn
+from benchmarks.bench.estimators import cv_folds, load_bench_dataset
 
 
 def test_both_paths_certify_the_same_problem():
@@ -45,7 +45,7 @@ def test_bench_lmnn_quick_cli():
 def test_bad_options():
     with pytest.raises(CommandError, match="at least 2"):
         bench_lmnn.lmnn_rows(("wine",), (1e-3,), n_folds=1, quick=True)
-    from cvxkml.experiments.cli import build_parser
+    from benchmarks.cli import build_parser
 
     for bad in (["--tol", "0"], ["--tol", "x"], ["--old-budget", "-1"], ["--datasets", "iris"]):
         with pytest.raises(SystemExit):

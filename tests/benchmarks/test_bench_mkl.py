@@ -1,4 +1,4 @@
-"""``cvxkml bench mkl``: the MKL_P weight step (interior point vs the CVXPY path it replaced)
+"""``python -m benchmarks bench mkl``: the MKL_P weight step (interior point vs the CVXPY path it replaced)
 and the MKL_μ step (Wang et al. 2011).  Smoke-sized; no timing assertions (times are only
 checked to be finite and positive)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from cli_output import output_tables, positive_finite, run_cli_ok
 
-from cvxkml.experiments.bench import mkl as bench_mkl
+from benchmarks.bench import mkl as bench_mkl
 
 
 def test_bench_mkl_quick_structure():

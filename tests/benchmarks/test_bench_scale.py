@@ -1,9 +1,9 @@
-"""``cvxkml bench variants --scale`` rows: every row is a certified solve
+"""``python -m benchmarks bench variants --scale`` rows: every row is a certified solve
 of the declared variant, and the growth exponent is the least-squares slope."""
 
 import numpy as np
 
-from cvxkml.experiments.bench.variants import growth_exponent, scale_rows
+from benchmarks.bench.variants import growth_exponent, scale_rows
 
 
 def test_quick_scale_rows_are_certified():

@@ -1,4 +1,4 @@
-"""The ``cvxkml`` command: --version, ``bench itml --quick`` and ``demo``.
+"""The ``python -m benchmarks`` command: --version, ``bench itml --quick``, ``bench variants --quick``.
 
 The printed tables are parsed back (cells are separated by two or more spaces).  No
 timing assertions: only that times and ratios are finite and positive.
@@ -6,7 +6,6 @@ timing assertions: only that times and ratios are finite and positive.
 
 from __future__ import annotations
 
-import math
 import re
 import subprocess
 import sys
@@ -15,9 +14,9 @@ import numpy as np
 import pytest
 from cli_output import positive_finite, run_cli
 
+from benchmarks.bench import itml
+from benchmarks.cli import format_table, main
 from cvxkml import __version__
-from cvxkml.experiments.bench import itml
-from cvxkml.experiments.cli import format_table, main
 
 
 def _table(text: str, first_header: str) -> tuple[list[str], list[list[str]]]:
@@ -45,14 +44,14 @@ def test_version(capsys):
 
 def test_version_console_entry_point():
     out = subprocess.run(
-        [sys.executable, "-m", "cvxkml.experiments.cli", "--version"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "benchmarks.cli", "--version"], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0 and out.stdout.strip() == f"cvxkml {__version__}"
 
 
 def test_no_command_prints_help():
     rc, out = run_cli([])
-    assert rc == 2 and "demo" in out and "bench" in out
+    assert rc == 2 and "bench" in out and "reproduce" in out
     rc, out = run_cli(["bench"])
     assert rc == 2 and "itml" in out
 
@@ -143,45 +142,11 @@ def test_numpy_loops_match_numba():
     np.testing.assert_allclose(xi, res.xi, rtol=1e-10, atol=1e-12)
 
 
-# ---------------------------------------------------------------- demo
-@pytest.fixture(scope="module")
-def demo_output():
-    rc, out = run_cli(["demo"])
-    assert rc == 0
-    return out
-
-
-def test_demo_knn_table(demo_output):
-    headers, rows = _table(demo_output, "method")
-    assert headers == ["method", "fold 1", "fold 2", "mean ± spread", "fit time [s]"]
-    assert [r[0] for r in rows] == ["Euclidean", "ITML", "KernelITML (Gaussian)"]
-    for r in rows:
-        folds = [float(c) for c in r[1:3]]
-        mean, spread = (float(c) for c in r[3].split("±"))
-        assert all(0.0 <= a <= 1.0 for a in folds)
-        assert mean == pytest.approx(np.mean(folds), abs=1e-3)
-        assert spread >= 0
-    assert min(float(r[3].split("±")[0]) for r in rows) > 0.8  # Wine is easy
-
-
-def test_demo_fast_vs_exact(demo_output):
-    headers, rows = _table(demo_output, "solver")
-    assert headers == ["solver", "objective", "max violation", "time [s]"]
-    assert rows[0][0].startswith("fast (Bregman") and rows[1][0].startswith("exact (cvxpy-")
-    f_fast, f_exact = float(rows[0][1]), float(rows[1][1])
-    assert abs(f_fast - f_exact) <= 1e-5 * abs(f_exact)
-    assert all(float(r[2]) < 1e-6 for r in rows)
-    gap = float(re.search(r"relative objective gap: (\S+)", demo_output).group(1))
-    ratio = float(re.search(r"time ratio fast/exact: (\S+)", demo_output).group(1))
-    assert 0 <= gap < 1e-5
-    assert math.isfinite(ratio) and ratio > 0
-
-
 # ---------------------------------------------------------------- bench variants --quick
 def test_bench_variants_quick():
     """The generic dual solver's bench: every variant certified and equal to Clarabel's
     optimum (the table's accuracy columns), whatever the times."""
-    from cvxkml.experiments.bench.variants import VARIANTS, variant_rows
+    from benchmarks.bench.variants import VARIANTS, variant_rows
 
     rows = variant_rows(quick=True)
     assert [r["variant"] for r in rows] == list(VARIANTS)

@@ -10,9 +10,9 @@ from contextlib import redirect_stderr
 import numpy as np
 import pytest
 
+from benchmarks import cli
+from benchmarks._commands import run_command
 from cvxkml.errors import InvalidInputError
-from cvxkml.experiments import cli
-from cvxkml.experiments._commands import run_command
 
 BAD = {
     "int": ["-1", "0", "abc", "1.5", "", "nan", "1e3"],
@@ -30,7 +30,7 @@ N_VECTORS = 120
 
 def _typed_options():
     """(command words, option string, kind) of every typed option of every command."""
-    from cvxkml.experiments import _commands as C
+    from benchmarks import _commands as C
 
     kinds = {
         C.positive_int: "int",
@@ -144,14 +144,14 @@ def test_a_cvxkml_error_is_one_line_and_exit_2(capsys):
 
 
 def test_debug_flag_exists():
-    assert cli.build_parser().parse_args(["--debug", "demo"]).debug is True
+    assert cli.build_parser().parse_args(["--debug", "bench", "itml"]).debug is True
 
 
 # ---------------------------------------------------------------- data sets checked before the first fit
 def _data_commands():
     """(command words, required data sets with every option at its default, whether it has
     --data-dir) of every command that declares data sets."""
-    from cvxkml.experiments._commands import data_needed
+    from benchmarks._commands import data_needed
 
     return [
         (
@@ -178,7 +178,7 @@ def test_issue_yeung_empty_data_dir_exits_2_at_once(tmp_path, capsys):
     assert code == 2 and elapsed < 5.0, (code, elapsed, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err
-    assert lines[0].startswith("cvxkml reproduce yeung: Data file 'mnist5000.npz' not found")
+    assert lines[0].startswith("python -m benchmarks reproduce yeung: Data file 'mnist5000.npz' not found")
     assert str(empty / "mnist5000.npz") in lines[0] and "--data-dir" in lines[0]
     assert capsys.readouterr().out == ""  # no table printed: nothing computed
     assert not (tmp_path / "out" / "yeung2007_results.json").exists()
@@ -207,10 +207,10 @@ def test_every_data_command_declares_its_files():
 
 
 def test_reproduce_all_group_data_matches_the_reproductions():
-    from cvxkml.experiments.reproduce import all as ra
-    from cvxkml.experiments.reproduce import kcr as rk
-    from cvxkml.experiments.reproduce import mkl as rm
-    from cvxkml.experiments.reproduce import spectral as rs
+    from reference.reproduce import all as ra
+    from reference.reproduce import kcr as rk
+    from reference.reproduce import mkl as rm
+    from reference.reproduce import spectral as rs
 
     assert set(ra.GROUP_DATA) == set(ra.GROUPS)
     assert set(ra.GROUP_DATA["uci"]) == set(rs.DATASETS) and set(ra.GROUP_DATA["kcr"]) == set(rk.DATASETS)
@@ -266,7 +266,7 @@ def _damage(folder, name, kind):
 
 
 def _data_vectors():
-    from cvxkml.experiments._commands import data_needed
+    from benchmarks._commands import data_needed
 
     argvs = [w for w, need, _ in _data_commands() if need] + DATA_VARIANTS
     out = []
@@ -296,7 +296,8 @@ def test_data_vectors(tmp_path, monkeypatch):
             code, err = _run(argv)
         lines = err.strip().splitlines()
         assert code == 2 and len(lines) == 1 and "Traceback" not in err, (argv, kind, err)
-        assert lines[0].startswith("cvxkml " + " ".join(argv[:2]) + ": ") and want in lines[0], (argv, kind, err)
+        prefix = "python -m benchmarks " + " ".join(argv[:2]) + ": "
+        assert lines[0].startswith(prefix) and want in lines[0], (argv, kind, err)
         assert str(folder) in lines[0] and out.getvalue() == "", (argv, kind, err)
     # --data-dir is searched (not $CVXKML_DATA) when given
     monkeypatch.setenv("CVXKML_DATA", str(tmp_path / "v0"))
@@ -352,7 +353,7 @@ def test_bad_option_values_and_combinations(argv, code, message, data_dir, monke
 
 
 def test_peer_python_that_cannot_start_is_a_note():
-    from cvxkml.experiments.bench import estimators as be
+    from benchmarks.bench import estimators as be
 
     X = np.random.default_rng(0).random((12, 3))
     y = np.arange(12) % 2
@@ -365,7 +366,7 @@ def test_a_huge_n_jobs_starts_no_more_workers_than_tasks(monkeypatch):
     """--n-jobs 100000 spawned 200+ loky processes for a 2-task run (and timed out)."""
     import joblib
 
-    from cvxkml.experiments._parallel import run_tasks
+    from benchmarks._parallel import run_tasks
 
     seen = []
 
@@ -384,8 +385,8 @@ def test_unreachable_dask_scheduler_is_a_command_error(monkeypatch):
     pytest.importorskip("distributed")
     import distributed
 
-    from cvxkml.experiments._commands import CommandError
-    from cvxkml.experiments._parallel import parallel_context
+    from benchmarks._commands import CommandError
+    from benchmarks._parallel import parallel_context
 
     def refuse(address, *a, **k):
         raise OSError(f"Timed out trying to connect to {address} after 30 s")
@@ -397,27 +398,28 @@ def test_unreachable_dask_scheduler_is_a_command_error(monkeypatch):
 
 
 def test_documented_commands_parse():
-    """Every ``cvxkml bench|reproduce …`` command recorded in reproduce_all (the commands that
+    """Every ``python -m benchmarks bench|reproduce …`` command recorded in reproduce_all (the commands that
     made the reference results) and quoted in README.md / reference/*.md parses: a typed
     option must not refuse a documented value (``--n-learn 0`` = all, ``--stall-iter 0`` = off)."""
     import re
     import shlex
     from pathlib import Path
 
-    from cvxkml.experiments.reproduce import all as ra
+    from reference.reproduce import all as ra
 
     root = Path(__file__).resolve().parents[2]
     cmds = set(ra.MKL_FULL_RUNS.values()) | {ra.SPAMBASE_STANDARDIZED_COMMAND}
     cmds |= {re.sub(r"\s*\(.*\)", "", c).strip() for v in ra.SECTIONS.values() for c in v[-1].split(";")}
     for f in [root / "README.md", *sorted((root / "reference").glob("*.md"))]:
         if f.is_file():
-            cmds |= {m.group(1) for m in re.finditer(r"`(cvxkml (?:bench|reproduce) [^`|\[(\n]*)`", f.read_text())}
+            quoted = r"`(python -m benchmarks (?:bench|reproduce) [^`|\[(\n]*)`"
+            cmds |= {m.group(1) for m in re.finditer(quoted, f.read_text())}
     assert len(cmds) > 30
     for c in sorted(cmds):
         err = io.StringIO()
         with redirect_stderr(err):
             try:
-                args = cli.build_parser().parse_args(shlex.split(c)[1:])
+                args = cli.build_parser().parse_args(shlex.split(c)[3:])
             except SystemExit:
                 args = None
         assert args is not None and args.func is not None, (c, err.getvalue())

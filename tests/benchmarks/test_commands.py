@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from cvxkml.experiments import _report, _table, cli
+from benchmarks import _report, _table, cli
 
 PARALLEL = object()
 PARALLEL_OPTIONS = ("--n-jobs", "--backend", "--scheduler")
@@ -20,7 +20,6 @@ PARALLEL_OPTIONS = ("--n-jobs", "--backend", "--scheduler")
 #: every command and its options, in the order of ``--help`` (``<what>``: a positional choice;
 #: PARALLEL: the options of ``_parallel.add_parallel_options``)
 COMMANDS = {
-    "demo": ("--seed", "--n"),
     "bench itml": ("--quick", "--repeats", "--seed"),
     "bench lowrank": (
         "--quick",
@@ -165,7 +164,7 @@ COMMANDS = {
         PARALLEL,
     ),
 }
-#: every reproduction runs its independent fits through joblib (cvxkml.experiments._parallel)
+#: every reproduction runs its independent fits through joblib (benchmarks._parallel)
 COMMANDS = {
     k: tuple(o for opt in v for o in (PARALLEL_OPTIONS if opt is PARALLEL else (opt,))) for k, v in COMMANDS.items()
 }
@@ -261,7 +260,7 @@ def test_missing_data_is_one_line_on_stderr(argv, fname, tmp_path, monkeypatch):
     assert rc == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err
-    assert lines[0].startswith("cvxkml " + " ".join(argv[:2]) + ": ")
+    assert lines[0].startswith("python -m benchmarks " + " ".join(argv[:2]) + ": ")
     assert f"'{fname}' not found" in lines[0] and str(tmp_path) in lines[0] and "--data-dir" in lines[0]
     assert "CVXKML_DATA environment variable" in lines[0]
     assert "finished" not in out and "paper:" not in out

@@ -1,4 +1,4 @@
-"""``cvxkml bench lowrank``, ``cvxkml reproduce lowrank`` (Kulis et al. 2009 §7), their
+"""``python -m benchmarks bench lowrank``, ``python -m benchmarks reproduce lowrank`` (Kulis et al. 2009 §7), their
 kernel k-means / NMI helpers, and the LowRankKernelITML estimator beyond check_estimator.
 
 No timing assertions: times and rates are only checked to be finite and positive.
@@ -15,11 +15,11 @@ from cli_output import output_tables, positive_finite, run_cli_ok
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
+from benchmarks.bench import lowrank as bench
 from cvxkml.declare import LowRankLogDet
 from cvxkml.errors import CvxkmlError, InvalidInputError
 from cvxkml.estimators.logdet import LowRankKernelITML
-from cvxkml.experiments.bench import lowrank as bench
-from cvxkml.experiments.reproduce.lowrank import (
+from reference.reproduce.lowrank import (
     kernel_kmeans,
     load_digits389,
     load_nursery_ordinal,

@@ -1,4 +1,4 @@
-"""Independent fits of the reproductions through joblib (cvxkml.experiments._parallel): the
+"""Independent fits of the reproductions through joblib (benchmarks._parallel): the
 numbers of ``--n-jobs 2`` (loky processes) and of a local Dask cluster are those of the
 serial run; results come back in task order; the options' errors are one line."""
 
@@ -9,8 +9,8 @@ import time
 import pytest
 from cli_output import run_cli
 
-from cvxkml.experiments import _parallel
-from cvxkml.experiments.reproduce import kcr as reproduce_kcr
+from benchmarks import _parallel
+from reference.reproduce import kcr as reproduce_kcr
 
 #: fields that are measured seconds, not numbers of the experiment
 TIMES = {"time", "total_s", "median_fit_s", "max_fit_s"}
@@ -153,7 +153,7 @@ def test_option_errors_are_one_line(monkeypatch, capsys):
     rc, out = run_cli(KCR_ARGS + ["--scheduler", "tcp://127.0.0.1:1"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and "finished" not in out
-    assert err == ["cvxkml reproduce kcr: --scheduler needs --backend dask."]
+    assert err == ["python -m benchmarks reproduce kcr: --scheduler needs --backend dask."]
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     rc, out = run_cli(KCR_ARGS + ["--backend", "dask"])
     err = capsys.readouterr().err.strip().splitlines()

@@ -1,5 +1,5 @@
-"""``cvxkml bench vonneumann`` (Kulis et al. 2009 Algorithm 3 vs a dense NumPy baseline, the
-MNIST-shape workload) and ``cvxkml reproduce spectral`` (Kulis et al. Figure 5).
+"""``python -m benchmarks bench vonneumann`` (Kulis et al. 2009 Algorithm 3 vs a dense NumPy baseline, the
+MNIST-shape workload) and ``python -m benchmarks reproduce spectral`` (Kulis et al. Figure 5).
 
 No timing assertions: times are only checked to be finite and positive.
 """
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from cli_output import output_tables, positive_finite, run_cli_ok
 
+from benchmarks.bench import lowrank, vonneumann
 from cvxkml.declare import VonNeumannKernel
 from cvxkml.errors import InvalidInputError
-from cvxkml.experiments.bench import lowrank, vonneumann
-from cvxkml.experiments.reproduce.spectral import fit_transform_method, load_uci
 from cvxkml.solvers.vonneumann import vonneumann_pairs
+from reference.reproduce.spectral import fit_transform_method, load_uci
 
 
 # --------------------------------------------------------------------------- bench vonneumann
@@ -128,7 +128,7 @@ def test_vonneumann_map_reproduces_learned_kernel():
     X, y = load_uci("iris")
     X = (X - X.mean(0)) / X.std(0)
     L, info = fit_transform_method("vonneumann", X, y, 1.0, np.random.default_rng(0))
-    from cvxkml.experiments.reproduce.spectral import _constraints
+    from reference.reproduce.spectral import _constraints
 
     pc = _constraints(X, y, np.random.default_rng(0))
     sol = VonNeumannKernel(X @ X.T, pc, gamma=1.0).solve(tol=1e-3, max_iter=2000)

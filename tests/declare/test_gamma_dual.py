@@ -98,7 +98,7 @@ def test_gamma_dual_matches_native_von_neumann(seed, n, m, gamma):
 def _balance_like(seed=0, n=150, n_pairs=360):
     """A subsample of the Balance Scale data (UCI: every (a, b, c, d) in {1..5}⁴, class the
     sign of ab − cd), standardized, with ITML's 40c² label pairs at the 5th/95th percentiles:
-    the instance on which ITML's cyclic projections creep at γ = 100 (`cvxkml reproduce
+    the instance on which ITML's cyclic projections creep at γ = 100 (`python -m benchmarks reproduce
     spectral`, Balance: 8 of 10 final fits uncertified at 20 000 sweeps)."""
     X = np.array(list(itertools.product(range(1, 6), repeat=4)), dtype=float)
     y = np.sign(X[:, 0] * X[:, 1] - X[:, 2] * X[:, 3]).astype(int) + 1

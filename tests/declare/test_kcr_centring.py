@@ -20,8 +20,8 @@ import itertools
 
 import numpy as np
 
+from benchmarks.bench.kcr import random_instance
 from cvxkml.declare.kcr import KCR
-from cvxkml.experiments.bench.kcr import random_instance
 from cvxkml.formulas.kcr import dual_lower_bound, dual_objective, h_upper_bound, kcr_objective
 from cvxkml.kernels import gaussian_kernel
 from cvxkml.solvers.kcr import kcr_pdhg

@@ -21,7 +21,7 @@ from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvxkml.experiments.bench.kcr import random_instance
+from benchmarks.bench.kcr import random_instance
 from cvxkml.formulas.kcr import dual_lower_bound, dual_objective, h_upper_bound, sq_distances_from_gram
 from cvxkml.solvers.kcr import balance_dual
 from cvxkml.testing import reference_or_discard

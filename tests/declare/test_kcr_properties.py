@@ -25,7 +25,7 @@ from budget import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cvxkml.experiments.bench.kcr import random_instance
+from benchmarks.bench.kcr import random_instance
 from cvxkml.testing import reference_or_discard
 
 GAP, FEAS = 1e-3, 1e-9

@@ -17,7 +17,7 @@ from budget import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cvxkml.experiments.bench.kcr import random_instance
+from benchmarks.bench.kcr import random_instance
 from cvxkml.solvers.kcr import kcr_pdhg
 
 

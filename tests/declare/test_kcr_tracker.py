@@ -19,7 +19,7 @@ from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvxkml.experiments.bench.kcr import random_problem
+from benchmarks.bench.kcr import random_problem
 from cvxkml.solvers.kcr import PositivePartTracker, kcr_pdhg
 from cvxkml.solvers.result import OK
 

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_kcr_properties import check_fast_vs_exact, kinds, lams, nu_factors, seeds
 
+from benchmarks.bench.kcr import random_instance, random_problem
 from cvxkml.errors import InvalidInputError
-from cvxkml.experiments.bench.kcr import random_instance, random_problem
 from cvxkml.solvers.kcr import kcr_pdhg
 from cvxkml.solvers.result import OK
 

@@ -565,11 +565,11 @@ def test_barrier_dual_recovery_certifies_a_rank_deficient_optimum():
 def _iris_polynomial_problem(degree: int) -> LMNNProblem:
     """Kernel LMNN on a 69-point Iris half with the paper's (xᵀx' + 1)^degree kernel
     (mean-diagonal normalized): the inner-CV fit of Wang et al.'s LMNN-MKL_CV (Iris, fold 1
-    of ``cvxkml reproduce mkl`` at the full protocol) where the optimal metric has trace ≈ 10⁶."""
+    of ``python -m benchmarks reproduce mkl`` at the full protocol) where the optimal metric has trace ≈ 10⁶."""
     from sklearn.datasets import load_iris
 
-    from cvxkml.experiments.reproduce import mkl as rm
     from cvxkml.mkl_kernels import paper_kernels
+    from reference.reproduce import mkl as rm
 
     X, y = load_iris(return_X_y=True)
     rng = np.random.default_rng(0)

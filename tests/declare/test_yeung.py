@@ -153,7 +153,7 @@ def test_local_gram_is_difference_gram():
 
 # --------------------------------------------------------------------------- landmark method
 def _xor(n, seed, std=0.3):
-    from cvxkml.experiments.reproduce.yeung import make_xor
+    from reference.reproduce.yeung import make_xor
 
     return make_xor(n, std=std, random_state=seed)
 

@@ -4,7 +4,7 @@ features, is at least as accurate as the Euclidean k-NN baseline on standardized
 
 The learned metrics are scored by 1-NN on ``transform`` (KCRClassifier by its own
 ``predict``).  The full table (Wine, breast cancer, 500 digits; raw and standardized;
-3-fold CV) is ``cvxkml bench estimators`` (reference/estimators-bench.md); these tests keep
+3-fold CV) is ``python -m benchmarks bench estimators`` (reference/estimators-bench.md); these tests keep
 one small case of it in the default run.
 """
 

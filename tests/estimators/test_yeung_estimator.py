@@ -10,9 +10,9 @@ from sklearn.neighbors import KNeighborsClassifier
 from cvxkml.baselines.separability import separability
 from cvxkml.errors import InvalidInputError
 from cvxkml.estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
-from cvxkml.experiments.reproduce.yeung import make_xor
 from cvxkml.kernels import Kernel
 from cvxkml.sideinfo import PairConstraints
+from reference.reproduce.yeung import make_xor
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""The Table 1 reproduction of Sriperumbudur et al. 2008 (cvxkml.experiments.reproduce.kcr) and
-``cvxkml reproduce kcr``: protocol pieces and a smoke run (no timing assertions)."""
+"""The Table 1 reproduction of Sriperumbudur et al. 2008 (reference.reproduce.kcr) and
+``python -m benchmarks reproduce kcr``: protocol pieces and a smoke run (no timing assertions)."""
 
 import contextlib
 import io
@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from cvxkml.experiments.cli import main
-from cvxkml.experiments.reproduce import kcr as rk
+from benchmarks.cli import main
+from reference.reproduce import kcr as rk
 
 
 def test_stratified_split_sizes_and_disjointness():
@@ -64,7 +64,7 @@ def test_unknown_dataset():
 
 def test_bench_sweep_smoke():
     """The fast-vs-exact sweep behind the reference sheet runs and summarizes (2 draws)."""
-    from cvxkml.experiments.bench.kcr import gap_sweep_rows, summarize_sweep
+    from benchmarks.bench.kcr import gap_sweep_rows, summarize_sweep
 
     rows = gap_sweep_rows(n_draws=2, seed=1, max_n=12)
     summary = summarize_sweep(rows)
@@ -76,7 +76,7 @@ def test_bench_scale_smoke():
     """The issue-33 scale rows run: exactly n points, the default, the options before dual
     polishing and the working set, and the previous options reach the same certified
     optimum; a CPU cap stops the baseline as unfinished, 0 skips it."""
-    from cvxkml.experiments.bench.kcr import blobs_problem, growth_exponent, scale_rows
+    from benchmarks.bench.kcr import blobs_problem, growth_exponent, scale_rows
 
     p = blobs_problem(31)
     assert p.n == 31 and sorted(np.bincount(p.codes)) == [10, 10, 11]
@@ -96,7 +96,7 @@ def test_bench_scale_smoke():
 def test_bench_variants_smoke():
     """The solver-variant comparison runs on Iris subsets and summarizes; every variant
     reaches the same certified optimum where it converges."""
-    from cvxkml.experiments.bench.kcr import summarize_variants, variant_rows
+    from benchmarks.bench.kcr import summarize_variants, variant_rows
 
     rows = variant_rows(n_max=30, datasets=("iris",), max_iter=3000)
     assert len(rows) == 9
@@ -111,7 +111,7 @@ def test_bench_variants_smoke():
 def test_bench_large_row_smoke(data_dir):
     """The n = 500 benchmark's row at a small n: default and baseline both solve to the
     certified tolerance and agree; the ratio is reported."""
-    from cvxkml.experiments.bench.kcr import large_n_row
+    from benchmarks.bench.kcr import large_n_row
 
     row = large_n_row(n=60, data_dir=data_dir, max_iter=20_000)
     for part in ("default", "baseline"):

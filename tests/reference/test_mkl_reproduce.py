@@ -1,4 +1,4 @@
-"""The Wang et al. 2011 reproduction (cvxkml.experiments.reproduce.mkl): statistics, protocol
+"""The Wang et al. 2011 reproduction (reference.reproduce.mkl): statistics, protocol
 pieces and a smoke run of ``--quick`` (tiny budgets; the numbers are not a reproduction)."""
 
 import json
@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from cvxkml.experiments.reproduce import mkl as rm
+from reference.reproduce import mkl as rm
 
 
 def test_mcnemar_and_scores():
@@ -129,7 +129,7 @@ def test_split_stopped_part_way_resumes_after_its_last_finished_fit(tmp_path, mo
     ``DIR/fits``; the next run computes only the remaining fits, marks the loaded ones'
     records ``stored``, drops the fits once the fold is saved, and its numbers equal an
     uninterrupted run's."""
-    from cvxkml.experiments._parallel import TaskStore
+    from benchmarks._parallel import TaskStore
 
     proto = rm.quick_protocol()
     proto.tol = 1e-3
@@ -175,7 +175,7 @@ def test_split_stopped_part_way_resumes_after_its_last_finished_fit(tmp_path, mo
 def test_stall_iter_option_reaches_every_lmnn_fit_and_is_validated(tmp_path, capsys, monkeypatch):
     """``--stall-iter`` is a protocol knob (recorded in the JSON) handed to every LMNN
     estimator of the protocol; a negative value is a one-line error before any fit."""
-    from cvxkml.experiments._commands import run_command
+    from benchmarks._commands import run_command
 
     seen = []
     real_solve = rm.LMNN._solve
@@ -196,10 +196,10 @@ def test_stall_iter_option_reaches_every_lmnn_fit_and_is_validated(tmp_path, cap
     assert len(seen) == 42 and set(seen) == {300}  # LMNN_H, 40 inner-CV fits, LMNN-MKL_CV
     capsys.readouterr()
     args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--stall-iter", "-1"])
-    assert run_command(args, "cvxkml reproduce mkl") == 1
+    assert run_command(args, "python -m benchmarks reproduce mkl") == 1
     err = capsys.readouterr().err
     assert err.strip() == (
-        "cvxkml reproduce mkl: --stall-iter must be 0 (off) or a positive number of iterations; got -1"
+        "python -m benchmarks reproduce mkl: --stall-iter must be 0 (off) or a positive number of iterations; got -1"
     )
 
 
@@ -215,7 +215,7 @@ def _parser_with_mkl():
     command's own checks run."""
     import argparse
 
-    from cvxkml.experiments._table import TABLE
+    from benchmarks._table import TABLE
 
     p = argparse.ArgumentParser()
     next(r for r in TABLE if (r.group, r.name) == ("reproduce", "mkl")).register(p.add_subparsers(dest="command"))

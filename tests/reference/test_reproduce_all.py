@@ -1,4 +1,4 @@
-"""``cvxkml reproduce all`` (cvxkml.experiments.reproduce.all): the quick smoke run, the
+"""``python -m benchmarks reproduce all`` (reference.reproduce.all): the quick smoke run, the
 recorded summary in reference/, and the rules that make a row."""
 
 import json
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cvxkml.experiments.cli import main
-from cvxkml.experiments.reproduce import all as ra
+from benchmarks.cli import main
+from reference.reproduce import all as ra
 
 REF = Path(__file__).resolve().parents[2] / "reference"
 FIELDS = {
@@ -63,7 +63,7 @@ def test_quick_runs_every_table_and_writes_the_summary(data_dir, tmp_path, capsy
 
 
 def test_recorded_summary_in_reference_is_generated():
-    # reference/SUMMARY.md and summary.json are exactly what `cvxkml reproduce all --recorded` makes
+    # reference/SUMMARY.md and summary.json are exactly what `python -m benchmarks reproduce all --recorded` makes
     summary = ra.collect("recorded", ref=REF)
     committed = json.loads((REF / "summary.json").read_text())
     fresh = json.loads(json.dumps({k: v for k, v in summary.items() if k != "groups"}, ensure_ascii=False))
@@ -144,8 +144,8 @@ def test_differs_rule():
 def test_anchor_is_githubs():
     assert ra.anchor("Table 1 — XOR, n = 8 000, |S| = 50") == "table-1--xor-n--8-000-s--50"
     assert (
-        ra.anchor("`cvxkml reproduce spectral` (Kulis et al. Figure 5)")
-        == "cvxkml-reproduce-spectral-kulis-et-al-figure-5"
+        ra.anchor("`python -m benchmarks reproduce spectral` (Kulis et al. Figure 5)")
+        == "python--m-benchmarks-reproduce-spectral-kulis-et-al-figure-5"
     )
 
 
@@ -181,11 +181,11 @@ def test_yeung_implied_table1_rows_are_recorded_and_labelled():
             {"100": [1.8, 2.0]},
             xor_std=0.2304,
             sigma=1.2965,
-            command="cvxkml reproduce yeung --part table1 --implied",
+            command="python -m benchmarks reproduce yeung --part table1 --implied",
         ),
     }
     sections = {k: ra._Section(k, *v) for k, v in ra.SECTIONS.items()}
-    ra._yeung_records(sections, res, "cvxkml reproduce yeung", "reference/x.json")
+    ra._yeung_records(sections, res, "python -m benchmarks reproduce yeung", "reference/x.json")
     recs = sections["yeung_t1"].records
     main = [r for r in recs if r["dataset"] == "XOR"]
     implied = [r for r in recs if r["dataset"] != "XOR"]
@@ -194,7 +194,7 @@ def test_yeung_implied_table1_rows_are_recorded_and_labelled():
     for r in implied:
         assert r["dataset"] == "XOR, implied setting (blob std 0.2304, sigma 1.2965)"
         assert r["protocol_difference"].startswith("implied setting, not the protocol")
-        assert r["command"] == "cvxkml reproduce yeung --part table1 --implied"
+        assert r["command"] == "python -m benchmarks reproduce yeung --part table1 --implied"
         assert r["explanation"] == "yeung2007-scalable.md#" + ra.anchor(ra._YEUNG_IMPLIED)
         assert r["source"] == "reference/x.json" and r["certified"] is None
     assert ra.anchor(ra._YEUNG_IMPLIED) in _headings(REF / "yeung2007-scalable.md")
@@ -203,10 +203,13 @@ def test_yeung_implied_table1_rows_are_recorded_and_labelled():
     assert implied[3]["measured"] == pytest.approx(1.9) and implied[3]["std"] == pytest.approx(0.1)
     assert implied[3]["published"] == 2.8657 and implied[3]["differs"] is True
     assert main[3]["measured"] == pytest.approx(2.1) and main[0]["measured"] == 1.5
-    assert all(r["command"] == "cvxkml reproduce yeung" and "implied" not in r["protocol_difference"] for r in main)
+    assert all(
+        r["command"] == "python -m benchmarks reproduce yeung" and "implied" not in r["protocol_difference"]
+        for r in main
+    )
     # without the key, Table 1 has the main rows only
     sections = {k: ra._Section(k, *v) for k, v in ra.SECTIONS.items()}
-    ra._yeung_records(sections, {"table1": res["table1"]}, "cvxkml reproduce yeung", "reference/x.json")
+    ra._yeung_records(sections, {"table1": res["table1"]}, "python -m benchmarks reproduce yeung", "reference/x.json")
     assert sections["yeung_t1"].records == main
 
 

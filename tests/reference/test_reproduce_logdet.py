@@ -1,9 +1,9 @@
-"""Jain et al. 2012 Table 1 (cvxkml.experiments.reproduce.logdet)."""
+"""Jain et al. 2012 Table 1 (reference.reproduce.logdet)."""
 
 import numpy as np
 import pytest
 
-from cvxkml.experiments.reproduce.logdet import PAPER_TABLE1, clustering_error, digits389, table1
+from reference.reproduce.logdet import PAPER_TABLE1, clustering_error, digits389, table1
 
 
 def test_clustering_error_is_matching_invariant():

@@ -1,4 +1,4 @@
-"""The ``scale`` option of the UCI rows of ``cvxkml reproduce lowrank`` (Kulis et al. 2009,
+"""The ``scale`` option of the UCI rows of ``python -m benchmarks reproduce lowrank`` (Kulis et al. 2009,
 Figure 3: Spambase and Nursery) and the ``--parts`` / ``--scale`` command-line options."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from cli_output import output_tables, run_cli_ok
 
 from cvxkml.errors import InvalidInputError
-from cvxkml.experiments.reproduce.lowrank import (
+from reference.reproduce.lowrank import (
     SCALES,
     kernel_kmeans,
     load_spambase,

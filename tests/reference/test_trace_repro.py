@@ -1,8 +1,8 @@
 """Reproduction machinery of Jain et al. (2012) §6.4 / Figure 2 c–d (Trace-SSIKDR vs kernel
 PCA on unseen digits): the protocol helpers, a quick smoke run on the offline MNIST subset
-(skipped without the data folder) and ``cvxkml reproduce trace --quick``.
+(skipped without the data folder) and ``python -m benchmarks reproduce trace --quick``.
 
-The full reproduction (``cvxkml reproduce trace``, about 10–15 minutes) and its measured
+The full reproduction (``python -m benchmarks reproduce trace``, about 10–15 minutes) and its measured
 numbers are in reference/jain2012-trace.md; here only tiny instances run.
 """
 
@@ -13,10 +13,10 @@ import json
 import numpy as np
 import pytest
 
+from benchmarks.cli import main
 from cvxkml.errors import InvalidInputError
 from cvxkml.estimators.trace import TraceSSIKDR
-from cvxkml.experiments.cli import main
-from cvxkml.experiments.reproduce.trace import (
+from reference.reproduce.trace import (
     PAPER,
     QUICK,
     draw_split,

@@ -1,7 +1,7 @@
 """Reproduction machinery of Yeung et al. (2007): the XOR generator, small runs of the
-Table 1 / Figure 1 / Table 2 protocols and ``cvxkml reproduce yeung --quick``.
+Table 1 / Figure 1 / Table 2 protocols and ``python -m benchmarks reproduce yeung --quick``.
 
-The full reproduction (``cvxkml reproduce yeung``) takes several minutes; its measured
+The full reproduction (``python -m benchmarks reproduce yeung``) takes several minutes; its measured
 numbers are in reference/yeung2007-scalable.md.  Here only small instances run.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from cli_output import run_cli
 
-from cvxkml.experiments.reproduce.yeung import (
+from reference.reproduce.yeung import (
     PAPER_TABLE1,
     PAPER_TABLE2,
     figure1,
@@ -91,8 +91,8 @@ def test_cli_reproduce_yeung_quick(tmp_path):
 def test_implied_setting_reproduces_the_papers_columns_without_learning():
     """At IMPLIED_TABLE1 (n = 8000, seed 0) the input-space and RBF J are the paper's."""
     from cvxkml.baselines.separability import separability
-    from cvxkml.experiments.reproduce.yeung import IMPLIED_TABLE1
     from cvxkml.kernels import Kernel
+    from reference.reproduce.yeung import IMPLIED_TABLE1
 
     X, y = make_xor(8000, std=IMPLIED_TABLE1["xor_std"], random_state=0)
     assert separability(X, y) == pytest.approx(PAPER_TABLE1["input"], abs=5e-4)
@@ -105,8 +105,8 @@ def test_implied_setting_reproduces_the_papers_columns_without_learning():
 
 def test_implied_table1_setting_solves_both_columns():
     from cvxkml.baselines.separability import separability
-    from cvxkml.experiments.reproduce.yeung import implied_table1_setting
     from cvxkml.kernels import Kernel
+    from reference.reproduce.yeung import implied_table1_setting
 
     res = implied_table1_setting(n=600, seed=1, sigma_grid=np.linspace(0.3, 3.0, 10), xtol=1e-5)
     assert 0.15 < res["xor_std"] < 0.3 and res["input"] == pytest.approx(PAPER_TABLE1["input"], abs=1e-4)
@@ -128,7 +128,7 @@ def test_table1_rows_passes_rank_rtol_xor_std_and_neighbors():
 
 
 def test_cli_table1_setting_options(tmp_path):
-    from cvxkml.experiments.reproduce.yeung import IMPLIED_TABLE1
+    from reference.reproduce.yeung import IMPLIED_TABLE1
 
     rc, out = run_cli(
         [
