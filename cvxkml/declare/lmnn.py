@@ -361,6 +361,17 @@ class LMNNProblem(Problem):
         """F(A), eq. 18 with the optimal slack (:func:`cvxkml.formulas.lmnn.lmnn_objective`)."""
         return lmnn_objective(self.pair_distances(A), self.triplets, self.gamma)
 
+    def objective_scale(self) -> float:
+        """The unit a certificate of this problem is judged in (:meth:`Problem.certificate
+        <cvxkml.declare.problem.Problem.certificate>`): F at the identity start A = I (the
+        data's own scale: every triplet's pull and hinge at the Euclidean metric), and at
+        least 1 — the LMNN solvers stop on a gap relative to max(1, |F|), so a smaller unit
+        would refuse the answers they certify."""
+        if "_objective_unit" not in self.__dict__:
+            start = float(self.objective(np.eye(self.dim)))
+            self.__dict__["_objective_unit"] = max(1.0, start if np.isfinite(start) else 1.0)
+        return self.__dict__["_objective_unit"]
+
     def objective_whitened(self, X) -> float:
         """F at A = V S⁻¹ X̂ S⁻¹ Vᵀ, from the whitened X̂ (r × r) ⪰ 0, its distances through
         its factor (:func:`cvxkml.formulas.lmnn.psd_pair_distances`: accurate for a huge
