@@ -6,7 +6,7 @@ PSD block; the number of weights for the QP families) whose default ``solve_refe
 the family, n grown by ×1.5 from 8 (8, 12, 18, 27, 41, 62, 93, 140, 210, 315, 473, 710,
 1065, …), so the true limit lies below the next size of that sequence.
 
-Where they come from: ``cvxkml bench exact-limits --jobs 2 --out reference/exact-limits.md
+Where they come from: ``python -m benchmarks bench exact-limits --jobs 2 --out reference/exact-limits.md
 --json reference/exact-limits.json`` (SDPLogDetMetric and LMNNProblem re-measured with
 ``--families SDPLogDetMetric,LMNNProblem --max-errors 8 --update``), measured 2026-11-24 on
 the shared reference machine: x86_64, 2 cores shared with other jobs (load average 0.3 … 2),
@@ -16,7 +16,7 @@ family stopped is ``reference/exact-limits.md``.
 
 Keys are class names; a spectral problem measured per regularizer is ``"Class[Regularizer]"``;
 ``"[Regularizer]+mixed"`` is the spectral kernel problem with every constraint family at once
-(``cvxkml bench exact-limits --families "[LogDet]+mixed,…" --update``), and ``"[Regularizer]"``
+(``python -m benchmarks bench exact-limits --families "[LogDet]+mixed,…" --update``), and ``"[Regularizer]"``
 the fallback for any class with that regularizer (:meth:`Problem._limit_lookup`).
 Notes: SpectralReweighting and EmbeddingWeightProblem (closed-form QPs) were capped at
 n = 1500 and never reached a limit, so their values are lower bounds.  LMNNProblem stopped on

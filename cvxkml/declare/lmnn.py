@@ -35,7 +35,7 @@ of them, and an r × r PSD block.  Kernel LMNN (r = n): n = 20 (1000 triplets)
 linear LMNN with d = 5: n = 40 ≈ 0.35 s, n = 100 (25 000 triplets) ≈ 4 s.  So the exact
 model is practical up to n ≈ 40–50 points for kernel / NR LMNN and a few hundred points
 for low-dimensional linear LMNN; beyond that use :meth:`LMNNProblem.solve`.
-Re-measured under load (load average ≈ 6 on the 2 cores, ``cvxkml bench mkl``):
+Re-measured under load (load average ≈ 6 on the 2 cores, ``python -m benchmarks bench mkl``):
 a *full-rank* kernel (degenerate optimum F* = 0) is much harder for Clarabel — n = 20,
 30, 40 took 2.9, 22, 101 s and ended ``optimal_inaccurate`` — while linear LMNN with
 d = 5 took 0.42 s (n = 40) and 6.9 s (n = 100, 25 000 triplets); linear LMNN on the

@@ -142,7 +142,7 @@ class Problem:
 
     Exact-model size guard: every subclass's ``solve_reference`` takes ``allow_large=False``;
     when :meth:`exact_size` is more than :data:`LARGE_FACTOR` times the family's measured
-    limit (:meth:`exact_limit`, from ``cvxkml bench exact-limits``) it raises
+    limit (:meth:`exact_limit`, from ``python -m benchmarks bench exact-limits``) it raises
     :class:`~cvxkml.errors.SolverError` up front instead of starting a solve that would run
     for many minutes or exhaust the memory; ``allow_large=True`` solves anyway.
     """

@@ -419,7 +419,7 @@ def bregman_metric(
     return _solve(_run_metric, W, (V,), gram, delta, xi, lam, g, tol, max_iter, time_limit, detect_infeasible)
 
 
-#: The benchmark hook: the compiled loops ``cvxkml bench itml`` times, by role.
+#: The benchmark hook: the compiled loops ``python -m benchmarks bench itml`` times, by role.
 #: ``sweeps_metric(W, V, delta, xi, lam, gamma, tol, max_iter)`` and
 #: ``sweeps_kernel(K, I, J, delta, xi, lam, gamma, tol, max_iter)`` run whole cyclic sweeps
 #: in place; ``project(p, delta_c, xi_c, lam_c, gamma)`` returns one projection's

@@ -43,7 +43,7 @@ adaptive restarts on the fixed-point residual ‖T(z) − z‖; primal-weight up
 restarts; adaptive step sizes η <= ‖Δz‖²_ω / (2|⟨Δs, 𝒦Δx⟩|); optionally reflected
 Halpern iterations z ← w(2T(z) − z) + (1 − w)z₀, w = (k+1)/(k+2) between restarts
 (``halpern=True``; Halpern needed more iterations on 27 of 36 instances of
-``cvxkml bench kcr variants``, fewer on 6; see the reference sheet).  With a rank-k iterate
+``python -m benchmarks bench kcr variants``, fewer on 6; see the reference sheet).  With a rank-k iterate
 and a tracked PSD step an iteration costs O(n²(k + p) + n r p) for a block of p ≈ k + 10 vectors instead of the
 O(n²r + nr² + r³) of forming the r × r matrix and decomposing it.
 

@@ -887,7 +887,7 @@ def lowrank_logdet(
     return np.ascontiguousarray(R.T), lam, xi, int(sweeps), float(change), int(code), int(bad), elapsed
 
 
-#: The benchmark hook: the compiled loop ``cvxkml bench lowrank`` times.
+#: The benchmark hook: the compiled loop ``python -m benchmarks bench lowrank`` times.
 #: ``sweeps(B, G0, kind, I, J, Kx, coef_u, coef_v, delta, xi, lam, gamma, tol, max_iter)``
 #: runs cyclic sweeps on the factor B in place (kinds: :data:`PAIR`, ...).
 BENCH_KERNELS = {"sweeps": _sweeps_lowrank}

@@ -1236,7 +1236,7 @@ def vonneumann_slack_newton(
     )
 
 
-#: The benchmark hook: the compiled pieces ``cvxkml bench vonneumann`` times, by role.
+#: The benchmark hook: the compiled pieces ``python -m benchmarks bench vonneumann`` times, by role.
 #: ``sweeps(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats)`` runs cyclic sweeps
 #: in place; ``deflate(q, w, W, tol_w, tol_q)`` and ``zerofinder(d, z, target_log, inv_gamma,
 #: anchor, tau, lam, c2)`` are one projection's deflation and root finder.
