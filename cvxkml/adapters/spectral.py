@@ -103,7 +103,7 @@ def bregman_metric_solve(problem, tol, max_iter):
     return bregman_metric(problem.M0, problem.X, P.i, P.j, P.y, P.bound, problem.gamma, tol, max_iter)
 
 
-def bregman_kernel_solve(problem, tol, max_iter):
+def bregman_kernel_solve(problem, tol, max_iter, request=None):
     """LogDet kernel learning: Algorithm 1 on K (O(n²) per projection) for a full-rank K0 with
     pair constraints; otherwise the factored Algorithm 2 of Kulis et al. on G0 (O(r²) per
     projection; ``info["path"]`` says which ran)."""
@@ -112,7 +112,7 @@ def bregman_kernel_solve(problem, tol, max_iter):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             sub = LowRankLogDet(problem.T, problem._families(), problem.gamma)
-        res = lowrank_solve(sub, tol, max_iter)
+        res = lowrank_solve(sub, tol, max_iter, request)
         if sub.skipped_pairs.size:
             # pairs at round-off distance in the factor (seen with data scaled by 1e-6): the
             # sub-problem dropped them; they keep λ = 0 and their bound as slack here
@@ -141,10 +141,11 @@ def bregman_kernel_solve(problem, tol, max_iter):
     return res
 
 
-def lowrank_solve(problem, tol, max_iter):
+def lowrank_solve(problem, tol, max_iter, request=None):
     """Kulis et al. Algorithm 2 (CHOLUPDATEMULT on the factor B of X̂ = B Bᵀ; rank-two
-    projections for relative and similarity constraints), stopped on the certificate of
-    ``problem.solve()`` (its ``_stop_rule``) and resumed from the last iterate on a retry."""
+    projections for relative and similarity constraints), stopped on the certificate of the
+    :class:`~cvxkml.declare.registry.SolveRequest` (``gap_tol``, ``viol_tol``) and resumed
+    from the last iterate it keeps in ``request.resume`` on a retry."""
     kinds, I, J, Kx, cu, cv, delta, target = [], [], [], [], [], [], [], []
     if problem.pairs is not None:
         P = problem.pairs
@@ -180,10 +181,9 @@ def lowrank_solve(problem, tol, max_iter):
         delta.append(np.ones(m))
         target.append(-S.bound)
     cat = np.concatenate
-    # the certificate's tolerances: from solve(), else (a caller such as the kernel problem's
-    # low-rank path) the defaults of solve()
-    gap_tol, viol_tol = getattr(problem, "_stop_rule", None) or (max(tol, 1e-6),) * 2
-    resume = dict(getattr(problem, "_resume", None) or {})
+    # the certificate's tolerances: the request's, else (a direct call) the defaults of solve()
+    gap_tol, viol_tol = (request.gap_tol, request.viol_tol) if request is not None else (max(tol, 1e-6),) * 2
+    resume = dict(request.resume) if request is not None else {}
     done = resume.pop("projections", 0)
     stats = {}
     B, lam, xi, sweeps, change, code, bad, t = _lowrank.lowrank_logdet(  # looked up at call time
@@ -205,8 +205,8 @@ def lowrank_solve(problem, tol, max_iter):
         **resume,
     )
     done += stats["projections"]
-    if getattr(problem, "_stop_rule", None) is not None:
-        problem._resume = dict(B0=B, lam0=lam, xi0=xi, projections=done)
+    if request is not None:
+        request.resume = dict(B0=B, lam0=lam, xi0=xi, projections=done)
     # projections: the Bregman projections done (all attempts of this solve); with the
     # active set a sweep projects only the constraints that can move
     extra = {"B": B, "projections": done, "solver": "bregman"}
@@ -284,13 +284,22 @@ def trace_solve(problem, tol, max_iter):
     return res
 
 
-def sdp_barrier_solve(problem, tol, max_iter):
+def sdp_barrier_solve(problem, tol, max_iter, request=None):
     """Bregman projections under the LogDet barrier (Jain et al. eq. 24,
-    :func:`cvxkml.solvers.sdp_logdet.barrier_bregman`), warm-started from ``solve(lam0=…)``."""
+    :func:`cvxkml.solvers.sdp_logdet.barrier_bregman`), warm-started from the request's
+    multipliers (``solve(warm_start=…)``)."""
     reg = problem.regularizer
     ct = constraint_terms(problem)
     res = barrier_bregman(
-        reg._Ch(), reg.gamma, ct.U, ct.w, ct.ptr, ct.t, tol=tol, max_iter=max_iter, lam0=getattr(problem, "_lam0", None)
+        reg._Ch(),
+        reg.gamma,
+        ct.U,
+        ct.w,
+        ct.ptr,
+        ct.t,
+        tol=tol,
+        max_iter=max_iter,
+        lam0=None if request is None else request.warm_start,
     )
     if res.code == UNBOUNDED:
         how = (
@@ -329,7 +338,7 @@ def sdp_barrier_solve(problem, tol, max_iter):
     return res
 
 
-def dual_newton_solve(problem, tol, max_iter, lam0=None, callback=None):
+def dual_newton_solve(problem, tol, max_iter, request=None):
     """The generic certified dual solver (:func:`cvxkml.solvers.dual_newton.dual_newton`) on
     the whitened problem; ``matrix`` mapped back to the problem's space.  With the
     regularizer's own slack (``gamma``) the pair constraints (first in ``violations()``
@@ -350,8 +359,8 @@ def dual_newton_solve(problem, tol, max_iter, lam0=None, callback=None):
         quad=ct.quad,
         tol=tol,
         max_iter=max_iter,
-        lam0=lam0,
-        callback=callback,
+        lam0=None if request is None else request.warm_start,
+        callback=None if request is None else request.callback,
         slack=slack,
     )
     res.matrix = problem.matrix_from_whitened(res.matrix)
@@ -415,6 +424,7 @@ for _spec in (
         regularizers=(LinearLogDet,),
         families=_INEQ,
         accepts=_sdp_ok,
+        warm_start=True,
     ),
     registry.SolverSpec(
         "dual-newton",

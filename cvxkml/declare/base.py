@@ -111,8 +111,6 @@ class SpectralProblem(Problem):
     M0: np.ndarray
     T: np.ndarray
     F: np.ndarray
-    _stop_rule = None  # (gap_tol, viol_tol) of the running solve()
-    _resume = None  # a resumable native solver's last iterate
 
     def __init__(
         self, space, constraints, regularizer: Regularizer | None = None, gamma=None, *, zero_pairs: str = "raise"
@@ -438,6 +436,31 @@ class SpectralProblem(Problem):
         t = np.concatenate([f.scales() for f in atoms]) if atoms else np.zeros(0)
         return float(np.max(viol / t, initial=0.0))
 
+    # ------------------------------------------------------------------ the certificate of an answer
+    # (Problem's answer hooks; cvxkml.testing recomputes an answer through them)
+    def answer_primal(self, sol) -> tuple:
+        """(M, ξ) with the solver's slack ξ when the problem has slack and the answer carries
+        one, else (M,): the point the violations are judged at."""
+        if self.gamma is not None and sol.slack is not None:
+            return (sol.matrix, sol.slack)
+        return (sol.matrix,)
+
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """The N × N matrix (finite, symmetric, PSD), the slack ξ (one entry per pair) when
+        the problem has slack and the answer carries one, and one multiplier per constraint."""
+        from .._answer import check_primal_matrix, check_primal_vector
+
+        check_primal_matrix(sol.matrix, self.M0.shape[0], symmetric_tol=symmetric_tol, psd_tol=psd_tol)
+        if self.gamma is not None and sol.slack is not None:
+            check_primal_vector(sol.slack, len(self.pairs), what="slack ξ")
+        if sol.dual is not None:
+            check_primal_vector(sol.dual, self.n_constraints, what="dual (one multiplier per constraint)")
+
+    def answer_objective(self, sol) -> float:
+        """The objective at M and its best slack (a Solution's contract: the objective at M's
+        best slack, the violations against the solver's ξ, :meth:`answer_primal`)."""
+        return float(self.objective(sol.matrix))
+
     def _whitened_family_terms(self):
         """Per atom (sum, adjoint, t): every constraint reads tr(X̂ Â_c) <= t_c (or = t_c) in
         the whitened space; ``sum(λ)`` = Σ_c λ_c Â_c (r × r) and ``adjoint(G)`` = [tr(G Â_c)]_c,
@@ -507,13 +530,21 @@ class SpectralProblem(Problem):
         δ(p/b − ξ/ξ0) <= 0 (slack).  Constraints are vectorized: one expression per
         constraint family.
         """
+        return self._exact_model()[0]
+
+    def _exact_model(self):
+        """(the exact model, how its multipliers are read): :meth:`to_cvxpy`'s problem and,
+        per atom in :meth:`violations` order, a constraint, a (+, −) pair of them (a hinge
+        equality: λ = λ₊ − λ₋) or a callable of the solved problem (a squared penalty's
+        λ = C·ρ₊, its KKT value), returned together — built once per call, never kept on the
+        problem."""
         r = self.T.shape[1]
         X = cp.Variable((r, r), symmetric=True, name="X")
         objective, aux = cvx_part(self.regularizer.cvx(X), f"{type(self.regularizer).__name__}.cvx")
         # LogDet and von Neumann imply X ⪰ 0 through their cones; the others need it stated
         cons = ([] if self.regularizer.implies_psd else [X >> 0]) + aux
-        self._pair_con = None
-        self._family_cons = []  # one vectorized constraint per family, in violations() order
+        readers = []  # how each atom's multipliers are read, in violations() order
+        pair_con = None
         if self.pairs is not None:
             # Scaled by the bounds: rows v̂/√b give p/b, and the slack is the ratio s = ξ/ξ0,
             # so every constraint and slack variable is O(1) (duals are mapped back below).
@@ -527,46 +558,46 @@ class SpectralProblem(Problem):
                 rho_s = cp.multiply(P.y, p - 1.0)
                 Cb = pw.C * P.bound**2
                 objective = objective + 0.5 * Cb @ cp.square(cp.pos(rho_s))
-                self._family_cons.append(lambda r=rho_s, Cb=Cb: Cb * np.maximum(np.asarray(r.value, dtype=float), 0.0))
+                readers.append(lambda r=rho_s, Cb=Cb: Cb * np.maximum(np.asarray(r.value, dtype=float), 0.0))
             elif pw is not None:  # y(p − b) <= ξ, written over b: ξ/b
                 s = cp.Variable(len(P), nonneg=True, name="hinge_pairs")
                 objective = objective + (pw.C * P.bound) @ s
-                self._pair_con = cp.multiply(P.y, p - 1.0) <= s
+                pair_con = cp.multiply(P.y, p - 1.0) <= s
             elif self.gamma is None:
-                self._pair_con = cp.multiply(P.y, p - 1.0) <= 0
+                pair_con = cp.multiply(P.y, p - 1.0) <= 0
             else:
                 s = cp.Variable(len(P), name="xi_ratio")
                 objective = objective + self.gamma * self.regularizer.slack_cvx(s, P.bound)
-                self._pair_con = cp.multiply(P.y, p - s) <= 0
-            if self._pair_con is not None:
-                cons.append(self._pair_con)
-                self._family_cons.append(self._pair_con)
+                pair_con = cp.multiply(P.y, p - s) <= 0
+            if pair_con is not None:
+                cons.append(pair_con)
+                readers.append(pair_con)
         names = [type(f).__name__.lower() for f in self._constraint_atoms]
         for k, (f, w) in enumerate(zip(self._constraint_atoms, self._wrappers)):
             if f is not self.pairs:
                 values, aux = cvx_part(f.cvx_values(self.F, self.T, X), f"{type(f).__name__}.cvx_values")
                 cons += aux
                 name = names[k] if names.count(names[k]) == 1 else f"{names[k]}_{k}"
-                objective = self._soft_constraint(f, w, name, values - f.targets(), objective, cons)
+                objective = self._soft_constraint(f, w, name, values - f.targets(), objective, cons, readers)
         offset = self.space.offset(self.regularizer)
-        return cp.Problem(cp.Minimize(objective + offset if offset else objective), cons)
+        return cp.Problem(cp.Minimize(objective + offset if offset else objective), cons), readers
 
-    def _soft_constraint(self, family, wrapper, name, residual, objective, cons):
+    def _soft_constraint(self, family, wrapper, name, residual, objective, cons, readers):
         """The atom's residual ρ = g − t in the model: hard ``ρ <= 0`` (``ρ == 0`` for an
         equality); :class:`~cvxkml.sideinfo.Hinge` ``ρ <= ξ`` (and ``−ρ <= ξ`` for an
         equality), ξ >= 0, C·ξ in the objective (variable ``"hinge_<name>"``);
         :class:`~cvxkml.sideinfo.Squared` (C/2)·ρ₊² ((C/2)·ρ² for an equality) in the
-        objective.  Appends to ``self._family_cons`` how its multipliers are read (a
+        objective.  Appends to ``readers`` how its multipliers are read (a
         constraint, a (+, −) pair of them, or a callable of the solved problem: the squared
         penalty's λ = C·ρ₊ is its KKT value); returns the objective."""
         C = None if wrapper is None else wrapper.C
         eq = family.equality
         if C is None:
             cons.append(residual == 0 if eq else residual <= 0)
-            self._family_cons.append(cons[-1])
+            readers.append(cons[-1])
         elif wrapper.loss == "squared":
             objective = objective + 0.5 * C @ cp.square(residual if eq else cp.pos(residual))
-            self._family_cons.append(
+            readers.append(
                 lambda r=residual, C=C, eq=eq: (
                     C * (np.asarray(r.value, dtype=float) if eq else np.maximum(np.asarray(r.value, dtype=float), 0.0))
                 )
@@ -577,9 +608,9 @@ class SpectralProblem(Problem):
             objective = objective + C @ xi
             if eq:
                 cons.append(-residual <= xi)
-                self._family_cons.append((cons[-2], cons[-1]))
+                readers.append((cons[-2], cons[-1]))
             else:
-                self._family_cons.append(cons[-1])
+                readers.append(cons[-1])
         return objective
 
     def extend(self, term=None, constraints=None):
@@ -699,7 +730,7 @@ class SpectralProblem(Problem):
         """
         solver, eps = check_conic_options(solver, eps)
         solver = solver or self.default_solver()
-        prob = self.to_cvxpy()
+        prob, readers = self._exact_model()
         hint = (
             "Use slack: pass gamma=<positive number> (e.g. 1.0)."
             if self.regularizer.has_slack
@@ -718,7 +749,7 @@ class SpectralProblem(Problem):
                 return read(c[0]) - read(c[1])
             return np.asarray(c.dual_value, dtype=float).ravel()
 
-        duals = [read(c) for c in self._family_cons]
+        duals = [read(c) for c in readers]
         if self.pairs is not None:
             duals[0] = duals[0] / self.pairs.bound  # pair rows were divided by the bounds
         lower, upper, _ = self.dual_box()  # the dual box (round-off outside it)
@@ -895,14 +926,18 @@ class SpectralProblem(Problem):
         alone.
         """
         from .._validation import as_float_array, check_choice
+        from .registry import SolveRequest, call
 
         method = check_choice(method, "method", ("auto", "native", "dual"))
         spec = self.fast_solver(method)
         use_dual = spec.generic
         lam0 = None
         if warm_start is not None:
-            if not use_dual:
-                raise InvalidInputError("warm_start applies to the dual solver; pass method='dual'.")
+            if not (use_dual or spec.warm_start):
+                raise InvalidInputError(
+                    f"warm_start applies to the dual solver (and to solvers that resume from multipliers; "
+                    f"{spec.name} does not); pass method='dual'."
+                )
             lam0 = as_float_array(warm_start, "warm_start").ravel()
             if lam0.size != self.n_constraints or np.any(lam0 < 0):
                 raise InvalidInputError(
@@ -918,86 +953,80 @@ class SpectralProblem(Problem):
         # solver from its multipliers when it ends uncertified; it keeps a share of the budget
         handoff = self._slack_handoff(method, spec)
         native_limit = limit - min(self._HANDOFF_RESERVE, limit // 10) if handoff is not None else limit
-        # a native solver that checks the certificate itself reads the rule here, and one
-        # that can resume keeps its last iterate in _resume for the next attempt
-        self._stop_rule, self._resume = (gap_tol, viol_tol), None
-        try:
-            attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
-            while True:
-                res = (
-                    spec.solve(self, attempt_tol, limit - sweeps, lam0=lam0, callback=callback)
-                    if use_dual
-                    else spec.solve(self, attempt_tol, native_limit - sweeps)
+        # the request travels with the call: a native solver that checks the certificate itself
+        # reads the rule from it, and one that can resume keeps its last iterate in it for the
+        # next attempt; nothing of this solve is stored on the problem
+        request = SolveRequest(gap_tol, viol_tol, warm_start=lam0, callback=callback if use_dual else None)
+        attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
+        while True:
+            res = call(spec, self, attempt_tol, (limit if use_dual else native_limit) - sweeps, request)
+            attempts += 1
+            self._check_fast_result(res, spec)
+            sweeps += res.sweeps
+            elapsed += res.time
+            self._raise_breakdown(res)
+            sol = self._fast_solution(res, sweeps, elapsed)
+            sol.info.update(spec=spec.name, space=self.space.name)
+            if not np.isfinite(sol.objective):
+                raise SolverError(
+                    f"The fast solver ({sol.solver}) stopped after {sweeps} iteration(s) at a matrix "
+                    f"outside the domain of the {self.regularizer.name} objective: "
+                    f"{self._domain_diagnosis(sol.matrix)}. Rescale the problem (a barrier weight or "
+                    "bounds far from 1), raise max_iter, or use solve_reference()."
                 )
-                attempts += 1
-                self._check_fast_result(res, spec)
-                sweeps += res.sweeps
-                elapsed += res.time
-                self._raise_breakdown(res)
-                sol = self._fast_solution(res, sweeps, elapsed)
-                sol.info.update(spec=spec.name, space=self.space.name)
-                if not np.isfinite(sol.objective):
-                    raise SolverError(
-                        f"The fast solver ({sol.solver}) stopped after {sweeps} iteration(s) at a matrix "
-                        f"outside the domain of the {self.regularizer.name} objective: "
-                        f"{self._domain_diagnosis(sol.matrix)}. Rescale the problem (a barrier weight or "
-                        "bounds far from 1), raise max_iter, or use solve_reference()."
-                    )
-                scale = max(1.0, abs(sol.objective))
-                gap = sol.gap
-                rel_viol = sol.info["max_relative_violation"]
-                within = gap is not None and -gap_tol * scale <= gap <= gap_tol * scale and rel_viol <= viol_tol
-                # Bregman: the paper's dual-change rule, then the certificate; the dual solver's
-                # rule is the certificate itself (a stall at round-off below gap_tol counts)
-                met = sol.converged or (use_dual and within)
-                certified = met and within
-                if use_dual:
-                    sol.converged = met
-                    sol.status = "converged" if met else sol.status
-                    stopped = bool(res.extra.get("stopped")) and not met
-                elif callback is not None:  # every attempt's check, the certified one too
-                    asked = callback(
-                        {
-                            "iteration": sweeps,
-                            "objective": sol.objective,
-                            "gap": None if gap is None else gap / scale,
-                            "violation": rel_viol,
-                            "dual_change": res.dual_change,
-                            "certified": certified,
-                        }
-                    )
-                    stopped = bool(asked) and not certified
-                if certified or not met or use_dual or stopped or attempt_tol <= 1e-16 or sweeps >= native_limit:
-                    break
-                attempt_tol = max(attempt_tol * 1e-2, 1e-16)
-            sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
-            if handoff is not None and not certified and not stopped and limit > sweeps:
-                first = sol
-                sol, met, certified, stopped, gap, scale, rel_viol, res = self._dual_handoff(
-                    handoff, spec, first, res, met, tol, gap_tol, viol_tol, limit - sweeps, sweeps, elapsed, callback
+            scale = max(1.0, abs(sol.objective))
+            gap = sol.gap
+            rel_viol = sol.info["max_relative_violation"]
+            within = gap is not None and -gap_tol * scale <= gap <= gap_tol * scale and rel_viol <= viol_tol
+            # Bregman: the paper's dual-change rule, then the certificate; the dual solver's
+            # rule is the certificate itself (a stall at round-off below gap_tol counts)
+            met = sol.converged or (use_dual and within)
+            certified = met and within
+            if use_dual:
+                sol.converged = met
+                sol.status = "converged" if met else sol.status
+                stopped = bool(res.extra.get("stopped")) and not met
+            elif callback is not None:  # every attempt's check, the certified one too
+                asked = callback(
+                    {
+                        "iteration": sweeps,
+                        "objective": sol.objective,
+                        "gap": None if gap is None else gap / scale,
+                        "violation": rel_viol,
+                        "dual_change": res.dual_change,
+                        "certified": certified,
+                    }
                 )
-                if sol is not first:
-                    use_dual, sweeps, attempts = True, sol.n_iter, 1
-            self._close_fast_solve(
-                sol,
-                res,
-                stopped=stopped,
-                certified=certified,
-                met=met,
-                use_dual=use_dual,
-                attempts=attempts,
-                sweeps=sweeps,
-                gap=gap,
-                scale=scale,
-                rel_viol=rel_viol,
-                tol=tol,
-                attempt_tol=attempt_tol,
-                gap_tol=gap_tol,
-                viol_tol=viol_tol,
+                stopped = bool(asked) and not certified
+            if certified or not met or use_dual or stopped or attempt_tol <= 1e-16 or sweeps >= native_limit:
+                break
+            attempt_tol = max(attempt_tol * 1e-2, 1e-16)
+        sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
+        if handoff is not None and not certified and not stopped and limit > sweeps:
+            first = sol
+            sol, met, certified, stopped, gap, scale, rel_viol, res = self._dual_handoff(
+                handoff, spec, first, res, met, tol, gap_tol, viol_tol, limit - sweeps, sweeps, elapsed, callback
             )
-            return sol
-        finally:
-            self._stop_rule = self._resume = None  # nothing of this solve outlives it
+            if sol is not first:
+                use_dual, sweeps, attempts = True, sol.n_iter, 1
+        self._close_fast_solve(
+            sol,
+            res,
+            stopped=stopped,
+            certified=certified,
+            met=met,
+            use_dual=use_dual,
+            attempts=attempts,
+            sweeps=sweeps,
+            gap=gap,
+            scale=scale,
+            rel_viol=rel_viol,
+            tol=tol,
+            attempt_tol=attempt_tol,
+            gap_tol=gap_tol,
+            viol_tol=viol_tol,
+        )
+        return sol
 
     def _close_fast_solve(
         self,
@@ -1129,7 +1158,9 @@ class SpectralProblem(Problem):
         lam0 = np.clip(np.asarray(first.dual, dtype=float), lower, upper)
         # the callback's iteration counts on from the first stage's sweeps
         relay = None if callback is None else (lambda rec: callback({**rec, "iteration": sweeps + rec["iteration"]}))
-        res2 = dual.solve(self, tol, budget, lam0=lam0, callback=relay)
+        from .registry import SolveRequest, call
+
+        res2 = call(dual, self, tol, budget, SolveRequest(gap_tol, viol_tol, warm_start=lam0, callback=relay))
         self._check_fast_result(res2, dual)
         self._raise_breakdown(res2)
         sol = self._fast_solution(res2, sweeps + res2.sweeps, elapsed + res2.time)

@@ -22,7 +22,7 @@ solver that reads only the declared formulas (the generic dual solver), or raise
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -33,6 +33,8 @@ from ..sideinfo import ConstraintAtom
 
 __all__ = [
     "SolverSpec",
+    "SolveRequest",
+    "call",
     "register",
     "unregister",
     "registered",
@@ -118,6 +120,58 @@ def _missing_slack_methods(reg, names) -> list[str]:
     return out
 
 
+@dataclass
+class SolveRequest:
+    """What one ``solve()`` asks of a fast solver: passed down as a value, never left as state
+    on the problem (a problem is reusable and may be solved by two threads at once).
+
+    Attributes
+    ----------
+    gap_tol, viol_tol : float
+        The certificate the caller will check (a solver that checks it itself stops there).
+    warm_start : ndarray or None
+        Multipliers to start from (one per constraint, in ``violations()`` order).
+    callback : callable or None
+        Called with a dict at each of the solver's certificate checks; a truthy return stops.
+    resume : dict
+        A resumable solver's last iterate, carried between the attempts of this one request
+        (the solver writes it, the next attempt reads it).
+    """
+
+    gap_tol: float
+    viol_tol: float
+    warm_start: np.ndarray | None = None
+    callback: Callable | None = None
+    resume: dict = field(default_factory=dict)
+
+
+def call(spec, problem, tol: float, max_iter: int, request: SolveRequest | None = None):
+    """Run ``spec.solve`` on ``problem`` with what it declares it takes: the whole
+    ``request=`` when its signature has that keyword; else ``warm_start=`` / ``lam0=`` and
+    ``callback=`` when it has those and the request carries them; else the bare
+    ``(problem, tol, max_iter)`` of the fast-solver protocol."""
+    import inspect
+
+    try:
+        params = inspect.signature(spec.solve).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: the bare protocol
+        params = {}
+    var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if request is None:
+        return spec.solve(problem, tol, max_iter)
+    if "request" in params:
+        return spec.solve(problem, tol, max_iter, request=request)
+    kw = {}
+    if request.warm_start is not None:
+        name = next((n for n in ("warm_start", "lam0") if n in params), "warm_start" if var_kw else None)
+        if name is None:
+            raise InvalidInputError(f"The fast solver {spec.name} takes no warm start; solve without warm_start.")
+        kw[name] = request.warm_start
+    if request.callback is not None and ("callback" in params or var_kw):
+        kw["callback"] = request.callback
+    return spec.solve(problem, tol, max_iter, **kw)
+
+
 @dataclass(frozen=True)
 class SolverSpec:
     """A fast solver and what it accepts.
@@ -152,6 +206,9 @@ class SolverSpec:
         Regularizer methods the solver calls on a problem with ``gamma`` (besides ``needs``).
     accepts : callable or None
         ``accepts(problem) -> bool`` for anything else.
+    warm_start : bool
+        Whether it starts from the multipliers of a request (``solve(warm_start=…)``); the
+        generic dual solver always does.
     generic : bool
         The generic certified dual solver (``solve(method="dual")``); tried last.
     user : bool
@@ -170,6 +227,7 @@ class SolverSpec:
     slack: bool = False
     slack_needs: tuple = ()
     accepts: Callable | None = None
+    warm_start: bool = False
     generic: bool = False
     user: bool = False
 

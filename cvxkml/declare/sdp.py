@@ -164,39 +164,48 @@ class _SDPMixin:
         """The barrier weight γ (the problem's ``gamma`` attribute is the pair slack, None)."""
         return self.regularizer.gamma
 
-    _lam0 = None
-
-    def solve(self, tol: float = 1e-9, max_iter: int = 20_000, lam0=None, *, max_sweeps: int | None = None, **kw):
+    def solve(
+        self,
+        tol: float = 1e-9,
+        max_iter: int = 20_000,
+        lam0=None,
+        *,
+        warm_start=None,
+        max_sweeps: int | None = None,
+        **kw,
+    ):
         """Fast solver: Bregman projections under the barrier
         (:func:`cvxkml.solvers.sdp_logdet.barrier_bregman`; when Ĉ0 is not positive definite a
         phase I with an auxiliary trace bound finds a dual-feasible start).  Stops when the
         largest relative KKT residual of a sweep (feasibility and complementary slackness,
         ``info["kkt_residual"]``, also in ``info["dual_change"]``) is below ``tol``;
         otherwise warns (ConvergenceWarning) with ``converged=False``.  Sweeps needed grow
-        like 1/γ (measured: γ = 1e-2: ~1.5e4, 1e-3: ~1.5e5 on an 8-point MVU problem).  Raises
+        like 1/γ (``reference/jain2012-spectral.md``).  Raises
         :class:`UnboundedError` (no dual-feasible point), :class:`InfeasibleError` (a
         constraint no positive definite matrix satisfies) and, for gamma = 0,
         :class:`InvalidInputError` (use :meth:`solve_reference`).
 
-        ``lam0`` (one multiplier per constraint, in the order of :meth:`violations`) warm-
-        starts the dual; any λ with Ĉ0 + Σλ_cÂ_c ≻ 0 skips phase I — the optimal λ of the
-        same problem with another γ is one (that matrix does not involve γ)."""
-        if lam0 is not None:
-            lam0 = as_float_array(lam0, "lam0", finite=False).ravel()
-            if lam0.size != self.n_constraints or not np.all(np.isfinite(lam0)) or np.any(lam0 < 0):
-                raise InvalidInputError(f"lam0 must hold {self.n_constraints} finite non-negative multipliers.")
-        self._lam0 = lam0
-        try:
-            if max_sweeps is not None:
-                warnings.warn(
-                    "solve(max_sweeps=...) is deprecated and will be removed in the next release; use max_iter=...",
-                    DeprecationWarning,
-                    stacklevel=2,
+        ``warm_start`` (one multiplier per constraint, in the order of :meth:`violations`;
+        ``lam0`` is its former name here) warm-starts the dual; any λ with Ĉ0 + Σλ_cÂ_c ≻ 0
+        skips phase I — the optimal λ of the same problem with another γ is one (that matrix
+        does not involve γ)."""
+        if lam0 is not None and warm_start is not None:
+            raise InvalidInputError("Give warm_start (lam0 is its former name), not both.")
+        warm_start = lam0 if warm_start is None else warm_start
+        if warm_start is not None:
+            warm_start = as_float_array(warm_start, "warm_start", finite=False).ravel()
+            if warm_start.size != self.n_constraints or not np.all(np.isfinite(warm_start)) or np.any(warm_start < 0):
+                raise InvalidInputError(
+                    f"warm_start (lam0) must hold {self.n_constraints} finite non-negative multipliers, one per constraint."
                 )
-                max_iter = max_sweeps
-            sol = super().solve(tol=tol, max_iter=max_iter, **kw)
-        finally:
-            self._lam0 = None
+        if max_sweeps is not None:
+            warnings.warn(
+                "solve(max_sweeps=...) is deprecated and will be removed in the next release; use max_iter=...",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            max_iter = max_sweeps
+        sol = super().solve(tol=tol, max_iter=max_iter, warm_start=warm_start, **kw)
         sol.info["linear_objective"] = self.linear_objective(sol.matrix)
         return sol
 
