@@ -1,5 +1,8 @@
-"""Side information: pair distance constraints, relative (triplet) constraints and
-general linear constraints tr(C_t M) <= b_t, plus their generation from labels.
+"""Side information: constraint families on the learned matrix, each one atom
+(:class:`ConstraintAtom`) — pair distances, relative (triplet) comparisons, similarities
+(learned inner products), linear inequalities tr(C_t M) <= b_t and equalities
+tr(C_t M) = b_t, or a user's own family — hard or soft (:class:`Hinge`, :class:`Squared`),
+plus their generation from labels.
 
 Distances are always **squared** learned distances, d(i, j) = (e_i − e_j)ᵀK(e_i − e_j)
 for a kernel matrix K, or (x_i − x_j)ᵀW(x_i − x_j) for a Mahalanobis matrix W.

@@ -23,7 +23,10 @@ class Solution:
     slack : the solver's slack variables ξ (slack problems), or None.
     violations : per-constraint violation max(0, g(M) − b) ≥ 0 (against ξ when slack).
     n_iter : sweeps (Bregman), or the conic solver's iterations.
-    converged : True only when the solver met its tolerance / reported optimality.
+    converged : True only when the answer is certified: its Lagrange certificate (gap between
+        the objective and the dual value, recomputed from the returned primal and dual) and
+        its violations are within tolerance; an exact solve's conic status alone does not
+        certify where the problem has a dual value to check it with.
     time : wall time of the solve in seconds (excludes Numba compilation after warm-up).
     status : a short human-readable status.
     solver : name of the algorithm that produced it.

@@ -15,11 +15,13 @@ from pathlib import Path
 MODULES = {
     "cvxkml.errors": "Typed errors and warnings: each says what to do.",
     "cvxkml.solution": "The result shapes every solve returns, and the fast-solver protocol.",
-    "cvxkml.sideinfo": "Side information: each constraint family one atom (pairs, relative, similarity, linear), "
-    "hard or with slack.",
+    "cvxkml.sideinfo": "Side information: each constraint family one atom (pairs, relative, similarity, linear "
+    "inequalities and equalities, or a user's own ConstraintAtom), hard or with slack.",
     "cvxkml.kernels": "Base kernels, centring and normalisation, kernel distances.",
     "cvxkml.learned": "Learned kernels and metrics, which evaluate on unseen points.",
     "cvxkml.declare": "Declared problems: exact CVXPY models, certificates, dispatch to the registered fast solvers.",
+    "cvxkml.declare.registry": "The one registry of fast solvers (cvxkml's and a user's): specs, the solve request, "
+    "dispatch.",
     "cvxkml.estimators": "scikit-learn estimators, one module per family.",
     "cvxkml.testing": "The public validation toolkit: validate a solver without trusting it.",
     "cvxkml": "The top level: the two LogDet problems, side information, the solution, errors, configuration.",

@@ -136,10 +136,21 @@ def _eigvalsh(A):
 
 
 class Regularizer:
-    """Base class.  Subclasses set ``name``, ``alpha`` (minimizer of f_s on x >= 0),
-    ``implies_psd`` (whether ``cvx`` already forces X ⪰ 0; otherwise the model adds it) and
-    implement ``f_s``, ``conj_s``, ``cvx`` (and ``conj_grad_s``/``conj_hess_s`` for
-    :func:`~cvxkml.declare.dual.solve_dual`)."""
+    """Base class of a spectral regularizer f(A) = Σ f_s(λ_i(A)).
+
+    Subclasses set ``name``, ``alpha`` (the minimizer of f_s on x >= 0, Theorem 4's α) and
+    ``implies_psd`` (whether ``cvx`` already forces X ⪰ 0; otherwise the model adds it), and
+    implement:
+
+    * ``f_s(x)`` (+inf outside the domain) and ``cvx(X)`` — enough for the exact model
+      (solved without a Lagrange certificate of cvxkml's, said in ``info``); ``cvx`` returns a
+      CVXPY expression, or ``(expression, [constraints])`` when it needs auxiliary variables;
+    * ``conj_s``, ``conj_grad_s``, ``conj_hess_s`` (f*_s and two derivatives) — for the
+      certificate and the generic certified dual solver;
+    * ``slack_*`` — only for the regularizer's own pair slack (``gamma``).
+
+    :func:`cvxkml.testing.check_regularizer` checks them against each other.  Eigenvalues
+    within round-off of zero reach ``f_s`` as 0 (:func:`domain_eigenvalues`)."""
 
     name = "regularizer"
     alpha = 1.0
