@@ -372,6 +372,58 @@ class ExtendedProblem(Problem):
             return v
         return np.concatenate([v, self.extra_violations(X)])
 
+    # ------------------------------------------------------------------ the certificate of an answer
+    # A spectral base's answer (M, its slack and multipliers) is checked by the base; a family
+    # with its own extension model answers its primal X in user coordinates (sol.matrix).  The
+    # bound is the conic solver's dual objective: no closed-form Lagrange dual recomputes it.
+    def answer_primal(self, sol) -> tuple:
+        """The base's (M, ξ) for a spectral base, else (X,) = (``sol.matrix``,)."""
+        if hasattr(self.base, "extension_model"):
+            return (sol.matrix,)
+        return self.base.answer_primal(sol)
+
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """A spectral base's checks; else X finite (a square matrix also symmetric and PSD)."""
+        from .._answer import check_primal_matrix, check_primal_vector
+
+        if not hasattr(self.base, "extension_model"):
+            self.base.check_answer(sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)
+            return
+        X = sol.matrix
+        if np.ndim(X) == 2 and np.shape(X)[0] == np.shape(X)[1]:
+            check_primal_matrix(X, np.shape(X), symmetric_tol=symmetric_tol, psd_tol=psd_tol)
+        else:
+            check_primal_vector(X, np.size(X) if np.ndim(X) == 1 else -1, what="primal point")
+
+    def answer_objective(self, sol) -> float:
+        """The extended objective at X (a spectral base's: at M's best slack)."""
+        return float(self.objective(sol.matrix))
+
+    def answer_dual_value(self, sol, objective: float) -> float | None:
+        """None: the conic dual objective is not a function of returned multipliers."""
+        return None
+
+    def dual_value_unverified(self) -> str | None:
+        """The bound is the conic solver's dual objective (kept as reported, flagged)."""
+        return "the conic solver's dual objective (no closed-form Lagrange dual)"
+
+    def relative_violation_of(self, violations) -> float:
+        """The base's relative violation of its own constraints, and the largest violation of
+        the extra constraints (as :meth:`solve_reference` measures it)."""
+        viol = np.asarray(violations, dtype=float)
+        n_extra = 0 if self.extra is None else len(self.extra(_probe(self.base)[0]))
+        n_base = viol.size - n_extra
+        extra = float(np.max(viol[n_base:], initial=0.0))
+        return max(float(self.base.relative_violation_of(viol[:n_base])), extra)
+
+    def objective_scale(self) -> float:
+        """The base family's unit."""
+        return self.base.objective_scale()
+
+    def whitened_geometry(self):
+        """The base's whitened geometry (the extra term is convex: strong convexity stays)."""
+        return self.base.whitened_geometry()
+
     # ------------------------------------------------------------------ CVXPY side
     def _extended(self, model: ExtensionModel) -> cp.Problem:
         prob, X = model.problem, model.primal

@@ -282,6 +282,51 @@ class IPLR(Problem):
         """The kept constraints' violations under F (``kept`` indexes them in ``constraints``)."""
         return self.reduced.violations(F, xi)
 
+    # ------------------------------------------------------------------ the certificate of an answer
+    # An answer is the reduced problem's (F, k × k): every answer hook is the reduced ITML's.
+    def answer_primal(self, sol) -> tuple:
+        """The reduced problem's :meth:`~cvxkml.declare.Problem.answer_primal`."""
+        return self.reduced.answer_primal(sol)
+
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """The reduced problem's checks (F is k × k)."""
+        self.reduced.check_answer(sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)
+
+    def answer_objective(self, sol) -> float:
+        """The reduced problem's objective at the answer."""
+        return self.reduced.answer_objective(sol)
+
+    def answer_violations(self, sol) -> np.ndarray:
+        """The reduced problem's violations at the answer."""
+        return self.reduced.answer_violations(sol)
+
+    def answer_dual_value(self, sol, objective: float) -> float | None:
+        """The reduced problem's Lagrange dual value of the answer's multipliers."""
+        return self.reduced.answer_dual_value(sol, objective)
+
+    def dual_value_unverified(self) -> str | None:
+        """The reduced problem's (None: its dual value is recomputed)."""
+        return self.reduced.dual_value_unverified()
+
+    def relative_violation_of(self, violations) -> float:
+        """The reduced problem's relative violation (max(1, |target|) per constraint)."""
+        return self.reduced.relative_violation_of(violations)
+
+    def _max_relative_violation(self, viol) -> float:
+        return self.reduced._max_relative_violation(viol)
+
+    def objective_scale(self) -> float:
+        """The reduced problem's unit."""
+        return self.reduced.objective_scale()
+
+    def whitened_geometry(self):
+        """The reduced problem's whitened geometry (F = X̂ on the reduced points)."""
+        return self.reduced.whitened_geometry()
+
+    def certificate(self, objective: float, dual_value, violations, *, rtol: float = 1e-6, atol=None) -> dict:
+        """The reduced problem's certificate."""
+        return self.reduced.certificate(objective, dual_value, violations, rtol=rtol, atol=atol)
+
     def solve(self, tol: float = 1e-9, max_iter: int = 20_000, callback=None, warm_start=None, **kw):
         """F* by the fast solver of the reduced problem (11) (:meth:`SpectralProblem.solve`:
         Bregman projections at O(k²) each, or the dual solver; the same certificate)."""

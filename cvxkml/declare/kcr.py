@@ -205,6 +205,21 @@ class KCR(Problem):
         lmin = float(np.linalg.eigvalsh(S)[0])
         return np.array([max(0.0, -lmin), abs(float(S.sum())), max(0.0, self.h_min - float(h))])
 
+    # ------------------------------------------------------------------ the certificate of an answer
+    def answer_primal(self, sol) -> tuple:
+        """(Σ, h): the matrix and the bandwidth ``info["h"]``."""
+        return (sol.matrix, sol.info.get("h"))
+
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """Σ (n × n, finite, symmetric, PSD), a finite bandwidth h = info["h"], and the dual
+        weights s as a finite n × n matrix."""
+        from .._answer import check_primal_matrix, check_scalar
+
+        check_primal_matrix(sol.matrix, self.n, what="matrix Σ", symmetric_tol=symmetric_tol, psd_tol=psd_tol)
+        check_scalar(sol.info.get("h"), "bandwidth h (info['h'])")
+        if sol.dual is not None:
+            check_primal_matrix(sol.dual, self.n, what="dual weights s", psd=False, symmetric_tol=np.inf)
+
     def trace_bound(self) -> float:
         """R >= tr(KΣ*) for every optimal Σ*: λ tr(KΣ*) <= f* <= f(0, h̃) for h̃ ∈ {ε, 1}."""
         D0 = np.zeros((self.n, self.n))

@@ -400,6 +400,52 @@ class LMNNProblem(Problem):
         lam = float(np.linalg.eigvalsh(0.5 * (M + M.T))[0]) if M.size else 0.0
         return np.append(margin, max(0.0, -lam))
 
+    # ------------------------------------------------------------------ the certificate of an answer
+    # The family's own primal variable is the whitened X̂ (info["X"]): A = V S⁻¹ X̂ S⁻¹ Vᵀ is
+    # evaluated through it (its condition reaches 1/rank_rtol², objective_whitened); an answer
+    # without it (a bare A) is evaluated at A.
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """A (D × D, or r × r in the span space), the slack ξ and the multipliers α (one per
+        triplet), X̂ = info["X"] (r × r) and A = the map of X̂ when the answer carries X̂."""
+        from .._answer import SYMMETRIC_TOL, check_primal_matrix, check_primal_vector
+
+        kw = {"symmetric_tol": symmetric_tol, "psd_tol": psd_tol}
+        check_primal_matrix(sol.matrix, self.matrix_dim, what="matrix A", **kw)
+        if sol.slack is not None:
+            check_primal_vector(sol.slack, self.triplets.n_triplets, what="slack ξ")
+        Xh = sol.info.get("X")
+        if Xh is not None:
+            check_primal_matrix(Xh, self.rank, what="whitened matrix X̂ (info['X'])", **kw)
+            A = self.answer_matrix(Xh, sol.info.get("complement"))
+            ref = max(float(np.linalg.norm(A)), 1e-300)
+            err = float(np.linalg.norm(np.asarray(sol.matrix, dtype=float) - A))
+            if err > SYMMETRIC_TOL * ref:
+                raise SolverError(
+                    f"The returned matrix A is not the map of the returned X̂ (info['X']): "
+                    f"‖A − A(X̂)‖_F / ‖A(X̂)‖_F = {err / ref:.3g}."
+                )
+        if sol.dual is not None:
+            check_primal_vector(sol.dual, self.triplets.n_triplets, what="dual α")
+
+    def answer_objective(self, sol) -> float:
+        """F through X̂ = info["X"] (:meth:`objective_whitened`), else at A."""
+        Xh = sol.info.get("X")
+        return float(self.objective(sol.matrix) if Xh is None else self.objective_whitened(Xh))
+
+    def answer_violations(self, sol) -> np.ndarray:
+        """The violations through X̂ = info["X"] (:meth:`violations_whitened`), else at A;
+        against the answer's slack ξ when it carries one."""
+        Xh = sol.info.get("X")
+        xi = () if sol.slack is None else (sol.slack,)
+        v = self.violations(sol.matrix, *xi) if Xh is None else self.violations_whitened(Xh, *xi)
+        return np.asarray(v, dtype=float)
+
+    def answer_dual_value(self, sol, objective: float) -> float | None:
+        """g(α) with the recomputed objective as ``objective_bound`` (:meth:`dual_value`)."""
+        if sol.dual is None:
+            return None
+        return float(self.dual_value(sol.dual, objective_bound=objective))
+
     def dual_value(self, alpha, objective_bound: float | None = None) -> float:
         """Certified lower bound g(α) on the optimum (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`).
 

@@ -646,6 +646,17 @@ class RankOneWeightStep(Problem):
         by :meth:`rank_gap` (eq. 17)."""
         return _set_violations(self._matrix(P))
 
+    # ------------------------------------------------------------------ the certificate of an answer
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """P is a finite, symmetric, PSD m × m matrix."""
+        from .._answer import check_primal_matrix
+
+        check_primal_matrix(sol.matrix, self.m, what="matrix P", symmetric_tol=symmetric_tol, psd_tol=psd_tol)
+
+    def dual_value_unverified(self) -> str | None:
+        """The weight step's bound is its solver's (kept as reported, flagged)."""
+        return "the weight step's bound is not a function of returned duals"
+
     def rank_gap(self, P) -> float:
         """Σ_{i>=2} λ_i(P) / λ_1(P), the rank-one measure of eq. 17 (0 for P = μμᵀ)."""
         return self._tail(self._matrix(P))[1]
@@ -1364,6 +1375,17 @@ class MuWeightStep(Problem):
     def violations(self, mu) -> np.ndarray:
         """The constraints of (6) at μ: [max(0, −min μ), |Σ μ − 1|] (:func:`_simplex_violations`)."""
         return _simplex_violations(self._weights(mu))
+
+    # ------------------------------------------------------------------ the certificate of an answer
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """The weights μ: a finite vector of m entries."""
+        from .._answer import check_primal_vector
+
+        check_primal_vector(sol.matrix, self.m, what="weights μ")
+
+    def dual_value_unverified(self) -> str | None:
+        """The weight step's bound is its solver's (kept as reported, flagged)."""
+        return "the weight step's bound is not a function of returned duals"
 
     # ------------------------------------------------------------------ extension
     #: model methods besides to_cvxpy / objective / violations (see

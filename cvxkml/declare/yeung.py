@@ -193,6 +193,23 @@ class SpectralReweighting(Problem):
         """|1ᵀβ − c| (one equality constraint)."""
         return np.array([abs(float(np.sum(beta)) - self.c)])
 
+    # ------------------------------------------------------------------ the certificate of an answer
+    def answer_primal(self, sol) -> tuple:
+        """(β,) = (``info["beta"]``,): the answer's matrix is the learned kernel."""
+        return (sol.info.get("beta"),)
+
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """β = info["beta"] (q finite entries) and the scalar multiplier ρ."""
+        from .._answer import check_primal_vector
+
+        check_primal_vector(sol.info.get("beta"), self.n_components, what="weights β (info['beta'])")
+        if sol.dual is not None:
+            check_primal_vector(sol.dual, 1, what="dual ρ")
+
+    def answer_dual_value(self, sol, objective: float) -> float | None:
+        """g(ρ) of the answer's scalar multiplier."""
+        return None if sol.dual is None else float(self.dual_value(float(np.ravel(sol.dual)[0])))
+
     def dual_value(self, rho: float) -> float:
         """Lagrange dual g(ρ) = min_β βᵀDβ + ρ(c − 1ᵀβ) = ρc − (ρ²/4) Σ 1/d_r (a lower
         bound on the optimum, equal to it at ρ* = 2c / Σ 1/d_r)."""
@@ -439,6 +456,19 @@ class EmbeddingWeightProblem(Problem):
     def violations(self, w) -> np.ndarray:
         """|1ᵀw − 1|."""
         return np.array([abs(float(np.sum(w)) - 1.0)])
+
+    # ------------------------------------------------------------------ the certificate of an answer
+    def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
+        """The weights w (K finite entries) and the scalar multiplier a."""
+        from .._answer import check_primal_vector
+
+        check_primal_vector(sol.matrix, self.n_neighbors, what="weights w")
+        if sol.dual is not None:
+            check_primal_vector(sol.dual, 1, what="dual a")
+
+    def answer_dual_value(self, sol, objective: float) -> float | None:
+        """g(a) of the answer's scalar multiplier."""
+        return None if sol.dual is None else float(self.dual_value(float(np.ravel(sol.dual)[0])))
 
     def dual_value(self, a: float) -> float:
         """Lagrange dual g(a) = min_w wᵀGw + a(1 − 1ᵀw) = a − (a²/4) 1ᵀG⁻¹1."""

@@ -609,8 +609,7 @@ def _exact(problem, family: _Family, family_name: str) -> dict:
         )
     from ._reference import trusted_reference
 
-    target = problem.reduced if isinstance(problem, declare.IPLR) else problem
-    sol = trusted_reference(target, cert_rtol=_CERT_RTOL, require_certificate=family.certificate)
+    sol = trusted_reference(problem, cert_rtol=_CERT_RTOL, require_certificate=family.certificate)
     gap = sol.gap
     if family.certificate and (gap is None or abs(gap) > _CERT_RTOL * max(1.0, abs(sol.objective))):
         raise InvalidInputError(f"untrusted certificate {gap!r}")  # trusted_reference guarantees it

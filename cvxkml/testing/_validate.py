@@ -25,13 +25,12 @@ order 1e-4).  ``info["certificate"]["scale_rule"]`` says which scale judged it.
 
 Families: the problem's own hooks (:class:`~cvxkml.declare.Problem`: ``answer_primal``,
 ``check_answer``, ``answer_objective``, ``answer_violations``, ``answer_dual_value``,
-``dual_value_unverified``, ``relative_violation_of``, ``certificate``, ``whitened_geometry``)
-say what an answer is made of and how its certificate is recomputed.  cvxkml's own families
-that do not override them yet are described by the transitional adapters of
-``_TRANSITIONAL`` below (one per family, to be deleted as each family overrides the hooks).
-A family whose reported bound is not a function of the returned duals (the MKL weight
-steps, ``ExtendedProblem``'s conic dual objective) keeps the reported bound and says so in
-``info["dual_value_unverified"]``.
+``dual_value_unverified``, ``relative_violation_of``, ``objective_scale``, ``certificate``,
+``whitened_geometry``) say what an answer is made of and how its certificate is recomputed —
+cvxkml's families and a user's problem class alike: nothing here looks at the problem's
+type.  A family whose reported bound is not a function of the returned duals (the MKL weight
+steps, ``ExtendedProblem``'s conic dual objective: ``dual_value_unverified()`` says why)
+keeps the reported bound and says so in ``info["dual_value_unverified"]``.
 """
 
 from __future__ import annotations
@@ -43,8 +42,6 @@ from .._answer import (
     REPORT_RTOL,
     SYMMETRIC_TOL,
     check_certificate,
-    check_primal_matrix,
-    check_primal_vector,
     check_reported,
     check_scalar,
     relative_distance,
@@ -56,15 +53,19 @@ __all__ = ["validate_answer", "as_solution", "strong_convexity", "distance_bound
 
 
 class _Spec:
-    """What one answer is made of: its checks, and how its certificate is recomputed."""
+    """What one answer is made of, read from the problem's hooks: its checks, and how its
+    objective, violations and dual value are recomputed."""
 
-    def __init__(self, obj_args, viol_args, checks, dual=None, unverified=None, base=None):
-        self.obj_args, self.viol_args = obj_args, viol_args
-        self.checks = checks  # callables doing the shape/finite/sym/PSD checks
-        self.dual = dual  # callable objective -> recomputed dual value, or None
-        self.unverified = unverified  # why a reported dual value cannot be recomputed
-        self.base = base  # the problem whose hooks judge the certificate (and give distances)
-        self.objective = self.violations = None  # callables overriding problem.objective(*args)
+    def __init__(self, problem, sol, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL):
+        self.base = problem  # the problem whose hooks judge the certificate (and give distances)
+        self.unverified = _hook(problem, "dual_value_unverified")()  # why a bound is not recomputed
+        self.checks = [lambda: _hook(problem, "check_answer")(sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)]
+        self.objective = lambda: _hook(problem, "answer_objective")(sol)
+        self.violations = lambda: _hook(problem, "answer_violations")(sol)
+        # objective -> the recomputed dual value (None: the hook found no multipliers), or None
+        self.dual = None
+        if sol.dual is not None and self.unverified is None:
+            self.dual = lambda obj: _hook(problem, "answer_dual_value")(sol, obj)
 
 
 class _Generic:
@@ -90,218 +91,15 @@ def _hook(problem, name):
     return found if found is not None else getattr(_Generic(problem), name)
 
 
-def _hook_spec(problem, sol, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL) -> _Spec:
-    """The answer described by the problem's own hooks (the interface every family will use)."""
-    unverified = _hook(problem, "dual_value_unverified")()
-    dual = None
-    if sol.dual is not None and unverified is None:
-        dual = lambda obj: _hook(problem, "answer_dual_value")(sol, obj)
-    spec = _Spec(
-        None, None, [lambda: _hook(problem, "check_answer")(sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)]
-    )
-    spec.dual, spec.unverified, spec.base = dual, unverified, problem
-    spec.objective = lambda: _hook(problem, "answer_objective")(sol)
-    spec.violations = lambda: _hook(problem, "answer_violations")(sol)
-    return spec
-
-
-# --------------------------------------------------------------------------- transitional adapters
-# cvxkml's own families whose classes do not override the answer hooks yet (their modules are
-# edited elsewhere).  Each adapter is what that family's override of answer_primal /
-# check_answer / answer_objective / answer_violations / answer_dual_value /
-# dual_value_unverified / whitened_geometry must do; the table goes when the overrides land.
-def _matrix_check(M, n, what="matrix", **kw):
-    return lambda: check_primal_matrix(M, n, what=what, **kw)
-
-
-def _vector_check(v, m, what):
-    return lambda: check_primal_vector(v, m, what=what)
-
-
-def _spectral_spec(problem, sol, base=None, **kw):
-    base = problem if base is None else base
-    N = base.M0.shape[0]
-    M = sol.matrix
-    checks = [_matrix_check(M, N, **kw)]
-    viol_args = (M,)
-    if base.gamma is not None and sol.slack is not None:
-        # Solution's contract: the objective at M's best slack, the violations against the solver's ξ
-        checks.append(_vector_check(sol.slack, len(base.pairs), "slack ξ"))
-        viol_args = (M, sol.slack)
-    dual = None
-    if sol.dual is not None:
-        checks.append(_vector_check(sol.dual, base.n_constraints, "dual (one multiplier per constraint)"))
-        dual = lambda obj: base.dual_value(sol.dual)
-    return _Spec((M,), viol_args, checks, dual, base=base)
-
-
-def _as_checked(a, **kw):
-    """A returned 2-D matrix (square: symmetric and PSD) or vector: finite, any size."""
-    if np.ndim(a) == 2 and np.shape(a)[0] == np.shape(a)[1]:
-        return check_primal_matrix(a, np.shape(a), **kw)
-    return check_primal_vector(a, np.size(a) if np.ndim(a) == 1 else -1, what="primal point")
-
-
-_CONIC_DUAL = "the conic solver's dual objective (no closed-form Lagrange dual)"
-_WEIGHT_STEP = "the weight step's bound is not a function of returned duals"
-
-
-def _iplr_spec(problem, sol, **kw):  # needs: IPLR hooks delegating to problem.reduced
-    return _spectral_spec(problem, sol, base=problem.reduced, **kw)
-
-
-def _extended_spec(problem, sol, **kw):  # needs: ExtendedProblem hooks (base's checks, unverified dual)
-    if hasattr(problem.base, "whiten") and hasattr(problem.base, "M0"):
-        spec = _spectral_spec(problem, sol, base=problem.base, **kw)
-        spec.dual, spec.unverified = None, _CONIC_DUAL
-        return spec
-    # an extended LMNN/KCR/MKL/Yeung problem: its primal in user coordinates is sol.matrix
-    return _Spec((sol.matrix,), (sol.matrix,), [lambda: _as_checked(sol.matrix, **kw)], unverified=_CONIC_DUAL)
-
-
-def _lmnn_spec(problem, sol, **kw):  # needs: LMNNProblem hooks (X̂ in info['X'], objective_whitened)
-    D = problem.matrix_dim  # D (features) or r (the span space)
-    checks = [_matrix_check(sol.matrix, D, what="matrix A", **kw)]
-    Xh = sol.info.get("X")
-    xi = () if sol.slack is None else (sol.slack,)
-    if sol.slack is not None:
-        checks.append(_vector_check(sol.slack, problem.triplets.n_triplets, "slack ξ"))
-    if Xh is not None:
-        # the family's own primal variable is the whitened X̂ (A = V S⁻¹ X̂ S⁻¹ Vᵀ is evaluated
-        # through it: its condition reaches 1/rank_rtol², LMNNProblem.objective_whitened)
-        checks.append(_matrix_check(Xh, problem.rank, what="whitened matrix X̂ (info['X'])", **kw))
-
-        def consistent():
-            A = problem.answer_matrix(Xh, sol.info.get("complement"))
-            err = float(np.linalg.norm(np.asarray(sol.matrix, dtype=float) - A))
-            if err > SYMMETRIC_TOL * max(float(np.linalg.norm(A)), 1e-300):
-                raise SolverError(
-                    f"The returned matrix A is not the map of the returned X̂ (info['X']): "
-                    f"‖A − A(X̂)‖_F / ‖A(X̂)‖_F = {err / max(float(np.linalg.norm(A)), 1e-300):.3g}."
-                )
-
-        checks.append(consistent)
-        objective = lambda: problem.objective_whitened(Xh)
-        violations = lambda: problem.violations_whitened(Xh, *xi)
-    else:
-        objective = lambda: problem.objective(sol.matrix)
-        violations = lambda: problem.violations(sol.matrix, *xi)
-    dual = None
-    if sol.dual is not None:
-        checks.append(_vector_check(sol.dual, problem.triplets.n_triplets, "dual α"))
-        dual = lambda obj: problem.dual_value(sol.dual, objective_bound=obj)
-    spec = _Spec(None, None, checks, dual)
-    spec.objective, spec.violations = objective, violations
-    return spec
-
-
-def _kcr_spec(problem, sol, **kw):  # needs: KCR hooks (primal (Σ, info['h']), dual matrix s)
-    h = sol.info.get("h")
-    checks = [
-        _matrix_check(sol.matrix, problem.n, what="matrix Σ", **kw),
-        lambda: check_scalar(h, "bandwidth h (info['h'])"),
-    ]
-    dual = None
-    if sol.dual is not None:
-        checks.append(
-            lambda: check_primal_matrix(sol.dual, problem.n, what="dual weights s", psd=False, symmetric_tol=np.inf)
-        )
-        dual = lambda obj: problem.dual_value(sol.dual)
-    return _Spec((sol.matrix, h), (sol.matrix, h), checks, dual)
-
-
-def _rank_one_spec(problem, sol, **kw):  # needs: RankOneWeightStep hooks (m × m P, unverified bound)
-    return _Spec(
-        (sol.matrix,),
-        (sol.matrix,),
-        [_matrix_check(sol.matrix, problem.m, what="matrix P", **kw)],
-        unverified=_WEIGHT_STEP,
-    )
-
-
-def _mu_spec(problem, sol, **kw):  # needs: MuWeightStep hooks (weights μ, unverified bound)
-    return _Spec(
-        (sol.matrix,), (sol.matrix,), [_vector_check(sol.matrix, problem.m, "weights μ")], unverified=_WEIGHT_STEP
-    )
-
-
-def _reweighting_spec(problem, sol, **kw):  # needs: SpectralReweighting hooks (β in info['beta'], dual ρ)
-    beta = sol.info.get("beta")
-    checks = [_vector_check(beta, problem.n_components, "weights β (info['beta'])")]
-    dual = None
-    if sol.dual is not None:
-        checks.append(_vector_check(sol.dual, 1, "dual ρ"))
-        dual = lambda obj: problem.dual_value(float(np.ravel(sol.dual)[0]))
-    return _Spec((beta,), (beta,), checks, dual)
-
-
-def _embedding_spec(problem, sol, **kw):  # needs: EmbeddingWeightProblem hooks (weights w, dual a)
-    checks = [_vector_check(sol.matrix, problem.n_neighbors, "weights w")]
-    dual = None
-    if sol.dual is not None:
-        checks.append(_vector_check(sol.dual, 1, "dual a"))
-        dual = lambda obj: problem.dual_value(float(np.ravel(sol.dual)[0]))
-    return _Spec((sol.matrix,), (sol.matrix,), checks, dual)
-
-
-def _transitional():
-    """{family class: adapter} of cvxkml's families that do not override the answer hooks yet."""
-    from .. import declare
-    from ..declare.base import SpectralProblem
-
-    return {
-        SpectralProblem: _spectral_spec,
-        declare.IPLR: _iplr_spec,
-        declare.ExtendedProblem: _extended_spec,
-        declare.LMNNProblem: _lmnn_spec,
-        declare.KCR: _kcr_spec,
-        declare.RankOneWeightStep: _rank_one_spec,
-        declare.MuWeightStep: _mu_spec,
-        declare.SpectralReweighting: _reweighting_spec,
-        declare.EmbeddingWeightProblem: _embedding_spec,
-    }
-
-
-def _transitional_geometry():
-    """{family class: the problem that carries its whitened geometry} (IPLR's reduced ITML,
-    an extended problem's base), until those families override ``whitened_geometry``."""
-    from .. import declare
-
-    return {declare.IPLR: lambda p: p.reduced, declare.ExtendedProblem: lambda p: p.base}
-
-
 def _geometry(problem):
-    """``whitened_geometry()`` of the problem, or of the problem carrying it (transitional)."""
-    from ..declare.problem import Problem
-
-    table = _transitional_geometry()
-    for cls in type(problem).__mro__:
-        if cls is Problem or "whitened_geometry" in vars(cls):
-            break
-        owner = table.get(cls)
-        if owner is not None:
-            return _geometry(owner(problem))
+    """``problem.whitened_geometry()`` (the generic hook for an object that only has the formulas)."""
     return _hook(problem, "whitened_geometry")()
 
 
-_HOOKS = ("answer_primal", "check_answer", "answer_objective", "answer_violations", "answer_dual_value")
-
-
 def _family_spec(problem, sol, **kw) -> _Spec:
-    """The problem's hooks when its class (or a user's base class) overrides one; else the
-    transitional adapter of the nearest cvxkml family in its MRO; else the generic hooks."""
-    from ..declare.problem import Problem
-
-    table = _transitional()
-    for cls in type(problem).__mro__:
-        if cls is Problem or any(h in vars(cls) for h in _HOOKS):
-            break  # the hooks speak for this class
-        adapter = table.get(cls)
-        if adapter is not None:
-            spec = adapter(problem, sol, **kw)
-            spec.base = problem if spec.base is None else spec.base
-            return spec
-    return _hook_spec(problem, sol, **kw)
+    """The answer as the problem's own hooks describe it (its class's overrides, else the
+    :class:`~cvxkml.declare.Problem` defaults): no lookup of the problem's type."""
+    return _Spec(problem, sol, **kw)
 
 
 def as_solution(problem, answer, what: str = "The solver") -> Solution:
@@ -383,8 +181,8 @@ def validate_answer(
 
 def _recompute(problem, spec):
     try:
-        obj = float(spec.objective() if spec.objective else problem.objective(*spec.obj_args))
-        viol = np.asarray(spec.violations() if spec.violations else problem.violations(*spec.viol_args), dtype=float)
+        obj = float(spec.objective())
+        viol = np.asarray(spec.violations(), dtype=float)
     except CvxkmlError as exc:
         raise SolverError(f"The returned point cannot be evaluated by the problem's formulas: {exc}") from exc
     return obj, viol
@@ -429,11 +227,14 @@ def _validate(problem, sol, gap_rtol, viol_rtol, atol, optimum, opt_rtol, report
         "dual_value": sol.dual_value,
         "max_violation": float(np.max(rep_viol, initial=0.0)),
     }
+    recomputed = None
     if spec.dual is not None:
         try:
-            dv = float(spec.dual(obj))
+            recomputed = spec.dual(obj)  # None: the problem found no multipliers to evaluate
         except CvxkmlError as exc:
             raise SolverError(f"The returned duals cannot be evaluated by problem.dual_value: {exc}") from exc
+    if recomputed is not None:
+        dv = float(recomputed)
         if reported_dv is not None:
             check_reported(reported_dv, dv, rtol=report_rtol, what="dual value", source="the returned duals")
         dv = dv if np.isfinite(dv) else None
