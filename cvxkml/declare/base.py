@@ -762,20 +762,41 @@ class SpectralProblem(Problem):
         # conic solver's, without a Lagrange certificate of cvxkml's (said in info)
         dual_value = self.dual_value(lam) if certified else None
         objective = self.objective(M)
+        projected = False
         if not np.isfinite(objective):
-            # the solver's point is singular on the range of K0: the constraints admit no
-            # positive definite matrix there, and the "optimal" value is the solver running
-            # toward an infinite divergence
-            raise InfeasibleError(
-                f"The exact model ({solver}) ended '{status}' at a matrix that is singular on the "
-                f"range of K0 (LogDet divergence infinite; solver objective "
-                f"{float(prob.solution.opt_val):.3g}): no positive definite matrix satisfies the "
-                "hard constraints. "
-                + (
-                    "gamma adds slack to the pair constraints only: relax or remove the hard ones."
-                    if self.gamma is not None
-                    else hint
+            # a conic solver's X̂ is PSD only up to its tolerance (eigenvalues of −1e-8 at a
+            # singular optimum): its projection onto the PSD cone is a primal point too, judged
+            # by the same certificate below
+            w, V = np.linalg.eigh(Xh)
+            if w[0] < 0:
+                Xp = (V * np.maximum(w, 0.0)) @ V.T
+                Mp = self.matrix_from_whitened(Xp)
+                fp = self.objective(Mp)
+                if np.isfinite(fp):
+                    Xh, M, objective, projected = Xp, Mp, fp, True
+        if not np.isfinite(objective):
+            cause = self._domain_diagnosis(M)
+            hard = [f for f, w in zip(self._constraint_atoms, self._wrappers) if w is None]
+            if self.gamma is not None:
+                hard = [f for f in hard if f is not self.pairs]
+            if hard:
+                # the solver runs toward the domain's edge: the hard constraints admit no matrix
+                # inside it (for LogDet: no positive definite matrix on the range of K0)
+                raise InfeasibleError(
+                    f"The exact model ({solver}) ended '{status}' at a matrix outside the domain of the "
+                    f"{self.regularizer.name} objective ({cause}; solver objective "
+                    f"{float(prob.solution.opt_val):.3g}), singular on the range of K0: no matrix in the "
+                    "domain satisfies the hard constraints. "
+                    + (
+                        "gamma adds slack to the pair constraints only: relax or remove the hard ones."
+                        if self.gamma is not None
+                        else hint
+                    )
                 )
+            raise SolverError(
+                f"The exact model ({solver}) ended '{status}' at a matrix outside the domain of the "
+                f"{self.regularizer.name} objective ({cause}), even after projecting it onto the PSD cone; "
+                "every constraint is soft, so this is the solver's accuracy: try the other solver or a smaller eps."
             )
         sol = Solution.from_conic(
             status,
@@ -790,6 +811,8 @@ class SpectralProblem(Problem):
             dual_value=dual_value,
             info={"solver_objective": float(prob.solution.opt_val)},
         )
+        if projected:
+            sol.info["projected_psd"] = "the conic solver's X̂ had negative eigenvalues; its PSD projection is returned"
         if not certified:
             sol.info["certificate"] = (
                 f"none: {self.regularizer.name} declares no conj_s, so the Lagrange dual cannot be "
@@ -965,7 +988,7 @@ class SpectralProblem(Problem):
             sweeps += res.sweeps
             elapsed += res.time
             self._raise_breakdown(res)
-            sol = self._fast_solution(res, sweeps, elapsed)
+            sol = self._fast_solution(res, sweeps, elapsed, default_name="bregman" if not spec.user else spec.name)
             sol.info.update(spec=spec.name, space=self.space.name)
             if not np.isfinite(sol.objective):
                 raise SolverError(
@@ -1082,6 +1105,8 @@ class SpectralProblem(Problem):
                 "The dual solver did not certify in {} Newton iterations: relative gap/violation"
                 if use_dual
                 else "Bregman projections did not converge in {} sweeps: relative dual change"
+                if sol.solver.startswith("bregman")
+                else f"The fast solver {sol.solver} did not converge in {{}} iterations: its reported change"
             ).format(sweeps)
             warnings.warn(
                 f"{what} "
@@ -1105,7 +1130,11 @@ class SpectralProblem(Problem):
                 f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} "
                 f"(allowed ±{gap_tol:.3g}), max relative "
                 f"violation {rel_viol:.3g} (allowed {viol_tol:.3g}). "
-                + ("The hard constraints may be infeasible (use slack, gamma=…), or " if self.gamma is None else "")
+                + (
+                    "The hard constraints may be infeasible (use slack, gamma=…), or "
+                    if self.gamma is None and any(w is None for w in self._wrappers)
+                    else ""
+                )
                 + "raise max_iter, or loosen gap_tol / viol_tol.",
                 ConvergenceWarning,
                 stacklevel=4,
@@ -1375,7 +1404,7 @@ class SpectralProblem(Problem):
             "solve_reference()."
         )
 
-    def _fast_solution(self, res, sweeps, elapsed) -> Solution:
+    def _fast_solution(self, res, sweeps, elapsed, default_name: str = "bregman") -> Solution:
         """The :class:`Solution` of a fast run (``converged`` = the run met its own rule).
 
         With the regularizer's own slack (``gamma``) the primal point is (M, ``best_slack(M)``):
@@ -1397,7 +1426,7 @@ class SpectralProblem(Problem):
             converged=converged,
             time=elapsed,
             status="converged" if converged else "max_iter reached",
-            solver=f"{extra.pop('solver', 'bregman')}-{self.kind}",
+            solver=f"{extra.pop('solver', default_name)}-{self.kind}",
             dual_value=self.dual_value(res.lam),
             info={
                 "dual_change": res.dual_change,

@@ -85,9 +85,13 @@ def register_fast_solver(cls, solver, handles=None, problem=None) -> SolverSpec:
             f"problem= restricts a regularizer's solver to a problem class; got {problem!r} with {cls!r}."
         )
     problems = (cls,) if is_problem else (() if problem is None else (problem,))
+    name = f"user:{cls.__qualname__}"
+    held = next((s for s in registered() if s.name == name), None)
+    if held is not None and cls not in ((held.regularizers or ()) + held.problems):
+        name = f"user:{cls.__module__}.{cls.__qualname__}"  # another class of the same name keeps its own
     return register(
         SolverSpec(
-            name=f"user:{cls.__qualname__}",
+            name=name,
             solve=solver,
             problems=problems,
             regularizers=(cls,) if is_reg else None,

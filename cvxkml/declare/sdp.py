@@ -196,7 +196,7 @@ class _SDPMixin:
             warm_start = as_float_array(warm_start, "warm_start", finite=False).ravel()
             if warm_start.size != self.n_constraints or not np.all(np.isfinite(warm_start)) or np.any(warm_start < 0):
                 raise InvalidInputError(
-                    f"warm_start (lam0) must hold {self.n_constraints} finite non-negative multipliers, one per constraint."
+                    f"warm_start (lam0) must hold {self.n_constraints} finite non-negative multipliers."
                 )
         if max_sweeps is not None:
             warnings.warn(
