@@ -1,0 +1,206 @@
+"""The PSD step of the KCR solver and its spectral helpers: LAPACK eigendecompositions with
+the float64 fallback, the positive part, the block-Krylov tracker of the positive
+eigenpairs, the operator norm and the smallest eigenvalues the certificate needs."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..._config import blas_limit
+from ...formulas.kcr import sq_distances_from_gram
+from .kernels import _adjoint
+
+
+@blas_limit()
+def operator_norm(F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-4) -> float:
+    """Power-iteration estimate of ‖A‖ (A(X)_ij = z_ijᵀXz_ij over all ordered pairs),
+    stopped after ``n_iter`` iterations or once two consecutive estimates agree to
+    ``rtol`` (from the fifth iteration; each costs O(n²r), ~0.25 CPU s at n = 2 000, and
+    the estimate only sets the first step size: 8 iterations agreed to 1e-4 at n = 600)."""
+    n, r = F.shape
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((r, r))
+    X = X + X.T
+    est = 1.0
+    W = np.empty((n, n))
+    deg = np.empty(n)
+    ones = np.ones((n, n))
+    prev = np.inf
+    for k in range(n_iter):
+        X /= np.linalg.norm(X)
+        D = sq_distances_from_gram(F @ X @ F.T)  # A(X); D is symmetric, so the
+        X2 = _adjoint(F, np.ascontiguousarray(0.5 * D), ones, W, deg) * 2.0  # AᵀA(X)
+        est = float(np.sqrt(np.linalg.norm(X2)))
+        if not np.isfinite(est) or est == 0.0:
+            return max(est, 1.0) if np.isfinite(est) else 1.0
+        if k >= 4 and abs(est - prev) <= rtol * est:
+            break
+        prev = est
+        X = X2
+    return est
+
+
+def _eigh(M, dtype, subset_by_value=None, subset_by_index=None):
+    """Eigenpairs (ascending) of a symmetric M computed in ``dtype``: LAPACK ``?syevr``
+    for a subset (``subset_by_value`` / ``subset_by_index`` as in scipy), ``?syevd``
+    otherwise.  LAPACK's MRRR driver can report an internal error on rare matrices: then
+    divide and conquer in float64, same subset."""
+    Mx = M.astype(dtype, copy=False)
+    subset = subset_by_value is not None or subset_by_index is not None
+    try:
+        if subset:
+            return sla.eigh(
+                Mx, driver="evr", subset_by_value=subset_by_value, subset_by_index=subset_by_index, check_finite=False
+            )
+        return np.linalg.eigh(Mx)
+    except np.linalg.LinAlgError:
+        if not np.all(np.isfinite(M)):
+            raise
+        w, U = np.linalg.eigh(np.asarray(M, dtype=np.float64))
+        if subset_by_value is not None:
+            sel = (w > subset_by_value[0]) & (w <= subset_by_value[1])
+        elif subset_by_index is not None:
+            sel = np.zeros(w.size, bool)
+            sel[subset_by_index[0] : subset_by_index[1] + 1] = True
+        else:
+            sel = np.ones(w.size, bool)
+        return w[sel], U[:, sel]
+
+
+def _psd_part(M, rank_hint, dtype=np.float64):
+    """Positive eigen-part of a symmetric matrix as a float64 factor P (X⁺ = P Pᵀ) and
+    its eigenvalues; only the positive eigenpairs are computed when few are expected.
+    The eigendecomposition runs in ``dtype`` (float32: LAPACK ssyevr/ssyevd)."""
+    r = M.shape[0]
+    if rank_hint * 8 < r:
+        w, U = _eigh(M, dtype, subset_by_value=(0.0, np.inf))
+    else:
+        w, U = _eigh(M, dtype)
+    keep = w > 0.0
+    w = w[keep].astype(np.float64)
+    return U[:, keep].astype(np.float64) * np.sqrt(w), w
+
+
+class PositivePartTracker:
+    """Positive eigen-part of a sequence of slowly changing symmetric r × r matrices M_k,
+    by a warm-started block-Krylov Rayleigh–Ritz step instead of a full eigendecomposition.
+
+    The basis U (r × p, orthonormal) holds the previous step's Ritz vectors of the k
+    positive eigenvalues plus ``guard`` Ritz vectors just below zero.  One step builds
+    the block Krylov space span[U, M U], computes the Rayleigh–Ritz
+    pairs (θ_i, v_i) of M on it and keeps those with θ_i > 0; the cost is a few r × r × p
+    products plus a (2p)² eigenproblem — a fraction of a full LAPACK eigendecomposition
+    when k << r.  The step is accepted when the Ritz residuals of the kept pairs satisfy
+    ‖[M v_i − θ_i v_i]_i‖_F <= ``tol`` · ‖θ₊‖ (this residual bound tracks the relative
+    Frobenius error of the projection within a factor ~2 on the KCR iterations), and at least
+    ``guard // 2`` Ritz values are <= 0 (so the block reaches below the positive part).  Otherwise
+    — and on every call with ``exact=True`` (the solver asks for it at each certificate, so a positive eigenvalue
+    that appeared outside the tracked block is picked up) — it falls back to the LAPACK
+    eigendecomposition and re-seeds U from it.  ``n_exact`` / ``n_tracked`` count the two,
+    ``n_rejected`` the tracked steps that fell back.  Below ``min_size`` (``enabled`` is
+    False) every step is LAPACK's positive part (:func:`_psd_part`, with the last rank as
+    the hint): :func:`kcr_pdhg` uses it that way below ``eig_min_size`` and for
+    ``eig="exact"``.
+    """
+
+    def __init__(self, r: int, dtype=np.float64, guard: int = 10, tol: float = 1e-3, min_size: int = 200):
+        self.r = int(r)
+        self.dtype = dtype
+        self.guard = int(guard)
+        self.tol = float(tol)
+        self.abs_tol = np.inf
+        # below this size (or when the positive part is not small) LAPACK is as fast
+        self.enabled = self.r >= int(min_size)
+        self.U = None
+        self.k = 0
+        self.n_exact = 0
+        self.n_tracked = 0
+        self.n_rejected = 0
+
+    def _exact(self, M):
+        self.n_exact += 1
+        if not self.enabled:  # LAPACK only: the positive part, as _psd_part does
+            P, w = _psd_part(M, self.k, self.dtype)
+            self.k = w.size
+            return P, w
+        r = self.r
+        p = self.k + self.guard
+        w = None
+        if 2 * p < r:
+            w, U = _eigh(M, self.dtype, subset_by_index=(r - p, r - 1))
+            if w[0] > 0.0:  # the positive part may be larger than p
+                w = None
+        if w is None:
+            w, U = _eigh(M, self.dtype)
+        keep = w > 0.0
+        self.k = int(keep.sum())
+        self.U = np.ascontiguousarray(self._block(w, U), dtype=self.dtype) if self._trackable(self.k) else None
+        wk = w[keep].astype(np.float64)
+        return U[:, keep].astype(np.float64) * np.sqrt(wk), wk
+
+    def _trackable(self, k):
+        """A positive part of k pairs is small enough to track (else LAPACK is as fast)."""
+        return k + self.guard < self.r // 3
+
+    def _block(self, w, V):
+        """The next basis: the Ritz / eigenvectors of the k positive values and ``guard``
+        more below them (``w`` ascending)."""
+        return V[:, w.size - min(w.size, self.k + self.guard) :]
+
+    def _krylov_step(self, apply):
+        U = self.U
+        MU = apply(U)
+        B = MU - U @ (U.T @ MU)  # U is orthonormal: orthogonalize MU against it
+        Q2, _ = np.linalg.qr(B)
+        Q2 -= U @ (U.T @ Q2)  # second pass (classical Gram–Schmidt twice)
+        Q2, _ = np.linalg.qr(Q2)
+        Q = np.hstack([U, Q2])
+        MQ = np.hstack([MU, apply(Q2)])
+        H = (Q.T @ MQ).astype(np.float64)
+        theta, Z = np.linalg.eigh(0.5 * (H + H.T))
+        keep = theta > 0.0
+        k = int(keep.sum())
+        n_guard = theta.size - k
+        Zd = Z.astype(self.dtype)
+        V = Q @ Zd
+        Zk = Zd[:, keep]
+        R = MQ @ Zk - V[:, keep] * theta[keep].astype(self.dtype)
+        res = float(np.linalg.norm(R))
+        scale = float(np.linalg.norm(theta[keep]))
+        return theta, V, keep, k, n_guard, res, scale
+
+    def __call__(self, apply, build, exact: bool = False):
+        """(P, w): float64 factor with P Pᵀ = P_PSD(M) and the positive eigenvalues w of
+        M, given ``apply(V)`` = M V (r × p blocks in ``dtype``) and ``build()`` = M (for
+        the LAPACK path)."""
+        if exact or self.U is None:
+            return self._exact(build())
+        theta, V, keep, k, n_guard, res, scale = self._krylov_step(apply)
+        ok = n_guard >= max(1, self.guard // 2) and (k == 0 or res <= min(self.tol * scale, self.abs_tol))
+        if not ok or not self._trackable(k):
+            self.n_rejected += 1
+            return self._exact(build())
+        self.n_tracked += 1
+        self.k = k
+        self.U = np.ascontiguousarray(self._block(theta, V))
+        wk = theta[keep]
+        return V[:, keep].astype(np.float64) * np.sqrt(wk), wk
+
+
+def _max_similar_sq_norm(F, tau, return_matrix=False):
+    G = F @ F.T
+    Z = sq_distances_from_gram(G)
+    np.fill_diagonal(Z, 0.0)
+    sim = tau > 0
+    zmax = float(np.max(Z[sim])) if np.any(sim) else 0.0
+    return (zmax, Z) if return_matrix else zmax
+
+
+def _lambda_min(G) -> float:
+    """λ_min of a symmetric matrix (LAPACK ``?syevr`` for the one eigenvalue, divide and
+    conquer when MRRR reports an internal error)."""
+    try:
+        return float(sla.eigh(G, eigvals_only=True, subset_by_index=(0, 0), check_finite=False, driver="evr")[0])
+    except np.linalg.LinAlgError:
+        return float(np.linalg.eigvalsh(G)[0])
