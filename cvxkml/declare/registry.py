@@ -133,6 +133,9 @@ class SolveRequest:
         Multipliers to start from (one per constraint, in ``violations()`` order).
     callback : callable or None
         Called with a dict at each of the solver's certificate checks; a truthy return stops.
+    options : dict
+        The family's own solver options (validated by the family's ``solve()``), e.g. KCR's
+        ``time_limit`` and ``check_every``.
     resume : dict
         A resumable solver's last iterate, carried between the attempts of this one request
         (the solver writes it, the next attempt reads it).
@@ -140,8 +143,9 @@ class SolveRequest:
 
     gap_tol: float
     viol_tol: float
-    warm_start: np.ndarray | None = None
+    warm_start: object = None
     callback: Callable | None = None
+    options: dict = field(default_factory=dict)
     resume: dict = field(default_factory=dict)
 
 

@@ -64,7 +64,7 @@ def test_callback_and_warm_start_reach_the_solver_or_are_refused():
     with pytest.warns(ConvergenceWarning):
         sol = problem.solve(tol=1e-14, max_iter=10_000, gap_tol=1e-14, callback=lambda rec: seen.append(rec) or True)
     assert seen and sol.status == "stopped by callback" and not sol.converged
-    with pytest.raises(InvalidInputError, match=r"takes no warm_start="):
+    with pytest.raises(InvalidInputError, match=r"takes no warm start; solve without warm_start"):
         problem.solve(warm_start=np.ones(3))
 
 
