@@ -1,0 +1,4 @@
+"""The fast solver of the yeung family as a registered :class:`~cvxkml.declare.registry.SolverSpec`
+(array-in, array-out algorithm wrapped into the fast-solver protocol)."""
+
+from __future__ import annotations
