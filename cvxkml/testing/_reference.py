@@ -247,6 +247,8 @@ def assert_matches_reference(
       shape, symmetric and PSD; its reported objective, violations and dual value equal their
       recomputation; ``converged=True`` carries a certificate within ``rtol``; its dual value
       is not above the reference optimum (+ ``tol``);
+    * its matrix has the reference's shape (the problem's own, also where the problem class's
+      ``check_answer`` does not know it);
     * it says ``converged=True``;
     * it is feasible: recomputed relative violation <= ``viol``;
     * weak duality across the two: each lower bound (dual value) is at most the other's
@@ -272,6 +274,12 @@ def assert_matches_reference(
     bare = not isinstance(fast, Solution)  # a bare answer claims nothing: no converged flag
     fast = validate_answer(
         problem, fast, gap_rtol=rtol, viol_rtol=viol, atol=atol, optimum=float(exact.objective), opt_rtol=rtol
+    )
+    # the problem's own shape, whatever its class's check_answer knows of it (Problem's default
+    # checks a matrix against its own shape, and a formula may broadcast a wrong one)
+    shape, want = np.shape(fast.matrix), np.shape(exact.matrix)
+    assert shape == want, (
+        f"The solver's matrix has shape {shape}, but the trusted reference (the problem's exact answer) has {want}."
     )
     scale = max(_scale(fast, problem), _scale(exact, problem))
     tol, rule = _scale_rule(scale, rtol, atol)

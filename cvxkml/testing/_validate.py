@@ -179,12 +179,19 @@ def validate_answer(
         raise AssertionError(str(exc)) from exc
 
 
-def _recompute(problem, spec):
+def _recompute(problem, spec, sol):
     try:
         obj = float(spec.objective())
         viol = np.asarray(spec.violations(), dtype=float)
     except CvxkmlError as exc:
         raise SolverError(f"The returned point cannot be evaluated by the problem's formulas: {exc}") from exc
+    except (ValueError, TypeError, IndexError, ArithmeticError) as exc:
+        # a problem class whose check_answer does not know its dimension (Problem's default
+        # checks the matrix against its own shape): its formulas meet the malformed answer
+        raise SolverError(
+            f"The returned matrix has shape {np.shape(sol.matrix)}, which the problem's formulas cannot "
+            f"evaluate ({type(exc).__name__}: {exc}); return the problem's primal point."
+        ) from exc
     return obj, viol
 
 
@@ -212,7 +219,7 @@ def _validate(problem, sol, gap_rtol, viol_rtol, atol, optimum, opt_rtol, report
     spec = _family_spec(problem, sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)
     for check in spec.checks:
         check()
-    obj, viol = _recompute(problem, spec)
+    obj, viol = _recompute(problem, spec, sol)
     check_reported(sol.objective, obj, rtol=report_rtol, what="objective")
     rep_viol = np.asarray(sol.violations, dtype=float)
     _check_reported_violations(rep_viol, viol, obj, report_rtol)

@@ -1,29 +1,44 @@
 """The catalogue of fooling solvers: each wrong answer is caught, with its message, through
 ``cross_check``, ``assert_matches_reference`` and ``check_contract``, on a library regularizer
-(LogDet) and on a user's regularizer the library does not ship (Jeffreys, defined here); the
-honest solver (the exact model's answer wrapped by ``problem.evaluate``) passes all three."""
+(LogDet), on a user's regularizer the library does not ship (Jeffreys, defined here), on a
+user's constraint family (``DiagonalCaps``, a ``ConstraintAtom`` defined here: the generic dual
+solver answers it) and on a user's problem class (Xing et al.'s MMC of the gallery, whose
+``solve()`` is the inherited ``Problem`` pipeline); the honest solver (the exact model's answer
+wrapped by ``problem.evaluate``) passes all three."""
 
 import copy
 import dataclasses
+import importlib.util
 import re
 import warnings
+from dataclasses import dataclass
+from pathlib import Path
 
 import cvxpy as cp
 import numpy as np
 import pytest
 from scipy.special import wrightomega
 
-from cvxkml.declare import LogDet, Regularizer
+from cvxkml.declare import LogDet, Regularizer, SpectralKernel
 from cvxkml.errors import InvalidInputError
+from cvxkml.sideinfo import ConstraintAtom, Hinge
 from cvxkml.solution import Solution
 from cvxkml.testing import (
     assert_matches_reference,
     check_contract,
     cross_check,
+    kernel_instance,
     trusted_reference,
     validate_answer,
     variant_instance,
 )
+
+_spec = importlib.util.spec_from_file_location(
+    "add_a_problem_class", Path(__file__).parents[2] / "examples" / "add_a_problem_class.py"
+)
+_tutorial = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_tutorial)
+MMC, random_mmc = _tutorial.MMC, _tutorial.random_mmc
 
 
 class Jeffreys(Regularizer):
@@ -58,11 +73,60 @@ class Jeffreys(Regularizer):
         return 1.0 / (w * (1.0 + w))
 
 
+@dataclass(frozen=True)
+class DiagonalCaps(ConstraintAtom):
+    """A user's constraint family, defined outside the package: the learned squared norm of
+    point i at most u_i (K_ii <= u_i for a kernel)."""
+
+    i: np.ndarray
+    u: np.ndarray
+
+    def __len__(self):
+        return len(self.i)
+
+    def targets(self):
+        return np.asarray(self.u, dtype=float)
+
+    def values(self, space, M):
+        return space.pair_inner(M, self.i, self.i)
+
+    def terms(self, F, T):
+        return F[self.i], np.ones(len(self)), np.ones(len(self), dtype=np.int64)
+
+    def cvx_values(self, F, T, X):
+        return cp.sum(cp.multiply(F[self.i] @ X, F[self.i]), axis=1)
+
+
 _REGS = {"LogDet": LogDet, "Jeffreys": Jeffreys}
 
 
 def _kernel(seed, reg="LogDet", hard_pairs=False):
     return variant_instance(seed, n=8, m=6, regularizer=_REGS[reg](), kernel=True, hard_pairs=hard_pairs)
+
+
+def _user_family(seed, caps_only=False):
+    """LogDet kernel learning under soft pairs and the user's hard DiagonalCaps (the caps
+    alone for the negative-certificate fool: the prior K0 breaks them at objective 0)."""
+    K0, pc = kernel_instance(seed, 8, 6, hard=False)
+    i = np.array([0, 3, 6])
+    caps = DiagonalCaps(i, 0.7 * np.diag(K0)[i])
+    return SpectralKernel(K0, [caps] if caps_only else [Hinge(pc, 1.0), caps], LogDet())
+
+
+#: name -> (seed -> problem, the problem of the negative-certificate fool or None: the same)
+CASES = {
+    "LogDet": (lambda s: _kernel(s, "LogDet"), lambda: _kernel(0, "LogDet", hard_pairs=True)),
+    "Jeffreys": (lambda s: _kernel(s, "Jeffreys"), lambda: _kernel(0, "Jeffreys", hard_pairs=True)),
+    "user family": (_user_family, lambda: _user_family(0, caps_only=True)),
+    "MMC": (random_mmc, None),
+}
+_CASE_OF = {}  # id(problem) -> its case
+
+
+def _make(case, seed):
+    p = CASES[case][0](seed)
+    _CASE_OF[id(p)] = (case, p)  # (the problem kept alive: ids stay unique)
+    return p
 
 
 def _metric(seed):
@@ -89,6 +153,16 @@ def _skew(n, scale, seed=0):
     return scale * (U - U.T)
 
 
+def _side(p):
+    return _ref(p).matrix.shape[0]
+
+
+def _prior(p):
+    """A point that is not the optimum and whose objective is below it: the spectral prior
+    M0 (divergence 0), or half of MMC's optimum (infeasible: Σ√d = 1/√2)."""
+    return p.M0.copy() if hasattr(p, "M0") else 0.5 * _ref(p).matrix
+
+
 def _flip_smallest(M):
     lam, V = np.linalg.eigh(M)
     lam[0] = -max(abs(lam[0]), 1e-3 * lam[-1])
@@ -99,42 +173,51 @@ _OTHER = {}
 
 
 def _other(problem):
-    """Another instance of the same size (its duals are stale for ``problem``)."""
-    key = (problem.kernel_space, problem.regularizer.name)
-    if key not in _OTHER:
-        _OTHER[key] = _kernel(1000, problem.regularizer.name) if key[0] else _metric(1000)
-    return _OTHER[key]
+    """Another instance of the same case and size (its duals are stale for ``problem``)."""
+    case = _CASE_OF[id(problem)][0]
+    if case not in _OTHER:
+        _OTHER[case] = _make(case, 1000)
+    return _OTHER[case]
 
 
 _HARD = {}
 
 
 def _problem_for(name, kernel_problem):
-    if name != "negative certificate":
+    case = _CASE_OF[id(kernel_problem)][0]
+    if name != "negative certificate" or CASES[case][1] is None:
         return kernel_problem
-    reg = kernel_problem.regularizer.name
-    if reg not in _HARD:
-        _HARD[reg] = _kernel(0, reg, hard_pairs=True)
-    return _HARD[reg]
+    if case not in _HARD:
+        _HARD[case] = CASES[case][1]()
+        _CASE_OF[id(_HARD[case])] = (case, _HARD[case])
+    return _HARD[case]
 
 
 FOOLS = {
-    "liar": (lambda p: _claims_optimum(p, p.M0.copy()), r"reported objective .* disagrees with .* recomputed"),
+    "liar": (lambda p: _claims_optimum(p, _prior(p)), r"reported objective .* disagrees with .* recomputed"),
     # (a bare answer: evaluate() would itself say converged=False at this gap)
     "sloppy 1e-3": (
         lambda p: (_ref(p).matrix * (1 + 1e-3), _ref(p).dual),
-        # (Jeffreys curves more than LogDet: its objective is already 2e-5 above the bound)
-        r"0.001 away from the unique optimum|above the best lower bound",
+        # (Jeffreys curves more than LogDet: its objective is already 2e-5 above the bound;
+        # the user family's hard caps are active: 1.001 K* breaks them)
+        r"0.001 away from the unique optimum|above the best lower bound|fast solution infeasible",
     ),
-    "wrong shape": (lambda p: _claims_optimum(p, _ref(p).matrix[:-1, :-1]), r"has shape \(7, 7\), but .* \(8, 8\)"),
-    "1-D matrix": (lambda p: _claims_optimum(p, np.diag(_ref(p).matrix)), r"has shape \(8,\)"),
+    "wrong shape": (
+        lambda p: _claims_optimum(p, _ref(p).matrix[:-1, :-1]),
+        # (MMC's check_answer is Problem's default, which does not know the dimension: the
+        # reference's shape, or the formulas meeting the malformed answer, catch it)
+        r"has shape \((\d+), \1\)(, but .* \(\d+, \d+\)|, which the problem's formulas cannot evaluate)",
+    ),
+    "1-D matrix": (lambda p: _claims_optimum(p, np.diag(_ref(p).matrix)), r"has shape \(\d+,\)"),
     "None matrix": (lambda p: _claims_optimum(p, None), r"returned no matrix \(None\)"),
     "NaN": (
-        lambda p: _claims_optimum(p, np.where(np.eye(8, dtype=bool) & (np.arange(8) == 3), np.nan, _ref(p).matrix)),
+        lambda p: _claims_optimum(
+            p, np.where(np.eye(_side(p), dtype=bool) & (np.arange(_side(p)) == 3), np.nan, _ref(p).matrix)
+        ),
         r"NaN/inf entr",
     ),
     "asymmetric": (
-        lambda p: _claims_optimum(p, _ref(p).matrix + _skew(8, 1e-2 * np.abs(_ref(p).matrix).max())),
+        lambda p: _claims_optimum(p, _ref(p).matrix + _skew(_side(p), 1e-2 * np.abs(_ref(p).matrix).max())),
         r"not symmetric",
     ),
     "non-PSD": (lambda p: _claims_optimum(p, _flip_smallest(_ref(p).matrix)), r"not positive semidefinite"),
@@ -147,7 +230,7 @@ FOOLS = {
     # (on the hard-pair instance: the prior violates the pairs and its divergence is below the optimum)
     # (evaluate() itself says converged=False there: the fool claims it)
     "negative certificate": (
-        lambda p: dataclasses.replace(p.evaluate(p.M0.copy(), _ref(p).dual), converged=True),
+        lambda p: dataclasses.replace(p.evaluate(_prior(p), _ref(p).dual), converged=True),
         r"Negative certificate",
     ),
     "converged without certificate": (
@@ -171,24 +254,30 @@ FOOLS = {
 
 
 def _honest(p):
-    """The exact model through the conic solver, wrapped in one line."""
-    ref = p.solve_reference()
+    """The exact model through the conic solver (trusted: certified, retried at a tighter eps
+    when the default does not certify, as for MMC seed 1), wrapped in one line."""
+    ref = trusted_reference(p)
     return p.evaluate(ref.matrix, ref.dual)
 
 
-@pytest.fixture(scope="module", params=list(_REGS))
+@pytest.fixture(scope="module", params=list(CASES))
 def kernel_problem(request):
-    p = _kernel(0, request.param)
+    p = _make(request.param, 0)
     _ref(p)
     return p
 
 
 def test_honest_solver_passes_everywhere(kernel_problem):
-    out = cross_check([kernel_problem, _kernel(1, kernel_problem.regularizer.name)], solver=_honest, rtol=1e-6)
+    case = _CASE_OF[id(kernel_problem)][0]
+    out = cross_check([kernel_problem, _make(case, 1)], solver=_honest, rtol=1e-6)
     assert out["checked"] == 2 and not out["failures"], out["failures"]
-    assert out["max_distance"] <= 1e-3
     res = assert_matches_reference(kernel_problem, _honest(kernel_problem), _ref(kernel_problem), rtol=1e-6)
-    assert res["distance"] is not None and res["distance"] <= res["distance_bound"]
+    if case == "MMC":  # no whitened geometry: the distance is not checked, and the report says so
+        assert "max_distance" not in out and sum(out["distance_unchecked"].values()) == 2, out
+        assert res["distance"] is None and "no whitened geometry" in res["distance_note"]
+    else:
+        assert out["max_distance"] <= 1e-3
+        assert res["distance"] is not None and res["distance"] <= res["distance_bound"]
     # a bare matrix and (matrix, duals) are answers too
     ref = _ref(kernel_problem)
     assert not cross_check([kernel_problem], solver=lambda p: (ref.matrix, ref.dual))["failures"]
