@@ -104,7 +104,8 @@ class SpectralProblem(Problem):
     one that accepts the problem (:mod:`cvxkml.declare.registry`, :meth:`fast_solver`).
     """
 
-    kind = "logdet"
+    #: the suffix of ``Solution.solver`` naming the problem (e.g. "bregman-kernel-logdet")
+    solver_tag = "logdet"
     _constraint_atoms: list = []  # the atoms in violations() order
     _wrappers: list = []  # per atom: its Hinge / Squared wrapper, or None (hard)
     regularizer: Regularizer = LogDet()
@@ -1209,7 +1210,7 @@ class SpectralProblem(Problem):
         if not keep:
             first.info["stages"] = stages
             return first, met, False, stopped, gap1, scale1, viol1, res
-        sol.solver = f"{first.solver.removesuffix('-' + self.kind)}+{sol.solver}"
+        sol.solver = f"{first.solver.removesuffix('-' + self.solver_tag)}+{sol.solver}"
         sol.info.update(
             spec=f"{spec.name}+{dual.name}",
             space=self.space.name,
@@ -1426,7 +1427,7 @@ class SpectralProblem(Problem):
             converged=converged,
             time=elapsed,
             status="converged" if converged else "max_iter reached",
-            solver=f"{extra.pop('solver', default_name)}-{self.kind}",
+            solver=f"{extra.pop('solver', default_name)}-{self.solver_tag}",
             dual_value=self.dual_value(res.lam),
             info={
                 "dual_change": res.dual_change,

@@ -78,7 +78,7 @@ class ITML(SpectralProblem):
         d > n and no linear constraints act on W, else "features".
     """
 
-    kind = "metric"
+    solver_tag = "metric"
 
     def __init__(self, X, constraints, W0=None, gamma=None, space="auto"):
         super().__init__(metric_space(X, W0, space, self.regularizer, constraints), constraints, gamma=gamma)
@@ -99,7 +99,7 @@ class LogDetKernel(SpectralProblem):
     ``Solution.info["path"]`` says which ran).
     """
 
-    kind = "kernel"
+    solver_tag = "kernel"
     kernel_space = True
 
     def __init__(self, K0, constraints, gamma=None, rank_rtol: float = 1e-10):

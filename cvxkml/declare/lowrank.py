@@ -48,7 +48,7 @@ class LowRankLogDet(SpectralProblem):
     holds (``gap_tol``, ``viol_tol``); a retry continues from the last iterate.
     """
 
-    kind = "lowrank"
+    solver_tag = "lowrank"
 
     def __init__(self, G0, constraints, gamma=None):
         super().__init__(FactoredSpace(G0), constraints, gamma=gamma, zero_pairs="skip")

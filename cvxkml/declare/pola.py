@@ -113,7 +113,7 @@ class POLAKernel(SpectralKernel):
 
     def __init__(self, K0, constraints, *rest, b=None):
         super().__init__(K0, _pola_side_info(constraints, rest, b, "POLAKernel"), Frobenius())
-        self.kind = "kernel-pola"
+        self.solver_tag = "kernel-pola"
 
 
 class POLAMetric(SpectralMetric):
@@ -123,4 +123,4 @@ class POLAMetric(SpectralMetric):
 
     def __init__(self, X, constraints, *rest, b=None, space="auto"):
         super().__init__(X, _pola_side_info(constraints, rest, b, "POLAMetric"), Frobenius(), space=space)
-        self.kind = "metric-pola"
+        self.solver_tag = "metric-pola"

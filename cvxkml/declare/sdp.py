@@ -267,7 +267,7 @@ class SDPLogDetKernel(_SDPMixin, LogDetKernel):
         # K0 as passed: its dtype sets the PSD and rank tolerances (float32: n·eps)
         super().__init__(K0, constraints, gamma=None, rank_rtol=rank_rtol)
         self.regularizer = self.regularizer.whitened(self.T)
-        self.kind = "kernel-sdp-logdet"
+        self.solver_tag = "kernel-sdp-logdet"
 
 
 class SDPLogDetMetric(_SDPMixin, ITML):
@@ -291,7 +291,7 @@ class SDPLogDetMetric(_SDPMixin, ITML):
         self.regularizer = LinearLogDet(self._C0_learned, gamma)
         super().__init__(X, constraints, W0=None, gamma=None, space="features")
         self.regularizer = self.regularizer.whitened(self.T)
-        self.kind = "metric-sdp-logdet"
+        self.solver_tag = "metric-sdp-logdet"
         d = X.shape[1]
         if self.regularizer.gamma > 0 and self.linear is None and np.linalg.matrix_rank(X) < d:
             raise UnboundedError(

@@ -50,7 +50,7 @@ class SpectralMetric(ITML):
     def __init__(self, X, constraints, regularizer: Regularizer, gamma=None, space="auto"):
         self.regularizer = _check_regularizer(regularizer)
         super().__init__(X, constraints, W0=None, gamma=gamma, space=space)
-        self.kind = f"metric-{self.regularizer.name.lower()}"
+        self.solver_tag = f"metric-{self.regularizer.name.lower()}"
 
 
 class SpectralKernel(LogDetKernel):
@@ -66,7 +66,7 @@ class SpectralKernel(LogDetKernel):
     def __init__(self, K0, constraints, regularizer: Regularizer, gamma=None):
         self.regularizer = _check_regularizer(regularizer)
         super().__init__(K0, constraints, gamma=gamma)
-        self.kind = f"kernel-{self.regularizer.name.lower()}"
+        self.solver_tag = f"kernel-{self.regularizer.name.lower()}"
 
 
 class FactoredSpectralKernel(LowRankLogDet):
@@ -92,7 +92,7 @@ class FactoredSpectralKernel(LowRankLogDet):
     def __init__(self, G0, constraints, regularizer: Regularizer, gamma=None):
         self.regularizer = _check_regularizer(regularizer)
         super().__init__(G0, constraints, gamma=gamma)
-        self.kind = f"factored-{self.regularizer.name.lower()}"
+        self.solver_tag = f"factored-{self.regularizer.name.lower()}"
 
     def kernel_factor(self, solution) -> np.ndarray:
         """G = G0 X̂^½ with K = G Gᵀ (X̂ ⪰ 0 through its eigendecomposition; O(n r²))."""

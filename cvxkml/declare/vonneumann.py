@@ -32,7 +32,7 @@ class VonNeumannKernel(SpectralProblem):
     gamma : None (hard) or the von Neumann slack weight (§6.2.1).
     """
 
-    kind = "vonneumann"
+    solver_tag = "vonneumann"
     kernel_space = True
     #: Kulis' D_vN(K, K0) is not a spectral function of K0^-½ K K0^-½ (Theorem 4 does not
     #: apply); its solution keeps range(K0), K* = K0 (K0⁺ K* K0⁺) K0, so the extension to new

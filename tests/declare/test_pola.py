@@ -114,7 +114,7 @@ def test_pola_constraints_bounds_and_errors():
     assert pola_constraints([0], [1], [-1], 0.5).bound[0] == 1.5
     K0 = np.eye(4) + 0.1
     prob = POLAKernel(K0, pola_constraints([0, 1], [1, 2], [1, -1], 3.0))
-    assert isinstance(prob.regularizer, Frobenius) and prob.kind == "kernel-pola"
+    assert isinstance(prob.regularizer, Frobenius) and prob.solver_tag == "kernel-pola"
 
 
 # --------------------------------------------------------------------------- fast vs exact
