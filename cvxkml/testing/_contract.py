@@ -263,6 +263,21 @@ def check_contract(problem, solve_kw=None, rtol: float = 1e-6, fast: bool = True
     (:func:`solve_fast_honestly`) and certified, and agrees with the exact answer through
     both certificates (:func:`assert_matches_reference` at ``rtol``).
 
+    What a problem class must do to pass, method by method (a subclass of
+    :class:`~cvxkml.declare.Problem` that implements ``to_cvxpy``, ``objective``,
+    ``violations``, ``dual_value`` and ``read_cvxpy`` and inherits ``solve`` /
+    ``solve_reference`` does all of it):
+
+    * ``to_cvxpy()`` returns a DCP ``cvxpy.Problem``;
+    * ``solve_reference(solver=3)`` and ``solve_reference(eps=-1.0)`` raise
+      :class:`~cvxkml.errors.InvalidInputError` (a typed error, not a crash);
+    * ``solve_reference()`` returns ``converged=True`` with status ``optimal``, a Lagrange
+      certificate (``gap``) within 1e-7 of the objective's scale and violations within 1e-7;
+    * with ``fast=True``: ``solve(tol=-1.0)`` and ``solve(callback=3)`` raise
+      InvalidInputError; ``solve(**solve_kw)`` warns exactly when it is not converged, is
+      certified (``converged=True`` with a ``gap``) and agrees with the exact answer;
+    * with ``fast=False``: ``solve()`` raises InvalidInputError (no fast solver registered).
+
     Returns
     -------
     dict with ``exact_objective``, ``exact_gap`` (relative certificate), ``exact_time``, and
