@@ -141,3 +141,26 @@ def test_exact_answer_is_certified_by_the_class_dual_or_says_why_not():
     if not exact.converged:
         assert "certificate_note" in exact.info
     assert problem.exact_limit() is None  # nobody measured MMC: unknown, never a promise
+
+
+def test_a_user_class_registered_as_a_contract_case_gets_the_builtins_checks():
+    """register_contract_case puts MMC in the same loop as cvxkml's own families; the loop's
+    check (check_contract) passes on it with the inherited solve() and solve_reference()."""
+    from cvxkml.testing import UntrustedReference, check_contract, contract_cases, register_contract_case
+
+    from cvxkml.testing._contract import _CONTRACT_CASES
+
+    register_contract_case(MMC, lambda seed: random_mmc(seed, n=30, d=4, m=20), solve_kw={"tol": 1e-9})
+    try:
+        case = contract_cases()[MMC]
+        checked = 0
+        for seed in range(4):
+            try:
+                out = check_contract(case["factory"](seed), case["solve_kw"], case["rtol"], case["fast"])
+            except UntrustedReference:
+                continue  # the harness's rule: an untrusted exact answer is discarded, not compared
+            checked += 1
+            assert out["rel_diff"] <= 1e-6 and abs(out["fast_gap"]) <= 1e-6
+        assert checked >= 2
+    finally:
+        _CONTRACT_CASES.pop(MMC, None)  # the other tests' loops stay cvxkml's own
