@@ -147,7 +147,6 @@ def test_a_user_class_registered_as_a_contract_case_gets_the_builtins_checks():
     """register_contract_case puts MMC in the same loop as cvxkml's own families; the loop's
     check (check_contract) passes on it with the inherited solve() and solve_reference()."""
     from cvxkml.testing import UntrustedReference, check_contract, contract_cases, register_contract_case
-
     from cvxkml.testing._contract import _CONTRACT_CASES
 
     register_contract_case(MMC, lambda seed: random_mmc(seed, n=30, d=4, m=20), solve_kw={"tol": 1e-9})
