@@ -31,7 +31,7 @@ from .._validation import (
     check_number,
     check_positive,
 )
-from ..errors import ConvergenceWarning, InvalidInputError
+from ..errors import InvalidInputError
 from ..formulas.kcr import (
     basis_orthogonal_to_ones,
     dual_lower_bound,
@@ -505,7 +505,10 @@ class KCR(Problem):
         steps (:func:`cvxkml.solvers.kcr.kcr_pdhg`, in the whitened coordinates; its
         options — ``scaling`` (diagonal preconditioning), ``halpern``, ``eig``,
         ``blas_threads``, … — pass through ``solver_opts``; ``check_every=None`` is its
-        size-dependent default).
+        size-dependent default).  Dispatched by the one solver registry
+        (:meth:`~cvxkml.declare.Problem.run_pipeline`): a solver registered with
+        ``register_fast_solver(KCR, solver)`` is used first, and its answer is recomputed and
+        certified by the same rule (:meth:`solution_from_fast`, :meth:`certify`).
 
         Stops with ``converged=True`` once the certified relative gap
         (f − g)/max(1, |f|) <= ``tol``; otherwise after ``max_iter`` iterations,
@@ -527,16 +530,13 @@ class KCR(Problem):
             ``solver_gap`` / ``solver_objective`` (the solver's own certificate; ``gap``,
             ``objective`` and ``dual_value`` are recomputed here from Σ, h̃ and the dual
             weights, and ``converged`` requires the recomputed gap <= ``tol``),
-            ``working_set`` (its sizes when the working-set phase ran, else None).
+            ``working_set`` (its sizes when the working-set phase ran, else None), and the
+            pipeline's ``spec``, ``gap_tol`` (= ``tol``) and ``viol_tol``.
         """
-        import warnings
-
-        from .registry import kernel
-
-        kcr_pdhg = kernel("kcr.pdhg")
         from .extend import check_fast_solver_applies
 
-        check_fast_solver_applies(self)
+        if not self._user_solver():
+            check_fast_solver_applies(self)
         tol = check_positive(tol, "tol")
         max_iter = check_int(max_iter, "max_iter", minimum=1)
         time_limit = check_positive(time_limit, "time_limit", allow_none=True)
@@ -544,65 +544,116 @@ class KCR(Problem):
         warm_start = self._check_warm_start(warm_start)
         callback = self._check_callback(callback)
         _check_pdhg_options(solver_opts)
-        res = kcr_pdhg(
-            self.F,
-            self.tau,
-            self.c,
-            self.lam,
-            h_min=self.h_min,
-            tol=tol,
-            max_iter=max_iter,
-            time_limit=time_limit,
-            check_every=check_every,
+        return self.run_pipeline(
+            tol,
+            max_iter,
+            tol,
+            max(tol, 1e-6),
             warm_start=warm_start,
             callback=callback,
-            **solver_opts,
+            options=dict(solver_opts, time_limit=time_limit, check_every=check_every),
+            warn=warn,
         )
-        ex = res.extra
-        G = self.T @ ex["factor"]
-        G -= G.mean(axis=0)[None, :]
-        Sigma = G @ G.T
-        # validate, never trust: objective and bound recomputed here from Σ, h̃ and θs
-        objective = self.objective_factor(G, ex["h"])
-        dual = res.lam.reshape(self.n, self.n)
-        dual_value = self.dual_value(dual, trace_bound=objective / self.lam)
+
+    def _user_solver(self) -> bool:
+        """Whether a user's registered solver (``register_fast_solver``) answers this problem:
+        then the built-in solver's own applicability rule (``check_fast_solver_applies``, which
+        refuses a subclass that redefines the model) is not the one that decides."""
+        from .registry import select
+
+        spec, _ = select(self)
+        return spec is not None and spec.user
+
+    # ------------------------------------------------------------------ the pipeline's hooks
+    def solution_from_fast(self, res, spec, gap_tol: float) -> Solution:
+        """The :class:`Solution` of a fast result (the protocol of
+        :mod:`cvxkml.adapters.kcr`), every number recomputed here: Σ = G Gᵀ with
+        G = T · ``extra["factor"]`` centred (or Σ = T X Tᵀ from ``matrix`` X when there is
+        no factor), h̃ = ``extra["h"]``, the objective (eq. 9) at (Σ, h̃), the violations, and
+        the lower bound of the dual weights ``lam`` (n × n) with R = f/λ (a feasible point's
+        objective bounds λ tr(KΣ*)).  ``info["gap"]`` is the recomputed relative gap
+        (f − g)/max(1, |f|)."""
+        from .._answer import check_primal_matrix, check_primal_vector, check_scalar
+
+        ex = dict(res.extra)
+        h = check_scalar(ex.get("h"), "bandwidth h (extra['h'])")
+        dual = check_primal_vector(np.asarray(res.lam, dtype=float).ravel(), self.n * self.n, what="dual weights θs")
+        dual = dual.reshape(self.n, self.n)
+        if ex.get("factor") is not None:
+            factor = np.asarray(ex["factor"], dtype=float)
+            if factor.ndim != 2 or factor.shape[0] != self.rank or not np.all(np.isfinite(factor)):
+                from ..errors import SolverError
+
+                raise SolverError(
+                    f"The solver's factor (extra['factor']) must be a finite {self.rank} × k array (X = "
+                    f"factor factorᵀ in the whitened coordinates); got shape {factor.shape}."
+                )
+            G = self.T @ factor
+            G -= G.mean(axis=0)[None, :]
+            Sigma = G @ G.T
+            # validate, never trust: objective and bound recomputed here from Σ, h̃ and θs
+            objective = self.objective_factor(G, h)
+        else:
+            X = check_primal_matrix(res.matrix, self.rank, what="whitened matrix X", psd=False, symmetric_tol=np.inf)
+            Sigma = self.T @ (0.5 * (X + X.T)) @ self.T.T
+            Sigma -= Sigma.mean(axis=0)[None, :]
+            Sigma -= Sigma.mean(axis=1)[:, None]
+            G = None
+            objective = self.objective(Sigma, h)
+        violations = self.violations(Sigma, h)
+        # R = f/λ bounds tr(KΣ*) only when (Σ, h̃) is feasible (f >= f*)
+        feasible = self._relative_violation(Sigma, violations) <= 1e-9
+        dual_value = self.dual_value(dual, trace_bound=objective / self.lam if feasible else None)
         gap = (objective - dual_value) / max(1.0, abs(objective))
-        status = ex["status"]
-        converged = res.code == OK and gap <= tol * (1.0 + 1e-6)
-        if res.code == OK and not converged:
-            status = f"certificate not reproduced (solver gap {res.dual_change:.3g}, recomputed {gap:.3g})"
-        if not converged and warn:
-            warnings.warn(
-                f"KCR PDHG stopped ({status}) after {res.sweeps} iterations with a certified "
-                f"relative gap {gap:.3g} > tol {tol:.3g}. Raise max_iter / time_limit, loosen "
-                "tol, or rescale the kernel (a very wide Gaussian kernel with a small lam is "
-                "ill-conditioned).",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+        if not np.isfinite(gap):
+            gap = np.inf
         return Solution(
             matrix=Sigma,
             objective=objective,
             dual=dual,
             slack=None,
-            violations=self.violations(Sigma, ex["h"]),
-            n_iter=res.sweeps,
-            converged=converged,
-            time=res.time,
-            status=status,
-            solver=ex["solver"],
+            violations=violations,
+            n_iter=int(res.sweeps),
+            converged=False,
+            time=float(res.time),
+            status=str(ex.get("status", "converged" if res.code == OK else "max_iter reached")),
+            solver=str(ex.get("solver", spec.name)),
             dual_value=dual_value,
             info={
-                "h": ex["h"],
+                "h": h,
                 "factor": G,
                 "gap": gap,
                 "solver_gap": res.dual_change,
-                "warm_start": ex["warm"],
-                "n_restarts": ex["n_restarts"],
-                "history": ex["history"],
-                "eig_exact": ex["eig_exact"],
-                "eig_tracked": ex["eig_tracked"],
-                "solver_objective": ex["objective"],
+                "warm_start": ex.get("warm"),
+                "n_restarts": ex.get("n_restarts"),
+                "history": ex.get("history"),
+                "eig_exact": ex.get("eig_exact"),
+                "eig_tracked": ex.get("eig_tracked"),
+                "solver_objective": ex.get("objective"),
                 "working_set": ex.get("working_set"),
             },
+        )
+
+    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
+        """KCR's rule: the solver's own rule met (``code`` OK), the recomputed relative gap
+        (f − g)/max(1, |f|) <= ``gap_tol`` (the solve's ``tol``, up to a relative 1e-6 of
+        round-off) and the relative violation (:meth:`_relative_violation`: Σ ∈ N, h̃ >= ε)
+        within ``viol_tol``."""
+        viol = self._relative_violation(sol.matrix, sol.violations)
+        return bool(res.code == OK and sol.info["gap"] <= gap_tol * (1.0 + 1e-6) and viol <= viol_tol)
+
+    def unconverged_status(self, sol, res) -> str:
+        """The solver's own status, or — when it claimed its rule met — that the certificate
+        was not reproduced (the solver's gap beside the recomputed one)."""
+        if res.code == OK:
+            return f"certificate not reproduced (solver gap {res.dual_change:.3g}, recomputed {sol.info['gap']:.3g})"
+        return sol.status
+
+    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
+        """The ConvergenceWarning's line: where PDHG stopped and what to try."""
+        return (
+            f"KCR PDHG stopped ({sol.status}) after {res.sweeps} iterations with a certified "
+            f"relative gap {sol.info['gap']:.3g} > tol {gap_tol:.3g}. Raise max_iter / time_limit, loosen "
+            "tol, or rescale the kernel (a very wide Gaussian kernel with a small lam is "
+            "ill-conditioned)."
         )
