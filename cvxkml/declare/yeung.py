@@ -24,7 +24,6 @@ solver and the tests evaluate the same expressions.
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import cvxpy as cp
@@ -41,11 +40,8 @@ from .._validation import (
 from ..errors import InvalidInputError
 from ..formulas.yeung import (
     DEFAULT_EPSILON,
-    beta_closed_form,
     check_epsilon,
     criterion,
-    equality_multiplier,
-    lle_weights,
     local_gram,
     positive_spectrum,
     regularize,
@@ -367,8 +363,13 @@ class SpectralReweighting(Problem):
         return _accepted(self, sol, status, accept_inaccurate)
 
     # ------------------------------------------------------------------ fast side
-    def solve(self, tol: float = 1e-8, callback=None) -> Solution:
-        """The closed form β = c D⁻¹1 / (1ᵀD⁻¹1) (eq. 4) and ρ = 2c / (1ᵀD⁻¹1).
+    def solve(self, tol: float = 1e-8, max_iter: int = 10_000, callback=None) -> Solution:
+        """The closed form β = c D⁻¹1 / (1ᵀD⁻¹1) (eq. 4) and ρ = 2c / (1ᵀD⁻¹1), through the
+        one certified-solve pipeline (:meth:`~cvxkml.declare.Problem.run_pipeline`): the
+        closed form is the registered solver ``yeung-reweighting``
+        (:mod:`cvxkml.adapters.yeung`), and a solver registered with
+        ``register_fast_solver(SpectralReweighting, solver)`` is used first, its answer
+        certified by the same rule.
 
         Parameters
         ----------
@@ -376,18 +377,40 @@ class SpectralReweighting(Problem):
             The certificate asked of the closed form (round-off only): ``converged`` when
             the relative gap J_S(β) − g(ρ) and the relative violation |1ᵀβ − c| / max(1, c)
             are at most ``tol``; otherwise a ConvergenceWarning (an ill-conditioned D).
+        max_iter : int
+            Ignored by the closed form (it takes no iteration: ``n_iter`` = 0); checked
+            (1 … 1e15) and handed to a user's registered solver, so that every family's
+            ``solve`` takes it.
         callback : callable or None
             Called once with the certificate (``iteration`` 0, ``objective``, ``gap``,
             ``violation``); a truthy return marks the solve stopped.
         """
-        check_fast_solver_applies(self)
-        t0 = time.perf_counter()
-        beta = beta_closed_form(self.d, self.c)
-        rho = equality_multiplier(self.d, self.c)
-        sol = self._solution(
-            beta, rho, n_iter=0, time_=time.perf_counter() - t0, status="closed form", solver="closed-form"
-        )
-        return _certify_closed_form(self, sol, tol, callback)
+        tol, max_iter, callback = _closed_form_arguments(self, tol, max_iter, callback)
+        return self.run_pipeline(tol, max_iter, tol, tol, callback=callback)
+
+    # ------------------------------------------------------------------ the pipeline's hooks
+    def solution_from_fast(self, res, spec, gap_tol: float) -> Solution:
+        """The :class:`Solution` of a fast result (β = ``matrix``, ρ = ``lam[0]``; the
+        protocol of :mod:`cvxkml.adapters.yeung`), objective, violation and g(ρ) recomputed
+        here."""
+        from .._answer import check_primal_vector
+
+        beta = check_primal_vector(np.asarray(res.matrix, dtype=float), self.n_components, what="weights β")
+        rho = check_primal_vector(np.asarray(res.lam, dtype=float).ravel(), 1, what="dual ρ")[0]
+        return self._solution(beta, rho, **_fast_fields(res, spec))
+
+    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
+        """The closed form's rule: relative gap |J_S(β) − g(ρ)| / max(1, |J_S|) <= ``gap_tol``
+        and relative violation |1ᵀβ − c| / max(1, c) <= ``viol_tol``."""
+        return _closed_form_certified(sol, gap_tol, viol_tol)
+
+    def unconverged_status(self, sol, res) -> str:
+        """The callback's stop (``"stopped by callback"``) when it asked, else the solver's status."""
+        return CALLBACK_STOP if res.extra.get("stopped") else sol.status
+
+    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
+        """The closed form lost its certificate to round-off (an ill-conditioned D)."""
+        return _closed_form_message(self, sol, gap_tol)
 
 
 class EmbeddingWeightProblem(Problem):
@@ -583,18 +606,37 @@ class EmbeddingWeightProblem(Problem):
         sol = self._solution(w, a, n_iter=iters, time_=elapsed, status=status, solver=f"cvxpy-{solver.lower()}")
         return _accepted(self, sol, status, accept_inaccurate)
 
-    def solve(self, tol: float = 1e-8, callback=None) -> Solution:
-        """The closed form of eq. 12: solve G ŵ = 1, w = ŵ / 1ᵀŵ; a = 2 / 1ᵀG⁻¹1.
+    def solve(self, tol: float = 1e-8, max_iter: int = 10_000, callback=None) -> Solution:
+        """The closed form of eq. 12: solve G ŵ = 1, w = ŵ / 1ᵀŵ; a = 2 / 1ᵀG⁻¹1 (the
+        registered solver ``yeung-embedding-weights``, through the certified-solve pipeline).
 
-        ``tol`` and ``callback`` as in :meth:`SpectralReweighting.solve` (the certificate of
-        a closed form: round-off only)."""
-        check_fast_solver_applies(self)
-        t0 = time.perf_counter()
-        w, _ = lle_weights(self.G[None], self.epsilon)
-        w = w[0]
-        a = 2.0 / float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
-        sol = self._solution(w, a, n_iter=0, time_=time.perf_counter() - t0, status="closed form", solver="closed-form")
-        return _certify_closed_form(self, sol, tol, callback)
+        ``tol``, ``max_iter`` (ignored by the closed form) and ``callback`` as in
+        :meth:`SpectralReweighting.solve` (the certificate of a closed form: round-off
+        only; the relative violation is |1ᵀw − 1|)."""
+        tol, max_iter, callback = _closed_form_arguments(self, tol, max_iter, callback)
+        return self.run_pipeline(tol, max_iter, tol, tol, callback=callback)
+
+    # ------------------------------------------------------------------ the pipeline's hooks
+    def solution_from_fast(self, res, spec, gap_tol: float) -> Solution:
+        """The :class:`Solution` of a fast result (w = ``matrix``, a = ``lam[0]``), objective,
+        violation and g(a) recomputed here."""
+        from .._answer import check_primal_vector
+
+        w = check_primal_vector(np.asarray(res.matrix, dtype=float), self.n_neighbors, what="weights w")
+        a = check_primal_vector(np.asarray(res.lam, dtype=float).ravel(), 1, what="dual a")[0]
+        return self._solution(w, a, **_fast_fields(res, spec))
+
+    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
+        """As :meth:`SpectralReweighting.certify`, the violation |1ᵀw − 1|."""
+        return _closed_form_certified(sol, gap_tol, viol_tol)
+
+    def unconverged_status(self, sol, res) -> str:
+        """The callback's stop (``"stopped by callback"``) when it asked, else the solver's status."""
+        return CALLBACK_STOP if res.extra.get("stopped") else sol.status
+
+    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
+        """The closed form lost its certificate to round-off (an ill-conditioned G)."""
+        return _closed_form_message(self, sol, gap_tol)
 
 
 # ---------------------------------------------------------------------- shared by the two
@@ -614,30 +656,59 @@ def _accepted(problem, sol, status, accept_inaccurate):
     return sol
 
 
-def _certify_closed_form(problem, sol, tol, callback):
-    """A closed form's certificate checked against ``tol`` (an ill-conditioned D or G can
-    lose it to round-off), the callback told once, the warning when not certified."""
+def _closed_form_arguments(problem, tol, max_iter, callback):
+    """The two ``solve`` methods' arguments checked (after the rule that the built-in closed
+    form answers only its own class's model); the certificate's ``gap_tol`` and ``viol_tol``
+    are both ``tol``."""
     from .._validation import check_positive
 
+    if not _user_solver(problem):
+        check_fast_solver_applies(problem)
     tol = check_positive(tol, "tol")
-    callback = problem._check_callback(callback)
-    scale = max(1.0, abs(sol.objective))
+    max_iter = problem._iteration_limit(max_iter)
+    return tol, max_iter, problem._check_callback(callback)
+
+
+def _user_solver(problem) -> bool:
+    """Whether a user's registered solver answers ``problem`` (then the built-in closed form's
+    applicability rule, ``check_fast_solver_applies``, is not the one that decides)."""
+    from .registry import select
+
+    spec, _ = select(problem)
+    return spec is not None and spec.user
+
+
+def _fast_fields(res, spec) -> dict:
+    """n_iter, time, status and solver of a fast result (``_solution``'s keywords)."""
+    from ..solution import OK
+
+    default = "converged" if res.code == OK else "max_iter reached"
+    return {
+        "n_iter": int(res.sweeps),
+        "time_": float(res.time),
+        "status": str(res.extra.get("status", default)),
+        "solver": str(res.extra.get("solver", spec.name)),
+    }
+
+
+def _closed_form_gap(sol) -> float:
+    """|f − g| / max(1, |f|) of an answer (inf without a finite bound)."""
     gap = sol.gap
-    rel_gap = np.inf if gap is None else abs(gap) / scale
-    rel_viol = sol.info["max_relative_violation"]
-    sol.converged = bool(rel_gap <= tol and rel_viol <= tol)
-    if (
-        callback is not None
-        and callback({"iteration": 0, "objective": sol.objective, "gap": rel_gap, "violation": rel_viol})
-        and not sol.converged
-    ):
-        sol.status = CALLBACK_STOP
-    problem._warn_unconverged(
-        sol,
+    rel = np.inf if gap is None else abs(gap) / max(1.0, abs(sol.objective))
+    return float(rel) if np.isfinite(rel) else np.inf
+
+
+def _closed_form_certified(sol, gap_tol, viol_tol) -> bool:
+    """A closed form's certificate checked against the tolerances (an ill-conditioned D or G
+    can lose it to round-off)."""
+    return bool(_closed_form_gap(sol) <= gap_tol and sol.info["max_relative_violation"] <= viol_tol)
+
+
+def _closed_form_message(problem, sol, tol) -> str:
+    """The one line of the ConvergenceWarning of an uncertified closed form."""
+    return (
         f"The closed form of {type(problem).__name__} lost its certificate "
-        f"to round-off: relative gap {rel_gap:.3g}, relative violation "
-        f"{rel_viol:.3g} > tol {tol:.3g} (an ill-conditioned system; raise "
-        "epsilon or use solve_reference()).",
-        stacklevel=4,
+        f"to round-off: relative gap {_closed_form_gap(sol):.3g}, relative violation "
+        f"{sol.info['max_relative_violation']:.3g} > tol {tol:.3g} (an ill-conditioned system; raise "
+        "epsilon or use solve_reference())."
     )
-    return sol
