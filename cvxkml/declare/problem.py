@@ -265,6 +265,10 @@ class Problem:
         spec, refused = select(self, method)
         if spec is not None:
             return spec
+        if any("redefines the model" in why for why in refused.values()):
+            from .extend import check_fast_solver_applies
+
+            check_fast_solver_applies(self)  # says which method changed and what to do
         mine = {k: v for k, v in refused.items() if k.startswith("user:")}
         why = "; ".join(f"{k}: {v}" for k, v in mine.items()) or "none is registered for it"
         raise InvalidInputError(

@@ -244,7 +244,7 @@ class SolverSpec:
         else:
             if not issubclass(cls, self.problems):
                 return f"written for {', '.join(c.__name__ for c in self.problems)}"
-            changed = _changed(cls, MODEL_METHODS)
+            changed = _changed(cls, tuple(MODEL_METHODS) + tuple(getattr(cls, "_model_methods", ())))
             if changed:
                 return (
                     f"{cls.__name__} redefines the model ({', '.join(changed)}), and this solver "
