@@ -99,6 +99,9 @@ class MMC(Problem):
     def exact_size(self):
         return self.d
 
+    def primal_shape(self):  # what an answer's W must be (the pipeline checks it)
+        return (self.d, self.d)
+
 
 def _simplex(v):
     """Euclidean projection of v onto {x >= 0, Σx = 1}."""

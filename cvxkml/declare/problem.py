@@ -511,17 +511,28 @@ class Problem:
         them.  Default: ``(sol.matrix,)``."""
         return (sol.matrix,)
 
+    def primal_shape(self) -> tuple | None:
+        """The shape of the learned matrix (what an answer's ``matrix`` must have), or None
+        when the class does not say.  Default: the shape of the exact model's variable named
+        ``"M"`` when :meth:`to_cvxpy` has one, else None."""
+        try:
+            var = self.to_cvxpy().var_dict.get("M")
+        except Exception:  # no exact model, or one that cannot be built here: unknown
+            return None
+        return None if var is None else tuple(var.shape)
+
     def check_answer(self, sol, *, symmetric_tol: float, psd_tol: float) -> None:
         """Raise :class:`~cvxkml.errors.SolverError` (one line) when the parts of an answer are
         malformed: None, of the wrong shape, NaN/inf, asymmetric or not PSD.  Default: the
-        matrix is a finite, symmetric, PSD 2-D array (of its own shape: the base class does
-        not know the problem's dimension)."""
+        matrix is a finite, symmetric, PSD 2-D array of :meth:`primal_shape` (of its own
+        shape when the class does not state one)."""
         from .._answer import check_primal_matrix
 
         M = sol.matrix
-        check_primal_matrix(
-            M, np.shape(M) if np.ndim(M) == 2 else (-1, -1), symmetric_tol=symmetric_tol, psd_tol=psd_tol
-        )
+        shape = self.primal_shape()
+        if shape is None:
+            shape = np.shape(M) if np.ndim(M) == 2 else (-1, -1)
+        check_primal_matrix(M, shape, symmetric_tol=symmetric_tol, psd_tol=psd_tol)
 
     def answer_objective(self, sol) -> float:
         """The objective recomputed at the answer's primal point: ``objective(*answer_primal(sol))``."""

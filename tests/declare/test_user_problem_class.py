@@ -163,3 +163,26 @@ def test_a_user_class_registered_as_a_contract_case_gets_the_builtins_checks():
         assert checked >= 2
     finally:
         _CONTRACT_CASES.pop(MMC, None)  # the other tests' loops stay cvxkml's own
+
+
+def test_an_answer_of_the_wrong_shape_is_refused_by_the_pipeline():
+    """A 1 × 1 W broadcasts through MMC's formulas; the pipeline checks primal_shape()."""
+    from cvxkml.errors import SolverError
+
+    class Small(MMC):
+        pass
+
+    def scalar(problem, tol, max_iter):
+        res = mmc_solve(problem, 1e-8, 5_000)
+        res.matrix = np.array([[float(np.trace(res.matrix))]])
+        return res
+
+    spec = register_fast_solver(Small, scalar)
+    try:
+        p = random_mmc(0)
+        small = Small.__new__(Small)
+        small.__dict__.update(p.__dict__)
+        with pytest.raises(SolverError, match=r"has shape \(1, 1\), but this problem's is \(5, 5\)"):
+            small.solve()
+    finally:
+        unregister(spec.name)
