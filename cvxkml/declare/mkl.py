@@ -65,9 +65,9 @@ from .._validation import (
 )
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 from ..formulas.lmnn import LMNNTriplets, lmnn_objective
-from ..formulas.mkl import HingeTerms, lagrange_bound, smat
+from ..formulas.mkl import HingeTerms
 from ..kernels import kernel_sq_distances
-from ..solution import NONFINITE, Solution
+from ..solution import Solution
 from ._conic import solve_conic, solve_conic_bound
 from .lmnn import LMNNProblem, _check_gamma, check_kernel_list
 from .problem import CALLBACK_STOP, Problem
@@ -473,19 +473,6 @@ def _set_bound(a: float, G, cons, scale: float) -> float:
     return float(a + nu + min(0.0, float(np.linalg.eigvalsh(0.5 * (R + R.T))[0])))
 
 
-def _start_point(W) -> np.ndarray | None:
-    """μμᵀ for the direction W = I − uuᵀ of a warm start (u the eigenvector of W's smallest
-    eigenvalue, made non-negative, μ = u / Σu): where the interior-point method classifies
-    the hinges of the first solve.  None when u has no positive part."""
-    lam, V = np.linalg.eigh(0.5 * (W + W.T))
-    u = V[:, 0] if V[:, 0].sum() >= 0 else -V[:, 0]
-    u = np.maximum(u, 0.0)
-    if not u.sum() > 0:
-        return None
-    mu = u / u.sum()
-    return np.outer(mu, mu)
-
-
 class RankOneWeightStep(Problem):
     """The rank-one kernel-weight step ML_h-MKL_P (Wang et al. eq. 8, 15–17) for any h
     linear in P:
@@ -772,159 +759,34 @@ class RankOneWeightStep(Problem):
             "solver='CLARABEL' or 'SCS'"
         )
 
-    def _solve_full(self, w, W, certify=False):
-        if self._model is None:
-            self._model = self._full_model()
-        prob, cons = self._model
-        s = 1.0 / max(1.0, w)
-        Ws = 0.5 * (W + W.T)
-        prob.param_dict["s"].value = s
-        prob.param_dict["wW"].value = s * w * Ws
-        raw = self._solve(prob, "MKL_P weight step (15)", want_bound=certify and not self.h.has_minorant)
-        P = np.asarray(prob.var_dict["P"].value, dtype=float)
-        P = 0.5 * (P + P.T)
-        cert = self._certificate(prob, cons, s, w * Ws, raw) if certify else None
-        return P, self.h.value(P) + w * float(np.sum(W * P)), cert
+    def _library_solver(self, task: str, **options):
+        """Run ``task`` ("relaxation", "convex_iteration") of the library's own registered
+        solver of this step (the first non-user spec that accepts it: a user's solver answers
+        :meth:`solve`, not these sub-problems of the convex iteration)."""
+        from .registry import SolveRequest, call, registered
 
-    def _solve_cutting_plane(self, w, W, certify=False):
-        """Kelley's cutting planes on h's piecewise part; returns the best P found, its
-        value, the master bound, whether the gap closed, and (with ``certify``) the Lagrange
-        bound of the last master: with the cut multipliers β normalized to θ = β / Σβ,
-        h(P') >= ⟨C, P'⟩ + Σ θ_k (a_k + ⟨G_k, P'⟩) for every P', bounded over the feasible
-        set by :func:`_set_bound`."""
-        m = self.m
-        if self._cuts is None:
-            self._cuts = list(self.h.initial_cuts())
-            self._C = self.h.linear_part()
-        s = 1.0 / max(1.0, w)
-        C = s * (self._C + w * W)
-        best_val, best_P, lower, cert = np.inf, None, -np.inf, None
-        for _ in range(self.max_cuts):
-            a = np.array([c[0] for c in self._cuts])
-            G = np.stack([c[1].ravel() for c in self._cuts])
-            P = cp.Variable((m, m), PSD=True)
-            xi = cp.Variable()
-            prob = cp.Problem(
-                cp.Minimize(cp.sum(cp.multiply(C, P)) + s * xi), _feasible_set(P) + [a + G @ cp.vec(P, order="C") <= xi]
+        spec = next((s for s in registered() if not s.user and not s.generic and s.refusal(self) is None), None)
+        if spec is None:
+            raise InvalidInputError(
+                f"No solver of the library takes {type(self).__name__}: import cvxkml (which registers the "
+                "built-in solvers) before solving, or use solve_reference()."
             )
-            self._solve(prob, "cutting-plane master of (15)")
-            Pk = np.asarray(P.value, dtype=float)
-            Pk = 0.5 * (Pk + Pk.T)
-            lower = max(lower, float(prob.value) / s)
-            if certify:
-                beta = prob.constraints[2].dual_value
-                beta = None if beta is None else np.maximum(np.ravel(np.asarray(beta, dtype=float)), 0.0)
-                if beta is not None and beta.sum() > 0:
-                    theta = beta / beta.sum()
-                    Wsym = 0.5 * (W + W.T)
-                    Gm = self._C + w * Wsym + np.tensordot(theta, G.reshape(-1, m, m), axes=1)
-                    b = _set_bound(float(theta @ a), Gm, prob.constraints[:2], s)
-                    if np.isfinite(b) and (cert is None or b > cert[0]):
-                        cert = (b, "Lagrange dual of the cutting-plane master of (15) (cut multipliers)")
-            val = self.h.value(Pk) + w * float(np.sum(W * Pk))
-            if val < best_val:
-                best_val, best_P = val, Pk
-            if best_val - lower <= self.tol * max(1.0, abs(best_val)):
-                return best_P, best_val, lower, True, cert
-            self._cuts.append(self.h.cut(Pk))
-        return best_P, best_val, lower, False, cert
-
-    def _solve_active_set(self, w, W, certify=False):
-        """Constraint generation on h's hinge terms: solve (15) with the hinges of a working
-        set S only (h_S <= h everywhere), then add every hinge that is active at the
-        solution and outside S (plus the near-active ones, argument > −``active_buffer``);
-        when none is left out, h_S = h at the solution, which is then optimal for (15)
-        exactly (h_S(P') + w⟨W, P'⟩ <= h(P') + w⟨W, P'⟩ for all P').  The working set is
-        kept across solves, and its compiled model is reused while it does not change.
-        A Lagrange bound of the last working-set model bounds (15) too (h_S <= h)."""
-        s = 1.0 / max(1.0, w)
-        for _ in range(100):
-            if self._active is None:
-                args = self.h.hinge_arguments(np.full((self.m, self.m), 1.0 / self.m**2))
-                self._active = np.flatnonzero(args > -self.active_buffer)
-                self._model = None
-            if self._model is None:
-                P = cp.Variable((self.m, self.m), PSD=True, name="P")
-                wW = cp.Parameter((self.m, self.m), symmetric=True, name="wW")
-                scale = cp.Parameter(nonneg=True, name="s")
-                expr, cons = self.h.cvx_subset(P, self._active)
-                self._model = (
-                    cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))), _feasible_set(P) + list(cons)),
-                    list(cons),
-                )
-            prob, cons = self._model
-            Ws = 0.5 * (W + W.T)
-            prob.param_dict["s"].value = s
-            prob.param_dict["wW"].value = s * w * Ws
-            raw = self._solve(
-                prob, "MKL_P weight step (15), working set", want_bound=certify and not self.h.has_minorant
-            )
-            P = np.asarray(prob.var_dict["P"].value, dtype=float)
-            P = 0.5 * (P + P.T)
-            args = self.h.hinge_arguments(P)
-            inside = np.zeros(args.size, dtype=bool)
-            inside[self._active] = True
-            if not np.any((args > 1e-9) & ~inside):
-                cert = self._certificate(prob, cons, s, w * Ws, raw, self._active) if certify else None
-                return P, self.h.value(P) + w * float(np.sum(W * P)), cert
-            self._active = np.flatnonzero(inside | (args > -self.active_buffer))
-            self._model = None
-        raise SolverError("The working-set solve of (15) did not settle in 100 rounds; use method='cutting-plane'.")
-
-    def _solve_ipm(self, w, W, certify=False):
-        """(15) by the working-set interior-point method (:func:`weight_step_ipm`), its
-        hinges classified at ``self._ipm_start`` (the previous P* of the convex iteration;
-        None: a cold start).  The certificate is the Lagrange bound at the solver's
-        multipliers of every hinge (α ∈ [0, γ]), of Σ P = 1 (ν) and of P >= 0 (N):
-        Σ_t α_t b_t + ν + min(0, λ_min(C + w·W + Σ_t α_t D_t − ν 11ᵀ − N)), valid for any
-        such multipliers (:func:`lagrange_bound`)."""
-        terms = self.h.hinge_terms()
-        Ws = 0.5 * (W + W.T)
-        res = kernel("mkl.weight_step_ipm")(
-            terms, w * Ws if w * np.abs(Ws).max(initial=0.0) > 0 else None, P0=self._ipm_start
+        return call(
+            spec, self, self.tol, self.max_convex_iter, SolveRequest(1.0, 1.0, options=dict(task=task, **options))
         )
-        self.n_solves += 1
-        self._ipm_stats.append((res.time, res.extra["rounds"], res.sweeps, res.extra["kept"][-1]))
-        if res.code == NONFINITE or not np.all(np.isfinite(res.matrix)):
-            raise SolverError("The interior-point solve of (15) produced non-finite iterates.")
-        P = 0.5 * (res.matrix + res.matrix.T)
-        self._ipm_start = P
-        val = self.h.value(P) + w * float(np.sum(W * P))
-        cert = None
-        if certify:
-            G = smat(terms.Cs + terms.adjoint(res.lam), self.m) + w * Ws
-            bound = lagrange_bound(float(res.lam @ terms.b), G, res.extra["nu"], res.extra["N"])
-            cert = (bound, "Lagrange dual of (15) (interior-point multipliers of every hinge and of the feasible set)")
-        return P, val, cert
-
-    def _relax(self, w, W, certify=False):
-        """(15) for (w, W) by the chosen method: (P*, value, certificate or None)."""
-        if self.method == "interior-point":
-            return self._solve_ipm(float(w), W, certify)
-        if self.method == "full":
-            return self._solve_full(float(w), W, certify)
-        if self.method == "active-set":
-            return self._solve_active_set(float(w), W, certify)
-        P, val, _, settled, cert = self._solve_cutting_plane(float(w), W, certify)
-        if not settled:
-            self._unsettled += 1
-        if certify and cert is None:
-            cert = (None, "the cutting-plane master returned no cut multipliers")
-        return P, val, cert
 
     def solve_relaxation(self, W=None, w: float = 1.0) -> tuple[np.ndarray, float]:
         """Solve (15) for a direction matrix W (default 0) and weight w; returns (P*, value)."""
         W = np.zeros((self.m, self.m)) if W is None else self._matrix(W, "W")
-        before = self._unsettled
-        P, val, _ = self._relax(float(w), W)
-        if self._unsettled > before:
+        res = self._library_solver("relaxation", W=W, w=float(w))
+        if res.extra["unsettled"]:
             warnings.warn(
                 f"Cutting planes stopped at max_cuts={self.max_cuts} before the gap closed "
                 f"to tol={self.tol:g}; raise max_cuts.",
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        return P, val
+        return res.matrix, res.extra["value"]
 
     @staticmethod
     def direction(P) -> np.ndarray:
@@ -948,40 +810,8 @@ class RankOneWeightStep(Problem):
         Returns (P, reached, history rows (w, it, h(P), tr(PW), tail), W) with W the
         direction matrix of the last solve: P minimizes h(P') + w·tr(P'W) over all
         feasible P', which is what certifies the point (see :meth:`solve`)."""
-        return self._iterate(w, W0, self.max_convex_iter)[:4]
-
-    def _iterate(self, w, W0, max_iter, step=None):
-        """:meth:`convex_iteration` with ``max_iter`` iterations and ``step(w, it, P, tail,
-        reached)`` after each solve (a truthy return stops); returns (P, reached,
-        history, W, stopped)."""
-        W = np.zeros((self.m, self.m)) if W0 is None else np.asarray(W0, dtype=float)
-        hist = []
-        prev = np.inf
-        P = None
-        for it in range(max_iter):
-            try:
-                if W0 is None and it == 0 and self._relaxation is not None:
-                    P, val = self._relaxation[:2]  # (15) with W = 0 does not depend on w
-                else:
-                    P, val, cert = self._relax(w, W, certify=W0 is None and it == 0)
-                    if W0 is None and it == 0:
-                        self._relaxation = (P, val, cert)
-            except SolverError:
-                hist.append((float(w), it, np.nan, np.nan, np.nan))
-                return P, False, hist, W, False  # numerical failure at this w: try the next w
-            self._ipm_start = P  # the next solve's hinges are classified here
-            tail, rel = self._tail(P)
-            hist.append((float(w), it, self.h.value(P), float(np.sum(W * P)), tail))
-            reached = rel <= self.rank_tol
-            if step is not None and step(w, it, P, rel, reached) and not reached:
-                return P, False, hist, W, True
-            if reached:
-                return P, True, hist, W, False
-            if it > 0 and val >= prev - 1e-10 * max(1.0, abs(prev)):
-                return P, False, hist, W, False  # stalled at a point that is not rank one
-            prev = val
-            W = self.direction(P)
-        return P, False, hist, W, False
+        res = self._library_solver("convex_iteration", w=w, W0=W0)
+        return res.matrix, res.extra["rank_one"], res.extra["history"], res.extra["W"]
 
     def _start_direction(self, warm_start, W0):
         """The start direction W of the convex iteration from ``warm_start`` (or the
@@ -1143,147 +973,137 @@ class RankOneWeightStep(Problem):
         method, §4.1).  When no w reaches rank one, μ comes from the top eigenvector of the
         last P (``rank_one=False``).  Every unconverged return warns once
         (:class:`ConvergenceWarning`).
+
+        This is the certified-solve pipeline (:meth:`~cvxkml.declare.problem.Problem.run_pipeline`):
+        the solver registered for the class runs (the library's ``mkl-convex-iteration``, or a
+        user's :func:`~cvxkml.declare.register_fast_solver` first), and its P is read back
+        and certified by this class's hooks (:meth:`solution_from_fast`, :meth:`certify`).
         """
         from .extend import check_fast_solver_applies
 
         check_fast_solver_applies(self)
-        t0 = time.perf_counter()
         tol = check_positive(tol, "tol")
         max_iter = self.max_convex_iter if max_iter is None else self._iteration_limit(max_iter)
         callback = self._check_callback(callback)
         W0 = self._start_direction(warm_start, W0)
-        self.n_solves = 0
-        self._relaxation = None
-        self._unsettled = 0
-        self._ipm_stats = []
-        self._ipm_start = None if W0 is None else _start_point(W0)
-        history = []
-        reached = stopped = False
-        w_used = last_P = W_last = None
-        count = [0]
+        return self.run_pipeline(tol, max_iter, tol, tol, warm_start=W0, callback=callback)
 
-        def step(w, it, P, rank_gap, reached_now):
-            if callback is None:
-                return False
-            count[0] += 1
-            mu_now = mu_from_P(P)
-            f = self.objective(np.outer(mu_now, mu_now))
-            bound = self._relaxation[2][0] if self._relaxation is not None else None
-            return callback(
-                {
-                    "iteration": count[0],
-                    "w": float(w),
-                    "convex_iteration": it,
-                    "objective": f,
-                    "relaxed_objective": self.h.value(P),
-                    "rank_gap": rank_gap,
-                    "rank_one": bool(reached_now),
-                    "lower_bound": bound,
-                    "gap": None if bound is None else (f - bound) / max(1.0, abs(f)),
-                }
-            )
+    # ------------------------------------------------------------------ the pipeline's hooks
+    def _relaxation_bound(self):
+        """(the relaxation's P, h there, Lagrange bound or None, how): (15) with W = 0 by the
+        exact model (:meth:`solve_reference`), the step's own certificate of an answer that
+        does not come from the library's convex iteration."""
+        try:
+            ref = self.solve_reference(accept_inaccurate=True)
+        except SolverError as exc:
+            return None, None, None, f"the relaxation (15) with W = 0 failed: {exc}"
+        how = ref.info.get("certificate", ref.info.get("no_certificate"))
+        return ref.matrix, ref.objective, ref.dual_value, f"the exact relaxation (15) with W = 0: {how}"
 
-        for w in self.w_grid:
-            P, reached, hist, W, stopped = self._iterate(w, W0, max_iter, step)
-            history += hist
-            if P is not None:
-                last_P, w_used, W_last = P, w, W
-            if reached or stopped:
-                break
-        P = last_P
-        if P is None:
-            raise SolverError(
-                "Every solve of the weight step (15) failed; rescale the kernels "
-                "(normalize them by their mean diagonal) or try solver='SCS'."
+    def solution_from_fast(self, res, spec, gap_tol: float):
+        """The answer μ = √λ_1 v_1 of the solver's P (:func:`mu_from_P`), and every number
+        recomputed at μμᵀ: h, the violations, the rank-one measure (17).  The lower bound is
+        the relaxation's Lagrange bound: the one the library's convex iteration computed by
+        the step's formulas (its multipliers of (15) with W = 0), and for a user's solver
+        the exact relaxation's (:meth:`solve_reference`), never a bound the solver claims."""
+        P = self._matrix(res.matrix, f"the matrix P of {spec.name}")
+        P = 0.5 * (P + P.T)
+        extra = dict(res.extra)
+        if spec.user:
+            P_rel, relaxed, bound, how = self._relaxation_bound()
+        else:
+            P_rel, relaxed, bound, how = (
+                extra.get(k) for k in ("relaxation_P", "relaxed", "lower_bound", "certificate_how")
             )
-        # the certificate: the relaxation (15) with W = 0 (solved first unless warm-started)
-        if self._relaxation is None:
-            try:
-                Pr, vr, cert = self._relax(1.0, np.zeros((self.m, self.m)), certify=True)
-                self._relaxation = (Pr, vr, cert)
-            except SolverError as exc:
-                self._relaxation = (None, None, (None, f"the relaxation (15) with W = 0 failed: {exc}"))
-        P_rel, relaxed, (bound, how) = self._relaxation
         mu = mu_from_P(P)
         Pmu = np.outer(mu, mu)
         obj = self.objective(Pmu)
         viol = self.violations(Pmu)
-        scale = max(1.0, abs(obj))
-        gap = None if bound is None else obj - bound
-        within = gap is not None and -tol * scale <= gap <= tol * scale
-        converged = bool(reached and within and not stopped)
-        if stopped:
-            status = CALLBACK_STOP
-        elif converged:
-            status = "converged"
-        else:
-            status = "rank one, not certified" if reached else "rank one not reached"
+        history = list(extra.get("history", []))
         info = {
             "mu": mu,
             "P": P,
             "relaxed": relaxed,
-            "w": w_used,
-            "rank_one": reached,
+            "w": extra.get("w"),
+            "rank_one": bool(self.rank_gap(P) <= self.rank_tol),
             "relaxation_rank_one": bool(P_rel is not None and self.rank_gap(P_rel) <= self.rank_tol),
             "history": history,
-            "n_solves": self.n_solves,
-            "method": self.method,
-            "W": W_last,
+            "n_solves": int(extra.get("n_solves", 0)),
+            "method": extra.get("method", spec.name),
+            "W": extra.get("W"),
             "rank_gap": self.rank_gap(P),
-            "gap_tol": tol,
+            "gap_tol": gap_tol,
             "max_relative_violation": float(np.max(viol)),
         }
         info["certificate" if bound is not None else "no_certificate"] = how
-        if self._unsettled:
-            info["unsettled_cutting_plane_solves"] = self._unsettled
-        if self._ipm_stats:
-            st = np.array([(t, r, it, k) for t, r, it, k in self._ipm_stats], dtype=float)
-            info["interior_point"] = {
-                "solves": len(st),
-                "seconds": float(st[:, 0].sum()),
-                "max_seconds": float(st[:, 0].max()),
-                "rounds": int(st[:, 1].sum()),
-                "iterations": int(st[:, 2].sum()),
-                "max_kept": int(st[:, 3].max()),
-            }
-        sol = WeightStepSolution(
+        if extra.get("unsettled"):
+            info["unsettled_cutting_plane_solves"] = extra["unsettled"]
+        if extra.get("interior_point"):
+            info["interior_point"] = extra["interior_point"]
+        return WeightStepSolution(
             matrix=Pmu,
             objective=obj,
             dual=None,
             slack=None,
             violations=viol,
-            n_iter=len(history),
-            converged=converged,
-            time=time.perf_counter() - t0,
-            status=status,
-            solver=f"convex-iteration-{self.method}",
-            dual_value=bound,
+            n_iter=int(res.sweeps),
+            converged=True,
+            time=float(res.time),
+            status="converged",
+            solver=str(extra.get("solver", spec.name)),
+            dual_value=None if bound is None else float(bound),
             info=info,
         )
+
+    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
+        """Certified when the rank-one point (17) was reached, not stopped by the callback,
+        and h(μμᵀ) − bound lies in ±``gap_tol``·max(1, |h(μμᵀ)|) (and the violation within
+        ``viol_tol``)."""
+        gap = sol.gap
+        scale = max(1.0, abs(sol.objective))
+        within = gap is not None and -gap_tol * scale <= gap <= gap_tol * scale
+        ok_viol = sol.info["max_relative_violation"] <= viol_tol
+        return bool(sol.info["rank_one"] and within and ok_viol and not res.extra.get("stopped"))
+
+    def unconverged_status(self, sol, res) -> str:
+        if res.extra.get("stopped"):
+            return CALLBACK_STOP
+        return "rank one, not certified" if sol.info["rank_one"] else "rank one not reached"
+
+    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
+        gap = sol.gap
+        how = sol.info.get("certificate", sol.info.get("no_certificate"))
+        scale = max(1.0, abs(sol.objective))
         gap_txt = f"n/a (no certificate: {how})" if gap is None else f"{gap / scale:.3g}"
-        if stopped:
-            msg = (
-                f"The callback stopped the convex iteration after {len(history)} solve(s) of (15), "
+        history = sol.info["history"]
+        w_used = sol.info["w"]
+        if res.extra.get("stopped"):
+            return (
+                f"The callback stopped the convex iteration after {sol.n_iter} solve(s) of (15), "
                 f"before the rank-one point; relative gap {gap_txt}."
             )
-        elif not reached:
-            msg = (
+        if not sol.info["rank_one"]:
+            last = f"{history[-1][4]:.3g}" if history else f"{sol.info['rank_gap']:.3g} (relative)"
+            return (
                 f"The convex iteration (eq. 15–16) did not reach a rank-one P for any w in "
-                f"{self.w_grid} (last tail Σλ_i≥2 = {history[-1][4]:.3g}); μ is taken from the top "
+                f"{self.w_grid} (last tail Σλ_i≥2 = {last}); μ is taken from the top "
                 "eigenvector. Extend w_grid or raise max_iter (max_convex_iter)."
             )
-        elif gap is None:
-            msg = f"The rank-one point (w = {w_used:g}) carries no certificate: {how}."
-        else:
-            msg = (
-                f"The rank-one point (w = {w_used:g}) is not certified optimal: its relative gap "
-                f"{gap_txt} to the relaxation's lower bound lies outside ±tol = {tol:.3g}. The "
-                "relaxation (15) with W = 0 is not tight here or the convex iteration stopped at a "
-                "local point (§4.1); the point may still be optimal. Compare solve_reference(), "
-                "or loosen tol."
+        where = "" if w_used is None else f" (w = {w_used:g})"
+        if gap is None:
+            return f"The rank-one point{where} carries no certificate: {how}."
+        if sol.info["max_relative_violation"] > viol_tol:
+            return (
+                f"The rank-one point{where} is not certified: its relative violation "
+                f"{sol.info['max_relative_violation']:.3g} exceeds {viol_tol:.3g}."
             )
-        self._warn_unconverged(sol, msg)
-        return sol
+        return (
+            f"The rank-one point{where} is not certified optimal: its relative gap "
+            f"{gap_txt} to the relaxation's lower bound lies outside ±tol = {gap_tol:.3g}. The "
+            "relaxation (15) with W = 0 is not tight here or the convex iteration stopped at a "
+            "local point (§4.1); the point may still be optimal. Compare solve_reference(), "
+            "or loosen tol."
+        )
 
 
 # --------------------------------------------------------------------------- MKL_μ step
@@ -1566,48 +1386,63 @@ class MuWeightStep(Problem):
                 "The MKL_μ step is one interior-point conic solve from scratch and takes no "
                 "warm_start; pass warm_start=None."
             )
-        opts = {}
         if max_iter is not None:
             max_iter = self._iteration_limit(max_iter)
-            opts = {"scs_max_iters": max_iter} if self.solver == "SCS" else {"max_iter": max_iter}
-        try:
-            sol = self.solve_reference(accept_inaccurate=True, **opts)
-        except SolverError as exc:
-            if max_iter is None or "user_limit" not in str(exc):
-                raise
-            raise SolverError(
-                f"The conic solve of the MKL_μ step stopped at max_iter={max_iter} "
-                f"without an answer ({exc}); raise max_iter."
-            ) from exc
-        scale = max(1.0, abs(sol.objective))
-        gap = sol.gap
-        rel_gap = None if gap is None else gap / scale
-        rel_viol = sol.info["max_relative_violation"]
-        sol.converged = bool(rel_gap is not None and abs(rel_gap) <= tol and rel_viol <= tol)
-        sol.status = "converged" if sol.converged else "not certified"
-        sol.info["gap_tol"] = tol
-        if (
-            callback is not None
-            and callback(
-                {
-                    "iteration": sol.n_iter,
-                    "objective": sol.objective,
-                    "lower_bound": sol.dual_value,
-                    "gap": rel_gap,
-                    "violation": rel_viol,
-                }
-            )
-            and not sol.converged
-        ):
-            sol.status = CALLBACK_STOP
-        gap_txt = "n/a (" + sol.info.get("no_certificate", "") + ")" if rel_gap is None else f"{rel_gap:.3g}"
-        self._warn_unconverged(
-            sol,
-            f"The MKL_μ step (6) is not certified: relative gap {gap_txt}, "
-            f"relative violation {rel_viol:.3g} (tol {tol:.3g}). Use solver='CLARABEL', "
-            "a smaller eps through solve_reference(), or loosen tol.",
+        return self.run_pipeline(
+            tol, 10_000 if max_iter is None else max_iter, tol, tol, callback=callback, options={"max_iter": max_iter}
         )
-        return sol
+
+    # ------------------------------------------------------------------ the pipeline's hooks
+    def solution_from_fast(self, res, spec, gap_tol: float):
+        """The answer μ (checked: m finite weights), h(μ) and the violations of (6)
+        recomputed; the lower bound is the conic solver's dual objective (no closed form for
+        an arbitrary h: :meth:`dual_value_unverified`) — for a user's solver the step's own
+        exact model's (:meth:`solve_reference`), never a bound the solver claims."""
+        from .._answer import check_primal_vector
+
+        mu = np.asarray(res.matrix, dtype=float)
+        check_primal_vector(mu, self.m, what=f"weights μ of {spec.name}")
+        extra = dict(res.extra)
+        info = dict(extra.get("info", {}))
+        bound = extra.get("lower_bound")
+        if spec.user:
+            ref = self.solve_reference(accept_inaccurate=True)
+            bound = ref.dual_value
+            info = {k: v for k, v in ref.info.items() if k in ("certificate", "no_certificate")}
+        viol = self.violations(mu)
+        info.update(mu=mu, P=np.outer(mu, mu), max_relative_violation=float(np.max(viol)), gap_tol=gap_tol)
+        info.setdefault("n_solves", 1)
+        return WeightStepSolution(
+            matrix=mu,
+            objective=self.objective(mu),
+            dual=None,
+            slack=None,
+            violations=viol,
+            n_iter=int(res.sweeps),
+            converged=True,
+            time=float(res.time),
+            status="converged",
+            solver=str(extra.get("solver", spec.name)),
+            dual_value=None if bound is None else float(bound),
+            info=info,
+        )
+
+    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
+        """Certified when (h(μ) − bound) / max(1, |h(μ)|) lies in ±``gap_tol`` and the
+        relative violation is at most ``viol_tol``."""
+        gap = sol.gap
+        rel_gap = None if gap is None else gap / max(1.0, abs(sol.objective))
+        return bool(rel_gap is not None and abs(rel_gap) <= gap_tol and sol.info["max_relative_violation"] <= viol_tol)
+
+    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
+        gap = sol.gap
+        rel_gap = None if gap is None else gap / max(1.0, abs(sol.objective))
+        gap_txt = "n/a (" + sol.info.get("no_certificate", "") + ")" if rel_gap is None else f"{rel_gap:.3g}"
+        return (
+            f"The MKL_μ step (6) is not certified: relative gap {gap_txt}, "
+            f"relative violation {sol.info['max_relative_violation']:.3g} (tol {gap_tol:.3g}). Use solver='CLARABEL', "
+            "a smaller eps through solve_reference(), or loosen tol."
+        )
 
 
 def _sqrt_psd_rows(Q) -> np.ndarray:

@@ -63,7 +63,7 @@ from .._config import blas_limit
 from ..formulas.mkl import HingeTerms, _skron, _svec_index, lagrange_bound, smat, svec
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
-__all__ = ["HingeTerms", "weight_step_ipm", "svec", "smat", "lagrange_bound", "dnn_hinge_ipm"]
+__all__ = ["HingeTerms", "weight_step_ipm", "svec", "smat", "lagrange_bound", "dnn_hinge_ipm", "start_point"]
 
 #: the wide neighbourhood of the interior-point iterates: every complementarity product stays
 #: >= NEIGHBOURHOOD · (mean product) (step lengths are backtracked until it holds)
@@ -464,6 +464,20 @@ def dnn_hinge_ipm(Cs, D, b, c, m: int, tol: float = 1e-9, max_iter: int = 80, co
 
 
 # --------------------------------------------------------------------------- working set
+def start_point(W) -> np.ndarray | None:
+    """μμᵀ for the direction W = I − uuᵀ of a warm start of the convex iteration (u the
+    eigenvector of W's smallest eigenvalue, made non-negative, μ = u / Σu): where
+    :func:`weight_step_ipm` classifies the hinges of the first solve.  None when u has no
+    positive part."""
+    lam, V = np.linalg.eigh(0.5 * (W + W.T))
+    u = V[:, 0] if V[:, 0].sum() >= 0 else -V[:, 0]
+    u = np.maximum(u, 0.0)
+    if not u.sum() > 0:
+        return None
+    mu = u / u.sum()
+    return np.outer(mu, mu)
+
+
 def _default_start(m: int) -> np.ndarray:
     return 0.5 * (np.eye(m) / m + np.full((m, m), 1.0 / m**2))
 
