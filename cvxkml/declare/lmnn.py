@@ -66,10 +66,10 @@ from ..formulas.lmnn import (
     check_targets,
     count_triplets,
     feature_target_neighbors,
-    full_triplet_index,
     lmnn_dual_value,
     lmnn_objective,
     lmnn_slack,
+    ordered_pair_distances,
     orthonormal_factor,
     pair_quadratic,
     psd_pair_distances,
@@ -77,7 +77,7 @@ from ..formulas.lmnn import (
     target_neighbors,
 )
 from ..kernels import kernel_sq_distances
-from ..solution import OK, Solution
+from ..solution import Solution
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem
 
@@ -127,16 +127,6 @@ def check_kernel_list(Ks, name: str = "kernels") -> list[np.ndarray]:
             )
         out.append(K)
     return out
-
-
-def _unpack(res) -> tuple:
-    """(X̂, α, F, g, iterations, converged, status, history, details) of the LMNN solver's
-    result (:class:`~cvxkml.solvers.result.FastResult`, see
-    :func:`cvxkml.solvers.lmnn.lmnn_pdhg`)."""
-    ex = dict(res.extra)
-    F, g, status, history = ex.pop("objective"), ex.pop("dual_value"), ex.pop("status"), ex.pop("history")
-    ex.pop("solver", None)
-    return res.matrix, res.lam, F, g, res.sweeps, res.code == OK, status, history, ex
 
 
 class LMNNProblem(Problem):
@@ -304,6 +294,13 @@ class LMNNProblem(Problem):
     def n_triplets(self) -> int:
         """The number of triplets, without building them."""
         return count_triplets(self.codes, self.targets[0])
+
+    @property
+    def lists_all_triplets(self) -> bool:
+        """Whether a solve's answer carries one multiplier, slack and violation per triplet: the
+        full list is built already, or has at most ``ACTIVE_MIN_TRIPLETS`` triplets (beyond,
+        the active impostor set's answer holds the set only)."""
+        return self._triplets is not None or self.n_triplets <= ACTIVE_MIN_TRIPLETS
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -503,92 +500,6 @@ class LMNNProblem(Problem):
                 Lc = (Wc[:, kc] * np.sqrt(lc[kc])).T @ N
             L = np.vstack([L, Lc])
         return L
-
-    def _solve_active(
-        self, X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth, stall_iter, exact_finish
-    ) -> Solution:
-        """:meth:`solve` with ``impostors="active"``."""
-        from .registry import kernel
-
-        lmnn_active_set = kernel("lmnn.active_set")
-
-        t_i, t_j = self.targets
-        perm = np.argsort(t_i, kind="stable")  # the scan wants the entries grouped by point
-        try:
-            res = lmnn_active_set(
-                self.U,
-                self.codes,
-                self.k,
-                t_i[perm],
-                t_j[perm],
-                self.gamma,
-                X0=X0,
-                tol=tol,
-                max_iter=max_iter,
-                check_every=check_every,
-                buffer=min(max(buffer, 0.1), 0.5),
-                polish=bool(polish),
-                callback=callback,
-                smooth=bool(smooth),
-                stall_iter=stall_iter,
-                exact_finish=bool(exact_finish),
-            )
-        except FloatingPointError as exc:
-            raise SolverError(
-                f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
-                "normalize the kernel by its mean diagonal)."
-            ) from exc
-        X, alpha, F, g, n_iter, converged, status, history, details = _unpack(res)
-        A = self._answer(X, complement)
-        entries = perm[details.pop("set_entries")]
-        imps = details.pop("set_impostors")
-        details.pop("triplets")  # the final working set (LMNNTriplets): kept out of the reported info
-        lam = float(np.linalg.eigvalsh(0.5 * (X + X.T))[0]) if X.size else 0.0
-        info = {
-            "X": X,
-            "rank": self.rank,
-            "history": history,
-            "complement": complement,
-            "impostors": "active",
-            **details,
-        }
-        if self._triplets is not None or self.n_triplets <= ACTIVE_MIN_TRIPLETS:
-            from .registry import kernel as _k
-
-            tr = self.triplets
-            dual = np.zeros(tr.n_triplets)
-            dual[full_triplet_index(self.codes, t_i, entries, imps)] = alpha
-            p = _k("lmnn.pair_distances")(self.U, X, tr.pi, tr.pj, psd=True)
-            xi = lmnn_slack(p, tr)
-            viol = self._violations(p, X, xi)
-        else:
-            dual = xi = None
-            viol = np.array([max(0.0, -lam)])
-            info["impostor_triplets"] = (t_i[entries], t_j[entries], imps)
-            info["impostor_alpha"] = alpha
-        info["max_relative_violation"] = self._relative_violation(viol, X)
-        sol = Solution(
-            matrix=A,
-            objective=F,
-            dual=dual,
-            slack=xi,
-            violations=viol,
-            n_iter=n_iter,
-            converged=bool(converged),
-            time=res.time,
-            status=status,
-            solver="pdhg-lmnn-active",
-            dual_value=g,
-            info=info,
-        )
-        rel_gap = (F - g) / max(1.0, abs(F))
-        self._warn_unconverged(
-            sol,
-            f"LMNN solver (active impostor set) stopped after {n_iter} iterations ({status}) "
-            f"with certified relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned. "
-            "Raise max_iter or tol." + ("" if sol.converged else self._singular_pull_note(sol)),
-        )
-        return sol
 
     # ------------------------------------------------------------------ CVXPY side
     def to_cvxpy(self, whiten: bool = True) -> cp.Problem:
@@ -962,12 +873,12 @@ class LMNNProblem(Problem):
         SolverError
             The iterates diverged (badly scaled features).
         """
-        from .registry import kernel
-
-        lmnn_pdhg, pair_distances = kernel("lmnn.pdhg"), kernel("lmnn.pair_distances")
         from .extend import check_fast_solver_applies
+        from .registry import select
 
-        check_fast_solver_applies(self)
+        spec, _ = select(self)
+        if spec is None or not spec.user:  # a user's solver registered for this class answers its model
+            check_fast_solver_applies(self)
         tol = check_positive(tol, "tol")
         # capped at 1e15: 10**20 was accepted and ran for ever on a stalled draw (fuzz seed 7107)
         max_iter = self._iteration_limit(max_iter)
@@ -981,6 +892,7 @@ class LMNNProblem(Problem):
         check_choice(impostors, "impostors", ("auto", "all", "active"))
         if impostors == "auto":
             impostors = "active" if (self._triplets is None and self.n_triplets > ACTIVE_MIN_TRIPLETS) else "all"
+        started = warm_start is not None or A0 is not None or alpha0 is not None
         if impostors == "active":
             if alpha0 is not None or (isinstance(warm_start, dict) and warm_start.get("alpha") is not None):
                 raise InvalidInputError(
@@ -989,81 +901,145 @@ class LMNNProblem(Problem):
                 )
             if isinstance(warm_start, Solution):
                 warm_start = {"A": warm_start.matrix}
-            X0, complement, _ = self._start(warm_start, A0, None)
-            return self._solve_active(
-                X0, complement, tol, max_iter, callback, check_every, buffer, polish, smooth, stall_iter, exact_finish
-            )
         X0, complement, alpha0 = self._start(warm_start, A0, alpha0)
-        try:
-            res = lmnn_pdhg(
-                self.U,
-                self.triplets,
-                self.gamma,
-                X0=X0,
-                alpha0=alpha0,
-                tol=tol,
-                max_iter=max_iter,
-                check_every=check_every,
-                buffer=buffer,
-                polish=bool(polish),
-                callback=callback,
-                smooth=bool(smooth),
-                stall_iter=stall_iter,
-                exact_finish=bool(exact_finish),
-            )
-        except FloatingPointError as exc:
-            raise SolverError(
-                f"The LMNN solver diverged ({exc}); rescale the features (standardize X, or "
-                "normalize the kernel by its mean diagonal)."
-            ) from exc
-        return self._solution_of(res, complement, tol, stall_iter, pair_distances)
+        options = {
+            "check_every": check_every,
+            "buffer": buffer,
+            "polish": bool(polish),
+            "smooth": bool(smooth),
+            "stall_iter": stall_iter,
+            "impostors": impostors,
+            "exact_finish": bool(exact_finish),
+        }
+        sol = self.run_pipeline(
+            tol,
+            max_iter,
+            tol,
+            max(tol, 1e-6),
+            warm_start={"X": X0, "alpha": alpha0} if started else None,
+            callback=callback,
+            options=options,
+        )
+        if complement is not None and sol.info.get("X") is not None:
+            # the start's block off the row space, which no distance sees, is kept there
+            sol.matrix = self._answer(sol.info["X"], complement)
+            sol.info["complement"] = complement
+        return sol
 
-    def _solution_of(self, res, complement, tol, stall_iter, pair_distances) -> Solution:
-        """The :class:`Solution` of a solve on every triplet (the solver's result ``res``), with
-        the slack and violations of its X̂ and the warning of an uncertified stop."""
-        X, alpha, F, g, n_iter, converged, status, history, details = _unpack(res)
-        A = self._answer(X, complement)
-        p = pair_distances(self.U, X, self.triplets.pi, self.triplets.pj, psd=True)
-        xi = lmnn_slack(p, self.triplets)
-        viol = self._violations(p, X, xi)
-        # status: "converged", "max_iter reached", "stalled" or CALLBACK_STOP
+    # ------------------------------------------------------------------ the pipeline's hooks
+    # The fast solver (cvxkml.adapters.lmnn) returns the whitened X̂ as its matrix and one
+    # multiplier per triplet; every number of the Solution is recomputed here from them.
+    def solution_from_fast(self, res, spec, gap_tol: float) -> Solution:
+        """The :class:`Solution` of a fast result: X̂ = ``res.matrix`` (r × r, kept in
+        ``info["X"]``), α = ``res.lam`` (one per triplet); F, the slack ξ and the violations
+        recomputed from X̂ (:func:`cvxkml.formulas.lmnn.ordered_pair_distances`: the solver's
+        own arithmetic, so F is the number it stopped on) and g = :meth:`dual_value` (α) with
+        F as its ``objective_bound`` — a bound the solver reports is kept only where it is not
+        above the recomputed one.  On the active impostor set of a problem too large for the
+        full triplet list (``extra["impostor_triplets"]``) F and g are the solver's (its scan
+        of every triplet), ``dual`` and ``slack`` are None and ``violations`` holds only the
+        PSD violation (:meth:`solve`, ``impostors``)."""
+        from .._answer import PSD_TOL, SYMMETRIC_TOL
+
+        extra = dict(res.extra)
+        name = str(extra.pop("solver", spec.name))
+        F_claim, g_claim = extra.pop("objective", None), extra.pop("dual_value", None)
+        extra.pop("status", None)
+        history = extra.pop("history", [])
+        X = np.asarray(res.matrix, dtype=float)
+        if X.shape != (self.rank, self.rank) or not np.all(np.isfinite(X)):
+            raise SolverError(
+                f"The fast solver {spec.name} of LMNNProblem returned a matrix of shape {X.shape} (or with "
+                f"NaN/inf); it must return the whitened X̂ ({self.rank} × {self.rank}, finite)."
+            )
+        if "impostor_triplets" in extra:  # no full triplet list: the solver's scan is the evaluation
+            lam = float(np.linalg.eigvalsh(0.5 * (X + X.T))[0]) if X.size else 0.0
+            dual = xi = None
+            viol = np.array([max(0.0, -lam)])
+            F, g = float(F_claim), float(g_claim)
+        else:
+            tr = self.triplets
+            dual = np.asarray(res.lam, dtype=float).ravel()
+            if dual.shape != (tr.n_triplets,) or not np.all(np.isfinite(dual)):
+                raise SolverError(
+                    f"The fast solver {spec.name} of LMNNProblem returned {dual.size} multipliers (or NaN/inf); "
+                    f"it must return one finite multiplier per triplet ({tr.n_triplets})."
+                )
+            p = ordered_pair_distances(self.U, X, tr.pi, tr.pj, psd=True)
+            xi = lmnn_slack(p, tr)
+            viol = self._violations(p, X, xi)
+            F = lmnn_objective(p, tr, self.gamma)
+            g = self.dual_value(dual, objective_bound=F)
+            if g_claim is not None and np.isfinite(g_claim):
+                g = min(g, float(g_claim))
+        info = {"X": X, "rank": self.rank, "history": history, "complement": None, **extra}
+        info["max_relative_violation"] = self._relative_violation(viol, X)
         sol = Solution(
-            matrix=A,
+            matrix=self._answer(X),
             objective=F,
-            dual=alpha,
+            dual=dual,
             slack=xi,
             violations=viol,
-            n_iter=n_iter,
-            converged=bool(converged),
-            time=res.time,
-            status=status,
-            solver="pdhg-lmnn",
+            n_iter=int(res.sweeps),
+            converged=True,
+            time=float(res.time),
+            status="converged",
+            solver=name,
             dual_value=g,
-            info={
-                "X": X,
-                "rank": self.rank,
-                "history": history,
-                "complement": complement,
-                "max_relative_violation": self._relative_violation(viol, X),
-                **details,
-            },
+            info=info,
         )
-        rel_gap = (F - g) / max(1.0, abs(F))
+        self.check_answer(sol, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL)
+        return sol
+
+    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
+        """The LMNN solvers' rule on the recomputed numbers: |F − g| <= ``gap_tol`` ·
+        max(1, |F|) with g the Lagrange bound of the returned multipliers, and the PSD
+        violation of X̂ at most ``viol_tol`` relative to max(1, λ_max(X̂)) (the margin rows
+        hold the optimal slack of X̂: zero by construction)."""
+        F, g = sol.objective, sol.dual_value
+        if g is None or not (np.isfinite(F) and np.isfinite(g)):
+            return False
+        X = np.asarray(sol.info["X"], dtype=float)
+        top = float(np.linalg.eigvalsh(0.5 * (X + X.T))[-1]) if X.size else 0.0
+        psd = float(sol.violations[-1]) / max(1.0, abs(top))
+        return abs(F - g) <= gap_tol * max(1.0, abs(F)) and psd <= viol_tol
+
+    def unconverged_status(self, sol, res) -> str:
+        """The solver's own reason ("max_iter reached", "stalled", "stopped by callback"), else
+        the pipeline's ("not certified" when it claimed convergence the certificate refutes)."""
+        status = res.extra.get("status")
+        if status in ("max_iter reached", STALLED, CALLBACK_STOP):
+            return status
+        return super().unconverged_status(sol, res)
+
+    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
+        """Why the solve stopped uncertified, its certified relative gap and the advice; with
+        the reason of a singular target pull when there is one (:meth:`_singular_pull_note`)."""
+        F, g = sol.objective, sol.dual_value
+        rel_gap = float("nan") if g is None else (F - g) / max(1.0, abs(F))
+        note = self._singular_pull_note(sol)
+        if sol.info.get("impostors") == "active":
+            return (
+                f"LMNN solver (active impostor set) stopped after {sol.n_iter} iterations ({sol.status}) "
+                f"with certified relative gap {rel_gap:.3g} > tol {gap_tol:.3g}; the best iterate is returned. "
+                "Raise max_iter or tol." + note
+            )
         why, advice = {
             CALLBACK_STOP: ("the callback stopped it", ""),
             STALLED: (
-                f"stalled: the certified gap did not shrink by 0.1 % in {stall_iter} iterations",
+                f"stalled: the certified gap did not shrink by 0.1 % in {sol.info.get('stall_iter')} iterations",
                 " Raise tol, or stall_iter (0: run to max_iter).",
             ),
-        }.get(status, ("the iteration budget max_iter ran out", " Raise max_iter or tol."))
-        if not sol.converged:
-            advice += self._singular_pull_note(sol)
-        self._warn_unconverged(
-            sol,
-            f"LMNN solver stopped after {n_iter} iterations ({why}) with certified "
-            f"relative gap {rel_gap:.3g} > tol {tol:.3g}; the best iterate is returned." + advice,
+            "not certified": (
+                f"{spec.name} claimed convergence, but the certificate recomputed from its X̂ and "
+                f"multipliers does not hold (relative PSD violation allowed {viol_tol:.3g})",
+                " Check the solver with cvxkml.testing.validate_answer.",
+            ),
+        }.get(sol.status, ("the iteration budget max_iter ran out", " Raise max_iter or tol."))
+        return (
+            f"LMNN solver stopped after {sol.n_iter} iterations ({why}) with certified "
+            f"relative gap {rel_gap:.3g} > tol {gap_tol:.3g}; the best iterate is returned." + advice + note
         )
-        return sol
 
     def _singular_pull_note(self, sol) -> str:
         """The stated reason of an uncertified solve whose target pull G(0) is singular (written

@@ -64,14 +64,13 @@ from .._validation import (
     check_positive,
 )
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
-from ..formulas.lmnn import LMNNTriplets, lmnn_objective
+from ..formulas.lmnn import LMNNTriplets, lmnn_objective, ordered_pair_distances
 from ..formulas.mkl import HingeTerms
 from ..kernels import kernel_sq_distances
 from ..solution import Solution
 from ._conic import solve_conic, solve_conic_bound
 from .lmnn import LMNNProblem, _check_gamma, check_kernel_list
 from .problem import CALLBACK_STOP, Problem
-from .registry import kernel
 
 __all__ = [
     "pair_kernel_quadratics",
@@ -1597,7 +1596,7 @@ class MKLResult:
 def joint_objective(Ks, A, mu, triplets: LMNNTriplets, gamma: float) -> float:
     """F(A, μ): the LMNN objective of eq. 18 with d(i, j) = μᵀ B_ij A B_ijᵀ μ =
     (K_μ^i − K_μ^j)ᵀ A (K_μ^i − K_μ^j)."""
-    p = kernel("lmnn.pair_distances")(combine_kernels(Ks, mu), A, triplets.pi, triplets.pj)
+    p = ordered_pair_distances(combine_kernels(Ks, mu), A, triplets.pi, triplets.pj)
     return lmnn_objective(p, triplets, gamma)
 
 

@@ -68,6 +68,7 @@ __all__ = [
     "pair_quadratic",
     "psd_factor",
     "psd_pair_distances",
+    "ordered_pair_distances",
     "orthonormal_factor",
     "count_triplets",
     "check_targets",
@@ -127,6 +128,36 @@ def psd_pair_distances(Z, X, pi, pj) -> np.ndarray:
     pj = np.asarray(pj, dtype=np.int64)
     D = W[pi] - W[pj]
     return np.einsum("ij,ij->i", D, D)
+
+
+def ordered_pair_distances(F, M, pi, pj, psd: bool = False) -> np.ndarray:
+    """(f_i − f_j)ᵀ M (f_i − f_j) for the index pairs (pi, pj) of the rows of F (n × r), summed
+    column by column in the order of the LMNN solvers' Numba kernel
+    (:func:`cvxkml.solvers.lmnn.pair_distances`), so the value is bitwise the solvers' own: the
+    declared problem recomputes a solver's objective from its X̂ and gets the number the solver
+    stopped on.  ``psd=False``: the value of :func:`pair_quadratic`; ``psd=True``: M is PSD and
+    the distances are ‖Lᵀ(f_i − f_j)‖² through :func:`psd_factor`, the value of
+    :func:`psd_pair_distances`.  Memory O(n·r + P), no P × r temporary (for kernel LMNN r = n)."""
+    F = np.ascontiguousarray(F, dtype=np.float64)
+    if psd:
+        F = np.ascontiguousarray(F @ psd_factor(M))
+        Y = F
+    else:
+        Y = np.ascontiguousarray(F @ np.asarray(M, dtype=np.float64))
+    pi = np.asarray(pi, dtype=np.int64)
+    pj = np.asarray(pj, dtype=np.int64)
+    Ft = np.ascontiguousarray(F.T)
+    Yt = Ft if Y is F else np.ascontiguousarray(Y.T)
+    out = np.zeros(pi.size)
+    for c in range(Ft.shape[0]):
+        a = Ft[c]
+        d = a[pi] - a[pj]
+        if Yt is Ft:
+            out += d * d
+        else:
+            b = Yt[c]
+            out += d * (b[pi] - b[pj])
+    return out
 
 
 def lmnn_objective(p, trip: LMNNTriplets, gamma: float) -> float:

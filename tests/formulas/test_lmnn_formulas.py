@@ -25,6 +25,7 @@ from cvxkml.formulas.lmnn import (
     lmnn_dual_value,
     lmnn_objective,
     lmnn_slack,
+    ordered_pair_distances,
     orthonormal_factor,
     pair_quadratic,
     pair_weights,
@@ -269,6 +270,23 @@ def test_orthonormal_factor_and_psd_factor_keep_every_distance(seed):
     np.testing.assert_allclose(L @ L.T, Xh, atol=1e-10 * np.abs(Xh).max())
     with pytest.raises(InvalidInputError, match="zero"):
         orthonormal_factor(np.zeros((3, 2)))
+
+
+@settings(max_examples=examples(20))
+@given(seed=SEED, magnitude=st.sampled_from([1e-3, 1.0, 1e9]))
+def test_ordered_pair_distances_are_the_solvers_own_to_the_bit(seed, magnitude):
+    """ordered_pair_distances is pair_quadratic (psd=False) and psd_pair_distances (psd=True)
+    to round-off, and bitwise the LMNN solvers' Numba pair distances, whose F a declared
+    problem recomputes from the solver's X̂."""
+    from cvxkml.solvers.lmnn import pair_distances
+
+    rng, Z, _, _, _, trip, A = _instance(seed)
+    A = magnitude * A
+    for psd, formula in ((False, pair_quadratic), (True, psd_pair_distances)):
+        got = ordered_pair_distances(Z, A, trip.pi, trip.pj, psd=psd)
+        assert np.array_equal(got, pair_distances(Z, A, trip.pi, trip.pj, psd=psd))
+        want = formula(Z, A, trip.pi, trip.pj)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * magnitude * np.abs(Z).max() ** 2)
 
 
 @settings(max_examples=examples(20))
