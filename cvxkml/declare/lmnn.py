@@ -872,6 +872,16 @@ class LMNNProblem(Problem):
             Bad options (a non-callable ``callback``, a start of the wrong shape, …).
         SolverError
             The iterates diverged (badly scaled features).
+
+        Notes
+        -----
+        The solve is :meth:`~cvxkml.declare.problem.Problem.run_pipeline`: the first registered
+        solver that takes this problem runs — a user's ``register_fast_solver(LMNNProblem,
+        solver)`` first, else ``pdhg-lmnn`` (:func:`cvxkml.adapters.lmnn.solve`) — with the
+        options above in ``request.options`` and, when a start is given, ``request.warm_start``
+        = ``{"X": X̂0 (r × r, whitened), "alpha": α0 or None}``; it returns X̂ and one multiplier
+        per triplet, from which :meth:`solution_from_fast` recomputes every number and
+        :meth:`certify` decides ``converged``.
         """
         from .extend import check_fast_solver_applies
         from .registry import select
