@@ -5,6 +5,6 @@ the same path a user's :func:`~cvxkml.declare.register_fast_solver` takes.  The 
 face (``import cvxkml``) imports this package; ``cvxkml.declare`` never imports
 ``cvxkml.solvers``."""
 
-from . import families, kcr, lmnn, mkl, spectral, yeung  # noqa: F401  (registration)
+from . import kcr, lmnn, mkl, spectral, yeung  # noqa: F401  (registration)
 
-__all__ = ["spectral", "families", "kcr", "lmnn", "mkl", "yeung"]
+__all__ = ["spectral", "kcr", "lmnn", "mkl", "yeung"]

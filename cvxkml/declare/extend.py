@@ -83,13 +83,9 @@ from .._validation import check_conic_options
 from ..errors import InvalidInputError
 from ..solution import Solution
 from ._conic import solve_conic_bound
-from .problem import Problem
+from .problem import MODEL_METHODS, Problem, check_fast_solver_applies
 
 __all__ = ["ExtendedProblem", "ExtensionModel", "ExtensionPoint", "check_fast_solver_applies", "MODEL_METHODS"]
-
-#: the methods that define a family's problem (its model); a subclass that redefines one of
-#: them without redefining ``solve()`` is refused by :func:`check_fast_solver_applies`
-MODEL_METHODS = ("to_cvxpy", "objective", "violations")
 
 
 def _sym(X) -> np.ndarray:
@@ -209,52 +205,6 @@ def _describe(var, name: str) -> str:
     if len(shape) == 1:
         return f"the length-{shape[0]} vector {name}"
     return f"the scalar {name}"
-
-
-# ---------------------------------------------------------------------- the guard
-def check_fast_solver_applies(problem, model_methods=()) -> None:
-    """Refuse a fast solve whose solver was written for a parent of ``type(problem)``.
-
-    The class that defines ``solve()`` (first in the MRO) is the class the fast solver was
-    written for; when a strict subclass of it redefines a model method
-    (:data:`MODEL_METHODS`, plus the family's ``model_methods`` or ``_model_methods``),
-    the fast solver would answer the parent problem and certify it with the parent's dual.
-
-    Raises
-    ------
-    InvalidInputError
-        Naming the redefined method and what to do: ``extend(term=…, constraints=…)`` with
-        ``solve_reference()``, or a ``solve()`` written for the subclass's model.
-    """
-    cls = type(problem)
-    mro = cls.__mro__
-
-    def definer(name):
-        for c in mro:
-            if name in c.__dict__:
-                return c
-        return None
-
-    solver_cls = definer("solve")
-    if solver_cls is None:
-        return
-    names = tuple(MODEL_METHODS) + tuple(model_methods) + tuple(getattr(cls, "_model_methods", ()))
-    changed = {}
-    for name in dict.fromkeys(names):
-        owner = definer(name)
-        if owner is not None and owner is not solver_cls and issubclass(owner, solver_cls):
-            changed[name] = owner
-    if changed:
-        owner = next(iter(changed.values()))
-        what = ", ".join(f"{name}()" for name in changed)
-        raise InvalidInputError(
-            f"{owner.__name__} redefines {what} but inherits solve() from "
-            f"{solver_cls.__name__}, whose fast solver answers {solver_cls.__name__}'s own "
-            "problem only (it would return and certify the parent's optimum). Use "
-            f"{solver_cls.__name__}(...).extend(term=..., constraints=...) and its "
-            "solve_reference() (the exact model), or override solve() with a solver for "
-            f"{owner.__name__}'s model."
-        )
 
 
 # ---------------------------------------------------------------------- the extension

@@ -36,9 +36,9 @@ import numpy as np
 
 from .._progress import LOGGER, ProgressMonitor, fmt, verbose_logging
 from .._validation import check_int
-from ..errors import ConvergenceWarning, SolverError
+from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 
-__all__ = ["Problem", "INACCURATE_RTOL", "CALLBACK_STOP", "LARGE_FACTOR"]
+__all__ = ["Problem", "INACCURATE_RTOL", "CALLBACK_STOP", "LARGE_FACTOR", "MODEL_METHODS", "check_fast_solver_applies"]
 
 #: relative certificate at which an ``optimal_inaccurate`` conic answer is accepted anyway
 INACCURATE_RTOL = 1e-6
@@ -48,6 +48,56 @@ CALLBACK_STOP = "stopped by callback"
 #: ``allow_large=True``): the exact models' cost grows like n⁴ … n⁶, so twice the 60-s size
 #: means roughly 15 min … 1 h
 LARGE_FACTOR = 2
+
+
+#: the methods that define a family's problem (its model); a subclass that redefines one of
+#: them without redefining ``solve()`` is refused by :func:`check_fast_solver_applies`
+MODEL_METHODS = ("to_cvxpy", "objective", "violations")
+
+
+def check_fast_solver_applies(problem, model_methods=()) -> None:
+    """Refuse a fast solve whose solver was written for a parent of ``type(problem)``.
+
+    The class that defines ``solve()`` (first in the MRO) is the class the fast solver was
+    written for; when a strict subclass of it redefines a model method
+    (:data:`MODEL_METHODS`, plus the family's ``model_methods`` or ``_model_methods``),
+    the fast solver would answer the parent problem and certify it with the parent's dual.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the redefined method and what to do: ``extend(term=…, constraints=…)`` with
+        ``solve_reference()``, or a ``solve()`` written for the subclass's model.
+    """
+    cls = type(problem)
+    mro = cls.__mro__
+
+    def definer(name):
+        for c in mro:
+            if name in c.__dict__:
+                return c
+        return None
+
+    solver_cls = definer("solve")
+    if solver_cls is None:
+        return
+    names = tuple(MODEL_METHODS) + tuple(model_methods) + tuple(getattr(cls, "_model_methods", ()))
+    changed = {}
+    for name in dict.fromkeys(names):
+        owner = definer(name)
+        if owner is not None and owner is not solver_cls and issubclass(owner, solver_cls):
+            changed[name] = owner
+    if changed:
+        owner = next(iter(changed.values()))
+        what = ", ".join(f"{name}()" for name in changed)
+        raise InvalidInputError(
+            f"{owner.__name__} redefines {what} but inherits solve() from "
+            f"{solver_cls.__name__}, whose fast solver answers {solver_cls.__name__}'s own "
+            "problem only (it would return and certify the parent's optimum). Use "
+            f"{solver_cls.__name__}(...).extend(term=..., constraints=...) and its "
+            "solve_reference() (the exact model), or override solve() with a solver for "
+            f"{owner.__name__}'s model."
+        )
 
 
 def _library_name(cls) -> str:
@@ -266,8 +316,6 @@ class Problem:
         if spec is not None:
             return spec
         if any("redefines the model" in why for why in refused.values()):
-            from .extend import check_fast_solver_applies
-
             check_fast_solver_applies(self)  # says which method changed and what to do
         mine = {k: v for k, v in refused.items() if k.startswith("user:")}
         why = "; ".join(f"{k}: {v}" for k, v in mine.items()) or "none is registered for it"

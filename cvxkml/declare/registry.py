@@ -39,8 +39,6 @@ __all__ = [
     "unregister",
     "registered",
     "select",
-    "register_kernel",
-    "kernel",
     "missing_methods",
     "MODEL_METHODS",
     "REGULARIZER_METHODS",
@@ -82,7 +80,6 @@ REGULARIZER_METHODS = (
 )
 
 _SPECS: list = []  # registration order
-_KERNELS: dict = {}  # capability name -> callable (non-spectral families)
 
 
 def _library_class(cls):
@@ -326,21 +323,3 @@ def select(problem, method: str = "auto"):
             return spec, refused
         refused[spec.name] = why
     return None, refused
-
-
-def register_kernel(name: str, fn: Callable) -> None:
-    """Provide the capability ``name`` (e.g. ``"lmnn.pdhg"``): the array-in, array-out
-    algorithm a non-spectral family's ``solve()`` calls (:mod:`cvxkml.adapters`)."""
-    _KERNELS[name] = fn
-
-
-def kernel(name: str) -> Callable:
-    """The callable registered as ``name``; a typed error when none is (the package's face,
-    ``import cvxkml``, registers the built-ins)."""
-    try:
-        return _KERNELS[name]
-    except KeyError:
-        raise InvalidInputError(
-            f"No fast solver provides {name!r}: import cvxkml (which registers the built-in "
-            "solvers) before solving, or use solve_reference()."
-        ) from None
