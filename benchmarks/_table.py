@@ -323,7 +323,7 @@ TABLE = (
                 nargs="+",
                 default=None,
                 help="--scale: one or more Pythons with metric-learn 0.7 and / or pylmnn 1.6 (e.g. the two venvs of "
-                "/work/shared/peers/make-venvs.sh) for the peer rows; each peer runs in the first one where it imports",
+                "../shared/peers/make-venvs.sh (beside the checkout)) for the peer rows; each peer runs in the first one where it imports",
             ),
             opt(
                 "--peer-timeout",

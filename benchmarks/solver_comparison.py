@@ -1,6 +1,6 @@
 """Comparison curves of reference/solver-comparison.md (cvxkml.testing.compare), offline.
 
-    CVXKML_DATA=/work/shared/data python benchmarks/solver_comparison.py [--out DIR]
+    CVXKML_DATA=<data folder> python benchmarks/solver_comparison.py [--out DIR]
 
 ITML on ionosphere (a stratified sample of 60 points, 34 features, 40 label pairs, LogDet slack
 γ = 1) and LMNN on ionosphere (30 points, 3 features after PCA, k = 2): cvxkml's fast solver

@@ -36,7 +36,7 @@ def data_dir():
     if d is None:
         pytest.skip(
             "offline data folder not found: set CVXKML_DATA to a folder holding the "
-            "shared data sets (ionosphere.csv, …, mnist5000.npz, mfeat.npz; see README, 'Data')"
+            "shared data sets (ionosphere.csv, …, mnist5000.npz, mfeat.npz; see README, 'Benchmarks and reproductions')"
         )
     return d
 

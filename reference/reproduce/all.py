@@ -963,7 +963,7 @@ def render_markdown(summary: dict) -> str:
     out += [
         "## Data sets the papers used that are not offline",
         "",
-        "Read from `/work/shared/data/README.md`; nothing was downloaded.",
+        "Read from the data folder's README.md (`CVXKML_DATA`); nothing was downloaded.",
         "",
         "| data set | needed by | stand-in |",
         "|---|---|---|",
