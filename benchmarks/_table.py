@@ -322,8 +322,9 @@ TABLE = (
                 "--peer-python",
                 nargs="+",
                 default=None,
-                help="--scale: one or more Pythons with metric-learn 0.7 and / or pylmnn 1.6 (e.g. the two venvs of "
-                "../shared/peers/make-venvs.sh (beside the checkout)) for the peer rows; each peer runs in the first one where it imports",
+                help="--scale: one or more Pythons with metric-learn 0.7 and / or pylmnn 1.6 (e.g. the two venvs "
+                "of ../shared/peers/make-venvs.sh beside the checkout) for the peer rows; each peer runs in the "
+                "first one where it imports",
             ),
             opt(
                 "--peer-timeout",
