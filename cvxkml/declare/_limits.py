@@ -8,11 +8,9 @@ the family, n grown by ×1.5 from 8 (8, 12, 18, 27, 41, 62, 93, 140, 210, 315, 4
 
 Where they come from: ``python -m benchmarks bench exact-limits --jobs 2 --out reference/exact-limits.md
 --json reference/exact-limits.json`` (SDPLogDetMetric and LMNNProblem re-measured with
-``--families SDPLogDetMetric,LMNNProblem --max-errors 8 --update``), measured 2026-11-24 on
-the shared reference machine: x86_64, 2 cores shared with other jobs (load average 0.3 … 2),
-each solve in a fresh process with one BLAS/OpenMP thread (OpenBLAS), Python 3.11.7, under
-``nice -n 5``.  The table with the instances, solvers, times, memory and the reason each
-family stopped is ``reference/exact-limits.md``.
+``--families SDPLogDetMetric,LMNNProblem --max-errors 8 --update``), each solve in a fresh
+process with one BLAS/OpenMP thread.  The machine, the date, the instances, solvers, times,
+memory and the reason each family stopped are in ``reference/exact-limits.md``.
 
 Keys are class names; a spectral problem measured per regularizer is ``"Class[Regularizer]"``;
 ``"[Regularizer]+mixed"`` is the spectral kernel problem with every constraint family at once
@@ -39,8 +37,7 @@ EXACT_LIMITS: dict = {
     "SpectralMetric[Frobenius]": 140,
     "SpectralMetric[VonNeumann]": 18,
     # every constraint family at once (hard pairs + triplets + similarity + linear, 2n each),
-    # measured 2026-11-27 at load 11-15 (conservative); used for problems with families
-    # besides pairs
+    # measured under load (conservative); used for problems with families besides pairs
     "[LogDet]+mixed": 41,
     "[VonNeumann]+mixed": 12,
     "[Frobenius]+mixed": 41,
@@ -60,7 +57,7 @@ EXACT_LIMITS: dict = {
     "ExtendedProblem": 140,
     "KCR": 41,
     "LMNNProblem": 8,
-    "RankOneWeightStep": 41,  # re-measured 2026-11-25 with the interior-point fast solver: unchanged
+    "RankOneWeightStep": 41,
     "MuWeightStep": 210,
     "SpectralReweighting": 1065,
     "EmbeddingWeightProblem": 1065,

@@ -550,8 +550,8 @@ class SpectralFastSolve:
         first, by the same rule, and the message names those constraints.  When the min
         eigenvalue is slightly negative the message gives the trace every feasible matrix
         would need (:meth:`farkas_direction`): such constraints are feasible only at a scale
-        that no solver, exact or fast, resolves (fuzz seed 11101: two nearly parallel pair
-        differences, a feasible W of norm ~1e7)."""
+        that no solver, exact or fast, resolves (two nearly parallel pair differences, say,
+        whose only feasible W have norms of order 1e7)."""
         ray = sol.info.get("farkas_ray")
         for d, from_ray in ((ray, True), (sol.dual, False)):
             test = None if d is None else self.farkas_direction(d)
