@@ -41,6 +41,11 @@ a *full-rank* kernel (degenerate optimum F* = 0) is much harder for Clarabel —
 d = 5 took 0.42 s (n = 40) and 6.9 s (n = 100, 25 000 triplets); linear LMNN on the
 Wine training split of the tests (n = 106, d = 13, 37 030 triplets) did not finish
 accurately (Clarabel ``optimal_inaccurate`` after about 5 minutes).
+
+The problem class is composed of parts of one responsibility each: the exact CVXPY model and
+its extension (``_lmnn_model.LMNNExactModel``), the start and the pipeline's hooks of the
+fast side (``_lmnn_fast.LMNNFastSide``); the fast algorithm itself is the registered solver
+``pdhg-lmnn`` (:mod:`cvxkml.adapters.lmnn`).
 """
 
 from __future__ import annotations
@@ -61,7 +66,6 @@ from .._validation import (
 from ..errors import InvalidInputError, SolverError
 from ..formulas.lmnn import (
     STALL_ITER,
-    STALLED,
     LMNNTriplets,
     check_targets,
     count_triplets,
@@ -69,7 +73,6 @@ from ..formulas.lmnn import (
     lmnn_dual_value,
     lmnn_objective,
     lmnn_slack,
-    ordered_pair_distances,
     orthonormal_factor,
     pair_quadratic,
     psd_pair_distances,
@@ -79,7 +82,9 @@ from ..formulas.lmnn import (
 from ..kernels import kernel_sq_distances
 from ..solution import Solution
 from ._conic import solve_conic
-from .problem import CALLBACK_STOP, Problem
+from ._lmnn_fast import LMNNFastSide
+from ._lmnn_model import LMNNExactModel
+from .problem import Problem
 
 __all__ = ["LMNNProblem", "check_kernel_list", "ACTIVE_MIN_TRIPLETS"]
 
@@ -129,7 +134,7 @@ def check_kernel_list(Ks, name: str = "kernels") -> list[np.ndarray]:
     return out
 
 
-class LMNNProblem(Problem):
+class LMNNProblem(LMNNFastSide, LMNNExactModel, Problem):
     """LMNN (eq. 18) on a feature matrix Z: exact model and fast solver, under the
     :class:`~cvxkml.declare.problem.Problem` contract.
 
@@ -501,124 +506,6 @@ class LMNNProblem(Problem):
             L = np.vstack([L, Lc])
         return L
 
-    # ------------------------------------------------------------------ CVXPY side
-    def to_cvxpy(self, whiten: bool = True) -> cp.Problem:
-        """The exact model as a ``cvxpy.Problem``.
-
-        Variables (``problem.var_dict``): ``"X"`` (r × r PSD, the whitened X̂; with
-        ``whiten=False`` ``"A"``, the literal D × D matrix) and ``"xi"`` (one slack per
-        triplet).  The pair distances are one vectorized expression
-        ``sum(multiply(Up @ X, Up), axis=1)`` over the distinct pairs; the margin
-        constraints index it (``problem.constraints[0]`` holds their multipliers α).
-        """
-        if whiten:
-            return self._cvx_model(self.U, cp.Variable((self.rank, self.rank), PSD=True, name="X"))
-        return self._cvx_model(self.Z, cp.Variable((self.dim, self.dim), PSD=True, name="A"))
-
-    def _cvx_model(self, F, M) -> cp.Problem:
-        """Eq. 18 with distances (f_i − f_j)ᵀ M (f_i − f_j) over the rows f_i of ``F``."""
-        tr = self.triplets
-        Fp = F[tr.pi] - F[tr.pj]
-        p = cp.sum(cp.multiply(Fp @ M, Fp), axis=1)
-        xi = cp.Variable(tr.n_triplets, nonneg=True, name="xi")
-        objective = (1.0 - self.gamma) * (tr.target_weight @ p) + self.gamma * cp.sum(xi)
-        margin = p[tr.ti] - p[tr.tt] + xi >= 1.0
-        return cp.Problem(cp.Minimize(objective), [margin])
-
-    # ------------------------------------------------------------------ extension
-    #: model methods besides to_cvxpy / objective / violations (see
-    #: :func:`cvxkml.declare.extend.check_fast_solver_applies`)
-    _model_methods = ("objective_whitened", "violations_whitened", "pair_distances")
-
-    def extend(self, term=None, constraints=None):
-        """This LMNN problem plus a convex term and/or constraints on the metric A (D × D),
-        written in CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem`.
-
-        Parameters
-        ----------
-        term : callable A -> cvxpy scalar expression, optional
-            Added to F(A) (eq. 18); convex (DCP) in A, e.g. ``lambda A: 0.1 * cp.trace(A)``.
-        constraints : callable A -> list of cvxpy constraints, optional
-            Extra constraints on A, e.g. ``lambda A: [cp.trace(A) <= 10]``.
-
-        Its ``solve_reference()`` solves the extended exact model (A ⪰ 0 in the basis of the
-        row space of Z and its complement, so a term that sees the complement is modelled
-        exactly: :meth:`extension_model`), certified by the conic solver's dual objective;
-        its ``solve()`` raises (the fast solver answers eq. 18 only).
-        """
-        from .extend import ExtendedProblem
-
-        return ExtendedProblem(self, term=term, constraints=constraints)
-
-    def extension_probe(self):
-        """(a symmetric D × D CVXPY variable, "A"): the primal the extension's term sees."""
-        return cp.Variable((self.dim, self.dim), symmetric=True, name="A"), "A"
-
-    def extension_size(self) -> int:
-        """D: the extended model's PSD block (the whole of A, not only its row-space part)."""
-        return self.dim
-
-    def _full_basis(self):
-        """(Q, F): Q = [V S⁻¹ | N] (D × D, invertible; N an orthonormal basis of the
-        complement of the row space of Z) and F = [U | 0] (n × D), so that with A = Q Ŵ Qᵀ
-        the distances are (f_i − f_j)ᵀ Ŵ (f_i − f_j): only Ŵ's leading r × r block X̂ is seen."""
-        C = (self.Vt / self.s[:, None]).T  # V S⁻¹ (D × r)
-        if self.rank == self.dim:
-            return C, self.U
-        N = np.linalg.svd(self.Vt, full_matrices=True)[2][self.rank :]
-        F = np.hstack([self.U, np.zeros((self.U.shape[0], self.dim - self.rank))])
-        return np.hstack([C, N.T]), F
-
-    def extension_model(self):
-        """The exact model for :meth:`extend`: eq. 18 over Ŵ ⪰ 0 (D × D, variable ``"X"``)
-        with A = Q Ŵ Qᵀ (:meth:`_full_basis`), an exact change of variables of the literal
-        model over A ⪰ 0 that keeps the whitened conditioning on the row space."""
-        from .extend import ExtensionModel, ExtensionPoint
-
-        Q, F = self._full_basis()
-        W = cp.Variable((self.dim, self.dim), PSD=True, name="X")
-        prob = self._cvx_model(F, W)
-        r, tr = self.rank, self.triplets
-
-        def read():
-            Wv = np.asarray(W.value, dtype=float)
-            Wv = 0.5 * (Wv + Wv.T)
-            X = Wv[:r, :r]
-            A = Q @ Wv @ Q.T
-            A = 0.5 * (A + A.T)
-            xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
-            p = psd_pair_distances(self.U, X, tr.pi, tr.pj)
-            viol = self._violations(p, Wv, xi)
-            return ExtensionPoint(
-                primal=A,
-                objective=lmnn_objective(p, tr, self.gamma),
-                violations=viol,
-                relative_violation=self._relative_violation(viol, Wv),
-                matrix=A,
-                slack=xi,
-                info={"X": X, "W": Wv, "rank": r},
-            )
-
-        return ExtensionModel(problem=prob, primal=Q @ W @ Q.T, read=read)
-
-    def exact_size(self) -> int:
-        """The side of the exact model's PSD block: r, the rank of Z (the whitened X̂ of
-        :meth:`to_cvxpy`).  :meth:`default_solver` picks Clarabel up to
-        :attr:`clarabel_max_size` = 60 (an r × r block and about n²k/2 slacks: Clarabel is
-        fast and exact there, see the module docstring), SCS above."""
-        return self.rank
-
-    def _relative_violation(self, viol, X) -> float:
-        """The contract's relative violation of a point (X̂, ξ): the margin rows of
-        :meth:`violations` have target 1 and ξ >= 0 target 0, so they count as they are
-        (relative to max(1, |target|) = 1); the PSD violation max(0, −λ_min(X̂)) is taken
-        relative to max(1, λ_max(X̂)) (the scale of the matrix it belongs to)."""
-        viol = np.asarray(viol, dtype=float)
-        X = np.asarray(X, dtype=float)
-        top = float(np.linalg.eigvalsh(0.5 * (X + X.T))[-1]) if X.size else 0.0
-        margin = float(np.max(viol[:-1], initial=0.0))
-        return max(margin, float(viol[-1]) / max(1.0, abs(top)))
-
     def solve_reference(
         self,
         solver: str | None = None,
@@ -706,74 +593,6 @@ class LMNNProblem(Problem):
         sol = self._accept_reference(sol, status, accept_inaccurate, "exact LMNN model")
         sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
         return sol
-
-    # ------------------------------------------------------------------ fast side
-    def _start(self, warm_start, A0, alpha0):
-        """(X̂0, complement, α0) from ``warm_start`` (a Solution or a dict) or the
-        ``A0`` / ``alpha0`` pair; defaults X̂0 = S² (A0 = I), complement None, α0 None."""
-        if warm_start is not None and (A0 is not None or alpha0 is not None):
-            raise InvalidInputError(
-                "Pass the start either as warm_start (a Solution, or a dict with 'A' and/or "
-                "'alpha') or as A0 / alpha0, not both."
-            )
-        X_given = None
-        a_name, al_name = "A0", "alpha0"
-        if isinstance(warm_start, Solution):
-            A0, alpha0 = warm_start.matrix, warm_start.dual
-            X_given = warm_start.info.get("X") if isinstance(warm_start.info, dict) else None
-            a_name, al_name = "warm_start.matrix", "warm_start.dual"
-        elif isinstance(warm_start, dict):
-            unknown = sorted(map(str, set(warm_start) - {"A", "alpha"}))
-            if unknown:
-                raise InvalidInputError(
-                    f"warm_start dict keys must be 'A' (D × D start matrix) and/or 'alpha' (one "
-                    f"multiplier per triplet); got unknown key(s) {unknown}."
-                )
-            A0, alpha0 = warm_start.get("A"), warm_start.get("alpha")
-            a_name, al_name = "warm_start['A']", "warm_start['alpha']"
-        elif warm_start is not None:
-            raise InvalidInputError(
-                "warm_start must be None, a Solution of an earlier solve (its matrix A and "
-                "multipliers α are used) or a dict {'A': D × D matrix, 'alpha': multipliers}; "
-                f"got {type(warm_start).__name__}."
-            )
-        if A0 is None:
-            X0, complement = np.diag(self.s**2), None
-        elif self.space == "span":
-            A0 = as_float_array(A0, a_name, ndim=2)
-            if A0.shape != (self.rank, self.rank):
-                raise InvalidInputError(
-                    f"{a_name} must be {self.rank} × {self.rank} (space='span': the metric Â on the row-space "
-                    f"basis, identity off it); got {A0.shape}."
-                )
-            X0, complement = A0 * np.outer(self.s, self.s), None
-            if X_given is not None and np.shape(X_given) == (self.rank, self.rank):
-                X0 = np.asarray(X_given, dtype=float)
-            X0 = 0.5 * (X0 + X0.T)
-        else:
-            A0 = as_float_array(A0, a_name, ndim=2)
-            if A0.shape != (self.dim, self.dim):
-                raise InvalidInputError(f"{a_name} must be {self.dim} × {self.dim} (D × D); got {A0.shape}.")
-            X0, complement = self.whiten(A0), A0
-            if X_given is not None and np.shape(X_given) == (self.rank, self.rank):
-                # a Solution of this problem: its own X̂ (A = V S⁻¹ X̂ S⁻¹ Vᵀ + complement)
-                # is exact, while whitening A back loses up to cond(S)² (kernel problems)
-                X_given = np.asarray(X_given, dtype=float)
-                back = self.matrix_from_whitened(X_given, A0)
-                if np.all(np.isfinite(back)) and np.linalg.norm(back - A0) <= 1e-8 * max(
-                    1.0, float(np.linalg.norm(A0))
-                ):
-                    X0 = 0.5 * (X_given + X_given.T)
-        if alpha0 is not None:
-            alpha0 = as_float_array(alpha0, al_name).ravel()
-            if alpha0.shape != (self.triplets.n_triplets,) or np.any(alpha0 < 0):
-                raise InvalidInputError(
-                    f"{al_name} must hold one non-negative multiplier per triplet "
-                    f"({self.triplets.n_triplets}), e.g. Solution.dual of an earlier solve of a "
-                    "problem with the same triplets (pass {'A': solution.matrix} to start from "
-                    "the matrix only)."
-                )
-        return X0, complement, alpha0
 
     def solve(
         self,
@@ -889,8 +708,56 @@ class LMNNProblem(Problem):
         spec, _ = select(self)
         if spec is None or not spec.user:  # a user's solver registered for this class answers its model
             check_fast_solver_applies(self)
+        tol, max_iter, callback, started, X0, complement, alpha0, options = self._solve_options(
+            tol,
+            max_iter,
+            callback,
+            warm_start,
+            A0,
+            alpha0,
+            check_every,
+            buffer,
+            polish,
+            smooth,
+            stall_iter,
+            impostors,
+            exact_finish,
+        )
+        sol = self.run_pipeline(
+            tol,
+            max_iter,
+            tol,
+            max(tol, 1e-6),
+            warm_start={"X": X0, "alpha": alpha0} if started else None,
+            callback=callback,
+            options=options,
+        )
+        if complement is not None and sol.info.get("X") is not None:
+            # the start's block off the row space, which no distance sees, is kept there
+            sol.matrix = self._answer(sol.info["X"], complement)
+            sol.info["complement"] = complement
+        return sol
+
+    def _solve_options(
+        self,
+        tol,
+        max_iter,
+        callback,
+        warm_start,
+        A0,
+        alpha0,
+        check_every,
+        buffer,
+        polish,
+        smooth,
+        stall_iter,
+        impostors,
+        exact_finish,
+    ):
+        """The checked arguments of :meth:`solve`: (tol, max_iter, callback, whether a start
+        was given, X̂0, the start's complement block, α0, the solver's options)."""
         tol = check_positive(tol, "tol")
-        # capped at 1e15: 10**20 was accepted and ran for ever on a stalled draw (fuzz seed 7107)
+        # capped at 1e15: 10**20 was accepted and ran for ever on a stalled draw
         max_iter = self._iteration_limit(max_iter)
         callback = self._check_callback(callback)
         check_every = check_int(check_every, "check_every", minimum=1)
@@ -921,150 +788,4 @@ class LMNNProblem(Problem):
             "impostors": impostors,
             "exact_finish": bool(exact_finish),
         }
-        sol = self.run_pipeline(
-            tol,
-            max_iter,
-            tol,
-            max(tol, 1e-6),
-            warm_start={"X": X0, "alpha": alpha0} if started else None,
-            callback=callback,
-            options=options,
-        )
-        if complement is not None and sol.info.get("X") is not None:
-            # the start's block off the row space, which no distance sees, is kept there
-            sol.matrix = self._answer(sol.info["X"], complement)
-            sol.info["complement"] = complement
-        return sol
-
-    # ------------------------------------------------------------------ the pipeline's hooks
-    # The fast solver (cvxkml.adapters.lmnn) returns the whitened X̂ as its matrix and one
-    # multiplier per triplet; every number of the Solution is recomputed here from them.
-    def solution_from_fast(self, res, spec, gap_tol: float) -> Solution:
-        """The :class:`Solution` of a fast result: X̂ = ``res.matrix`` (r × r, kept in
-        ``info["X"]``), α = ``res.lam`` (one per triplet); F, the slack ξ and the violations
-        recomputed from X̂ (:func:`cvxkml.formulas.lmnn.ordered_pair_distances`: the solver's
-        own arithmetic, so F is the number it stopped on) and g = :meth:`dual_value` (α) with
-        F as its ``objective_bound`` — a bound the solver reports is kept only where it is not
-        above the recomputed one.  On the active impostor set of a problem too large for the
-        full triplet list (``extra["impostor_triplets"]``) F and g are the solver's (its scan
-        of every triplet), ``dual`` and ``slack`` are None and ``violations`` holds only the
-        PSD violation (:meth:`solve`, ``impostors``)."""
-        from .._answer import PSD_TOL, SYMMETRIC_TOL
-
-        extra = dict(res.extra)
-        name = str(extra.pop("solver", spec.name))
-        F_claim, g_claim = extra.pop("objective", None), extra.pop("dual_value", None)
-        extra.pop("status", None)
-        history = extra.pop("history", [])
-        X = np.asarray(res.matrix, dtype=float)
-        if X.shape != (self.rank, self.rank) or not np.all(np.isfinite(X)):
-            raise SolverError(
-                f"The fast solver {spec.name} of LMNNProblem returned a matrix of shape {X.shape} (or with "
-                f"NaN/inf); it must return the whitened X̂ ({self.rank} × {self.rank}, finite)."
-            )
-        if "impostor_triplets" in extra:  # no full triplet list: the solver's scan is the evaluation
-            lam = float(np.linalg.eigvalsh(0.5 * (X + X.T))[0]) if X.size else 0.0
-            dual = xi = None
-            viol = np.array([max(0.0, -lam)])
-            F, g = float(F_claim), float(g_claim)
-        else:
-            tr = self.triplets
-            dual = np.asarray(res.lam, dtype=float).ravel()
-            if dual.shape != (tr.n_triplets,) or not np.all(np.isfinite(dual)):
-                raise SolverError(
-                    f"The fast solver {spec.name} of LMNNProblem returned {dual.size} multipliers (or NaN/inf); "
-                    f"it must return one finite multiplier per triplet ({tr.n_triplets})."
-                )
-            p = ordered_pair_distances(self.U, X, tr.pi, tr.pj, psd=True)
-            xi = lmnn_slack(p, tr)
-            viol = self._violations(p, X, xi)
-            F = lmnn_objective(p, tr, self.gamma)
-            g = self.dual_value(dual, objective_bound=F)
-            if g_claim is not None and np.isfinite(g_claim):
-                g = min(g, float(g_claim))
-        info = {"X": X, "rank": self.rank, "history": history, "complement": None, **extra}
-        info["max_relative_violation"] = self._relative_violation(viol, X)
-        sol = Solution(
-            matrix=self._answer(X),
-            objective=F,
-            dual=dual,
-            slack=xi,
-            violations=viol,
-            n_iter=int(res.sweeps),
-            converged=True,
-            time=float(res.time),
-            status="converged",
-            solver=name,
-            dual_value=g,
-            info=info,
-        )
-        self.check_answer(sol, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL)
-        return sol
-
-    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
-        """The LMNN solvers' rule on the recomputed numbers: |F − g| <= ``gap_tol`` ·
-        max(1, |F|) with g the Lagrange bound of the returned multipliers, and the PSD
-        violation of X̂ at most ``viol_tol`` relative to max(1, λ_max(X̂)) (the margin rows
-        hold the optimal slack of X̂: zero by construction)."""
-        F, g = sol.objective, sol.dual_value
-        if g is None or not (np.isfinite(F) and np.isfinite(g)):
-            return False
-        X = np.asarray(sol.info["X"], dtype=float)
-        top = float(np.linalg.eigvalsh(0.5 * (X + X.T))[-1]) if X.size else 0.0
-        psd = float(sol.violations[-1]) / max(1.0, abs(top))
-        return abs(F - g) <= gap_tol * max(1.0, abs(F)) and psd <= viol_tol
-
-    def unconverged_status(self, sol, res) -> str:
-        """The solver's own reason ("max_iter reached", "stalled", "stopped by callback"), else
-        the pipeline's ("not certified" when it claimed convergence the certificate refutes)."""
-        status = res.extra.get("status")
-        if status in ("max_iter reached", STALLED, CALLBACK_STOP):
-            return status
-        return super().unconverged_status(sol, res)
-
-    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
-        """Why the solve stopped uncertified, its certified relative gap and the advice; with
-        the reason of a singular target pull when there is one (:meth:`_singular_pull_note`)."""
-        F, g = sol.objective, sol.dual_value
-        rel_gap = float("nan") if g is None else (F - g) / max(1.0, abs(F))
-        note = self._singular_pull_note(sol)
-        if sol.info.get("impostors") == "active":
-            return (
-                f"LMNN solver (active impostor set) stopped after {sol.n_iter} iterations ({sol.status}) "
-                f"with certified relative gap {rel_gap:.3g} > tol {gap_tol:.3g}; the best iterate is returned. "
-                "Raise max_iter or tol." + note
-            )
-        why, advice = {
-            CALLBACK_STOP: ("the callback stopped it", ""),
-            STALLED: (
-                f"stalled: the certified gap did not shrink by 0.1 % in {sol.info.get('stall_iter')} iterations",
-                " Raise tol, or stall_iter (0: run to max_iter).",
-            ),
-            "not certified": (
-                f"{spec.name} claimed convergence, but the certificate recomputed from its X̂ and "
-                f"multipliers does not hold (relative PSD violation allowed {viol_tol:.3g})",
-                " Check the solver with cvxkml.testing.validate_answer.",
-            ),
-        }.get(sol.status, ("the iteration budget max_iter ran out", " Raise max_iter or tol."))
-        return (
-            f"LMNN solver stopped after {sol.n_iter} iterations ({why}) with certified "
-            f"relative gap {rel_gap:.3g} > tol {gap_tol:.3g}; the best iterate is returned." + advice + note
-        )
-
-    def _singular_pull_note(self, sol) -> str:
-        """The stated reason of an uncertified solve whose target pull G(0) is singular (written
-        into ``sol.info["pull_null_dim"]`` too): '' when G(0) is positive definite."""
-        t_i, t_j = self.targets
-        D = self.U[t_i] - self.U[t_j]
-        G0 = (1.0 - self.gamma) * (D.T @ D)
-        lam = np.linalg.eigvalsh(0.5 * (G0 + G0.T)) if G0.size else np.zeros(0)
-        null = int(np.sum(lam <= 1e-9 * max(float(lam[-1]) if lam.size else 0.0, np.finfo(float).tiny)))
-        sol.info["pull_null_dim"] = null
-        if null == 0:
-            return ""
-        return (
-            f" The target pull G(0) is singular ({null} of {self.rank} directions, eigenvalues <= 1e-9 of "
-            "the largest: no target distance sees them), so the Lagrange bound holds only through "
-            "multipliers that vanish on the triplets reaching that null space. For a nearly singular "
-            "kernel, raise rank_rtol (drops Z's near-null directions) or add a ridge to the kernel."
-        )
+        return tol, max_iter, callback, started, X0, complement, alpha0, options
