@@ -432,6 +432,14 @@ class SpectralProblem(SpectralFastSolve, SpectralExactModel, Problem):
         if sol.dual is not None:
             check_primal_vector(sol.dual, self.n_constraints, what="dual (one multiplier per constraint)")
 
+    def objective_scale(self) -> float:
+        """The unit a certificate of this problem is judged in: 1.  The objective is a function
+        of the whitened X̂ = M0^-½ M M0^-½ — a divergence from the prior in the regularizer's
+        own units (for LogDet, D_ld(X̂, I)), the same at any scale of the data — so a gap of
+        1e-6 means the same on every instance; the fast spectral solvers stop relative to
+        max(1, |f|) on the same grounds."""
+        return 1.0
+
     def answer_objective(self, sol) -> float:
         """The objective at M and its best slack (a Solution's contract: the objective at M's
         best slack, the violations against the solver's ξ, :meth:`answer_primal`)."""

@@ -173,19 +173,44 @@ def _small_objective_itml():
     return ITML(X, pc, gamma=None)
 
 
-def test_small_objective_is_judged_on_its_own_scale():
-    """f* ≈ 3e-5: 0.99995 × W* (feasible, with W*'s duals) is within 1e-6 of f* in absolute terms, so the
-    old scale max(1, |f|) passed it everywhere; judged on max(|f|, |g|) it is caught."""
-    p = _small_objective_itml()
-    ref = trusted_reference(p)
-    assert 1e-6 < ref.objective < 1e-2
-    off = p.evaluate(ref.matrix * 0.99995, ref.dual)
-    assert abs(off.objective - ref.objective) < 1e-6  # what the old floor of 1 accepted
+def _mmc(seed):
+    """Xing et al.'s MMC from the gallery tutorial: an objective in data units (f* ≈ 2e-3)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "examples" / "add_a_problem_class.py"
+    spec = importlib.util.spec_from_file_location("add_a_problem_class", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.random_mmc(seed)
+
+
+def test_small_objective_is_judged_on_its_problems_own_scale():
+    """Gaps are judged on max(|f|, |g|, objective_scale()), never on a fixed 1 that every problem
+    shares.  A problem in data units (MMC, f* ≈ 2e-3) has no unit of its own (a round-off floor):
+    1.0001 × W* is within 1e-6 of f* in absolute terms — what max(1, |f|) passed — and is caught.
+    A spectral problem states its unit: its objective is a divergence of the whitened X̂ from the
+    prior, dimensionless (1, the fast solvers' rule), so 0.99995 × W* of an ITML with f* ≈ 3e-5
+    (6.8e-7 off) is within it — and an absolute tolerance the user sets catches it, named."""
+    m = _mmc(0)
+    exact = trusted_reference(m)
+    off = m.evaluate(exact.matrix * 1.0001, exact.dual)
+    assert abs(off.objective - exact.objective) < 1e-6  # what the old floor of 1 accepted
     assert not off.converged
     with pytest.raises(AssertionError, match="does not certify"):
-        validate_answer(p, dataclasses.replace(off, converged=True))
+        validate_answer(m, dataclasses.replace(off, converged=True))
     with pytest.raises(AssertionError, match="best lower bound|differs from the reference"):
-        assert_matches_reference(p, (ref.matrix * 0.99995, ref.dual), ref)
+        assert_matches_reference(m, (exact.matrix * 1.0001, exact.dual), exact)
+
+    p = _small_objective_itml()
+    ref = trusted_reference(p)
+    assert 1e-6 < ref.objective < 1e-2 and p.objective_scale() == 1.0
+    off = p.evaluate(ref.matrix * 0.99995, ref.dual)
+    assert abs(off.objective - ref.objective) < 1e-6 and off.converged
+    assert "objective_scale()) = 1 " in off.info["certificate"]["scale_rule"]
+    assert not p.evaluate(ref.matrix * 0.99995, ref.dual, atol=1e-9).converged
+    with pytest.raises(AssertionError, match="best lower bound|differs from the reference|does not certify"):
+        assert_matches_reference(p, (ref.matrix * 0.99995, ref.dual), ref, atol=1e-9)
     res = assert_matches_reference(p, p.solve(tol=1e-12), ref)
     assert "relative to max(|f|, |g|" in res["scale_rule"]
     # an absolute tolerance the user sets is honoured and named
