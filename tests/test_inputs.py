@@ -108,8 +108,12 @@ def test_native_solver_rejects_unsupported_constraints(data):
     prob = cvxkml.ITML(X, [pc, rel])
     with pytest.raises(InvalidInputError, match="solve_reference"):
         prob.solve(method="native")  # Bregman takes pairs; 'auto' goes dual
-    with pytest.raises(InvalidInputError, match="at most one PairConstraints"):
-        cvxkml.ITML(X, [pc, pc])
+    # several objects of one family are one problem's constraints (open families); the native
+    # Bregman solver takes one object per family, so "native" refuses and "auto" goes dual
+    two = cvxkml.ITML(X, [pc, pc])
+    assert two.n_constraints == 2 * len(pc) and two.fast_solver().generic
+    with pytest.raises(InvalidInputError, match="one object per constraint family"):
+        two.solve(method="native")
     with pytest.raises(InvalidInputError, match="Unsupported constraint"):
         cvxkml.ITML(X, [pc, "x"])
     with pytest.raises(InvalidInputError, match="3 × 3"):

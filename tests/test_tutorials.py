@@ -6,13 +6,13 @@ solver is dispatched, certified by the problem, and a lying one is not; validate
 cross_check pass a correct solver and catch each planted bug; the user regularizer's
 estimator fits in GridSearchCV are certified."""
 
-import importlib.util
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 from budget import examples
+from examples_loader import load
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,10 +32,7 @@ EXAMPLES = Path(__file__).parents[1] / "examples"
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(f"tutorial_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load(name)
 
 
 regularizer_tut = _load("add_a_regularizer")

@@ -85,10 +85,16 @@ def register_fast_solver(cls, solver, handles=None, problem=None) -> SolverSpec:
             f"problem= restricts a regularizer's solver to a problem class; got {problem!r} with {cls!r}."
         )
     problems = (cls,) if is_problem else (() if problem is None else (problem,))
-    name = f"user:{cls.__qualname__}"
-    held = next((s for s in registered() if s.name == name), None)
-    if held is not None and cls not in ((held.regularizers or ()) + held.problems):
-        name = f"user:{cls.__module__}.{cls.__qualname__}"  # another class of the same name keeps its own
+    # one spec per class: registering a class again replaces its spec; another class of the
+    # same name keeps its own (user:Name, user:Name#2, …)
+    base, k = f"user:{cls.__qualname__}", 1
+    name = base
+    while True:
+        held = next((s for s in registered() if s.name == name), None)
+        if held is None or cls in ((held.regularizers or ()) + held.problems):
+            break
+        k += 1
+        name = f"{base}#{k}"
     return register(
         SolverSpec(
             name=name,

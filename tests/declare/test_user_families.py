@@ -3,15 +3,14 @@ gallery tutorial (examples/add_a_constraint_family.py) and a bound on learned no
 here — work exactly like the built-in families: every space, hard or under Hinge / Squared,
 several objects of one family in a problem, exact model against the certified fast solve."""
 
-import importlib.util
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import cvxpy as cp
 import numpy as np
 import pytest
 from budget import examples
+from examples_loader import load
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -35,11 +34,7 @@ from cvxkml.testing import (
     solve_fast_honestly,
 )
 
-_spec = importlib.util.spec_from_file_location(
-    "add_a_constraint_family", Path(__file__).parents[2] / "examples" / "add_a_constraint_family.py"
-)
-_tutorial = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_tutorial)
+_tutorial = load("add_a_constraint_family")
 Quadruplets = _tutorial.Quadruplets
 
 

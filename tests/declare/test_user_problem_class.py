@@ -3,12 +3,10 @@ solve() of its own: register_fast_solver takes the class, Problem.solve() dispat
 validates, recomputes, certifies and warns; Problem.solve_reference() reads the exact model
 back through the class's read_cvxpy and certifies it by the class's own dual_value."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 from budget import examples
+from examples_loader import load
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,11 +16,7 @@ from cvxkml.errors import ConvergenceWarning, InvalidInputError
 from cvxkml.solvers import FastResult, Status
 from cvxkml.testing import assert_matches_reference, reference_or_discard, validate_answer
 
-_spec = importlib.util.spec_from_file_location(
-    "add_a_problem_class", Path(__file__).parents[2] / "examples" / "add_a_problem_class.py"
-)
-_tutorial = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_tutorial)
+_tutorial = load("add_a_problem_class")
 MMC, random_mmc, mmc_solve = _tutorial.MMC, _tutorial.random_mmc, _tutorial.mmc_solve
 
 
@@ -186,3 +180,29 @@ def test_an_answer_of_the_wrong_shape_is_refused_by_the_pipeline():
             small.solve()
     finally:
         unregister(spec.name)
+
+
+def test_two_classes_of_one_name_keep_their_own_registrations():
+    """Registering a class again replaces its spec; another class of the same name (a second
+    tutorial's, a reloaded module's) gets its own and does not unregister the first."""
+
+    def make():
+        class MMC2(MMC):
+            pass
+
+        return MMC2
+
+    first, second = make(), make()
+    a = register_fast_solver(first, mmc_solve)
+    b = register_fast_solver(second, mmc_solve)
+    again = register_fast_solver(first, mmc_solve)
+    try:
+        assert a.name == again.name != b.name and b.name == a.name + "#2"
+        p = random_mmc(0)
+        for cls, name in ((first, a.name), (second, b.name)):
+            inst = cls.__new__(cls)
+            inst.__dict__.update(p.__dict__)
+            assert inst.fast_solver().name == name
+    finally:
+        unregister(a.name)
+        unregister(b.name)

@@ -175,14 +175,9 @@ def _small_objective_itml():
 
 def _mmc(seed):
     """Xing et al.'s MMC from the gallery tutorial: an objective in data units (f* ≈ 2e-3)."""
-    import importlib.util
-    from pathlib import Path
+    from examples_loader import load
 
-    path = Path(__file__).parents[2] / "examples" / "add_a_problem_class.py"
-    spec = importlib.util.spec_from_file_location("add_a_problem_class", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.random_mmc(seed)
+    return load("add_a_problem_class").random_mmc(seed)
 
 
 def test_small_objective_is_judged_on_its_problems_own_scale():

@@ -8,15 +8,14 @@ wrapped by ``problem.evaluate``) passes all three."""
 
 import copy
 import dataclasses
-import importlib.util
 import re
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import cvxpy as cp
 import numpy as np
 import pytest
+from examples_loader import load
 from scipy.special import wrightomega
 
 from cvxkml.declare import LogDet, Regularizer, SpectralKernel
@@ -33,11 +32,7 @@ from cvxkml.testing import (
     variant_instance,
 )
 
-_spec = importlib.util.spec_from_file_location(
-    "add_a_problem_class", Path(__file__).parents[2] / "examples" / "add_a_problem_class.py"
-)
-_tutorial = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_tutorial)
+_tutorial = load("add_a_problem_class")
 MMC, random_mmc = _tutorial.MMC, _tutorial.random_mmc
 
 
