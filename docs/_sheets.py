@@ -17,6 +17,7 @@ PAGES = {
     "yeung2007-scalable": "papers/yeung2007",
     "SUMMARY": "papers/sheets/summary",
     "variant-scale": "papers/sheets/variant-scale",
+    "user-variants": "papers/sheets/user-variants",
     "dual-newton": "papers/sheets/dual-newton",
     "exact-limits": "papers/sheets/exact-limits",
     "estimators-bench": "papers/sheets/estimators-bench",
