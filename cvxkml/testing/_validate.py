@@ -121,6 +121,27 @@ def as_solution(problem, answer, what: str = "The solver") -> Solution:
     return problem.evaluate(M, dual, solver=f"{what} (bare answer)", status="evaluated")
 
 
+def _raise_if_outside_dual_box(problem, dual) -> None:
+    """A ``converged`` answer whose multipliers leave the problem's dual box (λ_c < 0 on an
+    inequality, λ_c > C_c under Hinge): the Lagrange dual is −inf there, and the message
+    says so rather than "no certificate"."""
+    box = getattr(problem, "dual_box", None)
+    if not callable(box) or dual is None:
+        return
+    lower, upper, _ = box()
+    lam = np.asarray(dual, dtype=float).ravel()
+    if lam.shape != np.shape(lower):
+        return
+    out = np.flatnonzero((lam < lower) | (lam > upper))
+    if out.size:
+        k = int(out[0])
+        raise SolverError(
+            f"The solver says converged=True but {out.size} of its multipliers leave the dual box "
+            f"(e.g. λ_{k} = {lam[k]:.6g} outside [{lower[k]:.6g}, {upper[k]:.6g}]), where the Lagrange dual is "
+            "−inf: no certificate; project the multipliers onto the box, or return converged=False."
+        )
+
+
 def validate_answer(
     problem,
     sol,
@@ -244,6 +265,8 @@ def _validate(problem, sol, gap_rtol, viol_rtol, atol, optimum, opt_rtol, report
         dv = float(recomputed)
         if reported_dv is not None:
             check_reported(reported_dv, dv, rtol=report_rtol, what="dual value", source="the returned duals")
+        if not np.isfinite(dv) and sol.converged:
+            _raise_if_outside_dual_box(spec.base, sol.dual)
         dv = dv if np.isfinite(dv) else None
     elif reported_dv is not None and spec.unverified is None:
         raise SolverError(

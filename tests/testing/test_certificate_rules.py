@@ -211,3 +211,20 @@ def test_small_objective_is_judged_on_its_problems_own_scale():
     # an absolute tolerance the user sets is honoured and named
     res = assert_matches_reference(p, (ref.matrix * 0.99995, ref.dual), ref, atol=1e-5, distance_rtol=1.0)
     assert res["scale_rule"].startswith("absolute")
+
+
+def test_multipliers_outside_the_dual_box_are_named():
+    """Hinge multipliers above their C make the dual −inf; a converged claim with them is refused
+    with a message that names the box, not a bare "no certificate"."""
+    from cvxkml.declare import LogDetKernel
+    from cvxkml.sideinfo import Hinge
+    from cvxkml.testing import kernel_instance
+
+    K0, pc = kernel_instance(0, 8, 10, hard=False)
+    p = LogDetKernel(K0, Hinge(pc, 0.5))
+    sol = p.solve()
+    lam = np.array(sol.dual, dtype=float)
+    lam[0] = 0.75  # above C = 0.5
+    bad = dataclasses.replace(sol, dual=lam, dual_value=-np.inf, converged=True)
+    with pytest.raises(AssertionError, match=r"leave the dual box \(e.g. λ_0 = 0.75 outside \[0, 0.5\]\)"):
+        validate_answer(p, bad)
