@@ -533,10 +533,6 @@ class KCR(Problem):
             ``working_set`` (its sizes when the working-set phase ran, else None), and the
             pipeline's ``spec``, ``gap_tol`` (= ``tol``) and ``viol_tol``.
         """
-        from .extend import check_fast_solver_applies
-
-        if not self._user_solver():
-            check_fast_solver_applies(self)
         tol = check_positive(tol, "tol")
         max_iter = check_int(max_iter, "max_iter", minimum=1)
         time_limit = check_positive(time_limit, "time_limit", allow_none=True)
@@ -554,15 +550,6 @@ class KCR(Problem):
             options=dict(solver_opts, time_limit=time_limit, check_every=check_every),
             warn=warn,
         )
-
-    def _user_solver(self) -> bool:
-        """Whether a user's registered solver (``register_fast_solver``) answers this problem:
-        then the built-in solver's own applicability rule (``check_fast_solver_applies``, which
-        refuses a subclass that redefines the model) is not the one that decides."""
-        from .registry import select
-
-        spec, _ = select(self)
-        return spec is not None and spec.user
 
     # ------------------------------------------------------------------ the pipeline's hooks
     def solution_from_fast(self, res, spec, gap_tol: float) -> Solution:

@@ -702,12 +702,6 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Problem):
         per triplet, from which :meth:`solution_from_fast` recomputes every number and
         :meth:`certify` decides ``converged``.
         """
-        from .extend import check_fast_solver_applies
-        from .registry import select
-
-        spec, _ = select(self)
-        if spec is None or not spec.user:  # a user's solver registered for this class answers its model
-            check_fast_solver_applies(self)
         tol, max_iter, callback, started, X0, complement, alpha0, options = self._solve_options(
             tol,
             max_iter,

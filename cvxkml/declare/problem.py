@@ -306,7 +306,9 @@ class Problem:
         """The :class:`~cvxkml.declare.registry.SolverSpec` that :meth:`solve` would use: the
         first registered one that accepts this problem (a user's
         :func:`~cvxkml.declare.register_fast_solver` registrations first), or a typed error
-        saying why none does."""
+        saying why none does — for a subclass that redefines its family's model, the built-in
+        solver refuses it and the error is :func:`check_fast_solver_applies`'s (which method
+        changed, what to do); a user's solver registered for the subclass answers it."""
         from .._validation import check_choice
         from ..errors import InvalidInputError
         from .registry import select

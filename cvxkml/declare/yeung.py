@@ -51,7 +51,6 @@ from ..kernels import center_kernel, centering_roundoff
 from ..sideinfo import PairConstraints
 from ..solution import Solution
 from ._conic import solve_conic
-from .extend import check_fast_solver_applies
 from .problem import CALLBACK_STOP, Problem
 
 __all__ = ["SpectralReweighting", "EmbeddingWeightProblem", "similarity_pairs"]
@@ -657,25 +656,13 @@ def _accepted(problem, sol, status, accept_inaccurate):
 
 
 def _closed_form_arguments(problem, tol, max_iter, callback):
-    """The two ``solve`` methods' arguments checked (after the rule that the built-in closed
-    form answers only its own class's model); the certificate's ``gap_tol`` and ``viol_tol``
-    are both ``tol``."""
+    """The two ``solve`` methods' arguments checked; the certificate's ``gap_tol`` and
+    ``viol_tol`` are both ``tol``."""
     from .._validation import check_positive
 
-    if not _user_solver(problem):
-        check_fast_solver_applies(problem)
     tol = check_positive(tol, "tol")
     max_iter = problem._iteration_limit(max_iter)
     return tol, max_iter, problem._check_callback(callback)
-
-
-def _user_solver(problem) -> bool:
-    """Whether a user's registered solver answers ``problem`` (then the built-in closed form's
-    applicability rule, ``check_fast_solver_applies``, is not the one that decides)."""
-    from .registry import select
-
-    spec, _ = select(problem)
-    return spec is not None and spec.user
 
 
 def _fast_fields(res, spec) -> dict:
