@@ -772,8 +772,8 @@ class Problem:
         rtol = self.inaccurate_rtol
         if status != "optimal_inaccurate" or accept_inaccurate:
             return sol
-        # the answer's own magnitude (certificate()), never a fixed 1 that waves small objectives through
-        scale = max(abs(sol.objective), abs(sol.dual_value or 0.0), float(self.objective_scale()))
+        # the answer's own magnitude, the scale of every certificate (certificate())
+        scale = self.certificate(sol.objective, sol.dual_value, sol.violations, rtol=rtol)["scale"]
         gap = sol.gap
         rel_viol = float(sol.info.get("max_relative_violation", sol.max_violation / scale))
         if gap is not None and abs(gap) <= rtol * scale and rel_viol <= rtol:
