@@ -4,7 +4,6 @@ here — work exactly like the built-in families: every space, hard or under Hin
 several objects of one family in a problem, exact model against the certified fast solve."""
 
 import warnings
-from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
@@ -13,6 +12,7 @@ from budget import examples
 from examples_loader import load
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
+from user_parts import NormBounds
 
 from cvxkml.declare import FactoredSpectralKernel, Frobenius, LogDet, SpectralKernel, SpectralMetric, VonNeumann
 from cvxkml.declare.registry import select
@@ -36,30 +36,6 @@ from cvxkml.testing import (
 
 _tutorial = load("add_a_constraint_family")
 Quadruplets = _tutorial.Quadruplets
-
-
-@dataclass(frozen=True)
-class NormBounds(ConstraintAtom):
-    """A user family in 15 lines: the learned squared norm of point i at most u_i
-    (K_ii <= u_i for a kernel, x_iᵀ W x_i <= u_i for a metric)."""
-
-    i: np.ndarray
-    u: np.ndarray
-
-    def __len__(self):
-        return len(self.i)
-
-    def targets(self):
-        return np.asarray(self.u, dtype=float)
-
-    def values(self, space, M):
-        return space.pair_inner(M, self.i, self.i)
-
-    def terms(self, F, T):
-        return F[self.i], np.ones(len(self)), np.ones(len(self), dtype=np.int64)
-
-    def cvx_values(self, F, T, X):
-        return cp.sum(cp.multiply(F[self.i] @ X, F[self.i]), axis=1)
 
 
 def _instance(seed, space):

@@ -1,7 +1,7 @@
 """The catalogue of fooling solvers: each wrong answer is caught, with its message, through
 ``cross_check``, ``assert_matches_reference`` and ``check_contract``, on a library regularizer
 (LogDet), on a user's regularizer the library does not ship (Jeffreys, defined here), on a
-user's constraint family (``DiagonalCaps``, a ``ConstraintAtom`` defined here: the generic dual
+user's constraint family (``NormBounds``, a ``ConstraintAtom`` written outside the package, in tests/user_parts.py: the generic dual
 solver answers it) and on a user's problem class (Xing et al.'s MMC of the gallery, whose
 ``solve()`` is the inherited ``Problem`` pipeline); the honest solver (the exact model's answer
 wrapped by ``problem.evaluate``) passes all three."""
@@ -10,17 +10,17 @@ import copy
 import dataclasses
 import re
 import warnings
-from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
 import pytest
 from examples_loader import load
 from scipy.special import wrightomega
+from user_parts import NormBounds
 
 from cvxkml.declare import LogDet, Regularizer, SpectralKernel
 from cvxkml.errors import InvalidInputError
-from cvxkml.sideinfo import ConstraintAtom, Hinge
+from cvxkml.sideinfo import Hinge
 from cvxkml.solution import Solution
 from cvxkml.testing import (
     assert_matches_reference,
@@ -68,30 +68,6 @@ class Jeffreys(Regularizer):
         return 1.0 / (w * (1.0 + w))
 
 
-@dataclass(frozen=True)
-class DiagonalCaps(ConstraintAtom):
-    """A user's constraint family, defined outside the package: the learned squared norm of
-    point i at most u_i (K_ii <= u_i for a kernel)."""
-
-    i: np.ndarray
-    u: np.ndarray
-
-    def __len__(self):
-        return len(self.i)
-
-    def targets(self):
-        return np.asarray(self.u, dtype=float)
-
-    def values(self, space, M):
-        return space.pair_inner(M, self.i, self.i)
-
-    def terms(self, F, T):
-        return F[self.i], np.ones(len(self)), np.ones(len(self), dtype=np.int64)
-
-    def cvx_values(self, F, T, X):
-        return cp.sum(cp.multiply(F[self.i] @ X, F[self.i]), axis=1)
-
-
 _REGS = {"LogDet": LogDet, "Jeffreys": Jeffreys}
 
 
@@ -100,11 +76,11 @@ def _kernel(seed, reg="LogDet", hard_pairs=False):
 
 
 def _user_family(seed, caps_only=False):
-    """LogDet kernel learning under soft pairs and the user's hard DiagonalCaps (the caps
+    """LogDet kernel learning under soft pairs and the user's hard NormBounds (the caps
     alone for the negative-certificate fool: the prior K0 breaks them at objective 0)."""
     K0, pc = kernel_instance(seed, 8, 6, hard=False)
     i = np.array([0, 3, 6])
-    caps = DiagonalCaps(i, 0.7 * np.diag(K0)[i])
+    caps = NormBounds(i, 0.7 * np.diag(K0)[i])
     return SpectralKernel(K0, [caps] if caps_only else [Hinge(pc, 1.0), caps], LogDet())
 
 
