@@ -2,8 +2,8 @@
 ``cross_check``, ``assert_matches_reference`` and ``check_contract``, on a library regularizer
 (LogDet), on a user's regularizer the library does not ship (Jeffreys, defined here), on a
 user's constraint family (``NormBounds``, a ``ConstraintAtom`` written outside the package in
-tests/user_parts.py: the generic dual solver answers it) and on a user's problem class (Xing et al.'s MMC of the gallery, whose
-``solve()`` is the inherited ``Problem`` pipeline); the honest solver (the exact model's answer
+tests/user_parts.py: the generic dual solver answers it) and on a user's problem class (Xing
+et al.'s MMC of the gallery, whose ``solve()`` is the inherited ``Problem`` pipeline); the honest solver (the exact model's answer
 wrapped by ``problem.evaluate``) passes all three."""
 
 import copy
