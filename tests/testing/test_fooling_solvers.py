@@ -3,8 +3,8 @@
 (LogDet), on a user's regularizer the library does not ship (Jeffreys, defined here), on a
 user's constraint family (``NormBounds``, a ``ConstraintAtom`` written outside the package in
 tests/user_parts.py: the generic dual solver answers it) and on a user's problem class (Xing
-et al.'s MMC of the gallery, whose ``solve()`` is the inherited ``Problem`` pipeline); the honest solver (the exact model's answer
-wrapped by ``problem.evaluate``) passes all three."""
+et al.'s MMC of the gallery, whose ``solve()`` is the inherited ``Problem`` pipeline); the
+honest solver (the exact model's answer wrapped by ``problem.evaluate``) passes all three."""
 
 import copy
 import dataclasses
