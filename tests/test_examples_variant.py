@@ -1,18 +1,13 @@
 """examples/declare_a_variant.py: each declared variant gets exact and fast Solutions that
 agree to 1e-6 relative with certified gaps; the user's solver passes cross_check."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from examples_loader import load
 
 from cvxkml.testing import assert_matches_reference, check_regularizer
 
-_PATH = Path(__file__).parents[1] / "examples" / "declare_a_variant.py"
-spec = importlib.util.spec_from_file_location("declare_a_variant", _PATH)
-example = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(example)
+example = load("declare_a_variant")
 
 
 @pytest.mark.parametrize("variant", ["variant_a", "variant_b", "variant_c"])
@@ -70,11 +65,7 @@ def test_variant_d_extension_is_certified_by_the_conic_dual():
 
 # ---------------------------------------------------------------- examples/scale_a_variant.py
 def _load_scale_example():
-    path = Path(__file__).parents[1] / "examples" / "scale_a_variant.py"
-    spec_ = importlib.util.spec_from_file_location("scale_a_variant", path)
-    module = importlib.util.module_from_spec(spec_)
-    spec_.loader.exec_module(module)
-    return module
+    return load("scale_a_variant")
 
 
 def test_scale_example_quick_is_certified_at_every_size(capsys):
