@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 import pytest
+from cli_output import table_after
 
 from cvxkml import __version__
 from cvxkml._cli import main
@@ -27,21 +28,6 @@ def run_cli(argv) -> tuple[int, str]:
     with contextlib.redirect_stdout(buf):
         rc = main(argv)
     return rc, buf.getvalue()
-
-
-def _table(text: str, first_header: str) -> tuple[list[str], list[list[str]]]:
-    """The table whose header row starts with ``first_header``: (headers, rows)."""
-    lines = text.splitlines()
-    start = next(k for k, ln in enumerate(lines) if ln.startswith(first_header + "  "))
-    headers = re.split(r"\s{2,}", lines[start].strip())
-    assert set(lines[start + 1].replace(" ", "")) == {"-"}
-    rows = []
-    for ln in lines[start + 2 :]:
-        if not ln.strip() or ln.startswith("("):
-            break
-        rows.append(re.split(r"\s{2,}", ln.strip()))
-    assert rows and all(len(r) == len(headers) for r in rows)
-    return headers, rows
 
 
 def test_version_console_entry_point():
@@ -79,7 +65,7 @@ def demo_output():
 
 
 def test_demo_knn_table(demo_output):
-    headers, rows = _table(demo_output, "method")
+    headers, rows = table_after(demo_output, "method")
     assert headers == ["method", "fold 1", "fold 2", "mean ± spread", "fit time [s]"]
     assert [r[0] for r in rows] == ["Euclidean", "ITML", "KernelITML (Gaussian)"]
     for r in rows:
@@ -92,7 +78,7 @@ def test_demo_knn_table(demo_output):
 
 
 def test_demo_fast_vs_exact(demo_output):
-    headers, rows = _table(demo_output, "solver")
+    headers, rows = table_after(demo_output, "solver")
     assert headers == ["solver", "objective", "max violation", "time [s]"]
     assert rows[0][0].startswith("fast (Bregman") and rows[1][0].startswith("exact (cvxpy-")
     f_fast, f_exact = float(rows[0][1]), float(rows[1][1])

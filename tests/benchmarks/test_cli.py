@@ -12,26 +12,11 @@ import sys
 
 import numpy as np
 import pytest
-from cli_output import positive_finite, run_cli
+from cli_output import positive_finite, run_cli, table_after
 
 from benchmarks.bench import itml
 from benchmarks.cli import format_table, main
 from cvxkml import __version__
-
-
-def _table(text: str, first_header: str) -> tuple[list[str], list[list[str]]]:
-    """The table whose header row starts with ``first_header``: (headers, rows)."""
-    lines = text.splitlines()
-    start = next(k for k, ln in enumerate(lines) if ln.startswith(first_header + "  "))
-    headers = re.split(r"\s{2,}", lines[start].strip())
-    assert set(lines[start + 1].replace(" ", "")) == {"-"}
-    rows = []
-    for ln in lines[start + 2 :]:
-        if not ln.strip() or ln.startswith("("):
-            break
-        rows.append(re.split(r"\s{2,}", ln.strip()))
-    assert rows and all(len(r) == len(headers) for r in rows)
-    return headers, rows
 
 
 # ---------------------------------------------------------------- version / usage
@@ -72,7 +57,7 @@ def bench_output():
 
 
 def test_bench_projection_table(bench_output):
-    headers, rows = _table(bench_output, "form")
+    headers, rows = table_after(bench_output, "form")
     assert headers == [
         "form",
         "size",
@@ -92,7 +77,7 @@ def test_bench_projection_table(bench_output):
 
 
 def test_bench_tolerance_table(bench_output):
-    headers, rows = _table(bench_output, "n")
+    headers, rows = table_after(bench_output, "n")
     assert headers == [
         "n",
         "pairs",
