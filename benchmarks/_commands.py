@@ -1,23 +1,33 @@
 """How a command is added to ``python -m benchmarks``, its options typed, its data checked, and run.
 
 The commands are the rows of :data:`._table.TABLE` (:func:`add_command` adds one).
-:func:`run_command` loads every declared data set before the command starts, so a missing or
-damaged file ends it at once with one line and exit status 2.  This module imports nothing of
-:mod:`benchmarks`.
+:func:`type_options` gives every option its type from the shared ones of :mod:`cvxkml._cli`
+(the ``cvxkml`` command uses the same), so numbers are range-checked and paths expanded and
+checked while the command line is parsed, before any work.  :func:`run_command` loads every
+declared data set before the command starts, so a missing or damaged file ends it at once with
+one line and exit status 2.  The exit statuses are those of :data:`cvxkml._cli.EXIT_STATUS_HELP`
+(shown by every command's ``--help``).  This module imports nothing of :mod:`benchmarks`
+(except :mod:`._parallel` for the ``--resume`` folder, when the options are typed).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import os
-import sys
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
+from cvxkml._cli import (
+    EXIT_STATUS_HELP,
+    Parser,
+    existing_folder,
+    integer,
+    number,
+    one_line,
+    output_file,
+    output_folder,
+    typed,
+)
+from cvxkml._cli import run as run_guarded
 from cvxkml.datasets import DataNotFoundError, check_available
-from cvxkml.errors import CvxkmlError
 
 __all__ = [
     "GROUPS",
@@ -46,6 +56,8 @@ __all__ = [
     "data_folder",
     "writable_file",
     "writable_folder",
+    "store_folder",
+    "MAX_JOBS",
     "type_options",
 ]
 
@@ -57,7 +69,8 @@ _DEST = {"bench": "benchmark", "reproduce": "experiment"}
 
 class CommandError(Exception):
     """A command cannot run as asked (a missing optional extra, options that do not go
-    together): :func:`run_command` prints the message as one line and returns 1."""
+    together, a name it does not know): :func:`run_command` prints the message as one line
+    and returns 2, the status of every usage error."""
 
 
 def _subparsers(parser: argparse.ArgumentParser):
@@ -75,7 +88,7 @@ def subcommands(commands, group: str):
     parser = commands.choices.get(group)
     if parser is None:
         help_, metavar = GROUPS[group]
-        parser = commands.add_parser(group, help=help_)
+        parser = commands.add_parser(group, help=help_, epilog=EXIT_STATUS_HELP)
         parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
     return _subparsers(parser) or parser.add_subparsers(dest=_DEST[group], metavar=GROUPS[group][1])
 
@@ -86,7 +99,7 @@ def add_parser(sub, name: str, func, help: str):
     ``register`` may be called twice)."""
     if name in sub.choices:
         return None
-    parser = sub.add_parser(name, help=help)
+    parser = sub.add_parser(name, help=help, epilog=EXIT_STATUS_HELP)
     parser.set_defaults(func=func)
     return parser
 
@@ -146,103 +159,46 @@ def check_data(args) -> None:
 
 
 def number_in(flag: str, low: float = 0.0, high: float = float("inf"), example: str = "1e-3"):
-    """An argparse ``type``: a float in the open interval (``low``, ``high``), else an
-    :class:`argparse.ArgumentTypeError` naming ``flag`` and a valid ``example``."""
+    """An argparse ``type``: a float in the open interval (``low``, ``high``), else argparse's
+    one-line error naming ``flag`` and a valid ``example`` (the check is
+    :func:`cvxkml._cli.number`'s; a command narrows a shared option's range with it)."""
     where = f"in ({low:g}, {high:g})" if high < float("inf") else f"greater than {low:g}"
+    check = number(low, high, high_open=True, what=f"a number {where} (e.g. {example}) for {flag}")
 
     def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            v = float("nan")
-        if not low < v < high:
-            raise argparse.ArgumentTypeError(f"{flag} must be a number {where} (e.g. {example}); got {text!r}")
-        return v
+        return check(text)
 
     return parse
 
 
 # --------------------------------------------------------------------------- typed options
-def _typed(what: str, convert):
-    def parse(text: str):
-        try:
-            return convert(text)
-        except (ValueError, TypeError, OverflowError) as exc:
-            detail = f" ({exc})" if str(exc) else ""
-            raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}" + detail) from exc
+#: the most worker processes ``--n-jobs`` starts (beyond it a run would spend its time
+#: starting processes, or fail to: each loads NumPy and the solvers)
+MAX_JOBS = 1024
 
-    parse.__name__ = what.replace(" ", "_")
-    return parse
-
-
-def _checked(convert, ok, why: str = ""):
-    """``convert(text)``, a ValueError (saying ``why``) unless ``ok`` holds for the value."""
-
-    def conv(text):
-        v = convert(text)
-        if not ok(v):
-            raise ValueError(why)
-        return v
-
-    return conv
-
-
-def _int10(text):
-    return int(text, 10)
-
-
-def _data_folder(text):
-    path = Path(text).expanduser()
-    if not path.is_dir():
-        raise ValueError("no such folder")
-    if not os.access(path, os.R_OK | os.X_OK):
-        raise ValueError("not readable")
-    return str(path)
-
-
-def _writable(folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryFile(dir=folder):
-        pass
-
-
-def _writable_folder(text):
-    path = Path(text).expanduser()
-    if path.exists() and not path.is_dir():
-        raise ValueError("it is a file, not a folder")
-    try:
-        _writable(path)
-    except OSError as exc:
-        raise ValueError(f"cannot write there: {exc.strerror or exc}") from None
-    return str(path)
-
-
-def _writable_file(text):
-    path = Path(text).expanduser()
-    if path.is_dir():
-        raise ValueError("it is a folder; give a file name")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError("the file is not writable")
-    try:
-        _writable(path.parent)
-    except OSError as exc:
-        raise ValueError(f"cannot write to its folder: {exc.strerror or exc}") from None
-    return str(path)
-
-
-#: argparse ``type`` functions of the commands' options
-positive_int = _typed("a positive integer", _checked(_int10, lambda v: v >= 1))
-non_negative_int = _typed("a non-negative integer", _checked(_int10, lambda v: v >= 0))
-n_jobs_int = _typed("a positive integer or -1 (every core)", _checked(_int10, lambda v: v >= 1 or v == -1))
+#: argparse ``type`` functions of the commands' options (:mod:`cvxkml._cli`, shared with the
+#: ``cvxkml`` command)
+positive_int = integer(1)
+non_negative_int = integer(0)
+n_jobs_int = integer(1, MAX_JOBS, f"a positive integer of at most {MAX_JOBS} or -1 (every core)", also=(-1,))
 # NumPy's legacy seeding (and scikit-learn) take 32 bits
-seed_int = _typed(
-    "a non-negative integer below 2**32", _checked(_int10, lambda v: 0 <= v < 2**32, "between 0 and 4294967295")
-)
-positive_float = _typed("a finite positive number", _checked(float, lambda v: math.isfinite(v) and v > 0))
-non_negative_float = _typed("a finite non-negative number", _checked(float, lambda v: math.isfinite(v) and v >= 0))
-data_folder = _typed("an existing readable folder", _data_folder)
-writable_folder = _typed("a folder that can be written", _writable_folder)
-writable_file = _typed("a file path that can be written", _writable_file)
+seed_int = integer(0, 2**32 - 1, "a non-negative integer below 2**32")
+positive_float = number(0.0, what="a finite positive number")
+non_negative_float = number(0.0, low_open=False, what="a finite non-negative number")
+data_folder = existing_folder
+writable_folder = output_folder
+writable_file = output_file
+
+
+def _store_folder(text):
+    from ._parallel import check_store_folder  # _parallel imports this module
+
+    return check_store_folder(writable_folder(text))
+
+
+#: ``--resume DIR``: a folder that can be written whose stored results are regular files
+store_folder = typed("a results folder that can be written", _store_folder)
+store_folder.__name__ = "a_task_store_folder"
 
 #: options whose integers may be 0 (the rest of the int options must be positive); 0 means
 #: "off" or "all" for --stall-iter, --n-learn, --n-learn-mfeat (see their help)
@@ -250,14 +206,19 @@ _NON_NEGATIVE_INTS = frozenset({"start", "max_errors", "stall_iter", "n_learn", 
 _NON_NEGATIVE_FLOATS = frozenset({"xor_std", "baseline_cpu", "before_cpu"})  # 0 skips that baseline
 #: options naming folders written to (the other --out / --json are files)
 _OUT_FOLDERS = frozenset({"resume"})
+#: options naming an existing folder that is read
+_IN_FOLDERS = frozenset({"data_dir", "reference"})
 
 
 def type_options(parser: argparse.ArgumentParser) -> None:
     """Type every option of ``parser`` and its subcommands: ``int`` options positive integers
-    (non-negative: :data:`_NON_NEGATIVE_INTS`, where 0 means off or all), ``--seed`` in
-    [0, 2**32), ``--n-jobs`` positive or -1, ``float`` options finite positive, ``--data-dir`` an
-    existing readable folder, ``--out`` / ``--json`` / ``--resume`` writable (a folder is created).
-    A bad value ends with argparse's one-line message and exit status 2."""
+    (non-negative: :data:`_NON_NEGATIVE_INTS`, where 0 means off or all) of at most
+    :data:`cvxkml._cli.INT_MAX`, ``--seed`` in [0, 2**32), ``--n-jobs`` from 1 to
+    :data:`MAX_JOBS` or -1, ``float`` options finite positive, ``--data-dir`` and
+    ``--reference`` existing readable folders, ``--out`` / ``--json`` writable (a folder is
+    created), ``--resume`` a writable folder whose stored results are regular files.  Every path
+    is expanded (``~``, ``~user``) and checked first.  A bad value ends with one line and exit
+    status 2, before any work."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
@@ -274,15 +235,17 @@ def type_options(parser: argparse.ArgumentParser) -> None:
             action.type = non_negative_int if dest in _NON_NEGATIVE_INTS else positive_int
         elif t is float:
             action.type = non_negative_float if dest in _NON_NEGATIVE_FLOATS else positive_float
-        elif dest == "data_dir" and t is None:
+        elif dest in _IN_FOLDERS and t is None:
             action.type = data_folder
-        elif dest in ("out", "json", "resume") and t is None:
+        elif dest == "resume" and t is None:
+            action.type = store_folder
+        elif dest in ("out", "json") and t is None:
             folder = dest in _OUT_FOLDERS or "folder" in (action.help or "") or action.metavar == "DIR"
             action.type = writable_folder if folder else writable_file
 
 
 def run_command(args, name: str = "python -m benchmarks") -> int:
-    """Run ``args.func(args)`` after :func:`check_data`.
+    """Run ``args.func(args)`` after :func:`check_data` (:func:`cvxkml._cli.run`).
 
     Parameters
     ----------
@@ -295,23 +258,24 @@ def run_command(args, name: str = "python -m benchmarks") -> int:
     -------
     int
         The command's exit status (None counts as 0); after one line on standard error, 2 for
-        a missing data file or a :class:`cvxkml.errors.CvxkmlError`, 1 for a
-        :class:`CommandError`.  With ``args.debug`` these errors raise with their traceback.
+        a missing or damaged data file, a :class:`CommandError` or an invalid input (the
+        command cannot run as given), 1 for a failure once it runs (another
+        :class:`cvxkml.errors.CvxkmlError`, an OSError, out of memory), 130 when interrupted.
+        With ``args.debug`` these errors raise with their traceback.
     """
-    try:
-        check_data(args)
-        return int(args.func(args) or 0)
-    except (DataNotFoundError, CommandError, CvxkmlError) as exc:
-        if getattr(args, "debug", False):
-            raise
+
+    def describe(exc):
         if isinstance(exc, DataNotFoundError):
-            line, status = f"{exc}{' (command line: --data-dir FOLDER)' if hasattr(args, 'data_dir') else ''}", 2
-        elif isinstance(exc, CommandError):
-            line, status = str(exc), 1
-        else:
-            line, status = f"{type(exc).__name__}: {' '.join(str(exc).split())}", 2
-        print(f"{name}: {line}", file=sys.stderr)
-        return status
+            return f"{exc}{' (command line: --data-dir FOLDER)' if hasattr(args, 'data_dir') else ''}"
+        if isinstance(exc, CommandError):
+            return one_line(exc)
+        return None
+
+    def command(args):
+        check_data(args)
+        return args.func(args)
+
+    return run_guarded(command, args, name, usage=(DataNotFoundError, CommandError), describe=describe)
 
 
 # --------------------------------------------------------------------------- option specs
@@ -382,7 +346,7 @@ def data_dir(holding: str) -> Option:
 def script(prog: str, run, options, datasets=None, argv=None, description: str | None = None) -> int:
     """``python -m <module> [options]``: one command (``run``, its ``options`` specs, the
     ``datasets`` it reads) on a parser of its own, typed and run as :func:`run_command` runs it."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = Parser(prog=prog, description=description, epilog=EXIT_STATUS_HELP)
     parser.set_defaults(func=run)
     needs_data(parser, datasets)
     for o in options:

@@ -19,6 +19,8 @@ import hashlib
 import json
 import logging
 import os
+import re
+import stat
 import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ __all__ = [
     "CommandError",
     "StoreFileError",
     "TaskStore",
+    "check_store_folder",
     "code_fingerprint",
     "add_parallel_options",
     "parallel_context",
@@ -72,10 +75,14 @@ STORE_FORMAT, STORE_VERSION = "cvxkml.taskstore", 1
 #: The largest stored result a :class:`TaskStore` reads back (bytes, uncompressed).
 STORE_MAX_BYTES = 1 << 30
 _HEADER = "__store__.npy"
+#: the names of the files a :class:`TaskStore` reads: ``<key>.npz``, the key 64 hex digits
+_STORED = re.compile(r"[0-9a-f]{64}\.npz")
 
 
 class StoreFileError(CommandError):
-    """A :class:`TaskStore` file this cvxkml did not write, or changed since (content hash)."""
+    """A :class:`TaskStore` file this cvxkml did not write, changed since (content hash), or
+    not a regular file: the command cannot run as given (exit status 2, like every
+    :class:`CommandError`)."""
 
 
 def _encode(v, arrays: dict, where: str = "result"):
@@ -157,6 +164,70 @@ def code_fingerprint() -> str:
     return h.hexdigest()
 
 
+def _open_regular(path: Path):
+    """``path`` opened for reading, a binary file object; OSError when it is not a regular file
+    (following links).  Opened without blocking, so that a named pipe (or a link to one) is
+    refused at once rather than waited on, and checked on the open file, so that what is checked
+    is what is read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file (a device, pipe, socket or a link to one)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_store_folder(directory) -> str:
+    """Refuse a :class:`TaskStore` folder (``--resume DIR``) that holds a stored-result name
+    which is not a regular file, before any work.
+
+    A stored result is read when its task comes up, maybe hours into a run; a member that is a
+    device (a link to ``/dev/zero`` never ends), a named pipe (a read waits forever), a socket or
+    a broken link would stop the run there.  Every ``<key>.npz`` below ``directory`` (the
+    results and the per-fit folders) must therefore be a regular file, following links; the
+    ``fits`` folder, when there, must be a folder.  :meth:`TaskStore.load` checks each file
+    again when it opens it.
+
+    Parameters
+    ----------
+    directory : str or Path
+        The folder (it exists: the option's type created it).
+
+    Returns
+    -------
+    str
+        ``directory``.
+
+    Raises
+    ------
+    ValueError
+        Naming the first offending entry and what it is.
+    """
+    from cvxkml._cli import BadValue
+
+    root = Path(directory)
+    try:
+        if (root / "fits").exists() and not (root / "fits").is_dir():
+            raise BadValue(f"{root / 'fits'} is not a folder; remove it")
+        for folder, dirs, files in os.walk(root):
+            for name in files + dirs:
+                path = Path(folder) / name
+                if not _STORED.fullmatch(name):
+                    continue
+                try:
+                    mode = path.stat().st_mode
+                except OSError as exc:
+                    raise BadValue(f"{path} cannot be read ({exc.strerror or exc}); remove it") from None
+                if not stat.S_ISREG(mode):
+                    raise BadValue(f"{path} is not a regular file (a folder, device, pipe or socket); remove it")
+    except OSError as exc:
+        raise BadValue(f"cannot list {root}: {exc.strerror or exc}") from None
+    return str(directory)
+
+
 class TaskStore:
     """Finished tasks' results in a folder, so that a run stopped part way resumes.
 
@@ -169,9 +240,10 @@ class TaskStore:
     within its declared size and :data:`STORE_MAX_BYTES` in all.  The member ``__store__`` is
     UTF-8 JSON ``{"format": "cvxkml.taskstore", "version": 1, "key", "arrays", "result_json",
     "sha256"}``, the hash over the key, the result's JSON and every array's dtype, shape and
-    bytes; a file that does not match is a :class:`StoreFileError` (delete it to compute that
-    task again).  Results hold dicts (string keys), lists, tuples, numbers, strings, None and
-    NumPy arrays of numbers, booleans or strings; files of any other name are never read.
+    bytes; a file that does not match, or that is not a regular file, is a
+    :class:`StoreFileError` (delete it to compute that task again).  Results hold dicts
+    (string keys), lists, tuples, numbers, strings, None and NumPy arrays of numbers, booleans
+    or strings; files of any other name are never read.
 
     Parameters
     ----------
@@ -208,7 +280,7 @@ class TaskStore:
         if not path.exists():
             return None
         try:
-            with zipfile.ZipFile(path) as zf:
+            with _open_regular(path) as raw, zipfile.ZipFile(raw) as zf:
                 infos, budget = {i.filename: i for i in zf.infolist()}, [STORE_MAX_BYTES]
 
                 def member(name):

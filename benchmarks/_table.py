@@ -14,6 +14,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+from cvxkml._cli import EXIT_STATUS_HELP, Parser
 from cvxkml.datasets import CSV_DATASETS
 from reference.reproduce import all as ra
 from reference.reproduce import kcr as rk
@@ -585,7 +586,9 @@ def register(commands, table=TABLE) -> None:
 
 def build_parser(table=TABLE) -> argparse.ArgumentParser:
     """The parser of ``python -m benchmarks``: ``--version`` (of cvxkml), ``--debug`` and every command of ``table``,
-    each option typed and checked (:func:`._commands.type_options`).
+    each option typed and checked (:func:`._commands.type_options`); a usage error is one line
+    and exit status 2, and every ``--help`` ends with the exit statuses
+    (:data:`cvxkml._cli.EXIT_STATUS_HELP`).
 
     Returns
     -------
@@ -593,10 +596,11 @@ def build_parser(table=TABLE) -> argparse.ArgumentParser:
     """
     from cvxkml import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         description="cvxkml's speed benchmarks and the papers' reproductions (from a source checkout; "
         "the installed cvxkml command runs the demo).",
+        epilog=EXIT_STATUS_HELP,
     )
     parser.add_argument("--version", action="version", version=f"cvxkml {__version__}")
     parser.add_argument(

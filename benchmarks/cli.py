@@ -4,7 +4,10 @@
 The commands are the rows of :data:`benchmarks._table.TABLE`; the parser and its help
 are generated from it (:func:`build_parser`).  A command that reads data sets declares them
 in its row; they are loaded before it starts, so a missing or damaged data file ends it at
-once with one line on standard error and exit status 2.  No benchmark or reproduction module imports this one.
+once with one line on standard error and exit status 2.  Every option value is checked while
+the command line is parsed (numbers in range, paths expanded and checked), and every error is
+one line with the exit status documented in ``--help`` (:data:`cvxkml._cli.EXIT_STATUS_HELP`).
+No benchmark or reproduction module imports this one.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ __all__ = ["TABLE", "build_parser", "main", "format_table"]
 def main(argv: list[str] | None = None) -> int:
     """Run ``python -m benchmarks argv`` (default ``sys.argv[1:]``); returns the exit status.
 
-    0 on success; 2 without a command (the help is printed), for a missing or damaged data file
-    (checked before the command starts) or a cvxkml error (one line; ``--debug`` shows the
-    traceback); 1 when options do not go together.  A badly typed option exits with status 2
-    (argparse's SystemExit).
+    0 on success; 2 without a command (the help is printed) and when the command cannot run
+    as given: a bad option value (argparse's SystemExit), options that do not go together, a
+    missing or damaged data file (checked before the command starts), an invalid input; 1 when
+    the run fails once started (a solver error, a file or memory error); 130 when interrupted.
+    Every error is one line on standard error (``--debug`` shows the traceback).
     """
     parser = build_parser()
     args = parser.parse_args(argv)

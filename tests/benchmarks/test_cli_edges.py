@@ -311,11 +311,11 @@ def test_data_vectors(tmp_path, monkeypatch):
 def test_bad_recorded_results_are_one_line(tmp_path):
     (tmp_path / "recorded-results.json").write_text("{not json")
     code, err = _run(["reproduce", "all", "--reference", str(tmp_path), "--out", str(tmp_path / "o")])
-    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "recorded-results.json cannot be read (JSONDecodeError" in err
     (tmp_path / "recorded-results.json").write_text("[1, 2]")
     code, err = _run(["reproduce", "all", "--reference", str(tmp_path), "--out", str(tmp_path / "o")])
-    assert code == 1 and "is not a JSON object" in err
+    assert code == 2 and "is not a JSON object" in err
 
 
 @pytest.mark.parametrize(
@@ -324,10 +324,10 @@ def test_bad_recorded_results_are_one_line(tmp_path):
         (["bench", "kcr", "large", "--n", "100000"], 2, "n = 100000 Balance points asked for; the file has 625"),
         (
             ["bench", "estimators", "--quick", "--peer-python", "/nonexistent/python"],
-            1,
+            2,
             "--peer-python /nonexistent/python: no such executable",
         ),
-        (["reproduce", "mkl", "--quick", "--no-table1", "--no-table2"], 1, "leave nothing to run"),
+        (["reproduce", "mkl", "--quick", "--no-table1", "--no-table2"], 2, "leave nothing to run"),
         (["bench", "mkl", "--datasets", "wine"], 2, "argument --datasets: invalid choice: 'wine'"),
         (
             ["bench", "exact-limits", "--families", ",", "--max-n", "8"],
