@@ -174,8 +174,12 @@ def test_split_stopped_part_way_resumes_after_its_last_finished_fit(tmp_path, mo
 
 def test_stall_iter_option_reaches_every_lmnn_fit_and_is_validated(tmp_path, capsys, monkeypatch):
     """``--stall-iter`` is a protocol knob (recorded in the JSON) handed to every LMNN
-    estimator of the protocol; a negative value is a one-line error before any fit."""
+    estimator of the protocol; a negative value is a one-line usage error (exit 2) before any
+    fit.  Both runs read Iris alone (``--quick --no-table2``: scikit-learn's copy), so the test
+    needs no data folder: without ``--no-table2`` the command's data check would ask for
+    mfeat.npz and stop at 'No data folder configured' before the option is validated."""
     from benchmarks._commands import run_command
+    from cvxkml._cli import EXIT_USAGE
 
     seen = []
     real_solve = rm.LMNN._solve
@@ -195,8 +199,10 @@ def test_stall_iter_option_reaches_every_lmnn_fit_and_is_validated(tmp_path, cap
     assert json.loads(path.read_text())["protocol"]["stall_iter"] == 300
     assert len(seen) == 42 and set(seen) == {300}  # LMNN_H, 40 inner-CV fits, LMNN-MKL_CV
     capsys.readouterr()
-    args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--stall-iter", "-1"])
-    assert run_command(args, "python -m benchmarks reproduce mkl") == 1
+    seen.clear()
+    args = _parser_with_mkl().parse_args(["reproduce", "mkl", "--quick", "--no-table2", "--stall-iter", "-1"])
+    assert run_command(args, "python -m benchmarks reproduce mkl") == EXIT_USAGE
+    assert seen == []  # refused before any fit
     err = capsys.readouterr().err
     assert err.strip() == (
         "python -m benchmarks reproduce mkl: --stall-iter must be 0 (off) or a positive number of iterations; got -1"
