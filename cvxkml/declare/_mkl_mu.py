@@ -294,9 +294,6 @@ class MuWeightStep(Problem):
         WeightStepSolution
             As :meth:`solve_reference`; unconverged solves warn (:class:`ConvergenceWarning`).
         """
-        from .extend import check_fast_solver_applies
-
-        check_fast_solver_applies(self)
         tol = check_positive(tol, "tol")
         callback = self._check_callback(callback)
         if warm_start is not None:

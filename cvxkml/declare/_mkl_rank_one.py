@@ -619,9 +619,6 @@ class RankOneWeightStep(Problem):
         user's :func:`~cvxkml.declare.register_fast_solver` first), and its P is read back
         and certified by this class's hooks (:meth:`solution_from_fast`, :meth:`certify`).
         """
-        from .extend import check_fast_solver_applies
-
-        check_fast_solver_applies(self)
         tol = check_positive(tol, "tol")
         max_iter = self.max_convex_iter if max_iter is None else self._iteration_limit(max_iter)
         callback = self._check_callback(callback)

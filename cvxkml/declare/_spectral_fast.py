@@ -7,12 +7,10 @@ slack, and the Farkas certificate of infeasible hard constraints.  A part of
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .._validation import check_positive
-from ..errors import ConvergenceWarning, InfeasibleError, InvalidInputError, SolverError
+from ..errors import InfeasibleError, InvalidInputError, SolverError
 from ..sideinfo import (
     atom_family,
 )
@@ -99,10 +97,10 @@ class SpectralFastSolve:
             Total sweeps (Bregman, native solvers) or Newton iterations (dual solver) over all
             attempts (see below).  ``max_sweeps`` is its deprecated former name.
         gap_tol, viol_tol : float or None
-            The certificate: a solve is ``converged`` only when the Lagrange-dual gap
-            f(M) − g(λ) lies in [−gap_tol, gap_tol]·max(1, |f(M)|) (a negative gap beyond
-            that means an infeasible point) and the largest relative constraint violation
-            is at most ``viol_tol``.  None: max(tol, 1e-6).
+            The certificate (:meth:`certificate`): a solve is ``converged`` only when the
+            Lagrange-dual gap |f(M) − g(λ)| is at most gap_tol·max(|f|, |g|, 1) (a negative
+            gap beyond that means an infeasible point) and the largest relative constraint
+            violation is at most ``viol_tol``.  None: max(tol, 1e-6).
         method : {"auto", "native", "dual"}
             "native": the problem's own algorithm (raises when it does not handle these
             constraints); "dual": the generic dual solver (projected Newton on the box-
@@ -127,8 +125,9 @@ class SpectralFastSolve:
         Notes
         -----
         A small dual change does not imply a small violation: with large multipliers the
-        cyclic projections creep (one low-rank draw met tol = 1e-12 with a violation of
-        6.8e-6 times a multiplier of 2e4, a gap of −0.136).  When the dual-change rule is
+        cyclic projections creep (the change of a sweep is tiny while a small violation times
+        a large multiplier leaves a visible gap).  The solve is the certified-solve pipeline
+        (:meth:`~cvxkml.declare.problem.Problem.run_pipeline`) in attempts: when the dual-change rule is
         met but the certificate is not, the solve is repeated with tol divided by 100
         (down to 1e-16) within the same ``max_iter`` budget; if the certificate is still
         not met it warns (:class:`ConvergenceWarning`) and returns ``converged=False``.
@@ -151,63 +150,14 @@ class SpectralFastSolve:
         alone.
         """
         from .._validation import check_choice
-        from .registry import SolveRequest, call
 
         method = check_choice(method, "method", ("auto", "native", "dual"))
-        spec = self.fast_solver(method)
-        use_dual = spec.generic
-        lam0 = self._checked_warm_start(warm_start, spec)
-        callback = self._check_callback(callback)
+        lam0 = self._checked_warm_start(warm_start, self.fast_solver(method))
         tol = check_positive(tol, "tol")
         gap_tol = max(tol, 1e-6) if gap_tol is None else check_positive(gap_tol, "gap_tol")
         viol_tol = max(tol, 1e-6) if viol_tol is None else check_positive(viol_tol, "viol_tol")
         limit = self._iteration_limit(max_iter, max_sweeps)  # int64 in the kernels
-        # "auto" on the regularizer's own slack (gamma): Bregman first, then the certified dual
-        # solver from its multipliers when it ends uncertified; it keeps a share of the budget
-        handoff = self._slack_handoff(method, spec)
-        native_limit = limit - min(self._HANDOFF_RESERVE, limit // 10) if handoff is not None else limit
-        # the request travels with the call: a native solver that checks the certificate itself
-        # reads the rule from it, and one that can resume keeps its last iterate in it for the
-        # next attempt; nothing of this solve is stored on the problem
-        request = SolveRequest(gap_tol, viol_tol, warm_start=lam0, callback=callback if use_dual else None)
-        attempt_tol, sweeps, elapsed, attempts, stopped = tol, 0, 0.0, 0, False
-        while True:
-            res = call(spec, self, attempt_tol, (limit if use_dual else native_limit) - sweeps, request)
-            attempts += 1
-            sweeps += res.sweeps
-            elapsed += res.time
-            sol, met, certified, stopped, gap, scale, rel_viol = self._judge_attempt(
-                res, spec, sweeps, elapsed, gap_tol, viol_tol, use_dual, callback
-            )
-            if certified or not met or use_dual or stopped or attempt_tol <= 1e-16 or sweeps >= native_limit:
-                break
-            attempt_tol = max(attempt_tol * 1e-2, 1e-16)
-        sol.info.update(attempts=attempts, final_tol=attempt_tol, gap_tol=gap_tol, viol_tol=viol_tol)
-        if handoff is not None and not certified and not stopped and limit > sweeps:
-            first = sol
-            sol, met, certified, stopped, gap, scale, rel_viol, res = self._dual_handoff(
-                handoff, spec, first, res, met, tol, gap_tol, viol_tol, limit - sweeps, sweeps, elapsed, callback
-            )
-            if sol is not first:
-                use_dual, sweeps, attempts = True, sol.n_iter, 1
-        self._close_fast_solve(
-            sol,
-            res,
-            stopped=stopped,
-            certified=certified,
-            met=met,
-            use_dual=use_dual,
-            attempts=attempts,
-            sweeps=sweeps,
-            gap=gap,
-            scale=scale,
-            rel_viol=rel_viol,
-            tol=tol,
-            attempt_tol=attempt_tol,
-            gap_tol=gap_tol,
-            viol_tol=viol_tol,
-        )
-        return sol
+        return self.run_pipeline(tol, limit, gap_tol, viol_tol, method=method, warm_start=lam0, callback=callback)
 
     def _checked_warm_start(self, warm_start, spec):
         """``warm_start`` as multipliers (one per constraint, >= 0) for a solver that resumes
@@ -229,142 +179,6 @@ class SpectralFastSolve:
             )
         return lam0
 
-    def _judge_attempt(self, res, spec, sweeps, elapsed, gap_tol, viol_tol, use_dual, callback):
-        """One attempt of :meth:`solve`: the result checked (protocol, breakdown, domain),
-        recomputed into a Solution and judged — the paper's rule met (``met``), the certificate
-        within ``gap_tol`` / ``viol_tol`` (``certified``), the callback asked (``stopped``).
-        Returns (solution, met, certified, stopped, gap, scale, relative violation)."""
-        self._check_fast_result(res, spec)
-        self._raise_breakdown(res)
-        sol = self._fast_solution(res, sweeps, elapsed, default_name="bregman" if not spec.user else spec.name)
-        sol.info.update(spec=spec.name, space=self.space.name)
-        if not np.isfinite(sol.objective):
-            raise SolverError(
-                f"The fast solver ({sol.solver}) stopped after {sweeps} iteration(s) at a matrix "
-                f"outside the domain of the {self.regularizer.name} objective: "
-                f"{self._domain_diagnosis(sol.matrix)}. Rescale the problem (a barrier weight or "
-                "bounds far from 1), raise max_iter, or use solve_reference()."
-            )
-        scale = max(1.0, abs(sol.objective))
-        gap = sol.gap
-        rel_viol = sol.info["max_relative_violation"]
-        within = gap is not None and -gap_tol * scale <= gap <= gap_tol * scale and rel_viol <= viol_tol
-        # Bregman: the paper's dual-change rule, then the certificate; the dual solver's
-        # rule is the certificate itself (a stall at round-off below gap_tol counts)
-        met = sol.converged or (use_dual and within)
-        certified = met and within
-        stopped = False
-        if use_dual:
-            sol.converged = met
-            sol.status = "converged" if met else sol.status
-            stopped = bool(res.extra.get("stopped")) and not met
-        elif callback is not None:  # every attempt's check, the certified one too
-            asked = callback(
-                {
-                    "iteration": sweeps,
-                    "objective": sol.objective,
-                    "gap": None if gap is None else gap / scale,
-                    "violation": rel_viol,
-                    "dual_change": res.dual_change,
-                    "certified": certified,
-                }
-            )
-            stopped = bool(asked) and not certified
-        return sol, met, certified, stopped, gap, scale, rel_viol
-
-    def _close_fast_solve(
-        self,
-        sol,
-        res,
-        *,
-        stopped,
-        certified,
-        met,
-        use_dual,
-        attempts,
-        sweeps,
-        gap,
-        scale,
-        rel_viol,
-        tol,
-        attempt_tol,
-        gap_tol,
-        viol_tol,
-    ) -> None:
-        """The last phase of :meth:`solve`: a Farkas certificate of infeasibility raises; an
-        uncertified answer gets ``converged=False``, its status, and one ConvergenceWarning
-        saying why (stopped by the callback, neither stage of the gamma handoff certified,
-        the iteration limit, or the dual-change rule met without the certificate)."""
-        if not certified:
-            self._raise_if_farkas(sol)
-        if stopped:
-            sol.converged = False
-            sol.status = CALLBACK_STOP
-            gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
-            self._warn_unconverged(
-                sol,
-                f"The callback stopped the solve after {sweeps} iteration(s), "
-                f"uncertified: relative gap {gap_txt}, max relative violation "
-                f"{rel_viol:.3g}.",
-                stacklevel=4,
-            )
-        elif not certified and "stages" in sol.info:
-            first, second = sol.info["stages"]
-            sol.converged = False
-            sol.status = "not certified" if met else sol.status
-            warnings.warn(
-                f"Neither stage certified: Bregman projections ({first['iterations']} sweeps, relative gap "
-                f"{first['relative_gap']:.3g}, max relative violation {first['max_relative_violation']:.3g}), then "
-                f"the dual solver from their multipliers ({second['iterations']} Newton iterations, relative gap "
-                f"{second['relative_gap']:.3g}, max relative violation {second['max_relative_violation']:.3g}); "
-                f"the {second['returned'] and 'second' or 'first'} is returned. Raise max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        elif not met and attempts == 1:
-            what = (
-                "The dual solver did not certify in {} Newton iterations: relative gap/violation"
-                if use_dual
-                else "Bregman projections did not converge in {} sweeps: relative dual change"
-                if sol.solver.startswith("bregman")
-                else f"The fast solver {sol.solver} did not converge in {{}} iterations: its reported change"
-            ).format(sweeps)
-            warnings.warn(
-                f"{what} "
-                f"{res.dual_change:.3g} > tol {attempt_tol:.3g}, max violation {sol.max_violation:.3g}. "
-                "Raise max_iter or tol"
-                + (
-                    ""
-                    if self.gamma is not None or self._hinge
-                    else ", or use slack (gamma, or Hinge) if the constraints conflict"
-                )
-                + ".",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        elif not certified:
-            sol.converged = False
-            sol.status = "not certified"
-            gap_txt = "n/a" if gap is None else f"{gap / scale:.3g}"
-            warnings.warn(
-                f"The dual change met tol {tol:.3g} but the certificate did not (after {attempts} "
-                f"attempt(s) down to tol {attempt_tol:.3g}, {sweeps} sweeps): relative gap {gap_txt} "
-                f"(allowed ±{gap_tol:.3g}), max relative "
-                f"violation {rel_viol:.3g} (allowed {viol_tol:.3g}). "
-                + (
-                    "The hard constraints may be infeasible (use slack, gamma=…), or "
-                    if self.gamma is None and any(w is None for w in self._wrappers)
-                    else ""
-                )
-                + "raise max_iter, or loosen gap_tol / viol_tol.",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-
-    #: Newton iterations of ``max_iter`` (at most a tenth) that "auto" keeps for the dual
-    #: solver after Bregman on a gamma problem
-    _HANDOFF_RESERVE = 500
-
     def _slack_handoff(self, method, spec):
         """The generic dual solver's spec when "auto" runs a native solver on the regularizer's
         own slack (gamma) and the dual solver takes the problem too; else None."""
@@ -374,73 +188,6 @@ class SpectralFastSolve:
 
         dual, _ = select(self, "dual")
         return dual
-
-    def _dual_handoff(self, dual, spec, first, res, met, tol, gap_tol, viol_tol, budget, sweeps, elapsed, callback):
-        """Stage 2 of "auto" on a gamma problem: the native run ``first`` (``res``) ended
-        uncertified; the dual solver continues from its multipliers (the Bregman λ >= 0 of
-        δ_c(p_c − ξ_c) <= 0 are the dual solver's multipliers of the same constraints:
-        M⁻¹ = M0⁻¹ + Σ δ_cλ_c z_cz_cᵀ and 1/ξ_c = 1/ξ0_c − δ_cλ_c/γ are its primal map) with the
-        ``budget`` left.  Returns (solution, met, certified, stopped, gap, scale, violation,
-        result) of the stage kept: the second when it certifies or its certificate is smaller."""
-
-        def measure(sol):
-            scale = max(1.0, abs(sol.objective)) if np.isfinite(sol.objective) else 1.0
-            gap = sol.gap
-            viol = sol.info["max_relative_violation"]
-            within = gap is not None and -gap_tol * scale <= gap <= gap_tol * scale and viol <= viol_tol
-            size = np.inf if gap is None or not np.isfinite(gap) else abs(gap) / scale / gap_tol
-            return within, gap, scale, viol, max(size, viol / viol_tol)
-
-        def record(sol, gap, scale, viol, iterations, how, seconds):
-            return {
-                "solver": sol.solver,
-                "iterations": int(iterations),
-                "stop": how,
-                "certified": bool(sol.converged),
-                "objective": float(sol.objective),
-                "relative_gap": np.nan if gap is None else float(gap / scale),
-                "max_relative_violation": float(viol),
-                "time": float(seconds),
-            }
-
-        _, gap1, scale1, viol1, size1 = measure(first)
-        lower, upper, _ = self.dual_box()
-        lam0 = np.clip(np.asarray(first.dual, dtype=float), lower, upper)
-        # the callback's iteration counts on from the first stage's sweeps
-        relay = None if callback is None else (lambda rec: callback({**rec, "iteration": sweeps + rec["iteration"]}))
-        from .registry import SolveRequest, call
-
-        res2 = call(dual, self, tol, budget, SolveRequest(gap_tol, viol_tol, warm_start=lam0, callback=relay))
-        self._check_fast_result(res2, dual)
-        self._raise_breakdown(res2)
-        sol = self._fast_solution(res2, sweeps + res2.sweeps, elapsed + res2.time)
-        within, gap2, scale2, viol2, size2 = measure(sol)
-        sol.converged = within
-        sol.status = "converged" if within else sol.status
-        stop1 = "max_iter" if not met else "dual change met, certificate not"
-        stages = [
-            record(first, gap1, scale1, viol1, sweeps, stop1, elapsed),
-            record(sol, gap2, scale2, viol2, res2.sweeps, "certificate" if within else "max_iter", res2.time),
-        ]
-        stages[0]["certified"] = False
-        keep = within or size2 <= size1
-        stages[0]["returned"], stages[1]["returned"] = not keep, keep
-        stages[1]["warm_start"] = "the first stage's multipliers"
-        stopped = bool(res2.extra.get("stopped")) and not within
-        if not keep:
-            first.info["stages"] = stages
-            return first, met, False, stopped, gap1, scale1, viol1, res
-        sol.solver = f"{first.solver.removesuffix('-' + self.solver_tag)}+{sol.solver}"
-        sol.info.update(
-            spec=f"{spec.name}+{dual.name}",
-            space=self.space.name,
-            stages=stages,
-            attempts=first.info.get("attempts", 1),
-            final_tol=tol,
-            gap_tol=gap_tol,
-            viol_tol=viol_tol,
-        )
-        return sol, within, within, stopped, gap2, scale2, viol2, res2
 
     def _domain_diagnosis(self, M) -> str:
         """Why f is not finite at M, in words: M outside the range of M0, or the eigenvalue of
@@ -463,10 +210,89 @@ class SpectralFastSolve:
             )
         return f"the objective is {self.objective(M)} with every f_s(λ) finite (a slack or penalty term)"
 
-    def _check_fast_result(self, res, spec) -> None:
+    # ------------------------------------------------------------------ the pipeline's hooks
+    #: Newton iterations of ``max_iter`` (at most a tenth) that "auto" keeps for the dual
+    #: solver after Bregman on a gamma problem
+    _HANDOFF_RESERVE = 500
+
+    def first_attempt(self, spec, method, tol, max_iter, request):
+        """The registered solver at ``tol``; on the regularizer's own slack with "auto" it
+        keeps min(500, ``max_iter`` // 10) iterations for the dual solver's stage."""
+        from ._pipeline import Attempt
+
+        handoff = self._slack_handoff(method, spec)
+        budget = max_iter - min(self._HANDOFF_RESERVE, max_iter // 10) if handoff is not None else max_iter
+        return Attempt(spec, tol, budget, request, notes={"handoff": handoff, "native_limit": budget})
+
+    def next_attempt(self, history, budget):
+        """After an uncertified native run: the same solver at tol / 100 (down to 1e-16)
+        when the paper's dual-change rule was met (the creep of the Notes of :meth:`solve`),
+        within the native share of the budget; else, on the regularizer's own slack, the
+        dual solver from the run's multipliers (the Bregman λ >= 0 of δ_c(p_c − ξ_c) <= 0
+        are the dual solver's multipliers of the same constraints: M⁻¹ = M0⁻¹ +
+        Σ δ_cλ_c z_cz_cᵀ and 1/ξ_c = 1/ξ0_c − δ_cλ_c/γ are its primal map) with the rest."""
+        from ._pipeline import Attempt
+        from .registry import SolveRequest
+
+        last = history[-1]
+        if last.spec.generic or last.notes.get("stage") == 2:
+            return None  # the dual solver's rule is the certificate itself
+        used = sum(int(a.res.sweeps) for a in history)
+        if last.res.code != NOT_CONVERGED and last.tol > 1e-16 and used < last.notes["native_limit"]:
+            tighter = max(last.tol * 1e-2, 1e-16)
+            return Attempt(last.spec, tighter, last.notes["native_limit"] - used, last.request, dict(last.notes))
+        dual = last.notes.get("handoff")
+        if dual is None:
+            return None
+        lower, upper, _ = self.dual_box()
+        lam0 = np.clip(np.asarray(last.sol.dual, dtype=float), lower, upper)
+        user = last.request.callback  # its iteration counts on from the first stage's sweeps
+        relay = None if user is None else (lambda rec: user({**rec, "iteration": used + rec["iteration"]}))
+        request = SolveRequest(last.request.gap_tol, last.request.viol_tol, warm_start=lam0, callback=relay)
+        return Attempt(dual, history[0].tol, budget, request, {"stage": 2})
+
+    def pick_attempt(self, history, gap_tol, viol_tol):
+        """The last attempt; after the dual solver's stage, the stage whose certificate is
+        nearer (the second when it certifies), with both described in ``info["stages"]``."""
+        last = history[-1]
+        if last.notes.get("stage") != 2:
+            return last
+        first = history[-2]
+
+        def record(a, iterations, seconds, how):
+            cert = self.certificate(a.sol.objective, a.sol.dual_value, a.sol.violations, rtol=gap_tol)
+            rel = cert["relative_gap"]
+            size = np.inf if rel is None or not np.isfinite(rel) else abs(rel) / gap_tol
+            return max(size, cert["relative_violation"] / viol_tol), {
+                "solver": a.sol.solver,
+                "iterations": int(iterations),
+                "stop": how,
+                "certified": bool(a.certified),
+                "objective": float(a.sol.objective),
+                "relative_gap": np.nan if rel is None else float(rel),
+                "max_relative_violation": float(cert["relative_violation"]),
+                "time": float(seconds),
+            }
+
+        met = first.res.code != NOT_CONVERGED
+        how = "dual change met, certificate not" if met else "max_iter"
+        size1, stage1 = record(first, first.sol.n_iter, first.sol.time, how)
+        size2, stage2 = record(last, last.res.sweeps, last.res.time, "certificate" if last.certified else "max_iter")
+        keep = last.certified or size2 <= size1
+        stage1["returned"], stage2["returned"] = not keep, keep
+        stage2["warm_start"] = "the first stage's multipliers"
+        if not keep:
+            first.sol.info["stages"] = [stage1, stage2]
+            return first
+        last.sol.solver = f"{first.sol.solver.removesuffix('-' + self.solver_tag)}+{last.sol.solver}"
+        last.sol.info.update(spec=f"{first.spec.name}+{last.spec.name}", stages=[stage1, stage2])
+        return last
+
+    def check_fast_result(self, res, spec) -> None:
         """The fast-solver protocol (:mod:`cvxkml.solvers.result`), checked before anything is
         built from a result: a FastResult, an N × N matrix, one multiplier per constraint, a
-        known status, a non-negative iteration count; then the answer itself
+        known status, a non-negative iteration count; a breakdown (a zero distance,
+        non-finite iterates) raises its typed error; then the answer itself
         (:mod:`cvxkml._answer`): multipliers finite, the matrix finite and symmetric and, from
         a user's solver, positive semidefinite — a solver cannot hand back W + skew, NaN or an
         indefinite matrix and be certified on its quadratic forms."""
@@ -493,53 +319,127 @@ class SpectralFastSolve:
                 f"The fast solver of {type(self).__name__} ({self.regularizer.name}) broke the "
                 f"fast-solver protocol: {'; '.join(problems)}. See cvxkml.solvers.result."
             )
-        if res.code in (NONPOSITIVE_DISTANCE, NONFINITE):
-            return  # a breakdown: _raise_breakdown says what
+        self._raise_breakdown(res)
         check_primal_vector(res.lam, self.n_constraints, what=f"multipliers of {spec.name}")
         check_primal_matrix(res.matrix, N, psd=spec.user, psd_tol=PSD_TOL, what=f"matrix of {spec.name}")
 
+    def solution_from_fast(self, res, spec, gap_tol):
+        """The :class:`Solution` of a fast run (:meth:`_fast_solution`), refused with a
+        :class:`SolverError` when the matrix lies outside the regularizer's domain."""
+        sol = self._fast_solution(res, int(res.sweeps), float(res.time), "bregman" if not spec.user else spec.name)
+        sol.info.update(spec=spec.name, space=self.space.name)
+        if not np.isfinite(sol.objective):
+            raise SolverError(
+                f"The fast solver ({sol.solver}) stopped after {res.sweeps} iteration(s) at a matrix "
+                f"outside the domain of the {self.regularizer.name} objective: "
+                f"{self._domain_diagnosis(sol.matrix)}. Rescale the problem (a barrier weight or "
+                "bounds far from 1), raise max_iter, or use solve_reference()."
+            )
+        return sol
+
+    def raise_if_infeasible(self, sol, res) -> None:
+        """:meth:`_raise_if_farkas`: the multipliers of an uncertified hard-constraint solve
+        tested as a Farkas certificate."""
+        self._raise_if_farkas(sol)
+
+    def unconverged_message(self, sol, res, spec, gap_tol, viol_tol) -> str:
+        """Why the answer is not certified, in one line: the callback stopped it, neither
+        stage of the slack hand-off certified, the iteration limit, or the dual-change rule
+        met (down to ``info["final_tol"]``) without the certificate."""
+        cert = self.certificate(sol.objective, sol.dual_value, sol.violations, rtol=gap_tol)
+        rel, viol = cert["relative_gap"], cert["relative_violation"]
+        gap_txt = "n/a" if rel is None else f"{rel:.3g}"
+        sweeps, attempts, final_tol = sol.n_iter, sol.info["attempts"], sol.info["final_tol"]
+        if sol.status == CALLBACK_STOP:
+            return (
+                f"The callback stopped the solve after {sweeps} iteration(s), uncertified: relative gap "
+                f"{gap_txt}, max relative violation {viol:.3g}."
+            )
+        if "stages" in sol.info:
+            first, second = sol.info["stages"]
+            return (
+                f"Neither stage certified: Bregman projections ({first['iterations']} sweeps, relative gap "
+                f"{first['relative_gap']:.3g}, max relative violation {first['max_relative_violation']:.3g}), then "
+                f"the dual solver from their multipliers ({second['iterations']} Newton iterations, relative gap "
+                f"{second['relative_gap']:.3g}, max relative violation {second['max_relative_violation']:.3g}); "
+                f"the {'second' if second['returned'] else 'first'} is returned. Raise max_iter or tol."
+            )
+        if res.code == NOT_CONVERGED:
+            what = (
+                "The dual solver did not certify in {} Newton iterations: relative gap/violation"
+                if spec.generic
+                else "Bregman projections did not converge in {} sweeps: relative dual change"
+                if sol.solver.startswith("bregman")
+                else f"The fast solver {sol.solver} did not converge in {{}} iterations: its reported change"
+            ).format(sweeps)
+            slack = "" if self.gamma is not None or self._hinge else ", or use slack (gamma, or Hinge) if the "
+            return (
+                f"{what} {res.dual_change:.3g} > tol {final_tol:.3g}, max violation {sol.max_violation:.3g}. "
+                f"Raise max_iter or tol{slack and slack + 'constraints conflict'}."
+            )
+        hard = self.gamma is None and any(w is None for w in self._wrappers)
+        return (
+            f"The dual change met tol {final_tol:.3g} but the certificate did not (after {attempts} "
+            f"attempt(s), {sweeps} sweeps): relative gap {gap_txt} (allowed ±{gap_tol:.3g}), max relative "
+            f"violation {viol:.3g} (allowed {viol_tol:.3g}). "
+            + ("The hard constraints may be infeasible (use slack, gamma=…), or " if hard else "")
+            + "raise max_iter, or loosen gap_tol / viol_tol."
+        )
+
     def farkas_direction(self, lam):
-        """Test the multipliers' direction d = λ/Σλ as a Farkas certificate of infeasibility
-        of the hard constraints tr(Â_c X̂) <= t_c, X̂ ⪰ 0: returns (min eigenvalue of
-        Σ d_c Â_c relative to Σ d_c‖Â_c‖₂, Σ d_c t_c relative to Σ d_c|t_c|, a lower bound
-        on tr(X̂) over the feasible set).  A non-negative first value and a negative second
-        one mean that no X̂ ⪰ 0 satisfies the constraints (Σ d_c tr(Â_c X̂) >= 0 > Σ d_c t_c;
-        the bound is then inf).  A slightly negative first value e still bounds every
-        feasible X̂: e·Σd_c‖Â_c‖·tr(X̂) <= Σ d_c tr(Â_c X̂) <= Σ d_c t_c < 0 gives
-        tr(X̂) >= |Σ d_c t_c| / (|e|·Σ d_c‖Â_c‖) — constraints that only a matrix of that size
-        satisfies.  With slack (γ) the pair terms are soft and the test does not apply
-        (returns None)."""
+        """Test the multipliers' direction d = λ/Σ|λ| as a Farkas certificate of infeasibility
+        of the hard constraints tr(Â_c X̂) <= t_c (d_c >= 0) and tr(Â_c X̂) = t_c (d_c of
+        either sign), X̂ ⪰ 0: returns (min eigenvalue of Σ d_c Â_c relative to
+        Σ |d_c|‖Â_c‖₂, Σ d_c t_c relative to Σ |d_c t_c|, a lower bound on tr(X̂) over the
+        feasible set).  A non-negative first value and a negative second one mean that no
+        X̂ ⪰ 0 satisfies the constraints (Σ d_c tr(Â_c X̂) >= 0 > Σ d_c t_c; the bound is
+        then inf).  A slightly negative first value e still bounds every feasible X̂:
+        e·Σ|d_c|‖Â_c‖·tr(X̂) <= Σ d_c tr(Â_c X̂) <= Σ d_c t_c < 0 gives
+        tr(X̂) >= |Σ d_c t_c| / (|e|·Σ|d_c|‖Â_c‖) — constraints that only a matrix of that
+        size satisfies.  Computed from the problem's own terms
+        (:func:`~cvxkml.declare.terms.constraint_terms`), each ‖Â_c‖₂ exactly from its few
+        rank-one terms.  With slack (γ) the pair terms are soft and the test does not apply,
+        nor to a direction with a negative multiplier on an inequality (returns None)."""
+        from .terms import constraint_terms
+
         lam = np.asarray(lam, dtype=float)
-        if (
-            self.gamma is not None
-            or lam.size != self.n_constraints
-            or not np.all(np.isfinite(lam))
-            or any(f.equality and w is None for f, w in zip(self._constraint_atoms, self._wrappers))
-        ):
-            return None  # (hard equalities: multipliers of either sign)
+        if self.gamma is not None or lam.size != self.n_constraints or not np.all(np.isfinite(lam)):
+            return None
+        lower, _, _ = self.dual_box()
+        signed = np.isinf(lower)  # hard equalities
         if self._hinge:  # the ray runs in the hard constraints' multipliers
             lam = np.where(self.soft, 0.0, lam)
-        if lam.sum() <= 0:
+        if np.any(lam[~signed] < 0) or not np.abs(lam).sum() > 0:
             return None
-        d = lam / lam.sum()
-        A = np.zeros((self.T.shape[1],) * 2)
-        lin = lin_abs = norm = 0.0
-        start = 0
-        for fam, (term, _, t) in zip(self._constraint_atoms, self._whitened_family_terms()):
-            dc = d[start : start + len(fam)]
-            for k in np.flatnonzero(dc):  # Σ d_c‖Â_c‖ from each constraint's own term
-                e = np.zeros(len(fam))
-                e[k] = 1.0
-                norm += dc[k] * float(np.max(np.abs(np.linalg.eigvalsh(term(e)))))
-            start += len(fam)
-            A += term(dc)
-            lin += float(dc @ t)
-            lin_abs += float(dc @ np.abs(t))
+        d = lam / np.abs(lam).sum()
+        ct = constraint_terms(self)
+        owner = ct.owner()
+        A = (ct.U.T * (ct.w * d[owner])) @ ct.U
+        norm = float(np.abs(d) @ self._term_norms(ct, np.flatnonzero(d)))
+        lin, lin_abs = float(d @ ct.t), float(np.abs(d) @ np.abs(ct.t))
         if norm <= 0 or lin_abs <= 0:
             return None
         eig = float(np.linalg.eigvalsh(0.5 * (A + A.T))[0]) / norm
         bound = np.inf if eig >= 0 or lin >= 0 else float(-lin / (-eig * norm))
         return eig, lin / lin_abs, bound
+
+    @staticmethod
+    def _term_norms(ct, rows):
+        """‖Â_c‖₂ of the constraints ``rows`` (0 elsewhere): the nonzero eigenvalues of
+        Â_c = U_cᵀ diag(w_c) U_c are those of diag(w_c) U_c U_cᵀ (k_c × k_c), solved in
+        batches of equal k_c."""
+        norms = np.zeros(ct.m)
+        counts = np.diff(ct.ptr)
+        for k in np.unique(counts[rows]):
+            sel = rows[counts[rows] == k]
+            if k == 0:
+                continue
+            idx = ct.ptr[sel][:, None] + np.arange(k)[None, :]
+            Uc = ct.U[idx]  # (s, k, r)
+            G = Uc @ Uc.transpose(0, 2, 1)
+            ev = np.linalg.eigvals(ct.w[idx][:, :, None] * G)
+            norms[sel] = np.max(np.abs(ev), axis=1)
+        return norms
 
     def _raise_if_farkas(self, sol) -> None:
         """InfeasibleError when an uncertified hard-constraint solve's multipliers point along
@@ -596,7 +496,11 @@ class SpectralFastSolve:
             )
 
     def _raise_breakdown(self, res) -> None:
-        """Typed errors for a fast run that broke down (a zero distance, non-finite iterates)."""
+        """Typed errors for a fast run that broke down (a zero distance, non-finite iterates):
+        :class:`InfeasibleError` only with a proof — the constraint it broke down on, alone, a
+        Farkas certificate (:meth:`farkas_direction` of its unit vector: e.g. a pair of
+        identical points asked to be apart) — else :class:`SolverError`, which says that the
+        breakdown is no verdict on feasibility."""
         if res.code not in (NONPOSITIVE_DISTANCE, NONFINITE):
             return
         what = (
@@ -604,25 +508,28 @@ class SpectralFastSolve:
             if res.code == NONPOSITIVE_DISTANCE
             else "the iterates became non-finite"
         )
-        head = f"Bregman projections broke down after {res.sweeps} sweep(s): {what}"
-        # gamma puts slack on the pair constraints only (they come first); relative
-        # and similarity constraints stay hard
-        n_soft = len(self.pairs) if self.gamma is not None and self.pairs is not None else 0
-        if self.gamma is None:
-            raise InfeasibleError(
-                f"{head} (constraint {res.bad_index}). The hard constraints are most likely "
-                "infeasible; use LogDet slack by passing gamma=<positive number>."
-            )
-        if res.bad_index >= n_soft:
-            raise InfeasibleError(
-                f"{head} (constraint {res.bad_index}, a hard relative or similarity constraint: "
-                "gamma adds slack to the pair constraints only). No positive definite matrix "
-                "in the range of K0 satisfies the hard constraints; relax or remove them."
-            )
+        k = int(res.bad_index)
+        reason = res.extra.get("reason") if isinstance(res.extra, dict) else None
+        if reason:  # a solver that says why (the dual solver: no finite start)
+            what = f"{what} ({reason})"
+        solver = res.extra.get("solver", "bregman") if isinstance(res.extra, dict) else "bregman"
+        who = "Bregman projections" if str(solver).startswith("bregman") else f"The fast solver {solver}"
+        head = f"{who} broke down after {res.sweeps} iteration(s): {what}"
+        if 0 <= k < self.n_constraints:
+            unit = np.zeros(self.n_constraints)
+            unit[k] = 1.0
+            test = self.farkas_direction(unit)
+            if test is not None and test[0] >= -1e-12 and test[1] < 0:
+                raise InfeasibleError(
+                    f"{head} on constraint {k} (in violations() order), which no positive semidefinite "
+                    "matrix in the range of M0 satisfies (its term is positive semidefinite and its bound "
+                    "negative: a Farkas certificate). Remove it, or use slack (gamma=, or Hinge)."
+                )
+        where = f" (constraint {k})" if k >= 0 else ""
         raise SolverError(
-            f"{head} with slack weight gamma = {self.gamma:.3g}. Use a gamma nearer 1 (the slack "
-            "terms scale like 1/gamma), rescale the data and bounds to order 1, or check with "
-            "solve_reference()."
+            f"{head}{where}; this is no verdict on feasibility. "
+            + ("Use method='dual' (the certified dual solver), " if who.startswith("Bregman") else "Use ")
+            + "solve_reference() (the exact model), or rescale the data and bounds to order 1."
         )
 
     def _fast_solution(self, res, sweeps, elapsed, default_name: str = "bregman") -> Solution:

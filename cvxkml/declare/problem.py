@@ -37,13 +37,12 @@ import numpy as np
 from .._progress import LOGGER, ProgressMonitor, fmt, verbose_logging
 from .._validation import check_int
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
+from ._pipeline import CALLBACK_STOP, CertifiedPipeline
 
 __all__ = ["Problem", "INACCURATE_RTOL", "CALLBACK_STOP", "LARGE_FACTOR", "MODEL_METHODS", "check_fast_solver_applies"]
 
 #: relative certificate at which an ``optimal_inaccurate`` conic answer is accepted anyway
 INACCURATE_RTOL = 1e-6
-#: the status of a solve that its callback stopped
-CALLBACK_STOP = "stopped by callback"
 #: ``solve_reference`` refuses sizes above this multiple of the measured limit (unless
 #: ``allow_large=True``): the exact models' cost grows like n⁴ … n⁶, so twice the 60-s size
 #: means roughly 15 min … 1 h
@@ -187,7 +186,7 @@ def _with_progress(impl):
     return solve
 
 
-class Problem:
+class Problem(CertifiedPipeline):
     """Base class of every declared problem (the contract of the module docstring).
 
     Exact-model size guard: every subclass's ``solve_reference`` takes ``allow_large=False``;
@@ -374,109 +373,6 @@ class Problem:
         warm = None if warm_start is None else as_float_array(warm_start, "warm_start").ravel()
         return self.run_pipeline(
             tol, self._iteration_limit(max_iter), gap_tol, viol_tol, method=method, warm_start=warm, callback=callback
-        )
-
-    # ------------------------------------------------------------------ the pipeline, written once
-    def run_pipeline(
-        self,
-        tol: float,
-        max_iter: int,
-        gap_tol: float,
-        viol_tol: float,
-        *,
-        method: str = "auto",
-        warm_start=None,
-        callback=None,
-        options: dict | None = None,
-        warn: bool = True,
-    ):
-        """validate → dispatch → recompute → certify → :class:`~cvxkml.solution.Solution`, for
-        every family: the solver :meth:`fast_solver` picks runs with a
-        :class:`~cvxkml.declare.registry.SolveRequest` (the certificate's tolerances, the warm
-        start, the callback and the family's solver ``options``, passed down as a value); its
-        :class:`~cvxkml.solvers.result.FastResult` is checked against the protocol, turned
-        into a Solution by the family's own formulas (:meth:`solution_from_fast`), certified
-        (:meth:`certify`) and, when not certified, reported by one ConvergenceWarning
-        (:meth:`unconverged_message`).  A family's ``solve()`` validates its own arguments
-        and calls this; the hooks are where families differ."""
-        from ..errors import InvalidInputError
-        from ..solution import FastResult, Status
-        from .registry import SolveRequest, call
-
-        spec = self.fast_solver(method)
-        callback = self._check_callback(callback)
-        request = SolveRequest(gap_tol, viol_tol, warm_start=warm_start, callback=callback, options=dict(options or {}))
-        res = call(spec, self, tol, max_iter, request)
-        if not isinstance(res, FastResult) or res.code not in set(int(c) for c in Status):
-            raise InvalidInputError(
-                f"The fast solver {spec.name} of {type(self).__name__} broke the fast-solver protocol: returned "
-                f"{type(res).__name__}{'' if not isinstance(res, FastResult) else f' with code {res.code!r}'}, "
-                "not a cvxkml.solvers.FastResult with a cvxkml.solvers.Status. See cvxkml.solvers.result."
-            )
-        sol = self.solution_from_fast(res, spec, gap_tol)
-        certified = bool(self.certify(sol, res, gap_tol, viol_tol))
-        sol.converged = certified
-        if not certified:
-            sol.status = self.unconverged_status(sol, res)
-        sol.info.setdefault("spec", spec.name)
-        sol.info.update(gap_tol=gap_tol, viol_tol=viol_tol)
-        if not certified and warn:
-            self._warn_unconverged(sol, self.unconverged_message(sol, res, spec, gap_tol, viol_tol), stacklevel=5)
-        return sol
-
-    def solution_from_fast(self, res, spec, gap_tol: float):
-        """The :class:`~cvxkml.solution.Solution` of a fast result, every number recomputed by
-        this problem's formulas.  Default: the multipliers checked finite, then
-        :meth:`evaluate` at (``res.matrix``, ``res.lam``) with the solver's extra outputs in
-        ``info``, then :meth:`check_answer` (finite, symmetric, PSD)."""
-        from .._answer import PSD_TOL, SYMMETRIC_TOL, check_primal_vector
-
-        lam = np.asarray(res.lam, dtype=float)
-        check_primal_vector(lam, lam.size, what=f"multipliers of {spec.name}")
-        extra = dict(res.extra)
-        name = extra.pop("solver", spec.name)
-        sol = self.evaluate(
-            np.asarray(res.matrix, dtype=float),
-            lam,
-            rtol=gap_tol,
-            n_iter=int(res.sweeps),
-            time=float(res.time),
-            status="converged",
-            solver=str(name),
-            dual_change=res.dual_change,
-            **extra,
-        )
-        self.check_answer(sol, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL)
-        return sol
-
-    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
-        """Whether the answer is certified: its recomputed gap within ``gap_tol`` on the
-        scale of :meth:`certificate` and its relative violation within ``viol_tol``."""
-        cert = sol.info.get("certificate") or self.certificate(
-            sol.objective, sol.dual_value, sol.violations, rtol=gap_tol
-        )
-        gap_ok = cert["gap"] is not None and abs(cert["gap"]) <= cert["gap_tol"]
-        return gap_ok and cert["relative_violation"] <= viol_tol
-
-    def unconverged_status(self, sol, res) -> str:
-        """The status of an uncertified answer: stopped by the callback, the iteration limit,
-        or the solver's own rule met without the certificate."""
-        from ..solution import NOT_CONVERGED
-
-        if res.extra.get("stopped"):
-            return CALLBACK_STOP
-        return "max_iter reached" if res.code == NOT_CONVERGED else "not certified"
-
-    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
-        """The one line of the ConvergenceWarning of an uncertified answer."""
-        cert = sol.info.get("certificate") or {}
-        rel = cert.get("relative_gap")
-        viol = cert.get("relative_violation", float(self.relative_violation_of(sol.violations)))
-        return (
-            f"{type(self).__name__}.solve ({spec.name}, {sol.status}) is not certified after {sol.n_iter} "
-            f"iteration(s): relative gap {'n/a' if rel is None else f'{rel:.3g}'} (allowed {gap_tol:.3g}), "
-            f"relative violation {viol:.3g} (allowed {viol_tol:.3g}). Raise max_iter or tol, or check "
-            "the solver with cvxkml.testing.validate_answer."
         )
 
     def exact_size(self) -> int:

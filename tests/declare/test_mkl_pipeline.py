@@ -113,3 +113,31 @@ def test_unregistered_user_solver_gives_back_the_built_in():
         t0 = time.perf_counter()
         assert step.solve().converged
         assert time.perf_counter() - t0 < 60
+
+
+def test_a_step_subclass_with_its_own_model_is_refused_by_the_built_in_and_answered_by_its_solver():
+    """A subclass that redefines the model (here ``objective`` shifted by a constant) is not
+    the built-in solver's problem: ``solve()`` refuses it with the guard's message (which
+    method changed, what to do) — through the registry, as every family does — and a solver
+    registered for the subclass answers it, read back through the subclass's formulas: the
+    objective is the shifted one, and since the subclass kept the parent's lower bound the
+    certificate does not vouch for it (one ConvergenceWarning, ``converged=False``)."""
+    from cvxkml.errors import InvalidInputError
+
+    class Shifted(RankOneWeightStep):
+        def objective(self, P):
+            return super().objective(P) + 1.0
+
+    base = linear_step(seed=2)
+    step = Shifted(base.h)
+    with pytest.raises(InvalidInputError, match=r"Shifted redefines objective\(\) but inherits solve\(\)"):
+        step.solve()
+    ref = base.solve_reference()
+    spec = register_fast_solver(Shifted, lambda problem, tol, max_iter: result(np.outer(ref.mu, ref.mu)))
+    try:
+        with pytest.warns(ConvergenceWarning, match="not certified optimal"):
+            sol = step.solve(tol=1e-6)
+    finally:
+        registry.unregister(spec.name)
+    assert sol.info["spec"] == spec.name and not sol.converged
+    assert sol.objective == pytest.approx(ref.objective + 1.0, abs=1e-9)

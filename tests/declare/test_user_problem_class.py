@@ -206,3 +206,33 @@ def test_two_classes_of_one_name_keep_their_own_registrations():
     finally:
         unregister(a.name)
         unregister(b.name)
+
+
+def test_a_user_class_asks_for_more_attempts_and_a_silent_solver_still_reports_each():
+    """The pipeline's attempt hooks are open to a user's class: ``next_attempt`` retries the
+    solver at a tighter tolerance within what is left of ``max_iter`` (the way the built-in
+    spectral family tightens the papers' dual-change rule), ``n_iter`` counts every attempt,
+    and a callback the solver never calls is called once per attempt with the recomputed
+    certificate."""
+    from cvxkml.declare._pipeline import Attempt
+
+    class Retrying(MMC):
+        def next_attempt(self, history, budget):
+            last = history[-1]
+            return None if last.tol <= 1e-12 else Attempt(last.spec, last.tol * 1e-2, budget, last.request)
+
+    seen = []
+    # the lambda hides mmc_solve's callback parameter: a solver that never calls it
+    spec = register_fast_solver(Retrying, lambda p, tol, max_iter: mmc_solve(p, tol, max_iter))
+    try:
+        with pytest.MonkeyPatch.context() as mp:  # the tutorial's generator, building a Retrying
+            mp.setattr(_tutorial, "MMC", Retrying)
+            problem = random_mmc(3)
+        sol = problem.solve(tol=0.5, max_iter=20_000, gap_tol=1e-6, viol_tol=1e-6, callback=seen.append)
+    finally:
+        unregister(spec.name)
+    assert type(problem) is Retrying
+    assert sol.converged and sol.info["attempts"] == len(seen) >= 2 and seen[-1]["certified"]
+    assert [r["certified"] for r in seen[:-1]] == [False] * (len(seen) - 1)
+    assert seen[-1]["iteration"] == sol.n_iter and sol.info["final_tol"] < 0.5
+    validate_answer(problem, sol)
