@@ -1,29 +1,34 @@
 """The ``cvxkml`` command validates before it works, edge values included: every bad option
-value ends at parse time with argparse's one-line message and exit status 2, before any
-computation; a cvxkml error prints one line and exits 2 (a traceback only with ``--debug``).
-Run in-process through :func:`cli.main`."""
+value ends at parse time with a one-line message and exit status 2, before any computation;
+a command that cannot run as given prints one line and exits 2, one that fails once running
+exits 1, an interrupted one 130 (a traceback only with ``--debug``).  Run in-process through
+:func:`cli.main` (and :func:`cvxkml._cli.main` for ``cvxkml demo``)."""
 
 import argparse
 import io
+import os
 from contextlib import redirect_stderr
 
 import numpy as np
 import pytest
 
 from benchmarks import cli
-from benchmarks._commands import run_command
-from cvxkml.errors import InvalidInputError
+from benchmarks._commands import CommandError, run_command
+from benchmarks._parallel import StoreFileError
+from cvxkml.errors import InvalidInputError, SolverError
 
+LONG = "a" * 5000  # longer than any file name the system takes
 BAD = {
-    "int": ["-1", "0", "abc", "1.5", "", "nan", "1e3"],
-    "nonneg": ["-1", "abc", "1.5", "", "nan", "-0.5"],
+    "int": ["-1", "0", "abc", "1.5", "", "nan", "1e3", "2147483648"],
+    "nonneg": ["-1", "abc", "1.5", "", "nan", "-0.5", "99999999999999999999"],
     "nonneg_float": ["-1", "nan", "inf", "abc", "1e400"],
     "float": ["-1", "0", "nan", "inf", "-inf", "abc", "1e400"],
-    "n_jobs": ["0", "-2", "x"],
+    "n_jobs": ["0", "-2", "x", "1e11", "100000000000"],
     "seed": ["-1", "abc", "1.5", "4294967296", "99999999999999999999"],
-    "data_dir": ["/nonexistent/folder", __file__],
-    "file": ["/proc/nope/x.json", "/"],
-    "folder": [__file__],
+    "data_dir": ["/nonexistent/folder", __file__, "", "~nosuchuser/data", LONG],
+    "file": ["/proc/nope/x.json", "/", "", "~nosuchuser/x.json", LONG, "/dev/zero", "out/"],
+    "folder": [__file__, "", "~nosuchuser/out", LONG],
+    "store": [__file__, "", "~nosuchuser/store", LONG],
 }
 N_VECTORS = 120
 
@@ -42,6 +47,7 @@ def _typed_options():
         C.seed_int: "seed",
         C.writable_file: "file",
         C.writable_folder: "folder",
+        C.store_folder: "store",
     }
     return [
         (words, a.option_strings[-1], kinds[a.type])
@@ -385,7 +391,6 @@ def test_unreachable_dask_scheduler_is_a_command_error(monkeypatch):
     pytest.importorskip("distributed")
     import distributed
 
-    from benchmarks._commands import CommandError
     from benchmarks._parallel import parallel_context
 
     def refuse(address, *a, **k):
@@ -430,3 +435,137 @@ def test_seed_range():
     for words in (["reproduce", "spectral"], ["reproduce", "logdet"]):
         code, err = _run(words + ["--seed", "4294967296"])
         assert code == 2 and "below 2**32" in err
+
+
+# ---------------------------------------------------------------- paths, ranges, exit statuses
+def _store_with(tmp_path, make) -> str:
+    """A --resume folder whose one stored-result name is made by ``make(path)``."""
+    store = tmp_path / "store"
+    store.mkdir(exist_ok=True)
+    make(store / ("0" * 64 + ".npz"))
+    return str(store)
+
+
+#: {placeholder} in a case -> a path built in tmp_path by the test
+PLACES = {
+    "zero_store": lambda t: _store_with(t, lambda p: p.symlink_to("/dev/zero")),
+    "fifo_store": lambda t: _store_with(t, os.mkfifo),
+    "dangling_store": lambda t: _store_with(t, lambda p: p.symlink_to(t / "gone")),
+    "folder_store": lambda t: _store_with(t, lambda p: p.mkdir()),
+    "fits_file_store": lambda t: _store_with(t, lambda p: (p.parent / "fits").write_text("x")),
+    "fifo_file": lambda t: (os.mkfifo(t / "pipe.json"), str(t / "pipe.json"))[1],
+    "file_as_parent": lambda t: ((t / "f").write_text("x"), str(t / "f" / "x.json"))[1],
+}
+
+#: (command, argv, exit status, part of the one error line): the command-line findings
+#: (home folders that cannot be found, names too long, an empty --resume, a huge --n-jobs,
+#: store members that are not regular files, usage errors that exited 1) and their kin
+CASES = [
+    ("bench", ["reproduce", "kcr", "--out", "~nosuchuser/x.json"], 2, "~nosuchuser names no home folder"),
+    ("bench", ["reproduce", "kcr", "--data-dir", "~nosuchuser/data"], 2, "~nosuchuser names no home folder"),
+    ("bench", ["reproduce", "mkl", "--resume", "~nosuchuser/store"], 2, "~nosuchuser names no home folder"),
+    ("bench", ["reproduce", "all", "--reference", "~nosuchuser"], 2, "~nosuchuser names no home folder"),
+    ("bench", ["reproduce", "kcr", "--out", LONG], 2, "File name too long"),
+    ("bench", ["reproduce", "mkl", "--resume", LONG], 2, "File name too long"),
+    ("bench", ["reproduce", "spectral", "--data-dir", LONG], 2, "File name too long"),
+    ("bench", ["reproduce", "yeung", "--out", f"{LONG}/{LONG}"], 2, "File name too long"),
+    ("bench", ["reproduce", "mkl", "--resume", ""], 2, "an empty path"),
+    ("bench", ["reproduce", "mkl", "--resume", "   "], 2, "an empty path"),
+    ("bench", ["reproduce", "kcr", "--out", ""], 2, "an empty path"),
+    ("bench", ["reproduce", "kcr", "--data-dir", ""], 2, "an empty path"),
+    ("bench", ["reproduce", "kcr", "--out", "a\0b.json"], 2, "NUL character"),
+    ("bench", ["reproduce", "kcr", "--out", "x\udcff.json"], 2, "not UTF-8"),
+    ("bench", ["reproduce", "kcr", "--out", "results/"], 2, "names a folder"),
+    ("bench", ["bench", "exact-limits", "--out", "/dev/zero"], 2, "not a regular file"),
+    ("bench", ["bench", "exact-limits", "--out", "{fifo_file}"], 2, "not a regular file"),
+    ("bench", ["reproduce", "kcr", "--out", "{file_as_parent}"], 2, "cannot write to its folder"),
+    ("bench", ["reproduce", "kcr", "--n-jobs", "1e11"], 2, "--n-jobs"),
+    ("bench", ["reproduce", "kcr", "--n-jobs", "100000000000"], 2, "above 1024"),
+    ("bench", ["bench", "estimators", "--n-jobs", "1025"], 2, "above 1024"),
+    ("bench", ["reproduce", "kcr", "--max-iter", "99999999999999999999"], 2, "above 2147483647"),
+    ("bench", ["reproduce", "mkl", "--resume", "{zero_store}"], 2, "is not a regular file"),
+    ("bench", ["reproduce", "mkl", "--resume", "{fifo_store}"], 2, "is not a regular file"),
+    ("bench", ["reproduce", "mkl", "--resume", "{dangling_store}"], 2, "cannot be read"),
+    ("bench", ["reproduce", "mkl", "--resume", "{folder_store}"], 2, "is not a regular file"),
+    ("bench", ["reproduce", "mkl", "--resume", "{fits_file_store}"], 2, "fits is not a folder"),
+    ("bench", ["reproduce", "mkl", "--no-table1", "--no-table2"], 2, "leave nothing to run"),
+    ("bench", ["reproduce", "all", "--sections", "yeung"], 2, "--sections goes with --quick or --full"),
+    ("bench", ["bench", "itml", "--no-such-option"], 2, "unrecognized arguments"),
+    ("bench", ["reproduce", "nope"], 2, "invalid choice"),
+    ("demo", ["demo", "--n", "100000"], 2, "at most 200"),
+    ("demo", ["demo", "--seed", "1e11"], 2, "below 2**32"),
+    ("demo", ["demo", "--bogus"], 2, "unrecognized arguments"),
+]
+
+
+@pytest.mark.parametrize("command, argv, code, message", CASES, ids=lambda v: str(v)[:40])
+def test_command_line_findings(command, argv, code, message, tmp_path, monkeypatch, capsys):
+    """Each ends before any work with the documented status and one line on standard error,
+    no traceback (these raised RuntimeError / OSError, ran, or hung)."""
+    from cvxkml import _cli
+
+    monkeypatch.chdir(tmp_path)
+    argv = [a.format(**{k: make(tmp_path) for k, make in PLACES.items() if "{" + k + "}" in a}) for a in argv]
+    err = io.StringIO()
+    with redirect_stderr(err):
+        try:
+            got = (cli.main if command == "bench" else _cli.main)(argv)
+        except SystemExit as exc:
+            got = exc.code
+    lines = err.getvalue().strip().splitlines()
+    assert got == code and len(lines) == 1 and "Traceback" not in err.getvalue(), (argv, err.getvalue())
+    assert message in lines[0], (argv, lines)
+    assert capsys.readouterr().out == ""  # nothing ran
+
+
+def _raising(exc):
+    def func(args):
+        raise exc
+
+    return func
+
+
+@pytest.mark.parametrize(
+    "exc, code",
+    [
+        (StoreFileError("x.npz is damaged"), 2),
+        (CommandError("--a goes with --b"), 2),
+        (InvalidInputError("sigma must be positive"), 2),
+        (SolverError("the solver failed"), 1),
+        (OSError(28, "No space left on device"), 1),
+        (MemoryError(), 1),
+        (KeyboardInterrupt(), 130),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else str(v),
+)
+def test_exit_statuses(exc, code, capsys):
+    """Usage errors exit 2 (a stored result that cannot be used and options that do not go
+    together exited 1), failures once running 1, Ctrl-C 130: one line each."""
+    args = argparse.Namespace(func=_raising(exc), debug=False)
+    assert run_command(args, "python -m benchmarks x") == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("python -m benchmarks x: ") and "Traceback" not in err
+
+
+def test_exit_statuses_are_in_every_help():
+    from cvxkml import _cli
+
+    for words, parser in [*_parsers(), ([], _cli.build_parser())]:
+        assert parser.epilog == _cli.EXIT_STATUS_HELP or _cli.EXIT_STATUS_HELP in parser.epilog, words
+
+
+def test_a_store_member_that_is_not_a_regular_file_is_refused_when_read(tmp_path):
+    """A member made a pipe or a link to /dev/zero after the options were checked: the load
+    ends at once with StoreFileError (opened without blocking, checked on the open file)."""
+    import time
+
+    from benchmarks._parallel import TaskStore
+
+    store = TaskStore(tmp_path)
+    for k, make in enumerate((os.mkfifo, lambda p: p.symlink_to("/dev/zero"))):
+        key = f"{k:064x}"
+        make(tmp_path / f"{key}.npz")
+        t0 = time.perf_counter()
+        with pytest.raises(StoreFileError, match="not a regular file"):
+            store.load(key)
+        assert time.perf_counter() - t0 < 5.0
