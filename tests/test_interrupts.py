@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -156,9 +157,70 @@ print("SAME", bool(np.array_equal(before[0], after[0]) and np.array_equal(before
 """
 
 
+_AFTER_CONIC = (
+    _SETUP
+    + """
+import ctypes, resource, signal, threading
+from cvxkml.declare.logdet import ITML
+from cvxkml.solvers.bregman import bregman_metric
+libc = ctypes.CDLL(None)
+
+
+def c_handler():
+    # the C-level SIGINT handler: the first member of struct sigaction
+    action = ctypes.create_string_buffer(512)
+    libc.sigaction(signal.SIGINT, None, action)
+    return ctypes.c_void_p.from_buffer_copy(action.raw[: ctypes.sizeof(ctypes.c_void_p)]).value
+
+
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+P = PairConstraints(P.i[:1000], P.j[:1000], P.y[:1000], P.bound[:1000])
+X = X[:, :20]
+problem = ITML(X, P, gamma=1.0)
+problem.solve(max_iter=3)  # compiles the fast solver
+threads, handler = threading.active_count(), c_handler()
+print("READY", flush=True)
+try:
+    # compiled and set up in well under a second, then the solver iterates for seconds (Clarabel)
+    # or minutes (SCS)
+    problem.solve_reference(solver=SOLVER, eps=1e-12, scs_max_iters=10**7)
+    print("NOT INTERRUPTED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+start = cpu()
+time.sleep(1.0)
+print("IDLE CPU", round(cpu() - start, 3), flush=True)
+print("EXTRA THREADS", threading.active_count() - threads, flush=True)
+print("HANDLER BACK", c_handler() == handler, flush=True)
+print("READY", flush=True)
+try:
+    bregman_metric(np.eye(20), X, P.i, P.j, P.y, P.bound, 1.0, 0.0, 100_000, time_limit=6.0)
+    print("NOT INTERRUPTED", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+import cvxpy as cp
+from cvxkml.declare._conic import solve_conic
+small = cp.Problem(cp.Minimize(cp.sum_squares(cp.Variable(2) - 1)))
+print("SAME", solve_conic(small, "SCS")[1] == solve_conic(small, "CLARABEL")[1] == "optimal", flush=True)
+"""
+)
+
+
 def _interrupt(script, delay=1.0):
-    """Run ``script`` in a child; 1 s after it prints READY send SIGINT; return (seconds from
-    the signal to the child's INTERRUPTED line, the child's output)."""
+    """Run ``script`` in a child; ``delay`` seconds after it prints READY send SIGINT; return
+    (seconds from the signal to the child's INTERRUPTED line, the child's output)."""
+    latencies, out = _interrupt_each(script, delay)
+    return latencies[0] if latencies else None, out
+
+
+def _interrupt_each(script, delay=1.0, timeout=120):
+    """Run ``script`` in a child and send it a SIGINT ``delay`` seconds after each line that
+    starts with READY; return (for each signal, the seconds until the next line that says
+    INTERRUPTED, or None; the child's output).  The child is killed after ``timeout`` s."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     child = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(script)],
@@ -170,27 +232,27 @@ def _interrupt(script, delay=1.0):
         # keeps an ignored SIGINT ignored: give the child Ctrl-C's default disposition
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    lines = []
+    killer = threading.Timer(timeout, child.kill)
+    killer.start()
+    lines, latencies, sent = [], [], None
     try:
         for line in child.stdout:
             lines.append(line)
+            if sent is not None and "INTERRUPTED" in line:
+                latencies[-1], sent = time.perf_counter() - sent, None
             if line.startswith("READY"):
-                break
-        else:
+                time.sleep(delay)
+                latencies.append(None)
+                sent = time.perf_counter()
+                child.send_signal(signal.SIGINT)
+        if not latencies:
             pytest.fail("the child ended before READY:\n" + "".join(lines))
-        time.sleep(delay)
-        sent = time.perf_counter()
-        child.send_signal(signal.SIGINT)
-        latency = None
-        for line in child.stdout:
-            lines.append(line)
-            if latency is None and ("INTERRUPTED" in line):
-                latency = time.perf_counter() - sent
-        child.wait(timeout=120)
+        child.wait(timeout=10)
     finally:
+        killer.cancel()
         if child.poll() is None:
             child.kill()
-    return latency, "".join(lines)
+    return latencies, "".join(lines)
 
 
 @pytest.mark.parametrize(
@@ -279,3 +341,19 @@ def test_sigint_during_conic_wait_follows_the_python_handler():
     finally:
         signal.signal(signal.SIGINT, previous)
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # mask restored
+
+
+@pytest.mark.parametrize("solver", ["SCS", "CLARABEL"])
+def test_sigint_after_an_interrupted_reference_solve(solver):
+    """Ctrl-C during a conic reference solve stops the solver itself, not only the wait for
+    it: SCS left iterating keeps its own SIGINT handler installed, which would swallow the next
+    Ctrl-C (here, during a fast ITML solve).  Afterwards no thread burns CPU, the C-level
+    SIGINT handler is the one from before, the next Ctrl-C stops the fast solve, and new conic
+    solves run undisturbed."""
+    latencies, out = _interrupt_each(_AFTER_CONIC.replace("SOLVER", repr(solver)), delay=1.0, timeout=60)
+    assert "NOT INTERRUPTED" not in out, out
+    assert len(latencies) == 2 and all(t is not None and t <= 2.0 for t in latencies), (latencies, out)
+    idle = float(out.split("IDLE CPU ")[1].split()[0])
+    assert idle < 0.3, out  # a solver left running burns most of the second
+    assert "EXTRA THREADS 0" in out and "HANDLER BACK True" in out, out
+    assert "SAME True" in out, out
