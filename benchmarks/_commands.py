@@ -6,8 +6,7 @@ The commands are the rows of :data:`._table.TABLE` (:func:`add_command` adds one
 checked while the command line is parsed, before any work.  :func:`run_command` loads every
 declared data set before the command starts, so a missing or damaged file ends it at once with
 one line and exit status 2.  The exit statuses are those of :data:`cvxkml._cli.EXIT_STATUS_HELP`
-(shown by every command's ``--help``).  This module imports nothing of :mod:`benchmarks`
-(except :mod:`._parallel` for the ``--resume`` folder, when the options are typed).
+(shown by every command's ``--help``).  This module imports nothing of :mod:`benchmarks`.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from cvxkml._cli import (
     one_line,
     output_file,
     output_folder,
-    typed,
 )
 from cvxkml._cli import run as run_guarded
 from cvxkml.datasets import DataNotFoundError, check_available
@@ -56,7 +54,6 @@ __all__ = [
     "data_folder",
     "writable_file",
     "writable_folder",
-    "store_folder",
     "MAX_JOBS",
     "type_options",
 ]
@@ -190,21 +187,12 @@ writable_folder = output_folder
 writable_file = output_file
 
 
-def _store_folder(text):
-    from ._parallel import check_store_folder  # _parallel imports this module
-
-    return check_store_folder(writable_folder(text))
-
-
-#: ``--resume DIR``: a folder that can be written whose stored results are regular files
-store_folder = typed("a results folder that can be written", _store_folder)
-store_folder.__name__ = "a_task_store_folder"
-
 #: options whose integers may be 0 (the rest of the int options must be positive); 0 means
 #: "off" or "all" for --stall-iter, --n-learn, --n-learn-mfeat (see their help)
 _NON_NEGATIVE_INTS = frozenset({"start", "max_errors", "stall_iter", "n_learn", "n_learn_mfeat"})
 _NON_NEGATIVE_FLOATS = frozenset({"xor_std", "baseline_cpu", "before_cpu"})  # 0 skips that baseline
-#: options naming folders written to (the other --out / --json are files)
+#: options naming folders written to (the other --out / --json are files); ``--resume`` of a
+#: command with a task store takes :data:`._parallel.store_folder`, which checks the files too
 _OUT_FOLDERS = frozenset({"resume"})
 #: options naming an existing folder that is read
 _IN_FOLDERS = frozenset({"data_dir", "reference"})
@@ -237,9 +225,7 @@ def type_options(parser: argparse.ArgumentParser) -> None:
             action.type = non_negative_float if dest in _NON_NEGATIVE_FLOATS else positive_float
         elif dest in _IN_FOLDERS and t is None:
             action.type = data_folder
-        elif dest == "resume" and t is None:
-            action.type = store_folder
-        elif dest in ("out", "json") and t is None:
+        elif dest in ("out", "json", "resume") and t is None:
             folder = dest in _OUT_FOLDERS or "folder" in (action.help or "") or action.metavar == "DIR"
             action.type = writable_folder if folder else writable_file
 

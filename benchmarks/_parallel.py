@@ -28,9 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from cvxkml._cli import BadValue, typed
 from cvxkml.estimators._persist import read_npy_member as _read_npy_member
 
-from ._commands import CommandError
+from ._commands import CommandError, writable_folder
 from ._report import jsonable
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "StoreFileError",
     "TaskStore",
     "check_store_folder",
+    "store_folder",
     "code_fingerprint",
     "add_parallel_options",
     "parallel_context",
@@ -206,8 +208,6 @@ def check_store_folder(directory) -> str:
     ValueError
         Naming the first offending entry and what it is.
     """
-    from cvxkml._cli import BadValue
-
     root = Path(directory)
     try:
         if (root / "fits").exists() and not (root / "fits").is_dir():
@@ -226,6 +226,13 @@ def check_store_folder(directory) -> str:
     except OSError as exc:
         raise BadValue(f"cannot list {root}: {exc.strerror or exc}") from None
     return str(directory)
+
+
+#: an argparse ``type`` for ``--resume DIR``: a folder that can be written (created when
+#: missing; :data:`._commands.writable_folder`) whose stored results are regular files
+#: (:func:`check_store_folder`)
+store_folder = typed("a results folder that can be written", lambda text: check_store_folder(writable_folder(text)))
+store_folder.__name__ = "a_task_store_folder"
 
 
 class TaskStore:

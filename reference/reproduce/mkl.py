@@ -63,7 +63,7 @@ import numpy as np
 from scipy.stats import chi2
 
 from benchmarks._commands import CommandError, number_in, opt, script, use
-from benchmarks._parallel import ParallelOptions, TaskStore, describe, parallel_from_args, run_tasks
+from benchmarks._parallel import ParallelOptions, TaskStore, describe, parallel_from_args, run_tasks, store_folder
 from benchmarks._report import finish, write_json, write_numbers
 from benchmarks._runner import standardize as _standardize
 from benchmarks.bench.estimators import check_folds
@@ -977,6 +977,7 @@ OPTIONS = (
     use("out", "write all numbers as JSON to this file", default=None),
     opt(
         "--resume",
+        type=store_folder,
         default=None,
         metavar="DIR",
         help="keep every finished fold / split (and every finished LMNN fit of an unfinished "

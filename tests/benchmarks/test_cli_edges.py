@@ -36,6 +36,7 @@ N_VECTORS = 120
 def _typed_options():
     """(command words, option string, kind) of every typed option of every command."""
     from benchmarks import _commands as C
+    from benchmarks import _parallel
 
     kinds = {
         C.positive_int: "int",
@@ -47,7 +48,7 @@ def _typed_options():
         C.seed_int: "seed",
         C.writable_file: "file",
         C.writable_folder: "folder",
-        C.store_folder: "store",
+        _parallel.store_folder: "store",
     }
     return [
         (words, a.option_strings[-1], kinds[a.type])
