@@ -206,6 +206,25 @@ def check_number(
     return v
 
 
+def check_scalar(value, name: str, **bounds):
+    """:func:`check_number` for a parameter that must be one real number.
+
+    ``float()`` takes a NumPy complex number (dropping its imaginary part, with a warning) and
+    a one-element array; a parameter given as either is a mistake, so both are refused here
+    first, with the same typed error.  ``bounds`` are the keywords of :func:`check_number`.
+    """
+    scalar = isinstance(value, (str, bytes))
+    if not scalar:
+        try:
+            scalar = np.ndim(value) == 0
+        except (TypeError, ValueError):  # ragged sequences
+            scalar = False
+    if not scalar or isinstance(value, (complex, np.complexfloating)):
+        what = bounds.get("what") or "a finite real number"
+        raise InvalidInputError(f"{name} must be one real number ({what}); got {value!r}.")
+    return check_number(value, name, **bounds)
+
+
 def check_positive(value, name: str, allow_none: bool = False):
     """A finite number > 0 (None passes through when ``allow_none``)."""
     return check_number(value, name, low=0.0, low_open=True, allow_none=allow_none, what="a finite positive number")

@@ -3,16 +3,24 @@
 A :class:`Kernel` is a small value object (name + parameters) that evaluates
 ``kernel(X, Y)`` on any two sets of points, so a learned kernel can evaluate the
 base kernel between new points (Jain et al. 2012, eq. 6).
+
+The kernel parameters are checked like every other input (one real number each, in range;
+a typed :class:`~cvxkml.errors.InvalidInputError` otherwise), when a :class:`Kernel` is made
+and when a kernel function is called.  So is the kernel matrix they give: a Gaussian width
+whose γ = 1/(2σ²) overflows or underflows float64, or a training matrix that is 0 (or 1)
+between every two distinct points, and a polynomial kernel that overflows, are refused with
+what to change, rather than returned as a matrix that carries no information or holds inf.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._config import blas_limit
-from ._validation import check_data
+from ._validation import check_data, check_int, check_scalar
 from .errors import InvalidInputError
 
 __all__ = [
@@ -53,39 +61,145 @@ def linear_kernel(X, Y=None) -> np.ndarray:
 
 @blas_limit()
 def gaussian_kernel(X, Y=None, *, sigma: float | None = None, gamma: float | None = None) -> np.ndarray:
-    """κ(x, y) = exp(−γ‖x − y‖²) with γ = 1 / (2σ²); give exactly one of ``sigma`` / ``gamma``."""
+    """κ(x, y) = exp(−γ‖x − y‖²) with γ = 1 / (2σ²); give exactly one of ``sigma`` / ``gamma``.
+
+    Raises
+    ------
+    InvalidInputError
+        For a width that is not one finite positive number, whose γ overflows or underflows
+        float64, or (``Y`` omitted: the training matrix) that makes the kernel 0, or 1, between
+        every two distinct points of ``X``: the width is then too small, or too large, for the
+        data's scale and the matrix carries no information about the points.
+    """
     X, Y = _pair(X, Y)
     g = _gaussian_gamma(sigma, gamma)
-    K = np.exp(-g * _sq_euclidean(X, Y))
+    D = _sq_euclidean(X, Y)
+    with np.errstate(over="ignore", under="ignore"):
+        K = np.exp(-g * D)
     if Y is X:
         np.fill_diagonal(K, 1.0)
+        _check_gaussian_spread(K, D, sigma, gamma)
     return K
 
 
+def _width(sigma, gamma) -> str:
+    return f"sigma = {sigma!r}" if sigma is not None else f"gamma = {gamma!r}"
+
+
+_SCALE_HINT = "e.g. sigma near the median distance between the points, the estimators' default"
+
+
 def _gaussian_gamma(sigma, gamma) -> float:
+    """γ of the Gaussian kernel from exactly one of ``sigma`` and ``gamma``, each one finite
+    positive real number; σ whose γ = 1/(2σ²) is not a positive finite float64 is refused (too
+    small: every value between distinct points would be 0; too large: every value 1)."""
     if (sigma is None) == (gamma is None):
         raise InvalidInputError("Give exactly one of sigma or gamma for the Gaussian kernel.")
-    if sigma is not None:
-        if not np.isfinite(sigma) or sigma <= 0:
-            raise InvalidInputError(f"sigma must be a finite positive number; got {sigma!r}.")
-        return 1.0 / (2.0 * float(sigma) ** 2)
-    if not np.isfinite(gamma) or gamma <= 0:
-        raise InvalidInputError(f"gamma must be a finite positive number; got {gamma!r}.")
-    return float(gamma)
+    positive = dict(low=0.0, low_open=True, what="a finite positive number")
+    if gamma is not None:
+        return check_scalar(gamma, "gamma", **positive)
+    s = np.float64(check_scalar(sigma, "sigma", **positive))
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        g = float(0.5 / (s * s))
+    if not np.isfinite(g):
+        raise InvalidInputError(
+            f"sigma = {sigma!r} is too small: gamma = 1/(2 sigma^2) overflows float64, so the Gaussian "
+            f"kernel would be 0 between every two distinct points. Use a width on the data's scale, {_SCALE_HINT}."
+        )
+    if g == 0.0:
+        raise InvalidInputError(
+            f"sigma = {sigma!r} is too large: gamma = 1/(2 sigma^2) underflows to 0 in float64, so the "
+            f"Gaussian kernel would be 1 everywhere. Use a width on the data's scale, {_SCALE_HINT}."
+        )
+    return g
+
+
+def _check_gaussian_spread(K, D, sigma, gamma) -> None:
+    """Refuse a Gaussian training matrix that is 0 (underflow) or exactly 1 between every two
+    distinct points: at that width the points are all orthogonal, or all alike, in feature
+    space, whatever they are.  (Only the training matrix: one new point far from every
+    training point has a row of zeros with any width.)"""
+    distinct = D > 0
+    np.fill_diagonal(distinct, False)
+    if not distinct.any():
+        return
+    values = K[distinct]
+    if values.max() == 0.0:
+        raise InvalidInputError(
+            f"The Gaussian kernel with {_width(sigma, gamma)} is 0 (underflow) between every two distinct "
+            f"points: the width is too small for the data's scale (smallest squared distance "
+            f"{D[distinct].min():.3g}). Use a larger sigma (smaller gamma), {_SCALE_HINT}."
+        )
+    if values.min() == 1.0:
+        raise InvalidInputError(
+            f"The Gaussian kernel with {_width(sigma, gamma)} is 1 between every two distinct points: the "
+            f"width is too large for the data's scale (largest squared distance {D[distinct].max():.3g}). "
+            f"Use a smaller sigma (larger gamma), {_SCALE_HINT}."
+        )
+
+
+def _polynomial_params(degree=2, coef0=1.0, scale=1.0) -> tuple[int, float, float]:
+    """(degree, coef0, scale) of the polynomial kernel, checked: a positive integer degree
+    (within a C int), coef0 finite and >= 0, scale finite and > 0 (otherwise the kernel is
+    not positive semidefinite, or constant)."""
+    d = check_int(degree, "degree", minimum=1, maximum=2**31 - 1)
+    c = check_scalar(
+        coef0, "coef0", low=0.0, what="a finite number >= 0 (a negative offset makes the kernel indefinite)"
+    )
+    s = check_scalar(
+        scale, "scale", low=0.0, low_open=True, what="a finite positive number (otherwise the kernel is not PSD)"
+    )
+    return d, c, s
+
+
+def _polynomial_values(dots, degree, coef0, scale) -> np.ndarray:
+    """(scale·dots + coef0)^degree; InvalidInputError when a value overflows float64."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        base = scale * dots + coef0
+        K = base**degree
+    if not np.all(np.isfinite(K)):
+        raise InvalidInputError(
+            f"The polynomial kernel (scale x'y + coef0)^degree with degree = {degree}, coef0 = {coef0:g}, "
+            f"scale = {scale:g} overflows float64 on these data (largest |scale x'y + coef0| = "
+            f"{float(np.max(np.abs(base))):.3g}). Standardize the features, or lower the degree or the scale."
+        )
+    return K
 
 
 @blas_limit()
 def polynomial_kernel(X, Y=None, *, degree: int = 2, coef0: float = 1.0, scale: float = 1.0) -> np.ndarray:
-    """κ(x, y) = (scale·xᵀy + coef0)^degree."""
+    """κ(x, y) = (scale·xᵀy + coef0)^degree.
+
+    Raises
+    ------
+    InvalidInputError
+        For a degree that is not a positive integer, a coef0 that is not finite and >= 0, a
+        scale that is not finite and positive, a value that overflows float64, or (``Y``
+        omitted) a training matrix that is 0 everywhere (underflow: the scale is too small for
+        the data's).
+    """
     X, Y = _pair(X, Y)
-    if int(degree) != degree or degree < 1:
-        raise InvalidInputError(f"degree must be a positive integer; got {degree!r}.")
-    if coef0 < 0:
-        raise InvalidInputError(f"coef0 must be >= 0 for a PSD polynomial kernel; got {coef0!r}.")
-    return (scale * (X @ Y.T) + coef0) ** int(degree)
+    d, c, s = _polynomial_params(degree, coef0, scale)
+    K = _polynomial_values(X @ Y.T, d, c, s)
+    if Y is X and not K.any() and X.any():
+        raise InvalidInputError(
+            f"The polynomial kernel with degree = {d}, coef0 = {c:g}, scale = {s:g} is 0 (underflow) for "
+            "every pair of points: the scale is too small for the data's. Use a larger scale or coef0, "
+            "or standardize the features."
+        )
+    return K
 
 
 _KERNELS = {"linear", "gaussian", "rbf", "polynomial", "poly", "precomputed"}
+#: kernel name -> the parameters it takes
+_PARAMS = {
+    "linear": frozenset(),
+    "precomputed": frozenset(),
+    "gaussian": frozenset({"sigma", "gamma"}),
+    "rbf": frozenset({"sigma", "gamma"}),
+    "polynomial": frozenset({"degree", "coef0", "scale"}),
+    "poly": frozenset({"degree", "coef0", "scale"}),
+}
 
 
 @dataclass(frozen=True)
@@ -95,17 +209,34 @@ class Kernel:
     ``name`` is one of ``"linear"``, ``"gaussian"`` (alias ``"rbf"``; parameters ``sigma``
     or ``gamma``), ``"polynomial"`` (alias ``"poly"``; ``degree``, ``coef0``, ``scale``) or
     ``"precomputed"`` (the inputs already are kernel values; ``Kernel("precomputed")(K)``
-    returns ``K`` unchanged).
+    returns ``K`` unchanged).  The parameters are checked when the kernel is made (names the
+    kernel takes, values in range; :class:`~cvxkml.errors.InvalidInputError` otherwise);
+    ``params`` None means none.
     """
 
     name: str = "linear"
     params: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.name not in _KERNELS:
+        if not isinstance(self.name, str) or self.name not in _KERNELS:
             raise InvalidInputError(f"Unknown kernel {self.name!r}; choose one of {sorted(_KERNELS)}.")
+        if self.params is None:
+            object.__setattr__(self, "params", {})
+        if not isinstance(self.params, Mapping):
+            raise InvalidInputError(
+                f"The parameters of the {self.name} kernel must be a dict; got {type(self.params).__name__}."
+            )
+        allowed = _PARAMS[self.name]
+        unknown = sorted(repr(k) for k in self.params if k not in allowed)
+        if unknown:
+            raise InvalidInputError(
+                f"Unknown parameter(s) {', '.join(unknown)} for the {self.name} kernel; "
+                + (f"use only {', '.join(sorted(allowed))}." if allowed else "it takes none: pass no parameters.")
+            )
         if self.name in ("gaussian", "rbf"):
             _gaussian_gamma(self.params.get("sigma"), self.params.get("gamma"))
+        elif self.name in ("polynomial", "poly"):
+            _polynomial_params(**self.params)
 
     @property
     def precomputed(self) -> bool:
@@ -135,8 +266,7 @@ class Kernel:
         dots = np.einsum("ij,ij->i", A, B)
         if self.name == "linear":
             return dots
-        p = {"degree": 2, "coef0": 1.0, "scale": 1.0, **self.params}
-        return (p["scale"] * dots + p["coef0"]) ** int(p["degree"])
+        return _polynomial_values(dots, *_polynomial_params(**self.params))
 
     def diag(self, X) -> np.ndarray:
         """κ0(x, x) for each row of X."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_data
+from ._validation import check_data, check_int, check_scalar
 from .errors import InvalidInputError
 from .kernels import Kernel, _sq_euclidean
 
@@ -169,11 +169,32 @@ class KernelSet:
         return [k.diag(X) / c for k, c in zip(self.kernels, self.scales_)]
 
 
+def _listed(values, name: str, what: str) -> list:
+    """``values`` as a list (one entry per kernel); InvalidInputError when it is not a list."""
+    try:
+        flat = not isinstance(values, (str, bytes)) and np.ndim(values) == 1
+    except (TypeError, ValueError):  # ragged
+        flat = False
+    if not flat:
+        raise InvalidInputError(f"{name} must be a list of {what}; got {values!r}.")
+    return list(values)
+
+
 def paper_kernels(degrees=PAPER_DEGREES, sigmas=PAPER_SIGMAS) -> KernelSet:
     """The 20 kernels of Wang et al. §6.1: (xᵀx' + 1)^d, d = 1 … 10, and Gaussians with
-    σ ∈ {0.5, 1, 2, 5, 7, 10, 12, 15, 17, 20}; each normalized by its mean diagonal."""
-    ks = [Kernel("polynomial", {"degree": int(d), "coef0": 1.0}) for d in degrees]
-    ks += [Kernel("gaussian", {"sigma": float(s)}) for s in sigmas]
+    σ ∈ {0.5, 1, 2, 5, 7, 10, 12, 15, 17, 20}; each normalized by its mean diagonal.
+
+    ``degrees`` and ``sigmas`` are checked as every kernel parameter is: each degree a positive
+    integer (not a float that :func:`int` would truncate), each σ one finite positive real number
+    (:class:`~cvxkml.kernels.Kernel`); InvalidInputError otherwise."""
+    ks = [
+        Kernel("polynomial", {"degree": check_int(d, "degree", minimum=1), "coef0": 1.0})
+        for d in _listed(degrees, "degrees", "positive integers")
+    ]
+    ks += [
+        Kernel("gaussian", {"sigma": check_scalar(s, "sigma", low=0.0, low_open=True, what="a finite positive number")})
+        for s in _listed(sigmas, "sigmas", "finite positive numbers")
+    ]
     return KernelSet(ks)
 
 

@@ -1,10 +1,14 @@
 """Bad input gives a typed error that says what to do; nothing returns NaN."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 import cvxkml
+from cvxkml import kernels
 from cvxkml.errors import ConvergenceWarning, InfeasibleError, InvalidInputError, NotPSDError
+from cvxkml.mkl_kernels import KernelSet, paper_kernels
 from cvxkml.sideinfo import LinearConstraints, PairConstraints, RelativeConstraints, baseline_metric
 
 
@@ -156,3 +160,55 @@ def test_infeasible_hard_constraints_raise_with_a_farkas_certificate():
     with pytest.warns(ConvergenceWarning):
         early = cvxkml.ITML(X, ok).solve(tol=1e-12, max_iter=1)
     assert not early.converged
+
+
+# ---------------------------------------------------------------- kernel parameters
+def _kitml(X, params):
+    from cvxkml.estimators.logdet import KernelITML
+
+    return KernelITML(kernel="gaussian", kernel_params=params).fit(X, np.arange(len(X)) % 2)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda X: _kitml(X, {"sigma": 1e300}), "sigma = 1e.300 is too large"),
+        (lambda X: kernels.gaussian_kernel(X, sigma=1e-300), "sigma = 1e-300 is too small"),
+        (lambda X: kernels.gaussian_kernel(X, sigma="a"), "sigma must be a finite positive number"),
+        (lambda X: kernels.gaussian_kernel(X, sigma=1j), "sigma must be one real number"),
+        (lambda X: kernels.gaussian_kernel(X, sigma=np.complex128(2.0)), "sigma must be one real number"),
+        (lambda X: kernels.gaussian_kernel(X, sigma=np.array([1.0, 2.0])), "sigma must be one real number"),
+        (lambda X: kernels.gaussian_kernel(X, gamma=1e300), "too small for the data's scale"),
+        (lambda X: kernels.gaussian_kernel(X, sigma=1e9), "too large for the data's scale"),
+        (lambda X: kernels.polynomial_kernel(X, coef0=np.nan), "coef0 must be a finite number >= 0"),
+        (lambda X: kernels.polynomial_kernel(X, degree=True), "degree must be a positive integer"),
+        (lambda X: kernels.polynomial_kernel(X, degree=400), "overflows float64"),
+        (lambda X: kernels.polynomial_kernel(X, scale=np.inf), "scale must be a finite positive number"),
+        (lambda X: kernels.polynomial_kernel(X, scale=1e-300, coef0=0.0), r"is 0 \(underflow\)"),
+        (lambda X: kernels.Kernel("gaussian", {"sigma": 1.0, "width": 2.0}), "Unknown parameter"),
+        (lambda X: kernels.Kernel("poly", {"coef0": np.nan}), "coef0"),
+        (lambda X: kernels.Kernel("poly", {"degree": 3}).paired(X * 1e90, X * 1e90), "overflows float64"),
+        (lambda X: paper_kernels(degrees=[2.5]), "degree must be a positive integer"),
+        (lambda X: paper_kernels(sigmas=[1e-300]), "too small"),
+        (lambda X: KernelSet([kernels.Kernel("gaussian", {"sigma": 1e-5})]).fit_matrices(X), "too small"),
+    ],
+)
+def test_kernel_parameters(call, match):
+    """Kernel parameters are validated like every other input: one typed line (these raised
+    OverflowError, ZeroDivisionError, NumPy's TypeError, or returned NaN, inf or a matrix
+    that is 0 or 1 between every two distinct points)."""
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(InvalidInputError, match=match) as exc:
+            call(X)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_far_new_point_is_not_a_bad_width():
+    """Only the training matrix is refused for vanishing off-diagonal values: one new point far
+    from every training point has a row of zeros at any width."""
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    assert not np.any(kernels.gaussian_kernel(X[:2] + 1e3, X, sigma=1.0))
+    K = kernels.gaussian_kernel(X, sigma=1.0)
+    assert np.all(np.isfinite(K)) and 0 < K[0, 1] < 1
