@@ -52,13 +52,15 @@ class RankOneTerms:
         return q if self.single else np.bincount(self.owner, weights=q, minlength=self.m)
 
     def farkas_test(self, lam):
-        """(μ_min(A(d)) / Σ_c d_c‖Â_c‖_F, dᵀt / Σ_c d_c|t_c|) for d = λ / Σλ (0, 0 at λ = 0).
+        """(μ_min(A(d)) / Σ_c |d_c|‖Â_c‖_F, dᵀt / Σ_c |d_c t_c|) for d = λ / Σ|λ| (0, 0 at
+        λ = 0); λ >= 0 on inequalities, of either sign on equalities.
 
         A(d) ⪰ 0 with dᵀt < 0 is a Farkas certificate of infeasibility: every feasible X̂ ⪰ 0
         would give 0 <= tr(X̂A(d)) <= dᵀt < 0 (and a dual value g(sλ) → ∞ as s → ∞)."""
-        s = float(np.sum(lam))
+        s = float(np.sum(np.abs(lam)))
         if not s > 0 or self.r == 0:
             return 0.0, 0.0
         d = lam / s
+        a = np.abs(d)
         mmin = float(np.linalg.eigvalsh(self.A(d))[0])
-        return (mmin / max(float(d @ self.norms), _TINY), float(d @ self.t) / max(float(d @ np.abs(self.t)), _TINY))
+        return mmin / max(float(a @ self.norms), _TINY), float(d @ self.t) / max(float(a @ np.abs(self.t)), _TINY)
