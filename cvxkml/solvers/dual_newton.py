@@ -74,6 +74,7 @@ from scipy.linalg import eigvalsh
 from .._config import blas_limit
 from .._validation import missing_methods as _missing
 from ..formulas.penalties import hard_violation, penalty
+from ._farkas import growth_ray, hard_part
 from ._newton import cg
 from ._terms import RankOneTerms
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
@@ -612,77 +613,6 @@ def _gradient_step(ops, conj, shift, quad, base_st, curv, lower, upper):
     return best, evaluations
 
 
-#: a Farkas ray: min eigenvalue of A(d) >= −FARKAS_EIG · Σ|d_c|‖Â_c‖_F / √k (k the most terms
-#: of one constraint) and dᵀt <= −FARKAS_LIN · Σ|d_c t_c|: the declared problem's own test
-#: (relative to Σ|d_c|‖Â_c‖₂ >= Σ|d_c|‖Â_c‖_F / √k), which judges the ray, then accepts it too
-FARKAS_EIG, FARKAS_LIN = 1e-6, 1e-3
-
-
-def _hard_part(lam, hard, signed):
-    """The hard multipliers of ``lam`` as a candidate ray: >= 0 on inequalities, signed on
-    equalities, 0 elsewhere."""
-    return np.where(hard, np.where(signed, lam, np.maximum(lam, 0.0)), 0.0)
-
-
-def _farkas_ray(ops, lam, snap, hard, signed):
-    """The multipliers λ, or their growth λ − ``snap`` since the last check (which points
-    along the ray much sooner: λ = transient + s·ray), when either is a Farkas certificate of
-    infeasibility of the hard constraints (:meth:`RankOneTerms.farkas_test`); else None."""
-    grow = _hard_part(lam - snap, hard, signed)
-    eig_tol = FARKAS_EIG / np.sqrt(max(int(np.max(np.diff(ops.ptr), initial=1)), 1))
-    for cand in (_hard_part(lam, hard, signed), grow):
-        if np.any(cand):
-            mmin, lin = ops.farkas_test(cand)
-            if mmin >= -eig_tol and lin <= -FARKAS_LIN:
-                return cand / np.abs(cand).sum()
-    # the ray's support: the fastest-growing multipliers, or the largest (twins of a
-    # contradiction may grow at different rates, the damped Newton step splitting their sum)
-    for v in (grow, _hard_part(lam, hard, signed)):
-        top, tried = float(np.max(np.abs(v), initial=0.0)), -1
-        for level in (0.5, 1e-1, 1e-2, 1e-3):
-            S = np.flatnonzero(np.abs(v) >= level * top) if top > 0 else np.zeros(0, dtype=np.int64)
-            if S.size == tried or S.size == 0:
-                continue
-            if S.size > _FARKAS_SUPPORT_MAX:
-                break
-            tried = S.size
-            ray = _support_ray(ops, v, S)
-            if ray is not None:
-                return ray
-    return None
-
-
-#: supports larger than this are not tested by :func:`_support_ray` (its Gram eigenproblems)
-_FARKAS_SUPPORT_MAX = 500
-
-
-def _support_ray(ops, grow, S):
-    """A Farkas ray supported on the constraints S: the growth there, or its part in the null
-    space of d ↦ Σ d_c Â_c (the growth of conflicting constraints up to the bounded
-    transient of the others; :func:`cvxkml.solvers.bregman._null_part`), tested on the Gram
-    matrix of their terms (:func:`cvxkml.solvers.bregman.farkas_test`).  An equality's
-    negative growth is folded into the signs of its terms.  Returns the ray (m,) or None."""
-    from .bregman import FARKAS_EIG_TOL, FARKAS_LIN_TOL, _null_part, farkas_test
-
-    counts = np.diff(ops.ptr)[S]
-    rows = np.concatenate([np.arange(ops.ptr[c], ops.ptr[c + 1]) for c in S])
-    owner = np.repeat(np.arange(S.size), counts)
-    flip = np.where(grow[S] < 0, -1.0, 1.0)
-    Wr = np.sqrt(np.abs(ops.w[rows]))[:, None] * ops.U[rows]
-    G = Wr @ Wr.T
-    sign = np.sign(ops.w[rows]) * flip[owner]
-    d = np.abs(grow[S])
-    for cand in (d, _null_part(G, sign, owner, d)):
-        if cand is None or not cand.sum() > 0:
-            continue
-        eig, lin = farkas_test(G, sign, owner, cand, ops.t[S] * flip)
-        if eig >= -FARKAS_EIG_TOL and lin <= -FARKAS_LIN_TOL:
-            ray = np.zeros(ops.m)
-            ray[S] = flip * cand / cand.sum()
-            return ray
-    return None
-
-
 def _dual_newton_impl(
     U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback=None, damping=1e-2, slack=None
 ):
@@ -721,7 +651,7 @@ def _dual_newton_impl(
             # at iterations 1, 2, 4, 8, … and every 25th: the multipliers, then their growth
             # since the last check, tested as a Farkas ray over the hard multipliers only (soft
             # constraints can always be met with slack)
-            ray = _farkas_ray(ops, st.lam, snap, hard, signed)
+            ray = growth_ray(ops, st.lam, snap, hard, signed)
             snap = st.lam.copy()
             if ray is not None:
                 infeasible = True
@@ -771,7 +701,7 @@ def _dual_newton_impl(
             "rel_violation": float(rel_viol),
             "newton_iterations": int(it),
             **count,
-            "farkas": ops.farkas_test(_hard_part(st.lam, hard, signed)),
+            "farkas": ops.farkas_test(hard_part(st.lam, hard, signed)),
             "infeasible": bool(infeasible),
             **({} if ray is None else {"farkas_ray": ray}),
             "stopped": bool(stopped),

@@ -41,6 +41,7 @@ import numpy as np
 
 from .._config import WorkBudget, blas_limit
 from ._bregman_core import check_time_limit
+from ._farkas import FarkasWatch
 from ._lowrank.cholesky import _chol_factor_solve as _chol_factor_solve
 from ._lowrank.cholesky import _rt_times as _rt_times
 from ._lowrank.cholesky import cholupdatemult as cholupdatemult
@@ -50,7 +51,6 @@ from ._lowrank.passes import RANK2 as RANK2
 from ._lowrank.passes import _passes as _passes
 from ._lowrank.passes import _rank2_theta as _rank2_theta
 from ._vocabulary import iteration_limit
-from .bregman import FarkasWatch
 from .result import NONFINITE, NOT_CONVERGED, OK
 
 
@@ -337,7 +337,7 @@ def lowrank_logdet(
     time; ``time_limit`` (seconds) ends the run there with NOT_CONVERGED
     (``stats["stopped"] = "time_limit"``).  With hard constraints (``gamma=None``) and
     ``detect_infeasible``, a diverging dual that is a Farkas certificate
-    (:class:`~cvxkml.solvers.bregman.FarkasWatch`) ends the run with NOT_CONVERGED and
+    (:class:`~cvxkml.solvers._farkas.FarkasWatch`) ends the run with NOT_CONVERGED and
     ``stats["farkas_ray"]``, ``stats["farkas_candidates"]``, ``stats["farkas_test"]``.
     ``max_iter`` is the sweep limit (``max_sweeps``: its deprecated former name).
     """

@@ -62,6 +62,7 @@ import numpy as np
 
 from .._config import WorkBudget, blas_limit
 from ._bregman_core import check_time_limit
+from ._farkas import FarkasWatch
 from ._vocabulary import iteration_limit
 from ._vonneumann.projection import _N_STATS, _deflate, _sweeps_vn, _vn_run, eigvecs_from_roots
 from ._vonneumann.projection import _eigvecs_t as _eigvecs_t
@@ -73,7 +74,6 @@ from ._vonneumann.secular import _zerofinder_w as _zerofinder_w
 from ._vonneumann.secular import narrow_bracket as narrow_bracket
 from ._vonneumann.secular import safeguarded_newton_step as safeguarded_newton_step
 from ._vonneumann.slack_newton import vonneumann_slack_newton as vonneumann_slack_newton
-from .bregman import FarkasWatch
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
 
@@ -146,7 +146,7 @@ def _certified(cert, gap_tol, viol_tol) -> bool:
 
 # --------------------------------------------------------------------- driver
 def _pair_watch(F, I, J, dl, b0):
-    """The :class:`~cvxkml.solvers.bregman.FarkasWatch` of hard pair constraints
+    """The :class:`~cvxkml.solvers._farkas.FarkasWatch` of hard pair constraints
     δ_c (v_cᵀX̂v_c − b_c) <= 0, v_c = F[I_c] − F[J_c] (whitened coordinates: prior I)."""
 
     def gram(S):
@@ -224,7 +224,7 @@ def vonneumann_pairs(
     is longer; same iterates), so Ctrl-C raises KeyboardInterrupt within that time;
     ``time_limit`` (seconds) ends the run there with NOT_CONVERGED (``extra["stopped"]``).
     With hard constraints and ``detect_infeasible``, a diverging dual that is a Farkas
-    certificate (:class:`~cvxkml.solvers.bregman.FarkasWatch`) ends the run with
+    certificate (:class:`~cvxkml.solvers._farkas.FarkasWatch`) ends the run with
     NOT_CONVERGED and ``extra["farkas_ray"]``, ``extra["farkas_candidates"]``.
     ``max_iter`` is the sweep limit (``max_sweeps``: its deprecated former name).
     """

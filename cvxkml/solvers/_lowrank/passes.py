@@ -340,7 +340,7 @@ def _run_passes(R, rows, xi, lam, g, order, n_visit, state, shuffle, tol, max_pa
 
 
 def _lowrank_gram(G0, kind, I, J, Kx, cu, cv, delta):
-    """``gram(S)`` for :class:`~cvxkml.solvers.bregman.FarkasWatch`: the rows of the
+    """``gram(S)`` for :class:`~cvxkml.solvers._farkas.FarkasWatch`: the rows of the
     constraints S in the factor coordinates (prior I): a pair δ v vᵀ, a rank-two row
     u uᵀ − v vᵀ."""
 
