@@ -445,7 +445,7 @@ class SpectralFastSolve:
         """InfeasibleError when an uncertified hard-constraint solve's multipliers point along
         a Farkas ray (min eigenvalue >= −1e-6, linear term <= −1e-3, both relative).  A fast
         solver that stopped on a diverging dual hands the ray it found in
-        ``sol.info["farkas_ray"]`` (:class:`cvxkml.solvers.bregman.FarkasWatch`: the growth of
+        ``sol.info["farkas_ray"]`` (:class:`cvxkml.solvers._farkas.FarkasWatch`: the growth of
         the multipliers over its last sweeps, on the constraints that carry it); it is tested
         first, by the same rule, and the message names those constraints.  When the min
         eigenvalue is slightly negative the message gives the trace every feasible matrix
