@@ -166,22 +166,13 @@ def test_issue_case_raises_infeasible_quickly():
 
 # ---------------------------------------------------------------- the generic dual solver's path
 def _relative_cycles(m, n=60, d=10, seed=0):
-    """m relative constraints in cycles of three, d(p,a)+1 <= d(p,b), d(p,b)+1 <= d(p,c),
-    d(p,c)+1 <= d(p,a): each cycle sums to 0 <= −3, so the equal-weight ray of a cycle is a
-    Farkas certificate (Σ d_c Â_c = 0 exactly, Σ d_c t_c = −1 relative): infeasible by a
-    margin of order one, far from any round-off edge."""
-    from cvxkml.sideinfo import RelativeConstraints
+    """m relative constraints in cycles of three (the benchmark's generator,
+    :func:`benchmarks.bench.infeasible.relative_cycles`): each cycle sums to 0 <= −3, so the
+    equal-weight ray of a cycle is a Farkas certificate (Σ d_c Â_c = 0 exactly, Σ d_c t_c =
+    −1 relative): infeasible by a margin of order one, far from any round-off edge."""
+    from benchmarks.bench.infeasible import relative_cycles
 
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d))
-    i, j, k = [], [], []
-    while len(i) < m:
-        p, a, b, c = rng.choice(n, 4, replace=False)
-        i += [p, p, p]
-        j += [a, b, c]
-        k += [b, c, a]
-    i, j, k = (np.array(v[:m]) for v in (i, j, k))
-    return X, RelativeConstraints(i, j, k, np.ones(m))
+    return relative_cycles(m, seed, n=n, d=d)
 
 
 @pytest.mark.parametrize("m", [99, 999])
