@@ -28,19 +28,12 @@ then grow like K⁻¹, and what a solver returns depends on where it stops.  Wit
 rank-deficient K (linear, low-degree polynomial kernels, or fewer features than
 points) the optimum is non-trivial.
 
-Exact model size (measured, 2-core box, Clarabel, k = 5 unless said, balanced
-2-class labels): the model has one hinge slack per triplet, n·k·(n − n_c) ≈ n²k/2
-of them, and an r × r PSD block.  Kernel LMNN (r = n): n = 20 (1000 triplets)
-≈ 0.5 s, n = 30 (2250) ≈ 1.6 s, n = 40 (4000) ≈ 4.6 s, n = 60 (9000) ≈ 30 s;
-linear LMNN with d = 5: n = 40 ≈ 0.35 s, n = 100 (25 000 triplets) ≈ 4 s.  So the exact
-model is practical up to n ≈ 40–50 points for kernel / NR LMNN and a few hundred points
-for low-dimensional linear LMNN; beyond that use :meth:`LMNNProblem.solve`.
-Re-measured under load (load average ≈ 6 on the 2 cores, ``python -m benchmarks bench mkl``):
-a *full-rank* kernel (degenerate optimum F* = 0) is much harder for Clarabel — n = 20,
-30, 40 took 2.9, 22, 101 s and ended ``optimal_inaccurate`` — while linear LMNN with
-d = 5 took 0.42 s (n = 40) and 6.9 s (n = 100, 25 000 triplets); linear LMNN on the
-Wine training split of the tests (n = 106, d = 13, 37 030 triplets) did not finish
-accurately (Clarabel ``optimal_inaccurate`` after about 5 minutes).
+Exact model size: one hinge slack per triplet, n·k·(n − n_c) ≈ n²k/2 of them, and an r × r
+PSD block, so the exact model is practical up to a few tens of points for kernel / NR LMNN
+(r = n) and a few hundred for low-dimensional linear LMNN; beyond that use
+:meth:`LMNNProblem.solve`.  A full-rank kernel (degenerate optimum F* = 0) is much harder
+for the conic solvers, which often end ``optimal_inaccurate``.  Measured times:
+``reference/lmnn-speed.md`` and ``reference/exact-limits.md``.
 
 The problem class is composed of parts of one responsibility each: the exact CVXPY model and
 its extension (``_lmnn_model.LMNNExactModel``), the start and the pipeline's hooks of the

@@ -79,9 +79,8 @@ __all__ = [
 EXACT_MAX_TRIPLETS = 3_000
 #: the cutting-plane rounds grow the working set to at most this many triplets (the joining
 #: ones nearest to the margin first); 288 MB of Schur matrix, K³/3 = 7e10 flops a step.
-#: Measured: an Ionosphere degree-7 inner-CV fit (r = 121, 58 140 triplets) has more than
-#: 3 000 triplets near the margin; capped there its finish closed to 1.2e-5 (tol 1e-5), with
-#: 6 000 to 3.3e-10
+#: Some inner-CV fits have more than 3 000 triplets near the margin, and their finish needs
+#: the larger set (reference/wang2011-mkl.md)
 EXACT_GROWN_TRIPLETS = 6_000
 #: at most this many interior-point solves (the cutting-plane rounds over the triplets)
 EXACT_ROUNDS = 4

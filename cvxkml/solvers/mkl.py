@@ -22,9 +22,9 @@ for the PSD block) on a *reduced* problem, inside a working-set loop over the hi
   classified at a start point: warm (the previous P* of the convex iteration), K = the
   2·m(m+1)/2 hinges nearest their kink; cold, all of them in K when that is cheap, else
   the solution of a uniform sample of 2000 of them (weights scaled up) is the start
-  point and K its 2000 hinges nearest the kink.  (Measured on Sonar with the 20 paper
-  kernels and A = I: classified at the centre of S instead, the reduced solution
-  overshoots and K grows to a third of the 87 000 hinges.)
+  point and K its 2000 hinges nearest the kink (classified at the centre of S instead,
+  the reduced solution overshoots and K grows to a large share of the hinges:
+  ``reference/wang2011-mkl.md``).
 * Interior point.  The reduced problem is a small conic program: P ⪰ 0 (one m × m
   block), P_ij >= 0 (i < j), and per kept hinge ξ_t >= 0, ξ_t >= b_t + ⟨D_t, P⟩.  After
   eliminating the hinge variables, each Newton system is one (m(m+1)/2 + 1)-square
