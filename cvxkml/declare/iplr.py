@@ -35,69 +35,52 @@ from .._validation import (
     input_rank_rtol,
 )
 from ..errors import InfeasibleError, InvalidInputError
-from ..learned import LearnedKernel
+from ..learned import FactoredMetric, LearnedKernel
 from ..sideinfo import PairConstraints
+from ..solution import Solution
 from .logdet import ITML
 from .problem import Problem
 
-__all__ = ["IPLR", "feature_basis", "kernel_basis", "kmeans", "kernel_kmeans"]
+__all__ = ["IPLR", "feature_basis", "kernel_basis", "kernel_kmeans", "basis_span"]
 
 
 # ----------------------------------------------------------------------------- bases
-def kmeans(X, k, random_state=None, n_init=4, max_iter=100):
-    """Lloyd's k-means (k-means++ seeding); returns (centers k × d, labels)."""
-    X = np.asarray(X, dtype=float)
-    rng = np.random.default_rng(random_state)
-    best = (np.inf, None, None)
-    for _ in range(n_init):
-        C = X[[rng.integers(len(X))]]
-        for _ in range(1, k):
-            d2 = np.min(((X[:, None] - C[None]) ** 2).sum(-1), axis=1)
-            p = d2 / d2.sum() if d2.sum() > 0 else None
-            C = np.vstack([C, X[rng.choice(len(X), p=p)]])
-        for _ in range(max_iter):
-            lab = np.argmin(((X[:, None] - C[None]) ** 2).sum(-1), axis=1)
-            Cn = np.array([X[lab == c].mean(0) if np.any(lab == c) else C[c] for c in range(k)])
-            if np.allclose(Cn, C):
-                break
-            C = Cn
-        inertia = float(((X - C[lab]) ** 2).sum())
-        if inertia < best[0]:
-            best = (inertia, C, lab)
-    return best[1], best[2]
+#: restarts of the k-means of the bases (the best of them is kept)
+KMEANS_RESTARTS = 4
 
 
-def kernel_kmeans(K, k, random_state=None, n_init=4, max_iter=100):
-    """Kernel k-means in feature space (distances from K); returns cluster labels."""
-    K = np.asarray(K, dtype=float)
-    n = K.shape[0]
-    rng = np.random.default_rng(random_state)
-    diag = np.diag(K)
-    best = (np.inf, None)
-    for _ in range(n_init):
-        lab = rng.integers(0, k, n)
-        lab[rng.choice(n, k, replace=False)] = np.arange(k)
-        for _ in range(max_iter):
-            D = np.empty((n, k))
-            for c in range(k):
-                m = lab == c
-                if not np.any(m):
-                    D[:, c] = np.inf
-                    continue
-                D[:, c] = diag - 2 * K[:, m].mean(1) + K[np.ix_(m, m)].mean()
-            new = np.argmin(D, axis=1)
-            if np.array_equal(new, lab):
-                break
-            lab = new
-        obj = float(D[np.arange(n), lab].sum())
-        if obj < best[0]:
-            best = (obj, lab)
-    return best[1]
+def _kmeans_labels_and_centres(X, k, rng):
+    """scikit-learn's :class:`~sklearn.cluster.KMeans` (k-means++ seeding, the best of
+    :data:`KMEANS_RESTARTS`) on the rows of X; returns (centres k × d, labels)."""
+    from sklearn.cluster import KMeans
+
+    km = KMeans(n_clusters=k, n_init=KMEANS_RESTARTS, random_state=int(rng.integers(2**31))).fit(X)
+    return km.cluster_centers_, km.labels_
+
+
+def kernel_kmeans(K, k, random_state=None) -> np.ndarray:
+    """Kernel k-means in feature space; returns the cluster labels.
+
+    Kernel k-means on K is k-means on the rows of any G with G Gᵀ = K: the feature-space
+    distances ‖φ(x_i) − φ(x_j)‖² = K_ii + K_jj − 2K_ij are the rows' Euclidean distances, and
+    a cluster mean in feature space is the mean of its rows.  G is the pivoted incomplete
+    Cholesky factor of K (:func:`cvxkml.factor.incomplete_cholesky`, residual trace
+    <= 1e-10·tr K, O(n r²) for rank r), clustered by scikit-learn's KMeans — no library
+    clusters a kernel matrix itself, and the factor makes one unnecessary.
+    """
+    from ..factor import incomplete_cholesky
+
+    G, _ = incomplete_cholesky(check_kernel_matrix(K, "K"))
+    if G.shape[1] == 0:
+        raise InvalidInputError("Kernel k-means needs a non-zero kernel matrix K.")
+    return _kmeans_labels_and_centres(G, k, as_generator(random_state))[1]
 
 
 def _class_groups(y, k, rng):
-    """Index groups for class-mean bases (Jain et al. §6.2): k = c class means; k > c
-    per-class clusters (k split over classes); k < c means of a random subset of k classes."""
+    """Index groups for the class bases (Jain et al. 2012 §3.6 and §6.2): k = c the c
+    classes; k > c the classes, to be split into (about) k / c clusters each (``per``);
+    k < c a random subset of k classes (the kernel basis; the feature basis clusters the
+    class means instead, :func:`feature_basis`)."""
     classes = np.unique(y)
     c = classes.size
     if k <= c:
@@ -108,27 +91,79 @@ def _class_groups(y, k, rng):
     return [np.flatnonzero(y == cl) for cl in classes], per
 
 
-def feature_basis(X, k, method="svd", y=None, random_state=None) -> np.ndarray:
-    """R (d × k) spanning the low-rank part: "svd" (top-k right singular vectors of X,
-    i.e. the top left singular vectors of Φ = Xᵀ), "kmeans" (k-means centres),
-    "class-means" (see :func:`_class_groups`; needs ``y``)."""
+def _svd_basis(X, k, rank_rtol):
+    """The top-k right singular vectors of X (d × k), from the eigendecomposition of the
+    smaller Gram matrix (X Xᵀ when n <= d: O(n²d), the cost of one span-space Gram).
+    The basis stops at the numerical rank of X, the singular vectors whose squared
+    singular value exceeds ``rank_rtol`` times the largest (the row space, as
+    :class:`~cvxkml.declare.spaces.SpanSpace` counts it; k = None takes all of them):
+    further vectors span no direction of the data and leave W* unchanged (F* is 1 on them)."""
+    n, d = X.shape
+    wide = n <= d
+    w, V = np.linalg.eigh(X @ X.T if wide else X.T @ X)
+    w, V = w[::-1], V[:, ::-1]
+    top = max(float(w[0]), np.finfo(float).tiny)
+    rank = int(np.count_nonzero(w > rank_rtol * top))
+    if rank == 0:
+        raise InvalidInputError("X is zero (rank 0): it has no singular vectors to form a basis from.")
+    k = rank if k is None else min(k, rank)
+    if not wide:
+        return V[:, :k]
+    return (X.T @ V[:, :k]) / np.sqrt(w[:k])
+
+
+def feature_basis(X, k, method="svd", y=None, random_state=None, rank_rtol: float = 1e-10) -> np.ndarray:
+    """A basis R (d × k) of the low-rank part of W = I + U L Uᵀ (Jain et al. 2012 §3.6).
+
+    Parameters
+    ----------
+    X : (n, d) array
+        The data (rows are points: Φ = Xᵀ).
+    k : int or None
+        The basis size, at most min(n, d) (``"svd"`` stops at the numerical rank of X).
+        None: that rank for ``"svd"`` (the whole row space: problem (8) is then ITML's,
+        Theorem 1), the number of classes for ``"class-means"``; ``"kmeans"`` needs k.
+    method : {"svd", "kmeans", "class-means"}
+        ``"svd"``: the top-k singular vectors of Φ (the right singular vectors of X,
+        :func:`_svd_basis`); ``"kmeans"``: the k-means centres of the points;
+        ``"class-means"`` (needs ``y``, c classes): the class means for k = c, the means of
+        k clusters of the class means for k < c, the centres of about k / c clusters of each
+        class for k > c (§3.6's three cases; clusters by scikit-learn's KMeans).
+    y : array-like of shape (n,) or None
+        Class labels (``"class-means"``).
+    random_state : int, Generator or None
+        Seed of the k-means restarts.
+    rank_rtol : float
+        The relative cut of the squared singular values counted in the rank (``"svd"``).
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown method, k out of range, or ``"class-means"`` without labels.
+    """
     X = check_data(X)
     rng = as_generator(random_state)
     check_choice(method, "the feature basis", ("svd", "kmeans", "class-means"))
-    k = check_int(k, "k (the basis size)", minimum=1, maximum=min(X.shape))
+    if k is not None:
+        k = check_int(k, "k (the basis size)", minimum=1, maximum=min(X.shape))
     if method == "svd":
-        return np.linalg.svd(X, full_matrices=False)[2][:k].T
+        return _svd_basis(X, k, rank_rtol)
     if method == "kmeans":
-        return kmeans(X, k, rng.integers(2**31))[0].T
-    if method == "class-means":
-        if y is None:
-            raise InvalidInputError("basis 'class-means' needs the labels y.")
-        groups, per = _class_groups(check_labels(y, "y", X.shape[0]), k, rng)
-        if per is None:
-            return np.array([X[g].mean(0) for g in groups]).T
-        cols = [kmeans(X[g], min(p, len(g)), rng.integers(2**31))[0] for g, p in zip(groups, per)]
-        return np.vstack(cols).T
-    raise AssertionError(method)  # unreachable: check_choice above
+        if k is None:
+            raise InvalidInputError("basis 'kmeans' needs k, the number of clusters (an integer >= 1).")
+        return _kmeans_labels_and_centres(X, k, rng)[0].T
+    if y is None:
+        raise InvalidInputError("basis 'class-means' needs the labels y (or choose 'svd' or 'kmeans').")
+    y = check_labels(y, "y", X.shape[0])
+    classes = np.unique(y)
+    means = np.array([X[y == cl].mean(0) for cl in classes])
+    if k is None or k == classes.size:
+        return means.T
+    if k < classes.size:
+        return _kmeans_labels_and_centres(means, k, rng)[0].T
+    groups, per = _class_groups(y, k, rng)
+    cols = [_kmeans_labels_and_centres(X[g], min(p, len(g)), rng)[0] for g, p in zip(groups, per)]
+    return np.vstack(cols).T
 
 
 def kernel_basis(K0, k, method="random", y=None, random_state=None) -> np.ndarray:
@@ -166,6 +201,20 @@ def kernel_basis(K0, k, method="random", y=None, random_state=None) -> np.ndarra
             J[g, c] = 1.0 / g.size
         return J
     raise AssertionError(method)  # unreachable: check_choice above
+
+
+def basis_span(R, rank_rtol: float = 1e-10) -> np.ndarray:
+    """An orthonormal basis U (d × r) of span(R), r = the numerical rank of R: with
+    RᵀR = V diag(w) Vᵀ, U = R V₊ diag(w₊)^-½ over the eigenvalues w₊ > ``rank_rtol``·max w.
+    For R of full column rank U spans what R (RᵀR)^-½ spans, and problem (8) depends on
+    the subspace only (L is any k × k matrix), so W* is the same; dependent columns (the
+    class means of centred data, which sum to zero) are dropped instead of refused."""
+    R = check_data(R, "R")
+    w, V = np.linalg.eigh(R.T @ R)
+    keep = w > rank_rtol * max(float(w[-1]), np.finfo(float).tiny)
+    if not np.any(keep):
+        raise InvalidInputError("The basis R is zero: it spans no subspace to learn the low-rank part in.")
+    return (R @ V[:, keep]) / np.sqrt(w[keep])
 
 
 def _inv_sqrt_psd(A, name, rtol: float = 1e-10):
@@ -329,8 +378,12 @@ class IPLR(Problem):
 
     def solve(self, tol: float = 1e-9, max_iter: int = 20_000, callback=None, warm_start=None, **kw):
         """F* by the fast solver of the reduced problem (11) (:meth:`SpectralProblem.solve`:
-        Bregman projections at O(k²) each, or the dual solver; the same certificate)."""
-        return self.reduced.solve(tol=tol, max_iter=max_iter, callback=callback, warm_start=warm_start, **kw)
+        Bregman projections at O(k²) each, or the dual solver; the same certificate).
+        ``info["kept"]`` and ``info["dropped_pairs"]`` index ``constraints``: the pairs
+        the reduced problem holds, and those decided analytically (see the module)."""
+        sol = self.reduced.solve(tol=tol, max_iter=max_iter, callback=callback, warm_start=warm_start, **kw)
+        sol.info["kept"], sol.info["dropped_pairs"] = self.kept, self.dropped_pairs
+        return sol
 
     def solve_reference(self, solver=None, eps=None, accept_inaccurate: bool = False, **opts):
         """F* by the exact model of the reduced problem (11), with its Lagrange certificate."""
@@ -341,6 +394,20 @@ class IPLR(Problem):
         if self.U is None:
             raise InvalidInputError("metric() needs explicit features; use kernel() for a kernel basis.")
         return np.eye(self.U.shape[0]) + self.U @ (F - np.eye(F.shape[0])) @ self.U.T
+
+    def learned_metric(self, solution) -> FactoredMetric:
+        """W* = I + U (F* − I) Uᵀ as a :class:`~cvxkml.learned.FactoredMetric` (never d × d):
+        with F* = Q diag(μ) Qᵀ, W* = I + (UQ) diag(μ − 1) (UQ)ᵀ, UQ orthonormal (explicit
+        features; a :class:`~cvxkml.solution.Solution` or F itself)."""
+        if self.U is None:
+            raise InvalidInputError(
+                "learned_metric() needs explicit features; use learned_kernel() for a kernel basis."
+            )
+        F = solution.matrix if isinstance(solution, Solution) else check_data(solution, "F")
+        if F.shape != (self.U.shape[1],) * 2:
+            raise InvalidInputError(f"F must be {self.U.shape[1]} × {self.U.shape[1]} (the basis size); got {F.shape}.")
+        mu, Q = np.linalg.eigh(0.5 * (F + F.T))
+        return FactoredMetric(self.U @ Q, mu - 1.0, alpha=1.0)
 
     def kernel(self, F) -> np.ndarray:
         """K* = K0 + Φ'ᵀ (F* − I) Φ' = K0 + K0 J (JᵀK0J)^-½ (F* − I) (JᵀK0J)^-½ JᵀK0."""

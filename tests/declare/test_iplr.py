@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import cvxkml
 from cvxkml.declare import IPLR
-from cvxkml.declare.iplr import feature_basis, kernel_basis
+from cvxkml.declare.iplr import basis_span, feature_basis, kernel_basis, kernel_kmeans
 from cvxkml.errors import InfeasibleError, InvalidInputError
 from cvxkml.kernels import Kernel, gaussian_kernel
 from cvxkml.sideinfo import PairConstraints, baseline_metric, percentile_bounds
@@ -132,3 +132,77 @@ def test_iplr_errors():
     tight = PairConstraints([0], [1], [1], [1e-6])  # similar, bound below residual
     with pytest.raises(InfeasibleError, match="Enlarge or change the basis"):
         IPLR.from_features(X, tight, np.eye(4)[:, :1])
+
+
+@pytest.mark.parametrize("shape", [(30, 8), (8, 30)])
+def test_svd_basis_is_the_top_singular_subspace_and_stops_at_the_rank(shape):
+    """"svd" (from the smaller Gram matrix) spans the top-k right singular vectors of X, has
+    orthonormal columns, and stops at the numerical rank (further vectors span no data)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=shape) * np.linspace(3.0, 1.0, shape[1])
+    Vt = np.linalg.svd(X, full_matrices=False)[2]
+    R = feature_basis(X, 3, "svd")
+    np.testing.assert_allclose(R.T @ R, np.eye(3), atol=1e-10)
+    np.testing.assert_allclose(R @ R.T, Vt[:3].T @ Vt[:3], atol=1e-8)  # the same projector
+    low = rng.normal(size=(shape[0], 2)) @ rng.normal(size=(2, shape[1]))  # rank 2
+    assert feature_basis(low, None, "svd").shape[1] == 2
+    assert feature_basis(low, min(shape), "svd").shape[1] == 2
+
+
+def test_kmeans_bases_find_planted_clusters():
+    """The k-means bases are scikit-learn's KMeans: on the features, and (kernel k-means) on
+    the rows of a factor of K, which has the same feature-space distances."""
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(5)
+    centres = 10.0 * rng.normal(size=(3, 6))
+    lab = np.repeat([0, 1, 2], 15)
+    X = centres[lab] + 0.1 * rng.normal(size=(45, 6))
+    R = feature_basis(X, 3, "kmeans", random_state=0)
+    for c in range(3):  # every planted centre is a basis column
+        assert np.min(np.linalg.norm(R.T - X[lab == c].mean(0), axis=1)) <= 1e-12 * np.abs(X).max() * 45
+    assert adjusted_rand_score(lab, kernel_kmeans(X @ X.T, 3, random_state=0)) == 1.0
+    J = kernel_basis(gaussian_kernel(X, sigma=5.0), 3, "kernel-kmeans", random_state=0)
+    assert adjusted_rand_score(lab, np.argmax(J, axis=1)) == 1.0
+
+
+def test_class_mean_basis_with_fewer_vectors_than_classes_clusters_the_class_means():
+    """§3.6: for k < c the basis is the k cluster centres of the c class means."""
+    rng = np.random.default_rng(6)
+    means = np.array([[10.0, 0, 0], [10.2, 0, 0], [0, 10.0, 0], [0, 10.3, 0]])
+    y = np.repeat(np.arange(4), 10)
+    X = means[y] + 0.01 * rng.normal(size=(40, 3))
+    R = feature_basis(X, 2, "class-means", y=y, random_state=0)
+    class_means = np.array([X[y == c].mean(0) for c in range(4)])
+    expected = [class_means[:2].mean(0), class_means[2:].mean(0)]
+    for e in expected:
+        assert np.min(np.linalg.norm(R.T - e, axis=1)) <= 1e-12 * 40
+
+
+def test_basis_span_is_orthonormal_and_drops_dependent_columns():
+    rng = np.random.default_rng(7)
+    R = rng.normal(size=(9, 3))
+    U = basis_span(np.column_stack([R, R[:, 0] - 2 * R[:, 2]]))  # four columns, rank three
+    assert U.shape == (9, 3)
+    np.testing.assert_allclose(U.T @ U, np.eye(3), atol=1e-12)
+    P = R @ np.linalg.solve(R.T @ R, R.T)
+    np.testing.assert_allclose(U @ U.T, P, atol=1e-10)
+    with pytest.raises(InvalidInputError, match="R is zero"):
+        basis_span(np.zeros((4, 2)))
+
+
+def test_learned_metric_is_the_factored_identity_plus_low_rank_metric():
+    """learned_metric(F) is W* = I + U(F* − I)Uᵀ, factored: its distances and the dense
+    metric() agree, its factor is orthonormal inside span(U)."""
+    rng, X, pc = _instance(8, 20, 6, 25, (5, 95))
+    R = rng.normal(size=(6, 3))
+    prob = IPLR.from_features(X, pc, R, gamma=1.0)
+    sol = prob.solve(tol=1e-10)
+    metric = prob.learned_metric(sol)
+    np.testing.assert_allclose(metric.get_mahalanobis_matrix(), prob.metric(sol.matrix), atol=1e-10)
+    assert metric.alpha == 1.0 and metric.rank == 3
+    np.testing.assert_allclose(metric.U.T @ metric.U, np.eye(3), atol=1e-10)
+    np.testing.assert_allclose(prob.U @ prob.U.T @ metric.U, metric.U, atol=1e-10)
+    assert set(sol.info["kept"]) | set(sol.info["dropped_pairs"]) == set(range(pc.i.size))
+    with pytest.raises(InvalidInputError, match="3 × 3"):
+        prob.learned_metric(np.eye(4))
