@@ -136,7 +136,7 @@ def test_iplr_errors():
 
 @pytest.mark.parametrize("shape", [(30, 8), (8, 30)])
 def test_svd_basis_is_the_top_singular_subspace_and_stops_at_the_rank(shape):
-    """"svd" (from the smaller Gram matrix) spans the top-k right singular vectors of X, has
+    """The "svd" basis (from the smaller Gram matrix) spans the top-k right singular vectors of X, has
     orthonormal columns, and stops at the numerical rank (further vectors span no data)."""
     rng = np.random.default_rng(4)
     X = rng.normal(size=shape) * np.linspace(3.0, 1.0, shape[1])
