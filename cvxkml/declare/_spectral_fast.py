@@ -398,17 +398,20 @@ class SpectralFastSolve:
         tr(X̂) >= |Σ d_c t_c| / (|e|·Σ|d_c|‖Â_c‖) — constraints that only a matrix of that
         size satisfies.  Computed from the problem's own terms
         (:func:`~cvxkml.declare.terms.constraint_terms`), each ‖Â_c‖₂ exactly from its few
-        rank-one terms.  With slack (γ) the pair terms are soft and the test does not apply,
-        nor to a direction with a negative multiplier on an inequality (returns None)."""
+        rank-one terms.  Soft constraints (Hinge, Squared, and the pairs under the regularizer's
+        own slack γ) do not take part; a direction with a negative multiplier on an inequality
+        is none (returns None)."""
         from .terms import constraint_terms
 
         lam = np.asarray(lam, dtype=float)
-        if self.gamma is not None or lam.size != self.n_constraints or not np.all(np.isfinite(lam)):
+        if lam.size != self.n_constraints or not np.all(np.isfinite(lam)):
             return None
         lower, _, _ = self.dual_box()
         signed = np.isinf(lower)  # hard equalities
-        if self._hinge:  # the ray runs in the hard constraints' multipliers
-            lam = np.where(self.soft, 0.0, lam)
+        soft = self.soft.copy()
+        if self.gamma is not None and self.pairs is not None:
+            soft[: len(self.pairs)] = True  # γ puts slack on the pair constraints (they come first)
+        lam = np.where(soft, 0.0, lam)  # the ray runs in the hard constraints' multipliers
         if np.any(lam[~signed] < 0) or not np.abs(lam).sum() > 0:
             return None
         d = lam / np.abs(lam).sum()
@@ -454,46 +457,55 @@ class SpectralFastSolve:
         whose only feasible W have norms of order 1e7)."""
         ray = sol.info.get("farkas_ray")
         for d, from_ray in ((ray, True), (sol.dual, False)):
-            test = None if d is None else self.farkas_direction(d)
-            if test is None:
-                continue
-            eig, lin, bound = test
-            sol.info["farkas"] = test
-            if not (eig >= -1e-6 and lin <= -1e-3):
-                continue
-            n = self.T.shape[1]
-            what = (
-                "no positive semidefinite matrix satisfies them"
-                if np.isinf(bound) or eig >= -1e-12
-                else f"any matrix that satisfies them has tr(X̂) >= {bound:.3g} in the whitened "
-                f"coordinates (the prior has tr = {n}), i.e. they are infeasible up to round-off"
+            lead = (
+                f"after {sol.n_iter} iterations the multipliers grow along d "
+                f"{'(their growth over the last iterations)' if from_ray else '= λ/Σ|λ|'}"
             )
-            named = ""
-            if from_ray:
-                d = np.asarray(d, dtype=float)
-                idx = np.flatnonzero(d > 0)
-                idx = idx[np.argsort(-d[idx], kind="stable")]
-                P, n_p = self.pairs, (0 if self.pairs is None else len(self.pairs))
-                parts = [
-                    (
-                        f"{k} (pair ({P.i[k]}, {P.j[k]}): d {'<=' if P.y[k] > 0 else '>='} {P.bound[k]:.3g})"
-                        if k < n_p
-                        else str(k)
-                    )
-                    for k in idx[:8]
-                ]
-                named = (
-                    f" The constraints carrying it (index in violations() order, heaviest "
-                    f"first): {', '.join(parts)}{', …' if idx.size > 8 else ''}."
+            self._farkas_verdict(d, lead, named=from_ray, info=sol.info)
+
+    def _farkas_verdict(self, d, lead: str, *, named: bool, info: dict | None = None) -> None:
+        """Raise :class:`InfeasibleError` when ``d`` passes :meth:`farkas_direction`'s test
+        (relative min eigenvalue >= −1e-6, relative Σd_c t_c <= −1e-3); the message starts
+        with ``lead`` (how d was found) and, with ``named``, names the constraints carrying d."""
+        test = None if d is None else self.farkas_direction(d)
+        if test is None:
+            return
+        eig, lin, bound = test
+        if info is not None:
+            info["farkas"] = test
+        if not (eig >= -1e-6 and lin <= -1e-3):
+            return
+        n = self.T.shape[1]
+        what = (
+            "no positive semidefinite matrix satisfies them"
+            if np.isinf(bound) or eig >= -1e-12
+            else f"any matrix that satisfies them has tr(X̂) >= {bound:.3g} in the whitened "
+            f"coordinates (the prior has tr = {n}), i.e. they are infeasible up to round-off"
+        )
+        names = ""
+        if named:
+            d = np.abs(np.asarray(d, dtype=float))
+            idx = np.flatnonzero(d > 0)
+            idx = idx[np.argsort(-d[idx], kind="stable")]
+            P, n_p = self.pairs, (0 if self.pairs is None else len(self.pairs))
+            parts = [
+                (
+                    f"{k} (pair ({P.i[k]}, {P.j[k]}): d {'<=' if P.y[k] > 0 else '>='} {P.bound[k]:.3g})"
+                    if k < n_p
+                    else str(k)
                 )
-            raise InfeasibleError(
-                f"The hard constraints are infeasible: after {sol.n_iter} sweeps the multipliers grow "
-                f"along d {'(their growth over the last sweeps)' if from_ray else '= λ/Σλ'} with "
-                f"Σd_cÂ_c ⪰ 0 (relative min eigenvalue {eig:.2g}) and Σd_c t_c < 0 "
-                f"(relative {lin:.2g}), a Farkas certificate: {what}.{named} Use slack "
-                "(gamma=<positive number>) or remove the conflicting constraints; solve_reference() "
-                "confirms."
+                for k in idx[:8]
+            ]
+            names = (
+                f" The constraints carrying it (index in violations() order, heaviest "
+                f"first): {', '.join(parts)}{', …' if idx.size > 8 else ''}."
             )
+        raise InfeasibleError(
+            f"The hard constraints are infeasible: {lead} with Σd_cÂ_c ⪰ 0 (relative min eigenvalue "
+            f"{eig:.2g}) and Σd_c t_c < 0 (relative {lin:.2g}), a Farkas certificate: {what}.{names} Use "
+            "slack (gamma=<positive number>, or Hinge) or remove the conflicting constraints; "
+            "solve_reference() confirms."
+        )
 
     def _raise_breakdown(self, res) -> None:
         """Typed errors for a fast run that broke down (a zero distance, non-finite iterates):
@@ -515,16 +527,10 @@ class SpectralFastSolve:
         solver = res.extra.get("solver", "bregman") if isinstance(res.extra, dict) else "bregman"
         who = "Bregman projections" if str(solver).startswith("bregman") else f"The fast solver {solver}"
         head = f"{who} broke down after {res.sweeps} iteration(s): {what}"
-        if 0 <= k < self.n_constraints:
+        if 0 <= k < self.n_constraints:  # the constraint it broke down on, alone, as the ray
             unit = np.zeros(self.n_constraints)
             unit[k] = 1.0
-            test = self.farkas_direction(unit)
-            if test is not None and test[0] >= -1e-12 and test[1] < 0:
-                raise InfeasibleError(
-                    f"{head} on constraint {k} (in violations() order), which no positive semidefinite "
-                    "matrix in the range of M0 satisfies (its term is positive semidefinite and its bound "
-                    "negative: a Farkas certificate). Remove it, or use slack (gamma=, or Hinge)."
-                )
+            self._farkas_verdict(unit, f"{head} on constraint {k}; d = that constraint alone", named=True)
         where = f" (constraint {k})" if k >= 0 else ""
         raise SolverError(
             f"{head}{where}; this is no verdict on feasibility. "
