@@ -3,6 +3,8 @@
 ======================================  ====================================================
 :mod:`~cvxkml.estimators.logdet`        ITML, KernelITML, LowRankKernelITML (Davis et al.
                                         2007; Jain et al. 2012; Kulis et al. 2009)
+:mod:`~cvxkml.estimators.iplr`          IPLR, identity-plus-low-rank ITML for high
+                                        dimensions (Jain et al. 2012 §3.6)
 :mod:`~cvxkml.estimators.spectral`      VonNeumannKernelLearner (Kulis et al. 2009 §5);
                                         SpectralKernelLearner, SpectralMetricLearner (any
                                         regularizer, Jain et al. 2012 eq. 12-13)
@@ -35,6 +37,7 @@ Persistence without pickle: ``est.save(path)`` / ``Class.load(path)`` or :func:`
 """
 
 from ._persist import EstimatorClassError, EstimatorFileError, FormatVersionError, load, save
+from .iplr import IPLR
 from .kcr import KCRClassifier
 from .logdet import ITML, KernelITML, LowRankKernelITML
 from .mkl import LMNN, LMNNMKL
@@ -48,6 +51,7 @@ ESTIMATORS = (
     ITML,
     KernelITML,
     LowRankKernelITML,
+    IPLR,
     VonNeumannKernelLearner,
     TraceSSIKDR,
     KernelPOLA,

@@ -14,7 +14,7 @@ The other parts of the shared base are private modules beside this one:
 :mod:`~cvxkml.estimators._persist`             ``save`` / ``load`` without pickle, the registry
 =============================================  =============================================
 
-A family module (``logdet``, ``spectral``, ``trace``, ``pola``, ``kcr``, ``mkl``,
+A family module (``logdet``, ``iplr``, ``spectral``, ``trace``, ``pola``, ``kcr``, ``mkl``,
 ``yeung``) then holds only what its paper specifies: the problem it solves in ``fit`` and
 the map of new points it learns.
 

@@ -62,6 +62,12 @@ CHECKED = {
         dict(n_similar=20, n_dissimilar=20),
         dict(kernel="linear", method="icholesky", n_similar=20, n_dissimilar=20),
     ],
+    # the whole row space (IPLR = ITML), and a small basis of each named kind
+    "IPLR": [
+        dict(n_similar=20, n_dissimilar=20),
+        dict(basis="kmeans", k=2, n_similar=20, n_dissimilar=20),
+        dict(basis="class-means", n_similar=20, n_dissimilar=20),
+    ],
     "VonNeumannKernelLearner": [
         dict(kernel="linear", tol=1e-5),
         dict(kernel="precomputed", tol=1e-5),

@@ -15,7 +15,7 @@ import pytest
 from cvxkml.declare import ITML as ITMLProblem
 from cvxkml.declare.regularizers import Frobenius
 from cvxkml.errors import EstimatorFileError
-from cvxkml.estimators import ITML, LMNN, SpectralMetricLearner, load
+from cvxkml.estimators import IPLR, ITML, LMNN, SpectralMetricLearner, load
 from cvxkml.learned import FactoredMetric, LearnedMetric
 
 FEW = dict(n_similar=15, n_dissimilar=15, random_state=0)
@@ -24,6 +24,8 @@ METRIC_ESTIMATORS = [
     SpectralMetricLearner(**FEW),
     SpectralMetricLearner(Frobenius(), constraints="hinge", tol=1e-6, **FEW),
     LMNN(k=3),
+    IPLR(tol=1e-6, **FEW),
+    IPLR(basis="class-means", tol=1e-6, **FEW),
 ]
 
 
@@ -96,7 +98,7 @@ _MEMORY_SCRIPT = textwrap.dedent("""
     import io, resource, tracemalloc
     import numpy as np
     from cvxkml.declare.regularizers import Frobenius
-    from cvxkml.estimators import ITML, LMNN, SpectralMetricLearner, load
+    from cvxkml.estimators import IPLR, ITML, LMNN, SpectralMetricLearner, load
     from cvxkml.learned import FactoredMetric
 
     n, d = 60, 20000
