@@ -294,7 +294,12 @@ class IPLR(Problem):
         if R.shape[0] != X.shape[1]:
             raise InvalidInputError(f"The basis R must be d × k with d = {X.shape[1]}; got {R.shape}.")
         U = R @ _inv_sqrt_psd(R.T @ R, "RᵀR")
-        self = cls(X @ U, lambda i, j: np.sum((X[i] - X[j]) ** 2, axis=1), constraints, gamma)
+
+        def base_dist(i, j):
+            D = X[i] - X[j]
+            return np.einsum("ij,ij->i", D, D)
+
+        self = cls(X @ U, base_dist, constraints, gamma)
         self.X, self.U, self.K0, self.J = X, U, None, None
         return self
 

@@ -221,7 +221,8 @@ default=None
         R = self._basis(Z, y, p)
         if R.shape[0] != Z.shape[1]:
             raise InvalidInputError(f"basis must have one row per feature ({Z.shape[1]}); got shape {R.shape}.")
-        prob = _IPLRProblem.from_features(Z, pc, basis_span(R), gamma=p.gamma)
+        U = R if isinstance(p.basis, str) and p.basis == "svd" else basis_span(R)  # singular vectors: orthonormal
+        prob = _IPLRProblem.from_features(Z, pc, U, gamma=p.gamma)
         sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
         self._keep_metric(prob.learned_metric(sol))
         self.pairs_ = pc
