@@ -55,6 +55,8 @@ __all__ = [
     "writable_file",
     "writable_folder",
     "MAX_JOBS",
+    "SIZE_MAX",
+    "size_int",
     "type_options",
 ]
 
@@ -177,6 +179,11 @@ MAX_JOBS = 1024
 #: ``cvxkml`` command)
 positive_int = integer(1)
 non_negative_int = integer(0)
+#: the largest size option (points, features, constraints, landmarks): beyond it the arrays of
+#: even the linear-memory solvers exceed any machine's memory, and a size that does fit in
+#: memory at first (labels, one vector) would be filled for minutes before the run fails
+SIZE_MAX = 10_000_000
+size_int = integer(1, SIZE_MAX)
 n_jobs_int = integer(1, MAX_JOBS, f"a positive integer of at most {MAX_JOBS} or -1 (every core)", also=(-1,))
 # NumPy's legacy seeding (and scikit-learn) take 32 bits
 seed_int = integer(0, 2**32 - 1, "a non-negative integer below 2**32")
@@ -190,6 +197,8 @@ writable_file = output_file
 #: options whose integers may be 0 (the rest of the int options must be positive); 0 means
 #: "off" or "all" for --stall-iter, --n-learn, --n-learn-mfeat (see their help)
 _NON_NEGATIVE_INTS = frozenset({"start", "max_errors", "stall_iter", "n_learn", "n_learn_mfeat"})
+#: options that are sizes of the problem (what memory grows with): at most :data:`SIZE_MAX`
+_SIZES = frozenset({"n", "dims", "constraints", "sizes", "exact_sizes", "landmarks", "variant_n", "max_n"})
 _NON_NEGATIVE_FLOATS = frozenset({"xor_std", "baseline_cpu", "before_cpu"})  # 0 skips that baseline
 #: options naming folders written to (the other --out / --json are files); ``--resume`` of a
 #: command with a task store takes :data:`._parallel.store_folder`, which checks the files too
@@ -199,13 +208,15 @@ _IN_FOLDERS = frozenset({"data_dir", "reference"})
 
 
 def type_options(parser: argparse.ArgumentParser) -> None:
-    """Type every option of ``parser`` and its subcommands: ``int`` options positive integers
-    (non-negative: :data:`_NON_NEGATIVE_INTS`, where 0 means off or all) of at most
-    :data:`cvxkml._cli.INT_MAX`, ``--seed`` in [0, 2**32), ``--n-jobs`` from 1 to
-    :data:`MAX_JOBS` or -1, ``float`` options finite positive, ``--data-dir`` and
-    ``--reference`` existing readable folders, ``--out`` / ``--json`` writable (a folder is
-    created), ``--resume`` a writable folder whose stored results are regular files.  Every path
-    is expanded (``~``, ``~user``) and checked first.  A bad value ends with one line and exit
+    """Type every option of ``parser`` and its subcommands with the shared types of
+    :mod:`cvxkml._cli`: ``int`` options positive integers of at most
+    :data:`cvxkml._cli.INT_MAX` (non-negative: :data:`_NON_NEGATIVE_INTS`, where 0 means off or
+    all; sizes, :data:`_SIZES`: at most :data:`SIZE_MAX`), ``--seed`` in [0, 2**32),
+    ``--n-jobs`` from 1 to :data:`MAX_JOBS` or -1, ``float`` options finite positive,
+    ``--data-dir`` and ``--reference`` existing readable folders, ``--out`` / ``--json`` /
+    ``--resume`` writable (a folder is created).  An option typed already keeps its type (a
+    command's narrower range, ``--resume`` with :data:`._parallel.store_folder`).  Every path is
+    expanded (``~``, ``~user``) and checked first.  A bad value ends with one line and exit
     status 2, before any work."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -219,6 +230,8 @@ def type_options(parser: argparse.ArgumentParser) -> None:
             action.type = n_jobs_int
         elif dest == "seed" and t is int:
             action.type = seed_int
+        elif t is int and dest in _SIZES:
+            action.type = size_int
         elif t is int:
             action.type = non_negative_int if dest in _NON_NEGATIVE_INTS else positive_int
         elif t is float:

@@ -43,6 +43,7 @@ __all__ = [
     "TaskStore",
     "check_store_folder",
     "store_folder",
+    "scheduler_address",
     "code_fingerprint",
     "add_parallel_options",
     "parallel_context",
@@ -416,7 +417,7 @@ def parallel_context(backend: str = "loky", scheduler: str | None = None, n_jobs
     local = dict(n_workers=workers, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
     try:
         client = Client(scheduler) if scheduler else Client(**local, silence_logs=logging.ERROR)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:  # ValueError: an address it cannot parse
         raise CommandError(
             f"cannot connect to the Dask scheduler {scheduler} ({' '.join(str(exc).split())}); "
             "check --scheduler, or leave it out for a local cluster"
@@ -455,11 +456,26 @@ def add_parallel_options(parser, what: str) -> None:
     )
     parser.add_argument(
         "--scheduler",
+        type=scheduler_address,
         default=None,
         metavar="ADDRESS",
         help="with --backend dask: address of a running Dask scheduler (default: a local "
         "cluster of --n-jobs worker processes on 127.0.0.1)",
     )
+
+
+def _address(text: str) -> str:
+    """A Dask scheduler address: ``HOST:PORT`` or ``PROTOCOL://HOST:PORT``, the port a number
+    from 1 to 65535 (the form ``distributed.Client`` connects to)."""
+    host, sep, port = text.strip().split("://", 1)[-1].rpartition(":")
+    if not (sep and host and port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        raise BadValue("give HOST:PORT or PROTOCOL://HOST:PORT, e.g. tcp://127.0.0.1:8786")
+    return text.strip()
+
+
+#: an argparse ``type`` for ``--scheduler``: checked before any work, so that a mistyped
+#: address is one line at once rather than a failed connection after the data are loaded
+scheduler_address = typed("a Dask scheduler address", _address)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import sys
 
+from cvxkml._cli import interruptible
+
 from ._commands import run_command
 from ._report import format_table
 from ._table import PROG, TABLE, build_parser
@@ -27,9 +29,15 @@ def main(argv: list[str] | None = None) -> int:
     0 on success; 2 without a command (the help is printed) and when the command cannot run
     as given: a bad option value (argparse's SystemExit), options that do not go together, a
     missing or damaged data file (checked before the command starts), an invalid input; 1 when
-    the run fails once started (a solver error, a file or memory error); 130 when interrupted.
-    Every error is one line on standard error (``--debug`` shows the traceback).
+    the run fails once started (a solver error, a file or memory error); 130 when interrupted,
+    also while the parser is being built.  Every error is one line on standard error
+    (``--debug`` shows the traceback).
     """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return interruptible(PROG, argv, lambda: _main(argv))
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

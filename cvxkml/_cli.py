@@ -29,6 +29,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_STATUS_HELP",
     "INT_MAX",
+    "DEMO_MIN_N",
     "DEMO_MAX_N",
     "Parser",
     "one_line",
@@ -42,6 +43,7 @@ __all__ = [
     "output_folder",
     "exit_status",
     "run",
+    "interruptible",
     "build_parser",
     "main",
 ]
@@ -137,7 +139,11 @@ class BadValue(ValueError):
 
 
 def _int10(text: str) -> int:
-    """A base-10 integer written without a sign other than a leading ``-`` or ``+``."""
+    """A base-10 integer in ASCII digits with an optional sign (``int`` alone also takes other
+    scripts' digits and underscores, which a command line should not silently read)."""
+    digits = text.strip().lstrip("+-")
+    if not (digits.isascii() and digits.isdigit()) or len(text.strip()) - len(digits) > 1:
+        raise ValueError(text)
     return int(text.strip(), 10)
 
 
@@ -244,6 +250,11 @@ def _checked_path(check):
     return convert
 
 
+def _leads_nowhere(path: Path) -> bool:
+    """Whether ``path`` is a link whose target is missing or a loop of links."""
+    return os.path.islink(path) and not os.path.exists(path)
+
+
 def _regular_or_devnull(path: Path) -> bool:
     return stat.S_ISREG(path.stat().st_mode) or os.path.realpath(path) == os.devnull
 
@@ -266,6 +277,8 @@ def _existing_folder(path: Path, text: str) -> str:
 
 
 def _output_folder(path: Path, text: str) -> str:
+    if _leads_nowhere(path):
+        raise BadValue("it is a link that leads nowhere (a missing target or a loop)")
     if path.exists() and not path.is_dir():
         raise BadValue("it is a file, not a folder")
     try:
@@ -278,6 +291,8 @@ def _output_folder(path: Path, text: str) -> str:
 def _output_file(path: Path, text: str) -> str:
     if text.endswith(("/", os.sep)) or path.is_dir():
         raise BadValue("it names a folder; give a file name")
+    if _leads_nowhere(path):
+        raise BadValue("it is a link that leads nowhere (a missing target or a loop)")
     if path.exists():
         if not _regular_or_devnull(path):
             raise BadValue("it is not a regular file (a device, pipe or socket)")
@@ -370,6 +385,9 @@ def run(func, args, name: str, usage=(), describe=None) -> int:
         return status
 
 
+#: the smallest ``cvxkml demo --n``: the random problem has 2n pairs of distinct points, and n
+#: points have n(n-1)/2 of them
+DEMO_MIN_N = 5
 #: the largest ``cvxkml demo --n``: the exact model of the random problem has n² variables, so
 #: its solve time grows fast with n
 DEMO_MAX_N = 200
@@ -409,9 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--n",
-        type=integer(1, DEMO_MAX_N, f"a positive integer of at most {DEMO_MAX_N}"),
+        type=integer(DEMO_MIN_N, DEMO_MAX_N, f"an integer from {DEMO_MIN_N} to {DEMO_MAX_N}"),
         default=30,
-        help=f"size of the random kernel problem (default 30, at most {DEMO_MAX_N}: the exact solve grows fast with n)",
+        help=f"size of the random kernel problem (default 30; from {DEMO_MIN_N}, for its 2n distinct pairs, "
+        f"to {DEMO_MAX_N}: the exact solve grows fast with n)",
     )
     demo.set_defaults(func=command)
     return parser
@@ -423,10 +442,28 @@ def main(argv: list[str] | None = None) -> int:
     :data:`EXIT_OK` on success; :data:`EXIT_USAGE` without a command (the help is printed),
     for ``bench`` / ``reproduce`` (one line: where they run now), for a bad option (argparse's
     SystemExit, one line) and for an invalid input; :data:`EXIT_FAILURE` when the run fails
-    (a solver error, a file or memory error); :data:`EXIT_INTERRUPTED` on Ctrl-C.  Every error
-    is one line on standard error (``--debug`` shows the traceback).
+    (a solver error, a file or memory error); :data:`EXIT_INTERRUPTED` on Ctrl-C, also while
+    the command is still loading.  Every error is one line on standard error (``--debug``
+    shows the traceback).
     """
     argv = sys.argv[1:] if argv is None else list(argv)
+    return interruptible("cvxkml", argv, lambda: _main(argv))
+
+
+def interruptible(prog: str, argv: list[str], body) -> int:
+    """``body()``, or :data:`EXIT_INTERRUPTED` after one line when Ctrl-C stops it (loading
+    the libraries takes seconds, so an interrupt often arrives before the command runs; with
+    ``--debug`` in ``argv`` the KeyboardInterrupt keeps its traceback)."""
+    try:
+        return body()
+    except KeyboardInterrupt:
+        if "--debug" in argv:
+            raise
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str]) -> int:
     group = next((a for a in argv if not a.startswith("-")), None)
     if group in CHECKOUT_COMMANDS:
         print(

@@ -40,6 +40,7 @@ def _typed_options():
 
     kinds = {
         C.positive_int: "int",
+        C.size_int: "int",
         C.non_negative_int: "nonneg",
         C.n_jobs_int: "n_jobs",
         C.positive_float: "float",
@@ -484,6 +485,9 @@ CASES = [
     ("bench", ["reproduce", "kcr", "--n-jobs", "100000000000"], 2, "above 1024"),
     ("bench", ["bench", "estimators", "--n-jobs", "1025"], 2, "above 1024"),
     ("bench", ["reproduce", "kcr", "--max-iter", "99999999999999999999"], 2, "above 2147483647"),
+    ("bench", ["bench", "wide", "--n", "2147483647"], 2, "above 10000000"),
+    ("bench", ["reproduce", "kcr", "--splits", "\u0663"], 2, "must be a positive integer"),
+    ("bench", ["reproduce", "kcr", "--scheduler", "notanaddress"], 2, "HOST:PORT"),
     ("bench", ["reproduce", "mkl", "--resume", "{zero_store}"], 2, "is not a regular file"),
     ("bench", ["reproduce", "mkl", "--resume", "{fifo_store}"], 2, "is not a regular file"),
     ("bench", ["reproduce", "mkl", "--resume", "{dangling_store}"], 2, "cannot be read"),
@@ -493,7 +497,8 @@ CASES = [
     ("bench", ["reproduce", "all", "--sections", "yeung"], 2, "--sections goes with --quick or --full"),
     ("bench", ["bench", "itml", "--no-such-option"], 2, "unrecognized arguments"),
     ("bench", ["reproduce", "nope"], 2, "invalid choice"),
-    ("demo", ["demo", "--n", "100000"], 2, "at most 200"),
+    ("demo", ["demo", "--n", "100000"], 2, "from 5 to 200"),
+    ("demo", ["demo", "--n", "2"], 2, "from 5 to 200"),
     ("demo", ["demo", "--seed", "1e11"], 2, "below 2**32"),
     ("demo", ["demo", "--bogus"], 2, "unrecognized arguments"),
 ]
