@@ -107,6 +107,11 @@ class Parser(argparse.ArgumentParser):
 
 
 # ------------------------------------------------------------------------------ option types
+class BadValue(ValueError):
+    """A value refused by a check, with a short reason that :func:`typed` shows (a
+    conversion's own ValueError, e.g. ``int('x')``, is not shown: its wording is Python's)."""
+
+
 def typed(what: str, convert):
     """An argparse ``type``: ``convert(text)``; a ValueError (or TypeError, OverflowError) becomes
     argparse's one-line error ``must be WHAT; got TEXT`` (with the reason when it gives one).
@@ -131,11 +136,6 @@ def typed(what: str, convert):
     parse.__name__ = what.replace(" ", "_")
     parse.__doc__ = f"An argparse type: {what}."
     return parse
-
-
-class BadValue(ValueError):
-    """A value refused by a check, with a short reason that :func:`typed` shows (a
-    conversion's own ValueError, e.g. ``int('x')``, is not shown: its wording is Python's)."""
 
 
 def _int10(text: str) -> int:
@@ -210,8 +210,9 @@ def number(low: float = 0.0, high: float = math.inf, *, low_open: bool = True, h
 
 
 def expand_path(text: str) -> Path:
-    """``text`` as a path, ``~`` and ``~user`` expanded; ValueError (one short reason) when it is
-    empty, holds a NUL or undecodable bytes, or names a home folder that cannot be found.
+    """``text`` as a path, ``~`` and ``~user`` expanded; :class:`BadValue` (one short reason) when
+    it is empty, holds a NUL or undecodable bytes, or names a home folder that cannot be found
+    (an unknown user, or an empty HOME, which would make ``~/x`` the root's ``/x``).
 
     Called by every path option before anything is checked or created, so that a path is the
     same for the check and for the command.
@@ -224,6 +225,8 @@ def expand_path(text: str) -> Path:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise BadValue("the path holds bytes that are not UTF-8 text") from None
+    if text.split(os.sep, 1)[0] == "~" and not os.environ.get("HOME", "x").strip():
+        raise BadValue("~ stands for HOME, which is set but empty")
     expanded = os.path.expanduser(text)
     if expanded.startswith("~"):
         user = text.split(os.sep, 1)[0]

@@ -464,6 +464,7 @@ PLACES = {
 #: store members that are not regular files, usage errors that exited 1) and their kin
 CASES = [
     ("bench", ["reproduce", "kcr", "--out", "~nosuchuser/x.json"], 2, "~nosuchuser names no home folder"),
+    ("bench", ["reproduce", "kcr", "--out", "~/x.json", "HOME="], 2, "HOME, which is set but empty"),
     ("bench", ["reproduce", "kcr", "--data-dir", "~nosuchuser/data"], 2, "~nosuchuser names no home folder"),
     ("bench", ["reproduce", "mkl", "--resume", "~nosuchuser/store"], 2, "~nosuchuser names no home folder"),
     ("bench", ["reproduce", "all", "--reference", "~nosuchuser"], 2, "~nosuchuser names no home folder"),
@@ -511,6 +512,9 @@ def test_command_line_findings(command, argv, code, message, tmp_path, monkeypat
     from cvxkml import _cli
 
     monkeypatch.chdir(tmp_path)
+    for a in [a for a in argv if a.startswith("HOME=")]:  # an environment variable, not an argument
+        monkeypatch.setenv("HOME", a[5:])
+        argv = [b for b in argv if b != a]
     argv = [a.format(**{k: make(tmp_path) for k, make in PLACES.items() if "{" + k + "}" in a}) for a in argv]
     err = io.StringIO()
     with redirect_stderr(err):
