@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["cg", "projected_armijo"]
+__all__ = ["cg", "projected_armijo", "round_off", "G_ROUNDOFF"]
 
 
 def cg(matvec, b, rtol, maxiter, precond=None):
@@ -47,16 +47,31 @@ def cg(matvec, b, rtol, maxiter, precond=None):
     return x, steps
 
 
+#: the relative round-off of a dual value g, below which two values of g are not told apart
+G_ROUNDOFF = 64.0 * np.finfo(np.float64).eps
+
+
+def round_off(g) -> float:
+    """The round-off of a dual value ``g``: :data:`G_ROUNDOFF` · max(1, |g|)."""
+    return G_ROUNDOFF * max(1.0, abs(float(g)))
+
+
 def projected_armijo(evaluate, x, d, g0, grad, sigma=1e-4, halvings=50):
     """Armijo search along the projection arc x(s) = max(x + s d, 0) (Bertsekas 1982), s = 1,
     ½, ¼, …: the first state ``evaluate(x(s))`` (a dict with ``"g"``, or None outside the
-    domain) with g >= g0 + σ ∇gᵀ(x(s) − x), for a concave g being maximized.  Returns
-    (state, s), or (None, s) after ``halvings`` halvings."""
-    step = 1.0
+    domain) with g >= g0 + σ ∇gᵀ(x(s) − x), for a concave g being maximized.  Near the
+    optimum the predicted ascent falls below the round-off of g and the comparison is noise
+    (it decides differently on different floating-point paths): a step whose predicted
+    ascent is within :func:`round_off` is taken when g does not drop by more than that, and
+    the caller's certificate judges it.  Returns (state, s), or (None, s) after
+    ``halvings`` halvings."""
+    step, noise = 1.0, round_off(g0)
     for _ in range(halvings):
         cand = np.maximum(x + step * d, 0.0)
         c = evaluate(cand)
-        if c is not None and c["g"] >= g0 + sigma * float(grad @ (cand - x)):
-            return c, step
+        if c is not None:
+            pred = float(grad @ (cand - x))
+            if c["g"] >= g0 + sigma * pred or (0.0 <= pred <= noise and c["g"] >= g0 - noise):
+                return c, step
         step *= 0.5
     return None, step

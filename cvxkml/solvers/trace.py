@@ -37,7 +37,7 @@ import numpy as np
 from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
 from .._config import blas_limit
-from ._newton import cg, projected_armijo
+from ._newton import cg, projected_armijo, round_off
 from .result import NOT_CONVERGED, OK, FastResult
 
 __all__ = ["trace_uzawa", "trace_pair_newton", "top_eigs_above"]
@@ -321,7 +321,7 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
                 new = c
         it += 1
         boost = max(1.0, boost / 10.0) if (new is not None and step == 1.0) else min(boost * 10.0, 1e12)
-        if new is None or new["g"] < st["g"]:
+        if new is None or new["g"] < st["g"] - round_off(st["g"]):
             break  # no ascent left at round-off
         st = new
     elapsed = time.perf_counter() - t0

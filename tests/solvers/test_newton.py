@@ -52,3 +52,21 @@ def test_projected_armijo_takes_the_first_sufficient_point_of_the_arc():
     assert g(prev) < g(x) + 1e-4 * grad @ (prev - x)
     none, _ = projected_armijo(lambda y: None, x, d, g(x), grad, halvings=5)
     assert none is None
+
+
+def test_armijo_takes_a_step_whose_predicted_ascent_is_below_the_round_off_of_g():
+    """Near the optimum the predicted ascent (here 4.9e-20 on g ≈ 14.83, a trace-solver step)
+    is below the round-off of g, and the computed change of g is round-off of either sign
+    (−1.2e-14 on one CPU's floating-point path, 0 on another).  The step is taken on every
+    path; a real drop beyond round-off still is not."""
+    from cvxkml.solvers._newton import projected_armijo, round_off
+
+    x, d = np.array([1.0, 2.0]), np.array([1e-10, -1e-10])
+    grad = np.array([2.45e-10, 0.0])  # ∇gᵀ(step) = 2.45e-20 at s = 1
+    g0 = 14.83
+    for drop in (-1.24e-14, 0.0, 3e-15):
+        state, step = projected_armijo(lambda z, dg=drop: {"g": g0 + dg, "z": z}, x, d, g0, grad)
+        assert state is not None and step == 1.0
+    assert round_off(g0) < 1e-12
+    state, _ = projected_armijo(lambda z: {"g": g0 - 1e-9, "z": z}, x, d, g0, grad, halvings=3)
+    assert state is None
