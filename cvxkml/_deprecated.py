@@ -20,7 +20,6 @@ MOVED: dict[str, str] = {
     "cvxkml.kcr_formulas": "cvxkml.formulas.kcr",
     "cvxkml.lmnn_terms": "cvxkml.formulas.lmnn",
     "cvxkml.yeung_core": "cvxkml.formulas.yeung",
-    "cvxkml.rca": "cvxkml.baselines.rca",
     "cvxkml.separability": "cvxkml.baselines.separability",
     "cvxkml._optima": "cvxkml.testing._optima",
     "cvxkml.estimators_kcr": "cvxkml.estimators.kcr",

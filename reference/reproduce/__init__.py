@@ -16,5 +16,7 @@ module        sheet                                       command
 
 They use cvxkml as a user does and share the helpers of :mod:`benchmarks` (reports, parallel
 runs, timing) and a few instance builders of :mod:`benchmarks.bench`; nothing in cvxkml or
-:mod:`benchmarks.bench` imports them (the command table ``benchmarks._table`` lists them).
+:mod:`benchmarks.bench` imports them (the command table ``benchmarks._table`` lists them).  The
+published baselines they compare against (RCA, HMRF-KMeans) are :mod:`reference.reproduce.baselines`,
+not installed with cvxkml.
 """

@@ -63,9 +63,9 @@ def _fold_task(task):
     errors, whether the ITML fit was certified)."""
     from sklearn.cluster import KMeans
 
-    from cvxkml.baselines import HMRFKMeans
     from cvxkml.declare import ITML
     from cvxkml.sideinfo import PairConstraints
+    from reference.reproduce.baselines import HMRFKMeans
 
     X, y, tr, te, n_constraints, seed = task
     rng = np.random.default_rng(seed)

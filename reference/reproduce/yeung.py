@@ -21,12 +21,12 @@ from benchmarks._commands import CommandError
 from benchmarks._parallel import describe, parallel_from_args, run_tasks
 from benchmarks._report import finish, format_table, pm, pyplot, write_json
 from benchmarks._runner import best_of
-from cvxkml.baselines.rca import RCA
 from cvxkml.baselines.separability import separability
 from cvxkml.errors import InvalidInputError
 from cvxkml.estimators.yeung import SemiSupervisedKernelMetric, random_similar_pairs
 from cvxkml.kernels import Kernel
 from cvxkml.sideinfo import sample_index_pairs
+from reference.reproduce.baselines.rca import RCA
 
 __all__ = [
     "PAPER_TABLE1",

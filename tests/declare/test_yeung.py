@@ -13,7 +13,6 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from cvxkml.baselines.rca import RCA, chunklets, rca_components, within_chunklet_covariance
 from cvxkml.baselines.separability import mean_distances, separability, separability_from_kernel, separability_lowrank
 from cvxkml.declare.yeung import EmbeddingWeightProblem, SpectralReweighting, similarity_pairs
 from cvxkml.errors import ConvergenceWarning, InvalidInputError, NotPSDError
@@ -364,37 +363,6 @@ def test_separability_errors():
     assert separability(np.array([[0.0], [0.0], [1.0], [1.0]]), [0, 0, 1, 1]) == np.inf
     with pytest.raises(InvalidInputError, match="one entry per label"):
         mean_distances([0, 1, 1], np.ones(2), lambda a, b: np.ones((b - a, 3)))
-
-
-# --------------------------------------------------------------------------- RCA
-def test_rca_whitens_chunklets():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 3)) @ np.diag([5.0, 1.0, 0.2])
-    pairs = np.array([[0, 1], [1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12], [13, 14]])
-    ch = chunklets(60, pairs[:, 0], pairs[:, 1])
-    assert ch[0] == ch[1] == ch[2] and ch[3] == ch[4] and ch[0] != ch[3] and ch[20] == -1
-    rca = RCA().fit(X, pairs)
-    assert rca.n_components_ == 3
-    C = within_chunklet_covariance(rca.transform(X), ch)
-    np.testing.assert_allclose(C, np.eye(3), atol=1e-10)
-    np.testing.assert_allclose(
-        rca.get_mahalanobis_matrix(), np.linalg.inv(within_chunklet_covariance(X, ch)), rtol=1e-8
-    )
-
-
-def test_rca_rank_deficient_reduces_dimension():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(40, 10))
-    pairs = np.array([[0, 1], [2, 3], [4, 5]])  # rank(Ĉ) = 3 < 10
-    A = rca_components(X, pairs[:, 0], pairs[:, 1])
-    assert A.shape == (3, 10)
-    ch = chunklets(40, pairs[:, 0], pairs[:, 1])
-    C = within_chunklet_covariance(X @ A.T, ch)
-    assert np.all(np.isfinite(C)) and np.linalg.matrix_rank(C) >= 1
-    with pytest.raises(InvalidInputError, match="identical points"):
-        Xd = X.copy()
-        Xd[1] = Xd[0]
-        rca_components(Xd, [0], [1])
 
 
 @pytest.mark.parametrize("scale", [1e-6, 1e-5, 1e-4])

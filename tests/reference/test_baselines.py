@@ -1,10 +1,13 @@
-"""HMRF-KMeans (Basu, Bilenko & Mooney 2004), the baseline of Jain et al. 2012 Table 1."""
+"""The baselines the reproductions compare against (reference.reproduce.baselines): HMRF-KMeans
+(Basu, Bilenko & Mooney 2004), the baseline of Jain et al. 2012 Table 1, and RCA (Bar-Hillel
+et al. 2003), the linear baseline of Yeung et al. 2007."""
 
 import numpy as np
 import pytest
 
-from cvxkml.baselines import HMRFKMeans
 from cvxkml.errors import InvalidInputError
+from reference.reproduce.baselines import HMRFKMeans
+from reference.reproduce.baselines.rca import RCA, chunklets, rca_components, within_chunklet_covariance
 
 
 def _blobs(seed=0, n=60, k=3, d=2, spread=0.6):
@@ -74,3 +77,34 @@ def test_bad_inputs():
         HMRFKMeans(0).fit(X, [], [], [])
     with pytest.raises(InvalidInputError):
         HMRFKMeans(2, w_must=-1.0).fit(X, [], [], [])
+
+
+# --------------------------------------------------------------------------- RCA
+def test_rca_whitens_chunklets():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3)) @ np.diag([5.0, 1.0, 0.2])
+    pairs = np.array([[0, 1], [1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12], [13, 14]])
+    ch = chunklets(60, pairs[:, 0], pairs[:, 1])
+    assert ch[0] == ch[1] == ch[2] and ch[3] == ch[4] and ch[0] != ch[3] and ch[20] == -1
+    rca = RCA().fit(X, pairs)
+    assert rca.n_components_ == 3
+    C = within_chunklet_covariance(rca.transform(X), ch)
+    np.testing.assert_allclose(C, np.eye(3), atol=1e-10)
+    np.testing.assert_allclose(
+        rca.get_mahalanobis_matrix(), np.linalg.inv(within_chunklet_covariance(X, ch)), rtol=1e-8
+    )
+
+
+def test_rca_rank_deficient_reduces_dimension():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 10))
+    pairs = np.array([[0, 1], [2, 3], [4, 5]])  # rank(Ĉ) = 3 < 10
+    A = rca_components(X, pairs[:, 0], pairs[:, 1])
+    assert A.shape == (3, 10)
+    ch = chunklets(40, pairs[:, 0], pairs[:, 1])
+    C = within_chunklet_covariance(X @ A.T, ch)
+    assert np.all(np.isfinite(C)) and np.linalg.matrix_rank(C) >= 1
+    with pytest.raises(InvalidInputError, match="identical points"):
+        Xd = X.copy()
+        Xd[1] = Xd[0]
+        rca_components(Xd, [0], [1])

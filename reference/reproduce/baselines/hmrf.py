@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_data, check_int, check_number
-from ..errors import InvalidInputError
+from cvxkml._validation import check_data, check_int, check_number
+from cvxkml.errors import InvalidInputError
 
 __all__ = ["HMRFKMeans"]
 

@@ -24,9 +24,9 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .._validation import check_data, check_positive
-from ..declare.yeung import similarity_pairs
-from ..errors import InvalidInputError
+from cvxkml._validation import check_data, check_positive
+from cvxkml.declare.yeung import similarity_pairs
+from cvxkml.errors import InvalidInputError
 
 __all__ = ["chunklets", "within_chunklet_covariance", "rca_components", "RCA"]
 
