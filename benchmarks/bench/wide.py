@@ -138,10 +138,10 @@ def _run(kind: str, n: int, d: int, seed: int, basis=None, k=None, data="synthet
 
     standardize = False if data == "mnist5000" else "auto"
 
-    def draw(n_test):
-        if data == "mnist5000":
+    def draw(n_test_now):
+        if data == "mnist5000":  # the same split for the fit and the score
             return mnist_split(n, n_test, seed)
-        return wide_data(n, d, seed, n_test)
+        return wide_data(n, d, seed, n_test_now)
 
     def once(X, y, k=k):
         if kind in ("estimator", "iplr"):

@@ -27,3 +27,16 @@ def test_iplr_row():
     assert row["dropped"] >= 0 and 0.0 <= row["accuracy"] <= 1.0 and row["seconds"] > 0
     base = wide._run("euclidean", 45, 60, 0, n_test=30)
     assert "converged" not in base and 0.0 <= base["accuracy"] <= 1.0
+
+
+def test_mnist_rows_when_the_offline_folder_has_it():
+    from cvxkml.datasets import DataNotFoundError, check_available
+
+    try:
+        check_available(["mnist5000"])
+    except DataNotFoundError:
+        import pytest
+
+        pytest.skip("no offline MNIST (set CVXKML_DATA)")
+    row = wide._run("iplr", 100, 784, 0, basis="svd", k=5, data="mnist5000", n_test=50)
+    assert (row["d"], row["rank"]) == (784, 5) and row["converged"] and 0.0 <= row["accuracy"] <= 1.0
