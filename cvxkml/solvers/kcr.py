@@ -75,10 +75,10 @@ Lagrangian lower bound g(s) (:func:`cvxkml.formulas.kcr.dual_lower_bound`, one
 ``time_limit`` with ``converged=False``: the returned gap is then still a valid bound on
 the suboptimality.
 
-The paper's own Algorithm 1 (subgradient step + projection onto N) is
-:func:`kcr_subgradient`; :func:`alternating_projections` and :func:`dykstra_projections`
-are the two iterative projections onto N that :func:`cvxkml.formulas.kcr.project_onto_N`
-replaces by an exact one.
+The paper's own Algorithm 1 (subgradient step + the paper's alternating projections onto N,
+which :func:`cvxkml.formulas.kcr.project_onto_N` replaces by an exact one) has no certificate
+and no stopping rule; it is not installed: the baseline ``python -m benchmarks bench kcr alg1``
+times against this solver is ``benchmarks/bench/kcr.py`` in a source checkout.
 """
 
 from __future__ import annotations
@@ -92,7 +92,6 @@ from .._config import blas_limit
 from ..errors import InvalidInputError, SolverError
 from ._kcr.certificate import _Certificate, balance_dual, polish_dual
 from ._kcr.kernels import _adjoint, _dual_step_stats, _halpern, _laplacian_weights, _laplacian_weights_codes, _sq_dist
-from ._kcr.projections import alternating_projections, dykstra_projections, kcr_subgradient
 from ._kcr.psd import PositivePartTracker, _max_similar_sq_norm, operator_norm
 from ._kcr.psd import _psd_part as _psd_part
 from ._kcr.state import _checkpoint, _codes_of, _Setup, _State, _Step
@@ -103,9 +102,6 @@ __all__ = [
     "kcr_pdhg",
     "balance_dual",
     "polish_dual",
-    "kcr_subgradient",
-    "alternating_projections",
-    "dykstra_projections",
     "operator_norm",
 ]
 

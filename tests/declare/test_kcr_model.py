@@ -1,16 +1,18 @@
 """KCR (Sriperumbudur et al. 2008): formulas, the projection onto N, the exact model and
-bad inputs (cvxkml.formulas.kcr, cvxkml.declare.kcr, cvxkml.solvers.kcr)."""
+bad inputs (cvxkml.formulas.kcr, cvxkml.declare.kcr, cvxkml.solvers.kcr); the paper's
+Algorithm 1 and alternating projections, the baseline ``bench kcr alg1`` times, are in
+benchmarks.bench.kcr."""
 
 import warnings
 
 import numpy as np
 import pytest
 
+from benchmarks.bench.kcr import alternating_projections, kcr_subgradient
 from cvxkml.declare.kcr import KCR
 from cvxkml.errors import ConvergenceWarning, CvxkmlError, InvalidInputError, NotPSDError
 from cvxkml.formulas.kcr import basis_orthogonal_to_ones, label_structure, project_onto_N, rule_predict, whitening
 from cvxkml.kernels import gaussian_kernel
-from cvxkml.solvers.kcr import alternating_projections, dykstra_projections, kcr_subgradient
 
 
 def _instance(seed=0, n=12, n_classes=3, gamma=0.5):
@@ -82,6 +84,29 @@ def test_projection_onto_N_is_exact(seed):
     H = np.eye(n) - np.ones((n, n)) / n
     w, U = np.linalg.eigh(H @ X @ H)
     assert np.allclose(P, (U * np.maximum(w, 0)) @ U.T, atol=1e-10 * scale)
+
+
+def _psd(M):
+    w, U = np.linalg.eigh(0.5 * (M + M.T))
+    return (U[:, w > 0] * w[w > 0]) @ U[:, w > 0].T
+
+
+def dykstra_projections(X, n_iter: int = 1000) -> np.ndarray:
+    """Dykstra's alternating projections onto {1ᵀΣ1 = 0} and the PSD cone: converges to
+    the nearest point P_N(X) (Boyle & Dykstra 1986), slowly here (no Slater point)."""
+    x = np.asarray(X, dtype=np.float64)
+    x = 0.5 * (x + x.T)
+    n = x.shape[0]
+    p = np.zeros_like(x)
+    q = np.zeros_like(x)
+    for _ in range(int(n_iter)):
+        y = x + p
+        y = y - y.sum() / n**2
+        p = x + p - y
+        x_new = _psd(y + q)
+        q = y + q - x_new
+        x = x_new
+    return x
 
 
 def test_projection_is_the_limit_of_dykstra_not_of_plain_alternation():

@@ -14,6 +14,7 @@ from budget import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.bench.kcr import kcr_subgradient
 from cvxkml.formulas.kcr import (
     dual_lower_bound,
     dual_objective,
@@ -23,7 +24,7 @@ from cvxkml.formulas.kcr import (
     sq_distances_from_gram,
     whitening,
 )
-from cvxkml.solvers.kcr import kcr_pdhg, kcr_subgradient, operator_norm
+from cvxkml.solvers.kcr import kcr_pdhg, operator_norm
 
 SEED = st.integers(0, 2**31 - 1)
 TOL = 1e-4
