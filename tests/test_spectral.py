@@ -14,7 +14,7 @@ from cvxkml.errors import CvxkmlError, InvalidInputError
 from cvxkml.kernels import Kernel
 from cvxkml.learned import LearnedKernel
 from cvxkml.sideinfo import PairConstraints, baseline_metric
-from cvxkml.solvers.vonneumann import rank_one_eig_update, vonneumann_pairs
+from cvxkml.solvers.vonneumann import _deflate, eigvecs_from_roots, secular_roots, vonneumann_pairs
 from cvxkml.testing import assert_matches_reference, metric_instance, reference_or_discard, solve_fast_honestly
 
 REGS = [LogDet(), VonNeumann(), Frobenius(), TraceNorm(0.5)]
@@ -124,6 +124,28 @@ def test_vonneumann_slack_fast_vs_model_and_dual(seed, n, d, m, gamma):
     assume(dual.converged)
     assert abs(fast.objective - dual.objective) <= 1e-8 * max(1.0, abs(dual.objective))
     assert abs(dual.gap) <= 1e-8 * max(1.0, abs(dual.objective))  # KKT: dual = primal
+
+
+def rank_one_eig_update(q, w, theta):
+    """Eigen-decomposition of diag(q) + θ w wᵀ by deflation + secular equation +
+    Gu–Eisenstat vectors (the update of one projection of cvxkml.solvers.vonneumann, from its
+    compiled pieces); returns (eigenvalues, U) with diag(q) + θwwᵀ = U diag(eigenvalues) Uᵀ."""
+    q = np.array(q, dtype=np.float64)
+    w = np.array(w, dtype=np.float64)
+    r = q.size
+    W = np.eye(r)
+    idx = _deflate(q, w, W, 1e-14, 1e-12)
+    k = idx.size
+    if k and theta != 0.0:
+        d, z = q[idx].copy(), w[idx].copy()
+        anchor = np.empty(k, dtype=np.int64)
+        tau = np.empty(k)
+        secular_roots(d, z, float(theta), anchor, tau)
+        U = np.empty((k, k))
+        eigvecs_from_roots(d, z, float(theta), anchor, tau, U)
+        W[:, idx] = W[:, idx] @ U
+        q[idx] = d[anchor] + tau
+    return q, W
 
 
 @pytest.mark.parametrize("case", ["generic", "clustered", "tiny-w", "zero-w", "negative"])

@@ -64,15 +64,17 @@ from .._config import WorkBudget, blas_limit
 from ._bregman_core import check_time_limit
 from ._farkas import FarkasWatch
 from ._vocabulary import iteration_limit
-from ._vonneumann.projection import _N_STATS, _deflate, _sweeps_vn, _vn_run, eigvecs_from_roots
+from ._vonneumann.projection import _N_STATS, _deflate, _sweeps_vn, _vn_run
 from ._vonneumann.projection import _eigvecs_t as _eigvecs_t
 from ._vonneumann.projection import _sweeps_vn_set as _sweeps_vn_set
+from ._vonneumann.projection import eigvecs_from_roots as eigvecs_from_roots
 from ._vonneumann.projection import project_pair as project_pair
 from ._vonneumann.secular import _secular as _secular
-from ._vonneumann.secular import _zerofinder, secular_roots
+from ._vonneumann.secular import _zerofinder
 from ._vonneumann.secular import _zerofinder_w as _zerofinder_w
 from ._vonneumann.secular import narrow_bracket as narrow_bracket
 from ._vonneumann.secular import safeguarded_newton_step as safeguarded_newton_step
+from ._vonneumann.secular import secular_roots as secular_roots
 from ._vonneumann.slack_newton import vonneumann_slack_newton as vonneumann_slack_newton
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
@@ -325,29 +327,6 @@ def vonneumann_pairs(
     if cert is not None:
         extra["certificate"] = {k: v for k, v in cert.items() if k != "distances"}
     return FastResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad), elapsed, extra=extra)
-
-
-@blas_limit()
-def rank_one_eig_update(q, w, theta):
-    """Eigen-decomposition of diag(q) + θ w wᵀ by deflation + secular equation +
-    Gu–Eisenstat vectors (the update of one projection); returns (eigenvalues, U) with
-    diag(q) + θwwᵀ = U diag(eigenvalues) Uᵀ.  Python-level entry point for tests and users."""
-    q = np.array(q, dtype=np.float64)
-    w = np.array(w, dtype=np.float64)
-    r = q.size
-    W = np.eye(r)
-    idx = _deflate(q, w, W, 1e-14, 1e-12)
-    k = idx.size
-    if k and theta != 0.0:
-        d, z = q[idx].copy(), w[idx].copy()
-        anchor = np.empty(k, dtype=np.int64)
-        tau = np.empty(k)
-        secular_roots(d, z, float(theta), anchor, tau)
-        U = np.empty((k, k))
-        eigvecs_from_roots(d, z, float(theta), anchor, tau, U)
-        W[:, idx] = W[:, idx] @ U
-        q[idx] = d[anchor] + tau
-    return q, W
 
 
 #: The benchmark hook: the compiled pieces ``python -m benchmarks bench vonneumann`` times, by role.
