@@ -5,6 +5,7 @@ the file and the reason, or a correct load."""
 import io
 import json
 import tracemalloc
+import warnings
 import zipfile
 
 import numpy as np
@@ -158,8 +159,10 @@ def test_zip_bomb_members_are_never_decompressed(files):
     tracemalloc.stop()
     assert peak < 5_000_000 and est.components_.shape == (13, 13)
     h = header_of(files["itml"])
-    key = array_key(h, "components_")
+    key = h["state"]["solution_"]["state"]["dual"]["__array__"]  # a diagnostic: any shape
     refused(build(files["itml"], **{f"{key}.npy": bomb}), match="above the limit", max_bytes=1_000_000)
+    key = array_key(h, "components_")  # the model's own part: its shape follows from n_features_in_
+    refused(build(files["itml"], **{f"{key}.npy": bomb}), match=r"declares shape \(25000000,\), not \(13, 13\)")
 
 
 def test_state_that_is_not_a_fitted_attribute(files):
@@ -237,3 +240,235 @@ def test_a_missing_fitted_attribute(files):
         h = header_of(files["itml"])
         del h["state"][attr]
         refused(build(files["itml"], h))
+
+
+# ------------------------------------------------------------------ sizes checked before reading
+def lists_header(files, n_lists: int) -> str:
+    """ITML's header with ``percentiles`` holding ``n_lists`` empty lists (a few bytes each,
+    a Python list each once parsed)."""
+    h = header_of(files["itml"])
+    h["params"]["percentiles"] = "LISTS"
+    return json.dumps(h).replace('"LISTS"', "[" + "[]," * (n_lists - 1) + "[]]")
+
+
+def test_a_long_header_is_refused_before_it_is_decompressed(files):
+    """A small file whose header holds long lists of lists, or a header of zeros, used to be
+    decompressed and parsed in full before it was refused ('percentiles must be a pair');
+    a header declaring more than a header may hold is now refused before it is read."""
+    big = lists_header(files, 1_000_000)  # 3 MB of JSON, a million lists
+    blob = build(files["itml"], big)
+    assert len(blob) < 100_000
+    tracemalloc.start()
+    msg = refused(blob, match="the header declares")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2_000_000, peak  # nothing of the header was decompressed
+    assert "more than the" in msg
+    zeros = npy(np.zeros(5_000_000, dtype=np.uint8))
+    refused(build(files["itml"], **{"__cvxkml__.npy": zeros}), match="the header declares")
+
+
+def test_a_header_of_many_lists_or_deep_nesting_is_refused_before_parsing(files):
+    """Within the byte limit, the number of lists and objects and the nesting depth are
+    counted on the raw bytes before the JSON parser builds anything."""
+    blob = build(files["itml"], lists_header(files, 200_000))  # under the byte limit, over the container limit
+    tracemalloc.start()
+    refused(blob, match="lists and objects, more than")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 6_000_000, peak  # the parsed lists alone would take ~11 MB
+    h = header_of(files["itml"])
+    h["params"]["tol"] = "DEEP"
+    text = json.dumps(h).replace('"DEEP"', "[" * 200 + "1" + "]" * 200)
+    refused(build(files["itml"], text), match="nested 2.. levels deep, more than")
+    # brackets inside strings are not nesting: a legitimate header with such strings loads
+    h = header_of(files["itml"])
+    h["dropped"] = ["[" * 500 + '\\"' + "{" * 500]
+    assert ITML.load(io.BytesIO(build(files["itml"], h))).n_features_in_ == 13
+
+
+def _nested(rng, depth):
+    """A random JSON value with strings full of quotes, backslashes and brackets."""
+    kind = rng.integers(6 if depth < 8 else 3)
+    if kind == 0:
+        return "".join(rng.choice(list('ab[]{}"\\,:'), size=int(rng.integers(0, 8))))
+    if kind == 1:
+        return int(rng.integers(-5, 5))
+    if kind == 2:
+        return None
+    if kind in (3, 4):
+        return [_nested(rng, depth + 1) for _ in range(int(rng.integers(0, 4)))]
+    return {
+        _nested(rng, 8) if rng.random() < 0.5 else "k": _nested(rng, depth + 1) for _ in range(int(rng.integers(0, 4)))
+    }
+
+
+def _extent(v, depth=0):
+    """(depth, containers) of a parsed JSON value: the reference for json_extent."""
+    if isinstance(v, (list, dict)):
+        items = v.values() if isinstance(v, dict) else v
+        sub = [_extent(x, depth + 1) for x in items]
+        return max([depth + 1] + [d for d, _ in sub]), 1 + sum(c for _, c in sub)
+    return depth, 0
+
+
+def test_json_extent_counts_what_the_parser_builds():
+    from cvxkml.estimators._persist_codec import json_extent
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        v = _nested(rng, 0)
+        assert json_extent(json.dumps(v).encode()) == _extent(v)
+
+
+def test_a_member_declaring_more_than_the_model_implies_is_refused_before_reading(files):
+    """A member declaring far more numbers than n_features_in_ implies used to be read in
+    full before 'feature_mean_ of shape ... does not match n_features_in_'.  Its shape is
+    now checked against n_features_in_ from its .npy preamble alone."""
+    h = header_of(files["itml"])
+    key = array_key(h, "feature_mean_")
+    blob = build(files["itml"], **{f"{key}.npy": npy(np.zeros(4_000_000))})  # 32 MB of zeros
+    assert len(blob) < 200_000
+    tracemalloc.start()
+    refused(blob, match=r"feature_mean_ declares shape \(4000000,\), not \(13,\) \(n_features_in_ = 13\)")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2_000_000, peak
+    # the training points set n_samples: the learned kernel's matrices must be n_samples²,
+    # whatever the order of the keys of the object holding them
+    h = header_of(files["kitml"])
+    key = h["state"]["learned_kernel_"]["state"]["S"]["__array__"]
+    wrong = {f"{key}.npy": npy(np.zeros((51, 51)))}
+    refused(
+        build(files["kitml"], **wrong),
+        cls=KernelITML,
+        match=r"learned_kernel_.S declares shape \(51, 51\), not \(50, 50\)",
+    )
+    lk = h["state"]["learned_kernel_"]
+    h["state"]["learned_kernel_"] = {"state": lk["state"], "__object__": lk["__object__"]}
+    refused(build(files["kitml"], h, **wrong), cls=KernelITML, match=r"not \(50, 50\)")
+
+
+def test_a_dense_metric_too_costly_to_decode_for_its_file(files):
+    """A consistent ITML of zeros in 1100 dimensions fits in a small file; loading it would
+    eigendecompose its 1100 × 1100 metric (cubic work).  By default the work of decoding is
+    bounded by what the file's compressed arrays could justify."""
+    d = 1100
+    st = header_of(files["itml"])["state"]
+    h = header_of(files["itml"])
+    h["state"]["n_features_in_"] = d
+    arrays = {
+        st["feature_mean_"]["__array__"]: np.zeros(d),
+        st["feature_scale_"]["__array__"]: np.ones(d),
+        st["metric_"]["arrays"]["W"]["__array__"]: np.zeros((d, d)),
+        st["components_"]["__array__"]: np.zeros((d, d)),
+    }
+    blob = build(files["itml"], h, **{f"{k}.npy": npy(a) for k, a in arrays.items()})
+    assert len(blob) < 100_000
+    refused(blob, match=r"decoding its 1100 × 1100 metric takes about 1.3e\+09 multiply-adds, above the limit")
+
+
+def with_zeros(blob: bytes, name: str, count: int) -> bytes:
+    """The file ``blob`` with its member ``name`` replaced by ``count`` float64 zeros,
+    compressed as they are written (the test never holds them)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for n, b in members(blob).items():
+            if n != name:
+                zf.writestr(n, b)
+        with zf.open(name, "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (count,)})
+            for _ in range(count // 1_000_000):
+                f.write(bytes(8_000_000))
+            f.write(bytes(8 * (count % 1_000_000)))
+    return out.getvalue()
+
+
+def test_the_default_budget_is_tied_to_the_file_size(files):
+    """A small file cannot declare much more than it holds: more zeros than MIN_BYTES in a
+    diagnostic array (whose shape nothing implies) are refused by default, before they are
+    read, with the max_bytes that loads the file when the caller trusts it."""
+    from cvxkml.estimators._persist import MIN_BYTES
+
+    h = header_of(files["itml"])
+    key = h["state"]["solution_"]["state"]["dual"]["__array__"]
+    count = MIN_BYTES // 8 + 600_000
+    blob = with_zeros(files["itml"], f"{key}.npy", count)
+    assert len(blob) < 1_000_000
+    tracemalloc.start()
+    msg = refused(blob, match="above the limit")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2_000_000, peak
+    assert "Load only files written" not in msg  # nothing is wrong with the file
+    trusted = int(msg.split("max_bytes=")[1].split(" ")[0])
+    assert ITML.load(io.BytesIO(blob), max_bytes=trusted).solution_.dual.shape == (count,)
+
+
+def test_archives_with_repeated_or_too_many_members(files):
+    """Duplicate member names used to load (which copy is read is up to the reader).  An
+    archive declaring more members than a saved estimator has is refused from its end
+    record, before the zip directory is parsed."""
+    m = members(files["itml"])
+    out = io.BytesIO()
+    with warnings.catch_warnings(), zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate it writes
+        for name, b in m.items():
+            zf.writestr(name, b)
+        key = array_key(header_of(files["itml"]), "components_")
+        zf.writestr(f"{key}.npy", npy(2 * np.eye(13)))
+    refused(out.getvalue(), match=f"member '{key}.npy' more than once")
+    from cvxkml.estimators._persist import MAX_MEMBERS
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+        for name, b in m.items():
+            zf.writestr(name, b)
+        for k in range(MAX_MEMBERS):
+            zf.writestr(f"x{k}", b"")
+    refused(out.getvalue(), match="members, more than")
+
+
+# ------------------------------------------------------------------ parts that disagree
+def test_truncated_or_rescaled_components(files):
+    """A truncated components_ used to load.  A dense metric's components_ must be d × d;
+    components_ that no longer factor metric_ are refused by the probe."""
+    h = header_of(files["itml"])
+    key = array_key(h, "components_")
+    L = ITML.load(io.BytesIO(files["itml"])).components_
+    refused(build(files["itml"], **{f"{key}.npy": npy(L[:5])}), match=r"components_ declares shape \(5, 13\)")
+    msg = refused(build(files["itml"], **{f"{key}.npy": npy(2 * L)}), match="the stored parts disagree")
+    assert "metric_" in msg
+
+
+def _with_gamma(kernel_tag, factor):
+    """A copy of a saved (standardized) Gaussian kernel with its gamma scaled."""
+    tag = json.loads(json.dumps(kernel_tag))
+    params = tag["state"]["kernel"]["state"]["params"]["__dict__"]
+    params["gamma"] *= factor
+    return tag
+
+
+def test_a_replaced_kernel(files):
+    """A replaced kernel_ used to load, its pair_distance far from the distance between its
+    transforms.  kernel_ and the learned kernel's base are the same part stored twice;
+    replaced in both, the stored parts no longer agree on the training points."""
+    h = header_of(files["kitml"])
+    h["state"]["kernel_"] = _with_gamma(h["state"]["kernel_"], 10.0)
+    refused(build(files["kitml"], h), cls=KernelITML, match="kernel_ and learned_kernel_.base differ")
+    h = header_of(files["kitml"])
+    h["state"]["kernel_"] = _with_gamma(h["state"]["kernel_"], 10.0)
+    h["state"]["learned_kernel_"]["state"]["base"] = h["state"]["kernel_"]
+    refused(build(files["kitml"], h), cls=KernelITML, match="the stored parts disagree")
+
+
+def test_a_learned_kernel_that_disagrees_with_its_embedding(files):
+    """The learned kernel's S (pair_distance, learned_kernel) and its stored embedding
+    (transform) are two forms of one kernel; a changed S is refused, and a missing
+    embedding (recomputing it is cubic in the training points) too."""
+    h = header_of(files["kitml"])
+    key = h["state"]["learned_kernel_"]["state"]["S"]["__array__"]
+    S = np.lib.format.read_array(io.BytesIO(members(files["kitml"])[f"{key}.npy"]))
+    refused(build(files["kitml"], **{f"{key}.npy": npy(3 * S)}), cls=KernelITML, match="the stored parts disagree")
+    h["state"]["learned_kernel_"]["state"]["_embed"] = None
+    refused(build(files["kitml"], h), cls=KernelITML, match="lacks the embedding")
