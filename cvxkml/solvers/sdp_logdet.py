@@ -62,9 +62,7 @@ from ._vocabulary import iteration_limit
 # UNBOUNDED: no dual-feasible start found (unbounded below)
 from .result import NONFINITE, NONPOSITIVE_DISTANCE, NOT_CONVERGED, OK, UNBOUNDED, FastResult
 
-__all__ = ["barrier_bregman", "barrier_primal", "project_one", "UNBOUNDED", "INFEASIBLE_CONSTRAINT"]
-
-INFEASIBLE_CONSTRAINT = NONPOSITIVE_DISTANCE  # a single constraint unsatisfiable by X ≻ 0
+__all__ = ["barrier_bregman", "barrier_primal", "project_one", "UNBOUNDED"]
 
 
 @nb.njit(cache=True, error_model="numpy")
