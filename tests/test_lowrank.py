@@ -709,3 +709,18 @@ def test_similarity_constraints_on_a_constant_diagonal_kernel_fuzz_11505():
         lam * -0.5 * (np.outer(p.T[j], p.T[l]) + np.outer(p.T[l], p.T[j])) for lam, j, l in zip(fast.dual, S.j, S.l)
     )
     assert np.abs(np.linalg.inv(Xh) - np.eye(Xh.shape[0]) - A).max() <= 1e-8
+
+
+def test_the_factor_of_a_dual_solver_answer_is_read_from_its_matrix():
+    """The dual solver's answer (``method="dual"``, or its stage after the γ hand-off) has no
+    Bregman factor B in ``info``: ``factor`` is then a PSD factor of X̂ and ``kernel_factor``
+    G0·B still gives the learned kernel (the estimator's ``B_`` comes from it)."""
+    G0, pc = factor_instance(0, 40, 6, 60, hard=False)
+    prob = LowRankLogDet(G0, pc, gamma=1.0)
+    sol = prob.solve(tol=1e-8, method="dual")
+    assert sol.converged and "B" not in sol.info
+    B = prob.factor(sol)
+    np.testing.assert_allclose(B @ B.T, sol.matrix, atol=1e-10 * np.abs(sol.matrix).max())
+    K = G0 @ sol.matrix @ G0.T
+    G = prob.kernel_factor(sol)
+    np.testing.assert_allclose(G @ G.T, K, atol=1e-9 * np.abs(K).max())

@@ -75,12 +75,19 @@ class LowRankLogDet(SpectralProblem):
             landmarks = check_index_array(landmarks, "landmarks", n)
         return cls(factorize(K0, method, rank, tol, landmarks, as_generator(random_state)), constraints, gamma)
 
+    def factor(self, solution) -> np.ndarray:
+        """B (r × r) with X̂ = B Bᵀ: the Bregman solver's own factor when the answer is its,
+        else (the dual solver's answer after the γ hand-off) a PSD factor of the matrix, by
+        eigenvalues (X̂ may be singular at round-off, where a Cholesky factor fails)."""
+        B = solution.info.get("B")
+        if B is not None:
+            return np.asarray(B, dtype=float)
+        w, V = np.linalg.eigh(0.5 * (solution.matrix + solution.matrix.T))
+        return V * np.sqrt(np.maximum(w, 0.0))
+
     def kernel_factor(self, solution) -> np.ndarray:
         """G = G0 B with K = G Gᵀ (O(n r²), done once at the end)."""
-        B = solution.info.get("B")
-        if B is None:
-            B = np.linalg.cholesky(solution.matrix)
-        return self.G0 @ B
+        return self.G0 @ self.factor(solution)
 
     def kernel(self, solution) -> np.ndarray:
         """The learned n × n kernel matrix (only for moderate n)."""

@@ -135,7 +135,8 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         path : str, path-like or readable binary file object
             The file written by :meth:`save`.
         max_bytes : int or None, default=None
-            The most bytes decompressed from the file (None: 2 GiB); see
+            The most bytes decompressed from the file (None: 64 MiB or 4 times the arrays'
+            compressed size, whichever is larger, at most 2 GiB); see
             :func:`cvxkml.estimators.load`.
 
         Returns
