@@ -48,9 +48,8 @@ class IPLR(MetricMixin, PairLearnerMixin, CvxkmlEstimator):
 
     Solves (Jain et al. 2012, eq. 8; LogDet slack eq. 7)
 
-        min_W  D_ld(W, I) + γ D_ld(diag ξ, diag ξ0)
+        min_{W = I + U L Uᵀ}  D_ld(W, I) + γ D_ld(diag ξ, diag ξ0)
         s.t.   (x_i − x_j)ᵀ W (x_i − x_j) <= ξ_ij  (similar),  >= ξ_ij  (dissimilar),
-               W = I + U L Uᵀ,
 
     with U (d × k) an orthonormal basis of the span of a basis R (d × k) chosen by
     ``basis``.  With F = I + L and the reduced points φ'_i = Uᵀx_i, D_ld(W, I) = D_ld(F, I)
