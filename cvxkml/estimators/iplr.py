@@ -67,8 +67,8 @@ class IPLR(MetricMixin, PairLearnerMixin, CvxkmlEstimator):
     :class:`~cvxkml.errors.InfeasibleError`; with slack it is dropped with a UserWarning).
     Both are listed in ``solution_.info["dropped_pairs"]``.  With ``basis="svd"`` and
     ``k=None`` the basis is the whole row space of the data, no pair is decided so, and the
-    answer is ITML's (Theorem 1: W* − I lies in that row space), the solution of
-    :class:`ITML`'s span path at O(k²) per projection.
+    answer is ITML's (Theorem 1: W* − I lies in that row space) — which :class:`ITML`'s
+    span path reaches at less cost; IPLR is for a basis much smaller than the data.
 
     Side information: ``fit(X, y)`` draws the pairs from class labels; ``fit(X, pairs=...)``
     takes them from the user (a :class:`~cvxkml.sideinfo.PairConstraints`, an (m, 2) index
