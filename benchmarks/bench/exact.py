@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._commands import CommandError
 from .._runner import labelled_points
 
 __all__ = ["FAMILIES", "build", "measure", "measure_fast", "family_limit", "limits", "recorded_limits", "command"]
@@ -663,17 +664,15 @@ def _machine() -> str:
 
 def command(args) -> int:
     """``python -m benchmarks bench exact-limits``: measure, print the table, write it and the JSON; returns the exit
-    status (2 for an unknown family name)."""
+    status, 0; raises :class:`.._commands.CommandError` (exit status 2, one line) for an unknown family name."""
     fams = [f.strip() for f in args.families.split(",") if f.strip()]
     unknown = [f for f in fams if f not in FAMILIES]
     if unknown or not fams:
-        print(
+        raise CommandError(
             f"unknown families {unknown}; choose from {', '.join(FAMILIES)}"
             if unknown
-            else f"--families names no family; choose from {', '.join(FAMILIES)}",
-            file=sys.stderr,
+            else f"--families names no family; choose from {', '.join(FAMILIES)}"
         )
-        return 2
     t0 = time.time()
     load0 = os.getloadavg()
     lock = threading.Lock()
