@@ -158,11 +158,11 @@ def check_data(args) -> None:
 
 
 def number_in(flag: str, low: float = 0.0, high: float = float("inf"), example: str = "1e-3"):
-    """An argparse ``type``: a float in the open interval (``low``, ``high``), else argparse's
-    one-line error naming ``flag`` and a valid ``example`` (the check is
+    """An argparse ``type``: a float in the open interval (``low``, ``high``), else the one-line
+    error of the option ``flag`` (argparse names it) with a valid ``example`` (the check is
     :func:`cvxkml._cli.number`'s; a command narrows a shared option's range with it)."""
     where = f"in ({low:g}, {high:g})" if high < float("inf") else f"greater than {low:g}"
-    check = number(low, high, high_open=True, what=f"a number {where} (e.g. {example}) for {flag}")
+    check = number(low, high, high_open=True, what=f"a number {where} (e.g. {example})")
 
     def parse(text: str) -> float:
         return check(text)
