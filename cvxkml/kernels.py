@@ -33,6 +33,7 @@ __all__ = [
     "normalize_mean_diagonal",
     "kernel_sq_distances",
     "pair_sq_distances",
+    "KERNEL_PARAMS",
 ]
 
 
@@ -190,9 +191,8 @@ def polynomial_kernel(X, Y=None, *, degree: int = 2, coef0: float = 1.0, scale: 
     return K
 
 
-_KERNELS = {"linear", "gaussian", "rbf", "polynomial", "poly", "precomputed"}
-#: kernel name -> the parameters it takes
-_PARAMS = {
+#: kernel name -> the parameters it takes (the estimators' ``kernel_params`` too)
+KERNEL_PARAMS = {
     "linear": frozenset(),
     "precomputed": frozenset(),
     "gaussian": frozenset({"sigma", "gamma"}),
@@ -218,15 +218,15 @@ class Kernel:
     params: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or self.name not in _KERNELS:
-            raise InvalidInputError(f"Unknown kernel {self.name!r}; choose one of {sorted(_KERNELS)}.")
+        if not isinstance(self.name, str) or self.name not in KERNEL_PARAMS:
+            raise InvalidInputError(f"Unknown kernel {self.name!r}; choose one of {sorted(KERNEL_PARAMS)}.")
         if self.params is None:
             object.__setattr__(self, "params", {})
         if not isinstance(self.params, Mapping):
             raise InvalidInputError(
                 f"The parameters of the {self.name} kernel must be a dict; got {type(self.params).__name__}."
             )
-        allowed = _PARAMS[self.name]
+        allowed = KERNEL_PARAMS[self.name]
         unknown = sorted(repr(k) for k in self.params if k not in allowed)
         if unknown:
             raise InvalidInputError(

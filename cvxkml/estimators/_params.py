@@ -19,6 +19,7 @@ import numpy as np
 
 from .._validation import as_generator, check_number
 from ..errors import InvalidInputError
+from ..kernels import KERNEL_PARAMS  # noqa: F401 (re-exported: the estimators' kernel_params)
 
 __all__ = [
     "Real",
@@ -34,16 +35,6 @@ __all__ = [
     "CONTROL_CONSTRAINTS",
     "STANDARDIZE_CONSTRAINTS",
 ]
-
-#: base kernel name -> the ``kernel_params`` it takes
-KERNEL_PARAMS = {
-    "linear": frozenset(),
-    "precomputed": frozenset(),
-    "gaussian": frozenset({"sigma", "gamma"}),
-    "rbf": frozenset({"sigma", "gamma"}),
-    "polynomial": frozenset({"degree", "coef0", "scale"}),
-    "poly": frozenset({"degree", "coef0", "scale"}),
-}
 
 
 class Real:

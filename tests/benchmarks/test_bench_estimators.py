@@ -9,6 +9,7 @@ from cli_output import output_tables, run_cli
 
 from benchmarks import _peer_metric_learn
 from benchmarks.bench import estimators as be
+from cvxkml._cli import EXIT_USAGE
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +82,7 @@ def test_a_failing_estimator_is_a_row(monkeypatch):
 def test_unknown_names_are_one_line(capsys):
     rc, out = run_cli(["bench", "estimators", "--quick", "--estimators", "NoSuchLearner"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and out == "" and len(err) == 1 and "NoSuchLearner" in err[0] and "KernelITML" in err[0]
+    assert rc == EXIT_USAGE and out == "" and len(err) == 1 and "NoSuchLearner" in err[0] and "KernelITML" in err[0]
     rc, _ = run_cli(["bench", "estimators", "--quick", "--datasets", "iris"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and len(err) == 1 and "digits500" in err[0]
+    assert rc == EXIT_USAGE and len(err) == 1 and "digits500" in err[0]

@@ -10,6 +10,7 @@ import pytest
 from cli_output import run_cli
 
 from benchmarks import _parallel
+from cvxkml._cli import EXIT_USAGE
 from reference.reproduce import kcr as reproduce_kcr
 
 #: fields that are measured seconds, not numbers of the experiment
@@ -152,12 +153,12 @@ def test_function_level_n_jobs_equals_serial():
 def test_option_errors_are_one_line(monkeypatch, capsys):
     rc, out = run_cli(KCR_ARGS + ["--scheduler", "tcp://127.0.0.1:1"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and "finished" not in out
+    assert rc == EXIT_USAGE and "finished" not in out
     assert err == ["python -m benchmarks reproduce kcr: --scheduler needs --backend dask."]
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     rc, out = run_cli(KCR_ARGS + ["--backend", "dask"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and "finished" not in out and len(err) == 1
+    assert rc == EXIT_USAGE and "finished" not in out and len(err) == 1
     assert err[0].endswith("--backend dask needs dask.distributed, the 'dask' extra: pip install 'cvxkml[dask]'")
 
 

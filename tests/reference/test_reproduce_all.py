@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cli import main
+from cvxkml._cli import EXIT_USAGE
 from reference.reproduce import all as ra
 
 REF = Path(__file__).resolve().parents[2] / "reference"
@@ -159,9 +160,9 @@ def test_missing_data_sets_are_not_in_the_data_folder(data_dir):
 
 
 def test_bad_options_end_with_one_line(tmp_path, capsys):
-    assert main(["reproduce", "all", "--sections", "logdet", "--out", str(tmp_path)]) == 1
+    assert main(["reproduce", "all", "--sections", "logdet", "--out", str(tmp_path)]) == EXIT_USAGE
     assert "--sections goes with --quick or --full" in capsys.readouterr().err
-    assert main(["reproduce", "all", "--quick", "--sections", "nope", "--out", str(tmp_path)]) == 1
+    assert main(["reproduce", "all", "--quick", "--sections", "nope", "--out", str(tmp_path)]) == EXIT_USAGE
     assert "unknown section" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["reproduce", "all", "--quick", "--full"])
