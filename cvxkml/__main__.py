@@ -9,6 +9,8 @@ import sys
 try:
     from ._cli import main
 except KeyboardInterrupt:
+    if "--debug" in sys.argv:
+        raise
     print("cvxkml: interrupted", file=sys.stderr)
     sys.exit(130)
 
