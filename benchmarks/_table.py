@@ -196,6 +196,14 @@ TABLE = (
     ),
     Command(
         "bench",
+        "infeasible",
+        "bench.infeasible:command",
+        "time to InfeasibleError on the generic dual solver: relative cycles, contradictory equalities and "
+        "pairs at m = 1 000 and 10 000 (worst and median over seeds)",
+        run_options("m = 100 and 1 000, one seed (for tests)", "seeds per generator and size (default 3)"),
+    ),
+    Command(
+        "bench",
         "variants",
         "bench.variants:command",
         "generic certified dual solver vs Clarabel and SciPy on declared variants (hinge triplets, trace budget)",

@@ -78,13 +78,14 @@ def time_to_verdict(make, m, seed):
     return time.perf_counter() - t0, False
 
 
-def verdict_rows(sizes=(1000, 10000), seeds=3, progress=None):
-    """One row per generator and size: verdicts, median and max seconds over the seeds."""
+def verdict_rows(sizes=(1000, 10000), seeds=3, first_seed=0, progress=None):
+    """One row per generator and size: verdicts, median and max seconds over the seeds
+    ``first_seed`` … ``first_seed + seeds − 1``."""
     time_to_verdict(relative_cycles, 30, 99)  # warm-up (imports, compiled kernels)
     rows = []
     for name, make in GENERATORS.items():
         for m in sizes:
-            runs = [time_to_verdict(make, m, seed) for seed in range(seeds)]
+            runs = [time_to_verdict(make, m, seed) for seed in range(first_seed, first_seed + seeds)]
             secs = [t for t, _ in runs]
             rows.append(
                 {
@@ -102,7 +103,8 @@ def verdict_rows(sizes=(1000, 10000), seeds=3, progress=None):
 
 def command(args) -> int:
     """``python -m benchmarks bench infeasible``: the rows of :func:`verdict_rows` as a table
-    (``--quick``: m = 100 and 1 000, one seed).  Returns the exit status, 0."""
+    (``--quick``: m = 100 and 1 000, one seed; ``--seed``: the first seed).  Returns the exit
+    status, 0."""
     from cvxkml._config import blas_limit
 
     from .._report import columns, finish, start
@@ -112,9 +114,9 @@ def command(args) -> int:
         args.quick,
         "time to InfeasibleError on the generic dual solver (method='dual'), one BLAS thread, after a warm-up",
     )
-    sizes, seeds = ((100, 1000), 1) if args.quick else ((1000, 10000), max(args.repeats, 3))
+    sizes, seeds = ((100, 1000), 1) if args.quick else ((1000, 10000), args.repeats or 3)
     with blas_limit(1):
-        rows = verdict_rows(sizes, seeds)
+        rows = verdict_rows(sizes, seeds, first_seed=args.seed or 0)
     spec = [
         ("generator", "{generator}"),
         ("m", "{m}"),
@@ -123,4 +125,5 @@ def command(args) -> int:
         ("max [s]", "{max_s:.2f}"),
     ]
     print(columns(rows, spec))
+    print()
     return finish("bench infeasible", t_start)

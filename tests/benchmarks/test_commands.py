@@ -49,6 +49,7 @@ COMMANDS = {
         "--before-cpu",
         "--json",
     ),
+    "bench infeasible": ("--quick", "--repeats", "--seed"),
     "bench variants": ("--quick", "--repeats", "--seed", "--scale"),
     "bench exact-limits": (
         "--families",
