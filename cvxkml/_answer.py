@@ -39,6 +39,8 @@ __all__ = [
     "SYMMETRIC_TOL",
     "PSD_TOL",
     "REPORT_RTOL",
+    "FARKAS_EIG_TOL",
+    "FARKAS_LIN_TOL",
     "check_primal_matrix",
     "check_primal_vector",
     "check_scalar",
@@ -53,6 +55,12 @@ SYMMETRIC_TOL = 1e-8
 PSD_TOL = 1e-7
 #: largest accepted |reported − recomputed| / max(1, |recomputed|): round-off, not accuracy
 REPORT_RTOL = 1e-8
+#: a direction d of multipliers is a Farkas certificate of infeasible hard constraints when the
+#: min eigenvalue of Σ d_c Â_c, relative to Σ|d_c|‖Â_c‖, is at least −FARKAS_EIG_TOL and
+#: Σ d_c t_c, relative to Σ|d_c t_c|, at most −FARKAS_LIN_TOL (the solvers' watches and the
+#: declared problem's own test, ``SpectralProblem.farkas_direction``, judge by these)
+FARKAS_EIG_TOL = 1e-6
+FARKAS_LIN_TOL = 1e-3
 
 
 def _shape(n) -> tuple:

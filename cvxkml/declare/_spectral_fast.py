@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._answer import FARKAS_EIG_TOL, FARKAS_LIN_TOL
 from .._validation import check_positive
 from ..errors import InfeasibleError, InvalidInputError, SolverError
 from ..sideinfo import (
@@ -465,7 +466,8 @@ class SpectralFastSolve:
 
     def _farkas_verdict(self, d, lead: str, *, named: bool, info: dict | None = None) -> None:
         """Raise :class:`InfeasibleError` when ``d`` passes :meth:`farkas_direction`'s test
-        (relative min eigenvalue >= −1e-6, relative Σd_c t_c <= −1e-3); the message starts
+        (relative min eigenvalue >= −FARKAS_EIG_TOL, relative Σd_c t_c <= −FARKAS_LIN_TOL,
+        :mod:`cvxkml._answer`); the message starts
         with ``lead`` (how d was found) and, with ``named``, names the constraints carrying d."""
         test = None if d is None else self.farkas_direction(d)
         if test is None:
@@ -473,7 +475,7 @@ class SpectralFastSolve:
         eig, lin, bound = test
         if info is not None:
             info["farkas"] = test
-        if not (eig >= -1e-6 and lin <= -1e-3):
+        if not (eig >= -FARKAS_EIG_TOL and lin <= -FARKAS_LIN_TOL):
             return
         n = self.T.shape[1]
         what = (

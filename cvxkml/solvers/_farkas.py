@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FARKAS_EIG_TOL", "FARKAS_LIN_TOL", "farkas_test", "FarkasWatch", "growth_ray", "hard_part"]
+from .._answer import FARKAS_EIG_TOL, FARKAS_LIN_TOL
 
-#: tolerances of the Farkas test, as in ``SpectralProblem._raise_if_farkas``: relative min
-#: eigenvalue of Σ d_c Â_c at least −EIG_TOL, relative Σ d_c t_c at most −LIN_TOL
-FARKAS_EIG_TOL = 1e-6
-FARKAS_LIN_TOL = 1e-3
+__all__ = ["FARKAS_EIG_TOL", "FARKAS_LIN_TOL", "farkas_test", "FarkasWatch", "growth_ray", "hard_part"]
 
 
 def farkas_test(G, sign, owner, d, lin):
@@ -168,18 +165,18 @@ def growth_ray(ops, lam, snap, hard, signed):
     """The multipliers λ, or their growth λ − ``snap`` since the last check (which points
     along the ray much sooner: λ = transient + s·ray), when either is a Farkas certificate of
     infeasibility of the hard constraints (:meth:`RankOneTerms.farkas_test`); else None."""
-    grow = hard_part(lam - snap, hard, signed)
+    now, grow = hard_part(lam, hard, signed), hard_part(lam - snap, hard, signed)
     # relative to Σ|d_c|‖Â_c‖_F: at most √k times the declared problem's Σ|d_c|‖Â_c‖₂ (k the
     # most terms of one constraint), so a ray this accepts, the declared problem accepts too
     eig_tol = FARKAS_EIG_TOL / np.sqrt(max(int(np.max(np.diff(ops.ptr), initial=1)), 1))
-    for cand in (hard_part(lam, hard, signed), grow):
+    for cand in (now, grow):
         if np.any(cand):
             mmin, lin = ops.farkas_test(cand)
             if mmin >= -eig_tol and lin <= -FARKAS_LIN_TOL:
                 return cand / np.abs(cand).sum()
     # the ray's support: the fastest-growing multipliers, or the largest (twins of a
     # contradiction may grow at different rates, the damped Newton step splitting their sum)
-    for v in (grow, hard_part(lam, hard, signed)):
+    for v in (grow, now):
         top, tried = float(np.max(np.abs(v), initial=0.0)), -1
         for level in (0.5, 1e-1, 1e-2, 1e-3):
             S = np.flatnonzero(np.abs(v) >= level * top) if top > 0 else np.zeros(0, dtype=np.int64)
@@ -201,7 +198,7 @@ _FARKAS_SUPPORT_MAX = 500
 def _support_ray(ops, grow, S):
     """A Farkas ray supported on the constraints S: the growth there, or its part in the null
     space of d ↦ Σ d_c Â_c (the growth of conflicting constraints up to the bounded
-    transient of the others; :func:`cvxkml.solvers.bregman._null_part`), tested on the Gram
+    transient of the others; :func:`_null_part`), tested on the Gram
     matrix of their terms (:func:`farkas_test`).  An equality's
     negative growth is folded into the signs of its terms.  Returns the ray (m,) or None."""
     counts = np.diff(ops.ptr)[S]

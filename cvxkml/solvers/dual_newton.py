@@ -75,14 +75,13 @@ from .._config import blas_limit
 from .._validation import missing_methods as _missing
 from ..formulas.penalties import hard_violation, penalty
 from ._farkas import growth_ray, hard_part
-from ._newton import cg
+from ._newton import G_ROUNDOFF, cg
 from ._terms import RankOneTerms
 from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 
 __all__ = ["dual_newton", "missing_methods", "REQUIRED_METHODS", "SLACK_METHODS"]
 
 _TINY = np.finfo(np.float64).tiny
-_G_ERR = 64.0 * np.finfo(np.float64).eps  # the relative round-off allowed in g (see _evaluate)
 _DENSE_MAX = 4000  # free terms up to which the Newton system is formed (|F|² doubles)
 REQUIRED_METHODS = ("conj_s", "conj_grad_s", "conj_hess_s", "conj_shift")
 #: what the regularizer's own pair slack (``gamma``) needs besides (``slack_conj_domain`` optional)
@@ -235,7 +234,7 @@ def _evaluate(ops, conj, shift, quad, lam, M=None):
     # round-off of g: the sums Σ f*_s(μ_k) and λᵀt (and the slack conjugate), and the
     # eigenvalues' backward error ε‖M‖ carried through f*_s' = x (the cancellation in
     # g = −f* − λᵀt is not seen by ∇g)
-    g_err = _G_ERR * (
+    g_err = G_ROUNDOFF * (
         float(np.sum(np.abs(fs)))
         + float(np.abs(lam) @ np.abs(t))
         + abs(S)
