@@ -22,9 +22,12 @@ measured in the same run.
   drawn like the property tests (n <= 30, 2–3 classes): relative objective gaps and the
   feasibility of both returned Σ.
 
-* :func:`scale_rows` — certified 1e-3 at n = 500, 1 000, 2 000 Gaussian-blob points
-  (issue 33), default vs :data:`BEFORE` (the default before dual polishing and the
-  working set) and :data:`PREVIOUS` in the same run (``scale``, not in ``all``).
+* :func:`scale_rows` — certified 1e-3 at n = 500, 1 000, 2 000 Gaussian-blob points,
+  default vs :data:`BEFORE` (the default before dual polishing and the working set) and
+  :data:`PREVIOUS` in the same run (``scale``, not in ``all``).
+* :func:`family_rows` — certified 1e-3 over an instance family (generators × seeds × n,
+  :mod:`benchmarks._family`): the target holds when the worst instance meets it
+  (``family``, not in ``all``).
 
 ``python -m benchmarks bench kcr [sweep|exact|alg1|large|variants|scale|all]`` (:func:`command`; also
 ``python -m benchmarks.bench.kcr``) runs them and prints the rows.
@@ -44,7 +47,8 @@ from cvxkml.errors import InvalidInputError, SolverError
 from cvxkml.formulas.kcr import kcr_objective, project_onto_N, sq_distances_from_gram
 from cvxkml.kernels import gaussian_kernel
 
-from .._commands import opt, script, use
+from .._commands import CommandError, opt, script, use
+from .._family import DEFAULT_KCR_FAMILY, family_verdict, parse_spec, points, summarize
 from .._runner import growth_exponent
 
 __all__ = [
@@ -52,6 +56,8 @@ __all__ = [
     "random_instance",
     "blobs_problem",
     "scale_rows",
+    "family_problem",
+    "family_rows",
     "PREVIOUS",
     "BEFORE",
     "growth_exponent",
@@ -384,6 +390,63 @@ def scale_rows(
     return rows
 
 
+def family_problem(spec: str, n: int, seed: int, lam: float = 1.0, data_dir=None) -> KCR:
+    """KCR on the family member ``spec`` (:func:`benchmarks._family.points`): Gaussian kernel
+    with ν = 1 / the median squared distance, regularization ``lam``."""
+    X, y = points(spec, n, seed, data_dir)
+    sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
+    return KCR(gaussian_kernel(X, gamma=1.0 / float(np.median(sq[sq > 0]))), y, lam)
+
+
+def family_rows(
+    specs=DEFAULT_KCR_FAMILY,
+    sizes=(1000,),
+    seeds=(0, 1, 2, 3, 4),
+    lam: float = 1.0,
+    tol: float = 1e-3,
+    cpu_cap: float = 300.0,
+    data_dir=None,
+    report=None,
+) -> list[dict]:
+    """One certified solve (``tol``, default options, one BLAS thread) per family member,
+    size and seed, stopped after ``cpu_cap`` CPU seconds (then ``finished`` is False and the
+    row is not certified).  A row: spec, n, seed, the kernel's rank r, CPU and wall seconds,
+    iterations, the certified relative gap, converged, exact / tracked PSD steps.  A warm-up
+    solve compiles first.  ``report(row)`` is called as each row is measured."""
+    warm = family_problem("blobs:d=3:c=3", 60, 0, lam)
+    warm.solve(tol=tol, max_iter=50, warn=False)
+    rows = []
+    for n in sizes:
+        for spec in specs:
+            for seed in seeds:
+                p = family_problem(spec, n, seed, lam, data_dir)
+                c0 = time.process_time()
+
+                def stop(info, c0=c0):
+                    return time.process_time() - c0 > cpu_cap
+
+                with blas_limit(1):
+                    sol, cpu, wall = _timed(lambda: p.solve(tol=tol, max_iter=1_000_000, warn=False, callback=stop))
+                row = dict(
+                    spec=spec,
+                    n=p.n,
+                    seed=seed,
+                    r=p.rank,
+                    cpu=cpu,
+                    wall=wall,
+                    iterations=sol.n_iter,
+                    gap=float(sol.info["gap"]),
+                    converged=bool(sol.converged),
+                    finished=sol.status != "stopped by callback",
+                    eig_exact=sol.info["eig_exact"],
+                    eig_tracked=sol.info["eig_tracked"],
+                )
+                rows.append(row)
+                if report is not None:
+                    report(row)
+    return rows
+
+
 def _variant_instances(data_dir=None, n_max=200, datasets=("iris", "wine", "ionosphere", "balance")):
     for name in datasets:
         X, y = load_dataset(name, data_dir)
@@ -574,8 +637,11 @@ def _print_rows(rows):
 
 def data_sets(args) -> tuple:
     """The data sets the parts selected by ``args.what`` read (checked before they run)."""
-    return (("balance",) if args.what in ("large", "all") else ()) + (
-        tuple(args.variant_data) if args.what in ("variants", "all") else ()
+    family = tuple(s for s in args.family if ":" not in s and s not in ("blobs", "classification"))
+    return (
+        (("balance",) if args.what in ("large", "all") else ())
+        + (tuple(args.variant_data) if args.what in ("variants", "all") else ())
+        + (family if args.what == "family" else ())
     )
 
 
@@ -661,6 +727,35 @@ def command(args) -> int:
                 " growth exponent of the default solve CPU in n:",
                 round(growth_exponent([r["n"] for r in done], [r["default"]["cpu"] for r in done]), 2),
             )
+    if args.what == "family":  # not part of "all" (minutes to hours)
+        if min(args.sizes) < 20:
+            raise CommandError(f"family: --sizes must be at least 20 points; got {min(args.sizes)}")
+        for spec in args.family:
+            try:
+                parse_spec(spec)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+        print(
+            f"certified 1e-3 over a family (lam = {args.family_lam:g}, CPU cap {args.cpu_cap:g} s per solve, "
+            f"seeds {args.seeds}):",
+            flush=True,
+        )
+        rows = family_rows(
+            tuple(args.family),
+            tuple(args.sizes),
+            tuple(range(args.seed, args.seed + args.seeds)),
+            lam=args.family_lam,
+            cpu_cap=args.cpu_cap,
+            data_dir=getattr(args, "data_dir", None),
+            report=lambda r: _print_rows([r]),
+        )
+        summary = summarize(rows)
+        verdicts = [family_verdict(rows, n, args.target) for n in sorted({r["n"] for r in rows})]
+        out["family"] = dict(rows=rows, summary=summary, verdicts=verdicts)
+        print(" per member (CPU s):", flush=True)
+        _print_rows(summary)
+        print(f" worst instance against the target of {args.target:g} CPU s:", flush=True)
+        _print_rows(verdicts)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1, default=lambda v: v.item() if hasattr(v, "item") else str(v))
@@ -673,7 +768,7 @@ OPTIONS = (
         "what",
         nargs="?",
         default="all",
-        choices=("sweep", "exact", "alg1", "large", "variants", "scale", "all"),
+        choices=("sweep", "exact", "alg1", "large", "variants", "scale", "family", "all"),
     ),
     opt("--draws", type=int, default=100, help="sweep: random instances (default 100)"),
     opt(
@@ -711,8 +806,22 @@ OPTIONS = (
         type=int,
         nargs="+",
         default=[500, 1000, 2000],
-        help="scale: numbers of points (default 500 1000 2000)",
+        help="scale, family: numbers of points (default 500 1000 2000)",
     ),
+    opt(
+        "--family",
+        nargs="+",
+        default=list(DEFAULT_KCR_FAMILY),
+        help="family: generator specifications (blobs:d=3:c=3, classification:d=6:c=3:sep=1, or a data set "
+        "of the data folder such as pendigits; default: the KCR family of benchmarks._family)",
+    ),
+    opt("--seeds", type=int, default=5, help="family: seeds per member, from --seed (default 5)"),
+    opt("--family-lam", type=float, default=1.0, help="family: the regularization λ (default 1)"),
+    opt(
+        "--cpu-cap", type=float, default=300.0, help="family: CPU seconds after which a solve is stopped (default 300)"
+    ),
+    opt("--target", type=float, default=60.0, help="family: CPU seconds the worst instance must meet (default 60)"),
+    use("seed", "family: first seed (default 0)"),
     opt(
         "--baseline-cpu",
         type=float,
