@@ -74,6 +74,7 @@ from scipy.linalg import eigvalsh
 from .._config import blas_limit
 from .._validation import missing_methods as _missing
 from ..formulas.penalties import hard_violation, penalty
+from ._dual_newton_hessian import FreeHessian, divided_differences, gamma_factors, hessian_diagonal
 from ._farkas import growth_ray, hard_part
 from ._newton import G_ROUNDOFF, cg
 from ._terms import RankOneTerms
@@ -92,15 +93,6 @@ def missing_methods(conjugate) -> list[str]:
     """The methods of :data:`REQUIRED_METHODS` that ``conjugate`` does not implement (a base
     class method raising NotImplementedError counts as missing)."""
     return _missing(conjugate, REQUIRED_METHODS)
-
-
-def _divided_differences(mu, x, xp):
-    """Γ_kl = (x_k − x_l) / (μ_k − μ_l), the mean of f*_s'' on (near) ties."""
-    dm = mu[:, None] - mu[None, :]
-    tie = np.abs(dm) <= 1e-9 * np.maximum(1.0, np.maximum(np.abs(mu)[:, None], np.abs(mu)[None, :]))
-    with np.errstate(all="ignore"):
-        G = np.where(tie, 0.5 * (xp[:, None] + xp[None, :]), (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
-    return np.where(np.isfinite(G), G, 0.0)
 
 
 class _State:
@@ -244,7 +236,7 @@ def _evaluate(ops, conj, shift, quad, lam, M=None):
 
 
 def _certificate(st, lower, upper, quad, scale_t, slack=None):
-    """(relative gap, relative hard violation, primal objective) at a box-feasible state:
+    """(relative gap, relative hard violation, primal objective, gap) at a box-feasible state:
     gap = Σ_c φ_c(ρ_c) + ½q_cλ_c² − λ_cρ_c (>= 0 term by term, Fenchel–Young).
 
     With the regularizer's slack on constraints ``slack.idx`` the primal point is (X̂(λ), ξ_b),
@@ -268,7 +260,44 @@ def _certificate(st, lower, upper, quad, scale_t, slack=None):
         hard[k] = hard_violation(rho[k], lower[k], upper[k], quad[k])
     rel_gap = abs(gap) / max(1.0, abs(f_total)) if np.isfinite(gap) and np.isfinite(f_total) else np.inf
     rel_viol = float(np.max(hard / scale_t, initial=0.0))
-    return rel_gap, rel_viol, f_total
+    return rel_gap, rel_viol, f_total, gap
+
+
+class _Record:
+    """The reported certificate: a primal point and a dual bound, from the iterates seen so far.
+
+    Every box-feasible multiplier λ_b gives a lower bound g(λ_b) on the optimum, and every
+    iterate's X̂(λ_a) (with its slack) a primal value P_a; the gap of the pair is
+    P_a − g_b = gap_a + g_a − g_b (``gap_a`` the Fenchel–Young gap at a, free of the large
+    cancelling terms, the difference of two dual values a small correction).  The iterates'
+    own gaps are not monotone (Armijo's rule raises g, not P), so the pair is updated only
+    when the certificate max(relative gap, relative hard violation of a) gets smaller: the
+    reported certificate never increases, and with hinge slack only (every X̂ feasible) it
+    uses the best dual bound and the best primal value seen.  The answer returns X̂ of
+    ``primal`` and λ of ``dual``, whose recomputed gap is the reported one."""
+
+    def __init__(self, st, parts):
+        self.primal = self.dual = st
+        self.parts = parts  # _certificate(primal)
+        self.rel_gap, self.rel_viol, self.f_total = parts[0], parts[1], parts[2]
+
+    @property
+    def cert(self) -> float:
+        return max(self.rel_gap, self.rel_viol)
+
+    def offer(self, st, parts) -> None:
+        """Take the iterate ``st`` (its :func:`_certificate` ``parts``) as the primal point,
+        the dual bound or both, when a pair with it certifies better."""
+        best = None
+        for a, pa, b in ((st, parts, st), (st, parts, self.dual), (self.primal, self.parts, st)):
+            gap, f = pa[3] + (a.g - b.g), pa[2]
+            rel = abs(gap) / max(1.0, abs(f)) if np.isfinite(gap) and np.isfinite(f) else np.inf
+            c = max(rel, pa[1])
+            if c < (self.cert if best is None else best[0]) or (c == self.cert and best is None and b.g > self.dual.g):
+                best = (c, a, pa, b, rel)
+        if best is not None:
+            _, self.primal, self.parts, self.dual, self.rel_gap = best
+            self.rel_viol, self.f_total = self.parts[1], self.parts[2]
 
 
 def _expand(ops, conj, shift, quad, lam, d, lower, upper, best):
@@ -390,100 +419,6 @@ def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certific
     return None, step, trials
 
 
-class _FreeHessian:
-    """H_FF = [−∇²g]_FF restricted to the free constraints F, in the eigenbasis: with
-    Z = U V, Vᵀ A(v) V = Z_Fᵀ diag(w v) Z_F and the adjoint of a term is w z_aᵀ(Γ ∘ ·)z_a,
-    so a product costs O(|F| r²) — the terms of the other constraints are never touched."""
-
-    def __init__(self, ops, st, Gam, free, quad, damp):
-        self.k = int(np.count_nonzero(free))
-        terms = np.flatnonzero(free[ops.owner])
-        local = np.full(ops.m, -1, dtype=np.int64)
-        local[free] = np.arange(self.k)
-        self.own = local[ops.owner[terms]]
-        self.ZF = np.ascontiguousarray(st.Z[terms])
-        self.wF = ops.w[terms]
-        self.Gam = Gam
-        self.single = ops.single
-        self.shift = quad[free] + damp
-
-    def _sum(self, q):
-        return q if self.single else np.bincount(self.own, weights=q, minlength=self.k)
-
-    def matvec(self, v):
-        coef = self.wF * v[self.own]
-        B = (self.ZF.T * coef) @ self.ZF
-        q = self.wF * np.einsum("ij,ij->i", self.ZF @ (self.Gam * B), self.ZF)
-        return self._sum(q) + self.shift * v
-
-    def dense(self, factors=None):
-        """H_FF explicitly.  With ``factors`` = (σ, G), Γ ≈ G diag(σ) Gᵀ (see
-        :func:`_gamma_factors`), H_cd = Σ_s σ_s w_c w_d (z_cᵀ diag(g_s) z_d)²: O(s |F|² r);
-        without, O(|F|² r²) (small problems only)."""
-        Z = self.ZF
-        if factors is None:
-            Q = (Z[:, :, None] * Z[:, None, :]).reshape(Z.shape[0], -1)
-            Ht = (Q * self.Gam.ravel()) @ Q.T
-        else:
-            Ht = np.zeros((Z.shape[0], Z.shape[0]))
-            for sig, g in zip(*factors):
-                # Z diag(g) Zᵀ = Y₊Y₊ᵀ − Y₋Y₋ᵀ over the columns of each sign of g: half a GEMM
-                pos = g > 0
-                Yp = Z[:, pos] * np.sqrt(g[pos])
-                Yn = Z[:, ~pos] * np.sqrt(-g[~pos])
-                P = Yp @ Yp.T - Yn @ Yn.T if Yn.shape[1] else Yp @ Yp.T
-                Ht += sig * (P * P)
-        Ht *= self.wF[:, None]
-        Ht *= self.wF[None, :]
-        if not self.single:  # Σ over each constraint's terms, rows then columns (O(|F|²))
-            order = np.argsort(self.own, kind="stable")
-            starts = np.flatnonzero(np.r_[True, np.diff(self.own[order]) != 0])
-            Ht = np.add.reduceat(np.add.reduceat(Ht[order][:, order], starts, axis=0), starts, axis=1)
-        return 0.5 * (Ht + Ht.T) + np.diag(self.shift)
-
-
-def _gamma_factors(Gam, rtol=1e-8, seed=0):
-    """(σ, G) with Γ ≈ Σ_s σ_s g_s g_sᵀ to ``rtol``·‖Γ‖ (G's rows are the g_s), or None.
-
-    Γ is the Loewner matrix of the smooth primal map x(μ) = f*_s'(μ) at the eigenvalues,
-    numerically of low rank (5–14 terms at 1e-12 for LogDet — exactly one —, von Neumann and
-    the symmetrized LogDet, whatever r): a randomized range finder with doubling rank,
-    checked on fresh probes.  None when the rank exceeds r/4 (then the dense or matrix-free
-    Hessian is as cheap)."""
-    r = Gam.shape[0]
-    scale = float(np.max(np.abs(Gam), initial=0.0))
-    if scale == 0.0:
-        return np.zeros(0), np.zeros((0, r))
-    rng = np.random.default_rng(seed)
-    k = 16
-    while k <= max(r // 4, 1):
-        Q = np.linalg.qr(Gam @ rng.standard_normal((r, min(k, r))))[0]
-        B = Q.T @ Gam @ Q
-        sig, W = np.linalg.eigh(0.5 * (B + B.T))
-        # components below rtol are the round-off of the divided differences (LogDet's Γ is
-        # x xᵀ exactly; computed, it carries 15–30 of them at 1e-12), each costing |F|² r
-        keep = np.abs(sig) > 0.1 * rtol * np.max(np.abs(sig), initial=0.0)
-        G = (Q @ W[:, keep]).T
-        sig = sig[keep]
-        probe = rng.standard_normal((r, 4))
-        err = np.linalg.norm(Gam @ probe - G.T @ (sig[:, None] * (G @ probe)))
-        if err <= rtol * scale * np.linalg.norm(probe) * np.sqrt(r):
-            return sig, G
-        k *= 2
-    return None
-
-
-def _hessian_diagonal(ops, st, Gam, rows):
-    """diag(−∇²g) of the constraints ``rows`` (bool, m), 0 elsewhere; exact for one-term
-    constraints (Σ over the terms of each constraint otherwise, the cross terms left out: a
-    preconditioner and a step scale)."""
-    terms = np.flatnonzero(rows[ops.owner])
-    Z2 = st.Z[terms] ** 2
-    q = np.zeros(ops.U.shape[0])
-    q[terms] = ops.w[terms] ** 2 * np.einsum("ij,ij->i", Z2 @ Gam, Z2)
-    return ops.per_constraint(q)
-
-
 def _no_finite_start(r, lam, t0) -> FastResult:
     """The answer when f* is not finite at the start (nor at λ = 0): NONFINITE, no iterate."""
     return FastResult(
@@ -530,7 +465,7 @@ def _direction(ops, conj, st, lower, upper, quad, cert, boost, damping, newton_b
     active = ((lam <= lower + eps) & (grad < 0)) | ((lam >= upper - eps) & (grad > 0))
     free = ~active
     x_p = np.asarray(conj.conj_hess_s(st.mu), dtype=float)
-    Gam = _divided_differences(st.mu, st.x, x_p)
+    Gam = divided_differences(st.mu, st.x, x_p)
     # the constraints that can move: free, or ε-active strictly inside the box (those on
     # a bound with the gradient pointing out stay where they are)
     moving = free | (active & (lam > lower) & (lam < upper))
@@ -538,7 +473,7 @@ def _direction(ops, conj, st, lower, upper, quad, cert, boost, damping, newton_b
     if sl is not None:
         qeff = quad.copy()
         qeff[sl.idx] += sl.curvature(lam)
-    diag = _hessian_diagonal(ops, st, Gam, moving) + qeff
+    diag = hessian_diagonal(ops, st, Gam, moving) + qeff
     dmax = float(np.max(diag, initial=0.0))
     # where the curvature vanishes (a flat piece of f*: X̂ = 0 under Frobenius) the
     # scale of ‖Â_c‖²·max(1, max Γ) bounds it from above; the expansion grows the step
@@ -557,12 +492,12 @@ def _direction(ops, conj, st, lower, upper, quad, cert, boost, damping, newton_b
         # singular whenever m exceeds r(r+1)/2 or the regularizer is flat (Frobenius,
         # trace); the damping vanishes with the certificate
         mu_lm = min(1e8, boost * min(1e-2, max(1e-12, damping * np.sqrt(cert))))
-        H = _FreeHessian(ops, st, Gam, free, qeff, mu_lm * dscale[free])
+        H = FreeHessian(ops, st, Gam, free, qeff, mu_lm * dscale[free])
         kt = H.ZF.shape[0]
         small = kt * r * r <= newton_budget and kt <= _DENSE_MAX
         factors = None
         if not small and kt <= _DENSE_MAX:
-            factors = _gamma_factors(Gam)
+            factors = gamma_factors(Gam)
             # formed in s·|F|²·r (+ |F|³/3 to solve) against ~40 products of 4·|F|·r²
             if factors is not None and len(factors[0]) * kt * r + kt * kt / 3.0 > 160.0 * r * r:
                 factors = None
@@ -633,16 +568,29 @@ def _dual_newton_impl(
     ray, snap = None, lam.copy()
     signed = np.isinf(lower)  # hard equalities: multipliers (and rays) of either sign
     certify = lambda c: max(_certificate(c, lower, upper, quad, scale_t, sl)[:2])  # noqa: E731
+    rec = None
     while True:
-        rel_gap, rel_viol, f_total = _certificate(st, lower, upper, quad, scale_t, sl)
-        cert = max(rel_gap, rel_viol)
-        if rel_gap <= tol and rel_viol <= tol:
+        parts = _certificate(st, lower, upper, quad, scale_t, sl)
+        cert = max(parts[:2])  # the iterate's own certificate steers the damping
+        if rec is None:
+            rec = _Record(st, parts)
+        else:
+            rec.offer(st, parts)
+        if rec.rel_gap <= tol and rec.rel_viol <= tol:
             converged = True
             break
         if it >= max_iter:
             break
         if callback is not None and callback(
-            {"iteration": it, "objective": f_total, "gap": rel_gap, "violation": rel_viol, "dual": st.lam.copy()}
+            {
+                "iteration": it,
+                "objective": rec.f_total,
+                "gap": rec.rel_gap,
+                "violation": rec.rel_viol,
+                "dual": rec.dual.lam.copy(),
+                "dual_bound": rec.dual.g,
+                "iterate_gap": parts[0],
+            }
         ):
             stopped = True
             break
@@ -684,28 +632,31 @@ def _dual_newton_impl(
             if new is None:
                 break  # no ascent possible at round-off
         st = new
-    X = (st.V * st.x) @ st.V.T
+    a, b = rec.primal, rec.dual
+    X = (a.V * a.x) @ a.V.T
     return FastResult(
         matrix=0.5 * (X + X.T),
-        lam=st.lam,
-        xi=np.zeros(0) if sl is None else sl.best(st.trA),
+        lam=b.lam,
+        xi=np.zeros(0) if sl is None else sl.best(a.trA),
         sweeps=int(it),
-        dual_change=float(max(rel_gap, rel_viol)),
+        dual_change=float(rec.cert),
         code=OK if converged else NOT_CONVERGED,
         bad_index=-1,
         time=time.perf_counter() - t0,
         extra={
             "solver": "dual-newton",
-            "rel_gap": float(rel_gap),
-            "rel_violation": float(rel_viol),
+            "rel_gap": float(rec.rel_gap),
+            "rel_violation": float(rec.rel_viol),
+            "dual_bound": float(b.g),
+            "best_pair": a is not b,
             "newton_iterations": int(it),
             **count,
-            "farkas": ops.farkas_test(hard_part(st.lam, hard, signed)),
+            "farkas": ops.farkas_test(hard_part(b.lam, hard, signed)),
             "infeasible": bool(infeasible),
             **({} if ray is None else {"farkas_ray": ray}),
             "stopped": bool(stopped),
-            "residuals": st.rho.copy(),
-            "objective_fy": float(f_total),
+            "residuals": a.rho.copy(),
+            "objective_fy": float(rec.f_total),
         },
     )
 

@@ -1,0 +1,113 @@
+"""The Newton system of the generic dual solver (:mod:`cvxkml.solvers.dual_newton`): the
+Daleckii–Krein divided differences Γ of the primal map x(μ) = f*_s'(μ), the Hessian on the
+free constraints in the eigenbasis (products and the dense matrix, from a low-rank
+factorization of Γ when it has one) and its diagonal."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["divided_differences", "FreeHessian", "gamma_factors", "hessian_diagonal"]
+
+
+def divided_differences(mu, x, xp):
+    """Γ_kl = (x_k − x_l) / (μ_k − μ_l), the mean of f*_s'' on (near) ties."""
+    dm = mu[:, None] - mu[None, :]
+    tie = np.abs(dm) <= 1e-9 * np.maximum(1.0, np.maximum(np.abs(mu)[:, None], np.abs(mu)[None, :]))
+    with np.errstate(all="ignore"):
+        G = np.where(tie, 0.5 * (xp[:, None] + xp[None, :]), (x[:, None] - x[None, :]) / np.where(tie, 1.0, dm))
+    return np.where(np.isfinite(G), G, 0.0)
+
+
+class FreeHessian:
+    """H_FF = [−∇²g]_FF restricted to the free constraints F, in the eigenbasis: with
+    Z = U V, Vᵀ A(v) V = Z_Fᵀ diag(w v) Z_F and the adjoint of a term is w z_aᵀ(Γ ∘ ·)z_a,
+    so a product costs O(|F| r²) — the terms of the other constraints are never touched."""
+
+    def __init__(self, ops, st, Gam, free, quad, damp):
+        self.k = int(np.count_nonzero(free))
+        terms = np.flatnonzero(free[ops.owner])
+        local = np.full(ops.m, -1, dtype=np.int64)
+        local[free] = np.arange(self.k)
+        self.own = local[ops.owner[terms]]
+        self.ZF = np.ascontiguousarray(st.Z[terms])
+        self.wF = ops.w[terms]
+        self.Gam = Gam
+        self.single = ops.single
+        self.shift = quad[free] + damp
+
+    def _sum(self, q):
+        return q if self.single else np.bincount(self.own, weights=q, minlength=self.k)
+
+    def matvec(self, v):
+        coef = self.wF * v[self.own]
+        B = (self.ZF.T * coef) @ self.ZF
+        q = self.wF * np.einsum("ij,ij->i", self.ZF @ (self.Gam * B), self.ZF)
+        return self._sum(q) + self.shift * v
+
+    def dense(self, factors=None):
+        """H_FF explicitly.  With ``factors`` = (σ, G), Γ ≈ G diag(σ) Gᵀ (see
+        :func:`gamma_factors`), H_cd = Σ_s σ_s w_c w_d (z_cᵀ diag(g_s) z_d)²: O(s |F|² r);
+        without, O(|F|² r²) (small problems only)."""
+        Z = self.ZF
+        if factors is None:
+            Q = (Z[:, :, None] * Z[:, None, :]).reshape(Z.shape[0], -1)
+            Ht = (Q * self.Gam.ravel()) @ Q.T
+        else:
+            Ht = np.zeros((Z.shape[0], Z.shape[0]))
+            for sig, g in zip(*factors):
+                # Z diag(g) Zᵀ = Y₊Y₊ᵀ − Y₋Y₋ᵀ over the columns of each sign of g: half a GEMM
+                pos = g > 0
+                Yp = Z[:, pos] * np.sqrt(g[pos])
+                Yn = Z[:, ~pos] * np.sqrt(-g[~pos])
+                P = Yp @ Yp.T - Yn @ Yn.T if Yn.shape[1] else Yp @ Yp.T
+                Ht += sig * (P * P)
+        Ht *= self.wF[:, None]
+        Ht *= self.wF[None, :]
+        if not self.single:  # Σ over each constraint's terms, rows then columns (O(|F|²))
+            order = np.argsort(self.own, kind="stable")
+            starts = np.flatnonzero(np.r_[True, np.diff(self.own[order]) != 0])
+            Ht = np.add.reduceat(np.add.reduceat(Ht[order][:, order], starts, axis=0), starts, axis=1)
+        return 0.5 * (Ht + Ht.T) + np.diag(self.shift)
+
+
+def gamma_factors(Gam, rtol=1e-8, seed=0):
+    """(σ, G) with Γ ≈ Σ_s σ_s g_s g_sᵀ to ``rtol``·‖Γ‖ (G's rows are the g_s), or None.
+
+    Γ is the Loewner matrix of the smooth primal map x(μ) = f*_s'(μ) at the eigenvalues,
+    numerically of low rank (5–14 terms at 1e-12 for LogDet — exactly one —, von Neumann and
+    the symmetrized LogDet, whatever r): a randomized range finder with doubling rank,
+    checked on fresh probes.  None when the rank exceeds r/4 (then the dense or matrix-free
+    Hessian is as cheap)."""
+    r = Gam.shape[0]
+    scale = float(np.max(np.abs(Gam), initial=0.0))
+    if scale == 0.0:
+        return np.zeros(0), np.zeros((0, r))
+    rng = np.random.default_rng(seed)
+    k = 16
+    while k <= max(r // 4, 1):
+        Q = np.linalg.qr(Gam @ rng.standard_normal((r, min(k, r))))[0]
+        B = Q.T @ Gam @ Q
+        sig, W = np.linalg.eigh(0.5 * (B + B.T))
+        # components below rtol are the round-off of the divided differences (LogDet's Γ is
+        # x xᵀ exactly; computed, it carries 15–30 of them at 1e-12), each costing |F|² r
+        keep = np.abs(sig) > 0.1 * rtol * np.max(np.abs(sig), initial=0.0)
+        G = (Q @ W[:, keep]).T
+        sig = sig[keep]
+        probe = rng.standard_normal((r, 4))
+        err = np.linalg.norm(Gam @ probe - G.T @ (sig[:, None] * (G @ probe)))
+        if err <= rtol * scale * np.linalg.norm(probe) * np.sqrt(r):
+            return sig, G
+        k *= 2
+    return None
+
+
+def hessian_diagonal(ops, st, Gam, rows):
+    """diag(−∇²g) of the constraints ``rows`` (bool, m), 0 elsewhere; exact for one-term
+    constraints (Σ over the terms of each constraint otherwise, the cross terms left out: a
+    preconditioner and a step scale)."""
+    terms = np.flatnonzero(rows[ops.owner])
+    Z2 = st.Z[terms] ** 2
+    q = np.zeros(ops.U.shape[0])
+    q[terms] = ops.w[terms] ** 2 * np.einsum("ij,ij->i", Z2 @ Gam, Z2)
+    return ops.per_constraint(q)
