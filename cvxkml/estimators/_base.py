@@ -235,6 +235,11 @@ class CvxkmlEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                 "or fit with a named kernel."
             )
 
+    def _solve(self, problem, p, **options):
+        """``problem.solve`` with the validated stopping rule (``tol``, ``max_iter``) and the
+        fit's progress monitor."""
+        return problem.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver(), **options)
+
     def _set_solution(self, sol, n_iter=None, p=None, converged=None) -> None:
         """Keep the solver's result: ``solution_``, ``n_iter_`` and ``converged_`` (the
         solver's certificate, and False when the callback stopped the fit); log the
@@ -503,10 +508,14 @@ class KernelExtensionMixin(LearnedKernelMixin):
     ``transform`` gives coordinates exact on the span of the training points; the learned
     distances and kernel values are exact everywhere."""
 
-    def _extend(self, kern, X, K0, K, alpha=1.0):
+    def _extend(self, kern, X, K0, K, alpha=1.0, K_train=None):
+        """Keep ``X_fit_``, ``kernel_`` and ``learned_kernel_`` (K learned from K0), and with
+        ``K_train`` (κ0 on the training points) their transform as ``embedding_``."""
         self.X_fit_ = X
         self.kernel_ = kern
         self.learned_kernel_ = LearnedKernel(kern, X, kernel_S(K0, K, alpha=alpha), alpha)
+        if K_train is not None:
+            self.embedding_ = self.learned_kernel_.embed_cross(K_train)
 
     def _embedding(self):
         return KernelMap(self.kernel_, self.X_fit_, self.learned_kernel_.embed_cross)

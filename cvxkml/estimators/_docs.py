@@ -70,6 +70,49 @@ converged_ : bool
     "pairs_fitted": """\
 pairs_ : cvxkml.sideinfo.PairConstraints
     The pair constraints learned from (pass them back as ``pairs`` to refit on them).""",
+    "pair_sampling": """\
+scheme : {"jain", "itml"}, default="jain"
+    How pairs are drawn from the labels: ``"jain"`` takes, for every class,
+    ``n_similar`` random within-class pairs and ``n_dissimilar`` pairs of a member with a
+    point of another class (Jain et al. 2012 §6); ``"itml"`` draws ``n_constraints``
+    random pairs, similar when the labels agree (the original ITML code).  Duplicate pairs
+    are removed.
+n_similar : int, default=100
+    Similar pairs per class (``scheme="jain"``).
+n_dissimilar : int, default=100
+    Dissimilar pairs per class (``scheme="jain"``).
+n_constraints : int or None, default=None
+    Number of random pairs for ``scheme="itml"`` (None: 40·c·(c−1), c classes).""",
+    "percentiles": """\
+percentiles : tuple of two floats, default=(5.0, 95.0)
+    Percentiles (lower, upper) of the squared baseline distances over all pairs of
+    training points (a seeded sample of 100 000 pairs for n > 447) giving the bounds u
+    (similar) and l (dissimilar) of the pairs drawn from labels or given as an index
+    array; the baseline is named in the class description.""",
+    "random_state": """\
+random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
+default=None
+    Seed of the pair sampling (and of the percentile sample for large n).""",
+    "max_sweeps": """\
+max_sweeps : int or None, default=None
+    Deprecated former name of ``max_iter`` (a DeprecationWarning; it wins when given).""",
+    "pairs_side_information": """\
+Side information: ``fit(X, y)`` draws the pairs from class labels; ``fit(X, pairs=...)``
+takes them from the user — a :class:`~cvxkml.sideinfo.PairConstraints` (indices into X,
+±1, bounds used as given), an (m, 2) index array (similar pairs) or an (m, 3) array of
+rows (i, j, ±1) whose bounds are the ``percentiles``.  ``pairs_`` holds the pairs used.""",
+    "kernel_extension_transform": """\
+``transform`` gives embedding coordinates ψ(X) of the learned kernel: ψ(z)ᵀψ(z') equals
+κ(z, z') exactly when z and z' lie in the span of the training points in feature space;
+otherwise the component orthogonal to that span, which the learned W* = αI + ΦSΦᵀ leaves
+unchanged, is dropped.  Inner products with training points stay exact, so distances from
+a new point to the training points are the learned ones up to a constant per new point
+(nearest-neighbour rankings are exact).  For exact values use :meth:`learned_kernel`,
+:meth:`pair_distance` or :meth:`get_metric`.""",
+    "bregman_progress": """\
+Progress: the Bregman solver reports once per attempt (it runs its sweeps in compiled code
+and checks its certificate at the end of an attempt), so ``verbose`` and ``callback`` see a
+few checks per fit, not one per sweep.""",
     "X_new": """\
 Parameters
 ----------

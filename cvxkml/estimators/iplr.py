@@ -1,15 +1,6 @@
 """The scikit-learn estimator of identity-plus-low-rank (IPLR) LogDet metric learning (Jain et
-al. 2012, §3.6, eq. 8–11).
-
-:class:`IPLR` learns W = I + U L Uᵀ with U an orthonormal basis of a k-dimensional subspace
-chosen from the data (top singular vectors, k-means centres, class means, or a given basis):
-the paper's answer to high-dimensional metric learning.  The d × d problem (8) is the k × k
-LogDet problem (11) on the points' coordinates in the basis, with the pair bounds shifted by
-the part of each distance outside the basis (eq. 10) — solved by the same Bregman
-projections as :class:`~cvxkml.estimators.ITML` at O(k²) each, after O(min(n, d)·k)
-preparation; the metric is kept factored (never d × d).  The declared problem is
-:class:`cvxkml.declare.IPLR`; everything shared with the other estimators lives in
-:mod:`cvxkml.estimators._base` and its helpers.
+al. 2012, §3.6, eq. 8–11), the paper's answer to high-dimensional metric learning:
+:class:`IPLR`.
 """
 
 from __future__ import annotations
@@ -70,10 +61,9 @@ class IPLR(MetricMixin, PairLearnerMixin, CvxkmlEstimator):
     answer is ITML's (Theorem 1: W* − I lies in that row space) — which :class:`ITML`'s
     span path reaches at less cost; IPLR is for a basis much smaller than the data.
 
-    Side information: ``fit(X, y)`` draws the pairs from class labels; ``fit(X, pairs=...)``
-    takes them from the user (a :class:`~cvxkml.sideinfo.PairConstraints`, an (m, 2) index
-    array of similar pairs or (m, 3) rows (i, j, ±1)), as in :class:`ITML`.  ``pairs_``
-    holds the pairs used.
+    %(pairs_side_information)s
+    The baseline of ``percentiles`` is the Euclidean distance of the (standardized)
+    training features.
 
     Parameters
     ----------
@@ -96,10 +86,8 @@ default="svd"
     gamma : float or None, default=1.0
         LogDet slack weight γ > 0 (larger = constraints enforced more strictly); the slack
         lives on the shifted bounds of (11).  ``None`` imposes hard constraints.
-    scheme, n_similar, n_dissimilar, n_constraints, percentiles
-        How pairs are drawn from the labels and their bounds, as in :class:`ITML` (defaults
-        "jain", 100, 100, None, (5.0, 95.0)): the bounds are percentiles of the squared
-        Euclidean distances of the (standardized) training features.
+    %(pair_sampling)s
+    %(percentiles)s
     standardize : "auto" or bool, default="auto"
         Learn on standardized features z = (x − m) / s (``feature_mean_``,
         ``feature_scale_``), i.e. with the prior diag(1/s²) on the raw features.
@@ -222,7 +210,7 @@ default=None
             raise InvalidInputError(f"basis must have one row per feature ({Z.shape[1]}); got shape {R.shape}.")
         U = R if isinstance(p.basis, str) and p.basis == "svd" else basis_span(R)  # singular vectors: orthonormal
         prob = _IPLRProblem.from_features(Z, pc, U, gamma=p.gamma)
-        sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
+        sol = self._solve(prob, p)
         self._keep_metric(prob.learned_metric(sol))
         self.pairs_ = pc
         self._set_solution(sol, p=p)

@@ -1,11 +1,5 @@
 """scikit-learn classifier for the kernel classification rule with a learned metric
-embedding (Sriperumbudur, Lang & Lanckriet, ICML 2008).
-
-:class:`KCRClassifier` learns (Σ, h̃) on the training points with the SDP of eq. 9
-(:class:`cvxkml.declare.KCR`, fast certified solver) and classifies with eq. 2 and the
-naïve kernel: a point gets the label with the most training points inside the learned
-ball ρ²(x, X_i) = (k_x − k_i)ᵀ Σ (k_x − k_i) <= h̃.  The learned embedding
-φ(x) = Gᵀ k_x (Σ = G Gᵀ; Remark 2, Corollary 3) is ``transform``.
+embedding (Sriperumbudur, Lang & Lanckriet, ICML 2008): :class:`KCRClassifier`.
 """
 
 from __future__ import annotations
@@ -43,9 +37,10 @@ class KCRClassifier(ClassifierMixin, CvxkmlEstimator):
 
         min_{Σ ⪰ 0, 1ᵀΣ1 = 0, h̃ >= ε}  Σ_i [2 − n_i⁺ + Σ_j [1 + τ_ij D_ij − τ_ij h̃]₊]₊ + λ tr(KΣ)
 
-    on the training kernel K (D_ij the learned squared distances), and ``predict``
-    applies the rule: the class with the most training points X_i with
-    ρ²(x, X_i) = (k_x − k_i)ᵀ Σ (k_x − k_i) <= h̃.
+    on the training kernel K (D_ij the learned squared distances; :class:`cvxkml.declare.KCR`,
+    a certified fast solver), and ``predict`` applies the rule: the class with the most
+    training points X_i with ρ²(x, X_i) = (k_x − k_i)ᵀ Σ (k_x − k_i) <= h̃.  The learned
+    embedding φ(x) = Eᵀ k_x (Σ = E Eᵀ; Remark 2, Corollary 3) is ``transform``.
 
     Tie rule (``tie_break``).  Eq. 2 leaves ties open (eq. 1 gives them to class 0).
     With ``"nearest"`` (default) a tie between classes — including the empty ball, where
@@ -222,7 +217,7 @@ default="gaussian"
     def _fit(self, X, y, p):
         kern, K = self._kernel_matrix(X, p)
         problem = KCR(K, y, p.lam, h_min=p.h_min)
-        sol = problem.solve(tol=p.tol, max_iter=p.max_iter, time_limit=p.time_limit, callback=p.monitor.for_solver())
+        sol = self._solve(problem, p, time_limit=p.time_limit)
         G = sol.info["factor"]
         U, svals, _ = np.linalg.svd(G, full_matrices=False)
         keep = svals > 1e-12 * max(float(svals[0]) if svals.size else 0.0, np.finfo(float).tiny)

@@ -1,12 +1,7 @@
 """scikit-learn estimators for LogDet metric and kernel learning (Davis et al. 2007; Jain et
-al. 2012; Kulis, Sustik & Dhillon 2009).
-
-:class:`ITML` learns a Mahalanobis matrix W on the features (Jain et al. eq. 2 / 4, LogDet
-slack eq. 7); :class:`KernelITML` learns a kernel matrix K on the training points (eq. 3 /
-7) and extends it to new points with eq. 6; :class:`LowRankKernelITML` learns it in the
-range of a factor of the base kernel (Kulis et al. Algorithm 2, §6.1).  All three learn
-from pair constraints — drawn from class labels, or given — solved with the fast Bregman
-solvers, and share the metric vocabulary of :mod:`cvxkml.estimators._base`.
+al. 2012; Kulis, Sustik & Dhillon 2009): :class:`ITML` (a metric on the features),
+:class:`KernelITML` (a kernel on the training points, extended by eq. 6) and
+:class:`LowRankKernelITML` (in the range of a factor of the base kernel).
 """
 
 from __future__ import annotations
@@ -52,10 +47,8 @@ class ITML(MetricMixin, PairLearnerMixin, CvxkmlEstimator):
         min_W  D_ld(W, W0) + γ D_ld(diag ξ, diag ξ0)
         s.t.   (x_i − x_j)ᵀ W (x_i − x_j) <= ξ_ij  (similar),  >= ξ_ij  (dissimilar),
 
-    by cyclic Bregman projections, with ξ0 the pairs' bounds: for pairs drawn from labels
-    (or given as an index array) u for similar and l for dissimilar pairs, u and l the
-    ``percentiles`` of the squared baseline (prior) distances.  ``transform(X)`` is
-    X Lᵀ with W = LᵀL.
+    by cyclic Bregman projections, with ξ0 the pairs' bounds (the baseline of
+    ``percentiles`` is the prior metric W0).  ``transform(X)`` is X Lᵀ with W = LᵀL.
 
     Wide data (more features than samples, d > n) with the identity prior is solved in the
     span of the data (Jain et al. 2012, Theorems 1 and 4: W* = I + U diag(λ) Uᵀ, U d × k,
@@ -64,33 +57,15 @@ class ITML(MetricMixin, PairLearnerMixin, CvxkmlEstimator):
     ``components_`` and :meth:`get_mahalanobis_matrix` form theirs when asked for
     (``metric_`` holds the factors).
 
-    Side information: ``fit(X, y)`` draws the pairs from class labels;
-    ``fit(X, pairs=...)`` takes them from the user — a
-    :class:`~cvxkml.sideinfo.PairConstraints` (indices into X, ±1, bounds used as given),
-    an (m, 2) index array (similar pairs) or an (m, 3) array of rows (i, j, ±1) whose
-    bounds are the percentiles above.  ``pairs_`` holds the pairs used.
+    %(pairs_side_information)s
 
     Parameters
     ----------
     gamma : float or None, default=1.0
         LogDet slack weight γ > 0 (larger = constraints enforced more strictly).  With
         slack every label set is feasible.  ``None`` imposes hard constraints.
-    scheme : {"jain", "itml"}, default="jain"
-        How pairs are drawn from the labels: ``"jain"`` takes, for every class,
-        ``n_similar`` random within-class pairs and ``n_dissimilar`` pairs of a member
-        with a point of another class (Jain et al. §6); ``"itml"`` draws
-        ``n_constraints`` random pairs (default 40·c·(c−1), c classes), similar when the
-        labels agree (the original ITML code).  Duplicate pairs are removed.
-    n_similar : int, default=100
-        Similar pairs per class (``scheme="jain"``).
-    n_dissimilar : int, default=100
-        Dissimilar pairs per class (``scheme="jain"``).
-    n_constraints : int or None, default=None
-        Number of random pairs for ``scheme="itml"`` (None: 40·c·(c−1)).
-    percentiles : tuple of two floats, default=(5.0, 95.0)
-        Percentiles (lower, upper) of the squared baseline distances over all pairs of
-        training points (a seeded sample of 100 000 pairs for n > 447) giving the bounds u
-        (similar) and l (dissimilar).
+    %(pair_sampling)s
+    %(percentiles)s
     prior : {"identity", "covariance"} or array-like of shape (n_features, n_features), \
 default="identity"
         The prior Mahalanobis matrix W0 (on the standardized features when ``standardize``
@@ -107,18 +82,12 @@ default="identity"
     tol : float, default=1e-3
         Stopping tolerance of the Bregman solver: the relative change of the dual
         variables over a sweep, and ``converged_`` also requires the Lagrange certificate
-        (relative duality gap and relative violation at most max(tol, 1e-6)).  1e-3 is
-        ample for the learned metric (its nearest-neighbour accuracy on Wine, breast
-        cancer and digits matched that of 1e-6 within the variation between pair draws)
-        at a fraction of the sweeps.
+        (relative duality gap and relative violation at most max(tol, 1e-6)).
     max_iter : int, default=50000
         Maximum number of sweeps over the constraints; when reached, the solver emits a
         :class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept.
-    max_sweeps : int or None, default=None
-        Deprecated former name of ``max_iter`` (a DeprecationWarning; it wins when given).
-    random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
-default=None
-        Seed of the pair sampling (and of the percentile sample for large n).
+    %(max_sweeps)s
+    %(random_state)s
     %(control)s
 
     Attributes
@@ -141,9 +110,7 @@ default=None
 
     Notes
     -----
-    Progress: the Bregman solver reports once per attempt (it runs its sweeps in compiled
-    code and checks its certificate at the end of an attempt), so ``verbose`` and
-    ``callback`` see a few checks per fit, not one per sweep.
+    %(bregman_progress)s
 
     References
     ----------
@@ -216,8 +183,7 @@ default=None
         W0 = self._prior_matrix(Z, p.prior)
         pc = self._pair_constraints(y, pairs, p, chunked_baseline(baseline_metric(Z, W0), Z.shape[1]), X.shape[0])
         prob = _ITMLProblem(Z, pc, W0=W0, gamma=p.gamma)
-        sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
-        # x ↦ L (x − m) / s = (L / s) x − const: the map on raw features, up to a translation
+        sol = self._solve(prob, p)
         self._keep_metric(prob.learned_metric(sol))
         self.pairs_ = pc
         self._set_solution(sol, p=p)
@@ -233,16 +199,11 @@ class KernelITML(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
 
     with K0 = κ0(X, X) the base kernel on the training points.  The learned kernel on
     arbitrary points is κ(z1, z2) = κ0(z1, z2) + k1ᵀ S k2 with S = K0⁺(K − K0)K0⁺ and
-    k_i = κ0(z_i, X_train) (Theorem 1, eq. 6).  Side information as in :class:`ITML`
-    (labels, or ``pairs``; bounds from the squared base-kernel distances).
+    k_i = κ0(z_i, X_train) (Theorem 1, eq. 6); the baseline of ``percentiles`` is κ0.
 
-    ``transform`` gives embedding coordinates ψ(X) of the learned kernel: ψ(z)ᵀψ(z')
-    equals κ(z, z') exactly when z and z' lie in the span of the training points in
-    feature space; otherwise the component orthogonal to that span, which the learned
-    W* = I + ΦSΦᵀ leaves unchanged, is dropped.  Inner products with training points stay
-    exact, so distances from a new point to the training points are the learned ones up to
-    a constant per new point (nearest-neighbour rankings are exact).  For exact values use
-    :meth:`learned_kernel`, :meth:`pair_distance` or :meth:`get_metric`.
+    %(pairs_side_information)s
+
+    %(kernel_extension_transform)s
 
     Parameters
     ----------
@@ -250,10 +211,15 @@ class KernelITML(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
     %(standardize)s
     gamma : float or None, default=1.0
         LogDet slack weight γ > 0; ``None`` imposes hard constraints.
-    scheme, n_similar, n_dissimilar, n_constraints, percentiles, tol, max_iter, \
-max_sweeps, random_state
-        As in :class:`ITML` (defaults "jain", 100, 100, None, (5.0, 95.0), 1e-3, 50000,
-        None, None); the bounds are percentiles of the squared base-kernel distances.
+    %(pair_sampling)s
+    %(percentiles)s
+    tol : float, default=1e-3
+        Stopping tolerance of the Bregman solver, as in :class:`ITML`.
+    max_iter : int, default=50000
+        Maximum number of sweeps over the constraints (then a
+        :class:`cvxkml.errors.ConvergenceWarning`).
+    %(max_sweeps)s
+    %(random_state)s
     ridge : float, default=0.0
         Non-negative value added to the diagonal of the training matrix K0 before
         learning (a white-noise term of the base kernel: it does not change κ0 between
@@ -279,7 +245,7 @@ max_sweeps, random_state
 
     Notes
     -----
-    Progress is reported once per attempt of the Bregman solver (as in :class:`ITML`).
+    %(bregman_progress)s
 
     References
     ----------
@@ -334,11 +300,8 @@ max_sweeps, random_state
 
     def _fit(self, X, y, pairs, p):
         kern, K0, K0_fit, pc = self._kernel_pairs(X, y, pairs, p, p.ridge)
-        sol = _LogDetKernelProblem(K0_fit, pc, gamma=p.gamma).solve(
-            tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver()
-        )
-        self._extend(kern, X, K0_fit, sol.matrix)
-        self.embedding_ = self.learned_kernel_.embed_cross(K0)
+        sol = self._solve(_LogDetKernelProblem(K0_fit, pc, gamma=p.gamma), p)
+        self._extend(kern, X, K0_fit, sol.matrix, K_train=K0)
         self.pairs_ = pc
         self._set_solution(sol, p=p)
 
@@ -358,8 +321,10 @@ class LowRankKernelITML(PairLearnerMixin, CvxkmlEstimator):
 
     A new point x is mapped to its factor coordinates g(x) (computed from κ0(x, X_train)
     by the same factorization), then to Bᵀg(x) (§6.1); training points map to the rows of
-    G0 B (exactly for ``"eigen"``).  Side information as in :class:`ITML` (labels, or
-    ``pairs``; bounds from the squared distances under the factored K0 = G0 G0ᵀ).
+    G0 B (exactly for ``"eigen"``).  The baseline of ``percentiles`` is the factored
+    K0 = G0 G0ᵀ.
+
+    %(pairs_side_information)s
 
     Parameters
     ----------
@@ -370,14 +335,18 @@ class LowRankKernelITML(PairLearnerMixin, CvxkmlEstimator):
     method : {"eigen", "icholesky", "nystroem"}, default="eigen"
         Factorization of K0: top-r eigenvectors (G0 = V_r Λ_r^½), pivoted incomplete
         Cholesky, or Nyström on r random landmark points (seeded by ``random_state``).
-    kernel, kernel_params, standardize
-        The base kernel κ0 and the standardization of the features, as in
-        :class:`KernelITML` (defaults "gaussian", None, "auto").
+    %(kernel_parameters)s
+    %(standardize)s
     gamma : float or None, default=1.0
         LogDet slack weight γ > 0; ``None`` imposes hard constraints.
-    scheme, n_similar, n_dissimilar, n_constraints, percentiles, tol, max_iter, max_sweeps
-        As in :class:`ITML` (defaults "jain", 100, 100, None, (5.0, 95.0), 1e-6, 50000,
-        None).
+    %(pair_sampling)s
+    %(percentiles)s
+    tol : float, default=1e-6
+        Stopping tolerance of the Bregman solver, as in :class:`ITML`.
+    max_iter : int, default=50000
+        Maximum number of sweeps over the constraints (then a
+        :class:`cvxkml.errors.ConvergenceWarning`).
+    %(max_sweeps)s
     factor_tol : float, default=1e-10
         Relative tolerance of the factorization: eigenvalues below ``factor_tol`` × the
         largest are dropped (``"eigen"``); pivoting stops when the residual trace is at most
@@ -477,7 +446,7 @@ default=None
         fact = factorize(K0, p.method, p.rank, p.factor_tol, None, as_generator(p.random_state))
         pc = self._pair_constraints(y, pairs, p, baseline_metric(fact.G0), X.shape[0])
         prob = LowRankLogDet(fact, pc, gamma=p.gamma)
-        sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
+        sol = self._solve(prob, p)
         self.X_fit_ = X
         self.kernel_ = kern
         self.factorization_ = fact

@@ -1,18 +1,7 @@
 """scikit-learn estimators for LMNN and metric learning with multiple kernels (Wang, Do,
-Woznica & Kalousis, NIPS 2011; Weinberger & Saul 2009).
-
-* :class:`LMNN` — linear LMNN on the features, or kernel LMNN on the empirical kernel
-  map k(x) = [κ(x, x_1), …, κ(x, x_n)] (eq. 2, 18; ``kernel="precomputed"`` accepted).
-* :class:`LMNNMKL` — LMNN with multiple kernels: ``variant="P"`` (LMNN-MKL_P, the
-  rank-one kernel weights of eq. 15–17, Algorithm 1), ``"mu"`` (the MKL_μ variant with
-  LMNN's convex majorizer), ``"NR"`` (NR-LMNN-MKL, eq. 12–14).
-
-Both learn A = LᵀL on a feature map z(x) (x itself, k(x), k_μ(x) = Σ μ_l k_l(x), or
-(k_1(x), …, k_m(x))) and follow the metric-learn vocabulary: ``transform(X) = z(X) Lᵀ``
-(Euclidean distances there are the learned distances), ``components_`` = L,
-``get_metric()`` (a picklable callable usable as ``KNeighborsClassifier(metric=...)``),
-``pair_distance`` (:mod:`cvxkml.estimators._base`).  Their side information is the
-labels, with the target neighbours picked by the paper's rule or given (``targets``).
+Woznica & Kalousis, NIPS 2011; Weinberger & Saul 2009): :class:`LMNN` (linear, or on a
+kernel's empirical map) and :class:`LMNNMKL` (multiple kernels).  Both learn A = LᵀL on a
+feature map z(x), so ``transform(X) = z(X) Lᵀ``, from labels and target neighbours.
 """
 
 from __future__ import annotations
@@ -212,8 +201,7 @@ class LMNN(_TargetNeighborsMixin, MetricMixin, CvxkmlEstimator):
         width and a precomputed kernel see the features as given.
     tol : float, default=1e-3
         Certified relative optimality gap at which the solver stops (a proof that the
-        objective is within 0.1 % of the optimum; 1e-5 gave the same 1-NN accuracy on
-        Wine and breast cancer for several times the iterations).
+        objective is within ``tol`` of the optimum, relatively).
     max_iter : int, default=20000
         Iteration budget of the solver (then a :class:`ConvergenceWarning`).
     stall_iter : int, default=2000
@@ -303,7 +291,7 @@ class LMNN(_TargetNeighborsMixin, MetricMixin, CvxkmlEstimator):
         return p.kernel == "linear" or super()._auto_standardize(p)
 
     def _solve(self, prob, p):
-        return prob.solve(tol=p.tol, max_iter=p.max_iter, stall_iter=p.stall_iter, callback=p.monitor.for_solver())
+        return super()._solve(prob, p, stall_iter=p.stall_iter)
 
     def _fit(self, X, y, triplets, p):
         kw = {"small_classes": p.small_classes, **_given(triplets)}
@@ -359,8 +347,7 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         unit of the paper's §6.2 widths); ``"nr"``: the same set with σ = 0.5, the paper's
         NR-LMNN-MKL set (on standardized features with many dimensions that Gaussian is
         nearly the identity kernel, the LMNN objective can then reach 0 with many
-        minimizers, and the learned metric is arbitrary: digits-500 1-NN 0.924 against
-        "auto"'s 0.952, reference/estimators-bench.md); ``"paper"``: the 20 kernels of §6.1
+        minimizers, and the learned metric is arbitrary); ``"paper"``: the 20 kernels of §6.1
         (:func:`cvxkml.mkl_kernels.paper_kernels`; every metric and weight step then works
         on 20 kernel matrices, many times the cost of the default); or a list of
         :class:`~cvxkml.kernels.Kernel`, ``(Kernel, columns)`` pairs or

@@ -1,17 +1,5 @@
 """scikit-learn estimator for kernel-space POLA (Jain et al. 2012 §5.2; Shalev-Shwartz,
-Singer & Ng 2004).
-
-:class:`KernelPOLA` learns the kernel matrix on the training points,
-
-    min_{K ⪰ 0} ½‖K0^-½ K K0^-½‖²_F   s.t.  y_ij (b − d_K(i, j)) >= 1,
-
-(d_K(i, j) = K_ii + K_jj − 2K_ij; similar pairs d <= b − 1, dissimilar d >= b + 1; pairs
-drawn from class labels or given), with the fast dual solver of
-:mod:`cvxkml.solvers.pola`, and extends it to new points with the linear-transformation
-kernel of Theorem 4 / eq. 18 for the Frobenius regularizer (α = 0):
-κ(z1, z2) = k1ᵀ S k2,  S = K0⁺ K* K0⁺.  With α = 0 the learned W* = Φ S Φᵀ lives in the
-span of the training points, so ``transform`` is exact for every point (not only those in
-the span).
+Singer & Ng 2004): :class:`KernelPOLA`.
 """
 
 from __future__ import annotations
@@ -45,7 +33,10 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
     space (Theorem 4 with the Frobenius regularizer, α = 0).  Hard constraints: with a
     full-rank K0 (e.g. a Gaussian kernel on distinct points) label-consistent pairs are
     always feasible; a rank-deficient K0 (a linear kernel with more points than features)
-    may make them infeasible — add ``ridge`` or use fewer pairs.
+    may make them infeasible — add ``ridge`` or use fewer pairs.  Solved by the dual
+    solver of :mod:`cvxkml.solvers.pola`; the extension to new points is eq. 18 with
+    α = 0, κ(z1, z2) = k1ᵀ S k2, S = K0⁺ K* K0⁺: the learned W* = Φ S Φᵀ lives in the span
+    of the training points, so ``transform`` is exact for every point.
 
     Side information: class labels (pairs drawn by ``scheme`` as in
     :class:`cvxkml.estimators.ITML`) or user-given ``pairs``: an (m, 2) index array
@@ -55,17 +46,15 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
 
     Parameters
     ----------
-    kernel, kernel_params, standardize
-        The base kernel κ0 and the standardization of the features, as in
-        :class:`cvxkml.estimators.KernelITML` (defaults "gaussian", None — the median
-        heuristic —, "auto"; ``"precomputed"``: ``fit`` takes κ0(X_train, X_train),
-        ``transform`` takes κ0(X_new, X_train)).
+    %(kernel_parameters)s
+    %(standardize)s
     b : float, default=2.0
         POLA's distance threshold (> 1): similar pairs get squared learned distance
         <= b − 1, dissimilar pairs >= b + 1.
-    scheme, n_similar, n_dissimilar, n_constraints, random_state
-        Pair sampling from the labels, as in :class:`cvxkml.estimators.ITML` (defaults
-        "jain", 100, 100, None, None).
+    %(pair_sampling)s
+    random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
+default=None
+        Seed of the pair sampling.
     ridge : float, default=0.0
         Added to the diagonal of the training K0 before learning.
     tol : float, default=1e-6
@@ -147,8 +136,7 @@ class KernelPOLA(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
 
     def _fit(self, X, y, pairs, p):
         kern, K0, K0_fit, pc = self._kernel_pairs(X, y, pairs, p, p.ridge)
-        sol = POLAKernel(K0_fit, pc).solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
-        self._extend(kern, X, K0_fit, sol.matrix, alpha=0.0)
-        self.embedding_ = self.learned_kernel_.embed_cross(K0)
+        sol = self._solve(POLAKernel(K0_fit, pc), p)
+        self._extend(kern, X, K0_fit, sol.matrix, alpha=0.0, K_train=K0)
         self.pairs_ = pc
         self._set_solution(sol, p=p)

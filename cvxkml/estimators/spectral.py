@@ -1,35 +1,7 @@
-"""scikit-learn estimator for von Neumann kernel learning.
-
-:class:`VonNeumannKernelLearner` learns a kernel matrix on the training points under pair
-constraints built from labels, with one of the two von Neumann problems of the package:
-
-* ``divergence="kulis"`` (default): Kulis, Sustik & Dhillon (JMLR 2009) §5.2,
-
-      min_K  D_vN(K, K0) + γ D_vN(diag ξ, diag ξ0)     (:class:`cvxkml.declare.VonNeumannKernel`)
-
-  solved on its Lagrange dual by projected Newton-CG
-  (:func:`cvxkml.solvers.vonneumann.vonneumann_slack_newton`: the optimum of their
-  Algorithm 3, certified by the duality gap, in a few Newton steps instead of sweeps of
-  rank-one eigen-updates; Algorithm 3 runs for hard constraints and when Newton does not
-  certify).  K keeps the range of K0 (K = V0 X̂ V0ᵀ), so the learned
-  kernel between arbitrary points is the range-space extension
-  κ(z1, z2) = k1ᵀ K0⁺ K K0⁺ k2, i.e. :class:`~cvxkml.learned.LearnedKernel` with α = 0
-  (Kulis et al. §6.1: the factor K = G0 B Bᵀ G0ᵀ applied to new points' factor coordinates).
-* ``divergence="jain"``: Jain, Kulis, Davis & Dhillon (JMLR 2012) eq. 22,
-  min_K f_vN(K0^-½ K K0^-½) (+ the same slack)  (``SpectralKernel(K0, …, VonNeumann())``),
-  equivalent by their Theorem 4 to the metric problem min_W D_vN(W, I) in feature space, so
-  W* = αI + ΦSΦᵀ with α = 1 (the minimizer of f_s(x) = x log x − x + 1) and the learned
-  kernel on new points is eq. 18, κ(z1, z2) = κ0(z1, z2) + k1ᵀ S k2, S = K0⁺(K − K0)K0⁺.
-
-Both follow the conventions of :mod:`cvxkml.estimators._base`: ``transform``
-(embedding of the learned kernel), ``learned_kernel``, ``get_metric``, ``pair_distance``,
-``pair_score``, and learn from labels or given ``pairs``.  ``"jain"`` evaluates them through
-:class:`~cvxkml.learned.LearnedKernel` with α = 1, like KernelITML.  ``"kulis"`` keeps a LearnedKernel with α = 0
-(``learned_kernel_``) but evaluates through the equivalent factor form
-κ(z1, z2) = g1ᵀ B Bᵀ g2 (g the Nyström coordinates of K0's eigen factorization, B from the
-solver's W and Q), because S = K0⁺ K K0⁺ has entries of order 1/p_min and the products
-k1ᵀ S k2 can lose most of their digits when K0 is nearly singular (Gaussian kernel on 30
-points: transforms differed by 5 % between two evaluations that differ only in round-off).
+"""scikit-learn estimators for spectral kernel and metric learning:
+:class:`VonNeumannKernelLearner` (Kulis et al. 2009 §5.2, or Jain et al. 2012 eq. 22), and
+:class:`SpectralKernelLearner` / :class:`SpectralMetricLearner`, which take any spectral
+regularizer (Jain et al. 2012 eq. 12–13, Theorem 4).
 """
 
 from __future__ import annotations
@@ -67,47 +39,44 @@ class VonNeumannKernelLearner(KernelExtensionMixin, PairLearnerMixin, CvxkmlEsti
     al. 2012, eq. 22), with the learned kernel extended to new points.
 
     Pair constraints K_ii + K_jj − 2K_ij <= ξ_ij for similar and >= ξ_ij for dissimilar
-    pairs, slack penalized by γ D_vN(diag ξ, diag ξ0) (Kulis et al. §6.2.1).  Side
-    information as in :class:`cvxkml.estimators.ITML`: class labels (pairs drawn by
-    ``scheme``, ξ0 = the ``percentiles`` of the squared base-kernel distances) or
-    user-given ``pairs``; ``pairs_`` holds the pairs used.
+    pairs, slack penalized by γ D_vN(diag ξ, diag ξ0) (Kulis et al. §6.2.1); the baseline
+    of ``percentiles`` is κ0.
 
-    ``transform`` gives embedding coordinates ψ(X) of the learned kernel
-    (ψ(z)ᵀψ(z') = κ(z, z')).  ``divergence="kulis"``: ψ(z) = Bᵀ g(z) with g the factor
-    coordinates of z (from κ0(z, X_train)); exact, since with α = 0 the learned kernel
-    lives on the span of the training points.  ``"jain"``: as
-    :class:`cvxkml.estimators.KernelITML` (the component of z orthogonal to the training
-    span, on which the learned kernel is κ0, is dropped; distances to training points are
-    exact up to a per-point constant).  :meth:`learned_kernel` is eq. 18 with
-    α = ``alpha_``.
+    %(pairs_side_information)s
+
+    ``divergence="kulis"`` (default) solves min D_vN(K, K0) (Kulis et al. §5.2) on its
+    Lagrange dual by projected Newton-CG, certified by the duality gap
+    (:func:`cvxkml.solvers.vonneumann.vonneumann_slack_newton`; their Algorithm 3 of
+    rank-one eigen-updates runs for hard constraints and when Newton does not certify).
+    K keeps the range of K0, so the learned kernel on new points is eq. 18 with α = 0,
+    κ(z1, z2) = k1ᵀ K0⁺ K K0⁺ k2, evaluated in the equivalent factor form g1ᵀ B Bᵀ g2
+    (g the factor coordinates from κ0(z, X_train), §6.1): S = K0⁺ K K0⁺ has entries of
+    order 1/p_min (p_min the smallest kept eigenvalue of K0), so the products k1ᵀ S k2
+    lose digits for a nearly singular K0, and the factor form does not.  ``transform``
+    is ψ(z) = Bᵀ g(z), exact everywhere.
+
+    ``divergence="jain"`` solves min f_vN(K0^-½ K K0^-½) (Jain et al. eq. 22), equivalent
+    by Theorem 4 to min_W D_vN(W, I) in feature space, so W* = I + ΦSΦᵀ (α = 1, the
+    minimizer of f_s(x) = x log x − x + 1) and the extension is eq. 18 with α = 1, as for
+    :class:`~cvxkml.estimators.KernelITML` (whose ``transform`` drops the component of a
+    point orthogonal to the training span; distances to training points are exact up to a
+    constant per point).
 
     Parameters
     ----------
     divergence : {"kulis", "jain"}, default="kulis"
-        ``"kulis"``: min D_vN(K, K0) (Kulis et al. §5.2), extension to new points
-        κ(z1, z2) = k1ᵀ S k2 with S = K0⁺ K K0⁺ (α = 0: the learned kernel lives on the span of
-        the training points).  ``"jain"``: min f_vN(K0^-½ K K0^-½) (Jain et al. eq. 22), extension
-        κ0(z1, z2) + k1ᵀ S k2 with S = K0⁺(K − K0)K0⁺ (Theorem 4, α = 1).  For a linear kernel
-        and training points spanning the feature space the two extensions coincide for a given
-        K; the two problems have different optima (D_vN is not invariant under congruence).
-        On labelled data ``"jain"`` needs many more sweeps.
-    kernel : {"gaussian", "rbf", "linear", "polynomial", "poly", "precomputed"}, \
-default="gaussian"
-        The base kernel κ0, as in :class:`~cvxkml.estimators.KernelITML` (with
-        ``"precomputed"``, ``fit`` takes κ0(X_train, X_train) and ``transform`` κ0(X_new, X_train)).
-    kernel_params : dict or None, default=None
-        Base kernel parameters (Gaussian default: the median heuristic, as in
-        :class:`~cvxkml.estimators.KernelITML`).
+        The problem (see above).  For a linear kernel and training points spanning the
+        feature space the two extensions coincide for a given K; the two problems have
+        different optima (D_vN is not invariant under congruence).  On labelled data
+        ``"jain"`` needs many more sweeps.
+    %(kernel_parameters)s
     %(standardize)s
     gamma : float or None, default=1.0
         von Neumann slack weight γ > 0 (larger = constraints enforced more strictly); ``None``
         imposes hard constraints (which random label pairs may make infeasible).
-    scheme, n_similar, n_dissimilar, n_constraints, percentiles, random_state
-        Pair constraints from the labels, as in :class:`~cvxkml.estimators.ITML`
-        (defaults "jain", 100, 100, None, (5.0, 95.0), None); the bounds are percentiles
-        of the squared base-kernel distances.  The dual Newton solver's cost per step is
-        one r × r eigendecomposition plus O(m r²) per conjugate-gradient product, so the
-        number of pairs m matters little.
+    %(pair_sampling)s
+    %(percentiles)s
+    %(random_state)s
     tol : float, default=1e-6
         The certificate: the solve stops when the Lagrange duality gap is at most
         ``tol``·max(1, |objective|) (with slack, the primal point is the learned K with its
@@ -115,11 +84,9 @@ default="gaussian"
         solved by Algorithm 3, stopped on its relative dual change below ``tol`` and the
         same certificate.
     max_iter : int, default=10000
-        Maximum number of Newton iterations (at most 200 in the slack solver, where about 5
-        are typical) or, on the fallback, of Algorithm 3's sweeps (then a
-        :class:`cvxkml.errors.ConvergenceWarning`).
-    max_sweeps : int or None, default=None
-        Deprecated former name of ``max_iter``.
+        Maximum number of Newton iterations (at most 200 in the slack solver) or, on the
+        fallback, of Algorithm 3's sweeps (then a :class:`cvxkml.errors.ConvergenceWarning`).
+    %(max_sweeps)s
     %(control)s
 
     Attributes
@@ -131,9 +98,8 @@ default="gaussian"
         Weight of κ0 in the extension to new points (0 for ``"kulis"``, 1 for ``"jain"``).
     learned_kernel_ : cvxkml.learned.LearnedKernel
         The learned kernel as a function of new points in the form of eq. 18,
-        α κ0(z1, z2) + k1ᵀ S k2 with S = K0⁺(K − αK0)K0⁺.  For ``"kulis"`` the estimator's own
-        methods use the equivalent factor form instead (S has entries of order 1/p_min, p_min
-        the smallest kept eigenvalue of K0, so k1ᵀ S k2 loses digits for nearly singular K0).
+        α κ0(z1, z2) + k1ᵀ S k2 with S = K0⁺(K − αK0)K0⁺ (``"kulis"``: the estimator's own
+        methods use the factor form, see above).
     factorization_ : cvxkml.factor.Factorization or None
         ``"kulis"``: K0 = V0 diag(p) V0ᵀ as the eigen factorization G0 = V0 P^½ with the map of
         new points to factor coordinates g(z) = P^-½ V0ᵀ κ0(X_train, z).  None for ``"jain"``.
@@ -224,8 +190,8 @@ default="gaussian"
             prob, alpha = VonNeumannKernel(K0, pc, gamma=p.gamma), 0.0
         else:
             prob, alpha = SpectralKernel(K0, pc, VonNeumann(), gamma=p.gamma), VonNeumann.alpha
-        sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
-        self._extend(kern, X, K0, sol.matrix, float(alpha))
+        sol = self._solve(prob, p)
+        self._extend(kern, X, K0, sol.matrix, float(alpha), K_train=None if p.divergence == "kulis" else K0)
         self.alpha_ = float(alpha)
         self.divergence_ = p.divergence
         if p.divergence == "kulis":
@@ -239,12 +205,10 @@ default="gaussian"
             self.embedding_ = (V0 @ W) * np.exp(0.5 * q)
         else:
             self.factorization_ = self.B_ = None
-            self.embedding_ = self.learned_kernel_.embed_cross(K0)
         self.pairs_ = pc
         self._set_solution(sol, p=p)
 
-    # "kulis" evaluates the learned kernel in the factor form g1ᵀ B Bᵀ g2 (see the module
-    # description); "jain" through the learned kernel of eq. 18 (KernelExtensionMixin)
+    # "kulis": the factor form g1ᵀ B Bᵀ g2 (class description); "jain": KernelExtensionMixin
     def _embedding(self):
         if self.divergence_ == "kulis":
             return KernelMap(self.kernel_, self.X_fit_, FactorCross(self.factorization_, self.B_))
@@ -392,7 +356,7 @@ class SpectralKernelLearner(KernelExtensionMixin, _SpectralLearner):
     fast solver the problem dispatches to; every answer carries its Lagrange certificate).
     The learned kernel is extended to new points by eq. 18,
     κ(z1, z2) = α κ0(z1, z2) + k1ᵀ S k2 with S = K0⁺(K − αK0)K0⁺ and α the minimizer of
-    the regularizer's f_s (Theorem 4).
+    the regularizer's f_s (Theorem 4).  The baseline of ``percentiles`` is κ0.
 
     Parameters
     ----------
@@ -412,11 +376,11 @@ class SpectralKernelLearner(KernelExtensionMixin, _SpectralLearner):
     gamma : float, default=1.0
         The slack weight γ of ``"slack"``.
     margin : float or None, default=None
-        The triplet margin (None: the lower ``percentiles`` value of the squared base-kernel
+        The triplet margin (None: the lower ``percentiles`` value of the squared baseline
         distances, the similar-pair bound).
-    scheme, n_similar, n_dissimilar, n_constraints, percentiles, random_state
-        Pairs from the labels, as in :class:`~cvxkml.estimators.ITML` (defaults "jain", 100,
-        100, None, (5.0, 95.0), None).
+    %(pair_sampling)s
+    %(percentiles)s
+    %(random_state)s
     tol : float, default=1e-6
         Relative duality gap of the certificate.
     max_iter : int, default=10000
@@ -509,12 +473,9 @@ class SpectralKernelLearner(KernelExtensionMixin, _SpectralLearner):
         kern, K0 = self._kernel_matrix(X, p)
         cons, gamma = self._side_information(y, pairs, triplets, p, baseline_kernel(K0), X.shape[0])
         reg = p.regularizer
-        sol = SpectralKernel(K0, cons, reg, gamma=gamma).solve(
-            tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver()
-        )
+        sol = self._solve(SpectralKernel(K0, cons, reg, gamma=gamma), p)
         self.alpha_ = float(reg.alpha)
-        self._extend(kern, X, K0, sol.matrix, self.alpha_)
-        self.embedding_ = self.learned_kernel_.embed_cross(K0)
+        self._extend(kern, X, K0, sol.matrix, self.alpha_, K_train=K0)
         self._set_solution(sol, p=p)
 
 
@@ -626,6 +587,6 @@ random_state, tol, max_iter
             y, pairs, triplets, p, chunked_baseline(baseline_metric(Z), Z.shape[1]), X.shape[0]
         )
         prob = SpectralMetric(Z, cons, p.regularizer, gamma=gamma)
-        sol = prob.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
+        sol = self._solve(prob, p)
         self._keep_metric(prob.learned_metric(sol))
         self._set_solution(sol, p=p)

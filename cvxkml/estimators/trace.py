@@ -1,23 +1,6 @@
 """scikit-learn transformer for Trace-SSIKDR, trace-norm inductive semi-supervised kernel
-dimensionality reduction (Jain et al. 2012, §5.4, eq. 26–28, Algorithm 2, Lemma 10).
-
-:class:`TraceSSIKDR` takes hard pair constraints — drawn from class labels
-(:meth:`cvxkml.sideinfo.PairConstraints.from_labels`, bounds from percentiles of the
-base-kernel distances) or given — solves
-
-    min_{K̃ ⪰ 0} τ tr K̃ + ‖K̃‖²_F   s.t.  d_K(i, j) <= u (similar),  >= l (dissimilar),
-    K = K0^½ K̃ K0^½                                                          (26)
-
-on its Lagrange dual by projected Newton-CG in the eigenbasis of the dual matrix
-(:func:`cvxkml.solvers.trace.trace_pair_newton`, stopped on the duality-gap certificate;
-the accelerated Uzawa iteration of :func:`cvxkml.solvers.trace.trace_uzawa`, which solves
-the same problem with hundreds of eigendecompositions where Newton needs about a dozen
-steps, runs when Newton does not certify), and maps any point x to
-the k-dimensional coordinates of the learned low-rank transformation,
-
-    x ↦ K̃^½ K0^-½ κ0(X_train, x)   (written in the eigenbasis of K̃, largest first),
-
-where k = rank K̃ is decided by the data and τ (see :attr:`TraceSSIKDR.rank_`).
+dimensionality reduction (Jain et al. 2012, §5.4, eq. 26–28, Algorithm 2, Lemma 10):
+:class:`TraceSSIKDR`.
 """
 
 from __future__ import annotations
@@ -46,23 +29,28 @@ __all__ = ["TraceSSIKDR"]
 class TraceSSIKDR(PairLearnerMixin, CvxkmlEstimator):
     """Trace-norm inductive semi-supervised kernel dimensionality reduction (Jain et al.
     2012, §5.4): a low-rank linear transformation of the base kernel's feature space,
-    learned from pair constraints, applied to new points.  Side information as in
-    :class:`cvxkml.estimators.ITML`: class labels (pairs drawn by ``scheme``, bounds u and l
-    from ``percentiles``) or user-given ``pairs`` (a PairConstraints used as given, or an
-    (m, 2) / (m, 3) index array with percentile bounds); ``pairs_`` holds the pairs used.
+    learned from pair constraints, applied to new points.  Solves
 
-    The learned kernel on the training points is K = K0^½ K̃ K0^½ with K̃ the solution
-    of eq. 26 (hard constraints: there is no slack).  ``transform`` maps x to
-    diag(√s) Uᵀ Λ^-½ Vᵀ κ0(X_train, x), where K0 = V Λ Vᵀ and K̃ = U diag(s) Uᵀ (s > 0,
-    decreasing): the coordinates of K̃^½ K0^-½ k_x in the eigenbasis of K̃, so column c
-    is the c-th most important learned direction.  Inner products of the training
+        min_{K̃ ⪰ 0} τ tr K̃ + ‖K̃‖²_F   s.t.  d_K(i, j) <= u (similar),  >= l (dissimilar),
+        K = K0^½ K̃ K0^½                                                          (26)
+
+    (hard constraints: there is no slack) on its Lagrange dual by projected Newton-CG in
+    the eigenbasis of the dual matrix, stopped on the duality-gap certificate
+    (:func:`cvxkml.solvers.trace.trace_pair_newton`; the accelerated Uzawa iteration of
+    :func:`cvxkml.solvers.trace.trace_uzawa` runs when Newton does not certify).  The
+    baseline of ``percentiles`` is κ0.
+
+    %(pairs_side_information)s
+
+    ``transform`` maps x to diag(√s) Uᵀ Λ^-½ Vᵀ κ0(X_train, x), where K0 = V Λ Vᵀ and
+    K̃ = U diag(s) Uᵀ (s > 0, decreasing): the coordinates of K̃^½ K0^-½ k_x in the
+    eigenbasis of K̃, so column c is the c-th most important learned direction.  Inner products of the training
     points' coordinates reproduce the learned training kernel K exactly.
 
     **The output dimension is data-dependent.**  The trace norm makes K̃ low rank, but
     its rank k (:attr:`rank_`) is decided by τ, the constraints and the data, not fixed in
     advance: raising τ never raises it, and as τ → ∞ it tends to the rank of the
-    minimum-trace feasible K̃, which can be well above 2 (on 100 MNIST digits with
-    1 300 label pairs it stays at about 12 even for τ = 1000).  For a fixed dimension give
+    minimum-trace feasible K̃, which can be well above 2.  For a fixed dimension give
     ``n_components``: ``transform`` then keeps the leading ``min(n_components, k)``
     coordinates (a truncation of the learned transformation to its top eigen-directions).
     :attr:`n_components_` always reports the number of columns ``transform`` returns.
@@ -77,34 +65,22 @@ class TraceSSIKDR(PairLearnerMixin, CvxkmlEstimator):
         Number of output coordinates: None keeps all k = :attr:`rank_`; an integer keeps
         the leading ``min(n_components, rank_)`` (a UserWarning says so when the learned
         rank is smaller than asked).
-    scheme, n_similar, n_dissimilar, n_constraints
-        How pairs are drawn from the labels, as in :class:`cvxkml.estimators.ITML`
-        (defaults "jain", 100, 100, None).  The dual Newton solver's cost grows mildly
-        with the number of pairs (an O(m r²) Hessian product per conjugate-gradient step);
-        on the digits subset 50 + 50 pairs per class fell below the Euclidean 1-NN
-        baseline where 100 + 100 did not (reference/estimator-speed.md).
-    percentiles : tuple of two floats, default=(5.0, 95.0)
-        Percentiles (lower, upper) of the squared base-kernel distances over all pairs of
-        training points giving the bounds u (similar) and l (dissimilar).  Jain et al.
-        §6 use (1, 99).
+    %(pair_sampling)s
+    %(percentiles)s
+        Jain et al. §6 use (1, 99).
     tol : float, default=1e-6
         The certificate of the dual solver: it stops when the Lagrange duality gap is at
         most ``tol``·max(1, |objective|) and every hard constraint holds to ``tol``
         relative (max(1, |bound|)).
     max_iter : int, default=20000
-        Maximum number of Newton iterations (at most 500; about a dozen are typical, each
-        one eigendecomposition of the r × r whitened matrix plus a conjugate-gradient
-        Newton system), and of the Uzawa iterations when Newton does not certify; when
-        reached, the solver emits a
+        Maximum number of Newton iterations (at most 500, each one eigendecomposition of
+        the r × r whitened matrix plus a conjugate-gradient Newton system), and of the Uzawa
+        iterations when Newton does not certify; when reached, the solver emits a
         :class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept (an
         infeasible constraint set — possible for a rank-deficient K0 — ends this way).
-        The solve follows the library's thread policy (``cvxkml.set_config(blas_threads=…)``,
-        default one BLAS thread).
-    max_sweeps : int or None, default=None
-        Deprecated former name of ``max_iter``.
-    random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
-default=None
-        Seed of the pair sampling (and of the percentile sample for large n).
+        The solve follows the library's thread policy (``cvxkml.set_config(blas_threads=…)``).
+    %(max_sweeps)s
+    %(random_state)s
     %(control)s
 
     Attributes
@@ -199,13 +175,10 @@ default=None
 
     def _fit(self, X, y, pairs, p):
         kern, K0, _, pc = self._kernel_pairs(X, y, pairs, p)
-        # the library's thread policy (blas_threads, default 1): the solver does many small
-        # (r × r) products and eigendecompositions, where threads only add synchronisation
-        # cost.  The dual Newton solver (certified: gap and hard violations within tol)
-        # replaces the Uzawa iteration (hundreds of iterations on an ill-conditioned K0)
+        # many small (r × r) products and eigendecompositions: threads only add synchronisation
         with blas_limit():
             problem = _TraceProblem(K0, pc, tau=p.tau)
-            sol = problem.solve(tol=p.tol, max_iter=p.max_iter, callback=p.monitor.for_solver())
+            sol = self._solve(problem, p)
             P, s = problem.embedding_basis(sol)
         k = int(s.size)
         nc = p.n_components

@@ -1,12 +1,6 @@
 """scikit-learn estimator for the scalable semi-supervised kernel metric of Yeung, Chang &
-Dai (IJCAI 2007), plus the random similarity sets their experiments use.
-
-:class:`SemiSupervisedKernelMetric` learns, from similarity pairs only, a re-weighting
-β of the kernel PCA components of a base kernel on m landmarks (eq. 1–7), embeds every
-other point by kernel-LLE weights over its K nearest landmarks in feature space
-(eq. 8–12, with the iterative extension of §3.3), and maps new points to learned KPCA
-coordinates ỹ_β = D_β^½ V_αᵀ w (eq. 13–14): Euclidean distances between these
-coordinates are the learned distances of eq. 16.
+Dai (IJCAI 2007), :class:`SemiSupervisedKernelMetric`, plus the random similarity sets
+their experiments use (:func:`random_similar_pairs`).
 """
 
 from __future__ import annotations
@@ -135,10 +129,8 @@ class SemiSupervisedKernelMetric(LearnedKernelMixin, PairLearnerMixin, CvxkmlEst
     kernel : {"gaussian", "rbf", "linear", "polynomial", "poly"}, default="gaussian"
         The base kernel k̂.
     kernel_params : dict or None, default=None
-        ``sigma`` or ``gamma`` for the Gaussian kernel exp(−gamma‖x − y‖²)
-        (gamma = 1 / (2 sigma²)); ``degree``, ``coef0``, ``scale`` for the polynomial
-        kernel.  None: defaults; for the Gaussian kernel the median heuristic,
-        gamma = 1 / median_{i<j} ‖z_i − z_j‖² over the (standardized) training points.
+        Parameters of the base kernel, as for :class:`~cvxkml.estimators.KernelITML`
+        (None: defaults; for the Gaussian kernel the median heuristic).
     %(standardize)s
     n_landmarks : int or None, default=2000
         m.  It must be at least the number of distinct points in S (at most 2 |S|, so the
@@ -154,19 +146,15 @@ class SemiSupervisedKernelMetric(LearnedKernelMixin, PairLearnerMixin, CvxkmlEst
         ε times its mean diagonal s is replaced by itself + ε s I (footnotes 3–4).
     n_similar : int, default=1000
         |S| when S is drawn from labels in ``fit`` (uniformly among same-label pairs).
-        With 200 pairs the digits subset stayed below the Euclidean k-NN baseline for
-        every ``rank_rtol`` tried; 1000 reached it (reference/estimator-speed.md).
     rank_rtol : float, default=3e-2
         The dimension q of the spectral embedding (eq. 6): eigenvalues of L at most
         ``rank_rtol`` times the largest count as zero, so q is the number of KPCA
         components with μ_r > ``rank_rtol``·μ_1 (in later iterations of the extension:
         β_r² > ``rank_rtol``·max β²).  The paper keeps every positive eigenvalue
         (``rank_rtol=1e-10`` reproduces that); β ∝ D_S⁻¹1 then gives the trailing,
-        noise-dominated components weights of the order of the leading ones, and on Wine,
-        breast cancer and digits this lowered the paper's own separation measure J
-        (eq. 17) on held-out points below the base kernel's, with 1-NN below Euclidean
-        k-NN; 3e-2 keeps the leading components (measurements in
-        reference/estimator-speed.md).
+        noise-dominated components weights of the order of the leading ones, which can
+        lower the paper's own separation measure J (eq. 17) on held-out points below the
+        base kernel's; 3e-2 keeps the leading components.
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
 default=None
         Seed of the pair sampling and of the random landmarks.
