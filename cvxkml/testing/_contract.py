@@ -7,7 +7,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InfeasibleError
-from ._instances import factor_instance, forest_pairs, kernel_instance, metric_instance, random_pairs, variant_instance
+from ._instances import (
+    factor_instance,
+    forest_pairs,
+    kernel_instance,
+    median_gaussian,
+    metric_instance,
+    random_pairs,
+    variant_instance,
+)
 from ._reference import UntrustedReference, _scale, assert_matches_reference, solve_fast_honestly, trusted_reference
 
 
@@ -370,8 +378,7 @@ def _register_builtin_cases():
 
     def kcr(seed):
         X, y = _labelled(seed, n=10)
-        sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-        return declare.KCR(gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0])))), y, 1.0)
+        return declare.KCR(median_gaussian(X), y, 1.0)
 
     def embedding(seed):
         rng = np.random.default_rng(seed)
@@ -451,8 +458,7 @@ def _register_builtin_cases():
         (declare.POLAKernel, lambda s: _pola_instance(s, True), {"tol": 1e-10}),
         (declare.POLAMetric, lambda s: _pola_instance(s, False), {"tol": 1e-10}),
         (declare.SDPLogDetKernel, sdp(True), {"tol": 1e-10}),
-        # the barrier's Bregman sweeps crawl on ill-conditioned optima (eigenvalues 1e-4 … 8e2
-        # need about 5·10⁴ sweeps, about 1 s)
+        # the barrier's Bregman sweeps crawl on ill-conditioned optima
         (declare.SDPLogDetMetric, sdp(False), {"tol": 1e-10, "max_iter": 200_000}),
         (declare.IPLR, iplr, {"tol": 1e-10}),
         (declare.SpectralReweighting, reweighting, {}),

@@ -6,6 +6,14 @@ import numpy as np
 
 
 # --------------------------------------------------------------------------- instances
+def median_gaussian(X):
+    """The Gaussian kernel matrix of X with σ the median distance between distinct points."""
+    from ..kernels import gaussian_kernel
+
+    sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
+    return gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+
+
 def random_pairs(rng, n, m):
     """m distinct index pairs i < j out of n points."""
     all_i, all_j = np.triu_indices(n, 1)
@@ -47,7 +55,6 @@ def metric_instance(seed, n, d, m, hard, percentiles=(5.0, 95.0)):
 def kernel_instance(seed, n, m, hard, kind="gaussian", percentiles=(5.0, 95.0)):
     """(K0, PairConstraints); kind: 'gaussian' (PD), 'linear-ridge' (PD) or 'lowrank'
     (rank d < n: the range-space path).  Hard draws use at most rank(K0) forest pairs."""
-    from ..kernels import gaussian_kernel
     from ..sideinfo import baseline_kernel
 
     rng = np.random.default_rng(seed)
@@ -59,8 +66,7 @@ def kernel_instance(seed, n, m, hard, kind="gaussian", percentiles=(5.0, 95.0)):
     else:
         X = rng.normal(size=(n, 3))
         if kind == "gaussian":
-            sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-            K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+            K0 = median_gaussian(X)
         else:
             K0 = X @ X.T + 0.5 * np.eye(n)
         rank = n
@@ -107,7 +113,6 @@ def variant_instance(seed, n, m, regularizer=None, kernel=False, hard_pairs=True
     random pairs under :class:`~cvxkml.sideinfo.Hinge`) and m relative triplets under
     ``Hinge(…, C)`` whose margin is the median squared baseline distance (so many are active)."""
     from .. import declare
-    from ..kernels import gaussian_kernel
     from ..sideinfo import Hinge, RelativeConstraints, baseline_kernel, baseline_metric
 
     rng = np.random.default_rng(seed)
@@ -115,8 +120,7 @@ def variant_instance(seed, n, m, regularizer=None, kernel=False, hard_pairs=True
     X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
     reg = declare.LogDet() if regularizer is None else regularizer
     if kernel:
-        sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-        K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+        K0 = median_gaussian(X)
         baseline, dim = baseline_kernel(K0), n
     else:
         baseline, dim = baseline_metric(X), d
@@ -176,7 +180,6 @@ def feasible_instance(
     SpectralMetric or SpectralKernel
     """
     from .. import declare
-    from ..kernels import gaussian_kernel
     from ..sideinfo import Hinge, LinearConstraints, PairConstraints, RelativeConstraints, SimilarityConstraints
 
     bad = [f for f in families if f not in _CONSTRAINT_FAMILIES]
@@ -189,8 +192,7 @@ def feasible_instance(
             Y = rng.normal(size=(n, rank))
             K0 = Y @ Y.T
         else:
-            sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-            K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+            K0 = median_gaussian(X)
         w, V = np.linalg.eigh(K0)
         keep = w > 1e-10 * w.max()
         half = V[:, keep] * np.sqrt(w[keep])  # K0 = half halfᵀ on its range
@@ -249,8 +251,8 @@ def make_random_instance(
     """A small random LogDet problem with pair constraints.
 
     n points in d dimensions are drawn from ``n_classes`` Gaussian clusters (standard
-    normal centres, standard normal noise, so the clusters overlap).  ``n_pairs`` distinct pairs of points are
-    drawn without replacement; a pair is similar (+1) when both points come from the
+    normal centres, standard normal noise, so the clusters overlap).  ``n_pairs`` distinct
+    pairs of points are drawn without replacement; a pair is similar (+1) when both points come from the
     same cluster, dissimilar (−1) otherwise.  The bounds u, l are the ``percentiles``
     of the squared baseline distances over all pairs.
 

@@ -60,70 +60,13 @@ def _regularizer(z):
 
 
 # --------------------------------------------------------------------------- families
-# Each family: rebuild(inputs) -> problem.
-def _rebuild_itml(z):
-    return declare.ITML(z["X"], _pc(z), gamma=_gamma(z))
-
-
-def _rebuild_logdet_kernel(z):
-    return declare.LogDetKernel(z["K0"], _pc(z), gamma=_gamma(z))
-
-
-def _rebuild_lowrank(z):
-    return declare.LowRankLogDet(z["G0"], _pc(z), gamma=_gamma(z))
-
-
-def _rebuild_spectral_metric(z):
-    return declare.SpectralMetric(z["X"], _pc(z), _regularizer(z), gamma=_gamma(z))
-
-
-def _rebuild_spectral_kernel(z):
-    return declare.SpectralKernel(z["K0"], _pc(z), _regularizer(z), gamma=_gamma(z))
-
-
-def _rebuild_vonneumann_kernel(z):
-    return declare.VonNeumannKernel(z["K0"], _pc(z), gamma=_gamma(z))
-
-
-def _rebuild_trace(z):
-    return declare.TraceSSIKDR(z["K0"], _pc(z), tau=float(z["tau"]))
-
-
-def _rebuild_pola_kernel(z):
-    return declare.POLAKernel(z["K0"], declare.pola_constraints(z["i"], z["j"], z["y"], float(z["b"])))
-
-
-def _rebuild_pola_metric(z):
-    return declare.POLAMetric(z["X"], declare.pola_constraints(z["i"], z["j"], z["y"], float(z["b"])))
-
-
-def _rebuild_sdp_kernel(z):
-    return declare.SDPLogDetKernel(z["K0"], _pc(z), z["C0"], gamma=float(z["barrier"]))
-
-
-def _rebuild_sdp_metric(z):
-    return declare.SDPLogDetMetric(z["X"], _pc(z), z["C0"], gamma=float(z["barrier"]))
-
-
-def _rebuild_iplr(z):
-    return declare.IPLR.from_features(z["X"], _pc(z), basis=z["R"], gamma=_gamma(z))
-
-
-def _rebuild_kcr(z):
-    return declare.KCR(z["K"], z["labels"], float(z["lam"]))
-
-
-def _rebuild_lmnn(z):
-    return declare.LMNNProblem.linear(z["X"], z["labels"], k=int(z["k"]), gamma=float(z["gamma"]))
-
-
-def _rebuild_yeung_beta(z):
+def _yeung_beta(z):
     from ..declare.yeung import SpectralReweighting
 
     return SpectralReweighting(z["U"], z["eigenvalues"], np.column_stack([z["i"], z["j"]]), epsilon=float(z["epsilon"]))
 
 
-def _rebuild_yeung_embedding(z):
+def _yeung_embedding(z):
     from ..declare.yeung import EmbeddingWeightProblem
 
     return EmbeddingWeightProblem(z["G"], epsilon=float(z["epsilon"]))
@@ -138,36 +81,36 @@ def _mkl_weights(z):
     return declare.LMNNWeightObjective.from_kernels(list(Ks), z["A"], tr, float(z["gamma"]))
 
 
-def _rebuild_mkl_p(z):
-    return declare.RankOneWeightStep(_mkl_weights(z))
-
-
-def _rebuild_mkl_mu(z):
+def _mkl_mu(z):
     from ..declare.mkl import LMNNMuMajorizer
 
     return declare.MuWeightStep(LMNNMuMajorizer(_mkl_weights(z), z["mu_ref"]))
 
 
+def _pola(z):
+    return declare.pola_constraints(z["i"], z["j"], z["y"], float(z["b"]))
+
+
 #: family -> the function that rebuilds its declared problem from a stored file's inputs
 FAMILIES = {
-    "itml": _rebuild_itml,
-    "logdet-kernel": _rebuild_logdet_kernel,
-    "lowrank-logdet": _rebuild_lowrank,
-    "spectral-metric": _rebuild_spectral_metric,
-    "spectral-kernel": _rebuild_spectral_kernel,
-    "vonneumann-kernel": _rebuild_vonneumann_kernel,
-    "trace-ssikdr": _rebuild_trace,
-    "pola-kernel": _rebuild_pola_kernel,
-    "pola-metric": _rebuild_pola_metric,
-    "sdp-logdet-kernel": _rebuild_sdp_kernel,
-    "sdp-logdet-metric": _rebuild_sdp_metric,
-    "iplr": _rebuild_iplr,
-    "kcr": _rebuild_kcr,
-    "lmnn": _rebuild_lmnn,
-    "yeung-reweighting": _rebuild_yeung_beta,
-    "yeung-embedding": _rebuild_yeung_embedding,
-    "mkl-p": _rebuild_mkl_p,
-    "mkl-mu": _rebuild_mkl_mu,
+    "itml": lambda z: declare.ITML(z["X"], _pc(z), gamma=_gamma(z)),
+    "logdet-kernel": lambda z: declare.LogDetKernel(z["K0"], _pc(z), gamma=_gamma(z)),
+    "lowrank-logdet": lambda z: declare.LowRankLogDet(z["G0"], _pc(z), gamma=_gamma(z)),
+    "spectral-metric": lambda z: declare.SpectralMetric(z["X"], _pc(z), _regularizer(z), gamma=_gamma(z)),
+    "spectral-kernel": lambda z: declare.SpectralKernel(z["K0"], _pc(z), _regularizer(z), gamma=_gamma(z)),
+    "vonneumann-kernel": lambda z: declare.VonNeumannKernel(z["K0"], _pc(z), gamma=_gamma(z)),
+    "trace-ssikdr": lambda z: declare.TraceSSIKDR(z["K0"], _pc(z), tau=float(z["tau"])),
+    "pola-kernel": lambda z: declare.POLAKernel(z["K0"], _pola(z)),
+    "pola-metric": lambda z: declare.POLAMetric(z["X"], _pola(z)),
+    "sdp-logdet-kernel": lambda z: declare.SDPLogDetKernel(z["K0"], _pc(z), z["C0"], gamma=float(z["barrier"])),
+    "sdp-logdet-metric": lambda z: declare.SDPLogDetMetric(z["X"], _pc(z), z["C0"], gamma=float(z["barrier"])),
+    "iplr": lambda z: declare.IPLR.from_features(z["X"], _pc(z), basis=z["R"], gamma=_gamma(z)),
+    "kcr": lambda z: declare.KCR(z["K"], z["labels"], float(z["lam"])),
+    "lmnn": lambda z: declare.LMNNProblem.linear(z["X"], z["labels"], k=int(z["k"]), gamma=float(z["gamma"])),
+    "yeung-reweighting": _yeung_beta,
+    "yeung-embedding": _yeung_embedding,
+    "mkl-p": lambda z: declare.RankOneWeightStep(_mkl_weights(z)),
+    "mkl-mu": _mkl_mu,
 }
 
 

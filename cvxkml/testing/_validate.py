@@ -11,12 +11,10 @@ returned primal point and duals (``problem.objective``, ``problem.violations``,
   :data:`~cvxkml._answer.PSD_TOL`);
 * a reported objective, violation or dual value differs from its recomputation beyond rounding
   (:data:`~cvxkml._answer.REPORT_RTOL`), or a reported dual value is NaN/inf;
-* ``converged=True`` comes without a certificate, or the recomputed certificate is negative
-  beyond ``gap_rtol``; a dual value above a trusted optimum (``optimum``) is not a lower bound.
-
-* ``converged=True`` comes with a recomputed certificate that does not certify: the gap
-  f − g beyond ``gap_rtol`` · S (or beyond ``atol``) or the relative violation beyond
-  ``viol_rtol`` — no reference solution needed.
+* ``converged=True`` comes without a certificate, or with a recomputed certificate that does
+  not certify (the gap f − g beyond ``gap_rtol`` · S or ``atol``, or the relative violation
+  beyond ``viol_rtol``: no reference solution needed); a certificate is negative beyond
+  ``gap_rtol``; a dual value above a trusted ``optimum`` is not a lower bound.
 
 Scale: every gap is judged against ``atol`` when the caller sets one, else relative to
 S = max(|f|, |g|, ``problem.objective_scale()``) — the answer's own magnitude and the
@@ -53,8 +51,9 @@ __all__ = ["validate_answer", "as_solution", "strong_convexity", "distance_bound
 
 
 class _Spec:
-    """What one answer is made of, read from the problem's hooks: its checks, and how its
-    objective, violations and dual value are recomputed."""
+    """What one answer is made of, read from the problem's own hooks (its class's overrides,
+    else the :class:`~cvxkml.declare.Problem` defaults; never the problem's type): its checks,
+    and how its objective, violations and dual value are recomputed."""
 
     def __init__(self, problem, sol, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL):
         self.base = problem  # the problem whose hooks judge the certificate (and give distances)
@@ -96,12 +95,6 @@ def _geometry(problem):
     return _hook(problem, "whitened_geometry")()
 
 
-def _family_spec(problem, sol, **kw) -> _Spec:
-    """The answer as the problem's own hooks describe it (its class's overrides, else the
-    :class:`~cvxkml.declare.Problem` defaults): no lookup of the problem's type."""
-    return _Spec(problem, sol, **kw)
-
-
 def as_solution(problem, answer, what: str = "The solver") -> Solution:
     """A solver's answer as a :class:`Solution`: a ``Solution`` as is; a bare matrix or
     ``(matrix, duals)`` through ``problem.evaluate`` (after the matrix checks, so a 1-D, None
@@ -112,7 +105,7 @@ def as_solution(problem, answer, what: str = "The solver") -> Solution:
         M, dual = answer
     else:
         M, dual = answer, None
-    spec = _family_spec(problem, Solution(M, np.nan, dual, None, np.zeros(0), 0, False, 0.0, "", ""))
+    spec = _Spec(problem, Solution(M, np.nan, dual, None, np.zeros(0), 0, False, 0.0, "", ""))
     for check in spec.checks:
         try:
             check()
@@ -237,7 +230,7 @@ def _check_reported_violations(rep_viol, viol, obj, report_rtol):
 
 def _validate(problem, sol, gap_rtol, viol_rtol, atol, optimum, opt_rtol, report_rtol, symmetric_tol, psd_tol):
     sol = as_solution(problem, sol)
-    spec = _family_spec(problem, sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)
+    spec = _Spec(problem, sol, symmetric_tol=symmetric_tol, psd_tol=psd_tol)
     for check in spec.checks:
         check()
     obj, viol = _recompute(problem, spec, sol)
