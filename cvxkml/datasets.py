@@ -2,12 +2,8 @@
 
 Nothing here downloads.  The benchmark tables used by the seed papers live as plain
 files in a data folder (see ``../shared/data/README.md``): CSV files whose last
-column is the label, and two ``.npz`` archives.  The folder is found by
-:func:`data_dir`:
-
-1. the ``data_dir`` / ``path`` argument, else
-2. the ``CVXKML_DATA`` environment variable, else
-3. ``../shared/data`` relative to the current working directory, if it exists.
+column is the label, and two ``.npz`` archives, in the folder :func:`data_dir` finds (an
+argument, else ``CVXKML_DATA``, else ``../shared/data``).
 
 A missing file raises :class:`DataNotFoundError` (a :class:`~cvxkml.errors.CvxkmlError` and a
 :class:`FileNotFoundError`) naming the file, the folder it was looked for in, the original

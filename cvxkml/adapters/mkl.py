@@ -35,18 +35,25 @@ __all__ = ["relax", "iterate", "rank_one_solve", "mu_step_solve", "SPECS"]
 
 
 # --------------------------------------------------------------------------- (15), one solve
-def _solve_full(step, w, W, certify=False):
-    if step._model is None:
-        step._model = step._full_model()
-    prob, cons = step._model
+def _solve_model(step, w, W, what, certify):
+    """Solve the step's compiled model of (15) (``step._model``: parameters ``s`` =
+    1 / max(1, w) and ``wW`` = s·w·sym(W)); returns P (symmetrized), the raw solve, s and
+    sym(W)."""
+    prob, _ = step._model
     s = 1.0 / max(1.0, w)
     Ws = 0.5 * (W + W.T)
     prob.param_dict["s"].value = s
     prob.param_dict["wW"].value = s * w * Ws
-    raw = step._solve(prob, "MKL_P weight step (15)", want_bound=certify and not step.h.has_minorant)
+    raw = step._solve(prob, what, want_bound=certify and not step.h.has_minorant)
     P = np.asarray(prob.var_dict["P"].value, dtype=float)
-    P = 0.5 * (P + P.T)
-    cert = step._certificate(prob, cons, s, w * Ws, raw) if certify else None
+    return 0.5 * (P + P.T), raw, s, Ws
+
+
+def _solve_full(step, w, W, certify=False):
+    if step._model is None:
+        step._model = step._full_model()
+    P, raw, s, Ws = _solve_model(step, w, W, "MKL_P weight step (15)", certify)
+    cert = step._certificate(*step._model, s, w * Ws, raw) if certify else None
     return P, step.h.value(P) + w * float(np.sum(W * P)), cert
 
 
@@ -102,7 +109,6 @@ def _solve_active_set(step, w, W, certify=False):
     exactly (h_S(P') + w⟨W, P'⟩ <= h(P') + w⟨W, P'⟩ for all P').  The working set is
     kept across solves, and its compiled model is reused while it does not change.
     A Lagrange bound of the last working-set model bounds (15) too (h_S <= h)."""
-    s = 1.0 / max(1.0, w)
     for _ in range(100):
         if step._active is None:
             args = step.h.hinge_arguments(np.full((step.m, step.m), 1.0 / step.m**2))
@@ -117,18 +123,12 @@ def _solve_active_set(step, w, W, certify=False):
                 cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))), _feasible_set(P) + list(cons)),
                 list(cons),
             )
-        prob, cons = step._model
-        Ws = 0.5 * (W + W.T)
-        prob.param_dict["s"].value = s
-        prob.param_dict["wW"].value = s * w * Ws
-        raw = step._solve(prob, "MKL_P weight step (15), working set", want_bound=certify and not step.h.has_minorant)
-        P = np.asarray(prob.var_dict["P"].value, dtype=float)
-        P = 0.5 * (P + P.T)
+        P, raw, s, Ws = _solve_model(step, w, W, "MKL_P weight step (15), working set", certify)
         args = step.h.hinge_arguments(P)
         inside = np.zeros(args.size, dtype=bool)
         inside[step._active] = True
         if not np.any((args > 1e-9) & ~inside):
-            cert = step._certificate(prob, cons, s, w * Ws, raw, step._active) if certify else None
+            cert = step._certificate(*step._model, s, w * Ws, raw, step._active) if certify else None
             return P, step.h.value(P) + w * float(np.sum(W * P)), cert
         step._active = np.flatnonzero(inside | (args > -step.active_buffer))
         step._model = None

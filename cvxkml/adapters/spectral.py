@@ -146,41 +146,21 @@ def lowrank_solve(problem, tol, max_iter, request=None):
     projections for relative and similarity constraints), stopped on the certificate of the
     :class:`~cvxkml.declare.registry.SolveRequest` (``gap_tol``, ``viol_tol``) and resumed
     from the last iterate it keeps in ``request.resume`` on a retry."""
-    kinds, I, J, Kx, cu, cv, delta, target = [], [], [], [], [], [], [], []
-    if problem.pairs is not None:
-        P = problem.pairs
-        m = len(P)
-        kinds.append(np.full(m, PAIR))
-        I.append(P.i)
-        J.append(P.j)
-        Kx.append(P.j)
-        cu.append(np.zeros((m, 2)))
-        cv.append(np.zeros((m, 2)))
-        delta.append(P.y)
-        target.append(P.bound)
-    if problem.relative is not None:  # d(i,j) + margin <= d(i,k)
-        R = problem.relative
-        m = len(R)
-        kinds.append(np.full(m, RANK2))
-        I.append(R.i)
-        J.append(R.j)
-        Kx.append(R.k)
-        cu.append(np.tile([1.0, -1.0], (m, 1)))
-        cv.append(np.tile([1.0, -1.0], (m, 1)))
-        delta.append(np.ones(m))
-        target.append(-R.margin)
-    if problem.similarity is not None:  # −F_jᵀX̂F_l <= −b: u = (g_j − g_l)/2, v = (g_j + g_l)/2
-        S = problem.similarity
-        m = len(S)
-        kinds.append(np.full(m, RANK2))
-        I.append(S.j)
-        J.append(S.l)
-        Kx.append(S.l)
-        cu.append(np.tile([0.5, -0.5], (m, 1)))
-        cv.append(np.tile([0.5, 0.5], (m, 1)))
-        delta.append(np.ones(m))
-        target.append(-S.bound)
-    cat = np.concatenate
+    # one row per constraint family: (kind, i, j, k, cu, cv, δ, target)
+    rows, P, R, S = [], problem.pairs, problem.relative, problem.similarity
+    if P is not None:
+        rows.append((PAIR, P.i, P.j, P.j, [0.0, 0.0], [0.0, 0.0], P.y, P.bound))
+    if R is not None:  # d(i,j) + margin <= d(i,k)
+        rows.append((RANK2, R.i, R.j, R.k, [1.0, -1.0], [1.0, -1.0], 1.0, -R.margin))
+    if S is not None:  # −F_jᵀX̂F_l <= −b: u = (g_j − g_l)/2, v = (g_j + g_l)/2
+        rows.append((RANK2, S.j, S.l, S.l, [0.5, -0.5], [0.5, 0.5], 1.0, -S.bound))
+
+    def column(c, per_row=lambda v, m: v):
+        return np.concatenate([per_row(r[c], len(r[1])) for r in rows])
+
+    def tiled(v, m):
+        return np.tile(v, (m, 1))
+
     # the certificate's tolerances: the request's, else (a direct call) the defaults of solve()
     gap_tol, viol_tol = (request.gap_tol, request.viol_tol) if request is not None else (max(tol, 1e-6),) * 2
     resume = dict(request.resume) if request is not None else {}
@@ -188,14 +168,14 @@ def lowrank_solve(problem, tol, max_iter, request=None):
     stats = {}
     B, lam, xi, sweeps, change, code, bad, t = _lowrank.lowrank_logdet(  # looked up at call time
         problem.F,
-        cat(kinds),
-        cat(I),
-        cat(J),
-        cat(Kx),
-        cat(cu),
-        cat(cv),
-        cat(delta),
-        cat(target),
+        column(0, lambda v, m: np.full(m, v)),
+        column(1),
+        column(2),
+        column(3),
+        column(4, tiled),
+        column(5, tiled),
+        column(6, lambda v, m: np.broadcast_to(np.asarray(v, dtype=float), (m,))),
+        column(7),
         problem.gamma,
         tol,
         max_iter,

@@ -8,8 +8,7 @@ once).  For kernel methods the distances are feature-space distances
 ‖φ(x_i) − φ(x_j)‖ = sqrt(k_ii + k_jj − 2k_ij) (the kernel trick).  A larger J means a
 better separated metric.
 
-All pairs are visited in row blocks, so memory is O(block · n) and n = 8000 points take
-well under a second per kernel.  :func:`mean_distances` is the one place the formula is
+All pairs are visited in row blocks, so memory is O(block · n).  :func:`mean_distances` is the one place the formula is
 written; every other function hands it a way to produce rows of the Gram matrix.
 """
 

@@ -600,13 +600,9 @@ def _header(zf, infos, fail):
 
 
 def _check_budget(declared, header_info, used, max_bytes, fail) -> int:
-    """Check, before any array is read, that the bytes the arrays declare (a string array
-    also the Python strings it becomes) fit the budget: ``max_bytes``, or by default
-    :data:`MIN_BYTES` or :data:`MAX_RATIO` times the bytes they take compressed, whichever
-    is larger, at most :data:`MAX_BYTES`.  By default the work of decoding them (a dense
-    metric is eigendecomposed: the cube of its side) is bounded too, by :data:`MIN_WORK` or
-    what a dense matrix as large as the compressed arrays would cost: the time a small file
-    costs stays small.  Returns the bytes left for the arrays."""
+    """Check, before any array is read, the budget of the module description: the bytes the
+    arrays declare (a string array also the Python strings it becomes) and, by default, the
+    work of decoding them.  Returns the bytes left for the arrays."""
     strings = sum(_STRING_BYTES * math.prod(d.shape) for d in declared.values() if d.text)
     total = used + strings + sum(d.info.file_size for d in declared.values())
     packed = header_info.compress_size + sum(d.info.compress_size for d in declared.values())

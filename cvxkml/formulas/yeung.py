@@ -38,10 +38,9 @@ __all__ = [
 ]
 
 #: default relative ε of :func:`regularize` (footnotes 3–4).  The local Gram matrices of a
-#: Gaussian kernel over K close landmarks are often numerically singular (on XOR with the
-#: median-distance width, smallest eigenvalue below 1e-8 of the mean diagonal for 79–99 %
-#: of the points), and nearly unregularized weights reach |w| ≈ 600; 1e-3 is the usual LLE
-#: regularization (Roweis & Saul 2000; scikit-learn's ``reg``).
+#: Gaussian kernel over K close landmarks are often numerically singular, and nearly
+#: unregularized weights grow large; 1e-3 is the usual LLE regularization (Roweis & Saul
+#: 2000; scikit-learn's ``reg``).
 DEFAULT_EPSILON = 1e-3
 MAX_EPSILON = 1e3
 MIN_EPSILON = 1e-14
@@ -49,7 +48,7 @@ MIN_EPSILON = 1e-14
 
 def check_epsilon(epsilon) -> float:
     """The relative ε of :func:`regularize`, in [1e-14, 1e3]: below ~100 machine epsilons
-    the ridge ε s is lost in the round-off of G (ε = 1e-300 left G exactly singular); from
+    the ridge ε s is lost in the round-off of G (G stays exactly singular); from
     ε = 1 on the ridge is at least the mean diagonal, so every matrix counts as singular,
     and far beyond it the ridge swamps the data and the certificates overflow."""
     return check_number(
