@@ -5,12 +5,16 @@ hooks that turn a fast solver's X̂ and multipliers into a recomputed, certified
 
 from __future__ import annotations
 
+import time
+import warnings
+
 import numpy as np
 
 from .._validation import (
     as_float_array,
 )
-from ..errors import InvalidInputError, SolverError
+from ..errors import ConvergenceWarning, InvalidInputError, SolverError
+from ..formulas._lmnn_face import min_norm_on_zero_face
 from ..formulas.lmnn import (
     STALLED,
     lmnn_objective,
@@ -19,6 +23,11 @@ from ..formulas.lmnn import (
 )
 from ..solution import Solution
 from .problem import CALLBACK_STOP
+
+#: the values of ``LMNNProblem.solve(tie_break=...)``
+TIE_BREAKS = (None, "min-norm")
+#: the status of a solve whose least-norm selection was asked for and not certified
+TIE_BREAK_UNCERTIFIED = "tie-break not certified"
 
 
 class LMNNFastSide:
@@ -224,3 +233,103 @@ class LMNNFastSide:
             "multipliers that vanish on the triplets reaching that null space. For a nearly singular "
             "kernel, raise rank_rtol (drops Z's near-null directions) or add a ridge to the kernel."
         )
+
+    # ------------------------------------------------------------------ the tie-break stage
+    def _solve_with_tie_break(self, tie_break, tol: float, run):
+        """``run()`` (the pipeline's solve) and then, for ``tie_break="min-norm"``, the
+        least-norm member of the zero face (:meth:`_tie_break`).  The pipeline's
+        ConvergenceWarnings are held back and re-issued only when the final answer is
+        uncertified (the stage can certify a point the path did not reach)."""
+        if tie_break is None:
+            return run()
+        with warnings.catch_warnings(record=True) as held:
+            warnings.simplefilter("always", ConvergenceWarning)
+            sol = run()
+        sol = self._tie_break(sol, tol)
+        for w in held:
+            if not (issubclass(w.category, ConvergenceWarning) and sol.converged):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if sol.status == TIE_BREAK_UNCERTIFIED:
+            warnings.warn(
+                "LMNN least-norm tie-break (tie_break='min-norm'): the selection on the zero face was "
+                f"not certified ({sol.info['tie_break'].get('reason') or 'gap above its tolerance'}); the "
+                "solver's own optimum is returned, converged=False.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return sol
+
+    @staticmethod
+    def _check_tie_break(tie_break, impostors: str):
+        """``tie_break`` checked: one of :data:`TIE_BREAKS`, and only with every triplet listed."""
+        if tie_break not in TIE_BREAKS:
+            raise InvalidInputError(f"tie_break must be None or 'min-norm'; got {tie_break!r}.")
+        if tie_break is not None and impostors == "active":
+            raise InvalidInputError(
+                "tie_break='min-norm' needs every triplet (impostors='all'); the active impostor set never lists them."
+            )
+        return tie_break
+
+    def _tie_break(self, sol, tol: float):
+        """The second stage of ``solve(tie_break="min-norm")``: when the optimum is F* = 0 and
+        attained by many metrics (the zero face (TB1) of :mod:`cvxkml.formulas._lmnn_face` is
+        non-empty), replace the solver's X̂ by the face's least-norm member X̂* (TB2), and
+        recompute and certify it like any answer: F and the violations from X̂*, the Lagrange
+        bound g at the solver's multipliers or at α = 0 (g(0) = 0 is a valid bound whenever
+        G(0) ⪰ 0, i.e. always) — the larger — and converged = the LMNN certificate at ``tol``
+        and the selection's own (TB5).  When the face is empty (F* > 0) the answer is
+        unchanged.  ``info["tie_break"]`` records what happened (rule, applied, reason, the
+        (TB5) gap and distance bound, the face's dimension, pairs, working pairs, rounds) and
+        ``info["path_objective"]`` / ``info["path_norm"]`` the solver's point."""
+        from .._answer import PSD_TOL, SYMMETRIC_TOL
+
+        t0 = time.perf_counter()
+        sel = min_norm_on_zero_face(self.U, self.triplets, self.gamma)
+        record = sel.summary()
+        X_path = sol.info.get("X")
+        if not sel.applies:
+            sol.info["tie_break"] = record
+            return sol
+        if not sel.certified:
+            record["reason"] = record["reason"] or "gap above its tolerance"
+            sol.info["tie_break"] = record
+            sol.converged, sol.status = False, TIE_BREAK_UNCERTIFIED
+            return sol
+        X = sel.X
+        tr = self.triplets
+        p = ordered_pair_distances(self.U, X, tr.pi, tr.pj, psd=True)
+        xi = lmnn_slack(p, tr)
+        viol = self._violations(p, X, xi)
+        F = lmnn_objective(p, tr, self.gamma)
+        candidates = [np.zeros(tr.n_triplets)] + ([] if sol.dual is None else [np.asarray(sol.dual, dtype=float)])
+        bounds = [self.dual_value(a, objective_bound=F) for a in candidates]
+        best = int(np.argmax(bounds))
+        info = dict(sol.info)
+        info.update(
+            X=X,
+            tie_break={**record, "applied": True},
+            path_objective=float(sol.objective),
+            path_norm=float(np.linalg.norm(X_path)) if X_path is not None else None,
+        )
+        info["max_relative_violation"] = self._relative_violation(viol, X)
+        out = Solution(
+            matrix=self._answer(X),
+            objective=F,
+            dual=candidates[best],
+            slack=xi,
+            violations=viol,
+            n_iter=sol.n_iter,
+            converged=True,
+            time=float(sol.time) + time.perf_counter() - t0,
+            status="converged",
+            solver=sol.solver,
+            dual_value=float(bounds[best]),
+            info=info,
+        )
+        self.check_answer(out, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL)
+        if not self.certify(out, None, tol, max(tol, 1e-6)):
+            info["tie_break"].update(applied=False, reason="the selected metric is not certified optimal for eq. 18")
+            sol.info["tie_break"] = info["tie_break"]
+            sol.converged, sol.status = False, TIE_BREAK_UNCERTIFIED
+            return sol
+        return out

@@ -603,6 +603,7 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Problem):
         stall_iter: int | None = STALL_ITER,
         impostors: str = "auto",
         exact_finish: bool = True,
+        tie_break: str | None = None,
     ) -> Solution:
         """The fast solver (:func:`cvxkml.solvers.lmnn.lmnn_pdhg`) of eq. 18: a smoothed
         quasi-Newton phase (L-BFGS on a factor of X̂ for a decreasing smoothing of the
@@ -669,6 +670,14 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Problem):
             with a primal-dual interior-point method and keep what it certifies on the whole
             problem (:mod:`cvxkml.solvers._lmnn_exact`; ``info["exact_finish"]`` says what
             ran).  False: return the stalled point.
+        tie_break : {None, "min-norm"}, default=None
+            Which optimum to return when F* = 0 is attained by a whole set of metrics (a
+            full-rank kernel, NR-MKL: the zero face (TB1) of :mod:`cvxkml.formulas._lmnn_face`),
+            where the solver's point depends on its path.  ``"min-norm"``: a second, certified
+            stage replaces it by the face's unique member of least ‖X̂‖_F = ‖Z A Zᵀ‖_F (TB2), a
+            function of the data alone; ``info["tie_break"]`` records it (and why it did not
+            apply: F* > 0 leaves the answer unchanged; a selection that does not certify gives
+            ``converged=False``, ``status="tie-break not certified"``).  None: the solver's point.
 
         Returns
         -------
@@ -710,14 +719,19 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Problem):
             impostors,
             exact_finish,
         )
-        sol = self.run_pipeline(
+        tie_break = self._check_tie_break(tie_break, options["impostors"])
+        sol = self._solve_with_tie_break(
+            tie_break,
             tol,
-            max_iter,
-            tol,
-            max(tol, 1e-6),
-            warm_start={"X": X0, "alpha": alpha0} if started else None,
-            callback=callback,
-            options=options,
+            lambda: self.run_pipeline(
+                tol,
+                max_iter,
+                tol,
+                max(tol, 1e-6),
+                warm_start={"X": X0, "alpha": alpha0} if started else None,
+                callback=callback,
+                options=options,
+            ),
         )
         if complement is not None and sol.info.get("X") is not None:
             # the start's block off the row space, which no distance sees, is kept there

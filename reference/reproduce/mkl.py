@@ -8,7 +8,11 @@ Table 1 (single source; Sonar, Wine, Iris, Ionosphere, WDBC), per data set:
 * methods, each followed by 1-NN in the learned space:
 
   - ``NR-LMNN-MKL``: LMNN on the concatenated empirical maps of the linear, polynomial
-    degree-2 and Gaussian σ = 0.5 kernels (eq. 12–14; :class:`LMNNMKL` ``variant="NR"``);
+    degree-2 and Gaussian σ = 0.5 kernels (eq. 12–14; the problem of :class:`LMNNMKL`
+    ``variant="NR"``, solved with ``tie_break=Protocol.nr_tie_break``: its optimum is F* = 0,
+    attained by a whole face of metrics, and the least-norm member of that face
+    (:mod:`cvxkml.formulas._lmnn_face`) makes its accuracy a function of the data, not of the
+    solver's path; ``Protocol.nr_path`` picks the path, to check exactly that);
   - ``LMNN-MKL_P``: Algorithm 1 with the rank-one weight step (eq. 15–17) on the paper's
     20 kernels, A initialized to I, μ uniform, W to 0 (:class:`LMNNMKL` ``variant="P"``);
   - ``LMNN_H``: kernel LMNN on the unweighted combination (1/m) Σ_l K_l (the space H;
@@ -54,6 +58,7 @@ finished.  Only the command (``python -m benchmarks reproduce mkl``, :func:`comm
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 import warnings
@@ -69,9 +74,11 @@ from benchmarks._runner import standardize as _standardize
 from benchmarks.bench.estimators import check_folds
 from cvxkml.datasets import check_available, load_npz
 from cvxkml.datasets import load_dataset as _load_named
+from cvxkml.declare.lmnn import LMNNProblem
 from cvxkml.errors import ConvergenceWarning, InvalidInputError
 from cvxkml.estimators.mkl import LMNN, LMNNMKL
-from cvxkml.mkl_kernels import KernelSet, paper_kernels, source_kernels
+from cvxkml.formulas.lmnn import LMNNTriplets
+from cvxkml.mkl_kernels import KernelSet, nr_kernels, paper_kernels, source_kernels
 
 __all__ = [
     "TABLE1_DATASETS",
@@ -133,7 +140,16 @@ class Protocol:
     gamma: float = 0.5
     seed: int = 0
     alpha: float = 0.05  # McNemar level
+    nr_tie_break: str | None = "min-norm"  # NR-LMNN-MKL's choice on its optimal face (None: the path's)
+    nr_path: str = "default"  # NR-LMNN-MKL's solver path (NR_PATHS): the answer must not depend on it
     notes: list = field(default_factory=list)
+
+
+#: the solver paths of NR-LMNN-MKL (``--nr-path``): the solver's default; the PDHG alone on the
+#: triplets in a seeded random order; a warm start at 3 × the default path's whitened answer X̂
+#: (identity off the row space) and its multipliers — when F* = 0 a certified optimum of its
+#: own, another member of the face
+NR_PATHS = ("default", "pdhg-permuted", "warm-3x")
 
 
 def load_dataset(name: str, data_dir=None) -> tuple[np.ndarray, np.ndarray]:
@@ -301,6 +317,45 @@ def _lmnn_precomputed(K, y, proto: Protocol, max_iter: int) -> LMNN:
     )
 
 
+def _permuted_triplets(trip: LMNNTriplets, seed: int) -> LMNNTriplets:
+    """The same triplets in a seeded random order (what the solver accumulates in that order)."""
+    n = trip.n
+    keys = trip.target_i * n + trip.target_j
+    order = np.argsort(keys, kind="stable")
+    entries = order[np.searchsorted(keys[order], trip.trip_i * n + trip.trip_j)]
+    perm = np.random.default_rng(seed).permutation(trip.n_triplets)
+    return LMNNTriplets.from_impostors(
+        trip.codes, trip.k, trip.target_i, trip.target_j, entries[perm], trip.trip_l[perm]
+    )
+
+
+def _fit_nr(Xl, yl, proto: Protocol):
+    """NR-LMNN-MKL on the learning points: LMNN on the concatenated maps of the NR kernels
+    (:func:`~cvxkml.mkl_kernels.nr_kernels`, the problem :class:`LMNNMKL` ``variant="NR"``
+    solves), along the path ``proto.nr_path`` (:data:`NR_PATHS`), with ``tie_break =
+    proto.nr_tie_break``.  Returns the Solution and the map x ↦ L (K_1(x, ·), …, K_m(x, ·))
+    (A = LᵀL, as :class:`LMNNMKL` ``transform``)."""
+    if proto.nr_path not in NR_PATHS:
+        raise InvalidInputError(f"Protocol.nr_path must be one of {NR_PATHS}; got {proto.nr_path!r}.")
+    ks = nr_kernels()
+    Ks = ks.fit_matrices(Xl)
+    prob = LMNNProblem.multiple_kernels(Ks, yl, proto.k, proto.gamma, small_classes="shrink")
+    opts = {"tol": proto.tol, "max_iter": proto.max_iter, "stall_iter": proto.stall_iter}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if proto.nr_path == "pdhg-permuted":
+            trip = _permuted_triplets(prob.triplets, proto.seed + 1)
+            prob = LMNNProblem.multiple_kernels(Ks, yl, proto.k, proto.gamma, triplets=trip)
+            opts["smooth"] = False
+        elif proto.nr_path == "warm-3x":
+            first = prob.solve(**opts)
+            # 3 × its X̂, the identity kept off the row space (the default path's convention)
+            opts["warm_start"] = {"A": prob.matrix_from_whitened(3.0 * first.info["X"]), "alpha": first.dual}
+        sol = prob.solve(tie_break=proto.nr_tie_break, **opts)
+    L = prob.factor(sol.info["X"], sol.info.get("complement"))
+    return sol, lambda X: np.hstack(ks.cross_matrices(X, Xl)) @ L.T
+
+
 def _run_methods(
     Xl,
     yl,
@@ -313,14 +368,15 @@ def _run_methods(
     proto: Protocol,
     counter: _Counter,
     halves=None,
-    nr_kernels_spec="nr",
     fit_store: TaskStore | None = None,
+    cv_label: str | None = None,
 ) -> dict:
     """All methods on one training/test split: learning set (Xl, yl) ⊂ training set
     (Xtr, ytr); ``halves`` the inner two folds of the learning set (LMNN-MKL_CV, drawn
     by :func:`_plan_split`); every LMNN fit a step of :class:`_Steps` (noted in
     ``counter``, kept in ``fit_store`` for a resumed run); returns {method: boolean
-    correctness on the test points} and info."""
+    correctness on the test points} and info.  ``cv_label``: LMNN-MKL_CV's kernel as an earlier
+    run chose it (its inner CV is not run again; ``info["cv_kernel_recorded"]``)."""
     out, info = {}, {}
     m = len(kernels)
     steps = _Steps(counter, fit_store)
@@ -336,25 +392,12 @@ def _run_methods(
         t0 = time.perf_counter()
 
         def fit_nr():
-            est = _fit_quiet(
-                LMNNMKL(
-                    variant="NR",
-                    kernels=nr_kernels_spec,
-                    k=proto.k,
-                    gamma=proto.gamma,
-                    tol=proto.tol,
-                    max_iter=proto.max_iter,
-                    stall_iter=proto.stall_iter,
-                    small_classes="shrink",
-                    **_protocol_scaling(LMNNMKL),
-                ),
-                Xl,
-                yl,
-            )
-            return {
-                "records": [_record(est.solution_, "NR-LMNN-MKL")],
-                "correct": _nn_correct(est.transform(Xtr), ytr, est.transform(Xte), yte),
-            }
+            sol, embed = _fit_nr(Xl, yl, proto)
+            record = _record(sol, "NR-LMNN-MKL")
+            if "tie_break" in sol.info:
+                record["tie_break"] = sol.info["tie_break"]
+                record["path_objective"] = sol.info.get("path_objective")
+            return {"records": [record], "correct": _nn_correct(embed(Xtr), ytr, embed(Xte), yte)}
 
         r = steps("NR-LMNN-MKL", fit_nr)
         out["NR-LMNN-MKL"] = r["correct"]
@@ -421,7 +464,10 @@ def _run_methods(
         t0 = time.perf_counter()
         score = np.zeros(m)
         labels = kernels.labels()
-        for l in range(m):
+        if cv_label is not None:
+            score[labels.index(cv_label)] = 1.0
+            info["cv_kernel_recorded"] = True
+        for l in range(m if cv_label is None else 0):
             for h, (a, b) in enumerate((halves, halves[::-1])):
 
                 def fit_inner(l=l, a=a, b=b):
@@ -485,11 +531,12 @@ def _summarize(correct: dict, alpha: float) -> dict:
 def _plan_split(y, tr, n_learn, methods, rng) -> tuple[np.ndarray, tuple | None]:
     """The random draws of one outer split, in the order the serial protocol makes them
     from the shared generator: the learning subsample of the training part, then (for
-    LMNN-MKL_CV) the inner two folds of the learning set.  Drawn for every split before
-    any fit, so that the splits can run as independent tasks with the same numbers."""
+    LMNN-MKL_CV) the inner two folds of the learning set (drawn for every method subset, so a
+    run of some methods sees the draws of a run of all).  Drawn for every split before any
+    fit, so that the splits can run as independent tasks with the same numbers."""
     ytr = y[tr]
     sub = _stratified_subsample(ytr, n_learn, rng)
-    halves = _two_folds(ytr[sub], rng) if "LMNN-MKL_CV" in methods else None
+    halves = _two_folds(ytr[sub], rng)  # drawn whatever the methods: the same stream for a subset
     return sub, halves
 
 
@@ -507,9 +554,9 @@ def _split_task(task) -> dict:
     learning subsample, the test points' 1-NN correctness of every method.  Returns
     {"correct", "info" (``seconds``: the split's own wall time, without the fits loaded
     from the store), "fits", "unconverged", "seconds" (per method), "kernels"}.  The task
-    is the 9-tuple of :func:`_split_key`, then the folder that keeps this split's finished
+    is the 10-tuple of :func:`_split_key`, then the folder that keeps this split's finished
     fits (or None)."""
-    X, y, tr, te, sub, halves, kernel_spec, methods, proto, fit_dir = task
+    X, y, tr, te, sub, halves, kernel_spec, methods, proto, cv_label, fit_dir = task
     t0 = time.perf_counter()
     Xtr, Xte = _standardize(X[tr], X[te])  # per column (Table 2: per source)
     ytr, yte = y[tr], y[te]
@@ -528,12 +575,15 @@ def _split_task(task) -> dict:
         counter,
         halves,
         fit_store=None if fit_dir is None else TaskStore(fit_dir),
+        cv_label=cv_label,
     )
     info.update(
         n_train=int(tr.size),
         n_learn=int(sub.size),
         n_test=int(te.size),
         accuracy={m: float(np.mean(res[m])) for m in methods},
+        test_index=[int(v) for v in te],
+        correct={m: [int(v) for v in res[m]] for m in methods},
         seconds=time.perf_counter() - t0,
         lmnn_fits=counter.records,
     )
@@ -551,8 +601,10 @@ def _split_key(X, y, task) -> str:
     """The :class:`~benchmarks._parallel.TaskStore` key of one split task: the
     data's bytes, the split's indices and draws, the kernels, the methods and every knob of
     the protocol that changes numbers (not its notes).  ``task``: (X, y, train, test,
-    learning subsample, inner halves, kernel spec, methods, protocol)."""
-    _, _, tr, te, sub, halves, kernel_spec, methods, proto = task
+    learning subsample, inner halves, kernel spec, methods, protocol, LMNN-MKL_CV's recorded
+    kernel or None)."""
+    _, _, tr, te, sub, halves, kernel_spec, methods, proto, cv_label = task
+    recorded = {} if cv_label is None else {"cv_kernel": cv_label}
     knobs = {k: v for k, v in asdict(proto).items() if k != "notes"}
     return TaskStore.key(
         X,
@@ -565,6 +617,7 @@ def _split_key(X, y, task) -> str:
         kernels=kernel_spec,
         methods=list(methods),
         protocol=knobs,
+        **recorded,
     )
 
 
@@ -581,6 +634,7 @@ def _run_splits(
     labels,
     n_jobs,
     store: TaskStore | None = None,
+    cv_labels=None,
 ) -> tuple[list, dict, _Counter]:
     """Every outer split of ``parts`` ([(train, test)]), with the draws ``plans`` of
     :func:`_plan_split`, through :func:`benchmarks._parallel.run_tasks` (with
@@ -588,8 +642,10 @@ def _run_splits(
     fit of an unfinished split is kept in ``fits/<split key>``, so that a split stopped
     part way resumes after its last finished fit; that folder goes once the split is saved).
     Returns (per-split results, pooled correctness lists, fit counter)."""
+    cv_labels = [None] * len(parts) if cv_labels is None else list(cv_labels)
     tasks = [
-        (X, y, tr, te, sub, halves, kernel_spec, tuple(methods), proto) for (tr, te), (sub, halves) in zip(parts, plans)
+        (X, y, tr, te, sub, halves, kernel_spec, tuple(methods), proto, cv)
+        for (tr, te), (sub, halves), cv in zip(parts, plans, cv_labels)
     ]
     keys = [_split_key(X, y, t) for t in tasks] if store is not None else None
     fit_dirs = [store.directory / "fits" / key for key in keys] if store is not None else [None] * len(tasks)
@@ -640,6 +696,7 @@ def run_table1_dataset(
     log=None,
     n_jobs: int | None = 1,
     store: TaskStore | None = None,
+    cv_kernels=None,
 ) -> dict:
     """Table 1 protocol on one data set.
 
@@ -664,6 +721,11 @@ def run_table1_dataset(
     store : TaskStore, optional
         Folds finished by an earlier run with the same data, protocol and draws are loaded
         from it instead of run again; every newly finished fold is saved to it.
+    cv_kernels : list of str, optional
+        LMNN-MKL_CV's kernel per fold as an earlier run of the same protocol chose it
+        (``per_fold[f]["cv_kernel"]`` of its JSON): its 40 inner-CV fits a fold are not run
+        again, only the refit on the recorded kernel — the same numbers at a few percent of
+        the cost, when nothing that decides the inner CV changed since.
 
     Returns
     -------
@@ -681,7 +743,11 @@ def run_table1_dataset(
     parts = [(np.setdiff1d(np.arange(y.size), te), te) for te in folds]
     labels = [f"{name} fold {f + 1}/{len(folds)}" for f in range(len(folds))]
     plans = [_plan_split(y, tr, proto.n_learn, methods, rng) for tr, _ in parts]
-    results, correct, counter = _run_splits(X, y, parts, plans, "paper", methods, proto, t0, log, labels, n_jobs, store)
+    if cv_kernels is not None and len(cv_kernels) < len(folds):
+        raise InvalidInputError(f"{name}: {len(cv_kernels)} recorded LMNN-MKL_CV kernels for {len(folds)} folds.")
+    results, correct, counter = _run_splits(
+        X, y, parts, plans, "paper", methods, proto, t0, log, labels, n_jobs, store, cv_kernels
+    )
     per_fold = [{"fold": f, **r["info"]} for f, r in enumerate(results)]
     return _pooled(
         correct,
@@ -760,19 +826,32 @@ def reproduce(
     log=None,
     n_jobs: int | None = 1,
     store: TaskStore | None = None,
+    methods=TABLE1_METHODS,
+    cv_kernels=None,
 ) -> dict:
-    """Run Table 1 on ``datasets`` and (``table2``) Table 2; returns all numbers.
+    """Run Table 1 on ``datasets`` (the Table 1 ``methods``) and (``table2``) Table 2; returns all numbers.
     ``callback(key, result)`` is called after every data set (progress, partial saves);
     ``n_jobs``: the folds and splits of each data set as independent tasks; ``store``:
-    finished folds and splits kept for a resumed run (see :func:`run_table1_dataset`)."""
+    finished folds and splits kept for a resumed run; ``cv_kernels``: {data set: LMNN-MKL_CV's
+    recorded kernel per fold} (see :func:`run_table1_dataset`)."""
     proto = proto or Protocol()
     check_available(tuple(datasets) + (("mfeat",) if table2 else ()), data_dir)
     for name in datasets:  # every data set's folds, before the first fit
         check_folds(load_dataset(name, data_dir)[1], proto.n_folds, name, "--n-folds")
     t0 = time.perf_counter()
-    out = {"protocol": asdict(proto), "table1": {}, "table2": None}
+    out = {"protocol": asdict(proto), "methods": list(methods), "table1": {}, "table2": None}
     for name in datasets:
-        r = run_table1_dataset(name, proto, data_dir=data_dir, max_folds=max_folds, log=log, n_jobs=n_jobs, store=store)
+        r = run_table1_dataset(
+            name,
+            proto,
+            methods=methods,
+            data_dir=data_dir,
+            max_folds=max_folds,
+            log=log,
+            n_jobs=n_jobs,
+            store=store,
+            cv_kernels=None if cv_kernels is None else cv_kernels[name],
+        )
         out["table1"][name] = r
         if callback:
             callback(name, r)
@@ -787,7 +866,7 @@ def reproduce(
 
 def _fmt_row(name, r, methods, paper=None):
     cells = []
-    for m in methods:
+    for m in (m for m in methods if m in r["accuracy"]):
         sign = ""
         if m in ("NR-LMNN-MKL", "LMNN-MKL_P"):
             sign = "".join(r["mcnemar"].get(f"{m} vs {b}", "") for b in ("LMNN_H", "LMNN-MKL_CV"))
@@ -801,7 +880,7 @@ def _fmt_row(name, r, methods, paper=None):
 def format_report(res: dict) -> str:
     lines = [
         "Wang et al. 2011 Table 1 (ours: accuracy %, McNemar vs LMNN_H / LMNN-MKL_CV, score; [paper])",
-        "           " + "  ".join(f"{m:<22}" for m in TABLE1_METHODS),
+        "           " + "  ".join(f"{m:<22}" for m in res.get("methods", TABLE1_METHODS)),
     ]
     for name, r in res["table1"].items():
         lines.append(_fmt_row(name, r, TABLE1_METHODS, PAPER_TABLE1.get(name)))
@@ -842,6 +921,10 @@ def _protocol_from_args(args) -> Protocol:
             setattr(proto, key, v)
     if getattr(args, "n_learn_mfeat", None) is not None:
         proto.n_learn_mfeat = args.n_learn_mfeat
+    if getattr(args, "nr_tie_break", None) is not None:
+        proto.nr_tie_break = None if args.nr_tie_break == "none" else args.nr_tie_break
+    if getattr(args, "nr_path", None) is not None:
+        proto.nr_path = args.nr_path
     if proto.stall_iter < 0:
         raise CommandError(f"--stall-iter must be 0 (off) or a positive number of iterations; got {proto.stall_iter}")
     if proto.n_learn is not None and proto.n_learn <= 0:
@@ -849,6 +932,29 @@ def _protocol_from_args(args) -> Protocol:
     if proto.n_learn_mfeat is not None and proto.n_learn_mfeat <= 0:
         proto.n_learn_mfeat = None
     return proto
+
+
+def _methods_of(args) -> tuple:
+    """The Table 1 methods of ``python -m benchmarks reproduce mkl`` (``--methods``, in table
+    order; 1-NN always, the baseline every score is against)."""
+    chosen = set(getattr(args, "methods", None) or TABLE1_METHODS) | {"1-NN"}
+    return tuple(m for m in TABLE1_METHODS if m in chosen)
+
+
+def _recorded_cv_kernels(args, datasets) -> dict | None:
+    """{data set: LMNN-MKL_CV's kernel per fold} from the JSON of ``--cv-kernels-from``."""
+    path = getattr(args, "cv_kernels_from", None)
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            table1 = json.load(fh)["table1"]
+        return {name: [f["cv_kernel"] for f in table1[name]["per_fold"]] for name in datasets}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CommandError(
+            f"--cv-kernels-from {path}: not a JSON of this command with LMNN-MKL_CV's kernel of every "
+            f"fold of {', '.join(datasets)} ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _table1_of(args) -> tuple:
@@ -892,6 +998,8 @@ def command(args) -> int:
             callback=progress,
             n_jobs=n_jobs,
             store=TaskStore(args.resume) if args.resume else None,
+            methods=_methods_of(args),
+            cv_kernels=_recorded_cv_kernels(args, datasets),
             log=lambda line: print(f"[{time.perf_counter() - t0:7.1f} s] {line}", flush=True),
         )
     print()
@@ -959,6 +1067,39 @@ OPTIONS = (
         "shrinking by 0.1 %% (default 2000; 0: run every solve to its budget)",
     ),
     opt("--no-table1", action="store_true", help="skip Table 1 (run Table 2 only)"),
+    opt(
+        "--methods",
+        nargs="+",
+        choices=TABLE1_METHODS,
+        default=None,
+        help="Table 1 methods to run (default all; 1-NN always runs); scores and McNemar signs "
+        "are then among these only",
+    ),
+    opt(
+        "--cv-kernels-from",
+        dest="cv_kernels_from",
+        default=None,
+        metavar="JSON",
+        help="take LMNN-MKL_CV's kernel of every fold from this earlier run's JSON instead of "
+        "running its inner CV again (only the refit runs; the same numbers when nothing that "
+        "decides the inner CV changed)",
+    ),
+    opt(
+        "--nr-tie-break",
+        dest="nr_tie_break",
+        choices=("min-norm", "none"),
+        default=None,
+        help="NR-LMNN-MKL's choice among the metrics of its optimal face when F* = 0: the least "
+        "norm ('min-norm', the default) or the solver path's own ('none')",
+    ),
+    opt(
+        "--nr-path",
+        dest="nr_path",
+        choices=NR_PATHS,
+        default=None,
+        help="NR-LMNN-MKL's solver path (default 'default'): another path must give the same "
+        "numbers with the tie-break",
+    ),
     opt(
         "--n-learn",
         dest="n_learn",

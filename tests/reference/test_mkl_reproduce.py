@@ -251,3 +251,70 @@ def test_sonar_loader(data_dir):
     assert X.shape == (569, 30)
     with pytest.raises(rm.InvalidInputError):
         rm.load_dataset("colon")
+
+
+def test_nr_rows_do_not_depend_on_the_solver_path(tmp_path, capsys):
+    """NR-LMNN-MKL alone (``--methods``; 1-NN always runs) along the three solver paths of
+    ``--nr-path``: with the least-norm tie-break (the default) every test prediction is the
+    same, every fit certified with the selection applied and of the same norm; without it
+    (``--nr-tie-break none``) the fits carry no selection record."""
+
+    def run(path, tie="min-norm"):
+        out = tmp_path / f"{path}-{tie}.json"
+        args = _parser_with_mkl().parse_args(
+            ["reproduce", "mkl", "--quick", "--no-table2", "--max-folds", "2", "--methods", "NR-LMNN-MKL"]
+            + ["--nr-path", path, "--nr-tie-break", tie, "--out", str(out)]
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert args.func(args) == 0
+        capsys.readouterr()
+        return json.loads(out.read_text())
+
+    runs = [run(p) for p in rm.NR_PATHS]
+    for data in runs:
+        r = data["table1"]["iris"]
+        assert set(r["accuracy"]) == {"NR-LMNN-MKL", "1-NN"} and data["protocol"]["nr_tie_break"] == "min-norm"
+        for f in r["per_fold"]:
+            (fit,) = f["lmnn_fits"]
+            assert fit["converged"] and fit["tie_break"]["applied"] and fit["tie_break"]["certified"]
+            assert (
+                f["correct"]["NR-LMNN-MKL"]
+                == runs[0]["table1"]["iris"]["per_fold"][f["fold"]]["correct"]["NR-LMNN-MKL"]
+            )
+    norms = {
+        p: [f["lmnn_fits"][0]["tie_break"]["norm"] for f in d["table1"]["iris"]["per_fold"]]
+        for p, d in zip(rm.NR_PATHS, runs)
+    }
+    assert np.allclose(norms["warm-3x"], norms["default"], rtol=1e-6, atol=0)
+    plain = run("default", "none")["table1"]["iris"]["per_fold"]
+    assert all("tie_break" not in f["lmnn_fits"][0] for f in plain)
+
+
+def test_recorded_cv_kernels_skip_the_inner_cv_and_give_the_same_numbers(tmp_path, capsys):
+    """``--cv-kernels-from`` an earlier run's JSON: LMNN-MKL_CV refits its recorded kernel of
+    every fold without the 40 inner-CV fits, and every accuracy, p-value and score is the
+    earlier run's; a JSON without the data set is a one-line usage error."""
+    from benchmarks._commands import run_command
+
+    def run(*extra, name="r"):
+        out = tmp_path / f"{name}.json"
+        args = _parser_with_mkl().parse_args(
+            ["reproduce", "mkl", "--quick", "--no-table2", "--max-folds", "1", "--out", str(out), *extra]
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = run_command(args)
+        capsys.readouterr()
+        return code, (json.loads(out.read_text()) if out.exists() else None)
+
+    _, full = run(name="full")
+    _, again = run("--cv-kernels-from", str(tmp_path / "full.json"), name="again")
+    a, b = full["table1"]["iris"], again["table1"]["iris"]
+    for key in ("accuracy", "pvalues", "score", "mcnemar"):
+        assert a[key] == b[key]
+    assert len(a["per_fold"][0]["lmnn_fits"]) == 44 and len(b["per_fold"][0]["lmnn_fits"]) == 4
+    assert b["per_fold"][0]["cv_kernel"] == a["per_fold"][0]["cv_kernel"] and b["per_fold"][0]["cv_kernel_recorded"]
+    (tmp_path / "bad.json").write_text(json.dumps({"table1": {}}))
+    code, _ = run("--cv-kernels-from", str(tmp_path / "bad.json"), name="bad")
+    assert code == 2
