@@ -6,6 +6,8 @@ factorization of Γ when it has one) and its diagonal."""
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.linalg.blas import dsyrk
 
 __all__ = ["divided_differences", "FreeHessian", "gamma_factors", "hessian_diagonal"]
 
@@ -46,29 +48,67 @@ class FreeHessian:
         return self._sum(q) + self.shift * v
 
     def dense(self, factors=None):
-        """H_FF explicitly.  With ``factors`` = (σ, G), Γ ≈ G diag(σ) Gᵀ (see
-        :func:`gamma_factors`), H_cd = Σ_s σ_s w_c w_d (z_cᵀ diag(g_s) z_d)²: O(s |F|² r);
-        without, O(|F|² r²) (small problems only)."""
+        """H_FF explicitly, upper triangle (the lower one is not referenced: :meth:`solve`).
+        With ``factors`` = (σ, G), Γ ≈ G diag(σ) Gᵀ (see :func:`gamma_factors`),
+        H_cd = Σ_s σ_s w_c w_d (z_cᵀ diag(g_s) z_d)²: O(s |F|² r), each Z diag(g_s) Zᵀ one or
+        two symmetric rank-k updates (half a GEMM) into one |F| × |F| buffer, squared and
+        summed in place (two |F| × |F| matrices live); without, O(|F|² r²) (small problems)."""
         Z = self.ZF
         if factors is None:
             Q = (Z[:, :, None] * Z[:, None, :]).reshape(Z.shape[0], -1)
             Ht = (Q * self.Gam.ravel()) @ Q.T
         else:
-            Ht = np.zeros((Z.shape[0], Z.shape[0]))
+            Ht = None
             for sig, g in zip(*factors):
-                # Z diag(g) Zᵀ = Y₊Y₊ᵀ − Y₋Y₋ᵀ over the columns of each sign of g: half a GEMM
-                pos = g > 0
-                Yp = Z[:, pos] * np.sqrt(g[pos])
-                Yn = Z[:, ~pos] * np.sqrt(-g[~pos])
-                P = Yp @ Yp.T - Yn @ Yn.T if Yn.shape[1] else Yp @ Yp.T
-                Ht += sig * (P * P)
+                # Z diag(g) Zᵀ = Y₊Y₊ᵀ − Y₋Y₋ᵀ over the columns of each sign of g
+                P = _signed_gram(Z, g)
+                np.multiply(P, P, out=P)
+                if Ht is None:
+                    Ht = P
+                    Ht *= sig
+                else:
+                    P *= sig
+                    Ht += P
+                del P
+            if Ht is None:
+                Ht = np.zeros((Z.shape[0], Z.shape[0]), order="F")
         Ht *= self.wF[:, None]
         Ht *= self.wF[None, :]
         if not self.single:  # Σ over each constraint's terms, rows then columns (O(|F|²))
+            Ht = np.triu(Ht)
+            Ht += np.triu(Ht, 1).T
             order = np.argsort(self.own, kind="stable")
             starts = np.flatnonzero(np.r_[True, np.diff(self.own[order]) != 0])
             Ht = np.add.reduceat(np.add.reduceat(Ht[order][:, order], starts, axis=0), starts, axis=1)
-        return 0.5 * (Ht + Ht.T) + np.diag(self.shift)
+        Ht[np.diag_indices_from(Ht)] += self.shift
+        return Ht
+
+    def solve(self, b, factors=None):
+        """H_FF⁻¹ b with H_FF from :meth:`dense`: Cholesky on its upper triangle (H_FF is
+        positive definite: a Gram part plus the positive damping), LU then least squares on
+        the symmetrized matrix when round-off broke definiteness."""
+        try:
+            c = cho_factor(self.dense(factors), lower=False, overwrite_a=True, check_finite=False)
+            return cho_solve(c, b, check_finite=False)
+        except LinAlgError:
+            pass
+        Ht = np.triu(self.dense(factors))  # (formed again: the factorization overwrote it)
+        Ht += np.triu(Ht, 1).T
+        try:
+            return np.linalg.solve(Ht, b)
+        except np.linalg.LinAlgError:
+            return np.linalg.lstsq(Ht, b, rcond=1e-13)[0]
+
+
+def _signed_gram(Z, g):
+    """The upper triangle of Z diag(g) Zᵀ = Y₊Y₊ᵀ − Y₋Y₋ᵀ (Y± the columns of Z with g ≷ 0,
+    scaled by √|g|): one or two symmetric rank-k updates, half the flops of a GEMM."""
+    P = np.zeros((Z.shape[0], Z.shape[0]), order="F")
+    for sign, cols in ((1.0, g > 0), (-1.0, g < 0)):
+        if np.any(cols):
+            Y = Z[:, cols] * np.sqrt(np.abs(g[cols]))
+            P = dsyrk(sign, Y.T, beta=1.0, c=P, trans=1, lower=0, overwrite_c=1)
+    return P
 
 
 def gamma_factors(Gam, rtol=1e-8, seed=0):

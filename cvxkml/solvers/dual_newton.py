@@ -83,7 +83,7 @@ from .result import NONFINITE, NOT_CONVERGED, OK, FastResult
 __all__ = ["dual_newton", "missing_methods", "REQUIRED_METHODS", "SLACK_METHODS"]
 
 _TINY = np.finfo(np.float64).tiny
-_DENSE_MAX = 4000  # free terms up to which the Newton system is formed (|F|² doubles)
+_DENSE_MAX = 8000  # free terms up to which the Newton system is formed (two |F|² buffers)
 REQUIRED_METHODS = ("conj_s", "conj_grad_s", "conj_hess_s", "conj_shift")
 #: what the regularizer's own pair slack (``gamma``) needs besides (``slack_conj_domain`` optional)
 SLACK_METHODS = ("slack_value", "slack_conj", "slack_conj_grad", "slack_conj_hess")
@@ -182,9 +182,11 @@ def _targets(ops, lam):
     return t
 
 
-def _dual_objective(ops, conj, shift, quad, lam, values_only, M=None):
+def _dual_objective(ops, conj, shift, quad, lam, values_only, M=None, basis=None):
     """(g, μ, V, f*_s(μ), M) at λ (M = S − A(λ), given or formed), V None with
-    ``values_only``; None outside the conjugate's domain or on overflow."""
+    ``values_only``; None outside the conjugate's domain or on overflow.  With ``basis`` (an
+    orthogonal r × r V₀), ``M`` is S − A(λ) written in it, V₀ᵀ(S − A(λ))V₀: the eigenvectors
+    returned are V₀ times M's (and M is returned as None)."""
     if M is None:
         A = ops.A(lam)
         if not np.all(np.isfinite(A)):
@@ -195,6 +197,8 @@ def _dual_objective(ops, conj, shift, quad, lam, values_only, M=None):
         mu, V = np.linalg.eigvalsh(M), None
     else:
         mu, V = np.linalg.eigh(M)
+        if basis is not None:
+            V, M = basis @ V, None
     with np.errstate(all="ignore"):
         fs = np.asarray(conj.conj_s(mu), dtype=float)
     if not np.all(np.isfinite(fs)):
@@ -203,10 +207,11 @@ def _dual_objective(ops, conj, shift, quad, lam, values_only, M=None):
     return (g, mu, V, fs, M) if np.isfinite(g) else None
 
 
-def _evaluate(ops, conj, shift, quad, lam, M=None):
+def _evaluate(ops, conj, shift, quad, lam, M=None, basis=None):
     """The full state at λ (eigenvectors, residuals, Z = U V), or None outside the domain;
-    ``M`` = S − A(λ) when the caller has it (the line search builds it incrementally)."""
-    out = _dual_objective(ops, conj, shift, quad, lam, values_only=False, M=M)
+    ``M`` = S − A(λ) when the caller has it, in the orthogonal ``basis`` when given (the line
+    search builds it in the previous iterate's eigenbasis)."""
+    out = _dual_objective(ops, conj, shift, quad, lam, values_only=False, M=M, basis=basis)
     if out is None:
         return None
     g, mu, V, fs, M = out
@@ -367,27 +372,70 @@ def _max_step(st, D, dom, enough=None):
     return np.inf if lmin >= 0 else -1.0 / lmin
 
 
+class _Arc:
+    """Vᵀ A(λ(s) − λ) V along the projection arc λ(s) = P(λ + s·d), V the iterate's
+    eigenbasis (Z = U V), for the decreasing steps of the line search.  The multipliers still
+    inside the box at s move as s·d_c, the others sit on their bound: Vᵀ A V = s·D_in + D_out,
+    and halving s only moves multipliers from the second set to the first.  So the two r × r
+    matrices are formed once (at s = 1, their sum the segment's matrix that bounds the domain
+    step) and then updated by the terms of the multipliers that come back inside: each trial
+    costs its eigenvalues, not a sum over every moving term."""
+
+    def __init__(self, ops, st, d, lower, upper):
+        self.ops, self.Z, self.lam, self.d, self.lower, self.upper = ops, st.Z, st.lam, d, lower, upper
+        self.inside = self._inside(1.0)
+        self.out_delta = np.clip(self.lam + d, lower, upper) - self.lam  # where clipped at s = 1
+        self.D_in = self._gram(self.inside, d)
+        self.D_out = self._gram(~self.inside, self.out_delta)
+
+    def _inside(self, step):
+        x = self.lam + step * self.d
+        return (x >= self.lower) & (x <= self.upper)
+
+    def _gram(self, rows, v):
+        """Z_kᵀ diag(w_k v_c(k)) Z_k over the terms k of the constraints ``rows`` with v ≠ 0."""
+        c = self.ops.w * np.where(rows, v, 0.0)[self.ops.owner]
+        k = np.flatnonzero(c)
+        Zk = self.Z[k]
+        return (Zk.T * c[k]) @ Zk
+
+    def segment(self):
+        """Vᵀ A(λ(1) − λ) V."""
+        return self.D_in + self.D_out
+
+    def at(self, step):
+        """Vᵀ A(λ(step) − λ) V, symmetrized, for a step no larger than the previous one."""
+        inside = self._inside(step)
+        back = inside & ~self.inside
+        if np.any(self.inside & ~inside):  # (a larger step than before: start over)
+            self.inside, self.D_in = inside, self._gram(inside, self.d)
+            self.D_out = self._gram(~inside, self.out_delta)
+        elif np.any(back):
+            self.D_in += self._gram(back, self.d)
+            self.D_out -= self._gram(back, self.out_delta)
+            self.inside = inside
+        T = step * self.D_in + self.D_out
+        return 0.5 * (T + T.T)
+
+
 def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certificate):
     """Armijo's rule on g along the projection arc λ(s) = P(λ + s·d) (Bertsekas 1982),
     s = s0, s0/2, …, with s0 = min(1, 0.7·s_max) the fraction to the domain's boundary along
     the segment to λ(1) (:func:`_max_step`); the trial points need only the eigenvalues of
-    M − A(λ(s) − λ).  Returns (state at the accepted point or None, s, trials)."""
+    diag(μ) − Vᵀ A(λ(s) − λ) V (:class:`_Arc`), the accepted one its eigenvectors W (its
+    eigenbasis V W).  Returns (state at the accepted point or None, s, trials)."""
     lam = st.lam
-    dh = np.clip(lam + d, lower, upper) - lam
-    coef = ops.w * dh[ops.owner]
-    nz = np.flatnonzero(coef)
-    if nz.size == 0:
+    if not np.any(np.clip(lam + d, lower, upper) != lam):
         return None, 1.0, 0
-    Zn = st.Z[nz]
-    s_max = _max_step(st, (Zn.T * coef[nz]) @ Zn, dom, enough=1.0 / 0.7)
+    arc = _Arc(ops, st, d, lower, upper)
+    s_max = _max_step(st, arc.segment(), dom, enough=1.0 / 0.7)
     sl = ops.slack
     if sl is not None:  # the slack conjugate's domain, λ_c < upper_c, along the same segment
-        ds = dh[sl.idx]
+        ds = (np.clip(lam + d, lower, upper) - lam)[sl.idx]
         out = (ds > 0) & np.isfinite(sl.upper)
         if np.any(out):
             s_max = min(s_max, float(np.min((sl.upper[out] - lam[sl.idx][out]) / ds[out])))
     step = min(1.0, 0.7 * s_max)
-    M = st.M
     trials = 0
     for _ in range(60):
         cand = np.clip(lam + step * d, lower, upper)
@@ -395,24 +443,21 @@ def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certific
         if not np.any(delta):
             break
         trials += 1
-        c = ops.w * delta[ops.owner]
-        k = np.flatnonzero(c)
-        Ms = M - (ops.U[k].T * c[k]) @ ops.U[k]
-        Ms = 0.5 * (Ms + Ms.T)
+        Ms = np.diag(st.mu) - arc.at(step)  # S − A(λ(s)) in the iterate's eigenbasis
         with np.errstate(all="ignore"):
             mu = np.linalg.eigvalsh(Ms) if np.all(np.isfinite(Ms)) else None
             fs = None if mu is None else np.asarray(conj.conj_s(mu), dtype=float)
         if fs is not None and np.all(np.isfinite(fs)):
             gc = -float(np.sum(fs)) - _linear(ops, cand) - 0.5 * float(quad @ (cand * cand))
             if gc >= st.g + 1e-4 * float(st.grad @ delta) and gc >= st.g:
-                new = _evaluate(ops, conj, shift, quad, cand, M=Ms)
+                new = _evaluate(ops, conj, shift, quad, cand, M=Ms, basis=st.V)
                 if new is not None:
                     return new, step, trials
             elif gc >= st.g - 2.0 * st.g_err:
                 # the ascent is below the round-off of g (its terms ~ λᵀt cancel) while ∇g,
                 # hence the certificate, is still accurate: the step is accepted when it
                 # reduces the certificate
-                c = _evaluate(ops, conj, shift, quad, cand, M=Ms)
+                c = _evaluate(ops, conj, shift, quad, cand, M=Ms, basis=st.V)
                 if c is not None and certificate(c) <= (1.0 - 1e-4 * step) * cert:
                     return c, step, trials
         step *= 0.5
@@ -497,16 +542,14 @@ def _direction(ops, conj, st, lower, upper, quad, cert, boost, damping, newton_b
         small = kt * r * r <= newton_budget and kt <= _DENSE_MAX
         factors = None
         if not small and kt <= _DENSE_MAX:
-            factors = gamma_factors(Gam)
+            # far from the optimum an inexact Newton system is as good (the Armijo search
+            # judges the step): Γ to 1e-2·certificate (1e-3 … 1e-8), fewer factors early on
+            factors = gamma_factors(Gam, rtol=min(1e-3, max(1e-8, 1e-2 * cert)))
             # formed in s·|F|²·r (+ |F|³/3 to solve) against ~40 products of 4·|F|·r²
             if factors is not None and len(factors[0]) * kt * r + kt * kt / 3.0 > 160.0 * r * r:
                 factors = None
         if small or factors is not None:
-            Hd = H.dense(factors)
-            try:
-                d[free] = np.linalg.solve(Hd, grad[free])
-            except np.linalg.LinAlgError:
-                d[free] = np.linalg.lstsq(Hd, grad[free], rcond=1e-13)[0]
+            d[free] = H.solve(grad[free], factors)
             kind = "dense"
         else:
             eta = min(0.1, max(1e-10, np.sqrt(cert)))

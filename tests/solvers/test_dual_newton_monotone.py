@@ -103,3 +103,34 @@ def test_returned_multipliers_give_the_reported_bound(max_iter):
     assert sol.dual_value == pytest.approx(problem.dual_value(sol.dual), rel=1e-12)
     rel = sol.gap / max(1.0, abs(sol.objective))
     assert rel == pytest.approx(sol.info["rel_gap"], rel=1e-5, abs=1e-10)
+
+
+@pytest.mark.parametrize("single", [True, False])
+def test_newton_matrix_from_factors_matches_products(single):
+    """The Newton matrix formed from the factors of Γ (symmetric rank-k updates, upper
+    triangle, then a Cholesky solve) equals the matrix-free products, with one term per
+    constraint (pairs) and with several (triplets: the sums over a constraint's terms)."""
+    from types import SimpleNamespace
+
+    from cvxkml.solvers._dual_newton_hessian import FreeHessian, divided_differences
+
+    rng = np.random.default_rng(3)
+    r, m = 12, 9
+    sizes = np.ones(m, dtype=int) if single else rng.integers(1, 4, m)
+    ptr = np.r_[0, np.cumsum(sizes)]
+    ops = RankOneTerms(rng.normal(size=(ptr[-1], r)), rng.choice([-1.0, 1.0], ptr[-1]), ptr, np.zeros(m))
+    mu = np.sort(rng.normal(size=r))
+    conj = AlphaPower()
+    Gam = divided_differences(mu, conj.conj_grad_s(mu), conj.conj_hess_s(mu))
+    V = np.linalg.qr(rng.normal(size=(r, r)))[0]
+    st = SimpleNamespace(Z=ops.U @ V)
+    free = rng.random(m) < 0.8
+    H = FreeHessian(ops, st, Gam, free, np.zeros(m), np.full(int(free.sum()), 1e-3))
+    exact = np.column_stack([H.matvec(e) for e in np.eye(H.k)])
+    sig, W = np.linalg.eigh(Gam)  # Γ = Σ σ_s g_s g_sᵀ, of both signs
+    factors = (sig, W.T)
+    assert (sig < 0).any() and (sig > 0).any()
+    up = np.triu(H.dense(factors))
+    assert np.allclose(up, np.triu(exact), rtol=1e-9, atol=1e-9 * np.abs(exact).max())
+    b = rng.normal(size=H.k)
+    assert np.allclose(H.solve(b, factors), np.linalg.solve(exact, b), rtol=1e-6)
