@@ -9,7 +9,7 @@ import numpy as np
 
 from .._bregman_core import dual_change, run_sliced, sweep_end
 from ..result import NONFINITE, NOT_CONVERGED
-from .secular import _secular, _zerofinder_w
+from .secular import _FM, _secular_k, _zerofinder_r
 
 #: stats layout of the kernels (a caller may pass a shorter array: only the first two are
 #: then written): evaluations of h, projections that ran ZEROFINDER, projections skipped
@@ -19,35 +19,71 @@ _N_STATS = 5
 
 # --------------------------------------------------------------------- eigenvectors
 @nb.njit(cache=True, error_model="numpy")
-def _eigvecs_t(d, z, rho, anchor, tau, Ut):
-    """Gu–Eisenstat eigenvectors of diag(d) + ρ z zᵀ from its roots, as the rows of Ut
-    (Ut[j] = u_j).  Δ_ji = d_i − λ_j = (d_i − d_{a_j}) − τ_j (anchored, accurate);
-    ẑ_i² = −(Δ_ii/ρ) Π_{j≠i} Δ_ji/(d_i − d_j), u_j ∝ ẑ / Δ_j."""
+def _inv_diffs(d, R):
+    """R[j, i] = 1/(d_i − d_j) for i ≠ j, R[j, j] = 0: antisymmetric, so k(k − 1)/2
+    divisions (exactly: fl(1/(a − b)) = −fl(1/(b − a))).  Shared by φ′(0) and the
+    eigenvectors of one projection (the poles d do not move with θ)."""
     k = d.shape[0]
-    prod = np.empty(k)
+    for j in range(k):
+        R[j, j] = 0.0
+        for i in range(j + 1, k):
+            x = 1.0 / (d[i] - d[j])
+            R[j, i] = x
+            R[i, j] = -x
+
+
+@nb.njit(cache=True, error_model="numpy", fastmath=_FM)
+def _cauchy_rows(Ut, zhat, k):
+    """Ut[j] ← ẑ ∘ Ut[j], normalized (Ut[j] holds 1/Δ_j on entry): u_j ∝ ẑ / Δ_j.  Only the
+    sum of squares is a reduction (reassociated); no difference is formed here."""
+    for j in range(k):
+        row = Ut[j]
+        s = 0.0
+        for i in range(k):
+            u = zhat[i] * row[i]
+            row[i] = u
+            s += u * u
+        s = 1.0 / np.sqrt(s) if s > 0.0 else np.nan  # NaN: caught by the caller's guard
+        for i in range(k):
+            row[i] *= s
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _eigvecs_r(d, z, rho, anchor, tau, Ut, R, prod):
+    """Gu–Eisenstat eigenvectors of diag(d) + ρ z zᵀ from its roots, as the rows of Ut
+    (Ut[j] = u_j), from R (:func:`_inv_diffs`) and Ut[j, i] = 1/Δ_ji on entry (the last
+    root-finder pass leaves it: :func:`~cvxkml.solvers._vonneumann.secular._secular_k`).
+    Δ_ji = d_i − λ_j = (d_i − d_{a_j}) − τ_j (anchored, accurate); ẑ_i² = −(Δ_ii/ρ)
+    Π_{j≠i} Δ_ji/(d_i − d_j); u_j ∝ ẑ / Δ_j (Gu & Eisenstat's recomputed weights: U
+    orthogonal to working precision).  k divisions."""
+    k = d.shape[0]
     for i in range(k):
         prod[i] = 1.0
     for j in range(k):
         da = d[anchor[j]]
         tj = tau[j]
-        dj = d[j]
-        row = Ut[j]
+        Rj = R[j]
+        pj = prod[j]
         for i in range(k):
-            delta = (d[i] - da) - tj
-            row[i] = delta  # Δ_ji, kept for the vectors below
-            prod[i] *= (-delta / rho) if i == j else delta / (d[i] - dj)
+            prod[i] *= ((d[i] - da) - tj) * Rj[i]
+        prod[j] = pj * (-((d[j] - da) - tj) / rho)
     for i in range(k):
         prod[i] = np.sqrt(max(prod[i], 0.0)) * (1.0 if z[i] >= 0 else -1.0)
+    _cauchy_rows(Ut, prod, k)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _eigvecs_t(d, z, rho, anchor, tau, Ut):
+    """Gu–Eisenstat eigenvectors of diag(d) + ρ z zᵀ from its roots, as the rows of Ut
+    (Ut[j] = u_j): :func:`_eigvecs_r` with its own reciprocals."""
+    k = d.shape[0]
+    R = np.empty((k, k))
+    _inv_diffs(d, R)
     for j in range(k):
-        row = Ut[j]
-        s = 0.0
+        da = d[anchor[j]]
         for i in range(k):
-            u = prod[i] / row[i]
-            row[i] = u
-            s += u * u
-        s = 1.0 / np.sqrt(s) if s > 0.0 else np.nan  # NaN: caught by project_pair's guard
-        for i in range(k):
-            row[i] *= s
+            Ut[j, i] = 1.0 / ((d[i] - da) - tau[j])
+    _eigvecs_r(d, z, rho, anchor, tau, Ut, R, np.empty(k))
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -63,9 +99,9 @@ def eigvecs_from_roots(d, z, rho, anchor, tau, U):
 
 # --------------------------------------------------------------------- one projection
 @nb.njit(cache=True, error_model="numpy")
-def _deflate(q, w, W, tol_w, tol_q):
-    """Givens-merge clustered q (rotating W's columns and w), return the active indices
-    sorted by q.  Deflated entries keep their (q_i, e_i) eigenpair."""
+def _deflate_rows(q, w, Wt, tol_w, tol_q):
+    """Givens-merge clustered q (rotating the rows of Wt = Wᵀ and w), return the active
+    indices sorted by q.  Deflated entries keep their (q_i, e_i) eigenpair."""
     r = q.shape[0]
     nw = 0.0
     for i in range(r):
@@ -85,11 +121,11 @@ def _deflate(q, w, W, tol_w, tol_q):
                 rr = np.hypot(w[p], w[i])
                 c = w[p] / rr
                 s = w[i] / rr
-                for a in range(W.shape[0]):
-                    wp = W[a, p]
-                    wi = W[a, i]
-                    W[a, p] = c * wp + s * wi
-                    W[a, i] = -s * wp + c * wi
+                for a in range(Wt.shape[1]):
+                    wp = Wt[p, a]
+                    wi = Wt[i, a]
+                    Wt[p, a] = c * wp + s * wi
+                    Wt[i, a] = -s * wp + c * wi
                 w[p] = rr
                 w[i] = 0.0
                 q[i] = q[p]
@@ -97,6 +133,12 @@ def _deflate(q, w, W, tol_w, tol_q):
         active[k] = i
         k += 1
     return active[:k]
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _deflate(q, w, W, tol_w, tol_q):
+    """:func:`_deflate_rows` on the columns of W (W's eigenvectors are its columns)."""
+    return _deflate_rows(q, w, W.T, tol_w, tol_q)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -124,18 +166,84 @@ def _all_finite(A):
     return True
 
 
-@nb.njit(cache=True, error_model="numpy")
-def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
-    """One von Neumann Bregman projection (in place on W, q).  Returns (Δλ, new target).
+@nb.njit(cache=True, error_model="numpy", fastmath=_FM)
+def _matvec(Wt, v, w):
+    """w = Wt v (row dot products; reassociated sums, so vectorized)."""
+    r = Wt.shape[0]
+    c = Wt.shape[1]
+    for j in range(r):
+        row = Wt[j]
+        s = 0.0
+        for i in range(c):
+            s += row[i] * v[i]
+        w[j] = s
 
-    ``stats``: [evaluations of h, projections that ran ZEROFINDER] and, when it has
-    ``_N_STATS`` entries, [shortcut skips, passes over the poles, roots solved]."""
+
+@nb.njit(cache=True, error_model="numpy")
+def _new_work(r):
+    """Scratch of :func:`_project_t` for rank r (allocated once per sweep call): four flat
+    r² buffers (R, Ut, the gathered rows of Wᵀ, their product) and nine r-vectors."""
+    return np.empty((4, r * r)), np.empty((9, r)), np.empty(r, dtype=np.int64)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _rotate_rows(Wt, idx, Ut, mats, k):
+    """Wt[idx] ← Ut Wt[idx] (W[:, idx] ← W[:, idx] U, U = Utᵀ): one BLAS-3 product of
+    C-contiguous k × k and k × r operands.  When idx is 0, 1, …, r − 1 (q stored in
+    increasing order, nothing deflated: the usual case, see :func:`_sort_storage`) the
+    product reads Wt itself; otherwise the k rows are gathered and scattered back."""
+    r = Wt.shape[1]
+    P = mats[3, : k * r].reshape((k, r))
+    whole = k == Wt.shape[0]
+    for t in range(k):
+        if idx[t] != t:
+            whole = False
+            break
+    if whole:
+        np.dot(Ut, Wt, P)
+        Wt[:, :] = P
+        return
+    G = mats[2, : k * r].reshape((k, r))
+    for t in range(k):
+        G[t, :] = Wt[idx[t], :]
+    np.dot(Ut, G, P)
+    for t in range(k):
+        Wt[idx[t], :] = P[t, :]
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _sort_storage(Wt, q, mats):
+    """Permute q into increasing order and the rows of Wt with it (X̂ = Σ e^{q_i} w_i w_iᵀ
+    does not change), so that the next projection's active set is 0, …, r − 1 and W ← W U
+    needs no gather (:func:`_rotate_rows`).  O(r) when q is already sorted."""
     r = q.shape[0]
-    w = np.zeros(r)
-    for i in range(r):  # w = Wᵀv (row-wise: contiguous)
-        vi = v[i]
-        for j in range(r):
-            w[j] += W[i, j] * vi
+    ordered = True
+    for i in range(r - 1):
+        if q[i + 1] < q[i]:
+            ordered = False
+            break
+    if ordered:
+        return
+    order = np.argsort(q, kind="mergesort")
+    G = mats[2, : r * r].reshape((r, r))
+    qs = q[order]
+    for t in range(r):
+        G[t, :] = Wt[order[t], :]
+    Wt[:, :] = G
+    q[:] = qs
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _project_t(Wt, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor):
+    """One von Neumann Bregman projection (Kulis et al. Algorithm 3) in place on Wt = Wᵀ
+    (rows: the eigenvectors of log X̂) and q, with the scratch of :func:`_new_work`.
+    Returns (Δλ, new target); (NaN, NaN) and Wt, q untouched on a non-finite step.
+
+    w = Wᵀv; the exact shortcut (λ = 0 and the constraint holds: the identity); deflation;
+    ZEROFINDER for θ* on the secular roots; the dual correction Δλ = max(−δθ*, −λ),
+    θ = −δΔλ; the eigenvectors U of diag(q) + θwwᵀ and W ← W U (one gemm)."""
+    w = vecs[0]
+    _matvec(Wt, v, w)
     long_stats = stats.shape[0] >= _N_STATS
     if lam_c == 0.0:
         # exact shortcut: a satisfied constraint without multiplier is not moved
@@ -147,24 +255,29 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
             if long_stats:
                 stats[2] += 1
             return 0.0, target
-    idx = _deflate(q, w, W, 1e-14, 1e-12)
+    idx = _deflate_rows(q, w, Wt, 1e-14, 1e-12)
     k = idx.shape[0]
     if k == 0:
         return 0.0, target
-    d = np.empty(k)
-    z = np.empty(k)
+    d, z, tau, lam, c2, dd, e = (
+        vecs[1, :k],
+        vecs[2, :k],
+        vecs[3, :k],
+        vecs[4, :k],
+        vecs[5, :k],
+        vecs[6, :k],
+        vecs[7, :k],
+    )
+    an = anchor[:k]
     for t in range(k):
         d[t] = q[idx[t]]
         z[t] = w[idx[t]]
-    anchor = np.empty(k, dtype=np.int64)
-    tau = np.empty(k)
-    lam = np.empty(k)
-    c2 = np.empty(k)
-    dd = np.empty(k)
-    e = np.empty(k)
+    R = mats[0, : k * k].reshape((k, k))
+    _inv_diffs(d, R)
     counts = np.zeros(2)
     inv_g = 0.0 if np.isinf(gamma) else 1.0 / gamma
-    theta_star, evals = _zerofinder_w(d, z, np.log(target), inv_g, anchor, tau, lam, c2, dd, e, counts)
+    Ut = mats[1, : k * k].reshape((k, k))  # the Cauchy matrix of the roots, then U's rows
+    theta_star, evals = _zerofinder_r(d, z, np.log(target), inv_g, an, tau, lam, c2, dd, e, counts, R, Ut)
     stats[0] += evals
     stats[1] += 1
     if not np.isfinite(theta_star):
@@ -178,35 +291,42 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
         return 0.0, target
     if theta != theta_star:
         # clipped by the dual correction: same sign, |θ| < |θ*| — warm from the roots at θ*
-        counts[0] += _secular(d, z, theta, anchor, tau, c2, True, theta - theta_star, dd)
+        counts[0] += _secular_k(d, z, theta, an, tau, c2, True, theta - theta_star, dd, Ut)
         counts[1] += k
     if long_stats:
         stats[3] += counts[0]
         stats[4] += counts[1]
-    Ut = np.empty((k, k))
-    _eigvecs_t(d, z, theta, anchor, tau, Ut)
+    prod = vecs[8, :k]
+    _eigvecs_r(d, z, theta, an, tau, Ut, R, prod)
     if not _all_finite(Ut):
         # guard: a warm root on a pole would give u = ẑ/0; redo the roots cold
-        _secular(d, z, theta, anchor, tau, c2, False, 0.0, dd)
-        _eigvecs_t(d, z, theta, anchor, tau, Ut)
+        _secular_k(d, z, theta, an, tau, c2, False, 0.0, dd, Ut)
+        _eigvecs_r(d, z, theta, an, tau, Ut, R, prod)
         if not _all_finite(Ut):
             return np.nan, np.nan  # reported as NONFINITE, W untouched
-    # W[:, idx] ← W[:, idx] U  (U = Utᵀ; one BLAS-3 product)
-    nr = W.shape[0]
-    Wa = np.empty((nr, k))
-    for a in range(nr):
-        for t in range(k):
-            Wa[a, t] = W[a, idx[t]]
-    Wn = np.dot(Wa, Ut.T)
-    for a in range(nr):
-        for t in range(k):
-            W[a, idx[t]] = Wn[a, t]
+    _rotate_rows(Wt, idx, Ut, mats, k)
     for t in range(k):
-        q[idx[t]] = d[anchor[t]] + tau[t]
+        q[idx[t]] = d[an[t]] + tau[t]
+    _sort_storage(Wt, q, mats)
     new_target = target
     if not np.isinf(gamma):
         new_target = target * np.exp(-theta / gamma)
     return dlam, new_target
+
+
+@nb.njit(cache=True, error_model="numpy")
+def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
+    """One von Neumann Bregman projection (in place on W, q).  Returns (Δλ, new target).
+
+    ``stats``: [evaluations of h, projections that ran ZEROFINDER] and, when it has
+    ``_N_STATS`` entries, [shortcut skips, passes over the poles, roots solved].
+    :func:`_project_t` on Wᵀ (the sweeps keep Wᵀ throughout)."""
+    r = q.shape[0]
+    Wt = np.ascontiguousarray(W.T)
+    mats, vecs, anchor = _new_work(r)
+    out = _project_t(Wt, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor)
+    W[:, :] = Wt.T
+    return out
 
 
 # --------------------------------------------------------------------- sweeps
@@ -214,12 +334,14 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
 def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, order):
     """Sweeps over the constraints ``order`` (in that order) until the relative dual change
     of a sweep is below ``tol`` or ``max_iter``; returns (sweeps, change, code, bad
-    constraint)."""
+    constraint).  W is kept transposed (rows: eigenvectors) during the call."""
     m = I.shape[0]
     r = q.shape[0]
     v = np.empty(r)
     lam_old = np.empty(m)
     change = np.inf
+    Wt = np.ascontiguousarray(W.T)
+    mats, vecs, anchor = _new_work(r)
     for sweep in range(max_iter):
         lam_old[:] = lam
         for t in range(order.shape[0]):
@@ -228,15 +350,18 @@ def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, o
             jc = J[c]
             for a in range(r):
                 v[a] = F[ic, a] - F[jc, a]
-            dl, xnew = project_pair(W, q, v, xi[c], delta[c], lam[c], gamma, stats)
+            dl, xnew = _project_t(Wt, q, v, xi[c], delta[c], lam[c], gamma, stats, mats, vecs, anchor)
             if not (np.isfinite(xnew) and np.isfinite(dl)):
+                W[:, :] = Wt.T
                 return sweep, change, NONFINITE, c
             lam[c] += dl
             xi[c] = xnew
         change = dual_change(lam, lam_old)
         code = sweep_end(change, tol)
         if code != NOT_CONVERGED:
+            W[:, :] = Wt.T
             return sweep + 1, change, code, -1
+    W[:, :] = Wt.T
     return max_iter, change, NOT_CONVERGED, -1
 
 

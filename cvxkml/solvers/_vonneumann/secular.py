@@ -27,23 +27,26 @@ def _shift(d, da, dd):
 
 
 @nb.njit(cache=True, error_model="numpy", fastmath=_FM)
-def _psi(dd, z2, t, split):
+def _psi(dd, z2, t, split, inv):
     """ψ1 = Σ_{i<=split} z_i²/δ_i, ψ1′ = Σ_{i<=split} z_i²/δ_i², and ψ2, ψ2′ over i > split,
-    with δ_i = dd_i − t (one pass over the poles)."""
+    with δ_i = dd_i − t (one pass over the poles).  The reciprocals 1/δ_i are left in
+    ``inv``: after the last pass of a root they are the entries 1/(d_i − λ_j) of its
+    (unnormalized) eigenvector, so the eigenvectors need no division of their own."""
     p1 = 0.0
     dp1 = 0.0
-    for i in range(split + 1):
-        inv = 1.0 / (dd[i] - t)
-        s = z2[i] * inv
-        p1 += s
-        dp1 += s * inv
     p2 = 0.0
     dp2 = 0.0
-    for i in range(split + 1, dd.shape[0]):
-        inv = 1.0 / (dd[i] - t)
-        s = z2[i] * inv
-        p2 += s
-        dp2 += s * inv
+    for i in range(dd.shape[0]):  # one loop (selects, not a split): vectorized at any split
+        v = 1.0 / (dd[i] - t)
+        inv[i] = v
+        s = z2[i] * v
+        ds = s * v
+        if i <= split:
+            p1 += s
+            dp1 += ds
+        else:
+            p2 += s
+            dp2 += ds
     return p1, dp1, p2, dp2
 
 
@@ -172,7 +175,7 @@ def _cold_guess(z2, rho, lo_pole, hi_pole, width, xm, psum, xlo, xhi):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd):
+def _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd, inv):
     """The start of a cold solve: one pass at the midpoint of the root's interval halves it and
     fits :func:`_cold_guess`; the anchor is the pole nearer to the root.  Returns (anchor, τ,
     lo, hi) with dd = d − d[anchor] (one pass over the poles)."""
@@ -185,7 +188,7 @@ def _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd):
         xlo, xhi = -width, 0.0
     _shift(d, d[ref], dd)
     xm = 0.5 * (xlo + xhi)
-    p1, dp1, p2, dp2 = _psi(dd, z2, xm, lo_pole)
+    p1, dp1, p2, dp2 = _psi(dd, z2, xm, lo_pole, inv)
     f = 1.0 + rho * (p1 + p2)
     if (f < 0) == (rho > 0):  # f ↑ in λ for ρ > 0, ↓ for ρ < 0
         xlo = xm
@@ -212,7 +215,7 @@ def _off_pole(t, lo, hi, a, lo_pole):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd):
+def _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd, inv):
     """Safeguarded iteration from (a, τ) in the bracket (lo, hi): the two-pole model step
     (:func:`_model_step`), bisection when it leaves the bracket, until f is at round-off
     level (LAPACK dlaed4) or the step stalls; then the anchor moves to the nearer pole (once)
@@ -227,7 +230,7 @@ def _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd):
     fresh = False  # ψ's evaluated at the current t
     for _ in range(100):
         t = _off_pole(t, lo, hi, a, lo_pole)
-        p1, dp1, p2, dp2 = _psi(dd, z2, t, lo_pole)
+        p1, dp1, p2, dp2 = _psi(dd, z2, t, lo_pole, inv)
         passes += 1
         fresh = True
         dpsi = dp1 + dp2
@@ -273,7 +276,7 @@ def _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _root(d, z2, rho, j, nz2, warm, a_prev, t_prev, step, dd):
+def _root(d, z2, rho, j, nz2, warm, a_prev, t_prev, step, dd, inv):
     """Root j (increasing order) of 1 + ρ Σ z_i²/(d_i − λ) = 0, d strictly increasing.
 
     Cold (``warm`` == 0): one pass at the midpoint of the root's interval fits the model and
@@ -286,15 +289,15 @@ def _root(d, z2, rho, j, nz2, warm, a_prev, t_prev, step, dd):
         a, t, lo, hi = _warm_start(d, lo_pole, hi_pole, width, warm, a_prev, t_prev, step, dd)
         passes = 0
     else:
-        a, t, lo, hi = _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd)
+        a, t, lo, hi = _cold_start(d, z2, rho, lo_pole, hi_pole, width, dd, inv)
         passes = 1
-    a, t, lo, hi, n, fresh, dpsi = _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd)
+    a, t, lo, hi, n, fresh, dpsi = _refine(d, z2, rho, lo_pole, hi_pole, width, a, t, lo, hi, dd, inv)
     passes += n
     if t == 0.0:
         t = _off_pole(t, lo, hi, a, lo_pole)
         fresh = False
     if not fresh:
-        p1, dp1, p2, dp2 = _psi(dd, z2, t, lo_pole)
+        p1, dp1, p2, dp2 = _psi(dd, z2, t, lo_pole, inv)
         dpsi = dp1 + dp2
         passes += 1
     c2 = 1.0 / (rho * (rho * dpsi))
@@ -307,6 +310,14 @@ def _secular(d, z, rho, anchor, tau, c2, warm, dtheta, dd):
     z nonzero) and the weights c2[k] = (zᵀu_k)².  ``warm``: anchor, tau, c2 hold the solution
     at ρ − dtheta (same sign as ρ) and seed the roots.  Returns the passes over the poles."""
     k = d.shape[0]
+    return _secular_k(d, z, rho, anchor, tau, c2, warm, dtheta, dd, np.empty((k, k)))
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _secular_k(d, z, rho, anchor, tau, c2, warm, dtheta, dd, inv):
+    """:func:`_secular`, keeping inv[j, i] = 1/(d_i − λ_j) = 1/((d_i − d[anchor_j]) − τ_j)
+    (the last pass of root j, at its returned τ): the Cauchy matrix of the eigenvectors."""
+    k = d.shape[0]
     z2 = np.empty(k)
     nz2 = 0.0
     for i in range(k):
@@ -316,6 +327,7 @@ def _secular(d, z, rho, anchor, tau, c2, warm, dtheta, dd):
         anchor[0] = 0
         tau[0] = rho * z2[0]
         c2[0] = z2[0]
+        inv[0, 0] = 1.0 / ((d[0] - d[0]) - tau[0])
         return 0
     passes = 0
     for j in range(k):
@@ -328,7 +340,7 @@ def _secular(d, z, rho, anchor, tau, c2, warm, dtheta, dd):
             t_prev = tau[j]
             step = dtheta * c2[j]
             w = 1 if dtheta > 0 else -1
-        a, t, c, ps = _root(d, z2, rho, j, nz2, w, a_prev, t_prev, step, dd)
+        a, t, c, ps = _root(d, z2, rho, j, nz2, w, a_prev, t_prev, step, dd, inv[j])
         anchor[j] = a
         tau[j] = t
         c2[j] = c
@@ -367,6 +379,29 @@ def _dh(lam, c2, e):
     return dh
 
 
+@nb.njit(cache=True, error_model="numpy", fastmath=_FM)
+def _dh_poles(d, c2, e, R):
+    """:func:`_dh` at θ = 0, where λ = d (the poles): the divisions by λ_k − λ_l become
+    products with R[k, l] = 1/(d_l − d_k), the reciprocals the eigenvectors of the same
+    projection use (:func:`~cvxkml.solvers._vonneumann.projection._inv_diffs`).  Whole rows
+    (the double sum over k ≠ l, g symmetric) so that the inner loop is long and vectorized."""
+    k = d.shape[0]
+    dh = 0.0
+    for j in range(k):
+        ej = e[j]
+        dj = d[j]
+        thr = 1e-8 * max(1.0, abs(dj))
+        Rj = R[j]
+        s = 0.0
+        for l in range(k):
+            el = e[l]
+            g = 0.5 * (ej + el) if abs(dj - d[l]) <= thr else (el - ej) * Rj[l]
+            s += c2[l] * g
+        s -= c2[j] * ej  # l = j: |d_j − d_j| <= thr took the mean e_j
+        dh += c2[j] * (c2[j] * ej + s)
+    return dh
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _logh(lam, c2, e):
     """(log h, h) for h = Σ_k e^{λ_k} c2_k, with e_k = e^{λ_k − max λ} left in ``e`` (h is
@@ -384,7 +419,7 @@ def _logh(lam, c2, e):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _eval_roots(d, z, theta, anchor, tau, lam, c2, warm, dtheta, dd, e):
+def _eval_roots(d, z, theta, anchor, tau, lam, c2, warm, dtheta, dd, e, inv):
     """log h(θ) of the deflated problem (and the scaled h; d log h/dθ = _dh(lam, c2, e)/h
     from the arrays left behind).  The roots stay in anchor/tau, their weights in c2, the
     eigenvalues in lam.  Returns (log h, h, passes over the poles)."""
@@ -395,7 +430,7 @@ def _eval_roots(d, z, theta, anchor, tau, lam, c2, warm, dtheta, dd, e):
             c2[i] = z[i] * z[i]
         lh, h = _logh(lam, c2, e)
         return lh, h, 0
-    passes = _secular(d, z, theta, anchor, tau, c2, warm, dtheta, dd)
+    passes = _secular_k(d, z, theta, anchor, tau, c2, warm, dtheta, dd, inv)
     for j in range(k):
         lam[j] = d[anchor[j]] + tau[j]
     lh, h = _logh(lam, c2, e)
@@ -433,11 +468,25 @@ def safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2):
 @nb.njit(cache=True, error_model="numpy")
 def _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts):
     """θ with φ(θ) = log h(θ) + θ/γ − target_log = 0 (inv_gamma = 0 for hard constraints);
-    the roots at the returned θ stay in anchor/tau/c2.  Evaluations after the first root
-    solve are warm-started from the previous θ when it has the same sign.  Returns
-    (θ, evaluations); counts[0] += passes over the poles, counts[1] += roots solved."""
+    the roots at the returned θ stay in anchor/tau/c2.  Returns (θ, evaluations);
+    counts[0] += passes over the poles, counts[1] += roots solved.  See
+    :func:`_zerofinder_r`."""
     k = d.shape[0]
-    lh, h, _ = _eval_roots(d, z, 0.0, anchor, tau, lam, c2, False, 0.0, dd, e)
+    return _zerofinder_r(
+        d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, np.empty((0, 0)), np.empty((k, k))
+    )
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _zerofinder_r(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, R, inv):
+    """ZEROFINDER (Kulis et al. §5.2.2): safeguarded Newton on φ(θ) = log h(θ) + θ/γ −
+    target_log (:func:`_zerofinder_w`).  The first root solve starts warm from θ = 0 (where
+    the roots are the poles), the later ones from the previous θ when it has the same sign.
+    ``R`` (k × k, or empty): the reciprocal pole differences, which make φ′(0) division-free
+    (:func:`_dh_poles`); ``inv`` (k × k): the Cauchy matrix of the roots at the returned θ
+    (:func:`_secular_k`)."""
+    k = d.shape[0]
+    lh, h, _ = _eval_roots(d, z, 0.0, anchor, tau, lam, c2, False, 0.0, dd, e, inv)
     phi = lh - target_log
     lo = -np.inf
     hi = np.inf
@@ -450,16 +499,24 @@ def _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, coun
     nz2 = 0.0
     for i in range(k):
         nz2 += z[i] * z[i]
+    # the roots at θ = 0 are the poles (λ_j = d_j, weights z_j²): the first solve starts warm
+    # from them (λ_j ≈ d_j + θ z_j², Hellmann–Feynman) instead of cold
+    for i in range(k):
+        anchor[i] = i
+        tau[i] = 0.0
     have = False  # roots of a nonzero θ in anchor/tau/c2
     prev = 0.0
     for _ in range(100):
         if abs(phi) <= 1e-14 * max(1.0, abs(target_log)):
             break
         # φ′ only when a step is taken (the last evaluation needs none)
-        dphi = _dh(lam, c2, e) / h + inv_gamma
+        if theta == 0.0 and R.shape[0] == k:
+            dphi = _dh_poles(d, c2, e, R) / h + inv_gamma
+        else:
+            dphi = _dh(lam, c2, e) / h + inv_gamma
         theta = safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2)
-        warm = have and theta != 0.0 and (theta > 0) == (prev > 0)
-        lh, h, ps = _eval_roots(d, z, theta, anchor, tau, lam, c2, warm, theta - prev, dd, e)
+        warm = theta != 0.0 and (not have or (theta > 0) == (prev > 0))
+        lh, h, ps = _eval_roots(d, z, theta, anchor, tau, lam, c2, warm, theta - prev, dd, e, inv)
         if theta != 0.0:
             have = True
             prev = theta
@@ -471,7 +528,7 @@ def _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, coun
         if closed:
             break
     if theta != 0.0 and not (have and prev == theta):
-        _secular(d, z, theta, anchor, tau, c2, False, 0.0, dd)
+        _secular_k(d, z, theta, anchor, tau, c2, False, 0.0, dd, inv)
     return theta, evals
 
 
