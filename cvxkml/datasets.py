@@ -246,6 +246,10 @@ def _bad(path: Path, what: str) -> InvalidInputError:
     )
 
 
+def _damaged(path, what, exc):
+    return _bad(path, f"is damaged: {what} cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})")
+
+
 def _resolve(name: str, known: dict, suffix: str, data_dir_) -> tuple[str, Path]:
     key = str(name).lower()
     if key.endswith(suffix):
@@ -505,9 +509,7 @@ def load_npz(name: str, data_dir=None):
         with np.load(path, allow_pickle=False) as z:
             arrays = {m: z[m] for m in NPZ_MEMBERS[key]}
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
-        raise _bad(
-            path, f"is damaged: an array cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
-        ) from None
+        raise _damaged(path, "an array", exc) from None
     out = {}
     for m, a in arrays.items():
         if m == "y":
@@ -556,10 +558,7 @@ def _npz_members(path: Path, key: str) -> dict:
     except CvxkmlError:
         raise
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
-        raise _bad(
-            path,
-            f"is damaged: an array header cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})",
-        ) from None
+        raise _damaged(path, "an array header", exc) from None
     n = None
     for m, (shape, dtype, stored) in found.items():
         cols = want[m]

@@ -307,8 +307,8 @@ def sdp_barrier_solve(problem, tol, max_iter, request=None):
         )
     res.matrix = problem.matrix_from_whitened(res.matrix)
     if res.code == NOT_CONVERGED and not np.isfinite(problem.objective(res.matrix)):
-        # stopped early (seen right after phase I, C0 = 11ᵀ: an eigenvalue of 6e15) at a
-        # matrix outside the barrier's domain, which has no finite objective to report
+        # stopped early (e.g. right after phase I) at a matrix outside the barrier's domain,
+        # which has no finite objective to report
         raise SolverError(
             f"The barrier Bregman projections stopped after {res.sweeps} sweeps (max_iter; "
             f"phase I took {res.extra['phase1_sweeps']}) at a matrix outside the domain of "

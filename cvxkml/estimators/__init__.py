@@ -15,13 +15,10 @@
 :mod:`~cvxkml.estimators.yeung`         SemiSupervisedKernelMetric (Yeung et al. 2007)
 ======================================  ====================================================
 
-What they share — parameter validation (one declared constraint per parameter), the base
-kernel, the side information and the metric vocabulary ``transform``, ``pair_distance``,
-``pair_score``, ``get_metric`` — is written once, in small private modules: the base class
-(:mod:`cvxkml.estimators._base`), parameter rules (``_params``), documentation templates
-(``_docs``), kernel and feature maps (``_maps``), pair side information (``_pairs``) and
-persistence (``_persist``).  The
-estimators that learn from pair constraints take ``fit(X, y)`` (pairs drawn from labels) or
+What they share — parameter validation, the base kernel, the side information and the
+metric vocabulary ``transform``, ``pair_distance``, ``pair_score``, ``get_metric`` — is
+written once, in :mod:`cvxkml.estimators._base` and its private parts.  The estimators
+that learn from pair constraints take ``fit(X, y)`` (pairs drawn from labels) or
 ``fit(X, pairs=...)`` (a :class:`~cvxkml.sideinfo.PairConstraints`, or an index array of
 rows (i, j) or (i, j, ±1)) and expose the pairs used as ``pairs_``; LMNN and LMNNMKL take
 given target neighbours (``targets``, ``targets_``); KCRClassifier learns from labels only.

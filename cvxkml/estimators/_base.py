@@ -41,7 +41,7 @@ from .._progress import fmt as _fmt
 from .._validation import estimator_data, estimator_fit_data, estimator_pairs
 from ..errors import InvalidInputError
 from ..kernels import Kernel
-from ..learned import LearnedKernel, kernel_S
+from ..learned import LearnedKernel
 from ..solvers._vocabulary import iteration_limit
 from ._docs import fill_doc
 from ._maps import (
@@ -513,7 +513,7 @@ class KernelExtensionMixin(LearnedKernelMixin):
         ``K_train`` (κ0 on the training points) their transform as ``embedding_``."""
         self.X_fit_ = X
         self.kernel_ = kern
-        self.learned_kernel_ = LearnedKernel(kern, X, kernel_S(K0, K, alpha=alpha), alpha)
+        self.learned_kernel_ = LearnedKernel.from_solution(kern, X, K0, K, alpha)
         if K_train is not None:
             self.embedding_ = self.learned_kernel_.embed_cross(K_train)
 

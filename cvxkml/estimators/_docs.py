@@ -109,6 +109,12 @@ unchanged, is dropped.  Inner products with training points stay exact, so dista
 a new point to the training points are the learned ones up to a constant per new point
 (nearest-neighbour rankings are exact).  For exact values use :meth:`learned_kernel`,
 :meth:`pair_distance` or :meth:`get_metric`.""",
+    "wide_data": """\
+Wide data (more features than samples, d > n) is solved in the span of the data (Jain et al.
+2012, Theorems 1 and 4: W* = αI + U diag(λ) Uᵀ, U d × k, k <= n), at a cost independent of d
+after one n × n Gram matrix: ``fit``, ``transform``, ``pair_distance`` and ``get_metric``
+then never form a d × d matrix; ``components_`` and :meth:`get_mahalanobis_matrix` form
+theirs when asked for (``metric_`` holds the factors).""",
     "bregman_progress": """\
 Progress: the Bregman solver reports once per attempt (it runs its sweeps in compiled code
 and checks its certificate at the end of an attempt), so ``verbose`` and ``callback`` see a

@@ -13,27 +13,7 @@ from ..errors import InvalidInputError
 from ..sideinfo import PairConstraints, baseline_kernel, percentile_bounds
 from ._docs import fill_doc
 
-__all__ = ["given_pairs", "PairLearnerMixin", "chunked_baseline"]
-
-#: the most floats of pair-difference rows a baseline evaluates at once (32 MB)
-BASELINE_CHUNK = 1 << 22
-
-
-def chunked_baseline(baseline, n_features: int):
-    """``baseline`` (a callable (i, j) -> squared baseline distances, e.g.
-    :func:`cvxkml.sideinfo.baseline_metric`) evaluated on at most :data:`BASELINE_CHUNK`
-    floats of difference rows at a time: on wide data the percentile sample (up to 100 000
-    pairs) would otherwise hold pairs × d floats at once (8 GB at d = 10 000).  Each pair's
-    value is computed as by ``baseline`` itself."""
-    step = max(1, BASELINE_CHUNK // max(int(n_features), 1))
-
-    def dist(i, j):
-        i, j = np.asarray(i), np.asarray(j)
-        if i.ndim != 1 or i.shape != j.shape or i.size <= step:
-            return baseline(i, j)
-        return np.concatenate([baseline(i[s : s + step], j[s : s + step]) for s in range(0, i.size, step)])
-
-    return dist
+__all__ = ["given_pairs", "PairLearnerMixin"]
 
 
 def given_pairs(pairs, n: int, bounds) -> PairConstraints:
@@ -96,16 +76,15 @@ class PairLearnerMixin:
         ----------
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) for \
 ``kernel="precomputed"``
-            Training data (at least 2 samples, finite), or the training kernel matrix
-            κ0(X_train, X_train).
+            Training points (at least 2, finite), or their kernel matrix κ0(X_train, X_train).
         y : array-like of shape (n_samples,) or None, default=None
             Class labels; the pairs are drawn from them (see the class parameters).  Give
             y or ``pairs``, not both.
         pairs : PairConstraints or array-like of shape (m, 2) or (m, 3), default=None
-            Pairs given by the user, indices into X (see the class description): a
-            :class:`~cvxkml.sideinfo.PairConstraints` is used as given; rows (i, j) are
-            similar pairs, rows (i, j, s) similar (s = +1) or dissimilar (s = −1) pairs.
-            ``pairs_`` of a fitted estimator can be passed back.
+            Pairs given by the user, indices into X: a :class:`~cvxkml.sideinfo.PairConstraints`
+            is used as given; rows (i, j) are similar pairs, rows (i, j, s) similar (s = +1)
+            or dissimilar (s = −1) pairs, their bounds from ``percentiles``.  ``pairs_`` of a
+            fitted estimator can be passed back.
 
         %(fitted_self)s
 

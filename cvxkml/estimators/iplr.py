@@ -11,7 +11,7 @@ from ..declare.iplr import basis_span, feature_basis
 from ..errors import InvalidInputError
 from ..sideinfo import baseline_metric
 from ._base import CvxkmlEstimator, MetricMixin
-from ._pairs import PairLearnerMixin, chunked_baseline
+from ._pairs import PairLearnerMixin
 from ._params import (
     BREGMAN_CONSTRAINTS,
     CONTROL_CONSTRAINTS,
@@ -204,7 +204,7 @@ default=None
 
     def _fit(self, X, y, pairs, p):
         Z = self._feature_standardization(X, p)
-        pc = self._pair_constraints(y, pairs, p, chunked_baseline(baseline_metric(Z), Z.shape[1]), X.shape[0])
+        pc = self._pair_constraints(y, pairs, p, baseline_metric(Z), X.shape[0])
         R = self._basis(Z, y, p)
         if R.shape[0] != Z.shape[1]:
             raise InvalidInputError(f"basis must have one row per feature ({Z.shape[1]}); got shape {R.shape}.")

@@ -192,7 +192,7 @@ default="gaussian"
         ----------
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) for \
 ``kernel="precomputed"``
-            Training points, or their kernel matrix.
+            Training points (at least 2, finite), or their kernel matrix κ0(X_train, X_train).
         y : array-like of shape (n_samples,)
             At least 2 classes, each with at least 2 members.
 

@@ -15,7 +15,7 @@ from ..errors import InvalidInputError
 from ..sideinfo import baseline_metric
 from ._base import CvxkmlEstimator, KernelExtensionMixin, MetricMixin
 from ._maps import FactorCross, KernelMap
-from ._pairs import PairLearnerMixin, chunked_baseline
+from ._pairs import PairLearnerMixin
 from ._params import (
     BREGMAN_CONSTRAINTS,
     CONTROL_CONSTRAINTS,
@@ -50,12 +50,8 @@ class ITML(MetricMixin, PairLearnerMixin, CvxkmlEstimator):
     by cyclic Bregman projections, with ξ0 the pairs' bounds (the baseline of
     ``percentiles`` is the prior metric W0).  ``transform(X)`` is X Lᵀ with W = LᵀL.
 
-    Wide data (more features than samples, d > n) with the identity prior is solved in the
-    span of the data (Jain et al. 2012, Theorems 1 and 4: W* = I + U diag(λ) Uᵀ, U d × k,
-    k <= n), at a cost independent of d after one n × n Gram matrix: ``fit``,
-    ``transform``, ``pair_distance`` and ``get_metric`` then never form a d × d matrix;
-    ``components_`` and :meth:`get_mahalanobis_matrix` form theirs when asked for
-    (``metric_`` holds the factors).
+    %(wide_data)s
+    The span path needs the identity prior (α = 1).
 
     %(pairs_side_information)s
 
@@ -181,7 +177,7 @@ default="identity"
     def _fit(self, X, y, pairs, p):
         Z = self._feature_standardization(X, p)
         W0 = self._prior_matrix(Z, p.prior)
-        pc = self._pair_constraints(y, pairs, p, chunked_baseline(baseline_metric(Z, W0), Z.shape[1]), X.shape[0])
+        pc = self._pair_constraints(y, pairs, p, baseline_metric(Z, W0), X.shape[0])
         prob = _ITMLProblem(Z, pc, W0=W0, gamma=p.gamma)
         sol = self._solve(prob, p)
         self._keep_metric(prob.learned_metric(sol))

@@ -120,7 +120,7 @@ class _TargetNeighborsMixin:
         ----------
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) for \
 ``kernel="precomputed"``
-            Training points, or their kernel matrix.
+            Training points (at least 2, finite), or their kernel matrix κ0(X_train, X_train).
         y : array-like of shape (n_samples,)
             Class labels (at least 2 classes; with the default targets each class needs
             k + 1 members, see ``small_classes``).

@@ -16,7 +16,7 @@ from ..sideinfo import percentile_bounds
 from ._base import CvxkmlEstimator, KernelExtensionMixin, MetricMixin
 from ._docs import fill_doc
 from ._maps import EmbeddingDistance, EmbeddingKernel, FactorCross, KernelMap
-from ._pairs import PairLearnerMixin, chunked_baseline
+from ._pairs import PairLearnerMixin
 from ._params import (
     BREGMAN_CONSTRAINTS,
     CONTROL_CONSTRAINTS,
@@ -241,17 +241,13 @@ def _check_regularizer(value, name):
     return value
 
 
-def _check_triplet_margin(value, name):
-    return Real(0.0, none=True, what="None or a finite non-negative number")(value, name)
-
-
 #: what both declared-variant learners take beyond the kernel
 SPECTRAL_CONSTRAINTS = {
     "regularizer": _check_regularizer,
     "constraints": Options("auto", "slack", "hinge", "hard", what="'auto', 'slack', 'hinge' or 'hard'"),
-    "C": Real(0.0, low_open=True, what="a finite positive number"),
-    "gamma": Real(0.0, low_open=True, what="a finite positive number"),
-    "margin": _check_triplet_margin,
+    "C": POSITIVE,
+    "gamma": POSITIVE,
+    "margin": Real(0.0, none=True, what="None or a finite non-negative number"),
     **PAIR_CONSTRAINTS,
     "percentiles": BREGMAN_CONSTRAINTS["percentiles"],
     "tol": POSITIVE,
@@ -279,9 +275,9 @@ class _SpectralLearner(PairLearnerMixin, CvxkmlEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (for the kernel learner with ``kernel="precomputed"``: the training
-            kernel matrix).
+        X : array-like of shape (n_samples, n_features), or (n_samples, n_samples) for \
+``kernel="precomputed"``
+            Training points (at least 2, finite), or their kernel matrix κ0(X_train, X_train).
         y : array-like of shape (n_samples,) or None, default=None
             Class labels; pairs are drawn from them (``scheme``, ``n_similar``,
             ``n_dissimilar``).  Give y, or ``pairs`` / ``triplets``, not both.
@@ -489,12 +485,8 @@ class SpectralMetricLearner(MetricMixin, _SpectralLearner):
     ``components_`` is L with W = LᵀL, ``transform(X) = X @ components_.T``.  Features are
     standardized first by default (``standardize="auto"``).
 
-    Wide data (d > n) is solved in the span of the data when the regularizer has Theorem 4's
-    minimizer α (every built-in one; Jain et al. 2012, Theorems 1 and 4): W = αI + U diag(λ)
-    Uᵀ with U d × k, k <= n, at a cost independent of d after one n × n Gram matrix.  Then
-    ``fit``, ``transform``, ``pair_distance`` and ``get_metric`` never form a d × d matrix;
-    ``components_`` and :meth:`get_mahalanobis_matrix` form theirs when asked for
-    (``metric_`` holds the factors).
+    %(wide_data)s
+    The span path needs a regularizer with Theorem 4's minimizer α (every built-in one).
 
     Parameters
     ----------
@@ -583,9 +575,7 @@ random_state, tol, max_iter
         from ..sideinfo import baseline_metric
 
         Z = self._feature_standardization(X, p)
-        cons, gamma = self._side_information(
-            y, pairs, triplets, p, chunked_baseline(baseline_metric(Z), Z.shape[1]), X.shape[0]
-        )
+        cons, gamma = self._side_information(y, pairs, triplets, p, baseline_metric(Z), X.shape[0])
         prob = SpectralMetric(Z, cons, p.regularizer, gamma=gamma)
         sol = self._solve(prob, p)
         self._keep_metric(prob.learned_metric(sol))
