@@ -115,6 +115,13 @@ Wide data (more features than samples, d > n) is solved in the span of the data 
 after one n × n Gram matrix: ``fit``, ``transform``, ``pair_distance`` and ``get_metric``
 then never form a d × d matrix; ``components_`` and :meth:`get_mahalanobis_matrix` form
 theirs when asked for (``metric_`` holds the factors).""",
+    "bregman_tol": """\
+Stopping tolerance of the Bregman solver: the relative change of the dual variables over a
+sweep, and ``converged_`` also requires the Lagrange certificate (relative duality gap and
+relative violation at most max(tol, 1e-6)).""",
+    "bregman_max_iter": """\
+Maximum number of sweeps over the constraints; when reached, the solver emits a
+:class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept.""",
     "bregman_progress": """\
 Progress: the Bregman solver reports once per attempt (it runs its sweeps in compiled code
 and checks its certificate at the end of an attempt), so ``verbose`` and ``callback`` see a

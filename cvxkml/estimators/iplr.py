@@ -95,12 +95,9 @@ default="svd"
         different units is dominated by the largest ones); a given R is used on the features
         as given.
     tol : float, default=1e-3
-        Stopping tolerance of the Bregman solver of (11), as in :class:`ITML`: the relative
-        change of the dual variables over a sweep; ``converged_`` also requires the
-        Lagrange certificate (relative gap and relative violation at most max(tol, 1e-6)).
+        %(bregman_tol)s
     max_iter : int, default=50000
-        Maximum number of sweeps over the constraints; when reached, the solver emits a
-        :class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept.
+        %(bregman_max_iter)s
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, \
 default=None
         Seed of the pair sampling (and the percentile sample for large n) and of the

@@ -76,12 +76,9 @@ default="identity"
         ones); a given or covariance prior is used on the features as given.
         ``components_`` always acts on the raw features.
     tol : float, default=1e-3
-        Stopping tolerance of the Bregman solver: the relative change of the dual
-        variables over a sweep, and ``converged_`` also requires the Lagrange certificate
-        (relative duality gap and relative violation at most max(tol, 1e-6)).
+        %(bregman_tol)s
     max_iter : int, default=50000
-        Maximum number of sweeps over the constraints; when reached, the solver emits a
-        :class:`cvxkml.errors.ConvergenceWarning` and the last iterate is kept.
+        %(bregman_max_iter)s
     %(max_sweeps)s
     %(random_state)s
     %(control)s
@@ -210,10 +207,9 @@ class KernelITML(KernelExtensionMixin, PairLearnerMixin, CvxkmlEstimator):
     %(pair_sampling)s
     %(percentiles)s
     tol : float, default=1e-3
-        Stopping tolerance of the Bregman solver, as in :class:`ITML`.
+        %(bregman_tol)s
     max_iter : int, default=50000
-        Maximum number of sweeps over the constraints (then a
-        :class:`cvxkml.errors.ConvergenceWarning`).
+        %(bregman_max_iter)s
     %(max_sweeps)s
     %(random_state)s
     ridge : float, default=0.0
@@ -338,10 +334,9 @@ class LowRankKernelITML(PairLearnerMixin, CvxkmlEstimator):
     %(pair_sampling)s
     %(percentiles)s
     tol : float, default=1e-6
-        Stopping tolerance of the Bregman solver, as in :class:`ITML`.
+        %(bregman_tol)s
     max_iter : int, default=50000
-        Maximum number of sweeps over the constraints (then a
-        :class:`cvxkml.errors.ConvergenceWarning`).
+        %(bregman_max_iter)s
     %(max_sweeps)s
     factor_tol : float, default=1e-10
         Relative tolerance of the factorization: eigenvalues below ``factor_tol`` × the
