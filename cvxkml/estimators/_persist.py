@@ -333,9 +333,8 @@ def _disagree(a, b, scale) -> bool:
 
 def _check_agreement(est, A, rows, fail) -> None:
     """What the model holds more than one way agrees on the probe points ``A`` (the
-    training points ``rows`` when not None): the learned distances and the distances of the
-    learned map, the dense metric and the components, the learned kernel and the inner
-    products of the map, the stored training embedding and the map of those points."""
+    training points ``rows`` when not None); the pairs compared are listed in the module
+    description ("the model")."""
     T = np.asarray(est._embed(A), dtype=float)
     i, j = np.array([0, 1, 2]), np.array([1, 2, 0])
     views = {}
@@ -370,10 +369,8 @@ def _fmt(v) -> str:
 
 
 def _check_model(est, fail) -> None:
-    """The fitted model is whole and consistent: ``n_features_in_``, ``X_fit_`` and the
-    standardization agree, parts stored twice are the same, the learned map runs on a few
-    probe points and gives finite numbers of the right shapes, and what the model holds
-    more than one way agrees there (:func:`_check_agreement`)."""
+    """The last check of the module description ("the model"): :func:`_check_fields`,
+    :func:`_check_parts`, the probe run and :func:`_check_agreement`."""
     n = _check_fields(est, fail)
     hook = getattr(est, "_check_loaded", None)
     if hook is not None:

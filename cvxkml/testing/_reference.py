@@ -264,10 +264,9 @@ def assert_matches_reference(
       the first-order room a point feasible to round-off has under the optimum;
     * where the objective is strongly convex on the feasible set (unique optimum,
       :func:`~cvxkml.testing.strong_convexity`): ‖M − M*‖_F / ‖M*‖_F <= ``distance_rtol``,
-      default ``2 · bound`` with ``bound`` derived from ``tol``
-      (:func:`~cvxkml.testing.distance_bound`: ‖T‖₂² (sqrt(2 g_f/σ) + sqrt(2 g_e/σ)) / ‖M*‖_F,
-      g_f = tol, g_e the reference's own certified gap).  Where it cannot be checked, the
-      report says why (``distance_note``).
+      default twice :func:`~cvxkml.testing.distance_bound` at g_fast = ``tol`` and the
+      reference's own certified gap.  Where it cannot be checked, the report says why
+      (``distance_note``).
 
     Returns
     -------
