@@ -224,20 +224,12 @@ def read_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int, lay
             f"member {info.filename!r} declares {info.file_size} bytes, above the limit of "
             f"{budget} left (zip bomb or an estimator larger than max_bytes)"
         )
+    shape, fortran, dtype, offset = npy_member_header(zf, info) if layout is None else layout
     with zf.open(info) as f:
-        if layout is None:
-            shape, fortran, dtype = _npy_header(f, info.filename)
-        else:
-            shape, fortran, dtype, offset = layout
-            if len(f.read(offset)) != offset:
-                raise ValueError(f"member {info.filename!r} is truncated")
+        if len(f.read(offset)) != offset:
+            raise ValueError(f"member {info.filename!r} is truncated")
         count = math.prod(shape)
         nbytes = count * dtype.itemsize
-        if f.tell() + nbytes != info.file_size:
-            raise ValueError(
-                f"member {info.filename!r} declares shape {shape} ({nbytes} bytes) but holds "
-                f"{info.file_size - f.tell()} bytes"
-            )
         arr = np.empty(count, dtype=dtype)
         raw = arr.view(np.uint8)
         done = 0
