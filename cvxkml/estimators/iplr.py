@@ -62,8 +62,8 @@ class IPLR(MetricMixin, PairLearnerMixin, CvxkmlEstimator):
     span path reaches at less cost; IPLR is for a basis much smaller than the data.
 
     %(pairs_side_information)s
-    The baseline of ``percentiles`` is the Euclidean distance of the (standardized)
-    training features.
+    The baseline of ``percentiles`` is the Euclidean metric of the (standardized) training
+    features.
 
     Parameters
     ----------

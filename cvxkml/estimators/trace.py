@@ -44,8 +44,9 @@ class TraceSSIKDR(PairLearnerMixin, CvxkmlEstimator):
 
     ``transform`` maps x to diag(√s) Uᵀ Λ^-½ Vᵀ κ0(X_train, x), where K0 = V Λ Vᵀ and
     K̃ = U diag(s) Uᵀ (s > 0, decreasing): the coordinates of K̃^½ K0^-½ k_x in the
-    eigenbasis of K̃, so column c is the c-th most important learned direction.  Inner products of the training
-    points' coordinates reproduce the learned training kernel K exactly.
+    eigenbasis of K̃, so column c is the c-th most important learned direction.  Inner
+    products of the training points' coordinates reproduce the learned training kernel K
+    exactly.
 
     **The output dimension is data-dependent.**  The trace norm makes K̃ low rank, but
     its rank k (:attr:`rank_`) is decided by τ, the constraints and the data, not fixed in
