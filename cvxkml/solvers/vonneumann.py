@@ -22,24 +22,34 @@ Roots are found in offset form λ = q_a + τ from the nearer pole a (as LAPACK's
 with a two-pole rational model (Li's "middle way") safeguarded by bisection, stopped when
 |f| is at round-off level (8ε(1 + |θ|Σ|w_i²/δ_i|), dlaed4's bound).  One pass over the
 poles per iteration gives f, f′, the model and (at the root) the weight (wᵀu_k)² =
-1/(θ f′).  A cold solve evaluates f once at the midpoint of each root's interval (which
-picks the nearer pole) and starts from dlaed4's guess: the two nearest poles with their
-exact weights, the rest of the sum frozen at the midpoint.  The later evaluations of one
-ZEROFINDER (and the re-solve at a θ clipped by the dual correction) are warm: root k
-starts at λ_k(θ_old) + (θ − θ_old)(wᵀu_k)² (dλ_k/dθ = (wᵀu_k)², Hellmann–Feynman) in the
-old root's anchored coordinates, bounded by λ_k(θ_old) on one side (the eigenvalues of
-Q + θwwᵀ increase with θ); τ is kept off the pole (a root that lands on its pole would
-give u = ẑ/0).  h′ is formed only when a Newton step follows.  The sums over the poles
-are vectorized (fastmath reassociation); no transcendental function runs under fastmath
-(a vectorized exp in a cached kernel made results depend on memory layout).
+1/(θ f′).  Every root solve is warm: root k starts at λ_k(θ_old) + (θ − θ_old)(wᵀu_k)²
+(dλ_k/dθ = (wᵀu_k)², Hellmann–Feynman) in the old root's anchored coordinates, bounded by
+λ_k(θ_old) on one side (the eigenvalues of Q + θwwᵀ increase with θ); the first solve of
+a ZEROFINDER starts from θ_old = 0, where the roots are the poles and the weights w_k².
+A cold solve (θ of the other sign than θ_old, or the redo when a warm root lands on its
+pole) evaluates f once at the midpoint of
+each root's interval and starts from dlaed4's guess.  τ is kept off the pole (a root that
+lands on its pole would give u = ẑ/0).  h′ is formed only when a Newton step follows.  The
+sums over the poles are vectorized (fastmath reassociation); no transcendental function
+runs under fastmath (a vectorized exp in a cached kernel made results depend on memory
+layout).
+
+Divisions are the scarce resource of the O(k²) work, so each is made once: the last pass
+over the poles of root k leaves 1/(q_i − λ_k), the Cauchy matrix that the Gu–Eisenstat
+vectors u_k ∝ ẑ/(q − λ_k) multiply; the reciprocal pole differences 1/(q_i − q_j)
+(k(k − 1)/2 divisions) serve both ẑ_i² = −((q_i − λ_i)/θ) Π_{j≠i} (q_i − λ_j)/(q_i − q_j)
+and h′(0) (the divided differences of exp at the poles).
 
 Exact shortcut: a constraint with λ = 0 that holds at the current X̂ has θ* of the sign
 that the dual correction clips to 0, so its projection is the identity; it is detected
 from h(0) = Σ e^{q_i} w_i² (O(r) once w is known) before any deflation or root finding.
 
-Cost per projection: O(r²) for w, O(k² · passes) for the roots (k undeflated), O(k²) for
-the eigenvectors, 2 r k² flops for W ← W U (BLAS-3 gemm; the paper's fast-multipole
-variant is O(r²)).
+Cost per projection: O(r²) for w, O(k² · passes) for the roots (k undeflated, about three
+passes per root), k(k − 1)/2 + O(k) divisions and O(k²) products for the eigenvectors,
+2 r k² flops for W ← W U (one BLAS-3 gemm; the paper's fast-multipole variant is O(r²)).
+The sweeps keep Wᵀ (rows: eigenvectors) with q stored in increasing order (a deflated
+update is followed by a permutation that restores it; X̂ does not change), so the active
+set is usually 0, …, r − 1 and the gemm reads and writes contiguous rows, no gather.
 
 Driver (:func:`vonneumann_pairs`): full sweeps, optionally alternated with sweeps over the
 constraints with λ > 0 (``active_set``; every run ends on a full sweep), stopped by the

@@ -82,3 +82,48 @@ def test_a_satisfied_constraint_without_multiplier_is_not_moved():
     assert dl == 0.0 and t == 2.0 * p
     np.testing.assert_array_equal(W, W0)
     np.testing.assert_array_equal(q, q0)
+
+
+@pytest.mark.parametrize("close", [False, True])
+def test_the_last_root_pass_leaves_the_cauchy_matrix_and_dh_at_the_poles(close):
+    """The reciprocals the eigenvectors multiply are those of the last pass of each root
+    (bit for bit: the same anchored difference), and φ′(0) from the reciprocal pole
+    differences equals the divided-difference sum over λ = d."""
+    from cvxkml.solvers._vonneumann.projection import _inv_diffs
+    from cvxkml.solvers._vonneumann.secular import _dh, _dh_poles, _secular_k
+
+    rng = np.random.default_rng(11 + close)
+    for _ in range(40):
+        k = int(rng.integers(1, 14))
+        d, z, rho = _secular_case(rng, k, close)
+        anchor, tau, c2, dd, inv = np.empty(k, dtype=np.int64), np.empty(k), np.empty(k), np.empty(k), np.empty((k, k))
+        _secular_k(d, z, rho, anchor, tau, c2, False, 0.0, dd, inv)
+        Delta = (d[None, :] - d[anchor][:, None]) - tau[:, None]
+        np.testing.assert_array_equal(inv, 1.0 / Delta)
+        R = np.empty((k, k))
+        _inv_diffs(d, R)
+        e = np.exp(d - d.max())
+        assert _dh_poles(d, z * z, e, R) == pytest.approx(_dh(d.copy(), z * z, e), rel=1e-12)
+
+
+def test_sweeps_keep_q_sorted_and_the_dual_relation():
+    """Unsorted q0 and clustered (deflated) poles: after the sweeps q is stored in increasing
+    order, W is orthogonal and log X̂ = log X̂0 − Σ δ_c λ_c v_c v_cᵀ (the von Neumann dual)."""
+    from cvxkml.solvers.vonneumann import _sweeps_vn_set
+
+    rng = np.random.default_rng(21)
+    r, m = 7, 12
+    F = rng.standard_normal((10, r))
+    q0 = rng.permutation(np.array([0.3, -0.2, 0.3, 0.3 + 1e-14, 1.1, -0.7, 0.5]))
+    I, J = rng.integers(0, 5, m), rng.integers(5, 10, m)
+    V = F[I] - F[J]
+    p0 = np.einsum("ij,j,ij->i", V, np.exp(q0), V)
+    delta = rng.choice([-1.0, 1.0], m)
+    bound = p0 * np.where(delta > 0, 0.6, 1.6)
+    W, q, lam, xi, st = np.eye(r), q0.copy(), np.zeros(m), bound.copy(), np.zeros(_N_STATS)
+    _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, 1.0, 0.0, 5, st, np.arange(m))
+    assert np.all(np.diff(q) >= 0)
+    np.testing.assert_allclose(W.T @ W, np.eye(r), atol=1e-12)
+    L = (W * q) @ W.T
+    ref = np.diag(q0) - V.T @ (V * (delta * lam)[:, None])
+    np.testing.assert_allclose(L, ref, atol=1e-10 * (1 + np.abs(ref).max()))

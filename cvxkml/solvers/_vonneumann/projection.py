@@ -107,7 +107,11 @@ def _deflate_rows(q, w, Wt, tol_w, tol_q):
     for i in range(r):
         nw += w[i] * w[i]
     nw = np.sqrt(nw)
-    order = np.argsort(q)
+    order = np.arange(r)  # the sweeps store q in increasing order: no sort needed then
+    for i in range(r - 1):
+        if q[i + 1] < q[i]:
+            order = np.argsort(q)
+            break
     active = np.empty(r, dtype=np.int64)
     k = 0
     for t in range(r):
@@ -187,28 +191,30 @@ def _new_work(r):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _rotate_rows(Wt, idx, Ut, mats, k):
+def _rotate_rows(Wt, Wn, idx, Ut, mats, k):
     """Wt[idx] ← Ut Wt[idx] (W[:, idx] ← W[:, idx] U, U = Utᵀ): one BLAS-3 product of
     C-contiguous k × k and k × r operands.  When idx is 0, 1, …, r − 1 (q stored in
     increasing order, nothing deflated: the usual case, see :func:`_sort_storage`) the
-    product reads Wt itself; otherwise the k rows are gathered and scattered back."""
+    product reads Wt itself and is written to Wn (returns True: Wn is the new Wᵀ, the
+    caller swaps the buffers); otherwise the k rows are gathered and scattered back into Wt
+    (returns False)."""
     r = Wt.shape[1]
-    P = mats[3, : k * r].reshape((k, r))
     whole = k == Wt.shape[0]
     for t in range(k):
         if idx[t] != t:
             whole = False
             break
     if whole:
-        np.dot(Ut, Wt, P)
-        Wt[:, :] = P
-        return
+        np.dot(Ut, Wt, Wn)
+        return True
+    P = mats[3, : k * r].reshape((k, r))
     G = mats[2, : k * r].reshape((k, r))
     for t in range(k):
         G[t, :] = Wt[idx[t], :]
     np.dot(Ut, G, P)
     for t in range(k):
         Wt[idx[t], :] = P[t, :]
+    return False
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -234,10 +240,12 @@ def _sort_storage(Wt, q, mats):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _project_t(Wt, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor):
-    """One von Neumann Bregman projection (Kulis et al. Algorithm 3) in place on Wt = Wᵀ
-    (rows: the eigenvectors of log X̂) and q, with the scratch of :func:`_new_work`.
-    Returns (Δλ, new target); (NaN, NaN) and Wt, q untouched on a non-finite step.
+def _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor):
+    """One von Neumann Bregman projection (Kulis et al. Algorithm 3) on Wt = Wᵀ (rows: the
+    eigenvectors of log X̂) and q in place, with the scratch of :func:`_new_work`.
+    Returns (Δλ, new target, swapped): when ``swapped`` the new Wᵀ is in Wn (an r × r
+    buffer, :func:`_rotate_rows`); (NaN, NaN, False) and Wt, q untouched on a non-finite
+    step.
 
     w = Wᵀv; the exact shortcut (λ = 0 and the constraint holds: the identity); deflation;
     ZEROFINDER for θ* on the secular roots; the dual correction Δλ = max(−δθ*, −λ),
@@ -250,15 +258,15 @@ def _project_t(Wt, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor)
         lh0 = _log_h0(q, w)
         lt = np.log(target)
         if lh0 == -np.inf:
-            return 0.0, target
+            return 0.0, target, False
         if np.isfinite(lh0) and np.isfinite(lt) and delta * (lh0 - lt) <= 0.0:
             if long_stats:
                 stats[2] += 1
-            return 0.0, target
+            return 0.0, target, False
     idx = _deflate_rows(q, w, Wt, 1e-14, 1e-12)
     k = idx.shape[0]
     if k == 0:
-        return 0.0, target
+        return 0.0, target, False
     d, z, tau, lam, c2, dd, e = (
         vecs[1, :k],
         vecs[2, :k],
@@ -281,14 +289,14 @@ def _project_t(Wt, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor)
     stats[0] += evals
     stats[1] += 1
     if not np.isfinite(theta_star):
-        return np.nan, np.nan  # the caller reports NONFINITE at this constraint
+        return np.nan, np.nan, False  # the caller reports NONFINITE at this constraint
     dlam = max(-delta * theta_star, -lam_c)
     theta = -delta * dlam
     if theta == 0.0:
         if long_stats:
             stats[3] += counts[0]
             stats[4] += counts[1]
-        return 0.0, target
+        return 0.0, target, False
     if theta != theta_star:
         # clipped by the dual correction: same sign, |θ| < |θ*| — warm from the roots at θ*
         counts[0] += _secular_k(d, z, theta, an, tau, c2, True, theta - theta_star, dd, Ut)
@@ -303,15 +311,16 @@ def _project_t(Wt, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor)
         _secular_k(d, z, theta, an, tau, c2, False, 0.0, dd, Ut)
         _eigvecs_r(d, z, theta, an, tau, Ut, R, prod)
         if not _all_finite(Ut):
-            return np.nan, np.nan  # reported as NONFINITE, W untouched
-    _rotate_rows(Wt, idx, Ut, mats, k)
+            return np.nan, np.nan, False  # reported as NONFINITE, W untouched
+    swapped = _rotate_rows(Wt, Wn, idx, Ut, mats, k)
     for t in range(k):
         q[idx[t]] = d[an[t]] + tau[t]
-    _sort_storage(Wt, q, mats)
+    if not swapped:
+        _sort_storage(Wt, q, mats)
     new_target = target
     if not np.isinf(gamma):
         new_target = target * np.exp(-theta / gamma)
-    return dlam, new_target
+    return dlam, new_target, swapped
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -323,10 +332,11 @@ def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
     :func:`_project_t` on Wᵀ (the sweeps keep Wᵀ throughout)."""
     r = q.shape[0]
     Wt = np.ascontiguousarray(W.T)
+    Wn = np.empty((r, r))
     mats, vecs, anchor = _new_work(r)
-    out = _project_t(Wt, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor)
-    W[:, :] = Wt.T
-    return out
+    dl, new_target, swapped = _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor)
+    W[:, :] = Wn.T if swapped else Wt.T
+    return dl, new_target
 
 
 # --------------------------------------------------------------------- sweeps
@@ -340,7 +350,9 @@ def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, o
     v = np.empty(r)
     lam_old = np.empty(m)
     change = np.inf
-    Wt = np.ascontiguousarray(W.T)
+    B = np.empty((2, r, r))  # Wᵀ and the buffer of the next product, swapped by the projections
+    B[0] = W.T
+    cur = 0
     mats, vecs, anchor = _new_work(r)
     for sweep in range(max_iter):
         lam_old[:] = lam
@@ -350,18 +362,22 @@ def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, o
             jc = J[c]
             for a in range(r):
                 v[a] = F[ic, a] - F[jc, a]
-            dl, xnew = _project_t(Wt, q, v, xi[c], delta[c], lam[c], gamma, stats, mats, vecs, anchor)
+            dl, xnew, swapped = _project_t(
+                B[cur], B[1 - cur], q, v, xi[c], delta[c], lam[c], gamma, stats, mats, vecs, anchor
+            )
+            if swapped:
+                cur = 1 - cur
             if not (np.isfinite(xnew) and np.isfinite(dl)):
-                W[:, :] = Wt.T
+                W[:, :] = B[cur].T
                 return sweep, change, NONFINITE, c
             lam[c] += dl
             xi[c] = xnew
         change = dual_change(lam, lam_old)
         code = sweep_end(change, tol)
         if code != NOT_CONVERGED:
-            W[:, :] = Wt.T
+            W[:, :] = B[cur].T
             return sweep + 1, change, code, -1
-    W[:, :] = Wt.T
+    W[:, :] = B[cur].T
     return max_iter, change, NOT_CONVERGED, -1
 
 
