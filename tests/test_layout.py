@@ -143,6 +143,7 @@ def test_package_root_holds_only_the_core():
 BENCHMARKS_TOP = {"__init__", "__main__", "cli", "_commands", "_table", "_report", "_runner", "_parallel"}
 BENCHMARKS_TOP |= {"_peer_metric_learn", "_peer_pylmnn", "solver_comparison", "benchopt_summary", "aux_exact_model"}
 BENCHMARKS_TOP |= {"make_optima"}  # the generators of cvxkml/data/optima (a script, not a command)
+BENCHMARKS_TOP |= {"_family"}  # the instance families the bench commands share (not a command)
 #: the one module that lists the commands of both rooms (and the two that run it)
 COMMAND_TABLE = {"benchmarks._table", "benchmarks.cli", "benchmarks.__main__"}
 
