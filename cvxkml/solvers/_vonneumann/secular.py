@@ -361,8 +361,9 @@ def secular_roots(d, z, rho, anchor, tau):
 @nb.njit(cache=True, error_model="numpy", fastmath=_FM)
 def _dh(lam, c2, e):
     """Σ_kl c2_k c2_l (e_k − e_l)/(λ_k − λ_l) (the divided difference of exp; the mean of the
-    two exponentials when λ_k ≈ λ_l).  No transcendental calls here: a vectorized exp
-    under fastmath gave results that depended on the memory layout."""
+    two exponentials when λ_k ≈ λ_l).  Whole rows (k ≠ l; g symmetric) so that the inner
+    loop is long and vectorized.  No transcendental calls here: a vectorized exp under
+    fastmath gave results that depended on the memory layout."""
     k = lam.shape[0]
     dh = 0.0
     for j in range(k):
@@ -370,12 +371,13 @@ def _dh(lam, c2, e):
         lj = lam[j]
         thr = 1e-8 * max(1.0, abs(lj))
         s = 0.0
-        for l in range(j + 1, k):
+        for l in range(k):
             dlam = lj - lam[l]
             el = e[l]
             g = 0.5 * (ej + el) if abs(dlam) <= thr else (ej - el) / dlam
             s += c2[l] * g
-        dh += c2[j] * (c2[j] * ej + 2.0 * s)
+        s -= c2[j] * ej  # l = j: dlam = 0 took the mean e_j
+        dh += c2[j] * (c2[j] * ej + s)
     return dh
 
 
