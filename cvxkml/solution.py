@@ -4,6 +4,7 @@ problem that certifies it (documented in :mod:`cvxkml.solvers.result`)."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -109,7 +110,7 @@ class Status(IntEnum):
 OK, NOT_CONVERGED, NONPOSITIVE_DISTANCE, NONFINITE, UNBOUNDED = (int(s) for s in Status)
 
 
-@dataclass
+@dataclass(init=False)
 class FastResult:
     """What a fast solver returns (see the module doc).
 
@@ -128,8 +129,11 @@ class FastResult:
         Pair slacks ξ first when the problem has ``gamma`` slack, else empty.
     sweeps : int
         Iterations used (sweeps, Newton steps, …).
-    dual_change : float
-        The quantity the solver's own stopping rule compared with ``tol``.
+    stop_value : float
+        The value the solver's own stopping rule compared with ``tol`` (the Bregman
+        solvers: the relative change of the duals; KCR: its certified relative gap; POLA:
+        the larger of its relative gap and violation); NaN when the solver has no such
+        rule.  The problem's certificate is recomputed whatever it says.
     code : int
         A :class:`Status`.
     bad_index : int
@@ -139,14 +143,47 @@ class FastResult:
     extra : dict
         Solver-specific outputs; ``extra["solver"]`` names the algorithm in
         ``Solution.solver``.
+
+    ``dual_change`` is the former name of ``stop_value`` (as a keyword and an attribute;
+    deprecated, removed in 0.3).
     """
 
     matrix: np.ndarray
     lam: np.ndarray
     xi: np.ndarray
     sweeps: int
-    dual_change: float
+    stop_value: float
     code: int
     bad_index: int
     time: float
     extra: dict = field(default_factory=dict)
+
+    def __init__(
+        self, matrix, lam, xi, sweeps, stop_value=None, code=None, bad_index=None, time=None, extra=None, **old
+    ):
+        if "dual_change" in old:
+            _renamed("dual_change", "stop_value")
+            if stop_value is not None:
+                raise TypeError("FastResult() got both stop_value and its former name dual_change")
+            stop_value = old.pop("dual_change")
+        if old:
+            raise TypeError(f"FastResult() got an unexpected keyword argument {next(iter(old))!r}")
+        given = dict(stop_value=stop_value, code=code, bad_index=bad_index, time=time)
+        missing = [name for name, value in given.items() if value is None]
+        if missing:
+            raise TypeError(f"FastResult() missing required argument(s): {', '.join(missing)}")
+        self.matrix, self.lam, self.xi, self.sweeps = matrix, lam, xi, sweeps
+        self.stop_value, self.code, self.bad_index, self.time = stop_value, code, bad_index, time
+        self.extra = {} if extra is None else extra
+
+    @property
+    def dual_change(self) -> float:
+        """Deprecated name of :attr:`stop_value`."""
+        _renamed("dual_change", "stop_value")
+        return self.stop_value
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(
+        f"FastResult.{old} is now FastResult.{new} ({old} is removed in 0.3).", DeprecationWarning, stacklevel=3
+    )

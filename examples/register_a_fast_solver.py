@@ -107,7 +107,7 @@ def dual_ascent(problem, tol, max_iter):
         lam=lam,
         xi=np.zeros(0),  # no regularizer slack (gamma): hinge slack is priced by the problem
         sweeps=it,
-        dual_change=float(np.max(np.abs(d))),
+        stop_value=float(np.max(np.abs(d))),
         code=int(code),
         bad_index=-1,
         time=time.perf_counter() - t0,

@@ -49,7 +49,7 @@ def _closed_form_result(problem, x, mult, elapsed, scale, request) -> FastResult
         lam=np.array([float(mult)]),
         xi=np.zeros(0),
         sweeps=0,
-        dual_change=0.0,
+        stop_value=0.0,
         code=OK,
         bad_index=-1,
         time=elapsed,

@@ -92,7 +92,7 @@ class CertifiedPipeline:
         certified (:meth:`certify`).  Uncertified, the family may ask for another attempt
         (:meth:`next_attempt`) within ``max_iter`` iterations in all; the answer returned is
         :meth:`pick_attempt`'s.  A callback that the solver never calls is called here once
-        per attempt (``iteration``, ``objective``, ``gap``, ``violation``, ``dual_change``,
+        per attempt (``iteration``, ``objective``, ``gap``, ``violation``, ``stop_value``,
         ``certified``).  When the answer is not certified, :meth:`raise_if_infeasible` may
         raise, else its status is :meth:`unconverged_status` and one ConvergenceWarning says
         :meth:`unconverged_message`.  A family's ``solve()`` validates its own arguments and
@@ -159,7 +159,8 @@ class CertifiedPipeline:
                     "objective": sol.objective,
                     "gap": cert["relative_gap"],
                     "violation": cert["relative_violation"],
-                    "dual_change": res.dual_change,
+                    "stop_value": res.stop_value,
+                    "dual_change": res.stop_value,  # former name, removed in 0.3
                     "certified": attempt.certified,
                 }
             )
@@ -210,7 +211,8 @@ class CertifiedPipeline:
             time=float(res.time),
             status="converged",
             solver=str(name),
-            dual_change=res.dual_change,
+            stop_value=res.stop_value,
+            dual_change=res.stop_value,  # former name, removed in 0.3
             **extra,
         )
         self.check_answer(sol, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL)

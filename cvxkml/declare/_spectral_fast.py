@@ -118,7 +118,7 @@ class SpectralFastSolve:
             Called with a dict at each certificate check — every Newton iteration of the dual
             solver (``iteration``, ``objective``, ``gap``, ``violation``, ``dual``), every
             attempt of the native solver (``iteration`` = sweeps so far, ``objective``,
-            ``gap``, ``violation``, ``dual_change``); a truthy return stops the solve
+            ``gap``, ``violation``, ``stop_value``); a truthy return stops the solve
             (``status="stopped by callback"``, ``converged=False`` unless certified).
         max_sweeps : int or None
             Deprecated former name of ``max_iter``.
@@ -375,7 +375,7 @@ class SpectralFastSolve:
             ).format(sweeps)
             slack = "" if self.gamma is not None or self._hinge else ", or use slack (gamma, or Hinge) if the "
             return (
-                f"{what} {res.dual_change:.3g} > tol {final_tol:.3g}, max violation {sol.max_violation:.3g}. "
+                f"{what} {res.stop_value:.3g} > tol {final_tol:.3g}, max violation {sol.max_violation:.3g}. "
                 f"Raise max_iter or tol{slack and slack + 'constraints conflict'}."
             )
         hard = self.gamma is None and any(w is None for w in self._wrappers)
@@ -565,7 +565,8 @@ class SpectralFastSolve:
             solver=f"{extra.pop('solver', default_name)}-{self.solver_tag}",
             dual_value=self.dual_value(res.lam),
             info={
-                "dual_change": res.dual_change,
+                "stop_value": res.stop_value,
+                "dual_change": res.stop_value,  # former name, removed in 0.3
                 "max_relative_violation": self._max_relative_violation(viol),
                 "skipped_pairs": self.skipped_pairs,
                 **extra,

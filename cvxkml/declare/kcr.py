@@ -610,7 +610,7 @@ class KCR(Problem):
                 "h": h,
                 "factor": G,
                 "gap": gap,
-                "solver_gap": res.dual_change,
+                "solver_gap": res.stop_value,
                 "warm_start": ex.get("warm"),
                 "n_restarts": ex.get("n_restarts"),
                 "history": ex.get("history"),
@@ -633,7 +633,7 @@ class KCR(Problem):
         """The solver's own status, or — when it claimed its rule met — that the certificate
         was not reproduced (the solver's gap beside the recomputed one)."""
         if res.code == OK:
-            return f"certificate not reproduced (solver gap {res.dual_change:.3g}, recomputed {sol.info['gap']:.3g})"
+            return f"certificate not reproduced (solver gap {res.stop_value:.3g}, recomputed {sol.info['gap']:.3g})"
         return sol.status
 
     def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:

@@ -178,7 +178,7 @@ class _SDPMixin:
         (:func:`cvxkml.solvers.sdp_logdet.barrier_bregman`; when Ĉ0 is not positive definite a
         phase I with an auxiliary trace bound finds a dual-feasible start).  Stops when the
         largest relative KKT residual of a sweep (feasibility and complementary slackness,
-        ``info["kkt_residual"]``, also in ``info["dual_change"]``) is below ``tol``;
+        ``info["kkt_residual"]``, also in ``info["stop_value"]``) is below ``tol``;
         otherwise warns (ConvergenceWarning) with ``converged=False``.  Sweeps needed grow
         like 1/γ (``reference/jain2012-spectral.md``).  Raises
         :class:`UnboundedError` (no dual-feasible point), :class:`InfeasibleError` (a

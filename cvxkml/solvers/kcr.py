@@ -430,7 +430,7 @@ def kcr_pdhg(
     FastResult
         ``matrix`` the best primal point X (r × r, whitened coordinates), ``lam`` the
         certified dual weights θs (n × n, flattened), ``sweeps`` the iterations,
-        ``dual_change`` the certified relative gap, ``code`` ``OK`` (certified to
+        ``stop_value`` the certified relative gap, ``code`` ``OK`` (certified to
         ``tol``) or ``NOT_CONVERGED``, ``time`` wall seconds; ``extra``: ``factor``
         (r × k, X = factor factorᵀ), ``h``, ``theta``, ``objective``, ``lower_bound``,
         ``converged``, ``status`` (text), ``n_restarts``, ``warm`` (a ``warm_start``),
@@ -521,7 +521,7 @@ def _result(cert, st, step, tracker, k_total, converged, extra, t0) -> FastResul
         lam=(cert.s * cert.theta).ravel(),
         xi=np.zeros(0),
         sweeps=int(k_total),
-        dual_change=float(cert.gap),
+        stop_value=float(cert.gap),
         code=OK if converged else NOT_CONVERGED,
         bad_index=-1,
         time=time.perf_counter() - t0,

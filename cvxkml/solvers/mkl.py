@@ -622,7 +622,7 @@ def _weight_step_ipm(terms, L, P0, tol, max_iter, kink_target, max_rounds, cold_
         lam=alpha,
         xi=arg,
         sweeps=ipm_its,
-        dual_change=disc,
+        stop_value=disc,
         code=code,
         bad_index=-1,
         time=time.perf_counter() - t0,

@@ -277,7 +277,7 @@ def pola_dual(
         Largest p·r² for which the Newton system is formed densely.
 
     Returns a :class:`~cvxkml.solvers.result.FastResult` with ``matrix`` = X̂(λ) (r × r,
-    whitened), ``lam`` = λ, ``sweeps`` = iterations (FISTA + Newton), ``dual_change`` = the
+    whitened), ``lam`` = λ, ``sweeps`` = iterations (FISTA + Newton), ``stop_value`` = the
     larger of the two stopping quantities, ``code`` OK / NOT_CONVERGED / NONFINITE (λ
     overflowed) and ``extra`` =
     {"rel_gap", "rel_violation", "fista_iterations", "newton_steps", "restarts",
@@ -368,7 +368,7 @@ def pola_dual(
         lam=lam,
         xi=np.zeros(0),
         sweeps=int(it + newton_steps),
-        dual_change=float(max(rel_gap, rel_viol)),
+        stop_value=float(max(rel_gap, rel_viol)),
         code=code,
         bad_index=-1,
         time=elapsed,

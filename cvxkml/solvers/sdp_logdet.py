@@ -44,7 +44,7 @@ complementary slackness; X = γZ(λ)⁻¹ is stationary by construction, and
 f(X) − g(λ) = Σ_c λ_c (t_c − tr(XÂ_c))).  (The relative dual change of a sweep, the
 rule of :mod:`cvxkml.solvers.bregman`, is not used: a projection moves λ_c by O(γ), so
 for small γ the dual change is tiny long before X is feasible.)  The result's
-``dual_change`` field holds this KKT residual.  X is recomputed from λ (Cholesky) every
+``stop_value`` field holds this KKT residual.  X is recomputed from λ (Cholesky) every
 ``refresh`` sweeps and at the end, so the returned X is exactly X(λ).
 """
 
@@ -396,10 +396,10 @@ def _barrier_bregman_impl(
     """Solve min tr(XC) − γ log det X s.t. tr(XÂ_c) <= t_c (see the module doc).
 
     Returns a :class:`~cvxkml.solvers.result.FastResult` with ``matrix`` = X(λ)
-    (whitened), ``lam`` = λ, ``sweeps`` (phase I included), ``dual_change``, ``code``
+    (whitened), ``lam`` = λ, ``sweeps`` (phase I included), ``stop_value``, ``code``
     (OK, NOT_CONVERGED, NONPOSITIVE_DISTANCE: constraint ``bad_index`` cannot hold for any
     X ≻ 0, NONFINITE, UNBOUNDED: phase I found no dual-feasible point) and ``extra`` =
-    {"kkt_residual" (= ``dual_change``, the stopping quantity), "last_dual_change",
+    {"kkt_residual" (= ``stop_value``, the stopping quantity), "last_dual_change",
     "phase1_sweeps", "trace_bounds", "phase1_nu"}.
     """
     C = np.ascontiguousarray(0.5 * (C + C.T), dtype=np.float64)
@@ -426,7 +426,7 @@ def _barrier_bregman_impl(
             lam=lam,
             xi=np.zeros(0),
             sweeps=int(total),
-            dual_change=float(kkt),
+            stop_value=float(kkt),
             code=int(code),
             bad_index=int(bad),
             time=time.perf_counter() - t0,

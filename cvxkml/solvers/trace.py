@@ -248,7 +248,7 @@ def trace_pair_newton(V, delta, t, tau, *, tol=1e-6, max_iter=200, callback=None
     max(1, |f(K̂)|) <= ``tol`` and relative violation max_c (tr(Â_c K̂) − t_c)₊ / max(1,
     |t_c|) <= ``tol``.
 
-    Returns a FastResult (matrix = K̂ r × r, lam = z, sweeps = Newton steps, dual_change
+    Returns a FastResult (matrix = K̂ r × r, lam = z, sweeps = Newton steps, stop_value
     = max(relative gap, relative violation), code OK only when certified; extra =
     {eigenvalues, rank, gap, cg_iterations, evaluations, solver})."""
     V = np.ascontiguousarray(V, dtype=float)

@@ -98,7 +98,7 @@ def test_a_wrong_answer_of_a_user_solver_is_not_certified(user_solver):
             lam=res.lam,
             xi=res.xi,
             sweeps=res.sweeps,
-            dual_change=0.0,
+            stop_value=0.0,
             code=int(Status.OK),
             bad_index=-1,
             time=res.time,

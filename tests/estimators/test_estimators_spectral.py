@@ -233,12 +233,12 @@ def test_slack_newton_stops_on_callback_and_iteration_cap(wine):
     prob = VonNeumannKernel(K0, pc, gamma=1.0)
     args = (prob.F, prob.regularizer.logp, pc.i, pc.j, pc.y, pc.bound, 1.0)
     capped = vonneumann_slack_newton(*args, gap_tol=1e-14, max_iter=1)
-    assert capped.code != 0 and capped.sweeps == 1 and capped.dual_change > 1e-14
+    assert capped.code != 0 and capped.sweeps == 1 and capped.stop_value > 1e-14
     seen = []
     stopped = vonneumann_slack_newton(*args, gap_tol=1e-14, callback=lambda d: seen.append(d) or True)
     assert len(seen) == 1 and stopped.code != 0 and stopped.sweeps == 0
     full = vonneumann_slack_newton(*args, gap_tol=1e-12)
-    assert full.code == 0 and full.sweeps <= 10 and abs(full.dual_change) <= 1e-12
+    assert full.code == 0 and full.sweeps <= 10 and abs(full.stop_value) <= 1e-12
     # the estimator reports the Newton solve, certified, with its iteration count
     est = VonNeumannKernelLearner(
         kernel="precomputed", random_state=0, n_similar=10, n_dissimilar=10, percentiles=(5.0, 95.0)
