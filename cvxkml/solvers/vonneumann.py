@@ -229,8 +229,9 @@ def vonneumann_pairs(
     saves little: constraints with λ = 0 that hold are skipped exactly in every sweep anyway
     (their projection is the identity, detected in O(r²)).
     ``callback(dict)`` is called after every full sweep that does not end the run (keys
-    sweeps, dual_change, certificate — None unless computed — and time, seconds so far);
-    a truthy return stops the run with NOT_CONVERGED (e.g. a time budget).
+    sweeps; stop_value, the relative dual change of the sweep, also as dual_change, its
+    former name, until 0.3; certificate, None unless computed; time, seconds so far); a
+    truthy return stops the run with NOT_CONVERGED (e.g. a time budget).
 
     The compiled sweeps return to Python after about 0.1 s of work (mid-sweep when a sweep
     is longer; same iterates), so Ctrl-C raises KeyboardInterrupt within that time;
@@ -296,7 +297,13 @@ def vonneumann_pairs(
             code = OK
             break
         if callback is not None and callback(
-            {"sweeps": sweeps, "dual_change": float(change), "certificate": cert, "time": time.perf_counter() - t0}
+            {
+                "sweeps": sweeps,
+                "stop_value": float(change),
+                "dual_change": float(change),
+                "certificate": cert,
+                "time": time.perf_counter() - t0,
+            }
         ):
             break
         if watch is not None and sweeps >= watch.next:

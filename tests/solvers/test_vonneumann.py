@@ -127,3 +127,16 @@ def test_sweeps_keep_q_sorted_and_the_dual_relation():
     L = (W * q) @ W.T
     ref = np.diag(q0) - V.T @ (V * (delta * lam)[:, None])
     np.testing.assert_allclose(L, ref, atol=1e-10 * (1 + np.abs(ref).max()))
+
+
+def test_the_callback_reports_stop_value():
+    """The callback dict carries the value the stopping rule compares with tol as
+    ``stop_value`` (and under its former name ``dual_change``)."""
+    from cvxkml.solvers.vonneumann import vonneumann_pairs
+
+    rng = np.random.default_rng(3)
+    F = rng.standard_normal((8, 3))
+    I, J = np.array([0, 1, 2]), np.array([5, 6, 7])
+    seen = []
+    vonneumann_pairs(F, np.zeros(3), I, J, np.array([1.0, -1.0, 1.0]), np.ones(3), 1.0, 1e-9, 3, callback=seen.append)
+    assert seen and all(info["stop_value"] == info["dual_change"] for info in seen)

@@ -76,7 +76,7 @@ def vonneumann_slack_newton(
     solve stops when the relative gap (f(X̂, ξ̂) − g(λ)) / max(1, |f|) <= ``gap_tol``.
 
     Returns a :class:`FastResult` with ``matrix`` = X̂ (whitened), ``lam`` = λ, ``xi``
-    = ξ̂, ``sweeps`` = Newton steps, ``dual_change`` = the relative gap, ``code`` OK
+    = ξ̂, ``sweeps`` = Newton steps, ``stop_value`` = the relative gap, ``code`` OK
     (certified) / NOT_CONVERGED / NONFINITE, and ``extra`` = {W, q (X̂ = W diag(e^q) Wᵀ),
     certificate, cg_iterations, solver}.  ``callback(dict)`` is called before each Newton
     step (``iteration``, ``objective``, ``gap``, ``violation``, ``dual``); a truthy return
