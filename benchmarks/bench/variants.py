@@ -14,7 +14,13 @@ per row after a small warm-up solve of each family: a user regularizer (:class:`
 m = 2n hinge pairs, dense, n = 100 … 2 000; the same factored (r = 100 Nyström factor,
 10 000 hinge pairs + 1 000 hinge triplets, n = 15 000 … 60 000); built-in LogDet with hinge
 pairs, n = 200 … 800; time to a certificate at 1e-6, Newton iterations, the certificate, and
-the fitted growth exponent of time in n per family (reference/variant-scale.md).
+the fitted growth exponent of time in n per family (reference/variant-scale.md).  Then the
+instance family (:func:`family_rows`): two user regularizers (:class:`Jeffreys`,
+:class:`AlphaPower` p = 3/2) × two point generators (Gaussian blobs, ``make_classification``
+with 6 features; :func:`family_points`) × seeds (``--repeats``, default 3, from ``--seed``) at
+n = 1 000 and 3 000 (quick: 60, 120), m = 2n hinge pairs, Gaussian K0 of median width:
+median and maximum time per regularizer and size (:func:`family_summary`) — a target holds
+for the family's worst instance.
 """
 
 from __future__ import annotations
@@ -28,7 +34,19 @@ from cvxkml.declare import Regularizer
 from .._report import columns, finish, start
 from .._runner import growth_exponent
 
-__all__ = ["variant_problem", "variant_rows", "Jeffreys", "scale_problem", "scale_rows", "growth_exponent", "command"]
+__all__ = [
+    "variant_problem",
+    "variant_rows",
+    "Jeffreys",
+    "AlphaPower",
+    "scale_problem",
+    "scale_rows",
+    "family_problem",
+    "family_rows",
+    "family_summary",
+    "growth_exponent",
+    "command",
+]
 
 EXACT_VN_MAX_N = 20  # the exact von Neumann model (von_neumann_entr cone) takes minutes beyond
 
@@ -172,6 +190,156 @@ class Jeffreys(Regularizer):
         return (1 + self.c) * cp.trace(X) - cp.log_det(X) - n + self.c * (cp.tr_inv(X) - 2 * n)
 
 
+class AlphaPower(Regularizer):
+    """The alpha-power divergence to I, declared as a user would (examples/add_a_regularizer.py):
+    f_s(x) = (x^p − p x + p − 1)/(p(p − 1)), p = 3/2; x(μ) = (1 + (p − 1)μ)₊^{1/(p−1)},
+    f*_s(μ) = x μ − f_s(x), (f*_s)' = x(μ), (f*_s)'' = (1 + (p − 1)μ)₊^{1/(p−1) − 1}.  Finite
+    for every μ (no barrier): the dual has no domain to stay in, and X̂ is singular where
+    μ <= −1/(p − 1)."""
+
+    name = "alpha-power(1.5)"
+    alpha = 1.0
+    implies_psd = True
+    p = 1.5
+
+    def f_s(self, x):
+        p, x = self.p, np.asarray(x, dtype=float)
+        with np.errstate(invalid="ignore"):
+            return np.where(x >= 0, (np.abs(x) ** p - p * x + p - 1) / (p * (p - 1)), np.inf)
+
+    def _x(self, mu):
+        return np.maximum(1 + (self.p - 1) * np.asarray(mu, dtype=float), 0.0) ** (1 / (self.p - 1))
+
+    def conj_s(self, mu):
+        x = self._x(mu)
+        return x * mu - self.f_s(x)
+
+    def conj_grad_s(self, mu):
+        return self._x(mu)
+
+    def conj_hess_s(self, mu):
+        return np.maximum(1 + (self.p - 1) * np.asarray(mu, dtype=float), 0.0) ** (1 / (self.p - 1) - 1)
+
+    def cvx(self, X):
+        import cvxpy as cp
+
+        r = X.shape[0]
+        Z = cp.Variable((r, r), symmetric=True)
+        W = cp.Variable((r, r), symmetric=True)
+        lmis = [cp.bmat([[Z, X], [X, W]]) >> 0, cp.bmat([[X, W], [W, np.eye(r)]]) >> 0]
+        return (cp.trace(Z) - 1.5 * cp.trace(X) + 0.5 * r) / 0.75, lmis
+
+
+#: the instance family of ``--scale``: regularizers × point generators × seeds at each size
+FAMILY_REGULARIZERS = {"jeffreys": Jeffreys, "alpha-power(1.5)": AlphaPower}
+FAMILY_GENERATORS = ("blobs", "classification")
+FAMILY_SIZES = ((1_000, 3_000), (60, 120))  # (full, quick)
+
+
+def family_points(generator: str, n: int, seed: int):
+    """(X, y) of one generator: ``"blobs"`` — :func:`sklearn.datasets.make_blobs`, 3 Gaussian
+    blobs in 5-d (cluster sd 2, so they overlap); ``"classification"`` —
+    :func:`sklearn.datasets.make_classification` with 6 features (4 informative, 1 redundant),
+    3 classes; ``"normal"`` — standard normal points in 5-d with 3 random labels (the
+    historical ``scale_problem`` instance)."""
+    from sklearn.datasets import make_blobs, make_classification
+
+    if generator == "blobs":
+        return make_blobs(n_samples=n, n_features=5, centers=3, cluster_std=2.0, random_state=seed)
+    if generator == "classification":
+        return make_classification(
+            n_samples=n, n_features=6, n_informative=4, n_redundant=1, n_classes=3, random_state=seed
+        )
+    if generator == "normal":
+        rng = np.random.default_rng(seed)
+        return rng.normal(size=(n, 5)), rng.integers(0, 3, n)
+    raise ValueError(f"unknown generator {generator!r}; expected one of {FAMILY_GENERATORS + ('normal',)}")
+
+
+def family_problem(regularizer: str, generator: str, n: int, seed: int = 0):
+    """One instance of the family: Gaussian K0 with σ = the median pairwise distance on the
+    generator's points, m = 2n hinge pairs (C = 1) from its labels (ITML scheme, bounds at the
+    5th / 95th percentile of K0 distances), the named user regularizer; dense
+    (:class:`~cvxkml.declare.SpectralKernel`, solved on K0's numerical range)."""
+    from cvxkml.declare import SpectralKernel
+    from cvxkml.kernels import gaussian_kernel
+    from cvxkml.sideinfo import Hinge, PairConstraints, baseline_kernel
+
+    X, y = family_points(generator, n, seed)
+    sq = np.einsum("ij,ij->i", X, X)
+    D = sq[:, None] + sq[None] - 2.0 * (X @ X.T)
+    sigma = float(np.sqrt(np.median(np.maximum(D[np.triu_indices(n, 1)], 0.0))))
+    K0 = gaussian_kernel(X, sigma=sigma)
+    pairs = PairConstraints.from_labels(
+        y, baseline_kernel(K0), scheme="itml", n_constraints=2 * n, percentiles=(5, 95), random_state=seed
+    )
+    return SpectralKernel(K0, [Hinge(pairs, 1.0)], FAMILY_REGULARIZERS[regularizer]())
+
+
+def family_rows(
+    quick: bool = False,
+    seeds=(0, 1, 2),
+    sizes=None,
+    regularizers=None,
+    tol: float = 1e-6,
+    max_iter=5_000,
+    progress=None,
+) -> list[dict]:
+    """One timed ``problem.solve`` per (regularizer, size, generator, seed) of the family
+    (:func:`family_problem`), after a warm-up solve per regularizer; the rows of
+    :func:`scale_rows` plus ``generator``, ``seed`` and the whitened size ``rank``."""
+    rows = []
+    for reg in regularizers or FAMILY_REGULARIZERS:
+        family_problem(reg, "normal", 40, 0).solve(tol=tol, max_iter=max_iter)  # warm-up
+        for n in sizes or FAMILY_SIZES[bool(quick)]:
+            for gen in FAMILY_GENERATORS:
+                for seed in seeds:
+                    prob = family_problem(reg, gen, n, seed)
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    sol = prob.solve(tol=tol, max_iter=max_iter)
+                    row = dict(
+                        family=reg,
+                        generator=gen,
+                        seed=int(seed),
+                        n=int(n),
+                        m=prob.n_constraints,
+                        rank=int(prob.rank),
+                        seconds=time.perf_counter() - t0,
+                        cpu_seconds=time.process_time() - c0,
+                        iterations=int(sol.n_iter),
+                        converged=bool(sol.converged),
+                        rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)),
+                    )
+                    rows.append(row)
+                    if progress is not None:
+                        progress(row)
+    return rows
+
+
+def family_summary(rows) -> list[dict]:
+    """Per (regularizer, n): median and max time, iterations (median, max), the worst
+    certificate and how many solves certified."""
+    out = []
+    for key in dict.fromkeys((r["family"], r["n"]) for r in rows):
+        sel = [r for r in rows if (r["family"], r["n"]) == key]
+        secs = [r["seconds"] for r in sel]
+        its = [r["iterations"] for r in sel]
+        out.append(
+            dict(
+                family=key[0],
+                n=key[1],
+                solves=len(sel),
+                certified=sum(r["converged"] for r in sel),
+                median_s=float(np.median(secs)),
+                max_s=float(np.max(secs)),
+                median_iters=float(np.median(its)),
+                max_iters=int(np.max(its)),
+                worst_gap=float(np.max([r["rel_gap"] for r in sel])),
+            )
+        )
+    return out
+
+
 #: family -> (sizes, quick sizes); "factored" keeps 10 000 pairs + 1 000 triplets (quick: 1 000 + 100)
 SCALE_FAMILIES = {
     "jeffreys+hinge-pairs": ((100, 200, 400, 800, 1000, 2000), (40, 80)),
@@ -285,6 +453,29 @@ def _cmd_scale(args, t_start) -> int:
     spec += [("cpu [s]", "{cpu_seconds:.3g}"), ("iters", "{iterations}"), ("rel. gap", "{rel_gap:.1e}")]
     spec += [("max rel. viol.", "{max_violation:.1e}"), ("converged", "{converged}"), ("solver", "{solver}")]
     print(columns(rows, spec))
+    _print_growth(rows)
+    n_seeds = (1 if args.quick else 3) if args.repeats is None else int(args.repeats)  # --repeats: seeds
+    seeds = range(args.seed, args.seed + n_seeds)
+    regs, gens = " and ".join(FAMILY_REGULARIZERS), ", ".join(FAMILY_GENERATORS)
+    print(f"instance family: {regs}; generators {gens}; seeds {list(seeds)}", flush=True)
+    with blas_limit(1):
+        fam = family_rows(
+            quick=args.quick,
+            seeds=seeds,
+            progress=lambda r: print(
+                f"  {r['family']} {r['generator']} seed {r['seed']} n={r['n']} (r = {r['rank']}): "
+                f"{r['seconds']:.3g} s, {r['iterations']} it., gap {r['rel_gap']:.1e}",
+                flush=True,
+            ),
+        )
+    spec = [("regularizer", "{family}"), ("n", "{n}"), ("solves", "{solves}"), ("certified", "{certified}")]
+    spec += [("median [s]", "{median_s:.3g}"), ("max [s]", "{max_s:.3g}"), ("median iters", "{median_iters:.0f}")]
+    print(columns(family_summary(fam), spec + [("max iters", "{max_iters}"), ("worst rel. gap", "{worst_gap:.1e}")]))
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (2 shared cores)")
+    return finish("bench", t_start)
+
+
+def _print_growth(rows) -> None:
     for family in dict.fromkeys(r["family"] for r in rows):
         fam = [r for r in rows if r["family"] == family]
         print(
@@ -293,8 +484,6 @@ def _cmd_scale(args, t_start) -> int:
             f"{growth_exponent([r['n'] for r in fam], [r['cpu_seconds'] for r in fam]):.2f}) "
             f"(n = {fam[0]['n']}..{fam[-1]['n']})"
         )
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (2 shared cores)")
-    return finish("bench", t_start)
 
 
 def command(args) -> int:

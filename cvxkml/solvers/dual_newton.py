@@ -26,12 +26,17 @@ What makes it scale (n = 1 000 dense, r = 100 factored with 10⁴ constraints):
   multipliers sit on a bound), written in the eigenbasis with Z = U V, so that no term of
   another constraint is touched: a Hessian product costs O(|F| r²);
 - Γ is the Loewner matrix of the smooth map x(μ) = f*_s'(μ) and numerically of low rank
-  (one term for LogDet, 5–15 at 1e-12 for von Neumann and the symmetrized LogDet), found
-  by a randomized range finder; H_FF = Σ_s σ_s (Z_F diag(g_s) Z_Fᵀ)∘² is then formed in
-  O(s |F|² r) and solved directly (truncated conjugate gradients when the rank is not low);
+  (one term for LogDet, 5–15 at 1e-12 for von Neumann and the symmetrized LogDet, 2 plus
+  two per clipped eigenvalue for the alpha-power divergence), found by a randomized range
+  finder, to 1e-2 × the certificate (1e-3 … 1e-8: an inexact Newton system far from the
+  optimum, the Armijo search judges the step); H_FF = Σ_s σ_s (Z_F diag(g_s) Z_Fᵀ)∘² is
+  then formed in O(s |F|² r) by symmetric rank-k updates (|F| up to 8 000: two |F| × |F|
+  buffers) and solved by Cholesky (truncated conjugate gradients when the rank is not low);
 - the first trial step is the fraction 0.7 of the largest step that keeps every eigenvalue
   in the conjugate's domain (LogDet: μ < 1; found from ``conj_s``): barrier regularizers no
-  longer spend their line search outside the domain; trial points need eigenvalues only.
+  longer spend their line search outside the domain; trial points need eigenvalues only, of
+  diag(μ) − Vᵀ A(λ(s) − λ) V, whose two parts (multipliers inside the box, on a bound) are
+  formed once per direction and updated as s halves; the accepted point's eigenbasis is V W.
 
 Near the optimum the ascent of a step falls below the round-off of g (whose terms f* and
 λᵀt cancel) while ∇g is still accurate: a step that keeps g within that round-off is then
@@ -44,9 +49,12 @@ Stopping rule = the certificate.  By Fenchel–Young at every box-feasible dual 
     gap(λ) = f(X̂) + Σ_c φ_c(ρ_c) − g(λ) = Σ_c [φ_c(ρ_c) + ½q_cλ_c² − λ_cρ_c] >= 0,
 
 with the hard sides measured as violations instead; the solve stops when
-gap <= tol·max(1, |f + Σφ|) and every hard violation <= tol·max(1, |t_c|).  One
-r × r eigendecomposition per iteration; the time goes to LAPACK and BLAS-3, so there is no
-Numba here.
+gap <= tol·max(1, |f + Σφ|) and every hard violation <= tol·max(1, |t_c|).  The gap reported
+(and returned, with its X̂ and its λ) is that of the best pair seen (:class:`_Record`): the
+primal point of one iterate against the dual bound g of another, P_a − g_b =
+gap_a + g_a − g_b; Armijo's rule raises g but not P, so an iterate's own gap can rise, the
+reported one never does.  One r × r eigendecomposition per iteration; the time goes to
+LAPACK and BLAS-3, so there is no Numba here.
 
 The regularizer's own pair slack (``slack=``; ITML's γ, Jain et al. eq. 7: min f(X̂) +
 γ·D(diag ξ, diag ξ0) s.t. δ_c(p_c − ξ_c) <= 0): minimizing over ξ turns the pairs' terms
@@ -69,11 +77,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.linalg import eigvalsh
 
 from .._config import blas_limit
 from .._validation import missing_methods as _missing
 from ..formulas.penalties import hard_violation, penalty
+from ._dual_newton_arc import Arc, max_step
 from ._dual_newton_hessian import FreeHessian, divided_differences, gamma_factors, hessian_diagonal
 from ._farkas import growth_ray, hard_part
 from ._newton import G_ROUNDOFF, cg
@@ -349,86 +357,18 @@ def _domain_upper(conj, limit=1e12):
     return hi
 
 
-def _max_step(st, D, dom, enough=None):
-    """The largest s with every eigenvalue of M − s·A(d̂) below the domain bound ``dom``
-    (M = V diag(μ) Vᵀ, D = Vᵀ A(d̂) V): 1 / max(0, −λ_min(Δ^-½ D Δ^-½)), Δ = dom − μ.
-    With ``enough``: when I + enough·T ≻ 0 (one Cholesky, a quarter of the tridiagonalization
-    λ_min costs) the step ``enough`` is inside, and it is returned instead of s_max."""
-    if dom is None or not np.isfinite(dom):
-        return np.inf
-    gap = dom - st.mu
-    if not np.all(gap > 0):
-        return np.inf
-    h = 1.0 / np.sqrt(gap)
-    T = (D * h[:, None]) * h[None, :]
-    T = 0.5 * (T + T.T)
-    if enough is not None:
-        try:
-            np.linalg.cholesky(np.eye(T.shape[0]) + enough * T)
-            return enough
-        except np.linalg.LinAlgError:
-            pass
-    lmin = float(eigvalsh(T, subset_by_index=[0, 0], check_finite=False)[0])
-    return np.inf if lmin >= 0 else -1.0 / lmin
-
-
-class _Arc:
-    """Vᵀ A(λ(s) − λ) V along the projection arc λ(s) = P(λ + s·d), V the iterate's
-    eigenbasis (Z = U V), for the decreasing steps of the line search.  The multipliers still
-    inside the box at s move as s·d_c, the others sit on their bound: Vᵀ A V = s·D_in + D_out,
-    and halving s only moves multipliers from the second set to the first.  So the two r × r
-    matrices are formed once (at s = 1, their sum the segment's matrix that bounds the domain
-    step) and then updated by the terms of the multipliers that come back inside: each trial
-    costs its eigenvalues, not a sum over every moving term."""
-
-    def __init__(self, ops, st, d, lower, upper):
-        self.ops, self.Z, self.lam, self.d, self.lower, self.upper = ops, st.Z, st.lam, d, lower, upper
-        self.inside = self._inside(1.0)
-        self.out_delta = np.clip(self.lam + d, lower, upper) - self.lam  # where clipped at s = 1
-        self.D_in = self._gram(self.inside, d)
-        self.D_out = self._gram(~self.inside, self.out_delta)
-
-    def _inside(self, step):
-        x = self.lam + step * self.d
-        return (x >= self.lower) & (x <= self.upper)
-
-    def _gram(self, rows, v):
-        """Z_kᵀ diag(w_k v_c(k)) Z_k over the terms k of the constraints ``rows`` with v ≠ 0."""
-        c = self.ops.w * np.where(rows, v, 0.0)[self.ops.owner]
-        k = np.flatnonzero(c)
-        Zk = self.Z[k]
-        return (Zk.T * c[k]) @ Zk
-
-    def segment(self):
-        """Vᵀ A(λ(1) − λ) V."""
-        return self.D_in + self.D_out
-
-    def at(self, step):
-        """Vᵀ A(λ(step) − λ) V, symmetrized, for a step no larger than the previous one."""
-        inside = self._inside(step)
-        back = inside & ~self.inside
-        if np.any(self.inside & ~inside):  # (a larger step than before: start over)
-            self.inside, self.D_in = inside, self._gram(inside, self.d)
-            self.D_out = self._gram(~inside, self.out_delta)
-        elif np.any(back):
-            self.D_in += self._gram(back, self.d)
-            self.D_out -= self._gram(back, self.out_delta)
-            self.inside = inside
-        T = step * self.D_in + self.D_out
-        return 0.5 * (T + T.T)
-
-
 def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certificate):
     """Armijo's rule on g along the projection arc λ(s) = P(λ + s·d) (Bertsekas 1982),
     s = s0, s0/2, …, with s0 = min(1, 0.7·s_max) the fraction to the domain's boundary along
-    the segment to λ(1) (:func:`_max_step`); the trial points need only the eigenvalues of
-    diag(μ) − Vᵀ A(λ(s) − λ) V (:class:`_Arc`), the accepted one its eigenvectors W (its
-    eigenbasis V W).  Returns (state at the accepted point or None, s, trials)."""
+    the segment to λ(1) (:func:`._dual_newton_arc.max_step`); the trial points need only the
+    eigenvalues of diag(μ) − Vᵀ A(λ(s) − λ) V (:class:`._dual_newton_arc.Arc`), the accepted
+    one its eigenvectors W too (its eigenbasis is V W).  Returns (state at the accepted point
+    or None, s, trials)."""
     lam = st.lam
     if not np.any(np.clip(lam + d, lower, upper) != lam):
         return None, 1.0, 0
-    arc = _Arc(ops, st, d, lower, upper)
-    s_max = _max_step(st, arc.segment(), dom, enough=1.0 / 0.7)
+    arc = Arc(ops, st, d, lower, upper)
+    s_max = max_step(st, arc.segment(), dom, enough=1.0 / 0.7)
     sl = ops.slack
     if sl is not None:  # the slack conjugate's domain, λ_c < upper_c, along the same segment
         ds = (np.clip(lam + d, lower, upper) - lam)[sl.idx]
