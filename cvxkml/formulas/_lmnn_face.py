@@ -238,16 +238,14 @@ def min_norm_on_zero_face(
         Y = _unsvec(A[W].T @ lam, q)
         d = _quad(B, Y)
         mmin = float(d.min())
-        if not mmin > 0.0:
-            sel.reason = "the working set's metric leaves an impostor pair at distance 0"
-            break
-        f = 0.5 * float(np.sum(Y * Y)) / mmin**2
-        g = float(lam.sum()) - 0.5 * float(np.sum(Y * Y))
-        gap = max(0.0, f - g) / f
-        if best is None or gap < best[0]:
-            best = (gap, Y / mmin, f, g, rnd, W.size)
-        if gap <= rtol:
-            break
+        if mmin > 0.0:  # else a pair outside the working set sees none of Y: it joins below
+            f = 0.5 * float(np.sum(Y * Y)) / mmin**2
+            g = float(lam.sum()) - 0.5 * float(np.sum(Y * Y))
+            gap = max(0.0, f - g) / f
+            if best is None or gap < best[0]:
+                best = (gap, Y / mmin, f, g, rnd, W.size)
+            if gap <= rtol:
+                break
         viol = np.flatnonzero(d < 1.0)
         viol = viol[~np.isin(viol, W)]
         if viol.size == 0:
@@ -256,6 +254,7 @@ def min_norm_on_zero_face(
         add = viol[np.lexsort((viol, d[viol]))][: max(m, 20)]
         W = np.concatenate([W, add])
     if best is None:
+        sel.reason = sel.reason or "every working set left an impostor pair at distance 0"
         return sel
     gap, Yf, f, g, rnd, nW = best
     sel.X = VN @ Yf @ VN.T

@@ -208,7 +208,7 @@ def lmnn_pdhg(
     -------
     FastResult
         ``matrix`` = X̂ (r × r, the best primal iterate), ``lam`` = α (the multipliers of the
-        best bound), ``sweeps`` = iterations, ``dual_change`` = the certified relative gap
+        best bound), ``sweeps`` = iterations, ``stop_value`` = the certified relative gap
         (F − g) / max(1, |F|), ``code`` = ``Status.OK`` only when it is <= tol, else
         ``Status.NOT_CONVERGED``; ``extra``: ``objective`` F, ``dual_value`` g, ``status``
         (``"converged"``, ``"max_iter reached"``, ``"stalled"`` or ``"stopped by
@@ -294,8 +294,8 @@ def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResu
         g = lmnn_dual_value(Uw, trip, res.lam, gamma, objective_bound=F)
         res.extra["dual_value"] = g
     res.extra["objective"] = F
-    res.dual_change = (F - g) / max(1.0, abs(F))
-    if res.extra["status"] == "converged" and res.dual_change > tol:
+    res.stop_value = (F - g) / max(1.0, abs(F))
+    if res.extra["status"] == "converged" and res.stop_value > tol:
         res.extra["status"], res.code = "max_iter reached", int(Status.NOT_CONVERGED)
     return res
 

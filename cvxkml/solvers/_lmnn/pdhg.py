@@ -116,7 +116,7 @@ def lmnn_result(X, alpha, objective, dual_value, n_iter, status, elapsed, histor
         lam=alpha,
         xi=np.zeros(0),
         sweeps=int(n_iter),
-        dual_change=float(gap),
+        stop_value=float(gap),
         code=int(Status.OK if status == "converged" else Status.NOT_CONVERGED),
         bad_index=-1,
         time=elapsed,
