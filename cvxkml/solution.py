@@ -182,6 +182,11 @@ class FastResult:
         _renamed("dual_change", "stop_value")
         return self.stop_value
 
+    @dual_change.setter
+    def dual_change(self, value: float) -> None:
+        _renamed("dual_change", "stop_value")
+        self.stop_value = value
+
 
 def _renamed(old: str, new: str) -> None:
     warnings.warn(

@@ -27,6 +27,9 @@ def test_the_former_name_warns_and_still_works():
     assert r.stop_value == 2e-3
     with pytest.warns(DeprecationWarning, match="stop_value"):
         assert r.dual_change == 2e-3
+    with pytest.warns(DeprecationWarning, match="stop_value"):
+        r.dual_change = 5e-3  # a solver that sets it after construction
+    assert r.stop_value == 5e-3
 
 
 def test_missing_duplicated_and_unknown_arguments_are_type_errors():
