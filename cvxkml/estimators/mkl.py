@@ -23,6 +23,19 @@ from ._params import CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, STANDARD
 
 __all__ = ["LMNN", "LMNNMKL"]
 
+
+def _check_tie_break(value, name):
+    """None or ``"min-norm"`` (:meth:`cvxkml.declare.lmnn.LMNNProblem.solve`)."""
+    if value is None or (isinstance(value, str) and value == "min-norm"):
+        return value
+    raise InvalidInputError(f"{name} must be None or 'min-norm'; got {value!r}.")
+
+
+def _tie_break_options(tie_break) -> dict:
+    """The solve options of a tie-break: the least-norm selection needs every triplet."""
+    return {} if tie_break is None else {"tie_break": tie_break, "impostors": "all"}
+
+
 #: the parameters of the LMNN objective and of its solver
 _LMNN_CONSTRAINTS = {
     "k": Integer(1),
@@ -31,6 +44,7 @@ _LMNN_CONSTRAINTS = {
     "max_iter": Integer(1, 10**15, whole_floats=True),
     "stall_iter": Integer(0, 10**15, whole_floats=True),
     "small_classes": Options("raise", "shrink"),
+    "tie_break": _check_tie_break,
 }
 
 
@@ -211,6 +225,12 @@ class LMNN(_TargetNeighborsMixin, MetricMixin, CvxkmlEstimator):
     small_classes : {"raise", "shrink"}, default="raise"
         A class with fewer than k + 1 members: raise an error, or give its points
         min(k, class size − 1) target neighbours (a singleton class only supplies impostors).
+    tie_break : None or "min-norm", default=None
+        When the optimum F* = 0 is attained by a whole face of metrics (kernel LMNN on a
+        full-rank kernel), ``"min-norm"`` returns the face's unique member of least
+        ‖Z A Zᵀ‖_F, a function of the data alone, as a second certified stage
+        (:meth:`cvxkml.declare.lmnn.LMNNProblem.solve`); it lists every triplet
+        (``impostors="all"``).  None: the solver's own optimal point.
     %(control)s
 
     Attributes
@@ -270,6 +290,7 @@ class LMNN(_TargetNeighborsMixin, MetricMixin, CvxkmlEstimator):
         max_iter=20000,
         stall_iter=STALL_ITER,
         small_classes="raise",
+        tie_break=None,
         verbose=0,
         callback=None,
     ):
@@ -282,6 +303,7 @@ class LMNN(_TargetNeighborsMixin, MetricMixin, CvxkmlEstimator):
         self.max_iter = max_iter
         self.stall_iter = stall_iter
         self.small_classes = small_classes
+        self.tie_break = tie_break
         self.verbose = verbose
         self.callback = callback
 
@@ -291,7 +313,7 @@ class LMNN(_TargetNeighborsMixin, MetricMixin, CvxkmlEstimator):
         return p.kernel == "linear" or super()._auto_standardize(p)
 
     def _solve(self, prob, p):
-        return super()._solve(prob, p, stall_iter=p.stall_iter)
+        return super()._solve(prob, p, stall_iter=p.stall_iter, **_tie_break_options(p.tie_break))
 
     def _fit(self, X, y, triplets, p):
         kw = {"small_classes": p.small_classes, **_given(triplets)}
@@ -376,6 +398,9 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         As in :class:`LMNN`.
     max_convex_iter : int, default=50
         Iterations (15)–(16) per value of w in the rank-one weight step (``"P"``).
+    tie_break : None or "min-norm", default=None
+        As in :class:`LMNN`, for every metric step (``"NR"``: its one LMNN solve); the
+        NR kernels are nearly the identity on standardized data, so F* = 0 is common there.
     %(control)s
 
     Attributes
@@ -444,6 +469,7 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         w_grid=W_GRID,
         small_classes="raise",
         max_convex_iter=50,
+        tie_break=None,
         verbose=0,
         callback=None,
     ):
@@ -460,6 +486,7 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         self.w_grid = w_grid
         self.small_classes = small_classes
         self.max_convex_iter = max_convex_iter
+        self.tie_break = tie_break
         self.verbose = verbose
         self.callback = callback
 
@@ -468,6 +495,7 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
         ks = _auto_kernels(X) if isinstance(p.kernels, str) else p.kernels
         Ks = ks.fit_matrices(X)
         opts = {"tol": p.tol, "max_iter": p.max_iter, "stall_iter": p.stall_iter, "callback": p.monitor.for_solver()}
+        opts.update(_tie_break_options(p.tie_break))
         if p.variant == "NR":
             prob = LMNNProblem.multiple_kernels(Ks, y, p.k, p.gamma, small_classes=p.small_classes, **_given(triplets))
             sol = prob.solve(**opts)

@@ -210,3 +210,37 @@ def test_auto_kernels_take_the_gaussian_width_from_the_training_points():
     assert gauss.params["sigma"] == pytest.approx(AUTO_SIGMA_FRACTION * sigma0, rel=1e-12)
     nr = LMNNMKL(variant="NR", kernels="nr", max_iter=200).fit(X, y)
     assert nr.kernel_set_.kernels[2].kernel.params["sigma"] == 0.5
+
+
+def _iris_small():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    idx = np.r_[0:12, 50:62, 100:112]
+    return X[idx], y[idx]
+
+
+def test_tie_break_reaches_the_solver_and_selects_the_least_norm_metric():
+    """With a narrow Gaussian kernel (nearly the identity) the optimum F* = 0 is a face of
+    metrics; tie_break="min-norm" makes the estimator return the face's least-norm member,
+    the same metric LMNNProblem.solve(tie_break="min-norm") selects, certified."""
+    from cvxkml.declare.lmnn import LMNNProblem
+    from cvxkml.estimators._maps import training_kernel
+
+    X, y = _iris_small()
+    est = LMNN(kernel="gaussian", kernel_params={"sigma": 0.5}, k=2, tie_break="min-norm").fit(X, y)
+    record = est.solution_.info["tie_break"]
+    assert est.converged_ and record["applied"], record
+    prob = LMNNProblem.kernel(training_kernel(est.kernel_, est.X_fit_), y, 2, 0.5)
+    direct = prob.solve(tol=1e-3, tie_break="min-norm", impostors="all")
+    Z_est, Z_dir = est.transform(X), prob.factor(direct.info["X"], direct.info.get("complement"))
+    # the learned squared distances are the selected metric's (unique): compare Gram matrices
+    K = training_kernel(est.kernel_, est.X_fit_)
+    G_dir = K @ Z_dir.T @ Z_dir @ K
+    G_est = Z_est @ Z_est.T
+    np.testing.assert_allclose(G_est, G_dir, atol=1e-6 * np.abs(G_dir).max())
+    nr = LMNNMKL(variant="NR", k=2, tie_break="min-norm").fit(X, y)
+    assert nr.converged_ and nr.solution_.info["tie_break"]["applied"]
+    assert LMNN(k=2).fit(X, y).solution_.info.get("tie_break") is None  # default: no selection
+    with pytest.raises(InvalidInputError, match="tie_break must be None or 'min-norm'"):
+        LMNN(tie_break="least").fit(X, y)
