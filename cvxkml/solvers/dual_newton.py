@@ -411,7 +411,7 @@ def _no_finite_start(r, lam, t0) -> FastResult:
         lam=lam,
         xi=np.zeros(0),
         sweeps=0,
-        dual_change=np.inf,
+        stop_value=np.inf,
         code=NONFINITE,
         bad_index=-1,
         time=time.perf_counter() - t0,
@@ -622,7 +622,7 @@ def _dual_newton_impl(
         lam=b.lam,
         xi=np.zeros(0) if sl is None else sl.best(a.trA),
         sweeps=int(it),
-        dual_change=float(rec.cert),
+        stop_value=float(rec.cert),
         code=OK if converged else NOT_CONVERGED,
         bad_index=-1,
         time=time.perf_counter() - t0,
@@ -704,7 +704,7 @@ def dual_newton(
     -------
     FastResult
         ``matrix`` = X̂(λ) (r × r, whitened), ``lam`` = λ, ``sweeps`` = Newton iterations,
-        ``dual_change`` = max(relative gap, relative violation), ``code`` OK (certified) /
+        ``stop_value`` = max(relative gap, relative violation), ``code`` OK (certified) /
         NOT_CONVERGED / NONFINITE (f* infinite at λ = 0), ``extra`` with the certificate's
         parts, the Farkas test of :meth:`cvxkml.solvers._terms.RankOneTerms.farkas_test` over the hard
         multipliers and the residuals ρ.
