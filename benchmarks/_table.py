@@ -214,7 +214,9 @@ TABLE = (
                 action="store_true",
                 help="the generic solver at size instead: user regularizer (Jeffreys) with hinge pairs "
                 "dense n = 100..2000 and factored n = 15000..60000, LogDet + hinge n = 200..800; "
-                "time to a 1e-6 certificate, growth exponents (with --quick: small sizes)",
+                "time to a 1e-6 certificate, growth exponents; then an instance family (Jeffreys and "
+                "alpha-power x blobs / make_classification, --repeats seeds from --seed, n = 1000 and 3000: "
+                "median and max) (with --quick: small sizes)",
             ),
         ),
     ),
