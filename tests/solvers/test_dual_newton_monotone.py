@@ -7,39 +7,13 @@ import warnings
 import numpy as np
 import pytest
 
-from cvxkml.declare import Regularizer, SpectralKernel
+from benchmarks.bench.variants import AlphaPower
+from cvxkml.declare import SpectralKernel
 from cvxkml.declare.terms import constraint_terms
 from cvxkml.kernels import gaussian_kernel
 from cvxkml.sideinfo import Hinge, PairConstraints, baseline_kernel
 from cvxkml.solvers._terms import RankOneTerms
 from cvxkml.solvers.dual_newton import dual_newton
-
-
-class AlphaPower(Regularizer):
-    """The alpha-power divergence to I, p = 3/2 (examples/add_a_regularizer.py)."""
-
-    name = "alpha-power(1.5)"
-    alpha = 1.0
-    implies_psd = True
-    p = 1.5
-
-    def f_s(self, x):
-        p, x = self.p, np.asarray(x, dtype=float)
-        with np.errstate(invalid="ignore"):
-            return np.where(x >= 0, (np.abs(x) ** p - p * x + p - 1) / (p * (p - 1)), np.inf)
-
-    def _x(self, mu):
-        return np.maximum(1 + (self.p - 1) * np.asarray(mu, dtype=float), 0.0) ** (1 / (self.p - 1))
-
-    def conj_s(self, mu):
-        x = self._x(mu)
-        return x * mu - self.f_s(x)
-
-    def conj_grad_s(self, mu):
-        return self._x(mu)
-
-    def conj_hess_s(self, mu):
-        return np.maximum(1 + (self.p - 1) * np.asarray(mu, dtype=float), 0.0) ** (1 / (self.p - 1) - 1)
 
 
 def alpha_problem(n=60, seed=1):
