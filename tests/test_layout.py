@@ -275,3 +275,23 @@ def test_checkout_rooms_reach_cvxkml_through_public_names(room):
     """Benchmarks time solver kernels through each solver module's public hook
     (``BENCH_KERNELS``), never through its private names; the reproductions likewise."""
     assert _private_imports(room) == []
+
+
+#: a module of one responsibility fits in this many lines, a function in that many (docstring included)
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 800, 150
+
+
+def test_no_module_or_function_of_the_package_is_too_long():
+    long_modules, long_functions = [], []
+    for path in sorted(PKG.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        rel = path.relative_to(ROOT)
+        if len(source.splitlines()) > MAX_MODULE_LINES:
+            long_modules.append(f"{rel} ({len(source.splitlines())} lines)")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{rel}:{node.lineno} {node.name} ({length} lines)")
+    assert not long_modules, f"split into private modules of one responsibility: {long_modules}"
+    assert not long_functions, f"split into helpers: {long_functions}"

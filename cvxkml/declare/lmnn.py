@@ -637,12 +637,10 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Problem):
             conditioned); or a dict ``{"A": D × D matrix, "alpha": (T,) multipliers}``
             (either key may be left out).  Default: A = I, the paper's initialization,
             and α = 0.
-        A0 : array-like of shape (D, D), optional
-            Start matrix, the same as ``warm_start={"A": A0}`` (kept for existing callers;
-            prefer ``warm_start``).  Only its whitened part S Vᵀ A0 V S enters the
-            iteration; the rest is kept on the complement of the row space.
-        alpha0 : array-like of shape (T,), optional
-            Start multipliers, the same as ``warm_start={"alpha": alpha0}``.
+        A0, alpha0 : array-like of shape (D, D) and (T,), optional
+            The same as ``warm_start={"A": A0, "alpha": alpha0}`` (prefer ``warm_start``).
+            Only the whitened part S Vᵀ A0 V S enters the iteration; the rest is kept on
+            the complement of the row space.
         check_every, buffer, polish
             See :func:`cvxkml.solvers.lmnn.lmnn_pdhg`.
         smooth : bool, default=True

@@ -189,6 +189,19 @@ def _root_stats(stats):
 
 
 @blas_limit()
+def _progress(sweeps, change, cert, t0) -> dict:
+    """The callback's dict after a full sweep (``dual_change``: the former name of
+    ``stop_value``, until 0.3)."""
+    change = float(change)
+    return {
+        "sweeps": sweeps,
+        "stop_value": change,
+        "dual_change": change,
+        "certificate": cert,
+        "time": time.perf_counter() - t0,
+    }
+
+
 def vonneumann_pairs(
     F,
     q0,
@@ -296,15 +309,7 @@ def vonneumann_pairs(
         if _stop_met(stop, tol, met_change, cert, gap_tol, viol_tol):
             code = OK
             break
-        if callback is not None and callback(
-            {
-                "sweeps": sweeps,
-                "stop_value": float(change),
-                "dual_change": float(change),
-                "certificate": cert,
-                "time": time.perf_counter() - t0,
-            }
-        ):
+        if callback is not None and callback(_progress(sweeps, change, cert, t0)):
             break
         if watch is not None and sweeps >= watch.next:
             found = watch.check(sweeps, lam) or {}
