@@ -114,8 +114,6 @@ class LMNNFastSide:
         full triplet list (``extra["impostor_triplets"]``) F and g are the solver's (its scan
         of every triplet), ``dual`` and ``slack`` are None and ``violations`` holds only the
         PSD violation (:meth:`solve`, ``impostors``)."""
-        from .._answer import PSD_TOL, SYMMETRIC_TOL
-
         extra = dict(res.extra)
         name = str(extra.pop("solver", spec.name))
         F_claim, g_claim = extra.pop("objective", None), extra.pop("dual_value", None)
@@ -140,14 +138,31 @@ class LMNNFastSide:
                     f"The fast solver {spec.name} of LMNNProblem returned {dual.size} multipliers (or NaN/inf); "
                     f"it must return one finite multiplier per triplet ({tr.n_triplets})."
                 )
-            p = ordered_pair_distances(self.U, X, tr.pi, tr.pj, psd=True)
-            xi = lmnn_slack(p, tr)
-            viol = self._violations(p, X, xi)
-            F = lmnn_objective(p, tr, self.gamma)
-            g = self.dual_value(dual, objective_bound=F)
+            F, xi, viol, dual, g = self._evaluate(X, [dual])
             if g_claim is not None and np.isfinite(g_claim):
                 g = min(g, float(g_claim))
         info = {"X": X, "rank": self.rank, "history": history, "complement": None, **extra}
+        return self._checked_solution(X, F, dual, xi, viol, g, info, int(res.sweeps), float(res.time), name)
+
+    def _evaluate(self, X, duals):
+        """``(F, ξ, violations, α, g)`` at X̂ on the full triplet list, every number recomputed
+        (:func:`cvxkml.formulas.lmnn.ordered_pair_distances`: the solver's own arithmetic);
+        α is the candidate of ``duals`` whose Lagrange bound g (:meth:`dual_value`, F as its
+        ``objective_bound``) is the largest (the first on a tie)."""
+        tr = self.triplets
+        p = ordered_pair_distances(self.U, X, tr.pi, tr.pj, psd=True)
+        xi = lmnn_slack(p, tr)
+        viol = self._violations(p, X, xi)
+        F = lmnn_objective(p, tr, self.gamma)
+        bounds = [self.dual_value(a, objective_bound=F) for a in duals]
+        best = int(np.argmax(bounds))
+        return F, xi, viol, duals[best], float(bounds[best])
+
+    def _checked_solution(self, X, F, dual, xi, viol, g, info, n_iter, seconds, solver) -> Solution:
+        """The :class:`Solution` of X̂ and its recomputed numbers (``converged`` until
+        :meth:`certify` says otherwise), checked symmetric and PSD (:meth:`check_answer`)."""
+        from .._answer import PSD_TOL, SYMMETRIC_TOL
+
         info["max_relative_violation"] = self._relative_violation(viol, X)
         sol = Solution(
             matrix=self._answer(X),
@@ -155,11 +170,11 @@ class LMNNFastSide:
             dual=dual,
             slack=xi,
             violations=viol,
-            n_iter=int(res.sweeps),
+            n_iter=n_iter,
             converged=True,
-            time=float(res.time),
+            time=seconds,
             status="converged",
-            solver=name,
+            solver=solver,
             dual_value=g,
             info=info,
         )
@@ -281,8 +296,6 @@ class LMNNFastSide:
         unchanged.  ``info["tie_break"]`` records what happened (rule, applied, reason, the
         (TB5) gap and distance bound, the face's dimension, pairs, working pairs, rounds) and
         ``info["path_objective"]`` / ``info["path_norm"]`` the solver's point."""
-        from .._answer import PSD_TOL, SYMMETRIC_TOL
-
         t0 = time.perf_counter()
         sel = min_norm_on_zero_face(self.U, self.triplets, self.gamma)
         record = sel.summary()
@@ -296,14 +309,10 @@ class LMNNFastSide:
             sol.converged, sol.status = False, TIE_BREAK_UNCERTIFIED
             return sol
         X = sel.X
-        tr = self.triplets
-        p = ordered_pair_distances(self.U, X, tr.pi, tr.pj, psd=True)
-        xi = lmnn_slack(p, tr)
-        viol = self._violations(p, X, xi)
-        F = lmnn_objective(p, tr, self.gamma)
-        candidates = [np.zeros(tr.n_triplets)] + ([] if sol.dual is None else [np.asarray(sol.dual, dtype=float)])
-        bounds = [self.dual_value(a, objective_bound=F) for a in candidates]
-        best = int(np.argmax(bounds))
+        candidates = [np.zeros(self.triplets.n_triplets)]
+        if sol.dual is not None:
+            candidates.append(np.asarray(sol.dual, dtype=float))
+        F, xi, viol, dual, g = self._evaluate(X, candidates)
         info = dict(sol.info)
         info.update(
             X=X,
@@ -311,22 +320,8 @@ class LMNNFastSide:
             path_objective=float(sol.objective),
             path_norm=float(np.linalg.norm(X_path)) if X_path is not None else None,
         )
-        info["max_relative_violation"] = self._relative_violation(viol, X)
-        out = Solution(
-            matrix=self._answer(X),
-            objective=F,
-            dual=candidates[best],
-            slack=xi,
-            violations=viol,
-            n_iter=sol.n_iter,
-            converged=True,
-            time=float(sol.time) + time.perf_counter() - t0,
-            status="converged",
-            solver=sol.solver,
-            dual_value=float(bounds[best]),
-            info=info,
-        )
-        self.check_answer(out, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL)
+        seconds = float(sol.time) + time.perf_counter() - t0
+        out = self._checked_solution(X, F, dual, xi, viol, g, info, sol.n_iter, seconds, sol.solver)
         if not self.certify(out, None, tol, max(tol, 1e-6)):
             info["tie_break"].update(applied=False, reason="the selected metric is not certified optimal for eq. 18")
             sol.info["tie_break"] = info["tie_break"]

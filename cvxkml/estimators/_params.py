@@ -76,17 +76,19 @@ class Integer:
 
 
 class Options:
-    """One of the given strings; ``what`` words them in the message (default "one of …"),
-    ``hint`` is appended."""
+    """One of the given strings; None passes when ``none``.  ``what`` words them in the
+    message (default "one of …"), ``hint`` is appended."""
 
-    def __init__(self, *choices, what=None, hint=""):
-        self.choices, self.hint = choices, hint
+    def __init__(self, *choices, what=None, hint="", none=False):
+        self.choices, self.hint, self.none = choices, hint, none
         self.what = what or "one of " + ", ".join(repr(c) for c in choices)
 
     def __call__(self, value, name):
-        if isinstance(value, str) and value in self.choices:
+        if (isinstance(value, str) and value in self.choices) or (value is None and self.none):
             return value
-        raise InvalidInputError(f"{name} must be {self.what}; got {value!r}.{self.hint}")
+        raise InvalidInputError(
+            f"{name} must be {'None or ' if self.none else ''}{self.what}; got {value!r}.{self.hint}"
+        )
 
 
 def _check_percentiles(value, name):

@@ -24,13 +24,6 @@ from ._params import CONTROL_CONSTRAINTS, KERNEL_CONSTRAINTS, POSITIVE, STANDARD
 __all__ = ["LMNN", "LMNNMKL"]
 
 
-def _check_tie_break(value, name):
-    """None or ``"min-norm"`` (:meth:`cvxkml.declare.lmnn.LMNNProblem.solve`)."""
-    if value is None or (isinstance(value, str) and value == "min-norm"):
-        return value
-    raise InvalidInputError(f"{name} must be None or 'min-norm'; got {value!r}.")
-
-
 def _tie_break_options(tie_break) -> dict:
     """The solve options of a tie-break: the least-norm selection needs every triplet."""
     return {} if tie_break is None else {"tie_break": tie_break, "impostors": "all"}
@@ -44,7 +37,7 @@ _LMNN_CONSTRAINTS = {
     "max_iter": Integer(1, 10**15, whole_floats=True),
     "stall_iter": Integer(0, 10**15, whole_floats=True),
     "small_classes": Options("raise", "shrink"),
-    "tie_break": _check_tie_break,
+    "tie_break": Options("min-norm", what="'min-norm'", none=True),
 }
 
 
