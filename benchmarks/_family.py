@@ -11,8 +11,8 @@ A family is a list of generator specifications × seeds.  A specification is a s
   offline folder (:func:`cvxkml.datasets.load_dataset`), a different subsample per seed.
 
 Every generator returns standardized features (:func:`standardize`).  :func:`summarize`
-gives, per specification, the median and the maximum of a measured column and the number
-of certified solves; :func:`family_verdict` says whether the maximum over the whole family
+gives, per member (or any other key) and size, the median and the maximum of a measured
+column and the number of certified solves; :func:`family_verdict` says whether the maximum over the whole family
 meets a target.
 
 Imports nothing of :mod:`benchmarks` but :mod:`benchmarks._runner`.
@@ -103,28 +103,30 @@ def points(spec: str, n: int, seed: int, data_dir=None) -> tuple[np.ndarray, np.
     return standardize(np.asarray(X, dtype=float))[0], np.asarray(y)
 
 
-def summarize(rows, column: str = "cpu") -> list[dict]:
-    """Per (specification, n): instances, certified count, median and max of ``column`` and
-    of the iterations; then, per specification, the growth exponent of the median in n."""
+def summarize(rows, column: str = "cpu", by: str = "spec", worst=()) -> list[dict]:
+    """Per (``by``, n), in the order the rows first show them: instances, certified count,
+    median and max of ``column`` and of the iterations, the max of each ``worst`` column;
+    then, per ``by`` value, the growth exponent of the median in n."""
     out = []
-    keys = sorted({(r["spec"], r["n"]) for r in rows}, key=lambda k: (k[0], k[1]))
-    for spec, n in keys:
-        sel = [r for r in rows if r["spec"] == spec and r["n"] == n]
+    for key, n in dict.fromkeys((r[by], r["n"]) for r in rows):
+        sel = [r for r in rows if r[by] == key and r["n"] == n]
         vals = np.array([r[column] for r in sel], dtype=float)
         its = np.array([r["iterations"] for r in sel], dtype=float)
         out.append(
-            dict(
-                spec=spec,
-                n=n,
-                instances=len(sel),
-                certified=sum(bool(r["converged"]) for r in sel),
-                **{f"median_{column}": float(np.median(vals)), f"max_{column}": float(vals.max())},
-                median_iterations=float(np.median(its)),
-                max_iterations=int(its.max()),
-            )
+            {
+                by: key,
+                "n": n,
+                "instances": len(sel),
+                "certified": sum(bool(r["converged"]) for r in sel),
+                f"median_{column}": float(np.median(vals)),
+                f"max_{column}": float(vals.max()),
+                "median_iterations": float(np.median(its)),
+                "max_iterations": int(its.max()),
+                **{f"max_{w}": float(max(r[w] for r in sel)) for w in worst},
+            }
         )
-    for spec in sorted({r["spec"] for r in out}):
-        sel = [r for r in out if r["spec"] == spec]
+    for key in dict.fromkeys(r[by] for r in out):
+        sel = [r for r in out if r[by] == key]
         exponent = growth_exponent([r["n"] for r in sel], [r[f"median_{column}"] for r in sel])
         for r in sel:
             r["growth_exponent"] = exponent

@@ -11,7 +11,16 @@ import warnings
 
 import numpy as np
 
-__all__ = ["best_of", "timed", "default", "quiet", "standardize", "labelled_points", "growth_exponent"]
+__all__ = [
+    "best_of",
+    "timed",
+    "default",
+    "quiet",
+    "standardize",
+    "labelled_points",
+    "growth_exponent",
+    "median_sq_distance",
+]
 
 
 def best_of(fn, repeats: int) -> float:
@@ -58,6 +67,18 @@ def labelled_points(n, d=3, n_classes=2, seed=0, shift=1.0):
     y = np.arange(n) % n_classes
     rng.shuffle(y)
     return rng.normal(size=(n, d)) + shift * y[:, None], y
+
+
+def median_sq_distance(X, block_bytes: int = 32 << 20) -> float:
+    """The median of the positive squared distances ‖x_i − x_j‖² over ordered pairs (the
+    median heuristic of the Gaussian width): the numbers of ``np.sum((X[:, None] − X[None])
+    ** 2, axis=-1)``, formed a block of rows at a time so that the n × n × d differences
+    never take more than about ``block_bytes``."""
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    rows = max(1, block_bytes // max(1, 8 * n * d))
+    sq = np.concatenate([np.sum((X[i : i + rows, None] - X[None]) ** 2, axis=-1) for i in range(0, n, rows)])
+    return float(np.median(sq[sq > 0]))
 
 
 def growth_exponent(ns, secs) -> float:

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._commands import CommandError
-from .._runner import labelled_points
+from .._runner import labelled_points, median_sq_distance
 
 __all__ = ["FAMILIES", "build", "measure", "measure_fast", "family_limit", "limits", "recorded_limits", "command"]
 
@@ -58,8 +58,7 @@ GROWTH = 1.5
 def _gaussian(X):
     from cvxkml.kernels import gaussian_kernel
 
-    sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-    return gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+    return gaussian_kernel(X, sigma=float(np.sqrt(median_sq_distance(X))))
 
 
 def _kernel_data(n, seed=0, d=10):

@@ -49,7 +49,7 @@ from cvxkml.kernels import gaussian_kernel
 
 from .._commands import CommandError, opt, script, use
 from .._family import DEFAULT_KCR_FAMILY, family_verdict, parse_spec, points, summarize
-from .._runner import growth_exponent
+from .._runner import growth_exponent, median_sq_distance
 
 __all__ = [
     "random_problem",
@@ -84,8 +84,7 @@ def random_problem(
     rng = np.random.default_rng(seed)
     y = np.repeat(np.arange(n_classes), n_per_class)
     X = rng.normal(size=(y.size, 3)) + 1.5 * rng.normal(size=(n_classes, 3))[y]
-    sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-    return KCR(gaussian_kernel(X, gamma=nu_factor / float(np.median(sq[sq > 0]))), y, lam)
+    return KCR(gaussian_kernel(X, gamma=nu_factor / median_sq_distance(X)), y, lam)
 
 
 def _timed(fn):
@@ -336,8 +335,7 @@ def blobs_problem(n: int, n_classes: int = 3, lam: float = 1.0, seed: int = 0) -
     rng = np.random.default_rng(seed)
     y = np.arange(int(n)) % n_classes
     X = rng.normal(size=(y.size, 3)) + 1.5 * rng.normal(size=(n_classes, 3))[y]
-    sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-    return KCR(gaussian_kernel(X, gamma=1.0 / float(np.median(sq[sq > 0]))), y, lam)
+    return KCR(gaussian_kernel(X, gamma=1.0 / median_sq_distance(X)), y, lam)
 
 
 def scale_rows(
@@ -394,8 +392,7 @@ def family_problem(spec: str, n: int, seed: int, lam: float = 1.0, data_dir=None
     """KCR on the family member ``spec`` (:func:`benchmarks._family.points`): Gaussian kernel
     with ν = 1 / the median squared distance, regularization ``lam``."""
     X, y = points(spec, n, seed, data_dir)
-    sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-    return KCR(gaussian_kernel(X, gamma=1.0 / float(np.median(sq[sq > 0]))), y, lam)
+    return KCR(gaussian_kernel(X, gamma=1.0 / median_sq_distance(X)), y, lam)
 
 
 def family_rows(
@@ -524,8 +521,7 @@ def random_instance(seed, sizes, kind="gaussian", nu_factor=1.0, lam=1.0) -> KCR
     y = np.repeat(np.arange(len(sizes)), sizes)
     X = rng.normal(size=(y.size, 3)) + 1.5 * rng.normal(size=(len(sizes), 3))[y]
     if kind == "gaussian":
-        sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-        K = gaussian_kernel(X, gamma=nu_factor / float(np.median(sq[sq > 0])))
+        K = gaussian_kernel(X, gamma=nu_factor / median_sq_distance(X))
     else:
         K = X @ X.T + 0.1 * np.eye(y.size)
     return KCR(K, y, lam)

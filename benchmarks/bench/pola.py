@@ -17,7 +17,7 @@ import numpy as np
 from cvxkml.errors import ConvergenceWarning
 
 from .._report import columns, finish, start
-from .._runner import quiet, timed
+from .._runner import median_sq_distance, quiet, timed
 
 __all__ = ["pola_instance", "sdp_instance", "compare_rows", "command"]
 
@@ -32,8 +32,7 @@ def pola_instance(n: int, seed: int = 0, pairs_per_point: float = 2.0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 5))
     labels = rng.integers(0, 3, n)
-    sq = np.sum((X[:, None] - X[None]) ** 2, axis=-1)
-    K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+    K0 = gaussian_kernel(X, sigma=float(np.sqrt(median_sq_distance(X))))
     all_i, all_j = np.triu_indices(n, 1)
     pick = rng.choice(all_i.size, size=min(int(pairs_per_point * n), all_i.size), replace=False)
     i, j = all_i[pick], all_j[pick]
@@ -60,8 +59,7 @@ def sdp_instance(n: int, kind: str = "mvu", gamma: float = 0.1, seed: int = 0):
     # with σ = 1 has condition number 4e6 at n = 20; Clarabel / SCS reached only 3e-2 / 1e-1
     # relative accuracy on the "pd" instance there)
     Y = rng.normal(size=(n, 5))
-    sq = np.sum((Y[:, None] - Y[None]) ** 2, axis=-1)
-    K0 = gaussian_kernel(Y, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+    K0 = gaussian_kernel(Y, sigma=float(np.sqrt(median_sq_distance(Y))))
     if kind == "mvu":
         E = {(a, a + 1) for a in range(n - 1)}
         for a in range(n):

@@ -31,8 +31,9 @@ import numpy as np
 
 from cvxkml.declare import Regularizer
 
+from .._family import summarize
 from .._report import columns, finish, start
-from .._runner import growth_exponent
+from .._runner import growth_exponent, median_sq_distance
 
 __all__ = [
     "variant_problem",
@@ -317,27 +318,9 @@ def family_rows(
 
 
 def family_summary(rows) -> list[dict]:
-    """Per (regularizer, n): median and max time, iterations (median, max), the worst
-    certificate and how many solves certified."""
-    out = []
-    for key in dict.fromkeys((r["family"], r["n"]) for r in rows):
-        sel = [r for r in rows if (r["family"], r["n"]) == key]
-        secs = [r["seconds"] for r in sel]
-        its = [r["iterations"] for r in sel]
-        out.append(
-            dict(
-                family=key[0],
-                n=key[1],
-                solves=len(sel),
-                certified=sum(r["converged"] for r in sel),
-                median_s=float(np.median(secs)),
-                max_s=float(np.max(secs)),
-                median_iters=float(np.median(its)),
-                max_iters=int(np.max(its)),
-                worst_gap=float(np.max([r["rel_gap"] for r in sel])),
-            )
-        )
-    return out
+    """Per (regularizer, n): median and max seconds and iterations, the worst relative
+    certificate and how many solves certified (:func:`benchmarks._family.summarize`)."""
+    return summarize(rows, column="seconds", by="family", worst=("rel_gap",))
 
 
 #: family -> (sizes, quick sizes); "factored" keeps 10 000 pairs + 1 000 triplets (quick: 1 000 + 100)
@@ -365,8 +348,7 @@ def scale_problem(family: str, n: int, seed: int = 0, quick: bool = False):
     if "factored" not in family:
         X = rng.normal(size=(n, 5))
         y = rng.integers(0, 3, n)
-        sq = np.sum((X[:, None] - X[None]) ** 2, -1)
-        K0 = gaussian_kernel(X, sigma=float(np.sqrt(np.median(sq[sq > 0]))))
+        K0 = gaussian_kernel(X, sigma=float(np.sqrt(median_sq_distance(X))))
         pairs = PairConstraints.from_labels(
             y, baseline_kernel(K0), scheme="itml", n_constraints=2 * n, percentiles=(5, 95), random_state=seed
         )
@@ -376,8 +358,7 @@ def scale_problem(family: str, n: int, seed: int = 0, quick: bool = False):
     X = rng.normal(size=(n, 10))
     X[:, :5] += 1.5 * np.eye(5)[y]
     sub = X[rng.choice(n, min(n, 2_000), replace=False)]
-    sq = np.sum((sub[:, None] - sub[None]) ** 2, -1)
-    sigma = float(np.sqrt(np.median(sq[sq > 0])))
+    sigma = float(np.sqrt(median_sq_distance(sub)))
     P = np.sort(np.random.default_rng(seed).choice(n, r, replace=False))
     L = np.linalg.cholesky(gaussian_kernel(X[P], sigma=sigma) + 1e-10 * np.eye(r))
     G0 = np.linalg.solve(L, gaussian_kernel(X[P], X, sigma=sigma)).T
@@ -468,9 +449,10 @@ def _cmd_scale(args, t_start) -> int:
                 flush=True,
             ),
         )
-    spec = [("regularizer", "{family}"), ("n", "{n}"), ("solves", "{solves}"), ("certified", "{certified}")]
-    spec += [("median [s]", "{median_s:.3g}"), ("max [s]", "{max_s:.3g}"), ("median iters", "{median_iters:.0f}")]
-    print(columns(family_summary(fam), spec + [("max iters", "{max_iters}"), ("worst rel. gap", "{worst_gap:.1e}")]))
+    spec = [("regularizer", "{family}"), ("n", "{n}"), ("solves", "{instances}"), ("certified", "{certified}")]
+    spec += [("median [s]", "{median_seconds:.3g}"), ("max [s]", "{max_seconds:.3g}")]
+    spec += [("median iters", "{median_iterations:.0f}"), ("max iters", "{max_iterations}")]
+    print(columns(family_summary(fam), spec + [("worst rel. gap", "{max_rel_gap:.1e}")]))
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (2 shared cores)")
     return finish("bench", t_start)
 
