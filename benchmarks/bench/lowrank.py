@@ -400,14 +400,7 @@ def command(args) -> int:
     """``python -m benchmarks bench lowrank``: projections per second of the low-rank LogDet solver (Kulis et al.
     2009, Algorithm 2 with CHOLUPDATEMULT) and its MNIST-shape workload.
 
-    With ``args.what == "family"`` (a row carrying :data:`.lowrank_family.FAMILY_OPTIONS`), the
-    instance family of the target row instead (:func:`.lowrank_family.family_command`).
-
     Returns the exit status, 0."""
-    if getattr(args, "what", "all") == "family":
-        from .lowrank_family import family_command
-
-        return family_command(args, "lowrank")
     t_start = start("python -m benchmarks bench lowrank", args.quick, _ONE_CORE)
     print()
     print(

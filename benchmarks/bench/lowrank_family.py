@@ -20,8 +20,9 @@ prints the rows, the per-member summary (median and max CPU seconds and sweeps, 
 certificate, the growth exponent in n) and the verdict of the worst instance at the largest n.
 
 ``python -m benchmarks.bench.lowrank_family {lowrank,vonneumann} [options]`` runs it (:func:`main`);
-``python -m benchmarks bench lowrank family`` and ``bench vonneumann family`` run the same when
-their command rows carry :data:`FAMILY_OPTIONS`.
+:func:`lowrank_command` and :func:`vonneumann_command` are the ``bench lowrank`` and ``bench
+vonneumann`` commands with a ``family`` mode (``python -m benchmarks bench lowrank family``) for
+command rows that carry :data:`FAMILY_OPTIONS`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from .._commands import CommandError, opt, script, use
 from .._family import family_verdict, parse_spec, points, summarize
 from .._runner import median_sq_distance, quiet
 from .._runner import timed as _timed
+from . import lowrank, vonneumann
 from .lowrank import _workload_pairs, warm_up_lowrank
+from .vonneumann import _orthonormal_factor, warm_up_vonneumann
 
 __all__ = [
     "DEFAULT_FAMILY",
@@ -45,6 +48,8 @@ __all__ = [
     "lowrank_family_rows",
     "vonneumann_family_rows",
     "family_command",
+    "lowrank_command",
+    "vonneumann_command",
     "FAMILY_OPTIONS",
     "main",
 ]
@@ -203,8 +208,6 @@ def vonneumann_family_rows(
     from cvxkml.solvers.bregman import NONFINITE
     from cvxkml.solvers.vonneumann import certificate, vonneumann_pairs
 
-    from .vonneumann import _orthonormal_factor, warm_up_vonneumann
-
     warm_up_vonneumann()
     cert_tol = max(tol, 1e-6)
     rows = []
@@ -349,6 +352,22 @@ FAMILY_OPTIONS = (
     ),
     use("json", "family: write the rows, the summary and the verdict as JSON"),
 )
+
+
+def lowrank_command(args) -> int:
+    """``python -m benchmarks bench lowrank [all|family]``: :func:`.lowrank.command`, or with
+    ``args.what == "family"`` the family of its target row (:func:`family_command`)."""
+    if getattr(args, "what", "all") == "family":
+        return family_command(args, "lowrank")
+    return lowrank.command(args)
+
+
+def vonneumann_command(args) -> int:
+    """``python -m benchmarks bench vonneumann [all|family]``: :func:`.vonneumann.command`, or with
+    ``args.what == "family"`` the family of its target row (:func:`family_command`)."""
+    if getattr(args, "what", "all") == "family":
+        return family_command(args, "vonneumann")
+    return vonneumann.command(args)
 
 
 def _run(args) -> int:

@@ -356,14 +356,7 @@ def command(args) -> int:
     """``python -m benchmarks bench vonneumann``: seconds per projection of the von Neumann Algorithm 3 (Kulis et al.
     2009) as r grows, against dense NumPy, and its MNIST-shape workload.
 
-    With ``args.what == "family"`` (a row carrying :data:`.lowrank_family.FAMILY_OPTIONS`), the
-    instance family of the target row instead (:func:`.lowrank_family.family_command`).
-
     Returns the exit status, 0."""
-    if getattr(args, "what", "all") == "family":
-        from .lowrank_family import family_command
-
-        return family_command(args, "vonneumann")
     t_start = start("python -m benchmarks bench vonneumann", args.quick, _ONE_CORE)
     print()
     print(

@@ -137,10 +137,13 @@ def _args(**kw):
     return argparse.Namespace(**{**base, **kw})
 
 
-@pytest.mark.parametrize("module, solver", [(lowrank, "lowrank"), (vonneumann, "vonneumann")])
-def test_the_bench_commands_run_the_family_and_report_the_worst_instance(module, solver, tmp_path, capsys):
+COMMANDS = [(fam.lowrank_command, "lowrank"), (fam.vonneumann_command, "vonneumann")]
+
+
+@pytest.mark.parametrize("command, solver", COMMANDS)
+def test_the_bench_commands_run_the_family_and_report_the_worst_instance(command, solver, tmp_path, capsys):
     out = tmp_path / f"{solver}.json"
-    assert module.command(_args(json=str(out))) == 0
+    assert command(_args(json=str(out))) == 0
     text = capsys.readouterr().out
     assert "load average" in text and "per member" in text and "worst instance at n = 80" in text
     res = json.loads(out.read_text())
@@ -158,6 +161,15 @@ def test_the_bench_commands_run_the_family_and_report_the_worst_instance(module,
     assert v["instances"] == 4 and v["certified"] == 4
     assert (v["worst_spec"], v["worst_seed"], v["worst"]) == (worst["spec"], worst["seed"], worst["cpu"])
     assert v["target"] == fam.DEFAULTS[solver]["target"] and v["met"] == (worst["cpu"] <= v["target"])
+
+
+@pytest.mark.parametrize("command, solver", COMMANDS)
+def test_without_family_the_commands_run_the_rates_and_workload(command, solver, monkeypatch):
+    module = {"lowrank": lowrank, "vonneumann": vonneumann}[solver]
+    seen = []
+    monkeypatch.setattr(module, "command", lambda args: seen.append(getattr(args, "what", None)) or 0)
+    assert command(argparse.Namespace(what="all")) == 0 and seen == ["all"]
+    assert command(argparse.Namespace()) == 0 and seen == ["all", None]  # a row without the option
 
 
 def test_a_target_the_worst_instance_misses_is_reported_missed(tmp_path):
