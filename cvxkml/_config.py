@@ -15,26 +15,17 @@ psd_tol : float >= 0 or None (default None)
     * float32 (and any narrower float): max(1e-9, n · eps), eps = ``np.finfo(dtype).eps``
       (1.19e-7 for float32), n the order of K.
 
-    Derivation of the float32 value.  Let K ⪰ 0 be the exact kernel and K̂ = K + E the
-    float32 matrix, each entry carrying an error of about one float32 ulp relative to
-    the entry scale of a PSD matrix: |E_ij| <= c·u·√(K_ii K_jj), with u = eps/2 the unit
-    round-off and c = 2 (storage rounding, c = 1, plus the last operations of the
-    entry's evaluation).  Then ‖E‖₂ <= ‖E‖_F <= c·u·(Σ_ij K_ii K_jj)^½ = c·u·tr K
-    <= c·u·n·λ_max(K), and by Weyl's inequality λ_min(K̂) >= λ_min(K) − ‖E‖₂
-    >= −n·eps·λ_max(K) (with λ_max(K̂) = λ_max(K) to the same order).  So −n·eps·max|λ|
-    is the most negative eigenvalue a float32-rounded PSD matrix can show, and anything
-    below it is not round-off.  The bound is pessimistic (random rounding errors add up
-    like √n, and tr K <= n λ_max is tight only for a flat spectrum): scikit-learn's
-    float32 ``X32 @ X32.T`` (n = 20) has λ_min/λ_max = −1.4e-8 against the tolerance
-    2.4e-6.  The check uses the dtype the matrix arrives with: code that converts to
-    float64 first (for example ``sklearn.utils.validation.validate_data(dtype=float64)``)
-    gets the float64 tolerance; set ``psd_tol`` there.
+    Why n · eps: entries of a float32-rounded PSD matrix K̂ = K + E carry errors
+    |E_ij| <= 2u·√(K_ii K_jj) (u = eps/2), so ‖E‖₂ <= ‖E‖_F <= 2u·tr K <= n·eps·λ_max(K)
+    and, by Weyl's inequality, λ_min(K̂) >= −n·eps·λ_max(K): anything below is not
+    round-off (the bound is pessimistic; ``reference/estimator-speed.md``, "Thread and
+    PSD defaults").  The check uses the dtype the matrix arrives with: code that converts
+    to float64 first gets the float64 tolerance; set ``psd_tol`` there.
 
     An accepted matrix whose most negative eigenvalue lies below the float64 round-off
     level (−1e-9 · max|λ|) is clipped to the PSD cone: negative eigenvalues are set to 0,
     K = V diag(λ₊) Vᵀ is rebuilt and symmetrised, so every solver downstream sees a PSD
-    float64 matrix.  A matrix within float64 round-off is returned unchanged (bit for bit
-    what it was before this option existed).  Beyond the tolerance the
+    float64 matrix.  A matrix within float64 round-off is returned unchanged.  Beyond the tolerance the
     :class:`~cvxkml.NotPSDError` names this option.
 
 blas_threads : int >= 1 or None (default 1)
@@ -47,14 +38,12 @@ blas_threads : int >= 1 or None (default 1)
     and restores them on exit.  ``None`` leaves the thread pools alone.  The default is
     one thread: the library's linear algebra is a long chain of small and mid-sized
     products and eigendecompositions, where multithreaded BLAS spins and stalls on a
-    loaded machine (on the 2-core reference box, ``eigh`` of a 784 × 784 matrix took
-    12.3 s threaded against 0.16 s single-threaded; two OpenBLAS threads doubled the
-    KCR wall time at n = 500).  Solvers with a ``blas_threads`` parameter (KCR, LMNN)
-    default to this setting (``blas_threads="config"``); an explicit value wins for that
-    call.  Nested library calls do not touch the thread pools again: :func:`blas_limit`
-    keeps a depth count and enters threadpoolctl only at the outermost call (or when
-    the limit asked for differs from the one in force).  Thread-pool limits are
-    process-wide, like threadpoolctl's.
+    loaded machine (timings in ``reference/estimator-speed.md``).  Solvers with a
+    ``blas_threads`` parameter (KCR, LMNN) default to this setting
+    (``blas_threads="config"``); an explicit value wins for that call.  Nested library
+    calls do not touch the thread pools again: :func:`blas_limit` keeps a depth count and
+    enters threadpoolctl only at the outermost call (or when the limit asked for differs
+    from the one in force).  Thread-pool limits are process-wide, like threadpoolctl's.
 
 Scope: :func:`set_config` changes the process-wide defaults (outside any
 :func:`config_context`); :func:`config_context` changes the options of the current

@@ -1,62 +1,25 @@
-"""The built-in fast solvers of the spectral problems, registered with what each accepts.
+"""The built-in fast solvers of the spectral problems, registered with what each accepts (the
+algorithm of each is in its ``*_solve`` function's docstring):
 
-.. list-table::
-   :header-rows: 1
+================  ===========================================  ====================  ===================  =====  =====
+spec              problems                                     regularizer           families             hinge  gamma
+================  ===========================================  ====================  ===================  =====  =====
+bregman-metric    metric space (ITML, SpectralMetric)          LogDet                pairs                –      yes
+bregman-kernel    kernel space (LogDetKernel, SpectralKernel)  LogDet                pairs, relative,     –      yes
+                                                                                     similarity
+lowrank-logdet    factored and span spaces (LowRankLogDet,     LogDet                pairs, relative,     –      yes
+                  FactoredSpectralKernel, wide ITML)                                 similarity
+vonneumann        every spectral problem                       VonNeumann            pairs                –      yes
+pola              every spectral problem                       Frobenius             all                  –      –
+trace             every spectral problem                       TraceNorm             pairs                –      –
+sdp-barrier       SDPLogDetKernel, SDPLogDetMetric             LinearLogDet (γ > 0)  all                  –      –
+dual-newton       every spectral problem                       any with conj_s,      all                  yes    yes
+                                                               conj_grad_s,
+                                                               conj_hess_s
+================  ===========================================  ====================  ===================  =====  =====
 
-   * - spec
-     - problems
-     - regularizer
-     - families
-     - hinge
-     - gamma
-   * - ``bregman-metric`` (Jain et al. Alg. 1, O(d²) each)
-     - metric space (ITML, SpectralMetric)
-     - LogDet
-     - pairs
-     - –
-     - yes
-   * - ``bregman-kernel`` (Alg. 1 on K, or Kulis et al. Alg. 2 on a rank-r K0)
-     - kernel space (LogDetKernel, SpectralKernel)
-     - LogDet
-     - pairs, relative, similarity
-     - –
-     - yes
-   * - ``lowrank-logdet`` (Kulis et al. Alg. 2, CHOLUPDATEMULT)
-     - factored and span spaces (LowRankLogDet, FactoredSpectralKernel, wide ITML)
-     - LogDet
-     - pairs, relative, similarity
-     - –
-     - yes
-   * - ``vonneumann`` (Kulis et al. Alg. 3; slack: dual Newton-CG)
-     - every spectral problem
-     - VonNeumann
-     - pairs
-     - –
-     - yes
-   * - ``pola`` (dual FISTA + Newton polish)
-     - every spectral problem
-     - Frobenius
-     - all
-     - –
-     - –
-   * - ``trace`` (dual Newton-CG, else Uzawa)
-     - every spectral problem
-     - TraceNorm
-     - pairs
-     - –
-     - –
-   * - ``sdp-barrier`` (Bregman under the barrier)
-     - SDPLogDetKernel, SDPLogDetMetric
-     - LinearLogDet (γ > 0)
-     - all
-     - –
-     - –
-   * - ``dual-newton`` (generic, certified)
-     - every spectral problem
-     - any with conj_s, conj_grad_s, conj_hess_s
-     - all
-     - yes
-     - yes (slack_conj, slack_conj_grad, slack_conj_hess, slack_value)
+dual-newton takes the slack (gamma) of a regularizer with slack_conj, slack_conj_grad,
+slack_conj_hess and slack_value.
 """
 
 from __future__ import annotations

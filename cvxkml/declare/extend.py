@@ -31,27 +31,18 @@ at most the family's :attr:`~cvxkml.declare.problem.Problem.inaccurate_rtol`.  T
 fast solver for an extension: ``solve()`` raises :class:`~cvxkml.errors.InvalidInputError`
 saying to use ``solve_reference()`` — it never solves the parent problem.
 
-One mechanism for every family.  A family with an exact model provides
+One mechanism for every family: a family with an exact model provides
+``extension_probe() -> (cvxpy.Variable, name)`` (a variable shaped like X, on which the
+term's convexity is judged), ``extension_model() -> ExtensionModel`` (:class:`ExtensionModel`,
+:class:`ExtensionPoint`), ``objective(X, …)`` / ``violations(X, …)`` with X first, and
+optionally ``extension_size()``.  Spectral problems do not implement these yet:
+:func:`_spectral_model` builds theirs from ``to_cvxpy`` / ``matrix_expression`` /
+``matrix_from_whitened``.
 
-* ``extension_probe() -> (cvxpy.Variable, name)``: a variable shaped like its primal X
-  (symmetric for a matrix), on which the term's convexity (DCP) is judged;
-* ``extension_model() -> ExtensionModel``: its exact model freshly built, the CVXPY
-  expression of X in the model's variables, how to read the solved point back
-  (:class:`ExtensionPoint`: X, the family's objective and violations there), the factor
-  between the model's objective and the family's, and the conic options it needs;
-* ``objective(X, …)`` / ``violations(X, …)`` with X as first argument;
-* optionally ``extension_size()``, the side of the extended model's largest PSD block when
-  it differs from :meth:`~cvxkml.declare.problem.Problem.exact_size`.
-
-Spectral problems do not implement these yet; :class:`ExtendedProblem` builds their
-:class:`ExtensionModel` here from ``to_cvxpy`` / ``matrix_expression`` /
-``matrix_from_whitened`` (:func:`_spectral_model`).
-
-The guard (:func:`check_fast_solver_applies`): a subclass of a family that redefines the
-model (``to_cvxpy``, ``objective``, ``violations``, or a family-specific model method) but
-inherits ``solve()`` would get the parent's optimum back, certified by the parent's dual —
-e.g. LMNN with an added term answering ``converged=True`` *below* the extended problem's
-exact optimum.  Every family's ``solve()`` calls the guard first, which raises
+The guard (:func:`check_fast_solver_applies`), called first by every family's ``solve()``:
+a subclass that redefines the model but inherits ``solve()`` would get the parent's optimum
+back, certified by the parent's dual (e.g. LMNN with an added term answering
+``converged=True`` *below* the extended problem's exact optimum); it raises
 :class:`~cvxkml.errors.InvalidInputError` instead.
 
 Example: ITML with an ℓ1 penalty on the off-diagonal of W,

@@ -10,37 +10,14 @@ with B_ij the m × n matrix of kernel-column differences (K_l^i − K_l^j)ᵀ.  
 every pair distance is *linear in P* (:func:`pair_kernel_quadratics` builds the Q_ij) and
 *convex quadratic in μ*.
 
-* :class:`RankOneWeightStep` — ML_h-MKL_P, eq. 8 and 15–17: for any objective h linear
-  in P (an :class:`LinearPObjective`), alternate
-
-      P* = argmin_P  h(P) + w·tr(PᵀW)   s.t.  P ⪰ 0, Σ_ij P_ij = 1, P_ij >= 0     (15)
-      W  = U Uᵀ,  U = eigenvectors of P* for its m − 1 smallest eigenvalues      (16)
-
-  until Σ_{i>=2} λ_i(P*) ≈ 0 (17), with w the smallest of {10^0, …, 10^8} that reaches
-  the rank-one point; then μ = √λ_1 v_1.  The step is declarative: any h with a CVXPY
-  form in P (``cvx``) and a numpy value (``value``) works; h that are "linear part +
-  convex piecewise-linear part with a sub-gradient oracle" (as LMNN) can also be solved
-  by cutting planes, exactly to a certified tolerance, however many hinge terms they
-  have; h that offer ``hinge_terms()`` (linear part + hinges, as LMNN) are solved by
-  default without CVXPY, by the working-set interior-point method of
-  :mod:`cvxkml.solvers.mkl` (30–1000× faster per solve than the CVXPY models with the
-  paper's 20 kernels; certified by the same Lagrange bound).  It keeps the
-  :class:`~cvxkml.declare.problem.Problem` contract with an honest certificate: the
-  rank constraint of eq. 8 is nonconvex, so ``solve_reference`` solves the convex
-  relaxation ((15) with W = 0) and ``solve``'s ``dual_value`` is that relaxation's
-  Lagrange dual value — a lower bound on min_μ h(μμᵀ), which makes ``gap`` a bound on
-  the rank-one answer's suboptimality, closed only when the relaxation is tight.
-* :class:`MuWeightStep` — ML_h-MKL_μ, eq. 6 and Lemma 2: min h(μ) over the simplex for
-  any h convex in μ, as a CVXPY model (DCP-checked), certified by the conic solver's dual
-  objective.  Both steps return a :class:`WeightStepSolution` (a
-  :class:`~cvxkml.solution.Solution`).  LMNN is not convex in μ (the
-  impostor distances enter with a minus sign, §5); :class:`LMNNMuMajorizer` is its convex
-  majorizer at a reference μ_k (impostor distances linearized), and :func:`lmnn_mu_step`
-  iterates it (convex–concave procedure: each step is a convex model, F never increases).
+* :class:`RankOneWeightStep` — ML_h-MKL_P (eq. 8, 15–17) by convex iteration, for any h
+  linear in P; certified by the Lagrange dual of its convex relaxation.
+* :class:`MuWeightStep` — ML_h-MKL_μ (eq. 6, Lemma 2) for any h convex in μ.  LMNN is not
+  convex in μ (§5): :class:`LMNNMuMajorizer` is its convex majorizer at a reference μ_k and
+  :func:`lmnn_mu_step` iterates it (convex–concave procedure).
 * :func:`alternate` — Algorithm 1: weight step, then the LMNN metric step on
-  K_μ = Σ μ_l K_l warm-started from the previous A, until μ and the objective stop
-  changing.  The objective F(A, μ) of both half-steps is the LMNN objective of
-  :mod:`cvxkml.formulas.lmnn` on the pair distances tr(P Q_ij) (one formula).
+  K_μ = Σ μ_l K_l, until μ and the objective F(A, μ) (:func:`joint_objective`, the LMNN
+  objective of :mod:`cvxkml.formulas.lmnn` on the distances tr(P Q_ij)) stop changing.
 * NR-ML-MKL (eq. 12–14) is LMNN on the concatenated maps:
   :meth:`cvxkml.declare.lmnn.LMNNProblem.multiple_kernels`.
 
