@@ -16,14 +16,18 @@ Nothing here is used by the library itself.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
+from cvxkml._config import blas_limit
+
 from .._commands import CommandError
 from .._report import finish, format_table, start, write_numbers
+from ._lmnn_family import LARGE, family_points, family_report, family_rows
 from .estimators import DATASETS, cv_folds, load_bench_dataset
 
 __all__ = ["lmnn_rows", "command"]
@@ -156,8 +160,10 @@ def lmnn_rows(
 #: issue 33's protocol: k = 3, equal pull / push weights
 SCALE_K, SCALE_GAMMA = 3, 0.5
 SCALE_DATASETS = ("digits", "mnist5000", "pendigits5000", "wide")
-#: also accepted by ``--scale`` (issue 33's small rows: the whole data set, standardized)
-SCALE_CHOICES = ("wine", "breast_cancer") + SCALE_DATASETS
+#: also accepted by ``--scale``: issue 33's small rows (the whole data set, standardized), the
+#: MNIST-shaped rows of tens of thousands of points (:data:`benchmarks.bench._lmnn_family.LARGE`)
+#: and ``family`` (the instance family of :mod:`benchmarks.bench._lmnn_family`)
+SCALE_CHOICES = ("wine", "breast_cancer") + SCALE_DATASETS + tuple(LARGE) + ("family",)
 
 
 def load_scale_dataset(name: str, seed: int = 0):
@@ -198,6 +204,10 @@ def load_scale_dataset(name: str, seed: int = 0):
             np.asarray(X, dtype=float), np.asarray(y), train_size=5000, stratify=y, random_state=seed
         )
         what = f"UCI pendigits, stratified 5000-point subset (seed {seed}), standardized"
+    elif name in LARGE:
+        spec, n = LARGE[name]
+        X, y = family_points(spec, n, seed)
+        what = f"{spec} of benchmarks.bench._lmnn_family, {n} points (seed {seed})"
     elif name == "wide":
         rng = np.random.default_rng(seed)
         n, d, c = 1000, 5000, 5
@@ -237,7 +247,6 @@ def _peer_lmnn(peer_python, Z, y, timeout: float, peer: str = "metric-learn") ->
     interpreter, by its script in :data:`PEER_SCRIPTS`; ``{"L", "seconds", "n_iter"}``, or
     ``{"unavailable" | "error": why}``."""
     import json
-    import os
     import subprocess
     import tempfile
 
@@ -246,6 +255,7 @@ def _peer_lmnn(peer_python, Z, y, timeout: float, peer: str = "metric-learn") ->
         inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.json")
         np.savez(inp, Z=Z, y=y, k=SCALE_K, regularization=SCALE_GAMMA, max_iter=1000)
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        c0 = _children_cpu()
         try:
             proc = subprocess.run(
                 [str(peer_python), str(script), "--lmnn", inp, out],
@@ -261,7 +271,15 @@ def _peer_lmnn(peer_python, Z, y, timeout: float, peer: str = "metric-learn") ->
         if proc.returncode != 0 or not os.path.exists(out):
             return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
         with open(out) as fh:
-            return json.load(fh)
+            return dict(json.load(fh), cpu=_children_cpu() - c0)
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _peer_fields(prefix, prob, Z, peer, g, trace) -> dict:
@@ -275,6 +293,7 @@ def _peer_fields(prefix, prob, Z, peer, g, trace) -> dict:
     reach = next((t for t, F in trace if F <= Fp), None)
     return {
         f"{prefix}_seconds": float(peer["seconds"]),
+        f"{prefix}_cpu": peer.get("cpu"),
         f"{prefix}_objective": Fp,
         f"{prefix}_excess": (Fp - g) / max(1.0, abs(g)),
         f"{prefix}_iterations": peer.get("n_iter"),
@@ -321,10 +340,11 @@ def scale_rows(
         def note(d, t0=t0, trace=trace):
             trace.append((time.perf_counter() - t0, float(d["objective"])))
 
-        with warnings.catch_warnings():
+        c0, load = time.process_time(), os.getloadavg()[0]
+        with blas_limit(1), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             sol = prob.solve(tol=tol, max_iter=10**6, callback=note)
-        secs = time.perf_counter() - t0
+        secs, cpu = time.perf_counter() - t0, time.process_time() - c0
         if "round_trace" in sol.info:  # active set: the checks' F is the set's; the full F after each scan
             lag = secs - sol.time
             trace[:] = [(t + lag, F) for t, F, _ in sol.info["round_trace"]]
@@ -338,6 +358,8 @@ def scale_rows(
             d=int(Z.shape[1]),
             triplets=prob.n_triplets,
             seconds=secs,
+            cpu=cpu,
+            load=load,
             converged=bool(sol.converged),
             status=sol.status,
             objective=F,
@@ -371,8 +393,9 @@ def _peer_cells(r, prefix) -> list[str]:
     if f"{prefix}_seconds" not in r:
         return [r.get(f"{prefix}_error", "not run"), "-", "-", "-"]
     reach = r.get(f"{prefix}_reached_s")
+    cpu = r.get(f"{prefix}_cpu")
     return [
-        f"{r[f'{prefix}_seconds']:.3g}",
+        f"{r[f'{prefix}_seconds']:.3g}" + ("" if cpu is None else f" ({cpu:.3g} CPU)"),
         f"{r[f'{prefix}_excess']:.2e}",
         "not reached" if reach is None else f"{reach:.3g}",
         f"{r[f'{prefix}_seconds'] / r['seconds']:.2f}",
@@ -386,7 +409,7 @@ def format_scale(rows, tol: float) -> str:
             "data",
             "n x d (rank)",
             "triplets",
-            "cvxkml s",
+            "cvxkml s (CPU s, load)",
             "certified gap",
             "F",
             "rounds / final set",
@@ -406,7 +429,7 @@ def format_scale(rows, tol: float) -> str:
                 r["data"],
                 f"{r['n']} x {r['d']} ({r['rank']})",
                 str(r["triplets"]),
-                f"{r['seconds']:.3g}",
+                f"{r['seconds']:.3g}" + (f" ({r['cpu']:.3g}, {r['load']:.1f})" if "cpu" in r else ""),
                 f"{r['gap']:.1e}" + ("" if r["converged"] else f" ({r['status']})"),
                 f"{r['objective']:.8g}",
                 "-" if r["rounds"] is None else f"{r['rounds']} / {r['set_sizes'][-1]}",
@@ -536,25 +559,56 @@ def format_report(rows, old_budget: float) -> str:
     return "\n".join(lines)
 
 
+def _scale_part(names, tol: float, args) -> list[dict]:
+    """The ``--scale`` rows of the data sets ``names``, printed; returns them."""
+    rows = scale_rows(names, tol, args.peer_python, args.peer_timeout, log=lambda line: print(line, flush=True))
+    print()
+    print(format_scale(rows, tol))
+    return rows
+
+
+#: the family part's quick run: two small sizes, two seeds, the generators only
+QUICK_FAMILY = dict(specs=("classification:d=16:c=10:sep=1", "digitlike:d=50:c=10"), sizes=(100, 200), seeds=(0, 1))
+
+
+def _family_part(tol: float, quick: bool) -> dict:
+    """``--scale family``: :func:`benchmarks.bench._lmnn_family.family_rows` with its defaults
+    (quick: :data:`QUICK_FAMILY`), printed row by row, then the summary and the pendigits
+    verdict; returns the rows and the summary."""
+    from .._family import summarize
+    from ._lmnn_family import FAMILY_TARGET
+
+    print(f"instance family, certified {tol:g}, load average {os.getloadavg()[0]:.2f}:", flush=True)
+    rows = family_rows(
+        **(QUICK_FAMILY if quick else {}),
+        tol=tol,
+        report=lambda r: print(
+            "  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()), flush=True
+        ),
+    )
+    print()
+    print("\n".join(family_report(rows, *FAMILY_TARGET)))
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return {"rows": rows, "summary": summarize(rows, by="spec", worst=("gap",))}
+
+
 def command(args) -> int:
     """``python -m benchmarks bench lmnn``: the solver comparison (or, with ``--scale``, the whole-data-set rows)."""
     t_start = start(
         "python -m benchmarks bench lmnn",
         args.quick,
-        "one BLAS thread, Numba warmed up on a small instance first, time.perf_counter",
+        "one BLAS thread, Numba warmed up on a small instance first, time.perf_counter "
+        "(--scale: and CPU seconds, time.process_time)",
     )
     if args.scale is not None:
         tol = args.tol[0] if args.tol else 1e-4
-        rows = scale_rows(
-            args.scale or SCALE_DATASETS,
-            tol,
-            args.peer_python,
-            args.peer_timeout,
-            log=lambda line: print(line, flush=True),
-        )
-        print()
-        print(format_scale(rows, tol))
-        write_numbers(args.json, {"rows": rows})
+        names = [name for name in args.scale or SCALE_DATASETS if name != "family"]
+        out = {}
+        if "family" in args.scale:
+            out["family"] = _family_part(tol, args.quick)
+        if names:
+            out["rows"] = _scale_part(names, tol, args)
+        write_numbers(args.json, out)
         print()
         return finish("bench", t_start)
     datasets = args.datasets or (("wine",) if args.quick else DATASETS)
