@@ -16,13 +16,10 @@ Keys are class names; a spectral problem measured per regularizer is ``"Class[Re
 ``"[Regularizer]+mixed"`` is the spectral kernel problem with every constraint family at once
 (``python -m benchmarks bench exact-limits --families "[LogDet]+mixed,…" --update``), and ``"[Regularizer]"``
 the fallback for any class with that regularizer (:meth:`Problem._limit_lookup`).
-Notes: SpectralReweighting and EmbeddingWeightProblem (closed-form QPs) were capped at
-n = 1500 and never reached a limit, so their values are lower bounds.  LMNNProblem stopped on
-accuracy, not cost: at d = 12, 18 and 27 Clarabel returned ``optimal_inaccurate`` with
-certified relative gaps 1.2e-6 … 3.5e-5 (above the 1e-6 the family accepts) and at d = 41
-the model passed 4 GiB.  The von Neumann families stop at 18 because the default solver is
-still Clarabel at n = 27 (107 s, or killed at 120 s); SCS solved the same VonNeumannKernel
-n = 27 instance in 37 s in a separate check (not a default solve, so not recorded here).
+SpectralReweighting and EmbeddingWeightProblem (closed-form QPs) never reached a limit
+below the cap n = 1500: their values are lower bounds.  LMNNProblem stopped on accuracy, not
+cost (:data:`COST_LIMITS`).  The von Neumann families stop at 18 because the default solver
+is still Clarabel at n = 27 (SCS solved that instance in 37 s in a separate check).
 """
 
 #: {family: largest exact_size() solved by the default solve_reference() in <= 60 s and <= 4 GiB}

@@ -36,6 +36,7 @@ from .._validation import (
     check_kernel_matrix,
     check_magnitude,
     check_number,
+    check_positive,
 )
 from ..errors import InvalidInputError
 from ..formulas.yeung import (
@@ -49,7 +50,7 @@ from ..formulas.yeung import (
 )
 from ..kernels import center_kernel, centering_roundoff
 from ..sideinfo import PairConstraints
-from ..solution import Solution
+from ..solution import OK, Solution
 from ._conic import solve_conic
 from .problem import CALLBACK_STOP, Problem
 
@@ -112,7 +113,97 @@ def similarity_pairs(pairs, n_points: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(i), np.ascontiguousarray(j)
 
 
-class SpectralReweighting(Problem):
+class _OneEqualityQP(Problem):
+    """What the two problems of Yeung et al. share: min xᵀ D x s.t. 1ᵀx = const, with one
+    scalar multiplier, an exact QP model and a closed form run through the certified-solve
+    pipeline.  A subclass provides ``_n_weights``, ``_names`` (the weights' and the
+    multiplier's names in messages), ``_solution(x, multiplier, ...)`` and
+    ``_read_model(problem)`` (the solved model's weights, multiplier and extra info)."""
+
+    clarabel_max_size = 10**9  # a QP with one equality: Clarabel at every size
+
+    def exact_size(self) -> int:
+        """The number of weights (the exact model is a QP: no PSD block)."""
+        return self._n_weights
+
+    def answer_dual_value(self, sol, objective: float) -> float | None:
+        """g of the answer's scalar multiplier."""
+        return None if sol.dual is None else float(self.dual_value(float(np.ravel(sol.dual)[0])))
+
+    def solve_reference(
+        self, solver: str | None = None, eps: float | None = None, accept_inaccurate: bool = False, **opts
+    ) -> Solution:
+        """Solve the exact model with a conic solver (default Clarabel, tolerances ``eps`` =
+        1e-10).  The dual of the equality constraint is mapped back to the multiplier of the
+        closed form (ρ of eq. 3, a of eq. 12), so ``dual_value`` is the Lagrange bound and
+        ``gap`` the certificate.
+
+        Raises
+        ------
+        SolverError
+            The solver failed, or did not report optimality and the certificate does not
+            vouch for its answer (:meth:`~cvxkml.declare.Problem._accept_reference`).
+        """
+        solver, eps = check_conic_options(solver, eps)
+        solver = solver or self.default_solver()
+        if eps is None and solver == "CLARABEL":
+            eps = 1e-10
+        prob = self.to_cvxpy()
+        elapsed, status, iters = solve_conic(prob, solver, eps, True, **opts)
+        x, multiplier, info = self._read_model(prob)
+        sol = self._solution(
+            x, multiplier, n_iter=iters, time_=elapsed, status=status, solver=f"cvxpy-{solver.lower()}", info=info
+        )
+        sol = self._accept_reference(sol, status, accept_inaccurate)
+        sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
+        return sol
+
+    def _closed_form_arguments(self, tol, max_iter, callback):
+        """``solve``'s arguments checked; the certificate's ``gap_tol`` and ``viol_tol`` are
+        both ``tol``."""
+        return check_positive(tol, "tol"), self._iteration_limit(max_iter), self._check_callback(callback)
+
+    # ------------------------------------------------------------------ the pipeline's hooks
+    def solution_from_fast(self, res, spec, gap_tol: float) -> Solution:
+        """The :class:`Solution` of a fast result (the weights = ``matrix``, the multiplier =
+        ``lam[0]``; the protocol of :mod:`cvxkml.adapters.yeung`), objective, violation and
+        dual value recomputed here."""
+        from .._answer import check_primal_vector
+
+        weights, multiplier = self._names
+        x = check_primal_vector(np.asarray(res.matrix, dtype=float), self._n_weights, what=f"weights {weights}")
+        lam = check_primal_vector(np.asarray(res.lam, dtype=float).ravel(), 1, what=f"dual {multiplier}")[0]
+        default = "converged" if res.code == OK else "max_iter reached"
+        status = str(res.extra.get("status", default))
+        solver = str(res.extra.get("solver", spec.name))
+        return self._solution(x, lam, n_iter=int(res.sweeps), time_=float(res.time), status=status, solver=solver)
+
+    def _relative_gap(self, sol) -> float:
+        """|f − g| / max(1, |f|) of an answer (inf without a finite bound)."""
+        gap = sol.gap
+        rel = np.inf if gap is None else abs(gap) / max(1.0, abs(sol.objective))
+        return float(rel) if np.isfinite(rel) else np.inf
+
+    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
+        """The closed form's rule: relative gap |f − g| / max(1, |f|) <= ``gap_tol`` and
+        relative violation of the equality <= ``viol_tol`` (|1ᵀβ − c| / max(1, c), |1ᵀw − 1|)."""
+        return bool(self._relative_gap(sol) <= gap_tol and sol.info["max_relative_violation"] <= viol_tol)
+
+    def unconverged_status(self, sol, res) -> str:
+        """The callback's stop (``"stopped by callback"``) when it asked, else the solver's status."""
+        return CALLBACK_STOP if res.extra.get("stopped") else sol.status
+
+    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
+        """The closed form lost its certificate to round-off (an ill-conditioned D or G)."""
+        return (
+            f"The closed form of {type(self).__name__} lost its certificate "
+            f"to round-off: relative gap {self._relative_gap(sol):.3g}, relative violation "
+            f"{sol.info['max_relative_violation']:.3g} > tol {gap_tol:.3g} (an ill-conditioned system; raise "
+            "epsilon or use solve_reference())."
+        )
+
+
+class SpectralReweighting(_OneEqualityQP):
     """The β problem of Yeung et al. (eq. 1–4; eq. 7 with landmarks).
 
         min_β  J_S(β) = βᵀ D β    s.t.  1ᵀβ = c,
@@ -139,7 +230,7 @@ class SpectralReweighting(Problem):
     i, j : the pairs.
     """
 
-    clarabel_max_size = 10**9  # a QP with one equality: Clarabel at every size
+    _names = ("β", "ρ")
 
     def __init__(self, U, eigenvalues, pairs, epsilon: float = DEFAULT_EPSILON):
         self.U = check_magnitude(as_float_array(U, "U", ndim=2), "U")
@@ -180,6 +271,8 @@ class SpectralReweighting(Problem):
     def n_components(self) -> int:
         return int(self.U.shape[1])
 
+    _n_weights = n_components
+
     def objective(self, beta) -> float:
         """J_S(β) = βᵀ D β (with the D actually used, see ``regularized``)."""
         return criterion(beta, self.d)
@@ -201,10 +294,6 @@ class SpectralReweighting(Problem):
         if sol.dual is not None:
             check_primal_vector(sol.dual, 1, what="dual ρ")
 
-    def answer_dual_value(self, sol, objective: float) -> float | None:
-        """g(ρ) of the answer's scalar multiplier."""
-        return None if sol.dual is None else float(self.dual_value(float(np.ravel(sol.dual)[0])))
-
     def dual_value(self, rho: float) -> float:
         """Lagrange dual g(ρ) = min_β βᵀDβ + ρ(c − 1ᵀβ) = ρc − (ρ²/4) Σ 1/d_r (a lower
         bound on the optimum, equal to it at ρ* = 2c / Σ 1/d_r)."""
@@ -225,10 +314,6 @@ class SpectralReweighting(Problem):
         beta = np.asarray(beta, dtype=float)
         M = (self.U * (beta**2)[None, :]) @ self.U.T
         return 0.5 * (M + M.T)
-
-    def exact_size(self) -> int:
-        """q, the number of weights (the exact model is a QP: no PSD block)."""
-        return self.n_components
 
     def _solution(self, beta, rho, *, n_iter, time_, status, solver, info=None) -> Solution:
         return Solution(
@@ -330,37 +415,15 @@ class SpectralReweighting(Problem):
             eps={"CLARABEL": 1e-10},
         )
 
-    def solve_reference(
-        self, solver: str | None = None, eps: float | None = None, accept_inaccurate: bool = False, **opts
-    ) -> Solution:
-        """Solve the exact model with a conic solver (default Clarabel, tolerances ``eps`` =
-        1e-10).  The dual of the equality constraint is mapped back to ρ of eq. 3, so
-        ``dual_value`` is the Lagrange bound g(ρ) and ``gap`` the certificate.
-
-        Raises
-        ------
-        SolverError
-            The solver failed, or did not report optimality and the certificate does not
-            vouch for its answer (:meth:`~cvxkml.declare.Problem._accept_reference`).
-        """
-        solver, eps = _qp_options(self, solver, eps)
-        prob = self.to_cvxpy()
-        elapsed, status, iters = solve_conic(prob, solver, eps, True, **opts)
+    def _read_model(self, prob):
+        """(β, ρ, info) of the solved :meth:`to_cvxpy`."""
         beta = self.c * np.asarray(prob.var_dict["b"].value, dtype=float)
         # scaled Lagrangian Σ d̃ b² + ρ̃ (1 − Σ b) times c² min(d) is eq. 3 with ρ = c min(d) ρ̃;
         # CVXPY's dual of "sum(b) == 1" is −ρ̃.
         rho = -float(np.ravel(prob.constraints[0].dual_value)[0]) * self.c * float(np.min(self.d))
-        sol = self._solution(
-            beta,
-            rho,
-            n_iter=iters,
-            time_=elapsed,
-            status=status,
-            solver=f"cvxpy-{solver.lower()}",
-            info={"solver_objective": float(prob.value) * self.c**2 * float(np.min(self.d))},
-        )
-        return _accepted(self, sol, status, accept_inaccurate)
+        return beta, rho, {"solver_objective": float(prob.value) * self.c**2 * float(np.min(self.d))}
 
+    # ------------------------------------------------------------------ fast side
     # ------------------------------------------------------------------ fast side
     def solve(self, tol: float = 1e-8, max_iter: int = 10_000, callback=None) -> Solution:
         """The closed form β = c D⁻¹1 / (1ᵀD⁻¹1) (eq. 4) and ρ = 2c / (1ᵀD⁻¹1), through the
@@ -384,35 +447,11 @@ class SpectralReweighting(Problem):
             Called once with the certificate (``iteration`` 0, ``objective``, ``gap``,
             ``violation``); a truthy return marks the solve stopped.
         """
-        tol, max_iter, callback = _closed_form_arguments(self, tol, max_iter, callback)
+        tol, max_iter, callback = self._closed_form_arguments(tol, max_iter, callback)
         return self.run_pipeline(tol, max_iter, tol, tol, callback=callback)
 
-    # ------------------------------------------------------------------ the pipeline's hooks
-    def solution_from_fast(self, res, spec, gap_tol: float) -> Solution:
-        """The :class:`Solution` of a fast result (β = ``matrix``, ρ = ``lam[0]``; the
-        protocol of :mod:`cvxkml.adapters.yeung`), objective, violation and g(ρ) recomputed
-        here."""
-        from .._answer import check_primal_vector
 
-        beta = check_primal_vector(np.asarray(res.matrix, dtype=float), self.n_components, what="weights β")
-        rho = check_primal_vector(np.asarray(res.lam, dtype=float).ravel(), 1, what="dual ρ")[0]
-        return self._solution(beta, rho, **_fast_fields(res, spec))
-
-    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
-        """The closed form's rule: relative gap |J_S(β) − g(ρ)| / max(1, |J_S|) <= ``gap_tol``
-        and relative violation |1ᵀβ − c| / max(1, c) <= ``viol_tol``."""
-        return _closed_form_certified(sol, gap_tol, viol_tol)
-
-    def unconverged_status(self, sol, res) -> str:
-        """The callback's stop (``"stopped by callback"``) when it asked, else the solver's status."""
-        return CALLBACK_STOP if res.extra.get("stopped") else sol.status
-
-    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
-        """The closed form lost its certificate to round-off (an ill-conditioned D)."""
-        return _closed_form_message(self, sol, gap_tol)
-
-
-class EmbeddingWeightProblem(Problem):
+class EmbeddingWeightProblem(_OneEqualityQP):
     """The embedding weights of one point over its K neighbours (Yeung et al. eq. 9–12):
 
         min_w  E(w) = wᵀ G w = ‖φ(x) − Σ_j w_j φ(x_j)‖²    s.t.  1ᵀw = 1,
@@ -431,7 +470,7 @@ class EmbeddingWeightProblem(Problem):
     G : the given matrix.  G_eff : the one used.  regularized : whether ε s was added.
     """
 
-    clarabel_max_size = 10**9  # a QP with one equality: Clarabel at every size
+    _names = ("w", "a")
 
     def __init__(self, G, epsilon: float = DEFAULT_EPSILON):
         self.G = check_kernel_matrix(G, "G")
@@ -470,6 +509,8 @@ class EmbeddingWeightProblem(Problem):
     def n_neighbors(self) -> int:
         return int(self.G.shape[0])
 
+    _n_weights = n_neighbors
+
     def objective(self, w) -> float:
         """wᵀ G w with the G actually used (``G_eff``)."""
         w = np.asarray(w, dtype=float)
@@ -488,20 +529,12 @@ class EmbeddingWeightProblem(Problem):
         if sol.dual is not None:
             check_primal_vector(sol.dual, 1, what="dual a")
 
-    def answer_dual_value(self, sol, objective: float) -> float | None:
-        """g(a) of the answer's scalar multiplier."""
-        return None if sol.dual is None else float(self.dual_value(float(np.ravel(sol.dual)[0])))
-
     def dual_value(self, a: float) -> float:
         """Lagrange dual g(a) = min_w wᵀGw + a(1 − 1ᵀw) = a − (a²/4) 1ᵀG⁻¹1."""
         s = float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
         return float(a * (1.0 - 0.25 * a * s))  # a − a²s/4 without overflowing a²
 
-    def exact_size(self) -> int:
-        """K, the number of weights (the exact model is a QP: no PSD block)."""
-        return self.n_neighbors
-
-    def _solution(self, w, a, *, n_iter, time_, status, solver) -> Solution:
+    def _solution(self, w, a, *, n_iter, time_, status, solver, info=None) -> Solution:
         return Solution(
             matrix=np.asarray(w, dtype=float),
             objective=self.objective(w),
@@ -518,6 +551,7 @@ class EmbeddingWeightProblem(Problem):
                 "regularized": self.regularized,
                 "E_unregularized": float(np.asarray(w) @ self.G @ np.asarray(w)),
                 "max_relative_violation": float(self.violations(w)[0]),
+                **(info or {}),
             },
         )
 
@@ -591,19 +625,10 @@ class EmbeddingWeightProblem(Problem):
             problem=prob, primal=T @ prob.var_dict["t"], read=read, scale=self._scale, eps={"CLARABEL": 1e-10}
         )
 
-    def solve_reference(
-        self, solver: str | None = None, eps: float | None = None, accept_inaccurate: bool = False, **opts
-    ) -> Solution:
-        """Solve the exact model with a conic solver (default Clarabel, ``eps`` = 1e-10); the
-        dual of 1ᵀw = 1 is mapped to the multiplier a of eq. 12 (a = 2 E(w*)), so
-        ``dual_value`` is the Lagrange bound g(a) and ``gap`` the certificate."""
-        solver, eps = _qp_options(self, solver, eps)
-        prob = self.to_cvxpy()
-        elapsed, status, iters = solve_conic(prob, solver, eps, True, **opts)
+    def _read_model(self, prob):
+        """(w, a, info) of the solved :meth:`to_cvxpy` (a = 2 E(w*), eq. 12)."""
         w = self._T @ np.asarray(prob.var_dict["t"].value, dtype=float)
-        a = -float(np.ravel(prob.constraints[0].dual_value)[0]) * self._scale
-        sol = self._solution(w, a, n_iter=iters, time_=elapsed, status=status, solver=f"cvxpy-{solver.lower()}")
-        return _accepted(self, sol, status, accept_inaccurate)
+        return w, -float(np.ravel(prob.constraints[0].dual_value)[0]) * self._scale, None
 
     def solve(self, tol: float = 1e-8, max_iter: int = 10_000, callback=None) -> Solution:
         """The closed form of eq. 12: solve G ŵ = 1, w = ŵ / 1ᵀŵ; a = 2 / 1ᵀG⁻¹1 (the
@@ -612,90 +637,5 @@ class EmbeddingWeightProblem(Problem):
         ``tol``, ``max_iter`` (ignored by the closed form) and ``callback`` as in
         :meth:`SpectralReweighting.solve` (the certificate of a closed form: round-off
         only; the relative violation is |1ᵀw − 1|)."""
-        tol, max_iter, callback = _closed_form_arguments(self, tol, max_iter, callback)
+        tol, max_iter, callback = self._closed_form_arguments(tol, max_iter, callback)
         return self.run_pipeline(tol, max_iter, tol, tol, callback=callback)
-
-    # ------------------------------------------------------------------ the pipeline's hooks
-    def solution_from_fast(self, res, spec, gap_tol: float) -> Solution:
-        """The :class:`Solution` of a fast result (w = ``matrix``, a = ``lam[0]``), objective,
-        violation and g(a) recomputed here."""
-        from .._answer import check_primal_vector
-
-        w = check_primal_vector(np.asarray(res.matrix, dtype=float), self.n_neighbors, what="weights w")
-        a = check_primal_vector(np.asarray(res.lam, dtype=float).ravel(), 1, what="dual a")[0]
-        return self._solution(w, a, **_fast_fields(res, spec))
-
-    def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
-        """As :meth:`SpectralReweighting.certify`, the violation |1ᵀw − 1|."""
-        return _closed_form_certified(sol, gap_tol, viol_tol)
-
-    def unconverged_status(self, sol, res) -> str:
-        """The callback's stop (``"stopped by callback"``) when it asked, else the solver's status."""
-        return CALLBACK_STOP if res.extra.get("stopped") else sol.status
-
-    def unconverged_message(self, sol, res, spec, gap_tol: float, viol_tol: float) -> str:
-        """The closed form lost its certificate to round-off (an ill-conditioned G)."""
-        return _closed_form_message(self, sol, gap_tol)
-
-
-# ---------------------------------------------------------------------- shared by the two
-def _qp_options(problem, solver, eps):
-    """(solver, eps) of the two QPs' exact models: Clarabel at 1e-10 unless told otherwise."""
-    solver, eps = check_conic_options(solver, eps)
-    solver = solver or problem.default_solver()
-    if eps is None and solver == "CLARABEL":
-        eps = 1e-10
-    return solver, eps
-
-
-def _accepted(problem, sol, status, accept_inaccurate):
-    """The contract's rule for a conic answer; ``converged`` = optimal or vouched for."""
-    sol = problem._accept_reference(sol, status, accept_inaccurate)
-    sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
-    return sol
-
-
-def _closed_form_arguments(problem, tol, max_iter, callback):
-    """The two ``solve`` methods' arguments checked; the certificate's ``gap_tol`` and
-    ``viol_tol`` are both ``tol``."""
-    from .._validation import check_positive
-
-    tol = check_positive(tol, "tol")
-    max_iter = problem._iteration_limit(max_iter)
-    return tol, max_iter, problem._check_callback(callback)
-
-
-def _fast_fields(res, spec) -> dict:
-    """n_iter, time, status and solver of a fast result (``_solution``'s keywords)."""
-    from ..solution import OK
-
-    default = "converged" if res.code == OK else "max_iter reached"
-    return {
-        "n_iter": int(res.sweeps),
-        "time_": float(res.time),
-        "status": str(res.extra.get("status", default)),
-        "solver": str(res.extra.get("solver", spec.name)),
-    }
-
-
-def _closed_form_gap(sol) -> float:
-    """|f − g| / max(1, |f|) of an answer (inf without a finite bound)."""
-    gap = sol.gap
-    rel = np.inf if gap is None else abs(gap) / max(1.0, abs(sol.objective))
-    return float(rel) if np.isfinite(rel) else np.inf
-
-
-def _closed_form_certified(sol, gap_tol, viol_tol) -> bool:
-    """A closed form's certificate checked against the tolerances (an ill-conditioned D or G
-    can lose it to round-off)."""
-    return bool(_closed_form_gap(sol) <= gap_tol and sol.info["max_relative_violation"] <= viol_tol)
-
-
-def _closed_form_message(problem, sol, tol) -> str:
-    """The one line of the ConvergenceWarning of an uncertified closed form."""
-    return (
-        f"The closed form of {type(problem).__name__} lost its certificate "
-        f"to round-off: relative gap {_closed_form_gap(sol):.3g}, relative violation "
-        f"{sol.info['max_relative_violation']:.3g} > tol {tol:.3g} (an ill-conditioned system; raise "
-        "epsilon or use solve_reference())."
-    )
