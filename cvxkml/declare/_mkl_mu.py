@@ -327,20 +327,7 @@ class MuWeightStep(Problem):
         viol = self.violations(mu)
         info.update(mu=mu, P=np.outer(mu, mu), max_relative_violation=float(np.max(viol)), gap_tol=gap_tol)
         info.setdefault("n_solves", 1)
-        return WeightStepSolution(
-            matrix=mu,
-            objective=self.objective(mu),
-            dual=None,
-            slack=None,
-            violations=viol,
-            n_iter=int(res.sweeps),
-            converged=True,
-            time=float(res.time),
-            status="converged",
-            solver=str(extra.get("solver", spec.name)),
-            dual_value=None if bound is None else float(bound),
-            info=info,
-        )
+        return WeightStepSolution.from_fast(res, spec, mu, self.objective(mu), viol, bound, info)
 
     def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
         """Certified when (h(μ) − bound) / max(1, |h(μ)|) lies in ±``gap_tol`` and the

@@ -76,6 +76,26 @@ class WeightStepSolution(Solution):
         """Solves of (15) made (conic or interior-point)."""
         return int(self.info.get("n_solves", 0))
 
+    @classmethod
+    def from_fast(cls, res, spec, matrix, objective, violations, bound, info) -> "WeightStepSolution":
+        """The answer of a weight step's fast result ``res`` of ``spec``: ``matrix`` with its
+        recomputed ``objective`` and ``violations``, the lower bound ``bound`` (None: no
+        certificate), the solver's iterations, time and name (the pipeline certifies it)."""
+        return cls(
+            matrix=matrix,
+            objective=objective,
+            dual=None,
+            slack=None,
+            violations=violations,
+            n_iter=int(res.sweeps),
+            converged=True,
+            time=float(res.time),
+            status="converged",
+            solver=str(res.extra.get("solver", spec.name)),
+            dual_value=None if bound is None else float(bound),
+            info=info,
+        )
+
 
 # --------------------------------------------------------------------------- MKL_P step
 def _feasible_set(P) -> list:
@@ -677,20 +697,7 @@ class RankOneWeightStep(Problem):
             info["unsettled_cutting_plane_solves"] = extra["unsettled"]
         if extra.get("interior_point"):
             info["interior_point"] = extra["interior_point"]
-        return WeightStepSolution(
-            matrix=Pmu,
-            objective=obj,
-            dual=None,
-            slack=None,
-            violations=viol,
-            n_iter=int(res.sweeps),
-            converged=True,
-            time=float(res.time),
-            status="converged",
-            solver=str(extra.get("solver", spec.name)),
-            dual_value=None if bound is None else float(bound),
-            info=info,
-        )
+        return WeightStepSolution.from_fast(res, spec, Pmu, obj, viol, bound, info)
 
     def certify(self, sol, res, gap_tol: float, viol_tol: float) -> bool:
         """Certified when the rank-one point (17) was reached, not stopped by the callback,
