@@ -21,6 +21,7 @@ from ..errors import ConvergenceWarning, InvalidInputError
 from ._conic import solve_conic, solve_conic_bound
 from ._mkl_objectives import LMNNWeightObjective, _check_mu
 from ._mkl_rank_one import WeightStepSolution
+from .extend import Extendable
 from .problem import Problem
 
 
@@ -37,7 +38,7 @@ def _simplex_violations(mu) -> np.ndarray:
     return np.array([max(0.0, -float(mu.min(initial=0.0))), abs(float(mu.sum()) - 1.0)])
 
 
-class MuWeightStep(Problem):
+class MuWeightStep(Extendable, Problem):
     """The kernel-weight step ML_h-MKL_μ (Wang et al. eq. 6, Lemma 2):
 
         min_μ  h(μ)   s.t.  μ >= 0,  Σ_l μ_l = 1                                   (6)
@@ -129,24 +130,6 @@ class MuWeightStep(Problem):
     #: model methods besides to_cvxpy / objective / violations (see
     #: :func:`cvxkml.declare.extend.check_fast_solver_applies`)
     _model_methods = ("_h_form",)
-
-    def extend(self, term=None, constraints=None):
-        """Model (6) plus a convex term and/or constraints on μ (length m), written in CVXPY:
-        an :class:`~cvxkml.declare.extend.ExtendedProblem`.
-
-        Parameters
-        ----------
-        term : callable μ -> cvxpy scalar expression, optional
-            Added to h(μ); convex (DCP) in μ, e.g. ``lambda mu: 0.1 * cp.sum_squares(mu)``.
-        constraints : callable μ -> list of cvxpy constraints, optional
-            Extra constraints on μ, e.g. ``lambda mu: [mu[0] <= 0.5]``.
-
-        Its ``solve_reference()`` returns a :class:`WeightStepSolution` certified by the
-        conic solver's dual objective; its ``solve()`` raises (use ``solve_reference()``).
-        """
-        from .extend import ExtendedProblem
-
-        return ExtendedProblem(self, term=term, constraints=constraints)
 
     def extension_probe(self):
         """(a CVXPY variable of length m, "mu"): the primal the extension's term sees."""

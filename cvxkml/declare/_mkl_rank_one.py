@@ -23,6 +23,7 @@ from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 from ..solution import Solution
 from ._conic import solve_conic, solve_conic_bound
 from ._mkl_objectives import LinearPObjective, mu_from_P
+from .extend import Extendable
 from .problem import CALLBACK_STOP, Problem
 
 #: The paper's grid for w in (15): {10^i, i = 0 … 8}.
@@ -133,27 +134,19 @@ def _set_bound(a: float, G, cons, scale: float) -> float:
     return float(a + nu + min(0.0, float(np.linalg.eigvalsh(0.5 * (R + R.T))[0])))
 
 
-class RankOneWeightStep(Problem):
+class RankOneWeightStep(Extendable, Problem):
     """The rank-one kernel-weight step ML_h-MKL_P (Wang et al. eq. 8, 15–17) for any h
     linear in P:
 
         min_P  h(P)   s.t.  P ⪰ 0,  Σ_ij P_ij = 1,  P >= 0,  rank P = 1        (8)
 
-    (P = μμᵀ, μ on the simplex).  The rank constraint makes (8) nonconvex; it is solved by
-    the convex iteration (15)–(17).  What is certified, and what is not:
-
-    * :meth:`solve_reference` solves the *convex relaxation* of (8) — (15) with W = 0, i.e.
-      (8) without the rank constraint — with a conic solver and its Lagrange dual: a
-      certified lower bound on min_μ h(μμᵀ), which equals it when the relaxation's P is
-      rank one (``info["rank_one"]``).
-    * :meth:`solve` runs the convex iteration and returns a rank-one point μμᵀ (an upper
-      bound on the optimum of (8)); its ``dual_value`` is the relaxation's Lagrange dual
-      value, so ``gap`` = h(μμᵀ) − dual_value >= 0 bounds how far μ can be from the global
-      optimum of (8).  ``converged=True`` only when the rank-one point (17) was reached *and*
-      the gap is within ``tol``: when the relaxation is not tight the gap stays positive —
-      the convex iteration is a local method (§4.1) with no global certificate — and the
-      answer is honestly reported as not certified (``converged=False``, a
-      :class:`ConvergenceWarning`) even when it is a good point.
+    (P = μμᵀ, μ on the simplex).  The rank constraint makes (8) nonconvex:
+    :meth:`solve_reference` solves its convex relaxation ((15) with W = 0), whose Lagrange
+    dual value is a certified lower bound on min_μ h(μμᵀ); :meth:`solve` runs the convex
+    iteration (15)–(17) to a rank-one point μμᵀ and is certified only when its gap to that
+    bound is within ``tol``.  When the relaxation is not tight the gap stays positive (the
+    convex iteration is a local method, §4.1) and a good point is honestly reported
+    uncertified (``converged=False``, a :class:`ConvergenceWarning`).
 
     Parameters
     ----------
@@ -323,32 +316,14 @@ class RankOneWeightStep(Problem):
     #: :func:`cvxkml.declare.extend.check_fast_solver_applies`)
     _model_methods = ("_full_model",)
 
-    def extend(self, term=None, constraints=None):
-        """The convex relaxation of (8) — the exact model of :meth:`solve_reference`, (15)
-        with W = 0 — plus a convex term and/or constraints on P (m × m), written in CVXPY:
-        an :class:`~cvxkml.declare.extend.ExtendedProblem`.
-
-        Parameters
-        ----------
-        term : callable P -> cvxpy scalar expression, optional
-            Added to h(P); convex (DCP) in P, e.g. ``lambda P: 0.1 * cp.trace(P)``.
-        constraints : callable P -> list of cvxpy constraints, optional
-            Extra constraints on P, e.g. ``lambda P: [P[0, 0] <= 0.2]``.
-
-        Its ``solve_reference()`` returns a :class:`WeightStepSolution` (``info["mu"]``,
-        ``info["rank_one"]`` as :meth:`solve_reference`) certified by the conic solver's
-        dual objective; its ``solve()`` raises (the convex iteration answers (8) only).
-        """
-        from .extend import ExtendedProblem
-
-        return ExtendedProblem(self, term=term, constraints=constraints)
-
     def extension_probe(self):
         """(a symmetric m × m CVXPY variable, "P"): the primal the extension's term sees."""
         return cp.Variable((self.m, self.m), symmetric=True, name="P"), "P"
 
     def extension_model(self):
-        """The exact model for :meth:`extend`: :meth:`to_cvxpy` at wW = 0, s = 1."""
+        """The exact model for :meth:`extend`: :meth:`to_cvxpy` at wW = 0, s = 1 (the convex
+        relaxation of (8), as :meth:`solve_reference`; ``info["mu"]``, ``info["rank_one"]``
+        as there)."""
         from .extend import ExtensionModel, ExtensionPoint
 
         prob, _ = self._full_model()

@@ -76,7 +76,14 @@ from ..solution import Solution
 from ._conic import solve_conic_bound
 from .problem import MODEL_METHODS, Problem, check_fast_solver_applies
 
-__all__ = ["ExtendedProblem", "ExtensionModel", "ExtensionPoint", "check_fast_solver_applies", "MODEL_METHODS"]
+__all__ = [
+    "ExtendedProblem",
+    "Extendable",
+    "ExtensionModel",
+    "ExtensionPoint",
+    "check_fast_solver_applies",
+    "MODEL_METHODS",
+]
 
 
 def _sym(X) -> np.ndarray:
@@ -199,6 +206,31 @@ def _describe(var, name: str) -> str:
 
 
 # ---------------------------------------------------------------------- the extension
+class Extendable:
+    """The ``extend`` method of a family with an exact model (``extension_probe`` /
+    ``extension_model``, the module docstring); a mixin ahead of :class:`Problem`."""
+
+    def extend(self, term=None, constraints=None):
+        """This problem plus a convex objective term and/or constraints on its primal X,
+        written in CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem` (what X is for
+        each family: the table of :mod:`cvxkml.declare.extend`; its shape:
+        ``extension_probe()``).
+
+        Parameters
+        ----------
+        term : callable X -> cvxpy scalar expression, optional
+            Added to the objective; convex (DCP) in X, e.g. ``lambda X: 0.1 * cp.norm1(X)``.
+        constraints : callable X -> list of cvxpy constraints, optional
+            Extra constraints on X (DCP), e.g. ``lambda X: [X >= 0]``.
+
+        Its ``solve_reference()`` returns the family's solution type (its ``matrix``, ``info``
+        and ``slack`` conventions) certified by the conic solver's dual objective; its
+        ``solve()`` raises: the family's fast solver answers the problem without the
+        extension.
+        """
+        return ExtendedProblem(self, term=term, constraints=constraints)
+
+
 class ExtendedProblem(Problem):
     """A declared problem with an extra convex objective term and/or extra constraints.
 

@@ -46,6 +46,7 @@ from ..formulas.kcr import (
 )
 from ..solution import OK, Solution
 from ._conic import solve_conic
+from .extend import Extendable
 from .problem import Problem
 
 __all__ = ["KCR"]
@@ -101,7 +102,7 @@ def _check_pdhg_options(opts: dict) -> None:
 _PARAMETERIZATIONS = ("whitened", "reduced", "full")
 
 
-class KCR(Problem):
+class KCR(Extendable, Problem):
     """The KCR semidefinite program (eq. 9) on a training kernel matrix.
 
     A :class:`~cvxkml.declare.Problem`: exact and fast solves both return a
@@ -320,26 +321,6 @@ class KCR(Problem):
     #: :func:`cvxkml.declare.extend.check_fast_solver_applies`)
     _model_methods = ("objective_factor", "distances")
 
-    def extend(self, term=None, constraints=None):
-        """This KCR problem plus a convex term and/or constraints on Σ (n × n), written in
-        CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem`.
-
-        Parameters
-        ----------
-        term : callable Σ -> cvxpy scalar expression, optional
-            Added to eq. 9; convex (DCP) in Σ, e.g. ``lambda S: 0.1 * cp.sum(cp.abs(S))``.
-        constraints : callable Σ -> list of cvxpy constraints, optional
-            Extra constraints on Σ, e.g. ``lambda S: [cp.trace(S) <= 1]``.
-
-        The bandwidth h̃ is not seen by the term.  ``solve_reference()`` solves the extended
-        exact model in the reduced parameterization Σ = V M Vᵀ (all of N, so a term that
-        sees directions the kernel does not is modelled exactly), certified by the conic
-        solver's dual objective; ``solve()`` raises (the fast solver answers eq. 9 only).
-        """
-        from .extend import ExtendedProblem
-
-        return ExtendedProblem(self, term=term, constraints=constraints)
-
     def extension_probe(self):
         """(a symmetric n × n CVXPY variable, "Sigma"): the primal the extension's term sees."""
         return cp.Variable((self.n, self.n), symmetric=True, name="Sigma"), "Sigma"
@@ -349,8 +330,10 @@ class KCR(Problem):
         return self.n - 1
 
     def extension_model(self):
-        """The exact model for :meth:`extend`: :meth:`to_cvxpy` ("reduced"), Σ = V M Vᵀ;
-        the point is read back as :meth:`solve_reference` does (Σ projected onto N)."""
+        """The exact model for :meth:`extend`: :meth:`to_cvxpy` ("reduced"), Σ = V M Vᵀ (all
+        of N, so a term that sees directions the kernel does not is modelled exactly); the
+        point is read back as :meth:`solve_reference` does (Σ projected onto N).  The
+        bandwidth h̃ is not seen by the term."""
         from .extend import ExtensionModel, ExtensionPoint
 
         prob = self.to_cvxpy("reduced")

@@ -52,6 +52,7 @@ from ..kernels import center_kernel, centering_roundoff
 from ..sideinfo import PairConstraints
 from ..solution import OK, Solution
 from ._conic import solve_conic
+from .extend import Extendable
 from .problem import CALLBACK_STOP, Problem
 
 __all__ = ["SpectralReweighting", "EmbeddingWeightProblem", "similarity_pairs"]
@@ -113,7 +114,7 @@ def similarity_pairs(pairs, n_points: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(i), np.ascontiguousarray(j)
 
 
-class _OneEqualityQP(Problem):
+class _OneEqualityQP(Extendable, Problem):
     """What the two problems of Yeung et al. share: min xᵀ D x s.t. 1ᵀx = const, with one
     scalar multiplier, an exact QP model and a closed form run through the certified-solve
     pipeline.  A subclass provides ``_n_weights``, ``_names`` (the weights' and the
@@ -360,32 +361,14 @@ class SpectralReweighting(_OneEqualityQP):
         return self.c * problem.var_dict["b"]
 
     # ------------------------------------------------------------------ extension
-    def extend(self, term=None, constraints=None):
-        """The β problem plus a convex term and/or constraints on β (length q), written in
-        CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem`.
-
-        Parameters
-        ----------
-        term : callable β -> cvxpy scalar expression, optional
-            Added to J_S(β); convex (DCP) in β, e.g. ``lambda b: 0.1 * cp.norm1(b)``.
-        constraints : callable β -> list of cvxpy constraints, optional
-            Extra constraints on β, e.g. ``lambda b: [b >= 0]``.
-
-        Its ``solve_reference()`` (``matrix`` = K_β, ``info["beta"]``) is certified by the
-        conic solver's dual objective; its ``solve()`` raises (the closed form answers eq. 3
-        only).
-        """
-        from .extend import ExtendedProblem
-
-        return ExtendedProblem(self, term=term, constraints=constraints)
-
     def extension_probe(self):
         """(a CVXPY variable of length q, "beta"): the primal the extension's term sees."""
         return cp.Variable(self.n_components, name="beta"), "beta"
 
     def extension_model(self):
         """The exact model for :meth:`extend`: :meth:`to_cvxpy` (normalized, objective
-        J_S / (c² min d)), β = :meth:`beta_expression`."""
+        J_S / (c² min d)), β = :meth:`beta_expression`; the answer's ``matrix`` is K_β,
+        ``info["beta"]`` β."""
         from .extend import ExtensionModel, ExtensionPoint
 
         prob = self.to_cvxpy()
@@ -579,24 +562,6 @@ class EmbeddingWeightProblem(_OneEqualityQP):
         return self._T @ problem.var_dict["t"]
 
     # ------------------------------------------------------------------ extension
-    def extend(self, term=None, constraints=None):
-        """The weight problem plus a convex term and/or constraints on w (length K), written
-        in CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem`.
-
-        Parameters
-        ----------
-        term : callable w -> cvxpy scalar expression, optional
-            Added to E(w); convex (DCP) in w, e.g. ``lambda w: 0.1 * cp.norm1(w)``.
-        constraints : callable w -> list of cvxpy constraints, optional
-            Extra constraints on w, e.g. ``lambda w: [w >= 0]`` (non-negative weights).
-
-        Its ``solve_reference()`` (``matrix`` = w) is certified by the conic solver's dual
-        objective; its ``solve()`` raises (the closed form answers eq. 12 only).
-        """
-        from .extend import ExtendedProblem
-
-        return ExtendedProblem(self, term=term, constraints=constraints)
-
     def extension_probe(self):
         """(a CVXPY variable of length K, "w"): the primal the extension's term sees."""
         return cp.Variable(self.n_neighbors, name="w"), "w"
