@@ -488,11 +488,15 @@ def estimator_pairs(est, pairs):
     return check_magnitude(pairs, "pairs")
 
 
-def missing_methods(obj, names) -> list[str]:
+def _probe_call(fn, name):
+    return fn(2) if name == "conj_shift" else fn(np.array([-0.5, 0.0, 0.5]))
+
+
+def missing_methods(obj, names, call=_probe_call) -> list[str]:
     """The methods among ``names`` that ``obj`` does not implement: absent, or raising
-    NotImplementedError on a small probe (a base-class stub counts as missing)."""
+    NotImplementedError on a small probe ``call(method, name)`` (a base-class stub counts
+    as missing; the default probe is the regularizers' scalar-function one)."""
     out = []
-    probe = np.array([-0.5, 0.0, 0.5])
     for name in names:
         fn = getattr(obj, name, None)
         if not callable(fn):
@@ -500,7 +504,7 @@ def missing_methods(obj, names) -> list[str]:
             continue
         try:
             with np.errstate(all="ignore"):
-                fn(2) if name == "conj_shift" else fn(probe)
+                call(fn, name)
         except NotImplementedError:
             out.append(name)
         except Exception:  # implemented (a probe outside its domain may raise)

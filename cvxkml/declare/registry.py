@@ -100,21 +100,12 @@ def _changed(cls, names) -> list[str]:
 def _missing_slack_methods(reg, names) -> list[str]:
     """The slack methods among ``names`` (``f(δλ or ξ, ξ0, γ)``, ``slack_value(ξ, ξ0)``) that
     ``reg`` lacks: absent, or raising NotImplementedError on a small probe (a base stub)."""
-    out = []
     probe, xi0 = np.array([-0.5, 0.0, 0.5]), np.ones(3)
-    for name in names:
-        fn = getattr(reg, name, None)
-        if not callable(fn):
-            out.append(name)
-            continue
-        try:
-            with np.errstate(all="ignore"):
-                fn(np.abs(probe) + 0.5, xi0) if name == "slack_value" else fn(probe, xi0, 1.0)
-        except NotImplementedError:
-            out.append(name)
-        except Exception:  # implemented (a probe outside its domain may raise)
-            pass
-    return out
+
+    def call(fn, name):
+        return fn(np.abs(probe) + 0.5, xi0) if name == "slack_value" else fn(probe, xi0, 1.0)
+
+    return missing_methods(reg, names, call)
 
 
 @dataclass
