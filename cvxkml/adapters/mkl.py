@@ -115,14 +115,7 @@ def _solve_active_set(step, w, W, certify=False):
             step._active = np.flatnonzero(args > -step.active_buffer)
             step._model = None
         if step._model is None:
-            P = cp.Variable((step.m, step.m), PSD=True, name="P")
-            wW = cp.Parameter((step.m, step.m), symmetric=True, name="wW")
-            scale = cp.Parameter(nonneg=True, name="s")
-            expr, cons = step.h.cvx_subset(P, step._active)
-            step._model = (
-                cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))), _feasible_set(P) + list(cons)),
-                list(cons),
-            )
+            step._model = step._full_model(step._active)
         P, raw, s, Ws = _solve_model(step, w, W, "MKL_P weight step (15), working set", certify)
         args = step.h.hinge_arguments(P)
         inside = np.zeros(args.size, dtype=bool)

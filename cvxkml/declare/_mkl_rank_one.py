@@ -302,12 +302,13 @@ class RankOneWeightStep(Extendable, Problem):
         return self._tail(self._matrix(P))[1]
 
     # ------------------------------------------------------------------ models
-    def _full_model(self):
-        """(the full model of (15), h's own constraints)."""
+    def _full_model(self, active=None):
+        """(the model of (15), h's own constraints): the full h, or with ``active`` the hinge
+        terms of that working set only (``h.cvx_subset``, the "active-set" method)."""
         P = cp.Variable((self.m, self.m), PSD=True, name="P")
         wW = cp.Parameter((self.m, self.m), symmetric=True, name="wW", value=np.zeros((self.m, self.m)))
         scale = cp.Parameter(nonneg=True, name="s", value=1.0)
-        expr, cons = self.h.cvx(P)
+        expr, cons = self.h.cvx(P) if active is None else self.h.cvx_subset(P, active)
         prob = cp.Problem(cp.Minimize(scale * expr + cp.sum(cp.multiply(wW, P))), _feasible_set(P) + list(cons))
         return prob, list(cons)
 
