@@ -118,7 +118,8 @@ class _OneEqualityQP(Extendable, Problem):
     """What the two problems of Yeung et al. share: min xᵀ D x s.t. 1ᵀx = const, with one
     scalar multiplier, an exact QP model and a closed form run through the certified-solve
     pipeline.  A subclass provides ``_n_weights``, ``_names`` (the weights' and the
-    multiplier's names in messages), ``_solution(x, multiplier, ...)`` and
+    multiplier's names in messages), ``_answer_matrix(x)`` (K_β, or w itself),
+    ``_answer_info(x)`` (the answer's ``info``, with its ``max_relative_violation``) and
     ``_read_model(problem)`` (the solved model's weights, multiplier and extra info)."""
 
     clarabel_max_size = 10**9  # a QP with one equality: Clarabel at every size
@@ -126,6 +127,38 @@ class _OneEqualityQP(Extendable, Problem):
     def exact_size(self) -> int:
         """The number of weights (the exact model is a QP: no PSD block)."""
         return self._n_weights
+
+    def _solution(self, x, multiplier, *, n_iter, time_, status, solver, info=None) -> Solution:
+        """The answer at weights x and multiplier: ``matrix`` = :meth:`_answer_matrix`, the
+        objective, violations and dual value recomputed, ``info`` = :meth:`_answer_info`."""
+        return Solution(
+            matrix=self._answer_matrix(x),
+            objective=self.objective(x),
+            dual=np.array([multiplier]),
+            slack=None,
+            violations=self.violations(x),
+            n_iter=n_iter,
+            converged=True,
+            time=time_,
+            status=status,
+            solver=solver,
+            dual_value=self.dual_value(multiplier),
+            info={**self._answer_info(x), **(info or {})},
+        )
+
+    def _extension_point(self, x):
+        """The point of a solved extended model at weights x (:meth:`extension_model`)."""
+        from .extend import ExtensionPoint
+
+        info = self._answer_info(x)
+        return ExtensionPoint(
+            primal=np.asarray(x, dtype=float),
+            objective=self.objective(x),
+            violations=self.violations(x),
+            relative_violation=info.pop("max_relative_violation"),
+            matrix=self._answer_matrix(x),
+            info=info,
+        )
 
     def answer_dual_value(self, sol, objective: float) -> float | None:
         """g of the answer's scalar multiplier."""
@@ -316,28 +349,18 @@ class SpectralReweighting(_OneEqualityQP):
         M = (self.U * (beta**2)[None, :]) @ self.U.T
         return 0.5 * (M + M.T)
 
-    def _solution(self, beta, rho, *, n_iter, time_, status, solver, info=None) -> Solution:
-        return Solution(
-            matrix=self.learned_kernel(beta),
-            objective=self.objective(beta),
-            dual=np.array([rho]),
-            slack=None,
-            violations=self.violations(beta),
-            n_iter=n_iter,
-            converged=True,
-            time=time_,
-            status=status,
-            solver=solver,
-            dual_value=self.dual_value(rho),
-            info={
-                "beta": np.asarray(beta, dtype=float),
-                "c": self.c,
-                "regularized": self.regularized,
-                "J_S_unregularized": criterion(beta, self.d_S),
-                "max_relative_violation": float(self.violations(beta)[0]) / max(1.0, self.c),
-                **(info or {}),
-            },
-        )
+    def _answer_matrix(self, beta) -> np.ndarray:
+        return self.learned_kernel(beta)
+
+    def _answer_info(self, beta) -> dict:
+        beta = np.asarray(beta, dtype=float)
+        return {
+            "beta": beta,
+            "c": self.c,
+            "regularized": self.regularized,
+            "J_S_unregularized": criterion(beta, self.d_S),
+            "max_relative_violation": float(self.violations(beta)[0]) / max(1.0, self.c),
+        }
 
     # ------------------------------------------------------------------ CVXPY side
     def to_cvxpy(self) -> cp.Problem:
@@ -369,26 +392,12 @@ class SpectralReweighting(_OneEqualityQP):
         """The exact model for :meth:`extend`: :meth:`to_cvxpy` (normalized, objective
         J_S / (c² min d)), β = :meth:`beta_expression`; the answer's ``matrix`` is K_β,
         ``info["beta"]`` β."""
-        from .extend import ExtensionModel, ExtensionPoint
+        from .extend import ExtensionModel
 
         prob = self.to_cvxpy()
 
         def read():
-            beta = self.c * np.asarray(prob.var_dict["b"].value, dtype=float)
-            viol = self.violations(beta)
-            return ExtensionPoint(
-                primal=beta,
-                objective=self.objective(beta),
-                violations=viol,
-                relative_violation=float(viol[0]) / max(1.0, self.c),
-                matrix=self.learned_kernel(beta),
-                info={
-                    "beta": beta,
-                    "c": self.c,
-                    "regularized": self.regularized,
-                    "J_S_unregularized": criterion(beta, self.d_S),
-                },
-            )
+            return self._extension_point(self.c * np.asarray(prob.var_dict["b"].value, dtype=float))
 
         return ExtensionModel(
             problem=prob,
@@ -517,26 +526,16 @@ class EmbeddingWeightProblem(_OneEqualityQP):
         s = float(np.sum(np.linalg.solve(self.G_eff, np.ones(self.n_neighbors))))
         return float(a * (1.0 - 0.25 * a * s))  # a − a²s/4 without overflowing a²
 
-    def _solution(self, w, a, *, n_iter, time_, status, solver, info=None) -> Solution:
-        return Solution(
-            matrix=np.asarray(w, dtype=float),
-            objective=self.objective(w),
-            dual=np.array([a]),
-            slack=None,
-            violations=self.violations(w),
-            n_iter=n_iter,
-            converged=True,
-            time=time_,
-            status=status,
-            solver=solver,
-            dual_value=self.dual_value(a),
-            info={
-                "regularized": self.regularized,
-                "E_unregularized": float(np.asarray(w) @ self.G @ np.asarray(w)),
-                "max_relative_violation": float(self.violations(w)[0]),
-                **(info or {}),
-            },
-        )
+    def _answer_matrix(self, w) -> np.ndarray:
+        return np.asarray(w, dtype=float)
+
+    def _answer_info(self, w) -> dict:
+        w = np.asarray(w, dtype=float)
+        return {
+            "regularized": self.regularized,
+            "E_unregularized": float(w @ self.G @ w),
+            "max_relative_violation": float(self.violations(w)[0]),
+        }
 
     def to_cvxpy(self) -> cp.Problem:
         """The exact model in whitened coordinates: with G_eff / s = V Λ Vᵀ (s = mean
@@ -569,22 +568,13 @@ class EmbeddingWeightProblem(_OneEqualityQP):
     def extension_model(self):
         """The exact model for :meth:`extend`: :meth:`to_cvxpy` (whitened, objective
         E / s), w = :meth:`weights_expression`."""
-        from .extend import ExtensionModel, ExtensionPoint
+        from .extend import ExtensionModel
 
         prob = self.to_cvxpy()
         T = self._T
 
         def read():
-            w = T @ np.asarray(prob.var_dict["t"].value, dtype=float)
-            viol = self.violations(w)
-            return ExtensionPoint(
-                primal=w,
-                objective=self.objective(w),
-                violations=viol,
-                relative_violation=float(viol[0]),
-                matrix=w,
-                info={"regularized": self.regularized, "E_unregularized": float(w @ self.G @ w)},
-            )
+            return self._extension_point(T @ np.asarray(prob.var_dict["t"].value, dtype=float))
 
         return ExtensionModel(
             problem=prob, primal=T @ prob.var_dict["t"], read=read, scale=self._scale, eps={"CLARABEL": 1e-10}
