@@ -91,19 +91,73 @@ def solve_conic_bound(
         from .._validation import check_positive
 
         time_limit = check_positive(time_limit, "time_limit")
-    return _run(
-        prob,
-        solver,
-        eps,
-        accept_inaccurate,
-        what,
-        infeasible_hint,
-        scs_eps,
-        scs_max_iters,
-        _want_bound,
-        opts,
-        time_limit,
-    )
+    solver = solver.upper()
+    kw = _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts)
+    if time_limit is not None and solver in ("CLARABEL", "SCS"):
+        kw.setdefault("time_limit" if solver == "CLARABEL" else "time_limit_secs", float(time_limit))
+    t0 = time.perf_counter()
+    job = _Job()
+
+    def solve():
+        bound = float("nan")
+        if solver in ("SCS", "CLARABEL"):
+            # the documented three-step route keeps the raw solver result: its dual objective,
+            # and SCS's own status, which says when SCS's SIGINT handler took a Ctrl-C; and
+            # Clarabel gets a termination callback, so an interrupted solve stops
+            data, chain, inverse = prob.get_problem_data(solver, solver_opts=kw)
+            job.enter_solver()
+            if solver == "CLARABEL":
+                raw = _clarabel_via_data(prob, chain, data, kw, job.cancel)
+            else:
+                raw = chain.solve_via_data(prob, data, warm_start=False, verbose=False, solver_opts=kw)
+            if job.cancel.is_set() or (solver == "SCS" and raw.get("info", {}).get("status_val") == _SCS_SIGINT):
+                raise KeyboardInterrupt  # stopped here, or the signal SCS swallowed, given back
+            prob.unpack_results(raw, chain, inverse)
+            if _want_bound and prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+                primal, dual = (
+                    (raw.obj_val, raw.obj_val_dual)
+                    if solver == "CLARABEL"
+                    else (raw["info"]["pobj"], raw["info"]["dobj"])
+                )
+                bound = float(dual) + (float(prob.value) - float(primal))
+        else:
+            job.enter_solver()
+            prob.solve(solver=solver, **kw)
+        return bound
+
+    try:
+        bound = _interruptible(solve, time_limit, job)
+    except _TimeLimit:
+        raise SolverError(
+            f"{solver} did not finish the {what} within time_limit = {time_limit:g} s; raise time_limit, "
+            "use solve() (the certified fast solver), or a smaller instance."
+        ) from None
+    except TypeError as exc:  # an option the solver does not know
+        raise InvalidInputError(
+            f"{solver} rejected the options {sorted(kw)} on the {what} ({exc}); pass only "
+            f"options that {solver} accepts."
+        ) from exc
+    except cp.error.SolverError as exc:
+        raise SolverError(
+            f"{solver} failed on the {what} ({exc}). Try solver='SCS' or 'CLARABEL', "
+            "accept_inaccurate=True, or rescale the data."
+        ) from exc
+    elapsed = time.perf_counter() - t0
+    status = prob.status
+    if time_limit is not None and elapsed >= time_limit and status != cp.OPTIMAL:
+        raise SolverError(
+            f"{solver} stopped the {what} at time_limit = {time_limit:g} s (status {status!r}); raise "
+            "time_limit, use solve() (the certified fast solver), or a smaller instance."
+        )
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        raise InfeasibleError(f"The {what} is infeasible ({solver}: {status}). {infeasible_hint}")
+    if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
+        raise SolverError(
+            f"{solver} returned status {status!r} on the {what}; try the other solver, a looser "
+            "eps, or accept_inaccurate=True."
+        )
+    iters = getattr(prob.solver_stats, "num_iters", None) or 0
+    return elapsed, status, int(iters), bound
 
 
 class _TimeLimit(Exception):
@@ -462,88 +516,6 @@ def _on_sigint() -> None:
         handler(signal.SIGINT, None)
         return
     raise KeyboardInterrupt
-
-
-def _run(
-    prob,
-    solver,
-    eps,
-    accept_inaccurate,
-    what,
-    infeasible_hint,
-    scs_eps,
-    scs_max_iters,
-    want_bound,
-    opts,
-    time_limit=None,
-):
-    solver = solver.upper()
-    kw = _options(solver, eps, accept_inaccurate, scs_eps, scs_max_iters, opts)
-    if time_limit is not None and solver in ("CLARABEL", "SCS"):
-        kw.setdefault("time_limit" if solver == "CLARABEL" else "time_limit_secs", float(time_limit))
-    t0 = time.perf_counter()
-    job = _Job()
-
-    def solve():
-        bound = float("nan")
-        if solver in ("SCS", "CLARABEL"):
-            # the documented three-step route keeps the raw solver result: its dual objective,
-            # and SCS's own status, which says when SCS's SIGINT handler took a Ctrl-C; and
-            # Clarabel gets a termination callback, so an interrupted solve stops
-            data, chain, inverse = prob.get_problem_data(solver, solver_opts=kw)
-            job.enter_solver()
-            if solver == "CLARABEL":
-                raw = _clarabel_via_data(prob, chain, data, kw, job.cancel)
-            else:
-                raw = chain.solve_via_data(prob, data, warm_start=False, verbose=False, solver_opts=kw)
-            if job.cancel.is_set() or (solver == "SCS" and raw.get("info", {}).get("status_val") == _SCS_SIGINT):
-                raise KeyboardInterrupt  # stopped here, or the signal SCS swallowed, given back
-            prob.unpack_results(raw, chain, inverse)
-            if want_bound and prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-                primal, dual = (
-                    (raw.obj_val, raw.obj_val_dual)
-                    if solver == "CLARABEL"
-                    else (raw["info"]["pobj"], raw["info"]["dobj"])
-                )
-                bound = float(dual) + (float(prob.value) - float(primal))
-        else:
-            job.enter_solver()
-            prob.solve(solver=solver, **kw)
-        return bound
-
-    try:
-        bound = _interruptible(solve, time_limit, job)
-    except _TimeLimit:
-        raise SolverError(
-            f"{solver} did not finish the {what} within time_limit = {time_limit:g} s; raise time_limit, "
-            "use solve() (the certified fast solver), or a smaller instance."
-        ) from None
-    except TypeError as exc:  # an option the solver does not know
-        raise InvalidInputError(
-            f"{solver} rejected the options {sorted(kw)} on the {what} ({exc}); pass only "
-            f"options that {solver} accepts."
-        ) from exc
-    except cp.error.SolverError as exc:
-        raise SolverError(
-            f"{solver} failed on the {what} ({exc}). Try solver='SCS' or 'CLARABEL', "
-            "accept_inaccurate=True, or rescale the data."
-        ) from exc
-    elapsed = time.perf_counter() - t0
-    status = prob.status
-    if time_limit is not None and elapsed >= time_limit and status != cp.OPTIMAL:
-        raise SolverError(
-            f"{solver} stopped the {what} at time_limit = {time_limit:g} s (status {status!r}); raise "
-            "time_limit, use solve() (the certified fast solver), or a smaller instance."
-        )
-    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
-        raise InfeasibleError(f"The {what} is infeasible ({solver}: {status}). {infeasible_hint}")
-    if status != cp.OPTIMAL and not (accept_inaccurate and status == cp.OPTIMAL_INACCURATE):
-        raise SolverError(
-            f"{solver} returned status {status!r} on the {what}; try the other solver, a looser "
-            "eps, or accept_inaccurate=True."
-        )
-    iters = getattr(prob.solver_stats, "num_iters", None) or 0
-    return elapsed, status, int(iters), bound
 
 
 def _clarabel_via_data(prob, chain, data, kw, cancel: threading.Event):
