@@ -5,25 +5,8 @@ solver's answer) and :mod:`cvxkml.testing` (``cross_check``, ``assert_matches_re
 use the same checks.  Every failure raises :class:`~cvxkml.errors.SolverError` (the
 answer is wrong) with one line naming what is wrong, the numbers, and what to do.
 
-Stable API
-----------
-``check_primal_matrix(M, n, *, symmetric_tol=SYMMETRIC_TOL, psd_tol=PSD_TOL, psd=True, what="matrix")``
-    The returned primal matrix: not None, 2-D, ``n × n`` (``n`` an int or a shape tuple),
-    finite, symmetric (‖M − Mᵀ‖_F <= symmetric_tol · ‖M‖_F) and, with ``psd``, positive
-    semidefinite (λ_min(sym M) >= −psd_tol · max(1e-300, max|λ|)).  Returns M as a float array.
-``check_primal_vector(v, m, *, what)``
-    A returned vector (weights, slacks, multipliers): not None, shape ``(m,)``, finite.
-``check_scalar(x, what, *, allow_none=False)``
-    A reported number (objective, dual value): a finite float (None passes with ``allow_none``).
-``check_reported(reported, recomputed, *, rtol=REPORT_RTOL, what, source)``
-    A reported value against its recomputation from the returned point:
-    |reported − recomputed| <= rtol · max(1, |recomputed|); the message names both numbers.
-``check_certificate(objective, dual_value, *, converged, gap_rtol, optimum=None, opt_rtol=None)``
-    The certificate: ``converged=True`` needs a finite dual value; the gap objective − dual
-    value is not negative beyond ``gap_rtol`` · max(1, |objective|); a dual value above a
-    trusted ``optimum`` by more than ``opt_rtol`` · max(1, |optimum|) is refuted (weak duality).
-``relative_distance(M, M_star)``
-    ‖M − M*‖_F / max(‖M*‖_F, tiny).
+Stable API: :func:`check_primal_matrix`, :func:`check_primal_vector`, :func:`check_scalar`,
+:func:`check_reported`, :func:`check_certificate` and :func:`relative_distance`.
 
 Tolerances are relative and stated by the module constants :data:`SYMMETRIC_TOL`,
 :data:`PSD_TOL` and :data:`REPORT_RTOL`.
@@ -80,13 +63,16 @@ def _as_array(a, what: str) -> np.ndarray:
 def check_primal_matrix(
     M, n, *, symmetric_tol: float = SYMMETRIC_TOL, psd_tol: float = PSD_TOL, psd: bool = True, what: str = "matrix"
 ) -> np.ndarray:
-    """Check a returned primal matrix (module docstring); returns it as a float array.
+    """Check a returned primal matrix; returns it as a float array.
+
+    ``n`` is an int (an n × n matrix) or a shape tuple.  Symmetric means
+    ‖M − Mᵀ‖_F <= ``symmetric_tol`` · ‖M‖_F; PSD (with ``psd``) means
+    λ_min(sym M) >= −``psd_tol`` · max(1e-300, max|λ|).
 
     Raises
     ------
     SolverError
-        None, wrong shape, NaN/inf, asymmetric beyond ``symmetric_tol`` or (``psd``) an
-        eigenvalue below −``psd_tol`` relative to the largest |eigenvalue|.
+        None, wrong shape, NaN/inf, asymmetric or (``psd``) not PSD.
     """
     A = _as_array(M, what)
     want = _shape(n)
@@ -157,7 +143,8 @@ def check_reported(
     what: str = "objective",
     source: str = "the returned point",
 ) -> None:
-    """A reported value must equal its recomputation up to rounding (module docstring)."""
+    """A reported value must equal its recomputation from the returned point:
+    |reported − recomputed| <= ``rtol`` · max(1, |recomputed|); the message names both numbers."""
     rep = check_scalar(reported, f"reported {what}")
     rec = float(recomputed)
     if not np.isfinite(rec):
@@ -184,10 +171,12 @@ def check_certificate(
     feasible: bool = True,
     bought: float | None = None,
 ) -> float | None:
-    """Check a (recomputed) certificate (module docstring); returns the relative gap or None.
+    """Check a (recomputed) certificate; returns the relative gap or None.
 
-    A negative gap beyond ``gap_rtol`` fails an answer that claims ``converged``.  Otherwise
-    weak duality bounds it: for any point M and multipliers λ in the dual box,
+    ``converged=True`` needs a finite dual value; a dual value above a trusted ``optimum`` by
+    more than ``opt_rtol`` · max(1, |optimum|) is refuted (weak duality).  A negative gap
+    beyond ``gap_rtol`` fails an answer that claims ``converged``.  Otherwise weak duality
+    bounds it: for any point M and multipliers λ in the dual box,
     g(λ) <= L(M, λ) <= f(M) + Σ_c |λ_c|·viol_c(M), so f − g >= −``bought`` (the
     multiplier-weighted violation, when the caller can compute it) — a gap below
     −(bought + gap_rtol·scale) means the duals or the objective are wrong.  Without
