@@ -317,6 +317,21 @@ class ExtendedProblem(Problem):
             raise AttributeError(name)
         return getattr(self.base, name)
 
+    def extend(self, term=None, constraints=None):
+        """This extension plus another term and/or constraints: one
+        :class:`ExtendedProblem` of the same base problem whose term is the sum of both terms
+        and whose extra constraints are this extension's, then the new ones (so its
+        ``violations`` list them in that order).  The new callables are checked as
+        ``base.extend`` checks them, with the same messages."""
+        ExtendedProblem(self.base, term=term, constraints=constraints)  # the checks, alone
+        terms = [t for t in (self.term, term) if t is not None]
+        lists = [c for c in (self.extra, constraints) if c is not None]
+        return ExtendedProblem(
+            self.base,
+            term=(lambda X: sum((t(X) for t in terms[1:]), terms[0](X))) if terms else None,
+            constraints=(lambda X: [c for f in lists for c in f(X)]) if lists else None,
+        )
+
     # ------------------------------------------------------------------ numpy side
     def term_value(self, X) -> float:
         """The extra term at X (0 without one)."""

@@ -333,6 +333,37 @@ def test_lmnn_subclass_with_a_term_is_refused_where_the_parent_answer_is_below_t
 
 
 # --------------------------------------------------------------------------- contract edges
+def _itml_case():
+    from cvxkml import ITML
+    from cvxkml.testing import metric_instance
+
+    X, pc = metric_instance(5, 8, 3, 10, hard=False)
+    return ITML(X, pc, gamma=1.0), (lambda W: 0.3 * cp.trace(W)), (lambda W: [W[0, 0] <= 0.5])
+
+
+@pytest.mark.parametrize("name", ["lmnn", "kcr", "yeung-w", "itml"])
+def test_extending_an_extension_keeps_both(name):
+    """e.extend(t2, c2) of e = p.extend(t1, c1) is p with t1 + t2 and c1 then c2 (it used to
+    reach p.extend through the attribute pass-through and drop t1 and c1)."""
+    prob, term, cons, *_ = _itml_case() if name == "itml" else CASES[name]()
+    half = lambda X: 0.5 * term(X)
+    once = prob.extend(term=term, constraints=cons)
+    a = once.solve_reference()
+    X = a.matrix
+    for e in (
+        prob.extend(term=half, constraints=cons).extend(term=half),
+        prob.extend(term=half).extend(constraints=cons).extend(term=half),
+    ):
+        assert isinstance(e, ExtendedProblem) and e.base is prob
+        assert e.term_value(X) == pytest.approx(once.term_value(X), rel=1e-12)
+        assert e.extra_violations(X).size == once.extra_violations(X).size > 0
+    b = e.solve_reference()
+    assert a.converged and b.converged
+    assert b.objective == pytest.approx(a.objective, rel=1e-6, abs=1e-9)
+    with pytest.raises(InvalidInputError, match="must return a convex scalar CVXPY expression"):
+        once.extend(term=lambda X: -cp.sum(cp.abs(X)))
+
+
 def test_extend_rejects_what_it_cannot_model():
     prob, *_ = case_kcr()
     with pytest.raises(
