@@ -51,6 +51,7 @@ __all__ = [
     "lowrank_command",
     "vonneumann_command",
     "FAMILY_OPTIONS",
+    "data_sets",
     "main",
 ]
 
@@ -388,8 +389,11 @@ SCRIPT_OPTIONS = (
 ) + FAMILY_OPTIONS[1:]
 
 
-def _data_sets(args) -> tuple:
-    """The data sets among the family's members (checked before it runs)."""
+def data_sets(args) -> tuple:
+    """The data sets among the family's members, checked before a family runs (none for a
+    command row's other mode)."""
+    if getattr(args, "what", "family") != "family":
+        return ()
     return tuple(s for s in args.family if _generator(s) not in (None, "blobs", "classification"))
 
 
@@ -403,7 +407,7 @@ def _generator(spec):
 
 def main(argv=None) -> int:
     """``python -m benchmarks.bench.lowrank_family {lowrank,vonneumann} [options]``."""
-    return script("python -m benchmarks.bench.lowrank_family", _run, SCRIPT_OPTIONS, _data_sets, argv)
+    return script("python -m benchmarks.bench.lowrank_family", _run, SCRIPT_OPTIONS, data_sets, argv)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,19 @@ def test_family_options_that_cannot_run_end_with_one_line_and_status_2(argv, mes
     assert message in capsys.readouterr().err
 
 
+def test_the_data_sets_checked_are_the_family_members_that_are_data_sets():
+    ns = argparse.Namespace(what="family", family=["blobs:d=6:c=3", "mnist5000", "pendigits", "blobs:x=1"])
+    assert fam.data_sets(ns) == ("mnist5000", "pendigits")
+    assert fam.data_sets(argparse.Namespace(what="all", family=["mnist5000"])) == ()
+    assert fam.data_sets(argparse.Namespace(family=["iris"])) == ("iris",)  # the module's own command
+
+
+def test_a_family_member_whose_data_set_is_missing_ends_with_status_2(tmp_path, capsys):
+    argv = ["lowrank", "--family", "pendigits", "--data-dir", str(tmp_path), "--rank", "6", "--sizes", "40"]
+    assert fam.main(argv) == 2
+    assert "pendigits" in capsys.readouterr().err
+
+
 def test_more_than_one_constraint_count_is_refused_in_family_mode():
     from benchmarks._commands import CommandError
 
