@@ -46,6 +46,7 @@ def points(seed, n, n_classes, d, shift=0.8):
 @example(seed=3, n=40, n_classes=2, k=3, margin=np.inf, cap=3)  # the first set's nearest impostors
 @example(seed=4, n=400, n_classes=2, k=2, margin=np.inf, cap=1)  # trimmed while scanning (> 64 candidates)
 @example(seed=5, n=160, n_classes=3, k=2, margin=2.0, cap=20)  # trimmed at 80 candidates
+@example(seed=6, n=400, n_classes=3, k=3, margin=0.3, cap=3)  # a point's k entries trimmed in the same pass
 def test_impostor_scan_matches_the_full_enumeration(seed, n, n_classes, k, margin, cap):
     """Every triplet with z > −margin (less the known ones, at most cap per entry, the largest
     z, ties to the smaller impostor index) and Σ[z]_+ over all triplets, as the full list gives
@@ -115,6 +116,26 @@ def test_active_set_solve_matches_the_all_triplet_solve(seed, n, n_classes, d):
     assert a.dual.shape == (prob.triplets.n_triplets,)
     assert prob.dual_value(a.dual, a.objective) == pytest.approx(a.dual_value, rel=1e-9, abs=1e-9)
     assert a.dual_value <= b.objective + 1e-9 * scale and b.dual_value <= a.objective + 1e-9 * scale
+
+
+@settings(max_examples=examples(4), deadline=None)
+@given(seed=st.integers(0, 10_000), n_classes=st.integers(2, 3), k=st.integers(1, 3))
+def test_active_set_solve_reaches_the_exact_models_optimum(seed, n_classes, k):
+    """The impostor scan's sets and objective carry the active-set solve to the optimum of the
+    exact model (every triplet, CVXPY), certified: F within the tolerance, bound below F*."""
+    X, y = points(seed, 24, n_classes, 3)
+    prob = LMNNProblem.linear(X, y, k)
+    ref = prob.solve_reference()
+    if not ref.converged:
+        pytest.skip("the conic reference did not certify")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = prob.solve(tol=TOL, impostors="active")
+    assert fast.converged and fast.info["rounds"] >= 1
+    scale = max(1.0, abs(ref.objective))
+    assert abs(fast.objective - ref.objective) <= 1e-4 * scale
+    assert fast.dual_value <= ref.objective + 1e-6 * scale
+    assert fast.objective == pytest.approx(prob.objective_whitened(fast.info["X"]), rel=1e-10, abs=1e-10)
 
 
 def test_active_set_takes_no_start_multipliers():

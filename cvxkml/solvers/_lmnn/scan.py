@@ -37,72 +37,98 @@ def _keep_largest(idx, zz, m, cap):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _scan_block(W, D, i0, e0, e1, target_i, codes, sq, fuzz, dt, margin, cap, known, out_e, out_l, out_z):
-    """One block of :func:`impostor_scan`: the entries e0 … e1 − 1 (points i0 + row of ``D``);
-    the hinge argument of entry e and impostor l (another class than i) is 1 + dt[e] − D[i − i0, l]
-    from the GEMM distances ``D``, within a = fuzz·(‖W_i‖² + ‖W_l‖²) of the exact value (read
-    in place: no entries × n temporaries); a candidate within a of −margin or of 0 is
-    recomputed from the rows (a sum of squares), the others keep the GEMM value and add a to
-    the hinge sum's error allowance.  Returns (Σ [z]_+ + allowance, candidates above −margin,
-    kept) and writes the kept triplets (outside ``known``, at most ``cap`` per entry: the largest
-    z, in index order)."""
-    n = D.shape[1]
+def _scan_block(W, P, i0, i1, off, target_i, codes, sq, fuzz, dt, margin, cap, known, out_e, out_l, out_z):
+    """One block of :func:`impostor_scan`: the points i0 … i1 − 1 (rows of the GEMM products
+    ``P`` = W[i0:i1] Wᵀ) and their target entries off[i0] … off[i1] − 1.  The hinge argument
+    of entry e (of point i) and impostor l (another class than i) is 1 + dt[e] − D with the
+    GEMM distance D = ‖W_i‖² + ‖W_l‖² − 2 P[i − i0, l], within a = fuzz·(‖W_i‖² + ‖W_l‖²) of
+    the exact value (formed here, read once per (i, l) for all of i's entries: no block-sized
+    temporaries, and an impostor too far for i's widest target is passed over in one test); a
+    candidate within a of −margin or of 0 is recomputed from the rows (a sum of squares, once
+    per (i, l)), the others keep the GEMM value and add a to the hinge sum's error allowance.
+    Returns (Σ [z]_+ + allowance, candidates above −margin, kept) and writes the kept triplets
+    (outside ``known``, at most ``cap`` per entry: the largest z, in index order), entry by
+    entry."""
+    n = P.shape[1]
     r = W.shape[1]
     hinge = 0.0
     total = 0
     cnt = 0
-    idx = np.empty(n, np.int64)
-    zz = np.empty(n)
     nk = known.shape[0]
     room = min(n, max(4 * cap, 64))  # kept candidates before a selection trims them to ``cap``
-    for e in range(e0, e1):
-        i = target_i[e]
+    kmax = 1
+    for i in range(i0, i1):
+        kmax = max(kmax, off[i + 1] - off[i])
+    idx = np.empty((kmax, room), np.int64)
+    zz = np.empty((kmax, room))
+    m = np.zeros(kmax, np.int64)
+    thr = np.empty(kmax)  # per entry: the cap-th largest z kept so far (once trimmed)
+    for i in range(i0, i1):
+        e0 = off[i]
+        ke = off[i + 1] - e0
+        if ke == 0:
+            continue
         ci = codes[i]
         row = i - i0
-        base = 1.0 + dt[e]
-        m = 0
-        thr = -np.inf  # the cap-th largest z kept so far (once trimmed): smaller ones cannot enter
+        sqi = sq[i]
+        top = -np.inf  # the largest 1 + dt over i's entries: z <= top − D for every entry
+        for q in range(ke):
+            m[q] = 0
+            thr[q] = -np.inf
+            if 1.0 + dt[e0 + q] > top:
+                top = 1.0 + dt[e0 + q]
         for l in range(n):
             if codes[l] == ci:
                 continue
-            z = base - D[row, l]
-            a = fuzz * (sq[i] + sq[l])
-            if not z + a > -margin:
+            D = sqi + sq[l] - 2.0 * P[row, l]
+            a = fuzz * (sqi + sq[l])
+            if not top - D + a > -margin:
                 continue
-            exact = False
-            if abs(z + margin) <= a or abs(z) <= a:
-                s = 0.0
-                for c in range(r):
-                    d = W[i, c] - W[l, c]
-                    s += d * d
-                z = 1.0 + dt[e] - s
-                exact = True
-                if not z > -margin:
+            s = -1.0  # the exact distance, once needed
+            for q in range(ke):
+                e = e0 + q
+                z = 1.0 + dt[e] - D
+                if not z + a > -margin:
                     continue
-            total += 1
-            if z > 0.0:
-                hinge += z if exact else z + a
-            if cap == 0 or z <= thr:  # a later tie of the threshold loses to the earlier ones
-                continue
-            if nk > 0:
-                key = e * n + l
-                p = np.searchsorted(known, key)
-                if p < nk and known[p] == key:
+                exact = False
+                if abs(z + margin) <= a or abs(z) <= a:
+                    if s < 0.0:
+                        s = 0.0
+                        for c in range(r):
+                            d = W[i, c] - W[l, c]
+                            s += d * d
+                    z = 1.0 + dt[e] - s
+                    exact = True
+                    if not z > -margin:
+                        continue
+                total += 1
+                if z > 0.0:
+                    hinge += z if exact else z + a
+                if cap == 0 or z <= thr[q]:  # a later tie of the threshold loses to the earlier ones
                     continue
-            idx[m] = l
-            zz[m] = z
-            m += 1
-            if m == room and m > cap:
-                thr = _keep_largest(idx, zz, m, cap)
-                m = cap
-        if m > cap:
-            _keep_largest(idx, zz, m, cap)
-            m = cap
-        for t in range(m):
-            out_e[cnt] = e
-            out_l[cnt] = idx[t]
-            out_z[cnt] = zz[t]
-            cnt += 1
+                if nk > 0:
+                    key = e * n + l
+                    p = np.searchsorted(known, key)
+                    if p < nk and known[p] == key:
+                        continue
+                mq = m[q]
+                idx[q, mq] = l
+                zz[q, mq] = z
+                mq += 1
+                if mq == room and mq > cap:
+                    thr[q] = _keep_largest(idx[q], zz[q], mq, cap)
+                    mq = cap
+                m[q] = mq
+        for q in range(ke):
+            mq = m[q]
+            if mq > cap:
+                _keep_largest(idx[q], zz[q], mq, cap)
+                mq = cap
+            for t in range(mq):
+                out_e[cnt] = e0 + q
+                out_l[cnt] = idx[q, t]
+                out_z[cnt] = zz[q, t]
+                cnt += 1
     return hinge, total, cnt
 
 
@@ -116,7 +142,8 @@ def impostor_scan(W, codes, target_i, target_j, margin: float, cap: int | None =
     threshold (−margin, or 0 for the hinge) are recomputed from the rows (a sum of squares), so
     no triplet with z > −margin is missed, and the hinge sum returned is an upper bound on the
     exact Σ[z]_+ (by at most Σ a over the positive hinges: round-off).  Cost O(n²q) flops for
-    the GEMM, O(n²k) for the selection, O(n·k·``_SCAN_ROWS``) memory.
+    the GEMM, O(n²) for the selection (an impostor beyond a point's widest target margin is passed
+    over in one test for all of its k entries), O(n·k·``_SCAN_ROWS``) memory.
 
     Parameters
     ----------
@@ -156,16 +183,13 @@ def impostor_scan(W, codes, target_i, target_j, margin: float, cap: int | None =
         e0, e1 = off[i0], off[i1]
         if e1 == e0:
             continue
-        D = W[i0:i1] @ W.T
-        D *= -2.0
-        D += sq[i0:i1, None]
-        D += sq[None, :]
+        P = W[i0:i1] @ W.T
         m = n if cap is None else min(cap, n)
         oe = np.empty((e1 - e0) * m, np.int64)
         ol = np.empty_like(oe)
         oz = np.empty(oe.size)
-        h, tot, cnt = _scan_block(W, D, i0, e0, e1, target_i, codes, sq, fuzz, dt, float(margin), m, known, oe, ol, oz)
-        del D
+        h, tot, cnt = _scan_block(W, P, i0, i1, off, target_i, codes, sq, fuzz, dt, float(margin), m, known, oe, ol, oz)
+        del P
         hinge += h
         total += tot
         ents.append(oe[:cnt].copy())
