@@ -11,6 +11,13 @@ budget through the solver's callback). Both stop on the same certificate, so a r
 within their certified gaps. The learned metric's 1-NN accuracy on the test fold is printed
 beside the time.
 
+``--scale NAME …``: one certified solve per whole data set (k = 3), with metric-learn and
+pylmnn in the same run (``--peer-python``, each stopped after ``--peer-timeout`` seconds); the
+names include MNIST-shaped rows of 15 000 – 60 000 points
+(:data:`benchmarks.bench._lmnn_family.LARGE`).  ``--scale family``: the instance family of
+:mod:`benchmarks.bench._lmnn_family` (generators × seeds × sizes and real data sets; median and
+max CPU seconds, growth in n, the verdict of the worst instance against the target).
+
 Nothing here is used by the library itself.
 """
 
