@@ -45,26 +45,6 @@ class LMNNExactModel:
     #: :func:`cvxkml.declare.extend.check_fast_solver_applies`)
     _model_methods = ("objective_whitened", "violations_whitened", "pair_distances")
 
-    def extend(self, term=None, constraints=None):
-        """This LMNN problem plus a convex term and/or constraints on the metric A (D × D),
-        written in CVXPY: an :class:`~cvxkml.declare.extend.ExtendedProblem`.
-
-        Parameters
-        ----------
-        term : callable A -> cvxpy scalar expression, optional
-            Added to F(A) (eq. 18); convex (DCP) in A, e.g. ``lambda A: 0.1 * cp.trace(A)``.
-        constraints : callable A -> list of cvxpy constraints, optional
-            Extra constraints on A, e.g. ``lambda A: [cp.trace(A) <= 10]``.
-
-        Its ``solve_reference()`` solves the extended exact model (A ⪰ 0 in the basis of the
-        row space of Z and its complement, so a term that sees the complement is modelled
-        exactly: :meth:`extension_model`), certified by the conic solver's dual objective;
-        its ``solve()`` raises (the fast solver answers eq. 18 only).
-        """
-        from .extend import ExtendedProblem
-
-        return ExtendedProblem(self, term=term, constraints=constraints)
-
     def extension_probe(self):
         """(a symmetric D × D CVXPY variable, "A"): the primal the extension's term sees."""
         return cp.Variable((self.dim, self.dim), symmetric=True, name="A"), "A"
@@ -85,9 +65,11 @@ class LMNNExactModel:
         return np.hstack([C, N.T]), F
 
     def extension_model(self):
-        """The exact model for :meth:`extend`: eq. 18 over Ŵ ⪰ 0 (D × D, variable ``"X"``)
-        with A = Q Ŵ Qᵀ (:meth:`_full_basis`), an exact change of variables of the literal
-        model over A ⪰ 0 that keeps the whitened conditioning on the row space."""
+        """The exact model for ``extend`` (a term and/or constraints on the metric A, D × D):
+        eq. 18 over Ŵ ⪰ 0 (D × D, variable ``"X"``) with A = Q Ŵ Qᵀ (:meth:`_full_basis`), an
+        exact change of variables of the literal model over A ⪰ 0 that keeps the whitened
+        conditioning on the row space and models a term that sees the complement of the row
+        space of Z exactly."""
         from .extend import ExtensionModel, ExtensionPoint
 
         Q, F = self._full_basis()

@@ -77,6 +77,7 @@ from ..solution import Solution
 from ._conic import solve_conic
 from ._lmnn_fast import LMNNFastSide
 from ._lmnn_model import LMNNExactModel
+from .extend import Extendable
 from .problem import Problem
 
 __all__ = ["LMNNProblem", "check_kernel_list", "ACTIVE_MIN_TRIPLETS"]
@@ -127,7 +128,7 @@ def check_kernel_list(Ks, name: str = "kernels") -> list[np.ndarray]:
     return out
 
 
-class LMNNProblem(LMNNFastSide, LMNNExactModel, Problem):
+class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
     """LMNN (eq. 18) on a feature matrix Z: exact model and fast solver, under the
     :class:`~cvxkml.declare.problem.Problem` contract.
 
