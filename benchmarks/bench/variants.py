@@ -20,7 +20,10 @@ instance family (:func:`family_rows`): two user regularizers (:class:`Jeffreys`,
 with 6 features; :func:`family_points`) × seeds (``--repeats``, default 3, from ``--seed``) at
 n = 1 000 and 3 000 (quick: 60, 120), m = 2n hinge pairs, Gaussian K0 of median width:
 median and maximum time per regularizer and size (:func:`family_summary`) — a target holds
-for the family's worst instance.
+for the family's worst instance.  Last, the ``GridSearchCV`` row
+(:mod:`benchmarks.bench.variants_grid`): the user regularizers in
+:class:`~cvxkml.estimators.SpectralMetricLearner` + 5-NN, C = 10^-2 … 10^2, 5-fold, on digits:
+CPU seconds and certificate of every fit.
 """
 
 from __future__ import annotations
@@ -454,6 +457,9 @@ def _cmd_scale(args, t_start) -> int:
     spec += [("median iters", "{median_iterations:.0f}"), ("max iters", "{max_iterations}")]
     print(columns(family_summary(fam), spec + [("worst rel. gap", "{max_rel_gap:.1e}")]))
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (2 shared cores)")
+    from .variants_grid import print_grid
+
+    print_grid(args, columns)
     return finish("bench", t_start)
 
 
