@@ -459,7 +459,7 @@ def _cmd_scale(args, t_start) -> int:
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end (2 shared cores)")
     from .variants_grid import print_grid
 
-    print_grid(args, columns)
+    print_grid(args, columns, FAMILY_REGULARIZERS)
     return finish("bench", t_start)
 
 

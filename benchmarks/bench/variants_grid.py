@@ -57,22 +57,21 @@ class TimedMetricLearner(SpectralMetricLearner):
 
 
 def grid_rows(
-    regularizer: str = "alpha-power(1.5)",
+    regularizer,
+    name: str,
     quick: bool = False,
     cap: float = 60.0,
     folds: int = 5,
     seed: int = 0,
     progress=None,
 ) -> list[dict]:
-    """One row per fit of ``GridSearchCV`` (the refit last, ``fold`` = -1): C, fold, CPU
-    seconds, Newton iterations, certified, relative gap.  ``quick``: 300 digits, C in
-    {0.01, 1}, 3 folds."""
+    """One row per fit of ``GridSearchCV`` (the refit last, ``fold`` = -1) with the
+    Regularizer instance ``regularizer``, labelled ``name``: C, fold, CPU seconds, Newton
+    iterations, certified, relative gap.  ``quick``: 300 digits, C in {0.01, 1}, 3 folds."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.pipeline import Pipeline
-
-    from .variants import FAMILY_REGULARIZERS
 
     X, y = load_digits(return_X_y=True)
     Cs = GRID_CS
@@ -87,7 +86,7 @@ def grid_rows(
         key = est.C
         fold_of[key] = fold_of.get(key, -1) + 1
         row = dict(
-            regularizer=regularizer,
+            regularizer=name,
             C=float(est.C),
             fold=fold_of[key],
             cpu_seconds=float(est.fit_cpu_),
@@ -100,7 +99,7 @@ def grid_rows(
             progress(row)
         return pipe.score(X_test, y_test)
 
-    learner = TimedMetricLearner(FAMILY_REGULARIZERS[regularizer](), random_state=seed, callback=_CpuCap(cap))
+    learner = TimedMetricLearner(regularizer, random_state=seed, callback=_CpuCap(cap))
     pipe = Pipeline([("learn", learner), ("knn", KNeighborsClassifier(5))])
     search = GridSearchCV(
         pipe,
@@ -112,7 +111,7 @@ def grid_rows(
     best = search.best_estimator_.named_steps["learn"]
     sol = best.solution_
     row = dict(
-        regularizer=regularizer,
+        regularizer=name,
         C=float(best.C),
         fold=-1,
         cpu_seconds=float(best.fit_cpu_),
@@ -156,8 +155,9 @@ def grid_summary(rows, target: float = 10.0) -> list[dict]:
     return out
 
 
-def print_grid(args, columns) -> None:
-    """Run and print the row (``bench variants --scale``): every fit, then the summary."""
+def print_grid(args, columns, regularizers) -> None:
+    """Run and print the row (``bench variants --scale``) for each of ``regularizers``
+    (name -> Regularizer class): every fit, then the summary."""
     import os
 
     from cvxkml._config import blas_limit
@@ -168,9 +168,10 @@ def print_grid(args, columns) -> None:
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at start",
         flush=True,
     )
-    for reg in ("alpha-power(1.5)", "jeffreys"):
+    for reg, cls in regularizers.items():
         with blas_limit(1):
             rows = grid_rows(
+                cls(),
                 reg,
                 quick=args.quick,
                 seed=args.seed,

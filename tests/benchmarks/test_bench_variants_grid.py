@@ -27,7 +27,9 @@ def test_cap_stops_a_fit():
 
 @pytest.mark.slow
 def test_grid_rows_quick():
-    rows = grid_rows("alpha-power(1.5)", quick=True)
+    from benchmarks.bench.variants import AlphaPower
+
+    rows = grid_rows(AlphaPower(), "alpha-power(1.5)", quick=True)
     assert len(rows) == 2 * 3 + 1 and rows[-1]["fold"] == -1
     assert all(r["certified"] for r in rows)
     summary = grid_summary(rows, target=1e9)
