@@ -29,7 +29,7 @@ from ._commands import _DATA, SHARED, Group, Option, add_command, data_dir, numb
 from ._parallel import ParallelOptions as Parallel
 from .bench import estimators as be
 from .bench import exact as bx
-from .bench import itml, lowrank, mkl, vonneumann
+from .bench import itml, lowrank, lowrank_family, mkl
 from .bench import kcr as bk
 from .bench import lmnn as blmnn
 from .bench import wide as bw
@@ -100,8 +100,9 @@ TABLE = (
     Command(
         "bench",
         "lowrank",
-        lowrank.command,
-        "low-rank LogDet (Kulis et al. 2009): projections per second and the MNIST-shape workload",
+        lowrank_family.lowrank_command,
+        "low-rank LogDet (Kulis et al. 2009): projections per second and the MNIST-shape workload; "
+        "'family': its target row over an instance family",
         run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
         + (
             _constraints("1000 5000"),
@@ -116,15 +117,17 @@ TABLE = (
                 help="seconds after which the paper-rule baseline stops (default 300, quick 30)",
             ),
             use("data_dir", lowrank.MNIST_HELP),
-        ),
+        )
+        + lowrank_family.FAMILY_OPTIONS,
+        datasets=lowrank_family.data_sets,
         **_LOWRANK_BENCH,
     ),
     Command(
         "bench",
         "vonneumann",
-        vonneumann.command,
+        lowrank_family.vonneumann_command,
         "von Neumann Algorithm 3 (Kulis et al. 2009): seconds per projection vs r, vs dense NumPy, and the "
-        "MNIST-shape workload",
+        "MNIST-shape workload; 'family': its target row over an instance family",
         run_options("small sizes (for tests)", "timing repeats, best of (default 3 full, 1 quick)")
         + (
             _constraints("500 2000"),
@@ -139,7 +142,9 @@ TABLE = (
                 help="skip the paper-rule run and the dense-NumPy prefix of the workload",
             ),
             use("data_dir", lowrank.MNIST_HELP),
-        ),
+        )
+        + lowrank_family.FAMILY_OPTIONS,
+        datasets=lowrank_family.data_sets,
         **_LOWRANK_BENCH,
     ),
     Command(

@@ -211,3 +211,17 @@ def test_more_than_one_constraint_count_is_refused_in_family_mode():
 
     with pytest.raises(CommandError, match="one constraint count"):
         fam.family_command(_args(constraints=[100, 200]), "lowrank")
+
+
+@pytest.mark.parametrize("solver", ["lowrank", "vonneumann"])
+def test_python_m_benchmarks_bench_runs_the_family_through_the_command_table(solver, tmp_path, capsys):
+    """``python -m benchmarks bench lowrank|vonneumann family …`` reaches the family (the table's
+    rows carry FAMILY_OPTIONS and run lowrank_command / vonneumann_command)."""
+    from benchmarks.cli import main
+
+    out = tmp_path / "fam.json"
+    argv = ["bench", solver, "family", "--family", SMALL[0], "--sizes", "60", "--seeds", "1", "--rank", "6"]
+    assert main([*argv, "--constraints", "100", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["solver"] == solver and res["constraints"] == 100 and len(res["rows"]) == 1
+    assert res["verdict"]["certified"] == 1 and "worst instance at n = 60" in capsys.readouterr().out
