@@ -32,6 +32,8 @@ What makes it scale (n = 1 000 dense, r = 100 factored with 10⁴ constraints):
   optimum, the Armijo search judges the step); H_FF = Σ_s σ_s (Z_F diag(g_s) Z_Fᵀ)∘² is
   then formed in O(s |F|² r) by symmetric rank-k updates (|F| up to 8 000: two |F| × |F|
   buffers) and solved by Cholesky (truncated conjugate gradients when the rank is not low);
+- with fewer terms than r and S = c·I, the dual lives on the k × k problem of the terms'
+  span (:class:`_Span`: the eigenvalue c off it is a constant), lifted back at the end;
 - the first trial step is the fraction 0.7 of the largest step that keeps every eigenvalue
   in the conjugate's domain (LogDet: μ < 1; found from ``conj_s``): barrier regularizers no
   longer spend their line search outside the domain; trial points need eigenvalues only, of
@@ -171,6 +173,53 @@ class _Slack:
         return v if not np.isnan(v) else np.inf
 
 
+class _Span:
+    """The reduction to the span of the terms (as W* = αI + ΦSΦᵀ in Jain et al. 2012,
+    Theorem 4, the optimum is x_c·I off that span).  With S = c·I and the rows of U in the
+    range of an orthonormal Q (r × k, k < r: U = R̃ Qᵀ), S − A(λ) = Q(c·I − Ã(λ))Qᵀ + c(I − QQᵀ): its
+    eigenvalues are those of the k × k matrix c·I − Ã(λ) (Ã from the terms R̃) and c,
+    r − k times, whatever λ.  So the dual g(λ) loses only the constant −(r − k)·f*_s(c), the
+    primal value gains (r − k)·f_s(x_c), x_c = f*_s'(c), and gradient, Hessian (the terms
+    have no component on the complement, Z's columns there are zero), line search and
+    certificate are the k × k ones; X̂ = x_c·I + Q(X̃ − x_c·I)Qᵀ.  One QR of Uᵀ (O(r k²))
+    against eigendecompositions of k × k instead of r × r at every trial point."""
+
+    def __init__(self, conj, c, Q, r):
+        with np.errstate(all="ignore"):
+            fs = float(np.asarray(conj.conj_s(np.array([c])), dtype=float)[0])
+            x = float(np.asarray(conj.conj_grad_s(np.array([c])), dtype=float)[0])
+        n = r - Q.shape[1]
+        self.Q, self.c, self.x, self.count = Q, c, x, n
+        self.ok = bool(np.isfinite(fs) and np.isfinite(x))
+        self.conj = n * fs  # its share of f*_+(S − A(λ))
+        self.f = n * (x * c - fs)  # and of f(X̂) (Fenchel–Young on the eigenvalue c)
+        self.err = n * (abs(fs) + abs(c) * abs(x))  # and of the sums in g_err
+
+    @staticmethod
+    def find(U, shift, conj, most=0.9):
+        """The reduction when S is a multiple of I and the terms are fewer than ``most``·r,
+        else None."""
+        r = shift.shape[0]
+        c = float(shift[0, 0]) if r else 0.0
+        if not 0 < U.shape[0] <= most * r or np.any(shift != c * np.eye(r)):
+            return None
+        Q, R = np.linalg.qr(U.T)  # Uᵀ = Q R, Q r × k orthonormal: U = Rᵀ Qᵀ
+        span = _Span(conj, c, Q, r)
+        return (span, np.ascontiguousarray(R.T)) if span.ok else None
+
+    def lift(self, X):
+        """X̂ = x_c·I + Q(X̃ − x_c·I)Qᵀ (r × r) from the k × k answer X̃."""
+        Y = self.Q @ (X - self.x * np.eye(X.shape[0])) @ self.Q.T
+        Y[np.diag_indices_from(Y)] += self.x
+        return Y
+
+
+class _NoSpan:
+    """No reduction: the eigenvalues of S − A(λ) are all computed."""
+
+    conj = f = err = 0.0
+
+
 def _linear(ops, lam) -> float:
     """The part of −g(λ) that is not f*: λᵀt, with the slack constraints' terms replaced by
     −S(δλ) (+inf outside S's domain)."""
@@ -211,7 +260,7 @@ def _dual_objective(ops, conj, shift, quad, lam, values_only, M=None, basis=None
         fs = np.asarray(conj.conj_s(mu), dtype=float)
     if not np.all(np.isfinite(fs)):
         return None
-    g = -float(np.sum(fs)) - _linear(ops, lam) - 0.5 * float(quad @ (lam * lam))
+    g = -float(np.sum(fs)) - ops.span.conj - _linear(ops, lam) - 0.5 * float(quad @ (lam * lam))
     return (g, mu, V, fs, M) if np.isfinite(g) else None
 
 
@@ -232,7 +281,7 @@ def _evaluate(ops, conj, shift, quad, lam, M=None, basis=None):
     t = _targets(ops, lam)
     rho = trA - t  # tr(X̂Â_c) − t_c (slack: δ(p − ξ(λ)))
     grad = rho - quad * lam
-    f = float(x @ mu) - float(np.sum(fs))  # f(X̂) = ⟨X̂, M⟩ − f*(M)  (Fenchel–Young)
+    f = float(x @ mu) - float(np.sum(fs)) + ops.span.f  # f(X̂) = ⟨X̂, M⟩ − f*(M)  (Fenchel–Young)
     S = 0.0 if ops.slack is None else ops.slack.conj(lam)
     if not (np.all(np.isfinite(grad)) and np.isfinite(f) and np.isfinite(S)):
         return None
@@ -243,6 +292,7 @@ def _evaluate(ops, conj, shift, quad, lam, M=None, basis=None):
         float(np.sum(np.abs(fs)))
         + float(np.abs(lam) @ np.abs(t))
         + abs(S)
+        + ops.span.err
         + float(np.max(np.abs(mu), initial=0.0)) * float(np.sum(np.abs(x)))
     )
     return _State(lam, g, grad, rho, mu, V, x, Z, f, g_err, M, trA, S)
@@ -388,7 +438,7 @@ def _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certific
             mu = np.linalg.eigvalsh(Ms) if np.all(np.isfinite(Ms)) else None
             fs = None if mu is None else np.asarray(conj.conj_s(mu), dtype=float)
         if fs is not None and np.all(np.isfinite(fs)):
-            gc = -float(np.sum(fs)) - _linear(ops, cand) - 0.5 * float(quad @ (cand * cand))
+            gc = -float(np.sum(fs)) - ops.span.conj - _linear(ops, cand) - 0.5 * float(quad @ (cand * cand))
             if gc >= st.g + 1e-4 * float(st.grad @ delta) and gc >= st.g:
                 new = _evaluate(ops, conj, shift, quad, cand, M=Ms, basis=st.V)
                 if new is not None:
@@ -422,7 +472,13 @@ def _no_finite_start(r, lam, t0) -> FastResult:
 def _setup(U, w, ptr, t, conj, lower, upper, quad, slack):
     """The terms, the dual box, the separable curvature ``quad``, the hard multipliers (those a
     Farkas ray can run in), the conjugate's shift, the targets' scale and its domain bound."""
+    U = np.asarray(U, dtype=np.float64)
+    shift = np.asarray(conj.conj_shift(U.shape[1]), dtype=float)
+    found = _Span.find(U, shift, conj)
+    if found is not None:  # the k × k problem on the terms' span
+        U, shift = found[1], found[0].c * np.eye(found[1].shape[1])
     ops = RankOneTerms(U, w, ptr, t)
+    ops.span = _NoSpan() if found is None else found[0]
     m = ops.m
     lower = np.zeros(m) if lower is None else np.asarray(lower, dtype=np.float64)
     upper = np.full(m, np.inf) if upper is None else np.asarray(upper, dtype=np.float64)
@@ -434,7 +490,6 @@ def _setup(U, w, ptr, t, conj, lower, upper, quad, slack):
     hard = np.isinf(upper) & (quad == 0)  # the multipliers a Farkas ray can run in
     if ops.slack is not None:
         hard &= ~ops.slack.mask  # (the slack constraints are soft)
-    shift = np.asarray(conj.conj_shift(ops.r), dtype=float)
     return ops, lower, upper, quad, hard, shift, np.maximum(np.abs(ops.t), 1.0), _domain_upper(conj)
 
 
@@ -533,17 +588,17 @@ def _gradient_step(ops, conj, shift, quad, base_st, curv, lower, upper):
 def _dual_newton_impl(
     U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback=None, damping=1e-2, slack=None
 ):
+    t0 = time.perf_counter()
     ops, lower, upper, quad, hard, shift, scale_t, dom = _setup(U, w, ptr, t, conj, lower, upper, quad, slack)
     m, r, sl = ops.m, ops.r, ops.slack
     start = np.zeros(m) if lam0 is None else np.asarray(lam0, dtype=np.float64)
     lam = np.clip(start, lower, upper)
-    t0 = time.perf_counter()
     st = _evaluate(ops, conj, shift, quad, lam)
     if st is None and lam0 is not None:  # a warm start outside the domain: cold start
         lam = np.clip(np.zeros(m), lower, upper)
         st = _evaluate(ops, conj, shift, quad, lam)
     if st is None:
-        return _no_finite_start(r, lam, t0)
+        return _no_finite_start(np.shape(U)[1], lam, t0)
     boost = 1.0  # Levenberg–Marquardt: ×10 after a failed / short Newton step, ÷10 after a full one
     count = dict(gradient_steps=0, cg_solves=0, dense_solves=0, trial_points=0)
     it = 0
@@ -617,6 +672,9 @@ def _dual_newton_impl(
         st = new
     a, b = rec.primal, rec.dual
     X = (a.V * a.x) @ a.V.T
+    farkas = ops.farkas_test(hard_part(b.lam, hard, signed))
+    if isinstance(ops.span, _Span):  # back to r × r; A(d) has r − k more zero eigenvalues
+        X, farkas = ops.span.lift(X), (min(farkas[0], 0.0), farkas[1])
     return FastResult(
         matrix=0.5 * (X + X.T),
         lam=b.lam,
@@ -634,7 +692,8 @@ def _dual_newton_impl(
             "best_pair": a is not b,
             "newton_iterations": int(it),
             **count,
-            "farkas": ops.farkas_test(hard_part(b.lam, hard, signed)),
+            "farkas": farkas,
+            "span": int(r) if isinstance(ops.span, _Span) else None,
             "infeasible": bool(infeasible),
             **({} if ray is None else {"farkas_ray": ray}),
             "stopped": bool(stopped),
