@@ -170,10 +170,7 @@ class SpectralProblem(SpectralFastSolve, SpectralExactModel, Problem):
             raise InvalidInputError(
                 f"{self.regularizer.name} has no slack formulation; use hard constraints (gamma=None)."
             )
-        r = self.T.shape[1]
-        self._Tpinv = (
-            np.linalg.pinv(self.T) if self.T.shape[0] != r or not np.allclose(self.T, np.eye(r)) else np.eye(r)
-        )
+        self._Tpinv = self.space.T_pinv()
         self.skipped_pairs = np.zeros(0, dtype=np.int64)
         if self.pairs is not None:
             p0 = self.pair_values(self.M0, self.pairs.i, self.pairs.j)

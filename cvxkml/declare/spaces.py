@@ -32,6 +32,7 @@ orthonormal basis Q of that row space; W is never formed unless asked for
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg as sla
 
 from .._validation import check_data, check_kernel_matrix, range_space
 from ..errors import InvalidInputError
@@ -64,6 +65,14 @@ class Space:
         """The constant this space adds to the objective (and the dual): 0."""
         return 0.0
 
+    def T_pinv(self) -> np.ndarray:
+        """T⁺, the map of a learned M to the whitened X̂ = T⁺ M T⁺ᵀ (the identity when T is;
+        a subclass that knows T's structure gives it without an SVD)."""
+        r = self.T.shape[1]
+        if self.T.shape[0] == r and np.allclose(self.T, np.eye(r)):
+            return np.eye(r)
+        return np.linalg.pinv(self.T)
+
     def __repr__(self):
         return f"{type(self).__name__}(points={self.n_points}, dim={self.dim}, rank={self.T.shape[1]})"
 
@@ -88,6 +97,12 @@ class MetricSpace(Space):
             self.T = np.linalg.cholesky(self.M0)
             self.F = self.X @ self.T
         self.n_points, self.dim = n, d
+
+    def T_pinv(self) -> np.ndarray:
+        """T⁻¹ of the Cholesky factor T of W0 (a triangular solve)."""
+        if self.T.shape[0] == self.T.shape[1] and np.array_equal(self.T, np.eye(self.T.shape[0])):
+            return np.eye(self.T.shape[0])
+        return sla.solve_triangular(self.T, np.eye(self.T.shape[0]), lower=True)
 
     def pair_values(self, M, i, j):
         V = self.X[np.asarray(i)] - self.X[np.asarray(j)]
@@ -121,6 +136,13 @@ class KernelSpace(Space):
         self.T = V[:, keep] if self._orthonormal else V[:, keep] * np.sqrt(w[keep])
         self.F = self.T
         self.n_points = self.dim = self.M0.shape[0]
+
+    def T_pinv(self) -> np.ndarray:
+        """T⁺ = diag(w)^-½ Vᵀ on the range (Vᵀ when T = V is orthonormal): T's columns are
+        orthogonal, so no SVD is needed."""
+        w, V, keep = self.range
+        Vk = V[:, keep]
+        return np.ascontiguousarray(Vk.T if self._orthonormal else Vk.T / np.sqrt(w[keep])[:, None])
 
     def pair_values(self, M, i, j):
         M = np.asarray(M, dtype=float)

@@ -252,3 +252,28 @@ def test_size_guard_knows_mixed_families_and_composed_problems():
         composed.solve_reference()
     pairs_only = cvxkml.ITML(*metric_instance(0, 40, 30, 20, hard=False), gamma=1.0)
     assert pairs_only.exact_limit() == 210
+
+
+def test_each_space_gives_the_pseudo_inverse_of_its_T():
+    """T_pinv() (the map M -> X̂ = T⁺ M T⁺ᵀ) equals the SVD pseudo-inverse for every space,
+    including a rank-deficient K0 and a Cholesky prior, and X̂ of M = T X̂ Tᵀ comes back."""
+    from cvxkml.declare.spaces import EigenbasisKernelSpace
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(9, 4))
+    B = rng.normal(size=(4, 4))
+    Kd = X @ X.T  # rank 4 of 9
+    spaces = [
+        MetricSpace(X),
+        MetricSpace(X, W0=B @ B.T + 0.5 * np.eye(4)),
+        KernelSpace(Kd + 1e-3 * np.eye(9)),
+        KernelSpace(Kd),
+        EigenbasisKernelSpace(Kd),
+        SpanSpace(rng.normal(size=(5, 12))),
+    ]
+    for sp in spaces:
+        P = sp.T_pinv()
+        np.testing.assert_allclose(P, np.linalg.pinv(sp.T), rtol=1e-8, atol=1e-10 * np.abs(P).max())
+        Xh = rng.normal(size=(sp.T.shape[1],) * 2)
+        Xh = Xh @ Xh.T
+        np.testing.assert_allclose(P @ (sp.T @ Xh @ sp.T.T) @ P.T, Xh, rtol=1e-7, atol=1e-8 * np.abs(Xh).max())
