@@ -160,16 +160,10 @@ def lowrank_family_rows(
             sol, wall = _timed(quiet, prob.solve, tol=tol, max_iter=max_iter)
         cpu = time.process_time() - c0
         gap = sol.gap / max(1.0, abs(sol.objective)) if sol.gap is not None else np.inf
-        row = dict(
-            spec=spec,
-            n=n,
-            seed=seed,
-            r=r,
-            constraints=int(constraints),
-            pairs=len(pairs),
-            build_cpu=build,
-            cpu=cpu,
-            wall=wall,
+        _add_row(
+            rows,
+            report,
+            (spec, n, seed, r, constraints, pairs, build, cpu, wall),
             iterations=int(sol.n_iter),
             projections=int(sol.info["projections"]),
             converged=bool(sol.converged),
@@ -179,10 +173,18 @@ def lowrank_family_rows(
             objective=float(sol.objective),
             source=desc,
         )
-        rows.append(row)
-        if report is not None:
-            report(row)
     return rows
+
+
+def _add_row(rows, report, head, **fields):
+    """Append a row: the instance (spec, n, seed, r, constraints, pairs, build CPU, CPU, wall),
+    then ``fields``."""
+    spec, n, seed, r, constraints, pairs, build, cpu, wall = head
+    row = dict(spec=spec, n=n, seed=seed, r=r, constraints=int(constraints), pairs=len(pairs))
+    row.update(build_cpu=build, cpu=cpu, wall=wall, **fields)
+    rows.append(row)
+    if report is not None:
+        report(row)
 
 
 def vonneumann_family_rows(
@@ -231,16 +233,10 @@ def vonneumann_family_rows(
             c = certificate(F, q0, I, J, delta, bound, res.xi, res.lam, res.extra["W"], res.extra["q"], gamma)
         proj = int(res.extra["projections"])
         ok = bool(np.isfinite(c["rel_gap"]) and abs(c["rel_gap"]) <= cert_tol and c["rel_violation"] <= cert_tol)
-        row = dict(
-            spec=spec,
-            n=n,
-            seed=seed,
-            r=r,
-            constraints=int(constraints),
-            pairs=len(pairs),
-            build_cpu=build,
-            cpu=cpu,
-            wall=wall,
+        _add_row(
+            rows,
+            report,
+            (spec, n, seed, r, constraints, pairs, build, cpu, wall),
             iterations=int(res.sweeps),
             projections=proj,
             finished=not capped[0],
@@ -252,9 +248,6 @@ def vonneumann_family_rows(
             cpu_gflops=proj * 2.0 * r**3 / max(cpu, 1e-12) / 1e9,
             source=desc,
         )
-        rows.append(row)
-        if report is not None:
-            report(row)
     return rows
 
 

@@ -82,13 +82,18 @@ def grid_rows(
 
     def record(pipe, X_test, y_test):
         est = pipe.named_steps["learn"]
-        sol = est.solution_
         key = est.C
         fold_of[key] = fold_of.get(key, -1) + 1
+        note(est, fold_of[key])
+        return pipe.score(X_test, y_test)
+
+    def note(est, fold):
+        """One row per fit: its C, fold (-1: the refit), CPU seconds, iterations, certificate."""
+        sol = est.solution_
         row = dict(
             regularizer=name,
             C=float(est.C),
-            fold=fold_of[key],
+            fold=fold,
             cpu_seconds=float(est.fit_cpu_),
             iterations=int(est.n_iter_),
             certified=bool(est.converged_),
@@ -97,7 +102,6 @@ def grid_rows(
         rows.append(row)
         if progress is not None:
             progress(row)
-        return pipe.score(X_test, y_test)
 
     learner = TimedMetricLearner(regularizer, random_state=seed, callback=_CpuCap(cap))
     pipe = Pipeline([("learn", learner), ("knn", KNeighborsClassifier(5))])
@@ -109,19 +113,7 @@ def grid_rows(
     )
     search.fit(X, y)
     best = search.best_estimator_.named_steps["learn"]
-    sol = best.solution_
-    row = dict(
-        regularizer=name,
-        C=float(best.C),
-        fold=-1,
-        cpu_seconds=float(best.fit_cpu_),
-        iterations=int(best.n_iter_),
-        certified=bool(best.converged_),
-        rel_gap=float(sol.gap) / max(1.0, abs(sol.objective)) if sol.gap is not None else float("nan"),
-    )
-    rows.append(row)
-    if progress is not None:
-        progress(row)
+    note(best, -1)
     for r in rows:
         r["best_C"] = float(best.C)
         r["best_score"] = float(search.best_score_)
