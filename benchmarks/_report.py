@@ -39,6 +39,12 @@ def columns(rows, spec) -> str:
     return format_table([h for h, _ in spec], [[c(r) if callable(c) else c.format(**r) for _, c in spec] for r in rows])
 
 
+def row_line(row) -> str:
+    """One row as an indented ``key=value, …`` line (floats to 4 significant digits): how the
+    family benchmarks report each solve as it finishes."""
+    return "  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items())
+
+
 def yes_no(flag) -> str:
     """``"yes"`` or ``"no"``."""
     return "yes" if flag else "no"

@@ -311,7 +311,7 @@ def family_report(rows, target_n: int | None = None, target: float = 10.0) -> li
 
 def command(args) -> int:
     """``python -m benchmarks.bench._lmnn_family``: :func:`family_rows`, then the summary."""
-    from .._report import finish, start, write_numbers
+    from .._report import finish, row_line, start, write_numbers
 
     check_specs(args.family)
     t_start = start(
@@ -327,9 +327,7 @@ def command(args) -> int:
         tol=args.tol,
         cpu_cap=args.cpu_cap,
         real_sizes=real,
-        report=lambda r: print(
-            "  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()), flush=True
-        ),
+        report=lambda r: print(row_line(r), flush=True),
     )
     print()
     print("\n".join(family_report(rows, args.target_n, args.target)))

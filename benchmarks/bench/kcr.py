@@ -49,6 +49,7 @@ from cvxkml.kernels import gaussian_kernel
 
 from .._commands import CommandError, opt, script, use
 from .._family import DEFAULT_KCR_FAMILY, family_verdict, parse_spec, points, summarize
+from .._report import row_line
 from .._runner import growth_exponent, median_sq_distance
 
 __all__ = [
@@ -626,9 +627,7 @@ def summarize_sweep(rows) -> dict:
 # --------------------------------------------------------------------------- entry point
 def _print_rows(rows):
     for r in rows:
-        print(
-            "  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()), flush=True
-        )
+        print(row_line(r), flush=True)
 
 
 def data_sets(args) -> tuple:

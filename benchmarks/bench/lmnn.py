@@ -33,7 +33,7 @@ import numpy as np
 from cvxkml._config import blas_limit
 
 from .._commands import CommandError
-from .._report import finish, format_table, start, write_numbers
+from .._report import finish, format_table, row_line, start, write_numbers
 from ._lmnn_family import LARGE, family_points, family_report, family_rows
 from .estimators import DATASETS, cv_folds, load_bench_dataset
 
@@ -589,9 +589,7 @@ def _family_part(tol: float, quick: bool) -> dict:
     rows = family_rows(
         **(QUICK_FAMILY if quick else {}),
         tol=tol,
-        report=lambda r: print(
-            "  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()), flush=True
-        ),
+        report=lambda r: print(row_line(r), flush=True),
     )
     print()
     print("\n".join(family_report(rows, *FAMILY_TARGET)))

@@ -35,6 +35,7 @@ from cvxkml._config import blas_limit
 
 from .._commands import CommandError, opt, script, use
 from .._family import family_verdict, parse_spec, points, summarize
+from .._report import row_line, write_json
 from .._runner import median_sq_distance, quiet
 from .._runner import timed as _timed
 from . import lowrank, vonneumann
@@ -251,10 +252,6 @@ def vonneumann_family_rows(
     return rows
 
 
-def _fmt(row) -> str:
-    return "  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items())
-
-
 def _load() -> str:
     try:
         import os
@@ -268,7 +265,6 @@ def family_command(args, solver: str) -> int:
     """Run the family of ``solver`` ("lowrank" or "vonneumann") as ``args`` ask, print every
     row, the per-member summary and the verdict at the largest size; write them as JSON with
     ``--json``.  Returns 0."""
-    import json
 
     d = DEFAULTS[solver]
     counts = getattr(args, "constraints", None)
@@ -293,7 +289,9 @@ def family_command(args, solver: str) -> int:
         f"seeds {seeds}, one BLAS thread; {_load()} at the start:",
         flush=True,
     )
-    common = dict(r=args.rank, constraints=m, data_dir=getattr(args, "data_dir", None), report=lambda r: print(_fmt(r)))
+    common = dict(
+        r=args.rank, constraints=m, data_dir=getattr(args, "data_dir", None), report=lambda r: print(row_line(r))
+    )
     if solver == "lowrank":
         rows = lowrank_family_rows(tuple(args.family), sizes, seeds, **common)
     else:
@@ -303,13 +301,11 @@ def family_command(args, solver: str) -> int:
     verdict = family_verdict(rows, max(sizes), target)
     print(f" per member (CPU seconds of the solve; {_load()} at the end):", flush=True)
     for r in summary:
-        print(_fmt(r))
+        print(row_line(r))
     print(f" worst instance at n = {max(sizes)} against {target:g} CPU s (met when the max meets it):")
-    print(_fmt(verdict), flush=True)
+    print(row_line(verdict), flush=True)
     if args.json:
-        with open(args.json, "w") as fh:
-            out = dict(solver=solver, constraints=m, rows=rows, summary=summary, verdict=verdict)
-            json.dump(out, fh, indent=1, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+        write_json(args.json, dict(solver=solver, constraints=m, rows=rows, summary=summary, verdict=verdict))
     return 0
 
 
