@@ -99,9 +99,7 @@ class MetricSpace(Space):
         self.n_points, self.dim = n, d
 
     def T_pinv(self) -> np.ndarray:
-        """T⁻¹ of the Cholesky factor T of W0 (a triangular solve)."""
-        if self.T.shape[0] == self.T.shape[1] and np.array_equal(self.T, np.eye(self.T.shape[0])):
-            return np.eye(self.T.shape[0])
+        """T⁻¹ of the Cholesky factor T of W0, I without one (a triangular solve, exact for I)."""
         return sla.solve_triangular(self.T, np.eye(self.T.shape[0]), lower=True)
 
     def pair_values(self, M, i, j):
