@@ -34,6 +34,9 @@ What makes it scale (n = 1 000 dense, r = 100 factored with 10⁴ constraints):
   buffers) and solved by Cholesky (truncated conjugate gradients when the rank is not low);
 - with fewer terms than r and S = c·I, the dual lives on the k × k problem of the terms'
   span (:class:`_Span`: the eigenvalue c off it is a constant), lifted back at the end;
+- an active-set outer loop (:mod:`._dual_newton_active`) holds multipliers on their bounds
+  while the rest are solved for and releases them a few at a time, most promising first:
+  on a nearly singular Hessian the iteration on the whole box would churn the free set;
 - the first trial step is the fraction 0.7 of the largest step that keeps every eigenvalue
   in the conjugate's domain (LogDet: μ < 1; found from ``conj_s``): barrier regularizers no
   longer spend their line search outside the domain; trial points need eigenvalues only, of
@@ -83,8 +86,10 @@ import numpy as np
 from .._config import blas_limit
 from .._validation import missing_methods as _missing
 from ..formulas.penalties import hard_violation, penalty
+from ._dual_newton_active import WorkingSet
 from ._dual_newton_arc import Arc, max_step
 from ._dual_newton_hessian import FreeHessian, divided_differences, gamma_factors, hessian_diagonal
+from ._dual_newton_parts import _NoSpan, _Slack, _Span
 from ._farkas import growth_ray, hard_part
 from ._newton import G_ROUNDOFF, cg
 from ._terms import RankOneTerms
@@ -114,110 +119,6 @@ class _State:
         self.lam, self.g, self.grad, self.rho, self.mu, self.V = lam, g, grad, rho, mu, V
         self.x, self.Z, self.f, self.g_err, self.M = x, Z, f, g_err, M
         self.trA, self.S = trA, S  # tr(X̂Â_c); the slack conjugate S(δλ) (0 without slack)
-
-
-class _Slack:
-    """The regularizer's own slack on the constraints ``idx`` (Jain et al. eq. 7: γ·D(diag ξ,
-    diag ξ0) in the objective, δ_c(p_c − ξ_c) <= 0): the constraint's term −λ_c t_c of the
-    dual becomes the smooth separable S(δλ) = ``slack_conj(δλ, ξ0, γ)`` = −(γD)*(δλ), whose
-    gradient −ξ(λ) (ξ(λ) = −``slack_conj_grad``) makes ∇g_c = δ_c(p_c − ξ_c(λ)) and whose
-    curvature −``slack_conj_hess`` >= 0 joins the diagonal of −∇²g.  ``upper``: the open
-    bound λ_c < upper_c of S's domain (``slack_conj_domain``, LogDet γ/ξ0 on similar pairs;
-    +inf when the regularizer does not say: points outside are then refused by the
-    line search, S = −inf there)."""
-
-    def __init__(self, reg, idx, sign, xi0, gamma, m):
-        self.reg = reg
-        self.idx = np.asarray(idx, dtype=np.int64)
-        self.sign = np.asarray(sign, dtype=np.float64)
-        self.xi0 = np.asarray(xi0, dtype=np.float64)
-        self.gamma = float(gamma)
-        mask = np.zeros(m, dtype=bool)
-        mask[self.idx] = True
-        self.mask = mask
-        self.rest = np.flatnonzero(~mask)
-        dom = getattr(reg, "slack_conj_domain", None)
-        up = np.full(self.idx.size, np.inf)
-        if callable(dom):
-            u = np.broadcast_to(np.asarray(dom(self.xi0, self.gamma), dtype=float), up.shape)
-            up = np.where(self.sign > 0, u / np.where(self.sign > 0, self.sign, 1.0), np.inf)
-        self.upper = up
-
-    def conj(self, lam) -> float:
-        """S(δλ) = Σ_c slack_conj_c, −inf outside its domain."""
-        with np.errstate(all="ignore"):
-            v = float(self.reg.slack_conj(self.sign * lam[self.idx], self.xi0, self.gamma))
-        return v if np.isfinite(v) else -np.inf
-
-    def xi(self, lam):
-        """ξ(λ) = −S'(δλ), the slack the multipliers price."""
-        with np.errstate(all="ignore"):
-            return -np.asarray(self.reg.slack_conj_grad(self.sign * lam[self.idx], self.xi0, self.gamma), dtype=float)
-
-    def curvature(self, lam):
-        """−S''(δλ) >= 0, the slack's share of the diagonal of −∇²g."""
-        with np.errstate(all="ignore"):
-            c = -np.asarray(self.reg.slack_conj_hess(self.sign * lam[self.idx], self.xi0, self.gamma), dtype=float)
-        return np.where(np.isfinite(c), np.maximum(c, 0.0), 0.0)
-
-    def best(self, trA):
-        """The best slack for the primal point: p = δ·tr(X̂Â_c); ξ = max(p, ξ0) on similar
-        pairs (δ > 0), min(p, ξ0) on dissimilar ones (D(·, ξ0) is least at ξ0)."""
-        p = self.sign * trA[self.idx]
-        return np.where(self.sign > 0, np.maximum(p, self.xi0), np.minimum(p, self.xi0))
-
-    def value(self, xi) -> float:
-        """γ·D(diag ξ, diag ξ0) (+inf outside its domain)."""
-        with np.errstate(all="ignore"):
-            v = self.gamma * float(self.reg.slack_value(xi, self.xi0))
-        return v if not np.isnan(v) else np.inf
-
-
-class _Span:
-    """The reduction to the span of the terms (as W* = αI + ΦSΦᵀ in Jain et al. 2012,
-    Theorem 4, the optimum is x_c·I off that span).  With S = c·I and the rows of U in the
-    range of an orthonormal Q (r × k, k < r: U = R̃ Qᵀ), S − A(λ) = Q(c·I − Ã(λ))Qᵀ + c(I − QQᵀ): its
-    eigenvalues are those of the k × k matrix c·I − Ã(λ) (Ã from the terms R̃) and c,
-    r − k times, whatever λ.  So the dual g(λ) loses only the constant −(r − k)·f*_s(c), the
-    primal value gains (r − k)·f_s(x_c), x_c = f*_s'(c), and gradient, Hessian (the terms
-    have no component on the complement, Z's columns there are zero), line search and
-    certificate are the k × k ones; X̂ = x_c·I + Q(X̃ − x_c·I)Qᵀ.  One QR of Uᵀ (O(r k²))
-    against eigendecompositions of k × k instead of r × r at every trial point."""
-
-    def __init__(self, conj, c, Q, r):
-        with np.errstate(all="ignore"):
-            fs = float(np.asarray(conj.conj_s(np.array([c])), dtype=float)[0])
-            x = float(np.asarray(conj.conj_grad_s(np.array([c])), dtype=float)[0])
-        n = r - Q.shape[1]
-        self.Q, self.c, self.x, self.count = Q, c, x, n
-        self.ok = bool(np.isfinite(fs) and np.isfinite(x))
-        self.conj = n * fs  # its share of f*_+(S − A(λ))
-        self.f = n * (x * c - fs)  # and of f(X̂) (Fenchel–Young on the eigenvalue c)
-        self.err = n * (abs(fs) + abs(c) * abs(x))  # and of the sums in g_err
-
-    @staticmethod
-    def find(U, shift, conj, most=0.9):
-        """The reduction when S is a multiple of I and the terms are fewer than ``most``·r,
-        else None."""
-        r = shift.shape[0]
-        c = float(shift[0, 0]) if r else 0.0
-        if not 0 < U.shape[0] <= most * r or np.any(shift != c * np.eye(r)):
-            return None
-        Q, R = np.linalg.qr(U.T)  # Uᵀ = Q R, Q r × k orthonormal: U = Rᵀ Qᵀ
-        span = _Span(conj, c, Q, r)
-        return (span, np.ascontiguousarray(R.T)) if span.ok else None
-
-    def lift(self, X):
-        """X̂ = x_c·I + Q(X̃ − x_c·I)Qᵀ (r × r) from the k × k answer X̃."""
-        Y = self.Q @ (X - self.x * np.eye(X.shape[0])) @ self.Q.T
-        Y[np.diag_indices_from(Y)] += self.x
-        return Y
-
-
-class _NoSpan:
-    """No reduction: the eigenvalues of S − A(λ) are all computed."""
-
-    conj = f = err = 0.0
 
 
 def _linear(ops, lam) -> float:
@@ -586,7 +487,22 @@ def _gradient_step(ops, conj, shift, quad, base_st, curv, lower, upper):
 
 
 def _dual_newton_impl(
-    U, w, ptr, t, conj, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback=None, damping=1e-2, slack=None
+    U,
+    w,
+    ptr,
+    t,
+    conj,
+    lower,
+    upper,
+    quad,
+    tol,
+    max_iter,
+    lam0,
+    newton_budget,
+    callback=None,
+    damping=1e-2,
+    slack=None,
+    active_set=True,
 ):
     t0 = time.perf_counter()
     ops, lower, upper, quad, hard, shift, scale_t, dom = _setup(U, w, ptr, t, conj, lower, upper, quad, slack)
@@ -605,7 +521,14 @@ def _dual_newton_impl(
     converged = infeasible = stopped = False
     ray, snap = None, lam.copy()
     signed = np.isinf(lower)  # hard equalities: multipliers (and rays) of either sign
-    certify = lambda c: max(_certificate(c, lower, upper, quad, scale_t, sl)[:2])  # noqa: E731
+    lo, up = lower, upper  # the box the Newton iteration sees (the working set's)
+    certify = lambda c: max(_certificate(c, lo, up, quad, scale_t, sl)[:2])  # noqa: E731
+    # the working set holds multipliers of finite boxes only (hinge: [0, C], [−C, C]); hard
+    # multipliers stay free, so a Farkas ray grows in all of them at once
+    movable = np.isfinite(lower) & np.isfinite(upper) & (sl is None or ~sl.mask)
+    ws = None
+    if active_set and np.any(movable):
+        ws = WorkingSet(lower, upper, movable, **(active_set if isinstance(active_set, dict) else {}))
     rec = None
     while True:
         parts = _certificate(st, lower, upper, quad, scale_t, sl)
@@ -642,31 +565,36 @@ def _dual_newton_impl(
                 infeasible = True
                 break
         lam, grad = st.lam, st.grad
+        if ws is not None:
+            lo, up = ws.box(ops, conj, st, quad, cert, certify(st))
+            cert = certify(st)
         d, active, diag, curv, newton, kind = _direction(
-            ops, conj, st, lower, upper, quad, cert, boost, damping, newton_budget
+            ops, conj, st, lo, up, quad, cert, boost, damping, newton_budget
         )
         if kind is not None:
             count["dense_solves" if kind == "dense" else "cg_solves"] += 1
-        new, step, trials = _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certify)
+        new, step, trials = _arc_search(ops, conj, shift, quad, st, d, lo, up, dom, cert, certify)
         count["trial_points"] += trials
         if new is None and np.any(active & (diag < curv)):
             # an ε-active multiplier scaled by a vanishing curvature jumps to its bound at any
             # step of the arc, which then cannot shrink: again with the safe curvature bound
             d[active] = grad[active] / curv[active]
-            new, step, trials = _arc_search(ops, conj, shift, quad, st, d, lower, upper, dom, cert, certify)
+            new, step, trials = _arc_search(ops, conj, shift, quad, st, d, lo, up, dom, cert, certify)
             count["trial_points"] += trials
         if new is not None and step == 1.0 and not newton:
             # a pure scaled-gradient step taken in full: where g is flat in places (X̂ = 0
             # under Frobenius) its curvature scale may be far too small: expand it
-            new = _expand(ops, conj, shift, quad, lam, d, lower, upper, new)
+            new = _expand(ops, conj, shift, quad, lam, d, lo, up, new)
         it += 1
         boost = max(1.0, boost / 10.0) if (new is not None and step == 1.0) else min(boost * 10.0, 1e12)
         if new is None or step < 1e-2:
-            best, trials = _gradient_step(ops, conj, shift, quad, new if new is not None else st, curv, lower, upper)
+            best, trials = _gradient_step(ops, conj, shift, quad, new if new is not None else st, curv, lo, up)
             count["trial_points"] += trials
             count["gradient_steps"] += 1
             if best is not None:
                 new = best
+            if new is None and ws is not None and ws.stalled():
+                continue  # no ascent on the subproblem: W is updated first
             if new is None:
                 break  # no ascent possible at round-off
         st = new
@@ -697,6 +625,7 @@ def _dual_newton_impl(
             "infeasible": bool(infeasible),
             **({} if ray is None else {"farkas_ray": ray}),
             "stopped": bool(stopped),
+            **({} if ws is None else {"outer": ws.updates, "released": ws.released, "stalls": ws.stalls}),
             "residuals": a.rho.copy(),
             "objective_fy": float(rec.f_total),
         },
@@ -719,6 +648,7 @@ def dual_newton(
     lower=None,
     quad=None,
     slack=None,
+    active_set=True,
 ) -> FastResult:
     """Solve min f(X̂) + Σ_c φ_c(tr(X̂Â_c) − t_c) over X̂ ⪰ 0 on its dual (module doc).
 
@@ -758,6 +688,10 @@ def dual_newton(
         ``slack_conj(δλ, ξ0, γ)`` (its gradient and curvature from ``slack_conj_grad``,
         ``slack_conj_hess``, its domain from ``slack_conj_domain`` when defined: :data:`SLACK_METHODS`);
         the certificate prices ξ at the best slack for X̂ (``slack_value``), returned as ``xi``.
+    active_set : bool or dict
+        The active-set outer loop (:class:`._dual_newton_active.WorkingSet`, a dict: its
+        parameters): multipliers on a bound are held there while the others are solved for,
+        then released a few at a time.  False: projected Newton on the whole box throughout.
 
     Returns
     -------
@@ -772,5 +706,19 @@ def dual_newton(
     # point is refused by the explicit finiteness checks, so the overflow is not warned about
     with blas_limit(), np.errstate(over="ignore", invalid="ignore"):
         return _dual_newton_impl(
-            U, w, ptr, t, conjugate, lower, upper, quad, tol, max_iter, lam0, newton_budget, callback, slack=slack
+            U,
+            w,
+            ptr,
+            t,
+            conjugate,
+            lower,
+            upper,
+            quad,
+            tol,
+            max_iter,
+            lam0,
+            newton_budget,
+            callback,
+            slack=slack,
+            active_set=active_set,
         )
