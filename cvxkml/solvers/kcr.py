@@ -110,6 +110,10 @@ __all__ = [
 #: coordinates), see :func:`_setup`.
 _TRACE_CAP = 1.0
 
+#: From this whitened rank the operator-norm estimate of the setup runs in float32 (below
+#: it, the float64 estimate of earlier versions, so small solves take the same path).
+_NORM_FLOAT32_MIN_R = 500
+
 
 def _setup(F, tau, c, lam, h_min, scaling, precision, balance) -> _Setup:
     """Check the options and build the fixed part of a solve (preconditioner, operator norm)."""
@@ -145,12 +149,16 @@ def _setup(F, tau, c, lam, h_min, scaling, precision, balance) -> _Setup:
     d = (cn / cn.max()) ** -scaling if scaling > 0.0 and cn.size and cn.max() > 0 else np.ones(r)
     d = np.where(np.isfinite(d), d, 1.0)
     Fs = F * d
-    norm_A = operator_norm(Fs)
+    # ‖A‖ by power iteration, O(n²r) per iteration: for a high-rank kernel (r close to n)
+    # in float32, and the estimate after the cap started from the last iterate of the
+    # first one (the cap changes only the columns of the smallest norms)
+    big = r >= _NORM_FLOAT32_MIN_R
+    norm_A, start = operator_norm(Fs, dtype=np.float32 if big else np.float64, return_start=True)
     cap = np.sqrt(_TRACE_CAP * norm_A / lam) if lam > 0.0 else np.inf
     if np.any(d > cap):
         d = np.minimum(d, max(cap, 1.0))
         Fs = F * d
-        norm_A = operator_norm(Fs)
+        norm_A = operator_norm(Fs, dtype=np.float32, start=start) if big else operator_norm(Fs)
     fdt = np.float32 if precision == "mixed" else np.float64
     return _Setup(
         F=F,
@@ -297,11 +305,12 @@ class _Restarts:
         """Restart at the new point: update ω from the primal and dual moves since z₀."""
         self.count += 1
         X0, h0, s0 = self.z0[0], self.z0[1], self.z0[2]
-        dx = np.sqrt(np.sum((step.Xn - X0) ** 2) + ((step.hn - h0) * su.hsc) ** 2)
+        Xn = step.Xn if step.Xn is not None else step.P @ step.P.T  # the working set keeps factors only
+        dx = np.sqrt(np.sum((Xn - X0) ** 2) + ((step.hn - h0) * su.hsc) ** 2)
         dy = float(np.linalg.norm(step.sn - s0))
         if dx > 1e-12 and dy > 1e-12:
             st.omega = float(np.exp(0.5 * np.log(dy / dx) + 0.5 * np.log(st.omega)))
-        self.anchor(step.Xn, step.hn, step.sn, step.Bn, step.Sn)
+        self.anchor(Xn, step.hn, step.sn, step.Bn, step.Sn)
         self.k_in = 0
 
 

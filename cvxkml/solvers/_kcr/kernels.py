@@ -149,6 +149,18 @@ def _sq_dist(a, b):
     return acc
 
 
+def _factor_sq_dist(A, B) -> float:
+    """‖A Aᵀ − B Bᵀ‖²_F from the factors (r × ka, r × kb) in O(r (ka + kb)²): with
+    [A, B] = Q R, A Aᵀ − B Bᵀ = Q (R_A R_Aᵀ − R_B R_Bᵀ) Qᵀ, and Q has orthonormal columns.
+    The small difference is taken entry by entry, as the dense ‖A Aᵀ − B Bᵀ‖ would be."""
+    ka = A.shape[1]
+    if ka + B.shape[1] == 0:
+        return 0.0
+    R = np.linalg.qr(np.hstack([A, B]), mode="r")
+    D = R[:, :ka] @ R[:, :ka].T - R[:, ka:] @ R[:, ka:].T
+    return float(np.sum(D * D))
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _laplacian_weights(s, tau, W, deg):
     """W = tau∘(s + sᵀ) and deg = W 1 (so Aᵀ(tau∘s) = Fᵀ(diag(deg) − W)F)."""

@@ -13,32 +13,46 @@ from .kernels import _adjoint
 
 
 @blas_limit()
-def operator_norm(F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-4) -> float:
+def operator_norm(
+    F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-4, dtype=np.float64, start=None, return_start=False
+):
     """Power-iteration estimate of ‖A‖ (A(X)_ij = z_ijᵀXz_ij over all ordered pairs),
     stopped after ``n_iter`` iterations or once two consecutive estimates agree to
-    ``rtol`` (from the fifth iteration; each costs O(n²r), ~0.25 CPU s at n = 2 000, and
-    the estimate only sets the first step size: 8 iterations agreed to 1e-4 at n = 600)."""
+    ``rtol`` (from the fifth iteration; each costs O(n²r), and the estimate only sets the
+    first step size and the scale of h̃).
+
+    ``dtype``: the precision of the products (float32 halves their cost; the estimate is
+    the same to the float32 rounding of a norm).  ``start``: the r × r matrix to start
+    from (default a random symmetric one from ``seed``), e.g. the last iterate of an
+    estimate for features that differ in a few columns; with ``return_start=True`` the
+    result is (estimate, last iterate)."""
     n, r = F.shape
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((r, r))
-    X = X + X.T
+    F = np.asarray(F, dtype=dtype)
+    if start is None:
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((r, r))
+        X = X + X.T
+    else:
+        X = np.array(start, dtype=np.float64)
+    X = X.astype(dtype, copy=False)
     est = 1.0
-    W = np.empty((n, n))
-    deg = np.empty(n)
-    ones = np.ones((n, n))
+    W = np.empty((n, n), dtype)
+    deg = np.empty(n, dtype)
+    ones = np.ones((n, n), dtype)
     prev = np.inf
     for k in range(n_iter):
         X /= np.linalg.norm(X)
         D = sq_distances_from_gram(F @ X @ F.T)  # A(X); D is symmetric, so the
-        X2 = _adjoint(F, np.ascontiguousarray(0.5 * D), ones, W, deg) * 2.0  # AᵀA(X)
+        X2 = (_adjoint(F, np.ascontiguousarray(0.5 * D), ones, W, deg) * 2.0).astype(dtype)  # AᵀA(X)
         est = float(np.sqrt(np.linalg.norm(X2)))
         if not np.isfinite(est) or est == 0.0:
-            return max(est, 1.0) if np.isfinite(est) else 1.0
+            est = max(est, 1.0) if np.isfinite(est) else 1.0
+            break
         if k >= 4 and abs(est - prev) <= rtol * est:
             break
         prev = est
         X = X2
-    return est
+    return (est, X) if return_start else est
 
 
 def _eigh(M, dtype, subset_by_value=None, subset_by_index=None):
@@ -99,18 +113,28 @@ class PositivePartTracker:
     that appeared outside the tracked block is picked up) — it falls back to the LAPACK
     eigendecomposition and re-seeds U from it; a step that misses only the residual
     tolerance is first refined by up to ``refine`` more Rayleigh–Ritz steps from its own
-    Ritz block.  ``n_exact`` / ``n_tracked`` count the two, ``n_rejected`` the tracked steps
-    that fell back, ``n_refined`` the refinement steps of accepted ones.  Below ``min_size`` (``enabled`` is
-    False) every step is LAPACK's positive part (:func:`_psd_part`, with the last rank as
+    Ritz block, each on a block Krylov space of ``refine_blocks`` blocks (a deeper Krylov
+    space than the first step's one block: see :meth:`_krylov_basis`).  ``n_exact`` /
+    ``n_tracked`` count the two, ``n_rejected`` the tracked steps that fell back,
+    ``n_refined`` the refinement steps of accepted ones.  Below ``min_size`` (``enabled``
+    is False) every step is LAPACK's positive part (:func:`_psd_part`, with the last rank as
     the hint): :func:`kcr_pdhg` uses it that way below ``eig_min_size`` and for
     ``eig="exact"``.
     """
 
     def __init__(
-        self, r: int, dtype=np.float64, guard: int = 10, tol: float = 1e-3, min_size: int = 200, refine: int = 2
+        self,
+        r: int,
+        dtype=np.float64,
+        guard: int = 10,
+        tol: float = 1e-3,
+        min_size: int = 200,
+        refine: int = 2,
+        refine_blocks: int = 8,
     ):
         self.r = int(r)
         self.refine = int(refine)
+        self.refine_blocks = int(refine_blocks)
         self.dtype = dtype
         self.guard = int(guard)
         self.tol = float(tol)
@@ -154,15 +178,10 @@ class PositivePartTracker:
         more below them (``w`` ascending)."""
         return V[:, w.size - min(w.size, self.k + self.guard) :]
 
-    def _krylov_step(self, apply):
-        U = self.U
-        MU = apply(U)
-        B = MU - U @ (U.T @ MU)  # U is orthonormal: orthogonalize MU against it
-        Q2, _ = np.linalg.qr(B)
-        Q2 -= U @ (U.T @ Q2)  # second pass (classical Gram–Schmidt twice)
-        Q2, _ = np.linalg.qr(Q2)
-        Q = np.hstack([U, Q2])
-        MQ = np.hstack([MU, apply(Q2)])
+    def _krylov_step(self, apply, blocks: int = 1):
+        """Rayleigh–Ritz on the block Krylov space span[U, MU, …, M^blocks U] (each new
+        block orthogonalized against all earlier ones by classical Gram–Schmidt twice)."""
+        Q, MQ = self._krylov_basis(apply, blocks)
         H = (Q.T @ MQ).astype(np.float64)
         theta, Z = np.linalg.eigh(0.5 * (H + H.T))
         keep = theta > 0.0
@@ -176,21 +195,48 @@ class PositivePartTracker:
         scale = float(np.linalg.norm(theta[keep]))
         return theta, V, keep, k, n_guard, res, scale
 
+    def _krylov_basis(self, apply, blocks: int):
+        """(Q, M Q) for the orthonormal basis Q of span[U, MU, …, M^blocks U]; blocks + 1
+        products with M.  Why more than one block: M = Y − α(Aᵀ(τ∘s) + λD²) has a few
+        small positive eigenvalues against a negative part up to a hundred times larger,
+        so a one-block step (block subspace iteration with a Krylov extension) converges on
+        the positive pairs at a rate near 1; a deeper Krylov space converges like Lanczos,
+        on the square root of that relative gap."""
+        U = self.U
+        Qs, MQs = [U], []
+        cur = U
+        for _ in range(max(1, int(blocks))):
+            Mc = apply(cur)
+            MQs.append(Mc)
+            Qc = Qs[0] if len(Qs) == 1 else np.hstack(Qs)
+            B = Mc - Qc @ (Qc.T @ Mc)  # Qc is orthonormal: orthogonalize M·(last block) against it
+            B, _ = np.linalg.qr(B)
+            B -= Qc @ (Qc.T @ B)  # second pass (classical Gram–Schmidt twice)
+            B, _ = np.linalg.qr(B)
+            Qs.append(B)
+            cur = B
+        MQs.append(apply(cur))
+        return np.hstack(Qs), np.hstack(MQs)
+
     def __call__(self, apply, build, exact: bool = False):
         """(P, w): float64 factor with P Pᵀ = P_PSD(M) and the positive eigenvalues w of
         M, given ``apply(V)`` = M V (r × p blocks in ``dtype``) and ``build()`` = M (for
         the LAPACK path).
 
         A step whose Ritz residual misses the tolerance is refined (up to ``refine``
-        more Rayleigh–Ritz steps, each from the last Ritz block: block subspace
-        iteration with a Krylov extension) before it falls back to LAPACK: a refinement
-        costs a few r × p products, the fallback forms M and decomposes it (O(n²r + r³)).
+        more Rayleigh–Ritz steps, each from the last Ritz block on a Krylov space of
+        ``refine_blocks`` blocks: thick-restarted block Lanczos) before it falls back to
+        LAPACK: a refinement costs ``refine_blocks`` + 1 products of M with r × p blocks,
+        the fallback forms M and decomposes it (O(n²r + r³)).
         A block that no longer reaches below the positive part, or a positive part too
         large to track, falls back at once."""
         if exact or self.U is None:
             return self._exact(build())
+        # a deeper space only while it stays well inside the r dimensions (at most r / 2 columns)
+        deeper = max(1, min(self.refine_blocks, self.r // (2 * self.U.shape[1]) - 1))
         for attempt in range(1 + self.refine):
-            theta, V, keep, k, n_guard, res, scale = self._krylov_step(apply)
+            blocks = 1 if attempt == 0 else deeper
+            theta, V, keep, k, n_guard, res, scale = self._krylov_step(apply, blocks)
             deep = n_guard >= max(1, self.guard // 2)
             if not deep or not self._trackable(k):
                 break

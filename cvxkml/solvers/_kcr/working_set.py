@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import SolverError
 from ...formulas.kcr import sq_distances_from_gram
-from .kernels import _adjoint, _pair_dual_step, _pair_laplacian_apply, _pair_sq_dists, _rows_dual_step, _sq_dist
+from .kernels import _adjoint, _factor_sq_dist, _pair_dual_step, _pair_laplacian_apply, _pair_sq_dists, _rows_dual_step
 from .state import _checkpoint, _Setup, _State, _Step
 
 # --------------------------------------------------------------------------- working set
@@ -182,10 +182,14 @@ class _WorkingSet:
 
 @dataclass
 class _WSState:
-    """The iterate of the working-set phase: Y (and a factor), h̃, the free dual part,
-    S = Σ τ∘s over all pairs, and the learned distances of the free part at Y."""
+    """The iterate of the working-set phase: Y (a factor, and Y itself once formed), h̃,
+    the free dual part, S = Σ τ∘s over all pairs, and the learned distances of the free
+    part at Y.  Y = X_fac X_facᵀ is formed only where a dense r × r matrix is needed (a
+    LAPACK PSD step, a restart anchor): with r close to n that O(r²k) product and the
+    O(r²) step length were a large share of an iteration, and the step length comes from
+    the factors (:func:`_factor_sq_dist`)."""
 
-    X: np.ndarray
+    X: np.ndarray | None
     X_fac: np.ndarray
     FP: np.ndarray
     h: float
@@ -195,6 +199,13 @@ class _WSState:
     Dr: np.ndarray
     wts: tuple
     fresh: bool = True  # the next PSD step is a LAPACK re-seed
+    G_exp: np.ndarray | None = None  # Aᵀ(τ∘s) at this s (float64), when a certificate formed it
+
+    def dense(self) -> np.ndarray:
+        """Y = X_fac X_facᵀ (r × r), formed once per iterate."""
+        if self.X is None:
+            self.X = self.X_fac @ self.X_fac.T
+        return self.X
 
 
 def _ws_state(ws: _WorkingSet, X, X_fac, h, s_full) -> _WSState:
@@ -229,7 +240,8 @@ def _ws_step(ws: _WorkingSet, w: _WSState, st: _State, tracker, k: int):
         return Pt @ (Pt.T @ V) - a * (G + lam_d[:, None] * V)
 
     def build():
-        M = w.X - alpha * (ws.adjoint(w.wts, su.F_it, ws.G1) + np.diag(su.lam_d))
+        G = w.G_exp if w.G_exp is not None else ws.adjoint(w.wts, su.F_it, ws.G1)
+        M = w.dense() - alpha * (G + np.diag(su.lam_d))
         return 0.5 * (M + M.T)
 
     P, ev = tracker(apply_M, build, exact=w.fresh or not tracker.enabled)
@@ -248,15 +260,14 @@ def _ws_step(ws: _WorkingSet, w: _WSState, st: _State, tracker, k: int):
             f"(step size {st.eta:.3g}, primal weight {st.omega:.3g}). Check the kernel matrix "
             "for huge entries, or solve without the warm start."
         )
-    Xn = P @ P.T
-    dx2 = _sq_dist(Xn, w.X)
+    dx2 = _factor_sq_dist(P, w.X_fac)  # ‖Y⁺ − Y‖²_F without forming either
     num = st.omega * (dx2 + ((hn - w.h) * su.hsc) ** 2) + (q1 + q2) / st.omega
     inter = abs(i1 + i2)
     eta_max = num / (2.0 * inter) if inter > 0 else np.inf
     accept = st.eta <= eta_max
     eta_next = min((1.0 - (k + 1) ** -0.3) * eta_max, (1.0 + (k + 1) ** -0.6) * st.eta)
     st.eta = eta_next if np.isfinite(eta_next) else st.eta
-    step = _Step(P=P, w=ev, Bn=None, hn=hn, sn=sn, Sn=Sn, Xn=Xn, num=num, dx2=dx2)
+    step = _Step(P=P, w=ev, Bn=None, hn=hn, sn=sn, Sn=Sn, Xn=None, num=num, dx2=dx2)
     return step, accept, (FP, Dw, Dr)
 
 
@@ -271,7 +282,7 @@ def _ws_phase(su, st, step, cert, tracker, rs, k_total, max_iter, opts, history,
     U = 1.0 + su.tau * (sq_distances_from_gram(FP @ FP.T) - step.hn)
     ws.update(U, s_full, shrink=False, first=True)
     w = _ws_state(ws, step.Xn, step.P, step.hn, s_full)
-    rs.anchor(w.X, w.h, w.s, None, w.St)
+    rs.anchor(w.dense(), w.h, w.s, None, w.St)
     n_checks, last = 0, None
     info = dict(start=k_total, **ws.describe(), updates=0)
     while k_total < max_iter:
@@ -282,7 +293,7 @@ def _ws_phase(su, st, step, cert, tracker, rs, k_total, max_iter, opts, history,
                 break
         FP, Dw, Dr = new
         w.X, w.X_fac, w.FP, w.h, w.s, w.St, w.Dw, w.Dr = step.Xn, step.P, FP, step.hn, step.sn, step.Sn, Dw, Dr
-        w.wts, w.fresh = ws.weights(w.s, su.fdt), False
+        w.wts, w.fresh, w.G_exp = ws.weights(w.s, su.fdt), False, None
         tracker.abs_tol = opts["eig_step_factor"] * np.sqrt(step.dx2)
         if k_total % opts["check_every"] == 0 or k_total >= max_iter:
             n_checks += 1
@@ -293,14 +304,17 @@ def _ws_phase(su, st, step, cert, tracker, rs, k_total, max_iter, opts, history,
             status = _checkpoint(cert, st, last, Gn, rs, k_total, history, t0, c0, *opts["check"])
             if status is not None:
                 return k_total, status, last, info
-            w.fresh = True  # re-seed the PSD step after a certificate, as the full phase does
+            # re-seed the PSD step after a certificate, as the full phase does, from the
+            # certificate's Aᵀ(τ∘s) (a reclassification below keeps the full dual, so it stays valid)
+            w.fresh, w.G_exp = True, Gn
             U = 1.0 + su.tau * (sq_distances_from_gram(B) - step.hn)
             if ws.update(U, s_full, shrink=n_checks % ws_opts["shrink_every"] == 0):
                 info.update(ws.describe(), updates=info["updates"] + 1)
                 if opts["check"][1]:  # verbose
                     print(f"    working set: {ws.describe()}")
                 w = _ws_state(ws, w.X, w.X_fac, w.h, s_full)
-                rs.anchor(w.X, w.h, w.s, None, w.St)
+                w.G_exp = Gn
+                rs.anchor(w.dense(), w.h, w.s, None, w.St)
                 rs.k_in = 0
                 continue
         if rs.due(np.sqrt(step.num), k_total, k_total % opts["restart_every"] == 0):
