@@ -127,8 +127,8 @@ def polish_dual(F, tau, s, G, P, U, lam, eps=0.3, max_pairs=None, n_neg=5, round
     Y = np.empty((n, r))
     for rnd in range(int(rounds)):
         Zm = G + lam * np.eye(r)
-        w, V = _eigh(0.5 * (Zm + Zm.T), np.float64, subset_by_index=(0, min(n_neg, r) - 1))
-        if rnd > 0:
+        if rnd > 0:  # the first round needs no eigenpairs of Z (Q = range(P))
+            w, V = _eigh(0.5 * (Zm + Zm.T), np.float64, subset_by_index=(0, min(n_neg, r) - 1))
             yield s.copy(), float(w[0]) - lam  # λ_min(Aᵀ(τ∘s)) of the previous round's point
         B = np.hstack([P, V[:, w < 0.0]]) if rnd > 0 else P
         Q = np.linalg.qr(B)[0]
