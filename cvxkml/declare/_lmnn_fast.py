@@ -119,12 +119,22 @@ class LMNNFastSide:
         F_claim, g_claim = extra.pop("objective", None), extra.pop("dual_value", None)
         extra.pop("status", None)
         history = extra.pop("history", [])
+        factor = extra.pop("factor", None)
         X = np.asarray(res.matrix, dtype=float)
         if X.shape != (self.rank, self.rank) or not np.all(np.isfinite(X)):
             raise SolverError(
                 f"The fast solver {spec.name} of LMNNProblem returned a matrix of shape {X.shape} (or with "
                 f"NaN/inf); it must return the whitened X̂ ({self.rank} × {self.rank}, finite)."
             )
+        if factor is not None:
+            factor = np.asarray(factor, dtype=float)
+            if factor.ndim != 2 or factor.shape[0] != self.rank or not np.all(np.isfinite(factor)):
+                raise SolverError(
+                    f"The fast solver {spec.name} of LMNNProblem returned a factor of shape {factor.shape} (or "
+                    f"with NaN/inf); it must be L ({self.rank} × q, finite) with X̂ = L Lᵀ."
+                )
+            X = factor @ factor.T  # the answer is the factor's: X̂ formed from it, never the other way
+            X = 0.5 * (X + X.T)
         if "impostor_triplets" in extra:  # no full triplet list: the solver's scan is the evaluation
             lam = float(np.linalg.eigvalsh(0.5 * (X + X.T))[0]) if X.size else 0.0
             dual = xi = None
@@ -138,21 +148,24 @@ class LMNNFastSide:
                     f"The fast solver {spec.name} of LMNNProblem returned {dual.size} multipliers (or NaN/inf); "
                     f"it must return one finite multiplier per triplet ({tr.n_triplets})."
                 )
-            F, xi, viol, dual, g = self._evaluate(X, [dual])
+            F, xi, viol, dual, g = self._evaluate(X, [dual], factor)
             if g_claim is not None and np.isfinite(g_claim):
                 g = min(g, float(g_claim))
         info = {"X": X, "rank": self.rank, "history": history, "complement": None, **extra}
+        if factor is not None:
+            info["X_factor"] = factor
         return self._checked_solution(X, F, dual, xi, viol, g, info, int(res.sweeps), float(res.time), name)
 
-    def _evaluate(self, X, duals):
+    def _evaluate(self, X, duals, factor=None):
         """``(F, ξ, violations, α, g)`` at X̂ on the full triplet list, every number recomputed
-        (:func:`cvxkml.formulas.lmnn.ordered_pair_distances`: the solver's own arithmetic);
-        α is the candidate of ``duals`` whose Lagrange bound g (:meth:`dual_value`, F as its
+        (:func:`cvxkml.formulas.lmnn.ordered_pair_distances`: the solver's own arithmetic; the
+        distances through ``factor`` L when the answer is X̂ = L Lᵀ given by it); α is the
+        candidate of ``duals`` whose Lagrange bound g (:meth:`dual_value`, F as its
         ``objective_bound``) is the largest (the first on a tie)."""
         tr = self.triplets
-        p = ordered_pair_distances(self.U, X, tr.pi, tr.pj, psd=True)
+        p = ordered_pair_distances(self.U, X, tr.pi, tr.pj, psd=True, factor=factor)
         xi = lmnn_slack(p, tr)
-        viol = self._violations(p, X, xi)
+        viol = self._violations(p, X if factor is None else None, xi)  # L Lᵀ: PSD by construction
         F = lmnn_objective(p, tr, self.gamma)
         bounds = [self.dual_value(a, objective_bound=F) for a in duals]
         best = int(np.argmax(bounds))
@@ -314,6 +327,7 @@ class LMNNFastSide:
             candidates.append(np.asarray(sol.dual, dtype=float))
         F, xi, viol, dual, g = self._evaluate(X, candidates)
         info = dict(sol.info)
+        info.pop("X_factor", None)  # the path's answer's factor: the selection is X̂* itself
         info.update(
             X=X,
             tie_break={**record, "applied": True},

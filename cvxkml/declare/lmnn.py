@@ -368,11 +368,13 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
             self.__dict__["_objective_unit"] = max(1.0, start if np.isfinite(start) else 1.0)
         return self.__dict__["_objective_unit"]
 
-    def objective_whitened(self, X) -> float:
+    def objective_whitened(self, X, factor=None) -> float:
         """F at A = V S⁻¹ X̂ S⁻¹ Vᵀ, from the whitened X̂ (r × r) ⪰ 0, its distances through
         its factor (:func:`cvxkml.formulas.lmnn.psd_pair_distances`: accurate for a huge
-        X̂; eigenvalues below 0 count as 0 — the PSD violation is :meth:`violations_whitened`'s)."""
-        p = psd_pair_distances(self.U, X, self.triplets.pi, self.triplets.pj)
+        X̂; eigenvalues below 0 count as 0 — the PSD violation is :meth:`violations_whitened`'s),
+        or through ``factor`` L (r × q) when X̂ = L Lᵀ is given by it (an answer spanning more
+        scales than the formed X̂ keeps, ``info["X_factor"]``)."""
+        p = psd_pair_distances(self.U, X, self.triplets.pi, self.triplets.pj, factor)
         return lmnn_objective(p, self.triplets, self.gamma)
 
     def slack(self, A) -> np.ndarray:
@@ -384,16 +386,18 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
         followed by the PSD violation max(0, −λ_min(A))."""
         return self._violations(self.pair_distances(A), A, xi)
 
-    def violations_whitened(self, X, xi=None) -> np.ndarray:
+    def violations_whitened(self, X, xi=None, factor=None) -> np.ndarray:
         """:meth:`violations` evaluated through the whitened X̂ (well conditioned; distances
-        through its factor as in :meth:`objective_whitened`, the PSD violation of X̂ itself)."""
-        return self._violations(psd_pair_distances(self.U, X, self.triplets.pi, self.triplets.pj), X, xi)
+        through its factor, or ``factor``, as in :meth:`objective_whitened`, the PSD violation of
+        X̂ itself; none for X̂ = L Lᵀ given by its factor: PSD by construction)."""
+        p = psd_pair_distances(self.U, X, self.triplets.pi, self.triplets.pj, factor)
+        return self._violations(p, X if factor is None else None, xi)
 
     def _violations(self, p, M, xi) -> np.ndarray:
         xi = lmnn_slack(p, self.triplets) if xi is None else np.asarray(xi, dtype=float)
         tr = self.triplets
         margin = np.maximum(np.maximum(0.0, 1.0 - xi - (p[tr.ti] - p[tr.tt])), -xi)
-        lam = float(np.linalg.eigvalsh(0.5 * (M + M.T))[0]) if M.size else 0.0
+        lam = float(np.linalg.eigvalsh(0.5 * (M + M.T))[0]) if M is not None and M.size else 0.0
         return np.append(margin, max(0.0, -lam))
 
     # ------------------------------------------------------------------ the certificate of an answer
@@ -425,15 +429,16 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
 
     def answer_objective(self, sol) -> float:
         """F through X̂ = info["X"] (:meth:`objective_whitened`), else at A."""
-        Xh = sol.info.get("X")
-        return float(self.objective(sol.matrix) if Xh is None else self.objective_whitened(Xh))
+        Xh, L = sol.info.get("X"), sol.info.get("X_factor")
+        return float(self.objective(sol.matrix) if Xh is None else self.objective_whitened(Xh, L))
 
     def answer_violations(self, sol) -> np.ndarray:
         """The violations through X̂ = info["X"] (:meth:`violations_whitened`), else at A;
         against the answer's slack ξ when it carries one."""
         Xh = sol.info.get("X")
         xi = () if sol.slack is None else (sol.slack,)
-        v = self.violations(sol.matrix, *xi) if Xh is None else self.violations_whitened(Xh, *xi)
+        factor = sol.info.get("X_factor")
+        v = self.violations(sol.matrix, *xi) if Xh is None else self.violations_whitened(Xh, *xi, factor=factor)
         return np.asarray(v, dtype=float)
 
     def answer_dual_value(self, sol, objective: float) -> float | None:
@@ -480,14 +485,18 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
             A = A + Pp @ Cc @ Pp
         return 0.5 * (A + A.T)
 
-    def factor(self, X, complement=None, rtol: float = 1e-12) -> np.ndarray:
+    def factor(self, X, complement=None, rtol: float = 1e-12, X_factor=None) -> np.ndarray:
         """L (q × D) with Lᵀ L = :meth:`matrix_from_whitened` (X̂, complement), built from
         X̂'s eigendecomposition without forming A: rows √λ_k w_kᵀ S⁻¹ Vᵀ, then a square
-        root of the complement block.  ``Z_new @ L.T`` maps new feature rows to the
-        learned space (Euclidean distances there are the learned distances)."""
-        lam, W = np.linalg.eigh(0.5 * (np.asarray(X, dtype=float) + np.asarray(X, dtype=float).T))
-        keep = lam > rtol * max(float(lam[-1]) if lam.size else 0.0, np.finfo(float).tiny)
-        L = (W[:, keep] * np.sqrt(lam[keep])).T @ (self.Vt / self.s[:, None])
+        root of the complement block; from ``X_factor`` = F (X̂ = F Fᵀ, a solution's
+        ``info["X_factor"]``) when given: rows Fᵀ S⁻¹ Vᵀ, every scale of the answer kept.
+        ``Z_new @ L.T`` maps new feature rows to the learned space (Euclidean distances there
+        are the learned distances)."""
+        if X_factor is None:
+            lam, W = np.linalg.eigh(0.5 * (np.asarray(X, dtype=float) + np.asarray(X, dtype=float).T))
+            keep = lam > rtol * max(float(lam[-1]) if lam.size else 0.0, np.finfo(float).tiny)
+            X_factor = W[:, keep] * np.sqrt(lam[keep])
+        L = np.asarray(X_factor, dtype=float).T @ (self.Vt / self.s[:, None])
         if self.rank < self.dim:
             N = np.linalg.svd(self.Vt, full_matrices=True)[2][self.rank :]  # complement basis (rows)
             if complement is None:

@@ -324,7 +324,7 @@ class LMNN(_TargetNeighborsMixin, MetricMixin, CvxkmlEstimator):
             # wide data (D > n): the factored metric of the span solve, never D × D
             self._keep_metric(prob.learned_metric(sol))
         else:
-            L = prob.factor(sol.info["X"], sol.info.get("complement"))
+            L = prob.factor(sol.info["X"], sol.info.get("complement"), X_factor=sol.info.get("X_factor"))
             if p.kernel == "linear" and self.feature_scale_ is not None:
                 # x ↦ L (x − m) / s = (L / s) x − const: the map on raw features, up to a translation
                 L = L / self.feature_scale_
@@ -515,7 +515,7 @@ class LMNNMKL(_TargetNeighborsMixin, ComponentsMixin, CvxkmlEstimator):
             self.weights_ = res.mu
             self.result_ = res
             n_iter = res.n_outer
-        self.components_ = prob.factor(sol.info["X"], sol.info.get("complement"))
+        self.components_ = prob.factor(sol.info["X"], sol.info.get("complement"), X_factor=sol.info.get("X_factor"))
         self.kernel_set_ = ks
         self.kernel_labels_ = ks.labels()
         self.X_fit_ = X

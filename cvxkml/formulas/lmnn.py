@@ -58,13 +58,16 @@ __all__ = [
     "laplacian_quadratic",
     "lmnn_dual_value",
     "pull_whitening",
+    "pull_spectrum",
     "PullBasis",
     "pull_basis",
+    "pull_null_space",
     "reaches_null",
     "rows_reach",
     "NULL_RTOL",
     "to_pull_coordinates",
     "from_pull_coordinates",
+    "pull_factor",
     "pair_quadratic",
     "psd_factor",
     "psd_pair_distances",
@@ -114,32 +117,42 @@ def psd_factor(X) -> np.ndarray:
     return V * np.sqrt(np.where(lam > floor, lam, 0.0))
 
 
-def psd_pair_distances(Z, X, pi, pj) -> np.ndarray:
-    """‖Lᵀ(z_i − z_j)‖² (L = :func:`psd_factor` of X): the squared learned distances of a PSD
-    X, computed through its factor.
+def psd_pair_distances(Z, X, pi, pj, factor=None) -> np.ndarray:
+    """‖Lᵀ(z_i − z_j)‖² (L = :func:`psd_factor` of X, or ``factor`` when X = L Lᵀ is given by
+    it: X is then not read): the squared learned distances of a PSD X, computed through its
+    factor.
 
     Why not :func:`pair_quadratic`: the quadratic form (z_i − z_j)ᵀ X (z_i − z_j) loses
     about ε‖X‖‖z_i − z_j‖² to cancellation, which for the huge optimal metrics of nearly
     singular kernels (‖X̂‖ ≈ 10⁹ in whitened coordinates) is 10⁻⁷ per pair — enough to make
     F negative and a certified gap false.  Through the factor every distance d is a sum of
     squares (never negative) with an error of about ε·√‖X‖·‖z_i − z_j‖·√d."""
-    W = np.asarray(Z, dtype=np.float64) @ psd_factor(X)
+    W = np.asarray(Z, dtype=np.float64) @ (psd_factor(X) if factor is None else np.asarray(factor, dtype=np.float64))
     pi = np.asarray(pi, dtype=np.int64)
     pj = np.asarray(pj, dtype=np.int64)
     D = W[pi] - W[pj]
     return np.einsum("ij,ij->i", D, D)
 
 
-def ordered_pair_distances(F, M, pi, pj, psd: bool = False) -> np.ndarray:
+def ordered_pair_distances(F, M, pi, pj, psd: bool = False, factor=None) -> np.ndarray:
     """(f_i − f_j)ᵀ M (f_i − f_j) for the index pairs (pi, pj) of the rows of F (n × r), summed
     column by column in the order of the LMNN solvers' Numba kernel
     (:func:`cvxkml.solvers.lmnn.pair_distances`), so the value is bitwise the solvers' own: the
     declared problem recomputes a solver's objective from its X̂ and gets the number the solver
     stopped on.  ``psd=False``: the value of :func:`pair_quadratic`; ``psd=True``: M is PSD and
     the distances are ‖Lᵀ(f_i − f_j)‖² through :func:`psd_factor`, the value of
-    :func:`psd_pair_distances`.  Memory O(n·r + P), no P × r temporary (for kernel LMNN r = n)."""
+    :func:`psd_pair_distances`; ``factor`` = L (r × q) given: M = L Lᵀ is the matrix of that factor (M
+    itself is not read) and the distances are ‖Lᵀ(f_i − f_j)‖², each a sum of squares with
+    relative error about ε·‖L‖·‖f_i − f_j‖/√d: the evaluation of an answer X̂ = W X̃ Wᵀ of the
+    whitened solve (:func:`pull_whitening`), which spans up to 1e16 between its directions, so
+    that neither the quadratic form nor an eigendecomposition of the formed matrix keeps its O(1)
+    part beside the huge one, while the factor W L̃ (X̃ = L̃ L̃ᵀ) does.  Memory O(n·r + P), no
+    P × r temporary (for kernel LMNN r = n)."""
     F = np.ascontiguousarray(F, dtype=np.float64)
-    if psd:
+    if factor is not None:
+        F = np.ascontiguousarray(F @ np.asarray(factor, dtype=np.float64))
+        Y = F
+    elif psd:
         F = np.ascontiguousarray(F @ psd_factor(M))
         Y = F
     else:
@@ -261,43 +274,67 @@ class PullBasis:
         return self.W[:, self.null]
 
 
-def pull_basis(U, trip: LMNNTriplets, gamma: float) -> PullBasis | None:
-    """The change of coordinates U ↦ U·W with G(0) = diag(1, …, 1, 0, …, 0) to round-off, and
-    G(0)'s null space N; None when G(0) = 0.
+def pull_spectrum(U, target_i, target_j, gamma: float):
+    """The target pull G(0) = (1 − γ) Σ_S u_ij u_ijᵀ = (1 − γ) DᵀD (D the target differences) as
+    (V, μ, μ_max): orthonormal eigenvectors V (r × r) and eigenvalues μ, each accurate relative
+    to its own size down to about ε²·μ_max; None when G(0) = 0.
 
-    Two stages.  G(0) = V diag(λ) Vᵀ; the directions with λ > ``_PD_RTOL``·λ_max are scaled by
-    λ^-½.  The other eigenvalues carry the eigensolver's error of about ε·λ_max, so their
-    block is recomputed from the data, G_N = (1 − γ) Σ_S (V_Nᵀu)(V_Nᵀu)ᵀ: each entry a sum
-    of products of the pair components along those directions, accurate relative to its own
-    size.  Its eigenvectors with eigenvalue μ > ``NULL_RTOL``·λ_max are scaled by μ^-½ too
-    (a real pull, however small); the rest span N and stay orthonormal.  U·W is an exact
-    change of coordinates (the same pair distances for X̂ ↦ W⁻¹X̂W⁻ᵀ, the same multipliers,
-    the same optimum), and G(0) is positive definite there when N is empty, so that
-    :func:`lmnn_dual_value` can bound tr X* by F*/λ_min(G(0)) instead of accepting a
-    round-off allowance.  Measured: a Wine degree-10 fit whose G(0) has one direction at
-    3.4e-14 of λ_max (recomputed: 3.43e-14) had its bound stop 3.1e-5 below F = 0.114 when
-    that direction counted as null, and certifies at 1.4e-10 relative with it scaled."""
+    Two stages.  The eigenvalues of G(0) above ``_PD_RTOL``·μ_max are those of its
+    eigendecomposition; the others carry that solver's error of about ε·μ_max, so their block is
+    recomputed from the data, (1 − γ) (D V_s)ᵀ(D V_s): each entry a sum of products of the pair
+    components along those directions, accurate relative to its own size, so its eigenvalues
+    resolve a real pull of 1e-18 of μ_max from the ε²-level round-off of an exactly singular
+    one (the resolution of an SVD of D, without the |S| × r decomposition).  One spectrum for
+    :func:`pull_basis`, :func:`pull_whitening` and the null space the solvers split off: they
+    agree on which directions are null (``NULL_RTOL``)."""
     U = np.asarray(U, dtype=np.float64)
-    D = U[trip.target_i] - U[trip.target_j]
+    D = U[np.asarray(target_i)] - U[np.asarray(target_j)]
     G0 = (1.0 - gamma) * (D.T @ D)
     lam, V = np.linalg.eigh(0.5 * (G0 + G0.T))
     if not lam.size or not lam[-1] > 0.0:
         return None
     top = float(lam[-1])
-    f = np.ones_like(lam)
-    keep = lam > _PD_RTOL * top
-    f[keep] = 1.0 / np.sqrt(lam[keep])
-    null = ~keep
-    if np.any(null):
-        DN = D @ V[:, null]
+    small = lam <= _PD_RTOL * top
+    if np.any(small):
+        DN = D @ V[:, small]
         mu, Q = np.linalg.eigh((1.0 - gamma) * (DN.T @ DN))
-        V[:, null] = V[:, null] @ Q
-        real = mu > NULL_RTOL * top
-        f_null = np.ones_like(mu)
-        f_null[real] = 1.0 / np.sqrt(mu[real])
-        f[null] = f_null
-        null[np.flatnonzero(null)[real]] = False
+        V[:, small] = V[:, small] @ Q
+        lam[small] = mu
+    return V, lam, top
+
+
+def pull_basis(U, trip: LMNNTriplets, gamma: float) -> PullBasis | None:
+    """The change of coordinates U ↦ U·W with G(0) = diag(1, …, 1, 0, …, 0) to round-off, and
+    G(0)'s null space N; None when G(0) = 0.
+
+    From :func:`pull_spectrum`: the eigenvectors with eigenvalue μ > ``NULL_RTOL``·μ_max are
+    scaled by μ^-½ (a real pull, however small); the rest span N and stay orthonormal.  U·W is
+    an exact change of coordinates (the same pair distances for X̂ ↦ W⁻¹X̂W⁻ᵀ, the same
+    multipliers, the same optimum), and G(0) is positive definite there when N is empty, so
+    that :func:`lmnn_dual_value` can bound tr X* by F*/λ_min(G(0)) instead of accepting a
+    round-off allowance (why that matters: reference/lmnn-speed.md)."""
+    spec = pull_spectrum(U, trip.target_i, trip.target_j, gamma)
+    if spec is None:
+        return None
+    V, mu, top = spec
+    null = mu <= NULL_RTOL * top
+    f = np.ones_like(mu)
+    f[~null] = 1.0 / np.sqrt(mu[~null])
     return PullBasis(np.ascontiguousarray(V * f), null)
+
+
+def pull_null_space(U, trip: LMNNTriplets, gamma: float):
+    """(V_R, V_N): orthonormal bases of the range and of the null space N of G(0) (eigenvalues at
+    most ``NULL_RTOL`` times the largest in :func:`pull_spectrum`, the N of :func:`pull_basis`
+    and of :func:`lmnn_dual_value`); None when G(0) = 0 or N is empty."""
+    spec = pull_spectrum(U, trip.target_i, trip.target_j, gamma)
+    if spec is None:
+        return None
+    V, mu, top = spec
+    null = mu <= NULL_RTOL * top
+    if not np.any(null):
+        return None
+    return np.ascontiguousarray(V[:, ~null]), np.ascontiguousarray(V[:, null])
 
 
 def rows_reach(D, VN) -> np.ndarray:
@@ -475,9 +512,6 @@ def _scaled_bound(OT, OH, eps, scale, total, lam_at, bound) -> float:
     return bound(s)
 
 
-#: eigenvalues of the target pull G(0) at most this times its largest count as round-off of
-#: an exactly singular G(0): :func:`pull_whitening` leaves their directions alone
-PULL_FLOOR = 1e-12
 #: directions of G(0) with eigenvalues below this times the largest are rescaled to it
 _PULL_RANGE = 1e-4
 
@@ -487,37 +521,35 @@ def pull_whitening(U, target_i, target_j, gamma: float) -> tuple[np.ndarray, np.
     invertible), or None when it is the identity.
 
     G(0) = (1 − γ) Σ_S u_ij u_ijᵀ is the target pull (the part of the objective linear in
-    X̂), G(0) = V diag(λ) Vᵀ.  W = V diag(f) Vᵀ with f = √(ρ λ_max / λ) on the eigenvalues
-    in (``PULL_FLOOR``, ρ = ``_PULL_RANGE``) times λ_max and f = 1 elsewhere, so Wᵀ G(0) W
-    has no eigenvalue in that interval below ρ λ_max: its conditioning is capped at 1/ρ, and
-    the rest of the space is untouched (None when G(0) has no such eigenvalue: the
-    well-conditioned problems, e.g. linear LMNN on standardized features, run as before).
+    X̂), G(0) = V diag(μ) Vᵀ (:func:`pull_spectrum`).  W = V diag(f) Vᵀ with
+    f = √(ρ μ_max / μ) on the eigenvalues in (``NULL_RTOL``, ρ = ``_PULL_RANGE``) times
+    μ_max and f = 1 elsewhere, so Wᵀ G(0) W has no eigenvalue in that interval below ρ μ_max:
+    its conditioning is capped at 1/ρ, and the rest of the space is untouched (None when G(0)
+    has no such eigenvalue: the well-conditioned problems, e.g. linear LMNN on standardized
+    features, run as before).
 
-    Why: on a nearly singular kernel G(0) has eigenvalues down to 1e-9 of its largest (a
-    direction v that separates the classes at almost no pull cost), the optimal X̂ is huge
-    along v (tr X̂ ≈ 10⁴ – 10⁹), and its top eigenvector must match v to within about the
-    square root of that ratio: on an Iris inner-CV fit of the Wang et al. reproduction
-    (degree-4 polynomial kernel, λ_min/λ_max = 1.4e-9) the best X̂ of the smoothed and PDHG
-    phases had its 3.4e4 eigenvalue 0.022 rad off v, and that misalignment cost 1.03 of
-    F = 1.04: no quasi-Newton or first-order step corrects it at that conditioning, so F and
-    the bound stalled (gap 0.17).  In the coordinates X̃ = W⁻¹ X̂ W⁻ᵀ (features U W) the
-    problem is the same — d_p = u_pᵀ X̂ u_p = (W u_p)ᵀ X̃ (W u_p) for every pair, X̂ ⪰ 0 ⇔
-    X̃ ⪰ 0, the same triplets and multipliers α, so every bound of the problem in the new
-    coordinates bounds the original's optimum — and that fit certifies F = 0.866 in 498
-    iterations.  Directions at most ``PULL_FLOOR`` λ_max (round-off of an exactly singular
-    G(0), e.g. the constant direction of a kernel with an offset) are not amplified: there
-    W = I, and :func:`cvxkml.formulas.lmnn.lmnn_dual_value` and :func:`cvxkml.solvers.lmnn._barrier_dual`
-    work on the range of G(0)."""
-    U = np.asarray(U, dtype=np.float64)
-    D = U[np.asarray(target_i)] - U[np.asarray(target_j)]
-    G0 = (1.0 - gamma) * (D.T @ D)
-    lam, V = np.linalg.eigh(0.5 * (G0 + G0.T))
-    top = float(lam[-1]) if lam.size else 0.0
-    low = (lam > PULL_FLOOR * top) & (lam < _PULL_RANGE * top)
-    if not top > 0.0 or not np.any(low):
+    Why: on a nearly singular kernel G(0) has eigenvalues far below its largest (a direction v
+    that separates the classes at almost no pull cost), the optimal X̂ is huge along v, and
+    its top eigenvector must match v to within about the square root of that ratio, which no
+    quasi-Newton or first-order step achieves at that conditioning (reference/lmnn-speed.md).
+    In the coordinates X̃ = W⁻¹ X̂ W⁻ᵀ (features U W) the problem is the same — d_p = u_pᵀ X̂
+    u_p = (W u_p)ᵀ X̃ (W u_p) for every pair, X̂ ⪰ 0 ⇔ X̃ ⪰ 0, the same triplets and
+    multipliers α, so every bound of the problem in the new coordinates bounds the original's
+    optimum.  f reaches √(ρ/``NULL_RTOL``) = 1e8, so X̂ = W X̃ W spans up to 16 orders of
+    magnitude more than X̃: the solvers keep such an answer as the factor W L̃ (X̃ = L̃ L̃ᵀ,
+    :func:`ordered_pair_distances` with ``factor``), never as the matrix.  The null space N itself (at most
+    ``NULL_RTOL`` μ_max: round-off of an exactly singular G(0), e.g. the constant direction
+    of a kernel with an offset) is not amplified: there W = I, and
+    :func:`cvxkml.formulas.lmnn.lmnn_dual_value` and the solvers work on the range of G(0)."""
+    spec = pull_spectrum(U, target_i, target_j, gamma)
+    if spec is None:
         return None
-    f = np.ones_like(lam)
-    f[low] = np.sqrt(_PULL_RANGE * top / lam[low])
+    V, mu, top = spec
+    low = (mu > NULL_RTOL * top) & (mu < _PULL_RANGE * top)
+    if not np.any(low):
+        return None
+    f = np.ones_like(mu)
+    f[low] = np.sqrt(_PULL_RANGE * top / mu[low])
     return np.ascontiguousarray((V * f) @ V.T), np.ascontiguousarray((V / f) @ V.T)
 
 
@@ -528,6 +560,15 @@ def to_pull_coordinates(X, whitening):
     W_inv = whitening[1]
     Y = W_inv @ np.asarray(X, dtype=np.float64) @ W_inv.T
     return 0.5 * (Y + Y.T)
+
+
+def pull_factor(Xt, whitening) -> np.ndarray:
+    """L (r × r) with L Lᵀ = W X̃ Wᵀ, the answer X̃ of the solver's coordinates mapped back
+    (:func:`from_pull_coordinates`) as a factor: W·:func:`psd_factor` (X̃).  Distances through
+    it (:func:`ordered_pair_distances` with ``factor``) keep every scale of the answer, where
+    the formed matrix W X̃ Wᵀ does not (see :func:`pull_whitening`)."""
+    L = psd_factor(Xt)
+    return L if whitening is None else whitening[0] @ L
 
 
 def from_pull_coordinates(Xt, whitening):
@@ -545,11 +586,18 @@ def orthonormal_factor(Z, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, 
     The learned distances depend on A only through X̂ = diag(s) Vt A Vtᵀ diag(s) (r × r),
     because (z_i − z_j) = Vtᵀ diag(s) (u_i − u_j); optimizing over X̂ ⪰ 0 with features U
     is an exact reparameterization of eq. 18 on the row space of Z, A = Vtᵀ diag(1/s) X̂
-    diag(1/s) Vt.  Returns (U (n × r), s (r,), Vt (r × D)).
+    diag(1/s) Vt.  Equal rows of Z get equal rows of U (u_i = z_i Vtᵀ diag(1/s) exactly; the
+    SVD's rows differ by round-off, which a huge optimal metric along a direction no target
+    pair sees would amplify into a separation of two copies of one point).  Returns
+    (U (n × r), s (r,), Vt (r × D)).
     """
     Z = np.asarray(Z, dtype=np.float64)
     U, s, Vt = np.linalg.svd(Z, full_matrices=False)
     if s.size == 0 or s[0] == 0.0:
         raise InvalidInputError("The feature matrix is zero: every distance is 0 and nothing can be learned.")
     r = int(np.sum(s > rtol * s[0]))
-    return np.ascontiguousarray(U[:, :r]), s[:r].copy(), np.ascontiguousarray(Vt[:r])
+    U = np.ascontiguousarray(U[:, :r])
+    _, first, copy_of = np.unique(Z, axis=0, return_index=True, return_inverse=True)
+    copies = np.flatnonzero(first[copy_of.ravel()] != np.arange(Z.shape[0]))
+    U[copies] = U[first[copy_of.ravel()[copies]]]
+    return U, s[:r].copy(), np.ascontiguousarray(Vt[:r])

@@ -18,10 +18,11 @@ the certificate.
 
 Coordinates.  Both phases run in the features U W of
 :func:`cvxkml.formulas.lmnn.pull_whitening` (W = I unless the target pull G(0) has
-eigenvalues between 1e-12 and 1e-4 of its largest: a nearly singular kernel), an exact
+eigenvalues between ``NULL_RTOL`` and 1e-4 of its largest: a nearly singular kernel), an exact
 change of coordinates X̂ = W X̃ Wᵀ that caps the conditioning of the pull term; the result is
-mapped back.  On such kernels the optimal X̂ is huge along G(0)'s near-null directions and
-the stalled fits of the Wang et al. reproduction were a misaligned top eigenvector there.
+mapped back and kept as its factor W L̃ too (X̃ = L̃ L̃ᵀ), through which F is evaluated.  On
+such kernels the optimal X̂ is huge along G(0)'s near-null directions, and the stalled fits of
+the Wang et al. reproduction were a misaligned top eigenvector there.
 
 PDHG phase.
 
@@ -87,12 +88,15 @@ import numpy as np
 
 from .._config import blas_limit
 from ..formulas.lmnn import (
-    PULL_FLOOR,
     STALL_ITER,
     LMNNTriplets,
     from_pull_coordinates,
     lmnn_dual_value,
     lmnn_objective,
+    ordered_pair_distances,
+    psd_factor,
+    pull_factor,
+    pull_null_space,
     pull_whitening,
     reaches_null,
     to_pull_coordinates,
@@ -111,7 +115,6 @@ from ._lmnn.scan import impostor_scan
 from ._lmnn.smooth import _SMOOTH_MUS as _SMOOTH_MUS
 from ._lmnn.smooth import _smooth_stages as _smooth_stages
 from ._lmnn.smooth import _smooth_value_grad as _smooth_value_grad
-from ._lmnn_exact import evaluable as _evaluable
 from ._lmnn_exact import null_scale as _null_scale
 from .result import OK, FastResult, Status
 
@@ -216,7 +219,10 @@ def lmnn_pdhg(
         width's check skipped the bound because Σα could not certify) and the
         solver details (``operator_norm``, ``primal_weight``, ``polish_time``,
         ``smooth_iterations``, ``smooth_time``, ``working_triplets``, ``triplets``; ``exact_finish``
-        when the exact finish ran: its ``rounds``, ``working_triplets``, interior-point ``steps``, ``time``).
+        when the exact finish ran: its ``rounds``, ``working_triplets``, interior-point ``steps``, ``time``);
+        ``factor`` = L (r × q, ``matrix`` = L Lᵀ) when the answer spans more scales than the formed
+        matrix keeps (a whitened solve, or an answer extended along G(0)'s null space): F was
+        evaluated through it, and so is every later distance.
     """
     with blas_limit(blas_threads):
         U = np.ascontiguousarray(U, dtype=np.float64)
@@ -246,17 +252,23 @@ def _better_of(a: FastResult, b: FastResult, U, trip, gamma, tol) -> FastResult:
     """b with the lower objective's matrix and the higher bound's multipliers of a and b
     (each is a valid upper / lower bound of the same problem), re-certified."""
     ea, eb = a.extra, b.extra
-    X, F = (a.matrix, ea["objective"]) if ea["objective"] < eb["objective"] else (b.matrix, eb["objective"])
+    best = a if ea["objective"] < eb["objective"] else b
+    X, F = best.matrix, best.extra["objective"]
     alpha, g = (a.lam, ea["dual_value"]) if ea["dual_value"] > eb["dual_value"] else (b.lam, eb["dual_value"])
     status = "converged" if F - g <= tol * max(1.0, abs(F)) else eb["status"]
-    info = {k: v for k, v in eb.items() if k not in ("solver", "objective", "dual_value", "status", "history")}
+    skip = ("solver", "objective", "dual_value", "status", "history", "factor")
+    info = {k: v for k, v in eb.items() if k not in skip}
+    if "factor" in best.extra:  # the matrix's factor, when its solve kept one
+        info["factor"] = best.extra["factor"]
     info["off_null"] = {k: ea[k] for k in ("objective", "dual_value", "status", "null_dim", "free_triplets")}
     history = ea["history"] + [(h[0] + a.sweeps,) + tuple(h[1:]) for h in eb["history"]]
     return lmnn_result(X, alpha, F, g, a.sweeps + b.sweeps, status, a.time + b.time, history, info)
 
 
 def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResult:
-    """:func:`_lmnn_pdhg` in the coordinates of :func:`pull_whitening`, the answer mapped back."""
+    """:func:`_lmnn_pdhg` in the coordinates of :func:`pull_whitening`, the answer mapped back
+    (``matrix``) and kept as its factor W L̃ (``extra["factor"]``, X̃ = L̃ L̃ᵀ): F is evaluated
+    through the factor, which keeps every scale of the answer."""
     white = pull_whitening(U, trip.target_i, trip.target_j, gamma)
     Uw = U if white is None else np.ascontiguousarray(U @ white[0])  # the solver's coordinates
     res = _lmnn_pdhg(
@@ -278,18 +290,19 @@ def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResu
     )
     if white is None:
         return res
-    # F of the matrix returned, in the caller's coordinates (mapping back rounds X̂ at about
-    # ε·‖W‖²‖X̃‖), and the stop re-checked against it
+    # F of the answer in the caller's coordinates, through its factor (the formed W X̃ Wᵀ rounds
+    # at about ε·‖W‖²‖X̃‖), and the stop re-checked against it
+    factor = pull_factor(res.matrix, white)
     res.matrix = from_pull_coordinates(res.matrix, white)
-    F = lmnn_objective(_Ops(U, trip).distances(res.matrix), trip, gamma)
+    res.extra["factor"] = factor
+    F = lmnn_objective(ordered_pair_distances(U, None, trip.pi, trip.pj, factor=factor), trip, gamma)
     g = res.extra["dual_value"]
     total = float(np.sum(res.lam))
     if g > F and g > 0.0 and total > 0.0:
-        # the map back rounded F below the bound (both within about ε·‖W‖²‖X̃‖ of each other, on
-        # a nearly singular kernel): the multipliers are scaled
-        # down to a sum just below F — c·α is dual feasible for every c <= g / Σα (G(cα) is a
-        # convex combination of G(0) and a feasible G) — and the bound recomputed, as
-        # LMNNProblem.dual_value does, in the solver's coordinates
+        # the map back rounded F below the bound (both within about ε·‖W‖ of each other): the
+        # multipliers are scaled down to a sum just below F — c·α is dual feasible for every
+        # c <= g / Σα (G(cα) is a convex combination of G(0) and a feasible G) — and the bound
+        # recomputed, as LMNNProblem.dual_value does, in the solver's coordinates
         res.lam = res.lam * ((F / total) * (1.0 - 1e-12))
         g = lmnn_dual_value(Uw, trip, res.lam, gamma, objective_bound=F)
         res.extra["dual_value"] = g
@@ -301,17 +314,13 @@ def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResu
 
 
 def _seen_null_space(U, trip: LMNNTriplets, gamma: float):
-    """(V_R, V_N, seeing) when the target pull G(0) is exactly singular (eigenvalues at most
-    ``PULL_FLOOR`` times the largest: round-off) on a space N that some impostor pairs
-    reach (``seeing``: :func:`cvxkml.formulas.lmnn.reaches_null`); None otherwise."""
-    D = U[trip.target_i] - U[trip.target_j]
-    G0 = (1.0 - gamma) * (D.T @ D)
-    lam, V = np.linalg.eigh(0.5 * (G0 + G0.T))
-    top = float(lam[-1]) if lam.size else 0.0
-    null = lam <= PULL_FLOOR * top
-    if not top > 0.0 or not np.any(null) or np.all(null):
+    """(V_R, V_N, seeing) when the target pull G(0) is exactly singular (its null space N of
+    :func:`cvxkml.formulas.lmnn.pull_null_space`, the N of the Lagrange bound) and some impostor
+    pairs reach N (``seeing``: :func:`cvxkml.formulas.lmnn.reaches_null`); None otherwise."""
+    split = pull_null_space(U, trip, gamma)
+    if split is None or split[0].shape[1] == 0:
         return None
-    VN, VR = np.ascontiguousarray(V[:, null]), np.ascontiguousarray(V[:, ~null])
+    VR, VN = split
     seeing = reaches_null(U, trip, VN)
     return (VR, VN, seeing) if np.any(seeing) else None
 
@@ -360,22 +369,23 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
             **kw,
         )
         sweeps, status, history, lam_kept = res.sweeps, res.extra["status"], res.extra["history"], res.lam
-        skip = ("solver", "objective", "dual_value", "status", "history")
+        skip = ("solver", "objective", "dual_value", "status", "history", "factor")
         info = {k: v for k, v in res.extra.items() if k not in skip}
         X_R = VR @ res.matrix @ VR.T
+        L_R = VR @ (res.extra["factor"] if "factor" in res.extra else psd_factor(res.matrix))
     else:  # every triplet reaches N: the range problem is min ⟨G(0), X̂_R⟩, solved by X̂_R = 0
         sweeps, status, history, lam_kept, info = 0, "converged", [], np.zeros(0), {}
-        X_R = np.zeros((U.shape[1], U.shape[1]))
-    ops = _Ops(U, trip)
+        X_R, L_R = np.zeros((U.shape[1], U.shape[1])), np.zeros((U.shape[1], 0))
+    # the answer X̂_R + c·V_N V_Nᵀ as its factor [L_R, √c V_N]: c is often many orders above
+    # X̂_R, and the formed matrix would keep only the larger part (the solve's F through the
+    # factor, as the declared problem recomputes it)
     n_N = _null_lengths(U, trip, VN)
-    p_R = ops.distances(X_R)
+    p_R = ordered_pair_distances(U, None, trip.pi, trip.pj, factor=L_R)
     c = _null_scale(p_R, n_N, trip, gamma)
+    L = np.hstack([L_R, np.sqrt(c) * VN]) if c > 0.0 else L_R
     X = X_R + c * (VN @ VN.T)
     X = 0.5 * (X + X.T)
-    F = lmnn_objective(ops.distances(X), trip, gamma)
-    if not _evaluable(lmnn_objective(p_R + c * n_N, trip, gamma), F, tol):
-        c, X = 0.0, X_R  # the extended point's F is round-off (see _lmnn_exact.evaluable)
-        F = lmnn_objective(p_R, trip, gamma)
+    F = lmnn_objective(ordered_pair_distances(U, None, trip.pi, trip.pj, factor=L), trip, gamma)
     alpha = np.zeros(trip.n_triplets)
     alpha[keep] = lam_kept
     g = lmnn_dual_value(U, trip, alpha, gamma, objective_bound=F)
@@ -383,6 +393,7 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
         status = "converged"
     elif status == "converged":
         status = "max_iter reached"  # certified on range(G(0)) only: not the whole problem's tol
-    info.update(null_dim=int(VN.shape[1]), null_scale=c, free_triplets=int(seeing.sum()), triplets=int(trip.n_triplets))
+    info.update(null_dim=int(VN.shape[1]), null_scale=c, free_triplets=int(seeing.sum()))
+    info.update(triplets=int(trip.n_triplets), factor=L)
     # iterations: the reduced solve's, and one for the exact step along V_N
     return lmnn_result(X, alpha, F, g, sweeps + 1, status, time.perf_counter() - t0, history, info)

@@ -31,6 +31,10 @@ from cvxkml.formulas.lmnn import (
     pair_weights,
     psd_factor,
     psd_pair_distances,
+    pull_basis,
+    pull_factor,
+    pull_null_space,
+    pull_spectrum,
     pull_whitening,
     sorted_unique,
     target_neighbors,
@@ -273,6 +277,20 @@ def test_orthonormal_factor_and_psd_factor_keep_every_distance(seed):
 
 
 @settings(max_examples=examples(20))
+@given(seed=SEED, copies=st.integers(1, 3))
+def test_orthonormal_factor_gives_copies_of_a_point_one_coordinate(seed, copies):
+    """Rows of Z that are equal (a point given twice: two digits a rotation-invariant feature
+    cannot tell apart) get bitwise equal rows of U, so every metric gives them distance 0 — the
+    SVD alone leaves them round-off apart; the factor still reproduces Z."""
+    rng, Z, _, _, _, _, _ = _instance(seed)
+    Z = np.vstack([Z, np.repeat(Z[:1], copies, axis=0)])
+    U, s, Vt = orthonormal_factor(Z)
+    for i in range(Z.shape[0] - copies, Z.shape[0]):
+        assert np.array_equal(U[i], U[0])
+    np.testing.assert_allclose((U * s) @ Vt, Z, atol=1e-10 * np.abs(Z).max())
+
+
+@settings(max_examples=examples(20))
 @given(seed=SEED, magnitude=st.sampled_from([1e-3, 1.0, 1e9]))
 def test_ordered_pair_distances_are_the_solvers_own_to_the_bit(seed, magnitude):
     """ordered_pair_distances is pair_quadratic (psd=False) and psd_pair_distances (psd=True)
@@ -287,6 +305,73 @@ def test_ordered_pair_distances_are_the_solvers_own_to_the_bit(seed, magnitude):
         assert np.array_equal(got, pair_distances(Z, A, trip.pi, trip.pj, psd=psd))
         want = formula(Z, A, trip.pi, trip.pj)
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * magnitude * np.abs(Z).max() ** 2)
+
+
+def _tiny_and_null_pull(seed, tiny):
+    """Features whose target pull has a direction at tiny² of its largest (a real pull below the
+    eigensolver's ε resolution when tiny <= 1e-7) and one exactly null direction (a
+    class-constant column: every target pair has the same value there)."""
+    rng, Z, y, k, sq, trip, _ = _instance(seed, n_max=14, d_max=3)
+    U = np.hstack([Z, tiny * rng.normal(size=(y.size, 1)), y[:, None].astype(float)])  # any full-rank factor
+    return rng, U, y, trip
+
+
+@settings(max_examples=examples(20))
+@given(seed=SEED, tiny=st.sampled_from([1e-3, 1e-7, 1e-9]))
+def test_pull_spectrum_resolves_pulls_below_the_eigensolver_error(seed, tiny):
+    """pull_spectrum's eigenvalues match the squared singular values of the target differences
+    D (an SVD resolves σ² down to ε²·σ²_max) for every real pull — also at 1e-14 and 1e-18 of
+    the largest, where an eigendecomposition of DᵀD returns round-off of ±ε; the exactly null
+    direction is at most NULL_RTOL, and pull_basis, pull_null_space and pull_whitening agree on
+    it: one null space N, the tiny pull rescaled by pull_whitening and pull_basis, not null."""
+    rng, U, y, trip = _tiny_and_null_pull(seed, tiny)
+    gamma = 0.5
+    D = U[trip.target_i] - U[trip.target_j]
+    sv = np.linalg.svd(D, compute_uv=False)
+    V, mu, top = pull_spectrum(U, trip.target_i, trip.target_j, gamma)
+    want = np.sort((1 - gamma) * sv**2)
+    got = np.sort(mu)
+    real = want > 1e-24 * want[-1]
+    assert got[real] == pytest.approx(want[real], rel=1e-6)
+    np.testing.assert_allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-12)
+    null = mu <= 1e-20 * top
+    assert null.sum() == (~real).sum() >= 1
+    VR, VN = pull_null_space(U, trip, gamma)
+    basis = pull_basis(U, trip, gamma)
+    assert VN.shape[1] == basis.null.sum() == null.sum()
+    # the same N: each basis's projector agrees
+    np.testing.assert_allclose(VN @ VN.T, basis.VN @ basis.VN.T, atol=1e-10)
+    np.testing.assert_allclose(VR.T @ VN, 0.0, atol=1e-12)
+    assert np.linalg.norm(D @ VN) <= 1e-12 * np.linalg.norm(D)
+    wh = pull_whitening(U, trip.target_i, trip.target_j, gamma)
+    assert wh is not None
+    W = wh[0]
+    # W is the identity on N and caps the conditioning of the pull at 1e4 off N
+    np.testing.assert_allclose(W @ VN, VN, atol=1e-9)
+    G0 = (1 - gamma) * (D @ W).T @ (D @ W)
+    lw = np.linalg.eigvalsh(VR.T @ G0 @ VR)
+    assert lw.min() >= (1e-4 - 1e-6) * lw.max()
+
+
+@settings(max_examples=examples(20))
+@given(seed=SEED, tiny=st.sampled_from([1e-3, 1e-7, 1e-9]))
+def test_pull_factor_keeps_every_scale_of_the_answer(seed, tiny):
+    """A whitened answer X̃ mapped back as the factor W·L̃ (pull_factor): distances through the
+    factor are those of X̃ with the solver's features U W, to relative ε·‖W‖ — also when W
+    scales a tiny pull by 1e8, where the formed X̂ = W X̃ Wᵀ loses the O(1) part."""
+    rng, U, y, trip = _tiny_and_null_pull(seed, tiny)
+    wh = pull_whitening(U, trip.target_i, trip.target_j, 0.5)
+    if wh is None:
+        return
+    r = U.shape[1]
+    B = rng.normal(size=(r, r))
+    Xt = B @ B.T / r
+    L = pull_factor(Xt, wh)
+    np.testing.assert_allclose(L @ L.T, from_pull_coordinates(Xt, wh), rtol=1e-8, atol=1e-10 * np.abs(L @ L.T).max())
+    got = ordered_pair_distances(U, None, trip.pi, trip.pj, factor=L)
+    want = psd_pair_distances(U @ wh[0], Xt, trip.pi, trip.pj)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9 * np.abs(want).max())
+    assert pull_factor(Xt, None) == pytest.approx(psd_factor(Xt))
 
 
 @settings(max_examples=examples(20))

@@ -173,7 +173,34 @@ def test_exactly_singular_pull_reached_by_impostors_is_solved_off_the_null_space
     assert sol.converged
     assert sol.info["null_dim"] == 1 and sol.info["free_triplets"] > 0
     assert 0.0 <= sol.dual_value <= sol.objective <= TOL
-    assert sol.objective == pytest.approx(prob.objective_whitened(sol.info["X"]), rel=1e-6, abs=1e-12)
+    # the answer X̂_R + c·V_N V_Nᵀ is kept as its factor L (X̂ = L Lᵀ), and F is the value through it
+    L = sol.info["X_factor"]
+    assert np.allclose(L @ L.T, sol.info["X"], rtol=0.0, atol=1e-12 * np.abs(sol.info["X"]).max())
+    assert sol.objective == pytest.approx(prob.objective_whitened(sol.info["X"], L), rel=1e-9, abs=1e-15)
+
+
+def test_factored_answer_reaches_the_learned_map():
+    """The draw above through the LMNN estimator (``kernel="precomputed"``): its answer is
+    X̂_R + c·V_N V_Nᵀ with c ≈ 3e11 beside an O(1) X̂_R, kept as the factor F (X̂ = F Fᵀ); the
+    learned map is built from that factor (components = Fᵀ S⁻¹ Vᵀ, not an eigendecomposition of
+    the formed X̂), and the training pairs' distances through the map give back the certified F
+    and every triplet's margin within the certificate's tolerance."""
+    from cvxkml.estimators import LMNN
+
+    X, y = _points(2123775744, 12)
+    K = gaussian_kernel(X, sigma=5.0)
+    K = K / np.mean(np.diag(K))
+    est = LMNN(k=2, kernel="precomputed", tol=TOL, max_iter=20_000).fit(K, y)
+    sol = est.solution_
+    assert sol.converged and sol.info["null_scale"] > 1e8
+    prob = LMNNProblem.kernel(K, y, 2, 0.5)
+    np.testing.assert_allclose(est.components_, prob.factor(None, X_factor=sol.info["X_factor"]), rtol=1e-12)
+    Zt = est.transform(K)
+    tr = prob.triplets
+    D = Zt[tr.pi] - Zt[tr.pj]
+    p = np.einsum("ij,ij->i", D, D)
+    assert abs(lmnn_objective(p, tr, 0.5) - sol.objective) <= TOL * max(1.0, sol.objective)
+    assert np.all(1 + p[tr.tt] - p[tr.ti] <= TOL)  # every triplet on or beyond its margin
 
 
 @pytest.mark.parametrize("seed", range(5))

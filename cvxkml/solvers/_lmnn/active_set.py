@@ -13,6 +13,7 @@ from ...formulas.lmnn import (
     LMNNTriplets,
     from_pull_coordinates,
     psd_factor,
+    pull_factor,
     pull_whitening,
     sorted_unique,
     to_pull_coordinates,
@@ -127,10 +128,10 @@ def lmnn_active_set(
             rs.sizes.append(int(keys.size))
             skeys = _keys(keys // n, keys % n, n)  # the order of sub's triplets (= keys)
             res = _round_solve(U_pull, sub, gamma, to_pull_coordinates(X, white), rs, skeys, final, tol, max_iter, opts)
-            X = from_pull_coordinates(res.matrix, white)
+            X, L = from_pull_coordinates(res.matrix, white), pull_factor(res.matrix, white)
             rs.after_solve(res, skeys)
             per_entry = max(cap, _TIGHT_CAP) if final else cap
-            z, fresh = _round_scan(U, X, codes, target_i, target_j, gamma, buffer, per_entry, keys, rs, res, t0)
+            z, fresh = _round_scan(U, L, codes, target_i, target_j, gamma, buffer, per_entry, keys, rs, res, t0)
             if rs.F_full - rs.g <= tol * max(1.0, abs(rs.F_full)):
                 rs.status = "converged"
                 break
@@ -158,7 +159,7 @@ def lmnn_active_set(
                 rs.status = "max rounds reached"
                 break
             keys = sorted_unique(keys, fresh)
-        return _active_set_result(X, res, sub, keys, n, rs, t0)
+        return _active_set_result(X, L if white is not None else None, res, sub, keys, n, rs, t0)
 
 
 def _round_solve(U_pull, sub, gamma, X_pull, rs, skeys, final, tol, max_iter, opts) -> FastResult:
@@ -186,13 +187,13 @@ def _round_solve(U_pull, sub, gamma, X_pull, rs, skeys, final, tol, max_iter, op
     )
 
 
-def _round_scan(U, X, codes, target_i, target_j, gamma, buffer, per_entry, keys, rs, res, t0):
-    """The full scan at a round's answer X̂ (:func:`impostor_scan`): the full F and the set's
-    bound recorded in ``rs``; returns the hinge arguments of the triplets found outside the set
-    and their sorted keys."""
+def _round_scan(U, L, codes, target_i, target_j, gamma, buffer, per_entry, keys, rs, res, t0):
+    """The full scan at a round's answer X̂ = L Lᵀ (:func:`impostor_scan`): the full F and the
+    set's bound recorded in ``rs``; returns the hinge arguments of the triplets found outside the
+    set and their sorted keys."""
     n = U.shape[0]
     ts = time.perf_counter()
-    W = U @ psd_factor(X)
+    W = U @ L
     e, l, z, hinge, _ = impostor_scan(W, codes, target_i, target_j, buffer, per_entry, known=keys)
     rs.scan_time += time.perf_counter() - ts
     fresh = sorted_unique(_keys(e, l, n))
@@ -203,8 +204,9 @@ def _round_scan(U, X, codes, target_i, target_j, gamma, buffer, per_entry, keys,
     return z, fresh
 
 
-def _active_set_result(X, res, sub, keys, n, rs, t0) -> FastResult:
-    """The result of :func:`lmnn_active_set` (the full F, the last set's bound and multipliers)."""
+def _active_set_result(X, L, res, sub, keys, n, rs, t0) -> FastResult:
+    """The result of :func:`lmnn_active_set` (the full F, the last set's bound and multipliers;
+    ``factor`` L of X̂ when the solve was whitened)."""
     info = {
         **rs.info_last,
         "triplets": sub,
@@ -218,6 +220,8 @@ def _active_set_result(X, res, sub, keys, n, rs, t0) -> FastResult:
         "round_trace": rs.trace,
         "set_objective": float(res.extra["objective"]),
     }
+    if L is not None:
+        info["factor"] = L
     return lmnn_result(X, res.lam, rs.F_full, rs.g, rs.it, rs.status, time.perf_counter() - t0, rs.history, info)
 
 
