@@ -11,7 +11,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from budget import examples
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from cvxkml.errors import InvalidInputError
@@ -308,19 +308,21 @@ def test_ordered_pair_distances_are_the_solvers_own_to_the_bit(seed, magnitude):
 
 
 def _tiny_and_null_pull(seed, tiny):
-    """Features whose target pull has a direction at tiny² of its largest (a real pull below the
-    eigensolver's ε resolution when tiny <= 1e-7) and one exactly null direction (a
-    class-constant column: every target pair has the same value there)."""
+    """Features whose target pull has a direction at about tiny² of its largest (a real pull
+    below the eigensolver's ε resolution for tiny = 1e-8, yet orders above ``NULL_RTOL``) and
+    one exactly null direction (a class-constant column: every target pair has the same value
+    there)."""
     rng, Z, y, k, sq, trip, _ = _instance(seed, n_max=14, d_max=3)
     U = np.hstack([Z, tiny * rng.normal(size=(y.size, 1)), y[:, None].astype(float)])  # any full-rank factor
+    assume(y.size >= U.shape[1] + 4)  # enough points that the tiny column is a direction of its own
     return rng, U, y, trip
 
 
 @settings(max_examples=examples(20))
-@given(seed=SEED, tiny=st.sampled_from([1e-3, 1e-7, 1e-9]))
+@given(seed=SEED, tiny=st.sampled_from([1e-5, 1e-6, 1e-8]))
 def test_pull_spectrum_resolves_pulls_below_the_eigensolver_error(seed, tiny):
     """pull_spectrum's eigenvalues match the squared singular values of the target differences
-    D (an SVD resolves σ² down to ε²·σ²_max) for every real pull — also at 1e-14 and 1e-18 of
+    D (an SVD resolves σ² down to ε²·σ²_max) for every real pull — also at about 1e-16 of
     the largest, where an eigendecomposition of DᵀD returns round-off of ±ε; the exactly null
     direction is at most NULL_RTOL, and pull_basis, pull_null_space and pull_whitening agree on
     it: one null space N, the tiny pull rescaled by pull_whitening and pull_basis, not null."""
@@ -354,7 +356,7 @@ def test_pull_spectrum_resolves_pulls_below_the_eigensolver_error(seed, tiny):
 
 
 @settings(max_examples=examples(20))
-@given(seed=SEED, tiny=st.sampled_from([1e-3, 1e-7, 1e-9]))
+@given(seed=SEED, tiny=st.sampled_from([1e-5, 1e-6, 1e-8]))
 def test_pull_factor_keeps_every_scale_of_the_answer(seed, tiny):
     """A whitened answer X̃ mapped back as the factor W·L̃ (pull_factor): distances through the
     factor are those of X̃ with the solver's features U W, to relative ε·‖W‖ — also when W
