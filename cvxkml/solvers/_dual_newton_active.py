@@ -47,7 +47,7 @@ class WorkingSet:
         multiplied by 4 (up to 1/2) after one that took at least ``slow``.
     """
 
-    def __init__(self, lower, upper, movable, kappa=0.25, inner_max=30, share=0.1, quick=4, slow=12):
+    def __init__(self, lower, upper, movable, kappa=0.25, inner_max=30, share=0.01, quick=4, slow=12):
         self.lower, self.upper, self.movable = lower, upper, movable
         self.kappa, self.inner_max, self.share = float(kappa), int(inner_max), float(share)
         self.quick, self.slow = int(quick), int(slow)
