@@ -150,15 +150,15 @@ def _setup(F, tau, c, lam, h_min, scaling, precision, balance) -> _Setup:
     d = np.where(np.isfinite(d), d, 1.0)
     Fs = F * d
     # ‖A‖ by power iteration, O(n²r) per iteration: for a high-rank kernel (r close to n)
-    # in float32, and the estimate after the cap started from the last iterate of the
-    # first one (the cap changes only the columns of the smallest norms)
-    big = r >= _NORM_FLOAT32_MIN_R
-    norm_A, start = operator_norm(Fs, dtype=np.float32 if big else np.float64, return_start=True)
+    # in float32 (the same estimate to float32 rounding; a different estimate, e.g. one
+    # iterated further, sends the solve down another path of restarts)
+    norm_dtype = np.float32 if r >= _NORM_FLOAT32_MIN_R else np.float64
+    norm_A = operator_norm(Fs, dtype=norm_dtype)
     cap = np.sqrt(_TRACE_CAP * norm_A / lam) if lam > 0.0 else np.inf
     if np.any(d > cap):
         d = np.minimum(d, max(cap, 1.0))
         Fs = F * d
-        norm_A = operator_norm(Fs, dtype=np.float32, start=start) if big else operator_norm(Fs)
+        norm_A = operator_norm(Fs, dtype=norm_dtype)
     fdt = np.float32 if precision == "mixed" else np.float64
     return _Setup(
         F=F,

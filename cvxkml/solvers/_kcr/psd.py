@@ -13,28 +13,19 @@ from .kernels import _adjoint
 
 
 @blas_limit()
-def operator_norm(
-    F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-4, dtype=np.float64, start=None, return_start=False
-):
+def operator_norm(F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-4, dtype=np.float64) -> float:
     """Power-iteration estimate of ‖A‖ (A(X)_ij = z_ijᵀXz_ij over all ordered pairs),
     stopped after ``n_iter`` iterations or once two consecutive estimates agree to
     ``rtol`` (from the fifth iteration; each costs O(n²r), and the estimate only sets the
     first step size and the scale of h̃).
 
-    ``dtype``: the precision of the products (float32 halves their cost; the estimate is
-    the same to the float32 rounding of a norm).  ``start``: the r × r matrix to start
-    from (default a random symmetric one from ``seed``), e.g. the last iterate of an
-    estimate for features that differ in a few columns; with ``return_start=True`` the
-    result is (estimate, last iterate)."""
+    ``dtype``: the precision of the products (float32 halves their cost; from the same
+    random start the estimate is the same to the float32 rounding of a norm)."""
     n, r = F.shape
     F = np.asarray(F, dtype=dtype)
-    if start is None:
-        rng = np.random.default_rng(seed)
-        X = rng.standard_normal((r, r))
-        X = X + X.T
-    else:
-        X = np.array(start, dtype=np.float64)
-    X = X.astype(dtype, copy=False)
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((r, r))
+    X = (X + X.T).astype(dtype, copy=False)
     est = 1.0
     W = np.empty((n, n), dtype)
     deg = np.empty(n, dtype)
@@ -52,7 +43,7 @@ def operator_norm(
             break
         prev = est
         X = X2
-    return (est, X) if return_start else est
+    return est
 
 
 def _eigh(M, dtype, subset_by_value=None, subset_by_index=None):
