@@ -118,3 +118,19 @@ def test_float32_norm_estimate():
         assert est64 <= true * (1.0 + 1e-12)
         assert est32 == pytest.approx(est64, rel=1e-5)
     assert est64 == pytest.approx(true, rel=1e-6)
+
+
+def test_deep_refinements_on_degenerate_spectra_and_an_empty_block():
+    """Two eigenvalue levels (the Krylov space is exhausted after two blocks) and no guard
+    vectors with an empty positive part (an empty tracked block): every step is still the
+    positive part LAPACK computes."""
+    rng = np.random.default_rng(5)
+    r = 60
+    Q = np.linalg.qr(rng.standard_normal((r, r)))[0]
+    tr = PositivePartTracker(r, np.float64, guard=0, tol=1e-12, min_size=0, refine=2, refine_blocks=8)
+    for k in (0, 0, 3, 3, 0):
+        M = (Q * np.where(np.arange(r) < k, 2.0, -1.0)) @ Q.T
+        P, w = tr(lambda V, M=M: M @ V, lambda M=M: M)
+        exact = _positive_part(M)
+        assert P.shape[1] == k and np.all(w > 0)
+        assert np.linalg.norm(P @ P.T - exact) <= 1e-8 * max(1.0, np.linalg.norm(exact))

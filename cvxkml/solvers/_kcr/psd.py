@@ -148,7 +148,7 @@ class PositivePartTracker:
         r = self.r
         p = self.k + self.guard
         w = None
-        if 2 * p < r:
+        if 0 < p and 2 * p < r:  # (p = 0: no guard and no positive part yet)
             w, U = _eigh(M, self.dtype, subset_by_index=(r - p, r - 1))
             if w[0] > 0.0:  # the positive part may be larger than p
                 w = None
@@ -183,6 +183,8 @@ class PositivePartTracker:
         Zk = Zd[:, keep]
         R = MQ @ Zk - V[:, keep] * theta[keep].astype(self.dtype)
         res = float(np.linalg.norm(R))
+        if k and np.max(np.abs(np.linalg.norm(V[:, keep], axis=0) - 1.0)) > 1e-2:
+            res = np.inf  # Q lost orthonormality (an exhausted Krylov space): not a Ritz basis
         scale = float(np.linalg.norm(theta[keep]))
         return theta, V, keep, k, n_guard, res, scale
 
@@ -224,7 +226,7 @@ class PositivePartTracker:
         if exact or self.U is None:
             return self._exact(build())
         # a deeper space only while it stays well inside the r dimensions (at most r / 2 columns)
-        deeper = max(1, min(self.refine_blocks, self.r // (2 * self.U.shape[1]) - 1))
+        deeper = max(1, min(self.refine_blocks, self.r // (2 * max(1, self.U.shape[1])) - 1))
         for attempt in range(1 + self.refine):
             blocks = 1 if attempt == 0 else deeper
             theta, V, keep, k, n_guard, res, scale = self._krylov_step(apply, blocks)
