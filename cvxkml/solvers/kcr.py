@@ -20,8 +20,9 @@ cone.  The saddle form min_{X, h̃} max_{s ∈ [0,1]^{n×n}} L(X, h̃, s) with
   :class:`PositivePartTracker` updates them by one block-Krylov Rayleigh–Ritz step
   from the previous Ritz vectors, applying the matrix as X V − α(Fᵀ L(s) F V + λV)
   without forming it; a LAPACK eigendecomposition re-seeds it after every certificate
-  and whenever the Ritz residual exceeds ``eig_step_factor`` (½) times the last primal
-  step;
+  and whenever the Ritz residual still exceeds ``eig_step_factor`` (½) times the last
+  primal step after two refinements on a deeper block Krylov space (block Lanczos: the
+  positive eigenvalues are small against the negative part of the matrix);
   h̃⁺ = max(h_min, h̃ + α_h Σ tau∘s);
 * dual: per row, the proximal map of −(σ-scaled) t c_i over {0 <= s_j <= t <= 1} —
   s_j = min(max(v_j, 0), t) with t ∈ [0, 1] solving Σ_j (v_j − t)₊ = σ|c_i| (water
