@@ -3,8 +3,6 @@ on by default in cvxkml.solvers.dual_newton): multipliers held on their bounds, 
 solved for, released a few at a time; the full certificate stays the stopping rule.  Checked
 against the exact model (CVXPY) and against the projected Newton iteration on the whole box."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from budget import examples
@@ -17,8 +15,6 @@ from cvxkml.declare import Frobenius, LogDet, SpectralKernel
 from cvxkml.declare.terms import constraint_terms
 from cvxkml.kernels import gaussian_kernel
 from cvxkml.sideinfo import Hinge, PairConstraints, baseline_kernel
-from cvxkml.solvers._dual_newton_hessian import FreeHessian, divided_differences
-from cvxkml.solvers._terms import RankOneTerms
 from cvxkml.testing import assert_matches_reference, reference_or_discard, solve_fast_honestly
 
 
@@ -88,26 +84,3 @@ def test_a_stalled_subproblem_updates_the_working_set():
     assert fast.converged
     exact = reference_or_discard(problem, feasible=fast)
     assert_matches_reference(problem, fast, exact, rtol=1e-6)
-
-
-@pytest.mark.parametrize("single", [True, False])
-def test_newton_matrix_from_distinct_products_matches_products(single):
-    """The Newton matrix formed without factors of Γ (the r(r + 1)/2 distinct products
-    z_k z_l, a symmetric rank-k update per sign of Γ) equals the matrix-free products."""
-    rng = np.random.default_rng(5)
-    r, m = 10, 11
-    sizes = np.ones(m, dtype=int) if single else rng.integers(1, 4, m)
-    ptr = np.r_[0, np.cumsum(sizes)]
-    ops = RankOneTerms(rng.normal(size=(ptr[-1], r)), rng.choice([-1.0, 1.0], ptr[-1]), ptr, np.zeros(m))
-    mu = np.sort(rng.normal(size=r))
-    conj = AlphaPower()
-    Gam = divided_differences(mu, conj.conj_grad_s(mu), conj.conj_hess_s(mu))
-    Gam[0, 1] = Gam[1, 0] = -0.5  # both signs (a Γ of round-off sign)
-    V = np.linalg.qr(rng.normal(size=(r, r)))[0]
-    free = rng.random(m) < 0.8
-    H = FreeHessian(ops, SimpleNamespace(Z=ops.U @ V), Gam, free, np.zeros(m), np.full(int(free.sum()), 1e-3))
-    exact = np.column_stack([H.matvec(e) for e in np.eye(H.k)])
-    up = np.triu(H.dense())
-    assert np.allclose(up, np.triu(exact), rtol=1e-9, atol=1e-9 * np.abs(exact).max())
-    b = rng.normal(size=H.k)
-    assert np.allclose(H.solve(b), np.linalg.solve(exact, b), rtol=1e-6)

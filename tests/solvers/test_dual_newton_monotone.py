@@ -80,10 +80,12 @@ def test_returned_multipliers_give_the_reported_bound(max_iter):
 
 
 @pytest.mark.parametrize("single", [True, False])
-def test_newton_matrix_from_factors_matches_products(single):
+@pytest.mark.parametrize("factored", [True, False])
+def test_newton_matrix_matches_products(single, factored):
     """The Newton matrix formed from the factors of Γ (symmetric rank-k updates, upper
-    triangle, then a Cholesky solve) equals the matrix-free products, with one term per
-    constraint (pairs) and with several (triplets: the sums over a constraint's terms)."""
+    triangle, then a Cholesky solve) or, without them, from the r(r + 1)/2 distinct products
+    z_k z_l (a symmetric rank-k update per sign of Γ) equals the matrix-free products, with one
+    term per constraint (pairs) and with several (triplets: the sums over a constraint's terms)."""
     from types import SimpleNamespace
 
     from cvxkml.solvers._dual_newton_hessian import FreeHessian, divided_differences
@@ -96,14 +98,17 @@ def test_newton_matrix_from_factors_matches_products(single):
     mu = np.sort(rng.normal(size=r))
     conj = AlphaPower()
     Gam = divided_differences(mu, conj.conj_grad_s(mu), conj.conj_hess_s(mu))
+    Gam[0, 1] = Gam[1, 0] = -0.5  # entries of both signs (a Γ of round-off sign)
     V = np.linalg.qr(rng.normal(size=(r, r)))[0]
     st = SimpleNamespace(Z=ops.U @ V)
     free = rng.random(m) < 0.8
     H = FreeHessian(ops, st, Gam, free, np.zeros(m), np.full(int(free.sum()), 1e-3))
     exact = np.column_stack([H.matvec(e) for e in np.eye(H.k)])
-    sig, W = np.linalg.eigh(Gam)  # Γ = Σ σ_s g_s g_sᵀ, of both signs
-    factors = (sig, W.T)
-    assert (sig < 0).any() and (sig > 0).any()
+    factors = None
+    if factored:
+        sig, W = np.linalg.eigh(Gam)  # Γ = Σ σ_s g_s g_sᵀ, of both signs
+        factors = (sig, W.T)
+        assert (sig < 0).any() and (sig > 0).any()
     up = np.triu(H.dense(factors))
     assert np.allclose(up, np.triu(exact), rtol=1e-9, atol=1e-9 * np.abs(exact).max())
     b = rng.normal(size=H.k)
