@@ -596,8 +596,6 @@ def orthonormal_factor(Z, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, 
     if s.size == 0 or s[0] == 0.0:
         raise InvalidInputError("The feature matrix is zero: every distance is 0 and nothing can be learned.")
     r = int(np.sum(s > rtol * s[0]))
-    U = np.ascontiguousarray(U[:, :r])
     _, first, copy_of = np.unique(Z, axis=0, return_index=True, return_inverse=True)
-    copies = np.flatnonzero(first[copy_of.ravel()] != np.arange(Z.shape[0]))
-    U[copies] = U[first[copy_of.ravel()[copies]]]
+    U = U[first[copy_of.ravel()], :r]  # every row is its first copy's row (itself when unique)
     return U, s[:r].copy(), np.ascontiguousarray(Vt[:r])

@@ -122,13 +122,16 @@ def lmnn_active_set(
         rs = _Rounds(scan_time=time.perf_counter() - ts)
         final = tol >= _LOOSE_TOL
         opts = (check_every, buffer, polish, callback, smooth, stall_iter, exact_finish)
+        # the rounds hand each other the answer in the solver's coordinates (X̃): mapped back and
+        # forth through W it would lose its O(1) part beside a huge one (pull_whitening)
+        Xt = to_pull_coordinates(X, white)
         while True:
             rs.rounds += 1
             sub = LMNNTriplets.from_impostors(codes, k, target_i, target_j, keys // n, keys % n)
             rs.sizes.append(int(keys.size))
             skeys = _keys(keys // n, keys % n, n)  # the order of sub's triplets (= keys)
-            res = _round_solve(U_pull, sub, gamma, to_pull_coordinates(X, white), rs, skeys, final, tol, max_iter, opts)
-            X, L = from_pull_coordinates(res.matrix, white), pull_factor(res.matrix, white)
+            res = _round_solve(U_pull, sub, gamma, Xt, rs, skeys, final, tol, max_iter, opts)
+            Xt, L = res.matrix, pull_factor(res.matrix, white)
             rs.after_solve(res, skeys)
             per_entry = max(cap, _TIGHT_CAP) if final else cap
             z, fresh = _round_scan(U, L, codes, target_i, target_j, gamma, buffer, per_entry, keys, rs, res, t0)
@@ -159,6 +162,7 @@ def lmnn_active_set(
                 rs.status = "max rounds reached"
                 break
             keys = sorted_unique(keys, fresh)
+        X = from_pull_coordinates(Xt, white)
         return _active_set_result(X, L if white is not None else None, res, sub, keys, n, rs, t0)
 
 
