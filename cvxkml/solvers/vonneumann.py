@@ -156,6 +156,61 @@ def _certified(cert, gap_tol, viol_tol) -> bool:
     )
 
 
+def _rel_violations(F, I, J, dl, xi, b0, W, q, chunk=20_000):
+    """The relative violations δ_c(v_cᵀX̂v_c − ξ_c)_+ / max(1, |b_c|) of all pair constraints at
+    X̂ = W diag(e^q) Wᵀ (the violation part of :func:`certificate`), O(m r²) in blocks."""
+    m = I.shape[0]
+    p = np.empty(m)
+    with np.errstate(over="ignore", invalid="ignore"):
+        eq = np.exp(q)
+        for s in range(0, m, chunk):
+            Y = (F[I[s : s + chunk]] - F[J[s : s + chunk]]) @ W
+            p[s : s + chunk] = (Y * Y) @ eq
+        return np.maximum(dl * (p - xi), 0.0) / np.maximum(1.0, np.abs(b0))
+
+
+def _violated_stage(state, stats, budget, rel_viol, viol_tol, max_passes):
+    """Passes of Bregman projections over the constraints whose relative violation exceeds
+    ``viol_tol``/2 (recomputed before every pass, at most ``max_passes``; ``rel_viol``: the
+    violations at the start).  The same projections (Algorithm 3 with the dual correction) as
+    a sweep, in another control order: each is exact coordinate ascent on the Lagrange dual,
+    so the dual value only grows.  ``state`` = (W, q, F, I, J, δ, ξ, λ, γ, b), updated in
+    place.  Returns (passes, visits, code, bad constraint)."""
+    W, q, F, I, J, dl, xi, lam, g, b0 = state
+    passes = visits = 0
+    for _ in range(max_passes):
+        A = np.flatnonzero(rel_viol > 0.5 * viol_tol).astype(np.int64)
+        if A.size == 0:
+            break
+        _, _, kcode, bad = _vn_run(W, q, F, I, J, dl, xi, lam, g, -1.0, 1, stats, A, budget)
+        passes += 1
+        visits += A.size
+        if kcode == NONFINITE:
+            return passes, visits, NONFINITE, bad
+        rel_viol = _rel_violations(F, I, J, dl, xi, b0, W, q)
+    return passes, visits, NOT_CONVERGED, -1
+
+
+def _violated_round(state, stats, budget, cert, tols, max_passes, recertify):
+    """The violated stage of :func:`vonneumann_pairs` after a full sweep whose certificate
+    ``cert`` fails on the violation: :func:`_violated_stage` from the certificate's distances,
+    then (``recertify``: the rule is the certificate alone) the certificate again.  ``state``
+    = (W, q, F, I, J, δ, ξ, λ, γ, b, q0, γ or None); ``stats[5:7]`` += passes, visits.
+    Returns (code: OK when certified, NONFINITE, else NOT_CONVERGED; bad constraint; the new
+    certificate or None; its seconds)."""
+    W, q, F, I, J, dl, xi, lam, g, b0, q0, gam = state
+    rv = np.maximum(dl * (cert["distances"] - xi), 0.0) / np.maximum(1.0, np.abs(b0))
+    n_pass, n_visit, kcode, bad = _violated_stage(state[:10], stats, budget, rv, tols[1], max_passes)
+    stats[5] += n_pass
+    stats[6] += n_visit
+    if kcode == NONFINITE or not recertify:
+        return kcode, bad, None, 0.0
+    tc = time.perf_counter()
+    cert = certificate(F, q0, I, J, dl, b0, xi, lam, W, q, gam)
+    code = OK if _certified(cert, *tols) else NOT_CONVERGED
+    return code, -1, cert, time.perf_counter() - tc
+
+
 # --------------------------------------------------------------------- driver
 def _pair_watch(F, I, J, dl, b0):
     """The :class:`~cvxkml.solvers._farkas.FarkasWatch` of hard pair constraints
@@ -186,6 +241,31 @@ def _root_stats(stats):
         "skipped": int(stats[2]),
         "passes_per_root": stats[3] / max(stats[4], 1),
     }
+
+
+def _pairs_result(W, q, lam, xi, stats, run, t0, cert, cert_time, counts) -> FastResult:
+    """The :class:`FastResult` of :func:`vonneumann_pairs`: X̂ = W diag(e^q) Wᵀ (NONFINITE
+    when it or λ overflowed), ``run`` = (sweeps, change, code, bad), ``extra`` with W, q,
+    the root-finder and stage counters, ``counts`` and the last certificate."""
+    sweeps, change, code, bad = run
+    elapsed = time.perf_counter() - t0
+    with np.errstate(over="ignore", invalid="ignore"):
+        Xh = (W * np.exp(q)) @ W.T
+    if code == OK and not (np.all(np.isfinite(Xh)) and np.all(np.isfinite(lam))):
+        code = NONFINITE  # e^q overflowed: multipliers diverging (infeasible)
+    extra = {
+        "W": W,
+        "q": q,
+        **_root_stats(stats),
+        "violated_passes": int(stats[5]),
+        "visited_violated": int(stats[6]),
+        "certificate_s": cert_time,
+        "solver": "vonneumann-alg3",
+        **counts,
+    }
+    if cert is not None:
+        extra["certificate"] = {k: v for k, v in cert.items() if k != "distances"}
+    return FastResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad), elapsed, extra=extra)
 
 
 @blas_limit()
@@ -221,6 +301,7 @@ def vonneumann_pairs(
     time_limit=None,
     detect_infeasible=True,
     max_sweeps=None,
+    violated_passes=0,
 ):
     """Cyclic von Neumann projections on X̂ = W diag(e^q) Wᵀ (W = I, q = q0 initially)
     for pair constraints δ(v̂ᵀX̂v̂ − ξ) <= 0 with v̂ = F[i] − F[j]; returns a
@@ -241,6 +322,8 @@ def vonneumann_pairs(
     constraints that became violated re-enter); a run always ends on a full sweep.  It
     saves little: constraints with λ = 0 that hold are skipped exactly in every sweep anyway
     (their projection is the identity, detected in O(r²)).
+    ``violated_passes`` (default 0): after a full sweep whose certificate fails on the
+    violation, up to this many passes over the violated constraints (:func:`_violated_round`).
     ``callback(dict)`` is called after every full sweep that does not end the run (keys
     sweeps; stop_value, the relative dual change of the sweep, also as dual_change, its
     former name, until 0.3; certificate, None unless computed; time, seconds so far); a
@@ -269,7 +352,7 @@ def vonneumann_pairs(
     m = I.shape[0]
     lam = np.zeros(m)
     xi = b0.copy()
-    stats = np.zeros(_N_STATS)
+    stats = np.zeros(_N_STATS + 2)  # + passes and visits of the violated stage
     g = np.inf if gamma is None else float(gamma)
     gam = None if gamma is None else float(gamma)
     tol = float(tol)
@@ -288,7 +371,7 @@ def vonneumann_pairs(
     cert_time = 0.0
     while sweeps < max_iter:
         # full sweep(s): one at a time with the active set, the certificate rule or a callback
-        one = active_set or stop == "certificate" or tol <= 0 or callback is not None
+        one = active_set or violated_passes > 0 or stop == "certificate" or tol <= 0 or callback is not None
         n_full = 1 if one else max_iter - sweeps
         if watch is not None:
             n_full = min(n_full, max(watch.next - sweeps, 1))
@@ -302,7 +385,7 @@ def vonneumann_pairs(
             break
         met_change = tol > 0 and change < tol
         cert = None
-        if stop == "certificate" or (stop == "both" and met_change):
+        if stop == "certificate" or (stop == "both" and met_change) or violated_passes > 0:
             tc = time.perf_counter()
             cert = certificate(F, q0, I, J, dl, b0, xi, lam, W, q, gam)
             cert_time += time.perf_counter() - tc
@@ -318,6 +401,15 @@ def vonneumann_pairs(
         if time_limit is not None and time.perf_counter() - t0 >= time_limit:
             found = {"stopped": "time_limit"}
             break
+        if violated_passes > 0 and cert["rel_violation"] > viol_tol and max_iter - sweeps >= 2:
+            state = (W, q, F, I, J, dl, xi, lam, g, b0, q0, gam)
+            recert = stop == "certificate"
+            code, bad, cert, dt = _violated_round(
+                state, stats, budget, cert, (gap_tol, viol_tol), violated_passes, recert
+            )
+            cert_time += dt
+            if code != NOT_CONVERGED:
+                break
         if active_set and max_iter - sweeps >= 2:
             A = np.flatnonzero(lam > 0.0).astype(np.int64)
             if 0 < A.size < m:
@@ -330,25 +422,8 @@ def vonneumann_pairs(
                 if kcode == NONFINITE:
                     code = NONFINITE
                     break
-    elapsed = time.perf_counter() - t0
-    with np.errstate(over="ignore", invalid="ignore"):
-        Xh = (W * np.exp(q)) @ W.T
-    if code == OK and not (np.all(np.isfinite(Xh)) and np.all(np.isfinite(lam))):
-        code = NONFINITE  # e^q overflowed: multipliers diverging (infeasible)
-    extra = {
-        "W": W,
-        "q": q,
-        **_root_stats(stats),
-        "full_sweeps": full_sweeps,
-        "active_sweeps": active_sweeps,
-        "visited_active": visited_active,
-        "certificate_s": cert_time,
-        "solver": "vonneumann-alg3",
-        **found,
-    }
-    if cert is not None:
-        extra["certificate"] = {k: v for k, v in cert.items() if k != "distances"}
-    return FastResult(0.5 * (Xh + Xh.T), lam, xi, int(sweeps), float(change), int(code), int(bad), elapsed, extra=extra)
+    counts = {"full_sweeps": full_sweeps, "active_sweeps": active_sweeps, "visited_active": visited_active}
+    return _pairs_result(W, q, lam, xi, stats, (sweeps, change, code, bad), t0, cert, cert_time, {**counts, **found})
 
 
 #: The benchmark hook: the compiled pieces ``python -m benchmarks bench vonneumann`` times, by role.

@@ -140,3 +140,30 @@ def test_the_callback_reports_stop_value():
     seen = []
     vonneumann_pairs(F, np.zeros(3), I, J, np.array([1.0, -1.0, 1.0]), np.ones(3), 1.0, 1e-9, 3, callback=seen.append)
     assert seen and all(info["stop_value"] == info["dual_change"] for info in seen)
+
+
+@pytest.mark.parametrize("gamma", [None, 1.0])
+def test_violated_passes_end_certified_on_the_dual_relation(gamma):
+    """``violated_passes``: the passes over the violated constraints are projections of the same
+    kind (λ >= 0 and log X̂ = log X̂0 − Σ δ_c λ_c v_c v_cᵀ at the end), and OK under
+    ``stop="certificate"`` means the certificate of the returned point holds."""
+    from cvxkml.solvers.vonneumann import certificate, vonneumann_pairs
+
+    rng = np.random.default_rng(31 + (gamma is None))
+    r, m = 6, (80 if gamma else 12)
+    F = rng.standard_normal((40, r))
+    q0 = rng.uniform(-1.0, 1.0, r)
+    I, J = rng.integers(0, 20, m), rng.integers(20, 40, m)
+    V = F[I] - F[J]
+    p0 = np.einsum("ij,j,ij->i", V, np.exp(q0), V)
+    delta = rng.choice([-1.0, 1.0], m)
+    bound = p0 * np.where(delta > 0, 0.7, 1.4) if gamma else p0 * np.where(delta > 0, 0.9, 1.1)
+    res = vonneumann_pairs(F, q0, I, J, delta, bound, gamma, 1e-6, 500, stop="certificate", violated_passes=5)
+    assert res.code == 0 and res.extra["violated_passes"] > 0
+    W, q = res.extra["W"], res.extra["q"]
+    cert = certificate(F, q0, I, J, delta, bound, res.xi, res.lam, W, q, gamma)
+    assert abs(cert["rel_gap"]) <= 1e-6 and cert["rel_violation"] <= 1e-6
+    assert cert["objective"] == pytest.approx(res.extra["certificate"]["objective"], rel=1e-12)
+    assert np.all(res.lam >= 0)
+    ref = np.diag(q0) - V.T @ (V * (delta * res.lam)[:, None])
+    np.testing.assert_allclose((W * q) @ W.T, ref, atol=1e-9 * (1 + np.abs(ref).max()))
