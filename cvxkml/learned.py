@@ -73,7 +73,7 @@ class LearnedKernel:
     @blas_limit()
     def diag_from_cross(self, K1, k11) -> np.ndarray:
         K1 = np.asarray(K1, dtype=float)
-        return self.alpha * np.asarray(k11, dtype=float) + np.einsum("ij,jk,ik->i", K1, self.S, K1)
+        return self.alpha * np.asarray(k11, dtype=float) + np.einsum("ij,ij->i", K1 @ self.S, K1)
 
     @blas_limit()
     def __call__(self, Z1, Z2=None) -> np.ndarray:
@@ -108,7 +108,7 @@ class LearnedKernel:
             raise InvalidInputError("A and B must have the same shape.")
         D = self.base(A, self.X_train) - self.base(B, self.X_train)
         base = self._base_paired(A, A) + self._base_paired(B, B) - 2.0 * self._base_paired(A, B)
-        return np.maximum(self.alpha * base + np.einsum("ij,jk,ik->i", D, self.S, D), 0.0)
+        return np.maximum(self.alpha * base + np.einsum("ij,ij->i", D @ self.S, D), 0.0)
 
     # finite-dimensional embedding exact on span{φ(x_i)}
     @blas_limit()

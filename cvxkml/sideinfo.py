@@ -616,7 +616,7 @@ class LinearConstraints(ConstraintAtom):
 
     def values(self, space, M):
         M = np.asarray(M, dtype=float)
-        return np.einsum("tab,ab->t", self.C, M) if self.C is not None else np.einsum("ta,ab,tb->t", self.Z, M, self.Z)
+        return np.einsum("tab,ab->t", self.C, M) if self.C is not None else np.einsum("ta,ta->t", self.Z @ M, self.Z)
 
     def terms(self, F, T, eig_rtol: float = 1e-14):
         if self.C is None:
