@@ -199,6 +199,35 @@ def test_pair_weights_give_the_lagrangian_and_its_matrix(seed, gamma):
 
 
 @settings(max_examples=examples(25))
+@given(seed=SEED, far=st.sampled_from([1e4, 1e6, 1e8]))
+def test_laplacian_quadratic_keeps_close_pairs_of_points_far_from_their_means(seed, far):
+    """Two points of different classes that (nearly) coincide while their classes sit ``far``
+    apart along one direction (a 6 and a 9 under rotation-invariant features, in coordinates
+    that scale up a direction separating the classes), weighted beside short same-class
+    pairs: G = Σ_p w_p u_p u_pᵀ must match the sum over the differences to their own
+    round-off — the Laplacian form alone is off by about ε·far² there."""
+    rng = np.random.default_rng(seed)
+    n_a, n_b, d = 6, 3, 3
+    y = np.array([0] * (n_a + 1) + [1] * (n_b + 1))
+    Z = rng.normal(size=(y.size, d))
+    Z[:n_a, 0] += far  # class 0 far along e1, class 1 at −far, one point of each near 0
+    Z[n_a + 1 : n_a + 1 + n_b, 0] -= far
+    a, b = n_a, n_a + 1 + n_b
+    Z[b] = Z[a] + 1e-3 * rng.normal(size=d)
+    sq = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    trip = LMNNTriplets.from_labels(y, k=1, sq_dist=sq)
+    close = ((trip.pi == a) & (trip.pj == b)) | ((trip.pi == b) & (trip.pj == a))
+    assert close.sum() == 1  # the pair (a, b) is an impostor pair of a triplet
+    D = Z[trip.pi] - Z[trip.pj]
+    short = np.einsum("ij,ij->i", D, D) < 100.0  # the close pair and same-class pairs within a cluster
+    w = np.where(short, rng.uniform(0.1, 1.0, trip.n_pairs), 0.0)
+    G = laplacian_quadratic(Z, trip, w)
+    want = (D.T * w) @ D
+    scale = np.sum(w * np.einsum("ij,ij->i", D, D))
+    np.testing.assert_allclose(G, 0.5 * (want + want.T), rtol=0, atol=1e-12 * scale)
+
+
+@settings(max_examples=examples(25))
 @given(seed=SEED, gamma=st.floats(0.05, 0.95), spread=st.sampled_from([0.5, 1.0, 3.0]), singular=st.booleans())
 def test_dual_value_is_below_the_objective_at_every_metric(seed, gamma, spread, singular):
     """Weak duality: lmnn_dual_value(U, α) <= F(X) for random X ⪰ 0 (U = the orthonormal factor
