@@ -674,10 +674,10 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
             violation; ``info["impostor_triplets"]`` = (i, j, l) and
             ``info["impostor_alpha"]`` hold the set and its multipliers.
         exact_finish : bool, default=True
-            When the stall rule stops the PDHG, solve eq. 18 on the triplets near the margin
-            with a primal-dual interior-point method and keep what it certifies on the whole
-            problem (:mod:`cvxkml.solvers._lmnn_exact`; ``info["exact_finish"]`` says what
-            ran).  False: return the stalled point.
+            Solve eq. 18 on the triplets near the margin with a primal-dual interior-point
+            method — when the stall rule stops the PDHG, or earlier once the gap is below 1e-2
+            with few triplets near the margin — and keep what it certifies on the whole problem
+            (:mod:`cvxkml.solvers._lmnn_exact`; ``info["exact_finish"]``: what ran).  False: never.
         tie_break : {None, "min-norm"}, default=None
             Which optimum to return when F* = 0 is attained by a whole set of metrics (a
             full-rank kernel, NR-MKL: the zero face (TB1) of :mod:`cvxkml.formulas._lmnn_face`),

@@ -309,7 +309,17 @@ def _psd_part(X) -> np.ndarray:
     return (V * np.maximum(lam, 0.0)) @ V.T
 
 
-def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float, g_low: float, tol: float):
+def exact_finish(
+    U,
+    trip: LMNNTriplets,
+    gamma: float,
+    distances,
+    X,
+    f_up: float,
+    g_low: float,
+    tol: float,
+    max_start: int | None = None,
+):
     """The exact working-set finish from the point X̂ (see the module docstring).
 
     It runs in the coordinates of :func:`cvxkml.formulas.lmnn.pull_basis` (U·W, G(0) the
@@ -338,6 +348,9 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
         The best objective value and certified bound so far.
     tol : float
         The relative gap (F − g) / max(1, |F|) at which the loop stops.
+    max_start : int, optional
+        Return None instead of solving when more triplets than this start the working set
+        (an early, speculative finish that should cost seconds, not a truncated set).
 
     Returns
     -------
@@ -369,6 +382,8 @@ def exact_finish(U, trip: LMNNTriplets, gamma: float, distances, X, f_up: float,
     arg = 1.0 + p[trip.tt] - p[trip.ti]
     W_set = np.flatnonzero((arg >= -_START_MARGIN) & ~free)  # violated or near the margin
     if W_set.size == 0 and not np.all(free):
+        return None
+    if max_start is not None and W_set.size > max_start:
         return None
     if W_set.size > EXACT_MAX_TRIPLETS:  # the triplets nearest to the margin
         W_set = np.sort(W_set[np.argsort(np.abs(arg[W_set]), kind="stable")[:EXACT_MAX_TRIPLETS]])

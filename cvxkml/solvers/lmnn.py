@@ -201,11 +201,14 @@ def lmnn_pdhg(
         more than 0.1 %.  Why: on kernel LMNN with nearly singular kernels F and g can stop
         moving when the smoothed phase ends.  0 or None: run to ``max_iter``.
     exact_finish : bool, default True
-        When the stall rule stops the PDHG, solve eq. 18 on the triplets near the margin (at
+        When the stall rule stops the PDHG — or before, once the certified gap is below 1e-2
+        with at most 1 500 triplets near the margin, where the PDHG closes a small gap too
+        slowly for the stall rule to fire (``_EARLY_FINISH_*`` of
+        :mod:`cvxkml.solvers._lmnn.pdhg`) — solve eq. 18 on the triplets near the margin (at
         most 3 000) with a primal-dual interior-point method and certify its answer on the
         whole problem (:mod:`cvxkml.solvers._lmnn_exact`: F recomputed on every triplet, the
-        multipliers through :func:`cvxkml.formulas.lmnn.lmnn_dual_value`).  False: return the
-        stalled point.
+        multipliers through :func:`cvxkml.formulas.lmnn.lmnn_dual_value`).  False: never (a
+        stalled run returns its stalled point).
 
     Returns
     -------

@@ -12,7 +12,7 @@ import pytest
 from budget import examples
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
-from wang_fits import assert_fit_certifies, iris_inner_cv_poly, two_class_poly
+from wang_fits import assert_fit_certifies, iris_inner_cv_poly, recomputed_gap, two_class_poly
 
 from cvxkml.errors import InvalidInputError
 from cvxkml.formulas.lmnn import (
@@ -137,3 +137,39 @@ def test_exact_finish_flag_is_checked():
     prob = two_class_poly(0, 10, 2)
     with pytest.raises(InvalidInputError, match="exact_finish must be True or False"):
         prob.solve(exact_finish="yes")
+
+
+@settings(max_examples=examples(4), deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(16, 20), degree=st.sampled_from([3, 9]))
+@example(seed=0, n=20, degree=9)
+def test_finish_runs_before_the_stall_rule_and_certifies(seed, n, degree):
+    """With the stall rule off the exact finish can only run early (once the certified gap is
+    below 1e-2 with few triplets near the margin): a tolerance of 1e-9, which the PDHG alone
+    reaches slowly if at all, is certified by it, and the certificate holds when recomputed
+    from the returned matrix and multipliers (:func:`recomputed_gap`) and against the trusted
+    conic optimum."""
+    prob = two_class_poly(seed, n, degree)
+    ref = reference_or_discard(prob)
+    sol = prob.solve(tol=1e-9, max_iter=20_000, stall_iter=0)
+    assert sol.converged, (sol.status, sol.objective, sol.dual_value)
+    F, g = recomputed_gap(prob, sol.info["X"], sol.dual)
+    assert abs(F - sol.objective) <= 1e-9 * max(1.0, F)
+    assert g <= F and F - g <= 1e-9 * max(1.0, F)
+    scale = max(1.0, ref.objective)
+    assert g <= ref.objective + 1e-7 * scale and F >= ref.objective - 1e-7 * scale
+    if "exact_finish" in sol.info:  # it ran (PDHG alone may certify a draw first)
+        assert sol.info["exact_finish"]["working_triplets"] <= 1500
+    if (seed, n, degree) == (0, 20, 9):  # a draw where it runs (77 triplets, one round)
+        assert "exact_finish" in sol.info
+
+
+def test_early_finish_skips_a_large_start():
+    """``max_start``: a speculative finish returns None rather than solve a truncated set."""
+    prob = two_class_poly(3, 14, 2)
+    tr, U = prob.triplets, np.ascontiguousarray(prob.U)
+    ops = _Ops(U, tr)
+    X0 = 1e-3 * np.eye(U.shape[1])  # every triplet violated or near the margin
+    p0 = ops.distances(X0)
+    assert np.sum(1.0 + p0[tr.tt] - p0[tr.ti] >= -0.1) > 1
+    assert exact_finish(U, tr, prob.gamma, ops.distances, X0, np.inf, -np.inf, 1e-9, max_start=1) is None
+    assert exact_finish(U, tr, prob.gamma, ops.distances, X0, np.inf, -np.inf, 1e-9) is not None
