@@ -167,3 +167,16 @@ def test_violated_passes_end_certified_on_the_dual_relation(gamma):
     assert np.all(res.lam >= 0)
     ref = np.diag(q0) - V.T @ (V * (delta * res.lam)[:, None])
     np.testing.assert_allclose((W * q) @ W.T, ref, atol=1e-9 * (1 + np.abs(ref).max()))
+
+
+def test_all_finite_catches_inf_and_nan_anywhere():
+    """The guard on the eigenvector matrix (one vectorized reduction): any inf or NaN entry."""
+    from cvxkml.solvers._vonneumann.projection import _all_finite
+
+    A = np.random.default_rng(4).standard_normal((37, 41)) * 1e300
+    assert _all_finite(A)
+    for bad in (np.inf, -np.inf, np.nan):
+        for i, j in ((0, 0), (36, 40), (17, 3)):
+            B = A.copy()
+            B[i, j] = bad
+            assert not _all_finite(B)
