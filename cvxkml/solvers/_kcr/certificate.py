@@ -227,14 +227,25 @@ class _Certificate:
         R = self.f / su.lam
         h_max = h_upper_bound(R, su.zmax)
         a, S = dual_objective(sn, su.tau, su.c)
-        lmin = _lambda_min(Gn)
-        self._offer(sn.copy(), *dual_lower_bound(a, S, lmin, su.lam, R, su.h_min, h_max))
+        lmin = None
+        if self._may_improve(a, S, h_max):
+            lmin = _lambda_min(Gn)
+            self._offer(sn.copy(), *dual_lower_bound(a, S, lmin, su.lam, R, su.h_min, h_max))
         if su.balance and S != 0.0:  # the same s with Σ τ∘s moved to 0
             s2, dG = balance_dual(sn, su.tau, su.F, su.Zsq)
             a2, S2 = dual_objective(s2, su.tau, su.c)
-            lmin2 = _lambda_min(Gn - dG) if dG.any() else lmin
-            self._offer(s2, *dual_lower_bound(a2, S2, lmin2, su.lam, R, su.h_min, h_max))
+            if self._may_improve(a2, S2, h_max):
+                lmin2 = _lambda_min(Gn - dG) if dG.any() or lmin is None else lmin
+                self._offer(s2, *dual_lower_bound(a2, S2, lmin2, su.lam, R, su.h_min, h_max))
         return self.gap
+
+    def _may_improve(self, a: float, S: float, h_max: float) -> bool:
+        """Whether the bound of a dual point with (a, S) can beat the best one: for θ ∈ [0, 1]
+        g(θ) <= θ (a − S h_edge) <= max(0, a − S h_edge) whatever λ_min is, so below the best
+        bound (by more than rounding) its λ_min — an r³ eigenvalue problem — is not needed."""
+        h_edge = self.su.h_min if S <= 0.0 else h_max
+        best = max(0.0, a - S * h_edge)
+        return best >= self.g - 1e-9 * max(1.0, abs(self.g), abs(a))
 
     def _offer(self, s, g, theta):
         if g > self.g:
