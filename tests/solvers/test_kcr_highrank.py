@@ -12,6 +12,8 @@ a ground truth:
   against LAPACK's positive part: as accurate as its tolerance, and fewer LAPACK
   fallbacks than one-block refinements;
 * ‖A Aᵀ − B Bᵀ‖_F² from the factors against the dense difference;
+* the working set's fixed active pairs applied as dense rows (Fᵀ L₁ F V) against G₁ V summed
+  from their rank-one terms;
 * the float32 operator-norm estimate against the float64 one and the dense operator.
 """
 
@@ -134,3 +136,33 @@ def test_deep_refinements_on_degenerate_spectra_and_an_empty_block():
         exact = _positive_part(M)
         assert P.shape[1] == k and np.all(w > 0)
         assert np.linalg.norm(P @ P.T - exact) <= 1e-8 * max(1.0, np.linalg.norm(exact))
+
+
+@pytest.mark.parametrize("n_on", [3, 12])
+def test_fixed_pairs_applied_as_rows_equal_their_adjoint(n_on):
+    """The tracked step's products apply the working set's fixed active pairs as dense rows
+    in the n-space product when few rows are ON: Fᵀ L₁ F V equals G₁ V (G₁ = Aᵀ(τ∘1_ONE),
+    accumulated from the pairs' rank-one terms)."""
+    from cvxkml.solvers._kcr.working_set import _ON, _WorkingSet
+
+    p = random_instance(4, [9, 8, 7], "gaussian", 1.0, 1.0)
+    su = kcr_module._setup(p.F, p.tau, p.c, p.lam, p.h_min, 0.75, "double", True)
+    n, r = su.n, su.r
+    rng = np.random.default_rng(n_on)
+    U = np.where(rng.random((n, n)) < 0.4, 2.0, -2.0)
+    U[n_on:] = -2.0  # only the first n_on rows have an active outer hinge
+    s = (U > 0).astype(float)
+    ws = _WorkingSet(su, margin=0.1, row_margin=1.0)
+    ws.update(U, s, shrink=False, first=True)
+    assert np.count_nonzero(ws.kind == _ON) == n_on and ws.one.any()
+    one = ws.one.astype(float)
+    G1 = sum(su.tau[i, j] * np.outer(su.Fs[i] - su.Fs[j], su.Fs[i] - su.Fs[j]) for i, j in zip(*np.nonzero(one)))
+    np.testing.assert_allclose(ws.G1, G1, rtol=1e-10, atol=1e-10 * np.abs(G1).max())
+    V = rng.standard_normal((r, 4))
+    if 2 * n_on * n < r * r:
+        assert ws.one_w is not None
+        Y = np.zeros((n, 4))
+        ws.fixed_apply(su.Fs @ V, Y)
+        np.testing.assert_allclose(su.Fs.T @ Y, G1 @ V, rtol=1e-9, atol=1e-9 * np.abs(G1 @ V).max())
+    else:
+        assert ws.one_w is None and ws.G1_it is not None

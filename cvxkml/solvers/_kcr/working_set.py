@@ -26,7 +26,8 @@ class _WorkingSet:
     ρ_i = c_i + Σ_j [u_ij]₊ well below 0) are dropped (s = 0).  Rows whose outer hinge is
     clearly active (``ON``: t_i = 1, ρ_i well above 0) keep t_i = 1, and in them the pairs
     with u_ij well above 0 and s_ij = 1 are fixed at 1 (``ONE``: they enter the primal step
-    as one constant r × r matrix G₁ = Aᵀ(τ∘1_ONE) and the h̃ step as Σ τ), those well below
+    as one constant r × r matrix G₁ = Aᵀ(τ∘1_ONE), in the tracked step's products as its
+    dense rows L₁ in Fᵀ L₁ F V while few rows are ON, and the h̃ step as Σ τ), those well below
     0 with s_ij = 0 are fixed at 0 (``ZERO``), the others are free pairs with the box prox.
     All other rows (``NEAR``) keep all n pairs and the water-filling prox.  So the
     iteration solves eq. 9 with each fixed hinge replaced by its active (linear) or
@@ -113,7 +114,18 @@ class _WorkingSet:
         self.nw = I.size
         self.tau_rows = su.tau[self.rows]
         self.tau_rows32 = self.tau_rows.astype(su.fdt)
-        self.G1_it = self.G1.astype(su.fdt)
+        # the tracked step's products need G₁ V: with few ON rows the fixed pairs applied as
+        # dense rows in the n-space product (O(n_on n p)) instead of the r × r G₁ (O(r² p))
+        on_rows = np.flatnonzero(on)
+        if 2 * on_rows.size * su.n < su.r * su.r:
+            w1 = su.tau[on_rows] * one[on_rows]
+            deg1 = w1.sum(axis=0)
+            deg1[on_rows] += w1.sum(axis=1)
+            self.one_rows, self.one_w = on_rows, (w1.astype(su.fdt), deg1.astype(su.fdt))
+            self.G1_it = None
+        else:
+            self.one_rows, self.one_w = None, None
+            self.G1_it = self.G1.astype(su.fdt)
         # the dual iterate of the free part: the free pairs, then the NEAR rows
         self.s = np.concatenate([s[I, J], s[self.rows].ravel()])
 
@@ -173,6 +185,14 @@ class _WorkingSet:
         Y -= wr.T @ FV[self.rows]
         _pair_laplacian_apply(self.I, self.J, ww, FV, Y)
         return Y
+
+    def fixed_apply(self, FV, Y) -> None:
+        """Y += L₁ FV for the Laplacian L₁ of the fixed ONE pairs (G₁ = Fᵀ L₁ F), from their
+        dense rows (set when that is cheaper than G₁ V)."""
+        w1, deg1 = self.one_w
+        Y += deg1[:, None] * FV
+        Y[self.one_rows] -= w1 @ FV
+        Y -= w1.T @ FV[self.one_rows]
 
     def adjoint(self, wts, F, G1) -> np.ndarray:
         """Aᵀ(τ∘s) (r × r) in F's coordinates and precision, as float64."""
@@ -236,7 +256,12 @@ def _ws_step(ws: _WorkingSet, w: _WSState, st: _State, tracker, k: int):
 
     def apply_M(V):
         FV = su.F_it @ V
-        G = ws.G1_it @ V + su.F_it.T @ ws.laplacian_apply(w.wts, FV)
+        Y = ws.laplacian_apply(w.wts, FV)
+        if ws.one_w is not None:  # Aᵀ(τ∘s) V = Fᵀ (L₁ + L(s_free)) F V
+            ws.fixed_apply(FV, Y)
+            G = su.F_it.T @ Y
+        else:
+            G = ws.G1_it @ V + su.F_it.T @ Y
         return Pt @ (Pt.T @ V) - a * (G + lam_d[:, None] * V)
 
     def build():
