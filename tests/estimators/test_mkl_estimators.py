@@ -164,30 +164,27 @@ def test_parameter_errors(wine):
 
 
 def test_stall_iter_reaches_the_solver():
-    """``stall_iter`` of the estimators is the solver's stall rule: with a tolerance below what
-    the PDHG reaches (1e-13) the rule stops it after 400 iterations without progress, and the
-    exact working-set finish that follows a stall certifies the fit (gap 2.9e-15 relative,
-    measured); with 0 the PDHG runs to ``max_iter`` (not converged, warned, no finish)."""
+    """``stall_iter`` of the estimators is the solver's stall rule (``info["stall_iter"]``).  With
+    a tolerance below what the PDHG reaches (1e-13) the exact working-set finish certifies the
+    fit (gap 2e-12 absolute, measured) whatever the rule: it starts before the stall rule, once
+    the gap is below 1e-2 with few triplets near the margin, so 400 and 0 (off) give the same
+    certified answer, long before ``max_iter``."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 4))
     y = np.repeat([0, 1], 20)
     X[y == 1] += 0.8
-    stalled = LMNN(k=3, tol=1e-13, max_iter=6000, stall_iter=400).fit(X, y)
-    sol = stalled.solution_
-    assert sol.n_iter < 6000 and sol.info["exact_finish"]["rounds"] >= 1
-    assert stalled.converged_ and sol.dual_value <= sol.objective
-    assert sol.objective - sol.dual_value <= 1e-13 * sol.objective
-    with pytest.warns(ConvergenceWarning, match="max_iter"):
-        full = LMNN(k=3, tol=1e-13, max_iter=6000, stall_iter=0).fit(X, y)
-    assert full.solution_.status == "max_iter reached" and full.n_iter_ == 6000
-    assert "exact_finish" not in full.solution_.info
-    assert sol.objective <= full.solution_.objective + 1e-13 * full.solution_.objective
-    # the multiple-kernel estimator on the linear kernel alone is the instance above
-    mkl = LMNNMKL(variant="NR", kernels=[Kernel("linear")], k=3, tol=1e-13, max_iter=6000, stall_iter=400).fit(X, y)
-    assert mkl.solution_.n_iter < 6000 and "exact_finish" in mkl.solution_.info
-    with pytest.warns(ConvergenceWarning, match="max_iter"):
-        off = LMNNMKL(variant="NR", kernels=[Kernel("linear")], k=3, tol=1e-13, max_iter=6000, stall_iter=0).fit(X, y)
-    assert off.solution_.n_iter == 6000
+    for stall in (400, 0):
+        est = LMNN(k=3, tol=1e-13, max_iter=6000, stall_iter=stall).fit(X, y)
+        sol = est.solution_
+        assert sol.info["stall_iter"] == stall
+        assert sol.n_iter < 6000 and sol.info["exact_finish"]["rounds"] >= 1
+        assert est.converged_ and sol.dual_value <= sol.objective
+        assert sol.objective - sol.dual_value <= 1e-13 * sol.objective
+        # the multiple-kernel estimator on the linear kernel alone is the instance above
+        mkl = LMNNMKL(variant="NR", kernels=[Kernel("linear")], k=3, tol=1e-13, max_iter=6000, stall_iter=stall)
+        mkl.fit(X, y)
+        assert mkl.solution_.info["stall_iter"] == stall
+        assert mkl.converged_ and mkl.solution_.n_iter < 6000 and "exact_finish" in mkl.solution_.info
 
 
 def test_auto_kernels_take_the_gaussian_width_from_the_training_points():
