@@ -217,21 +217,27 @@ _LAPLACIAN_SPREAD = 1e4
 _PAIR_BLOCK = 8192
 
 
-def _pair_sq_lengths(U, pi, pj) -> np.ndarray:
-    """‖U[i] − U[j]‖² of the index pairs, in blocks (no P × r temporary)."""
-    out = np.empty(pi.size)
+def _pair_blocks(U, pi, pj):
+    """(block slice, U[i] − U[j] of its pairs) over the index pairs, ``_PAIR_BLOCK`` at a time
+    (no P × r temporary)."""
     for s in range(0, pi.size, _PAIR_BLOCK):
-        D = U[pi[s : s + _PAIR_BLOCK]] - U[pj[s : s + _PAIR_BLOCK]]
-        out[s : s + _PAIR_BLOCK] = np.einsum("ij,ij->i", D, D)
+        b = slice(s, s + _PAIR_BLOCK)
+        yield b, U[pi[b]] - U[pj[b]]
+
+
+def _pair_sq_lengths(U, pi, pj) -> np.ndarray:
+    """‖U[i] − U[j]‖² of the index pairs."""
+    out = np.empty(pi.size)
+    for b, D in _pair_blocks(U, pi, pj):
+        out[b] = np.einsum("ij,ij->i", D, D)
     return out
 
 
 def _direct_quadratic(U, pi, pj, w) -> np.ndarray:
-    """Σ_p w_p u_p u_pᵀ over the differences u_p = U[i] − U[j] themselves (O(P·r²), in blocks)."""
+    """Σ_p w_p u_p u_pᵀ over the differences u_p = U[i] − U[j] themselves (O(P·r²))."""
     G = np.zeros((U.shape[1], U.shape[1]))
-    for s in range(0, pi.size, _PAIR_BLOCK):
-        D = U[pi[s : s + _PAIR_BLOCK]] - U[pj[s : s + _PAIR_BLOCK]]
-        G += (D.T * w[s : s + _PAIR_BLOCK]) @ D
+    for b, D in _pair_blocks(U, pi, pj):
+        G += (D.T * w[b]) @ D
     return G
 
 

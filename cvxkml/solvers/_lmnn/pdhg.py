@@ -144,7 +144,7 @@ class _Run:
     best certified bound so far, the check history and the bookkeeping of the dual recovery
     (the phases below read and update it)."""
 
-    def __init__(self, U, trip, gamma, X, alpha, tol, polish, callback, face=False):
+    def __init__(self, U, trip, gamma, X, alpha, tol, polish, callback, face=False, exact=False):
         self.U, self.trip, self.gamma, self.tol = U, trip, gamma, tol
         self.polish, self.callback, self.face = polish, callback, face
         self.face_time, self.face_gain, self.face_key = 0.0, 0.0, None
@@ -159,7 +159,7 @@ class _Run:
         self.polish_wait, self.polish_backoff, self.polish_time = 0, 1, 0.0
         self.prev_f = np.inf
         self.smooth_iter, self.smooth_time = 0, 0.0
-        self.exact, self.finish, self.finish_it, self.finish_gap = False, None, -_EARLY_FINISH_EVERY, np.inf
+        self.exact, self.finish, self.finish_it, self.finish_gap = bool(exact), None, -_EARLY_FINISH_EVERY, np.inf
 
     def bound(self, alpha, f) -> float:
         return lmnn_dual_value(self.U, self.trip, alpha, self.gamma, objective_bound=min(f, self.best_f))
@@ -229,17 +229,15 @@ class _Run:
             self.tol,
             max_start,
         )
+        if fin is not None:
+            self.finish = fin
+            self.keep(fin["objective"], fin["matrix"], fin["dual_value"], fin["alpha"])
+            self.history.append((self.it, self.best_f, self.best_g, fin["working_triplets"]))
         self.finish_it, self.finish_gap = self.it, self.gap()
-        if fin is None:
+        if fin is None or self.open_gap():
             return False
-        self.finish = fin
-        self.keep(fin["objective"], fin["matrix"], fin["dual_value"], fin["alpha"])
-        self.finish_gap = self.gap()
-        self.history.append((self.it, self.best_f, self.best_g, fin["working_triplets"]))
-        if not self.open_gap():
-            self.converged, self.status = True, "converged"
-            return True
-        return False
+        self.converged, self.status = True, "converged"
+        return True
 
     def early_finish(self) -> bool:
         """The exact finish before the stall rule, where the PDHG closes a small gap slowly (on
@@ -473,8 +471,7 @@ def _lmnn_pdhg(
     X = np.ascontiguousarray(_psd_project(X))
     T = trip.n_triplets
     alpha = np.zeros(T) if alpha0 is None else np.clip(np.array(alpha0, dtype=np.float64), 0, gamma)
-    run = _Run(U, trip, gamma, X, alpha, tol, polish, callback, face=face and polish)
-    run.exact = bool(exact)
+    run = _Run(U, trip, gamma, X, alpha, tol, polish, callback, face=face and polish, exact=exact)
     pd = _PDHG(run, buffer, seed)
     smooth_pending = bool(smooth)  # the smoothed phase runs after the check at the start
     stall_gap, stall_it = np.inf, 0  # the stall rule: the gap to beat and since when
