@@ -150,7 +150,8 @@ def _quad(B, Y) -> np.ndarray:
 
 def _impostor_pairs(U, trip: LMNNTriplets, VN):
     """(b_p = V_Nᵀ u_p for every distinct impostor pair p in ascending pair order, whether each
-    reaches N): reach as in :func:`cvxkml.formulas.lmnn.rows_reach`, ‖u_p‖² in chunks."""
+    reaches N): reach as in :func:`cvxkml.formulas.lmnn.rows_reach` with its end points, ‖u_p‖²
+    in chunks."""
     pairs = np.unique(trip.ti)
     UN = U @ VN
     i, l = trip.pi[pairs], trip.pj[pairs]
@@ -160,7 +161,9 @@ def _impostor_pairs(U, trip: LMNNTriplets, VN):
         Dc = U[i[s : s + _CHUNK]] - U[l[s : s + _CHUNK]]
         full[s : s + _CHUNK] = np.einsum("ij,ij->i", Dc, Dc)
     on_null = np.einsum("ij,ij->i", B, B)
-    return B, on_null > NULL_RTOL * np.maximum(full, np.finfo(float).tiny)
+    sq = np.einsum("ij,ij->i", U, U)
+    floor = (U.shape[1] * np.finfo(float).eps) ** 2 * (sq[i] + sq[l])  # round-off of u_p (rows_reach)
+    return B, (on_null > NULL_RTOL * np.maximum(full, np.finfo(float).tiny)) & (on_null > floor)
 
 
 def _ldp(G) -> np.ndarray | None:

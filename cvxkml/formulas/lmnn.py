@@ -387,25 +387,35 @@ def pull_null_space(U, trip: LMNNTriplets, gamma: float):
     return np.ascontiguousarray(V[:, ~null]), np.ascontiguousarray(V[:, null])
 
 
-def rows_reach(D, VN) -> np.ndarray:
+def rows_reach(D, VN, ends=None) -> np.ndarray:
     """Per row d of D: whether more than ``NULL_RTOL`` of ‖d‖² lies in span(VN) (VN
     orthonormal), computed directly as ‖VNᵀd‖² (as ‖d‖² − ‖V_Rᵀd‖² its round-off would be
-    1e-16)."""
+    1e-16).
+
+    ``ends`` (optional, per row): ‖u_i‖² + ‖u_j‖² of the end points of d = u_i − u_j.  With
+    it, a part on span(VN) within the round-off of forming d, (r·ε)²·``ends`` (r = number of
+    columns), does not reach either: two coincident points have d = 0 in one basis and
+    noise of about ε·‖u_i‖ in another (the rows of U·W come out of a product that rounds
+    rows differently), and that noise points anywhere, N included."""
     D = np.asarray(D, dtype=np.float64)
     Wp = D @ np.asarray(VN, dtype=np.float64)
     on_null = np.einsum("ij,ij->i", Wp, Wp)
     full = np.einsum("ij,ij->i", D, D)
-    return on_null > NULL_RTOL * np.maximum(full, np.finfo(float).tiny)
+    reach = on_null > NULL_RTOL * np.maximum(full, np.finfo(float).tiny)
+    if ends is not None:
+        reach &= on_null > (D.shape[1] * np.finfo(float).eps) ** 2 * np.asarray(ends, dtype=np.float64)
+    return reach
 
 
 def reaches_null(U, trip: LMNNTriplets, VN) -> np.ndarray:
     """Per triplet: whether its impostor pair reaches span(VN) (VN orthonormal), i.e. has more
-    than ``NULL_RTOL`` of its squared length ‖u_il‖² there (both in U's coordinates,
-    :func:`rows_reach`).  When span(VN) is G(0)'s null space, such a triplet is satisfied for
-    free: adding c·VN VNᵀ to any metric leaves the pull and every target distance unchanged
-    and raises d(i, l)."""
+    than ``NULL_RTOL`` of its squared length ‖u_il‖² there, and more than the round-off of
+    forming u_il from its end points (both in U's coordinates, :func:`rows_reach`).  When
+    span(VN) is G(0)'s null space, such a triplet is satisfied for free: adding c·VN VNᵀ to
+    any metric leaves the pull and every target distance unchanged and raises d(i, l)."""
     U = np.asarray(U, dtype=np.float64)
-    return rows_reach(U[trip.pi] - U[trip.pj], VN)[trip.ti]
+    sq = np.einsum("ij,ij->i", U, U)
+    return rows_reach(U[trip.pi] - U[trip.pj], VN, ends=sq[trip.pi] + sq[trip.pj])[trip.ti]
 
 
 def lmnn_dual_value(

@@ -81,6 +81,33 @@ def test_a_tiny_real_pull_is_range_and_becomes_the_identity(seed, wobble):
 
 
 @settings(max_examples=examples(20), deadline=None)
+@given(seed=SEED, share=st.sampled_from([1e-6, 1e-12]))
+def test_coincident_points_reach_no_null_space_whatever_their_rounding(seed, share):
+    """Point 1 is a copy of point 0 in another class (coincident images, as Zernike moments make
+    of a 6 and a 9), its coordinates rounded differently, as a change of basis U·W rounds
+    rows: the pair's difference is noise of about ε·‖u_0‖, pointing anywhere.  It reaches no
+    subspace (its share there is round-off); a pair with a real share of 1e-6 or 1e-12 of its
+    squared length on the subspace still reaches it."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(24) % 3
+    X = rng.normal(size=(24, 6)) * 1e3
+    X[1] = X[0] * (1.0 + np.finfo(float).eps * rng.choice([-4.0, 4.0], size=6))
+    v = rng.normal(size=6)
+    v /= np.linalg.norm(v)
+    # point 2: point 3 moved by a real step with the given share along v
+    step = rng.normal(size=6)
+    step -= (step @ v) * v
+    X[2] = X[3] + step + np.sqrt(share / (1.0 - share)) * np.linalg.norm(step) * v
+    tr = LMNNTriplets.from_labels(y, k=2, sq_dist=((X[:, None] - X[None]) ** 2).sum(-1))
+    reach = reaches_null(X, tr, v[:, None])
+    ends = {tuple(sorted(p)) for p in zip(tr.pi[tr.ti], tr.pj[tr.ti], strict=True)}
+    assert (0, 1) in ends and (2, 3) in ends
+    impostor = np.array([tuple(sorted(p)) for p in zip(tr.pi[tr.ti], tr.pj[tr.ti], strict=True)])
+    np.testing.assert_array_equal(reach[(impostor == (0, 1)).all(1)], False)
+    np.testing.assert_array_equal(reach[(impostor == (2, 3)).all(1)], True)
+
+
+@settings(max_examples=examples(20), deadline=None)
 @given(seed=SEED)
 def test_an_exact_null_direction_and_the_pairs_that_reach_it(seed):
     """The last feature constant within each class: no target difference sees it (G(0)'s null
