@@ -58,7 +58,7 @@ import numpy as np
 from scipy.optimize import nnls
 
 from ._lmnn_triplets import LMNNTriplets
-from .lmnn import NULL_RTOL, pull_basis
+from .lmnn import pull_basis, reach_test
 
 __all__ = ["FACE_RTOL", "FACE_MAX_DIM", "FaceSelection", "min_norm_on_zero_face"]
 
@@ -162,8 +162,7 @@ def _impostor_pairs(U, trip: LMNNTriplets, VN):
         full[s : s + _CHUNK] = np.einsum("ij,ij->i", Dc, Dc)
     on_null = np.einsum("ij,ij->i", B, B)
     sq = np.einsum("ij,ij->i", U, U)
-    floor = (U.shape[1] * np.finfo(float).eps) ** 2 * (sq[i] + sq[l])  # round-off of u_p (rows_reach)
-    return B, (on_null > NULL_RTOL * np.maximum(full, np.finfo(float).tiny)) & (on_null > floor)
+    return B, reach_test(on_null, full, sq[i] + sq[l], U.shape[1])
 
 
 def _ldp(G) -> np.ndarray | None:

@@ -401,9 +401,15 @@ def rows_reach(D, VN, ends=None) -> np.ndarray:
     Wp = D @ np.asarray(VN, dtype=np.float64)
     on_null = np.einsum("ij,ij->i", Wp, Wp)
     full = np.einsum("ij,ij->i", D, D)
+    return reach_test(on_null, full, ends, D.shape[1])
+
+
+def reach_test(on_null, full, ends, r: int) -> np.ndarray:
+    """The test of :func:`rows_reach` from the squared lengths on span(VN) (``on_null``), in
+    all (``full``) and of the end points (``ends``, or None) of rows with r coordinates."""
     reach = on_null > NULL_RTOL * np.maximum(full, np.finfo(float).tiny)
     if ends is not None:
-        reach &= on_null > (D.shape[1] * np.finfo(float).eps) ** 2 * np.asarray(ends, dtype=np.float64)
+        reach &= on_null > (r * np.finfo(float).eps) ** 2 * np.asarray(ends, dtype=np.float64)
     return reach
 
 
