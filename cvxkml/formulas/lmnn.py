@@ -62,6 +62,7 @@ __all__ = [
     "PullBasis",
     "pull_basis",
     "pull_null_space",
+    "pairs_reach_null",
     "reaches_null",
     "rows_reach",
     "NULL_RTOL",
@@ -413,15 +414,23 @@ def reach_test(on_null, full, ends, r: int) -> np.ndarray:
     return reach
 
 
-def reaches_null(U, trip: LMNNTriplets, VN) -> np.ndarray:
-    """Per triplet: whether its impostor pair reaches span(VN) (VN orthonormal), i.e. has more
-    than ``NULL_RTOL`` of its squared length ‖u_il‖² there, and more than the round-off of
-    forming u_il from its end points (both in U's coordinates, :func:`rows_reach`).  When
-    span(VN) is G(0)'s null space, such a triplet is satisfied for free: adding c·VN VNᵀ to
-    any metric leaves the pull and every target distance unchanged and raises d(i, l)."""
+def pairs_reach_null(U, trip: LMNNTriplets, VN) -> np.ndarray:
+    """Per pair p = (i, j): whether u_i − u_j reaches span(VN) (VN orthonormal), i.e. has more
+    than ``NULL_RTOL`` of its squared length there, and more than the round-off of forming
+    it from its end points (both in U's coordinates, :func:`rows_reach`).  A pair that does
+    not reach has a squared length on span(VN) of 0 up to round-off: a scale c on VN VNᵀ
+    changes its distance by round-off times c, never by a real amount."""
     U = np.asarray(U, dtype=np.float64)
     sq = np.einsum("ij,ij->i", U, U)
-    return rows_reach(U[trip.pi] - U[trip.pj], VN, ends=sq[trip.pi] + sq[trip.pj])[trip.ti]
+    return rows_reach(U[trip.pi] - U[trip.pj], VN, ends=sq[trip.pi] + sq[trip.pj])
+
+
+def reaches_null(U, trip: LMNNTriplets, VN) -> np.ndarray:
+    """Per triplet: whether its impostor pair reaches span(VN) (:func:`pairs_reach_null`).
+    When span(VN) is G(0)'s null space, such a triplet is satisfied for free: adding
+    c·VN VNᵀ to any metric leaves the pull and every target distance unchanged and raises
+    d(i, l)."""
+    return pairs_reach_null(U, trip, VN)[trip.ti]
 
 
 def lmnn_dual_value(

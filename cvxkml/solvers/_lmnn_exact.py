@@ -58,8 +58,8 @@ from ..formulas.lmnn import (
     lmnn_dual_value,
     lmnn_objective,
     pair_weights,
+    pairs_reach_null,
     pull_basis,
-    reaches_null,
     sorted_unique,
 )
 
@@ -270,26 +270,40 @@ def working_set_ipm(C, A, B, gamma: float, gap: float, max_iter: int = _IPM_MAX_
     return X, alpha, steps
 
 
-def null_scale(p_R, n_N, trip: LMNNTriplets, gamma: float) -> float:
+def null_scale(p_R, n_N, trip: LMNNTriplets, gamma: float, reach=None) -> float:
     """The c >= 0 minimizing F(X_R + c V_N V_Nᵀ) exactly: with d_p = p_R + c·n_N (pair
     distances of X_R and squared lengths in N), F(c) = A + B c + γ Σ_t [z_t + s_t c]_+ is
-    convex and piecewise linear; walk its breakpoints until the slope turns non-negative."""
+    convex and piecewise linear; walk its breakpoints until the slope turns non-negative.
+
+    ``reach`` (per pair, optional; :func:`cvxkml.formulas.lmnn.pairs_reach_null`): the pairs
+    whose n_N is real; the others' is round-off (1e-31 where their true length in N is 0)
+    and counts as 0.  Counted, a violated triplet whose impostor pair has such a length
+    would be switched off at c = 1e31, where every distance is round-off times c.
+
+    The slope after each breakpoint is summed from terms of one sign each (the pull and the
+    rising terms switched on so far; the falling terms not yet switched off, summed from the
+    last breakpoint back), never as a running total: after the large falling terms switch
+    off, the slope left can be 1e-12 of what they summed to (impostor pairs with a squared
+    length of 1e-16 in N: a scale of 1e15 is optimal), below a running sum's round-off."""
+    if reach is not None:
+        n_N = np.where(reach, n_N, 0.0)
     z = 1.0 + p_R[trip.tt] - p_R[trip.ti]
     sl = n_N[trip.tt] - n_N[trip.ti]
-    slope = (1.0 - gamma) * float(n_N[trip.target_pair].sum())
-    # slope just right of 0: the terms active there (z > 0, or z = 0 and rising)
+    # the slope just right of 0 from the terms active there (z > 0, or z = 0 and rising)
     active0 = (z > 0) | ((z == 0) & (sl > 0))
-    slope += gamma * float(sl[active0].sum())
-    if slope >= 0.0:
-        return 0.0
+    rise0 = (1.0 - gamma) * float(n_N[trip.target_pair].sum()) + gamma * float(sl[active0 & (sl > 0)].sum())
     with np.errstate(divide="ignore", invalid="ignore"):
         c_t = -z / sl
     cross = (sl != 0) & (c_t > 0) & np.isfinite(c_t)
-    order = np.argsort(c_t[cross])
+    order = np.argsort(c_t[cross], kind="stable")
     cs, ss = c_t[cross][order], sl[cross][order]
-    # crossing a breakpoint: a falling term (s < 0) switches off, a rising one switches on;
-    # either way the slope grows by γ|s|
-    slope_after = slope + gamma * np.cumsum(np.abs(ss))
+    # crossing a breakpoint: a falling term (s < 0, active from 0) switches off, a rising
+    # one (s > 0, z < 0) switches on; the falling terms still on after breakpoint k:
+    fall = np.where(ss < 0, -ss, 0.0)
+    fall_left = np.concatenate([np.cumsum(fall[::-1])[::-1][1:], [0.0]]) if ss.size else fall
+    if not rise0 < gamma * float(fall.sum()):
+        return 0.0
+    slope_after = rise0 + gamma * (np.cumsum(np.where(ss > 0, ss, 0.0)) - fall_left)
     hit = np.flatnonzero(slope_after >= 0.0)
     return float(cs[hit[0]]) if hit.size else float(cs[-1]) if cs.size else 0.0
 
@@ -375,7 +389,8 @@ def exact_finish(
     rng = ~basis.null  # G(0) is the identity there
     Du = Uf[trip.pi] - Uf[trip.pj]
     # impostor pair reaches the null space: satisfied for free, α = 0
-    free = reaches_null(U, trip, basis.VN) if np.any(basis.null) else np.zeros(trip.n_triplets, dtype=bool)
+    reach = pairs_reach_null(U, trip, basis.VN) if np.any(basis.null) else np.zeros(trip.n_pairs, dtype=bool)
+    free = reach[trip.ti]
     Dr = np.ascontiguousarray(Du[:, rng])
     n_N = np.einsum("ij,ij->i", Du[:, ~rng], Du[:, ~rng])  # squared pair lengths in N (none: 0)
     p = distances(X)
@@ -409,7 +424,7 @@ def exact_finish(
         Xw = _sym(W @ Xf @ W.T)
         p = distances(Xw)
         if not np.all(rng):  # the exact step along the null space
-            c = null_scale(p, n_N, trip, gamma)
+            c = null_scale(p, n_N, trip, gamma, reach)
             Xf[~rng, ~rng] += c
             Xc = _sym(W @ Xf @ W.T)
             p_c = distances(Xc)

@@ -97,6 +97,7 @@ from ..formulas.lmnn import (
     psd_factor,
     pull_factor,
     pull_null_space,
+    pairs_reach_null,
     pull_whitening,
     reaches_null,
     to_pull_coordinates,
@@ -384,7 +385,7 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
     # factor, as the declared problem recomputes it)
     n_N = _null_lengths(U, trip, VN)
     p_R = ordered_pair_distances(U, None, trip.pi, trip.pj, factor=L_R)
-    c = _null_scale(p_R, n_N, trip, gamma)
+    c = _null_scale(p_R, n_N, trip, gamma, pairs_reach_null(U, trip, VN))
     L = np.hstack([L_R, np.sqrt(c) * VN]) if c > 0.0 else L_R
     X = X_R + c * (VN @ VN.T)
     X = 0.5 * (X + X.T)

@@ -26,6 +26,7 @@ from cvxkml.formulas.lmnn import (
     pull_basis,
     reaches_null,
 )
+from cvxkml.solvers._lmnn_exact import null_scale
 
 TOL = 1e-5
 SEED = st.integers(0, 2**31 - 1)
@@ -192,3 +193,43 @@ def test_bound_is_below_the_objective_of_any_metric_on_tiny_and_null_pulls(seed,
         A[3, 3] += spread * rng.uniform()
         F = lmnn_objective(psd_pair_distances(X, A, tr.pi, tr.pj), tr, 0.5)
         assert g <= F + 1e-9 * max(1.0, F)
+
+
+def _null_lengths_with_round_off(seed, n=40, tiny_length=1e-17):
+    """Triplets on 40 points, pair distances 0 off N (every hinge active) and squared
+    lengths in N of 1e-3 to 1e-2 for most pairs, ``tiny_length`` (still real) for a fifth of
+    them, 1e-8 of that for the target pairs: F(c) falls steeply, then by 1e-14 of that
+    before it rises."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(n, 3)), np.arange(n) % 3
+    tr = _trip(X, y, k=3)
+    n_N = rng.uniform(1e-3, 1e-2, tr.n_pairs)
+    tiny = rng.random(tr.n_pairs) < 0.2
+    n_N[tiny] = tiny_length * (1.0 + 1e-3 * rng.random(int(tiny.sum())))
+    n_N[tr.target_pair] = 1e-8 * tiny_length
+    return tr, np.zeros(tr.n_pairs), n_N
+
+
+def test_null_scale_walks_past_a_slope_below_the_running_sums_round_off():
+    """A running sum of the slope stops at half of these draws where F is still falling."""
+    for seed in range(8):
+        tr, p_R, n_N = _null_lengths_with_round_off(seed)
+        F = lambda c: lmnn_objective(p_R + c * n_N, tr, 0.5)  # noqa: E731,B023
+        c = null_scale(p_R, n_N, tr, 0.5)
+        best = min(F(g) for g in np.geomspace(1e-2, 1e22, 2000))
+        assert c > 1e16  # past the tiny lengths' breakpoints
+        assert F(c) <= best + 1e-9 * max(1.0, best)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_null_scale_counts_no_length_of_a_pair_that_does_not_reach(seed):
+    """Pairs marked as not reaching N have a length there of round-off (here 1e-31): a scale
+    that switched their violated triplets off would be 1e31, every distance round-off · c."""
+    tr, p_R, n_N = _null_lengths_with_round_off(seed)
+    n_N[n_N < 1e-15] = 1e-31
+    n_N[tr.target_pair] = 0.0
+    reach = n_N > 1e-20
+    c = null_scale(p_R, n_N, tr, 0.5, reach)
+    assert c == null_scale(p_R, np.where(reach, n_N, 0.0), tr, 0.5)
+    assert 0.0 < c <= 1.0 / n_N[reach].min()
+    assert null_scale(p_R, n_N, tr, 0.5) > 1e30  # counted, they would set the scale
