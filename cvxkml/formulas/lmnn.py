@@ -291,6 +291,15 @@ def laplacian_quadratic(U, trip: LMNNTriplets, w) -> np.ndarray:
 _PD_RTOL = 1e3 * np.finfo(float).eps
 
 
+#: eigenvalues of G(0) at most this times the largest are recomputed from the data in
+#: :func:`pull_spectrum`.  The first eigendecomposition mixes a direction of eigenvalue λ into
+#: the recomputed block by about ε·μ_max/λ, which leaves an exact null direction a pull of up
+#: to ε²·μ_max²/λ: 5e-26·μ_max for λ above this bound, well below ``NULL_RTOL`` (with a bound
+#: of 2e-13 it was 2e-19, and one null direction of a Multiple Features kernel kept a pull of
+#: 5e-21·μ_max and counted as range).
+_REFINE_RTOL = 1e-6
+
+
 def _min_eig(M) -> float:
     return float(np.linalg.eigvalsh(M)[0]) if M.size else 0.0
 
@@ -330,7 +339,7 @@ def pull_spectrum(U, target_i, target_j, gamma: float):
     (V, μ, μ_max): orthonormal eigenvectors V (r × r) and eigenvalues μ, each accurate relative
     to its own size down to about ε²·μ_max; None when G(0) = 0.
 
-    Two stages.  The eigenvalues of G(0) above ``_PD_RTOL``·μ_max are those of its
+    Two stages.  The eigenvalues of G(0) above ``_REFINE_RTOL``·μ_max are those of its
     eigendecomposition; the others carry that solver's error of about ε·μ_max, so their block is
     recomputed from the data, (1 − γ) (D V_s)ᵀ(D V_s): each entry a sum of products of the pair
     components along those directions, accurate relative to its own size, so its eigenvalues
@@ -345,7 +354,7 @@ def pull_spectrum(U, target_i, target_j, gamma: float):
     if not lam.size or not lam[-1] > 0.0:
         return None
     top = float(lam[-1])
-    small = lam <= _PD_RTOL * top
+    small = lam <= _REFINE_RTOL * top
     if np.any(small):
         DN = D @ V[:, small]
         mu, Q = np.linalg.eigh((1.0 - gamma) * (DN.T @ DN))
