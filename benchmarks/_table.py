@@ -330,7 +330,7 @@ TABLE = (
                 nargs="*",
                 choices=blmnn.SCALE_CHOICES,
                 default=None,
-                help="issue 33 / 36 rows instead: whole data sets, k = 3, tol 1e-4 (default all: "
+                help="the at-scale rows instead: whole data sets, k = 3, tol 1e-4 (default all: "
                 + ", ".join(blmnn.SCALE_DATASETS)
                 + ")",
             ),

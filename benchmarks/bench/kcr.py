@@ -324,10 +324,10 @@ def large_n_row(
     return row
 
 
-# the solver options before issue 33 (the fused per-iteration kernel is shared): restarts
-# at (0.2, 0.8, 0.36) and the certificate at the PDHG dual iterate only
+# the earlier solver options (the fused per-iteration kernel is shared): restarts at
+# (0.2, 0.8, 0.36) and the certificate at the PDHG dual iterate only
 PREVIOUS = dict(restart_params=(0.2, 0.8, 0.36), balance=False)
-# the default before dual polishing and the working set of pairs (issue 33, fourth KCR round)
+# the default before dual polishing and the working set of pairs
 BEFORE = dict(polish=0.0, working_set=False)
 
 

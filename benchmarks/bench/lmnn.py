@@ -163,11 +163,11 @@ def lmnn_rows(
     return rows
 
 
-# --------------------------------------------------------------------------- at scale (issue 33 item 1)
-#: issue 33's protocol: k = 3, equal pull / push weights
+# --------------------------------------------------------------------------- at scale
+#: the at-scale protocol: k = 3, equal pull / push weights
 SCALE_K, SCALE_GAMMA = 3, 0.5
 SCALE_DATASETS = ("digits", "mnist5000", "pendigits5000", "wide")
-#: also accepted by ``--scale``: issue 33's small rows (the whole data set, standardized), the
+#: also accepted by ``--scale``: the small rows (the whole data set, standardized), the
 #: MNIST-shaped rows of tens of thousands of points (:data:`benchmarks.bench._lmnn_family.LARGE`)
 #: and ``family`` (the instance family of :mod:`benchmarks.bench._lmnn_family`)
 SCALE_CHOICES = ("wine", "breast_cancer") + SCALE_DATASETS + tuple(LARGE) + ("family",)
@@ -559,7 +559,7 @@ def format_report(rows, old_budget: float) -> str:
             worst = max(r["seconds"] for r in best)
             ok = all(r["converged"] for r in best) and worst <= TARGET_SECONDS
             lines.append(
-                f"issue 17 target, {name}: a certified 1e-4 optimum in <= {TARGET_SECONDS:g} s: "
+                f"target, {name}: a certified 1e-4 optimum in <= {TARGET_SECONDS:g} s: "
                 f"{'met' if ok else 'not met'} (slowest fold {worst:.3g} s, "
                 f"{sum(r['converged'] for r in best)}/{len(best)} certified)"
             )

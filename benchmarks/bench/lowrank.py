@@ -514,4 +514,4 @@ def command(args) -> int:
 def _target_line(what: str, certified: bool, seconds: float, limit: float, extra: str = "") -> None:
     """One line: whether a speed target (certified within ``limit`` seconds) is met."""
     met = "met" if certified and seconds <= limit else "not met"
-    print(f"issue 17 target, {what}: {met} ({seconds:.3g} s{extra})")
+    print(f"target, {what}: {met} ({seconds:.3g} s{extra})")

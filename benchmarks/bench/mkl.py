@@ -271,7 +271,7 @@ def command(args) -> int:
         if not args.quick:
             warm = max(r["wsolve_s"] for r in rows if r["method"] == "interior-point")
             print(
-                f"issue 17 target, <= 0.3 s per solve of (15) with 20 kernels: warm solves "
+                f"target, <= 0.3 s per solve of (15) with 20 kernels: warm solves "
                 f"{'met' if warm <= 0.3 else 'not met'} (slowest w-solve {warm:.3g} s); cold relaxations "
                 + ", ".join(
                     f"{r['data']} n = {r['n']}: {r['relax_s']:.3g} s" for r in rows if r["method"] == "interior-point"
