@@ -16,6 +16,7 @@ from .._validation import (
 from ..errors import ConvergenceWarning, InvalidInputError, SolverError
 from ..formulas._lmnn_face import min_norm_on_zero_face
 from ..formulas.lmnn import (
+    CONTRADICTED,
     STALLED,
     lmnn_objective,
     lmnn_slack,
@@ -211,7 +212,7 @@ class LMNNFastSide:
         """The solver's own reason ("max_iter reached", "stalled", "stopped by callback"), else
         the pipeline's ("not certified" when it claimed convergence the certificate refutes)."""
         status = res.extra.get("status")
-        if status in ("max_iter reached", STALLED, CALLBACK_STOP):
+        if status in ("max_iter reached", STALLED, CALLBACK_STOP, CONTRADICTED):
             return status
         return super().unconverged_status(sol, res)
 
@@ -229,6 +230,11 @@ class LMNNFastSide:
             )
         why, advice = {
             CALLBACK_STOP: ("the callback stopped it", ""),
+            CONTRADICTED: (
+                "its run off G(0)'s null space and its whole run gave a bound above the other's "
+                "objective, so one of those numbers is wrong and neither certifies",
+                " Report it with the data: it is a solver error.",
+            ),
             STALLED: (
                 f"stalled: the certified gap did not shrink by 0.1 % in {sol.info.get('stall_iter')} iterations",
                 " Raise tol, or stall_iter (0: run to max_iter).",

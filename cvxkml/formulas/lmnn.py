@@ -78,12 +78,16 @@ __all__ = [
     "check_targets",
     "full_triplet_index",
     "sorted_unique",
+    "CONTRADICTED",
 ]
 
 #: Default of the stall rule of the LMNN PDHG solver (iterations without progress)
 STALL_ITER = 2000
 #: the status (solver result ``extra["status"]``, ``Solution.status``) of a stall-rule stop
 STALLED = "stalled"
+#: the status of a solve whose two runs (off G(0)'s null space, and whole) gave a bound above
+#: the other's objective: weak duality fails, so one of the numbers is wrong and nothing is certified
+CONTRADICTED = "bounds contradict"
 
 
 # --------------------------------------------------------------------------- values

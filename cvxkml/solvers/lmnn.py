@@ -88,6 +88,7 @@ import numpy as np
 
 from .._config import blas_limit
 from ..formulas.lmnn import (
+    CONTRADICTED,
     STALL_ITER,
     LMNNTriplets,
     from_pull_coordinates,
@@ -254,12 +255,24 @@ def lmnn_pdhg(
 
 def _better_of(a: FastResult, b: FastResult, U, trip, gamma, tol) -> FastResult:
     """b with the lower objective's matrix and the higher bound's multipliers of a and b
-    (each is a valid upper / lower bound of the same problem), re-certified."""
+    (each is a valid upper / lower bound of the same problem), re-certified.
+
+    Weak duality is checked across the two: a bound above the other run's objective by more
+    than ``tol`` (relative) proves one of the two numbers wrong (e.g. a null direction taken
+    for range), so that pair certifies nothing: the bound kept is the other run's when it is
+    consistent with the lower objective, else that of α = 0 (F >= 0), and the status is
+    ``CONTRADICTED``, not converged."""
     ea, eb = a.extra, b.extra
     best = a if ea["objective"] < eb["objective"] else b
     X, F = best.matrix, best.extra["objective"]
-    alpha, g = (a.lam, ea["dual_value"]) if ea["dual_value"] > eb["dual_value"] else (b.lam, eb["dual_value"])
-    status = "converged" if F - g <= tol * max(1.0, abs(F)) else eb["status"]
+    scale = max(1.0, abs(F))
+    pairs = sorted(((ea["dual_value"], 0, a.lam), (eb["dual_value"], 1, b.lam)), key=lambda t: t[:2], reverse=True)
+    g, _, alpha = pairs[0]
+    status = "converged" if F - g <= tol * scale else eb["status"]
+    if g - F > tol * scale:  # a bound above a primal value: not a bound, or F is wrong
+        # the other run's bound if it is consistent, else α = 0, whose bound 0 holds (F >= 0)
+        g, _, alpha = pairs[1] if pairs[1][0] - F <= tol * scale else (0.0, 1, np.zeros_like(b.lam))
+        status = CONTRADICTED
     skip = ("solver", "objective", "dual_value", "status", "history", "factor")
     info = {k: v for k, v in eb.items() if k not in skip}
     if "factor" in best.extra:  # the matrix's factor, when its solve kept one

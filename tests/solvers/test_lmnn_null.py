@@ -233,3 +233,31 @@ def test_null_scale_counts_no_length_of_a_pair_that_does_not_reach(seed):
     assert c == null_scale(p_R, np.where(reach, n_N, 0.0), tr, 0.5)
     assert 0.0 < c <= 1.0 / n_N[reach].min()
     assert null_scale(p_R, n_N, tr, 0.5) > 1e30  # counted, they would set the scale
+
+
+def test_two_runs_whose_bounds_contradict_certify_nothing():
+    """The whole run's bound above the null-space run's objective (the numbers of a Multiple
+    Features fit whose null direction counted as range: g = 7.8296, while c·P_N reached
+    F = 2.5e-5) breaks weak duality: the better-of step keeps the lower objective, a bound
+    consistent with it (the other run's, else 0), and does not certify."""
+    from cvxkml.formulas.lmnn import CONTRADICTED
+    from cvxkml.solvers._lmnn.pdhg import lmnn_result
+    from cvxkml.solvers.lmnn import _better_of
+    from cvxkml.solvers.result import OK
+
+    info = {"null_dim": 1, "free_triplets": 3}
+    a_lam, b_lam = np.full(3, 0.1), np.full(3, 0.5)
+    off = lmnn_result(np.eye(2), a_lam, 2.5e-5, 0.0, 10, "max_iter reached", 0.0, [], info)
+    whole = lmnn_result(2 * np.eye(2), b_lam, 7.8301, 7.8296, 20, "stalled", 0.0, [], {})
+    r = _better_of(off, whole, None, None, 0.5, 1e-5)
+    assert r.code != OK and r.extra["status"] == CONTRADICTED
+    assert r.extra["objective"] == 2.5e-5 and r.extra["dual_value"] == 0.0
+    assert np.array_equal(r.lam, a_lam) and np.array_equal(r.matrix, np.eye(2))
+    # neither bound consistent: the bound of α = 0
+    off_bad = lmnn_result(np.eye(2), a_lam, 2.5e-5, 1.0, 10, "max_iter reached", 0.0, [], info)
+    r = _better_of(off_bad, whole, None, None, 0.5, 1e-5)
+    assert r.extra["status"] == CONTRADICTED and r.extra["dual_value"] == 0.0 and not np.any(r.lam)
+    # consistent runs: the lower objective and the higher bound, certified within tol
+    whole_ok = lmnn_result(2 * np.eye(2), b_lam, 7.8301, 2.5e-5 - 1e-7, 20, "stalled", 0.0, [], {})
+    r = _better_of(off, whole_ok, None, None, 0.5, 1e-5)
+    assert r.code == OK and r.extra["dual_value"] == 2.5e-5 - 1e-7 and np.array_equal(r.lam, b_lam)
