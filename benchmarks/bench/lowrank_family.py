@@ -200,15 +200,20 @@ def vonneumann_family_rows(
     cpu_cap: float | None = 600.0,
     data_dir=None,
     report=None,
+    stop: str = "certificate",
+    violated_passes: int = vonneumann._VIOLATED_PASSES,
 ) -> list[dict]:
-    """One certified von Neumann solve (Kulis et al. Algorithm 3, ``vonneumann_pairs`` with its
-    default stop: the dual change and the certificate) per member, size and seed, one BLAS
-    thread, stopped after ``cpu_cap`` CPU seconds (checked after each sweep; then ``finished``
-    is False), then ``certificate()`` of the end point.  A row: spec, n, seed, r, constraints,
-    pairs, build_cpu, cpu, wall, iterations (sweeps), projections (those that ran the root
-    finder), finished, converged (|rel_gap| and the relative violation <= max(tol, 1e-6)),
-    rel_gap, abs_rel_gap, max_rel_violation, objective, cpu_gflops (projections × 2r³ per CPU
-    second), source."""
+    """One certified von Neumann solve (Kulis et al. Algorithm 3, ``vonneumann_pairs``) per
+    member, size and seed, with the rule of the bench's target line by default: stopped on the
+    certificate alone, with up to ``violated_passes`` passes over the constraints it finds
+    violated after a full sweep (``stop="both", violated_passes=0``: the plain cyclic rule of
+    the dual change and the certificate).  One BLAS thread, stopped after ``cpu_cap`` CPU
+    seconds (checked after each sweep; then ``finished`` is False), then ``certificate()`` of
+    the end point.  A row: spec, n, seed, r, constraints, pairs, build_cpu, cpu, wall,
+    iterations (full sweeps), projections (those that ran the root finder), violated_passes
+    (the passes run), stop, finished, converged (|rel_gap| and the relative violation <=
+    max(tol, 1e-6)), rel_gap, abs_rel_gap, max_rel_violation, objective, cpu_gflops
+    (projections × 2r³ per CPU second), source."""
     from cvxkml.solvers.bregman import NONFINITE
     from cvxkml.solvers.vonneumann import certificate, vonneumann_pairs
 
@@ -223,11 +228,25 @@ def vonneumann_family_rows(
             c0 = time.process_time()
             capped = [False]
 
-            def stop(info, c0=c0, capped=capped):
+            def capper(info, c0=c0, capped=capped):
                 capped[0] = cpu_cap is not None and time.process_time() - c0 > cpu_cap
                 return capped[0]
 
-            res, wall = _timed(vonneumann_pairs, F, q0, I, J, delta, bound, gamma, tol, max_iter, callback=stop)
+            res, wall = _timed(
+                vonneumann_pairs,
+                F,
+                q0,
+                I,
+                J,
+                delta,
+                bound,
+                gamma,
+                tol,
+                max_iter,
+                stop=stop,
+                violated_passes=violated_passes,
+                callback=capper,
+            )
             cpu = time.process_time() - c0
             if res.code == NONFINITE:
                 raise RuntimeError(f"von Neumann family {spec} n={n} seed={seed}: non-finite iterate")
@@ -240,6 +259,8 @@ def vonneumann_family_rows(
             (spec, n, seed, r, constraints, pairs, build, cpu, wall),
             iterations=int(res.sweeps),
             projections=proj,
+            violated_passes=int(res.extra.get("violated_passes", 0)),
+            stop=stop,
             finished=not capped[0],
             converged=ok,
             rel_gap=float(c["rel_gap"]),

@@ -104,8 +104,15 @@ def test_vonneumann_family_rows_are_certified_end_points():
     G0, y, _ = fam.family_factor(row["spec"], 60, 6, row["seed"])
     pc = lowrank._workload_pairs(G0, y, 200, row["seed"])
     F, q0 = vonneumann._orthonormal_factor(G0)
-    res = vonneumann_pairs(F, q0, pc.i, pc.j, pc.y, pc.bound, 1.0, 1e-3, 100_000)
+    res = vonneumann_pairs(F, q0, pc.i, pc.j, pc.y, pc.bound, 1.0, 1e-3, 100_000, stop="certificate", violated_passes=5)
     assert res.sweeps == row["iterations"] and res.extra["projections"] == row["projections"]
+    assert row["stop"] == "certificate" and row["violated_passes"] == res.extra["violated_passes"]
+    # the plain cyclic rule on request
+    (plain,) = fam.vonneumann_family_rows(
+        (row["spec"],), sizes=(60,), seeds=(row["seed"],), r=6, constraints=200, stop="both", violated_passes=0
+    )
+    res = vonneumann_pairs(F, q0, pc.i, pc.j, pc.y, pc.bound, 1.0, 1e-3, 100_000)
+    assert plain["converged"] and res.extra["projections"] == plain["projections"] and plain["violated_passes"] == 0
     tight = vonneumann_pairs(F, q0, pc.i, pc.j, pc.y, pc.bound, 1.0, 1e-9, 100_000)
     c = certificate(F, q0, pc.i, pc.j, pc.y, pc.bound, tight.xi, tight.lam, tight.extra["W"], tight.extra["q"], 1.0)
     assert abs(c["rel_gap"]) <= 1e-8  # the tight end point is the optimum; the row's within its tolerance
