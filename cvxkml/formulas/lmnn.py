@@ -340,15 +340,17 @@ class PullBasis:
 
 def pull_spectrum(U, target_i, target_j, gamma: float):
     """The target pull G(0) = (1 − γ) Σ_S u_ij u_ijᵀ = (1 − γ) DᵀD (D the target differences) as
-    (V, μ, μ_max): orthonormal eigenvectors V (r × r) and eigenvalues μ, each accurate relative
-    to its own size down to about ε²·μ_max; None when G(0) = 0.
+    (V, μ, μ_max): orthonormal eigenvectors V (r × r) and eigenvalues μ; None when G(0) = 0.
 
     Two stages.  The eigenvalues of G(0) above ``_REFINE_RTOL``·μ_max are those of its
-    eigendecomposition; the others carry that solver's error of about ε·μ_max, so their block is
-    recomputed from the data, (1 − γ) (D V_s)ᵀ(D V_s): each entry a sum of products of the pair
-    components along those directions, accurate relative to its own size, so its eigenvalues
-    resolve a real pull of 1e-18 of μ_max from the ε²-level round-off of an exactly singular
-    one (the resolution of an SVD of D, without the |S| × r decomposition).  One spectrum for
+    eigendecomposition (error about ε·μ_max, relative 2e-10 at most); the others carry that
+    error too, so their block is recomputed from the data, (1 − γ) (D V_s)ᵀ(D V_s): each entry
+    a sum of products of the pair components along those directions, accurate relative to
+    its own size.  Its eigenvalues are accurate to about ε times the block's largest (at most
+    2e-22·μ_max, below ``NULL_RTOL`` with a margin of 45; on the Multiple Features kernels
+    the null ones come out within 4e-28·μ_max of 0), so a real pull of 1e-20
+    of μ_max stands apart from the round-off of an exactly singular one, without the
+    |S| × r decomposition.  One spectrum for
     :func:`pull_basis`, :func:`pull_whitening` and the null space the solvers split off: they
     agree on which directions are null (``NULL_RTOL``)."""
     U = np.asarray(U, dtype=np.float64)
