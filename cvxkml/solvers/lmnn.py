@@ -100,7 +100,6 @@ from ..formulas.lmnn import (
     pull_factor,
     pull_null_space,
     pull_whitening,
-    reaches_null,
     to_pull_coordinates,
 )
 from ._lmnn import recovery as _recovery
@@ -266,12 +265,15 @@ def _better_of(a: FastResult, b: FastResult, U, trip, gamma, tol) -> FastResult:
     best = a if ea["objective"] < eb["objective"] else b
     X, F = best.matrix, best.extra["objective"]
     scale = max(1.0, abs(F))
-    pairs = sorted(((ea["dual_value"], 0, a.lam), (eb["dual_value"], 1, b.lam)), key=lambda t: t[:2], reverse=True)
-    g, _, alpha = pairs[0]
+    # (bound, multipliers): the higher first, b's on a tie
+    high, low = (ea["dual_value"], a.lam), (eb["dual_value"], b.lam)
+    if not high[0] > low[0]:
+        high, low = low, high
+    g, alpha = high
     status = "converged" if F - g <= tol * scale else eb["status"]
     if g - F > tol * scale:  # a bound above a primal value: not a bound, or F is wrong
         # the other run's bound if it is consistent, else α = 0, whose bound 0 holds (F >= 0)
-        g, _, alpha = pairs[1] if pairs[1][0] - F <= tol * scale else (0.0, 1, np.zeros_like(b.lam))
+        g, alpha = low if low[0] - F <= tol * scale else (0.0, np.zeros_like(b.lam))
         status = CONTRADICTED
     skip = ("solver", "objective", "dual_value", "status", "history", "factor")
     info = {k: v for k, v in eb.items() if k not in skip}
@@ -331,15 +333,17 @@ def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResu
 
 
 def _seen_null_space(U, trip: LMNNTriplets, gamma: float):
-    """(V_R, V_N, seeing) when the target pull G(0) is exactly singular (its null space N of
-    :func:`cvxkml.formulas.lmnn.pull_null_space`, the N of the Lagrange bound) and some impostor
-    pairs reach N (``seeing``: :func:`cvxkml.formulas.lmnn.reaches_null`); None otherwise."""
+    """(V_R, V_N, seeing, reach) when the target pull G(0) is exactly singular (its null space N
+    of :func:`cvxkml.formulas.lmnn.pull_null_space`, the N of the Lagrange bound) and some
+    impostor pairs reach N (``reach`` per pair: :func:`cvxkml.formulas.lmnn.pairs_reach_null`;
+    ``seeing`` per triplet, its impostor pair's); None otherwise."""
     split = pull_null_space(U, trip, gamma)
     if split is None or split[0].shape[1] == 0:
         return None
     VR, VN = split
-    seeing = reaches_null(U, trip, VN)
-    return (VR, VN, seeing) if np.any(seeing) else None
+    reach = pairs_reach_null(U, trip, VN)
+    seeing = reach[trip.ti]
+    return (VR, VN, seeing, reach) if np.any(seeing) else None
 
 
 def _null_lengths(U, trip: LMNNTriplets, VN):
@@ -364,7 +368,7 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
         if F0 - g0 <= tol * max(1.0, abs(F0)):
             info = {"null_dim": int(null[1].shape[1]), "free_triplets": int(null[2].sum()), "triplets": trip.n_triplets}
             return lmnn_result(Xs, a_s, F0, g0, 0, "converged", time.perf_counter() - t0, [(0, F0, g0, 0)], info)
-    VR, VN, seeing = null
+    VR, VN, seeing, reach = null
     keep = ~seeing
     sub = replace(
         trip,
@@ -398,7 +402,7 @@ def _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw) -> Fa
     # factor, as the declared problem recomputes it)
     n_N = _null_lengths(U, trip, VN)
     p_R = ordered_pair_distances(U, None, trip.pi, trip.pj, factor=L_R)
-    c = _null_scale(p_R, n_N, trip, gamma, pairs_reach_null(U, trip, VN))
+    c = _null_scale(p_R, n_N, trip, gamma, reach)
     L = np.hstack([L_R, np.sqrt(c) * VN]) if c > 0.0 else L_R
     X = X_R + c * (VN @ VN.T)
     X = 0.5 * (X + X.T)
