@@ -63,6 +63,7 @@ from ..formulas.lmnn import (
     check_targets,
     count_triplets,
     feature_target_neighbors,
+    free_triplets,
     lmnn_dual_value,
     lmnn_objective,
     lmnn_slack,
@@ -459,11 +460,15 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
             raise InvalidInputError(f"alpha must have one entry per triplet ({self.triplets.n_triplets}).")
         if objective_bound is not None:
             objective_bound = check_number(objective_bound, "objective_bound")
-        # in the solver's coordinates (pull_whitening: the same problem, better conditioned bound)
+        # in the solver's coordinates (pull_whitening: the same problem, better conditioned
+        # bound), the triplets satisfied for free decided in the problem's own
         trip = self.triplets
         white = pull_whitening(self.U, trip.target_i, trip.target_j, self.gamma)
-        U = self.U if white is None else np.ascontiguousarray(self.U, dtype=np.float64) @ white[0]
-        return lmnn_dual_value(U, trip, alpha, self.gamma, objective_bound=objective_bound)
+        if white is None:
+            return lmnn_dual_value(self.U, trip, alpha, self.gamma, objective_bound=objective_bound)
+        U = np.ascontiguousarray(self.U, dtype=np.float64) @ white[0]
+        free = free_triplets(self.U, trip, self.gamma)
+        return lmnn_dual_value(U, trip, alpha, self.gamma, objective_bound=objective_bound, free=free)
 
     def whiten(self, A) -> np.ndarray:
         """X̂ = S Vᵀ A V S, the part of A that the training distances see."""

@@ -64,6 +64,7 @@ __all__ = [
     "pull_null_space",
     "pairs_reach_null",
     "reaches_null",
+    "free_triplets",
     "rows_reach",
     "NULL_RTOL",
     "to_pull_coordinates",
@@ -448,6 +449,16 @@ def reaches_null(U, trip: LMNNTriplets, VN) -> np.ndarray:
     return pairs_reach_null(U, trip, VN)[trip.ti]
 
 
+def free_triplets(U, trip: LMNNTriplets, gamma: float) -> np.ndarray | None:
+    """Per triplet: whether it is satisfied for free in U's coordinates — its impostor pair
+    reaches the null space N of the target pull G(0) (:func:`pull_null_space`,
+    :func:`reaches_null`); None when N is empty.  Computed in the problem's own coordinates
+    and passed as ``free`` to :func:`lmnn_dual_value` when the bound is evaluated in others
+    (e.g. those of :func:`pull_whitening`), where the test of reaching can miss a pair."""
+    split = pull_null_space(U, trip, gamma)
+    return None if split is None else reaches_null(U, trip, split[1])
+
+
 def lmnn_dual_value(
     U,
     trip: LMNNTriplets,
@@ -456,6 +467,7 @@ def lmnn_dual_value(
     rtol: float = 1e-11,
     objective_bound: float | None = None,
     restrict_null: bool = True,
+    free=None,
 ) -> float:
     """A lower bound on the optimum of eq. 18 from multipliers α (weak duality).
 
@@ -511,6 +523,15 @@ def lmnn_dual_value(
         When G(0) has a null space N (:func:`pull_basis`), set the multipliers of the triplets
         whose impostor pair reaches N to 0 first (see above).  False evaluates α as given, for
         comparisons only: its allowance on N is not round-off.
+    free : array-like of bool, shape (T,), optional
+        Triplets known to be satisfied for free, whose multipliers are set to 0 as well: those
+        whose impostor pair reaches N in the problem's own coordinates
+        (:func:`reaches_null`), for a ``U`` that is a change of those coordinates.  The test
+        of reaching is relative to a pair's length, and a rescaling such as
+        :func:`pull_whitening` lengthens a pair up to 1e16-fold while its part on N stays: a
+        pair that reaches N in the problem's coordinates can fail the test in the new ones,
+        and a multiplier counted on it is no bound (the optimum satisfies its triplet along N
+        at no cost).  Zeroing more multipliers keeps a bound valid.
 
     Returns
     -------
@@ -524,6 +545,8 @@ def lmnn_dual_value(
     basis = pull_basis(U0, trip, gamma)
     if restrict_null and basis is not None and np.any(basis.null):
         alpha = np.where(reaches_null(U0, trip, basis.VN), 0.0, alpha)
+    if free is not None:
+        alpha = np.where(np.asarray(free, dtype=bool), 0.0, alpha)
     total = float(alpha.sum())
     if total == 0.0:
         return 0.0

@@ -333,6 +333,7 @@ def exact_finish(
     g_low: float,
     tol: float,
     max_start: int | None = None,
+    free=None,
 ):
     """The exact working-set finish from the point X̂ (see the module docstring).
 
@@ -365,6 +366,10 @@ def exact_finish(
     max_start : int, optional
         Return None instead of solving when more triplets than this start the working set
         (an early, speculative finish that should cost seconds, not a truncated set).
+    free : ndarray of bool (T,), optional
+        Triplets satisfied for free in the problem's own coordinates
+        (:func:`cvxkml.formulas.lmnn.free_triplets`), which U's may not show: they keep α = 0
+        and leave the working set too.
 
     Returns
     -------
@@ -390,7 +395,7 @@ def exact_finish(
     Du = Uf[trip.pi] - Uf[trip.pj]
     # impostor pair reaches the null space: satisfied for free, α = 0
     reach = pairs_reach_null(U, trip, basis.VN) if np.any(basis.null) else np.zeros(trip.n_pairs, dtype=bool)
-    free = reach[trip.ti]
+    free = reach[trip.ti] if free is None else reach[trip.ti] | np.asarray(free, dtype=bool)
     Dr = np.ascontiguousarray(Du[:, rng])
     n_N = np.einsum("ij,ij->i", Du[:, ~rng], Du[:, ~rng])  # squared pair lengths in N (none: 0)
     p = distances(X)

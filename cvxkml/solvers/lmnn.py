@@ -248,7 +248,9 @@ def lmnn_pdhg(
         off = _solve_off_null(U, trip, gamma, null, X0, alpha0, tol, max_iter, **kw)
         if off.code == OK or off.extra["status"] == CALLBACK_STOP or off.sweeps >= max_iter:
             return off
-        res = _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter - off.sweeps, **kw)
+        # the whole problem, its bounds without the triplets free in these coordinates (the
+        # whitened ones can hide them: see free of lmnn_dual_value)
+        res = _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter - off.sweeps, free=null[2], **kw)
         return _better_of(off, res, U, trip, gamma, tol)
 
 
@@ -284,10 +286,11 @@ def _better_of(a: FastResult, b: FastResult, U, trip, gamma, tol) -> FastResult:
     return lmnn_result(X, alpha, F, g, a.sweeps + b.sweeps, status, a.time + b.time, history, info)
 
 
-def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResult:
+def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, free=None, **kw) -> FastResult:
     """:func:`_lmnn_pdhg` in the coordinates of :func:`pull_whitening`, the answer mapped back
     (``matrix``) and kept as its factor W L̃ (``extra["factor"]``, X̃ = L̃ L̃ᵀ): F is evaluated
-    through the factor, which keeps every scale of the answer."""
+    through the factor, which keeps every scale of the answer.  ``free``: the triplets
+    satisfied for free in U's coordinates (zero multipliers in every bound)."""
     white = pull_whitening(U, trip.target_i, trip.target_j, gamma)
     Uw = U if white is None else np.ascontiguousarray(U @ white[0])  # the solver's coordinates
     res = _lmnn_pdhg(
@@ -306,6 +309,7 @@ def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResu
         kw["smooth"],
         kw["stall_iter"],
         exact=kw["exact"],
+        free=free,
     )
     if white is None:
         return res
@@ -323,7 +327,7 @@ def _whitened_solve(U, trip, gamma, X0, alpha0, tol, max_iter, **kw) -> FastResu
         # c <= g / Σα (G(cα) is a convex combination of G(0) and a feasible G) — and the bound
         # recomputed, as LMNNProblem.dual_value does, in the solver's coordinates
         res.lam = res.lam * ((F / total) * (1.0 - 1e-12))
-        g = lmnn_dual_value(Uw, trip, res.lam, gamma, objective_bound=F)
+        g = lmnn_dual_value(Uw, trip, res.lam, gamma, objective_bound=F, free=free)
         res.extra["dual_value"] = g
     res.extra["objective"] = F
     res.stop_value = (F - g) / max(1.0, abs(F))

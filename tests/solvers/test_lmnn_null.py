@@ -18,12 +18,16 @@ from cvxkml.declare.lmnn import LMNNProblem
 from cvxkml.formulas.lmnn import (
     NULL_RTOL,
     LMNNTriplets,
+    free_triplets,
     laplacian_quadratic,
     lmnn_dual_value,
     lmnn_objective,
+    ordered_pair_distances,
     pair_weights,
     psd_pair_distances,
     pull_basis,
+    pull_null_space,
+    pull_whitening,
     reaches_null,
 )
 from cvxkml.solvers._lmnn_exact import null_scale
@@ -193,6 +197,46 @@ def test_bound_is_below_the_objective_of_any_metric_on_tiny_and_null_pulls(seed,
         A[3, 3] += spread * rng.uniform()
         F = lmnn_objective(psd_pair_distances(X, A, tr.pi, tr.pj), tr, 0.5)
         assert g <= F + 1e-9 * max(1.0, F)
+
+
+def near_constant_feature(seed, n=30, gap=1e-8, wobble=1e-6):
+    """Two classes in 3-D: a feature 1 + ``gap``·class (constant on every target pair: G(0)'s
+    null direction, which each impostor pair reaches by a share of about gap² of its squared
+    length), a feature 0.5·class + ``wobble``·noise (a pull about wobble² of the largest, which
+    :func:`pull_whitening` stretches about 1/wobble-fold) and a noise feature."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    X = np.column_stack([1.0 + gap * y, 0.5 * y + wobble * rng.normal(size=n), rng.normal(size=n)])
+    return X, y
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(seed=SEED, wobble=st.sampled_from([1e-6, 1e-7]), level=st.sampled_from([1e-12, 1e-8, 1e-4]))
+def test_triplets_free_in_the_problems_coordinates_count_in_no_bound(seed, wobble, level):
+    """Every impostor pair reaches G(0)'s null space in the problem's coordinates, so F* = 0
+    (c·P_N, c → ∞, satisfies every triplet).  In the whitened coordinates the bound is
+    evaluated in, the impostor pairs are about 1/wobble² longer and no longer reach N: counted
+    there, multipliers of ``level`` gave g up to 2.3e-10 above F(1e18·P_N) = 2e-14.  The problem's
+    bound decides the free triplets in its own coordinates: g = 0 <= F of the metric along N."""
+    X, y = near_constant_feature(seed, wobble=wobble)
+    prob = LMNNProblem.linear(X, y, k=2, gamma=0.5)
+    tr, U = prob.triplets, prob.U
+    free = free_triplets(U, tr, 0.5)
+    white = pull_whitening(U, tr.target_i, tr.target_j, 0.5)
+    assert free is not None and free.all() and white is not None
+    Uw = U @ white[0]
+    # the premise: the whitened coordinates hide them (same null space, longer pairs)
+    assert not reaches_null(Uw, tr, pull_null_space(Uw, tr, 0.5)[1]).any()
+    VN = pull_null_space(U, tr, 0.5)[1]
+    F = min(
+        lmnn_objective(ordered_pair_distances(U, None, tr.pi, tr.pj, factor=np.sqrt(c) * VN), tr, 0.5)
+        for c in (1e17, 1e18, 1e19)
+    )
+    assert F <= 1e-12
+    alpha = np.full(tr.n_triplets, level)
+    assert prob.dual_value(alpha) <= F
+    assert prob.dual_value(alpha, objective_bound=F) <= F
+    assert lmnn_dual_value(Uw, tr, alpha, 0.5, free=free) == 0.0
 
 
 def _null_lengths_with_round_off(seed, n=40, tiny_length=1e-17):

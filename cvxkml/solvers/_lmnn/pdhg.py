@@ -144,8 +144,8 @@ class _Run:
     best certified bound so far, the check history and the bookkeeping of the dual recovery
     (the phases below read and update it)."""
 
-    def __init__(self, U, trip, gamma, X, alpha, tol, polish, callback, face=False, exact=False):
-        self.U, self.trip, self.gamma, self.tol = U, trip, gamma, tol
+    def __init__(self, U, trip, gamma, X, alpha, tol, polish, callback, face=False, exact=False, free=None):
+        self.U, self.trip, self.gamma, self.tol, self.free = U, trip, gamma, tol, free
         self.polish, self.callback, self.face = polish, callback, face
         self.face_time, self.face_gain, self.face_key = 0.0, 0.0, None
         self.ops = _Ops(U, trip)
@@ -162,7 +162,9 @@ class _Run:
         self.exact, self.finish, self.finish_it, self.finish_gap = bool(exact), None, -_EARLY_FINISH_EVERY, np.inf
 
     def bound(self, alpha, f) -> float:
-        return lmnn_dual_value(self.U, self.trip, alpha, self.gamma, objective_bound=min(f, self.best_f))
+        return lmnn_dual_value(
+            self.U, self.trip, alpha, self.gamma, objective_bound=min(f, self.best_f), free=self.free
+        )
 
     def keep(self, f, X, g, alpha) -> None:
         if f < self.best_f:
@@ -183,6 +185,7 @@ class _Run:
             self.best_alpha,
             self.tol,
             least_squares=least_squares,
+            free=self.free,
         )
         if Z is not None:  # the barrier's central-path primal point, when it lowers F
             self.keep(f_z, Z, -np.inf, self.best_alpha)
@@ -228,6 +231,7 @@ class _Run:
             self.best_g,
             self.tol,
             max_start,
+            free=self.free,
         )
         if fin is not None:
             self.finish = fin
@@ -255,7 +259,7 @@ class _Run:
         """Record the check and ask the callback; True when the run ends here (certified,
         stopped by the callback)."""
         if self.best_g > self.best_f:  # a later primal value shows the bound's round-off allowance failed
-            self.best_g = lmnn_dual_value(self.U, self.trip, self.best_alpha, self.gamma, objective_bound=self.best_f)
+            self.best_g = self.bound(self.best_alpha, self.best_f)
         self.history.append((self.it, f, g, int(n_work)))
         scale = max(1.0, abs(self.best_f))
         stop = self.callback is not None and bool(
@@ -457,13 +461,16 @@ def _lmnn_pdhg(
     stall_iter,
     face=True,
     exact=True,
+    free=None,
 ) -> FastResult:
     """:func:`lmnn_pdhg` in the coordinates it is given (the parameters are its own): a
     check at iteration 0, the smoothed phase, then PDHG blocks of ``check_every``
     iterations each followed by a check, until certified, stopped, stalled or out of
     budget; a stalled run then gets the exact working-set finish
     (:func:`cvxkml.solvers._lmnn_exact.exact_finish`) when ``exact``; the reported bound is
-    re-evaluated with the best primal value as F_up."""
+    re-evaluated with the best primal value as F_up.  ``free`` (per triplet, optional): the
+    triplets satisfied for free in the problem's own coordinates, whose multipliers every
+    bound sets to 0 (``free`` of :func:`cvxkml.formulas.lmnn.lmnn_dual_value`)."""
     t0 = time.perf_counter()
     U = np.ascontiguousarray(U, dtype=np.float64)
     r = U.shape[1]
@@ -471,7 +478,7 @@ def _lmnn_pdhg(
     X = np.ascontiguousarray(_psd_project(X))
     T = trip.n_triplets
     alpha = np.zeros(T) if alpha0 is None else np.clip(np.array(alpha0, dtype=np.float64), 0, gamma)
-    run = _Run(U, trip, gamma, X, alpha, tol, polish, callback, face=face and polish, exact=exact)
+    run = _Run(U, trip, gamma, X, alpha, tol, polish, callback, face=face and polish, exact=exact, free=free)
     pd = _PDHG(run, buffer, seed)
     smooth_pending = bool(smooth)  # the smoothed phase runs after the check at the start
     stall_gap, stall_it = np.inf, 0  # the stall rule: the gap to beat and since when
@@ -496,7 +503,9 @@ def _lmnn_pdhg(
     finish = run.finish
     # the reported bound with the best primal value as F_up (the tightest trace correction
     # of lmnn_dual_value, so never below the bound the stopping test used)
-    best_g = lmnn_dual_value(U, trip, run.best_alpha, gamma, objective_bound=run.best_f)
+    best_g = lmnn_dual_value(U, trip, run.best_alpha, gamma, objective_bound=run.best_f, free=free)
+    if free is not None:  # the multipliers the bound counted
+        run.best_alpha = np.where(free, 0.0, run.best_alpha)
     info = {
         "operator_norm": pd.L,
         "primal_weight": pd.omega,

@@ -314,21 +314,24 @@ def _repair_dual(U, trip: LMNNTriplets, gamma, alpha, rounds: int = _REPAIR_ROUN
     return out if changed else None
 
 
-def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, tol, least_squares: bool = True):
+def _recover_dual(
+    U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, tol, least_squares: bool = True, free=None
+):
     """Dual recovery from the primal point X̂ (objective f): the restricted-dual barrier
     (:func:`_barrier_dual`) at the splits ``_BARRIER_DELTAS`` (smallest first: fewest
     kinks, cheapest), and only where it could not run the least-squares recovery
     (:func:`_polish_dual`).  Returns the better of (best_g, best_alpha) and the recovered
     bounds (every bound is certified by :func:`lmnn_dual_value`), and (F, X̂) of the best
     barrier primal point Z (:func:`_barrier_dual`, F evaluated on the whole problem), or
-    (inf, None) when none was computed."""
+    (inf, None) when none was computed.  ``free``: the ``free`` triplets of every bound
+    (:func:`lmnn_dual_value`)."""
     p_best = ops.distances(X)
     scale = max(1.0, abs(f))
     target = 0.1 * tol * scale
     if f - best_g > tol * scale:  # the best multipliers so far, made feasible at least cost
         a_rep = _repair_dual(U, trip, gamma, best_alpha)
         if a_rep is not None:
-            g_rep = lmnn_dual_value(U, trip, a_rep, gamma, objective_bound=f)
+            g_rep = lmnn_dual_value(U, trip, a_rep, gamma, objective_bound=f, free=free)
             if g_rep > best_g:
                 best_g, best_alpha = g_rep, a_rep
     barrier_ran = False
@@ -350,7 +353,7 @@ def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, t
         if pair_scale is None:  # ‖u_p‖² = the pair distances of the identity, no P × r temporary
             pair_scale = float(np.max(ops.distances_factor(np.eye(U.shape[1])))) if trip.n_pairs else 0.0
         f_z = lmnn_objective(ops.distances(Z), trip, gamma)
-        g_bar = lmnn_dual_value(U, trip, a_bar, gamma, objective_bound=min(f, f_primal))
+        g_bar = lmnn_dual_value(U, trip, a_bar, gamma, objective_bound=min(f, f_primal), free=free)
         # Z only where its F is computed well: its round-off (about ε·tr Z·‖u_p‖² per pair
         # distance, over the pairs) far below tol, and F not below a bound (weak duality: on a
         # nearly singular kernel with a huge tr Z, F(Z) can round below the bound)
@@ -371,7 +374,7 @@ def _recover_dual(U, trip: LMNNTriplets, gamma, ops, X, f, best_g, best_alpha, t
         a_pol = _polish_dual(U, trip, gamma, X, p_best, delta)
         a_fix = _repair_dual(U, trip, gamma, a_pol)
         for a_c in (a_pol,) if a_fix is None else (a_pol, a_fix):
-            g_c = lmnn_dual_value(U, trip, a_c, gamma, objective_bound=f)
+            g_c = lmnn_dual_value(U, trip, a_c, gamma, objective_bound=f, free=free)
             if g_c > best_g:
                 best_g, best_alpha = g_c, a_c
     return best_g, best_alpha, f_primal, X_primal
