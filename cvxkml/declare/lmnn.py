@@ -63,15 +63,13 @@ from ..formulas.lmnn import (
     check_targets,
     count_triplets,
     feature_target_neighbors,
-    free_triplets,
-    lmnn_dual_value,
     lmnn_objective,
     lmnn_slack,
     orthonormal_factor,
     pair_quadratic,
     psd_pair_distances,
-    pull_whitening,
     target_neighbors,
+    whitened_dual_value,
 )
 from ..kernels import kernel_sq_distances
 from ..solution import Solution
@@ -449,7 +447,8 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
         return float(self.dual_value(sol.dual, objective_bound=objective))
 
     def dual_value(self, alpha, objective_bound: float | None = None) -> float:
-        """Certified lower bound g(α) on the optimum (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`).
+        """Certified lower bound g(α) on the optimum (:func:`cvxkml.formulas.lmnn.lmnn_dual_value`,
+        evaluated as :func:`cvxkml.formulas.lmnn.whitened_dual_value`).
 
         ``objective_bound``: a known primal value F(X) ≥ F* (e.g. a solution's
         ``objective``), which tightens the bound's round-off correction; the fast solver
@@ -460,15 +459,7 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
             raise InvalidInputError(f"alpha must have one entry per triplet ({self.triplets.n_triplets}).")
         if objective_bound is not None:
             objective_bound = check_number(objective_bound, "objective_bound")
-        # in the solver's coordinates (pull_whitening: the same problem, better conditioned
-        # bound), the triplets satisfied for free decided in the problem's own
-        trip = self.triplets
-        white = pull_whitening(self.U, trip.target_i, trip.target_j, self.gamma)
-        if white is None:
-            return lmnn_dual_value(self.U, trip, alpha, self.gamma, objective_bound=objective_bound)
-        U = np.ascontiguousarray(self.U, dtype=np.float64) @ white[0]
-        free = free_triplets(self.U, trip, self.gamma)
-        return lmnn_dual_value(U, trip, alpha, self.gamma, objective_bound=objective_bound, free=free)
+        return whitened_dual_value(self.U, self.triplets, alpha, self.gamma, objective_bound=objective_bound)
 
     def whiten(self, A) -> np.ndarray:
         """X̂ = S Vᵀ A V S, the part of A that the training distances see."""

@@ -65,6 +65,7 @@ __all__ = [
     "pairs_reach_null",
     "reaches_null",
     "free_triplets",
+    "whitened_dual_value",
     "rows_reach",
     "NULL_RTOL",
     "to_pull_coordinates",
@@ -457,6 +458,17 @@ def free_triplets(U, trip: LMNNTriplets, gamma: float) -> np.ndarray | None:
     (e.g. those of :func:`pull_whitening`), where the test of reaching can miss a pair."""
     split = pull_null_space(U, trip, gamma)
     return None if split is None else reaches_null(U, trip, split[1])
+
+
+def whitened_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, objective_bound: float | None = None) -> float:
+    """:func:`lmnn_dual_value` in the coordinates of :func:`pull_whitening` (the solver's: the
+    same problem, a better conditioned bound), with the triplets satisfied for free decided in
+    U's own (:func:`free_triplets`, which the whitened coordinates can hide)."""
+    white = pull_whitening(U, trip.target_i, trip.target_j, gamma)
+    if white is None:
+        return lmnn_dual_value(U, trip, alpha, gamma, objective_bound=objective_bound)
+    Uw = np.asarray(U, dtype=np.float64) @ white[0]
+    return lmnn_dual_value(Uw, trip, alpha, gamma, objective_bound=objective_bound, free=free_triplets(U, trip, gamma))
 
 
 def lmnn_dual_value(
