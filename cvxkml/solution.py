@@ -109,6 +109,9 @@ class Status(IntEnum):
 
 OK, NOT_CONVERGED, NONPOSITIVE_DISTANCE, NONFINITE, UNBOUNDED = (int(s) for s in Status)
 
+#: the status (``Solution.status``, a fast run's ``extra["status"]``) of a solve its callback stopped
+CALLBACK_STOP = "stopped by callback"
+
 
 @dataclass(init=False)
 class FastResult:

@@ -21,11 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidInputError
+from ..solution import CALLBACK_STOP
 
 __all__ = ["Attempt", "CertifiedPipeline", "CALLBACK_STOP"]
-
-#: the status of a solve that its callback stopped
-CALLBACK_STOP = "stopped by callback"
 
 
 @dataclass

@@ -102,12 +102,13 @@ from ..formulas.lmnn import (
     pull_whitening,
     to_pull_coordinates,
 )
+from ..solution import CALLBACK_STOP
 from ._lmnn import recovery as _recovery
 from ._lmnn.active_set import lmnn_active_set
 from ._lmnn.kernels import _psd_project
 from ._lmnn.ops import _Ops, pair_distances
-from ._lmnn.pdhg import CALLBACK_STOP, _lmnn_pdhg, lmnn_result
 from ._lmnn.pdhg import _face_primal as _face_primal
+from ._lmnn.pdhg import _lmnn_pdhg, lmnn_result
 from ._lmnn.recovery import _POLISH_DELTAS as _POLISH_DELTAS
 from ._lmnn.recovery import _barrier_dual as _barrier_dual
 from ._lmnn.recovery import _kink_gram_system as _kink_gram_system

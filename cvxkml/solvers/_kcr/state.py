@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InvalidInputError
+from ...solution import CALLBACK_STOP
 
 
 def _codes_of(tau) -> np.ndarray:
@@ -120,7 +121,7 @@ def _checkpoint(cert, st, step, Gn, rs, k_total, history, t0, c0, tol, verbose, 
         return "converged"
     info = dict(iteration=k_total, objective=cert.f, lower_bound=cert.g, gap=gap, h=step.hn, n_restarts=rs.count)
     if callback is not None and callback(info):
-        return "stopped by callback"
+        return CALLBACK_STOP
     if time_limit is not None and time.perf_counter() - t0 > time_limit:
         return "time_limit reached"
     return None

@@ -18,6 +18,7 @@ from ...formulas.lmnn import (
     lmnn_objective,
     pair_weights,
 )
+from ...solution import CALLBACK_STOP
 from .._lmnn_exact import exact_finish as _exact_finish
 from ..result import FastResult, Status
 from .kernels import _psd_project, _steps
@@ -107,10 +108,6 @@ def _face_primal(U, trip: LMNNTriplets, gamma, ops, X, alpha, tol):
         if f < best_f:
             best_f, best_X = f, XF
     return best_f, best_X
-
-
-#: the ``extra["status"]`` of a run its callback stopped (= cvxkml.declare.problem.CALLBACK_STOP)
-CALLBACK_STOP = "stopped by callback"
 
 
 _STALL_SHRINK = 1e-3  # progress = the certified gap shrinks by more than this fraction
