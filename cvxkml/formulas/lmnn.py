@@ -68,6 +68,7 @@ __all__ = [
     "whitened_dual_value",
     "rows_reach",
     "NULL_RTOL",
+    "NULL_MARGIN",
     "to_pull_coordinates",
     "from_pull_coordinates",
     "pull_factor",
@@ -311,11 +312,15 @@ def _min_eig(M) -> float:
 
 
 #: a squared length below this fraction of the largest is round-off: G(0)'s null space holds
-#: the directions whose pull, recomputed from the pair differences, is at most this times
-#: λ_max(G(0)), and a pair reaches that space when more than this fraction of its squared
-#: length lies in it (round-off sits many orders below it, real pull directions many orders
-#: above: see reference/lmnn-speed.md)
+#: directions whose pull, recomputed from the pair differences, is at most this times
+#: λ_max(G(0)) (and within ``NULL_MARGIN`` of its round-off, :func:`pull_spectrum`), and a pair
+#: reaches that space when more than this fraction of its squared length lies in it
+#: (see reference/lmnn-speed.md)
 NULL_RTOL = 1e-20
+
+#: a direction of G(0) is null when its recomputed pull is at most this many times the
+#: round-off such a pull can carry (:func:`pull_spectrum`), and at most ``NULL_RTOL``·μ_max
+NULL_MARGIN = 100.0
 
 
 @dataclass(frozen=True)
@@ -342,7 +347,8 @@ class PullBasis:
 
 def pull_spectrum(U, target_i, target_j, gamma: float):
     """The target pull G(0) = (1 − γ) Σ_S u_ij u_ijᵀ = (1 − γ) DᵀD (D the target differences) as
-    (V, μ, μ_max): orthonormal eigenvectors V (r × r) and eigenvalues μ; None when G(0) = 0.
+    (V, μ, μ_max, null): orthonormal eigenvectors V (r × r), eigenvalues μ, and which
+    directions are null (G(0)'s null space N); None when G(0) = 0.
 
     Two stages.  The eigenvalues of G(0) above ``_REFINE_RTOL``·μ_max are those of its
     eigendecomposition (error about ε·μ_max, relative 2e-10 at most); the others carry that
@@ -354,29 +360,48 @@ def pull_spectrum(U, target_i, target_j, gamma: float):
     of μ_max stands apart from the round-off of an exactly singular one, without the
     |S| × r decomposition.  One spectrum for
     :func:`pull_basis`, :func:`pull_whitening` and the null space the solvers split off: they
-    agree on which directions are null (``NULL_RTOL``)."""
+    agree on which directions are null.
+
+    A direction is null when its recomputed pull is at most ``NULL_MARGIN`` times the round-off
+    it can carry — ε times the block's largest eigenvalue, ε²·μ_max²/λ_out mixed in by the first
+    stage (λ_out the smallest eigenvalue outside the block), and (1 − γ) ε² Σ_S (‖u_i‖² + ‖u_j‖²)
+    from forming the differences — and at most ``NULL_RTOL``·μ_max.  Why not ``NULL_RTOL`` alone:
+    on a Multiple Features kernel a direction with a pull of 8.9e-24·μ_max (2e4 times that
+    round-off; extended precision gives the same) was called null, its pairs' parts there
+    (up to 9e-23, data, not round-off) were then taken for round-off by the bound, and the
+    solve settled 18 % above the optimum with a bound that was no bound."""
     U = np.asarray(U, dtype=np.float64)
-    D = U[np.asarray(target_i)] - U[np.asarray(target_j)]
+    target_i, target_j = np.asarray(target_i), np.asarray(target_j)
+    D = U[target_i] - U[target_j]
     G0 = (1.0 - gamma) * (D.T @ D)
     lam, V = np.linalg.eigh(0.5 * (G0 + G0.T))
     if not lam.size or not lam[-1] > 0.0:
         return None
     top = float(lam[-1])
     small = lam <= _REFINE_RTOL * top
+    null = np.zeros(lam.shape, dtype=bool)
     if np.any(small):
         DN = D @ V[:, small]
         mu, Q = np.linalg.eigh((1.0 - gamma) * (DN.T @ DN))
         V[:, small] = V[:, small] @ Q
         lam[small] = mu
-    return V, lam, top
+        eps = np.finfo(float).eps
+        sq = np.einsum("ij,ij->i", U, U)
+        noise = max(
+            eps * float(np.max(np.abs(mu))),  # the refined block's eigenvalue error
+            eps**2 * top**2 / float(np.min(lam[~small])),  # what the first stage mixed into it
+            (1.0 - gamma) * eps**2 * float(np.sum(sq[target_i] + sq[target_j])),  # forming D
+        )
+        null = small & (lam <= min(NULL_RTOL * top, NULL_MARGIN * noise))
+    return V, lam, top, null
 
 
 def pull_basis(U, trip: LMNNTriplets, gamma: float) -> PullBasis | None:
     """The change of coordinates U ↦ U·W with G(0) = diag(1, …, 1, 0, …, 0) to round-off, and
     G(0)'s null space N; None when G(0) = 0.
 
-    From :func:`pull_spectrum`: the eigenvectors with eigenvalue μ > ``NULL_RTOL``·μ_max are
-    scaled by μ^-½ (a real pull, however small); the rest span N and stay orthonormal.  U·W is
+    From :func:`pull_spectrum`: the eigenvectors of a real pull (however small) are scaled by
+    μ^-½; the null ones span N and stay orthonormal.  U·W is
     an exact change of coordinates (the same pair distances for X̂ ↦ W⁻¹X̂W⁻ᵀ, the same
     multipliers, the same optimum), and G(0) is positive definite there when N is empty, so
     that :func:`lmnn_dual_value` can bound tr X* by F*/λ_min(G(0)) instead of accepting a
@@ -384,22 +409,20 @@ def pull_basis(U, trip: LMNNTriplets, gamma: float) -> PullBasis | None:
     spec = pull_spectrum(U, trip.target_i, trip.target_j, gamma)
     if spec is None:
         return None
-    V, mu, top = spec
-    null = mu <= NULL_RTOL * top
+    V, mu, top, null = spec
     f = np.ones_like(mu)
     f[~null] = 1.0 / np.sqrt(mu[~null])
     return PullBasis(np.ascontiguousarray(V * f), null)
 
 
 def pull_null_space(U, trip: LMNNTriplets, gamma: float):
-    """(V_R, V_N): orthonormal bases of the range and of the null space N of G(0) (eigenvalues at
-    most ``NULL_RTOL`` times the largest in :func:`pull_spectrum`, the N of :func:`pull_basis`
-    and of :func:`lmnn_dual_value`); None when G(0) = 0 or N is empty."""
+    """(V_R, V_N): orthonormal bases of the range and of the null space N of G(0) (the null
+    directions of :func:`pull_spectrum`, the N of :func:`pull_basis` and of
+    :func:`lmnn_dual_value`); None when G(0) = 0 or N is empty."""
     spec = pull_spectrum(U, trip.target_i, trip.target_j, gamma)
     if spec is None:
         return None
-    V, mu, top = spec
-    null = mu <= NULL_RTOL * top
+    V, mu, top, null = spec
     if not np.any(null):
         return None
     return np.ascontiguousarray(V[:, ~null]), np.ascontiguousarray(V[:, null])
@@ -647,8 +670,8 @@ def pull_whitening(U, target_i, target_j, gamma: float) -> tuple[np.ndarray, np.
 
     G(0) = (1 − γ) Σ_S u_ij u_ijᵀ is the target pull (the part of the objective linear in
     X̂), G(0) = V diag(μ) Vᵀ (:func:`pull_spectrum`).  W = V diag(f) Vᵀ with
-    f = √(ρ μ_max / μ) on the eigenvalues in (``NULL_RTOL``, ρ = ``_PULL_RANGE``) times
-    μ_max and f = 1 elsewhere, so Wᵀ G(0) W has no eigenvalue in that interval below ρ μ_max:
+    f = √(ρ μ_max / μ) on the eigenvalues below ρ μ_max (ρ = ``_PULL_RANGE``) that are not null
+    (:func:`pull_spectrum`) and f = 1 elsewhere, so Wᵀ G(0) W has no eigenvalue in that interval below ρ μ_max:
     its conditioning is capped at 1/ρ, and the rest of the space is untouched (None when G(0)
     has no such eigenvalue: the well-conditioned problems, e.g. linear LMNN on standardized
     features, run as before).
@@ -660,17 +683,18 @@ def pull_whitening(U, target_i, target_j, gamma: float) -> tuple[np.ndarray, np.
     In the coordinates X̃ = W⁻¹ X̂ W⁻ᵀ (features U W) the problem is the same — d_p = u_pᵀ X̂
     u_p = (W u_p)ᵀ X̃ (W u_p) for every pair, X̂ ⪰ 0 ⇔ X̃ ⪰ 0, the same triplets and
     multipliers α, so every bound of the problem in the new coordinates bounds the original's
-    optimum.  f reaches √(ρ/``NULL_RTOL``) = 1e8, so X̂ = W X̃ W spans up to 16 orders of
+    optimum.  f reaches √(ρ μ_max / μ) for the smallest real pull μ (3.4e9 on a Multiple
+    Features kernel whose pull reaches 8.9e-24·μ_max), so X̂ = W X̃ W spans up to 20 orders of
     magnitude more than X̃: the solvers keep such an answer as the factor W L̃ (X̃ = L̃ L̃ᵀ,
-    :func:`ordered_pair_distances` with ``factor``), never as the matrix.  The null space N itself (at most
-    ``NULL_RTOL`` μ_max: round-off of an exactly singular G(0), e.g. the constant direction
-    of a kernel with an offset) is not amplified: there W = I, and
+    :func:`ordered_pair_distances` with ``factor``), never as the matrix.  The null space N itself (round-off
+    of an exactly singular G(0), e.g. the constant direction of a kernel with an offset) is not
+    amplified: there W = I, and
     :func:`cvxkml.formulas.lmnn.lmnn_dual_value` and the solvers work on the range of G(0)."""
     spec = pull_spectrum(U, target_i, target_j, gamma)
     if spec is None:
         return None
-    V, mu, top = spec
-    low = (mu > NULL_RTOL * top) & (mu < _PULL_RANGE * top)
+    V, mu, top, null = spec
+    low = ~null & (mu < _PULL_RANGE * top)
     if not np.any(low):
         return None
     f = np.ones_like(mu)

@@ -18,7 +18,7 @@ the certificate.
 
 Coordinates.  Both phases run in the features U W of
 :func:`cvxkml.formulas.lmnn.pull_whitening` (W = I unless the target pull G(0) has
-eigenvalues between ``NULL_RTOL`` and 1e-4 of its largest: a nearly singular kernel), an exact
+eigenvalues below 1e-4 of its largest that are not null: a nearly singular kernel), an exact
 change of coordinates X̂ = W X̃ Wᵀ that caps the conditioning of the pull term; the result is
 mapped back and kept as its factor W L̃ too (X̃ = L̃ L̃ᵀ), through which F is evaluated.  On
 such kernels the optimal X̂ is huge along G(0)'s near-null directions, and the stalled fits of

@@ -359,7 +359,7 @@ def test_pull_spectrum_resolves_pulls_below_the_eigensolver_error(seed, tiny):
     gamma = 0.5
     D = U[trip.target_i] - U[trip.target_j]
     sv = np.linalg.svd(D, compute_uv=False)
-    V, mu, top = pull_spectrum(U, trip.target_i, trip.target_j, gamma)
+    V, mu, top, _ = pull_spectrum(U, trip.target_i, trip.target_j, gamma)
     want = np.sort((1 - gamma) * sv**2)
     got = np.sort(mu)
     real = want > 1e-24 * want[-1]
@@ -398,7 +398,7 @@ def test_a_null_direction_keeps_no_pull_from_a_tiny_one_beside_it(seed, tiny):
     X = np.hstack([rng.normal(size=(n, d)), tiny * rng.normal(size=(n, 1)), (y[:, None] == np.arange(2)).astype(float)])
     U = X @ np.linalg.qr(rng.normal(size=(d + 3, d + 3)))[0]
     trip = LMNNTriplets.from_labels(y, k=3, sq_dist=((X[:, None] - X[None]) ** 2).sum(-1))
-    _, _, top = pull_spectrum(U, trip.target_i, trip.target_j, 0.5)
+    _, _, top, _ = pull_spectrum(U, trip.target_i, trip.target_j, 0.5)
     VR, VN = pull_null_space(U, trip, 0.5)
     assert VN.shape[1] == 2
     D = U[trip.target_i] - U[trip.target_j]

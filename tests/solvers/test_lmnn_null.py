@@ -27,6 +27,7 @@ from cvxkml.formulas.lmnn import (
     psd_pair_distances,
     pull_basis,
     pull_null_space,
+    pull_spectrum,
     pull_whitening,
     reaches_null,
 )
@@ -237,6 +238,32 @@ def test_triplets_free_in_the_problems_coordinates_count_in_no_bound(seed, wobbl
     assert prob.dual_value(alpha) <= F
     assert prob.dual_value(alpha, objective_bound=F) <= F
     assert lmnn_dual_value(Uw, tr, alpha, 0.5, free=free) == 0.0
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(seed=SEED)
+def test_a_real_pull_below_null_rtol_is_range_and_the_fit_certifies(seed):
+    """A feature 1 + 1e-9·class + 1e-12·noise: its target pull is about 3e-24 of the largest,
+    below ``NULL_RTOL`` but far above the round-off of an exactly null one, and every impostor
+    pair has a real part along it.  Called null, its pairs' parts there were taken for
+    round-off and the fit ended uncertified (F 3.99e-5, bound 0, seed 0); as range (whitened
+    3e9-fold) it certifies, with a bound below F of every metric c·v vᵀ along it."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(30) % 2
+    X = np.column_stack([1.0 + 1e-9 * y + 1e-12 * rng.normal(size=30), rng.normal(size=(30, 2))])
+    prob = LMNNProblem.linear(X, y, k=2, gamma=0.5)
+    tr = prob.triplets
+    V, mu, top, null = pull_spectrum(prob.U, tr.target_i, tr.target_j, 0.5)
+    assert mu.min() < NULL_RTOL * top and not null.any()
+    assert pull_null_space(prob.U, tr, 0.5) is None
+    sol = prob.solve(tol=1e-6)
+    assert sol.converged
+    F, g = recomputed_gap(prob, sol.info["X"], sol.dual)
+    assert g <= F and F - g <= 1e-6 * max(1.0, F)
+    v = V[:, np.argmin(mu)]
+    for c in 10.0 ** np.arange(10, 30, 2):
+        Fc = lmnn_objective(ordered_pair_distances(prob.U, None, tr.pi, tr.pj, factor=np.sqrt(c) * v[:, None]), tr, 0.5)
+        assert g <= Fc
 
 
 def _null_lengths_with_round_off(seed, n=40, tiny_length=1e-17):
