@@ -322,6 +322,12 @@ NULL_RTOL = 1e-20
 #: round-off such a pull can carry (:func:`pull_spectrum`), and at most ``NULL_RTOL``·μ_max
 NULL_MARGIN = 100.0
 
+#: a pull at most this fraction of μ_max is null whatever its round-off: as range it would be
+#: whitened more than 1e10-fold (:func:`pull_whitening`), past what the solve keeps accurate (a
+#: 24-point polynomial kernel's direction at 4e-28 of μ_max, whitened 5e13-fold, left the solve
+#: at F = 37.2 where the null treatment certifies 24.78)
+_WHITEN_FLOOR = 1e-24
+
 
 @dataclass(frozen=True)
 class PullBasis:
@@ -362,10 +368,11 @@ def pull_spectrum(U, target_i, target_j, gamma: float):
     :func:`pull_basis`, :func:`pull_whitening` and the null space the solvers split off: they
     agree on which directions are null.
 
-    A direction is null when its recomputed pull is at most ``NULL_MARGIN`` times the round-off
-    it can carry — ε times the block's largest eigenvalue, ε²·μ_max²/λ_out mixed in by the first
-    stage (λ_out the smallest eigenvalue outside the block), and (1 − γ) ε² Σ_S (‖u_i‖² + ‖u_j‖²)
-    from forming the differences — and at most ``NULL_RTOL``·μ_max.  Why not ``NULL_RTOL`` alone:
+    A direction is null when its recomputed pull is at most ``NULL_RTOL``·μ_max and either at
+    most ``NULL_MARGIN`` times the round-off it can carry — ε times the block's largest
+    eigenvalue, ε²·μ_max²/λ_out mixed in by the first stage (λ_out the smallest eigenvalue
+    outside the block), and (1 − γ) ε² Σ_S (‖u_i‖² + ‖u_j‖²) from forming the differences — or
+    at most ``_WHITEN_FLOOR``·μ_max (1e-24, beyond which the whitening would pass 1e10).  Why not ``NULL_RTOL`` alone:
     on a Multiple Features kernel a direction with a pull of 8.9e-24·μ_max (2e4 times that
     round-off; extended precision gives the same) was called null, its pairs' parts there
     (up to 9e-23, data, not round-off) were then taken for round-off by the bound, and the
@@ -392,7 +399,7 @@ def pull_spectrum(U, target_i, target_j, gamma: float):
             eps**2 * top**2 / float(np.min(lam[~small])),  # what the first stage mixed into it
             (1.0 - gamma) * eps**2 * float(np.sum(sq[target_i] + sq[target_j])),  # forming D
         )
-        null = small & (lam <= min(NULL_RTOL * top, NULL_MARGIN * noise))
+        null = small & (lam <= min(NULL_RTOL * top, max(_WHITEN_FLOOR * top, NULL_MARGIN * noise)))
     return V, lam, top, null
 
 
@@ -683,11 +690,12 @@ def pull_whitening(U, target_i, target_j, gamma: float) -> tuple[np.ndarray, np.
     In the coordinates X̃ = W⁻¹ X̂ W⁻ᵀ (features U W) the problem is the same — d_p = u_pᵀ X̂
     u_p = (W u_p)ᵀ X̃ (W u_p) for every pair, X̂ ⪰ 0 ⇔ X̃ ⪰ 0, the same triplets and
     multipliers α, so every bound of the problem in the new coordinates bounds the original's
-    optimum.  f reaches √(ρ μ_max / μ) for the smallest real pull μ (3.4e9 on a Multiple
-    Features kernel whose pull reaches 8.9e-24·μ_max), so X̂ = W X̃ W spans up to 20 orders of
-    magnitude more than X̃: the solvers keep such an answer as the factor W L̃ (X̃ = L̃ L̃ᵀ,
-    :func:`ordered_pair_distances` with ``factor``), never as the matrix.  The null space N itself (round-off
-    of an exactly singular G(0), e.g. the constant direction of a kernel with an offset) is not
+    optimum.  f reaches √(ρ μ_max / μ) for the smallest real pull μ, at most 1e10
+    (``_WHITEN_FLOOR``; 3.4e9 on a Multiple Features kernel whose pull reaches 8.9e-24·μ_max), so
+    X̂ = W X̃ W spans up to 20 orders of magnitude more than X̃: the solvers keep such an answer
+    as the factor W L̃ (X̃ = L̃ L̃ᵀ, :func:`ordered_pair_distances` with ``factor``), never as the
+    matrix.  The null space N itself (round-off of an exactly singular G(0), e.g. the constant
+    direction of a kernel with an offset) is not
     amplified: there W = I, and
     :func:`cvxkml.formulas.lmnn.lmnn_dual_value` and the solvers work on the range of G(0)."""
     spec = pull_spectrum(U, target_i, target_j, gamma)
