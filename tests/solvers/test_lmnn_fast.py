@@ -52,7 +52,10 @@ def test_smoothed_phase_matches_exact_model(seed, n, n_classes, k, gamma, d, kin
     assume(n >= n_classes * (k + 1))
     prob = make(kind, seed, n, n_classes, k, gamma, d)
     fast = solve_fast_honestly(prob, tol=TOL)
-    assert fast.info["smooth_iterations"] > 0  # the smoothed phase ran
+    # the smoothed phase ran — unless every triplet's impostor pair reaches G(0)'s null space,
+    # where the exact step along it is the whole answer (fuzz seed 3568: 8 points, k = 1)
+    all_free = fast.info.get("free_triplets") == prob.triplets.n_triplets
+    assert all_free or fast.info["smooth_iterations"] > 0
     assume(fast.converged)
     scale = max(1.0, abs(fast.objective))
     assert fast.objective - fast.dual_value <= TOL * scale + 1e-12
