@@ -426,7 +426,11 @@ def pull_null_space(U, trip: LMNNTriplets, gamma: float):
     """(V_R, V_N): orthonormal bases of the range and of the null space N of G(0) (the null
     directions of :func:`pull_spectrum`, the N of :func:`pull_basis` and of
     :func:`lmnn_dual_value`); None when G(0) = 0 or N is empty."""
-    spec = pull_spectrum(U, trip.target_i, trip.target_j, gamma)
+    return _null_split_of(pull_spectrum(U, trip.target_i, trip.target_j, gamma))
+
+
+def _null_split_of(spec):
+    """:func:`pull_null_space` from G(0)'s spectrum (:func:`pull_spectrum`, or None)."""
     if spec is None:
         return None
     V, mu, top, null = spec
@@ -486,19 +490,26 @@ def free_triplets(U, trip: LMNNTriplets, gamma: float) -> np.ndarray | None:
     :func:`reaches_null`); None when N is empty.  Computed in the problem's own coordinates
     and passed as ``free`` to :func:`lmnn_dual_value` when the bound is evaluated in others
     (e.g. those of :func:`pull_whitening`), where the test of reaching can miss a pair."""
-    split = pull_null_space(U, trip, gamma)
+    return _free_in(U, trip, pull_null_space(U, trip, gamma))
+
+
+def _free_in(U, trip: LMNNTriplets, split) -> np.ndarray | None:
+    """:func:`free_triplets` given G(0)'s (V_R, V_N) split in U's coordinates (or None)."""
     return None if split is None else reaches_null(U, trip, split[1])
 
 
 def whitened_dual_value(U, trip: LMNNTriplets, alpha, gamma: float, objective_bound: float | None = None) -> float:
     """:func:`lmnn_dual_value` in the coordinates of :func:`pull_whitening` (the solver's: the
     same problem, a better conditioned bound), with the triplets satisfied for free decided in
-    U's own (:func:`free_triplets`, which the whitened coordinates can hide)."""
-    white = pull_whitening(U, trip.target_i, trip.target_j, gamma)
+    U's own (:func:`free_triplets`, which the whitened coordinates can hide); G(0)'s spectrum
+    in U's coordinates is computed once for both."""
+    spec = pull_spectrum(U, trip.target_i, trip.target_j, gamma)
+    white = _whitening_of(spec)
     if white is None:
         return lmnn_dual_value(U, trip, alpha, gamma, objective_bound=objective_bound)
     Uw = np.asarray(U, dtype=np.float64) @ white[0]
-    return lmnn_dual_value(Uw, trip, alpha, gamma, objective_bound=objective_bound, free=free_triplets(U, trip, gamma))
+    free = _free_in(U, trip, _null_split_of(spec))
+    return lmnn_dual_value(Uw, trip, alpha, gamma, objective_bound=objective_bound, free=free)
 
 
 def lmnn_dual_value(
@@ -698,7 +709,11 @@ def pull_whitening(U, target_i, target_j, gamma: float) -> tuple[np.ndarray, np.
     direction of a kernel with an offset) is not
     amplified: there W = I, and
     :func:`cvxkml.formulas.lmnn.lmnn_dual_value` and the solvers work on the range of G(0)."""
-    spec = pull_spectrum(U, target_i, target_j, gamma)
+    return _whitening_of(pull_spectrum(U, target_i, target_j, gamma))
+
+
+def _whitening_of(spec):
+    """:func:`pull_whitening` from G(0)'s spectrum (:func:`pull_spectrum`, or None)."""
     if spec is None:
         return None
     V, mu, top, null = spec
