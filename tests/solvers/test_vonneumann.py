@@ -180,3 +180,74 @@ def test_all_finite_catches_inf_and_nan_anywhere():
             B = A.copy()
             B[i, j] = bad
             assert not _all_finite(B)
+
+
+def test_projection_ftol_follows_the_tightest_tolerance():
+    """ZEROFINDER's stop of a solve: 1e-3 of its tightest positive tolerance, between the exact
+    stop (round-off) and 1e-6."""
+    from cvxkml.solvers._vonneumann.secular import EXACT_FTOL
+    from cvxkml.solvers.vonneumann import projection_ftol
+
+    assert projection_ftol(1e-3, 1e-3, 1e-3) == 1e-6
+    assert projection_ftol(1e-1, 1e-6, 1e-3) == pytest.approx(1e-9)
+    assert projection_ftol(-1.0, 1e-6, 1e-6) == pytest.approx(1e-9)  # tol <= 0: never stops on it
+    assert projection_ftol(1e-12, 1e-10, 1e-10) == EXACT_FTOL  # tight solves: exact projections
+    assert projection_ftol(0.0, None) == EXACT_FTOL
+
+
+@pytest.mark.parametrize("gamma", [np.inf, 1.5])
+def test_a_loose_projection_lands_within_ftol_on_the_dual_relation(gamma):
+    """A projection stopped at ``ftol`` leaves its constraint within ftol·max(1, |log target|)
+    of the target (in log) and is still the exact rank-one step of its multiplier in log space
+    (log X̂1 − log X̂0 = −δΔλ vvᵀ: the iterate stays the one its λ defines); over many
+    projections the looser stop evaluates h fewer times than the exact one."""
+    from cvxkml.solvers._vonneumann.secular import EXACT_FTOL
+
+    rng = np.random.default_rng(41 + np.isfinite(gamma))
+    r = 30
+    evals = {}
+    for ftol in (EXACT_FTOL, 1e-9, 1e-6):
+        sub = np.random.default_rng(rng.integers(2**31))
+        st = np.zeros(_N_STATS)
+        for _ in range(40):
+            Q, _ = np.linalg.qr(sub.standard_normal((r, r)))
+            W, q = Q.copy(), sub.uniform(-8.0, 8.0, r)
+            v = sub.standard_normal(r)
+            delta = float(sub.choice([-1.0, 1.0]))
+            p = float(v @ (W * np.exp(q)) @ W.T @ v)
+            target = p * np.exp(-delta * sub.uniform(0.05, 2.0))  # violated
+            L0 = _log_X(W, q)
+            dl, new_target = project_pair(W, q, v, target, delta, 0.0, gamma, st, ftol)
+            assert dl > 0
+            L1 = _log_X(W, q)
+            np.testing.assert_allclose(L1 - L0, -delta * dl * np.outer(v, v), atol=1e-9 * (1 + np.abs(L0).max()))
+            p_new = float(v @ (W * np.exp(q)) @ W.T @ v)
+            assert abs(np.log(p_new / new_target)) <= ftol * max(1.0, abs(np.log(target))) + 1e-11
+        evals[ftol] = st[0] / st[1]
+    assert evals[1e-6] < evals[1e-9] < evals[EXACT_FTOL]
+
+
+def test_a_loose_solve_certifies_the_optimum_of_an_exact_one():
+    """vonneumann_pairs at tol 1e-4 (projections stopped at 1e-7) and at tol 1e-12 (exact
+    projections): both certified by the certificate recomputed from their returned λ, ξ, W, q,
+    the same objective to the loose tolerance, and fewer evaluations of h per projection."""
+    from cvxkml.solvers.vonneumann import certificate, vonneumann_pairs
+
+    rng = np.random.default_rng(43)
+    r, m = 12, 60
+    F = rng.standard_normal((50, r))
+    q0 = rng.uniform(-3.0, 3.0, r)
+    I, J = rng.integers(0, 25, m), rng.integers(25, 50, m)
+    V = F[I] - F[J]
+    p0 = np.einsum("ij,j,ij->i", V, np.exp(q0), V)
+    delta = rng.choice([-1.0, 1.0], m)
+    bound = p0 * np.where(delta > 0, 0.5, 2.0)
+    runs = {}
+    for tol in (1e-4, 1e-12):
+        res = vonneumann_pairs(F, q0, I, J, delta, bound, 1.0, tol, 20_000, stop="certificate")
+        assert res.code == 0
+        cert = certificate(F, q0, I, J, delta, bound, res.xi, res.lam, res.extra["W"], res.extra["q"], 1.0)
+        assert abs(cert["rel_gap"]) <= max(tol, 1e-6) and cert["rel_violation"] <= max(tol, 1e-6)
+        runs[tol] = (cert["objective"], res.extra["evals_per_projection"])
+    assert runs[1e-4][0] == pytest.approx(runs[1e-12][0], rel=2e-4)
+    assert runs[1e-4][1] < runs[1e-12][1]

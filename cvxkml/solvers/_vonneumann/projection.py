@@ -9,7 +9,7 @@ import numpy as np
 
 from .._bregman_core import dual_change, run_sliced, sweep_end
 from ..result import NONFINITE, NOT_CONVERGED
-from .secular import _FM, _secular_k, _zerofinder_r
+from .secular import _FM, EXACT_FTOL, _secular_k, _zerofinder_r
 
 #: stats layout of the kernels (a caller may pass a shorter array: only the first two are
 #: then written): evaluations of h, projections that ran ZEROFINDER, projections skipped
@@ -244,12 +244,13 @@ def _sort_storage(Wt, q, mats):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor):
+def _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor, ftol):
     """One von Neumann Bregman projection (Kulis et al. Algorithm 3) on Wt = Wᵀ (rows: the
     eigenvectors of log X̂) and q in place, with the scratch of :func:`_new_work`.
     Returns (Δλ, new target, swapped): when ``swapped`` the new Wᵀ is in Wn (an r × r
     buffer, :func:`_rotate_rows`); (NaN, NaN, False) and Wt, q untouched on a non-finite
-    step.
+    step.  ``ftol``: ZEROFINDER's stop (:data:`~.secular.EXACT_FTOL` for an exact
+    projection).
 
     w = Wᵀv; the exact shortcut (λ = 0 and the constraint holds: the identity); deflation;
     ZEROFINDER for θ* on the secular roots; the dual correction Δλ = max(−δθ*, −λ),
@@ -289,7 +290,7 @@ def _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anc
     counts = np.zeros(2)
     inv_g = 0.0 if np.isinf(gamma) else 1.0 / gamma
     Ut = mats[1, : k * k].reshape((k, k))  # the Cauchy matrix of the roots, then U's rows
-    theta_star, evals = _zerofinder_r(d, z, np.log(target), inv_g, an, tau, lam, c2, dd, e, counts, R, Ut)
+    theta_star, evals = _zerofinder_r(d, z, np.log(target), inv_g, an, tau, lam, c2, dd, e, counts, R, Ut, ftol)
     stats[0] += evals
     stats[1] += 1
     if not np.isfinite(theta_star):
@@ -328,27 +329,29 @@ def _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anc
 
 
 @nb.njit(cache=True, error_model="numpy")
-def project_pair(W, q, v, target, delta, lam_c, gamma, stats):
+def project_pair(W, q, v, target, delta, lam_c, gamma, stats, ftol=EXACT_FTOL):
     """One von Neumann Bregman projection (in place on W, q).  Returns (Δλ, new target).
 
     ``stats``: [evaluations of h, projections that ran ZEROFINDER] and, when it has
-    ``_N_STATS`` entries, [shortcut skips, passes over the poles, roots solved].
+    ``_N_STATS`` entries, [shortcut skips, passes over the poles, roots solved].  ``ftol``:
+    ZEROFINDER's stop (default: exact, :data:`~.secular.EXACT_FTOL`).
     :func:`_project_t` on Wᵀ (the sweeps keep Wᵀ throughout)."""
     r = q.shape[0]
     Wt = np.ascontiguousarray(W.T)
     Wn = np.empty((r, r))
     mats, vecs, anchor = _new_work(r)
-    dl, new_target, swapped = _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor)
+    dl, new_target, swapped = _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anchor, ftol)
     W[:, :] = Wn.T if swapped else Wt.T
     return dl, new_target
 
 
 # --------------------------------------------------------------------- sweeps
 @nb.njit(cache=True, nogil=True, error_model="numpy")
-def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, order):
+def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, order, ftol=EXACT_FTOL):
     """Sweeps over the constraints ``order`` (in that order) until the relative dual change
     of a sweep is below ``tol`` or ``max_iter``; returns (sweeps, change, code, bad
-    constraint).  W is kept transposed (rows: eigenvectors) during the call."""
+    constraint).  W is kept transposed (rows: eigenvectors) during the call; ``ftol``: the
+    projections' ZEROFINDER stop."""
     m = I.shape[0]
     r = q.shape[0]
     v = np.empty(r)
@@ -367,7 +370,7 @@ def _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, o
             for a in range(r):
                 v[a] = F[ic, a] - F[jc, a]
             dl, xnew, swapped = _project_t(
-                B[cur], B[1 - cur], q, v, xi[c], delta[c], lam[c], gamma, stats, mats, vecs, anchor
+                B[cur], B[1 - cur], q, v, xi[c], delta[c], lam[c], gamma, stats, mats, vecs, anchor, ftol
             )
             if swapped:
                 cur = 1 - cur
@@ -392,17 +395,17 @@ def _sweeps_vn(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats):
     return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, order)
 
 
-def _vn_run(W, q, F, I, J, delta, xi, lam, gamma, tol, n_sweeps, stats, order, budget):
+def _vn_run(W, q, F, I, J, delta, xi, lam, gamma, tol, n_sweeps, stats, order, budget, ftol=EXACT_FTOL):
     """:func:`_sweeps_vn_set` in calls of about ``budget.units`` projections
     (:func:`~cvxkml.solvers._bregman_core.run_sliced`): whole sweeps when one fits the
     budget, else one sweep in slices of ``order``.  Same iterates and return values as one
     call."""
 
     def whole(k):
-        return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, k, stats, order)
+        return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, k, stats, order, ftol)
 
     def piece(start, a, b):
-        _, _, code, bad = _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, -1.0, 1, stats, order[a:b])
+        _, _, code, bad = _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, -1.0, 1, stats, order[a:b], ftol)
         return code, bad
 
     def change_of(start):

@@ -12,6 +12,11 @@ from .._bregman_core import quadratic_roots
 
 _EPS = np.finfo(np.float64).eps
 
+#: ZEROFINDER's stop |φ(θ)| <= EXACT_FTOL · max(1, |log target|) for an exact projection: the
+#: projected constraint's value v̂ᵀX̂v̂ equals its target to about this relative accuracy.  A
+#: sweep may pass a looser ``ftol`` (:func:`cvxkml.solvers.vonneumann.projection_ftol`)
+EXACT_FTOL = 1e-14
+
 
 # reductions only (sums over poles): reassociation lets LLVM vectorize them; every
 # difference that needs its order (d_i − d_a) − τ is formed outside these kernels
@@ -468,25 +473,26 @@ def safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts):
+def _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, ftol=EXACT_FTOL):
     """θ with φ(θ) = log h(θ) + θ/γ − target_log = 0 (inv_gamma = 0 for hard constraints);
     the roots at the returned θ stay in anchor/tau/c2.  Returns (θ, evaluations);
     counts[0] += passes over the poles, counts[1] += roots solved.  See
     :func:`_zerofinder_r`."""
     k = d.shape[0]
     return _zerofinder_r(
-        d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, np.empty((0, 0)), np.empty((k, k))
+        d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, np.empty((0, 0)), np.empty((k, k)), ftol
     )
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _zerofinder_r(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, R, inv):
+def _zerofinder_r(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, R, inv, ftol):
     """ZEROFINDER (Kulis et al. §5.2.2): safeguarded Newton on φ(θ) = log h(θ) + θ/γ −
     target_log (:func:`_zerofinder_w`).  The first root solve starts warm from θ = 0 (where
     the roots are the poles), the later ones from the previous θ when it has the same sign.
     ``R`` (k × k, or empty): the reciprocal pole differences, which make φ′(0) division-free
     (:func:`_dh_poles`); ``inv`` (k × k): the Cauchy matrix of the roots at the returned θ
-    (:func:`_secular_k`)."""
+    (:func:`_secular_k`).  Stops when |φ(θ)| <= ``ftol`` · max(1, |target_log|)
+    (:data:`EXACT_FTOL` for an exact projection) or the bracket closes."""
     k = d.shape[0]
     lh, h, _ = _eval_roots(d, z, 0.0, anchor, tau, lam, c2, False, 0.0, dd, e, inv)
     phi = lh - target_log
@@ -509,7 +515,7 @@ def _zerofinder_r(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, coun
     have = False  # roots of a nonzero θ in anchor/tau/c2
     prev = 0.0
     for _ in range(100):
-        if abs(phi) <= 1e-14 * max(1.0, abs(target_log)):
+        if abs(phi) <= ftol * max(1.0, abs(target_log)):
             break
         # φ′ only when a step is taken (the last evaluation needs none)
         if theta == 0.0 and R.shape[0] == k:
