@@ -1,4 +1,4 @@
-"""One contract test over every declared problem class (issue 14): the exact model is DCP and
+"""One contract test over every declared problem class: the exact model is DCP and
 trustworthy, bad options are typed errors, the fast solve is honest and certified and agrees
 with the exact optimum through both certificates (``cvxkml.testing.check_contract``)."""
 

@@ -1,4 +1,4 @@
-"""Fuzz the edges (issue 32, item 6): crafted estimator files and command-line vectors,
+"""Fuzz the edges: crafted estimator files and command-line vectors,
 deterministic (fixed seeds), with 0 untyped errors and 0 silent NaN.
 
 * ≥ 200 estimator files: mutations of saved files of four estimator families (byte flips,

@@ -1,4 +1,4 @@
-"""Ctrl-C within a second (issue 32, item 4): a SIGINT sent 1 s into a long fast solve in a
+"""Ctrl-C within a second: a SIGINT sent 1 s into a long fast solve in a
 child process ends it with KeyboardInterrupt within 2 s, and the problem then solves again
 to the same answer; ``time_limit`` holds; the conic reference solve is interruptible too."""
 

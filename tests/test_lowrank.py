@@ -129,7 +129,7 @@ def _relative_and_similarity(rng, n, n_rel, n_sim):
 )
 # found by CI: a hard similarity constraint attainable only at the edge of the PD cone
 @example(seed=9, n=9, r=2, n_rel=0, n_sim=2, with_pairs=True)
-# found by fuzzing (issue 13, case 1): tol = 1e-12 met with a 6.8e-6 violation under a
+# found by fuzzing: tol = 1e-12 met with a 6.8e-6 violation under a
 # multiplier of 2e4 (gap -0.136) and was called converged; now the certificate decides and
 # the solve tightens tol to 1e-15 (gap -1.3e-4 on 13241)
 @example(seed=2389, n=7, r=3, n_rel=2, n_sim=3, with_pairs=False)

@@ -1,7 +1,7 @@
-"""No pickle on any path a user or a downloaded folder supplies (issue 32, item 1): a scan
-of the package for unsafe loaders, and the ``reproduce mkl --resume DIR`` store
-(:class:`benchmarks._parallel.TaskStore`) reading a planted file without running
-it."""
+"""No pickle on any path a user or a downloaded folder supplies (loading a pickle runs
+whatever code it carries): a scan of the package for unsafe loaders, and the
+``reproduce mkl --resume DIR`` store (:class:`benchmarks._parallel.TaskStore`) reading a
+planted file without running it."""
 
 import ast
 import json
@@ -156,8 +156,8 @@ def test_task_store_round_trip_is_exact(tmp_path):
 
 
 def test_planted_pickle_in_the_resume_folder_runs_nothing(tmp_path):
-    """Issue 32 'Code execution': a pickle planted in DIR (the old file name) is never read,
-    so the marker file is never written; the task counts as not stored."""
+    """No code execution from the resume folder: a pickle planted in DIR under the store's old
+    file name is never read, so the marker file is never written; the task counts as not stored."""
     marker = tmp_path / "marker"
     store = TaskStore(tmp_path / "dir")
     key = TaskStore.key(np.arange(3), step="x")

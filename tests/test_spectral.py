@@ -94,7 +94,7 @@ def _vn_check(problem, hard):
 
 @settings(max_examples=examples(40))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(3, 10), d=st.integers(1, 6), m=st.integers(1, 6))
-# issue 13, case 2: Clarabel 'optimal_inaccurate' 1 % off a certified fast optimum
+# Clarabel ends 'optimal_inaccurate' 1 % off a certified fast optimum: the reference is not trusted here
 @example(seed=975, n=9, d=2, m=2)
 def test_vonneumann_hard_fast_vs_model(seed, n, d, m):
     """Algorithm 3 vs the von_neumann_entr model: gap <= 1e-6 (the exponential-cone model's
@@ -111,7 +111,7 @@ def test_vonneumann_hard_fast_vs_model(seed, n, d, m):
     m=st.integers(1, 16),
     gamma=st.sampled_from([0.1, 1.0, 10.0]),
 )
-# issue 13, case 3: the same with slack (fast certified to 4.7e-13, reference inaccurate)
+# as in the hard case above, with slack: the fast solve certified to 4.7e-13, the reference inaccurate
 @example(seed=6, n=10, d=6, m=10, gamma=10.0)
 @example(seed=6, n=6, d=1, m=9, gamma=10.0)  # L-BFGS-B tried an overflowing X̂(λ)
 def test_vonneumann_slack_fast_vs_model_and_dual(seed, n, d, m, gamma):
@@ -278,9 +278,9 @@ def test_vonneumann_extreme_bounds_do_not_crash():
 
 
 def test_kcr_then_vonneumann_in_one_process():
-    """Issue 13: after a KCR solve (BLAS thread limits, LAPACK eigensolvers) the von Neumann
-    solves of the Theorem 4 test gave ZeroDivisionError and then a segfault in one run.  In
-    one process: KCR first, then the von Neumann solves must match a fresh computation."""
+    """A KCR solve (BLAS thread limits, LAPACK eigensolvers) must leave later von Neumann solves
+    unharmed: the Theorem 4 test's solves once gave ZeroDivisionError and then a segfault when run
+    after it.  In one process: KCR first, then the von Neumann solves must match a fresh computation."""
     from benchmarks.bench.kcr import random_instance
 
     _, X, pc = _theorem4_instance(5, 8, 4)

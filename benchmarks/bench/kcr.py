@@ -253,8 +253,8 @@ def algorithm1_rows(cases=((25, 1.0), (25, 0.1)), seed=0, budget_factor=1.0) -> 
     return rows
 
 
-# the configuration of the first version of the solver (issue 6): LAPACK PSD steps,
-# Halpern iterations, a certificate every 10 iterations, no preconditioning
+# the baseline the speed-ups are measured against (reference/sriperumbudur2008-kcr.md): LAPACK PSD
+# steps, Halpern iterations, a certificate every 10 iterations, no preconditioning
 BASELINE = dict(eig="exact", halpern=True, check_every=10, scaling=0.0, restart_params=(0.2, 0.8, 0.36), balance=False)
 
 
@@ -351,8 +351,8 @@ def scale_rows(
     kernel ν = 1/median squared distance, λ = 1, one BLAS thread) for each n: CPU seconds of
     the setup (whitening: an n × n eigendecomposition) and of the solve, iterations, gap —
     for the default solver and, in the same run, :data:`BEFORE` (stopped after
-    ``before_cpu`` CPU seconds when given) and :data:`PREVIOUS` (the options before issue
-    33, stopped after ``baseline_cpu`` CPU seconds; 0 skips it).  A stopped solve has
+    ``before_cpu`` CPU seconds when given) and :data:`PREVIOUS` (the earlier restarts and
+    certificate, stopped after ``baseline_cpu`` CPU seconds; 0 skips it).  A stopped solve has
     ``finished`` False.  A warm-up solve compiles first (every code path of the default)."""
     rows = []
     for n in sizes:
@@ -462,7 +462,7 @@ VARIANTS = {
     "halpern+track": dict(halpern=True),
     "plain+lapack": dict(eig="exact"),
     "halpern+lapack": dict(eig="exact", halpern=True),
-    # the default before diagonal preconditioning (issue 6, third session)
+    # the default without diagonal preconditioning (reference/sriperumbudur2008-kcr.md)
     "unscaled": dict(scaling=0.0, eig_step_factor=0.1),
 }
 

@@ -39,9 +39,9 @@ from .estimators import DATASETS, cv_folds, load_bench_dataset
 
 __all__ = ["lmnn_rows", "command"]
 
-#: LMNN's parameters here (Wang et al.'s k and γ, the issue-17 workloads).
+#: LMNN's parameters here (Wang et al.'s k and γ, the workloads of reference/lmnn-speed.md).
 K, GAMMA = 5, 0.5
-#: The issue-17 target: a certified 1e-4 optimum in at most this many seconds.
+#: The speed target: a certified 1e-4 optimum in at most this many seconds.
 TARGET_SECONDS = 10.0
 
 
@@ -461,7 +461,7 @@ def format_scale(rows, tol: float) -> str:
 
 
 def _scale_targets(rows) -> list[str]:
-    """Issue 33's two targets per row: certified in no more time than metric-learn takes, and
+    """The two targets per row at scale: certified in no more time than metric-learn takes, and
     pylmnn's objective reached in no more time than pylmnn takes."""
     lines = []
     for r in rows:

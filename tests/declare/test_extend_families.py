@@ -304,8 +304,8 @@ def test_a_subclass_that_changes_the_model_cannot_use_the_parents_fast_solver():
 
 
 def test_lmnn_subclass_with_a_term_is_refused_where_the_parent_answer_is_below_the_optimum():
-    """The reproduction of issue 30 (181.33 vs 181.95): the inherited fast solve answered
-    the parent problem with converged=True below the extended problem's exact optimum.
+    """A subclass that adds a term must not inherit a wrong certified answer: the inherited fast
+    solve answered the parent problem with converged=True below the extended problem's exact optimum.
     Here the parent's certified answer is below the extension's exact optimum too, and the
     subclass's solve() is now a typed error instead."""
     prob, _, _, _, _ = case_lmnn()

@@ -1,4 +1,4 @@
-"""The KCR solver's preconditioner reads the centred feature columns (issue 33).
+"""The KCR solver's preconditioner reads the centred feature columns.
 
 Only the differences z_ij = f_i − f_j of the whitened features F = KT enter eq. 9, so the
 problem is unchanged by a common offset of the rows of F; the diagonal preconditioner

@@ -1,4 +1,4 @@
-"""KCR certificate (issue 33): the balanced dual weights and the certificate recomputed
+"""KCR certificate: the balanced dual weights and the certificate recomputed
 from what the fast solver returns, against the exact CVXPY model (Hypothesis).
 
 * :func:`cvxkml.solvers.kcr.balance_dual` moves s to Σ tau∘s = 0 and reports the exact

@@ -1,7 +1,7 @@
 """LMNN (Wang et al. 2011, eq. 18; Weinberger & Saul 2009): the fast primal–dual solver
 against the exact CVXPY model, the one-formula objective and dual bound, and bad inputs.
 
-Property test tolerances (issue 7): relative objective gap
+Property test tolerances: relative objective gap
 |F_fast − F_exact| / max(1, |F_exact|) <= 1e-4 whenever the fast solver reports
 ``converged``; a converged solve also carries its own certificate F − g <= tol·max(1, F)
 with g a Lagrange dual bound, which must not exceed the exact optimum.  Draws: linear

@@ -1,4 +1,4 @@
-"""LMNN through the one certified-solve pipeline (issue 47, item 3): LMNNProblem.solve() validates
+"""LMNN through the one certified-solve pipeline: LMNNProblem.solve() validates
 its arguments and runs Problem.run_pipeline, which dispatches to the first registered solver —
 the built-in ``pdhg-lmnn`` (cvxkml.adapters.lmnn), or a user's solver registered with
 ``register_fast_solver(LMNNProblem, solver)``, tried first — and certifies whatever it returns by

@@ -1,8 +1,8 @@
-"""LMNN at scale (issue 33 items 1–2, issue 36): the active impostor set against the full
+"""LMNN at scale: the active impostor set against the full
 triplet list, the impostor scan against brute force, the certificate on a singular target pull
 against the exact CVXPY model, and the span space against the feature space.
 
-Every test checks a property that the change could break: the active-set solve must reach the
+Every test checks a property that the scale machinery could break: the active-set solve must reach the
 same certified optimum as the all-triplet solve and its multipliers, mapped into the full
 triplet order, must give the same Lagrange bound; the scan must find exactly the triplets a
 full enumeration finds; the range-restricted dual point must certify the singular-pull

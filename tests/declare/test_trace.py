@@ -112,9 +112,9 @@ def test_trace_bad_inputs():
 
 
 def test_top_eigs_above_zero_operator_and_lanczos_path():
-    """issue 16: TraceSSIKDR crashed on any training set of >= 257 points (ARPACK error -9,
-    'Starting vector is zero'): at z = 0 the operator −Σ z_c Â_c is zero, and Lanczos cannot
-    start.  The zero operator has no eigenvalue above τ; the Lanczos path (forced here with
+    """TraceSSIKDR must not crash on training sets of >= 257 points, where it once failed with
+    ARPACK error -9, 'Starting vector is zero': at z = 0 the operator −Σ z_c Â_c is zero, and
+    Lanczos cannot start.  The zero operator has no eigenvalue above τ; the Lanczos path (forced here with
     dense_max=10) returns the dense answer."""
     from cvxkml.solvers.trace import top_eigs_above
 

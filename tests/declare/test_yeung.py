@@ -1,7 +1,7 @@
 """Yeung, Chang & Dai (IJCAI 2007): closed forms vs the exact CVXPY models, properties of
 the β step, the landmark method and the kernel-LLE weights, and typed errors.
 
-Tolerances (issue 8): closed form vs CVXPY ≤ 1e-8 — relative objective gap, relative
+Tolerances: closed form vs CVXPY ≤ 1e-8 — relative objective gap, relative
 error of the minimizer (‖·‖₂ / ‖·‖₂) and of the multiplier of the equality constraint.
 Hypothesis tests run 100 instances each (``CVXKML_FUZZ=N`` multiplies them).
 """

@@ -1,6 +1,6 @@
-"""Estimator files are validated, not trusted (issue 32, item 2): every reproduction of the
-issue's "Estimator files" list is a typed :class:`cvxkml.errors.EstimatorFileError` naming
-the file and the reason, or a correct load."""
+"""Estimator files are validated, not trusted: every crafted or damaged file below (truncated,
+bit-flipped, hostile header values, oversized or mismatched members, parts that disagree) is a
+typed :class:`cvxkml.errors.EstimatorFileError` naming the file and the reason, or a correct load."""
 
 import io
 import json
@@ -92,7 +92,7 @@ def array_key(header, attr):
     return header["state"][attr]["__array__"]
 
 
-# ------------------------------------------------------------------ the issue's reproductions
+# ------------------------------------------------------------------ damaged and hostile files
 def test_truncated_and_bit_flipped_files(files):
     """zipfile.BadZipFile, zlib errors, CRC errors: all EstimatorFileError."""
     blob = files["itml"]

@@ -1,4 +1,4 @@
-"""SpectralKernelLearner and SpectralMetricLearner (issue 30, item 4): any Regularizer (a
+"""SpectralKernelLearner and SpectralMetricLearner: any Regularizer (a
 user subclass included), constraints from labels or given pairs / triplets, slack, hinge or
 hard; save / load without pickle, a user regularizer resolved only when registered."""
 
@@ -17,7 +17,7 @@ FEW = dict(n_similar=15, n_dissimilar=15, random_state=0)
 
 
 class SymmetricLogDet(Regularizer):
-    """The issue's user regularizer: f_s(x) = x − log x − 1 + c(x + 1/x − 2), α = 1."""
+    """A user regularizer that is not a built-in: f_s(x) = x − log x − 1 + c(x + 1/x − 2), α = 1."""
 
     implies_psd = True
     alpha = 1.0

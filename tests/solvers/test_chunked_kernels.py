@@ -1,5 +1,6 @@
-"""The chunked compiled loops (issue 32, item 4) give bit for bit the iterates of one
-uninterrupted loop, whatever the work budget per call."""
+"""The chunked compiled loops (cut into calls of a bounded work budget so that Ctrl-C and time
+limits are seen between calls) give bit for bit the iterates of one uninterrupted loop, whatever
+the work budget per call."""
 
 from __future__ import annotations
 

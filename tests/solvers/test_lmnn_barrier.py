@@ -1,5 +1,6 @@
-"""The restricted-dual barrier recovery of the LMNN solver (issue 33 items 2 and 4: the Wang et
-al. inner-CV fits whose PDHG primal crawled while the bound was already optimal).
+"""The restricted-dual barrier recovery of the LMNN solver, for fits whose PDHG primal crawls
+while the bound is already optimal (such as the Wang et al. inner-CV fits of
+reference/wang2011-mkl.md).
 
 What the solver promises: the barrier's central-path primal point Z = G(α)⁻¹/t
 (:func:`cvxkml.solvers.lmnn._barrier_dual` with ``primal=True``) is PSD, so it is a feasible

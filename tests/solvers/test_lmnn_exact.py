@@ -1,5 +1,5 @@
-"""The exact working-set finish of the LMNN solver (issue 33: the Wang et al. inner-CV fits on
-which the PDHG stalls above the optimum).
+"""The exact working-set finish of the LMNN solver, for fits on which the PDHG stalls above the
+optimum (the Wang et al. inner-CV fits of reference/wang2011-mkl.md).
 
 What the solver promises (:mod:`cvxkml.solvers._lmnn_exact`): the interior-point method on the
 working set returns a primal point and multipliers whose objective and Lagrange bound, each

@@ -1,5 +1,5 @@
-"""LMNN fits whose optimum is a degenerate low-rank vertex (issue 33 item 4: the Wang et al.
-inner-CV fits on polynomial kernels that the stall rule ended uncertified).
+"""LMNN fits whose optimum is a degenerate low-rank vertex (such as the Wang et al. inner-CV
+fits on polynomial kernels, which the stall rule alone ends uncertified).
 
 What the solver promises there: the primal recovery on the face of the best multipliers
 (:func:`cvxkml.solvers.lmnn._face_primal`) and the least-cost dual repair

@@ -1,4 +1,4 @@
-"""Singular and nearly singular target pulls (issue 33): the pull matrix keeps its small
+"""Singular and nearly singular target pulls: the pull matrix keeps its small
 directions, :func:`cvxkml.formulas.lmnn.pull_basis` tells a real pull (however small) from
 G(0)'s null space, and fits on either kind end certified.
 

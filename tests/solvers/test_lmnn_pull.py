@@ -1,4 +1,5 @@
-"""LMNN on singular and nearly singular target pulls G(0) (issue 33 item 2).
+"""LMNN on singular and nearly singular target pulls G(0) (cause and fix:
+reference/wang2011-mkl.md, "Singular and nearly singular target pulls").
 
 What the solver promises there: it works in the coordinates of
 :func:`cvxkml.formulas.lmnn.pull_whitening` (an exact change of coordinates: the same

@@ -1,6 +1,6 @@
 """cvxkml.testing judges every answer through the problem's own hooks (Problem.answer_primal,
 check_answer, answer_objective, …), never by looking at the problem's type: a user's problem
-class, regularizer or constraint family gets exactly the built-ins' checks (issue 47, item 3).
+class, regularizer or constraint family gets exactly the built-ins' checks.
 
 The source of ``cvxkml/testing/*.py`` is parsed with ``ast``; the test fails on
 
