@@ -73,7 +73,7 @@ def test_bench_sweep_smoke():
 
 
 def test_bench_scale_smoke():
-    """The issue-33 scale rows run: exactly n points, the default, the options before dual
+    """The scale rows (n = 500 … 2 000) run: exactly n points, the default, the options before dual
     polishing and the working set, and the previous options reach the same certified
     optimum; a CPU cap stops the baseline as unfinished, 0 skips it."""
     from benchmarks.bench.kcr import blobs_problem, growth_exponent, scale_rows
