@@ -343,7 +343,8 @@ def vonneumann_pairs(
     (the certificate is then left to the caller).  ``code == OK`` only when the rule
     holds, so with the certificate in the rule OK means certified.  ``tol <= 0`` never
     stops early (exactly ``max_iter`` sweeps).  Each projection solves ZEROFINDER to
-    :func:`projection_ftol` of these tolerances (exactly, to round-off, for tight ones).
+    :func:`projection_ftol` of the tolerances the rule uses (exactly, to round-off, for tight
+    ones and when ``tol <= 0``).
 
     ``active_set`` (default False): after a full sweep, sweep only over the constraints with
     λ > 0 until their dual change is below ``tol``, then verify with a full sweep (λ = 0
@@ -388,7 +389,8 @@ def vonneumann_pairs(
     base = max(tol, 1e-6)
     gap_tol = base if gap_tol is None else float(gap_tol)
     viol_tol = base if viol_tol is None else float(viol_tol)
-    ftol = projection_ftol(tol, gap_tol, viol_tol)
+    # a fixed number of sweeps (tol <= 0) is Algorithm 3 as printed: exact projections
+    ftol = EXACT_FTOL if tol <= 0 else projection_ftol(tol, *(() if stop == "dual_change" else (gap_tol, viol_tol)))
     time_limit = check_time_limit(time_limit)
     budget = WorkBudget(start=max(m, 1))
     every = np.arange(m)
