@@ -142,6 +142,20 @@ def test_the_callback_reports_stop_value():
     assert seen and all(info["stop_value"] == info["dual_change"] for info in seen)
 
 
+def _violated_pairs(seed, n, r, m, spread, moves):
+    """Pair constraints on n random points of R^r (pairs across the two halves), log X̂0 =
+    diag(q0) with q0 in ±``spread``, each bound its pair's distance at X̂0 times ``moves[0]``
+    (similar, δ = 1) or ``moves[1]`` (dissimilar): (F, q0, I, J, δ, bounds, F[I] − F[J])."""
+    rng = np.random.default_rng(seed)
+    F = rng.standard_normal((n, r))
+    q0 = rng.uniform(-spread, spread, r)
+    I, J = rng.integers(0, n // 2, m), rng.integers(n // 2, n, m)
+    V = F[I] - F[J]
+    p0 = np.einsum("ij,j,ij->i", V, np.exp(q0), V)
+    delta = rng.choice([-1.0, 1.0], m)
+    return F, q0, I, J, delta, p0 * np.where(delta > 0, *moves), V
+
+
 @pytest.mark.parametrize("gamma", [None, 1.0])
 def test_violated_passes_end_certified_on_the_dual_relation(gamma):
     """``violated_passes``: the passes over the violated constraints are projections of the same
@@ -149,15 +163,8 @@ def test_violated_passes_end_certified_on_the_dual_relation(gamma):
     ``stop="certificate"`` means the certificate of the returned point holds."""
     from cvxkml.solvers.vonneumann import certificate, vonneumann_pairs
 
-    rng = np.random.default_rng(31 + (gamma is None))
-    r, m = 6, (80 if gamma else 12)
-    F = rng.standard_normal((40, r))
-    q0 = rng.uniform(-1.0, 1.0, r)
-    I, J = rng.integers(0, 20, m), rng.integers(20, 40, m)
-    V = F[I] - F[J]
-    p0 = np.einsum("ij,j,ij->i", V, np.exp(q0), V)
-    delta = rng.choice([-1.0, 1.0], m)
-    bound = p0 * np.where(delta > 0, 0.7, 1.4) if gamma else p0 * np.where(delta > 0, 0.9, 1.1)
+    moves = (0.7, 1.4) if gamma else (0.9, 1.1)
+    F, q0, I, J, delta, bound, V = _violated_pairs(31 + (gamma is None), 40, 6, 80 if gamma else 12, 1.0, moves)
     res = vonneumann_pairs(F, q0, I, J, delta, bound, gamma, 1e-6, 500, stop="certificate", violated_passes=5)
     assert res.code == 0 and res.extra["violated_passes"] > 0
     W, q = res.extra["W"], res.extra["q"]
@@ -233,15 +240,7 @@ def test_a_loose_solve_certifies_the_optimum_of_an_exact_one():
     the same objective to the loose tolerance, and fewer evaluations of h per projection."""
     from cvxkml.solvers.vonneumann import certificate, vonneumann_pairs
 
-    rng = np.random.default_rng(43)
-    r, m = 12, 60
-    F = rng.standard_normal((50, r))
-    q0 = rng.uniform(-3.0, 3.0, r)
-    I, J = rng.integers(0, 25, m), rng.integers(25, 50, m)
-    V = F[I] - F[J]
-    p0 = np.einsum("ij,j,ij->i", V, np.exp(q0), V)
-    delta = rng.choice([-1.0, 1.0], m)
-    bound = p0 * np.where(delta > 0, 0.5, 2.0)
+    F, q0, I, J, delta, bound, _ = _violated_pairs(43, 50, 12, 60, 3.0, (0.5, 2.0))
     runs = {}
     for tol in (1e-4, 1e-12):
         res = vonneumann_pairs(F, q0, I, J, delta, bound, 1.0, tol, 20_000, stop="certificate")
