@@ -169,7 +169,7 @@ def _rel_violations(F, I, J, dl, xi, b0, W, q, chunk=20_000):
         return np.maximum(dl * (p - xi), 0.0) / np.maximum(1.0, np.abs(b0))
 
 
-def _violated_stage(state, stats, budget, rel_viol, viol_tol, max_passes, ftol=EXACT_FTOL):
+def _violated_stage(state, stats, budget, rel_viol, viol_tol, max_passes, ftol):
     """Passes of Bregman projections over the constraints whose relative violation exceeds
     ``viol_tol``/2 (recomputed before every pass, at most ``max_passes``; ``rel_viol``: the
     violations at the start).  The same projections (Algorithm 3 with the dual correction) as
@@ -192,7 +192,7 @@ def _violated_stage(state, stats, budget, rel_viol, viol_tol, max_passes, ftol=E
     return passes, visits, NOT_CONVERGED, -1
 
 
-def _violated_round(state, stats, budget, cert, tols, max_passes, recertify, ftol=EXACT_FTOL):
+def _violated_round(state, stats, budget, cert, tols, max_passes, recertify, ftol):
     """The violated stage of :func:`vonneumann_pairs` after a full sweep whose certificate
     ``cert`` fails on the violation: :func:`_violated_stage` from the certificate's distances,
     then (``recertify``: the rule is the certificate alone) the certificate again.  ``state``

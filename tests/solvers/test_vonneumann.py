@@ -197,7 +197,8 @@ def test_projection_ftol_follows_the_tightest_tolerance():
 
     assert projection_ftol(1e-3, 1e-3, 1e-3) == 1e-6
     assert projection_ftol(1e-1, 1e-6, 1e-3) == pytest.approx(1e-9)
-    assert projection_ftol(-1.0, 1e-6, 1e-6) == pytest.approx(1e-9)  # tol <= 0: never stops on it
+    # a tolerance <= 0 is ignored here (vonneumann_pairs itself projects exactly when tol <= 0)
+    assert projection_ftol(-1.0, 1e-6, 1e-6) == pytest.approx(1e-9)
     assert projection_ftol(1e-12, 1e-10, 1e-10) == EXACT_FTOL  # tight solves: exact projections
     assert projection_ftol(0.0, None) == EXACT_FTOL
 

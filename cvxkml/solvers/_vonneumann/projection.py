@@ -395,11 +395,11 @@ def _sweeps_vn(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats):
     return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, max_iter, stats, order)
 
 
-def _vn_run(W, q, F, I, J, delta, xi, lam, gamma, tol, n_sweeps, stats, order, budget, ftol=EXACT_FTOL):
+def _vn_run(W, q, F, I, J, delta, xi, lam, gamma, tol, n_sweeps, stats, order, budget, ftol):
     """:func:`_sweeps_vn_set` in calls of about ``budget.units`` projections
     (:func:`~cvxkml.solvers._bregman_core.run_sliced`): whole sweeps when one fits the
     budget, else one sweep in slices of ``order``.  Same iterates and return values as one
-    call."""
+    call; ``ftol``: the projections' ZEROFINDER stop."""
 
     def whole(k):
         return _sweeps_vn_set(W, q, F, I, J, delta, xi, lam, gamma, tol, k, stats, order, ftol)
