@@ -85,12 +85,13 @@ def test_a_satisfied_constraint_without_multiplier_is_not_moved():
 
 
 @pytest.mark.parametrize("close", [False, True])
-def test_the_last_root_pass_leaves_the_cauchy_matrix_and_dh_at_the_poles(close):
-    """The reciprocals the eigenvectors multiply are those of the last pass of each root
-    (bit for bit: the same anchored difference), and φ′(0) from the reciprocal pole
-    differences equals the divided-difference sum over λ = d."""
-    from cvxkml.solvers._vonneumann.projection import _inv_diffs
-    from cvxkml.solvers._vonneumann.secular import _dh, _dh_poles, _secular_k
+def test_the_last_root_pass_leaves_the_cauchy_matrix(close):
+    """The reciprocals the eigenvectors multiply are those of the last pass of each root (bit
+    for bit: the same anchored difference), and the eigenvectors formed from them alone (ẑ by
+    products of the Cauchy matrix with the pole differences) are the eigenvectors of eigh, also
+    with poles 1e-10 apart."""
+    from cvxkml.solvers._vonneumann.projection import _eigvecs_r
+    from cvxkml.solvers._vonneumann.secular import _secular_k
 
     rng = np.random.default_rng(11 + close)
     for _ in range(40):
@@ -100,10 +101,13 @@ def test_the_last_root_pass_leaves_the_cauchy_matrix_and_dh_at_the_poles(close):
         _secular_k(d, z, rho, anchor, tau, c2, False, 0.0, dd, inv)
         Delta = (d[None, :] - d[anchor][:, None]) - tau[:, None]
         np.testing.assert_array_equal(inv, 1.0 / Delta)
-        R = np.empty((k, k))
-        _inv_diffs(d, R)
-        e = np.exp(d - d.max())
-        assert _dh_poles(d, z * z, e, R) == pytest.approx(_dh(d.copy(), z * z, e), rel=1e-12)
+        _eigvecs_r(d, z, rho, anchor, tau, inv, np.empty(k))
+        U = inv.T
+        lam = d[anchor] + tau
+        A = np.diag(d) + rho * np.outer(z, z)
+        scale = np.abs(d).max() + abs(rho) * z @ z
+        np.testing.assert_allclose(U.T @ U, np.eye(k), atol=1e-11)
+        np.testing.assert_allclose(U @ np.diag(lam) @ U.T, A, atol=1e-11 * scale)
 
 
 def test_sweeps_keep_q_sorted_and_the_dual_relation():
@@ -251,3 +255,46 @@ def test_a_loose_solve_certifies_the_optimum_of_an_exact_one():
         runs[tol] = (cert["objective"], res.extra["evals_per_projection"])
     assert runs[1e-4][0] == pytest.approx(runs[1e-12][0], rel=2e-4)
     assert runs[1e-4][1] < runs[1e-12][1]
+
+
+@pytest.mark.parametrize("gamma", [np.inf, 1.5])
+def test_a_projection_clipped_by_the_dual_correction_takes_one_root_solve(gamma):
+    """A constraint with multiplier λ_c > 0 that the projection would pass: Δλ = −λ_c exactly,
+    log X̂ moves by δλ_c vvᵀ (θ = δλ_c, the clip point), found with one root solve (ZEROFINDER
+    tests the clip point when its Newton step passes it, instead of solving for θ* and again at
+    the clip point); with λ_c beyond θ* the projection is not clipped and lands on its
+    constraint within ftol."""
+    from cvxkml.solvers._vonneumann.secular import EXACT_FTOL
+
+    rng = np.random.default_rng(47 + np.isfinite(gamma))
+    r = 20
+    for ftol in (EXACT_FTOL, 1e-6):
+        roots = {True: [], False: []}
+        for _ in range(30):
+            Q, _ = np.linalg.qr(rng.standard_normal((r, r)))
+            q = rng.uniform(-4.0, 4.0, r)
+            v = rng.standard_normal(r)
+            delta = float(rng.choice([-1.0, 1.0]))
+            p = float(v @ (Q * np.exp(q)) @ Q.T @ v)
+            target = p * np.exp(delta * rng.uniform(0.2, 1.0))  # satisfied: θ* = δ|θ*| frees λ_c
+            # the unclipped step from an exact projection
+            W, qq = Q.copy(), q.copy()
+            dl_free, _ = project_pair(W, qq, v, target, delta, 1e6, gamma, np.zeros(_N_STATS))
+            assert dl_free < 0
+            for clipped in (True, False):
+                lam_c = -dl_free * (0.3 if clipped else 3.0)
+                W, qq, st = Q.copy(), q.copy(), np.zeros(_N_STATS)
+                L0 = _log_X(W, qq)
+                dl, new_target = project_pair(W, qq, v, target, delta, lam_c, gamma, st, ftol)
+                L1 = _log_X(W, qq)
+                np.testing.assert_allclose(L1 - L0, -delta * dl * np.outer(v, v), atol=1e-9 * (1 + np.abs(L0).max()))
+                np.testing.assert_allclose(W.T @ W, np.eye(r), atol=1e-10)
+                if clipped:
+                    assert dl == -lam_c
+                else:
+                    assert -lam_c < dl < 0
+                    p_new = float(v @ (W * np.exp(qq)) @ W.T @ v)
+                    assert abs(np.log(p_new / new_target)) <= ftol * max(1.0, abs(np.log(target))) + 1e-11
+                roots[clipped].append(st[4] / r)
+        assert np.mean(roots[True]) <= 1.1  # one root solve (was two: at θ* and at the clip point)
+        assert np.mean(roots[True]) < np.mean(roots[False])

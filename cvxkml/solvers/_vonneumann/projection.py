@@ -18,20 +18,6 @@ _N_STATS = 5
 
 
 # --------------------------------------------------------------------- eigenvectors
-@nb.njit(cache=True, error_model="numpy")
-def _inv_diffs(d, R):
-    """R[j, i] = 1/(d_i − d_j) for i ≠ j, R[j, j] = 0 (antisymmetric).  Whole rows of
-    vectorized divisions are faster here than half as many scattered ones.  Shared by φ′(0)
-    and the eigenvectors of one projection (the poles d do not move with θ)."""
-    k = d.shape[0]
-    for j in range(k):  # whole rows: long contiguous loops, vectorized divisions
-        dj = d[j]
-        Rj = R[j]
-        for i in range(k):
-            Rj[i] = 1.0 / (d[i] - dj)
-        Rj[j] = 0.0
-
-
 @nb.njit(cache=True, error_model="numpy", fastmath=_FM)
 def _cauchy_rows(Ut, zhat, k):
     """Ut[j] ← ẑ ∘ Ut[j], normalized (Ut[j] holds 1/Δ_j on entry): u_j ∝ ẑ / Δ_j.  Only the
@@ -49,41 +35,40 @@ def _cauchy_rows(Ut, zhat, k):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _eigvecs_r(d, z, rho, anchor, tau, Ut, R, prod):
+def _eigvecs_r(d, z, rho, anchor, tau, Ut, prod):
     """Gu–Eisenstat eigenvectors of diag(d) + ρ z zᵀ from its roots, as the rows of Ut
-    (Ut[j] = u_j), from R (:func:`_inv_diffs`) and Ut[j, i] = 1/Δ_ji on entry (the last
-    root-finder pass leaves it: :func:`~cvxkml.solvers._vonneumann.secular._secular_k`).
-    Δ_ji = d_i − λ_j = (d_i − d_{a_j}) − τ_j (anchored, accurate); ẑ_i² = −(Δ_ii/ρ)
-    Π_{j≠i} Δ_ji/(d_i − d_j); u_j ∝ ẑ / Δ_j (Gu & Eisenstat's recomputed weights: U
-    orthogonal to working precision).  k divisions."""
+    (Ut[j] = u_j), from Ut[j, i] = 1/Δ_ji on entry (the last root-finder pass leaves it:
+    :func:`~cvxkml.solvers._vonneumann.secular._secular_k`).  Δ_ji = d_i − λ_j = (d_i −
+    d_{a_j}) − τ_j (anchored, accurate); ẑ_i² = −(Δ_ii/ρ) Π_{j≠i} Δ_ji/(d_i − d_j) =
+    −(Δ_ii/ρ) / Π_{j≠i} (d_i − d_j)/Δ_ji, the product over j of well-scaled ratios (interlacing)
+    formed from the Cauchy matrix by multiplications; u_j ∝ ẑ / Δ_j (Gu & Eisenstat's
+    recomputed weights: U orthogonal to working precision).  k divisions."""
     k = d.shape[0]
     for i in range(k):
         prod[i] = 1.0
     for j in range(k):
-        da = d[anchor[j]]
-        tj = tau[j]
-        Rj = R[j]
+        dj = d[j]
+        Cj = Ut[j]
         pj = prod[j]
-        for i in range(k):
-            prod[i] *= ((d[i] - da) - tj) * Rj[i]
-        prod[j] = pj * (-((d[j] - da) - tj) / rho)
+        for i in range(k):  # whole rows, vectorized; the factor of i = j (0) is undone below
+            prod[i] *= (d[i] - dj) * Cj[i]
+        prod[j] = pj
     for i in range(k):
-        prod[i] = np.sqrt(max(prod[i], 0.0)) * (1.0 if z[i] >= 0 else -1.0)
+        dii = (d[i] - d[anchor[i]]) - tau[i]
+        prod[i] = np.sqrt(max(-dii / (rho * prod[i]), 0.0)) * (1.0 if z[i] >= 0 else -1.0)
     _cauchy_rows(Ut, prod, k)
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _eigvecs_t(d, z, rho, anchor, tau, Ut):
     """Gu–Eisenstat eigenvectors of diag(d) + ρ z zᵀ from its roots, as the rows of Ut
-    (Ut[j] = u_j): :func:`_eigvecs_r` with its own reciprocals."""
+    (Ut[j] = u_j): :func:`_eigvecs_r` with its own Cauchy matrix."""
     k = d.shape[0]
-    R = np.empty((k, k))
-    _inv_diffs(d, R)
     for j in range(k):
         da = d[anchor[j]]
         for i in range(k):
             Ut[j, i] = 1.0 / ((d[i] - da) - tau[j])
-    _eigvecs_r(d, z, rho, anchor, tau, Ut, R, np.empty(k))
+    _eigvecs_r(d, z, rho, anchor, tau, Ut, np.empty(k))
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -189,9 +174,9 @@ def _matvec(Wt, v, w):
 
 @nb.njit(cache=True, error_model="numpy")
 def _new_work(r):
-    """Scratch of :func:`_project_t` for rank r (allocated once per sweep call): four flat
-    r² buffers (R, Ut, the gathered rows of Wᵀ, their product) and nine r-vectors."""
-    return np.empty((4, r * r)), np.empty((9, r)), np.empty(r, dtype=np.int64)
+    """Scratch of :func:`_project_t` for rank r (allocated once per sweep call): three flat
+    r² buffers (Ut, the gathered rows of Wᵀ, their product) and nine r-vectors."""
+    return np.empty((3, r * r)), np.empty((9, r)), np.empty(r, dtype=np.int64)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -211,8 +196,8 @@ def _rotate_rows(Wt, Wn, idx, Ut, mats, k):
     if whole:
         np.dot(Ut, Wt, Wn)
         return True
-    P = mats[3, : k * r].reshape((k, r))
-    G = mats[2, : k * r].reshape((k, r))
+    P = mats[2, : k * r].reshape((k, r))
+    G = mats[1, : k * r].reshape((k, r))
     for t in range(k):
         G[t, :] = Wt[idx[t], :]
     np.dot(Ut, G, P)
@@ -235,7 +220,7 @@ def _sort_storage(Wt, q, mats):
     if ordered:
         return
     order = np.argsort(q, kind="mergesort")
-    G = mats[2, : r * r].reshape((r, r))
+    G = mats[1, : r * r].reshape((r, r))
     qs = q[order]
     for t in range(r):
         G[t, :] = Wt[order[t], :]
@@ -285,12 +270,14 @@ def _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anc
     for t in range(k):
         d[t] = q[idx[t]]
         z[t] = w[idx[t]]
-    R = mats[0, : k * k].reshape((k, k))
-    _inv_diffs(d, R)
     counts = np.zeros(2)
     inv_g = 0.0 if np.isinf(gamma) else 1.0 / gamma
-    Ut = mats[1, : k * k].reshape((k, k))  # the Cauchy matrix of the roots, then U's rows
-    theta_star, evals = _zerofinder_r(d, z, np.log(target), inv_g, an, tau, lam, c2, dd, e, counts, R, Ut, ftol)
+    Ut = mats[0, : k * k].reshape((k, k))  # the Cauchy matrix of the roots, then U's rows
+    # the dual correction clips θ at δλ_c (δ = ±1): ZEROFINDER tests that point when it passes it
+    theta_clip = delta * lam_c if lam_c > 0.0 and abs(delta) == 1.0 else 0.0
+    theta_star, evals = _zerofinder_r(
+        d, z, np.log(target), inv_g, an, tau, lam, c2, dd, e, counts, Ut, ftol, theta_clip
+    )
     stats[0] += evals
     stats[1] += 1
     if not np.isfinite(theta_star):
@@ -310,11 +297,11 @@ def _project_t(Wt, Wn, q, v, target, delta, lam_c, gamma, stats, mats, vecs, anc
         stats[3] += counts[0]
         stats[4] += counts[1]
     prod = vecs[8, :k]
-    _eigvecs_r(d, z, theta, an, tau, Ut, R, prod)
+    _eigvecs_r(d, z, theta, an, tau, Ut, prod)
     if not _all_finite(Ut):
         # guard: a warm root on a pole would give u = ẑ/0; redo the roots cold
         _secular_k(d, z, theta, an, tau, c2, False, 0.0, dd, Ut)
-        _eigvecs_r(d, z, theta, an, tau, Ut, R, prod)
+        _eigvecs_r(d, z, theta, an, tau, Ut, prod)
         if not _all_finite(Ut):
             return np.nan, np.nan, False  # reported as NONFINITE, W untouched
     swapped = _rotate_rows(Wt, Wn, idx, Ut, mats, k)

@@ -386,29 +386,6 @@ def _dh(lam, c2, e):
     return dh
 
 
-@nb.njit(cache=True, error_model="numpy", fastmath=_FM)
-def _dh_poles(d, c2, e, R):
-    """:func:`_dh` at θ = 0, where λ = d (the poles): the divisions by λ_k − λ_l become
-    products with R[k, l] = 1/(d_l − d_k), the reciprocals the eigenvectors of the same
-    projection use (:func:`~cvxkml.solvers._vonneumann.projection._inv_diffs`).  Whole rows
-    (the double sum over k ≠ l, g symmetric) so that the inner loop is long and vectorized."""
-    k = d.shape[0]
-    dh = 0.0
-    for j in range(k):
-        ej = e[j]
-        dj = d[j]
-        thr = 1e-8 * max(1.0, abs(dj))
-        Rj = R[j]
-        s = 0.0
-        for l in range(k):
-            el = e[l]
-            g = 0.5 * (ej + el) if abs(dj - d[l]) <= thr else (el - ej) * Rj[l]
-            s += c2[l] * g
-        s -= c2[j] * ej  # l = j: |d_j − d_j| <= thr took the mean e_j
-        dh += c2[j] * (c2[j] * ej + s)
-    return dh
-
-
 @nb.njit(cache=True, error_model="numpy")
 def _logh(lam, c2, e):
     """(log h, h) for h = Σ_k e^{λ_k} c2_k, with e_k = e^{λ_k − max λ} left in ``e`` (h is
@@ -479,20 +456,23 @@ def _zerofinder_w(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, coun
     counts[0] += passes over the poles, counts[1] += roots solved.  See
     :func:`_zerofinder_r`."""
     k = d.shape[0]
-    return _zerofinder_r(
-        d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, np.empty((0, 0)), np.empty((k, k)), ftol
-    )
+    return _zerofinder_r(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, np.empty((k, k)), ftol, 0.0)
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _zerofinder_r(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, R, inv, ftol):
+def _zerofinder_r(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, counts, inv, ftol, theta_clip):
     """ZEROFINDER (Kulis et al. §5.2.2): safeguarded Newton on φ(θ) = log h(θ) + θ/γ −
     target_log (:func:`_zerofinder_w`).  The first root solve starts warm from θ = 0 (where
     the roots are the poles), the later ones from the previous θ when it has the same sign.
-    ``R`` (k × k, or empty): the reciprocal pole differences, which make φ′(0) division-free
-    (:func:`_dh_poles`); ``inv`` (k × k): the Cauchy matrix of the roots at the returned θ
-    (:func:`_secular_k`).  Stops when |φ(θ)| <= ``ftol`` · max(1, |target_log|)
-    (:data:`EXACT_FTOL` for an exact projection) or the bracket closes."""
+    φ′ is :func:`_dh` at the current roots (at θ = 0 the poles); ``inv`` (k × k): the Cauchy
+    matrix of the roots at the returned θ (:func:`_secular_k`).  Stops when |φ(θ)| <= ``ftol`` · max(1, |target_log|)
+    (:data:`EXACT_FTOL` for an exact projection) or the bracket closes.
+
+    ``theta_clip`` (0: none): the point where the projection's dual correction clips θ
+    (Δλ = −λ_c, θ = δλ_c).  When a Newton step would pass it, h is evaluated there first: if
+    θ* lies at or beyond it (φ(θ_clip)·θ_clip <= 0, φ increasing), θ_clip is returned with its
+    roots (the projection's θ, found with one root solve instead of one for θ* and one more at
+    θ_clip); otherwise it bounds the bracket and the Newton steps go on."""
     k = d.shape[0]
     lh, h, _ = _eval_roots(d, z, 0.0, anchor, tau, lam, c2, False, 0.0, dd, e, inv)
     phi = lh - target_log
@@ -514,15 +494,16 @@ def _zerofinder_r(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, coun
         tau[i] = 0.0
     have = False  # roots of a nonzero θ in anchor/tau/c2
     prev = 0.0
+    clip_open = theta_clip != 0.0 and (phi * theta_clip < 0.0)  # θ* on the clip point's side
     for _ in range(100):
         if abs(phi) <= ftol * max(1.0, abs(target_log)):
             break
         # φ′ only when a step is taken (the last evaluation needs none)
-        if theta == 0.0 and R.shape[0] == k:
-            dphi = _dh_poles(d, c2, e, R) / h + inv_gamma
-        else:
-            dphi = _dh(lam, c2, e) / h + inv_gamma
+        dphi = _dh(lam, c2, e) / h + inv_gamma
         theta = safeguarded_newton_step(theta, phi, dphi, lo, hi, nz2)
+        if clip_open and theta / theta_clip > 1.0 and lo < theta_clip < hi:
+            theta = theta_clip  # the step passes the clip point: test it first (once)
+            clip_open = False
         warm = theta != 0.0 and (not have or (theta > 0) == (prev > 0))
         lh, h, ps = _eval_roots(d, z, theta, anchor, tau, lam, c2, warm, theta - prev, dd, e, inv)
         if theta != 0.0:
@@ -532,6 +513,8 @@ def _zerofinder_r(d, z, target_log, inv_gamma, anchor, tau, lam, c2, dd, e, coun
             counts[1] += k
         evals += 1
         phi = lh + theta * inv_gamma - target_log
+        if theta == theta_clip and phi * theta_clip <= 0.0:
+            break  # θ* at or beyond the clip point: the projection's θ is θ_clip
         lo, hi, closed = narrow_bracket(theta, phi, lo, hi)
         if closed:
             break
