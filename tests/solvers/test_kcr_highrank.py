@@ -1,8 +1,8 @@
 """The KCR solver's paths for high-rank kernels (whitened rank r close to n), each against
 a ground truth:
 
-* the whole solve with those paths switched on at small n (the float32 operator-norm
-  estimate, tracked PSD
+* the whole solve with those paths switched on at small n (the float32 Lanczos
+  operator-norm estimate, tracked PSD
   steps with deep Krylov refinements, the working set with factor-only step lengths and
   re-seeds from the certificate's Aᵀ(τ∘s)) against the exact CVXPY model: certified, the
   certificate recomputed by ``KCR.solve`` from the returned Σ, h̃ and dual weights, within
@@ -14,7 +14,8 @@ a ground truth:
 * ‖A Aᵀ − B Bᵀ‖_F² from the factors against the dense difference;
 * the working set's fixed active pairs applied as dense rows (Fᵀ L₁ F V) against G₁ V summed
   from their rank-one terms;
-* the float32 operator-norm estimate against the float64 one and the dense operator.
+* the float32 operator-norm estimate against the float64 one and the dense operator, and the
+  Lanczos estimate against the dense operator.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from hypothesis import strategies as st
 from benchmarks.bench.kcr import random_instance
 from cvxkml.solvers import kcr as kcr_module
 from cvxkml.solvers._kcr.kernels import _factor_sq_dist
-from cvxkml.solvers._kcr.psd import PositivePartTracker, operator_norm
+from cvxkml.solvers._kcr.psd import PositivePartTracker, operator_norm, operator_norm_lanczos
 from cvxkml.testing import reference_or_discard
 
 GAP, FEAS = 1e-3, 1e-9
@@ -48,7 +49,7 @@ HIGH_RANK_PATHS = dict(eig_min_size=0, working_set=dict(start=10.0))
 def test_high_rank_paths_match_the_exact_model(seed, sizes, kind, nu_factor, lam):
     problem = random_instance(seed, sizes, kind, nu_factor, lam)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kcr_module, "_NORM_FLOAT32_MIN_R", 0)  # the float32 ‖A‖ at every size
+        mp.setattr(kcr_module, "_NORM_FLOAT32_MIN_R", 0)  # the float32 Lanczos ‖A‖ at every size
         fast = problem.solve(tol=1e-4, max_iter=100_000, **HIGH_RANK_PATHS)
     assert fast.converged and fast.info["gap"] <= 1e-4, fast
     with warnings.catch_warnings():
@@ -120,6 +121,25 @@ def test_float32_norm_estimate():
         assert est64 <= true * (1.0 + 1e-12)
         assert est32 == pytest.approx(est64, rel=1e-5)
     assert est64 == pytest.approx(true, rel=1e-6)
+
+
+@pytest.mark.parametrize("n, r", [(14, 5), (30, 1), (40, 12), (25, 25)])
+def test_lanczos_norm_estimate_is_a_lower_bound_within_its_residual(n, r):
+    """√ of the largest Ritz value of AᵀA: never above the dense ‖A‖ (beyond float32 rounding),
+    within 1e-4 of it at the setup's residual tolerance 1e-2, to rounding when run to 1e-10 or
+    to an invariant Krylov space (r = 1: one product); float32 follows float64."""
+    rng = np.random.default_rng(n + r)
+    F = rng.standard_normal((n, r))
+    Z = (F[:, None, :] - F[None, :, :]).reshape(n * n, r)
+    A = np.einsum("pk,pl->pkl", Z, Z).reshape(n * n, r * r)
+    true = float(np.linalg.norm(A, 2))
+    for dtype, rnd in ((np.float64, 1e-12), (np.float32, 1e-6)):
+        loose = operator_norm_lanczos(F, rtol=1e-2, dtype=dtype)
+        tight = operator_norm_lanczos(F, rtol=1e-10, dtype=dtype)
+        assert loose <= true * (1.0 + rnd) and tight <= true * (1.0 + rnd)
+        assert loose == pytest.approx(true, rel=1e-4)
+        assert tight == pytest.approx(true, rel=10 * rnd)
+    assert operator_norm_lanczos(F, n_iter=1, rtol=0.0) <= true * (1.0 + 1e-12)
 
 
 def test_deep_refinements_on_degenerate_spectra_and_an_empty_block():

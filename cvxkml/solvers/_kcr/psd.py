@@ -46,6 +46,55 @@ def operator_norm(F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-4, dtype=
     return est
 
 
+@blas_limit()
+def operator_norm_lanczos(F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-2, dtype=np.float64) -> float:
+    """Lanczos estimate of ‖A‖ = √λ_max(AᵀA) over symmetric r × r matrices (A as in
+    :func:`operator_norm`; AᵀA maps the PSD cone into itself, and its top eigenvalue is
+    clustered, which the power iteration resolves slowly: 30 of its products reach 2e-3 of
+    ‖A‖ where Lanczos needs about 12 for 2e-4).  Full reorthogonalization; stops once the
+    largest Ritz value θ has residual β|s_m| <= ``rtol`` · θ, after ``n_iter`` products, or
+    when the Krylov space is invariant.  Returns √θ, a lower bound of ‖A‖ (θ <= λ_max).
+
+    ``dtype``: the precision of the products and of the basis (the tridiagonal problem is
+    float64)."""
+    n, r = F.shape
+    F = np.asarray(F, dtype=dtype)
+    W = np.empty((n, n), dtype)
+    deg = np.empty(n, dtype)
+    ones = np.ones((n, n), dtype)
+
+    def apply(X):  # AᵀA(X): D = A(X) is symmetric, so the adjoint of D/2, doubled
+        D = sq_distances_from_gram(F @ X @ F.T)
+        return (_adjoint(F, np.ascontiguousarray(0.5 * D), ones, W, deg) * 2.0).astype(dtype, copy=False)
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((r, r))
+    X = (X + X.T).astype(dtype, copy=False)
+    nx = float(np.linalg.norm(X))
+    if nx == 0.0:
+        return 1.0
+    basis, alpha, beta = [X / dtype(nx)], [], []
+    theta = 0.0
+    for _ in range(max(1, int(n_iter))):
+        w = apply(basis[-1])
+        alpha.append(float(np.vdot(basis[-1], w)))
+        for v in basis:  # full reorthogonalization (twice is enough)
+            w -= dtype(np.vdot(v, w)) * v
+        for v in basis:
+            w -= dtype(np.vdot(v, w)) * v
+        b = float(np.linalg.norm(w))
+        T = np.diag(alpha) + np.diag(beta, 1) + np.diag(beta, -1)
+        ritz, S = np.linalg.eigh(T)
+        theta = float(ritz[-1])
+        if not np.isfinite(theta) or theta <= 0.0:
+            return 1.0
+        if b * abs(S[-1, -1]) <= rtol * theta or b <= 1e-12 * theta:
+            break
+        beta.append(b)
+        basis.append(w / dtype(b))
+    return float(np.sqrt(theta))
+
+
 def _eigh(M, dtype, subset_by_value=None, subset_by_index=None):
     """Eigenpairs (ascending) of a symmetric M computed in ``dtype``: LAPACK ``?syevr``
     for a subset (``subset_by_value`` / ``subset_by_index`` as in scipy), ``?syevd``
