@@ -36,16 +36,17 @@ layout).
 
 Divisions are the costly operation of the O(k²) work, so none is made twice: the last pass
 over the poles of root k leaves 1/(q_i − λ_k), the Cauchy matrix that the Gu–Eisenstat
-vectors u_k ∝ ẑ/(q − λ_k) multiply; the reciprocal pole differences 1/(q_i − q_j)
-(one k × k matrix of divisions) serve both ẑ_i² = −((q_i − λ_i)/θ) Π_{j≠i} (q_i − λ_j)/(q_i − q_j)
-and h′(0) (the divided differences of exp at the poles).
+vectors u_k ∝ ẑ/(q − λ_k) multiply, and ẑ_i² = −((q_i − λ_i)/θ) / Π_{j≠i} (q_i − q_j)/(q_i − λ_j)
+is formed from the same matrix by products (k divisions).  The dual correction's clip point
+θ = δλ_c is tested by ZEROFINDER when a Newton step passes it, so a clipped projection solves
+the roots once, at the clip point.
 
 Exact shortcut: a constraint with λ = 0 that holds at the current X̂ has θ* of the sign
 that the dual correction clips to 0, so its projection is the identity; it is detected
 from h(0) = Σ e^{q_i} w_i² (O(r) once w is known) before any deflation or root finding.
 
-Cost per projection: O(r²) for w, O(k² · passes) for the roots (k undeflated, about three
-passes per root), k² + O(k) divisions and O(k²) products for the eigenvectors,
+Cost per projection: O(r²) for w, O(k² · passes) for the roots (k undeflated, about two
+passes per root), O(k) divisions and O(k²) products for the eigenvectors,
 2 r k² flops for W ← W U (one BLAS-3 gemm; the paper's fast-multipole variant is O(r²)).
 The sweeps keep Wᵀ (rows: eigenvectors) with q stored in increasing order (a deflated
 update is followed by a permutation that restores it; X̂ does not change), so the active
