@@ -1,4 +1,5 @@
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -41,12 +42,38 @@ def data_dir():
     return d
 
 
+def pytest_configure(config):
+    """In an xdist worker process: one BLAS thread for the test code too (the library's own
+    default), so that two workers do not oversubscribe two cores."""
+    if hasattr(config, "workerinput"):
+        from threadpoolctl import threadpool_limits
+
+        config._cvxkml_blas = threadpool_limits(limits=1, user_api="blas")
+
+
+_WORKER_DISCARDS: Counter = Counter()
+
+
+def pytest_sessionfinish(session):
+    """An xdist worker hands its discard counts to the controller."""
+    if hasattr(session.config, "workeroutput"):
+        from cvxkml.testing import discards
+
+        session.config.workeroutput["cvxkml_discards"] = discards()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """The controller collects the discard counts of a finished xdist worker."""
+    _WORKER_DISCARDS.update(getattr(node, "workeroutput", {}).get("cvxkml_discards", {}))
+
+
 def pytest_terminal_summary(terminalreporter):
     """How many draws the property tests discarded because the conic reference could not
-    be trusted (cvxkml.testing.reference_or_discard)."""
+    be trusted (cvxkml.testing.reference_or_discard), over every worker process."""
     from cvxkml.testing import discards
 
-    counts = discards()
+    counts = Counter(discards()) + _WORKER_DISCARDS
     if counts:
         terminalreporter.write_sep("-", "draws discarded for an untrusted exact reference")
         for test, n in sorted(counts.items()):
