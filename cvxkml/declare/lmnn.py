@@ -43,13 +43,11 @@ fast side (``_lmnn_fast.LMNNFastSide``); the fast algorithm itself is the regist
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
 from .._validation import (
     as_float_array,
     check_choice,
-    check_conic_options,
     check_int,
     check_kernel_matrix,
     check_labels,
@@ -73,7 +71,6 @@ from ..formulas.lmnn import (
 )
 from ..kernels import kernel_sq_distances
 from ..solution import Solution
-from ._conic import solve_conic
 from ._lmnn_fast import LMNNFastSide
 from ._lmnn_model import LMNNExactModel
 from .extend import Extendable
@@ -504,94 +501,6 @@ class LMNNProblem(LMNNFastSide, LMNNExactModel, Extendable, Problem):
                 Lc = (Wc[:, kc] * np.sqrt(lc[kc])).T @ N
             L = np.vstack([L, Lc])
         return L
-
-    def solve_reference(
-        self,
-        solver: str | None = None,
-        eps: float | None = None,
-        accept_inaccurate: bool = False,
-        whiten: bool = True,
-        **opts,
-    ) -> Solution:
-        """Solve the exact model (eq. 18 over X̂ ⪰ 0, :meth:`to_cvxpy`) with a conic solver
-        at high accuracy.
-
-        Parameters
-        ----------
-        solver : {"CLARABEL", "SCS", …} or None
-            None: :meth:`default_solver` — Clarabel (``eps`` = 1e-8) when the PSD block
-            (r, or D with ``whiten=False``) is at most :attr:`clarabel_max_size` = 60,
-            SCS (``eps`` = 1e-9) above.  See the module docstring for the sizes where this
-            is practical.
-        eps : float or None
-            The solver's tolerances (:func:`cvxkml.declare._conic.solve_conic`).
-        accept_inaccurate : bool, default=False
-            Return an ``optimal_inaccurate`` answer whatever its certificate says.  Without
-            it such an answer is returned only when its own certificate vouches for it
-            (relative gap and relative violation at most
-            :data:`~cvxkml.declare.problem.INACCURATE_RTOL`; then
-            ``info["accepted_by_certificate"] = True``), else :class:`SolverError`.
-        whiten : bool, default=True
-            Solve over X̂ (r × r, well conditioned); False: the literal model over A (D × D).
-        **opts
-            Passed to the solver.
-
-        Returns
-        -------
-        Solution
-            ``matrix`` = A (D × D), ``slack`` = ξ, ``dual`` = α (the multipliers of the
-            margin constraints, clipped to [0, γ]), ``dual_value`` = g(α), the Lagrange
-            lower bound of :func:`cvxkml.formulas.lmnn.lmnn_dual_value` (so ``gap`` =
-            F − g certifies the answer), ``info["X"]`` = X̂,
-            ``info["max_relative_violation"]`` (:meth:`_relative_violation`).
-            ``converged`` is True only for status ``optimal`` or an ``optimal_inaccurate``
-            answer accepted by its certificate.
-
-        Raises
-        ------
-        InfeasibleError, SolverError
-            A failed or non-optimal conic solve (see ``accept_inaccurate``).
-        """
-        solver, eps = check_conic_options(solver, eps)
-        if not isinstance(whiten, (bool, np.bool_)):
-            raise InvalidInputError(f"whiten must be True or False; got {whiten!r}.")
-        if solver is None:
-            size = self.exact_size() if whiten else self.dim
-            solver = "CLARABEL" if size <= self.clarabel_max_size else "SCS"
-        prob = self.to_cvxpy(whiten=whiten)
-        elapsed, status, iters = solve_conic(prob, solver, eps, True, "exact LMNN model", **opts)
-        M = np.asarray(prob.var_dict["X" if whiten else "A"].value, dtype=float)
-        M = 0.5 * (M + M.T)
-        if whiten:
-            X = M
-            A = self._answer(X)
-        else:
-            X = self.whiten(M)
-            A = M if self.space == "features" else self._answer(X)
-        xi = np.asarray(prob.var_dict["xi"].value, dtype=float)
-        alpha = np.clip(np.asarray(prob.constraints[0].dual_value, dtype=float).ravel(), 0.0, self.gamma)
-        viol = self.violations_whitened(X, xi)
-        sol = Solution.from_conic(
-            status,
-            solver,
-            elapsed,
-            iters,
-            matrix=A,
-            objective=self.objective_whitened(X),
-            dual=alpha,
-            slack=xi,
-            violations=viol,
-            dual_value=self.dual_value(alpha),
-            info={
-                "solver_objective": float(prob.solution.opt_val),
-                "X": X,
-                "rank": self.rank,
-                "max_relative_violation": self._relative_violation(viol, X),
-            },
-        )
-        sol = self._accept_reference(sol, status, accept_inaccurate, "exact LMNN model")
-        sol.converged = status == cp.OPTIMAL or bool(sol.info.get("accepted_by_certificate"))
-        return sol
 
     def solve(
         self,

@@ -387,7 +387,7 @@ def test_reference_certificate_and_converged_honesty(monkeypatch):
     (relative; round-off below 0 allowed) and relative violation ~ 0; an
     ``optimal_inaccurate`` answer is refused unless its certificate vouches for it, and is
     ``converged`` only then."""
-    import cvxkml.declare.lmnn as lmnn_mod
+    import cvxkml.declare._lmnn_model as lmnn_mod  # the exact model and its conic solve
 
     X, y = labelled_points(4, 14, 2, 2, d=3)
     prob = LMNNProblem.linear(X, y, k=2)
