@@ -198,7 +198,7 @@ class Problem(CertifiedPipeline):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        impl = cls.__dict__.get("solve_reference")
+        impl = getattr(cls, "solve_reference", None)  # also a mixin's, ahead in the MRO
         if impl is not None and not getattr(impl, "_size_guarded", False):
             cls.solve_reference = _size_guarded(impl)
         impl = getattr(cls, "solve", None)  # also a mixin's solve ahead in the MRO

@@ -126,6 +126,26 @@ def test_size_guard(monkeypatch):
     assert p.solve_reference().converged
 
 
+def test_size_guard_covers_a_mixins_solve_reference(monkeypatch):
+    """A solve_reference that a problem class inherits from a mixin (not a Problem subclass,
+    as LMNN's exact model) is behind the same guard as one defined in the class."""
+    from cvxkml.declare import LogDetKernel
+    from cvxkml.errors import SolverError
+
+    class Model:
+        def solve_reference(self, **opts):
+            return "solved"
+
+    class Variant(Model, LogDetKernel):
+        pass
+
+    p = Variant(*kernel_instance(0, 9, 6, hard=False), gamma=1.0)
+    monkeypatch.setitem(limits_module.EXACT_LIMITS, "LogDetKernel", 4)
+    with pytest.raises(SolverError, match="allow_large=True"):
+        p.solve_reference()
+    assert p.solve_reference(allow_large=True) == "solved"
+
+
 def test_limit_lookup_order():
     """The class's own entry wins over its base's; spectral problems are looked up per
     regularizer; a user's subclass inherits its parent's limit; the guard uses the cost limit
