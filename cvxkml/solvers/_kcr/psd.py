@@ -12,6 +12,29 @@ from ...formulas.kcr import sq_distances_from_gram
 from .kernels import _adjoint
 
 
+def _normal_operator(F, dtype):
+    """X ↦ AᵀA(X) for A(X)_ij = z_ijᵀXz_ij (z_ij = f_i − f_j), products in ``dtype``, with its
+    n × n scratch allocated once: D = A(X) is symmetric, so AᵀA(X) is the adjoint of D/2,
+    doubled.  O(n²r) per call."""
+    n = F.shape[0]
+    F = np.asarray(F, dtype=dtype)
+    W = np.empty((n, n), dtype)
+    deg = np.empty(n, dtype)
+    ones = np.ones((n, n), dtype)
+
+    def apply(X):
+        D = sq_distances_from_gram(F @ X @ F.T)
+        return (_adjoint(F, np.ascontiguousarray(0.5 * D), ones, W, deg) * 2.0).astype(dtype)
+
+    return apply
+
+
+def _symmetric_start(r: int, seed: int, dtype):
+    """The seeded random symmetric r × r start of the operator-norm estimates."""
+    X = np.random.default_rng(seed).standard_normal((r, r))
+    return (X + X.T).astype(dtype, copy=False)
+
+
 @blas_limit()
 def operator_norm(F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-4, dtype=np.float64) -> float:
     """Power-iteration estimate of ‖A‖ (A(X)_ij = z_ijᵀXz_ij over all ordered pairs),
@@ -21,20 +44,12 @@ def operator_norm(F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-4, dtype=
 
     ``dtype``: the precision of the products (float32 halves their cost; from the same
     random start the estimate is the same to the float32 rounding of a norm)."""
-    n, r = F.shape
-    F = np.asarray(F, dtype=dtype)
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((r, r))
-    X = (X + X.T).astype(dtype, copy=False)
+    apply, X = _normal_operator(F, dtype), _symmetric_start(F.shape[1], seed, dtype)
     est = 1.0
-    W = np.empty((n, n), dtype)
-    deg = np.empty(n, dtype)
-    ones = np.ones((n, n), dtype)
     prev = np.inf
     for k in range(n_iter):
         X /= np.linalg.norm(X)
-        D = sq_distances_from_gram(F @ X @ F.T)  # A(X); D is symmetric, so the
-        X2 = (_adjoint(F, np.ascontiguousarray(0.5 * D), ones, W, deg) * 2.0).astype(dtype)  # AᵀA(X)
+        X2 = apply(X)
         est = float(np.sqrt(np.linalg.norm(X2)))
         if not np.isfinite(est) or est == 0.0:
             est = max(est, 1.0) if np.isfinite(est) else 1.0
@@ -57,19 +72,7 @@ def operator_norm_lanczos(F, n_iter: int = 30, seed: int = 0, rtol: float = 1e-2
 
     ``dtype``: the precision of the products and of the basis (the tridiagonal problem is
     float64)."""
-    n, r = F.shape
-    F = np.asarray(F, dtype=dtype)
-    W = np.empty((n, n), dtype)
-    deg = np.empty(n, dtype)
-    ones = np.ones((n, n), dtype)
-
-    def apply(X):  # AᵀA(X): D = A(X) is symmetric, so the adjoint of D/2, doubled
-        D = sq_distances_from_gram(F @ X @ F.T)
-        return (_adjoint(F, np.ascontiguousarray(0.5 * D), ones, W, deg) * 2.0).astype(dtype, copy=False)
-
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((r, r))
-    X = (X + X.T).astype(dtype, copy=False)
+    apply, X = _normal_operator(F, dtype), _symmetric_start(F.shape[1], seed, dtype)
     nx = float(np.linalg.norm(X))
     if nx == 0.0:
         return 1.0
